@@ -1,0 +1,48 @@
+# Meridian. The two commands: `make run` and `make test`. See README.md.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+# Node >= 22: the machine's when new enough, else Node 24 from the npm registry, cached.
+NODE_BIN_DIR := $(shell deploy/local/node.sh)
+ifneq ($(strip $(NODE_BIN_DIR)),)
+export PATH := $(NODE_BIN_DIR):$(PATH)
+endif
+STACK := deploy/local/stack.sh
+
+.PHONY: help run test deps typecheck stack-up stack-down stack-status stack-logs stack-reset test-unit
+
+help:
+	@echo "make run          start the local stack, api and ingest in the foreground (Ctrl-C stops them)"
+	@echo "make test         provision the stack and run unit, integration and e2e tests"
+	@echo "make stack-up | stack-down | stack-status | stack-logs | stack-reset"
+	@echo "make test-unit    only the pure unit tests (no services)"
+	@echo "make typecheck    tsc over the whole workspace"
+
+# npm ci only when the lockfile changed since the last install.
+node_modules/.installed: package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+deps: node_modules/.installed
+
+typecheck: deps
+	npx tsc -p tsconfig.json
+
+run: deps
+	@deploy/local/run.sh
+
+test: deps
+	@test/run.sh
+
+test-unit: deps
+	npx vitest run --project unit
+
+stack-up:
+	@$(STACK) up
+stack-down:
+	@$(STACK) down
+stack-status:
+	@$(STACK) status
+stack-logs:
+	@$(STACK) logs
+stack-reset:
+	@$(STACK) reset

@@ -1,0 +1,1 @@
+export { createApp, type ApiDeps } from './app.ts';

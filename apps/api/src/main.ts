@@ -1,0 +1,40 @@
+import { loadSettings, ConfigError } from '@meridian/config';
+import { createLogger } from '@meridian/observability';
+import { createPlatform } from '@meridian/platform';
+import { createApp } from './app.ts';
+
+/** The api's entry point: the only place that reads the environment. */
+async function main(): Promise<void> {
+  let settings;
+  try {
+    settings = loadSettings(process.env);
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`meridian api: ${error.message}\n`);
+      process.exit(2);
+    }
+    throw error;
+  }
+  const logger = createLogger({ name: 'api', level: settings.LOG_LEVEL, pretty: settings.MERIDIAN_DEV_LOGS });
+  const platform = createPlatform(settings, logger, 'api');
+  await platform.prepare();
+
+  const app = createApp({ logger, probes: platform.probes, readyTimeoutMs: settings.MERIDIAN_READY_TIMEOUT_MS });
+  const server = app.listen(settings.MERIDIAN_API_PORT, settings.MERIDIAN_API_HOST, () => {
+    logger.info({ url: `http://${settings.MERIDIAN_API_HOST}:${settings.MERIDIAN_API_PORT}` }, 'api listening');
+  });
+
+  const stop = async (signal: string) => {
+    logger.info({ signal }, 'api stopping');
+    server.close();
+    await platform.close();
+    process.exit(0);
+  };
+  process.once('SIGINT', () => void stop('SIGINT'));
+  process.once('SIGTERM', () => void stop('SIGTERM'));
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`meridian api failed to start: ${(error as Error).stack ?? String(error)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,1 @@
+export { startIngest, type RunningWorker } from './worker.ts';

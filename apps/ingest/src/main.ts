@@ -1,0 +1,36 @@
+import { loadSettings, ConfigError } from '@meridian/config';
+import { createLogger } from '@meridian/observability';
+import { createPlatform } from '@meridian/platform';
+import { startIngest } from './worker.ts';
+
+/** The ingest worker's entry point: the only place that reads the environment. */
+async function main(): Promise<void> {
+  let settings;
+  try {
+    settings = loadSettings(process.env);
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`meridian ingest: ${error.message}\n`);
+      process.exit(2);
+    }
+    throw error;
+  }
+  const logger = createLogger({ name: 'ingest', level: settings.LOG_LEVEL, pretty: settings.MERIDIAN_DEV_LOGS });
+  const platform = createPlatform(settings, logger, 'ingest');
+  await platform.prepare();
+  const worker = await startIngest(platform);
+
+  const stop = async (signal: string) => {
+    logger.info({ signal }, 'ingest stopping');
+    await worker.stop();
+    await platform.close();
+    process.exit(0);
+  };
+  process.once('SIGINT', () => void stop('SIGINT'));
+  process.once('SIGTERM', () => void stop('SIGTERM'));
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`meridian ingest failed to start: ${(error as Error).stack ?? String(error)}\n`);
+  process.exit(1);
+});

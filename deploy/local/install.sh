@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Installs the local stack's software once into the cache (outside the repo), so a
+# clean clone reuses it. Idempotent and safe to run concurrently (cache lock).
+#   Kafka:      broker jars from Maven Central (deploy/local/kafka/pom.xml)
+#   ClickHouse: Debian's clickhouse-server package (18.16.1)
+#   MinIO:      built with `go install` from the Go module proxy, pinned
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+install_kafka() {
+  [ -f "$KAFKA_HOME/.complete" ] && return 0
+  command -v java >/dev/null || apt_install openjdk-17-jre-headless
+  command -v mvn >/dev/null || apt_install maven
+  log "fetching Kafka $KAFKA_VERSION jars from Maven Central into $KAFKA_HOME"
+  rm -rf "$KAFKA_HOME"
+  mvn -q -B -Dstyle.color=never -f "$REPO_ROOT/deploy/local/kafka/pom.xml" dependency:copy-dependencies \
+    -Dkafka.version="$KAFKA_VERSION" -DincludeScope=runtime -DoutputDirectory="$KAFKA_HOME/libs" \
+    >&2 || die "maven could not fetch the Kafka jars"
+  touch "$KAFKA_HOME/.complete"
+}
+
+apt_install() {
+  [ "$(id -u)" = 0 ] || die "please install Debian packages: $* (needs root)"
+  log "apt-get install $*"
+  if ! DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null 2>&1; then
+    apt-get update -qq >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null || die "apt-get install $* failed"
+  fi
+}
+
+install_clickhouse() {
+  if [ -x /usr/sbin/clickhouse-server ] || command -v clickhouse-server >/dev/null; then return 0; fi
+  apt_install clickhouse-server clickhouse-client
+}
+
+install_minio() {
+  [ -x "$MINIO_BIN" ] && return 0
+  command -v go >/dev/null || die "Go is needed to build MinIO (go install github.com/minio/minio@$MINIO_VERSION)"
+  log "building MinIO $MINIO_VERSION with go install (several minutes, once)"
+  local bindir; bindir="$(dirname "$MINIO_BIN")"
+  mkdir -p "$bindir.partial"
+  GOBIN="$bindir.partial" GOFLAGS=-trimpath CGO_ENABLED=0 go install "github.com/minio/minio@$MINIO_VERSION" \
+    || die "go install github.com/minio/minio@$MINIO_VERSION failed"
+  rm -rf "$bindir"; mv "$bindir.partial" "$bindir"
+}
+
+install_all() {
+  install_kafka
+  install_clickhouse
+  install_minio
+}
+
+case "${1:-all}" in
+  all) with_cache_lock install_all ;;
+  kafka|clickhouse|minio) with_cache_lock "install_$1" ;;
+  *) die "usage: install.sh [all|kafka|clickhouse|minio]" ;;
+esac

@@ -1,0 +1,42 @@
+# Shared settings for the local stack scripts. Sourced, never run.
+# Every value can be overridden from the environment; the defaults avoid the
+# usual ports (ClickHouse's native port and MinIO's default are both 9000).
+
+REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+MERIDIAN_CACHE="${MERIDIAN_CACHE:-$HOME/.cache/meridian}"
+MERIDIAN_VAR="${MERIDIAN_VAR:-$REPO_ROOT/.var}"
+
+NODE_VERSION="${NODE_VERSION:-24.21.0}"
+KAFKA_VERSION="${KAFKA_VERSION:-3.9.1}"
+MINIO_VERSION="${MINIO_VERSION:-v0.0.0-20260212201848-7aac2a2c5b7c}"
+
+KAFKA_PORT="${KAFKA_PORT:-19092}"
+KAFKA_CONTROLLER_PORT="${KAFKA_CONTROLLER_PORT:-19093}"
+KAFKA_HEAP="${KAFKA_HEAP:-768m}"
+CLICKHOUSE_HTTP_PORT="${CLICKHOUSE_HTTP_PORT:-18123}"
+CLICKHOUSE_TCP_PORT="${CLICKHOUSE_TCP_PORT:-19000}"
+MINIO_PORT="${MINIO_PORT:-19900}"
+MINIO_CONSOLE_PORT="${MINIO_CONSOLE_PORT:-19901}"
+MINIO_ROOT_USER="${MINIO_ROOT_USER:-meridian}"
+MINIO_ROOT_PASSWORD="${MINIO_ROOT_PASSWORD:-meridian-local-secret}"
+
+KAFKA_HOME="$MERIDIAN_CACHE/kafka-$KAFKA_VERSION"
+MINIO_BIN="$MERIDIAN_CACHE/minio/$MINIO_VERSION/bin/minio"
+NODE_HOME="$MERIDIAN_CACHE/node-$NODE_VERSION"
+
+log() { printf '[stack] %s\n' "$*" >&2; }
+die() { printf '[stack] error: %s\n' "$*" >&2; exit 1; }
+
+# Runs "$@" holding an exclusive lock on the cache, so two concurrent runs
+# (a developer's `make run` and `make test`) never install into the same place at once.
+with_cache_lock() {
+  mkdir -p "$MERIDIAN_CACHE"
+  exec 9>"$MERIDIAN_CACHE/.install.lock"
+  flock 9
+  "$@"
+  local rc=$?
+  flock -u 9
+  return $rc
+}
+
+port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }

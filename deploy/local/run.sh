@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# `make run`: starts the local stack (what is not already running), then api and ingest in
+# the foreground with readable logs. Ctrl-C stops the apps and the services it started.
+set -uo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+cd "$REPO_ROOT"
+
+stopped_before=$("$REPO_ROOT/deploy/local/stack.sh" status | awk '$2 == "stopped" {print $1}')
+"$REPO_ROOT/deploy/local/stack.sh" up || exit 1
+eval "$("$REPO_ROOT/deploy/local/stack.sh" env)"
+export MERIDIAN_DEV_LOGS="${MERIDIAN_DEV_LOGS:-true}"
+
+pids=()
+shutdown() {
+  trap - INT TERM
+  echo; echo "stopping api and ingest"
+  kill -TERM "${pids[@]}" 2>/dev/null; wait "${pids[@]}" 2>/dev/null
+  # shellcheck disable=SC2086
+  [ -n "$stopped_before" ] && "$REPO_ROOT/deploy/local/stack.sh" down $stopped_before
+  exit 0
+}
+trap shutdown INT TERM
+
+node apps/ingest/src/main.ts & pids+=($!)
+node apps/api/src/main.ts & pids+=($!)
+
+base="http://${MERIDIAN_API_HOST:-127.0.0.1}:${MERIDIAN_API_PORT:-8088}"
+for _ in $(seq 1 120); do curl -fsS "$base/readyz" >/dev/null 2>&1 && break; sleep 0.5; done
+cat <<MSG
+
+  Meridian is running at $base
+    readiness:  curl $base/readyz
+  Ctrl-C stops api, ingest and the services this command started.
+
+MSG
+wait "${pids[@]}"

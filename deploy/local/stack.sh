@@ -1,0 +1,153 @@
+#!/usr/bin/env bash
+# The local stack without Docker: real Kafka (KRaft), ClickHouse and MinIO processes
+# with data and logs under $MERIDIAN_VAR.
+#   stack.sh up [service...]      install if needed, start, wait until ready
+#   stack.sh down [service...]    stop (SIGTERM, then SIGKILL after a grace period)
+#   stack.sh status               one line per service
+#   stack.sh logs [service]       tail the logs
+#   stack.sh reset                stop everything and wipe its data
+#   stack.sh env                  print the endpoints as shell exports
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+SERVICES=(kafka clickhouse minio)
+RUN_DIR="$MERIDIAN_VAR/run"
+LOG_DIR="$MERIDIAN_VAR/log"
+
+pidfile() { echo "$RUN_DIR/$1.pid"; }
+running() { local f; f=$(pidfile "$1"); [ -f "$f" ] && kill -0 "$(cat "$f")" 2>/dev/null; }
+logfile() { echo "$LOG_DIR/$1.log"; }
+
+render() { # template output: substitutes @VAR@ and the ports
+  sed -e "s|@VAR@|$MERIDIAN_VAR|g" -e "s|@PORT@|$KAFKA_PORT|g" -e "s|@CONTROLLER_PORT@|$KAFKA_CONTROLLER_PORT|g" \
+      -e "s|@HTTP_PORT@|$CLICKHOUSE_HTTP_PORT|g" -e "s|@TCP_PORT@|$CLICKHOUSE_TCP_PORT|g" \
+      "$REPO_ROOT/deploy/local/templates/$1" > "$2"
+}
+
+spawn() { # name command...: runs in its own session so Ctrl-C of a caller does not reach it
+  local name=$1; shift
+  : > "$(logfile "$name")"
+  setsid nohup "$@" >>"$(logfile "$name")" 2>&1 < /dev/null &
+  echo $! > "$(pidfile "$name")"
+}
+
+port_busy_check() { # name port...: fail clearly when a port is taken by something else
+  local name=$1; shift
+  for p in "$@"; do
+    port_open "$p" && die "$name: port $p is already in use by another process (set the port variables to move it)"
+  done
+  return 0
+}
+
+start_kafka() {
+  port_busy_check kafka "$KAFKA_PORT" "$KAFKA_CONTROLLER_PORT"
+  local dir="$MERIDIAN_VAR/kafka"; mkdir -p "$dir/data"
+  render kafka-server.properties "$dir/server.properties"
+  render kafka-log4j.properties "$dir/log4j.properties"
+  local cp="$KAFKA_HOME/libs/*"
+  if [ ! -f "$dir/data/meta.properties" ]; then
+    local cluster_id; cluster_id=$(java -cp "$cp" kafka.tools.StorageTool random-uuid 2>/dev/null | tail -n 1)
+    java -Dlog4j.configuration="file:$dir/log4j.properties" -cp "$cp" kafka.tools.StorageTool format \
+      -t "$cluster_id" -c "$dir/server.properties" >"$LOG_DIR/kafka-format.log" 2>&1 \
+      || { tail -n 20 "$LOG_DIR/kafka-format.log" >&2; die "kafka storage format failed"; }
+  fi
+  spawn kafka java -Xms256m "-Xmx$KAFKA_HEAP" -XX:+UseG1GC -Djava.awt.headless=true \
+    -Dlog4j.configuration="file:$dir/log4j.properties" -cp "$cp" kafka.Kafka "$dir/server.properties"
+}
+ready_kafka() { port_open "$KAFKA_PORT" && grep -q "Kafka Server started" "$(logfile kafka)"; }
+
+start_clickhouse() {
+  port_busy_check clickhouse "$CLICKHOUSE_HTTP_PORT" "$CLICKHOUSE_TCP_PORT"
+  local dir="$MERIDIAN_VAR/clickhouse"; mkdir -p "$dir/data" "$dir/tmp" "$dir/user_files" "$dir/format_schemas"
+  render clickhouse-config.xml "$dir/config.xml"
+  render clickhouse-users.xml "$dir/users.xml"
+  local bin=/usr/sbin/clickhouse-server; [ -x "$bin" ] || bin=$(command -v clickhouse-server)
+  spawn clickhouse "$bin" --config-file="$dir/config.xml"
+}
+ready_clickhouse() { curl -fsS "http://127.0.0.1:$CLICKHOUSE_HTTP_PORT/ping" >/dev/null 2>&1; }
+
+start_minio() {
+  port_busy_check minio "$MINIO_PORT" "$MINIO_CONSOLE_PORT"
+  mkdir -p "$MERIDIAN_VAR/minio/data"
+  MINIO_ROOT_USER="$MINIO_ROOT_USER" MINIO_ROOT_PASSWORD="$MINIO_ROOT_PASSWORD" MINIO_BROWSER=off \
+    spawn minio "$MINIO_BIN" server "$MERIDIAN_VAR/minio/data" \
+      --address "127.0.0.1:$MINIO_PORT" --console-address "127.0.0.1:$MINIO_CONSOLE_PORT" --quiet
+}
+ready_minio() { curl -fsS "http://127.0.0.1:$MINIO_PORT/minio/health/ready" >/dev/null 2>&1; }
+
+wait_ready() { # name timeout_seconds
+  local name=$1 deadline=$((SECONDS + $2))
+  until "ready_$name"; do
+    if ! running "$name"; then
+      tail -n 30 "$(logfile "$name")" >&2 || true
+      die "$name exited during start (log: $(logfile "$name"))"
+    fi
+    if [ "$SECONDS" -ge "$deadline" ]; then
+      tail -n 30 "$(logfile "$name")" >&2 || true
+      die "$name not ready after $2 s (log: $(logfile "$name"))"
+    fi
+    sleep 0.3
+  done
+}
+
+up() {
+  "$REPO_ROOT/deploy/local/install.sh" all
+  mkdir -p "$RUN_DIR" "$LOG_DIR"
+  local started=()
+  for s in "$@"; do
+    if running "$s"; then continue; fi
+    log "starting $s"; "start_$s"; started+=("$s")
+  done
+  for s in "${started[@]}"; do
+    case $s in kafka) wait_ready kafka 90 ;; *) wait_ready "$s" 45 ;; esac
+    log "$s ready"
+  done
+}
+
+down() {
+  for s in "$@"; do
+    running "$s" || { rm -f "$(pidfile "$s")"; continue; }
+    local pid; pid=$(cat "$(pidfile "$s")")
+    log "stopping $s (pid $pid)"
+    kill -TERM "$pid" 2>/dev/null || true
+    for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
+    kill -0 "$pid" 2>/dev/null && { log "$s did not stop in 20 s, killing"; kill -KILL "$pid" 2>/dev/null || true; }
+    rm -f "$(pidfile "$s")"
+  done
+}
+
+status() {
+  for s in "${SERVICES[@]}"; do
+    if running "$s"; then
+      if "ready_$s"; then state=ready; else state=starting; fi
+      printf '%-11s %-9s pid %s\n' "$s" "$state" "$(cat "$(pidfile "$s")")"
+    else
+      printf '%-11s %-9s\n' "$s" stopped
+    fi
+  done
+}
+
+print_env() {
+  cat <<ENV
+export KAFKA_BROKERS=127.0.0.1:$KAFKA_PORT
+export CLICKHOUSE_URL=http://127.0.0.1:$CLICKHOUSE_HTTP_PORT
+export S3_ENDPOINT=http://127.0.0.1:$MINIO_PORT
+export S3_ACCESS_KEY=$MINIO_ROOT_USER
+export S3_SECRET_KEY=$MINIO_ROOT_PASSWORD
+ENV
+}
+
+cmd=${1:-status}; shift || true
+targets=("$@"); [ ${#targets[@]} -eq 0 ] && targets=("${SERVICES[@]}")
+for t in "${targets[@]}"; do
+  case " ${SERVICES[*]} " in *" $t "*) ;; *) [ "$cmd" = logs ] || die "unknown service: $t" ;; esac
+done
+case $cmd in
+  up) up "${targets[@]}" ;;
+  down) down "${targets[@]}" ;;
+  status) status ;;
+  logs) for t in "${targets[@]}"; do echo "==> $(logfile "$t") <=="; tail -n "${LINES:-50}" "$(logfile "$t")" 2>/dev/null || true; done ;;
+  reset) down "${SERVICES[@]}"; rm -rf "$MERIDIAN_VAR/kafka" "$MERIDIAN_VAR/clickhouse" "$MERIDIAN_VAR/minio"; log "data wiped" ;;
+  env) print_env ;;
+  *) die "usage: stack.sh up|down|status|logs|reset|env [service...]" ;;
+esac

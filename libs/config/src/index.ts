@@ -1,0 +1,3 @@
+export { loadSettings, ConfigError, type Settings } from './load.ts';
+export { settingDefinitions, type SettingName } from './settings.ts';
+export { settingsTable } from './table.ts';

@@ -1,0 +1,47 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadSettings } from './load.ts';
+import { settingDefinitions } from './settings.ts';
+
+describe('loadSettings', () => {
+  it('fills every setting from its documented default when the environment is empty', () => {
+    const settings = loadSettings({});
+    expect(Object.keys(settings).sort()).toEqual(Object.keys(settingDefinitions).sort());
+    expect(settings.MERIDIAN_API_PORT).toBe(8088);
+    expect(settings.KAFKA_BROKERS).toBe('127.0.0.1:19092');
+    expect(settings.MERIDIAN_DEV_LOGS).toBe(false);
+  });
+
+  it('coerces numbers and booleans from strings', () => {
+    const settings = loadSettings({ MERIDIAN_API_PORT: '9999', MERIDIAN_DEV_LOGS: 'true' });
+    expect(settings.MERIDIAN_API_PORT).toBe(9999);
+    expect(settings.MERIDIAN_DEV_LOGS).toBe(true);
+  });
+
+  it('reports every invalid variable at once, by name', () => {
+    let error: unknown;
+    try {
+      loadSettings({ MERIDIAN_API_PORT: '70000', KAFKA_BROKERS: 'no port here', CLICKHOUSE_DATABASE: 'x; DROP' });
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    const problems = (error as ConfigError).problems;
+    expect(problems).toHaveLength(3);
+    expect(problems.join('\n')).toMatch(/MERIDIAN_API_PORT="70000"/);
+    expect(problems.join('\n')).toMatch(/KAFKA_BROKERS/);
+    expect(problems.join('\n')).toMatch(/CLICKHOUSE_DATABASE/);
+  });
+
+  it('never prints the value of a secret in its error', () => {
+    expect(() => loadSettings({ S3_SECRET_KEY: ' ', CLICKHOUSE_PASSWORD: 'ok' })).not.toThrow();
+    try {
+      loadSettings({ MERIDIAN_API_PORT: 'x', S3_BUCKET: 'UPPER' });
+    } catch (e) {
+      expect((e as Error).message).not.toMatch(/meridian-local-secret/);
+    }
+  });
+
+  it('returns a frozen object', () => {
+    expect(Object.isFrozen(loadSettings({}))).toBe(true);
+  });
+});

@@ -1,0 +1,62 @@
+import { z } from 'zod';
+
+/**
+ * Every setting Meridian reads, with its environment variable, default and meaning.
+ * This table is the single source: the README's settings table is generated from it
+ * (`npm run settings-table`), and `loadSettings` validates the environment against it.
+ */
+const port = z.coerce.number().int().min(1).max(65535);
+const positiveInt = z.coerce.number().int().positive();
+const bool = z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1');
+
+export const settingDefinitions = {
+  MERIDIAN_API_HOST: { schema: z.string().min(1), default: '127.0.0.1', doc: 'Address the api listens on.' },
+  MERIDIAN_API_PORT: { schema: port, default: '8088', doc: 'Port the api listens on.' },
+  LOG_LEVEL: {
+    schema: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
+    default: 'info',
+    doc: 'pino log level.',
+  },
+  KAFKA_BROKERS: {
+    schema: z.string().regex(/^[^,\s]+:\d+(,[^,\s]+:\d+)*$/, 'comma-separated host:port list'),
+    default: '127.0.0.1:19092',
+    doc: 'Kafka bootstrap brokers, comma-separated host:port.',
+  },
+  KAFKA_CLIENT_ID: { schema: z.string().min(1), default: 'meridian', doc: 'Kafka client id prefix.' },
+  MERIDIAN_TOPIC_PREFIX: {
+    schema: z.string().regex(/^[A-Za-z0-9._-]*$/, 'letters, digits, . _ -'),
+    default: 'meridian.',
+    doc: 'Prefix of every Kafka topic and consumer group (isolates environments and test runs).',
+  },
+  KAFKA_POINTS_PARTITIONS: { schema: positiveInt, default: '3', doc: 'Partitions of the points topic when it is created.' },
+  KAFKA_SESSION_TIMEOUT_MS: {
+    schema: z.coerce.number().int().min(6000),
+    default: '10000',
+    doc: 'Consumer group session timeout: how long a crashed worker holds its partitions.',
+  },
+  CLICKHOUSE_URL: { schema: z.url(), default: 'http://127.0.0.1:18123', doc: 'ClickHouse HTTP endpoint.' },
+  CLICKHOUSE_USER: { schema: z.string(), default: 'default', doc: 'ClickHouse user.' },
+  CLICKHOUSE_PASSWORD: { schema: z.string(), default: '', doc: 'ClickHouse password (never logged).' },
+  CLICKHOUSE_DATABASE: {
+    schema: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'an identifier'),
+    default: 'meridian',
+    doc: 'ClickHouse database holding the projections; created at start.',
+  },
+  S3_ENDPOINT: { schema: z.url(), default: 'http://127.0.0.1:19900', doc: 'S3-compatible endpoint (MinIO).' },
+  S3_ACCESS_KEY: { schema: z.string().min(1), default: 'meridian', doc: 'S3 access key.' },
+  S3_SECRET_KEY: { schema: z.string().min(1), default: 'meridian-local-secret', doc: 'S3 secret key (never logged).' },
+  S3_REGION: { schema: z.string().min(1), default: 'us-east-1', doc: 'S3 region.' },
+  S3_BUCKET: {
+    schema: z.string().regex(/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/, 'an S3 bucket name'),
+    default: 'meridian',
+    doc: 'Bucket for staged uploads and file blobs; created at start.',
+  },
+  MERIDIAN_READY_TIMEOUT_MS: {
+    schema: positiveInt,
+    default: '2000',
+    doc: 'How long /readyz waits for each dependency before calling it down.',
+  },
+  MERIDIAN_DEV_LOGS: { schema: bool, default: 'false', doc: 'Human-readable logs (make run) instead of JSON lines.' },
+} as const;
+
+export type SettingName = keyof typeof settingDefinitions;

@@ -1,0 +1,32 @@
+/**
+ * Domain errors carry a code; the api maps each code once to an HTTP status and an
+ * RFC 9457 problem type. Nothing here knows about HTTP.
+ */
+export type ErrorCode =
+  | 'validation'
+  | 'unauthenticated'
+  | 'forbidden'
+  | 'not_found'
+  | 'conflict'
+  | 'payload_too_large'
+  | 'rate_limited'
+  | 'unavailable';
+
+/** One field-level problem: where (a parameter, a body path, a row and column) and why. */
+export type FieldError = { readonly field: string; readonly reason: string; readonly row?: number };
+
+export class DomainError extends Error {
+  readonly code: ErrorCode;
+  readonly errors: readonly FieldError[];
+  constructor(code: ErrorCode, message: string, errors: readonly FieldError[] = [], options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'DomainError';
+    this.code = code;
+    this.errors = errors;
+  }
+}
+
+export const validationError = (message: string, errors: readonly FieldError[] = []) => new DomainError('validation', message, errors);
+export const notFound = (message = 'not found') => new DomainError('not_found', message);
+export const forbidden = (message = 'forbidden') => new DomainError('forbidden', message);
+export const conflict = (message: string) => new DomainError('conflict', message);

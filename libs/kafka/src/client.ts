@@ -1,0 +1,67 @@
+import { Kafka, Partitioners, logLevel, type Admin, type Producer, type LogEntry } from 'kafkajs';
+import { withTimeout, type Logger } from '@meridian/observability';
+import type { TopicSpec } from './topics.ts';
+
+export type KafkaOptions = { readonly brokers: readonly string[]; readonly clientId: string; readonly logger: Logger };
+
+const levels: Record<number, 'error' | 'warn' | 'info' | 'debug'> = {
+  [logLevel.ERROR]: 'error',
+  [logLevel.WARN]: 'warn',
+  [logLevel.INFO]: 'info',
+  [logLevel.DEBUG]: 'debug',
+};
+
+export function createKafka(options: KafkaOptions): Kafka {
+  const log = options.logger.child({ component: 'kafkajs' });
+  return new Kafka({
+    clientId: options.clientId,
+    brokers: [...options.brokers],
+    connectionTimeout: 3000,
+    retry: { initialRetryTime: 200, retries: 8 },
+    // kafkajs logs through pino, at warn and above: its info lines are per-connection noise.
+    logLevel: logLevel.WARN,
+    logCreator: () => ({ namespace, level, log: entry }: LogEntry) => {
+      const { message, ...extra } = entry;
+      log[levels[level] ?? 'info']({ namespace, ...extra }, message);
+    },
+  });
+}
+
+/**
+ * The only producer configuration Meridian uses: idempotent, acks from all in-sync
+ * replicas, one request in flight so retries can never reorder a key's events.
+ */
+export function createProducer(kafka: Kafka, options: { transactionalId?: string } = {}): Producer {
+  return kafka.producer({
+    idempotent: true,
+    maxInFlightRequests: 1,
+    createPartitioner: Partitioners.DefaultPartitioner,
+    ...(options.transactionalId ? { transactionalId: options.transactionalId, transactionTimeout: 300_000 } : {}),
+  });
+}
+
+/** Creates missing topics; never alters existing ones. Retention is infinite: the log is the source of truth. */
+export async function ensureTopics(admin: Admin, specs: readonly TopicSpec[]): Promise<void> {
+  const existing = new Set(await admin.listTopics());
+  const missing = specs.filter((s) => !existing.has(s.topic));
+  if (missing.length === 0) return;
+  await admin.createTopics({
+    waitForLeaders: true,
+    topics: missing.map((s) => ({
+      topic: s.topic,
+      numPartitions: s.partitions,
+      replicationFactor: -1,
+      configEntries: [
+        { name: 'retention.ms', value: '-1' },
+        { name: 'retention.bytes', value: '-1' },
+        { name: 'cleanup.policy', value: 'delete' },
+      ],
+    })),
+  });
+}
+
+/** Readiness probe: the cluster answers a metadata request within the timeout. */
+export async function pingKafka(admin: Admin, timeoutMs: number): Promise<void> {
+  await withTimeout(admin.describeCluster(), timeoutMs, 'kafka');
+}
+

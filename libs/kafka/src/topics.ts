@@ -1,0 +1,39 @@
+/** Every topic Meridian uses, named under one prefix so environments and test runs never meet. */
+export type Topics = {
+  /** Account events (users, keys, entitlements), keyed by user name. */
+  readonly accounts: string;
+  /** Upload and file-definition commands, keyed by task id. */
+  readonly commands: string;
+  /** Task lifecycle events, keyed by task id. */
+  readonly tasks: string;
+  /** Point-batch facts, keyed by metric name. */
+  readonly points: string;
+  /** File facts, keyed by file id. */
+  readonly files: string;
+  /** Messages no handler could process, with the reason in their headers. */
+  readonly deadLetter: string;
+};
+
+export function topicsFor(prefix: string): Topics {
+  return {
+    accounts: `${prefix}accounts`,
+    commands: `${prefix}commands`,
+    tasks: `${prefix}tasks`,
+    points: `${prefix}points`,
+    files: `${prefix}files`,
+    deadLetter: `${prefix}dead-letter`,
+  };
+}
+
+export type TopicSpec = { readonly topic: string; readonly partitions: number };
+
+export function topicSpecs(topics: Topics, pointsPartitions: number): TopicSpec[] {
+  return [
+    { topic: topics.accounts, partitions: 1 },
+    { topic: topics.commands, partitions: 3 },
+    { topic: topics.tasks, partitions: 3 },
+    { topic: topics.points, partitions: pointsPartitions },
+    { topic: topics.files, partitions: 1 },
+    { topic: topics.deadLetter, partitions: 1 },
+  ];
+}

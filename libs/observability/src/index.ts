@@ -1,0 +1,2 @@
+export { createLogger, type Logger, type LoggerOptions } from './logger.ts';
+export { withTimeout } from './with-timeout.ts';

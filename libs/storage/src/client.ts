@@ -1,0 +1,42 @@
+import { Client } from 'minio';
+
+export type StorageOptions = {
+  readonly endpoint: string;
+  readonly accessKey: string;
+  readonly secretKey: string;
+  readonly region: string;
+  readonly bucket: string;
+};
+
+export type Storage = { readonly client: Client; readonly bucket: string };
+
+export function createStorage(options: StorageOptions): Storage {
+  const url = new URL(options.endpoint);
+  const useSSL = url.protocol === 'https:';
+  const client = new Client({
+    endPoint: url.hostname,
+    port: url.port ? Number(url.port) : useSSL ? 443 : 80,
+    useSSL,
+    accessKey: options.accessKey,
+    secretKey: options.secretKey,
+    region: options.region,
+    pathStyle: true,
+  });
+  return { client, bucket: options.bucket };
+}
+
+export async function ensureBucket(storage: Storage, region: string): Promise<void> {
+  if (!(await storage.client.bucketExists(storage.bucket))) {
+    try {
+      await storage.client.makeBucket(storage.bucket, region);
+    } catch (error) {
+      // Another process created it between the check and the call: that is what we wanted.
+      if ((error as { code?: string }).code !== 'BucketAlreadyOwnedByYou') throw error;
+    }
+  }
+}
+
+/** Readiness probe: the bucket answers. */
+export async function pingStorage(storage: Storage): Promise<void> {
+  await storage.client.bucketExists(storage.bucket);
+}

@@ -1,0 +1,1 @@
+export { createStorage, ensureBucket, pingStorage, type Storage, type StorageOptions } from './client.ts';

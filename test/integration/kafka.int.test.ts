@@ -1,0 +1,45 @@
+import { afterAll, describe, expect, it } from 'vitest';
+import { createEventCodec } from '@meridian/events';
+import { createKafka, createProducer, ensureTopics, topicsFor, topicSpecs } from '@meridian/kafka';
+import { createLogger } from '@meridian/observability';
+import { isolatedSettings } from '../support/settings.ts';
+import { waitFor } from '../support/wait.ts';
+
+type UserCreated = { type: 'UserCreated'; user_name: string; is_admin: boolean; at: number; actor: string };
+
+describe('Kafka adapter against a real broker', () => {
+  const settings = isolatedSettings();
+  const kafka = createKafka({ brokers: settings.KAFKA_BROKERS.split(','), clientId: 'int-test', logger: createLogger({ name: 't', level: 'silent' }) });
+  const admin = kafka.admin();
+  const producer = createProducer(kafka);
+  const consumer = kafka.consumer({ groupId: `${settings.MERIDIAN_TOPIC_PREFIX}int` });
+  const topics = topicsFor(settings.MERIDIAN_TOPIC_PREFIX);
+  afterAll(async () => {
+    await Promise.allSettled([producer.disconnect(), consumer.disconnect(), admin.disconnect()]);
+  });
+
+  it('creates the topics with infinite retention, idempotently', async () => {
+    await admin.connect();
+    await ensureTopics(admin, topicSpecs(topics, 3));
+    await ensureTopics(admin, topicSpecs(topics, 3));
+    const configs = await admin.describeConfigs({ includeSynonyms: false, resources: [{ type: 2, name: topics.accounts }] });
+    const retention = configs.resources[0]!.configEntries.find((e) => e.configName === 'retention.ms');
+    expect(retention?.configValue).toBe('-1');
+    const meta = await admin.fetchTopicMetadata({ topics: [topics.points] });
+    expect(meta.topics[0]!.partitions).toHaveLength(3);
+  });
+
+  it('produces an Avro event with the idempotent producer and consumes it back', async () => {
+    const codec = createEventCodec<UserCreated>();
+    const event: UserCreated = { type: 'UserCreated', user_name: 'ada', is_admin: true, at: 1_700_000_000_123, actor: 'cli' };
+    await producer.connect();
+    await producer.send({ topic: topics.accounts, acks: -1, messages: [{ key: event.user_name, value: codec.encode(event) }] });
+
+    const received: UserCreated[] = [];
+    await consumer.connect();
+    await consumer.subscribe({ topic: topics.accounts, fromBeginning: true });
+    await consumer.run({ eachMessage: async ({ message }) => { received.push(codec.decode(message.value!)); } });
+    await waitFor('the event to come back', () => (received.length > 0 ? received : undefined), 30_000);
+    expect(received).toEqual([event]);
+  });
+});

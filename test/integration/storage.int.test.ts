@@ -1,0 +1,30 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { afterAll, describe, expect, it } from 'vitest';
+import { createStorage, ensureBucket, pingStorage } from '@meridian/storage';
+import { isolatedSettings } from '../support/settings.ts';
+
+describe('MinIO adapter against a real server', () => {
+  const settings = isolatedSettings();
+  const storage = createStorage({ endpoint: settings.S3_ENDPOINT, accessKey: settings.S3_ACCESS_KEY, secretKey: settings.S3_SECRET_KEY, region: settings.S3_REGION, bucket: settings.S3_BUCKET });
+  afterAll(async () => {
+    const names: string[] = [];
+    for await (const o of storage.client.listObjectsV2(storage.bucket, '', true)) names.push((o as { name: string }).name);
+    await storage.client.removeObjects(storage.bucket, names);
+    await storage.client.removeBucket(storage.bucket);
+  });
+
+  it('creates the bucket idempotently and answers the readiness probe', async () => {
+    await ensureBucket(storage, settings.S3_REGION);
+    await ensureBucket(storage, settings.S3_REGION);
+    await expect(pingStorage(storage)).resolves.toBeUndefined();
+  });
+
+  it('puts an object and gets identical bytes back', async () => {
+    const bytes = randomBytes(3 * 1024 * 1024 + 17);
+    await storage.client.putObject(storage.bucket, 'blobs/one', bytes, bytes.length);
+    const stream = await storage.client.getObject(storage.bucket, 'blobs/one');
+    const hash = createHash('sha256');
+    for await (const chunk of stream) hash.update(chunk as Buffer);
+    expect(hash.digest('hex')).toBe(createHash('sha256').update(bytes).digest('hex'));
+  });
+});

@@ -1,0 +1,20 @@
+/** Where the real services of a test run are; provided by the global setup to every test file. */
+export type StackEndpoints = {
+  readonly KAFKA_BROKERS: string;
+  readonly CLICKHOUSE_URL: string;
+  readonly CLICKHOUSE_USER: string;
+  readonly CLICKHOUSE_PASSWORD: string;
+  readonly S3_ENDPOINT: string;
+  readonly S3_ACCESS_KEY: string;
+  readonly S3_SECRET_KEY: string;
+  /** Unique per test run: topic prefixes, databases and buckets of this run start with it. */
+  readonly RUN_ID: string;
+  /** How the stack was found: 'environment', 'testcontainers' or 'local'. */
+  readonly SOURCE: string;
+};
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    stack: StackEndpoints;
+  }
+}

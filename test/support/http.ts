@@ -1,0 +1,18 @@
+import type { AddressInfo } from 'node:net';
+import type Koa from 'koa';
+
+export type Served = { readonly url: string; close(): Promise<void> };
+
+/** Serves a Koa app on an ephemeral loopback port for the length of a test. */
+export async function serve(app: Koa): Promise<Served> {
+  const server = app.listen(0, '127.0.0.1');
+  await new Promise<void>((resolve) => server.once('listening', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    close: () => new Promise<void>((resolve) => {
+      server.closeAllConnections();
+      server.close(() => resolve());
+    }),
+  };
+}

@@ -1,0 +1,34 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import type { Settings } from '@meridian/config';
+import { settingsEnv } from './settings.ts';
+
+const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
+
+/** A real app process (api, ingest or cli) started from its entry point, with its output kept. */
+export type AppProcess = {
+  readonly child: ChildProcess;
+  output(): string;
+  /** SIGTERM and wait; or SIGKILL for a crash. */
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+};
+
+export function startApp(app: 'api' | 'ingest', settings: Settings, extraEnv: Record<string, string> = {}): AppProcess {
+  const child = spawn(process.execPath, [`${repoRoot}apps/${app}/src/main.ts`], {
+    cwd: repoRoot,
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...settingsEnv(settings), LOG_LEVEL: 'info', ...extraEnv },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout!.on('data', (d: Buffer) => { output += d.toString(); });
+  child.stderr!.on('data', (d: Buffer) => { output += d.toString(); });
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return {
+    child,
+    output: () => output,
+    async stop(signal = 'SIGTERM') {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      return exited;
+    },
+  };
+}

@@ -1,0 +1,39 @@
+import { defineConfig } from 'vitest/config';
+
+/**
+ * Three tiers, told apart by file name:
+ *   *.unit.test.ts  pure code, no I/O, next to the code it tests
+ *   *.int.test.ts   one adapter against its real service (test/integration)
+ *   *.e2e.test.ts   the apps together against the real stack (test/e2e)
+ * Integration and e2e share a global setup that finds or starts the stack.
+ */
+const stackSetup = ['test/support/global-setup.ts'];
+
+export default defineConfig({
+  test: {
+    reporters: ['default'],
+    projects: [
+      { test: { name: 'unit', include: ['libs/**/*.unit.test.ts', 'apps/**/*.unit.test.ts', 'test/unit/**/*.unit.test.ts'] } },
+      {
+        test: {
+          name: 'integration',
+          include: ['test/integration/**/*.int.test.ts'],
+          globalSetup: stackSetup,
+          testTimeout: 60_000,
+          hookTimeout: 120_000,
+        },
+      },
+      {
+        test: {
+          name: 'e2e',
+          include: ['test/e2e/**/*.e2e.test.ts', 'test/fault/**/*.fault.test.ts'],
+          globalSetup: stackSetup,
+          testTimeout: 180_000,
+          hookTimeout: 180_000,
+          // e2e files start whole apps: one file at a time keeps the 2-core machine honest.
+          fileParallelism: false,
+        },
+      },
+    ],
+  },
+});
