@@ -19,6 +19,7 @@ export default defineConfig({
           name: 'integration',
           include: ['test/integration/**/*.int.test.ts'],
           globalSetup: stackSetup,
+          setupFiles: ['test/support/setup.ts'],
           testTimeout: 60_000,
           hookTimeout: 120_000,
         },
@@ -28,6 +29,7 @@ export default defineConfig({
           name: 'e2e',
           include: ['test/e2e/**/*.e2e.test.ts', 'test/fault/**/*.fault.test.ts'],
           globalSetup: stackSetup,
+          setupFiles: ['test/support/setup.ts'],
           testTimeout: 180_000,
           hookTimeout: 180_000,
           // e2e files start whole apps: one file at a time keeps the 2-core machine honest.

@@ -9,13 +9,15 @@ mkdir -p "$MERIDIAN_VAR"
 results="$MERIDIAN_VAR/test-results.json"
 rm -f "$results"
 
-started_stack=false
+# Only the services this run starts are stopped at the end.
+started=""
 if [ -z "${KAFKA_BROKERS:-}" ]; then
-  if deploy/local/stack.sh status | grep -q stopped; then started_stack=true; fi
+  started=$(deploy/local/stack.sh status | awk '$2 == "stopped" {print $1}')
   deploy/local/stack.sh up || exit 1
   eval "$(deploy/local/stack.sh env)"
 fi
-cleanup() { if $started_stack; then deploy/local/stack.sh down; fi; }
+# shellcheck disable=SC2086
+cleanup() { if [ -n "$started" ]; then deploy/local/stack.sh down $started; started=""; fi; }
 trap cleanup EXIT
 
 echo "== typecheck"

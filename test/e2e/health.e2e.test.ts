@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { createApp } from '@meridian/api';
+import { buildApi } from '@meridian/api';
 import { createLogger } from '@meridian/observability';
 import { createPlatform } from '@meridian/platform';
 import { serve } from '../support/http.ts';
@@ -24,7 +24,7 @@ describe('health and readiness', () => {
       const res = await fetch('http://127.0.0.1:18391/readyz');
       return res.status === 200 ? res.json() : undefined;
     }, 60_000, 250);
-    expect(body).toEqual({ status: 'ready', checks: { kafka: { status: 'up' }, clickhouse: { status: 'up' }, minio: { status: 'up' } } });
+    expect(body).toEqual({ status: 'ready', checks: { kafka: { status: 'up' }, clickhouse: { status: 'up' }, minio: { status: 'up' }, accounts: { status: 'up' }, tasks: { status: 'up' } } });
     await waitFor('ingest to join its consumer group', () => (ingest.output().includes('joined consumer group') ? true : undefined), 60_000);
     // Logs are JSON lines with a request id.
     const line = await waitFor('the request log line', () => api.output().split('\n').find((l) => l.includes('"path":"/readyz"')));
@@ -34,7 +34,8 @@ describe('health and readiness', () => {
   it('a dead dependency turns /readyz to 503 naming it, while /healthz keeps answering', async () => {
     const settings = isolatedSettings({ CLICKHOUSE_URL: 'http://127.0.0.1:1', MERIDIAN_READY_TIMEOUT_MS: '1500' });
     const platform = createPlatform(settings, logger, 'api');
-    const served = await serve(createApp({ logger, probes: platform.probes, readyTimeoutMs: 1500 }));
+    const api = await buildApi(platform);
+    const served = await serve(api.app);
     try {
       const ready = await fetch(`${served.url}/readyz`);
       expect(ready.status).toBe(503);
@@ -43,10 +44,12 @@ describe('health and readiness', () => {
       expect(body.checks.clickhouse?.status).toBe('down');
       expect(body.checks.kafka).toEqual({ status: 'up' });
       expect(body.checks.minio).toEqual({ status: 'up' });
+      expect(body.checks.accounts?.status).toBe('down'); // never started: not serving yet
       const health = await fetch(`${served.url}/healthz`);
       expect(health.status).toBe(200);
     } finally {
       await served.close();
+      await api.stop();
       await platform.close();
     }
   });

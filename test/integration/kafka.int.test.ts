@@ -5,7 +5,7 @@ import { createLogger } from '@meridian/observability';
 import { isolatedSettings } from '../support/settings.ts';
 import { waitFor } from '../support/wait.ts';
 
-type UserCreated = { type: 'UserCreated'; user_name: string; is_admin: boolean; at: number; actor: string };
+type UserCreated = { type: 'UserCreated'; user_name: string; is_admin: boolean; key_id: string; secret_sha256: Buffer; at: number; actor: string };
 
 describe('Kafka adapter against a real broker', () => {
   const settings = isolatedSettings();
@@ -31,7 +31,7 @@ describe('Kafka adapter against a real broker', () => {
 
   it('produces an Avro event with the idempotent producer and consumes it back', async () => {
     const codec = createEventCodec<UserCreated>();
-    const event: UserCreated = { type: 'UserCreated', user_name: 'ada', is_admin: true, at: 1_700_000_000_123, actor: 'cli' };
+    const event: UserCreated = { type: 'UserCreated', user_name: 'ada', is_admin: true, key_id: '0123456789abcdef', secret_sha256: Buffer.alloc(32, 7), at: 1_700_000_000_123, actor: 'cli' };
     await producer.connect();
     await producer.send({ topic: topics.accounts, acks: -1, messages: [{ key: event.user_name, value: codec.encode(event) }] });
 

@@ -1,25 +1,48 @@
 import Koa from 'koa';
+import Router, { type RouterMiddleware } from '@koa/router';
+import { koaBody } from 'koa-body';
 import type { Logger } from '@meridian/observability';
+import type { AccountsCommands } from './accounts/commands.ts';
+import { bearerAuthenticator } from './http/authenticate.ts';
 import { problemMiddleware } from './http/problem.ts';
-import { requestContext } from './http/request-context.ts';
 import type { Probe } from './http/readiness.ts';
+import { requestContext } from './http/request-context.ts';
+import { mountRoutes, type RouteDef } from './http/route.ts';
+import { apiKeyRoutes } from './routes/api-keys.ts';
+import { taskRoutes, type TaskReads } from './routes/tasks.ts';
+import { uploadRoutes, type UploadDeps } from './routes/uploads.ts';
 import { healthRoutes } from './routes/health.ts';
+import { userRoutes } from './routes/users.ts';
 
 export type ApiDeps = {
   readonly logger: Logger;
   readonly probes: readonly Probe[];
   readonly readyTimeoutMs: number;
+  readonly accounts: AccountsCommands & { readonly ready: boolean };
+  readonly tasks: TaskReads;
+  readonly uploads: UploadDeps;
 };
 
-/** Wires middleware and routes; no I/O of its own, so tests call app.callback() without a port. */
+/** Every /api/v1 route, described by its schemas (see http/route.ts). */
+export function apiRoutes(deps: ApiDeps): RouteDef[] {
+  return [...uploadRoutes(deps.uploads), ...taskRoutes(deps.tasks), ...userRoutes(deps.accounts), ...apiKeyRoutes(deps.accounts)];
+}
+
+/** Wires middleware and routes; no I/O of its own beyond what deps do. */
 export function createApp(deps: ApiDeps): Koa {
   const app = new Koa();
   app.proxy = false;
   app.silent = true; // errors are logged by the problem middleware, with the request id
   app.use(requestContext(deps.logger));
   app.use(problemMiddleware(deps.logger));
+
+  const router = new Router();
   const health = healthRoutes(deps.probes, deps.readyTimeoutMs);
-  app.use(health.routes());
-  app.use(health.allowedMethods());
+  router.use(health.routes());
+  const jsonBody = koaBody({ json: true, jsonStrict: true, jsonLimit: deps.uploads.limits.jsonBodyBytes, urlencoded: false, text: false, multipart: false });
+  const authenticate = bearerAuthenticator(() => deps.accounts.state, () => deps.accounts.ready);
+  mountRoutes(router, apiRoutes(deps), authenticate, jsonBody as unknown as RouterMiddleware);
+  app.use(router.routes());
+  app.use(router.allowedMethods());
   return app;
 }

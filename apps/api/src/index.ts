@@ -1,1 +1,2 @@
-export { createApp, type ApiDeps } from './app.ts';
+export { createApp, apiRoutes, type ApiDeps } from './app.ts';
+export { buildApi, type Api } from './server.ts';

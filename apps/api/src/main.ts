@@ -1,7 +1,9 @@
 import { loadSettings, ConfigError } from '@meridian/config';
-import { createLogger } from '@meridian/observability';
+import { createLogger, silenceKnownWarnings } from '@meridian/observability';
 import { createPlatform } from '@meridian/platform';
-import { createApp } from './app.ts';
+import { buildApi } from './server.ts';
+
+silenceKnownWarnings();
 
 /** The api's entry point: the only place that reads the environment. */
 async function main(): Promise<void> {
@@ -18,15 +20,21 @@ async function main(): Promise<void> {
   const logger = createLogger({ name: 'api', level: settings.LOG_LEVEL, pretty: settings.MERIDIAN_DEV_LOGS });
   const platform = createPlatform(settings, logger, 'api');
   await platform.prepare();
+  const api = await buildApi(platform);
 
-  const app = createApp({ logger, probes: platform.probes, readyTimeoutMs: settings.MERIDIAN_READY_TIMEOUT_MS });
-  const server = app.listen(settings.MERIDIAN_API_PORT, settings.MERIDIAN_API_HOST, () => {
+  // Listen at once (so /healthz answers and /readyz explains), serve once the logs caught up.
+  const server = api.app.listen(settings.MERIDIAN_API_PORT, settings.MERIDIAN_API_HOST, () => {
     logger.info({ url: `http://${settings.MERIDIAN_API_HOST}:${settings.MERIDIAN_API_PORT}` }, 'api listening');
+  });
+  api.start().catch((error: unknown) => {
+    logger.fatal({ err: error }, 'api could not follow its logs');
+    process.exit(1);
   });
 
   const stop = async (signal: string) => {
     logger.info({ signal }, 'api stopping');
     server.close();
+    await api.stop();
     await platform.close();
     process.exit(0);
   };

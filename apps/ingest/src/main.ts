@@ -1,7 +1,9 @@
 import { loadSettings, ConfigError } from '@meridian/config';
-import { createLogger } from '@meridian/observability';
+import { createLogger, silenceKnownWarnings } from '@meridian/observability';
 import { createPlatform } from '@meridian/platform';
 import { startIngest } from './worker.ts';
+
+silenceKnownWarnings();
 
 /** The ingest worker's entry point: the only place that reads the environment. */
 async function main(): Promise<void> {

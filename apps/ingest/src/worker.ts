@@ -1,24 +1,14 @@
 import type { Platform } from '@meridian/platform';
+import { startCommandConsumer } from './uploads/command-consumer.ts';
 
 export type RunningWorker = { stop(): Promise<void> };
 
-/**
- * Joins the ingest consumer group on the commands topic. The command handlers and the
- * projector arrive with the uploads issue; for now the worker proves it joins and consumes.
- */
+/** The ingest worker: runs upload commands into point facts, and projects the facts into ClickHouse. */
 export async function startIngest(platform: Platform): Promise<RunningWorker> {
-  const { kafka, topics, settings, logger } = platform;
-  const consumer = kafka.consumer({
-    groupId: `${settings.MERIDIAN_TOPIC_PREFIX}ingest-commands`,
-    sessionTimeout: settings.KAFKA_SESSION_TIMEOUT_MS,
-  });
-  consumer.on(consumer.events.GROUP_JOIN, (e) => logger.info({ group: e.payload.groupId, assignment: e.payload.memberAssignment }, 'joined consumer group'));
-  await consumer.connect();
-  await consumer.subscribe({ topic: topics.commands, fromBeginning: true });
-  await consumer.run({
-    eachMessage: async ({ partition, message }) => {
-      logger.debug({ partition, offset: message.offset }, 'command received');
+  const commands = await startCommandConsumer(platform);
+  return {
+    async stop() {
+      await commands.stop();
     },
-  });
-  return { stop: () => consumer.disconnect() };
+  };
 }

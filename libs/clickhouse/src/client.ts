@@ -38,7 +38,7 @@ export function createClickHouse(options: ClickHouseOptions, database: string | 
     password: options.password,
     ...(database ? { database } : {}),
     log: options.logger
-      ? { LoggerClass: clientLoggerClass(options.logger), level: ClickHouseLogLevel.TRACE }
+      ? { LoggerClass: clientLoggerClass(options.logger), level: ClickHouseLogLevel.WARN }
       : { level: ClickHouseLogLevel.OFF },
     request_timeout: 300_000,
     compression: { request: false, response: false },

@@ -56,6 +56,41 @@ export const settingDefinitions = {
     default: '2000',
     doc: 'How long /readyz waits for each dependency before calling it down.',
   },
+  MERIDIAN_MAX_JSON_BODY_BYTES: {
+    schema: positiveInt,
+    default: '16777216',
+    doc: 'Largest JSON request body, in bytes (413 above it).',
+  },
+  MERIDIAN_MAX_UPLOAD_BYTES: {
+    schema: positiveInt,
+    default: '5000000000',
+    doc: 'Largest metrics file upload, in bytes (413 above it); the file is streamed to MinIO, never held in memory.',
+  },
+  MERIDIAN_MAX_POINTS_PER_JSON_UPLOAD: {
+    schema: positiveInt,
+    default: '100000',
+    doc: 'Most values in one JSON upload (413 above it); larger sets go as a file.',
+  },
+  MERIDIAN_INLINE_PAYLOAD_BYTES: {
+    schema: z.coerce.number().int().min(0).max(8_000_000),
+    default: '1048576',
+    doc: 'JSON uploads up to this size travel inside their Kafka event; larger ones are staged in MinIO.',
+  },
+  MERIDIAN_KAFKA_ACK_TIMEOUT_MS: {
+    schema: positiveInt,
+    default: '10000',
+    doc: 'How long the api waits for Kafka to acknowledge a command before answering 503.',
+  },
+  MERIDIAN_POINT_BATCH_SIZE: {
+    schema: z.coerce.number().int().min(100).max(500_000),
+    default: '50000',
+    doc: 'Points per point-batch event written to the points topic.',
+  },
+  MERIDIAN_PROJECTOR_BATCH_ROWS: {
+    schema: z.coerce.number().int().min(1).max(1_000_000),
+    default: '500000',
+    doc: 'Most rows the projector writes to ClickHouse in one INSERT (one atomic block; at most 1000000). A single point batch larger than this is written alone.',
+  },
   MERIDIAN_DEV_LOGS: { schema: bool, default: 'false', doc: 'Human-readable logs (make run) instead of JSON lines.' },
 } as const;
 

@@ -1,1 +1,5 @@
 export * from './errors.ts';
+export * from './accounts/index.ts';
+export * from './tasks/index.ts';
+export * from './uploads/index.ts';
+export * from './points/index.ts';

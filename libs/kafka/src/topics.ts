@@ -2,9 +2,10 @@
 export type Topics = {
   /** Account events (users, keys, entitlements), keyed by user name. */
   readonly accounts: string;
-  /** Upload and file-definition commands, keyed by task id. */
-  readonly commands: string;
-  /** Task lifecycle events, keyed by task id. */
+  /**
+   * Commands that start tasks (uploads, file definitions) and the tasks' lifecycle events,
+   * keyed by task id: one ordered history per task.
+   */
   readonly tasks: string;
   /** Point-batch facts, keyed by metric name. */
   readonly points: string;
@@ -17,7 +18,6 @@ export type Topics = {
 export function topicsFor(prefix: string): Topics {
   return {
     accounts: `${prefix}accounts`,
-    commands: `${prefix}commands`,
     tasks: `${prefix}tasks`,
     points: `${prefix}points`,
     files: `${prefix}files`,
@@ -30,7 +30,6 @@ export type TopicSpec = { readonly topic: string; readonly partitions: number };
 export function topicSpecs(topics: Topics, pointsPartitions: number): TopicSpec[] {
   return [
     { topic: topics.accounts, partitions: 1 },
-    { topic: topics.commands, partitions: 3 },
     { topic: topics.tasks, partitions: 3 },
     { topic: topics.points, partitions: pointsPartitions },
     { topic: topics.files, partitions: 1 },

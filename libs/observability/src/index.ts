@@ -1,2 +1,3 @@
 export { createLogger, type Logger, type LoggerOptions } from './logger.ts';
 export { withTimeout } from './with-timeout.ts';
+export { silenceKnownWarnings } from './silence-known-warnings.ts';

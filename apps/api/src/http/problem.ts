@@ -42,6 +42,7 @@ export function writeProblem(ctx: Context, type: ProblemType, detail: string, er
   ctx.type = 'application/problem+json';
   ctx.body = body;
   if (type === 'unauthenticated') ctx.set('WWW-Authenticate', 'Bearer realm="meridian"');
+  if (type === 'unavailable') ctx.set('Retry-After', '1');
 }
 
 /** HTTP errors thrown by Koa's own helpers and body parsers (ctx.throw, koa-body). */

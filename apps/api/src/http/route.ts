@@ -1,0 +1,84 @@
+import type { Context } from 'koa';
+import type Router from '@koa/router';
+import type { RouterMiddleware } from '@koa/router';
+import { z } from 'zod';
+import { DomainError, type FieldError, type UserRecord } from '@meridian/domain';
+import type { ProblemType } from './problem.ts';
+
+/** Who may call a route: anyone, any authenticated user, or admins only. */
+export type Auth = 'public' | 'user' | 'admin';
+
+export type ResponseDoc = {
+  readonly description: string;
+  readonly schema?: z.ZodType;
+  /** Defaults to application/json. */
+  readonly contentType?: string;
+  readonly example?: unknown;
+  readonly headers?: Record<string, { description: string; schema: z.ZodType }>;
+};
+
+export type RouteInput<Q, P, B> = { query: Q; params: P; body: B; user: UserRecord };
+
+/**
+ * One route, described once: the schemas here validate every request and generate the
+ * OpenAPI document, so the documentation cannot drift from the behaviour.
+ */
+export type RouteDef<Q = unknown, P = unknown, B = unknown> = {
+  readonly method: 'GET' | 'POST' | 'PUT' | 'DELETE';
+  /** OpenAPI form: /api/v1/api_keys/{key_id} */
+  readonly path: string;
+  readonly operationId: string;
+  readonly summary: string;
+  readonly description?: string;
+  readonly tags: readonly string[];
+  readonly auth: Auth;
+  readonly query?: z.ZodType<Q>;
+  readonly params?: z.ZodType<P>;
+  /** JSON body schema; routes that read their body themselves (uploads) leave it out. */
+  readonly body?: z.ZodType<B>;
+  readonly requestBodyDoc?: { readonly contentTypes: Record<string, z.ZodType>; readonly description?: string };
+  readonly responses: Readonly<Record<number, ResponseDoc>>;
+  /** The error types this route can answer with, beyond the ones every route has. */
+  readonly problems?: readonly ProblemType[];
+  readonly handler: (ctx: Context, input: RouteInput<Q, P, B>) => Promise<void> | void;
+};
+
+export function defineRoute<Q = undefined, P = undefined, B = undefined>(def: RouteDef<Q, P, B>): RouteDef {
+  return def as unknown as RouteDef;
+}
+
+export function koaPath(openApiPath: string): string {
+  return openApiPath.replace(/\{(\w+)\}/g, ':$1');
+}
+
+function issuesToErrors(where: string, error: z.ZodError): FieldError[] {
+  return error.issues.map((i) => ({ field: [where, ...i.path.map(String)].filter(Boolean).join('.'), reason: i.message }));
+}
+
+/** Validates one part of the request; collects its field errors instead of throwing. */
+function parsePart<T>(schema: z.ZodType<T> | undefined, value: unknown, where: string, errors: FieldError[]): T {
+  if (!schema) return undefined as T;
+  const result = schema.safeParse(value);
+  if (result.success) return result.data;
+  errors.push(...issuesToErrors(where, result.error));
+  return undefined as T;
+}
+
+export type Authenticator = (ctx: Context) => UserRecord;
+
+/** Registers routes on a router: authentication, then validation of query, path and body, then the handler. */
+export function mountRoutes(router: Router, defs: readonly RouteDef[], authenticate: Authenticator, jsonBody: RouterMiddleware): void {
+  for (const def of defs) {
+    const parse: RouterMiddleware[] = def.body ? [jsonBody] : [];
+    router.register(koaPath(def.path), [def.method], [...parse, async (ctx: Context) => {
+      const user = def.auth === 'public' ? (undefined as unknown as UserRecord) : authenticate(ctx);
+      if (def.auth === 'admin' && !user.is_admin) throw new DomainError('forbidden', 'this operation needs an admin');
+      const errors: FieldError[] = [];
+      const query = parsePart(def.query, ctx.query, 'query', errors);
+      const params = parsePart(def.params, ctx.params, 'path', errors);
+      const body = parsePart(def.body, (ctx.request as { body?: unknown }).body, 'body', errors);
+      if (errors.length > 0) throw new DomainError('validation', `invalid request: ${errors.map((e) => `${e.field} ${e.reason}`).join('; ')}`, errors);
+      await def.handler(ctx, { query, params, body, user });
+    }], { name: def.operationId });
+  }
+}

@@ -1,0 +1,154 @@
+import { createHash, randomUUID } from 'node:crypto';
+import type { Context } from 'koa';
+import { z } from 'zod';
+import { canWrite, DomainError, metricNameProblem, validationError, type UserRecord } from '@meridian/domain';
+import type { Storage } from '@meridian/storage';
+import { defineRoute, type RouteDef } from '../http/route.ts';
+import { jsonUploadText } from '../uploads/json-upload.ts';
+import { readBody } from '../uploads/read-body.ts';
+import { discard, stageUpload } from '../uploads/stage-file.ts';
+import { submitUpload, type SubmitDeps, type UploadCommand } from '../uploads/submit.ts';
+
+export type UploadLimits = {
+  readonly jsonBodyBytes: number;
+  readonly uploadBytes: number;
+  readonly pointsPerJsonUpload: number;
+  readonly inlinePayloadBytes: number;
+};
+
+export type UploadDeps = { readonly submit: SubmitDeps; readonly storage: Storage; readonly limits: UploadLimits };
+
+const taskAccepted = z.object({ task_id: z.uuid() });
+const onError = z.enum(['fail', 'skip']).default('fail').describe('fail: one invalid row fails the whole upload and nothing is stored; skip: valid rows are stored and the rejected ones reported');
+const idempotencyKey = z.string().regex(/^[\x21-\x7e]{1,200}$/).optional();
+
+const jsonUploadBody = z.object({
+  metric_name: z.string().describe('The metric all values belong to.'),
+  values: z.array(z.object({
+    timestamp: z.string().describe('YYYY-MM-DDTHH:MM:SS with an offset: +hhmm, -hhmm, +hh:mm or Z; fractional seconds up to milliseconds'),
+    value: z.number().describe('A finite number'),
+  })),
+});
+
+/** Checks the metric name and the caller's rw access before anything is stored. */
+function assertWritable(user: UserRecord, metricName: string, field: string): void {
+  const problem = metricNameProblem(metricName);
+  if (problem) throw validationError(`invalid metric name: ${problem}`, [{ field, reason: problem }]);
+  if (!canWrite(user, metricName)) throw new DomainError('forbidden', 'uploading needs rw access to this metric');
+}
+
+/** The optional Idempotency-Key header: a retry with the same key and body gets the same task. */
+function idempotencyKeyOf(ctx: Context): string | undefined {
+  const parsed = idempotencyKey.safeParse(ctx.get('Idempotency-Key') || undefined);
+  if (!parsed.success) throw validationError('Idempotency-Key must be 1 to 200 visible ASCII characters', [{ field: 'header.Idempotency-Key', reason: 'invalid' }]);
+  return parsed.data;
+}
+
+function accepted(ctx: Context, taskId: string): void {
+  ctx.status = 202;
+  ctx.set('Location', `/api/v1/tasks/${taskId}`);
+  ctx.body = { task_id: taskId };
+}
+
+export function uploadRoutes(deps: UploadDeps): RouteDef[] {
+  const common = (user: UserRecord, idempotency: string | undefined) => ({ user_name: user.user_name, at: Date.now(), idempotency_key: idempotency ?? null });
+  return [
+    defineRoute({
+      method: 'POST',
+      path: '/api/v1/metrics/upload',
+      operationId: 'uploadMetricsJson',
+      summary: 'Upload metric values as JSON (background task)',
+      description: 'The body is JSON, sent as application/json or — as the seed\'s sample request does — declared multipart/form-data with the JSON text as the body. The shape is checked here; every value is validated by the task (all or nothing unless on_error=skip). Answers 202 only once the command is durably in the event log.',
+      tags: ['metrics'],
+      auth: 'user',
+      query: z.object({ on_error: onError }),
+      requestBodyDoc: { contentTypes: { 'application/json': jsonUploadBody, 'multipart/form-data': jsonUploadBody } },
+      responses: { 202: { description: 'Accepted; follow the task', schema: taskAccepted, example: { task_id: '4a3c6f8e-0f5e-4d1a-9a53-3c1f0e9b2d7a' } } },
+      problems: ['forbidden', 'payload_too_large', 'conflict', 'unavailable'],
+      handler: async (ctx, { query, user }) => {
+        const idempotency = idempotencyKeyOf(ctx);
+        const raw = await jsonUploadText(await readBody(ctx.req, deps.limits.jsonBodyBytes), ctx.get('Content-Type'));
+        let parsed: unknown;
+        try {
+          parsed = JSON.parse(raw.toString('utf8'));
+        } catch (error) {
+          throw validationError(`the body is not valid JSON: ${(error as Error).message}`, [{ field: 'body', reason: 'malformed JSON' }]);
+        }
+        const shape = z.object({ metric_name: z.string(), values: z.array(z.unknown()) }).safeParse(parsed);
+        if (!shape.success) {
+          throw validationError('the body must be {"metric_name": string, "values": [...]}', shape.error.issues.map((i) => ({ field: ['body', ...i.path.map(String)].join('.'), reason: i.message })));
+        }
+        if (shape.data.values.length > deps.limits.pointsPerJsonUpload) {
+          throw new DomainError('payload_too_large', `at most ${deps.limits.pointsPerJsonUpload} values per JSON upload; send larger sets as a file to /api/v1/metrics_file_upload`);
+        }
+        assertWritable(user, shape.data.metric_name, 'body.metric_name');
+        const taskId = randomUUID();
+        const inline = raw.length <= deps.limits.inlinePayloadBytes;
+        const stagedKey = `staging/uploads/${taskId}`;
+        if (!inline) await deps.storage.client.putObject(deps.storage.bucket, stagedKey, raw, raw.length);
+        const command: UploadCommand = {
+          ...common(user, idempotency),
+          metric_name: shape.data.metric_name,
+          on_error: query.on_error,
+          source: 'json_body',
+          payload: inline ? raw : null,
+          staged_object: inline ? null : stagedKey,
+          payload_bytes: raw.length,
+          payload_sha256: createHash('sha256').update(raw).digest(),
+        };
+        const id = await submitUpload(deps.submit, taskId, command).catch(async (e: unknown) => {
+          if (!inline) await discard(deps.storage, stagedKey);
+          throw e;
+        });
+        if (id !== taskId && !inline) await discard(deps.storage, stagedKey);
+        accepted(ctx, id);
+      },
+    }),
+    defineRoute({
+      method: 'POST',
+      path: '/api/v1/metrics_file_upload',
+      operationId: 'uploadMetricsFile',
+      summary: 'Upload metric points from a file (background task)',
+      description: [
+        'The form field `file` holds the file (any other body is taken as the file itself); it is streamed to storage, never held in memory, and may be gzip-compressed.',
+        'Layouts, detected from the content: CSV `timestamp,value` with or without that header; the download layout `metric_name,timestamp,metric_numeric_value,updated_at` (then metric_name may be omitted and each row names its metric); JSON `{"metric_name", "values": [...]}` or an array of `{timestamp, value}`; NDJSON of `{timestamp, value}`.',
+      ].join(' '),
+      tags: ['metrics'],
+      auth: 'user',
+      query: z.object({
+        metric_name: z.string().optional().describe('URL-encoded metric name; required unless the file names each row\'s metric'),
+        on_error: onError,
+      }),
+      requestBodyDoc: { contentTypes: { 'multipart/form-data': z.object({ file: z.string().describe('the file (binary)') }) } },
+      responses: { 202: { description: 'Accepted; follow the task', schema: taskAccepted } },
+      problems: ['forbidden', 'payload_too_large', 'conflict', 'unavailable'],
+      handler: async (ctx, { query, user }) => {
+        const idempotency = idempotencyKeyOf(ctx);
+        if (query.metric_name !== undefined) assertWritable(user, query.metric_name, 'query.metric_name');
+        const taskId = randomUUID();
+        const staged = await stageUpload(ctx.req, deps.storage, `staging/uploads/${taskId}`, deps.limits.uploadBytes);
+        if (staged.bytes === 0) {
+          await discard(deps.storage, staged.objectKey);
+          throw validationError('the file is empty', [{ field: 'file', reason: 'empty' }]);
+        }
+        const command: UploadCommand = {
+          ...common(user, idempotency),
+          metric_name: query.metric_name ?? null,
+          on_error: query.on_error,
+          source: 'file',
+          payload: null,
+          staged_object: staged.objectKey,
+          payload_bytes: staged.bytes,
+          payload_sha256: staged.sha256,
+        };
+        const id = await submitUpload(deps.submit, taskId, command).catch(async (e: unknown) => {
+          await discard(deps.storage, staged.objectKey);
+          throw e;
+        });
+        if (id !== taskId) await discard(deps.storage, staged.objectKey);
+        accepted(ctx, id);
+      },
+    }),
+  ];
+}
+

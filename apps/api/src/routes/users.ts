@@ -1,0 +1,90 @@
+import { randomBytes } from 'node:crypto';
+import { z } from 'zod';
+import {
+  composeApiKey,
+  decideCreateUser,
+  decideDisableUser,
+  decideReplaceEntitlements,
+  formatTimestamp,
+  parseMetricRules,
+} from '@meridian/domain';
+import { defineRoute, type RouteDef } from '../http/route.ts';
+import { metricRuleSchema, userView, userViewSchema } from '../accounts/views.ts';
+import type { AccountsCommands } from '../accounts/commands.ts';
+
+const userNameParam = z.object({ user_name: z.string().regex(/^[A-Za-z0-9._-]{1,64}$/, 'must be 1 to 64 letters, digits, ".", "_" or "-"') });
+
+export function userRoutes(accounts: AccountsCommands): RouteDef[] {
+  return [
+    defineRoute({
+      method: 'GET',
+      path: '/api/v1/users',
+      operationId: 'listUsers',
+      summary: 'The caller, or every user for an admin',
+      description: 'The seed\'s authentication example. A normal user sees exactly itself; an admin sees every user, disabled ones included.',
+      tags: ['users'],
+      auth: 'user',
+      responses: { 200: { description: 'Users', schema: z.object({ users: z.array(userViewSchema) }) } },
+      handler: (ctx, { user }) => {
+        const state = accounts.state;
+        const users = user.is_admin ? [...state.users.values()].sort((a, b) => a.user_name.localeCompare(b.user_name)) : [user];
+        ctx.body = { users: users.map((u) => userView(state, u)) };
+      },
+    }),
+    defineRoute({
+      method: 'POST',
+      path: '/api/v1/users',
+      operationId: 'createUser',
+      summary: 'Create a user and its first API key (admin)',
+      tags: ['users'],
+      auth: 'admin',
+      body: z.object({ user_name: z.string(), is_admin: z.boolean().default(false) }),
+      responses: {
+        201: {
+          description: 'Created; the API key is shown this once and never again',
+          schema: z.object({ user_name: z.string(), key_id: z.string(), api_key: z.string(), created_at: z.string() }),
+        },
+      },
+      problems: ['conflict'],
+      handler: async (ctx, { body, user }) => {
+        const key = composeApiKey(randomBytes(8), randomBytes(32));
+        const at = Date.now();
+        await accounts.execute(body.user_name, (s) => decideCreateUser(s, { user_name: body.user_name, is_admin: body.is_admin, key, at, actor: user.user_name }));
+        ctx.status = 201;
+        ctx.body = { user_name: body.user_name, key_id: key.key_id, api_key: key.api_key, created_at: formatTimestamp(at) };
+      },
+    }),
+    defineRoute({
+      method: 'PUT',
+      path: '/api/v1/users/{user_name}/entitlements',
+      operationId: 'replaceEntitlements',
+      summary: 'Replace a user\'s metric access rules (admin)',
+      tags: ['users'],
+      auth: 'admin',
+      params: userNameParam,
+      body: z.object({ metrics: z.array(metricRuleSchema).max(1000) }),
+      responses: { 200: { description: 'The user after the change', schema: userViewSchema } },
+      problems: ['not_found'],
+      handler: async (ctx, { params, body, user }) => {
+        const rules = parseMetricRules(body.metrics);
+        await accounts.execute(params.user_name, (s) => decideReplaceEntitlements(s, { user_name: params.user_name, rules, at: Date.now(), actor: user.user_name }));
+        ctx.body = userView(accounts.state, accounts.state.users.get(params.user_name)!);
+      },
+    }),
+    defineRoute({
+      method: 'DELETE',
+      path: '/api/v1/users/{user_name}',
+      operationId: 'disableUser',
+      summary: 'Disable a user: its keys stop working at once (admin)',
+      tags: ['users'],
+      auth: 'admin',
+      params: userNameParam,
+      responses: { 204: { description: 'Disabled' } },
+      problems: ['not_found'],
+      handler: async (ctx, { params, user }) => {
+        await accounts.execute(params.user_name, (s) => decideDisableUser(s, { user_name: params.user_name, at: Date.now(), actor: user.user_name }));
+        ctx.status = 204;
+      },
+    }),
+  ];
+}

@@ -1,0 +1,32 @@
+import { z } from 'zod';
+import { formatTimestamp, type Task } from '@meridian/domain';
+
+const rowError = z.object({ row: z.number().int().describe('1-based row (line for CSV/NDJSON, element for JSON); 0 for the upload as a whole; -1 counts errors not shown'), column: z.string(), reason: z.string() });
+
+export const taskViewSchema = z.object({
+  task_id: z.uuid(),
+  kind: z.enum(['metrics_upload']),
+  status: z.enum(['queued', 'running', 'succeeded', 'failed']).describe('queued → running → succeeded | failed; succeeded only once every accepted point is queryable'),
+  created_at: z.string(),
+  updated_at: z.string(),
+  progress: z.object({ rows_done: z.number().int(), rows_total: z.number().int().nullable() }),
+  result: z.object({ points_accepted: z.number().int(), rows_rejected: z.number().int(), metrics: z.array(z.string()) }).nullable(),
+  errors: z.array(rowError).describe('at most the first 100, each with its row number'),
+  reason: z.string().nullable().describe('why a failed task failed'),
+});
+
+export type TaskView = z.infer<typeof taskViewSchema>;
+
+export function taskView(task: Task): TaskView {
+  return {
+    task_id: task.task_id,
+    kind: task.kind,
+    status: task.status,
+    created_at: formatTimestamp(task.created_at),
+    updated_at: formatTimestamp(task.updated_at),
+    progress: { rows_done: task.rows_done, rows_total: task.rows_total },
+    result: task.result ? { ...task.result, metrics: [...task.result.metrics] } : null,
+    errors: [...task.errors],
+    reason: task.reason,
+  };
+}

@@ -1,0 +1,98 @@
+import { createHash } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
+import { PassThrough, Transform, type Readable } from 'node:stream';
+import busboy from 'busboy';
+import { DomainError, validationError } from '@meridian/domain';
+import type { Storage } from '@meridian/storage';
+import { tooLarge } from './read-body.ts';
+
+export type StagedFile = { readonly objectKey: string; readonly bytes: number; readonly sha256: Buffer; readonly filename: string | null };
+
+/**
+ * Streams an uploaded file straight into the bucket while hashing and counting it: the api
+ * never holds the file. Multipart bodies give the part named `file`; any other body is the
+ * file itself. Over `limit` bytes the upload stops with 413 and nothing is left in the bucket.
+ */
+export async function stageUpload(req: IncomingMessage, storage: Storage, objectKey: string, limit: number): Promise<StagedFile> {
+  const declared = Number(req.headers['content-length']);
+  if (Number.isFinite(declared) && declared > limit + 64 * 1024) throw tooLarge(limit, 'the file');
+  const contentType = req.headers['content-type'] ?? '';
+  const file = /^multipart\/form-data/i.test(contentType) ? await multipartFile(req, limit) : { stream: req as Readable, filename: null, truncated: () => false };
+
+  let bytes = 0;
+  let overLimit = false;
+  const hash = createHash('sha256');
+  const meter = new Transform({
+    transform(chunk: Buffer, _enc, done) {
+      bytes += chunk.length;
+      if (bytes > limit) {
+        overLimit = true;
+        done(tooLarge(limit, 'the file'));
+        return;
+      }
+      hash.update(chunk);
+      done(null, chunk);
+    },
+  });
+  file.stream.on('error', (e) => meter.destroy(e));
+  file.stream.pipe(meter);
+  try {
+    await storage.client.putObject(storage.bucket, objectKey, meter);
+    if (file.truncated()) {
+      overLimit = true;
+      throw tooLarge(limit, 'the file');
+    }
+  } catch (error) {
+    req.resume();
+    await discard(storage, objectKey);
+    if (overLimit) throw tooLarge(limit, 'the file');
+    if (error instanceof DomainError) throw error;
+    if (req.destroyed || (error as { code?: string }).code === 'ECONNRESET') throw validationError('the upload was interrupted');
+    throw error;
+  }
+  return { objectKey, bytes, sha256: hash.digest(), filename: file.filename };
+}
+
+/** Removes a staged object and any unfinished multipart upload of it. */
+export async function discard(storage: Storage, objectKey: string): Promise<void> {
+  await storage.client.removeIncompleteUpload(storage.bucket, objectKey).catch(() => undefined);
+  await storage.client.removeObject(storage.bucket, objectKey).catch(() => undefined);
+}
+
+type FilePart = { stream: Readable; filename: string | null; truncated: () => boolean };
+
+/** The `file` part of a multipart body, as a stream; other parts are drained and ignored. */
+function multipartFile(req: IncomingMessage, limit: number): Promise<FilePart> {
+  return new Promise((resolve, reject) => {
+    let parser: busboy.Busboy;
+    try {
+      parser = busboy({ headers: req.headers, limits: { files: 1, fileSize: limit, fields: 20, parts: 30 } });
+    } catch (error) {
+      reject(validationError(`malformed multipart body: ${(error as Error).message}`));
+      return;
+    }
+    let settled = false;
+    parser.on('file', (name, stream, info) => {
+      if (name !== 'file' || settled) {
+        stream.resume();
+        return;
+      }
+      settled = true;
+      let truncated = false;
+      stream.on('limit', () => { truncated = true; });
+      // The part stream ends when busboy has read it; errors of the request reach it through the parser.
+      const out = new PassThrough();
+      stream.pipe(out);
+      parser.on('error', (e: Error) => out.destroy(e));
+      resolve({ stream: out, filename: info.filename ?? null, truncated: () => truncated });
+    });
+    parser.on('error', (e: Error) => {
+      if (!settled) reject(validationError(`malformed multipart body: ${e.message}`));
+    });
+    parser.on('close', () => {
+      if (!settled) reject(validationError('the multipart body has no part named "file"', [{ field: 'file', reason: 'required' }]));
+    });
+    req.on('aborted', () => parser.destroy(new Error('request aborted')));
+    req.pipe(parser);
+  });
+}

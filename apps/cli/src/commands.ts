@@ -1,0 +1,106 @@
+import { randomBytes } from 'node:crypto';
+import { parseArgs } from 'node:util';
+import {
+  composeApiKey,
+  decideCreateUser,
+  decideReplaceEntitlements,
+  decideRevokeKey,
+  formatTimestamp,
+  type MetricRule,
+} from '@meridian/domain';
+import { AccountsStore, type Platform } from '@meridian/platform';
+
+export const usage = `usage:
+  meridian users add <name> [--admin] [--json]   create a user and print its first API key
+  meridian users list [--json]                   list users
+  meridian keys revoke <key_id>                  revoke an API key (any user's)
+  meridian grant <user> (--prefix <p> | --exact <name>) --access r|rw
+                                                 add or change one metric access rule`;
+
+export class UsageError extends Error {}
+
+const ACTOR = 'cli';
+
+/** Runs one CLI command against the event log and returns what to print. */
+export async function runCommand(platform: Platform, argv: readonly string[]): Promise<string> {
+  const [group, verb, ...rest] = argv;
+  const command = group === 'grant' ? 'grant' : `${group ?? ''} ${verb ?? ''}`.trim();
+  const args = group === 'grant' ? [verb ?? '', ...rest].filter(Boolean) : rest;
+  switch (command) {
+    case 'users add': return withAccounts(platform, (s) => usersAdd(s, args));
+    case 'users list': return withAccounts(platform, (s) => usersList(s, args));
+    case 'keys revoke': return withAccounts(platform, (s) => keysRevoke(s, args));
+    case 'grant': return withAccounts(platform, (s) => grant(s, args));
+    default: throw new UsageError(command ? `unknown command: ${command}` : 'no command given');
+  }
+}
+
+type Session = { store: AccountsStore; execute: (key: string, decide: Parameters<AccountsStore['execute']>[1]) => Promise<unknown> };
+
+async function withAccounts(platform: Platform, run: (s: Session) => Promise<string>): Promise<string> {
+  await platform.prepareTopics();
+  const store = new AccountsStore(platform, 'cli');
+  await store.start();
+  try {
+    const producer = await platform.producer();
+    return await run({ store, execute: (key, decide) => store.execute(key, decide, producer) });
+  } finally {
+    await store.stop();
+  }
+}
+
+async function usersAdd(s: Session, args: string[]): Promise<string> {
+  const { values, positionals } = parseArgs({ args, options: { admin: { type: 'boolean' }, json: { type: 'boolean' } }, allowPositionals: true });
+  const [name] = positionals;
+  if (!name || positionals.length > 1) throw new UsageError('users add needs exactly one user name');
+  const key = composeApiKey(randomBytes(8), randomBytes(32));
+  await s.execute(name, (state) => decideCreateUser(state, { user_name: name, is_admin: values.admin ?? false, key, at: Date.now(), actor: ACTOR }));
+  if (values.json) return JSON.stringify({ user_name: name, api_key: key.api_key, key_id: key.key_id });
+  return `created ${values.admin ? 'admin' : 'user'} ${name}\napi key (shown once): ${key.api_key}\nkey id: ${key.key_id}`;
+}
+
+async function usersList(s: Session, args: string[]): Promise<string> {
+  const { values } = parseArgs({ args, options: { json: { type: 'boolean' } } });
+  const users = [...s.store.state.users.values()].sort((a, b) => a.user_name.localeCompare(b.user_name));
+  const rows = users.map((u) => ({
+    user_name: u.user_name,
+    is_admin: u.is_admin,
+    disabled: u.disabled_at !== null,
+    created_at: formatTimestamp(u.created_at),
+    active_keys: u.key_ids.filter((id) => s.store.state.keys.get(id)?.revoked_at === null),
+    metrics: u.entitlements,
+  }));
+  if (values.json) return JSON.stringify(rows);
+  if (rows.length === 0) return 'no users';
+  return rows
+    .map((r) => `${r.user_name}${r.is_admin ? ' (admin)' : ''}${r.disabled ? ' [disabled]' : ''}  keys: ${r.active_keys.join(', ') || '-'}  metrics: ${r.metrics.map((m) => `${m.match}:${m.value}=${m.access}`).join(', ') || '-'}`)
+    .join('\n');
+}
+
+async function keysRevoke(s: Session, args: string[]): Promise<string> {
+  const [keyId] = args;
+  if (!keyId || args.length > 1) throw new UsageError('keys revoke needs exactly one key id');
+  const owner = s.store.state.keys.get(keyId)?.user_name;
+  if (!owner) throw new Error(`no key ${keyId}`);
+  await s.execute(owner, (state) => decideRevokeKey(state, { user_name: owner, key_id: keyId, at: Date.now(), actor: ACTOR }));
+  return `revoked key ${keyId} of ${owner}`;
+}
+
+async function grant(s: Session, args: string[]): Promise<string> {
+  const { values, positionals } = parseArgs({
+    args,
+    options: { prefix: { type: 'string' }, exact: { type: 'string' }, access: { type: 'string' } },
+    allowPositionals: true,
+  });
+  const [userName] = positionals;
+  if (!userName) throw new UsageError('grant needs a user name');
+  if ((values.prefix === undefined) === (values.exact === undefined)) throw new UsageError('grant needs exactly one of --prefix or --exact');
+  if (values.access !== 'r' && values.access !== 'rw') throw new UsageError('--access must be r or rw');
+  const rule: MetricRule = values.prefix !== undefined
+    ? { match: 'prefix', value: values.prefix, access: values.access }
+    : { match: 'exact', value: values.exact!, access: values.access };
+  const current = s.store.state.users.get(userName)?.entitlements ?? [];
+  const rules = [...current.filter((r) => !(r.match === rule.match && r.value === rule.value)), rule];
+  await s.execute(userName, (state) => decideReplaceEntitlements(state, { user_name: userName, rules, at: Date.now(), actor: ACTOR }));
+  return `granted ${rule.access} on ${rule.match} ${JSON.stringify(rule.value)} to ${userName}`;
+}

@@ -1,0 +1,1 @@
+export { runCommand, usage } from './commands.ts';

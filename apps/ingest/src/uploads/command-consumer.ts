@@ -1,0 +1,98 @@
+import type { Producer } from 'kafkajs';
+import type { MetricsUploadRequested, PointsFact, TaskEvent } from '@meridian/domain';
+import { createEventCodec, UndecodableEventError } from '@meridian/events';
+import { createProducer } from '@meridian/kafka';
+import { AccountsStore, type Platform } from '@meridian/platform';
+import { failTask, runUploadJob, type UploadJobDeps } from './upload-job.ts';
+import { UploadTally } from './tally.ts';
+
+export type RunningWorker = { stop(): Promise<void> };
+
+/**
+ * Consumes the tasks topic and runs the commands in it (uploads); the lifecycle events
+ * beside them are not for this consumer and pass by. One transactional producer per input
+ * partition, so a restarted worker fences its predecessor's open transaction.
+ */
+export async function startCommandConsumer(platform: Platform): Promise<RunningWorker> {
+  const { kafka, topics, settings, logger } = platform;
+  const groupId = `${settings.MERIDIAN_TOPIC_PREFIX}ingest-commands`;
+  const accounts = new AccountsStore(platform, 'ingest');
+  await accounts.start();
+  const progressProducer = await platform.producer();
+  const transactional = new Map<number, Promise<Producer>>();
+  const producerFor = (partition: number) => {
+    let p = transactional.get(partition);
+    if (!p) {
+      const producer = createProducer(kafka, { transactionalId: `${groupId}-p${partition}` });
+      p = producer.connect().then(() => producer);
+      transactional.set(partition, p);
+    }
+    return p;
+  };
+  const codec = createEventCodec<TaskEvent>();
+  const deps: Omit<UploadJobDeps, 'heartbeat'> = {
+    topics,
+    storage: platform.storage,
+    logger: logger.child({ component: 'uploads' }),
+    taskCodec: codec,
+    pointsCodec: createEventCodec<PointsFact>(),
+    progressProducer,
+    consumerGroupId: groupId,
+    batchPoints: settings.MERIDIAN_POINT_BATCH_SIZE,
+    maxBufferedPoints: settings.MERIDIAN_POINT_BATCH_SIZE * 8,
+    user: (name) => accounts.state.users.get(name),
+  };
+
+  const consumer = kafka.consumer({ groupId, sessionTimeout: settings.KAFKA_SESSION_TIMEOUT_MS, maxWaitTimeInMs: 250 });
+  consumer.on(consumer.events.GROUP_JOIN, (e) => logger.info({ group: e.payload.groupId, assignment: e.payload.memberAssignment }, 'joined consumer group'));
+  await consumer.connect();
+  await consumer.subscribe({ topic: topics.tasks, fromBeginning: true });
+  await consumer.run({
+    eachMessage: async ({ topic, partition, message, heartbeat }) => {
+      const at = { topic, partition, offset: Number(message.offset) };
+      let event: TaskEvent;
+      try {
+        event = codec.decode(message.value ?? Buffer.alloc(0));
+      } catch (error) {
+        if (!(error instanceof UndecodableEventError)) throw error;
+        await deadLetter(platform, at, message.value, error.message);
+        return;
+      }
+      if (event.type !== 'MetricsUploadRequested') return;
+      const producer = await producerFor(partition);
+      // Entitlements granted just before the upload must count: read the accounts log to its end.
+      await accounts.syncToEnd();
+      try {
+        await runUploadJob(event, at, producer, { ...deps, heartbeat });
+      } catch (error) {
+        if (isRetriable(error)) throw error; // kafkajs redelivers the command
+        logger.error({ err: error, task_id: event.task_id }, 'upload failed on a non-retriable error');
+        await deadLetter(platform, at, message.value, (error as Error).message);
+        await failTask(producer, deps as UploadJobDeps, at, event as MetricsUploadRequested, new UploadTally(), `the upload could not be processed: ${(error as Error).message}`);
+      }
+    },
+  });
+  return {
+    async stop() {
+      await consumer.disconnect();
+      await Promise.allSettled([...transactional.values()].map(async (p) => (await p).disconnect()));
+      await accounts.stop();
+    },
+  };
+}
+
+/** Kafka's own transient errors are retried by redelivery; anything else will not get better. */
+function isRetriable(error: unknown): boolean {
+  // kafkajs is CommonJS and its error classes are not importable by name from ESM: check the shape.
+  const e = error as { name?: string; retriable?: boolean } | null;
+  return e?.retriable === true && typeof e.name === 'string' && e.name.startsWith('KafkaJS');
+}
+
+async function deadLetter(platform: Platform, at: { topic: string; partition: number; offset: number }, value: Buffer | null, reason: string): Promise<void> {
+  const producer = await platform.producer();
+  await producer.send({
+    topic: platform.topics.deadLetter,
+    acks: -1,
+    messages: [{ value, headers: { source_topic: at.topic, source_partition: String(at.partition), source_offset: String(at.offset), reason } }],
+  });
+}

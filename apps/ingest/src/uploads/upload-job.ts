@@ -1,0 +1,163 @@
+import type { Producer, Transaction } from 'kafkajs';
+import {
+  canWrite,
+  parseUpload,
+  type MetricsUploadRequested,
+  type PointsFact,
+  type TaskEvent,
+  type UserRecord,
+} from '@meridian/domain';
+import type { EventCodec } from '@meridian/events';
+import type { Topics } from '@meridian/kafka';
+import type { Logger } from '@meridian/observability';
+import type { Storage } from '@meridian/storage';
+import { PointBatcher, type ColumnBatch } from './batcher.ts';
+import { gunzipIfNeeded, openUploadBytes } from './source.ts';
+import { MAX_REPORTED_ERRORS, UploadTally } from './tally.ts';
+
+export type UploadJobDeps = {
+  readonly topics: Topics;
+  readonly storage: Storage;
+  readonly logger: Logger;
+  readonly taskCodec: EventCodec<TaskEvent>;
+  readonly pointsCodec: EventCodec<PointsFact>;
+  /** Non-transactional, for started/progress events that must show while the upload runs. */
+  readonly progressProducer: Producer;
+  readonly consumerGroupId: string;
+  readonly batchPoints: number;
+  readonly maxBufferedPoints: number;
+  readonly user: (name: string) => UserRecord | undefined;
+  /** Keeps the consumer's group membership alive during a long upload. */
+  readonly heartbeat: () => Promise<void>;
+};
+
+export type CommandPosition = { readonly topic: string; readonly partition: number; readonly offset: number };
+
+const PROGRESS_EVERY_MS = 1000;
+
+/**
+ * Runs one upload inside one Kafka transaction: its point batches, a seal in every points
+ * partition it touched, the UploadParsed task event and the command's consumer offset
+ * commit together or not at all. A crash anywhere aborts the transaction (the next
+ * producer with the same transactional id fences it) and the command is processed again,
+ * so every accepted point reaches the log exactly once; an invalid upload aborts it, so
+ * none of its points is ever visible.
+ */
+export async function runUploadJob(cmd: MetricsUploadRequested, at: CommandPosition, producer: Producer, deps: UploadJobDeps): Promise<'succeeded' | 'failed'> {
+  const log = deps.logger.child({ task_id: cmd.task_id });
+  const now = () => Date.now();
+  await sendTaskEvents(deps.progressProducer, deps, [{ type: 'TaskStarted', task_id: cmd.task_id, at: now() }]);
+
+  const tally = new UploadTally();
+  const user = deps.user(cmd.user_name);
+  const writable = new Map<string, boolean>();
+  const mayWrite = (metric: string) => {
+    let ok = writable.get(metric);
+    if (ok === undefined) writable.set(metric, (ok = user !== undefined && canWrite(user, metric)));
+    return ok;
+  };
+  const failFast = cmd.on_error === 'fail';
+  const batcher = new PointBatcher(deps.batchPoints, deps.maxBufferedPoints);
+  const pointsPerPartition = new Map<number, number>();
+  const tx = await producer.transaction();
+  let lastProgress = now();
+
+  const write = async (batches: ColumnBatch[]) => {
+    for (const b of batches) {
+      const value = deps.pointsCodec.encode({ type: 'PointBatch', task_id: cmd.task_id, metric_name: b.metric_name, updated_at: cmd.at, timestamps: b.timestamps, values: b.values });
+      const [meta] = await tx.send({ topic: deps.topics.points, acks: -1, messages: [{ key: b.metric_name, value }] });
+      if (meta) pointsPerPartition.set(meta.partition, (pointsPerPartition.get(meta.partition) ?? 0) + b.timestamps.length);
+    }
+  };
+
+  try {
+    const source = await openUploadBytes(cmd, deps.storage);
+    for await (const item of parseUpload(gunzipIfNeeded(source), { ...(cmd.metric_name !== null ? { metricName: cmd.metric_name } : {}), maxErrors: Number.MAX_SAFE_INTEGER })) {
+      if (item.kind === 'point') {
+        if (!mayWrite(item.metric_name)) {
+          tally.error(item.row, 'metric_name', 'no rw access to this metric');
+        } else {
+          tally.point();
+          // Once an all-or-nothing upload has an error, its points are only counted.
+          if (!(failFast && tally.errors.length > 0)) await write(batcher.add(item.metric_name, item.ts, item.value));
+        }
+      } else if (item.kind === 'error') {
+        tally.error(item.row, item.column, item.reason);
+        if (tally.hasFatal || (failFast && tally.errors.length >= MAX_REPORTED_ERRORS)) break;
+      }
+      if (now() - lastProgress >= PROGRESS_EVERY_MS) {
+        lastProgress = now();
+        await sendTaskEvents(deps.progressProducer, deps, [{ type: 'TaskProgress', task_id: cmd.task_id, rows_done: tally.rowsTotal, at: lastProgress }]);
+        await deps.heartbeat();
+      }
+    }
+
+    if (tally.hasFatal || (failFast && tally.errors.length > 0)) {
+      await tx.abort();
+      await failTask(producer, deps, at, cmd, tally);
+      log.info({ rows: tally.rowsTotal, rejected: tally.rejected }, 'upload rejected');
+      return 'failed';
+    }
+
+    await write(batcher.drain());
+    for (const [partition, points] of pointsPerPartition) {
+      await tx.send({ topic: deps.topics.points, acks: -1, messages: [{ partition, key: cmd.task_id, value: deps.pointsCodec.encode({ type: 'UploadSealed', task_id: cmd.task_id, points }) }] });
+    }
+    const metrics = [...writable.keys()].filter((m) => writable.get(m)).sort().slice(0, 1000);
+    await tx.send({
+      topic: deps.topics.tasks,
+      acks: -1,
+      messages: [taskMessage(deps, {
+        type: 'UploadParsed',
+        task_id: cmd.task_id,
+        rows_total: tally.rowsTotal,
+        points_accepted: tally.points,
+        rows_rejected: tally.rejected,
+        errors: tally.report(),
+        partitions: [...pointsPerPartition.keys()].sort((a, b) => a - b),
+        metrics,
+        at: now(),
+      })],
+    });
+    await commitCommandOffset(tx, deps, at);
+    await tx.commit();
+    log.info({ points: tally.points, rejected: tally.rejected, partitions: pointsPerPartition.size }, 'upload written to the log');
+    return 'succeeded';
+  } catch (error) {
+    if (tx.isActive()) await tx.abort().catch(() => undefined);
+    throw error;
+  }
+}
+
+function taskMessage(deps: UploadJobDeps, event: TaskEvent) {
+  return { key: event.task_id, value: deps.taskCodec.encode(event), headers: { type: event.type } };
+}
+
+async function sendTaskEvents(producer: Producer | Transaction, deps: UploadJobDeps, events: TaskEvent[]): Promise<void> {
+  await producer.send({ topic: deps.topics.tasks, acks: -1, messages: events.map((e) => taskMessage(deps, e)) });
+}
+
+async function commitCommandOffset(tx: Transaction, deps: UploadJobDeps, at: CommandPosition): Promise<void> {
+  await tx.sendOffsets({ consumerGroupId: deps.consumerGroupId, topics: [{ topic: at.topic, partitions: [{ partition: at.partition, offset: String(at.offset + 1) }] }] });
+}
+
+/** Records the failure and moves past the command, atomically. */
+export async function failTask(producer: Producer, deps: UploadJobDeps, at: CommandPosition, cmd: { task_id: string }, tally: UploadTally, reason?: string): Promise<void> {
+  const tx = await producer.transaction();
+  try {
+    await sendTaskEvents(tx, deps, [{
+      type: 'TaskFailed',
+      task_id: cmd.task_id,
+      reason: reason ?? (tally.hasFatal ? 'the upload cannot be read' : `${tally.rejected} invalid rows: nothing was stored`),
+      rows_total: tally.rowsTotal,
+      rows_rejected: tally.rejected,
+      errors: tally.report(),
+      at: Date.now(),
+    }]);
+    await commitCommandOffset(tx, deps, at);
+    await tx.commit();
+  } catch (error) {
+    if (tx.isActive()) await tx.abort().catch(() => undefined);
+    throw error;
+  }
+}

@@ -1,0 +1,38 @@
+import type { Access } from './events.ts';
+import { digestApiKey, digestsEqual, keyIdOf } from './keys.ts';
+import type { AccountsState, UserRecord } from './state.ts';
+
+/**
+ * The user a presented API key belongs to, or null for every kind of failure alike
+ * (malformed, unknown, revoked, disabled user): callers must not tell them apart.
+ */
+export function authenticate(state: AccountsState, apiKey: string): UserRecord | null {
+  const keyId = keyIdOf(apiKey);
+  const key = keyId === null ? undefined : state.keys.get(keyId);
+  // Hash even when there is no record, so timing does not reveal whether the key id exists.
+  const presented = digestApiKey(apiKey);
+  if (!key || !digestsEqual(presented, key.secret_sha256) || key.revoked_at !== null) return null;
+  const user = state.users.get(key.user_name);
+  return user && user.disabled_at === null ? user : null;
+}
+
+const rank: Record<Access, number> = { r: 1, rw: 2 };
+
+/** The caller's access to a metric: admins have rw on everything; otherwise the best matching rule. */
+export function metricAccess(user: UserRecord, metricName: string): Access | null {
+  if (user.is_admin) return 'rw';
+  let best: Access | null = null;
+  for (const rule of user.entitlements) {
+    const matches = rule.match === 'exact' ? metricName === rule.value : metricName.startsWith(rule.value);
+    if (matches && (best === null || rank[rule.access] > rank[best])) best = rule.access;
+  }
+  return best;
+}
+
+export function canRead(user: UserRecord, metricName: string): boolean {
+  return metricAccess(user, metricName) !== null;
+}
+
+export function canWrite(user: UserRecord, metricName: string): boolean {
+  return metricAccess(user, metricName) === 'rw';
+}

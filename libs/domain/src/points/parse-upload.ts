@@ -1,0 +1,513 @@
+/**
+ * Parses an uploaded metrics document (already decompressed bytes) into points and
+ * row-numbered errors. Every invalid row is reported; nothing is dropped or changed silently.
+ * Points are yielded even when other rows are invalid: the caller decides (all or nothing).
+ *
+ * Layouts, told apart by the content (after a UTF-8 BOM and leading whitespace):
+ *   `[`  json-array       [{timestamp, value}, ...]                  row = 1-based index
+ *   `{`  ndjson           one {timestamp, value, metric_name?} per line   row = physical line
+ *        json-body        {metric_name?, values: [{timestamp, value}]}   row = 1-based index
+ *   else csv-with-header `timestamp,value` header line, then rows      row = physical line
+ *        download-csv    `metric_name,timestamp,metric_numeric_value,updated_at` header
+ *        csv             no header: every line is `timestamp,value`
+ * CSV and NDJSON are streamed with bounded memory; the two JSON documents are buffered
+ * (the api's body limit bounds them) and parsed with JSON.parse.
+ */
+import { CsvReader } from './csv-reader.ts';
+import { LineReader, MAX_LINE_LENGTH } from './line-reader.ts';
+import { metricNameProblem } from './metric-name.ts';
+import { parseTimestamp } from './timestamp.ts';
+import { Utf8Decoder } from './utf8.ts';
+import { kindOf, literalIsNonZero, parseValueText, trimBlanks, VALUE_UNDERFLOW_REASON, valueProblem } from './value.ts';
+
+export type UploadLayout = 'csv' | 'csv-with-header' | 'download-csv' | 'json-body' | 'json-array' | 'ndjson';
+
+/**
+ * `row`: for CSV and NDJSON the physical line (a header is line 1, blank lines count); for the
+ * JSON documents the 1-based index in the values array; 0 for the document as a whole; -1 for
+ * the final "N more errors not shown". `column`: timestamp, value, metric_name, updated_at,
+ * or row for structural problems.
+ */
+export type UploadItem =
+  | { kind: 'point'; row: number; metric_name: string; ts: number; value: number }
+  | { kind: 'error'; row: number; column: string; reason: string }
+  | { kind: 'layout'; layout: UploadLayout };
+
+export type ParseUploadOptions = {
+  /** The metric of layouts without a per-row name; when given, per-row and body names must equal it. */
+  metricName?: string;
+  /** Errors yielded before the rest are only counted (default DEFAULT_MAX_UPLOAD_ERRORS). */
+  maxErrors?: number;
+};
+
+export const DEFAULT_MAX_UPLOAD_ERRORS = 100;
+
+const INVALID_UTF8_REASON = 'invalid UTF-8: the upload must be UTF-8 encoded';
+const TRUNCATED_UTF8_REASON = 'invalid UTF-8: the upload ends inside a multi-byte character';
+const LINE_TOO_LONG_REASON = `the line is longer than ${MAX_LINE_LENGTH} characters`;
+const CSV_HEADER = ['timestamp', 'value'];
+const DOWNLOAD_CSV_HEADER = ['metric_name', 'timestamp', 'metric_numeric_value', 'updated_at'];
+const SNIPPET_LENGTH = 64;
+const NO_HOLDERS: ReadonlySet<object> = new Set();
+
+type Mode = 'detect' | 'csv' | 'ndjson' | 'json';
+type JsonObject = Record<string, unknown>;
+
+const isObject = (v: unknown): v is JsonObject => typeof v === 'object' && v !== null && !Array.isArray(v);
+const has = (o: JsonObject, key: string): boolean => Object.hasOwn(o, key);
+const isJsonSpace = (c: number): boolean => c === 32 || c === 10 || c === 13 || c === 9;
+
+function isJsonBlank(text: string): boolean {
+  for (let i = 0; i < text.length; i++) if (!isJsonSpace(text.charCodeAt(i))) return false;
+  return true;
+}
+
+/** The user's text in a message: JSON-quoted (control characters escaped), shortened. */
+function snippet(text: string): string {
+  return JSON.stringify(text.length > SNIPPET_LENGTH ? `${text.slice(0, SNIPPET_LENGTH)}…` : text);
+}
+
+const withText = (reason: string, text: string): string => (text === '' ? reason : `${reason}; got ${snippet(text)}`);
+
+const messageOf = (e: unknown): string => (e instanceof Error ? e.message : String(e));
+
+function isHeader(fields: readonly string[], names: readonly string[]): boolean {
+  return names.every((name, i) => trimBlanks(fields[i] ?? '').toLowerCase() === name);
+}
+
+/** A first line that is a whole {timestamp, value} object (not a body with values) starts NDJSON. */
+function isNdjsonLine(line: string): boolean {
+  if (line.length > MAX_LINE_LENGTH) return false;
+  try {
+    const o: unknown = JSON.parse(line);
+    return isObject(o) && has(o, 'timestamp') && has(o, 'value') && !has(o, 'values');
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * JSON.parse turns a literal like 1e-400 into 0. When a document has a zero value, it is
+ * parsed again with the source text of each number, and the objects whose `value` literal was
+ * not zero are returned (they are errors, not points of value 0).
+ */
+function parseWithUnderflows(text: string): { doc: unknown; underflows: ReadonlySet<object> } {
+  const underflows = new Set<object>();
+  const doc: unknown = JSON.parse(text, function (this: object, key: string, value: unknown, context?: { source?: string }) {
+    if (key === 'value' && value === 0 && context?.source !== undefined && literalIsNonZero(context.source)) underflows.add(this);
+    return value;
+  });
+  return { doc, underflows };
+}
+
+function hasZeroValue(items: unknown): boolean {
+  return Array.isArray(items) && items.some((item) => isObject(item) && item['value'] === 0);
+}
+
+class UploadParser {
+  stopped = false;
+  private out: UploadItem[] = [];
+  private mode: Mode = 'detect';
+  private layout: UploadLayout | null = null;
+  private readonly optionName: string | undefined;
+  private readonly maxErrors: number;
+  private errorCount = 0;
+  private suppressed = 0;
+  // detection
+  private head = '';
+  private headScan = 0;
+  private firstAt = -1;
+  // per layout
+  private csv: CsvReader | null = null;
+  private lines: LineReader | null = null;
+  private jsonParts: string[] = [];
+  // the last per-row metric name and its problem, as rows of one metric usually follow each other
+  private lastName: string | null = null;
+  private lastNameProblem: string | null = null;
+
+  constructor(options: ParseUploadOptions) {
+    const maxErrors = options.maxErrors ?? DEFAULT_MAX_UPLOAD_ERRORS;
+    if (!Number.isInteger(maxErrors) || maxErrors < 0) throw new RangeError(`maxErrors must be a non-negative integer, got ${maxErrors}`);
+    this.maxErrors = maxErrors;
+    this.optionName = options.metricName;
+    if (this.optionName !== undefined) {
+      const problem = metricNameProblem(this.optionName);
+      if (problem !== null) this.stop(0, 'metric_name', withText(problem, String(this.optionName)));
+    }
+  }
+
+  take(): UploadItem[] {
+    const items = this.out;
+    this.out = [];
+    return items;
+  }
+
+  push(text: string): void {
+    if (this.stopped) return;
+    switch (this.mode) {
+      case 'detect':
+        this.head += text;
+        this.detect(false);
+        return;
+      case 'csv':
+        this.csv!.feed(text);
+        return;
+      case 'ndjson':
+        this.lines!.feed(text);
+        return;
+      case 'json':
+        this.jsonParts.push(text);
+        return;
+    }
+  }
+
+  end(): void {
+    if (this.stopped) return;
+    if (this.mode === 'detect') this.detect(true);
+    if (this.stopped) return;
+    if (this.mode === 'csv') this.csv!.end();
+    else if (this.mode === 'ndjson') this.lines!.end();
+    else if (this.mode === 'json') this.parseJsonDocument(this.jsonParts.join(''));
+    this.jsonParts = [];
+  }
+
+  /**
+   * The input cannot be read further: one error for the whole upload (row 0, as rows past
+   * this point are not read), naming the line where it happened when there are lines.
+   */
+  fail(reason: string): void {
+    if (this.stopped) return;
+    const line = this.mode === 'csv' ? this.csv!.line : this.mode === 'ndjson' ? this.lines!.line : 0;
+    this.stop(0, 'row', line > 0 ? `${reason} (line ${line})` : reason);
+  }
+
+  /** Adds the count of errors that were not yielded, if any. */
+  finish(): void {
+    if (this.suppressed > 0) {
+      const n = this.suppressed;
+      this.out.push({ kind: 'error', row: -1, column: 'row', reason: `${n} more ${n === 1 ? 'error' : 'errors'} not shown` });
+      this.suppressed = 0;
+    }
+  }
+
+  private error(row: number, column: string, reason: string): void {
+    this.errorCount++;
+    if (this.errorCount <= this.maxErrors) this.out.push({ kind: 'error', row, column, reason });
+    else this.suppressed++;
+  }
+
+  private stop(row: number, column: string, reason: string): void {
+    this.error(row, column, reason);
+    this.stopped = true;
+    this.csv = null;
+    this.lines = null;
+    this.jsonParts = [];
+    this.head = '';
+  }
+
+  private point(row: number, metricName: string, ts: number, value: number): void {
+    this.out.push({ kind: 'point', row, metric_name: metricName, ts, value });
+  }
+
+  private setLayout(layout: UploadLayout): void {
+    this.layout = layout;
+    this.out.push({ kind: 'layout', layout });
+  }
+
+  /** For layouts without a per-row name: false (and stopped) when the upload names no metric. */
+  private requireOptionName(layout: UploadLayout): boolean {
+    if (this.optionName !== undefined) return true;
+    this.stop(0, 'metric_name', `required: the ${layout} layout carries no metric name, so the upload must give metric_name`);
+    return false;
+  }
+
+  private detect(atEnd: boolean): void {
+    const head = this.head;
+    if (this.firstAt < 0) {
+      let i = this.headScan;
+      while (i < head.length && isJsonSpace(head.charCodeAt(i))) i++;
+      this.headScan = i;
+      if (i === head.length) {
+        if (atEnd) this.stop(0, 'row', 'the upload is empty');
+        return;
+      }
+      this.firstAt = i;
+    }
+    const first = head.charCodeAt(this.firstAt);
+    if (first === 0x5b) {
+      // [
+      this.setLayout('json-array');
+      if (!this.requireOptionName('json-array')) return;
+      this.mode = 'json';
+      this.jsonParts = [head];
+    } else if (first === 0x7b) {
+      // {: NDJSON when the first line is a whole {timestamp, value} object, else one JSON body
+      const nl = head.indexOf('\n', this.headScan);
+      if (nl < 0 && !atEnd) {
+        this.headScan = head.length;
+        return;
+      }
+      if (isNdjsonLine(head.slice(this.firstAt, nl < 0 ? head.length : nl))) {
+        this.setLayout('ndjson');
+        this.mode = 'ndjson';
+        this.lines = new LineReader((text, line) => this.ndjsonLine(text, line));
+        this.lines.feed(head);
+      } else {
+        this.setLayout('json-body');
+        this.mode = 'json';
+        this.jsonParts = [head];
+      }
+    } else {
+      // CSV: the first record decides whether it is a header (see csvRecord)
+      this.mode = 'csv';
+      this.csv = new CsvReader((fields, count, line, problem) => this.csvRecord(fields, count, line, problem));
+      this.csv.feed(head);
+    }
+    this.head = '';
+  }
+
+  /** The problem of a per-row metric name (validity, and agreement with the upload's name). */
+  private rowNameProblem(name: string): string | null {
+    if (name === this.lastName) return this.lastNameProblem;
+    const problem = metricNameProblem(name);
+    let reason = problem === null ? null : withText(problem, name);
+    if (reason === null && this.optionName !== undefined && name !== this.optionName) {
+      reason = withText(`differs from the upload's metric_name ${snippet(this.optionName)}`, name);
+    }
+    this.lastName = name;
+    this.lastNameProblem = reason;
+    return reason;
+  }
+
+  // ---- CSV ----
+
+  private csvRecord(fields: readonly string[], count: number, line: number, problem: string | null): void {
+    if (this.stopped) return;
+    if (this.layout === null) {
+      let layout: UploadLayout = 'csv';
+      if (problem === null && count === 2 && isHeader(fields, CSV_HEADER)) layout = 'csv-with-header';
+      else if (problem === null && count === 4 && isHeader(fields, DOWNLOAD_CSV_HEADER)) layout = 'download-csv';
+      this.setLayout(layout);
+      if (layout !== 'download-csv' && !this.requireOptionName(layout)) return;
+      if (layout !== 'csv') return; // the header line
+    }
+    if (problem !== null) {
+      this.error(line, 'row', problem);
+      return;
+    }
+    if (this.layout === 'download-csv') {
+      if (count !== 4) {
+        this.error(line, 'row', `expected 4 columns (metric_name,timestamp,metric_numeric_value,updated_at), got ${count}`);
+        return;
+      }
+      const name = fields[0]!;
+      const nameProblem = name === '' ? 'must not be empty' : this.rowNameProblem(name);
+      if (nameProblem !== null) this.error(line, 'metric_name', nameProblem);
+      const ts = this.csvTimestamp(fields[1]!, line, 'timestamp');
+      const value = this.csvValue(fields[2]!, line);
+      const updatedAt = this.csvTimestamp(fields[3]!, line, 'updated_at');
+      if (nameProblem === null && ts >= 0 && value !== undefined && updatedAt >= 0) this.point(line, name, ts, value);
+      return;
+    }
+    if (count !== 2) {
+      this.error(line, 'row', `expected 2 columns (timestamp,value), got ${count}`);
+      return;
+    }
+    const ts = this.csvTimestamp(fields[0]!, line, 'timestamp');
+    const value = this.csvValue(fields[1]!, line);
+    if (ts >= 0 && value !== undefined) this.point(line, this.optionName!, ts, value);
+  }
+
+  /** The epoch ms of a timestamp cell, or -1 after reporting its problem. */
+  private csvTimestamp(cell: string, line: number, column: string): number {
+    const text = trimBlanks(cell);
+    if (text === '') {
+      this.error(line, column, 'must not be empty');
+      return -1;
+    }
+    const result = parseTimestamp(text);
+    if (result.ok) return result.ms;
+    this.error(line, column, withText(result.reason, text));
+    return -1;
+  }
+
+  /** The value of a value cell, or undefined after reporting its problem. */
+  private csvValue(cell: string, line: number): number | undefined {
+    const result = parseValueText(cell);
+    if (result.ok) return result.value;
+    this.error(line, 'value', withText(result.reason, cell));
+    return undefined;
+  }
+
+  // ---- JSON ----
+
+  private ndjsonLine(text: string | null, line: number): void {
+    if (this.stopped) return;
+    if (text === null) {
+      this.error(line, 'row', LINE_TOO_LONG_REASON);
+      return;
+    }
+    if (isJsonBlank(text)) return;
+    let item: unknown;
+    try {
+      item = JSON.parse(text);
+    } catch (e) {
+      this.error(line, 'row', `invalid JSON: ${messageOf(e)}`);
+      return;
+    }
+    let underflow = false;
+    if (isObject(item) && item['value'] === 0) {
+      const reparsed = parseWithUnderflows(text);
+      item = reparsed.doc;
+      underflow = reparsed.underflows.has(item as object);
+    }
+    this.jsonItem(item, line, this.optionName, true, underflow);
+  }
+
+  private parseJsonDocument(text: string): void {
+    let doc: unknown;
+    try {
+      doc = JSON.parse(text);
+    } catch (e) {
+      this.error(0, 'row', `invalid JSON: ${messageOf(e)}`);
+      return;
+    }
+    let underflows = NO_HOLDERS;
+    if (hasZeroValue(Array.isArray(doc) ? doc : isObject(doc) ? doc['values'] : undefined)) {
+      ({ doc, underflows } = parseWithUnderflows(text));
+    }
+
+    if (this.layout === 'json-array') {
+      if (!Array.isArray(doc)) {
+        this.error(0, 'row', 'expected a JSON array of {timestamp, value} objects');
+        return;
+      }
+      for (let i = 0; i < doc.length; i++) {
+        const item: unknown = doc[i];
+        this.jsonItem(item, i + 1, this.optionName, false, isObject(item) && underflows.has(item));
+      }
+      return;
+    }
+
+    // json-body
+    if (!isObject(doc)) {
+      this.error(0, 'row', 'expected a JSON object {metric_name, values}');
+      return;
+    }
+    for (const key in doc) {
+      if (key !== 'metric_name' && key !== 'values') this.error(0, 'row', `unknown field ${snippet(key)} (allowed: metric_name, values)`);
+    }
+    let name = this.optionName;
+    if (has(doc, 'metric_name')) {
+      const bodyName = doc['metric_name'];
+      if (typeof bodyName !== 'string') return this.stop(0, 'metric_name', `must be a string, not ${kindOf(bodyName)}`);
+      const problem = metricNameProblem(bodyName);
+      if (problem !== null) return this.stop(0, 'metric_name', withText(problem, bodyName));
+      if (name !== undefined && bodyName !== name) {
+        return this.stop(0, 'metric_name', withText(`differs from the upload's metric_name ${snippet(name)}`, bodyName));
+      }
+      name = bodyName;
+    } else if (name === undefined) {
+      return this.stop(0, 'metric_name', 'required: give metric_name in the body or with the upload');
+    }
+    const values = doc['values'];
+    if (!has(doc, 'values')) return this.error(0, 'row', 'values is required: an array of {timestamp, value} objects');
+    if (!Array.isArray(values)) return this.error(0, 'row', `values must be an array of {timestamp, value} objects, not ${kindOf(values)}`);
+    for (let i = 0; i < values.length; i++) {
+      const item: unknown = values[i];
+      this.jsonItem(item, i + 1, name, false, isObject(item) && underflows.has(item));
+    }
+  }
+
+  /**
+   * One {timestamp, value} object (with metric_name too when perRowName). `name` is the metric
+   * for an object without its own. Reports every problem of the object, in field order.
+   */
+  private jsonItem(item: unknown, row: number, name: string | undefined, perRowName: boolean, underflow: boolean): void {
+    const allowed = perRowName ? 'timestamp, value, metric_name' : 'timestamp, value';
+    if (!isObject(item)) {
+      this.error(row, 'row', `must be an object with ${allowed}, not ${kindOf(item)}`);
+      return;
+    }
+    let ok = true;
+    for (const key in item) {
+      if (key !== 'timestamp' && key !== 'value' && !(perRowName && key === 'metric_name')) {
+        this.error(row, 'row', `unknown field ${snippet(key)} (allowed: ${allowed})`);
+        ok = false;
+      }
+    }
+
+    let metricName = name;
+    if (perRowName && has(item, 'metric_name')) {
+      const own = item['metric_name'];
+      const problem = typeof own !== 'string' ? `must be a string, not ${kindOf(own)}` : own === '' ? 'must not be empty' : this.rowNameProblem(own);
+      if (problem !== null) {
+        this.error(row, 'metric_name', problem);
+        ok = false;
+      } else {
+        metricName = own as string;
+      }
+    } else if (metricName === undefined) {
+      this.error(row, 'metric_name', 'required: this line has no metric_name and the upload gives none');
+      ok = false;
+    }
+
+    let ts = -1;
+    if (!has(item, 'timestamp')) {
+      this.error(row, 'timestamp', 'required');
+    } else {
+      const text = item['timestamp'];
+      if (typeof text !== 'string') {
+        this.error(row, 'timestamp', `must be a string, not ${kindOf(text)}`);
+      } else if (text === '') {
+        this.error(row, 'timestamp', 'must not be empty');
+      } else {
+        const result = parseTimestamp(text);
+        if (result.ok) ts = result.ms;
+        else this.error(row, 'timestamp', withText(result.reason, text));
+      }
+    }
+
+    let value: number | undefined;
+    if (!has(item, 'value')) {
+      this.error(row, 'value', 'required');
+    } else {
+      const v = item['value'];
+      const problem = underflow ? VALUE_UNDERFLOW_REASON : valueProblem(v);
+      if (problem === null) value = v as number;
+      else this.error(row, 'value', problem);
+    }
+
+    if (ok && metricName !== undefined && ts >= 0 && value !== undefined) this.point(row, metricName, ts, value);
+  }
+}
+
+/**
+ * Parses decompressed upload bytes, chunk by chunk. The first item is the detected layout
+ * (none when the upload is empty or the options are invalid); then points and errors in
+ * input order; last, when more than maxErrors errors occurred, one
+ * `{ row: -1, column: 'row', reason: 'N more errors not shown' }`. A problem that makes the
+ * rest meaningless (no metric name, invalid UTF-8) is reported once, and reading stops.
+ * Throws a RangeError (on the first next()) when maxErrors is not a non-negative integer.
+ */
+export async function* parseUpload(chunks: AsyncIterable<Uint8Array>, options: ParseUploadOptions = {}): AsyncGenerator<UploadItem> {
+  const parser = new UploadParser(options);
+  if (!parser.stopped) {
+    const decoder = new Utf8Decoder();
+    for await (const chunk of chunks) {
+      const { text, invalid } = decoder.decode(chunk);
+      if (text.length > 0) parser.push(text);
+      if (invalid) parser.fail(INVALID_UTF8_REASON);
+      for (const item of parser.take()) yield item;
+      if (parser.stopped) break;
+    }
+    if (!parser.stopped) {
+      const { text, invalid } = decoder.end();
+      if (text.length > 0) parser.push(text);
+      if (invalid) parser.fail(TRUNCATED_UTF8_REASON);
+      else parser.end();
+    }
+  }
+  parser.finish();
+  for (const item of parser.take()) yield item;
+}

@@ -1,0 +1,30 @@
+import type { MetricsUploadRequested } from '../uploads/events.ts';
+
+/** Task lifecycle events on the tasks topic, keyed by task_id, beside the commands that start tasks. */
+export type RowError = { readonly row: number; readonly column: string; readonly reason: string };
+
+export type TaskStarted = { readonly type: 'TaskStarted'; readonly task_id: string; readonly at: number };
+export type TaskProgress = { readonly type: 'TaskProgress'; readonly task_id: string; readonly rows_done: number; readonly at: number };
+export type UploadParsed = {
+  readonly type: 'UploadParsed';
+  readonly task_id: string;
+  readonly rows_total: number;
+  readonly points_accepted: number;
+  readonly rows_rejected: number;
+  readonly errors: readonly RowError[];
+  readonly partitions: readonly number[];
+  readonly metrics: readonly string[];
+  readonly at: number;
+};
+export type UploadSegmentProjected = { readonly type: 'UploadSegmentProjected'; readonly task_id: string; readonly partition: number; readonly at: number };
+export type TaskFailed = {
+  readonly type: 'TaskFailed';
+  readonly task_id: string;
+  readonly reason: string;
+  readonly rows_total: number;
+  readonly rows_rejected: number;
+  readonly errors: readonly RowError[];
+  readonly at: number;
+};
+
+export type TaskEvent = MetricsUploadRequested | TaskStarted | TaskProgress | UploadParsed | UploadSegmentProjected | TaskFailed;

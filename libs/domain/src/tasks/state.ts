@@ -1,0 +1,109 @@
+import type { RowError, TaskEvent } from './events.ts';
+
+export type TaskStatus = 'queued' | 'running' | 'succeeded' | 'failed';
+export type TaskKind = 'metrics_upload';
+
+export type Task = {
+  readonly task_id: string;
+  readonly kind: TaskKind;
+  readonly user_name: string;
+  status: TaskStatus;
+  readonly created_at: number;
+  updated_at: number;
+  rows_done: number;
+  rows_total: number | null;
+  /** What a finished task produced: counts and the metrics written. */
+  result: { points_accepted: number; rows_rejected: number; metrics: readonly string[] } | null;
+  errors: readonly RowError[];
+  reason: string | null;
+  /** Points partitions still to be projected before the task is done. */
+  pending_partitions: number[];
+  readonly idempotency_key: string | null;
+  readonly payload_sha256: string;
+};
+
+/**
+ * Which status each event may move a task from, and to. Anything else is ignored, so
+ * redelivered or late events (progress after success, a second projection) cannot move a
+ * finished task: the fold is idempotent, as replay needs it to be.
+ */
+export const taskTransitions: Readonly<Record<Exclude<TaskEvent['type'], 'MetricsUploadRequested'>, { from: readonly TaskStatus[]; to: TaskStatus | 'same' | 'decided' }>> = {
+  TaskStarted: { from: ['queued'], to: 'running' },
+  TaskProgress: { from: ['queued', 'running'], to: 'running' },
+  UploadParsed: { from: ['queued', 'running'], to: 'decided' }, // succeeded when nothing is left to project
+  UploadSegmentProjected: { from: ['running'], to: 'decided' },
+  TaskFailed: { from: ['queued', 'running'], to: 'failed' },
+};
+
+export type TasksState = Map<string, Task>;
+
+export function initialTasks(): TasksState {
+  return new Map();
+}
+
+/** The fold over the tasks topic: deterministic, no I/O; updates the map in place. */
+export function applyTaskEvent(state: TasksState, event: TaskEvent): TasksState {
+  if (event.type === 'MetricsUploadRequested') {
+    if (!state.has(event.task_id)) {
+      state.set(event.task_id, {
+        task_id: event.task_id,
+        kind: 'metrics_upload',
+        user_name: event.user_name,
+        status: 'queued',
+        created_at: event.at,
+        updated_at: event.at,
+        rows_done: 0,
+        rows_total: null,
+        result: null,
+        errors: [],
+        reason: null,
+        pending_partitions: [],
+        idempotency_key: event.idempotency_key,
+        payload_sha256: event.payload_sha256.toString('hex'),
+      });
+    }
+    return state;
+  }
+  const task = state.get(event.task_id);
+  if (!task || !taskTransitions[event.type].from.includes(task.status)) return state;
+  task.updated_at = Math.max(task.updated_at, event.at);
+  switch (event.type) {
+    case 'TaskStarted':
+      task.status = 'running';
+      break;
+    case 'TaskProgress':
+      task.status = 'running';
+      task.rows_done = Math.max(task.rows_done, event.rows_done);
+      break;
+    case 'UploadParsed':
+      task.rows_done = event.rows_total;
+      task.rows_total = event.rows_total;
+      task.errors = event.errors;
+      task.result = { points_accepted: event.points_accepted, rows_rejected: event.rows_rejected, metrics: event.metrics };
+      task.pending_partitions = [...event.partitions];
+      task.status = task.pending_partitions.length === 0 ? 'succeeded' : 'running';
+      break;
+    case 'UploadSegmentProjected':
+      task.pending_partitions = task.pending_partitions.filter((p) => p !== event.partition);
+      if (task.pending_partitions.length === 0 && task.result !== null) task.status = 'succeeded';
+      break;
+    case 'TaskFailed':
+      task.status = 'failed';
+      task.reason = event.reason;
+      task.errors = event.errors;
+      task.rows_total = event.rows_total;
+      task.rows_done = event.rows_total;
+      break;
+    default: {
+      const never: never = event;
+      return never;
+    }
+  }
+  return state;
+}
+
+export function foldTasks(events: Iterable<TaskEvent>): TasksState {
+  const state = initialTasks();
+  for (const e of events) applyTaskEvent(state, e);
+  return state;
+}

@@ -1,0 +1,35 @@
+/** Upload command and the point facts it produces (schemas/<type>/v<N>.avsc). */
+export type OnError = 'fail' | 'skip';
+export type UploadSource = 'json_body' | 'file';
+
+/** The command, on the tasks topic keyed by task_id: the task is queued from here. */
+export type MetricsUploadRequested = {
+  readonly type: 'MetricsUploadRequested';
+  readonly task_id: string;
+  readonly user_name: string;
+  /** Accepted at (epoch ms); every point's updated_at. */
+  readonly at: number;
+  readonly metric_name: string | null;
+  readonly on_error: OnError;
+  readonly source: UploadSource;
+  readonly payload: Buffer | null;
+  readonly staged_object: string | null;
+  readonly payload_bytes: number;
+  readonly payload_sha256: Buffer;
+  readonly idempotency_key: string | null;
+};
+
+/** Points of one metric from one upload, as columns. Points topic, keyed by metric name. */
+export type PointBatch = {
+  readonly type: 'PointBatch';
+  readonly task_id: string;
+  readonly metric_name: string;
+  readonly updated_at: number;
+  readonly timestamps: number[];
+  readonly values: number[];
+};
+
+/** Marker after the last batch of an upload in one points partition. */
+export type UploadSealed = { readonly type: 'UploadSealed'; readonly task_id: string; readonly points: number };
+
+export type PointsFact = PointBatch | UploadSealed;

@@ -1,0 +1,107 @@
+import { randomUUID } from 'node:crypto';
+import type { Admin, Consumer, Kafka } from 'kafkajs';
+import type { EventCodec, EventLike } from '@meridian/events';
+import type { Logger } from '@meridian/observability';
+import type { Position } from './append.ts';
+
+export type FollowerOptions<E extends EventLike> = {
+  readonly kafka: Kafka;
+  readonly admin: Admin;
+  readonly topic: string;
+  readonly groupPrefix: string;
+  readonly codec: EventCodec<E>;
+  readonly logger: Logger;
+  /** Applies one event to in-memory state; must not throw for well-formed events. */
+  readonly apply: (event: E, position: Position) => void;
+};
+
+/**
+ * Reads a whole topic from the beginning into memory and keeps following it: how each
+ * process rebuilds a fold (accounts, tasks) from the log. Each follower has a consumer group
+ * of its own and commits nothing, so every instance sees every event.
+ */
+export class TopicFollower<E extends EventLike> {
+  private readonly consumer: Consumer;
+  private readonly applied = new Map<number, number>();
+  private targets: Map<number, number> | null = null;
+  private waiters: Array<{ position: Position; resolve: () => void }> = [];
+  private caughtUpResolve!: () => void;
+  readonly caughtUp: Promise<void>;
+  private isCaughtUp = false;
+
+  private readonly options: FollowerOptions<E>;
+
+  constructor(options: FollowerOptions<E>) {
+    this.options = options;
+    this.consumer = options.kafka.consumer({
+      groupId: `${options.groupPrefix}follower-${randomUUID()}`,
+      maxWaitTimeInMs: 250,
+      sessionTimeout: 10_000,
+    });
+    this.caughtUp = new Promise((resolve) => {
+      this.caughtUpResolve = resolve;
+    });
+  }
+
+  get ready(): boolean {
+    return this.isCaughtUp;
+  }
+
+  async start(): Promise<void> {
+    const { admin, topic, codec, logger } = this.options;
+    // The end of the log at start: once applied up to here, the fold is as current as the log was.
+    const ends = await admin.fetchTopicOffsets(topic);
+    this.targets = new Map(ends.map((p) => [p.partition, Number(p.high) - 1]));
+    await this.consumer.connect();
+    await this.consumer.subscribe({ topic, fromBeginning: true });
+    await this.consumer.run({
+      autoCommit: false,
+      eachMessage: async ({ partition, message }) => {
+        const offset = Number(message.offset);
+        try {
+          this.options.apply(codec.decode(message.value ?? Buffer.alloc(0)), { partition, offset });
+        } catch (error) {
+          logger.error({ err: error, topic, partition, offset }, 'event skipped: it cannot be applied');
+        }
+        this.applied.set(partition, offset);
+        this.settle();
+      },
+    });
+    this.settle();
+  }
+
+  /** Resolves once the event at `position` (or a later one) has been applied here. */
+  waitFor(position: Position | null, timeoutMs = 10_000): Promise<void> {
+    if (position === null || this.hasApplied(position)) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`event ${position.partition}/${position.offset} not applied within ${timeoutMs} ms`)), timeoutMs);
+      this.waiters.push({ position, resolve: () => { clearTimeout(timer); resolve(); } });
+    });
+  }
+
+  /** Resolves once everything in the topic now has been applied: read-your-writes across processes. */
+  async syncToEnd(timeoutMs = 10_000): Promise<void> {
+    const ends = await this.options.admin.fetchTopicOffsets(this.options.topic);
+    await Promise.all(ends.filter((p) => Number(p.high) > 0).map((p) => this.waitFor({ partition: p.partition, offset: Number(p.high) - 1 }, timeoutMs)));
+  }
+
+  async stop(): Promise<void> {
+    await this.consumer.disconnect();
+  }
+
+  private hasApplied(p: Position): boolean {
+    return (this.applied.get(p.partition) ?? -1) >= p.offset;
+  }
+
+  private settle(): void {
+    if (!this.isCaughtUp && this.targets && [...this.targets].every(([p, end]) => (this.applied.get(p) ?? -1) >= end)) {
+      this.isCaughtUp = true;
+      this.caughtUpResolve();
+    }
+    if (this.waiters.length > 0) {
+      const still: typeof this.waiters = [];
+      for (const w of this.waiters) (this.hasApplied(w.position) ? w.resolve() : still.push(w));
+      this.waiters = still;
+    }
+  }
+}

@@ -1,0 +1,94 @@
+import type { Kafka, Admin, Producer } from 'kafkajs';
+import type { Settings } from '@meridian/config';
+import { createKafka, createProducer, ensureTopics, pingKafka, topicsFor, topicSpecs, type Topics } from '@meridian/kafka';
+import { createClickHouse, ensureDatabase, migrate, pingClickHouse, type ClickHouseClient, type ClickHouseOptions } from '@meridian/clickhouse';
+import { createStorage, ensureBucket, pingStorage, type Storage } from '@meridian/storage';
+import type { Logger } from '@meridian/observability';
+
+/**
+ * The adapters every app needs, built from one Settings object. Apps take what they use;
+ * `prepare` makes the topics, database (with migrations) and bucket exist, idempotently.
+ */
+export type Platform = {
+  readonly settings: Settings;
+  readonly logger: Logger;
+  readonly kafka: Kafka;
+  readonly admin: Admin;
+  readonly topics: Topics;
+  readonly clickhouse: ClickHouseClient;
+  readonly clickhouseOptions: ClickHouseOptions;
+  readonly storage: Storage;
+  readonly probes: ReadonlyArray<{ name: string; check(): Promise<void> }>;
+  /** The process's idempotent producer, connected on first use. */
+  producer(): Promise<Producer>;
+  /** Makes the topics exist (all a CLI needs). */
+  prepareTopics(): Promise<void>;
+  /** Makes topics, database (with migrations) and bucket exist. */
+  prepare(): Promise<void>;
+  close(): Promise<void>;
+};
+
+export function createPlatform(settings: Settings, logger: Logger, component: string): Platform {
+  const kafka = createKafka({ brokers: settings.KAFKA_BROKERS.split(','), clientId: `${settings.KAFKA_CLIENT_ID}-${component}`, logger });
+  const admin = kafka.admin();
+  const topics = topicsFor(settings.MERIDIAN_TOPIC_PREFIX);
+  const clickhouseOptions: ClickHouseOptions = {
+    url: settings.CLICKHOUSE_URL,
+    username: settings.CLICKHOUSE_USER,
+    password: settings.CLICKHOUSE_PASSWORD,
+    database: settings.CLICKHOUSE_DATABASE,
+    logger,
+  };
+  const clickhouse = createClickHouse(clickhouseOptions);
+  const storage = createStorage({
+    endpoint: settings.S3_ENDPOINT,
+    accessKey: settings.S3_ACCESS_KEY,
+    secretKey: settings.S3_SECRET_KEY,
+    region: settings.S3_REGION,
+    bucket: settings.S3_BUCKET,
+  });
+  let adminConnected: Promise<void> | null = null;
+  const connectAdmin = () => (adminConnected ??= admin.connect().catch((e: unknown) => {
+    adminConnected = null;
+    throw e;
+  }));
+  const producer = createProducer(kafka);
+  let producerConnected: Promise<void> | null = null;
+  const timeout = settings.MERIDIAN_READY_TIMEOUT_MS;
+  return {
+    settings,
+    logger,
+    kafka,
+    admin,
+    topics,
+    clickhouse,
+    clickhouseOptions,
+    storage,
+    probes: [
+      { name: 'kafka', check: async () => { await connectAdmin(); await pingKafka(admin, timeout); } },
+      { name: 'clickhouse', check: () => pingClickHouse(clickhouse) },
+      { name: 'minio', check: () => pingStorage(storage) },
+    ],
+    async producer() {
+      await (producerConnected ??= producer.connect().catch((e: unknown) => {
+        producerConnected = null;
+        throw e;
+      }));
+      return producer;
+    },
+    async prepareTopics() {
+      await connectAdmin();
+      await ensureTopics(admin, topicSpecs(topics, settings.KAFKA_POINTS_PARTITIONS));
+    },
+    async prepare() {
+      await this.prepareTopics();
+      await ensureDatabase(clickhouseOptions);
+      const applied = await migrate(clickhouse);
+      if (applied.length > 0) logger.info({ migrations: applied }, 'clickhouse migrations applied');
+      await ensureBucket(storage, settings.S3_REGION);
+    },
+    async close() {
+      await Promise.allSettled([producer.disconnect(), admin.disconnect(), clickhouse.close()]);
+    },
+  };
+}

@@ -1,0 +1,165 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { snapshotAccounts } from '@meridian/domain';
+import { createKafka } from '@meridian/kafka';
+import { createLogger } from '@meridian/observability';
+import { call, startApi, type RunningApi } from '../support/api.ts';
+import { meridian } from '../support/cli.ts';
+import { rawRequest } from '../support/raw-http.ts';
+import { isolatedSettings } from '../support/settings.ts';
+import { waitFor } from '../support/wait.ts';
+
+const settings = isolatedSettings();
+let a: RunningApi;
+let b: RunningApi;
+let rootKey: string;
+const issuedKeys: string[] = [];
+
+beforeAll(async () => {
+  a = await startApi(settings);
+  const boot = await meridian(settings, ['users', 'add', 'root', '--admin', '--json']);
+  expect(boot.stderr).toBe('');
+  expect(boot.code).toBe(0);
+  const created = JSON.parse(boot.stdout) as { user_name: string; api_key: string };
+  expect(created.user_name).toBe('root');
+  rootKey = created.api_key;
+  issuedKeys.push(rootKey);
+  b = await startApi(settings);
+});
+afterAll(async () => {
+  await Promise.all([a?.close(), b?.close()]);
+});
+
+describe('accounts and authentication', () => {
+  let adaKey: string;
+
+  it('a key issued by the CLI works on GET /users; an admin sees every user', async () => {
+    await waitFor('api a to see root', () => (a.api.accounts.state.users.has('root') ? true : undefined));
+    const res = await call(`${a.url}/api/v1/users`, rootKey);
+    expect(res.status).toBe(200);
+    expect(res.json.users).toEqual([
+      expect.objectContaining({ user_name: 'root', is_admin: true, disabled: false, entitlements: { metrics: [] }, api_keys: [expect.objectContaining({ key_id: expect.stringMatching(/^[0-9a-f]{16}$/) })] }),
+    ]);
+    expect(res.json.users[0].created_at).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{3})?\+0000$/);
+  });
+
+  it('an admin creates a user; the user sees only itself and no admin route', async () => {
+    const res = await call(`${a.url}/api/v1/users`, rootKey, { method: 'POST', body: { user_name: 'ada' } });
+    expect(res.status).toBe(201);
+    expect(res.json).toMatchObject({ user_name: 'ada', key_id: expect.any(String), api_key: expect.stringMatching(/^mrd_/) });
+    adaKey = res.json.api_key;
+    issuedKeys.push(adaKey);
+
+    const mine = await call(`${a.url}/api/v1/users`, adaKey);
+    expect(mine.status).toBe(200);
+    expect(mine.json.users.map((u: { user_name: string }) => u.user_name)).toEqual(['ada']);
+
+    for (const [method, path, body] of [
+      ['POST', '/api/v1/users', { user_name: 'eve' }],
+      ['PUT', '/api/v1/users/ada/entitlements', { metrics: [{ match: 'prefix', value: '', access: 'rw' }] }],
+      ['DELETE', '/api/v1/users/root', undefined],
+    ] as const) {
+      const denied = await call(`${a.url}${path}`, adaKey, { method, body });
+      expect(denied.status, `${method} ${path}`).toBe(403);
+      expect(denied.json.type).toBe('/problems/forbidden');
+    }
+  });
+
+  it('admin routes validate names and report duplicates and unknown users', async () => {
+    expect((await call(`${a.url}/api/v1/users`, rootKey, { method: 'POST', body: { user_name: 'bad name!' } })).status).toBe(400);
+    expect((await call(`${a.url}/api/v1/users`, rootKey, { method: 'POST', body: { user_name: 'ada' } })).status).toBe(409);
+    expect((await call(`${a.url}/api/v1/users`, rootKey, { method: 'POST', body: { user_name: 'x'.repeat(65) } })).status).toBe(400);
+    expect((await call(`${a.url}/api/v1/users/ghost/entitlements`, rootKey, { method: 'PUT', body: { metrics: [] } })).status).toBe(404);
+    const malformed = await fetch(`${a.url}/api/v1/users`, { method: 'POST', headers: { Authorization: `Bearer ${rootKey}`, 'Content-Type': 'application/json' }, body: '{"user_name":' });
+    expect(malformed.status).toBe(400);
+    expect(malformed.headers.get('content-type')).toMatch(/problem\+json/);
+  });
+
+  it('entitlements are replaced by an admin and shown to the user', async () => {
+    const rules = [{ match: 'prefix', value: 'cpu:', access: 'r' }, { match: 'exact', value: 'cpu:load', access: 'rw' }];
+    const res = await call(`${a.url}/api/v1/users/ada/entitlements`, rootKey, { method: 'PUT', body: { metrics: rules } });
+    expect(res.status).toBe(200);
+    expect(res.json.entitlements.metrics).toEqual(rules);
+    const bad = await call(`${a.url}/api/v1/users/ada/entitlements`, rootKey, { method: 'PUT', body: { metrics: [{ match: 'glob', value: 'x', access: 'w' }] } });
+    expect(bad.status).toBe(400);
+    expect(bad.json.errors.map((e: { field: string }) => e.field)).toEqual(['body.metrics.0.match', 'body.metrics.0.access']);
+  });
+
+  it('a revoked key stops working on another api instance within one second', async () => {
+    const created = await call(`${a.url}/api/v1/api_keys`, adaKey, { method: 'POST' });
+    expect(created.status).toBe(201);
+    const second = created.json.api_key as string;
+    issuedKeys.push(second);
+    await waitFor('instance b to accept the new key', async () => ((await call(`${b.url}/api/v1/users`, second)).status === 200 ? true : undefined), 5000);
+    const listed = await call(`${a.url}/api/v1/api_keys`, adaKey);
+    expect(listed.json.api_keys.map((k: { key_id: string }) => k.key_id)).toContain(created.json.key_id);
+    expect(listed.text).not.toContain(second);
+
+    const revoked = await call(`${a.url}/api/v1/api_keys/${created.json.key_id}`, adaKey, { method: 'DELETE' });
+    expect(revoked.status).toBe(204);
+    expect((await call(`${a.url}/api/v1/users`, second)).status).toBe(401); // read-your-writes on a
+    const started = Date.now();
+    await waitFor('instance b to refuse the revoked key', async () => ((await call(`${b.url}/api/v1/users`, second)).status === 401 ? true : undefined), 1000, 20);
+    expect(Date.now() - started).toBeLessThan(1000);
+    // Another user's key id is not found, not forbidden.
+    const rootKeyId = (await call(`${a.url}/api/v1/api_keys`, rootKey)).json.api_keys[0].key_id;
+    expect((await call(`${a.url}/api/v1/api_keys/${rootKeyId}`, adaKey, { method: 'DELETE' })).status).toBe(404);
+  });
+
+  it('a disabled user is refused with the same 401; the CLI lists it as disabled', async () => {
+    const created = await call(`${a.url}/api/v1/users`, rootKey, { method: 'POST', body: { user_name: 'bob' } });
+    expect(created.status).toBe(201);
+    const bobKey = created.json.api_key as string;
+    issuedKeys.push(bobKey);
+    expect((await call(`${a.url}/api/v1/users`, bobKey)).status).toBe(200);
+    expect((await call(`${a.url}/api/v1/users/bob`, rootKey, { method: 'DELETE' })).status).toBe(204);
+    const refused = await call(`${a.url}/api/v1/users`, bobKey);
+    expect(refused.status).toBe(401);
+    expect(refused.json.detail).toBe((await call(`${a.url}/api/v1/users`, 'mrd_nonsense')).json.detail);
+    expect((await call(`${a.url}/api/v1/users/bob`, rootKey, { method: 'DELETE' })).status).toBe(404);
+    const listed = await meridian(settings, ['users', 'list', '--json']);
+    expect(JSON.parse(listed.stdout).map((u: { user_name: string; disabled: boolean }) => [u.user_name, u.disabled])).toEqual([['ada', false], ['bob', true], ['root', false]]);
+  });
+
+  it('every kind of bad Authorization header gets 401 with WWW-Authenticate, never a 500', async () => {
+    const headers: Array<string | null> = [null, '', 'Bearer', 'Bearer ', 'Basic dXNlcjpwYXNz', `Bearer ${'x'.repeat(10_000)}`, 'Bearer mrd_0000000000000000_' + 'A'.repeat(43), `Token ${rootKey}`, 'bearer', 'Bearer a b c'];
+    for (const h of headers) {
+      const res = await call(`${a.url}/api/v1/users`, null, { headers: h === null ? {} : { Authorization: h } });
+      expect(res.status, JSON.stringify(h?.slice(0, 40))).toBe(401);
+      expect(res.headers.get('www-authenticate')).toMatch(/^Bearer/);
+      expect(res.json).toMatchObject({ type: '/problems/unauthenticated', status: 401 });
+    }
+    for (const raw of [Buffer.from('Bearer \u00e9\u00e8\u00ff', 'latin1'), Buffer.from('Bearer 😀', 'utf8'), Buffer.from([0x42, 0x65, 0x61, 0x72, 0x65, 0x72, 0x20, 0x80, 0xfe])]) {
+      const head = Buffer.concat([Buffer.from(`GET /api/v1/users HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: `), raw, Buffer.from('\r\n\r\n')]);
+      const res = await rawRequest(a.url, head);
+      expect([400, 401]).toContain(res.status);
+    }
+  });
+
+  it('the event log holds no plaintext key', async () => {
+    const kafka = createKafka({ brokers: settings.KAFKA_BROKERS.split(','), clientId: 'scan', logger: createLogger({ name: 't', level: 'silent' }) });
+    const consumer = kafka.consumer({ groupId: `${settings.MERIDIAN_TOPIC_PREFIX}scan` });
+    const values: Buffer[] = [];
+    await consumer.connect();
+    await consumer.subscribe({ topic: `${settings.MERIDIAN_TOPIC_PREFIX}accounts`, fromBeginning: true });
+    await consumer.run({ eachMessage: async ({ message }) => { values.push(message.value!); } });
+    await waitFor('the accounts events', () => (values.length >= 7 ? true : undefined), 20_000);
+    await consumer.disconnect();
+    const all = Buffer.concat(values);
+    expect(issuedKeys.length).toBeGreaterThanOrEqual(3);
+    for (const key of issuedKeys) {
+      expect(all.includes(Buffer.from(key))).toBe(false);
+      expect(all.includes(Buffer.from(key.split('_')[2]!))).toBe(false); // nor its secret part
+    }
+  });
+
+  it('a restarted api rebuilds the same account state from the log', async () => {
+    const before = JSON.stringify(snapshotAccounts(a.api.accounts.state));
+    const c = await startApi(settings);
+    try {
+      expect(JSON.stringify(snapshotAccounts(c.api.accounts.state))).toBe(before);
+      expect((await call(`${c.url}/api/v1/users`, rootKey)).json.users.length).toBe(3);
+    } finally {
+      await c.close();
+    }
+  });
+});

@@ -1,0 +1,47 @@
+import { buildApi, type Api } from '@meridian/api';
+import type { Settings } from '@meridian/config';
+import { createLogger } from '@meridian/observability';
+import { createPlatform, type Platform } from '@meridian/platform';
+import { serve, type Served } from './http.ts';
+
+/** An api instance in this test process, on an ephemeral port, following the run's logs. */
+export type RunningApi = { readonly url: string; readonly api: Api; readonly platform: Platform; close(): Promise<void> };
+
+export async function startApi(settings: Settings): Promise<RunningApi> {
+  const platform = createPlatform(settings, createLogger({ name: 'api', level: settings.LOG_LEVEL }), 'api');
+  await platform.prepare();
+  const api = await buildApi(platform);
+  await api.start();
+  const served: Served = await serve(api.app);
+  return {
+    url: served.url,
+    api,
+    platform,
+    async close() {
+      await served.close();
+      await api.stop();
+      await platform.close();
+    },
+  };
+}
+
+/** fetch with a bearer key and JSON in and out. */
+export async function call(url: string, key: string | null, init: { method?: string; body?: unknown; headers?: Record<string, string> } = {}) {
+  const res = await fetch(url, {
+    method: init.method ?? 'GET',
+    headers: {
+      ...(key ? { Authorization: `Bearer ${key}` } : {}),
+      ...(init.body !== undefined ? { 'Content-Type': 'application/json' } : {}),
+      ...init.headers,
+    },
+    ...(init.body !== undefined ? { body: JSON.stringify(init.body) } : {}),
+  });
+  const text = await res.text();
+  let json: any = undefined;
+  try {
+    json = text ? JSON.parse(text) : undefined;
+  } catch {
+    /* not JSON */
+  }
+  return { status: res.status, headers: res.headers, text, json };
+}
