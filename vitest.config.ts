@@ -5,6 +5,7 @@ import { defineConfig } from 'vitest/config';
  *   *.unit.test.ts  pure code, no I/O, next to the code it tests
  *   *.int.test.ts   one adapter against its real service (test/integration)
  *   *.e2e.test.ts   the apps together against the real stack (test/e2e)
+ *   *.fault.test.ts crashes and outages (test/fault), run alone after the others
  * Integration and e2e share a global setup that finds or starts the stack.
  */
 const stackSetup = ['test/support/global-setup.ts'];
@@ -27,12 +28,24 @@ export default defineConfig({
       {
         test: {
           name: 'e2e',
-          include: ['test/e2e/**/*.e2e.test.ts', 'test/fault/**/*.fault.test.ts'],
+          include: ['test/e2e/**/*.e2e.test.ts'],
           globalSetup: stackSetup,
           setupFiles: ['test/support/setup.ts'],
           testTimeout: 180_000,
           hookTimeout: 180_000,
           // e2e files start whole apps: one file at a time keeps the 2-core machine honest.
+          fileParallelism: false,
+        },
+      },
+      {
+        test: {
+          // Fault tests kill workers and stop services: test/run.sh runs them alone, after the rest.
+          name: 'fault',
+          include: ['test/fault/**/*.fault.test.ts'],
+          globalSetup: stackSetup,
+          setupFiles: ['test/support/setup.ts'],
+          testTimeout: 600_000,
+          hookTimeout: 180_000,
           fileParallelism: false,
         },
       },

@@ -7,7 +7,8 @@ cd "$(dirname "$0")/.."
 source deploy/local/lib.sh
 mkdir -p "$MERIDIAN_VAR"
 results="$MERIDIAN_VAR/test-results.json"
-rm -f "$results"
+fault_results="$MERIDIAN_VAR/test-results-fault.json"
+rm -f "$results" "$fault_results"
 
 # Only the services this run starts are stopped at the end.
 started=""
@@ -24,17 +25,23 @@ echo "== typecheck"
 npx tsc -p tsconfig.json; typecheck_rc=$?
 
 echo "== tests (unit, integration, e2e)"
-npx vitest run --reporter=default --reporter=json --outputFile.json="$results"; tests_rc=$?
+npx vitest run --project unit --project integration --project e2e --reporter=default --reporter=json --outputFile.json="$results"; tests_rc=$?
+
+# Fault tests stop services and kill workers, so nothing else may run beside them.
+echo "== fault tests"
+npx vitest run --project fault --reporter=default --reporter=json --outputFile.json="$fault_results"; fault_rc=$?
 
 summary=""
-if [ -f "$results" ]; then
+if [ -f "$results" ] && [ -f "$fault_results" ]; then
   summary=$(node -e '
-    const r = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
-    const skipped = r.numPendingTests + r.numTodoTests;
-    console.log(`${r.numPassedTests} passed, ${r.numFailedTests} failed` + (skipped ? `, ${skipped} skipped` : ""));
-  ' "$results")
+    const fs = require("fs");
+    const runs = process.argv.slice(1).map((f) => JSON.parse(fs.readFileSync(f, "utf8")));
+    const sum = (k) => runs.reduce((n, r) => n + r[k], 0);
+    const skipped = sum("numPendingTests") + sum("numTodoTests");
+    console.log(`${sum("numPassedTests")} passed, ${sum("numFailedTests")} failed` + (skipped ? `, ${skipped} skipped` : ""));
+  ' "$results" "$fault_results")
 fi
 [ $typecheck_rc -ne 0 ] && echo "typecheck failed"
 cleanup; trap - EXIT
 [ -n "$summary" ] && echo "$summary"
-[ $typecheck_rc -eq 0 ] && [ $tests_rc -eq 0 ] && [ -n "$summary" ]
+[ $typecheck_rc -eq 0 ] && [ $tests_rc -eq 0 ] && [ $fault_rc -eq 0 ] && [ -n "$summary" ]

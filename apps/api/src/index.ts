@@ -1,2 +1,3 @@
-export { createApp, apiRoutes, type ApiDeps } from './app.ts';
+export { createApp, apiRoutes, API_VERSION, type ApiDeps } from './app.ts';
+export { buildOpenApi } from './openapi/document.ts';
 export { buildApi, type Api } from './server.ts';

@@ -1,0 +1,48 @@
+import { describe, expect, it } from 'vitest';
+import { initialAccounts, initialTasks } from '@meridian/domain';
+import { createLogger } from '@meridian/observability';
+import type { Storage } from '@meridian/storage';
+import { apiRoutes, buildRouter, type ApiDeps } from '../app.ts';
+import { buildOpenApi } from './document.ts';
+
+// Structure only: no handler runs, so the dependencies are inert.
+const deps: ApiDeps = {
+  logger: createLogger({ name: 't', level: 'silent' }),
+  probes: [],
+  readyTimeoutMs: 100,
+  accounts: { state: initialAccounts(), ready: true, execute: async () => [] },
+  tasks: { state: () => initialTasks(), syncToEnd: async () => {} },
+  uploads: {
+    storage: {} as Storage,
+    limits: { jsonBodyBytes: 1, uploadBytes: 1, pointsPerJsonUpload: 1, inlinePayloadBytes: 1 },
+    submit: { producer: async () => { throw new Error('inert'); }, codec: { encode: () => Buffer.alloc(0), decode: () => { throw new Error('inert'); } }, topic: 't', ackTimeoutMs: 1, tasks: () => initialTasks(), applied: async () => {} },
+  },
+};
+
+describe('the OpenAPI document', () => {
+  const doc = buildOpenApi(apiRoutes(deps), '1.0.0') as { openapi: string; paths: Record<string, Record<string, { responses: Record<string, unknown>; operationId: string }>> };
+
+  it('covers exactly the routes the router serves', () => {
+    const router = buildRouter(deps);
+    const served = router.stack
+      .flatMap((layer) => layer.methods.filter((m) => m !== 'HEAD').map((m) => `${m} ${String(layer.path).replace(/:(\w+)/g, '{$1}')}`))
+      .sort();
+    const documented = Object.entries(doc.paths).flatMap(([path, ops]) => Object.keys(ops).map((m) => `${m.toUpperCase()} ${path}`)).sort();
+    expect(served.length).toBeGreaterThan(10);
+    expect(documented).toEqual(served);
+  });
+
+  it('is OpenAPI 3.1 with unique operation ids and a problem response on every operation', () => {
+    expect(doc.openapi).toBe('3.1.0');
+    const ops = Object.values(doc.paths).flatMap((o) => Object.values(o));
+    expect(new Set(ops.map((o) => o.operationId)).size).toBe(ops.length);
+    for (const op of ops) expect(Object.keys(op.responses), op.operationId).toContain('500');
+  });
+
+  it('documents the seed endpoints with their parameters', () => {
+    expect(doc.paths['/api/v1/metrics/upload']?.post).toBeDefined();
+    expect(doc.paths['/api/v1/metrics_file_upload']?.post).toBeDefined();
+    expect(doc.paths['/api/v1/users']?.get).toBeDefined();
+    expect(JSON.stringify(doc.paths['/api/v1/tasks/{task_id}'])).toContain('"in":"path"');
+  });
+});

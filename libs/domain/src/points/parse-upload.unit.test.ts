@@ -1,0 +1,537 @@
+import { describe, expect, it } from 'vitest';
+import { parseUpload, type ParseUploadOptions, type UploadItem, type UploadLayout } from './parse-upload.ts';
+import { formatTimestamp } from './timestamp.ts';
+
+const enc = new TextEncoder();
+
+async function* source(parts: readonly Uint8Array[]): AsyncGenerator<Uint8Array> {
+  for (const part of parts) yield part;
+}
+
+async function collect(input: string | Uint8Array | readonly Uint8Array[], options: ParseUploadOptions = {}): Promise<UploadItem[]> {
+  const parts = typeof input === 'string' ? [enc.encode(input)] : input instanceof Uint8Array ? [input] : input;
+  const items: UploadItem[] = [];
+  for await (const item of parseUpload(source(parts), options)) items.push(item);
+  return items;
+}
+
+const layout = (l: UploadLayout): UploadItem => ({ kind: 'layout', layout: l });
+const point = (row: number, metric_name: string, ts: number, value: number): UploadItem => ({ kind: 'point', row, metric_name, ts, value });
+const error = (row: number, column: string, reason: string): UploadItem => ({ kind: 'error', row, column, reason });
+const jsonError = (text: string): string => {
+  try {
+    JSON.parse(text);
+  } catch (e) {
+    return `invalid JSON: ${(e as Error).message}`;
+  }
+  throw new Error(`${text} is valid JSON`);
+};
+
+const T0 = Date.UTC(2024, 0, 1); // 2024-01-01T00:00:00Z
+const S = 1000;
+const TS_FORMAT = 'expected YYYY-MM-DDTHH:MM:SS with an optional .fraction and an offset Z, +hhmm, -hhmm, +hh:mm or -hh:mm';
+const OFFSET_REQUIRED = 'an offset is required (Z, +hhmm, -hhmm, +hh:mm or -hh:mm); the time zone is never guessed';
+const VALUE_FORMAT = 'must be a decimal number such as -1.5, 3, .5 or 1e-3';
+const M = { metricName: 'cpu' };
+
+describe('parseUpload: CSV layouts', () => {
+  it('csv-with-header: header is line 1, rows are numbered by line', async () => {
+    expect(await collect('timestamp,value\n2024-01-01T00:00:00+0000,1.5\n2024-01-01T00:00:01Z,-2\n', M)).toEqual([
+      layout('csv-with-header'),
+      point(2, 'cpu', T0, 1.5),
+      point(3, 'cpu', T0 + S, -2),
+    ]);
+  });
+
+  it.each(['TIMESTAMP,Value', ' timestamp , value ', '"timestamp","value"', 'timestamp,value\r'])('recognises the header %j', async (header) => {
+    expect(await collect(`${header}\n2024-01-01T00:00:00Z,1\n`, M)).toEqual([layout('csv-with-header'), point(2, 'cpu', T0, 1)]);
+  });
+
+  it('csv without header: the first line is data', async () => {
+    expect(await collect('2024-01-01T00:00:00+0000,1.5\n2024-01-01T00:00:01+0000,2', M)).toEqual([
+      layout('csv'),
+      point(1, 'cpu', T0, 1.5),
+      point(2, 'cpu', T0 + S, 2),
+    ]);
+  });
+
+  it('csv: a first line that is neither header nor data is a data error', async () => {
+    expect(await collect('time,value\n2024-01-01T00:00:00Z,1\n', M)).toEqual([
+      layout('csv'),
+      error(1, 'timestamp', `${TS_FORMAT}; got "time"`),
+      error(1, 'value', `${VALUE_FORMAT}; got "value"`),
+      point(2, 'cpu', T0, 1),
+    ]);
+  });
+
+  it('trims spaces around timestamp and value cells', async () => {
+    expect(await collect(' 2024-01-01T00:00:00Z , 1.5 \n', M)).toEqual([layout('csv'), point(1, 'cpu', T0, 1.5)]);
+  });
+
+  it('download-csv: each row has its own metric name; updated_at is validated, not returned', async () => {
+    const text = [
+      'metric_name,timestamp,metric_numeric_value,updated_at',
+      'cpu.load,2024-01-01T00:00:00+0000,0.5,2024-02-01T00:00:00+0000',
+      '"mem ""free""",2024-01-01T00:00:01.250+0000,1e3,2024-02-01T00:00:00+0000',
+      'cpu.load,2024-01-01T00:00:02+0000,1,2024-02-01T00:00:00',
+      'cpu.load,2024-01-01T00:00:03+0000,1,',
+      ',2024-01-01T00:00:04+0000,1,2024-02-01T00:00:00+0000',
+      '=cmd,2024-01-01T00:00:05,x,2024-02-30T00:00:00+0000',
+      'cpu.load,2024-01-01T00:00:06+0000,1',
+      '',
+    ].join('\n');
+    expect(await collect(text)).toEqual([
+      layout('download-csv'),
+      point(2, 'cpu.load', T0, 0.5),
+      point(3, 'mem "free"', T0 + S + 250, 1000),
+      error(4, 'updated_at', `${OFFSET_REQUIRED}; got "2024-02-01T00:00:00"`),
+      error(5, 'updated_at', 'must not be empty'),
+      error(6, 'metric_name', 'must not be empty'),
+      error(7, 'metric_name', 'must not start with "=" (spreadsheet formula injection); got "=cmd"'),
+      error(7, 'timestamp', `${OFFSET_REQUIRED}; got "2024-01-01T00:00:05"`),
+      error(7, 'value', `${VALUE_FORMAT}; got "x"`),
+      error(7, 'updated_at', 'day 30 does not exist in 2024-02; got "2024-02-30T00:00:00+0000"'),
+      error(8, 'row', 'expected 4 columns (metric_name,timestamp,metric_numeric_value,updated_at), got 3'),
+    ]);
+  });
+
+  it('download-csv: with an upload metric name, rows of another metric are errors', async () => {
+    const text = 'metric_name,timestamp,metric_numeric_value,updated_at\ncpu,2024-01-01T00:00:00Z,1,2024-01-01T00:00:00Z\nmem,2024-01-01T00:00:00Z,2,2024-01-01T00:00:00Z\n';
+    expect(await collect(text, M)).toEqual([
+      layout('download-csv'),
+      point(2, 'cpu', T0, 1),
+      error(3, 'metric_name', 'differs from the upload\'s metric_name "cpu"; got "mem"'),
+    ]);
+  });
+
+  it('download-csv round trip: the exact download format parses back to the same points', async () => {
+    const points = [
+      { metric_name: 'cpu.load', ts: T0, value: 0.5 },
+      { metric_name: 'cpu.load', ts: T0 + 1, value: -1.25e-7 },
+      { metric_name: 'température 😀', ts: 0, value: 0 },
+      { metric_name: 'say "hi"', ts: 4_291_747_199_999, value: 1.7976931348623157e308 },
+      { metric_name: 'a:b\\c%_', ts: T0 + 120, value: 123_456_789.123 },
+      { metric_name: 'cpu.load', ts: T0 + 3 * S, value: 42 },
+    ];
+    const cell = (s: string) => (/[",\r\n]/.test(s) ? `"${s.replaceAll('"', '""')}"` : s);
+    const updatedAt = formatTimestamp(T0 + 86_400_000);
+    const lines = points.map((p) => `${cell(p.metric_name)},${formatTimestamp(p.ts)},${p.value},${updatedAt}`);
+    expect(lines[0]).toBe('cpu.load,2024-01-01T00:00:00+0000,0.5,2024-01-02T00:00:00+0000');
+    expect(lines[3]).toBe('"say ""hi""",2105-12-31T23:59:59.999+0000,1.7976931348623157e+308,2024-01-02T00:00:00+0000');
+    const text = `metric_name,timestamp,metric_numeric_value,updated_at\n${lines.join('\n')}\n`;
+    expect(await collect(text)).toEqual([layout('download-csv'), ...points.map((p, i) => point(i + 2, p.metric_name, p.ts, p.value))]);
+  });
+
+  it('counts blank lines, CRLF and quoted multi-line fields in row numbers', async () => {
+    const text = [
+      'timestamp,value\r\n', // 1
+      '\r\n', // 2 blank
+      '2024-01-01T00:00:00Z,1\r\n', // 3
+      '  \t \n', // 4 blank (spaces only)
+      '"2024-01-01T00:00:01Z","2\n\n"\n', // 5-7: one record starting on line 5
+      '2024-01-01T00:00:02Z,3\n', // 8
+      '"2024-01-01T00:00:03Z","4"\r\n', // 9
+      '\n', // 10 blank
+      '"2024-01-01T00:00:04Z",5', // 11, no final newline
+    ].join('');
+    expect(await collect(text, M)).toEqual([
+      layout('csv-with-header'),
+      point(3, 'cpu', T0, 1),
+      error(5, 'value', `${VALUE_FORMAT}; got "2\\n\\n"`),
+      point(8, 'cpu', T0 + 2 * S, 3),
+      point(9, 'cpu', T0 + 3 * S, 4),
+      point(11, 'cpu', T0 + 4 * S, 5),
+    ]);
+  });
+
+  it('reports a wrong column count as a row error', async () => {
+    expect(await collect('2024-01-01T00:00:00Z,1,2\n2024-01-01T00:00:00Z\n2024-01-01T00:00:00Z,\n,,,,,,,\n', M)).toEqual([
+      layout('csv'),
+      error(1, 'row', 'expected 2 columns (timestamp,value), got 3'),
+      error(2, 'row', 'expected 2 columns (timestamp,value), got 1'),
+      error(3, 'value', 'must not be empty'),
+      error(4, 'row', 'expected 2 columns (timestamp,value), got 8'),
+    ]);
+  });
+
+  it('reports malformed quoting as row errors and carries on', async () => {
+    const text = [
+      '2024-01-01T00:00:00Z,1"5', // 1: bare quote
+      '"2024-01-01T00:00:01Z"x,1', // 2: text after the closing quote
+      '"2024-01-01T00:00:02Z" ,1', // 3: even a space
+      '"2024-01-01T00:00:03Z",1', // 4: fine
+      '"2024-01-01T00:00:04Z,5', // 5: never closed: swallows the rest
+      '2024-01-01T00:00:05Z,6',
+      '',
+    ].join('\n');
+    expect(await collect(text, M)).toEqual([
+      layout('csv'),
+      error(1, 'row', 'a double quote inside an unquoted field (quote the whole field and double the quote)'),
+      error(2, 'row', 'unexpected characters after a closing quote'),
+      error(3, 'row', 'unexpected characters after a closing quote'),
+      point(4, 'cpu', T0 + 3 * S, 1),
+      error(5, 'row', 'unterminated quoted field'),
+    ]);
+  });
+
+  it('unescapes doubled quotes in quoted fields', async () => {
+    const text = 'metric_name,timestamp,metric_numeric_value,updated_at\n"a ""quoted"" name","2024-01-01T00:00:00Z","1","2024-01-01T00:00:00Z"\n';
+    expect(await collect(text)).toEqual([layout('download-csv'), point(2, 'a "quoted" name', T0, 1)]);
+  });
+
+  it('bounds memory: an over-long field is a row error, quoted or not, and the next row still parses', async () => {
+    const long = 'x'.repeat(70_000);
+    const text = `"${long}",1\n2024-01-01T00:00:00Z,2\n${long},3\n2024-01-01T00:00:01Z,4\n`;
+    expect(await collect(text, M)).toEqual([
+      layout('csv'),
+      error(1, 'row', 'a field is longer than 65536 characters'),
+      point(2, 'cpu', T0, 2),
+      error(3, 'row', 'a field is longer than 65536 characters'),
+      point(4, 'cpu', T0 + S, 4),
+    ]);
+  });
+
+  it('requires the upload metric name for layouts without one, and stops', async () => {
+    expect(await collect('timestamp,value\n2024-01-01T00:00:00Z,1\nbad,row\n')).toEqual([
+      layout('csv-with-header'),
+      error(0, 'metric_name', 'required: the csv-with-header layout carries no metric name, so the upload must give metric_name'),
+    ]);
+    expect(await collect('2024-01-01T00:00:00Z,1\n')).toEqual([
+      layout('csv'),
+      error(0, 'metric_name', 'required: the csv layout carries no metric name, so the upload must give metric_name'),
+    ]);
+  });
+
+  it('a header alone gives no points and no error (the caller decides about empty uploads)', async () => {
+    expect(await collect('timestamp,value\n', M)).toEqual([layout('csv-with-header')]);
+  });
+});
+
+describe('parseUpload: JSON layouts', () => {
+  it('json-array: rows are 1-based indexes', async () => {
+    const text = '[{"timestamp":"2024-01-01T00:00:00+0000","value":1.5},{"value":2,"timestamp":"2024-01-01T00:00:01Z"}]';
+    expect(await collect(text, M)).toEqual([layout('json-array'), point(1, 'cpu', T0, 1.5), point(2, 'cpu', T0 + S, 2)]);
+  });
+
+  it('json-array: every problem of every element is reported', async () => {
+    const text = JSON.stringify([
+      { timestamp: '2024-01-01T00:00:00Z', value: '1' },
+      { timestamp: 1_704_067_200, value: null },
+      { value: 3 },
+      { timestamp: '2024-01-01T00:00:00Z' },
+      { timestamp: '2024-01-01T00:00:00Z', value: 5, metric_name: 'mem' },
+      7,
+      null,
+      { timestamp: '', value: true },
+      { timestamp: '2024-01-01T00:00:00Z', value: 9 },
+    ]);
+    expect(await collect(text, M)).toEqual([
+      layout('json-array'),
+      error(1, 'value', 'must be a number, not a string'),
+      error(2, 'timestamp', 'must be a string, not a number'),
+      error(2, 'value', 'must be a number, not null'),
+      error(3, 'timestamp', 'required'),
+      error(4, 'value', 'required'),
+      error(5, 'row', 'unknown field "metric_name" (allowed: timestamp, value)'),
+      error(6, 'row', 'must be an object with timestamp, value, not a number'),
+      error(7, 'row', 'must be an object with timestamp, value, not null'),
+      error(8, 'timestamp', 'must not be empty'),
+      error(8, 'value', 'must be a number, not a boolean'),
+      point(9, 'cpu', T0, 9),
+    ]);
+  });
+
+  it('json-array: overflow and underflow literals are errors, zero is a value', async () => {
+    const text = '[{"timestamp":"2024-01-01T00:00:00Z","value":1e999},{"timestamp":"2024-01-01T00:00:00Z","value":1e-400},{"timestamp":"2024-01-01T00:00:00Z","value":0},{"timestamp":"2024-01-01T00:00:00Z","value":-0.0e5}]';
+    expect(await collect(text, M)).toEqual([
+      layout('json-array'),
+      error(1, 'value', 'is out of the range of a 64-bit float'),
+      error(2, 'value', 'is too small for a 64-bit float (it would be stored as 0)'),
+      point(3, 'cpu', T0, 0),
+      point(4, 'cpu', T0, -0),
+    ]);
+  });
+
+  it('json-array needs the upload metric name', async () => {
+    expect(await collect('[]')).toEqual([
+      layout('json-array'),
+      error(0, 'metric_name', 'required: the json-array layout carries no metric name, so the upload must give metric_name'),
+    ]);
+  });
+
+  it('invalid JSON is one error for the whole document, with the parser message', async () => {
+    const text = '[{"timestamp":"2024-01-01T00:00:00Z","value":1},]';
+    expect(await collect(text, M)).toEqual([layout('json-array'), error(0, 'row', jsonError(text))]);
+    const body = '{\n  "metric_name": "cpu",\n  "values": [\n';
+    expect(await collect(body)).toEqual([layout('json-body'), error(0, 'row', jsonError(body))]);
+  });
+
+  it('json-body: the body metric name is used', async () => {
+    const text = '{\n  "metric_name": "cpu",\n  "values": [\n    {"timestamp": "2024-01-01T00:00:00.5+01:00", "value": 2},\n    {"timestamp": "2024-01-01T00:00:00", "value": 3}\n  ]\n}\n';
+    expect(await collect(text)).toEqual([
+      layout('json-body'),
+      point(1, 'cpu', T0 - 3600 * S + 500, 2),
+      error(2, 'timestamp', `${OFFSET_REQUIRED}; got "2024-01-01T00:00:00"`),
+    ]);
+    expect(await collect(text, { metricName: 'cpu' })).toEqual([
+      layout('json-body'),
+      point(1, 'cpu', T0 - 3600 * S + 500, 2),
+      error(2, 'timestamp', `${OFFSET_REQUIRED}; got "2024-01-01T00:00:00"`),
+    ]);
+  });
+
+  it('json-body: a body metric name different from the upload one is an error', async () => {
+    const text = '{"metric_name":"mem","values":[{"timestamp":"2024-01-01T00:00:00Z","value":1}]}';
+    expect(await collect(text, M)).toEqual([layout('json-body'), error(0, 'metric_name', 'differs from the upload\'s metric_name "cpu"; got "mem"')]);
+  });
+
+  it('json-body: without a body metric name the upload one is used, and one is required', async () => {
+    const text = '{"values":[{"timestamp":"2024-01-01T00:00:00Z","value":1}]}';
+    expect(await collect(text, M)).toEqual([layout('json-body'), point(1, 'cpu', T0, 1)]);
+    expect(await collect(text)).toEqual([layout('json-body'), error(0, 'metric_name', 'required: give metric_name in the body or with the upload')]);
+  });
+
+  it('json-body: document-level problems', async () => {
+    expect(await collect('{"metric_name":"=x","values":[]}')).toEqual([
+      layout('json-body'),
+      error(0, 'metric_name', 'must not start with "=" (spreadsheet formula injection); got "=x"'),
+    ]);
+    expect(await collect('{"metric_name":7,"values":[]}')).toEqual([layout('json-body'), error(0, 'metric_name', 'must be a string, not a number')]);
+    expect(await collect('{"metric_name":"cpu"}')).toEqual([layout('json-body'), error(0, 'row', 'values is required: an array of {timestamp, value} objects')]);
+    expect(await collect('{"metric_name":"cpu","values":{}}')).toEqual([
+      layout('json-body'),
+      error(0, 'row', 'values must be an array of {timestamp, value} objects, not an object'),
+    ]);
+    expect(await collect('{"metric_name":"cpu","valeus":[],"values":[]}')).toEqual([
+      layout('json-body'),
+      error(0, 'row', 'unknown field "valeus" (allowed: metric_name, values)'),
+    ]);
+  });
+
+  it('json-body: a one-line body is a body, not NDJSON', async () => {
+    const text = '{"metric_name":"cpu","values":[{"timestamp":"2024-01-01T00:00:00Z","value":1}]}\n';
+    expect(await collect(text)).toEqual([layout('json-body'), point(1, 'cpu', T0, 1)]);
+  });
+
+  it('ndjson: one object per line, row = physical line, optional per-line metric name', async () => {
+    const text = [
+      '{"timestamp":"2024-01-01T00:00:00Z","value":1}', // 1
+      '', // 2
+      '{"timestamp":"2024-01-01T00:00:01Z","value":2,"metric_name":"mem"}\r', // 3
+      '   ', // 4
+      '{"timestamp":"2024-01-01T00:00:02Z","value":"3"}', // 5
+      '{"timestamp":"2024-01-01T00:00:03Z","value":4', // 6
+      '[1]', // 7
+      '{"timestamp":"2024-01-01T00:00:04Z","value":0,"extra":1}', // 8
+      '{"timestamp":"2024-01-01T00:00:05Z","value":1e-999}', // 9
+      '{"timestamp":"2024-01-01T00:00:06Z","value":6}', // 10, no final newline
+    ].join('\n');
+    expect(await collect(text, M)).toEqual([
+      layout('ndjson'),
+      point(1, 'cpu', T0, 1),
+      error(3, 'metric_name', 'differs from the upload\'s metric_name "cpu"; got "mem"'),
+      error(5, 'value', 'must be a number, not a string'),
+      error(6, 'row', jsonError('{"timestamp":"2024-01-01T00:00:03Z","value":4')),
+      error(7, 'row', 'must be an object with timestamp, value, metric_name, not an array'),
+      error(8, 'row', 'unknown field "extra" (allowed: timestamp, value, metric_name)'),
+      error(9, 'value', 'is too small for a 64-bit float (it would be stored as 0)'),
+      point(10, 'cpu', T0 + 6 * S, 6),
+    ]);
+  });
+
+  it('ndjson: lines name their metric when the upload does not', async () => {
+    const text = '{"metric_name":"cpu","timestamp":"2024-01-01T00:00:00Z","value":1}\n{"metric_name":"mem","timestamp":"2024-01-01T00:00:00Z","value":2}\n{"timestamp":"2024-01-01T00:00:00Z","value":3}\n{"metric_name":"a,b","timestamp":"2024-01-01T00:00:00Z","value":4}\n';
+    expect(await collect(text)).toEqual([
+      layout('ndjson'),
+      point(1, 'cpu', T0, 1),
+      point(2, 'mem', T0, 2),
+      error(3, 'metric_name', 'required: this line has no metric_name and the upload gives none'),
+      error(4, 'metric_name', 'must not contain a comma (the download list pattern is comma-separated); got "a,b"'),
+    ]);
+  });
+
+  it('ndjson: a single line is NDJSON too', async () => {
+    expect(await collect('{"timestamp":"2024-01-01T00:00:00Z","value":1}', M)).toEqual([layout('ndjson'), point(1, 'cpu', T0, 1)]);
+  });
+
+  it('ndjson: an over-long line is a row error', async () => {
+    const text = `{"timestamp":"2024-01-01T00:00:00Z","value":1}\n{"timestamp":"2024-01-01T00:00:00Z","value":${'1'.repeat(70_000)}}\n{"timestamp":"2024-01-01T00:00:00Z","value":3}\n`;
+    expect(await collect(text, M)).toEqual([
+      layout('ndjson'),
+      point(1, 'cpu', T0, 1),
+      error(2, 'row', 'the line is longer than 65536 characters'),
+      point(3, 'cpu', T0, 3),
+    ]);
+  });
+});
+
+describe('parseUpload: detection and the whole upload', () => {
+  it('skips a UTF-8 BOM and leading whitespace', async () => {
+    expect(await collect('\uFEFF \r\n\t[{"timestamp":"2024-01-01T00:00:00Z","value":1}]', M)).toEqual([layout('json-array'), point(1, 'cpu', T0, 1)]);
+    expect(await collect('\uFEFFtimestamp,value\n2024-01-01T00:00:00Z,1\n', M)).toEqual([layout('csv-with-header'), point(2, 'cpu', T0, 1)]);
+    expect(await collect('\n\n{"timestamp":"2024-01-01T00:00:00Z","value":1}\n', M)).toEqual([layout('ndjson'), point(3, 'cpu', T0, 1)]);
+    expect(await collect('\n\n2024-01-01T00:00:00Z,1\n', M)).toEqual([layout('csv'), point(3, 'cpu', T0, 1)]);
+  });
+
+  it.each(['', ' \n\r\n\t', '\uFEFF'])('an empty upload (%j) is one error', async (text) => {
+    expect(await collect(text, M)).toEqual([error(0, 'row', 'the upload is empty')]);
+  });
+
+  it('an invalid upload metric name is one error, before anything is read', async () => {
+    expect(await collect('2024-01-01T00:00:00Z,1\n', { metricName: 'a\nb' })).toEqual([
+      error(0, 'metric_name', 'must not contain control characters (U+000A at character 2); got "a\\nb"'),
+    ]);
+  });
+
+  it('stops reading the source once the rest cannot matter', async () => {
+    let closed = false;
+    let reads = 0;
+    async function* endless(): AsyncGenerator<Uint8Array> {
+      try {
+        for (;;) {
+          reads++;
+          yield enc.encode('2024-01-01T00:00:00Z,1\n');
+        }
+      } finally {
+        closed = true;
+      }
+    }
+    const items: UploadItem[] = [];
+    for await (const item of parseUpload(endless(), {})) items.push(item);
+    expect(items).toEqual([layout('csv'), error(0, 'metric_name', 'required: the csv layout carries no metric name, so the upload must give metric_name')]);
+    expect(closed).toBe(true);
+    expect(reads).toBe(1);
+  });
+
+  it('invalid UTF-8 stops the upload with one error naming the line', async () => {
+    const bytes = new Uint8Array([...enc.encode('2024-01-01T00:00:00Z,1\n2024-01-01T00:00:01Z,2\n2024-01-01T00:00:02Z,'), 0xff, ...enc.encode('\n2024-01-01T00:00:03Z,4\n')]);
+    const expected = [layout('csv'), point(1, 'cpu', T0, 1), point(2, 'cpu', T0 + S, 2), error(0, 'row', 'invalid UTF-8: the upload must be UTF-8 encoded (line 3)')];
+    expect(await collect(bytes, M)).toEqual(expected);
+    for (let i = 1; i < bytes.length; i++) expect(await collect([bytes.subarray(0, i), bytes.subarray(i)], M)).toEqual(expected);
+  });
+
+  it('Latin-1 text is not silently decoded', async () => {
+    const latin1 = new Uint8Array([...enc.encode('metric_name,timestamp,metric_numeric_value,updated_at\ntemp'), 0xe9, ...enc.encode('rature,2024-01-01T00:00:00Z,1,2024-01-01T00:00:00Z\n')]);
+    expect(await collect(latin1)).toEqual([layout('download-csv'), error(0, 'row', 'invalid UTF-8: the upload must be UTF-8 encoded (line 2)')]);
+  });
+
+  it('an upload ending inside a multi-byte character is an error', async () => {
+    const euro = enc.encode('€'); // E2 82 AC
+    const bytes = new Uint8Array([...enc.encode('2024-01-01T00:00:00Z,1\n'), euro[0]!, euro[1]!]);
+    expect(await collect(bytes, M)).toEqual([layout('csv'), point(1, 'cpu', T0, 1), error(0, 'row', 'invalid UTF-8: the upload ends inside a multi-byte character (line 2)')]);
+  });
+
+  it('invalid UTF-8 in a JSON document', async () => {
+    const bytes = new Uint8Array([...enc.encode('[{"timestamp":"2024-01-01T00:00:00Z","value":1,"x":"'), 0xc0, 0x80, ...enc.encode('"}]')]);
+    expect(await collect(bytes, M)).toEqual([layout('json-array'), error(0, 'row', 'invalid UTF-8: the upload must be UTF-8 encoded')]);
+  });
+});
+
+describe('parseUpload: chunk boundaries', () => {
+  const cases: Array<[string, string, ParseUploadOptions]> = [
+    [
+      'csv with quotes, CRLF, blank lines and errors',
+      'timestamp,value\r\n2024-01-01T00:00:00Z,1\r\n\r\n"2024-01-01T00:00:01Z","2\r\nx"\r\n"2024-01-01T00:00:02.5+01:00",""\n2024-01-01T00:00:03Z,"4"\n"bad"x,5\nno,"unterminated\n',
+      M,
+    ],
+    [
+      'download-csv with multi-byte names',
+      'metric_name,timestamp,metric_numeric_value,updated_at\ntempérature 😀,2024-01-01T00:00:00+0000,1.5,2024-01-01T00:00:00+0000\n"指标 ""x""",2024-01-01T00:00:01+0000,-2,2024-01-01T00:00:00+0000\n\u00e9\u0301,2024-01-01T00:00:02,3,2024-01-01T00:00:00+0000',
+      {},
+    ],
+    [
+      'ndjson',
+      '\uFEFF{"timestamp":"2024-01-01T00:00:00Z","value":1,"metric_name":"é😀"}\n\n{"timestamp":"2024-01-01T00:00:01Z","value":2,"metric_name":"指标"}\n{"oops"\n{"timestamp":"2024-01-01T00:00:02Z","value":0}\n',
+      { metricName: 'é😀' },
+    ],
+    ['json-body', '{\n "metric_name": "é😀",\n "values": [{"timestamp": "2024-01-01T00:00:00Z", "value": 1}, {"timestamp": "x", "value": 2}]\n}', {}],
+  ];
+
+  it.each(cases)('%s: every split gives the same items', async (_name, text, options) => {
+    const bytes = enc.encode(text);
+    const whole = await collect(bytes, options);
+    expect(whole.length).toBeGreaterThan(2);
+    for (let i = 0; i <= bytes.length; i++) {
+      expect(await collect([bytes.subarray(0, i), bytes.subarray(i)], options), `split at byte ${i}`).toEqual(whole);
+    }
+    const single = Array.from(bytes, (_b, i) => bytes.subarray(i, i + 1));
+    expect(await collect(single, options), 'one byte per chunk').toEqual(whole);
+    const threeWay = [bytes.subarray(0, 7), bytes.subarray(7, 8), bytes.subarray(8, 40), new Uint8Array(0), bytes.subarray(40)];
+    expect(await collect(threeWay, options), 'uneven chunks').toEqual(whole);
+  });
+
+  it('the csv case parses to exactly these items', async () => {
+    expect(await collect(cases[0]![1], M)).toEqual([
+      layout('csv-with-header'),
+      point(2, 'cpu', T0, 1),
+      error(4, 'value', `${VALUE_FORMAT}; got "2\\r\\nx"`),
+      error(6, 'value', 'must not be empty'),
+      point(7, 'cpu', T0 + 3 * S, 4),
+      error(8, 'row', 'unexpected characters after a closing quote'),
+      error(9, 'row', 'unterminated quoted field'),
+    ]);
+  });
+
+  it('the download-csv case parses to exactly these items', async () => {
+    expect(await collect(cases[1]![1])).toEqual([
+      layout('download-csv'),
+      point(2, 'température 😀', T0, 1.5),
+      point(3, '指标 "x"', T0 + S, -2),
+      error(4, 'timestamp', `${OFFSET_REQUIRED}; got "2024-01-01T00:00:02"`),
+    ]);
+  });
+
+  it('the ndjson case parses to exactly these items', async () => {
+    expect(await collect(cases[2]![1], cases[2]![2])).toEqual([
+      layout('ndjson'),
+      point(1, 'é😀', T0, 1),
+      error(3, 'metric_name', 'differs from the upload\'s metric_name "é😀"; got "指标"'),
+      error(4, 'row', jsonError('{"oops"')),
+      point(5, 'é😀', T0 + 2 * S, 0),
+    ]);
+  });
+
+  it('the json-body case parses to exactly these items', async () => {
+    expect(await collect(cases[3]![1])).toEqual([layout('json-body'), point(1, 'é😀', T0, 1), error(2, 'timestamp', `${TS_FORMAT}; got "x"`)]);
+  });
+
+  it('a 4-byte character split across three chunks', async () => {
+    const bytes = enc.encode('metric_name,timestamp,metric_numeric_value,updated_at\n😀,2024-01-01T00:00:00Z,1,2024-01-01T00:00:00Z\n');
+    const at = bytes.indexOf(0xf0);
+    const parts = [bytes.subarray(0, at + 1), bytes.subarray(at + 1, at + 2), bytes.subarray(at + 2)];
+    expect(await collect(parts)).toEqual([layout('download-csv'), point(2, '😀', T0, 1)]);
+  });
+});
+
+describe('parseUpload: error limit', () => {
+  const rows = (n: number) => Array.from({ length: n }, (_v, i) => `2024-01-01T00:00:00Z,v${i}`).join('\n');
+
+  it('yields maxErrors errors, keeps yielding points, then counts the rest', async () => {
+    const text = `${rows(3)}\n2024-01-01T00:00:00Z,1\n${rows(2)}\n2024-01-01T00:00:00Z,2\n`;
+    expect(await collect(text, { ...M, maxErrors: 2 })).toEqual([
+      layout('csv'),
+      error(1, 'value', `${VALUE_FORMAT}; got "v0"`),
+      error(2, 'value', `${VALUE_FORMAT}; got "v1"`),
+      point(4, 'cpu', T0, 1),
+      point(7, 'cpu', T0, 2),
+      error(-1, 'row', '3 more errors not shown'),
+    ]);
+  });
+
+  it('says "1 more error" and nothing when the limit is not passed', async () => {
+    expect(await collect(rows(2), { ...M, maxErrors: 1 })).toEqual([layout('csv'), error(1, 'value', `${VALUE_FORMAT}; got "v0"`), error(-1, 'row', '1 more error not shown')]);
+    expect(await collect(rows(2), { ...M, maxErrors: 2 })).toHaveLength(3);
+    expect(await collect(rows(2), { ...M, maxErrors: 0 })).toEqual([layout('csv'), error(-1, 'row', '2 more errors not shown')]);
+  });
+
+  it('defaults to 100', async () => {
+    const items = await collect(rows(150), M);
+    expect(items).toHaveLength(102);
+    expect(items[100]).toEqual(error(100, 'value', `${VALUE_FORMAT}; got "v99"`));
+    expect(items[101]).toEqual(error(-1, 'row', '50 more errors not shown'));
+  });
+
+  it.each([-1, 1.5, Number.NaN])('rejects maxErrors %d', async (maxErrors) => {
+    await expect(collect('', { maxErrors })).rejects.toThrow(RangeError);
+  });
+});

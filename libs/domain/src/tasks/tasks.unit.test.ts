@@ -1,0 +1,100 @@
+import { describe, expect, it } from 'vitest';
+import type { MetricsUploadRequested } from '../uploads/events.ts';
+import type { TaskEvent } from './events.ts';
+import { applyTaskEvent, foldTasks, taskTransitions, type TaskStatus } from './state.ts';
+
+const requested: MetricsUploadRequested = {
+  type: 'MetricsUploadRequested',
+  task_id: 't1',
+  user_name: 'ada',
+  at: 1000,
+  metric_name: 'cpu',
+  on_error: 'fail',
+  source: 'json_body',
+  payload: Buffer.from('{}'),
+  staged_object: null,
+  payload_bytes: 2,
+  payload_sha256: Buffer.alloc(32, 1),
+  idempotency_key: 'k1',
+};
+const started: TaskEvent = { type: 'TaskStarted', task_id: 't1', at: 1100 };
+const progress = (rows: number, at: number): TaskEvent => ({ type: 'TaskProgress', task_id: 't1', rows_done: rows, at });
+const parsed = (partitions: number[]): TaskEvent => ({
+  type: 'UploadParsed', task_id: 't1', rows_total: 10, points_accepted: 9, rows_rejected: 1,
+  errors: [{ row: 3, column: 'value', reason: 'not a number' }], partitions, metrics: ['cpu'], at: 1200,
+});
+const projected = (partition: number, at = 1300): TaskEvent => ({ type: 'UploadSegmentProjected', task_id: 't1', partition, at });
+const failed: TaskEvent = { type: 'TaskFailed', task_id: 't1', reason: '1 invalid rows', rows_total: 10, rows_rejected: 1, errors: [], at: 1250 };
+
+const statusAfter = (events: TaskEvent[]) => foldTasks(events).get('t1')?.status;
+
+describe('the task fold', () => {
+  it('a command queues a task with its owner and times', () => {
+    const task = foldTasks([requested]).get('t1')!;
+    expect(task).toMatchObject({ status: 'queued', user_name: 'ada', created_at: 1000, updated_at: 1000, rows_done: 0, rows_total: null, idempotency_key: 'k1' });
+  });
+
+  it('queued → running → succeeded only once every partition is projected', () => {
+    expect(statusAfter([requested, started])).toBe('running');
+    expect(statusAfter([requested, started, progress(5, 1150)])).toBe('running');
+    expect(statusAfter([requested, started, parsed([0, 2])])).toBe('running');
+    expect(statusAfter([requested, started, parsed([0, 2]), projected(0)])).toBe('running');
+    const done = foldTasks([requested, started, parsed([0, 2]), projected(0), projected(2, 1400)]).get('t1')!;
+    expect(done).toMatchObject({ status: 'succeeded', rows_done: 10, rows_total: 10, updated_at: 1400, result: { points_accepted: 9, rows_rejected: 1, metrics: ['cpu'] } });
+    expect(done.errors).toEqual([{ row: 3, column: 'value', reason: 'not a number' }]);
+  });
+
+  it('an upload with no points succeeds as soon as it is parsed', () => {
+    expect(statusAfter([requested, started, parsed([])])).toBe('succeeded');
+  });
+
+  it('fails from queued or running, and nothing moves a finished task', () => {
+    expect(statusAfter([requested, failed])).toBe('failed');
+    expect(statusAfter([requested, started, failed, parsed([]), progress(99, 2000)])).toBe('failed');
+    expect(statusAfter([requested, started, parsed([]), failed, projected(1)])).toBe('succeeded');
+  });
+
+  it('is idempotent: redelivered events change nothing', () => {
+    const once = [requested, started, progress(5, 1150), parsed([1]), projected(1)];
+    const twice = [requested, requested, started, started, progress(5, 1150), progress(3, 1160), parsed([1]), projected(1), projected(1)];
+    const a = foldTasks(once).get('t1')!;
+    const b = foldTasks(twice).get('t1')!;
+    expect({ ...b, updated_at: 0 }).toEqual({ ...a, updated_at: 0 });
+  });
+
+  it('ignores events of unknown tasks', () => {
+    expect(foldTasks([started, parsed([1])]).size).toBe(0);
+  });
+
+  it('follows the transition table for every event from every status', () => {
+    const reach: Record<TaskStatus, TaskEvent[]> = {
+      queued: [requested],
+      running: [requested, started],
+      succeeded: [requested, parsed([])],
+      failed: [requested, failed],
+    };
+    const samples: Record<keyof typeof taskTransitions, TaskEvent> = {
+      TaskStarted: started,
+      TaskProgress: progress(1, 5000),
+      UploadParsed: parsed([4]),
+      UploadSegmentProjected: projected(4),
+      TaskFailed: failed,
+    };
+    // Where each allowed event leads from these histories (a seal without a parse waits).
+    const allowedOutcome: Record<keyof typeof taskTransitions, TaskStatus> = {
+      TaskStarted: 'running',
+      TaskProgress: 'running',
+      UploadParsed: 'running',
+      UploadSegmentProjected: 'running',
+      TaskFailed: 'failed',
+    };
+    for (const [from, history] of Object.entries(reach) as Array<[TaskStatus, TaskEvent[]]>) {
+      for (const [type, rule] of Object.entries(taskTransitions) as Array<[keyof typeof taskTransitions, (typeof taskTransitions)[keyof typeof taskTransitions]]>) {
+        const state = foldTasks(history);
+        applyTaskEvent(state, samples[type]);
+        const after = state.get('t1')!.status;
+        expect(after, `${type} from ${from}`).toBe(rule.from.includes(from) ? allowedOutcome[type] : from);
+      }
+    }
+  });
+});

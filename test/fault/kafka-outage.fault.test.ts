@@ -1,0 +1,71 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { formatTimestamp } from '@meridian/domain';
+import { bootstrapAdmin, createUser } from '../support/accounts.ts';
+import { call, startApi, type RunningApi } from '../support/api.ts';
+import { startWorker } from '../support/ingest.ts';
+import { isolatedSettings } from '../support/settings.ts';
+import { onLocalStack, startService, stopService } from '../support/stack.ts';
+import { waitForTask } from '../support/tasks.ts';
+import { waitFor } from '../support/wait.ts';
+
+const settings = isolatedSettings({ MERIDIAN_KAFKA_ACK_TIMEOUT_MS: '3000', MERIDIAN_READY_TIMEOUT_MS: '1500' });
+let api: RunningApi;
+let ingest: Awaited<ReturnType<typeof startWorker>>;
+let writer: string;
+
+const upload = (metric: string, i: number, headers: Record<string, string> = {}) =>
+  call(`${api.url}/api/v1/metrics/upload`, writer, { method: 'POST', headers, body: { metric_name: metric, values: [{ timestamp: formatTimestamp(Date.UTC(2024, 0, 1) + i), value: i }] } });
+
+describe.runIf(onLocalStack())('Kafka outage', () => {
+  beforeAll(async () => {
+    api = await startApi(settings);
+    ingest = await startWorker(settings);
+    const root = await bootstrapAdmin(settings);
+    await api.api.accounts.syncToEnd();
+    writer = await createUser(api.url, root, 'writer', [{ match: 'prefix', value: 'ko.', access: 'rw' }]);
+  });
+  afterAll(async () => {
+    startService('kafka');
+    await ingest?.close();
+    await api?.close();
+  });
+
+  it('uploads get 503 problem+json while Kafka is down, /readyz names it, and everything works again after', async () => {
+    const before = await upload('ko.before', 1);
+    expect(before.status).toBe(202);
+    expect((await waitForTask(api.url, writer, before.json.task_id)).status).toBe('succeeded');
+
+    stopService('kafka');
+    try {
+      const during = await upload('ko.during', 2, { 'Idempotency-Key': 'during-1' });
+      expect(during.status).toBe(503);
+      expect(during.headers.get('content-type')).toMatch(/problem\+json/);
+      expect(during.json).toMatchObject({ type: '/problems/unavailable', status: 503 });
+      expect(during.text).not.toMatch(/KafkaJS|at .*\.ts/);
+      const ready = await call(`${api.url}/readyz`, null);
+      expect(ready.status).toBe(503);
+      expect(ready.json.checks.kafka.status).toBe('down');
+      expect((await call(`${api.url}/healthz`, null)).status).toBe(200);
+      // What was accepted before stays readable while the log is away.
+      expect((await call(`${api.url}/api/v1/tasks/${before.json.task_id}`, writer)).json.status).toBe('succeeded');
+    } finally {
+      startService('kafka');
+    }
+
+    await waitFor('the api to be ready again', async () => ((await call(`${api.url}/readyz`, null)).status === 200 ? true : undefined), 90_000, 500);
+    // The client retries its refused upload with the same key: it is stored exactly once.
+    const retried = await waitFor('the retried upload to be accepted', async () => {
+      const r = await upload('ko.during', 2, { 'Idempotency-Key': 'during-1' });
+      return r.status === 202 ? r : undefined;
+    }, 60_000, 500);
+    const again = await upload('ko.during', 2, { 'Idempotency-Key': 'during-1' });
+    expect(again.json.task_id).toBe(retried.json.task_id);
+    expect((await waitForTask(api.url, writer, retried.json.task_id, 120_000)).status).toBe('succeeded');
+    const after = await upload('ko.after', 3);
+    expect(after.status).toBe(202);
+    expect((await waitForTask(api.url, writer, after.json.task_id, 120_000)).status).toBe('succeeded');
+    const tasks = (await call(`${api.url}/api/v1/tasks?limit=1000`, writer)).json.tasks as Array<{ result: { metrics: string[] } | null }>;
+    const during = tasks.filter((t) => t.result?.metrics.includes('ko.during'));
+    expect(during).toHaveLength(1);
+  });
+});
