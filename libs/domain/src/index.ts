@@ -3,3 +3,4 @@ export * from './accounts/index.ts';
 export * from './tasks/index.ts';
 export * from './uploads/index.ts';
 export * from './points/index.ts';
+export * from './downloads/index.ts';

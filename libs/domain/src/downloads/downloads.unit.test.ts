@@ -1,0 +1,94 @@
+import { describe, expect, it } from 'vitest';
+import { DomainError } from '../errors.ts';
+import { parseDateBound, parseDownloadParams } from './params.ts';
+import { resolveMetricNames } from './resolve.ts';
+
+const fieldsOf = (fn: () => unknown) => {
+  try {
+    fn();
+  } catch (e) {
+    return (e as DomainError).errors.map((x) => x.field);
+  }
+  return [];
+};
+
+describe('download parameters', () => {
+  it('applies the seed defaults', () => {
+    expect(parseDownloadParams({ metrics: 'cpu' }, 10_000_000)).toEqual({
+      metrics: 'cpu', pattern: 'single', fromMs: 0, toMs: 4_291_747_199_999, maxRows: 1000, format: 'csv', latestOnly: false, cursor: null,
+    });
+  });
+
+  it.each([
+    ['2024-01-02', 'start', Date.UTC(2024, 0, 2)],
+    ['2024-01-02', 'end', Date.UTC(2024, 0, 3) - 1],
+    ['2024-01-02T03:04:05Z', 'start', Date.UTC(2024, 0, 2, 3, 4, 5)],
+    ['2024-01-02T03:04:05+01:00', 'end', Date.UTC(2024, 0, 2, 2, 4, 5)],
+    ['2024-01-02T03:04:05+0100', 'end', Date.UTC(2024, 0, 2, 2, 4, 5)],
+    ['2024-01-02T03:04:05.250-0030', 'start', Date.UTC(2024, 0, 2, 3, 34, 5, 250)],
+  ] as const)('reads %s as a %s bound', (text, bound, ms) => {
+    expect(parseDateBound(text, bound)).toEqual({ ok: true, ms });
+  });
+
+  it.each(['2024-02-30', '2024-13-01', 'yesterday', '2024-01-02T03:04:05', '1969-12-31'])('rejects the date %s', (text) => {
+    expect(parseDateBound(text, 'start').ok).toBe(false);
+  });
+
+  it('takes format as an alias of file_format, and both when they agree', () => {
+    expect(parseDownloadParams({ metrics: 'm', format: 'json' }, 10).format).toBe('json');
+    expect(parseDownloadParams({ metrics: 'm', file_format: 'json', format: 'json' }, 10).format).toBe('json');
+    expect(fieldsOf(() => parseDownloadParams({ metrics: 'm', file_format: 'csv', format: 'json' }, 10))).toEqual(['format']);
+  });
+
+  it('names every bad parameter at once', () => {
+    expect(fieldsOf(() => parseDownloadParams({ pattern: 'glob', start_date: 'x', max_rows: '0', format: 'xml', latest_only: 'yes' }, 10))).toEqual([
+      'metrics', 'pattern', 'start_date', 'max_rows', 'format', 'latest_only',
+    ]);
+    expect(fieldsOf(() => parseDownloadParams({ metrics: 'm', start_date: '2024-02-02', end_date: '2024-02-01' }, 10))).toEqual(['start_date']);
+    expect(fieldsOf(() => parseDownloadParams({ metrics: 'm', max_rows: '1.5' }, 10))).toEqual(['max_rows']);
+    expect(fieldsOf(() => parseDownloadParams({ metrics: ['a', 'b'] }, 10))).toEqual(['metrics', 'metrics']);
+  });
+
+  it('says the ceiling when max_rows is above it', () => {
+    try {
+      parseDownloadParams({ metrics: 'm', max_rows: '11' }, 10);
+      expect.unreachable();
+    } catch (e) {
+      expect((e as DomainError).errors[0]!.reason).toMatch(/at most 10/);
+    }
+  });
+});
+
+describe('pattern resolution', () => {
+  const catalog = ['cpu:a', 'cpu:b', 'mem:a', 'secret:a', 'x,y'.replace(',', '_')];
+  const canRead = (n: string) => !n.startsWith('secret');
+
+  it('single and list name readable metrics exactly', () => {
+    expect(resolveMetricNames('single', 'cpu:a', catalog, canRead)).toEqual(['cpu:a']);
+    expect(resolveMetricNames('list', 'mem:a,cpu:b,mem:a', catalog, canRead)).toEqual(['cpu:b', 'mem:a']);
+  });
+
+  it('gives one identical 404 for a missing metric and one the caller may not read', () => {
+    const missing = () => resolveMetricNames('single', 'nope', catalog, canRead);
+    const hidden = () => resolveMetricNames('single', 'secret:a', catalog, canRead);
+    expect(missing).toThrow(DomainError);
+    let a: DomainError | undefined;
+    let b: DomainError | undefined;
+    try { missing(); } catch (e) { a = e as DomainError; }
+    try { hidden(); } catch (e) { b = e as DomainError; }
+    expect([a!.code, a!.message]).toEqual([b!.code, b!.message]);
+    expect(() => resolveMetricNames('list', 'cpu:a,secret:a', catalog, canRead)).toThrow(/no such metric/);
+    expect(() => resolveMetricNames('list', 'cpu:a,', catalog, canRead)).toThrow(/no such metric/);
+  });
+
+  it('substring patterns see only readable metrics and may match none', () => {
+    expect(resolveMetricNames('contains', ':a', catalog, canRead)).toEqual(['cpu:a', 'mem:a']);
+    expect(resolveMetricNames('starts_with', 'cpu', catalog, canRead)).toEqual(['cpu:a', 'cpu:b']);
+    expect(resolveMetricNames('ends_with', 'b', catalog, canRead)).toEqual(['cpu:b']);
+    expect(resolveMetricNames('starts_with', 'secret', catalog, canRead)).toEqual([]);
+  });
+
+  it('orders names by bytes, as ClickHouse does', () => {
+    expect(resolveMetricNames('contains', '', ['é', 'z', 'A'], () => true)).toEqual(['A', 'z', 'é']);
+  });
+});

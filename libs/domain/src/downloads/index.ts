@@ -1,0 +1,2 @@
+export * from './params.ts';
+export * from './resolve.ts';

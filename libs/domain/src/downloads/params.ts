@@ -1,0 +1,103 @@
+import { DomainError, type FieldError } from '../errors.ts';
+import { END_TIMESTAMP_MS, MIN_TIMESTAMP_MS, parseTimestamp } from '../points/timestamp.ts';
+
+export type Pattern = 'single' | 'list' | 'contains' | 'starts_with' | 'ends_with';
+export const PATTERNS: readonly Pattern[] = ['single', 'list', 'contains', 'starts_with', 'ends_with'];
+export type DownloadFormat = 'csv' | 'json';
+
+export type DownloadParams = {
+  readonly metrics: string;
+  readonly pattern: Pattern;
+  /** Inclusive bounds, epoch milliseconds. */
+  readonly fromMs: number;
+  readonly toMs: number;
+  readonly maxRows: number;
+  readonly format: DownloadFormat;
+  readonly latestOnly: boolean;
+  /** The opaque continuation token, still encoded; the query side decodes it. */
+  readonly cursor: string | null;
+};
+
+export const DEFAULT_MAX_ROWS = 1000;
+const DAY_MS = 86_400_000;
+const DATE_ONLY = /^(\d{4})-(\d{2})-(\d{2})$/;
+
+/**
+ * A download bound: `YYYY-MM-DD` (a whole UTC day: its first millisecond for a start, its
+ * last for an end) or a full ISO 8601 date-time with an offset (`Z`, `+hh:mm`, `+hhmm`).
+ */
+export function parseDateBound(text: string, bound: 'start' | 'end'): { ok: true; ms: number } | { ok: false; reason: string } {
+  const day = DATE_ONLY.exec(text);
+  if (day) {
+    const [y, m, d] = [Number(day[1]), Number(day[2]), Number(day[3])];
+    const ms = Date.UTC(y, m - 1, d);
+    const back = new Date(ms);
+    if (back.getUTCFullYear() !== y || back.getUTCMonth() !== m - 1 || back.getUTCDate() !== d) return { ok: false, reason: 'not a calendar date' };
+    if (ms < MIN_TIMESTAMP_MS || ms >= END_TIMESTAMP_MS) return { ok: false, reason: 'outside 1970-01-01 to 2105-12-31' };
+    return { ok: true, ms: bound === 'start' ? ms : ms + DAY_MS - 1 };
+  }
+  const parsed = parseTimestamp(text);
+  return parsed.ok ? parsed : { ok: false, reason: `expected YYYY-MM-DD or an ISO 8601 date-time with an offset: ${parsed.reason}` };
+}
+
+type RawQuery = Readonly<Record<string, string | string[] | undefined>>;
+
+/** Validates the seed's download parameters; every problem is reported at once, by parameter. */
+export function parseDownloadParams(query: RawQuery, maxRowsCeiling: number): DownloadParams {
+  const errors: FieldError[] = [];
+  const one = (name: string): string | undefined => {
+    const v = query[name];
+    if (Array.isArray(v)) {
+      errors.push({ field: name, reason: 'given more than once' });
+      return undefined;
+    }
+    return v;
+  };
+
+  const metrics = one('metrics');
+  if (metrics === undefined || metrics.length === 0) errors.push({ field: 'metrics', reason: 'required: a metric name, a comma-separated list, or the text a pattern applies to' });
+
+  const patternText = one('pattern') ?? 'single';
+  const pattern = (PATTERNS as readonly string[]).includes(patternText) ? (patternText as Pattern) : null;
+  if (!pattern) errors.push({ field: 'pattern', reason: `must be one of ${PATTERNS.join(', ')}` });
+
+  const bound = (name: 'start_date' | 'end_date', which: 'start' | 'end', fallback: number) => {
+    const text = one(name);
+    if (text === undefined || text === '') return fallback;
+    const parsed = parseDateBound(text, which);
+    if (!parsed.ok) {
+      errors.push({ field: name, reason: parsed.reason });
+      return fallback;
+    }
+    return parsed.ms;
+  };
+  const fromMs = bound('start_date', 'start', MIN_TIMESTAMP_MS);
+  const toMs = bound('end_date', 'end', END_TIMESTAMP_MS - 1);
+  if (fromMs > toMs) errors.push({ field: 'start_date', reason: 'is after end_date' });
+
+  const maxRowsText = one('max_rows');
+  let maxRows = DEFAULT_MAX_ROWS;
+  if (maxRowsText !== undefined) {
+    if (!/^\d{1,10}$/.test(maxRowsText) || Number(maxRowsText) < 1) errors.push({ field: 'max_rows', reason: 'must be a positive integer' });
+    else if (Number(maxRowsText) > maxRowsCeiling) errors.push({ field: 'max_rows', reason: `must be at most ${maxRowsCeiling}; page through larger results with the cursor` });
+    else maxRows = Number(maxRowsText);
+  }
+
+  // The seed documents file_format; its sample request sends format. Both are accepted.
+  const fileFormat = one('file_format');
+  const alias = one('format');
+  if (fileFormat !== undefined && alias !== undefined && fileFormat !== alias) errors.push({ field: 'format', reason: 'disagrees with file_format' });
+  const formatText = fileFormat ?? alias ?? 'csv';
+  const format = formatText === 'csv' || formatText === 'json' ? formatText : null;
+  if (!format) errors.push({ field: fileFormat !== undefined ? 'file_format' : 'format', reason: 'must be csv or json' });
+
+  const latestText = one('latest_only') ?? 'false';
+  if (latestText !== 'true' && latestText !== 'false') errors.push({ field: 'latest_only', reason: 'must be true or false' });
+
+  const cursor = one('cursor') ?? null;
+
+  if (errors.length > 0) {
+    throw new DomainError('validation', `invalid download parameters: ${errors.map((e) => `${e.field} ${e.reason}`).join('; ')}`, errors);
+  }
+  return { metrics: metrics!, pattern: pattern!, fromMs, toMs, maxRows, format: format!, latestOnly: latestText === 'true', cursor };
+}
