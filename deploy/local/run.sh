@@ -29,7 +29,14 @@ for _ in $(seq 1 120); do curl -fsS "$base/readyz" >/dev/null 2>&1 && break; sle
 cat <<MSG
 
   Meridian is running at $base
-    readiness:  curl $base/readyz
+    readiness:      curl $base/readyz
+    API contract:   $base/api/v1/openapi.json
+
+  Next: create the first admin and its API key (in another shell, at the repo root):
+    npx meridian users add admin --admin
+  then:
+    curl -H "Authorization: Bearer <API_KEY>" $base/api/v1/users
+
   Ctrl-C stops api, ingest and the services this command started.
 
 MSG
