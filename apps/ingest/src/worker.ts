@@ -1,4 +1,5 @@
 import type { Platform } from '@meridian/platform';
+import { startProjector } from './projector/index.ts';
 import { startCommandConsumer } from './uploads/command-consumer.ts';
 
 export type RunningWorker = { stop(): Promise<void> };
@@ -6,9 +7,10 @@ export type RunningWorker = { stop(): Promise<void> };
 /** The ingest worker: runs upload commands into point facts, and projects the facts into ClickHouse. */
 export async function startIngest(platform: Platform): Promise<RunningWorker> {
   const commands = await startCommandConsumer(platform);
+  const projector = await startProjector(platform);
   return {
     async stop() {
-      await commands.stop();
+      await Promise.all([commands.stop(), projector.stop()]);
     },
   };
 }

@@ -1,0 +1,33 @@
+import type { Producer } from 'kafkajs';
+
+/** Where a message came from, and why it is being set aside. */
+export type Rejected = {
+  readonly topic: string;
+  readonly partition: number;
+  readonly offset: number;
+  readonly key: Buffer | null;
+  readonly value: Buffer | null;
+  readonly reason: string;
+};
+
+/**
+ * Copies a message no handler can process to the dead-letter topic, bytes unchanged, with
+ * headers naming its source (topic, partition, offset) and the reason (the same headers
+ * as the command consumer's dead letters). Resolves once Kafka has acknowledged it.
+ */
+export async function sendToDeadLetter(producer: Producer, deadLetterTopic: string, rejected: Rejected): Promise<void> {
+  await producer.send({
+    topic: deadLetterTopic,
+    acks: -1,
+    messages: [{
+      key: rejected.key,
+      value: rejected.value,
+      headers: {
+        source_topic: rejected.topic,
+        source_partition: String(rejected.partition),
+        source_offset: String(rejected.offset),
+        reason: rejected.reason,
+      },
+    }],
+  });
+}

@@ -1,0 +1,1 @@
+export { startProjector, type RunningProjector } from './projector.ts';

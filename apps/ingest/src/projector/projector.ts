@@ -1,0 +1,199 @@
+import type { EachBatchPayload, KafkaMessage } from 'kafkajs';
+import type { PointsFact, UploadSegmentProjected } from '@meridian/domain';
+import { createEventCodec, UndecodableEventError } from '@meridian/events';
+import type { Platform } from '@meridian/platform';
+import { announceProjected } from './announce.ts';
+import { sendToDeadLetter } from './dead-letter.ts';
+import { Heart } from './heart.ts';
+import { InsertLog } from './insert-log.ts';
+import { createPointsSink } from './sink.ts';
+import { Projection } from './state.ts';
+
+export type RunningProjector = { stop(): Promise<void> };
+
+/** Rows waiting longer than this are written at the end of the batch even without a seal. */
+const LINGER_MS = 1000;
+/** Large fetches make large inserts when catching up (a 50k-point batch is about 0.7 MB). */
+const MAX_BYTES_PER_PARTITION = 8 * 1024 * 1024;
+const MAX_BYTES = 24 * 1024 * 1024;
+
+/** Thrown out of a retry loop when the consumer is stopping: the work is left to the next owner. */
+class Stopping extends Error {}
+
+/**
+ * Projects the points topic into ClickHouse, exactly once, without transactions.
+ *
+ * - Every row stores the (partition, offset) of its PointBatch. The sink is the authority:
+ *   on every assignment the projector reads max(kafka_offset) per partition from `points`
+ *   and skips the batches at or below it, whatever the committed Kafka offsets say.
+ * - Rows are buffered across messages and written as ONE insert of at most
+ *   MERIDIAN_PROJECTOR_BATCH_ROWS rows, one Native block, which ClickHouse writes as one part:
+ *   after a crash the whole insert is there or none of it. A PointBatch is never split.
+ * - An UploadSealed marker is announced (UploadSegmentProjected on the tasks topic) only once
+ *   every row before it is in ClickHouse; markers of one fetched batch share one insert.
+ * - A message that cannot be decoded or projected goes to the dead-letter topic and is skipped.
+ * - Kafka offsets are committed only when everything before them is done (rows inserted,
+ *   markers announced); they save re-reading, never decide what is written.
+ */
+export async function startProjector(platform: Platform): Promise<RunningProjector> {
+  const { kafka, topics, settings } = platform;
+  const logger = platform.logger.child({ component: 'projector' });
+  const groupId = `${settings.MERIDIAN_TOPIC_PREFIX}ingest-projector`;
+  const sink = createPointsSink(platform.clickhouse);
+  const pointsCodec = createEventCodec<PointsFact>();
+  const taskCodec = createEventCodec<UploadSegmentProjected>();
+  const producer = await platform.producer();
+  const projection = new Projection(settings.MERIDIAN_PROJECTOR_BATCH_ROWS);
+  const inserts = new InsertLog(logger);
+  let assigned: number[] = [];
+
+  const consumer = kafka.consumer({
+    groupId,
+    sessionTimeout: settings.KAFKA_SESSION_TIMEOUT_MS,
+    heartbeatInterval: Math.min(3000, Math.floor(settings.KAFKA_SESSION_TIMEOUT_MS / 3)),
+    maxBytesPerPartition: MAX_BYTES_PER_PARTITION,
+    maxBytes: MAX_BYTES,
+    maxWaitTimeInMs: 500,
+    readUncommitted: false, // only committed upload transactions are projected
+  });
+  consumer.on(consumer.events.GROUP_JOIN, (e) => {
+    // kafkajs resumes every assigned partition from its committed offset after a join, so the
+    // buffer (taken from positions past that) is void; the sink positions are read again.
+    projection.reset();
+    assigned = [...(e.payload.memberAssignment[topics.points] ?? [])].sort((a, b) => a - b);
+    logger.info({ group: e.payload.groupId, partitions: assigned }, 'projector joined its consumer group');
+  });
+  consumer.on(consumer.events.CRASH, (e) => {
+    logger.error({ err: e.payload.error, restart: e.payload.restart }, 'projector consumer crashed');
+  });
+
+  type Ctx = Pick<EachBatchPayload, 'isRunning' | 'commitOffsetsIfNecessary' | 'uncommittedOffsets'> & { heart: Heart };
+
+  /** Runs `attempt` until it succeeds, heartbeating, backing off; stops only when the consumer stops. */
+  async function persist(what: string, ctx: Ctx, attempt: (retry: boolean) => Promise<void>): Promise<void> {
+    for (let n = 0; ; n++) {
+      try {
+        await ctx.heart.during(attempt(n > 0));
+        return;
+      } catch (error) {
+        if (!ctx.isRunning()) throw new Stopping(`${what}: stopping`);
+        ctx.heart.check();
+        const delay = Math.min(200 * 2 ** n, 5000);
+        logger.warn({ err: error, attempt: n + 1, retry_in_ms: delay }, `${what} failed; retrying`);
+        await ctx.heart.during(new Promise((r) => setTimeout(r, delay)));
+      }
+    }
+  }
+
+  async function loadSinkPositions(partitions: readonly number[], ctx: Ctx): Promise<void> {
+    await persist('reading the sink positions', ctx, async () => {
+      await sink.settle();
+      const max = await sink.maxOffsets(partitions);
+      for (const [p, o] of max) projection.setSinkMax(p, o);
+      logger.info({ sink_max_offsets: Object.fromEntries(max) }, 'projector resumes after the sink positions');
+    });
+  }
+
+  /** Writes the buffered rows (one insert), announces the pending seals, commits what is done. */
+  async function flush(ctx: Ctx): Promise<void> {
+    const { rows } = projection.pending();
+    if (rows > 0) {
+      const started = performance.now();
+      await persist('insert into points', ctx, async (retry) => {
+        if (retry) {
+          // The failed insert may have landed (all of it) or not (none of it): ask the sink.
+          await sink.settle();
+          const partitions = [...new Set(projection.pending().segments.map((s) => s.partition))];
+          for (const [p, o] of await sink.maxOffsets(partitions)) projection.setSinkMax(p, o);
+          projection.dropStored();
+        }
+        const todo = projection.pending().segments;
+        if (todo.length === 0) return;
+        await sink.insert(todo);
+        projection.stored(todo);
+      });
+      inserts.record(rows, performance.now() - started);
+    }
+    const { seals } = projection.pending();
+    if (seals.length > 0) {
+      await persist('announcing projected segments', ctx, () => announceProjected(producer, taskCodec, topics.tasks, seals));
+    }
+    projection.clearBuffer();
+    ctx.heart.check();
+    await commitDone(ctx);
+  }
+
+  /** Commits the consumed positions; only called when nothing taken is still pending. */
+  async function commitDone(ctx: Ctx): Promise<void> {
+    if (!projection.isEmpty) return;
+    const offsets = ctx.uncommittedOffsets();
+    if (offsets.topics.length === 0) return;
+    await ctx.commitOffsetsIfNecessary(offsets);
+  }
+
+  async function reject(ctx: Ctx, partition: number, message: KafkaMessage, reason: string): Promise<void> {
+    logger.warn({ partition, offset: message.offset, reason }, 'points message sent to the dead-letter topic');
+    await persist('dead-lettering a points message', ctx, () =>
+      sendToDeadLetter(producer, topics.deadLetter, { topic: topics.points, partition, offset: Number(message.offset), key: message.key, value: message.value, reason }),
+    );
+  }
+
+  async function eachBatch(payload: EachBatchPayload): Promise<void> {
+    const { batch, resolveOffset, isRunning } = payload;
+    const partition = batch.partition;
+    const ctx: Ctx = { ...payload, heart: new Heart(payload.heartbeat) };
+    try {
+      if (!projection.knows(partition)) {
+        await loadSinkPositions([...new Set([...assigned, partition])].filter((p) => !projection.knows(p)), ctx);
+      }
+      for (const message of batch.messages) {
+        if (!isRunning()) return;
+        const offset = Number(message.offset);
+        let fact: PointsFact;
+        try {
+          fact = pointsCodec.decode(message.value ?? Buffer.alloc(0));
+        } catch (error) {
+          if (!(error instanceof UndecodableEventError)) throw error;
+          // At or below the sink position it was dead-lettered before later rows were written.
+          if (!projection.inSink(partition, offset)) await reject(ctx, partition, message, error.message);
+          resolveOffset(message.offset);
+          continue;
+        }
+        const decision = projection.decide(partition, offset, fact);
+        switch (decision.kind) {
+          case 'buffer':
+            if (projection.wouldOverflow(decision.rows)) await flush(ctx);
+            projection.add(decision.segment, Date.now());
+            break;
+          case 'seal':
+            projection.addSeal(decision.seal);
+            break;
+          case 'reject':
+            await reject(ctx, partition, message, decision.reason);
+            break;
+          case 'skip':
+            break;
+        }
+        resolveOffset(message.offset);
+        await ctx.heart.beat();
+      }
+      if (projection.hasSeals || projection.isFull || projection.age(Date.now()) >= LINGER_MS) await flush(ctx);
+      else await commitDone(ctx);
+    } catch (error) {
+      if (error instanceof Stopping) return;
+      throw error;
+    }
+  }
+
+  await consumer.connect();
+  await consumer.subscribe({ topic: topics.points, fromBeginning: true });
+  await consumer.run({ autoCommit: false, eachBatchAutoResolve: false, partitionsConsumedConcurrently: 1, eachBatch });
+  logger.info({ group: groupId, batch_rows: settings.MERIDIAN_PROJECTOR_BATCH_ROWS }, 'projector started');
+
+  return {
+    async stop() {
+      await consumer.disconnect();
+      inserts.flush();
+    },
+  };
+}

@@ -1,0 +1,122 @@
+import { describe, expect, it } from 'vitest';
+import type { PointBatch } from '@meridian/domain';
+import { batchProblem, encodePointsBlock, INSERT_POINTS_SQL, POINT_COLUMNS, type PointRow, type Segment } from './rows.ts';
+
+/** A reader of the Native block, as ClickHouse reads it, written independently of the encoder. */
+function decodeBlock(buf: Buffer): { columns: Array<[string, string]>; rows: PointRow[] } {
+  let pos = 0;
+  const varint = () => {
+    let n = 0;
+    let mul = 1;
+    for (;;) {
+      const b = buf[pos++]!;
+      n += (b & 0x7f) * mul;
+      if (b < 0x80) return n;
+      mul *= 128;
+    }
+  };
+  const str = () => {
+    const len = varint();
+    const s = buf.toString('utf8', pos, pos + len);
+    pos += len;
+    return s;
+  };
+  const ncols = varint();
+  const nrows = varint();
+  const columns: Array<[string, string]> = [];
+  const data: Record<string, unknown[]> = {};
+  for (let c = 0; c < ncols; c++) {
+    const name = str();
+    const type = str();
+    columns.push([name, type]);
+    const values: unknown[] = [];
+    for (let r = 0; r < nrows; r++) {
+      switch (type) {
+        case 'String': values.push(str()); break;
+        case 'Int64': values.push(Number(buf.readBigInt64LE(pos))); pos += 8; break;
+        case 'UInt64': values.push(Number(buf.readBigUInt64LE(pos))); pos += 8; break;
+        case 'Float64': values.push(buf.readDoubleLE(pos)); pos += 8; break;
+        case 'UInt32': values.push(buf.readUInt32LE(pos)); pos += 4; break;
+        case 'UInt16': values.push(buf.readUInt16LE(pos)); pos += 2; break;
+        default: throw new Error(`unexpected type ${type}`);
+      }
+    }
+    data[name] = values;
+  }
+  expect(pos).toBe(buf.length);
+  const rows = Array.from({ length: nrows }, (_, r) => Object.fromEntries(columns.map(([name]) => [name, data[name]![r]])) as PointRow);
+  return { columns, rows };
+}
+
+const batch = (task_id: string, metric_name: string, updated_at: number, points: Array<[number, number]>): PointBatch => ({
+  type: 'PointBatch',
+  task_id,
+  metric_name,
+  updated_at,
+  timestamps: points.map(([ts]) => ts),
+  values: points.map(([, v]) => v),
+});
+
+/** The rows a segment list must become, written the obvious way. */
+function expectedRows(segments: readonly Segment[]): PointRow[] {
+  return segments.flatMap((s) =>
+    s.batch.timestamps.map((ts, i) => ({
+      metric_name: s.batch.metric_name,
+      ts,
+      value: s.batch.values[i]!,
+      updated_at: s.batch.updated_at,
+      task_id: s.batch.task_id,
+      kafka_partition: s.partition,
+      kafka_offset: s.offset,
+      row_in_batch: i,
+    })),
+  );
+}
+
+describe('points rows as one Native block', () => {
+  it('holds every point of every segment, with its partition, offset and row number', () => {
+    const segments: Segment[] = [
+      { batch: batch('task-1', 'cpu:load', 1_700_000_000_123, [[1_700_000_000_000, 0.5], [1_700_000_060_000, -1.25], [1_700_000_060_000, -1.25]]), partition: 2, offset: 41 },
+      { batch: batch('task-2', 'température "intérieure" \\ 東京 😀', 1_700_000_000_999, [[-86_400_000, 1e-300], [0, -0], [8_640_000_000_000_000, 1.7976931348623157e308]]), partition: 65535, offset: 2 ** 53 - 1 },
+      { batch: batch('task-3', 'empty', 5, []), partition: 0, offset: 7 },
+      { batch: batch('t', 'x\ty\nz', -1, [[-1, Number.MIN_VALUE], [-(2 ** 53) + 1, 0.1 + 0.2]]), partition: 1, offset: 0 },
+    ];
+    const { columns, rows } = decodeBlock(encodePointsBlock(segments));
+    expect(columns).toEqual(POINT_COLUMNS.map(([n, t]) => [n, t]));
+    expect(rows).toEqual(expectedRows(segments));
+    expect(Object.is(rows[4]!.value, -0)).toBe(true);
+  });
+
+  it('keeps duplicate timestamps and values of one upload as separate rows', () => {
+    const segments: Segment[] = [{ batch: batch('dup', 'm', 1, [[10, 1], [10, 1], [10, 1]]), partition: 0, offset: 3 }];
+    const { rows } = decodeBlock(encodePointsBlock(segments));
+    expect(rows.map((r) => [r.ts, r.value, r.row_in_batch])).toEqual([[10, 1, 0], [10, 1, 1], [10, 1, 2]]);
+  });
+
+  it('encodes large segments exactly (the repeated columns are filled by doubling copies)', () => {
+    const n = 10_007;
+    const points = Array.from({ length: n }, (_, i): [number, number] => [1_600_000_000_000 + i * 1000 - (i % 3), Math.sin(i) * 1e6]);
+    const segments: Segment[] = [
+      { batch: batch('big-task', 'big.metric', 1_700_000_000_000, points), partition: 1, offset: 123_456 },
+      { batch: batch('small', 's', 2, [[1, 2]]), partition: 0, offset: 9 },
+    ];
+    const { rows } = decodeBlock(encodePointsBlock(segments));
+    expect(rows).toEqual(expectedRows(segments));
+  });
+
+  it('encodes no segments as an empty block', () => {
+    const { rows } = decodeBlock(encodePointsBlock([]));
+    expect(rows).toEqual([]);
+  });
+
+  it('names the columns in the INSERT in block order', () => {
+    expect(INSERT_POINTS_SQL).toBe('INSERT INTO points (metric_name, ts, value, updated_at, task_id, kafka_partition, kafka_offset, row_in_batch) FORMAT Native');
+  });
+
+  it('rejects batches whose columns disagree or whose times are not integer ms', () => {
+    expect(batchProblem(batch('t', 'm', 1, [[1, 2]]))).toBeNull();
+    expect(batchProblem({ ...batch('t', 'm', 1, [[1, 2]]), values: [] })).toMatch(/1 timestamps but 0 values/);
+    expect(batchProblem(batch('t', 'm', 1, [[1.5, 2]]))).toMatch(/not an integer/);
+    expect(batchProblem(batch('t', 'm', 1.5, [[1, 2]]))).toMatch(/updated_at/);
+  });
+});

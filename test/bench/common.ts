@@ -1,0 +1,58 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { loadSettings, type Settings } from '@meridian/config';
+
+/** Shared pieces of the benchmarks: real api and ingest processes on a fresh scope of the local stack. */
+export const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
+
+export function benchSettings(extra: Record<string, string> = {}): Settings {
+  const scope = `bench${Date.now().toString(36)}${randomBytes(2).toString('hex')}`;
+  return loadSettings({ ...process.env, MERIDIAN_TOPIC_PREFIX: `${scope}.`, CLICKHOUSE_DATABASE: scope, S3_BUCKET: scope, LOG_LEVEL: 'warn', ...extra });
+}
+
+export type Proc = { child: ChildProcess; peakRssMb(): number; stop(): Promise<void> };
+
+/** Starts an app as its own process and samples its resident memory until it stops. */
+export function startProcess(script: string, settings: Settings, extraEnv: Record<string, string> = {}): Proc {
+  const env = { ...process.env, ...Object.fromEntries(Object.entries(settings).map(([k, v]) => [k, String(v)])), ...extraEnv };
+  const child = spawn(process.execPath, [`${repoRoot}${script}`], { env, stdio: ['ignore', 'inherit', 'inherit'] });
+  let peak = 0;
+  const timer = setInterval(() => {
+    try {
+      const status = readFileSync(`/proc/${child.pid}/status`, 'utf8');
+      const hwm = Number(/VmHWM:\s+(\d+) kB/.exec(status)?.[1] ?? 0) / 1024;
+      peak = Math.max(peak, hwm);
+    } catch {
+      /* exited */
+    }
+  }, 200);
+  return {
+    child,
+    peakRssMb: () => Math.round(peak),
+    stop: () => new Promise((resolve) => {
+      clearInterval(timer);
+      if (child.exitCode !== null) return resolve();
+      child.once('exit', () => resolve());
+      child.kill('SIGTERM');
+    }),
+  };
+}
+
+export async function waitUntil<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs: number, everyMs = 100): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await probe().catch(() => undefined);
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}
+
+export function percentile(sorted: number[], p: number): number {
+  if (sorted.length === 0) return NaN;
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+}
+
+export const fmt = (n: number) => Math.round(n).toLocaleString('en');

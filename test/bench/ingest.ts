@@ -1,0 +1,138 @@
+import { execFileSync } from 'node:child_process';
+import { Readable } from 'node:stream';
+import { formatTimestamp } from '@meridian/domain';
+import { benchSettings, fmt, percentile, repoRoot, startProcess, waitUntil } from './common.ts';
+
+/**
+ * make bench-ingest: uploads 1M points as JSON (bodies of 10k) and 10M as one CSV file to a
+ * real api and ingest, and reports points/s from first request to all queryable, ack
+ * latency and freshness percentiles, and peak RSS — against the same rows inserted straight
+ * into ClickHouse (one TabSeparated stream over HTTP) in the same run.
+ *   BENCH_JSON_POINTS=1000000 BENCH_CSV_POINTS=10000000 make bench-ingest
+ */
+const JSON_POINTS = Number(process.env.BENCH_JSON_POINTS ?? 1_000_000);
+const CSV_POINTS = Number(process.env.BENCH_CSV_POINTS ?? 10_000_000);
+const PER_BODY = 10_000;
+const CONCURRENCY = 4;
+const METRICS = 100;
+const T0 = Date.UTC(2024, 0, 1);
+const port = 18_500 + Math.floor(Math.random() * 400);
+const settings = benchSettings({ MERIDIAN_API_PORT: String(port) });
+const base = `http://127.0.0.1:${port}`;
+
+async function chCount(): Promise<number> {
+  const res = await fetch(`${settings.CLICKHOUSE_URL}/?database=${settings.CLICKHOUSE_DATABASE}&query=SELECT%20count()%20FROM%20points`);
+  return Number((await res.text()).trim());
+}
+
+type Task = { status: string; updated_at: string };
+async function task(key: string, id: string): Promise<Task> {
+  return (await (await fetch(`${base}/api/v1/tasks/${id}`, { headers: { Authorization: `Bearer ${key}` } })).json()) as Task;
+}
+
+function csvStream(points: number): Readable {
+  let i = 0;
+  return Readable.from((function* () {
+    yield 'timestamp,value\n';
+    while (i < points) {
+      const lines: string[] = [];
+      for (let k = 0; k < 50_000 && i < points; k++, i++) lines.push(`${formatTimestamp(T0 + i * 1000)},${(i % 1000) / 8}`);
+      yield `${lines.join('\n')}\n`;
+    }
+  })());
+}
+
+async function main(): Promise<void> {
+  const api = startProcess('apps/api/src/main.ts', settings);
+  const ingest = startProcess('apps/ingest/src/main.ts', settings);
+  try {
+    await waitUntil('the api', async () => ((await fetch(`${base}/readyz`)).ok ? true : undefined), 120_000, 250);
+    const env = { ...process.env, ...Object.fromEntries(Object.entries(settings).map(([k, v]) => [k, String(v)])) };
+    const key = (JSON.parse(execFileSync(`${repoRoot}apps/cli/bin/meridian`, ['users', 'add', 'bench', '--admin', '--json'], { env, encoding: 'utf8' })) as { api_key: string }).api_key;
+    const auth = { Authorization: `Bearer ${key}` };
+
+    // 1. JSON bodies of 10k points, CONCURRENCY at a time.
+    const bodies = JSON_POINTS / PER_BODY;
+    const acks: number[] = [];
+    const accepted: Array<{ id: string; ackAt: number }> = [];
+    const started = performance.now();
+    let next = 0;
+    await Promise.all(Array.from({ length: CONCURRENCY }, async () => {
+      while (next < bodies) {
+        const b = next++;
+        const metric = `bench.json.${b % METRICS}`;
+        const values = Array.from({ length: PER_BODY }, (_, k) => ({ timestamp: formatTimestamp(T0 + (b * PER_BODY + k) * 1000), value: k / 4 }));
+        const t = performance.now();
+        const res = await fetch(`${base}/api/v1/metrics/upload`, { method: 'POST', headers: { ...auth, 'Content-Type': 'application/json' }, body: JSON.stringify({ metric_name: metric, values }) });
+        if (res.status !== 202) throw new Error(`upload ${b}: ${res.status} ${await res.text()}`);
+        acks.push(performance.now() - t);
+        accepted.push({ id: ((await res.json()) as { task_id: string }).task_id, ackAt: performance.now() });
+      }
+    }));
+    const freshness: number[] = [];
+    const pending = new Set(accepted.map((a) => a.id));
+    await waitUntil('every JSON upload to succeed', async () => {
+      for (const a of accepted) {
+        if (!pending.has(a.id)) continue;
+        const t = await task(key, a.id);
+        if (t.status === 'failed') throw new Error(`task ${a.id} failed`);
+        if (t.status === 'succeeded') {
+          pending.delete(a.id);
+          freshness.push(performance.now() - a.ackAt);
+        }
+      }
+      return pending.size === 0 ? true : undefined;
+    }, 600_000, 50);
+    const jsonMs = performance.now() - started;
+    if ((await chCount()) !== JSON_POINTS) throw new Error('row count mismatch after the JSON uploads');
+
+    // 2. One CSV file of CSV_POINTS points, streamed.
+    const csvStarted = performance.now();
+    // The raw body is the file (the route takes a non-multipart body as the file itself).
+    const res = await fetch(`${base}/api/v1/metrics_file_upload?metric_name=bench.csv`, { method: 'POST', headers: auth, body: Readable.toWeb(csvStream(CSV_POINTS)) as never, duplex: 'half' } as RequestInit);
+    if (res.status !== 202) throw new Error(`csv upload: ${res.status} ${await res.text()}`);
+    const csvAck = performance.now() - csvStarted;
+    const csvTask = ((await res.json()) as { task_id: string }).task_id;
+    await waitUntil('the CSV upload to succeed', async () => {
+      const t = await task(key, csvTask);
+      if (t.status === 'failed') throw new Error('csv task failed');
+      return t.status === 'succeeded' ? true : undefined;
+    }, 1_800_000, 200);
+    const csvMs = performance.now() - csvStarted;
+    if ((await chCount()) !== JSON_POINTS + CSV_POINTS) throw new Error('row count mismatch after the CSV upload');
+
+    // 3. Baseline: the same number of rows straight into ClickHouse as one TabSeparated stream.
+    const baselineRows = CSV_POINTS;
+    const tsv = Readable.from((function* () {
+      for (let i = 0; i < baselineRows;) {
+        const lines: string[] = [];
+        for (let k = 0; k < 50_000 && i < baselineRows; k++, i++) lines.push(`bench.direct\t${T0 + i * 1000}\t${(i % 1000) / 8}\t${T0}\tdirect\t0\t${i >> 16}\t${i & 0xffff}`);
+        yield `${lines.join('\n')}\n`;
+      }
+    })());
+    const directStarted = performance.now();
+    const insert = await fetch(`${settings.CLICKHOUSE_URL}/?database=${settings.CLICKHOUSE_DATABASE}&query=${encodeURIComponent('INSERT INTO points FORMAT TabSeparated')}`, { method: 'POST', body: Readable.toWeb(tsv) as never, duplex: 'half' } as RequestInit);
+    if (!insert.ok) throw new Error(`direct insert: ${await insert.text()}`);
+    const directMs = performance.now() - directStarted;
+
+    acks.sort((a, b) => a - b);
+    freshness.sort((a, b) => a - b);
+    const jsonRate = (JSON_POINTS * 1000) / jsonMs;
+    const csvRate = (CSV_POINTS * 1000) / csvMs;
+    const directRate = (baselineRows * 1000) / directMs;
+    console.log(`\nbench-ingest (${JSON_POINTS.toLocaleString('en')} JSON points in bodies of ${PER_BODY}, ${CONCURRENCY} at a time; ${CSV_POINTS.toLocaleString('en')} CSV points in one file)`);
+    console.log(`  JSON: ${fmt(jsonRate)} points/s first request → all queryable (${(jsonMs / 1000).toFixed(1)} s)`);
+    console.log(`        ack latency p50 ${percentile(acks, 50).toFixed(0)} ms, p99 ${percentile(acks, 99).toFixed(0)} ms; freshness (ack → queryable) p50 ${percentile(freshness, 50).toFixed(0)} ms, p99 ${percentile(freshness, 99).toFixed(0)} ms`);
+    console.log(`  CSV:  ${fmt(csvRate)} points/s first byte → all queryable (${(csvMs / 1000).toFixed(1)} s; upload acked after ${(csvAck / 1000).toFixed(1)} s)`);
+    console.log(`  baseline, straight TabSeparated insert into ClickHouse: ${fmt(directRate)} rows/s (${(directMs / 1000).toFixed(1)} s)`);
+    console.log(`  ratio ingest/baseline: JSON ${(jsonRate / directRate).toFixed(2)}, CSV ${(csvRate / directRate).toFixed(2)}`);
+    console.log(`  peak RSS: api ${api.peakRssMb()} MB, ingest ${ingest.peakRssMb()} MB`);
+  } finally {
+    await Promise.all([api.stop(), ingest.stop()]);
+  }
+}
+
+main().then(() => process.exit(0), (error: unknown) => {
+  console.error(error);
+  process.exit(1);
+});

@@ -1,0 +1,257 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import { connect } from 'node:net';
+import type { Consumer, IHeaders, Producer } from 'kafkajs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startProjector, type RunningProjector } from '../../apps/ingest/src/projector/index.ts';
+import { encodePointsBlock, INSERT_POINTS_SQL, type Segment } from '../../apps/ingest/src/projector/rows.ts';
+import { createPointsSink } from '../../apps/ingest/src/projector/sink.ts';
+import type { PointBatch, PointsFact, UploadSegmentProjected } from '@meridian/domain';
+import { createEventCodec } from '@meridian/events';
+import { createProducer } from '@meridian/kafka';
+import { createLogger } from '@meridian/observability';
+import { createPlatform, type Platform } from '@meridian/platform';
+import { isolatedSettings } from '../support/settings.ts';
+import { waitFor } from '../support/wait.ts';
+
+/** A row of `points` as the test expects it; 64-bit integers as strings, as ClickHouse's JSON gives them. */
+type Row = { metric_name: string; ts: string; value: number; updated_at: string; task_id: string; kafka_partition: number; kafka_offset: string; row_in_batch: number };
+type Upload = { task_id: string; batches: Array<{ metric: string; points: Array<[number, number]> }> };
+
+const pointsCodec = createEventCodec<PointsFact>();
+const taskCodec = createEventCodec<UploadSegmentProjected>();
+
+describe('projector: points topic → ClickHouse, exactly once', () => {
+  // Small inserts, so one test crosses insert boundaries inside and between uploads.
+  const settings = isolatedSettings({ MERIDIAN_PROJECTOR_BATCH_ROWS: '7', KAFKA_SESSION_TIMEOUT_MS: '6000' });
+  const logger = createLogger({ name: 'projector-int', level: settings.LOG_LEVEL });
+  const platform: Platform = createPlatform(settings, logger, 'projector-int');
+  const groupId = `${settings.MERIDIAN_TOPIC_PREFIX}ingest-projector`;
+  const tx: Producer = createProducer(platform.kafka, { transactionalId: `${settings.MERIDIAN_TOPIC_PREFIX}test-uploads` });
+  const expected: Row[] = [];
+  const sealed = new Set<string>();
+  const announced: Array<{ task_id: string; partition: number }> = [];
+  const deadLetters: Array<{ headers: Record<string, string>; value: Buffer | null }> = [];
+  let followers: Consumer[] = [];
+  let projector: RunningProjector | null = null;
+
+  /** Writes one upload as the command handler does: its batches and one seal per touched partition, in one transaction. */
+  async function upload(u: Upload, outcome: 'commit' | 'abort' = 'commit'): Promise<Set<number>> {
+    const t = await tx.transaction();
+    const updated_at = 1_700_000_000_000 + expected.length;
+    const rows: Row[] = [];
+    const partitions = new Map<number, number>();
+    for (const b of u.batches) {
+      const batch: PointBatch = { type: 'PointBatch', task_id: u.task_id, metric_name: b.metric, updated_at, timestamps: b.points.map(([ts]) => ts), values: b.points.map(([, v]) => v) };
+      const [meta] = await t.send({ topic: platform.topics.points, acks: -1, messages: [{ key: b.metric, value: pointsCodec.encode(batch) }] });
+      const partition = meta!.partition;
+      const offset = String(meta!.baseOffset);
+      partitions.set(partition, (partitions.get(partition) ?? 0) + b.points.length);
+      b.points.forEach(([ts, value], i) =>
+        rows.push({ metric_name: b.metric, ts: String(ts), value, updated_at: String(updated_at), task_id: u.task_id, kafka_partition: partition, kafka_offset: offset, row_in_batch: i }),
+      );
+    }
+    for (const [partition, points] of partitions) {
+      await t.send({ topic: platform.topics.points, acks: -1, messages: [{ partition, key: u.task_id, value: pointsCodec.encode({ type: 'UploadSealed', task_id: u.task_id, points }) }] });
+    }
+    if (outcome === 'abort') {
+      await t.abort();
+    } else {
+      await t.commit();
+      expected.push(...rows);
+      for (const p of partitions.keys()) sealed.add(`${u.task_id}/${p}`);
+    }
+    return new Set(partitions.keys());
+  }
+
+  async function follow(topic: string, onMessage: (value: Buffer | null, headers: IHeaders | undefined) => void): Promise<void> {
+    const consumer = platform.kafka.consumer({ groupId: `${settings.MERIDIAN_TOPIC_PREFIX}test-follow-${randomUUID()}`, maxWaitTimeInMs: 100 });
+    followers.push(consumer);
+    await consumer.connect();
+    await consumer.subscribe({ topic, fromBeginning: true });
+    await consumer.run({ eachMessage: async ({ message }) => onMessage(message.value, message.headers) });
+  }
+
+  async function storedRows(): Promise<Row[]> {
+    const result = await platform.clickhouse.query({
+      query: 'SELECT metric_name, ts, value, updated_at, task_id, kafka_partition, kafka_offset, row_in_batch FROM points',
+      format: 'JSONEachRow',
+    });
+    return sortRows(await result.json<Row>());
+  }
+
+  async function scalar(query: string): Promise<number> {
+    const rows = await (await platform.clickhouse.query({ query, format: 'JSONEachRow' })).json<Record<string, string>>();
+    return Number(Object.values(rows[0]!)[0]);
+  }
+
+  const announcedKeys = () => announced.map((a) => `${a.task_id}/${a.partition}`);
+
+  beforeAll(async () => {
+    await platform.prepare();
+    await tx.connect();
+    await follow(platform.topics.tasks, (value) => {
+      const e = taskCodec.decode(value!);
+      if (e.type === 'UploadSegmentProjected') announced.push({ task_id: e.task_id, partition: e.partition });
+    });
+    await follow(platform.topics.deadLetter, (value, headers) => {
+      deadLetters.push({ value, headers: Object.fromEntries(Object.entries(headers ?? {}).map(([k, v]) => [k, String(v)])) });
+    });
+  });
+
+  afterAll(async () => {
+    await projector?.stop();
+    await Promise.allSettled([...followers.map((c) => c.disconnect()), tx.disconnect()]);
+    await platform.clickhouse.command({ query: `DROP DATABASE IF EXISTS ${settings.CLICKHOUSE_DATABASE}` });
+    await platform.close();
+  });
+
+  it('projects committed uploads exactly (duplicates kept), announces each sealed segment once, dead-letters garbage', async () => {
+    const metrics = ['cpu:load', 'mem.used', 'disk io', 'net/rx', 'température', 'queue_depth'];
+    // upload 1: every metric, some in several batches; duplicate timestamps (and whole duplicate points) kept
+    const touched = await upload({
+      task_id: 'task-1',
+      batches: [
+        ...metrics.map((metric, m) => ({ metric, points: [[1_000 + m, 0.5], [1_000 + m, 0.5], [2_000, -1.25], [3_000, 1e-300], [3_000, 0.1 + 0.2]] as Array<[number, number]> })),
+        { metric: 'cpu:load', points: [[4_000, 7], [4_000, 8], [5_000, 9], [6_000, 10], [7_000, 11], [8_000, 12], [9_000, 13], [10_000, 14], [11_000, 15]] },
+      ],
+    });
+    expect(touched.size, 'the fixture spans several points partitions').toBeGreaterThan(1);
+    // an aborted transaction: none of it may ever appear
+    await upload({ task_id: 'task-aborted', batches: metrics.map((metric) => ({ metric, points: [[99_999, 666]] })) }, 'abort');
+    // garbage, and a well-formed event of the wrong type, in a partition the next upload writes to
+    const garbagePartition = [...touched][0]!;
+    const plain = await platform.producer();
+    await plain.send({ topic: platform.topics.points, acks: -1, messages: [{ partition: garbagePartition, value: randomBytes(48) }] });
+    await plain.send({
+      topic: platform.topics.points,
+      acks: -1,
+      messages: [{ partition: garbagePartition, value: taskCodec.encode({ type: 'UploadSegmentProjected', task_id: 'x', partition: 0, at: 1 }) }],
+    });
+    // upload 2, after the garbage
+    await upload({ task_id: 'task-2', batches: metrics.map((metric, m) => ({ metric, points: [[-5_000, m], [1_700_000_000_000 + m, -m - 0.5], [1_700_000_000_000 + m, -m - 0.5]] })) });
+
+    projector = await startProjector(platform);
+    await waitFor('the committed rows in ClickHouse', async () => ((await scalar('SELECT count() FROM points')) >= expected.length ? true : undefined), 45_000, 200);
+    await waitFor('every sealed segment announced', () => (sealed.size > 0 && [...sealed].every((k) => announcedKeys().includes(k)) ? true : undefined), 20_000, 100);
+
+    expect(await storedRows()).toEqual(sortRows(expected));
+    expect(await scalar(`SELECT count() FROM points WHERE task_id = 'task-aborted'`)).toBe(0);
+    expect([...announcedKeys()].sort()).toEqual([...sealed].sort()); // one announcement per (task, partition)
+
+    await waitFor('two dead letters', () => (deadLetters.length >= 2 ? true : undefined), 10_000, 100);
+    expect(deadLetters).toHaveLength(2);
+    for (const d of deadLetters) {
+      expect(d.headers.source_topic).toBe(platform.topics.points);
+      expect(Number(d.headers.source_partition)).toBe(garbagePartition);
+      expect(Number(d.headers.source_offset)).toBeGreaterThanOrEqual(0);
+      expect(d.headers.reason).toBeTruthy();
+    }
+    expect(deadLetters.map((d) => d.headers.reason).join('\n')).toMatch(/unexpected event type UploadSegmentProjected/);
+
+    // the catalog counts every point, per metric, exactly
+    const catalog = await (await platform.clickhouse.query({
+      query: 'SELECT metric_name, toString(countMerge(points)) AS points, toString(minMerge(first_ts)) AS first_ts, toString(maxMerge(last_ts)) AS last_ts FROM metric_catalog GROUP BY metric_name ORDER BY metric_name',
+      format: 'JSONEachRow',
+    })).json<{ metric_name: string; points: string; first_ts: string; last_ts: string }>();
+    expect(catalog).toEqual(catalogOf(expected));
+  });
+
+  it('resumes from the sink, not from Kafka: with the committed offsets deleted, nothing is written twice', async () => {
+    await waitFor('committed offsets of the projector', async () => {
+      const offsets = await platform.admin.fetchOffsets({ groupId, topics: [platform.topics.points] });
+      return offsets[0]!.partitions.some((p) => Number(p.offset) > 0) ? true : undefined;
+    }, 10_000, 100);
+    await projector!.stop();
+    projector = null;
+    await platform.admin.deleteGroups([groupId]);
+    const after = await platform.admin.fetchOffsets({ groupId, topics: [platform.topics.points] });
+    expect(after[0]!.partitions.every((p) => p.offset === '-1')).toBe(true);
+
+    const before = announced.length;
+    projector = await startProjector(platform);
+    // a new upload after the restart shows when the restarted projector has read everything
+    await upload({ task_id: 'task-3', batches: [{ metric: 'cpu:load', points: [[12_000, 1], [12_000, 1]] }, { metric: 'net/rx', points: [[12_000, 2]] }] });
+    await waitFor('the upload after the restart', async () => ((await scalar(`SELECT count() FROM points WHERE task_id = 'task-3'`)) === 3 ? true : undefined), 45_000, 200);
+    await waitFor('its segments announced', () => ([...sealed].every((k) => announcedKeys().includes(k)) ? true : undefined), 20_000, 100);
+
+    expect(await storedRows()).toEqual(sortRows(expected));
+    expect(await scalar('SELECT count() - uniqExact(kafka_partition, kafka_offset, row_in_batch) FROM points')).toBe(0);
+    expect(new Set(announcedKeys())).toEqual(sealed); // old seals may be announced again: harmless, never new ones
+    expect(announced.length).toBeGreaterThan(before);
+    expect(deadLetters).toHaveLength(2); // garbage below the sink position is not dead-lettered again
+    const catalogTotal = await scalar('SELECT countMerge(points) FROM metric_catalog');
+    expect(catalogTotal).toBe(expected.length);
+  });
+});
+
+describe('projector sink: one insert is all or nothing, even when the client dies while sending it', () => {
+  const settings = isolatedSettings();
+  const platform = createPlatform(settings, createLogger({ name: 'sink-int', level: settings.LOG_LEVEL }), 'sink-int');
+  const sink = createPointsSink(platform.clickhouse);
+  const segments: Segment[] = [0, 1, 2].map((partition) => ({
+    partition,
+    offset: 10 + partition,
+    batch: { type: 'PointBatch', task_id: `cut-${partition}`, metric_name: `m${partition}`, updated_at: 5, timestamps: Array.from({ length: 3000 }, (_, i) => i), values: Array.from({ length: 3000 }, (_, i) => i / 7) },
+  }));
+  const count = async () => Number((await (await platform.clickhouse.query({ query: 'SELECT count() AS n FROM points', format: 'JSONEachRow' })).json<{ n: string }>())[0]!.n);
+
+  beforeAll(async () => {
+    await ensureDb(platform);
+  });
+  afterAll(async () => {
+    await platform.clickhouse.command({ query: `DROP DATABASE IF EXISTS ${settings.CLICKHOUSE_DATABASE}` });
+    await platform.close();
+  });
+
+  /** Sends the INSERT with the whole body announced but only `cut` bytes of it, then drops the connection (a killed client). */
+  async function sendCut(body: Buffer, cut: number): Promise<void> {
+    const url = new URL(settings.CLICKHOUSE_URL);
+    const queryId = randomUUID();
+    const path = `/?database=${settings.CLICKHOUSE_DATABASE}&query_id=${queryId}&query=${encodeURIComponent(INSERT_POINTS_SQL)}`;
+    await new Promise<void>((resolve, reject) => {
+      const socket = connect(Number(url.port), url.hostname, () => {
+        socket.write(`POST ${path} HTTP/1.1\r\nHost: ${url.host}\r\nContent-Length: ${body.length}\r\n\r\n`);
+        socket.write(body.subarray(0, cut), () => setTimeout(() => { socket.destroy(); resolve(); }, 50));
+      });
+      socket.on('error', reject);
+    });
+    await waitFor('the cut insert to end on the server', async () => {
+      const rows = await (await platform.clickhouse.query({ query: `SELECT count() AS n FROM system.processes WHERE query_id = '${queryId}'`, format: 'JSONEachRow' })).json<{ n: string }>();
+      return Number(rows[0]!.n) === 0 ? true : undefined;
+    }, 10_000, 50);
+  }
+
+  it('writes nothing from a body cut anywhere, and every row from a whole one', async () => {
+    const body = encodePointsBlock(segments);
+    // cuts: inside the header, inside the first column, at a row boundary of the last column, one byte short
+    for (const cut of [3, 40, 5000, body.length - 4 * 1500, body.length - 4, body.length - 1]) await sendCut(body, cut);
+    expect(await count()).toBe(0);
+    await sink.insert(segments);
+    expect(await count()).toBe(9000);
+    expect(await sink.maxOffsets([0, 1, 2, 3])).toEqual(new Map([[0, 10], [1, 11], [2, 12], [3, -1]]));
+  });
+});
+
+async function ensureDb(platform: Platform): Promise<void> {
+  const { ensureDatabase, migrate } = await import('@meridian/clickhouse');
+  await ensureDatabase(platform.clickhouseOptions);
+  await migrate(platform.clickhouse);
+}
+
+function sortRows(rows: Row[]): Row[] {
+  const norm = rows.map((r) => ({ ...r, kafka_partition: Number(r.kafka_partition), row_in_batch: Number(r.row_in_batch), kafka_offset: String(r.kafka_offset), ts: String(r.ts), updated_at: String(r.updated_at) }));
+  return norm.sort((a, b) => a.kafka_partition - b.kafka_partition || Number(a.kafka_offset) - Number(b.kafka_offset) || a.row_in_batch - b.row_in_batch);
+}
+
+function catalogOf(rows: Row[]): Array<{ metric_name: string; points: string; first_ts: string; last_ts: string }> {
+  const by = new Map<string, { n: number; min: bigint; max: bigint }>();
+  for (const r of rows) {
+    const ts = BigInt(r.ts);
+    const c = by.get(r.metric_name);
+    if (!c) by.set(r.metric_name, { n: 1, min: ts, max: ts });
+    else by.set(r.metric_name, { n: c.n + 1, min: ts < c.min ? ts : c.min, max: ts > c.max ? ts : c.max });
+  }
+  return [...by]
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    .map(([metric_name, c]) => ({ metric_name, points: String(c.n), first_ts: String(c.min), last_ts: String(c.max) }));
+}
