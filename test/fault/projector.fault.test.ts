@@ -1,6 +1,3 @@
-import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import type { Consumer } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PointBatch, PointsFact, UploadSegmentProjected } from '@meridian/domain';
@@ -9,9 +6,8 @@ import { createProducer } from '@meridian/kafka';
 import { createLogger } from '@meridian/observability';
 import { createPlatform, type Platform } from '@meridian/platform';
 import { startProjector, type RunningProjector } from '../../apps/ingest/src/projector/index.ts';
-import type { Settings } from '@meridian/config';
 import { startApp, type AppProcess } from '../support/processes.ts';
-import { isolatedSettings, settingsEnv } from '../support/settings.ts';
+import { isolatedSettings } from '../support/settings.ts';
 import { waitFor } from '../support/wait.ts';
 
 const UPLOADS = 100;
@@ -21,35 +17,7 @@ const POINTS_PER_UPLOAD = METRICS_PER_UPLOAD * POINTS_PER_BATCH; // 10,000
 const TOTAL = UPLOADS * POINTS_PER_UPLOAD; // 1,000,000
 const KILLS = 4;
 
-const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
-/**
- * The real ingest process once the projector is wired into its worker; until then the
- * projector's own entry point (apps/ingest/src/projector/run.ts), a real process all the same.
- */
-const ingestRunsProjector = /startProjector/.test(readFileSync(`${repoRoot}apps/ingest/src/worker.ts`, 'utf8'));
-
-function startProjectorProcess(settings: Settings): AppProcess {
-  if (ingestRunsProjector) return startApp('ingest', settings);
-  const child = spawn(process.execPath, [`${repoRoot}apps/ingest/src/projector/run.ts`], {
-    cwd: repoRoot,
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...settingsEnv(settings), LOG_LEVEL: 'info' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  child.stdout!.on('data', (d: Buffer) => { output += d.toString(); });
-  child.stderr!.on('data', (d: Buffer) => { output += d.toString(); });
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  return {
-    child,
-    output: () => output,
-    async stop(signal = 'SIGTERM') {
-      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
-      return exited;
-    },
-  };
-}
-
-describe(`projector killed with SIGKILL ${KILLS} times while projecting ${TOTAL.toLocaleString('en')} points (${ingestRunsProjector ? 'ingest process' : 'projector/run.ts process'})`, () => {
+describe(`projector killed with SIGKILL ${KILLS} times while projecting ${TOTAL.toLocaleString('en')} points (the real ingest process)`, () => {
   // Many small inserts, so kills land between and inside inserts; a short session so a
   // restarted process gets the partitions of its killed predecessor quickly.
   const settings = isolatedSettings({ MERIDIAN_PROJECTOR_BATCH_ROWS: '20000', KAFKA_SESSION_TIMEOUT_MS: '6000' });
@@ -121,7 +89,7 @@ describe(`projector killed with SIGKILL ${KILLS} times while projecting ${TOTAL.
     const started = Date.now();
     const killedAt: number[] = [];
     for (let k = 0; k < KILLS; k++) {
-      const proc = startProjectorProcess(settings);
+      const proc = startApp('ingest', settings);
       processes.push(proc);
       const before = await count();
       // Kill at a random moment once this process is writing: between inserts or inside one.
@@ -132,7 +100,7 @@ describe(`projector killed with SIGKILL ${KILLS} times while projecting ${TOTAL.
     }
     expect(killedAt.at(-1), 'the last kill came before the projection was complete').toBeLessThan(TOTAL);
 
-    const last = startProjectorProcess(settings);
+    const last = startApp('ingest', settings);
     processes.push(last);
     try {
       await waitFor('every row', async () => ((await count()) >= TOTAL ? true : undefined), 90_000, 200);

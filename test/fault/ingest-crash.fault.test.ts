@@ -1,0 +1,74 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { formatTimestamp } from '@meridian/domain';
+import { bootstrapAdmin } from '../support/accounts.ts';
+import { startApi, type RunningApi } from '../support/api.ts';
+import { startApp, type AppProcess } from '../support/processes.ts';
+import { isolatedSettings } from '../support/settings.ts';
+import { waitForTask } from '../support/tasks.ts';
+import { waitFor } from '../support/wait.ts';
+
+const UPLOADS = 10;
+const POINTS_PER_UPLOAD = 100_000;
+const TOTAL = UPLOADS * POINTS_PER_UPLOAD;
+const KILLS = 4;
+
+/**
+ * Invariant 2 through the whole pipeline: uploads go in through the api; the ingest process
+ * (command handler and projector) is killed with SIGKILL while it works and started again.
+ * Every accepted point must be stored exactly once.
+ */
+describe(`ingest killed with SIGKILL ${KILLS} times during a ${TOTAL.toLocaleString('en')}-point ingest`, () => {
+  const settings = isolatedSettings({ MERIDIAN_POINT_BATCH_SIZE: '5000', MERIDIAN_PROJECTOR_BATCH_ROWS: '20000', KAFKA_SESSION_TIMEOUT_MS: '6000' });
+  let api: RunningApi;
+  let key: string;
+  const processes: AppProcess[] = [];
+
+  beforeAll(async () => {
+    api = await startApi(settings);
+    key = await bootstrapAdmin(settings);
+    await api.api.accounts.syncToEnd();
+  });
+  afterAll(async () => {
+    await Promise.all(processes.map((p) => p.stop('SIGKILL')));
+    await api?.close();
+  });
+
+  it('stores every accepted point exactly once', async () => {
+    const taskIds: string[] = [];
+    for (let u = 0; u < UPLOADS; u++) {
+      const lines = Array.from({ length: POINTS_PER_UPLOAD }, (_, i) => `${formatTimestamp(Date.UTC(2024, 0, 1) + i * 1000)},${u * POINTS_PER_UPLOAD + i}`);
+      const res = await fetch(`${api.url}/api/v1/metrics_file_upload?metric_name=crash.${u}`, { method: 'POST', headers: { Authorization: `Bearer ${key}` }, body: `${lines.join('\n')}\n` });
+      expect(res.status).toBe(202);
+      taskIds.push(((await res.json()) as { task_id: string }).task_id);
+    }
+
+    const count = async () => {
+      const res = await fetch(`${settings.CLICKHOUSE_URL}/?database=${settings.CLICKHOUSE_DATABASE}&query=SELECT%20count()%20FROM%20points`);
+      return Number((await res.text()).trim());
+    };
+    let kills = 0;
+    for (let k = 0; k < KILLS; k++) {
+      const proc = startApp('ingest', settings);
+      processes.push(proc);
+      // Let it get into the work (consumer group joined, some rows written), then crash it.
+      const before = await count();
+      await waitFor('the ingest to make progress', async () => ((await count()) > before || proc.output().includes('upload written') ? true : undefined), 60_000, 50);
+      await new Promise((r) => setTimeout(r, Math.floor(Math.random() * 150)));
+      await proc.stop('SIGKILL');
+      kills++;
+      if ((await count()) >= TOTAL) break;
+    }
+    expect(kills).toBeGreaterThanOrEqual(3);
+    const last = startApp('ingest', settings);
+    processes.push(last);
+    for (const id of taskIds) expect((await waitForTask(api.url, key, id, 300_000)).status).toBe('succeeded');
+
+    const query = async (sql: string) => (await (await fetch(`${settings.CLICKHOUSE_URL}/?database=${settings.CLICKHOUSE_DATABASE}&query=${encodeURIComponent(sql)}`)).text()).trim();
+    expect(Number(await query('SELECT count() FROM points'))).toBe(TOTAL);
+    // Values are unique by construction: a missing or doubled point changes these.
+    expect(Number(await query('SELECT uniqExact(value) FROM points'))).toBe(TOTAL);
+    expect(Number(await query('SELECT min(value) FROM points'))).toBe(0);
+    expect(Number(await query('SELECT max(value) FROM points'))).toBe(TOTAL - 1);
+    expect(await query('SELECT metric_name, count() FROM points GROUP BY metric_name HAVING count() != 100000')).toBe('');
+  });
+});
