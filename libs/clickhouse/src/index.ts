@@ -1,2 +1,18 @@
 export { createClickHouse, ensureDatabase, pingClickHouse, quoteIdentifier, type ClickHouseClient, type ClickHouseOptions } from './client.ts';
 export { migrate, readMigrations, MIGRATIONS_DIR, type Migration } from './migrate.ts';
+export {
+  cancelDownload,
+  decodeCursor,
+  encodeCursor,
+  planDownload,
+  streamDownload,
+  type ConnOptions,
+  type DownloadCursor,
+  type DownloadFormat,
+  type DownloadPlan,
+  type DownloadRequest,
+  type DownloadStream,
+  type PlanOptions,
+  type StreamOptions,
+} from './download/index.ts';
+export { listCatalog, catalogEntries, type CatalogEntry } from './catalog.ts';

@@ -1,0 +1,133 @@
+import { randomUUID } from 'node:crypto';
+import type { Context } from 'koa';
+import { z } from 'zod';
+import {
+  catalogEntries,
+  decodeCursor,
+  encodeCursor,
+  listCatalog,
+  planDownload,
+  streamDownload,
+  type ConnOptions,
+  type DownloadRequest,
+} from '@meridian/clickhouse';
+import { canRead, DomainError, parseDownloadParams, PATTERNS, resolveMetricNames, validationError, type DownloadParams, type UserRecord } from '@meridian/domain';
+import { defineRoute, type RouteDef } from '../http/route.ts';
+
+export type DownloadDeps = { readonly conn: ConnOptions; readonly maxRowsCeiling: number };
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const CSV_HEADER = 'metric_name,timestamp,metric_numeric_value,updated_at';
+
+const query = z.object({
+  metrics: z.string().describe('A metric name, a comma-separated list of names (pattern=list), or the text a substring pattern applies to. URL-encode special characters.'),
+  pattern: z.enum(PATTERNS as [string, ...string[]]).optional().describe('single (default): exact name; list: each element an exact name you may read; contains / starts_with / ends_with: applied to the metrics you may read'),
+  start_date: z.string().optional().describe('Inclusive. YYYY-MM-DD (from 00:00:00 UTC) or an ISO 8601 date-time with Z, +hh:mm or +hhmm'),
+  end_date: z.string().optional().describe('Inclusive. YYYY-MM-DD (to the end of that UTC day) or an ISO 8601 date-time'),
+  max_rows: z.string().optional().describe('Default 1000; at most the configured ceiling (MERIDIAN_MAX_ROWS_CEILING, default 10,000,000). When it cuts the result, X-Next-Cursor and Link rel="next" continue after the last row'),
+  file_format: z.enum(['csv', 'json']).optional().describe('csv (default) or json'),
+  format: z.enum(['csv', 'json']).optional().describe('Alias of file_format (the seed\'s sample request uses it)'),
+  latest_only: z.enum(['true', 'false']).optional().describe('true: only the newest updated_at of each (metric_name, timestamp)'),
+  cursor: z.string().optional().describe('The opaque X-Next-Cursor of the previous page'),
+});
+
+const csvExample = `${CSV_HEADER}\ncpu:load,2024-01-02T03:04:05+0000,0.75,2024-01-02T03:05:00.125+0000\n`;
+
+/** The metrics the download reads: the pattern applied to the catalog and the caller's entitlements. */
+async function resolve(deps: DownloadDeps, params: DownloadParams, user: UserRecord): Promise<string[]> {
+  const exact = params.pattern === 'single' ? [params.metrics] : params.pattern === 'list' ? params.metrics.split(',') : null;
+  const catalog = exact ? await catalogEntries(deps.conn, exact) : await listCatalog(deps.conn);
+  return resolveMetricNames(params.pattern, params.metrics, catalog.map((c) => c.metric_name), (name) => canRead(user, name));
+}
+
+function fileName(params: DownloadParams): string {
+  const stem = params.pattern === 'single' ? params.metrics : `metrics-${params.pattern}`;
+  return `${stem.replace(/[^A-Za-z0-9._-]+/g, '_').slice(0, 100) || 'metrics'}.${params.format}`;
+}
+
+function nextLink(ctx: Context, cursor: string): string {
+  const url = new URL(ctx.originalUrl, 'http://x');
+  url.searchParams.set('cursor', cursor);
+  return `${url.pathname}${url.search}`;
+}
+
+export function downloadRoute(deps: DownloadDeps): RouteDef {
+  return defineRoute({
+    method: 'GET',
+    path: '/api/v1/metrics/download',
+    operationId: 'downloadMetrics',
+    summary: 'Download metric data points as CSV or JSON',
+    description: [
+      'Rows are ordered by metric_name, timestamp, updated_at; rows with the same metric_name and timestamp are all returned (latest_only=true keeps the newest).',
+      'Bytes are formatted by ClickHouse and streamed: millions of rows with flat memory. Accept-Encoding: gzip gives a gzip body.',
+      'Timestamps are YYYY-MM-DDTHH:MM:SS+0000 (UTC), with .sss only when the milliseconds are not zero; values are the shortest decimal that reads back to the same double.',
+      'A single or list name that does not exist or that you may not read: 404, the same for both. A pattern that matches nothing: 200 with only the CSV header, or [].',
+      'JSON: an array of objects with the same four fields.',
+    ].join(' '),
+    tags: ['metrics'],
+    auth: 'user',
+    streaming: true,
+    query,
+    responses: {
+      200: {
+        description: 'The rows. Headers: Content-Disposition attachment; X-Next-Cursor and Link rel="next" when max_rows cut the result.',
+        contentType: 'text/csv',
+        schema: z.string(),
+        example: csvExample,
+        headers: {
+          'X-Next-Cursor': { description: 'Opaque: pass as cursor to get the rows after this page', schema: z.string() },
+          Link: { description: '<same query with cursor>; rel="next"', schema: z.string() },
+        },
+      },
+    },
+    problems: ['not_found', 'unavailable'],
+    handler: async (ctx, { user }) => {
+      const params = parseDownloadParams(ctx.query, deps.maxRowsCeiling);
+      const after = params.cursor === null ? null : decodeCursor(params.cursor);
+      if (params.cursor !== null && after === null) throw validationError('cursor is not one this service issued', [{ field: 'cursor', reason: 'malformed' }]);
+      const names = await resolve(deps, params, user);
+
+      ctx.set('Content-Disposition', `attachment; filename="${fileName(params)}"`);
+      ctx.type = params.format === 'csv' ? 'text/csv; charset=utf-8' : 'application/json; charset=utf-8';
+      ctx.set('Vary', 'Accept-Encoding');
+      if (names.length === 0) {
+        ctx.body = params.format === 'csv' ? `${CSV_HEADER}\n` : '[]';
+        return;
+      }
+
+      // The client going away cancels the query on the server (KILL QUERY), not only the socket.
+      const abort = new AbortController();
+      const onClose = () => { if (!ctx.res.writableFinished) abort.abort(new Error('client disconnected')); };
+      ctx.req.on('close', onClose);
+      ctx.res.on('close', onClose);
+      const request: DownloadRequest = {
+        metricNames: names,
+        fromMs: params.fromMs,
+        toMs: params.toMs,
+        maxRows: params.maxRows,
+        after,
+        format: params.format,
+        latestOnly: params.latestOnly,
+        gzip: /\bgzip\b/i.test(ctx.get('Accept-Encoding')),
+        // The request id names the ClickHouse query when it can (a UUID): logs and system.processes then agree.
+        queryId: UUID.test(String(ctx.state.requestId)) ? String(ctx.state.requestId) : randomUUID(),
+      };
+      let plan;
+      let stream;
+      try {
+        plan = await planDownload(deps.conn, request, { signal: abort.signal });
+        stream = await streamDownload(deps.conn, request, { plan, signal: abort.signal });
+      } catch (cause) {
+        if (abort.signal.aborted) return; // nobody is listening any more
+        throw new DomainError('unavailable', 'the metric store did not answer; retry later', [], { cause });
+      }
+      if (plan.next) {
+        const token = encodeCursor(plan.next);
+        ctx.set('X-Next-Cursor', token);
+        ctx.set('Link', `<${nextLink(ctx, token)}>; rel="next"`);
+      }
+      if (stream.contentEncoding) ctx.set('Content-Encoding', stream.contentEncoding);
+      ctx.body = stream.body;
+    },
+  });
+}

@@ -1,0 +1,33 @@
+import { queryText, type ConnOptions } from './download/http.ts';
+
+/**
+ * The metric catalog (migration 002: an aggregating view kept by every insert into points),
+ * read for pattern matching. Names the caller gives travel as external data, never as SQL.
+ */
+export type CatalogEntry = { readonly metric_name: string; readonly points: number; readonly first_ts: number; readonly last_ts: number };
+
+function parse(text: string): CatalogEntry[] {
+  return text
+    .split('\n')
+    .filter((l) => l.length > 0)
+    .map((l) => {
+      const row = JSON.parse(l) as { metric_name: string; points: string; first_ts: string; last_ts: string };
+      return { metric_name: row.metric_name, points: Number(row.points), first_ts: Number(row.first_ts), last_ts: Number(row.last_ts) };
+    });
+}
+
+const SELECT = 'SELECT metric_name, countMerge(points) AS points, minMerge(first_ts) AS first_ts, maxMerge(last_ts) AS last_ts FROM metric_catalog';
+
+/** Every metric in the catalog. */
+export async function listCatalog(conn: ConnOptions): Promise<CatalogEntry[]> {
+  return parse(await queryText(conn, { sql: `${SELECT} GROUP BY metric_name FORMAT JSONEachRow` }));
+}
+
+/** The catalog entries of exactly these names (the ones that exist). */
+export async function catalogEntries(conn: ConnOptions, names: readonly string[]): Promise<CatalogEntry[]> {
+  if (names.length === 0) return [];
+  return parse(await queryText(conn, {
+    sql: `${SELECT} WHERE metric_name IN (SELECT name FROM wanted) GROUP BY metric_name FORMAT JSONEachRow`,
+    tables: [{ name: 'wanted', structure: 'name String', rows: names.map((n) => [n]) }],
+  }));
+}

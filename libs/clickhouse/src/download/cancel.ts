@@ -1,0 +1,17 @@
+import { queryText, type ConnOptions } from './http.ts';
+import { isUuid } from './validate.ts';
+
+/**
+ * Stops every query of one download on the server: the stream's (query id = the request's
+ * queryId) and the plan's (queryId + a suffix). Closing the connection is not enough: 18.16
+ * notices only at its next write, and a sort writes nothing until it is done. The id is
+ * checked to be a UUID, so it can be inlined (a UUID holds no LIKE wildcard).
+ * SYNC: resolves once the queries are gone.
+ */
+export async function cancelDownload(conn: ConnOptions, queryId: string): Promise<void> {
+  if (!isUuid(queryId)) throw new TypeError('queryId must be a UUID');
+  await queryText(conn, { sql: `KILL QUERY WHERE query_id LIKE '${queryId}%' SYNC FORMAT Null` });
+}
+
+/** Query ids of the plan's steps: distinct, because 18.16 refuses an id that is still registered. */
+export const planQueryId = (queryId: string, step: string) => `${queryId}-${step}`;

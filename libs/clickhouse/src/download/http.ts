@@ -1,0 +1,121 @@
+import http, { type IncomingMessage } from 'node:http';
+import https from 'node:https';
+import { createGunzip } from 'node:zlib';
+import type { ClickHouseOptions } from '../client.ts';
+import { externalTableParams, multipartBody, type ExternalTable } from './external-data.ts';
+
+/**
+ * One ClickHouse query over HTTP with node:http, because @clickhouse/client cannot send
+ * external data. The response body is handed over as the socket delivers it: never buffered.
+ */
+
+export type ConnOptions = Pick<ClickHouseOptions, 'url' | 'username' | 'password' | 'database'>;
+
+export type QueryRequest = {
+  readonly sql: string;
+  readonly tables?: readonly ExternalTable[];
+  /** Settings as URL parameters; only names 18.16 knows. */
+  readonly settings?: Readonly<Record<string, string | number>>;
+  readonly queryId?: string;
+  readonly gzip?: boolean;
+  /** Destroys the request (and the response body) with the signal's reason. */
+  readonly signal?: AbortSignal;
+};
+
+export type StartedQuery = {
+  /** Resolves with the response once ClickHouse answered 200; rejects with its error otherwise. */
+  readonly response: Promise<IncomingMessage>;
+  /** Destroys the request, its response and their socket, without an 'error' event (the server notices at its next write). */
+  abort(): void;
+};
+
+/** Poco, under ClickHouse's HTTP server, refuses request lines longer than about 16 KiB. */
+const MAX_URL_LENGTH = 15_000;
+/** How much of an error body goes into the Error message. */
+const MAX_ERROR_BYTES = 16_384;
+
+/**
+ * A connection per query: a download runs one to four queries, and a reused keep-alive socket
+ * that ClickHouse closed meanwhile (its keep_alive_timeout is 3 s) would fail the request.
+ */
+const agents = { 'http:': new http.Agent({ keepAlive: false }), 'https:': new https.Agent({ keepAlive: false }) };
+
+export function startQuery(conn: ConnOptions, q: QueryRequest): StartedQuery {
+  const tables = q.tables ?? [];
+  const url = new URL(conn.url);
+  const params = new URLSearchParams([
+    ['query', q.sql],
+    ['database', conn.database],
+    ...(q.queryId ? [['query_id', q.queryId] as [string, string]] : []),
+    ...(q.gzip ? [['enable_http_compression', '1'] as [string, string]] : []),
+    ...Object.entries(q.settings ?? {}).map(([k, v]) => [k, String(v)] as [string, string]),
+    ...externalTableParams(tables),
+  ]);
+  url.search = params.toString();
+  if (url.href.length > MAX_URL_LENGTH) throw new Error(`ClickHouse request URL too long (${url.href.length} characters)`);
+  // No tables, no multipart: ClickHouse rejects a form without parts.
+  const { body, contentType } = tables.length > 0 ? multipartBody(tables) : { body: Buffer.alloc(0), contentType: 'text/plain' };
+  const transport = url.protocol === 'https:' ? https : http;
+  const agent = url.protocol === 'https:' ? agents['https:'] : agents['http:'];
+  const request = transport.request(url, {
+    method: 'POST',
+    agent,
+    headers: {
+      'Content-Type': contentType,
+      'Content-Length': body.length,
+      Authorization: `Basic ${Buffer.from(`${conn.username}:${conn.password}`).toString('base64')}`,
+      ...(q.gzip ? { 'Accept-Encoding': 'gzip' } : {}),
+    },
+  });
+  let answered: IncomingMessage | null = null;
+  const response = new Promise<IncomingMessage>((resolve, reject) => {
+    // `on`, not `once`: a destroyed request may report more than one error; the first one wins.
+    request.on('error', reject);
+    request.once('response', (res) => {
+      if (res.statusCode === 200) {
+        answered = res;
+        return resolve(res);
+      }
+      readErrorBody(res).then(
+        (text) => reject(new Error(`ClickHouse answered ${res.statusCode}: ${text}`)),
+        (err: unknown) => reject(new Error(`ClickHouse answered ${res.statusCode}`, { cause: err })),
+      );
+    });
+  });
+  // Without an error, destroying emits no 'error' event that nobody might be listening for.
+  const abort = (reason?: Error) => {
+    answered?.destroy(reason);
+    request.destroy(answered ? undefined : reason);
+  };
+  if (q.signal) {
+    const signal = q.signal;
+    const onAbort = () => abort(signal.reason instanceof Error ? signal.reason : new Error('aborted'));
+    if (signal.aborted) onAbort();
+    else {
+      signal.addEventListener('abort', onAbort, { once: true });
+      request.once('close', () => signal.removeEventListener('abort', onAbort));
+    }
+  }
+  request.end(body);
+  return { response, abort: () => abort() };
+}
+
+/** The start of an error body, decompressed when ClickHouse gzipped it. */
+async function readErrorBody(res: IncomingMessage): Promise<string> {
+  const source = res.headers['content-encoding'] === 'gzip' ? res.pipe(createGunzip()) : res;
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of source as AsyncIterable<Buffer>) {
+    if (size < MAX_ERROR_BYTES) chunks.push(chunk);
+    size += chunk.length;
+  }
+  return Buffer.concat(chunks).toString('utf8').slice(0, MAX_ERROR_BYTES).trim();
+}
+
+/** Runs a query and returns its whole (small) answer as text: for plans, kills and tests. */
+export async function queryText(conn: ConnOptions, q: QueryRequest): Promise<string> {
+  const res = await startQuery(conn, q).response;
+  const chunks: Buffer[] = [];
+  for await (const chunk of res as AsyncIterable<Buffer>) chunks.push(chunk);
+  return Buffer.concat(chunks).toString('utf8');
+}

@@ -1,0 +1,6 @@
+export type { DownloadCursor, DownloadFormat, DownloadPlan, DownloadRequest } from './types.ts';
+export { decodeCursor, encodeCursor } from './cursor.ts';
+export { planDownload, type PlanOptions } from './plan.ts';
+export { streamDownload, type DownloadStream, type StreamOptions } from './stream.ts';
+export { cancelDownload } from './cancel.ts';
+export type { ConnOptions } from './http.ts';

@@ -1,0 +1,96 @@
+import { CSV_HEADER, csvLineSql, jsonObjectSql } from './row-sql.ts';
+import { int } from './filter-sql.ts';
+import type { DownloadFormat } from './types.ts';
+
+/**
+ * The download's SQL, built from trusted pieces only: `where` comes from filterSql (strings
+ * in external tables, numbers checked), everything else is constant text.
+ */
+
+const KEY = ['metric_name', 'ts', 'updated_at', 'kafka_partition', 'kafka_offset', 'row_in_batch'] as const;
+const TIE_BREAK = KEY.slice(2);
+
+/**
+ * The metric's position in the name-sorted external table `names`, sorted on in
+ * place of metric_name: 18.16 sorts everything it reads, and a UInt32 compares much faster
+ * than a string (10M rows: about 7.3 s instead of 9.8 s). ClickHouse sorts the names itself,
+ * so the order is exactly its string order, the one the cursor conditions compare with.
+ */
+// '' in front because transform refuses empty arrays; no metric is named '' and ranks only need to be ascending.
+const SORTED_NAMES = "arrayPushFront((SELECT groupArray(name) FROM (SELECT DISTINCT name FROM names ORDER BY name)), '')";
+const RANK = `transform(metric_name, ${SORTED_NAMES}, arrayEnumerate(${SORTED_NAMES}), toUInt32(0))`;
+/** Ranks of the rows that carry the constant text before and after the data rows. */
+const FIRST = 0;
+const LAST = 0xffff_ffff;
+
+/**
+ * Sort order after the rank. With latestOnly the newest row of each (metric_name, ts) comes
+ * first so that LIMIT 1 BY keeps it; each (metric_name, ts) then has one row, so the output
+ * is still in ascending key order.
+ */
+function orderBy(latestOnly: boolean, leading: readonly string[]): string {
+  const tail = latestOnly ? TIE_BREAK.map((c) => `${c} DESC`) : TIE_BREAK;
+  return [...leading, 'ts', ...tail].join(', ');
+}
+
+/** A row that sorts before or after the data rows, carrying constant text. */
+function sentinel(rank: number, text: string): string {
+  return (
+    `SELECT toUInt32(${rank}) AS rank, toInt64(0) AS ts, toInt64(0) AS updated_at, ` +
+    `toUInt16(0) AS kafka_partition, toUInt64(0) AS kafka_offset, toUInt32(0) AS row_in_batch, '${text}' AS line`
+  );
+}
+
+/**
+ * The whole response body, header or brackets included, as one ClickHouse query: with gzip
+ * the body must be one gzip member (curl and browsers stop after the first one), so Node
+ * cannot add bytes of its own. Lines are built before the sort, where ClickHouse runs them
+ * on every core; the sort then moves finished lines. `where` must read the external table
+ * `names` (filterSql's does). `limit` caps the data rows when no planned end bounds them.
+ */
+export function streamSql(format: DownloadFormat, latestOnly: boolean, where: string, limit: number | null): string {
+  const line = format === 'csv' ? csvLineSql() : jsonObjectSql();
+  const dedupe = latestOnly ? ' LIMIT 1 BY rank, ts' : '';
+  const all = `SELECT ${RANK} AS rank, ts, ${TIE_BREAK.join(', ')}, ${line} AS line FROM points WHERE ${where}`;
+  const data = limit === null ? all : `SELECT * FROM (${all} ORDER BY ${orderBy(latestOnly, ['rank'])}${dedupe} LIMIT ${int(limit)})`;
+  const rows =
+    format === 'csv'
+      ? `${sentinel(FIRST, CSV_HEADER)} UNION ALL ${data}`
+      : `${sentinel(FIRST, '[')} UNION ALL ${data} UNION ALL ${sentinel(LAST, ']')}`;
+  const sorted = `SELECT rank, line FROM (${rows}) ORDER BY ${orderBy(latestOnly, ['rank'])}${dedupe}`;
+  // JSON: a comma before every object but the first. rowNumberInAllBlocks() counts rows in
+  // the single sorted stream; row 0 is the '[' row, so the first object is row 1.
+  const out = format === 'csv' ? 'line' : `concat(if(rowNumberInAllBlocks() > 1 AND rank != ${LAST}, ',', ''), line)`;
+  return `SELECT ${out} FROM (${sorted}) FORMAT TabSeparatedRaw`;
+}
+
+/** Rows (or, with latestOnly, distinct (metric_name, ts)) matching `where`, per metric in key order. */
+export function countPerMetricSql(latestOnly: boolean, where: string): string {
+  const n = latestOnly ? 'uniqExact(ts)' : 'count()';
+  return `SELECT metric_name, ${n} AS n FROM points WHERE ${where} GROUP BY metric_name ORDER BY metric_name FORMAT JSONEachRow`;
+}
+
+/** All rows matching `where`: with latestOnly an upper bound of what the page would hold. */
+export function countSql(where: string): string {
+  return `SELECT count() FROM points WHERE ${where} FORMAT TabSeparated`;
+}
+
+/**
+ * The key of the `position`-th (1-based) row of the one metric in the external table
+ * `only_name`: the page's last row, found inside a single metric so the sort stays small.
+ */
+export function boundaryInMetricSql(latestOnly: boolean, where: string, position: number): string {
+  if (position < 1) throw new RangeError(`position must be at least 1: ${position}`);
+  return (
+    `SELECT ts, ${TIE_BREAK.join(', ')} FROM points WHERE ${where} AND metric_name = (SELECT any(name) FROM only_name) ` +
+    `ORDER BY ${orderBy(latestOnly, [])}${latestOnly ? ' LIMIT 1 BY ts' : ''} LIMIT ${int(position - 1)}, 1 FORMAT JSONEachRow`
+  );
+}
+
+/** The same boundary over all metrics at once: the whole remaining range is read and sorted (kept for comparison). */
+export function boundarySql(latestOnly: boolean, where: string, position: number): string {
+  return (
+    `SELECT ${KEY.join(', ')} FROM points WHERE ${where} ORDER BY ${orderBy(latestOnly, ['metric_name'])}` +
+    `${latestOnly ? ' LIMIT 1 BY metric_name, ts' : ''} LIMIT ${int(position - 1)}, 1 FORMAT JSONEachRow`
+  );
+}
