@@ -21,6 +21,10 @@ fi
 cleanup() { if [ -n "$started" ]; then deploy/local/stack.sh down $started; started=""; fi; }
 trap cleanup EXIT
 
+# The browser test's chromium (Debian) and the fuzz step's schemathesis (PyPI, in a virtualenv
+# in the cache): installed once, idempotently.
+deploy/local/install.sh test-tools || exit 1
+
 echo "== typecheck"
 npx tsc -p tsconfig.json; typecheck_rc=$?
 

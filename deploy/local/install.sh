@@ -44,6 +44,28 @@ install_minio() {
   rm -rf "$bindir"; mv "$bindir.partial" "$bindir"
 }
 
+# Test tools, used by `make test` only (test/run.sh): Debian's chromium for the browser test
+# (driven by playwright-core, never a browser download) and schemathesis in a virtualenv.
+install_chromium() {
+  [ -x /usr/bin/chromium ] && return 0
+  apt_install chromium
+}
+
+install_schemathesis() {
+  [ -x "$SCHEMATHESIS_HOME/bin/schemathesis" ] && return 0
+  command -v python3 >/dev/null || apt_install python3 python3-venv
+  log "installing schemathesis $SCHEMATHESIS_VERSION from PyPI into $SCHEMATHESIS_HOME"
+  rm -rf "$SCHEMATHESIS_HOME"
+  python3 -m venv "$SCHEMATHESIS_HOME" || die "python3 -m venv failed (Debian: apt-get install python3-venv)"
+  "$SCHEMATHESIS_HOME/bin/pip" install -q --disable-pip-version-check "schemathesis==$SCHEMATHESIS_VERSION" >&2 \
+    || { rm -rf "$SCHEMATHESIS_HOME"; die "pip install schemathesis==$SCHEMATHESIS_VERSION failed"; }
+}
+
+install_test_tools() {
+  install_chromium
+  install_schemathesis
+}
+
 install_all() {
   install_kafka
   install_clickhouse
@@ -52,6 +74,7 @@ install_all() {
 
 case "${1:-all}" in
   all) with_cache_lock install_all ;;
-  kafka|clickhouse|minio) with_cache_lock "install_$1" ;;
-  *) die "usage: install.sh [all|kafka|clickhouse|minio]" ;;
+  kafka|clickhouse|minio|chromium|schemathesis) with_cache_lock "install_$1" ;;
+  test-tools) with_cache_lock install_test_tools ;;
+  *) die "usage: install.sh [all|kafka|clickhouse|minio|chromium|schemathesis|test-tools]" ;;
 esac

@@ -144,8 +144,17 @@ describe('metric uploads', () => {
     expect(malformed.headers.get('content-type')).toMatch(/problem\+json/);
     const badMultipart = await fetch(`${api.url}/api/v1/metrics_file_upload?metric_name=up.x`, { method: 'POST', headers: { Authorization: `Bearer ${writer}`, 'Content-Type': 'multipart/form-data; boundary=zzz' }, body: '--zzz\r\nContent-Disposition: form-data; name="other"\r\n\r\nx\r\n--zzz--\r\n' });
     expect(badMultipart.status).toBe(400);
+    const staged = async () => {
+      const { client, bucket } = api.platform.storage;
+      const found: string[] = [];
+      for await (const o of client.listObjectsV2(bucket, 'staging/', true)) found.push((o as { name: string }).name);
+      for await (const u of client.listIncompleteUploads(bucket, 'staging/', true)) found.push(`incomplete:${(u as { key: string }).key}`);
+      return found.sort();
+    };
+    const before = await staged();
     const bigFile = await uploadFile('up.big', Buffer.alloc(20_000_001, 0x31));
     expect(bigFile.status).toBe(413);
+    expect(await staged()).toEqual(before); // nothing of the refused file is left in MinIO
     expect((await uploadFile('up.x', '1,2', '', reader)).status).toBe(403);
   });
 

@@ -8,9 +8,16 @@ import { problemMiddleware } from './http/problem.ts';
 import type { Probe } from './http/readiness.ts';
 import { requestContext } from './http/request-context.ts';
 import { mountRoutes, type RouteDef } from './http/route.ts';
+import { rateLimiter } from './http/rate-limit.ts';
+import { requestTimeout } from './http/timeout.ts';
+import type { ApiMetrics } from './observability/metrics.ts';
+import { docsRoutes } from './routes/docs.ts';
+import { metricsRoute } from './routes/metrics.ts';
 import { apiKeyRoutes } from './routes/api-keys.ts';
 import { taskRoutes, type TaskReads } from './routes/tasks.ts';
 import { uploadRoutes, type UploadDeps } from './routes/uploads.ts';
+import { downloadRoute, type DownloadDeps } from './routes/download.ts';
+import { fileRoutes, type FileDeps } from './routes/files.ts';
 import { healthRoutes } from './routes/health.ts';
 import { openApiRoute } from './routes/openapi.ts';
 import { userRoutes } from './routes/users.ts';
@@ -22,6 +29,21 @@ export type ApiDeps = {
   readonly accounts: AccountsCommands & { readonly ready: boolean };
   readonly tasks: TaskReads;
   readonly uploads: UploadDeps;
+  /** Where metric downloads read from; the download route is mounted when given. */
+  readonly download?: DownloadDeps;
+  /** The file catalog, staging and blobs; the file routes are mounted when given. */
+  readonly files?: FileDeps;
+  /** Request timeout and per-user rate limit (MERIDIAN_REQUEST_TIMEOUT_MS, MERIDIAN_RATE_LIMIT_*); none when left out. */
+  readonly limits?: ApiLimits;
+  /** The Prometheus registry and its recorders, served at /metrics. */
+  readonly metrics?: ApiMetrics;
+};
+
+export type ApiLimits = {
+  readonly requestTimeoutMs: number;
+  /** Requests per second per user; 0 turns the rate limit off. */
+  readonly rateLimitPerSecond: number;
+  readonly rateLimitBurst: number;
 };
 
 export const API_VERSION = '1.0.0';
@@ -31,9 +53,13 @@ export function apiRoutes(deps: ApiDeps): RouteDef[] {
   const routes: RouteDef[] = [
     ...healthRoutes(deps.probes, deps.readyTimeoutMs),
     ...uploadRoutes(deps.uploads),
+    ...(deps.download ? [downloadRoute(deps.download)] : []),
+    ...(deps.files ? fileRoutes(deps.files) : []),
     ...taskRoutes(deps.tasks),
     ...userRoutes(deps.accounts),
     ...apiKeyRoutes(deps.accounts),
+    metricsRoute(() => deps.metrics?.registry),
+    ...docsRoutes(),
   ];
   routes.push(openApiRoute(() => routes, API_VERSION));
   return routes;
@@ -44,8 +70,27 @@ export function buildRouter(deps: ApiDeps): Router {
   const router = new Router();
   const jsonBody = koaBody({ json: true, jsonStrict: true, jsonLimit: deps.uploads.limits.jsonBodyBytes, urlencoded: false, text: false, multipart: false });
   const authenticate = bearerAuthenticator(() => deps.accounts.state, () => deps.accounts.ready);
-  mountRoutes(router, apiRoutes(deps), authenticate, jsonBody as unknown as RouterMiddleware);
+  const limits = deps.limits;
+  mountRoutes(router, apiRoutes(deps), authenticate, jsonBody as unknown as RouterMiddleware, {
+    ...(limits ? { timeout: requestTimeout(limits.requestTimeoutMs, deps.logger) as unknown as RouterMiddleware } : {}),
+    ...(limits && limits.rateLimitPerSecond > 0 ? { rateLimit: rateLimiter({ ratePerSecond: limits.rateLimitPerSecond, burst: limits.rateLimitBurst }) } : {}),
+  });
   return router;
+}
+
+/**
+ * The router answers a method that no route implements (TRACE, CONNECT) with 501. One error
+ * model: that is 405 with Allow on a path that exists, and 404 on one that does not.
+ */
+async function unknownMethods(ctx: Koa.Context, next: Koa.Next): Promise<void> {
+  await next();
+  if (ctx.status !== 501 || ctx.body != null) return;
+  const allow = ctx.response.get('Allow');
+  if (allow) ctx.status = 405;
+  else {
+    ctx.remove('Allow');
+    ctx.status = 404;
+  }
 }
 
 /** Wires middleware and routes; no I/O of its own beyond what deps do. */
@@ -54,7 +99,9 @@ export function createApp(deps: ApiDeps): Koa {
   app.proxy = false;
   app.silent = true; // errors are logged by the problem middleware, with the request id
   app.use(requestContext(deps.logger));
+  if (deps.metrics) app.use(deps.metrics.observeRequests);
   app.use(problemMiddleware(deps.logger));
+  app.use(unknownMethods);
   const router = buildRouter(deps);
   app.use(router.routes());
   app.use(router.allowedMethods());

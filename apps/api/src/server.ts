@@ -1,13 +1,15 @@
 import type Koa from 'koa';
 import type { TaskEvent } from '@meridian/domain';
 import { createEventCodec } from '@meridian/events';
-import { AccountsStore, TasksStore, type Platform } from '@meridian/platform';
+import { AccountsStore, FilesStore, TasksStore, type Platform } from '@meridian/platform';
 import { createApp } from './app.ts';
+import { createApiMetrics } from './observability/metrics.ts';
 
 export type Api = {
   readonly app: Koa;
   readonly accounts: AccountsStore;
   readonly tasks: TasksStore;
+  readonly files: FilesStore;
   /** Starts following the logs the api serves from; resolves once they have caught up. */
   start(): Promise<void>;
   stop(): Promise<void>;
@@ -18,20 +20,26 @@ export async function buildApi(platform: Platform): Promise<Api> {
   const { settings, logger } = platform;
   const accountsStore = new AccountsStore(platform, 'api');
   const tasksStore = new TasksStore(platform, 'api');
+  const filesStore = new FilesStore(platform, 'api');
+  const taskCodec = createEventCodec<TaskEvent>();
+  const metrics = createApiMetrics({ tasks: () => tasksStore.state });
   const app = createApp({
     logger,
     probes: [
       ...platform.probes,
       { name: 'accounts', check: async () => { if (!accountsStore.ready) throw new Error('catching up with the accounts log'); } },
       { name: 'tasks', check: async () => { if (!tasksStore.ready) throw new Error('catching up with the tasks log'); } },
+      { name: 'files', check: async () => { if (!filesStore.ready) throw new Error('catching up with the files log'); } },
     ],
     readyTimeoutMs: settings.MERIDIAN_READY_TIMEOUT_MS,
     accounts: {
       get state() { return accountsStore.state; },
       get ready() { return accountsStore.ready; },
       execute: async (userName, decide) => accountsStore.execute(userName, decide, await platform.producer()),
+      fileUsage: (userName) => ({ bytes_used: filesStore.state.usage.get(userName) ?? 0, quota_bytes: settings.MERIDIAN_FILE_QUOTA_BYTES }),
     },
     tasks: { state: () => tasksStore.state, syncToEnd: () => tasksStore.syncToEnd() },
+    download: { conn: platform.clickhouseOptions, maxRowsCeiling: settings.MERIDIAN_MAX_ROWS_CEILING },
     uploads: {
       storage: platform.storage,
       limits: {
@@ -48,18 +56,44 @@ export async function buildApi(platform: Platform): Promise<Api> {
         tasks: () => tasksStore.state,
         applied: (position) => tasksStore.waitFor(position),
       },
+      metrics,
     },
+    files: {
+      storage: platform.storage,
+      files: {
+        state: () => filesStore.state,
+        syncToEnd: () => filesStore.syncToEnd(),
+        execute: async (fileId, decide) => filesStore.execute(fileId, decide, await platform.producer()),
+      },
+      tasks: () => tasksStore.state,
+      accounts: () => accountsStore.state,
+      submit: {
+        producer: () => platform.producer(),
+        codec: taskCodec,
+        topic: platform.topics.tasks,
+        ackTimeoutMs: settings.MERIDIAN_KAFKA_ACK_TIMEOUT_MS,
+        applied: (position) => tasksStore.waitFor(position),
+      },
+      limits: { uploadBytes: settings.MERIDIAN_MAX_UPLOAD_BYTES, quotaBytes: settings.MERIDIAN_FILE_QUOTA_BYTES },
+    },
+    limits: {
+      requestTimeoutMs: settings.MERIDIAN_REQUEST_TIMEOUT_MS,
+      rateLimitPerSecond: settings.MERIDIAN_RATE_LIMIT_PER_SECOND,
+      rateLimitBurst: settings.MERIDIAN_RATE_LIMIT_BURST,
+    },
+    metrics,
   });
   return {
     app,
     accounts: accountsStore,
     tasks: tasksStore,
+    files: filesStore,
     async start() {
-      await Promise.all([accountsStore.start(), tasksStore.start()]);
-      logger.info({ users: accountsStore.state.users.size, tasks: tasksStore.state.size }, 'caught up with the accounts and tasks logs');
+      await Promise.all([accountsStore.start(), tasksStore.start(), filesStore.start()]);
+      logger.info({ users: accountsStore.state.users.size, tasks: tasksStore.state.size, files: filesStore.state.files.size }, 'caught up with the accounts, tasks and files logs');
     },
     async stop() {
-      await Promise.all([accountsStore.stop(), tasksStore.stop()]);
+      await Promise.all([accountsStore.stop(), tasksStore.stop(), filesStore.stop()]);
     },
   };
 }

@@ -64,7 +64,12 @@ export const settingDefinitions = {
   MERIDIAN_MAX_UPLOAD_BYTES: {
     schema: positiveInt,
     default: '5000000000',
-    doc: 'Largest metrics file upload, in bytes (413 above it); the file is streamed to MinIO, never held in memory.',
+    doc: 'Largest file upload (a metrics file or a defined file), in bytes (413 above it); the file is streamed to MinIO, never held in memory.',
+  },
+  MERIDIAN_FILE_QUOTA_BYTES: {
+    schema: z.coerce.number().int().min(0).max(Number.MAX_SAFE_INTEGER),
+    default: '10000000000',
+    doc: 'Bytes of defined files each account may keep (its live files plus definitions in progress); over it a definition gets 413 saying how much is left. GET /api/v1/users shows usage and quota.',
   },
   MERIDIAN_MAX_POINTS_PER_JSON_UPLOAD: {
     schema: positiveInt,
@@ -90,6 +95,26 @@ export const settingDefinitions = {
     schema: z.coerce.number().int().min(1).max(1_000_000),
     default: '500000',
     doc: 'Most rows the projector writes to ClickHouse in one INSERT (one atomic block; at most 1000000). A single point batch larger than this is written alone.',
+  },
+  MERIDIAN_REQUEST_TIMEOUT_MS: {
+    schema: positiveInt,
+    default: '30000',
+    doc: 'Longest a non-streaming request may take before the api answers 503 /problems/timeout; streaming uploads and downloads are exempt.',
+  },
+  MERIDIAN_RATE_LIMIT_PER_SECOND: {
+    schema: z.coerce.number().min(0).max(1_000_000),
+    default: '50',
+    doc: 'Requests per second each authenticated user may sustain (token bucket refill rate; 0 turns rate limiting off). Above it: 429 with Retry-After.',
+  },
+  MERIDIAN_RATE_LIMIT_BURST: {
+    schema: z.coerce.number().int().min(1).max(1_000_000),
+    default: '100',
+    doc: 'Requests an authenticated user may send at once before the per-second rate applies (token bucket size).',
+  },
+  MERIDIAN_MAX_ROWS_CEILING: {
+    schema: z.coerce.number().int().min(1).max(1_000_000_000),
+    default: '10000000',
+    doc: 'Largest max_rows a metrics download accepts (400 above it); larger results are paged with the cursor.',
   },
   MERIDIAN_DEV_LOGS: { schema: bool, default: 'false', doc: 'Human-readable logs (make run) instead of JSON lines.' },
 } as const;

@@ -4,3 +4,4 @@ export * from './tasks/index.ts';
 export * from './uploads/index.ts';
 export * from './points/index.ts';
 export * from './downloads/index.ts';
+export * from './files/index.ts';

@@ -52,6 +52,15 @@ export class TopicFollower<E extends EventLike> {
     // The end of the log at start: once applied up to here, the fold is as current as the log was.
     const ends = await admin.fetchTopicOffsets(topic);
     this.targets = new Map(ends.map((p) => [p.partition, Number(p.high) - 1]));
+    // Transaction markers (control records) take offsets but never reach eachMessage: a log whose
+    // last record is a commit marker would never look caught up. Each processed batch, markers
+    // included, moves the applied offset to the batch's end.
+    this.consumer.on(this.consumer.events.END_BATCH_PROCESS, ({ payload }) => {
+      const last = Number(payload.lastOffset);
+      if (payload.topic !== topic || !(last > (this.applied.get(payload.partition) ?? -1))) return;
+      this.applied.set(payload.partition, last);
+      this.settle();
+    });
     await this.consumer.connect();
     await this.consumer.subscribe({ topic, fromBeginning: true });
     await this.consumer.run({

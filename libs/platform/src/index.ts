@@ -2,3 +2,4 @@ export { createPlatform, type Platform } from './platform.ts';
 export { FoldedTopic, type FoldOptions } from './folded-topic.ts';
 export { AccountsStore } from './accounts-store.ts';
 export { TasksStore } from './tasks-store.ts';
+export { FilesStore } from './files-store.ts';

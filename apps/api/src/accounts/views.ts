@@ -1,5 +1,6 @@
 import { formatTimestamp, type AccountsState, type UserRecord } from '@meridian/domain';
 import { z } from 'zod';
+import type { FileUsage } from './commands.ts';
 
 /** What GET /users shows of a user; never a key's secret or digest. */
 export const metricRuleSchema = z.object({
@@ -17,6 +18,10 @@ export const userViewSchema = z.object({
   disabled: z.boolean(),
   entitlements: z.object({ metrics: z.array(metricRuleSchema) }),
   api_keys: z.array(apiKeyViewSchema).describe('active keys only'),
+  files: z.object({
+    bytes_used: z.number().int().describe('bytes of the user\'s live files'),
+    quota_bytes: z.number().int().describe('bytes the user may keep (MERIDIAN_FILE_QUOTA_BYTES)'),
+  }).optional(),
 });
 
 export type UserView = z.infer<typeof userViewSchema>;
@@ -28,7 +33,7 @@ export function activeKeys(state: AccountsState, user: UserRecord) {
     .map((k) => ({ key_id: k.key_id, created_at: formatTimestamp(k.created_at) }));
 }
 
-export function userView(state: AccountsState, user: UserRecord): UserView {
+export function userView(state: AccountsState, user: UserRecord, files?: FileUsage): UserView {
   return {
     user_name: user.user_name,
     created_at: formatTimestamp(user.created_at),
@@ -36,5 +41,6 @@ export function userView(state: AccountsState, user: UserRecord): UserView {
     disabled: user.disabled_at !== null,
     entitlements: { metrics: user.entitlements.map((r) => ({ ...r })) },
     api_keys: activeKeys(state, user),
+    ...(files ? { files: { bytes_used: files.bytes_used, quota_bytes: files.quota_bytes } } : {}),
   };
 }

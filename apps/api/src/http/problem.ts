@@ -16,6 +16,8 @@ export const problemTypes = {
   rate_limited: { status: 429, title: 'Too many requests' },
   internal: { status: 500, title: 'Internal error' },
   unavailable: { status: 503, title: 'Dependency unavailable' },
+  range_not_satisfiable: { status: 416, title: 'Range not satisfiable' },
+  timeout: { status: 503, title: 'Request timed out' },
 } as const satisfies Record<ErrorCode | string, { status: number; title: string }>;
 
 export type ProblemType = keyof typeof problemTypes;
@@ -42,7 +44,7 @@ export function writeProblem(ctx: Context, type: ProblemType, detail: string, er
   ctx.type = 'application/problem+json';
   ctx.body = body;
   if (type === 'unauthenticated') ctx.set('WWW-Authenticate', 'Bearer realm="meridian"');
-  if (type === 'unavailable') ctx.set('Retry-After', '1');
+  if (type === 'unavailable' || type === 'timeout') ctx.set('Retry-After', '1');
 }
 
 /** HTTP errors thrown by Koa's own helpers and body parsers (ctx.throw, koa-body). */

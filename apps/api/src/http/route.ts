@@ -24,7 +24,7 @@ export type RouteInput<Q, P, B> = { query: Q; params: P; body: B; user: UserReco
  * OpenAPI document, so the documentation cannot drift from the behaviour.
  */
 export type RouteDef<Q = unknown, P = unknown, B = unknown> = {
-  readonly method: 'GET' | 'POST' | 'PUT' | 'DELETE';
+  readonly method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
   /** OpenAPI form: /api/v1/api_keys/{key_id} */
   readonly path: string;
   readonly operationId: string;
@@ -40,6 +40,11 @@ export type RouteDef<Q = unknown, P = unknown, B = unknown> = {
   readonly responses: Readonly<Record<number, ResponseDoc>>;
   /** The error types this route can answer with, beyond the ones every route has. */
   readonly problems?: readonly ProblemType[];
+  /**
+   * A streaming route (uploads, downloads) may legitimately run long: it is exempt from the
+   * request timeout (MERIDIAN_REQUEST_TIMEOUT_MS), never from the rate limit.
+   */
+  readonly streaming?: boolean;
   readonly handler: (ctx: Context, input: RouteInput<Q, P, B>) => Promise<void> | void;
 };
 
@@ -66,13 +71,29 @@ function parsePart<T>(schema: z.ZodType<T> | undefined, value: unknown, where: s
 
 export type Authenticator = (ctx: Context) => UserRecord;
 
-/** Registers routes on a router: authentication, then validation of query, path and body, then the handler. */
-export function mountRoutes(router: Router, defs: readonly RouteDef[], authenticate: Authenticator, jsonBody: RouterMiddleware): void {
+/** Limits applied around every route: a timeout for non-streaming ones, a per-user rate limit after authentication. */
+export type MountOptions = {
+  readonly timeout?: RouterMiddleware;
+  readonly rateLimit?: (ctx: Context, userName: string) => void;
+};
+
+/** Registers routes on a router: timeout, authentication, rate limit, then validation of query, path and body, then the handler. */
+export function mountRoutes(router: Router, defs: readonly RouteDef[], authenticate: Authenticator, jsonBody: RouterMiddleware, options: MountOptions = {}): void {
   for (const def of defs) {
+    const limits: RouterMiddleware[] = options.timeout && !def.streaming ? [options.timeout] : [];
     const parse: RouterMiddleware[] = def.body ? [jsonBody] : [];
-    router.register(koaPath(def.path), [def.method], [...parse, async (ctx: Context) => {
-      const user = def.auth === 'public' ? (undefined as unknown as UserRecord) : authenticate(ctx);
-      if (def.auth === 'admin' && !user.is_admin) throw new DomainError('forbidden', 'this operation needs an admin');
+    // Authentication and the rate limit come before the body is read: a refused caller costs no parsing.
+    const guard: RouterMiddleware = async (ctx, next) => {
+      if (def.auth !== 'public') {
+        const user = authenticate(ctx);
+        options.rateLimit?.(ctx, user.user_name);
+        if (def.auth === 'admin' && !user.is_admin) throw new DomainError('forbidden', 'this operation needs an admin');
+        ctx.state.userRecord = user;
+      }
+      await next();
+    };
+    router.register(koaPath(def.path), [def.method], [...limits, guard, ...parse, async (ctx: Context) => {
+      const user = (def.auth === 'public' ? undefined : ctx.state.userRecord) as UserRecord;
       const errors: FieldError[] = [];
       const query = parsePart(def.query, ctx.query, 'query', errors);
       const params = parsePart(def.params, ctx.params, 'path', errors);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { initialAccounts, initialTasks } from '@meridian/domain';
+import { initialAccounts, initialFiles, initialTasks } from '@meridian/domain';
 import { createLogger } from '@meridian/observability';
 import type { Storage } from '@meridian/storage';
 import { apiRoutes, buildRouter, type ApiDeps } from '../app.ts';
@@ -12,10 +12,19 @@ const deps: ApiDeps = {
   readyTimeoutMs: 100,
   accounts: { state: initialAccounts(), ready: true, execute: async () => [] },
   tasks: { state: () => initialTasks(), syncToEnd: async () => {} },
+  download: { conn: { url: 'http://127.0.0.1:1', username: 'x', password: '', database: 'x' }, maxRowsCeiling: 10 },
   uploads: {
     storage: {} as Storage,
     limits: { jsonBodyBytes: 1, uploadBytes: 1, pointsPerJsonUpload: 1, inlinePayloadBytes: 1 },
     submit: { producer: async () => { throw new Error('inert'); }, codec: { encode: () => Buffer.alloc(0), decode: () => { throw new Error('inert'); } }, topic: 't', ackTimeoutMs: 1, tasks: () => initialTasks(), applied: async () => {} },
+  },
+  files: {
+    storage: {} as Storage,
+    files: { state: () => initialFiles(), syncToEnd: async () => {}, execute: async () => [] },
+    tasks: () => initialTasks(),
+    accounts: () => initialAccounts(),
+    submit: { producer: async () => { throw new Error('inert'); }, codec: { encode: () => Buffer.alloc(0), decode: () => { throw new Error('inert'); } }, topic: 't', ackTimeoutMs: 1, applied: async () => {} },
+    limits: { uploadBytes: 1, quotaBytes: 1 },
   },
 };
 
@@ -43,6 +52,10 @@ describe('the OpenAPI document', () => {
     expect(doc.paths['/api/v1/metrics/upload']?.post).toBeDefined();
     expect(doc.paths['/api/v1/metrics_file_upload']?.post).toBeDefined();
     expect(doc.paths['/api/v1/users']?.get).toBeDefined();
+    expect(doc.paths['/api/v1/files']?.get).toBeDefined();
+    expect(doc.paths['/api/v1/files']?.post).toBeDefined();
+    expect(doc.paths['/api/v1/file/new']?.post).toBeDefined();
+    expect(JSON.stringify(doc.paths['/api/v1/file/download/{file_id}'])).toContain('"in":"path"');
     expect(JSON.stringify(doc.paths['/api/v1/tasks/{task_id}'])).toContain('"in":"path"');
   });
 });

@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { canWrite, DomainError, metricNameProblem, validationError, type UserRecord } from '@meridian/domain';
 import type { Storage } from '@meridian/storage';
 import { defineRoute, type RouteDef } from '../http/route.ts';
+import type { ApiMetrics } from '../observability/metrics.ts';
 import { jsonUploadText } from '../uploads/json-upload.ts';
 import { readBody } from '../uploads/read-body.ts';
 import { discard, stageUpload } from '../uploads/stage-file.ts';
@@ -16,7 +17,7 @@ export type UploadLimits = {
   readonly inlinePayloadBytes: number;
 };
 
-export type UploadDeps = { readonly submit: SubmitDeps; readonly storage: Storage; readonly limits: UploadLimits };
+export type UploadDeps = { readonly submit: SubmitDeps; readonly storage: Storage; readonly limits: UploadLimits; readonly metrics?: Pick<ApiMetrics, 'uploadAccepted'> };
 
 const taskAccepted = z.object({ task_id: z.uuid() });
 const onError = z.enum(['fail', 'skip']).default('fail').describe('fail: one invalid row fails the whole upload and nothing is stored; skip: valid rows are stored and the rejected ones reported');
@@ -65,6 +66,7 @@ export function uploadRoutes(deps: UploadDeps): RouteDef[] {
       requestBodyDoc: { contentTypes: { 'application/json': jsonUploadBody, 'multipart/form-data': jsonUploadBody } },
       responses: { 202: { description: 'Accepted; follow the task', schema: taskAccepted, example: { task_id: '4a3c6f8e-0f5e-4d1a-9a53-3c1f0e9b2d7a' } } },
       problems: ['forbidden', 'payload_too_large', 'conflict', 'unavailable'],
+      streaming: true,
       handler: async (ctx, { query, user }) => {
         const idempotency = idempotencyKeyOf(ctx);
         const raw = await jsonUploadText(await readBody(ctx.req, deps.limits.jsonBodyBytes), ctx.get('Content-Type'));
@@ -101,6 +103,7 @@ export function uploadRoutes(deps: UploadDeps): RouteDef[] {
           throw e;
         });
         if (id !== taskId && !inline) await discard(deps.storage, stagedKey);
+        deps.metrics?.uploadAccepted('json_body', raw.length, shape.data.values.length);
         accepted(ctx, id);
       },
     }),
@@ -122,6 +125,7 @@ export function uploadRoutes(deps: UploadDeps): RouteDef[] {
       requestBodyDoc: { contentTypes: { 'multipart/form-data': z.object({ file: z.string().describe('the file (binary)') }) } },
       responses: { 202: { description: 'Accepted; follow the task', schema: taskAccepted } },
       problems: ['forbidden', 'payload_too_large', 'conflict', 'unavailable'],
+      streaming: true,
       handler: async (ctx, { query, user }) => {
         const idempotency = idempotencyKeyOf(ctx);
         if (query.metric_name !== undefined) assertWritable(user, query.metric_name, 'query.metric_name');
@@ -146,6 +150,7 @@ export function uploadRoutes(deps: UploadDeps): RouteDef[] {
           throw e;
         });
         if (id !== taskId) await discard(deps.storage, staged.objectKey);
+        deps.metrics?.uploadAccepted('file', staged.bytes);
         accepted(ctx, id);
       },
     }),

@@ -28,7 +28,7 @@ export function userRoutes(accounts: AccountsCommands): RouteDef[] {
       handler: (ctx, { user }) => {
         const state = accounts.state;
         const users = user.is_admin ? [...state.users.values()].sort((a, b) => a.user_name.localeCompare(b.user_name)) : [user];
-        ctx.body = { users: users.map((u) => userView(state, u)) };
+        ctx.body = { users: users.map((u) => userView(state, u, accounts.fileUsage?.(u.user_name))) };
       },
     }),
     defineRoute({
@@ -68,7 +68,7 @@ export function userRoutes(accounts: AccountsCommands): RouteDef[] {
       handler: async (ctx, { params, body, user }) => {
         const rules = parseMetricRules(body.metrics);
         await accounts.execute(params.user_name, (s) => decideReplaceEntitlements(s, { user_name: params.user_name, rules, at: Date.now(), actor: user.user_name }));
-        ctx.body = userView(accounts.state, accounts.state.users.get(params.user_name)!);
+        ctx.body = userView(accounts.state, accounts.state.users.get(params.user_name)!, accounts.fileUsage?.(params.user_name));
       },
     }),
     defineRoute({

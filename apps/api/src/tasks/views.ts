@@ -5,12 +5,15 @@ const rowError = z.object({ row: z.number().int().describe('1-based row (line fo
 
 export const taskViewSchema = z.object({
   task_id: z.uuid(),
-  kind: z.enum(['metrics_upload']),
+  kind: z.enum(['metrics_upload', 'file_definition']),
   status: z.enum(['queued', 'running', 'succeeded', 'failed']).describe('queued → running → succeeded | failed; succeeded only once every accepted point is queryable'),
   created_at: z.string(),
   updated_at: z.string(),
   progress: z.object({ rows_done: z.number().int(), rows_total: z.number().int().nullable() }),
-  result: z.object({ points_accepted: z.number().int(), rows_rejected: z.number().int(), metrics: z.array(z.string()) }).nullable(),
+  result: z.union([
+    z.object({ points_accepted: z.number().int(), rows_rejected: z.number().int(), metrics: z.array(z.string()) }),
+    z.object({ file_id: z.uuid(), size: z.number().int(), sha256: z.string() }).describe('file_definition: the file defined (GET /api/v1/file/download/{file_id})'),
+  ]).nullable(),
   errors: z.array(rowError).describe('at most the first 100, each with its row number'),
   reason: z.string().nullable().describe('why a failed task failed'),
 });
@@ -25,7 +28,9 @@ export function taskView(task: Task): TaskView {
     created_at: formatTimestamp(task.created_at),
     updated_at: formatTimestamp(task.updated_at),
     progress: { rows_done: task.rows_done, rows_total: task.rows_total },
-    result: task.result ? { ...task.result, metrics: [...task.result.metrics] } : null,
+    result: task.result === null ? null
+      : task.result.file_id !== undefined ? { file_id: task.result.file_id, size: task.result.size, sha256: task.result.sha256 }
+      : { points_accepted: task.result.points_accepted, rows_rejected: task.result.rows_rejected, metrics: [...task.result.metrics] },
     errors: [...task.errors],
     reason: task.reason,
   };

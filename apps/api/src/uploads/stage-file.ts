@@ -1,16 +1,16 @@
 import { createHash } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
-import { PassThrough, Transform, type Readable } from 'node:stream';
+import { PassThrough, type Readable } from 'node:stream';
 import busboy from 'busboy';
 import { DomainError, validationError } from '@meridian/domain';
-import type { Storage } from '@meridian/storage';
+import { BlobWriter, type Storage } from '@meridian/storage';
 import { tooLarge } from './read-body.ts';
 
 export type StagedFile = { readonly objectKey: string; readonly bytes: number; readonly sha256: Buffer; readonly filename: string | null };
 
 /**
  * Streams an uploaded file straight into the bucket while hashing and counting it: the api
- * never holds the file. Multipart bodies give the part named `file`; any other body is the
+ * never holds the file (two multipart parts at most). Multipart bodies give the part named `file`; any other body is the
  * file itself. Over `limit` bytes the upload stops with 413 and nothing is left in the bucket.
  */
 export async function stageUpload(req: IncomingMessage, storage: Storage, objectKey: string, limit: number): Promise<StagedFile> {
@@ -20,32 +20,22 @@ export async function stageUpload(req: IncomingMessage, storage: Storage, object
   const file = /^multipart\/form-data/i.test(contentType) ? await multipartFile(req, limit) : { stream: req as Readable, filename: null, truncated: () => false };
 
   let bytes = 0;
-  let overLimit = false;
   const hash = createHash('sha256');
-  const meter = new Transform({
-    transform(chunk: Buffer, _enc, done) {
-      bytes += chunk.length;
-      if (bytes > limit) {
-        overLimit = true;
-        done(tooLarge(limit, 'the file'));
-        return;
-      }
-      hash.update(chunk);
-      done(null, chunk);
-    },
-  });
-  file.stream.on('error', (e) => meter.destroy(e));
-  file.stream.pipe(meter);
+  // BlobWriter keeps two 8 MiB parts in memory at most, whatever the file's size.
+  const writer = new BlobWriter(storage, objectKey);
   try {
-    await storage.client.putObject(storage.bucket, objectKey, meter);
-    if (file.truncated()) {
-      overLimit = true;
-      throw tooLarge(limit, 'the file');
+    for await (const chunk of file.stream as AsyncIterable<Buffer>) {
+      bytes += chunk.length;
+      if (bytes > limit || file.truncated()) throw tooLarge(limit, 'the file');
+      hash.update(chunk);
+      await writer.write(chunk);
     }
+    if (file.truncated()) throw tooLarge(limit, 'the file');
+    await writer.end();
   } catch (error) {
     req.resume();
+    await writer.abort();
     await discard(storage, objectKey);
-    if (overLimit) throw tooLarge(limit, 'the file');
     if (error instanceof DomainError) throw error;
     if (req.destroyed || (error as { code?: string }).code === 'ECONNRESET') throw validationError('the upload was interrupted');
     throw error;

@@ -5,6 +5,7 @@ import { createProducer } from '@meridian/kafka';
 import { AccountsStore, type Platform } from '@meridian/platform';
 import { failTask, runUploadJob, type UploadJobDeps } from './upload-job.ts';
 import { UploadTally } from './tally.ts';
+import { startFileCommands } from '../files/file-commands.ts';
 
 export type RunningWorker = { stop(): Promise<void> };
 
@@ -18,6 +19,7 @@ export async function startCommandConsumer(platform: Platform): Promise<RunningW
   const groupId = `${settings.MERIDIAN_TOPIC_PREFIX}ingest-commands`;
   const accounts = new AccountsStore(platform, 'ingest');
   await accounts.start();
+  const fileCommands = await startFileCommands(platform, groupId);
   const progressProducer = await platform.producer();
   const transactional = new Map<number, Promise<Producer>>();
   const producerFor = (partition: number) => {
@@ -58,6 +60,10 @@ export async function startCommandConsumer(platform: Platform): Promise<RunningW
         await deadLetter(platform, at, message.value, error.message);
         return;
       }
+      if (event.type === 'FileDefinitionRequested') {
+        await fileCommands.run(event, at, await producerFor(partition), heartbeat);
+        return;
+      }
       if (event.type !== 'MetricsUploadRequested') return;
       const producer = await producerFor(partition);
       // Entitlements granted just before the upload must count: read the accounts log to its end.
@@ -76,6 +82,7 @@ export async function startCommandConsumer(platform: Platform): Promise<RunningW
     async stop() {
       await consumer.disconnect();
       await Promise.allSettled([...transactional.values()].map(async (p) => (await p).disconnect()));
+      await fileCommands.stop();
       await accounts.stop();
     },
   };

@@ -14,8 +14,6 @@ export type ConnOptions = Pick<ClickHouseOptions, 'url' | 'username' | 'password
 export type QueryRequest = {
   readonly sql: string;
   readonly tables?: readonly ExternalTable[];
-  /** Settings as URL parameters; only names 18.16 knows. */
-  readonly settings?: Readonly<Record<string, string | number>>;
   readonly queryId?: string;
   readonly gzip?: boolean;
   /** Destroys the request (and the response body) with the signal's reason. */
@@ -48,7 +46,6 @@ export function startQuery(conn: ConnOptions, q: QueryRequest): StartedQuery {
     ['database', conn.database],
     ...(q.queryId ? [['query_id', q.queryId] as [string, string]] : []),
     ...(q.gzip ? [['enable_http_compression', '1'] as [string, string]] : []),
-    ...Object.entries(q.settings ?? {}).map(([k, v]) => [k, String(v)] as [string, string]),
     ...externalTableParams(tables),
   ]);
   url.search = params.toString();

@@ -7,16 +7,16 @@ import type { DownloadFormat } from './types.ts';
  * in external tables, numbers checked), everything else is constant text.
  */
 
-const KEY = ['metric_name', 'ts', 'updated_at', 'kafka_partition', 'kafka_offset', 'row_in_batch'] as const;
-const TIE_BREAK = KEY.slice(2);
+/** The sort key after metric_name and ts: with them, unique per row. */
+const TIE_BREAK = ['updated_at', 'kafka_partition', 'kafka_offset', 'row_in_batch'];
 
 /**
- * The metric's position in the name-sorted external table `names`, sorted on in
- * place of metric_name: 18.16 sorts everything it reads, and a UInt32 compares much faster
- * than a string (10M rows: about 7.3 s instead of 9.8 s). ClickHouse sorts the names itself,
- * so the order is exactly its string order, the one the cursor conditions compare with.
+ * The metric's position in the name-sorted external table `names`, sorted on in place of
+ * metric_name: 18.16 sorts everything it reads, and a UInt32 compares much faster than a
+ * string (10M rows: about 7.3 s instead of 9.8 s). ClickHouse sorts the names itself, so the
+ * order is exactly its string order (UTF-8 bytes), the one the cursor conditions compare with.
+ * The '' in front is there because transform refuses empty arrays; no metric is named ''.
  */
-// '' in front because transform refuses empty arrays; no metric is named '' and ranks only need to be ascending.
 const SORTED_NAMES = "arrayPushFront((SELECT groupArray(name) FROM (SELECT DISTINCT name FROM names ORDER BY name)), '')";
 const RANK = `transform(metric_name, ${SORTED_NAMES}, arrayEnumerate(${SORTED_NAMES}), toUInt32(0))`;
 /** Ranks of the rows that carry the constant text before and after the data rows. */
@@ -84,13 +84,5 @@ export function boundaryInMetricSql(latestOnly: boolean, where: string, position
   return (
     `SELECT ts, ${TIE_BREAK.join(', ')} FROM points WHERE ${where} AND metric_name = (SELECT any(name) FROM only_name) ` +
     `ORDER BY ${orderBy(latestOnly, [])}${latestOnly ? ' LIMIT 1 BY ts' : ''} LIMIT ${int(position - 1)}, 1 FORMAT JSONEachRow`
-  );
-}
-
-/** The same boundary over all metrics at once: the whole remaining range is read and sorted (kept for comparison). */
-export function boundarySql(latestOnly: boolean, where: string, position: number): string {
-  return (
-    `SELECT ${KEY.join(', ')} FROM points WHERE ${where} ORDER BY ${orderBy(latestOnly, ['metric_name'])}` +
-    `${latestOnly ? ' LIMIT 1 BY metric_name, ts' : ''} LIMIT ${int(position - 1)}, 1 FORMAT JSONEachRow`
   );
 }

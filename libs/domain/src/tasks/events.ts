@@ -1,4 +1,5 @@
 import type { MetricsUploadRequested } from '../uploads/events.ts';
+import type { FileDefinitionRequested, FileDefinitionSucceeded } from '../files/events.ts';
 
 /** Task lifecycle events on the tasks topic, keyed by task_id, beside the commands that start tasks. */
 export type RowError = { readonly row: number; readonly column: string; readonly reason: string };
@@ -27,4 +28,8 @@ export type TaskFailed = {
   readonly at: number;
 };
 
-export type TaskEvent = MetricsUploadRequested | TaskStarted | TaskProgress | UploadParsed | UploadSegmentProjected | TaskFailed;
+export type TaskEvent = MetricsUploadRequested | TaskStarted | TaskProgress | UploadParsed | UploadSegmentProjected | TaskFailed
+  | FileDefinitionRequested | FileDefinitionSucceeded;
+
+/** The events that create a task. */
+export type TaskCommand = MetricsUploadRequested | FileDefinitionRequested;

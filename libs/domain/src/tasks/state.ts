@@ -1,7 +1,11 @@
-import type { RowError, TaskEvent } from './events.ts';
+import type { RowError, TaskCommand, TaskEvent } from './events.ts';
 
 export type TaskStatus = 'queued' | 'running' | 'succeeded' | 'failed';
-export type TaskKind = 'metrics_upload';
+export type TaskKind = 'metrics_upload' | 'file_definition';
+
+export type MetricsUploadResult = { points_accepted: number; rows_rejected: number; metrics: readonly string[]; file_id?: never };
+/** A defined file: its id (for GET /file/download/{file_id}), size and hex SHA-256. */
+export type FileDefinitionResult = { file_id: string; size: number; sha256: string; points_accepted?: never; rows_rejected?: never; metrics?: never };
 
 export type Task = {
   readonly task_id: string;
@@ -12,14 +16,18 @@ export type Task = {
   updated_at: number;
   rows_done: number;
   rows_total: number | null;
-  /** What a finished task produced: counts and the metrics written. */
-  result: { points_accepted: number; rows_rejected: number; metrics: readonly string[] } | null;
+  /** What a finished task produced: counts and the metrics written, or the file defined. */
+  result: MetricsUploadResult | FileDefinitionResult | null;
   errors: readonly RowError[];
   reason: string | null;
   /** Points partitions still to be projected before the task is done. */
   pending_partitions: number[];
   readonly idempotency_key: string | null;
   readonly payload_sha256: string;
+  /** Bytes the command carried or staged (a pending file counts against its owner's quota). Set by the fold. */
+  readonly payload_bytes?: number;
+  /** The file a file definition will have; null for other kinds. Set by the fold. */
+  readonly file_id?: string | null;
 };
 
 /**
@@ -27,12 +35,13 @@ export type Task = {
  * redelivered or late events (progress after success, a second projection) cannot move a
  * finished task: the fold is idempotent, as replay needs it to be.
  */
-export const taskTransitions: Readonly<Record<Exclude<TaskEvent['type'], 'MetricsUploadRequested'>, { from: readonly TaskStatus[]; to: TaskStatus | 'same' | 'decided' }>> = {
+export const taskTransitions: Readonly<Record<Exclude<TaskEvent['type'], TaskCommand['type']>, { from: readonly TaskStatus[]; to: TaskStatus | 'same' | 'decided' }>> = {
   TaskStarted: { from: ['queued'], to: 'running' },
   TaskProgress: { from: ['queued', 'running'], to: 'running' },
   UploadParsed: { from: ['queued', 'running'], to: 'decided' }, // succeeded when nothing is left to project
   UploadSegmentProjected: { from: ['running'], to: 'decided' },
   TaskFailed: { from: ['queued', 'running'], to: 'failed' },
+  FileDefinitionSucceeded: { from: ['queued', 'running'], to: 'succeeded' },
 };
 
 export type TasksState = Map<string, Task>;
@@ -43,25 +52,8 @@ export function initialTasks(): TasksState {
 
 /** The fold over the tasks topic: deterministic, no I/O; updates the map in place. */
 export function applyTaskEvent(state: TasksState, event: TaskEvent): TasksState {
-  if (event.type === 'MetricsUploadRequested') {
-    if (!state.has(event.task_id)) {
-      state.set(event.task_id, {
-        task_id: event.task_id,
-        kind: 'metrics_upload',
-        user_name: event.user_name,
-        status: 'queued',
-        created_at: event.at,
-        updated_at: event.at,
-        rows_done: 0,
-        rows_total: null,
-        result: null,
-        errors: [],
-        reason: null,
-        pending_partitions: [],
-        idempotency_key: event.idempotency_key,
-        payload_sha256: event.payload_sha256.toString('hex'),
-      });
-    }
+  if (event.type === 'MetricsUploadRequested' || event.type === 'FileDefinitionRequested') {
+    if (!state.has(event.task_id)) state.set(event.task_id, queuedTask(event));
     return state;
   }
   const task = state.get(event.task_id);
@@ -87,6 +79,10 @@ export function applyTaskEvent(state: TasksState, event: TaskEvent): TasksState 
       task.pending_partitions = task.pending_partitions.filter((p) => p !== event.partition);
       if (task.pending_partitions.length === 0 && task.result !== null) task.status = 'succeeded';
       break;
+    case 'FileDefinitionSucceeded':
+      task.status = 'succeeded';
+      task.result = { file_id: event.file_id, size: event.size, sha256: event.sha256.toString('hex') };
+      break;
     case 'TaskFailed':
       task.status = 'failed';
       task.reason = event.reason;
@@ -100,6 +96,26 @@ export function applyTaskEvent(state: TasksState, event: TaskEvent): TasksState 
     }
   }
   return state;
+}
+
+function queuedTask(event: TaskCommand): Task {
+  const common = {
+    task_id: event.task_id,
+    user_name: event.user_name,
+    status: 'queued' as const,
+    created_at: event.at,
+    updated_at: event.at,
+    rows_done: 0,
+    rows_total: null,
+    result: null,
+    errors: [],
+    reason: null,
+    pending_partitions: [],
+  };
+  if (event.type === 'FileDefinitionRequested') {
+    return { ...common, kind: 'file_definition', idempotency_key: null, payload_sha256: event.sha256.toString('hex'), payload_bytes: event.size, file_id: event.file_id };
+  }
+  return { ...common, kind: 'metrics_upload', idempotency_key: event.idempotency_key, payload_sha256: event.payload_sha256.toString('hex'), payload_bytes: event.payload_bytes, file_id: null };
 }
 
 export function foldTasks(events: Iterable<TaskEvent>): TasksState {

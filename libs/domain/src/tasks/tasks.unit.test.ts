@@ -26,6 +26,8 @@ const parsed = (partitions: number[]): TaskEvent => ({
 const projected = (partition: number, at = 1300): TaskEvent => ({ type: 'UploadSegmentProjected', task_id: 't1', partition, at });
 const failed: TaskEvent = { type: 'TaskFailed', task_id: 't1', reason: '1 invalid rows', rows_total: 10, rows_rejected: 1, errors: [], at: 1250 };
 
+const fileSucceeded: TaskEvent = { type: 'FileDefinitionSucceeded', task_id: 't1', file_id: 'f1', size: 5, sha256: Buffer.alloc(32, 2), at: 1500 };
+
 const statusAfter = (events: TaskEvent[]) => foldTasks(events).get('t1')?.status;
 
 describe('the task fold', () => {
@@ -79,6 +81,7 @@ describe('the task fold', () => {
       UploadParsed: parsed([4]),
       UploadSegmentProjected: projected(4),
       TaskFailed: failed,
+      FileDefinitionSucceeded: fileSucceeded,
     };
     // Where each allowed event leads from these histories (a seal without a parse waits).
     const allowedOutcome: Record<keyof typeof taskTransitions, TaskStatus> = {
@@ -87,6 +90,7 @@ describe('the task fold', () => {
       UploadParsed: 'running',
       UploadSegmentProjected: 'running',
       TaskFailed: 'failed',
+      FileDefinitionSucceeded: 'succeeded',
     };
     for (const [from, history] of Object.entries(reach) as Array<[TaskStatus, TaskEvent[]]>) {
       for (const [type, rule] of Object.entries(taskTransitions) as Array<[keyof typeof taskTransitions, (typeof taskTransitions)[keyof typeof taskTransitions]]>) {
@@ -96,5 +100,27 @@ describe('the task fold', () => {
         expect(after, `${type} from ${from}`).toBe(rule.from.includes(from) ? allowedOutcome[type] : from);
       }
     }
+  });
+});
+
+describe('file definition tasks', () => {
+  const defineFile: TaskEvent = {
+    type: 'FileDefinitionRequested', task_id: 'f-t1', file_id: 'f1', user_name: 'ada', at: 2000, file_name: 'a.csv', description: '',
+    content_type: 'text/csv', staged_object: 'staging/files/f1', size: 5, sha256: Buffer.alloc(32, 2), enforce_schema: true,
+  };
+  const ok: TaskEvent = { type: 'FileDefinitionSucceeded', task_id: 'f-t1', file_id: 'f1', size: 5, sha256: Buffer.alloc(32, 2), at: 2100 };
+  const bad: TaskEvent = { type: 'TaskFailed', task_id: 'f-t1', reason: 'line 3: expected 2 fields', rows_total: 0, rows_rejected: 0, errors: [{ row: 3, column: 'csv', reason: 'expected 2 fields' }], at: 2100 };
+
+  it('the command queues a file_definition task that knows its file and size', () => {
+    expect(foldTasks([defineFile]).get('f-t1')).toMatchObject({ kind: 'file_definition', status: 'queued', user_name: 'ada', file_id: 'f1', payload_bytes: 5, result: null, payload_sha256: '02'.repeat(32) });
+  });
+
+  it('succeeds with the file id in its result, once; a failure after it changes nothing', () => {
+    const task = foldTasks([defineFile, { type: 'TaskStarted', task_id: 'f-t1', at: 2050 }, ok, bad, ok]).get('f-t1')!;
+    expect(task).toMatchObject({ status: 'succeeded', updated_at: 2100, result: { file_id: 'f1', size: 5, sha256: '02'.repeat(32) }, errors: [] });
+  });
+
+  it('fails with the line of the schema problem', () => {
+    expect(foldTasks([defineFile, bad, ok]).get('f-t1')).toMatchObject({ status: 'failed', result: null, errors: [{ row: 3 }], reason: 'line 3: expected 2 fields' });
   });
 });

@@ -1,0 +1,43 @@
+import type { FilesState, TasksState } from '@meridian/domain';
+
+/**
+ * File definitions of a user that count against the quota but are not in the catalog yet:
+ * accepted (queued, running, or succeeded with the catalog not caught up), not failed.
+ */
+export function pendingDefinitions(tasks: TasksState, files: FilesState, userName: string): { bytes: number; succeeded: number } {
+  let bytes = 0;
+  let succeeded = 0;
+  for (const task of tasks.values()) {
+    if (task.kind !== 'file_definition' || task.user_name !== userName || task.status === 'failed') continue;
+    if (!task.file_id || files.files.has(task.file_id)) continue;
+    bytes += task.payload_bytes ?? 0;
+    if (task.status === 'succeeded') succeeded++;
+  }
+  return { bytes, succeeded };
+}
+
+/**
+ * Bytes this api process has staged for definitions whose commands are not yet folded: two
+ * uploads of one user that run at the same time cannot both spend the same remaining quota.
+ * Check and reserve happen in one synchronous step once a file's size is known.
+ */
+export class QuotaReservations {
+  private readonly byUser = new Map<string, Map<symbol, number>>();
+
+  reserved(userName: string): number {
+    let sum = 0;
+    for (const n of this.byUser.get(userName)?.values() ?? []) sum += n;
+    return sum;
+  }
+
+  reserve(userName: string, bytes: number): () => void {
+    const token = Symbol(userName);
+    let mine = this.byUser.get(userName);
+    if (!mine) this.byUser.set(userName, (mine = new Map()));
+    mine.set(token, bytes);
+    return () => {
+      mine.delete(token);
+      if (mine.size === 0 && this.byUser.get(userName) === mine) this.byUser.delete(userName);
+    };
+  }
+}

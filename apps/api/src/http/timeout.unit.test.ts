@@ -1,0 +1,124 @@
+import Koa from 'koa';
+import Router, { type RouterMiddleware } from '@koa/router';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DomainError, type UserRecord } from '@meridian/domain';
+import { createLogger } from '@meridian/observability';
+import { serve, type Served } from '../../../../test/support/http.ts';
+import { problemMiddleware } from './problem.ts';
+import { rateLimiter } from './rate-limit.ts';
+import { requestContext } from './request-context.ts';
+import { defineRoute, mountRoutes } from './route.ts';
+import { requestTimeout } from './timeout.ts';
+
+const logger = createLogger({ name: 'test', level: 'silent' });
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+let served: Served;
+const seen: { aborted?: boolean; lateError?: boolean } = {};
+
+beforeAll(async () => {
+  const app = new Koa();
+  app.silent = true;
+  const router = new Router();
+  const user = { user_name: 'ada', is_admin: false } as unknown as UserRecord;
+  mountRoutes(router, [
+    defineRoute({
+      method: 'GET', path: '/slow', operationId: 'slow', summary: '', tags: [], auth: 'public', responses: {},
+      handler: async (ctx) => {
+        const signal = ctx.state.signal as AbortSignal;
+        await sleep(300);
+        seen.aborted = signal.aborted;
+        ctx.body = { late: true };
+      },
+    }),
+    defineRoute({
+      method: 'GET', path: '/slow-fail', operationId: 'slowFail', summary: '', tags: [], auth: 'public', responses: {},
+      handler: async () => {
+        await sleep(200);
+        seen.lateError = true;
+        throw new Error('SELECT 1 failed late');
+      },
+    }),
+    defineRoute({
+      method: 'GET', path: '/stream', operationId: 'stream', summary: '', tags: [], auth: 'public', responses: {}, streaming: true,
+      handler: async (ctx) => {
+        await sleep(300);
+        ctx.body = { streamed: true };
+      },
+    }),
+    defineRoute({
+      method: 'GET', path: '/fast', operationId: 'fast', summary: '', tags: [], auth: 'public', responses: {},
+      handler: (ctx) => {
+        ctx.body = { ok: true };
+      },
+    }),
+    defineRoute({
+      method: 'GET', path: '/mine', operationId: 'mine', summary: '', tags: [], auth: 'user', responses: {},
+      handler: (ctx) => {
+        ctx.body = { ok: true };
+      },
+    }),
+    defineRoute({
+      method: 'GET', path: '/stream-mine', operationId: 'streamMine', summary: '', tags: [], auth: 'user', responses: {}, streaming: true,
+      handler: (ctx) => {
+        ctx.body = { ok: true };
+      },
+    }),
+  ], (ctx) => {
+    if (ctx.get('Authorization') !== 'Bearer k') throw new DomainError('unauthenticated', 'no');
+    return user;
+  }, (async (_ctx: unknown, next: () => Promise<void>) => next()) as RouterMiddleware, {
+    timeout: requestTimeout(100, logger) as unknown as RouterMiddleware,
+    rateLimit: rateLimiter({ ratePerSecond: 0.001, burst: 2 }),
+  });
+  app.use(requestContext(logger));
+  app.use(problemMiddleware(logger));
+  app.use(router.routes()).use(router.allowedMethods());
+  served = await serve(app);
+});
+afterAll(() => served.close());
+
+describe('request timeout', () => {
+  it('answers 503 /problems/timeout with Retry-After once a non-streaming route runs too long, and aborts its signal', async () => {
+    const started = Date.now();
+    const res = await fetch(`${served.url}/slow`);
+    expect(Date.now() - started).toBeLessThan(280);
+    expect(res.status).toBe(503);
+    expect(res.headers.get('retry-after')).toBe('1');
+    expect(res.headers.get('content-type')).toMatch(/problem\+json/);
+    expect(await res.json()).toMatchObject({ type: '/problems/timeout', status: 503, title: 'Request timed out' });
+    await sleep(300);
+    expect(seen.aborted).toBe(true);
+  });
+
+  it('a handler failing after its timeout is logged, never an unhandled rejection', async () => {
+    const res = await fetch(`${served.url}/slow-fail`);
+    expect(res.status).toBe(503);
+    await sleep(250);
+    expect(seen.lateError).toBe(true); // and the process is still here
+    expect((await fetch(`${served.url}/fast`)).status).toBe(200);
+  });
+
+  it('exempts streaming routes', async () => {
+    const res = await fetch(`${served.url}/stream`);
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ streamed: true });
+  });
+});
+
+describe('rate limit in mountRoutes', () => {
+  it('applies after authentication to every non-public route, streaming ones included', async () => {
+    const auth = { headers: { Authorization: 'Bearer k' } };
+    expect((await fetch(`${served.url}/mine`)).status).toBe(401); // no bucket spent without a key
+    const first = await fetch(`${served.url}/mine`, auth);
+    expect(first.status).toBe(200);
+    expect(first.headers.get('ratelimit-limit')).toBe('2');
+    expect(first.headers.get('ratelimit-remaining')).toBe('1');
+    expect((await fetch(`${served.url}/stream-mine`, auth)).status).toBe(200);
+    const refused = await fetch(`${served.url}/stream-mine`, auth);
+    expect(refused.status).toBe(429);
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
+    expect(refused.headers.get('ratelimit-remaining')).toBe('0');
+    expect(await refused.json()).toMatchObject({ type: '/problems/rate-limited', status: 429 });
+    expect((await fetch(`${served.url}/fast`)).headers.get('ratelimit-limit')).toBeNull(); // public: no limit
+  });
+});

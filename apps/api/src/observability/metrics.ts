@@ -1,0 +1,122 @@
+import type { Context, Next } from 'koa';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { TaskStatus, TasksState } from '@meridian/domain';
+
+const TASK_STATUSES: readonly TaskStatus[] = ['queued', 'running', 'succeeded', 'failed'];
+
+/** Requests that matched no route share one label value, so a scan of random paths cannot blow up the series. */
+export const UNMATCHED_ROUTE = '(unmatched)';
+
+export type UploadSource = 'json_body' | 'file';
+
+/**
+ * The api's Prometheus metrics, in a registry of its own (several apis in one test process
+ * never share counters). Served by GET /metrics.
+ */
+export type ApiMetrics = {
+  readonly registry: Registry;
+  /** Koa middleware: counts every request and times it until its response has been sent. */
+  readonly observeRequests: (ctx: Context, next: Next) => Promise<void>;
+  /** Called on each 202 of an upload route. `points` is known for JSON uploads only (files are parsed by ingest). */
+  uploadAccepted(source: UploadSource, bytes: number, points?: number): void;
+};
+
+export type ApiMetricsOptions = {
+  /** The tasks fold: task counts by status and points ingested are read from it at each scrape. */
+  readonly tasks?: () => TasksState;
+  /** Node process metrics (CPU, memory, event loop lag, GC); on by default. */
+  readonly processMetrics?: boolean;
+};
+
+/** `/api/v1/tasks/:task_id` as the OpenAPI document writes it: `/api/v1/tasks/{task_id}`. */
+function routeLabel(ctx: Context): string {
+  const matched = (ctx as Context & { _matchedRoute?: string | RegExp })._matchedRoute;
+  return typeof matched === 'string' ? matched.replace(/:(\w+)/g, '{$1}') : UNMATCHED_ROUTE;
+}
+
+export function createApiMetrics(options: ApiMetricsOptions = {}): ApiMetrics {
+  const registry = new Registry();
+  if (options.processMetrics !== false) collectDefaultMetrics({ register: registry });
+
+  const requests = new Counter({
+    name: 'meridian_http_requests_total',
+    help: 'HTTP requests answered, by method, route template and status.',
+    labelNames: ['method', 'route', 'status'] as const,
+    registers: [registry],
+  });
+  const duration = new Histogram({
+    name: 'meridian_http_request_duration_seconds',
+    help: 'Time from a request\'s arrival until its response was sent (streams included), by method, route template and status.',
+    labelNames: ['method', 'route', 'status'] as const,
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300],
+    registers: [registry],
+  });
+  const uploads = new Counter({
+    name: 'meridian_uploads_accepted_total',
+    help: 'Uploads accepted (202: the command is durably in the event log), by source.',
+    labelNames: ['source'] as const,
+    registers: [registry],
+  });
+  const uploadBytes = new Counter({
+    name: 'meridian_upload_bytes_accepted_total',
+    help: 'Bytes of accepted uploads, by source.',
+    labelNames: ['source'] as const,
+    registers: [registry],
+  });
+  const uploadPoints = new Counter({
+    name: 'meridian_upload_points_accepted_total',
+    help: 'Values in accepted JSON uploads (file uploads are counted once parsed: see meridian_points_ingested_total).',
+    registers: [registry],
+  });
+  for (const source of ['json_body', 'file'] as const) {
+    uploads.inc({ source }, 0);
+    uploadBytes.inc({ source }, 0);
+  }
+
+  const tasks = options.tasks;
+  if (tasks) {
+    new Gauge({
+      name: 'meridian_tasks',
+      help: 'Background tasks by status, from the tasks log this api follows.',
+      labelNames: ['status'] as const,
+      registers: [registry],
+      collect() {
+        const counts = new Map<TaskStatus, number>(TASK_STATUSES.map((s) => [s, 0]));
+        for (const task of tasks().values()) counts.set(task.status, (counts.get(task.status) ?? 0) + 1);
+        for (const [status, n] of counts) this.set({ status }, n);
+      },
+    });
+    new Counter({
+      name: 'meridian_points_ingested_total',
+      help: 'Points made queryable by succeeded upload tasks, from the tasks log this api follows.',
+      registers: [registry],
+      collect() {
+        let points = 0;
+        for (const task of tasks().values()) if (task.status === 'succeeded') points += task.result?.points_accepted ?? 0;
+        // The tasks fold only grows and a succeeded task never changes: the sum is monotonic.
+        this.reset();
+        this.inc(points);
+      },
+    });
+  }
+
+  return {
+    registry,
+    async observeRequests(ctx, next) {
+      const started = performance.now();
+      const record = () => {
+        const labels = { method: ctx.method, route: routeLabel(ctx), status: String(ctx.status) };
+        requests.inc(labels);
+        duration.observe(labels, (performance.now() - started) / 1000);
+      };
+      // 'close' comes once the response has been sent in full, or the caller went away.
+      ctx.res.once('close', record);
+      await next();
+    },
+    uploadAccepted(source, bytes, points) {
+      uploads.inc({ source });
+      uploadBytes.inc({ source }, bytes);
+      if (points !== undefined) uploadPoints.inc(points);
+    },
+  };
+}

@@ -1,0 +1,75 @@
+import Koa from 'koa';
+import Router from '@koa/router';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { initialTasks, type Task } from '@meridian/domain';
+import { serve, type Served } from '../../../../test/support/http.ts';
+import { waitFor } from '../../../../test/support/wait.ts';
+import { createApiMetrics, type ApiMetrics } from './metrics.ts';
+
+const tasks = initialTasks();
+const task = (id: string, status: Task['status'], points: number | null): Task => ({
+  task_id: id, kind: 'metrics_upload', user_name: 'ada', status, created_at: 0, updated_at: 0, rows_done: 0, rows_total: null,
+  result: points === null ? null : { points_accepted: points, rows_rejected: 0, metrics: [] }, errors: [], reason: null,
+  pending_partitions: [], idempotency_key: null, payload_sha256: '',
+});
+let metrics: ApiMetrics;
+let served: Served;
+
+beforeAll(async () => {
+  metrics = createApiMetrics({ tasks: () => tasks, processMetrics: false });
+  const app = new Koa();
+  const router = new Router();
+  router.get('/api/v1/tasks/:task_id', (ctx) => {
+    ctx.body = { id: ctx.params.task_id };
+  });
+  app.use(metrics.observeRequests);
+  app.use(router.routes()).use(router.allowedMethods());
+  served = await serve(app);
+});
+afterAll(() => served.close());
+
+const scrape = () => metrics.registry.metrics();
+
+describe('api metrics', () => {
+  it('counts and times requests by route template and status, never by raw path', async () => {
+    await fetch(`${served.url}/api/v1/tasks/a`);
+    await fetch(`${served.url}/api/v1/tasks/b`);
+    await fetch(`${served.url}/nowhere/${Math.random()}`);
+    await fetch(`${served.url}/api/v1/tasks/c`, { method: 'DELETE' });
+    // A request is recorded once its response has been sent in full ('close'), a moment after the client has it.
+    const text = await waitFor('four requests recorded', async () => {
+      const t = await scrape();
+      return t.includes('status="405"} 1') ? t : undefined;
+    }, 2000, 10);
+    expect(text).toContain('meridian_http_requests_total{method="GET",route="/api/v1/tasks/{task_id}",status="200"} 2');
+    expect(text).toContain('meridian_http_requests_total{method="GET",route="(unmatched)",status="404"} 1');
+    expect(text).toContain('meridian_http_requests_total{method="DELETE",route="(unmatched)",status="405"} 1');
+    expect(text).toMatch(/meridian_http_request_duration_seconds_count\{method="GET",route="\/api\/v1\/tasks\/\{task_id\}",status="200"\} 2/);
+    expect(text).not.toMatch(/tasks\/a|nowhere/);
+  });
+
+  it('counts accepted uploads, their bytes and JSON values', async () => {
+    metrics.uploadAccepted('json_body', 120, 3);
+    metrics.uploadAccepted('file', 5000);
+    const text = await scrape();
+    expect(text).toContain('meridian_uploads_accepted_total{source="json_body"} 1');
+    expect(text).toContain('meridian_uploads_accepted_total{source="file"} 1');
+    expect(text).toContain('meridian_upload_bytes_accepted_total{source="file"} 5000');
+    expect(text).toContain('meridian_upload_points_accepted_total 3');
+  });
+
+  it('reads task counts by status and points ingested from the tasks fold at each scrape', async () => {
+    expect(await scrape()).toContain('meridian_tasks{status="succeeded"} 0');
+    tasks.set('1', task('1', 'succeeded', 10));
+    tasks.set('2', task('2', 'succeeded', 5));
+    tasks.set('3', task('3', 'running', null));
+    tasks.set('4', task('4', 'failed', 0));
+    const text = await scrape();
+    expect(text).toContain('meridian_tasks{status="queued"} 0');
+    expect(text).toContain('meridian_tasks{status="running"} 1');
+    expect(text).toContain('meridian_tasks{status="succeeded"} 2');
+    expect(text).toContain('meridian_tasks{status="failed"} 1');
+    expect(text).toContain('meridian_points_ingested_total 15');
+    expect(await scrape()).toContain('meridian_points_ingested_total 15'); // not added up twice
+  });
+});

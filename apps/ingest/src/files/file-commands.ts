@@ -1,0 +1,256 @@
+import { createHash } from 'node:crypto';
+import type { Readable } from 'node:stream';
+import type { Producer, Transaction } from 'kafkajs';
+import {
+  blobKeyOf,
+  checkSchema,
+  fileDefinedFrom,
+  type FileDefinitionRequested,
+  type FileEvent,
+  type RowError,
+  type TaskEvent,
+} from '@meridian/domain';
+import { createEventCodec } from '@meridian/events';
+import type { Logger } from '@meridian/observability';
+import { FilesStore, type Platform } from '@meridian/platform';
+import type { Storage } from '@meridian/storage';
+import { isNotFound, Mutex, promoteBlob } from './blobs.ts';
+
+export type CommandPosition = { readonly topic: string; readonly partition: number; readonly offset: number };
+
+export type FileCommands = {
+  /** Runs one file definition; throws only what redelivery may cure (Kafka, storage unreachable). */
+  run(cmd: FileDefinitionRequested, at: CommandPosition, producer: Producer, heartbeat: () => Promise<void>): Promise<'succeeded' | 'failed'>;
+  stop(): Promise<void>;
+};
+
+type Verdict = { ok: true } | { ok: false; reason: string; errors: RowError[] };
+
+const HEARTBEAT_MS = 2000;
+const GC_RETRY_MS = 5000;
+
+/**
+ * The file side of the command consumer. A definition is checked (size and SHA-256 against
+ * the command, and with enforce_schema the CSV / JSON / NDJSON rules), its bytes promoted to
+ * their content-addressed key, and then FileDefined (files topic), the task's success and the
+ * command's offset commit go in one Kafka transaction; the staged object is removed after.
+ * A crash before the commit reruns the whole definition (the promotion is idempotent); a
+ * crash after it leaves at most the staged object behind.
+ *
+ * Blobs are removed here too, once no live file references them (after a FileDeleted), in the
+ * same critical section as promotions and only after reading the files log to its end, so a
+ * blob a definition is about to reference is never removed under it.
+ */
+export async function startFileCommands(platform: Platform, consumerGroupId: string): Promise<FileCommands> {
+  const { storage, topics, logger: rootLogger } = platform;
+  const logger = rootLogger.child({ component: 'files' });
+  const taskCodec = createEventCodec<TaskEvent>();
+  const fileCodec = createEventCodec<FileEvent>();
+  const lock = new Mutex();
+  const collector = new BlobCollector(storage, lock, logger);
+  const files = new FilesStore(platform, 'ingest', (event, state) => {
+    if (event.type === 'FileDeleted') {
+      const file = state.files.get(event.file_id);
+      if (file) collector.enqueue(file.sha256);
+    }
+  });
+  collector.files = files;
+  await files.start();
+  collector.start();
+  const progress = await platform.producer();
+
+  const taskMessage = (event: TaskEvent) => ({ key: event.task_id, value: taskCodec.encode(event), headers: { type: event.type } });
+  const commitOffset = (tx: Transaction, at: CommandPosition) =>
+    tx.sendOffsets({ consumerGroupId, topics: [{ topic: at.topic, partitions: [{ partition: at.partition, offset: String(at.offset + 1) }] }] });
+
+  async function inTransaction(producer: Producer, work: (tx: Transaction) => Promise<void>): Promise<void> {
+    const tx = await producer.transaction();
+    try {
+      await work(tx);
+      await tx.commit();
+    } catch (error) {
+      if (tx.isActive()) await tx.abort().catch(() => undefined);
+      throw error;
+    }
+  }
+
+  const failTask = (producer: Producer, at: CommandPosition, cmd: FileDefinitionRequested, reason: string, errors: RowError[]) =>
+    inTransaction(producer, async (tx) => {
+      await tx.send({ topic: topics.tasks, acks: -1, messages: [taskMessage({ type: 'TaskFailed', task_id: cmd.task_id, reason, rows_total: 0, rows_rejected: 0, errors, at: Date.now() })] });
+      await commitOffset(tx, at);
+    });
+
+  const removeStaged = (cmd: FileDefinitionRequested) => storage.client.removeObject(storage.bucket, cmd.staged_object).catch((err: unknown) => logger.warn({ err, key: cmd.staged_object }, 'staged object not removed'));
+
+  /** One pass over the staged bytes: they must be what the api hashed, and fit the schema when asked. */
+  async function inspect(cmd: FileDefinitionRequested): Promise<Verdict> {
+    let stream: Readable;
+    try {
+      stream = await storage.client.getObject(storage.bucket, cmd.staged_object);
+    } catch (error) {
+      if (isNotFound(error)) return { ok: false, reason: 'the uploaded bytes are no longer in storage; upload the file again', errors: [] };
+      throw error;
+    }
+    const hash = createHash('sha256');
+    let size = 0;
+    async function* counted(): AsyncGenerator<Uint8Array> {
+      for await (const chunk of stream as AsyncIterable<Buffer>) {
+        size += chunk.length;
+        hash.update(chunk);
+        yield chunk;
+      }
+    }
+    try {
+      if (cmd.enforce_schema) {
+        const verdict = await checkSchema(counted());
+        if (!verdict.ok) {
+          const what = verdict.format === null ? 'CSV, JSON or NDJSON' : verdict.format.toUpperCase();
+          return { ok: false, reason: `the file is not well-formed ${what}: line ${verdict.line}: ${verdict.reason}`, errors: [{ row: verdict.line, column: verdict.format ?? 'file', reason: verdict.reason }] };
+        }
+      } else {
+        for await (const _ of counted()) {
+          // read to the end: the size and hash are checked below
+        }
+      }
+    } finally {
+      stream.destroy();
+    }
+    if (size !== cmd.size || !hash.digest().equals(cmd.sha256)) {
+      return { ok: false, reason: 'the stored bytes differ from the upload (size or SHA-256); upload the file again', errors: [] };
+    }
+    return { ok: true };
+  }
+
+  return {
+    async run(cmd, at, producer, heartbeat) {
+      const log = logger.child({ task_id: cmd.task_id, file_id: cmd.file_id });
+      // Reading and copying a large file takes longer than a session timeout: keep the membership alive.
+      const beat = setInterval(() => void heartbeat().catch(() => undefined), HEARTBEAT_MS);
+      const sha256 = cmd.sha256.toString('hex');
+      try {
+        await progress.send({ topic: topics.tasks, acks: -1, messages: [taskMessage({ type: 'TaskStarted', task_id: cmd.task_id, at: Date.now() })] });
+        const verdict = await inspect(cmd);
+        if (!verdict.ok) {
+          await failTask(producer, at, cmd, verdict.reason, verdict.errors);
+          await removeStaged(cmd);
+          log.info({ reason: verdict.reason }, 'file definition rejected');
+          return 'failed';
+        }
+        const defined = fileDefinedFrom(cmd);
+        await lock.run(async () => {
+          const how = await promoteBlob(storage, cmd.staged_object, defined.blob_key, cmd.size);
+          await inTransaction(producer, async (tx) => {
+            await tx.send({ topic: topics.files, acks: -1, messages: [{ key: cmd.file_id, value: fileCodec.encode(defined), headers: { type: defined.type } }] });
+            await tx.send({ topic: topics.tasks, acks: -1, messages: [taskMessage({ type: 'FileDefinitionSucceeded', task_id: cmd.task_id, file_id: cmd.file_id, size: cmd.size, sha256: cmd.sha256, at: Date.now() })] });
+            await commitOffset(tx, at);
+          });
+          log.info({ size: cmd.size, blob: how }, 'file defined');
+        });
+        await removeStaged(cmd);
+        return 'succeeded';
+      } catch (error) {
+        if (isTransient(error)) throw error; // redelivered by the consumer
+        log.error({ err: error }, 'file definition failed on a non-retriable error');
+        await deadLetter(platform, at, cmd.task_id, taskCodec.encode(cmd), (error as Error).message);
+        await failTask(producer, at, cmd, `the file could not be stored: ${(error as Error).message}`, []);
+        await removeStaged(cmd);
+        collector.enqueue(sha256); // a promoted blob nothing references
+        return 'failed';
+      } finally {
+        clearInterval(beat);
+      }
+    },
+    async stop() {
+      collector.stop();
+      await lock.run(async () => undefined);
+      await files.stop();
+    },
+  };
+}
+
+/** Failures that redelivering the command may cure: Kafka's own, and storage or network outages. */
+function isTransient(error: unknown): boolean {
+  const e = error as { name?: string; code?: string } | null;
+  if (typeof e?.name === 'string' && e.name.startsWith('KafkaJS')) return true;
+  return ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EAI_AGAIN', 'EHOSTUNREACH', 'SlowDown', 'InternalError', 'ServiceUnavailable', 'XMinioServerNotInitialized'].includes(e?.code ?? '');
+}
+
+async function deadLetter(platform: Platform, at: CommandPosition, key: string, value: Buffer, reason: string): Promise<void> {
+  const producer = await platform.producer();
+  await producer.send({
+    topic: platform.topics.deadLetter,
+    acks: -1,
+    messages: [{ key, value, headers: { source_topic: at.topic, source_partition: String(at.partition), source_offset: String(at.offset), reason } }],
+  });
+}
+
+/**
+ * Removes blobs no live file references. Candidates come from FileDeleted events (and from
+ * definitions that failed after promoting); each is checked against the catalog read to the
+ * end of the files log, inside the promotion lock.
+ */
+class BlobCollector {
+  files: FilesStore | null = null;
+  private readonly candidates = new Set<string>();
+  private running = false;
+  private started = false;
+  private stopped = false;
+  private retry: NodeJS.Timeout | null = null;
+  private readonly storage: Storage;
+  private readonly lock: Mutex;
+  private readonly logger: Logger;
+
+  constructor(storage: Storage, lock: Mutex, logger: Logger) {
+    this.storage = storage;
+    this.lock = lock;
+    this.logger = logger;
+  }
+
+  enqueue(sha256: string): void {
+    this.candidates.add(sha256);
+    this.schedule();
+  }
+
+  start(): void {
+    this.started = true;
+    this.schedule();
+  }
+
+  stop(): void {
+    this.stopped = true;
+    if (this.retry) clearTimeout(this.retry);
+  }
+
+  private schedule(): void {
+    if (!this.started || this.stopped || this.running || this.candidates.size === 0) return;
+    this.running = true;
+    void this.lock.run(() => this.collect()).then(
+      () => {
+        this.running = false;
+        this.schedule();
+      },
+      (err: unknown) => {
+        this.running = false;
+        this.logger.warn({ err }, 'blob collection failed; retrying');
+        this.retry = setTimeout(() => this.schedule(), GC_RETRY_MS);
+      },
+    );
+  }
+
+  private async collect(): Promise<void> {
+    const files = this.files!;
+    await files.syncToEnd();
+    const batch = [...this.candidates];
+    this.candidates.clear();
+    for (const [i, sha] of batch.entries()) {
+      if ((files.state.blobRefs.get(sha) ?? 0) > 0) continue;
+      try {
+        await this.storage.client.removeObject(this.storage.bucket, blobKeyOf(sha));
+        this.logger.info({ sha256: sha }, 'blob removed: no file references it');
+      } catch (error) {
+        for (const rest of batch.slice(i)) this.candidates.add(rest);
+        throw error;
+      }
+    }
+  }
+}

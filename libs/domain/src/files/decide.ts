@@ -1,0 +1,67 @@
+import type { Access } from '../accounts/events.ts';
+import { forbidden, notFound, validationError } from '../errors.ts';
+import { visibleFile, type Caller } from './access.ts';
+import { blobKeyOf, type FilesState } from './state.ts';
+import type { FileDefined, FileDefinitionRequested, FileEvent } from './events.ts';
+import { descriptionProblem } from './names.ts';
+
+/**
+ * File commands: each takes the catalog and a command (with its time and caller) and returns
+ * the events to append, or throws a DomainError. A file the caller cannot see is "not
+ * found"; one they can see but may not change is "forbidden".
+ */
+type Meta = { readonly at: number; readonly caller: Caller };
+
+const isOwnerOrAdmin = (owner: string, caller: Caller) => caller.is_admin || owner === caller.user_name;
+
+export function decideDescribeFile(state: FilesState, cmd: Meta & { file_id: string; description: string }): FileEvent[] {
+  const { file, access } = visibleFile(state, cmd.file_id, cmd.caller);
+  if (access !== 'rw') throw forbidden('replacing the description needs rw access to the file');
+  const problem = descriptionProblem(cmd.description);
+  if (problem) throw validationError(`invalid file_description: ${problem}`, [{ field: 'body.file_description', reason: problem }]);
+  if (file.description === cmd.description) return [];
+  return [{ type: 'FileDescriptionChanged', file_id: file.file_id, description: cmd.description, at: cmd.at, actor: cmd.caller.user_name }];
+}
+
+/**
+ * The owner (or an admin) gives another existing user r or rw. Granting what the user has
+ * already is no event; the owner cannot be a grantee.
+ */
+export function decideGrantFileAccess(state: FilesState, cmd: Meta & { file_id: string; grantee: string; access: Access; grantee_exists: boolean }): FileEvent[] {
+  const { file } = visibleFile(state, cmd.file_id, cmd.caller);
+  if (!isOwnerOrAdmin(file.owner, cmd.caller)) throw forbidden('only the owner shares a file');
+  if (cmd.grantee === file.owner) throw validationError('the owner always has rw access', [{ field: 'path.user_name', reason: 'is the owner' }]);
+  if (!cmd.grantee_exists) throw notFound(`no user ${JSON.stringify(cmd.grantee)}`);
+  if (file.grants.get(cmd.grantee) === cmd.access) return [];
+  return [{ type: 'FileAccessGranted', file_id: file.file_id, user_name: cmd.grantee, access: cmd.access, at: cmd.at, actor: cmd.caller.user_name }];
+}
+
+export function decideRevokeFileAccess(state: FilesState, cmd: Meta & { file_id: string; grantee: string }): FileEvent[] {
+  const { file } = visibleFile(state, cmd.file_id, cmd.caller);
+  if (!isOwnerOrAdmin(file.owner, cmd.caller)) throw forbidden('only the owner changes who may see a file');
+  if (!file.grants.has(cmd.grantee)) throw notFound(`${JSON.stringify(cmd.grantee)} has no access to this file`);
+  return [{ type: 'FileAccessRevoked', file_id: file.file_id, user_name: cmd.grantee, at: cmd.at, actor: cmd.caller.user_name }];
+}
+
+export function decideDeleteFile(state: FilesState, cmd: Meta & { file_id: string }): FileEvent[] {
+  const { file } = visibleFile(state, cmd.file_id, cmd.caller);
+  if (!isOwnerOrAdmin(file.owner, cmd.caller)) throw forbidden('only the owner deletes a file');
+  return [{ type: 'FileDeleted', file_id: file.file_id, at: cmd.at, actor: cmd.caller.user_name }];
+}
+
+/** The fact a successful definition writes: everything from the command, the blob at its content address. */
+export function fileDefinedFrom(cmd: FileDefinitionRequested): FileDefined {
+  return {
+    type: 'FileDefined',
+    file_id: cmd.file_id,
+    task_id: cmd.task_id,
+    user_name: cmd.user_name,
+    at: cmd.at,
+    file_name: cmd.file_name,
+    description: cmd.description,
+    content_type: cmd.content_type,
+    size: cmd.size,
+    sha256: cmd.sha256,
+    blob_key: blobKeyOf(cmd.sha256.toString('hex')),
+  };
+}

@@ -1,0 +1,224 @@
+import { readMigrations, type ClickHouseClient, type Migration } from '@meridian/clickhouse';
+
+/**
+ * Generations of the points projection. The live one is always the table named `points` (what
+ * downloads and the live projector use by name) with the metric catalog `metric_catalog`;
+ * every other generation N is kept as `points_g<N>` with its catalog `metric_catalog_g<N>`.
+ * The tables migrated at install are generation 1. A rebuild builds a new generation beside
+ * the live one; a swap renames it in and the live one out (kept until dropped).
+ *
+ * A registry table (`replay_generations`, an append-only list of what happened to each
+ * generation) keeps where each came from and how it was verified.
+ */
+export const LIVE_POINTS = 'points';
+export const LIVE_CATALOG = 'metric_catalog';
+/** The live catalog view's own table on an Ordinary database (ClickHouse 18.16): the view finds it by this name. */
+export const LIVE_CATALOG_DATA = '.inner.metric_catalog';
+export const REGISTRY = 'replay_generations';
+
+export const pointsTable = (g: number) => `points_g${checkGeneration(g)}`;
+export const catalogTable = (g: number) => `metric_catalog_g${checkGeneration(g)}`;
+/** The view that feeds a generation's catalog from its points while it is built. */
+export const catalogFeed = (g: number) => `metric_catalog_feed_g${checkGeneration(g)}`;
+/** The read-only stand-in for `points` while a swap holds live writes (a Merge table over the frozen generation). */
+export const frozenStandIn = (g: number) => `points_frozen_g${checkGeneration(g)}`;
+
+export function checkGeneration(g: number): number {
+  if (!Number.isSafeInteger(g) || g < 1 || g > 0xffff_ffff) throw new Error(`not a generation number: ${g}`);
+  return g;
+}
+
+export function parseGeneration(text: string): number {
+  const m = /^(?:g)?(\d{1,9})$/.exec(text.trim());
+  if (!m) throw new Error(`not a generation: ${text} (expected a number such as 2 or g2)`);
+  return checkGeneration(Number(m[1]));
+}
+
+/** Back-quoted identifier (for `.inner.metric_catalog`, which has dots). */
+export function q(name: string): string {
+  if (!/^[.A-Za-z_][.A-Za-z0-9_]*$/.test(name)) throw new Error(`not a table name: ${name}`);
+  return `\`${name}\``;
+}
+
+/** `CREATE TABLE <table> (...)` of the points schema, from migration 001 itself (one definition). */
+export function pointsTableDdl(table: string, migrations: readonly Migration[] = readMigrations()): string {
+  const statement = migrations.flatMap((m) => m.statements).find((s) => /^CREATE TABLE IF NOT EXISTS points\s*\(/.test(s));
+  if (!statement) throw new Error('no CREATE TABLE points in the migrations');
+  return statement.replace(/^CREATE TABLE IF NOT EXISTS points\s*\(/, `CREATE TABLE ${q(table)} (`);
+}
+
+/** The catalog view's engine clause and SELECT, from migration 002 itself. */
+export function catalogDefinition(migrations: readonly Migration[] = readMigrations()): { engine: string; select: (source: string) => string } {
+  const statement = migrations.flatMap((m) => m.statements).find((s) => /^CREATE MATERIALIZED VIEW IF NOT EXISTS metric_catalog\s/.test(s));
+  const m = statement ? /^CREATE MATERIALIZED VIEW IF NOT EXISTS metric_catalog\s+(ENGINE[\s\S]*?)\s+AS\s+(SELECT[\s\S]*)$/.exec(statement) : null;
+  if (!m || !/\bFROM points\b/.test(m[2]!)) throw new Error('no metric_catalog view reading FROM points in the migrations');
+  const select = m[2]!;
+  return { engine: m[1]!, select: (source) => select.replace(/\bFROM points\b/, `FROM ${q(source)}`) };
+}
+
+/** Statements that create generation g: its points table, its catalog table and the view feeding the catalog. */
+export function createGenerationSql(g: number, pointsExists: boolean, migrations?: readonly Migration[]): string[] {
+  const catalog = catalogDefinition(migrations);
+  return [
+    pointsExists ? `CREATE TABLE ${q(pointsTable(g))} AS ${q(LIVE_POINTS)}` : pointsTableDdl(pointsTable(g), migrations),
+    `CREATE TABLE ${q(catalogTable(g))} ${catalog.engine} AS ${catalog.select(pointsTable(g)).replace(/\bGROUP BY\b/, 'WHERE 0 GROUP BY')}`,
+    `CREATE MATERIALIZED VIEW ${q(catalogFeed(g))} TO ${q(catalogTable(g))} AS ${catalog.select(pointsTable(g))}`,
+  ];
+}
+
+export type RegistryEvent = 'created' | 'built' | 'verified' | 'live' | 'retired' | 'dropped';
+export type RegistryRow = { readonly generation: number; readonly event: RegistryEvent; readonly at: number; readonly detail: Record<string, unknown> };
+
+export type GenerationState = 'building' | 'built' | 'live' | 'retired' | 'dropped';
+export type Generation = {
+  readonly generation: number;
+  state: GenerationState;
+  created_at: number | null;
+  /** How it was made: its range, when built, its counts, its verification. */
+  detail: Record<string, unknown>;
+  verified: boolean | null;
+};
+
+/** The registry folded per generation (pure). Generation 1, the migrated tables, exists without an entry. */
+export function foldRegistry(rows: readonly RegistryRow[]): Map<number, Generation> {
+  const out = new Map<number, Generation>();
+  const get = (g: number) => {
+    let gen = out.get(g);
+    if (!gen) out.set(g, (gen = { generation: g, state: 'building', created_at: null, detail: {}, verified: null }));
+    return gen;
+  };
+  const sorted = [...rows].sort((a, b) => a.at - b.at || order(a.event) - order(b.event));
+  for (const row of sorted) {
+    const gen = get(row.generation);
+    switch (row.event) {
+      case 'created':
+        gen.created_at = row.at;
+        gen.detail = { ...gen.detail, ...row.detail };
+        break;
+      case 'built':
+        if (gen.state === 'building') gen.state = 'built';
+        gen.detail = { ...gen.detail, built: row.detail };
+        break;
+      case 'verified':
+        gen.verified = row.detail.ok === true;
+        gen.detail = { ...gen.detail, verification: row.detail };
+        break;
+      case 'live':
+        for (const other of out.values()) if (other !== gen && other.state === 'live') other.state = 'retired';
+        gen.state = 'live';
+        break;
+      case 'retired':
+        gen.state = 'retired';
+        break;
+      case 'dropped':
+        gen.state = 'dropped';
+        break;
+    }
+  }
+  if (![...out.values()].some((g) => g.state === 'live')) {
+    const first = out.get(1);
+    if (!first) out.set(1, { generation: 1, state: 'live', created_at: null, detail: { source: 'migrations' }, verified: null });
+    else if (first.state !== 'dropped') first.state = 'live';
+  }
+  return out;
+}
+
+function order(e: RegistryEvent): number {
+  return ['created', 'built', 'verified', 'retired', 'live', 'dropped'].indexOf(e);
+}
+
+export function liveGeneration(generations: ReadonlyMap<number, Generation>): number {
+  return [...generations.values()].find((g) => g.state === 'live')?.generation ?? 1;
+}
+
+// ---- I/O on the registry and the tables ----
+
+async function rows<T>(client: ClickHouseClient, query: string): Promise<T[]> {
+  return (await client.query({ query, format: 'JSONEachRow' })).json<T>();
+}
+
+export async function ensureRegistry(client: ClickHouseClient): Promise<void> {
+  await client.command({
+    query: `CREATE TABLE IF NOT EXISTS ${REGISTRY} (generation UInt32, event String, at UInt64, detail String) ENGINE = MergeTree() ORDER BY (generation, at)`,
+  });
+}
+
+export async function record(client: ClickHouseClient, generation: number, event: RegistryEvent, detail: Record<string, unknown> = {}): Promise<void> {
+  await client.insert({ table: REGISTRY, values: [{ generation: checkGeneration(generation), event, at: Date.now(), detail: JSON.stringify(detail) }], format: 'JSONEachRow' });
+}
+
+export async function readRegistry(client: ClickHouseClient): Promise<Map<number, Generation>> {
+  await ensureRegistry(client);
+  const raw = await rows<{ generation: number; event: RegistryEvent; at: string; detail: string }>(client, `SELECT generation, event, toString(at) AS at, detail FROM ${REGISTRY}`);
+  return foldRegistry(raw.map((r) => ({ generation: Number(r.generation), event: r.event, at: Number(r.at), detail: JSON.parse(r.detail) as Record<string, unknown> })));
+}
+
+/** Engine of each table of the database (MergeTree, Merge, MaterializedView, ...). */
+export async function tableEngines(client: ClickHouseClient): Promise<Map<string, string>> {
+  const found = await rows<{ name: string; engine: string }>(client, 'SELECT name, engine FROM system.tables WHERE database = currentDatabase()');
+  return new Map(found.map((t) => [t.name, t.engine]));
+}
+
+export async function databaseEngine(client: ClickHouseClient): Promise<string> {
+  const found = await rows<{ engine: string }>(client, 'SELECT engine FROM system.databases WHERE name = currentDatabase()');
+  return found[0]?.engine ?? 'unknown';
+}
+
+export async function countRows(client: ClickHouseClient, table: string): Promise<number> {
+  const found = await rows<{ n: string }>(client, `SELECT count() AS n FROM ${q(table)}`);
+  return Number(found[0]?.n ?? 0);
+}
+
+/** The number a new generation gets: above every one registered and every points_g<N> table. */
+export async function nextGeneration(client: ClickHouseClient): Promise<number> {
+  const registered = await readRegistry(client);
+  const tables = await tableEngines(client);
+  let max = 1;
+  for (const g of registered.keys()) max = Math.max(max, g);
+  for (const name of tables.keys()) {
+    const m = /^(?:points|metric_catalog|metric_catalog_feed|points_frozen)_g(\d+)$/.exec(name);
+    if (m) max = Math.max(max, Number(m[1]));
+  }
+  return max + 1;
+}
+
+/** Creates generation g's tables (empty) and registers it. */
+export async function createGeneration(client: ClickHouseClient, g: number, detail: Record<string, unknown>): Promise<void> {
+  const tables = await tableEngines(client);
+  for (const name of [pointsTable(g), catalogTable(g), catalogFeed(g)]) if (tables.has(name)) throw new Error(`table ${name} exists already`);
+  for (const statement of createGenerationSql(g, tables.get(LIVE_POINTS) === 'MergeTree')) await client.command({ query: statement });
+  await record(client, g, 'created', { table: pointsTable(g), ...detail });
+}
+
+export type GenerationListing = Generation & { readonly table: string | null; readonly rows: number | null };
+
+/** Every generation with where its table is now and how many rows it has. */
+export async function listGenerations(client: ClickHouseClient): Promise<GenerationListing[]> {
+  const generations = await readRegistry(client);
+  const tables = await tableEngines(client);
+  const out: GenerationListing[] = [];
+  for (const gen of [...generations.values()].sort((a, b) => a.generation - b.generation)) {
+    const table = gen.state === 'live' ? (tables.has(LIVE_POINTS) ? LIVE_POINTS : null) : tables.has(pointsTable(gen.generation)) ? pointsTable(gen.generation) : null;
+    const count = table && tables.get(table) !== 'Merge' ? await countRows(client, table) : null;
+    out.push({ ...gen, table, rows: count });
+  }
+  return out;
+}
+
+/** Drops a kept generation's tables; the live one cannot be dropped. */
+export async function dropGeneration(client: ClickHouseClient, g: number): Promise<string[]> {
+  const generations = await readRegistry(client);
+  const gen = generations.get(g);
+  if (gen?.state === 'live') throw new Error(`generation ${g} is live: swap another one in first`);
+  const tables = await tableEngines(client);
+  const dropped: string[] = [];
+  // The feeding view first, so nothing writes into the catalog being dropped.
+  for (const name of [catalogFeed(g), pointsTable(g), catalogTable(g)]) {
+    if (!tables.has(name)) continue;
+    await client.command({ query: `DROP TABLE ${q(name)}` });
+    dropped.push(name);
+  }
+  if (dropped.length === 0 && !gen) throw new Error(`no generation ${g}`);
+  await record(client, g, 'dropped', { tables: dropped });
+  return dropped;
+}

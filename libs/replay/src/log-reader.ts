@@ -1,0 +1,189 @@
+import type { Admin, Consumer, Kafka, KafkaMessage } from 'kafkajs';
+
+/** Offsets [start, end) of one partition of one topic to read. */
+export type PartitionRange = { readonly topic: string; readonly partition: number; readonly start: number; readonly end: number };
+
+/** Messages of one partition, in offset order, all inside its range; `done` once the range is read. */
+export type RangeBatch = { readonly topic: string; readonly partition: number; readonly messages: readonly KafkaMessage[]; readonly done: boolean };
+
+export type ReadOptions = {
+  readonly kafka: Kafka;
+  readonly admin: Admin;
+  /** A consumer group of this read's own: its start offsets are set before it joins, and it is deleted after. */
+  readonly groupId: string;
+  /**
+   * true: partitions one after the other, in the order of `ranges` (a deterministic output order,
+   * for exports); false: every partition at once (rebuilds).
+   */
+  readonly sequential: boolean;
+  readonly signal?: AbortSignal;
+  readonly maxBytesPerPartition?: number;
+  readonly maxBytes?: number;
+};
+
+const key = (topic: string, partition: number) => `${topic}\u0000${partition}`;
+
+/**
+ * Reads fixed offset ranges of the log, read-committed (aborted upload transactions and
+ * transaction markers are never seen), as an async iterator with backpressure: the consumer
+ * waits while the caller works on a batch, heartbeating.
+ *
+ * kafkajs has no manual partition assignment, so the read runs in a consumer group of its own,
+ * whose offsets are set to the range starts before it joins. The reader keeps its own position
+ * per partition and drops anything before it, so a rebalance or a redelivery can never repeat a
+ * message. A partition is finished when its position reaches the range end, counting offsets
+ * that hold no message for the caller (markers, aborted records).
+ */
+export async function* readRanges(ranges: readonly PartitionRange[], options: ReadOptions): AsyncGenerator<RangeBatch> {
+  const todo = ranges.filter((r) => r.end > r.start);
+  if (todo.length === 0) return;
+  const byKey = new Map(todo.map((r) => [key(r.topic, r.partition), r]));
+  if (byKey.size !== todo.length) throw new Error('a partition is listed twice');
+  const position = new Map(todo.map((r) => [key(r.topic, r.partition), r.start]));
+  const finished = new Set<string>();
+  const order = todo.map((r) => key(r.topic, r.partition));
+  let current = 0; // index in `order` of the partition being read, when sequential
+
+  const topics = [...new Set(todo.map((r) => r.topic))];
+  for (const topic of topics) {
+    const partitions = todo.filter((r) => r.topic === topic).map((r) => ({ partition: r.partition, offset: String(r.start) }));
+    await options.admin.setOffsets({ groupId: options.groupId, topic, partitions });
+  }
+
+  // One slot between the consumer (producer side) and the iterator (consumer side).
+  type Slot = { batch: RangeBatch; taken: () => void };
+  let slot: Slot | null = null;
+  let wake: (() => void) | null = null;
+  let failure: { error: unknown } | null = null;
+  let allDone = false;
+  const notify = () => {
+    const w = wake;
+    wake = null;
+    w?.();
+  };
+
+  const consumer: Consumer = options.kafka.consumer({
+    groupId: options.groupId,
+    readUncommitted: false,
+    sessionTimeout: 30_000,
+    heartbeatInterval: 3000,
+    maxWaitTimeInMs: 250,
+    maxBytesPerPartition: options.maxBytesPerPartition ?? 8 * 1024 * 1024,
+    maxBytes: options.maxBytes ?? 32 * 1024 * 1024,
+    retry: { retries: 10 },
+  });
+
+  const active = (k: string) => !finished.has(k) && (!options.sequential || order[current] === k);
+
+  const advance = (k: string, reached: number) => {
+    const range = byKey.get(k)!;
+    const next = Math.min(Math.max(position.get(k)!, reached), range.end);
+    position.set(k, next);
+    if (next >= range.end && !finished.has(k)) {
+      finished.add(k);
+      consumer.pause([{ topic: range.topic, partitions: [range.partition] }]);
+      if (options.sequential) {
+        while (current < order.length && finished.has(order[current]!)) current++;
+        const following = order[current];
+        if (following !== undefined) {
+          const r = byKey.get(following)!;
+          consumer.resume([{ topic: r.topic, partitions: [r.partition] }]);
+        }
+      }
+      if (finished.size === byKey.size) allDone = true;
+      return true;
+    }
+    return false;
+  };
+
+  // Batches that hold only markers or aborted records never reach eachBatch; this event still says how far they go.
+  consumer.on(consumer.events.END_BATCH_PROCESS, (e) => {
+    const k = key(e.payload.topic, e.payload.partition);
+    if (!byKey.has(k) || finished.has(k)) return;
+    if (advance(k, Number(e.payload.lastOffset) + 1)) notify();
+  });
+  consumer.on(consumer.events.CRASH, (e) => {
+    if (!e.payload.restart) {
+      failure ??= { error: e.payload.error };
+      notify();
+    }
+  });
+
+  await consumer.connect();
+  try {
+    for (const topic of topics) await consumer.subscribe({ topic, fromBeginning: true });
+    await consumer.run({
+      // Only this read uses the group: committing what was read saves re-reading after a rebalance.
+      autoCommit: true,
+      autoCommitInterval: 5000,
+      eachBatchAutoResolve: false,
+      partitionsConsumedConcurrently: 1,
+      eachBatch: async ({ batch, resolveOffset, heartbeat, pause, isRunning }) => {
+        const k = key(batch.topic, batch.partition);
+        if (!byKey.has(k) || finished.has(k)) {
+          pause();
+          return;
+        }
+        if (!active(k)) {
+          pause(); // resumed when its turn comes
+          return;
+        }
+        const range = byKey.get(k)!;
+        const from = position.get(k)!;
+        const messages = batch.messages.filter((m) => {
+          const o = Number(m.offset);
+          return o >= from && o < range.end;
+        });
+        const last = Number(batch.lastOffset());
+        if (messages.length > 0) {
+          const reached = Number(messages[messages.length - 1]!.offset) + 1;
+          const done = reached >= range.end || last + 1 >= range.end;
+          // Wait until the caller is done with the batch, keeping the group membership alive meanwhile
+          // (a rebalance is harmless: positions are kept here and offsets are committed as we go).
+          const beat = setInterval(() => { heartbeat().catch(() => undefined); }, 3000);
+          try {
+            await new Promise<void>((resolve) => {
+              slot = { batch: { topic: batch.topic, partition: batch.partition, messages, done }, taken: resolve };
+              notify();
+            });
+          } finally {
+            clearInterval(beat);
+          }
+          if (!isRunning()) return;
+          advance(k, reached);
+        }
+        advance(k, last + 1);
+        resolveOffset(batch.lastOffset());
+        await heartbeat();
+        notify();
+      },
+    });
+
+    // Heartbeats are kafkajs's business between batches; while the caller holds a batch we wait here.
+    for (;;) {
+      if (options.signal?.aborted) throw options.signal.reason ?? new Error('aborted');
+      if (failure) throw failure.error;
+      if (slot) {
+        const s: Slot = slot;
+        slot = null;
+        try {
+          yield s.batch;
+        } finally {
+          s.taken();
+        }
+        continue;
+      }
+      if (allDone) return;
+      await new Promise<void>((resolve) => {
+        wake = resolve;
+        const onAbort = () => resolve();
+        options.signal?.addEventListener('abort', onAbort, { once: true });
+        // A partition can finish through END_BATCH_PROCESS only; poll now and then in case no event wakes us.
+        setTimeout(resolve, 500).unref();
+      });
+    }
+  } finally {
+    await consumer.disconnect().catch(() => undefined);
+    await options.admin.deleteGroups([options.groupId]).catch(() => undefined);
+  }
+}

@@ -1,0 +1,186 @@
+import type { PointBatch } from '@meridian/domain';
+
+/**
+ * Shared by the live projector (apps/ingest) and rebuilds (libs/replay): one definition of
+ * what a PointBatch becomes in ClickHouse, so a rebuild writes exactly the rows live ingestion does.
+ *
+ * Point batches → the rows of the `points` table, encoded as ONE block of ClickHouse's
+ * Native format (column by column, little-endian, no text parsing on either side).
+ *
+ * Why Native and not TabSeparated: the sink's exactly-once rests on "an INSERT is all or
+ * nothing", and over HTTP that only holds for Native. ClickHouse (18.16 measured) treats a
+ * body cut short by a killed client as a normal end of data: a TSV insert cut at a row
+ * boundary keeps the rows before the cut, and one cut inside the last column even keeps a
+ * corrupted row (`1234` cut to `12`). A Native block declares its row count up front, so a
+ * short body is rejected whole ("Cannot read all data") and nothing is written.
+ * One block is written as one part, so a crash leaves the whole insert or none of it.
+ */
+
+/** One PointBatch fact and where it sits in the points topic. */
+export type Segment = { readonly batch: PointBatch; readonly partition: number; readonly offset: number };
+
+/** The columns written, in order, with their ClickHouse types (see migrations/001_points.sql). */
+export const POINT_COLUMNS = [
+  ['metric_name', 'String'],
+  ['ts', 'Int64'],
+  ['value', 'Float64'],
+  ['updated_at', 'Int64'],
+  ['task_id', 'String'],
+  ['kafka_partition', 'UInt16'],
+  ['kafka_offset', 'UInt64'],
+  ['row_in_batch', 'UInt32'],
+] as const;
+
+/** The INSERT of a Native block into a table with the points schema (`points`, or a rebuild's generation). */
+export function insertPointsSql(table: string): string {
+  if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(table)) throw new Error(`not a table name: ${table}`);
+  return `INSERT INTO ${table} (${POINT_COLUMNS.map(([name]) => name).join(', ')}) FORMAT Native`;
+}
+
+export const INSERT_POINTS_SQL = insertPointsSql('points');
+
+/** A row as it is stored: what the unit tests and the ClickHouse round trip compare. */
+export type PointRow = {
+  readonly metric_name: string;
+  readonly ts: number;
+  readonly value: number;
+  readonly updated_at: number;
+  readonly task_id: string;
+  readonly kafka_partition: number;
+  readonly kafka_offset: number;
+  readonly row_in_batch: number;
+};
+
+/** Rows a segment contributes: one per point. */
+export function segmentRows(segment: Segment): number {
+  return segment.batch.timestamps.length;
+}
+
+/** Why a decoded batch cannot be projected, or null when it can. */
+export function batchProblem(batch: PointBatch): string | null {
+  if (batch.timestamps.length !== batch.values.length) {
+    return `PointBatch has ${batch.timestamps.length} timestamps but ${batch.values.length} values`;
+  }
+  if (batch.timestamps.length > 0xffffffff) return 'PointBatch has more rows than row_in_batch (UInt32) can number';
+  for (const ts of batch.timestamps) if (!Number.isSafeInteger(ts)) return `PointBatch timestamp ${ts} is not an integer of ms`;
+  if (!Number.isSafeInteger(batch.updated_at)) return `PointBatch updated_at ${batch.updated_at} is not an integer of ms`;
+  return null;
+}
+
+const TWO_32 = 4294967296;
+
+function varintLength(n: number): number {
+  let len = 1;
+  while (n >= 0x80) {
+    n = Math.floor(n / 128);
+    len++;
+  }
+  return len;
+}
+
+function writeVarint(buf: Buffer, pos: number, n: number): number {
+  while (n >= 0x80) {
+    buf[pos++] = (n & 0x7f) | 0x80;
+    n = Math.floor(n / 128);
+  }
+  buf[pos++] = n;
+  return pos;
+}
+
+/** A string as Native writes it: varint byte length, then the UTF-8 bytes. */
+function nativeString(s: string): Buffer {
+  const bytes = Buffer.from(s, 'utf8');
+  const out = Buffer.allocUnsafe(varintLength(bytes.length) + bytes.length);
+  bytes.copy(out, writeVarint(out, 0, bytes.length));
+  return out;
+}
+
+/** Writes `unit` `times` times from `pos` with O(log times) copies; returns the end. */
+function repeat(buf: Buffer, pos: number, unit: Buffer, times: number): number {
+  if (times === 0) return pos;
+  const end = pos + unit.length * times;
+  unit.copy(buf, pos);
+  let filled = unit.length;
+  while (pos + filled < end) {
+    const n = Math.min(filled, end - pos - filled);
+    buf.copyWithin(pos + filled, pos, pos + n);
+    filled += n;
+  }
+  return end;
+}
+
+function writeInt64(view: DataView, pos: number, x: number): void {
+  const hi = Math.floor(x / TWO_32);
+  view.setUint32(pos, x - hi * TWO_32, true);
+  view.setInt32(pos + 4, hi, true);
+}
+
+/**
+ * Encodes the segments as one Native block holding every point of every segment, in
+ * segment order, with row_in_batch numbering each segment's points from 0.
+ */
+export function encodePointsBlock(segments: readonly Segment[]): Buffer {
+  const names = segments.map((s) => nativeString(s.batch.metric_name));
+  const tasks = segments.map((s) => nativeString(s.batch.task_id));
+  let rows = 0;
+  let stringBytes = 0;
+  for (let i = 0; i < segments.length; i++) {
+    const n = segmentRows(segments[i]!);
+    rows += n;
+    stringBytes += n * (names[i]!.length + tasks[i]!.length);
+  }
+  const headers = POINT_COLUMNS.map(([name, type]) => Buffer.concat([nativeString(name), nativeString(type)]));
+  const fixedBytes = rows * (8 + 8 + 8 + 2 + 8 + 4);
+  const size = varintLength(POINT_COLUMNS.length) + varintLength(rows) + headers.reduce((a, h) => a + h.length, 0) + stringBytes + fixedBytes;
+  const buf = Buffer.allocUnsafe(size);
+  const view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
+  let pos = writeVarint(buf, 0, POINT_COLUMNS.length);
+  pos = writeVarint(buf, pos, rows);
+  const column = (index: number, write: () => void) => {
+    pos += headers[index]!.copy(buf, pos);
+    write();
+  };
+
+  column(0, () => {
+    for (let i = 0; i < segments.length; i++) pos = repeat(buf, pos, names[i]!, segmentRows(segments[i]!));
+  });
+  column(1, () => {
+    for (const s of segments) for (const ts of s.batch.timestamps) { writeInt64(view, pos, ts); pos += 8; }
+  });
+  column(2, () => {
+    for (const s of segments) for (const v of s.batch.values) { view.setFloat64(pos, v, true); pos += 8; }
+  });
+  column(3, () => {
+    for (const s of segments) {
+      const n = segmentRows(s);
+      if (n === 0) continue;
+      writeInt64(view, pos, s.batch.updated_at);
+      pos = repeat(buf, pos + 8, buf.subarray(pos, pos + 8), n - 1);
+    }
+  });
+  column(4, () => {
+    for (let i = 0; i < segments.length; i++) pos = repeat(buf, pos, tasks[i]!, segmentRows(segments[i]!));
+  });
+  column(5, () => {
+    for (const s of segments) {
+      const n = segmentRows(s);
+      for (let r = 0; r < n; r++) { view.setUint16(pos, s.partition, true); pos += 2; }
+    }
+  });
+  column(6, () => {
+    for (const s of segments) {
+      const n = segmentRows(s);
+      if (n === 0) continue;
+      writeInt64(view, pos, s.offset);
+      pos = repeat(buf, pos + 8, buf.subarray(pos, pos + 8), n - 1);
+    }
+  });
+  column(7, () => {
+    for (const s of segments) {
+      const n = segmentRows(s);
+      for (let r = 0; r < n; r++) { view.setUint32(pos, r, true); pos += 4; }
+    }
+  });
+  if (pos !== size) throw new Error(`Native block size mismatch: wrote ${pos} of ${size} bytes`);
+  return buf;
+}

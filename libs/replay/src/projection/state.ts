@@ -1,0 +1,144 @@
+import type { PointsFact } from '@meridian/domain';
+import { batchProblem, segmentRows, type Segment } from './rows.ts';
+
+/** An UploadSealed marker seen at `offset` of `partition`, waiting to be announced. */
+export type Seal = { readonly task_id: string; readonly partition: number; readonly offset: number };
+
+/** What to do with one decoded message of the points topic. */
+export type Decision =
+  | { readonly kind: 'skip'; readonly why: string }
+  | { readonly kind: 'buffer'; readonly segment: Segment; readonly rows: number }
+  | { readonly kind: 'seal'; readonly seal: Seal }
+  | { readonly kind: 'reject'; readonly reason: string };
+
+/**
+ * The projector's memory, without I/O: the sink's position per partition (the highest
+ * PointBatch offset stored in ClickHouse, the authority on what is projected), the rows
+ * buffered for the next insert, and the seals to announce once those rows are in.
+ *
+ * Messages at or below the sink's position are done: their rows are stored (a PointBatch)
+ * or they were dead-lettered before any later row was written (garbage). Seals at or below
+ * it are announced again, since a crash may have come between the insert and the
+ * announcement; announcing twice is harmless (the task fold is idempotent).
+ */
+export class Projection {
+  private readonly sinkMax = new Map<number, number>();
+  private segments: Segment[] = [];
+  private seals: Seal[] = [];
+  private bufferedRows = 0;
+  private bufferedSince: number | null = null;
+  readonly batchRows: number;
+
+  constructor(batchRows: number) {
+    if (!Number.isInteger(batchRows) || batchRows < 1) throw new Error(`batchRows must be a positive integer, got ${batchRows}`);
+    this.batchRows = batchRows;
+  }
+
+  /** Forgets everything: after a rebalance the sink positions must be read again and the buffer is void. */
+  reset(): void {
+    this.sinkMax.clear();
+    this.clearBuffer();
+  }
+
+  knows(partition: number): boolean {
+    return this.sinkMax.has(partition);
+  }
+
+  /** The highest PointBatch offset stored for `partition` (-1: none). */
+  setSinkMax(partition: number, offset: number): void {
+    this.sinkMax.set(partition, offset);
+  }
+
+  sinkPosition(partition: number): number | undefined {
+    return this.sinkMax.get(partition);
+  }
+
+  /** True when the message at `offset` has been fully handled according to the sink. */
+  inSink(partition: number, offset: number): boolean {
+    const max = this.sinkMax.get(partition);
+    if (max === undefined) throw new Error(`sink position of partition ${partition} not loaded`);
+    return offset <= max;
+  }
+
+  decide(partition: number, offset: number, fact: PointsFact): Decision {
+    switch (fact.type) {
+      case 'PointBatch': {
+        if (this.inSink(partition, offset)) return { kind: 'skip', why: 'already in the sink' };
+        const problem = batchProblem(fact);
+        if (problem) return { kind: 'reject', reason: problem };
+        if (fact.timestamps.length === 0) return { kind: 'skip', why: 'no points' };
+        return { kind: 'buffer', segment: { batch: fact, partition, offset }, rows: segmentRows({ batch: fact, partition, offset }) };
+      }
+      case 'UploadSealed':
+        return { kind: 'seal', seal: { task_id: fact.task_id, partition, offset } };
+      default: {
+        if (this.inSink(partition, offset)) return { kind: 'skip', why: 'already handled' };
+        return { kind: 'reject', reason: `unexpected event type ${(fact as { type: string }).type} on the points topic` };
+      }
+    }
+  }
+
+  /** True when adding `rows` would make the next insert larger than batchRows (and it is not empty). */
+  wouldOverflow(rows: number): boolean {
+    return this.bufferedRows > 0 && this.bufferedRows + rows > this.batchRows;
+  }
+
+  add(segment: Segment, now: number): void {
+    const last = this.segments.findLast((s) => s.partition === segment.partition);
+    if (last && last.offset >= segment.offset) throw new Error(`segment ${segment.partition}/${segment.offset} buffered out of order`);
+    this.segments.push(segment);
+    this.bufferedRows += segmentRows(segment);
+    this.bufferedSince ??= now;
+  }
+
+  addSeal(seal: Seal): void {
+    this.seals.push(seal);
+  }
+
+  get rows(): number {
+    return this.bufferedRows;
+  }
+
+  get hasSeals(): boolean {
+    return this.seals.length > 0;
+  }
+
+  get isEmpty(): boolean {
+    return this.segments.length === 0 && this.seals.length === 0;
+  }
+
+  get isFull(): boolean {
+    return this.bufferedRows >= this.batchRows;
+  }
+
+  /** How long the oldest buffered row has waited. */
+  age(now: number): number {
+    return this.bufferedSince === null ? 0 : now - this.bufferedSince;
+  }
+
+  /** What the next flush writes and then announces. */
+  pending(): { readonly segments: readonly Segment[]; readonly seals: readonly Seal[]; readonly rows: number } {
+    return { segments: this.segments, seals: this.seals, rows: this.bufferedRows };
+  }
+
+  /** Records that these segments are in the sink (an insert succeeded, or was found to have landed). */
+  stored(segments: readonly Segment[]): void {
+    for (const s of segments) {
+      if ((this.sinkMax.get(s.partition) ?? -1) < s.offset) this.sinkMax.set(s.partition, s.offset);
+    }
+  }
+
+  /** Drops every buffered segment the sink already holds (after an insert of unknown outcome). */
+  dropStored(): void {
+    this.segments = this.segments.filter((s) => !this.inSink(s.partition, s.offset));
+    this.bufferedRows = this.segments.reduce((n, s) => n + segmentRows(s), 0);
+    if (this.segments.length === 0) this.bufferedSince = null;
+  }
+
+  clearBuffer(): void {
+    this.segments = [];
+    this.seals = [];
+    this.bufferedRows = 0;
+    this.bufferedSince = null;
+  }
+}

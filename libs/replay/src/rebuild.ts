@@ -1,0 +1,242 @@
+import { randomBytes } from 'node:crypto';
+import type { Admin, Kafka } from 'kafkajs';
+import type { ClickHouseClient } from '@meridian/clickhouse';
+import type { PointsFact } from '@meridian/domain';
+import { createEventCodec, UndecodableEventError, type EventCodec } from '@meridian/events';
+import type { Logger } from '@meridian/observability';
+import { topicOffsets, type Offsets } from './bounds.ts';
+import { readRanges, type PartitionRange } from './log-reader.ts';
+import { createPointsSink, Projection, segmentRows, type Segment } from './projection/index.ts';
+import type { RebuildProgress } from './progress.ts';
+
+export type RebuildInput = {
+  readonly kafka: Kafka;
+  readonly admin: Admin;
+  /** The points topic. */
+  readonly topic: string;
+  /** Prefix of the rebuild's own consumer group (the environment's topic prefix). */
+  readonly groupPrefix: string;
+  /** A client bound to the database of `table`. */
+  readonly clickhouse: ClickHouseClient;
+  /** The table written: a generation (points_g<N>) or `points` of a separate database. Never the live one. */
+  readonly table: string;
+  /** First offset to project per partition (inclusive); the table's own positions win when they are further (a resumed rebuild). */
+  readonly starts: Offsets;
+  /** Offset to stop before per partition (exclusive). */
+  readonly ends: Offsets;
+  /** Most rows per INSERT (one Native block, all or nothing). */
+  readonly batchRows: number;
+  readonly codec?: EventCodec<PointsFact>;
+  /**
+   * Keep only uploads whose UploadSealed marker is inside the range (per partition): at a cut in
+   * time, an upload whose transaction straddles the cut is left out whole, as all-or-nothing wants.
+   */
+  readonly sealedOnly?: boolean;
+  readonly signal?: AbortSignal;
+  readonly onProgress?: (progress: RebuildProgress) => void;
+  readonly progressEveryMs?: number;
+  /** Measure the distance to the end of the log for the progress line (one offsets request every 2 s). */
+  readonly measureLag?: boolean;
+  readonly logger?: Logger;
+};
+
+export type RebuildStats = {
+  /** Records read (every offset that held a record for the reader). */
+  readonly events: number;
+  readonly points: number;
+  readonly batches: number;
+  readonly seals: number;
+  /** Point batches that cannot be projected (the live projector dead-letters the same ones). */
+  readonly rejected: number;
+  /** Records that are not events Meridian can decode (skipped, as live). */
+  readonly undecodable: number;
+  readonly inserts: number;
+  /** Batches of uploads not sealed inside the range, removed again (sealedOnly). */
+  readonly unsealedBatches: number;
+  readonly ms: number;
+  /** Highest PointBatch offset in the table per partition afterwards (-1: none). */
+  readonly positions: Offsets;
+};
+
+const INSERT_ATTEMPTS = 5;
+
+/**
+ * Projects a range of the points topic into a table, with the live projector's own pieces:
+ * the same decisions (state.ts), the same rows (rows.ts, one Native block per insert) and the
+ * same exactly-once sink (the table's max(kafka_offset) per partition is where a resumed
+ * rebuild continues). Nothing else: no clock, no random value and no side effect reaches the
+ * rows (no dead-lettering, no announcing), so the rows are a pure function of the range.
+ *
+ * One insert is in flight while the next block is read and decoded.
+ */
+export async function rebuildRange(input: RebuildInput): Promise<RebuildStats> {
+  const started = performance.now();
+  const codec = input.codec ?? createEventCodec<PointsFact>();
+  const sink = createPointsSink(input.clickhouse, input.table);
+  const partitions = [...input.ends.keys()].sort((a, b) => a - b);
+  const stored = await sink.maxOffsets(partitions);
+  const projection = new Projection(input.batchRows);
+  const ranges: PartitionRange[] = [];
+  const position = new Map<number, number>();
+  for (const p of partitions) {
+    const start = Math.max(input.starts.get(p) ?? 0, (stored.get(p) ?? -1) + 1);
+    const end = input.ends.get(p)!;
+    projection.setSinkMax(p, start - 1);
+    position.set(p, Math.min(start, end));
+    if (end > start) ranges.push({ topic: input.topic, partition: p, start, end });
+  }
+  const total = ranges.reduce((n, r) => n + (r.end - r.start), 0);
+
+  let events = 0;
+  let points = 0;
+  let batches = 0;
+  let seals = 0;
+  let rejected = 0;
+  let undecodable = 0;
+  let inserts = 0;
+  let lag: number | null = null;
+  /** sealedOnly: per partition, the offsets of the batches of each upload not sealed yet. */
+  const open = new Map<number, Map<string, number[]>>(partitions.map((p) => [p, new Map()]));
+
+  const remaining = () => ranges.reduce((n, r) => n + (r.end - position.get(r.partition)!), 0);
+  const snapshot = (): RebuildProgress => ({ events, points, elapsedMs: performance.now() - started, remaining: remaining(), total, lag });
+  let lastReport = 0;
+  let lagBusy = false;
+  let lastLag = 0;
+  const report = (force = false) => {
+    const now = performance.now();
+    if (input.measureLag && !lagBusy && now - lastLag >= 2000) {
+      lagBusy = true;
+      lastLag = now;
+      topicOffsets(input.admin, input.topic)
+        .then(({ end }) => { lag = [...end].reduce((n, [p, e]) => n + Math.max(0, e - (position.get(p) ?? e)), 0); })
+        .catch(() => undefined)
+        .finally(() => { lagBusy = false; });
+    }
+    if (!input.onProgress || (!force && now - lastReport < (input.progressEveryMs ?? 1000))) return;
+    lastReport = now;
+    input.onProgress(snapshot());
+  };
+
+  let inflight: Promise<void> = Promise.resolve();
+  async function insert(segments: readonly Segment[]): Promise<void> {
+    const last = new Map<number, number>();
+    for (const s of segments) last.set(s.partition, Math.max(last.get(s.partition) ?? -1, s.offset));
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await sink.insert(segments);
+        inserts++;
+        return;
+      } catch (error) {
+        // The insert may have landed whole or not at all (one Native block): ask the table.
+        await sink.settle().catch(() => undefined);
+        const now = await sink.maxOffsets([...last.keys()]).catch(() => null);
+        if (now && [...last].every(([p, o]) => (now.get(p) ?? -1) >= o)) {
+          inserts++;
+          return;
+        }
+        if (attempt >= INSERT_ATTEMPTS || input.signal?.aborted) throw error;
+        input.logger?.warn({ err: error, attempt }, `insert into ${input.table} failed; retrying`);
+        await new Promise((r) => setTimeout(r, 250 * 2 ** attempt));
+      }
+    }
+  }
+  /** Hands the buffered rows to the insert after the one in flight; waits for that one first. */
+  async function flush(): Promise<void> {
+    const { segments } = projection.pending();
+    if (segments.length === 0) return;
+    const todo = [...segments];
+    projection.stored(todo);
+    projection.clearBuffer();
+    const previous = inflight;
+    await previous;
+    inflight = insert(todo);
+    // Surface a failure at the next flush or at the end, whichever comes first.
+    inflight.catch(() => undefined);
+  }
+
+  for await (const batch of readRanges(ranges, {
+    kafka: input.kafka,
+    admin: input.admin,
+    groupId: `${input.groupPrefix}replay-${input.table}-${randomBytes(4).toString('hex')}`,
+    sequential: false,
+    ...(input.signal ? { signal: input.signal } : {}),
+  })) {
+    const p = batch.partition;
+    for (const message of batch.messages) {
+      const offset = Number(message.offset);
+      events++;
+      let fact: PointsFact;
+      try {
+        fact = codec.decode(message.value ?? Buffer.alloc(0));
+      } catch (error) {
+        if (!(error instanceof UndecodableEventError)) throw error;
+        undecodable++;
+        continue;
+      }
+      const decision = projection.decide(p, offset, fact);
+      switch (decision.kind) {
+        case 'buffer': {
+          if (projection.wouldOverflow(decision.rows)) await flush();
+          projection.add(decision.segment, 0); // no clock: the rebuild flushes by size only
+          batches++;
+          points += segmentRows(decision.segment);
+          if (input.sealedOnly) {
+            const tasks = open.get(p)!;
+            const offsets = tasks.get(decision.segment.batch.task_id) ?? [];
+            offsets.push(offset);
+            tasks.set(decision.segment.batch.task_id, offsets);
+          }
+          break;
+        }
+        case 'seal':
+          seals++;
+          open.get(p)!.delete(decision.seal.task_id);
+          break;
+        case 'reject':
+          rejected++;
+          break;
+        case 'skip':
+          break;
+      }
+    }
+    const lastMessage = batch.messages[batch.messages.length - 1];
+    const range = ranges.find((r) => r.partition === p)!;
+    position.set(p, batch.done ? range.end : Math.max(position.get(p)!, Number(lastMessage?.offset ?? -1) + 1));
+    report();
+  }
+  for (const r of ranges) position.set(r.partition, r.end);
+  await flush();
+  await inflight;
+
+  let unsealedBatches = 0;
+  if (input.sealedOnly) {
+    const doomed: Array<[number, number]> = [];
+    for (const [p, tasks] of open) for (const offsets of tasks.values()) for (const o of offsets) doomed.push([p, o]);
+    unsealedBatches = doomed.length;
+    if (doomed.length > 0) await deleteBatches(input.clickhouse, input.table, doomed);
+  }
+  report(true);
+  const positions = await sink.maxOffsets(partitions);
+  return { events, points, batches, seals, rejected, undecodable, inserts, unsealedBatches, ms: performance.now() - started, positions };
+}
+
+/** Deletes the rows of these (partition, offset) batches: numbers only in the SQL, then waits for the mutation. */
+async function deleteBatches(client: ClickHouseClient, table: string, batches: ReadonlyArray<readonly [number, number]>): Promise<void> {
+  if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(table)) throw new Error(`not a table name: ${table}`);
+  const byPartition = new Map<number, number[]>();
+  for (const [p, o] of batches) {
+    if (!Number.isSafeInteger(p) || !Number.isSafeInteger(o) || p < 0 || o < 0) throw new Error(`not a position: ${p}/${o}`);
+    byPartition.set(p, [...(byPartition.get(p) ?? []), o]);
+  }
+  const where = [...byPartition].map(([p, os]) => `(kafka_partition = ${p} AND kafka_offset IN (${os.join(', ')}))`).join(' OR ');
+  await client.command({ query: `ALTER TABLE ${table} DELETE WHERE ${where}` });
+  for (;;) {
+    const rows = await (await client.query({
+      query: `SELECT count() AS n FROM system.mutations WHERE database = currentDatabase() AND table = '${table}' AND is_done = 0`,
+      format: 'JSONEachRow',
+    })).json<{ n: string }>();
+    if (Number(rows[0]?.n ?? 0) === 0) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}

@@ -1,0 +1,257 @@
+import type { Admin, Kafka } from 'kafkajs';
+import type { ClickHouseClient } from '@meridian/clickhouse';
+import type { Logger } from '@meridian/observability';
+import { topicOffsets, type Offsets } from './bounds.ts';
+import {
+  catalogFeed,
+  catalogTable,
+  databaseEngine,
+  frozenStandIn,
+  LIVE_CATALOG_DATA,
+  LIVE_POINTS,
+  liveGeneration,
+  pointsTable,
+  q,
+  readRegistry,
+  record,
+  tableEngines,
+} from './generations.ts';
+import { createPointsSink } from './projection/index.ts';
+import type { RebuildProgress } from './progress.ts';
+import { rebuildRange, type RebuildStats } from './rebuild.ts';
+
+/** The live projector's consumer group (apps/ingest/src/projector/projector.ts names it so). */
+export const projectorGroupId = (topicPrefix: string) => `${topicPrefix}ingest-projector`;
+
+export type SwapInput = {
+  readonly kafka: Kafka;
+  readonly admin: Admin;
+  readonly topic: string;
+  readonly topicPrefix: string;
+  /** Bound to the live database. */
+  readonly clickhouse: ClickHouseClient;
+  /** Name of that database (an identifier): the frozen stand-in names it. */
+  readonly database: string;
+  readonly generation: number;
+  readonly batchRows: number;
+  /** First offsets the generation was built from (its --from), so catching up never reads before them. */
+  readonly starts?: Offsets;
+  readonly logger?: Logger;
+  readonly onProgress?: (phase: string, progress: RebuildProgress) => void;
+  readonly onPhase?: (phase: string) => void;
+  /** Called while live writes are held, just before the tables change names (tests look at the frozen state here). */
+  readonly whileFrozen?: () => Promise<void>;
+  /** How long to wait for the live projector to reach the new generation's positions before freezing (default 20 s). */
+  readonly waitForLiveMs?: number;
+};
+
+export type SwapResult = {
+  readonly generation: number;
+  /** The generation swapped out, kept as points_g<N> until dropped. */
+  readonly retired: number;
+  /** How long live writes into `points` were held. */
+  readonly frozenMs: number;
+  /** Per partition, the last batch offset both the old and the new table hold at the swap. */
+  readonly positions: Record<string, number>;
+  readonly catchUp: readonly RebuildStats[];
+  /** Whether the live projector was made to re-read its positions (when there was no live table to freeze). */
+  readonly nudged: boolean;
+};
+
+/**
+ * Swaps generation N in as the live `points` (and its catalog as the live `metric_catalog`)
+ * while live ingestion keeps running, without losing or doubling a row.
+ *
+ * The live projector keeps, per partition, the highest batch offset it has written in memory
+ * and resumes from max(kafka_offset) of `points` only when it (re)joins its group or an insert
+ * fails. So the new table must hold exactly the batches the old one holds at the moment of the
+ * swap: then the projector's positions are right for either table.
+ *
+ *   1. Catch up: project into N up to the live table's positions (twice: the second round takes
+ *      what the live projector wrote during the first), never past them.
+ *   2. Freeze: one RENAME puts the live table aside (as points_g<M>) and a read-only stand-in in
+ *      its place (a Merge table over points_g<M>): downloads keep reading the same rows, inserts
+ *      fail, and the live projector retries them. RENAME waits for an insert in flight, so the
+ *      old table's positions are final once it returns.
+ *   3. Catch up N exactly to those positions, and check they are equal.
+ *   4. Swap in: one RENAME moves the stand-in out, N in as `points`, the live catalog's data
+ *      table out (as metric_catalog_g<M>) and N's catalog in. On ClickHouse 18.16 (Ordinary
+ *      databases) views bind to table names: the catalog view, reading FROM points into
+ *      `.inner.metric_catalog`, from then on feeds on N's inserts into N's catalog.
+ *   5. The projector's retried insert lands in N, after the positions it knew.
+ *
+ * With no live table (it was dropped), there is nothing to freeze: N catches up to the end of
+ * the log, and the live projector's group is made to rebalance before N is renamed in, so every
+ * member re-reads its positions from N (an insert or position read fails until then).
+ */
+export async function swapIn(input: SwapInput): Promise<SwapResult> {
+  const { clickhouse: client, generation: n } = input;
+  const phase = (p: string) => input.onPhase?.(p);
+  const engine = await databaseEngine(client);
+  if (engine !== 'Ordinary') {
+    throw new Error(`swap needs an Ordinary database (views bound to table names, as in ClickHouse 18.16); ${input.database} is ${engine}`);
+  }
+  const registry = await readRegistry(client);
+  const m = liveGeneration(registry);
+  if (m === n) throw new Error(`generation ${n} is live already`);
+  const tables = await tableEngines(client);
+  const newTable = pointsTable(n);
+  if (tables.get(newTable) !== 'MergeTree') throw new Error(`no table ${newTable}: build generation ${n} first`);
+  if (!tables.has(catalogTable(n))) throw new Error(`no table ${catalogTable(n)}: generation ${n} has no catalog`);
+  if (!tables.has(LIVE_CATALOG_DATA)) throw new Error(`no ${LIVE_CATALOG_DATA}: the live catalog view's table is missing`);
+  if (tables.has(catalogTable(m))) throw new Error(`${catalogTable(m)} exists already: drop generation ${m} first`);
+  const live = tables.get(LIVE_POINTS);
+  if (live !== undefined && live !== 'MergeTree' && live !== 'Merge') throw new Error(`${LIVE_POINTS} is a ${live}, not a table this swap knows`);
+  const alreadyFrozen = live === 'Merge';
+  if (live === 'MergeTree' && tables.has(pointsTable(m))) throw new Error(`${pointsTable(m)} exists already: drop generation ${m} first`);
+  if (alreadyFrozen && !tables.has(pointsTable(m))) throw new Error(`${LIVE_POINTS} is a stand-in but ${pointsTable(m)} is missing`);
+
+  const { end } = await topicOffsets(input.admin, input.topic);
+  const partitions = [...end.keys()].sort((a, b) => a - b);
+  const starts = input.starts ?? new Map(partitions.map((p) => [p, 0]));
+  const catchUp: RebuildStats[] = [];
+  const project = async (label: string, ends: Offsets) => {
+    phase(label);
+    const stats = await rebuildRange({
+      kafka: input.kafka,
+      admin: input.admin,
+      topic: input.topic,
+      groupPrefix: input.topicPrefix,
+      clickhouse: client,
+      table: newTable,
+      starts,
+      ends,
+      batchRows: input.batchRows,
+      measureLag: true,
+      ...(input.logger ? { logger: input.logger } : {}),
+      ...(input.onProgress ? { onProgress: (p: RebuildProgress) => input.onProgress!(label, p) } : {}),
+    });
+    catchUp.push(stats);
+    return stats;
+  };
+  const plusOne = (o: Offsets) => new Map([...o].map(([p, x]) => [p, x + 1]));
+
+  let frozenAt: number | null = null;
+  let nudged = false;
+  if (live === 'MergeTree') {
+    const liveSink = createPointsSink(client, LIVE_POINTS);
+    for (const round of [1, 2]) await project(`catching up with the live table (round ${round})`, plusOne(await liveSink.maxOffsets(partitions)));
+    // A generation built to the end of the log may be ahead of a live projector that lingers: give it time to pass.
+    phase('waiting for the live projector to reach the new generation');
+    const mine = await createPointsSink(client, newTable).maxOffsets(partitions);
+    const deadline = Date.now() + (input.waitForLiveMs ?? 20_000);
+    while (Date.now() < deadline) {
+      const theirs = await liveSink.maxOffsets(partitions);
+      if (partitions.every((p) => (theirs.get(p) ?? -1) >= (mine.get(p) ?? -1))) break;
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    phase('freezing the live table');
+    const standIn = frozenStandIn(n);
+    await client.command({ query: `CREATE TABLE ${q(standIn)} AS ${q(LIVE_POINTS)} ENGINE = Merge('${checkDatabase(input.database)}', '^${pointsTable(m)}$')` });
+    frozenAt = performance.now();
+    await client.command({ query: `RENAME TABLE ${q(LIVE_POINTS)} TO ${q(pointsTable(m))}, ${q(standIn)} TO ${q(LIVE_POINTS)}` });
+  } else if (alreadyFrozen) {
+    frozenAt = performance.now();
+  }
+
+  let positions: Offsets;
+  let standInPlace = frozenAt !== null;
+  try {
+    if (frozenAt !== null) {
+      const final = await createPointsSink(client, pointsTable(m)).maxOffsets(partitions);
+      await project('catching up with the frozen live table', plusOne(final));
+      const mine = await createPointsSink(client, newTable).maxOffsets(partitions);
+      const behind = partitions.filter((p) => (mine.get(p) ?? -1) < (final.get(p) ?? -1));
+      if (behind.length > 0) {
+        throw new Error(`generation ${n} cannot reach the live table's positions in partitions ${behind.join(', ')} (${behind.map((p) => `${mine.get(p)} < ${final.get(p)}`).join('; ')})`);
+      }
+      if (partitions.some((p) => (mine.get(p) ?? -1) > (final.get(p) ?? -1))) {
+        // Ahead of the frozen table (the live projector was stopped or stuck): positions in memory
+        // would be wrong for the new table. Take `points` away, so no member can read positions or
+        // insert, and make every member rejoin (and so forget its positions) before N comes in.
+        phase('the new generation is ahead of the live table: making the live projector re-read its positions');
+        await client.command({ query: `RENAME TABLE ${q(LIVE_POINTS)} TO ${q(frozenStandIn(n))}` });
+        standInPlace = false;
+        await nudgeGroup(input.kafka, projectorGroupId(input.topicPrefix), input.topic, input.logger);
+        nudged = true;
+      }
+      positions = mine;
+    } else {
+      await project('catching up with the end of the log (no live table)', (await topicOffsets(input.admin, input.topic)).end);
+      phase('making the live projector re-read its positions');
+      await nudgeGroup(input.kafka, projectorGroupId(input.topicPrefix), input.topic, input.logger);
+      nudged = true;
+      positions = await createPointsSink(client, newTable).maxOffsets(partitions);
+    }
+    if (input.whileFrozen) await input.whileFrozen();
+
+    phase('swapping the tables');
+    await client.command({ query: `DROP TABLE IF EXISTS ${q(catalogFeed(n))}` });
+    const renames: string[] = [];
+    if (standInPlace) renames.push(`${q(LIVE_POINTS)} TO ${q(frozenStandIn(n))}`);
+    renames.push(`${q(newTable)} TO ${q(LIVE_POINTS)}`, `${q(LIVE_CATALOG_DATA)} TO ${q(catalogTable(m))}`, `${q(catalogTable(n))} TO ${q(LIVE_CATALOG_DATA)}`);
+    await client.command({ query: `RENAME TABLE ${renames.join(', ')}` });
+  } catch (error) {
+    if (frozenAt !== null) await unfreeze(client, m, n).catch((e: unknown) => input.logger?.error({ err: e }, 'could not put the live table back'));
+    throw error;
+  }
+  const frozenMs = frozenAt === null ? 0 : performance.now() - frozenAt;
+  if (frozenAt !== null) await client.command({ query: `DROP TABLE IF EXISTS ${q(frozenStandIn(n))}` });
+  await record(client, m, 'retired', { table: pointsTable(m), catalog: catalogTable(m), by: n });
+  await record(client, n, 'live', { positions: Object.fromEntries(positions), frozen_ms: Math.round(frozenMs), nudged });
+  return { generation: n, retired: m, frozenMs, positions: Object.fromEntries([...positions].map(([p, o]) => [String(p), o])), catchUp, nudged };
+}
+
+/**
+ * Puts the frozen live table back as `points` (after a failed swap, or one that stopped midway):
+ * `points` is the read-only stand-in, or missing, and the live generation's table is aside as points_g<M>.
+ */
+export async function unfreeze(client: ClickHouseClient, live: number, standInGeneration: number | null = null): Promise<boolean> {
+  const tables = await tableEngines(client);
+  const current = tables.get(LIVE_POINTS);
+  if (current === 'MergeTree') return false;
+  if (current !== undefined && current !== 'Merge') throw new Error(`${LIVE_POINTS} is a ${current}`);
+  if (tables.get(pointsTable(live)) !== 'MergeTree') throw new Error(`the live generation ${live} is not aside as ${pointsTable(live)}`);
+  const aside = standInGeneration !== null ? frozenStandIn(standInGeneration) : `points_frozen_${Date.now()}`;
+  if (current === 'Merge') {
+    await client.command({ query: `RENAME TABLE ${q(LIVE_POINTS)} TO ${q(aside)}, ${q(pointsTable(live))} TO ${q(LIVE_POINTS)}` });
+  } else {
+    await client.command({ query: `RENAME TABLE ${q(pointsTable(live))} TO ${q(LIVE_POINTS)}` });
+  }
+  await client.command({ query: `DROP TABLE IF EXISTS ${q(aside)}` });
+  for (const [name, engine] of tables) if (/^points_frozen_g\d+$/.test(name) && engine === 'Merge') await client.command({ query: `DROP TABLE IF EXISTS ${q(name)}` });
+  return true;
+}
+
+function checkDatabase(name: string): string {
+  if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) throw new Error(`not a database name: ${name}`);
+  return name;
+}
+
+/**
+ * Makes every member of a consumer group rejoin it: a member of our own joins (which completes
+ * only once every current member has rejoined) and leaves. It subscribes like the members, reads
+ * nothing and commits nothing. The live projector forgets its positions on every join and reads
+ * them again from `points` before its next insert.
+ */
+export async function nudgeGroup(kafka: Kafka, groupId: string, topic: string, logger?: Logger, timeoutMs = 120_000): Promise<void> {
+  const consumer = kafka.consumer({ groupId, sessionTimeout: 30_000, rebalanceTimeout: 60_000, heartbeatInterval: 3000 });
+  let joined!: () => void;
+  const done = new Promise<void>((resolve) => { joined = resolve; });
+  consumer.on(consumer.events.GROUP_JOIN, () => joined());
+  await consumer.connect();
+  try {
+    await consumer.subscribe({ topic, fromBeginning: false });
+    await consumer.run({
+      autoCommit: false,
+      eachBatchAutoResolve: false,
+      eachBatch: async ({ pause }) => { pause(); },
+    });
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([done, new Promise((_, reject) => { timer = setTimeout(() => reject(new Error(`the group ${groupId} did not rebalance within ${timeoutMs} ms`)), timeoutMs); })]);
+    clearTimeout(timer);
+    logger?.info({ group: groupId }, 'consumer group rebalanced');
+  } finally {
+    await consumer.disconnect();
+  }
+}

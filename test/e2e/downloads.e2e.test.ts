@@ -1,0 +1,229 @@
+
+import { randomUUID } from 'node:crypto';
+import { request } from 'node:http';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { formatTimestamp } from '@meridian/domain';
+import { bootstrapAdmin, createUser } from '../support/accounts.ts';
+import { call, startApi, type RunningApi } from '../support/api.ts';
+import { startWorker } from '../support/ingest.ts';
+import { isolatedSettings } from '../support/settings.ts';
+import { waitForTask } from '../support/tasks.ts';
+import { waitFor } from '../support/wait.ts';
+
+const settings = isolatedSettings({ MERIDIAN_MAX_ROWS_CEILING: '2000000' });
+let api: RunningApi;
+let ingest: Awaited<ReturnType<typeof startWorker>>;
+let admin: string;
+let analyst: string; // r on dl.pub prefix and on exact names of the injection set
+
+const T = (s: number, ms = 0) => Date.UTC(2024, 0, 1) + s * 1000 + ms;
+const HEADER = 'metric_name,timestamp,metric_numeric_value,updated_at';
+const tricky = [`quote"d`, 'back\\slash', '100%_done', "x'); DROP TABLE points; --", 'colon:ünï'];
+
+async function uploadJson(metric: string, values: Array<[number, number]>, key = admin): Promise<number> {
+  const res = await call(`${api.url}/api/v1/metrics/upload`, key, { method: 'POST', body: { metric_name: metric, values: values.map(([ts, value]) => ({ timestamp: formatTimestamp(ts), value })) } });
+  expect(res.status, `${metric}: ${res.text}`).toBe(202);
+  const task = await waitForTask(api.url, key, res.json.task_id, 120_000);
+  expect(task.status).toBe('succeeded');
+  const created = await call(`${api.url}/api/v1/tasks/${res.json.task_id}`, key);
+  return Date.parse(created.json.created_at.replace(/(\d\d)(\d\d)$/, '$1:$2'));
+}
+
+async function download(qs: Record<string, string>, key = analyst, headers: Record<string, string> = {}) {
+  const res = await fetch(`${api.url}/api/v1/metrics/download?${new URLSearchParams(qs)}`, { headers: { Authorization: `Bearer ${key}`, 'Accept-Encoding': 'identity', ...headers } });
+  return { status: res.status, headers: res.headers, text: await res.text() };
+}
+
+const updated: Record<string, number> = {};
+
+beforeAll(async () => {
+  api = await startApi(settings);
+  ingest = await startWorker(settings);
+  admin = await bootstrapAdmin(settings);
+  await api.api.accounts.syncToEnd();
+  analyst = await createUser(api.url, admin, 'analyst', [
+    { match: 'prefix', value: 'dl.pub', access: 'r' },
+    ...tricky.map((value) => ({ match: 'exact' as const, value, access: 'r' as const })),
+  ]);
+  updated['dl.pub.a'] = await uploadJson('dl.pub.a', [[T(0), 1.5], [T(1, 250), -2], [T(0), 3], [T(86_400), 0.1]]);
+  updated['dl.pub.b'] = await uploadJson('dl.pub.b', [[T(5), 1e21], [T(6), 1 / 3]]);
+  updated['dl.priv.c'] = await uploadJson('dl.priv.c', [[T(0), 42]]);
+  for (const name of tricky) updated[name] = await uploadJson(name, [[T(9), tricky.indexOf(name)]]);
+});
+afterAll(async () => {
+  await ingest?.close();
+  await api?.close();
+});
+
+const line = (name: string, ts: number, value: string) => `${/"/.test(name) ? `"${name.replace(/"/g, '""')}"` : name},${formatTimestamp(ts)},${value},${formatTimestamp(updated[name]!)}`;
+
+describe('metric downloads', () => {
+  it('single: the seed CSV exactly, ordered by timestamp then updated_at, duplicates kept', async () => {
+    const res = await download({ metrics: 'dl.pub.a' });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toMatch(/^text\/csv/);
+    expect(res.headers.get('content-disposition')).toBe('attachment; filename="dl.pub.a.csv"');
+    const rows = res.text.trimEnd().split('\n');
+    expect(rows[0]).toBe(HEADER);
+    expect(rows.slice(1).sort()).toEqual([line('dl.pub.a', T(0), '1.5'), line('dl.pub.a', T(0), '3'), line('dl.pub.a', T(1, 250), '-2'), line('dl.pub.a', T(86_400), '0.1')].sort());
+    expect(rows.slice(1).map((r) => r.split(',')[1])).toEqual([formatTimestamp(T(0)), formatTimestamp(T(0)), formatTimestamp(T(1, 250)), formatTimestamp(T(86_400))]);
+    expect(res.text.endsWith('\n')).toBe(true);
+  });
+
+  it('list, contains, starts_with and ends_with see only entitled metrics', async () => {
+    const names = (text: string) => [...new Set(text.trimEnd().split('\n').slice(1).map((r) => r.split(',')[0]))];
+    expect(names((await download({ metrics: 'dl.pub.b,dl.pub.a', pattern: 'list' })).text)).toEqual(['dl.pub.a', 'dl.pub.b']);
+    expect(names((await download({ metrics: 'dl.', pattern: 'starts_with' })).text)).toEqual(['dl.pub.a', 'dl.pub.b']);
+    expect(names((await download({ metrics: '.b', pattern: 'ends_with' })).text)).toEqual(['dl.pub.b']);
+    expect(names((await download({ metrics: 'pub', pattern: 'contains' })).text)).toEqual(['dl.pub.a', 'dl.pub.b']);
+    expect(names((await download({ metrics: 'dl.', pattern: 'starts_with' }, admin)).text)).toEqual(['dl.priv.c', 'dl.pub.a', 'dl.pub.b']);
+  });
+
+  it('a missing metric and one the caller may not read give the same 404', async () => {
+    const hidden = await download({ metrics: 'dl.priv.c' });
+    const missing = await download({ metrics: 'dl.nope' });
+    const inList = await download({ metrics: 'dl.pub.a,dl.priv.c', pattern: 'list' });
+    for (const r of [hidden, missing, inList]) expect(r.status).toBe(404);
+    expect(JSON.parse(hidden.text).detail).toBe(JSON.parse(missing.text).detail);
+  });
+
+  it('a pattern that matches nothing gives only the header, or []', async () => {
+    expect((await download({ metrics: 'priv', pattern: 'contains' })).text).toBe(`${HEADER}\n`);
+    const json = await download({ metrics: 'zzz', pattern: 'contains', file_format: 'json' });
+    expect(JSON.parse(json.text)).toEqual([]);
+  });
+
+  it('JSON through file_format and its alias format, with the same fields and formats', async () => {
+    for (const qs of [{ file_format: 'json' }, { format: 'json' }] as Array<Record<string, string>>) {
+      const res = await download({ metrics: 'dl.pub.b', ...qs });
+      expect(res.headers.get('content-type')).toMatch(/^application\/json/);
+      expect(JSON.parse(res.text)).toEqual([
+        { metric_name: 'dl.pub.b', timestamp: formatTimestamp(T(5)), metric_numeric_value: 1e21, updated_at: formatTimestamp(updated['dl.pub.b']!) },
+        { metric_name: 'dl.pub.b', timestamp: formatTimestamp(T(6)), metric_numeric_value: 1 / 3, updated_at: formatTimestamp(updated['dl.pub.b']!) },
+      ]);
+    }
+  });
+
+  it('date-only and date-time bounds are inclusive; a date-only end covers its whole day', async () => {
+    const count = async (qs: Record<string, string>) => (await download({ metrics: 'dl.pub.a', ...qs })).text.trimEnd().split('\n').length - 1;
+    expect(await count({ start_date: '2024-01-01', end_date: '2024-01-01' })).toBe(3);
+    expect(await count({ start_date: '2024-01-02', end_date: '2024-01-02' })).toBe(1);
+    expect(await count({ start_date: formatTimestamp(T(1, 250)), end_date: '2024-01-01T00:00:01.250Z' })).toBe(1);
+    expect(await count({ start_date: '2024-01-01T00:00:01+00:00' })).toBe(2);
+    expect(await count({ end_date: '2024-01-01T00:00:00+0000' })).toBe(2);
+  });
+
+  it('latest_only keeps the newest row of each metric and timestamp', async () => {
+    const t = await uploadJson('dl.pub.a', [[T(0), 99]]);
+    updated['dl.pub.a.later'] = t;
+    const rows = (await download({ metrics: 'dl.pub.a', latest_only: 'true', end_date: '2024-01-01' })).text.trimEnd().split('\n').slice(1);
+    expect(rows).toEqual([`dl.pub.a,${formatTimestamp(T(0))},99,${formatTimestamp(t)}`, line('dl.pub.a', T(1, 250), '-2')]);
+  });
+
+  it('names with quotes, backslashes, %, _, SQL fragments and unicode get exactly their own rows', async () => {
+    for (const name of tricky) {
+      const res = await download({ metrics: name });
+      expect(res.status, name).toBe(200);
+      expect(res.text, name).toBe(`${HEADER}\n${line(name, T(9), String(tricky.indexOf(name)))}\n`);
+      const json = JSON.parse((await download({ metrics: name, format: 'json' })).text) as Array<{ metric_name: string }>;
+      expect(json.map((r) => r.metric_name)).toEqual([name]);
+    }
+    expect((await download({ metrics: '%', pattern: 'contains' })).text.split('\n').filter((l) => l.startsWith('100%')).length).toBe(1);
+    // Commas and newlines cannot be in a name (the list pattern splits on commas): refused at upload, never found.
+    expect((await call(`${api.url}/api/v1/metrics/upload`, admin, { method: 'POST', body: { metric_name: 'a,b', values: [] } })).status).toBe(400);
+    expect((await call(`${api.url}/api/v1/metrics/upload`, admin, { method: 'POST', body: { metric_name: 'a\nb', values: [] } })).status).toBe(400);
+    expect((await download({ metrics: "dl.pub.a' OR '1'='1" })).status).toBe(404);
+    expect((await download({ metrics: 'dl.pub.a\n' })).status).toBe(404);
+  });
+
+  it('bad input gets a 400 problem naming the parameter', async () => {
+    const cases: Array<[Record<string, string>, string]> = [
+      [{ metrics: 'dl.pub.a', pattern: 'glob' }, 'pattern'],
+      [{}, 'metrics'],
+      [{ metrics: 'dl.pub.a', start_date: 'yesterday' }, 'start_date'],
+      [{ metrics: 'dl.pub.a', start_date: '2024-02-02', end_date: '2024-02-01' }, 'start_date'],
+      [{ metrics: 'dl.pub.a', max_rows: '-1' }, 'max_rows'],
+      [{ metrics: 'dl.pub.a', max_rows: '2000001' }, 'max_rows'],
+      [{ metrics: 'dl.pub.a', file_format: 'xml' }, 'file_format'],
+      [{ metrics: 'dl.pub.a', cursor: 'garbage!' }, 'cursor'],
+    ];
+    for (const [qs, field] of cases) {
+      const res = await download(qs);
+      expect(res.status, JSON.stringify(qs)).toBe(400);
+      expect(res.headers.get('content-type')).toMatch(/problem\+json/);
+      expect(JSON.stringify(JSON.parse(res.text).errors), JSON.stringify(qs)).toContain(field);
+    }
+    expect((await download({ metrics: 'dl.pub.a', max_rows: '2000001' })).text).toMatch(/at most 2000000/);
+  });
+
+  describe('at volume', () => {
+    const N = 1_000_000;
+    beforeAll(async () => {
+      const lines = Array.from({ length: N }, (_, i) => `${formatTimestamp(T(i))},${i}`).join('\n');
+      const res = await fetch(`${api.url}/api/v1/metrics_file_upload?metric_name=dl.pub.big`, { method: 'POST', headers: { Authorization: `Bearer ${admin}` }, body: lines });
+      expect(res.status).toBe(202);
+      expect((await waitForTask(api.url, admin, ((await res.json()) as { task_id: string }).task_id, 300_000)).status).toBe('succeeded');
+    });
+
+    it('pages through 25,000 rows in pages of 10,000: every row once, in order', async () => {
+      const seen: string[] = [];
+      let cursor: string | null = null;
+      let pages = 0;
+      do {
+        const res = await download({ metrics: 'dl.pub.big', max_rows: '10000', end_date: formatTimestamp(T(24_999)), ...(cursor ? { cursor } : {}) });
+        expect(res.status).toBe(200);
+        seen.push(...res.text.trimEnd().split('\n').slice(1));
+        cursor = res.headers.get('x-next-cursor');
+        if (cursor) expect(res.headers.get('link')).toContain('rel="next"');
+        pages++;
+      } while (cursor && pages < 10);
+      expect(pages).toBe(3);
+      expect(seen).toHaveLength(25_000);
+      expect(seen.map((r) => Number(r.split(',')[2]))).toEqual(Array.from({ length: 25_000 }, (_, i) => i));
+    });
+
+    it('a 1M-row CSV downloads completely, gzip or not, with the api\'s memory flat', async () => {
+      const before = process.memoryUsage().rss;
+      let peak = before;
+      const sampler = setInterval(() => { peak = Math.max(peak, process.memoryUsage().rss); }, 20);
+      const plain = await download({ metrics: 'dl.pub.big', max_rows: String(N) });
+      clearInterval(sampler);
+      expect(plain.status).toBe(200);
+      const rows = plain.text.trimEnd().split('\n');
+      expect(rows).toHaveLength(N + 1);
+      expect(rows[N]).toBe(`dl.pub.big,${formatTimestamp(T(N - 1))},${N - 1},${rows[N]!.split(',')[3]}`);
+      expect(plain.headers.get('x-next-cursor')).toBeNull();
+      // The test process holds the whole body (about 80 MB of text) itself; the api's share must stay small.
+      expect(peak - before).toBeLessThan(plain.text.length * 3 + 64 * 1024 * 1024);
+
+      const zipped = await fetch(`${api.url}/api/v1/metrics/download?metrics=dl.pub.big&max_rows=${N}`, { headers: { Authorization: `Bearer ${analyst}`, 'Accept-Encoding': 'gzip' } });
+      expect(zipped.headers.get('content-encoding')).toBe('gzip');
+      expect(await zipped.text()).toBe(plain.text); // fetch gunzips
+    });
+
+    it('a client that disconnects mid-download leaves no running query in ClickHouse', async () => {
+      // The api names the query after the request id, so this test sees only its own query.
+      const requestId = randomUUID();
+      const running = async () => (await (await fetch(`${settings.CLICKHOUSE_URL}/?query=${encodeURIComponent(`SELECT count() FROM system.processes WHERE query_id = '${requestId}'`)}`)).text()).trim();
+      let sawQuery = false;
+      await new Promise<void>((resolve, reject) => {
+        const url = new URL(`${api.url}/api/v1/metrics/download?metrics=dl.pub.big&max_rows=${N}`);
+        const req = request(url, { headers: { Authorization: `Bearer ${analyst}`, 'X-Request-Id': requestId } }, (res) => {
+          res.once('data', () => {
+            void running().then((n) => {
+              sawQuery = n !== '0';
+              req.destroy();
+              resolve();
+            });
+          });
+        });
+        req.on('error', () => resolve());
+        req.setTimeout(60_000, () => reject(new Error('no data')));
+        req.end();
+      });
+      expect(sawQuery).toBe(true); // it was running while the client read
+      await waitFor('the download query to stop', async () => ((await running()) === '0' ? true : undefined), 10_000, 100);
+    });
+  });
+});
+
