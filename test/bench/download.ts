@@ -1,0 +1,104 @@
+import { execFileSync } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { get, type IncomingMessage } from 'node:http';
+import { createClickHouse, ensureDatabase, migrate, planDownload, streamDownload, type DownloadRequest } from '@meridian/clickhouse';
+import { benchSettings, fmt, repoRoot, startProcess, waitUntil } from './common.ts';
+
+/**
+ * make bench-download: 10M points over 1,000 metrics, downloaded through a real api process
+ * as CSV and JSON, plain and gzip, with starts_with (10M rows) and list (1M rows) — each
+ * against the same query read straight from ClickHouse's HTTP interface in this process.
+ *   BENCH_ROWS=10000000 make bench-download
+ */
+const ROWS = Number(process.env.BENCH_ROWS ?? 10_000_000);
+const METRICS = 1000;
+const T = 1_600_000_000_000;
+const port = 18_500 + Math.floor(Math.random() * 400);
+const settings = benchSettings({ MERIDIAN_API_PORT: String(port), MERIDIAN_MAX_ROWS_CEILING: String(ROWS) });
+const base = `http://127.0.0.1:${port}`;
+const conn = { url: settings.CLICKHOUSE_URL, username: settings.CLICKHOUSE_USER, password: settings.CLICKHOUSE_PASSWORD, database: settings.CLICKHOUSE_DATABASE };
+const names = Array.from({ length: METRICS }, (_, i) => `bench.m${String(i).padStart(4, '0')}`);
+
+type Measure = { rows: number; bytes: number; ms: number; ttfbMs: number };
+
+async function drain(body: AsyncIterable<Uint8Array>, started: number): Promise<{ bytes: number; ttfbMs: number }> {
+  let bytes = 0;
+  let ttfb = -1;
+  for await (const chunk of body) {
+    if (ttfb < 0) ttfb = performance.now() - started;
+    bytes += chunk.length;
+  }
+  return { bytes, ttfbMs: ttfb };
+}
+
+/** Through the api with node:http, which (unlike fetch) leaves a gzip body compressed, as a client saving it would. */
+async function viaApi(key: string, qs: string, gzip: boolean, rows: number): Promise<Measure> {
+  const started = performance.now();
+  const res = await new Promise<IncomingMessage>((resolve, reject) => {
+    get(`${base}/api/v1/metrics/download?${qs}`, { headers: { Authorization: `Bearer ${key}`, 'Accept-Encoding': gzip ? 'gzip' : 'identity' } }, resolve).on('error', reject);
+  });
+  if (res.statusCode !== 200) throw new Error(`download ${qs}: ${res.statusCode}`);
+  const { bytes, ttfbMs } = await drain(res, started);
+  return { rows, bytes, ms: performance.now() - started, ttfbMs };
+}
+
+async function straight(metricNames: string[], format: 'csv' | 'json', gzip: boolean, rows: number): Promise<Measure> {
+  const req: DownloadRequest = { metricNames, fromMs: 0, toMs: 4_291_747_199_999, maxRows: ROWS, after: null, format, latestOnly: false, gzip, queryId: randomUUID() };
+  const started = performance.now();
+  const plan = await planDownload(conn, req);
+  const stream = await streamDownload(conn, req, { plan });
+  const { bytes, ttfbMs } = await drain(stream.body as AsyncIterable<Uint8Array>, started);
+  return { rows, bytes, ms: performance.now() - started, ttfbMs };
+}
+
+async function main(): Promise<void> {
+  const client = createClickHouse(conn);
+  await ensureDatabase(conn);
+  await migrate(client);
+  const loadStarted = performance.now();
+  await client.command({
+    query: `INSERT INTO points SELECT concat('bench.m', leftPadZeros) AS metric_name, ts, value, updated_at, task_id, kafka_partition, kafka_offset, row_in_batch FROM (
+              SELECT substring(toString(10000 + number % ${METRICS}), 2) AS leftPadZeros, ${T} + intDiv(number, ${METRICS}) * 60000 AS ts,
+              (number % 1000003) / 7.0 AS value, ${T} AS updated_at, 'bench' AS task_id, toUInt16(number % 3) AS kafka_partition,
+              intDiv(number, ${METRICS}) AS kafka_offset, toUInt32(number % ${METRICS}) AS row_in_batch FROM system.numbers LIMIT ${ROWS})`,
+  });
+  console.log(`loaded ${fmt(ROWS)} points over ${METRICS} metrics in ${((performance.now() - loadStarted) / 1000).toFixed(1)} s`);
+
+  const api = startProcess('apps/api/src/main.ts', settings);
+  try {
+    await waitUntil('the api', async () => ((await fetch(`${base}/readyz`)).ok ? true : undefined), 120_000, 250);
+    const env = { ...process.env, ...Object.fromEntries(Object.entries(settings).map(([k, v]) => [k, String(v)])) };
+    const key = (JSON.parse(execFileSync(`${repoRoot}apps/cli/bin/meridian`, ['users', 'add', 'bench', '--admin', '--json'], { env, encoding: 'utf8' })) as { api_key: string }).api_key;
+    await waitUntil('the api to know the key', async () => ((await fetch(`${base}/api/v1/users`, { headers: { Authorization: `Bearer ${key}` } })).ok ? true : undefined), 30_000);
+
+    const list = names.slice(0, 100);
+    const listRows = (ROWS / METRICS) * list.length;
+    const scenarios: Array<[string, string, string[], 'csv' | 'json', boolean, number]> = [
+      ['starts_with, CSV', `metrics=bench.m&pattern=starts_with&max_rows=${ROWS}`, names, 'csv', false, ROWS],
+      ['starts_with, CSV gzip', `metrics=bench.m&pattern=starts_with&max_rows=${ROWS}`, names, 'csv', true, ROWS],
+      ['starts_with, JSON', `metrics=bench.m&pattern=starts_with&max_rows=${ROWS}&format=json`, names, 'json', false, ROWS],
+      ['list of 100, CSV', `metrics=${encodeURIComponent(list.join(','))}&pattern=list&max_rows=${ROWS}`, list, 'csv', false, listRows],
+      ['list of 100, JSON gzip', `metrics=${encodeURIComponent(list.join(','))}&pattern=list&max_rows=${ROWS}&format=json`, list, 'json', true, listRows],
+    ];
+    console.log(`\nbench-download (${fmt(ROWS)} points over ${METRICS} metrics; api = real api process, straight = the same query from ClickHouse's HTTP interface)`);
+    for (const [label, qs, metricNames, format, gzip, rows] of scenarios) {
+      const direct = await straight(metricNames, format, gzip, rows);
+      const api1 = await viaApi(key, qs, gzip, rows);
+      const rate = (m: Measure) => (m.rows * 1000) / m.ms;
+      console.log(
+        `  ${label.padEnd(24)} ${fmt(rows).padStart(10)} rows  api ${fmt(rate(api1)).padStart(9)} rows/s, first byte ${api1.ttfbMs.toFixed(0)} ms, ${(api1.bytes / 1e6).toFixed(0)} MB` +
+          ` | straight ${fmt(rate(direct)).padStart(9)} rows/s, first byte ${direct.ttfbMs.toFixed(0)} ms | ratio ${(rate(api1) / rate(direct)).toFixed(2)}`,
+      );
+    }
+    console.log(`  peak api RSS: ${api.peakRssMb()} MB`);
+  } finally {
+    await api.stop();
+    await client.command({ query: `DROP DATABASE IF EXISTS ${settings.CLICKHOUSE_DATABASE}` });
+    await client.close();
+  }
+}
+
+main().then(() => process.exit(0), (error: unknown) => {
+  console.error(error);
+  process.exit(1);
+});
