@@ -16,6 +16,8 @@ if [ -z "${KAFKA_BROKERS:-}" ]; then
   started=$(deploy/local/stack.sh status | awk '$2 == "stopped" {print $1}')
   deploy/local/stack.sh up || exit 1
   eval "$(deploy/local/stack.sh env)"
+  # Our own local stack: fault tests may stop and start its services.
+  export MERIDIAN_STACK_IS_LOCAL=1
 fi
 # shellcheck disable=SC2086
 cleanup() { if [ -n "$started" ]; then deploy/local/stack.sh down $started; started=""; fi; }

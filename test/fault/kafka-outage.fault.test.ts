@@ -67,5 +67,7 @@ describe.runIf(onLocalStack())('Kafka outage', () => {
     const tasks = (await call(`${api.url}/api/v1/tasks?limit=1000`, writer)).json.tasks as Array<{ result: { metrics: string[] } | null }>;
     const during = tasks.filter((t) => t.result?.metrics.includes('ko.during'));
     expect(during).toHaveLength(1);
+    const stored = await fetch(`${settings.CLICKHOUSE_URL}/?database=${settings.CLICKHOUSE_DATABASE}&query=${encodeURIComponent("SELECT count() FROM points WHERE task_id IN (SELECT task_id FROM points WHERE value = 2)")}`);
+    expect((await stored.text()).trim()).toBe('1'); // the refused-then-retried point, once
   });
 });

@@ -89,9 +89,9 @@ export class TopicFollower<E extends EventLike> {
   }
 
   /** Resolves once everything in the topic now has been applied: read-your-writes across processes. */
-  async syncToEnd(timeoutMs = 10_000): Promise<void> {
+  async syncToEnd(timeoutMs = 10_000, partitions?: readonly number[]): Promise<void> {
     const ends = await this.options.admin.fetchTopicOffsets(this.options.topic);
-    await Promise.all(ends.filter((p) => Number(p.high) > 0).map((p) => this.waitFor({ partition: p.partition, offset: Number(p.high) - 1 }, timeoutMs)));
+    await Promise.all(ends.filter((p) => Number(p.high) > 0 && (partitions === undefined || partitions.includes(p.partition))).map((p) => this.waitFor({ partition: p.partition, offset: Number(p.high) - 1 }, timeoutMs)));
   }
 
   async stop(): Promise<void> {

@@ -50,9 +50,9 @@ export class FoldedTopic<E extends EventLike, S> {
     return this.follower.waitFor(position);
   }
 
-  /** Resolves once every event written so far has been folded here. */
-  syncToEnd(): Promise<void> {
-    return this.follower.syncToEnd();
+  /** Resolves once every event written so far (to the given partitions, or all) has been folded here. */
+  syncToEnd(partitions?: readonly number[]): Promise<void> {
+    return this.follower.syncToEnd(10_000, partitions);
   }
 
   stop(): Promise<void> {

@@ -8,7 +8,7 @@ import type { ApiMetrics } from '../observability/metrics.ts';
 import { jsonUploadText } from '../uploads/json-upload.ts';
 import { readBody } from '../uploads/read-body.ts';
 import { discard, stageUpload } from '../uploads/stage-file.ts';
-import { submitUpload, type SubmitDeps, type UploadCommand } from '../uploads/submit.ts';
+import { submitUpload, taskIdFor, type SubmitDeps, type UploadCommand } from '../uploads/submit.ts';
 
 export type UploadLimits = {
   readonly jsonBodyBytes: number;
@@ -84,9 +84,10 @@ export function uploadRoutes(deps: UploadDeps): RouteDef[] {
           throw new DomainError('payload_too_large', `at most ${deps.limits.pointsPerJsonUpload} values per JSON upload; send larger sets as a file to /api/v1/metrics_file_upload`);
         }
         assertWritable(user, shape.data.metric_name, 'body.metric_name');
-        const taskId = randomUUID();
+        const taskId = taskIdFor(user.user_name, idempotency ?? null);
         const inline = raw.length <= deps.limits.inlinePayloadBytes;
-        const stagedKey = `staging/uploads/${taskId}`;
+        // Unique per request: a retry of the same task must not overwrite (or discard) the first one's bytes.
+        const stagedKey = `staging/uploads/${taskId}/${randomUUID()}`;
         if (!inline) await deps.storage.client.putObject(deps.storage.bucket, stagedKey, raw, raw.length);
         const command: UploadCommand = {
           ...common(user, idempotency),
@@ -98,13 +99,13 @@ export function uploadRoutes(deps: UploadDeps): RouteDef[] {
           payload_bytes: raw.length,
           payload_sha256: createHash('sha256').update(raw).digest(),
         };
-        const id = await submitUpload(deps.submit, taskId, command).catch(async (e: unknown) => {
+        const outcome = await submitUpload(deps.submit, taskId, command).catch(async (e: unknown) => {
           if (!inline) await discard(deps.storage, stagedKey);
           throw e;
         });
-        if (id !== taskId && !inline) await discard(deps.storage, stagedKey);
-        deps.metrics?.uploadAccepted('json_body', raw.length, shape.data.values.length);
-        accepted(ctx, id);
+        if (outcome === 'repeated' && !inline) await discard(deps.storage, stagedKey);
+        if (outcome === 'written') deps.metrics?.uploadAccepted('json_body', raw.length, shape.data.values.length);
+        accepted(ctx, taskId);
       },
     }),
     defineRoute({
@@ -129,8 +130,8 @@ export function uploadRoutes(deps: UploadDeps): RouteDef[] {
       handler: async (ctx, { query, user }) => {
         const idempotency = idempotencyKeyOf(ctx);
         if (query.metric_name !== undefined) assertWritable(user, query.metric_name, 'query.metric_name');
-        const taskId = randomUUID();
-        const staged = await stageUpload(ctx.req, deps.storage, `staging/uploads/${taskId}`, deps.limits.uploadBytes);
+        const taskId = taskIdFor(user.user_name, idempotency ?? null);
+        const staged = await stageUpload(ctx.req, deps.storage, `staging/uploads/${taskId}/${randomUUID()}`, deps.limits.uploadBytes);
         if (staged.bytes === 0) {
           await discard(deps.storage, staged.objectKey);
           throw validationError('the file is empty', [{ field: 'file', reason: 'empty' }]);
@@ -145,13 +146,13 @@ export function uploadRoutes(deps: UploadDeps): RouteDef[] {
           payload_bytes: staged.bytes,
           payload_sha256: staged.sha256,
         };
-        const id = await submitUpload(deps.submit, taskId, command).catch(async (e: unknown) => {
+        const outcome = await submitUpload(deps.submit, taskId, command).catch(async (e: unknown) => {
           await discard(deps.storage, staged.objectKey);
           throw e;
         });
-        if (id !== taskId) await discard(deps.storage, staged.objectKey);
-        deps.metrics?.uploadAccepted('file', staged.bytes);
-        accepted(ctx, id);
+        if (outcome === 'repeated') await discard(deps.storage, staged.objectKey);
+        else deps.metrics?.uploadAccepted('file', staged.bytes);
+        accepted(ctx, taskId);
       },
     }),
   ];

@@ -1,3 +1,4 @@
+import { createHash, randomUUID } from 'node:crypto';
 import type { Producer } from 'kafkajs';
 import { DomainError, type MetricsUploadRequested, type TaskEvent, type TasksState } from '@meridian/domain';
 import type { EventCodec } from '@meridian/events';
@@ -17,35 +18,43 @@ export type SubmitDeps = {
 export type UploadCommand = Omit<MetricsUploadRequested, 'type' | 'task_id'>;
 
 /**
+ * The task id of an upload. With an Idempotency-Key it is derived from (user, key), so every
+ * retry names the same task — even one whose first attempt reached Kafka after the api had
+ * already answered 503 (kafkajs keeps retrying a send it gave up waiting for). The log may
+ * then hold the command twice; the fold keeps the first and the worker runs a task once.
+ */
+export function taskIdFor(userName: string, idempotencyKey: string | null): string {
+  if (idempotencyKey === null) return randomUUID();
+  // Length-prefixed, so no (user, key) pair can spell the same input as another.
+  const h = createHash('sha256').update(`meridian-upload:${userName.length}:${userName}:${idempotencyKey}`).digest();
+  h[6] = (h[6]! & 0x0f) | 0x50; // a name-based UUID (version 5 layout, SHA-256 bits)
+  h[8] = (h[8]! & 0x3f) | 0x80;
+  const hex = h.subarray(0, 16).toString('hex');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}
+
+/**
  * Writes an upload command to the log and answers with its task id only once Kafka has
  * acknowledged it from all in-sync replicas (and this process has folded it, so the task
- * can be read at once). Kafka unreachable → 503, and the client may retry with the same
- * Idempotency-Key.
+ * can be read at once). Kafka unreachable → 503; a retry with the same Idempotency-Key and
+ * body gets the same task ('repeated': its bytes are not needed), another body → 409.
  */
-export async function submitUpload(deps: SubmitDeps, task_id: string, command: UploadCommand): Promise<string> {
-  const repeated = findIdempotent(deps.tasks(), command);
-  if (repeated) return repeated;
+export async function submitUpload(deps: SubmitDeps, task_id: string, command: UploadCommand): Promise<'written' | 'repeated'> {
+  const known = deps.tasks().get(task_id);
+  if (known) {
+    if (known.user_name !== command.user_name || known.payload_sha256 !== command.payload_sha256.toString('hex')) {
+      throw new DomainError('conflict', 'this Idempotency-Key was used with a different body');
+    }
+    return 'repeated';
+  }
   const event: MetricsUploadRequested = { type: 'MetricsUploadRequested', task_id, ...command };
   let position: Position | null;
   try {
     const producer = await withTimeout(deps.producer(), deps.ackTimeoutMs, 'kafka');
     position = await withTimeout(appendEvents(producer, deps.codec, deps.topic, task_id, [event]), deps.ackTimeoutMs, 'kafka');
   } catch (cause) {
-    throw new DomainError('unavailable', 'the event log is not reachable; the upload was not accepted, retry later', [], { cause });
+    throw new DomainError('unavailable', 'the event log is not reachable; the upload was not accepted, retry later with the same Idempotency-Key', [], { cause });
   }
   await deps.applied(position);
-  return task_id;
-}
-
-/** A retry with the same Idempotency-Key and body gets the first task; with another body, 409. */
-function findIdempotent(tasks: TasksState, command: UploadCommand): string | null {
-  if (command.idempotency_key === null) return null;
-  for (const task of tasks.values()) {
-    if (task.user_name !== command.user_name || task.idempotency_key !== command.idempotency_key) continue;
-    if (task.payload_sha256 !== command.payload_sha256.toString('hex')) {
-      throw new DomainError('conflict', 'this Idempotency-Key was used with a different body');
-    }
-    return task.task_id;
-  }
-  return null;
+  return 'written';
 }

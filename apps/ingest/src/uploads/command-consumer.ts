@@ -2,7 +2,7 @@ import type { Producer } from 'kafkajs';
 import type { MetricsUploadRequested, PointsFact, TaskEvent } from '@meridian/domain';
 import { createEventCodec, UndecodableEventError } from '@meridian/events';
 import { createProducer } from '@meridian/kafka';
-import { AccountsStore, type Platform } from '@meridian/platform';
+import { AccountsStore, TasksStore, type Platform } from '@meridian/platform';
 import { failTask, runUploadJob, type UploadJobDeps } from './upload-job.ts';
 import { UploadTally } from './tally.ts';
 import { startFileCommands } from '../files/file-commands.ts';
@@ -19,6 +19,8 @@ export async function startCommandConsumer(platform: Platform): Promise<RunningW
   const groupId = `${settings.MERIDIAN_TOPIC_PREFIX}ingest-commands`;
   const accounts = new AccountsStore(platform, 'ingest');
   await accounts.start();
+  const tasks = new TasksStore(platform, 'ingest');
+  await tasks.start();
   const fileCommands = await startFileCommands(platform, groupId);
   const progressProducer = await platform.producer();
   const transactional = new Map<number, Promise<Producer>>();
@@ -65,7 +67,16 @@ export async function startCommandConsumer(platform: Platform): Promise<RunningW
         return;
       }
       if (event.type !== 'MetricsUploadRequested') return;
-      const producer = await producerFor(partition);
+      const producer = await producerFor(partition); // fences a predecessor's open transaction first
+      // The same task can be commanded twice (a retry with the same Idempotency-Key after a
+      // 503 whose send still landed): run it once. Its partition has no other writer, so
+      // reading it to its end shows whether the task already finished.
+      await tasks.syncToEnd([partition]);
+      const known = tasks.state.get(event.task_id);
+      if (known && (known.result !== null || known.status === 'failed' || known.status === 'succeeded')) {
+        logger.info({ task_id: event.task_id, offset: at.offset }, 'command for a finished task skipped');
+        return;
+      }
       // Entitlements granted just before the upload must count: read the accounts log to its end.
       await accounts.syncToEnd();
       try {
@@ -83,7 +94,7 @@ export async function startCommandConsumer(platform: Platform): Promise<RunningW
       await consumer.disconnect();
       await Promise.allSettled([...transactional.values()].map(async (p) => (await p).disconnect()));
       await fileCommands.stop();
-      await accounts.stop();
+      await Promise.all([accounts.stop(), tasks.stop()]);
     },
   };
 }
