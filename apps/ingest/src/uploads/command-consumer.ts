@@ -79,14 +79,18 @@ export async function startCommandConsumer(platform: Platform): Promise<RunningW
       }
       // Entitlements granted just before the upload must count: read the accounts log to its end.
       await accounts.syncToEnd();
+      let finishedAt;
       try {
-        await runUploadJob(event, at, producer, { ...deps, heartbeat });
+        finishedAt = (await runUploadJob(event, at, producer, { ...deps, heartbeat })).position;
       } catch (error) {
         if (isRetriable(error)) throw error; // kafkajs redelivers the command
         logger.error({ err: error, task_id: event.task_id }, 'upload failed on a non-retriable error');
         await deadLetter(platform, at, message.value, (error as Error).message);
-        await failTask(producer, deps as UploadJobDeps, at, event as MetricsUploadRequested, new UploadTally(), `the upload could not be processed: ${(error as Error).message}`);
+        finishedAt = await failTask(producer, deps as UploadJobDeps, at, event as MetricsUploadRequested, new UploadTally(), `the upload could not be processed: ${(error as Error).message}`);
       }
+      // Not before the fold has the task's end: a repeat command just behind this one must see it.
+      // (Right after a commit the log's stable end can still lie before it, so reading to the end is not enough.)
+      await tasks.waitFor(finishedAt);
     },
   });
   return {
