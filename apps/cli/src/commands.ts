@@ -9,13 +9,15 @@ import {
   type MetricRule,
 } from '@meridian/domain';
 import { AccountsStore, type Platform } from '@meridian/platform';
+import { replayUsage, ReplayUsageError, runEventsExport, runReplay } from './replay/commands.ts';
 
 export const usage = `usage:
   meridian users add <name> [--admin] [--json]   create a user and print its first API key
   meridian users list [--json]                   list users
   meridian keys revoke <key_id>                  revoke an API key (any user's)
   meridian grant <user> (--prefix <p> | --exact <name>) --access r|rw
-                                                 add or change one metric access rule`;
+                                                 add or change one metric access rule
+${replayUsage}`;
 
 export class UsageError extends Error {}
 
@@ -31,7 +33,20 @@ export async function runCommand(platform: Platform, argv: readonly string[]): P
     case 'users list': return withAccounts(platform, (s) => usersList(s, args));
     case 'keys revoke': return withAccounts(platform, (s) => keysRevoke(s, args));
     case 'grant': return withAccounts(platform, (s) => grant(s, args));
-    default: throw new UsageError(command ? `unknown command: ${command}` : 'no command given');
+    case 'events export': return usage_(() => runEventsExport(platform, args));
+    default:
+      if (group === 'replay' && verb) return usage_(() => runReplay(platform, verb, args));
+      throw new UsageError(command ? `unknown command: ${command}` : 'no command given');
+  }
+}
+
+/** Replay's usage errors are the CLI's usage errors. */
+async function usage_(run: () => Promise<string>): Promise<string> {
+  try {
+    return await run();
+  } catch (error) {
+    if (error instanceof ReplayUsageError) throw new UsageError(error.message);
+    throw error;
   }
 }
 

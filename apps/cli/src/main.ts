@@ -17,11 +17,12 @@ async function main(): Promise<number> {
     }
     throw error;
   }
-  const logger = createLogger({ name: 'cli', level: process.env.LOG_LEVEL ?? 'warn' });
+  const logger = createLogger({ name: 'cli', level: process.env.LOG_LEVEL ?? 'warn', stream: 'stderr' });
   const platform = createPlatform(settings, logger, 'cli');
   try {
     const output = await runCommand(platform, process.argv.slice(2));
-    process.stdout.write(output.endsWith('\n') ? output : `${output}\n`);
+    // An empty output prints nothing: a command that streamed bytes to stdout (events export) ends there.
+    if (output.length > 0) process.stdout.write(output.endsWith('\n') ? output : `${output}\n`);
     return 0;
   } catch (error) {
     if (error instanceof UsageError) {

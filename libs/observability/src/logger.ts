@@ -7,6 +7,8 @@ export interface LoggerOptions {
   readonly level: string;
   /** One human-readable line per entry instead of JSON (for `make run` in a terminal). */
   readonly pretty?: boolean;
+  /** Where JSON lines go: stdout (services) or stderr (the CLI, whose stdout is its output). */
+  readonly stream?: 'stdout' | 'stderr';
 }
 
 /**
@@ -31,7 +33,7 @@ export function createLogger(options: LoggerOptions): Logger {
     redact: { paths: redactPaths, censor: '[redacted]' },
     timestamp: pino.stdTimeFunctions.isoTime,
     formatters: { level: (label) => ({ level: label }) },
-  }, options.pretty ? prettyStream(options.name) : undefined);
+  }, options.pretty ? prettyStream(options.name) : pino.destination({ dest: options.stream === 'stderr' ? 2 : 1, sync: true }));
 }
 
 /** A tiny dependency-free pretty printer: `HH:MM:SS level name msg {extra}`. */
