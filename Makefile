@@ -9,7 +9,7 @@ export PATH := $(NODE_BIN_DIR):$(PATH)
 endif
 STACK := deploy/local/stack.sh
 
-.PHONY: help run test deps typecheck stack-up stack-down stack-status stack-logs stack-reset test-unit bench-ingest bench-download
+.PHONY: help run test deps typecheck stack-up stack-down stack-status stack-logs stack-reset test-unit bench-ingest bench-download bench-replay
 
 help:
 	@echo "make run          start the local stack, api and ingest in the foreground (Ctrl-C stops them)"
@@ -17,7 +17,7 @@ help:
 	@echo "make stack-up | stack-down | stack-status | stack-logs | stack-reset"
 	@echo "make test-unit    only the pure unit tests (no services)"
 	@echo "make typecheck    tsc over the whole workspace"
-	@echo "make bench-ingest | bench-download   benchmarks against the local stack, with their baselines"
+	@echo "make bench-ingest | bench-download | bench-replay   benchmarks against the local stack, with their baselines"
 
 # npm ci only when the lockfile changed since the last install.
 node_modules/.installed: package-lock.json
@@ -54,3 +54,6 @@ bench-ingest: deps stack-up
 
 bench-download: deps stack-up
 	@eval "$$($(STACK) env)" && node test/bench/download.ts
+
+bench-replay: deps stack-up
+	@eval "$$($(STACK) env)" && node test/bench/replay.ts

@@ -17,6 +17,7 @@ import { apiKeyRoutes } from './routes/api-keys.ts';
 import { taskRoutes, type TaskReads } from './routes/tasks.ts';
 import { uploadRoutes, type UploadDeps } from './routes/uploads.ts';
 import { downloadRoute, type DownloadDeps } from './routes/download.ts';
+import { eventsRoute, type EventsDeps } from './routes/events.ts';
 import { fileRoutes, type FileDeps } from './routes/files.ts';
 import { healthRoutes } from './routes/health.ts';
 import { openApiRoute } from './routes/openapi.ts';
@@ -31,6 +32,8 @@ export type ApiDeps = {
   readonly uploads: UploadDeps;
   /** Where metric downloads read from; the download route is mounted when given. */
   readonly download?: DownloadDeps;
+  /** The event log's export (GET /api/v1/events, admins only); mounted when given. */
+  readonly events?: EventsDeps;
   /** The file catalog, staging and blobs; the file routes are mounted when given. */
   readonly files?: FileDeps;
   /** Request timeout and per-user rate limit (MERIDIAN_REQUEST_TIMEOUT_MS, MERIDIAN_RATE_LIMIT_*); none when left out. */
@@ -54,6 +57,7 @@ export function apiRoutes(deps: ApiDeps): RouteDef[] {
     ...healthRoutes(deps.probes, deps.readyTimeoutMs),
     ...uploadRoutes(deps.uploads),
     ...(deps.download ? [downloadRoute(deps.download)] : []),
+    ...(deps.events ? [eventsRoute(deps.events)] : []),
     ...(deps.files ? fileRoutes(deps.files) : []),
     ...taskRoutes(deps.tasks),
     ...userRoutes(deps.accounts),

@@ -2,6 +2,7 @@ import type Koa from 'koa';
 import type { TaskEvent } from '@meridian/domain';
 import { createEventCodec } from '@meridian/events';
 import { AccountsStore, FilesStore, TasksStore, type Platform } from '@meridian/platform';
+import { planExport, streamExport, type ExportDeps } from '@meridian/replay';
 import { createApp } from './app.ts';
 import { createApiMetrics } from './observability/metrics.ts';
 
@@ -22,6 +23,7 @@ export async function buildApi(platform: Platform): Promise<Api> {
   const tasksStore = new TasksStore(platform, 'api');
   const filesStore = new FilesStore(platform, 'api');
   const taskCodec = createEventCodec<TaskEvent>();
+  const exportDeps: ExportDeps = { kafka: platform.kafka, admin: platform.admin, topics: platform.topics, topicPrefix: settings.MERIDIAN_TOPIC_PREFIX };
   const metrics = createApiMetrics({ tasks: () => tasksStore.state });
   const app = createApp({
     logger,
@@ -40,6 +42,11 @@ export async function buildApi(platform: Platform): Promise<Api> {
     },
     tasks: { state: () => tasksStore.state, syncToEnd: () => tasksStore.syncToEnd() },
     download: { conn: platform.clickhouseOptions, maxRowsCeiling: settings.MERIDIAN_MAX_ROWS_CEILING },
+    events: {
+      plan: (request) => planExport(exportDeps, request),
+      stream: (plan, request, signal) => streamExport(exportDeps, plan, request, signal),
+      maxEventsCeiling: settings.MERIDIAN_MAX_ROWS_CEILING,
+    },
     uploads: {
       storage: platform.storage,
       limits: {

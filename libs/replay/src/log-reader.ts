@@ -9,7 +9,7 @@ export type RangeBatch = { readonly topic: string; readonly partition: number; r
 export type ReadOptions = {
   readonly kafka: Kafka;
   readonly admin: Admin;
-  /** A consumer group of this read's own: its start offsets are set before it joins, and it is deleted after. */
+  /** A consumer group of this read's own, deleted after. */
   readonly groupId: string;
   /**
    * true: partitions one after the other, in the order of `ranges` (a deterministic output order,
@@ -28,8 +28,8 @@ const key = (topic: string, partition: number) => `${topic}\u0000${partition}`;
  * transaction markers are never seen), as an async iterator with backpressure: the consumer
  * waits while the caller works on a batch, heartbeating.
  *
- * kafkajs has no manual partition assignment, so the read runs in a consumer group of its own,
- * whose offsets are set to the range starts before it joins. The reader keeps its own position
+ * kafkajs has no manual partition assignment, so the read runs in a consumer group of its own
+ * (deleted afterwards) and seeks every partition to its range start once joined. The reader keeps its own position
  * per partition and drops anything before it, so a rebalance or a redelivery can never repeat a
  * message. A partition is finished when its position reaches the range end, counting offsets
  * that hold no message for the caller (markers, aborted records).
@@ -45,16 +45,12 @@ export async function* readRanges(ranges: readonly PartitionRange[], options: Re
   let current = 0; // index in `order` of the partition being read, when sequential
 
   const topics = [...new Set(todo.map((r) => r.topic))];
-  for (const topic of topics) {
-    const partitions = todo.filter((r) => r.topic === topic).map((r) => ({ partition: r.partition, offset: String(r.start) }));
-    await options.admin.setOffsets({ groupId: options.groupId, topic, partitions });
-  }
 
   // One slot between the consumer (producer side) and the iterator (consumer side).
   type Slot = { batch: RangeBatch; taken: () => void };
   let slot: Slot | null = null;
   let wake: (() => void) | null = null;
-  let failure: { error: unknown } | null = null;
+  const failed: { error?: unknown; happened: boolean } = { happened: false };
   let allDone = false;
   const notify = () => {
     const w = wake;
@@ -103,8 +99,9 @@ export async function* readRanges(ranges: readonly PartitionRange[], options: Re
     if (advance(k, Number(e.payload.lastOffset) + 1)) notify();
   });
   consumer.on(consumer.events.CRASH, (e) => {
-    if (!e.payload.restart) {
-      failure ??= { error: e.payload.error };
+    if (!e.payload.restart && !failed.happened) {
+      failed.happened = true;
+      failed.error = e.payload.error;
       notify();
     }
   });
@@ -159,10 +156,17 @@ export async function* readRanges(ranges: readonly PartitionRange[], options: Re
       },
     });
 
+    // run() resolves once the group is joined; a seek made now applies before the first fetch is
+    // used (kafkajs drops fetched data of a partition with a seek pending).
+    for (const r of todo) consumer.seek({ topic: r.topic, partition: r.partition, offset: String(r.start) });
+    if (options.sequential) {
+      for (const r of todo.slice(1)) consumer.pause([{ topic: r.topic, partitions: [r.partition] }]);
+    }
+
     // Heartbeats are kafkajs's business between batches; while the caller holds a batch we wait here.
     for (;;) {
       if (options.signal?.aborted) throw options.signal.reason ?? new Error('aborted');
-      if (failure) throw failure.error;
+      if (failed.happened) throw failed.error;
       if (slot) {
         const s: Slot = slot;
         slot = null;

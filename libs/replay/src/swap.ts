@@ -1,5 +1,7 @@
 import type { Admin, Kafka } from 'kafkajs';
 import type { ClickHouseClient } from '@meridian/clickhouse';
+import type { PointsFact } from '@meridian/domain';
+import type { EventCodec } from '@meridian/events';
 import type { Logger } from '@meridian/observability';
 import { topicOffsets, type Offsets } from './bounds.ts';
 import {
@@ -43,6 +45,7 @@ export type SwapInput = {
   readonly whileFrozen?: () => Promise<void>;
   /** How long to wait for the live projector to reach the new generation's positions before freezing (default 20 s). */
   readonly waitForLiveMs?: number;
+  readonly codec?: EventCodec<PointsFact>;
 };
 
 export type SwapResult = {
@@ -123,6 +126,7 @@ export async function swapIn(input: SwapInput): Promise<SwapResult> {
       ends,
       batchRows: input.batchRows,
       measureLag: true,
+      ...(input.codec ? { codec: input.codec } : {}),
       ...(input.logger ? { logger: input.logger } : {}),
       ...(input.onProgress ? { onProgress: (p: RebuildProgress) => input.onProgress!(label, p) } : {}),
     });

@@ -41,7 +41,7 @@ export function rangeCondition(upTo: ReadonlyMap<number, number>): string {
 }
 
 export function perMetricSql(table: string, where: string): string {
-  return `SELECT metric_name, toString(count()) AS rows, toString(sum(${ROW_HASH})) AS checksum FROM ${q(table)} WHERE ${where} GROUP BY metric_name FORMAT JSONEachRow`;
+  return `SELECT metric_name, toString(count()) AS rows, toString(sum(${ROW_HASH})) AS checksum FROM ${q(table)} WHERE ${where} GROUP BY metric_name`;
 }
 
 /** Compares per-metric sums (pure). */

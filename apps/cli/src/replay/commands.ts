@@ -1,5 +1,7 @@
+import { spawn } from 'node:child_process';
 import { createWriteStream } from 'node:fs';
 import { once } from 'node:events';
+import { fileURLToPath } from 'node:url';
 import type { Writable } from 'node:stream';
 import { parseArgs } from 'node:util';
 import { parseDateBound } from '@meridian/domain';
@@ -16,6 +18,8 @@ import {
   parseGeneration,
   planExport,
   rebuildPoints,
+  rebuildTask,
+  requestRebuildTask,
   streamExport,
   swapGeneration,
   unfreeze,
@@ -32,10 +36,11 @@ import {
 } from '@meridian/replay';
 
 export const replayUsage = `  meridian replay rebuild points [--from <time|offset>] [--to <time|offset>] [--swap | --swap-if-verified]
-                                   [--database <name>] [--batch-rows <n>] [--json] [--quiet]
+                                   [--database <name>] [--batch-rows <n>] [--detach] [--json] [--quiet]
                                                  project the points topic into a new generation (points_g<N>),
                                                  verify it against the live table, swap it in when asked;
-                                                 with --database: into <name>.points (a point-in-time copy)
+                                                 with --database: into <name>.points (a point-in-time copy).
+                                                 A task (GET /api/v1/tasks/<id>); --detach runs it in the background
   meridian replay list [--json]                  generations of the points projection
   meridian replay verify <generation> [--json]   compare a generation with the live table
   meridian replay swap <generation>              catch a generation up and swap it in
@@ -124,6 +129,7 @@ async function rebuild(platform: Platform, args: readonly string[], io: Io): Pro
     options: {
       from: { type: 'string' }, to: { type: 'string' }, swap: { type: 'boolean' }, 'swap-if-verified': { type: 'boolean' },
       database: { type: 'string' }, 'batch-rows': { type: 'string' }, json: { type: 'boolean' }, quiet: { type: 'boolean' },
+      detach: { type: 'boolean' }, 'task-id': { type: 'string' },
     },
   });
   const [projection] = positionals;
@@ -142,6 +148,26 @@ async function rebuild(platform: Platform, args: readonly string[], io: Io): Pro
   const from = bound(values.from, 'from');
   const to = bound(values.to, 'to');
   const out = progressWriter(io, values.quiet === true || values.json === true);
+  // The rebuild is a task of the tasks topic: RebuildRequested queues it (here, or by the
+  // parent of a detached run, which passes --task-id), its progress and end follow.
+  const taskIdGiven = values['task-id'];
+  if (taskIdGiven !== undefined && !/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(taskIdGiven)) throw new ReplayUsageError('--task-id must be a task id');
+  const taskId = taskIdGiven ?? await requestRebuildTask(platform, {
+    user_name: 'cli', projection: 'points', from: values.from ?? null, to: values.to ?? null, database: values.database ?? null,
+    swap: mode === 'if-verified' ? 'if_verified' : mode,
+  });
+  if (values.detach) {
+    const child = spawn(process.execPath, [fileURLToPath(new URL('../main.ts', import.meta.url)), 'replay', 'rebuild', ...args.filter((a) => a !== '--detach'), '--task-id', taskId, '--quiet'], {
+      detached: true,
+      stdio: 'ignore',
+      env: process.env,
+    });
+    child.unref();
+    return values.json ? JSON.stringify({ task_id: taskId }) : `rebuild running in the background as task ${taskId} (GET /api/v1/tasks/${taskId})`;
+  }
+  if (!values.json) io.err.write(`task ${taskId}\n`);
+  const task = rebuildTask(platform, taskId);
+  await task.started();
   let result: RebuildPointsResult;
   try {
     result = await rebuildPoints(platform, {
@@ -150,13 +176,20 @@ async function rebuild(platform: Platform, args: readonly string[], io: Io): Pro
       ...(values.database !== undefined ? { database: values.database } : {}),
       ...(batchRows !== undefined ? { batchRows } : {}),
       swap: mode,
-      onProgress: (phase, p) => out.progress(phase, p),
+      onProgress: (phase, p) => {
+        out.progress(phase, p);
+        if (phase === 'rebuild') task.progress(p.points);
+      },
       onPhase: (text) => out.phase(text),
     });
+  } catch (error) {
+    await task.failed(`the rebuild stopped: ${(error as Error).message}`).catch(() => undefined);
+    throw error;
   } finally {
     out.end();
   }
-  if (values.json) return JSON.stringify(result, (_k, v: unknown) => (v instanceof Map ? Object.fromEntries(v) : v));
+  await task.succeeded(result);
+  if (values.json) return JSON.stringify({ task_id: taskId, ...result }, (_k, v: unknown) => (v instanceof Map ? Object.fromEntries(v) : v));
   return describeRebuild(result);
 }
 

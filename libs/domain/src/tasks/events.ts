@@ -28,8 +28,35 @@ export type TaskFailed = {
   readonly at: number;
 };
 
+/** Command: rebuild a projection from the log (meridian replay rebuild); run by whoever wrote it. */
+export type RebuildRequested = {
+  readonly type: 'RebuildRequested';
+  readonly task_id: string;
+  readonly user_name: string;
+  readonly at: number;
+  readonly projection: string;
+  readonly from: string | null;
+  readonly to: string | null;
+  readonly database: string | null;
+  readonly swap: 'never' | 'always' | 'if_verified';
+};
+export type RebuildSucceeded = {
+  readonly type: 'RebuildSucceeded';
+  readonly task_id: string;
+  /** null: rebuilt into a separate database. */
+  readonly generation: number | null;
+  readonly database: string;
+  readonly table: string;
+  readonly events: number;
+  readonly points: number;
+  /** null: there was no live table to verify against. */
+  readonly verified: boolean | null;
+  readonly swapped: boolean;
+  readonly at: number;
+};
+
 export type TaskEvent = MetricsUploadRequested | TaskStarted | TaskProgress | UploadParsed | UploadSegmentProjected | TaskFailed
-  | FileDefinitionRequested | FileDefinitionSucceeded;
+  | FileDefinitionRequested | FileDefinitionSucceeded | RebuildRequested | RebuildSucceeded;
 
 /** The events that create a task. */
-export type TaskCommand = MetricsUploadRequested | FileDefinitionRequested;
+export type TaskCommand = MetricsUploadRequested | FileDefinitionRequested | RebuildRequested;

@@ -1,11 +1,16 @@
 import type { RowError, TaskCommand, TaskEvent } from './events.ts';
 
 export type TaskStatus = 'queued' | 'running' | 'succeeded' | 'failed';
-export type TaskKind = 'metrics_upload' | 'file_definition';
+export type TaskKind = 'metrics_upload' | 'file_definition' | 'points_rebuild';
 
-export type MetricsUploadResult = { points_accepted: number; rows_rejected: number; metrics: readonly string[]; file_id?: never };
+export type MetricsUploadResult = { points_accepted: number; rows_rejected: number; metrics: readonly string[]; file_id?: never; generation?: never };
 /** A defined file: its id (for GET /file/download/{file_id}), size and hex SHA-256. */
-export type FileDefinitionResult = { file_id: string; size: number; sha256: string; points_accepted?: never; rows_rejected?: never; metrics?: never };
+export type FileDefinitionResult = { file_id: string; size: number; sha256: string; points_accepted?: never; rows_rejected?: never; metrics?: never; generation?: never };
+/** A finished rebuild: the generation (null: a separate database) and table it wrote, its counts, its verification, whether it is live. */
+export type PointsRebuildResult = {
+  generation: number | null; database: string; table: string; events: number; points: number; verified: boolean | null; swapped: boolean;
+  points_accepted?: never; rows_rejected?: never; metrics?: never; file_id?: never;
+};
 
 export type Task = {
   readonly task_id: string;
@@ -17,7 +22,7 @@ export type Task = {
   rows_done: number;
   rows_total: number | null;
   /** What a finished task produced: counts and the metrics written, or the file defined. */
-  result: MetricsUploadResult | FileDefinitionResult | null;
+  result: MetricsUploadResult | FileDefinitionResult | PointsRebuildResult | null;
   errors: readonly RowError[];
   reason: string | null;
   /** Points partitions still to be projected before the task is done. */
@@ -42,6 +47,7 @@ export const taskTransitions: Readonly<Record<Exclude<TaskEvent['type'], TaskCom
   UploadSegmentProjected: { from: ['running'], to: 'decided' },
   TaskFailed: { from: ['queued', 'running'], to: 'failed' },
   FileDefinitionSucceeded: { from: ['queued', 'running'], to: 'succeeded' },
+  RebuildSucceeded: { from: ['queued', 'running'], to: 'succeeded' },
 };
 
 export type TasksState = Map<string, Task>;
@@ -52,7 +58,7 @@ export function initialTasks(): TasksState {
 
 /** The fold over the tasks topic: deterministic, no I/O; updates the map in place. */
 export function applyTaskEvent(state: TasksState, event: TaskEvent): TasksState {
-  if (event.type === 'MetricsUploadRequested' || event.type === 'FileDefinitionRequested') {
+  if (event.type === 'MetricsUploadRequested' || event.type === 'FileDefinitionRequested' || event.type === 'RebuildRequested') {
     if (!state.has(event.task_id)) state.set(event.task_id, queuedTask(event));
     return state;
   }
@@ -78,6 +84,12 @@ export function applyTaskEvent(state: TasksState, event: TaskEvent): TasksState 
     case 'UploadSegmentProjected':
       task.pending_partitions = task.pending_partitions.filter((p) => p !== event.partition);
       if (task.pending_partitions.length === 0 && task.result !== null) task.status = 'succeeded';
+      break;
+    case 'RebuildSucceeded':
+      task.status = 'succeeded';
+      task.rows_done = Math.max(task.rows_done, event.points);
+      task.rows_total = task.rows_done;
+      task.result = { generation: event.generation, database: event.database, table: event.table, events: event.events, points: event.points, verified: event.verified, swapped: event.swapped };
       break;
     case 'FileDefinitionSucceeded':
       task.status = 'succeeded';
@@ -112,6 +124,9 @@ function queuedTask(event: TaskCommand): Task {
     reason: null,
     pending_partitions: [],
   };
+  if (event.type === 'RebuildRequested') {
+    return { ...common, kind: 'points_rebuild', idempotency_key: null, payload_sha256: '', payload_bytes: 0, file_id: null };
+  }
   if (event.type === 'FileDefinitionRequested') {
     return { ...common, kind: 'file_definition', idempotency_key: null, payload_sha256: event.sha256.toString('hex'), payload_bytes: event.size, file_id: event.file_id };
   }

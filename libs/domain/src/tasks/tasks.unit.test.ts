@@ -82,6 +82,7 @@ describe('the task fold', () => {
       UploadSegmentProjected: projected(4),
       TaskFailed: failed,
       FileDefinitionSucceeded: fileSucceeded,
+      RebuildSucceeded: { type: 'RebuildSucceeded', task_id: 't1', generation: 2, database: 'd', table: 'points_g2', events: 1, points: 1, verified: true, swapped: false, at: 5000 },
     };
     // Where each allowed event leads from these histories (a seal without a parse waits).
     const allowedOutcome: Record<keyof typeof taskTransitions, TaskStatus> = {
@@ -91,6 +92,7 @@ describe('the task fold', () => {
       UploadSegmentProjected: 'running',
       TaskFailed: 'failed',
       FileDefinitionSucceeded: 'succeeded',
+      RebuildSucceeded: 'succeeded',
     };
     for (const [from, history] of Object.entries(reach) as Array<[TaskStatus, TaskEvent[]]>) {
       for (const [type, rule] of Object.entries(taskTransitions) as Array<[keyof typeof taskTransitions, (typeof taskTransitions)[keyof typeof taskTransitions]]>) {
@@ -122,5 +124,16 @@ describe('file definition tasks', () => {
 
   it('fails with the line of the schema problem', () => {
     expect(foldTasks([defineFile, bad, ok]).get('f-t1')).toMatchObject({ status: 'failed', result: null, errors: [{ row: 3 }], reason: 'line 3: expected 2 fields' });
+  });
+});
+
+describe('rebuild tasks', () => {
+  const requested: TaskEvent = { type: 'RebuildRequested', task_id: 'r1', user_name: 'cli', at: 3000, projection: 'points', from: null, to: null, database: null, swap: 'if_verified' };
+
+  it('queue, run with the points written so far, and succeed with where they went', () => {
+    const running = foldTasks([requested, { type: 'TaskStarted', task_id: 'r1', at: 3001 }, { type: 'TaskProgress', task_id: 'r1', rows_done: 500, at: 3002 }]).get('r1')!;
+    expect(running).toMatchObject({ kind: 'points_rebuild', status: 'running', user_name: 'cli', rows_done: 500, rows_total: null, result: null });
+    const done = foldTasks([requested, { type: 'TaskStarted', task_id: 'r1', at: 3001 }, { type: 'RebuildSucceeded', task_id: 'r1', generation: 3, database: 'meridian', table: 'points_g3', events: 40, points: 1000, verified: true, swapped: true, at: 3010 }]).get('r1')!;
+    expect(done).toMatchObject({ status: 'succeeded', rows_done: 1000, rows_total: 1000, updated_at: 3010, result: { generation: 3, database: 'meridian', table: 'points_g3', events: 40, points: 1000, verified: true, swapped: true } });
   });
 });

@@ -1,0 +1,41 @@
+export { parseBound, BoundError, resolveStarts, resolveEnds, topicOffsets, offsetsAtTime, describeOffsets, type Bound, type Offsets } from './bounds.ts';
+export { readRanges, type PartitionRange, type RangeBatch, type ReadOptions } from './log-reader.ts';
+export { rebuildRange, type RebuildInput, type RebuildStats } from './rebuild.ts';
+export { formatProgress, etaMs, type RebuildProgress } from './progress.ts';
+export {
+  LIVE_POINTS,
+  LIVE_CATALOG,
+  LIVE_CATALOG_DATA,
+  REGISTRY,
+  pointsTable,
+  catalogTable,
+  catalogFeed,
+  parseGeneration,
+  listGenerations,
+  dropGeneration,
+  readRegistry,
+  tableEngines,
+  foldRegistry,
+  type Generation,
+  type GenerationListing,
+} from './generations.ts';
+export { verifyTables, tableChecksums, formatVerification, ROW_HASH, type Verification } from './verify.ts';
+export { swapIn, unfreeze, nudgeGroup, projectorGroupId, type SwapInput, type SwapResult } from './swap.ts';
+export { rebuildPoints, swapGeneration, describeBound, type RebuildPointsOptions, type RebuildPointsResult, type SwapMode } from './replay.ts';
+export {
+  planExport,
+  streamExport,
+  encodeExportCursor,
+  decodeExportCursor,
+  resolveTypes,
+  ExportRequestError,
+  EXPORT_TOPICS,
+  type ExportCursor,
+  type ExportDeps,
+  type ExportFormat,
+  type ExportPlan,
+  type ExportRequest,
+  type LoggedEvent,
+} from './export.ts';
+export { envelopeSchema, envelopeType, ENVELOPE_NAME } from './export-schema.ts';
+export { requestRebuildTask, rebuildTask, type RebuildTask, type RebuildTaskRequest } from './task.ts';

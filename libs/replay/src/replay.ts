@@ -1,0 +1,183 @@
+import { createClickHouse, ensureDatabase, migrate, type ClickHouseClient } from '@meridian/clickhouse';
+import type { PointsFact } from '@meridian/domain';
+import type { EventCodec } from '@meridian/events';
+import type { Platform } from '@meridian/platform';
+import { describeOffsets, resolveEnds, resolveStarts, type Bound, type Offsets } from './bounds.ts';
+import {
+  countRows,
+  createGeneration,
+  ensureRegistry,
+  LIVE_POINTS,
+  nextGeneration,
+  pointsTable,
+  q,
+  readRegistry,
+  record,
+  tableEngines,
+} from './generations.ts';
+import type { RebuildProgress } from './progress.ts';
+import { rebuildRange, type RebuildStats } from './rebuild.ts';
+import { swapIn, type SwapResult } from './swap.ts';
+import { verifyTables, type Verification } from './verify.ts';
+
+export type SwapMode = 'never' | 'always' | 'if-verified';
+
+export type RebuildPointsOptions = {
+  readonly from?: Bound;
+  readonly to?: Bound;
+  /** Rebuild into `points` of this separate database (created with the migrations) instead of a new generation; never swapped. */
+  readonly database?: string;
+  readonly swap?: SwapMode;
+  /** Rows per INSERT (default MERIDIAN_PROJECTOR_BATCH_ROWS). */
+  readonly batchRows?: number;
+  readonly onProgress?: (phase: string, progress: RebuildProgress) => void;
+  readonly onPhase?: (phase: string) => void;
+  readonly whileFrozen?: () => Promise<void>;
+  /** How long a swap waits for the live projector to reach the new generation before freezing (default 20 s). */
+  readonly waitForLiveMs?: number;
+  /** Decodes the points topic (default: schemas/); tests pass one with a newer schema version. */
+  readonly codec?: EventCodec<PointsFact>;
+  readonly signal?: AbortSignal;
+};
+
+export type RebuildPointsResult = {
+  readonly generation: number | null;
+  readonly database: string;
+  readonly table: string;
+  readonly starts: Record<string, number>;
+  readonly ends: Record<string, number>;
+  readonly copiedRows: number;
+  readonly stats: RebuildStats;
+  readonly verification: Verification | null;
+  readonly swap: SwapResult | null;
+  /** Why a requested swap did not happen. */
+  readonly notSwapped: string | null;
+};
+
+const record_ = (o: Offsets) => Object.fromEntries([...o].sort((a, b) => a[0] - b[0]).map(([p, x]) => [String(p), x]));
+
+/**
+ * `meridian replay rebuild points`: projects the points topic (or a range of it) into a new
+ * generation beside the live table, verifies it against the live table and swaps it in when
+ * asked; or, with a database, into that separate database (a point-in-time copy).
+ *
+ * `from` (a time or offsets) rebuilds only the log after it: the rows of earlier batches are
+ * copied from the live table, so the generation is complete. `to` as a time keeps only uploads
+ * sealed by then (an upload is all or nothing).
+ */
+export async function rebuildPoints(platform: Platform, options: RebuildPointsOptions = {}): Promise<RebuildPointsResult> {
+  const { admin, topics, settings, clickhouse } = platform;
+  await admin.connect();
+  await platform.prepareTopics();
+  const batchRows = options.batchRows ?? settings.MERIDIAN_PROJECTOR_BATCH_ROWS;
+  const starts = await resolveStarts(admin, topics.points, options.from);
+  const ends = await resolveEnds(admin, topics.points, options.to);
+  const sealedOnly = options.to?.kind === 'time';
+  const progress = (phase: string) => (options.onProgress ? { onProgress: (p: RebuildProgress) => options.onProgress!(phase, p) } : {});
+
+  if (options.database !== undefined) {
+    if (options.database === settings.CLICKHOUSE_DATABASE) throw new Error('--database must name another database than the live one');
+    if (options.swap && options.swap !== 'never') throw new Error('a rebuild into another database is never swapped in');
+    await ensureDatabase({ ...platform.clickhouseOptions, database: options.database });
+    const target = createClickHouse({ ...platform.clickhouseOptions, database: options.database });
+    try {
+      await migrate(target);
+      if ((await countRows(target, LIVE_POINTS)) > 0) throw new Error(`${options.database}.points holds rows already: choose a new database`);
+      options.onPhase?.(`projecting into ${options.database}.points`);
+      const stats = await rebuildRange({
+        kafka: platform.kafka, admin, topic: topics.points, groupPrefix: settings.MERIDIAN_TOPIC_PREFIX,
+        clickhouse: target, table: LIVE_POINTS, starts, ends, batchRows, sealedOnly, measureLag: false,
+        logger: platform.logger, ...progress('rebuild'), ...(options.signal ? { signal: options.signal } : {}), ...(options.codec ? { codec: options.codec } : {}),
+      });
+      return { generation: null, database: options.database, table: LIVE_POINTS, starts: record_(starts), ends: record_(ends), copiedRows: 0, stats, verification: null, swap: null, notSwapped: null };
+    } finally {
+      await target.close();
+    }
+  }
+
+  await ensureRegistry(clickhouse);
+  const tables = await tableEngines(clickhouse);
+  const liveExists = tables.get(LIVE_POINTS) === 'MergeTree';
+  if (options.from && !liveExists) throw new Error('--from copies the rows before it from the live table, and there is none: rebuild from the beginning');
+  const g = await nextGeneration(clickhouse);
+  const table = pointsTable(g);
+  options.onPhase?.(`building generation ${g} (${table})`);
+  await createGeneration(clickhouse, g, { from: options.from ? describeBound(options.from) : null, to: options.to ? describeBound(options.to) : null, starts: record_(starts), ends: record_(ends) });
+
+  let copiedRows = 0;
+  if (options.from) {
+    options.onPhase?.(`copying the rows before ${describeOffsets(starts)} from the live table`);
+    copiedRows = await copyBefore(clickhouse, table, starts);
+  }
+  const stats = await rebuildRange({
+    kafka: platform.kafka, admin, topic: topics.points, groupPrefix: settings.MERIDIAN_TOPIC_PREFIX,
+    clickhouse, table, starts, ends, batchRows, sealedOnly, measureLag: true,
+    logger: platform.logger, ...progress('rebuild'), ...(options.signal ? { signal: options.signal } : {}), ...(options.codec ? { codec: options.codec } : {}),
+  });
+  await record(clickhouse, g, 'built', { ...statsDetail(stats), copied_rows: copiedRows });
+
+  let verification: Verification | null = null;
+  if (liveExists) {
+    options.onPhase?.('verifying against the live table');
+    verification = await verifyTables(clickhouse, LIVE_POINTS, table, [...ends.keys()]);
+    await record(clickhouse, g, 'verified', verification as unknown as Record<string, unknown>);
+  }
+
+  const mode = options.swap ?? 'never';
+  let swap: SwapResult | null = null;
+  let notSwapped: string | null = null;
+  if (mode === 'always' || (mode === 'if-verified' && verification?.ok)) {
+    swap = await swapIn({
+      kafka: platform.kafka, admin, topic: topics.points, topicPrefix: settings.MERIDIAN_TOPIC_PREFIX, clickhouse,
+      database: settings.CLICKHOUSE_DATABASE, generation: g, batchRows, starts, logger: platform.logger,
+      ...(options.onProgress ? { onProgress: options.onProgress } : {}),
+      ...(options.onPhase ? { onPhase: options.onPhase } : {}),
+      ...(options.whileFrozen ? { whileFrozen: options.whileFrozen } : {}),
+      ...(options.waitForLiveMs !== undefined ? { waitForLiveMs: options.waitForLiveMs } : {}),
+      ...(options.codec ? { codec: options.codec } : {}),
+    });
+  } else if (mode === 'if-verified') {
+    notSwapped = verification ? 'verification failed' : 'there is no live table to verify against (use --swap)';
+  }
+  return { generation: g, database: settings.CLICKHOUSE_DATABASE, table, starts: record_(starts), ends: record_(ends), copiedRows, stats, verification, swap, notSwapped };
+}
+
+/** `meridian replay swap <generation>`: catches a built generation up and swaps it in. */
+export async function swapGeneration(platform: Platform, generation: number, options: Pick<RebuildPointsOptions, 'onProgress' | 'onPhase' | 'batchRows' | 'whileFrozen'> = {}): Promise<SwapResult> {
+  await platform.admin.connect();
+  const registry = await readRegistry(platform.clickhouse);
+  const starts = registry.get(generation)?.detail.starts as Record<string, number> | undefined;
+  return swapIn({
+    kafka: platform.kafka, admin: platform.admin, topic: platform.topics.points, topicPrefix: platform.settings.MERIDIAN_TOPIC_PREFIX,
+    clickhouse: platform.clickhouse, database: platform.settings.CLICKHOUSE_DATABASE, generation,
+    batchRows: options.batchRows ?? platform.settings.MERIDIAN_PROJECTOR_BATCH_ROWS, logger: platform.logger,
+    ...(starts ? { starts: new Map(Object.entries(starts).map(([p, o]) => [Number(p), o])) } : {}),
+    ...(options.onProgress ? { onProgress: options.onProgress } : {}),
+    ...(options.onPhase ? { onPhase: options.onPhase } : {}),
+    ...(options.whileFrozen ? { whileFrozen: options.whileFrozen } : {}),
+  });
+}
+
+/** Copies the live rows of batches before `starts` (per partition) into the generation: numbers only in the SQL. */
+async function copyBefore(client: ClickHouseClient, table: string, starts: Offsets): Promise<number> {
+  const parts = [...starts].filter(([, o]) => o > 0).map(([p, o]) => {
+    if (!Number.isSafeInteger(p) || !Number.isSafeInteger(o)) throw new Error(`not a position: ${p}/${o}`);
+    return `(kafka_partition = ${p} AND kafka_offset < ${o})`;
+  });
+  if (parts.length === 0) return 0;
+  await client.command({ query: `INSERT INTO ${q(table)} SELECT * FROM ${q(LIVE_POINTS)} WHERE ${parts.join(' OR ')}` });
+  return countRows(client, table);
+}
+
+export function describeBound(b: Bound): string {
+  if (b.kind === 'time') return new Date(b.ms).toISOString();
+  if (b.kind === 'offset') return `offset ${b.offset}`;
+  return `offsets ${describeOffsets(b.offsets)}`;
+}
+
+export function statsDetail(s: RebuildStats): Record<string, unknown> {
+  return {
+    events: s.events, points: s.points, batches: s.batches, seals: s.seals, rejected: s.rejected, undecodable: s.undecodable,
+    inserts: s.inserts, unsealed_batches: s.unsealedBatches, ms: Math.round(s.ms), positions: record_(s.positions),
+  };
+}

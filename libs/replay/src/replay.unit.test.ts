@@ -1,0 +1,156 @@
+import avro from 'avsc';
+import { describe, expect, it } from 'vitest';
+import { SchemaRegistry } from '@meridian/events';
+import { BoundError, parseBound } from './bounds.ts';
+import { dedupeNamedTypes, envelopeSchema, envelopeType, topicOfType, wrapEvent } from './export-schema.ts';
+import { decodeExportCursor, encodeExportCursor, EXPORT_TOPICS, pageRanges, resolveTypes, type ExportTopic } from './export.ts';
+import { catalogDefinition, createGenerationSql, foldRegistry, liveGeneration, parseGeneration, pointsTableDdl, type RegistryRow } from './generations.ts';
+import { etaMs, formatProgress } from './progress.ts';
+import { compareSums, perMetricSql, rangeCondition } from './verify.ts';
+
+describe('--from / --to bounds', () => {
+  it('reads dates (whole UTC days), date-times, one offset and offsets per partition', () => {
+    expect(parseBound('2024-01-02', 'from')).toEqual({ kind: 'time', ms: Date.UTC(2024, 0, 2) });
+    expect(parseBound('2024-01-02', 'to')).toEqual({ kind: 'time', ms: Date.UTC(2024, 0, 3) - 1 });
+    expect(parseBound('2024-01-02T03:04:05.250Z', 'to')).toEqual({ kind: 'time', ms: Date.UTC(2024, 0, 2, 3, 4, 5, 250) });
+    expect(parseBound('2024-01-02T03:04:05+01:00', 'from')).toEqual({ kind: 'time', ms: Date.UTC(2024, 0, 2, 2, 4, 5) });
+    expect(parseBound('1234', 'from')).toEqual({ kind: 'offset', offset: 1234 });
+    expect(parseBound('0:10,2:7', 'to')).toEqual({ kind: 'offsets', offsets: new Map([[0, 10], [2, 7]]) });
+  });
+
+  it('refuses anything else with a message naming the option', () => {
+    for (const bad of ['yesterday', '2024-13-01', '1:2,1:3', '-5', '0:1,', '99999999999999999999']) {
+      expect(() => parseBound(bad, 'from'), bad).toThrow(BoundError);
+    }
+    expect(() => parseBound('soon', 'to')).toThrow(/--to/);
+  });
+});
+
+describe('the progress line', () => {
+  it('shows the bar, events, points and rate, the ETA and the lag', () => {
+    const line = formatProgress({ events: 1200, points: 600_000, elapsedMs: 2000, remaining: 300, total: 1000, lag: 310 }, 10);
+    expect(line).toBe('[#######---]   70%  1,200 events  600,000 points (300,000 points/s)  ETA 0:01  lag 310 events');
+    expect(etaMs({ events: 0, points: 0, elapsedMs: 100, remaining: 10, total: 10, lag: null })).toBeNull();
+    expect(etaMs({ events: 5, points: 0, elapsedMs: 1000, remaining: 0, total: 5, lag: null })).toBe(0);
+    expect(formatProgress({ events: 0, points: 0, elapsedMs: 0, remaining: 0, total: 0, lag: null }, 4)).toBe('[####]  100%  0 events  0 points (0 points/s)  ETA 0:00');
+  });
+});
+
+describe('generations', () => {
+  it('names generations g<N> or N', () => {
+    expect(parseGeneration('g12')).toBe(12);
+    expect(parseGeneration('3')).toBe(3);
+    for (const bad of ['0', 'x', 'g', '1.5', 'points']) expect(() => parseGeneration(bad), bad).toThrow();
+  });
+
+  it('creates a generation from the migrations\' own definitions, the catalog fed by its own view', () => {
+    expect(pointsTableDdl('points_g2')).toMatch(/^CREATE TABLE `points_g2` \(\n {2}metric_name String,[\s\S]*ENGINE = MergeTree\(\)\nPARTITION BY tuple\(\)\nORDER BY \(metric_name, ts, updated_at\)$/);
+    const catalog = catalogDefinition();
+    expect(catalog.engine).toBe('ENGINE = AggregatingMergeTree()\nORDER BY metric_name');
+    expect(catalog.select('points_g2')).toMatch(/countState\(\) AS points[\s\S]*FROM `points_g2`\nGROUP BY metric_name$/);
+    const [table, catalogTable, feed] = createGenerationSql(2, true);
+    expect(table).toBe('CREATE TABLE `points_g2` AS `points`');
+    expect(catalogTable).toMatch(/^CREATE TABLE `metric_catalog_g2` ENGINE = AggregatingMergeTree\(\)\nORDER BY metric_name AS SELECT[\s\S]*FROM `points_g2`\nWHERE 0 GROUP BY metric_name$/);
+    expect(feed).toMatch(/^CREATE MATERIALIZED VIEW `metric_catalog_feed_g2` TO `metric_catalog_g2` AS SELECT[\s\S]*FROM `points_g2`\nGROUP BY metric_name$/);
+    expect(createGenerationSql(3, false)[0]).toMatch(/^CREATE TABLE `points_g3` \(/);
+  });
+
+  it('folds the registry: generation 1 is live until another is swapped in', () => {
+    const row = (generation: number, event: RegistryRow['event'], at: number, detail: Record<string, unknown> = {}): RegistryRow => ({ generation, event, at, detail });
+    expect(liveGeneration(foldRegistry([]))).toBe(1);
+    const folded = foldRegistry([
+      row(2, 'created', 10, { from: null }), row(2, 'built', 20, { points: 5 }), row(2, 'verified', 21, { ok: true }),
+      row(3, 'created', 30), row(1, 'retired', 40), row(2, 'live', 40),
+    ]);
+    expect(liveGeneration(folded)).toBe(2);
+    expect(folded.get(1)!.state).toBe('retired');
+    expect(folded.get(2)).toMatchObject({ state: 'live', verified: true, created_at: 10, detail: { from: null, built: { points: 5 } } });
+    expect(folded.get(3)!.state).toBe('building');
+    const later = foldRegistry([...[row(2, 'live', 40), row(1, 'retired', 40)], row(4, 'created', 50), row(4, 'built', 51), row(4, 'live', 60), row(2, 'retired', 60), row(2, 'dropped', 70)]);
+    expect([...later.values()].map((g) => [g.generation, g.state])).toEqual(expect.arrayContaining([[1, 'retired'], [2, 'dropped'], [4, 'live']]));
+  });
+});
+
+describe('verification', () => {
+  it('compares the rows of batches up to a position per partition, in SQL made of numbers only', () => {
+    expect(rangeCondition(new Map([[1, 9], [0, 4], [2, -1]]))).toBe('(kafka_partition = 0 AND kafka_offset <= 4) OR (kafka_partition = 1 AND kafka_offset <= 9)');
+    expect(rangeCondition(new Map([[0, -1]]))).toBe('0');
+    expect(() => rangeCondition(new Map([[0, 1.5]]))).toThrow();
+    expect(perMetricSql('points_g2', '1')).toContain('sum(cityHash64(metric_name, ts, value, updated_at, task_id, kafka_partition, kafka_offset, row_in_batch))');
+  });
+
+  it('reports every metric whose count or checksum differs, or that one side lacks', () => {
+    const a = new Map([['m1', { rows: 2, checksum: '10' }], ['m2', { rows: 1, checksum: '5' }], ['m3', { rows: 1, checksum: '7' }]]);
+    const b = new Map([['m1', { rows: 2, checksum: '10' }], ['m2', { rows: 1, checksum: '6' }], ['m4', { rows: 3, checksum: '1' }]]);
+    expect(compareSums(a, a)).toEqual({ mismatched: 0, mismatches: [] });
+    const diff = compareSums(a, b, 2);
+    expect(diff.mismatched).toBe(3);
+    expect(diff.mismatches).toEqual([
+      { metric_name: 'm2', expected: { rows: 1, checksum: '5' }, actual: { rows: 1, checksum: '6' } },
+      { metric_name: 'm3', expected: { rows: 1, checksum: '7' }, actual: null },
+    ]);
+  });
+});
+
+describe('the export', () => {
+  const registry = SchemaRegistry.loadFromDirectory();
+
+  it('has an Avro container schema for every event type at once, named types defined once', () => {
+    const schema = envelopeSchema(registry, registry.names()) as { fields: Array<{ name: string; type: unknown }> };
+    const text = JSON.stringify(schema);
+    expect(text.match(/"name":"meridian\.Sha256"/g)).toHaveLength(1);
+    const type = envelopeType(registry, registry.names());
+    for (const name of registry.names()) {
+      const value = registry.latest(name)!.type.random() as unknown as Record<string, unknown>;
+      const record = { topic: 'tasks', partition: 1, offset: 2, timestamp: 3, key: null, type: name, schema_version: 1, event: wrapEvent(type, name, value) };
+      expect(type.isValid(record), name).toBe(true);
+      const back = type.fromBuffer(type.toBuffer(record)) as { event: Record<string, unknown> };
+      expect(back.event[`meridian.${name}`], name).toEqual(value);
+    }
+    // One type alone: its union has one branch, not wrapped by any reader's default.
+    const single = envelopeType(registry, ['UserCreated']);
+    const user = registry.latest('UserCreated')!.type.random() as unknown as Record<string, unknown>;
+    expect(wrapEvent(single, 'UserCreated', user)).toBe(user);
+    expect(single.isValid({ topic: 'accounts', partition: 0, offset: 0, timestamp: 0, key: 'u', type: 'UserCreated', schema_version: 1, event: user })).toBe(true);
+  });
+
+  it('refuses two different definitions of one named type', () => {
+    const fixed = (size: number) => ({ type: 'record', name: 'meridian.A', fields: [{ name: 'h', type: { type: 'fixed', name: 'Sha', namespace: 'meridian', size } }] });
+    expect(dedupeNamedTypes([fixed(32), { ...fixed(32), name: 'meridian.B' }])[1]).toEqual({ type: 'record', name: 'meridian.B', fields: [{ name: 'h', type: 'meridian.Sha' }] });
+    expect(() => dedupeNamedTypes([fixed(32), { ...fixed(16), name: 'meridian.B' }])).toThrow(/two different definitions of meridian.Sha/);
+    expect(() => avro.Type.forSchema({ type: 'record', name: 'meridian.X', fields: [{ name: 'u', type: dedupeNamedTypes([fixed(32), { ...fixed(32), name: 'meridian.B' }]) as avro.Schema }] })).not.toThrow();
+  });
+
+  it('knows the topic of every event type from its schema', () => {
+    for (const name of registry.names()) expect(EXPORT_TOPICS, name).toContain(topicOfType(registry, name) as ExportTopic);
+    expect(resolveTypes(registry, ['UserCreated', 'PointBatch'])).toEqual({ types: ['PointBatch', 'UserCreated'], topics: ['accounts', 'points'] });
+    expect(resolveTypes(registry, null).topics).toEqual([...EXPORT_TOPICS].filter((t) => registry.names().some((n) => topicOfType(registry, n) === t)));
+    expect(() => resolveTypes(registry, ['Nope'])).toThrow(/unknown event types: Nope/);
+  });
+
+  it('cuts pages of at most max offsets in log order, and continues after the cursor', () => {
+    const ranges = [
+      { short: 'points' as const, topic: 'p', partition: 0, start: 0, end: 3 },
+      { short: 'tasks' as const, topic: 't', partition: 1, start: 5, end: 7 },
+      { short: 'tasks' as const, topic: 't', partition: 0, start: 0, end: 2 },
+    ];
+    const first = pageRanges(ranges, null, 3);
+    expect(first.ranges.map((r) => [r.topic, r.partition, r.start, r.end])).toEqual([['t', 0, 0, 2], ['t', 1, 5, 6]]);
+    expect(first.next).toEqual({ topic: 'tasks', partition: 1, offset: 6 });
+    const second = pageRanges(ranges, first.next, 3);
+    expect(second.ranges.map((r) => [r.topic, r.partition, r.start, r.end])).toEqual([['t', 1, 6, 7], ['p', 0, 0, 2]]);
+    const third = pageRanges(ranges, second.next, 3);
+    expect(third).toEqual({ ranges: [{ ...ranges[0], start: 2, end: 3 }], next: null });
+    expect(pageRanges(ranges, null, Infinity).next).toBeNull();
+    // A page that ends exactly at a range's end points at the next range.
+    expect(pageRanges(ranges, null, 2).next).toEqual({ topic: 'tasks', partition: 1, offset: 5 });
+  });
+
+  it('has opaque cursors that only this service reads', () => {
+    const c = { topic: 'files' as const, partition: 3, offset: 1234 };
+    expect(decodeExportCursor(encodeExportCursor(c))).toEqual(c);
+    for (const bad of ['', 'x!', Buffer.from('[1,"nope",0,0]').toString('base64url'), Buffer.from('[2,"files",0,0]').toString('base64url'), Buffer.from('[1,"files",-1,0]').toString('base64url')]) {
+      expect(decodeExportCursor(bad), bad).toBeNull();
+    }
+  });
+});

@@ -1,0 +1,551 @@
+import { createHash } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Readable } from 'node:stream';
+import avro from 'avsc';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { formatTimestamp, type PointsFact } from '@meridian/domain';
+import { createEventCodec, fingerprintOf, parseHeader, SchemaRegistry, type EventLike } from '@meridian/events';
+import { createProducer } from '@meridian/kafka';
+import { createLogger } from '@meridian/observability';
+import { createPlatform, type Platform } from '@meridian/platform';
+import {
+  decodeExportCursor,
+  listGenerations,
+  projectorGroupId,
+  readRanges,
+  rebuildPoints,
+  rebuildRange,
+  tableChecksums,
+  topicOffsets,
+  type LoggedEvent,
+} from '@meridian/replay';
+import { fromFixtureJson, type EventFixture } from '../fixtures/events/fixture.ts';
+import { bootstrapAdmin, createUser } from '../support/accounts.ts';
+import { call, startApi, type RunningApi } from '../support/api.ts';
+import { meridian } from '../support/cli.ts';
+import { startWorker } from '../support/ingest.ts';
+import { isolatedSettings } from '../support/settings.ts';
+import { waitForTask } from '../support/tasks.ts';
+import { waitFor } from '../support/wait.ts';
+
+/**
+ * Replay against the real stack: rebuilds of the points projection (into generations, swapped
+ * in while ingestion runs, and into a separate database up to a point in time), determinism,
+ * and the export of the raw event history.
+ */
+const POINTS = Number(process.env.REPLAY_E2E_POINTS ?? 1_000_000);
+const PER_UPLOAD = 50_000;
+const METRICS = 10;
+const T0 = Date.UTC(2024, 0, 1);
+// Uploads arrive back to back during a rebuild: no per-user rate limit here.
+const settings = isolatedSettings({ MERIDIAN_MAX_ROWS_CEILING: '5000000', MERIDIAN_RATE_LIMIT_PER_SECOND: '0' });
+let api: RunningApi;
+let ingest: Awaited<ReturnType<typeof startWorker>>;
+let admin: string;
+let analyst: string;
+
+const scalar = async (sql: string): Promise<number> => {
+  const rows = await (await api.platform.clickhouse.query({ query: `SELECT toString((${sql})) AS v`, format: 'JSONEachRow' })).json<{ v: string }>();
+  return Number(rows[0]!.v);
+};
+const rowsOf = async <T>(sql: string): Promise<T[]> => (await api.platform.clickhouse.query({ query: sql, format: 'JSONEachRow' })).json<T>();
+const catalog = () => rowsOf<{ metric_name: string; points: string; first_ts: string; last_ts: string }>(
+  'SELECT metric_name, toString(countMerge(points)) AS points, toString(minMerge(first_ts)) AS first_ts, toString(maxMerge(last_ts)) AS last_ts FROM metric_catalog GROUP BY metric_name ORDER BY metric_name',
+);
+const pointsPerMetric = () => rowsOf<{ metric_name: string; points: string; first_ts: string; last_ts: string }>(
+  'SELECT metric_name, toString(count()) AS points, toString(min(ts)) AS first_ts, toString(max(ts)) AS last_ts FROM points GROUP BY metric_name ORDER BY metric_name',
+);
+
+/** A CSV file upload of `count` points of one metric; resolves with the task id once accepted. */
+async function uploadFile(metric: string, first: number, count: number): Promise<string> {
+  const body = Readable.from((function* () {
+    for (let i = first; i < first + count;) {
+      const lines: string[] = [];
+      for (let k = 0; k < 10_000 && i < first + count; k++, i++) lines.push(`${formatTimestamp(T0 + i * 1000)},${i / 4}`);
+      yield `${lines.join('\n')}\n`;
+    }
+  })());
+  const res = await fetch(`${api.url}/api/v1/metrics_file_upload?metric_name=${encodeURIComponent(metric)}`, {
+    method: 'POST', headers: { Authorization: `Bearer ${admin}` }, body: Readable.toWeb(body) as never, duplex: 'half',
+  } as RequestInit);
+  expect(res.status).toBe(202);
+  return ((await res.json()) as { task_id: string }).task_id;
+}
+
+async function uploadJson(metric: string, values: Array<[number, number]>): Promise<string> {
+  const res = await call(`${api.url}/api/v1/metrics/upload`, admin, { method: 'POST', body: { metric_name: metric, values: values.map(([ts, value]) => ({ timestamp: formatTimestamp(ts), value })) } });
+  expect(res.status, res.text).toBe(202);
+  return res.json.task_id as string;
+}
+
+/** SHA-256 and size of a download, streamed (the 1M-row CSV is never held). */
+async function downloadDigest(qs: Record<string, string>, key = analyst): Promise<{ status: number; sha256: string; bytes: number; lines: number }> {
+  const res = await fetch(`${api.url}/api/v1/metrics/download?${new URLSearchParams(qs)}`, { headers: { Authorization: `Bearer ${key}`, 'Accept-Encoding': 'identity' } });
+  const hash = createHash('sha256');
+  let bytes = 0;
+  let lines = 0;
+  for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+    hash.update(chunk);
+    bytes += chunk.length;
+    for (const b of chunk) if (b === 10) lines++;
+  }
+  return { status: res.status, sha256: hash.digest('hex'), bytes, lines };
+}
+
+async function cli(args: string[]) {
+  const result = await meridian(settings, args);
+  if (result.code !== 0) throw new Error(`meridian ${args.join(' ')} exited ${result.code}:\n${result.stderr}\n${result.stdout}`);
+  return result;
+}
+
+beforeAll(async () => {
+  api = await startApi(settings);
+  ingest = await startWorker(settings);
+  admin = await bootstrapAdmin(settings);
+  await api.api.accounts.syncToEnd();
+  analyst = await createUser(api.url, admin, 'analyst', [{ match: 'prefix', value: 'rp.', access: 'r' }]);
+}, 300_000);
+
+afterAll(async () => {
+  await ingest?.close();
+  await api?.close();
+});
+
+describe('rebuilding the points projection', () => {
+  const accepted = new Map<string, number>(); // task id → points accepted
+  let before: Awaited<ReturnType<typeof downloadDigest>>;
+
+  beforeAll(async () => {
+    // POINTS points in uploads of PER_UPLOAD over METRICS metrics, 4 at a time.
+    const uploads = POINTS / PER_UPLOAD;
+    let next = 0;
+    const ids: string[] = [];
+    await Promise.all(Array.from({ length: 4 }, async () => {
+      while (next < uploads) {
+        const u = next++;
+        ids.push(await uploadFile(`rp.m${u % METRICS}`, u * PER_UPLOAD, PER_UPLOAD));
+      }
+    }));
+    for (const id of ids) {
+      const task = await waitForTask(api.url, admin, id, 600_000);
+      expect(task.status).toBe('succeeded');
+      accepted.set(id, task.result!.points_accepted);
+    }
+    expect(await scalar('SELECT count() FROM points')).toBe(POINTS);
+    before = await downloadDigest({ metrics: 'rp.', pattern: 'starts_with', max_rows: String(POINTS) });
+    expect(before.status).toBe(200);
+    expect(before.lines).toBe(POINTS + 1);
+  }, 900_000);
+
+  it('two rebuilds of the same range give identical tables, equal to the live one', async () => {
+    const live = await tableChecksums(api.platform.clickhouse, 'points');
+    const first = await rebuildPoints(api.platform);
+    const second = await rebuildPoints(api.platform, { to: { kind: 'offsets', offsets: new Map(Object.entries(first.ends).map(([p, e]) => [Number(p), e - 1])) } });
+    expect(first.verification?.ok).toBe(true);
+    expect(first.verification?.mismatched_metrics).toBe(0);
+    expect(first.stats.points).toBe(POINTS);
+    expect(second.ends).toEqual(first.ends);
+    const a = await tableChecksums(api.platform.clickhouse, first.table);
+    const b = await tableChecksums(api.platform.clickhouse, second.table);
+    expect(a.size).toBe(Math.min(METRICS, POINTS / PER_UPLOAD));
+    expect(b).toEqual(a);
+    expect(a).toEqual(live);
+    // Nothing of either generation is in the live catalog's data: theirs was fed to their own.
+    expect(await scalar(`SELECT countMerge(points) FROM metric_catalog_g${first.generation}`)).toBe(POINTS);
+    // --from: the log re-projected from the middle of each partition, the rows before it copied from the live table.
+    const middle = new Map(Object.entries(first.ends).map(([p, e]) => [Number(p), Math.floor(e / 2)]));
+    const partial = await rebuildPoints(api.platform, { from: { kind: 'offsets', offsets: middle } });
+    expect(partial.copiedRows).toBeGreaterThan(0);
+    expect(partial.stats.points).toBe(POINTS - partial.copiedRows);
+    expect(partial.verification?.ok).toBe(true);
+    expect(await tableChecksums(api.platform.clickhouse, partial.table)).toEqual(live);
+    for (const g of [first.generation!, second.generation!, partial.generation!]) expect((await cli(['replay', 'drop', String(g)])).stdout).toContain(`dropped generation ${g}`);
+  });
+
+  it('a rebuild is a background task: GET /api/v1/tasks/{id} follows it from the log', async () => {
+    const run = await cli(['replay', 'rebuild', 'points', '--detach', '--json']);
+    const { task_id: taskId } = JSON.parse(run.stdout) as { task_id: string };
+    const seen = new Set<string>();
+    const task = await waitFor('the rebuild task to finish', async () => {
+      const res = await call(`${api.url}/api/v1/tasks/${taskId}`, admin);
+      if (res.status !== 200) return undefined;
+      seen.add(res.json.status as string);
+      return res.json.status === 'succeeded' || res.json.status === 'failed' ? res.json : undefined;
+    }, 300_000, 50);
+    expect(task).toMatchObject({
+      task_id: taskId, kind: 'points_rebuild', status: 'succeeded', progress: { rows_done: POINTS, rows_total: POINTS },
+      result: { points: POINTS, verified: true, swapped: false, database: settings.CLICKHOUSE_DATABASE, table: expect.stringMatching(/^points_g\d+$/) },
+    });
+    expect(seen).toContain('running');
+    expect((await call(`${api.url}/api/v1/tasks/${taskId}`, analyst)).status).toBe(404);
+    expect((await cli(['replay', 'drop', String(task.result.generation)])).stdout).toContain('dropped');
+  });
+
+  it('drop the live table, rebuild and swap: downloads give byte-identical CSV, the catalog is whole', async () => {
+    const catalogBefore = await catalog();
+    await api.platform.clickhouse.command({ query: 'DROP TABLE points' });
+    expect((await downloadDigest({ metrics: 'rp.', pattern: 'starts_with', max_rows: String(POINTS) })).status).toBeGreaterThanOrEqual(500);
+
+    const run = await cli(['replay', 'rebuild', 'points', '--swap']);
+    expect(run.stdout).toMatch(/generation \d+ built as points_g\d+: 1,000,000 points|generation \d+ built as points_g\d+/);
+    expect(run.stdout).toContain('swapped in: points is generation');
+    expect(run.stderr).toMatch(/points\/s/); // the progress line
+
+    const after = await downloadDigest({ metrics: 'rp.', pattern: 'starts_with', max_rows: String(POINTS) });
+    expect(after).toEqual(before);
+    expect(await catalog()).toEqual(catalogBefore);
+    expect(await catalog()).toEqual(await pointsPerMetric());
+  });
+});
+
+describe('a rebuild while uploads keep arriving', () => {
+  it('swaps in without losing or doubling a point; the catalog follows the swap', async () => {
+    const uploaded = new Map<string, number>();
+    let stop = false;
+    let k = 0;
+    let afterSwap = -1;
+    let failed: unknown = null;
+    const writer = (async () => {
+      while (!stop) {
+        const base = 10_000_000 + k * 1000;
+        const id = await uploadJson(`rp.live${k % 3}`, Array.from({ length: 400 }, (_, i) => [T0 + (base + i) * 1000, k + i / 1000] as [number, number]));
+        uploaded.set(id, 400);
+        k++;
+      }
+    })().catch((e: unknown) => { failed = e; });
+    const writing = (enough: () => boolean) => () => { if (failed) throw failed; return enough() ? true : undefined; };
+    await waitFor('some uploads before the rebuild', writing(() => uploaded.size >= 5), 60_000, 50);
+
+    let frozen: Awaited<ReturnType<typeof downloadDigest>> | null = null;
+    let frozenInsert: string | null = null;
+    const result = await rebuildPoints(api.platform, {
+      swap: 'always',
+      whileFrozen: async () => {
+        // Live writes are held: downloads still read the (frozen) live rows, inserts are refused,
+        // uploads are still accepted, and the live projector keeps retrying meanwhile.
+        frozen = await downloadDigest({ metrics: 'rp.m0', max_rows: String(POINTS) });
+        frozenInsert = await api.platform.clickhouse.command({ query: "INSERT INTO points (metric_name) VALUES ('x')" }).then(() => 'accepted', (e: Error) => e.message);
+        const during = await uploadJson('rp.frozen', [[T0, 1], [T0 + 1000, 2]]);
+        uploaded.set(during, 2);
+        await new Promise((r) => setTimeout(r, 1500));
+        expect(await scalar(`SELECT count() FROM points WHERE task_id = '${during}'`)).toBe(0);
+      },
+    });
+    afterSwap = k;
+    await waitFor('uploads after the swap', writing(() => k >= afterSwap + 5), 60_000, 50);
+    stop = true;
+    await writer;
+    expect(failed).toBeNull();
+
+    expect(result.swap).not.toBeNull();
+    expect(result.swap!.nudged).toBe(false);
+    expect(result.swap!.frozenMs).toBeLessThan(30_000);
+    expect(frozen!.status).toBe(200);
+    expect(frozen!.lines).toBe(Math.ceil(POINTS / PER_UPLOAD / METRICS) * PER_UPLOAD + 1);
+    expect(frozenInsert).toMatch(/not supported by storage Merge/);
+
+    for (const [id, points] of uploaded) {
+      const task = await waitForTask(api.url, admin, id, 180_000);
+      expect(task.status).toBe('succeeded');
+      expect(task.result!.points_accepted).toBe(points);
+    }
+    const total = POINTS + [...uploaded.values()].reduce((a, b) => a + b, 0);
+    expect(await scalar('SELECT count() FROM points')).toBe(total);
+    expect(await scalar('SELECT uniqExact(kafka_partition, kafka_offset, row_in_batch) FROM points')).toBe(total);
+    const perTask = await rowsOf<{ task_id: string; n: string }>("SELECT task_id, toString(count()) AS n FROM points WHERE metric_name LIKE 'rp.live%' OR metric_name = 'rp.frozen' GROUP BY task_id");
+    expect(perTask).toHaveLength(uploaded.size);
+    for (const row of perTask) expect(Number(row.n), row.task_id).toBe(uploaded.get(row.task_id));
+    // The catalog view feeds on `points` by name: after the swap it is the new generation's catalog, kept current.
+    expect(await catalog()).toEqual(await pointsPerMetric());
+    const listing = await listGenerations(api.platform.clickhouse);
+    expect(listing.find((g) => g.generation === result.generation)).toMatchObject({ state: 'live', table: 'points', rows: total });
+    expect(listing.find((g) => g.generation === result.swap!.retired)).toMatchObject({ state: 'retired', table: `points_g${result.swap!.retired}` });
+    const listed = (await cli(['replay', 'list'])).stdout;
+    expect(listed).toMatch(new RegExp(`g${result.generation}\\s+live\\s+points\\s`));
+    expect((await cli(['replay', 'drop', String(result.generation)]).catch((e: Error) => e.message))).toMatch(/is live/);
+    expect((await cli(['replay', 'drop', String(result.swap!.retired)])).stdout).toContain(`points_g${result.swap!.retired}`);
+    // The live projector's group is the one the swap would nudge.
+    expect(projectorGroupId(settings.MERIDIAN_TOPIC_PREFIX)).toBe(`${settings.MERIDIAN_TOPIC_PREFIX}ingest-projector`);
+  });
+});
+
+describe('replay into a separate database up to a point in time', () => {
+  it('holds exactly the uploads sealed by then; the live tables are untouched', async () => {
+    await new Promise((r) => setTimeout(r, 50));
+    const cut = Date.now();
+    await new Promise((r) => setTimeout(r, 50));
+    const late = await uploadJson('rp.late', [[T0, 1], [T0 + 1000, 2], [T0 + 2000, 3]]);
+    expect((await waitForTask(api.url, admin, late, 120_000)).status).toBe('succeeded');
+    const live = await scalar('SELECT count() FROM points');
+    const liveGenerations = await listGenerations(api.platform.clickhouse);
+    const db = `${settings.CLICKHOUSE_DATABASE}_asof`;
+    try {
+      const run = await cli(['replay', 'rebuild', 'points', '--to', new Date(cut).toISOString(), '--database', db]);
+      expect(run.stdout).toContain(`rebuilt ${db}.points`);
+      expect(await scalar(`SELECT count() FROM ${db}.points`)).toBe(live - 3);
+      expect(await scalar(`SELECT count() FROM ${db}.points WHERE metric_name = 'rp.late'`)).toBe(0);
+      expect(await scalar(`SELECT count() FROM points WHERE metric_name = 'rp.late'`)).toBe(3);
+      // Its catalog was kept by its own view, from the same migrations.
+      expect(await scalar(`SELECT countMerge(points) FROM ${db}.metric_catalog`)).toBe(live - 3);
+      // Same rows as the live ones up to then.
+      const sums = (table: string) => rowsOf<{ s: string }>(`SELECT toString(sum(cityHash64(metric_name, ts, value, updated_at, task_id, kafka_partition, kafka_offset, row_in_batch))) AS s FROM ${table} WHERE metric_name != 'rp.late'`);
+      expect(await sums(`${db}.points`)).toEqual(await sums('points'));
+      expect(await scalar('SELECT count() FROM points')).toBe(live);
+      expect(await listGenerations(api.platform.clickhouse)).toEqual(liveGenerations);
+    } finally {
+      await api.platform.clickhouse.command({ query: `DROP DATABASE IF EXISTS ${db}` });
+    }
+  });
+});
+
+/** Every event of the run's topics, read with a plain consumer (independent of the export's reader). */
+async function everyEvent(): Promise<LoggedEvent[]> {
+  const codec = createEventCodec<EventLike>();
+  const registry = SchemaRegistry.loadFromDirectory();
+  const out: LoggedEvent[] = [];
+  const { admin, kafka, topics } = api.platform;
+  for (const short of ['accounts', 'tasks', 'files', 'points'] as const) {
+    const { end } = await topicOffsets(admin, topics[short]);
+    const remaining = new Map([...end].filter(([, e]) => e > 0));
+    const got: LoggedEvent[] = [];
+    if (remaining.size > 0) {
+      const consumer = kafka.consumer({ groupId: `${settings.MERIDIAN_TOPIC_PREFIX}check-${short}-${Date.now()}`, readUncommitted: false, maxWaitTimeInMs: 100 });
+      await consumer.connect();
+      await consumer.subscribe({ topic: topics[short], fromBeginning: true });
+      const done = new Promise<void>((resolve) => {
+        void consumer.run({
+          eachBatch: async ({ batch }) => {
+            for (const m of batch.messages) {
+              const offset = Number(m.offset);
+              if (offset >= end.get(batch.partition)!) continue;
+              const header = parseHeader(m.value!);
+              const writer = header && registry.byPrint(header.fingerprint);
+              if (writer) {
+                const { type, ...event } = codec.decode(m.value!) as EventLike & Record<string, unknown>;
+                got.push({ topic: short, partition: batch.partition, offset, timestamp: Number(m.timestamp), key: m.key ? m.key.toString() : null, type, schema_version: writer.version, event });
+              }
+            }
+            if (Number(batch.lastOffset()) + 1 >= end.get(batch.partition)!) remaining.delete(batch.partition);
+            if (remaining.size === 0) resolve();
+          },
+        });
+      });
+      consumer.on(consumer.events.END_BATCH_PROCESS, (e) => {
+        if (Number(e.payload.lastOffset) + 1 >= (end.get(e.payload.partition) ?? 0)) remaining.delete(e.payload.partition);
+      });
+      await waitFor(`every ${short} event`, async () => (remaining.size === 0 ? true : undefined), 60_000, 100);
+      await Promise.race([done, Promise.resolve()]);
+      await consumer.disconnect();
+    }
+    out.push(...got.sort((a, b) => a.partition - b.partition || a.offset - b.offset));
+  }
+  return out;
+}
+
+function decodeAvroFile(bytes: Buffer): Promise<{ schema: unknown; records: LoggedEvent[] }> {
+  const dir = mkdtempSync(join(tmpdir(), 'replay-'));
+  const path = join(dir, 'events.avro');
+  writeFileSync(path, bytes);
+  return new Promise((resolve, reject) => {
+    const records: LoggedEvent[] = [];
+    let schema: unknown = null;
+    avro.createFileDecoder(path)
+      .on('metadata', (type: avro.Type) => { schema = type.schema(); })
+      .on('data', (r: LoggedEvent & { event: Record<string, unknown> }) => {
+        const keys = Object.keys(r.event);
+        const event = keys.length === 1 && keys[0]!.startsWith('meridian.') ? (r.event[keys[0]!] as Record<string, unknown>) : r.event;
+        records.push({ ...r, event: { ...event } } as LoggedEvent);
+      })
+      .on('end', () => { rmSync(dir, { recursive: true, force: true }); resolve({ schema, records }); })
+      .on('error', reject);
+  });
+}
+
+/** Avro decodes records as class instances and JSON numbers; compare plain data. */
+const plain = (events: readonly LoggedEvent[]) => JSON.parse(JSON.stringify(events)) as unknown;
+
+describe('exporting the event history', () => {
+  let from: number;
+  let to: number;
+  let inRange: LoggedEvent[];
+
+  beforeAll(async () => {
+    await new Promise((r) => setTimeout(r, 50));
+    from = Date.now();
+    await new Promise((r) => setTimeout(r, 50));
+    const id = await uploadJson('rp.export', [[T0, 1.5], [T0 + 1000, -2]]);
+    expect((await waitForTask(api.url, admin, id, 120_000)).status).toBe('succeeded');
+    await createUser(api.url, admin, 'exported', [{ match: 'exact', value: 'rp.export', access: 'r' }]);
+    await new Promise((r) => setTimeout(r, 50));
+    to = Date.now();
+    await new Promise((r) => setTimeout(r, 50));
+    const outside = await uploadJson('rp.export', [[T0 + 2000, 7]]);
+    expect((await waitForTask(api.url, admin, outside, 120_000)).status).toBe('succeeded');
+    inRange = (await everyEvent()).filter((e) => e.timestamp >= from && e.timestamp <= to);
+    const types = new Set(inRange.map((e) => e.type));
+    for (const t of ['MetricsUploadRequested', 'TaskStarted', 'UploadParsed', 'UploadSegmentProjected', 'PointBatch', 'UploadSealed', 'UserCreated', 'MetricEntitlementGranted']) expect(types, t).toContain(t);
+  });
+
+  const url = (qs: Record<string, string>) => `${api.url}/api/v1/events?${new URLSearchParams(qs)}`;
+  const iso = (ms: number) => new Date(ms).toISOString();
+
+  it('the Avro file of a range decodes with avsc\'s file decoder to exactly the events of that range', async () => {
+    const res = await fetch(url({ from: iso(from), to: iso(to) }), { headers: { Authorization: `Bearer ${admin}` } });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toBe('application/avro');
+    expect(res.headers.get('x-next-cursor')).toBeNull();
+    const { schema, records } = await decodeAvroFile(Buffer.from(await res.arrayBuffer()));
+    expect((schema as { name: string }).name).toBe('meridian.export.LoggedEvent');
+    expect(plain(records)).toEqual(plain(inRange));
+    const batch = records.find((r) => r.type === 'PointBatch')!;
+    expect(batch.event).toMatchObject({ metric_name: 'rp.export', timestamps: [T0, T0 + 1000], values: [1.5, -2] });
+  });
+
+  it('types filter the events; NDJSON carries the same ones; pages follow the cursor', async () => {
+    const types = 'PointBatch,UserCreated';
+    const wanted = inRange.filter((e) => types.split(',').includes(e.type));
+    const one = await fetch(url({ from: iso(from), to: iso(to), types, format: 'ndjson' }), { headers: { Authorization: `Bearer ${admin}` } });
+    expect(one.headers.get('content-type')).toMatch(/^application\/x-ndjson/);
+    const lines = (await one.text()).trimEnd().split('\n').map((l) => JSON.parse(l) as LoggedEvent & { timestamp: string });
+    expect(lines.map((l) => [l.topic, l.partition, l.offset, l.type, l.timestamp])).toEqual(wanted.map((e) => [e.topic, e.partition, e.offset, e.type, iso(e.timestamp)]));
+    expect(lines.find((l) => l.type === 'UserCreated')!.event).toMatchObject({ user_name: 'exported', secret_sha256: expect.stringMatching(/^[0-9a-f]{64}$/) });
+
+    // Pages of at most 2 offsets, followed through X-Next-Cursor / Link, add up to the whole range.
+    const paged: LoggedEvent[] = [];
+    let next: string | null = url({ from: iso(from), to: iso(to), max_events: '2', format: 'ndjson' });
+    let pages = 0;
+    while (next) {
+      const res: Response = await fetch(next, { headers: { Authorization: `Bearer ${admin}` } });
+      expect(res.status).toBe(200);
+      const text = await res.text();
+      for (const l of text.split('\n').filter(Boolean)) paged.push(JSON.parse(l) as LoggedEvent);
+      const link = res.headers.get('link');
+      const cursor = res.headers.get('x-next-cursor');
+      if (cursor) expect(decodeExportCursor(cursor)).not.toBeNull();
+      next = link ? `${api.url}${/^<([^>]+)>/.exec(link)![1]}` : null;
+      pages++;
+    }
+    expect(pages).toBeGreaterThan(3);
+    expect(paged.map((e) => `${e.topic}/${e.partition}/${e.offset}`)).toEqual(inRange.map((e) => `${e.topic}/${e.partition}/${e.offset}`));
+  });
+
+  it('the CLI exports the same file; non-admins get a 404 problem; bad parameters a 400', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'replay-cli-'));
+    try {
+      const file = join(dir, 'range.avro');
+      const run = await cli(['events', 'export', '--from', iso(from), '--to', iso(to), '--out', file]);
+      expect(run.stdout).toMatch(/exported [\d,]+ bytes of avro/);
+      const { records } = await decodeAvroFile(readFileSync(file));
+      expect(plain(records)).toEqual(plain(inRange));
+      const nd = await cli(['events', 'export', '--from', iso(from), '--to', iso(to), '--types', 'UserCreated', '--format', 'ndjson']);
+      expect(nd.stdout.trimEnd().split('\n').map((l) => (JSON.parse(l) as LoggedEvent).event.user_name)).toEqual(['exported']);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+    const denied = await call(url({}), analyst);
+    expect(denied.status).toBe(404);
+    expect(denied.headers.get('content-type')).toMatch(/problem\+json/);
+    expect(denied.json.detail).toBe((await call(`${api.url}/api/v1/nothing-here`, analyst)).json.detail.replace('/api/v1/nothing-here', '/api/v1/events'));
+    for (const [qs, field] of [[{ from: 'yesterday' }, 'from'], [{ types: 'NoSuchEvent' }, 'types'], [{ max_events: '0' }, 'max_events'], [{ cursor: 'x!' }, 'cursor'], [{ format: 'xml' }, 'format']] as const) {
+      const res = await call(url(qs), admin);
+      expect(res.status, JSON.stringify(qs)).toBe(400);
+      expect(JSON.stringify(res.json.errors), JSON.stringify(qs)).toContain(field);
+    }
+  });
+});
+
+describe('recorded events of older schema versions, on a log of their own', () => {
+  const own = isolatedSettings();
+  let platform: Platform;
+  let worker: Awaited<ReturnType<typeof startWorker>> | null = null;
+  const fixtureDir = new URL('../fixtures/events/', import.meta.url).pathname;
+  const fixture = (name: string) => JSON.parse(readFileSync(join(fixtureDir, name, 'v1.json'), 'utf8')) as EventFixture;
+  // A newer PointBatch (test only: schemas/ is untouched), so that the recorded v1 bytes are an older version.
+  const v2type = avro.Type.forSchema(JSON.parse(readFileSync(join(fixtureDir, 'next-schemas/PointBatch/v2.avsc'), 'utf8')) as avro.Schema);
+  const live = SchemaRegistry.loadFromDirectory();
+  const withNext = new SchemaRegistry([...live.names().flatMap((n) => live.versionsOf(n)), { name: 'PointBatch', version: 2, type: v2type, fingerprint: fingerprintOf(v2type) }]);
+  const nextCodec = createEventCodec<PointsFact>(withNext);
+  const pointsCodec = createEventCodec<PointsFact>();
+  const count = async (table = 'points') => Number((await (await platform.clickhouse.query({ query: `SELECT toString(count()) AS n FROM ${table}`, format: 'JSONEachRow' })).json<{ n: string }>())[0]!.n);
+
+  /** Writes messages to partition 0 of the points topic in one transaction, as the upload handler does; returns their offsets. */
+  async function write(values: Buffer[], key = 'fixture'): Promise<number> {
+    const producer = createProducer(platform.kafka, { transactionalId: `${own.MERIDIAN_TOPIC_PREFIX}fixture-${Date.now()}` });
+    await producer.connect();
+    try {
+      const tx = await producer.transaction();
+      const [meta] = await tx.send({ topic: platform.topics.points, acks: -1, messages: values.map((value) => ({ partition: 0, key, value })) });
+      await tx.commit();
+      return Number(meta!.baseOffset);
+    } finally {
+      await producer.disconnect();
+    }
+  }
+  const sealed = (task: string, points: number) => pointsCodec.encode({ type: 'UploadSealed', task_id: task, points });
+
+  beforeAll(async () => {
+    platform = createPlatform(own, createLogger({ name: 'fixtures', level: own.LOG_LEVEL }), 'fixtures');
+    await platform.prepare();
+  });
+  afterAll(async () => {
+    await worker?.close();
+    await platform?.close();
+  });
+
+  it('a v1 PointBatch and a v2 one rebuild to the expected rows through the same code', async () => {
+    const v1 = fixture('PointBatch');
+    const value = fromFixtureJson(v1.value) as { task_id: string; metric_name: string; updated_at: number; timestamps: number[]; values: number[] };
+    const v2bytes = nextCodec.encode({ type: 'PointBatch', task_id: 'task-v2', metric_name: 'fixture.v2', updated_at: 1_704_067_300_000, timestamps: [1_704_067_301_000], values: [-3.5], source_row: 12 } as unknown as PointsFact);
+    expect(parseHeader(v2bytes)!.fingerprint).toBe(fingerprintOf(v2type));
+    const first = await write([Buffer.from(v1.bytes, 'base64'), Buffer.from(fixture('UploadSealed').bytes, 'base64'), v2bytes, sealed('task-v2', 1)]);
+
+    await platform.clickhouse.command({ query: 'CREATE TABLE points_fixtures AS points' });
+    const { end, low } = await topicOffsets(platform.admin, platform.topics.points);
+    const stats = await rebuildRange({
+      kafka: platform.kafka, admin: platform.admin, topic: platform.topics.points, groupPrefix: own.MERIDIAN_TOPIC_PREFIX,
+      clickhouse: platform.clickhouse, table: 'points_fixtures', starts: low, ends: end, batchRows: 1000, codec: nextCodec,
+    });
+    expect(stats).toMatchObject({ batches: 2, points: 3, seals: 2, rejected: 0, undecodable: 0 });
+    const rows = await (await platform.clickhouse.query({ query: 'SELECT metric_name, ts, value, updated_at, task_id, kafka_partition, kafka_offset, row_in_batch FROM points_fixtures ORDER BY kafka_offset, row_in_batch', format: 'JSONEachRow' })).json<Record<string, unknown>>();
+    expect(rows.map((r) => ({ ...r, ts: Number(r.ts), updated_at: Number(r.updated_at), kafka_offset: Number(r.kafka_offset) }))).toEqual([
+      ...value.timestamps.map((ts, i) => ({ metric_name: value.metric_name, ts, value: value.values[i], updated_at: value.updated_at, task_id: value.task_id, kafka_partition: 0, kafka_offset: first, row_in_batch: i })),
+      { metric_name: 'fixture.v2', ts: 1_704_067_301_000, value: -3.5, updated_at: 1_704_067_300_000, task_id: 'task-v2', kafka_partition: 0, kafka_offset: first + 2, row_in_batch: 0 },
+    ]);
+    // The live schemas read v1 the same way (no v2 there): the live projector and a plain rebuild agree.
+    await platform.clickhouse.command({ query: 'CREATE TABLE points_fixtures_live AS points' });
+    const v1Only = await rebuildRange({
+      kafka: platform.kafka, admin: platform.admin, topic: platform.topics.points, groupPrefix: own.MERIDIAN_TOPIC_PREFIX,
+      clickhouse: platform.clickhouse, table: 'points_fixtures_live', starts: low, ends: new Map([...end].map(([p, e]) => [p, p === 0 ? first + 2 : e])), batchRows: 1000,
+    });
+    expect(v1Only.points).toBe(2);
+    expect(await tableChecksums(platform.clickhouse, 'points_fixtures_live')).toEqual(new Map([...(await tableChecksums(platform.clickhouse, 'points_fixtures'))].filter(([m]) => m !== 'fixture.v2')));
+  });
+
+  it('a swap when the new generation is ahead of a live projector holding rows in memory: no row lost or doubled', async () => {
+    worker = await startWorker(own);
+    // Only v1 events on the live log from here on (the live projector reads schemas/, which has no v2).
+    await waitFor('the live projector to catch up', async () => ((await count()) === 2 ? true : undefined), 60_000, 100);
+    const batch = (task: string, n: number, at: number) => pointsCodec.encode({ type: 'PointBatch', task_id: task, metric_name: 'fixture.live', updated_at: at, timestamps: Array.from({ length: n }, (_, i) => at + i), values: Array.from({ length: n }, (_, i) => i) });
+    await write([batch('task-a', 5, 1_704_067_400_000), sealed('task-a', 5)]);
+    await waitFor('task-a live', async () => ((await count()) === 7 ? true : undefined), 60_000, 100);
+    // A batch without its seal: the live projector buffers it and waits for more (it is in its memory, not in ClickHouse).
+    await write([batch('task-b', 4, 1_704_067_500_000)]);
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(await count()).toBe(7);
+
+    const result = await rebuildPoints(platform, { swap: 'always', waitForLiveMs: 1000 });
+    // The v1 fixture, task-a and task-b; with the live schemas (no v2) the v2 batch is undecodable and skipped, as live.
+    expect(result.stats).toMatchObject({ points: 2 + 5 + 4, undecodable: 1 });
+    expect(result.swap!.nudged).toBe(true);
+    expect(await count()).toBe(11);
+
+    // The live projector re-read its position from the new table: task-b is not written twice, and it goes on.
+    await write([batch('task-c', 3, 1_704_067_600_000), sealed('task-c', 3)]);
+    await waitFor('task-c live', async () => ((await count()) === 14 ? true : undefined), 60_000, 100);
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(await count()).toBe(14);
+    expect(Number((await (await platform.clickhouse.query({ query: 'SELECT toString(uniqExact(kafka_partition, kafka_offset, row_in_batch)) AS n FROM points', format: 'JSONEachRow' })).json<{ n: string }>())[0]!.n)).toBe(14);
+  });
+});
