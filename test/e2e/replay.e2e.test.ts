@@ -11,6 +11,7 @@ import { createProducer } from '@meridian/kafka';
 import { createLogger } from '@meridian/observability';
 import { createPlatform, type Platform } from '@meridian/platform';
 import {
+  databaseEngine,
   decodeExportCursor,
   listGenerations,
   projectorGroupId,
@@ -92,6 +93,16 @@ async function downloadDigest(qs: Record<string, string>, key = analyst): Promis
     for (const b of chunk) if (b === 10) lines++;
   }
   return { status: res.status, sha256: hash.digest('hex'), bytes, lines };
+}
+
+/**
+ * Swaps need the view-binds-to-names semantics of Ordinary databases (ClickHouse 18.16, our
+ * local and CI server); on an Atomic database (current ClickHouse) the swap refuses, so its
+ * tests are skipped there (and say so).
+ */
+async function skipUnlessSwappable(ctx: { skip: (note?: string) => void }, platform: Platform): Promise<void> {
+  const engine = await databaseEngine(platform.clickhouse);
+  if (engine !== 'Ordinary') ctx.skip(`the swap is implemented for Ordinary databases; this one is ${engine}`);
 }
 
 async function cli(args: string[]) {
@@ -183,7 +194,8 @@ describe('rebuilding the points projection', () => {
     expect((await cli(['replay', 'drop', String(task.result.generation)])).stdout).toContain('dropped');
   });
 
-  it('drop the live table, rebuild and swap: downloads give byte-identical CSV, the catalog is whole', async () => {
+  it('drop the live table, rebuild and swap: downloads give byte-identical CSV, the catalog is whole', async (ctx) => {
+    await skipUnlessSwappable(ctx, api.platform);
     const catalogBefore = await catalog();
     await api.platform.clickhouse.command({ query: 'DROP TABLE points' });
     expect((await downloadDigest({ metrics: 'rp.', pattern: 'starts_with', max_rows: String(POINTS) })).status).toBeGreaterThanOrEqual(500);
@@ -201,7 +213,8 @@ describe('rebuilding the points projection', () => {
 });
 
 describe('a rebuild while uploads keep arriving', () => {
-  it('swaps in without losing or doubling a point; the catalog follows the swap', async () => {
+  it('swaps in without losing or doubling a point; the catalog follows the swap', async (ctx) => {
+    await skipUnlessSwappable(ctx, api.platform);
     const uploaded = new Map<string, number>();
     let stop = false;
     let k = 0;
@@ -523,7 +536,8 @@ describe('recorded events of older schema versions, on a log of their own', () =
     expect(await tableChecksums(platform.clickhouse, 'points_fixtures_live')).toEqual(new Map([...(await tableChecksums(platform.clickhouse, 'points_fixtures'))].filter(([m]) => m !== 'fixture.v2')));
   });
 
-  it('a swap when the new generation is ahead of a live projector holding rows in memory: no row lost or doubled', async () => {
+  it('a swap when the new generation is ahead of a live projector holding rows in memory: no row lost or doubled', async (ctx) => {
+    await skipUnlessSwappable(ctx, platform);
     worker = await startWorker(own);
     // Only v1 events on the live log from here on (the live projector reads schemas/, which has no v2).
     await waitFor('the live projector to catch up', async () => ((await count()) === 2 ? true : undefined), 60_000, 100);

@@ -15,6 +15,7 @@ export {
   dropGeneration,
   readRegistry,
   tableEngines,
+  databaseEngine,
   foldRegistry,
   type Generation,
   type GenerationListing,
