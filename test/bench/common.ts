@@ -1,8 +1,10 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { loadSettings, type Settings } from '@meridian/config';
+import { formatTimestamp } from '@meridian/domain';
 
 /** Shared pieces of the benchmarks: real api and ingest processes on a fresh scope of the local stack. */
 export const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
@@ -56,3 +58,31 @@ export function percentile(sorted: number[], p: number): number {
 }
 
 export const fmt = (n: number) => Math.round(n).toLocaleString('en');
+
+export function settingsEnv(settings: Settings): NodeJS.ProcessEnv {
+  return { ...process.env, ...Object.fromEntries(Object.entries(settings).map(([k, v]) => [k, String(v)])) };
+}
+
+/** Runs the real `meridian` CLI on the bench's settings; it logs at error only, so stdout is its output. */
+export function meridian(settings: Settings, args: string[]): Promise<{ stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    execFile(`${repoRoot}apps/cli/bin/meridian`, args, { env: { ...settingsEnv(settings), LOG_LEVEL: 'error' }, maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) =>
+      error ? reject(new Error(`${error.message}\n${stderr}`)) : resolve({ stdout, stderr }));
+  });
+}
+
+/** An admin API key, made as an operator would: `meridian users add bench --admin --json`. */
+export async function adminKey(settings: Settings): Promise<string> {
+  return (JSON.parse((await meridian(settings, ['users', 'add', 'bench', '--admin', '--json'])).stdout) as { api_key: string }).api_key;
+}
+
+/** `timestamp,value` CSV lines for points first..first+count-1, one second apart from t0, generated as they are read. */
+export function csvPoints(first: number, count: number, t0: number): Readable {
+  return Readable.from((function* () {
+    for (let i = first; i < first + count;) {
+      const lines: string[] = [];
+      for (let k = 0; k < 20_000 && i < first + count; k++, i++) lines.push(`${formatTimestamp(t0 + i * 1000)},${(i % 1000) / 8}`);
+      yield `${lines.join('\n')}\n`;
+    }
+  })());
+}

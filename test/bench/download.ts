@@ -1,8 +1,7 @@
-import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { get, type IncomingMessage } from 'node:http';
 import { createClickHouse, ensureDatabase, migrate, planDownload, streamDownload, type DownloadRequest } from '@meridian/clickhouse';
-import { benchSettings, fmt, repoRoot, startProcess, waitUntil } from './common.ts';
+import { adminKey, benchSettings, fmt, startProcess, waitUntil } from './common.ts';
 
 /**
  * make bench-download: 10M points over 1,000 metrics, downloaded through a real api process
@@ -67,8 +66,7 @@ async function main(): Promise<void> {
   const api = startProcess('apps/api/src/main.ts', settings);
   try {
     await waitUntil('the api', async () => ((await fetch(`${base}/readyz`)).ok ? true : undefined), 120_000, 250);
-    const env = { ...process.env, ...Object.fromEntries(Object.entries(settings).map(([k, v]) => [k, String(v)])) };
-    const key = (JSON.parse(execFileSync(`${repoRoot}apps/cli/bin/meridian`, ['users', 'add', 'bench', '--admin', '--json'], { env, encoding: 'utf8' })) as { api_key: string }).api_key;
+    const key = await adminKey(settings);
     await waitUntil('the api to know the key', async () => ((await fetch(`${base}/api/v1/users`, { headers: { Authorization: `Bearer ${key}` } })).ok ? true : undefined), 30_000);
 
     const list = names.slice(0, 100);

@@ -1,7 +1,6 @@
-import { execFileSync } from 'node:child_process';
 import { Readable } from 'node:stream';
 import { formatTimestamp } from '@meridian/domain';
-import { benchSettings, fmt, percentile, repoRoot, startProcess, waitUntil } from './common.ts';
+import { adminKey, benchSettings, csvPoints, fmt, percentile, startProcess, waitUntil } from './common.ts';
 
 /**
  * make bench-ingest: uploads 1M points as JSON (bodies of 10k) and 10M as one CSV file to a
@@ -30,25 +29,12 @@ async function task(key: string, id: string): Promise<Task> {
   return (await (await fetch(`${base}/api/v1/tasks/${id}`, { headers: { Authorization: `Bearer ${key}` } })).json()) as Task;
 }
 
-function csvStream(points: number): Readable {
-  let i = 0;
-  return Readable.from((function* () {
-    yield 'timestamp,value\n';
-    while (i < points) {
-      const lines: string[] = [];
-      for (let k = 0; k < 50_000 && i < points; k++, i++) lines.push(`${formatTimestamp(T0 + i * 1000)},${(i % 1000) / 8}`);
-      yield `${lines.join('\n')}\n`;
-    }
-  })());
-}
-
 async function main(): Promise<void> {
   const api = startProcess('apps/api/src/main.ts', settings);
   const ingest = startProcess('apps/ingest/src/main.ts', settings);
   try {
     await waitUntil('the api', async () => ((await fetch(`${base}/readyz`)).ok ? true : undefined), 120_000, 250);
-    const env = { ...process.env, ...Object.fromEntries(Object.entries(settings).map(([k, v]) => [k, String(v)])) };
-    const key = (JSON.parse(execFileSync(`${repoRoot}apps/cli/bin/meridian`, ['users', 'add', 'bench', '--admin', '--json'], { env, encoding: 'utf8' })) as { api_key: string }).api_key;
+    const key = await adminKey(settings);
     const auth = { Authorization: `Bearer ${key}` };
 
     // 1. JSON bodies of 10k points, CONCURRENCY at a time.
@@ -89,7 +75,7 @@ async function main(): Promise<void> {
     // 2. One CSV file of CSV_POINTS points, streamed.
     const csvStarted = performance.now();
     // The raw body is the file (the route takes a non-multipart body as the file itself).
-    const res = await fetch(`${base}/api/v1/metrics_file_upload?metric_name=bench.csv`, { method: 'POST', headers: auth, body: Readable.toWeb(csvStream(CSV_POINTS)) as never, duplex: 'half' } as RequestInit);
+    const res = await fetch(`${base}/api/v1/metrics_file_upload?metric_name=bench.csv`, { method: 'POST', headers: auth, body: Readable.toWeb(csvPoints(0, CSV_POINTS, T0)) as never, duplex: 'half' } as RequestInit);
     if (res.status !== 202) throw new Error(`csv upload: ${res.status} ${await res.text()}`);
     const csvAck = performance.now() - csvStarted;
     const csvTask = ((await res.json()) as { task_id: string }).task_id;

@@ -1,7 +1,5 @@
-import { execFile } from 'node:child_process';
 import { Readable } from 'node:stream';
-import { formatTimestamp } from '@meridian/domain';
-import { benchSettings, fmt, repoRoot, startProcess, waitUntil } from './common.ts';
+import { adminKey, benchSettings, csvPoints, fmt, meridian, startProcess, waitUntil } from './common.ts';
 
 /**
  * make bench-replay: ingests BENCH_POINTS points through a real api and ingest (CSV file uploads
@@ -19,31 +17,12 @@ const T0 = Date.UTC(2024, 0, 1);
 const port = 18_500 + Math.floor(Math.random() * 400);
 const settings = benchSettings({ MERIDIAN_API_PORT: String(port) });
 const base = `http://127.0.0.1:${port}`;
-// The CLI logs at error only, so its stdout is exactly what it prints.
-const env = { ...process.env, ...Object.fromEntries(Object.entries(settings).map(([k, v]) => [k, String(v)])), LOG_LEVEL: 'error' };
-
-function cli(args: string[]): Promise<{ stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    execFile(`${repoRoot}apps/cli/bin/meridian`, args, { env, maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => (error ? reject(new Error(`${error.message}\n${stderr}`)) : resolve({ stdout, stderr })));
-  });
-}
-
-function csv(first: number, count: number): Readable {
-  return Readable.from((function* () {
-    for (let i = first; i < first + count;) {
-      const lines: string[] = [];
-      for (let k = 0; k < 20_000 && i < first + count; k++, i++) lines.push(`${formatTimestamp(T0 + i * 1000)},${(i % 1000) / 8}`);
-      yield `${lines.join('\n')}\n`;
-    }
-  })());
-}
-
 async function main(): Promise<void> {
   const api = startProcess('apps/api/src/main.ts', settings);
   const ingest = startProcess('apps/ingest/src/main.ts', settings);
   try {
     await waitUntil('the api', async () => ((await fetch(`${base}/readyz`)).ok ? true : undefined), 120_000, 250);
-    const key = (JSON.parse((await cli(['users', 'add', 'bench', '--admin', '--json'])).stdout) as { api_key: string }).api_key;
+    const key = await adminKey(settings);
     const auth = { Authorization: `Bearer ${key}` };
 
     // 1. Live: uploads through the api until every point is queryable.
@@ -55,7 +34,7 @@ async function main(): Promise<void> {
       while (next < uploads) {
         const u = next++;
         const count = Math.min(PER_UPLOAD, POINTS - u * PER_UPLOAD);
-        const res = await fetch(`${base}/api/v1/metrics_file_upload?metric_name=bench.replay.${u % METRICS}`, { method: 'POST', headers: auth, body: Readable.toWeb(csv(u * PER_UPLOAD, count)) as never, duplex: 'half' } as RequestInit);
+        const res = await fetch(`${base}/api/v1/metrics_file_upload?metric_name=bench.replay.${u % METRICS}`, { method: 'POST', headers: auth, body: Readable.toWeb(csvPoints(u * PER_UPLOAD, count, T0)) as never, duplex: 'half' } as RequestInit);
         if (res.status !== 202) throw new Error(`upload ${u}: ${res.status} ${await res.text()}`);
         tasks.push(((await res.json()) as { task_id: string }).task_id);
       }
@@ -74,7 +53,7 @@ async function main(): Promise<void> {
 
     // 2. A full rebuild into a new generation, with the CLI, verified against the live table.
     const rebuildStarted = performance.now();
-    const run = await cli(['replay', 'rebuild', 'points', '--json']);
+    const run = await meridian(settings, ['replay', 'rebuild', 'points', '--json']);
     const wallMs = performance.now() - rebuildStarted;
     const result = JSON.parse(run.stdout) as { generation: number; stats: { events: number; points: number; batches: number; ms: number; inserts: number }; verification: { ok: boolean } | null };
     const s = result.stats;
