@@ -27,7 +27,7 @@ describe('health and readiness', () => {
     expect(body).toEqual({ status: 'ready', checks: { kafka: { status: 'up' }, clickhouse: { status: 'up' }, minio: { status: 'up' }, accounts: { status: 'up' }, tasks: { status: 'up' }, files: { status: 'up' } } });
     await waitFor('ingest to join its consumer group', () => (ingest.output().includes('joined consumer group') ? true : undefined), 60_000);
     // Logs are JSON lines with a request id.
-    const line = await waitFor('the request log line', () => api.output().split('\n').find((l) => l.includes('"path":"/readyz"')));
+    const line = await waitFor('the request log line', () => api.output().split('\n').find((l) => l.includes('"path":"/readyz"') && l.includes('"status":200')));
     expect(JSON.parse(line)).toMatchObject({ level: 'info', status: 200, request_id: expect.any(String) });
   });
 
