@@ -16,6 +16,11 @@ export type Api = {
   stop(): Promise<void>;
 };
 
+/** A readiness check that a folded log has caught up (the api serves from it). */
+function caughtUp(name: string, store: { readonly ready: boolean }) {
+  return { name, check: async () => { if (!store.ready) throw new Error(`catching up with the ${name} log`); } };
+}
+
 /** Composes the api from the platform's adapters: the only place that knows them all. */
 export async function buildApi(platform: Platform): Promise<Api> {
   const { settings, logger } = platform;
@@ -29,9 +34,9 @@ export async function buildApi(platform: Platform): Promise<Api> {
     logger,
     probes: [
       ...platform.probes,
-      { name: 'accounts', check: async () => { if (!accountsStore.ready) throw new Error('catching up with the accounts log'); } },
-      { name: 'tasks', check: async () => { if (!tasksStore.ready) throw new Error('catching up with the tasks log'); } },
-      { name: 'files', check: async () => { if (!filesStore.ready) throw new Error('catching up with the files log'); } },
+      caughtUp('accounts', accountsStore),
+      caughtUp('tasks', tasksStore),
+      caughtUp('files', filesStore),
     ],
     readyTimeoutMs: settings.MERIDIAN_READY_TIMEOUT_MS,
     accounts: {
@@ -57,7 +62,7 @@ export async function buildApi(platform: Platform): Promise<Api> {
       },
       submit: {
         producer: () => platform.producer(),
-        codec: createEventCodec<TaskEvent>(),
+        codec: taskCodec,
         topic: platform.topics.tasks,
         ackTimeoutMs: settings.MERIDIAN_KAFKA_ACK_TIMEOUT_MS,
         tasks: () => tasksStore.state,
