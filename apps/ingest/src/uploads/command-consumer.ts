@@ -21,6 +21,7 @@ export async function startCommandConsumer(platform: Platform): Promise<RunningW
   await accounts.start();
   const tasks = new TasksStore(platform, 'ingest');
   await tasks.start();
+  const finished = new RecentSet<string>(100_000);
   const fileCommands = await startFileCommands(platform, groupId);
   const progressProducer = await platform.producer();
   const transactional = new Map<number, Promise<Producer>>();
@@ -69,28 +70,25 @@ export async function startCommandConsumer(platform: Platform): Promise<RunningW
       if (event.type !== 'MetricsUploadRequested') return;
       const producer = await producerFor(partition); // fences a predecessor's open transaction first
       // The same task can be commanded twice (a retry with the same Idempotency-Key after a
-      // 503 whose send still landed): run it once. Its partition has no other writer, so
-      // reading it to its end shows whether the task already finished.
-      await tasks.syncToEnd([partition]);
+      // 503 whose send still landed): run it once. Tasks finished before this process started
+      // are in the fold (caught up at start); ones it finished itself are remembered here,
+      // because right after a commit the fold may not show it yet.
       const known = tasks.state.get(event.task_id);
-      if (known && (known.result !== null || known.status === 'failed' || known.status === 'succeeded')) {
+      if (finished.has(event.task_id) || (known && (known.result !== null || known.status === 'failed' || known.status === 'succeeded'))) {
         logger.info({ task_id: event.task_id, offset: at.offset }, 'command for a finished task skipped');
         return;
       }
       // Entitlements granted just before the upload must count: read the accounts log to its end.
       await accounts.syncToEnd();
-      let finishedAt;
       try {
-        finishedAt = (await runUploadJob(event, at, producer, { ...deps, heartbeat })).position;
+        await runUploadJob(event, at, producer, { ...deps, heartbeat });
       } catch (error) {
         if (isRetriable(error)) throw error; // kafkajs redelivers the command
         logger.error({ err: error, task_id: event.task_id }, 'upload failed on a non-retriable error');
         await deadLetter(platform, at, message.value, (error as Error).message);
-        finishedAt = await failTask(producer, deps as UploadJobDeps, at, event as MetricsUploadRequested, new UploadTally(), `the upload could not be processed: ${(error as Error).message}`);
+        await failTask(producer, deps as UploadJobDeps, at, event as MetricsUploadRequested, new UploadTally(), `the upload could not be processed: ${(error as Error).message}`);
       }
-      // Not before the fold has the task's end: a repeat command just behind this one must see it.
-      // (Right after a commit the log's stable end can still lie before it, so reading to the end is not enough.)
-      await tasks.waitFor(finishedAt);
+      finished.add(event.task_id);
     },
   });
   return {
@@ -101,6 +99,22 @@ export async function startCommandConsumer(platform: Platform): Promise<RunningW
       await Promise.all([accounts.stop(), tasks.stop()]);
     },
   };
+}
+
+/** The last `capacity` values added: enough to recognise a repeat that follows soon after. */
+class RecentSet<T> {
+  private readonly items = new Set<T>();
+  private readonly capacity: number;
+  constructor(capacity: number) {
+    this.capacity = capacity;
+  }
+  add(value: T): void {
+    this.items.add(value);
+    if (this.items.size > this.capacity) this.items.delete(this.items.values().next().value as T);
+  }
+  has(value: T): boolean {
+    return this.items.has(value);
+  }
 }
 
 /** Kafka's own transient errors are retried by redelivery; anything else will not get better. */

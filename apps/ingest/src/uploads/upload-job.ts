@@ -1,4 +1,4 @@
-import type { Producer, RecordMetadata, Transaction } from 'kafkajs';
+import type { Producer, Transaction } from 'kafkajs';
 import {
   canWrite,
   parseUpload,
@@ -8,7 +8,7 @@ import {
   type UserRecord,
 } from '@meridian/domain';
 import type { EventCodec } from '@meridian/events';
-import type { Position, Topics } from '@meridian/kafka';
+import type { Topics } from '@meridian/kafka';
 import type { Logger } from '@meridian/observability';
 import type { Storage } from '@meridian/storage';
 import { PointBatcher, type ColumnBatch } from './batcher.ts';
@@ -43,10 +43,7 @@ const PROGRESS_EVERY_MS = 1000;
  * so every accepted point reaches the log exactly once; an invalid upload aborts it, so
  * none of its points is ever visible.
  */
-/** Where the event that finished a task landed: the caller waits until its fold has it. */
-export type Finished = { readonly outcome: 'succeeded' | 'failed'; readonly position: Position | null };
-
-export async function runUploadJob(cmd: MetricsUploadRequested, at: CommandPosition, producer: Producer, deps: UploadJobDeps): Promise<Finished> {
+export async function runUploadJob(cmd: MetricsUploadRequested, at: CommandPosition, producer: Producer, deps: UploadJobDeps): Promise<'succeeded' | 'failed'> {
   const log = deps.logger.child({ task_id: cmd.task_id });
   const now = () => Date.now();
   await sendTaskEvents(deps.progressProducer, deps, [{ type: 'TaskStarted', task_id: cmd.task_id, at: now() }]);
@@ -97,9 +94,9 @@ export async function runUploadJob(cmd: MetricsUploadRequested, at: CommandPosit
 
     if (tally.hasFatal || (failFast && tally.errors.length > 0)) {
       await tx.abort();
-      const position = await failTask(producer, deps, at, cmd, tally);
+      await failTask(producer, deps, at, cmd, tally);
       log.info({ rows: tally.rowsTotal, rejected: tally.rejected }, 'upload rejected');
-      return { outcome: 'failed', position };
+      return 'failed';
     }
 
     await write(batcher.drain());
@@ -107,7 +104,7 @@ export async function runUploadJob(cmd: MetricsUploadRequested, at: CommandPosit
       await tx.send({ topic: deps.topics.points, acks: -1, messages: [{ partition, key: cmd.task_id, value: deps.pointsCodec.encode({ type: 'UploadSealed', task_id: cmd.task_id, points }) }] });
     }
     const metrics = [...writable.keys()].filter((m) => writable.get(m)).sort().slice(0, 1000);
-    const [parsedAt] = await tx.send({
+    await tx.send({
       topic: deps.topics.tasks,
       acks: -1,
       messages: [taskMessage(deps, {
@@ -125,7 +122,7 @@ export async function runUploadJob(cmd: MetricsUploadRequested, at: CommandPosit
     await commitCommandOffset(tx, deps, at);
     await tx.commit();
     log.info({ points: tally.points, rejected: tally.rejected, partitions: pointsPerPartition.size }, 'upload written to the log');
-    return { outcome: 'succeeded', position: positionOf(parsedAt) };
+    return 'succeeded';
   } catch (error) {
     if (tx.isActive()) await tx.abort().catch(() => undefined);
     throw error;
@@ -136,12 +133,8 @@ function taskMessage(deps: UploadJobDeps, event: TaskEvent) {
   return { key: event.task_id, value: deps.taskCodec.encode(event), headers: { type: event.type } };
 }
 
-async function sendTaskEvents(producer: Producer | Transaction, deps: UploadJobDeps, events: TaskEvent[]): Promise<RecordMetadata[]> {
-  return producer.send({ topic: deps.topics.tasks, acks: -1, messages: events.map((e) => taskMessage(deps, e)) });
-}
-
-function positionOf(meta: RecordMetadata | undefined): Position | null {
-  return meta?.baseOffset === undefined ? null : { partition: meta.partition, offset: Number(meta.baseOffset) };
+async function sendTaskEvents(producer: Producer | Transaction, deps: UploadJobDeps, events: TaskEvent[]): Promise<void> {
+  await producer.send({ topic: deps.topics.tasks, acks: -1, messages: events.map((e) => taskMessage(deps, e)) });
 }
 
 async function commitCommandOffset(tx: Transaction, deps: UploadJobDeps, at: CommandPosition): Promise<void> {
@@ -149,10 +142,10 @@ async function commitCommandOffset(tx: Transaction, deps: UploadJobDeps, at: Com
 }
 
 /** Records the failure and moves past the command, atomically. */
-export async function failTask(producer: Producer, deps: UploadJobDeps, at: CommandPosition, cmd: { task_id: string }, tally: UploadTally, reason?: string): Promise<Position | null> {
+export async function failTask(producer: Producer, deps: UploadJobDeps, at: CommandPosition, cmd: { task_id: string }, tally: UploadTally, reason?: string): Promise<void> {
   const tx = await producer.transaction();
   try {
-    const [failedAt] = await sendTaskEvents(tx, deps, [{
+    await sendTaskEvents(tx, deps, [{
       type: 'TaskFailed',
       task_id: cmd.task_id,
       reason: reason ?? (tally.hasFatal ? 'the upload cannot be read' : `${tally.rejected} invalid rows: nothing was stored`),
@@ -163,7 +156,6 @@ export async function failTask(producer: Producer, deps: UploadJobDeps, at: Comm
     }]);
     await commitCommandOffset(tx, deps, at);
     await tx.commit();
-    return positionOf(failedAt);
   } catch (error) {
     if (tx.isActive()) await tx.abort().catch(() => undefined);
     throw error;
