@@ -132,6 +132,14 @@ describe('the contract', () => {
     expect(sample(done, 'meridian_http_requests_total{method="POST",route="/api/v1/metrics/upload",status="202"}')).toBeGreaterThanOrEqual(1);
     expect(done).toMatch(/meridian_http_request_duration_seconds_bucket\{le="0.1",method="GET",route="\/api\/v1\/tasks\/\{task_id\}",status="200"\}/);
     expect(done).toContain('process_resident_memory_bytes');
+    // Freshness and lag: nothing waits once the task succeeded and the groups caught up.
+    expect(sample(done, 'meridian_projection_pending_seconds')).toBe(0);
+    const settled = await waitFor('the ingest groups to commit their offsets', async () => {
+      const text = await scrape();
+      const lags = [...text.matchAll(/^meridian_consumer_lag\{group="[^"]*ingest-(commands|projector)",topic="[^"]*",partition="\d+"\} (\d+)$/gm)];
+      return lags.length >= 2 && lags.every((m) => m[2] === '0') ? lags : undefined;
+    }, 20_000, 250);
+    expect(new Set(settled.map((m) => m[1]))).toEqual(new Set(['commands', 'projector']));
   });
 
   it('/docs is served from this origin under a self-only Content-Security-Policy; its files come from a fixed list', async () => {

@@ -5,6 +5,7 @@ import { AccountsStore, FilesStore, TasksStore, type Platform } from '@meridian/
 import { planExport, streamExport, type ExportDeps } from '@meridian/replay';
 import { createApp } from './app.ts';
 import { createApiMetrics } from './observability/metrics.ts';
+import { withTimeout } from '@meridian/observability';
 
 export type Api = {
   readonly app: Koa;
@@ -21,6 +22,24 @@ function caughtUp(name: string, store: { readonly ready: boolean }) {
   return { name, check: async () => { if (!store.ready) throw new Error(`catching up with the ${name} log`); } };
 }
 
+/** The ingest consumer groups' lag per partition; empty when Kafka does not answer in time (a scrape never hangs). */
+async function ingestLag(platform: Platform) {
+  const prefix = platform.settings.MERIDIAN_TOPIC_PREFIX;
+  const groups = [
+    { group: `${prefix}ingest-commands`, topic: platform.topics.tasks },
+    { group: `${prefix}ingest-projector`, topic: platform.topics.points },
+  ];
+  try {
+    return await withTimeout(Promise.all(groups.map(async ({ group, topic }) => {
+      const [ends, [committed]] = await Promise.all([platform.admin.fetchTopicOffsets(topic), platform.admin.fetchOffsets({ groupId: group, topics: [topic] })]);
+      const done = new Map((committed?.partitions ?? []).map((p) => [p.partition, Number(p.offset)]));
+      return ends.map((e) => ({ group, topic, partition: e.partition, lag: Math.max(0, Number(e.high) - Math.max(0, done.get(e.partition) ?? 0)) }));
+    })), 2000, 'kafka').then((lists) => lists.flat());
+  } catch {
+    return [];
+  }
+}
+
 /** Composes the api from the platform's adapters: the only place that knows them all. */
 export async function buildApi(platform: Platform): Promise<Api> {
   const { settings, logger } = platform;
@@ -29,7 +48,7 @@ export async function buildApi(platform: Platform): Promise<Api> {
   const filesStore = new FilesStore(platform, 'api');
   const taskCodec = createEventCodec<TaskEvent>();
   const exportDeps: ExportDeps = { kafka: platform.kafka, admin: platform.admin, topics: platform.topics, topicPrefix: settings.MERIDIAN_TOPIC_PREFIX };
-  const metrics = createApiMetrics({ tasks: () => tasksStore.state });
+  const metrics = createApiMetrics({ tasks: () => tasksStore.state, consumerLag: () => ingestLag(platform) });
   const app = createApp({
     logger,
     probes: [

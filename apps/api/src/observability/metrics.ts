@@ -26,6 +26,10 @@ export type ApiMetricsOptions = {
   readonly tasks?: () => TasksState;
   /** Node process metrics (CPU, memory, event loop lag, GC); on by default. */
   readonly processMetrics?: boolean;
+  /** The ingest consumer groups' lag per partition, read from Kafka at each scrape. */
+  readonly consumerLag?: () => Promise<ReadonlyArray<{ group: string; topic: string; partition: number; lag: number }>>;
+  /** The clock, for ages (tests pass their own). */
+  readonly now?: () => number;
 };
 
 /** `/api/v1/tasks/:task_id` as the OpenAPI document writes it: `/api/v1/tasks/{task_id}`. */
@@ -96,6 +100,35 @@ export function createApiMetrics(options: ApiMetricsOptions = {}): ApiMetrics {
         // The tasks fold only grows and a succeeded task never changes: the sum is monotonic.
         this.reset();
         this.inc(points);
+      },
+    });
+  }
+
+  const consumerLag = options.consumerLag;
+  if (consumerLag) {
+    new Gauge({
+      name: 'meridian_consumer_lag',
+      help: 'Messages the ingest consumer groups have still to process, per partition (end offset minus committed offset).',
+      labelNames: ['group', 'topic', 'partition'] as const,
+      registers: [registry],
+      async collect() {
+        this.reset();
+        for (const l of await consumerLag()) this.set({ group: l.group, topic: l.topic, partition: String(l.partition) }, l.lag);
+      },
+    });
+  }
+  if (tasks) {
+    const now = options.now ?? Date.now;
+    new Gauge({
+      name: 'meridian_projection_pending_seconds',
+      help: 'Projection freshness: age of the oldest parsed upload whose points are not all queryable yet (0 when none waits).',
+      registers: [registry],
+      collect() {
+        let oldest: number | null = null;
+        for (const task of tasks().values()) {
+          if (task.kind === 'metrics_upload' && task.status === 'running' && task.result !== null) oldest = Math.min(oldest ?? task.created_at, task.created_at);
+        }
+        this.set(oldest === null ? 0 : Math.max(0, (now() - oldest) / 1000));
       },
     });
   }

@@ -73,3 +73,19 @@ describe('api metrics', () => {
     expect(await scrape()).toContain('meridian_points_ingested_total 15'); // not added up twice
   });
 });
+
+describe('projection freshness', () => {
+  it('is the age of the oldest parsed upload still waiting for its points to be queryable', async () => {
+    const state = initialTasks();
+    const waiting = (id: string, createdAt: number): Task => ({ ...task(id, 'running', 10), created_at: createdAt });
+    const m = createApiMetrics({ tasks: () => state, processMetrics: false, now: () => 9_000 });
+    const pending = async () => Number(/^meridian_projection_pending_seconds (\S+)$/m.exec(await m.registry.metrics())?.[1]);
+    expect(await pending()).toBe(0);
+    state.set('a', waiting('a', 4_000));
+    state.set('b', waiting('b', 6_000));
+    state.set('c', { ...task('c', 'running', null), created_at: 1_000 }); // still parsing: not waiting on projection
+    expect(await pending()).toBe(5);
+    state.set('a', { ...waiting('a', 4_000), status: 'succeeded' });
+    expect(await pending()).toBe(3);
+  });
+});
