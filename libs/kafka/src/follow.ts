@@ -88,10 +88,22 @@ export class TopicFollower<E extends EventLike> {
     });
   }
 
-  /** Resolves once everything in the topic now has been applied: read-your-writes across processes. */
+  /**
+   * Resolves once everything in the topic now has been applied: read-your-writes across processes.
+   * The end Kafka reports to a read-committed client can lag a transaction that has just
+   * committed (its markers land a moment later), so the end is read again until it holds still.
+   */
   async syncToEnd(timeoutMs = 10_000, partitions?: readonly number[]): Promise<void> {
-    const ends = await this.options.admin.fetchTopicOffsets(this.options.topic);
-    await Promise.all(ends.filter((p) => Number(p.high) > 0 && (partitions === undefined || partitions.includes(p.partition))).map((p) => this.waitFor({ partition: p.partition, offset: Number(p.high) - 1 }, timeoutMs)));
+    let previous = '';
+    for (let round = 0; round < 4; round++) {
+      const ends = (await this.options.admin.fetchTopicOffsets(this.options.topic))
+        .filter((p) => Number(p.high) > 0 && (partitions === undefined || partitions.includes(p.partition)));
+      const key = ends.map((p) => `${p.partition}:${p.high}`).join(',');
+      if (key === previous) return;
+      previous = key;
+      await Promise.all(ends.map((p) => this.waitFor({ partition: p.partition, offset: Number(p.high) - 1 }, timeoutMs)));
+      await new Promise((r) => setTimeout(r, 25));
+    }
   }
 
   async stop(): Promise<void> {
