@@ -14,6 +14,12 @@ export function benchSettings(extra: Record<string, string> = {}): Settings {
   return loadSettings({ ...process.env, MERIDIAN_TOPIC_PREFIX: `${scope}.`, CLICKHOUSE_DATABASE: scope, S3_BUCKET: scope, LOG_LEVEL: 'warn', ...extra });
 }
 
+/** Settings for a bench api on a random free-ish port, and the base URL it will answer on. */
+export function benchApi(extra: Record<string, string> = {}): { settings: Settings; base: string } {
+  const port = 18_500 + Math.floor(Math.random() * 400);
+  return { settings: benchSettings({ MERIDIAN_API_PORT: String(port), ...extra }), base: `http://127.0.0.1:${port}` };
+}
+
 export type Proc = { child: ChildProcess; peakRssMb(): number; stop(): Promise<void> };
 
 /** Starts an app as its own process and samples its resident memory until it stops. */

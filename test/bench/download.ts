@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { get, type IncomingMessage } from 'node:http';
 import { createClickHouse, ensureDatabase, migrate, planDownload, streamDownload, type DownloadRequest } from '@meridian/clickhouse';
-import { adminKey, benchSettings, fmt, startProcess, waitUntil } from './common.ts';
+import { adminKey, benchApi, fmt, startProcess, waitUntil } from './common.ts';
 
 /**
  * make bench-download: 10M points over 1,000 metrics, downloaded through a real api process
@@ -12,9 +12,7 @@ import { adminKey, benchSettings, fmt, startProcess, waitUntil } from './common.
 const ROWS = Number(process.env.BENCH_ROWS ?? 10_000_000);
 const METRICS = 1000;
 const T = 1_600_000_000_000;
-const port = 18_500 + Math.floor(Math.random() * 400);
-const settings = benchSettings({ MERIDIAN_API_PORT: String(port), MERIDIAN_MAX_ROWS_CEILING: String(ROWS) });
-const base = `http://127.0.0.1:${port}`;
+const { settings, base } = benchApi({ MERIDIAN_MAX_ROWS_CEILING: String(ROWS) });
 const conn = { url: settings.CLICKHOUSE_URL, username: settings.CLICKHOUSE_USER, password: settings.CLICKHOUSE_PASSWORD, database: settings.CLICKHOUSE_DATABASE };
 const names = Array.from({ length: METRICS }, (_, i) => `bench.m${String(i).padStart(4, '0')}`);
 

@@ -1,6 +1,6 @@
 import { Readable } from 'node:stream';
 import { formatTimestamp } from '@meridian/domain';
-import { adminKey, benchSettings, csvPoints, fmt, percentile, startProcess, waitUntil } from './common.ts';
+import { adminKey, benchApi, csvPoints, fmt, percentile, startProcess, waitUntil } from './common.ts';
 
 /**
  * make bench-ingest: uploads 1M points as JSON (bodies of 10k) and 10M as one CSV file to a
@@ -15,9 +15,7 @@ const PER_BODY = 10_000;
 const CONCURRENCY = 4;
 const METRICS = 100;
 const T0 = Date.UTC(2024, 0, 1);
-const port = 18_500 + Math.floor(Math.random() * 400);
-const settings = benchSettings({ MERIDIAN_API_PORT: String(port) });
-const base = `http://127.0.0.1:${port}`;
+const { settings, base } = benchApi();
 
 async function chCount(): Promise<number> {
   const res = await fetch(`${settings.CLICKHOUSE_URL}/?database=${settings.CLICKHOUSE_DATABASE}&query=SELECT%20count()%20FROM%20points`);

@@ -1,5 +1,5 @@
 import { Readable } from 'node:stream';
-import { adminKey, benchSettings, csvPoints, fmt, meridian, startProcess, waitUntil } from './common.ts';
+import { adminKey, benchApi, csvPoints, fmt, meridian, startProcess, waitUntil } from './common.ts';
 
 /**
  * make bench-replay: ingests BENCH_POINTS points through a real api and ingest (CSV file uploads
@@ -14,9 +14,7 @@ const PER_UPLOAD = Number(process.env.BENCH_UPLOAD ?? 100_000);
 const CONCURRENCY = 2;
 const METRICS = 20;
 const T0 = Date.UTC(2024, 0, 1);
-const port = 18_500 + Math.floor(Math.random() * 400);
-const settings = benchSettings({ MERIDIAN_API_PORT: String(port) });
-const base = `http://127.0.0.1:${port}`;
+const { settings, base } = benchApi();
 async function main(): Promise<void> {
   const api = startProcess('apps/api/src/main.ts', settings);
   const ingest = startProcess('apps/ingest/src/main.ts', settings);
