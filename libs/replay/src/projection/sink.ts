@@ -21,15 +21,30 @@ export type PointsSink = {
   settle(timeoutMs?: number): Promise<void>;
 };
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+/** Every projector insert is named `points-insert:<table>:<uuid>`, so inserts still running can be found. */
+const INSERT_ID = /^points-insert:[A-Za-z_][A-Za-z0-9_]*:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 /** `table` is `points` for the live projector, a generation table (points_g<N>) for a rebuild. */
 export function createPointsSink(client: ClickHouseClient, table = 'points'): PointsSink {
   const insertSql = insertPointsSql(table);
   let unsettled: string | null = null;
+  const idPrefix = `points-insert:${table}:`;
 
   async function rows<T>(query: string): Promise<T[]> {
     return (await client.query({ query, format: 'JSONEachRow' })).json<T>();
+  }
+
+  /** Waits until none of the given inserts is running any more (their outcome is then final). */
+  async function awaitGone(ids: readonly string[], timeoutMs: number): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    let waiting = ids.filter((id) => INSERT_ID.test(id));
+    while (waiting.length > 0) {
+      const running = new Set((await rows<{ id: string }>(`SELECT query_id AS id FROM system.processes WHERE query_id IN (${waiting.map((id) => `'${id}'`).join(', ')})`)).map((r) => r.id));
+      waiting = waiting.filter((id) => running.has(id));
+      if (waiting.length === 0) return;
+      if (Date.now() > deadline) throw new Error(`inserts ${waiting.join(', ')} still running after ${timeoutMs} ms`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
   }
 
   return {
@@ -41,6 +56,10 @@ export function createPointsSink(client: ClickHouseClient, table = 'points'): Po
         if (!Number.isInteger(p) || p < 0 || p > 65535) throw new Error(`not a partition number: ${p}`);
         return String(p);
       });
+      // An insert sent by a process that then died (SIGKILL) keeps running in ClickHouse and may
+      // still commit: the positions are only true once every insert already under way is done.
+      const underWay = await rows<{ id: string }>(`SELECT query_id AS id FROM system.processes WHERE substring(query_id, 1, ${idPrefix.length}) = '${idPrefix}'`);
+      await awaitGone(underWay.map((r) => r.id), 300_000);
       const found = await rows<{ p: number; o: string }>(
         `SELECT kafka_partition AS p, toString(max(kafka_offset)) AS o FROM ${table} WHERE kafka_partition IN (${list.join(', ')}) GROUP BY kafka_partition`,
       );
@@ -49,7 +68,7 @@ export function createPointsSink(client: ClickHouseClient, table = 'points'): Po
     },
 
     async insert(segments) {
-      const queryId = randomUUID();
+      const queryId = `${idPrefix}${randomUUID()}`;
       const body = encodePointsBlock(segments);
       unsettled = queryId;
       const result = await client.exec({ query: insertSql, query_id: queryId, values: Readable.from([body]) });
@@ -61,14 +80,8 @@ export function createPointsSink(client: ClickHouseClient, table = 'points'): Po
     async settle(timeoutMs = 300_000) {
       const queryId = unsettled;
       if (queryId === null) return;
-      if (!UUID.test(queryId)) throw new Error(`unexpected query id ${queryId}`);
-      const deadline = Date.now() + timeoutMs;
-      for (;;) {
-        const running = await rows<{ n: string }>(`SELECT count() AS n FROM system.processes WHERE query_id = '${queryId}'`);
-        if (Number(running[0]?.n ?? 0) === 0) break;
-        if (Date.now() > deadline) throw new Error(`insert ${queryId} still running after ${timeoutMs} ms`);
-        await new Promise((r) => setTimeout(r, 200));
-      }
+      if (!INSERT_ID.test(queryId)) throw new Error(`unexpected query id ${queryId}`);
+      await awaitGone([queryId], timeoutMs);
       unsettled = null;
     },
   };
