@@ -19,8 +19,8 @@ help:
 	@echo "make typecheck    tsc over the whole workspace"
 	@echo "make bench-ingest | bench-download | bench-replay   benchmarks against the local stack, with their baselines"
 
-# npm ci only when the lockfile changed since the last install.
-node_modules/.installed: package-lock.json
+# npm ci only when the lockfile or a patch of a dependency changed since the last install.
+node_modules/.installed: package-lock.json $(wildcard patches/*.patch)
 	npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
 deps: node_modules/.installed

@@ -1,5 +1,6 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { createEventCodec } from '@meridian/events';
+import type { Producer } from 'kafkajs';
 import { createKafka, createProducer, ensureTopics, topicsFor, topicSpecs } from '@meridian/kafka';
 import { createLogger } from '@meridian/observability';
 import { isolatedSettings } from '../support/settings.ts';
@@ -41,5 +42,57 @@ describe('Kafka adapter against a real broker', () => {
     await consumer.run({ eachMessage: async ({ message }) => { received.push(codec.decode(message.value!)); } });
     await waitFor('the event to come back', () => (received.length > 0 ? received : undefined), 30_000);
     expect(received).toEqual([event]);
+  });
+});
+
+/**
+ * A transaction left open by a crashed producer is aborted when its successor fences it, so its
+ * abort marker lands after transactions that started later. The broker lists aborted
+ * transactions in marker order; kafkajs 2.2.4 assumed first-offset order and delivered the
+ * crashed producer's records to read_committed consumers (patches/kafkajs+2.2.4.patch).
+ */
+describe('read_committed consumers against a real broker', () => {
+  const settings = isolatedSettings();
+  const kafka = createKafka({ brokers: settings.KAFKA_BROKERS.split(','), clientId: 'int-test-tx', logger: createLogger({ name: 't', level: 'silent' }) });
+  const topic = `${settings.MERIDIAN_TOPIC_PREFIX}tx-order`;
+  const admin = kafka.admin();
+  const crashed = createProducer(kafka, { transactionalId: `${topic}-a` });
+  const successor = createProducer(kafka, { transactionalId: `${topic}-a` });
+  const other = createProducer(kafka, { transactionalId: `${topic}-b` });
+  const plain = createProducer(kafka);
+  const consumer = kafka.consumer({ groupId: `${topic}-reader`, readUncommitted: false });
+  afterAll(async () => {
+    await Promise.allSettled([crashed, successor, other, plain, consumer, admin].map((c) => c.disconnect()));
+  });
+
+  it('never delivers a fenced transaction, even when its abort marker follows later transactions', async () => {
+    await admin.connect();
+    await admin.createTopics({ waitForLeaders: true, topics: [{ topic, numPartitions: 1, replicationFactor: -1 }] });
+    const send = async (tx: { send: Producer['send'] }, value: string) => tx.send({ topic, acks: -1, messages: [{ partition: 0, value }] });
+
+    await crashed.connect();
+    const open = await crashed.transaction();
+    await send(open, 'crashed-open'); // offset 0, its transaction never ends on its own
+
+    await other.connect();
+    const aborted = await other.transaction();
+    await send(aborted, 'other-aborted');
+    await aborted.abort();
+    const committed = await other.transaction();
+    await send(committed, 'other-committed');
+    await committed.commit();
+
+    // The same transactional id: its first transaction fences `crashed` and aborts the open one.
+    await successor.connect();
+    await (await successor.transaction()).abort();
+    await plain.connect();
+    await send(plain, 'end');
+
+    const received: string[] = [];
+    await consumer.connect();
+    await consumer.subscribe({ topic, fromBeginning: true });
+    await consumer.run({ eachMessage: async ({ message }) => { received.push(message.value!.toString()); } });
+    await waitFor('the last message', () => (received.includes('end') ? received : undefined), 30_000);
+    expect(received).toEqual(['other-committed', 'end']);
   });
 });
