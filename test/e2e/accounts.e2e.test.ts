@@ -4,6 +4,7 @@ import { createKafka } from '@meridian/kafka';
 import { createLogger } from '@meridian/observability';
 import { call, startApi, type RunningApi } from '../support/api.ts';
 import { meridian } from '../support/cli.ts';
+import { startApp } from '../support/processes.ts';
 import { rawRequest } from '../support/raw-http.ts';
 import { isolatedSettings } from '../support/settings.ts';
 import { waitFor } from '../support/wait.ts';
@@ -160,6 +161,65 @@ describe('accounts and authentication', () => {
       expect((await call(`${c.url}/api/v1/users`, rootKey)).json.users.length).toBe(3);
     } finally {
       await c.close();
+    }
+  });
+});
+
+describe('account commands under concurrency and from the CLI', () => {
+  it('two instances creating the same user at once: one 201, one 409, and the 201 key is the one that works', async () => {
+    const [x, y] = await Promise.all([a, b].map((api) => call(`${api.url}/api/v1/users`, rootKey, { method: 'POST', body: { user_name: 'cat' } })));
+    expect([x!.status, y!.status].sort()).toEqual([201, 409]);
+    const winner = (x!.status === 201 ? x : y)!;
+    issuedKeys.push(winner.json.api_key);
+    for (const api of [a, b]) {
+      await waitFor('the user on both instances', async () => ((await call(`${api.url}/api/v1/users`, winner.json.api_key)).status === 200 ? true : undefined), 5000);
+    }
+  });
+
+  it('concurrent entitlement replacements on one instance end in one of the requested rule sets, never a mix', async () => {
+    const sets = [[{ match: 'exact', value: 'one', access: 'r' }], [{ match: 'exact', value: 'two', access: 'rw' }], [{ match: 'prefix', value: 'three.', access: 'r' }]];
+    const results = await Promise.all(sets.map((metrics) => call(`${a.url}/api/v1/users/cat/entitlements`, rootKey, { method: 'PUT', body: { metrics } })));
+    expect(results.map((r) => r.status)).toEqual([200, 200, 200]);
+    const final = (await call(`${a.url}/api/v1/users`, rootKey)).json.users.find((u: { user_name: string }) => u.user_name === 'cat').entitlements.metrics;
+    expect(sets).toContainEqual(final);
+  });
+
+  it('meridian grant adds one rule to the latest set and refuses an empty prefix; keys revoke ends a CLI-issued key', async () => {
+    const made = await meridian(settings, ['users', 'add', 'dan', '--json']);
+    expect(made.code).toBe(0);
+    const dan = JSON.parse(made.stdout) as { api_key: string; key_id: string };
+    issuedKeys.push(dan.api_key);
+    expect((await meridian(settings, ['grant', 'dan', '--prefix', 'cpu.', '--access', 'r'])).code).toBe(0);
+    expect((await meridian(settings, ['grant', 'dan', '--exact', 'cpu.load', '--access', 'rw'])).code).toBe(0);
+    const empty = await meridian(settings, ['grant', 'dan', '--prefix', '', '--access', 'rw']);
+    expect(empty.code).toBe(1);
+    expect(empty.stderr).toMatch(/invalid metric rules/);
+    await waitFor('the grants on api a', () => (a.api.accounts.state.users.get('dan')?.entitlements.length === 2 ? true : undefined), 5000);
+    const mine = await call(`${a.url}/api/v1/users`, dan.api_key);
+    expect(mine.json.users[0].entitlements.metrics).toEqual([{ match: 'prefix', value: 'cpu.', access: 'r' }, { match: 'exact', value: 'cpu.load', access: 'rw' }]);
+
+    const revoked = await meridian(settings, ['keys', 'revoke', dan.key_id]);
+    expect(revoked).toMatchObject({ code: 0, stdout: `revoked key ${dan.key_id} of dan\n` });
+    await waitFor('api a to refuse the revoked CLI key', async () => ((await call(`${a.url}/api/v1/users`, dan.api_key)).status === 401 ? true : undefined), 1000, 20);
+  });
+
+  it('no key, issued or refused, appears in the logs of a real api process, even at debug level', async () => {
+    const port = 18392;
+    const proc = startApp('api', settings, { MERIDIAN_API_PORT: String(port), LOG_LEVEL: 'debug' });
+    try {
+      const url = `http://127.0.0.1:${port}`;
+      await waitFor('the api process to be ready', async () => ((await fetch(`${url}/readyz`).catch(() => null))?.status === 200 ? true : undefined), 60_000, 250);
+      const made = await call(`${url}/api/v1/api_keys`, rootKey, { method: 'POST' });
+      expect(made.status).toBe(201);
+      const fresh = made.json.api_key as string;
+      issuedKeys.push(fresh);
+      expect((await call(`${url}/api/v1/users`, fresh)).status).toBe(200);
+      const unknown = `mrd_0123456789abcdef_${'Z'.repeat(43)}`;
+      expect((await call(`${url}/api/v1/users`, unknown)).status).toBe(401);
+      await waitFor('the request log lines', () => ((proc.output().match(/"path":"\/api\/v1\/users"/g) ?? []).length >= 2 ? true : undefined), 5000);
+      for (const key of [...issuedKeys, unknown]) expect(proc.output()).not.toContain(key.slice('mrd_0123456789abcdef_'.length));
+    } finally {
+      await proc.stop();
     }
   });
 });

@@ -2,10 +2,12 @@ import { randomBytes } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import {
   composeApiKey,
+  confirmUserCreated,
   decideCreateUser,
   decideReplaceEntitlements,
   decideRevokeKey,
   formatTimestamp,
+  parseMetricRules,
   type MetricRule,
 } from '@meridian/domain';
 import { AccountsStore, type Platform } from '@meridian/platform';
@@ -70,6 +72,7 @@ async function usersAdd(s: Session, args: string[]): Promise<string> {
   if (!name || positionals.length > 1) throw new UsageError('users add needs exactly one user name');
   const key = composeApiKey(randomBytes(8), randomBytes(32));
   await s.execute(name, (state) => decideCreateUser(state, { user_name: name, is_admin: values.admin ?? false, key, at: Date.now(), actor: ACTOR }));
+  confirmUserCreated(s.store.state, name, key.key_id);
   if (values.json) return JSON.stringify({ user_name: name, api_key: key.api_key, key_id: key.key_id });
   return `created ${values.admin ? 'admin' : 'user'} ${name}\napi key (shown once): ${key.api_key}\nkey id: ${key.key_id}`;
 }
@@ -114,8 +117,12 @@ async function grant(s: Session, args: string[]): Promise<string> {
   const rule: MetricRule = values.prefix !== undefined
     ? { match: 'prefix', value: values.prefix, access: values.access }
     : { match: 'exact', value: values.exact!, access: values.access };
-  const current = s.store.state.users.get(userName)?.entitlements ?? [];
-  const rules = [...current.filter((r) => !(r.match === rule.match && r.value === rule.value)), rule];
-  await s.execute(userName, (state) => decideReplaceEntitlements(state, { user_name: userName, rules, at: Date.now(), actor: ACTOR }));
+  // The rule set is read and replaced inside the command, so it is the log's latest, and
+  // validated as the api validates it (an empty prefix would match every metric).
+  await s.execute(userName, (state) => {
+    const current = state.users.get(userName)?.entitlements ?? [];
+    const rules = parseMetricRules([...current.filter((r) => !(r.match === rule.match && r.value === rule.value)), rule]);
+    return decideReplaceEntitlements(state, { user_name: userName, rules, at: Date.now(), actor: ACTOR });
+  });
   return `granted ${rule.access} on ${rule.match} ${JSON.stringify(rule.value)} to ${userName}`;
 }

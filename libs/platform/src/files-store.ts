@@ -1,7 +1,5 @@
-import type { Producer } from 'kafkajs';
 import { applyFileEvent, initialFiles, type FileEvent, type FilesState } from '@meridian/domain';
 import { createEventCodec } from '@meridian/events';
-import { appendEvents } from '@meridian/kafka';
 import { FoldedTopic } from './folded-topic.ts';
 import type { Platform } from './platform.ts';
 
@@ -12,28 +10,16 @@ import type { Platform } from './platform.ts';
  * event after it is folded (the worker uses it to find blobs no file references any more).
  */
 export class FilesStore extends FoldedTopic<FileEvent, FilesState> {
-  private readonly codec;
-  private readonly filesTopic: string;
-
   constructor(platform: Platform, role: string, onApplied?: (event: FileEvent, state: FilesState) => void) {
-    const codec = createEventCodec<FileEvent>();
     super(platform, {
       topic: platform.topics.files,
       role: `${role}-files`,
-      codec,
+      codec: createEventCodec<FileEvent>(),
       initial: initialFiles,
       apply: (state, event) => {
         applyFileEvent(state, event);
         onApplied?.(event, state);
       },
     });
-    this.codec = codec;
-    this.filesTopic = platform.topics.files;
-  }
-
-  async execute(fileId: string, decide: (state: FilesState) => FileEvent[], producer: Producer): Promise<FileEvent[]> {
-    const events = decide(this.state);
-    await this.waitFor(await appendEvents(producer, this.codec, this.filesTopic, fileId, events));
-    return events;
   }
 }

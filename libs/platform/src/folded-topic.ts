@@ -1,5 +1,6 @@
+import type { Producer } from 'kafkajs';
 import type { EventLike, EventCodec } from '@meridian/events';
-import { TopicFollower, type Position } from '@meridian/kafka';
+import { appendEvents, TopicFollower, type Position } from '@meridian/kafka';
 import type { Platform } from './platform.ts';
 
 export type FoldOptions<E extends EventLike, S> = {
@@ -19,9 +20,13 @@ export class FoldedTopic<E extends EventLike, S> {
   readonly state: S;
   private readonly follower: TopicFollower<E>;
   private readonly platform: Platform;
+  private readonly options: FoldOptions<E, S>;
+  /** The command running now: commands of one process run one at a time. */
+  private commands: Promise<unknown> = Promise.resolve();
 
   constructor(platform: Platform, options: FoldOptions<E, S>) {
     this.platform = platform;
+    this.options = options;
     const state = options.initial();
     this.state = state;
     this.follower = new TopicFollower<E>({
@@ -53,6 +58,25 @@ export class FoldedTopic<E extends EventLike, S> {
   /** Resolves once every event written so far (to the given partitions, or all) has been folded here. */
   syncToEnd(partitions?: readonly number[]): Promise<void> {
     return this.follower.syncToEnd(10_000, partitions);
+  }
+
+  /**
+   * Runs a command: decides on the log as it is now (read to its end first, so a command of
+   * another process that was already acknowledged counts), appends the events under `key`, and
+   * resolves once they are folded here, so the caller reads its own write. Commands of this
+   * process run one at a time, so two concurrent requests never decide on the same state.
+   * Processes that race each other are ordered by the log, and the fold keeps the first write.
+   */
+  execute(key: string, decide: (state: S) => E[], producer: Producer): Promise<E[]> {
+    const run = async () => {
+      await this.syncToEnd();
+      const events = decide(this.state);
+      await this.waitFor(await appendEvents(producer, this.options.codec, this.options.topic, key, events));
+      return events;
+    };
+    const result = this.commands.then(run, run);
+    this.commands = result.catch(() => undefined);
+    return result;
   }
 
   stop(): Promise<void> {

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import {
   composeApiKey,
+  confirmUserCreated,
   decideCreateUser,
   decideDisableUser,
   decideReplaceEntitlements,
@@ -50,6 +51,7 @@ export function userRoutes(accounts: AccountsCommands): RouteDef[] {
         const key = composeApiKey(randomBytes(8), randomBytes(32));
         const at = Date.now();
         await accounts.execute(body.user_name, (s) => decideCreateUser(s, { user_name: body.user_name, is_admin: body.is_admin, key, at, actor: user.user_name }));
+        confirmUserCreated(accounts.state, body.user_name, key.key_id);
         ctx.status = 201;
         ctx.body = { user_name: body.user_name, key_id: key.key_id, api_key: key.api_key, created_at: formatTimestamp(at) };
       },

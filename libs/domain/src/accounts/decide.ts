@@ -31,6 +31,14 @@ export function decideCreateUser(state: AccountsState, cmd: Meta & { user_name: 
   return [{ type: 'UserCreated', user_name, is_admin: cmd.is_admin, key_id: cmd.key.key_id, secret_sha256: cmd.key.secret_sha256, at: cmd.at, actor: cmd.actor }];
 }
 
+/**
+ * After a UserCreated was appended and folded: did it create the user? Another process may
+ * have appended the same name first; the fold keeps that one and ignores ours (a conflict).
+ */
+export function confirmUserCreated(state: AccountsState, user_name: string, key_id: string): void {
+  if (state.keys.get(key_id)?.user_name !== user_name) throw conflict(`user ${JSON.stringify(user_name)} already exists`);
+}
+
 export function decideIssueKey(state: AccountsState, cmd: Meta & { user_name: string; key: NewKey }): AccountEvent[] {
   activeUser(state, cmd.user_name);
   return [issued(cmd.user_name, cmd.key, { at: cmd.at, actor: cmd.actor })];
