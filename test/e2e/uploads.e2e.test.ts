@@ -170,6 +170,33 @@ describe('metric uploads', () => {
     expect(other.status).toBe(409);
   });
 
+  it('an Idempotency-Key reused for the same bytes with other parameters is a conflict, and stores nothing', async () => {
+    const csv = `${iso(1)},1\n${iso(2)},2\n`;
+    const file = (metric: string, query = '') => {
+      const form = new FormData();
+      form.set('file', new Blob([csv]), 'points.csv');
+      return fetch(`${api.url}/api/v1/metrics_file_upload?metric_name=${metric}${query}`, { method: 'POST', headers: { Authorization: `Bearer ${writer}`, 'Idempotency-Key': 'params-1' }, body: form });
+    };
+    const first = await file('up.params.a');
+    expect(first.status).toBe(202);
+    const { task_id } = (await first.json()) as { task_id: string };
+    expect((await file('up.params.b')).status).toBe(409);
+    expect((await file('up.params.a', '&on_error=skip')).status).toBe(409);
+    expect(((await (await file('up.params.a')).json()) as { task_id: string }).task_id).toBe(task_id);
+    await waitForTask(api.url, writer, task_id);
+    expect(await rowsOf('up.params.a')).toBe(2);
+    expect(await rowsOf('up.params.b')).toBe(0);
+  });
+
+  it('concurrent requests under one Idempotency-Key with different bodies: one task, the other a conflict', async () => {
+    const send = (value: number) => call(`${api.url}/api/v1/metrics/upload`, writer, { method: 'POST', body: { metric_name: 'up.race', values: [{ timestamp: iso(1), value }] }, headers: { 'Idempotency-Key': 'race-1' } });
+    const results = await Promise.all([send(1), send(2)]);
+    expect(results.map((r) => r.status).sort()).toEqual([202, 409]);
+    const won = results.find((r) => r.status === 202)!;
+    expect((await waitForTask(api.url, writer, won.json.task_id)).status).toBe('succeeded');
+    expect(await rowsOf('up.race')).toBe(1);
+  });
+
   it('tasks are visible to their owner only and listed newest first', async () => {
     const res = await call(`${api.url}/api/v1/metrics/upload`, writer, { method: 'POST', body: { metric_name: 'up.mine', values: [] } });
     expect((await call(`${api.url}/api/v1/tasks/${res.json.task_id}`, reader)).status).toBe(404);

@@ -86,6 +86,11 @@ export const settingDefinitions = {
     default: '10000',
     doc: 'How long the api waits for Kafka to acknowledge a command before answering 503.',
   },
+  MERIDIAN_UPLOAD_ATTEMPTS: {
+    schema: z.coerce.number().int().min(1).max(100),
+    default: '5',
+    doc: 'Attempts at an upload whose staged bytes cannot be read (storage or network trouble), with backoff, before its task fails.',
+  },
   MERIDIAN_POINT_BATCH_SIZE: {
     schema: z.coerce.number().int().min(100).max(500_000),
     default: '50000',

@@ -36,7 +36,8 @@ export function createProducer(kafka: Kafka, options: { transactionalId?: string
     idempotent: true,
     maxInFlightRequests: 1,
     createPartitioner: Partitioners.DefaultPartitioner,
-    ...(options.transactionalId ? { transactionalId: options.transactionalId, transactionTimeout: 300_000 } : {}),
+    // An upload is one transaction: give it the broker's default ceiling (transaction.max.timeout.ms).
+    ...(options.transactionalId ? { transactionalId: options.transactionalId, transactionTimeout: 900_000 } : {}),
   });
 }
 

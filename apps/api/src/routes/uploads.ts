@@ -7,7 +7,7 @@ import { defineRoute, type RouteDef } from '../http/route.ts';
 import type { ApiMetrics } from '../observability/metrics.ts';
 import { jsonUploadText } from '../uploads/json-upload.ts';
 import { readBody } from '../uploads/read-body.ts';
-import { discard, stageUpload } from '../uploads/stage-file.ts';
+import { discard, mayDiscard, stageUpload } from '../uploads/stage-file.ts';
 import { submitUpload, taskIdFor, type SubmitDeps, type UploadCommand } from '../uploads/submit.ts';
 
 export type UploadLimits = {
@@ -100,7 +100,7 @@ export function uploadRoutes(deps: UploadDeps): RouteDef[] {
           payload_sha256: createHash('sha256').update(raw).digest(),
         };
         const outcome = await submitUpload(deps.submit, taskId, command).catch(async (e: unknown) => {
-          if (!inline) await discard(deps.storage, stagedKey);
+          if (!inline && mayDiscard(e)) await discard(deps.storage, stagedKey);
           throw e;
         });
         if (outcome === 'repeated' && !inline) await discard(deps.storage, stagedKey);
@@ -147,7 +147,7 @@ export function uploadRoutes(deps: UploadDeps): RouteDef[] {
           payload_sha256: staged.sha256,
         };
         const outcome = await submitUpload(deps.submit, taskId, command).catch(async (e: unknown) => {
-          await discard(deps.storage, staged.objectKey);
+          if (mayDiscard(e)) await discard(deps.storage, staged.objectKey);
           throw e;
         });
         if (outcome === 'repeated') await discard(deps.storage, staged.objectKey);

@@ -43,6 +43,15 @@ export async function stageUpload(req: IncomingMessage, storage: Storage, object
   return { objectKey, bytes, sha256: hash.digest(), filename: file.filename };
 }
 
+/**
+ * Whether the staged bytes of a refused upload can go. Not after a 503 from the log: kafkajs
+ * keeps retrying a send it stopped waiting for, so the command may still land and need them
+ * (the worker removes them once the task ends).
+ */
+export function mayDiscard(refusal: unknown): boolean {
+  return !(refusal instanceof DomainError && refusal.code === 'unavailable');
+}
+
 /** Removes a staged object and any unfinished multipart upload of it. */
 export async function discard(storage: Storage, objectKey: string): Promise<void> {
   await storage.client.removeIncompleteUpload(storage.bucket, objectKey).catch(() => undefined);

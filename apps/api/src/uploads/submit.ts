@@ -1,6 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { Producer } from 'kafkajs';
-import { DomainError, type MetricsUploadRequested, type TaskEvent, type TasksState } from '@meridian/domain';
+import { DomainError, uploadRequest, type MetricsUploadRequested, type Task, type TaskEvent, type TasksState } from '@meridian/domain';
 import type { EventCodec } from '@meridian/events';
 import { appendEvents, type Position } from '@meridian/kafka';
 import { withTimeout } from '@meridian/observability';
@@ -36,15 +36,14 @@ export function taskIdFor(userName: string, idempotencyKey: string | null): stri
 /**
  * Writes an upload command to the log and answers with its task id only once Kafka has
  * acknowledged it from all in-sync replicas (and this process has folded it, so the task
- * can be read at once). Kafka unreachable → 503; a retry with the same Idempotency-Key and
- * body gets the same task ('repeated': its bytes are not needed), another body → 409.
+ * can be read at once). Kafka unreachable → 503; a retry with the same Idempotency-Key,
+ * parameters and body gets the same task ('repeated': its bytes are not needed); anything
+ * else under that key → 409, also when a concurrent request with the key reached the log first.
  */
 export async function submitUpload(deps: SubmitDeps, task_id: string, command: UploadCommand): Promise<'written' | 'repeated'> {
   const known = deps.tasks().get(task_id);
   if (known) {
-    if (known.user_name !== command.user_name || known.payload_sha256 !== command.payload_sha256.toString('hex')) {
-      throw new DomainError('conflict', 'this Idempotency-Key was used with a different body');
-    }
+    assertSameUpload(known, command);
     return 'repeated';
   }
   const event: MetricsUploadRequested = { type: 'MetricsUploadRequested', task_id, ...command };
@@ -56,5 +55,14 @@ export async function submitUpload(deps: SubmitDeps, task_id: string, command: U
     throw new DomainError('unavailable', 'the event log is not reachable; the upload was not accepted, retry later with the same Idempotency-Key', [], { cause });
   }
   await deps.applied(position);
+  // The fold keeps the first command of a task id: ours, or a concurrent one under the same key.
+  const kept = deps.tasks().get(task_id);
+  if (kept) assertSameUpload(kept, command);
   return 'written';
+}
+
+function assertSameUpload(task: Task, command: UploadCommand): void {
+  if (task.user_name !== command.user_name || task.payload_sha256 !== command.payload_sha256.toString('hex') || task.upload_request !== uploadRequest(command)) {
+    throw new DomainError('conflict', 'this Idempotency-Key was used for a different upload (body or parameters)');
+  }
 }

@@ -1,5 +1,5 @@
 import type { Producer } from 'kafkajs';
-import type { MetricsUploadRequested, PointsFact, TaskEvent } from '@meridian/domain';
+import type { PointsFact, TaskEvent } from '@meridian/domain';
 import { createEventCodec, UndecodableEventError } from '@meridian/events';
 import { createProducer } from '@meridian/kafka';
 import { AccountsStore, TasksStore, type Platform } from '@meridian/platform';
@@ -80,15 +80,30 @@ export async function startCommandConsumer(platform: Platform): Promise<RunningW
       }
       // Entitlements granted just before the upload must count: read the accounts log to its end.
       await accounts.syncToEnd();
-      try {
-        await runUploadJob(event, at, producer, { ...deps, heartbeat });
-      } catch (error) {
-        if (isRetriable(error)) throw error; // kafkajs redelivers the command
-        logger.error({ err: error, task_id: event.task_id }, 'upload failed on a non-retriable error');
-        await deadLetter(platform, at, message.value, (error as Error).message);
-        await failTask(producer, deps as UploadJobDeps, at, event as MetricsUploadRequested, new UploadTally(), `the upload could not be processed: ${(error as Error).message}`);
+      for (let attempt = 1; ; attempt++) {
+        try {
+          await runUploadJob(event, at, producer, { ...deps, heartbeat });
+          break;
+        } catch (error) {
+          if (isKafkaRetriable(error)) throw error; // kafkajs redelivers the command
+          // Storage or network trouble passes; an accepted upload is not failed for it at once.
+          if (attempt < settings.MERIDIAN_UPLOAD_ATTEMPTS) {
+            const delay = Math.min(500 * 2 ** (attempt - 1), 10_000);
+            logger.warn({ err: error, task_id: event.task_id, attempt, retry_in_ms: delay }, 'upload attempt failed; retrying');
+            await sleepWithHeartbeat(delay, heartbeat);
+            continue;
+          }
+          logger.error({ err: error, task_id: event.task_id, attempts: attempt }, 'upload failed after every attempt');
+          await deadLetter(platform, at, message.value, (error as Error).message);
+          await failTask(producer, deps as UploadJobDeps, at, event, new UploadTally(), `the upload could not be processed: ${(error as Error).message}`);
+          break;
+        }
       }
       finished.add(event.task_id);
+      // The task has ended in the log (its points or its failure): the claim check is spent.
+      if (event.staged_object !== null) {
+        await platform.storage.client.removeObject(platform.storage.bucket, event.staged_object).catch((err: unknown) => logger.warn({ err, key: event.staged_object }, 'staged upload not removed'));
+      }
     },
   });
   return {
@@ -117,8 +132,15 @@ class RecentSet<T> {
   }
 }
 
-/** Kafka's own transient errors are retried by redelivery; anything else will not get better. */
-function isRetriable(error: unknown): boolean {
+async function sleepWithHeartbeat(ms: number, heartbeat: () => Promise<void>): Promise<void> {
+  for (let left = ms; left > 0; left -= 1000) {
+    await new Promise((r) => setTimeout(r, Math.min(1000, left)));
+    await heartbeat();
+  }
+}
+
+/** Kafka's own transient errors are retried by redelivery of the command. */
+function isKafkaRetriable(error: unknown): boolean {
   // kafkajs is CommonJS and its error classes are not importable by name from ESM: check the shape.
   const e = error as { name?: string; retriable?: boolean } | null;
   return e?.retriable === true && typeof e.name === 'string' && e.name.startsWith('KafkaJS');

@@ -29,6 +29,8 @@ export type Task = {
   pending_partitions: number[];
   readonly idempotency_key: string | null;
   readonly payload_sha256: string;
+  /** What an upload asked for besides its bytes (uploadRequest); a retry must ask the same. */
+  readonly upload_request?: string;
   /** Bytes the command carried or staged (a pending file counts against its owner's quota). Set by the fold. */
   readonly payload_bytes?: number;
   /** The file a file definition will have; null for other kinds. Set by the fold. */
@@ -130,7 +132,23 @@ function queuedTask(event: TaskCommand): Task {
   if (event.type === 'FileDefinitionRequested') {
     return { ...common, kind: 'file_definition', idempotency_key: null, payload_sha256: event.sha256.toString('hex'), payload_bytes: event.size, file_id: event.file_id };
   }
-  return { ...common, kind: 'metrics_upload', idempotency_key: event.idempotency_key, payload_sha256: event.payload_sha256.toString('hex'), payload_bytes: event.payload_bytes, file_id: null };
+  return {
+    ...common,
+    kind: 'metrics_upload',
+    idempotency_key: event.idempotency_key,
+    payload_sha256: event.payload_sha256.toString('hex'),
+    upload_request: uploadRequest(event),
+    payload_bytes: event.payload_bytes,
+    file_id: null,
+  };
+}
+
+/**
+ * The parameters of an upload that decide what it stores, besides its bytes: two requests
+ * under one Idempotency-Key are the same upload only when these and the bytes are equal.
+ */
+export function uploadRequest(cmd: { readonly source: string; readonly metric_name: string | null; readonly on_error: string }): string {
+  return JSON.stringify([cmd.source, cmd.metric_name, cmd.on_error]);
 }
 
 export function foldTasks(events: Iterable<TaskEvent>): TasksState {
