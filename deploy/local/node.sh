@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
-# Prints the directory that must come first on PATH so the project runs on Node >= 22.
+# Prints the directory that must come first on PATH so the project runs on Node >= 22.18.
 # Uses the machine's node when it is new enough; otherwise installs Node from the
 # npm registry (the platform package that the npm package `node@24` itself installs)
 # into the cache, once, and prints its bin directory. Prints nothing when no change is needed.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-machine_major=0
+# 22.18 is the first 22.x that runs .ts sources without a flag (type stripping), as the apps do.
+machine_ok=0
 if command -v node >/dev/null 2>&1; then
-  machine_major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
+  machine_ok=$(node -p 'const [a, b] = process.versions.node.split(".").map(Number); +(a > 22 || (a === 22 && b >= 18))' 2>/dev/null || echo 0)
 fi
-if [ "$machine_major" -ge 22 ] && [ -z "${MERIDIAN_FORCE_NODE:-}" ]; then exit 0; fi
+if [ "$machine_ok" = 1 ] && [ -z "${MERIDIAN_FORCE_NODE:-}" ]; then exit 0; fi
 
 install_node() {
   [ -x "$NODE_HOME/bin/node" ] && return 0

@@ -18,7 +18,7 @@ let analyst: string; // r on dl.pub prefix and on exact names of the injection s
 
 const T = (s: number, ms = 0) => Date.UTC(2024, 0, 1) + s * 1000 + ms;
 const HEADER = 'metric_name,timestamp,metric_numeric_value,updated_at';
-const tricky = [`quote"d`, 'back\\slash', '100%_done', "x'); DROP TABLE points; --", 'colon:ünï'];
+const tricky = [`quote"d`, 'back\\slash', '100%_done', "x'); DROP TABLE points; --", 'colon:ünï', 'comma,separated'];
 
 async function uploadJson(metric: string, values: Array<[number, number]>, key = admin): Promise<number> {
   const res = await call(`${api.url}/api/v1/metrics/upload`, key, { method: 'POST', body: { metric_name: metric, values: values.map(([ts, value]) => ({ timestamp: formatTimestamp(ts), value })) } });
@@ -55,7 +55,7 @@ afterAll(async () => {
   await api?.close();
 });
 
-const line = (name: string, ts: number, value: string) => `${/"/.test(name) ? `"${name.replace(/"/g, '""')}"` : name},${formatTimestamp(ts)},${value},${formatTimestamp(updated[name]!)}`;
+const line = (name: string, ts: number, value: string) => `${/[",]/.test(name) ? `"${name.replace(/"/g, '""')}"` : name},${formatTimestamp(ts)},${value},${formatTimestamp(updated[name]!)}`;
 
 describe('metric downloads', () => {
   it('single: the seed CSV exactly, ordered by timestamp then updated_at, duplicates kept', async () => {
@@ -129,11 +129,15 @@ describe('metric downloads', () => {
       expect(json.map((r) => r.metric_name)).toEqual([name]);
     }
     expect((await download({ metrics: '%', pattern: 'contains' })).text.split('\n').filter((l) => l.startsWith('100%')).length).toBe(1);
-    // Commas and newlines cannot be in a name (the list pattern splits on commas): refused at upload, never found.
-    expect((await call(`${api.url}/api/v1/metrics/upload`, admin, { method: 'POST', body: { metric_name: 'a,b', values: [] } })).status).toBe(400);
+    // A name with a comma is found by single and by substring patterns (the list pattern splits on commas).
+    expect((await download({ metrics: 'comma,sep', pattern: 'starts_with' })).text).toBe(`${HEADER}\n${line('comma,separated', T(9), String(tricky.indexOf('comma,separated')))}\n`);
+    expect((await download({ metrics: 'comma,separated', pattern: 'list' })).status).toBe(404);
+    // Newlines are control characters, refused in names at upload; in a pattern they match nothing.
     expect((await call(`${api.url}/api/v1/metrics/upload`, admin, { method: 'POST', body: { metric_name: 'a\nb', values: [] } })).status).toBe(400);
     expect((await download({ metrics: "dl.pub.a' OR '1'='1" })).status).toBe(404);
     expect((await download({ metrics: 'dl.pub.a\n' })).status).toBe(404);
+    expect((await download({ metrics: "\n' OR 1=1 --", pattern: 'contains' })).text).toBe(`${HEADER}\n`);
+    expect((await download({ metrics: 'dl.pub.a\n,dl.pub.b', pattern: 'list' })).status).toBe(404);
   });
 
   it('bad input gets a 400 problem naming the parameter', async () => {

@@ -348,6 +348,7 @@ describe('who sees what', () => {
     const hidden = await notFound(bob, file_id);
     expect(await notFound(bob, '00000000-0000-4000-8000-000000000000')).toEqual(hidden);
     expect(await notFound(bob, 'not-a-uuid')).toEqual(hidden);
+    expect(await notFound(bob, 'x'.repeat(300))).toEqual(hidden);
     expect((await call(`${api.url}/api/v1/files/${file_id}`, bob, { method: 'DELETE' })).status).toBe(404);
 
     const share = (access: 'r' | 'rw', key = ada, who = 'bob') => call(`${api.url}/api/v1/files/${file_id}/entitlements/${who}`, key, { method: 'PUT', body: { access } });

@@ -54,6 +54,18 @@ describe('health and readiness', () => {
     }
   });
 
+  it('the api process starts while a dependency is down: /healthz answers, /readyz names it, and it keeps trying', async () => {
+    const settings = isolatedSettings({ CLICKHOUSE_URL: 'http://127.0.0.1:1', MERIDIAN_READY_TIMEOUT_MS: '1500', MERIDIAN_API_PORT: '18393' });
+    const api = startApp('api', settings);
+    started.push(api);
+    await waitFor('/healthz', async () => ((await fetch('http://127.0.0.1:18393/healthz').catch(() => null))?.status === 200 ? true : undefined), 60_000, 250);
+    const ready = await fetch('http://127.0.0.1:18393/readyz');
+    expect(ready.status).toBe(503);
+    expect(((await ready.json()) as { checks: Record<string, { status: string }> }).checks.clickhouse?.status).toBe('down');
+    await waitFor('a second attempt at preparing', () => ((api.output().match(/preparing topics, tables and bucket failed; retrying/g) ?? []).length >= 2 ? true : undefined), 30_000);
+    expect(api.child.exitCode).toBeNull();
+  });
+
   it('the api refuses to start with an invalid setting and names it', async () => {
     const settings = isolatedSettings();
     const api = startApp('api', settings, { MERIDIAN_API_PORT: 'not-a-port' });

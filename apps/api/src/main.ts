@@ -1,5 +1,5 @@
 import { loadSettings, ConfigError } from '@meridian/config';
-import { createLogger, silenceKnownWarnings } from '@meridian/observability';
+import { createLogger, silenceKnownWarnings, type Logger } from '@meridian/observability';
 import { createPlatform } from '@meridian/platform';
 import { buildApi } from './server.ts';
 
@@ -19,17 +19,20 @@ async function main(): Promise<void> {
   }
   const logger = createLogger({ name: 'api', level: settings.LOG_LEVEL, pretty: settings.MERIDIAN_DEV_LOGS });
   const platform = createPlatform(settings, logger, 'api');
-  await platform.prepare();
   const api = await buildApi(platform);
 
-  // Listen at once (so /healthz answers and /readyz explains), serve once the logs caught up.
+  // Listen at once, even while a dependency is down: /healthz answers and /readyz names what is
+  // missing. Topics, tables and bucket are prepared as soon as they can be; requests are served
+  // once the logs are caught up.
   const server = api.app.listen(settings.MERIDIAN_API_PORT, settings.MERIDIAN_API_HOST, () => {
     logger.info({ url: `http://${settings.MERIDIAN_API_HOST}:${settings.MERIDIAN_API_PORT}` }, 'api listening');
   });
-  api.start().catch((error: unknown) => {
-    logger.fatal({ err: error }, 'api could not follow its logs');
-    process.exit(1);
-  });
+  untilDone('preparing topics, tables and bucket', () => platform.prepare(), logger)
+    .then(() => api.start())
+    .catch((error: unknown) => {
+      logger.fatal({ err: error }, 'api could not follow its logs');
+      process.exit(1);
+    });
 
   const stop = async (signal: string) => {
     logger.info({ signal }, 'api stopping');
@@ -40,6 +43,19 @@ async function main(): Promise<void> {
   };
   process.once('SIGINT', () => void stop('SIGINT'));
   process.once('SIGTERM', () => void stop('SIGTERM'));
+}
+
+/** Runs `attempt` until it succeeds, backing off up to 5 s, logging each failure. */
+async function untilDone(what: string, attempt: () => Promise<void>, logger: Logger): Promise<void> {
+  for (let n = 0; ; n++) {
+    try {
+      return await attempt();
+    } catch (error) {
+      const delay = Math.min(250 * 2 ** n, 5000);
+      logger.warn({ err: error, attempt: n + 1, retry_in_ms: delay }, `${what} failed; retrying`);
+      await new Promise((r) => setTimeout(r, delay));
+    }
+  }
 }
 
 main().catch((error: unknown) => {

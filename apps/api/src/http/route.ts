@@ -15,6 +15,8 @@ export type ResponseDoc = {
   readonly contentType?: string;
   readonly example?: unknown;
   readonly headers?: Record<string, { description: string; schema: z.ZodType }>;
+  /** The same response in other content types the route can answer with (a download as JSON). */
+  readonly alsoAs?: Record<string, { schema: z.ZodType; example?: unknown }>;
 };
 
 export type RouteInput<Q, P, B> = { query: Q; params: P; body: B; user: UserRecord };

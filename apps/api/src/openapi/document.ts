@@ -71,7 +71,12 @@ function responses(def: RouteDef): Json {
       description: doc.description,
       ...(doc.headers ? { headers: Object.fromEntries(Object.entries(doc.headers).map(([h, d]) => [h, { description: d.description, schema: jsonSchema(d.schema, 'output') }])) } : {}),
       ...(doc.schema || doc.example !== undefined
-        ? { content: { [contentType]: { ...(doc.schema ? { schema: jsonSchema(doc.schema, 'output') } : {}), ...(doc.example !== undefined ? { example: doc.example } : {}) } } }
+        ? {
+            content: {
+              [contentType]: { ...(doc.schema ? { schema: jsonSchema(doc.schema, 'output') } : {}), ...(doc.example !== undefined ? { example: doc.example } : {}) },
+              ...Object.fromEntries(Object.entries(doc.alsoAs ?? {}).map(([type, alt]) => [type, { schema: jsonSchema(alt.schema, 'output'), ...(alt.example !== undefined ? { example: alt.example } : {}) }])),
+            },
+          }
         : {}),
     };
   }

@@ -16,7 +16,6 @@ import { defineRoute, type RouteDef } from '../http/route.ts';
 
 export type DownloadDeps = { readonly conn: ConnOptions; readonly maxRowsCeiling: number };
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const CSV_HEADER = 'metric_name,timestamp,metric_numeric_value,updated_at';
 
 const query = z.object({
@@ -32,6 +31,14 @@ const query = z.object({
 });
 
 const csvExample = `${CSV_HEADER}\ncpu:load,2024-01-02T03:04:05+0000,0.75,2024-01-02T03:05:00.125+0000\n`;
+/** file_format=json: the CSV's four fields, same formats, as an array streamed object by object. */
+const jsonRows = z.array(z.object({
+  metric_name: z.string(),
+  timestamp: z.string().describe('UTC, YYYY-MM-DDTHH:MM:SS[.sss]+0000'),
+  metric_numeric_value: z.number().describe('the shortest decimal that reads back to the same double'),
+  updated_at: z.string().describe('when the point was accepted, same format'),
+}));
+const jsonExample = [{ metric_name: 'cpu:load', timestamp: '2024-01-02T03:04:05+0000', metric_numeric_value: 0.75, updated_at: '2024-01-02T03:05:00.125+0000' }];
 
 /** The metrics the download reads: the pattern applied to the catalog and the caller's entitlements. */
 async function resolve(deps: DownloadDeps, params: DownloadParams, user: UserRecord): Promise<string[]> {
@@ -74,6 +81,7 @@ export function downloadRoute(deps: DownloadDeps): RouteDef {
         contentType: 'text/csv',
         schema: z.string(),
         example: csvExample,
+        alsoAs: { 'application/json': { schema: jsonRows, example: jsonExample } },
         headers: {
           'X-Next-Cursor': { description: 'Opaque: pass as cursor to get the rows after this page', schema: z.string() },
           Link: { description: '<same query with cursor>; rel="next"', schema: z.string() },
@@ -109,9 +117,10 @@ export function downloadRoute(deps: DownloadDeps): RouteDef {
         format: params.format,
         latestOnly: params.latestOnly,
         gzip: /\bgzip\b/i.test(ctx.get('Accept-Encoding')),
-        // The request id names the ClickHouse query when it can (a UUID): logs and system.processes then agree.
-        queryId: UUID.test(String(ctx.state.requestId)) ? String(ctx.state.requestId) : randomUUID(),
+        // Always our own id: a caller's X-Request-Id may repeat, and a cancel kills by query id.
+        queryId: randomUUID(),
       };
+      ctx.state.log.info({ clickhouse_query_id: request.queryId }, 'download query');
       let plan;
       let stream;
       try {

@@ -52,7 +52,7 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 /** Room for the multipart framing and text fields when judging a body by its Content-Length. */
 const FORM_OVERHEAD = 1024 * 1024;
 
-const fileIdParam = z.object({ file_id: z.string().max(100).describe('UUID from the file list; anything else is 404, as an unknown file') });
+const fileIdParam = z.object({ file_id: z.string().describe('UUID from the file list; anything else is 404, as an unknown file') });
 const grantParams = fileIdParam.extend({ user_name: z.string().regex(/^[A-Za-z0-9._-]{1,64}$/, 'must be 1 to 64 letters, digits, ".", "_" or "-"') });
 const accepted = z.object({ task_id: z.uuid(), file_id: z.uuid().describe('the id the file has once the task succeeds') });
 const defineForm = z.object({

@@ -1,8 +1,7 @@
 /**
- * Metric names. Anything printable is allowed (colons, quotes, backslashes, %, _, inner
- * spaces, any script) except what breaks a downstream use:
+ * Metric names. Anything printable is allowed (colons, commas, quotes, backslashes, %, _,
+ * inner spaces, any script) except what breaks a downstream use:
  *   - control characters (C0, DEL and C1) break CSV rows, logs and terminals;
- *   - a comma, because the download `list` pattern splits on commas;
  *   - a leading =, +, - or @, which spreadsheets run as a formula (CSV injection);
  *   - unpaired UTF-16 surrogates, which have no UTF-8 encoding (they would be stored as U+FFFD).
  */
@@ -13,7 +12,11 @@ const FORMULA_STARTS = '=+-@';
 
 const hex4 = (code: number): string => code.toString(16).toUpperCase().padStart(4, '0');
 
-/** Why `name` is not a valid metric name, or null when it is. Length counts code points. */
+/**
+ * Why `name` is not a valid metric name, or null when it is. Length counts code points.
+ * A name with a comma is valid (the upload issue allows any punctuation); the download `list`
+ * pattern splits on commas, so such a name is asked for with `single` or a substring pattern.
+ */
 export function metricNameProblem(name: string): string | null {
   if (typeof name !== 'string') return 'must be a string';
   if (name.length === 0) return 'must not be empty';
@@ -26,7 +29,6 @@ export function metricNameProblem(name: string): string | null {
     if (c < 0x20 || (c >= 0x7f && c <= 0x9f)) {
       return `must not contain control characters (U+${hex4(c)} at character ${count})`;
     }
-    if (c === 0x2c) return 'must not contain a comma (the download list pattern is comma-separated)';
     if (c >= 0xd800 && c <= 0xdfff) {
       const next = name.charCodeAt(i + 1);
       if (c > 0xdbff || !(next >= 0xdc00 && next <= 0xdfff)) {
