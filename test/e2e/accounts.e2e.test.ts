@@ -191,7 +191,7 @@ describe('account commands under concurrency and from the CLI', () => {
     issuedKeys.push(dan.api_key);
     expect((await meridian(settings, ['grant', 'dan', '--prefix', 'cpu.', '--access', 'r'])).code).toBe(0);
     expect((await meridian(settings, ['grant', 'dan', '--exact', 'cpu.load', '--access', 'rw'])).code).toBe(0);
-    const empty = await meridian(settings, ['grant', 'dan', '--prefix', '', '--access', 'rw']);
+    const empty = await meridian(settings, ['grant', 'dan', '--prefix=', '--access', 'rw']);
     expect(empty.code).toBe(1);
     expect(empty.stderr).toMatch(/invalid metric rules/);
     await waitFor('the grants on api a', () => (a.api.accounts.state.users.get('dan')?.entitlements.length === 2 ? true : undefined), 5000);

@@ -10,7 +10,8 @@ import { isolatedSettings } from '../support/settings.ts';
 import { waitForTask } from '../support/tasks.ts';
 import { waitFor } from '../support/wait.ts';
 
-const settings = isolatedSettings({ MERIDIAN_MAX_ROWS_CEILING: '2000000' });
+// Logged at info into memory (RunningApi.logs): the cancel test finds its query id there.
+const settings = isolatedSettings({ MERIDIAN_MAX_ROWS_CEILING: '2000000', LOG_LEVEL: 'info' });
 let api: RunningApi;
 let ingest: Awaited<ReturnType<typeof startWorker>>;
 let admin: string;
@@ -140,6 +141,17 @@ describe('metric downloads', () => {
     expect((await download({ metrics: 'dl.pub.a\n,dl.pub.b', pattern: 'list' })).status).toBe(404);
   });
 
+  it('two downloads sent with the same X-Request-Id both complete: the ClickHouse query id is never the caller\'s', async () => {
+    const requestId = randomUUID();
+    const [x, y] = await Promise.all([download({ metrics: 'dl.pub.a' }, analyst, { 'X-Request-Id': requestId }), download({ metrics: 'dl.pub.b' }, analyst, { 'X-Request-Id': requestId })]);
+    expect([x.status, y.status]).toEqual([200, 200]);
+    expect(x.text.split('\n')[1]).toMatch(/^dl\.pub\.a,/);
+    expect(y.text.split('\n')[1]).toMatch(/^dl\.pub\.b,/);
+    const ids = api.logs().filter((l) => l.request_id === requestId && l.msg === 'download query').map((l) => l.clickhouse_query_id);
+    expect(new Set(ids).size).toBe(2);
+    expect(ids).not.toContain(requestId);
+  });
+
   it('bad input gets a 400 problem naming the parameter', async () => {
     const cases: Array<[Record<string, string>, string]> = [
       [{ metrics: 'dl.pub.a', pattern: 'glob' }, 'pattern'],
@@ -206,9 +218,10 @@ describe('metric downloads', () => {
     });
 
     it('a client that disconnects mid-download leaves no running query in ClickHouse', async () => {
-      // The api names the query after the request id, so this test sees only its own query.
+      // The api logs the query id it gave ClickHouse beside the request id, so this test sees only its own query.
       const requestId = randomUUID();
-      const running = async () => (await (await fetch(`${settings.CLICKHOUSE_URL}/?query=${encodeURIComponent(`SELECT count() FROM system.processes WHERE query_id = '${requestId}'`)}`)).text()).trim();
+      const queryId = () => api.logs().find((l) => l.request_id === requestId && l.msg === 'download query')?.clickhouse_query_id as string;
+      const running = async () => (await (await fetch(`${settings.CLICKHOUSE_URL}/?query=${encodeURIComponent(`SELECT count() FROM system.processes WHERE query_id = '${queryId()}'`)}`)).text()).trim();
       let sawQuery = false;
       await new Promise<void>((resolve, reject) => {
         const url = new URL(`${api.url}/api/v1/metrics/download?metrics=dl.pub.big&max_rows=${N}`);

@@ -4,11 +4,13 @@ import { createLogger } from '@meridian/observability';
 import { createPlatform, type Platform } from '@meridian/platform';
 import { serve, type Served } from './http.ts';
 
-/** An api instance in this test process, on an ephemeral port, following the run's logs. */
-export type RunningApi = { readonly url: string; readonly api: Api; readonly platform: Platform; close(): Promise<void> };
+/** An api instance in this test process, on an ephemeral port, following the run's logs; `logs` holds what it logged. */
+export type RunningApi = { readonly url: string; readonly api: Api; readonly platform: Platform; logs(): readonly Record<string, unknown>[]; close(): Promise<void> };
 
 export async function startApi(settings: Settings): Promise<RunningApi> {
-  const platform = createPlatform(settings, createLogger({ name: 'api', level: settings.LOG_LEVEL }), 'api');
+  const lines: string[] = [];
+  const destination = { write: (line: string) => { lines.push(line); } };
+  const platform = createPlatform(settings, createLogger({ name: 'api', level: settings.LOG_LEVEL, destination }), 'api');
   await platform.prepare();
   const api = await buildApi(platform);
   await api.start();
@@ -17,6 +19,7 @@ export async function startApi(settings: Settings): Promise<RunningApi> {
     url: served.url,
     api,
     platform,
+    logs: () => lines.map((l) => JSON.parse(l) as Record<string, unknown>),
     async close() {
       await served.close();
       await api.stop();

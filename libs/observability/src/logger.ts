@@ -9,6 +9,8 @@ export interface LoggerOptions {
   readonly pretty?: boolean;
   /** Where JSON lines go: stdout (services) or stderr (the CLI, whose stdout is its output). */
   readonly stream?: 'stdout' | 'stderr';
+  /** Takes the JSON lines instead of a stream (tests read what a process logged). */
+  readonly destination?: { write(line: string): void };
 }
 
 /**
@@ -33,7 +35,7 @@ export function createLogger(options: LoggerOptions): Logger {
     redact: { paths: redactPaths, censor: '[redacted]' },
     timestamp: pino.stdTimeFunctions.isoTime,
     formatters: { level: (label) => ({ level: label }) },
-  }, options.pretty ? prettyStream(options.name) : pino.destination({ dest: options.stream === 'stderr' ? 2 : 1, sync: true }));
+  }, options.destination ?? (options.pretty ? prettyStream(options.name) : pino.destination({ dest: options.stream === 'stderr' ? 2 : 1, sync: true })));
 }
 
 /** A tiny dependency-free pretty printer: `HH:MM:SS level name msg {extra}`. */

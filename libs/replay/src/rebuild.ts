@@ -95,7 +95,7 @@ export async function rebuildRange(input: RebuildInput): Promise<RebuildStats> {
   let undecodable = 0;
   let inserts = 0;
   let lag: number | null = null;
-  /** sealedOnly: per partition, the offsets of the batches of each upload not sealed yet. */
+  /** sealedOnly: per partition, the offsets of the batches of each upload not sealed there yet. */
   const open = new Map<number, Map<string, number[]>>(partitions.map((p) => [p, new Map()]));
 
   const remaining = () => ranges.reduce((n, r) => n + (r.end - position.get(r.partition)!), 0);
@@ -211,25 +211,33 @@ export async function rebuildRange(input: RebuildInput): Promise<RebuildStats> {
 
   let unsealedBatches = 0;
   if (input.sealedOnly) {
-    const doomed: Array<[number, number]> = [];
-    for (const [p, tasks] of open) for (const offsets of tasks.values()) for (const o of offsets) doomed.push([p, o]);
-    unsealedBatches = doomed.length;
-    if (doomed.length > 0) await deleteBatches(input.clickhouse, input.table, doomed);
+    // One upload is one transaction over several partitions, each sealed on its own; a cut in
+    // time can fall between its seals. Unsealed in any partition, it goes from every partition.
+    const doomed = new Set<string>();
+    for (const tasks of open.values()) {
+      for (const [task, offsets] of tasks) {
+        doomed.add(task);
+        unsealedBatches += offsets.length;
+      }
+    }
+    if (doomed.size > 0) await deleteUploads(input.clickhouse, input.table, [...doomed]);
   }
   report(true);
   const positions = await sink.maxOffsets(partitions);
   return { events, points, batches, seals, rejected, undecodable, inserts, unsealedBatches, ms: performance.now() - started, positions };
 }
 
-/** Deletes the rows of these (partition, offset) batches: numbers only in the SQL, then waits for the mutation. */
-async function deleteBatches(client: ClickHouseClient, table: string, batches: ReadonlyArray<readonly [number, number]>): Promise<void> {
+const TASK_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/**
+ * Deletes every row of these uploads, then waits for the mutation. Task ids are UUIDs the
+ * api generated; anything else is refused, so only checked UUIDs reach the SQL text (a
+ * mutation runs in the background, after the request and its external data are gone).
+ */
+async function deleteUploads(client: ClickHouseClient, table: string, taskIds: readonly string[]): Promise<void> {
   if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(table)) throw new Error(`not a table name: ${table}`);
-  const byPartition = new Map<number, number[]>();
-  for (const [p, o] of batches) {
-    if (!Number.isSafeInteger(p) || !Number.isSafeInteger(o) || p < 0 || o < 0) throw new Error(`not a position: ${p}/${o}`);
-    byPartition.set(p, [...(byPartition.get(p) ?? []), o]);
-  }
-  const where = [...byPartition].map(([p, os]) => `(kafka_partition = ${p} AND kafka_offset IN (${os.join(', ')}))`).join(' OR ');
+  for (const id of taskIds) if (!TASK_ID.test(id)) throw new Error(`not a task id: ${JSON.stringify(id)}`);
+  const where = `task_id IN (${taskIds.map((id) => `'${id}'`).join(', ')})`;
   await client.command({ query: `ALTER TABLE ${table} DELETE WHERE ${where}` });
   for (;;) {
     const rows = await (await client.query({
