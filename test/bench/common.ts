@@ -20,25 +20,33 @@ export function benchApi(extra: Record<string, string> = {}): { settings: Settin
   return { settings: benchSettings({ MERIDIAN_API_PORT: String(port), ...extra }), base: `http://127.0.0.1:${port}` };
 }
 
-export type Proc = { child: ChildProcess; peakRssMb(): number; stop(): Promise<void> };
+/** peakRssMb: the process's high-water mark; windowPeakMb: the highest RSS sampled since the last mark(). */
+export type Proc = { child: ChildProcess; peakRssMb(): number; rssMb(): number; mark(): void; windowPeakMb(): number; stop(): Promise<void> };
 
 /** Starts an app as its own process and samples its resident memory until it stops. */
 export function startProcess(script: string, settings: Settings, extraEnv: Record<string, string> = {}): Proc {
   const env = { ...process.env, ...Object.fromEntries(Object.entries(settings).map(([k, v]) => [k, String(v)])), ...extraEnv };
   const child = spawn(process.execPath, [`${repoRoot}${script}`], { env, stdio: ['ignore', 'inherit', 'inherit'] });
   let peak = 0;
+  let rss = 0;
+  let windowPeak = 0;
   const timer = setInterval(() => {
     try {
       const status = readFileSync(`/proc/${child.pid}/status`, 'utf8');
       const hwm = Number(/VmHWM:\s+(\d+) kB/.exec(status)?.[1] ?? 0) / 1024;
+      rss = Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1] ?? 0) / 1024;
       peak = Math.max(peak, hwm);
+      windowPeak = Math.max(windowPeak, rss);
     } catch {
       /* exited */
     }
-  }, 200);
+  }, 100);
   return {
     child,
     peakRssMb: () => Math.round(peak),
+    rssMb: () => Math.round(rss),
+    mark: () => { windowPeak = rss; },
+    windowPeakMb: () => Math.round(windowPeak),
     stop: () => new Promise((resolve) => {
       clearInterval(timer);
       if (child.exitCode !== null) return resolve();

@@ -7,6 +7,7 @@ import { adminKey, benchApi, csvPoints, fmt, percentile, startProcess, waitUntil
  * real api and ingest, and reports points/s from first request to all queryable, ack
  * latency and freshness percentiles, and peak RSS — against the same rows inserted straight
  * into ClickHouse (one TabSeparated stream over HTTP) in the same run.
+ * Then the api's memory while it receives a 1 GB file (BENCH_BIG_FILE_BYTES).
  *   BENCH_JSON_POINTS=1000000 BENCH_CSV_POINTS=10000000 make bench-ingest
  */
 const JSON_POINTS = Number(process.env.BENCH_JSON_POINTS ?? 1_000_000);
@@ -14,6 +15,7 @@ const CSV_POINTS = Number(process.env.BENCH_CSV_POINTS ?? 10_000_000);
 const PER_BODY = 10_000;
 const CONCURRENCY = 4;
 const METRICS = 100;
+const BIG_FILE_BYTES = Number(process.env.BENCH_BIG_FILE_BYTES ?? 1024 ** 3);
 const T0 = Date.UTC(2024, 0, 1);
 const { settings, base } = benchApi();
 
@@ -85,7 +87,21 @@ async function main(): Promise<void> {
     const csvMs = performance.now() - csvStarted;
     if ((await chCount()) !== JSON_POINTS + CSV_POINTS) throw new Error('row count mismatch after the CSV upload');
 
-    // 3. Baseline: the same number of rows straight into ClickHouse as one TabSeparated stream.
+    // 3. The api receiving a 1 GB file: its resident memory while it streams the bytes to
+    // storage. The rows are not points (the task fails on them at once), so ingest stays idle.
+    const before1g = api.rssMb();
+    api.mark();
+    const chunk = Buffer.from('not,a point\n'.repeat(87_382)); // ~1 MiB
+    const chunks = Math.ceil(BIG_FILE_BYTES / chunk.length);
+    const bigStarted = performance.now();
+    const big = await fetch(`${base}/api/v1/metrics_file_upload?metric_name=bench.big`, {
+      method: 'POST', headers: auth, duplex: 'half', body: Readable.toWeb(Readable.from((function* () { for (let i = 0; i < chunks; i++) yield chunk; })())) as never,
+    } as RequestInit);
+    if (big.status !== 202) throw new Error(`1 GB upload: ${big.status} ${await big.text()}`);
+    const bigMs = performance.now() - bigStarted;
+    const bigPeak = api.windowPeakMb();
+
+    // 4. Baseline: the same number of rows straight into ClickHouse as one TabSeparated stream.
     const baselineRows = CSV_POINTS;
     const tsv = Readable.from((function* () {
       for (let i = 0; i < baselineRows;) {
@@ -111,6 +127,7 @@ async function main(): Promise<void> {
     console.log(`  baseline, straight TabSeparated insert into ClickHouse: ${fmt(directRate)} rows/s (${(directMs / 1000).toFixed(1)} s)`);
     console.log(`  ratio ingest/baseline: JSON ${(jsonRate / directRate).toFixed(2)}, CSV ${(csvRate / directRate).toFixed(2)}`);
     console.log(`  peak RSS: api ${api.peakRssMb()} MB, ingest ${ingest.peakRssMb()} MB`);
+    console.log(`  api receiving a ${(chunks * chunk.length / 1024 ** 3).toFixed(2)} GB file: ${fmt((chunks * chunk.length) / 1024 ** 2 / (bigMs / 1000))} MB/s, RSS ${before1g} MB before, at most ${bigPeak} MB during (goal < 300 MB)`);
   } finally {
     await Promise.all([api.stop(), ingest.stop()]);
   }

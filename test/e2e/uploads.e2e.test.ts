@@ -135,6 +135,9 @@ describe('metric uploads', () => {
     expect((await upload(null, okBody)).status).toBe(401);
     expect((await upload(writer, { ...okBody, metric_name: '=cmd()' })).status).toBe(400);
     expect((await upload(writer, { metric_name: 'up.x' })).status).toBe(400);
+    const badKey = await upload(writer, okBody, { 'Idempotency-Key': 'x'.repeat(201) });
+    expect(badKey.status).toBe(400);
+    expect(badKey.json.errors).toEqual([{ field: 'header.idempotency-key', reason: 'must be 1 to 200 visible ASCII characters' }]);
     const tooMany = { metric_name: 'up.x', values: Array.from({ length: 20_001 }, () => ({ timestamp: iso(0), value: 1 })) };
     expect((await upload(writer, tooMany)).status).toBe(413);
     const huge = await fetch(`${api.url}/api/v1/metrics/upload`, { method: 'POST', headers: { Authorization: `Bearer ${writer}`, 'Content-Type': 'application/json' }, body: 'x'.repeat(3_000_001) });

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startProjector, type RunningProjector } from '../../apps/ingest/src/projector/index.ts';
 import { encodePointsBlock, INSERT_POINTS_SQL, type Segment } from '../../apps/ingest/src/projector/rows.ts';
 import { createPointsSink } from '../../apps/ingest/src/projector/sink.ts';
-import type { PointBatch, PointsFact, UploadSegmentProjected } from '@meridian/domain';
+import type { PointBatch, PointsFact, TaskEvent } from '@meridian/domain';
 import { createEventCodec } from '@meridian/events';
 import { createProducer } from '@meridian/kafka';
 import { createLogger } from '@meridian/observability';
@@ -18,7 +18,7 @@ type Row = { metric_name: string; ts: string; value: number; updated_at: string;
 type Upload = { task_id: string; batches: Array<{ metric: string; points: Array<[number, number]> }> };
 
 const pointsCodec = createEventCodec<PointsFact>();
-const taskCodec = createEventCodec<UploadSegmentProjected>();
+const taskCodec = createEventCodec<TaskEvent>();
 
 describe('projector: points topic → ClickHouse, exactly once', () => {
   // Small inserts, so one test crosses insert boundaries inside and between uploads.
@@ -30,6 +30,7 @@ describe('projector: points topic → ClickHouse, exactly once', () => {
   const expected: Row[] = [];
   const sealed = new Set<string>();
   const announced: Array<{ task_id: string; partition: number }> = [];
+  const failedTasks: Array<{ task_id: string; reason: string }> = [];
   const deadLetters: Array<{ headers: Record<string, string>; value: Buffer | null }> = [];
   let followers: Consumer[] = [];
   let projector: RunningProjector | null = null;
@@ -92,6 +93,7 @@ describe('projector: points topic → ClickHouse, exactly once', () => {
     await follow(platform.topics.tasks, (value) => {
       const e = taskCodec.decode(value!);
       if (e.type === 'UploadSegmentProjected') announced.push({ task_id: e.task_id, partition: e.partition });
+      if (e.type === 'TaskFailed') failedTasks.push({ task_id: e.task_id, reason: e.reason });
     });
     await follow(platform.topics.deadLetter, (value, headers) => {
       deadLetters.push({ value, headers: Object.fromEntries(Object.entries(headers ?? {}).map(([k, v]) => [k, String(v)])) });
@@ -127,6 +129,12 @@ describe('projector: points topic → ClickHouse, exactly once', () => {
       acks: -1,
       messages: [{ partition: garbagePartition, value: taskCodec.encode({ type: 'UploadSegmentProjected', task_id: 'x', partition: 0, at: 1 }) }],
     });
+    // a point batch that cannot be stored (two timestamps, one value): dead-lettered, and its task fails
+    await plain.send({
+      topic: platform.topics.points,
+      acks: -1,
+      messages: [{ partition: garbagePartition, value: pointsCodec.encode({ type: 'PointBatch', task_id: 'task-poison', metric_name: 'cpu:load', updated_at: 1, timestamps: [1, 2], values: [1] }) }],
+    });
     // upload 2, after the garbage
     await upload({ task_id: 'task-2', batches: metrics.map((metric, m) => ({ metric, points: [[-5_000, m], [1_700_000_000_000 + m, -m - 0.5], [1_700_000_000_000 + m, -m - 0.5]] })) });
 
@@ -138,8 +146,8 @@ describe('projector: points topic → ClickHouse, exactly once', () => {
     expect(await scalar(`SELECT count() FROM points WHERE task_id = 'task-aborted'`)).toBe(0);
     expect([...announcedKeys()].sort()).toEqual([...sealed].sort()); // one announcement per (task, partition)
 
-    await waitFor('two dead letters', () => (deadLetters.length >= 2 ? true : undefined), 10_000, 100);
-    expect(deadLetters).toHaveLength(2);
+    await waitFor('three dead letters', () => (deadLetters.length >= 3 ? true : undefined), 10_000, 100);
+    expect(deadLetters).toHaveLength(3);
     for (const d of deadLetters) {
       expect(d.headers.source_topic).toBe(platform.topics.points);
       expect(Number(d.headers.source_partition)).toBe(garbagePartition);
@@ -147,6 +155,8 @@ describe('projector: points topic → ClickHouse, exactly once', () => {
       expect(d.headers.reason).toBeTruthy();
     }
     expect(deadLetters.map((d) => d.headers.reason).join('\n')).toMatch(/unexpected event type UploadSegmentProjected/);
+    await waitFor('the poisoned upload failed', () => (failedTasks.length > 0 ? true : undefined), 10_000, 100);
+    expect(failedTasks).toEqual([{ task_id: 'task-poison', reason: expect.stringMatching(/could not be stored: PointBatch has 2 timestamps but 1 values/) }]);
 
     // the catalog counts every point, per metric, exactly
     const catalog = await (await platform.clickhouse.query({
@@ -178,7 +188,8 @@ describe('projector: points topic → ClickHouse, exactly once', () => {
     expect(await scalar('SELECT count() - uniqExact(kafka_partition, kafka_offset, row_in_batch) FROM points')).toBe(0);
     expect(new Set(announcedKeys())).toEqual(sealed); // old seals may be announced again: harmless, never new ones
     expect(announced.length).toBeGreaterThan(before);
-    expect(deadLetters).toHaveLength(2); // garbage below the sink position is not dead-lettered again
+    expect(deadLetters).toHaveLength(3); // garbage below the sink position is not dead-lettered again
+    expect(failedTasks).toHaveLength(1); // nor its task failed again
     const catalogTotal = await scalar('SELECT countMerge(points) FROM metric_catalog');
     expect(catalogTotal).toBe(expected.length);
   });

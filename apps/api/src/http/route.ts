@@ -19,13 +19,13 @@ export type ResponseDoc = {
   readonly alsoAs?: Record<string, { schema: z.ZodType; example?: unknown }>;
 };
 
-export type RouteInput<Q, P, B> = { query: Q; params: P; body: B; user: UserRecord };
+export type RouteInput<Q, P, B, H = unknown> = { query: Q; params: P; body: B; headers: H; user: UserRecord };
 
 /**
  * One route, described once: the schemas here validate every request and generate the
  * OpenAPI document, so the documentation cannot drift from the behaviour.
  */
-export type RouteDef<Q = unknown, P = unknown, B = unknown> = {
+export type RouteDef<Q = unknown, P = unknown, B = unknown, H = unknown> = {
   readonly method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
   /** OpenAPI form: /api/v1/api_keys/{key_id} */
   readonly path: string;
@@ -36,6 +36,8 @@ export type RouteDef<Q = unknown, P = unknown, B = unknown> = {
   readonly auth: Auth;
   readonly query?: z.ZodType<Q>;
   readonly params?: z.ZodType<P>;
+  /** Request headers the route reads, keyed by their lower-case names (as Node gives them). */
+  readonly headers?: z.ZodType<H>;
   /** JSON body schema; routes that read their body themselves (uploads) leave it out. */
   readonly body?: z.ZodType<B>;
   readonly requestBodyDoc?: { readonly contentTypes: Record<string, z.ZodType>; readonly description?: string };
@@ -47,10 +49,10 @@ export type RouteDef<Q = unknown, P = unknown, B = unknown> = {
    * request timeout (MERIDIAN_REQUEST_TIMEOUT_MS), never from the rate limit.
    */
   readonly streaming?: boolean;
-  readonly handler: (ctx: Context, input: RouteInput<Q, P, B>) => Promise<void> | void;
+  readonly handler: (ctx: Context, input: RouteInput<Q, P, B, H>) => Promise<void> | void;
 };
 
-export function defineRoute<Q = undefined, P = undefined, B = undefined>(def: RouteDef<Q, P, B>): RouteDef {
+export function defineRoute<Q = undefined, P = undefined, B = undefined, H = undefined>(def: RouteDef<Q, P, B, H>): RouteDef {
   return def as unknown as RouteDef;
 }
 
@@ -79,7 +81,7 @@ export type MountOptions = {
   readonly rateLimit?: (ctx: Context, userName: string) => void;
 };
 
-/** Registers routes on a router: timeout, authentication, rate limit, then validation of query, path and body, then the handler. */
+/** Registers routes on a router: timeout, authentication, rate limit, then validation of query, path, headers and body, then the handler. */
 export function mountRoutes(router: Router, defs: readonly RouteDef[], authenticate: Authenticator, jsonBody: RouterMiddleware, options: MountOptions = {}): void {
   for (const def of defs) {
     const limits: RouterMiddleware[] = options.timeout && !def.streaming ? [options.timeout] : [];
@@ -99,9 +101,10 @@ export function mountRoutes(router: Router, defs: readonly RouteDef[], authentic
       const errors: FieldError[] = [];
       const query = parsePart(def.query, ctx.query, 'query', errors);
       const params = parsePart(def.params, ctx.params, 'path', errors);
+      const headers = parsePart(def.headers, ctx.headers, 'header', errors);
       const body = parsePart(def.body, (ctx.request as { body?: unknown }).body, 'body', errors);
       if (errors.length > 0) throw new DomainError('validation', `invalid request: ${errors.map((e) => `${e.field} ${e.reason}`).join('; ')}`, errors);
-      await def.handler(ctx, { query, params, body, user });
+      await def.handler(ctx, { query, params, body, headers, user });
     }], { name: def.operationId });
   }
 }

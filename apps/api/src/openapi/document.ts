@@ -24,7 +24,7 @@ export const problemSchema = z.object({
 /** Every operation may answer these; routes add their own problems. */
 function problemsOf(def: RouteDef): ProblemType[] {
   const out = new Set<ProblemType>(def.problems ?? []);
-  if (def.query || def.params || def.body || def.requestBodyDoc) out.add('validation');
+  if (def.query || def.params || def.headers || def.body || def.requestBodyDoc) out.add('validation');
   if (def.auth !== 'public') out.add('unauthenticated').add('rate_limited');
   if (def.auth === 'admin') out.add('forbidden');
   if (!def.streaming) out.add('timeout');
@@ -34,7 +34,7 @@ function problemsOf(def: RouteDef): ProblemType[] {
 
 function parameters(def: RouteDef): Json[] {
   const params: Json[] = [];
-  for (const [where, schema] of [['query', def.query], ['path', def.params]] as const) {
+  for (const [where, schema] of [['query', def.query], ['path', def.params], ['header', def.headers]] as const) {
     if (!schema) continue;
     const s = jsonSchema(schema, 'input') as { properties?: Record<string, Json>; required?: string[] };
     for (const [name, prop] of Object.entries(s.properties ?? {})) {

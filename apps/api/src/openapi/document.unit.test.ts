@@ -26,6 +26,7 @@ const deps: ApiDeps = {
     submit: { producer: async () => { throw new Error('inert'); }, codec: { encode: () => Buffer.alloc(0), decode: () => { throw new Error('inert'); } }, topic: 't', ackTimeoutMs: 1, applied: async () => {} },
     limits: { uploadBytes: 1, quotaBytes: 1 },
   },
+  events: { plan: async () => { throw new Error('inert'); }, stream: () => { throw new Error('inert'); }, maxEventsCeiling: 1 },
 };
 
 describe('the OpenAPI document', () => {
@@ -57,5 +58,16 @@ describe('the OpenAPI document', () => {
     expect(doc.paths['/api/v1/file/new']?.post).toBeDefined();
     expect(JSON.stringify(doc.paths['/api/v1/file/download/{file_id}'])).toContain('"in":"path"');
     expect(JSON.stringify(doc.paths['/api/v1/tasks/{task_id}'])).toContain('"in":"path"');
+    expect(doc.paths['/api/v1/events']?.get).toBeDefined();
+  });
+
+  it('documents the headers routes read and every content type a route answers with', () => {
+    type Op = { parameters?: Array<{ name: string; in: string }>; responses: Record<string, { content?: Record<string, unknown> }> };
+    const op = (path: string, method: string) => (doc.paths[path] as unknown as Record<string, Op>)[method]!;
+    const headers = (o: Op) => (o.parameters ?? []).filter((p) => p.in === 'header').map((p) => p.name).sort();
+    expect(headers(op('/api/v1/metrics/upload', 'post'))).toEqual(['idempotency-key']);
+    expect(headers(op('/api/v1/metrics_file_upload', 'post'))).toEqual(['idempotency-key']);
+    expect(headers(op('/api/v1/file/download/{file_id}', 'get'))).toEqual(['if-none-match', 'if-range', 'range']);
+    expect(Object.keys(op('/api/v1/metrics/download', 'get').responses['200']!.content!).sort()).toEqual(['application/json', 'text/csv']);
   });
 });

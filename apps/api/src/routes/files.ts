@@ -236,6 +236,12 @@ export function fileRoutes(deps: FileDeps): RouteDef[] {
       tags: ['files'],
       auth: 'user',
       params: fileIdParam,
+      // Parsed leniently, as RFC 9110 asks: a Range that cannot be used means the whole file, not a 400.
+      headers: z.object({
+        'if-none-match': z.string().optional().describe('If-None-Match: the ETag of a copy the caller holds → 304'),
+        range: z.string().optional().describe('Range: one range bytes=a-b, a- or -n → 206; several or unparseable → the whole file'),
+        'if-range': z.string().optional().describe('If-Range: the ETag; Range applies only when it still matches'),
+      }),
       responses: {
         200: {
           description: 'The whole file',
@@ -252,17 +258,17 @@ export function fileRoutes(deps: FileDeps): RouteDef[] {
       },
       problems: ['not_found', 'range_not_satisfiable'],
       streaming: true,
-      handler: async (ctx, { params, user }) => {
+      handler: async (ctx, { params, headers, user }) => {
         const { file } = await findFile(params.file_id, user);
         const etag = `"${file.sha256}"`;
         ctx.set('ETag', etag);
         ctx.set('Accept-Ranges', 'bytes');
         ctx.set('Cache-Control', 'private, no-cache');
-        if (noneMatchHits(ctx.get('If-None-Match') || undefined, etag)) {
+        if (noneMatchHits(headers['if-none-match'] || undefined, etag)) {
           ctx.status = 304;
           return;
         }
-        const range = ifRangeHolds(ctx.get('If-Range') || undefined, etag) ? parseRange(ctx.get('Range') || undefined, file.size) : { kind: 'whole' as const };
+        const range = ifRangeHolds(headers['if-range'] || undefined, etag) ? parseRange(headers.range || undefined, file.size) : { kind: 'whole' as const };
         if (range.kind === 'unsatisfiable') {
           ctx.set('Content-Range', `bytes */${file.size}`);
           writeProblem(ctx, 'range_not_satisfiable', `the file has ${file.size} bytes; the range starts beyond them`);

@@ -21,7 +21,11 @@ export type UploadDeps = { readonly submit: SubmitDeps; readonly storage: Storag
 
 const taskAccepted = z.object({ task_id: z.uuid() });
 const onError = z.enum(['fail', 'skip']).default('fail').describe('fail: one invalid row fails the whole upload and nothing is stored; skip: valid rows are stored and the rejected ones reported');
-const idempotencyKey = z.string().regex(/^[\x21-\x7e]{1,200}$/).optional();
+/** The optional Idempotency-Key header: a retry with the same key, parameters and body gets the same task. */
+const uploadHeaders = z.object({
+  'idempotency-key': z.string().regex(/^[\x21-\x7e]{1,200}$/, 'must be 1 to 200 visible ASCII characters').optional()
+    .describe('Idempotency-Key: a retry with the same key, parameters and body answers with the same task and stores nothing twice; anything else under the key → 409'),
+});
 
 const jsonUploadBody = z.object({
   metric_name: z.string().describe('The metric all values belong to.'),
@@ -36,13 +40,6 @@ function assertWritable(user: UserRecord, metricName: string, field: string): vo
   const problem = metricNameProblem(metricName);
   if (problem) throw validationError(`invalid metric name: ${problem}`, [{ field, reason: problem }]);
   if (!canWrite(user, metricName)) throw new DomainError('forbidden', 'uploading needs rw access to this metric');
-}
-
-/** The optional Idempotency-Key header: a retry with the same key and body gets the same task. */
-function idempotencyKeyOf(ctx: Context): string | undefined {
-  const parsed = idempotencyKey.safeParse(ctx.get('Idempotency-Key') || undefined);
-  if (!parsed.success) throw validationError('Idempotency-Key must be 1 to 200 visible ASCII characters', [{ field: 'header.Idempotency-Key', reason: 'invalid' }]);
-  return parsed.data;
 }
 
 function accepted(ctx: Context, taskId: string): void {
@@ -63,12 +60,13 @@ export function uploadRoutes(deps: UploadDeps): RouteDef[] {
       tags: ['metrics'],
       auth: 'user',
       query: z.object({ on_error: onError }),
+      headers: uploadHeaders,
       requestBodyDoc: { contentTypes: { 'application/json': jsonUploadBody, 'multipart/form-data': jsonUploadBody } },
       responses: { 202: { description: 'Accepted; follow the task', schema: taskAccepted, example: { task_id: '4a3c6f8e-0f5e-4d1a-9a53-3c1f0e9b2d7a' } } },
       problems: ['forbidden', 'payload_too_large', 'conflict', 'unavailable'],
       streaming: true,
-      handler: async (ctx, { query, user }) => {
-        const idempotency = idempotencyKeyOf(ctx);
+      handler: async (ctx, { query, headers, user }) => {
+        const idempotency = headers['idempotency-key'];
         const raw = await jsonUploadText(await readBody(ctx.req, deps.limits.jsonBodyBytes), ctx.get('Content-Type'));
         let parsed: unknown;
         try {
@@ -123,12 +121,13 @@ export function uploadRoutes(deps: UploadDeps): RouteDef[] {
         metric_name: z.string().optional().describe('URL-encoded metric name; required unless the file names each row\'s metric'),
         on_error: onError,
       }),
+      headers: uploadHeaders,
       requestBodyDoc: { contentTypes: { 'multipart/form-data': z.object({ file: z.string().describe('the file (binary)') }) } },
       responses: { 202: { description: 'Accepted; follow the task', schema: taskAccepted } },
       problems: ['forbidden', 'payload_too_large', 'conflict', 'unavailable'],
       streaming: true,
-      handler: async (ctx, { query, user }) => {
-        const idempotency = idempotencyKeyOf(ctx);
+      handler: async (ctx, { query, headers, user }) => {
+        const idempotency = headers['idempotency-key'];
         if (query.metric_name !== undefined) assertWritable(user, query.metric_name, 'query.metric_name');
         const taskId = taskIdFor(user.user_name, idempotency ?? null);
         const staged = await stageUpload(ctx.req, deps.storage, `staging/uploads/${taskId}/${randomUUID()}`, deps.limits.uploadBytes);

@@ -1,6 +1,7 @@
 import type { EachBatchPayload, KafkaMessage } from 'kafkajs';
-import type { PointsFact, UploadSegmentProjected } from '@meridian/domain';
+import type { PointsFact, TaskEvent, UploadSegmentProjected } from '@meridian/domain';
 import { createEventCodec, UndecodableEventError } from '@meridian/events';
+import { appendEvents } from '@meridian/kafka';
 import type { Platform } from '@meridian/platform';
 import { announceProjected } from './announce.ts';
 import { sendToDeadLetter } from './dead-letter.ts';
@@ -42,6 +43,7 @@ export async function startProjector(platform: Platform): Promise<RunningProject
   const sink = createPointsSink(platform.clickhouse);
   const pointsCodec = createEventCodec<PointsFact>();
   const taskCodec = createEventCodec<UploadSegmentProjected>();
+  const failureCodec = createEventCodec<TaskEvent>();
   const producer = await platform.producer();
   const projection = new Projection(settings.MERIDIAN_PROJECTOR_BATCH_ROWS);
   const inserts = new InsertLog(logger);
@@ -138,6 +140,23 @@ export async function startProjector(platform: Platform): Promise<RunningProject
     );
   }
 
+  /**
+   * A point batch that cannot be projected fails its upload's task, so the task never reports
+   * success with points missing. Its other batches may be stored already: the reason says so.
+   */
+  async function failUpload(ctx: Ctx, partition: number, offset: number, taskId: string, reason: string): Promise<void> {
+    const failed: TaskEvent = {
+      type: 'TaskFailed',
+      task_id: taskId,
+      reason: `a point batch of this upload (points partition ${partition}, offset ${offset}) could not be stored: ${reason}; it is in the dead-letter topic, and the upload's other batches may be stored`,
+      rows_total: 0,
+      rows_rejected: 0,
+      errors: [],
+      at: Date.now(),
+    };
+    await persist('failing the task of a rejected point batch', ctx, async () => { await appendEvents(producer, failureCodec, topics.tasks, taskId, [failed]); });
+  }
+
   async function eachBatch(payload: EachBatchPayload): Promise<void> {
     const { batch, resolveOffset, isRunning } = payload;
     const partition = batch.partition;
@@ -170,6 +189,7 @@ export async function startProjector(platform: Platform): Promise<RunningProject
             break;
           case 'reject':
             await reject(ctx, partition, message, decision.reason);
+            if (fact.type === 'PointBatch') await failUpload(ctx, partition, offset, fact.task_id, decision.reason);
             break;
           case 'skip':
             break;

@@ -101,8 +101,9 @@ export function applyTaskEvent(state: TasksState, event: TaskEvent): TasksState 
       task.status = 'failed';
       task.reason = event.reason;
       task.errors = event.errors;
-      task.rows_total = event.rows_total;
-      task.rows_done = event.rows_total;
+      // A failure found after parsing (a batch the projector could not store) carries no count: keep the parsed one.
+      if (task.rows_total === null || event.rows_total > 0) task.rows_total = event.rows_total;
+      task.rows_done = task.rows_total;
       break;
     default: {
       const never: never = event;
