@@ -194,6 +194,42 @@ describe('rebuilding the points projection', () => {
     expect((await cli(['replay', 'drop', String(task.result.generation)])).stdout).toContain('dropped');
   });
 
+  it('replay verify finds a tampered generation; --swap-if-verified swaps only what verifies; list, swap and drop by hand', async (ctx) => {
+    type Rebuilt = { generation: number; verification: { ok: boolean }; swap: { generation: number; retired: number } | null; notSwapped: string | null };
+    const built = JSON.parse((await cli(['replay', 'rebuild', 'points', '--json'])).stdout) as Rebuilt;
+    const g = built.generation;
+    expect(built.verification.ok).toBe(true);
+    expect(built.swap).toBeNull();
+    expect(JSON.parse((await cli(['replay', 'verify', String(g), '--json'])).stdout)).toMatchObject({ ok: true, mismatched_metrics: 0 });
+    expect(JSON.parse((await cli(['replay', 'list', '--json'])).stdout)).toContainEqual(expect.objectContaining({ generation: g, state: 'built' }));
+    // One row more in the generation, inside the compared range: verify names its metric.
+    await api.platform.clickhouse.command({ query: `INSERT INTO points_g${g} (metric_name, ts, value, updated_at, task_id, kafka_partition, kafka_offset, row_in_batch) VALUES ('rp.m0', 1, 1, 1, 'tampered', 0, 0, 99999)` });
+    const tampered = JSON.parse((await cli(['replay', 'verify', String(g), '--json'])).stdout) as { ok: boolean; mismatches: Array<{ metric_name: string }> };
+    expect(tampered.ok).toBe(false);
+    expect(tampered.mismatches.map((m) => m.metric_name)).toEqual(['rp.m0']);
+    await cli(['replay', 'drop', String(g)]);
+
+    await skipUnlessSwappable(ctx, api.platform);
+    // A live table that differs from the log: --swap-if-verified leaves it in place and says why.
+    await api.platform.clickhouse.command({ query: `INSERT INTO points (metric_name, ts, value, updated_at, task_id, kafka_partition, kafka_offset, row_in_batch) VALUES ('rp.m1', 1, 1, 1, 'tampered', 0, 0, 99999)` });
+    const refused = JSON.parse((await cli(['replay', 'rebuild', 'points', '--swap-if-verified', '--json'])).stdout) as Rebuilt;
+    expect(refused.swap).toBeNull();
+    expect(refused.notSwapped).toBe('verification failed');
+    expect(await scalar(`SELECT count() FROM points WHERE task_id = 'tampered'`)).toBe(1);
+    // Swapping that generation in by hand repairs the live table (and its catalog) from the log.
+    expect((await cli(['replay', 'swap', String(refused.generation)])).stdout).toContain(`points is generation ${refused.generation} now`);
+    expect(await scalar(`SELECT count() FROM points WHERE task_id = 'tampered'`)).toBe(0);
+    expect(await scalar('SELECT count() FROM points')).toBe(POINTS);
+    // Now the live table agrees with the log: --swap-if-verified swaps.
+    const swapped = JSON.parse((await cli(['replay', 'rebuild', 'points', '--swap-if-verified', '--json'])).stdout) as Rebuilt;
+    expect(swapped.verification.ok).toBe(true);
+    expect(swapped.swap?.generation).toBe(swapped.generation);
+    const generations = JSON.parse((await cli(['replay', 'list', '--json'])).stdout) as Array<{ generation: number; state: string }>;
+    expect(generations.filter((x) => x.state === 'live').map((x) => x.generation)).toEqual([swapped.generation]);
+    for (const x of generations) if (x.state === 'retired') await cli(['replay', 'drop', String(x.generation)]);
+    expect(await downloadDigest({ metrics: 'rp.', pattern: 'starts_with', max_rows: String(POINTS) })).toEqual(before);
+  });
+
   it('drop the live table, rebuild and swap: downloads give byte-identical CSV, the catalog is whole', async (ctx) => {
     await skipUnlessSwappable(ctx, api.platform);
     const catalogBefore = await catalog();
