@@ -143,6 +143,14 @@ describe('metrics download against a real ClickHouse', () => {
     return { body: await readAll(stream.body), next: plan.next, contentEncoding: stream.contentEncoding };
   }
 
+  /** The same page split into parts of one or two metrics each (chunks.ts). */
+  async function pageInParts(change: Partial<DownloadRequest> = {}): Promise<{ body: Buffer; next: DownloadCursor | null }> {
+    const req = request(change);
+    const plan = await planDownload(conn, req);
+    const stream = await streamDownload(conn, req, { plan, chunks: { rowsOf: () => 1, sizes: { firstRows: 1, maxRows: 2 } } });
+    return { body: await readAll(stream.body), next: plan.next };
+  }
+
   async function insertRowBinary(points: readonly Point[]): Promise<void> {
     const res = await fetch(`${conn.url}/?${new URLSearchParams({ database: conn.database, query: 'INSERT INTO points FORMAT RowBinary' })}`, {
       method: 'POST',
@@ -307,6 +315,44 @@ describe('metrics download against a real ClickHouse', () => {
     expect(next).toEqual({ metric_name: 'big:06', ts: T + 19_999 * 10, updated_at: T, partition: 0, offset: 1_999_906, row: 0 });
     expect(rows[0]!.metric_name).toBe('big:00');
     expect(rows.at(-1)!.metric_name).toBe('big:06');
+  });
+
+  it('split into parts, one query per group of metrics, a page is byte for byte the single query\'s', async () => {
+    for (const change of [{}, { format: 'json' as const }, { latestOnly: true }, { latestOnly: true, format: 'json' as const }, { metricNames: ORDERED.toReversed() }, { metricNames: [...PAGED, 'no such metric', CPU] }]) {
+      const whole = await page(change);
+      const parts = await pageInParts(change);
+      expect(parts.body.toString('utf8'), JSON.stringify(change)).toBe(whole.body.toString('utf8'));
+    }
+    // A window where the first and last groups are empty: the header or [] still frame the body.
+    for (const format of ['csv', 'json'] as const) {
+      const change = { metricNames: [...PAGED, 'aaa none', 'zzz none'], fromMs: T + 5, toMs: T + 60_123, format };
+      expect((await pageInParts(change)).body.toString('utf8')).toBe((await page(change)).body.toString('utf8'));
+    }
+    expect(JSON.parse((await pageInParts({ metricNames: ['a', 'b', 'c'], format: 'json' })).body.toString('utf8'))).toEqual([]);
+  });
+
+  it('split into parts, pages of 10 through 25 rows give every row once, in order', async () => {
+    const all = dataLines((await page({ metricNames: PAGED })).body);
+    const seen: string[] = [];
+    let after: DownloadCursor | null = null;
+    for (let i = 0; i < 10; i++) {
+      const p = await pageInParts({ metricNames: PAGED, maxRows: 10, after });
+      seen.push(...dataLines(p.body));
+      if (p.next === null) break;
+      after = p.next;
+    }
+    expect(seen).toEqual(all);
+  });
+
+  it('split into parts, cancel() stops every part\'s query, the running and the next', async () => {
+    const req = request({ metricNames: BIG, maxRows: 10_000_000 });
+    // Parts of 50 of the 100 metrics, each far more than the socket buffers hold.
+    const stream = await streamDownload(conn, req, { plan: { next: null }, chunks: { rowsOf: () => 1, sizes: { firstRows: 50, maxRows: 50 } } });
+    stream.body.on('error', () => {});
+    // Nothing is read: the first part blocks on its socket, the next one was started beside it.
+    await waitFor('two parts on the server', async () => ((await running(req.queryId)) === 2 ? true : undefined), 10_000, 10);
+    await stream.cancel();
+    await waitFor('every part to leave system.processes', async () => ((await running(req.queryId)) === 0 ? true : undefined), 10_000);
   });
 
   it('cancel() stops a streaming query on the server', async () => {

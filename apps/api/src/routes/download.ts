@@ -40,12 +40,23 @@ const jsonRows = z.array(z.object({
 }));
 const jsonExample = [{ metric_name: 'cpu:load', timestamp: '2024-01-02T03:04:05+0000', metric_numeric_value: 0.75, updated_at: '2024-01-02T03:05:00.125+0000' }];
 
-/** The metrics the download reads: the pattern applied to the catalog and the caller's entitlements. */
-async function resolve(deps: DownloadDeps, params: DownloadParams, user: UserRecord): Promise<string[]> {
+/**
+ * The metrics the download reads: the pattern applied to the catalog and the caller's
+ * entitlements; with each one's point count, which sizes the parts of the download.
+ */
+async function resolve(deps: DownloadDeps, params: DownloadParams, user: UserRecord): Promise<{ names: string[]; points: Map<string, number> }> {
   const exact = params.pattern === 'single' ? [params.metrics] : params.pattern === 'list' ? params.metrics.split(',') : null;
   const catalog = exact ? await catalogEntries(deps.conn, exact) : await listCatalog(deps.conn);
-  return resolveMetricNames(params.pattern, params.metrics, catalog.map((c) => c.metric_name), (name) => canRead(user, name));
+  const names = resolveMetricNames(params.pattern, params.metrics, catalog.map((c) => c.metric_name), (name) => canRead(user, name));
+  return { names, points: new Map(catalog.map((c) => [c.metric_name, c.points])) };
 }
+
+/**
+ * An uncompressed download is read in parts of whole metrics (one query each): the first of
+ * about 50k rows, so the first byte comes after sorting those rather than the whole page
+ * (18.16 sorts all it reads); later parts grow fourfold up to 2M rows.
+ */
+const PART_SIZES = { firstRows: 50_000, maxRows: 2_000_000 };
 
 function fileName(params: DownloadParams): string {
   const stem = params.pattern === 'single' ? params.metrics : `metrics-${params.pattern}`;
@@ -93,7 +104,7 @@ export function downloadRoute(deps: DownloadDeps): RouteDef {
       const params = parseDownloadParams(ctx.query, deps.maxRowsCeiling);
       const after = params.cursor === null ? null : decodeCursor(params.cursor);
       if (params.cursor !== null && after === null) throw validationError('cursor is not one this service issued', [{ field: 'cursor', reason: 'malformed' }]);
-      const names = await resolve(deps, params, user);
+      const { names, points } = await resolve(deps, params, user);
 
       ctx.set('Content-Disposition', `attachment; filename="${fileName(params)}"`);
       ctx.type = params.format === 'csv' ? 'text/csv; charset=utf-8' : 'application/json; charset=utf-8';
@@ -125,7 +136,7 @@ export function downloadRoute(deps: DownloadDeps): RouteDef {
       let stream;
       try {
         plan = await planDownload(deps.conn, request, { signal: abort.signal });
-        stream = await streamDownload(deps.conn, request, { plan, signal: abort.signal });
+        stream = await streamDownload(deps.conn, request, { plan, signal: abort.signal, chunks: { rowsOf: (name) => points.get(name) ?? 0, sizes: PART_SIZES } });
       } catch (cause) {
         if (abort.signal.aborted) return; // nobody is listening any more
         throw new DomainError('unavailable', 'the metric store did not answer; retry later', [], { cause });

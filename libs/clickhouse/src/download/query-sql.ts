@@ -42,25 +42,32 @@ function sentinel(rank: number, text: string): string {
 }
 
 /**
- * The whole response body, header or brackets included, as one ClickHouse query: with gzip
- * the body must be one gzip member (curl and browsers stop after the first one), so Node
+ * Which constant text a query writes: a whole body has both; a download split into groups
+ * of metrics (chunks.ts) writes the header or `[` with its first group and `]` with its last.
+ */
+export type Frame = { readonly head: boolean; readonly tail: boolean };
+const WHOLE: Frame = { head: true, tail: true };
+
+/**
+ * The response body, header or brackets included, as one ClickHouse query: with gzip the
+ * body must be one gzip member (curl and browsers stop after the first one), so Node
  * cannot add bytes of its own. Lines are built before the sort, where ClickHouse runs them
  * on every core; the sort then moves finished lines. `where` must read the external table
  * `names` (filterSql's does). `limit` caps the data rows when no planned end bounds them.
  */
-export function streamSql(format: DownloadFormat, latestOnly: boolean, where: string, limit: number | null): string {
+export function streamSql(format: DownloadFormat, latestOnly: boolean, where: string, limit: number | null, frame: Frame = WHOLE): string {
   const line = format === 'csv' ? csvLineSql() : jsonObjectSql();
   const dedupe = latestOnly ? ' LIMIT 1 BY rank, ts' : '';
   const all = `SELECT ${RANK} AS rank, ts, ${TIE_BREAK.join(', ')}, ${line} AS line FROM points WHERE ${where}`;
   const data = limit === null ? all : `SELECT * FROM (${all} ORDER BY ${orderBy(latestOnly, ['rank'])}${dedupe} LIMIT ${int(limit)})`;
-  const rows =
-    format === 'csv'
-      ? `${sentinel(FIRST, CSV_HEADER)} UNION ALL ${data}`
-      : `${sentinel(FIRST, '[')} UNION ALL ${data} UNION ALL ${sentinel(LAST, ']')}`;
+  const head = frame.head ? `${sentinel(FIRST, format === 'csv' ? CSV_HEADER : '[')} UNION ALL ` : '';
+  const tail = frame.tail && format === 'json' ? ` UNION ALL ${sentinel(LAST, ']')}` : '';
+  const rows = `${head}${data}${tail}`;
   const sorted = `SELECT rank, line FROM (${rows}) ORDER BY ${orderBy(latestOnly, ['rank'])}${dedupe}`;
   // JSON: a comma before every object but the first. rowNumberInAllBlocks() counts rows in
-  // the single sorted stream; row 0 is the '[' row, so the first object is row 1.
-  const out = format === 'csv' ? 'line' : `concat(if(rowNumberInAllBlocks() > 1 AND rank != ${LAST}, ',', ''), line)`;
+  // the single sorted stream; with a head, row 0 is the '[' row and the first object row 1.
+  const firstObject = frame.head ? 1 : 0;
+  const out = format === 'csv' ? 'line' : `concat(if(rowNumberInAllBlocks() > ${firstObject} AND rank != ${LAST}, ',', ''), line)`;
   return `SELECT ${out} FROM (${sorted}) FORMAT TabSeparatedRaw`;
 }
 

@@ -1,6 +1,10 @@
-import { cancelDownload } from './cancel.ts';
+import { once } from 'node:events';
+import type { IncomingMessage } from 'node:http';
+import { PassThrough } from 'node:stream';
+import { cancelDownload, planQueryId } from './cancel.ts';
+import { byteOrder, chunkNames, type ChunkSizes } from './chunks.ts';
 import { filterSql } from './filter-sql.ts';
-import { startQuery, type ConnOptions } from './http.ts';
+import { startQuery, type ConnOptions, type StartedQuery } from './http.ts';
 import { streamSql } from './query-sql.ts';
 import type { DownloadPlan, DownloadRequest } from './types.ts';
 import { assertValidRequest } from './validate.ts';
@@ -22,32 +26,96 @@ export type StreamOptions = {
   plan?: DownloadPlan;
   /** Aborting it cancels like cancel(), also while ClickHouse is still sorting (before any byte). */
   signal?: AbortSignal;
+  /**
+   * Split a planned, uncompressed page into groups of metrics, one query each (chunks.ts), so
+   * the first bytes follow the sort of a small group. `rowsOf` estimates a metric's rows.
+   * Gzip keeps one query: its body must be one gzip member.
+   */
+  chunks?: { readonly rowsOf: (metricName: string) => number; readonly sizes: ChunkSizes };
 };
 
 /**
- * Starts the page's query and resolves once ClickHouse answered 200, so a ClickHouse error
- * becomes a rejection (the api answers 503/500) rather than a cut body.
+ * Starts the page's query (its first one, when split) and resolves once ClickHouse answered
+ * 200, so a ClickHouse error becomes a rejection (the api answers 503/500) rather than a cut body.
  */
 export async function streamDownload(conn: ConnOptions, req: DownloadRequest, options: StreamOptions = {}): Promise<DownloadStream> {
   assertValidRequest(req);
   const { plan, signal } = options;
-  const filter = filterSql({ ...req, until: plan?.next ?? null });
-  const sql = streamSql(req.format, req.latestOnly, filter.where, plan ? null : req.maxRows);
-  const started = startQuery(conn, { sql, tables: filter.tables, queryId: req.queryId, gzip: req.gzip, ...(signal ? { signal } : {}) });
-  let cancelled: Promise<void> | null = null;
+  const groups = plan && options.chunks && !req.gzip ? chunkNames(namesInPage(req, plan), options.chunks.rowsOf, options.chunks.sizes) : null;
+  let killed: Promise<void> | null = null;
+  const kill = () => (killed ??= cancelDownload(conn, req.queryId));
+  const running: StartedQuery[] = [];
   const cancel = () => {
-    started.abort();
-    return (cancelled ??= cancelDownload(conn, req.queryId));
+    for (const q of running) q.abort();
+    return kill();
   };
-  const onAbort = () => void cancel().catch(() => {}); // the caller sees the abort itself; a failed KILL has no one to tell
+  // Each query's HTTP request follows the signal itself (rejecting with its reason); the server side needs the KILL.
+  const onAbort = () => void kill().catch(() => {}); // the caller sees the abort itself; a failed KILL has no one to tell
   signal?.addEventListener('abort', onAbort, { once: true });
+  const done = () => signal?.removeEventListener('abort', onAbort);
+
+  const start = (names: readonly string[], part: number, frame: { head: boolean; tail: boolean }): StartedQuery => {
+    const filter = filterSql({ ...req, metricNames: names, until: plan?.next ?? null });
+    const sql = streamSql(req.format, req.latestOnly, filter.where, plan ? null : req.maxRows, frame);
+    // Part 0 carries the download's own id; later parts extend it, so one KILL (by prefix) stops them all.
+    const queryId = part === 0 ? req.queryId : planQueryId(req.queryId, `part${part}`);
+    const started = startQuery(conn, { sql, tables: filter.tables, queryId, gzip: req.gzip, ...(signal ? { signal } : {}) });
+    running.push(started);
+    return started;
+  };
+
   try {
-    const body = await started.response;
-    body.once('close', () => signal?.removeEventListener('abort', onAbort));
-    return { body, contentEncoding: body.headers['content-encoding'] === 'gzip' ? 'gzip' : null, cancel };
+    if (!groups || groups.length <= 1) {
+      const body = await start(req.metricNames, 0, { head: true, tail: true }).response;
+      body.once('close', done);
+      return { body, contentEncoding: body.headers['content-encoding'] === 'gzip' ? 'gzip' : null, cancel };
+    }
+    const parts = groups.map((names, i) => () => start(names, i, { head: i === 0, tail: i === groups.length - 1 }));
+    const first = await parts[0]!().response;
+    const body = new PassThrough();
+    body.once('close', done);
+    pipeParts(first, parts, req.format === 'json', body).catch((error: unknown) => {
+      void cancel().catch(() => {});
+      body.destroy(error as Error);
+    });
+    return { body, contentEncoding: null, cancel };
   } catch (err) {
-    signal?.removeEventListener('abort', onAbort);
-    started.abort();
+    done();
+    for (const q of running) q.abort();
     throw err;
   }
+}
+
+/** The page's metrics: a name outside (after, until] by name holds no row of it. */
+function namesInPage(req: DownloadRequest, plan: DownloadPlan): string[] {
+  const after = req.after?.metric_name;
+  const until = plan.next?.metric_name;
+  return req.metricNames.filter((n) => (after === undefined || byteOrder(n, after) >= 0) && (until === undefined || byteOrder(n, until) <= 0));
+}
+
+/**
+ * Writes the parts one after the other into `out`. The next part's query starts as soon as the
+ * current one answers, so ClickHouse sorts it while the current one streams. JSON: a part's
+ * first object gets the comma that separates it from an object of an earlier part.
+ */
+async function pipeParts(first: IncomingMessage, parts: ReadonlyArray<() => StartedQuery>, json: boolean, out: PassThrough): Promise<void> {
+  let objects = false;
+  let current = first;
+  for (let i = 0; i < parts.length; i++) {
+    let next: Promise<IncomingMessage> | null = null;
+    if (i + 1 < parts.length) {
+      next = parts[i + 1]!().response;
+      next.catch(() => undefined); // awaited below; until then a failure must not count as unhandled
+    }
+    let firstBytes = true;
+    for await (const chunk of current as AsyncIterable<Buffer>) {
+      if (json && firstBytes && i > 0 && objects && chunk[0] === 0x7b) out.write(',');
+      firstBytes = false;
+      if (json && !objects && chunk.includes(0x7b)) objects = true;
+      if (!out.write(chunk)) await Promise.race([once(out, 'drain'), once(out, 'close')]);
+      if (out.destroyed) return; // the client went away: the caller's abort cancels the queries
+    }
+    if (next) current = await next;
+  }
+  out.end();
 }
