@@ -1,3 +1,4 @@
+import { execFile } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { snapshotAccounts } from '@meridian/domain';
 import { createKafka } from '@meridian/kafka';
@@ -6,7 +7,7 @@ import { call, startApi, type RunningApi } from '../support/api.ts';
 import { meridian } from '../support/cli.ts';
 import { startApp } from '../support/processes.ts';
 import { rawRequest } from '../support/raw-http.ts';
-import { isolatedSettings } from '../support/settings.ts';
+import { isolatedSettings, settingsEnv } from '../support/settings.ts';
 import { waitFor } from '../support/wait.ts';
 
 const settings = isolatedSettings();
@@ -201,6 +202,30 @@ describe('account commands under concurrency and from the CLI', () => {
     const revoked = await meridian(settings, ['keys', 'revoke', dan.key_id]);
     expect(revoked).toMatchObject({ code: 0, stdout: `revoked key ${dan.key_id} of dan\n` });
     await waitFor('api a to refuse the revoked CLI key', async () => ((await call(`${a.url}/api/v1/users`, dan.api_key)).status === 401 ? true : undefined), 1000, 20);
+  });
+
+  it('a key issued by the CLI, revoked by its owner with DELETE /api_keys/{id} on one instance, gets 401 on the other within one second', async () => {
+    const made = await meridian(settings, ['users', 'add', 'erin', '--json']);
+    expect(made.code).toBe(0);
+    const erin = JSON.parse(made.stdout) as { api_key: string; key_id: string };
+    issuedKeys.push(erin.api_key);
+    await waitFor('instance b to accept the CLI key', async () => ((await call(`${b.url}/api/v1/users`, erin.api_key)).status === 200 ? true : undefined), 5000);
+    expect((await call(`${a.url}/api/v1/api_keys/${erin.key_id}`, erin.api_key, { method: 'DELETE' })).status).toBe(204);
+    const started = Date.now();
+    await waitFor('instance b to refuse it', async () => ((await call(`${b.url}/api/v1/users`, erin.api_key)).status === 401 ? true : undefined), 1000, 20);
+    expect(Date.now() - started).toBeLessThan(1000);
+  });
+
+  it('`npx meridian` runs on the project\'s Node when the shell\'s node is the machine\'s own (older) one', async () => {
+    // PATH without the Node that `make` put first: the bin script must find the project's Node itself.
+    const machinePath = (process.env.PATH ?? '').split(':').filter((d) => !d.includes('/.cache/meridian/')).join(':');
+    const run = await new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+      execFile('npx', ['--no-install', 'meridian', 'users', 'list', '--json'], { cwd: new URL('../../', import.meta.url).pathname, env: { PATH: machinePath, HOME: process.env.HOME ?? '', ...settingsEnv(settings) } }, (error, stdout, stderr) => {
+        resolve({ code: error ? Number((error as { code?: number }).code ?? 1) : 0, stdout, stderr });
+      });
+    });
+    expect(run.code, run.stderr).toBe(0);
+    expect((JSON.parse(run.stdout) as Array<{ user_name: string }>).map((u) => u.user_name)).toContain('root');
   });
 
   it('no key, issued or refused, appears in the logs of a real api process, even at debug level', async () => {
