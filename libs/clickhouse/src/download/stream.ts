@@ -1,4 +1,3 @@
-import { once } from 'node:events';
 import type { IncomingMessage } from 'node:http';
 import { PassThrough } from 'node:stream';
 import { cancelDownload, planQueryId } from './cancel.ts';
@@ -112,10 +111,23 @@ async function pipeParts(first: IncomingMessage, parts: ReadonlyArray<() => Star
       if (json && firstBytes && i > 0 && objects && chunk[0] === 0x7b) out.write(',');
       firstBytes = false;
       if (json && !objects && chunk.includes(0x7b)) objects = true;
-      if (!out.write(chunk)) await Promise.race([once(out, 'drain'), once(out, 'close')]);
+      if (!out.write(chunk)) await drainedOrClosed(out);
       if (out.destroyed) return; // the client went away: the caller's abort cancels the queries
     }
     if (next) current = await next;
   }
   out.end();
+}
+
+/** Resolves when `out` takes more bytes, or is gone; leaves no listener behind. */
+function drainedOrClosed(out: PassThrough): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      out.off('drain', done);
+      out.off('close', done);
+      resolve();
+    };
+    out.on('drain', done);
+    out.on('close', done);
+  });
 }
