@@ -4,6 +4,7 @@ import { snapshotFiles } from '@meridian/domain';
 import type { Storage } from '@meridian/storage';
 import { bootstrapAdmin, createUser } from '../support/accounts.ts';
 import { call, startApi, type RunningApi } from '../support/api.ts';
+import { meridian } from '../support/cli.ts';
 import { startWorker } from '../support/ingest.ts';
 import { isolatedSettings } from '../support/settings.ts';
 import { waitForTask } from '../support/tasks.ts';
@@ -12,7 +13,8 @@ import { waitFor } from '../support/wait.ts';
 const MB = 1_000_000;
 /** The big file's size in MiB; FILES_E2E_BIG_MB=600 shows the api's memory does not grow with it. */
 const BIG_MIB = Number(process.env.FILES_E2E_BIG_MB ?? 200);
-const settings = isolatedSettings({ MERIDIAN_MAX_UPLOAD_BYTES: String(Math.max(300, 2 * BIG_MIB) * MB), MERIDIAN_FILE_QUOTA_BYTES: String(Math.max(1_000, 3 * BIG_MIB) * MB) });
+const DEFAULT_QUOTA = Math.max(1_000, 3 * BIG_MIB) * MB;
+const settings = isolatedSettings({ MERIDIAN_MAX_UPLOAD_BYTES: String(Math.max(300, 2 * BIG_MIB) * MB), MERIDIAN_FILE_QUOTA_BYTES: String(DEFAULT_QUOTA) });
 let api: RunningApi;
 let ingest: Awaited<ReturnType<typeof startWorker>>;
 let root: string;
@@ -231,12 +233,12 @@ describe('defining and downloading files', () => {
     const [entry] = (await list(ada, '?name_contains=BIG')).files_list;
     expect(entry).toEqual({ created_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+0000$/), entitlement: 'rw', file_description: 'big one', file_id: accepted.file_id, file_name: 'big.bin', user_name: 'ada' });
     const usage = async () => (await call(`${api.url}/api/v1/users`, ada)).json.users[0].files;
-    expect(await usage()).toEqual({ bytes_used: size + 16 * 1024 * 1024, quota_bytes: Math.max(1_000, 3 * BIG_MIB) * MB });
+    expect(await usage()).toEqual({ bytes_used: size + 16 * 1024 * 1024, quota_bytes: DEFAULT_QUOTA });
 
     // Deleting them gives the quota back (and the blobs leave storage: no other file has these bytes).
     const warmUpId = (await list(ada, '?name_contains=warm-up')).files_list[0]!.file_id;
     for (const id of [accepted.file_id, warmUpId]) expect((await call(`${api.url}/api/v1/files/${id}`, ada, { method: 'DELETE' })).status).toBe(204);
-    expect(await usage()).toEqual({ bytes_used: 0, quota_bytes: Math.max(1_000, 3 * BIG_MIB) * MB });
+    expect(await usage()).toEqual({ bytes_used: 0, quota_bytes: DEFAULT_QUOTA });
     const storage = api.platform.storage;
     await waitFor('the big blob to be removed', async () => {
       try {
@@ -285,7 +287,7 @@ describe('defining and downloading files', () => {
   });
 
   it('over the account\'s quota → 413 saying how much is left; GET /users shows usage and quota', async () => {
-    // A second api on the same log with a small quota (the quota is a setting).
+    // A second api on the same log with a small default quota (the setting MERIDIAN_FILE_QUOTA_BYTES).
     const quotaApi = await startApi({ ...settings, MERIDIAN_FILE_QUOTA_BYTES: 3 * MB });
     try {
       const dave = await createUser(quotaApi.url, root, 'dave', []);
@@ -308,6 +310,50 @@ describe('defining and downloading files', () => {
     } finally {
       await quotaApi.close();
     }
+  });
+
+  it('an admin sets one user\'s own quota (route or CLI): their limit moves, no one else\'s; GET /users shows it; a non-admin gets 403', async () => {
+    const erin = await createUser(api.url, root, 'erin', []);
+    const frank = await createUser(api.url, root, 'frank', []);
+    const setQuota = (key: string, who: string, quota_bytes: unknown) => call(`${api.url}/api/v1/users/${who}/file_quota`, key, { method: 'PUT', body: { quota_bytes } });
+    const filesOf = async (key: string) => (await call(`${api.url}/api/v1/users`, key)).json.users[0].files;
+
+    expect((await setQuota(erin, 'erin', 10 * DEFAULT_QUOTA)).status).toBe(403);
+    expect((await setQuota(root, 'ghost', MB)).status).toBe(404);
+    for (const bad of [-1, 1.5, 1e15 + 1, '5', undefined]) expect((await setQuota(root, 'erin', bad)).status, String(bad)).toBe(400);
+    expect(await filesOf(erin)).toEqual({ bytes_used: 0, quota_bytes: DEFAULT_QUOTA });
+
+    // Lowered to 2 MB: erin's second 2 MB file is refused; frank's the same size is not.
+    const lowered = await setQuota(root, 'erin', 2 * MB);
+    expect(lowered.status).toBe(200);
+    expect(lowered.json).toMatchObject({ user_name: 'erin', disabled: false, files: { bytes_used: 0, quota_bytes: 2 * MB } });
+    await defined(erin, randomBytes(MB), { name: 'one.bin' });
+    const refused = await define(erin, randomBytes(2 * MB));
+    expect(refused.status).toBe(413);
+    expect(refused.json.detail).toMatch(new RegExp(`${MB} bytes left of ${2 * MB}`));
+    expect(refused.json.errors).toEqual([{ field: 'file', reason: `${MB} bytes of quota left` }]);
+    await defined(frank, randomBytes(2 * MB), { name: 'two.bin' });
+    expect(await filesOf(erin)).toEqual({ bytes_used: MB, quota_bytes: 2 * MB });
+    expect(await filesOf(frank)).toEqual({ bytes_used: 2 * MB, quota_bytes: DEFAULT_QUOTA });
+    const everyone = (await call(`${api.url}/api/v1/users`, root)).json.users as Array<{ user_name: string; files: unknown }>;
+    expect(everyone.filter((u) => u.user_name === 'erin' || u.user_name === 'frank').map((u) => u.files)).toEqual([
+      { bytes_used: MB, quota_bytes: 2 * MB },
+      { bytes_used: 2 * MB, quota_bytes: DEFAULT_QUOTA },
+    ]);
+
+    // Raised: the same file fits now. null: back to the setting.
+    expect((await setQuota(root, 'erin', 3 * MB)).json.files).toEqual({ bytes_used: MB, quota_bytes: 3 * MB });
+    await defined(erin, randomBytes(2 * MB), { name: 'two.bin' });
+    expect((await setQuota(root, 'erin', null)).json.files).toEqual({ bytes_used: 3 * MB, quota_bytes: DEFAULT_QUOTA });
+
+    // The CLI sets it through the accounts log; the api folds it from there.
+    expect((await meridian(settings, ['quota', 'erin', '0'])).code).toBe(0);
+    await waitFor('the api to fold the CLI\'s quota', async () => ((await filesOf(erin)).quota_bytes === 0 ? true : undefined), 5000);
+    expect((await define(erin, 'x')).json.errors).toEqual([{ field: 'file', reason: '0 bytes of quota left' }]);
+    expect((await meridian(settings, ['quota', 'erin', 'lots'])).code).toBe(2);
+    expect((await meridian(settings, ['quota', 'erin', 'default'])).code).toBe(0);
+    await waitFor('the api to fold the CLI\'s default', async () => ((await filesOf(erin)).quota_bytes === DEFAULT_QUOTA ? true : undefined), 5000);
+    expect(await filesOf(frank)).toEqual({ bytes_used: 2 * MB, quota_bytes: DEFAULT_QUOTA });
   });
 
   it('enforce_schema=true rejects a ragged CSV naming the line; without it the same bytes are accepted as they are', async () => {

@@ -1,5 +1,5 @@
 import type Koa from 'koa';
-import type { TaskEvent } from '@meridian/domain';
+import { fileQuotaOf, type TaskEvent } from '@meridian/domain';
 import { createEventCodec } from '@meridian/events';
 import { AccountsStore, FilesStore, TasksStore, type Platform } from '@meridian/platform';
 import { planExport, streamExport, type ExportDeps } from '@meridian/replay';
@@ -62,7 +62,10 @@ export async function buildApi(platform: Platform): Promise<Api> {
       get state() { return accountsStore.state; },
       get ready() { return accountsStore.ready; },
       execute: async (userName, decide) => accountsStore.execute(userName, decide, await platform.producer()),
-      fileUsage: (userName) => ({ bytes_used: filesStore.state.usage.get(userName) ?? 0, quota_bytes: settings.MERIDIAN_FILE_QUOTA_BYTES }),
+      fileUsage: (userName) => ({
+        bytes_used: filesStore.state.usage.get(userName) ?? 0,
+        quota_bytes: fileQuotaOf(accountsStore.state.users.get(userName), settings.MERIDIAN_FILE_QUOTA_BYTES),
+      }),
     },
     tasks: { state: () => tasksStore.state, syncToEnd: () => tasksStore.syncToEnd() },
     download: { conn: platform.clickhouseOptions, maxRowsCeiling: settings.MERIDIAN_MAX_ROWS_CEILING },
@@ -105,7 +108,7 @@ export async function buildApi(platform: Platform): Promise<Api> {
         ackTimeoutMs: settings.MERIDIAN_KAFKA_ACK_TIMEOUT_MS,
         applied: (position) => tasksStore.waitFor(position),
       },
-      limits: { uploadBytes: settings.MERIDIAN_MAX_UPLOAD_BYTES, quotaBytes: settings.MERIDIAN_FILE_QUOTA_BYTES },
+      limits: { uploadBytes: settings.MERIDIAN_MAX_UPLOAD_BYTES, defaultQuotaBytes: settings.MERIDIAN_FILE_QUOTA_BYTES },
     },
     limits: {
       requestTimeoutMs: settings.MERIDIAN_REQUEST_TIMEOUT_MS,

@@ -6,6 +6,7 @@ import {
   decideCreateUser,
   decideReplaceEntitlements,
   decideRevokeKey,
+  decideSetFileQuota,
   formatTimestamp,
   parseMetricRules,
   type MetricRule,
@@ -19,22 +20,29 @@ export const usage = `usage:
   meridian keys revoke <key_id>                  revoke an API key (any user's)
   meridian grant <user> (--prefix <p> | --exact <name>) --access r|rw
                                                  add or change one metric access rule
+  meridian quota <user> <bytes|default>          set how many bytes of files a user may keep,
+                                                 or go back to MERIDIAN_FILE_QUOTA_BYTES
 ${replayUsage}`;
 
 export class UsageError extends Error {}
 
 const ACTOR = 'cli';
 
+/** Commands that are one word: everything after the word is their arguments. */
+const SINGLE_WORD = new Set(['grant', 'quota']);
+
 /** Runs one CLI command against the event log and returns what to print. */
 export async function runCommand(platform: Platform, argv: readonly string[]): Promise<string> {
   const [group, verb, ...rest] = argv;
-  const command = group === 'grant' ? 'grant' : `${group ?? ''} ${verb ?? ''}`.trim();
-  const args = group === 'grant' ? [verb ?? '', ...rest].filter(Boolean) : rest;
+  const single = SINGLE_WORD.has(group ?? '');
+  const command = single ? group! : `${group ?? ''} ${verb ?? ''}`.trim();
+  const args = single ? [verb ?? '', ...rest].filter(Boolean) : rest;
   switch (command) {
     case 'users add': return withAccounts(platform, (s) => usersAdd(s, args));
     case 'users list': return withAccounts(platform, (s) => usersList(s, args));
     case 'keys revoke': return withAccounts(platform, (s) => keysRevoke(s, args));
     case 'grant': return withAccounts(platform, (s) => grant(s, args));
+    case 'quota': return withAccounts(platform, (s) => quota(s, args));
     case 'events export': return usage_(() => runEventsExport(platform, args));
     default:
       if (group === 'replay' && verb) return usage_(() => runReplay(platform, verb, args));
@@ -125,4 +133,13 @@ async function grant(s: Session, args: string[]): Promise<string> {
     return decideReplaceEntitlements(state, { user_name: userName, rules, at: Date.now(), actor: ACTOR });
   });
   return `granted ${rule.access} on ${rule.match} ${JSON.stringify(rule.value)} to ${userName}`;
+}
+
+async function quota(s: Session, args: string[]): Promise<string> {
+  const [userName, amount] = args;
+  if (!userName || amount === undefined || args.length > 2) throw new UsageError('quota needs a user name and a number of bytes, or default');
+  if (amount !== 'default' && !/^\d{1,16}$/.test(amount)) throw new UsageError('the quota must be a whole number of bytes, or default');
+  const bytes = amount === 'default' ? null : Number(amount);
+  await s.execute(userName, (state) => decideSetFileQuota(state, { user_name: userName, quota_bytes: bytes, at: Date.now(), actor: ACTOR }));
+  return bytes === null ? `${userName} has the default file quota (MERIDIAN_FILE_QUOTA_BYTES)` : `${userName} may keep ${bytes} bytes of files`;
 }

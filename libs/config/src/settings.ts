@@ -69,7 +69,7 @@ export const settingDefinitions = {
   MERIDIAN_FILE_QUOTA_BYTES: {
     schema: z.coerce.number().int().min(0).max(Number.MAX_SAFE_INTEGER),
     default: '10000000000',
-    doc: 'Bytes of defined files each account may keep (its live files plus definitions in progress); over it a definition gets 413 saying how much is left. GET /api/v1/users shows usage and quota.',
+    doc: 'The default quota: bytes of defined files an account may keep (its live files plus definitions in progress) unless an admin set its own (PUT /api/v1/users/{user_name}/file_quota or `meridian quota`); over it a definition gets 413 saying how much is left. GET /api/v1/users shows usage and the quota that applies.',
   },
   MERIDIAN_MAX_POINTS_PER_JSON_UPLOAD: {
     schema: positiveInt,

@@ -4,7 +4,7 @@ import type { AccountEvent, AccountsState } from '@meridian/domain';
 export interface AccountsCommands {
   readonly state: AccountsState;
   execute(userName: string, decide: (state: AccountsState) => AccountEvent[]): Promise<AccountEvent[]>;
-  /** A user's file storage: bytes of live files and the quota (shown by GET /users when given). */
+  /** A user's file storage: bytes of live files and the quota that applies to them (shown by GET /users when given). */
   readonly fileUsage?: (userName: string) => FileUsage;
 }
 

@@ -20,7 +20,7 @@ export const userViewSchema = z.object({
   api_keys: z.array(apiKeyViewSchema).describe('active keys only'),
   files: z.object({
     bytes_used: z.number().int().describe('bytes of the user\'s live files'),
-    quota_bytes: z.number().int().describe('bytes the user may keep (MERIDIAN_FILE_QUOTA_BYTES)'),
+    quota_bytes: z.number().int().describe('bytes the user may keep: their own quota when an admin set one, else MERIDIAN_FILE_QUOTA_BYTES'),
   }).optional(),
 });
 

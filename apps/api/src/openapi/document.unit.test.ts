@@ -24,7 +24,7 @@ const deps: ApiDeps = {
     tasks: () => initialTasks(),
     accounts: () => initialAccounts(),
     submit: { producer: async () => { throw new Error('inert'); }, codec: { encode: () => Buffer.alloc(0), decode: () => { throw new Error('inert'); } }, topic: 't', ackTimeoutMs: 1, applied: async () => {} },
-    limits: { uploadBytes: 1, quotaBytes: 1 },
+    limits: { uploadBytes: 1, defaultQuotaBytes: 1 },
   },
   events: { plan: async () => { throw new Error('inert'); }, stream: () => { throw new Error('inert'); }, maxEventsCeiling: 1 },
 };

@@ -9,6 +9,7 @@ import {
   decideRevokeFileAccess,
   descriptionProblem,
   DomainError,
+  fileQuotaOf,
   listFiles,
   quotaLeft,
   sanitizeFileName,
@@ -45,7 +46,8 @@ export type FileDeps = {
   readonly tasks: () => TasksState;
   readonly accounts: () => AccountsState;
   readonly submit: FileSubmitDeps;
-  readonly limits: { readonly uploadBytes: number; readonly quotaBytes: number };
+  /** defaultQuotaBytes: for users an admin gave no quota of their own. */
+  readonly limits: { readonly uploadBytes: number; readonly defaultQuotaBytes: number };
 };
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -65,7 +67,7 @@ const defineForm = z.object({
 const DEFINE_DESCRIPTION = [
   'Multipart form: `file` (required), `file_description`, `file_size_limit`, `enforce_schema`; the text fields may come before or after the file.',
   'The bytes are streamed into storage while their SHA-256 and size are computed, never held in memory.',
-  'The file may not be larger than the smallest of `file_size_limit`, the largest upload (MERIDIAN_MAX_UPLOAD_BYTES) and what is left of the account\'s quota (MERIDIAN_FILE_QUOTA_BYTES less its files and the definitions still in progress); over it the answer is 413 as soon as the limit is passed, and nothing is kept (for the quota, the detail says how many bytes are left).',
+  'The file may not be larger than the smallest of `file_size_limit`, the largest upload (MERIDIAN_MAX_UPLOAD_BYTES) and what is left of the account\'s quota (its own, set by an admin with PUT /api/v1/users/{user_name}/file_quota, else MERIDIAN_FILE_QUOTA_BYTES; less its files and the definitions still in progress); over it the answer is 413 as soon as the limit is passed, and nothing is kept (for the quota, the detail says how many bytes are left).',
   'Answers 202 once the command is durably in the event log; the file appears in GET /api/v1/files when the task succeeds (its result carries the file_id).',
   'POST /api/v1/file/new and POST /api/v1/files are the same operation (the seed names the first; its sample request uses the second).',
 ].join(' ');
@@ -94,17 +96,17 @@ function parseDescription(value: string | undefined): string {
 
 export function fileRoutes(deps: FileDeps): RouteDef[] {
   const reservations = new QuotaReservations();
-  const quota = deps.limits.quotaBytes;
 
-  /** What the user may still store: quota less live files, definitions in flight and this process's reservations. */
-  const quotaLeftFor = (userName: string) => {
-    const pending = pendingDefinitions(deps.tasks(), deps.files.state(), userName).bytes + reservations.reserved(userName);
-    return quotaLeft(deps.files.state(), userName, quota, pending);
+  /** The user's quota, and what they may still store: it less live files, definitions in flight and this process's reservations. */
+  const quotaOf = (user: UserRecord) => {
+    const quota = fileQuotaOf(user, deps.limits.defaultQuotaBytes);
+    const pending = pendingDefinitions(deps.tasks(), deps.files.state(), user.user_name).bytes + reservations.reserved(user.user_name);
+    return { quota, left: quotaLeft(deps.files.state(), user.user_name, quota, pending) };
   };
   const limits = {
     sizeLimit: (n: number): FileLimit => ({ bytes: n, tooLarge: () => new DomainError('payload_too_large', `the file is larger than its file_size_limit of ${n} bytes`, [{ field: 'file_size_limit', reason: `${n} bytes` }]) }),
     upload: (): FileLimit => ({ bytes: deps.limits.uploadBytes, tooLarge: () => new DomainError('payload_too_large', `the file is larger than the largest upload of ${deps.limits.uploadBytes} bytes`, [{ field: 'file', reason: `at most ${deps.limits.uploadBytes} bytes` }]) }),
-    quota: (left: number): FileLimit => ({
+    quota: ({ quota, left }: { quota: number; left: number }): FileLimit => ({
       bytes: left,
       tooLarge: () => new DomainError('payload_too_large', `the file does not fit in the account's quota: ${left} bytes left of ${quota}`, [{ field: 'file', reason: `${left} bytes of quota left` }]),
     }),
@@ -122,8 +124,7 @@ export function fileRoutes(deps: FileDeps): RouteDef[] {
     const fileId = randomUUID();
     const taskId = randomUUID();
     const stagedKey = `staging/files/${fileId}`;
-    const left = quotaLeftFor(user.user_name);
-    const ceiling = smallest(limits.upload(), limits.quota(left));
+    const ceiling = smallest(limits.upload(), limits.quota(quotaOf(user)));
     const declared = Number(ctx.get('Content-Length') || Number.NaN);
     if (Number.isFinite(declared) && declared > ceiling.bytes + FORM_OVERHEAD) {
       ctx.set('Connection', 'close');
@@ -133,7 +134,7 @@ export function fileRoutes(deps: FileDeps): RouteDef[] {
     try {
       staged = await stageForm(ctx.req, deps.storage, stagedKey, (fields) => {
         const sizeLimit = parseSizeLimit(fields.get('file_size_limit'));
-        return smallest(sizeLimit === null ? null : limits.sizeLimit(sizeLimit), limits.upload(), limits.quota(quotaLeftFor(user.user_name)));
+        return smallest(sizeLimit === null ? null : limits.sizeLimit(sizeLimit), limits.upload(), limits.quota(quotaOf(user)));
       });
     } catch (error) {
       // The client may still be sending: do not read the rest of a refused body.
@@ -148,8 +149,8 @@ export function fileRoutes(deps: FileDeps): RouteDef[] {
       const enforceSchema = parseEnforceSchema(staged.fields.get('enforce_schema'));
       if (sizeLimit !== null && staged.bytes > sizeLimit) throw limits.sizeLimit(sizeLimit).tooLarge();
       // Check and reserve in one synchronous step: a concurrent upload of the same user sees this one.
-      const leftNow = quotaLeftFor(user.user_name);
-      if (staged.bytes > leftNow) throw limits.quota(leftNow).tooLarge();
+      const now = quotaOf(user);
+      if (staged.bytes > now.left) throw limits.quota(now).tooLarge();
       release = reservations.reserve(user.user_name, staged.bytes);
       const fileName = sanitizeFileName(staged.filename);
       const command: FileDefinitionRequested = {

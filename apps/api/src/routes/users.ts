@@ -6,7 +6,9 @@ import {
   decideCreateUser,
   decideDisableUser,
   decideReplaceEntitlements,
+  decideSetFileQuota,
   formatTimestamp,
+  MAX_FILE_QUOTA_BYTES,
   parseMetricRules,
 } from '@meridian/domain';
 import { defineRoute, type RouteDef } from '../http/route.ts';
@@ -70,6 +72,23 @@ export function userRoutes(accounts: AccountsCommands): RouteDef[] {
       handler: async (ctx, { params, body, user }) => {
         const rules = parseMetricRules(body.metrics);
         await accounts.execute(params.user_name, (s) => decideReplaceEntitlements(s, { user_name: params.user_name, rules, at: Date.now(), actor: user.user_name }));
+        ctx.body = userView(accounts.state, accounts.state.users.get(params.user_name)!, accounts.fileUsage?.(params.user_name));
+      },
+    }),
+    defineRoute({
+      method: 'PUT',
+      path: '/api/v1/users/{user_name}/file_quota',
+      operationId: 'setFileQuota',
+      summary: 'Set how many bytes of files a user may keep (admin)',
+      description: 'The user\'s own quota replaces the default (MERIDIAN_FILE_QUOTA_BYTES) for them alone; null goes back to the default. A quota below what the user keeps already deletes nothing: their new definitions get 413 until they are under it.',
+      tags: ['users'],
+      auth: 'admin',
+      params: userNameParam,
+      body: z.object({ quota_bytes: z.number().int().min(0).max(MAX_FILE_QUOTA_BYTES).nullable().describe('bytes (1,000,000 bytes = 1 MB); null: the default') }),
+      responses: { 200: { description: 'The user after the change; files.quota_bytes is the quota that now applies', schema: userViewSchema } },
+      problems: ['not_found'],
+      handler: async (ctx, { params, body, user }) => {
+        await accounts.execute(params.user_name, (s) => decideSetFileQuota(s, { user_name: params.user_name, quota_bytes: body.quota_bytes, at: Date.now(), actor: user.user_name }));
         ctx.body = userView(accounts.state, accounts.state.users.get(params.user_name)!, accounts.fileUsage?.(params.user_name));
       },
     }),

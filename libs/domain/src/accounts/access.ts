@@ -36,3 +36,8 @@ export function canRead(user: UserRecord, metricName: string): boolean {
 export function canWrite(user: UserRecord, metricName: string): boolean {
   return metricAccess(user, metricName) === 'rw';
 }
+
+/** Bytes of files a user may keep: their own quota when an admin set one, else the default. */
+export function fileQuotaOf(user: UserRecord | undefined, defaultBytes: number): number {
+  return user?.file_quota_bytes ?? defaultBytes;
+}

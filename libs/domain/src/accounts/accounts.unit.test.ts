@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { DomainError } from '../errors.ts';
-import { authenticate, canRead, canWrite, metricAccess } from './access.ts';
-import { decideCreateUser, decideDisableUser, decideIssueKey, decideReplaceEntitlements, decideRevokeKey, parseMetricRules } from './decide.ts';
+import { authenticate, canRead, canWrite, fileQuotaOf, metricAccess } from './access.ts';
+import { decideCreateUser, decideDisableUser, decideIssueKey, decideReplaceEntitlements, decideRevokeKey, decideSetFileQuota, MAX_FILE_QUOTA_BYTES, parseMetricRules } from './decide.ts';
 import type { AccountEvent } from './events.ts';
 import { composeApiKey, keyIdOf } from './keys.ts';
 import { userNameProblem } from './names.ts';
@@ -102,6 +102,31 @@ describe('account decisions', () => {
         { type: 'MetricEntitlementGranted', user_name: 'ada', match: 'exact', value: 'disk', access: 'r', at: 3, actor: 'cli' },
       ]);
   });
+  it('sets a user\'s file quota, or sends it back to the default; the same value again appends nothing', () => {
+    given(created('ada')).when((s) => decideSetFileQuota(s, { user_name: 'ada', quota_bytes: 5_000, ...meta(3) })).then([
+      { type: 'FileQuotaSet', user_name: 'ada', quota_bytes: 5_000, at: 3, actor: 'cli' },
+    ]);
+    for (const q of [0, MAX_FILE_QUOTA_BYTES]) {
+      given(created('ada')).when((s) => decideSetFileQuota(s, { user_name: 'ada', quota_bytes: q, ...meta(3) })).then([
+        { type: 'FileQuotaSet', user_name: 'ada', quota_bytes: q, at: 3, actor: 'cli' },
+      ]);
+    }
+    const limited: AccountEvent[] = [...created('ada'), { type: 'FileQuotaSet', user_name: 'ada', quota_bytes: 5_000, ...meta(2) }];
+    given(limited).when((s) => decideSetFileQuota(s, { user_name: 'ada', quota_bytes: null, ...meta(3) })).then([
+      { type: 'FileQuotaSet', user_name: 'ada', quota_bytes: null, at: 3, actor: 'cli' },
+    ]);
+    given(limited).when((s) => decideSetFileQuota(s, { user_name: 'ada', quota_bytes: 5_000, ...meta(3) })).then([]);
+    given(created('ada')).when((s) => decideSetFileQuota(s, { user_name: 'ada', quota_bytes: null, ...meta(3) })).then([]);
+  });
+  it.each([-1, 1.5, Number.NaN, MAX_FILE_QUOTA_BYTES + 1, Number.MAX_SAFE_INTEGER])('refuses the file quota %s (400)', (q) => {
+    given(created('ada')).when((s) => decideSetFileQuota(s, { user_name: 'ada', quota_bytes: q, ...meta(3) })).thenFails('validation');
+  });
+  it('sets a file quota only for an active user', () => {
+    given([]).when((s) => decideSetFileQuota(s, { user_name: 'ghost', quota_bytes: 1, ...meta(3) })).thenFails('not_found');
+    given([...created('ada'), { type: 'UserDisabled', user_name: 'ada', ...meta(2) }])
+      .when((s) => decideSetFileQuota(s, { user_name: 'ada', quota_bytes: 1, ...meta(3) }))
+      .thenFails('not_found');
+  });
   it('validates rule lists and names every bad field', () => {
     expect(() => parseMetricRules('x')).toThrow(DomainError);
     try {
@@ -144,6 +169,19 @@ describe('the accounts fold', () => {
     expect(metricAccess(ada, 'mem')).toBeNull();
     expect([canRead(ada, 'cpu:x'), canWrite(ada, 'cpu:x')]).toEqual([true, false]);
     expect(metricAccess(state.users.get('root')!, 'anything')).toBe('rw');
+  });
+
+  it('gives each user their own file quota once set, the default otherwise and again after null', () => {
+    const state = foldAccounts([...history, { type: 'FileQuotaSet', user_name: 'ada', quota_bytes: 7, ...meta(5) }]);
+    expect(fileQuotaOf(state.users.get('ada'), 100)).toBe(7);
+    expect(fileQuotaOf(state.users.get('root'), 100)).toBe(100);
+    expect(fileQuotaOf(undefined, 100)).toBe(100);
+    applyAccountEvent(state, { type: 'FileQuotaSet', user_name: 'ada', quota_bytes: 0, ...meta(6) });
+    expect(fileQuotaOf(state.users.get('ada'), 100)).toBe(0);
+    applyAccountEvent(state, { type: 'FileQuotaSet', user_name: 'ada', quota_bytes: null, ...meta(7) });
+    expect(fileQuotaOf(state.users.get('ada'), 100)).toBe(100);
+    applyAccountEvent(state, { type: 'FileQuotaSet', user_name: 'ghost', quota_bytes: 1, ...meta(8) });
+    expect(state.users.has('ghost')).toBe(false);
   });
 
   it('first creation wins: a concurrent second creation gets no key into the first user, on every replay alike', () => {

@@ -12,6 +12,8 @@ type NewKey = { readonly key_id: string; readonly secret_sha256: Buffer };
 
 export const MAX_RULES = 1000;
 export const MAX_RULE_VALUE_LENGTH = 256;
+/** 1 PB: beyond any disk, and inside the Avro longs avsc writes from a JS number (it refuses 2^53 - 1). */
+export const MAX_FILE_QUOTA_BYTES = 1e15;
 
 function activeUser(state: AccountsState, userName: string): UserRecord {
   const user = state.users.get(userName);
@@ -54,6 +56,21 @@ export function decideRevokeKey(state: AccountsState, cmd: Meta & { user_name: s
 export function decideDisableUser(state: AccountsState, cmd: Meta & { user_name: string }): AccountEvent[] {
   activeUser(state, cmd.user_name);
   return [{ type: 'UserDisabled', user_name: cmd.user_name, at: cmd.at, actor: cmd.actor }];
+}
+
+/**
+ * Sets how many bytes of files a user may keep, or (null) sends it back to the default.
+ * Setting the quota it already has appends nothing. Lowering it below the user's usage keeps
+ * their files: only new definitions are refused.
+ */
+export function decideSetFileQuota(state: AccountsState, cmd: Meta & { user_name: string; quota_bytes: number | null }): AccountEvent[] {
+  const user = activeUser(state, cmd.user_name);
+  const q = cmd.quota_bytes;
+  if (q !== null && !(Number.isInteger(q) && q >= 0 && q <= MAX_FILE_QUOTA_BYTES)) {
+    throw validationError(`quota_bytes must be a whole number of bytes from 0 to ${MAX_FILE_QUOTA_BYTES}, or null for the default`, [{ field: 'quota_bytes', reason: `not an integer from 0 to ${MAX_FILE_QUOTA_BYTES} or null` }]);
+  }
+  if (user.file_quota_bytes === q) return [];
+  return [{ type: 'FileQuotaSet', user_name: user.user_name, quota_bytes: q, at: cmd.at, actor: cmd.actor }];
 }
 
 /** Validates a rule list as given by a client; returns the rules or throws with every problem. */

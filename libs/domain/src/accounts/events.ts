@@ -29,7 +29,10 @@ export type MetricEntitlementRevoked = Meta & {
   readonly value: string;
 };
 
-export type AccountEvent = UserCreated | UserDisabled | ApiKeyIssued | ApiKeyRevoked | MetricEntitlementGranted | MetricEntitlementRevoked;
+/** null: the user goes back to the default quota (MERIDIAN_FILE_QUOTA_BYTES). */
+export type FileQuotaSet = Meta & { readonly type: 'FileQuotaSet'; readonly user_name: string; readonly quota_bytes: number | null };
+
+export type AccountEvent = UserCreated | UserDisabled | ApiKeyIssued | ApiKeyRevoked | MetricEntitlementGranted | MetricEntitlementRevoked | FileQuotaSet;
 
 export const accountEventTypes = [
   'UserCreated',
@@ -38,4 +41,5 @@ export const accountEventTypes = [
   'ApiKeyRevoked',
   'MetricEntitlementGranted',
   'MetricEntitlementRevoked',
+  'FileQuotaSet',
 ] as const satisfies ReadonlyArray<AccountEvent['type']>;

@@ -19,6 +19,8 @@ export type UserRecord = {
   readonly key_ids: string[];
   /** Metric rules in grant order; one rule per (match, value). */
   entitlements: MetricRule[];
+  /** Bytes of files the user may keep; null: the default (MERIDIAN_FILE_QUOTA_BYTES). */
+  file_quota_bytes: number | null;
 };
 
 export type AccountsState = {
@@ -48,6 +50,7 @@ export function applyAccountEvent(state: AccountsState, event: AccountEvent): Ac
           disabled_at: null,
           key_ids: [],
           entitlements: [],
+          file_quota_bytes: null,
         });
         addKey(state, event.user_name, event.key_id, event.secret_sha256, event.at);
       }
@@ -79,6 +82,11 @@ export function applyAccountEvent(state: AccountsState, event: AccountEvent): Ac
     case 'MetricEntitlementRevoked': {
       const user = state.users.get(event.user_name);
       if (user) user.entitlements = user.entitlements.filter((r) => !(r.match === event.match && r.value === event.value));
+      return state;
+    }
+    case 'FileQuotaSet': {
+      const user = state.users.get(event.user_name);
+      if (user) user.file_quota_bytes = event.quota_bytes;
       return state;
     }
     default: {
