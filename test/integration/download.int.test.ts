@@ -14,8 +14,6 @@ import {
   type DownloadRequest,
 } from '@meridian/clickhouse';
 import { formatTimestamp } from '@meridian/domain';
-import { createLogger } from '@meridian/observability';
-import { openPage } from '../../apps/api/src/downloads/open-page.ts';
 import { isolatedSettings } from '../support/settings.ts';
 import { waitFor } from '../support/wait.ts';
 
@@ -355,22 +353,6 @@ describe('metrics download against a real ClickHouse', () => {
     await waitFor('two parts on the server', async () => ((await running(req.queryId)) === 2 ? true : undefined), 10_000, 10);
     await stream.cancel();
     await waitFor('every part to leave system.processes', async () => ((await running(req.queryId)) === 0 ? true : undefined), 10_000);
-  });
-
-  it('the api opens a page early while it plans; when the plan cuts the page after all, the early start is killed and the page bounded', async () => {
-    const log = createLogger({ name: 't', level: 'silent' });
-    const chunks = { rowsOf: () => 1, sizes: { firstRows: 1, maxRows: 1 } };
-    // An honest estimate: nothing to cut, the early stream is the page.
-    const whole = request({ metricNames: PAGED, maxRows: 100 });
-    const opened = await openPage(conn, whole, 25, { chunks }, log);
-    expect(opened.plan.next).toBeNull();
-    expect(await readAll(opened.stream.body)).toEqual((await page({ metricNames: PAGED, maxRows: 100 })).body);
-    // An estimate that is wrong (the catalog short of rows): the plan cuts at 10 rows.
-    const cut = request({ metricNames: PAGED, maxRows: 10 });
-    const bounded = await openPage(conn, cut, 0, { chunks }, log);
-    expect(bounded.plan.next).not.toBeNull();
-    expect(dataLines(await readAll(bounded.stream.body))).toEqual(dataLines((await page({ metricNames: PAGED, maxRows: 10 })).body));
-    await waitFor('nothing of the early start left running', async () => ((await running(cut.queryId)) === 0 ? true : undefined), 10_000);
   });
 
   it('cancel() stops a streaming query on the server', async () => {
