@@ -30,18 +30,31 @@ export default async function setup(project: TestProject): Promise<Teardown> {
     });
     return async () => {};
   }
-  const containers = await tryTestcontainers(runId);
-  if (containers) {
-    project.provide('stack', containers.endpoints);
-    return containers.stop;
+  // Every project (integration, e2e, fault) runs this setup; the containers are started once
+  // per vitest process (Kafka's host port is fixed) and stopped after the last project.
+  containers ??= tryTestcontainers(runId);
+  const started = await containers;
+  if (started) {
+    users++;
+    project.provide('stack', { ...started.endpoints, RUN_ID: runId });
+    return async () => {
+      if (--users === 0) await started.stop();
+    };
   }
   return startLocalStack(project, runId);
 }
 
+let containers: Promise<{ endpoints: StackEndpoints; stop: Teardown } | null> | null = null;
+let users = 0;
+
 function startLocalStack(project: TestProject, runId: string): Teardown {
   const stack = `${repoRoot}deploy/local/stack.sh`;
-  const status = execFileSync(stack, ['status'], { encoding: 'utf8' });
-  const wasRunning = !/stopped/.test(status);
+  // Only the services this setup starts are stopped after it (as test/run.sh does).
+  const stopped = execFileSync(stack, ['status'], { encoding: 'utf8' })
+    .split('\n')
+    .map((l) => l.trim().split(/\s+/))
+    .filter(([, state]) => state === 'stopped')
+    .map(([name]) => name!);
   execFileSync(stack, ['up'], { stdio: 'inherit' });
   const exported = Object.fromEntries(
     execFileSync(stack, ['env'], { encoding: 'utf8' })
@@ -62,7 +75,7 @@ function startLocalStack(project: TestProject, runId: string): Teardown {
     SOURCE: 'local',
   });
   return async () => {
-    if (!wasRunning) execFileSync(stack, ['down'], { stdio: 'inherit' });
+    if (stopped.length > 0) execFileSync(stack, ['down', ...stopped], { stdio: 'inherit' });
   };
 }
 
