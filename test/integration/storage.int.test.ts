@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createStorage, ensureBucket, pingStorage } from '@meridian/storage';
+import { createStorage, ensureBucket, expireStaging, pingStorage } from '@meridian/storage';
 import { isolatedSettings } from '../support/settings.ts';
 
 describe('MinIO adapter against a real server', () => {
@@ -17,6 +17,20 @@ describe('MinIO adapter against a real server', () => {
     await ensureBucket(storage, settings.S3_REGION);
     await ensureBucket(storage, settings.S3_REGION);
     await expect(pingStorage(storage)).resolves.toBeUndefined();
+  });
+
+  it('sets the staging expiry rule, replaces it idempotently, and removes it for 0', async () => {
+    await ensureBucket(storage, settings.S3_REGION);
+    await expireStaging(storage, 3);
+    await expireStaging(storage, 7);
+    // The client gives one rule as an object, several as an array; no configuration as an error.
+    const rules = async () => {
+      const rule = (await storage.client.getBucketLifecycle(storage.bucket).catch(() => null))?.Rule as unknown;
+      return Array.isArray(rule) ? rule : rule ? [rule] : [];
+    };
+    expect(await rules()).toEqual([expect.objectContaining({ ID: 'meridian-staging-expiry', Status: 'Enabled', Filter: expect.objectContaining({ Prefix: 'staging/' }), Expiration: expect.objectContaining({ Days: 7 }) })]);
+    await expireStaging(storage, 0);
+    expect(await rules()).toEqual([]);
   });
 
   it('puts an object and gets identical bytes back', async () => {

@@ -51,6 +51,11 @@ export const settingDefinitions = {
     default: 'meridian',
     doc: 'Bucket for staged uploads and file blobs; created at start.',
   },
+  MERIDIAN_STAGING_EXPIRY_DAYS: {
+    schema: z.coerce.number().int().min(0).max(3650),
+    default: '7',
+    doc: 'Days after which staged bytes left behind (an upload refused with 503, a crash) expire in the bucket; 0 keeps them. Applied as a bucket lifecycle rule at start.',
+  },
   MERIDIAN_READY_TIMEOUT_MS: {
     schema: positiveInt,
     default: '2000',

@@ -11,6 +11,13 @@ const levels: Record<number, 'error' | 'warn' | 'info' | 'debug'> = {
   [logLevel.DEBUG]: 'debug',
 };
 
+/**
+ * kafkajs warns at every start that capped retries "may invalidate EoS guarantees" for the
+ * idempotent producer. The cap is deliberate: a send that gives up answers 503 (the client
+ * retries with its Idempotency-Key; a duplicate command runs once) or aborts its transaction.
+ */
+const DELIBERATE = /^Limiting retries for the idempotent producer/;
+
 export function createKafka(options: KafkaOptions): Kafka {
   const log = options.logger.child({ component: 'kafkajs' });
   return new Kafka({
@@ -22,7 +29,7 @@ export function createKafka(options: KafkaOptions): Kafka {
     logLevel: logLevel.WARN,
     logCreator: () => ({ namespace, level, log: entry }: LogEntry) => {
       const { message, ...extra } = entry;
-      log[levels[level] ?? 'info']({ namespace, ...extra }, message);
+      log[DELIBERATE.test(message) ? 'debug' : (levels[level] ?? 'info')]({ namespace, ...extra }, message);
     },
   });
 }

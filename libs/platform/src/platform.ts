@@ -2,7 +2,7 @@ import type { Kafka, Admin, Producer } from 'kafkajs';
 import type { Settings } from '@meridian/config';
 import { createKafka, createProducer, ensureTopics, pingKafka, topicsFor, topicSpecs, type Topics } from '@meridian/kafka';
 import { createClickHouse, ensureDatabase, migrate, pingClickHouse, type ClickHouseClient, type ClickHouseOptions } from '@meridian/clickhouse';
-import { createStorage, ensureBucket, pingStorage, type Storage } from '@meridian/storage';
+import { createStorage, ensureBucket, expireStaging, pingStorage, type Storage } from '@meridian/storage';
 import type { Logger } from '@meridian/observability';
 
 /**
@@ -86,6 +86,8 @@ export function createPlatform(settings: Settings, logger: Logger, component: st
       const applied = await migrate(clickhouse);
       if (applied.length > 0) logger.info({ migrations: applied }, 'clickhouse migrations applied');
       await ensureBucket(storage, settings.S3_REGION);
+      // A store that refuses lifecycle rules (a least-privilege key) still works: staged leftovers then stay.
+      await expireStaging(storage, settings.MERIDIAN_STAGING_EXPIRY_DAYS).catch((err: unknown) => logger.warn({ err }, 'staging expiry rule not set'));
     },
     async close() {
       await Promise.allSettled([producer.disconnect(), admin.disconnect(), clickhouse.close()]);

@@ -36,6 +36,24 @@ export async function ensureBucket(storage: Storage, region: string): Promise<vo
   }
 }
 
+/**
+ * Staged bytes (claim checks of uploads, files before promotion) expire after `days`: the
+ * worker removes them once their task ends, so what stays is a command refused with 503 that
+ * never reached the log, or one stranded by a crash. 0 keeps them. Idempotent.
+ */
+export async function expireStaging(storage: Storage, days: number): Promise<void> {
+  if (days === 0) {
+    await storage.client.setBucketLifecycle(storage.bucket, null);
+    return;
+  }
+  await storage.client.setBucketLifecycle(storage.bucket, {
+    Rule: [{ ID: 'meridian-staging-expiry', Status: 'Enabled', Filter: { Prefix: STAGING_PREFIX }, Expiration: { Days: days }, AbortIncompleteMultipartUpload: { DaysAfterInitiation: days } }],
+  });
+}
+
+/** Where the api stages uploads and files (staging/uploads/…, staging/files/…). */
+export const STAGING_PREFIX = 'staging/';
+
 /** Readiness probe: the bucket answers. */
 export async function pingStorage(storage: Storage): Promise<void> {
   await storage.client.bucketExists(storage.bucket);

@@ -1,2 +1,2 @@
-export { createStorage, ensureBucket, pingStorage, type Storage, type StorageOptions } from './client.ts';
+export { createStorage, ensureBucket, expireStaging, pingStorage, STAGING_PREFIX, type Storage, type StorageOptions } from './client.ts';
 export { BlobWriter, PART_BYTES } from './blob-writer.ts';
