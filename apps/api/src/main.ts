@@ -52,7 +52,8 @@ async function untilDone(what: string, attempt: () => Promise<void>, logger: Log
       return await attempt();
     } catch (error) {
       const delay = Math.min(250 * 2 ** n, 5000);
-      logger.warn({ err: error, attempt: n + 1, retry_in_ms: delay }, `${what} failed; retrying`);
+      // A passing outage is a warning; one that lasts (a wrong endpoint or credentials) an error.
+      logger[n < 10 ? 'warn' : 'error']({ err: error, attempt: n + 1, retry_in_ms: delay }, `${what} failed; retrying`);
       await new Promise((r) => setTimeout(r, delay));
     }
   }

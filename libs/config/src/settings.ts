@@ -94,7 +94,7 @@ export const settingDefinitions = {
   MERIDIAN_UPLOAD_ATTEMPTS: {
     schema: z.coerce.number().int().min(1).max(100),
     default: '5',
-    doc: 'Attempts at an upload whose staged bytes cannot be read (storage or network trouble), with backoff, before its task fails.',
+    doc: 'Attempts at an upload that stops on an error other than Kafka\'s or its own rows (storage or network trouble, say), with backoff, before its task fails.',
   },
   MERIDIAN_POINT_BATCH_SIZE: {
     schema: z.coerce.number().int().min(100).max(500_000),

@@ -1,6 +1,8 @@
 import type { Producer } from 'kafkajs';
 import type { EventLike, EventCodec } from '@meridian/events';
+import { DomainError } from '@meridian/domain';
 import { appendEvents, TopicFollower, type Position } from '@meridian/kafka';
+import { withTimeout } from '@meridian/observability';
 import type { Platform } from './platform.ts';
 
 export type FoldOptions<E extends EventLike, S> = {
@@ -68,10 +70,18 @@ export class FoldedTopic<E extends EventLike, S> {
    * Processes that race each other are ordered by the log, and the fold keeps the first write.
    */
   execute(key: string, decide: (state: S) => E[], producer: Producer): Promise<E[]> {
+    const ackTimeoutMs = this.platform.settings.MERIDIAN_KAFKA_ACK_TIMEOUT_MS;
     const run = async () => {
       await this.syncToEnd();
       const events = decide(this.state);
-      await this.waitFor(await appendEvents(producer, this.options.codec, this.options.topic, key, events));
+      let position: Position | null;
+      try {
+        // Bounded like an upload's append, so one stuck send cannot hold every command behind it.
+        position = await withTimeout(appendEvents(producer, this.options.codec, this.options.topic, key, events), ackTimeoutMs, 'kafka');
+      } catch (cause) {
+        throw new DomainError('unavailable', 'the event log did not acknowledge the change in time; retry later', [], { cause });
+      }
+      await this.waitFor(position);
       return events;
     };
     const result = this.commands.then(run, run);

@@ -17,7 +17,9 @@ export type FileSubmitDeps = {
 /**
  * Writes the file-definition command to the log, keyed by task id, and returns only once
  * Kafka acknowledged it from all in-sync replicas and this process folded it (so the task
- * is readable at once). Kafka unreachable → 503: the caller removes the staged bytes.
+ * is readable at once). Kafka unreachable → 503: the caller removes the staged bytes (a file
+ * has no Idempotency-Key: a command that lands late fails its task for want of them, rather
+ * than define a file the client was told was refused).
  */
 export async function submitFileDefinition(deps: FileSubmitDeps, command: FileDefinitionRequested): Promise<void> {
   let position: Position | null;
@@ -27,5 +29,7 @@ export async function submitFileDefinition(deps: FileSubmitDeps, command: FileDe
   } catch (cause) {
     throw new DomainError('unavailable', 'the event log is not reachable; the file was not accepted, retry later', [], { cause });
   }
-  await deps.applied(position);
+  // The command is in the log now: a fold that lags behind does not undo that (nor may the
+  // caller remove the staged bytes); the task may read as 404 for a moment.
+  await deps.applied(position).catch(() => undefined);
 }

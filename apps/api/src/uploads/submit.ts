@@ -54,7 +54,9 @@ export async function submitUpload(deps: SubmitDeps, task_id: string, command: U
   } catch (cause) {
     throw new DomainError('unavailable', 'the event log is not reachable; the upload was not accepted, retry later with the same Idempotency-Key', [], { cause });
   }
-  await deps.applied(position);
+  // The command is in the log now: a fold that lags behind does not undo that (nor may the
+  // caller remove the staged bytes); the task may read as 404 for a moment.
+  await deps.applied(position).catch(() => undefined);
   // The fold keeps the first command of a task id: ours, or a concurrent one under the same key.
   const kept = deps.tasks().get(task_id);
   if (kept) assertSameUpload(kept, command);

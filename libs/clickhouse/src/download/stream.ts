@@ -108,11 +108,11 @@ async function pipeParts(first: IncomingMessage, parts: ReadonlyArray<() => Star
     }
     let firstBytes = true;
     for await (const chunk of current as AsyncIterable<Buffer>) {
+      if (out.destroyed) return; // the client went away: the caller's abort cancels the queries
       if (json && firstBytes && i > 0 && objects && chunk[0] === 0x7b) out.write(',');
       firstBytes = false;
       if (json && !objects && chunk.includes(0x7b)) objects = true;
       if (!out.write(chunk)) await drainedOrClosed(out);
-      if (out.destroyed) return; // the client went away: the caller's abort cancels the queries
     }
     if (next) current = await next;
   }
@@ -122,6 +122,7 @@ async function pipeParts(first: IncomingMessage, parts: ReadonlyArray<() => Star
 /** Resolves when `out` takes more bytes, or is gone; leaves no listener behind. */
 function drainedOrClosed(out: PassThrough): Promise<void> {
   return new Promise((resolve) => {
+    if (out.destroyed) return resolve();
     const done = () => {
       out.off('drain', done);
       out.off('close', done);

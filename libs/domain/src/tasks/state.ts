@@ -100,7 +100,8 @@ export function applyTaskEvent(state: TasksState, event: TaskEvent): TasksState 
     case 'TaskFailed':
       task.status = 'failed';
       task.reason = event.reason;
-      task.errors = event.errors;
+      // A failure found after parsing carries no row errors: keep the ones parsing reported.
+      if (event.errors.length > 0 || task.result === null) task.errors = event.errors;
       // A failure found after parsing (a batch the projector could not store) carries no count: keep the parsed one.
       if (task.rows_total === null || event.rows_total > 0) task.rows_total = event.rows_total;
       task.rows_done = task.rows_total;

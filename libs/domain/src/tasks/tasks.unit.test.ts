@@ -56,6 +56,13 @@ describe('the task fold', () => {
     expect(statusAfter([requested, started, parsed([]), failed, projected(1)])).toBe('succeeded');
   });
 
+  it('a failure found after parsing (a batch the projector could not store) keeps the parsed counts and row errors', () => {
+    const late: TaskEvent = { type: 'TaskFailed', task_id: 't1', reason: 'a point batch could not be stored', rows_total: 0, rows_rejected: 0, errors: [], at: 1350 };
+    const task = foldTasks([requested, started, parsed([0, 2]), projected(0), late, projected(2, 1400)]).get('t1')!;
+    expect(task).toMatchObject({ status: 'failed', reason: 'a point batch could not be stored', rows_total: 10, rows_done: 10 });
+    expect(task.errors).toEqual([{ row: 3, column: 'value', reason: 'not a number' }]);
+  });
+
   it('is idempotent: redelivered events change nothing', () => {
     const once = [requested, started, progress(5, 1150), parsed([1]), projected(1)];
     const twice = [requested, requested, started, started, progress(5, 1150), progress(3, 1160), parsed([1]), projected(1), projected(1)];
