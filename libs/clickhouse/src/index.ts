@@ -5,6 +5,7 @@ export {
   decodeCursor,
   encodeCursor,
   planDownload,
+  rowsInWindow,
   streamDownload,
   type ConnOptions,
   type DownloadCursor,

@@ -7,7 +7,9 @@ import {
   encodeCursor,
   listCatalog,
   planDownload,
+  rowsInWindow,
   streamDownload,
+  type CatalogEntry,
   type ConnOptions,
   type DownloadRequest,
 } from '@meridian/clickhouse';
@@ -42,19 +44,20 @@ const jsonExample = [{ metric_name: 'cpu:load', timestamp: '2024-01-02T03:04:05+
 
 /**
  * The metrics the download reads: the pattern applied to the catalog and the caller's
- * entitlements; with each one's point count, which sizes the parts of the download.
+ * entitlements; with their catalog entries, which size the parts of the download.
  */
-async function resolve(deps: DownloadDeps, params: DownloadParams, user: UserRecord): Promise<{ names: string[]; points: Map<string, number> }> {
+async function resolve(deps: DownloadDeps, params: DownloadParams, user: UserRecord): Promise<{ names: string[]; entries: Map<string, CatalogEntry> }> {
   const exact = params.pattern === 'single' ? [params.metrics] : params.pattern === 'list' ? params.metrics.split(',') : null;
   const catalog = exact ? await catalogEntries(deps.conn, exact) : await listCatalog(deps.conn);
   const names = resolveMetricNames(params.pattern, params.metrics, catalog.map((c) => c.metric_name), (name) => canRead(user, name));
-  return { names, points: new Map(catalog.map((c) => [c.metric_name, c.points])) };
+  return { names, entries: new Map(catalog.map((c) => [c.metric_name, c])) };
 }
 
 /**
  * An uncompressed download is read in parts of whole metrics (one query each): the first of
- * about 50k rows, so the first byte comes after sorting those rather than the whole page
- * (18.16 sorts all it reads); later parts grow fourfold up to 5M rows.
+ * about 50k rows (estimated from the catalog within the time window), so the first byte
+ * comes after sorting those rather than the whole page (18.16 sorts all it reads); later
+ * parts grow fourfold up to 5M rows.
  */
 const PART_SIZES = { firstRows: 50_000, maxRows: 5_000_000 };
 
@@ -104,7 +107,7 @@ export function downloadRoute(deps: DownloadDeps): RouteDef {
       const params = parseDownloadParams(ctx.query, deps.maxRowsCeiling);
       const after = params.cursor === null ? null : decodeCursor(params.cursor);
       if (params.cursor !== null && after === null) throw validationError('cursor is not one this service issued', [{ field: 'cursor', reason: 'malformed' }]);
-      const { names, points } = await resolve(deps, params, user);
+      const { names, entries } = await resolve(deps, params, user);
 
       ctx.set('Content-Disposition', `attachment; filename="${fileName(params)}"`);
       ctx.type = params.format === 'csv' ? 'text/csv; charset=utf-8' : 'application/json; charset=utf-8';
@@ -132,6 +135,7 @@ export function downloadRoute(deps: DownloadDeps): RouteDef {
         queryId: randomUUID(),
       };
       ctx.state.log.info({ clickhouse_query_id: request.queryId }, 'download query');
+      const rowsInWindowOf = (entry: CatalogEntry | undefined) => (entry ? rowsInWindow(entry, params.fromMs, params.toMs) : 0);
       let plan;
       let stream;
       try {
@@ -139,7 +143,7 @@ export function downloadRoute(deps: DownloadDeps): RouteDef {
         // measured: on 2 cores the two queries share the cores, and the first byte of 10M rows
         // came later, 450 ms against 310 ms.)
         plan = await planDownload(deps.conn, request, { signal: abort.signal });
-        stream = await streamDownload(deps.conn, request, { plan, signal: abort.signal, chunks: { rowsOf: (name) => points.get(name) ?? 0, sizes: PART_SIZES } });
+        stream = await streamDownload(deps.conn, request, { plan, signal: abort.signal, chunks: { rowsOf: (name) => rowsInWindowOf(entries.get(name)), sizes: PART_SIZES } });
       } catch (cause) {
         if (abort.signal.aborted) return; // nobody is listening any more
         throw new DomainError('unavailable', 'the metric store did not answer; retry later', [], { cause });

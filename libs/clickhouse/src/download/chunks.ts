@@ -41,3 +41,16 @@ export function chunkNames(names: readonly string[], rowsOf: (name: string) => n
   if (group.length > 0) groups.push(group);
   return groups;
 }
+
+/**
+ * A metric's rows inside [fromMs, toMs], estimated from its catalog entry as if its points
+ * were spread evenly between its first and last timestamp: parts of a narrow window are
+ * then sized by what the window holds, not by the whole metric.
+ */
+export function rowsInWindow(entry: { readonly points: number; readonly first_ts: number; readonly last_ts: number }, fromMs: number, toMs: number): number {
+  const from = Math.max(fromMs, entry.first_ts);
+  const to = Math.min(toMs, entry.last_ts);
+  if (to < from) return 0;
+  const span = entry.last_ts - entry.first_ts;
+  return span <= 0 ? entry.points : Math.ceil((entry.points * (to - from + 1)) / (span + 1));
+}

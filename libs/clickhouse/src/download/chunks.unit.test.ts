@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { byteOrder, chunkNames } from './chunks.ts';
+import { byteOrder, chunkNames, rowsInWindow } from './chunks.ts';
 
 describe('download chunks', () => {
   it('orders names as ClickHouse compares Strings: bytes of UTF-8, not UTF-16 units', () => {
@@ -22,5 +22,15 @@ describe('download chunks', () => {
   it('gives one group when everything fits the first', () => {
     expect(chunkNames(['x', 'y'], () => 1, { firstRows: 100, maxRows: 1000 })).toEqual([['x', 'y']]);
     expect(chunkNames([], () => 1, { firstRows: 100, maxRows: 1000 })).toEqual([]);
+  });
+
+  it('estimates a metric\'s rows in a time window as if spread evenly', () => {
+    const entry = { points: 1000, first_ts: 0, last_ts: 999 };
+    expect(rowsInWindow(entry, 0, 999)).toBe(1000);
+    expect(rowsInWindow(entry, -5, 5000)).toBe(1000);
+    expect(rowsInWindow(entry, 0, 99)).toBe(100);
+    expect(rowsInWindow(entry, 1000, 2000)).toBe(0);
+    expect(rowsInWindow({ points: 7, first_ts: 50, last_ts: 50 }, 0, 100)).toBe(7);
+    expect(rowsInWindow({ points: 7, first_ts: 50, last_ts: 50 }, 51, 100)).toBe(0);
   });
 });

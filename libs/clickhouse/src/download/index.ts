@@ -3,4 +3,5 @@ export { decodeCursor, encodeCursor } from './cursor.ts';
 export { planDownload, type PlanOptions } from './plan.ts';
 export { streamDownload, type DownloadStream, type StreamOptions } from './stream.ts';
 export { cancelDownload } from './cancel.ts';
+export { rowsInWindow } from './chunks.ts';
 export type { ConnOptions } from './http.ts';
