@@ -151,6 +151,22 @@ describe('metrics download against a real ClickHouse', () => {
     return { body: await readAll(stream.body), next: plan.next };
   }
 
+  /** Every page of a download (at most 10), following `next` through the encoded cursor, as a client would. */
+  async function allPages(open: (change: Partial<DownloadRequest>) => Promise<{ body: Buffer; next: DownloadCursor | null }>, change: Partial<DownloadRequest>): Promise<{ lines: string[]; sizes: number[] }> {
+    const lines: string[] = [];
+    const sizes: number[] = [];
+    let after: DownloadCursor | null = null;
+    for (let i = 0; i < 10; i++) {
+      const p = await open({ ...change, after });
+      const pageLines = dataLines(p.body);
+      sizes.push(pageLines.length);
+      lines.push(...pageLines);
+      if (p.next === null) break;
+      after = decodeCursor(encodeCursor(p.next));
+    }
+    return { lines, sizes };
+  }
+
   async function insertRowBinary(points: readonly Point[]): Promise<void> {
     const res = await fetch(`${conn.url}/?${new URLSearchParams({ database: conn.database, query: 'INSERT INTO points FORMAT RowBinary' })}`, {
       method: 'POST',
@@ -233,33 +249,15 @@ describe('metrics download against a real ClickHouse', () => {
     const full = await page({ metricNames: PAGED });
     const all = dataLines(full.body);
     expect(all).toHaveLength(25);
-    const seen: string[] = [];
-    const sizes: number[] = [];
-    let after: DownloadCursor | null = null;
-    for (let i = 0; i < 10; i++) {
-      const p = await page({ metricNames: PAGED, maxRows: 10, after });
-      const lines = dataLines(p.body);
-      sizes.push(lines.length);
-      seen.push(...lines);
-      if (p.next === null) break;
-      after = decodeCursor(encodeCursor(p.next)); // as a client would send it back
-    }
+    const { lines, sizes } = await allPages(page, { metricNames: PAGED, maxRows: 10 });
     expect(sizes).toEqual([10, 10, 5]);
-    expect(seen).toEqual(all);
+    expect(lines).toEqual(all);
   });
 
   it('pages with latestOnly through each (metric_name, ts) once', async () => {
     const all = dataLines((await page({ metricNames: PAGED, latestOnly: true })).body);
     expect(all).toHaveLength(13); // ceil(9/2) + 4 + 4
-    const seen: string[] = [];
-    let after: DownloadCursor | null = null;
-    for (let i = 0; i < 10; i++) {
-      const p = await page({ metricNames: PAGED, latestOnly: true, maxRows: 4, after });
-      seen.push(...dataLines(p.body));
-      if (p.next === null) break;
-      after = p.next;
-    }
-    expect(seen).toEqual(all);
+    expect((await allPages(page, { metricNames: PAGED, latestOnly: true, maxRows: 4 })).lines).toEqual(all);
   });
 
   it('without a plan, streams the first maxRows rows after the cursor', async () => {
@@ -333,15 +331,7 @@ describe('metrics download against a real ClickHouse', () => {
 
   it('split into parts, pages of 10 through 25 rows give every row once, in order', async () => {
     const all = dataLines((await page({ metricNames: PAGED })).body);
-    const seen: string[] = [];
-    let after: DownloadCursor | null = null;
-    for (let i = 0; i < 10; i++) {
-      const p = await pageInParts({ metricNames: PAGED, maxRows: 10, after });
-      seen.push(...dataLines(p.body));
-      if (p.next === null) break;
-      after = p.next;
-    }
-    expect(seen).toEqual(all);
+    expect((await allPages(pageInParts, { metricNames: PAGED, maxRows: 10 })).lines).toEqual(all);
   });
 
   it('split into parts, cancel() stops every part\'s query, the running and the next', async () => {
