@@ -1,5 +1,5 @@
 import type { Producer } from 'kafkajs';
-import type { UploadSegmentProjected } from '@meridian/domain';
+import type { TaskEvent, UploadSegmentProjected } from '@meridian/domain';
 import type { EventCodec } from '@meridian/events';
 import { appendEvents } from '@meridian/kafka';
 import type { Seal } from './state.ts';
@@ -11,7 +11,7 @@ import type { Seal } from './state.ts';
  */
 export async function announceProjected(
   producer: Producer,
-  codec: EventCodec<UploadSegmentProjected>,
+  codec: EventCodec<TaskEvent>,
   tasksTopic: string,
   seals: readonly Seal[],
   now: () => number = Date.now,

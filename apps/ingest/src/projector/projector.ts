@@ -1,5 +1,5 @@
 import type { EachBatchPayload, KafkaMessage } from 'kafkajs';
-import type { PointsFact, TaskEvent, UploadSegmentProjected } from '@meridian/domain';
+import type { PointsFact, TaskEvent } from '@meridian/domain';
 import { createEventCodec, UndecodableEventError } from '@meridian/events';
 import { appendEvents } from '@meridian/kafka';
 import type { Platform } from '@meridian/platform';
@@ -42,8 +42,7 @@ export async function startProjector(platform: Platform): Promise<RunningProject
   const groupId = `${settings.MERIDIAN_TOPIC_PREFIX}ingest-projector`;
   const sink = createPointsSink(platform.clickhouse);
   const pointsCodec = createEventCodec<PointsFact>();
-  const taskCodec = createEventCodec<UploadSegmentProjected>();
-  const failureCodec = createEventCodec<TaskEvent>();
+  const taskCodec = createEventCodec<TaskEvent>();
   const producer = await platform.producer();
   const projection = new Projection(settings.MERIDIAN_PROJECTOR_BATCH_ROWS);
   const inserts = new InsertLog(logger);
@@ -154,7 +153,7 @@ export async function startProjector(platform: Platform): Promise<RunningProject
       errors: [],
       at: Date.now(),
     };
-    await persist('failing the task of a rejected point batch', ctx, async () => { await appendEvents(producer, failureCodec, topics.tasks, taskId, [failed]); });
+    await persist('failing the task of a rejected point batch', ctx, async () => { await appendEvents(producer, taskCodec, topics.tasks, taskId, [failed]); });
   }
 
   async function eachBatch(payload: EachBatchPayload): Promise<void> {
