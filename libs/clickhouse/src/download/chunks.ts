@@ -19,8 +19,8 @@ export function byteOrder(a: string, b: string): number {
 
 /**
  * Splits names into consecutive groups in ClickHouse's order. `rowsOf` estimates a metric's
- * rows (the catalog's count: whole metric, so an upper bound). A metric bigger than the
- * group's size makes a group on its own: a group never splits a metric.
+ * rows (rowsInWindow): it sizes the groups only, never decides which rows are read. A metric
+ * bigger than the group's size makes a group on its own: a group never splits a metric.
  */
 export function chunkNames(names: readonly string[], rowsOf: (name: string) => number, sizes: ChunkSizes): string[][] {
   const sorted = [...new Set(names)].sort(byteOrder);

@@ -4,7 +4,7 @@ import { cancelDownload, planQueryId } from './cancel.ts';
 import { byteOrder, chunkNames, type ChunkSizes } from './chunks.ts';
 import { filterSql } from './filter-sql.ts';
 import { startQuery, type ConnOptions, type StartedQuery } from './http.ts';
-import { streamSql } from './query-sql.ts';
+import { streamSql, type Frame } from './query-sql.ts';
 import type { DownloadPlan, DownloadRequest } from './types.ts';
 import { assertValidRequest } from './validate.ts';
 
@@ -53,7 +53,7 @@ export async function streamDownload(conn: ConnOptions, req: DownloadRequest, op
   signal?.addEventListener('abort', onAbort, { once: true });
   const done = () => signal?.removeEventListener('abort', onAbort);
 
-  const start = (names: readonly string[], part: number, frame: { head: boolean; tail: boolean }): StartedQuery => {
+  const start = (names: readonly string[], part: number, frame: Frame): StartedQuery => {
     const filter = filterSql({ ...req, metricNames: names, until: plan?.next ?? null });
     const sql = streamSql(req.format, req.latestOnly, filter.where, plan ? null : req.maxRows, frame);
     // Part 0 carries the download's own id; later parts extend it, so one KILL (by prefix) stops them all.
