@@ -22,7 +22,7 @@ import {
   type TasksState,
   type UserRecord,
 } from '@meridian/domain';
-import type { Storage } from '@meridian/storage';
+import { STAGING_PREFIX, type Storage } from '@meridian/storage';
 import { defineRoute, type RouteDef } from '../http/route.ts';
 import { writeProblem } from '../http/problem.ts';
 import { contentDisposition, ifRangeHolds, noneMatchHits, parseRange } from '../files/http-file.ts';
@@ -123,7 +123,7 @@ export function fileRoutes(deps: FileDeps): RouteDef[] {
   const defineFile = async (ctx: Context, { user }: { user: UserRecord }) => {
     const fileId = randomUUID();
     const taskId = randomUUID();
-    const stagedKey = `staging/files/${fileId}`;
+    const stagedKey = `${STAGING_PREFIX}files/${fileId}`;
     const ceiling = smallest(limits.upload(), limits.quota(quotaOf(user)));
     const declared = Number(ctx.get('Content-Length') || Number.NaN);
     if (Number.isFinite(declared) && declared > ceiling.bytes + FORM_OVERHEAD) {

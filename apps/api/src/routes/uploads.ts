@@ -2,7 +2,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import type { Context } from 'koa';
 import { z } from 'zod';
 import { canWrite, DomainError, metricNameProblem, validationError, type UserRecord } from '@meridian/domain';
-import type { Storage } from '@meridian/storage';
+import { STAGING_PREFIX, type Storage } from '@meridian/storage';
 import { defineRoute, type RouteDef } from '../http/route.ts';
 import type { ApiMetrics } from '../observability/metrics.ts';
 import { jsonUploadText } from '../uploads/json-upload.ts';
@@ -40,6 +40,14 @@ function assertWritable(user: UserRecord, metricName: string, field: string): vo
   const problem = metricNameProblem(metricName);
   if (problem) throw validationError(`invalid metric name: ${problem}`, [{ field, reason: problem }]);
   if (!canWrite(user, metricName)) throw new DomainError('forbidden', 'uploading needs rw access to this metric');
+}
+
+/**
+ * Where an upload's bytes wait for the worker, under the prefix the staging expiry rule covers;
+ * unique per request: a retry of the same task must not overwrite (or discard) the first one's bytes.
+ */
+function stagedUploadKey(taskId: string): string {
+  return `${STAGING_PREFIX}uploads/${taskId}/${randomUUID()}`;
 }
 
 function accepted(ctx: Context, taskId: string): void {
@@ -84,8 +92,7 @@ export function uploadRoutes(deps: UploadDeps): RouteDef[] {
         assertWritable(user, shape.data.metric_name, 'body.metric_name');
         const taskId = taskIdFor(user.user_name, idempotency ?? null);
         const inline = raw.length <= deps.limits.inlinePayloadBytes;
-        // Unique per request: a retry of the same task must not overwrite (or discard) the first one's bytes.
-        const stagedKey = `staging/uploads/${taskId}/${randomUUID()}`;
+        const stagedKey = stagedUploadKey(taskId);
         if (!inline) await deps.storage.client.putObject(deps.storage.bucket, stagedKey, raw, raw.length);
         const command: UploadCommand = {
           ...common(user, idempotency),
@@ -130,7 +137,7 @@ export function uploadRoutes(deps: UploadDeps): RouteDef[] {
         const idempotency = headers['idempotency-key'];
         if (query.metric_name !== undefined) assertWritable(user, query.metric_name, 'query.metric_name');
         const taskId = taskIdFor(user.user_name, idempotency ?? null);
-        const staged = await stageUpload(ctx.req, deps.storage, `staging/uploads/${taskId}/${randomUUID()}`, deps.limits.uploadBytes);
+        const staged = await stageUpload(ctx.req, deps.storage, stagedUploadKey(taskId), deps.limits.uploadBytes);
         if (staged.bytes === 0) {
           await discard(deps.storage, staged.objectKey);
           throw validationError('the file is empty', [{ field: 'file', reason: 'empty' }]);
