@@ -14,6 +14,7 @@ import { createEventCodec } from '@meridian/events';
 import type { Logger } from '@meridian/observability';
 import { FilesStore, type Platform } from '@meridian/platform';
 import type { Storage } from '@meridian/storage';
+import { removeStaged } from '../staging.ts';
 import { isNotFound, Mutex, promoteBlob } from './blobs.ts';
 
 export type CommandPosition = { readonly topic: string; readonly partition: number; readonly offset: number };
@@ -80,7 +81,7 @@ export async function startFileCommands(platform: Platform, consumerGroupId: str
       await commitOffset(tx, at);
     });
 
-  const removeStaged = (cmd: FileDefinitionRequested) => storage.client.removeObject(storage.bucket, cmd.staged_object).catch((err: unknown) => logger.warn({ err, key: cmd.staged_object }, 'staged object not removed'));
+  const removeStagedOf = (cmd: FileDefinitionRequested) => removeStaged(storage, cmd.staged_object, logger);
 
   /** One pass over the staged bytes: they must be what the api hashed, and fit the schema when asked. */
   async function inspect(cmd: FileDefinitionRequested): Promise<Verdict> {
@@ -132,7 +133,7 @@ export async function startFileCommands(platform: Platform, consumerGroupId: str
         const verdict = await inspect(cmd);
         if (!verdict.ok) {
           await failTask(producer, at, cmd, verdict.reason, verdict.errors);
-          await removeStaged(cmd);
+          await removeStagedOf(cmd);
           log.info({ reason: verdict.reason }, 'file definition rejected');
           return 'failed';
         }
@@ -146,14 +147,14 @@ export async function startFileCommands(platform: Platform, consumerGroupId: str
           });
           log.info({ size: cmd.size, blob: how }, 'file defined');
         });
-        await removeStaged(cmd);
+        await removeStagedOf(cmd);
         return 'succeeded';
       } catch (error) {
         if (isTransient(error)) throw error; // redelivered by the consumer
         log.error({ err: error }, 'file definition failed on a non-retriable error');
         await deadLetter(platform, at, cmd.task_id, taskCodec.encode(cmd), (error as Error).message);
         await failTask(producer, at, cmd, `the file could not be stored: ${(error as Error).message}`, []);
-        await removeStaged(cmd);
+        await removeStagedOf(cmd);
         collector.enqueue(sha256); // a promoted blob nothing references
         return 'failed';
       } finally {

@@ -6,6 +6,7 @@ import { AccountsStore, TasksStore, type Platform } from '@meridian/platform';
 import { failTask, runUploadJob, type UploadJobDeps } from './upload-job.ts';
 import { UploadTally } from './tally.ts';
 import { startFileCommands } from '../files/file-commands.ts';
+import { removeStaged } from '../staging.ts';
 
 export type RunningWorker = { stop(): Promise<void> };
 
@@ -101,9 +102,7 @@ export async function startCommandConsumer(platform: Platform): Promise<RunningW
       }
       finished.add(event.task_id);
       // The task has ended in the log (its points or its failure): the claim check is spent.
-      if (event.staged_object !== null) {
-        await platform.storage.client.removeObject(platform.storage.bucket, event.staged_object).catch((err: unknown) => logger.warn({ err, key: event.staged_object }, 'staged upload not removed'));
-      }
+      if (event.staged_object !== null) await removeStaged(platform.storage, event.staged_object, logger);
     },
   });
   return {
