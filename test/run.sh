@@ -49,6 +49,16 @@ summary=$(node -e '
     if (!fs.existsSync(f)) { console.log(`no test report ${f}: that tier did not run`); failed += 1; continue; }
     const r = JSON.parse(fs.readFileSync(f, "utf8"));
     passed += r.numPassedTests; failed += r.numFailedTests; skipped += r.numPendingTests + r.numTodoTests;
+    // CI shows only the tail of the log: name each failure here, next to the count.
+    for (const file of r.testResults) {
+      const failures = file.assertionResults.filter((t) => t.status === "failed");
+      // A file that failed outside any test (it did not load, a hook threw) counts as one failure.
+      if (failures.length === 0 && file.status === "failed") {
+        console.log(`FAILED ${file.name}: ${(file.message || "").split("\n")[0]}`);
+        failed += 1;
+      }
+      for (const t of failures) console.log(`FAILED ${file.name} > ${t.fullName}: ${(t.failureMessages[0] || "").split("\n")[0]}`);
+    }
   }
   if (skipped) console.log(`${skipped} skipped (not counted as passed)`);
   console.log(`${passed} passed, ${failed} failed`);
