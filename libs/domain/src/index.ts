@@ -1,4 +1,5 @@
 export * from './errors.ts';
+export * from './ids.ts';
 export * from './accounts/index.ts';
 export * from './tasks/index.ts';
 export * from './uploads/index.ts';

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Admin, Kafka } from 'kafkajs';
 import type { ClickHouseClient } from '@meridian/clickhouse';
-import type { PointsFact } from '@meridian/domain';
+import { isUuid, type PointsFact } from '@meridian/domain';
 import { createEventCodec, UndecodableEventError, type EventCodec } from '@meridian/events';
 import type { Logger } from '@meridian/observability';
 import { topicOffsets, type Offsets } from './bounds.ts';
@@ -227,8 +227,6 @@ export async function rebuildRange(input: RebuildInput): Promise<RebuildStats> {
   return { events, points, batches, seals, rejected, undecodable, inserts, unsealedBatches, ms: performance.now() - started, positions };
 }
 
-const TASK_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-
 /**
  * Deletes every row of these uploads, then waits for the mutation. Task ids are UUIDs the
  * api generated; anything else is refused, so only checked UUIDs reach the SQL text (a
@@ -236,7 +234,7 @@ const TASK_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
  */
 async function deleteUploads(client: ClickHouseClient, table: string, taskIds: readonly string[]): Promise<void> {
   if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(table)) throw new Error(`not a table name: ${table}`);
-  for (const id of taskIds) if (!TASK_ID.test(id)) throw new Error(`not a task id: ${JSON.stringify(id)}`);
+  for (const id of taskIds) if (!isUuid(id)) throw new Error(`not a task id: ${JSON.stringify(id)}`);
   const where = `task_id IN (${taskIds.map((id) => `'${id}'`).join(', ')})`;
   await client.command({ query: `ALTER TABLE ${table} DELETE WHERE ${where}` });
   for (;;) {

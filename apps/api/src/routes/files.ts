@@ -10,6 +10,7 @@ import {
   descriptionProblem,
   DomainError,
   fileQuotaOf,
+  isUuid,
   listFiles,
   quotaLeft,
   sanitizeFileName,
@@ -50,7 +51,6 @@ export type FileDeps = {
   readonly limits: { readonly uploadBytes: number; readonly defaultQuotaBytes: number };
 };
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 /** Room for the multipart framing and text fields when judging a body by its Content-Length. */
 const FORM_OVERHEAD = 1024 * 1024;
 
@@ -116,7 +116,7 @@ export function fileRoutes(deps: FileDeps): RouteDef[] {
 
   /** The file if the caller may see it; an id not folded here yet gets one read of the log to its end first. */
   const findFile = async (fileId: string, user: UserRecord) => {
-    if (!deps.files.state().files.has(fileId) && UUID.test(fileId)) await deps.files.syncToEnd();
+    if (!deps.files.state().files.has(fileId) && isUuid(fileId)) await deps.files.syncToEnd();
     return visibleFile(deps.files.state(), fileId, user);
   };
 

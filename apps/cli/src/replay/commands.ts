@@ -4,7 +4,7 @@ import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import type { Writable } from 'node:stream';
 import { parseArgs } from 'node:util';
-import { parseDateBound } from '@meridian/domain';
+import { isUuid, parseDateBound } from '@meridian/domain';
 import type { Platform } from '@meridian/platform';
 import {
   BoundError,
@@ -151,7 +151,7 @@ async function rebuild(platform: Platform, args: readonly string[], io: Io): Pro
   // The rebuild is a task of the tasks topic: RebuildRequested queues it (here, or by the
   // parent of a detached run, which passes --task-id), its progress and end follow.
   const taskIdGiven = values['task-id'];
-  if (taskIdGiven !== undefined && !/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(taskIdGiven)) throw new ReplayUsageError('--task-id must be a task id');
+  if (taskIdGiven !== undefined && !isUuid(taskIdGiven)) throw new ReplayUsageError('--task-id must be a task id');
   const taskId = taskIdGiven ?? await requestRebuildTask(platform, {
     user_name: 'cli', projection: 'points', from: values.from ?? null, to: values.to ?? null, database: values.database ?? null,
     swap: mode === 'if-verified' ? 'if_verified' : mode,

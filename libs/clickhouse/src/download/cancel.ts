@@ -1,5 +1,5 @@
 import { queryText, type ConnOptions } from './http.ts';
-import { isUuid } from './validate.ts';
+import { isUuid } from '@meridian/domain';
 
 /**
  * Stops every query of one download on the server: the stream's (query id = the request's

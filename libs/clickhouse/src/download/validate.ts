@@ -1,11 +1,7 @@
+import { isUuid } from '@meridian/domain';
 import { isCursor } from './cursor.ts';
 import type { DownloadRequest } from './types.ts';
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-export function isUuid(id: unknown): id is string {
-  return typeof id === 'string' && UUID.test(id);
-}
 
 /**
  * Checks everything that ends up in SQL text (numbers, the query id) or decides its shape.
