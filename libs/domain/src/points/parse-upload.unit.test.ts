@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseUpload, type ParseUploadOptions, type UploadItem, type UploadLayout } from './parse-upload.ts';
+import { parseUpload, parseUploadBatches, type ParseUploadOptions, type UploadItem, type UploadLayout } from './parse-upload.ts';
 import { formatTimestamp } from './timestamp.ts';
 
 const enc = new TextEncoder();
@@ -533,5 +533,19 @@ describe('parseUpload: error limit', () => {
 
   it.each([-1, 1.5, Number.NaN])('rejects maxErrors %d', async (maxErrors) => {
     await expect(collect('', { maxErrors })).rejects.toThrow(RangeError);
+  });
+});
+
+describe('parseUploadBatches', () => {
+  it('gives the items of each input chunk as one array, in the order parseUpload gives them', async () => {
+    const chunks = ['timestamp,value\n2024-01-01T00:00:00Z,1\n2024-01-01T00:00:01Z,', '2\n2024-01-01T00:00:02Z,x\n', '', '2024-01-01T00:00:03Z,4'];
+    const batches: UploadItem[][] = [];
+    for await (const items of parseUploadBatches(source(chunks.map((c) => enc.encode(c))), M)) batches.push(items);
+    expect(batches).toEqual([
+      [layout('csv-with-header'), point(2, 'cpu', T0, 1)],
+      [point(3, 'cpu', T0 + S, 2), error(4, 'value', `${VALUE_FORMAT}; got "x"`)],
+      [point(5, 'cpu', T0 + 3 * S, 4)], // the last line ends with the input, not with a newline
+    ]);
+    expect(batches.flat()).toEqual(await collect(chunks.map((c) => enc.encode(c)), M));
   });
 });
