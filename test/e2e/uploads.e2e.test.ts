@@ -12,6 +12,7 @@ let api: RunningApi;
 let ingest: Awaited<ReturnType<typeof startWorker>>;
 let writer: string; // rw on up.*
 let reader: string; // r on up.*
+let root: string; // admin
 
 const T0 = Date.UTC(2024, 0, 1);
 const iso = (i: number) => formatTimestamp(T0 + i * 1000);
@@ -43,7 +44,7 @@ async function uploadFile(metric: string | null, body: Buffer | string, query = 
 beforeAll(async () => {
   api = await startApi(settings);
   ingest = await startWorker(settings);
-  const root = await bootstrapAdmin(settings);
+  root = await bootstrapAdmin(settings);
   await api.api.accounts.syncToEnd();
   writer = await createUser(api.url, root, 'writer', [{ match: 'prefix', value: 'up.', access: 'rw' }]);
   reader = await createUser(api.url, root, 'reader', [{ match: 'prefix', value: 'up.', access: 'r' }]);
@@ -125,6 +126,15 @@ describe('metric uploads', () => {
     const task = await waitForTask(api.url, writer, (await uploadFile(null, body)).json.task_id);
     expect(task.status).toBe('failed');
     expect(task.errors).toEqual([{ row: 3, column: 'metric_name', reason: 'no rw access to this metric' }]);
+  });
+
+  it('a user created with rw just before its upload writes at once: the worker reads the accounts log when its own fold refuses', async () => {
+    const late = await createUser(api.url, root, 'late', [{ match: 'prefix', value: 'up.late.', access: 'rw' }]);
+    const body = `metric_name,timestamp,metric_numeric_value,updated_at\nup.late.a,${iso(1)},1,${iso(1)}\nup.late.b,${iso(2)},2,${iso(2)}\n`;
+    const task = await waitForTask(api.url, late, (await uploadFile(null, body, '', late)).json.task_id);
+    expect(task).toMatchObject({ status: 'succeeded', result: { points_accepted: 2, rows_rejected: 0 } });
+    expect(await rowsOf('up.late.a')).toBe(1);
+    expect(await rowsOf('up.late.b')).toBe(1);
   });
 
   it('refuses what it must with the right 4xx problem, never a 5xx', async () => {

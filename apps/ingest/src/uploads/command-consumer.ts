@@ -1,7 +1,7 @@
 import type { Producer } from 'kafkajs';
 import type { PointsFact, TaskEvent } from '@meridian/domain';
 import { createEventCodec, UndecodableEventError } from '@meridian/events';
-import { createProducer } from '@meridian/kafka';
+import { createProducer, TASKS_PARTITIONS } from '@meridian/kafka';
 import { AccountsStore, TasksStore, type Platform } from '@meridian/platform';
 import { failTask, runUploadJob, type UploadJobDeps } from './upload-job.ts';
 import { UploadTally } from './tally.ts';
@@ -47,6 +47,7 @@ export async function startCommandConsumer(platform: Platform): Promise<RunningW
     batchPoints: settings.MERIDIAN_POINT_BATCH_SIZE,
     maxBufferedPoints: settings.MERIDIAN_POINT_BATCH_SIZE * 8,
     user: (name) => accounts.state.users.get(name),
+    syncAccounts: () => accounts.syncToEnd(),
   };
 
   const consumer = kafka.consumer({ groupId, sessionTimeout: settings.KAFKA_SESSION_TIMEOUT_MS, maxWaitTimeInMs: 250 });
@@ -54,6 +55,10 @@ export async function startCommandConsumer(platform: Platform): Promise<RunningW
   await consumer.connect();
   await consumer.subscribe({ topic: topics.tasks, fromBeginning: true });
   await consumer.run({
+    // Every tasks partition at once: an upload spends much of its time waiting on Kafka round
+    // trips (transaction, offsets, commit), which other partitions' uploads fill. Each partition
+    // has its own transactional producer, and a task's commands all share its partition.
+    partitionsConsumedConcurrently: TASKS_PARTITIONS,
     eachMessage: async ({ topic, partition, message, heartbeat }) => {
       const at = { topic, partition, offset: Number(message.offset) };
       let event: TaskEvent;
@@ -79,8 +84,6 @@ export async function startCommandConsumer(platform: Platform): Promise<RunningW
         logger.info({ task_id: event.task_id, offset: at.offset }, 'command for a finished task skipped');
         return;
       }
-      // Entitlements granted just before the upload must count: read the accounts log to its end.
-      await accounts.syncToEnd();
       for (let attempt = 1; ; attempt++) {
         try {
           await runUploadJob(event, at, producer, { ...deps, heartbeat });

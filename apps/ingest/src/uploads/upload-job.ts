@@ -1,7 +1,6 @@
 import type { Producer, Transaction } from 'kafkajs';
 import {
-  canWrite,
-  parseUpload,
+  parseUploadBatches,
   type MetricsUploadRequested,
   type PointsFact,
   type TaskEvent,
@@ -11,7 +10,9 @@ import type { EventCodec } from '@meridian/events';
 import type { Topics } from '@meridian/kafka';
 import type { Logger } from '@meridian/observability';
 import type { Storage } from '@meridian/storage';
+import { PointBatchSender } from './batch-sender.ts';
 import { PointBatcher, type ColumnBatch } from './batcher.ts';
+import { WriteAccess } from './write-access.ts';
 import { gunzipIfNeeded, openUploadBytes } from './source.ts';
 import { MAX_REPORTED_ERRORS, UploadTally } from './tally.ts';
 
@@ -27,6 +28,8 @@ export type UploadJobDeps = {
   readonly batchPoints: number;
   readonly maxBufferedPoints: number;
   readonly user: (name: string) => UserRecord | undefined;
+  /** Reads the accounts log to its end, so `user` shows every event written before now. */
+  readonly syncAccounts: () => Promise<void>;
   /** Keeps the consumer's group membership alive during a long upload. */
   readonly heartbeat: () => Promise<void>;
 };
@@ -49,41 +52,39 @@ export async function runUploadJob(cmd: MetricsUploadRequested, at: CommandPosit
   await sendTaskEvents(deps.progressProducer, deps, [{ type: 'TaskStarted', task_id: cmd.task_id, at: now() }]);
 
   const tally = new UploadTally();
-  const user = deps.user(cmd.user_name);
-  const writable = new Map<string, boolean>();
-  const mayWrite = (metric: string) => {
-    let ok = writable.get(metric);
-    if (ok === undefined) writable.set(metric, (ok = user !== undefined && canWrite(user, metric)));
-    return ok;
-  };
+  const access = new WriteAccess(cmd.user_name, deps.user, deps.syncAccounts);
   const failFast = cmd.on_error === 'fail';
   const batcher = new PointBatcher(deps.batchPoints, deps.maxBufferedPoints);
-  const pointsPerPartition = new Map<number, number>();
   const tx = await producer.transaction();
+  const sender = new PointBatchSender(tx, deps.topics.points);
   let lastProgress = now();
 
   const write = async (batches: ColumnBatch[]) => {
     for (const b of batches) {
       const value = deps.pointsCodec.encode({ type: 'PointBatch', task_id: cmd.task_id, metric_name: b.metric_name, updated_at: cmd.at, timestamps: b.timestamps, values: b.values });
-      const [meta] = await tx.send({ topic: deps.topics.points, acks: -1, messages: [{ key: b.metric_name, value }] });
-      if (meta) pointsPerPartition.set(meta.partition, (pointsPerPartition.get(meta.partition) ?? 0) + b.timestamps.length);
+      await sender.send(b.metric_name, value, b.timestamps.length);
     }
   };
 
   try {
     const source = await openUploadBytes(cmd, deps.storage);
-    for await (const item of parseUpload(gunzipIfNeeded(source), { ...(cmd.metric_name !== null ? { metricName: cmd.metric_name } : {}), maxErrors: Number.MAX_SAFE_INTEGER })) {
-      if (item.kind === 'point') {
-        if (!mayWrite(item.metric_name)) {
-          tally.error(item.row, 'metric_name', 'no rw access to this metric');
-        } else {
-          tally.point();
-          // Once an all-or-nothing upload has an error, its points are only counted.
-          if (!(failFast && tally.errors.length > 0)) await write(batcher.add(item.metric_name, item.ts, item.value));
+    parsing: for await (const items of parseUploadBatches(gunzipIfNeeded(source), { ...(cmd.metric_name !== null ? { metricName: cmd.metric_name } : {}), maxErrors: Number.MAX_SAFE_INTEGER })) {
+      for (const item of items) {
+        if (item.kind === 'point') {
+          if (!(access.known(item.metric_name) ?? (await access.decide(item.metric_name)))) {
+            tally.error(item.row, 'metric_name', 'no rw access to this metric');
+          } else {
+            tally.point();
+            // Once an all-or-nothing upload has an error, its points are only counted.
+            if (!(failFast && tally.errors.length > 0)) {
+              const full = batcher.add(item.metric_name, item.ts, item.value);
+              if (full.length > 0) await write(full);
+            }
+          }
+        } else if (item.kind === 'error') {
+          tally.error(item.row, item.column, item.reason);
+          if (tally.hasFatal || (failFast && tally.errors.length >= MAX_REPORTED_ERRORS)) break parsing;
         }
-      } else if (item.kind === 'error') {
-        tally.error(item.row, item.column, item.reason);
-        if (tally.hasFatal || (failFast && tally.errors.length >= MAX_REPORTED_ERRORS)) break;
       }
       if (now() - lastProgress >= PROGRESS_EVERY_MS) {
         lastProgress = now();
@@ -93,6 +94,7 @@ export async function runUploadJob(cmd: MetricsUploadRequested, at: CommandPosit
     }
 
     if (tally.hasFatal || (failFast && tally.errors.length > 0)) {
+      await sender.flush();
       await tx.abort();
       await failTask(producer, deps, at, cmd, tally);
       log.info({ rows: tally.rowsTotal, rejected: tally.rejected }, 'upload rejected');
@@ -100,10 +102,12 @@ export async function runUploadJob(cmd: MetricsUploadRequested, at: CommandPosit
     }
 
     await write(batcher.drain());
+    await sender.flush();
+    const { pointsPerPartition } = sender;
     for (const [partition, points] of pointsPerPartition) {
       await tx.send({ topic: deps.topics.points, acks: -1, messages: [{ partition, key: cmd.task_id, value: deps.pointsCodec.encode({ type: 'UploadSealed', task_id: cmd.task_id, points }) }] });
     }
-    const metrics = [...writable.keys()].filter((m) => writable.get(m)).sort().slice(0, 1000);
+    const metrics = access.writtenMetrics().slice(0, 1000);
     await tx.send({
       topic: deps.topics.tasks,
       acks: -1,
@@ -124,6 +128,7 @@ export async function runUploadJob(cmd: MetricsUploadRequested, at: CommandPosit
     log.info({ points: tally.points, rejected: tally.rejected, partitions: pointsPerPartition.size }, 'upload written to the log');
     return 'succeeded';
   } catch (error) {
+    await sender.flush().catch(() => undefined); // the transaction is aborted after its last send ends
     if (tx.isActive()) await tx.abort().catch(() => undefined);
     throw error;
   }
