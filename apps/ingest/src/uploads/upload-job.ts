@@ -59,7 +59,7 @@ export async function runUploadJob(cmd: MetricsUploadRequested, at: CommandPosit
   const sender = new PointBatchSender(tx, deps.topics.points);
   let lastProgress = now();
 
-  const write = async (batches: ColumnBatch[]) => {
+  const write = async (batches: readonly ColumnBatch[]) => {
     for (const b of batches) {
       const value = deps.pointsCodec.encode({ type: 'PointBatch', task_id: cmd.task_id, metric_name: b.metric_name, updated_at: cmd.at, timestamps: b.timestamps, values: b.values });
       await sender.send(b.metric_name, value, b.timestamps.length);
