@@ -14,7 +14,7 @@ import { PointBatchSender } from './batch-sender.ts';
 import { PointBatcher, type ColumnBatch } from './batcher.ts';
 import { WriteAccess } from './write-access.ts';
 import { gunzipIfNeeded, openUploadBytes } from './source.ts';
-import { MAX_REPORTED_ERRORS, UploadTally } from './tally.ts';
+import { UploadTally } from './tally.ts';
 
 export type UploadJobDeps = {
   readonly topics: Topics;
@@ -83,7 +83,11 @@ export async function runUploadJob(cmd: MetricsUploadRequested, at: CommandPosit
           }
         } else if (item.kind === 'error') {
           tally.error(item.row, item.column, item.reason);
-          if (tally.hasFatal || (failFast && tally.errors.length >= MAX_REPORTED_ERRORS)) break parsing;
+          if (tally.hasFatal) break parsing;
+          if (failFast && tally.shouldStopReading) {
+            tally.stopReading();
+            break parsing;
+          }
         }
       }
       if (now() - lastProgress >= PROGRESS_EVERY_MS) {
@@ -153,7 +157,7 @@ export async function failTask(producer: Producer, deps: UploadJobDeps, at: Comm
     await sendTaskEvents(tx, deps, [{
       type: 'TaskFailed',
       task_id: cmd.task_id,
-      reason: reason ?? (tally.hasFatal ? 'the upload cannot be read' : `${tally.rejected} invalid rows: nothing was stored`),
+      reason: reason ?? tally.failureReason(),
       rows_total: tally.rowsTotal,
       rows_rejected: tally.rejected,
       errors: tally.report(),
