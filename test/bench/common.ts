@@ -5,6 +5,7 @@ import { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { loadSettings, type Settings } from '@meridian/config';
 import { formatTimestamp } from '@meridian/domain';
+import { API_NODE_FLAGS } from '../../apps/api/src/node-flags.ts';
 
 /** Shared pieces of the benchmarks: real api and ingest processes on a fresh scope of the local stack. */
 export const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
@@ -26,7 +27,8 @@ export type Proc = { child: ChildProcess; peakRssMb(): number; rssMb(): number; 
 /** Starts an app as its own process and samples its resident memory until it stops. */
 export function startProcess(script: string, settings: Settings, extraEnv: Record<string, string> = {}): Proc {
   const env = { ...process.env, ...Object.fromEntries(Object.entries(settings).map(([k, v]) => [k, String(v)])), ...extraEnv };
-  const child = spawn(process.execPath, [`${repoRoot}${script}`], { env, stdio: ['ignore', 'inherit', 'inherit'] });
+  const flags = script === 'apps/api/src/main.ts' ? API_NODE_FLAGS : [];
+  const child = spawn(process.execPath, [...flags, `${repoRoot}${script}`], { env, stdio: ['ignore', 'inherit', 'inherit'] });
   let peak = 0;
   let rss = 0;
   let windowPeak = 0;
