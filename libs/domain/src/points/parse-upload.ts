@@ -100,6 +100,18 @@ function parseWithUnderflows(text: string): { doc: unknown; underflows: Readonly
   return { doc, underflows };
 }
 
+/**
+ * A literal that is not zero yet parses to 0 lies below 5e-324: written out it needs a
+ * negative exponent after a digit, or at least 323 zeros after the point. Text with neither
+ * cannot hold one, and a zero in it is a real zero: no second parse is needed (a document of
+ * telemetry often has zeros, and the second parse costs several times the first).
+ */
+const MAY_UNDERFLOW = /\d[eE]-|\.0{300}/;
+
+function mayUnderflow(text: string): boolean {
+  return MAY_UNDERFLOW.test(text);
+}
+
 function hasZeroValue(items: unknown): boolean {
   return Array.isArray(items) && items.some((item) => isObject(item) && item['value'] === 0);
 }
@@ -356,7 +368,7 @@ class UploadParser {
       return;
     }
     let underflow = false;
-    if (isObject(item) && item['value'] === 0) {
+    if (isObject(item) && item['value'] === 0 && mayUnderflow(text)) {
       const reparsed = parseWithUnderflows(text);
       item = reparsed.doc;
       underflow = reparsed.underflows.has(item as object);
@@ -373,7 +385,7 @@ class UploadParser {
       return;
     }
     let underflows = NO_HOLDERS;
-    if (hasZeroValue(Array.isArray(doc) ? doc : isObject(doc) ? doc['values'] : undefined)) {
+    if (hasZeroValue(Array.isArray(doc) ? doc : isObject(doc) ? doc['values'] : undefined) && mayUnderflow(text)) {
       ({ doc, underflows } = parseWithUnderflows(text));
     }
 

@@ -252,6 +252,21 @@ describe('parseUpload: JSON layouts', () => {
     ]);
   });
 
+  it('finds an underflow however it is written, beside real zeros', async () => {
+    const ts = '"timestamp":"2024-01-01T00:00:00Z"';
+    const tiny = [`0.${'0'.repeat(400)}1`, '5E-400', `0.${'0'.repeat(200)}1e-200`, '-2.5e-330'];
+    const text = `[${[...tiny, '0', '0e-5', '1e-300'].map((v) => `{${ts},"value":${v}}`).join(',')}]`;
+    const underflow = 'is too small for a 64-bit float (it would be stored as 0)';
+    expect(await collect(text, M)).toEqual([
+      layout('json-array'),
+      ...tiny.map((_, i) => error(i + 1, 'value', underflow)),
+      point(5, 'cpu', T0, 0),
+      point(6, 'cpu', T0, 0),
+      point(7, 'cpu', T0, 1e-300),
+    ]);
+    expect(await collect(`{${ts},"value":1e-400}\n{${ts},"value":0}\n`, M)).toEqual([layout('ndjson'), error(1, 'value', underflow), point(2, 'cpu', T0, 0)]);
+  });
+
   it('json-array needs the upload metric name', async () => {
     expect(await collect('[]')).toEqual([
       layout('json-array'),
