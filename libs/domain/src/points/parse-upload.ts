@@ -528,8 +528,3 @@ export async function* parseUploadBatches(chunks: AsyncIterable<Uint8Array>, opt
   const items = parser.take();
   if (items.length > 0) yield items;
 }
-
-/** parseUploadBatches, one item at a time. */
-export async function* parseUpload(chunks: AsyncIterable<Uint8Array>, options: ParseUploadOptions = {}): AsyncGenerator<UploadItem> {
-  for await (const items of parseUploadBatches(chunks, options)) yield* items;
-}
