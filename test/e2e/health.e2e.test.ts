@@ -66,6 +66,14 @@ describe('health and readiness', () => {
     expect(api.child.exitCode).toBeNull();
   });
 
+  it('the ingest process waits out a dependency that is down at start, and keeps trying', async () => {
+    const ingest = startApp('ingest', isolatedSettings({ CLICKHOUSE_URL: 'http://127.0.0.1:1' }));
+    started.push(ingest);
+    await waitFor('a second attempt at preparing', () => ((ingest.output().match(/preparing topics, tables and bucket failed; retrying/g) ?? []).length >= 2 ? true : undefined), 30_000);
+    expect(ingest.child.exitCode).toBeNull();
+    expect(ingest.output()).not.toMatch(/failed to start/);
+  });
+
   it('the api refuses to start with an invalid setting and names it', async () => {
     const settings = isolatedSettings();
     const api = startApp('api', settings, { MERIDIAN_API_PORT: 'not-a-port' });

@@ -1,6 +1,6 @@
 import { loadSettings, ConfigError } from '@meridian/config';
-import { createLogger, silenceKnownWarnings, type Logger } from '@meridian/observability';
-import { createPlatform } from '@meridian/platform';
+import { createLogger, silenceKnownWarnings } from '@meridian/observability';
+import { createPlatform, untilDone } from '@meridian/platform';
 import { buildApi } from './server.ts';
 
 silenceKnownWarnings();
@@ -43,20 +43,6 @@ async function main(): Promise<void> {
   };
   process.once('SIGINT', () => void stop('SIGINT'));
   process.once('SIGTERM', () => void stop('SIGTERM'));
-}
-
-/** Runs `attempt` until it succeeds, backing off up to 5 s, logging each failure. */
-async function untilDone(what: string, attempt: () => Promise<void>, logger: Logger): Promise<void> {
-  for (let n = 0; ; n++) {
-    try {
-      return await attempt();
-    } catch (error) {
-      const delay = Math.min(250 * 2 ** n, 5000);
-      // A passing outage is a warning; one that lasts (a wrong endpoint or credentials) an error.
-      logger[n < 10 ? 'warn' : 'error']({ err: error, attempt: n + 1, retry_in_ms: delay }, `${what} failed; retrying`);
-      await new Promise((r) => setTimeout(r, delay));
-    }
-  }
 }
 
 main().catch((error: unknown) => {

@@ -1,6 +1,6 @@
 import { loadSettings, ConfigError } from '@meridian/config';
 import { createLogger, silenceKnownWarnings } from '@meridian/observability';
-import { createPlatform } from '@meridian/platform';
+import { createPlatform, untilDone } from '@meridian/platform';
 import { startIngest } from './worker.ts';
 
 silenceKnownWarnings();
@@ -19,7 +19,8 @@ async function main(): Promise<void> {
   }
   const logger = createLogger({ name: 'ingest', level: settings.LOG_LEVEL, pretty: settings.MERIDIAN_DEV_LOGS });
   const platform = createPlatform(settings, logger, 'ingest');
-  await platform.prepare();
+  // A dependency still starting, or the api creating the same topics at this moment, is waited out.
+  await untilDone('preparing topics, tables and bucket', () => platform.prepare(), logger);
   const worker = await startIngest(platform);
 
   const stop = async (signal: string) => {

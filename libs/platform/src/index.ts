@@ -3,3 +3,4 @@ export { FoldedTopic, type FoldOptions } from './folded-topic.ts';
 export { AccountsStore } from './accounts-store.ts';
 export { TasksStore } from './tasks-store.ts';
 export { FilesStore } from './files-store.ts';
+export { untilDone } from './until-done.ts';
