@@ -32,6 +32,13 @@ export function startProcess(script: string, settings: Settings, extraEnv: Recor
   let peak = 0;
   let rss = 0;
   let windowPeak = 0;
+  let stopping = false;
+  // An app that dies under the bench ends the bench at once, instead of leaving it waiting.
+  child.once('exit', (code, signal) => {
+    if (stopping) return;
+    console.error(`bench: ${script} exited (${signal ?? `code ${code}`}) while the bench needed it`);
+    process.exit(1);
+  });
   const timer = setInterval(() => {
     try {
       const status = readFileSync(`/proc/${child.pid}/status`, 'utf8');
@@ -50,6 +57,7 @@ export function startProcess(script: string, settings: Settings, extraEnv: Recor
     mark: () => { windowPeak = rss; },
     windowPeakMb: () => Math.round(windowPeak),
     stop: () => new Promise((resolve) => {
+      stopping = true;
       clearInterval(timer);
       if (child.exitCode !== null) return resolve();
       child.once('exit', () => resolve());
