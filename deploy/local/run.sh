@@ -22,7 +22,7 @@ shutdown() {
 trap shutdown INT TERM
 
 node apps/ingest/src/main.ts & pids+=($!)
-node --max-semi-space-size=2 apps/api/src/main.ts & pids+=($!) # API_NODE_FLAGS (apps/api/src/node-flags.ts)
+node --max-semi-space-size=1 apps/api/src/main.ts & pids+=($!) # API_NODE_FLAGS (apps/api/src/node-flags.ts)
 
 base="http://${MERIDIAN_API_HOST:-127.0.0.1}:${MERIDIAN_API_PORT:-8088}"
 for _ in $(seq 1 120); do curl -fsS "$base/readyz" >/dev/null 2>&1 && break; sleep 0.5; done
