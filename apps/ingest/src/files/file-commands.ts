@@ -14,10 +14,10 @@ import { createEventCodec } from '@meridian/events';
 import type { Logger } from '@meridian/observability';
 import { FilesStore, type Platform } from '@meridian/platform';
 import type { Storage } from '@meridian/storage';
+import { commitCommandOffset, type CommandPosition } from '../command-offset.ts';
+import { sendToDeadLetter } from '../dead-letter.ts';
 import { removeStaged } from '../staging.ts';
 import { isNotFound, Mutex, promoteBlob } from './blobs.ts';
-
-export type CommandPosition = { readonly topic: string; readonly partition: number; readonly offset: number };
 
 export type FileCommands = {
   /** Runs one file definition; throws only what redelivery may cure (Kafka, storage unreachable). */
@@ -61,8 +61,6 @@ export async function startFileCommands(platform: Platform, consumerGroupId: str
   const progress = await platform.producer();
 
   const taskMessage = (event: TaskEvent) => ({ key: event.task_id, value: taskCodec.encode(event), headers: { type: event.type } });
-  const commitOffset = (tx: Transaction, at: CommandPosition) =>
-    tx.sendOffsets({ consumerGroupId, topics: [{ topic: at.topic, partitions: [{ partition: at.partition, offset: String(at.offset + 1) }] }] });
 
   async function inTransaction(producer: Producer, work: (tx: Transaction) => Promise<void>): Promise<void> {
     const tx = await producer.transaction();
@@ -78,7 +76,7 @@ export async function startFileCommands(platform: Platform, consumerGroupId: str
   const failTask = (producer: Producer, at: CommandPosition, cmd: FileDefinitionRequested, reason: string, errors: RowError[]) =>
     inTransaction(producer, async (tx) => {
       await tx.send({ topic: topics.tasks, acks: -1, messages: [taskMessage({ type: 'TaskFailed', task_id: cmd.task_id, reason, rows_total: 0, rows_rejected: 0, errors, at: Date.now() })] });
-      await commitOffset(tx, at);
+      await commitCommandOffset(tx, consumerGroupId, at);
     });
 
   const removeStagedOf = (cmd: FileDefinitionRequested) => removeStaged(storage, cmd.staged_object, logger);
@@ -143,7 +141,7 @@ export async function startFileCommands(platform: Platform, consumerGroupId: str
           await inTransaction(producer, async (tx) => {
             await tx.send({ topic: topics.files, acks: -1, messages: [{ key: cmd.file_id, value: fileCodec.encode(defined), headers: { type: defined.type } }] });
             await tx.send({ topic: topics.tasks, acks: -1, messages: [taskMessage({ type: 'FileDefinitionSucceeded', task_id: cmd.task_id, file_id: cmd.file_id, size: cmd.size, sha256: cmd.sha256, at: Date.now() })] });
-            await commitOffset(tx, at);
+            await commitCommandOffset(tx, consumerGroupId, at);
           });
           log.info({ size: cmd.size, blob: how }, 'file defined');
         });
@@ -152,7 +150,7 @@ export async function startFileCommands(platform: Platform, consumerGroupId: str
       } catch (error) {
         if (isTransient(error)) throw error; // redelivered by the consumer
         log.error({ err: error }, 'file definition failed on a non-retriable error');
-        await deadLetter(platform, at, cmd.task_id, taskCodec.encode(cmd), (error as Error).message);
+        await sendToDeadLetter(await platform.producer(), platform.topics.deadLetter, { ...at, key: cmd.task_id, value: taskCodec.encode(cmd), reason: (error as Error).message });
         await failTask(producer, at, cmd, `the file could not be stored: ${(error as Error).message}`, []);
         await removeStagedOf(cmd);
         collector.enqueue(sha256); // a promoted blob nothing references
@@ -174,15 +172,6 @@ function isTransient(error: unknown): boolean {
   const e = error as { name?: string; code?: string } | null;
   if (typeof e?.name === 'string' && e.name.startsWith('KafkaJS')) return true;
   return ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EAI_AGAIN', 'EHOSTUNREACH', 'SlowDown', 'InternalError', 'ServiceUnavailable', 'XMinioServerNotInitialized'].includes(e?.code ?? '');
-}
-
-async function deadLetter(platform: Platform, at: CommandPosition, key: string, value: Buffer, reason: string): Promise<void> {
-  const producer = await platform.producer();
-  await producer.send({
-    topic: platform.topics.deadLetter,
-    acks: -1,
-    messages: [{ key, value, headers: { source_topic: at.topic, source_partition: String(at.partition), source_offset: String(at.offset), reason } }],
-  });
 }
 
 /**

@@ -4,7 +4,7 @@ import { createEventCodec, UndecodableEventError } from '@meridian/events';
 import { appendEvents } from '@meridian/kafka';
 import type { Platform } from '@meridian/platform';
 import { announceProjected } from './announce.ts';
-import { sendToDeadLetter } from './dead-letter.ts';
+import { sendToDeadLetter } from '../dead-letter.ts';
 import { Heart } from './heart.ts';
 import { InsertLog } from './insert-log.ts';
 import { createPointsSink } from './sink.ts';

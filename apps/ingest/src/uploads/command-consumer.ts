@@ -6,6 +6,8 @@ import { AccountsStore, TasksStore, type Platform } from '@meridian/platform';
 import { failTask, runUploadJob, type UploadJobDeps } from './upload-job.ts';
 import { UploadTally } from './tally.ts';
 import { startFileCommands } from '../files/file-commands.ts';
+import type { CommandPosition } from '../command-offset.ts';
+import { sendToDeadLetter } from '../dead-letter.ts';
 import { removeStaged } from '../staging.ts';
 
 export type RunningWorker = { stop(): Promise<void> };
@@ -148,11 +150,7 @@ function isKafkaRetriable(error: unknown): boolean {
   return e?.retriable === true && typeof e.name === 'string' && e.name.startsWith('KafkaJS');
 }
 
-async function deadLetter(platform: Platform, at: { topic: string; partition: number; offset: number }, value: Buffer | null, reason: string): Promise<void> {
-  const producer = await platform.producer();
-  await producer.send({
-    topic: platform.topics.deadLetter,
-    acks: -1,
-    messages: [{ value, headers: { source_topic: at.topic, source_partition: String(at.partition), source_offset: String(at.offset), reason } }],
-  });
+/** A command that cannot be run goes to the dead-letter topic as it came, without a key. */
+async function deadLetter(platform: Platform, at: CommandPosition, value: Buffer | null, reason: string): Promise<void> {
+  await sendToDeadLetter(await platform.producer(), platform.topics.deadLetter, { ...at, key: null, value, reason });
 }

@@ -10,6 +10,7 @@ import type { EventCodec } from '@meridian/events';
 import type { Topics } from '@meridian/kafka';
 import type { Logger } from '@meridian/observability';
 import type { Storage } from '@meridian/storage';
+import { commitCommandOffset, type CommandPosition } from '../command-offset.ts';
 import { PointBatchSender } from './batch-sender.ts';
 import { PointBatcher, type ColumnBatch } from './batcher.ts';
 import { WriteAccess } from './write-access.ts';
@@ -33,8 +34,6 @@ export type UploadJobDeps = {
   /** Keeps the consumer's group membership alive during a long upload. */
   readonly heartbeat: () => Promise<void>;
 };
-
-export type CommandPosition = { readonly topic: string; readonly partition: number; readonly offset: number };
 
 const PROGRESS_EVERY_MS = 1000;
 
@@ -127,7 +126,7 @@ export async function runUploadJob(cmd: MetricsUploadRequested, at: CommandPosit
         at: now(),
       })],
     });
-    await commitCommandOffset(tx, deps, at);
+    await commitCommandOffset(tx, deps.consumerGroupId, at);
     await tx.commit();
     log.info({ points: tally.points, rejected: tally.rejected, partitions: pointsPerPartition.size }, 'upload written to the log');
     return 'succeeded';
@@ -146,10 +145,6 @@ async function sendTaskEvents(producer: Producer | Transaction, deps: UploadJobD
   await producer.send({ topic: deps.topics.tasks, acks: -1, messages: events.map((e) => taskMessage(deps, e)) });
 }
 
-async function commitCommandOffset(tx: Transaction, deps: UploadJobDeps, at: CommandPosition): Promise<void> {
-  await tx.sendOffsets({ consumerGroupId: deps.consumerGroupId, topics: [{ topic: at.topic, partitions: [{ partition: at.partition, offset: String(at.offset + 1) }] }] });
-}
-
 /** Records the failure and moves past the command, atomically. */
 export async function failTask(producer: Producer, deps: UploadJobDeps, at: CommandPosition, cmd: { task_id: string }, tally: UploadTally, reason?: string): Promise<void> {
   const tx = await producer.transaction();
@@ -163,7 +158,7 @@ export async function failTask(producer: Producer, deps: UploadJobDeps, at: Comm
       errors: tally.report(),
       at: Date.now(),
     }]);
-    await commitCommandOffset(tx, deps, at);
+    await commitCommandOffset(tx, deps.consumerGroupId, at);
     await tx.commit();
   } catch (error) {
     if (tx.isActive()) await tx.abort().catch(() => undefined);

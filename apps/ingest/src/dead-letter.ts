@@ -5,15 +5,16 @@ export type Rejected = {
   readonly topic: string;
   readonly partition: number;
   readonly offset: number;
-  readonly key: Buffer | null;
+  readonly key: Buffer | string | null;
   readonly value: Buffer | null;
   readonly reason: string;
 };
 
 /**
  * Copies a message no handler can process to the dead-letter topic, bytes unchanged, with
- * headers naming its source (topic, partition, offset) and the reason (the same headers
- * as the command consumer's dead letters). Resolves once Kafka has acknowledged it.
+ * headers naming its source (topic, partition, offset) and the reason. The one way every
+ * part of the worker (commands, file definitions, projector) sets a message aside; resolves
+ * once Kafka has acknowledged it.
  */
 export async function sendToDeadLetter(producer: Producer, deadLetterTopic: string, rejected: Rejected): Promise<void> {
   await producer.send({
