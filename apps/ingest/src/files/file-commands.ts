@@ -14,7 +14,7 @@ import { createEventCodec } from '@meridian/events';
 import type { Logger } from '@meridian/observability';
 import { FilesStore, type Platform } from '@meridian/platform';
 import type { Storage } from '@meridian/storage';
-import { commitCommandOffset, type CommandPosition } from '../command-offset.ts';
+import { commitCommandOffset, inTransaction, type CommandPosition } from '../command-tx.ts';
 import { sendToDeadLetter } from '../dead-letter.ts';
 import { removeStaged } from '../staging.ts';
 import { isNotFound, Mutex, promoteBlob } from './blobs.ts';
@@ -61,17 +61,6 @@ export async function startFileCommands(platform: Platform, consumerGroupId: str
   const progress = await platform.producer();
 
   const taskMessage = (event: TaskEvent) => ({ key: event.task_id, value: taskCodec.encode(event), headers: { type: event.type } });
-
-  async function inTransaction(producer: Producer, work: (tx: Transaction) => Promise<void>): Promise<void> {
-    const tx = await producer.transaction();
-    try {
-      await work(tx);
-      await tx.commit();
-    } catch (error) {
-      if (tx.isActive()) await tx.abort().catch(() => undefined);
-      throw error;
-    }
-  }
 
   const failTask = (producer: Producer, at: CommandPosition, cmd: FileDefinitionRequested, reason: string, errors: RowError[]) =>
     inTransaction(producer, async (tx) => {

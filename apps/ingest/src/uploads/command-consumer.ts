@@ -6,7 +6,7 @@ import { AccountsStore, TasksStore, type Platform } from '@meridian/platform';
 import { failTask, runUploadJob, type UploadJobDeps } from './upload-job.ts';
 import { UploadTally } from './tally.ts';
 import { startFileCommands } from '../files/file-commands.ts';
-import type { CommandPosition } from '../command-offset.ts';
+import type { CommandPosition } from '../command-tx.ts';
 import { sendToDeadLetter } from '../dead-letter.ts';
 import { removeStaged } from '../staging.ts';
 

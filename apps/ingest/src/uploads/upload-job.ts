@@ -10,7 +10,7 @@ import type { EventCodec } from '@meridian/events';
 import type { Topics } from '@meridian/kafka';
 import type { Logger } from '@meridian/observability';
 import type { Storage } from '@meridian/storage';
-import { commitCommandOffset, type CommandPosition } from '../command-offset.ts';
+import { commitCommandOffset, inTransaction, type CommandPosition } from '../command-tx.ts';
 import { PointBatchSender } from './batch-sender.ts';
 import { PointBatcher, type ColumnBatch } from './batcher.ts';
 import { WriteAccess } from './write-access.ts';
@@ -147,8 +147,7 @@ async function sendTaskEvents(producer: Producer | Transaction, deps: UploadJobD
 
 /** Records the failure and moves past the command, atomically. */
 export async function failTask(producer: Producer, deps: UploadJobDeps, at: CommandPosition, cmd: { task_id: string }, tally: UploadTally, reason?: string): Promise<void> {
-  const tx = await producer.transaction();
-  try {
+  await inTransaction(producer, async (tx) => {
     await sendTaskEvents(tx, deps, [{
       type: 'TaskFailed',
       task_id: cmd.task_id,
@@ -159,9 +158,5 @@ export async function failTask(producer: Producer, deps: UploadJobDeps, at: Comm
       at: Date.now(),
     }]);
     await commitCommandOffset(tx, deps.consumerGroupId, at);
-    await tx.commit();
-  } catch (error) {
-    if (tx.isActive()) await tx.abort().catch(() => undefined);
-    throw error;
-  }
+  });
 }
