@@ -18,6 +18,9 @@ export const problemTypes = {
   unavailable: { status: 503, title: 'Dependency unavailable' },
   range_not_satisfiable: { status: 416, title: 'Range not satisfiable' },
   timeout: { status: 503, title: 'Request timed out' },
+  request_timeout: { status: 408, title: 'Request not received in time' },
+  uri_too_long: { status: 414, title: 'URI too long' },
+  header_too_large: { status: 431, title: 'Request header fields too large' },
 } as const satisfies Record<ErrorCode | string, { status: number; title: string }>;
 
 export type ProblemType = keyof typeof problemTypes;

@@ -1,0 +1,14 @@
+import { createHash } from 'node:crypto';
+import { parentPort, workerData } from 'node:worker_threads';
+import { checkJsonUpload } from './json-upload-check.ts';
+
+/**
+ * A worker thread of the JSON upload check pool: hashes and checks one body at a time, so
+ * that a 16 MiB body costs the api's event loop a copy, not a parse. Answers with the body's
+ * SHA-256 and the outcome of checkJsonUpload.
+ */
+const { maxValues } = workerData as { maxValues: number };
+parentPort!.on('message', (bytes: Uint8Array) => {
+  const sha256 = createHash('sha256').update(bytes).digest();
+  parentPort!.postMessage({ sha256, check: checkJsonUpload(bytes, maxValues) });
+});
