@@ -89,9 +89,8 @@ export function uploadRoutes(deps: UploadDeps): RouteDef[] {
       handler: async (ctx, { query, headers, user }) => {
         const idempotency = headers['idempotency-key'];
         assertMayUpload(user);
-        const raw = await jsonUploadText(await readBody(ctx.req, deps.limits.jsonBodyBytes), ctx.get('Content-Type'));
         // Parsed and hashed on a worker thread: a 16 MiB body must not hold every other request.
-        const { sha256, check } = await deps.jsonChecker.check(raw);
+        const { body: raw, sha256, check } = await deps.jsonChecker.check(await jsonUploadText(await readBody(ctx.req, deps.limits.jsonBodyBytes), ctx.get('Content-Type')));
         if (check.kind === 'invalid') throw validationError(check.message, check.errors);
         if (check.kind === 'too_many_values') {
           throw new DomainError('payload_too_large', `at most ${deps.limits.pointsPerJsonUpload} values per JSON upload; send larger sets as a file to /api/v1/metrics_file_upload`);

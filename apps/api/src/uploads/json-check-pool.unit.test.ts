@@ -8,8 +8,12 @@ describe('the JSON upload check pool', () => {
 
   it('parses and hashes a body on a worker thread', async () => {
     const body = Buffer.from('{"metric_name":"cpu","values":[{"timestamp":"2024-01-01T00:00:00Z","value":1},{"x":2}]}');
-    const { sha256, check } = await pool.check(body);
-    expect(sha256.equals(createHash('sha256').update(body).digest())).toBe(true);
+    const expected = createHash('sha256').update(body).digest();
+    const copy = Buffer.from(body);
+    const checked = await pool.check(body);
+    expect(checked.sha256.equals(expected)).toBe(true);
+    expect(checked.body.equals(copy)).toBe(true);
+    const { check } = checked;
     expect(check).toEqual({ kind: 'ok', metric_name: 'cpu', values: 2 });
   });
 
@@ -28,6 +32,15 @@ describe('the JSON upload check pool', () => {
     expect((await pool.check(eleven)).check).toEqual({ kind: 'too_many_values' });
     const ten = Buffer.from(`{"metric_name":"cpu","values":[${'{"timestamp":"2024-01-01T00:00:00Z","value":1},'.repeat(9)}{"timestamp":"2024-01-01T00:00:00Z","value":1}]}`);
     expect((await pool.check(ten)).check).toEqual({ kind: 'ok', metric_name: 'cpu', values: 10 });
+  });
+
+  it('hands a large body to the worker and back without copying it', async () => {
+    const large = Buffer.concat([Buffer.from('{"metric_name":"big","values":['), Buffer.alloc(1 << 20, 0x20), Buffer.from(']}')]);
+    const copy = Buffer.from(large);
+    const checked = await pool.check(large);
+    expect(large.byteLength).toBe(0); // transferred
+    expect(checked.body.equals(copy)).toBe(true);
+    expect(checked.check).toEqual({ kind: 'ok', metric_name: 'big', values: 0 });
   });
 
   it('checks bodies in order when more arrive than it has workers', async () => {
