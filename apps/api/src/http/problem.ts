@@ -74,6 +74,9 @@ export function problemMiddleware(logger: Logger) {
         writeProblem(ctx, type, type === 'not_found' ? `no route for ${ctx.method} ${ctx.path}` : `${ctx.method} is not allowed on ${ctx.path}`);
       }
     } catch (error) {
+      // Refused before its body was read (401, 403, 413...): close the connection after the
+      // answer rather than read and discard the rest of the body.
+      if (!ctx.req.complete) ctx.set('Connection', 'close');
       if (error instanceof DomainError) {
         writeProblem(ctx, error.code, error.message, error.errors);
         return;
