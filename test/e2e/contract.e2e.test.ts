@@ -200,11 +200,13 @@ describe('the contract', () => {
       logger,
       probes: [],
       readyTimeoutMs: 100,
+      smallJsonBodyBytes: 16384,
       accounts: { state: initialAccounts(), ready: true, execute: async () => [] },
       tasks: { state: () => initialTasks(), syncToEnd: async () => {} },
       uploads: {
         storage: {} as Storage,
         limits: { jsonBodyBytes: 1, uploadBytes: 1, pointsPerJsonUpload: 1, inlinePayloadBytes: 1 },
+        jsonChecker: { check: async () => { throw new Error('inert'); } },
         submit: { producer: async () => { throw new Error('inert'); }, codec: { encode: () => Buffer.alloc(0), decode: () => { throw new Error('inert'); } }, topic: 't', ackTimeoutMs: 1, tasks: () => initialTasks(), applied: async () => {} },
       },
       metrics,

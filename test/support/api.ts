@@ -1,4 +1,4 @@
-import { buildApi, type Api } from '@meridian/api';
+import { buildApi, httpServerOptions, type Api } from '@meridian/api';
 import type { Settings } from '@meridian/config';
 import { createLogger } from '@meridian/observability';
 import { createPlatform, type Platform } from '@meridian/platform';
@@ -14,7 +14,7 @@ export async function startApi(settings: Settings): Promise<RunningApi> {
   await platform.prepare();
   const api = await buildApi(platform);
   await api.start();
-  const served: Served = await serve(api.app);
+  const served: Served = await serve(api.app, httpServerOptions(settings));
   return {
     url: served.url,
     api,

@@ -10,6 +10,7 @@ import { requestContext } from './http/request-context.ts';
 import { mountRoutes, type RouteDef } from './http/route.ts';
 import { rateLimiter } from './http/rate-limit.ts';
 import { requestTimeout } from './http/timeout.ts';
+import { urlLengthLimit } from './http/url-length.ts';
 import type { ApiMetrics } from './observability/metrics.ts';
 import { docsRoutes } from './routes/docs.ts';
 import { metricsRoute } from './routes/metrics.ts';
@@ -40,6 +41,15 @@ export type ApiDeps = {
   readonly limits?: ApiLimits;
   /** The Prometheus registry and its recorders, served at /metrics. */
   readonly metrics?: ApiMetrics;
+  /** Largest JSON body of the routes that take one (MERIDIAN_MAX_SMALL_JSON_BODY_BYTES); uploads read their own. */
+  readonly smallJsonBodyBytes: number;
+  /** Longest request target (MERIDIAN_MAX_URL_BYTES); no check when left out. */
+  readonly maxUrlBytes?: number;
+  /**
+   * An admin listener serves /metrics and the detailed /readyz (admin-app.ts): then this app
+   * answers /metrics with 404. Without one, /metrics stays here.
+   */
+  readonly adminListener?: boolean;
 };
 
 export type ApiLimits = {
@@ -54,7 +64,7 @@ export const API_VERSION = '1.0.0';
 /** Every route the api serves, each described by its schemas (see http/route.ts). */
 export function apiRoutes(deps: ApiDeps): RouteDef[] {
   const routes: RouteDef[] = [
-    ...healthRoutes(deps.probes, deps.readyTimeoutMs),
+    ...healthRoutes(deps.probes, deps.readyTimeoutMs, deps.logger),
     ...uploadRoutes(deps.uploads),
     ...(deps.download ? [downloadRoute(deps.download)] : []),
     ...(deps.events ? [eventsRoute(deps.events)] : []),
@@ -62,7 +72,7 @@ export function apiRoutes(deps: ApiDeps): RouteDef[] {
     ...taskRoutes(deps.tasks),
     ...userRoutes(deps.accounts),
     ...apiKeyRoutes(deps.accounts),
-    metricsRoute(() => deps.metrics?.registry),
+    ...(deps.adminListener ? [] : [metricsRoute(() => deps.metrics?.registry)]),
     ...docsRoutes(),
   ];
   routes.push(openApiRoute(() => routes, API_VERSION));
@@ -72,7 +82,8 @@ export function apiRoutes(deps: ApiDeps): RouteDef[] {
 /** The router with every route mounted: authentication, validation, handler. */
 export function buildRouter(deps: ApiDeps): Router {
   const router = new Router();
-  const jsonBody = koaBody({ json: true, jsonStrict: true, jsonLimit: deps.uploads.limits.jsonBodyBytes, urlencoded: false, text: false, multipart: false });
+  // Only small JSON bodies go through here (accounts, file metadata): the uploads read their own bodies.
+  const jsonBody = koaBody({ json: true, jsonStrict: true, jsonLimit: deps.smallJsonBodyBytes, urlencoded: false, text: false, multipart: false });
   const authenticate = bearerAuthenticator(() => deps.accounts.state, () => deps.accounts.ready);
   const limits = deps.limits;
   mountRoutes(router, apiRoutes(deps), authenticate, jsonBody as unknown as RouterMiddleware, {
@@ -106,6 +117,7 @@ export function createApp(deps: ApiDeps): Koa {
   if (deps.metrics) app.use(deps.metrics.observeRequests);
   app.use(problemMiddleware(deps.logger));
   app.use(unknownMethods);
+  if (deps.maxUrlBytes !== undefined) app.use(urlLengthLimit(deps.maxUrlBytes));
   const router = buildRouter(deps);
   app.use(router.routes());
   app.use(router.allowedMethods());

@@ -1,3 +1,4 @@
 export { createApp, apiRoutes, API_VERSION, type ApiDeps } from './app.ts';
 export { buildOpenApi } from './openapi/document.ts';
 export { buildApi, type Api } from './server.ts';
+export { createHttpServer, httpServerOptions, type HttpServerOptions } from './http/http-server.ts';

@@ -1,6 +1,7 @@
 import { loadSettings, ConfigError } from '@meridian/config';
 import { createLogger, silenceKnownWarnings } from '@meridian/observability';
 import { createPlatform, untilDone } from '@meridian/platform';
+import { createHttpServer, httpServerOptions } from './http/http-server.ts';
 import { buildApi } from './server.ts';
 
 silenceKnownWarnings();
@@ -24,9 +25,14 @@ async function main(): Promise<void> {
   // Listen at once, even while a dependency is down: /healthz answers and /readyz names what is
   // missing. Topics, tables and bucket are prepared as soon as they can be; requests are served
   // once the logs are caught up.
-  const server = api.app.listen(settings.MERIDIAN_API_PORT, settings.MERIDIAN_API_HOST, () => {
+  const serverOptions = httpServerOptions(settings);
+  const server = createHttpServer(serverOptions, api.app, logger).listen(settings.MERIDIAN_API_PORT, settings.MERIDIAN_API_HOST, () => {
     logger.info({ url: `http://${settings.MERIDIAN_API_HOST}:${settings.MERIDIAN_API_PORT}` }, 'api listening');
   });
+  const adminPort = settings.MERIDIAN_ADMIN_PORT;
+  const adminServer = api.adminApp && adminPort !== '' ? createHttpServer(serverOptions, api.adminApp, logger).listen(adminPort, settings.MERIDIAN_ADMIN_HOST, () => {
+    logger.info({ url: `http://${settings.MERIDIAN_ADMIN_HOST}:${adminPort}` }, 'admin listener (/metrics, /readyz) listening');
+  }) : null;
   untilDone('preparing topics, tables and bucket', () => platform.prepare(), logger)
     .then(() => api.start())
     .catch((error: unknown) => {
@@ -37,6 +43,7 @@ async function main(): Promise<void> {
   const stop = async (signal: string) => {
     logger.info({ signal }, 'api stopping');
     server.close();
+    adminServer?.close();
     await api.stop();
     await platform.close();
     process.exit(0);

@@ -3,12 +3,16 @@ import { fileQuotaOf, type TaskEvent } from '@meridian/domain';
 import { createEventCodec } from '@meridian/events';
 import { AccountsStore, FilesStore, TasksStore, type Platform } from '@meridian/platform';
 import { planExport, streamExport, type ExportDeps } from '@meridian/replay';
+import { createAdminApp } from './admin-app.ts';
 import { createApp } from './app.ts';
 import { createApiMetrics } from './observability/metrics.ts';
+import { jsonCheckPool } from './uploads/json-check-pool.ts';
 import { withTimeout } from '@meridian/observability';
 
 export type Api = {
   readonly app: Koa;
+  /** The admin listener's app (/metrics, detailed /readyz) when MERIDIAN_ADMIN_PORT is set. */
+  readonly adminApp: Koa | null;
   readonly accounts: AccountsStore;
   readonly tasks: TasksStore;
   readonly files: FilesStore;
@@ -49,15 +53,21 @@ export async function buildApi(platform: Platform): Promise<Api> {
   const taskCodec = createEventCodec<TaskEvent>();
   const exportDeps: ExportDeps = { kafka: platform.kafka, admin: platform.admin, topics: platform.topics, topicPrefix: settings.MERIDIAN_TOPIC_PREFIX };
   const metrics = createApiMetrics({ tasks: () => tasksStore.state, consumerLag: () => ingestLag(platform) });
+  const jsonChecker = jsonCheckPool({ workers: settings.MERIDIAN_JSON_UPLOAD_CHECK_WORKERS, heapMb: settings.MERIDIAN_JSON_UPLOAD_CHECK_HEAP_MB, maxValues: settings.MERIDIAN_MAX_POINTS_PER_JSON_UPLOAD });
+  const probes = [
+    ...platform.probes,
+    caughtUp('accounts', accountsStore),
+    caughtUp('tasks', tasksStore),
+    caughtUp('files', filesStore),
+  ];
+  const adminListener = settings.MERIDIAN_ADMIN_PORT !== '';
   const app = createApp({
     logger,
-    probes: [
-      ...platform.probes,
-      caughtUp('accounts', accountsStore),
-      caughtUp('tasks', tasksStore),
-      caughtUp('files', filesStore),
-    ],
+    probes,
     readyTimeoutMs: settings.MERIDIAN_READY_TIMEOUT_MS,
+    smallJsonBodyBytes: settings.MERIDIAN_MAX_SMALL_JSON_BODY_BYTES,
+    maxUrlBytes: settings.MERIDIAN_MAX_URL_BYTES,
+    adminListener,
     accounts: {
       get state() { return accountsStore.state; },
       get ready() { return accountsStore.ready; },
@@ -82,6 +92,7 @@ export async function buildApi(platform: Platform): Promise<Api> {
         pointsPerJsonUpload: settings.MERIDIAN_MAX_POINTS_PER_JSON_UPLOAD,
         inlinePayloadBytes: settings.MERIDIAN_INLINE_PAYLOAD_BYTES,
       },
+      jsonChecker,
       submit: {
         producer: () => platform.producer(),
         codec: taskCodec,
@@ -119,6 +130,7 @@ export async function buildApi(platform: Platform): Promise<Api> {
   });
   return {
     app,
+    adminApp: adminListener ? createAdminApp({ logger, probes, readyTimeoutMs: settings.MERIDIAN_READY_TIMEOUT_MS, metrics }) : null,
     accounts: accountsStore,
     tasks: tasksStore,
     files: filesStore,
@@ -127,7 +139,7 @@ export async function buildApi(platform: Platform): Promise<Api> {
       logger.info({ users: accountsStore.state.users.size, tasks: tasksStore.state.size, files: filesStore.state.files.size }, 'caught up with the accounts, tasks and files logs');
     },
     async stop() {
-      await Promise.all([accountsStore.stop(), tasksStore.stop(), filesStore.stop()]);
+      await Promise.all([accountsStore.stop(), tasksStore.stop(), filesStore.stop(), jsonChecker.close()]);
     },
   };
 }

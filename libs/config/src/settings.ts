@@ -127,6 +127,62 @@ export const settingDefinitions = {
     doc: 'Largest max_rows a metrics download accepts (400 above it); larger results are paged with the cursor.',
   },
   MERIDIAN_DEV_LOGS: { schema: bool, default: 'false', doc: 'Human-readable logs (make run) instead of JSON lines.' },
+  // apiedge (issue 11): body, URL and header sizes, HTTP server timeouts, the JSON upload check off the event loop, the admin listener.
+  MERIDIAN_MAX_SMALL_JSON_BODY_BYTES: {
+    schema: positiveInt,
+    default: '16384',
+    doc: 'Largest JSON body of an account or file-metadata request, in bytes (413 as soon as Content-Length or the bytes read pass it); only the JSON upload takes MERIDIAN_MAX_JSON_BODY_BYTES.',
+  },
+  MERIDIAN_HTTP_HEADERS_TIMEOUT_MS: {
+    schema: positiveInt,
+    default: '20000',
+    doc: 'Longest a client may take to send a request line and headers before the connection is answered 408 and closed.',
+  },
+  MERIDIAN_HTTP_KEEP_ALIVE_TIMEOUT_MS: {
+    schema: positiveInt,
+    default: '5000',
+    doc: 'How long an idle keep-alive connection is kept open waiting for its next request.',
+  },
+  MERIDIAN_HTTP_IDLE_TIMEOUT_MS: {
+    schema: positiveInt,
+    default: '60000',
+    doc: 'Longest a connection may stay without a byte in either direction while a request is open, streaming uploads and downloads included; then it is closed.',
+  },
+  MERIDIAN_HTTP_MIN_BODY_BYTES_PER_SECOND: {
+    schema: z.coerce.number().int().min(0),
+    default: '16384',
+    doc: 'Slowest average rate at which a request body may arrive, counted from the request\'s start once MERIDIAN_HTTP_IDLE_TIMEOUT_MS has passed; a slower body has its connection closed (0 turns it off). Bounds a client trickling an upload just under the idle timeout, without a cap on how long a legitimate large upload may take.',
+  },
+  MERIDIAN_MAX_URL_BYTES: {
+    schema: positiveInt,
+    default: '8192',
+    doc: 'Longest request target (path and query), in bytes; longer gets 414 problem+json.',
+  },
+  MERIDIAN_MAX_HEADER_BYTES: {
+    schema: z.coerce.number().int().min(1024).max(1_048_576),
+    default: '16384',
+    doc: 'Largest request line plus headers, in bytes (Node\'s maxHeaderSize); larger gets 431 problem+json and the connection is closed.',
+  },
+  MERIDIAN_JSON_UPLOAD_CHECK_WORKERS: {
+    schema: z.coerce.number().int().min(1).max(16),
+    default: '1',
+    doc: 'Worker threads that parse and hash JSON upload bodies off the event loop; more uploads than this wait their turn.',
+  },
+  MERIDIAN_JSON_UPLOAD_CHECK_HEAP_MB: {
+    schema: z.coerce.number().int().min(32).max(16384),
+    default: '256',
+    doc: 'Heap of each JSON upload check worker, in MB; a backstop (a worker that runs out is replaced): a body is parsed only when its JSON punctuation fits MERIDIAN_MAX_POINTS_PER_JSON_UPLOAD values, which bounds what a parse allocates.',
+  },
+  MERIDIAN_ADMIN_HOST: {
+    schema: z.string().min(1),
+    default: '127.0.0.1',
+    doc: 'Address of the admin listener (used only when MERIDIAN_ADMIN_PORT is set).',
+  },
+  MERIDIAN_ADMIN_PORT: {
+    schema: z.literal('').or(port),
+    default: '',
+    doc: 'Port of the admin listener serving /metrics and the detailed /readyz; when set, the public listener answers /metrics with 404. Unset: no admin listener, /metrics stays on the public port.',
+  },
 } as const;
 
 export type SettingName = keyof typeof settingDefinitions;

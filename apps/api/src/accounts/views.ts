@@ -1,4 +1,5 @@
 import { formatTimestamp, type AccountsState, type UserRecord } from '@meridian/domain';
+import type { Context } from 'koa';
 import { z } from 'zod';
 import type { FileUsage } from './commands.ts';
 
@@ -43,4 +44,16 @@ export function userView(state: AccountsState, user: UserRecord, files?: FileUsa
     api_keys: activeKeys(state, user),
     ...(files ? { files: { bytes_used: files.bytes_used, quota_bytes: files.quota_bytes } } : {}),
   };
+}
+
+/** Documents the Cache-Control of an answer that carries a new API key. */
+export const newKeyHeaders = {
+  'Cache-Control': { description: 'no-store: the answer carries a secret no cache may keep', schema: z.literal('no-store') },
+};
+
+/** Answers 201 with a body that carries a new API key: no cache (browser, proxy) may keep it. */
+export function answerWithNewKey(ctx: Context, body: Record<string, unknown>): void {
+  ctx.status = 201;
+  ctx.set('Cache-Control', 'no-store');
+  ctx.body = body;
 }

@@ -18,6 +18,9 @@ export const problemTypes = {
   unavailable: { status: 503, title: 'Dependency unavailable' },
   range_not_satisfiable: { status: 416, title: 'Range not satisfiable' },
   timeout: { status: 503, title: 'Request timed out' },
+  request_timeout: { status: 408, title: 'Request not received in time' },
+  uri_too_long: { status: 414, title: 'URI too long' },
+  header_too_large: { status: 431, title: 'Request header fields too large' },
 } as const satisfies Record<ErrorCode | string, { status: number; title: string }>;
 
 export type ProblemType = keyof typeof problemTypes;
@@ -71,6 +74,9 @@ export function problemMiddleware(logger: Logger) {
         writeProblem(ctx, type, type === 'not_found' ? `no route for ${ctx.method} ${ctx.path}` : `${ctx.method} is not allowed on ${ctx.path}`);
       }
     } catch (error) {
+      // Refused before its body was read (401, 403, 413...): close the connection after the
+      // answer rather than read and discard the rest of the body.
+      if (!ctx.req.complete) ctx.set('Connection', 'close');
       if (error instanceof DomainError) {
         writeProblem(ctx, error.code, error.message, error.errors);
         return;

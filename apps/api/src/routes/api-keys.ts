@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import { composeApiKey, decideIssueKey, decideRevokeKey, formatTimestamp } from '@meridian/domain';
 import { defineRoute, type RouteDef } from '../http/route.ts';
-import { activeKeys, apiKeyViewSchema } from '../accounts/views.ts';
+import { activeKeys, answerWithNewKey, apiKeyViewSchema, newKeyHeaders } from '../accounts/views.ts';
 import type { AccountsCommands } from '../accounts/commands.ts';
 
 export function apiKeyRoutes(accounts: AccountsCommands): RouteDef[] {
@@ -20,14 +20,14 @@ export function apiKeyRoutes(accounts: AccountsCommands): RouteDef[] {
           description: 'The new key, shown once',
           schema: z.object({ key_id: z.string(), api_key: z.string(), created_at: z.string() }),
           example: { key_id: '3f9a0c1d2e4b5a69', api_key: 'mrd_3f9a0c1d2e4b5a69_…', created_at: '2024-01-02T03:04:05+0000' },
+          headers: newKeyHeaders,
         },
       },
       handler: async (ctx, { user }) => {
         const key = composeApiKey(randomBytes(8), randomBytes(32));
         const at = Date.now();
         await accounts.execute(user.user_name, (s) => decideIssueKey(s, { user_name: user.user_name, key, at, actor: user.user_name }));
-        ctx.status = 201;
-        ctx.body = { key_id: key.key_id, api_key: key.api_key, created_at: formatTimestamp(at) };
+        answerWithNewKey(ctx, { key_id: key.key_id, api_key: key.api_key, created_at: formatTimestamp(at) });
       },
     }),
     defineRoute({

@@ -1,10 +1,11 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import type { Context } from 'koa';
 import { z } from 'zod';
-import { canWrite, DomainError, metricNameProblem, validationError, type UserRecord } from '@meridian/domain';
+import { canWrite, canWriteSomeMetric, DomainError, metricNameProblem, validationError, type UserRecord } from '@meridian/domain';
 import { STAGING_PREFIX, type Storage } from '@meridian/storage';
 import { defineRoute, type RouteDef } from '../http/route.ts';
 import type { ApiMetrics } from '../observability/metrics.ts';
+import type { JsonUploadChecker } from '../uploads/json-check-pool.ts';
 import { jsonUploadText } from '../uploads/json-upload.ts';
 import { readBody } from '../uploads/read-body.ts';
 import { discard, mayDiscard, stageUpload } from '../uploads/stage-file.ts';
@@ -17,7 +18,14 @@ export type UploadLimits = {
   readonly inlinePayloadBytes: number;
 };
 
-export type UploadDeps = { readonly submit: SubmitDeps; readonly storage: Storage; readonly limits: UploadLimits; readonly metrics?: Pick<ApiMetrics, 'uploadAccepted'> };
+export type UploadDeps = {
+  readonly submit: SubmitDeps;
+  readonly storage: Storage;
+  readonly limits: UploadLimits;
+  /** Parses and hashes JSON upload bodies off the event loop (uploads/json-check-pool.ts). */
+  readonly jsonChecker: Pick<JsonUploadChecker, 'check'>;
+  readonly metrics?: Pick<ApiMetrics, 'uploadAccepted'>;
+};
 
 const taskAccepted = z.object({ task_id: z.uuid() });
 const onError = z.enum(['fail', 'skip']).default('fail').describe('fail: one invalid row fails the whole upload and nothing is stored; skip: valid rows are stored and the rejected ones reported');
@@ -34,6 +42,11 @@ const jsonUploadBody = z.object({
     value: z.number().describe('A finite number'),
   })),
 });
+
+/** A caller who may write no metric at all is refused before any byte of the upload is read or staged. */
+function assertMayUpload(user: UserRecord): void {
+  if (!canWriteSomeMetric(user)) throw new DomainError('forbidden', 'uploading needs rw access to at least one metric');
+}
 
 /** Checks the metric name and the caller's rw access before anything is stored. */
 function assertWritable(user: UserRecord, metricName: string, field: string): void {
@@ -75,41 +88,34 @@ export function uploadRoutes(deps: UploadDeps): RouteDef[] {
       streaming: true,
       handler: async (ctx, { query, headers, user }) => {
         const idempotency = headers['idempotency-key'];
-        const raw = await jsonUploadText(await readBody(ctx.req, deps.limits.jsonBodyBytes), ctx.get('Content-Type'));
-        let parsed: unknown;
-        try {
-          parsed = JSON.parse(raw.toString('utf8'));
-        } catch (error) {
-          throw validationError(`the body is not valid JSON: ${(error as Error).message}`, [{ field: 'body', reason: 'malformed JSON' }]);
-        }
-        const shape = z.object({ metric_name: z.string(), values: z.array(z.unknown()) }).safeParse(parsed);
-        if (!shape.success) {
-          throw validationError('the body must be {"metric_name": string, "values": [...]}', shape.error.issues.map((i) => ({ field: ['body', ...i.path.map(String)].join('.'), reason: i.message })));
-        }
-        if (shape.data.values.length > deps.limits.pointsPerJsonUpload) {
+        assertMayUpload(user);
+        // Parsed and hashed on a worker thread: a 16 MiB body must not hold every other request.
+        const { body: raw, sha256, check } = await deps.jsonChecker.check(await jsonUploadText(await readBody(ctx.req, deps.limits.jsonBodyBytes), ctx.get('Content-Type')));
+        if (check.kind === 'invalid') throw validationError(check.message, check.errors);
+        if (check.kind === 'too_many_values') {
           throw new DomainError('payload_too_large', `at most ${deps.limits.pointsPerJsonUpload} values per JSON upload; send larger sets as a file to /api/v1/metrics_file_upload`);
         }
-        assertWritable(user, shape.data.metric_name, 'body.metric_name');
+        assertWritable(user, check.metric_name, 'body.metric_name');
         const taskId = taskIdFor(user.user_name, idempotency ?? null);
         const inline = raw.length <= deps.limits.inlinePayloadBytes;
         const stagedKey = stagedUploadKey(taskId);
         if (!inline) await deps.storage.client.putObject(deps.storage.bucket, stagedKey, raw, raw.length);
         const command: UploadCommand = {
           ...common(user, idempotency),
-          metric_name: shape.data.metric_name,
+          metric_name: check.metric_name,
           on_error: query.on_error,
           source: 'json_body',
           payload: inline ? raw : null,
           staged_object: inline ? null : stagedKey,
           payload_bytes: raw.length,
-          payload_sha256: createHash('sha256').update(raw).digest(),
+          payload_sha256: sha256,
         };
         const outcome = await submitUpload(deps.submit, taskId, command).catch(async (e: unknown) => {
           if (!inline && mayDiscard(e)) await discard(deps.storage, stagedKey);
           throw e;
         });
         if (outcome === 'repeated' && !inline) await discard(deps.storage, stagedKey);
-        if (outcome === 'written') deps.metrics?.uploadAccepted('json_body', raw.length, shape.data.values.length);
+        if (outcome === 'written') deps.metrics?.uploadAccepted('json_body', raw.length, check.values);
         accepted(ctx, taskId);
       },
     }),
@@ -135,6 +141,7 @@ export function uploadRoutes(deps: UploadDeps): RouteDef[] {
       streaming: true,
       handler: async (ctx, { query, headers, user }) => {
         const idempotency = headers['idempotency-key'];
+        assertMayUpload(user);
         if (query.metric_name !== undefined) assertWritable(user, query.metric_name, 'query.metric_name');
         const taskId = taskIdFor(user.user_name, idempotency ?? null);
         const staged = await stageUpload(ctx.req, deps.storage, stagedUploadKey(taskId), deps.limits.uploadBytes);

@@ -12,7 +12,7 @@ import {
   parseMetricRules,
 } from '@meridian/domain';
 import { defineRoute, type RouteDef } from '../http/route.ts';
-import { metricRuleSchema, userView, userViewSchema } from '../accounts/views.ts';
+import { answerWithNewKey, metricRuleSchema, newKeyHeaders, userView, userViewSchema } from '../accounts/views.ts';
 import type { AccountsCommands } from '../accounts/commands.ts';
 
 const userNameParam = z.object({ user_name: z.string().regex(/^[A-Za-z0-9._-]{1,64}$/, 'must be 1 to 64 letters, digits, ".", "_" or "-"') });
@@ -46,6 +46,7 @@ export function userRoutes(accounts: AccountsCommands): RouteDef[] {
         201: {
           description: 'Created; the API key is shown this once and never again',
           schema: z.object({ user_name: z.string(), key_id: z.string(), api_key: z.string(), created_at: z.string() }),
+          headers: newKeyHeaders,
         },
       },
       problems: ['conflict'],
@@ -54,8 +55,7 @@ export function userRoutes(accounts: AccountsCommands): RouteDef[] {
         const at = Date.now();
         await accounts.execute(body.user_name, (s) => decideCreateUser(s, { user_name: body.user_name, is_admin: body.is_admin, key, at, actor: user.user_name }));
         confirmUserCreated(accounts.state, body.user_name, key.key_id);
-        ctx.status = 201;
-        ctx.body = { user_name: body.user_name, key_id: key.key_id, api_key: key.api_key, created_at: formatTimestamp(at) };
+        answerWithNewKey(ctx, { user_name: body.user_name, key_id: key.key_id, api_key: key.api_key, created_at: formatTimestamp(at) });
       },
     }),
     defineRoute({

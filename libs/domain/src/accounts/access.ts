@@ -37,6 +37,14 @@ export function canWrite(user: UserRecord, metricName: string): boolean {
   return metricAccess(user, metricName) === 'rw';
 }
 
+/**
+ * Whether the caller may write some metric: admins, and users with at least one rw rule.
+ * One who may write none is refused an upload before any of its bytes are read.
+ */
+export function canWriteSomeMetric(user: UserRecord): boolean {
+  return user.is_admin || user.entitlements.some((rule) => rule.access === 'rw');
+}
+
 /** Bytes of files a user may keep: their own quota when an admin set one, else the default. */
 export function fileQuotaOf(user: UserRecord | undefined, defaultBytes: number): number {
   return user?.file_quota_bytes ?? defaultBytes;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { DomainError } from '../errors.ts';
-import { authenticate, canRead, canWrite, fileQuotaOf, metricAccess } from './access.ts';
+import { authenticate, canRead, canWrite, canWriteSomeMetric, fileQuotaOf, metricAccess } from './access.ts';
 import { decideCreateUser, decideDisableUser, decideIssueKey, decideReplaceEntitlements, decideRevokeKey, decideSetFileQuota, MAX_FILE_QUOTA_BYTES, parseMetricRules } from './decide.ts';
 import type { AccountEvent } from './events.ts';
 import { composeApiKey, keyIdOf } from './keys.ts';
@@ -169,6 +169,15 @@ describe('the accounts fold', () => {
     expect(metricAccess(ada, 'mem')).toBeNull();
     expect([canRead(ada, 'cpu:x'), canWrite(ada, 'cpu:x')]).toEqual([true, false]);
     expect(metricAccess(state.users.get('root')!, 'anything')).toBe('rw');
+  });
+
+  it('tells a caller who may write some metric from one who may write none', () => {
+    const state = foldAccounts(history);
+    const ada = state.users.get('ada')!;
+    expect(canWriteSomeMetric(ada)).toBe(true);
+    expect(canWriteSomeMetric({ ...ada, entitlements: ada.entitlements.filter((r) => r.access === 'r') })).toBe(false);
+    expect(canWriteSomeMetric({ ...ada, entitlements: [] })).toBe(false);
+    expect(canWriteSomeMetric({ ...state.users.get('root')!, entitlements: [] })).toBe(true);
   });
 
   it('gives each user their own file quota once set, the default otherwise and again after null', () => {

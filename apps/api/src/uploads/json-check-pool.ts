@@ -1,0 +1,107 @@
+import { Worker } from 'node:worker_threads';
+import { DomainError } from '@meridian/domain';
+import type { JsonUploadCheck } from './json-upload-check.ts';
+
+/** A JSON upload body checked off the event loop: the body (handed back), its SHA-256 and what checkJsonUpload found. */
+export type CheckedJsonUpload = { readonly body: Buffer; readonly sha256: Buffer; readonly check: JsonUploadCheck };
+
+export type JsonUploadChecker = {
+  /**
+   * Hands the body's memory to a worker and back, without a copy (a structured clone of
+   * 16 MiB holds the event loop about 100 ms): the Buffer passed in may be emptied; use the
+   * one in the answer.
+   */
+  check(body: Buffer): Promise<CheckedJsonUpload>;
+  /** Ends every worker; checks still waiting are refused with 503. */
+  close(): Promise<void>;
+};
+
+export type JsonCheckPoolOptions = {
+  /** Worker threads at most (MERIDIAN_JSON_UPLOAD_CHECK_WORKERS); they start on first use. */
+  readonly workers: number;
+  /** Old-generation heap of each worker (MERIDIAN_JSON_UPLOAD_CHECK_HEAP_MB). */
+  readonly heapMb: number;
+  /** Values a JSON upload may hold (MERIDIAN_MAX_POINTS_PER_JSON_UPLOAD): bounds what a parse allocates. */
+  readonly maxValues: number;
+};
+
+type Job = { readonly body: Buffer; resolve(result: CheckedJsonUpload): void; reject(error: unknown): void };
+
+const workerUrl = new URL('./json-check-worker.ts', import.meta.url);
+
+/**
+ * A bounded pool of worker threads that parse and hash JSON upload bodies, one body per worker
+ * at a time; more bodies wait in order. A worker that fails is replaced. (Its heap limit is a
+ * backstop only: V8 cannot stop a JSON.parse midway, so checkJsonUpload bounds what a parse may
+ * allocate before it starts.)
+ */
+export function jsonCheckPool(options: JsonCheckPoolOptions): JsonUploadChecker {
+  const idle: Worker[] = [];
+  const all = new Set<Worker>();
+  const waiting: Job[] = [];
+  let closed = false;
+
+  function start(): Worker {
+    const worker = new Worker(workerUrl, { workerData: { maxValues: options.maxValues }, resourceLimits: { maxOldGenerationSizeMb: options.heapMb }, execArgv: [] });
+    worker.unref(); // an idle pool never keeps the process alive
+    all.add(worker);
+    return worker;
+  }
+
+  function run(worker: Worker, job: Job): void {
+    const done = (outcome: () => void, keep: boolean) => {
+      worker.off('message', onMessage);
+      worker.off('error', onError);
+      worker.off('exit', onExit);
+      outcome();
+      if (keep && !closed) idle.push(worker);
+      else {
+        all.delete(worker);
+        void worker.terminate();
+      }
+      next();
+    };
+    const onMessage = (result: { bytes: Uint8Array; sha256: Uint8Array; check: JsonUploadCheck }) => done(() => job.resolve({
+      body: Buffer.from(result.bytes.buffer, result.bytes.byteOffset, result.bytes.byteLength),
+      sha256: Buffer.from(result.sha256.buffer, result.sha256.byteOffset, result.sha256.byteLength),
+      check: result.check,
+    }), true);
+    const onError = (error: Error) => done(() => job.reject(error), false);
+    const onExit = () => done(() => job.reject(new DomainError('unavailable', 'the JSON upload check stopped; retry')), false);
+    worker.on('message', onMessage);
+    worker.once('error', onError);
+    worker.once('exit', onExit);
+    const bytes = ownsItsMemory(job.body) ? job.body : new Uint8Array(job.body); // a pooled small Buffer shares its memory: copy it
+    worker.postMessage(bytes, [bytes.buffer as ArrayBuffer]);
+  }
+
+  function next(): void {
+    while (waiting.length > 0 && !closed) {
+      const worker = idle.pop() ?? (all.size < options.workers ? start() : undefined);
+      if (!worker) return;
+      run(worker, waiting.shift()!);
+    }
+  }
+
+  /** Whether the bytes are the whole of their ArrayBuffer, so it can be transferred without taking others' bytes. */
+  function ownsItsMemory(body: Buffer): boolean {
+    return body.byteOffset === 0 && body.byteLength === body.buffer.byteLength && body.buffer instanceof ArrayBuffer;
+  }
+
+  return {
+    check(body) {
+      if (closed) return Promise.reject(new DomainError('unavailable', 'the api is stopping'));
+      return new Promise((resolve, reject) => {
+        waiting.push({ body, resolve, reject });
+        next();
+      });
+    },
+    async close() {
+      closed = true;
+      for (const job of waiting.splice(0)) job.reject(new DomainError('unavailable', 'the api is stopping'));
+      await Promise.all([...all].map((w) => w.terminate()));
+      all.clear();
+      idle.length = 0;
+    },
+  };
+}

@@ -1,0 +1,56 @@
+import { createHash } from 'node:crypto';
+import { afterAll, describe, expect, it } from 'vitest';
+import { jsonCheckPool } from './json-check-pool.ts';
+
+describe('the JSON upload check pool', () => {
+  const pool = jsonCheckPool({ workers: 1, heapMb: 64, maxValues: 10 });
+  afterAll(() => pool.close());
+
+  it('parses and hashes a body on a worker thread', async () => {
+    const body = Buffer.from('{"metric_name":"cpu","values":[{"timestamp":"2024-01-01T00:00:00Z","value":1},{"x":2}]}');
+    const expected = createHash('sha256').update(body).digest();
+    const copy = Buffer.from(body);
+    const checked = await pool.check(body);
+    expect(checked.sha256.equals(expected)).toBe(true);
+    expect(checked.body.equals(copy)).toBe(true);
+    const { check } = checked;
+    expect(check).toEqual({ kind: 'ok', metric_name: 'cpu', values: 2 });
+  });
+
+  it('names what is wrong with malformed JSON and with the wrong shape', async () => {
+    expect((await pool.check(Buffer.from('{"metric_name":'))).check).toMatchObject({ kind: 'invalid', errors: [{ field: 'body', reason: 'malformed JSON' }] });
+    expect((await pool.check(Buffer.from('{"metric_name":3,"values":{}}'))).check).toMatchObject({
+      kind: 'invalid',
+      errors: [{ field: 'body.metric_name' }, { field: 'body.values' }],
+    });
+  });
+
+  it('refuses unparsed a body with more JSON values than an upload may hold (a parse of `[[],[],...]` would allocate millions of arrays)', async () => {
+    const bomb = Buffer.from(`{"metric_name":"cpu","values":[${'[],'.repeat(3_000_000)}[]]}`);
+    expect((await pool.check(bomb)).check).toEqual({ kind: 'too_many_values' });
+    const eleven = Buffer.from(`{"metric_name":"cpu","values":[${'1,'.repeat(10)}1]}`);
+    expect((await pool.check(eleven)).check).toEqual({ kind: 'too_many_values' });
+    const ten = Buffer.from(`{"metric_name":"cpu","values":[${'{"timestamp":"2024-01-01T00:00:00Z","value":1},'.repeat(9)}{"timestamp":"2024-01-01T00:00:00Z","value":1}]}`);
+    expect((await pool.check(ten)).check).toEqual({ kind: 'ok', metric_name: 'cpu', values: 10 });
+  });
+
+  it('hands a large body to the worker and back without copying it', async () => {
+    const large = Buffer.concat([Buffer.from('{"metric_name":"big","values":['), Buffer.alloc(1 << 20, 0x20), Buffer.from(']}')]);
+    const copy = Buffer.from(large);
+    const checked = await pool.check(large);
+    expect(large.byteLength).toBe(0); // transferred
+    expect(checked.body.equals(copy)).toBe(true);
+    expect(checked.check).toEqual({ kind: 'ok', metric_name: 'big', values: 0 });
+  });
+
+  it('checks bodies in order when more arrive than it has workers', async () => {
+    const results = await Promise.all([1, 2, 3].map((n) => pool.check(Buffer.from(`{"metric_name":"m${n}","values":[${'1,'.repeat(n)}1]}`))));
+    expect(results.map((r) => r.check)).toEqual([1, 2, 3].map((n) => ({ kind: 'ok', metric_name: `m${n}`, values: n + 1 })));
+  });
+
+  it('refuses checks once closed', async () => {
+    const closed = jsonCheckPool({ workers: 1, heapMb: 64, maxValues: 10 });
+    await closed.close();
+    await expect(closed.check(Buffer.from('{}'))).rejects.toMatchObject({ code: 'unavailable' });
+  });
+});
