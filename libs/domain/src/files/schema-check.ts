@@ -1,3 +1,5 @@
+import { DEFAULT_MAX_LINE_LENGTH } from '../points/line-reader.ts';
+import { DEFAULT_MAX_COLUMNS } from '../points/csv-reader.ts';
 import { Utf8Decoder } from '../points/utf8.ts';
 
 /**
@@ -24,7 +26,7 @@ export type SchemaLimits = {
   readonly maxColumns: number;
 };
 
-export const DEFAULT_SCHEMA_LIMITS: SchemaLimits = { maxHeaderLength: 65_536, maxColumns: 64 };
+export const DEFAULT_SCHEMA_LIMITS: SchemaLimits = { maxHeaderLength: DEFAULT_MAX_LINE_LENGTH, maxColumns: DEFAULT_MAX_COLUMNS };
 
 interface Checker {
   readonly line: number;

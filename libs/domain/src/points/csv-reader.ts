@@ -10,6 +10,8 @@
  * inside a quoted field counts, and a record is numbered by the line it starts on.
  */
 
+/** The default most fields of a record. */
+export const DEFAULT_MAX_COLUMNS = 64;
 /** Fields kept per record; later ones are only counted (no layout has more than 4). */
 const KEPT_FIELDS = 5;
 

@@ -14,7 +14,7 @@
  * documents are buffered up to maxJsonDocumentLength characters and parsed with JSON.parse,
  * after a scan that refuses nesting deeper than MAX_JSON_NESTING as it arrives.
  */
-import { CsvReader } from './csv-reader.ts';
+import { CsvReader, DEFAULT_MAX_COLUMNS } from './csv-reader.ts';
 import { DEFAULT_MAX_LINE_LENGTH, LineReader } from './line-reader.ts';
 import { JsonNestingMeter } from './json-nesting.ts';
 import { metricNameProblem } from './metric-name.ts';
@@ -49,7 +49,6 @@ export type ParseUploadOptions = {
 };
 
 export const DEFAULT_MAX_UPLOAD_ERRORS = 100;
-export const DEFAULT_MAX_COLUMNS = 64;
 export const DEFAULT_MAX_JSON_DOCUMENT_LENGTH = 64 * 1024 * 1024;
 /** Deepest nesting of a JSON document: the layouts need 2 ({values: [{...}]}); deeper is never valid. */
 export const MAX_JSON_NESTING = 64;
