@@ -69,7 +69,7 @@ export async function runUploadJob(cmd: MetricsUploadRequested, at: CommandPosit
     if (now() > deadline) throw overBudget();
   };
   let source: Readable | null = null;
-  // A read that stalls or a parse that never yields is ended from outside: the loop below then throws.
+  // Ends a read that stalls, from outside: the loop below then throws this error. Between chunks the loop checks itself.
   const budgetTimer = setTimeout(() => source?.destroy(overBudget()), limits.timeBudgetMs);
 
   const write = async (batches: readonly ColumnBatch[]) => {
