@@ -183,6 +183,37 @@ export const settingDefinitions = {
     default: '',
     doc: 'Port of the admin listener serving /metrics and the detailed /readyz; when set, the public listener answers /metrics with 404. Unset: no admin listener, /metrics stays on the public port.',
   },
+  // Issue 11, bounds: what one upload may make the ingest worker decompress, hold and spend in time.
+  MERIDIAN_MAX_DECOMPRESSED_BYTES: {
+    schema: positiveInt,
+    default: '20000000000',
+    doc: 'Most bytes one metrics upload may amount to after gzip decompression (a plain upload: its size); past it the worker stops reading, the task fails and nothing is stored.',
+  },
+  MERIDIAN_MAX_EXPANSION_RATIO: {
+    schema: z.coerce.number().min(1),
+    default: '200',
+    doc: 'Most decompressed bytes per compressed byte of a gzip upload, applied once it has expanded past 16 MiB (small inputs have too few bytes for a meaningful ratio); past it the task fails as a decompression bomb.',
+  },
+  MERIDIAN_MAX_LINE_BYTES: {
+    schema: z.coerce.number().int().min(1024),
+    default: '65536',
+    doc: 'Longest line (in characters) of a CSV or NDJSON upload, and of the header of a file defined with enforce_schema: a longer upload row is an invalid row, a longer header fails the definition.',
+  },
+  MERIDIAN_MAX_COLUMNS: {
+    schema: z.coerce.number().int().min(4),
+    default: '64',
+    doc: 'Most columns of a CSV upload row and of the header of a CSV file defined with enforce_schema: a wider upload row is an invalid row, a wider header fails the definition.',
+  },
+  MERIDIAN_MAX_JSON_DOCUMENT_BYTES: {
+    schema: z.coerce.number().int().min(1024),
+    default: '67108864',
+    doc: 'Largest metrics upload in a whole-document JSON layout (json-body, json-array), in characters after decompression: such a document is parsed whole, so a larger one fails before it is held (send large sets as CSV or NDJSON, which stream).',
+  },
+  MERIDIAN_UPLOAD_TIME_BUDGET_MS: {
+    schema: positiveInt,
+    default: '3600000',
+    doc: 'Longest the ingest worker spends on one metrics upload; past it the upload is abandoned (nothing of it becomes visible) and its task fails.',
+  },
 } as const;
 
 export type SettingName = keyof typeof settingDefinitions;

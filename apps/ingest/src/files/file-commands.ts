@@ -59,6 +59,7 @@ export async function startFileCommands(platform: Platform, consumerGroupId: str
   await files.start();
   collector.start();
   const progress = await platform.producer();
+  const schemaLimits = { maxHeaderLength: platform.settings.MERIDIAN_MAX_LINE_BYTES, maxColumns: platform.settings.MERIDIAN_MAX_COLUMNS };
 
   const taskMessage = (event: TaskEvent) => ({ key: event.task_id, value: taskCodec.encode(event), headers: { type: event.type } });
 
@@ -90,7 +91,7 @@ export async function startFileCommands(platform: Platform, consumerGroupId: str
     }
     try {
       if (cmd.enforce_schema) {
-        const verdict = await checkSchema(counted());
+        const verdict = await checkSchema(counted(), schemaLimits);
         if (!verdict.ok) {
           const what = verdict.format === null ? 'CSV, JSON or NDJSON' : verdict.format.toUpperCase();
           return { ok: false, reason: `the file is not well-formed ${what}: line ${verdict.line}: ${verdict.reason}`, errors: [{ row: verdict.line, column: verdict.format ?? 'file', reason: verdict.reason }] };

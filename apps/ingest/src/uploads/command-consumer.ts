@@ -5,6 +5,7 @@ import { createProducer, TASKS_PARTITIONS } from '@meridian/kafka';
 import { AccountsStore, TasksStore, type Platform } from '@meridian/platform';
 import { failTask, runUploadJob, type UploadJobDeps } from './upload-job.ts';
 import { UploadTally } from './tally.ts';
+import { uploadLimitsFrom } from './limits.ts';
 import { startFileCommands } from '../files/file-commands.ts';
 import type { CommandPosition } from '../command-tx.ts';
 import { sendToDeadLetter } from '../dead-letter.ts';
@@ -48,6 +49,7 @@ export async function startCommandConsumer(platform: Platform): Promise<RunningW
     consumerGroupId: groupId,
     batchPoints: settings.MERIDIAN_POINT_BATCH_SIZE,
     maxBufferedPoints: settings.MERIDIAN_POINT_BATCH_SIZE * 8,
+    limits: uploadLimitsFrom(settings),
     user: (name) => accounts.state.users.get(name),
     syncAccounts: () => accounts.syncToEnd(),
   };

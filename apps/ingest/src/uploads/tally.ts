@@ -14,7 +14,7 @@ export class UploadTally {
   private rejectedRows = 0;
   private lastRejectedRow = 0;
   private suppressed = 0;
-  private fatalSeen = false;
+  private fatalReason: string | null = null; // the first error of the whole upload
   private stopped = false;
   readonly errors: RowError[] = [];
 
@@ -29,7 +29,7 @@ export class UploadTally {
       if (row !== this.lastRejectedRow) this.rejectedRows++;
       this.lastRejectedRow = row;
     } else {
-      this.fatalSeen = true;
+      this.fatalReason ??= column === 'row' ? reason : `${column}: ${reason}`;
     }
     if (this.errors.length < MAX_REPORTED_ERRORS) this.errors.push({ row, column, reason });
     else this.suppressed++;
@@ -54,12 +54,12 @@ export class UploadTally {
   }
 
   get hasFatal(): boolean {
-    return this.fatalSeen;
+    return this.fatalReason !== null;
   }
 
   /** Why an upload with these errors stored nothing. */
   failureReason(): string {
-    if (this.fatalSeen) return 'the upload cannot be read';
+    if (this.fatalReason !== null) return `the upload cannot be read: ${this.fatalReason}; nothing was stored`;
     if (this.stopped) return `reading stopped after row ${this.lastRejectedRow}, at the first ${this.errors.length} errors: at least ${this.rejected} invalid rows; nothing was stored`;
     return `${this.rejected} invalid rows: nothing was stored`;
   }

@@ -36,7 +36,9 @@ describe('UploadTally', () => {
     tally.error(0, 'metric_name', 'required');
     expect(tally.hasFatal).toBe(true);
     expect(tally.rejected).toBe(0);
-    expect(tally.failureReason()).toBe('the upload cannot be read');
+    expect(tally.failureReason()).toBe('the upload cannot be read: metric_name: required; nothing was stored');
+    tally.error(0, 'row', 'a second one');
+    expect(tally.failureReason()).toBe('the upload cannot be read: metric_name: required; nothing was stored');
   });
 
   it('holds no per-row state: a million rejected rows cost what one does', () => {

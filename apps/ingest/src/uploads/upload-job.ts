@@ -1,3 +1,4 @@
+import type { Readable } from 'node:stream';
 import type { Producer, Transaction } from 'kafkajs';
 import {
   parseUploadBatches,
@@ -14,6 +15,7 @@ import { commitCommandOffset, inTransaction, type CommandPosition } from '../com
 import { PointBatchSender } from './batch-sender.ts';
 import { PointBatcher, type ColumnBatch } from './batcher.ts';
 import { WriteAccess } from './write-access.ts';
+import { UploadLimitExceeded, type UploadLimits } from './limits.ts';
 import { gunzipIfNeeded, openUploadBytes } from './source.ts';
 import { UploadTally } from './tally.ts';
 
@@ -28,6 +30,7 @@ export type UploadJobDeps = {
   readonly consumerGroupId: string;
   readonly batchPoints: number;
   readonly maxBufferedPoints: number;
+  readonly limits: UploadLimits;
   readonly user: (name: string) => UserRecord | undefined;
   /** Reads the accounts log to its end, so `user` shows every event written before now. */
   readonly syncAccounts: () => Promise<void>;
@@ -43,7 +46,9 @@ const PROGRESS_EVERY_MS = 1000;
  * commit together or not at all. A crash anywhere aborts the transaction (the next
  * producer with the same transactional id fences it) and the command is processed again,
  * so every accepted point reaches the log exactly once; an invalid upload aborts it, so
- * none of its points is ever visible.
+ * none of its points is ever visible. An upload past one of its limits (decompressed size,
+ * expansion ratio, JSON document size, time budget) is aborted the same way and its task
+ * failed at once: an UploadLimitExceeded is final, never retried.
  */
 export async function runUploadJob(cmd: MetricsUploadRequested, at: CommandPosition, producer: Producer, deps: UploadJobDeps): Promise<'succeeded' | 'failed'> {
   const log = deps.logger.child({ task_id: cmd.task_id });
@@ -57,6 +62,15 @@ export async function runUploadJob(cmd: MetricsUploadRequested, at: CommandPosit
   const tx = await producer.transaction();
   const sender = new PointBatchSender(tx, deps.topics.points);
   let lastProgress = now();
+  const { limits } = deps;
+  const deadline = now() + limits.timeBudgetMs;
+  const overBudget = () => new UploadLimitExceeded(`the upload took longer than its time budget of ${limits.timeBudgetMs} ms (MERIDIAN_UPLOAD_TIME_BUDGET_MS); nothing was stored`);
+  const checkBudget = () => {
+    if (now() > deadline) throw overBudget();
+  };
+  let source: Readable | null = null;
+  // Ends a read that stalls, from outside: the loop below then throws this error. Between chunks the loop checks itself.
+  const budgetTimer = setTimeout(() => source?.destroy(overBudget()), limits.timeBudgetMs);
 
   const write = async (batches: readonly ColumnBatch[]) => {
     for (const b of batches) {
@@ -66,8 +80,16 @@ export async function runUploadJob(cmd: MetricsUploadRequested, at: CommandPosit
   };
 
   try {
-    const source = await openUploadBytes(cmd, deps.storage);
-    parsing: for await (const items of parseUploadBatches(gunzipIfNeeded(source), { ...(cmd.metric_name !== null ? { metricName: cmd.metric_name } : {}), maxErrors: Number.MAX_SAFE_INTEGER })) {
+    source = await openUploadBytes(cmd, deps.storage);
+    const parseOptions = {
+      ...(cmd.metric_name !== null ? { metricName: cmd.metric_name } : {}),
+      maxErrors: Number.MAX_SAFE_INTEGER,
+      maxLineLength: limits.maxLineLength,
+      maxColumns: limits.maxColumns,
+      maxJsonDocumentLength: limits.maxJsonDocumentLength,
+    };
+    parsing: for await (const items of parseUploadBatches(gunzipIfNeeded(source, limits), parseOptions)) {
+      checkBudget();
       for (const item of items) {
         if (item.kind === 'point') {
           if (!(access.known(item.metric_name) ?? (await access.decide(item.metric_name)))) {
@@ -106,6 +128,7 @@ export async function runUploadJob(cmd: MetricsUploadRequested, at: CommandPosit
 
     await write(batcher.drain());
     await sender.flush();
+    checkBudget();
     const { pointsPerPartition } = sender;
     for (const [partition, points] of pointsPerPartition) {
       await tx.send({ topic: deps.topics.points, acks: -1, messages: [{ partition, key: cmd.task_id, value: deps.pointsCodec.encode({ type: 'UploadSealed', task_id: cmd.task_id, points }) }] });
@@ -133,7 +156,13 @@ export async function runUploadJob(cmd: MetricsUploadRequested, at: CommandPosit
   } catch (error) {
     await sender.flush().catch(() => undefined); // the transaction is aborted after its last send ends
     if (tx.isActive()) await tx.abort().catch(() => undefined);
-    throw error;
+    if (!(error instanceof UploadLimitExceeded)) throw error;
+    tally.error(0, 'row', error.message);
+    await failTask(producer, deps, at, cmd, tally, error.message);
+    log.info({ rows: tally.rowsTotal, reason: error.message }, 'upload stopped at a limit');
+    return 'failed';
+  } finally {
+    clearTimeout(budgetTimer);
   }
 }
 

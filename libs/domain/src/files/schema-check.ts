@@ -1,3 +1,5 @@
+import { DEFAULT_MAX_LINE_LENGTH } from '../points/line-reader.ts';
+import { DEFAULT_MAX_COLUMNS } from '../points/csv-reader.ts';
 import { Utf8Decoder } from '../points/utf8.ts';
 
 /**
@@ -15,7 +17,16 @@ export type SchemaVerdict =
 type Problem = { line: number; reason: string };
 
 export const MAX_JSON_DEPTH = 1000;
-export const MAX_CSV_HEADER_LENGTH = 1_000_000;
+
+/** The CSV header is the only text the check keeps (its names must be distinct): it is bounded. */
+export type SchemaLimits = {
+  /** Longest header row, in characters. */
+  readonly maxHeaderLength: number;
+  /** Most columns the header may name. */
+  readonly maxColumns: number;
+};
+
+export const DEFAULT_SCHEMA_LIMITS: SchemaLimits = { maxHeaderLength: DEFAULT_MAX_LINE_LENGTH, maxColumns: DEFAULT_MAX_COLUMNS };
 
 interface Checker {
   readonly line: number;
@@ -33,6 +44,10 @@ const COMMA = 44;
 /** RFC 4180 records, CRLF or LF (or a lone CR) ending each; quoted fields may hold any of them. */
 export class CsvChecker implements Checker {
   readonly format = 'csv' as const;
+  constructor(limits: SchemaLimits = DEFAULT_SCHEMA_LIMITS) {
+    this.limits = limits;
+  }
+
   records = 0;
   line = 1;
   private recordLine = 1;
@@ -44,6 +59,8 @@ export class CsvChecker implements Checker {
   private columns: number | null = null; // the header's field count
   private header: string[] | null = [];
   private field = ''; // text of the current field, kept for the header row only
+  private headerLength = 0;
+  private readonly limits: SchemaLimits;
   private blankLine: number | null = null;
   private blankLines = 0;
 
@@ -67,14 +84,13 @@ export class CsvChecker implements Checker {
         if (c === QUOTE) this.state = 'quote';
         else {
           if (c === LF || c === CR) this.newline(c);
-          this.keep(text, i);
+          return this.keep(text, i);
         }
         return null;
       case 'quote':
         if (c === QUOTE) {
           this.state = 'quoted';
-          this.keep(text, i);
-          return null;
+          return this.keep(text, i);
         }
         if (c === COMMA) return this.endField();
         if (c === LF || c === CR) return this.endRecord(c);
@@ -95,13 +111,16 @@ export class CsvChecker implements Checker {
         if (c === QUOTE) return { line: this.line, reason: 'a quote inside an unquoted field (quote the whole field and double the quote)' };
         this.state = 'unquoted';
         this.recordEmpty = false;
-        this.keep(text, i);
-        return null;
+        return this.keep(text, i);
     }
   }
 
-  private keep(text: string, i: number): void {
-    if (this.header !== null && this.field.length < MAX_CSV_HEADER_LENGTH) this.field += text[i];
+  /** Keeps a character of a header name; the names of a header longer than the bound are not kept. */
+  private keep(text: string, i: number): Problem | null {
+    if (this.header === null) return null;
+    if (++this.headerLength > this.limits.maxHeaderLength) return { line: 1, reason: `the header row is longer than ${this.limits.maxHeaderLength} characters` };
+    this.field += text[i];
+    return null;
   }
 
   private newline(c: number): void {
@@ -111,7 +130,10 @@ export class CsvChecker implements Checker {
 
   private endField(): Problem | null {
     this.fields++;
-    if (this.header !== null) this.header.push(this.field);
+    if (this.header !== null) {
+      if (this.fields > this.limits.maxColumns) return { line: 1, reason: `the header has more than ${this.limits.maxColumns} columns` };
+      this.header.push(this.field);
+    }
     this.field = '';
     this.state = 'start';
     return null;
@@ -436,7 +458,7 @@ export class JsonChecker implements Checker {
 }
 
 /** Checks a file's bytes as they stream by; reads the whole input unless it finds a problem. */
-export async function checkSchema(bytes: AsyncIterable<Uint8Array>): Promise<SchemaVerdict> {
+export async function checkSchema(bytes: AsyncIterable<Uint8Array>, limits: SchemaLimits = DEFAULT_SCHEMA_LIMITS): Promise<SchemaVerdict> {
   const decoder = new Utf8Decoder();
   let checker: Checker | null = null;
   let line = 1; // lines before the checker was chosen (leading blank lines)
@@ -447,7 +469,7 @@ export async function checkSchema(bytes: AsyncIterable<Uint8Array>): Promise<Sch
         line += (text.match(/\r\n|\r|\n/g) ?? []).length;
         return null;
       }
-      checker = text[first.index] === '{' || text[first.index] === '[' ? new JsonChecker() : new CsvChecker();
+      checker = text[first.index] === '{' || text[first.index] === '[' ? new JsonChecker() : new CsvChecker(limits);
       const lead = text.slice(0, first.index);
       if (checker instanceof CsvChecker) {
         // Leading blank lines in front of a CSV header are not allowed: the header is line 1.

@@ -80,6 +80,23 @@ describe('JSON and NDJSON', () => {
     }
   });
 
+  it('bounds the header it keeps: its length and its columns', async () => {
+    const limits = { maxHeaderLength: 100, maxColumns: 8 };
+    async function* chunks(text: string) {
+      for (let i = 0; i < text.length; i += 7) yield Buffer.from(text.slice(i, i + 7));
+    }
+    expect(await checkSchema(chunks(`${'a'.repeat(101)}\n1\n`), limits)).toEqual({ ok: false, format: 'csv', line: 1, reason: 'the header row is longer than 100 characters' });
+    expect(await checkSchema(chunks(`"${'a\n'.repeat(60)}"\n1\n`), limits)).toEqual({ ok: false, format: 'csv', line: 1, reason: 'the header row is longer than 100 characters' });
+    expect(await checkSchema(chunks(`${'a,'.repeat(8)}b\n1\n`), limits)).toEqual({ ok: false, format: 'csv', line: 1, reason: 'the header has more than 8 columns' });
+    expect(await checkSchema(chunks(`${'a'.repeat(100)}\n1\n`), limits)).toEqual({ ok: true, format: 'csv', records: 1 });
+    expect(await checkSchema(chunks('a,b,c,d,e,f,g,h\n1,2,3,4,5,6,7,8\n'), limits)).toEqual({ ok: true, format: 'csv', records: 1 });
+  });
+
+  it('a header of millions of commas fails at the default bounds, keeping nothing', async () => {
+    expect(await check(','.repeat(5_000_000), 65_536)).toMatchObject({ ok: false, line: 1, reason: 'the header has more than 64 columns' });
+    expect(await check('x'.repeat(5_000_000), 65_536)).toMatchObject({ ok: false, line: 1, reason: 'the header row is longer than 65536 characters' });
+  });
+
   it('refuses nesting deeper than the limit instead of growing without bound', async () => {
     expect(await check('['.repeat(MAX_JSON_DEPTH + 1), 4096)).toMatchObject({ ok: false, reason: /nested deeper/ });
   });

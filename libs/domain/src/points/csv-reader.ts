@@ -1,6 +1,8 @@
 /**
  * A streaming RFC 4180 record reader over decoded text chunks. Memory is bounded by one
- * record: a few fields of at most MAX_CSV_FIELD_LENGTH characters each, whatever the input.
+ * record: a few fields of a record of at most maxLineLength characters, whatever the input.
+ * A longer record (a quoted field that never closes is one) or one with more than maxColumns
+ * fields is reported with its problem; its text is not kept, and the next record still parses.
  *
  * Lines without a double quote take a fast path (indexOf for the newline and the commas,
  * one slice per field); any other record goes through a resumable state machine, so a chunk
@@ -8,8 +10,8 @@
  * inside a quoted field counts, and a record is numbered by the line it starts on.
  */
 
-/** Longer fields make their record an error and are not kept. */
-export const MAX_CSV_FIELD_LENGTH = 65_536;
+/** The default most fields of a record. */
+export const DEFAULT_MAX_COLUMNS = 64;
 /** Fields kept per record; later ones are only counted (no layout has more than 4). */
 const KEPT_FIELDS = 5;
 
@@ -27,7 +29,15 @@ const AFTER_QUOTE = 4; // past a closing quote: only a separator (or the CR of C
 export const BARE_QUOTE_PROBLEM = 'a double quote inside an unquoted field (quote the whole field and double the quote)';
 export const AFTER_QUOTE_PROBLEM = 'unexpected characters after a closing quote';
 export const UNTERMINATED_PROBLEM = 'unterminated quoted field';
-export const FIELD_TOO_LONG_PROBLEM = `a field is longer than ${MAX_CSV_FIELD_LENGTH} characters`;
+export const lineTooLongProblem = (max: number): string => `the line is longer than ${max} characters`;
+export const tooManyColumnsProblem = (max: number): string => `more than ${max} columns`;
+
+export type CsvReaderLimits = {
+  /** Longest record, in characters (a quoted record may span several physical lines). */
+  readonly maxLineLength: number;
+  /** Most fields of a record. */
+  readonly maxColumns: number;
+};
 
 /**
  * Receives every non-blank record. `fields` is reused: read it during the call only.
@@ -48,20 +58,25 @@ export class CsvReader {
   /** The physical line the reader is on (1-based): the line of the next character. */
   line = 1;
   private readonly onRecord: CsvRecordHandler;
+  private readonly maxLineLength: number;
+  private readonly maxColumns: number;
   private readonly fields: string[] = [];
   private count = 0;
   private inRecord = false;
   private recordLine = 1;
   private state = FIELD_START;
   private field = '';
-  private fieldTooLong = false;
+  private recordLength = 0; // characters of the current record before the current step
+  private tooLong = false; // the record is longer than maxLineLength: its text is no longer kept
   private anyQuoted = false;
   private junkLength = 0; // characters after a closing quote
   private junkFirst = 0;
   private problem: string | null = null;
 
-  constructor(onRecord: CsvRecordHandler) {
+  constructor(onRecord: CsvRecordHandler, limits: CsvReaderLimits) {
     this.onRecord = onRecord;
+    this.maxLineLength = limits.maxLineLength;
+    this.maxColumns = limits.maxColumns;
   }
 
   feed(text: string): void {
@@ -73,7 +88,7 @@ export class CsvReader {
     while (pos < len) {
       if (!this.inRecord) {
         const nl = text.indexOf('\n', pos);
-        if (nl >= 0 && nl - pos <= MAX_CSV_FIELD_LENGTH) {
+        if (nl >= 0 && nl - pos <= this.maxLineLength) {
           if (quoteAt !== -1 && quoteAt < pos) quoteAt = text.indexOf('"', pos);
           if (quoteAt === -1 || quoteAt > nl) {
             // Fast path: a whole line without quotes.
@@ -91,7 +106,7 @@ export class CsvReader {
               n++;
               start = commaAt + 1;
             }
-            if (n !== 1 || !isBlank(fields[0]!)) this.onRecord(fields, n, this.line, null);
+            if (n !== 1 || !isBlank(fields[0]!)) this.onRecord(fields, n, this.line, n > this.maxColumns ? tooManyColumnsProblem(this.maxColumns) : null);
             this.line++;
             pos = nl + 1;
             continue;
@@ -113,8 +128,26 @@ export class CsvReader {
   }
 
   /** Runs the state machine from pos to the end of the current record or of the text. */
-  private step(text: string, pos: number): number {
+  private step(text: string, from: number): number {
+    const pos = this.run(text, from);
+    // A record that ended in this step was measured by endRecord; one still open is measured here.
+    if (this.inRecord) this.measure(pos - from);
+    return pos;
+  }
+
+  private measure(length: number): void {
+    this.recordLength += length;
+    if (this.recordLength > this.maxLineLength) this.dropText();
+  }
+
+  private dropText(): void {
+    this.tooLong = true;
+    this.field = '';
+  }
+
+  private run(text: string, start: number): number {
     const len = text.length;
+    let pos = start;
     while (pos < len) {
       switch (this.state) {
         case FIELD_START: {
@@ -145,6 +178,7 @@ export class CsvReader {
             this.endField(false);
           } else {
             this.line++;
+            this.measure(pos - start);
             this.endField(true);
             this.endRecord();
             return pos;
@@ -194,6 +228,7 @@ export class CsvReader {
             this.endField(false);
           } else {
             this.line++;
+            this.measure(pos - start);
             this.endField(true);
             this.endRecord();
             return pos;
@@ -205,10 +240,9 @@ export class CsvReader {
   }
 
   private append(text: string, from: number, to: number): void {
-    if (from === to || this.fieldTooLong) return;
-    if (this.field.length + (to - from) > MAX_CSV_FIELD_LENGTH) {
-      this.fieldTooLong = true;
-      this.field = '';
+    if (from === to || this.tooLong) return;
+    if (this.recordLength + this.field.length + (to - from) > this.maxLineLength) {
+      this.dropText();
       return;
     }
     this.field += text.slice(from, to);
@@ -220,19 +254,21 @@ export class CsvReader {
     if (this.state === AFTER_QUOTE && this.junkLength > 0 && !(atLineEnd && this.junkLength === 1 && this.junkFirst === CR)) {
       this.problem ??= AFTER_QUOTE_PROBLEM;
     }
-    if (this.fieldTooLong) this.problem ??= FIELD_TOO_LONG_PROBLEM;
     if (this.count < KEPT_FIELDS) this.fields[this.count] = value;
     this.count++;
+    if (this.count > this.maxColumns) this.problem ??= tooManyColumnsProblem(this.maxColumns);
     this.field = '';
-    this.fieldTooLong = false;
     this.junkLength = 0;
     this.state = FIELD_START;
   }
 
   private endRecord(): void {
+    if (this.tooLong) this.problem = lineTooLongProblem(this.maxLineLength);
     const blank = this.count === 1 && !this.anyQuoted && this.problem === null && isBlank(this.fields[0]!);
     if (!blank) this.onRecord(this.fields, this.count, this.recordLine, this.problem);
     this.count = 0;
+    this.recordLength = 0;
+    this.tooLong = false;
     this.problem = null;
     this.anyQuoted = false;
     this.inRecord = false;

@@ -10,11 +10,13 @@
  *   else csv-with-header `timestamp,value` header line, then rows      row = physical line
  *        download-csv    `metric_name,timestamp,metric_numeric_value,updated_at` header
  *        csv             no header: every line is `timestamp,value`
- * CSV and NDJSON are streamed with bounded memory; the two JSON documents are buffered
- * (the api's body limit bounds them) and parsed with JSON.parse.
+ * CSV and NDJSON are streamed with bounded memory (lines and columns capped); the two JSON
+ * documents are buffered up to maxJsonDocumentLength characters and parsed with JSON.parse,
+ * after a scan that refuses nesting deeper than MAX_JSON_NESTING as it arrives.
  */
-import { CsvReader } from './csv-reader.ts';
-import { LineReader, MAX_LINE_LENGTH } from './line-reader.ts';
+import { CsvReader, DEFAULT_MAX_COLUMNS } from './csv-reader.ts';
+import { DEFAULT_MAX_LINE_LENGTH, LineReader } from './line-reader.ts';
+import { JsonNestingMeter } from './json-nesting.ts';
 import { metricNameProblem } from './metric-name.ts';
 import { parseTimestamp } from './timestamp.ts';
 import { Utf8Decoder } from './utf8.ts';
@@ -38,13 +40,21 @@ export type ParseUploadOptions = {
   metricName?: string;
   /** Errors yielded before the rest are only counted (default DEFAULT_MAX_UPLOAD_ERRORS). */
   maxErrors?: number;
+  /** Longest CSV record or NDJSON line, in characters; a longer one is a row error (default 65536). */
+  maxLineLength?: number;
+  /** Most fields of a CSV record; a wider one is a row error (default 64). */
+  maxColumns?: number;
+  /** Longest json-body or json-array document, in characters; a longer one stops the upload (default 64 Mi). */
+  maxJsonDocumentLength?: number;
 };
 
 export const DEFAULT_MAX_UPLOAD_ERRORS = 100;
+export const DEFAULT_MAX_JSON_DOCUMENT_LENGTH = 64 * 1024 * 1024;
+/** Deepest nesting of a JSON document: the layouts need 2 ({values: [{...}]}); deeper is never valid. */
+export const MAX_JSON_NESTING = 64;
 
 const INVALID_UTF8_REASON = 'invalid UTF-8: the upload must be UTF-8 encoded';
 const TRUNCATED_UTF8_REASON = 'invalid UTF-8: the upload ends inside a multi-byte character';
-const LINE_TOO_LONG_REASON = `the line is longer than ${MAX_LINE_LENGTH} characters`;
 const CSV_HEADER = ['timestamp', 'value'];
 const DOWNLOAD_CSV_HEADER = ['metric_name', 'timestamp', 'metric_numeric_value', 'updated_at'];
 const SNIPPET_LENGTH = 64;
@@ -71,13 +81,18 @@ const withText = (reason: string, text: string): string => (text === '' ? reason
 
 const messageOf = (e: unknown): string => (e instanceof Error ? e.message : String(e));
 
+function positiveOption(name: string, value: number | undefined, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (!Number.isInteger(value) || value < 1) throw new RangeError(`${name} must be a positive integer, got ${value}`);
+  return value;
+}
+
 function isHeader(fields: readonly string[], names: readonly string[]): boolean {
   return names.every((name, i) => trimBlanks(fields[i] ?? '').toLowerCase() === name);
 }
 
 /** A first line that is a whole {timestamp, value} object (not a body with values) starts NDJSON. */
 function isNdjsonLine(line: string): boolean {
-  if (line.length > MAX_LINE_LENGTH) return false;
   try {
     const o: unknown = JSON.parse(line);
     return isObject(o) && has(o, 'timestamp') && has(o, 'value') && !has(o, 'values');
@@ -123,6 +138,9 @@ class UploadParser {
   private layout: UploadLayout | null = null;
   private readonly optionName: string | undefined;
   private readonly maxErrors: number;
+  private readonly maxLineLength: number;
+  private readonly maxColumns: number;
+  private readonly maxJsonDocumentLength: number;
   private errorCount = 0;
   private suppressed = 0;
   // detection
@@ -133,6 +151,8 @@ class UploadParser {
   private csv: CsvReader | null = null;
   private lines: LineReader | null = null;
   private jsonParts: string[] = [];
+  private jsonLength = 0;
+  private jsonNesting: JsonNestingMeter | null = null;
   // the last per-row metric name and its problem, as rows of one metric usually follow each other
   private lastName: string | null = null;
   private lastNameProblem: string | null = null;
@@ -141,6 +161,9 @@ class UploadParser {
     const maxErrors = options.maxErrors ?? DEFAULT_MAX_UPLOAD_ERRORS;
     if (!Number.isInteger(maxErrors) || maxErrors < 0) throw new RangeError(`maxErrors must be a non-negative integer, got ${maxErrors}`);
     this.maxErrors = maxErrors;
+    this.maxLineLength = positiveOption('maxLineLength', options.maxLineLength, DEFAULT_MAX_LINE_LENGTH);
+    this.maxColumns = positiveOption('maxColumns', options.maxColumns, DEFAULT_MAX_COLUMNS);
+    this.maxJsonDocumentLength = positiveOption('maxJsonDocumentLength', options.maxJsonDocumentLength, DEFAULT_MAX_JSON_DOCUMENT_LENGTH);
     this.optionName = options.metricName;
     if (this.optionName !== undefined) {
       const problem = metricNameProblem(this.optionName);
@@ -168,9 +191,23 @@ class UploadParser {
         this.lines!.feed(text);
         return;
       case 'json':
-        this.jsonParts.push(text);
+        this.jsonText(text);
         return;
     }
+  }
+
+  /** Holds a part of a JSON document, within the document's length and nesting bounds. */
+  private jsonText(text: string): void {
+    this.jsonLength += text.length;
+    if (this.jsonLength > this.maxJsonDocumentLength) {
+      this.stop(0, 'row', `the ${this.layout} document is longer than ${this.maxJsonDocumentLength} characters; send larger sets as CSV or NDJSON, which are read as they stream`);
+      return;
+    }
+    if (!this.jsonNesting!.feed(text)) {
+      this.stop(0, 'row', `invalid JSON: nested deeper than ${MAX_JSON_NESTING} levels`);
+      return;
+    }
+    this.jsonParts.push(text);
   }
 
   end(): void {
@@ -214,6 +251,7 @@ class UploadParser {
     this.csv = null;
     this.lines = null;
     this.jsonParts = [];
+    this.jsonNesting = null;
     this.head = '';
   }
 
@@ -241,6 +279,8 @@ class UploadParser {
       this.headScan = i;
       if (i === head.length) {
         if (atEnd) this.stop(0, 'row', 'the upload is empty');
+        // Blank space is held until the layout is known (CSV numbers its lines): only so much of it.
+        else if (head.length > this.maxLineLength) this.stop(0, 'row', `the upload starts with more than ${this.maxLineLength} blank characters`);
         return;
       }
       this.firstAt = i;
@@ -250,32 +290,38 @@ class UploadParser {
       // [
       this.setLayout('json-array');
       if (!this.requireOptionName('json-array')) return;
-      this.mode = 'json';
-      this.jsonParts = [head];
+      this.startJson(head);
     } else if (first === 0x7b) {
-      // {: NDJSON when the first line is a whole {timestamp, value} object, else one JSON body
+      // {: NDJSON when the first line is a whole {timestamp, value} object, else one JSON body.
+      // A first line longer than any NDJSON line can be is a body: it is not held to look for its end.
       const nl = head.indexOf('\n', this.headScan);
-      if (nl < 0 && !atEnd) {
+      const lineTooLong = (nl < 0 ? head.length : nl) - this.firstAt > this.maxLineLength;
+      if (nl < 0 && !atEnd && !lineTooLong) {
         this.headScan = head.length;
         return;
       }
-      if (isNdjsonLine(head.slice(this.firstAt, nl < 0 ? head.length : nl))) {
+      if (!lineTooLong && isNdjsonLine(head.slice(this.firstAt, nl < 0 ? head.length : nl))) {
         this.setLayout('ndjson');
         this.mode = 'ndjson';
-        this.lines = new LineReader((text, line) => this.ndjsonLine(text, line));
+        this.lines = new LineReader((text, line) => this.ndjsonLine(text, line), this.maxLineLength);
         this.lines.feed(head);
       } else {
         this.setLayout('json-body');
-        this.mode = 'json';
-        this.jsonParts = [head];
+        this.startJson(head);
       }
     } else {
       // CSV: the first record decides whether it is a header (see csvRecord)
       this.mode = 'csv';
-      this.csv = new CsvReader((fields, count, line, problem) => this.csvRecord(fields, count, line, problem));
+      this.csv = new CsvReader((fields, count, line, problem) => this.csvRecord(fields, count, line, problem), { maxLineLength: this.maxLineLength, maxColumns: this.maxColumns });
       this.csv.feed(head);
     }
     this.head = '';
+  }
+
+  private startJson(head: string): void {
+    this.mode = 'json';
+    this.jsonNesting = new JsonNestingMeter(MAX_JSON_NESTING);
+    this.jsonText(head);
   }
 
   /** The problem of a per-row metric name (validity, and agreement with the upload's name). */
@@ -356,7 +402,7 @@ class UploadParser {
   private ndjsonLine(text: string | null, line: number): void {
     if (this.stopped) return;
     if (text === null) {
-      this.error(line, 'row', LINE_TOO_LONG_REASON);
+      this.error(line, 'row', `the line is longer than ${this.maxLineLength} characters`);
       return;
     }
     if (isJsonBlank(text)) return;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseUploadBatches, type ParseUploadOptions, type UploadItem, type UploadLayout } from './parse-upload.ts';
+import { MAX_JSON_NESTING, parseUploadBatches, type ParseUploadOptions, type UploadItem, type UploadLayout } from './parse-upload.ts';
 import { formatTimestamp } from './timestamp.ts';
 
 const enc = new TextEncoder();
@@ -179,14 +179,14 @@ describe('parseUploadBatches: CSV layouts', () => {
     expect(await collect(text)).toEqual([layout('download-csv'), point(2, 'a "quoted" name', T0, 1)]);
   });
 
-  it('bounds memory: an over-long field is a row error, quoted or not, and the next row still parses', async () => {
+  it('bounds memory: an over-long line is a row error, quoted or not, and the next row still parses', async () => {
     const long = 'x'.repeat(70_000);
     const text = `"${long}",1\n2024-01-01T00:00:00Z,2\n${long},3\n2024-01-01T00:00:01Z,4\n`;
     expect(await collect(text, M)).toEqual([
       layout('csv'),
-      error(1, 'row', 'a field is longer than 65536 characters'),
+      error(1, 'row', 'the line is longer than 65536 characters'),
       point(2, 'cpu', T0, 2),
-      error(3, 'row', 'a field is longer than 65536 characters'),
+      error(3, 'row', 'the line is longer than 65536 characters'),
       point(4, 'cpu', T0 + S, 4),
     ]);
   });
@@ -561,5 +561,126 @@ describe('parseUploadBatches: grouping', () => {
       [point(3, 'cpu', T0 + S, 2), error(4, 'value', `${VALUE_FORMAT}; got "x"`)],
       [point(5, 'cpu', T0 + 3 * S, 4)], // the last line ends with the input, not with a newline
     ]);
+  });
+});
+
+describe('parseUploadBatches: bounds', () => {
+  const CHUNK = 65_536;
+  const OK_ROW = '2024-01-01T00:00:00Z,1\n';
+
+  /** Yields `total` characters: `head`, then `fill` repeated, in CHUNK-sized chunks; counts the chunks read. */
+  function stream(head: string, fill: string, total: number): { chunks: AsyncGenerator<Uint8Array>; read: () => number } {
+    let read = 0;
+    const block = enc.encode(fill.repeat(Math.ceil(CHUNK / fill.length)).slice(0, CHUNK));
+    async function* chunks(): AsyncGenerator<Uint8Array> {
+      read++;
+      yield enc.encode(head);
+      for (let sent = head.length; sent < total; sent += CHUNK) {
+        read++;
+        yield block;
+      }
+    }
+    return { chunks: chunks(), read: () => read };
+  }
+
+  async function collectFrom(chunks: AsyncIterable<Uint8Array>, options: ParseUploadOptions): Promise<UploadItem[]> {
+    const items: UploadItem[] = [];
+    for await (const batch of parseUploadBatches(chunks, options)) items.push(...batch);
+    return items;
+  }
+
+  it('csv: a line longer than maxLineLength is a row error, and the next line still parses', async () => {
+    const text = `${'1'.repeat(150)},1\n${OK_ROW}`;
+    expect(await collect(text, { ...M, maxLineLength: 100 })).toEqual([layout('csv'), error(1, 'row', 'the line is longer than 100 characters'), point(2, 'cpu', T0, 1)]);
+  });
+
+  it('csv: a quoted field that runs past maxLineLength, across chunks and lines, is one row error and its text is not kept', async () => {
+    const parts = [OK_ROW, '2024-01-01T00:00:01Z,"', 'x\n'.repeat(200), 'x"\n', OK_ROW].map((p) => enc.encode(p));
+    expect(await collect(parts, { ...M, maxLineLength: 100 })).toEqual([
+      layout('csv'),
+      point(1, 'cpu', T0, 1),
+      error(2, 'row', 'the line is longer than 100 characters'),
+      point(203, 'cpu', T0, 1),
+    ]);
+  });
+
+  it('csv: a quoted field that never closes is one error for its line, however long the rest', async () => {
+    const { chunks } = stream(`${OK_ROW}2024-01-01T00:00:01Z,"`, 'x,\n', 5_000_000);
+    expect(await collectFrom(chunks, { ...M, maxLineLength: 1000 })).toEqual([layout('csv'), point(1, 'cpu', T0, 1), error(2, 'row', 'the line is longer than 1000 characters')]);
+  });
+
+  it('csv: a line of a million commas is one row error', async () => {
+    const text = `${','.repeat(1_000_000)}\n${OK_ROW}`;
+    expect(await collect(text, M)).toEqual([layout('csv'), error(1, 'row', 'the line is longer than 65536 characters'), point(2, 'cpu', T0, 1)]);
+  });
+
+  it('csv: a row with more than maxColumns fields is a row error, on the fast path and the quoted one', async () => {
+    const wide = `${OK_ROW.trim()}${',x'.repeat(10)}\n`;
+    const quotedWide = `"2024-01-01T00:00:00Z"${',x'.repeat(10)}\n`;
+    expect(await collect(`${wide}${quotedWide}${OK_ROW}`, { ...M, maxColumns: 8 })).toEqual([
+      layout('csv'),
+      error(1, 'row', 'more than 8 columns'),
+      error(2, 'row', 'more than 8 columns'),
+      point(3, 'cpu', T0, 1),
+    ]);
+  });
+
+  it('ndjson: the line bound is an option', async () => {
+    const line = '{"timestamp":"2024-01-01T00:00:00Z","value":1}';
+    expect(await collect(`${line}\n{"timestamp":"2024-01-01T00:00:00Z","value":${'1'.repeat(100)}}\n${line}\n`, { ...M, maxLineLength: 80 })).toEqual([
+      layout('ndjson'),
+      point(1, 'cpu', T0, 1),
+      error(2, 'row', 'the line is longer than 80 characters'),
+      point(3, 'cpu', T0, 1),
+    ]);
+  });
+
+  it('json-body: the gzip bomb\'s text ({"values":[ and endless spaces) stops at the document bound, without reading on', async () => {
+    const { chunks, read } = stream('{"values":[', ' ', 200 * CHUNK);
+    expect(await collectFrom(chunks, { maxJsonDocumentLength: 4 * CHUNK })).toEqual([
+      layout('json-body'),
+      error(0, 'row', `the json-body document is longer than ${4 * CHUNK} characters; send larger sets as CSV or NDJSON, which are read as they stream`),
+    ]);
+    expect(read()).toBeLessThan(10);
+  });
+
+  it('json-array: a document within the bound parses; one character more is refused', async () => {
+    const text = '[{"timestamp":"2024-01-01T00:00:00Z","value":1}]';
+    expect(await collect(text, { ...M, maxJsonDocumentLength: text.length })).toEqual([layout('json-array'), point(1, 'cpu', T0, 1)]);
+    expect(await collect(`${text} `, { ...M, maxJsonDocumentLength: text.length })).toEqual([
+      layout('json-array'),
+      error(0, 'row', `the json-array document is longer than ${text.length} characters; send larger sets as CSV or NDJSON, which are read as they stream`),
+    ]);
+  });
+
+  it('50 MB of nested JSON fails with a reason as soon as it nests too deep', async () => {
+    const { chunks, read } = stream('', '[', 50_000_000);
+    expect(await collectFrom(chunks, M)).toEqual([layout('json-array'), error(0, 'row', `invalid JSON: nested deeper than ${MAX_JSON_NESTING} levels`)]);
+    expect(read()).toBe(2);
+    const body = stream('{"values":', '{"a":', 50_000_000);
+    expect(await collectFrom(body.chunks, {})).toEqual([layout('json-body'), error(0, 'row', `invalid JSON: nested deeper than ${MAX_JSON_NESTING} levels`)]);
+  });
+
+  it('brackets inside strings do not count as nesting', async () => {
+    const text = `[{"timestamp":"${'['.repeat(500)}\\"[","value":1}]`;
+    expect(await collect(text, M)).toEqual([layout('json-array'), error(1, 'timestamp', `${TS_FORMAT}; got ${JSON.stringify(`${'['.repeat(64)}…`)}`)]);
+  });
+
+  it('a first line longer than maxLineLength that starts with { is a body, decided without holding the line', async () => {
+    const { chunks, read } = stream('{"values":[', ' ', 200 * CHUNK);
+    const items: UploadItem[] = [];
+    for await (const batch of parseUploadBatches(chunks, { maxLineLength: 1024, maxJsonDocumentLength: 2 * CHUNK })) items.push(...batch);
+    expect(items[0]).toEqual(layout('json-body'));
+    expect(read()).toBeLessThan(5);
+  });
+
+  it('leading blank space beyond maxLineLength stops the upload', async () => {
+    const { chunks, read } = stream('', ' \n', 100 * CHUNK);
+    expect(await collectFrom(chunks, { ...M, maxLineLength: 1024 })).toEqual([error(0, 'row', 'the upload starts with more than 1024 blank characters')]);
+    expect(read()).toBe(2);
+  });
+
+  it.each(['maxLineLength', 'maxColumns', 'maxJsonDocumentLength'])('rejects a %s that is not a positive integer', async (name) => {
+    await expect(collect('', { [name]: 0 })).rejects.toThrow(RangeError);
   });
 });
