@@ -1,8 +1,9 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { Context } from 'koa';
 import { z } from 'zod';
-import { canWrite, DomainError, metricNameProblem, validationError, type UserRecord } from '@meridian/domain';
+import { assertTaskRoom, canWrite, DomainError, metricNameProblem, validationError, type UnfinishedTasks, type UserRecord } from '@meridian/domain';
 import { STAGING_PREFIX, type Storage } from '@meridian/storage';
+import type { PerUserSlots } from '../http/per-user-slots.ts';
 import { defineRoute, type RouteDef } from '../http/route.ts';
 import type { ApiMetrics } from '../observability/metrics.ts';
 import { jsonUploadText } from '../uploads/json-upload.ts';
@@ -17,7 +18,14 @@ export type UploadLimits = {
   readonly inlinePayloadBytes: number;
 };
 
-export type UploadDeps = { readonly submit: SubmitDeps; readonly storage: Storage; readonly limits: UploadLimits; readonly metrics?: Pick<ApiMetrics, 'uploadAccepted'> };
+/** Per-user caps on uploads: bodies received at once here, and unfinished tasks (from the tasks fold's counts). */
+export type UploadCaps = {
+  readonly inFlight: PerUserSlots;
+  readonly queuedTasks: number;
+  readonly unfinished: () => UnfinishedTasks;
+};
+
+export type UploadDeps = { readonly submit: SubmitDeps; readonly storage: Storage; readonly limits: UploadLimits; readonly caps?: UploadCaps; readonly metrics?: Pick<ApiMetrics, 'uploadAccepted'> };
 
 const taskAccepted = z.object({ task_id: z.uuid() });
 const onError = z.enum(['fail', 'skip']).default('fail').describe('fail: one invalid row fails the whole upload and nothing is stored; skip: valid rows are stored and the rejected ones reported');
@@ -58,6 +66,30 @@ function accepted(ctx: Context, taskId: string): void {
 
 export function uploadRoutes(deps: UploadDeps): RouteDef[] {
   const common = (user: UserRecord, idempotency: string | undefined) => ({ user_name: user.user_name, at: Date.now(), idempotency_key: idempotency ?? null });
+  /**
+   * Runs an upload under the user's caps, checked before its body is read: a new task past the
+   * unfinished-tasks cap (a retry of a task that exists is no new task), or one more body than
+   * the in-flight cap, is refused with 429. The slot is held until the handler is done.
+   */
+  const capped = async (ctx: Context, user: UserRecord, taskId: string, receive: () => Promise<void>) => {
+    if (!deps.caps) return receive();
+    const release = admit(deps.caps, ctx, user, taskId);
+    try {
+      await receive();
+    } finally {
+      release();
+    }
+  };
+  const admit = (caps: UploadCaps, ctx: Context, user: UserRecord, taskId: string) => {
+    try {
+      if (!deps.submit.tasks().has(taskId)) assertTaskRoom(caps.unfinished(), user.user_name, caps.queuedTasks);
+      return caps.inFlight.acquire(user.user_name);
+    } catch (error) {
+      ctx.set('Connection', 'close'); // the client may still be sending: do not read the rest
+      throw error;
+    }
+  };
+
   return [
     defineRoute({
       method: 'POST',
@@ -71,46 +103,48 @@ export function uploadRoutes(deps: UploadDeps): RouteDef[] {
       headers: uploadHeaders,
       requestBodyDoc: { contentTypes: { 'application/json': jsonUploadBody, 'multipart/form-data': jsonUploadBody } },
       responses: { 202: { description: 'Accepted; follow the task', schema: taskAccepted, example: { task_id: '4a3c6f8e-0f5e-4d1a-9a53-3c1f0e9b2d7a' } } },
-      problems: ['forbidden', 'payload_too_large', 'conflict', 'unavailable'],
+      problems: ['forbidden', 'payload_too_large', 'conflict', 'too_many', 'unavailable'],
       streaming: true,
       handler: async (ctx, { query, headers, user }) => {
         const idempotency = headers['idempotency-key'];
-        const raw = await jsonUploadText(await readBody(ctx.req, deps.limits.jsonBodyBytes), ctx.get('Content-Type'));
-        let parsed: unknown;
-        try {
-          parsed = JSON.parse(raw.toString('utf8'));
-        } catch (error) {
-          throw validationError(`the body is not valid JSON: ${(error as Error).message}`, [{ field: 'body', reason: 'malformed JSON' }]);
-        }
-        const shape = z.object({ metric_name: z.string(), values: z.array(z.unknown()) }).safeParse(parsed);
-        if (!shape.success) {
-          throw validationError('the body must be {"metric_name": string, "values": [...]}', shape.error.issues.map((i) => ({ field: ['body', ...i.path.map(String)].join('.'), reason: i.message })));
-        }
-        if (shape.data.values.length > deps.limits.pointsPerJsonUpload) {
-          throw new DomainError('payload_too_large', `at most ${deps.limits.pointsPerJsonUpload} values per JSON upload; send larger sets as a file to /api/v1/metrics_file_upload`);
-        }
-        assertWritable(user, shape.data.metric_name, 'body.metric_name');
         const taskId = taskIdFor(user.user_name, idempotency ?? null);
-        const inline = raw.length <= deps.limits.inlinePayloadBytes;
-        const stagedKey = stagedUploadKey(taskId);
-        if (!inline) await deps.storage.client.putObject(deps.storage.bucket, stagedKey, raw, raw.length);
-        const command: UploadCommand = {
-          ...common(user, idempotency),
-          metric_name: shape.data.metric_name,
-          on_error: query.on_error,
-          source: 'json_body',
-          payload: inline ? raw : null,
-          staged_object: inline ? null : stagedKey,
-          payload_bytes: raw.length,
-          payload_sha256: createHash('sha256').update(raw).digest(),
-        };
-        const outcome = await submitUpload(deps.submit, taskId, command).catch(async (e: unknown) => {
-          if (!inline && mayDiscard(e)) await discard(deps.storage, stagedKey);
-          throw e;
+        await capped(ctx, user, taskId, async () => {
+          const raw = await jsonUploadText(await readBody(ctx.req, deps.limits.jsonBodyBytes), ctx.get('Content-Type'));
+          let parsed: unknown;
+          try {
+            parsed = JSON.parse(raw.toString('utf8'));
+          } catch (error) {
+            throw validationError(`the body is not valid JSON: ${(error as Error).message}`, [{ field: 'body', reason: 'malformed JSON' }]);
+          }
+          const shape = z.object({ metric_name: z.string(), values: z.array(z.unknown()) }).safeParse(parsed);
+          if (!shape.success) {
+            throw validationError('the body must be {"metric_name": string, "values": [...]}', shape.error.issues.map((i) => ({ field: ['body', ...i.path.map(String)].join('.'), reason: i.message })));
+          }
+          if (shape.data.values.length > deps.limits.pointsPerJsonUpload) {
+            throw new DomainError('payload_too_large', `at most ${deps.limits.pointsPerJsonUpload} values per JSON upload; send larger sets as a file to /api/v1/metrics_file_upload`);
+          }
+          assertWritable(user, shape.data.metric_name, 'body.metric_name');
+          const inline = raw.length <= deps.limits.inlinePayloadBytes;
+          const stagedKey = stagedUploadKey(taskId);
+          if (!inline) await deps.storage.client.putObject(deps.storage.bucket, stagedKey, raw, raw.length);
+          const command: UploadCommand = {
+            ...common(user, idempotency),
+            metric_name: shape.data.metric_name,
+            on_error: query.on_error,
+            source: 'json_body',
+            payload: inline ? raw : null,
+            staged_object: inline ? null : stagedKey,
+            payload_bytes: raw.length,
+            payload_sha256: createHash('sha256').update(raw).digest(),
+          };
+          const outcome = await submitUpload(deps.submit, taskId, command).catch(async (e: unknown) => {
+            if (!inline && mayDiscard(e)) await discard(deps.storage, stagedKey);
+            throw e;
         });
         if (outcome === 'repeated' && !inline) await discard(deps.storage, stagedKey);
         if (outcome === 'written') deps.metrics?.uploadAccepted('json_body', raw.length, shape.data.values.length);
         accepted(ctx, taskId);
+        });
       },
     }),
     defineRoute({
@@ -131,34 +165,36 @@ export function uploadRoutes(deps: UploadDeps): RouteDef[] {
       headers: uploadHeaders,
       requestBodyDoc: { contentTypes: { 'multipart/form-data': z.object({ file: z.string().describe('the file (binary)') }) } },
       responses: { 202: { description: 'Accepted; follow the task', schema: taskAccepted } },
-      problems: ['forbidden', 'payload_too_large', 'conflict', 'unavailable'],
+      problems: ['forbidden', 'payload_too_large', 'conflict', 'too_many', 'unavailable'],
       streaming: true,
       handler: async (ctx, { query, headers, user }) => {
         const idempotency = headers['idempotency-key'];
         if (query.metric_name !== undefined) assertWritable(user, query.metric_name, 'query.metric_name');
         const taskId = taskIdFor(user.user_name, idempotency ?? null);
-        const staged = await stageUpload(ctx.req, deps.storage, stagedUploadKey(taskId), deps.limits.uploadBytes);
-        if (staged.bytes === 0) {
-          await discard(deps.storage, staged.objectKey);
-          throw validationError('the file is empty', [{ field: 'file', reason: 'empty' }]);
-        }
-        const command: UploadCommand = {
-          ...common(user, idempotency),
-          metric_name: query.metric_name ?? null,
-          on_error: query.on_error,
-          source: 'file',
-          payload: null,
-          staged_object: staged.objectKey,
-          payload_bytes: staged.bytes,
-          payload_sha256: staged.sha256,
-        };
-        const outcome = await submitUpload(deps.submit, taskId, command).catch(async (e: unknown) => {
-          if (mayDiscard(e)) await discard(deps.storage, staged.objectKey);
-          throw e;
+        await capped(ctx, user, taskId, async () => {
+          const staged = await stageUpload(ctx.req, deps.storage, stagedUploadKey(taskId), deps.limits.uploadBytes);
+          if (staged.bytes === 0) {
+            await discard(deps.storage, staged.objectKey);
+            throw validationError('the file is empty', [{ field: 'file', reason: 'empty' }]);
+          }
+          const command: UploadCommand = {
+            ...common(user, idempotency),
+            metric_name: query.metric_name ?? null,
+            on_error: query.on_error,
+            source: 'file',
+            payload: null,
+            staged_object: staged.objectKey,
+            payload_bytes: staged.bytes,
+            payload_sha256: staged.sha256,
+          };
+          const outcome = await submitUpload(deps.submit, taskId, command).catch(async (e: unknown) => {
+            if (mayDiscard(e)) await discard(deps.storage, staged.objectKey);
+            throw e;
         });
         if (outcome === 'repeated') await discard(deps.storage, staged.objectKey);
         else deps.metrics?.uploadAccepted('file', staged.bytes);
         accepted(ctx, taskId);
+        });
       },
     }),
   ];
