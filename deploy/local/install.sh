@@ -19,12 +19,18 @@ install_kafka() {
   touch "$KAFKA_HOME/.complete"
 }
 
+# Another apt-get (unattended upgrades, a second install) may hold the dpkg lock: wait for it
+# (up to MERIDIAN_APT_LOCK_TIMEOUT seconds, default 600) instead of failing at once.
+apt_get() {
+  DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout="${MERIDIAN_APT_LOCK_TIMEOUT:-600}" "$@"
+}
+
 apt_install() {
   [ "$(id -u)" = 0 ] || die "please install Debian packages: $* (needs root)"
   log "apt-get install $*"
-  if ! DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null 2>&1; then
-    apt-get update -qq >/dev/null
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null || die "apt-get install $* failed"
+  if ! apt_get install -y -qq "$@" >/dev/null 2>&1; then
+    apt_get update -qq >/dev/null
+    apt_get install -y -qq "$@" >/dev/null || die "apt-get install $* failed"
   fi
 }
 

@@ -37,7 +37,7 @@ export type ApiDeps = {
   readonly events?: EventsDeps;
   /** The file catalog, staging and blobs; the file routes are mounted when given. */
   readonly files?: FileDeps;
-  /** Request timeout and per-user rate limit (MERIDIAN_REQUEST_TIMEOUT_MS, MERIDIAN_RATE_LIMIT_*); none when left out. */
+  /** Request timeout, per-user rate limit and key cap (MERIDIAN_REQUEST_TIMEOUT_MS, MERIDIAN_RATE_LIMIT_*, MERIDIAN_MAX_API_KEYS_PER_USER); none when left out. */
   readonly limits?: ApiLimits;
   /** The Prometheus registry and its recorders, served at /metrics. */
   readonly metrics?: ApiMetrics;
@@ -57,6 +57,8 @@ export type ApiLimits = {
   /** Requests per second per user; 0 turns the rate limit off. */
   readonly rateLimitPerSecond: number;
   readonly rateLimitBurst: number;
+  /** API keys a user may hold (MERIDIAN_MAX_API_KEYS_PER_USER). */
+  readonly apiKeysPerUser: number;
 };
 
 export const API_VERSION = '1.0.0';
@@ -71,7 +73,7 @@ export function apiRoutes(deps: ApiDeps): RouteDef[] {
     ...(deps.files ? fileRoutes(deps.files) : []),
     ...taskRoutes(deps.tasks),
     ...userRoutes(deps.accounts),
-    ...apiKeyRoutes(deps.accounts),
+    ...apiKeyRoutes(deps.accounts, deps.limits?.apiKeysPerUser ?? Number.POSITIVE_INFINITY),
     ...(deps.adminListener ? [] : [metricsRoute(() => deps.metrics?.registry)]),
     ...docsRoutes(),
   ];

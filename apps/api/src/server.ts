@@ -5,6 +5,7 @@ import { AccountsStore, FilesStore, TasksStore, type Platform } from '@meridian/
 import { planExport, streamExport, type ExportDeps } from '@meridian/replay';
 import { createAdminApp } from './admin-app.ts';
 import { createApp } from './app.ts';
+import { PerUserSlots } from './http/per-user-slots.ts';
 import { createApiMetrics } from './observability/metrics.ts';
 import { jsonCheckPool } from './uploads/json-check-pool.ts';
 import { withTimeout } from '@meridian/observability';
@@ -52,6 +53,9 @@ export async function buildApi(platform: Platform): Promise<Api> {
   const filesStore = new FilesStore(platform, 'api');
   const taskCodec = createEventCodec<TaskEvent>();
   const exportDeps: ExportDeps = { kafka: platform.kafka, admin: platform.admin, topics: platform.topics, topicPrefix: settings.MERIDIAN_TOPIC_PREFIX };
+  // Per instance: what this process is receiving or streaming for each user right now.
+  const uploadsInFlight = new PerUserSlots(settings.MERIDIAN_MAX_UPLOADS_IN_FLIGHT_PER_USER, { setting: 'MERIDIAN_MAX_UPLOADS_IN_FLIGHT_PER_USER', noun: 'uploads in progress' });
+  const downloads = new PerUserSlots(settings.MERIDIAN_MAX_DOWNLOADS_PER_USER, { setting: 'MERIDIAN_MAX_DOWNLOADS_PER_USER', noun: 'downloads streaming' });
   const metrics = createApiMetrics({ tasks: () => tasksStore.state, consumerLag: () => ingestLag(platform) });
   const jsonChecker = jsonCheckPool({ workers: settings.MERIDIAN_JSON_UPLOAD_CHECK_WORKERS, heapMb: settings.MERIDIAN_JSON_UPLOAD_CHECK_HEAP_MB, maxValues: settings.MERIDIAN_MAX_POINTS_PER_JSON_UPLOAD });
   const probes = [
@@ -78,11 +82,12 @@ export async function buildApi(platform: Platform): Promise<Api> {
       }),
     },
     tasks: { state: () => tasksStore.state, syncToEnd: () => tasksStore.syncToEnd() },
-    download: { conn: platform.clickhouseOptions, maxRowsCeiling: settings.MERIDIAN_MAX_ROWS_CEILING },
+    download: { conn: platform.clickhouseOptions, maxRowsCeiling: settings.MERIDIAN_MAX_ROWS_CEILING, streams: downloads },
     events: {
       plan: (request) => planExport(exportDeps, request),
       stream: (plan, request, signal) => streamExport(exportDeps, plan, request, signal),
       maxEventsCeiling: settings.MERIDIAN_MAX_ROWS_CEILING,
+      streams: downloads,
     },
     uploads: {
       storage: platform.storage,
@@ -93,6 +98,7 @@ export async function buildApi(platform: Platform): Promise<Api> {
         inlinePayloadBytes: settings.MERIDIAN_INLINE_PAYLOAD_BYTES,
       },
       jsonChecker,
+      caps: { inFlight: uploadsInFlight, queuedTasks: settings.MERIDIAN_MAX_QUEUED_TASKS_PER_USER, unfinished: () => tasksStore.unfinished },
       submit: {
         producer: () => platform.producer(),
         codec: taskCodec,
@@ -119,12 +125,13 @@ export async function buildApi(platform: Platform): Promise<Api> {
         ackTimeoutMs: settings.MERIDIAN_KAFKA_ACK_TIMEOUT_MS,
         applied: (position) => tasksStore.waitFor(position),
       },
-      limits: { uploadBytes: settings.MERIDIAN_MAX_UPLOAD_BYTES, defaultQuotaBytes: settings.MERIDIAN_FILE_QUOTA_BYTES },
+      limits: { uploadBytes: settings.MERIDIAN_MAX_UPLOAD_BYTES, defaultQuotaBytes: settings.MERIDIAN_FILE_QUOTA_BYTES, filesPerUser: settings.MERIDIAN_MAX_FILES_PER_USER },
     },
     limits: {
       requestTimeoutMs: settings.MERIDIAN_REQUEST_TIMEOUT_MS,
       rateLimitPerSecond: settings.MERIDIAN_RATE_LIMIT_PER_SECOND,
       rateLimitBurst: settings.MERIDIAN_RATE_LIMIT_BURST,
+      apiKeysPerUser: settings.MERIDIAN_MAX_API_KEYS_PER_USER,
     },
     metrics,
   });

@@ -18,7 +18,8 @@ async function main(): Promise<number> {
     throw error;
   }
   const logger = createLogger({ name: 'cli', level: process.env.LOG_LEVEL ?? 'warn', stream: 'stderr' });
-  const platform = createPlatform(settings, logger, 'cli');
+  // A command waits out a fresh Kafka's first answers ("not the leader"), for about 20 s at most, then fails.
+  const platform = createPlatform(settings, logger, 'cli', { attempts: 7 });
   try {
     const output = await runCommand(platform, process.argv.slice(2));
     // An empty output prints nothing: a command that streamed bytes to stdout (events export) ends there.

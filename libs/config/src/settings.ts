@@ -214,6 +214,32 @@ export const settingDefinitions = {
     default: '3600000',
     doc: 'Longest the ingest worker spends on one metrics upload; past it the upload is abandoned (nothing of it becomes visible) and its task fails.',
   },
+  // issue 11, per-user caps (caps)
+  MERIDIAN_MAX_UPLOADS_IN_FLIGHT_PER_USER: {
+    schema: positiveInt,
+    default: '4',
+    doc: 'Metric uploads (both upload routes) whose bodies one api instance receives at once for one user; the next gets 429 /problems/too-many before its body is read.',
+  },
+  MERIDIAN_MAX_QUEUED_TASKS_PER_USER: {
+    schema: positiveInt,
+    default: '1000',
+    doc: 'Unfinished (queued or running) tasks a user may have; a new upload past it gets 429 /problems/too-many until some finish.',
+  },
+  MERIDIAN_MAX_API_KEYS_PER_USER: {
+    schema: positiveInt,
+    default: '100',
+    doc: 'API keys (not revoked) a user may hold; one more gets 409 /problems/limit-reached until a key is revoked.',
+  },
+  MERIDIAN_MAX_DOWNLOADS_PER_USER: {
+    schema: positiveInt,
+    default: '4',
+    doc: 'Metric downloads and event exports one api instance streams at once for one user (HEAD requests do not count); the next gets 429 /problems/too-many.',
+  },
+  MERIDIAN_MAX_FILES_PER_USER: {
+    schema: positiveInt,
+    default: '10000',
+    doc: 'Files a user may hold (live files plus definitions in progress); one more gets 409 /problems/limit-reached until a file is deleted. Empty files are refused (400).',
+  },
 } as const;
 
 export type SettingName = keyof typeof settingDefinitions;

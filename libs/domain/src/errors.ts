@@ -10,7 +10,11 @@ export type ErrorCode =
   | 'conflict'
   | 'payload_too_large'
   | 'rate_limited'
-  | 'unavailable';
+  | 'unavailable'
+  /** A per-user cap on things at once (uploads, downloads, queued tasks): retry once some finish. */
+  | 'too_many'
+  /** A per-user cap on things held (API keys, files): free one first. */
+  | 'limit_reached';
 
 /** One field-level problem: where (a parameter, a body path, a row and column) and why. */
 export type FieldError = { readonly field: string; readonly reason: string; readonly row?: number };

@@ -41,26 +41,39 @@ export class TopicFollower<E extends EventLike> {
     this.caughtUp = new Promise((resolve) => {
       this.caughtUpResolve = resolve;
     });
+    // Transaction markers (control records) take offsets but never reach eachMessage: a log whose
+    // last record is a commit marker would never look caught up. Each processed batch, markers
+    // included, moves the applied offset to the batch's end.
+    this.consumer.on(this.consumer.events.END_BATCH_PROCESS, ({ payload }) => {
+      const last = Number(payload.lastOffset);
+      if (payload.topic !== options.topic || !(last > (this.applied.get(payload.partition) ?? -1))) return;
+      this.applied.set(payload.partition, last);
+      this.settle();
+    });
   }
 
   get ready(): boolean {
     return this.isCaughtUp;
   }
 
+  /**
+   * Starts following. Safe to call again after it failed (a fresh cluster may answer "not the
+   * leader" for a moment): a failed start leaves the consumer disconnected.
+   */
   async start(): Promise<void> {
+    try {
+      await this.follow();
+    } catch (error) {
+      await this.consumer.disconnect().catch(() => undefined);
+      throw error;
+    }
+  }
+
+  private async follow(): Promise<void> {
     const { admin, topic, codec, logger } = this.options;
     // The end of the log at start: once applied up to here, the fold is as current as the log was.
     const ends = await admin.fetchTopicOffsets(topic);
     this.targets = new Map(ends.map((p) => [p.partition, Number(p.high) - 1]));
-    // Transaction markers (control records) take offsets but never reach eachMessage: a log whose
-    // last record is a commit marker would never look caught up. Each processed batch, markers
-    // included, moves the applied offset to the batch's end.
-    this.consumer.on(this.consumer.events.END_BATCH_PROCESS, ({ payload }) => {
-      const last = Number(payload.lastOffset);
-      if (payload.topic !== topic || !(last > (this.applied.get(payload.partition) ?? -1))) return;
-      this.applied.set(payload.partition, last);
-      this.settle();
-    });
     await this.consumer.connect();
     await this.consumer.subscribe({ topic, fromBeginning: true });
     await this.consumer.run({

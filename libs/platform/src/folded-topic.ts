@@ -4,6 +4,7 @@ import { DomainError } from '@meridian/domain';
 import { appendEvents, TopicFollower, type Position } from '@meridian/kafka';
 import { withTimeout } from '@meridian/observability';
 import type { Platform } from './platform.ts';
+import { untilDone } from './until-done.ts';
 
 export type FoldOptions<E extends EventLike, S> = {
   readonly topic: string;
@@ -46,9 +47,12 @@ export class FoldedTopic<E extends EventLike, S> {
     return this.follower.ready;
   }
 
+  /** Follows the topic, retrying what a fresh or busy Kafka answers at first (see untilDone). */
   async start(): Promise<void> {
-    await this.platform.admin.connect();
-    await this.follower.start();
+    await untilDone(`following ${this.options.topic}`, async () => {
+      await this.platform.admin.connect();
+      await this.follower.start();
+    }, this.platform.logger, this.platform.startRetry);
     await this.follower.caughtUp;
   }
 

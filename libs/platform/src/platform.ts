@@ -4,6 +4,7 @@ import { createKafka, createProducer, ensureTopics, pingKafka, topicsFor, topicS
 import { createClickHouse, ensureDatabase, migrate, pingClickHouse, type ClickHouseClient, type ClickHouseOptions } from '@meridian/clickhouse';
 import { createStorage, ensureBucket, expireStaging, pingStorage, type Storage } from '@meridian/storage';
 import type { Logger } from '@meridian/observability';
+import { untilDone, type UntilDoneOptions } from './until-done.ts';
 
 /**
  * The adapters every app needs, built from one Settings object. Apps take what they use;
@@ -19,6 +20,8 @@ export type Platform = {
   readonly clickhouseOptions: ClickHouseOptions;
   readonly storage: Storage;
   readonly probes: ReadonlyArray<{ name: string; check(): Promise<void> }>;
+  /** How start-up work (following a log, running a consumer) retries: servers wait, a CLI gives up. */
+  readonly startRetry: UntilDoneOptions;
   /** The process's idempotent producer, connected on first use. */
   producer(): Promise<Producer>;
   /** Makes the topics exist (all a CLI needs). */
@@ -28,7 +31,7 @@ export type Platform = {
   close(): Promise<void>;
 };
 
-export function createPlatform(settings: Settings, logger: Logger, component: string): Platform {
+export function createPlatform(settings: Settings, logger: Logger, component: string, startRetry: UntilDoneOptions = {}): Platform {
   const kafka = createKafka({ brokers: settings.KAFKA_BROKERS.split(','), clientId: `${settings.KAFKA_CLIENT_ID}-${component}`, logger });
   const admin = kafka.admin();
   const topics = topicsFor(settings.MERIDIAN_TOPIC_PREFIX);
@@ -64,6 +67,7 @@ export function createPlatform(settings: Settings, logger: Logger, component: st
     clickhouse,
     clickhouseOptions,
     storage,
+    startRetry,
     probes: [
       { name: 'kafka', check: async () => { await connectAdmin(); await pingKafka(admin, timeout); } },
       { name: 'clickhouse', check: () => pingClickHouse(clickhouse) },
@@ -77,8 +81,10 @@ export function createPlatform(settings: Settings, logger: Logger, component: st
       return producer;
     },
     async prepareTopics() {
-      await connectAdmin();
-      await ensureTopics(admin, topicSpecs(topics, settings.KAFKA_POINTS_PARTITIONS));
+      await untilDone('creating topics', async () => {
+        await connectAdmin();
+        await ensureTopics(admin, topicSpecs(topics, settings.KAFKA_POINTS_PARTITIONS));
+      }, logger, startRetry);
     },
     async prepare() {
       await this.prepareTopics();

@@ -4,16 +4,18 @@ import type { FilesState, TasksState } from '@meridian/domain';
  * File definitions of a user that count against the quota but are not in the catalog yet:
  * accepted (queued, running, or succeeded with the catalog not caught up), not failed.
  */
-export function pendingDefinitions(tasks: TasksState, files: FilesState, userName: string): { bytes: number; succeeded: number } {
+export function pendingDefinitions(tasks: TasksState, files: FilesState, userName: string): { bytes: number; count: number; succeeded: number } {
   let bytes = 0;
+  let count = 0;
   let succeeded = 0;
   for (const task of tasks.values()) {
     if (task.kind !== 'file_definition' || task.user_name !== userName || task.status === 'failed') continue;
     if (!task.file_id || files.files.has(task.file_id)) continue;
     bytes += task.payload_bytes ?? 0;
+    count++;
     if (task.status === 'succeeded') succeeded++;
   }
-  return { bytes, succeeded };
+  return { bytes, count, succeeded };
 }
 
 /**
@@ -28,6 +30,11 @@ export class QuotaReservations {
     let sum = 0;
     for (const n of this.byUser.get(userName)?.values() ?? []) sum += n;
     return sum;
+  }
+
+  /** How many definitions of the user hold a reservation (they count against the files-per-user cap too). */
+  count(userName: string): number {
+    return this.byUser.get(userName)?.size ?? 0;
   }
 
   reserve(userName: string, bytes: number): () => void {

@@ -14,6 +14,8 @@ export const problemTypes = {
   payload_too_large: { status: 413, title: 'Payload too large' },
   unsupported_media_type: { status: 415, title: 'Unsupported media type' },
   rate_limited: { status: 429, title: 'Too many requests' },
+  too_many: { status: 429, title: 'Too many at once' },
+  limit_reached: { status: 409, title: 'Limit reached' },
   internal: { status: 500, title: 'Internal error' },
   unavailable: { status: 503, title: 'Dependency unavailable' },
   range_not_satisfiable: { status: 416, title: 'Range not satisfiable' },
@@ -47,7 +49,7 @@ export function writeProblem(ctx: Context, type: ProblemType, detail: string, er
   ctx.type = 'application/problem+json';
   ctx.body = body;
   if (type === 'unauthenticated') ctx.set('WWW-Authenticate', 'Bearer realm="meridian"');
-  if (type === 'unavailable' || type === 'timeout') ctx.set('Retry-After', '1');
+  if (type === 'unavailable' || type === 'timeout' || type === 'too_many') ctx.set('Retry-After', '1');
 }
 
 /** HTTP errors thrown by Koa's own helpers and body parsers (ctx.throw, koa-body). */

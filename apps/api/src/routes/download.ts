@@ -14,9 +14,11 @@ import {
   type DownloadRequest,
 } from '@meridian/clickhouse';
 import { canRead, DomainError, parseDownloadParams, PATTERNS, resolveMetricNames, validationError, type DownloadParams, type UserRecord } from '@meridian/domain';
+import { holdWhileResponding, type PerUserSlots } from '../http/per-user-slots.ts';
 import { defineRoute, type RouteDef } from '../http/route.ts';
 
-export type DownloadDeps = { readonly conn: ConnOptions; readonly maxRowsCeiling: number };
+/** streams: the per-user cap on downloads streaming at once (shared with event exports). */
+export type DownloadDeps = { readonly conn: ConnOptions; readonly maxRowsCeiling: number; readonly streams?: PerUserSlots };
 
 const CSV_HEADER = 'metric_name,timestamp,metric_numeric_value,updated_at';
 
@@ -102,8 +104,9 @@ export function downloadRoute(deps: DownloadDeps): RouteDef {
         },
       },
     },
-    problems: ['not_found', 'unavailable'],
+    problems: ['not_found', 'too_many', 'unavailable'],
     handler: async (ctx, { user }) => {
+      if (deps.streams) holdWhileResponding(ctx, deps.streams, user.user_name);
       const params = parseDownloadParams(ctx.query, deps.maxRowsCeiling);
       const after = params.cursor === null ? null : decodeCursor(params.cursor);
       if (params.cursor !== null && after === null) throw validationError('cursor is not one this service issued', [{ field: 'cursor', reason: 'malformed' }]);

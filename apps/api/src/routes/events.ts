@@ -9,6 +9,7 @@ import {
   type ExportPlan,
   type ExportRequest,
 } from '@meridian/replay';
+import { holdWhileResponding, type PerUserSlots } from '../http/per-user-slots.ts';
 import { defineRoute, type RouteDef } from '../http/route.ts';
 
 export type EventsDeps = {
@@ -16,6 +17,8 @@ export type EventsDeps = {
   stream(plan: ExportPlan, request: ExportRequest, signal: AbortSignal): Readable;
   /** Largest max_events (MERIDIAN_MAX_ROWS_CEILING, as downloads). */
   readonly maxEventsCeiling: number;
+  /** The per-user cap on downloads streaming at once (shared with metric downloads). */
+  readonly streams?: PerUserSlots;
 };
 
 export const DEFAULT_MAX_EVENTS = 100_000;
@@ -96,10 +99,11 @@ export function eventsRoute(deps: EventsDeps): RouteDef {
         },
       },
     },
-    problems: ['not_found', 'unavailable'],
+    problems: ['not_found', 'too_many', 'unavailable'],
     handler: async (ctx, { user, query: q }) => {
       // Least privilege: to a non-admin this route is indistinguishable from one that does not exist.
       if (!user.is_admin) throw new DomainError('not_found', `no route for ${ctx.method} ${ctx.path}`);
+      if (deps.streams) holdWhileResponding(ctx, deps.streams, user.user_name);
       const request = parse(q as Query, deps.maxEventsCeiling);
       let plan: ExportPlan;
       try {

@@ -4,6 +4,7 @@ import { z } from 'zod';
 import {
   contentTypeFor,
   decideDeleteFile,
+  assertFileRoom,
   decideDescribeFile,
   decideGrantFileAccess,
   decideRevokeFileAccess,
@@ -47,8 +48,8 @@ export type FileDeps = {
   readonly tasks: () => TasksState;
   readonly accounts: () => AccountsState;
   readonly submit: FileSubmitDeps;
-  /** defaultQuotaBytes: for users an admin gave no quota of their own. */
-  readonly limits: { readonly uploadBytes: number; readonly defaultQuotaBytes: number };
+  /** defaultQuotaBytes: for users an admin gave no quota of their own; filesPerUser: MERIDIAN_MAX_FILES_PER_USER (no cap when left out). */
+  readonly limits: { readonly uploadBytes: number; readonly defaultQuotaBytes: number; readonly filesPerUser?: number };
 };
 
 /** Room for the multipart framing and text fields when judging a body by its Content-Length. */
@@ -68,6 +69,7 @@ const DEFINE_DESCRIPTION = [
   'Multipart form: `file` (required), `file_description`, `file_size_limit`, `enforce_schema`; the text fields may come before or after the file.',
   'The bytes are streamed into storage while their SHA-256 and size are computed, never held in memory.',
   'The file may not be larger than the smallest of `file_size_limit`, the largest upload (MERIDIAN_MAX_UPLOAD_BYTES) and what is left of the account\'s quota (its own, set by an admin with PUT /api/v1/users/{user_name}/file_quota, else MERIDIAN_FILE_QUOTA_BYTES; less its files and the definitions still in progress); over it the answer is 413 as soon as the limit is passed, and nothing is kept (for the quota, the detail says how many bytes are left).',
+  'An empty file is refused (400). A user holds at most MERIDIAN_MAX_FILES_PER_USER files (live ones plus definitions in progress); past it the answer is 409 /problems/limit-reached, before the body is read.',
   'Answers 202 once the command is durably in the event log; the file appears in GET /api/v1/files when the task succeeds (its result carries the file_id).',
   'POST /api/v1/file/new and POST /api/v1/files are the same operation (the seed names the first; its sample request uses the second).',
 ].join(' ');
@@ -103,6 +105,12 @@ export function fileRoutes(deps: FileDeps): RouteDef[] {
     const pending = pendingDefinitions(deps.tasks(), deps.files.state(), user.user_name).bytes + reservations.reserved(user.user_name);
     return { quota, left: quotaLeft(deps.files.state(), user.user_name, quota, pending) };
   };
+  /** Refuses one more file to a user at the files cap (live files, definitions in flight, this process's reservations). */
+  const assertRoomFor = (user: UserRecord) => {
+    if (deps.limits.filesPerUser === undefined) return;
+    const pending = pendingDefinitions(deps.tasks(), deps.files.state(), user.user_name).count + reservations.count(user.user_name);
+    assertFileRoom(deps.files.state(), { owner: user.user_name, pending, max_files: deps.limits.filesPerUser });
+  };
   const limits = {
     sizeLimit: (n: number): FileLimit => ({ bytes: n, tooLarge: () => new DomainError('payload_too_large', `the file is larger than its file_size_limit of ${n} bytes`, [{ field: 'file_size_limit', reason: `${n} bytes` }]) }),
     upload: (): FileLimit => ({ bytes: deps.limits.uploadBytes, tooLarge: () => new DomainError('payload_too_large', `the file is larger than the largest upload of ${deps.limits.uploadBytes} bytes`, [{ field: 'file', reason: `at most ${deps.limits.uploadBytes} bytes` }]) }),
@@ -124,6 +132,12 @@ export function fileRoutes(deps: FileDeps): RouteDef[] {
     const fileId = randomUUID();
     const taskId = randomUUID();
     const stagedKey = `${STAGING_PREFIX}files/${fileId}`;
+    try {
+      assertRoomFor(user);
+    } catch (error) {
+      ctx.set('Connection', 'close'); // refused before the body: do not read it
+      throw error;
+    }
     const ceiling = smallest(limits.upload(), limits.quota(quotaOf(user)));
     const declared = Number(ctx.get('Content-Length') || Number.NaN);
     if (Number.isFinite(declared) && declared > ceiling.bytes + FORM_OVERHEAD) {
@@ -148,7 +162,10 @@ export function fileRoutes(deps: FileDeps): RouteDef[] {
       const description = parseDescription(staged.fields.get('file_description'));
       const enforceSchema = parseEnforceSchema(staged.fields.get('enforce_schema'));
       if (sizeLimit !== null && staged.bytes > sizeLimit) throw limits.sizeLimit(sizeLimit).tooLarge();
+      // An empty file stores nothing, yet costs a catalog entry in every process: refused, as an empty metrics upload is.
+      if (staged.bytes === 0) throw validationError('the file is empty', [{ field: 'file', reason: 'empty' }]);
       // Check and reserve in one synchronous step: a concurrent upload of the same user sees this one.
+      assertRoomFor(user);
       const now = quotaOf(user);
       if (staged.bytes > now.left) throw limits.quota(now).tooLarge();
       release = reservations.reserve(user.user_name, staged.bytes);
@@ -189,7 +206,7 @@ export function fileRoutes(deps: FileDeps): RouteDef[] {
     auth: 'user',
     requestBodyDoc: { contentTypes: { 'multipart/form-data': defineForm } },
     responses: { 202: { description: 'Accepted; follow the task (Location header)', schema: accepted, example: { task_id: '4a3c6f8e-0f5e-4d1a-9a53-3c1f0e9b2d7a', file_id: '0d7c3e2a-5b6f-4e1d-8c9a-1f2e3d4c5b6a' } } },
-    problems: ['payload_too_large', 'unavailable'],
+    problems: ['validation', 'payload_too_large', 'limit_reached', 'unavailable'],
     streaming: true,
     handler: defineFile,
   });

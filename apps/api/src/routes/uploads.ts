@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { Context } from 'koa';
 import { z } from 'zod';
-import { canWrite, canWriteSomeMetric, DomainError, metricNameProblem, validationError, type UserRecord } from '@meridian/domain';
+import { assertTaskRoom, canWrite, canWriteSomeMetric, DomainError, metricNameProblem, validationError, type UnfinishedTasks, type UserRecord } from '@meridian/domain';
 import { STAGING_PREFIX, type Storage } from '@meridian/storage';
+import type { PerUserSlots } from '../http/per-user-slots.ts';
 import { defineRoute, type RouteDef } from '../http/route.ts';
 import type { ApiMetrics } from '../observability/metrics.ts';
 import type { JsonUploadChecker } from '../uploads/json-check-pool.ts';
@@ -18,12 +19,20 @@ export type UploadLimits = {
   readonly inlinePayloadBytes: number;
 };
 
+/** Per-user caps on uploads: bodies received at once here, and unfinished tasks (from the tasks fold's counts). */
+export type UploadCaps = {
+  readonly inFlight: PerUserSlots;
+  readonly queuedTasks: number;
+  readonly unfinished: () => UnfinishedTasks;
+};
+
 export type UploadDeps = {
   readonly submit: SubmitDeps;
   readonly storage: Storage;
   readonly limits: UploadLimits;
   /** Parses and hashes JSON upload bodies off the event loop (uploads/json-check-pool.ts). */
   readonly jsonChecker: Pick<JsonUploadChecker, 'check'>;
+  readonly caps?: UploadCaps;
   readonly metrics?: Pick<ApiMetrics, 'uploadAccepted'>;
 };
 
@@ -71,6 +80,30 @@ function accepted(ctx: Context, taskId: string): void {
 
 export function uploadRoutes(deps: UploadDeps): RouteDef[] {
   const common = (user: UserRecord, idempotency: string | undefined) => ({ user_name: user.user_name, at: Date.now(), idempotency_key: idempotency ?? null });
+  /**
+   * Runs an upload under the user's caps, checked before its body is read: a new task past the
+   * unfinished-tasks cap (a retry of a task that exists is no new task), or one more body than
+   * the in-flight cap, is refused with 429. The slot is held until the handler is done.
+   */
+  const capped = async (ctx: Context, user: UserRecord, taskId: string, receive: () => Promise<void>) => {
+    if (!deps.caps) return receive();
+    const release = admit(deps.caps, ctx, user, taskId);
+    try {
+      await receive();
+    } finally {
+      release();
+    }
+  };
+  const admit = (caps: UploadCaps, ctx: Context, user: UserRecord, taskId: string) => {
+    try {
+      if (!deps.submit.tasks().has(taskId)) assertTaskRoom(caps.unfinished(), user.user_name, caps.queuedTasks);
+      return caps.inFlight.acquire(user.user_name);
+    } catch (error) {
+      ctx.set('Connection', 'close'); // the client may still be sending: do not read the rest
+      throw error;
+    }
+  };
+
   return [
     defineRoute({
       method: 'POST',
@@ -84,39 +117,41 @@ export function uploadRoutes(deps: UploadDeps): RouteDef[] {
       headers: uploadHeaders,
       requestBodyDoc: { contentTypes: { 'application/json': jsonUploadBody, 'multipart/form-data': jsonUploadBody } },
       responses: { 202: { description: 'Accepted; follow the task', schema: taskAccepted, example: { task_id: '4a3c6f8e-0f5e-4d1a-9a53-3c1f0e9b2d7a' } } },
-      problems: ['forbidden', 'payload_too_large', 'conflict', 'unavailable'],
+      problems: ['forbidden', 'payload_too_large', 'conflict', 'too_many', 'unavailable'],
       streaming: true,
       handler: async (ctx, { query, headers, user }) => {
         const idempotency = headers['idempotency-key'];
         assertMayUpload(user);
-        // Parsed and hashed on a worker thread: a 16 MiB body must not hold every other request.
-        const { body: raw, sha256, check } = await deps.jsonChecker.check(await jsonUploadText(await readBody(ctx.req, deps.limits.jsonBodyBytes), ctx.get('Content-Type')));
-        if (check.kind === 'invalid') throw validationError(check.message, check.errors);
-        if (check.kind === 'too_many_values') {
-          throw new DomainError('payload_too_large', `at most ${deps.limits.pointsPerJsonUpload} values per JSON upload; send larger sets as a file to /api/v1/metrics_file_upload`);
-        }
-        assertWritable(user, check.metric_name, 'body.metric_name');
         const taskId = taskIdFor(user.user_name, idempotency ?? null);
-        const inline = raw.length <= deps.limits.inlinePayloadBytes;
-        const stagedKey = stagedUploadKey(taskId);
-        if (!inline) await deps.storage.client.putObject(deps.storage.bucket, stagedKey, raw, raw.length);
-        const command: UploadCommand = {
-          ...common(user, idempotency),
-          metric_name: check.metric_name,
-          on_error: query.on_error,
-          source: 'json_body',
-          payload: inline ? raw : null,
-          staged_object: inline ? null : stagedKey,
-          payload_bytes: raw.length,
-          payload_sha256: sha256,
-        };
-        const outcome = await submitUpload(deps.submit, taskId, command).catch(async (e: unknown) => {
-          if (!inline && mayDiscard(e)) await discard(deps.storage, stagedKey);
-          throw e;
+        await capped(ctx, user, taskId, async () => {
+          // Parsed and hashed on a worker thread: a 16 MiB body must not hold every other request.
+          const { body: raw, sha256, check } = await deps.jsonChecker.check(await jsonUploadText(await readBody(ctx.req, deps.limits.jsonBodyBytes), ctx.get('Content-Type')));
+          if (check.kind === 'invalid') throw validationError(check.message, check.errors);
+          if (check.kind === 'too_many_values') {
+            throw new DomainError('payload_too_large', `at most ${deps.limits.pointsPerJsonUpload} values per JSON upload; send larger sets as a file to /api/v1/metrics_file_upload`);
+          }
+          assertWritable(user, check.metric_name, 'body.metric_name');
+          const inline = raw.length <= deps.limits.inlinePayloadBytes;
+          const stagedKey = stagedUploadKey(taskId);
+          if (!inline) await deps.storage.client.putObject(deps.storage.bucket, stagedKey, raw, raw.length);
+          const command: UploadCommand = {
+            ...common(user, idempotency),
+            metric_name: check.metric_name,
+            on_error: query.on_error,
+            source: 'json_body',
+            payload: inline ? raw : null,
+            staged_object: inline ? null : stagedKey,
+            payload_bytes: raw.length,
+            payload_sha256: sha256,
+          };
+          const outcome = await submitUpload(deps.submit, taskId, command).catch(async (e: unknown) => {
+            if (!inline && mayDiscard(e)) await discard(deps.storage, stagedKey);
+            throw e;
+          });
+          if (outcome === 'repeated' && !inline) await discard(deps.storage, stagedKey);
+          if (outcome === 'written') deps.metrics?.uploadAccepted('json_body', raw.length, check.values);
+          accepted(ctx, taskId);
         });
-        if (outcome === 'repeated' && !inline) await discard(deps.storage, stagedKey);
-        if (outcome === 'written') deps.metrics?.uploadAccepted('json_body', raw.length, check.values);
-        accepted(ctx, taskId);
       },
     }),
     defineRoute({
@@ -137,35 +172,37 @@ export function uploadRoutes(deps: UploadDeps): RouteDef[] {
       headers: uploadHeaders,
       requestBodyDoc: { contentTypes: { 'multipart/form-data': z.object({ file: z.string().describe('the file (binary)') }) } },
       responses: { 202: { description: 'Accepted; follow the task', schema: taskAccepted } },
-      problems: ['forbidden', 'payload_too_large', 'conflict', 'unavailable'],
+      problems: ['forbidden', 'payload_too_large', 'conflict', 'too_many', 'unavailable'],
       streaming: true,
       handler: async (ctx, { query, headers, user }) => {
         const idempotency = headers['idempotency-key'];
         assertMayUpload(user);
         if (query.metric_name !== undefined) assertWritable(user, query.metric_name, 'query.metric_name');
         const taskId = taskIdFor(user.user_name, idempotency ?? null);
-        const staged = await stageUpload(ctx.req, deps.storage, stagedUploadKey(taskId), deps.limits.uploadBytes);
-        if (staged.bytes === 0) {
-          await discard(deps.storage, staged.objectKey);
-          throw validationError('the file is empty', [{ field: 'file', reason: 'empty' }]);
-        }
-        const command: UploadCommand = {
-          ...common(user, idempotency),
-          metric_name: query.metric_name ?? null,
-          on_error: query.on_error,
-          source: 'file',
-          payload: null,
-          staged_object: staged.objectKey,
-          payload_bytes: staged.bytes,
-          payload_sha256: staged.sha256,
-        };
-        const outcome = await submitUpload(deps.submit, taskId, command).catch(async (e: unknown) => {
-          if (mayDiscard(e)) await discard(deps.storage, staged.objectKey);
-          throw e;
+        await capped(ctx, user, taskId, async () => {
+          const staged = await stageUpload(ctx.req, deps.storage, stagedUploadKey(taskId), deps.limits.uploadBytes);
+          if (staged.bytes === 0) {
+            await discard(deps.storage, staged.objectKey);
+            throw validationError('the file is empty', [{ field: 'file', reason: 'empty' }]);
+          }
+          const command: UploadCommand = {
+            ...common(user, idempotency),
+            metric_name: query.metric_name ?? null,
+            on_error: query.on_error,
+            source: 'file',
+            payload: null,
+            staged_object: staged.objectKey,
+            payload_bytes: staged.bytes,
+            payload_sha256: staged.sha256,
+          };
+          const outcome = await submitUpload(deps.submit, taskId, command).catch(async (e: unknown) => {
+            if (mayDiscard(e)) await discard(deps.storage, staged.objectKey);
+            throw e;
+          });
+          if (outcome === 'repeated') await discard(deps.storage, staged.objectKey);
+          else deps.metrics?.uploadAccepted('file', staged.bytes);
+          accepted(ctx, taskId);
         });
-        if (outcome === 'repeated') await discard(deps.storage, staged.objectKey);
-        else deps.metrics?.uploadAccepted('file', staged.bytes);
-        accepted(ctx, taskId);
       },
     }),
   ];

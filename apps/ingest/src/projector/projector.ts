@@ -2,7 +2,7 @@ import type { EachBatchPayload, KafkaMessage } from 'kafkajs';
 import type { PointsFact, TaskEvent } from '@meridian/domain';
 import { createEventCodec, UndecodableEventError } from '@meridian/events';
 import { appendEvents } from '@meridian/kafka';
-import type { Platform } from '@meridian/platform';
+import { runConsumer, type Platform } from '@meridian/platform';
 import { announceProjected } from './announce.ts';
 import { sendToDeadLetter } from '../dead-letter.ts';
 import { Heart } from './heart.ts';
@@ -204,9 +204,7 @@ export async function startProjector(platform: Platform): Promise<RunningProject
     }
   }
 
-  await consumer.connect();
-  await consumer.subscribe({ topic: topics.points, fromBeginning: true });
-  await consumer.run({ autoCommit: false, eachBatchAutoResolve: false, partitionsConsumedConcurrently: 1, eachBatch });
+  await runConsumer(platform, consumer, topics.points, { autoCommit: false, eachBatchAutoResolve: false, partitionsConsumedConcurrently: 1, eachBatch });
   logger.info({ group: groupId, batch_rows: settings.MERIDIAN_PROJECTOR_BATCH_ROWS }, 'projector started');
 
   return {

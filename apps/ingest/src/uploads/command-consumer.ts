@@ -2,7 +2,7 @@ import type { Producer } from 'kafkajs';
 import type { PointsFact, TaskEvent } from '@meridian/domain';
 import { createEventCodec, UndecodableEventError } from '@meridian/events';
 import { createProducer, TASKS_PARTITIONS } from '@meridian/kafka';
-import { AccountsStore, TasksStore, type Platform } from '@meridian/platform';
+import { AccountsStore, runConsumer, TasksStore, type Platform } from '@meridian/platform';
 import { failTask, runUploadJob, type UploadJobDeps } from './upload-job.ts';
 import { UploadTally } from './tally.ts';
 import { uploadLimitsFrom } from './limits.ts';
@@ -56,9 +56,7 @@ export async function startCommandConsumer(platform: Platform): Promise<RunningW
 
   const consumer = kafka.consumer({ groupId, sessionTimeout: settings.KAFKA_SESSION_TIMEOUT_MS, maxWaitTimeInMs: 250 });
   consumer.on(consumer.events.GROUP_JOIN, (e) => logger.info({ group: e.payload.groupId, assignment: e.payload.memberAssignment }, 'joined consumer group'));
-  await consumer.connect();
-  await consumer.subscribe({ topic: topics.tasks, fromBeginning: true });
-  await consumer.run({
+  await runConsumer(platform, consumer, topics.tasks, {
     // Every tasks partition at once: an upload spends much of its time waiting on Kafka round
     // trips (transaction, offsets, commit), which other partitions' uploads fill. Each partition
     // has its own transactional producer, and a task's commands all share its partition.

@@ -67,12 +67,23 @@ describe('account decisions', () => {
     given([]).when((s) => decideCreateUser(s, { user_name: 'bad name', is_admin: false, key: keyB, ...meta(2) })).thenFails('validation');
   });
   it('issues further keys only to active users', () => {
-    given(created('ada')).when((s) => decideIssueKey(s, { user_name: 'ada', key: keyB, ...meta(3) })).then([
+    given(created('ada')).when((s) => decideIssueKey(s, { user_name: 'ada', key: keyB, max_keys: 100, ...meta(3) })).then([
       { type: 'ApiKeyIssued', user_name: 'ada', key_id: keyB.key_id, secret_sha256: keyB.secret_sha256, at: 3, actor: 'cli' },
     ]);
     given([...created('ada'), { type: 'UserDisabled', user_name: 'ada', ...meta(2) }])
-      .when((s) => decideIssueKey(s, { user_name: 'ada', key: keyB, ...meta(3) }))
+      .when((s) => decideIssueKey(s, { user_name: 'ada', key: keyB, max_keys: 100, ...meta(3) }))
       .thenFails('not_found');
+  });
+  it('issues no key past the per-user limit; revoked keys do not count', () => {
+    const keyC = composeApiKey(bytes(8, 5), bytes(32, 6));
+    const two = [...created('ada'), { type: 'ApiKeyIssued' as const, user_name: 'ada', key_id: keyB.key_id, secret_sha256: keyB.secret_sha256, ...meta(2) }];
+    given(two).when((s) => decideIssueKey(s, { user_name: 'ada', key: keyC, max_keys: 2, ...meta(3) })).thenFails('limit_reached');
+    given(two).when((s) => decideIssueKey(s, { user_name: 'ada', key: keyC, max_keys: 3, ...meta(3) })).then([
+      { type: 'ApiKeyIssued', user_name: 'ada', key_id: keyC.key_id, secret_sha256: keyC.secret_sha256, at: 3, actor: 'cli' },
+    ]);
+    given([...two, { type: 'ApiKeyRevoked', user_name: 'ada', key_id: keyA.key_id, ...meta(3) }])
+      .when((s) => decideIssueKey(s, { user_name: 'ada', key: keyC, max_keys: 2, ...meta(4) }))
+      .then([{ type: 'ApiKeyIssued', user_name: 'ada', key_id: keyC.key_id, secret_sha256: keyC.secret_sha256, at: 4, actor: 'cli' }]);
   });
   it('revokes only the caller\'s own active keys; anything else is not found', () => {
     const history = [...created('ada'), ...created('bob', false, keyB)];

@@ -1,4 +1,4 @@
-import { conflict, notFound, validationError, type FieldError } from '../errors.ts';
+import { conflict, DomainError, notFound, validationError, type FieldError } from '../errors.ts';
 import type { Access, AccountEvent, ApiKeyIssued, MetricMatch } from './events.ts';
 import { userNameProblem } from './names.ts';
 import type { AccountsState, MetricRule, UserRecord } from './state.ts';
@@ -41,8 +41,20 @@ export function confirmUserCreated(state: AccountsState, user_name: string, key_
   if (state.keys.get(key_id)?.user_name !== user_name) throw conflict(`user ${JSON.stringify(user_name)} already exists`);
 }
 
-export function decideIssueKey(state: AccountsState, cmd: Meta & { user_name: string; key: NewKey }): AccountEvent[] {
-  activeUser(state, cmd.user_name);
+/**
+ * Issues one more key, unless the user already holds `max_keys` keys that are not revoked
+ * (409 /problems/limit-reached: waiting does not help, revoking a key does). The limit is
+ * the caller's setting (MERIDIAN_MAX_API_KEYS_PER_USER); every instance decides on the log
+ * read to its end, so all agree.
+ */
+export function decideIssueKey(state: AccountsState, cmd: Meta & { user_name: string; key: NewKey; max_keys: number }): AccountEvent[] {
+  const user = activeUser(state, cmd.user_name);
+  const held = user.key_ids.filter((id) => state.keys.get(id)?.revoked_at === null).length;
+  if (held >= cmd.max_keys) {
+    throw new DomainError('limit_reached', `at most ${cmd.max_keys} API keys per user (MERIDIAN_MAX_API_KEYS_PER_USER); revoke one first`, [
+      { field: 'MERIDIAN_MAX_API_KEYS_PER_USER', reason: `${held} of ${cmd.max_keys} keys held` },
+    ]);
+  }
   return [issued(cmd.user_name, cmd.key, { at: cmd.at, actor: cmd.actor })];
 }
 

@@ -1,5 +1,5 @@
 import type { Access } from '../accounts/events.ts';
-import { forbidden, notFound, validationError } from '../errors.ts';
+import { DomainError, forbidden, notFound, validationError } from '../errors.ts';
 import { visibleFile, type Caller } from './access.ts';
 import { blobKeyOf, type FilesState } from './state.ts';
 import type { FileDefined, FileDefinitionRequested, FileEvent } from './events.ts';
@@ -64,4 +64,18 @@ export function fileDefinedFrom(cmd: FileDefinitionRequested): FileDefined {
     sha256: cmd.sha256,
     blob_key: blobKeyOf(cmd.sha256.toString('hex')),
   };
+}
+
+/**
+ * Refuses a new file definition to an owner who holds `max_files` files already: live ones
+ * plus `pending` definitions still in progress (409 /problems/limit-reached: deleting a file
+ * makes room). The limit is the caller's setting (MERIDIAN_MAX_FILES_PER_USER).
+ */
+export function assertFileRoom(state: FilesState, cmd: { owner: string; pending: number; max_files: number }): void {
+  const held = (state.owned.get(cmd.owner) ?? 0) + cmd.pending;
+  if (held >= cmd.max_files) {
+    throw new DomainError('limit_reached', `at most ${cmd.max_files} files per user (MERIDIAN_MAX_FILES_PER_USER), definitions in progress included; delete one first`, [
+      { field: 'MERIDIAN_MAX_FILES_PER_USER', reason: `${held} of ${cmd.max_files} files held` },
+    ]);
+  }
 }

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { DomainError } from '../errors.ts';
 import { fileAccess, listFiles, quotaLeft, visibleFile, type Caller } from './access.ts';
-import { decideDeleteFile, decideDescribeFile, decideGrantFileAccess, decideRevokeFileAccess, fileDefinedFrom } from './decide.ts';
+import { assertFileRoom, decideDeleteFile, decideDescribeFile, decideGrantFileAccess, decideRevokeFileAccess, fileDefinedFrom } from './decide.ts';
 import type { FileDefinitionRequested, FileEvent } from './events.ts';
 import { contentTypeFor, sanitizeFileName } from './names.ts';
 import { applyFileEvent, blobKeyOf, foldFiles, snapshotFiles, type FilesState } from './state.ts';
@@ -187,6 +187,18 @@ describe('listing', () => {
 
   it('filters by a case-insensitive name substring', () => {
     expect(listFiles(state, ada, { limit: 100, name_contains: 'A1' }).files.map((f) => f.file.file_id)).toEqual(['a19', 'a18', 'a17', 'a16', 'a15', 'a14', 'a13', 'a12', 'a11', 'a10', 'a1']);
+  });
+
+  it('counts live files per owner and refuses one more past the cap, pending definitions included', () => {
+    expect(state.owned.get('ada')).toBe(24);
+    expect(state.owned.get('bob')).toBe(1);
+    expect(() => assertFileRoom(state, { owner: 'ada', pending: 0, max_files: 25 })).not.toThrow();
+    const refused = (() => { try { assertFileRoom(state, { owner: 'ada', pending: 1, max_files: 25 }); } catch (e) { return e as DomainError; } return null; })();
+    expect(refused?.code).toBe('limit_reached');
+    expect(refused?.message).toContain('MERIDIAN_MAX_FILES_PER_USER');
+    expect(() => assertFileRoom(state, { owner: 'eve', pending: 0, max_files: 1 })).not.toThrow();
+    const after = foldFiles([...many, ...Array.from({ length: 24 }, (_, i) => ({ type: 'FileDeleted' as const, file_id: `a${i === 3 ? 24 : i}`, at: 7000, actor: 'ada' }))]);
+    expect(after.owned.has('ada')).toBe(false);
   });
 
   it('leaves the quota less usage and pending bytes, never below zero', () => {

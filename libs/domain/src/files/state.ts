@@ -34,12 +34,14 @@ export type FilesState = {
   readonly visible: Map<string, Set<string>>;
   /** Owner → bytes of their live files (the quota's usage). */
   readonly usage: Map<string, number>;
+  /** Owner → how many live files they own (the files-per-user cap's usage). */
+  readonly owned: Map<string, number>;
   /** Blob sha256 hex → live files whose bytes it holds. A blob at 0 may be removed. */
   readonly blobRefs: Map<string, number>;
 };
 
 export function initialFiles(): FilesState {
-  return { files: new Map(), order: [], visible: new Map(), usage: new Map(), blobRefs: new Map() };
+  return { files: new Map(), order: [], visible: new Map(), usage: new Map(), owned: new Map(), blobRefs: new Map() };
 }
 
 export const blobKeyOf = (sha256Hex: string): string => `blobs/sha256/${sha256Hex}`;
@@ -92,6 +94,7 @@ export function applyFileEvent(state: FilesState, event: FileEvent): FilesState 
       state.order.push(file);
       see(state, file.owner, file.file_id);
       state.usage.set(file.owner, (state.usage.get(file.owner) ?? 0) + file.size);
+      state.owned.set(file.owner, (state.owned.get(file.owner) ?? 0) + 1);
       state.blobRefs.set(sha256, (state.blobRefs.get(sha256) ?? 0) + 1);
       return state;
     }
@@ -130,6 +133,9 @@ export function applyFileEvent(state: FilesState, event: FileEvent): FilesState 
       const used = (state.usage.get(file.owner) ?? 0) - file.size;
       if (used > 0) state.usage.set(file.owner, used);
       else state.usage.delete(file.owner);
+      const owned = (state.owned.get(file.owner) ?? 0) - 1;
+      if (owned > 0) state.owned.set(file.owner, owned);
+      else state.owned.delete(file.owner);
       const refs = (state.blobRefs.get(file.sha256) ?? 0) - 1;
       if (refs > 0) state.blobRefs.set(file.sha256, refs);
       else state.blobRefs.delete(file.sha256);
@@ -153,6 +159,7 @@ export function snapshotFiles(state: FilesState): unknown {
   return {
     files: state.order.map((f) => ({ ...f, grants: [...f.grants].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)) })),
     usage: [...state.usage].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)),
+    owned: [...state.owned].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)),
     blobRefs: [...state.blobRefs].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)),
   };
 }
