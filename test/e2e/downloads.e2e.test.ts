@@ -19,7 +19,7 @@ let analyst: string; // r on dl.pub prefix and on exact names of the injection s
 
 const T = (s: number, ms = 0) => Date.UTC(2024, 0, 1) + s * 1000 + ms;
 const HEADER = 'metric_name,timestamp,metric_numeric_value,updated_at';
-const tricky = [`quote"d`, 'back\\slash', '100%_done', "x'); DROP TABLE points; --", 'colon:ünï', 'comma,separated'];
+const tricky = [`quote"d`, 'back\\slash', '100%_done', "x'); DROP TABLE points; --", 'colon:ünï', 'comma,separated', 'semi;=colon'];
 
 async function uploadJson(metric: string, values: Array<[number, number]>, key = admin): Promise<number> {
   const res = await call(`${api.url}/api/v1/metrics/upload`, key, { method: 'POST', body: { metric_name: metric, values: values.map(([ts, value]) => ({ timestamp: formatTimestamp(ts), value })) } });
@@ -56,7 +56,7 @@ afterAll(async () => {
   await api?.close();
 });
 
-const line = (name: string, ts: number, value: string) => `${/[",]/.test(name) ? `"${name.replace(/"/g, '""')}"` : name},${formatTimestamp(ts)},${value},${formatTimestamp(updated[name]!)}`;
+const line = (name: string, ts: number, value: string) => `${/[",;]/.test(name) ? `"${name.replace(/"/g, '""')}"` : name},${formatTimestamp(ts)},${value},${formatTimestamp(updated[name]!)}`;
 
 describe('metric downloads', () => {
   it('single: the seed CSV exactly, ordered by timestamp then updated_at, duplicates kept', async () => {
