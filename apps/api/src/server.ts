@@ -4,6 +4,7 @@ import { createEventCodec } from '@meridian/events';
 import { AccountsStore, FilesStore, TasksStore, type Platform } from '@meridian/platform';
 import { planExport, streamExport, type ExportDeps } from '@meridian/replay';
 import { createApp } from './app.ts';
+import { cursorSealFromSetting } from './http/cursor-seal.ts';
 import { createApiMetrics } from './observability/metrics.ts';
 import { withTimeout } from '@meridian/observability';
 
@@ -48,6 +49,7 @@ export async function buildApi(platform: Platform): Promise<Api> {
   const filesStore = new FilesStore(platform, 'api');
   const taskCodec = createEventCodec<TaskEvent>();
   const exportDeps: ExportDeps = { kafka: platform.kafka, admin: platform.admin, topics: platform.topics, topicPrefix: settings.MERIDIAN_TOPIC_PREFIX };
+  const cursors = cursorSealFromSetting(settings.MERIDIAN_CURSOR_SECRET, logger);
   const metrics = createApiMetrics({ tasks: () => tasksStore.state, consumerLag: () => ingestLag(platform) });
   const app = createApp({
     logger,
@@ -68,11 +70,12 @@ export async function buildApi(platform: Platform): Promise<Api> {
       }),
     },
     tasks: { state: () => tasksStore.state, syncToEnd: () => tasksStore.syncToEnd() },
-    download: { conn: platform.clickhouseOptions, maxRowsCeiling: settings.MERIDIAN_MAX_ROWS_CEILING },
+    download: { conn: platform.clickhouseOptions, maxRowsCeiling: settings.MERIDIAN_MAX_ROWS_CEILING, cursors },
     events: {
       plan: (request) => planExport(exportDeps, request),
       stream: (plan, request, signal) => streamExport(exportDeps, plan, request, signal),
       maxEventsCeiling: settings.MERIDIAN_MAX_ROWS_CEILING,
+      cursors,
     },
     uploads: {
       storage: platform.storage,

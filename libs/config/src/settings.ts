@@ -127,6 +127,12 @@ export const settingDefinitions = {
     doc: 'Largest max_rows a metrics download accepts (400 above it); larger results are paged with the cursor.',
   },
   MERIDIAN_DEV_LOGS: { schema: bool, default: 'false', doc: 'Human-readable logs (make run) instead of JSON lines.' },
+  // issue 11, leaks: sealed cursors.
+  MERIDIAN_CURSOR_SECRET: {
+    schema: z.string().refine((v) => v === '' || v.length >= 32, 'at least 32 characters (or empty: a random secret per process)'),
+    default: '',
+    doc: 'Secret (at least 32 characters; never logged) from which the key that encrypts and authenticates download and events cursors is derived (HKDF-SHA256, AES-256-GCM). Every api instance behind one address needs the same one. Empty: a random secret per process, with a warning at start; cursors then work only on the instance that issued them, until it restarts.',
+  },
 } as const;
 
 export type SettingName = keyof typeof settingDefinitions;

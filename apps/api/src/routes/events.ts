@@ -9,6 +9,7 @@ import {
   type ExportPlan,
   type ExportRequest,
 } from '@meridian/replay';
+import type { CursorSeal } from '../http/cursor-seal.ts';
 import { defineRoute, type RouteDef } from '../http/route.ts';
 
 export type EventsDeps = {
@@ -16,6 +17,7 @@ export type EventsDeps = {
   stream(plan: ExportPlan, request: ExportRequest, signal: AbortSignal): Readable;
   /** Largest max_events (MERIDIAN_MAX_ROWS_CEILING, as downloads). */
   readonly maxEventsCeiling: number;
+  readonly cursors: CursorSeal;
 };
 
 export const DEFAULT_MAX_EVENTS = 100_000;
@@ -31,7 +33,12 @@ const query = z.object({
 
 type Query = z.infer<typeof query>;
 
-function parse(q: Query, ceiling: number): ExportRequest {
+/** What an events cursor continues: the caller and the range and types it pages through. */
+function cursorContext(userName: string, fromMs: number | null, toMs: number | null, types: readonly string[] | null): unknown[] {
+  return ['events', userName, fromMs, toMs, types];
+}
+
+function parse(q: Query, ceiling: number, cursors: CursorSeal, userName: string): ExportRequest {
   const errors: FieldError[] = [];
   const time = (text: string | undefined, field: 'from' | 'to') => {
     if (text === undefined) return null;
@@ -50,9 +57,10 @@ function parse(q: Query, ceiling: number): ExportRequest {
     maxEvents = /^\d{1,12}$/.test(q.max_events) ? Number(q.max_events) : NaN;
     if (!(maxEvents >= 1 && maxEvents <= ceiling)) errors.push({ field: 'max_events', reason: `an integer from 1 to at most ${ceiling}` });
   }
-  const after = q.cursor === undefined ? null : decodeExportCursor(q.cursor);
-  if (q.cursor !== undefined && after === null) errors.push({ field: 'cursor', reason: 'not a cursor this service issued' });
   const types = q.types === undefined ? null : q.types.split(',').map((t) => t.trim()).filter((t) => t.length > 0);
+  const sealed = q.cursor === undefined ? null : cursors.open(q.cursor, cursorContext(userName, fromMs, toMs, types));
+  const after = sealed === null ? null : decodeExportCursor(sealed);
+  if (q.cursor !== undefined && after === null) errors.push({ field: 'cursor', reason: 'not a cursor this service issued for this range' });
   if (types !== null && types.length === 0) errors.push({ field: 'types', reason: 'no event type given' });
   if (errors.length > 0) throw validationError(`invalid request: ${errors.map((e) => `${e.field} ${e.reason}`).join('; ')}`, errors);
   return { fromMs, toMs, types, format: q.format ?? 'avro', maxEvents, after };
@@ -100,7 +108,7 @@ export function eventsRoute(deps: EventsDeps): RouteDef {
     handler: async (ctx, { user, query: q }) => {
       // Least privilege: to a non-admin this route is indistinguishable from one that does not exist.
       if (!user.is_admin) throw new DomainError('not_found', `no route for ${ctx.method} ${ctx.path}`);
-      const request = parse(q as Query, deps.maxEventsCeiling);
+      const request = parse(q as Query, deps.maxEventsCeiling, deps.cursors, user.user_name);
       let plan: ExportPlan;
       try {
         plan = await deps.plan(request);
@@ -109,7 +117,7 @@ export function eventsRoute(deps: EventsDeps): RouteDef {
         throw new DomainError('unavailable', 'the event log did not answer; retry later', [], { cause: error });
       }
       if (plan.next) {
-        const token = encodeExportCursor(plan.next);
+        const token = deps.cursors.seal(encodeExportCursor(plan.next), cursorContext(user.user_name, request.fromMs, request.toMs, request.types));
         ctx.set('X-Next-Cursor', token);
         ctx.set('Link', `<${nextLink(ctx, token)}>; rel="next"`);
       }
