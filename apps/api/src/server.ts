@@ -103,7 +103,6 @@ export async function buildApi(platform: Platform): Promise<Api> {
         execute: async (fileId, decide) => filesStore.execute(fileId, decide, await platform.producer()),
       },
       tasks: () => tasksStore.state,
-      accounts: () => accountsStore.state,
       submit: {
         producer: () => platform.producer(),
         codec: taskCodec,

@@ -25,7 +25,6 @@ const deps: ApiDeps = {
     storage: {} as Storage,
     files: { state: () => initialFiles(), syncToEnd: async () => {}, execute: async () => [] },
     tasks: () => initialTasks(),
-    accounts: () => initialAccounts(),
     submit: { producer: async () => { throw new Error('inert'); }, codec: { encode: () => Buffer.alloc(0), decode: () => { throw new Error('inert'); } }, topic: 't', ackTimeoutMs: 1, applied: async () => {} },
     limits: { uploadBytes: 1, defaultQuotaBytes: 1 },
   },
