@@ -448,6 +448,9 @@ describe('exporting the event history', () => {
     const { schema, records } = await decodeAvroFile(Buffer.from(await res.arrayBuffer()));
     expect((schema as { name: string }).name).toBe('meridian.export.LoggedEvent');
     expect(plain(records)).toEqual(plain(inRange));
+    const head = await fetch(url({ from: iso(from), to: iso(to) }), { method: 'HEAD', headers: { Authorization: `Bearer ${admin}` } });
+    expect([head.status, head.headers.get('content-type'), head.headers.get('content-disposition')]).toEqual([200, 'application/avro', res.headers.get('content-disposition')]);
+    expect((await head.arrayBuffer()).byteLength).toBe(0);
     const batch = records.find((r) => r.type === 'PointBatch')!;
     expect(batch.event).toMatchObject({ metric_name: 'rp.export', timestamps: [T0, T0 + 1000], values: [1.5, -2] });
   });

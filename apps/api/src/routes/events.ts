@@ -123,6 +123,10 @@ export function eventsRoute(deps: EventsDeps): RouteDef {
       }
       ctx.set('Content-Disposition', `attachment; filename="events.${request.format}"`);
       ctx.type = request.format === 'avro' ? 'application/avro' : 'application/x-ndjson; charset=utf-8';
+      if (ctx.method === 'HEAD') {
+        ctx.status = 200; // the headers only: no read of the log
+        return;
+      }
       const abort = new AbortController();
       const onClose = () => { if (!ctx.res.writableFinished) abort.abort(new Error('client disconnected')); };
       ctx.req.on('close', onClose);
