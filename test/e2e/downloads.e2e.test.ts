@@ -6,6 +6,7 @@ import { formatTimestamp } from '@meridian/domain';
 import { bootstrapAdmin, createUser } from '../support/accounts.ts';
 import { call, startApi, type RunningApi } from '../support/api.ts';
 import { startWorker } from '../support/ingest.ts';
+import { startRecordingProxy } from '../support/recording-proxy.ts';
 import { isolatedSettings } from '../support/settings.ts';
 import { waitForTask } from '../support/tasks.ts';
 import { waitFor } from '../support/wait.ts';
@@ -19,7 +20,7 @@ let analyst: string; // r on dl.pub prefix and on exact names of the injection s
 
 const T = (s: number, ms = 0) => Date.UTC(2024, 0, 1) + s * 1000 + ms;
 const HEADER = 'metric_name,timestamp,metric_numeric_value,updated_at';
-const tricky = [`quote"d`, 'back\\slash', '100%_done', "x'); DROP TABLE points; --", 'colon:ünï', 'comma,separated'];
+const tricky = [`quote"d`, 'back\\slash', '100%_done', "x'); DROP TABLE points; --", 'colon:ünï', 'comma,separated', 'semi;=colon'];
 
 async function uploadJson(metric: string, values: Array<[number, number]>, key = admin): Promise<number> {
   const res = await call(`${api.url}/api/v1/metrics/upload`, key, { method: 'POST', body: { metric_name: metric, values: values.map(([ts, value]) => ({ timestamp: formatTimestamp(ts), value })) } });
@@ -56,7 +57,7 @@ afterAll(async () => {
   await api?.close();
 });
 
-const line = (name: string, ts: number, value: string) => `${/[",]/.test(name) ? `"${name.replace(/"/g, '""')}"` : name},${formatTimestamp(ts)},${value},${formatTimestamp(updated[name]!)}`;
+const line = (name: string, ts: number, value: string) => `${/[",;]/.test(name) ? `"${name.replace(/"/g, '""')}"` : name},${formatTimestamp(ts)},${value},${formatTimestamp(updated[name]!)}`;
 
 describe('metric downloads', () => {
   it('single: the seed CSV exactly, ordered by timestamp then updated_at, duplicates kept', async () => {
@@ -181,6 +182,40 @@ describe('metric downloads', () => {
       expect((await waitForTask(api.url, admin, ((await res.json()) as { task_id: string }).task_id, 300_000)).status).toBe('succeeded');
     });
 
+    it('HEAD answers the GET\'s status and headers without running a download query', async () => {
+      // A second api whose ClickHouse traffic goes through a proxy that keeps every query's text.
+      const proxy = await startRecordingProxy(settings.CLICKHOUSE_URL);
+      const watched = await startApi({ ...settings, CLICKHOUSE_URL: proxy.url });
+      try {
+        const ask = async (method: 'GET' | 'HEAD', qs: Record<string, string>, key = analyst, encoding = 'identity') => {
+          const before = proxy.queries().length;
+          const res = await fetch(`${watched.url}/api/v1/metrics/download?${new URLSearchParams(qs)}`, { method, headers: { Authorization: `Bearer ${key}`, 'Accept-Encoding': encoding } });
+          const body = Buffer.from(await res.arrayBuffer());
+          const headers = ['content-type', 'content-disposition', 'content-encoding', 'vary'].map((h) => [h, res.headers.get(h)]);
+          // Downloads read the table `points`; resolving names reads the catalog only.
+          const readPoints = proxy.queries().slice(before).some((q) => /\bFROM points\b/.test(q));
+          return { status: res.status, headers, body, readPoints };
+        };
+        for (const [qs, encoding] of [[{ metrics: 'dl.pub.big', max_rows: String(N) }, 'identity'], [{ metrics: 'dl.', pattern: 'starts_with', file_format: 'json', max_rows: '10' }, 'gzip']] as const) {
+          const get = await ask('GET', qs, analyst, encoding);
+          expect(get.status).toBe(200);
+          expect(get.readPoints).toBe(true); // the proxy sees a download's queries
+          const head = await ask('HEAD', qs, analyst, encoding);
+          expect(head).toEqual({ status: 200, headers: get.headers, body: Buffer.alloc(0), readPoints: false });
+        }
+        // Refusals are the GET's too, still without a download query.
+        for (const [qs, status] of [[{ metrics: 'dl.priv.c' }, 404], [{ metrics: 'dl.nothing' }, 404], [{ metrics: 'dl.pub.a', max_rows: '-1' }, 400]] as const) {
+          const get = await ask('GET', qs);
+          const head = await ask('HEAD', qs);
+          expect(get.status).toBe(status);
+          expect(head).toMatchObject({ status, headers: get.headers, body: Buffer.alloc(0), readPoints: false });
+        }
+      } finally {
+        await watched.close();
+        await proxy.close();
+      }
+    });
+
     it('pages through 25,000 rows in pages of 10,000: every row once, in order', async () => {
       const seen: string[] = [];
       let cursor: string | null = null;
@@ -196,6 +231,30 @@ describe('metric downloads', () => {
       expect(pages).toBe(3);
       expect(seen).toHaveLength(25_000);
       expect(seen.map((r) => Number(r.split(',')[2]))).toEqual(Array.from({ length: 25_000 }, (_, i) => i));
+    });
+
+    it('a cursor continues only the query and the user it was issued to; any other use is a 400 problem', async () => {
+      const qs = { metrics: 'dl.pub.big', max_rows: '10' };
+      const cursor = (await download(qs)).headers.get('x-next-cursor')!;
+      expect(cursor).toMatch(/^[A-Za-z0-9_-]+$/);
+      expect(Buffer.from(cursor, 'base64url').toString('latin1')).not.toContain('dl.pub.big'); // opaque: no name, no offsets
+      const next = await download({ ...qs, cursor });
+      expect(next.status).toBe(200);
+      expect(next.text.split('\n')[1]).toBe(`dl.pub.big,${formatTimestamp(T(10))},10,${next.text.split('\n')[1]!.split(',')[3]}`);
+      const tampered = `${cursor.slice(0, -2)}${cursor.endsWith('AA') ? 'BB' : 'AA'}`;
+      const misuses: Array<[Record<string, string>, string]> = [
+        [{ ...qs, cursor: tampered }, analyst],
+        [{ ...qs, cursor }, admin], // another user
+        [{ ...qs, metrics: 'dl.pub.b', cursor }, analyst], // another query
+        [{ ...qs, start_date: '2024-01-01', cursor }, analyst],
+        [{ ...qs, latest_only: 'true', cursor }, analyst],
+      ];
+      for (const [q, key] of misuses) {
+        const res = await download(q, key);
+        expect(res.status, JSON.stringify(q)).toBe(400);
+        expect(res.headers.get('content-type')).toMatch(/problem\+json/);
+        expect(JSON.parse(res.text).errors[0].field).toBe('cursor');
+      }
     });
 
     it('a 1M-row CSV downloads completely, gzip or not, with the api\'s memory flat', async () => {
@@ -215,6 +274,38 @@ describe('metric downloads', () => {
       const zipped = await fetch(`${api.url}/api/v1/metrics/download?metrics=dl.pub.big&max_rows=${N}`, { headers: { Authorization: `Bearer ${analyst}`, 'Accept-Encoding': 'gzip' } });
       expect(zipped.headers.get('content-encoding')).toBe('gzip');
       expect(await zipped.text()).toBe(plain.text); // fetch gunzips
+    });
+
+    it('a client that goes away during a download in parts stops every part, the prefetched one included', async () => {
+      const M = 300_000;
+      const lines = Array.from({ length: M }, (_, i) => `${formatTimestamp(T(i))},${i}`).join('\n');
+      const upload = await fetch(`${api.url}/api/v1/metrics_file_upload?metric_name=dl.pub.big2`, { method: 'POST', headers: { Authorization: `Bearer ${admin}` }, body: lines });
+      expect((await waitForTask(api.url, admin, ((await upload.json()) as { task_id: string }).task_id, 300_000)).status).toBe('succeeded');
+      // starts_with dl.pub.big: part 0 is dl.pub.big (past the first part's 50k rows), part 1 dl.pub.big2,
+      // started (and sorted) while part 0 streams. Every part's query id starts with the download's.
+      const requestId = randomUUID();
+      const queryId = () => api.logs().find((l) => l.request_id === requestId && l.msg === 'download query')?.clickhouse_query_id as string;
+      const running = async () => {
+        const sql = `SELECT query_id FROM system.processes WHERE query_id LIKE '${queryId()}%' FORMAT TSV`;
+        return (await (await fetch(`${settings.CLICKHOUSE_URL}/?query=${encodeURIComponent(sql)}`)).text()).split('\n').filter(Boolean);
+      };
+      const url = new URL(`${api.url}/api/v1/metrics/download?metrics=dl.pub.big&pattern=starts_with&max_rows=${N + M}`);
+      const req = request(url, { headers: { Authorization: `Bearer ${analyst}`, 'X-Request-Id': requestId } });
+      const res = await new Promise<import('node:http').IncomingMessage>((resolve, reject) => {
+        req.once('response', resolve);
+        req.once('error', reject);
+        req.end();
+      });
+      expect(res.statusCode).toBe(200);
+      await new Promise((resolve) => res.once('data', resolve));
+      res.pause(); // a slow reader: part 0 waits on it, part 1 is sorted and waits behind part 0
+      const both = await waitFor('both parts to run', async () => {
+        const ids = await running();
+        return ids.length === 2 ? ids : undefined;
+      }, 30_000, 50);
+      expect(both.sort()).toEqual([queryId(), `${queryId()}-part1`]);
+      req.destroy();
+      await waitFor('every part of the download to stop', async () => ((await running()).length === 0 ? true : undefined), 10_000, 100);
     });
 
     it('a client that disconnects mid-download leaves no running query in ClickHouse', async () => {

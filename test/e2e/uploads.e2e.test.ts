@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { formatTimestamp } from '@meridian/domain';
@@ -208,6 +209,22 @@ describe('metric uploads', () => {
     const won = results.find((r) => r.status === 202)!;
     expect((await waitForTask(api.url, writer, won.json.task_id)).status).toBe('succeeded');
     expect(await rowsOf('up.race')).toBe(1);
+  });
+
+  it('someone else\'s task and an unknown one answer the same problem and headers', async () => {
+    const res = await call(`${api.url}/api/v1/metrics/upload`, writer, { method: 'POST', body: { metric_name: 'up.notyours', values: [] } });
+    await waitForTask(api.url, writer, res.json.task_id);
+    const ask = async (taskId: string) => {
+      const answer = await call(`${api.url}/api/v1/tasks/${taskId}`, reader, { headers: { 'X-Request-Id': 'same-request-id' } });
+      // The id is in the problem's instance (the path); the rate limit's count moves with every request.
+      const moving = new Set(['date', 'ratelimit-remaining', 'ratelimit-reset']);
+      const headers = [...answer.headers].filter(([name]) => !moving.has(name));
+      return { status: answer.status, body: answer.text.replaceAll(taskId, '<id>'), headers };
+    };
+    const notYours = await ask(res.json.task_id);
+    const unknown = await ask(randomUUID());
+    expect(notYours.status).toBe(404);
+    expect(unknown).toEqual(notYours);
   });
 
   it('tasks are visible to their owner only and listed newest first', async () => {

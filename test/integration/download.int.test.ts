@@ -29,6 +29,8 @@ const T = 1_700_000_000_000; // 2023-11-14T22:13:20Z
 const CPU = 'cpu:load';
 const WEIRD = 'we"ird\\name %_:ü日本🎉';
 const EVIL = "x'); DROP TABLE points; --";
+/** Names a ';'-separated spreadsheet would split: quoted like names with ',' or '"'. */
+const SEMI = ['sum;=1+2', 'a;b"c', 'plain'];
 const HEADER = 'metric_name,timestamp,metric_numeric_value,updated_at\n';
 
 const fixture: Point[] = [
@@ -54,7 +56,7 @@ const EXPECTED_CSV =
   'cpu:load,2105-12-31T23:59:59.999+0000,123.456,2105-12-31T23:59:59.999+0000\n' +
   '"we""ird\\name %_:ü日本🎉",2023-11-14T22:13:20.005+0000,0.1,2023-11-14T22:13:21+0000\n' +
   '"we""ird\\name %_:ü日本🎉",2023-11-14T22:13:20.005+0000,3,2023-11-14T22:13:21+0000\n' +
-  "x'); DROP TABLE points; --,2023-11-14T22:13:20+0000,42,2023-11-14T22:13:21+0000\n";
+  `"x'); DROP TABLE points; --",2023-11-14T22:13:20+0000,42,2023-11-14T22:13:21+0000\n`;
 
 const row = (metric_name: string, timestamp: string, metric_numeric_value: number, updated_at: string) => ({ metric_name, timestamp, metric_numeric_value, updated_at });
 const EXPECTED_JSON = [
@@ -109,6 +111,7 @@ describe('metrics download against a real ClickHouse', () => {
       ...ORDERED.map((name, i) => ({ name, ts: T, value: i, updated_at: T, p: 0, o: 0, r: 0 })),
       ...TRICKY.map((value, i) => ({ name: 'floats', ts: T + i, value, updated_at: T, p: 0, o: 0, r: i })),
       ...TIMES.map((ts, i) => ({ name: 'times', ts, value: i, updated_at: TIMES[TIMES.length - 1 - i]!, p: 0, o: 0, r: i })),
+      ...SEMI.map((name, i) => ({ name, ts: T, value: i, updated_at: T, p: 0, o: 0, r: 0 })),
     ]);
     await client.command({
       query: `INSERT INTO points SELECT concat('big:', substring(toString(100 + number % 100), 2)) AS metric_name, ${T} + intDiv(number, 100) * 10 AS ts,
@@ -193,9 +196,19 @@ describe('metrics download against a real ClickHouse', () => {
     expect(JSON.parse(body.toString('utf8'))).toEqual(EXPECTED_JSON);
   });
 
+  it('quotes a name holding a semicolon, so a \';\'-separated spreadsheet keeps it in one cell', async () => {
+    const csv = (await page({ metricNames: SEMI })).body.toString('utf8');
+    expect(csv).toBe(
+      HEADER +
+        '"a;b""c",2023-11-14T22:13:20+0000,1,2023-11-14T22:13:20+0000\n' +
+        'plain,2023-11-14T22:13:20+0000,2,2023-11-14T22:13:20+0000\n' +
+        '"sum;=1+2",2023-11-14T22:13:20+0000,0,2023-11-14T22:13:20+0000\n',
+    );
+  });
+
   it('returns exactly the rows of a name that looks like SQL, and the table survives', async () => {
     const csv = (await page({ metricNames: [EVIL] })).body.toString('utf8');
-    expect(csv).toBe(`${HEADER}x'); DROP TABLE points; --,2023-11-14T22:13:20+0000,42,2023-11-14T22:13:21+0000\n`);
+    expect(csv).toBe(`${HEADER}"x'); DROP TABLE points; --",2023-11-14T22:13:20+0000,42,2023-11-14T22:13:21+0000\n`);
     const json = JSON.parse((await page({ metricNames: [EVIL], format: 'json' })).body.toString('utf8')) as unknown[];
     expect(json).toEqual([EXPECTED_JSON[8]]);
     const rows = await (await client.query({ query: `SELECT count() AS n FROM points WHERE metric_name = 'other'`, format: 'JSONEachRow' })).json<{ n: string }>();
@@ -231,7 +244,7 @@ describe('metrics download against a real ClickHouse', () => {
         'cpu:load,2023-11-14T22:14:20.123+0000,2.5,2023-11-14T22:15:20.500+0000\n' + // the newest updated_at wins
         'cpu:load,2105-12-31T23:59:59.999+0000,123.456,2105-12-31T23:59:59.999+0000\n' +
         '"we""ird\\name %_:ü日本🎉",2023-11-14T22:13:20.005+0000,3,2023-11-14T22:13:21+0000\n' + // same updated_at: the later row of the upload
-        "x'); DROP TABLE points; --,2023-11-14T22:13:20+0000,42,2023-11-14T22:13:21+0000\n",
+        `"x'); DROP TABLE points; --",2023-11-14T22:13:20+0000,42,2023-11-14T22:13:21+0000\n`,
     );
     const json = JSON.parse((await page({ latestOnly: true, format: 'json' })).body.toString('utf8')) as unknown[];
     expect(json).toEqual([EXPECTED_JSON[0], EXPECTED_JSON[1], EXPECTED_JSON[4], EXPECTED_JSON[5], EXPECTED_JSON[7], EXPECTED_JSON[8]]);

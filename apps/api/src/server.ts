@@ -5,6 +5,7 @@ import { AccountsStore, FilesStore, TasksStore, type Platform } from '@meridian/
 import { planExport, streamExport, type ExportDeps } from '@meridian/replay';
 import { createAdminApp } from './admin-app.ts';
 import { createApp } from './app.ts';
+import { cursorSealFromSetting } from './http/cursor-seal.ts';
 import { PerUserSlots } from './http/per-user-slots.ts';
 import { createApiMetrics } from './observability/metrics.ts';
 import { jsonCheckPool } from './uploads/json-check-pool.ts';
@@ -56,6 +57,7 @@ export async function buildApi(platform: Platform): Promise<Api> {
   // Per instance: what this process is receiving or streaming for each user right now.
   const uploadsInFlight = new PerUserSlots(settings.MERIDIAN_MAX_UPLOADS_IN_FLIGHT_PER_USER, { setting: 'MERIDIAN_MAX_UPLOADS_IN_FLIGHT_PER_USER', noun: 'uploads in progress' });
   const downloads = new PerUserSlots(settings.MERIDIAN_MAX_DOWNLOADS_PER_USER, { setting: 'MERIDIAN_MAX_DOWNLOADS_PER_USER', noun: 'downloads streaming' });
+  const cursors = cursorSealFromSetting(settings.MERIDIAN_CURSOR_SECRET, logger);
   const metrics = createApiMetrics({ tasks: () => tasksStore.state, consumerLag: () => ingestLag(platform) });
   const jsonChecker = jsonCheckPool({ workers: settings.MERIDIAN_JSON_UPLOAD_CHECK_WORKERS, heapMb: settings.MERIDIAN_JSON_UPLOAD_CHECK_HEAP_MB, maxValues: settings.MERIDIAN_MAX_POINTS_PER_JSON_UPLOAD });
   const probes = [
@@ -82,11 +84,12 @@ export async function buildApi(platform: Platform): Promise<Api> {
       }),
     },
     tasks: { state: () => tasksStore.state, syncToEnd: () => tasksStore.syncToEnd() },
-    download: { conn: platform.clickhouseOptions, maxRowsCeiling: settings.MERIDIAN_MAX_ROWS_CEILING, streams: downloads },
+    download: { conn: platform.clickhouseOptions, maxRowsCeiling: settings.MERIDIAN_MAX_ROWS_CEILING, cursors, streams: downloads },
     events: {
       plan: (request) => planExport(exportDeps, request),
       stream: (plan, request, signal) => streamExport(exportDeps, plan, request, signal),
       maxEventsCeiling: settings.MERIDIAN_MAX_ROWS_CEILING,
+      cursors,
       streams: downloads,
     },
     uploads: {
@@ -117,7 +120,6 @@ export async function buildApi(platform: Platform): Promise<Api> {
         execute: async (fileId, decide) => filesStore.execute(fileId, decide, await platform.producer()),
       },
       tasks: () => tasksStore.state,
-      accounts: () => accountsStore.state,
       submit: {
         producer: () => platform.producer(),
         codec: taskCodec,

@@ -41,6 +41,13 @@ describe('loadSettings', () => {
     }
   });
 
+  it('takes a cursor secret of at least 32 characters, or none; refuses a shorter one without printing it', () => {
+    expect(loadSettings({}).MERIDIAN_CURSOR_SECRET).toBe('');
+    expect(loadSettings({ MERIDIAN_CURSOR_SECRET: 'x'.repeat(32) }).MERIDIAN_CURSOR_SECRET).toBe('x'.repeat(32));
+    expect(() => loadSettings({ MERIDIAN_CURSOR_SECRET: 'too-short-secret' })).toThrow(/MERIDIAN_CURSOR_SECRET/);
+    expect(() => loadSettings({ MERIDIAN_CURSOR_SECRET: 'too-short-secret' })).not.toThrow(/too-short-secret/);
+  });
+
   it('returns a frozen object', () => {
     expect(Object.isFrozen(loadSettings({}))).toBe(true);
   });

@@ -240,6 +240,12 @@ export const settingDefinitions = {
     default: '10000',
     doc: 'Files a user may hold (live files plus definitions in progress); one more gets 409 /problems/limit-reached until a file is deleted. Empty files are refused (400).',
   },
+  // issue 11, leaks: sealed cursors.
+  MERIDIAN_CURSOR_SECRET: {
+    schema: z.string().refine((v) => v === '' || v.length >= 32, 'at least 32 characters (or empty: a random secret per process)'),
+    default: '',
+    doc: 'Secret (at least 32 characters; never logged) from which the key that encrypts and authenticates download and events cursors is derived (HKDF-SHA256, AES-256-GCM). Every api instance behind one address needs the same one. Empty: a random secret per process, with a warning at start; cursors then work only on the instance that issued them, until it restarts.',
+  },
 } as const;
 
 export type SettingName = keyof typeof settingDefinitions;

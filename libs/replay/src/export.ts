@@ -68,6 +68,11 @@ function registryOf(deps: ExportDeps): SchemaRegistry {
   return deps.registry ?? (defaultRegistry ??= SchemaRegistry.loadFromDirectory());
 }
 
+/**
+ * The cursor's plain layout. The api seals it before handing it out (its cursor-seal.ts: log
+ * offsets stay unreadable, and a cursor works only for the user and range it was issued to);
+ * the CLI prints it plain to its operator, who reads the log directly anyway.
+ */
 export function encodeExportCursor(c: ExportCursor): string {
   return Buffer.from(JSON.stringify([CURSOR_VERSION, c.topic, c.partition, c.offset]), 'utf8').toString('base64url');
 }

@@ -3,7 +3,10 @@ import { initialAccounts, initialFiles, initialTasks } from '@meridian/domain';
 import { createLogger } from '@meridian/observability';
 import type { Storage } from '@meridian/storage';
 import { apiRoutes, buildRouter, type ApiDeps } from '../app.ts';
+import { createCursorSeal } from '../http/cursor-seal.ts';
 import { buildOpenApi } from './document.ts';
+
+const cursors = createCursorSeal('inert secret of a structure-only test');
 
 // Structure only: no handler runs, so the dependencies are inert.
 const deps: ApiDeps = {
@@ -13,7 +16,7 @@ const deps: ApiDeps = {
   smallJsonBodyBytes: 16384,
   accounts: { state: initialAccounts(), ready: true, execute: async () => [] },
   tasks: { state: () => initialTasks(), syncToEnd: async () => {} },
-  download: { conn: { url: 'http://127.0.0.1:1', username: 'x', password: '', database: 'x' }, maxRowsCeiling: 10 },
+  download: { conn: { url: 'http://127.0.0.1:1', username: 'x', password: '', database: 'x' }, maxRowsCeiling: 10, cursors },
   uploads: {
     storage: {} as Storage,
     limits: { jsonBodyBytes: 1, uploadBytes: 1, pointsPerJsonUpload: 1, inlinePayloadBytes: 1 },
@@ -24,11 +27,10 @@ const deps: ApiDeps = {
     storage: {} as Storage,
     files: { state: () => initialFiles(), syncToEnd: async () => {}, execute: async () => [] },
     tasks: () => initialTasks(),
-    accounts: () => initialAccounts(),
     submit: { producer: async () => { throw new Error('inert'); }, codec: { encode: () => Buffer.alloc(0), decode: () => { throw new Error('inert'); } }, topic: 't', ackTimeoutMs: 1, applied: async () => {} },
     limits: { uploadBytes: 1, defaultQuotaBytes: 1 },
   },
-  events: { plan: async () => { throw new Error('inert'); }, stream: () => { throw new Error('inert'); }, maxEventsCeiling: 1 },
+  events: { plan: async () => { throw new Error('inert'); }, stream: () => { throw new Error('inert'); }, maxEventsCeiling: 1, cursors },
 };
 
 describe('the OpenAPI document', () => {

@@ -14,11 +14,12 @@ import {
   type DownloadRequest,
 } from '@meridian/clickhouse';
 import { canRead, DomainError, parseDownloadParams, PATTERNS, resolveMetricNames, validationError, type DownloadParams, type UserRecord } from '@meridian/domain';
+import type { CursorSeal } from '../http/cursor-seal.ts';
 import { holdWhileResponding, type PerUserSlots } from '../http/per-user-slots.ts';
 import { defineRoute, type RouteDef } from '../http/route.ts';
 
 /** streams: the per-user cap on downloads streaming at once (shared with event exports). */
-export type DownloadDeps = { readonly conn: ConnOptions; readonly maxRowsCeiling: number; readonly streams?: PerUserSlots };
+export type DownloadDeps = { readonly conn: ConnOptions; readonly maxRowsCeiling: number; readonly cursors: CursorSeal; readonly streams?: PerUserSlots };
 
 const CSV_HEADER = 'metric_name,timestamp,metric_numeric_value,updated_at';
 
@@ -68,6 +69,14 @@ function fileName(params: DownloadParams): string {
   return `${stem.replace(/[^A-Za-z0-9._-]+/g, '_').slice(0, 100) || 'metrics'}.${params.format}`;
 }
 
+/**
+ * What a cursor continues: the caller and the parameters that choose the rows. A cursor sealed
+ * for one is refused on another (max_rows and the format may change between pages).
+ */
+function cursorContext(params: DownloadParams, user: UserRecord): unknown[] {
+  return ['download', user.user_name, params.pattern, params.metrics, params.fromMs, params.toMs, params.latestOnly];
+}
+
 function nextLink(ctx: Context, cursor: string): string {
   const url = new URL(ctx.originalUrl, 'http://x');
   url.searchParams.set('cursor', cursor);
@@ -86,6 +95,7 @@ export function downloadRoute(deps: DownloadDeps): RouteDef {
       'Timestamps are YYYY-MM-DDTHH:MM:SS+0000 (UTC), with .sss only when the milliseconds are not zero; values are the shortest decimal that reads back to the same double.',
       'A single or list name that does not exist or that you may not read: 404, the same for both. A pattern that matches nothing: 200 with only the CSV header, or [].',
       'JSON: an array of objects with the same four fields.',
+      'HEAD answers the status and headers of the GET without reading any row (and so without X-Next-Cursor and Link).',
     ].join(' '),
     tags: ['metrics'],
     auth: 'user',
@@ -108,8 +118,9 @@ export function downloadRoute(deps: DownloadDeps): RouteDef {
     handler: async (ctx, { user }) => {
       if (deps.streams) holdWhileResponding(ctx, deps.streams, user.user_name);
       const params = parseDownloadParams(ctx.query, deps.maxRowsCeiling);
-      const after = params.cursor === null ? null : decodeCursor(params.cursor);
-      if (params.cursor !== null && after === null) throw validationError('cursor is not one this service issued', [{ field: 'cursor', reason: 'malformed' }]);
+      const sealed = params.cursor === null ? null : deps.cursors.open(params.cursor, cursorContext(params, user));
+      const after = sealed === null ? null : decodeCursor(sealed);
+      if (params.cursor !== null && after === null) throw validationError('cursor is not one this service issued for this query', [{ field: 'cursor', reason: 'not a cursor of this query' }]);
       const { names, entries } = await resolve(deps, params, user);
 
       ctx.set('Content-Disposition', `attachment; filename="${fileName(params)}"`);
@@ -117,6 +128,14 @@ export function downloadRoute(deps: DownloadDeps): RouteDef {
       ctx.set('Vary', 'Accept-Encoding');
       if (names.length === 0) {
         ctx.body = params.format === 'csv' ? `${CSV_HEADER}\n` : '[]';
+        return;
+      }
+      const gzip = /\bgzip\b/i.test(ctx.get('Accept-Encoding'));
+      // HEAD (served by this GET route): the status and headers a GET answers, without its
+      // queries. X-Next-Cursor is left out: finding the page's end is a query (a sort, at worst).
+      if (ctx.method === 'HEAD') {
+        if (gzip) ctx.set('Content-Encoding', 'gzip');
+        ctx.status = 200;
         return;
       }
 
@@ -133,7 +152,7 @@ export function downloadRoute(deps: DownloadDeps): RouteDef {
         after,
         format: params.format,
         latestOnly: params.latestOnly,
-        gzip: /\bgzip\b/i.test(ctx.get('Accept-Encoding')),
+        gzip,
         // Always our own id: a caller's X-Request-Id may repeat, and a cancel kills by query id.
         queryId: randomUUID(),
       };
@@ -152,7 +171,7 @@ export function downloadRoute(deps: DownloadDeps): RouteDef {
         throw new DomainError('unavailable', 'the metric store did not answer; retry later', [], { cause });
       }
       if (plan.next) {
-        const token = encodeCursor(plan.next);
+        const token = deps.cursors.seal(encodeCursor(plan.next), cursorContext(params, user));
         ctx.set('X-Next-Cursor', token);
         ctx.set('Link', `<${nextLink(ctx, token)}>; rel="next"`);
       }

@@ -9,6 +9,7 @@ import {
   type ExportPlan,
   type ExportRequest,
 } from '@meridian/replay';
+import type { CursorSeal } from '../http/cursor-seal.ts';
 import { holdWhileResponding, type PerUserSlots } from '../http/per-user-slots.ts';
 import { defineRoute, type RouteDef } from '../http/route.ts';
 
@@ -17,6 +18,7 @@ export type EventsDeps = {
   stream(plan: ExportPlan, request: ExportRequest, signal: AbortSignal): Readable;
   /** Largest max_events (MERIDIAN_MAX_ROWS_CEILING, as downloads). */
   readonly maxEventsCeiling: number;
+  readonly cursors: CursorSeal;
   /** The per-user cap on downloads streaming at once (shared with metric downloads). */
   readonly streams?: PerUserSlots;
 };
@@ -34,7 +36,12 @@ const query = z.object({
 
 type Query = z.infer<typeof query>;
 
-function parse(q: Query, ceiling: number): ExportRequest {
+/** What an events cursor continues: the caller and the range and types it pages through. */
+function cursorContext(userName: string, fromMs: number | null, toMs: number | null, types: readonly string[] | null): unknown[] {
+  return ['events', userName, fromMs, toMs, types];
+}
+
+function parse(q: Query, ceiling: number, cursors: CursorSeal, userName: string): ExportRequest {
   const errors: FieldError[] = [];
   const time = (text: string | undefined, field: 'from' | 'to') => {
     if (text === undefined) return null;
@@ -53,9 +60,10 @@ function parse(q: Query, ceiling: number): ExportRequest {
     maxEvents = /^\d{1,12}$/.test(q.max_events) ? Number(q.max_events) : NaN;
     if (!(maxEvents >= 1 && maxEvents <= ceiling)) errors.push({ field: 'max_events', reason: `an integer from 1 to at most ${ceiling}` });
   }
-  const after = q.cursor === undefined ? null : decodeExportCursor(q.cursor);
-  if (q.cursor !== undefined && after === null) errors.push({ field: 'cursor', reason: 'not a cursor this service issued' });
   const types = q.types === undefined ? null : q.types.split(',').map((t) => t.trim()).filter((t) => t.length > 0);
+  const sealed = q.cursor === undefined ? null : cursors.open(q.cursor, cursorContext(userName, fromMs, toMs, types));
+  const after = sealed === null ? null : decodeExportCursor(sealed);
+  if (q.cursor !== undefined && after === null) errors.push({ field: 'cursor', reason: 'not a cursor this service issued for this range' });
   if (types !== null && types.length === 0) errors.push({ field: 'types', reason: 'no event type given' });
   if (errors.length > 0) throw validationError(`invalid request: ${errors.map((e) => `${e.field} ${e.reason}`).join('; ')}`, errors);
   return { fromMs, toMs, types, format: q.format ?? 'avro', maxEvents, after };
@@ -104,7 +112,7 @@ export function eventsRoute(deps: EventsDeps): RouteDef {
       // Least privilege: to a non-admin this route is indistinguishable from one that does not exist.
       if (!user.is_admin) throw new DomainError('not_found', `no route for ${ctx.method} ${ctx.path}`);
       if (deps.streams) holdWhileResponding(ctx, deps.streams, user.user_name);
-      const request = parse(q as Query, deps.maxEventsCeiling);
+      const request = parse(q as Query, deps.maxEventsCeiling, deps.cursors, user.user_name);
       let plan: ExportPlan;
       try {
         plan = await deps.plan(request);
@@ -113,12 +121,16 @@ export function eventsRoute(deps: EventsDeps): RouteDef {
         throw new DomainError('unavailable', 'the event log did not answer; retry later', [], { cause: error });
       }
       if (plan.next) {
-        const token = encodeExportCursor(plan.next);
+        const token = deps.cursors.seal(encodeExportCursor(plan.next), cursorContext(user.user_name, request.fromMs, request.toMs, request.types));
         ctx.set('X-Next-Cursor', token);
         ctx.set('Link', `<${nextLink(ctx, token)}>; rel="next"`);
       }
       ctx.set('Content-Disposition', `attachment; filename="events.${request.format}"`);
       ctx.type = request.format === 'avro' ? 'application/avro' : 'application/x-ndjson; charset=utf-8';
+      if (ctx.method === 'HEAD') {
+        ctx.status = 200; // the headers only: no read of the log
+        return;
+      }
       const abort = new AbortController();
       const onClose = () => { if (!ctx.res.writableFinished) abort.abort(new Error('client disconnected')); };
       ctx.req.on('close', onClose);

@@ -17,7 +17,6 @@ import {
   sanitizeFileName,
   validationError,
   visibleFile,
-  type AccountsState,
   type FileDefinitionRequested,
   type FileEvent,
   type FilesState,
@@ -34,7 +33,7 @@ import { submitFileDefinition, type FileSubmitDeps } from '../files/submit.ts';
 import { fileDetail, fileDetailSchema, fileEntry, fileEntrySchema } from '../files/views.ts';
 import { discard } from '../uploads/stage-file.ts';
 
-/** What the file routes need: the catalog and a way to run a decision against it, storage, tasks, accounts. */
+/** What the file routes need: the catalog and a way to run a decision against it, storage, tasks. */
 export type FilesCommands = {
   readonly state: () => FilesState;
   /** Reads the files log to its end: a file just defined through another process becomes visible. */
@@ -46,7 +45,6 @@ export type FileDeps = {
   readonly storage: Storage;
   readonly files: FilesCommands;
   readonly tasks: () => TasksState;
-  readonly accounts: () => AccountsState;
   readonly submit: FileSubmitDeps;
   /** defaultQuotaBytes: for users an admin gave no quota of their own; filesPerUser: MERIDIAN_MAX_FILES_PER_USER (no cap when left out). */
   readonly limits: { readonly uploadBytes: number; readonly defaultQuotaBytes: number; readonly filesPerUser?: number };
@@ -363,7 +361,7 @@ export function fileRoutes(deps: FileDeps): RouteDef[] {
       path: '/api/v1/files/{file_id}/entitlements/{user_name}',
       operationId: 'shareFile',
       summary: 'Give another user r or rw access to a file (its owner or an admin)',
-      description: 'r: the user lists and downloads the file. rw: also replaces its description. Only the owner (or an admin) shares, unshares and deletes. Granting again replaces the access.',
+      description: 'r: the user lists and downloads the file. rw: also replaces its description. Only the owner (or an admin) shares, unshares and deletes. Granting again replaces the access. Any well-formed user name is granted, whether or not such a user exists or is enabled (the answer does not tell): the grant gives access to no one while no enabled user holds the name.',
       tags: ['files'],
       auth: 'user',
       params: grantParams,
@@ -372,9 +370,8 @@ export function fileRoutes(deps: FileDeps): RouteDef[] {
       problems: ['not_found', 'forbidden'],
       handler: async (ctx, { params, body, user }) => {
         await findFile(params.file_id, user);
-        const grantee = deps.accounts().users.get(params.user_name);
-        const exists = grantee !== undefined && grantee.disabled_at === null;
-        await deps.files.execute(params.file_id, (s) => decideGrantFileAccess(s, { file_id: params.file_id, grantee: params.user_name, access: body.access, grantee_exists: exists, caller: user, at: Date.now() }));
+        // Not looked up among the users: an unknown or disabled name is granted like any other (decideGrantFileAccess).
+        await deps.files.execute(params.file_id, (s) => decideGrantFileAccess(s, { file_id: params.file_id, grantee: params.user_name, access: body.access, caller: user, at: Date.now() }));
         const { file, access } = visibleFile(deps.files.state(), params.file_id, user);
         ctx.body = fileDetail(file, access, true);
       },

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { notFound, type Task, type TasksState } from '@meridian/domain';
+import { notFound, type Task, type TasksState, type UserRecord } from '@meridian/domain';
 import { defineRoute, type RouteDef } from '../http/route.ts';
 import { taskView, taskViewSchema } from '../tasks/views.ts';
 
@@ -8,6 +8,11 @@ export type TaskReads = {
   /** Reads the tasks log to its end: a task just accepted by another api instance becomes visible. */
   readonly syncToEnd: () => Promise<void>;
 };
+
+/** The task when the caller may see it (its owner or an admin), else undefined, as for an unknown id. */
+function visibleTask(task: Task | undefined, user: UserRecord): Task | undefined {
+  return task !== undefined && (user.is_admin || task.user_name === user.user_name) ? task : undefined;
+}
 
 export function taskRoutes(tasks: TaskReads): RouteDef[] {
   return [
@@ -23,14 +28,15 @@ export function taskRoutes(tasks: TaskReads): RouteDef[] {
       responses: { 200: { description: 'The task', schema: taskViewSchema } },
       problems: ['not_found'],
       handler: async (ctx, { params, user }) => {
-        const visible = (t: Task | undefined) => t !== undefined && (t.user_name === user.user_name || user.is_admin);
-        let task = tasks.state().get(params.task_id);
+        // "Someone else's" and "unknown" take the same path (both read the log to its end, both
+        // fail with the same problem), so neither the answer nor its time tells them apart.
+        let task = visibleTask(tasks.state().get(params.task_id), user);
         if (!task && /^[0-9a-f-]{36}$/.test(params.task_id)) {
           await tasks.syncToEnd();
-          task = tasks.state().get(params.task_id);
+          task = visibleTask(tasks.state().get(params.task_id), user);
         }
-        if (!visible(task)) throw notFound('no such task');
-        ctx.body = taskView(task!);
+        if (!task) throw notFound('no such task');
+        ctx.body = taskView(task);
       },
     }),
     defineRoute({

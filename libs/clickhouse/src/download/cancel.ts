@@ -2,15 +2,23 @@ import { queryText, type ConnOptions } from './http.ts';
 import { isUuid } from '@meridian/domain';
 
 /**
- * Stops every query of one download on the server: the stream's (query id = the request's
- * queryId) and the plan's (queryId + a suffix). Closing the connection is not enough: 18.16
- * notices only at its next write, and a sort writes nothing until it is done. The id is
- * checked to be a UUID, so it can be inlined (a UUID holds no LIKE wildcard).
- * SYNC: resolves once the queries are gone.
+ * Stops every query of one download on the server: the stream's parts (query id = the
+ * request's queryId, then queryId + a suffix) and the plan's (queryId + a suffix). Closing the
+ * connection is not enough: 18.16 notices only at its next write, and a sort writes nothing
+ * until it is done. The id is checked to be a UUID, so it can be inlined (a UUID holds no LIKE
+ * wildcard). SYNC: resolves once the queries are gone.
+ *
+ * Two passes: a part prefetched just before the client went away may have its request on the
+ * way while the first KILL runs, and register only after it; its request went out before the
+ * first KILL's, so by the time that one has answered it has registered, and the second pass
+ * stops it. (No part starts after the abort: a request started with an aborted signal is
+ * never sent.)
  */
 export async function cancelDownload(conn: ConnOptions, queryId: string): Promise<void> {
   if (!isUuid(queryId)) throw new TypeError('queryId must be a UUID');
-  await queryText(conn, { sql: `KILL QUERY WHERE query_id LIKE '${queryId}%' SYNC FORMAT Null` });
+  const kill = () => queryText(conn, { sql: `KILL QUERY WHERE query_id LIKE '${queryId}%' SYNC FORMAT Null` });
+  await kill();
+  await kill();
 }
 
 /** Query ids of the plan's steps: distinct, because 18.16 refuses an id that is still registered. */

@@ -1,8 +1,10 @@
 import type { DownloadCursor } from './types.ts';
 
 /**
- * The cursor travels to clients as an opaque token: base64url of a JSON array led by a
- * version number, so its layout can change without breaking tokens already handed out.
+ * The cursor's plain layout: base64url of a JSON array led by a version number, so its layout
+ * can change without breaking tokens already handed out. The api never hands this out as is:
+ * it seals it (encrypted, authenticated, bound to the user and the query; see the api's
+ * cursor-seal.ts), so clients can neither read nor forge it.
  */
 const VERSION = 1;
 

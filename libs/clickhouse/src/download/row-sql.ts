@@ -24,8 +24,12 @@ export function isoTimestampSql(column: 'ts' | 'updated_at'): string {
  */
 const VALUE = 'toString(value)';
 
-/** RFC 4180: quoted, with doubled quotes, only when the name holds a quote or a comma (names never hold line breaks). */
-const CSV_NAME = `if(position(metric_name, '"') > 0 OR position(metric_name, ',') > 0, concat('"', replaceAll(metric_name, '"', '""'), '"'), metric_name)`;
+/**
+ * RFC 4180: quoted, with doubled quotes, when the name holds a quote or a comma (names never
+ * hold line breaks); also when it holds a semicolon, the separator of spreadsheets in many
+ * locales, which would otherwise read the text after it as a cell of its own (a formula, say).
+ */
+const CSV_NAME = `if(position(metric_name, '"') > 0 OR position(metric_name, ',') > 0 OR position(metric_name, ';') > 0, concat('"', replaceAll(metric_name, '"', '""'), '"'), metric_name)`;
 
 /** A JSON string body: backslash and quote escaped; names hold no control characters, any other character is valid JSON as is. */
 const JSON_NAME = `replaceAll(replaceAll(metric_name, '\\\\', '\\\\\\\\'), '"', '\\\\"')`;

@@ -24,14 +24,16 @@ export function decideDescribeFile(state: FilesState, cmd: Meta & { file_id: str
 }
 
 /**
- * The owner (or an admin) gives another existing user r or rw. Granting what the user has
- * already is no event; the owner cannot be a grantee.
+ * The owner (or an admin) gives a user name r or rw. Granting what the name has already is no
+ * event; the owner cannot be a grantee. Whether a user of that name exists or is disabled is
+ * not asked: the grant is recorded all the same, so the answer (and the file's shared_with
+ * later) cannot tell a caller which users exist. It gives access to no one while no enabled
+ * user holds the name.
  */
-export function decideGrantFileAccess(state: FilesState, cmd: Meta & { file_id: string; grantee: string; access: Access; grantee_exists: boolean }): FileEvent[] {
+export function decideGrantFileAccess(state: FilesState, cmd: Meta & { file_id: string; grantee: string; access: Access }): FileEvent[] {
   const { file } = visibleFile(state, cmd.file_id, cmd.caller);
   if (!isOwnerOrAdmin(file.owner, cmd.caller)) throw forbidden('only the owner shares a file');
   if (cmd.grantee === file.owner) throw validationError('the owner always has rw access', [{ field: 'path.user_name', reason: 'is the owner' }]);
-  if (!cmd.grantee_exists) throw notFound(`no user ${JSON.stringify(cmd.grantee)}`);
   if (file.grants.get(cmd.grantee) === cmd.access) return [];
   return [{ type: 'FileAccessGranted', file_id: file.file_id, user_name: cmd.grantee, access: cmd.access, at: cmd.at, actor: cmd.caller.user_name }];
 }

@@ -48,22 +48,25 @@ describe('file decisions', () => {
     expect(defined('f1')).toMatchObject({ type: 'FileDefined', file_id: 'f1', user_name: 'ada', blob_key: `blobs/sha256/${'01'.repeat(32)}`, size: 100 });
   });
 
-  it('the owner shares r or rw with an existing user; the same grant again is no event', () => {
-    given([defined('f1')]).when((s) => decideGrantFileAccess(s, { file_id: 'f1', grantee: 'bob', access: 'r', grantee_exists: true, ...meta(ada) })).then([
+  it('the owner shares r or rw with a user; the same grant again is no event', () => {
+    given([defined('f1')]).when((s) => decideGrantFileAccess(s, { file_id: 'f1', grantee: 'bob', access: 'r', ...meta(ada) })).then([
       { type: 'FileAccessGranted', file_id: 'f1', user_name: 'bob', access: 'r', at: 2000, actor: 'ada' },
     ]);
-    given([defined('f1'), shared('r')]).when((s) => decideGrantFileAccess(s, { file_id: 'f1', grantee: 'bob', access: 'r', grantee_exists: true, ...meta(ada) })).then([]);
-    given([defined('f1'), shared('r')]).when((s) => decideGrantFileAccess(s, { file_id: 'f1', grantee: 'bob', access: 'rw', grantee_exists: true, ...meta(ada) })).then([
+    given([defined('f1'), shared('r')]).when((s) => decideGrantFileAccess(s, { file_id: 'f1', grantee: 'bob', access: 'r', ...meta(ada) })).then([]);
+    given([defined('f1'), shared('r')]).when((s) => decideGrantFileAccess(s, { file_id: 'f1', grantee: 'bob', access: 'rw', ...meta(ada) })).then([
       { type: 'FileAccessGranted', file_id: 'f1', user_name: 'bob', access: 'rw', at: 2000, actor: 'ada' },
     ]);
   });
 
-  it('sharing: only the owner or an admin; not to the owner, not to a user who does not exist', () => {
-    given([defined('f1'), shared('rw')]).when((s) => decideGrantFileAccess(s, { file_id: 'f1', grantee: 'eve', access: 'r', grantee_exists: true, ...meta(bob) })).thenFails('forbidden');
-    given([defined('f1')]).when((s) => decideGrantFileAccess(s, { file_id: 'f1', grantee: 'eve', access: 'r', grantee_exists: true, ...meta(bob) })).thenFails('not_found');
-    given([defined('f1')]).when((s) => decideGrantFileAccess(s, { file_id: 'f1', grantee: 'ada', access: 'r', grantee_exists: true, ...meta(ada) })).thenFails('validation');
-    given([defined('f1')]).when((s) => decideGrantFileAccess(s, { file_id: 'f1', grantee: 'ghost', access: 'r', grantee_exists: false, ...meta(ada) })).thenFails('not_found');
-    given([defined('f1')]).when((s) => decideGrantFileAccess(s, { file_id: 'f1', grantee: 'bob', access: 'r', grantee_exists: true, ...meta(root) })).then([
+  it('sharing: only the owner or an admin; not to the owner; to any user name, existing or not', () => {
+    given([defined('f1'), shared('rw')]).when((s) => decideGrantFileAccess(s, { file_id: 'f1', grantee: 'eve', access: 'r', ...meta(bob) })).thenFails('forbidden');
+    given([defined('f1')]).when((s) => decideGrantFileAccess(s, { file_id: 'f1', grantee: 'eve', access: 'r', ...meta(bob) })).thenFails('not_found');
+    given([defined('f1')]).when((s) => decideGrantFileAccess(s, { file_id: 'f1', grantee: 'ada', access: 'r', ...meta(ada) })).thenFails('validation');
+    // A name no user holds is granted like any other: the answer must not tell which users exist.
+    given([defined('f1')]).when((s) => decideGrantFileAccess(s, { file_id: 'f1', grantee: 'ghost', access: 'r', ...meta(ada) })).then([
+      { type: 'FileAccessGranted', file_id: 'f1', user_name: 'ghost', access: 'r', at: 2000, actor: 'ada' },
+    ]);
+    given([defined('f1')]).when((s) => decideGrantFileAccess(s, { file_id: 'f1', grantee: 'bob', access: 'r', ...meta(root) })).then([
       { type: 'FileAccessGranted', file_id: 'f1', user_name: 'bob', access: 'r', at: 2000, actor: 'root' },
     ]);
   });
