@@ -21,8 +21,8 @@ describe('Kafka adapter against a real broker', () => {
 
   it('creates the topics with infinite retention, idempotently', async () => {
     await admin.connect();
-    await ensureTopics(admin, topicSpecs(topics, 3));
-    await ensureTopics(admin, topicSpecs(topics, 3));
+    await ensureTopics(admin, topicSpecs(topics, 3, 3));
+    await ensureTopics(admin, topicSpecs(topics, 3, 3));
     const configs = await admin.describeConfigs({ includeSynonyms: false, resources: [{ type: 2, name: topics.accounts }] });
     const retention = configs.resources[0]!.configEntries.find((e) => e.configName === 'retention.ms');
     expect(retention?.configValue).toBe('-1');

@@ -78,7 +78,10 @@ export function createPlatform(settings: Settings, logger: Logger, component: st
     },
     async prepareTopics() {
       await connectAdmin();
-      await ensureTopics(admin, topicSpecs(topics, settings.KAFKA_POINTS_PARTITIONS));
+      const shortfalls = await ensureTopics(admin, topicSpecs(topics, settings.KAFKA_POINTS_PARTITIONS, settings.KAFKA_TASKS_PARTITIONS));
+      for (const s of shortfalls) {
+        logger.warn(s, `topic ${s.topic} has ${s.partitions} partitions, fewer than the ${s.wanted} set; kept as it is, since adding partitions would move a key's later events away from its earlier ones and break their order (create a new topic prefix to get more)`);
+      }
     },
     async prepare() {
       await this.prepareTopics();

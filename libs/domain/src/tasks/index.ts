@@ -1,2 +1,3 @@
 export * from './events.ts';
 export * from './state.ts';
+export * from './decide.ts';
