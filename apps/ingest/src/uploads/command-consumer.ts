@@ -95,6 +95,7 @@ export async function startCommandConsumer(platform: Platform): Promise<RunningW
         return;
       }
       await sendTaskEvent({ type: 'TaskStarted', task_id: event.task_id, at: Date.now() });
+      logger.info({ task_id: event.task_id, offset: at.offset, partition }, 'command run started');
       try {
         if (event.type === 'FileDefinitionRequested') await fileCommands.run(event, at, producer, heartbeat);
         else await runUpload(event, at, producer, message.value, heartbeat);

@@ -1,0 +1,129 @@
+import { randomUUID } from 'node:crypto';
+import { Partitioners, type PartitionMetadata } from 'kafkajs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { formatTimestamp } from '@meridian/domain';
+import { taskIdFor } from '../../apps/api/src/uploads/submit.ts';
+import { bootstrapAdmin } from '../support/accounts.ts';
+import { call, startApi, type RunningApi } from '../support/api.ts';
+import { startApp, type AppProcess } from '../support/processes.ts';
+import { isolatedSettings } from '../support/settings.ts';
+import { waitForTask } from '../support/tasks.ts';
+import { waitFor } from '../support/wait.ts';
+
+const MAX_STARTS = 3;
+const TASKS_PARTITIONS = 3;
+// Small point batches make the upload's run last seconds (about a thousand sends in its
+// transaction), far longer than the moment between its logged start and the kill.
+const POINTS = 2_000_000;
+
+/**
+ * No crash loop: a command on which the ingest process dies is started MAX_STARTS times by
+ * real processes killed with SIGKILL while they run it; the next process fails its task
+ * with the reason, sets it aside in the dead-letter topic, and moves its partition on: an
+ * upload queued behind it on the same partition succeeds, in the same living process.
+ */
+describe(`a command that stops the worker ${MAX_STARTS} times`, () => {
+  const settings = isolatedSettings({
+    MERIDIAN_MAX_COMMAND_STARTS: String(MAX_STARTS),
+    KAFKA_TASKS_PARTITIONS: String(TASKS_PARTITIONS),
+    MERIDIAN_POINT_BATCH_SIZE: '2000',
+    KAFKA_SESSION_TIMEOUT_MS: '6000',
+    MERIDIAN_MAX_UPLOAD_BYTES: '200000000',
+  });
+  let api: RunningApi;
+  let key: string;
+  const processes: AppProcess[] = [];
+
+  beforeAll(async () => {
+    api = await startApi(settings);
+    key = await bootstrapAdmin(settings);
+    await api.api.accounts.syncToEnd();
+  });
+  afterAll(async () => {
+    await Promise.all(processes.map((p) => p.stop('SIGKILL')));
+    await api?.close();
+  });
+
+  /** The tasks partition kafkajs's default partitioner gives a task id (the command's key). */
+  const partitioner = Partitioners.DefaultPartitioner();
+  const partitionMetadata = Array.from({ length: TASKS_PARTITIONS }, (_, i) => ({ partitionId: i, leader: 0 }) as PartitionMetadata);
+  const partitionOf = (taskId: string) => partitioner({ topic: api.platform.topics.tasks, partitionMetadata, message: { key: taskId, value: null } });
+
+  async function upload(body: Buffer, metric: string, idempotencyKey: string): Promise<string> {
+    const form = new FormData();
+    form.set('file', new Blob([body]), 'points.csv');
+    const res = await fetch(`${api.url}/api/v1/metrics_file_upload?metric_name=${metric}`, { method: 'POST', headers: { Authorization: `Bearer ${key}`, 'Idempotency-Key': idempotencyKey }, body: form });
+    expect(res.status).toBe(202);
+    return ((await res.json()) as { task_id: string }).task_id;
+  }
+
+  /** Whether `proc` has logged the start of a run of `taskId` (its TaskStarted acknowledged before). */
+  const hasStarted = (proc: AppProcess, taskId: string) =>
+    proc.output().split('\n').some((line) => line.includes('"command run started"') && line.includes(`"task_id":"${taskId}"`));
+  const runStarted = (proc: AppProcess, taskId: string) => waitFor(`a run of ${taskId} to start`, () => {
+    if (proc.child.exitCode !== null) throw new Error(`ingest exited early:\n${proc.output()}`);
+    return hasStarted(proc, taskId) ? true : undefined;
+  }, 60_000, 20);
+
+  it('fails it with the reason, dead-letters it, and the next upload on its partition succeeds', async () => {
+    const lines: string[] = [];
+    for (let i = 0; i < POINTS; i++) lines.push(`${formatTimestamp(Date.UTC(2024, 0, 1) + i * 1000)},${i}`);
+    const big = Buffer.from(`${lines.join('\n')}\n`);
+    lines.length = 0;
+
+    const badKey = `bad-${randomUUID()}`;
+    const partition = partitionOf(taskIdFor('root', badKey));
+    // A good upload whose task lands on the same tasks partition, queued behind the bad one.
+    let goodKey = '';
+    for (let i = 0; goodKey === ''; i++) if (partitionOf(taskIdFor('root', `good-${i}`)) === partition) goodKey = `good-${i}`;
+
+    const bad = await upload(big, 'loop.bad', badKey);
+    const good = await upload(Buffer.from(`${formatTimestamp(Date.UTC(2024, 0, 1))},1\n${formatTimestamp(Date.UTC(2024, 0, 2))},2\n`), 'loop.good', goodKey);
+    expect(partitionOf(bad)).toBe(partition);
+    expect(partitionOf(good)).toBe(partition);
+
+    for (let run = 1; run <= MAX_STARTS; run++) {
+      const proc = startApp('ingest', settings);
+      processes.push(proc);
+      await runStarted(proc, bad);
+      await proc.stop('SIGKILL');
+      const task = await call(`${api.url}/api/v1/tasks/${bad}`, key);
+      expect(['queued', 'running'], `after kill ${run}`).toContain(task.json.status); // killed in the run, not after it
+    }
+
+    const last = startApp('ingest', settings);
+    processes.push(last);
+    const failed = await waitForTask(api.url, key, bad, 120_000);
+    expect(failed).toMatchObject({ status: 'failed', reason: `processing stopped ${MAX_STARTS} times; the upload was not stored`, result: null });
+    expect((await waitForTask(api.url, key, good, 60_000)).status).toBe('succeeded');
+    expect(last.child.exitCode).toBeNull();
+    expect(hasStarted(last, good)).toBe(true);
+    expect(hasStarted(last, bad)).toBe(false);
+
+    const dead = await deadLetters(settings.MERIDIAN_TOPIC_PREFIX);
+    expect(dead).toEqual([{ source_partition: String(partition), reason: `processing stopped ${MAX_STARTS} times; the upload was not stored` }]);
+
+    const stored = await fetch(`${api.url}/api/v1/metrics/download?metrics=loop.&pattern=starts_with&max_rows=10`, { headers: { Authorization: `Bearer ${key}` } });
+    expect((await stored.text()).split('\n').filter((l) => l.startsWith('loop.bad'))).toEqual([]);
+  });
+
+  /** Headers of every message in the dead-letter topic. */
+  async function deadLetters(prefix: string): Promise<Array<{ source_partition: string; reason: string }>> {
+    const consumer = api.platform.kafka.consumer({ groupId: `${prefix}test-dead-letters-${randomUUID()}` });
+    const seen: Array<{ source_partition: string; reason: string }> = [];
+    await consumer.connect();
+    try {
+      await consumer.subscribe({ topic: api.platform.topics.deadLetter, fromBeginning: true });
+      await consumer.run({
+        eachMessage: async ({ message }) => {
+          seen.push({ source_partition: String(message.headers?.source_partition), reason: String(message.headers?.reason) });
+        },
+      });
+      await waitFor('the dead letter', () => (seen.length > 0 ? true : undefined), 30_000);
+      await new Promise((r) => setTimeout(r, 500)); // any second one would show by now
+    } finally {
+      await consumer.disconnect();
+    }
+    return seen;
+  }
+});
