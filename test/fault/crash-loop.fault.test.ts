@@ -57,13 +57,14 @@ describe(`a command that stops the worker ${MAX_STARTS} times`, () => {
     return ((await res.json()) as { task_id: string }).task_id;
   }
 
-  /** Whether `proc` has logged the start of a run of `taskId` (its TaskStarted acknowledged before). */
-  const hasStarted = (proc: AppProcess, taskId: string) =>
-    proc.output().split('\n').some((line) => line.includes('"command run started"') && line.includes(`"task_id":"${taskId}"`));
-  const runStarted = (proc: AppProcess, taskId: string) => waitFor(`a run of ${taskId} to start`, () => {
-    if (proc.child.exitCode !== null) throw new Error(`ingest exited early:\n${proc.output()}`);
-    return hasStarted(proc, taskId) ? true : undefined;
-  }, 60_000, 20);
+  /** What every ingest process said about commands: shown when the test fails. */
+  const journal = () => processes.map((p, i) => `process ${i + 1}:\n${p.output().split('\n').filter((l) => /command|upload|Kafka|error/i.test(l)).join('\n')}`).join('\n');
+  /** How many times `proc` logged `msg` about `taskId` (a run's start is logged once its TaskStarted is acknowledged). */
+  const logged = (proc: AppProcess, msg: string, taskId: string) =>
+    proc.output().split('\n').filter((line) => line.includes(`"msg":"${msg}"`) && line.includes(`"task_id":"${taskId}"`)).length;
+  const hasStarted = (proc: AppProcess, taskId: string) => logged(proc, 'command run started', taskId) > 0;
+  /** In a run: one started and not released (a run ends with the task, or with a release). */
+  const inRun = (proc: AppProcess, taskId: string) => logged(proc, 'command run started', taskId) > logged(proc, 'command run released: it runs again', taskId);
 
   it('fails it with the reason, dead-letters it, and the next upload on its partition succeeds', async () => {
     const lines: string[] = [];
@@ -82,19 +83,32 @@ describe(`a command that stops the worker ${MAX_STARTS} times`, () => {
     expect(partitionOf(bad)).toBe(partition);
     expect(partitionOf(good)).toBe(partition);
 
-    for (let run = 1; run <= MAX_STARTS; run++) {
-      const proc = startApp('ingest', settings);
-      processes.push(proc);
-      await runStarted(proc, bad);
+    // Start a process, kill it as soon as it is in a run of the bad upload, again, until a
+    // process fails the task instead. Deaths in a run are what count: a run the living process
+    // gave up (a Kafka error under it) is released, and a kill after that is no death on it.
+    let deaths = 0;
+    let last: AppProcess;
+    for (;;) {
+      last = startApp('ingest', settings);
+      processes.push(last);
+      const proc = last;
+      const outcome = await waitFor('a run of the bad upload to start, or its task to end', async () => {
+        if (inRun(proc, bad)) return 'in a run' as const;
+        if (proc.child.exitCode !== null) throw new Error(`ingest exited by itself:\n${proc.output()}`);
+        const { status } = (await call(`${api.url}/api/v1/tasks/${bad}`, key)).json as { status: string };
+        return status === 'failed' || status === 'succeeded' ? ('ended' as const) : undefined;
+      }, 120_000, 20);
+      if (outcome === 'ended') break;
+      expect(deaths, `a run started after ${deaths} deaths:\n${journal()}`).toBeLessThan(MAX_STARTS);
       await proc.stop('SIGKILL');
+      await new Promise((r) => (proc.child.stdout!.readableEnded ? r(null) : proc.child.stdout!.once('end', r)));
+      if (inRun(proc, bad)) deaths++;
       const task = await call(`${api.url}/api/v1/tasks/${bad}`, key);
-      expect(['queued', 'running'], `after kill ${run}`).toContain(task.json.status); // killed in the run, not after it
+      expect(['queued', 'running'], `after kill ${processes.length}`).toContain(task.json.status); // killed in the run, not after it
     }
-
-    const last = startApp('ingest', settings);
-    processes.push(last);
-    const failed = await waitForTask(api.url, key, bad, 120_000);
-    expect(failed).toMatchObject({ status: 'failed', reason: `processing stopped ${MAX_STARTS} times; the upload was not stored`, result: null });
+    expect(deaths, journal()).toBe(MAX_STARTS);
+    const failed = await waitForTask(api.url, key, bad);
+    expect(failed, journal()).toMatchObject({ status: 'failed', reason: `processing stopped ${MAX_STARTS} times; the upload was not stored`, result: null });
     expect((await waitForTask(api.url, key, good, 60_000)).status).toBe('succeeded');
     expect(last.child.exitCode).toBeNull();
     expect(hasStarted(last, good)).toBe(true);

@@ -104,6 +104,7 @@ export async function startCommandConsumer(platform: Platform): Promise<RunningW
         // again, and this run is no crash. Best effort: with Kafka down the release may be lost,
         // which counts one start too many.
         await sendTaskEvent({ type: 'TaskReleased', task_id: event.task_id, at: Date.now() }).catch(() => undefined);
+        logger.warn({ err: error, task_id: event.task_id, offset: at.offset, partition }, 'command run released: it runs again');
         throw error;
       }
       if (event.type === 'MetricsUploadRequested') await ended(event);
