@@ -30,6 +30,14 @@ describe('Kafka adapter against a real broker', () => {
     expect(meta.topics[0]!.partitions).toHaveLength(3);
   });
 
+  it('keeps an existing topic with fewer partitions than asked, and reports it', async () => {
+    await admin.connect();
+    const shortfalls = await ensureTopics(admin, topicSpecs(topics, 3, 5));
+    expect(shortfalls).toEqual([{ topic: topics.tasks, partitions: 3, wanted: 5 }]);
+    const meta = await admin.fetchTopicMetadata({ topics: [topics.tasks] });
+    expect(meta.topics[0]!.partitions).toHaveLength(3);
+  });
+
   it('produces an Avro event with the idempotent producer and consumes it back', async () => {
     const codec = createEventCodec<UserCreated>();
     const event: UserCreated = { type: 'UserCreated', user_name: 'ada', is_admin: true, key_id: '0123456789abcdef', secret_sha256: Buffer.alloc(32, 7), at: 1_700_000_000_123, actor: 'cli' };
