@@ -126,10 +126,10 @@ describe('metric uploads', () => {
     const body = `metric_name,timestamp,metric_numeric_value,updated_at\nup.ok,${iso(1)},1,${iso(1)}\nother.metric,${iso(2)},2,${iso(2)}\n`;
     const task = await waitForTask(api.url, writer, (await uploadFile(null, body)).json.task_id);
     expect(task.status).toBe('failed');
-    expect(task.errors).toEqual([{ row: 3, column: 'metric_name', reason: 'no rw access to this metric' }]);
+    expect(task.errors).toEqual([{ row: 3, column: 'metric_name', reason: 'no write access to this metric' }]);
   });
 
-  it('a user created with rw just before its upload writes at once: the worker reads the accounts log when its own fold refuses', async () => {
+  it('a user created with rw just before its upload writes at once: the worker reads the accounts log to its end before each upload', async () => {
     const late = await createUser(api.url, root, 'late', [{ match: 'prefix', value: 'up.late.', access: 'rw' }]);
     const body = `metric_name,timestamp,metric_numeric_value,updated_at\nup.late.a,${iso(1)},1,${iso(1)}\nup.late.b,${iso(2)},2,${iso(2)}\n`;
     const task = await waitForTask(api.url, late, (await uploadFile(null, body, '', late)).json.task_id);

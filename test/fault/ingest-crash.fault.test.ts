@@ -18,7 +18,8 @@ const KILLS = 4;
  * Every accepted point must be stored exactly once.
  */
 describe(`ingest killed with SIGKILL ${KILLS} times during a ${TOTAL.toLocaleString('en')}-point ingest`, () => {
-  const settings = isolatedSettings({ MERIDIAN_POINT_BATCH_SIZE: '5000', MERIDIAN_PROJECTOR_BATCH_ROWS: '20000', KAFKA_SESSION_TIMEOUT_MS: '6000' });
+  // Every kill may land in the same upload: the crash-loop breaker (crash-loop.fault.test.ts) must not end this one.
+  const settings = isolatedSettings({ MERIDIAN_POINT_BATCH_SIZE: '5000', MERIDIAN_PROJECTOR_BATCH_ROWS: '20000', KAFKA_SESSION_TIMEOUT_MS: '6000', MERIDIAN_MAX_COMMAND_STARTS: String(KILLS + 1) });
   let api: RunningApi;
   let key: string;
   const processes: AppProcess[] = [];

@@ -21,7 +21,7 @@ describe('a topic follower on a log with transactions', () => {
 
   it('catches up, and syncs to the end, when the last record of a partition is a commit or abort marker', async () => {
     await admin.connect();
-    await ensureTopics(admin, topicSpecs(topics, 1));
+    await ensureTopics(admin, topicSpecs(topics, 1, 3));
     await producer.connect();
     const write = async (id: string, commit: boolean) => {
       const tx = await producer.transaction();

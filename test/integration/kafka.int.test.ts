@@ -21,12 +21,20 @@ describe('Kafka adapter against a real broker', () => {
 
   it('creates the topics with infinite retention, idempotently', async () => {
     await admin.connect();
-    await ensureTopics(admin, topicSpecs(topics, 3));
-    await ensureTopics(admin, topicSpecs(topics, 3));
+    await ensureTopics(admin, topicSpecs(topics, 3, 3));
+    await ensureTopics(admin, topicSpecs(topics, 3, 3));
     const configs = await admin.describeConfigs({ includeSynonyms: false, resources: [{ type: 2, name: topics.accounts }] });
     const retention = configs.resources[0]!.configEntries.find((e) => e.configName === 'retention.ms');
     expect(retention?.configValue).toBe('-1');
     const meta = await admin.fetchTopicMetadata({ topics: [topics.points] });
+    expect(meta.topics[0]!.partitions).toHaveLength(3);
+  });
+
+  it('keeps an existing topic with fewer partitions than asked, and reports it', async () => {
+    await admin.connect();
+    const shortfalls = await ensureTopics(admin, topicSpecs(topics, 3, 5));
+    expect(shortfalls).toEqual([{ topic: topics.tasks, partitions: 3, wanted: 5 }]);
+    const meta = await admin.fetchTopicMetadata({ topics: [topics.tasks] });
     expect(meta.topics[0]!.partitions).toHaveLength(3);
   });
 

@@ -246,6 +246,17 @@ export const settingDefinitions = {
     default: '',
     doc: 'Secret (at least 32 characters; never logged) from which the key that encrypts and authenticates download and events cursors is derived (HKDF-SHA256, AES-256-GCM). Every api instance behind one address needs the same one. Empty: a random secret per process, with a warning at start; cursors then work only on the instance that issued them, until it restarts.',
   },
+  // issue 11, crashloop: the crash-loop breaker and the tasks topic's partitions.
+  MERIDIAN_MAX_COMMAND_STARTS: {
+    schema: z.coerce.number().int().min(1).max(100),
+    default: '3',
+    doc: 'Times a worker may start a command (an upload, a file definition) that then stops without an outcome because the process died; at the next start its task fails ("processing stopped N times"), the command goes to the dead-letter topic and its partition moves on.',
+  },
+  KAFKA_TASKS_PARTITIONS: {
+    schema: z.coerce.number().int().min(1).max(1000),
+    default: '3',
+    doc: 'Partitions of the tasks topic when it is created, and the commands the ingest worker runs at once. An existing topic with fewer partitions is kept as it is (a warning says so): adding partitions would move a task\'s later events away from its earlier ones.',
+  },
 } as const;
 
 export type SettingName = keyof typeof settingDefinitions;

@@ -48,11 +48,29 @@ export function createProducer(kafka: Kafka, options: { transactionalId?: string
   });
 }
 
-/** Creates missing topics; never alters existing ones. Retention is infinite: the log is the source of truth. */
-export async function ensureTopics(admin: Admin, specs: readonly TopicSpec[]): Promise<void> {
+/** An existing topic with fewer partitions than its spec asks for. */
+export type PartitionShortfall = { readonly topic: string; readonly partitions: number; readonly wanted: number };
+
+/**
+ * Creates missing topics; never alters existing ones. Retention is infinite: the log is the
+ * source of truth. Events are keyed (a task's by its id, points by metric name) and their order
+ * holds within a partition only: adding partitions would send a key's later events to another
+ * partition than its earlier ones. So an existing topic keeps its partitions, and the ones
+ * with fewer than asked are returned for the caller to report.
+ */
+export async function ensureTopics(admin: Admin, specs: readonly TopicSpec[]): Promise<PartitionShortfall[]> {
   const existing = new Set(await admin.listTopics());
   const missing = specs.filter((s) => !existing.has(s.topic));
-  if (missing.length === 0) return;
+  const present = specs.filter((s) => existing.has(s.topic));
+  const shortfalls: PartitionShortfall[] = [];
+  if (present.length > 0) {
+    const { topics } = await admin.fetchTopicMetadata({ topics: present.map((s) => s.topic) });
+    for (const spec of present) {
+      const partitions = topics.find((t) => t.name === spec.topic)?.partitions.length ?? spec.partitions;
+      if (partitions < spec.partitions) shortfalls.push({ topic: spec.topic, partitions, wanted: spec.partitions });
+    }
+  }
+  if (missing.length === 0) return shortfalls;
   await admin.createTopics({
     waitForLeaders: true,
     topics: missing.map((s) => ({
@@ -66,6 +84,7 @@ export async function ensureTopics(admin: Admin, specs: readonly TopicSpec[]): P
       ],
     })),
   });
+  return shortfalls;
 }
 
 /** Readiness probe: the cluster answers a metadata request within the timeout. */

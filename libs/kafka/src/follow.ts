@@ -13,6 +13,8 @@ export type FollowerOptions<E extends EventLike> = {
   readonly logger: Logger;
   /** Applies one event to in-memory state; must not throw for well-formed events. */
   readonly apply: (event: E, position: Position) => void;
+  /** False for a topic no transaction ever writes (accounts): its end, read once, holds every acknowledged event. */
+  readonly writtenInTransactions?: boolean;
 };
 
 /**
@@ -115,6 +117,7 @@ export class TopicFollower<E extends EventLike> {
       if (key === previous) return;
       previous = key;
       await Promise.all(ends.map((p) => this.waitFor({ partition: p.partition, offset: Number(p.high) - 1 }, timeoutMs)));
+      if (this.options.writtenInTransactions === false) return;
       await new Promise((r) => setTimeout(r, 25));
     }
   }

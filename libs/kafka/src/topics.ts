@@ -27,13 +27,14 @@ export function topicsFor(prefix: string): Topics {
 
 export type TopicSpec = { readonly topic: string; readonly partitions: number };
 
-/** Partitions of the tasks topic when it is created: the most commands the ingest worker runs at once. */
-export const TASKS_PARTITIONS = 3;
-
-export function topicSpecs(topics: Topics, pointsPartitions: number): TopicSpec[] {
+/**
+ * The topics and their partitions when created. Tasks partitions bound the commands the ingest
+ * worker runs at once (KAFKA_TASKS_PARTITIONS); points partitions spread the projection.
+ */
+export function topicSpecs(topics: Topics, pointsPartitions: number, tasksPartitions: number): TopicSpec[] {
   return [
     { topic: topics.accounts, partitions: 1 },
-    { topic: topics.tasks, partitions: TASKS_PARTITIONS },
+    { topic: topics.tasks, partitions: tasksPartitions },
     { topic: topics.points, partitions: pointsPartitions },
     { topic: topics.files, partitions: 1 },
     { topic: topics.deadLetter, partitions: 1 },

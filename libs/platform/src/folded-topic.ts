@@ -13,6 +13,8 @@ export type FoldOptions<E extends EventLike, S> = {
   readonly codec: EventCodec<E>;
   readonly initial: () => S;
   readonly apply: (state: S, event: E) => void;
+  /** False for a topic no transaction ever writes: syncToEnd then reads its end once. */
+  readonly writtenInTransactions?: boolean;
 };
 
 /**
@@ -40,6 +42,7 @@ export class FoldedTopic<E extends EventLike, S> {
       codec: options.codec,
       logger: platform.logger.child({ component: options.topic }),
       apply: (event) => options.apply(state, event),
+      writtenInTransactions: options.writtenInTransactions,
     });
   }
 

@@ -81,10 +81,13 @@ export function createPlatform(settings: Settings, logger: Logger, component: st
       return producer;
     },
     async prepareTopics() {
-      await untilDone('creating topics', async () => {
+      const shortfalls = await untilDone('creating topics', async () => {
         await connectAdmin();
-        await ensureTopics(admin, topicSpecs(topics, settings.KAFKA_POINTS_PARTITIONS));
+        return ensureTopics(admin, topicSpecs(topics, settings.KAFKA_POINTS_PARTITIONS, settings.KAFKA_TASKS_PARTITIONS));
       }, logger, startRetry);
+      for (const s of shortfalls) {
+        logger.warn(s, `topic ${s.topic} has ${s.partitions} partitions, fewer than the ${s.wanted} set; kept as it is, since adding partitions would move a key's later events away from its earlier ones and break their order (create a new topic prefix to get more)`);
+      }
     },
     async prepare() {
       await this.prepareTopics();

@@ -10,7 +10,7 @@ const tasks = initialTasks();
 const task = (id: string, status: Task['status'], points: number | null): Task => ({
   task_id: id, kind: 'metrics_upload', user_name: 'ada', status, created_at: 0, updated_at: 0, rows_done: 0, rows_total: null,
   result: points === null ? null : { points_accepted: points, rows_rejected: 0, metrics: [] }, errors: [], reason: null,
-  pending_partitions: [], idempotency_key: null, payload_sha256: '',
+  pending_partitions: [], open_runs: 0, idempotency_key: null, payload_sha256: '',
 });
 let metrics: ApiMetrics;
 let served: Served;

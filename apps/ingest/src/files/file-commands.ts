@@ -58,7 +58,6 @@ export async function startFileCommands(platform: Platform, consumerGroupId: str
   collector.files = files;
   await files.start();
   collector.start();
-  const progress = await platform.producer();
   const schemaLimits = { maxHeaderLength: platform.settings.MERIDIAN_MAX_LINE_BYTES, maxColumns: platform.settings.MERIDIAN_MAX_COLUMNS };
 
   const taskMessage = (event: TaskEvent) => ({ key: event.task_id, value: taskCodec.encode(event), headers: { type: event.type } });
@@ -117,7 +116,6 @@ export async function startFileCommands(platform: Platform, consumerGroupId: str
       const beat = setInterval(() => void heartbeat().catch(() => undefined), HEARTBEAT_MS);
       const sha256 = cmd.sha256.toString('hex');
       try {
-        await progress.send({ topic: topics.tasks, acks: -1, messages: [taskMessage({ type: 'TaskStarted', task_id: cmd.task_id, at: Date.now() })] });
         const verdict = await inspect(cmd);
         if (!verdict.ok) {
           await failTask(producer, at, cmd, verdict.reason, verdict.errors);

@@ -1,7 +1,7 @@
 import type { Producer } from 'kafkajs';
-import type { PointsFact, TaskEvent } from '@meridian/domain';
+import { decideStart, type FileDefinitionRequested, type MetricsUploadRequested, type PointsFact, type StartDecision, type TaskEvent } from '@meridian/domain';
 import { createEventCodec, UndecodableEventError } from '@meridian/events';
-import { createProducer, TASKS_PARTITIONS } from '@meridian/kafka';
+import { createProducer } from '@meridian/kafka';
 import { AccountsStore, runConsumer, TasksStore, type Platform } from '@meridian/platform';
 import { failTask, runUploadJob, type UploadJobDeps } from './upload-job.ts';
 import { UploadTally } from './tally.ts';
@@ -14,9 +14,15 @@ import { removeStaged } from '../staging.ts';
 export type RunningWorker = { stop(): Promise<void> };
 
 /**
- * Consumes the tasks topic and runs the commands in it (uploads); the lifecycle events
- * beside them are not for this consumer and pass by. One transactional producer per input
- * partition, so a restarted worker fences its predecessor's open transaction.
+ * Consumes the tasks topic and runs the commands in it (uploads, file definitions); the
+ * lifecycle events beside them are not for this consumer and pass by. One transactional
+ * producer per input partition, so a restarted worker fences its predecessor's open transaction.
+ *
+ * Each run of a command is bracketed in the log: TaskStarted before it (acknowledged before
+ * any work, so it survives the process dying on the command), and TaskReleased when it ends
+ * without an outcome while this process lives on (Kafka trouble, a lost partition). A start
+ * neither ended nor released is a worker that died on the command; decideStart fails the
+ * command after MERIDIAN_MAX_COMMAND_STARTS of them, so no command can crash-loop the worker.
  */
 export async function startCommandConsumer(platform: Platform): Promise<RunningWorker> {
   const { kafka, topics, settings, logger } = platform;
@@ -51,7 +57,6 @@ export async function startCommandConsumer(platform: Platform): Promise<RunningW
     maxBufferedPoints: settings.MERIDIAN_POINT_BATCH_SIZE * 8,
     limits: uploadLimitsFrom(settings),
     user: (name) => accounts.state.users.get(name),
-    syncAccounts: () => accounts.syncToEnd(),
   };
 
   const consumer = kafka.consumer({ groupId, sessionTimeout: settings.KAFKA_SESSION_TIMEOUT_MS, maxWaitTimeInMs: 250 });
@@ -60,7 +65,7 @@ export async function startCommandConsumer(platform: Platform): Promise<RunningW
     // Every tasks partition at once: an upload spends much of its time waiting on Kafka round
     // trips (transaction, offsets, commit), which other partitions' uploads fill. Each partition
     // has its own transactional producer, and a task's commands all share its partition.
-    partitionsConsumedConcurrently: TASKS_PARTITIONS,
+    partitionsConsumedConcurrently: settings.KAFKA_TASKS_PARTITIONS,
     eachMessage: async ({ topic, partition, message, heartbeat }) => {
       const at = { topic, partition, offset: Number(message.offset) };
       let event: TaskEvent;
@@ -71,45 +76,89 @@ export async function startCommandConsumer(platform: Platform): Promise<RunningW
         await deadLetter(platform, at, message.value, error.message);
         return;
       }
-      if (event.type === 'FileDefinitionRequested') {
-        await fileCommands.run(event, at, await producerFor(partition), heartbeat);
-        return;
-      }
-      if (event.type !== 'MetricsUploadRequested') return;
+      if (event.type !== 'MetricsUploadRequested' && event.type !== 'FileDefinitionRequested') return;
       const producer = await producerFor(partition); // fences a predecessor's open transaction first
       // The same task can be commanded twice (a retry with the same Idempotency-Key after a
       // 503 whose send still landed): run it once. Tasks finished before this process started
       // are in the fold (caught up at start); ones it finished itself are remembered here,
       // because right after a commit the fold may not show it yet.
-      const known = tasks.state.get(event.task_id);
-      if (finished.has(event.task_id) || (known && (known.result !== null || known.status === 'failed' || known.status === 'succeeded'))) {
+      const decision: StartDecision = finished.has(event.task_id) ? { kind: 'skip' } : await decide(event, partition);
+      if (decision.kind === 'skip') {
         logger.info({ task_id: event.task_id, offset: at.offset }, 'command for a finished task skipped');
         return;
       }
-      for (let attempt = 1; ; attempt++) {
-        try {
-          await runUploadJob(event, at, producer, { ...deps, heartbeat });
-          break;
-        } catch (error) {
-          if (isKafkaRetriable(error)) throw error; // kafkajs redelivers the command
-          // Storage or network trouble passes; an accepted upload is not failed for it at once.
-          if (attempt < settings.MERIDIAN_UPLOAD_ATTEMPTS) {
-            const delay = Math.min(500 * 2 ** (attempt - 1), 10_000);
-            logger.warn({ err: error, task_id: event.task_id, attempt, retry_in_ms: delay }, 'upload attempt failed; retrying');
-            await sleepWithHeartbeat(delay, heartbeat);
-            continue;
-          }
-          logger.error({ err: error, task_id: event.task_id, attempts: attempt }, 'upload failed after every attempt');
-          await deadLetter(platform, at, message.value, (error as Error).message);
-          await failTask(producer, deps as UploadJobDeps, at, event, new UploadTally(), `the upload could not be processed: ${(error as Error).message}`);
-          break;
-        }
+      if (decision.kind === 'fail') {
+        logger.warn({ task_id: event.task_id, offset: at.offset, reason: decision.reason }, 'command refused');
+        if (decision.deadLetter) await deadLetter(platform, at, message.value, decision.reason);
+        await failTask(producer, deps as UploadJobDeps, at, event, new UploadTally(), decision.reason);
+        await ended(event);
+        return;
       }
-      finished.add(event.task_id);
-      // The task has ended in the log (its points or its failure): the claim check is spent.
-      if (event.staged_object !== null) await removeStaged(platform.storage, event.staged_object, logger);
+      await sendTaskEvent({ type: 'TaskStarted', task_id: event.task_id, at: Date.now() });
+      logger.info({ task_id: event.task_id, offset: at.offset, partition }, 'command run started');
+      try {
+        if (event.type === 'FileDefinitionRequested') await fileCommands.run(event, at, producer, heartbeat);
+        else await runUpload(event, at, producer, message.value, heartbeat);
+      } catch (error) {
+        // The run ends without an outcome and this process lives on: kafkajs runs the command
+        // again, and this run is no crash. Best effort: with Kafka down the release may be lost,
+        // which counts one start too many.
+        await sendTaskEvent({ type: 'TaskReleased', task_id: event.task_id, at: Date.now() }).catch(() => undefined);
+        logger.warn({ err: error, task_id: event.task_id, offset: at.offset, partition }, 'command run released: it runs again');
+        throw error;
+      }
+      if (event.type === 'MetricsUploadRequested') await ended(event);
     },
   });
+
+  /**
+   * decideStart on the accounts log read to its end (one offsets request: a disable or a grant
+   * written before now counts) and on the tasks fold, which holds every start acknowledged
+   * before this process started. A refusal for crashes is checked again on this partition read
+   * to its end: a release this process wrote a moment ago may not be folded yet.
+   */
+  async function decide(cmd: MetricsUploadRequested | FileDefinitionRequested, partition: number): Promise<StartDecision> {
+    await accounts.syncToEnd();
+    const now = () => decideStart(tasks.state.get(cmd.task_id), accounts.state.users.get(cmd.user_name), settings.MERIDIAN_MAX_COMMAND_STARTS);
+    const first = now();
+    if (first.kind !== 'fail' || !first.deadLetter) return first;
+    await tasks.syncToEnd([partition]);
+    return now();
+  }
+
+  async function sendTaskEvent(event: TaskEvent): Promise<void> {
+    await progressProducer.send({ topic: topics.tasks, acks: -1, messages: [{ key: event.task_id, value: codec.encode(event), headers: { type: event.type } }] });
+  }
+
+  /** The task has ended in the log (its points or its failure): the claim check is spent. */
+  async function ended(cmd: MetricsUploadRequested | FileDefinitionRequested): Promise<void> {
+    finished.add(cmd.task_id);
+    if (cmd.staged_object !== null) await removeStaged(platform.storage, cmd.staged_object, logger);
+  }
+
+  /** One run of an upload: storage trouble is retried here (MERIDIAN_UPLOAD_ATTEMPTS), within the run. */
+  async function runUpload(event: MetricsUploadRequested, at: CommandPosition, producer: Producer, value: Buffer | null, heartbeat: () => Promise<void>): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await runUploadJob(event, at, producer, { ...deps, heartbeat });
+        break;
+      } catch (error) {
+        if (isKafkaRetriable(error)) throw error; // kafkajs redelivers the command
+        // Storage or network trouble passes; an accepted upload is not failed for it at once.
+        if (attempt < settings.MERIDIAN_UPLOAD_ATTEMPTS) {
+          const delay = Math.min(500 * 2 ** (attempt - 1), 10_000);
+          logger.warn({ err: error, task_id: event.task_id, attempt, retry_in_ms: delay }, 'upload attempt failed; retrying');
+          await sleepWithHeartbeat(delay, heartbeat);
+          continue;
+        }
+        logger.error({ err: error, task_id: event.task_id, attempts: attempt }, 'upload failed after every attempt');
+        await deadLetter(platform, at, value, (error as Error).message);
+        await failTask(producer, deps as UploadJobDeps, at, event, new UploadTally(), `the upload could not be processed: ${(error as Error).message}`);
+        break;
+      }
+    }
+  }
+
   return {
     async stop() {
       await consumer.disconnect();

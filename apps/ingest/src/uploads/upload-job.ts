@@ -31,9 +31,8 @@ export type UploadJobDeps = {
   readonly batchPoints: number;
   readonly maxBufferedPoints: number;
   readonly limits: UploadLimits;
+  /** The accounts fold, read to its end before the upload was handed over (decideStart). */
   readonly user: (name: string) => UserRecord | undefined;
-  /** Reads the accounts log to its end, so `user` shows every event written before now. */
-  readonly syncAccounts: () => Promise<void>;
   /** Keeps the consumer's group membership alive during a long upload. */
   readonly heartbeat: () => Promise<void>;
 };
@@ -53,10 +52,9 @@ const PROGRESS_EVERY_MS = 1000;
 export async function runUploadJob(cmd: MetricsUploadRequested, at: CommandPosition, producer: Producer, deps: UploadJobDeps): Promise<'succeeded' | 'failed'> {
   const log = deps.logger.child({ task_id: cmd.task_id });
   const now = () => Date.now();
-  await sendTaskEvents(deps.progressProducer, deps, [{ type: 'TaskStarted', task_id: cmd.task_id, at: now() }]);
-
   const tally = new UploadTally();
-  const access = new WriteAccess(cmd.user_name, deps.user, deps.syncAccounts);
+  const access = new WriteAccess(cmd.user_name, deps.user);
+  let unwritable: string | null = null;
   const failFast = cmd.on_error === 'fail';
   const batcher = new PointBatcher(deps.batchPoints, deps.maxBufferedPoints);
   const tx = await producer.transaction();
@@ -92,15 +90,17 @@ export async function runUploadJob(cmd: MetricsUploadRequested, at: CommandPosit
       checkBudget();
       for (const item of items) {
         if (item.kind === 'point') {
-          if (!(access.known(item.metric_name) ?? (await access.decide(item.metric_name)))) {
-            tally.error(item.row, 'metric_name', 'no rw access to this metric');
-          } else {
-            tally.point();
-            // Once an all-or-nothing upload has an error, its points are only counted.
-            if (!(failFast && tally.errors.length > 0)) {
-              const full = batcher.add(item.metric_name, item.ts, item.value);
-              if (full.length > 0) await write(full);
-            }
+          if (!access.mayWrite(item.metric_name)) {
+            // No row error to skip: a name the caller may not write fails the whole upload, whatever on_error.
+            tally.error(item.row, 'metric_name', 'no write access to this metric');
+            unwritable = `row ${item.row}: no write access to the metric ${JSON.stringify(item.metric_name)}; the upload was not stored`;
+            break parsing;
+          }
+          tally.point();
+          // Once an all-or-nothing upload has an error, its points are only counted.
+          if (!(failFast && tally.errors.length > 0)) {
+            const full = batcher.add(item.metric_name, item.ts, item.value);
+            if (full.length > 0) await write(full);
           }
         } else if (item.kind === 'error') {
           tally.error(item.row, item.column, item.reason);
@@ -118,10 +118,10 @@ export async function runUploadJob(cmd: MetricsUploadRequested, at: CommandPosit
       }
     }
 
-    if (tally.hasFatal || (failFast && tally.errors.length > 0)) {
+    if (unwritable !== null || tally.hasFatal || (failFast && tally.errors.length > 0)) {
       await sender.flush();
       await tx.abort();
-      await failTask(producer, deps, at, cmd, tally);
+      await failTask(producer, deps, at, cmd, tally, unwritable ?? undefined);
       log.info({ rows: tally.rowsTotal, rejected: tally.rejected }, 'upload rejected');
       return 'failed';
     }

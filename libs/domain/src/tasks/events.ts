@@ -4,7 +4,13 @@ import type { FileDefinitionRequested, FileDefinitionSucceeded } from '../files/
 /** Task lifecycle events on the tasks topic, keyed by task_id, beside the commands that start tasks. */
 export type RowError = { readonly row: number; readonly column: string; readonly reason: string };
 
+/** A worker began a run of the task's command: written once per run, before any work. */
 export type TaskStarted = { readonly type: 'TaskStarted'; readonly task_id: string; readonly at: number };
+/**
+ * A run ended without an outcome while its worker lived on (it lost the partition, or Kafka
+ * failed under it): the command runs again, and that run's start was no crash.
+ */
+export type TaskReleased = { readonly type: 'TaskReleased'; readonly task_id: string; readonly at: number };
 export type TaskProgress = { readonly type: 'TaskProgress'; readonly task_id: string; readonly rows_done: number; readonly at: number };
 export type UploadParsed = {
   readonly type: 'UploadParsed';
@@ -55,7 +61,7 @@ export type RebuildSucceeded = {
   readonly at: number;
 };
 
-export type TaskEvent = MetricsUploadRequested | TaskStarted | TaskProgress | UploadParsed | UploadSegmentProjected | TaskFailed
+export type TaskEvent = MetricsUploadRequested | TaskStarted | TaskReleased | TaskProgress | UploadParsed | UploadSegmentProjected | TaskFailed
   | FileDefinitionRequested | FileDefinitionSucceeded | RebuildRequested | RebuildSucceeded;
 
 /** The events that create a task. */

@@ -27,6 +27,11 @@ export type Task = {
   reason: string | null;
   /** Points partitions still to be projected before the task is done. */
   pending_partitions: number[];
+  /**
+   * Runs of the command that started and then neither ended (an outcome) nor were released:
+   * each is a worker that died while on it. The crash-loop breaker reads it (decideStart).
+   */
+  open_runs: number;
   readonly idempotency_key: string | null;
   readonly payload_sha256: string;
   /** What an upload asked for besides its bytes (uploadRequest); a retry must ask the same. */
@@ -39,11 +44,14 @@ export type Task = {
 
 /**
  * Which status each event may move a task from, and to. Anything else is ignored, so
- * redelivered or late events (progress after success, a second projection) cannot move a
- * finished task: the fold is idempotent, as replay needs it to be.
+ * late events (progress after success, a second projection, a start after the end) cannot
+ * move a finished task. Each TaskStarted is one run of the command (the worker writes it once
+ * per run), so starts are counted; replaying the log counts the same.
  */
 export const taskTransitions: Readonly<Record<Exclude<TaskEvent['type'], TaskCommand['type']>, { from: readonly TaskStatus[]; to: TaskStatus | 'same' | 'decided' }>> = {
-  TaskStarted: { from: ['queued'], to: 'running' },
+  // A second start is a new run after a crash or a release: counted, the status stays.
+  TaskStarted: { from: ['queued', 'running'], to: 'running' },
+  TaskReleased: { from: ['running'], to: 'same' },
   TaskProgress: { from: ['queued', 'running'], to: 'running' },
   UploadParsed: { from: ['queued', 'running'], to: 'decided' }, // succeeded when nothing is left to project
   UploadSegmentProjected: { from: ['running'], to: 'decided' },
@@ -70,6 +78,10 @@ export function applyTaskEvent(state: TasksState, event: TaskEvent): TasksState 
   switch (event.type) {
     case 'TaskStarted':
       task.status = 'running';
+      task.open_runs += 1; // until it is released, this run counts as one that died
+      break;
+    case 'TaskReleased':
+      task.open_runs = Math.max(0, task.open_runs - 1);
       break;
     case 'TaskProgress':
       task.status = 'running';
@@ -127,6 +139,7 @@ function queuedTask(event: TaskCommand): Task {
     errors: [],
     reason: null,
     pending_partitions: [],
+    open_runs: 0,
   };
   if (event.type === 'RebuildRequested') {
     return { ...common, kind: 'points_rebuild', idempotency_key: null, payload_sha256: '', payload_bytes: 0, file_id: null };

@@ -18,6 +18,7 @@ const requested: MetricsUploadRequested = {
   idempotency_key: 'k1',
 };
 const started: TaskEvent = { type: 'TaskStarted', task_id: 't1', at: 1100 };
+const released: TaskEvent = { type: 'TaskReleased', task_id: 't1', at: 1150 };
 const progress = (rows: number, at: number): TaskEvent => ({ type: 'TaskProgress', task_id: 't1', rows_done: rows, at });
 const parsed = (partitions: number[]): TaskEvent => ({
   type: 'UploadParsed', task_id: 't1', rows_total: 10, points_accepted: 9, rows_rejected: 1,
@@ -63,9 +64,9 @@ describe('the task fold', () => {
     expect(task.errors).toEqual([{ row: 3, column: 'value', reason: 'not a number' }]);
   });
 
-  it('is idempotent: redelivered events change nothing', () => {
+  it('is idempotent: a repeated command, progress or projection changes nothing', () => {
     const once = [requested, started, progress(5, 1150), parsed([1]), projected(1)];
-    const twice = [requested, requested, started, started, progress(5, 1150), progress(3, 1160), parsed([1]), projected(1), projected(1)];
+    const twice = [requested, requested, started, progress(5, 1150), progress(3, 1160), parsed([1]), projected(1), projected(1)];
     const a = foldTasks(once).get('t1')!;
     const b = foldTasks(twice).get('t1')!;
     expect({ ...b, updated_at: 0 }).toEqual({ ...a, updated_at: 0 });
@@ -84,6 +85,7 @@ describe('the task fold', () => {
     };
     const samples: Record<keyof typeof taskTransitions, TaskEvent> = {
       TaskStarted: started,
+      TaskReleased: released,
       TaskProgress: progress(1, 5000),
       UploadParsed: parsed([4]),
       UploadSegmentProjected: projected(4),
@@ -94,6 +96,7 @@ describe('the task fold', () => {
     // Where each allowed event leads from these histories (a seal without a parse waits).
     const allowedOutcome: Record<keyof typeof taskTransitions, TaskStatus> = {
       TaskStarted: 'running',
+      TaskReleased: 'running',
       TaskProgress: 'running',
       UploadParsed: 'running',
       UploadSegmentProjected: 'running',
