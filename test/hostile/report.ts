@@ -1,4 +1,8 @@
+import { withTimeout } from '@meridian/observability';
 import { AFTER_EACH, type Checks, type HostileStack } from './stack.ts';
+
+/** Longest a case may take: then it fails with that, and its checks still run and its row is written. */
+const CASE_MS = 150_000;
 
 type Row = { id: string; name: string; verdict: 'pass' | 'FAIL'; outcome: string; checks: string };
 
@@ -25,7 +29,7 @@ export class HostileReport {
     let outcome: string;
     let error: unknown = null;
     try {
-      outcome = await body();
+      outcome = await withTimeout(body(), CASE_MS, 'the case');
     } catch (e) {
       error = e;
       outcome = `FAILED: ${firstLine(e)}`;

@@ -1,4 +1,5 @@
 import { settingDefinitions, type Settings } from '@meridian/config';
+import { withTimeout } from '@meridian/observability';
 import { createStorage, type Storage } from '@meridian/storage';
 import { bootstrapAdmin, createUser } from '../support/accounts.ts';
 import { call } from '../support/api.ts';
@@ -87,7 +88,7 @@ export class HostileStack {
     if (!ingestSamePid) failures.push(`the ingest process ${ingestPid} died (exit ${ingestBefore.child.exitCode ?? ingestBefore.child.signalCode}): ${lastLines(ingestBefore.output())}`);
     if (!alive(this.api)) failures.push(`the api process died: ${lastLines(this.api.output())}`);
     await this.restartDead();
-    const canaryMs = await this.canary().catch((e: unknown) => {
+    const canaryMs = await withTimeout(this.canary(), 20_000, 'the canary').catch((e: unknown) => {
       failures.push(`canary: ${(e as Error).message}`);
       return null;
     });
@@ -113,7 +114,7 @@ export class HostileStack {
     const t0 = performance.now();
     const res = await uploadFile(this.apiUrl, this.canaryKey, csvPoints(AFTER_EACH.canaryPoints), { metric_name: metric });
     if (res.status !== 202) throw new Error(`the upload was answered ${res.status} ${res.text.slice(0, 200)}`);
-    const rows = () => call(`${this.apiUrl}/api/v1/metrics/download?${new URLSearchParams({ metrics: metric, max_rows: '10000' })}`, this.canaryKey)
+    const rows = () => withTimeout(call(`${this.apiUrl}/api/v1/metrics/download?${new URLSearchParams({ metrics: metric, max_rows: '10000' })}`, this.canaryKey), 2000, 'a canary download')
       .then((r) => (r.status === 200 ? r.text.trim().split('\n').length - 1 : 0));
     await waitFor(`${AFTER_EACH.canaryPoints} canary points to be downloadable`, async () => ((await rows()) === AFTER_EACH.canaryPoints ? true : undefined), AFTER_EACH.canaryMs, 100);
     return performance.now() - t0;
