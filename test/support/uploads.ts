@@ -4,9 +4,11 @@ import { formatTimestamp } from '@meridian/domain';
 export type Answer = { status: number; headers: Record<string, string | string[] | undefined>; text: string; json: any };
 
 /**
- * Sends a body with node:http and returns the answer, also when the server answers before it
- * has read the whole body (a refusal) and then closes: fetch may report such an answer as a
- * network error. An error of the connection before any answer rejects.
+ * Sends a body as a client that reads while it writes (curl does): the body goes out in
+ * 64 KiB writes, each after the last drained, and stops once an answer has come. So a server
+ * that refuses a large body early (413, 403) and closes is heard, as it would not be by a
+ * client still pushing the whole body into a closed connection (EPIPE). An error of the
+ * connection before any answer rejects.
  */
 export function send(url: string, init: { method?: string; key?: string | null; headers?: Record<string, string>; body?: Buffer | string }): Promise<Answer> {
   const body = init.body === undefined ? undefined : Buffer.from(init.body);
@@ -29,10 +31,22 @@ export function send(url: string, init: { method?: string; key?: string | null; 
         let json: any;
         try { json = text ? JSON.parse(text) : undefined; } catch { json = undefined; }
         resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json });
+        req.destroy(); // a body the server did not want is not sent on
       });
     });
     req.on('error', (error) => { if (!answered) reject(error); });
-    req.end(body);
+    const drained = () => new Promise<void>((r) => {
+      const done = () => { req.off('drain', done); req.off('response', done); req.off('close', done); r(); };
+      req.on('drain', done).on('response', done).on('close', done);
+    });
+    void (async () => {
+      const CHUNK = 64 * 1024;
+      for (let at = 0; body && at < body.length; at += CHUNK) {
+        if (answered || req.destroyed) return;
+        if (!req.write(body.subarray(at, at + CHUNK))) await drained();
+      }
+      if (!answered && !req.destroyed) req.end();
+    })();
   });
 }
 
