@@ -70,7 +70,7 @@ async function expectFailedTask(answer: Answer, key: string, withinMs: number, r
   return `task failed after ${((performance.now() - t0) / 1000).toFixed(1)} s: "${text.slice(0, 160)}"`;
 }
 
-/** Runs `jobs` with at most `width` at once; the results in order. */
+/** Runs `job` for 0..count-1 with at most `width` at once; the results in order. */
 async function bounded<T>(count: number, width: number, job: (i: number) => Promise<T>): Promise<T[]> {
   const results = new Array<T>(count);
   let next = 0;
@@ -108,7 +108,7 @@ async function slowUpload(url: string, head: string, { everyMs }: { everyMs: num
   await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
   const start = performance.now();
   socket.write(`${head}2024-01-01T00:00:00Z,0\n`);
-  const timer = everyMs === null ? undefined : setInterval(() => { if (!socket.destroyed) socket.write('2024-01-01T00:00:01Z,1\n'.slice(0, 20)); }, everyMs);
+  const timer = everyMs === null ? undefined : setInterval(() => { if (!socket.destroyed) socket.write('x'.repeat(20)); }, everyMs);
   await Promise.race([closed, new Promise((r) => setTimeout(r, IDLE_MS + 10_000))]);
   clearInterval(timer);
   socket.destroy();
@@ -163,7 +163,7 @@ describe('hostile input cannot stop or starve the service', () => {
   });
 
   it('c. 50 MB of nested JSON as a file: the task fails with a clear reason', async () => {
-    await report.runCase('c', '50 MB of nested JSON ([[[[…]]]]) as a file, with metric_name', ['MERIDIAN_MAX_LINE_BYTES'], async () => {
+    await report.runCase('c', '50 MB of nested JSON ([[[[…]]]]) as a file, with metric_name', ['MERIDIAN_MAX_JSON_DOCUMENT_BYTES'], async () => {
       const depth = 25_000_000;
       const body = Buffer.alloc(2 * depth, '[');
       body.fill(']', depth);
