@@ -45,6 +45,8 @@ export class HostileStack {
   }
 
   async start(): Promise<void> {
+    // A test worker that ends before afterAll ran (a timed-out hook) must not leave its apps running.
+    process.once('exit', () => { for (const p of this.started) p.child.kill('SIGKILL'); });
     const port = await freePort();
     this.apiUrl = `http://127.0.0.1:${port}`;
     this.api = this.spawn('api', { MERIDIAN_API_PORT: String(port) });
