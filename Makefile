@@ -13,7 +13,7 @@ STACK := deploy/local/stack.sh
 
 help:
 	@echo "make run          start the local stack, api and ingest in the foreground (Ctrl-C stops them)"
-	@echo "make test         provision the stack and run unit, integration and e2e tests"
+	@echo "make test         provision the stack and run unit, integration, e2e, hostile and fault tests"
 	@echo "make stack-up | stack-down | stack-status | stack-logs | stack-reset"
 	@echo "make test-unit    only the pure unit tests (no services)"
 	@echo "make typecheck    tsc over the whole workspace"

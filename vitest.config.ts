@@ -5,8 +5,9 @@ import { defineConfig } from 'vitest/config';
  *   *.unit.test.ts  pure code, no I/O, next to the code it tests
  *   *.int.test.ts   one adapter against its real service (test/integration)
  *   *.e2e.test.ts   the apps together against the real stack (test/e2e)
+ *   *.hostile.test.ts hostile and runaway input against the whole stack (test/hostile), run alone
  *   *.fault.test.ts crashes and outages (test/fault), run alone after the others
- * Integration and e2e share a global setup that finds or starts the stack.
+ * Integration, e2e, hostile and fault share a global setup that finds or starts the stack.
  */
 const stackSetup = ['test/support/global-setup.ts'];
 
@@ -34,6 +35,20 @@ export default defineConfig({
           testTimeout: 180_000,
           hookTimeout: 180_000,
           // e2e files start whole apps: one file at a time keeps the 2-core machine honest.
+          fileParallelism: false,
+        },
+      },
+      {
+        test: {
+          // Bombs, floods and slow clients against real api and ingest processes: test/run.sh runs
+          // them alone, after e2e, so their loads and time checks meet no other test's.
+          name: 'hostile',
+          include: ['test/hostile/**/*.hostile.test.ts'],
+          globalSetup: stackSetup,
+          setupFiles: ['test/support/setup.ts'],
+          // A case is cut at 150 s (test/hostile/report.ts); its checks after it may restart a dead app.
+          testTimeout: 240_000,
+          hookTimeout: 180_000,
           fileParallelism: false,
         },
       },

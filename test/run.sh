@@ -8,8 +8,9 @@ source deploy/local/lib.sh
 mkdir -p "$MERIDIAN_VAR"
 results="$MERIDIAN_VAR/test-results.json"
 e2e_results="$MERIDIAN_VAR/test-results-e2e.json"
+hostile_results="$MERIDIAN_VAR/test-results-hostile.json"
 fault_results="$MERIDIAN_VAR/test-results-fault.json"
-rm -f "$results" "$e2e_results" "$fault_results"
+rm -f "$results" "$e2e_results" "$hostile_results" "$fault_results"
 
 # No test ran: CI still ends on the summary line, the setup counted as the one failure.
 setup_failed() { echo "$1; no test ran"; echo "0 passed, 1 failed"; exit 1; }
@@ -42,6 +43,11 @@ npx vitest run --project unit --project integration --reporter=default --reporte
 echo "== e2e tests"
 npx vitest run --project e2e --reporter=default --reporter=json --outputFile.json="$e2e_results"; e2e_rc=$?
 
+# Hostile tests send bombs and floods to real api and ingest processes and hold them to time
+# limits (/healthz within 100 ms after each case): alone, after e2e. They print a table of case → outcome.
+echo "== hostile tests"
+npx vitest run --project hostile --reporter=default --reporter=json --outputFile.json="$hostile_results"; hostile_rc=$?
+
 # Fault tests stop services and kill workers, so nothing else may run beside them.
 echo "== fault tests"
 npx vitest run --project fault --reporter=default --reporter=json --outputFile.json="$fault_results"; fault_rc=$?
@@ -72,4 +78,4 @@ summary=$(node -e '
 [ $typecheck_rc -ne 0 ] && echo "typecheck failed"
 cleanup; trap - EXIT
 echo "$summary"
-[ $typecheck_rc -eq 0 ] && [ $tests_rc -eq 0 ] && [ $e2e_rc -eq 0 ] && [ $fault_rc -eq 0 ]
+[ $typecheck_rc -eq 0 ] && [ $tests_rc -eq 0 ] && [ $e2e_rc -eq 0 ] && [ $hostile_rc -eq 0 ] && [ $fault_rc -eq 0 ]

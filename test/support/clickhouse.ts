@@ -1,0 +1,15 @@
+import type { Settings } from '@meridian/config';
+
+/** Runs one statement on the run's ClickHouse database over HTTP (test-made SQL only, never user strings); the answer's text. */
+export async function clickhouse(settings: Settings, sql: string): Promise<string> {
+  const url = new URL(settings.CLICKHOUSE_URL);
+  url.searchParams.set('database', settings.CLICKHOUSE_DATABASE);
+  const res = await fetch(url, {
+    method: 'POST',
+    body: sql,
+    headers: { 'X-ClickHouse-User': settings.CLICKHOUSE_USER, 'X-ClickHouse-Key': settings.CLICKHOUSE_PASSWORD },
+  });
+  const text = await res.text();
+  if (!res.ok) throw new Error(`ClickHouse ${res.status}: ${text.slice(0, 500)}`);
+  return text;
+}
