@@ -217,7 +217,7 @@ export const settingDefinitions = {
   // issue 11, per-user caps (caps)
   MERIDIAN_MAX_UPLOADS_IN_FLIGHT_PER_USER: {
     schema: positiveInt,
-    default: '4',
+    default: '8',
     doc: 'Metric uploads (both upload routes) whose bodies one api instance receives at once for one user; the next gets 429 /problems/too-many before its body is read.',
   },
   MERIDIAN_MAX_QUEUED_TASKS_PER_USER: {

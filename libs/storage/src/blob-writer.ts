@@ -13,8 +13,9 @@ export class BlobWriter {
   private readonly storage: Storage;
   private readonly key: string;
   private readonly partBytes: number;
-  private buffer: Buffer;
-  private spare: Buffer | null;
+  // Allocated at the first write: a request refused before its first byte (an empty file) costs no 8 MiB.
+  private buffer: Buffer | null = null;
+  private spare: Buffer | null = null;
   private filled = 0;
   private uploadId: string | null = null;
   private readonly etags: Array<{ part: number; etag: string }> = [];
@@ -25,13 +26,12 @@ export class BlobWriter {
     this.storage = storage;
     this.key = key;
     this.partBytes = partBytes;
-    this.buffer = Buffer.allocUnsafe(partBytes);
-    this.spare = null;
   }
 
   async write(chunk: Buffer): Promise<void> {
     let at = 0;
     while (at < chunk.length) {
+      this.buffer ??= Buffer.allocUnsafe(this.partBytes);
       const n = Math.min(chunk.length - at, this.partBytes - this.filled);
       chunk.copy(this.buffer, this.filled, at, at + n);
       this.filled += n;
@@ -45,7 +45,7 @@ export class BlobWriter {
     const { client, bucket } = this.storage;
     this.uploadId ??= await client.initiateNewMultipartUpload(bucket, this.key, {});
     await this.inflight; // at most one part in flight: the previous one must be done before its buffer is reused
-    const full = this.buffer;
+    const full = this.buffer!;
     const body = full.subarray(0, length);
     const part = ++this.parts;
     const uploadID = this.uploadId;
@@ -63,7 +63,7 @@ export class BlobWriter {
   async end(): Promise<void> {
     const { client, bucket } = this.storage;
     if (this.uploadId === null) {
-      await client.putObject(bucket, this.key, this.buffer.subarray(0, this.filled), this.filled);
+      await client.putObject(bucket, this.key, this.buffer?.subarray(0, this.filled) ?? Buffer.alloc(0), this.filled);
       return;
     }
     if (this.filled > 0) await this.shipPart(this.filled);

@@ -13,6 +13,7 @@ export type FileLimit = { readonly bytes: number; readonly tooLarge: () => Domai
 export type StagedForm = {
   /** The form's text fields, whether they came before or after the file. */
   readonly fields: ReadonlyMap<string, string>;
+  /** Where the file part is staged; nothing is when `bytes` is 0. */
   readonly objectKey: string;
   readonly bytes: number;
   readonly sha256: Buffer;
@@ -112,7 +113,8 @@ async function streamToBucket(stream: Readable, storage: Storage, objectKey: str
       hash.update(chunk);
       await writer.write(chunk);
     }
-    await writer.end();
+    // An empty file part stages nothing: the caller refuses it without a round trip to storage.
+    if (bytes > 0) await writer.end();
   } catch (error) {
     await writer.abort();
     throw error;

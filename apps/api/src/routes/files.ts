@@ -153,6 +153,9 @@ export function fileRoutes(deps: FileDeps): RouteDef[] {
       if (error instanceof DomainError && error.code === 'payload_too_large') ctx.set('Connection', 'close');
       throw error;
     }
+    // An empty file stores nothing, yet costs a catalog entry in every process: refused, as an
+    // empty metrics upload is (stageForm staged nothing for it).
+    if (staged.bytes === 0) throw validationError('the file is empty', [{ field: 'file', reason: 'empty' }]);
     let release: (() => void) | null = null;
     try {
       // Every field is known now, including those sent after the file.
@@ -160,8 +163,6 @@ export function fileRoutes(deps: FileDeps): RouteDef[] {
       const description = parseDescription(staged.fields.get('file_description'));
       const enforceSchema = parseEnforceSchema(staged.fields.get('enforce_schema'));
       if (sizeLimit !== null && staged.bytes > sizeLimit) throw limits.sizeLimit(sizeLimit).tooLarge();
-      // An empty file stores nothing, yet costs a catalog entry in every process: refused, as an empty metrics upload is.
-      if (staged.bytes === 0) throw validationError('the file is empty', [{ field: 'file', reason: 'empty' }]);
       // Check and reserve in one synchronous step: a concurrent upload of the same user sees this one.
       assertRoomFor(user);
       const now = quotaOf(user);
