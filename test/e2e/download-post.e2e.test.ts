@@ -167,7 +167,7 @@ describe('POST /api/v1/metrics/download', () => {
     const big = JSON.stringify({ metrics: 'x'.repeat(1024 * 1024), pattern: 'contains' });
     const declared = await send(`${api.url}${PATH}`, { key: analyst, body: big, headers: { 'Content-Type': 'application/json' } });
     expect(declared.status).toBe(413);
-    expect(declared.json).toMatchObject({ type: '/problems/payload-too-large', status: 413 });
+    expect(declared.json).toMatchObject({ type: '/problems/payload-too-large', status: 413, detail: expect.stringContaining('MERIDIAN_MAX_DOWNLOAD_BODY_BYTES') });
 
     const chunked = await new Promise<{ status: number; body: string }>((resolve, reject) => {
       const req = request(`${api.url}${PATH}`, { method: 'POST', headers: { Authorization: `Bearer ${analyst}`, 'Content-Type': 'application/json', 'Transfer-Encoding': 'chunked' } }, (res) => {

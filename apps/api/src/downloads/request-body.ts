@@ -89,7 +89,13 @@ export async function downloadBodyQuery(ctx: Context, limitBytes: number): Promi
   if (!form && !JSON_TYPE.test(contentType)) {
     throw new DomainError('unsupported_media_type', 'the body must be application/x-www-form-urlencoded or application/json with the download parameters');
   }
-  const text = (await readBody(ctx.req, limitBytes)).toString('utf8');
+  const bytes = await readBody(ctx.req, limitBytes).catch((error: unknown) => {
+    if (error instanceof DomainError && error.code === 'payload_too_large') {
+      throw new DomainError('payload_too_large', `the body is larger than ${limitBytes} bytes (MERIDIAN_MAX_DOWNLOAD_BODY_BYTES); split the list into several downloads`);
+    }
+    throw error;
+  });
+  const text = bytes.toString('utf8');
   if (!form) return jsonQuery(text);
   const parsed = downloadQuerySchema.safeParse(formQuery(text));
   if (!parsed.success) throw invalid(parsed.error);
