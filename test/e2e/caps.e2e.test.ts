@@ -154,6 +154,8 @@ describe('downloads streaming at once, with an ingest worker', () => {
     const b = await stalledDownload();
     expect([a.res.statusCode, b.res.statusCode]).toEqual([200, 200]);
     expectProblem(await call(`${api.url}${downloadUrl}`, key), 429, '/problems/too-many', 'MERIDIAN_MAX_DOWNLOADS_PER_USER');
+    // The POST form of the download counts against the same cap.
+    expectProblem(await call(`${api.url}/api/v1/metrics/download`, key, { method: 'POST', body: { metrics: ['da.m'] } }), 429, '/problems/too-many', 'MERIDIAN_MAX_DOWNLOADS_PER_USER');
     const head = await fetch(`${api.url}${downloadUrl}`, { method: 'HEAD', headers: { Authorization: `Bearer ${key}` } });
     expect(head.status).not.toBe(429);
     a.req.destroy();

@@ -17,7 +17,7 @@ import { metricsRoute } from './routes/metrics.ts';
 import { apiKeyRoutes } from './routes/api-keys.ts';
 import { taskRoutes, type TaskReads } from './routes/tasks.ts';
 import { uploadRoutes, type UploadDeps } from './routes/uploads.ts';
-import { downloadRoute, type DownloadDeps } from './routes/download.ts';
+import { DOWNLOAD_PATH, downloadRoutes, type DownloadDeps } from './routes/download.ts';
 import { eventsRoute, type EventsDeps } from './routes/events.ts';
 import { fileRoutes, type FileDeps } from './routes/files.ts';
 import { healthRoutes } from './routes/health.ts';
@@ -68,7 +68,7 @@ export function apiRoutes(deps: ApiDeps): RouteDef[] {
   const routes: RouteDef[] = [
     ...healthRoutes(deps.probes, deps.readyTimeoutMs, deps.logger),
     ...uploadRoutes(deps.uploads),
-    ...(deps.download ? [downloadRoute(deps.download)] : []),
+    ...(deps.download ? downloadRoutes(deps.download) : []),
     ...(deps.events ? [eventsRoute(deps.events)] : []),
     ...(deps.files ? fileRoutes(deps.files) : []),
     ...taskRoutes(deps.tasks),
@@ -119,7 +119,7 @@ export function createApp(deps: ApiDeps): Koa {
   if (deps.metrics) app.use(deps.metrics.observeRequests);
   app.use(problemMiddleware(deps.logger));
   app.use(unknownMethods);
-  if (deps.maxUrlBytes !== undefined) app.use(urlLengthLimit(deps.maxUrlBytes));
+  if (deps.maxUrlBytes !== undefined) app.use(urlLengthLimit(deps.maxUrlBytes, deps.download ? [DOWNLOAD_PATH] : []));
   const router = buildRouter(deps);
   app.use(router.routes());
   app.use(router.allowedMethods());

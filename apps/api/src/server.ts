@@ -84,7 +84,13 @@ export async function buildApi(platform: Platform): Promise<Api> {
       }),
     },
     tasks: { state: () => tasksStore.state, syncToEnd: () => tasksStore.syncToEnd() },
-    download: { conn: platform.clickhouseOptions, maxRowsCeiling: settings.MERIDIAN_MAX_ROWS_CEILING, cursors, streams: downloads },
+    download: {
+      conn: platform.clickhouseOptions,
+      limits: { maxRowsCeiling: settings.MERIDIAN_MAX_ROWS_CEILING, maxListNames: settings.MERIDIAN_MAX_DOWNLOAD_NAMES },
+      maxBodyBytes: settings.MERIDIAN_MAX_DOWNLOAD_BODY_BYTES,
+      cursors,
+      streams: downloads,
+    },
     events: {
       plan: (request) => planExport(exportDeps, request),
       stream: (plan, request, signal) => streamExport(exportDeps, plan, request, signal),

@@ -257,6 +257,17 @@ export const settingDefinitions = {
     default: '3',
     doc: 'Partitions of the tasks topic when it is created, and the commands the ingest worker runs at once. An existing topic with fewer partitions is kept as it is (a warning says so): adding partitions would move a task\'s later events away from its earlier ones.',
   },
+  // issue 16, POST downloads (posts)
+  MERIDIAN_MAX_DOWNLOAD_BODY_BYTES: {
+    schema: z.coerce.number().int().min(1024),
+    default: '1048576',
+    doc: 'Largest body of POST /api/v1/metrics/download (its parameters as a form or JSON), in bytes; 413 as soon as Content-Length or the bytes read pass it.',
+  },
+  MERIDIAN_MAX_DOWNLOAD_NAMES: {
+    schema: positiveInt,
+    default: '10000',
+    doc: 'Most metric names one list download may name (GET or POST); more gets 400. Bounds the catalog lookup and the names sent to ClickHouse with one query.',
+  },
 } as const;
 
 export type SettingName = keyof typeof settingDefinitions;

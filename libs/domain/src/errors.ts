@@ -9,6 +9,8 @@ export type ErrorCode =
   | 'not_found'
   | 'conflict'
   | 'payload_too_large'
+  /** A body in a media type the route does not read. */
+  | 'unsupported_media_type'
   | 'rate_limited'
   | 'unavailable'
   /** A per-user cap on things at once (uploads, downloads, queued tasks): retry once some finish. */

@@ -11,12 +11,14 @@ const encodeExtValue = (s: string) =>
 
 /**
  * `attachment; filename="<ASCII stand-in>"; filename*=UTF-8''<percent-encoded>`. The name
- * loses any directory and control characters first; in the quoted stand-in every non-ASCII
- * character, quote, backslash and percent sign becomes "_" (old clients show it as it is).
+ * loses any directory and control characters first. Clients that read filename* (every
+ * current browser, curl -J, requests users through it) get the name exactly; the quoted
+ * stand-in is for older ones: accents dropped (é → e), then every other non-ASCII character,
+ * quote, backslash and percent sign becomes "_".
  */
 export function contentDisposition(fileName: string): string {
   const name = sanitizeFileName(fileName);
-  const ascii = name.replace(/[^\x20-\x7e]|["\\%]/g, '_');
+  const ascii = name.normalize('NFD').replace(/\p{M}/gu, '').replace(/[^\x20-\x7e]|["\\%]/g, '_');
   return `attachment; filename="${ascii}"; filename*=UTF-8''${encodeExtValue(name)}`;
 }
 

@@ -4,13 +4,14 @@ import { contentDisposition, ifRangeHolds, noneMatchHits, parseRange } from './h
 describe('Content-Disposition', () => {
   it.each([
     ['report.csv', `attachment; filename="report.csv"; filename*=UTF-8''report.csv`],
-    ['résumé 2024.csv', `attachment; filename="r_sum_ 2024.csv"; filename*=UTF-8''r%C3%A9sum%C3%A9%202024.csv`],
+    ['résumé 2024.csv', `attachment; filename="resume 2024.csv"; filename*=UTF-8''r%C3%A9sum%C3%A9%202024.csv`],
     ['say "hi".txt', `attachment; filename="say _hi_.txt"; filename*=UTF-8''say%20%22hi%22.txt`],
     ['../../etc/passwd', `attachment; filename="passwd"; filename*=UTF-8''passwd`],
     ['C:\\temp\\a.txt', `attachment; filename="a.txt"; filename*=UTF-8''a.txt`],
     ['a\r\nSet-Cookie: x=1', `attachment; filename="aSet-Cookie: x=1"; filename*=UTF-8''aSet-Cookie%3A%20x%3D1`],
     ["it's (1)*.csv", `attachment; filename="it's (1)*.csv"; filename*=UTF-8''it%27s%20%281%29%2A.csv`],
     ['100%.txt', `attachment; filename="100_.txt"; filename*=UTF-8''100%25.txt`],
+    ['rapport "été" ✓.csv', `attachment; filename="rapport _ete_ _.csv"; filename*=UTF-8''rapport%20%22%C3%A9t%C3%A9%22%20%E2%9C%93.csv`],
     ['数据.csv', `attachment; filename="__.csv"; filename*=UTF-8''%E6%95%B0%E6%8D%AE.csv`],
   ])('%j → %s', (name, expected) => {
     const header = contentDisposition(name);

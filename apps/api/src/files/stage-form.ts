@@ -1,11 +1,12 @@
 import { createHash } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { Readable } from 'node:stream';
-import busboy from 'busboy';
+import type busboy from 'busboy';
 import { DomainError, validationError } from '@meridian/domain';
 import type { Storage } from '@meridian/storage';
 import { discard } from '../uploads/stage-file.ts';
 import { BlobWriter } from '@meridian/storage';
+import { formDataFileName, multipartParser } from '../http/multipart.ts';
 
 /** The most bytes the file part may have, and the error to answer when it has more. */
 export type FileLimit = { readonly bytes: number; readonly tooLarge: () => DomainError };
@@ -37,7 +38,7 @@ export function stageForm(req: IncomingMessage, storage: Storage, objectKey: str
   return new Promise((resolve, reject) => {
     let parser: busboy.Busboy;
     try {
-      parser = busboy({ headers: req.headers, limits: { fields: 20, files: 5, parts: 30, fieldSize: MAX_FIELD_BYTES, fieldNameSize: 200 } });
+      parser = multipartParser(req.headers, { fields: 20, files: 5, parts: 30, fieldSize: MAX_FIELD_BYTES, fieldNameSize: 200 });
     } catch (error) {
       reject(validationError(`malformed multipart body: ${(error as Error).message}`));
       return;
@@ -81,7 +82,7 @@ export function stageForm(req: IncomingMessage, storage: Storage, objectKey: str
         return fail(error);
       }
       filePart = stream;
-      staging = streamToBucket(stream, storage, objectKey, limit).then((r) => ({ ...r, objectKey, filename: info.filename ?? null, mimeType: info.mimeType ?? null }));
+      staging = streamToBucket(stream, storage, objectKey, limit).then((r) => ({ ...r, objectKey, filename: formDataFileName(info.filename), mimeType: info.mimeType ?? null }));
       staging.catch(fail); // over the limit (or a storage failure): answer at once
     });
     parser.on('partsLimit', () => fail(validationError('the form has too many parts')));

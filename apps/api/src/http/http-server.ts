@@ -4,7 +4,7 @@ import type Koa from 'koa';
 import type { Settings } from '@meridian/config';
 import type { Logger } from '@meridian/observability';
 import { problemTypes, problemTypeUri, type ProblemType } from './problem.ts';
-import { longTargetDetail } from './url-length.ts';
+import { headerOverflowDetail } from './url-length.ts';
 
 /** How long the server waits for what, and how much it reads before a route runs. */
 export type HttpServerOptions = {
@@ -67,7 +67,7 @@ function answerClientError(error: Error & { code?: string }, socket: Duplex, max
     return;
   }
   const [type, detail]: [ProblemType, string] =
-    error.code === 'HPE_HEADER_OVERFLOW' ? ['header_too_large', longTargetDetail(`the request line and headers are larger than ${maxHeaderBytes} bytes`)]
+    error.code === 'HPE_HEADER_OVERFLOW' ? ['header_too_large', headerOverflowDetail(maxHeaderBytes)]
     : error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? ['request_timeout', 'the request line and headers did not arrive in time']
     : ['validation', 'the request is not well-formed HTTP/1.1'];
   const { status, title } = problemTypes[type];

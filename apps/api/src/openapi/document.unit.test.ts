@@ -16,7 +16,7 @@ const deps: ApiDeps = {
   smallJsonBodyBytes: 16384,
   accounts: { state: initialAccounts(), ready: true, execute: async () => [] },
   tasks: { state: () => initialTasks(), syncToEnd: async () => {} },
-  download: { conn: { url: 'http://127.0.0.1:1', username: 'x', password: '', database: 'x' }, maxRowsCeiling: 10, cursors },
+  download: { conn: { url: 'http://127.0.0.1:1', username: 'x', password: '', database: 'x' }, limits: { maxRowsCeiling: 10, maxListNames: 10 }, maxBodyBytes: 1024, cursors },
   uploads: {
     storage: {} as Storage,
     limits: { jsonBodyBytes: 1, uploadBytes: 1, pointsPerJsonUpload: 1, inlinePayloadBytes: 1 },
@@ -73,5 +73,15 @@ describe('the OpenAPI document', () => {
     expect(headers(op('/api/v1/metrics_file_upload', 'post'))).toEqual(['idempotency-key']);
     expect(headers(op('/api/v1/file/download/{file_id}', 'get'))).toEqual(['if-none-match', 'if-range', 'range']);
     expect(Object.keys(op('/api/v1/metrics/download', 'get').responses['200']!.content!).sort()).toEqual(['application/json', 'text/csv']);
+  });
+
+  it('documents the POST form of the download: form and JSON bodies, 413 and 415, X-Next-Cursor without Link', () => {
+    type Op = { requestBody?: { content: Record<string, { schema: { properties?: Record<string, unknown> } }> }; responses: Record<string, { headers?: Record<string, unknown> }> };
+    const post = (doc.paths['/api/v1/metrics/download'] as unknown as Record<string, Op>).post!;
+    expect(Object.keys(post.requestBody!.content).sort()).toEqual(['application/json', 'application/x-www-form-urlencoded']);
+    expect(Object.keys(post.requestBody!.content['application/json']!.schema.properties!)).toContain('metrics');
+    expect(Object.keys(post.responses)).toEqual(expect.arrayContaining(['200', '400', '404', '413', '415', '429']));
+    expect(Object.keys(post.responses['200']!.headers!)).toContain('X-Next-Cursor');
+    expect(Object.keys(post.responses['200']!.headers!)).not.toContain('Link');
   });
 });

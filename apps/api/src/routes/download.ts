@@ -13,27 +13,29 @@ import {
   type ConnOptions,
   type DownloadRequest,
 } from '@meridian/clickhouse';
-import { canRead, DomainError, parseDownloadParams, PATTERNS, resolveMetricNames, validationError, type DownloadParams, type UserRecord } from '@meridian/domain';
+import { canRead, DomainError, parseDownloadParams, resolveMetricNames, validationError, type DownloadLimits, type DownloadParams, type RawDownloadQuery, type UserRecord } from '@meridian/domain';
+import { downloadBodyQuery, downloadJsonSchema, downloadQuerySchema } from '../downloads/request-body.ts';
 import type { CursorSeal } from '../http/cursor-seal.ts';
 import { holdWhileResponding, type PerUserSlots } from '../http/per-user-slots.ts';
 import { defineRoute, type RouteDef } from '../http/route.ts';
 
-/** streams: the per-user cap on downloads streaming at once (shared with event exports). */
-export type DownloadDeps = { readonly conn: ConnOptions; readonly maxRowsCeiling: number; readonly cursors: CursorSeal; readonly streams?: PerUserSlots };
+/**
+ * limits: MERIDIAN_MAX_ROWS_CEILING and MERIDIAN_MAX_DOWNLOAD_NAMES; maxBodyBytes: the POST's
+ * body (MERIDIAN_MAX_DOWNLOAD_BODY_BYTES); streams: the per-user cap on downloads streaming at
+ * once (shared with event exports).
+ */
+export type DownloadDeps = {
+  readonly conn: ConnOptions;
+  readonly limits: DownloadLimits;
+  readonly maxBodyBytes: number;
+  readonly cursors: CursorSeal;
+  readonly streams?: PerUserSlots;
+};
+
+/** The path of both forms: GET with a query string, POST with the same parameters as a body. */
+export const DOWNLOAD_PATH = '/api/v1/metrics/download';
 
 const CSV_HEADER = 'metric_name,timestamp,metric_numeric_value,updated_at';
-
-const query = z.object({
-  metrics: z.string().describe('A metric name, a comma-separated list of names (pattern=list), or the text a substring pattern applies to. URL-encode special characters.'),
-  pattern: z.enum(PATTERNS as [string, ...string[]]).optional().describe('single (default): exact name; list: each element an exact name you may read; contains / starts_with / ends_with: applied to the metrics you may read'),
-  start_date: z.string().optional().describe('Inclusive. YYYY-MM-DD (from 00:00:00 UTC) or an ISO 8601 date-time with Z, +hh:mm or +hhmm'),
-  end_date: z.string().optional().describe('Inclusive. YYYY-MM-DD (to the end of that UTC day) or an ISO 8601 date-time'),
-  max_rows: z.string().optional().describe('Default 1000; at most the configured ceiling (MERIDIAN_MAX_ROWS_CEILING, default 10,000,000). When it cuts the result, X-Next-Cursor and Link rel="next" continue after the last row'),
-  file_format: z.enum(['csv', 'json']).optional().describe('csv (default) or json'),
-  format: z.enum(['csv', 'json']).optional().describe('Alias of file_format (the seed\'s sample request uses it)'),
-  latest_only: z.enum(['true', 'false']).optional().describe('true: only the newest updated_at of each (metric_name, timestamp)'),
-  cursor: z.string().optional().describe('The opaque X-Next-Cursor of the previous page'),
-});
 
 const csvExample = `${CSV_HEADER}\ncpu:load,2024-01-02T03:04:05+0000,0.75,2024-01-02T03:05:00.125+0000\n`;
 /** file_format=json: the CSV's four fields, same formats, as an array streamed object by object. */
@@ -83,100 +85,127 @@ function nextLink(ctx: Context, cursor: string): string {
   return `${url.pathname}${url.search}`;
 }
 
-export function downloadRoute(deps: DownloadDeps): RouteDef {
-  return defineRoute({
-    method: 'GET',
-    path: '/api/v1/metrics/download',
-    operationId: 'downloadMetrics',
-    summary: 'Download metric data points as CSV or JSON',
-    description: [
-      'Rows are ordered by metric_name, timestamp, updated_at; rows with the same metric_name and timestamp are all returned (latest_only=true keeps the newest).',
-      'Bytes are formatted by ClickHouse and streamed: millions of rows with flat memory. Accept-Encoding: gzip gives a gzip body.',
-      'Timestamps are YYYY-MM-DDTHH:MM:SS+0000 (UTC), with .sss only when the milliseconds are not zero; values are the shortest decimal that reads back to the same double.',
-      'A single or list name that does not exist or that you may not read: 404, the same for both. A pattern that matches nothing: 200 with only the CSV header, or [].',
-      'JSON: an array of objects with the same four fields.',
-      'HEAD answers the status and headers of the GET without reading any row (and so without X-Next-Cursor and Link).',
-    ].join(' '),
-    tags: ['metrics'],
-    auth: 'user',
-    streaming: true,
-    query,
-    responses: {
-      200: {
-        description: 'The rows. Headers: Content-Disposition attachment; X-Next-Cursor and Link rel="next" when max_rows cut the result.',
-        contentType: 'text/csv',
-        schema: z.string(),
-        example: csvExample,
-        alsoAs: { 'application/json': { schema: jsonRows, example: jsonExample } },
-        headers: {
-          'X-Next-Cursor': { description: 'Opaque: pass as cursor to get the rows after this page', schema: z.string() },
-          Link: { description: '<same query with cursor>; rel="next"', schema: z.string() },
-        },
-      },
-    },
-    problems: ['not_found', 'too_many', 'unavailable'],
-    handler: async (ctx, { user }) => {
-      if (deps.streams) holdWhileResponding(ctx, deps.streams, user.user_name);
-      const params = parseDownloadParams(ctx.query, deps.maxRowsCeiling);
-      const sealed = params.cursor === null ? null : deps.cursors.open(params.cursor, cursorContext(params, user));
-      const after = sealed === null ? null : decodeCursor(sealed);
-      if (params.cursor !== null && after === null) throw validationError('cursor is not one this service issued for this query', [{ field: 'cursor', reason: 'not a cursor of this query' }]);
-      const { names, entries } = await resolve(deps, params, user);
+const DESCRIPTION = [
+  'Rows are ordered by metric_name, timestamp, updated_at; rows with the same metric_name and timestamp are all returned (latest_only=true keeps the newest).',
+  'Bytes are formatted by ClickHouse and streamed: millions of rows with flat memory. Accept-Encoding: gzip gives a gzip body.',
+  'Timestamps are YYYY-MM-DDTHH:MM:SS+0000 (UTC), with .sss only when the milliseconds are not zero; values are the shortest decimal that reads back to the same double.',
+  'A single or list name that does not exist or that you may not read: 404, the same for both. A pattern that matches nothing: 200 with only the CSV header, or [].',
+  'JSON: an array of objects with the same four fields.',
+  'A list names at most MERIDIAN_MAX_DOWNLOAD_NAMES metrics (400 above).',
+].join(' ');
 
-      ctx.set('Content-Disposition', `attachment; filename="${fileName(params)}"`);
-      ctx.type = params.format === 'csv' ? 'text/csv; charset=utf-8' : 'application/json; charset=utf-8';
-      ctx.set('Vary', 'Accept-Encoding');
-      if (names.length === 0) {
-        ctx.body = params.format === 'csv' ? `${CSV_HEADER}\n` : '[]';
-        return;
-      }
-      const gzip = /\bgzip\b/i.test(ctx.get('Accept-Encoding'));
-      // HEAD (served by this GET route): the status and headers a GET answers, without its
-      // queries. X-Next-Cursor is left out: finding the page's end is a query (a sort, at worst).
-      if (ctx.method === 'HEAD') {
-        if (gzip) ctx.set('Content-Encoding', 'gzip');
-        ctx.status = 200;
-        return;
-      }
-
-      // The client going away cancels the query on the server (KILL QUERY), not only the socket.
-      const abort = new AbortController();
-      const onClose = () => { if (!ctx.res.writableFinished) abort.abort(new Error('client disconnected')); };
-      ctx.req.on('close', onClose);
-      ctx.res.on('close', onClose);
-      const request: DownloadRequest = {
-        metricNames: names,
-        fromMs: params.fromMs,
-        toMs: params.toMs,
-        maxRows: params.maxRows,
-        after,
-        format: params.format,
-        latestOnly: params.latestOnly,
-        gzip,
-        // Always our own id: a caller's X-Request-Id may repeat, and a cancel kills by query id.
-        queryId: randomUUID(),
-      };
-      ctx.state.log.info({ clickhouse_query_id: request.queryId }, 'download query');
-      const rowsInWindowOf = (entry: CatalogEntry | undefined) => (entry ? rowsInWindow(entry, params.fromMs, params.toMs) : 0);
-      let plan;
-      let stream;
-      try {
-        // The plan first, then the stream. (Starting the first part beside the plan's count was
-        // measured: on 2 cores the two queries share the cores, and the first byte of 10M rows
-        // came later, 450 ms against 310 ms.)
-        plan = await planDownload(deps.conn, request, { signal: abort.signal });
-        stream = await streamDownload(deps.conn, request, { plan, signal: abort.signal, chunks: { rowsOf: (name) => rowsInWindowOf(entries.get(name)), sizes: PART_SIZES } });
-      } catch (cause) {
-        if (abort.signal.aborted) return; // nobody is listening any more
-        throw new DomainError('unavailable', 'the metric store did not answer; retry later', [], { cause });
-      }
-      if (plan.next) {
-        const token = deps.cursors.seal(encodeCursor(plan.next), cursorContext(params, user));
-        ctx.set('X-Next-Cursor', token);
-        ctx.set('Link', `<${nextLink(ctx, token)}>; rel="next"`);
-      }
-      if (stream.contentEncoding) ctx.set('Content-Encoding', stream.contentEncoding);
-      ctx.body = stream.body;
+function okResponse(link: boolean) {
+  return {
+    description: `The rows. Headers: Content-Disposition attachment; X-Next-Cursor${link ? ' and Link rel="next"' : ''} when max_rows cut the result.`,
+    contentType: 'text/csv',
+    schema: z.string(),
+    example: csvExample,
+    alsoAs: { 'application/json': { schema: jsonRows, example: jsonExample } },
+    headers: {
+      'X-Next-Cursor': { description: `Opaque: pass as cursor${link ? '' : ' in the next POST\'s body (with the same other parameters)'} to get the rows after this page`, schema: z.string() },
+      ...(link ? { Link: { description: '<same query with cursor>; rel="next"', schema: z.string() } } : {}),
     },
-  });
+  };
+}
+
+export function downloadRoutes(deps: DownloadDeps): RouteDef[] {
+  /** Both forms: parameters from the query string (GET, HEAD) or the body (POST), then the same answer. */
+  const answer = async (ctx: Context, user: UserRecord, raw: () => Promise<RawDownloadQuery> | RawDownloadQuery): Promise<void> => {
+    if (deps.streams) holdWhileResponding(ctx, deps.streams, user.user_name);
+    const params = parseDownloadParams(await raw(), deps.limits);
+    const sealed = params.cursor === null ? null : deps.cursors.open(params.cursor, cursorContext(params, user));
+    const after = sealed === null ? null : decodeCursor(sealed);
+    if (params.cursor !== null && after === null) throw validationError('cursor is not one this service issued for this query', [{ field: 'cursor', reason: 'not a cursor of this query' }]);
+    const { names, entries } = await resolve(deps, params, user);
+
+    ctx.set('Content-Disposition', `attachment; filename="${fileName(params)}"`);
+    ctx.type = params.format === 'csv' ? 'text/csv; charset=utf-8' : 'application/json; charset=utf-8';
+    ctx.set('Vary', 'Accept-Encoding');
+    if (names.length === 0) {
+      ctx.body = params.format === 'csv' ? `${CSV_HEADER}\n` : '[]';
+      return;
+    }
+    const gzip = /\bgzip\b/i.test(ctx.get('Accept-Encoding'));
+    // HEAD (served by the GET route): the status and headers a GET answers, without its
+    // queries. X-Next-Cursor is left out: finding the page's end is a query (a sort, at worst).
+    if (ctx.method === 'HEAD') {
+      if (gzip) ctx.set('Content-Encoding', 'gzip');
+      ctx.status = 200;
+      return;
+    }
+    // The client going away cancels the query on the server (KILL QUERY), not only the socket.
+    const abort = new AbortController();
+    const onClose = () => { if (!ctx.res.writableFinished) abort.abort(new Error('client disconnected')); };
+    ctx.req.on('close', onClose);
+    ctx.res.on('close', onClose);
+    const request: DownloadRequest = {
+      metricNames: names,
+      fromMs: params.fromMs,
+      toMs: params.toMs,
+      maxRows: params.maxRows,
+      after,
+      format: params.format,
+      latestOnly: params.latestOnly,
+      gzip,
+      // Always our own id: a caller's X-Request-Id may repeat, and a cancel kills by query id.
+      queryId: randomUUID(),
+    };
+    ctx.state.log.info({ clickhouse_query_id: request.queryId }, 'download query');
+    const rowsInWindowOf = (entry: CatalogEntry | undefined) => (entry ? rowsInWindow(entry, params.fromMs, params.toMs) : 0);
+    let plan;
+    let stream;
+    try {
+      // The plan first, then the stream. (Starting the first part beside the plan's count was
+      // measured: on 2 cores the two queries share the cores, and the first byte of 10M rows
+      // came later, 450 ms against 310 ms.)
+      plan = await planDownload(deps.conn, request, { signal: abort.signal });
+      stream = await streamDownload(deps.conn, request, { plan, signal: abort.signal, chunks: { rowsOf: (name) => rowsInWindowOf(entries.get(name)), sizes: PART_SIZES } });
+    } catch (cause) {
+      if (abort.signal.aborted) return; // nobody is listening any more
+      throw new DomainError('unavailable', 'the metric store did not answer; retry later', [], { cause });
+    }
+    if (plan.next) {
+      const token = deps.cursors.seal(encodeCursor(plan.next), cursorContext(params, user));
+      ctx.set('X-Next-Cursor', token);
+      // A link is a GET: a POST's next page is the same body with this cursor, which no URL holds.
+      if (ctx.method === 'GET') ctx.set('Link', `<${nextLink(ctx, token)}>; rel="next"`);
+    }
+    if (stream.contentEncoding) ctx.set('Content-Encoding', stream.contentEncoding);
+    ctx.body = stream.body;
+  };
+
+  return [
+    defineRoute({
+      method: 'GET',
+      path: DOWNLOAD_PATH,
+      operationId: 'downloadMetrics',
+      summary: 'Download metric data points as CSV or JSON',
+      description: `${DESCRIPTION} HEAD answers the status and headers of the GET without reading any row (and so without X-Next-Cursor and Link). A request target longer than MERIDIAN_MAX_URL_BYTES gets 414: send the same parameters as a POST body.`,
+      tags: ['metrics'],
+      auth: 'user',
+      streaming: true,
+      query: downloadQuerySchema,
+      responses: { 200: okResponse(true) },
+      problems: ['not_found', 'too_many', 'unavailable'],
+      handler: (ctx, { user }) => answer(ctx, user, () => ctx.query),
+    }),
+    defineRoute({
+      method: 'POST',
+      path: DOWNLOAD_PATH,
+      operationId: 'downloadMetricsPost',
+      summary: 'Download metric data points, the parameters in the body (for long lists)',
+      description: [
+        'The GET\'s parameters as an application/x-www-form-urlencoded body (exactly its query string) or a JSON object, where metrics may also be an array of exact names (a list).',
+        'Same rows, bytes and headers as the GET, except Link: the next page is this POST again with the X-Next-Cursor value as cursor in the body (a cursor continues the same parameters in either form).',
+        `The body is at most MERIDIAN_MAX_DOWNLOAD_BODY_BYTES (413 above); parameters in the query string are refused (400). ${DESCRIPTION}`,
+      ].join(' '),
+      tags: ['metrics'],
+      auth: 'user',
+      streaming: true,
+      requestBodyDoc: { contentTypes: { 'application/x-www-form-urlencoded': downloadQuerySchema, 'application/json': downloadJsonSchema } },
+      responses: { 200: okResponse(false) },
+      problems: ['not_found', 'too_many', 'unavailable', 'payload_too_large', 'unsupported_media_type'],
+      handler: (ctx, { user }) => answer(ctx, user, () => downloadBodyQuery(ctx, deps.maxBodyBytes)),
+    }),
+  ];
 }

@@ -1,6 +1,7 @@
-import busboy from 'busboy';
+import type busboy from 'busboy';
 import { Readable } from 'node:stream';
 import { DomainError, validationError } from '@meridian/domain';
+import { multipartParser } from '../http/multipart.ts';
 
 /**
  * The JSON text of a metrics upload. Clients send it as application/json, and also — as the
@@ -26,7 +27,7 @@ function firstMultipartPart(raw: Buffer, contentType: string): Promise<Buffer | 
   return new Promise((resolve, reject) => {
     let parser: busboy.Busboy;
     try {
-      parser = busboy({ headers: { 'content-type': contentType }, limits: { files: 1, fields: 1 } });
+      parser = multipartParser({ 'content-type': contentType }, { files: 1, fields: 1 });
     } catch {
       resolve(null);
       return;

@@ -1,10 +1,11 @@
 import { createHash } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { PassThrough, type Readable } from 'node:stream';
-import busboy from 'busboy';
+import type busboy from 'busboy';
 import { DomainError, validationError } from '@meridian/domain';
 import { BlobWriter, type Storage } from '@meridian/storage';
 import { tooLarge } from './read-body.ts';
+import { formDataFileName, multipartParser } from '../http/multipart.ts';
 
 export type StagedFile = { readonly objectKey: string; readonly bytes: number; readonly sha256: Buffer; readonly filename: string | null };
 
@@ -65,7 +66,7 @@ function multipartFile(req: IncomingMessage, limit: number): Promise<FilePart> {
   return new Promise((resolve, reject) => {
     let parser: busboy.Busboy;
     try {
-      parser = busboy({ headers: req.headers, limits: { files: 1, fileSize: limit, fields: 20, parts: 30 } });
+      parser = multipartParser(req.headers, { files: 1, fileSize: limit, fields: 20, parts: 30 });
     } catch (error) {
       reject(validationError(`malformed multipart body: ${(error as Error).message}`));
       return;
@@ -83,7 +84,7 @@ function multipartFile(req: IncomingMessage, limit: number): Promise<FilePart> {
       const out = new PassThrough();
       stream.pipe(out);
       parser.on('error', (e: Error) => out.destroy(e));
-      resolve({ stream: out, filename: info.filename ?? null, truncated: () => truncated });
+      resolve({ stream: out, filename: formDataFileName(info.filename), truncated: () => truncated });
     });
     parser.on('error', (e: Error) => {
       if (!settled) reject(validationError(`malformed multipart body: ${e.message}`));

@@ -14,7 +14,7 @@ const fieldsOf = (fn: () => unknown) => {
 
 describe('download parameters', () => {
   it('applies the seed defaults', () => {
-    expect(parseDownloadParams({ metrics: 'cpu' }, 10_000_000)).toEqual({
+    expect(parseDownloadParams({ metrics: 'cpu' }, { maxRowsCeiling: 10_000_000, maxListNames: 5 })).toEqual({
       metrics: 'cpu', pattern: 'single', fromMs: 0, toMs: 4_291_747_199_999, maxRows: 1000, format: 'csv', latestOnly: false, cursor: null,
     });
   });
@@ -35,23 +35,31 @@ describe('download parameters', () => {
   });
 
   it('takes format as an alias of file_format, and both when they agree', () => {
-    expect(parseDownloadParams({ metrics: 'm', format: 'json' }, 10).format).toBe('json');
-    expect(parseDownloadParams({ metrics: 'm', file_format: 'json', format: 'json' }, 10).format).toBe('json');
-    expect(fieldsOf(() => parseDownloadParams({ metrics: 'm', file_format: 'csv', format: 'json' }, 10))).toEqual(['format']);
+    expect(parseDownloadParams({ metrics: 'm', format: 'json' }, { maxRowsCeiling: 10, maxListNames: 5 }).format).toBe('json');
+    expect(parseDownloadParams({ metrics: 'm', file_format: 'json', format: 'json' }, { maxRowsCeiling: 10, maxListNames: 5 }).format).toBe('json');
+    expect(fieldsOf(() => parseDownloadParams({ metrics: 'm', file_format: 'csv', format: 'json' }, { maxRowsCeiling: 10, maxListNames: 5 }))).toEqual(['format']);
   });
 
   it('names every bad parameter at once', () => {
-    expect(fieldsOf(() => parseDownloadParams({ pattern: 'glob', start_date: 'x', max_rows: '0', format: 'xml', latest_only: 'yes' }, 10))).toEqual([
+    expect(fieldsOf(() => parseDownloadParams({ pattern: 'glob', start_date: 'x', max_rows: '0', format: 'xml', latest_only: 'yes' }, { maxRowsCeiling: 10, maxListNames: 5 }))).toEqual([
       'metrics', 'pattern', 'start_date', 'max_rows', 'format', 'latest_only',
     ]);
-    expect(fieldsOf(() => parseDownloadParams({ metrics: 'm', start_date: '2024-02-02', end_date: '2024-02-01' }, 10))).toEqual(['start_date']);
-    expect(fieldsOf(() => parseDownloadParams({ metrics: 'm', max_rows: '1.5' }, 10))).toEqual(['max_rows']);
-    expect(fieldsOf(() => parseDownloadParams({ metrics: ['a', 'b'] }, 10))).toEqual(['metrics', 'metrics']);
+    expect(fieldsOf(() => parseDownloadParams({ metrics: 'm', start_date: '2024-02-02', end_date: '2024-02-01' }, { maxRowsCeiling: 10, maxListNames: 5 }))).toEqual(['start_date']);
+    expect(fieldsOf(() => parseDownloadParams({ metrics: 'm', max_rows: '1.5' }, { maxRowsCeiling: 10, maxListNames: 5 }))).toEqual(['max_rows']);
+    expect(fieldsOf(() => parseDownloadParams({ metrics: ['a', 'b'] }, { maxRowsCeiling: 10, maxListNames: 5 }))).toEqual(['metrics', 'metrics']);
+  });
+
+  it('caps the names of a list (MERIDIAN_MAX_DOWNLOAD_NAMES), counted before any lookup', () => {
+    const limits = { maxRowsCeiling: 10, maxListNames: 3 };
+    expect(parseDownloadParams({ metrics: 'a,b,c', pattern: 'list' }, limits).metrics).toBe('a,b,c');
+    expect(fieldsOf(() => parseDownloadParams({ metrics: 'a,b,c,d', pattern: 'list' }, limits))).toEqual(['metrics']);
+    // Only a list is a list of names: commas in a substring pattern's text are no names.
+    expect(parseDownloadParams({ metrics: 'a,b,c,d', pattern: 'contains' }, limits).pattern).toBe('contains');
   });
 
   it('says the ceiling when max_rows is above it', () => {
     try {
-      parseDownloadParams({ metrics: 'm', max_rows: '11' }, 10);
+      parseDownloadParams({ metrics: 'm', max_rows: '11' }, { maxRowsCeiling: 10, maxListNames: 5 });
       expect.unreachable();
     } catch (e) {
       expect((e as DomainError).errors[0]!.reason).toMatch(/at most 10/);

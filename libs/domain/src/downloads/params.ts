@@ -40,10 +40,14 @@ export function parseDateBound(text: string, bound: 'start' | 'end'): { ok: true
   return parsed.ok ? parsed : { ok: false, reason: `expected YYYY-MM-DD or an ISO 8601 date-time with an offset: ${parsed.reason}` };
 }
 
-type RawQuery = Readonly<Record<string, string | string[] | undefined>>;
+export type RawDownloadQuery = Readonly<Record<string, string | string[] | undefined>>;
+
+/** maxRowsCeiling: MERIDIAN_MAX_ROWS_CEILING; maxListNames: MERIDIAN_MAX_DOWNLOAD_NAMES. */
+export type DownloadLimits = { readonly maxRowsCeiling: number; readonly maxListNames: number };
 
 /** Validates the seed's download parameters; every problem is reported at once, by parameter. */
-export function parseDownloadParams(query: RawQuery, maxRowsCeiling: number): DownloadParams {
+export function parseDownloadParams(query: RawDownloadQuery, limits: DownloadLimits): DownloadParams {
+  const { maxRowsCeiling } = limits;
   const errors: FieldError[] = [];
   const one = (name: string): string | undefined => {
     const v = query[name];
@@ -60,6 +64,10 @@ export function parseDownloadParams(query: RawQuery, maxRowsCeiling: number): Do
   const patternText = one('pattern') ?? 'single';
   const pattern = (PATTERNS as readonly string[]).includes(patternText) ? (patternText as Pattern) : null;
   if (!pattern) errors.push({ field: 'pattern', reason: `must be one of ${PATTERNS.join(', ')}` });
+  // Counted on the text, before any lookup: the catalog query and the download's external data grow with it.
+  if (pattern === 'list' && metrics && countListNames(metrics) > limits.maxListNames) {
+    errors.push({ field: 'metrics', reason: `names more than ${limits.maxListNames} metrics (MERIDIAN_MAX_DOWNLOAD_NAMES); split the list into several downloads` });
+  }
 
   const bound = (name: 'start_date' | 'end_date', which: 'start' | 'end', fallback: number) => {
     const text = one(name);
@@ -100,4 +108,10 @@ export function parseDownloadParams(query: RawQuery, maxRowsCeiling: number): Do
     throw new DomainError('validation', `invalid download parameters: ${errors.map((e) => `${e.field} ${e.reason}`).join('; ')}`, errors);
   }
   return { metrics: metrics!, pattern: pattern!, fromMs, toMs, maxRows, format: format!, latestOnly: latestText === 'true', cursor };
+}
+
+function countListNames(list: string): number {
+  let n = 1;
+  for (let i = list.indexOf(','); i !== -1; i = list.indexOf(',', i + 1)) n++;
+  return n;
 }
