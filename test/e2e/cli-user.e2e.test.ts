@@ -1,6 +1,6 @@
 import { spawn, execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { appendFile, mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -79,6 +79,12 @@ async function wholeDownload(key: string, query: Record<string, string>): Promis
   return Buffer.from(await res.arrayBuffer());
 }
 
+/** Bytes of metric files the api has accepted (its Prometheus counter). */
+async function fileBytesAccepted(): Promise<number> {
+  const text = await (await fetch(`${api.url}/metrics`)).text();
+  return Number(/^meridian_upload_bytes_accepted_total\{source="file"\} (\d+)/m.exec(text)?.[1] ?? 0);
+}
+
 const rowsOf = (csv: Buffer | string) => csv.toString().split('\n').filter(Boolean).length - 1;
 
 beforeAll(async () => {
@@ -100,6 +106,7 @@ afterAll(async () => {
 describe('meridian upload', () => {
   it('uploads a 1M-point file with a progress bar on a TTY; the task succeeds and the points download', async () => {
     const file = await csvFile('million.csv', POINTS);
+    const before = await fileBytesAccepted();
     const run = await cliOnTty(['upload', file, '--metric', 'cli.million'], cliEnv(ada));
     expect(run.code, run.stdout).toBe(0);
     // The bar is drawn in place: erase-line sequences and a filled bar while sending, then the task's rows.
@@ -107,6 +114,10 @@ describe('meridian upload', () => {
     expect(run.stdout).toMatch(/million\.csv {2}sending \[#+-*\] +\d+%/);
     expect(run.stdout).toMatch(/million\.csv {2}(running|succeeded) \[#+-*\] +\d+% \d+\/1000000 rows/);
     expect(run.stdout).toContain(`succeeded: ${POINTS} points stored, 0 rows rejected`);
+    // gzip on the wire: the api received (and staged) far fewer bytes than the file holds.
+    const sent = (await fileBytesAccepted()) - before;
+    expect(sent).toBeGreaterThan(0);
+    expect(sent).toBeLessThan((await stat(file)).size / 3);
 
     const csv = await wholeDownload(ada, { metrics: 'cli.million' });
     expect(rowsOf(csv)).toBe(POINTS);
@@ -162,6 +173,13 @@ describe('meridian upload', () => {
 });
 
 describe('meridian download', () => {
+  // The million points of the first test: uploading the same file again is the same task (its
+  // Idempotency-Key), so this stores nothing twice, and runs these tests alone (-t) too.
+  beforeAll(async () => {
+    const run = await cli(['upload', await csvFile('million.csv', POINTS), '--metric', 'cli.million'], cliEnv(ada));
+    expect(run.code, run.stderr).toBe(0);
+  });
+
   it('pages joined into one file equal the api\'s one-page answer, for CSV and JSON', async () => {
     const csvOut = join(dir, 'paged.csv');
     const csv = await cli(['download', '--metrics', 'cli.million', '--page-rows', '150000', '-o', csvOut, '--json'], cliEnv(ada));
@@ -192,7 +210,10 @@ describe('meridian download', () => {
     expect(cut.length).toBeLessThan(expected.length);
     const saved = JSON.parse(await readFile(state, 'utf8')) as { bytes: number; pages: number };
     expect(saved.pages).toBeGreaterThanOrEqual(1);
-    expect(cut.length).toBeGreaterThanOrEqual(saved.bytes); // bytes past the state (a page in flight) are cut off by the resume
+    expect(cut.length).toBeGreaterThanOrEqual(saved.bytes);
+    // Bytes past the state's (a page in flight when the process died) are not kept: the resume
+    // writes from the state's byte on. A torn line makes sure there are some, whenever the kill came.
+    await appendFile(out, 'cli.million,2024-01-01T');
 
     const resumed = await cli(['download', '--metrics', 'cli.million', '--page-rows', '50000', '-o', out, '--resume', '--json'], cliEnv(ada));
     expect(resumed.code, resumed.stderr).toBe(0);
@@ -210,6 +231,8 @@ describe('meridian download', () => {
 
 describe('meridian tasks and files', () => {
   it('tasks lists the caller\'s tasks, one by id with its row errors', async () => {
+    const bad = await csvFile('bad-task.csv', 3, 0, (i) => (i === 2 ? 'NaNa' : '1'));
+    expect((await cli(['upload', bad, '--metric', 'cli.bad-task'], cliEnv(ada))).code).toBe(1);
     const list = await cli(['tasks', '--json'], cliEnv(ada));
     expect(list.code, list.stderr).toBe(0);
     const tasks = JSON.parse(list.stdout) as Array<{ task_id: string; status: string; errors: unknown[] }>;
@@ -218,8 +241,21 @@ describe('meridian tasks and files', () => {
     const one = await cli(['tasks', failed.task_id], cliEnv(ada));
     expect(one.code).toBe(0);
     expect(one.stdout).toMatch(/failed/);
-    expect(one.stdout).toMatch(/row 4, value/);
+    expect(one.stdout).toMatch(/row 4, value: /);
     expect(JSON.parse((await cli(['tasks', '--json'], cliEnv(bob))).stdout)).toEqual([]);
+  });
+
+  it('tasks --watch --json prints a snapshot per refresh until interrupted', async () => {
+    const child = spawn(bin, ['tasks', '--watch', '--json'], { env: cliEnv(ada), stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout.on('data', (chunk: Buffer) => { out += chunk.toString(); });
+    const ended = new Promise<NodeJS.Signals | null>((resolve) => child.on('exit', (_code, signal) => resolve(signal)));
+    await waitFor('three refreshes', () => (out.split('\n').filter(Boolean).length >= 3 ? true : undefined), 30_000);
+    child.kill('SIGINT');
+    expect(await ended).toBe('SIGINT');
+    const snapshots = out.split('\n').filter(Boolean).map((l) => JSON.parse(l) as Array<{ task_id: string }>);
+    expect(snapshots[0]!.length).toBeGreaterThan(0);
+    expect(snapshots[1]).toEqual(snapshots[0]);
   });
 
   it('files put, ls, get and share', async () => {
