@@ -153,7 +153,7 @@ async function tasks(args: string[], io: UserIo): Promise<number> {
     return 0;
   }
   // Until interrupted (Ctrl-C ends the process); on a TTY each refresh replaces the last.
-  const clear = io.stderr.isTTY && !values.json;
+  const clear = (io.stdout as NodeJS.WriteStream).isTTY === true && !values.json;
   for (;;) {
     const list = await fetchOnce();
     if (clear) io.stdout.write('\x1b[H\x1b[2J');

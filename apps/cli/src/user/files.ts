@@ -38,7 +38,7 @@ export function dispositionName(header: string | null): string | null {
   return bare === '' || bare === '.' || bare === '..' ? null : bare;
 }
 
-/** Downloads a file to `output` (`-` is stdout; none: its own name in the current directory). */
+/** Downloads a file to `output` (`-` is stdout; none: its own name in the current directory, which must not exist yet). */
 export async function getFile(client: ApiClient, fileId: string, output: string | undefined, progress: Progress): Promise<{ file_id: string; output: string; bytes: number }> {
   const res = await client.send(`/api/v1/file/download/${encodeURIComponent(fileId)}`, { idempotent: true });
   const target = output ?? dispositionName(res.headers.get('Content-Disposition')) ?? fileId;
@@ -50,7 +50,8 @@ export async function getFile(client: ApiClient, fileId: string, output: string 
     bytes += chunk.length;
     line.set(`${target}  ${bar(bytes, Number.isFinite(total) ? total : null)} ${formatBytes(bytes)}`);
   });
-  await pipeline(body, target === '-' ? process.stdout : createWriteStream(target));
+  // A name the server chose never replaces a file already there (as curl -OJ); -o FILE does.
+  await pipeline(body, target === '-' ? process.stdout : createWriteStream(target, { flags: output === undefined ? 'wx' : 'w' }));
   return { file_id: fileId, output: target, bytes };
 }
 

@@ -91,7 +91,7 @@ async function uploadOne(client: ApiClient, path: string, options: UploadOptions
     line.set(`${name}  ${task.status}${task.status === 'failed' ? `: ${task.reason ?? ''}` : ''}`);
     return { file: path, task_id: task.task_id, status: task.status, result: task.result, errors: task.errors, reason: task.reason };
   } catch (error) {
-    const reason = error instanceof ApiError || error instanceof Error ? error.message : String(error);
+    const reason = error instanceof Error ? error.message : String(error);
     line.set(`${name}  refused: ${reason}`);
     const errors = error instanceof ApiError ? (error.problem?.errors ?? []).map((e) => ({ row: 0, column: String((e as { field?: string }).field ?? ''), reason: String((e as { reason?: string }).reason ?? '') })) : [];
     return { file: path, task_id: null, status: 'refused', result: null, errors, reason };
