@@ -157,6 +157,9 @@ describe('meridian upload', () => {
     const [a] = JSON.parse(first.stdout) as Array<{ task_id: string }>;
     const [b] = JSON.parse(second.stdout) as Array<{ task_id: string }>;
     expect(b!.task_id).toBe(a!.task_id);
+    // --no-wait: the task id as soon as the api accepted the file.
+    const third = await cli(['upload', file, '--metric', 'cli.twice', '--no-wait', '--json'], cliEnv(ada));
+    expect(JSON.parse(third.stdout)).toEqual([expect.objectContaining({ task_id: a!.task_id, status: 'accepted' })]);
     expect(rowsOf(await wholeDownload(ada, { metrics: 'cli.twice' }))).toBe(100);
   });
 

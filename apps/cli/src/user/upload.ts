@@ -16,11 +16,11 @@ export type UploadOptions = {
   readonly pollMs: number;
 };
 
-/** What became of one file: its task as last seen, or why the api refused it (status 'refused'). */
+/** What became of one file: its task as last seen, 'accepted' (--no-wait: not followed), or why the api refused it ('refused'). */
 export type UploadOutcome = {
   file: string;
   task_id: string | null;
-  status: TaskView['status'] | 'refused';
+  status: TaskView['status'] | 'accepted' | 'refused';
   result: TaskView['result'];
   errors: TaskView['errors'];
   reason: string | null;
@@ -83,7 +83,7 @@ async function uploadOne(client: ApiClient, path: string, options: UploadOptions
       },
     });
     line.set(`${name}  sent ${formatBytes(file.size)}, task ${res.task_id}`);
-    if (!options.wait) return { file: path, task_id: res.task_id, status: 'queued', result: null, errors: [], reason: null };
+    if (!options.wait) return { file: path, task_id: res.task_id, status: 'accepted', result: null, errors: [], reason: null };
     const task = await waitForTask(client, res.task_id, options.pollMs, (t) => {
       const { rows_done, rows_total } = t.progress;
       line.set(`${name}  ${t.status} ${bar(rows_done, rows_total)} ${rows_done}${rows_total === null ? '' : `/${rows_total}`} rows`);
