@@ -1,7 +1,10 @@
-import { loadSettings, ConfigError } from '@meridian/config';
+import { loadSettings, ConfigError, type Settings } from '@meridian/config';
 import { createLogger, silenceKnownWarnings } from '@meridian/observability';
 import { createPlatform } from '@meridian/platform';
 import { runCommand, UsageError, usage } from './commands.ts';
+import { ApiError } from './user/api-client.ts';
+import { ConnectionError } from './user/config.ts';
+import { runUserCommand, USER_COMMANDS, UserUsageError, userUsage } from './user/commands.ts';
 
 silenceKnownWarnings();
 
@@ -17,23 +20,44 @@ async function main(): Promise<number> {
     }
     throw error;
   }
+  const argv = process.argv.slice(2);
+  if (USER_COMMANDS.has(argv[0] ?? '')) return userMain(argv, settings);
   const logger = createLogger({ name: 'cli', level: process.env.LOG_LEVEL ?? 'warn', stream: 'stderr' });
   // A command waits out a fresh Kafka's first answers ("not the leader"), for about 20 s at most, then fails.
   const platform = createPlatform(settings, logger, 'cli', { attempts: 7 });
   try {
-    const output = await runCommand(platform, process.argv.slice(2));
+    const output = await runCommand(platform, argv);
     // An empty output prints nothing: a command that streamed bytes to stdout (events export) ends there.
     if (output.length > 0) process.stdout.write(output.endsWith('\n') ? output : `${output}\n`);
     return 0;
   } catch (error) {
     if (error instanceof UsageError) {
-      process.stderr.write(`meridian: ${error.message}\n\n${usage}\n`);
+      process.stderr.write(`meridian: ${error.message}\n\n${usage}\n${userUsage}\n`);
       return 2;
     }
     process.stderr.write(`meridian: ${(error as Error).message}\n`);
     return 1;
   } finally {
     await platform.close();
+  }
+}
+
+/** The user commands talk HTTP to the api: no Kafka, no platform. */
+async function userMain(argv: string[], settings: Settings): Promise<number> {
+  try {
+    return await runUserCommand(argv, { env: process.env, settings, stdout: process.stdout, stderr: process.stderr });
+  } catch (error) {
+    if (error instanceof UserUsageError) {
+      process.stderr.write(`meridian: ${error.message}\n\n${userUsage}\n`);
+      return 2;
+    }
+    if (error instanceof ConnectionError) {
+      process.stderr.write(`meridian: ${error.message}\n`);
+      return 2;
+    }
+    process.stderr.write(`meridian: ${(error as Error).message}\n`);
+    if (error instanceof ApiError) for (const e of error.problem?.errors ?? []) process.stderr.write(`  ${JSON.stringify(e)}\n`);
+    return 1;
   }
 }
 

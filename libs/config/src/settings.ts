@@ -268,6 +268,27 @@ export const settingDefinitions = {
     default: '10000',
     doc: 'Most metric names one list download may name (GET or POST); more gets 400. Bounds the catalog lookup and the names sent to ClickHouse with one query.',
   },
+  // issue 16, the user CLI (cli): bounds of `meridian upload|download|tasks|files`, read by the CLI only.
+  MERIDIAN_CLI_UPLOADS_AT_ONCE: {
+    schema: z.coerce.number().int().min(1).max(64),
+    default: '4',
+    doc: 'Files `meridian upload` sends at once; below the api\'s MERIDIAN_MAX_UPLOADS_IN_FLIGHT_PER_USER (default 8), so one user\'s CLI leaves room for their other clients.',
+  },
+  MERIDIAN_CLI_DOWNLOAD_PAGE_ROWS: {
+    schema: positiveInt,
+    default: '1000000',
+    doc: 'Rows per page (max_rows) `meridian download` asks for; each page ends with a resume point, so it bounds what an interrupted download fetches again (--page-rows overrides it).',
+  },
+  MERIDIAN_CLI_RETRIES: {
+    schema: z.coerce.number().int().min(0).max(100),
+    default: '20',
+    doc: 'Times the CLI repeats a request answered 429 or 503 (after its Retry-After) or cut by a network error before it gives up with the api\'s answer.',
+  },
+  MERIDIAN_CLI_POLL_MS: {
+    schema: z.coerce.number().int().min(50),
+    default: '500',
+    doc: 'How often the CLI asks for a task\'s progress while it waits for it, and refreshes `meridian tasks --watch`.',
+  },
 } as const;
 
 export type SettingName = keyof typeof settingDefinitions;

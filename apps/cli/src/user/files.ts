@@ -1,0 +1,84 @@
+import { createWriteStream, openAsBlob } from 'node:fs';
+import { basename } from 'node:path';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import type { ApiClient } from './api-client.ts';
+import { bar, formatBytes, type Progress } from './progress.ts';
+import { waitForTask, type TaskView } from './tasks-wait.ts';
+
+/** One entry of GET /api/v1/files. */
+export type FileEntry = { created_at: string; entitlement: 'r' | 'rw'; file_description: string; file_id: string; file_name: string; user_name: string };
+
+/** Every file the caller may see, following next_cursor to the last page. */
+export async function listFiles(client: ApiClient, nameContains: string | undefined): Promise<FileEntry[]> {
+  const all: FileEntry[] = [];
+  let cursor: string | undefined;
+  do {
+    const page = await client.json<{ files_list: FileEntry[]; next_cursor: string | null }>('/api/v1/files', { idempotent: true, query: { name_contains: nameContains, cursor } });
+    all.push(...page.files_list);
+    cursor = page.next_cursor ?? undefined;
+  } while (cursor !== undefined);
+  return all;
+}
+
+/** The file name a Content-Disposition gives (filename* first), reduced to a bare name: never a path. */
+export function dispositionName(header: string | null): string | null {
+  if (!header) return null;
+  const star = /filename\*\s*=\s*UTF-8''([^;]+)/i.exec(header);
+  let name: string | null = null;
+  if (star) {
+    try {
+      name = decodeURIComponent(star[1]!.trim());
+    } catch {
+      name = null;
+    }
+  }
+  name ??= /filename\s*=\s*"((?:[^"\\]|\\.)*)"/i.exec(header)?.[1]?.replace(/\\(.)/g, '$1') ?? null;
+  const bare = name === null ? '' : basename(name.replaceAll('\\', '/'));
+  return bare === '' || bare === '.' || bare === '..' ? null : bare;
+}
+
+/** Downloads a file to `output` (`-` is stdout; none: its own name in the current directory, which must not exist yet). */
+export async function getFile(client: ApiClient, fileId: string, output: string | undefined, progress: Progress): Promise<{ file_id: string; output: string; bytes: number }> {
+  const res = await client.send(`/api/v1/file/download/${encodeURIComponent(fileId)}`, { idempotent: true });
+  const target = output ?? dispositionName(res.headers.get('Content-Disposition')) ?? fileId;
+  const total = Number(res.headers.get('Content-Length') ?? Number.NaN);
+  const line = progress.line(`${target}  receiving`);
+  let bytes = 0;
+  const body = Readable.fromWeb(res.body as import('node:stream/web').ReadableStream);
+  body.on('data', (chunk: Buffer) => {
+    bytes += chunk.length;
+    line.set(`${target}  ${bar(bytes, Number.isFinite(total) ? total : null)} ${formatBytes(bytes)}`);
+  });
+  // A name the server chose never replaces a file already there (as curl -OJ); -o FILE does.
+  await pipeline(body, target === '-' ? process.stdout : createWriteStream(target, { flags: output === undefined ? 'wx' : 'w' }));
+  return { file_id: fileId, output: target, bytes };
+}
+
+/** Defines a file (multipart, streamed from disk) and waits for its definition task. */
+export async function putFile(client: ApiClient, path: string, description: string | undefined, pollMs: number, progress: Progress): Promise<{ file_id: string; task: TaskView }> {
+  const blob = await openAsBlob(path);
+  const name = basename(path);
+  const line = progress.line(`${name}  sending ${formatBytes(blob.size)}`);
+  // Not repeated after a network failure: a second definition would be a second file.
+  const accepted = await client.json<{ task_id: string; file_id: string }>('/api/v1/files', {
+    method: 'POST',
+    idempotent: false,
+    body: () => {
+      const form = new FormData();
+      if (description !== undefined) form.append('file_description', description);
+      form.append('file', blob, name);
+      return { body: form };
+    },
+  });
+  const task = await waitForTask(client, accepted.task_id, pollMs, (t) => line.set(`${name}  ${t.status}`));
+  return { file_id: accepted.file_id, task };
+}
+
+/** Gives a user r or rw access to a file, or (access null) takes it away. */
+export async function shareFile(client: ApiClient, fileId: string, userName: string, access: 'r' | 'rw' | null): Promise<unknown> {
+  const path = `/api/v1/files/${encodeURIComponent(fileId)}/entitlements/${encodeURIComponent(userName)}`;
+  return access === null
+    ? client.json(path, { method: 'DELETE', idempotent: true })
+    : client.json(path, { method: 'PUT', idempotent: true, json: { access } });
+}
