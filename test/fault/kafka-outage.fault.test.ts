@@ -44,7 +44,7 @@ describe.runIf(onLocalStack())('Kafka outage', () => {
     writer = await createUser(api.url, root, 'writer', [{ match: 'prefix', value: 'ko.', access: 'rw' }]);
   });
   afterAll(async () => {
-    startService('kafka');
+    await startService('kafka');
     await ingest?.close();
     await api?.close();
   });
@@ -54,7 +54,7 @@ describe.runIf(onLocalStack())('Kafka outage', () => {
     expect(before.status).toBe(202);
     expect((await waitForTask(api.url, writer, before.json.task_id)).status).toBe('succeeded');
 
-    stopService('kafka');
+    await stopService('kafka');
     try {
       const during = await upload('ko.during', 2, { 'Idempotency-Key': 'during-1' });
       expect(during.status).toBe(503);
@@ -74,7 +74,7 @@ describe.runIf(onLocalStack())('Kafka outage', () => {
       expect(defined.status).toBe(503);
       expect(await stagedObjects('staging/files/')).toEqual([]);
     } finally {
-      startService('kafka');
+      await startService('kafka');
     }
 
     await waitFor('the api to be ready again', async () => ((await call(`${api.url}/readyz`, null)).status === 200 ? true : undefined), 90_000, 500);
