@@ -7,6 +7,7 @@ import { call, startApi, type RunningApi } from '../support/api.ts';
 import { startWorker } from '../support/ingest.ts';
 import { isolatedSettings } from '../support/settings.ts';
 import { waitForTask } from '../support/tasks.ts';
+import { runOverdueTimers } from '../support/wait.ts';
 
 const settings = isolatedSettings({ MERIDIAN_MAX_JSON_BODY_BYTES: '3000000', MERIDIAN_MAX_UPLOAD_BYTES: '20000000', MERIDIAN_MAX_POINTS_PER_JSON_UPLOAD: '20000', MERIDIAN_INLINE_PAYLOAD_BYTES: '100000' });
 let api: RunningApi;
@@ -93,6 +94,7 @@ describe('metric uploads', () => {
       ['up.body', null, JSON.stringify({ metric_name: 'up.body', values: Array.from({ length: n }, (_, i) => ({ timestamp: iso(i), value: i })) })],
       ['up.gz', 'up.gz', gzipSync(csvRows())],
     ];
+    await runOverdueTimers(); // building 7 × 100k rows can outlast the keep-alive timeout on a loaded machine
     const submitted = await Promise.all(layouts.map(async ([metric, query, body]) => ({ metric, res: await uploadFile(query, body) })));
     for (const { metric, res } of submitted) {
       expect(res.status, metric).toBe(202);

@@ -15,3 +15,14 @@ export async function waitFor<T>(what: string, probe: () => Promise<T | undefine
     await new Promise((r) => setTimeout(r, intervalMs));
   }
 }
+
+/**
+ * Lets overdue timers run after long synchronous work (building large bodies) and before the
+ * next request. A test that serves the api in its own process and blocks its event loop
+ * longer than the keep-alive timeout would otherwise reuse a pooled connection whose close
+ * (the server's overdue keep-alive timer) runs right after: an ECONNRESET that says nothing
+ * about the service.
+ */
+export function runOverdueTimers(): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, 0));
+}
