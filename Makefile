@@ -9,13 +9,14 @@ export PATH := $(NODE_BIN_DIR):$(PATH)
 endif
 STACK := deploy/local/stack.sh
 
-.PHONY: help run test deps typecheck stack-up stack-down stack-status stack-logs stack-reset test-unit bench-ingest bench-download bench-replay
+.PHONY: help run test deps typecheck stack-up stack-down stack-status stack-logs stack-reset test-unit test-modern bench-ingest bench-download bench-replay
 
 help:
 	@echo "make run          start the local stack, api and ingest in the foreground (Ctrl-C stops them)"
 	@echo "make test         provision the stack and run unit, integration, e2e, hostile and fault tests"
 	@echo "make stack-up | stack-down | stack-status | stack-logs | stack-reset"
 	@echo "make test-unit    only the pure unit tests (no services)"
+	@echo "make test-modern  the ClickHouse adapter's tests against ClickHouse 26.9 (chDB, in-process, behind a test-only HTTP front)"
 	@echo "make typecheck    tsc over the whole workspace"
 	@echo "make bench-ingest | bench-download | bench-replay   benchmarks against the local stack, with their baselines"
 
@@ -36,6 +37,12 @@ test: deps
 
 test-unit: deps
 	npx vitest run --project unit
+
+# Conformance to current ClickHouse: Kafka and MinIO from the local stack, ClickHouse replaced by
+# chDB (chdb-core from PyPI, installed once into the cache) behind test/modern/chdb-front.py.
+test-modern: deps stack-up
+	@deploy/local/install.sh chdb
+	@eval "$$($(STACK) env)" && npx vitest run --project modern --reporter=verbose
 
 stack-up:
 	@$(STACK) up

@@ -7,6 +7,8 @@ import { defineConfig } from 'vitest/config';
  *   *.e2e.test.ts   the apps together against the real stack (test/e2e)
  *   *.hostile.test.ts hostile and runaway input against the whole stack (test/hostile), run alone
  *   *.fault.test.ts crashes and outages (test/fault), run alone after the others
+ * The `modern` project runs the ClickHouse adapter's integration tests again against current
+ * ClickHouse (26.9, the chDB front of test/modern) instead of the local 18.16 server.
  * Integration, e2e, hostile and fault share a global setup that finds or starts the stack.
  */
 const stackSetup = ['test/support/global-setup.ts'];
@@ -48,6 +50,24 @@ export default defineConfig({
           setupFiles: ['test/support/setup.ts'],
           // A case is cut at 150 s (test/hostile/report.ts); its checks after it may restart a dead app.
           testTimeout: 240_000,
+          hookTimeout: 180_000,
+          fileParallelism: false,
+        },
+      },
+      {
+        test: {
+          // Conformance to current ClickHouse: the adapter's tests on the chDB front (`make test-modern`).
+          // One front serves one query at a time, so the files run one after another.
+          name: 'modern',
+          include: [
+            'test/integration/clickhouse.int.test.ts',
+            'test/integration/download.int.test.ts',
+            'test/integration/projector.int.test.ts',
+            'test/modern/**/*.modern.test.ts',
+          ],
+          globalSetup: ['test/modern/global-setup.ts'],
+          setupFiles: ['test/support/setup.ts'],
+          testTimeout: 120_000,
           hookTimeout: 180_000,
           fileParallelism: false,
         },

@@ -67,6 +67,19 @@ install_schemathesis() {
     || { rm -rf "$SCHEMATHESIS_HOME"; die "pip install schemathesis==$SCHEMATHESIS_VERSION failed"; }
 }
 
+# The conformance tier's current ClickHouse (`make test-modern`): no server package of a
+# current release is served here, so the in-process engine chDB (PyPI chdb-core, ClickHouse
+# 26.9) in a virtualenv, driven by test/modern/chdb-front.py.
+install_chdb() {
+  [ -x "$CHDB_HOME/bin/python" ] && "$CHDB_HOME/bin/python" -c 'import chdb' 2>/dev/null && return 0
+  command -v python3 >/dev/null || apt_install python3 python3-venv
+  log "installing chdb-core $CHDB_VERSION from PyPI into $CHDB_HOME"
+  rm -rf "$CHDB_HOME"
+  python3 -m venv "$CHDB_HOME" || die "python3 -m venv failed (Debian: apt-get install python3-venv)"
+  "$CHDB_HOME/bin/pip" install -q --disable-pip-version-check "chdb-core==$CHDB_VERSION" >&2 \
+    || { rm -rf "$CHDB_HOME"; die "pip install chdb-core==$CHDB_VERSION failed"; }
+}
+
 install_test_tools() {
   install_chromium
   install_schemathesis
@@ -80,7 +93,7 @@ install_all() {
 
 case "${1:-all}" in
   all) with_cache_lock install_all ;;
-  kafka|clickhouse|minio|chromium|schemathesis) with_cache_lock "install_$1" ;;
+  kafka|clickhouse|minio|chromium|schemathesis|chdb) with_cache_lock "install_$1" ;;
   test-tools) with_cache_lock install_test_tools ;;
-  *) die "usage: install.sh [all|kafka|clickhouse|minio|chromium|schemathesis|test-tools]" ;;
+  *) die "usage: install.sh [all|kafka|clickhouse|minio|chromium|schemathesis|chdb|test-tools]" ;;
 esac

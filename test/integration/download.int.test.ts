@@ -15,6 +15,7 @@ import {
 } from '@meridian/clickhouse';
 import { formatTimestamp } from '@meridian/domain';
 import { isolatedSettings } from '../support/settings.ts';
+import { itOnServer } from '../support/clickhouse-front.ts';
 import { waitFor } from '../support/wait.ts';
 
 /**
@@ -347,7 +348,7 @@ describe('metrics download against a real ClickHouse', () => {
     expect((await allPages(pageInParts, { metricNames: PAGED, maxRows: 10 })).lines).toEqual(all);
   });
 
-  it('split into parts, cancel() stops every part\'s query, the running and the next', async () => {
+  itOnServer('queries running side by side, seen in system.processes', 'split into parts, cancel() stops every part\'s query, the running and the next', async () => {
     const req = request({ metricNames: BIG, maxRows: 10_000_000 });
     // Parts of 50 of the 100 metrics, each far more than the socket buffers hold.
     const stream = await streamDownload(conn, req, { plan: { next: null }, chunks: { rowsOf: () => 1, sizes: { firstRows: 50, maxRows: 50 } } });
@@ -358,7 +359,7 @@ describe('metrics download against a real ClickHouse', () => {
     await waitFor('every part to leave system.processes', async () => ((await running(req.queryId)) === 0 ? true : undefined), 10_000);
   });
 
-  it('cancel() stops a streaming query on the server', async () => {
+  itOnServer('a streamed answer (it buffers answers whole) seen in system.processes', 'cancel() stops a streaming query on the server', async () => {
     const req = request({ metricNames: BIG, maxRows: 10_000_000 });
     const stream = await streamDownload(conn, req, { plan: { next: null } });
     stream.body.on('error', () => {}); // as the api's pipeline would
@@ -369,7 +370,7 @@ describe('metrics download against a real ClickHouse', () => {
     await stream.cancel(); // twice is harmless
   });
 
-  it('an aborted signal stops the query while ClickHouse is still sorting, before any byte', async () => {
+  itOnServer('a running query seen in system.processes from another connection', 'an aborted signal stops the query while ClickHouse is still sorting, before any byte', async () => {
     const req = request({ metricNames: BIG, maxRows: 10_000_000 });
     const controller = new AbortController();
     const pending = streamDownload(conn, req, { plan: { next: null }, signal: controller.signal });
@@ -380,7 +381,7 @@ describe('metrics download against a real ClickHouse', () => {
     await waitFor('the query to leave system.processes', async () => ((await running(req.queryId)) === 0 ? true : undefined), 10_000);
   });
 
-  it('cancelDownload stops every query of a download; an aborted plan rejects', async () => {
+  itOnServer('KILL QUERY of a query running beside it', 'cancelDownload stops every query of a download; an aborted plan rejects', async () => {
     const req = request({ metricNames: BIG, maxRows: 10_000_000 });
     const pending = streamDownload(conn, req, { plan: { next: null } });
     pending.catch(() => {});

@@ -9,6 +9,11 @@ export type StackEndpoints = {
   readonly S3_SECRET_KEY: string;
   /** Unique per test run: topic prefixes, databases and buckets of this run start with it. */
   readonly RUN_ID: string;
+  /**
+   * Set to 'chdb' when ClickHouse is the conformance tier's test-only front over chDB
+   * (test/modern/chdb-front.py): current ClickHouse, but one query at a time, answers buffered.
+   */
+  readonly CLICKHOUSE_FRONT?: 'chdb';
   /** How the stack was found: 'environment', 'testcontainers' or 'local'. */
   readonly SOURCE: string;
 };

@@ -105,7 +105,7 @@ async function tryTestcontainers(runId: string): Promise<{ endpoints: StackEndpo
     })
     .withWaitStrategy(tc.Wait.forLogMessage(/Kafka Server started/))
     .start();
-  const clickhouse = await new tc.GenericContainer('clickhouse/clickhouse-server:25.8')
+  const clickhouse = await new tc.GenericContainer('clickhouse/clickhouse-server:26.9')
     .withExposedPorts(8123)
     .withEnvironment({ CLICKHOUSE_SKIP_USER_SETUP: '1' })
     .withWaitStrategy(tc.Wait.forHttp('/ping', 8123))

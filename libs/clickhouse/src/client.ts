@@ -43,8 +43,14 @@ export function createClickHouse(options: ClickHouseOptions, database: string | 
     request_timeout: 300_000,
     compression: { request: false, response: false },
     max_open_connections: 16,
-    // Keeps long queries' connections alive through idle-timeout proxies (understood by 18.16 too).
-    clickhouse_settings: { send_progress_in_http_headers: 1, http_headers_progress_interval_ms: '10000' },
+    clickhouse_settings: {
+      // Keeps long queries' connections alive through idle-timeout proxies (understood by 18.16 too).
+      send_progress_in_http_headers: 1,
+      http_headers_progress_interval_ms: '10000',
+      // JSON answers quote 64-bit integers on every version (18.16's default; 0 from 25.8), so no
+      // reader meets a number a JS number cannot hold. Every version from 18.16 on knows the name.
+      output_format_json_quote_64bit_integers: 1,
+    },
   });
 }
 

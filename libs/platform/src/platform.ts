@@ -1,7 +1,7 @@
 import type { Kafka, Admin, Producer } from 'kafkajs';
 import type { Settings } from '@meridian/config';
 import { createKafka, createProducer, ensureTopics, pingKafka, topicsFor, topicSpecs, type Topics } from '@meridian/kafka';
-import { createClickHouse, ensureDatabase, migrate, pingClickHouse, type ClickHouseClient, type ClickHouseOptions } from '@meridian/clickhouse';
+import { createClickHouse, ensureDatabase, migrate, pingClickHouse, serverCapabilities, type ClickHouseClient, type ClickHouseOptions } from '@meridian/clickhouse';
 import { createStorage, ensureBucket, expireStaging, pingStorage, type Storage } from '@meridian/storage';
 import type { Logger } from '@meridian/observability';
 import { untilDone, type UntilDoneOptions } from './until-done.ts';
@@ -92,6 +92,9 @@ export function createPlatform(settings: Settings, logger: Logger, component: st
     async prepare() {
       await this.prepareTopics();
       await ensureDatabase(clickhouseOptions);
+      // The server's version decides what the adapter sends (libs/clickhouse/src/capabilities.ts).
+      const { version, databaseEngine, ...caps } = await serverCapabilities(clickhouse);
+      logger.info({ version, databaseEngine, ...caps }, 'clickhouse server');
       const applied = await migrate(clickhouse);
       if (applied.length > 0) logger.info({ migrations: applied }, 'clickhouse migrations applied');
       await ensureBucket(storage, settings.S3_REGION);

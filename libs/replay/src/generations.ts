@@ -1,4 +1,4 @@
-import { readMigrations, type ClickHouseClient, type Migration } from '@meridian/clickhouse';
+import { readMigrations, serverCapabilities, synchronousInsertSettings, type ClickHouseClient, type Migration } from '@meridian/clickhouse';
 
 /**
  * Generations of the points projection. The live one is always the table named `points` (what
@@ -144,7 +144,9 @@ export async function ensureRegistry(client: ClickHouseClient): Promise<void> {
 }
 
 export async function record(client: ClickHouseClient, generation: number, event: RegistryEvent, detail: Record<string, unknown> = {}): Promise<void> {
-  await client.insert({ table: REGISTRY, values: [{ generation: checkGeneration(generation), event, at: Date.now(), detail: JSON.stringify(detail) }], format: 'JSONEachRow' });
+  // Read back at once by the next step: never left in the server's async insert buffer.
+  const settings = synchronousInsertSettings(await serverCapabilities(client));
+  await client.insert({ table: REGISTRY, values: [{ generation: checkGeneration(generation), event, at: Date.now(), detail: JSON.stringify(detail) }], format: 'JSONEachRow', clickhouse_settings: settings });
 }
 
 export async function readRegistry(client: ClickHouseClient): Promise<Map<number, Generation>> {

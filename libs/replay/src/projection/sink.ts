@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
-import type { ClickHouseClient } from '@meridian/clickhouse';
+import { serverCapabilities, synchronousInsertSettings, type ClickHouseClient } from '@meridian/clickhouse';
 import { encodePointsBlock, insertPointsSql, type Segment } from './rows.ts';
 
 /**
@@ -70,8 +70,10 @@ export function createPointsSink(client: ClickHouseClient, table = 'points'): Po
     async insert(segments) {
       const queryId = `${idPrefix}${randomUUID()}`;
       const body = encodePointsBlock(segments);
+      // One INSERT is one block stored whole only when the server does not buffer it (async_insert).
+      const settings = synchronousInsertSettings(await serverCapabilities(client));
       unsettled = queryId;
-      const result = await client.exec({ query: insertSql, query_id: queryId, values: Readable.from([body]) });
+      const result = await client.exec({ query: insertSql, query_id: queryId, values: Readable.from([body]), clickhouse_settings: settings });
       // The answer to an INSERT is empty; drain it so the socket goes back to the pool.
       for await (const _ of result.stream) { /* empty */ }
       unsettled = null;

@@ -1,0 +1,77 @@
+import type { ClickHouseClient } from './client.ts';
+
+/**
+ * What the connected ClickHouse can do that 18.16 (our local and CI server) cannot, or does
+ * differently. The one place where the adapter decides by server version: every other module
+ * asks these flags, never the version string.
+ */
+export type Capabilities = {
+  /** `SELECT version()` as the server answered. */
+  readonly version: string;
+  /** The current database's engine (`Atomic` binds views to tables by UUID; `Ordinary` by name). */
+  readonly databaseEngine: string;
+  /** Atomic database: a view follows its source table through renames (by UUID). */
+  readonly atomicDatabase: boolean;
+  /** `EXCHANGE TABLES a AND b` swaps two tables atomically (Atomic databases from 20.x). */
+  readonly exchangeTables: boolean;
+  /** The server knows `async_insert` (21.11+; its default is 1 from 26.2). */
+  readonly knowsAsyncInsert: boolean;
+  /** The server knows `insert_deduplication_token` (22.2+). */
+  readonly insertDeduplicationToken: boolean;
+};
+
+/** [major, minor] of a ClickHouse version string (`18.16.1`, `25.8.3.1`, `26.9.2.1`). */
+export function parseVersion(version: string): [number, number] {
+  const m = /^(\d+)\.(\d+)/.exec(version.trim());
+  if (!m) throw new Error(`not a ClickHouse version: ${version}`);
+  return [Number(m[1]), Number(m[2])];
+}
+
+const atLeast = (v: [number, number], major: number, minor: number) => v[0] > major || (v[0] === major && v[1] >= minor);
+
+export function capabilities(version: string, databaseEngine: string): Capabilities {
+  const v = parseVersion(version);
+  const atomicDatabase = databaseEngine === 'Atomic';
+  return {
+    version,
+    databaseEngine,
+    atomicDatabase,
+    exchangeTables: atomicDatabase && atLeast(v, 20, 1),
+    knowsAsyncInsert: atLeast(v, 21, 11),
+    insertDeduplicationToken: atLeast(v, 22, 2),
+  };
+}
+
+/**
+ * Settings for every INSERT whose success must mean "stored whole, now visible": the sink's
+ * exactly-once rests on one INSERT being one block. From 26.2 the server buffers and combines
+ * inserts by default (`async_insert=1`), so it is turned off where the server knows it; an
+ * older server does not know the name and would refuse it.
+ */
+export function synchronousInsertSettings(caps: Capabilities): Record<string, 0> {
+  return caps.knowsAsyncInsert ? { async_insert: 0 } : {};
+}
+
+const detected = new WeakMap<ClickHouseClient, Promise<Capabilities>>();
+
+/**
+ * The server's capabilities, asked once per client (`SELECT version()` and the engine of the
+ * client's database) and kept; a failed probe is asked again next time.
+ */
+export function serverCapabilities(client: ClickHouseClient): Promise<Capabilities> {
+  let found = detected.get(client);
+  if (!found) {
+    found = (async () => {
+      const result = await client.query({
+        query: 'SELECT version() AS version, (SELECT any(engine) FROM system.databases WHERE name = currentDatabase()) AS engine',
+        format: 'JSONEachRow',
+      });
+      const [row] = await result.json<{ version: string; engine: string }>();
+      if (!row) throw new Error('SELECT version() answered no row');
+      return capabilities(row.version, row.engine);
+    })();
+    found.catch(() => detected.delete(client));
+    detected.set(client, found);
+  }
+  return found;
+}

@@ -1,0 +1,41 @@
+import { describe, expect, it } from 'vitest';
+import { capabilities, parseVersion, synchronousInsertSettings } from './capabilities.ts';
+
+describe('server capabilities by version', () => {
+  it('18.16 (our local server, Ordinary database): no EXCHANGE, no async_insert, no deduplication token', () => {
+    const caps = capabilities('18.16.1.1', 'Ordinary');
+    expect(caps).toMatchObject({ atomicDatabase: false, exchangeTables: false, knowsAsyncInsert: false, insertDeduplicationToken: false });
+    expect(synchronousInsertSettings(caps)).toEqual({});
+  });
+
+  it('18.16 answers a three-part version string too', () => {
+    expect(parseVersion('18.16.1')).toEqual([18, 16]);
+  });
+
+  it('25.8 on an Atomic database: EXCHANGE TABLES, async_insert turned off on inserts', () => {
+    const caps = capabilities('25.8.3.1', 'Atomic');
+    expect(caps).toMatchObject({ atomicDatabase: true, exchangeTables: true, knowsAsyncInsert: true, insertDeduplicationToken: true });
+    expect(synchronousInsertSettings(caps)).toEqual({ async_insert: 0 });
+  });
+
+  it('26.9 (chDB) on an Atomic database', () => {
+    const caps = capabilities('26.9.2.1', 'Atomic');
+    expect(caps).toMatchObject({ version: '26.9.2.1', exchangeTables: true, knowsAsyncInsert: true });
+    expect(synchronousInsertSettings(caps)).toEqual({ async_insert: 0 });
+  });
+
+  it('26.9 on an Ordinary database: no EXCHANGE TABLES (it needs Atomic)', () => {
+    expect(capabilities('26.9.2.1', 'Ordinary')).toMatchObject({ atomicDatabase: false, exchangeTables: false, knowsAsyncInsert: true });
+  });
+
+  it('the thresholds: async_insert from 21.11, deduplication tokens from 22.2', () => {
+    expect(capabilities('21.10.1.1', 'Atomic').knowsAsyncInsert).toBe(false);
+    expect(capabilities('21.11.1.1', 'Atomic').knowsAsyncInsert).toBe(true);
+    expect(capabilities('22.1.1.1', 'Atomic').insertDeduplicationToken).toBe(false);
+    expect(capabilities('22.2.1.1', 'Atomic').insertDeduplicationToken).toBe(true);
+  });
+
+  it('refuses what is not a version', () => {
+    expect(() => capabilities('latest', 'Atomic')).toThrow(/not a ClickHouse version/);
+  });
+});
