@@ -84,7 +84,7 @@ summary=$(node -e '
   }
   if (skipped) console.log(`${skipped} skipped (not counted as passed)`);
   console.log(`${passed} passed, ${failed} failed`);
-' "$results" "$modern_results" "$e2e_results" "$fault_results")
+' "$results" "$modern_results" "$e2e_results" "$hostile_results" "$fault_results")
 [ $typecheck_rc -ne 0 ] && echo "typecheck failed"
 cleanup; trap - EXIT
 echo "$summary"
