@@ -15,6 +15,7 @@ const settings = isolatedSettings({
   MERIDIAN_MAX_API_KEYS_PER_USER: '3',
   MERIDIAN_MAX_DOWNLOADS_PER_USER: '2',
   MERIDIAN_MAX_FILES_PER_USER: '2',
+  MERIDIAN_MAX_GRANTS_PER_FILE: '2',
   MERIDIAN_RATE_LIMIT_PER_SECOND: '0',
 });
 let api: RunningApi;
@@ -136,6 +137,18 @@ describe('downloads streaming at once, with an ingest worker', () => {
   }, 180_000);
   afterAll(async () => {
     await ingest?.close();
+  });
+
+  it('grants: a file is shared with at most MERIDIAN_MAX_GRANTS_PER_FILE names (any well-formed name counts)', async () => {
+    const form = new FormData();
+    form.set('file', new Blob(['shared bytes']), 'shared.txt');
+    const defined = (await (await fetch(`${api.url}/api/v1/file/new`, { method: 'POST', headers: { Authorization: `Bearer ${key}` }, body: form })).json()) as { task_id: string; file_id: string };
+    expect((await waitForTask(api.url, key, defined.task_id)).status).toBe('succeeded');
+    const share = (grantee: string, access = 'r') => call(`${api.url}/api/v1/files/${defined.file_id}/entitlements/${grantee}`, key, { method: 'PUT', body: { access } });
+    expect((await share('made-up-1')).status).toBe(200);
+    expect((await share('made-up-2')).status).toBe(200);
+    expectProblem(await share('made-up-3'), 409, '/problems/limit-reached', 'MERIDIAN_MAX_GRANTS_PER_FILE');
+    expect((await share('made-up-2', 'rw')).status).toBe(200); // a grant held may still change
   });
 
   const downloadUrl = `/api/v1/metrics/download?metrics=da.m&max_rows=${ROWS}`;

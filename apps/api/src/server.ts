@@ -133,7 +133,7 @@ export async function buildApi(platform: Platform): Promise<Api> {
         ackTimeoutMs: settings.MERIDIAN_KAFKA_ACK_TIMEOUT_MS,
         applied: (position) => tasksStore.waitFor(position),
       },
-      limits: { uploadBytes: settings.MERIDIAN_MAX_UPLOAD_BYTES, defaultQuotaBytes: settings.MERIDIAN_FILE_QUOTA_BYTES, filesPerUser: settings.MERIDIAN_MAX_FILES_PER_USER },
+      limits: { uploadBytes: settings.MERIDIAN_MAX_UPLOAD_BYTES, defaultQuotaBytes: settings.MERIDIAN_FILE_QUOTA_BYTES, filesPerUser: settings.MERIDIAN_MAX_FILES_PER_USER, grantsPerFile: settings.MERIDIAN_MAX_GRANTS_PER_FILE },
     },
     limits: {
       requestTimeoutMs: settings.MERIDIAN_REQUEST_TIMEOUT_MS,

@@ -240,6 +240,11 @@ export const settingDefinitions = {
     default: '10000',
     doc: 'Files a user may hold (live files plus definitions in progress); one more gets 409 /problems/limit-reached until a file is deleted. Empty files are refused (400).',
   },
+  MERIDIAN_MAX_GRANTS_PER_FILE: {
+    schema: positiveInt,
+    default: '1000',
+    doc: 'Users one file may be shared with; one more gets 409 /problems/limit-reached (grants are recorded for any well-formed name, so this bounds what every process folds for a file).',
+  },
   // issue 11, leaks: sealed cursors.
   MERIDIAN_CURSOR_SECRET: {
     schema: z.string().refine((v) => v === '' || v.length >= 32, 'at least 32 characters (or empty: a random secret per process)'),

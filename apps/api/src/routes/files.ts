@@ -47,7 +47,7 @@ export type FileDeps = {
   readonly tasks: () => TasksState;
   readonly submit: FileSubmitDeps;
   /** defaultQuotaBytes: for users an admin gave no quota of their own; filesPerUser: MERIDIAN_MAX_FILES_PER_USER (no cap when left out). */
-  readonly limits: { readonly uploadBytes: number; readonly defaultQuotaBytes: number; readonly filesPerUser?: number };
+  readonly limits: { readonly uploadBytes: number; readonly defaultQuotaBytes: number; readonly filesPerUser?: number; readonly grantsPerFile?: number };
 };
 
 /** Room for the multipart framing and text fields when judging a body by its Content-Length. */
@@ -362,17 +362,17 @@ export function fileRoutes(deps: FileDeps): RouteDef[] {
       path: '/api/v1/files/{file_id}/entitlements/{user_name}',
       operationId: 'shareFile',
       summary: 'Give another user r or rw access to a file (its owner or an admin)',
-      description: 'r: the user lists and downloads the file. rw: also replaces its description. Only the owner (or an admin) shares, unshares and deletes. Granting again replaces the access. Any well-formed user name is granted, whether or not such a user exists or is enabled (the answer does not tell): the grant gives access to no one while no enabled user holds the name.',
+      description: 'r: the user lists and downloads the file. rw: also replaces its description. Only the owner (or an admin) shares, unshares and deletes. Granting again replaces the access. Any well-formed user name is granted, whether or not such a user exists or is enabled (the answer does not tell): the grant gives access to no one while no enabled user holds the name. A file is shared with at most MERIDIAN_MAX_GRANTS_PER_FILE users (409 /problems/limit-reached past it).',
       tags: ['files'],
       auth: 'user',
       params: grantParams,
       body: z.object({ access: z.enum(['r', 'rw']) }),
       responses: { 200: { description: 'The file after the change', schema: fileDetailSchema } },
-      problems: ['not_found', 'forbidden'],
+      problems: ['not_found', 'forbidden', 'limit_reached'],
       handler: async (ctx, { params, body, user }) => {
         await findFile(params.file_id, user);
         // Not looked up among the users: an unknown or disabled name is granted like any other (decideGrantFileAccess).
-        await deps.files.execute(params.file_id, (s) => decideGrantFileAccess(s, { file_id: params.file_id, grantee: params.user_name, access: body.access, caller: user, at: Date.now() }));
+        await deps.files.execute(params.file_id, (s) => decideGrantFileAccess(s, { file_id: params.file_id, grantee: params.user_name, access: body.access, max_grants: deps.limits.grantsPerFile ?? Number.POSITIVE_INFINITY, caller: user, at: Date.now() }));
         const { file, access } = visibleFile(deps.files.state(), params.file_id, user);
         ctx.body = fileDetail(file, access, true);
       },

@@ -28,13 +28,19 @@ export function decideDescribeFile(state: FilesState, cmd: Meta & { file_id: str
  * event; the owner cannot be a grantee. Whether a user of that name exists or is disabled is
  * not asked: the grant is recorded all the same, so the answer (and the file's shared_with
  * later) cannot tell a caller which users exist. It gives access to no one while no enabled
- * user holds the name.
+ * user holds the name. A file has at most `max_grants` grantees (MERIDIAN_MAX_GRANTS_PER_FILE).
  */
-export function decideGrantFileAccess(state: FilesState, cmd: Meta & { file_id: string; grantee: string; access: Access }): FileEvent[] {
+export function decideGrantFileAccess(state: FilesState, cmd: Meta & { file_id: string; grantee: string; access: Access; max_grants: number }): FileEvent[] {
   const { file } = visibleFile(state, cmd.file_id, cmd.caller);
   if (!isOwnerOrAdmin(file.owner, cmd.caller)) throw forbidden('only the owner shares a file');
   if (cmd.grantee === file.owner) throw validationError('the owner always has rw access', [{ field: 'path.user_name', reason: 'is the owner' }]);
   if (file.grants.get(cmd.grantee) === cmd.access) return [];
+  // Names are not looked up, so grants to made-up names would otherwise grow every process's fold without bound.
+  if (!file.grants.has(cmd.grantee) && file.grants.size >= cmd.max_grants) {
+    throw new DomainError('limit_reached', `at most ${cmd.max_grants} users per file (MERIDIAN_MAX_GRANTS_PER_FILE); revoke one first`, [
+      { field: 'MERIDIAN_MAX_GRANTS_PER_FILE', reason: `${file.grants.size} of ${cmd.max_grants} grants held` },
+    ]);
+  }
   return [{ type: 'FileAccessGranted', file_id: file.file_id, user_name: cmd.grantee, access: cmd.access, at: cmd.at, actor: cmd.caller.user_name }];
 }
 

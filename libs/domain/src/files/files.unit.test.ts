@@ -49,26 +49,37 @@ describe('file decisions', () => {
   });
 
   it('the owner shares r or rw with a user; the same grant again is no event', () => {
-    given([defined('f1')]).when((s) => decideGrantFileAccess(s, { file_id: 'f1', grantee: 'bob', access: 'r', ...meta(ada) })).then([
+    given([defined('f1')]).when((s) => decideGrantFileAccess(s, { file_id: 'f1', grantee: 'bob', access: 'r', max_grants: 10, ...meta(ada) })).then([
       { type: 'FileAccessGranted', file_id: 'f1', user_name: 'bob', access: 'r', at: 2000, actor: 'ada' },
     ]);
-    given([defined('f1'), shared('r')]).when((s) => decideGrantFileAccess(s, { file_id: 'f1', grantee: 'bob', access: 'r', ...meta(ada) })).then([]);
-    given([defined('f1'), shared('r')]).when((s) => decideGrantFileAccess(s, { file_id: 'f1', grantee: 'bob', access: 'rw', ...meta(ada) })).then([
+    given([defined('f1'), shared('r')]).when((s) => decideGrantFileAccess(s, { file_id: 'f1', grantee: 'bob', access: 'r', max_grants: 10, ...meta(ada) })).then([]);
+    given([defined('f1'), shared('r')]).when((s) => decideGrantFileAccess(s, { file_id: 'f1', grantee: 'bob', access: 'rw', max_grants: 10, ...meta(ada) })).then([
       { type: 'FileAccessGranted', file_id: 'f1', user_name: 'bob', access: 'rw', at: 2000, actor: 'ada' },
     ]);
   });
 
   it('sharing: only the owner or an admin; not to the owner; to any user name, existing or not', () => {
-    given([defined('f1'), shared('rw')]).when((s) => decideGrantFileAccess(s, { file_id: 'f1', grantee: 'eve', access: 'r', ...meta(bob) })).thenFails('forbidden');
-    given([defined('f1')]).when((s) => decideGrantFileAccess(s, { file_id: 'f1', grantee: 'eve', access: 'r', ...meta(bob) })).thenFails('not_found');
-    given([defined('f1')]).when((s) => decideGrantFileAccess(s, { file_id: 'f1', grantee: 'ada', access: 'r', ...meta(ada) })).thenFails('validation');
+    given([defined('f1'), shared('rw')]).when((s) => decideGrantFileAccess(s, { file_id: 'f1', grantee: 'eve', access: 'r', max_grants: 10, ...meta(bob) })).thenFails('forbidden');
+    given([defined('f1')]).when((s) => decideGrantFileAccess(s, { file_id: 'f1', grantee: 'eve', access: 'r', max_grants: 10, ...meta(bob) })).thenFails('not_found');
+    given([defined('f1')]).when((s) => decideGrantFileAccess(s, { file_id: 'f1', grantee: 'ada', access: 'r', max_grants: 10, ...meta(ada) })).thenFails('validation');
     // A name no user holds is granted like any other: the answer must not tell which users exist.
-    given([defined('f1')]).when((s) => decideGrantFileAccess(s, { file_id: 'f1', grantee: 'ghost', access: 'r', ...meta(ada) })).then([
+    given([defined('f1')]).when((s) => decideGrantFileAccess(s, { file_id: 'f1', grantee: 'ghost', access: 'r', max_grants: 10, ...meta(ada) })).then([
       { type: 'FileAccessGranted', file_id: 'f1', user_name: 'ghost', access: 'r', at: 2000, actor: 'ada' },
     ]);
-    given([defined('f1')]).when((s) => decideGrantFileAccess(s, { file_id: 'f1', grantee: 'bob', access: 'r', ...meta(root) })).then([
+    given([defined('f1')]).when((s) => decideGrantFileAccess(s, { file_id: 'f1', grantee: 'bob', access: 'r', max_grants: 10, ...meta(root) })).then([
       { type: 'FileAccessGranted', file_id: 'f1', user_name: 'bob', access: 'r', at: 2000, actor: 'root' },
     ]);
+  });
+
+  it('a file has at most max_grants grantees; changing one that is held is no new grantee', () => {
+    const full = [defined('f1'), shared('r', 'bob'), shared('r', 'eve')];
+    given(full).when((s) => decideGrantFileAccess(s, { file_id: 'f1', grantee: 'ghost', access: 'r', max_grants: 2, ...meta(ada) })).thenFails('limit_reached');
+    given(full).when((s) => decideGrantFileAccess(s, { file_id: 'f1', grantee: 'bob', access: 'rw', max_grants: 2, ...meta(ada) })).then([
+      { type: 'FileAccessGranted', file_id: 'f1', user_name: 'bob', access: 'rw', at: 2000, actor: 'ada' },
+    ]);
+    given([...full, { type: 'FileAccessRevoked', file_id: 'f1', user_name: 'eve', at: 1600, actor: 'ada' }])
+      .when((s) => decideGrantFileAccess(s, { file_id: 'f1', grantee: 'ghost', access: 'r', max_grants: 2, ...meta(ada) }))
+      .then([{ type: 'FileAccessGranted', file_id: 'f1', user_name: 'ghost', access: 'r', at: 2000, actor: 'ada' }]);
   });
 
   it('revokes an existing grant; a grant that does not exist is not found', () => {
