@@ -32,7 +32,7 @@ describe('projector: points topic → ClickHouse, exactly once', () => {
   const announced: Array<{ task_id: string; partition: number }> = [];
   const failedTasks: Array<{ task_id: string; reason: string }> = [];
   const deadLetters: Array<{ headers: Record<string, string>; value: Buffer | null }> = [];
-  let followers: Consumer[] = [];
+  const followers: Consumer[] = [];
   let projector: RunningProjector | null = null;
 
   /** Writes one upload as the command handler does: its batches and one seal per touched partition, in one transaction. */

@@ -55,7 +55,7 @@ type ErrorLike = { name?: unknown; type?: unknown; retriable?: unknown; cause?: 
 
 /** The error and every error it wraps (cause, kafkajs' originalError, an AggregateError's errors). */
 function causes(error: unknown, out: ErrorLike[] = [], depth = 0): ErrorLike[] {
-  if (error === null || typeof error !== 'object' || depth > 8 || out.includes(error as ErrorLike)) return out;
+  if (error === null || typeof error !== 'object' || depth > 8 || out.includes(error)) return out;
   const e = error as ErrorLike;
   out.push(e);
   causes(e.cause, out, depth + 1);

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Readable } from 'node:stream';
-import type { Producer, Transaction } from 'kafkajs';
+import type { Producer } from 'kafkajs';
 import {
   blobKeyOf,
   checkSchema,
