@@ -7,8 +7,7 @@ import { announceProjected } from './announce.ts';
 import { sendToDeadLetter } from '../dead-letter.ts';
 import { Heart } from './heart.ts';
 import { InsertLog } from './insert-log.ts';
-import { createPointsSink } from './sink.ts';
-import { Projection } from './state.ts';
+import { createPointsSink, Projection } from '@meridian/replay/projection';
 
 export type RunningProjector = { stop(): Promise<void> };
 
