@@ -9,7 +9,7 @@ export PATH := $(NODE_BIN_DIR):$(PATH)
 endif
 STACK := deploy/local/stack.sh
 
-.PHONY: help run test deps typecheck stack-up stack-down stack-status stack-logs stack-reset test-unit test-modern bench-ingest bench-download bench-replay
+.PHONY: help run test deps typecheck lint stack-up stack-down stack-status stack-logs stack-reset test-unit test-modern bench-ingest bench-download bench-replay
 
 help:
 	@echo "make run          start the local stack, api and ingest in the foreground (Ctrl-C stops them)"
@@ -18,6 +18,7 @@ help:
 	@echo "make test-unit    only the pure unit tests (no services)"
 	@echo "make test-modern  the ClickHouse adapter's tests against ClickHouse 26.9 (chDB, in-process, behind a test-only HTTP front)"
 	@echo "make typecheck    tsc over the whole workspace"
+	@echo "make lint         ESLint: type-aware checks and the layering (eslint.config.js); part of make test"
 	@echo "make bench-ingest | bench-download | bench-replay   benchmarks against the local stack, with their baselines"
 
 # npm ci only when the lockfile or a patch of a dependency changed since the last install.
@@ -28,6 +29,10 @@ deps: node_modules/.installed
 
 typecheck: deps
 	npx tsc -p tsconfig.json
+
+# The same command test/run.sh runs before the tests.
+lint: deps
+	npx eslint --max-warnings 0 .
 
 run: deps
 	@deploy/local/run.sh

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `make test`: provisions and starts the local stack (unless endpoints are given in the
-# environment), runs the typecheck and every test tier (the modern tier against ClickHouse 26.9 too) against the real services, stops
+# environment), runs the typecheck, the lint and every test tier (the modern tier against ClickHouse 26.9 too) against the real services, stops
 # what it started, and ends with the line `N passed, N failed` from vitest's own results.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -38,6 +38,10 @@ deploy/local/install.sh chdb || setup_failed "chDB could not be installed"
 echo "== typecheck"
 npx tsc -p tsconfig.json; typecheck_rc=$?
 
+# Lint (make lint): its failure is one failure in the summary, and the tests still run.
+echo "== lint"
+npx eslint --max-warnings 0 .; lint_rc=$?
+
 echo "== tests (unit, integration)"
 npx vitest run --project unit --project integration --reporter=default --reporter=json --outputFile.json="$results"; tests_rc=$?
 
@@ -62,9 +66,10 @@ npx vitest run --project fault --reporter=default --reporter=json --outputFile.j
 
 # The last line is `N passed, N failed`, summed from vitest's own JSON reports. A tier that
 # wrote no report (it could not start) counts as one failure, named above the line.
-summary=$(node -e '
+summary=$(LINT_RC=$lint_rc node -e '
   const fs = require("fs");
   let passed = 0, failed = 0, skipped = 0;
+  if (process.env.LINT_RC !== "0") { console.log("FAILED make lint: ESLint reported problems (see == lint above)"); failed += 1; }
   for (const f of process.argv.slice(1)) {
     if (!fs.existsSync(f)) { console.log(`no test report ${f}: that tier did not run`); failed += 1; continue; }
     const r = JSON.parse(fs.readFileSync(f, "utf8"));
@@ -88,4 +93,4 @@ summary=$(node -e '
 [ $typecheck_rc -ne 0 ] && echo "typecheck failed"
 cleanup; trap - EXIT
 echo "$summary"
-[ $typecheck_rc -eq 0 ] && [ $tests_rc -eq 0 ] && [ $modern_rc -eq 0 ] && [ $e2e_rc -eq 0 ] && [ $hostile_rc -eq 0 ] && [ $fault_rc -eq 0 ]
+[ $typecheck_rc -eq 0 ] && [ $lint_rc -eq 0 ] && [ $tests_rc -eq 0 ] && [ $modern_rc -eq 0 ] && [ $e2e_rc -eq 0 ] && [ $hostile_rc -eq 0 ] && [ $fault_rc -eq 0 ]

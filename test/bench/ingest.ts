@@ -61,7 +61,7 @@ async function main(): Promise<void> {
     })()), createWriteStream(tsvFile));
     await chCommand('CREATE TABLE baseline AS points');
     const directStarted = performance.now();
-    const insert = await fetch(`${settings.CLICKHOUSE_URL}/?database=${settings.CLICKHOUSE_DATABASE}&query=${encodeURIComponent('INSERT INTO baseline FORMAT TabSeparated')}`, { method: 'POST', body: Readable.toWeb(createReadStream(tsvFile)) as never, duplex: 'half' } as RequestInit);
+    const insert = await fetch(`${settings.CLICKHOUSE_URL}/?database=${settings.CLICKHOUSE_DATABASE}&query=${encodeURIComponent('INSERT INTO baseline FORMAT TabSeparated')}`, { method: 'POST', body: Readable.toWeb(createReadStream(tsvFile)) as never, duplex: 'half' });
     if (!insert.ok) throw new Error(`direct insert: ${await insert.text()}`);
     const directMs = performance.now() - directStarted;
     await chCommand('DROP TABLE baseline');
@@ -109,7 +109,7 @@ async function main(): Promise<void> {
     await pipeline(csvPoints(0, CSV_POINTS, T0), createWriteStream(csvFile));
     const csvStarted = performance.now();
     // The raw body is the file (the route takes a non-multipart body as the file itself).
-    const res = await fetch(`${base}/api/v1/metrics_file_upload?metric_name=bench.csv`, { method: 'POST', headers: auth, body: Readable.toWeb(createReadStream(csvFile)) as never, duplex: 'half' } as RequestInit);
+    const res = await fetch(`${base}/api/v1/metrics_file_upload?metric_name=bench.csv`, { method: 'POST', headers: auth, body: Readable.toWeb(createReadStream(csvFile)) as never, duplex: 'half' });
     if (res.status !== 202) throw new Error(`csv upload: ${res.status} ${await res.text()}`);
     const csvAck = performance.now() - csvStarted;
     const csvTask = ((await res.json()) as { task_id: string }).task_id;
@@ -134,7 +134,7 @@ async function main(): Promise<void> {
     const bigStarted = performance.now();
     const big = await fetch(`${base}/api/v1/metrics_file_upload?metric_name=bench.big`, {
       method: 'POST', headers: auth, duplex: 'half', body: Readable.toWeb(Readable.from((function* () { for (let i = 0; i < chunks; i++) yield chunk; })())) as never,
-    } as RequestInit);
+    });
     if (big.status !== 202) throw new Error(`1 GB upload: ${big.status} ${await big.text()}`);
     const bigMs = performance.now() - bigStarted;
     const bigPeak = api.windowPeakMb();

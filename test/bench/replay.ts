@@ -32,7 +32,7 @@ async function main(): Promise<void> {
       while (next < uploads) {
         const u = next++;
         const count = Math.min(PER_UPLOAD, POINTS - u * PER_UPLOAD);
-        const res = await fetch(`${base}/api/v1/metrics_file_upload?metric_name=bench.replay.${u % METRICS}`, { method: 'POST', headers: auth, body: Readable.toWeb(csvPoints(u * PER_UPLOAD, count, T0)) as never, duplex: 'half' } as RequestInit);
+        const res = await fetch(`${base}/api/v1/metrics_file_upload?metric_name=bench.replay.${u % METRICS}`, { method: 'POST', headers: auth, body: Readable.toWeb(csvPoints(u * PER_UPLOAD, count, T0)) as never, duplex: 'half' });
         if (res.status !== 202) throw new Error(`upload ${u}: ${res.status} ${await res.text()}`);
         tasks.push(((await res.json()) as { task_id: string }).task_id);
       }

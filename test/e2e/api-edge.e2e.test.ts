@@ -75,7 +75,7 @@ describe('the api edge', () => {
       headers: { Authorization: `Bearer ${root}`, 'Content-Type': 'application/json' },
       body: new ReadableStream({ start(c) { c.enqueue(new TextEncoder().encode(`{"user_name":"${'a'.repeat(20_000)}"}`)); c.close(); } }),
       duplex: 'half',
-    } as RequestInit);
+    });
     expect(res.status).toBe(413);
   });
 

@@ -45,7 +45,7 @@ function openUpload(key: string, metric: string) {
   const socket = connect(Number(url.port), url.hostname);
   socket.write(`POST /api/v1/metrics_file_upload?metric_name=${metric} HTTP/1.1\r\nHost: ${url.host}\r\nAuthorization: Bearer ${key}\r\nContent-Type: text/csv\r\nContent-Length: ${first.length + rest.length}\r\nConnection: close\r\n\r\n${first}`);
   let answer = '';
-  socket.on('data', (d) => { answer += d; });
+  socket.on('data', (d: Buffer) => { answer += d.toString(); });
   const ended = new Promise<number>((resolve) => socket.on('close', () => resolve(Number(/^HTTP\/1\.1 (\d+)/.exec(answer)?.[1] ?? 0))));
   socket.on('error', () => undefined);
   return { ended, finish: () => { socket.write(rest); return ended; }, cut: () => socket.destroy() };

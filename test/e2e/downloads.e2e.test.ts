@@ -1,6 +1,6 @@
 
 import { randomUUID } from 'node:crypto';
-import { request } from 'node:http';
+import { request, type IncomingMessage } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { formatTimestamp } from '@meridian/domain';
 import { bootstrapAdmin, createUser } from '../support/accounts.ts';
@@ -291,7 +291,7 @@ describe('metric downloads', () => {
       };
       const url = new URL(`${api.url}/api/v1/metrics/download?metrics=dl.pub.big&pattern=starts_with&max_rows=${N + M}`);
       const req = request(url, { headers: { Authorization: `Bearer ${analyst}`, 'X-Request-Id': requestId } });
-      const res = await new Promise<import('node:http').IncomingMessage>((resolve, reject) => {
+      const res = await new Promise<IncomingMessage>((resolve, reject) => {
         req.once('response', resolve);
         req.once('error', reject);
         req.end();

@@ -15,7 +15,6 @@ import {
   decodeExportCursor,
   listGenerations,
   projectorGroupId,
-  readRanges,
   rebuildPoints,
   rebuildRange,
   tableChecksums,
@@ -70,7 +69,7 @@ async function uploadFile(metric: string, first: number, count: number): Promise
   })());
   const res = await fetch(`${api.url}/api/v1/metrics_file_upload?metric_name=${encodeURIComponent(metric)}`, {
     method: 'POST', headers: { Authorization: `Bearer ${admin}` }, body: Readable.toWeb(body) as never, duplex: 'half',
-  } as RequestInit);
+  });
   expect(res.status).toBe(202);
   return ((await res.json()) as { task_id: string }).task_id;
 }
@@ -405,7 +404,7 @@ function decodeAvroFile(bytes: Buffer): Promise<{ schema: unknown; records: Logg
       .on('data', (r: LoggedEvent & { event: Record<string, unknown> }) => {
         const keys = Object.keys(r.event);
         const event = keys.length === 1 && keys[0]!.startsWith('meridian.') ? (r.event[keys[0]!] as Record<string, unknown>) : r.event;
-        records.push({ ...r, event: { ...event } } as LoggedEvent);
+        records.push({ ...r, event: { ...event } });
       })
       .on('end', () => { rmSync(dir, { recursive: true, force: true }); resolve({ schema, records }); })
       .on('error', reject);

@@ -3,8 +3,7 @@ import { connect } from 'node:net';
 import type { Consumer, IHeaders, Producer } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startProjector, type RunningProjector } from '../../apps/ingest/src/projector/index.ts';
-import { encodePointsBlock, INSERT_POINTS_SQL, type Segment } from '../../apps/ingest/src/projector/rows.ts';
-import { createPointsSink } from '../../apps/ingest/src/projector/sink.ts';
+import { createPointsSink, encodePointsBlock, INSERT_POINTS_SQL, type Segment } from '@meridian/replay/projection';
 import type { PointBatch, PointsFact, TaskEvent } from '@meridian/domain';
 import { createEventCodec } from '@meridian/events';
 import { createProducer } from '@meridian/kafka';
@@ -32,7 +31,7 @@ describe('projector: points topic → ClickHouse, exactly once', () => {
   const announced: Array<{ task_id: string; partition: number }> = [];
   const failedTasks: Array<{ task_id: string; reason: string }> = [];
   const deadLetters: Array<{ headers: Record<string, string>; value: Buffer | null }> = [];
-  let followers: Consumer[] = [];
+  const followers: Consumer[] = [];
   let projector: RunningProjector | null = null;
 
   /** Writes one upload as the command handler does: its batches and one seal per touched partition, in one transaction. */

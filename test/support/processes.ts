@@ -21,8 +21,8 @@ export function startApp(app: 'api' | 'ingest', settings: Settings, extraEnv: Re
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
-  child.stdout!.on('data', (d: Buffer) => { output += d.toString(); });
-  child.stderr!.on('data', (d: Buffer) => { output += d.toString(); });
+  child.stdout.on('data', (d: Buffer) => { output += d.toString(); });
+  child.stderr.on('data', (d: Buffer) => { output += d.toString(); });
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   return {
     child,

@@ -88,7 +88,7 @@ export function buildRouter(deps: ApiDeps): Router {
   const jsonBody = koaBody({ json: true, jsonStrict: true, jsonLimit: deps.smallJsonBodyBytes, urlencoded: false, text: false, multipart: false });
   const authenticate = bearerAuthenticator(() => deps.accounts.state, () => deps.accounts.ready);
   const limits = deps.limits;
-  mountRoutes(router, apiRoutes(deps), authenticate, jsonBody as unknown as RouterMiddleware, {
+  mountRoutes(router, apiRoutes(deps), authenticate, jsonBody, {
     ...(limits ? { timeout: requestTimeout(limits.requestTimeoutMs, deps.logger) as unknown as RouterMiddleware } : {}),
     ...(limits && limits.rateLimitPerSecond > 0 ? { rateLimit: rateLimiter({ ratePerSecond: limits.rateLimitPerSecond, burst: limits.rateLimitBurst }) } : {}),
   });

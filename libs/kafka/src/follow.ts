@@ -137,7 +137,10 @@ export class TopicFollower<E extends EventLike> {
     }
     if (this.waiters.length > 0) {
       const still: typeof this.waiters = [];
-      for (const w of this.waiters) (this.hasApplied(w.position) ? w.resolve() : still.push(w));
+      for (const w of this.waiters) {
+        if (this.hasApplied(w.position)) w.resolve();
+        else still.push(w);
+      }
       this.waiters = still;
     }
   }

@@ -10,5 +10,5 @@ export function silenceKnownWarnings(): void {
     const type = typeof rest[0] === 'string' ? rest[0] : (rest[0] as { type?: string } | undefined)?.type;
     if (type === 'TimeoutNegativeWarning') return;
     (emit as (w: string | Error, ...r: unknown[]) => void)(warning, ...rest);
-  }) as typeof process.emitWarning;
+  });
 }

@@ -3,5 +3,5 @@ export { FoldedTopic, type FoldOptions } from './folded-topic.ts';
 export { AccountsStore } from './accounts-store.ts';
 export { TasksStore } from './tasks-store.ts';
 export { FilesStore } from './files-store.ts';
-export { retriableAtStart, untilDone, type UntilDoneOptions } from './until-done.ts';
+export { untilDone, type UntilDoneOptions } from './until-done.ts';
 export { runConsumer } from './run-consumer.ts';

@@ -96,7 +96,7 @@ export function envelopeType(registry: SchemaRegistry, types: readonly string[])
 
 /** The `event` field's value for an event of `type`, wrapped when the envelope's union is. */
 export function wrapEvent(envelope: avro.Type, type: string, event: Record<string, unknown>): unknown {
-  const union = (envelope as avro.types.RecordType).field('event')!.type;
+  const union = (envelope as avro.types.RecordType).field('event').type;
   return union instanceof avro.types.WrappedUnionType ? { [`meridian.${type}`]: event } : event;
 }
 

@@ -4,6 +4,7 @@ import type { ClickHouseClient } from '@meridian/clickhouse';
 import { isUuid, type PointsFact } from '@meridian/domain';
 import { createEventCodec, UndecodableEventError, type EventCodec } from '@meridian/events';
 import type { Logger } from '@meridian/observability';
+import { retry, RETRY_POLICIES } from '@meridian/retry';
 import { topicOffsets, type Offsets } from './bounds.ts';
 import { readRanges, type PartitionRange } from './log-reader.ts';
 import { createPointsSink, Projection, segmentRows, type Segment } from './projection/index.ts';
@@ -57,8 +58,6 @@ export type RebuildStats = {
   /** Highest PointBatch offset in the table per partition afterwards (-1: none). */
   readonly positions: Offsets;
 };
-
-const INSERT_ATTEMPTS = 5;
 
 /**
  * Projects a range of the points topic into a table, with the live projector's own pieces:
@@ -122,24 +121,22 @@ export async function rebuildRange(input: RebuildInput): Promise<RebuildStats> {
   async function insert(segments: readonly Segment[]): Promise<void> {
     const last = new Map<number, number>();
     for (const s of segments) last.set(s.partition, Math.max(last.get(s.partition) ?? -1, s.offset));
-    for (let attempt = 1; ; attempt++) {
+    await retry(async () => {
       try {
         await sink.insert(segments);
-        inserts++;
-        return;
       } catch (error) {
         // The insert may have landed whole or not at all (one Native block): ask the table.
         await sink.settle().catch(() => undefined);
         const now = await sink.maxOffsets([...last.keys()]).catch(() => null);
-        if (now && [...last].every(([p, o]) => (now.get(p) ?? -1) >= o)) {
-          inserts++;
-          return;
-        }
-        if (attempt >= INSERT_ATTEMPTS || input.signal?.aborted) throw error;
-        input.logger?.warn({ err: error, attempt }, `insert into ${input.table} failed; retrying`);
-        await new Promise((r) => setTimeout(r, 250 * 2 ** attempt));
+        if (!now || ![...last].every(([p, o]) => (now.get(p) ?? -1) >= o)) throw error;
       }
-    }
+    }, {
+      ...RETRY_POLICIES.rebuildInsert,
+      retriable: () => true,
+      ...(input.signal ? { signal: input.signal } : {}),
+      onRetry: (error, attempt) => input.logger?.warn({ err: error, attempt }, `insert into ${input.table} failed; retrying`),
+    });
+    inserts++;
   }
   /** Hands the buffered rows to the insert after the one in flight; waits for that one first. */
   async function flush(): Promise<void> {

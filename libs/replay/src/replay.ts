@@ -120,7 +120,7 @@ export async function rebuildPoints(platform: Platform, options: RebuildPointsOp
   if (liveExists) {
     options.onPhase?.('verifying against the live table');
     verification = await verifyTables(clickhouse, LIVE_POINTS, table, [...ends.keys()]);
-    await record(clickhouse, g, 'verified', verification as unknown as Record<string, unknown>);
+    await record(clickhouse, g, 'verified', verification);
   }
 
   const mode = options.swap ?? 'never';

@@ -1,2 +1,3 @@
 export { createStorage, ensureBucket, expireStaging, pingStorage, STAGING_PREFIX, type Storage, type StorageOptions } from './client.ts';
 export { BlobWriter, PART_BYTES } from './blob-writer.ts';
+export { copyObject } from './copy.ts';

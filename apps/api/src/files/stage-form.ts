@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { Readable } from 'node:stream';
 import type busboy from 'busboy';
-import { DomainError, validationError } from '@meridian/domain';
+import { type DomainError, validationError } from '@meridian/domain';
 import type { Storage } from '@meridian/storage';
 import { discard } from '../uploads/stage-file.ts';
 import { BlobWriter } from '@meridian/storage';
@@ -56,7 +56,7 @@ export function stageForm(req: IncomingMessage, storage: Storage, objectKey: str
       req.resume();
       const stopped = staging ? staging.then(() => undefined, () => undefined) : Promise.resolve();
       filePart?.destroy(error instanceof Error ? error : new Error(String(error)));
-      void stopped.then(() => (staging ? discard(storage, objectKey) : undefined)).finally(() => reject(error));
+      void stopped.then(() => (staging ? discard(storage, objectKey) : undefined)).finally(() => reject(error instanceof Error ? error : new Error(String(error))));
     };
 
     parser.on('field', (name, value, info) => {

@@ -46,6 +46,8 @@ export function createHttpServer(options: HttpServerOptions, app: Koa, logger?: 
     headersTimeout: options.headersTimeoutMs,
     requestTimeout: 0,
     connectionsCheckingInterval: Math.min(1000, options.headersTimeoutMs),
+    // Koa's callback catches its own rejections (its error handling answers them).
+    // eslint-disable-next-line @typescript-eslint/no-misused-promises
   }, app.callback());
   server.keepAliveTimeout = options.keepAliveTimeoutMs;
   server.timeout = options.idleTimeoutMs; // with no 'timeout' listener, Node destroys the idle socket

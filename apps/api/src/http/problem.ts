@@ -1,5 +1,5 @@
 import type { Context, Next } from 'koa';
-import { DomainError, type ErrorCode, type FieldError } from '@meridian/domain';
+import { DomainError, type FieldError } from '@meridian/domain';
 import type { Logger } from '@meridian/observability';
 
 /** The stable problem types of RFC 9457 bodies; documented in the OpenAPI document. */
@@ -23,7 +23,7 @@ export const problemTypes = {
   request_timeout: { status: 408, title: 'Request not received in time' },
   uri_too_long: { status: 414, title: 'URI too long' },
   header_too_large: { status: 431, title: 'Request header fields too large' },
-} as const satisfies Record<ErrorCode | string, { status: number; title: string }>;
+} as const satisfies Record<string, { status: number; title: string }>;
 
 export type ProblemType = keyof typeof problemTypes;
 

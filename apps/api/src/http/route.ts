@@ -1,7 +1,7 @@
 import type { Context } from 'koa';
 import type Router from '@koa/router';
 import type { RouterMiddleware } from '@koa/router';
-import { z } from 'zod';
+import { type z } from 'zod';
 import { DomainError, type FieldError, type UserRecord } from '@meridian/domain';
 import type { ProblemType } from './problem.ts';
 

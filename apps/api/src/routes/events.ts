@@ -112,7 +112,7 @@ export function eventsRoute(deps: EventsDeps): RouteDef {
       // Least privilege: to a non-admin this route is indistinguishable from one that does not exist.
       if (!user.is_admin) throw new DomainError('not_found', `no route for ${ctx.method} ${ctx.path}`);
       if (deps.streams) holdWhileResponding(ctx, deps.streams, user.user_name);
-      const request = parse(q as Query, deps.maxEventsCeiling, deps.cursors, user.user_name);
+      const request = parse(q, deps.maxEventsCeiling, deps.cursors, user.user_name);
       let plan: ExportPlan;
       try {
         plan = await deps.plan(request);

@@ -1,8 +1,4 @@
-import { CopyDestinationOptions, CopySourceOptions } from 'minio';
-import type { Storage } from '@meridian/storage';
-
-/** S3's single-request copy limit; larger objects are copied in ranges (multipart). */
-const MAX_SINGLE_COPY = 5 * 1024 * 1024 * 1024;
+import { copyObject, type Storage } from '@meridian/storage';
 
 export function isNotFound(error: unknown): boolean {
   const code = (error as { code?: string } | null)?.code;
@@ -26,10 +22,7 @@ export async function objectSize(storage: Storage, key: string): Promise<number 
  */
 export async function promoteBlob(storage: Storage, stagedKey: string, blobKey: string, size: number): Promise<'copied' | 'present'> {
   if ((await objectSize(storage, blobKey)) === size) return 'present';
-  const source = new CopySourceOptions({ Bucket: storage.bucket, Object: stagedKey });
-  const target = new CopyDestinationOptions({ Bucket: storage.bucket, Object: blobKey });
-  if (size <= MAX_SINGLE_COPY) await storage.client.copyObject(source, target);
-  else await storage.client.composeObject(target, [source]);
+  await copyObject(storage, stagedKey, blobKey, size);
   return 'copied';
 }
 

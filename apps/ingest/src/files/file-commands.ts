@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Readable } from 'node:stream';
-import type { Producer, Transaction } from 'kafkajs';
+import type { Producer } from 'kafkajs';
 import {
   blobKeyOf,
   checkSchema,
@@ -13,6 +13,7 @@ import {
 import { createEventCodec } from '@meridian/events';
 import type { Logger } from '@meridian/observability';
 import { FilesStore, type Platform } from '@meridian/platform';
+import { classify } from '@meridian/retry';
 import type { Storage } from '@meridian/storage';
 import { commitCommandOffset, inTransaction, type CommandPosition } from '../command-tx.ts';
 import { sendToDeadLetter } from '../dead-letter.ts';
@@ -136,7 +137,8 @@ export async function startFileCommands(platform: Platform, consumerGroupId: str
         await removeStagedOf(cmd);
         return 'succeeded';
       } catch (error) {
-        if (isTransient(error)) throw error; // redelivered by the consumer
+        // Kafka's transient failures and storage or network outages: redelivering the command may cure them.
+        if (classify(error) === 'transient') throw error;
         log.error({ err: error }, 'file definition failed on a non-retriable error');
         await sendToDeadLetter(await platform.producer(), platform.topics.deadLetter, { ...at, key: cmd.task_id, value: taskCodec.encode(cmd), reason: (error as Error).message });
         await failTask(producer, at, cmd, `the file could not be stored: ${(error as Error).message}`, []);
@@ -153,13 +155,6 @@ export async function startFileCommands(platform: Platform, consumerGroupId: str
       await files.stop();
     },
   };
-}
-
-/** Failures that redelivering the command may cure: Kafka's own, and storage or network outages. */
-function isTransient(error: unknown): boolean {
-  const e = error as { name?: string; code?: string } | null;
-  if (typeof e?.name === 'string' && e.name.startsWith('KafkaJS')) return true;
-  return ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EAI_AGAIN', 'EHOSTUNREACH', 'SlowDown', 'InternalError', 'ServiceUnavailable', 'XMinioServerNotInitialized'].includes(e?.code ?? '');
 }
 
 /**

@@ -3,12 +3,12 @@ import type { PointsFact, TaskEvent } from '@meridian/domain';
 import { createEventCodec, UndecodableEventError } from '@meridian/events';
 import { appendEvents } from '@meridian/kafka';
 import { runConsumer, type Platform } from '@meridian/platform';
+import { retry, RETRY_POLICIES } from '@meridian/retry';
 import { announceProjected } from './announce.ts';
 import { sendToDeadLetter } from '../dead-letter.ts';
 import { Heart } from './heart.ts';
 import { InsertLog } from './insert-log.ts';
-import { createPointsSink } from './sink.ts';
-import { Projection } from './state.ts';
+import { createPointsSink, Projection } from '@meridian/replay/projection';
 
 export type RunningProjector = { stop(): Promise<void> };
 
@@ -72,18 +72,17 @@ export async function startProjector(platform: Platform): Promise<RunningProject
 
   /** Runs `attempt` until it succeeds, heartbeating, backing off; stops only when the consumer stops. */
   async function persist(what: string, ctx: Ctx, attempt: (retry: boolean) => Promise<void>): Promise<void> {
-    for (let n = 0; ; n++) {
-      try {
-        await ctx.heart.during(attempt(n > 0));
-        return;
-      } catch (error) {
+    await retry((n) => ctx.heart.during(attempt(n > 1)), {
+      ...RETRY_POLICIES.projector,
+      // Every failure is retried while the partitions are ours; a stopping consumer leaves the work to the next owner.
+      retriable: () => {
         if (!ctx.isRunning()) throw new Stopping(`${what}: stopping`);
         ctx.heart.check();
-        const delay = Math.min(200 * 2 ** n, 5000);
-        logger.warn({ err: error, attempt: n + 1, retry_in_ms: delay }, `${what} failed; retrying`);
-        await ctx.heart.during(new Promise((r) => setTimeout(r, delay)));
-      }
-    }
+        return true;
+      },
+      onRetry: (error, n, delay) => logger.warn({ err: error, attempt: n, retry_in_ms: delay }, `${what} failed; retrying`),
+      wait: (ms) => ctx.heart.during(new Promise((r) => setTimeout(r, ms))),
+    });
   }
 
   async function loadSinkPositions(partitions: readonly number[], ctx: Ctx): Promise<void> {

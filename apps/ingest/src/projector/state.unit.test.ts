@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { PointBatch } from '@meridian/domain';
-import { Projection } from './state.ts';
+import { Projection } from '@meridian/replay/projection';
 import { InsertLog } from './insert-log.ts';
 import type { Logger } from '@meridian/observability';
 

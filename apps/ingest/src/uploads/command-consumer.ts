@@ -3,6 +3,7 @@ import { decideStart, type FileDefinitionRequested, type MetricsUploadRequested,
 import { createEventCodec, UndecodableEventError } from '@meridian/events';
 import { createProducer } from '@meridian/kafka';
 import { AccountsStore, runConsumer, TasksStore, type Platform } from '@meridian/platform';
+import { isKafkaTransient, retry, RETRY_POLICIES } from '@meridian/retry';
 import { failTask, runUploadJob, type UploadJobDeps } from './upload-job.ts';
 import { UploadTally } from './tally.ts';
 import { uploadLimitsFrom } from './limits.ts';
@@ -138,24 +139,21 @@ export async function startCommandConsumer(platform: Platform): Promise<RunningW
 
   /** One run of an upload: storage trouble is retried here (MERIDIAN_UPLOAD_ATTEMPTS), within the run. */
   async function runUpload(event: MetricsUploadRequested, at: CommandPosition, producer: Producer, value: Buffer | null, heartbeat: () => Promise<void>): Promise<void> {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        await runUploadJob(event, at, producer, { ...deps, heartbeat });
-        break;
-      } catch (error) {
-        if (isKafkaRetriable(error)) throw error; // kafkajs redelivers the command
+    let attempts = 0;
+    try {
+      await retry((n) => { attempts = n; return runUploadJob(event, at, producer, { ...deps, heartbeat }); }, {
+        ...RETRY_POLICIES.upload,
+        attempts: settings.MERIDIAN_UPLOAD_ATTEMPTS,
         // Storage or network trouble passes; an accepted upload is not failed for it at once.
-        if (attempt < settings.MERIDIAN_UPLOAD_ATTEMPTS) {
-          const delay = Math.min(500 * 2 ** (attempt - 1), 10_000);
-          logger.warn({ err: error, task_id: event.task_id, attempt, retry_in_ms: delay }, 'upload attempt failed; retrying');
-          await sleepWithHeartbeat(delay, heartbeat);
-          continue;
-        }
-        logger.error({ err: error, task_id: event.task_id, attempts: attempt }, 'upload failed after every attempt');
-        await deadLetter(platform, at, value, (error as Error).message);
-        await failTask(producer, deps as UploadJobDeps, at, event, new UploadTally(), `the upload could not be processed: ${(error as Error).message}`);
-        break;
-      }
+        retriable: (error) => !isKafkaTransient(error),
+        onRetry: (error, attempt, delay) => logger.warn({ err: error, task_id: event.task_id, attempt, retry_in_ms: delay }, 'upload attempt failed; retrying'),
+        wait: (ms) => sleepWithHeartbeat(ms, heartbeat),
+      });
+    } catch (error) {
+      if (isKafkaTransient(error)) throw error; // kafkajs redelivers the command
+      logger.error({ err: error, task_id: event.task_id, attempts }, 'upload failed after every attempt');
+      await deadLetter(platform, at, value, (error as Error).message);
+      await failTask(producer, deps as UploadJobDeps, at, event, new UploadTally(), `the upload could not be processed: ${(error as Error).message}`);
     }
   }
 
@@ -190,13 +188,6 @@ async function sleepWithHeartbeat(ms: number, heartbeat: () => Promise<void>): P
     await new Promise((r) => setTimeout(r, Math.min(1000, left)));
     await heartbeat();
   }
-}
-
-/** Kafka's own transient errors are retried by redelivery of the command. */
-function isKafkaRetriable(error: unknown): boolean {
-  // kafkajs is CommonJS and its error classes are not importable by name from ESM: check the shape.
-  const e = error as { name?: string; retriable?: boolean } | null;
-  return e?.retriable === true && typeof e.name === 'string' && e.name.startsWith('KafkaJS');
 }
 
 /** A command that cannot be run goes to the dead-letter topic as it came, without a key. */

@@ -1,5 +1,5 @@
 import { cancelDownload, planQueryId } from './cancel.ts';
-import { filterSql, type Filter } from './filter-sql.ts';
+import { filterSql } from './filter-sql.ts';
 import { queryText, type ConnOptions, type QueryRequest } from './http.ts';
 import { boundaryInMetricSql, countPerMetricSql, countSql } from './query-sql.ts';
 import type { DownloadCursor, DownloadPlan, DownloadRequest } from './types.ts';

@@ -33,13 +33,3 @@ export type MetricEntitlementRevoked = Meta & {
 export type FileQuotaSet = Meta & { readonly type: 'FileQuotaSet'; readonly user_name: string; readonly quota_bytes: number | null };
 
 export type AccountEvent = UserCreated | UserDisabled | ApiKeyIssued | ApiKeyRevoked | MetricEntitlementGranted | MetricEntitlementRevoked | FileQuotaSet;
-
-export const accountEventTypes = [
-  'UserCreated',
-  'UserDisabled',
-  'ApiKeyIssued',
-  'ApiKeyRevoked',
-  'MetricEntitlementGranted',
-  'MetricEntitlementRevoked',
-  'FileQuotaSet',
-] as const satisfies ReadonlyArray<AccountEvent['type']>;

@@ -55,11 +55,3 @@ export type FileAccessRevoked = Meta & { readonly type: 'FileAccessRevoked'; rea
 export type FileDeleted = Meta & { readonly type: 'FileDeleted'; readonly file_id: string };
 
 export type FileEvent = FileDefined | FileDescriptionChanged | FileAccessGranted | FileAccessRevoked | FileDeleted;
-
-export const fileEventTypes = [
-  'FileDefined',
-  'FileDescriptionChanged',
-  'FileAccessGranted',
-  'FileAccessRevoked',
-  'FileDeleted',
-] as const satisfies ReadonlyArray<FileEvent['type']>;

@@ -5,6 +5,7 @@ export const MAX_DESCRIPTION_LENGTH = 10_000;
 export const DEFAULT_CONTENT_TYPE = 'application/octet-stream';
 
 // C0 and C1 controls, DEL, and the bidirectional overrides that can disguise an extension.
+// eslint-disable-next-line no-control-regex -- matching control characters is its job
 const UNSAFE = /[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g;
 
 /**
@@ -52,6 +53,7 @@ export function contentTypeFor(declared: string | null | undefined, fileName: st
 /** Why a description cannot be stored, or null. */
 export function descriptionProblem(description: string): string | null {
   if (description.length > MAX_DESCRIPTION_LENGTH) return `at most ${MAX_DESCRIPTION_LENGTH} characters`;
+  // eslint-disable-next-line no-control-regex -- matching control characters is its job
   if (/[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/.test(description)) return 'no control characters other than tab and newlines';
   return null;
 }

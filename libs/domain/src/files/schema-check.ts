@@ -482,7 +482,7 @@ export async function checkSchema(bytes: AsyncIterable<Uint8Array>, limits: Sche
     const problem = checker.feed(text);
     return problem && checker instanceof JsonChecker ? { ...problem, line: problem.line + line - 1 } : problem;
   };
-  const verdict = (problem: Problem): SchemaVerdict => ({ ok: false, format: (checker as Checker | null)?.format ?? null, ...problem });
+  const verdict = (problem: Problem): SchemaVerdict => ({ ok: false, format: (checker)?.format ?? null, ...problem });
   for await (const chunk of bytes) {
     const { text, invalid } = decoder.decode(chunk);
     const problem = run(text);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { DomainError } from '../errors.ts';
+import { type DomainError } from '../errors.ts';
 import type { MetricsUploadRequested } from '../uploads/events.ts';
 import type { TaskEvent } from './events.ts';
 import { initialTasks, type TasksState } from './state.ts';

@@ -1,0 +1,61 @@
+import { describe, expect, it } from 'vitest';
+import { ESLint } from 'eslint';
+import tseslint from 'typescript-eslint';
+
+/**
+ * The boundary rules of eslint.config.js, run through ESLint's Node API on source text placed
+ * at a path inside the workspace (nothing is written). Type information is left out (a file
+ * that does not exist has none, and the boundary rules need none); so is the cycle rule's
+ * strongly-connected-components shortcut, which assumes the file is on disk.
+ */
+const eslint = new ESLint({
+  cwd: new URL('../..', import.meta.url).pathname,
+  overrideConfig: [
+    { files: ['**/*.ts'], ...tseslint.configs.disableTypeChecked, languageOptions: { parserOptions: { projectService: false } } },
+    { files: ['apps/**/*.ts', 'libs/**/*.ts'], rules: { 'import/no-cycle': ['error', { ignoreExternal: true, disableScc: true }] } },
+  ],
+});
+
+async function rulesBroken(filePath: string, code: string): Promise<string[]> {
+  const [result] = await eslint.lintText(code, { filePath });
+  return [...new Set(result!.messages.map((m) => m.ruleId ?? `fatal: ${m.message}`))].sort();
+}
+
+describe('lint: boundaries', () => {
+  it('libs/domain importing an adapter lib fails', async () => {
+    expect(await rulesBroken('libs/domain/src/x.ts', "import { appendEvents } from '@meridian/kafka';\nexport const append = appendEvents;\n"))
+      .toEqual(['import/no-extraneous-dependencies', 'import/no-restricted-paths']);
+  });
+
+  it('libs/domain doing Node I/O fails; a pure Node module passes', async () => {
+    expect(await rulesBroken('libs/domain/src/x.ts', "import { readFileSync } from 'node:fs';\nexport const read = readFileSync;\n"))
+      .toEqual(['import/no-nodejs-modules']);
+    expect(await rulesBroken('libs/domain/src/x.ts', "import { createHash } from 'node:crypto';\nexport const hash = createHash;\n")).toEqual([]);
+  });
+
+  it('a lib importing an app fails, by name or by relative path', async () => {
+    expect(await rulesBroken('libs/kafka/src/x.ts', "import { x } from '@meridian/api';\nexport const y = x;\n"))
+      .toContain('import/no-restricted-paths');
+    expect(await rulesBroken('libs/kafka/src/x.ts', "import { x } from '../../../apps/api/src/main.ts';\nexport const y = x;\n"))
+      .toEqual(['import/no-relative-packages', 'import/no-restricted-paths']);
+  });
+
+  it('an app importing a client library fails unless it is an adapter lib', async () => {
+    expect(await rulesBroken('apps/api/src/x.ts', "import { Kafka } from 'kafkajs';\nexport const k = Kafka;\n")).toEqual(['no-restricted-imports']);
+    expect(await rulesBroken('apps/ingest/src/x.ts', "import { Client } from 'minio';\nexport const c = Client;\n")).toEqual(['no-restricted-imports']);
+    expect(await rulesBroken('libs/kafka/src/x.ts', "import { Kafka } from 'kafkajs';\nexport const k = Kafka;\n")).toEqual([]);
+  });
+
+  it('an import cycle fails', async () => {
+    // libs/domain/src/index.ts re-exports errors.ts: errors.ts importing the index closes a cycle.
+    expect(await rulesBroken('libs/domain/src/errors.ts', "import { taskTransitions } from './index.ts';\nexport const t = taskTransitions;\n"))
+      .toEqual(['import/no-cycle']);
+  });
+
+  it('a workspace package importing one its package.json does not declare fails', async () => {
+    // libs/storage declares no workspace dependency.
+    expect(await rulesBroken('libs/storage/src/x.ts', "import { DomainError } from '@meridian/domain';\nexport const e = DomainError;\n"))
+      .toEqual(['import/no-extraneous-dependencies']);
+    expect(await rulesBroken('libs/clickhouse/src/x.ts', "import { DomainError } from '@meridian/domain';\nexport const e = DomainError;\n")).toEqual([]);
+  });
+});
