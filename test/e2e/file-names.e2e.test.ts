@@ -103,12 +103,12 @@ describe('UTF-8 file names', () => {
   it('a browser\'s FormData', async () => {
     const page = await context.newPage();
     await page.goto(`${api.url}/healthz`); // the api's own origin: the upload is same-origin
-    const res = await page.evaluate(`(async () => {
+    const res = await page.evaluate<{ status: number; body: Accepted }>(`(async () => {
       const form = new FormData();
       form.append('file', new File([${JSON.stringify(CONTENT)}], ${JSON.stringify(NAME)}, { type: 'text/csv' }));
       const r = await fetch('/api/v1/file/new', { method: 'POST', headers: { Authorization: 'Bearer ${key}' }, body: form });
       return { status: r.status, body: await r.json() };
-    })()`) as { status: number; body: Accepted };
+    })()`);
     expect(res.status, JSON.stringify(res.body)).toBe(202);
     fileIds.browser = await stored(res.body);
     await page.close();
@@ -137,7 +137,7 @@ describe('UTF-8 file names', () => {
       page.waitForEvent('download'),
       page.goto(`${api.url}/api/v1/file/download/${fileIds.browser}`).catch((e: Error) => expect(e.message).toMatch(/Download is starting/)),
     ]);
-    expect(await readFile((await download.path())!, 'utf8')).toBe(CONTENT);
+    expect(await readFile((await download.path()), 'utf8')).toBe(CONTENT);
     // Chromium keeps the accents and ✓ of filename* (the ASCII fallback would give
     // "rapport _ete_ _.csv") and replaces only `"`, which it never puts in a file's name.
     expect(download.suggestedFilename()).toBe(NAME.replaceAll('"', '_'));

@@ -26,7 +26,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
   const port = await new Promise<number>((resolve, reject) => {
     front.once('error', reject);
     front.once('exit', (code) => reject(new Error(`the chDB front exited (${code}) before it answered`)));
-    createInterface({ input: front.stdout! }).on('line', (line) => {
+    createInterface({ input: front.stdout }).on('line', (line) => {
       const m = /^ready (\d+)$/.exec(line);
       if (m) resolve(Number(m[1]));
     });

@@ -58,7 +58,7 @@ export function apiClient(connection: Connection, retries: number): ApiClient {
           body: made?.body ?? null,
           ...(made && made.body instanceof ReadableStream ? { duplex: 'half' } : {}),
           signal: options.signal ?? null,
-        } as RequestInit);
+        });
       } catch (error) {
         if (!options.idempotent || attempt >= retries || options.signal?.aborted) throw networkError(connection.url, error);
         await sleep(Math.min(500 * 2 ** attempt, 10_000));

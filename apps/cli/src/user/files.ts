@@ -2,6 +2,7 @@ import { createWriteStream, openAsBlob } from 'node:fs';
 import { basename } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import type { ReadableStream } from 'node:stream/web';
 import type { ApiClient } from './api-client.ts';
 import { bar, formatBytes, type Progress } from './progress.ts';
 import { waitForTask, type TaskView } from './tasks-wait.ts';
@@ -45,7 +46,7 @@ export async function getFile(client: ApiClient, fileId: string, output: string 
   const total = Number(res.headers.get('Content-Length') ?? Number.NaN);
   const line = progress.line(`${target}  receiving`);
   let bytes = 0;
-  const body = Readable.fromWeb(res.body as import('node:stream/web').ReadableStream);
+  const body = Readable.fromWeb(res.body as ReadableStream);
   body.on('data', (chunk: Buffer) => {
     bytes += chunk.length;
     line.set(`${target}  ${bar(bytes, Number.isFinite(total) ? total : null)} ${formatBytes(bytes)}`);
