@@ -7,6 +7,7 @@ import { call, startApi, type RunningApi } from '../support/api.ts';
 import { startWorker } from '../support/ingest.ts';
 import { isolatedSettings } from '../support/settings.ts';
 import { waitForTask } from '../support/tasks.ts';
+import { waitFor } from '../support/wait.ts';
 
 // Every per-user cap lowered, so each test goes past it with a handful of requests.
 const settings = isolatedSettings({
@@ -173,14 +174,12 @@ describe('downloads streaming at once, with an ingest worker', () => {
     expect(head.status).not.toBe(429);
     a.req.destroy();
     b.req.destroy();
-    for (let i = 0; i < 50; i++) {
+    // The slots come back once the api sees the sockets close.
+    const after = await waitFor('a download slot given back', async () => {
       const res = await call(`${api.url}/api/v1/metrics/download?metrics=da.m&max_rows=10`, key);
-      if (res.status !== 429) {
-        expect(res.status).toBe(200);
-        break;
-      }
-      await new Promise((r) => setTimeout(r, 100));
-    }
+      return res.status === 429 ? undefined : res;
+    }, 10_000, 100);
+    expect(after.status).toBe(200);
   });
 
   it('no slot leaks, whatever ends a download: finished, refused, unknown metric, aborted', async () => {
@@ -191,12 +190,19 @@ describe('downloads streaming at once, with an ingest worker', () => {
       const aborted = await stalledDownload();
       aborted.req.destroy();
     }
-    // 12 downloads ended in every way, with a cap of 2: both slots are free again.
-    await new Promise((r) => setTimeout(r, 300));
-    const a = await stalledDownload();
-    const b = await stalledDownload();
-    expect([a.res.statusCode, b.res.statusCode]).toEqual([200, 200]);
-    a.req.destroy();
-    b.req.destroy();
+    // 12 downloads ended in every way, with a cap of 2: both slots come back (once the api has
+    // seen the last aborted socket close), and stay free for two downloads at once.
+    const held: Array<Awaited<ReturnType<typeof stalledDownload>>> = [];
+    try {
+      await waitFor('both download slots free', async () => {
+        held.push(await stalledDownload());
+        if (held.at(-1)!.res.statusCode === 200 && held.length === 2) return true;
+        if (held.at(-1)!.res.statusCode !== 200) held.pop()!.req.destroy();
+        return undefined;
+      }, 10_000, 100);
+      expect(held.map((d) => d.res.statusCode)).toEqual([200, 200]);
+    } finally {
+      for (const d of held) d.req.destroy();
+    }
   });
 });

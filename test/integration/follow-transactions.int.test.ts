@@ -1,8 +1,10 @@
+import type { Consumer } from 'kafkajs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createEventCodec } from '@meridian/events';
 import { createKafka, createProducer, ensureTopics, TopicFollower, topicsFor, topicSpecs } from '@meridian/kafka';
 import { createLogger } from '@meridian/observability';
 import { isolatedSettings } from '../support/settings.ts';
+import { waitFor } from '../support/wait.ts';
 
 type TaskStarted = { type: 'TaskStarted'; task_id: string; at: number };
 
@@ -41,5 +43,18 @@ describe('a topic follower on a log with transactions', () => {
     await write('c', true);
     await follower.syncToEnd(15_000);
     expect(seen).toEqual(['a', 'c']);
+
+    // Its consumer commits nothing, so after a rejoin it reads the topic from the start again
+    // (as a seek to 0 does here): no event is applied twice, and new ones still are.
+    const consumer = (follower as unknown as { consumer: Consumer }).consumer;
+    let reread = false;
+    consumer.on(consumer.events.START_BATCH_PROCESS, ({ payload }) => {
+      if (payload.topic === topics.files && Number(payload.firstOffset) === 0) reread = true;
+    });
+    consumer.seek({ topic: topics.files, partition: 0, offset: '0' });
+    await waitFor('the follower to read the topic from the start again', () => (reread ? true : undefined), 15_000);
+    await write('d', true);
+    await follower.syncToEnd(15_000);
+    expect(seen).toEqual(['a', 'c', 'd']);
   });
 });

@@ -82,6 +82,10 @@ export class TopicFollower<E extends EventLike> {
       autoCommit: false,
       eachMessage: async ({ partition, message }) => {
         const offset = Number(message.offset);
+        // Each event is applied once. The consumer commits nothing, so after a rejoin (a Kafka
+        // restart, a coordinator move) it reads the topic from the start again; folds that count
+        // (a task's open runs) must not count a re-read.
+        if (offset <= (this.applied.get(partition) ?? -1)) return;
         try {
           this.options.apply(codec.decode(message.value ?? Buffer.alloc(0)), { partition, offset });
         } catch (error) {

@@ -1,4 +1,5 @@
 import { createServer, STATUS_CODES, type IncomingMessage, type Server } from 'node:http';
+import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type Koa from 'koa';
 import type { Settings } from '@meridian/config';
@@ -52,8 +53,31 @@ export function createHttpServer(options: HttpServerOptions, app: Koa, logger?: 
   server.keepAliveTimeout = options.keepAliveTimeoutMs;
   server.timeout = options.idleTimeoutMs; // with no 'timeout' listener, Node destroys the idle socket
   server.on('clientError', (error: Error & { code?: string }, socket: Duplex) => answerClientError(error, socket, options.maxHeaderBytes));
+  server.on('connection', lingerOnClose);
   if (options.minBodyBytesPerSecond > 0) watchBodyRates(server, options, logger);
   return server;
+}
+
+/** How long a closing connection keeps reading what its client still sends (see lingerOnClose). */
+const LINGER_MS = 2000;
+
+/**
+ * A request refused before its body was read is answered with Connection: close, and Node then
+ * closes the socket as soon as the answer is written. With the client's body still arriving,
+ * that close resets the connection (unread bytes), and the reset can reach the client before
+ * it reads the answer: it sees EPIPE or ECONNRESET instead of its 413. So the close lingers,
+ * as nginx's does: the answer and a FIN go out, what the client still sends is read and
+ * dropped, and the socket is destroyed when the client closes or after LINGER_MS at the most.
+ */
+function lingerOnClose(socket: Socket): void {
+  socket.destroySoon = function lingeringClose(this: Socket) {
+    this.end();
+    this.resume();
+    const timer = setTimeout(() => this.destroy(), LINGER_MS);
+    timer.unref();
+    this.once('end', () => this.destroy());
+    this.once('close', () => clearTimeout(timer));
+  };
 }
 
 /**

@@ -130,29 +130,15 @@ export function fileRoutes(deps: FileDeps): RouteDef[] {
     const fileId = randomUUID();
     const taskId = randomUUID();
     const stagedKey = `${STAGING_PREFIX}files/${fileId}`;
-    try {
-      assertRoomFor(user);
-    } catch (error) {
-      ctx.set('Connection', 'close'); // refused before the body: do not read it
-      throw error;
-    }
+    // A refusal before the body is read closes the connection (problemMiddleware): nothing more is read.
+    assertRoomFor(user);
     const ceiling = smallest(limits.upload(), limits.quota(quotaOf(user)));
     const declared = Number(ctx.get('Content-Length') || Number.NaN);
-    if (Number.isFinite(declared) && declared > ceiling.bytes + FORM_OVERHEAD) {
-      ctx.set('Connection', 'close');
-      throw ceiling.tooLarge();
-    }
-    let staged;
-    try {
-      staged = await stageForm(ctx.req, deps.storage, stagedKey, (fields) => {
-        const sizeLimit = parseSizeLimit(fields.get('file_size_limit'));
-        return smallest(sizeLimit === null ? null : limits.sizeLimit(sizeLimit), limits.upload(), limits.quota(quotaOf(user)));
-      });
-    } catch (error) {
-      // The client may still be sending: do not read the rest of a refused body.
-      if (error instanceof DomainError && error.code === 'payload_too_large') ctx.set('Connection', 'close');
-      throw error;
-    }
+    if (Number.isFinite(declared) && declared > ceiling.bytes + FORM_OVERHEAD) throw ceiling.tooLarge();
+    const staged = await stageForm(ctx.req, deps.storage, stagedKey, (fields) => {
+      const sizeLimit = parseSizeLimit(fields.get('file_size_limit'));
+      return smallest(sizeLimit === null ? null : limits.sizeLimit(sizeLimit), limits.upload(), limits.quota(quotaOf(user)));
+    });
     // An empty file stores nothing, yet costs a catalog entry in every process: refused, as an
     // empty metrics upload is (stageForm staged nothing for it).
     if (staged.bytes === 0) throw validationError('the file is empty', [{ field: 'file', reason: 'empty' }]);

@@ -85,23 +85,19 @@ export function uploadRoutes(deps: UploadDeps): RouteDef[] {
    * unfinished-tasks cap (a retry of a task that exists is no new task), or one more body than
    * the in-flight cap, is refused with 429. The slot is held until the handler is done.
    */
-  const capped = async (ctx: Context, user: UserRecord, taskId: string, receive: () => Promise<void>) => {
+  const capped = async (user: UserRecord, taskId: string, receive: () => Promise<void>) => {
     if (!deps.caps) return receive();
-    const release = admit(deps.caps, ctx, user, taskId);
+    const release = admit(deps.caps, user, taskId);
     try {
       await receive();
     } finally {
       release();
     }
   };
-  const admit = (caps: UploadCaps, ctx: Context, user: UserRecord, taskId: string) => {
-    try {
-      if (!deps.submit.tasks().has(taskId)) assertTaskRoom(caps.unfinished(), user.user_name, caps.queuedTasks);
-      return caps.inFlight.acquire(user.user_name);
-    } catch (error) {
-      ctx.set('Connection', 'close'); // the client may still be sending: do not read the rest
-      throw error;
-    }
+  const admit = (caps: UploadCaps, user: UserRecord, taskId: string) => {
+    // A refusal here comes before the body is read: problemMiddleware closes the connection.
+    if (!deps.submit.tasks().has(taskId)) assertTaskRoom(caps.unfinished(), user.user_name, caps.queuedTasks);
+    return caps.inFlight.acquire(user.user_name);
   };
 
   return [
@@ -123,7 +119,7 @@ export function uploadRoutes(deps: UploadDeps): RouteDef[] {
         const idempotency = headers['idempotency-key'];
         assertMayUpload(user);
         const taskId = taskIdFor(user.user_name, idempotency ?? null);
-        await capped(ctx, user, taskId, async () => {
+        await capped(user, taskId, async () => {
           // Parsed and hashed on a worker thread: a 16 MiB body must not hold every other request.
           const { body: raw, sha256, check } = await deps.jsonChecker.check(await jsonUploadText(await readBody(ctx.req, deps.limits.jsonBodyBytes), ctx.get('Content-Type')));
           if (check.kind === 'invalid') throw validationError(check.message, check.errors);
@@ -179,7 +175,7 @@ export function uploadRoutes(deps: UploadDeps): RouteDef[] {
         assertMayUpload(user);
         if (query.metric_name !== undefined) assertWritable(user, query.metric_name, 'query.metric_name');
         const taskId = taskIdFor(user.user_name, idempotency ?? null);
-        await capped(ctx, user, taskId, async () => {
+        await capped(user, taskId, async () => {
           const staged = await stageUpload(ctx.req, deps.storage, stagedUploadKey(taskId), deps.limits.uploadBytes);
           if (staged.bytes === 0) {
             await discard(deps.storage, staged.objectKey);

@@ -66,7 +66,10 @@ export function jsonCheckPool(options: JsonCheckPoolOptions): JsonUploadChecker 
       sha256: Buffer.from(result.sha256.buffer, result.sha256.byteOffset, result.sha256.byteLength),
       check: result.check,
     }), true);
-    const onError = (error: Error) => done(() => job.reject(error), false);
+    // A worker that dies on a body (out of its heap) is the body's fault: 413, never a 500.
+    const onError = (error: Error & { code?: string }) => done(() => job.reject(error.code === 'ERR_WORKER_OUT_OF_MEMORY'
+      ? new DomainError('payload_too_large', 'the JSON upload needs more memory to check than MERIDIAN_JSON_UPLOAD_CHECK_HEAP_MB allows; send it as a file', [], { cause: error })
+      : new DomainError('unavailable', 'the JSON upload check failed; retry', [], { cause: error })), false);
     const onExit = () => done(() => job.reject(new DomainError('unavailable', 'the JSON upload check stopped; retry')), false);
     worker.on('message', onMessage);
     worker.once('error', onError);

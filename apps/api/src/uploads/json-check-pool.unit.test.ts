@@ -48,6 +48,17 @@ describe('the JSON upload check pool', () => {
     expect(results.map((r) => r.check)).toEqual([1, 2, 3].map((n) => ({ kind: 'ok', metric_name: `m${n}`, values: n + 1 })));
   });
 
+  it('a body that exhausts a worker\'s heap is a 413 problem, not a 500; the pool goes on with a new worker', async () => {
+    const small = jsonCheckPool({ workers: 1, heapMb: 16, maxValues: 10_000_000 });
+    try {
+      const values = `{"timestamp":"2024-01-01T00:00:00Z","value":1,"pad":"${'x'.repeat(64)}"},`.repeat(400_000);
+      await expect(small.check(Buffer.from(`{"metric_name":"cpu","values":[${values}1]}`))).rejects.toMatchObject({ code: 'payload_too_large' });
+      expect((await small.check(Buffer.from('{"metric_name":"cpu","values":[1]}'))).check).toEqual({ kind: 'ok', metric_name: 'cpu', values: 1 });
+    } finally {
+      await small.close();
+    }
+  });
+
   it('refuses checks once closed', async () => {
     const closed = jsonCheckPool({ workers: 1, heapMb: 64, maxValues: 10 });
     await closed.close();

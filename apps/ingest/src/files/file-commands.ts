@@ -23,6 +23,11 @@ import { isNotFound, Mutex, promoteBlob } from './blobs.ts';
 export type FileCommands = {
   /** Runs one file definition; throws only what redelivery may cure (Kafka, storage unreachable). */
   run(cmd: FileDefinitionRequested, at: CommandPosition, producer: Producer, heartbeat: () => Promise<void>): Promise<'succeeded' | 'failed'>;
+  /**
+   * Fails a definition without running it (refused before a run: the crash-loop breaker, a
+   * disabled owner): its task, its staged bytes, and a blob a dead run may have promoted.
+   */
+  refuse(cmd: FileDefinitionRequested, at: CommandPosition, producer: Producer, reason: string): Promise<void>;
   stop(): Promise<void>;
 };
 
@@ -148,6 +153,11 @@ export async function startFileCommands(platform: Platform, consumerGroupId: str
       } finally {
         clearInterval(beat);
       }
+    },
+    async refuse(cmd, at, producer, reason) {
+      await failTask(producer, at, cmd, reason, []);
+      await removeStagedOf(cmd);
+      collector.enqueue(cmd.sha256.toString('hex')); // a run that died after promoting left a blob nothing references
     },
     async stop() {
       collector.stop();

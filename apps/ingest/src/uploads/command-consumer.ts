@@ -91,8 +91,13 @@ export async function startCommandConsumer(platform: Platform): Promise<RunningW
       if (decision.kind === 'fail') {
         logger.warn({ task_id: event.task_id, offset: at.offset, reason: decision.reason }, 'command refused');
         if (decision.deadLetter) await deadLetter(platform, at, message.value, decision.reason);
-        await failTask(producer, deps as UploadJobDeps, at, event, new UploadTally(), decision.reason);
-        await ended(event);
+        if (event.type === 'FileDefinitionRequested') {
+          await fileCommands.refuse(event, at, producer, decision.reason);
+          finished.add(event.task_id);
+        } else {
+          await failTask(producer, deps as UploadJobDeps, at, event, new UploadTally(), decision.reason);
+          await ended(event);
+        }
         return;
       }
       await sendTaskEvent({ type: 'TaskStarted', task_id: event.task_id, at: Date.now() });

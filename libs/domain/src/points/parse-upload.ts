@@ -14,7 +14,7 @@
  * documents are buffered up to maxJsonDocumentLength characters and parsed with JSON.parse,
  * after a scan that refuses nesting deeper than MAX_JSON_NESTING as it arrives.
  */
-import { CsvReader, DEFAULT_MAX_COLUMNS } from './csv-reader.ts';
+import { CsvReader, DEFAULT_MAX_COLUMNS, lineTooLongProblem } from './csv-reader.ts';
 import { DEFAULT_MAX_LINE_LENGTH, LineReader } from './line-reader.ts';
 import { JsonNestingMeter } from './json-nesting.ts';
 import { metricNameProblem } from './metric-name.ts';
@@ -402,7 +402,7 @@ class UploadParser {
   private ndjsonLine(text: string | null, line: number): void {
     if (this.stopped) return;
     if (text === null) {
-      this.error(line, 'row', `the line is longer than ${this.maxLineLength} characters`);
+      this.error(line, 'row', lineTooLongProblem(this.maxLineLength));
       return;
     }
     if (isJsonBlank(text)) return;

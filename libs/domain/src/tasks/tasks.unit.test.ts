@@ -64,6 +64,8 @@ describe('the task fold', () => {
     expect(task.errors).toEqual([{ row: 3, column: 'value', reason: 'not a number' }]);
   });
 
+  // A repeated TaskStarted counts (each is a run: see decide.unit.test.ts); a re-read of the log
+  // applies no event twice (TopicFollower skips offsets it has applied).
   it('is idempotent: a repeated command, progress or projection changes nothing', () => {
     const once = [requested, started, progress(5, 1150), parsed([1]), projected(1)];
     const twice = [requested, requested, started, progress(5, 1150), progress(3, 1160), parsed([1]), projected(1), projected(1)];
