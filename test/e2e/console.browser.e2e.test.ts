@@ -187,6 +187,23 @@ describe('the console in a headless browser', () => {
     await shot('5-upload');
   });
 
+  it('uploads a points file chosen with the file picker, and the new metric joins the list', async () => {
+    await page.selectOption('#upload-kind', 'points');
+    await page.fill('#upload-metric', 'con.new');
+    const csv = [0, 1, 2].map((i) => `${formatTimestamp(T0 + i * 1000)},${i * 1.5}`).join('\n');
+    await page.setInputFiles('#file-input', { name: 'points.csv', mimeType: 'text/csv', buffer: Buffer.from(`timestamp,value\n${csv}\n`) });
+    const item = page.locator('#uploads li', { hasText: 'points.csv' });
+    await expect.poll(() => item.textContent(), { timeout: 30_000 }).toMatch(/accepted, task/);
+    const row = page.locator(`#task-rows tr[data-task-id="${await item.getAttribute('data-task-id')}"]`);
+    await expect.poll(() => row.getAttribute('data-status'), { timeout: 120_000 }).toBe('succeeded');
+    expect(await row.locator('td').nth(5).textContent()).toBe('3 points, 0 rows rejected');
+    await page.selectOption('#search-pattern', 'contains');
+    await page.fill('#search-text', 'new');
+    await page.click('#search-form button[type=submit]');
+    await expect.poll(() => page.locator('#metric-rows tr td').allTextContents()).toEqual(['con.new', '3', formatTimestamp(T0), formatTimestamp(T0 + 2000)]);
+    await shot('6-points-upload');
+  });
+
   it('serves its files from a fixed list, under the same self-only policy as /docs', async () => {
     for (const [asset, type] of [['console.js', /javascript/], ['console.css', /css/], ['uPlot.esm.js', /javascript/], ['uPlot.min.css', /css/]] as const) {
       const res = await fetch(`${api.url}/console/${asset}`);

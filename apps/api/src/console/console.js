@@ -5,6 +5,8 @@ import uPlot from '/console/uPlot.esm.js';
 
 const KEY = 'meridian.apiKey';
 const TASK_POLL_MS = 1000;
+// The most points one chart asks for: what a browser tab holds and draws without stalling.
+const CHART_MAX_POINTS = 100000;
 const $ = (id) => document.getElementById(id);
 
 let nextAfter = null;
@@ -53,7 +55,7 @@ async function signIn(key) {
   $('app').hidden = false;
   $('sign-out').hidden = false;
   void searchMetrics({});
-  void refreshFiles();
+  refreshFiles().catch((error) => { $('uploads').textContent = `Files could not be listed: ${error.message}`; });
   void pollTasks();
 }
 
@@ -128,7 +130,7 @@ const seconds = (ts) => Date.parse(ts.replace(/\+0000$/, 'Z')) / 1000;
 async function drawChart() {
   const metric = $('chart-metric').textContent;
   if (!metric) return;
-  const q = new URLSearchParams({ metrics: metric, pattern: 'single', format: 'json', max_rows: String(Math.max(1, Number($('chart-max').value) || 10000)) });
+  const q = new URLSearchParams({ metrics: metric, pattern: 'single', format: 'json', max_rows: String(Math.min(CHART_MAX_POINTS, Math.max(1, Number($('chart-max').value) || 10000))) });
   if ($('chart-from').value) q.set('start_date', $('chart-from').value);
   if ($('chart-to').value) q.set('end_date', $('chart-to').value);
   $('chart-status').textContent = 'Loading…';
@@ -252,7 +254,7 @@ async function pollTasks() {
       cell(row, t.created_at);
       cell(row, taskDetail(t));
     }
-    if (tasks.some((t) => t.kind === 'file_definition' && t.status === 'succeeded' && !knownFiles.has(t.result?.file_id))) void refreshFiles();
+    if (tasks.some((t) => t.kind === 'file_definition' && t.status === 'succeeded' && !knownFiles.has(t.result?.file_id))) await refreshFiles();
   } catch (error) {
     if (error.status === 401) return signOut();
   }
@@ -299,7 +301,8 @@ function upload(file) {
   const form = new FormData();
   form.append('file', file, file.name);
   const xhr = new XMLHttpRequest();
-  xhr.open('POST', points ? '/api/v1/metrics_file_upload' : '/api/v1/files');
+  const metric = $('upload-metric').value.trim();
+  xhr.open('POST', !points ? '/api/v1/files' : `/api/v1/metrics_file_upload${metric ? `?${new URLSearchParams({ metric_name: metric })}` : ''}`);
   xhr.setRequestHeader('Authorization', `Bearer ${apiKey()}`);
   xhr.upload.addEventListener('progress', (e) => {
     if (e.lengthComputable) {
