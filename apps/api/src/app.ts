@@ -12,6 +12,8 @@ import { rateLimiter } from './http/rate-limit.ts';
 import { requestTimeout } from './http/timeout.ts';
 import { urlLengthLimit } from './http/url-length.ts';
 import type { ApiMetrics } from './observability/metrics.ts';
+import { catalogRoute, type CatalogDeps } from './routes/catalog.ts';
+import { consoleRoutes } from './routes/console.ts';
 import { docsRoutes } from './routes/docs.ts';
 import { metricsRoute } from './routes/metrics.ts';
 import { apiKeyRoutes } from './routes/api-keys.ts';
@@ -33,6 +35,8 @@ export type ApiDeps = {
   readonly uploads: UploadDeps;
   /** Where metric downloads read from; the download route is mounted when given. */
   readonly download?: DownloadDeps;
+  /** The metric catalog (GET /api/v1/metrics); mounted when given. */
+  readonly catalog?: CatalogDeps;
   /** The event log's export (GET /api/v1/events, admins only); mounted when given. */
   readonly events?: EventsDeps;
   /** The file catalog, staging and blobs; the file routes are mounted when given. */
@@ -69,6 +73,7 @@ export function apiRoutes(deps: ApiDeps): RouteDef[] {
     ...healthRoutes(deps.probes, deps.readyTimeoutMs, deps.logger),
     ...uploadRoutes(deps.uploads),
     ...(deps.download ? downloadRoutes(deps.download) : []),
+    ...(deps.catalog ? [catalogRoute(deps.catalog)] : []),
     ...(deps.events ? [eventsRoute(deps.events)] : []),
     ...(deps.files ? fileRoutes(deps.files) : []),
     ...taskRoutes(deps.tasks),
@@ -76,6 +81,7 @@ export function apiRoutes(deps: ApiDeps): RouteDef[] {
     ...apiKeyRoutes(deps.accounts, deps.limits?.apiKeysPerUser ?? Number.POSITIVE_INFINITY),
     ...(deps.adminListener ? [] : [metricsRoute(() => deps.metrics?.registry)]),
     ...docsRoutes(),
+    ...consoleRoutes(),
   ];
   routes.push(openApiRoute(() => routes, API_VERSION));
   return routes;

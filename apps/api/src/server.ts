@@ -91,6 +91,7 @@ export async function buildApi(platform: Platform): Promise<Api> {
       cursors,
       streams: downloads,
     },
+    catalog: { conn: platform.clickhouseOptions, maxListNames: settings.MERIDIAN_MAX_DOWNLOAD_NAMES, pageCeiling: settings.MERIDIAN_MAX_CATALOG_PAGE },
     events: {
       plan: (request) => planExport(exportDeps, request),
       stream: (plan, request, signal) => streamExport(exportDeps, plan, request, signal),

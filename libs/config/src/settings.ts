@@ -294,6 +294,12 @@ export const settingDefinitions = {
     default: '500',
     doc: 'How often the CLI asks for a task\'s progress while it waits for it, and refreshes `meridian tasks --watch`.',
   },
+  // issue 16, the console and its catalog route (console)
+  MERIDIAN_MAX_CATALOG_PAGE: {
+    schema: positiveInt,
+    default: '1000',
+    doc: 'Most metrics one page of GET /api/v1/metrics (the catalog) may list (its limit); more gets 400. Bounds the body of one answer; next_after pages through the rest.',
+  },
 } as const;
 
 export type SettingName = keyof typeof settingDefinitions;

@@ -1,0 +1,87 @@
+import { readFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { z } from 'zod';
+import { notFound } from '@meridian/domain';
+import { defineRoute, type RouteDef } from '../http/route.ts';
+import { DOCS_CSP } from './docs.ts';
+
+/**
+ * GET /console: the analysts' and producers' page (apps/api/src/console: one HTML file, one ES
+ * module, one stylesheet) and uPlot, its chart library, from the uplot package installed with
+ * the api. Every byte comes from this origin under the same 'self'-only policy as /docs; the
+ * page calls the api with the key the user types, held in sessionStorage.
+ */
+const consoleDir = fileURLToPath(new URL('../console/', import.meta.url));
+const uplotDir = join(dirname(createRequire(import.meta.url).resolve('uplot/package.json')), 'dist');
+
+type Asset = { readonly type: string; load(): Promise<Buffer> };
+
+const fromFile = (path: string, type: string): Asset => {
+  let cached: Promise<Buffer> | undefined;
+  return {
+    type,
+    load: () => {
+      cached ??= readFile(path).catch((error: unknown) => {
+        cached = undefined;
+        throw error;
+      });
+      return cached;
+    },
+  };
+};
+
+const JS = 'text/javascript; charset=utf-8';
+const CSS = 'text/css; charset=utf-8';
+const page = fromFile(join(consoleDir, 'index.html'), 'text/html; charset=utf-8');
+
+/** The only files /console/{asset} serves: a fixed list, never a path taken from the request. */
+const assets: Readonly<Record<string, Asset>> = {
+  'console.js': fromFile(join(consoleDir, 'console.js'), JS),
+  'console.css': fromFile(join(consoleDir, 'console.css'), CSS),
+  'uPlot.esm.js': fromFile(join(uplotDir, 'uPlot.esm.js'), JS),
+  'uPlot.min.css': fromFile(join(uplotDir, 'uPlot.min.css'), CSS),
+};
+
+export function consoleRoutes(): RouteDef[] {
+  return [
+    defineRoute({
+      method: 'GET',
+      path: '/console',
+      operationId: 'console',
+      summary: 'The console: browse, chart and download metrics, follow tasks, upload and download files',
+      tags: ['operations'],
+      auth: 'public',
+      responses: { 200: { description: 'The HTML page', contentType: 'text/html', schema: z.string() } },
+      handler: async (ctx) => {
+        ctx.set('Content-Security-Policy', DOCS_CSP);
+        ctx.set('X-Content-Type-Options', 'nosniff');
+        ctx.set('Referrer-Policy', 'no-referrer');
+        ctx.set('Cache-Control', 'no-cache');
+        ctx.type = page.type;
+        ctx.body = await page.load();
+      },
+    }),
+    defineRoute({
+      method: 'GET',
+      path: '/console/{asset}',
+      operationId: 'consoleAsset',
+      summary: 'A static file of the console',
+      description: `One of: ${Object.keys(assets).join(', ')}.`,
+      tags: ['operations'],
+      auth: 'public',
+      params: z.object({ asset: z.string().max(64).meta({ examples: ['console.js', 'uPlot.esm.js'] }) }),
+      responses: { 200: { description: 'The file (JavaScript or CSS)', contentType: '*/*', schema: z.string() } },
+      problems: ['not_found'],
+      handler: async (ctx, { params }) => {
+        const asset = Object.hasOwn(assets, params.asset) ? assets[params.asset] : undefined;
+        if (!asset) throw notFound('no such console file');
+        ctx.set('Cache-Control', 'no-cache');
+        ctx.set('X-Content-Type-Options', 'nosniff');
+        ctx.type = asset.type;
+        ctx.body = await asset.load();
+      },
+    }),
+  ];
+}
