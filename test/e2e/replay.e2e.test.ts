@@ -96,13 +96,14 @@ async function downloadDigest(qs: Record<string, string>, key = analyst): Promis
 }
 
 /**
- * Swaps need the view-binds-to-names semantics of Ordinary databases (ClickHouse 18.16, our
- * local and CI server); on an Atomic database (current ClickHouse) the swap refuses, so its
- * tests are skipped there (and say so).
+ * These swap tests drive the live api and ingest worker beside the swap, and drop or stop the
+ * live table: they assume the RENAME swap of an Ordinary database (ClickHouse 18.16, our local
+ * and CI server). The Atomic swap (EXCHANGE TABLES) is tested in test/modern; elsewhere these
+ * tests are skipped (and say so).
  */
 async function skipUnlessSwappable(ctx: { skip: (note?: string) => void }, platform: Platform): Promise<void> {
   const engine = await databaseEngine(platform.clickhouse);
-  if (engine !== 'Ordinary') ctx.skip(`the swap is implemented for Ordinary databases; this one is ${engine}`);
+  if (engine !== 'Ordinary') ctx.skip(`these swap tests are for Ordinary databases (the Atomic swap: test/modern); this one is ${engine}`);
 }
 
 async function cli(args: string[]) {
