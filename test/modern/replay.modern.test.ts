@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { planDownload, streamDownload, type DownloadRequest } from '@meridian/clickhouse';
+import { createClickHouse, ensureDatabase, planDownload, readMigrations, streamDownload, type DownloadRequest } from '@meridian/clickhouse';
 import type { PointsFact } from '@meridian/domain';
 import { createEventCodec } from '@meridian/events';
 import { createProducer } from '@meridian/kafka';
 import { createLogger } from '@meridian/observability';
 import { createPlatform, type Platform } from '@meridian/platform';
-import { listGenerations, rebuildPoints, rebuildRange, topicOffsets } from '@meridian/replay';
+import { listGenerations, rebuildPoints, rebuildRange, swapIn, topicOffsets } from '@meridian/replay';
 import { isolatedSettings } from '../support/settings.ts';
 import { waitFor } from '../support/wait.ts';
 
@@ -141,6 +141,28 @@ describe('replay on an Atomic database (chDB front)', () => {
       expect(await rowsOf(`SELECT metric_name, toString(countMerge(points)) AS points, toString(minMerge(first_ts)) AS first_ts, toString(maxMerge(last_ts)) AS last_ts FROM ${db}.metric_catalog GROUP BY metric_name ORDER BY metric_name`)).toEqual(copy);
     } finally {
       await platform.clickhouse.command({ query: `DROP DATABASE IF EXISTS ${db}` });
+    }
+  });
+
+  it('an Atomic database whose catalog is still a view with an inner table (migrated before this form): the swap refuses before it touches anything', async () => {
+    const options = { ...platform.clickhouseOptions, database: `${settings.CLICKHOUSE_DATABASE}_legacy` };
+    await ensureDatabase(options);
+    const legacy = createClickHouse(options);
+    try {
+      // Migrations 001 and 002 as written, as a deployment migrated on Atomic before would have them.
+      for (const statement of readMigrations().flatMap((m) => m.statements)) await legacy.command({ query: statement });
+      // A built generation 2 beside it (its tables as a rebuild makes them).
+      await legacy.command({ query: 'CREATE TABLE points_g2 AS points' });
+      await legacy.command({ query: 'CREATE TABLE metric_catalog_g2 ENGINE = AggregatingMergeTree() ORDER BY metric_name AS SELECT metric_name, countState() AS points, minState(ts) AS first_ts, maxState(ts) AS last_ts FROM points_g2 WHERE 0 GROUP BY metric_name' });
+      await expect(swapIn({
+        kafka: platform.kafka, admin: platform.admin, topic: platform.topics.points, topicPrefix: settings.MERIDIAN_TOPIC_PREFIX,
+        clickhouse: legacy, database: options.database, generation: 2, batchRows: 1000,
+      })).rejects.toThrow(/metric_catalog is a view with an inner table.*see the README to convert/);
+      const tables = await (await legacy.query({ query: 'SELECT name FROM system.tables WHERE database = currentDatabase() ORDER BY name', format: 'JSONEachRow' })).json<{ name: string }>();
+      expect(tables.map((t) => t.name).filter((n) => !n.startsWith('.inner'))).toEqual(['metric_catalog', 'metric_catalog_g2', 'points', 'points_g2', 'replay_generations']);
+    } finally {
+      await legacy.command({ query: `DROP DATABASE IF EXISTS ${options.database}` });
+      await legacy.close();
     }
   });
 

@@ -98,7 +98,11 @@ export async function swapIn(input: SwapInput): Promise<SwapResult> {
   const newTable = pointsTable(n);
   if (tables.get(newTable) !== 'MergeTree') throw new Error(`no table ${newTable}: build generation ${n} first`);
   if (!tables.has(catalogTable(n))) throw new Error(`no table ${catalogTable(n)}: generation ${n} has no catalog`);
-  if (!tables.has(sql.liveCatalogData)) throw new Error(`no ${sql.liveCatalogData}: the live catalog's table is missing${caps.atomicDatabase ? ' (an Atomic database needs the catalog as an explicit table fed by metric_catalog_feed: see the README)' : ''}`);
+  const catalogEngine = tables.get(sql.liveCatalogData);
+  if (catalogEngine === undefined || catalogEngine === 'MaterializedView') {
+    // An Atomic database migrated before the catalog took the explicit-table form there: its data hides in `.inner_id.<uuid>`.
+    throw new Error(`${sql.liveCatalogData} is ${catalogEngine === undefined ? 'missing' : 'a view with an inner table'}: the swap needs the live catalog's data as a table${caps.atomicDatabase ? ' (on an Atomic database, metric_catalog fed by the view metric_catalog_feed: see the README to convert)' : ''}`);
+  }
   if (tables.has(catalogTable(m))) throw new Error(`${catalogTable(m)} exists already: drop generation ${m} first`);
   const live = tables.get(LIVE_POINTS);
   if (live !== undefined && live !== 'MergeTree' && live !== 'Merge') throw new Error(`${LIVE_POINTS} is a ${live}, not a table this swap knows`);
