@@ -1,6 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ClickHouseClient } from '@clickhouse/client';
+import { serverCapabilities, type Capabilities } from './capabilities.ts';
 
 export const MIGRATIONS_DIR = new URL('../migrations/', import.meta.url).pathname;
 
@@ -23,6 +24,25 @@ export function readMigrations(dir: string = MIGRATIONS_DIR): Migration[] {
 }
 
 /**
+ * A statement in the form this database needs. A materialized view with an engine of its own
+ * (an inner table, migration 002's catalog) is written for Ordinary databases (18.16), where the
+ * replay swap moves its inner table by name. On an Atomic database the inner table has a
+ * UUID-derived name no RENAME or EXCHANGE can address, so the same view becomes an explicit
+ * table of that name plus a view `<name>_feed` writing TO it: readers keep reading `<name>`,
+ * and the swap exchanges it like any table.
+ */
+export function statementsFor(statement: string, caps: Pick<Capabilities, 'atomicDatabase'>): string[] {
+  const view = /^CREATE MATERIALIZED VIEW IF NOT EXISTS (\w+)\s+(ENGINE[\s\S]*?)\s+AS\s+(SELECT[\s\S]*\bGROUP BY\b[\s\S]*)$/.exec(statement);
+  if (!caps.atomicDatabase || !view) return [statement];
+  const [, name, engine, select] = view as unknown as [string, string, string, string];
+  return [
+    // The SELECT gives the columns and their aggregate-state types; WHERE 0 keeps the table empty.
+    `CREATE TABLE IF NOT EXISTS ${name} ${engine} AS ${select.replace(/\bGROUP BY\b/, 'WHERE 0 GROUP BY')}`,
+    `CREATE MATERIALIZED VIEW IF NOT EXISTS ${name}_feed TO ${name} AS ${select}`,
+  ];
+}
+
+/**
  * Applies every migration not yet recorded, in order, and records it. Statements are
  * idempotent (IF NOT EXISTS), so two processes migrating at once at start are harmless.
  */
@@ -34,9 +54,10 @@ export async function migrate(client: ClickHouseClient, migrations: readonly Mig
   const rows = await (await client.query({ query: 'SELECT DISTINCT version FROM schema_migrations', format: 'JSONEachRow' })).json<{ version: number }>();
   const applied = new Set(rows.map((r) => Number(r.version)));
   const done: number[] = [];
-  for (const m of migrations) {
-    if (applied.has(m.version)) continue;
-    for (const statement of m.statements) await client.command({ query: statement });
+  const pending = migrations.filter((m) => !applied.has(m.version));
+  const caps = pending.length > 0 ? await serverCapabilities(client) : null;
+  for (const m of pending) {
+    for (const statement of m.statements.flatMap((s) => statementsFor(s, caps!))) await client.command({ query: statement });
     await client.insert({
       table: 'schema_migrations',
       values: [{ version: m.version, name: m.name, applied_at: Math.floor(Date.now() / 1000) }],

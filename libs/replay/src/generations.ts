@@ -166,6 +166,19 @@ export async function databaseEngine(client: ClickHouseClient): Promise<string> 
   return found[0]?.engine ?? 'unknown';
 }
 
+/**
+ * The table holding the live catalog's data: `.inner.metric_catalog` under the view of
+ * migration 002 on an Ordinary database (18.16), or `metric_catalog` itself where it is an
+ * explicit table fed by a view writing TO it.
+ */
+export async function liveCatalogData(client: ClickHouseClient): Promise<string> {
+  const tables = await tableEngines(client);
+  const engine = tables.get(LIVE_CATALOG);
+  if (engine === 'AggregatingMergeTree') return LIVE_CATALOG;
+  if (engine === 'MaterializedView' && tables.has(LIVE_CATALOG_DATA)) return LIVE_CATALOG_DATA;
+  throw new Error(`cannot find the table holding ${LIVE_CATALOG}'s data (${LIVE_CATALOG} is ${engine ?? 'missing'})`);
+}
+
 export async function countRows(client: ClickHouseClient, table: string): Promise<number> {
   const found = await rows<{ n: string }>(client, `SELECT count() AS n FROM ${q(table)}`);
   return Number(found[0]?.n ?? 0);

@@ -6,6 +6,7 @@ import { createEventCodec, UndecodableEventError, type EventCodec } from '@merid
 import type { Logger } from '@meridian/observability';
 import { retry, RETRY_POLICIES } from '@meridian/retry';
 import { topicOffsets, type Offsets } from './bounds.ts';
+import { catalogDefinition, q } from './generations.ts';
 import { readRanges, type PartitionRange } from './log-reader.ts';
 import { createPointsSink, Projection, segmentRows, type Segment } from './projection/index.ts';
 import type { RebuildProgress } from './progress.ts';
@@ -33,6 +34,11 @@ export type RebuildInput = {
    * time, an upload whose transaction straddles the cut is left out whole, as all-or-nothing wants.
    */
   readonly sealedOnly?: boolean;
+  /**
+   * The table holding `table`'s metric catalog (fed by a view on each insert). Required with
+   * sealedOnly: deleting rows does not reach the catalog, so it is recomputed after deletions.
+   */
+  readonly catalog?: string;
   readonly signal?: AbortSignal;
   readonly onProgress?: (progress: RebuildProgress) => void;
   readonly progressEveryMs?: number;
@@ -217,11 +223,26 @@ export async function rebuildRange(input: RebuildInput): Promise<RebuildStats> {
         unsealedBatches += offsets.length;
       }
     }
-    if (doomed.size > 0) await deleteUploads(input.clickhouse, input.table, [...doomed]);
+    if (doomed.size > 0) {
+      if (input.catalog === undefined) throw new Error(`a rebuild into ${input.table} that deletes unsealed uploads needs its catalog table`);
+      await deleteUploads(input.clickhouse, input.table, [...doomed]);
+      await recomputeCatalog(input.clickhouse, input.table, input.catalog);
+    }
   }
   report(true);
   const positions = await sink.maxOffsets(partitions);
   return { events, points, batches, seals, rejected, undecodable, inserts, unsealedBatches, ms: performance.now() - started, positions };
+}
+
+/**
+ * Rewrites a catalog table from its points table, after rows were deleted (a mutation reaches
+ * neither the view nor the catalog's partial states). The rows are the view's own SELECT
+ * (migration 002: countState/minState/maxState per metric), so the states are the ones the
+ * view writes. Only for a table nothing else writes into: the rebuild is its sole writer.
+ */
+async function recomputeCatalog(client: ClickHouseClient, table: string, catalog: string): Promise<void> {
+  await client.command({ query: `TRUNCATE TABLE ${q(catalog)}` });
+  await client.command({ query: `INSERT INTO ${q(catalog)} ${catalogDefinition().select(table)}` });
 }
 
 /**

@@ -4,10 +4,12 @@ import type { EventCodec } from '@meridian/events';
 import type { Platform } from '@meridian/platform';
 import { describeOffsets, resolveEnds, resolveStarts, type Bound, type Offsets } from './bounds.ts';
 import {
+  catalogTable,
   countRows,
   createGeneration,
   ensureRegistry,
   LIVE_POINTS,
+  liveCatalogData,
   nextGeneration,
   pointsTable,
   q,
@@ -86,7 +88,7 @@ export async function rebuildPoints(platform: Platform, options: RebuildPointsOp
       options.onPhase?.(`projecting into ${options.database}.points`);
       const stats = await rebuildRange({
         kafka: platform.kafka, admin, topic: topics.points, groupPrefix: settings.MERIDIAN_TOPIC_PREFIX,
-        clickhouse: target, table: LIVE_POINTS, starts, ends, batchRows, sealedOnly, measureLag: false,
+        clickhouse: target, table: LIVE_POINTS, catalog: await liveCatalogData(target), starts, ends, batchRows, sealedOnly, measureLag: false,
         logger: platform.logger, ...progress('rebuild'), ...(options.signal ? { signal: options.signal } : {}), ...(options.codec ? { codec: options.codec } : {}),
       });
       return { generation: null, database: options.database, table: LIVE_POINTS, starts: record_(starts), ends: record_(ends), copiedRows: 0, stats, verification: null, swap: null, notSwapped: null };
@@ -111,7 +113,7 @@ export async function rebuildPoints(platform: Platform, options: RebuildPointsOp
   }
   const stats = await rebuildRange({
     kafka: platform.kafka, admin, topic: topics.points, groupPrefix: settings.MERIDIAN_TOPIC_PREFIX,
-    clickhouse, table, starts, ends, batchRows, sealedOnly, measureLag: true,
+    clickhouse, table, catalog: catalogTable(g), starts, ends, batchRows, sealedOnly, measureLag: true,
     logger: platform.logger, ...progress('rebuild'), ...(options.signal ? { signal: options.signal } : {}), ...(options.codec ? { codec: options.codec } : {}),
   });
   await record(clickhouse, g, 'built', { ...statsDetail(stats), copied_rows: copiedRows });

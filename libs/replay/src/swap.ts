@@ -1,5 +1,5 @@
 import type { Admin, Kafka } from 'kafkajs';
-import type { ClickHouseClient } from '@meridian/clickhouse';
+import { serverCapabilities, type ClickHouseClient } from '@meridian/clickhouse';
 import type { PointsFact } from '@meridian/domain';
 import type { EventCodec } from '@meridian/events';
 import type { Logger } from '@meridian/observability';
@@ -7,9 +7,7 @@ import { topicOffsets, type Offsets } from './bounds.ts';
 import {
   catalogFeed,
   catalogTable,
-  databaseEngine,
   frozenStandIn,
-  LIVE_CATALOG_DATA,
   LIVE_POINTS,
   liveGeneration,
   pointsTable,
@@ -21,6 +19,7 @@ import {
 import { createPointsSink } from './projection/index.ts';
 import type { RebuildProgress } from './progress.ts';
 import { rebuildRange, type RebuildStats } from './rebuild.ts';
+import { swapSql } from './swap-sql.ts';
 
 /** The live projector's consumer group (apps/ingest/src/projector/projector.ts names it so). */
 export const projectorGroupId = (topicPrefix: string) => `${topicPrefix}ingest-projector`;
@@ -72,15 +71,15 @@ export type SwapResult = {
  *
  *   1. Catch up: project into N up to the live table's positions (twice: the second round takes
  *      what the live projector wrote during the first), never past them.
- *   2. Freeze: one RENAME puts the live table aside (as points_g<M>) and a read-only stand-in in
- *      its place (a Merge table over points_g<M>): downloads keep reading the same rows, inserts
- *      fail, and the live projector retries them. RENAME waits for an insert in flight, so the
- *      old table's positions are final once it returns.
+ *   2. Freeze: one statement puts the live table aside and a read-only stand-in in its place
+ *      (a Merge table over it): downloads keep reading the same rows, inserts fail, and the live
+ *      projector retries them. The statement waits for an insert in flight, so the old table's
+ *      positions are final once it returns.
  *   3. Catch up N exactly to those positions, and check they are equal.
- *   4. Swap in: one RENAME moves the stand-in out, N in as `points`, the live catalog's data
- *      table out (as metric_catalog_g<M>) and N's catalog in. On ClickHouse 18.16 (Ordinary
- *      databases) views bind to table names: the catalog view, reading FROM points into
- *      `.inner.metric_catalog`, from then on feeds on N's inserts into N's catalog.
+ *   4. Swap in: one statement moves the stand-in out, N in as `points`, the live catalog's data
+ *      out and N's catalog in, so the live catalog view from then on feeds on N's inserts into
+ *      N's catalog. Which statements (RENAME on Ordinary databases, EXCHANGE TABLES on Atomic
+ *      ones) is swap-sql.ts's choice, by the server's capabilities.
  *   5. The projector's retried insert lands in N, after the positions it knew.
  *
  * With no live table (it was dropped), there is nothing to freeze: N catches up to the end of
@@ -90,10 +89,8 @@ export type SwapResult = {
 export async function swapIn(input: SwapInput): Promise<SwapResult> {
   const { clickhouse: client, generation: n } = input;
   const phase = (p: string) => input.onPhase?.(p);
-  const engine = await databaseEngine(client);
-  if (engine !== 'Ordinary') {
-    throw new Error(`swap needs an Ordinary database (views bound to table names, as in ClickHouse 18.16); ${input.database} is ${engine}`);
-  }
+  const caps = await serverCapabilities(client);
+  const sql = swapSql(caps);
   const registry = await readRegistry(client);
   const m = liveGeneration(registry);
   if (m === n) throw new Error(`generation ${n} is live already`);
@@ -101,13 +98,21 @@ export async function swapIn(input: SwapInput): Promise<SwapResult> {
   const newTable = pointsTable(n);
   if (tables.get(newTable) !== 'MergeTree') throw new Error(`no table ${newTable}: build generation ${n} first`);
   if (!tables.has(catalogTable(n))) throw new Error(`no table ${catalogTable(n)}: generation ${n} has no catalog`);
-  if (!tables.has(LIVE_CATALOG_DATA)) throw new Error(`no ${LIVE_CATALOG_DATA}: the live catalog view's table is missing`);
+  const catalogEngine = tables.get(sql.liveCatalogData);
+  if (catalogEngine === undefined || catalogEngine === 'MaterializedView') {
+    // An Atomic database migrated before the catalog took the explicit-table form there: its data hides in `.inner_id.<uuid>`.
+    throw new Error(`${sql.liveCatalogData} is ${catalogEngine === undefined ? 'missing' : 'a view with an inner table'}: the swap needs the live catalog's data as a table${caps.atomicDatabase ? ' (on an Atomic database, metric_catalog fed by the view metric_catalog_feed: see the README to convert)' : ''}`);
+  }
   if (tables.has(catalogTable(m))) throw new Error(`${catalogTable(m)} exists already: drop generation ${m} first`);
   const live = tables.get(LIVE_POINTS);
   if (live !== undefined && live !== 'MergeTree' && live !== 'Merge') throw new Error(`${LIVE_POINTS} is a ${live}, not a table this swap knows`);
   const alreadyFrozen = live === 'Merge';
   if (live === 'MergeTree' && tables.has(pointsTable(m))) throw new Error(`${pointsTable(m)} exists already: drop generation ${m} first`);
-  if (alreadyFrozen && !tables.has(pointsTable(m))) throw new Error(`${LIVE_POINTS} is a stand-in but ${pointsTable(m)} is missing`);
+  if (alreadyFrozen && !tables.has(sql.frozenData(m, n))) throw new Error(`${LIVE_POINTS} is a stand-in but ${sql.frozenData(m, n)} is missing`);
+  if (caps.atomicDatabase && live !== 'MergeTree' && !alreadyFrozen) {
+    // Renaming N in where `points` is missing would leave the live catalog view behind (RENAME takes it along on Atomic).
+    throw new Error(`on an Atomic database the swap needs a live ${LIVE_POINTS} table to exchange with; there is none (not implemented yet)`);
+  }
 
   const { end } = await topicOffsets(input.admin, input.topic);
   const partitions = [...end.keys()].sort((a, b) => a - b);
@@ -150,10 +155,9 @@ export async function swapIn(input: SwapInput): Promise<SwapResult> {
       await new Promise((r) => setTimeout(r, 250));
     }
     phase('freezing the live table');
-    const standIn = frozenStandIn(n);
-    await client.command({ query: `CREATE TABLE ${q(standIn)} AS ${q(LIVE_POINTS)} ENGINE = Merge('${checkDatabase(input.database)}', '^${pointsTable(m)}$')` });
+    await client.command({ query: sql.prepareFreeze(m, n, checkDatabase(input.database)) });
     frozenAt = performance.now();
-    await client.command({ query: `RENAME TABLE ${q(LIVE_POINTS)} TO ${q(pointsTable(m))}, ${q(standIn)} TO ${q(LIVE_POINTS)}` });
+    await client.command({ query: sql.freeze(m, n) });
   } else if (alreadyFrozen) {
     frozenAt = performance.now();
   }
@@ -162,7 +166,7 @@ export async function swapIn(input: SwapInput): Promise<SwapResult> {
   let standInPlace = frozenAt !== null;
   try {
     if (frozenAt !== null) {
-      const final = await createPointsSink(client, pointsTable(m)).maxOffsets(partitions);
+      const final = await createPointsSink(client, sql.frozenData(m, n)).maxOffsets(partitions);
       await project('catching up with the frozen live table', plusOne(final));
       const mine = await createPointsSink(client, newTable).maxOffsets(partitions);
       const behind = partitions.filter((p) => (mine.get(p) ?? -1) < (final.get(p) ?? -1));
@@ -170,6 +174,7 @@ export async function swapIn(input: SwapInput): Promise<SwapResult> {
         throw new Error(`generation ${n} cannot reach the live table's positions in partitions ${behind.join(', ')} (${behind.map((p) => `${mine.get(p)} < ${final.get(p)}`).join('; ')})`);
       }
       if (partitions.some((p) => (mine.get(p) ?? -1) > (final.get(p) ?? -1))) {
+        if (caps.atomicDatabase) throw new Error(`generation ${n} is ahead of the live table (a stopped or stuck projector): on an Atomic database this swap is not implemented yet`);
         // Ahead of the frozen table (the live projector was stopped or stuck): positions in memory
         // would be wrong for the new table. Take `points` away, so no member can read positions or
         // insert, and make every member rejoin (and so forget its positions) before N comes in.
@@ -191,16 +196,13 @@ export async function swapIn(input: SwapInput): Promise<SwapResult> {
 
     phase('swapping the tables');
     await client.command({ query: `DROP TABLE IF EXISTS ${q(catalogFeed(n))}` });
-    const renames: string[] = [];
-    if (standInPlace) renames.push(`${q(LIVE_POINTS)} TO ${q(frozenStandIn(n))}`);
-    renames.push(`${q(newTable)} TO ${q(LIVE_POINTS)}`, `${q(LIVE_CATALOG_DATA)} TO ${q(catalogTable(m))}`, `${q(catalogTable(n))} TO ${q(LIVE_CATALOG_DATA)}`);
-    await client.command({ query: `RENAME TABLE ${renames.join(', ')}` });
+    await client.command({ query: sql.swapIn(m, n, standInPlace) });
   } catch (error) {
     if (frozenAt !== null) await unfreeze(client, m, n).catch((e: unknown) => input.logger?.error({ err: e }, 'could not put the live table back'));
     throw error;
   }
   const frozenMs = frozenAt === null ? 0 : performance.now() - frozenAt;
-  if (frozenAt !== null) await client.command({ query: `DROP TABLE IF EXISTS ${q(frozenStandIn(n))}` });
+  for (const statement of sql.afterSwap(m, n)) await client.command({ query: statement });
   await record(client, m, 'retired', { table: pointsTable(m), catalog: catalogTable(m), by: n });
   await record(client, n, 'live', { positions: Object.fromEntries(positions), frozen_ms: Math.round(frozenMs), nudged });
   return { generation: n, retired: m, frozenMs, positions: Object.fromEntries([...positions].map(([p, o]) => [String(p), o])), catchUp, nudged };
@@ -208,21 +210,29 @@ export async function swapIn(input: SwapInput): Promise<SwapResult> {
 
 /**
  * Puts the frozen live table back as `points` (after a failed swap, or one that stopped midway):
- * `points` is the read-only stand-in, or missing, and the live generation's table is aside as points_g<M>.
+ * `points` is the read-only stand-in, or missing, and the live generation's rows are aside
+ * (as points_g<M> on an Ordinary database, as points_frozen_g<N> on an Atomic one).
  */
 export async function unfreeze(client: ClickHouseClient, live: number, standInGeneration: number | null = null): Promise<boolean> {
+  const sql = swapSql(await serverCapabilities(client));
   const tables = await tableEngines(client);
   const current = tables.get(LIVE_POINTS);
   if (current === 'MergeTree') return false;
   if (current !== undefined && current !== 'Merge') throw new Error(`${LIVE_POINTS} is a ${current}`);
-  if (tables.get(pointsTable(live)) !== 'MergeTree') throw new Error(`the live generation ${live} is not aside as ${pointsTable(live)}`);
+  // The generation whose swap froze the live table: given, or the one whose frozen rows are found.
+  const n = standInGeneration ?? [...tables].map(([name, engine]) => (engine === 'MergeTree' ? /^points_frozen_g(\d+)$/.exec(name) : null)).find((x) => x !== null)?.[1];
+  const frozen = n !== undefined && tables.get(sql.frozenData(live, Number(n))) === 'MergeTree' ? sql.frozenData(live, Number(n)) : pointsTable(live);
+  if (tables.get(frozen) !== 'MergeTree') throw new Error(`the live generation ${live} is not aside as ${frozen}`);
   const aside = standInGeneration !== null ? frozenStandIn(standInGeneration) : `points_frozen_${Date.now()}`;
+  let standIn = aside;
   if (current === 'Merge') {
-    await client.command({ query: `RENAME TABLE ${q(LIVE_POINTS)} TO ${q(aside)}, ${q(pointsTable(live))} TO ${q(LIVE_POINTS)}` });
+    const back = sql.unfreeze(live, Number(n ?? live), aside);
+    await client.command({ query: back.statement });
+    standIn = back.standIn;
   } else {
-    await client.command({ query: `RENAME TABLE ${q(pointsTable(live))} TO ${q(LIVE_POINTS)}` });
+    await client.command({ query: `RENAME TABLE ${q(frozen)} TO ${q(LIVE_POINTS)}` });
   }
-  await client.command({ query: `DROP TABLE IF EXISTS ${q(aside)}` });
+  await client.command({ query: `DROP TABLE IF EXISTS ${q(standIn)}` });
   for (const [name, engine] of tables) if (/^points_frozen_g\d+$/.test(name) && engine === 'Merge') await client.command({ query: `DROP TABLE IF EXISTS ${q(name)}` });
   return true;
 }

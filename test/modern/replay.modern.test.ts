@@ -1,0 +1,174 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createClickHouse, ensureDatabase, planDownload, readMigrations, streamDownload, type DownloadRequest } from '@meridian/clickhouse';
+import type { PointsFact } from '@meridian/domain';
+import { createEventCodec } from '@meridian/events';
+import { createProducer } from '@meridian/kafka';
+import { createLogger } from '@meridian/observability';
+import { createPlatform, type Platform } from '@meridian/platform';
+import { listGenerations, rebuildPoints, rebuildRange, swapIn, topicOffsets } from '@meridian/replay';
+import { isolatedSettings } from '../support/settings.ts';
+import { waitFor } from '../support/wait.ts';
+
+/**
+ * Replay on current ClickHouse (26.9 on the chDB front, an Atomic database): build, verify and
+ * swap a generation with EXCHANGE TABLES, downloads byte-identical across the swap, and the
+ * catalog (an explicit table fed by a view there) equal to count/min/max of `points` after it.
+ *
+ * The live projector is played by the projector's own pieces (rebuildRange into `points`, which
+ * resumes from the table's positions, as the projector does): the front serves one query at a
+ * time, so a live api and worker uploading during the swap are not run here (see the skip below).
+ */
+describe('replay on an Atomic database (chDB front)', () => {
+  const settings = isolatedSettings();
+  const codec = createEventCodec<PointsFact>();
+  const T0 = Date.UTC(2024, 0, 1);
+  let platform: Platform;
+
+  /**
+   * One upload as the api writes it: its batch and its seal, in one transaction. With `at`, the
+   * records carry that time (the batch) and 1 ms later (the seal): a cut at `at` falls inside it.
+   */
+  async function upload(metric: string, first: number, count: number, at?: number): Promise<void> {
+    const task = randomUUID();
+    const producer = createProducer(platform.kafka, { transactionalId: `${settings.MERIDIAN_TOPIC_PREFIX}modern-${randomUUID()}` });
+    await producer.connect();
+    try {
+      const tx = await producer.transaction();
+      const timestamps = Array.from({ length: count }, (_, i) => T0 + (first + i) * 1000);
+      const batch = codec.encode({ type: 'PointBatch', task_id: task, metric_name: metric, updated_at: T0, timestamps, values: timestamps.map((_, i) => (first + i) / 4) });
+      const partition = Math.floor(first / 100) % 3; // spread over the topic's partitions (3 by default)
+      await tx.send({ topic: platform.topics.points, acks: -1, messages: [
+        { partition, key: task, value: batch, ...(at === undefined ? {} : { timestamp: String(at) }) },
+        { partition, key: task, value: codec.encode({ type: 'UploadSealed', task_id: task, points: count }), ...(at === undefined ? {} : { timestamp: String(at + 1) }) },
+      ] });
+      await tx.commit();
+    } finally {
+      await producer.disconnect();
+    }
+  }
+
+  /**
+   * The live projector's part: projects what the log holds into `points` (resuming from its
+   * positions) until `points` holds `total` rows. A transaction just committed can be invisible
+   * to a read-committed reader for a moment (its commit marker is written after commit returns),
+   * so a pass may stop short of it; the next one resumes.
+   */
+  async function projectLive(total: number): Promise<void> {
+    await waitFor(`${total} points projected`, async () => {
+      const { end, low } = await topicOffsets(platform.admin, platform.topics.points);
+      await rebuildRange({
+        kafka: platform.kafka, admin: platform.admin, topic: platform.topics.points, groupPrefix: settings.MERIDIAN_TOPIC_PREFIX,
+        clickhouse: platform.clickhouse, table: 'points', starts: low, ends: end, batchRows: 1000,
+      });
+      return (await scalarCount()) === total ? true : undefined;
+    }, 60_000, 200);
+  }
+
+  const rowsOf = async <T>(sql: string): Promise<T[]> => (await platform.clickhouse.query({ query: sql, format: 'JSONEachRow' })).json<T>();
+  const catalog = () => rowsOf('SELECT metric_name, toString(countMerge(points)) AS points, toString(minMerge(first_ts)) AS first_ts, toString(maxMerge(last_ts)) AS last_ts FROM metric_catalog GROUP BY metric_name ORDER BY metric_name');
+  const pointsPerMetric = () => rowsOf('SELECT metric_name, toString(count()) AS points, toString(min(ts)) AS first_ts, toString(max(ts)) AS last_ts FROM points GROUP BY metric_name ORDER BY metric_name');
+
+  async function download(format: 'csv' | 'json'): Promise<Buffer> {
+    const conn = { url: settings.CLICKHOUSE_URL, username: settings.CLICKHOUSE_USER, password: settings.CLICKHOUSE_PASSWORD, database: settings.CLICKHOUSE_DATABASE };
+    const req: DownloadRequest = { metricNames: ['mo.a', 'mo.b', 'mo.c'], fromMs: 0, toMs: 4_291_747_199_999, maxRows: 100_000, after: null, format, latestOnly: false, gzip: false, queryId: randomUUID() };
+    const stream = await streamDownload(conn, req, { plan: await planDownload(conn, req) });
+    const parts: Buffer[] = [];
+    for await (const chunk of stream.body as AsyncIterable<Buffer>) parts.push(chunk);
+    return Buffer.concat(parts);
+  }
+
+  beforeAll(async () => {
+    platform = createPlatform(settings, createLogger({ name: 'modern-replay', level: settings.LOG_LEVEL }), 'modern-replay');
+    await platform.prepare();
+    for (const [i, metric] of ['mo.a', 'mo.b', 'mo.c', 'mo.a', 'mo.b'].entries()) await upload(metric, i * 100, 100);
+    await projectLive(500);
+  });
+  afterAll(async () => {
+    await platform?.clickhouse.command({ query: `DROP DATABASE IF EXISTS ${settings.CLICKHOUSE_DATABASE}` });
+    await platform?.close();
+  });
+
+  it('the migrations make the catalog an explicit table fed by a view writing TO it', async () => {
+    const tables = await rowsOf<{ name: string; engine: string }>("SELECT name, engine FROM system.tables WHERE database = currentDatabase() AND name LIKE 'metric_catalog%' ORDER BY name");
+    expect(tables).toEqual([{ name: 'metric_catalog', engine: 'AggregatingMergeTree' }, { name: 'metric_catalog_feed', engine: 'MaterializedView' }]);
+    expect(await scalarCount()).toBe(500);
+    expect(await catalog()).toEqual(await pointsPerMetric());
+  });
+
+  it('builds, verifies and swaps a generation with EXCHANGE TABLES: downloads byte-identical, the catalog exact, also for points written after', async () => {
+    const csv = await download('csv');
+    const json = await download('json');
+    expect(csv.toString().split('\n')).toHaveLength(502);
+    const catalogBefore = await catalog();
+
+    const result = await rebuildPoints(platform, { swap: 'if-verified', waitForLiveMs: 0 });
+    expect(result.verification?.ok).toBe(true);
+    expect(result.swap).toMatchObject({ generation: 2, retired: 1, nudged: false });
+    const generations = await listGenerations(platform.clickhouse);
+    expect(generations.map((g) => [g.generation, g.state, g.table, g.rows])).toEqual([[1, 'retired', 'points_g1', 500], [2, 'live', 'points', 500]]);
+    const left = await rowsOf<{ name: string; engine: string }>('SELECT name, engine FROM system.tables WHERE database = currentDatabase() ORDER BY name');
+    expect(left.map((t) => t.name).filter((n) => /^(points|metric_catalog)/.test(n))).toEqual(['metric_catalog', 'metric_catalog_feed', 'metric_catalog_g1', 'points', 'points_g1']);
+
+    expect(await download('csv')).toEqual(csv);
+    expect(await download('json')).toEqual(json);
+    expect(await catalog()).toEqual(catalogBefore);
+
+    // Points written after the swap reach the new generation's catalog through the live view.
+    await upload('mo.c', 1100, 50);
+    await upload('mo.d', 2000, 7);
+    await projectLive(557);
+    expect(await catalog()).toEqual(await pointsPerMetric());
+    // The retired catalog is left as it was.
+    expect(await rowsOf('SELECT toString(countMerge(points)) AS n FROM metric_catalog_g1')).toEqual([{ n: '500' }]);
+  });
+
+  it('a point in time inside an upload: the rebuilt database holds none of it, and its catalog is exact', async () => {
+    const at = Date.now() + 1000; // after every record written so far
+    await upload('mo.cut', 5000, 20, at);
+    const db = `${settings.CLICKHOUSE_DATABASE}_cut`;
+    try {
+      // Until the upload's commit is visible to a read-committed reader (see projectLive), a rebuild does not see its batch.
+      const result = await waitFor('a rebuild that sees the cut upload', async () => {
+        await platform.clickhouse.command({ query: `DROP DATABASE IF EXISTS ${db}` });
+        const run = await rebuildPoints(platform, { to: { kind: 'time', ms: at }, database: db });
+        return run.stats.batches === 8 ? run : undefined; // the 7 uploads before and the cut one
+      }, 60_000, 200);
+      expect(result.stats.unsealedBatches).toBe(1);
+      const perMetric = (table: string) => rowsOf(`SELECT metric_name, toString(count()) AS points, toString(min(ts)) AS first_ts, toString(max(ts)) AS last_ts FROM ${table} GROUP BY metric_name ORDER BY metric_name`);
+      const copy = await perMetric(`${db}.points`);
+      expect(copy).toEqual(await pointsPerMetric());
+      expect(await rowsOf(`SELECT metric_name, toString(countMerge(points)) AS points, toString(minMerge(first_ts)) AS first_ts, toString(maxMerge(last_ts)) AS last_ts FROM ${db}.metric_catalog GROUP BY metric_name ORDER BY metric_name`)).toEqual(copy);
+    } finally {
+      await platform.clickhouse.command({ query: `DROP DATABASE IF EXISTS ${db}` });
+    }
+  });
+
+  it('an Atomic database whose catalog is still a view with an inner table (migrated before this form): the swap refuses before it touches anything', async () => {
+    const options = { ...platform.clickhouseOptions, database: `${settings.CLICKHOUSE_DATABASE}_legacy` };
+    await ensureDatabase(options);
+    const legacy = createClickHouse(options);
+    try {
+      // Migrations 001 and 002 as written, as a deployment migrated on Atomic before would have them.
+      for (const statement of readMigrations().flatMap((m) => m.statements)) await legacy.command({ query: statement });
+      // A built generation 2 beside it (its tables as a rebuild makes them).
+      await legacy.command({ query: 'CREATE TABLE points_g2 AS points' });
+      await legacy.command({ query: 'CREATE TABLE metric_catalog_g2 ENGINE = AggregatingMergeTree() ORDER BY metric_name AS SELECT metric_name, countState() AS points, minState(ts) AS first_ts, maxState(ts) AS last_ts FROM points_g2 WHERE 0 GROUP BY metric_name' });
+      await expect(swapIn({
+        kafka: platform.kafka, admin: platform.admin, topic: platform.topics.points, topicPrefix: settings.MERIDIAN_TOPIC_PREFIX,
+        clickhouse: legacy, database: options.database, generation: 2, batchRows: 1000,
+      })).rejects.toThrow(/metric_catalog is a view with an inner table.*see the README to convert/);
+      const tables = await (await legacy.query({ query: 'SELECT name FROM system.tables WHERE database = currentDatabase() ORDER BY name', format: 'JSONEachRow' })).json<{ name: string }>();
+      expect(tables.map((t) => t.name).filter((n) => !n.startsWith('.inner'))).toEqual(['metric_catalog', 'metric_catalog_g2', 'points', 'points_g2', 'replay_generations']);
+    } finally {
+      await legacy.command({ query: `DROP DATABASE IF EXISTS ${options.database}` });
+      await legacy.close();
+    }
+  });
+
+  it.skip('uploads arriving during the swap [skipped on the chDB front: it serves one query at a time, so a live api and ingest worker cannot run beside the swap; test/e2e/replay.e2e.test.ts proves it on 18.16]', () => {});
+
+  async function scalarCount(): Promise<number> {
+    return Number((await rowsOf<{ n: string }>('SELECT toString(count()) AS n FROM points'))[0]!.n);
+  }
+});
