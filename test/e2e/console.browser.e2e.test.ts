@@ -1,11 +1,11 @@
-import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import type { BrowserContext, Page } from 'playwright-core';
 import { formatTimestamp } from '@meridian/domain';
+import { offlineChromium } from '../support/chromium.ts';
 import { bootstrapAdmin, createUser } from '../support/accounts.ts';
 import { call, startApi, type RunningApi } from '../support/api.ts';
 import { startWorker } from '../support/ingest.ts';
@@ -17,7 +17,6 @@ import { waitForTask } from '../support/tasks.ts';
  * the browser reaches nothing but the api under test (no DNS, a dead proxy, every other origin
  * aborted and recorded). Each test saves a screenshot under .var/test-output/console/.
  */
-const CHROMIUM = '/usr/bin/chromium';
 const SHOTS = fileURLToPath(new URL('../../.var/test-output/console/', import.meta.url));
 const settings = isolatedSettings();
 let api: RunningApi;
@@ -34,7 +33,6 @@ const T0 = Date.UTC(2024, 0, 1);
 const WAVE_POINTS = 500;
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: run deploy/local/install.sh chromium (make test does)`);
   await mkdir(SHOTS, { recursive: true });
   api = await startApi(settings);
   ingest = await startWorker(settings);
@@ -54,21 +52,7 @@ beforeAll(async () => {
 
   profile = await mkdtemp(join(tmpdir(), 'meridian-chromium-'));
   downloads = await mkdtemp(join(tmpdir(), 'meridian-console-downloads-'));
-  context = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM,
-    headless: true,
-    acceptDownloads: true,
-    downloadsPath: downloads,
-    viewport: { width: 1200, height: 1000 },
-    args: [
-      '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-      '--disable-background-networking', '--disable-component-update', '--disable-sync',
-      '--disable-default-apps', '--disable-domain-reliability', '--no-pings',
-      '--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1',
-      '--proxy-server=http://127.0.0.1:9', // loopback (the api) bypasses a proxy by default
-    ],
-    timeout: 60_000,
-  });
+  context = await offlineChromium(profile, { acceptDownloads: true, downloadsPath: downloads, viewport: { width: 1200, height: 1000 } });
   const origin = new URL(api.url).origin;
   await context.route('**/*', (route) => {
     const url = route.request().url();

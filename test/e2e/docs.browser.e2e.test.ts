@@ -1,9 +1,9 @@
-import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chromium, type BrowserContext } from 'playwright-core';
+import type { BrowserContext } from 'playwright-core';
+import { offlineChromium } from '../support/chromium.ts';
 import { startApi, type RunningApi } from '../support/api.ts';
 import { isolatedSettings } from '../support/settings.ts';
 
@@ -13,28 +13,15 @@ import { isolatedSettings } from '../support/settings.ts';
  * nothing but the api under test: no DNS (every name resolves to nothing), a dead proxy for
  * anything that is not loopback, and every request to another origin aborted and recorded.
  */
-const CHROMIUM = '/usr/bin/chromium';
 const settings = isolatedSettings();
 let api: RunningApi;
 let context: BrowserContext;
 let profile: string;
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: run deploy/local/install.sh chromium (make test does)`);
   api = await startApi(settings);
   profile = await mkdtemp(join(tmpdir(), 'meridian-chromium-'));
-  context = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM,
-    headless: true,
-    args: [
-      '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-      '--disable-background-networking', '--disable-component-update', '--disable-sync',
-      '--disable-default-apps', '--disable-domain-reliability', '--no-pings',
-      '--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1',
-      '--proxy-server=http://127.0.0.1:9', // loopback (the api) bypasses a proxy by default
-    ],
-    timeout: 60_000,
-  });
+  context = await offlineChromium(profile);
 });
 afterAll(async () => {
   await context?.close();

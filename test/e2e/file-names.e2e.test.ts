@@ -6,7 +6,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chromium, type BrowserContext } from 'playwright-core';
+import type { BrowserContext } from 'playwright-core';
+import { offlineChromium } from '../support/chromium.ts';
 import { bootstrapAdmin, createUser } from '../support/accounts.ts';
 import { call, startApi, type RunningApi } from '../support/api.ts';
 import { startWorker } from '../support/ingest.ts';
@@ -21,7 +22,6 @@ import { waitForTask } from '../support/tasks.ts';
  */
 const NAME = 'rapport "été" ✓.csv';
 const CONTENT = 'metric,value\ncpu,0.5\n';
-const CHROMIUM = '/usr/bin/chromium';
 const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
 // Python with requests: the virtualenv deploy/local/install.sh test-tools makes for schemathesis
 // (requests is one of its dependencies), so the test needs nothing from the machine's Python.
@@ -52,7 +52,6 @@ function nameOf(disposition: string): string {
 
 beforeAll(async () => {
   if (!existsSync(python)) throw new Error(`${python} is missing: run deploy/local/install.sh test-tools (make test does)`);
-  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: run deploy/local/install.sh chromium (make test does)`);
   api = await startApi(settings);
   ingest = await startWorker(settings);
   const admin = await bootstrapAdmin(settings);
@@ -61,14 +60,7 @@ beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'meridian-names-'));
   await writeFile(join(dir, 'upload.csv'), CONTENT);
   const profile = join(dir, 'chromium');
-  context = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM,
-    headless: true,
-    acceptDownloads: true,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync',
-      '--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1', '--proxy-server=http://127.0.0.1:9'],
-    timeout: 60_000,
-  });
+  context = await offlineChromium(profile, { acceptDownloads: true });
 }, 120_000);
 afterAll(async () => {
   await context?.close();
