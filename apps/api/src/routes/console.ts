@@ -1,10 +1,9 @@
-import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
-import { notFound } from '@meridian/domain';
 import { defineRoute, type RouteDef } from '../http/route.ts';
+import { fileAsset, staticAssetRoute, type StaticAsset } from '../http/static-assets.ts';
 import { DOCS_CSP } from './docs.ts';
 
 /**
@@ -16,32 +15,16 @@ import { DOCS_CSP } from './docs.ts';
 const consoleDir = fileURLToPath(new URL('../console/', import.meta.url));
 const uplotDir = join(dirname(createRequire(import.meta.url).resolve('uplot/package.json')), 'dist');
 
-type Asset = { readonly type: string; load(): Promise<Buffer> };
-
-const fromFile = (path: string, type: string): Asset => {
-  let cached: Promise<Buffer> | undefined;
-  return {
-    type,
-    load: () => {
-      cached ??= readFile(path).catch((error: unknown) => {
-        cached = undefined;
-        throw error;
-      });
-      return cached;
-    },
-  };
-};
-
 const JS = 'text/javascript; charset=utf-8';
 const CSS = 'text/css; charset=utf-8';
-const page = fromFile(join(consoleDir, 'index.html'), 'text/html; charset=utf-8');
+const page = fileAsset(join(consoleDir, 'index.html'), 'text/html; charset=utf-8');
 
 /** The only files /console/{asset} serves: a fixed list, never a path taken from the request. */
-const assets: Readonly<Record<string, Asset>> = {
-  'console.js': fromFile(join(consoleDir, 'console.js'), JS),
-  'console.css': fromFile(join(consoleDir, 'console.css'), CSS),
-  'uPlot.esm.js': fromFile(join(uplotDir, 'uPlot.esm.js'), JS),
-  'uPlot.min.css': fromFile(join(uplotDir, 'uPlot.min.css'), CSS),
+const assets: Readonly<Record<string, StaticAsset>> = {
+  'console.js': fileAsset(join(consoleDir, 'console.js'), JS),
+  'console.css': fileAsset(join(consoleDir, 'console.css'), CSS),
+  'uPlot.esm.js': fileAsset(join(uplotDir, 'uPlot.esm.js'), JS),
+  'uPlot.min.css': fileAsset(join(uplotDir, 'uPlot.min.css'), CSS),
 };
 
 export function consoleRoutes(): RouteDef[] {
@@ -63,25 +46,15 @@ export function consoleRoutes(): RouteDef[] {
         ctx.body = await page.load();
       },
     }),
-    defineRoute({
-      method: 'GET',
-      path: '/console/{asset}',
+    staticAssetRoute({
+      path: '/console',
       operationId: 'consoleAsset',
       summary: 'A static file of the console',
-      description: `One of: ${Object.keys(assets).join(', ')}.`,
-      tags: ['operations'],
-      auth: 'public',
-      params: z.object({ asset: z.string().max(64).meta({ examples: ['console.js', 'uPlot.esm.js'] }) }),
-      responses: { 200: { description: 'The file (JavaScript or CSS)', contentType: '*/*', schema: z.string() } },
-      problems: ['not_found'],
-      handler: async (ctx, { params }) => {
-        const asset = Object.hasOwn(assets, params.asset) ? assets[params.asset] : undefined;
-        if (!asset) throw notFound('no such console file');
-        ctx.set('Cache-Control', 'no-cache');
-        ctx.set('X-Content-Type-Options', 'nosniff');
-        ctx.type = asset.type;
-        ctx.body = await asset.load();
-      },
+      description: '',
+      examples: ['console.js', 'uPlot.esm.js'],
+      assets,
+      cacheControl: 'no-cache',
+      notFound: 'no such console file',
     }),
   ];
 }

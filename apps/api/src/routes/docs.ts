@@ -1,9 +1,8 @@
-import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { z } from 'zod';
-import { notFound } from '@meridian/domain';
 import { defineRoute, type RouteDef } from '../http/route.ts';
+import { fileAsset, staticAssetRoute, type StaticAsset } from '../http/static-assets.ts';
 
 /**
  * GET /docs: the OpenAPI document rendered by Swagger UI (swagger-ui-dist from npm), every
@@ -57,24 +56,10 @@ const init = `window.addEventListener('load', function () {
 });
 `;
 
-type Asset = { readonly type: string; load(): Promise<Buffer> };
-
-const fromPackage = (file: string, type: string): Asset => {
-  let cached: Promise<Buffer> | undefined;
-  return {
-    type,
-    load: () => {
-      cached ??= readFile(join(swaggerUiDir, file)).catch((error: unknown) => {
-        cached = undefined;
-        throw error;
-      });
-      return cached;
-    },
-  };
-};
+const fromPackage = (file: string, type: string): StaticAsset => fileAsset(join(swaggerUiDir, file), type);
 
 /** The only files /docs/{asset} serves: a fixed list, never a path taken from the request. */
-const assets: Readonly<Record<string, Asset>> = {
+const assets: Readonly<Record<string, StaticAsset>> = {
   'swagger-ui.css': fromPackage('swagger-ui.css', 'text/css; charset=utf-8'),
   'swagger-ui-bundle.js': fromPackage('swagger-ui-bundle.js', 'text/javascript; charset=utf-8'),
   'favicon-32x32.png': fromPackage('favicon-32x32.png', 'image/png'),
@@ -100,25 +85,15 @@ export function docsRoutes(): RouteDef[] {
         ctx.body = page;
       },
     }),
-    defineRoute({
-      method: 'GET',
-      path: '/docs/{asset}',
+    staticAssetRoute({
+      path: '/docs',
       operationId: 'docsAsset',
       summary: 'A static file of the documentation page',
-      description: `One of: ${Object.keys(assets).join(', ')}. Served from the swagger-ui-dist package installed with the api.`,
-      tags: ['operations'],
-      auth: 'public',
-      params: z.object({ asset: z.string().max(64).meta({ examples: ['swagger-ui.css', 'init.js'] }) }),
-      responses: { 200: { description: 'The file (CSS, JavaScript or PNG)', contentType: '*/*', schema: z.string() } },
-      problems: ['not_found'],
-      handler: async (ctx, { params }) => {
-        const asset = Object.hasOwn(assets, params.asset) ? assets[params.asset] : undefined;
-        if (!asset) throw notFound('no such documentation file');
-        ctx.set('Cache-Control', 'public, max-age=3600');
-        ctx.set('X-Content-Type-Options', 'nosniff');
-        ctx.type = asset.type;
-        ctx.body = await asset.load();
-      },
+      description: 'Served from the swagger-ui-dist package installed with the api.',
+      examples: ['swagger-ui.css', 'init.js'],
+      assets,
+      cacheControl: 'public, max-age=3600',
+      notFound: 'no such documentation file',
     }),
   ];
 }
