@@ -19,10 +19,18 @@ describe('Kafka adapter against a real broker', () => {
     await Promise.allSettled([producer.disconnect(), consumer.disconnect(), admin.disconnect()]);
   });
 
+  /** The single-node defaults of the settings. */
+  const layout = {
+    pointsPartitions: settings.KAFKA_POINTS_PARTITIONS,
+    tasksPartitions: settings.KAFKA_TASKS_PARTITIONS,
+    replicationFactor: settings.KAFKA_REPLICATION_FACTOR,
+    minInsyncReplicas: settings.KAFKA_MIN_INSYNC_REPLICAS,
+  };
+
   it('creates the topics with infinite retention, idempotently', async () => {
     await admin.connect();
-    await ensureTopics(admin, topicSpecs(topics, 3, 3));
-    await ensureTopics(admin, topicSpecs(topics, 3, 3));
+    expect(await ensureTopics(admin, topicSpecs(topics, layout))).toEqual([]);
+    expect(await ensureTopics(admin, topicSpecs(topics, layout))).toEqual([]);
     const configs = await admin.describeConfigs({ includeSynonyms: false, resources: [{ type: 2, name: topics.accounts }] });
     const retention = configs.resources[0]!.configEntries.find((e) => e.configName === 'retention.ms');
     expect(retention?.configValue).toBe('-1');
@@ -30,12 +38,33 @@ describe('Kafka adapter against a real broker', () => {
     expect(meta.topics[0]!.partitions).toHaveLength(3);
   });
 
-  it('keeps an existing topic with fewer partitions than asked, and reports it', async () => {
+  it('creates every topic with the replication factor and min.insync.replicas of the settings (single-node defaults: 1 and 1)', async () => {
     await admin.connect();
-    const shortfalls = await ensureTopics(admin, topicSpecs(topics, 3, 5));
-    expect(shortfalls).toEqual([{ topic: topics.tasks, partitions: 3, wanted: 5 }]);
+    const names = Object.values(topics);
+    const configs = await admin.describeConfigs({ includeSynonyms: false, resources: names.map((name) => ({ type: 2, name, configNames: ['min.insync.replicas'] })) });
+    const meta = await admin.fetchTopicMetadata({ topics: names });
+    for (const name of names) {
+      const minInsync = configs.resources.find((r) => r.resourceName === name)!.configEntries.find((e) => e.configName === 'min.insync.replicas')!;
+      // Set on the topic itself (not inherited from the broker), so a cluster's broker default cannot change it.
+      expect({ name, value: minInsync.configValue, isDefault: minInsync.isDefault }).toEqual({ name, value: '1', isDefault: false });
+      const partitions = meta.topics.find((t) => t.name === name)!.partitions;
+      expect(partitions.length, name).toBeGreaterThan(0);
+      for (const p of partitions) expect(p.replicas, name).toHaveLength(1);
+    }
+  });
+
+  it('keeps an existing topic with fewer partitions or another replication than asked, and reports each difference', async () => {
+    await admin.connect();
+    const mismatches = await ensureTopics(admin, topicSpecs(topics, { ...layout, tasksPartitions: 5, replicationFactor: 3, minInsyncReplicas: 2 }));
+    expect(mismatches).toHaveLength(Object.keys(topics).length * 2 + 1);
+    expect(mismatches).toContainEqual({ topic: topics.tasks, property: 'partitions', actual: 3, wanted: 5 });
+    for (const topic of Object.values(topics)) {
+      expect(mismatches).toContainEqual({ topic, property: 'replication factor', actual: 1, wanted: 3 });
+      expect(mismatches).toContainEqual({ topic, property: 'min.insync.replicas', actual: 1, wanted: 2 });
+    }
     const meta = await admin.fetchTopicMetadata({ topics: [topics.tasks] });
     expect(meta.topics[0]!.partitions).toHaveLength(3);
+    expect(meta.topics[0]!.partitions[0]!.replicas).toHaveLength(1);
   });
 
   it('produces an Avro event with the idempotent producer and consumes it back', async () => {

@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import { settingDefinitions, type SettingName } from './settings.ts';
+import { settingDefinitions, settingRules, type SettingName } from './settings.ts';
 
 type Defs = typeof settingDefinitions;
 export type Settings = { readonly [K in SettingName]: z.output<Defs[K]['schema']> };
@@ -32,6 +32,8 @@ export function loadSettings(env: Readonly<Record<string, string | undefined>>):
     }
   }
   if (problems.length > 0) throw new ConfigError(problems);
+  const related = settingRules.safeParse(values);
+  if (!related.success) throw new ConfigError(related.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`));
   return Object.freeze(values) as Settings;
 }
 

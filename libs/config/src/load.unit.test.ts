@@ -48,6 +48,18 @@ describe('loadSettings', () => {
     expect(() => loadSettings({ MERIDIAN_CURSOR_SECRET: 'too-short-secret' })).not.toThrow(/too-short-secret/);
   });
 
+  it('takes a min.insync.replicas up to the replication factor and refuses one above it, naming both', () => {
+    expect(loadSettings({})).toMatchObject({ KAFKA_REPLICATION_FACTOR: 1, KAFKA_MIN_INSYNC_REPLICAS: 1 });
+    expect(loadSettings({ KAFKA_REPLICATION_FACTOR: '3', KAFKA_MIN_INSYNC_REPLICAS: '2' })).toMatchObject({ KAFKA_REPLICATION_FACTOR: 3, KAFKA_MIN_INSYNC_REPLICAS: 2 });
+    expect(loadSettings({ KAFKA_REPLICATION_FACTOR: '3', KAFKA_MIN_INSYNC_REPLICAS: '3' }).KAFKA_MIN_INSYNC_REPLICAS).toBe(3);
+    expect(() => loadSettings({ KAFKA_MIN_INSYNC_REPLICAS: '2' })).toThrow(ConfigError);
+    expect(() => loadSettings({ KAFKA_REPLICATION_FACTOR: '3', KAFKA_MIN_INSYNC_REPLICAS: '4' })).toThrow(/KAFKA_MIN_INSYNC_REPLICAS: at most KAFKA_REPLICATION_FACTOR/);
+  });
+
+  it('checks the rules between settings only once each setting is valid on its own', () => {
+    expect(() => loadSettings({ KAFKA_REPLICATION_FACTOR: '0', KAFKA_MIN_INSYNC_REPLICAS: '2' })).toThrow(/KAFKA_REPLICATION_FACTOR="0"/);
+  });
+
   it('returns a frozen object', () => {
     expect(Object.isFrozen(loadSettings({}))).toBe(true);
   });

@@ -300,6 +300,28 @@ export const settingDefinitions = {
     default: '1000',
     doc: 'Most metrics one page of GET /api/v1/metrics (the catalog) may list (its limit); more gets 400. Bounds the body of one answer; next_after pages through the rest.',
   },
+  // issue 17, Kafka for a distributed deployment (helm): the replication of every topic.
+  KAFKA_REPLICATION_FACTOR: {
+    schema: z.coerce.number().int().min(1).max(32767),
+    default: '1',
+    doc: 'Replicas of every partition of every topic Meridian creates (3 on a cluster of 3 or more brokers; no more than the brokers there are). An existing topic with another replication factor is kept as it is, with a warning at start: changing it is a partition reassignment, an operator\'s job.',
+  },
+  KAFKA_MIN_INSYNC_REPLICAS: {
+    schema: z.coerce.number().int().min(1).max(32767),
+    default: '1',
+    doc: 'min.insync.replicas of every topic Meridian creates: the replicas that must hold a write before it is acknowledged (every producer sends with acks=all); at most KAFKA_REPLICATION_FACTOR, checked at start. With 3 replicas, 2 lets one broker die without losing an acknowledged event or refusing writes. An existing topic with another value is kept, with a warning.',
+  },
 } as const;
 
 export type SettingName = keyof typeof settingDefinitions;
+
+/**
+ * Rules that tie settings together, checked once each has parsed on its own (zod refinements
+ * over the parsed values); a broken rule is reported at start like an invalid value.
+ */
+export const settingRules = z
+  .object({ KAFKA_REPLICATION_FACTOR: z.number(), KAFKA_MIN_INSYNC_REPLICAS: z.number() })
+  .refine((s) => s.KAFKA_MIN_INSYNC_REPLICAS <= s.KAFKA_REPLICATION_FACTOR, {
+    path: ['KAFKA_MIN_INSYNC_REPLICAS'],
+    message: 'at most KAFKA_REPLICATION_FACTOR: a topic with fewer replicas than min.insync.replicas refuses every acknowledged write',
+  });

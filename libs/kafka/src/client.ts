@@ -1,6 +1,6 @@
 import { Kafka, Partitioners, logLevel, type Admin, type Producer, type LogEntry } from 'kafkajs';
 import { withTimeout, type Logger } from '@meridian/observability';
-import type { TopicSpec } from './topics.ts';
+import { topicMismatches, type TopicMismatch, type TopicSpec } from './topics.ts';
 
 export type KafkaOptions = { readonly brokers: readonly string[]; readonly clientId: string; readonly logger: Logger };
 
@@ -48,43 +48,57 @@ export function createProducer(kafka: Kafka, options: { transactionalId?: string
   });
 }
 
-/** An existing topic with fewer partitions than its spec asks for. */
-export type PartitionShortfall = { readonly topic: string; readonly partitions: number; readonly wanted: number };
+// kafkajs is CommonJS and its ConfigResourceTypes is not importable by name from ESM.
+const TOPIC_RESOURCE = 2;
+const MIN_INSYNC = 'min.insync.replicas';
 
 /**
  * Creates missing topics; never alters existing ones. Retention is infinite: the log is the
  * source of truth. Events are keyed (a task's by its id, points by metric name) and their order
  * holds within a partition only: adding partitions would send a key's later events to another
- * partition than its earlier ones. So an existing topic keeps its partitions, and the ones
- * with fewer than asked are returned for the caller to report.
+ * partition than its earlier ones; replication is changed by a reassignment, which is an
+ * operator's call. So an existing topic is kept as it is, and where it differs from its spec
+ * (topicMismatches) is returned for the caller to report.
  */
-export async function ensureTopics(admin: Admin, specs: readonly TopicSpec[]): Promise<PartitionShortfall[]> {
+export async function ensureTopics(admin: Admin, specs: readonly TopicSpec[]): Promise<TopicMismatch[]> {
   const existing = new Set(await admin.listTopics());
   const missing = specs.filter((s) => !existing.has(s.topic));
   const present = specs.filter((s) => existing.has(s.topic));
-  const shortfalls: PartitionShortfall[] = [];
-  if (present.length > 0) {
-    const { topics } = await admin.fetchTopicMetadata({ topics: present.map((s) => s.topic) });
-    for (const spec of present) {
-      const partitions = topics.find((t) => t.name === spec.topic)?.partitions.length ?? spec.partitions;
-      if (partitions < spec.partitions) shortfalls.push({ topic: spec.topic, partitions, wanted: spec.partitions });
-    }
-  }
-  if (missing.length === 0) return shortfalls;
+  const mismatches = present.length > 0 ? await describeExisting(admin, present) : [];
+  if (missing.length === 0) return mismatches;
   await admin.createTopics({
     waitForLeaders: true,
     topics: missing.map((s) => ({
       topic: s.topic,
       numPartitions: s.partitions,
-      replicationFactor: -1,
+      replicationFactor: s.replicationFactor,
       configEntries: [
         { name: 'retention.ms', value: '-1' },
         { name: 'retention.bytes', value: '-1' },
         { name: 'cleanup.policy', value: 'delete' },
+        { name: MIN_INSYNC, value: String(s.minInsyncReplicas) },
       ],
     })),
   });
-  return shortfalls;
+  return mismatches;
+}
+
+/** Partitions, replication and min.insync.replicas of existing topics, against their specs. */
+async function describeExisting(admin: Admin, specs: readonly TopicSpec[]): Promise<TopicMismatch[]> {
+  const names = specs.map((s) => s.topic);
+  const [{ topics }, { resources }] = await Promise.all([
+    admin.fetchTopicMetadata({ topics: names }),
+    admin.describeConfigs({ includeSynonyms: false, resources: names.map((name) => ({ type: TOPIC_RESOURCE, name, configNames: [MIN_INSYNC] })) }),
+  ]);
+  return specs.flatMap((spec) => {
+    const partitions = topics.find((t) => t.name === spec.topic)?.partitions ?? [];
+    const minInsync = resources.find((r) => r.resourceName === spec.topic)?.configEntries.find((e) => e.configName === MIN_INSYNC)?.configValue;
+    return topicMismatches(spec, {
+      partitions: partitions.length,
+      replicationFactor: Math.min(...partitions.map((p) => p.replicas.length)),
+      minInsyncReplicas: Number(minInsync),
+    });
+  });
 }
 
 /** Readiness probe: the cluster answers a metadata request within the timeout. */

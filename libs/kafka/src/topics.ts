@@ -25,18 +25,80 @@ export function topicsFor(prefix: string): Topics {
   };
 }
 
-export type TopicSpec = { readonly topic: string; readonly partitions: number };
+/**
+ * How Meridian's topics are laid out when created. Partitions of the tasks topic bound the
+ * commands the ingest worker runs at once (KAFKA_TASKS_PARTITIONS); partitions of the points
+ * topic spread the projection (KAFKA_POINTS_PARTITIONS). Replication applies to every topic.
+ */
+export type TopicLayout = {
+  readonly pointsPartitions: number;
+  readonly tasksPartitions: number;
+  readonly replicationFactor: number;
+  readonly minInsyncReplicas: number;
+};
+
+export type TopicSpec = {
+  readonly topic: string;
+  readonly partitions: number;
+  readonly replicationFactor: number;
+  readonly minInsyncReplicas: number;
+};
 
 /**
- * The topics and their partitions when created. Tasks partitions bound the commands the ingest
- * worker runs at once (KAFKA_TASKS_PARTITIONS); points partitions spread the projection.
+ * The topics as they are created. Accounts and files stay at one partition: every process folds
+ * them whole (no consumer group splits them, so more partitions would add no parallelism), and
+ * one partition gives the fold one order across keys, which replay reproduces. Dead letters are
+ * rare and read by people.
  */
-export function topicSpecs(topics: Topics, pointsPartitions: number, tasksPartitions: number): TopicSpec[] {
+export function topicSpecs(topics: Topics, layout: TopicLayout): TopicSpec[] {
+  const replication = { replicationFactor: layout.replicationFactor, minInsyncReplicas: layout.minInsyncReplicas };
   return [
-    { topic: topics.accounts, partitions: 1 },
-    { topic: topics.tasks, partitions: tasksPartitions },
-    { topic: topics.points, partitions: pointsPartitions },
-    { topic: topics.files, partitions: 1 },
-    { topic: topics.deadLetter, partitions: 1 },
+    { topic: topics.accounts, partitions: 1, ...replication },
+    { topic: topics.tasks, partitions: layout.tasksPartitions, ...replication },
+    { topic: topics.points, partitions: layout.pointsPartitions, ...replication },
+    { topic: topics.files, partitions: 1, ...replication },
+    { topic: topics.deadLetter, partitions: 1, ...replication },
   ];
+}
+
+/** What the cluster says of a topic that already exists. */
+export type ExistingTopic = {
+  readonly partitions: number;
+  /** The fewest replicas any of its partitions has. */
+  readonly replicationFactor: number;
+  /** Its min.insync.replicas (its own, or the broker's default it inherits). */
+  readonly minInsyncReplicas: number;
+};
+
+/** A property of an existing topic that differs from what the settings would create. */
+export type TopicMismatch = {
+  readonly topic: string;
+  readonly property: 'partitions' | 'replication factor' | 'min.insync.replicas';
+  readonly actual: number;
+  readonly wanted: number;
+};
+
+/** Why an existing topic that differs from its spec is kept as it is, and what an operator can do. */
+export const WHY_KEPT: Readonly<Record<TopicMismatch['property'], string>> = {
+  partitions: "adding partitions would move a key's later events away from its earlier ones and break their order (create a new topic prefix to get more)",
+  'replication factor': 'changing it is a partition reassignment (kafka-reassign-partitions), an operator\'s job',
+  'min.insync.replicas': 'an operator changes it with kafka-configs --alter --entity-type topics --add-config min.insync.replicas=N',
+};
+
+/**
+ * Where an existing topic differs from its spec. Meridian never alters an existing topic (the
+ * caller warns instead): adding partitions would move a key's later events away from its
+ * earlier ones, and replication is changed by a reassignment an operator runs. More partitions
+ * than asked is no mismatch: the topic was made larger on purpose.
+ */
+export function topicMismatches(spec: TopicSpec, existing: ExistingTopic): TopicMismatch[] {
+  const found: TopicMismatch[] = [];
+  if (existing.partitions < spec.partitions) found.push({ topic: spec.topic, property: 'partitions', actual: existing.partitions, wanted: spec.partitions });
+  if (existing.replicationFactor !== spec.replicationFactor) {
+    found.push({ topic: spec.topic, property: 'replication factor', actual: existing.replicationFactor, wanted: spec.replicationFactor });
+  }
+  if (existing.minInsyncReplicas !== spec.minInsyncReplicas) {
+    found.push({ topic: spec.topic, property: 'min.insync.replicas', actual: existing.minInsyncReplicas, wanted: spec.minInsyncReplicas });
+  }
+  return found;
 }

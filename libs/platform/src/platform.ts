@@ -1,6 +1,6 @@
 import type { Kafka, Admin, Producer } from 'kafkajs';
 import type { Settings } from '@meridian/config';
-import { createKafka, createProducer, ensureTopics, pingKafka, topicsFor, topicSpecs, type Topics } from '@meridian/kafka';
+import { createKafka, createProducer, ensureTopics, pingKafka, topicsFor, topicSpecs, WHY_KEPT, type Topics } from '@meridian/kafka';
 import { createClickHouse, ensureDatabase, migrate, pingClickHouse, serverCapabilities, type ClickHouseClient, type ClickHouseOptions } from '@meridian/clickhouse';
 import { createStorage, ensureBucket, expireStaging, pingStorage, type Storage } from '@meridian/storage';
 import type { Logger } from '@meridian/observability';
@@ -81,13 +81,17 @@ export function createPlatform(settings: Settings, logger: Logger, component: st
       return producer;
     },
     async prepareTopics() {
-      const shortfalls = await untilDone('creating topics', async () => {
+      const layout = {
+        pointsPartitions: settings.KAFKA_POINTS_PARTITIONS,
+        tasksPartitions: settings.KAFKA_TASKS_PARTITIONS,
+        replicationFactor: settings.KAFKA_REPLICATION_FACTOR,
+        minInsyncReplicas: settings.KAFKA_MIN_INSYNC_REPLICAS,
+      };
+      const mismatches = await untilDone('creating topics', async () => {
         await connectAdmin();
-        return ensureTopics(admin, topicSpecs(topics, settings.KAFKA_POINTS_PARTITIONS, settings.KAFKA_TASKS_PARTITIONS));
+        return ensureTopics(admin, topicSpecs(topics, layout));
       }, logger, startRetry);
-      for (const s of shortfalls) {
-        logger.warn(s, `topic ${s.topic} has ${s.partitions} partitions, fewer than the ${s.wanted} set; kept as it is, since adding partitions would move a key's later events away from its earlier ones and break their order (create a new topic prefix to get more)`);
-      }
+      for (const m of mismatches) logger.warn(m, `topic ${m.topic} has ${m.property} ${m.actual}, not the ${m.wanted} set; kept as it is: ${WHY_KEPT[m.property]}`);
     },
     async prepare() {
       await this.prepareTopics();

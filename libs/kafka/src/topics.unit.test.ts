@@ -1,0 +1,38 @@
+import { describe, expect, it } from 'vitest';
+import { topicMismatches, topicSpecs, topicsFor } from './topics.ts';
+
+const topics = topicsFor('t.');
+const layout = { pointsPartitions: 6, tasksPartitions: 4, replicationFactor: 3, minInsyncReplicas: 2 };
+
+describe('topicSpecs', () => {
+  it('gives every topic the replication of the layout, and the partitions of the layout to tasks and points only', () => {
+    expect(topicSpecs(topics, layout)).toEqual([
+      { topic: 't.accounts', partitions: 1, replicationFactor: 3, minInsyncReplicas: 2 },
+      { topic: 't.tasks', partitions: 4, replicationFactor: 3, minInsyncReplicas: 2 },
+      { topic: 't.points', partitions: 6, replicationFactor: 3, minInsyncReplicas: 2 },
+      { topic: 't.files', partitions: 1, replicationFactor: 3, minInsyncReplicas: 2 },
+      { topic: 't.dead-letter', partitions: 1, replicationFactor: 3, minInsyncReplicas: 2 },
+    ]);
+  });
+});
+
+describe('topicMismatches', () => {
+  const spec = topicSpecs(topics, layout)[1]!;
+
+  it('finds none in a topic as specified, or with more partitions than asked', () => {
+    expect(topicMismatches(spec, { partitions: 4, replicationFactor: 3, minInsyncReplicas: 2 })).toEqual([]);
+    expect(topicMismatches(spec, { partitions: 12, replicationFactor: 3, minInsyncReplicas: 2 })).toEqual([]);
+  });
+
+  it('names fewer partitions, and a replication factor or min.insync.replicas either side of the spec', () => {
+    expect(topicMismatches(spec, { partitions: 3, replicationFactor: 1, minInsyncReplicas: 1 })).toEqual([
+      { topic: 't.tasks', property: 'partitions', actual: 3, wanted: 4 },
+      { topic: 't.tasks', property: 'replication factor', actual: 1, wanted: 3 },
+      { topic: 't.tasks', property: 'min.insync.replicas', actual: 1, wanted: 2 },
+    ]);
+    expect(topicMismatches(spec, { partitions: 4, replicationFactor: 5, minInsyncReplicas: 3 })).toEqual([
+      { topic: 't.tasks', property: 'replication factor', actual: 5, wanted: 3 },
+      { topic: 't.tasks', property: 'min.insync.replicas', actual: 3, wanted: 2 },
+    ]);
+  });
+});
