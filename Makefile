@@ -9,13 +9,14 @@ export PATH := $(NODE_BIN_DIR):$(PATH)
 endif
 STACK := deploy/local/stack.sh
 
-.PHONY: help run test deps typecheck lint stack-up stack-down stack-status stack-logs stack-reset test-unit test-modern bench-ingest bench-download bench-replay
+.PHONY: help run test deps typecheck lint stack-up stack-down stack-status stack-logs stack-reset test-unit test-deploy test-modern bench-ingest bench-download bench-replay
 
 help:
 	@echo "make run          start the local stack, api and ingest in the foreground (Ctrl-C stops them)"
 	@echo "make test         provision the stack and run unit, integration, e2e, hostile and fault tests"
 	@echo "make stack-up | stack-down | stack-status | stack-logs | stack-reset"
 	@echo "make test-unit    only the pure unit tests (no services)"
+	@echo "make test-deploy  the Helm chart rendered and validated against the Kubernetes schemas (no services)"
 	@echo "make test-modern  the ClickHouse adapter's tests against ClickHouse 26.9 (chDB, in-process, behind a test-only HTTP front)"
 	@echo "make typecheck    tsc over the whole workspace"
 	@echo "make lint         ESLint: type-aware checks and the layering (eslint.config.js); part of make test"
@@ -42,6 +43,11 @@ test: deps
 
 test-unit: deps
 	npx vitest run --project unit
+
+# The Helm chart (deploy/helm): rendered with helm and validated offline with kubernetes-validate.
+test-deploy: deps
+	@deploy/local/install.sh helm && deploy/local/install.sh kubernetes-validate
+	npx vitest run --project deploy
 
 # Conformance to current ClickHouse: Kafka and MinIO from the local stack, ClickHouse replaced by
 # chDB (chdb-core from PyPI, installed once into the cache) behind test/modern/chdb-front.py.

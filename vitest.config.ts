@@ -7,6 +7,7 @@ import { defineConfig } from 'vitest/config';
  *   *.e2e.test.ts   the apps together against the real stack (test/e2e)
  *   *.hostile.test.ts hostile and runaway input against the whole stack (test/hostile), run alone
  *   *.fault.test.ts crashes and outages (test/fault), run alone after the others
+ *   *.deploy.test.ts the Helm chart rendered and validated offline (test/deploy), helm and kubernetes-validate
  * The `modern` project runs the ClickHouse adapter's integration tests again against current
  * ClickHouse (26.9, the chDB front of test/modern) instead of the local 18.16 server.
  * Integration, e2e, hostile and fault share a global setup that finds or starts the stack.
@@ -18,6 +19,9 @@ export default defineConfig({
     reporters: ['default'],
     projects: [
       { test: { name: 'unit', include: ['libs/**/*.unit.test.ts', 'apps/**/*.unit.test.ts', 'test/unit/**/*.unit.test.ts'] } },
+      // The Helm chart rendered and validated offline: needs helm and kubernetes-validate
+      // (deploy/local/install.sh test-tools), no service.
+      { test: { name: 'deploy', include: ['test/deploy/**/*.deploy.test.ts'], testTimeout: 60_000 } },
       {
         test: {
           name: 'integration',

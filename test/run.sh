@@ -29,8 +29,9 @@ fi
 cleanup() { if [ -n "$started" ]; then deploy/local/stack.sh down $started; started=""; fi; }
 trap cleanup EXIT
 
-# The browser test's chromium (Debian) and the fuzz step's schemathesis (PyPI, in a virtualenv
-# in the cache): installed once, idempotently.
+# The browser test's chromium (Debian), the fuzz step's schemathesis (PyPI, in a virtualenv
+# in the cache) and the Helm chart test's helm (Go module proxy) and kubernetes-validate (PyPI):
+# installed once, idempotently.
 deploy/local/install.sh test-tools || setup_failed "the test tools could not be installed"
 # The conformance tier's current ClickHouse: chdb-core (PyPI) in a virtualenv in the cache.
 deploy/local/install.sh chdb || setup_failed "chDB could not be installed"
@@ -42,8 +43,8 @@ npx tsc -p tsconfig.json; typecheck_rc=$?
 echo "== lint"
 npx eslint --max-warnings 0 .; lint_rc=$?
 
-echo "== tests (unit, integration)"
-npx vitest run --project unit --project integration --reporter=default --reporter=json --outputFile.json="$results"; tests_rc=$?
+echo "== tests (unit, integration, deploy)"
+npx vitest run --project unit --project integration --project deploy --reporter=default --reporter=json --outputFile.json="$results"; tests_rc=$?
 
 # The ClickHouse adapter's tests again on current ClickHouse (26.9, chDB behind a test-only
 # HTTP front): tests the front cannot serve are skipped with the reason in their names.

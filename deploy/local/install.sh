@@ -4,6 +4,8 @@
 #   Kafka:      broker jars from Maven Central (deploy/local/kafka/pom.xml)
 #   ClickHouse: Debian's clickhouse-server package (18.16.1)
 #   MinIO:      built with `go install` from the Go module proxy, pinned
+#   test tools: chromium (Debian), schemathesis and kubernetes-validate (PyPI, virtualenvs),
+#               helm (`go install`, Go module proxy)
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -39,15 +41,21 @@ install_clickhouse() {
   apt_install clickhouse-server clickhouse-client
 }
 
+# A Go program built from the Go module proxy into the cache: `go_install BIN MODULE/cmd@VERSION`.
+# Built beside its final place and moved there whole, so an interrupted build leaves nothing.
+go_install() {
+  local bin="$1" module="$2" bindir; bindir="$(dirname "$1")"
+  command -v go >/dev/null || die "Go is needed: go install $module"
+  log "building $module with go install (several minutes, once)"
+  mkdir -p "$bindir.partial"
+  GOBIN="$bindir.partial" GOFLAGS=-trimpath CGO_ENABLED=0 go install "$module" || die "go install $module failed"
+  rm -rf "$bindir"; mv "$bindir.partial" "$bindir"
+  [ -x "$bin" ] || die "go install $module made no $(basename "$bin")"
+}
+
 install_minio() {
   [ -x "$MINIO_BIN" ] && return 0
-  command -v go >/dev/null || die "Go is needed to build MinIO (go install github.com/minio/minio@$MINIO_VERSION)"
-  log "building MinIO $MINIO_VERSION with go install (several minutes, once)"
-  local bindir; bindir="$(dirname "$MINIO_BIN")"
-  mkdir -p "$bindir.partial"
-  GOBIN="$bindir.partial" GOFLAGS=-trimpath CGO_ENABLED=0 go install "github.com/minio/minio@$MINIO_VERSION" \
-    || die "go install github.com/minio/minio@$MINIO_VERSION failed"
-  rm -rf "$bindir"; mv "$bindir.partial" "$bindir"
+  go_install "$MINIO_BIN" "github.com/minio/minio@$MINIO_VERSION"
 }
 
 # Test tools, used by `make test` only (test/run.sh): Debian's chromium for the browser test
@@ -57,14 +65,21 @@ install_chromium() {
   apt_install chromium
 }
 
+# A Python tool from PyPI in its own virtualenv in the cache: `pip_venv HOME PACKAGE==VERSION`.
+# A failed install leaves no half-made virtualenv behind (the next run starts over).
+pip_venv() {
+  local home="$1" requirement="$2"
+  command -v python3 >/dev/null || apt_install python3 python3-venv
+  log "installing $requirement from PyPI into $home"
+  rm -rf "$home"
+  python3 -m venv "$home" || die "python3 -m venv failed (Debian: apt-get install python3-venv)"
+  "$home/bin/pip" install -q --disable-pip-version-check "$requirement" >&2 \
+    || { rm -rf "$home"; die "pip install $requirement failed"; }
+}
+
 install_schemathesis() {
   [ -x "$SCHEMATHESIS_HOME/bin/schemathesis" ] && return 0
-  command -v python3 >/dev/null || apt_install python3 python3-venv
-  log "installing schemathesis $SCHEMATHESIS_VERSION from PyPI into $SCHEMATHESIS_HOME"
-  rm -rf "$SCHEMATHESIS_HOME"
-  python3 -m venv "$SCHEMATHESIS_HOME" || die "python3 -m venv failed (Debian: apt-get install python3-venv)"
-  "$SCHEMATHESIS_HOME/bin/pip" install -q --disable-pip-version-check "schemathesis==$SCHEMATHESIS_VERSION" >&2 \
-    || { rm -rf "$SCHEMATHESIS_HOME"; die "pip install schemathesis==$SCHEMATHESIS_VERSION failed"; }
+  pip_venv "$SCHEMATHESIS_HOME" "schemathesis==$SCHEMATHESIS_VERSION"
 }
 
 # The conformance tier's current ClickHouse (`make test-modern`): no server package of a
@@ -72,17 +87,26 @@ install_schemathesis() {
 # 26.9) in a virtualenv, driven by test/modern/chdb-front.py.
 install_chdb() {
   [ -x "$CHDB_HOME/bin/python" ] && "$CHDB_HOME/bin/python" -c 'import chdb' 2>/dev/null && return 0
-  command -v python3 >/dev/null || apt_install python3 python3-venv
-  log "installing chdb-core $CHDB_VERSION from PyPI into $CHDB_HOME"
-  rm -rf "$CHDB_HOME"
-  python3 -m venv "$CHDB_HOME" || die "python3 -m venv failed (Debian: apt-get install python3-venv)"
-  "$CHDB_HOME/bin/pip" install -q --disable-pip-version-check "chdb-core==$CHDB_VERSION" >&2 \
-    || { rm -rf "$CHDB_HOME"; die "pip install chdb-core==$CHDB_VERSION failed"; }
+  pip_venv "$CHDB_HOME" "chdb-core==$CHDB_VERSION"
+}
+
+# The Helm chart's test (test/deploy): helm from the Go module proxy, and kubernetes-validate
+# (PyPI), which ships the Kubernetes JSON schemas, so manifests are validated offline.
+install_helm() {
+  [ -x "$HELM_BIN" ] && return 0
+  go_install "$HELM_BIN" "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
+}
+
+install_kubernetes_validate() {
+  [ -x "$KUBERNETES_VALIDATE_HOME/bin/kubernetes-validate" ] && return 0
+  pip_venv "$KUBERNETES_VALIDATE_HOME" "kubernetes-validate==$KUBERNETES_VALIDATE_VERSION"
 }
 
 install_test_tools() {
   install_chromium
   install_schemathesis
+  install_helm
+  install_kubernetes_validate
 }
 
 install_all() {
@@ -93,7 +117,8 @@ install_all() {
 
 case "${1:-all}" in
   all) with_cache_lock install_all ;;
-  kafka|clickhouse|minio|chromium|schemathesis|chdb) with_cache_lock "install_$1" ;;
+  kafka|clickhouse|minio|chromium|schemathesis|chdb|helm) with_cache_lock "install_$1" ;;
+  kubernetes-validate) with_cache_lock install_kubernetes_validate ;;
   test-tools) with_cache_lock install_test_tools ;;
-  *) die "usage: install.sh [all|kafka|clickhouse|minio|chromium|schemathesis|chdb|test-tools]" ;;
+  *) die "usage: install.sh [all|kafka|clickhouse|minio|chromium|schemathesis|chdb|helm|kubernetes-validate|test-tools]" ;;
 esac
