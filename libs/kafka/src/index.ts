@@ -1,4 +1,4 @@
 export { createKafka, createProducer, ensureTopics, pingKafka, type KafkaOptions } from './client.ts';
-export { topicsFor, topicSpecs, topicMismatches, WHY_KEPT, type Topics, type TopicLayout, type TopicSpec, type ExistingTopic, type TopicMismatch } from './topics.ts';
+export { topicsFor, topicSpecs, topicMismatches, replicationWarning, WHY_KEPT, type Topics, type TopicLayout, type TopicSpec, type ExistingTopic, type TopicMismatch } from './topics.ts';
 export { appendEvents, type Position } from './append.ts';
 export { TopicFollower, type FollowerOptions } from './follow.ts';

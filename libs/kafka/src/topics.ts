@@ -102,3 +102,13 @@ export function topicMismatches(spec: TopicSpec, existing: ExistingTopic): Topic
   }
   return found;
 }
+
+/**
+ * The warning for a replication factor below what the cluster could hold (up to 3): the
+ * single-node default of 1 left on a cluster loses every event of a partition whose one broker
+ * dies. Null when the replication is as high as the brokers allow, or 3 or more.
+ */
+export function replicationWarning(replicationFactor: number, brokers: number): string | null {
+  if (replicationFactor >= Math.min(brokers, 3)) return null;
+  return `Kafka has ${brokers} brokers but Meridian creates its topics with ${replicationFactor} replica(s) (KAFKA_REPLICATION_FACTOR): losing a broker would lose the events it alone holds; on a cluster set KAFKA_REPLICATION_FACTOR=3 and KAFKA_MIN_INSYNC_REPLICAS=2`;
+}

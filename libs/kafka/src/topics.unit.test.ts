@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { topicMismatches, topicSpecs, topicsFor } from './topics.ts';
+import { replicationWarning, topicMismatches, topicSpecs, topicsFor } from './topics.ts';
 
 const topics = topicsFor('t.');
 const layout = { pointsPartitions: 6, tasksPartitions: 4, replicationFactor: 3, minInsyncReplicas: 2 };
@@ -34,5 +34,20 @@ describe('topicMismatches', () => {
       { topic: 't.tasks', property: 'replication factor', actual: 5, wanted: 3 },
       { topic: 't.tasks', property: 'min.insync.replicas', actual: 3, wanted: 2 },
     ]);
+  });
+});
+
+describe('replicationWarning', () => {
+  it('is quiet on a single broker, and where the replication is as high as the brokers allow (up to 3)', () => {
+    expect(replicationWarning(1, 1)).toBeNull();
+    expect(replicationWarning(2, 2)).toBeNull();
+    expect(replicationWarning(3, 3)).toBeNull();
+    expect(replicationWarning(3, 9)).toBeNull();
+  });
+
+  it('warns when a cluster of several brokers gets topics with fewer replicas, naming the settings', () => {
+    expect(replicationWarning(1, 3)).toMatch(/Kafka has 3 brokers but Meridian creates its topics with 1 replica\(s\).*KAFKA_REPLICATION_FACTOR=3 and KAFKA_MIN_INSYNC_REPLICAS=2/);
+    expect(replicationWarning(2, 5)).not.toBeNull();
+    expect(replicationWarning(1, 2)).not.toBeNull();
   });
 });

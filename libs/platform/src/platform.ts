@@ -1,6 +1,6 @@
 import type { Kafka, Admin, Producer } from 'kafkajs';
 import type { Settings } from '@meridian/config';
-import { createKafka, createProducer, ensureTopics, pingKafka, topicsFor, topicSpecs, WHY_KEPT, type Topics } from '@meridian/kafka';
+import { createKafka, createProducer, ensureTopics, pingKafka, replicationWarning, topicsFor, topicSpecs, WHY_KEPT, type Topics } from '@meridian/kafka';
 import { createClickHouse, ensureDatabase, migrate, pingClickHouse, serverCapabilities, type ClickHouseClient, type ClickHouseOptions } from '@meridian/clickhouse';
 import { createStorage, ensureBucket, expireStaging, pingStorage, type Storage } from '@meridian/storage';
 import type { Logger } from '@meridian/observability';
@@ -87,10 +87,12 @@ export function createPlatform(settings: Settings, logger: Logger, component: st
         replicationFactor: settings.KAFKA_REPLICATION_FACTOR,
         minInsyncReplicas: settings.KAFKA_MIN_INSYNC_REPLICAS,
       };
-      const mismatches = await untilDone('creating topics', async () => {
+      const { mismatches, brokers } = await untilDone('creating topics', async () => {
         await connectAdmin();
-        return ensureTopics(admin, topicSpecs(topics, layout));
+        return { mismatches: await ensureTopics(admin, topicSpecs(topics, layout)), brokers: (await admin.describeCluster()).brokers.length };
       }, logger, startRetry);
+      const underReplicated = replicationWarning(layout.replicationFactor, brokers);
+      if (underReplicated) logger.warn({ brokers, replicationFactor: layout.replicationFactor }, underReplicated);
       for (const m of mismatches) logger.warn(m, `topic ${m.topic} has ${m.property} ${m.actual}, not the ${m.wanted} set; kept as it is: ${WHY_KEPT[m.property]}`);
     },
     async prepare() {
