@@ -41,7 +41,7 @@ type Container = {
   readinessProbe?: { httpGet: { path: string; port: string } };
   securityContext: Record<string, unknown> & { capabilities: { drop: string[] } };
 };
-type PodSpec = { automountServiceAccountToken: boolean; securityContext: Record<string, unknown>; containers: Container[] };
+type PodSpec = { automountServiceAccountToken: boolean; enableServiceLinks: boolean; securityContext: Record<string, unknown>; containers: Container[] };
 type Deployment = Manifest & { spec: { replicas?: number; selector: { matchLabels: Record<string, string> }; template: { metadata: { labels: Record<string, string> }; spec: PodSpec } } };
 
 let work: string;
@@ -229,6 +229,13 @@ describe('the Helm chart', () => {
         expect(c).toHaveProperty('resources.limits.memory');
       }
     }
+  });
+
+  it('keeps Kubernetes\' service link variables out of the pods: a release named meridian would get MERIDIAN_API_PORT=tcp://…', () => {
+    const { manifests } = render();
+    for (const d of manifests.filter((m): m is Deployment => m.kind === 'Deployment')) expect(d.spec.template.spec.enableServiceLinks).toBe(false);
+    const r = run(helm, ['template', 'meridian', chart, '--kube-version', KUBERNETES_VERSIONS.at(-1)!]);
+    expect(parseAllDocuments(r.out).map((d) => d.toJS() as Manifest).filter((m) => m.kind === 'Service').map((m) => m.metadata.name)).toEqual(['meridian-api']);
   });
 
   it('writes large and fractional numbers as the process reads them, whether quoted or not', () => {

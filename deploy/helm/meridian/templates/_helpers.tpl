@@ -75,6 +75,8 @@ metadata:
     checksum/secrets: {{ include (print $root.Template.BasePath "/secret.yaml") $root | sha256sum }}
 spec:
   automountServiceAccountToken: false
+  # No Docker-link variables: a release named meridian has a Service meridian-api, whose link
+  # variable MERIDIAN_API_PORT=tcp://… would collide with the setting of that name.
   enableServiceLinks: false
   terminationGracePeriodSeconds: {{ $values.terminationGracePeriodSeconds }}
   securityContext:
