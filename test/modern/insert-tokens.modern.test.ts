@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createClickHouse, ensureDatabase, migrate } from '@meridian/clickhouse';
+import { createClickHouse, ensureDatabase, migrate, readMigrations } from '@meridian/clickhouse';
 import { createPointsSink, type Segment } from '@meridian/replay/projection';
 import { isolatedSettings } from '../support/settings.ts';
 
@@ -69,5 +69,33 @@ describe('insert tokens on current ClickHouse (chDB front)', () => {
     // And the block of the second range, sent again, is dropped too.
     await sink.insert(block(20));
     expect(await count()).toBe(1200);
+  });
+
+  it('an Atomic database whose catalog is still a view with an inner table stops at migration 004, saying so; converted as the README says, it migrates', async () => {
+    const legacyOptions = { ...options, database: `${settings.CLICKHOUSE_DATABASE}_legacy` };
+    await ensureDatabase(legacyOptions);
+    const legacy = createClickHouse(legacyOptions);
+    try {
+      // Migrations 001 and 002 as written and recorded, as a deployment migrated on Atomic before the explicit-table catalog has them.
+      await migrate(legacy, []);
+      for (const m of readMigrations().filter((m) => m.version <= 2)) {
+        for (const statement of m.statements) await legacy.command({ query: statement });
+        await legacy.insert({ table: 'schema_migrations', values: [{ version: m.version, name: m.name, applied_at: 0 }], format: 'JSONEachRow' });
+      }
+      await expect(migrate(legacy)).rejects.toThrow(/^migration 004_deduplication_window failed: .*MaterializedView/);
+      // The README's conversion, with ingestion stopped.
+      for (const statement of [
+        'CREATE TABLE metric_catalog_new ENGINE = AggregatingMergeTree() ORDER BY metric_name AS SELECT metric_name, countState() AS points, minState(ts) AS first_ts, maxState(ts) AS last_ts FROM points GROUP BY metric_name',
+        'DROP TABLE metric_catalog',
+        'RENAME TABLE metric_catalog_new TO metric_catalog',
+        'CREATE MATERIALIZED VIEW metric_catalog_feed TO metric_catalog AS SELECT metric_name, countState() AS points, minState(ts) AS first_ts, maxState(ts) AS last_ts FROM points GROUP BY metric_name',
+      ]) await legacy.command({ query: statement });
+      expect(await migrate(legacy)).toEqual([4]);
+      const windows = await (await legacy.query({ query: "SELECT name, extract(engine_full, 'non_replicated_deduplication_window = (\\d+)') AS window FROM system.tables WHERE database = currentDatabase() AND name IN ('points', 'metric_catalog') ORDER BY name", format: 'JSONEachRow' })).json();
+      expect(windows).toEqual([{ name: 'metric_catalog', window: '1000' }, { name: 'points', window: '1000' }]);
+    } finally {
+      await legacy.command({ query: `DROP DATABASE IF EXISTS ${legacyOptions.database}` });
+      await legacy.close();
+    }
   });
 });
