@@ -12,7 +12,7 @@ ClickHouse's HTTP interface that Meridian's adapter uses, and nothing more:
   - gzip answers (`enable_http_compression=1` and `Accept-Encoding: gzip`), gzip request bodies
   - the X-ClickHouse-* answer headers the client reads, and `Code: N. DB::Exception` errors
   - the profile's one user, `default` without a password (a wrong password gets code 516)
-  - `/ping`, and `/chdb-front/inserts` (test-only: the settings every INSERT ran with)
+  - `/ping`, and `/chdb-front/inserts` (test-only: async_insert and the token every INSERT ran with)
 
 What it cannot do (tests that need it skip and say so): one query at a time (a single chDB
 session under a lock), answers are buffered whole (no streaming, so no cancellation mid-stream),
@@ -54,7 +54,7 @@ STATUS_BY_CODE = {"60": 404, "81": 404, "62": 400}
 ERROR_CODE = re.compile(r"Code: (\d+)")
 
 lock = threading.Lock()
-inserts = []  # (query_id, database, async_insert as the engine had it), newest last; bounded below
+inserts = []  # (query_id, database, async_insert and insert_deduplication_token as the engine had them), newest last; bounded below
 MAX_RECORDED_INSERTS = 10_000
 
 
@@ -106,8 +106,10 @@ class Front:
                 self.run(f"INSERT INTO `{name}` FROM INFILE '{path}' FORMAT {fmt}")
             is_insert = query.lstrip().upper().startswith("INSERT")
             if is_insert:
-                effective = self.run("SELECT getSetting('async_insert')").decode().strip()
-                inserts.append({"query_id": params.get("query_id", ""), "database": params.get("database", "default"), "async_insert": effective})
+                effective = self.run("SELECT getSetting('async_insert'), getSetting('insert_deduplication_token')", "JSONCompactEachRow")
+                async_insert, token = json.loads(effective)
+                inserts.append({"query_id": params.get("query_id", ""), "database": params.get("database", "default"),
+                                "async_insert": str(async_insert).lower(), "insert_deduplication_token": token})
                 del inserts[:-MAX_RECORDED_INSERTS]
             if data:
                 m = INSERT_FORMAT.match(query)

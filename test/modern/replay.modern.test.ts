@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createClickHouse, ensureDatabase, planDownload, readMigrations, streamDownload, type DownloadRequest } from '@meridian/clickhouse';
+import { createClickHouse, ensureDatabase, migrate, planDownload, readMigrations, streamDownload, type DownloadRequest } from '@meridian/clickhouse';
 import type { PointsFact } from '@meridian/domain';
 import { createEventCodec } from '@meridian/events';
 import { createProducer } from '@meridian/kafka';
 import { createLogger } from '@meridian/observability';
 import { createPlatform, type Platform } from '@meridian/platform';
-import { listGenerations, rebuildPoints, rebuildRange, swapIn, topicOffsets } from '@meridian/replay';
+import { listGenerations, rebuildPoints, rebuildRange, resolveEnds, swapIn, topicOffsets } from '@meridian/replay';
 import { isolatedSettings } from '../support/settings.ts';
 import { waitFor } from '../support/wait.ts';
 
@@ -121,6 +121,9 @@ describe('replay on an Atomic database (chDB front)', () => {
     expect(await catalog()).toEqual(await pointsPerMetric());
     // The retired catalog is left as it was.
     expect(await rowsOf('SELECT toString(countMerge(points)) AS n FROM metric_catalog_g1')).toEqual([{ n: '500' }]);
+    // The generation's tables, live now, keep insert tokens as the migrated ones did (migration 004).
+    expect(await rowsOf("SELECT name, extract(engine_full, 'non_replicated_deduplication_window = (\\d+)') AS window FROM system.tables WHERE database = currentDatabase() AND name IN ('points', 'metric_catalog') ORDER BY name"))
+      .toEqual([{ name: 'metric_catalog', window: '1000' }, { name: 'points', window: '1000' }]);
   });
 
   it('a point in time inside an upload: the rebuilt database holds none of it, and its catalog is exact', async () => {
@@ -144,13 +147,41 @@ describe('replay on an Atomic database (chDB front)', () => {
     }
   });
 
+  it('after a point-in-time rebuild deleted an upload, projecting on from the cut stores it again, although its block has the same insert token', async () => {
+    const at = Date.now() + 1000; // after every record written so far
+    await upload('mo.again', 7000, 10, at);
+    await projectLive(587); // 557, the cut upload of the test before, this one: its commit is visible to a reader now
+    const db = `${settings.CLICKHOUSE_DATABASE}_tokens`;
+    const options = { ...platform.clickhouseOptions, database: db };
+    await ensureDatabase(options);
+    const target = createClickHouse(options);
+    try {
+      await migrate(target);
+      const topic = platform.topics.points;
+      // 10 rows a block: every batch (7 points or more) is an insert of its own, so the cut upload's
+      // block is the same, with the same token, when it is projected again.
+      const base = { kafka: platform.kafka, admin: platform.admin, topic, groupPrefix: settings.MERIDIAN_TOPIC_PREFIX, clickhouse: target, table: 'points', catalog: 'metric_catalog', starts: (await topicOffsets(platform.admin, topic)).low, batchRows: 10 };
+      const cut = await rebuildRange({ ...base, ends: await resolveEnds(platform.admin, topic, { kind: 'time', ms: at }), sealedOnly: true });
+      expect(cut.unsealedBatches).toBe(1);
+      await rebuildRange({ ...base, ends: (await topicOffsets(platform.admin, topic)).end });
+      const perMetric = (from: string) => rowsOf(`SELECT metric_name, toString(count()) AS points, toString(min(ts)) AS first_ts, toString(max(ts)) AS last_ts FROM ${from} GROUP BY metric_name ORDER BY metric_name`);
+      const copy = await perMetric(`${db}.points`);
+      expect(copy).toEqual(await pointsPerMetric());
+      expect(copy).toContainEqual({ metric_name: 'mo.again', points: '10', first_ts: String(T0 + 7_000_000), last_ts: String(T0 + 7_009_000) });
+      expect(await rowsOf(`SELECT metric_name, toString(countMerge(points)) AS points, toString(minMerge(first_ts)) AS first_ts, toString(maxMerge(last_ts)) AS last_ts FROM ${db}.metric_catalog GROUP BY metric_name ORDER BY metric_name`)).toEqual(copy);
+    } finally {
+      await target.command({ query: `DROP DATABASE IF EXISTS ${db}` });
+      await target.close();
+    }
+  });
+
   it('an Atomic database whose catalog is still a view with an inner table (migrated before this form): the swap refuses before it touches anything', async () => {
     const options = { ...platform.clickhouseOptions, database: `${settings.CLICKHOUSE_DATABASE}_legacy` };
     await ensureDatabase(options);
     const legacy = createClickHouse(options);
     try {
       // Migrations 001 and 002 as written, as a deployment migrated on Atomic before would have them.
-      for (const statement of readMigrations().flatMap((m) => m.statements)) await legacy.command({ query: statement });
+      for (const statement of readMigrations().filter((m) => m.version <= 2).flatMap((m) => m.statements)) await legacy.command({ query: statement });
       // A built generation 2 beside it (its tables as a rebuild makes them).
       await legacy.command({ query: 'CREATE TABLE points_g2 AS points' });
       await legacy.command({ query: 'CREATE TABLE metric_catalog_g2 ENGINE = AggregatingMergeTree() ORDER BY metric_name AS SELECT metric_name, countState() AS points, minState(ts) AS first_ts, maxState(ts) AS last_ts FROM points_g2 WHERE 0 GROUP BY metric_name' });

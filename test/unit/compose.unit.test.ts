@@ -1,6 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
+import { loadSettings } from '@meridian/config';
 
 const dir = new URL('../../deploy/compose/', import.meta.url).pathname;
 type Service = { image?: string; build?: { context: string; dockerfile: string }; command?: string[]; environment?: Record<string, unknown>; depends_on?: Record<string, unknown> };
@@ -26,6 +27,14 @@ describe('deploy/compose', () => {
       expect(existsSync(new URL(`../../${s.command!.at(-1)}`, import.meta.url))).toBe(true); // after node's flags
       expect(s.environment).toMatchObject({ KAFKA_BROKERS: 'kafka:9092', CLICKHOUSE_URL: 'http://clickhouse:8123', S3_ENDPOINT: 'http://minio:9000' });
       expect(Object.keys(s.depends_on!).sort()).toEqual(['clickhouse', 'kafka', 'minio']);
+    }
+  });
+
+  it('gives the apps a cursor secret the settings accept, marked as an example to replace', () => {
+    for (const name of ['api', 'ingest']) {
+      const secret = String(compose.services[name]!.environment!.MERIDIAN_CURSOR_SECRET);
+      expect(secret).toMatch(/^EXAMPLE-ONLY/);
+      expect(loadSettings({ MERIDIAN_CURSOR_SECRET: secret }).MERIDIAN_CURSOR_SECRET).toBe(secret);
     }
   });
 

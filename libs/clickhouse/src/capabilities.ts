@@ -18,6 +18,13 @@ export type Capabilities = {
   readonly knowsAsyncInsert: boolean;
   /** The server knows `insert_deduplication_token` (22.2+). */
   readonly insertDeduplicationToken: boolean;
+  /**
+   * Inserts into points tables are deduplicated by a token, a second guard behind the sink's
+   * positions: the server knows the token, and the database is Atomic, where the catalog is an
+   * explicit table that can take the deduplication window too (a materialized view with an
+   * inner table refuses `MODIFY SETTING`). Migration 004 gives points and its catalog the window.
+   */
+  readonly deduplicatedInserts: boolean;
 };
 
 /** [major, minor] of a ClickHouse version string (`18.16.1`, `25.8.3.1`, `26.9.2.1`). */
@@ -39,6 +46,7 @@ export function capabilities(version: string, databaseEngine: string): Capabilit
     exchangeTables: atomicDatabase && atLeast(v, 20, 1),
     knowsAsyncInsert: atLeast(v, 21, 11),
     insertDeduplicationToken: atLeast(v, 22, 2),
+    deduplicatedInserts: atomicDatabase && atLeast(v, 22, 2),
   };
 }
 
@@ -50,6 +58,18 @@ export function capabilities(version: string, databaseEngine: string): Capabilit
  */
 export function synchronousInsertSettings(caps: Capabilities): Record<string, 0> {
   return caps.knowsAsyncInsert ? { async_insert: 0 } : {};
+}
+
+/**
+ * Settings for an INSERT into a points table that a retry of the same block must not store
+ * twice: the server drops a block whose token is in the table's deduplication window (kept for
+ * the table and, through the dependent-view setting, for its catalog, which the view would
+ * otherwise feed again). `token` names the block (its table and its Kafka range), never its
+ * contents, so equal points from another range are stored. Nothing on servers without it.
+ */
+export function deduplicatedInsertSettings(caps: Capabilities, token: string): Record<string, string | 1> {
+  if (!caps.deduplicatedInserts) return {};
+  return { insert_deduplicate: 1, insert_deduplication_token: token, deduplicate_blocks_in_dependent_materialized_views: 1 };
 }
 
 const detected = new WeakMap<ClickHouseClient, Promise<Capabilities>>();

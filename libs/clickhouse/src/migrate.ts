@@ -24,14 +24,32 @@ export function readMigrations(dir: string = MIGRATIONS_DIR): Migration[] {
 }
 
 /**
- * A statement in the form this database needs. A materialized view with an engine of its own
- * (an inner table, migration 002's catalog) is written for Ordinary databases (18.16), where the
- * replay swap moves its inner table by name. On an Atomic database the inner table has a
- * UUID-derived name no RENAME or EXCHANGE can address, so the same view becomes an explicit
- * table of that name plus a view `<name>_feed` writing TO it: readers keep reading `<name>`,
- * and the swap exchanges it like any table.
+ * Table settings only some servers know, and the capability that says this one does: a
+ * migration setting one (`ALTER TABLE t MODIFY SETTING name = ...`) runs only there, as an
+ * older server would refuse the name.
  */
-export function statementsFor(statement: string, caps: Pick<Capabilities, 'atomicDatabase'>): string[] {
+const TABLE_SETTINGS_NEEDING: Readonly<Record<string, (caps: MigrationCapabilities) => boolean>> = {
+  non_replicated_deduplication_window: (caps) => caps.deduplicatedInserts,
+};
+
+type MigrationCapabilities = Pick<Capabilities, 'atomicDatabase' | 'deduplicatedInserts'>;
+
+/**
+ * A statement in the form this server and database need; the one place where migrations
+ * differ by capability.
+ *
+ * A materialized view with an engine of its own (an inner table, migration 002's catalog) is
+ * written for Ordinary databases (18.16), where the replay swap moves its inner table by name.
+ * On an Atomic database the inner table has a UUID-derived name no RENAME or EXCHANGE can
+ * address, so the same view becomes an explicit table of that name plus a view `<name>_feed`
+ * writing TO it: readers keep reading `<name>`, and the swap exchanges it like any table.
+ *
+ * A table setting the server does not know (TABLE_SETTINGS_NEEDING) is left out: no statement.
+ */
+export function statementsFor(statement: string, caps: MigrationCapabilities): string[] {
+  const setting = /^ALTER TABLE \S+ MODIFY SETTING (\w+)\s*=/.exec(statement)?.[1];
+  const needs = setting === undefined ? undefined : TABLE_SETTINGS_NEEDING[setting];
+  if (needs && !needs(caps)) return [];
   const view = /^CREATE MATERIALIZED VIEW IF NOT EXISTS (\w+)\s+(ENGINE[\s\S]*?)\s+AS\s+(SELECT[\s\S]*\bGROUP BY\b[\s\S]*)$/.exec(statement);
   if (!caps.atomicDatabase || !view) return [statement];
   const [, name, engine, select] = view as unknown as [string, string, string, string];
@@ -57,7 +75,12 @@ export async function migrate(client: ClickHouseClient, migrations: readonly Mig
   const pending = migrations.filter((m) => !applied.has(m.version));
   const caps = pending.length > 0 ? await serverCapabilities(client) : null;
   for (const m of pending) {
-    for (const statement of m.statements.flatMap((s) => statementsFor(s, caps!))) await client.command({ query: statement });
+    for (const statement of m.statements.flatMap((s) => statementsFor(s, caps!))) {
+      // Said with the migration's name: the server's message alone does not say which one stopped the start.
+      await client.command({ query: statement }).catch((error: unknown) => {
+        throw new Error(`migration ${String(m.version).padStart(3, '0')}_${m.name} failed: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+      });
+    }
     await client.insert({
       table: 'schema_migrations',
       values: [{ version: m.version, name: m.name, applied_at: Math.floor(Date.now() / 1000) }],

@@ -1,4 +1,4 @@
-import { readMigrations, serverCapabilities, synchronousInsertSettings, type ClickHouseClient, type Migration } from '@meridian/clickhouse';
+import { readMigrations, serverCapabilities, statementsFor, synchronousInsertSettings, type Capabilities, type ClickHouseClient, type Migration } from '@meridian/clickhouse';
 
 /**
  * Generations of the points projection. The live one is always the table named `points` (what
@@ -56,12 +56,43 @@ export function catalogDefinition(migrations: readonly Migration[] = readMigrati
   return { engine: m[1]!, select: (source) => select.replace(/\bFROM points\b/, `FROM ${q(source)}`) };
 }
 
-/** Statements that create generation g: its points table, its catalog table and the view feeding the catalog. */
-export function createGenerationSql(g: number, pointsExists: boolean, migrations?: readonly Migration[]): string[] {
+/** What decides the form of a generation's statements. */
+export type GenerationCapabilities = Pick<Capabilities, 'atomicDatabase' | 'deduplicatedInserts'>;
+
+/**
+ * The table settings the migrations give `points` and `metric_catalog` (004: the deduplication
+ * window), as statements for another points table and its catalog, where this server takes them.
+ */
+export function tableSettingsSql(points: string, catalog: string, caps: GenerationCapabilities, migrations: readonly Migration[] = readMigrations()): string[] {
+  return migrations
+    .flatMap((m) => m.statements)
+    .map((s) => /^ALTER TABLE (points|metric_catalog) (MODIFY SETTING [\s\S]*)$/.exec(s))
+    .filter((m) => m !== null)
+    .flatMap(([, table, change]) => statementsFor(`ALTER TABLE ${q(table === 'points' ? points : catalog)} ${change}`, caps));
+}
+
+/**
+ * Statements that make a points table and its catalog forget the insert tokens they keep, for
+ * when rows were deleted: the positions move back, and the blocks projected again from there
+ * carry the tokens of blocks stored before, which the server would drop. A window of 0 empties
+ * the kept tokens (measured on 26.9; ALTER DELETE and TRUNCATE leave them), then the
+ * migration's window starts again empty. Nothing where the server keeps none.
+ */
+export function forgetInsertTokensSql(points: string, catalog: string, caps: GenerationCapabilities, migrations?: readonly Migration[]): string[] {
+  const restore = tableSettingsSql(points, catalog, caps, migrations);
+  return [...restore.map((s) => s.replace(/=\s*\d+\s*$/, '= 0')), ...restore];
+}
+
+/**
+ * Statements that create generation g: its points table, its catalog table and the view feeding
+ * the catalog, with the table settings the migrations give the live ones.
+ */
+export function createGenerationSql(g: number, pointsExists: boolean, caps: GenerationCapabilities, migrations?: readonly Migration[]): string[] {
   const catalog = catalogDefinition(migrations);
   return [
     pointsExists ? `CREATE TABLE ${q(pointsTable(g))} AS ${q(LIVE_POINTS)}` : pointsTableDdl(pointsTable(g), migrations),
     `CREATE TABLE ${q(catalogTable(g))} ${catalog.engine} AS ${catalog.select(pointsTable(g)).replace(/\bGROUP BY\b/, 'WHERE 0 GROUP BY')}`,
+    ...tableSettingsSql(pointsTable(g), catalogTable(g), caps, migrations),
     `CREATE MATERIALIZED VIEW ${q(catalogFeed(g))} TO ${q(catalogTable(g))} AS ${catalog.select(pointsTable(g))}`,
   ];
 }
@@ -201,7 +232,8 @@ export async function nextGeneration(client: ClickHouseClient): Promise<number> 
 export async function createGeneration(client: ClickHouseClient, g: number, detail: Record<string, unknown>): Promise<void> {
   const tables = await tableEngines(client);
   for (const name of [pointsTable(g), catalogTable(g), catalogFeed(g)]) if (tables.has(name)) throw new Error(`table ${name} exists already`);
-  for (const statement of createGenerationSql(g, tables.get(LIVE_POINTS) === 'MergeTree')) await client.command({ query: statement });
+  const caps = await serverCapabilities(client);
+  for (const statement of createGenerationSql(g, tables.get(LIVE_POINTS) === 'MergeTree', caps)) await client.command({ query: statement });
   await record(client, g, 'created', { table: pointsTable(g), ...detail });
 }
 

@@ -1,12 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import type { Admin, Kafka } from 'kafkajs';
-import type { ClickHouseClient } from '@meridian/clickhouse';
+import { serverCapabilities, type ClickHouseClient } from '@meridian/clickhouse';
 import { isUuid, type PointsFact } from '@meridian/domain';
 import { createEventCodec, UndecodableEventError, type EventCodec } from '@meridian/events';
 import type { Logger } from '@meridian/observability';
 import { retry, RETRY_POLICIES } from '@meridian/retry';
 import { topicOffsets, type Offsets } from './bounds.ts';
-import { catalogDefinition, q } from './generations.ts';
+import { catalogDefinition, forgetInsertTokensSql, q } from './generations.ts';
 import { readRanges, type PartitionRange } from './log-reader.ts';
 import { createPointsSink, Projection, segmentRows, type Segment } from './projection/index.ts';
 import type { RebuildProgress } from './progress.ts';
@@ -226,6 +226,11 @@ export async function rebuildRange(input: RebuildInput): Promise<RebuildStats> {
     if (doomed.size > 0) {
       if (input.catalog === undefined) throw new Error(`a rebuild into ${input.table} that deletes unsealed uploads needs its catalog table`);
       await deleteUploads(input.clickhouse, input.table, [...doomed]);
+      // The positions are back before the deleted batches: a catch-up projects them again, in
+      // blocks whose tokens the table and its catalog must not hold any more.
+      for (const statement of forgetInsertTokensSql(input.table, input.catalog, await serverCapabilities(input.clickhouse))) {
+        await input.clickhouse.command({ query: statement });
+      }
       await recomputeCatalog(input.clickhouse, input.table, input.catalog);
     }
   }

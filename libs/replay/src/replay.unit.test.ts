@@ -1,10 +1,11 @@
 import avro from 'avsc';
 import { describe, expect, it } from 'vitest';
+import { capabilities } from '@meridian/clickhouse';
 import { SchemaRegistry } from '@meridian/events';
 import { BoundError, parseBound } from './bounds.ts';
 import { dedupeNamedTypes, envelopeSchema, envelopeType, topicOfType, wrapEvent } from './export-schema.ts';
 import { decodeExportCursor, encodeExportCursor, EXPORT_TOPICS, pageRanges, resolveTypes, type ExportTopic } from './export.ts';
-import { catalogDefinition, createGenerationSql, foldRegistry, liveGeneration, parseGeneration, pointsTableDdl, type RegistryRow } from './generations.ts';
+import { catalogDefinition, createGenerationSql, foldRegistry, forgetInsertTokensSql, liveGeneration, parseGeneration, pointsTableDdl, type RegistryRow } from './generations.ts';
 import { etaMs, formatProgress } from './progress.ts';
 import { compareSums, perMetricSql, rangeCondition } from './verify.ts';
 
@@ -48,11 +49,31 @@ describe('generations', () => {
     const catalog = catalogDefinition();
     expect(catalog.engine).toBe('ENGINE = AggregatingMergeTree()\nORDER BY metric_name');
     expect(catalog.select('points_g2')).toMatch(/countState\(\) AS points[\s\S]*FROM `points_g2`\nGROUP BY metric_name$/);
-    const [table, catalogTable, feed] = createGenerationSql(2, true);
+    const [table, catalogTable, feed, ...rest] = createGenerationSql(2, true, capabilities('18.16.1', 'Ordinary'));
+    expect(rest).toEqual([]);
     expect(table).toBe('CREATE TABLE `points_g2` AS `points`');
     expect(catalogTable).toMatch(/^CREATE TABLE `metric_catalog_g2` ENGINE = AggregatingMergeTree\(\)\nORDER BY metric_name AS SELECT[\s\S]*FROM `points_g2`\nWHERE 0 GROUP BY metric_name$/);
     expect(feed).toMatch(/^CREATE MATERIALIZED VIEW `metric_catalog_feed_g2` TO `metric_catalog_g2` AS SELECT[\s\S]*FROM `points_g2`\nGROUP BY metric_name$/);
-    expect(createGenerationSql(3, false)[0]).toMatch(/^CREATE TABLE `points_g3` \(/);
+    expect(createGenerationSql(3, false, capabilities('18.16.1', 'Ordinary'))[0]).toMatch(/^CREATE TABLE `points_g3` \(/);
+  });
+
+  it('gives a generation\'s tables the deduplication window of migration 004 where the server keeps insert tokens, before its feed exists', () => {
+    const ch26 = capabilities('26.9.2.1', 'Atomic');
+    expect(createGenerationSql(2, true, ch26).slice(2)).toEqual([
+      'ALTER TABLE `points_g2` MODIFY SETTING non_replicated_deduplication_window = 1000',
+      'ALTER TABLE `metric_catalog_g2` MODIFY SETTING non_replicated_deduplication_window = 1000',
+      expect.stringMatching(/^CREATE MATERIALIZED VIEW `metric_catalog_feed_g2` TO `metric_catalog_g2`/),
+    ]);
+    expect(forgetInsertTokensSql('points_g2', 'metric_catalog_g2', ch26)).toEqual([
+      'ALTER TABLE `points_g2` MODIFY SETTING non_replicated_deduplication_window = 0',
+      'ALTER TABLE `metric_catalog_g2` MODIFY SETTING non_replicated_deduplication_window = 0',
+      'ALTER TABLE `points_g2` MODIFY SETTING non_replicated_deduplication_window = 1000',
+      'ALTER TABLE `metric_catalog_g2` MODIFY SETTING non_replicated_deduplication_window = 1000',
+    ]);
+    for (const older of [capabilities('18.16.1', 'Ordinary'), capabilities('26.9.2.1', 'Ordinary')]) {
+      expect(createGenerationSql(2, true, older)).toHaveLength(3);
+      expect(forgetInsertTokensSql('points', '.inner.metric_catalog', older)).toEqual([]);
+    }
   });
 
   it('folds the registry: generation 1 is live until another is swapped in', () => {

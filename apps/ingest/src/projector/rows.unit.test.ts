@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { PointBatch } from '@meridian/domain';
-import { batchProblem, encodePointsBlock, INSERT_POINTS_SQL, POINT_COLUMNS, type PointRow, type Segment } from '@meridian/replay/projection';
+import { batchProblem, encodePointsBlock, INSERT_POINTS_SQL, insertToken, POINT_COLUMNS, type PointRow, type Segment } from '@meridian/replay/projection';
 
 /** A reader of the Native block, as ClickHouse reads it, written independently of the encoder. */
 function decodeBlock(buf: Buffer): { columns: Array<[string, string]>; rows: PointRow[] } {
@@ -118,5 +118,20 @@ describe('points rows as one Native block', () => {
     expect(batchProblem({ ...batch('t', 'm', 1, [[1, 2]]), values: [] })).toMatch(/1 timestamps but 0 values/);
     expect(batchProblem(batch('t', 'm', 1, [[1.5, 2]]))).toMatch(/not an integer/);
     expect(batchProblem(batch('t', 'm', 1.5, [[1, 2]]))).toMatch(/updated_at/);
+  });
+});
+
+describe('the insert token of a block', () => {
+  const at = (partition: number, offset: number, points: Array<[number, number]> = [[1, 1]]): Segment => ({ batch: batch('t', 'm', 1, points), partition, offset });
+
+  it('names the table and, per partition in order, the first and last batch offset', () => {
+    expect(insertToken('points', [at(2, 95), at(0, 120), at(0, 150), at(0, 180)])).toBe('points:0=120-180,2=95-95');
+    expect(insertToken('points_g2', [at(0, 120), at(0, 180), at(2, 95)])).toBe('points_g2:0=120-180,2=95-95');
+  });
+
+  it('is the same for a retried block, and another for equal points at other offsets (a user\'s duplicate upload)', () => {
+    const block = [at(1, 7, [[10, 1], [10, 1]]), at(1, 9, [[11, 2]])];
+    expect(insertToken('points', block)).toBe(insertToken('points', block.map((s) => ({ ...s }))));
+    expect(insertToken('points', block.map((s) => ({ ...s, offset: s.offset + 10 })))).not.toBe(insertToken('points', block));
   });
 });

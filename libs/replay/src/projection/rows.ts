@@ -39,6 +39,25 @@ export function insertPointsSql(table: string): string {
 
 export const INSERT_POINTS_SQL = insertPointsSql('points');
 
+/**
+ * The name of the block these segments make in `table`, for the server's insert deduplication:
+ * per partition, the first and last PointBatch offset (`points:0=120-180,2=95-95`). The
+ * projector puts every batch in one insert and positions only move forward, so two blocks
+ * that are not one retried block never cover the same range of the same table (after rows are
+ * deleted the table forgets its tokens: generations.ts). Equal points at other offsets (a user's
+ * upload sent twice) make another token and are stored.
+ */
+export function insertToken(table: string, segments: readonly Segment[]): string {
+  const ranges = new Map<number, [number, number]>();
+  for (const { partition, offset } of segments) {
+    const range = ranges.get(partition);
+    if (!range) ranges.set(partition, [offset, offset]);
+    else ranges.set(partition, [Math.min(range[0], offset), Math.max(range[1], offset)]);
+  }
+  const parts = [...ranges].sort(([a], [b]) => a - b).map(([p, [first, last]]) => `${p}=${first}-${last}`);
+  return `${table}:${parts.join(',')}`;
+}
+
 /** A row as it is stored: what the unit tests and the ClickHouse round trip compare. */
 export type PointRow = {
   readonly metric_name: string;

@@ -1,13 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
-import { serverCapabilities, synchronousInsertSettings, type ClickHouseClient } from '@meridian/clickhouse';
-import { encodePointsBlock, insertPointsSql, type Segment } from './rows.ts';
+import { deduplicatedInsertSettings, serverCapabilities, synchronousInsertSettings, type ClickHouseClient } from '@meridian/clickhouse';
+import { encodePointsBlock, insertPointsSql, insertToken, type Segment } from './rows.ts';
 
 /**
  * The ClickHouse side of the projector: the points table is the authority on what has been
  * projected. Every row carries the (partition, offset) of the PointBatch it came from, and
  * each insert is one Native block (all or nothing), so "max(kafka_offset) of a partition"
- * says exactly which batches are in: all up to it, none after it.
+ * says exactly which batches are in: all up to it, none after it. Where the server keeps insert
+ * tokens (capabilities.ts), each insert also carries its block's token, a second guard.
  */
 export type PointsSink = {
   /** The highest PointBatch offset stored per partition; -1 for a partition with no rows. */
@@ -70,8 +71,10 @@ export function createPointsSink(client: ClickHouseClient, table = 'points'): Po
     async insert(segments) {
       const queryId = `${idPrefix}${randomUUID()}`;
       const body = encodePointsBlock(segments);
-      // One INSERT is one block stored whole only when the server does not buffer it (async_insert).
-      const settings = synchronousInsertSettings(await serverCapabilities(client));
+      const caps = await serverCapabilities(client);
+      // One INSERT is one block stored whole only when the server does not buffer it (async_insert);
+      // where the table keeps insert tokens, a retry of a block stored after all is dropped.
+      const settings = { ...synchronousInsertSettings(caps), ...deduplicatedInsertSettings(caps, insertToken(table, segments)) };
       unsettled = queryId;
       const result = await client.exec({ query: insertSql, query_id: queryId, values: Readable.from([body]), clickhouse_settings: settings });
       // The answer to an INSERT is empty; drain it so the socket goes back to the pool.
