@@ -4,17 +4,17 @@ import { adminKey, benchApi, fmt, percentile, startProcess, waitUntil, type Proc
 /**
  * make bench-json-ack: the ack latency of JSON uploads (the time from sending the request to its
  * 202), BENCH_UPLOADS sequential uploads of BENCH_POINTS points each, to a real api with no ingest
- * running (the ack does not wait for it). With BENCH_COMPARE_ROOT set to another checkout (an
- * older commit, say, exported beside this one), an api from there runs too on its own scope, and
- * the uploads alternate between the two, so a loaded machine weighs on both alike: the figures of
- * one run compare.
+ * running (the ack does not wait for it). With BENCH_COMPARE_ROOT set to other checkouts (older
+ * commits, say, exported beside this one; comma-separated), an api from each runs too on its own
+ * scope, and the uploads go round them in turn, so a loaded machine weighs on all alike: the
+ * figures of one run compare.
  *   BENCH_COMPARE_ROOT=/tmp/base/ BENCH_UPLOADS=200 make bench-json-ack
  */
 const UPLOADS = Number(process.env.BENCH_UPLOADS ?? 200);
 const POINTS = Number(process.env.BENCH_POINTS ?? 10_000);
 const WARMUP = 10;
 const T0 = Date.UTC(2024, 0, 1);
-const compareRoot = process.env.BENCH_COMPARE_ROOT;
+const compareRoots = (process.env.BENCH_COMPARE_ROOT ?? '').split(',').filter(Boolean).map((r) => (r.endsWith('/') ? r : `${r}/`));
 
 type Target = { name: string; base: string; proc: Proc; key: string; ms: number[] };
 
@@ -41,13 +41,13 @@ async function upload(target: Target, text: string): Promise<number> {
 
 async function main(): Promise<void> {
   const targets = [await start('this checkout')];
-  if (compareRoot) targets.push(await start(`compare (${compareRoot})`, compareRoot.endsWith('/') ? compareRoot : `${compareRoot}/`));
+  for (const root of compareRoots) targets.push(await start(root, root));
   try {
     const text = body(0);
-    console.log(`${UPLOADS} sequential JSON uploads of ${fmt(POINTS)} points (${fmt(Buffer.byteLength(text) / 1024)} KiB) to each api, alternating, after ${WARMUP} warm-up uploads each`);
+    console.log(`${UPLOADS} sequential JSON uploads of ${fmt(POINTS)} points (${fmt(Buffer.byteLength(text) / 1024)} KiB) to each api, in turn, after ${WARMUP} warm-up uploads each`);
     for (let i = 0; i < WARMUP + UPLOADS; i++) {
-      // Alternate which api goes first, so neither always follows the other's work.
-      const order = i % 2 === 0 ? targets : [...targets].reverse();
+      // Rotate which api goes first, so none always follows another's work.
+      const order = targets.map((_, k) => targets[(i + k) % targets.length]!);
       for (const t of order) {
         const ms = await upload(t, text);
         if (i >= WARMUP) t.ms.push(ms);
