@@ -125,7 +125,6 @@ describe('the server\'s own bounds around a wait', () => {
     await ingest?.close(); // tasks stay queued again
     ingest = undefined;
     const id = await upload();
-    await tight.api.tasks.waitFor(null);
     await waitFor('the task on the second api', () => (tight.api.tasks.state.has(id) ? true : undefined));
     const started = performance.now();
     const res = await call(`${tight.url}/api/v1/tasks/${id}?wait=3600`, writer);
