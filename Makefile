@@ -9,7 +9,7 @@ export PATH := $(NODE_BIN_DIR):$(PATH)
 endif
 STACK := deploy/local/stack.sh
 
-.PHONY: help run test deps typecheck lint stack-up stack-down stack-status stack-logs stack-reset test-unit test-deploy test-modern bench-ingest bench-download bench-replay
+.PHONY: help run test deps typecheck lint stack-up stack-down stack-status stack-logs stack-reset test-unit test-deploy test-modern bench-ingest bench-download bench-replay bench-json-ack
 
 help:
 	@echo "make run          start the local stack, api and ingest in the foreground (Ctrl-C stops them)"
@@ -20,7 +20,7 @@ help:
 	@echo "make test-modern  the ClickHouse adapter's tests against ClickHouse 26.9 (chDB, in-process, behind a test-only HTTP front)"
 	@echo "make typecheck    tsc over the whole workspace"
 	@echo "make lint         ESLint: type-aware checks and the layering (eslint.config.js); part of make test"
-	@echo "make bench-ingest | bench-download | bench-replay   benchmarks against the local stack, with their baselines"
+	@echo "make bench-ingest | bench-download | bench-replay | bench-json-ack   benchmarks against the local stack, with their baselines"
 
 # npm ci only when the lockfile or a patch of a dependency changed since the last install.
 node_modules/.installed: package-lock.json $(wildcard patches/*.patch)
@@ -75,3 +75,6 @@ bench-download: deps stack-up
 
 bench-replay: deps stack-up
 	@eval "$$($(STACK) env)" && node test/bench/replay.ts
+
+bench-json-ack: deps stack-up
+	@eval "$$($(STACK) env)" && node test/bench/json-ack.ts

@@ -24,11 +24,11 @@ export function benchApi(extra: Record<string, string> = {}): { settings: Settin
 /** peakRssMb: the process's high-water mark; windowPeakMb: the highest RSS sampled since the last mark(). */
 export type Proc = { child: ChildProcess; peakRssMb(): number; rssMb(): number; mark(): void; windowPeakMb(): number; stop(): Promise<void> };
 
-/** Starts an app as its own process and samples its resident memory until it stops. */
-export function startProcess(script: string, settings: Settings, extraEnv: Record<string, string> = {}): Proc {
+/** Starts an app as its own process (from this checkout, or another `root`) and samples its resident memory until it stops. */
+export function startProcess(script: string, settings: Settings, extraEnv: Record<string, string> = {}, root = repoRoot): Proc {
   const env = { ...process.env, ...Object.fromEntries(Object.entries(settings).map(([k, v]) => [k, String(v)])), ...extraEnv };
   const flags = script === 'apps/api/src/main.ts' ? API_NODE_FLAGS : [];
-  const child = spawn(process.execPath, [...flags, `${repoRoot}${script}`], { env, stdio: ['ignore', 'inherit', 'inherit'] });
+  const child = spawn(process.execPath, [...flags, `${root}${script}`], { env, stdio: ['ignore', 'inherit', 'inherit'] });
   let peak = 0;
   let rss = 0;
   let windowPeak = 0;

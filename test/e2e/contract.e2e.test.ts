@@ -8,6 +8,7 @@ import { createLogger } from '@meridian/observability';
 import { createPlatform } from '@meridian/platform';
 import type { Storage } from '@meridian/storage';
 import { createApiMetrics } from '../../apps/api/src/observability/metrics.ts';
+import { PerUserSlots } from '../../apps/api/src/http/per-user-slots.ts';
 import { bootstrapAdmin, createUser } from '../support/accounts.ts';
 import { call, startApi, type RunningApi } from '../support/api.ts';
 import { serve } from '../support/http.ts';
@@ -202,10 +203,10 @@ describe('the contract', () => {
       readyTimeoutMs: 100,
       smallJsonBodyBytes: 16384,
       accounts: { state: initialAccounts(), ready: true, execute: async () => [] },
-      tasks: { state: () => initialTasks(), syncToEnd: async () => {} },
+      tasks: { state: () => initialTasks(), syncToEnd: async () => {}, waits: { untilEnded: async () => {}, slots: new PerUserSlots(1, { setting: 'x', noun: 'x' }), maxSeconds: 0 } },
       uploads: {
         storage: {} as Storage,
-        limits: { jsonBodyBytes: 1, uploadBytes: 1, pointsPerJsonUpload: 1, inlinePayloadBytes: 1 },
+        limits: { jsonBodyBytes: 1, uploadBytes: 1, pointsPerJsonUpload: 1 },
         jsonChecker: { check: async () => { throw new Error('inert'); } },
         submit: { producer: async () => { throw new Error('inert'); }, codec: { encode: () => Buffer.alloc(0), decode: () => { throw new Error('inert'); } }, topic: 't', ackTimeoutMs: 1, tasks: () => initialTasks(), applied: async () => {} },
       },

@@ -57,6 +57,7 @@ export async function buildApi(platform: Platform): Promise<Api> {
   // Per instance: what this process is receiving or streaming for each user right now.
   const uploadsInFlight = new PerUserSlots(settings.MERIDIAN_MAX_UPLOADS_IN_FLIGHT_PER_USER, { setting: 'MERIDIAN_MAX_UPLOADS_IN_FLIGHT_PER_USER', noun: 'uploads in progress' });
   const downloads = new PerUserSlots(settings.MERIDIAN_MAX_DOWNLOADS_PER_USER, { setting: 'MERIDIAN_MAX_DOWNLOADS_PER_USER', noun: 'downloads streaming' });
+  const taskWaits = new PerUserSlots(settings.MERIDIAN_MAX_TASK_WAITERS_PER_USER, { setting: 'MERIDIAN_MAX_TASK_WAITERS_PER_USER', noun: 'task waits (GET /api/v1/tasks/{task_id}?wait=N)' });
   const cursors = cursorSealFromSetting(settings.MERIDIAN_CURSOR_SECRET, logger);
   const metrics = createApiMetrics({ tasks: () => tasksStore.state, consumerLag: () => ingestLag(platform) });
   const jsonChecker = jsonCheckPool({ workers: settings.MERIDIAN_JSON_UPLOAD_CHECK_WORKERS, heapMb: settings.MERIDIAN_JSON_UPLOAD_CHECK_HEAP_MB, maxValues: settings.MERIDIAN_MAX_POINTS_PER_JSON_UPLOAD });
@@ -83,7 +84,15 @@ export async function buildApi(platform: Platform): Promise<Api> {
         quota_bytes: fileQuotaOf(accountsStore.state.users.get(userName), settings.MERIDIAN_FILE_QUOTA_BYTES),
       }),
     },
-    tasks: { state: () => tasksStore.state, syncToEnd: () => tasksStore.syncToEnd() },
+    tasks: {
+      state: () => tasksStore.state,
+      syncToEnd: () => tasksStore.syncToEnd(),
+      waits: {
+        untilEnded: (taskId, ms, signal) => tasksStore.ends.wait(taskId, ms, signal),
+        slots: taskWaits,
+        maxSeconds: settings.MERIDIAN_TASK_MAX_WAIT_SECONDS,
+      },
+    },
     download: {
       conn: platform.clickhouseOptions,
       limits: { maxRowsCeiling: settings.MERIDIAN_MAX_ROWS_CEILING, maxListNames: settings.MERIDIAN_MAX_DOWNLOAD_NAMES },
@@ -105,7 +114,6 @@ export async function buildApi(platform: Platform): Promise<Api> {
         jsonBodyBytes: settings.MERIDIAN_MAX_JSON_BODY_BYTES,
         uploadBytes: settings.MERIDIAN_MAX_UPLOAD_BYTES,
         pointsPerJsonUpload: settings.MERIDIAN_MAX_POINTS_PER_JSON_UPLOAD,
-        inlinePayloadBytes: settings.MERIDIAN_INLINE_PAYLOAD_BYTES,
       },
       jsonChecker,
       caps: { inFlight: uploadsInFlight, queuedTasks: settings.MERIDIAN_MAX_QUEUED_TASKS_PER_USER, unfinished: () => tasksStore.unfinished },
@@ -155,6 +163,8 @@ export async function buildApi(platform: Platform): Promise<Api> {
       logger.info({ users: accountsStore.state.users.size, tasks: tasksStore.state.size, files: filesStore.state.files.size }, 'caught up with the accounts, tasks and files logs');
     },
     async stop() {
+      // Long-polls answer now with their task as it is, instead of holding the shutdown.
+      tasksStore.ends.close();
       await Promise.all([accountsStore.stop(), tasksStore.stop(), filesStore.stop(), jsonChecker.close()]);
     },
   };

@@ -81,11 +81,6 @@ export const settingDefinitions = {
     default: '100000',
     doc: 'Most values in one JSON upload (413 above it); larger sets go as a file.',
   },
-  MERIDIAN_INLINE_PAYLOAD_BYTES: {
-    schema: z.coerce.number().int().min(0).max(8_000_000),
-    default: '1048576',
-    doc: 'JSON uploads up to this size travel inside their Kafka event; larger ones are staged in MinIO.',
-  },
   MERIDIAN_KAFKA_ACK_TIMEOUT_MS: {
     schema: positiveInt,
     default: '10000',
@@ -310,6 +305,17 @@ export const settingDefinitions = {
     schema: z.coerce.number().int().min(1).max(32767),
     default: '1',
     doc: 'min.insync.replicas of every topic Meridian creates: the replicas that must hold a write before it is acknowledged (every producer sends with acks=all); at most KAFKA_REPLICATION_FACTOR, checked at start. With 3 replicas, 2 lets one broker die without losing an acknowledged event or refusing writes. An existing topic with another value is kept, with a warning.',
+  },
+  // issue 13 items 4-5, JSON staging and the task long-poll (jsonstage)
+  MERIDIAN_TASK_MAX_WAIT_SECONDS: {
+    schema: z.coerce.number().int().min(0).max(3600),
+    default: '30',
+    doc: 'Longest GET /api/v1/tasks/{task_id}?wait=N holds its answer waiting for the task to end; a larger wait is shortened to it (0 turns waiting off). The request timeout and the connection\'s idle timeout are extended by the wait.',
+  },
+  MERIDIAN_MAX_TASK_WAITERS_PER_USER: {
+    schema: positiveInt,
+    default: '16',
+    doc: 'Task long-polls (GET /api/v1/tasks/{task_id}?wait=N) one api instance holds at once for one user; the next gets 429 /problems/too-many.',
   },
 } as const;
 

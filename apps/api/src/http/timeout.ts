@@ -9,6 +9,9 @@ import { writeProblem } from './problem.ts';
  * so work that honours it stops, and whatever the handler does later is not sent (Koa
  * ignores status, headers and body once the response has gone).
  *
+ * A handler that waits on purpose extends its deadline through `ctx.state.extendTimeout(ms)`
+ * (see holdOpen).
+ *
  * 503 rather than 504: the api is not a gateway, and 503 with Retry-After is what every
  * other "try again shortly" answer of this api is, so one client retry rule covers all.
  */
@@ -17,10 +20,19 @@ export function requestTimeout(ms: number, logger: Logger) {
     const controller = new AbortController();
     ctx.state.signal = controller.signal;
     let timer: NodeJS.Timeout | undefined;
-    const done = Promise.resolve(next()).then(() => 'done' as const);
+    let deadline = performance.now() + ms;
+    // Armed before the route runs: a handler may extend the deadline before its first await.
     const expired = new Promise<'expired'>((resolve) => {
-      timer = setTimeout(() => resolve('expired'), ms);
+      const arm = () => { timer = setTimeout(() => resolve('expired'), Math.max(0, deadline - performance.now())); };
+      arm();
+      // A route that waits on purpose (a long-poll) moves its deadline on by the wait it allows.
+      ctx.state.extendTimeout = (extraMs: number) => {
+        clearTimeout(timer);
+        deadline += extraMs;
+        arm();
+      };
     });
+    const done = Promise.resolve(next()).then(() => 'done' as const);
     try {
       const outcome = await Promise.race([done, expired]);
       if (outcome === 'expired') {

@@ -46,6 +46,15 @@ beforeAll(async () => {
       },
     }),
     defineRoute({
+      method: 'GET', path: '/waits', operationId: 'waits', summary: '', tags: [], auth: 'public', responses: {},
+      handler: async (ctx) => {
+        // Extends before its first await, as the long-poll does when the task is at hand.
+        (ctx.state.extendTimeout as (ms: number) => void)(400);
+        await sleep(300);
+        ctx.body = { waited: true };
+      },
+    }),
+    defineRoute({
       method: 'GET', path: '/fast', operationId: 'fast', summary: '', tags: [], auth: 'public', responses: {},
       handler: (ctx) => {
         ctx.body = { ok: true };
@@ -96,6 +105,12 @@ describe('request timeout', () => {
     await sleep(250);
     expect(seen.lateError).toBe(true); // and the process is still here
     expect((await fetch(`${served.url}/fast`)).status).toBe(200);
+  });
+
+  it('a route that waits on purpose extends its own deadline', async () => {
+    const res = await fetch(`${served.url}/waits`);
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ waited: true });
   });
 
   it('exempts streaming routes', async () => {

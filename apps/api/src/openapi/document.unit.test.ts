@@ -4,6 +4,7 @@ import { createLogger } from '@meridian/observability';
 import type { Storage } from '@meridian/storage';
 import { apiRoutes, buildRouter, type ApiDeps } from '../app.ts';
 import { createCursorSeal } from '../http/cursor-seal.ts';
+import { PerUserSlots } from '../http/per-user-slots.ts';
 import { buildOpenApi } from './document.ts';
 
 const cursors = createCursorSeal('inert secret of a structure-only test');
@@ -15,11 +16,11 @@ const deps: ApiDeps = {
   readyTimeoutMs: 100,
   smallJsonBodyBytes: 16384,
   accounts: { state: initialAccounts(), ready: true, execute: async () => [] },
-  tasks: { state: () => initialTasks(), syncToEnd: async () => {} },
+  tasks: { state: () => initialTasks(), syncToEnd: async () => {}, waits: { untilEnded: async () => {}, slots: new PerUserSlots(1, { setting: 'x', noun: 'x' }), maxSeconds: 0 } },
   download: { conn: { url: 'http://127.0.0.1:1', username: 'x', password: '', database: 'x' }, limits: { maxRowsCeiling: 10, maxListNames: 10 }, maxBodyBytes: 1024, cursors },
   uploads: {
     storage: {} as Storage,
-    limits: { jsonBodyBytes: 1, uploadBytes: 1, pointsPerJsonUpload: 1, inlinePayloadBytes: 1 },
+    limits: { jsonBodyBytes: 1, uploadBytes: 1, pointsPerJsonUpload: 1 },
     jsonChecker: { check: async () => { throw new Error('inert'); } },
     submit: { producer: async () => { throw new Error('inert'); }, codec: { encode: () => Buffer.alloc(0), decode: () => { throw new Error('inert'); } }, topic: 't', ackTimeoutMs: 1, tasks: () => initialTasks(), applied: async () => {} },
   },

@@ -9,14 +9,13 @@ import type { ApiMetrics } from '../observability/metrics.ts';
 import type { JsonUploadChecker } from '../uploads/json-check-pool.ts';
 import { jsonUploadText } from '../uploads/json-upload.ts';
 import { readBody } from '../uploads/read-body.ts';
-import { discard, mayDiscard, stageUpload } from '../uploads/stage-file.ts';
+import { discard, mayDiscard, stageBytes, stageUpload } from '../uploads/stage-file.ts';
 import { submitUpload, taskIdFor, type SubmitDeps, type UploadCommand } from '../uploads/submit.ts';
 
 export type UploadLimits = {
   readonly jsonBodyBytes: number;
   readonly uploadBytes: number;
   readonly pointsPerJsonUpload: number;
-  readonly inlinePayloadBytes: number;
 };
 
 /** Per-user caps on uploads: bodies received at once here, and unfinished tasks (from the tasks fold's counts). */
@@ -94,6 +93,19 @@ export function uploadRoutes(deps: UploadDeps): RouteDef[] {
       release();
     }
   };
+  /**
+   * Writes the command of staged bytes. They go again when the log refused it for good (not
+   * after a 503: see mayDiscard), and when the task exists already (a retry: the first
+   * attempt's bytes serve it).
+   */
+  const submitStaged = async (taskId: string, command: UploadCommand & { readonly staged_object: string }) => {
+    const outcome = await submitUpload(deps.submit, taskId, command).catch(async (e: unknown) => {
+      if (mayDiscard(e)) await discard(deps.storage, command.staged_object);
+      throw e;
+    });
+    if (outcome === 'repeated') await discard(deps.storage, command.staged_object);
+    return outcome;
+  };
   const admit = (caps: UploadCaps, user: UserRecord, taskId: string) => {
     // A refusal here comes before the body is read: problemMiddleware closes the connection.
     if (!deps.submit.tasks().has(taskId)) assertTaskRoom(caps.unfinished(), user.user_name, caps.queuedTasks);
@@ -127,24 +139,20 @@ export function uploadRoutes(deps: UploadDeps): RouteDef[] {
             throw new DomainError('payload_too_large', `at most ${deps.limits.pointsPerJsonUpload} values per JSON upload; send larger sets as a file to /api/v1/metrics_file_upload`);
           }
           assertWritable(user, check.metric_name, 'body.metric_name');
-          const inline = raw.length <= deps.limits.inlinePayloadBytes;
+          // Staged like a file: the command carries only the reference, so reading the tasks log stays cheap.
           const stagedKey = stagedUploadKey(taskId);
-          if (!inline) await deps.storage.client.putObject(deps.storage.bucket, stagedKey, raw, raw.length);
-          const command: UploadCommand = {
+          await stageBytes(deps.storage, stagedKey, raw);
+          const command = {
             ...common(user, idempotency),
             metric_name: check.metric_name,
             on_error: query.on_error,
             source: 'json_body',
-            payload: inline ? raw : null,
-            staged_object: inline ? null : stagedKey,
+            payload: null,
+            staged_object: stagedKey,
             payload_bytes: raw.length,
             payload_sha256: sha256,
-          };
-          const outcome = await submitUpload(deps.submit, taskId, command).catch(async (e: unknown) => {
-            if (!inline && mayDiscard(e)) await discard(deps.storage, stagedKey);
-            throw e;
-          });
-          if (outcome === 'repeated' && !inline) await discard(deps.storage, stagedKey);
+          } satisfies UploadCommand;
+          const outcome = await submitStaged(taskId, command);
           if (outcome === 'written') deps.metrics?.uploadAccepted('json_body', raw.length, check.values);
           accepted(ctx, taskId);
         });
@@ -181,7 +189,7 @@ export function uploadRoutes(deps: UploadDeps): RouteDef[] {
             await discard(deps.storage, staged.objectKey);
             throw validationError('the file is empty', [{ field: 'file', reason: 'empty' }]);
           }
-          const command: UploadCommand = {
+          const command = {
             ...common(user, idempotency),
             metric_name: query.metric_name ?? null,
             on_error: query.on_error,
@@ -190,13 +198,9 @@ export function uploadRoutes(deps: UploadDeps): RouteDef[] {
             staged_object: staged.objectKey,
             payload_bytes: staged.bytes,
             payload_sha256: staged.sha256,
-          };
-          const outcome = await submitUpload(deps.submit, taskId, command).catch(async (e: unknown) => {
-            if (mayDiscard(e)) await discard(deps.storage, staged.objectKey);
-            throw e;
-          });
-          if (outcome === 'repeated') await discard(deps.storage, staged.objectKey);
-          else deps.metrics?.uploadAccepted('file', staged.bytes);
+          } satisfies UploadCommand;
+          const outcome = await submitStaged(taskId, command);
+          if (outcome === 'written') deps.metrics?.uploadAccepted('file', staged.bytes);
           accepted(ctx, taskId);
         });
       },

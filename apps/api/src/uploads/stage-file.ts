@@ -45,6 +45,19 @@ export async function stageUpload(req: IncomingMessage, storage: Storage, object
 }
 
 /**
+ * Stages a body the api holds already (a JSON upload, checked in memory) under `objectKey`, as
+ * stageUpload stages a stream. Storage unreachable → 503, and nothing is left in the bucket.
+ */
+export async function stageBytes(storage: Storage, objectKey: string, bytes: Buffer): Promise<void> {
+  try {
+    await storage.client.putObject(storage.bucket, objectKey, bytes, bytes.length);
+  } catch (cause) {
+    await discard(storage, objectKey);
+    throw new DomainError('unavailable', 'storage is not reachable; the upload was not accepted, retry later', [], { cause });
+  }
+}
+
+/**
  * Whether the staged bytes of a refused upload can go. Not after a 503 from the log: kafkajs
  * keeps retrying a send it stopped waiting for, so the command may still land and need them
  * (the worker removes them once the task ends).

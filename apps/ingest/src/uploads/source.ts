@@ -5,7 +5,10 @@ import type { MetricsUploadRequested } from '@meridian/domain';
 import type { Storage } from '@meridian/storage';
 import { UploadLimitExceeded } from './limits.ts';
 
-/** The upload's bytes, from the event itself or from the staged object (claim check). */
+/**
+ * The upload's bytes, from the staged object (claim check). Commands written before JSON bodies
+ * were staged carry small bodies inline, and a replay of the log still reads them from there.
+ */
 export async function openUploadBytes(cmd: MetricsUploadRequested, storage: Storage): Promise<Readable> {
   if (cmd.payload !== null) return Readable.from([cmd.payload]);
   if (cmd.staged_object === null) throw new Error('the upload command carries neither a payload nor a staged object');

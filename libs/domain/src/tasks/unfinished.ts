@@ -11,6 +11,9 @@ export type UnfinishedTasks = Map<string, number>;
 
 const unfinished = (status: TaskStatus | undefined) => status === 'queued' || status === 'running';
 
+/** Whether a task has ended: succeeded or failed, and no event moves it again. */
+export const hasEnded = (status: TaskStatus): boolean => status === 'succeeded' || status === 'failed';
+
 /** Applies one event to the fold and moves the user's count when the task starts or stops being unfinished. */
 export function applyTaskEventCounting(state: TasksState, counts: UnfinishedTasks, event: TaskEvent): TasksState {
   const before = unfinished(state.get(event.task_id)?.status);

@@ -12,7 +12,12 @@ export type MetricsUploadRequested = {
   readonly metric_name: string | null;
   readonly on_error: OnError;
   readonly source: UploadSource;
+  /**
+   * The body itself: only in commands written before JSON bodies were staged (a replay of an
+   * old log still runs them); null in new ones, so reading the tasks topic stays cheap.
+   */
   readonly payload: Buffer | null;
+  /** Where the body waits in the bucket (claim check, under the staging prefix). */
   readonly staged_object: string | null;
   readonly payload_bytes: number;
   readonly payload_sha256: Buffer;
