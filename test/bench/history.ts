@@ -29,6 +29,7 @@ const REQUESTS = Number(process.env.BENCH_HISTORY_REQUESTS ?? 500);
 const WARMUP = 20;
 const READY_CAP_MS = Number(process.env.BENCH_HISTORY_READY_CAP_MS ?? 120_000);
 const READY_POLL_MS = 25;
+const MAX_FAILURES = 10;
 
 /** A spawned app: when it became ready (or why it did not), its RSS, and a stop. */
 type Launched = { readonly pid: number; readonly startedAt: number; exitReason(): string | null; logged(msg: string): number | undefined; stop(): Promise<void> };
@@ -87,19 +88,27 @@ async function untilReady(proc: Launched, readyAt: () => Promise<number | undefi
   }
 }
 
-function rssMb(pid: number): Figure {
+/** VmRSS once ready; for a process still not ready at the cap, what it held then (no figure, but it says how far it had grown). */
+function rssOf(proc: Launched, ready: Figure): Figure {
+  if (proc.exitReason() !== null) return NOT_MEASURED;
+  let mb: number;
   try {
-    return Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]) / 1024;
+    mb = Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${proc.pid}/status`, 'utf8'))?.[1]) / 1024;
   } catch {
-    return 'died';
+    return NOT_MEASURED;
   }
+  return typeof ready === 'number' ? mb : `${Math.round(mb)} MB at cap`;
 }
 
-/** p99 of sequential GETs (after WARMUP unmeasured ones); any answer but 200, or none within 10 s, makes the figure a count of failures. */
+/**
+ * p99 of sequential GETs (after WARMUP unmeasured ones); any answer but 200, or none within 10 s,
+ * makes the figure a count of failures. MAX_FAILURES of them end the series: a process thrashing
+ * at its heap limit would otherwise hold the bench for REQUESTS times the timeout.
+ */
 async function p99(requests: () => { url: string; key: string }): Promise<Figure> {
   const ms: number[] = [];
   let failed = 0;
-  for (let i = 0; i < WARMUP + REQUESTS; i++) {
+  for (let i = 0; i < WARMUP + REQUESTS && failed < MAX_FAILURES; i++) {
     const { url, key } = requests();
     const started = performance.now();
     try {
@@ -111,7 +120,7 @@ async function p99(requests: () => { url: string; key: string }): Promise<Figure
     }
     if (i >= WARMUP) ms.push(performance.now() - started);
   }
-  if (failed > 0) return `${failed} of ${WARMUP + REQUESTS} failed`;
+  if (failed > 0) return failed < MAX_FAILURES ? `${failed} of ${WARMUP + REQUESTS} failed` : `stopped: ${failed} failed`;
   return percentile(ms.sort((a, b) => a - b), 99);
 }
 
@@ -125,7 +134,7 @@ async function measureApi(settings: Settings, base: string, history: WrittenHist
       await res?.arrayBuffer();
       return res?.status === 200 ? performance.now() : undefined;
     });
-    const rss = typeof ready === 'number' ? rssMb(api.pid) : NOT_MEASURED;
+    const rss = rssOf(api, ready);
     if (typeof ready !== 'number') return { api_ready_ms: ready, api_rss_mb: rss, task_p99_ms: NOT_MEASURED, tasks_p99_ms: NOT_MEASURED, files_p99_ms: NOT_MEASURED };
     const task = history.sampledTasks.length === 0 ? NOT_MEASURED : await p99(() => {
       const t = pick(history.sampledTasks);
@@ -148,7 +157,7 @@ async function measureIngest(settings: Settings) {
       const projector = ingest.logged('projector joined its consumer group');
       return Promise.resolve(commands !== undefined && projector !== undefined ? Math.max(commands, projector) : undefined);
     });
-    return { ingest_ready_ms: ready, ingest_rss_mb: typeof ready === 'number' ? rssMb(ingest.pid) : NOT_MEASURED };
+    return { ingest_ready_ms: ready, ingest_rss_mb: rssOf(ingest, ready) };
   } finally {
     await ingest.stop();
   }
