@@ -9,7 +9,7 @@ export PATH := $(NODE_BIN_DIR):$(PATH)
 endif
 STACK := deploy/local/stack.sh
 
-.PHONY: help run test deps typecheck lint stack-up stack-down stack-status stack-logs stack-reset test-unit test-deploy test-modern bench-ingest bench-download bench-replay bench-json-ack
+.PHONY: help run test deps typecheck lint stack-up stack-down stack-status stack-logs stack-reset test-unit test-deploy test-modern bench-ingest bench-download bench-replay bench-json-ack bench-history
 
 help:
 	@echo "make run          start the local stack, api and ingest in the foreground (Ctrl-C stops them)"
@@ -21,6 +21,8 @@ help:
 	@echo "make typecheck    tsc over the whole workspace"
 	@echo "make lint         ESLint: type-aware checks and the layering (eslint.config.js); part of make test"
 	@echo "make bench-ingest | bench-download | bench-replay | bench-json-ack   benchmarks against the local stack, with their baselines"
+	@echo "make bench-history  a new api and ingest on a log of 0, 100k and 1M tasks: ready time, RSS, lookup p99, against the goals"
+	@echo "                    (BENCH_HISTORY_SIZES=0,100000,1000000 BENCH_HISTORY_FILES=100000 BENCH_HISTORY_USERS=1000)"
 
 # npm ci only when the lockfile or a patch of a dependency changed since the last install.
 node_modules/.installed: package-lock.json $(wildcard patches/*.patch)
@@ -78,3 +80,7 @@ bench-replay: deps stack-up
 
 bench-json-ack: deps stack-up
 	@eval "$$($(STACK) env)" && node test/bench/json-ack.ts
+
+# Whether a process gets slower or bigger with the log's age: N tasks written straight to the log.
+bench-history: deps stack-up
+	@eval "$$($(STACK) env)" && node test/bench/history.ts
