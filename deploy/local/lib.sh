@@ -27,6 +27,8 @@ MINIO_BIN="$MERIDIAN_CACHE/minio/$MINIO_VERSION/bin/minio"
 NODE_HOME="$MERIDIAN_CACHE/node-$NODE_VERSION"
 SCHEMATHESIS_HOME="$MERIDIAN_CACHE/schemathesis-$SCHEMATHESIS_VERSION"
 CHDB_HOME="$MERIDIAN_CACHE/chdb-$CHDB_VERSION"
+VICTORIA_METRICS_HOME="$MERIDIAN_CACHE/victoria-metrics"
+VICTORIA_METRICS_BIN="$VICTORIA_METRICS_HOME/usr/bin/victoria-metrics"
 
 log() { printf '[stack] %s\n' "$*" >&2; }
 die() { printf '[stack] error: %s\n' "$*" >&2; exit 1; }

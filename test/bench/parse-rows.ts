@@ -1,8 +1,9 @@
 import { createEventCodec } from '@meridian/events';
-import { formatTimestamp, parseUploadBatches, type PointsFact } from '@meridian/domain';
+import type { Readable } from 'node:stream';
+import { parseUploadBatches, type PointsFact } from '@meridian/domain';
 import { PointBatcher, type ColumnBatch } from '../../apps/ingest/src/uploads/batcher.ts';
 import { encodePointsBlock } from '../../libs/replay/src/projection/rows.ts';
-import { fmt } from './common.ts';
+import { csvPoints, downloadPoints, fmt } from './common.ts';
 
 /**
  * The per-row cost of an upload on one core, without Kafka or ClickHouse (issue 15, item 2):
@@ -20,29 +21,9 @@ const GOAL = 1_500_000;
 const CHUNK = 64 * 1024;
 const T0 = Date.UTC(2024, 0, 1);
 
-/** The download layout as /download writes it: rows grouped by metric, one second apart. */
-function downloadCsv(rows: number): Buffer {
-  const perMetric = Math.ceil(rows / METRICS);
-  const updatedAt = formatTimestamp(T0 + 86_400_000);
-  const parts = ['metric_name,timestamp,metric_numeric_value,updated_at\n'];
-  for (let i = 0; i < rows;) {
-    const lines: string[] = [];
-    for (let k = 0; k < 20_000 && i < rows; k++, i++) {
-      lines.push(`bench.download.m${String(Math.floor(i / perMetric)).padStart(4, '0')},${formatTimestamp(T0 + (i % perMetric) * 1000)},${(i % 1000) / 8},${updatedAt}`);
-    }
-    parts.push(`${lines.join('\n')}\n`);
-  }
-  return Buffer.from(parts.join(''));
-}
-
-function twoColumnCsv(rows: number): Buffer {
-  const parts: string[] = [];
-  for (let i = 0; i < rows;) {
-    const lines: string[] = [];
-    for (let k = 0; k < 20_000 && i < rows; k++, i++) lines.push(`${formatTimestamp(T0 + i * 1000)},${(i % 1000) / 8}`);
-    parts.push(`${lines.join('\n')}\n`);
-  }
-  return Buffer.from(parts.join(''));
+async function bytesOf(stream: Readable): Promise<Buffer> {
+  const parts = (await stream.toArray()) as Array<string | Buffer>;
+  return Buffer.concat(parts.map((part) => (typeof part === 'string' ? Buffer.from(part) : part)));
 }
 
 async function* chunks(bytes: Buffer): AsyncGenerator<Uint8Array> {
@@ -144,8 +125,8 @@ const range = (xs: number[]) => `${fmt(Math.min(...xs))}–${fmt(Math.max(...xs)
 
 export async function benchParseRows(): Promise<void> {
   const layouts = [
-    { name: 'download layout (metric_name,timestamp,metric_numeric_value,updated_at)', bytes: downloadCsv(ROWS), metricName: undefined },
-    { name: '2-column layout (timestamp,value)', bytes: twoColumnCsv(ROWS), metricName: 'bench.two' },
+    { name: 'download layout (metric_name,timestamp,metric_numeric_value,updated_at)', bytes: await bytesOf(downloadPoints(ROWS, METRICS, T0)), metricName: undefined },
+    { name: '2-column layout (timestamp,value)', bytes: await bytesOf(csvPoints(0, ROWS, T0)), metricName: 'bench.two' },
   ];
   console.log(`\nper-row cost on one core (${ROWS.toLocaleString('en')} rows in memory, ${RUNS} runs each: rows per CPU second, min–max (median); goal ≥ ${fmt(GOAL)})`);
   for (const { name, bytes, metricName } of layouts) {
