@@ -20,7 +20,7 @@ import { JsonNestingMeter } from './json-nesting.ts';
 import { metricNameProblem } from './metric-name.ts';
 import { parseTimestamp, TimestampReader } from './timestamp.ts';
 import { Utf8Decoder } from './utf8.ts';
-import { kindOf, literalIsNonZero, parseValueText, plainDecimalAt, trimBlanks, VALUE_UNDERFLOW_REASON, valueProblem } from './value.ts';
+import { isBlankCode, kindOf, literalIsNonZero, parseValueText, plainDecimalAt, trimBlanks, VALUE_UNDERFLOW_REASON, valueProblem } from './value.ts';
 
 export type UploadLayout = 'csv' | 'csv-with-header' | 'download-csv' | 'json-body' | 'json-array' | 'ndjson';
 
@@ -90,8 +90,6 @@ function positiveOption(name: string, value: number | undefined, fallback: numbe
 function isHeader(record: CsvRecord, names: readonly string[]): boolean {
   return names.every((name, i) => trimBlanks(record.field(i)).toLowerCase() === name);
 }
-
-const isBlankCode = (c: number): boolean => c === 32 || c === 9;
 
 /** A first line that is a whole {timestamp, value} object (not a body with values) starts NDJSON. */
 function isNdjsonLine(line: string): boolean {

@@ -14,7 +14,8 @@ const FORMAT_REASON = 'must be a decimal number such as -1.5, 3, .5 or 1e-3';
 const OVERFLOW_REASON = 'is out of the range of a 64-bit float';
 const UNDERFLOW_REASON = 'is too small for a 64-bit float (it would be stored as 0)';
 
-const isBlankCode = (c: number): boolean => c === 32 || c === 9;
+/** A space or a tab: what trimBlanks removes around a CSV cell. */
+export const isBlankCode = (c: number): boolean => c === 32 || c === 9;
 
 /** `text` without leading and trailing spaces and tabs; the same string when there are none. */
 export function trimBlanks(text: string): string {
