@@ -70,7 +70,8 @@ stack-reset:
 
 # Benchmarks: figures and ratios against a baseline measured in the same run (not tests).
 bench-ingest: deps stack-up
-	@eval "$$($(STACK) env)" && node test/bench/ingest.ts
+	@deploy/local/install.sh victoria-metrics
+	@eval "$$($(STACK) env)" && VICTORIA_METRICS_BIN="$$(. deploy/local/lib.sh && echo "$$VICTORIA_METRICS_BIN")" node test/bench/ingest.ts
 
 bench-download: deps stack-up
 	@eval "$$($(STACK) env)" && node test/bench/download.ts

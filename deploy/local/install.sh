@@ -6,6 +6,7 @@
 #   MinIO:      built with `go install` from the Go module proxy, pinned
 #   test tools: chromium (Debian), schemathesis and kubernetes-validate (PyPI, virtualenvs),
 #               helm (`go install`, Go module proxy)
+#   VictoriaMetrics (bench-ingest's peer only): Debian's victoria-metrics, unpacked into the cache
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -102,6 +103,20 @@ install_kubernetes_validate() {
   pip_venv "$KUBERNETES_VALIDATE_HOME" "kubernetes-validate==$KUBERNETES_VALIDATE_VERSION"
 }
 
+# The peer `make bench-ingest` compares against: Debian's victoria-metrics package, downloaded
+# with `apt-get download` and unpacked with `dpkg-deb -x` into the cache (no root, nothing
+# installed system-wide; only its single-node binary is used).
+install_victoria_metrics() {
+  [ -x "$VICTORIA_METRICS_BIN" ] && return 0
+  log "fetching Debian's victoria-metrics package into $VICTORIA_METRICS_HOME"
+  local tmp; tmp="$(mktemp -d)"
+  (cd "$tmp" && apt-get download -qq victoria-metrics >&2) || { rm -rf "$tmp"; die "apt-get download victoria-metrics failed (apt-get update first?)"; }
+  rm -rf "$VICTORIA_METRICS_HOME.partial"
+  dpkg-deb -x "$tmp"/victoria-metrics_*.deb "$VICTORIA_METRICS_HOME.partial" || { rm -rf "$tmp"; die "dpkg-deb -x failed"; }
+  rm -rf "$tmp" "$VICTORIA_METRICS_HOME"
+  mv "$VICTORIA_METRICS_HOME.partial" "$VICTORIA_METRICS_HOME"
+}
+
 install_test_tools() {
   install_chromium
   install_schemathesis
@@ -117,8 +132,7 @@ install_all() {
 
 case "${1:-all}" in
   all) with_cache_lock install_all ;;
-  kafka|clickhouse|minio|chromium|schemathesis|chdb|helm) with_cache_lock "install_$1" ;;
-  kubernetes-validate) with_cache_lock install_kubernetes_validate ;;
+  kafka|clickhouse|minio|chromium|schemathesis|chdb|helm|kubernetes-validate|victoria-metrics) with_cache_lock "install_${1//-/_}" ;;
   test-tools) with_cache_lock install_test_tools ;;
-  *) die "usage: install.sh [all|kafka|clickhouse|minio|chromium|schemathesis|chdb|helm|kubernetes-validate|test-tools]" ;;
+  *) die "usage: install.sh [all|kafka|clickhouse|minio|chromium|schemathesis|chdb|helm|kubernetes-validate|victoria-metrics|test-tools]" ;;
 esac

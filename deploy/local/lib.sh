@@ -31,6 +31,8 @@ SCHEMATHESIS_HOME="$MERIDIAN_CACHE/schemathesis-$SCHEMATHESIS_VERSION"
 CHDB_HOME="$MERIDIAN_CACHE/chdb-$CHDB_VERSION"
 HELM_BIN="$MERIDIAN_CACHE/helm-$HELM_VERSION/bin/helm"
 KUBERNETES_VALIDATE_HOME="$MERIDIAN_CACHE/kubernetes-validate-$KUBERNETES_VALIDATE_VERSION"
+VICTORIA_METRICS_HOME="$MERIDIAN_CACHE/victoria-metrics"
+VICTORIA_METRICS_BIN="$VICTORIA_METRICS_HOME/usr/bin/victoria-metrics"
 
 log() { printf '[stack] %s\n' "$*" >&2; }
 die() { printf '[stack] error: %s\n' "$*" >&2; exit 1; }

@@ -110,3 +110,24 @@ export function csvPoints(first: number, count: number, t0: number): Readable {
     }
   })());
 }
+
+/**
+ * `count` points over `metrics` metrics in the download layout, grouped by metric as
+ * /download writes them, one second apart from t0 within a metric. `zulu` writes the times
+ * with `Z` instead of `+0000` (RFC 3339, for the peer's CSV import); `header` adds the header line.
+ */
+export function downloadPoints(count: number, metrics: number, t0: number, { zulu = false, header = true } = {}): Readable {
+  const perMetric = Math.ceil(count / metrics);
+  const time = (ms: number) => (zulu ? `${formatTimestamp(ms).slice(0, -5)}Z` : formatTimestamp(ms));
+  const updatedAt = time(t0 + perMetric * 1000);
+  return Readable.from((function* () {
+    if (header) yield 'metric_name,timestamp,metric_numeric_value,updated_at\n';
+    for (let i = 0; i < count;) {
+      const lines: string[] = [];
+      for (let k = 0; k < 20_000 && i < count; k++, i++) {
+        lines.push(`bench.download.m${String(Math.floor(i / perMetric)).padStart(4, '0')},${time(t0 + (i % perMetric) * 1000)},${(i % 1000) / 8},${updatedAt}`);
+      }
+      yield `${lines.join('\n')}\n`;
+    }
+  })());
+}

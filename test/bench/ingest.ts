@@ -4,26 +4,40 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { formatTimestamp } from '@meridian/domain';
-import { adminKey, benchApi, csvPoints, fmt, percentile, startProcess, waitUntil } from './common.ts';
+import { adminKey, benchApi, csvPoints, downloadPoints, fmt, percentile, startProcess, waitUntil } from './common.ts';
+import { benchParseRows } from './parse-rows.ts';
+import { startVictoriaMetrics } from './victoria-metrics.ts';
 
 /**
- * make bench-ingest: uploads 1M points as JSON (bodies of 10k) and 10M as one CSV file to a
- * real api and ingest, and reports points/s from first request to all queryable, ack
- * latency and freshness percentiles, and peak RSS — against the same rows inserted straight
- * into ClickHouse (one TabSeparated stream over HTTP) in the same run.
- * Then the api's memory while it receives a 1 GB file (BENCH_BIG_FILE_BYTES).
- *   BENCH_JSON_POINTS=1000000 BENCH_CSV_POINTS=10000000 make bench-ingest
+ * make bench-ingest: first the per-row cost of parsing on one core (parse-rows.ts). Then, to
+ * a real api and ingest: 1M points as JSON (bodies of 10k, 4 at a time), BENCH_POINTS as one
+ * 2-column CSV file, and BENCH_POINTS over 1,000 metrics as one file in the download layout
+ * (per-row names); for each, points/s from first request to all queryable (ack latency and
+ * freshness percentiles for JSON), and peak RSS. In the same run, against two references:
+ * the download layout's rows inserted straight into ClickHouse (one TabSeparated stream over
+ * HTTP), and the same points imported into VictoriaMetrics (its CSV import, then polled until
+ * a query counts them all). Then the api's memory while it receives a 1 GB file.
+ *   BENCH_POINTS=10000000           the 2-column file, the download-layout file, ClickHouse and VictoriaMetrics
+ *   BENCH_JSON_POINTS=1000000       the JSON bodies
+ *   BENCH_CSV_POINTS                the 2-column file alone (default BENCH_POINTS)
+ *   BENCH_BIG_FILE_BYTES=1073741824 the api memory case
+ *   BENCH_PARSE_ROWS=2000000        the per-row cost case
+ *   BENCH_POINTS=1000000 make bench-ingest   (a quicker run)
  */
+const POINTS = Number(process.env.BENCH_POINTS ?? 10_000_000);
 const JSON_POINTS = Number(process.env.BENCH_JSON_POINTS ?? 1_000_000);
-const CSV_POINTS = Number(process.env.BENCH_CSV_POINTS ?? 10_000_000);
+const CSV_POINTS = Number(process.env.BENCH_CSV_POINTS ?? POINTS);
 const PER_BODY = 10_000;
 const CONCURRENCY = 4;
 const METRICS = 100;
+const DOWNLOAD_METRICS = 1000;
 const BIG_FILE_BYTES = Number(process.env.BENCH_BIG_FILE_BYTES ?? 1024 ** 3);
 const T0 = Date.UTC(2024, 0, 1);
 const { settings, base } = benchApi();
 const csvFile = join(tmpdir(), `meridian-bench-${process.pid}.csv`);
 const tsvFile = join(tmpdir(), `meridian-bench-${process.pid}.tsv`);
+const downloadFile = join(tmpdir(), `meridian-bench-${process.pid}.download.csv`);
+const peerFile = join(tmpdir(), `meridian-bench-${process.pid}.peer.csv`);
 
 async function chCount(): Promise<number> {
   const res = await fetch(`${settings.CLICKHOUSE_URL}/?database=${settings.CLICKHOUSE_DATABASE}&query=SELECT%20count()%20FROM%20points`);
@@ -41,6 +55,28 @@ async function task(key: string, id: string): Promise<Task> {
 }
 
 async function main(): Promise<void> {
+  await benchParseRows();
+  try {
+    await endToEnd();
+  } finally {
+    for (const f of [csvFile, tsvFile, downloadFile, peerFile]) rmSync(f, { force: true });
+  }
+}
+
+async function endToEnd(): Promise<void> {
+  // The download layout's points, for Meridian (as /download writes them) and for the peer
+  // (RFC 3339 times, no header): written before any clock starts.
+  await pipeline(downloadPoints(POINTS, DOWNLOAD_METRICS, T0), createWriteStream(downloadFile));
+  await pipeline(downloadPoints(POINTS, DOWNLOAD_METRICS, T0, { zulu: true, header: false }), createWriteStream(peerFile));
+  const perMetric = Math.ceil(POINTS / DOWNLOAD_METRICS);
+  const vm = await startVictoriaMetrics();
+  let peerMs: number;
+  try {
+    peerMs = await vm.importDownloadCsv(peerFile, POINTS, T0 + (perMetric - 1) * 1000, (perMetric - 1) * 1000);
+  } finally {
+    await vm.stop();
+  }
+
   const api = startProcess('apps/api/src/main.ts', settings);
   const ingest = startProcess('apps/ingest/src/main.ts', settings);
   try {
@@ -51,11 +87,11 @@ async function main(): Promise<void> {
     // 0. Baseline, first, on a quiet machine: the same number of rows straight into ClickHouse as
     // one TabSeparated stream (as fast as Native here, measured), into a scratch table shaped
     // like points. Measured after the ingest phases it would compete with their merges.
-    const baselineRows = CSV_POINTS;
+    const baselineRows = POINTS;
     await pipeline(Readable.from((function* () {
       for (let i = 0; i < baselineRows;) {
         const lines: string[] = [];
-        for (let k = 0; k < 50_000 && i < baselineRows; k++, i++) lines.push(`bench.direct\t${T0 + i * 1000}\t${(i % 1000) / 8}\t${T0}\tdirect\t0\t${i >> 16}\t${i & 0xffff}`);
+        for (let k = 0; k < 50_000 && i < baselineRows; k++, i++) lines.push(`bench.download.m${String(Math.floor(i / perMetric)).padStart(4, '0')}\t${T0 + (i % perMetric) * 1000}\t${(i % 1000) / 8}\t${T0}\tdirect\t0\t${i >> 16}\t${i & 0xffff}`);
         yield `${lines.join('\n')}\n`;
       }
     })()), createWriteStream(tsvFile));
@@ -125,7 +161,22 @@ async function main(): Promise<void> {
     const csvMs = performance.now() - csvStarted;
     if ((await chCount()) !== JSON_POINTS + CSV_POINTS) throw new Error('row count mismatch after the CSV upload');
 
-    // 3. The api receiving a 1 GB file: its resident memory while it streams the bytes to
+    // 3. One file in the download layout: BENCH_POINTS points over 1,000 metrics, a name on every row.
+    const downloadStarted = performance.now();
+    const dres = await fetch(`${base}/api/v1/metrics_file_upload`, { method: 'POST', headers: auth, body: Readable.toWeb(createReadStream(downloadFile)) as never, duplex: 'half' });
+    if (dres.status !== 202) throw new Error(`download-layout upload: ${dres.status} ${await dres.text()}`);
+    const downloadTask = ((await dres.json()) as { task_id: string }).task_id;
+    let downloadLogged = 0;
+    await waitUntil('the download-layout upload to succeed', async () => {
+      const t = await task(key, downloadTask);
+      if (downloadLogged === 0 && t.progress.rows_total !== null) downloadLogged = performance.now() - downloadStarted;
+      if (t.status === 'failed') throw new Error('download-layout task failed');
+      return t.status === 'succeeded' ? true : undefined;
+    }, 1_800_000, 200);
+    const downloadMs = performance.now() - downloadStarted;
+    if ((await chCount()) !== JSON_POINTS + CSV_POINTS + POINTS) throw new Error('row count mismatch after the download-layout upload');
+
+    // 4. The api receiving a 1 GB file: its resident memory while it streams the bytes to
     // storage. The rows are not points (the task fails on them at once), so ingest stays idle.
     const before1g = api.rssMb();
     api.mark();
@@ -143,18 +194,21 @@ async function main(): Promise<void> {
     freshness.sort((a, b) => a - b);
     const jsonRate = (JSON_POINTS * 1000) / jsonMs;
     const csvRate = (CSV_POINTS * 1000) / csvMs;
+    const downloadRate = (POINTS * 1000) / downloadMs;
     const directRate = (baselineRows * 1000) / directMs;
-    console.log(`\nbench-ingest (${JSON_POINTS.toLocaleString('en')} JSON points in bodies of ${PER_BODY}, ${CONCURRENCY} at a time; ${CSV_POINTS.toLocaleString('en')} CSV points in one file)`);
-    console.log(`  JSON: ${fmt(jsonRate)} points/s first request → all queryable (${(jsonMs / 1000).toFixed(1)} s)`);
-    console.log(`        ack latency p50 ${percentile(acks, 50).toFixed(0)} ms, p99 ${percentile(acks, 99).toFixed(0)} ms; freshness (ack → queryable) p50 ${percentile(freshness, 50).toFixed(0)} ms, p99 ${percentile(freshness, 99).toFixed(0)} ms`);
-    console.log(`  CSV:  ${fmt(csvRate)} points/s first byte → all queryable (${(csvMs / 1000).toFixed(1)} s; upload acked after ${(csvAck / 1000).toFixed(1)} s, parsed into the log after ${(csvLogged / 1000).toFixed(1)} s)`);
-    console.log(`  baseline, straight TabSeparated insert into ClickHouse before the rest: ${fmt(directRate)} rows/s (${(directMs / 1000).toFixed(1)} s)`);
-    console.log(`  ratio ingest/baseline: JSON ${(jsonRate / directRate).toFixed(2)}, CSV ${(csvRate / directRate).toFixed(2)}`);
+    const peerRate = (POINTS * 1000) / peerMs;
+    const ratios = (rate: number) => `${(rate / directRate).toFixed(2)}× ClickHouse, ${(rate / peerRate).toFixed(2)}× VictoriaMetrics`;
+    console.log(`\nbench-ingest (${JSON_POINTS.toLocaleString('en')} JSON points in bodies of ${PER_BODY}, ${CONCURRENCY} at a time; ${CSV_POINTS.toLocaleString('en')} points in one 2-column file; ${POINTS.toLocaleString('en')} over ${DOWNLOAD_METRICS} metrics in one download-layout file)`);
+    console.log(`  JSON:          ${fmt(jsonRate)} points/s first request → all queryable (${(jsonMs / 1000).toFixed(1)} s): ${ratios(jsonRate)}`);
+    console.log(`                 ack latency p50 ${percentile(acks, 50).toFixed(0)} ms, p99 ${percentile(acks, 99).toFixed(0)} ms; freshness (ack → queryable) p50 ${percentile(freshness, 50).toFixed(0)} ms, p99 ${percentile(freshness, 99).toFixed(0)} ms`);
+    console.log(`  2-column CSV:  ${fmt(csvRate)} points/s first byte → all queryable (${(csvMs / 1000).toFixed(1)} s; acked after ${(csvAck / 1000).toFixed(1)} s, in the log after ${(csvLogged / 1000).toFixed(1)} s): ${ratios(csvRate)}`);
+    console.log(`  download CSV:  ${fmt(downloadRate)} points/s first byte → all queryable (${(downloadMs / 1000).toFixed(1)} s; in the log after ${(downloadLogged / 1000).toFixed(1)} s): ${ratios(downloadRate)} (goals 0.5×, 0.3×)`);
+    console.log(`  reference, straight TabSeparated insert into ClickHouse of the download layout's rows, before the rest: ${fmt(directRate)} rows/s (${(directMs / 1000).toFixed(1)} s)`);
+    console.log(`  reference, VictoriaMetrics' CSV import of the same points until a query counts them all, before the rest: ${fmt(peerRate)} points/s (${(peerMs / 1000).toFixed(1)} s)`);
     console.log(`  peak RSS: api ${api.peakRssMb()} MB, ingest ${ingest.peakRssMb()} MB`);
     console.log(`  api receiving a ${(chunks * chunk.length / 1024 ** 3).toFixed(2)} GB file: ${fmt((chunks * chunk.length) / 1024 ** 2 / (bigMs / 1000))} MB/s, RSS ${before1g} MB before, at most ${bigPeak} MB during (goal < 300 MB)`);
   } finally {
     await Promise.all([api.stop(), ingest.stop()]);
-    for (const f of [csvFile, tsvFile]) rmSync(f, { force: true });
   }
 }
 

@@ -4,10 +4,12 @@
  * A longer record (a quoted field that never closes is one) or one with more than maxColumns
  * fields is reported with its problem; its text is not kept, and the next record still parses.
  *
- * Lines without a double quote take a fast path (indexOf for the newline and the commas,
- * one slice per field); any other record goes through a resumable state machine, so a chunk
- * may end anywhere, inside a quoted field too. Line numbers are physical lines: a newline
- * inside a quoted field counts, and a record is numbered by the line it starts on.
+ * Lines without a double quote take a fast path (indexOf for the newline and the commas):
+ * their fields are handed over as offsets into the chunk's text, with no string made per
+ * field, as most uploads are millions of such lines. Any other record goes through a
+ * resumable state machine, so a chunk may end anywhere, inside a quoted field too. Line
+ * numbers are physical lines: a newline inside a quoted field counts, and a record is
+ * numbered by the line it starts on.
  */
 
 /** The default most fields of a record. */
@@ -40,14 +42,44 @@ export type CsvReaderLimits = {
 };
 
 /**
- * Receives every non-blank record. `fields` is reused: read it during the call only.
- * `count` may exceed fields.length (extra fields are counted, not kept). `problem` is the
- * first structural problem of the record, or null.
+ * One record, as offsets: field i (i < KEPT_FIELDS) is text.slice(starts[i], ends[i]), without
+ * the quoting of a quoted field. `count` may exceed KEPT_FIELDS (extra fields are counted,
+ * not kept). `text` is the chunk the record was read from, or, for a record the state machine
+ * read, its kept fields joined.
  */
-export type CsvRecordHandler = (fields: readonly string[], count: number, line: number, problem: string | null) => void;
+export class CsvRecord {
+  text = '';
+  count = 0;
+  readonly starts = new Int32Array(KEPT_FIELDS);
+  readonly ends = new Int32Array(KEPT_FIELDS);
 
-function isBlank(text: string): boolean {
-  for (let i = 0; i < text.length; i++) {
+  /** Field i as a string (a new one: the hot path reads the offsets instead). */
+  field(i: number): string {
+    return i < this.count && i < KEPT_FIELDS ? this.text.slice(this.starts[i], this.ends[i]) : '';
+  }
+
+  /** Points the record at whole field strings (the state machine's records). */
+  setFields(fields: readonly string[], count: number): void {
+    const kept = Math.min(count, KEPT_FIELDS);
+    let at = 0;
+    for (let i = 0; i < kept; i++) {
+      this.starts[i] = at;
+      at += fields[i]!.length;
+      this.ends[i] = at;
+    }
+    this.text = kept === 1 ? fields[0]! : fields.slice(0, kept).join('');
+    this.count = count;
+  }
+}
+
+/**
+ * Receives every non-blank record. `record` is reused: read it during the call only.
+ * `problem` is the first structural problem of the record, or null.
+ */
+export type CsvRecordHandler = (record: CsvRecord, line: number, problem: string | null) => void;
+
+function isBlank(text: string, start: number, end: number): boolean {
+  for (let i = start; i < end; i++) {
     const c = text.charCodeAt(i);
     if (c !== 32 && c !== 9 && c !== CR) return false;
   }
@@ -60,7 +92,8 @@ export class CsvReader {
   private readonly onRecord: CsvRecordHandler;
   private readonly maxLineLength: number;
   private readonly maxColumns: number;
-  private readonly fields: string[] = [];
+  private readonly record = new CsvRecord();
+  private readonly fields: string[] = []; // the state machine's fields
   private count = 0;
   private inRecord = false;
   private recordLine = 1;
@@ -81,7 +114,8 @@ export class CsvReader {
 
   feed(text: string): void {
     const len = text.length;
-    const fields = this.fields;
+    const record = this.record;
+    const { starts, ends } = record;
     let pos = 0;
     let quoteAt = -2; // next '"' at or after pos, -1 for none; recomputed once passed
     let commaAt = -2;
@@ -98,15 +132,25 @@ export class CsvReader {
             for (;;) {
               if (commaAt !== -1 && commaAt < start) commaAt = text.indexOf(',', start);
               if (commaAt === -1 || commaAt >= end) {
-                if (n < KEPT_FIELDS) fields[n] = text.slice(start, end);
+                if (n < KEPT_FIELDS) {
+                  starts[n] = start;
+                  ends[n] = end;
+                }
                 n++;
                 break;
               }
-              if (n < KEPT_FIELDS) fields[n] = text.slice(start, commaAt);
+              if (n < KEPT_FIELDS) {
+                starts[n] = start;
+                ends[n] = commaAt;
+              }
               n++;
               start = commaAt + 1;
             }
-            if (n !== 1 || !isBlank(fields[0]!)) this.onRecord(fields, n, this.line, n > this.maxColumns ? tooManyColumnsProblem(this.maxColumns) : null);
+            if (n !== 1 || !isBlank(text, pos, end)) {
+              record.text = text;
+              record.count = n;
+              this.onRecord(record, this.line, n > this.maxColumns ? tooManyColumnsProblem(this.maxColumns) : null);
+            }
             this.line++;
             pos = nl + 1;
             continue;
@@ -264,8 +308,12 @@ export class CsvReader {
 
   private endRecord(): void {
     if (this.tooLong) this.problem = lineTooLongProblem(this.maxLineLength);
-    const blank = this.count === 1 && !this.anyQuoted && this.problem === null && isBlank(this.fields[0]!);
-    if (!blank) this.onRecord(this.fields, this.count, this.recordLine, this.problem);
+    const first = this.fields[0]!;
+    const blank = this.count === 1 && !this.anyQuoted && this.problem === null && isBlank(first, 0, first.length);
+    if (!blank) {
+      this.record.setFields(this.fields, this.count);
+      this.onRecord(this.record, this.recordLine, this.problem);
+    }
     this.count = 0;
     this.recordLength = 0;
     this.tooLong = false;

@@ -14,13 +14,13 @@
  * documents are buffered up to maxJsonDocumentLength characters and parsed with JSON.parse,
  * after a scan that refuses nesting deeper than MAX_JSON_NESTING as it arrives.
  */
-import { CsvReader, DEFAULT_MAX_COLUMNS, lineTooLongProblem } from './csv-reader.ts';
+import { CsvReader, DEFAULT_MAX_COLUMNS, lineTooLongProblem, type CsvRecord } from './csv-reader.ts';
 import { DEFAULT_MAX_LINE_LENGTH, LineReader } from './line-reader.ts';
 import { JsonNestingMeter } from './json-nesting.ts';
 import { metricNameProblem } from './metric-name.ts';
-import { parseTimestamp } from './timestamp.ts';
+import { parseTimestamp, TimestampReader } from './timestamp.ts';
 import { Utf8Decoder } from './utf8.ts';
-import { kindOf, literalIsNonZero, parseValueText, trimBlanks, VALUE_UNDERFLOW_REASON, valueProblem } from './value.ts';
+import { isBlankCode, kindOf, literalIsNonZero, parseValueText, plainDecimalAt, trimBlanks, VALUE_UNDERFLOW_REASON, valueProblem } from './value.ts';
 
 export type UploadLayout = 'csv' | 'csv-with-header' | 'download-csv' | 'json-body' | 'json-array' | 'ndjson';
 
@@ -87,8 +87,8 @@ function positiveOption(name: string, value: number | undefined, fallback: numbe
   return value;
 }
 
-function isHeader(fields: readonly string[], names: readonly string[]): boolean {
-  return names.every((name, i) => trimBlanks(fields[i] ?? '').toLowerCase() === name);
+function isHeader(record: CsvRecord, names: readonly string[]): boolean {
+  return names.every((name, i) => trimBlanks(record.field(i)).toLowerCase() === name);
 }
 
 /** A first line that is a whole {timestamp, value} object (not a body with values) starts NDJSON. */
@@ -156,6 +156,9 @@ class UploadParser {
   // the last per-row metric name and its problem, as rows of one metric usually follow each other
   private lastName: string | null = null;
   private lastNameProblem: string | null = null;
+  // CSV timestamps, with the last date's day number; updated_at has its own (its dates differ from the timestamps')
+  private readonly timestamps = new TimestampReader();
+  private readonly updatedAts = new TimestampReader();
 
   constructor(options: ParseUploadOptions) {
     const maxErrors = options.maxErrors ?? DEFAULT_MAX_UPLOAD_ERRORS;
@@ -312,7 +315,7 @@ class UploadParser {
     } else {
       // CSV: the first record decides whether it is a header (see csvRecord)
       this.mode = 'csv';
-      this.csv = new CsvReader((fields, count, line, problem) => this.csvRecord(fields, count, line, problem), { maxLineLength: this.maxLineLength, maxColumns: this.maxColumns });
+      this.csv = new CsvReader((record, line, problem) => this.csvRecord(record, line, problem), { maxLineLength: this.maxLineLength, maxColumns: this.maxColumns });
       this.csv.feed(head);
     }
     this.head = '';
@@ -339,12 +342,17 @@ class UploadParser {
 
   // ---- CSV ----
 
-  private csvRecord(fields: readonly string[], count: number, line: number, problem: string | null): void {
+  /**
+   * One CSV record. The cells are read from the record's offsets: a string is made only for a
+   * new metric name, for a value that is not a plain decimal, and for an error's message.
+   */
+  private csvRecord(record: CsvRecord, line: number, problem: string | null): void {
     if (this.stopped) return;
+    const count = record.count;
     if (this.layout === null) {
       let layout: UploadLayout = 'csv';
-      if (problem === null && count === 2 && isHeader(fields, CSV_HEADER)) layout = 'csv-with-header';
-      else if (problem === null && count === 4 && isHeader(fields, DOWNLOAD_CSV_HEADER)) layout = 'download-csv';
+      if (problem === null && count === 2 && isHeader(record, CSV_HEADER)) layout = 'csv-with-header';
+      else if (problem === null && count === 4 && isHeader(record, DOWNLOAD_CSV_HEADER)) layout = 'download-csv';
       this.setLayout(layout);
       if (layout !== 'download-csv' && !this.requireOptionName(layout)) return;
       if (layout !== 'csv') return; // the header line
@@ -353,48 +361,59 @@ class UploadParser {
       this.error(line, 'row', problem);
       return;
     }
+    const { text, starts, ends } = record;
     if (this.layout === 'download-csv') {
       if (count !== 4) {
         this.error(line, 'row', `expected 4 columns (metric_name,timestamp,metric_numeric_value,updated_at), got ${count}`);
         return;
       }
-      const name = fields[0]!;
+      const name = this.csvName(text, starts[0]!, ends[0]!);
       const nameProblem = name === '' ? 'must not be empty' : this.rowNameProblem(name);
       if (nameProblem !== null) this.error(line, 'metric_name', nameProblem);
-      const ts = this.csvTimestamp(fields[1]!, line, 'timestamp');
-      const value = this.csvValue(fields[2]!, line);
-      const updatedAt = this.csvTimestamp(fields[3]!, line, 'updated_at');
-      if (nameProblem === null && ts >= 0 && value !== undefined && updatedAt >= 0) this.point(line, name, ts, value);
+      const ts = this.csvTimestamp(this.timestamps, text, starts[1]!, ends[1]!, line, 'timestamp');
+      const value = this.csvValue(text, starts[2]!, ends[2]!, line);
+      const updatedAt = this.csvTimestamp(this.updatedAts, text, starts[3]!, ends[3]!, line, 'updated_at');
+      if (nameProblem === null && ts >= 0 && value === value && updatedAt >= 0) this.point(line, name, ts, value);
       return;
     }
     if (count !== 2) {
       this.error(line, 'row', `expected 2 columns (timestamp,value), got ${count}`);
       return;
     }
-    const ts = this.csvTimestamp(fields[0]!, line, 'timestamp');
-    const value = this.csvValue(fields[1]!, line);
-    if (ts >= 0 && value !== undefined) this.point(line, this.optionName!, ts, value);
+    const ts = this.csvTimestamp(this.timestamps, text, starts[0]!, ends[0]!, line, 'timestamp');
+    const value = this.csvValue(text, starts[1]!, ends[1]!, line);
+    if (ts >= 0 && value === value) this.point(line, this.optionName!, ts, value);
+  }
+
+  /** The name cell's text: the previous row's string itself when the cell holds the same characters (no new string). */
+  private csvName(text: string, start: number, end: number): string {
+    const last = this.lastName;
+    if (last !== null && last.length === end - start && text.startsWith(last, start)) return last;
+    return text.slice(start, end);
   }
 
   /** The epoch ms of a timestamp cell, or -1 after reporting its problem. */
-  private csvTimestamp(cell: string, line: number, column: string): number {
-    const text = trimBlanks(cell);
-    if (text === '') {
+  private csvTimestamp(reader: TimestampReader, text: string, start: number, end: number, line: number, column: string): number {
+    while (start < end && isBlankCode(text.charCodeAt(start))) start++;
+    while (end > start && isBlankCode(text.charCodeAt(end - 1))) end--;
+    if (start === end) {
       this.error(line, column, 'must not be empty');
       return -1;
     }
-    const result = parseTimestamp(text);
-    if (result.ok) return result.ms;
-    this.error(line, column, withText(result.reason, text));
-    return -1;
+    const ms = reader.read(text, start, end);
+    if (ms < 0) this.error(line, column, withText(reader.reason, text.slice(start, end)));
+    return ms;
   }
 
-  /** The value of a value cell, or undefined after reporting its problem. */
-  private csvValue(cell: string, line: number): number | undefined {
+  /** The value of a value cell, or NaN after reporting its problem. */
+  private csvValue(text: string, start: number, end: number, line: number): number {
+    const plain = plainDecimalAt(text, start, end);
+    if (plain === plain) return plain; // not NaN
+    const cell = text.slice(start, end);
     const result = parseValueText(cell);
     if (result.ok) return result.value;
     this.error(line, 'value', withText(result.reason, cell));
-    return undefined;
+    return Number.NaN;
   }
 
   // ---- JSON ----

@@ -684,3 +684,96 @@ describe('parseUploadBatches: bounds', () => {
     await expect(collect('', { [name]: 0 })).rejects.toThrow(RangeError);
   });
 });
+
+describe('parseUploadBatches: the per-run caches (a date, a metric name) change nothing', () => {
+  const DL_HEADER = 'metric_name,timestamp,metric_numeric_value,updated_at\n';
+  const U = '2024-01-03T00:00:00Z'; // updated_at
+
+  /** Each row parsed alone by a fresh parser (nothing cached), renumbered as the row it is in the whole. */
+  async function eachAlone(header: string, rows: readonly string[], options: ParseUploadOptions): Promise<UploadItem[]> {
+    const out: UploadItem[] = [];
+    for (let i = 0; i < rows.length; i++) {
+      for (const item of await collect(`${header}${rows[i]}\n`, options)) if (item.kind !== 'layout') out.push({ ...item, row: item.row + i });
+    }
+    return out;
+  }
+
+  async function sameAsAlone(header: string, rows: readonly string[], options: ParseUploadOptions): Promise<UploadItem[]> {
+    const whole = await collect(`${header}${rows.join('\n')}\n`, options);
+    expect(whole.slice(1)).toEqual(await eachAlone(header, rows, options));
+    return whole;
+  }
+
+  const downloadRows = [
+    `cpu,2024-01-01T23:59:58Z,1,${U}`,
+    `cpu,2024-01-01T23:59:59Z,2,${U}`,
+    `cpu,2024-01-02T00:00:00Z,3,${U}`, // the date changes mid-run of one name
+    `cpu2,2024-01-02T00:00:01Z,4,${U}`, // a name that extends the previous one
+    `cpu,2024-01-02T00:00:02Z,5,${U}`, // a name that is a prefix of the previous one
+    `cpu,2024-01-02T25:00:00Z,6,${U}`, // invalid after a cached valid date
+    `cpu,2024-01-02T00:00:03,7,${U}`,
+    `cpu,2024-01-02X00:00:03Z,8,${U}`,
+    `cpu,2024-01-02T00:60:03Z,9,2024-01-03T00:00:00`,
+    `cpu,2024-02-30T00:00:00Z,10,${U}`, // a date that looks like the cached one's neighbour, but does not exist
+    `cpu,2024-01-02T00:00:04+01:00,11,${U}`,
+    `cpu,2024-01-02T00:00:04.5-0130,12,${U}`,
+    `=cpu,2024-01-02T00:00:05Z,13,${U}`, // an invalid name after valid ones
+    `=cpu,2024-01-02T00:00:06Z,14,${U}`, // the same invalid name again: the cached problem
+    `cpu,2024-01-02T00:00:07Z,x,${U}`,
+    `cpu, 2024-01-02T00:00:08Z ,0.30000000000000004, ${U}`,
+    `cpu,2024-01-02T00:00:09Z,1e-999,${U}`,
+    `température.°C,2024-01-02T00:00:10Z,15,${U}`,
+    `température.°C,2024-01-02T00:00:11Z,16,${U}`,
+    `température.°F,2024-01-02T00:00:12Z,17,${U}`, // same length in characters, one differs
+    `温度 📈,2024-01-02T00:00:13Z,18,${U}`,
+    `温度 📈,2024-01-02T00:00:14Z,19,${U}`,
+    `"温度 📈",2024-01-02T00:00:15Z,20,${U}`, // the quoted (slow) path, then the fast one again
+    `温度 📈,2024-01-02T00:00:16Z,21,${U}`,
+    `,2024-01-02T00:00:17Z,22,${U}`,
+    `cpu,2024-01-02T00:00:18Z,23,2024-01-03T00:00:00.0001Z`,
+    `cpu,2024-01-02T00:00:19Z,24,${U}`,
+  ];
+
+  it('download layout: every row as if it were parsed alone, errors and row numbers included', async () => {
+    const whole = await sameAsAlone(DL_HEADER, downloadRows, {});
+    const day2 = Date.UTC(2024, 0, 2);
+    expect(whole).toContainEqual(point(4, 'cpu', day2, 3));
+    expect(whole).toContainEqual(point(5, 'cpu2', day2 + S, 4));
+    expect(whole).toContainEqual(point(6, 'cpu', day2 + 2 * S, 5));
+    expect(whole).toContainEqual(error(7, 'timestamp', 'hour 25 is out of range 00-23; got "2024-01-02T25:00:00Z"'));
+    expect(whole).toContainEqual(error(11, 'timestamp', 'day 30 does not exist in 2024-02; got "2024-02-30T00:00:00Z"'));
+    expect(whole).toContainEqual(point(12, 'cpu', day2 + 4 * S - 60 * 60 * S, 11));
+    expect(whole.flatMap((i) => (i.kind === 'error' && i.column === 'metric_name' ? [i.row] : []))).toEqual([14, 15, 26]);
+    expect(whole).toContainEqual(point(17, 'cpu', day2 + 8 * S, 0.30000000000000004));
+    expect(whole).toContainEqual(point(20, 'température.°C', day2 + 11 * S, 16));
+    expect(whole).toContainEqual(point(21, 'température.°F', day2 + 12 * S, 17));
+    expect(whole).toContainEqual(point(24, '温度 📈', day2 + 15 * S, 20));
+    expect(whole).toContainEqual(point(25, '温度 📈', day2 + 16 * S, 21));
+    expect(whole.at(-1)).toEqual(point(28, 'cpu', day2 + 19 * S, 24));
+  });
+
+  it('download layout with the upload naming the metric: the cached mismatch is reported on every row', async () => {
+    const rows = [`cpu,2024-01-02T00:00:00Z,1,${U}`, `mem,2024-01-02T00:00:01Z,2,${U}`, `mem,2024-01-02T00:00:02Z,3,${U}`, `cpu,2024-01-02T00:00:03Z,4,${U}`];
+    const whole = await sameAsAlone(DL_HEADER, rows, M);
+    expect(whole.flatMap((i) => (i.kind === 'error' ? [i.row] : []))).toEqual([3, 4]);
+  });
+
+  it('2-column layout: dates changing, invalid rows after a cached prefix', async () => {
+    const rows = ['2024-01-31T23:59:59Z,1', '2024-02-01T00:00:00Z,2', '2024-02-01T00:00:01+0000,3', '2024-02-01T24:00:00Z,4', '2024-02-01T00:00:02Z,', '2024-02-01T00:00:03.1234Z,5', '2024-02-29T00:00:00Z,6', '2023-02-29T00:00:00Z,7', '2024-02-01T00:00:04Z,8'];
+    const whole = await sameAsAlone('', rows, M);
+    expect(whole).toContainEqual(point(2, 'cpu', Date.UTC(2024, 1, 1), 2));
+    expect(whole).toContainEqual(point(7, 'cpu', Date.UTC(2024, 1, 29), 6));
+    expect(whole).toContainEqual(error(8, 'timestamp', 'day 29 does not exist in 2023-02; got "2023-02-29T00:00:00Z"'));
+    expect(whole.at(-1)).toEqual(point(9, 'cpu', Date.UTC(2024, 1, 1) + 4 * S, 8));
+  });
+
+  it('download layout with UTF-8 names: every split of the bytes gives the same items', async () => {
+    const bytes = enc.encode(`${DL_HEADER}${downloadRows.slice(17).join('\n')}\n`);
+    const whole = await collect(bytes, {});
+    for (const size of [1, 2, 3, 5, 7, 64]) {
+      const parts: Uint8Array[] = [];
+      for (let at = 0; at < bytes.length; at += size) parts.push(bytes.subarray(at, at + size));
+      expect(await collect(parts, {}), `chunks of ${size} bytes`).toEqual(whole);
+    }
+  });
+});

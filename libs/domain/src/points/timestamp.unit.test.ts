@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { END_TIMESTAMP_MS, formatTimestamp, MIN_TIMESTAMP_MS, parseTimestamp } from './timestamp.ts';
+import { END_TIMESTAMP_MS, formatTimestamp, MIN_TIMESTAMP_MS, parseTimestamp, TimestampReader } from './timestamp.ts';
 
 const FORMAT = 'expected YYYY-MM-DDTHH:MM:SS with an optional .fraction and an offset Z, +hhmm, -hhmm, +hh:mm or -hh:mm';
 const OFFSET_REQUIRED = 'an offset is required (Z, +hhmm, -hhmm, +hh:mm or -hh:mm); the time zone is never guessed';
@@ -138,5 +138,51 @@ describe('formatTimestamp', () => {
 
   it.each([-1, END_TIMESTAMP_MS, 1.5, Number.NaN, Number.POSITIVE_INFINITY])('throws a RangeError for %d', (ms) => {
     expect(() => formatTimestamp(ms)).toThrow(RangeError);
+  });
+});
+
+describe('TimestampReader', () => {
+  it('reads a range of a larger text, never past its end', () => {
+    const reader = new TimestampReader();
+    const text = 'x,2024-01-02T03:04:05.12,3Z,2024-01-02T03:04:05Z9';
+    expect(reader.read(text, 2, 24)).toBe(-1);
+    expect(reader.reason).toBe(OFFSET_REQUIRED);
+    expect(reader.read(text, 28, 48)).toBe(T);
+    expect(reader.read(text, 28, 47)).toBe(-1);
+    expect(reader.reason).toBe(OFFSET_REQUIRED);
+    expect(reader.read(text, 28, 49)).toBe(-1);
+    expect(reader.reason).toBe(OFFSET_FORMAT);
+  });
+
+  it('gives, with its cached date, what a fresh reader gives for each timestamp', () => {
+    const sequence = [
+      '2024-01-02T03:04:05Z',
+      '2024-01-02T03:04:06+0100',
+      '2024-01-02T23:59:59.999Z',
+      '2024-01-02T24:00:00Z',
+      '2024-01-02T00:60:00Z',
+      '2024-01-02T00:00:60Z',
+      '2024-01-02 00:00:00Z',
+      '2024-01-02T00:00:00',
+      '2024-01-02T00:00:00.0001Z',
+      '2024-01-02T00:00:00+2400',
+      '2024-01-03T00:00:00Z',
+      '2024-02-30T00:00:00Z',
+      '2024-02-30T00:00:01Z',
+      '2024-13-01T00:00:00Z',
+      '2024-01-03T00:00:01Z',
+      '1970-01-01T00:00:00+0001',
+      '1970-01-01T00:00:00Z',
+      '2105-12-31T23:59:59Z',
+      '2105-12-31T23:59:59-0001',
+    ];
+    const cached = new TimestampReader();
+    for (const text of sequence) {
+      const fresh = new TimestampReader();
+      const expected = fresh.read(text, 0, text.length);
+      expect(cached.read(text, 0, text.length), text).toBe(expected);
+      if (expected < 0) expect(cached.reason, text).toBe(fresh.reason);
+      else expect(expected, text).toBe(Date.parse(text.replace(/([+-]\d\d)(\d\d)$/, '$1:$2')));
+    }
   });
 });

@@ -1,0 +1,80 @@
+import { spawn } from 'node:child_process';
+import { createReadStream, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Readable } from 'node:stream';
+import { waitUntil } from './common.ts';
+
+/**
+ * The peer of make bench-ingest: a single-node VictoriaMetrics (Debian's victoria-metrics,
+ * unpacked into the cache by deploy/local/install.sh victoria-metrics) on a loopback port with
+ * a temporary data directory, fed by its CSV import and polled until every point is queryable.
+ */
+export type VictoriaMetrics = {
+  /** Imports a download-layout file (RFC 3339 times); the ms from its first byte until `points` points are counted by a query. */
+  importDownloadCsv(file: string, points: number, lastTs: number, spanMs: number): Promise<number>;
+  stop(): Promise<void>;
+};
+
+/** Column 1 (the name) as the label `metric`, 2 the time, 3 the value of the metric `value`; updated_at is not imported. */
+const DOWNLOAD_FORMAT = '1:label:metric,2:time:rfc3339,3:metric:value';
+
+export async function startVictoriaMetrics(): Promise<VictoriaMetrics> {
+  const bin = process.env.VICTORIA_METRICS_BIN;
+  if (!bin) throw new Error('VICTORIA_METRICS_BIN is not set: run make bench-ingest (it installs VictoriaMetrics with deploy/local/install.sh victoria-metrics)');
+  const dataDir = mkdtempSync(join(tmpdir(), 'meridian-bench-vm-'));
+  const port = 18_900 + Math.floor(Math.random() * 90);
+  const base = `http://127.0.0.1:${port}`;
+  const child = spawn(bin, [
+    `-storageDataPath=${dataDir}`,
+    `-httpListenAddr=127.0.0.1:${port}`,
+    '-retentionPeriod=100y', // the bench's points are from 2024: outside the default month they would be dropped
+    '-search.disableCache', // a count cached while the import is still landing would never change
+    '-loggerLevel=ERROR',
+  ], { stdio: ['ignore', 'inherit', 'inherit'] });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const stop = async () => {
+    if (child.exitCode === null) child.kill('SIGTERM');
+    await exited;
+    rmSync(dataDir, { recursive: true, force: true });
+  };
+  try {
+    await waitUntil('VictoriaMetrics to start', async () => ((await fetch(`${base}/health`)).ok ? true : undefined), 60_000, 100);
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+
+  async function countAt(lastTs: number, spanMs: number): Promise<number> {
+    // Every point of every series lies in (lastTs - window, lastTs].
+    const query = `sum(count_over_time(value[${Math.ceil(spanMs / 1000) + 1}s]))`;
+    const res = await fetch(`${base}/api/v1/query?query=${encodeURIComponent(query)}&time=${lastTs / 1000}`);
+    if (!res.ok) throw new Error(`VictoriaMetrics query: ${res.status} ${await res.text()}`);
+    const body = (await res.json()) as { data: { result: Array<{ value: [number, string] }> } };
+    return Number(body.data.result[0]?.value[1] ?? 0);
+  }
+
+  return {
+    async importDownloadCsv(file, points, lastTs, spanMs) {
+      const started = performance.now();
+      const res = await fetch(`${base}/api/v1/import/csv?format=${encodeURIComponent(DOWNLOAD_FORMAT)}`, {
+        method: 'POST', body: Readable.toWeb(createReadStream(file)) as never, duplex: 'half',
+      });
+      if (!res.ok) throw new Error(`VictoriaMetrics CSV import: ${res.status} ${await res.text()}`);
+      // Imported rows wait in memory up to ~10 s before a query sees them; this makes them
+      // searchable now (the endpoint VictoriaMetrics documents for that), so the figure is
+      // its import's cost rather than its flush interval.
+      const flushed = await fetch(`${base}/internal/force_flush`);
+      if (!flushed.ok) throw new Error(`VictoriaMetrics force_flush: ${flushed.status} ${await flushed.text()}`);
+      let last = 0;
+      await waitUntil('VictoriaMetrics to count every imported point', async () => {
+        last = await countAt(lastTs, spanMs);
+        return last === points ? true : undefined;
+      }, 600_000, 50).catch((error: unknown) => {
+        throw new Error(`${(error as Error).message} (counted ${last} of ${points})`);
+      });
+      return performance.now() - started;
+    },
+    stop,
+  };
+}
