@@ -4,7 +4,8 @@ import { fileAccess, listFiles, quotaLeft, visibleFile, type Caller } from './ac
 import { assertFileRoom, decideDeleteFile, decideDescribeFile, decideGrantFileAccess, decideRevokeFileAccess, fileDefinedFrom } from './decide.ts';
 import type { FileDefinitionRequested, FileEvent } from './events.ts';
 import { contentTypeFor, sanitizeFileName } from './names.ts';
-import { applyFileEvent, blobKeyOf, foldFiles, snapshotFiles, type FilesState } from './state.ts';
+import { filesCodec } from './codec.ts';
+import { applyFileEvent, blobKeyOf, fileEverDefined, foldFiles, type FilesState } from './state.ts';
 
 const sha = (fill: number) => Buffer.alloc(32, fill);
 const ada: Caller = { user_name: 'ada', is_admin: false };
@@ -157,13 +158,22 @@ describe('the file catalog fold', () => {
     const state = foldFiles([...history, { type: 'FileDeleted', file_id: 'f1', at: 2000, actor: 'ada' }, defined('f1', 'eve', 1, 9, 3000),
       { type: 'FileAccessGranted', file_id: 'f2', user_name: 'ada', access: 'r', at: 3000, actor: 'ada' },
       { type: 'FileDescriptionChanged', file_id: 'zz', description: 'x', at: 3000, actor: 'ada' }]);
-    expect(state.files.get('f1')).toMatchObject({ owner: 'ada', deleted_at: 2000 });
+    expect(state.files.has('f1')).toBe(false);
+    expect(fileEverDefined(state, 'f1')).toBe(true);
     expect(state.files.get('f2')!.grants.size).toBe(0);
     expect(state.usage.has('eve')).toBe(false);
   });
 
-  it('replaying the same events gives an identical snapshot', () => {
-    expect(JSON.stringify(snapshotFiles(foldFiles(history)))).toBe(JSON.stringify(snapshotFiles(foldFiles(history))));
+  it('keeps live files only: of a deleted one, its id', () => {
+    const state = foldFiles([...history, { type: 'FileDeleted', file_id: 'f1', at: 2000, actor: 'ada' }]);
+    expect([...state.files.keys()]).toEqual(['f2', 'f3']);
+    expect(state.order.map((f) => [f.file_id, f.seq])).toEqual([['f2', 1], ['f3', 2]]);
+    expect([...state.deleted]).toEqual(['f1']);
+    expect(state.defined).toBe(3);
+  });
+
+  it('replaying the same events gives an identical catalog', () => {
+    expect(JSON.stringify(filesCodec.toJSON(foldFiles(history)))).toBe(JSON.stringify(filesCodec.toJSON(foldFiles(history))));
   });
 });
 
