@@ -1,6 +1,6 @@
 import type { Access } from '../accounts/events.ts';
 import { notFound } from '../errors.ts';
-import { orderIndexOf, type FileRecord, type FilesState } from './state.ts';
+import { isLive, orderIndexOf, type FileRecord, type FilesState } from './state.ts';
 
 /** Who is asking: any user record has these. */
 export type Caller = { readonly user_name: string; readonly is_admin: boolean };
@@ -45,7 +45,7 @@ export function listFiles(state: FilesState, caller: Caller, query: FileListQuer
   const start = (caller.is_admin ? orderIndexOf(candidates, before) : candidates.length) - 1;
   for (let i = start; i >= 0; i--) {
     const file = candidates[i]!;
-    if (file.seq >= before) continue;
+    if (file.seq >= before || !isLive(state, file)) continue;
     const access = fileAccess(file, caller);
     if (access === null) continue;
     if (needle !== undefined && !file.file_name.toLowerCase().includes(needle)) continue;

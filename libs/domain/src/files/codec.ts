@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { Access } from '../accounts/events.ts';
 import type { StateCodec } from '../snapshots/state-codec.ts';
-import { addLiveFile, initialFiles, type FileRecord, type FilesState } from './state.ts';
+import { addLiveFile, initialFiles, isLive, type FileRecord, type FilesState } from './state.ts';
 
 const count = z.number().int().nonnegative();
 const v1 = z.object({
@@ -36,7 +36,7 @@ export const filesCodec: StateCodec<FilesState> = {
   toJSON(state) {
     return {
       defined: state.defined,
-      files: state.order.map((f) => ({
+      files: state.order.filter((f) => isLive(state, f)).map((f) => ({
         file_id: f.file_id,
         task_id: f.task_id,
         owner: f.owner,

@@ -167,9 +167,25 @@ describe('the file catalog fold', () => {
   it('keeps live files only: of a deleted one, its id', () => {
     const state = foldFiles([...history, { type: 'FileDeleted', file_id: 'f1', at: 2000, actor: 'ada' }]);
     expect([...state.files.keys()]).toEqual(['f2', 'f3']);
-    expect(state.order.map((f) => [f.file_id, f.seq])).toEqual([['f2', 1], ['f3', 2]]);
     expect([...state.deleted]).toEqual(['f1']);
     expect(state.defined).toBe(3);
+    expect(listFiles(state, root, { limit: 10 }).files.map((f) => [f.file.file_id, f.file.seq])).toEqual([['f3', 2], ['f2', 1]]);
+  });
+
+  it('sweeps deleted records out of the definition order once they outnumber live ones', () => {
+    const ids = Array.from({ length: 3000 }, (_, i) => `g${i}`);
+    const state = foldFiles([...ids.map((id) => defined(id)), ...ids.slice(0, 2500).map((id): FileEvent => ({ type: 'FileDeleted', file_id: id, at: 2000, actor: 'ada' }))]);
+    expect(state.files.size).toBe(500);
+    expect(state.order.length).toBeLessThanOrEqual(2 * 500 + 1024);
+    expect(state.order.filter((f) => state.files.get(f.file_id) === f).map((f) => f.seq)).toEqual(Array.from({ length: 500 }, (_, i) => 2500 + i));
+    const seen: string[] = [];
+    let cursor: number | undefined;
+    do {
+      const page = listFiles(state, root, { limit: 97, cursor });
+      seen.push(...page.files.map((f) => f.file.file_id));
+      cursor = page.next_cursor ?? undefined;
+    } while (cursor !== undefined);
+    expect(seen).toEqual(ids.slice(2500).reverse());
   });
 
   it('replaying the same events gives an identical catalog', () => {

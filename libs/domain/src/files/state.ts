@@ -33,7 +33,12 @@ export type FileRecord = {
 export type FilesState = {
   /** Live files by id. */
   readonly files: Map<string, FileRecord>;
-  /** Live files in definition order (ascending seq). */
+  /**
+   * Live files in definition order (ascending seq), and some deleted ones not yet swept out: a
+   * deletion leaves its record here until deleted records outnumber live ones, then one pass
+   * removes them all (a removal per deletion would move half the array each time). A record
+   * here is live while `files` maps its id to it.
+   */
   readonly order: FileRecord[];
   /** Ids of deleted files. */
   readonly deleted: Set<string>;
@@ -83,6 +88,19 @@ export function orderIndexOf(order: readonly FileRecord[], seq: number): number 
     else hi = mid;
   }
   return lo;
+}
+
+/** Whether a record of `order` is a live file (deleted ones stay there until the next sweep). */
+export const isLive = (state: FilesState, file: FileRecord): boolean => state.files.get(file.file_id) === file;
+
+/** Deleted records `order` may hold beyond as many as live ones before a sweep: small catalogs are never swept. */
+const SWEEP_SLACK = 1024;
+
+/** Removes the deleted records from `order`, in one pass that keeps its order. */
+function sweepOrder(state: FilesState): void {
+  let kept = 0;
+  for (const file of state.order) if (isLive(state, file)) state.order[kept++] = file;
+  state.order.length = kept;
 }
 
 /** Adds a live file to the catalog and its indexes (a definition, or a snapshot being read). */
@@ -153,8 +171,8 @@ export function applyFileEvent(state: FilesState, event: FileEvent): FilesState 
       const file = state.files.get(event.file_id);
       if (!file) return state;
       state.files.delete(file.file_id);
-      state.order.splice(orderIndexOf(state.order, file.seq), 1);
       state.deleted.add(file.file_id);
+      if (state.order.length > 2 * state.files.size + SWEEP_SLACK) sweepOrder(state);
       unsee(state, file.owner, file.file_id);
       for (const grantee of file.grants.keys()) unsee(state, grantee, file.file_id);
       const used = (state.usage.get(file.owner) ?? 0) - file.size;
