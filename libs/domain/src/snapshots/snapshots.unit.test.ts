@@ -4,7 +4,7 @@ import type { AccountEvent } from '../accounts/events.ts';
 import { applyAccountEvent, foldAccounts } from '../accounts/state.ts';
 import { filesCodec } from '../files/codec.ts';
 import type { FileEvent } from '../files/events.ts';
-import { applyFileEvent, foldFiles, initialFiles, isLive, type FilesState } from '../files/state.ts';
+import { applyFileEvent, foldFiles, isLive, type FilesState } from '../files/state.ts';
 import { decodeSnapshot, encodeSnapshot, snapshotPosition } from './document.ts';
 import type { StateCodec } from './state-codec.ts';
 
