@@ -42,10 +42,12 @@ describe('snapshots in MinIO', () => {
     await store.put(3000, snapshotAt(3000, ['a', 'b', 'c'])); // past the end below
     await storage.client.putObject(storage.bucket, `_snapshots/${topic}/00000000000000002000.json.gz`, Buffer.from('not gzip'));
     await store.put(1500, snapshotAt(1500, ['a', 'b']).replace('"version":1', '"version":99'));
-    const found = await newestReadableSnapshot(store, filesCodec, topic, new Map([[0, 2500]]), logger);
+    const found = await newestReadableSnapshot(store, filesCodec, topic, new Map([[0, 2500]]), logger, 5000);
     expect(found?.position).toBe(1000);
     expect([...found!.state.files.keys()]).toEqual(['a']);
     expect(lines.filter((l) => l.msg === 'snapshot skipped: it cannot be read').map((l) => l.position)).toEqual([3000, 2000, 1500]);
-    expect(await newestReadableSnapshot(createSnapshotStore(storage, `${topic}-none`), filesCodec, `${topic}-none`, new Map(), logger)).toBeNull();
+    expect(await newestReadableSnapshot(createSnapshotStore(storage, `${topic}-none`), filesCodec, `${topic}-none`, new Map(), logger, 5000)).toBeNull();
+    const noBucket = createStorage({ endpoint: settings.S3_ENDPOINT, accessKey: settings.S3_ACCESS_KEY, secretKey: settings.S3_SECRET_KEY, region: settings.S3_REGION, bucket: `${settings.S3_BUCKET}-none` });
+    expect(await createSnapshotStore(noBucket, topic).positions()).toEqual([]);
   });
 });

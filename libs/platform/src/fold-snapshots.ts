@@ -1,5 +1,5 @@
 import { decodeSnapshot, encodeSnapshot, snapshotPosition, type Snapshot, type SnapshotStore, type StateCodec } from '@meridian/domain';
-import type { Logger } from '@meridian/observability';
+import { withTimeout, type Logger } from '@meridian/observability';
 
 /**
  * The newest snapshot of `topic` this build can read, or null. One that cannot be read (damaged,
@@ -7,11 +7,12 @@ import type { Logger } from '@meridian/observability';
  * name) is skipped with a warning for the next older one; with none, the fold starts at offset 0.
  */
 export async function newestReadableSnapshot<S>(
-  store: SnapshotStore, codec: StateCodec<S>, topic: string, ends: ReadonlyMap<number, number>, logger: Logger,
+  store: SnapshotStore, codec: StateCodec<S>, topic: string, ends: ReadonlyMap<number, number>, logger: Logger, listTimeoutMs: number,
 ): Promise<(Snapshot<S> & { position: number }) | null> {
   let positions: number[];
   try {
-    positions = await store.positions();
+    // Bounded: an unreachable store costs a start from offset 0, never a start that hangs.
+    positions = await withTimeout(store.positions(), listTimeoutMs, 'the snapshot store');
   } catch (err) {
     logger.warn({ err, topic }, 'snapshots could not be listed; folding the log from offset 0');
     return null;

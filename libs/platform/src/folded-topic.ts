@@ -90,7 +90,7 @@ export class FoldedTopic<E extends EventLike, S> {
       await this.platform.admin.connect();
       if (store && snapshots && position === null) {
         const ends = new Map((await this.platform.admin.fetchTopicOffsets(topic)).map((p) => [p.partition, Number(p.high)]));
-        const snapshot = await newestReadableSnapshot(store, snapshots.codec, topic, ends, logger);
+        const snapshot = await newestReadableSnapshot(store, snapshots.codec, topic, ends, logger, settings.MERIDIAN_READY_TIMEOUT_MS);
         if (snapshot) {
           this.current = snapshot.state;
           from = snapshot.offsets;

@@ -20,9 +20,14 @@ export function createSnapshotStore(storage: Storage, topic: string): SnapshotSt
 
   async function positions(): Promise<number[]> {
     const found: number[] = [];
-    for await (const item of client.listObjectsV2(bucket, prefix, true) as AsyncIterable<{ name?: string }>) {
-      const match = NAME.exec(item.name?.slice(prefix.length) ?? '');
-      if (match) found.push(Number(match[1]));
+    try {
+      for await (const item of client.listObjectsV2(bucket, prefix, true) as AsyncIterable<{ name?: string }>) {
+        const match = NAME.exec(item.name?.slice(prefix.length) ?? '');
+        if (match) found.push(Number(match[1]));
+      }
+    } catch (error) {
+      // A CLI may run before any server made the bucket: then there is no snapshot yet.
+      if ((error as { code?: string }).code !== 'NoSuchBucket') throw error;
     }
     return found.sort((a, b) => b - a);
   }
