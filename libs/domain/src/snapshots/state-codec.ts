@@ -7,7 +7,10 @@
 export type StateCodec<S> = {
   /** Which state this is ('accounts', 'files'): a snapshot of another kind is refused. */
   readonly kind: string;
-  /** Raised whenever the JSON form changes; a snapshot of any other version is skipped, and the log rebuilds the state. */
+  /**
+   * Raised whenever the JSON form or the fold's rules change (a snapshot holds the old rules'
+   * result); a snapshot of any other version is skipped, and the log rebuilds the state.
+   */
   readonly version: number;
   toJSON(state: S): unknown;
   /** Reads what toJSON wrote; throws on anything else. */
