@@ -44,8 +44,8 @@ describe('a topic follower on a log with transactions', () => {
     await follower.syncToEnd(15_000);
     expect(seen).toEqual(['a', 'c']);
 
-    // Its consumer commits nothing, so after a rejoin it reads the topic from the start again
-    // (as a seek to 0 does here): no event is applied twice, and new ones still are.
+    // Read again from the start (a seek to 0, as any re-read would): no event is applied twice,
+    // and new ones still are.
     const consumer = (follower as unknown as { consumer: Consumer }).consumer;
     let reread = false;
     consumer.on(consumer.events.START_BATCH_PROCESS, ({ payload }) => {

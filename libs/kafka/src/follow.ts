@@ -105,9 +105,9 @@ export class TopicFollower<E extends EventLike> {
       eachMessage: async ({ partition, message }) => {
         const offset = Number(message.offset);
         if (!this.isCaughtUp) this.eventsReadAtStart++;
-        // Each event is applied once. The consumer commits nothing, so after a rejoin (a Kafka
-        // restart, a coordinator move) it reads the topic from the start again; folds that count
-        // (a task's open runs) must not count a re-read.
+        // Each event is applied once. A join seeks past what is applied, but a seek back or a
+        // batch fetched again may still bring an event twice; folds that count (a task's open
+        // runs) must not count a re-read.
         if (offset <= (this.applied.get(partition) ?? -1)) return;
         try {
           this.options.apply(codec.decode(message.value ?? Buffer.alloc(0)), { partition, offset });
