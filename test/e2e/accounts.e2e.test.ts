@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { snapshotAccounts } from '@meridian/domain';
+import { accountsCodec } from '@meridian/domain';
 import { createKafka } from '@meridian/kafka';
 import { createLogger } from '@meridian/observability';
 import { call, startApi, type RunningApi } from '../support/api.ts';
@@ -155,10 +155,10 @@ describe('accounts and authentication', () => {
   });
 
   it('a restarted api rebuilds the same account state from the log', async () => {
-    const before = JSON.stringify(snapshotAccounts(a.api.accounts.state));
+    const before = JSON.stringify(accountsCodec.toJSON(a.api.accounts.state));
     const c = await startApi(settings);
     try {
-      expect(JSON.stringify(snapshotAccounts(c.api.accounts.state))).toBe(before);
+      expect(JSON.stringify(accountsCodec.toJSON(c.api.accounts.state))).toBe(before);
       expect((await call(`${c.url}/api/v1/users`, rootKey)).json.users.length).toBe(3);
     } finally {
       await c.close();

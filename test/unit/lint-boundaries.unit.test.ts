@@ -53,8 +53,8 @@ describe('lint: boundaries', () => {
   });
 
   it('a workspace package importing one its package.json does not declare fails', async () => {
-    // libs/storage declares no workspace dependency.
-    expect(await rulesBroken('libs/storage/src/x.ts', "import { DomainError } from '@meridian/domain';\nexport const e = DomainError;\n"))
+    // libs/events declares no workspace dependency.
+    expect(await rulesBroken('libs/events/src/x.ts', "import { DomainError } from '@meridian/domain';\nexport const e = DomainError;\n"))
       .toEqual(['import/no-extraneous-dependencies']);
     expect(await rulesBroken('libs/clickhouse/src/x.ts', "import { DomainError } from '@meridian/domain';\nexport const e = DomainError;\n")).toEqual([]);
   });

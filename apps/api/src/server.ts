@@ -49,7 +49,7 @@ async function ingestLag(platform: Platform) {
 /** Composes the api from the platform's adapters: the only place that knows them all. */
 export async function buildApi(platform: Platform): Promise<Api> {
   const { settings, logger } = platform;
-  const accountsStore = new AccountsStore(platform, 'api');
+  const accountsStore = new AccountsStore(platform, 'api', { writesSnapshots: true });
   const tasksStore = new TasksStore(platform, 'api');
   const filesStore = new FilesStore(platform, 'api');
   const taskCodec = createEventCodec<TaskEvent>();
@@ -59,7 +59,11 @@ export async function buildApi(platform: Platform): Promise<Api> {
   const downloads = new PerUserSlots(settings.MERIDIAN_MAX_DOWNLOADS_PER_USER, { setting: 'MERIDIAN_MAX_DOWNLOADS_PER_USER', noun: 'downloads streaming' });
   const taskWaits = new PerUserSlots(settings.MERIDIAN_MAX_TASK_WAITERS_PER_USER, { setting: 'MERIDIAN_MAX_TASK_WAITERS_PER_USER', noun: 'task waits (GET /api/v1/tasks/{task_id}?wait=N)' });
   const cursors = cursorSealFromSetting(settings.MERIDIAN_CURSOR_SECRET, logger);
-  const metrics = createApiMetrics({ tasks: () => tasksStore.state, consumerLag: () => ingestLag(platform) });
+  const metrics = createApiMetrics({
+    tasks: () => tasksStore.state,
+    consumerLag: () => ingestLag(platform),
+    folds: () => Object.entries({ accounts: accountsStore, tasks: tasksStore, files: filesStore }).map(([fold, store]) => ({ fold, eventsReadAtStart: store.startup?.eventsRead ?? null })),
+  });
   const jsonChecker = jsonCheckPool({ workers: settings.MERIDIAN_JSON_UPLOAD_CHECK_WORKERS, heapMb: settings.MERIDIAN_JSON_UPLOAD_CHECK_HEAP_MB, maxValues: settings.MERIDIAN_MAX_POINTS_PER_JSON_UPLOAD });
   const probes = [
     ...platform.probes,

@@ -64,7 +64,7 @@ type Session = { store: AccountsStore; execute: (key: string, decide: Parameters
 
 async function withAccounts(platform: Platform, run: (s: Session) => Promise<string>): Promise<string> {
   await platform.prepareTopics();
-  const store = new AccountsStore(platform, 'cli');
+  const store = new AccountsStore(platform, 'cli', { writesSnapshots: false });
   await store.start();
   try {
     const producer = await platform.producer();

@@ -317,6 +317,22 @@ export const settingDefinitions = {
     default: '16',
     doc: 'Task long-polls (GET /api/v1/tasks/{task_id}?wait=N) one api instance holds at once for one user; the next gets 429 /problems/too-many.',
   },
+  // issue 13, snapshots of the folds kept in memory (snap)
+  MERIDIAN_SNAPSHOT_EVERY_EVENTS: {
+    schema: z.coerce.number().int().min(0),
+    default: '10000',
+    doc: 'A process that writes snapshots of a folded log (the ingest worker: accounts and files; the api: accounts) writes one once the log has moved this many offsets past the newest snapshot it has seen. Bounds what a new process reads at start to the snapshot plus about this many events; 0 writes none (starts still use those there are).',
+  },
+  MERIDIAN_SNAPSHOT_MIN_INTERVAL_MS: {
+    schema: z.coerce.number().int().min(0),
+    default: '60000',
+    doc: 'Least time between two snapshots of one log written by one process: bounds the storage writes and the pause (serializing the state) a busy log costs.',
+  },
+  MERIDIAN_SNAPSHOT_KEEP: {
+    schema: z.coerce.number().int().min(1).max(100),
+    default: '3',
+    doc: 'Snapshots kept per log (the newest); older ones are removed after each write. A start skips a snapshot it cannot read and takes the next older one, or the log from offset 0.',
+  },
 } as const;
 
 export type SettingName = keyof typeof settingDefinitions;

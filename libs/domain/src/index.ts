@@ -6,3 +6,4 @@ export * from './uploads/index.ts';
 export * from './points/index.ts';
 export * from './downloads/index.ts';
 export * from './files/index.ts';
+export * from './snapshots/index.ts';

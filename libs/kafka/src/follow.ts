@@ -30,6 +30,7 @@ export class TopicFollower<E extends EventLike> {
   private caughtUpResolve!: () => void;
   readonly caughtUp: Promise<void>;
   private isCaughtUp = false;
+  private eventsReadAtStart = 0;
 
   private readonly options: FollowerOptions<E>;
 
@@ -52,6 +53,25 @@ export class TopicFollower<E extends EventLike> {
       this.applied.set(payload.partition, last);
       this.settle();
     });
+    // The group commits nothing, so each join (the first, and a rejoin after a Kafka restart or a
+    // coordinator move) would start every partition at its beginning: seek past what is applied.
+    this.consumer.on(this.consumer.events.GROUP_JOIN, () => {
+      for (const [partition, offset] of this.applied) this.consumer.seek({ topic: options.topic, partition, offset: String(offset + 1) });
+    });
+  }
+
+  /** Events read from Kafka before the follower caught up with the log as it was at start (skipped re-reads included). */
+  get readAtStart(): number {
+    return this.eventsReadAtStart;
+  }
+
+  /**
+   * Per partition, the next offset to read: everything before it has been applied (or was an
+   * aborted record or a transaction marker, which a read-committed consumer passes over). Read
+   * between two applies, it matches the folded state exactly.
+   */
+  nextOffsets(): Map<number, number> {
+    return new Map([...this.applied].map(([partition, offset]) => [partition, offset + 1]));
   }
 
   get ready(): boolean {
@@ -59,10 +79,12 @@ export class TopicFollower<E extends EventLike> {
   }
 
   /**
-   * Starts following. Safe to call again after it failed (a fresh cluster may answer "not the
-   * leader" for a moment): a failed start leaves the consumer disconnected.
+   * Starts following, from `from` (per partition, the next offset to read: where a snapshot of
+   * the fold ends) or from the beginning. Safe to call again after it failed (a fresh cluster may
+   * answer "not the leader" for a moment): a failed start leaves the consumer disconnected.
    */
-  async start(): Promise<void> {
+  async start(from: ReadonlyMap<number, number> = new Map()): Promise<void> {
+    for (const [partition, next] of from) if (next > 0) this.applied.set(partition, Math.max(this.applied.get(partition) ?? -1, next - 1));
     try {
       await this.follow();
     } catch (error) {
@@ -82,9 +104,10 @@ export class TopicFollower<E extends EventLike> {
       autoCommit: false,
       eachMessage: async ({ partition, message }) => {
         const offset = Number(message.offset);
-        // Each event is applied once. The consumer commits nothing, so after a rejoin (a Kafka
-        // restart, a coordinator move) it reads the topic from the start again; folds that count
-        // (a task's open runs) must not count a re-read.
+        if (!this.isCaughtUp) this.eventsReadAtStart++;
+        // Each event is applied once. A join seeks past what is applied, but a seek back or a
+        // batch fetched again may still bring an event twice; folds that count (a task's open
+        // runs) must not count a re-read.
         if (offset <= (this.applied.get(partition) ?? -1)) return;
         try {
           this.options.apply(codec.decode(message.value ?? Buffer.alloc(0)), { partition, offset });

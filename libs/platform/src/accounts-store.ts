@@ -1,16 +1,26 @@
-import { applyAccountEvent, initialAccounts, type AccountEvent, type AccountsState } from '@meridian/domain';
+import { accountsCodec, applyAccountEvent, initialAccounts, type AccountEvent, type AccountsState } from '@meridian/domain';
 import { createEventCodec } from '@meridian/events';
 import { FoldedTopic } from './folded-topic.ts';
 import type { Platform } from './platform.ts';
 
 /**
- * Account state for one process: the accounts topic folded into memory and kept current.
- * Commands (FoldedTopic.execute) decide on this state, append their events keyed by user
- * name (acks=all), and return only once this process has applied them. No transaction writes
- * the topic, so reading it to its end is one offsets request (the ingest worker does it per command).
+ * Account state for one process: the accounts topic folded into memory and kept current, started
+ * from the newest snapshot plus the tail. Commands (FoldedTopic.execute) decide on this state,
+ * append their events keyed by user name (acks=all), and return only once this process has
+ * applied them. No transaction writes the topic, so reading it to its end is one offsets request
+ * (the ingest worker does it per command). `writesSnapshots`: servers do (any of them may, as the
+ * fold has no side effects); a CLI run is too short to.
  */
 export class AccountsStore extends FoldedTopic<AccountEvent, AccountsState> {
-  constructor(platform: Platform, role: string) {
-    super(platform, { topic: platform.topics.accounts, role: `${role}-accounts`, codec: createEventCodec<AccountEvent>(), initial: initialAccounts, apply: applyAccountEvent, writtenInTransactions: false });
+  constructor(platform: Platform, role: string, options: { writesSnapshots: boolean }) {
+    super(platform, {
+      topic: platform.topics.accounts,
+      role: `${role}-accounts`,
+      codec: createEventCodec<AccountEvent>(),
+      initial: initialAccounts,
+      apply: applyAccountEvent,
+      writtenInTransactions: false,
+      snapshots: { codec: accountsCodec, ...(options.writesSnapshots ? { mayWrite: () => true } : {}) },
+    });
   }
 }

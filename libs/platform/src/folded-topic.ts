@@ -1,10 +1,19 @@
 import type { Producer } from 'kafkajs';
 import type { EventLike, EventCodec } from '@meridian/events';
-import { DomainError } from '@meridian/domain';
+import { DomainError, snapshotPosition, type StateCodec } from '@meridian/domain';
 import { appendEvents, TopicFollower, type Position } from '@meridian/kafka';
 import { withTimeout } from '@meridian/observability';
+import { createSnapshotStore } from '@meridian/storage';
+import { newestReadableSnapshot, SnapshotWriter } from './fold-snapshots.ts';
 import type { Platform } from './platform.ts';
 import { untilDone } from './until-done.ts';
+
+/** Opt-in per fold: start from the newest snapshot plus the log's tail, and (a writer) write snapshots. */
+export type FoldSnapshots<S> = {
+  readonly codec: StateCodec<S>;
+  /** Present in a process that writes snapshots: whether it may write one now. Absent: it only starts from them. */
+  readonly mayWrite?: () => boolean;
+};
 
 export type FoldOptions<E extends EventLike, S> = {
   readonly topic: string;
@@ -15,25 +24,31 @@ export type FoldOptions<E extends EventLike, S> = {
   readonly apply: (state: S, event: E) => void;
   /** False for a topic no transaction ever writes: syncToEnd then reads its end once. */
   readonly writtenInTransactions?: boolean;
+  readonly snapshots?: FoldSnapshots<S>;
 };
 
+/** How a fold started: the snapshot it read (null: the log from offset 0) and the events it read after it until caught up. */
+export type FoldStart = { readonly snapshotPosition: number | null; readonly offsets: Readonly<Record<number, number>>; readonly eventsRead: number };
+
 /**
- * A topic folded into memory and kept current: the read side of accounts and tasks.
- * `start` resolves once the fold has caught up with the log as it was at start.
+ * A topic folded into memory and kept current: the read side of accounts, tasks and files.
+ * `start` resolves once the fold has caught up with the log as it was at start. With snapshots
+ * it begins from the newest readable one (a cache of the log: without one it folds from offset 0).
  */
 export class FoldedTopic<E extends EventLike, S> {
-  readonly state: S;
+  private current: S;
   private readonly follower: TopicFollower<E>;
   private readonly platform: Platform;
   private readonly options: FoldOptions<E, S>;
+  private writer: SnapshotWriter<S> | null = null;
+  private started: FoldStart | null = null;
   /** The command running now: commands of one process run one at a time. */
   private commands: Promise<unknown> = Promise.resolve();
 
   constructor(platform: Platform, options: FoldOptions<E, S>) {
     this.platform = platform;
     this.options = options;
-    const state = options.initial();
-    this.state = state;
+    this.current = options.initial();
     this.follower = new TopicFollower<E>({
       kafka: platform.kafka,
       admin: platform.admin,
@@ -41,22 +56,67 @@ export class FoldedTopic<E extends EventLike, S> {
       groupPrefix: `${platform.settings.MERIDIAN_TOPIC_PREFIX}${options.role}-`,
       codec: options.codec,
       logger: platform.logger.child({ component: options.topic }),
-      apply: (event) => options.apply(state, event),
+      apply: (event) => {
+        options.apply(this.current, event);
+        this.writer?.applied();
+      },
       writtenInTransactions: options.writtenInTransactions,
     });
+  }
+
+  /** The folded state; replaced once at start when a snapshot is read, so read it through here each time. */
+  get state(): S {
+    return this.current;
   }
 
   get ready(): boolean {
     return this.follower.ready;
   }
 
+  /** How this fold started (null until it has caught up); the api's /metrics shows `eventsRead`. */
+  get startup(): FoldStart | null {
+    return this.started;
+  }
+
   /** Follows the topic, retrying what a fresh or busy Kafka answers at first (see untilDone). */
   async start(): Promise<void> {
-    await untilDone(`following ${this.options.topic}`, async () => {
+    const { topic, snapshots } = this.options;
+    const { settings, logger } = this.platform;
+    const began = performance.now();
+    const store = snapshots ? createSnapshotStore(this.platform.storage, topic) : null;
+    let from: ReadonlyMap<number, number> = new Map();
+    let position: number | null = null;
+    await untilDone(`following ${topic}`, async () => {
       await this.platform.admin.connect();
-      await this.follower.start();
-    }, this.platform.logger, this.platform.startRetry);
+      if (store && snapshots && position === null) {
+        const ends = new Map((await this.platform.admin.fetchTopicOffsets(topic)).map((p) => [p.partition, Number(p.high)]));
+        const snapshot = await newestReadableSnapshot(store, snapshots.codec, topic, ends, logger, settings.MERIDIAN_READY_TIMEOUT_MS);
+        if (snapshot) {
+          this.current = snapshot.state;
+          from = snapshot.offsets;
+          position = snapshot.position;
+        }
+      }
+      await this.follower.start(from);
+    }, logger, this.platform.startRetry);
+    if (store && snapshots?.mayWrite) {
+      this.writer = new SnapshotWriter<S>({
+        store,
+        codec: snapshots.codec,
+        topic,
+        logger,
+        everyEvents: settings.MERIDIAN_SNAPSHOT_EVERY_EVENTS,
+        minIntervalMs: settings.MERIDIAN_SNAPSHOT_MIN_INTERVAL_MS,
+        keep: settings.MERIDIAN_SNAPSHOT_KEEP,
+        mayWrite: snapshots.mayWrite,
+        capture: () => ({ state: this.current, offsets: this.follower.nextOffsets() }),
+        position: () => snapshotPosition(this.follower.nextOffsets()),
+      }, position ?? 0);
+    }
     await this.follower.caughtUp;
+    this.started = { snapshotPosition: position, offsets: Object.fromEntries(from), eventsRead: this.follower.readAtStart };
+    logger.info({ topic, snapshot: position, snapshot_offsets: this.started.offsets, events_read: this.started.eventsRead, ms: Math.round(performance.now() - began) },
+      position === null ? 'fold caught up from offset 0' : 'fold caught up from a snapshot');
   }
 
   /** Resolves once the event at `position` has been folded here. */
@@ -96,7 +156,8 @@ export class FoldedTopic<E extends EventLike, S> {
     return result;
   }
 
-  stop(): Promise<void> {
-    return this.follower.stop();
+  async stop(): Promise<void> {
+    await this.writer?.stop();
+    await this.follower.stop();
   }
 }

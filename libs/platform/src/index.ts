@@ -1,8 +1,8 @@
 export { createPlatform, type Platform } from './platform.ts';
-export { FoldedTopic, type FoldOptions } from './folded-topic.ts';
+export { FoldedTopic, type FoldOptions, type FoldSnapshots, type FoldStart } from './folded-topic.ts';
 export { AccountsStore } from './accounts-store.ts';
 export { TasksStore } from './tasks-store.ts';
 export { TaskEndWaiters } from './task-end-waiters.ts';
-export { FilesStore } from './files-store.ts';
+export { FilesStore, type FilesStoreOptions } from './files-store.ts';
 export { untilDone, type UntilDoneOptions } from './until-done.ts';
 export { runConsumer } from './run-consumer.ts';

@@ -1,4 +1,4 @@
-import type { FilesState, TasksState } from '@meridian/domain';
+import { fileEverDefined, type FilesState, type TasksState } from '@meridian/domain';
 
 /**
  * File definitions of a user that count against the quota but are not in the catalog yet:
@@ -10,7 +10,7 @@ export function pendingDefinitions(tasks: TasksState, files: FilesState, userNam
   let succeeded = 0;
   for (const task of tasks.values()) {
     if (task.kind !== 'file_definition' || task.user_name !== userName || task.status === 'failed') continue;
-    if (!task.file_id || files.files.has(task.file_id)) continue;
+    if (!task.file_id || fileEverDefined(files, task.file_id)) continue;
     bytes += task.payload_bytes ?? 0;
     count++;
     if (task.status === 'succeeded') succeeded++;

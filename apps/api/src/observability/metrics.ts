@@ -28,6 +28,8 @@ export type ApiMetricsOptions = {
   readonly processMetrics?: boolean;
   /** The ingest consumer groups' lag per partition, read from Kafka at each scrape. */
   readonly consumerLag?: () => Promise<ReadonlyArray<{ group: string; topic: string; partition: number; lag: number }>>;
+  /** The folded logs (accounts, tasks, files): events each read at start after its snapshot, once caught up. */
+  readonly folds?: () => ReadonlyArray<{ readonly fold: string; readonly eventsReadAtStart: number | null }>;
   /** The clock, for ages (tests pass their own). */
   readonly now?: () => number;
 };
@@ -129,6 +131,20 @@ export function createApiMetrics(options: ApiMetricsOptions = {}): ApiMetrics {
           if (task.kind === 'metrics_upload' && task.status === 'running' && task.result !== null) oldest = Math.min(oldest ?? task.created_at, task.created_at);
         }
         this.set(oldest === null ? 0 : Math.max(0, (now() - oldest) / 1000));
+      },
+    });
+  }
+
+  const folds = options.folds;
+  if (folds) {
+    new Gauge({
+      name: 'meridian_fold_start_events_read',
+      help: 'Events each folded log (accounts, tasks, files) read at this process\'s start before it caught up: the tail after the snapshot it started from, or the whole log without one.',
+      labelNames: ['fold'] as const,
+      registers: [registry],
+      collect() {
+        this.reset();
+        for (const f of folds()) if (f.eventsReadAtStart !== null) this.set({ fold: f.fold }, f.eventsReadAtStart);
       },
     });
   }

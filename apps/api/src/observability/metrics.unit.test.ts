@@ -88,4 +88,14 @@ describe('projection freshness', () => {
     state.set('a', { ...waiting('a', 4_000), status: 'succeeded' });
     expect(await pending()).toBe(3);
   });
+
+  it('shows the events each fold read at start, once it has caught up', async () => {
+    let files: number | null = null;
+    const m = createApiMetrics({ processMetrics: false, folds: () => [{ fold: 'accounts', eventsReadAtStart: 12 }, { fold: 'files', eventsReadAtStart: files }] });
+    const text = await m.registry.metrics();
+    expect(text).toMatch(/^meridian_fold_start_events_read\{fold="accounts"\} 12$/m);
+    expect(text).not.toContain('fold="files"');
+    files = 0;
+    expect(await m.registry.metrics()).toMatch(/^meridian_fold_start_events_read\{fold="files"\} 0$/m);
+  });
 });

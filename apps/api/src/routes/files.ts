@@ -10,6 +10,7 @@ import {
   decideRevokeFileAccess,
   descriptionProblem,
   DomainError,
+  fileEverDefined,
   fileQuotaOf,
   isUuid,
   listFiles,
@@ -122,7 +123,7 @@ export function fileRoutes(deps: FileDeps): RouteDef[] {
 
   /** The file if the caller may see it; an id not folded here yet gets one read of the log to its end first. */
   const findFile = async (fileId: string, user: UserRecord) => {
-    if (!deps.files.state().files.has(fileId) && isUuid(fileId)) await deps.files.syncToEnd();
+    if (!fileEverDefined(deps.files.state(), fileId) && isUuid(fileId)) await deps.files.syncToEnd();
     return visibleFile(deps.files.state(), fileId, user);
   };
 

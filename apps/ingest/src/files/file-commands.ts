@@ -55,11 +55,9 @@ export async function startFileCommands(platform: Platform, consumerGroupId: str
   const fileCodec = createEventCodec<FileEvent>();
   const lock = new Mutex();
   const collector = new BlobCollector(storage, lock, logger);
-  const files = new FilesStore(platform, 'ingest', (event, state) => {
-    if (event.type === 'FileDeleted') {
-      const file = state.files.get(event.file_id);
-      if (file) collector.enqueue(file.sha256);
-    }
+  const files = new FilesStore(platform, 'ingest', {
+    onDeleted: (file) => collector.enqueue(file.sha256),
+    mayWriteSnapshot: () => collector.idle,
   });
   collector.files = files;
   await files.start();
@@ -204,6 +202,11 @@ class BlobCollector {
     if (this.retry) clearTimeout(this.retry);
   }
 
+  /** Every candidate seen so far is handled: a snapshot of the catalog now hides no deletion whose blob still waits. */
+  get idle(): boolean {
+    return this.candidates.size === 0 && !this.running && this.retry === null;
+  }
+
   private schedule(): void {
     if (!this.started || this.stopped || this.running || this.candidates.size === 0) return;
     this.running = true;
@@ -215,7 +218,10 @@ class BlobCollector {
       (err: unknown) => {
         this.running = false;
         this.logger.warn({ err }, 'blob collection failed; retrying');
-        this.retry = setTimeout(() => this.schedule(), GC_RETRY_MS);
+        this.retry = setTimeout(() => {
+          this.retry = null;
+          this.schedule();
+        }, GC_RETRY_MS);
       },
     );
   }

@@ -28,7 +28,7 @@ export type RunningWorker = { stop(): Promise<void> };
 export async function startCommandConsumer(platform: Platform): Promise<RunningWorker> {
   const { kafka, topics, settings, logger } = platform;
   const groupId = `${settings.MERIDIAN_TOPIC_PREFIX}ingest-commands`;
-  const accounts = new AccountsStore(platform, 'ingest');
+  const accounts = new AccountsStore(platform, 'ingest', { writesSnapshots: true });
   await accounts.start();
   const tasks = new TasksStore(platform, 'ingest');
   await tasks.start();

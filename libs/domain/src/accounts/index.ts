@@ -4,3 +4,4 @@ export * from './names.ts';
 export * from './keys.ts';
 export * from './decide.ts';
 export * from './access.ts';
+export * from './codec.ts';

@@ -107,15 +107,3 @@ export function foldAccounts(events: Iterable<AccountEvent>): AccountsState {
   for (const e of events) state = applyAccountEvent(state, e);
   return state;
 }
-
-/** A plain, ordered, JSON-serialisable picture of the state: equal states give equal snapshots. */
-export function snapshotAccounts(state: AccountsState): unknown {
-  const users = [...state.users.values()].sort((a, b) => a.user_name.localeCompare(b.user_name));
-  return users.map((u) => ({
-    ...u,
-    keys: u.key_ids.map((id) => {
-      const k = state.keys.get(id)!;
-      return { key_id: k.key_id, created_at: k.created_at, revoked_at: k.revoked_at, secret_sha256: k.secret_sha256.toString('hex') };
-    }),
-  }));
-}

@@ -1,13 +1,13 @@
 import type { Access } from '../accounts/events.ts';
 import { notFound } from '../errors.ts';
-import type { FileRecord, FilesState } from './state.ts';
+import { isLive, orderIndexOf, type FileRecord, type FilesState } from './state.ts';
 
 /** Who is asking: any user record has these. */
 export type Caller = { readonly user_name: string; readonly is_admin: boolean };
 
-/** The caller's access to a live file: owner and admins rw; otherwise the grant, if any. */
+/** The caller's access to a live file (the catalog holds no other): owner and admins rw; otherwise the grant, if any. */
 export function fileAccess(file: FileRecord | undefined, caller: Caller): Access | null {
-  if (!file || file.deleted_at !== null) return null;
+  if (!file) return null;
   if (caller.is_admin || file.owner === caller.user_name) return 'rw';
   return file.grants.get(caller.user_name) ?? null;
 }
@@ -41,11 +41,11 @@ export function listFiles(state: FilesState, caller: Caller, query: FileListQuer
     ? state.order
     : [...(state.visible.get(caller.user_name) ?? [])].map((id) => state.files.get(id)!).sort((a, b) => a.seq - b.seq);
   const out: Array<{ file: FileRecord; access: Access }> = [];
-  // Admins walk the definition order itself, where the index is the seq: start at the cursor.
-  const start = caller.is_admin ? Math.min(candidates.length, before) - 1 : candidates.length - 1;
+  // Admins walk the definition order itself (ascending seq): start just before the cursor.
+  const start = (caller.is_admin ? orderIndexOf(candidates, before) : candidates.length) - 1;
   for (let i = start; i >= 0; i--) {
     const file = candidates[i]!;
-    if (file.seq >= before) continue;
+    if (file.seq >= before || !isLive(state, file)) continue;
     const access = fileAccess(file, caller);
     if (access === null) continue;
     if (needle !== undefined && !file.file_name.toLowerCase().includes(needle)) continue;

@@ -4,7 +4,8 @@ import { fileAccess, listFiles, quotaLeft, visibleFile, type Caller } from './ac
 import { assertFileRoom, decideDeleteFile, decideDescribeFile, decideGrantFileAccess, decideRevokeFileAccess, fileDefinedFrom } from './decide.ts';
 import type { FileDefinitionRequested, FileEvent } from './events.ts';
 import { contentTypeFor, sanitizeFileName } from './names.ts';
-import { applyFileEvent, blobKeyOf, foldFiles, snapshotFiles, type FilesState } from './state.ts';
+import { filesCodec } from './codec.ts';
+import { applyFileEvent, blobKeyOf, fileEverDefined, foldFiles, type FilesState } from './state.ts';
 
 const sha = (fill: number) => Buffer.alloc(32, fill);
 const ada: Caller = { user_name: 'ada', is_admin: false };
@@ -157,13 +158,38 @@ describe('the file catalog fold', () => {
     const state = foldFiles([...history, { type: 'FileDeleted', file_id: 'f1', at: 2000, actor: 'ada' }, defined('f1', 'eve', 1, 9, 3000),
       { type: 'FileAccessGranted', file_id: 'f2', user_name: 'ada', access: 'r', at: 3000, actor: 'ada' },
       { type: 'FileDescriptionChanged', file_id: 'zz', description: 'x', at: 3000, actor: 'ada' }]);
-    expect(state.files.get('f1')).toMatchObject({ owner: 'ada', deleted_at: 2000 });
+    expect(state.files.has('f1')).toBe(false);
+    expect(fileEverDefined(state, 'f1')).toBe(true);
     expect(state.files.get('f2')!.grants.size).toBe(0);
     expect(state.usage.has('eve')).toBe(false);
   });
 
-  it('replaying the same events gives an identical snapshot', () => {
-    expect(JSON.stringify(snapshotFiles(foldFiles(history)))).toBe(JSON.stringify(snapshotFiles(foldFiles(history))));
+  it('keeps live files only: of a deleted one, its id', () => {
+    const state = foldFiles([...history, { type: 'FileDeleted', file_id: 'f1', at: 2000, actor: 'ada' }]);
+    expect([...state.files.keys()]).toEqual(['f2', 'f3']);
+    expect([...state.deleted]).toEqual(['f1']);
+    expect(state.defined).toBe(3);
+    expect(listFiles(state, root, { limit: 10 }).files.map((f) => [f.file.file_id, f.file.seq])).toEqual([['f3', 2], ['f2', 1]]);
+  });
+
+  it('sweeps deleted records out of the definition order once they outnumber live ones', () => {
+    const ids = Array.from({ length: 3000 }, (_, i) => `g${i}`);
+    const state = foldFiles([...ids.map((id) => defined(id)), ...ids.slice(0, 2500).map((id): FileEvent => ({ type: 'FileDeleted', file_id: id, at: 2000, actor: 'ada' }))]);
+    expect(state.files.size).toBe(500);
+    expect(state.order.length).toBeLessThanOrEqual(2 * 500 + 1024);
+    expect(state.order.filter((f) => state.files.get(f.file_id) === f).map((f) => f.seq)).toEqual(Array.from({ length: 500 }, (_, i) => 2500 + i));
+    const seen: string[] = [];
+    let cursor: number | undefined;
+    do {
+      const page = listFiles(state, root, { limit: 97, cursor });
+      seen.push(...page.files.map((f) => f.file.file_id));
+      cursor = page.next_cursor ?? undefined;
+    } while (cursor !== undefined);
+    expect(seen).toEqual(ids.slice(2500).reverse());
+  });
+
+  it('replaying the same events gives an identical catalog', () => {
+    expect(JSON.stringify(filesCodec.toJSON(foldFiles(history)))).toBe(JSON.stringify(filesCodec.toJSON(foldFiles(history))));
   });
 });
 

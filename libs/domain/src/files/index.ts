@@ -4,3 +4,4 @@ export * from './access.ts';
 export * from './names.ts';
 export * from './decide.ts';
 export * from './schema-check.ts';
+export * from './codec.ts';

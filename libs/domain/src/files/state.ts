@@ -19,17 +19,31 @@ export type FileRecord = {
   readonly seq: number;
   /** Other users' access, one entry per grantee. */
   readonly grants: Map<string, Access>;
-  deleted_at: number | null;
 };
 
 /**
- * The file catalog: a pure fold of the files topic. Deleted files stay as tombstones so a
- * redelivered definition can never bring one back; the indexes cover live files only.
+ * The file catalog: a pure fold of the files topic, holding live files only, so its size
+ * follows what is live rather than the log's length. Of a deleted file only its id stays
+ * (`deleted`), because two things still ask about it: a second FileDefined of the id must
+ * not bring the file back (the fold ignores a second definition on every replay alike, so
+ * it must know the first), and the quota's pending count (apps/api/src/files/quota.ts) tells
+ * a finished definition from one not folded yet by whether the catalog knows its id. An id
+ * costs tens of bytes, a record with its names, grants and description far more.
  */
 export type FilesState = {
+  /** Live files by id. */
   readonly files: Map<string, FileRecord>;
-  /** Every file ever defined, in definition order (index = seq). */
+  /**
+   * Live files in definition order (ascending seq), and some deleted ones not yet swept out: a
+   * deletion leaves its record here until deleted records outnumber live ones, then one pass
+   * removes them all (a removal per deletion would move half the array each time). A record
+   * here is live while `files` maps its id to it.
+   */
   readonly order: FileRecord[];
+  /** Ids of deleted files. */
+  readonly deleted: Set<string>;
+  /** Files ever defined: the next definition's seq. */
+  defined: number;
   /** User → ids of the live files they own or were granted. */
   readonly visible: Map<string, Set<string>>;
   /** Owner → bytes of their live files (the quota's usage). */
@@ -41,7 +55,12 @@ export type FilesState = {
 };
 
 export function initialFiles(): FilesState {
-  return { files: new Map(), order: [], visible: new Map(), usage: new Map(), owned: new Map(), blobRefs: new Map() };
+  return { files: new Map(), order: [], deleted: new Set(), defined: 0, visible: new Map(), usage: new Map(), owned: new Map(), blobRefs: new Map() };
+}
+
+/** Whether a FileDefined of this id was folded, whether the file still lives or was deleted. */
+export function fileEverDefined(state: FilesState, fileId: string): boolean {
+  return state.files.has(fileId) || state.deleted.has(fileId);
 }
 
 export const blobKeyOf = (sha256Hex: string): string => `blobs/sha256/${sha256Hex}`;
@@ -59,10 +78,41 @@ function unsee(state: FilesState, user: string, fileId: string): void {
   if (ids.size === 0) state.visible.delete(user);
 }
 
-const live = (state: FilesState, fileId: string): FileRecord | undefined => {
-  const file = state.files.get(fileId);
-  return file && file.deleted_at === null ? file : undefined;
-};
+/** Index of the file with this seq in `order` (ascending seq), or of where it would go. */
+export function orderIndexOf(order: readonly FileRecord[], seq: number): number {
+  let lo = 0;
+  let hi = order.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (order[mid]!.seq < seq) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/** Whether a record of `order` is a live file (deleted ones stay there until the next sweep). */
+export const isLive = (state: FilesState, file: FileRecord): boolean => state.files.get(file.file_id) === file;
+
+/** Deleted records `order` may hold beyond as many as live ones before a sweep: small catalogs are never swept. */
+const SWEEP_SLACK = 1024;
+
+/** Removes the deleted records from `order`, in one pass that keeps its order. */
+function sweepOrder(state: FilesState): void {
+  let kept = 0;
+  for (const file of state.order) if (isLive(state, file)) state.order[kept++] = file;
+  state.order.length = kept;
+}
+
+/** Adds a live file to the catalog and its indexes (a definition, or a snapshot being read). */
+export function addLiveFile(state: FilesState, file: FileRecord): void {
+  state.files.set(file.file_id, file);
+  state.order.push(file);
+  see(state, file.owner, file.file_id);
+  for (const grantee of file.grants.keys()) see(state, grantee, file.file_id);
+  state.usage.set(file.owner, (state.usage.get(file.owner) ?? 0) + file.size);
+  state.owned.set(file.owner, (state.owned.get(file.owner) ?? 0) + 1);
+  state.blobRefs.set(file.sha256, (state.blobRefs.get(file.sha256) ?? 0) + 1);
+}
 
 /**
  * Applies one event, in place. Deterministic and free of I/O: replaying the files topic
@@ -72,7 +122,7 @@ const live = (state: FilesState, fileId: string): FileRecord | undefined => {
 export function applyFileEvent(state: FilesState, event: FileEvent): FilesState {
   switch (event.type) {
     case 'FileDefined': {
-      if (state.files.has(event.file_id)) return state;
+      if (fileEverDefined(state, event.file_id)) return state;
       const sha256 = event.sha256.toString('hex');
       const file: FileRecord = {
         file_id: event.file_id,
@@ -86,20 +136,14 @@ export function applyFileEvent(state: FilesState, event: FileEvent): FilesState 
         blob_key: event.blob_key,
         created_at: event.at,
         updated_at: event.at,
-        seq: state.order.length,
+        seq: state.defined++,
         grants: new Map(),
-        deleted_at: null,
       };
-      state.files.set(file.file_id, file);
-      state.order.push(file);
-      see(state, file.owner, file.file_id);
-      state.usage.set(file.owner, (state.usage.get(file.owner) ?? 0) + file.size);
-      state.owned.set(file.owner, (state.owned.get(file.owner) ?? 0) + 1);
-      state.blobRefs.set(sha256, (state.blobRefs.get(sha256) ?? 0) + 1);
+      addLiveFile(state, file);
       return state;
     }
     case 'FileDescriptionChanged': {
-      const file = live(state, event.file_id);
+      const file = state.files.get(event.file_id);
       if (file) {
         file.description = event.description;
         file.updated_at = Math.max(file.updated_at, event.at);
@@ -107,7 +151,7 @@ export function applyFileEvent(state: FilesState, event: FileEvent): FilesState 
       return state;
     }
     case 'FileAccessGranted': {
-      const file = live(state, event.file_id);
+      const file = state.files.get(event.file_id);
       if (file && event.user_name !== file.owner) {
         file.grants.set(event.user_name, event.access);
         file.updated_at = Math.max(file.updated_at, event.at);
@@ -116,7 +160,7 @@ export function applyFileEvent(state: FilesState, event: FileEvent): FilesState 
       return state;
     }
     case 'FileAccessRevoked': {
-      const file = live(state, event.file_id);
+      const file = state.files.get(event.file_id);
       if (file && file.grants.delete(event.user_name)) {
         file.updated_at = Math.max(file.updated_at, event.at);
         unsee(state, event.user_name, file.file_id);
@@ -124,10 +168,11 @@ export function applyFileEvent(state: FilesState, event: FileEvent): FilesState 
       return state;
     }
     case 'FileDeleted': {
-      const file = live(state, event.file_id);
+      const file = state.files.get(event.file_id);
       if (!file) return state;
-      file.deleted_at = event.at;
-      file.updated_at = Math.max(file.updated_at, event.at);
+      state.files.delete(file.file_id);
+      state.deleted.add(file.file_id);
+      if (state.order.length > 2 * state.files.size + SWEEP_SLACK) sweepOrder(state);
       unsee(state, file.owner, file.file_id);
       for (const grantee of file.grants.keys()) unsee(state, grantee, file.file_id);
       const used = (state.usage.get(file.owner) ?? 0) - file.size;
@@ -152,14 +197,4 @@ export function foldFiles(events: Iterable<FileEvent>): FilesState {
   const state = initialFiles();
   for (const e of events) applyFileEvent(state, e);
   return state;
-}
-
-/** A plain, ordered, JSON-serialisable picture of the catalog: equal states give equal snapshots. */
-export function snapshotFiles(state: FilesState): unknown {
-  return {
-    files: state.order.map((f) => ({ ...f, grants: [...f.grants].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)) })),
-    usage: [...state.usage].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)),
-    owned: [...state.owned].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)),
-    blobRefs: [...state.blobRefs].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)),
-  };
 }

@@ -1,0 +1,51 @@
+import { promisify } from 'node:util';
+import { gunzip, gzip } from 'node:zlib';
+import type { SnapshotStore } from '@meridian/domain';
+import type { Storage } from './client.ts';
+
+const gzipAsync = promisify(gzip);
+const gunzipAsync = promisify(gunzip);
+
+/** Where the snapshots of a topic live in the service's bucket: beside staging/ and blobs/, never expired by a lifecycle rule. */
+export const snapshotPrefix = (topic: string): string => `_snapshots/${topic}/`;
+
+// Zero-padded, so the bucket lists them oldest first and a name sorts as its number.
+const NAME = /^(\d{20})\.json\.gz$/;
+const nameOf = (position: number) => `${String(position).padStart(20, '0')}.json.gz`;
+
+/** The snapshots of one topic as gzipped JSON objects, named by position (`_snapshots/<topic>/<position>.json.gz`). */
+export function createSnapshotStore(storage: Storage, topic: string): SnapshotStore {
+  const { client, bucket } = storage;
+  const prefix = snapshotPrefix(topic);
+
+  async function positions(): Promise<number[]> {
+    const found: number[] = [];
+    try {
+      for await (const item of client.listObjectsV2(bucket, prefix, true) as AsyncIterable<{ name?: string }>) {
+        const match = NAME.exec(item.name?.slice(prefix.length) ?? '');
+        if (match) found.push(Number(match[1]));
+      }
+    } catch (error) {
+      // A CLI may run before any server made the bucket: then there is no snapshot yet.
+      if ((error as { code?: string }).code !== 'NoSuchBucket') throw error;
+    }
+    return found.sort((a, b) => b - a);
+  }
+
+  return {
+    positions,
+    async put(position, document) {
+      const body = await gzipAsync(Buffer.from(document, 'utf8'));
+      await client.putObject(bucket, prefix + nameOf(position), body, body.length, { 'Content-Type': 'application/json', 'Content-Encoding': 'gzip' });
+    },
+    async read(position) {
+      const chunks: Buffer[] = [];
+      for await (const chunk of await client.getObject(bucket, prefix + nameOf(position))) chunks.push(chunk as Buffer);
+      return (await gunzipAsync(Buffer.concat(chunks))).toString('utf8');
+    },
+    async prune(keep) {
+      const old = (await positions()).slice(keep);
+      if (old.length > 0) await client.removeObjects(bucket, old.map((p) => prefix + nameOf(p)));
+    },
+  };
+}
