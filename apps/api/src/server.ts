@@ -1,6 +1,7 @@
 import type Koa from 'koa';
 import { fileQuotaOf, type TaskEvent } from '@meridian/domain';
 import { createEventCodec } from '@meridian/events';
+import { clickhouseTaskReadModel } from '@meridian/clickhouse';
 import { AccountsStore, FilesStore, TasksStore, type Platform } from '@meridian/platform';
 import { planExport, streamExport, type ExportDeps } from '@meridian/replay';
 import { createAdminApp } from './admin-app.ts';
@@ -50,7 +51,8 @@ async function ingestLag(platform: Platform) {
 export async function buildApi(platform: Platform): Promise<Api> {
   const { settings, logger } = platform;
   const accountsStore = new AccountsStore(platform, 'api');
-  const tasksStore = new TasksStore(platform, 'api');
+  const taskReadModel = clickhouseTaskReadModel(platform.clickhouseOptions);
+  const tasksStore = new TasksStore(platform, 'api', taskReadModel);
   const filesStore = new FilesStore(platform, 'api');
   const taskCodec = createEventCodec<TaskEvent>();
   const exportDeps: ExportDeps = { kafka: platform.kafka, admin: platform.admin, topics: platform.topics, topicPrefix: settings.MERIDIAN_TOPIC_PREFIX };
@@ -58,7 +60,7 @@ export async function buildApi(platform: Platform): Promise<Api> {
   const uploadsInFlight = new PerUserSlots(settings.MERIDIAN_MAX_UPLOADS_IN_FLIGHT_PER_USER, { setting: 'MERIDIAN_MAX_UPLOADS_IN_FLIGHT_PER_USER', noun: 'uploads in progress' });
   const downloads = new PerUserSlots(settings.MERIDIAN_MAX_DOWNLOADS_PER_USER, { setting: 'MERIDIAN_MAX_DOWNLOADS_PER_USER', noun: 'downloads streaming' });
   const cursors = cursorSealFromSetting(settings.MERIDIAN_CURSOR_SECRET, logger);
-  const metrics = createApiMetrics({ tasks: () => tasksStore.state, consumerLag: () => ingestLag(platform) });
+  const metrics = createApiMetrics({ tasks: () => tasksStore.state, finishedTasks: () => tasksStore.finished, consumerLag: () => ingestLag(platform) });
   const jsonChecker = jsonCheckPool({ workers: settings.MERIDIAN_JSON_UPLOAD_CHECK_WORKERS, heapMb: settings.MERIDIAN_JSON_UPLOAD_CHECK_HEAP_MB, maxValues: settings.MERIDIAN_MAX_POINTS_PER_JSON_UPLOAD });
   const probes = [
     ...platform.probes,
@@ -83,7 +85,7 @@ export async function buildApi(platform: Platform): Promise<Api> {
         quota_bytes: fileQuotaOf(accountsStore.state.users.get(userName), settings.MERIDIAN_FILE_QUOTA_BYTES),
       }),
     },
-    tasks: { state: () => tasksStore.state, syncToEnd: () => tasksStore.syncToEnd() },
+    tasks: { live: () => tasksStore.state, readModel: taskReadModel, syncToEnd: () => tasksStore.syncToEnd(), cursors },
     download: {
       conn: platform.clickhouseOptions,
       limits: { maxRowsCeiling: settings.MERIDIAN_MAX_ROWS_CEILING, maxListNames: settings.MERIDIAN_MAX_DOWNLOAD_NAMES },
@@ -114,7 +116,7 @@ export async function buildApi(platform: Platform): Promise<Api> {
         codec: taskCodec,
         topic: platform.topics.tasks,
         ackTimeoutMs: settings.MERIDIAN_KAFKA_ACK_TIMEOUT_MS,
-        tasks: () => tasksStore.state,
+        find: (taskId) => tasksStore.find(taskId),
         applied: (position) => tasksStore.waitFor(position),
       },
       metrics,
@@ -152,7 +154,7 @@ export async function buildApi(platform: Platform): Promise<Api> {
     files: filesStore,
     async start() {
       await Promise.all([accountsStore.start(), tasksStore.start(), filesStore.start()]);
-      logger.info({ users: accountsStore.state.users.size, tasks: tasksStore.state.size, files: filesStore.state.files.size }, 'caught up with the accounts, tasks and files logs');
+      logger.info({ users: accountsStore.state.users.size, tasks: tasksStore.state.size, tasks_events_read: tasksStore.eventsRead, files: filesStore.state.files.size }, 'caught up with the accounts, tasks and files logs');
     },
     async stop() {
       await Promise.all([accountsStore.stop(), tasksStore.stop(), filesStore.stop(), jsonChecker.close()]);

@@ -15,12 +15,17 @@ export type FollowerOptions<E extends EventLike> = {
   readonly apply: (event: E, position: Position) => void;
   /** False for a topic no transaction ever writes (accounts): its end, read once, holds every acknowledged event. */
   readonly writtenInTransactions?: boolean;
+  /**
+   * Runs before the events of each fetched batch are applied (one at a time, in order): where
+   * applying needs an answer from elsewhere, asked once for the whole batch.
+   */
+  readonly prepare?: (events: ReadonlyArray<{ event: E; position: Position }>) => Promise<void>;
 };
 
 /**
- * Reads a whole topic from the beginning into memory and keeps following it: how each
- * process rebuilds a fold (accounts, tasks) from the log. Each follower has a consumer group
- * of its own and commits nothing, so every instance sees every event.
+ * Reads a topic into memory and keeps following it: from the beginning (accounts, files), or
+ * from given positions on (tasks: the read model holds what comes before). Each follower has a
+ * consumer group of its own and commits nothing, so every instance sees every event.
  */
 export class TopicFollower<E extends EventLike> {
   private readonly consumer: Consumer;
@@ -32,6 +37,8 @@ export class TopicFollower<E extends EventLike> {
   private isCaughtUp = false;
 
   private readonly options: FollowerOptions<E>;
+  /** Events read from the log since start (the tail a start reads: a figure for tests and logs). */
+  eventsRead = 0;
 
   constructor(options: FollowerOptions<E>) {
     this.options = options;
@@ -52,6 +59,11 @@ export class TopicFollower<E extends EventLike> {
       this.applied.set(payload.partition, last);
       this.settle();
     });
+    // A consumer that commits nothing starts each (re)join from the beginning: where positions
+    // are known, it resumes right after them instead of reading what it has already applied.
+    this.consumer.on(this.consumer.events.GROUP_JOIN, () => {
+      for (const [partition, offset] of this.applied) this.consumer.seek({ topic: options.topic, partition, offset: String(offset + 1) });
+    });
   }
 
   get ready(): boolean {
@@ -62,7 +74,8 @@ export class TopicFollower<E extends EventLike> {
    * Starts following. Safe to call again after it failed (a fresh cluster may answer "not the
    * leader" for a moment): a failed start leaves the consumer disconnected.
    */
-  async start(): Promise<void> {
+  async start(after?: ReadonlyMap<number, number>): Promise<void> {
+    for (const [partition, offset] of after ?? []) if (offset > (this.applied.get(partition) ?? -1)) this.applied.set(partition, offset);
     try {
       await this.follow();
     } catch (error) {
@@ -80,19 +93,32 @@ export class TopicFollower<E extends EventLike> {
     await this.consumer.subscribe({ topic, fromBeginning: true });
     await this.consumer.run({
       autoCommit: false,
-      eachMessage: async ({ partition, message }) => {
-        const offset = Number(message.offset);
-        // Each event is applied once. The consumer commits nothing, so after a rejoin (a Kafka
-        // restart, a coordinator move) it reads the topic from the start again; folds that count
-        // (a task's open runs) must not count a re-read.
-        if (offset <= (this.applied.get(partition) ?? -1)) return;
-        try {
-          this.options.apply(codec.decode(message.value ?? Buffer.alloc(0)), { partition, offset });
-        } catch (error) {
-          logger.error({ err: error, topic, partition, offset }, 'event skipped: it cannot be applied');
+      eachBatch: async ({ batch }) => {
+        const partition = batch.partition;
+        const events: Array<{ event: E; position: Position }> = [];
+        for (const message of batch.messages) {
+          const offset = Number(message.offset);
+          // Each event is applied once. After a rejoin the consumer may read events again; folds
+          // that count (a task's open runs) must not count a re-read.
+          if (offset <= (this.applied.get(partition) ?? -1)) continue;
+          this.eventsRead++;
+          try {
+            events.push({ event: codec.decode(message.value ?? Buffer.alloc(0)), position: { partition, offset } });
+          } catch (error) {
+            logger.error({ err: error, topic, partition, offset }, 'event skipped: it cannot be decoded');
+          }
         }
-        this.applied.set(partition, offset);
-        this.settle();
+        if (events.length > 0 && this.options.prepare) await this.options.prepare(events);
+        for (const { event, position } of events) {
+          if (position.offset <= (this.applied.get(partition) ?? -1)) continue;
+          try {
+            this.options.apply(event, position);
+          } catch (error) {
+            logger.error({ err: error, topic, partition, offset: position.offset }, 'event skipped: it cannot be applied');
+          }
+          this.applied.set(partition, position.offset);
+          this.settle();
+        }
       },
     });
     this.settle();

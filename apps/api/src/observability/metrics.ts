@@ -21,9 +21,13 @@ export type ApiMetrics = {
   uploadAccepted(source: UploadSource, bytes: number, points?: number): void;
 };
 
+export type FinishedTasksTally = { readonly succeeded: number; readonly failed: number; readonly points: number };
+
 export type ApiMetricsOptions = {
-  /** The tasks fold: task counts by status and points ingested are read from it at each scrape. */
+  /** The live tasks fold (unfinished tasks): queued and running counts and projection freshness are read from it at each scrape. */
   readonly tasks?: () => TasksState;
+  /** Tasks this process saw finish since it started, and the points of the succeeded ones. */
+  readonly finishedTasks?: () => FinishedTasksTally;
   /** Node process metrics (CPU, memory, event loop lag, GC); on by default. */
   readonly processMetrics?: boolean;
   /** The ingest consumer groups' lag per partition, read from Kafka at each scrape. */
@@ -78,28 +82,30 @@ export function createApiMetrics(options: ApiMetricsOptions = {}): ApiMetrics {
   }
 
   const tasks = options.tasks;
-  if (tasks) {
+  const finishedTasks = options.finishedTasks;
+  if (tasks && finishedTasks) {
     new Gauge({
       name: 'meridian_tasks',
-      help: 'Background tasks by status, from the tasks log this api follows.',
+      help: 'Background tasks by status: queued and running now; succeeded and failed since this api started, from the tasks log it follows.',
       labelNames: ['status'] as const,
       registers: [registry],
       collect() {
         const counts = new Map<TaskStatus, number>(TASK_STATUSES.map((s) => [s, 0]));
-        for (const task of tasks().values()) counts.set(task.status, (counts.get(task.status) ?? 0) + 1);
+        for (const task of tasks().values()) if (task.status === 'queued' || task.status === 'running') counts.set(task.status, (counts.get(task.status) ?? 0) + 1);
+        const finished = finishedTasks();
+        counts.set('succeeded', finished.succeeded);
+        counts.set('failed', finished.failed);
         for (const [status, n] of counts) this.set({ status }, n);
       },
     });
     new Counter({
       name: 'meridian_points_ingested_total',
-      help: 'Points made queryable by succeeded upload tasks, from the tasks log this api follows.',
+      help: 'Points made queryable by upload tasks that succeeded since this api started, from the tasks log it follows.',
       registers: [registry],
       collect() {
-        let points = 0;
-        for (const task of tasks().values()) if (task.status === 'succeeded') points += task.result?.points_accepted ?? 0;
-        // The tasks fold only grows and a succeeded task never changes: the sum is monotonic.
+        // The tally only grows while the process lives: the counter is monotonic.
         this.reset();
-        this.inc(points);
+        this.inc(finishedTasks().points);
       },
     });
   }
