@@ -1,10 +1,12 @@
-import type { EachBatchPayload } from 'kafkajs';
 import { LiveTasks, type PositionedEvent, type TaskEvent, type TaskReadModel, type TaskReadModelWriter, type TaskRow } from '@meridian/domain';
 import { createEventCodec } from '@meridian/events';
 import { runConsumer, type Platform } from '@meridian/platform';
 import { retry, RETRY_POLICIES } from '@meridian/retry';
 
 export type RunningTasksProjector = { stop(): Promise<void> };
+
+/** What kafkajs hands each batch (typed through the platform: apps do not import kafkajs). */
+type EachBatchPayload = Parameters<NonNullable<Parameters<typeof runConsumer>[3]['eachBatch']>>[0];
 
 /** Thrown out of a retry loop when the consumer is stopping: the work is left to the next owner. */
 class Stopping extends Error {}
