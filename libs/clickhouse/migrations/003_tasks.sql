@@ -2,7 +2,9 @@
 -- the ingest process's tasks projector. One row per applied change; ReplacingMergeTree keeps the
 -- newest (a task's events all share one partition, so its kafka_offset only grows). Read with
 -- FINAL (or argMax by kafka_offset): rows of one task that are not merged yet coexist.
--- Ordered for the per-user listing, newest first: (user_name, created_at, task_id).
+-- Ordered for the per-user listing, newest first: (user_name, created_at, task_id). Small
+-- granules (256 rows, not 8192): a lookup reads one granule of JSON states, not 3 MB of them
+-- (measured at 1M tasks on 18.16: GET by id p50 32 ms → 6 ms).
 -- `state` is the whole Task as JSON (the fold's own value), the other columns serve queries.
 CREATE TABLE IF NOT EXISTS tasks (
   task_id String,
@@ -17,6 +19,7 @@ CREATE TABLE IF NOT EXISTS tasks (
 )
 ENGINE = ReplacingMergeTree(kafka_offset)
 ORDER BY (user_name, created_at, task_id)
+SETTINGS index_granularity = 256
 ;
 -- task_id → the key of its row in `tasks`: a lookup by id reads one granule here, then one there.
 -- Written with the task's first row (and again harmlessly: the key never changes).
@@ -27,6 +30,7 @@ CREATE TABLE IF NOT EXISTS tasks_by_id (
 )
 ENGINE = ReplacingMergeTree()
 ORDER BY task_id
+SETTINGS index_granularity = 256
 ;
 -- How far the tasks projector has applied each tasks partition (the last offset of the last
 -- batch written, transaction markers included): where it resumes, and what a process that
