@@ -160,3 +160,31 @@ describe('tasks projector: tasks topic → the tasks read model, exactly once', 
     expect((await readModel.list({ user_name: 'r', limit: 10 })).map((t) => t.task_id).sort()).toEqual([oldQueued, recentFinished].sort());
   });
 });
+
+describe('tasks projector: retention on its timer', () => {
+  // About 0.9 s of retention, swept every 200 ms.
+  const settings = isolatedSettings({ KAFKA_SESSION_TIMEOUT_MS: '6000', MERIDIAN_TASK_RETENTION_DAYS: '0.00001', MERIDIAN_TASK_RETENTION_INTERVAL_MS: '200' });
+  const platform: Platform = createPlatform(settings, createLogger({ name: 'tasks-retention-int', level: settings.LOG_LEVEL }), 'tasks-retention-int');
+  const readModel = clickhouseTaskReadModel(platform.clickhouseOptions);
+  let projector: RunningTasksProjector | null = null;
+  beforeAll(async () => {
+    await platform.prepare();
+  });
+  afterAll(async () => {
+    await projector?.stop();
+    await platform.close();
+  });
+
+  it('removes a finished task once MERIDIAN_TASK_RETENTION_DAYS have passed since its last change; an unfinished one stays', async () => {
+    projector = await startTasksProjector(platform, readModel, clickhouseTaskReadModelWriter(platform.clickhouse));
+    const done = randomUUID();
+    const open = randomUUID();
+    const producer = await platform.producer();
+    const now = Date.now();
+    await appendEvents(producer, codec, platform.topics.tasks, done, [requested(done, 'r', now), started(done, now), parsed(done, now)]);
+    await appendEvents(producer, codec, platform.topics.tasks, open, [requested(open, 'r', now)]);
+    await waitFor('both tasks in the read model', async () => ((await readModel.get(done)) && (await readModel.get(open)) ? true : undefined), 30_000, 50);
+    await waitFor('the finished task to expire', async () => ((await readModel.get(done)) === undefined ? true : undefined), 30_000, 100);
+    expect((await readModel.get(open))?.status).toBe('queued');
+  });
+});
