@@ -1,7 +1,8 @@
-import { LiveTasks, type PositionedEvent, type TaskEvent, type TaskReadModel, type TaskReadModelWriter, type TaskRow } from '@meridian/domain';
+import { LiveTasks, type TaskEvent, type TaskReadModel, type TaskReadModelWriter } from '@meridian/domain';
 import { createEventCodec } from '@meridian/events';
 import { runConsumer, type Platform } from '@meridian/platform';
 import { retry, RETRY_POLICIES } from '@meridian/retry';
+import { projectTaskBatch, taskEventsAfter } from '@meridian/replay/projection';
 
 export type RunningTasksProjector = { stop(): Promise<void> };
 
@@ -46,6 +47,18 @@ export async function startTasksProjector(platform: Platform, readModel: TaskRea
     logger.info({ partitions: assigned }, 'tasks projector joined its consumer group');
   });
 
+  // A fetch holding only transaction markers never reaches eachBatch: its end is recorded as the
+  // position all the same (every record before it is written: batches of a partition come in
+  // order), so the read model's positions reach the log's end. Best effort: missing one only
+  // means re-reading markers after a restart.
+  consumer.on(consumer.events.END_BATCH_PROCESS, ({ payload }) => {
+    const last = Number(payload.lastOffset);
+    const known = positions.get(payload.partition);
+    if (payload.topic !== topics.tasks || payload.batchSize !== 0 || known === undefined || !(last > known)) return;
+    positions.set(payload.partition, last);
+    writer.write([], new Map([[payload.partition, last]])).catch((error: unknown) => logger.debug({ err: error }, 'recording a position past transaction markers failed'));
+  });
+
   /** Runs `attempt` until it succeeds, backing off, heartbeating; stops only when the consumer stops. */
   function persist<T>(what: string, payload: EachBatchPayload, attempt: () => Promise<T>): Promise<T> {
     return retry(attempt, {
@@ -72,28 +85,11 @@ export async function startTasksProjector(platform: Platform, readModel: TaskRea
     try {
       if (!positions.has(partition)) await load([...new Set([...assigned, partition])].filter((p) => !positions.has(p)), payload);
       const after = positions.get(partition)!;
-      const events: PositionedEvent[] = [];
-      for (const message of batch.messages) {
-        const offset = Number(message.offset);
-        if (offset <= after) continue;
-        try {
-          events.push({ event: codec.decode(message.value ?? Buffer.alloc(0)), partition, offset });
-        } catch {
-          // The command consumer sends what cannot be decoded to the dead-letter topic; no task changes.
-        }
-      }
-      const unknown = live.commandsToCheck(events);
-      const finished = unknown.length === 0 ? new Set<string>() : await persist('asking the read model for finished tasks', payload, () => readModel.finishedAmong(unknown));
-      const changed = new Map<string, TaskRow>();
-      for (const e of events) {
-        const task = live.apply(e, finished);
-        if (task) changed.set(task.task_id, { task, partition, offset: e.offset });
-      }
       const last = Number(batch.lastOffset());
       if (last > after) {
-        await persist('writing tasks to the read model', payload, () => writer.write([...changed.values()], new Map([[partition, last]])));
+        const events = taskEventsAfter(codec, partition, batch.messages, after);
+        await projectTaskBatch({ live, readModel, writer, persist: (what, attempt) => persist(what, payload, attempt) }, partition, events, last);
         positions.set(partition, last);
-        live.prune(positions);
       }
       payload.resolveOffset(batch.lastOffset());
       await payload.commitOffsetsIfNecessary();
