@@ -18,7 +18,7 @@ export type FoldOptions<E extends EventLike, S> = {
 };
 
 /**
- * A topic folded into memory and kept current: the read side of accounts and tasks.
+ * A topic folded into memory and kept current: the read side of accounts and files (tasks: TasksStore, bounded by the read model).
  * `start` resolves once the fold has caught up with the log as it was at start.
  */
 export class FoldedTopic<E extends EventLike, S> {
