@@ -16,6 +16,7 @@ import { startWorker } from '../support/ingest.ts';
 import { isolatedSettings } from '../support/settings.ts';
 import { waitForTask } from '../support/tasks.ts';
 import { waitFor } from '../support/wait.ts';
+import { createCursorSeal } from '../../apps/api/src/http/cursor-seal.ts';
 
 // A small bucket so a burst is cheap to provoke: 20 at once, 5 per second after that.
 const settings = isolatedSettings({ MERIDIAN_RATE_LIMIT_PER_SECOND: '5', MERIDIAN_RATE_LIMIT_BURST: '20' });
@@ -203,12 +204,12 @@ describe('the contract', () => {
       readyTimeoutMs: 100,
       smallJsonBodyBytes: 16384,
       accounts: { state: initialAccounts(), ready: true, execute: async () => [] },
-      tasks: { state: () => initialTasks(), syncToEnd: async () => {}, waits: { untilEnded: async () => {}, slots: new PerUserSlots(1, { setting: 'x', noun: 'x' }), maxSeconds: 0 } },
+      tasks: { live: () => initialTasks(), readModel: { get: async () => undefined, list: async () => [] }, syncToEnd: async () => {}, cursors: createCursorSeal('contract'), waits: { untilEnded: async () => {}, slots: new PerUserSlots(1, { setting: 'x', noun: 'x' }), maxSeconds: 0 } },
       uploads: {
         storage: {} as Storage,
         limits: { jsonBodyBytes: 1, uploadBytes: 1, pointsPerJsonUpload: 1 },
         jsonChecker: { check: async () => { throw new Error('inert'); } },
-        submit: { producer: async () => { throw new Error('inert'); }, codec: { encode: () => Buffer.alloc(0), decode: () => { throw new Error('inert'); } }, topic: 't', ackTimeoutMs: 1, tasks: () => initialTasks(), applied: async () => {} },
+        submit: { producer: async () => { throw new Error('inert'); }, codec: { encode: () => Buffer.alloc(0), decode: () => { throw new Error('inert'); } }, topic: 't', ackTimeoutMs: 1, find: async () => undefined, applied: async () => {} },
       },
       metrics,
     });

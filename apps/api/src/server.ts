@@ -1,6 +1,7 @@
 import type Koa from 'koa';
 import { fileQuotaOf, type TaskEvent } from '@meridian/domain';
 import { createEventCodec } from '@meridian/events';
+import { clickhouseTaskReadModel } from '@meridian/clickhouse';
 import { AccountsStore, FilesStore, TasksStore, type Platform } from '@meridian/platform';
 import { planExport, streamExport, type ExportDeps } from '@meridian/replay';
 import { createAdminApp } from './admin-app.ts';
@@ -50,7 +51,8 @@ async function ingestLag(platform: Platform) {
 export async function buildApi(platform: Platform): Promise<Api> {
   const { settings, logger } = platform;
   const accountsStore = new AccountsStore(platform, 'api', { writesSnapshots: true });
-  const tasksStore = new TasksStore(platform, 'api');
+  const taskReadModel = clickhouseTaskReadModel(platform.clickhouseOptions);
+  const tasksStore = new TasksStore(platform, 'api', taskReadModel);
   const filesStore = new FilesStore(platform, 'api');
   const taskCodec = createEventCodec<TaskEvent>();
   const exportDeps: ExportDeps = { kafka: platform.kafka, admin: platform.admin, topics: platform.topics, topicPrefix: settings.MERIDIAN_TOPIC_PREFIX };
@@ -61,8 +63,13 @@ export async function buildApi(platform: Platform): Promise<Api> {
   const cursors = cursorSealFromSetting(settings.MERIDIAN_CURSOR_SECRET, logger);
   const metrics = createApiMetrics({
     tasks: () => tasksStore.state,
+    finishedTasks: () => tasksStore.finished,
     consumerLag: () => ingestLag(platform),
-    folds: () => Object.entries({ accounts: accountsStore, tasks: tasksStore, files: filesStore }).map(([fold, store]) => ({ fold, eventsReadAtStart: store.startup?.eventsRead ?? null })),
+    folds: () => [
+      { fold: 'accounts', eventsReadAtStart: accountsStore.startup?.eventsRead ?? null },
+      { fold: 'tasks', eventsReadAtStart: tasksStore.eventsReadAtStart },
+      { fold: 'files', eventsReadAtStart: filesStore.startup?.eventsRead ?? null },
+    ],
   });
   const jsonChecker = jsonCheckPool({ workers: settings.MERIDIAN_JSON_UPLOAD_CHECK_WORKERS, heapMb: settings.MERIDIAN_JSON_UPLOAD_CHECK_HEAP_MB, maxValues: settings.MERIDIAN_MAX_POINTS_PER_JSON_UPLOAD });
   const probes = [
@@ -89,8 +96,10 @@ export async function buildApi(platform: Platform): Promise<Api> {
       }),
     },
     tasks: {
-      state: () => tasksStore.state,
+      live: () => tasksStore.state,
+      readModel: taskReadModel,
       syncToEnd: () => tasksStore.syncToEnd(),
+      cursors,
       waits: {
         untilEnded: (taskId, ms, signal) => tasksStore.ends.wait(taskId, ms, signal),
         slots: taskWaits,
@@ -126,7 +135,7 @@ export async function buildApi(platform: Platform): Promise<Api> {
         codec: taskCodec,
         topic: platform.topics.tasks,
         ackTimeoutMs: settings.MERIDIAN_KAFKA_ACK_TIMEOUT_MS,
-        tasks: () => tasksStore.state,
+        find: (taskId) => tasksStore.find(taskId),
         applied: (position) => tasksStore.waitFor(position),
       },
       metrics,
@@ -164,7 +173,7 @@ export async function buildApi(platform: Platform): Promise<Api> {
     files: filesStore,
     async start() {
       await Promise.all([accountsStore.start(), tasksStore.start(), filesStore.start()]);
-      logger.info({ users: accountsStore.state.users.size, tasks: tasksStore.state.size, files: filesStore.state.files.size }, 'caught up with the accounts, tasks and files logs');
+      logger.info({ users: accountsStore.state.users.size, tasks: tasksStore.state.size, tasks_events_read: tasksStore.eventsReadAtStart, files: filesStore.state.files.size }, 'caught up with the accounts, tasks and files logs');
     },
     async stop() {
       // Long-polls answer now with their task as it is, instead of holding the shutdown.

@@ -333,6 +333,22 @@ export const settingDefinitions = {
     default: '3',
     doc: 'Snapshots kept per log (the newest); older ones are removed after each write. A start skips a snapshot it cannot read and takes the next older one, or the log from offset 0.',
   },
+  // issue 13, the tasks read model (tasksrm): tasks served from ClickHouse, memory bounded by what is unfinished.
+  MERIDIAN_TASK_RETENTION_DAYS: {
+    schema: z.coerce.number().positive(),
+    default: '30',
+    doc: 'Days a finished task stays in the tasks read model after its last change; the ingest process then removes it (GET /api/v1/tasks/{id} answers 404). The log keeps every task: `meridian replay rebuild tasks` restores them.',
+  },
+  MERIDIAN_TASK_RETENTION_INTERVAL_MS: {
+    schema: z.coerce.number().int().min(100),
+    default: '3600000',
+    doc: 'How often the ingest process removes tasks past MERIDIAN_TASK_RETENTION_DAYS from the read model (one ALTER TABLE ... DELETE, a background mutation in ClickHouse).',
+  },
+  MERIDIAN_TASK_RELEASE_INTERVAL_MS: {
+    schema: z.coerce.number().int().min(50),
+    default: '1000',
+    doc: 'How often api and ingest processes read the tasks read model\'s positions to let go of finished tasks it covers: how long a finished task stays in their memory after the read model has it.',
+  },
 } as const;
 
 export type SettingName = keyof typeof settingDefinitions;

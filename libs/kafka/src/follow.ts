@@ -15,12 +15,17 @@ export type FollowerOptions<E extends EventLike> = {
   readonly apply: (event: E, position: Position) => void;
   /** False for a topic no transaction ever writes (accounts): its end, read once, holds every acknowledged event. */
   readonly writtenInTransactions?: boolean;
+  /**
+   * Runs before the events of each fetched batch are applied (one at a time, in order): where
+   * applying needs an answer from elsewhere, asked once for the whole batch.
+   */
+  readonly prepare?: (events: ReadonlyArray<{ event: E; position: Position }>) => Promise<void>;
 };
 
 /**
- * Reads a whole topic from the beginning into memory and keeps following it: how each
- * process rebuilds a fold (accounts, tasks) from the log. Each follower has a consumer group
- * of its own and commits nothing, so every instance sees every event.
+ * Reads a topic into memory and keeps following it: from the beginning (accounts, files), or
+ * from given positions on (tasks: the read model holds what comes before). Each follower has a
+ * consumer group of its own and commits nothing, so every instance sees every event.
  */
 export class TopicFollower<E extends EventLike> {
   private readonly consumer: Consumer;
@@ -54,7 +59,8 @@ export class TopicFollower<E extends EventLike> {
       this.settle();
     });
     // The group commits nothing, so each join (the first, and a rejoin after a Kafka restart or a
-    // coordinator move) would start every partition at its beginning: seek past what is applied.
+    // coordinator move) would start every partition at its beginning: seek past what is applied
+    // (or where `start` was told to begin).
     this.consumer.on(this.consumer.events.GROUP_JOIN, () => {
       for (const [partition, offset] of this.applied) this.consumer.seek({ topic: options.topic, partition, offset: String(offset + 1) });
     });
@@ -80,8 +86,9 @@ export class TopicFollower<E extends EventLike> {
 
   /**
    * Starts following, from `from` (per partition, the next offset to read: where a snapshot of
-   * the fold ends) or from the beginning. Safe to call again after it failed (a fresh cluster may
-   * answer "not the leader" for a moment): a failed start leaves the consumer disconnected.
+   * the fold ends, or just past what the tasks read model covers) or from the beginning. Safe to
+   * call again after it failed (a fresh cluster may answer "not the leader" for a moment): a
+   * failed start leaves the consumer disconnected.
    */
   async start(from: ReadonlyMap<number, number> = new Map()): Promise<void> {
     for (const [partition, next] of from) if (next > 0) this.applied.set(partition, Math.max(this.applied.get(partition) ?? -1, next - 1));
@@ -102,20 +109,33 @@ export class TopicFollower<E extends EventLike> {
     await this.consumer.subscribe({ topic, fromBeginning: true });
     await this.consumer.run({
       autoCommit: false,
-      eachMessage: async ({ partition, message }) => {
-        const offset = Number(message.offset);
-        if (!this.isCaughtUp) this.eventsReadAtStart++;
-        // Each event is applied once. A join seeks past what is applied, but a seek back or a
-        // batch fetched again may still bring an event twice; folds that count (a task's open
-        // runs) must not count a re-read.
-        if (offset <= (this.applied.get(partition) ?? -1)) return;
-        try {
-          this.options.apply(codec.decode(message.value ?? Buffer.alloc(0)), { partition, offset });
-        } catch (error) {
-          logger.error({ err: error, topic, partition, offset }, 'event skipped: it cannot be applied');
+      eachBatch: async ({ batch }) => {
+        const partition = batch.partition;
+        const events: Array<{ event: E; position: Position }> = [];
+        for (const message of batch.messages) {
+          const offset = Number(message.offset);
+          if (!this.isCaughtUp) this.eventsReadAtStart++;
+          // Each event is applied once. A join seeks past what is applied, but a seek back or a
+          // batch fetched again may still bring an event twice; folds that count (a task's open
+          // runs) must not count a re-read.
+          if (offset <= (this.applied.get(partition) ?? -1)) continue;
+          try {
+            events.push({ event: codec.decode(message.value ?? Buffer.alloc(0)), position: { partition, offset } });
+          } catch (error) {
+            logger.error({ err: error, topic, partition, offset }, 'event skipped: it cannot be decoded');
+          }
         }
-        this.applied.set(partition, offset);
-        this.settle();
+        if (events.length > 0 && this.options.prepare) await this.options.prepare(events);
+        for (const { event, position } of events) {
+          if (position.offset <= (this.applied.get(partition) ?? -1)) continue;
+          try {
+            this.options.apply(event, position);
+          } catch (error) {
+            logger.error({ err: error, topic, partition, offset: position.offset }, 'event skipped: it cannot be applied');
+          }
+          this.applied.set(partition, position.offset);
+          this.settle();
+        }
       },
     });
     this.settle();

@@ -31,9 +31,10 @@ export type FoldOptions<E extends EventLike, S> = {
 export type FoldStart = { readonly snapshotPosition: number | null; readonly offsets: Readonly<Record<number, number>>; readonly eventsRead: number };
 
 /**
- * A topic folded into memory and kept current: the read side of accounts, tasks and files.
- * `start` resolves once the fold has caught up with the log as it was at start. With snapshots
- * it begins from the newest readable one (a cache of the log: without one it folds from offset 0).
+ * A topic folded into memory and kept current: the read side of accounts and files (tasks:
+ * TasksStore, bounded by the read model). `start` resolves once the fold has caught up with the
+ * log as it was at start. With snapshots it begins from the newest readable one (a cache of the
+ * log: without one it folds from offset 0).
  */
 export class FoldedTopic<E extends EventLike, S> {
   private current: S;

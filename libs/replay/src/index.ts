@@ -40,3 +40,4 @@ export {
 } from './export.ts';
 export { envelopeSchema, envelopeType, ENVELOPE_NAME } from './export-schema.ts';
 export { requestRebuildTask, rebuildTask, type RebuildTask, type RebuildTaskRequest } from './task.ts';
+export { rebuildTasks, verifyTasks, REBUILT_TASK_TABLES, type RebuildTasksResult, type TaskVerification } from './tasks/rebuild.ts';

@@ -21,14 +21,18 @@ export type ApiMetrics = {
   uploadAccepted(source: UploadSource, bytes: number, points?: number): void;
 };
 
+export type FinishedTasksTally = { readonly succeeded: number; readonly failed: number; readonly points: number };
+
 export type ApiMetricsOptions = {
-  /** The tasks fold: task counts by status and points ingested are read from it at each scrape. */
+  /** The live tasks fold (unfinished tasks): queued and running counts and projection freshness are read from it at each scrape. */
   readonly tasks?: () => TasksState;
+  /** Tasks this process saw finish since it started, and the points of the succeeded ones. */
+  readonly finishedTasks?: () => FinishedTasksTally;
   /** Node process metrics (CPU, memory, event loop lag, GC); on by default. */
   readonly processMetrics?: boolean;
   /** The ingest consumer groups' lag per partition, read from Kafka at each scrape. */
   readonly consumerLag?: () => Promise<ReadonlyArray<{ group: string; topic: string; partition: number; lag: number }>>;
-  /** The folded logs (accounts, tasks, files): events each read at start after its snapshot, once caught up. */
+  /** The folded logs (accounts, tasks, files): events each read at start after its snapshot (tasks: after the read model's positions), once caught up. */
   readonly folds?: () => ReadonlyArray<{ readonly fold: string; readonly eventsReadAtStart: number | null }>;
   /** The clock, for ages (tests pass their own). */
   readonly now?: () => number;
@@ -80,28 +84,30 @@ export function createApiMetrics(options: ApiMetricsOptions = {}): ApiMetrics {
   }
 
   const tasks = options.tasks;
-  if (tasks) {
+  const finishedTasks = options.finishedTasks;
+  if (tasks && finishedTasks) {
     new Gauge({
       name: 'meridian_tasks',
-      help: 'Background tasks by status, from the tasks log this api follows.',
+      help: 'Background tasks by status: queued and running now; succeeded and failed since this api started, from the tasks log it follows.',
       labelNames: ['status'] as const,
       registers: [registry],
       collect() {
         const counts = new Map<TaskStatus, number>(TASK_STATUSES.map((s) => [s, 0]));
-        for (const task of tasks().values()) counts.set(task.status, (counts.get(task.status) ?? 0) + 1);
+        for (const task of tasks().values()) if (task.status === 'queued' || task.status === 'running') counts.set(task.status, (counts.get(task.status) ?? 0) + 1);
+        const finished = finishedTasks();
+        counts.set('succeeded', finished.succeeded);
+        counts.set('failed', finished.failed);
         for (const [status, n] of counts) this.set({ status }, n);
       },
     });
     new Counter({
       name: 'meridian_points_ingested_total',
-      help: 'Points made queryable by succeeded upload tasks, from the tasks log this api follows.',
+      help: 'Points made queryable by upload tasks that succeeded since this api started, from the tasks log it follows.',
       registers: [registry],
       collect() {
-        let points = 0;
-        for (const task of tasks().values()) if (task.status === 'succeeded') points += task.result?.points_accepted ?? 0;
-        // The tasks fold only grows and a succeeded task never changes: the sum is monotonic.
+        // The tally only grows while the process lives: the counter is monotonic.
         this.reset();
-        this.inc(points);
+        this.inc(finishedTasks().points);
       },
     });
   }
@@ -139,7 +145,7 @@ export function createApiMetrics(options: ApiMetricsOptions = {}): ApiMetrics {
   if (folds) {
     new Gauge({
       name: 'meridian_fold_start_events_read',
-      help: 'Events each folded log (accounts, tasks, files) read at this process\'s start before it caught up: the tail after the snapshot it started from, or the whole log without one.',
+      help: 'Events each folded log (accounts, tasks, files) read at this process\'s start before it caught up: the tail after the snapshot it started from (tasks: after the read model\'s positions), or the whole log without one.',
       labelNames: ['fold'] as const,
       registers: [registry],
       collect() {

@@ -7,6 +7,7 @@ import { waitFor } from '../../../../test/support/wait.ts';
 import { createApiMetrics, type ApiMetrics } from './metrics.ts';
 
 const tasks = initialTasks();
+let finished = { succeeded: 0, failed: 0, points: 0 };
 const task = (id: string, status: Task['status'], points: number | null): Task => ({
   task_id: id, kind: 'metrics_upload', user_name: 'ada', status, created_at: 0, updated_at: 0, rows_done: 0, rows_total: null,
   result: points === null ? null : { points_accepted: points, rows_rejected: 0, metrics: [] }, errors: [], reason: null,
@@ -16,7 +17,7 @@ let metrics: ApiMetrics;
 let served: Served;
 
 beforeAll(async () => {
-  metrics = createApiMetrics({ tasks: () => tasks, processMetrics: false });
+  metrics = createApiMetrics({ tasks: () => tasks, finishedTasks: () => finished, processMetrics: false });
   const app = new Koa();
   const router = new Router();
   router.get('/api/v1/tasks/:task_id', (ctx) => {
@@ -58,12 +59,11 @@ describe('api metrics', () => {
     expect(text).toContain('meridian_upload_points_accepted_total 3');
   });
 
-  it('reads task counts by status and points ingested from the tasks fold at each scrape', async () => {
+  it('reads unfinished task counts from the live fold and finished ones from the tally at each scrape', async () => {
     expect(await scrape()).toContain('meridian_tasks{status="succeeded"} 0');
-    tasks.set('1', task('1', 'succeeded', 10));
-    tasks.set('2', task('2', 'succeeded', 5));
+    tasks.set('1', task('1', 'succeeded', 10)); // finished: counted by the tally, not again here
     tasks.set('3', task('3', 'running', null));
-    tasks.set('4', task('4', 'failed', 0));
+    finished = { succeeded: 2, failed: 1, points: 15 };
     const text = await scrape();
     expect(text).toContain('meridian_tasks{status="queued"} 0');
     expect(text).toContain('meridian_tasks{status="running"} 1');

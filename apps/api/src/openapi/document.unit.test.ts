@@ -16,13 +16,13 @@ const deps: ApiDeps = {
   readyTimeoutMs: 100,
   smallJsonBodyBytes: 16384,
   accounts: { state: initialAccounts(), ready: true, execute: async () => [] },
-  tasks: { state: () => initialTasks(), syncToEnd: async () => {}, waits: { untilEnded: async () => {}, slots: new PerUserSlots(1, { setting: 'x', noun: 'x' }), maxSeconds: 0 } },
+  tasks: { live: () => initialTasks(), readModel: { get: async () => undefined, list: async () => [] }, syncToEnd: async () => {}, cursors, waits: { untilEnded: async () => {}, slots: new PerUserSlots(1, { setting: 'x', noun: 'x' }), maxSeconds: 0 } },
   download: { conn: { url: 'http://127.0.0.1:1', username: 'x', password: '', database: 'x' }, limits: { maxRowsCeiling: 10, maxListNames: 10 }, maxBodyBytes: 1024, cursors },
   uploads: {
     storage: {} as Storage,
     limits: { jsonBodyBytes: 1, uploadBytes: 1, pointsPerJsonUpload: 1 },
     jsonChecker: { check: async () => { throw new Error('inert'); } },
-    submit: { producer: async () => { throw new Error('inert'); }, codec: { encode: () => Buffer.alloc(0), decode: () => { throw new Error('inert'); } }, topic: 't', ackTimeoutMs: 1, tasks: () => initialTasks(), applied: async () => {} },
+    submit: { producer: async () => { throw new Error('inert'); }, codec: { encode: () => Buffer.alloc(0), decode: () => { throw new Error('inert'); } }, topic: 't', ackTimeoutMs: 1, find: async () => undefined, applied: async () => {} },
   },
   files: {
     storage: {} as Storage,

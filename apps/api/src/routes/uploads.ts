@@ -86,7 +86,7 @@ export function uploadRoutes(deps: UploadDeps): RouteDef[] {
    */
   const capped = async (user: UserRecord, taskId: string, receive: () => Promise<void>) => {
     if (!deps.caps) return receive();
-    const release = admit(deps.caps, user, taskId);
+    const release = await admit(deps.caps, user, taskId);
     try {
       await receive();
     } finally {
@@ -106,9 +106,14 @@ export function uploadRoutes(deps: UploadDeps): RouteDef[] {
     if (outcome === 'repeated') await discard(deps.storage, command.staged_object);
     return outcome;
   };
-  const admit = (caps: UploadCaps, user: UserRecord, taskId: string) => {
+  const admit = async (caps: UploadCaps, user: UserRecord, taskId: string) => {
     // A refusal here comes before the body is read: problemMiddleware closes the connection.
-    if (!deps.submit.tasks().has(taskId)) assertTaskRoom(caps.unfinished(), user.user_name, caps.queuedTasks);
+    // Only a user at the cap pays for the lookup of the task (memory, else the read model).
+    try {
+      assertTaskRoom(caps.unfinished(), user.user_name, caps.queuedTasks);
+    } catch (refusal) {
+      if ((await deps.submit.find(taskId).catch(() => undefined)) === undefined) throw refusal;
+    }
     return caps.inFlight.acquire(user.user_name);
   };
 

@@ -1,6 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { Producer } from 'kafkajs';
-import { DomainError, uploadRequest, type MetricsUploadRequested, type Task, type TaskEvent, type TasksState } from '@meridian/domain';
+import { DomainError, uploadRequest, type MetricsUploadRequested, type Task, type TaskEvent } from '@meridian/domain';
 import type { EventCodec } from '@meridian/events';
 import { appendEvents, type Position } from '@meridian/kafka';
 import { withTimeout } from '@meridian/observability';
@@ -10,7 +10,8 @@ export type SubmitDeps = {
   readonly codec: EventCodec<TaskEvent>;
   readonly topic: string;
   readonly ackTimeoutMs: number;
-  readonly tasks: () => TasksState;
+  /** The task: in memory while unfinished (or finished a moment ago), else from the tasks read model. */
+  readonly find: (taskId: string) => Promise<Task | undefined>;
   /** Resolves once this process has folded the event at `position`. */
   readonly applied: (position: Position | null) => Promise<void>;
 };
@@ -41,7 +42,7 @@ export function taskIdFor(userName: string, idempotencyKey: string | null): stri
  * else under that key → 409, also when a concurrent request with the key reached the log first.
  */
 export async function submitUpload(deps: SubmitDeps, task_id: string, command: UploadCommand): Promise<'written' | 'repeated'> {
-  const known = deps.tasks().get(task_id);
+  const known = await deps.find(task_id);
   if (known) {
     assertSameUpload(known, command);
     return 'repeated';
@@ -58,7 +59,7 @@ export async function submitUpload(deps: SubmitDeps, task_id: string, command: U
   // caller remove the staged bytes); the task may read as 404 for a moment.
   await deps.applied(position).catch(() => undefined);
   // The fold keeps the first command of a task id: ours, or a concurrent one under the same key.
-  const kept = deps.tasks().get(task_id);
+  const kept = await deps.find(task_id);
   if (kept) assertSameUpload(kept, command);
   return 'written';
 }

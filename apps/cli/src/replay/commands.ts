@@ -19,6 +19,7 @@ import {
   planExport,
   rebuildPoints,
   rebuildTask,
+  rebuildTasks,
   requestRebuildTask,
   streamExport,
   swapGeneration,
@@ -41,6 +42,9 @@ export const replayUsage = `  meridian replay rebuild points [--from <time|offse
                                                  verify it against the live table, swap it in when asked;
                                                  with --database: into <name>.points (a point-in-time copy).
                                                  A task (GET /api/v1/tasks/<id>); --detach runs it in the background
+  meridian replay rebuild tasks [--json]         project the tasks topic, from its start, into tasks_rebuilt
+                                                 (beside the live read model, retention not applied) and verify
+                                                 it against the live tables; it is not swapped in
   meridian replay list [--json]                  generations of the points projection
   meridian replay verify <generation> [--json]   compare a generation with the live table
   meridian replay swap <generation>              catch a generation up and swap it in
@@ -133,9 +137,10 @@ async function rebuild(platform: Platform, args: readonly string[], io: Io): Pro
     },
   });
   const [projection] = positionals;
-  if (positionals.length !== 1) throw new ReplayUsageError('replay rebuild needs one projection: points');
+  if (positionals.length !== 1) throw new ReplayUsageError('replay rebuild needs one projection: points or tasks');
   if (projection === 'catalog') throw new ReplayUsageError('the metric catalog is rebuilt with the points: replay rebuild points');
-  if (projection === 'tasks' || projection === 'files' || projection === 'accounts') {
+  if (projection === 'tasks') return rebuildTasksCommand(platform, values, io);
+  if (projection === 'files' || projection === 'accounts') {
     throw new ReplayUsageError(`${projection} is not stored in ClickHouse: every api and ingest process folds it from the log when it starts`);
   }
   if (projection !== 'points' && projection !== 'all') throw new ReplayUsageError(`unknown projection ${projection}: points (with its catalog) is the one stored in ClickHouse`);
@@ -191,6 +196,28 @@ async function rebuild(platform: Platform, args: readonly string[], io: Io): Pro
   await task.succeeded(result);
   if (values.json) return JSON.stringify({ task_id: taskId, ...result }, (_k, v: unknown) => (v instanceof Map ? Object.fromEntries(v) : v));
   return describeRebuild(result);
+}
+
+/** The tasks read model rebuilt beside the live one and verified; no swap, no task of its own. */
+async function rebuildTasksCommand(platform: Platform, values: Record<string, string | boolean | undefined>, io: Io): Promise<string> {
+  const given = ['from', 'to', 'swap', 'swap-if-verified', 'database', 'batch-rows', 'detach', 'task-id'].filter((o) => values[o] !== undefined);
+  if (given.length > 0) throw new ReplayUsageError(`replay rebuild tasks takes no --${given[0]}: it rebuilds the whole log beside the live tables, and is not swapped in`);
+  const out = progressWriter(io, values.quiet === true || values.json === true);
+  const started = performance.now();
+  let reported = 0;
+  const progress = (events: number) => {
+    const now = performance.now();
+    if (now - reported < 1000) return;
+    reported = now;
+    out.phase(`tasks rebuild: ${n(events)} events read in ${((now - started) / 1000).toFixed(1)} s`);
+  };
+  const r = await rebuildTasks(platform, progress).finally(() => out.end());
+  if (values.json) return JSON.stringify({ ...r, ends: Object.fromEntries(r.ends) });
+  const v = r.verification;
+  return [
+    `tasks rebuilt into ${r.tables.tasks}: ${n(r.rows)} rows written from ${n(r.events)} events in ${(r.ms / 1000).toFixed(1)} s`,
+    v.verified ? `verified: the ${n(v.compared)} live rows inside the rebuilt range are identical` : `NOT verified: ${n(v.differing)} of ${n(v.compared)} live rows differ or are missing`,
+  ].join('\n');
 }
 
 function describeRebuild(r: RebuildPointsResult): string {

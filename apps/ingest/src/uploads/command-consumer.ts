@@ -1,5 +1,5 @@
 import type { Producer } from 'kafkajs';
-import { decideStart, type FileDefinitionRequested, type MetricsUploadRequested, type PointsFact, type StartDecision, type TaskEvent } from '@meridian/domain';
+import { decideStart, type FileDefinitionRequested, type TaskReadModel, type MetricsUploadRequested, type PointsFact, type StartDecision, type TaskEvent } from '@meridian/domain';
 import { createEventCodec, UndecodableEventError } from '@meridian/events';
 import { createProducer } from '@meridian/kafka';
 import { AccountsStore, runConsumer, TasksStore, type Platform } from '@meridian/platform';
@@ -25,12 +25,12 @@ export type RunningWorker = { stop(): Promise<void> };
  * neither ended nor released is a worker that died on the command; decideStart fails the
  * command after MERIDIAN_MAX_COMMAND_STARTS of them, so no command can crash-loop the worker.
  */
-export async function startCommandConsumer(platform: Platform): Promise<RunningWorker> {
+export async function startCommandConsumer(platform: Platform, taskReadModel: TaskReadModel): Promise<RunningWorker> {
   const { kafka, topics, settings, logger } = platform;
   const groupId = `${settings.MERIDIAN_TOPIC_PREFIX}ingest-commands`;
   const accounts = new AccountsStore(platform, 'ingest', { writesSnapshots: true });
   await accounts.start();
-  const tasks = new TasksStore(platform, 'ingest');
+  const tasks = new TasksStore(platform, 'ingest', taskReadModel);
   await tasks.start();
   const finished = new RecentSet<string>(100_000);
   const fileCommands = await startFileCommands(platform, groupId);
@@ -80,9 +80,9 @@ export async function startCommandConsumer(platform: Platform): Promise<RunningW
       if (event.type !== 'MetricsUploadRequested' && event.type !== 'FileDefinitionRequested') return;
       const producer = await producerFor(partition); // fences a predecessor's open transaction first
       // The same task can be commanded twice (a retry with the same Idempotency-Key after a
-      // 503 whose send still landed): run it once. Tasks finished before this process started
-      // are in the fold (caught up at start); ones it finished itself are remembered here,
-      // because right after a commit the fold may not show it yet.
+      // 503 whose send still landed): run it once. Finished tasks are in the fold or, once the
+      // read model covers them, in the read model (decide asks both); ones this process finished
+      // itself are remembered here, because right after a commit the fold may not show it yet.
       const decision: StartDecision = finished.has(event.task_id) ? { kind: 'skip' } : await decide(event, partition);
       if (decision.kind === 'skip') {
         logger.info({ task_id: event.task_id, offset: at.offset }, 'command for a finished task skipped');
@@ -119,13 +119,15 @@ export async function startCommandConsumer(platform: Platform): Promise<RunningW
 
   /**
    * decideStart on the accounts log read to its end (one offsets request: a disable or a grant
-   * written before now counts) and on the tasks fold, which holds every start acknowledged
-   * before this process started. A refusal for crashes is checked again on this partition read
-   * to its end: a release this process wrote a moment ago may not be folded yet.
+   * written before now counts) and on the task: the fold holds it while it is unfinished (with
+   * every start acknowledged before this process started), the read model once it has finished.
+   * A refusal for crashes is checked again on this partition read to its end: a release this
+   * process wrote a moment ago may not be folded yet.
    */
   async function decide(cmd: MetricsUploadRequested | FileDefinitionRequested, partition: number): Promise<StartDecision> {
     await accounts.syncToEnd();
-    const now = () => decideStart(tasks.state.get(cmd.task_id), accounts.state.users.get(cmd.user_name), settings.MERIDIAN_MAX_COMMAND_STARTS);
+    const task = await retry(() => tasks.find(cmd.task_id), { ...RETRY_POLICIES.projector, onRetry: (error) => logger.warn({ err: error, task_id: cmd.task_id }, 'tasks read model unavailable; asking again') });
+    const now = () => decideStart(tasks.state.get(cmd.task_id) ?? task, accounts.state.users.get(cmd.user_name), settings.MERIDIAN_MAX_COMMAND_STARTS);
     const first = now();
     if (first.kind !== 'fail' || !first.deadLetter) return first;
     await tasks.syncToEnd([partition]);
