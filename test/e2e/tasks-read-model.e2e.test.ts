@@ -118,6 +118,8 @@ describe('tasks from the read model', () => {
     // left out (none, or a few events), against a history of every task's events.
     expect(history).toBeGreaterThan(80);
     expect(api.api.tasks.eventsReadAtStart).toBeLessThan(history / 10);
+    // /metrics shows the same count as the accounts and files folds' starts.
+    expect(await (await fetch(`${api.url}/metrics`)).text()).toContain(`meridian_fold_start_events_read{fold="tasks"} ${api.api.tasks.eventsReadAtStart}`);
     // The restarted pair runs new uploads as before.
     const res = await upload(api.url, 'trm.after', [{ timestamp: '2024-01-01T00:00:00Z', value: 1 }]);
     expect((await waitForTask(api.url, writer, res.json.task_id as string)).status).toBe('succeeded');
