@@ -317,6 +317,17 @@ export const settingDefinitions = {
     default: '16',
     doc: 'Task long-polls (GET /api/v1/tasks/{task_id}?wait=N) one api instance holds at once for one user; the next gets 429 /problems/too-many.',
   },
+  // issue 17 item 5 follow-up, the ingest worker's probe listener (opsmall)
+  MERIDIAN_INGEST_HEALTH_HOST: {
+    schema: z.string().min(1),
+    default: '127.0.0.1',
+    doc: 'Address of the ingest worker\'s probe listener (/healthz, /readyz; used only when MERIDIAN_INGEST_HEALTH_PORT is set). In a pod: 0.0.0.0, so the kubelet reaches it.',
+  },
+  MERIDIAN_INGEST_HEALTH_PORT: {
+    schema: z.literal('').or(port),
+    default: '',
+    doc: 'Port of the ingest worker\'s probe listener: /healthz (no consumer failed for good) and /readyz (Kafka, ClickHouse, MinIO answer and both consumers joined their groups). Unset: no listener (several workers on one machine need no ports); a consumer that fails for good ends the process either way.',
+  },
 } as const;
 
 export type SettingName = keyof typeof settingDefinitions;
