@@ -287,7 +287,7 @@ export const settingDefinitions = {
   MERIDIAN_CLI_POLL_MS: {
     schema: z.coerce.number().int().min(50),
     default: '500',
-    doc: 'How often the CLI asks for a task\'s progress while it waits for it, and refreshes `meridian tasks --watch`.',
+    doc: 'How often `meridian tasks --watch` refreshes its list.',
   },
   // issue 16, the console and its catalog route (console)
   MERIDIAN_MAX_CATALOG_PAGE: {
@@ -317,7 +317,7 @@ export const settingDefinitions = {
     default: '16',
     doc: 'Task long-polls (GET /api/v1/tasks/{task_id}?wait=N) one api instance holds at once for one user; the next gets 429 /problems/too-many.',
   },
-  // issue 17 item 5 follow-up, the ingest worker's probe listener (opsmall)
+  // the ingest worker's probe listener (issue 17 item 5 follow-up) and the CLI's task long-polls (opsmall)
   MERIDIAN_INGEST_HEALTH_HOST: {
     schema: z.string().min(1),
     default: '127.0.0.1',
@@ -327,6 +327,11 @@ export const settingDefinitions = {
     schema: z.literal('').or(port),
     default: '',
     doc: 'Port of the ingest worker\'s probe listener: /healthz (no consumer failed for good) and /readyz (Kafka, ClickHouse, MinIO answer and both consumers joined their groups). Unset: no listener (several workers on one machine need no ports); a consumer that fails for good ends the process either way.',
+  },
+  MERIDIAN_CLI_TASK_WAIT_SECONDS: {
+    schema: z.coerce.number().int().min(1).max(3600),
+    default: '1',
+    doc: 'Longest one task request of the CLI waits for the task to end (GET /api/v1/tasks/{task_id}?wait=N, shortened to the api\'s MERIDIAN_TASK_MAX_WAIT_SECONDS): the end is seen at once, and the progress line shows the task\'s rows at least this often while it runs (one request a second by default, where polling took two).',
   },
 } as const;
 
