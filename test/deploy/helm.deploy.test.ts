@@ -122,12 +122,16 @@ describe('the Helm chart', () => {
     expect(api.command).toEqual(['node', ...API_NODE_FLAGS, 'apps/api/src/main.ts']);
   });
 
-  it('runs the ingest worker from its entry point, without HTTP probes (it serves no HTTP)', () => {
+  it('runs the ingest worker from its entry point, probed on its probe listener\'s /healthz and /readyz', () => {
     const ingest = find<Deployment>(render().manifests, 'Deployment', 'rel-meridian-ingest').spec.template.spec.containers[0]!;
     expect(ingest.command).toEqual(['node', 'apps/ingest/src/main.ts']);
     expect(existsSync(join(repoRoot, 'apps/ingest/src/main.ts'))).toBe(true);
-    expect(ingest.livenessProbe).toBeUndefined();
-    expect(ingest.ports).toBeUndefined();
+    expect(ingest.ports).toEqual([{ name: 'health', containerPort: 8089, protocol: 'TCP' }]);
+    expect(ingest.livenessProbe!.httpGet).toEqual({ path: '/healthz', port: 'health' });
+    expect(ingest.readinessProbe!.httpGet).toEqual({ path: '/readyz', port: 'health' });
+    const { manifests } = render([], ['settings.MERIDIAN_INGEST_HEALTH_PORT=9100']);
+    expect(find<Deployment>(manifests, 'Deployment', 'rel-meridian-ingest').spec.template.spec.containers[0]!.ports).toEqual([{ name: 'health', containerPort: 9100, protocol: 'TCP' }]);
+    expect(renderError(['settings.MERIDIAN_INGEST_HEALTH_PORT='])).toMatch(/MERIDIAN_INGEST_HEALTH_PORT is empty/);
   });
 
   it('puts the admin listener behind a Service of its own, only when MERIDIAN_ADMIN_PORT is set', () => {

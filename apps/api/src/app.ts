@@ -5,7 +5,7 @@ import type { Logger } from '@meridian/observability';
 import type { AccountsCommands } from './accounts/commands.ts';
 import { bearerAuthenticator } from './http/authenticate.ts';
 import { problemMiddleware } from './http/problem.ts';
-import type { Probe } from './http/readiness.ts';
+import type { Probe } from '@meridian/platform';
 import { requestContext } from './http/request-context.ts';
 import { mountRoutes, type RouteDef } from './http/route.ts';
 import { rateLimiter } from './http/rate-limit.ts';

@@ -1,7 +1,8 @@
 import { loadSettings, ConfigError } from '@meridian/config';
-import { createLogger, silenceKnownWarnings } from '@meridian/observability';
+import { createLogger, silenceKnownWarnings, withTimeout } from '@meridian/observability';
 import { createPlatform, untilDone } from '@meridian/platform';
-import { startIngest } from './worker.ts';
+import { startHealthServer } from './health/health-server.ts';
+import { startIngest, type RunningWorker } from './worker.ts';
 
 silenceKnownWarnings();
 
@@ -19,18 +20,49 @@ async function main(): Promise<void> {
   }
   const logger = createLogger({ name: 'ingest', level: settings.LOG_LEVEL, pretty: settings.MERIDIAN_DEV_LOGS });
   const platform = createPlatform(settings, logger, 'ingest');
+  let worker: RunningWorker | null = null;
+  // Up before the waiting below, so a probe sees a worker that is alive but not ready yet.
+  const health = settings.MERIDIAN_INGEST_HEALTH_PORT === ''
+    ? null
+    : await startHealthServer({
+      host: settings.MERIDIAN_INGEST_HEALTH_HOST,
+      port: settings.MERIDIAN_INGEST_HEALTH_PORT,
+      probes: platform.probes,
+      consumers: () => worker?.consumers ?? [],
+      readyTimeoutMs: settings.MERIDIAN_READY_TIMEOUT_MS,
+      logger,
+    });
+  if (health) logger.info({ host: settings.MERIDIAN_INGEST_HEALTH_HOST, port: health.port }, 'ingest probe listener up');
   // A dependency still starting, or the api creating the same topics at this moment, is waited out.
   await untilDone('preparing topics, tables and bucket', () => platform.prepare(), logger);
-  const worker = await startIngest(platform);
+  const running = await startIngest(platform);
+  worker = running;
 
-  const stop = async (signal: string) => {
-    logger.info({ signal }, 'ingest stopping');
-    await worker.stop();
+  let stopping = false;
+  const stop = async (code: number) => {
+    if (stopping) return;
+    stopping = true;
+    await running.stop();
     await platform.close();
-    process.exit(0);
+    await health?.close();
+    process.exit(code);
   };
-  process.once('SIGINT', () => void stop('SIGINT'));
-  process.once('SIGTERM', () => void stop('SIGTERM'));
+  process.once('SIGINT', () => { logger.info({ signal: 'SIGINT' }, 'ingest stopping'); void stop(0); });
+  process.once('SIGTERM', () => { logger.info({ signal: 'SIGTERM' }, 'ingest stopping'); void stop(0); });
+  // A consumer kafkajs gave up on (restart=false) ends the process, rather than leaving it alive
+  // and idle for /healthz to report: nothing in the process would run that consumer again, a
+  // fresh process (new connections, new group member) is the retry, and an exit reaches every
+  // supervisor (Kubernetes, compose's restart policy, systemd) whether or not the probe
+  // listener is on. /healthz answers 503 while the worker stops. Exactly-once does not rest on
+  // a clean stop (transactions, fencing), so the stop is bounded by the session timeout, after
+  // which the group evicts this member anyway.
+  void Promise.race(running.consumers.map((c) => c.failed)).then(async (reason) => {
+    logger.fatal({ reason }, 'an ingest consumer failed for good; the worker exits so that its supervisor starts a new one');
+    await withTimeout(stop(1), settings.KAFKA_SESSION_TIMEOUT_MS, 'stopping the worker').catch((error: unknown) => {
+      logger.error({ err: error }, 'the worker did not stop cleanly');
+      process.exit(1);
+    });
+  });
 }
 
 main().catch((error: unknown) => {

@@ -287,7 +287,7 @@ export const settingDefinitions = {
   MERIDIAN_CLI_POLL_MS: {
     schema: z.coerce.number().int().min(50),
     default: '500',
-    doc: 'How often the CLI asks for a task\'s progress while it waits for it, and refreshes `meridian tasks --watch`.',
+    doc: 'How often `meridian tasks --watch` refreshes its list.',
   },
   // issue 16, the console and its catalog route (console)
   MERIDIAN_MAX_CATALOG_PAGE: {
@@ -348,6 +348,22 @@ export const settingDefinitions = {
     schema: z.coerce.number().int().min(50),
     default: '1000',
     doc: 'How often api and ingest processes read the tasks read model\'s positions to let go of finished tasks it covers: how long a finished task stays in their memory after the read model has it.',
+  },
+  // the ingest worker's probe listener (issue 17 item 5 follow-up) and the CLI's task long-polls (opsmall)
+  MERIDIAN_INGEST_HEALTH_HOST: {
+    schema: z.string().min(1),
+    default: '127.0.0.1',
+    doc: 'Address of the ingest worker\'s probe listener (/healthz, /readyz; used only when MERIDIAN_INGEST_HEALTH_PORT is set). In a pod: 0.0.0.0, so the kubelet reaches it.',
+  },
+  MERIDIAN_INGEST_HEALTH_PORT: {
+    schema: z.literal('').or(port),
+    default: '',
+    doc: 'Port of the ingest worker\'s probe listener: /healthz (no consumer failed for good) and /readyz (Kafka, ClickHouse, MinIO answer and its consumers (commands, points projector, tasks projector) joined their groups). Unset: no listener (several workers on one machine need no ports); a consumer that fails for good ends the process either way.',
+  },
+  MERIDIAN_CLI_TASK_WAIT_SECONDS: {
+    schema: z.coerce.number().int().min(1).max(3600),
+    default: '1',
+    doc: 'Longest one task request of the CLI waits for the task to end (GET /api/v1/tasks/{task_id}?wait=N, shortened to the api\'s MERIDIAN_TASK_MAX_WAIT_SECONDS): the end is seen at once, and the progress line shows the task\'s rows at least this often while it runs (one request a second by default, where polling took two).',
   },
 } as const;
 

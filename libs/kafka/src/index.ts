@@ -2,3 +2,4 @@ export { createKafka, createProducer, ensureTopics, pingKafka, type KafkaOptions
 export { topicsFor, topicSpecs, topicMismatches, replicationWarning, WHY_KEPT, type Topics, type TopicLayout, type TopicSpec, type ExistingTopic, type TopicMismatch } from './topics.ts';
 export { appendEvents, type Position } from './append.ts';
 export { TopicFollower, type FollowerOptions } from './follow.ts';
+export { ConsumerWatch, nextConsumerState, notServing, type ConsumerState, type ConsumerEvent } from './consumer-watch.ts';

@@ -6,3 +6,4 @@ export { TaskEndWaiters } from './task-end-waiters.ts';
 export { FilesStore, type FilesStoreOptions } from './files-store.ts';
 export { untilDone, type UntilDoneOptions } from './until-done.ts';
 export { runConsumer } from './run-consumer.ts';
+export { checkReadiness, publicChecks, type Probe, type ProbeResult, type Readiness } from './readiness.ts';

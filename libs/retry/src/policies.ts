@@ -12,6 +12,8 @@ export const RETRY_POLICIES = {
   projector: { initialDelayMs: 200, factor: 2, maxDelayMs: 5000, jitter: 0.2 },
   /** One upload stopped by storage or network trouble (MERIDIAN_UPLOAD_ATTEMPTS attempts). */
   upload: { initialDelayMs: 500, factor: 2, maxDelayMs: 10_000, jitter: 0.2 },
+  /** A user CLI request cut by the network or answered 429/503 (MERIDIAN_CLI_RETRIES retries; a Retry-After replaces the delay). */
+  cli: { initialDelayMs: 500, factor: 2, maxDelayMs: 10_000, jitter: 0.2 },
   /** A rebuild's insert into its new generation: 5 attempts, then the rebuild fails. */
   rebuildInsert: { initialDelayMs: 500, factor: 2, maxDelayMs: 10_000, jitter: 0.2, attempts: 5 },
 } as const satisfies Record<string, RetryPolicy>;

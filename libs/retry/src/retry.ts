@@ -22,6 +22,8 @@ export type RetryOptions = RetryPolicy & {
   readonly retriable?: (error: unknown, attempt: number) => boolean;
   /** Called before each wait, to log the failure (attempt counts from 1). */
   readonly onRetry?: (error: unknown, attempt: number, delayMs: number) => void;
+  /** A wait the failure itself names (an HTTP answer's Retry-After), taken instead of the backoff's; undefined: the backoff's. */
+  readonly delayOf?: (error: unknown) => number | undefined;
   /** How to wait (a consumer heartbeats while it waits). Default: a timer. */
   readonly wait?: (ms: number) => Promise<unknown>;
   /** Stops the retries: the last failure is thrown instead of waiting again. */
@@ -42,7 +44,7 @@ export async function retry<T>(attempt: (n: number) => Promise<T>, options: Retr
       return await attempt(n);
     } catch (error) {
       if (n >= attempts || options.signal?.aborted || !retriable(error, n)) throw error;
-      const delay = delayBefore(n + 1, options);
+      const delay = options.delayOf?.(error) ?? delayBefore(n + 1, options);
       options.onRetry?.(error, n, delay);
       await wait(delay);
     }

@@ -51,6 +51,16 @@ describe('retry', () => {
     expect(Math.max(...jittered)).toBeLessThanOrEqual(1200);
     expect(new Set(jittered).size).toBeGreaterThan(1);
   });
+
+  it('takes the wait a failure names (Retry-After) instead of the backoff, and the backoff when it names none', async () => {
+    const waits: number[] = [];
+    await expect(retry(async (n) => { throw Object.assign(new Error('busy'), { afterMs: n === 2 ? undefined : 3000 }); }, {
+      initialDelayMs: 100, factor: 2, maxDelayMs: 500, jitter: 0, attempts: 4,
+      delayOf: (error) => (error as { afterMs?: number }).afterMs,
+      wait: async (ms) => { waits.push(ms); },
+    })).rejects.toThrow('busy');
+    expect(waits).toEqual([3000, 200, 3000]);
+  });
 });
 
 describe('classify', () => {

@@ -4,7 +4,7 @@ import type { Readable } from 'node:stream';
 import type busboy from 'busboy';
 import { type DomainError, validationError } from '@meridian/domain';
 import type { Storage } from '@meridian/storage';
-import { discard } from '../uploads/stage-file.ts';
+import { discard, inStorage } from '../uploads/stage-file.ts';
 import { BlobWriter } from '@meridian/storage';
 import { formDataFileName, multipartParser } from '../http/multipart.ts';
 
@@ -112,10 +112,10 @@ async function streamToBucket(stream: Readable, storage: Storage, objectKey: str
       bytes += chunk.length;
       if (bytes > limit.bytes) throw limit.tooLarge();
       hash.update(chunk);
-      await writer.write(chunk);
+      await inStorage(writer.write(chunk), 'the file');
     }
     // An empty file part stages nothing: the caller refuses it without a round trip to storage.
-    if (bytes > 0) await writer.end();
+    if (bytes > 0) await inStorage(writer.end(), 'the file');
   } catch (error) {
     await writer.abort();
     throw error;

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { Logger } from '@meridian/observability';
 import { defineRoute, type RouteDef } from '../http/route.ts';
-import { checkReadiness, type Probe, type Readiness } from '../http/readiness.ts';
+import { checkReadiness, publicChecks, type Probe } from '@meridian/platform';
 
 const status = z.enum(['ready', 'unavailable']);
 /** The public answer: dependency names and up/down, never an address or an error text. */
@@ -13,11 +13,6 @@ const readinessResponses = (schema: z.ZodType) => ({
   200: { description: 'Ready', schema },
   503: { description: 'Not ready: the failing checks are down', schema },
 });
-
-/** Only the status of each check: error texts name hosts, ports and driver messages. */
-function summary(result: Readiness) {
-  return Object.fromEntries(Object.entries(result.checks).map(([name, check]) => [name, { status: check.status }]));
-}
 
 /**
  * /healthz: the process answers. /readyz: every dependency answers (503 naming the ones that
@@ -50,7 +45,7 @@ export function healthRoutes(probes: readonly Probe[], timeoutMs: number, logger
         const result = await checkReadiness(probes, timeoutMs);
         if (!result.ready) ((ctx.state.log as Logger | undefined) ?? logger).warn({ checks: result.checks }, 'not ready');
         ctx.status = result.ready ? 200 : 503;
-        ctx.body = { status: result.ready ? 'ready' : 'unavailable', checks: summary(result) };
+        ctx.body = { status: result.ready ? 'ready' : 'unavailable', checks: publicChecks(result) };
       },
     }),
   ];

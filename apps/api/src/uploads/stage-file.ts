@@ -29,10 +29,10 @@ export async function stageUpload(req: IncomingMessage, storage: Storage, object
       bytes += chunk.length;
       if (bytes > limit || file.truncated()) throw tooLarge(limit, 'the file');
       hash.update(chunk);
-      await writer.write(chunk);
+      await inStorage(writer.write(chunk), 'the upload');
     }
     if (file.truncated()) throw tooLarge(limit, 'the file');
-    await writer.end();
+    await inStorage(writer.end(), 'the upload');
   } catch (error) {
     req.resume();
     await writer.abort();
@@ -50,10 +50,24 @@ export async function stageUpload(req: IncomingMessage, storage: Storage, object
  */
 export async function stageBytes(storage: Storage, objectKey: string, bytes: Buffer): Promise<void> {
   try {
-    await storage.client.putObject(storage.bucket, objectKey, bytes, bytes.length);
-  } catch (cause) {
+    await inStorage(storage.client.putObject(storage.bucket, objectKey, bytes, bytes.length), 'the upload');
+  } catch (error) {
     await discard(storage, objectKey);
-    throw new DomainError('unavailable', 'storage is not reachable; the upload was not accepted, retry later', [], { cause });
+    throw error;
+  }
+}
+
+/**
+ * A call to the bucket while a request's body is staged: any failure of it (unreachable,
+ * refusing, timing out) is the storage's, not the client's, so it is 503 `unavailable` with
+ * Retry-After, and the client sends the same request again later. Failures of reading the
+ * request itself stay apart (an interrupted upload, a body over its limit).
+ */
+export async function inStorage<T>(call: Promise<T>, what: string): Promise<T> {
+  try {
+    return await call;
+  } catch (cause) {
+    throw new DomainError('unavailable', `storage is not reachable; ${what} was not accepted, retry later`, [], { cause });
   }
 }
 

@@ -1,16 +1,27 @@
-import { setTimeout as sleep } from 'node:timers/promises';
+import { classify, retry, RETRY_POLICIES } from '@meridian/retry';
 import type { Connection } from './config.ts';
 
 /** An api answer outside 2xx, with its problem+json body when it had one. */
 export class ApiError extends Error {
   readonly status: number;
   readonly problem: Problem | null;
+  /** 429 and 503 mean "later" (classify() calls them transient). */
+  readonly retriable: boolean;
+  /** The answer's Retry-After, in ms (null without one). */
+  readonly retryAfterMs: number | null;
 
-  constructor(status: number, problem: Problem | null, text: string) {
+  constructor(status: number, problem: Problem | null, text: string, retryAfterMs: number | null = null) {
     super(`${status} ${problem?.title ?? ''}${problem?.detail ? `: ${problem.detail}` : text && !problem ? `: ${text.slice(0, 300)}` : ''}`.trim());
     this.status = status;
     this.problem = problem;
+    this.retriable = status === 429 || status === 503;
+    this.retryAfterMs = retryAfterMs;
   }
+}
+
+/** A request cut by the network: it may pass if sent again (whether it may be sent again is the request's to say). */
+class NetworkError extends Error {
+  readonly retriable = true;
 }
 
 type Problem = { type?: string; title?: string; detail?: string; errors?: unknown[] };
@@ -33,53 +44,56 @@ export type ApiClient = {
   json<T>(path: string, options: RequestOptions & { json?: unknown }): Promise<T>;
 };
 
-/** Seconds of Retry-After (delta form; an HTTP date is taken as 1 s), capped at a minute. */
-function retryAfterMs(res: Response): number {
-  const seconds = Number(res.headers.get('Retry-After'));
+/** Seconds of Retry-After (delta form; an HTTP date is taken as 1 s), capped at a minute; null without one. */
+function retryAfterMs(res: Response): number | null {
+  const header = res.headers.get('Retry-After');
+  if (header === null) return null;
+  const seconds = Number(header);
   return Number.isFinite(seconds) && seconds >= 0 ? Math.min(seconds, 60) * 1000 : 1000;
 }
 
 /**
- * An api client: the bearer key on every request; 429 (and 503 for idempotent requests) waits
- * out Retry-After and tries again, as do network failures of idempotent requests, `retries`
- * times at most.
+ * An api client: the bearer key on every request. 429 (and 503, and network failures, for
+ * idempotent requests) are tried again, `retries` times at most, after the answer's Retry-After
+ * or else the CLI's backoff (RETRY_POLICIES.cli).
  */
 export function apiClient(connection: Connection, retries: number): ApiClient {
-  const send = async (path: string, options: RequestOptions): Promise<Response> => {
+  const once = async (url: URL, options: RequestOptions): Promise<Response> => {
+    const made = options.body?.();
+    let res: Response;
+    try {
+      res = await fetch(url, {
+        method: options.method ?? 'GET',
+        headers: { Authorization: `Bearer ${connection.apiKey}`, ...(made?.contentType ? { 'Content-Type': made.contentType } : {}), ...options.headers },
+        body: made?.body ?? null,
+        ...(made && made.body instanceof ReadableStream ? { duplex: 'half' } : {}),
+        signal: options.signal ?? null,
+      });
+    } catch (error) {
+      throw networkError(connection.url, error);
+    }
+    if (res.ok) return res;
+    const text = await res.text().catch(() => '');
+    let problem = null;
+    try {
+      problem = text ? JSON.parse(text) : null;
+    } catch {
+      /* not problem+json */
+    }
+    throw new ApiError(res.status, problem, text, retryAfterMs(res));
+  };
+  const send = (path: string, options: RequestOptions): Promise<Response> => {
     const url = new URL(`${connection.url}${path}`);
     for (const [k, v] of Object.entries(options.query ?? {})) if (v !== undefined) url.searchParams.set(k, v);
-    for (let attempt = 0; ; attempt++) {
-      const made = options.body?.();
-      let res: Response;
-      try {
-        res = await fetch(url, {
-          method: options.method ?? 'GET',
-          headers: { Authorization: `Bearer ${connection.apiKey}`, ...(made?.contentType ? { 'Content-Type': made.contentType } : {}), ...options.headers },
-          body: made?.body ?? null,
-          ...(made && made.body instanceof ReadableStream ? { duplex: 'half' } : {}),
-          signal: options.signal ?? null,
-        });
-      } catch (error) {
-        if (!options.idempotent || attempt >= retries || options.signal?.aborted) throw networkError(connection.url, error);
-        await sleep(Math.min(500 * 2 ** attempt, 10_000));
-        continue;
-      }
-      if (res.ok) return res;
-      const retriable = res.status === 429 || (res.status === 503 && options.idempotent);
-      if (retriable && attempt < retries) {
-        await res.body?.cancel();
-        await sleep(retryAfterMs(res));
-        continue;
-      }
-      const text = await res.text().catch(() => '');
-      let problem = null;
-      try {
-        problem = text ? JSON.parse(text) : null;
-      } catch {
-        /* not problem+json */
-      }
-      throw new ApiError(res.status, problem, text);
-    }
+    return retry(() => once(url, options), {
+      ...RETRY_POLICIES.cli,
+      attempts: retries + 1,
+      // A 429 was refused before any work; a 503 or a cut request may have done some, so only
+      // a request that may be repeated (a GET, an upload under its Idempotency-Key) is sent again.
+      retriable: (error) => classify(error) === 'transient' && (options.idempotent || (error instanceof ApiError && error.status === 429)),
+      delayOf: (error) => (error instanceof ApiError && error.retryAfterMs !== null ? error.retryAfterMs : undefined),
+      ...(options.signal ? { signal: options.signal } : {}),
+    });
   };
   return {
     url: connection.url,
@@ -95,5 +109,5 @@ export function apiClient(connection: Connection, retries: number): ApiClient {
 
 function networkError(url: string, error: unknown): Error {
   const cause = (error as { cause?: { code?: string; message?: string } }).cause;
-  return new Error(`cannot reach ${url}: ${cause?.code ?? cause?.message ?? (error as Error).message}`, { cause: error });
+  return new NetworkError(`cannot reach ${url}: ${cause?.code ?? cause?.message ?? (error as Error).message}`, { cause: error });
 }

@@ -78,7 +78,7 @@ async function upload(args: string[], io: UserIo): Promise<number> {
     onError,
     wait: !values['no-wait'],
     concurrency: io.settings.MERIDIAN_CLI_UPLOADS_AT_ONCE,
-    pollMs: io.settings.MERIDIAN_CLI_POLL_MS,
+    taskWaitSeconds: io.settings.MERIDIAN_CLI_TASK_WAIT_SECONDS,
   }, progress);
   progress.stop();
   const bad = outcomes.filter((o) => o.status === 'failed' || o.status === 'refused');
@@ -186,7 +186,7 @@ async function files(args: string[], io: UserIo): Promise<number> {
       const { values, positionals } = parse(rest, { description: { type: 'string' } });
       if (positionals.length !== 1) throw new UserUsageError('files put needs exactly one file');
       const progress = progressFor(io, values.json);
-      const { file_id, task } = await putFile(await clientFor(values, io), positionals[0]!, values.description, io.settings.MERIDIAN_CLI_POLL_MS, progress);
+      const { file_id, task } = await putFile(await clientFor(values, io), positionals[0]!, values.description, io.settings.MERIDIAN_CLI_TASK_WAIT_SECONDS, progress);
       progress.stop();
       if (values.json) print(io, JSON.stringify({ file_id, status: task.status, reason: task.reason }));
       else print(io, task.status === 'succeeded' ? file_id : `${positionals[0]}  failed: ${task.reason ?? ''}`);

@@ -57,7 +57,7 @@ export async function getFile(client: ApiClient, fileId: string, output: string 
 }
 
 /** Defines a file (multipart, streamed from disk) and waits for its definition task. */
-export async function putFile(client: ApiClient, path: string, description: string | undefined, pollMs: number, progress: Progress): Promise<{ file_id: string; task: TaskView }> {
+export async function putFile(client: ApiClient, path: string, description: string | undefined, taskWaitSeconds: number, progress: Progress): Promise<{ file_id: string; task: TaskView }> {
   const blob = await openAsBlob(path);
   const name = basename(path);
   const line = progress.line(`${name}  sending ${formatBytes(blob.size)}`);
@@ -72,7 +72,7 @@ export async function putFile(client: ApiClient, path: string, description: stri
       return { body: form };
     },
   });
-  const task = await waitForTask(client, accepted.task_id, pollMs, (t) => line.set(`${name}  ${t.status}`));
+  const task = await waitForTask(client, accepted.task_id, taskWaitSeconds, (t) => line.set(`${name}  ${t.status}`));
   return { file_id: accepted.file_id, task };
 }
 

@@ -1,4 +1,3 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { ApiClient } from './api-client.ts';
 
 /** GET /api/v1/tasks/{id}, as the api shows it (apps/api/src/tasks/views.ts). */
@@ -14,16 +13,19 @@ export type TaskView = {
   reason: string | null;
 };
 
-export const getTask = (client: ApiClient, taskId: string) =>
-  client.json<TaskView>(`/api/v1/tasks/${encodeURIComponent(taskId)}`, { idempotent: true });
+export const getTask = (client: ApiClient, taskId: string, waitSeconds?: number) =>
+  client.json<TaskView>(`/api/v1/tasks/${encodeURIComponent(taskId)}`, { idempotent: true, query: { wait: waitSeconds === undefined ? undefined : String(waitSeconds) } });
 
-/** Polls a task every `pollMs` until it has succeeded or failed; `seen` gets every state. */
-export async function waitForTask(client: ApiClient, taskId: string, pollMs: number, seen: (task: TaskView) => void): Promise<TaskView> {
+/**
+ * Follows a task until it has succeeded or failed, with the api's long-poll: each request is
+ * answered when the task ends or after `waitSeconds` (shortened to the api's cap), so the end
+ * is seen at once and `seen` gets the task at least that often (the progress line).
+ */
+export async function waitForTask(client: ApiClient, taskId: string, waitSeconds: number, seen: (task: TaskView) => void): Promise<TaskView> {
   for (;;) {
-    const task = await getTask(client, taskId);
+    const task = await getTask(client, taskId, waitSeconds);
     seen(task);
     if (task.status === 'succeeded' || task.status === 'failed') return task;
-    await sleep(pollMs);
   }
 }
 

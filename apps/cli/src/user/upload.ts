@@ -13,7 +13,8 @@ export type UploadOptions = {
   readonly onError: 'fail' | 'skip';
   readonly wait: boolean;
   readonly concurrency: number;
-  readonly pollMs: number;
+  /** Longest each task request waits for the task to end (MERIDIAN_CLI_TASK_WAIT_SECONDS). */
+  readonly taskWaitSeconds: number;
 };
 
 /** What became of one file: its task as last seen, 'accepted' (--no-wait: not followed), or why the api refused it ('refused'). */
@@ -84,11 +85,10 @@ async function uploadOne(client: ApiClient, path: string, options: UploadOptions
     });
     line.set(`${name}  sent ${formatBytes(file.size)}, task ${res.task_id}`);
     if (!options.wait) return { file: path, task_id: res.task_id, status: 'accepted', result: null, errors: [], reason: null };
-    const task = await waitForTask(client, res.task_id, options.pollMs, (t) => {
-      const { rows_done, rows_total } = t.progress;
-      line.set(`${name}  ${t.status} ${bar(rows_done, rows_total)} ${rows_done}${rows_total === null ? '' : `/${rows_total}`} rows`);
-    });
-    line.set(`${name}  ${task.status}${task.status === 'failed' ? `: ${task.reason ?? ''}` : ''}`);
+    // The rows stay on the line once the task has succeeded: a task shorter than one wait shows only its end.
+    const rows = (t: TaskView) => `${bar(t.progress.rows_done, t.progress.rows_total)} ${t.progress.rows_done}${t.progress.rows_total === null ? '' : `/${t.progress.rows_total}`} rows`;
+    const task = await waitForTask(client, res.task_id, options.taskWaitSeconds, (t) => line.set(`${name}  ${t.status} ${rows(t)}`));
+    line.set(`${name}  ${task.status}${task.status === 'failed' ? `: ${task.reason ?? ''}` : ` ${rows(task)}`}`);
     return { file: path, task_id: task.task_id, status: task.status, result: task.result, errors: task.errors, reason: task.reason };
   } catch (error) {
     const reason = error instanceof Error ? error.message : String(error);

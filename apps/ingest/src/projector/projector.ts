@@ -1,7 +1,7 @@
 import type { EachBatchPayload, KafkaMessage } from 'kafkajs';
 import type { PointsFact, TaskEvent } from '@meridian/domain';
 import { createEventCodec, UndecodableEventError } from '@meridian/events';
-import { appendEvents } from '@meridian/kafka';
+import { appendEvents, ConsumerWatch } from '@meridian/kafka';
 import { runConsumer, type Platform } from '@meridian/platform';
 import { retry, RETRY_POLICIES } from '@meridian/retry';
 import { announceProjected } from './announce.ts';
@@ -10,7 +10,7 @@ import { Heart } from './heart.ts';
 import { InsertLog } from './insert-log.ts';
 import { createPointsSink, Projection } from '@meridian/replay/projection';
 
-export type RunningProjector = { stop(): Promise<void> };
+export type RunningProjector = { readonly watch: ConsumerWatch; stop(): Promise<void> };
 
 /** Rows waiting longer than this are written at the end of the batch even without a seal. */
 const LINGER_MS = 1000;
@@ -67,6 +67,7 @@ export async function startProjector(platform: Platform): Promise<RunningProject
   consumer.on(consumer.events.CRASH, (e) => {
     logger.error({ err: e.payload.error, restart: e.payload.restart }, 'projector consumer crashed');
   });
+  const watch = new ConsumerWatch('projector', consumer);
 
   type Ctx = Pick<EachBatchPayload, 'isRunning' | 'commitOffsetsIfNecessary' | 'uncommittedOffsets'> & { heart: Heart };
 
@@ -207,6 +208,7 @@ export async function startProjector(platform: Platform): Promise<RunningProject
   logger.info({ group: groupId, batch_rows: settings.MERIDIAN_PROJECTOR_BATCH_ROWS }, 'projector started');
 
   return {
+    watch,
     async stop() {
       await consumer.disconnect();
       inserts.flush();

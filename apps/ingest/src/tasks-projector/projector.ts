@@ -1,10 +1,11 @@
 import { LiveTasks, type TaskEvent, type TaskReadModel, type TaskReadModelWriter } from '@meridian/domain';
 import { createEventCodec } from '@meridian/events';
+import { ConsumerWatch } from '@meridian/kafka';
 import { runConsumer, type Platform } from '@meridian/platform';
 import { retry, RETRY_POLICIES } from '@meridian/retry';
 import { projectTaskBatch, taskEventsAfter } from '@meridian/replay/projection';
 
-export type RunningTasksProjector = { stop(): Promise<void> };
+export type RunningTasksProjector = { readonly watch: ConsumerWatch; stop(): Promise<void> };
 
 /** What kafkajs hands each batch (typed through the platform: apps do not import kafkajs). */
 type EachBatchPayload = Parameters<NonNullable<Parameters<typeof runConsumer>[3]['eachBatch']>>[0];
@@ -39,6 +40,7 @@ export async function startTasksProjector(platform: Platform, readModel: TaskRea
   let assigned: number[] = [];
 
   const consumer = kafka.consumer({ groupId, sessionTimeout: settings.KAFKA_SESSION_TIMEOUT_MS, maxWaitTimeInMs: 250, readUncommitted: false });
+  const watch = new ConsumerWatch('tasks projector', consumer);
   consumer.on(consumer.events.GROUP_JOIN, (e) => {
     // kafkajs resumes from the committed offsets after a join: the fold is rebuilt from the read model.
     live = new LiveTasks();
@@ -110,6 +112,7 @@ export async function startTasksProjector(platform: Platform, readModel: TaskRea
   expiry.unref();
 
   return {
+    watch,
     async stop() {
       clearInterval(expiry);
       await consumer.disconnect();

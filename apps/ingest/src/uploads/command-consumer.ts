@@ -1,7 +1,7 @@
 import type { Producer } from 'kafkajs';
 import { decideStart, type FileDefinitionRequested, type TaskReadModel, type MetricsUploadRequested, type PointsFact, type StartDecision, type TaskEvent } from '@meridian/domain';
 import { createEventCodec, UndecodableEventError } from '@meridian/events';
-import { createProducer } from '@meridian/kafka';
+import { ConsumerWatch, createProducer } from '@meridian/kafka';
 import { AccountsStore, runConsumer, TasksStore, type Platform } from '@meridian/platform';
 import { isKafkaTransient, retry, RETRY_POLICIES } from '@meridian/retry';
 import { failTask, runUploadJob, type UploadJobDeps } from './upload-job.ts';
@@ -12,7 +12,7 @@ import type { CommandPosition } from '../command-tx.ts';
 import { sendToDeadLetter } from '../dead-letter.ts';
 import { removeStaged } from '../staging.ts';
 
-export type RunningWorker = { stop(): Promise<void> };
+export type RunningWorker = { readonly watch: ConsumerWatch; stop(): Promise<void> };
 
 /**
  * Consumes the tasks topic and runs the commands in it (uploads, file definitions); the
@@ -62,6 +62,7 @@ export async function startCommandConsumer(platform: Platform, taskReadModel: Ta
 
   const consumer = kafka.consumer({ groupId, sessionTimeout: settings.KAFKA_SESSION_TIMEOUT_MS, maxWaitTimeInMs: 250 });
   consumer.on(consumer.events.GROUP_JOIN, (e) => logger.info({ group: e.payload.groupId, assignment: e.payload.memberAssignment }, 'joined consumer group'));
+  const watch = new ConsumerWatch('commands', consumer);
   await runConsumer(platform, consumer, topics.tasks, {
     // Every tasks partition at once: an upload spends much of its time waiting on Kafka round
     // trips (transaction, offsets, commit), which other partitions' uploads fill. Each partition
@@ -165,6 +166,7 @@ export async function startCommandConsumer(platform: Platform, taskReadModel: Ta
   }
 
   return {
+    watch,
     async stop() {
       await consumer.disconnect();
       await Promise.allSettled([...transactional.values()].map(async (p) => (await p).disconnect()));

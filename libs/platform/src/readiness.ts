@@ -1,6 +1,6 @@
 import { withTimeout } from '@meridian/observability';
 
-/** One dependency the api needs to serve: a name and a check that throws when it is down. */
+/** One dependency a process (api, ingest) needs to serve: a name and a check that throws when it is down. */
 export type Probe = { readonly name: string; check(): Promise<void> };
 
 export type ProbeResult = { status: 'up' } | { status: 'down'; error: string };
@@ -19,4 +19,9 @@ export async function checkReadiness(probes: readonly Probe[], timeoutMs: number
     }),
   );
   return { ready: results.every(([, r]) => r.status === 'up'), checks: Object.fromEntries(results) };
+}
+
+/** Only the status of each check, for a body anyone on the network may read: error texts name hosts, ports and driver messages. */
+export function publicChecks(result: Readiness): Record<string, { status: ProbeResult['status'] }> {
+  return Object.fromEntries(Object.entries(result.checks).map(([name, check]) => [name, { status: check.status }]));
 }
