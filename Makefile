@@ -8,13 +8,15 @@ ifneq ($(strip $(NODE_BIN_DIR)),)
 export PATH := $(NODE_BIN_DIR):$(PATH)
 endif
 STACK := deploy/local/stack.sh
+CLUSTER := deploy/cluster/cluster.sh
 
-.PHONY: help run test deps typecheck lint stack-up stack-down stack-status stack-logs stack-reset test-unit test-deploy test-modern bench-ingest bench-download bench-replay bench-json-ack bench-history
+.PHONY: help run test deps typecheck lint stack-up stack-down stack-status stack-logs stack-reset test-unit test-deploy test-modern bench-ingest bench-download bench-replay bench-json-ack bench-history cluster-up cluster-down cluster-status
 
 help:
 	@echo "make run          start the local stack, api and ingest in the foreground (Ctrl-C stops them)"
 	@echo "make test         provision the stack and run unit, integration, e2e, hostile and fault tests"
 	@echo "make stack-up | stack-down | stack-status | stack-logs | stack-reset"
+	@echo "make cluster-up | cluster-down | cluster-status   the cluster topology on one machine (deploy/cluster/cluster.sh)"
 	@echo "make test-unit    only the pure unit tests (no services)"
 	@echo "make test-deploy  the Helm chart rendered and validated against the Kubernetes schemas (no services)"
 	@echo "make test-modern  the ClickHouse adapter's tests against ClickHouse 26.9 (chDB, in-process, behind a test-only HTTP front)"
@@ -67,6 +69,15 @@ stack-logs:
 	@$(STACK) logs
 stack-reset:
 	@$(STACK) reset
+
+# The cluster topology (3 Kafka brokers, ZooKeeper + 2 ClickHouse replicas, 4 MinIO nodes, haproxy,
+# 2 api, 2 ingest). `deploy/cluster/cluster.sh up services` starts it without the apps (tests start their own).
+cluster-up: deps
+	@$(CLUSTER) up
+cluster-down:
+	@$(CLUSTER) down
+cluster-status:
+	@$(CLUSTER) status
 
 # Benchmarks: figures and ratios against a baseline measured in the same run (not tests).
 bench-ingest: deps stack-up
