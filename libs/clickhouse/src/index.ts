@@ -1,6 +1,6 @@
 export { createClickHouse, ensureDatabase, pingClickHouse, quoteIdentifier, type ClickHouseClient, type ClickHouseOptions } from './client.ts';
-export { capabilities, deduplicatedInsertSettings, parseVersion, serverCapabilities, synchronousInsertSettings, type Capabilities } from './capabilities.ts';
-export { migrate, readMigrations, statementsFor, MIGRATIONS_DIR, type Migration } from './migrate.ts';
+export { capabilities, deduplicatedInsertSettings, parseVersion, quorumInsertSettings, quorumReadSettings, serverCapabilities, synchronousInsertSettings, type Capabilities } from './capabilities.ts';
+export { migrate, readMigrations, statementsFor, replicated, replicationOf, MIGRATIONS_DIR, type Migration, type Replication } from './migrate.ts';
 export {
   cancelDownload,
   decodeCursor,
