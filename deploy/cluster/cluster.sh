@@ -175,8 +175,8 @@ start_ingest() { # N
   # shellcheck disable=SC2046
   spawn "ingest$1" env $(app_env) node apps/ingest/src/main.ts
 }
-# The ingest worker has no port: ready once it has joined its consumer groups.
-ready_ingest() { grep -q '"msg":"ingest ready\|ingest ready' "$(logfile "ingest$1")" 2>/dev/null; }
+# The ingest worker has no port: ready once its projector has started (after its topics, tables and groups).
+ready_ingest() { grep -q '"msg":"projector started"' "$(logfile "ingest$1")" 2>/dev/null; }
 
 start() { local p=$1; case $p in kafka* | ch* | minio* | api* | ingest*) "start_${p%%[0-9]*}" "$(index "$p")" ;; *) "start_$p" ;; esac; }
 ready() { local p=$1; case $p in kafka* | ch* | minio* | api* | ingest*) "ready_${p%%[0-9]*}" "$(index "$p")" ;; *) "ready_$p" ;; esac; }
