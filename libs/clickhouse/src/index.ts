@@ -18,3 +18,4 @@ export {
   type StreamOptions,
 } from './download/index.ts';
 export { listCatalog, catalogEntries, type CatalogEntry } from './catalog.ts';
+export { queryText } from './download/http.ts';

@@ -331,7 +331,7 @@ export const settingDefinitions = {
   CLICKHOUSE_URLS: {
     schema: z.union([z.literal(''), z.string().regex(/^https?:\/\/[^,\s]+(,https?:\/\/[^,\s]+)*$/, 'comma-separated http(s) URLs')]),
     default: '',
-    doc: 'Every ClickHouse server of the cluster, comma-separated (empty: CLICKHOUSE_URL alone). Migrations run on each (CREATE TABLE of a replicated table is per server); queries and inserts go to CLICKHOUSE_URL.',
+    doc: 'Every ClickHouse server of the cluster, comma-separated (empty: CLICKHOUSE_URL alone). Migrations run on each (CREATE TABLE of a replicated table is per server); downloads and the catalog go to CLICKHOUSE_URL and, when it cannot be reached, to the next of these that can; /readyz says ClickHouse is up while any answers. Inserts go to CLICKHOUSE_URL only.',
   },
   CLICKHOUSE_INSERT_QUORUM: {
     schema: z.coerce.number().int().min(0).max(16),

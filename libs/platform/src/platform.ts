@@ -1,7 +1,7 @@
 import type { Kafka, Admin, Producer } from 'kafkajs';
 import type { Settings } from '@meridian/config';
 import { createKafka, createProducer, ensureTopics, pingKafka, replicationWarning, topicsFor, topicSpecs, WHY_KEPT, type Topics } from '@meridian/kafka';
-import { createClickHouse, ensureDatabase, migrate, pingClickHouse, replicationOf, serverCapabilities, type ClickHouseClient, type ClickHouseOptions } from '@meridian/clickhouse';
+import { createClickHouse, ensureDatabase, migrate, pingClickHouse, queryText, replicationOf, serverCapabilities, type ClickHouseClient, type ClickHouseOptions } from '@meridian/clickhouse';
 import { createStorage, ensureBucket, expireStaging, pingStorage, type Storage } from '@meridian/storage';
 import type { Logger } from '@meridian/observability';
 import { untilDone, type UntilDoneOptions } from './until-done.ts';
@@ -35,16 +35,17 @@ export function createPlatform(settings: Settings, logger: Logger, component: st
   const kafka = createKafka({ brokers: settings.KAFKA_BROKERS.split(','), clientId: `${settings.KAFKA_CLIENT_ID}-${component}`, logger });
   const admin = kafka.admin();
   const topics = topicsFor(settings.MERIDIAN_TOPIC_PREFIX);
+  const otherClickHouseUrls = settings.CLICKHOUSE_URLS.split(',').filter((url) => url !== '' && url !== settings.CLICKHOUSE_URL);
   const clickhouseOptions: ClickHouseOptions = {
     url: settings.CLICKHOUSE_URL,
     username: settings.CLICKHOUSE_USER,
     password: settings.CLICKHOUSE_PASSWORD,
     database: settings.CLICKHOUSE_DATABASE,
+    fallbackUrls: otherClickHouseUrls,
     logger,
   };
   const clickhouse = createClickHouse(clickhouseOptions);
   const replication = settings.CLICKHOUSE_CLUSTER === '' ? null : replicationOf(settings.CLICKHOUSE_REPLICA_PATH, settings.CLICKHOUSE_DATABASE);
-  const otherClickHouseUrls = settings.CLICKHOUSE_URLS.split(',').filter((url) => url !== '' && url !== settings.CLICKHOUSE_URL);
   const storage = createStorage({
     endpoint: settings.S3_ENDPOINT,
     accessKey: settings.S3_ACCESS_KEY,
@@ -72,7 +73,11 @@ export function createPlatform(settings: Settings, logger: Logger, component: st
     startRetry,
     probes: [
       { name: 'kafka', check: async () => { await connectAdmin(); await pingKafka(admin, timeout); } },
-      { name: 'clickhouse', check: () => pingClickHouse(clickhouse) },
+      // With replicas, up while any one answers: reads fail over to it (download/http.ts).
+      {
+        name: 'clickhouse',
+        check: () => (otherClickHouseUrls.length === 0 ? pingClickHouse(clickhouse) : queryText(clickhouseOptions, { sql: 'SELECT 1' }).then(() => undefined)),
+      },
       { name: 'minio', check: () => pingStorage(storage) },
     ],
     async producer() {
