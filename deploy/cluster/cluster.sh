@@ -231,7 +231,7 @@ status() {
   for p in "${ALL[@]}"; do
     if running "$p"; then
       pid=$(cat "$(pidfile "$p")")
-      # The process and its children (the api and ingest run under `env`... exec'd, so one pid).
+      # `env` execs node, so an app's pid is node's own.
       rss=$(ps -o rss= -p "$pid" | tr -d ' '); total=$((total + ${rss:-0}))
       if ready "$p"; then state=ready; else state=unhealthy; fi
       printf '%-10s %-10s pid %-8s rss %5d MB\n' "$p" "$state" "$pid" "$(( ${rss:-0} / 1024 ))"
