@@ -8,13 +8,16 @@ ifneq ($(strip $(NODE_BIN_DIR)),)
 export PATH := $(NODE_BIN_DIR):$(PATH)
 endif
 STACK := deploy/local/stack.sh
+CLUSTER := deploy/cluster/cluster.sh
 
-.PHONY: help run test deps typecheck lint stack-up stack-down stack-status stack-logs stack-reset test-unit test-deploy test-modern bench-ingest bench-download bench-replay bench-json-ack bench-history
+.PHONY: help run test deps typecheck lint stack-up stack-down stack-status stack-logs stack-reset test-unit test-deploy test-modern bench-ingest bench-download bench-replay bench-json-ack bench-history cluster-up cluster-down cluster-status test-cluster-seed
 
 help:
 	@echo "make run          start the local stack, api and ingest in the foreground (Ctrl-C stops them)"
 	@echo "make test         provision the stack and run unit, integration, e2e, hostile and fault tests"
 	@echo "make stack-up | stack-down | stack-status | stack-logs | stack-reset"
+	@echo "make cluster-up | cluster-down | cluster-status   the cluster topology on one machine (deploy/cluster/cluster.sh)"
+	@echo "make test-cluster-seed   the seed's acceptance (uploads, downloads, files, tasks) against the cluster's services"
 	@echo "make test-unit    only the pure unit tests (no services)"
 	@echo "make test-deploy  the Helm chart rendered and validated against the Kubernetes schemas (no services)"
 	@echo "make test-modern  the ClickHouse adapter's tests against ClickHouse 26.9 (chDB, in-process, behind a test-only HTTP front)"
@@ -67,6 +70,22 @@ stack-logs:
 	@$(STACK) logs
 stack-reset:
 	@$(STACK) reset
+
+# The cluster topology (3 Kafka brokers, ZooKeeper + 2 ClickHouse replicas, 4 MinIO nodes, haproxy,
+# 2 api, 2 ingest). `deploy/cluster/cluster.sh up services` starts it without the apps (tests start their own).
+cluster-up: deps
+	@$(CLUSTER) up
+cluster-down:
+	@$(CLUSTER) down
+cluster-status:
+	@$(CLUSTER) status
+
+# The seed's acceptance against the cluster: the tests start their own api and ingest on the
+# cluster's services and settings (cluster.sh env). The cluster stays up: `make cluster-down`.
+test-cluster-seed: deps
+	@$(CLUSTER) up services
+	@eval "$$($(CLUSTER) env)" && npx vitest run --project e2e test/e2e/uploads.e2e.test.ts test/e2e/downloads.e2e.test.ts \
+	  test/e2e/files.e2e.test.ts test/e2e/catalog.e2e.test.ts test/e2e/contract.e2e.test.ts test/e2e/task-wait.e2e.test.ts
 
 # Benchmarks: figures and ratios against a baseline measured in the same run (not tests).
 bench-ingest: deps stack-up

@@ -117,6 +117,33 @@ install_victoria_metrics() {
   mv "$VICTORIA_METRICS_HOME.partial" "$VICTORIA_METRICS_HOME"
 }
 
+# The cluster topology (deploy/cluster): ZooKeeper's jars from Maven Central for the ClickHouse
+# replicas (own directory: Kafka's libs carry an older ZooKeeper), and Debian's haproxy in front
+# of the MinIO nodes and the api instances.
+install_zookeeper() {
+  [ -f "$ZOOKEEPER_HOME/.complete" ] && return 0
+  command -v java >/dev/null || apt_install openjdk-17-jre-headless
+  command -v mvn >/dev/null || apt_install maven
+  log "fetching ZooKeeper $ZOOKEEPER_VERSION jars from Maven Central into $ZOOKEEPER_HOME"
+  rm -rf "$ZOOKEEPER_HOME"
+  mvn -q -B -Dstyle.color=never -f "$REPO_ROOT/deploy/cluster/zookeeper/pom.xml" dependency:copy-dependencies \
+    -Dzookeeper.version="$ZOOKEEPER_VERSION" -DincludeScope=runtime -DoutputDirectory="$ZOOKEEPER_HOME/libs" \
+    -DexcludeClassifiers=linux-aarch_64,osx-x86_64,osx-aarch_64,windows-x86_64 \
+    >&2 || die "maven could not fetch the ZooKeeper jars"
+  touch "$ZOOKEEPER_HOME/.complete"
+}
+
+install_haproxy() {
+  command -v haproxy >/dev/null && return 0
+  apt_install haproxy
+}
+
+install_cluster() {
+  install_all
+  install_zookeeper
+  install_haproxy
+}
+
 install_test_tools() {
   install_chromium
   install_schemathesis
@@ -132,7 +159,7 @@ install_all() {
 
 case "${1:-all}" in
   all) with_cache_lock install_all ;;
-  kafka|clickhouse|minio|chromium|schemathesis|chdb|helm|kubernetes-validate|victoria-metrics) with_cache_lock "install_${1//-/_}" ;;
+  kafka|clickhouse|minio|chromium|schemathesis|chdb|helm|kubernetes-validate|victoria-metrics|zookeeper|haproxy|cluster) with_cache_lock "install_${1//-/_}" ;;
   test-tools) with_cache_lock install_test_tools ;;
-  *) die "usage: install.sh [all|kafka|clickhouse|minio|chromium|schemathesis|chdb|helm|kubernetes-validate|victoria-metrics|test-tools]" ;;
+  *) die "usage: install.sh [all|cluster|zookeeper|haproxy|kafka|clickhouse|minio|chromium|schemathesis|chdb|helm|kubernetes-validate|victoria-metrics|test-tools]" ;;
 esac

@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import type { TestProject } from 'vitest/node';
-import type { StackEndpoints } from './endpoints.ts';
+import { TOPOLOGY_SETTINGS, type StackEndpoints } from './endpoints.ts';
 
 const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
 type Teardown = () => Promise<void>;
@@ -27,6 +27,7 @@ export default async function setup(project: TestProject): Promise<Teardown> {
       S3_SECRET_KEY: env.S3_SECRET_KEY ?? 'meridian-local-secret',
       RUN_ID: runId,
       SOURCE: 'environment',
+      TOPOLOGY: Object.fromEntries(TOPOLOGY_SETTINGS.flatMap((name) => (env[name] ? [[name, env[name]]] : []))),
     });
     return async () => {};
   }

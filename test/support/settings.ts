@@ -21,6 +21,7 @@ export function isolatedSettings(overrides: Record<string, string> = {}): Settin
     CLICKHOUSE_DATABASE: `test_${scope}`,
     S3_BUCKET: `test-${scope}`,
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+    ...stack.TOPOLOGY,
     ...overrides,
   });
 }

@@ -72,6 +72,24 @@ export function deduplicatedInsertSettings(caps: Capabilities, token: string): R
   return { insert_deduplicate: 1, insert_deduplication_token: token, deduplicate_blocks_in_dependent_materialized_views: 1 };
 }
 
+/**
+ * Settings for a projector insert on a cluster: acknowledged only once `quorum` replicas hold the
+ * block (insert_quorum, known since 18.16), so a replica answering reads after the writer died has
+ * every acknowledged block. Nothing for 0 or 1 (one server).
+ */
+export function quorumInsertSettings(quorum: number, timeoutMs: number): Record<string, number> {
+  return quorum >= 2 ? { insert_quorum: quorum, insert_quorum_timeout: timeoutMs } : {};
+}
+
+/**
+ * Settings for reading the projector's positions under an insert quorum: a block whose quorum is
+ * still pending (or failed) is not seen, so the positions never run ahead of what every replica
+ * holds (select_sequential_consistency; the server refuses it on a replica behind the quorum).
+ */
+export function quorumReadSettings(quorum: number): Record<string, number> {
+  return quorum >= 2 ? { select_sequential_consistency: 1 } : {};
+}
+
 const detected = new WeakMap<ClickHouseClient, Promise<Capabilities>>();
 
 /**

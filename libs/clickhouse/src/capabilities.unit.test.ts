@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { capabilities, deduplicatedInsertSettings, parseVersion, synchronousInsertSettings } from './capabilities.ts';
+import { capabilities, deduplicatedInsertSettings, parseVersion, quorumInsertSettings, quorumReadSettings, synchronousInsertSettings } from './capabilities.ts';
 
 describe('server capabilities by version', () => {
   it('18.16 (our local server, Ordinary database): no EXCHANGE, no async_insert, no deduplication token', () => {
@@ -44,5 +44,16 @@ describe('server capabilities by version', () => {
 
   it('refuses what is not a version', () => {
     expect(() => capabilities('latest', 'Atomic')).toThrow(/not a ClickHouse version/);
+  });
+});
+
+describe('insert quorum on a cluster', () => {
+  it('a quorum of 2 or more asks every insert to wait for it and reads positions with sequential consistency; 0 and 1 ask nothing', () => {
+    expect(quorumInsertSettings(2, 600_000)).toEqual({ insert_quorum: 2, insert_quorum_timeout: 600_000 });
+    expect(quorumReadSettings(2)).toEqual({ select_sequential_consistency: 1 });
+    for (const q of [0, 1]) {
+      expect(quorumInsertSettings(q, 600_000)).toEqual({});
+      expect(quorumReadSettings(q)).toEqual({});
+    }
   });
 });

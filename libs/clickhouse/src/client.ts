@@ -8,6 +8,11 @@ export type ClickHouseOptions = {
   readonly username: string;
   readonly password: string;
   readonly database: string;
+  /**
+   * The other servers of a cluster (CLICKHOUSE_URLS), tried in order by the read path
+   * (download/http.ts) when `url` cannot be reached; writes and migrations use `url` alone.
+   */
+  readonly fallbackUrls?: readonly string[];
   /** Where the client's own log lines go; silent when absent. */
   readonly logger?: Logger;
 };

@@ -1,6 +1,6 @@
 export { createClickHouse, ensureDatabase, pingClickHouse, quoteIdentifier, type ClickHouseClient, type ClickHouseOptions } from './client.ts';
-export { capabilities, deduplicatedInsertSettings, parseVersion, serverCapabilities, synchronousInsertSettings, type Capabilities } from './capabilities.ts';
-export { migrate, readMigrations, statementsFor, MIGRATIONS_DIR, type Migration } from './migrate.ts';
+export { capabilities, deduplicatedInsertSettings, parseVersion, quorumInsertSettings, quorumReadSettings, serverCapabilities, synchronousInsertSettings, type Capabilities } from './capabilities.ts';
+export { migrate, readMigrations, statementsFor, replicated, replicationOf, MIGRATIONS_DIR, type Migration, type Replication } from './migrate.ts';
 export {
   cancelDownload,
   decodeCursor,
@@ -19,3 +19,4 @@ export {
 } from './download/index.ts';
 export { listCatalog, catalogEntries, type CatalogEntry } from './catalog.ts';
 export { clickhouseTaskReadModel, clickhouseTaskReadModelWriter, LIVE_TASK_TABLES, type TaskTables } from './tasks/read-model.ts';
+export { queryText } from './download/http.ts';

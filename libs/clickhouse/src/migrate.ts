@@ -28,9 +28,37 @@ export function readMigrations(dir: string = MIGRATIONS_DIR): Migration[] {
  * migration setting one (`ALTER TABLE t MODIFY SETTING name = ...`) runs only there, as an
  * older server would refuse the name.
  */
-const TABLE_SETTINGS_NEEDING: Readonly<Record<string, (caps: MigrationCapabilities) => boolean>> = {
-  non_replicated_deduplication_window: (caps) => caps.deduplicatedInserts,
+const TABLE_SETTINGS_NEEDING: Readonly<Record<string, (caps: MigrationCapabilities, replication: Replication | null) => boolean>> = {
+  // Replicated tables keep insert tokens of their own (replicated_deduplication_window).
+  non_replicated_deduplication_window: (caps, replication) => caps.deduplicatedInserts && replication === null,
 };
+
+/**
+ * Where a cluster's replicated tables keep their state: ZooKeeper path `<path>/<table>` (path
+ * already holds the database; `{shard}` and `{replica}` are each server's macros).
+ */
+export type Replication = { readonly path: string };
+
+/** The replication of a database's tables: CLICKHOUSE_REPLICA_PATH/<database>. */
+export function replicationOf(replicaPath: string, database: string): Replication {
+  if (!/^\/[A-Za-z0-9_{}./-]*$/.test(replicaPath) || !/^[A-Za-z_][A-Za-z0-9_]*$/.test(database)) {
+    throw new Error(`not a replica path and database: ${replicaPath} ${database}`);
+  }
+  return { path: `${replicaPath}/${database}` };
+}
+
+/**
+ * A CREATE statement's MergeTree-family engine made replicated: `ENGINE = XMergeTree(args)`
+ * becomes `ENGINE = ReplicatedXMergeTree('<path>/<table>', '{replica}', args)`, for every
+ * member of the family (MergeTree, AggregatingMergeTree, ReplacingMergeTree(version), ...), so
+ * a migration is written once, for one server. Other statements are kept as they are.
+ */
+export function replicated(statement: string, replication: Replication): string {
+  const table = /^CREATE (?:TABLE|MATERIALIZED VIEW) IF NOT EXISTS (\w+)/.exec(statement)?.[1];
+  if (table === undefined) return statement;
+  return statement.replace(/\bENGINE\s*=\s*(?!Replicated)(\w*MergeTree)\(([^)]*)\)/, (_, engine: string, args: string) =>
+    `ENGINE = Replicated${engine}('${replication.path}/${table}', '{replica}'${args.trim() === '' ? '' : `, ${args.trim()}`})`);
+}
 
 type MigrationCapabilities = Pick<Capabilities, 'atomicDatabase' | 'deduplicatedInserts'>;
 
@@ -45,11 +73,17 @@ type MigrationCapabilities = Pick<Capabilities, 'atomicDatabase' | 'deduplicated
  * writing TO it: readers keep reading `<name>`, and the swap exchanges it like any table.
  *
  * A table setting the server does not know (TABLE_SETTINGS_NEEDING) is left out: no statement.
+ *
+ * On a cluster (`replication`), every table's engine becomes its replicated form (replicated()).
  */
-export function statementsFor(statement: string, caps: MigrationCapabilities): string[] {
+export function statementsFor(statement: string, caps: MigrationCapabilities, replication: Replication | null = null): string[] {
+  return forServer(statement, caps, replication).map((s) => (replication === null ? s : replicated(s, replication)));
+}
+
+function forServer(statement: string, caps: MigrationCapabilities, replication: Replication | null): string[] {
   const setting = /^ALTER TABLE \S+ MODIFY SETTING (\w+)\s*=/.exec(statement)?.[1];
   const needs = setting === undefined ? undefined : TABLE_SETTINGS_NEEDING[setting];
-  if (needs && !needs(caps)) return [];
+  if (needs && !needs(caps, replication)) return [];
   const view = /^CREATE MATERIALIZED VIEW IF NOT EXISTS (\w+)\s+(ENGINE[\s\S]*?)\s+AS\s+(SELECT[\s\S]*\bGROUP BY\b[\s\S]*)$/.exec(statement);
   if (!caps.atomicDatabase || !view) return [statement];
   const [, name, engine, select] = view as unknown as [string, string, string, string];
@@ -63,8 +97,14 @@ export function statementsFor(statement: string, caps: MigrationCapabilities): s
 /**
  * Applies every migration not yet recorded, in order, and records it. Statements are
  * idempotent (IF NOT EXISTS), so two processes migrating at once at start are harmless.
+ * On a cluster it runs on each server (CREATE of a replicated table is per server), which keeps
+ * its own record: schema_migrations stays an unreplicated table.
  */
-export async function migrate(client: ClickHouseClient, migrations: readonly Migration[] = readMigrations()): Promise<number[]> {
+export async function migrate(
+  client: ClickHouseClient,
+  migrations: readonly Migration[] = readMigrations(),
+  replication: Replication | null = null,
+): Promise<number[]> {
   await client.command({
     query: `CREATE TABLE IF NOT EXISTS schema_migrations (version UInt32, name String, applied_at DateTime)
             ENGINE = MergeTree() ORDER BY version`,
@@ -75,7 +115,7 @@ export async function migrate(client: ClickHouseClient, migrations: readonly Mig
   const pending = migrations.filter((m) => !applied.has(m.version));
   const caps = pending.length > 0 ? await serverCapabilities(client) : null;
   for (const m of pending) {
-    for (const statement of m.statements.flatMap((s) => statementsFor(s, caps!))) {
+    for (const statement of m.statements.flatMap((s) => statementsFor(s, caps!, replication))) {
       // Said with the migration's name: the server's message alone does not say which one stopped the start.
       await client.command({ query: statement }).catch((error: unknown) => {
         throw new Error(`migration ${String(m.version).padStart(3, '0')}_${m.name} failed: ${error instanceof Error ? error.message : String(error)}`, { cause: error });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { capabilities } from './capabilities.ts';
-import { readMigrations, statementsFor } from './migrate.ts';
+import { readMigrations, replicated, replicationOf, statementsFor } from './migrate.ts';
 
 const all = () => readMigrations().flatMap((m) => m.statements);
 const catalogView = () => all().find((s) => s.startsWith('CREATE MATERIALIZED VIEW IF NOT EXISTS metric_catalog'))!;
@@ -37,5 +37,45 @@ describe('migration statements per server and kind of database', () => {
   it('other statements are the same on an Atomic database', () => {
     const points = readMigrations()[0]!.statements[0]!;
     expect(statementsFor(points, ch26)).toEqual([points]);
+  });
+});
+
+describe('migration statements on a cluster (replicated tables)', () => {
+  const cluster = replicationOf('/clickhouse/tables/{shard}', 'meridian');
+  const points = () => readMigrations()[0]!.statements[0]!;
+
+  it('points becomes a ReplicatedMergeTree on a path of its own database and table, its columns and keys kept', () => {
+    const [s, ...rest] = statementsFor(points(), ch18, cluster);
+    expect(rest).toEqual([]);
+    expect(s).toBe(points().replace('ENGINE = MergeTree()', "ENGINE = ReplicatedMergeTree('/clickhouse/tables/{shard}/meridian/points', '{replica}')"));
+  });
+
+  it('the catalog view (18.16) and its explicit table (Atomic) become ReplicatedAggregatingMergeTree; the feeding view has no engine', () => {
+    expect(statementsFor(catalogView(), ch18, cluster)[0]).toMatch(
+      /^CREATE MATERIALIZED VIEW IF NOT EXISTS metric_catalog\s+ENGINE = ReplicatedAggregatingMergeTree\('\/clickhouse\/tables\/\{shard\}\/meridian\/metric_catalog', '\{replica\}'\)\s+ORDER BY metric_name/,
+    );
+    const [table, view] = statementsFor(catalogView(), ch26, cluster);
+    expect(table).toMatch(/^CREATE TABLE IF NOT EXISTS metric_catalog ENGINE = ReplicatedAggregatingMergeTree\('\/clickhouse\/tables\/\{shard\}\/meridian\/metric_catalog', '\{replica\}'\)/);
+    expect(view).toBe(statementsFor(catalogView(), ch26)[1]);
+  });
+
+  it('engine arguments follow the replication ones (ReplacingMergeTree(version), as a tasks table would have)', () => {
+    const tasks = 'CREATE TABLE IF NOT EXISTS tasks (id String, v UInt64) ENGINE = ReplacingMergeTree(v) ORDER BY id';
+    expect(replicated(tasks, cluster)).toBe(
+      "CREATE TABLE IF NOT EXISTS tasks (id String, v UInt64) ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/meridian/tasks', '{replica}', v) ORDER BY id",
+    );
+  });
+
+  it('an engine already replicated, a statement that creates nothing, and the non-replicated deduplication window are left alone or out', () => {
+    const done = "CREATE TABLE IF NOT EXISTS t (x UInt8) ENGINE = ReplicatedMergeTree('/p/t', '{replica}') ORDER BY x";
+    expect(replicated(done, cluster)).toBe(done);
+    expect(replicated('ALTER TABLE points ADD COLUMN y UInt8', cluster)).toBe('ALTER TABLE points ADD COLUMN y UInt8');
+    // Replicated tables keep block tokens of their own (replicated_deduplication_window).
+    for (const s of windowSettings()) expect(statementsFor(s, ch26, cluster)).toEqual([]);
+  });
+
+  it('a path or database that could break out of the quoted path is refused', () => {
+    expect(() => replicationOf("/clickhouse/'x", 'meridian')).toThrow(/not a replica path/);
+    expect(() => replicationOf('/clickhouse/tables', "m'")).toThrow(/not a replica path/);
   });
 });

@@ -103,7 +103,13 @@ export class TopicFollower<E extends EventLike> {
   private async follow(): Promise<void> {
     const { admin, topic, codec, logger } = this.options;
     // The end of the log at start: once applied up to here, the fold is as current as the log was.
-    const ends = await admin.fetchTopicOffsets(topic);
+    const ends = await admin.fetchTopicOffsets(topic).catch((error: unknown) => {
+      // A topic another process created a moment ago may be known to this broker without its
+      // partitions yet (a cluster of several brokers): kafkajs then fails with a TypeError of its
+      // own. It passes once the metadata has propagated, so it is said as a retriable failure.
+      if (!(error instanceof TypeError)) throw error;
+      throw Object.assign(new Error(`the partitions of ${topic} are not known yet`, { cause: error }), { retriable: true });
+    });
     this.targets = new Map(ends.map((p) => [p.partition, Number(p.high) - 1]));
     await this.consumer.connect();
     await this.consumer.subscribe({ topic, fromBeginning: true });

@@ -1,7 +1,7 @@
 import type { Kafka, Admin, Producer } from 'kafkajs';
 import type { Settings } from '@meridian/config';
 import { createKafka, createProducer, ensureTopics, pingKafka, replicationWarning, topicsFor, topicSpecs, WHY_KEPT, type Topics } from '@meridian/kafka';
-import { createClickHouse, ensureDatabase, migrate, pingClickHouse, serverCapabilities, type ClickHouseClient, type ClickHouseOptions } from '@meridian/clickhouse';
+import { createClickHouse, ensureDatabase, migrate, pingClickHouse, queryText, replicationOf, serverCapabilities, type ClickHouseClient, type ClickHouseOptions } from '@meridian/clickhouse';
 import { createStorage, ensureBucket, expireStaging, pingStorage, type Storage } from '@meridian/storage';
 import type { Logger } from '@meridian/observability';
 import { untilDone, type UntilDoneOptions } from './until-done.ts';
@@ -35,14 +35,17 @@ export function createPlatform(settings: Settings, logger: Logger, component: st
   const kafka = createKafka({ brokers: settings.KAFKA_BROKERS.split(','), clientId: `${settings.KAFKA_CLIENT_ID}-${component}`, logger });
   const admin = kafka.admin();
   const topics = topicsFor(settings.MERIDIAN_TOPIC_PREFIX);
+  const otherClickHouseUrls = settings.CLICKHOUSE_URLS.split(',').filter((url) => url !== '' && url !== settings.CLICKHOUSE_URL);
   const clickhouseOptions: ClickHouseOptions = {
     url: settings.CLICKHOUSE_URL,
     username: settings.CLICKHOUSE_USER,
     password: settings.CLICKHOUSE_PASSWORD,
     database: settings.CLICKHOUSE_DATABASE,
+    fallbackUrls: otherClickHouseUrls,
     logger,
   };
   const clickhouse = createClickHouse(clickhouseOptions);
+  const replication = settings.CLICKHOUSE_CLUSTER === '' ? null : replicationOf(settings.CLICKHOUSE_REPLICA_PATH, settings.CLICKHOUSE_DATABASE);
   const storage = createStorage({
     endpoint: settings.S3_ENDPOINT,
     accessKey: settings.S3_ACCESS_KEY,
@@ -70,7 +73,11 @@ export function createPlatform(settings: Settings, logger: Logger, component: st
     startRetry,
     probes: [
       { name: 'kafka', check: async () => { await connectAdmin(); await pingKafka(admin, timeout); } },
-      { name: 'clickhouse', check: () => pingClickHouse(clickhouse) },
+      // With replicas, up while any one answers: reads fail over to it (download/http.ts).
+      {
+        name: 'clickhouse',
+        check: () => (otherClickHouseUrls.length === 0 ? pingClickHouse(clickhouse) : queryText(clickhouseOptions, { sql: 'SELECT 1' }).then(() => undefined)),
+      },
       { name: 'minio', check: () => pingStorage(storage) },
     ],
     async producer() {
@@ -101,8 +108,20 @@ export function createPlatform(settings: Settings, logger: Logger, component: st
       // The server's version decides what the adapter sends (libs/clickhouse/src/capabilities.ts).
       const { version, databaseEngine, ...caps } = await serverCapabilities(clickhouse);
       logger.info({ version, databaseEngine, ...caps }, 'clickhouse server');
-      const applied = await migrate(clickhouse);
+      const applied = await migrate(clickhouse, undefined, replication);
       if (applied.length > 0) logger.info({ migrations: applied }, 'clickhouse migrations applied');
+      // A replicated table is created per server: every other server of the cluster migrates too.
+      for (const url of otherClickHouseUrls) {
+        const options = { ...clickhouseOptions, url };
+        await ensureDatabase(options);
+        const server = createClickHouse(options);
+        try {
+          const done = await migrate(server, undefined, replication);
+          if (done.length > 0) logger.info({ url, migrations: done }, 'clickhouse migrations applied');
+        } finally {
+          await server.close();
+        }
+      }
       await ensureBucket(storage, settings.S3_REGION);
       // A store that refuses lifecycle rules (a least-privilege key) still works: staged leftovers then stay.
       await expireStaging(storage, settings.MERIDIAN_STAGING_EXPIRY_DAYS).catch((err: unknown) => logger.warn({ err }, 'staging expiry rule not set'));

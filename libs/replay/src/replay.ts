@@ -19,7 +19,7 @@ import {
 } from './generations.ts';
 import type { RebuildProgress } from './progress.ts';
 import { rebuildRange, type RebuildStats } from './rebuild.ts';
-import { swapIn, type SwapResult } from './swap.ts';
+import { refuseReplicated, swapIn, type SwapResult } from './swap.ts';
 import { verifyTables, type Verification } from './verify.ts';
 
 export type SwapMode = 'never' | 'always' | 'if-verified';
@@ -97,8 +97,9 @@ export async function rebuildPoints(platform: Platform, options: RebuildPointsOp
     }
   }
 
-  await ensureRegistry(clickhouse);
   const tables = await tableEngines(clickhouse);
+  refuseReplicated(tables.get(LIVE_POINTS));
+  await ensureRegistry(clickhouse);
   const liveExists = tables.get(LIVE_POINTS) === 'MergeTree';
   if (options.from && !liveExists) throw new Error('--from copies the rows before it from the live table, and there is none: rebuild from the beginning');
   const g = await nextGeneration(clickhouse);

@@ -8,6 +8,7 @@ import { decodeExportCursor, encodeExportCursor, EXPORT_TOPICS, pageRanges, reso
 import { catalogDefinition, createGenerationSql, foldRegistry, forgetInsertTokensSql, liveGeneration, parseGeneration, pointsTableDdl, type RegistryRow } from './generations.ts';
 import { etaMs, formatProgress } from './progress.ts';
 import { compareSums, perMetricSql, rangeCondition } from './verify.ts';
+import { refuseReplicated } from './swap.ts';
 
 describe('--from / --to bounds', () => {
   it('reads dates (whole UTC days), date-times, one offset and offsets per partition', () => {
@@ -173,5 +174,14 @@ describe('the export', () => {
     for (const bad of ['', 'x!', Buffer.from('[1,"nope",0,0]').toString('base64url'), Buffer.from('[2,"files",0,0]').toString('base64url'), Buffer.from('[1,"files",-1,0]').toString('base64url')]) {
       expect(decodeExportCursor(bad), bad).toBeNull();
     }
+  });
+});
+
+describe('replay on a cluster', () => {
+  it('refuses a replicated live table, naming why and what to do instead; a plain or missing one passes', () => {
+    for (const engine of ['ReplicatedMergeTree', 'ReplicatedAggregatingMergeTree']) {
+      expect(() => refuseReplicated(engine)).toThrow(new RegExp(`points is a ${engine} \\(CLICKHOUSE_CLUSTER\\): replay and swap do not run on replicated tables yet; rebuild into another database with --database`));
+    }
+    for (const engine of ['MergeTree', 'Merge', undefined]) expect(() => refuseReplicated(engine)).not.toThrow();
   });
 });

@@ -105,6 +105,7 @@ export async function swapIn(input: SwapInput): Promise<SwapResult> {
   }
   if (tables.has(catalogTable(m))) throw new Error(`${catalogTable(m)} exists already: drop generation ${m} first`);
   const live = tables.get(LIVE_POINTS);
+  refuseReplicated(live);
   if (live !== undefined && live !== 'MergeTree' && live !== 'Merge') throw new Error(`${LIVE_POINTS} is a ${live}, not a table this swap knows`);
   const alreadyFrozen = live === 'Merge';
   if (live === 'MergeTree' && tables.has(pointsTable(m))) throw new Error(`${pointsTable(m)} exists already: drop generation ${m} first`);
@@ -235,6 +236,17 @@ export async function unfreeze(client: ClickHouseClient, live: number, standInGe
   await client.command({ query: `DROP TABLE IF EXISTS ${q(standIn)}` });
   for (const [name, engine] of tables) if (/^points_frozen_g\d+$/.test(name) && engine === 'Merge') await client.command({ query: `DROP TABLE IF EXISTS ${q(name)}` });
   return true;
+}
+
+/**
+ * Replay builds a generation as a copy of the live table and swaps it in by RENAME. On a cluster
+ * (Replicated*MergeTree) a copy would share the live table's ZooKeeper path and a RENAME keeps it,
+ * and each replica would have to be swapped on its own: not built, so it is refused up front.
+ */
+export function refuseReplicated(liveEngine: string | undefined): void {
+  if (liveEngine?.startsWith('Replicated')) {
+    throw new Error(`${LIVE_POINTS} is a ${liveEngine} (CLICKHOUSE_CLUSTER): replay and swap do not run on replicated tables yet; rebuild into another database with --database`);
+  }
 }
 
 function checkDatabase(name: string): string {

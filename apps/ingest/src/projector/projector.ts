@@ -40,7 +40,10 @@ export async function startProjector(platform: Platform): Promise<RunningProject
   const { kafka, topics, settings } = platform;
   const logger = platform.logger.child({ component: 'projector' });
   const groupId = `${settings.MERIDIAN_TOPIC_PREFIX}ingest-projector`;
-  const sink = createPointsSink(platform.clickhouse);
+  const sink = createPointsSink(platform.clickhouse, 'points', {
+    replicas: platform.settings.CLICKHOUSE_INSERT_QUORUM,
+    timeoutMs: platform.settings.CLICKHOUSE_INSERT_QUORUM_TIMEOUT_MS,
+  });
   const pointsCodec = createEventCodec<PointsFact>();
   const taskCodec = createEventCodec<TaskEvent>();
   const producer = await platform.producer();

@@ -9,7 +9,7 @@ import { externalTableParams, multipartBody, type ExternalTable } from './extern
  * external data. The response body is handed over as the socket delivers it: never buffered.
  */
 
-export type ConnOptions = Pick<ClickHouseOptions, 'url' | 'username' | 'password' | 'database'>;
+export type ConnOptions = Pick<ClickHouseOptions, 'url' | 'username' | 'password' | 'database' | 'fallbackUrls'>;
 
 export type QueryRequest = {
   readonly sql: string;
@@ -38,9 +38,33 @@ const MAX_ERROR_BYTES = 16_384;
  */
 const agents = { 'http:': new http.Agent({ keepAlive: false }), 'https:': new https.Agent({ keepAlive: false }) };
 
+/** Errors that say the server was never reached: the query did not start there, so another replica may run it. */
+const UNREACHABLE = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
+
+/**
+ * Starts the query on `conn.url`, or, when that server cannot be reached, on the first of
+ * `conn.fallbackUrls` that can (the replicas of a cluster hold the same rows). Only a server never
+ * reached is passed over, so a query runs on one server at most, and a KILL QUERY sent the same
+ * way lands where the query runs (unless the first server came back in between; the abort of
+ * the socket still stops it there).
+ */
 export function startQuery(conn: ConnOptions, q: QueryRequest): StartedQuery {
+  const [first, ...rest] = [conn.url, ...(conn.fallbackUrls ?? [])];
+  let current = startQueryAt(first, conn, q);
+  const response = rest.reduce<Promise<IncomingMessage>>(
+    (answered, url) => answered.catch((error: unknown) => {
+      if (!UNREACHABLE.has(String((error as NodeJS.ErrnoException).code)) || q.signal?.aborted) throw error;
+      current = startQueryAt(url, conn, q);
+      return current.response;
+    }),
+    current.response,
+  );
+  return { response, abort: () => current.abort() };
+}
+
+function startQueryAt(at: string, conn: ConnOptions, q: QueryRequest): StartedQuery {
   const tables = q.tables ?? [];
-  const url = new URL(conn.url);
+  const url = new URL(at);
   const params = new URLSearchParams([
     ['query', q.sql],
     ['database', conn.database],

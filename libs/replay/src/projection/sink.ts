@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
-import { deduplicatedInsertSettings, serverCapabilities, synchronousInsertSettings, type ClickHouseClient } from '@meridian/clickhouse';
+import { deduplicatedInsertSettings, quorumInsertSettings, quorumReadSettings, serverCapabilities, synchronousInsertSettings, type ClickHouseClient } from '@meridian/clickhouse';
 import { encodePointsBlock, insertPointsSql, insertToken, type Segment } from './rows.ts';
 
 /**
@@ -25,14 +25,20 @@ export type PointsSink = {
 /** Every projector insert is named `points-insert:<table>:<uuid>`, so inserts still running can be found. */
 const INSERT_ID = /^points-insert:[A-Za-z_][A-Za-z0-9_]*:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
+/**
+ * On a cluster, the replicas that must hold an insert before it counts (CLICKHOUSE_INSERT_QUORUM;
+ * 0: one server) and how long it waits for them.
+ */
+export type SinkQuorum = { readonly replicas: number; readonly timeoutMs: number };
+
 /** `table` is `points` for the live projector, a generation table (points_g<N>) for a rebuild. */
-export function createPointsSink(client: ClickHouseClient, table = 'points'): PointsSink {
+export function createPointsSink(client: ClickHouseClient, table = 'points', quorum: SinkQuorum = { replicas: 0, timeoutMs: 0 }): PointsSink {
   const insertSql = insertPointsSql(table);
   let unsettled: string | null = null;
   const idPrefix = `points-insert:${table}:`;
 
-  async function rows<T>(query: string): Promise<T[]> {
-    return (await client.query({ query, format: 'JSONEachRow' })).json<T>();
+  async function rows<T>(query: string, settings: Record<string, number> = {}): Promise<T[]> {
+    return (await client.query({ query, format: 'JSONEachRow', clickhouse_settings: settings })).json<T>();
   }
 
   /** Waits until none of the given inserts is running any more (their outcome is then final). */
@@ -63,6 +69,9 @@ export function createPointsSink(client: ClickHouseClient, table = 'points'): Po
       await awaitGone(underWay.map((r) => r.id), 300_000);
       const found = await rows<{ p: number; o: string }>(
         `SELECT kafka_partition AS p, toString(max(kafka_offset)) AS o FROM ${table} WHERE kafka_partition IN (${list.join(', ')}) GROUP BY kafka_partition`,
+        // Under a quorum, a block not yet on every replica is not counted as stored: its retry,
+        // the same block, is then dropped by the replicas' block deduplication if it did land.
+        quorumReadSettings(quorum.replicas),
       );
       for (const { p, o } of found) result.set(Number(p), Number(o));
       return result;
@@ -74,7 +83,12 @@ export function createPointsSink(client: ClickHouseClient, table = 'points'): Po
       const caps = await serverCapabilities(client);
       // One INSERT is one block stored whole only when the server does not buffer it (async_insert);
       // where the table keeps insert tokens, a retry of a block stored after all is dropped.
-      const settings = { ...synchronousInsertSettings(caps), ...deduplicatedInsertSettings(caps, insertToken(table, segments)) };
+      // On a cluster, acknowledged means on every replica of the quorum.
+      const settings = {
+        ...synchronousInsertSettings(caps),
+        ...deduplicatedInsertSettings(caps, insertToken(table, segments)),
+        ...quorumInsertSettings(quorum.replicas, quorum.timeoutMs),
+      };
       unsettled = queryId;
       const result = await client.exec({ query: insertSql, query_id: queryId, values: Readable.from([body]), clickhouse_settings: settings });
       // The answer to an INSERT is empty; drain it so the socket goes back to the pool.

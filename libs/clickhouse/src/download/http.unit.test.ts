@@ -1,0 +1,47 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { queryText, type ConnOptions } from './http.ts';
+
+/** An in-process HTTP server standing in for one replica: answers `status` with its name, counts requests. */
+async function replica(name: string, status: number) {
+  let requests = 0;
+  const server = http.createServer((req, res) => {
+    requests++;
+    req.resume();
+    req.on('end', () => res.writeHead(status).end(name));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return { url, requests: () => requests, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
+}
+
+describe('read failover across the replicas of a cluster (CLICKHOUSE_URLS)', () => {
+  let down: string;
+  let up: Awaited<ReturnType<typeof replica>>;
+  let failing: Awaited<ReturnType<typeof replica>>;
+  const conn = (url: string, fallbackUrls: string[]): ConnOptions => ({ url, username: 'default', password: '', database: 'meridian', fallbackUrls });
+
+  beforeAll(async () => {
+    const gone = await replica('gone', 200);
+    down = gone.url;
+    await gone.close(); // a port nothing listens on any more: connection refused
+    up = await replica('ch2', 200);
+    failing = await replica('ch1', 500);
+  });
+  afterAll(async () => Promise.all([up.close(), failing.close()]));
+
+  it('a server that cannot be reached is passed over for the next one', async () => {
+    expect(await queryText(conn(down, [up.url]), { sql: 'SELECT 1' })).toBe('ch2');
+  });
+
+  it('without another server the refusal is the answer', async () => {
+    await expect(queryText(conn(down, []), { sql: 'SELECT 1' })).rejects.toMatchObject({ code: 'ECONNREFUSED' });
+  });
+
+  it('a server that answered (even with an error) ran the query: no second server is asked', async () => {
+    const before = up.requests();
+    await expect(queryText(conn(failing.url, [up.url]), { sql: 'SELECT 1' })).rejects.toThrow(/ClickHouse answered 500: ch1/);
+    expect(up.requests()).toBe(before);
+  });
+});
