@@ -9,7 +9,7 @@ import { isolatedSettings } from '../support/settings.ts';
 import { waitForTask } from '../support/tasks.ts';
 import { runOverdueTimers } from '../support/wait.ts';
 
-const settings = isolatedSettings({ MERIDIAN_MAX_JSON_BODY_BYTES: '3000000', MERIDIAN_MAX_UPLOAD_BYTES: '20000000', MERIDIAN_MAX_POINTS_PER_JSON_UPLOAD: '20000', MERIDIAN_INLINE_PAYLOAD_BYTES: '100000' });
+const settings = isolatedSettings({ MERIDIAN_MAX_JSON_BODY_BYTES: '3000000', MERIDIAN_MAX_UPLOAD_BYTES: '20000000', MERIDIAN_MAX_POINTS_PER_JSON_UPLOAD: '20000' });
 let api: RunningApi;
 let ingest: Awaited<ReturnType<typeof startWorker>>;
 let writer: string; // rw on up.*

@@ -337,12 +337,12 @@ export const settingDefinitions = {
   MERIDIAN_TASK_RETENTION_DAYS: {
     schema: z.coerce.number().positive(),
     default: '30',
-    doc: 'Days a finished task stays in the tasks read model after its last change; the ingest process then removes it (GET /api/v1/tasks/{id} answers 404). The log keeps every task: `meridian replay rebuild tasks` restores them.',
+    doc: 'Days a finished task stays in the tasks read model after its last change; the ingest process then removes it (GET /api/v1/tasks/{id} answers 404). The log keeps every task (meridian replay rebuild tasks rebuilds them beside the live tables; swapping that in is not built yet). An Idempotency-Key is honoured for as long as its task is kept.',
   },
   MERIDIAN_TASK_RETENTION_INTERVAL_MS: {
     schema: z.coerce.number().int().min(100),
     default: '3600000',
-    doc: 'How often the ingest process removes tasks past MERIDIAN_TASK_RETENTION_DAYS from the read model (one ALTER TABLE ... DELETE, a background mutation in ClickHouse).',
+    doc: 'How often the ingest process removes tasks past MERIDIAN_TASK_RETENTION_DAYS from the read model (when any is due: one ALTER TABLE ... DELETE per read-model table, background mutations in ClickHouse).',
   },
   MERIDIAN_TASK_RELEASE_INTERVAL_MS: {
     schema: z.coerce.number().int().min(50),

@@ -243,9 +243,9 @@ export async function unfreeze(client: ClickHouseClient, live: number, standInGe
  * (Replicated*MergeTree) a copy would share the live table's ZooKeeper path and a RENAME keeps it,
  * and each replica would have to be swapped on its own: not built, so it is refused up front.
  */
-export function refuseReplicated(liveEngine: string | undefined): void {
+export function refuseReplicated(liveEngine: string | undefined, table: string = LIVE_POINTS): void {
   if (liveEngine?.startsWith('Replicated')) {
-    throw new Error(`${LIVE_POINTS} is a ${liveEngine} (CLICKHOUSE_CLUSTER): replay and swap do not run on replicated tables yet; rebuild into another database with --database`);
+    throw new Error(`${table} is a ${liveEngine} (CLICKHOUSE_CLUSTER): replay and swap do not run on replicated tables yet; rebuild into another database with --database`);
   }
 }
 

@@ -42,7 +42,10 @@ export function taskIdFor(userName: string, idempotencyKey: string | null): stri
  * else under that key → 409, also when a concurrent request with the key reached the log first.
  */
 export async function submitUpload(deps: SubmitDeps, task_id: string, command: UploadCommand): Promise<'written' | 'repeated'> {
-  const known = await deps.find(task_id);
+  // Without a key the id is a fresh random UUID: nothing to look up, so accepting an upload needs
+  // only Kafka and storage, not the tasks read model.
+  const keyed = command.idempotency_key !== null;
+  const known = keyed ? await deps.find(task_id) : undefined;
   if (known) {
     assertSameUpload(known, command);
     return 'repeated';
@@ -59,7 +62,9 @@ export async function submitUpload(deps: SubmitDeps, task_id: string, command: U
   // caller remove the staged bytes); the task may read as 404 for a moment.
   await deps.applied(position).catch(() => undefined);
   // The fold keeps the first command of a task id: ours, or a concurrent one under the same key.
-  const kept = await deps.find(task_id);
+  // The command is accepted whatever this check meets: a read model that does not answer now must
+  // not turn an accepted upload into a 503 (a retry without a key would then run it twice).
+  const kept = keyed ? await deps.find(task_id).catch(() => undefined) : undefined;
   if (kept) assertSameUpload(kept, command);
   return 'written';
 }

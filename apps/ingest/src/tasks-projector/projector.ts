@@ -22,9 +22,12 @@ const DAY_MS = 86_400_000;
  *   tasks it changed are written as rows carrying the (partition, offset) of their last event;
  *   then the partition's position (the batch's last offset). Rows are idempotent: a task's row
  *   at a later offset wins (ReplacingMergeTree), and one written twice is the same row.
- * - On every assignment the position is read back from the read model and the projector resumes
- *   after it, whatever the committed Kafka offsets say; the fold's state is the read model's
- *   unfinished rows of those partitions (a row ahead of the position skips its re-read events).
+ * - On every assignment the position is read back from the read model; the consumer resumes from
+ *   its committed offsets, which are committed only after the batch's rows and position are
+ *   written (so never past the position), and events at or below the position are skipped. The
+ *   fold's state is the read model's unfinished rows of those partitions (a row ahead of the
+ *   position skips its re-read events). A read model restored to behind the committed offsets is
+ *   not caught up from the log: seeking to the position on assignment would do it (not built).
  * - A command for a task not in memory may repeat one that finished already: the read model is
  *   asked (one query per batch) and such a command is ignored, so it never reverts a finished row.
  * - Finished tasks older than MERIDIAN_TASK_RETENTION_DAYS are removed on a timer.

@@ -7,6 +7,8 @@ import { retry, RETRY_POLICIES } from '@meridian/retry';
 import { topicOffsets, type Offsets } from '../bounds.ts';
 import { readRanges } from '../log-reader.ts';
 import { projectTaskBatch, taskEventsAfter } from './project.ts';
+import { tableEngines } from '../generations.ts';
+import { refuseReplicated } from '../swap.ts';
 
 /** Where a rebuild of the tasks read model is written: beside the live tables, never over them. */
 export const REBUILT_TASK_TABLES: TaskTables = { tasks: 'tasks_rebuilt', byId: 'tasks_by_id_rebuilt', positions: 'tasks_positions_rebuilt' };
@@ -38,6 +40,8 @@ export async function rebuildTasks(platform: Platform, onProgress?: (events: num
   const started = performance.now();
   const { clickhouse, topics, settings } = platform;
   const t = REBUILT_TASK_TABLES;
+  // A copy of a replicated table would share its ZooKeeper path: a replica of the live tasks, not a rebuild.
+  refuseReplicated((await tableEngines(clickhouse)).get(LIVE_TASK_TABLES.tasks), LIVE_TASK_TABLES.tasks);
   for (const [name, live] of [[t.tasks, LIVE_TASK_TABLES.tasks], [t.byId, LIVE_TASK_TABLES.byId], [t.positions, LIVE_TASK_TABLES.positions]] as const) {
     await clickhouse.command({ query: `DROP TABLE IF EXISTS ${quoteIdentifier(name)}` });
     await clickhouse.command({ query: `CREATE TABLE ${quoteIdentifier(name)} AS ${quoteIdentifier(live)}` });
