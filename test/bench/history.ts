@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { appendFileSync, readFileSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { loadavg } from 'node:os';
 import { getHeapStatistics } from 'node:v8';
@@ -35,6 +35,8 @@ const REQUESTS = Number(process.env.BENCH_HISTORY_REQUESTS ?? 500);
 /** Requests before the measured ones, not counted: the first calls of a route compile its code. */
 const WARMUP = 20;
 const READY_CAP_MS = Number(process.env.BENCH_HISTORY_READY_CAP_MS ?? 120_000);
+/** A file to append every spawned process's output to (to see where a start spends its time); unset: none. */
+const TRACE = process.env.BENCH_HISTORY_TRACE;
 const READY_POLL_MS = 25;
 /** How long the warm-up may take to project the tasks and write the snapshots (a million tasks are three million events). */
 const WARM_CAP_MS = Number(process.env.BENCH_HISTORY_WARM_CAP_MS ?? 1_800_000);
@@ -57,7 +59,11 @@ function launch(app: 'api' | 'ingest', env: NodeJS.ProcessEnv): Launched {
   let tail = '';
   let partial = '';
   let exitReason: string | null = null;
-  const keep = (d: Buffer) => { tail = (tail + d.toString()).slice(-16_384); };
+  const keep = (d: Buffer) => {
+    tail = (tail + d.toString()).slice(-16_384);
+    if (TRACE) appendFileSync(TRACE, d);
+  };
+  if (TRACE) appendFileSync(TRACE, `--- ${app} pid ${child.pid} at ${new Date().toISOString()}\n`);
   child.stderr.on('data', keep);
   child.stdout.on('data', (d: Buffer) => {
     keep(d);
