@@ -222,7 +222,8 @@ async function notCurrent(platform: Platform): Promise<string | null> {
     const end = ends.reduce((sum, p) => sum + Number(p.high), 0);
     const newest = (await createSnapshotStore(platform.storage, topic).positions())[0];
     // A snapshot's position is the sum of its next offsets: at the end, short at most of one marker per partition.
-    if (newest === undefined || newest < end - ends.length) return `${topic}: newest snapshot ${newest ?? 'none'} of ${end}`;
+    // An empty log (no files written) has nothing to snapshot.
+    if (end > 0 && (newest === undefined || newest < end - ends.length)) return `${topic}: newest snapshot ${newest ?? 'none'} of ${end}`;
   }
   return null;
 }
