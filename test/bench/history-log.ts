@@ -46,6 +46,7 @@ export type WrittenHistory = {
 const BATCH_MESSAGES = 5000;
 const SENDS_IN_FLIGHT = 4;
 const DAY_MS = 86_400_000;
+const SPAN_DAYS = 29;
 const ACTOR = 'bench-history';
 
 export const userName = (i: number) => `bench-u${String(i).padStart(4, '0')}`;
@@ -141,8 +142,8 @@ export async function writeHistory(kafka: Kafka, admin: Admin, topics: Topics, c
   const producers = Array.from({ length: SENDS_IN_FLIGHT }, () => createProducer(kafka));
   await Promise.all(producers.map((p) => p.connect()));
   try {
-    const now = Date.now();
-    const from = now - 30 * DAY_MS;
+    // 29 days back: inside MERIDIAN_TASK_RETENTION_DAYS' default (30), so the read model keeps every task written.
+    const from = Date.now() - SPAN_DAYS * DAY_MS;
 
     // Users through the account decisions, folded as they go (a decision reads the state before it).
     const accountsCodec = createEventCodec<AccountEvent>();
@@ -168,14 +169,14 @@ export async function writeHistory(kafka: Kafka, admin: Admin, topics: Topics, c
       const sha256 = createHash('sha256').update(`bench-file-${f}`).digest();
       const defined = fileDefinedFrom({
         type: 'FileDefinitionRequested', task_id: randomUUID(), file_id: randomUUID(), user_name: userName(f % plan.fileOwners),
-        at: from + Math.floor((f * 30 * DAY_MS) / plan.files), file_name: `export-${f}.csv`, description: f % 3 === 0 ? 'daily export' : '',
+        at: from + Math.floor((f * SPAN_DAYS * DAY_MS) / plan.files), file_name: `export-${f}.csv`, description: f % 3 === 0 ? 'daily export' : '',
         content_type: 'text/csv', staged_object: `staging/files/${f}`, size: 1000 + ((f * 7919) % 10_000_000), sha256, enforce_schema: false,
       });
       await files.add(filesCodec, defined.file_id, [defined]);
     }
     await files.flush();
 
-    // Tasks, oldest first, over the last 30 days; a random sample of them kept for the lookups.
+    // Tasks, oldest first, over the span; a random sample of them kept for the lookups.
     const tasksCodec = createEventCodec<TaskEvent>();
     const tasks = new BatchedAppender(producers, topics.tasks);
     const sampleAt = new Set<number>();
@@ -185,7 +186,7 @@ export async function writeHistory(kafka: Kafka, admin: Admin, topics: Topics, c
       const user = Math.floor(Math.random() * plan.users);
       const task_id = randomUUID();
       if (sampleAt.has(i)) sampledTasks.push({ task_id, user });
-      await tasks.add(tasksCodec, task_id, finishedUpload(task_id, user, from + Math.floor((i * 30 * DAY_MS) / Math.max(plan.tasks, 1)), i));
+      await tasks.add(tasksCodec, task_id, finishedUpload(task_id, user, from + Math.floor((i * SPAN_DAYS * DAY_MS) / Math.max(plan.tasks, 1)), i));
     }
     await tasks.flush();
     const ms = performance.now() - started;

@@ -9,7 +9,16 @@ export const NOT_MEASURED = '—';
 
 export const COLUMNS = ['api_ready_ms', 'api_rss_mb', 'task_p99_ms', 'tasks_p99_ms', 'files_p99_ms', 'ingest_ready_ms', 'ingest_rss_mb'] as const;
 export type Column = (typeof COLUMNS)[number];
-export type HistoryRow = { readonly tasks: number; readonly figures: Readonly<Record<Column, Figure>> };
+/**
+ * Events each new process read at start before it served (per folded log: the tail after its
+ * snapshot or the read model's positions), as `fold count` pairs; shown beside the figures, no goal.
+ */
+export type ReadAtStart = Readonly<Record<string, number>>;
+export type HistoryRow = {
+  readonly tasks: number;
+  readonly figures: Readonly<Record<Column, Figure>>;
+  readonly readAtStart?: { readonly api?: ReadAtStart; readonly ingest?: ReadAtStart };
+};
 
 type Kind = 'ready' | 'rss' | 'lookup';
 const SHAPE: Record<Column, { header: string; kind: Kind }> = {
@@ -33,9 +42,17 @@ function show(kind: Kind, f: Figure): string {
   return `${f.toFixed(1)} ms`;
 }
 
+const showRead = (read: ReadAtStart | undefined): string =>
+  read === undefined || Object.keys(read).length === 0 ? NOT_MEASURED : Object.entries(read).map(([fold, n]) => `${fold} ${n.toLocaleString('en')}`).join(', ');
+
 export function historyTable(rows: readonly HistoryRow[]): string[] {
-  const headers = ['tasks', ...COLUMNS.map((c) => SHAPE[c].header)];
-  const cells = rows.map((r) => [r.tasks.toLocaleString('en'), ...COLUMNS.map((c) => show(SHAPE[c].kind, r.figures[c]))]);
+  const headers = ['tasks', ...COLUMNS.map((c) => SHAPE[c].header), 'api read at start', 'ingest read at start'];
+  const cells = rows.map((r) => [
+    r.tasks.toLocaleString('en'),
+    ...COLUMNS.map((c) => show(SHAPE[c].kind, r.figures[c])),
+    showRead(r.readAtStart?.api),
+    showRead(r.readAtStart?.ingest),
+  ]);
   const widths = headers.map((h, i) => Math.max(h.length, ...cells.map((row) => row[i]!.length)));
   const line = (row: string[]) => row.map((v, i) => v.padStart(widths[i]!)).join('  ');
   return [line(headers), line(widths.map((w) => '-'.repeat(w))), ...cells.map(line)];

@@ -1,22 +1,29 @@
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { appendFileSync, readFileSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
 import { loadavg } from 'node:os';
 import { getHeapStatistics } from 'node:v8';
+import { clickhouseTaskReadModel } from '@meridian/clickhouse';
 import type { Settings } from '@meridian/config';
 import { createLogger, silenceKnownWarnings } from '@meridian/observability';
 import { createPlatform, type Platform } from '@meridian/platform';
+import { createSnapshotStore } from '@meridian/storage';
 import { API_NODE_FLAGS } from '../../apps/api/src/node-flags.ts';
 import { benchApi, fmt, percentile, repoRoot, settingsEnv } from './common.ts';
 import { writeHistory, type WrittenHistory } from './history-log.ts';
-import { historyGoals, historyTable, NOT_MEASURED, type Figure, type HistoryRow } from './history-report.ts';
+import { historyGoals, historyTable, NOT_MEASURED, type Figure, type HistoryRow, type ReadAtStart } from './history-report.ts';
 
 /**
  * make bench-history: does a process get slower or bigger with the log's age? For each size N,
  * on a scope of its own, writes N finished upload tasks (1,000 users, 100k files) straight to
- * the log, then starts a new api process and a new ingest process on it and measures: time from
- * spawn to ready (api: /readyz 200; ingest: both its consumers joined their groups), RSS once
- * ready, and p99 of GET /tasks/{id}, GET /tasks and GET /files. It only writes the log and talks
- * HTTP and procfs, so it measures however the processes keep their state.
+ * the log. A running system keeps its derived state current (the tasks read model, the folds'
+ * snapshots), so the bench first brings it there: a warm-up ingest process runs until its tasks
+ * projector has covered the whole tasks topic and it has written snapshots of accounts and files
+ * up to the log's end, and stops. Then it measures a restart: a new api process and a new ingest
+ * process, each timed from spawn to ready (api: /readyz 200; ingest: its probe listener's
+ * /readyz 200), RSS once ready, the events each read at start, and p99 of GET /tasks/{id},
+ * GET /tasks and GET /files. It writes the log and talks HTTP and procfs; only the warm-up's
+ * stop condition reads the read model's positions and the snapshot objects.
  *   BENCH_HISTORY_SIZES=0,100000,1000000 BENCH_HISTORY_FILES=100000 make bench-history
  */
 const SIZES = (process.env.BENCH_HISTORY_SIZES ?? '0,100000,1000000').split(',').map(Number);
@@ -28,21 +35,35 @@ const REQUESTS = Number(process.env.BENCH_HISTORY_REQUESTS ?? 500);
 /** Requests before the measured ones, not counted: the first calls of a route compile its code. */
 const WARMUP = 20;
 const READY_CAP_MS = Number(process.env.BENCH_HISTORY_READY_CAP_MS ?? 120_000);
+/** A file to append every spawned process's output to (to see where a start spends its time); unset: none. */
+const TRACE = process.env.BENCH_HISTORY_TRACE;
 const READY_POLL_MS = 25;
+/** How long the warm-up may take to project the tasks and write the snapshots (a million tasks are three million events). */
+const WARM_CAP_MS = Number(process.env.BENCH_HISTORY_WARM_CAP_MS ?? 1_800_000);
+const WARM_POLL_MS = 1000;
 const MAX_FAILURES = 10;
 
 /** A spawned app: when it became ready (or why it did not), its RSS, and a stop. */
-type Launched = { readonly pid: number; readonly startedAt: number; exitReason(): string | null; logged(msg: string): number | undefined; stop(): Promise<void> };
+type Launched = { readonly pid: number; readonly startedAt: number; exitReason(): string | null; readAtStart(): ReadAtStart; stop(): Promise<void> };
 
-/** Spawns an app as every launcher does (api with API_NODE_FLAGS, no heap flag: the V8 default), keeping its log's messages and its last output. */
+/**
+ * Spawns an app as every launcher does (api with API_NODE_FLAGS, no heap flag: the V8 default),
+ * keeping its last output and, from its log, the events each fold read at start (the line a
+ * fold logs once caught up: its topic and events_read).
+ */
 function launch(app: 'api' | 'ingest', env: NodeJS.ProcessEnv): Launched {
   const startedAt = performance.now();
   const child = spawn(process.execPath, [...(app === 'api' ? API_NODE_FLAGS : []), `${repoRoot}apps/${app}/src/main.ts`], { cwd: repoRoot, env, stdio: ['ignore', 'pipe', 'pipe'] });
-  const firstLogged = new Map<string, number>();
+  const topicPrefix = env.MERIDIAN_TOPIC_PREFIX ?? '';
+  const readAtStart: Record<string, number> = {};
   let tail = '';
   let partial = '';
   let exitReason: string | null = null;
-  const keep = (d: Buffer) => { tail = (tail + d.toString()).slice(-16_384); };
+  const keep = (d: Buffer) => {
+    tail = (tail + d.toString()).slice(-16_384);
+    if (TRACE) appendFileSync(TRACE, d);
+  };
+  if (TRACE) appendFileSync(TRACE, `--- ${app} pid ${child.pid} at ${new Date().toISOString()}\n`);
   child.stderr.on('data', keep);
   child.stdout.on('data', (d: Buffer) => {
     keep(d);
@@ -50,8 +71,12 @@ function launch(app: 'api' | 'ingest', env: NodeJS.ProcessEnv): Launched {
     partial = lines.pop() ?? '';
     for (const line of lines) {
       try {
-        const msg = (JSON.parse(line) as { msg?: unknown }).msg;
-        if (typeof msg === 'string' && !firstLogged.has(msg)) firstLogged.set(msg, performance.now());
+        const { topic, events_read: read } = JSON.parse(line) as { topic?: unknown; events_read?: unknown };
+        if (typeof topic === 'string' && typeof read === 'number') {
+          const fold = topic.startsWith(topicPrefix) ? topic.slice(topicPrefix.length) : topic;
+          // A log folded by two parts of one process (each its own copy) counts the larger read.
+          readAtStart[fold] = Math.max(readAtStart[fold] ?? 0, read);
+        }
       } catch {
         /* not a log line */
       }
@@ -65,7 +90,7 @@ function launch(app: 'api' | 'ingest', env: NodeJS.ProcessEnv): Launched {
     pid: child.pid!,
     startedAt,
     exitReason: () => exitReason,
-    logged: (msg) => firstLogged.get(msg),
+    readAtStart: () => ({ ...readAtStart }),
     async stop() {
       if (exitReason !== null) return;
       child.kill('SIGTERM');
@@ -86,6 +111,25 @@ async function untilReady(proc: Launched, readyAt: () => Promise<number | undefi
     if (performance.now() - proc.startedAt > READY_CAP_MS) return `> ${READY_CAP_MS / 1000} s`;
     await new Promise((r) => setTimeout(r, READY_POLL_MS));
   }
+}
+
+/** A time once `url` answers 200 (a probe's /readyz), else undefined. */
+async function answers200(url: string): Promise<number | undefined> {
+  const res = await fetch(url, { signal: AbortSignal.timeout(1000) }).catch(() => null);
+  await res?.arrayBuffer();
+  return res?.status === 200 ? performance.now() : undefined;
+}
+
+/** A loopback port free right now, for a listener of a process about to start. */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
 }
 
 /** VmRSS once ready; for a process still not ready at the cap, what it held then (no figure, but it says how far it had grown). */
@@ -126,38 +170,81 @@ async function p99(requests: () => { url: string; key: string }): Promise<Figure
 
 const pick = <T>(xs: readonly T[]): T => xs[Math.floor(Math.random() * xs.length)]!;
 
+/** Per fold, meridian_fold_start_events_read from the api's admin /metrics. */
+async function apiReadAtStart(adminPort: number): Promise<ReadAtStart> {
+  const text = await fetch(`http://127.0.0.1:${adminPort}/metrics`, { signal: AbortSignal.timeout(5000) }).then((r) => r.text()).catch(() => '');
+  const read: Record<string, number> = {};
+  for (const m of text.matchAll(/^meridian_fold_start_events_read\{fold="([^"]+)"\} (\d+)$/gm)) read[m[1]!] = Number(m[2]);
+  return read;
+}
+
 async function measureApi(settings: Settings, base: string, history: WrittenHistory, fileOwners: number) {
-  const api = launch('api', settingsEnv(settings));
+  const adminPort = await freePort();
+  const api = launch('api', { ...settingsEnv(settings), MERIDIAN_ADMIN_PORT: String(adminPort) });
   try {
-    const ready = await untilReady(api, async () => {
-      const res = await fetch(`${base}/readyz`, { signal: AbortSignal.timeout(1000) }).catch(() => null);
-      await res?.arrayBuffer();
-      return res?.status === 200 ? performance.now() : undefined;
-    });
+    const ready = await untilReady(api, () => answers200(`${base}/readyz`));
     const rss = rssOf(api, ready);
-    if (typeof ready !== 'number') return { api_ready_ms: ready, api_rss_mb: rss, task_p99_ms: NOT_MEASURED, tasks_p99_ms: NOT_MEASURED, files_p99_ms: NOT_MEASURED };
+    if (typeof ready !== 'number') return { figures: { api_ready_ms: ready, api_rss_mb: rss, task_p99_ms: NOT_MEASURED, tasks_p99_ms: NOT_MEASURED, files_p99_ms: NOT_MEASURED }, read: {} };
+    const read = await apiReadAtStart(adminPort);
     const task = history.sampledTasks.length === 0 ? NOT_MEASURED : await p99(() => {
       const t = pick(history.sampledTasks);
       return { url: `${base}/api/v1/tasks/${t.task_id}`, key: history.keys[t.user]! };
     });
     const tasks = await p99(() => ({ url: `${base}/api/v1/tasks`, key: pick(history.keys) }));
     const files = fileOwners === 0 ? NOT_MEASURED : await p99(() => ({ url: `${base}/api/v1/files`, key: history.keys[Math.floor(Math.random() * fileOwners)]! }));
-    return { api_ready_ms: ready, api_rss_mb: rss, task_p99_ms: task, tasks_p99_ms: tasks, files_p99_ms: files };
+    return { figures: { api_ready_ms: ready, api_rss_mb: rss, task_p99_ms: task, tasks_p99_ms: tasks, files_p99_ms: files }, read };
   } finally {
     await api.stop();
   }
 }
 
-/** The ingest worker is ready once both its consumers (commands, projector) have joined their groups: they have folded what they need. */
+/** The ingest worker is ready once its probe listener's /readyz answers 200: its dependencies answer and its consumers joined their groups. */
 async function measureIngest(settings: Settings) {
-  const ingest = launch('ingest', { ...settingsEnv(settings), LOG_LEVEL: 'info' });
+  const port = await freePort();
+  const ingest = launch('ingest', { ...settingsEnv(settings), LOG_LEVEL: 'info', MERIDIAN_INGEST_HEALTH_PORT: String(port) });
   try {
-    const ready = await untilReady(ingest, () => {
-      const commands = ingest.logged('joined consumer group');
-      const projector = ingest.logged('projector joined its consumer group');
-      return Promise.resolve(commands !== undefined && projector !== undefined ? Math.max(commands, projector) : undefined);
-    });
-    return { ingest_ready_ms: ready, ingest_rss_mb: rssOf(ingest, ready) };
+    const ready = await untilReady(ingest, () => answers200(`http://127.0.0.1:${port}/readyz`));
+    return { figures: { ingest_ready_ms: ready, ingest_rss_mb: rssOf(ingest, ready) }, read: ingest.readAtStart() };
+  } finally {
+    await ingest.stop();
+  }
+}
+
+/** Why the derived state is not yet current with the log, or null once it is. */
+async function notCurrent(platform: Platform): Promise<string | null> {
+  const { admin, topics } = platform;
+  const covered = await clickhouseTaskReadModel(platform.clickhouseOptions).positions();
+  // A partition's last offset may be a transaction marker, which the projector records too; an empty partition needs nothing.
+  const behind = (await admin.fetchTopicOffsets(topics.tasks)).filter((p) => Number(p.high) > 0 && (covered.get(p.partition) ?? -1) < Number(p.high) - 1);
+  if (behind.length > 0) return `tasks read model behind on ${behind.length} partitions`;
+  for (const topic of [topics.accounts, topics.files]) {
+    const ends = await admin.fetchTopicOffsets(topic);
+    const end = ends.reduce((sum, p) => sum + Number(p.high), 0);
+    const newest = (await createSnapshotStore(platform.storage, topic).positions())[0];
+    // A snapshot's position is the sum of its next offsets: at the end, short at most of one marker per partition.
+    // An empty log (no files written) has nothing to snapshot.
+    if (end > 0 && (newest === undefined || newest < end - ends.length)) return `${topic}: newest snapshot ${newest ?? 'none'} of ${end}`;
+  }
+  return null;
+}
+
+/**
+ * Brings the scope to the state of a running system: an ingest process that snapshots as soon as
+ * it can (every event, at most every second) runs until the tasks read model covers the tasks
+ * topic and the newest snapshots of accounts and files reach the logs' ends; then it stops. Its
+ * duration is how long a first start on this history takes to project everything.
+ */
+async function warmUp(settings: Settings, platform: Platform): Promise<number> {
+  const ingest = launch('ingest', { ...settingsEnv(settings), MERIDIAN_SNAPSHOT_EVERY_EVENTS: '1', MERIDIAN_SNAPSHOT_MIN_INTERVAL_MS: '1000' });
+  try {
+    for (let why: string | null = 'not checked'; ;) {
+      const died = ingest.exitReason();
+      if (died !== null) throw new Error(`bench: the warm-up ingest ${died}`);
+      if (performance.now() - ingest.startedAt > WARM_CAP_MS) throw new Error(`bench: the warm-up did not finish in ${WARM_CAP_MS / 1000} s: ${why}`);
+      why = await notCurrent(platform).catch((e: unknown) => String(e));
+      if (why === null) return performance.now() - ingest.startedAt;
+      await new Promise((r) => setTimeout(r, WARM_POLL_MS));
+    }
   } finally {
     await ingest.stop();
   }
@@ -168,7 +255,14 @@ async function dropScope(platform: Platform): Promise<void> {
   const { admin, topics, settings, clickhouse, storage } = platform;
   await admin.deleteTopics({ topics: Object.values(topics) }).catch((e: unknown) => console.warn(`bench: topics not deleted: ${String(e)}`));
   await clickhouse.command({ query: `DROP DATABASE IF EXISTS ${settings.CLICKHOUSE_DATABASE}` }).catch((e: unknown) => console.warn(`bench: database not dropped: ${String(e)}`));
-  await storage.client.removeBucket(storage.bucket).catch((e: unknown) => console.warn(`bench: bucket not removed: ${String(e)}`));
+  // The warm-up left snapshots in the bucket: a bucket goes only once empty.
+  const emptied = async () => {
+    const names: string[] = [];
+    for await (const item of storage.client.listObjectsV2(storage.bucket, '', true) as AsyncIterable<{ name?: string }>) if (item.name) names.push(item.name);
+    await storage.client.removeObjects(storage.bucket, names);
+    await storage.client.removeBucket(storage.bucket);
+  };
+  await emptied().catch((e: unknown) => console.warn(`bench: bucket not removed: ${String(e)}`));
 }
 
 async function measure(tasks: number): Promise<HistoryRow> {
@@ -182,9 +276,11 @@ async function measure(tasks: number): Promise<HistoryRow> {
       users: USERS, tasks, files: FILES, fileOwners, sample: REQUESTS,
     });
     console.log(`  ${fmt(tasks)} tasks: wrote ${fmt(history.events)} events (${(history.bytes / 1e6).toFixed(0)} MB) in ${(history.ms / 1000).toFixed(1)} s, ${fmt((history.events * 1000) / history.ms)} events/s`);
+    const warm = await warmUp(settings, platform);
+    console.log(`  ${fmt(tasks)} tasks: warm-up ingest projected the tasks and wrote the snapshots in ${(warm / 1000).toFixed(1)} s; load average ${loadavg()[0]!.toFixed(1)}`);
     const api = await measureApi(settings, base, history, FILES === 0 ? 0 : fileOwners);
     const ingest = await measureIngest(settings);
-    const row = { tasks, figures: { ...api, ...ingest } };
+    const row: HistoryRow = { tasks, figures: { ...api.figures, ...ingest.figures }, readAtStart: { api: api.read, ingest: ingest.read } };
     console.log(`  ${historyTable([row]).at(-1)!.trim()}`);
     return row;
   } finally {
@@ -199,7 +295,7 @@ async function main(): Promise<void> {
   console.log(`bench-history: ${USERS} users, ${fmt(FILES)} files (${FILES_PER_OWNER} per owner), tasks ${SIZES.map(fmt).join(', ')}; ${REQUESTS} requests per lookup; ready cap ${READY_CAP_MS / 1000} s; load average ${loadavg()[0]!.toFixed(1)} on this shared machine`);
   const rows: HistoryRow[] = [];
   for (const n of SIZES) rows.push(await measure(n));
-  console.log(`\nbench-history (new api and ingest processes on a log of N finished upload tasks over ${USERS} users and ${fmt(FILES)} files; heap: the V8 default here, ${Math.round(getHeapStatistics().heap_size_limit / 2 ** 20)} MB, api with ${API_NODE_FLAGS.join(' ')})`);
+  console.log(`\nbench-history (new api and ingest processes restarted on a log of N finished upload tasks over ${USERS} users and ${fmt(FILES)} files, read model and snapshots current; load average ${loadavg().map((l) => l.toFixed(1)).join(' ')}; heap: the V8 default here, ${Math.round(getHeapStatistics().heap_size_limit / 2 ** 20)} MB, api with ${API_NODE_FLAGS.join(' ')})`);
   for (const line of historyTable(rows)) console.log(`  ${line}`);
   console.log('\n  goals:');
   for (const g of historyGoals(rows)) console.log(`  ${g.verdict}  ${g.goal}: ${g.detail}`);

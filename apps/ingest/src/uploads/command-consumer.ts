@@ -32,6 +32,8 @@ export async function startCommandConsumer(platform: Platform, taskReadModel: Ta
   await accounts.start();
   const tasks = new TasksStore(platform, 'ingest', taskReadModel);
   await tasks.start();
+  // As the accounts and files folds log theirs: what this start read of the tasks topic (the tail past the read model).
+  logger.info({ topic: topics.tasks, events_read: tasks.eventsReadAtStart, unfinished: tasks.state.size }, 'tasks fold caught up after the read model positions');
   const finished = new RecentSet<string>(100_000);
   const fileCommands = await startFileCommands(platform, groupId);
   const progressProducer = await platform.producer();
