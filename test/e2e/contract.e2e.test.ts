@@ -204,7 +204,7 @@ describe('the contract', () => {
       readyTimeoutMs: 100,
       smallJsonBodyBytes: 16384,
       accounts: { state: initialAccounts(), ready: true, execute: async () => [] },
-      tasks: { live: () => initialTasks(), readModel: { get: async () => undefined, list: async () => [] }, syncToEnd: async () => {}, cursors: createCursorSeal('contract'), waits: { untilEnded: async () => {}, slots: new PerUserSlots(1, { setting: 'x', noun: 'x' }), maxSeconds: 0 } },
+      tasks: { live: () => initialTasks(), find: async () => undefined, readModel: { list: async () => [] }, syncToEnd: async () => {}, cursors: createCursorSeal('contract'), waits: { untilEnded: async () => {}, slots: new PerUserSlots(1, { setting: 'x', noun: 'x' }), maxSeconds: 0 } },
       uploads: {
         storage: {} as Storage,
         limits: { jsonBodyBytes: 1, uploadBytes: 1, pointsPerJsonUpload: 1 },

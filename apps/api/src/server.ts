@@ -97,6 +97,7 @@ export async function buildApi(platform: Platform): Promise<Api> {
     },
     tasks: {
       live: () => tasksStore.state,
+      find: (taskId) => tasksStore.find(taskId),
       readModel: taskReadModel,
       syncToEnd: () => tasksStore.syncToEnd(),
       cursors,

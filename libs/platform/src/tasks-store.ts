@@ -101,7 +101,7 @@ export class TasksStore {
     try {
       return await this.readModel.get(taskId);
     } catch (cause) {
-      throw new DomainError('unavailable', 'the tasks read model is not reachable; retry later', [], { cause });
+      throw new DomainError('unavailable', 'the tasks read model did not answer; retry later', [], { cause });
     }
   }
 

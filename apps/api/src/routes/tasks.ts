@@ -9,8 +9,10 @@ import { taskView, taskViewSchema } from '../tasks/views.ts';
 export type TaskReads = {
   /** Tasks in this process's memory: unfinished ones, and finished ones the read model may not show yet. */
   readonly live: () => TasksState;
-  /** Every task within retention, as the tasks projector has written it. */
-  readonly readModel: Pick<TaskReadModel, 'get' | 'list'>;
+  /** One task: from memory, else from the read model (TasksStore.find; 503 when the read model does not answer). */
+  readonly find: (taskId: string) => Promise<Task | undefined>;
+  /** Every task within retention, as the tasks projector has written it (for listing). */
+  readonly readModel: Pick<TaskReadModel, 'list'>;
   /** Reads the tasks log to its end: a task just accepted by another api instance becomes visible. */
   readonly syncToEnd: () => Promise<void>;
   /** Long-polls: waiting for a task to end, bounded per user and in length. */
@@ -44,8 +46,7 @@ const newestFirst = (a: Task, b: Task) => b.created_at - a.created_at || (a.task
 const olderThan = (t: Task, key: TaskListKey) => t.created_at < key.created_at || (t.created_at === key.created_at && t.task_id < key.task_id);
 
 export function taskRoutes(tasks: TaskReads): RouteDef[] {
-  /** Memory first (it is ahead of the read model for what it holds), then the read model. */
-  const find = async (taskId: string) => tasks.live().get(taskId) ?? await tasks.readModel.get(taskId).catch((e: unknown) => { throw unavailable(e); });
+  const { find } = tasks;
   const cursorContext = (userName: string, status: string | undefined, kind: string | undefined) => ['tasks', userName, status ?? null, kind ?? null];
 
   return [
