@@ -10,16 +10,23 @@
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-install_kafka() {
-  [ -f "$KAFKA_HOME/.complete" ] && return 0
+# Copies a pom's runtime jars from Maven Central into HOME/libs (java and maven from Debian when
+# missing); HOME/.complete marks a finished copy. Extra arguments go to maven.
+maven_jars() { # home pom what extra-mvn-args...
+  local home="$1" pom="$2" what="$3"; shift 3
   command -v java >/dev/null || apt_install openjdk-17-jre-headless
   command -v mvn >/dev/null || apt_install maven
-  log "fetching Kafka $KAFKA_VERSION jars from Maven Central into $KAFKA_HOME"
-  rm -rf "$KAFKA_HOME"
-  mvn -q -B -Dstyle.color=never -f "$REPO_ROOT/deploy/local/kafka/pom.xml" dependency:copy-dependencies \
-    -Dkafka.version="$KAFKA_VERSION" -DincludeScope=runtime -DoutputDirectory="$KAFKA_HOME/libs" \
-    >&2 || die "maven could not fetch the Kafka jars"
-  touch "$KAFKA_HOME/.complete"
+  log "fetching $what jars from Maven Central into $home"
+  rm -rf "$home"
+  mvn -q -B -Dstyle.color=never -f "$pom" dependency:copy-dependencies \
+    -DincludeScope=runtime -DoutputDirectory="$home/libs" "$@" \
+    >&2 || die "maven could not fetch the $what jars"
+  touch "$home/.complete"
+}
+
+install_kafka() {
+  [ -f "$KAFKA_HOME/.complete" ] && return 0
+  maven_jars "$KAFKA_HOME" "$REPO_ROOT/deploy/local/kafka/pom.xml" "Kafka $KAFKA_VERSION" -Dkafka.version="$KAFKA_VERSION"
 }
 
 # Another apt-get (unattended upgrades, a second install) may hold the dpkg lock: wait for it
@@ -122,15 +129,8 @@ install_victoria_metrics() {
 # of the MinIO nodes and the api instances.
 install_zookeeper() {
   [ -f "$ZOOKEEPER_HOME/.complete" ] && return 0
-  command -v java >/dev/null || apt_install openjdk-17-jre-headless
-  command -v mvn >/dev/null || apt_install maven
-  log "fetching ZooKeeper $ZOOKEEPER_VERSION jars from Maven Central into $ZOOKEEPER_HOME"
-  rm -rf "$ZOOKEEPER_HOME"
-  mvn -q -B -Dstyle.color=never -f "$REPO_ROOT/deploy/cluster/zookeeper/pom.xml" dependency:copy-dependencies \
-    -Dzookeeper.version="$ZOOKEEPER_VERSION" -DincludeScope=runtime -DoutputDirectory="$ZOOKEEPER_HOME/libs" \
-    -DexcludeClassifiers=linux-aarch_64,osx-x86_64,osx-aarch_64,windows-x86_64 \
-    >&2 || die "maven could not fetch the ZooKeeper jars"
-  touch "$ZOOKEEPER_HOME/.complete"
+  maven_jars "$ZOOKEEPER_HOME" "$REPO_ROOT/deploy/cluster/zookeeper/pom.xml" "ZooKeeper $ZOOKEEPER_VERSION" \
+    -Dzookeeper.version="$ZOOKEEPER_VERSION" -DexcludeClassifiers=linux-aarch_64,osx-x86_64,osx-aarch_64,windows-x86_64
 }
 
 install_haproxy() {
