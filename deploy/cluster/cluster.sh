@@ -52,8 +52,6 @@ ALL=("${SERVICES[@]}" "${APPS[@]}")
 log() { printf '[cluster] %s\n' "$*" >&2; }
 die() { printf '[cluster] error: %s\n' "$*" >&2; exit 1; }
 
-pidfile() { echo "$RUN_DIR/$1.pid"; }
-running() { local f; f=$(pidfile "$1"); [ -f "$f" ] && kill -0 "$(cat "$f")" 2>/dev/null; }
 logfile() { echo "$LOG_DIR/$1.log"; }
 index() { echo "${1//[!0-9]/}"; } # kafka2 -> 2
 
@@ -181,14 +179,6 @@ ready_ingest() { grep -q '"msg":"projector started"' "$(logfile "ingest$1")" 2>/
 start() { local p=$1; case $p in kafka* | ch* | minio* | api* | ingest*) "start_${p%%[0-9]*}" "$(index "$p")" ;; *) "start_$p" ;; esac; }
 ready() { local p=$1; case $p in kafka* | ch* | minio* | api* | ingest*) "ready_${p%%[0-9]*}" "$(index "$p")" ;; *) "ready_$p" ;; esac; }
 
-wait_ready() { # proc timeout_seconds
-  local p=$1 deadline=$((SECONDS + $2))
-  until ready "$p"; do
-    if ! running "$p"; then tail -n 30 "$(logfile "$p")" >&2 || true; die "$p exited during start (log: $(logfile "$p"))"; fi
-    if [ "$SECONDS" -ge "$deadline" ]; then tail -n 30 "$(logfile "$p")" >&2 || true; die "$p not ready after $2 s (log: $(logfile "$p"))"; fi
-    sleep 0.5
-  done
-}
 
 up() {
   local begin=$SECONDS
@@ -213,17 +203,9 @@ up() {
 }
 
 down() {
-  local p pid
+  local p
   # Apps first (they drain into the services), then the services in reverse start order.
-  for p in $(printf '%s\n' "$@" | tac); do
-    running "$p" || { rm -f "$(pidfile "$p")"; continue; }
-    pid=$(cat "$(pidfile "$p")")
-    log "stopping $p (pid $pid)"
-    kill -TERM "$pid" 2>/dev/null || true
-    for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
-    kill -0 "$pid" 2>/dev/null && { log "$p did not stop in 20 s, killing"; kill -KILL "$pid" 2>/dev/null || true; }
-    rm -f "$(pidfile "$p")"
-  done
+  for p in $(printf '%s\n' "$@" | tac); do stop_process "$p"; done
 }
 
 status() {

@@ -52,3 +52,35 @@ with_cache_lock() {
 }
 
 port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+# Background processes of deploy/local/stack.sh and deploy/cluster/cluster.sh, one pid file each
+# under $RUN_DIR. The script sourcing this sets RUN_DIR and defines `ready NAME` and `logfile NAME`.
+pidfile() { echo "$RUN_DIR/$1.pid"; }
+running() { local f; f=$(pidfile "$1"); [ -f "$f" ] && kill -0 "$(cat "$f")" 2>/dev/null; }
+
+wait_ready() { # name timeout_seconds
+  local name=$1 deadline=$((SECONDS + $2))
+  until ready "$name"; do
+    if ! running "$name"; then
+      tail -n 30 "$(logfile "$name")" >&2 || true
+      die "$name exited during start (log: $(logfile "$name"))"
+    fi
+    if [ "$SECONDS" -ge "$deadline" ]; then
+      tail -n 30 "$(logfile "$name")" >&2 || true
+      die "$name not ready after $2 s (log: $(logfile "$name"))"
+    fi
+    sleep 0.3
+  done
+}
+
+# Stops one process: TERM, then KILL if it is still there after 20 s.
+stop_process() { # name
+  local name=$1 pid
+  running "$name" || { rm -f "$(pidfile "$name")"; return 0; }
+  pid=$(cat "$(pidfile "$name")")
+  log "stopping $name (pid $pid)"
+  kill -TERM "$pid" 2>/dev/null || true
+  for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
+  kill -0 "$pid" 2>/dev/null && { log "$name did not stop in 20 s, killing"; kill -KILL "$pid" 2>/dev/null || true; }
+  rm -f "$(pidfile "$name")"
+}

@@ -14,8 +14,6 @@ SERVICES=(kafka clickhouse minio)
 RUN_DIR="$MERIDIAN_VAR/run"
 LOG_DIR="$MERIDIAN_VAR/log"
 
-pidfile() { echo "$RUN_DIR/$1.pid"; }
-running() { local f; f=$(pidfile "$1"); [ -f "$f" ] && kill -0 "$(cat "$f")" 2>/dev/null; }
 logfile() { echo "$LOG_DIR/$1.log"; }
 
 render() { # template output: substitutes @VAR@ and the ports
@@ -75,20 +73,7 @@ start_minio() {
 }
 ready_minio() { curl -fsS "http://127.0.0.1:$MINIO_PORT/minio/health/ready" >/dev/null 2>&1; }
 
-wait_ready() { # name timeout_seconds
-  local name=$1 deadline=$((SECONDS + $2))
-  until "ready_$name"; do
-    if ! running "$name"; then
-      tail -n 30 "$(logfile "$name")" >&2 || true
-      die "$name exited during start (log: $(logfile "$name"))"
-    fi
-    if [ "$SECONDS" -ge "$deadline" ]; then
-      tail -n 30 "$(logfile "$name")" >&2 || true
-      die "$name not ready after $2 s (log: $(logfile "$name"))"
-    fi
-    sleep 0.3
-  done
-}
+ready() { "ready_$1"; }
 
 up() {
   "$REPO_ROOT/deploy/local/install.sh" all
@@ -105,21 +90,13 @@ up() {
 }
 
 down() {
-  for s in "$@"; do
-    running "$s" || { rm -f "$(pidfile "$s")"; continue; }
-    local pid; pid=$(cat "$(pidfile "$s")")
-    log "stopping $s (pid $pid)"
-    kill -TERM "$pid" 2>/dev/null || true
-    for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
-    kill -0 "$pid" 2>/dev/null && { log "$s did not stop in 20 s, killing"; kill -KILL "$pid" 2>/dev/null || true; }
-    rm -f "$(pidfile "$s")"
-  done
+  for s in "$@"; do stop_process "$s"; done
 }
 
 status() {
   for s in "${SERVICES[@]}"; do
     if running "$s"; then
-      if "ready_$s"; then state=ready; else state=starting; fi
+      if ready "$s"; then state=ready; else state=starting; fi
       printf '%-11s %-9s pid %s\n' "$s" "$state" "$(cat "$(pidfile "$s")")"
     else
       printf '%-11s %-9s\n' "$s" stopped
