@@ -59,20 +59,6 @@ render() { # template output sed-args...
   sed "${@:3}" "$TEMPLATES/$1" > "$2"
 }
 
-spawn() { # name command...: its own session, so Ctrl-C of a caller does not reach it
-  local name=$1; shift
-  : > "$(logfile "$name")"
-  setsid nohup "$@" >>"$(logfile "$name")" 2>&1 < /dev/null &
-  echo $! > "$(pidfile "$name")"
-}
-
-port_busy_check() {
-  local name=$1; shift
-  for p in "$@"; do
-    port_open "$p" && die "$name: port $p is already in use by another process"
-  done
-  return 0
-}
 
 start_zookeeper() {
   port_busy_check zookeeper "$ZK_PORT"

@@ -56,6 +56,21 @@ port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 # Background processes of deploy/local/stack.sh and deploy/cluster/cluster.sh, one pid file each
 # under $RUN_DIR. The script sourcing this sets RUN_DIR and defines `ready NAME` and `logfile NAME`.
 pidfile() { echo "$RUN_DIR/$1.pid"; }
+
+spawn() { # name command...: runs in its own session so Ctrl-C of a caller does not reach it
+  local name=$1; shift
+  : > "$(logfile "$name")"
+  setsid nohup "$@" >>"$(logfile "$name")" 2>&1 < /dev/null &
+  echo $! > "$(pidfile "$name")"
+}
+
+port_busy_check() { # name port...: fail clearly when a port is taken by something else ($PORT_HINT says how to move it)
+  local name=$1; shift
+  for p in "$@"; do
+    port_open "$p" && die "$name: port $p is already in use by another process${PORT_HINT:-}"
+  done
+  return 0
+}
 running() { local f; f=$(pidfile "$1"); [ -f "$f" ] && kill -0 "$(cat "$f")" 2>/dev/null; }
 
 wait_ready() { # name timeout_seconds

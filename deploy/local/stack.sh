@@ -22,20 +22,8 @@ render() { # template output: substitutes @VAR@ and the ports
       "$REPO_ROOT/deploy/local/templates/$1" > "$2"
 }
 
-spawn() { # name command...: runs in its own session so Ctrl-C of a caller does not reach it
-  local name=$1; shift
-  : > "$(logfile "$name")"
-  setsid nohup "$@" >>"$(logfile "$name")" 2>&1 < /dev/null &
-  echo $! > "$(pidfile "$name")"
-}
-
-port_busy_check() { # name port...: fail clearly when a port is taken by something else
-  local name=$1; shift
-  for p in "$@"; do
-    port_open "$p" && die "$name: port $p is already in use by another process (set the port variables to move it)"
-  done
-  return 0
-}
+# A taken port is moved with the port variables (see the header).
+PORT_HINT=' (set the port variables to move it)'
 
 start_kafka() {
   port_busy_check kafka "$KAFKA_PORT" "$KAFKA_CONTROLLER_PORT"
