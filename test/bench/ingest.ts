@@ -143,37 +143,32 @@ async function endToEnd(): Promise<void> {
     // 2. One CSV file of CSV_POINTS points, streamed from disk: written before the clock starts,
     // as the baseline's rows are, so neither side times this process formatting text.
     await pipeline(csvPoints(0, CSV_POINTS, T0), createWriteStream(csvFile));
-    const csvStarted = performance.now();
-    // The raw body is the file (the route takes a non-multipart body as the file itself).
-    const res = await fetch(`${base}/api/v1/metrics_file_upload?metric_name=bench.csv`, { method: 'POST', headers: auth, body: Readable.toWeb(createReadStream(csvFile)) as never, duplex: 'half' });
-    if (res.status !== 202) throw new Error(`csv upload: ${res.status} ${await res.text()}`);
-    const csvAck = performance.now() - csvStarted;
-    const csvTask = ((await res.json()) as { task_id: string }).task_id;
-    // The task knows its rows_total once the worker's transaction is committed: what comes
-    // after that is the projector's share.
-    let csvLogged = 0;
-    await waitUntil('the CSV upload to succeed', async () => {
-      const t = await task(key, csvTask);
-      if (csvLogged === 0 && t.progress.rows_total !== null) csvLogged = performance.now() - csvStarted;
-      if (t.status === 'failed') throw new Error('csv task failed');
-      return t.status === 'succeeded' ? true : undefined;
-    }, 1_800_000, 200);
-    const csvMs = performance.now() - csvStarted;
+    /**
+     * Streams a file from disk as one upload and waits until its task succeeded: the time to the
+     * 202, to the worker's commit (the task then knows its rows_total; what follows is the
+     * projector's share) and to all queryable.
+     */
+    const uploadFile = async (what: string, query: string, file: string) => {
+      const started = performance.now();
+      // The raw body is the file (the route takes a non-multipart body as the file itself).
+      const res = await fetch(`${base}/api/v1/metrics_file_upload${query}`, { method: 'POST', headers: auth, body: Readable.toWeb(createReadStream(file)) as never, duplex: 'half' });
+      if (res.status !== 202) throw new Error(`${what} upload: ${res.status} ${await res.text()}`);
+      const ackMs = performance.now() - started;
+      const taskId = ((await res.json()) as { task_id: string }).task_id;
+      let loggedMs = 0;
+      await waitUntil(`the ${what} upload to succeed`, async () => {
+        const t = await task(key, taskId);
+        if (loggedMs === 0 && t.progress.rows_total !== null) loggedMs = performance.now() - started;
+        if (t.status === 'failed') throw new Error(`${what} task failed`);
+        return t.status === 'succeeded' ? true : undefined;
+      }, 1_800_000, 200);
+      return { ackMs, loggedMs, doneMs: performance.now() - started };
+    };
+    const { ackMs: csvAck, loggedMs: csvLogged, doneMs: csvMs } = await uploadFile('CSV', '?metric_name=bench.csv', csvFile);
     if ((await chCount()) !== JSON_POINTS + CSV_POINTS) throw new Error('row count mismatch after the CSV upload');
 
     // 3. One file in the download layout: BENCH_POINTS points over 1,000 metrics, a name on every row.
-    const downloadStarted = performance.now();
-    const dres = await fetch(`${base}/api/v1/metrics_file_upload`, { method: 'POST', headers: auth, body: Readable.toWeb(createReadStream(downloadFile)) as never, duplex: 'half' });
-    if (dres.status !== 202) throw new Error(`download-layout upload: ${dres.status} ${await dres.text()}`);
-    const downloadTask = ((await dres.json()) as { task_id: string }).task_id;
-    let downloadLogged = 0;
-    await waitUntil('the download-layout upload to succeed', async () => {
-      const t = await task(key, downloadTask);
-      if (downloadLogged === 0 && t.progress.rows_total !== null) downloadLogged = performance.now() - downloadStarted;
-      if (t.status === 'failed') throw new Error('download-layout task failed');
-      return t.status === 'succeeded' ? true : undefined;
-    }, 1_800_000, 200);
-    const downloadMs = performance.now() - downloadStarted;
+    const { loggedMs: downloadLogged, doneMs: downloadMs } = await uploadFile('download-layout', '', downloadFile);
     if ((await chCount()) !== JSON_POINTS + CSV_POINTS + POINTS) throw new Error('row count mismatch after the download-layout upload');
 
     // 4. The api receiving a 1 GB file: its resident memory while it streams the bytes to
