@@ -1,7 +1,7 @@
 import { createEventCodec } from '@meridian/events';
 import type { Readable } from 'node:stream';
 import { parseUploadBatches, type PointsFact } from '@meridian/domain';
-import { PointBatcher, type ColumnBatch } from '../../apps/ingest/src/uploads/batcher.ts';
+import { PointBatcher, type ColumnBatch } from '@meridian/domain';
 import { encodePointsBlock } from '../../libs/replay/src/projection/rows.ts';
 import { csvPoints, downloadPoints, fmt } from './common.ts';
 

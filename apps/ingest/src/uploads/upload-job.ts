@@ -2,6 +2,8 @@ import type { Readable } from 'node:stream';
 import type { Producer, Transaction } from 'kafkajs';
 import {
   parseUploadBatches,
+  PointBatcher,
+  type ColumnBatch,
   type MetricsUploadRequested,
   type PointsFact,
   type TaskEvent,
@@ -13,7 +15,6 @@ import type { Logger } from '@meridian/observability';
 import type { Storage } from '@meridian/storage';
 import { commitCommandOffset, inTransaction, type CommandPosition } from '../command-tx.ts';
 import { PointBatchSender } from './batch-sender.ts';
-import { PointBatcher, type ColumnBatch } from './batcher.ts';
 import { WriteAccess } from './write-access.ts';
 import { UploadLimitExceeded, type UploadLimits } from './limits.ts';
 import { gunzipIfNeeded, openUploadBytes } from './source.ts';
