@@ -149,16 +149,19 @@ export async function runUploadJob(cmd: MetricsUploadRequested, at: CommandPosit
   }
 }
 
-function taskMessage(deps: UploadJobDeps, event: TaskEvent) {
+/** What ending a task in the log needs. */
+type TaskLog = Pick<UploadJobDeps, 'topics' | 'taskCodec' | 'consumerGroupId'>;
+
+function taskMessage(deps: TaskLog, event: TaskEvent) {
   return { key: event.task_id, value: deps.taskCodec.encode(event), headers: { type: event.type } };
 }
 
-async function sendTaskEvents(producer: Producer | Transaction, deps: UploadJobDeps, events: TaskEvent[]): Promise<void> {
+async function sendTaskEvents(producer: Producer | Transaction, deps: TaskLog, events: TaskEvent[]): Promise<void> {
   await producer.send({ topic: deps.topics.tasks, acks: -1, messages: events.map((e) => taskMessage(deps, e)) });
 }
 
 /** Records the failure and moves past the command, atomically. */
-export async function failTask(producer: Producer, deps: UploadJobDeps, at: CommandPosition, cmd: { task_id: string }, failed: UploadFailed): Promise<void> {
+export async function failTask(producer: Producer, deps: TaskLog, at: CommandPosition, cmd: { task_id: string }, failed: UploadFailed): Promise<void> {
   await inTransaction(producer, async (tx) => {
     await sendTaskEvents(tx, deps, [{
       type: 'TaskFailed',
