@@ -2,7 +2,7 @@ import { createEventCodec } from '@meridian/events';
 import type { Readable } from 'node:stream';
 import { parseUploadBatches, type PointsFact } from '@meridian/domain';
 import { PointBatcher, type ColumnBatch } from '../../apps/ingest/src/uploads/batcher.ts';
-import { encodePointsBlock } from '../../libs/replay/src/projection/rows.ts';
+import { encodePointsBlock } from '@meridian/projection';
 import { csvPoints, downloadPoints, fmt } from './common.ts';
 
 /**
