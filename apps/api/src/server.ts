@@ -123,7 +123,7 @@ export async function buildApi(platform: Platform): Promise<Api> {
       streams: downloads,
     },
     uploads: {
-      storage: platform.storage,
+      storage: platform.blobs,
       limits: {
         jsonBodyBytes: settings.MERIDIAN_MAX_JSON_BODY_BYTES,
         uploadBytes: settings.MERIDIAN_MAX_UPLOAD_BYTES,
@@ -142,7 +142,7 @@ export async function buildApi(platform: Platform): Promise<Api> {
       metrics,
     },
     files: {
-      storage: platform.storage,
+      storage: platform.blobs,
       files: {
         state: () => filesStore.state,
         syncToEnd: () => filesStore.syncToEnd(),

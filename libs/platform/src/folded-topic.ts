@@ -3,7 +3,6 @@ import type { EventLike, EventCodec } from '@meridian/events';
 import { DomainError, snapshotPosition, type StateCodec } from '@meridian/domain';
 import { appendEvents, TopicFollower, type Position } from '@meridian/kafka';
 import { withTimeout } from '@meridian/observability';
-import { createSnapshotStore } from '@meridian/storage';
 import { newestReadableSnapshot, SnapshotWriter } from './fold-snapshots.ts';
 import type { Platform } from './platform.ts';
 import { untilDone } from './until-done.ts';
@@ -84,7 +83,7 @@ export class FoldedTopic<E extends EventLike, S> {
     const { topic, snapshots } = this.options;
     const { settings, logger } = this.platform;
     const began = performance.now();
-    const store = snapshots ? createSnapshotStore(this.platform.storage, topic) : null;
+    const store = snapshots ? this.platform.blobs.snapshots(topic) : null;
     let from: ReadonlyMap<number, number> = new Map();
     let position: number | null = null;
     await untilDone(`following ${topic}`, async () => {

@@ -2,7 +2,7 @@ import type { Kafka, Admin, Producer } from 'kafkajs';
 import type { Settings } from '@meridian/config';
 import { createKafka, createProducer, ensureTopics, pingKafka, replicationWarning, topicsFor, topicSpecs, WHY_KEPT, type Topics } from '@meridian/kafka';
 import { createClickHouse, ensureDatabase, migrate, pingClickHouse, queryText, replicationOf, serverCapabilities, type ClickHouseClient, type ClickHouseOptions } from '@meridian/clickhouse';
-import { createStorage, ensureBucket, expireStaging, pingStorage, type Storage } from '@meridian/storage';
+import { blobStoreOver, createStorage, type MinioBlobStore, type Storage } from '@meridian/storage';
 import type { Logger } from '@meridian/observability';
 import { untilDone, type UntilDoneOptions } from './until-done.ts';
 
@@ -19,6 +19,7 @@ export type Platform = {
   readonly clickhouse: ClickHouseClient;
   readonly clickhouseOptions: ClickHouseOptions;
   readonly storage: Storage;
+  readonly blobs: MinioBlobStore;
   readonly probes: ReadonlyArray<{ name: string; check(): Promise<void> }>;
   /** How start-up work (following a log, running a consumer) retries: servers wait, a CLI gives up. */
   readonly startRetry: UntilDoneOptions;
@@ -53,6 +54,7 @@ export function createPlatform(settings: Settings, logger: Logger, component: st
     region: settings.S3_REGION,
     bucket: settings.S3_BUCKET,
   });
+  const blobs = blobStoreOver(storage, settings.S3_REGION);
   let adminConnected: Promise<void> | null = null;
   const connectAdmin = () => (adminConnected ??= admin.connect().catch((e: unknown) => {
     adminConnected = null;
@@ -70,6 +72,7 @@ export function createPlatform(settings: Settings, logger: Logger, component: st
     clickhouse,
     clickhouseOptions,
     storage,
+    blobs,
     startRetry,
     probes: [
       { name: 'kafka', check: async () => { await connectAdmin(); await pingKafka(admin, timeout); } },
@@ -78,7 +81,7 @@ export function createPlatform(settings: Settings, logger: Logger, component: st
         name: 'clickhouse',
         check: () => (otherClickHouseUrls.length === 0 ? pingClickHouse(clickhouse) : queryText(clickhouseOptions, { sql: 'SELECT 1' }).then(() => undefined)),
       },
-      { name: 'minio', check: () => pingStorage(storage) },
+      { name: 'minio', check: () => blobs.ping() },
     ],
     async producer() {
       await (producerConnected ??= producer.connect().catch((e: unknown) => {
@@ -122,9 +125,9 @@ export function createPlatform(settings: Settings, logger: Logger, component: st
           await server.close();
         }
       }
-      await ensureBucket(storage, settings.S3_REGION);
+      await blobs.ensureBucket();
       // A store that refuses lifecycle rules (a least-privilege key) still works: staged leftovers then stay.
-      await expireStaging(storage, settings.MERIDIAN_STAGING_EXPIRY_DAYS).catch((err: unknown) => logger.warn({ err }, 'staging expiry rule not set'));
+      await blobs.expireStaging(settings.MERIDIAN_STAGING_EXPIRY_DAYS).catch((err: unknown) => logger.warn({ err }, 'staging expiry rule not set'));
     },
     async close() {
       await Promise.allSettled([producer.disconnect(), admin.disconnect(), clickhouse.close()]);

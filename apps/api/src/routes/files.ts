@@ -24,7 +24,8 @@ import {
   type TasksState,
   type UserRecord,
 } from '@meridian/domain';
-import { STAGING_PREFIX, type Storage } from '@meridian/storage';
+import { STAGING_PREFIX } from '@meridian/storage';
+import type { BlobStore } from '../blob-store.ts';
 import { defineRoute, type RouteDef } from '../http/route.ts';
 import { writeProblem } from '../http/problem.ts';
 import { contentDisposition, ifRangeHolds, noneMatchHits, parseRange } from '../files/http-file.ts';
@@ -43,7 +44,7 @@ export type FilesCommands = {
 };
 
 export type FileDeps = {
-  readonly storage: Storage;
+  readonly storage: BlobStore;
   readonly files: FilesCommands;
   readonly tasks: () => TasksState;
   readonly submit: FileSubmitDeps;
@@ -286,8 +287,7 @@ export function fileRoutes(deps: FileDeps): RouteDef[] {
         ctx.status = range.kind === 'range' ? 206 : 200;
         if (range.kind === 'range') ctx.set('Content-Range', `bytes ${start}-${end}/${file.size}`);
         if (ctx.method !== 'HEAD' && length > 0) {
-          const { client, bucket } = deps.storage;
-          ctx.body = range.kind === 'range' ? await client.getPartialObject(bucket, file.blob_key, start, length) : await client.getObject(bucket, file.blob_key);
+          ctx.body = await deps.storage.open(file.blob_key, range.kind === 'range' ? { start, length } : undefined);
         } else if (ctx.method !== 'HEAD') {
           ctx.body = '';
         }

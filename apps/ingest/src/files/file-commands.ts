@@ -14,11 +14,12 @@ import { createEventCodec } from '@meridian/events';
 import type { Logger } from '@meridian/observability';
 import { FilesStore, type Platform } from '@meridian/platform';
 import { classify } from '@meridian/retry';
-import type { Storage } from '@meridian/storage';
+import { isNotFound } from '@meridian/storage';
+import type { BlobStore } from '../blob-store.ts';
 import { commitCommandOffset, inTransaction, type CommandPosition } from '../command-tx.ts';
 import { sendToDeadLetter } from '../dead-letter.ts';
 import { removeStaged } from '../staging.ts';
-import { isNotFound, Mutex, promoteBlob } from './blobs.ts';
+import { Mutex, promoteBlob } from './blobs.ts';
 
 export type FileCommands = {
   /** Runs one file definition; throws only what redelivery may cure (Kafka, storage unreachable). */
@@ -49,7 +50,7 @@ const GC_RETRY_MS = 5000;
  * blob a definition is about to reference is never removed under it.
  */
 export async function startFileCommands(platform: Platform, consumerGroupId: string): Promise<FileCommands> {
-  const { storage, topics, logger: rootLogger } = platform;
+  const { blobs: storage, topics, logger: rootLogger } = platform;
   const logger = rootLogger.child({ component: 'files' });
   const taskCodec = createEventCodec<TaskEvent>();
   const fileCodec = createEventCodec<FileEvent>();
@@ -78,7 +79,7 @@ export async function startFileCommands(platform: Platform, consumerGroupId: str
   async function inspect(cmd: FileDefinitionRequested): Promise<Verdict> {
     let stream: Readable;
     try {
-      stream = await storage.client.getObject(storage.bucket, cmd.staged_object);
+      stream = await storage.open(cmd.staged_object);
     } catch (error) {
       if (isNotFound(error)) return { ok: false, reason: 'the uploaded bytes are no longer in storage; upload the file again', errors: [] };
       throw error;
@@ -177,11 +178,11 @@ class BlobCollector {
   private started = false;
   private stopped = false;
   private retry: NodeJS.Timeout | null = null;
-  private readonly storage: Storage;
+  private readonly storage: BlobStore;
   private readonly lock: Mutex;
   private readonly logger: Logger;
 
-  constructor(storage: Storage, lock: Mutex, logger: Logger) {
+  constructor(storage: BlobStore, lock: Mutex, logger: Logger) {
     this.storage = storage;
     this.lock = lock;
     this.logger = logger;
@@ -234,7 +235,7 @@ class BlobCollector {
     for (const [i, sha] of batch.entries()) {
       if ((files.state.blobRefs.get(sha) ?? 0) > 0) continue;
       try {
-        await this.storage.client.removeObject(this.storage.bucket, blobKeyOf(sha));
+        await this.storage.remove(blobKeyOf(sha));
         this.logger.info({ sha256: sha }, 'blob removed: no file references it');
       } catch (error) {
         for (const rest of batch.slice(i)) this.candidates.add(rest);

@@ -50,7 +50,7 @@ export async function startCommandConsumer(platform: Platform, taskReadModel: Ta
   const codec = createEventCodec<TaskEvent>();
   const deps: Omit<UploadJobDeps, 'heartbeat'> = {
     topics,
-    storage: platform.storage,
+    storage: platform.blobs,
     logger: logger.child({ component: 'uploads' }),
     taskCodec: codec,
     pointsCodec: createEventCodec<PointsFact>(),
@@ -144,7 +144,7 @@ export async function startCommandConsumer(platform: Platform, taskReadModel: Ta
   /** The task has ended in the log (its points or its failure): the claim check is spent. */
   async function ended(cmd: MetricsUploadRequested | FileDefinitionRequested): Promise<void> {
     finished.add(cmd.task_id);
-    if (cmd.staged_object !== null) await removeStaged(platform.storage, cmd.staged_object, logger);
+    if (cmd.staged_object !== null) await removeStaged(platform.blobs, cmd.staged_object, logger);
   }
 
   /** One run of an upload: storage trouble is retried here (MERIDIAN_UPLOAD_ATTEMPTS), within the run. */

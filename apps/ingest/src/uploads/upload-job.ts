@@ -10,7 +10,7 @@ import {
 import type { EventCodec } from '@meridian/events';
 import type { Topics } from '@meridian/kafka';
 import type { Logger } from '@meridian/observability';
-import type { Storage } from '@meridian/storage';
+import type { BlobStore } from '../blob-store.ts';
 import { commitCommandOffset, inTransaction, type CommandPosition } from '../command-tx.ts';
 import { PointBatchSender } from './batch-sender.ts';
 import { PointBatcher, type ColumnBatch } from './batcher.ts';
@@ -21,7 +21,7 @@ import { UploadTally } from './tally.ts';
 
 export type UploadJobDeps = {
   readonly topics: Topics;
-  readonly storage: Storage;
+  readonly storage: BlobStore;
   readonly logger: Logger;
   readonly taskCodec: EventCodec<TaskEvent>;
   readonly pointsCodec: EventCodec<PointsFact>;
