@@ -5,7 +5,7 @@ import { compileErrors, validate } from '@readme/openapi-parser';
 import { buildApi, createApp } from '@meridian/api';
 import { formatTimestamp, initialAccounts, initialTasks } from '@meridian/domain';
 import { createLogger } from '@meridian/observability';
-import { createPlatform } from '@meridian/platform';
+import { createPlatform } from '../support/platform.ts';
 import type { BlobStore } from '../../apps/api/src/blob-store.ts';
 import { createApiMetrics } from '../../apps/api/src/observability/metrics.ts';
 import { PerUserSlots } from '../../apps/api/src/http/per-user-slots.ts';

@@ -1,6 +1,5 @@
 import { createHash } from 'node:crypto';
 import type { Readable } from 'node:stream';
-import type { Producer } from 'kafkajs';
 import {
   blobKeyOf,
   checkSchema,
@@ -9,26 +8,28 @@ import {
   type FileEvent,
   type RowError,
   type TaskEvent,
+  type TransactionalLog,
 } from '@meridian/domain';
 import { createEventCodec } from '@meridian/events';
 import type { Logger } from '@meridian/observability';
-import { FilesStore, type Platform } from '@meridian/platform';
+import { FilesStore } from '@meridian/platform';
 import { classify } from '@meridian/retry';
 import { isNotFound } from '@meridian/storage';
 import type { BlobStore } from '../blob-store.ts';
 import { commitCommandOffset, inTransaction, type CommandPosition } from '../command-tx.ts';
 import { sendToDeadLetter } from '../dead-letter.ts';
 import { removeStaged } from '../staging.ts';
+import type { IngestDeps } from '../ingest-deps.ts';
 import { Mutex, promoteBlob } from './blobs.ts';
 
 export type FileCommands = {
   /** Runs one file definition; throws only what redelivery may cure (Kafka, storage unreachable). */
-  run(cmd: FileDefinitionRequested, at: CommandPosition, producer: Producer, heartbeat: () => Promise<void>): Promise<'succeeded' | 'failed'>;
+  run(cmd: FileDefinitionRequested, at: CommandPosition, producer: TransactionalLog, heartbeat: () => Promise<void>): Promise<'succeeded' | 'failed'>;
   /**
    * Fails a definition without running it (refused before a run: the crash-loop breaker, a
    * disabled owner): its task, its staged bytes, and a blob a dead run may have promoted.
    */
-  refuse(cmd: FileDefinitionRequested, at: CommandPosition, producer: Producer, reason: string): Promise<void>;
+  refuse(cmd: FileDefinitionRequested, at: CommandPosition, producer: TransactionalLog, reason: string): Promise<void>;
   stop(): Promise<void>;
 };
 
@@ -49,25 +50,25 @@ const GC_RETRY_MS = 5000;
  * same critical section as promotions and only after reading the files log to its end, so a
  * blob a definition is about to reference is never removed under it.
  */
-export async function startFileCommands(platform: Platform, consumerGroupId: string): Promise<FileCommands> {
-  const { blobs: storage, topics, logger: rootLogger } = platform;
+export async function startFileCommands(ingest: IngestDeps, consumerGroupId: string): Promise<FileCommands> {
+  const { blobs: storage, topics, logger: rootLogger } = ingest;
   const logger = rootLogger.child({ component: 'files' });
   const taskCodec = createEventCodec<TaskEvent>();
   const fileCodec = createEventCodec<FileEvent>();
   const lock = new Mutex();
   const collector = new BlobCollector(storage, lock, logger);
-  const files = new FilesStore(platform, 'ingest', {
+  const files = new FilesStore(ingest.folds, 'ingest', {
     onDeleted: (file) => collector.enqueue(file.sha256),
     mayWriteSnapshot: () => collector.idle,
   });
   collector.files = files;
   await files.start();
   collector.start();
-  const schemaLimits = { maxHeaderLength: platform.settings.MERIDIAN_MAX_LINE_BYTES, maxColumns: platform.settings.MERIDIAN_MAX_COLUMNS };
+  const schemaLimits = { maxHeaderLength: ingest.settings.MERIDIAN_MAX_LINE_BYTES, maxColumns: ingest.settings.MERIDIAN_MAX_COLUMNS };
 
   const taskMessage = (event: TaskEvent) => ({ key: event.task_id, value: taskCodec.encode(event), headers: { type: event.type } });
 
-  const failTask = (producer: Producer, at: CommandPosition, cmd: FileDefinitionRequested, reason: string, errors: RowError[]) =>
+  const failTask = (producer: TransactionalLog, at: CommandPosition, cmd: FileDefinitionRequested, reason: string, errors: RowError[]) =>
     inTransaction(producer, async (tx) => {
       await tx.send({ topic: topics.tasks, acks: -1, messages: [taskMessage({ type: 'TaskFailed', task_id: cmd.task_id, reason, rows_total: 0, rows_rejected: 0, errors, at: Date.now() })] });
       await commitCommandOffset(tx, consumerGroupId, at);
@@ -144,7 +145,7 @@ export async function startFileCommands(platform: Platform, consumerGroupId: str
         // Kafka's transient failures and storage or network outages: redelivering the command may cure them.
         if (classify(error) === 'transient') throw error;
         log.error({ err: error }, 'file definition failed on a non-retriable error');
-        await sendToDeadLetter(await platform.producer(), platform.topics.deadLetter, { ...at, key: cmd.task_id, value: taskCodec.encode(cmd), reason: (error as Error).message });
+        await sendToDeadLetter(await ingest.log.writer(), topics.deadLetter, { ...at, key: cmd.task_id, value: taskCodec.encode(cmd), reason: (error as Error).message });
         await failTask(producer, at, cmd, `the file could not be stored: ${(error as Error).message}`, []);
         await removeStagedOf(cmd);
         collector.enqueue(sha256); // a promoted blob nothing references

@@ -1,10 +1,12 @@
 import type { Readable } from 'node:stream';
-import type { Producer, Transaction } from 'kafkajs';
 import {
   parseUploadBatches,
+  type LogTransaction,
+  type LogWriter,
   type MetricsUploadRequested,
   type PointsFact,
   type TaskEvent,
+  type TransactionalLog,
   type UserRecord,
 } from '@meridian/domain';
 import type { EventCodec } from '@meridian/events';
@@ -26,7 +28,7 @@ export type UploadJobDeps = {
   readonly taskCodec: EventCodec<TaskEvent>;
   readonly pointsCodec: EventCodec<PointsFact>;
   /** Non-transactional, for started/progress events that must show while the upload runs. */
-  readonly progressProducer: Producer;
+  readonly progressProducer: LogWriter;
   readonly consumerGroupId: string;
   readonly batchPoints: number;
   readonly maxBufferedPoints: number;
@@ -49,7 +51,7 @@ const PROGRESS_EVERY_MS = 1000;
  * expansion ratio, JSON document size, time budget) is aborted the same way and its task
  * failed at once: an UploadLimitExceeded is final, never retried.
  */
-export async function runUploadJob(cmd: MetricsUploadRequested, at: CommandPosition, producer: Producer, deps: UploadJobDeps): Promise<'succeeded' | 'failed'> {
+export async function runUploadJob(cmd: MetricsUploadRequested, at: CommandPosition, producer: TransactionalLog, deps: UploadJobDeps): Promise<'succeeded' | 'failed'> {
   const log = deps.logger.child({ task_id: cmd.task_id });
   const now = () => Date.now();
   const tally = new UploadTally();
@@ -170,12 +172,12 @@ function taskMessage(deps: UploadJobDeps, event: TaskEvent) {
   return { key: event.task_id, value: deps.taskCodec.encode(event), headers: { type: event.type } };
 }
 
-async function sendTaskEvents(producer: Producer | Transaction, deps: UploadJobDeps, events: TaskEvent[]): Promise<void> {
+async function sendTaskEvents(producer: LogWriter | LogTransaction, deps: UploadJobDeps, events: TaskEvent[]): Promise<void> {
   await producer.send({ topic: deps.topics.tasks, acks: -1, messages: events.map((e) => taskMessage(deps, e)) });
 }
 
 /** Records the failure and moves past the command, atomically. */
-export async function failTask(producer: Producer, deps: UploadJobDeps, at: CommandPosition, cmd: { task_id: string }, tally: UploadTally, reason?: string): Promise<void> {
+export async function failTask(producer: TransactionalLog, deps: UploadJobDeps, at: CommandPosition, cmd: { task_id: string }, tally: UploadTally, reason?: string): Promise<void> {
   await inTransaction(producer, async (tx) => {
     await sendTaskEvents(tx, deps, [{
       type: 'TaskFailed',
