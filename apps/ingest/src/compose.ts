@@ -1,9 +1,8 @@
 import type { AdapterOptions, Settings } from '@meridian/config';
-import { clickhouseTaskReadModel, clickhouseTaskReadModelWriter } from '@meridian/clickhouse';
+import { clickhouseTaskReadModel, clickhouseTaskReadModelWriter, createPointsSink } from '@meridian/clickhouse';
 import { consumerGroupsFor, topicsFor } from '@meridian/kafka';
 import type { Logger } from '@meridian/observability';
 import { foldContext, type Adapters } from '@meridian/platform';
-import { createPointsSink } from '@meridian/replay/projection';
 import type { IngestDeps } from './ingest-deps.ts';
 
 /** The worker's dependencies over the process's adapters (main.ts; tests start the worker the same way). */

@@ -5,7 +5,7 @@ import type { Logger } from '@meridian/observability';
 import type { FoldContext, UntilDoneOptions } from '@meridian/platform';
 import type { BlobStore } from './blob-store.ts';
 import type { EventLog } from './event-log.ts';
-import type { PointsSink } from '@meridian/replay/projection';
+import type { PointsSink } from '@meridian/clickhouse';
 
 /** The adapters and settings the worker runs on, composed in main.ts. */
 export type IngestDeps = {

@@ -7,7 +7,7 @@ import { announceProjected } from './announce.ts';
 import { sendToDeadLetter } from '../dead-letter.ts';
 import { Heart } from './heart.ts';
 import { InsertLog } from './insert-log.ts';
-import { Projection } from '@meridian/replay/projection';
+import { Projection } from '@meridian/projection';
 import type { IngestDeps } from '../ingest-deps.ts';
 
 export type RunningProjector = { readonly watch: ConsumerWatch; stop(): Promise<void> };

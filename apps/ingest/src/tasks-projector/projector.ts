@@ -3,7 +3,7 @@ import { createEventCodec } from '@meridian/events';
 import type { ConsumerWatch } from '@meridian/kafka';
 import { runConsumer } from '@meridian/platform';
 import { retry, RETRY_POLICIES } from '@meridian/retry';
-import { projectTaskBatch, taskEventsAfter } from '@meridian/replay/projection';
+import { projectTaskBatch, taskEventsAfter } from '@meridian/projection';
 import type { IngestDeps } from '../ingest-deps.ts';
 
 export type RunningTasksProjector = { readonly watch: ConsumerWatch; stop(): Promise<void> };
