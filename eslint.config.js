@@ -30,14 +30,14 @@ const clientModules = ['kafkajs', 'minio', '@clickhouse/client'];
 const clientImportAllowance = [
   'apps/api/src/files/submit.ts',
   'apps/api/src/uploads/submit.ts',
-  'apps/ingest/src/command-tx.ts',
+  'apps/ingest/src/commands/consumer.ts',
+  'apps/ingest/src/commands/handlers.ts',
   'apps/ingest/src/dead-letter.ts',
   'apps/ingest/src/files/file-commands.ts',
   'apps/ingest/src/projector/announce.ts',
   'apps/ingest/src/projector/projector.ts',
   'apps/ingest/src/uploads/batch-sender.ts',
   'apps/ingest/src/uploads/batch-sender.unit.test.ts',
-  'apps/ingest/src/uploads/command-consumer.ts',
   'apps/ingest/src/uploads/upload-job.ts',
 ];
 

@@ -15,7 +15,7 @@ import type { Logger } from '@meridian/observability';
 import { FilesStore, type Platform } from '@meridian/platform';
 import { classify } from '@meridian/retry';
 import type { Storage } from '@meridian/storage';
-import { commitCommandOffset, inTransaction, type CommandHandler, type CommandPosition } from '../command-tx.ts';
+import { commitCommandOffset, inTransaction, type CommandHandler, type CommandPosition } from '../commands/handlers.ts';
 import { sendToDeadLetter } from '../dead-letter.ts';
 import { removeStaged } from '../staging.ts';
 import { isNotFound, Mutex, promoteBlob } from './blobs.ts';

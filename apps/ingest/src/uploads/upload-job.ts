@@ -17,7 +17,7 @@ import type { EventCodec } from '@meridian/events';
 import type { Topics } from '@meridian/kafka';
 import type { Logger } from '@meridian/observability';
 import type { Storage } from '@meridian/storage';
-import { commitCommandOffset, inTransaction, type CommandPosition } from '../command-tx.ts';
+import { commitCommandOffset, inTransaction, type CommandPosition } from '../commands/handlers.ts';
 import { PointBatchSender } from './batch-sender.ts';
 import { UploadLimitExceeded, type UploadLimits } from './limits.ts';
 import { gunzipIfNeeded, openUploadBytes } from './source.ts';

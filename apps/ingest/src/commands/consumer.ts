@@ -4,10 +4,10 @@ import { createEventCodec, UndecodableEventError } from '@meridian/events';
 import { ConsumerWatch, createProducer } from '@meridian/kafka';
 import { AccountsStore, runConsumer, TasksStore, type Platform } from '@meridian/platform';
 import { retry, RETRY_POLICIES } from '@meridian/retry';
-import { uploadCommands } from './upload-commands.ts';
-import { uploadLimitsFrom } from './limits.ts';
+import { uploadCommands } from '../uploads/upload-commands.ts';
+import { uploadLimitsFrom } from '../uploads/limits.ts';
 import { startFileCommands } from '../files/file-commands.ts';
-import { handlerOf, type CommandHandlers, type CommandPosition, type WorkerCommand } from '../command-tx.ts';
+import { handlerOf, type CommandHandlers, type CommandPosition, type WorkerCommand } from './handlers.ts';
 import { sendToDeadLetter } from '../dead-letter.ts';
 
 export type RunningWorker = { readonly watch: ConsumerWatch; stop(): Promise<void> };
