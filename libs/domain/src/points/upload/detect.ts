@@ -2,7 +2,7 @@ import { has, isObject } from './json-item.ts';
 import { isJsonSpace } from './text.ts';
 
 /** The reader an upload needs; which CSV layout it is, the CSV reader tells from the first record. */
-export type DetectedLayout = 'json-array' | 'json-body' | 'ndjson' | 'csv';
+type DetectedLayout = 'json-array' | 'json-body' | 'ndjson' | 'csv';
 
 export type Detection =
   /** More text is needed. */
