@@ -3,12 +3,13 @@ import { connect } from 'node:net';
 import type { Consumer, IHeaders, Producer } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startProjector, type RunningProjector } from '../../apps/ingest/src/projector/index.ts';
-import { createPointsSink, encodePointsBlock, INSERT_POINTS_SQL, type Segment } from '@meridian/replay/projection';
+import { createPointsSink } from '@meridian/clickhouse';
+import { encodePointsBlock, INSERT_POINTS_SQL, type Segment } from '@meridian/projection';
 import type { PointBatch, PointsFact, TaskEvent } from '@meridian/domain';
 import { createEventCodec } from '@meridian/events';
 import { createProducer } from '@meridian/kafka';
 import { createLogger } from '@meridian/observability';
-import { createPlatform, type Platform } from '@meridian/platform';
+import { createPlatform, type Platform } from '../support/platform.ts';
 import { isolatedSettings } from '../support/settings.ts';
 import { waitFor } from '../support/wait.ts';
 

@@ -1,8 +1,9 @@
 import type { Admin, Kafka } from 'kafkajs';
-import { serverCapabilities, type ClickHouseClient } from '@meridian/clickhouse';
+import { createPointsSink, serverCapabilities, type ClickHouseClient } from '@meridian/clickhouse';
 import type { PointsFact } from '@meridian/domain';
 import type { EventCodec } from '@meridian/events';
 import type { Logger } from '@meridian/observability';
+import { consumerGroupsFor } from '@meridian/kafka';
 import { topicOffsets, type Offsets } from './bounds.ts';
 import {
   catalogFeed,
@@ -16,13 +17,12 @@ import {
   record,
   tableEngines,
 } from './generations.ts';
-import { createPointsSink } from './projection/index.ts';
 import type { RebuildProgress } from './progress.ts';
 import { rebuildRange, type RebuildStats } from './rebuild.ts';
 import { swapSql } from './swap-sql.ts';
 
 /** The live projector's consumer group (apps/ingest/src/projector/projector.ts names it so). */
-export const projectorGroupId = (topicPrefix: string) => `${topicPrefix}ingest-projector`;
+export const projectorGroupId = (topicPrefix: string) => consumerGroupsFor(topicPrefix).projector;
 
 export type SwapInput = {
   readonly kafka: Kafka;

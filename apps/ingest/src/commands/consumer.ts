@@ -1,0 +1,179 @@
+import { decideStart, type PointsFact, type StartDecision, type TaskEvent } from '@meridian/domain';
+import { createEventCodec, UndecodableEventError } from '@meridian/events';
+import type { ConsumerWatch } from '@meridian/kafka';
+import { AccountsStore, runConsumer, TasksStore } from '@meridian/platform';
+import { retry, RETRY_POLICIES } from '@meridian/retry';
+import { uploadCommands } from '../uploads/upload-commands.ts';
+import { uploadLimitsFrom } from '../uploads/limits.ts';
+import { startFileCommands } from '../files/file-commands.ts';
+import { handlerOf, type CommandHandlers, type CommandPosition, type WorkerCommand } from './handlers.ts';
+import { sendToDeadLetter } from '../dead-letter.ts';
+import type { PartitionWriter } from '../event-log.ts';
+import type { IngestDeps } from '../ingest-deps.ts';
+
+export type RunningWorker = { readonly watch: ConsumerWatch; stop(): Promise<void> };
+
+/**
+ * Consumes the tasks topic and hands each command in it to its handler in the registry
+ * (CommandHandlers: uploads, file definitions), which runs or refuses it; the lifecycle events
+ * beside them have no handler and pass by. What is common to every command stays here: the
+ * decision to run, skip or refuse it (decideStart), the run's brackets in the log, the dead
+ * letters. One transactional producer per input partition, so a restarted worker fences its
+ * predecessor's open transaction.
+ *
+ * Each run of a command is bracketed in the log: TaskStarted before it (acknowledged before
+ * any work, so it survives the process dying on the command), and TaskReleased when it ends
+ * without an outcome while this process lives on (Kafka trouble, a lost partition). A start
+ * neither ended nor released is a worker that died on the command; decideStart fails the
+ * command after MERIDIAN_MAX_COMMAND_STARTS of them, so no command can crash-loop the worker.
+ */
+export async function startCommandConsumer(ingest: IngestDeps): Promise<RunningWorker> {
+  const { log, topics, settings, logger } = ingest;
+  const groupId = ingest.groups.commands;
+  const accounts = new AccountsStore(ingest.folds, 'ingest', { writesSnapshots: true });
+  await accounts.start();
+  const tasks = new TasksStore(ingest.folds, 'ingest', ingest.taskReadModel);
+  await tasks.start();
+  // As the accounts and files folds log theirs: what this start read of the tasks topic (the tail past the read model).
+  logger.info({ topic: topics.tasks, events_read: tasks.eventsReadAtStart, unfinished: tasks.state.size }, 'tasks fold caught up after the read model positions');
+  const finished = new RecentSet<string>(100_000);
+  const fileCommands = await startFileCommands(ingest, groupId);
+  const progressProducer = await log.writer();
+  const transactional = new Map<number, Promise<PartitionWriter>>();
+  const producerFor = (partition: number) => {
+    let p = transactional.get(partition);
+    if (!p) {
+      const producer = log.transactional(`${groupId}-p${partition}`);
+      p = producer.connect().then(() => producer);
+      transactional.set(partition, p);
+    }
+    return p;
+  };
+  const codec = createEventCodec<TaskEvent>();
+  // The registry: each command type of the tasks topic and its handler.
+  const handlers: CommandHandlers = {
+    MetricsUploadRequested: uploadCommands({
+      topics,
+      storage: ingest.blobs,
+      logger: logger.child({ component: 'uploads' }),
+      taskCodec: codec,
+      pointsCodec: createEventCodec<PointsFact>(),
+      progressProducer,
+      consumerGroupId: groupId,
+      batchPoints: settings.MERIDIAN_POINT_BATCH_SIZE,
+      maxBufferedPoints: settings.MERIDIAN_POINT_BATCH_SIZE * 8,
+      limits: uploadLimitsFrom(settings),
+      user: (name) => accounts.state.users.get(name),
+      attempts: settings.MERIDIAN_UPLOAD_ATTEMPTS,
+      deadLetter: (at, value, reason) => deadLetter(ingest, at, value, reason),
+    }),
+    FileDefinitionRequested: fileCommands,
+  };
+
+  const consumer = log.consumer({ groupId, sessionTimeoutMs: settings.KAFKA_SESSION_TIMEOUT_MS, maxWaitTimeMs: 250 });
+  consumer.onJoin((e) => logger.info({ group: e.groupId, assignment: e.assignment }, 'joined consumer group'));
+  const watch: ConsumerWatch = consumer.watch('commands');
+  await runConsumer(consumer, topics.tasks, {
+    // Every tasks partition at once: an upload spends much of its time waiting on Kafka round
+    // trips (transaction, offsets, commit), which other partitions' uploads fill. Each partition
+    // has its own transactional producer, and a task's commands all share its partition.
+    partitionsConsumedConcurrently: settings.KAFKA_TASKS_PARTITIONS,
+    eachMessage: async ({ topic, partition, message, heartbeat }) => {
+      const at = { topic, partition, offset: Number(message.offset) };
+      let event: TaskEvent;
+      try {
+        event = codec.decode(message.value ?? Buffer.alloc(0));
+      } catch (error) {
+        if (!(error instanceof UndecodableEventError)) throw error;
+        await deadLetter(ingest, at, message.value, error.message);
+        return;
+      }
+      const handler = handlerOf(handlers, event.type);
+      if (handler === undefined) return;
+      const cmd = event as WorkerCommand;
+      const producer = await producerFor(partition); // fences a predecessor's open transaction first
+      const run = { at, producer, heartbeat, value: message.value };
+      // The same task can be commanded twice (a retry with the same Idempotency-Key after a
+      // 503 whose send still landed): run it once. Finished tasks are in the fold or, once the
+      // read model covers them, in the read model (decide asks both); ones this process finished
+      // itself are remembered here, because right after a commit the fold may not show it yet.
+      const decision: StartDecision = finished.has(cmd.task_id) ? { kind: 'skip' } : await decide(cmd, partition);
+      if (decision.kind === 'skip') {
+        logger.info({ task_id: cmd.task_id, offset: at.offset }, 'command for a finished task skipped');
+        return;
+      }
+      if (decision.kind === 'fail') {
+        logger.warn({ task_id: cmd.task_id, offset: at.offset, reason: decision.reason }, 'command refused');
+        if (decision.deadLetter) await deadLetter(ingest, at, message.value, decision.reason);
+        await handler.refuse(cmd, run, decision.reason);
+        finished.add(cmd.task_id);
+        return;
+      }
+      await sendTaskEvent({ type: 'TaskStarted', task_id: cmd.task_id, at: Date.now() });
+      logger.info({ task_id: cmd.task_id, offset: at.offset, partition }, 'command run started');
+      try {
+        await handler.run(cmd, run);
+      } catch (error) {
+        // The run ends without an outcome and this process lives on: kafkajs runs the command
+        // again, and this run is no crash. Best effort: with Kafka down the release may be lost,
+        // which counts one start too many.
+        await sendTaskEvent({ type: 'TaskReleased', task_id: cmd.task_id, at: Date.now() }).catch(() => undefined);
+        logger.warn({ err: error, task_id: cmd.task_id, offset: at.offset, partition }, 'command run released: it runs again');
+        throw error;
+      }
+      finished.add(cmd.task_id);
+    },
+  }, logger, ingest.startRetry);
+
+  /**
+   * decideStart on the accounts log read to its end (one offsets request: a disable or a grant
+   * written before now counts) and on the task: the fold holds it while it is unfinished (with
+   * every start acknowledged before this process started), the read model once it has finished.
+   * A refusal for crashes is checked again on this partition read to its end: a release this
+   * process wrote a moment ago may not be folded yet.
+   */
+  async function decide(cmd: WorkerCommand, partition: number): Promise<StartDecision> {
+    await accounts.syncToEnd();
+    const task = await retry(() => tasks.find(cmd.task_id), { ...RETRY_POLICIES.projector, onRetry: (error) => logger.warn({ err: error, task_id: cmd.task_id }, 'tasks read model unavailable; asking again') });
+    const now = () => decideStart(tasks.state.get(cmd.task_id) ?? task, accounts.state.users.get(cmd.user_name), settings.MERIDIAN_MAX_COMMAND_STARTS);
+    const first = now();
+    if (first.kind !== 'fail' || !first.deadLetter) return first;
+    await tasks.syncToEnd([partition]);
+    return now();
+  }
+
+  async function sendTaskEvent(event: TaskEvent): Promise<void> {
+    await progressProducer.send({ topic: topics.tasks, acks: -1, messages: [{ key: event.task_id, value: codec.encode(event), headers: { type: event.type } }] });
+  }
+
+  return {
+    watch,
+    async stop() {
+      await consumer.stop();
+      await Promise.allSettled([...transactional.values()].map(async (p) => (await p).disconnect()));
+      await fileCommands.stop();
+      await Promise.all([accounts.stop(), tasks.stop()]);
+    },
+  };
+}
+
+/** The last `capacity` values added: enough to recognise a repeat that follows soon after. */
+class RecentSet<T> {
+  private readonly items = new Set<T>();
+  private readonly capacity: number;
+  constructor(capacity: number) {
+    this.capacity = capacity;
+  }
+  add(value: T): void {
+    this.items.add(value);
+    if (this.items.size > this.capacity) this.items.delete(this.items.values().next().value as T);
+  }
+  has(value: T): boolean {
+    return this.items.has(value);
+  }
+}
+
+/** A command that cannot be run goes to the dead-letter topic as it came, without a key. */
+async function deadLetter(ingest: IngestDeps, at: CommandPosition, value: Buffer | null, reason: string): Promise<void> {
+  await sendToDeadLetter(await ingest.log.writer(), ingest.topics.deadLetter, { ...at, key: null, value, reason });
+}
