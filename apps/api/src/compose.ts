@@ -1,5 +1,5 @@
 import type { AdapterOptions, Settings } from '@meridian/config';
-import { clickhouseTaskReadModel } from '@meridian/clickhouse';
+import { clickhouseMetricCatalog, clickhouseTaskReadModel } from '@meridian/clickhouse';
 import type { Logger } from '@meridian/observability';
 import { sharedServices, type Adapters, type Platform } from '@meridian/platform';
 import type { ApiServices } from './api-services.ts';
@@ -10,6 +10,7 @@ export function composeApi(settings: Settings, logger: Logger, adapters: Adapter
     ...sharedServices(adapters, options, logger),
     settings,
     clickhouseOptions: options.clickhouse,
+    catalog: clickhouseMetricCatalog(options.clickhouse),
     taskReadModel: clickhouseTaskReadModel(options.clickhouse),
     probes: platform.probes,
   };
