@@ -2,7 +2,7 @@ import type { ConsumerWatch } from '@meridian/kafka';
 import type { IngestDeps } from './ingest-deps.ts';
 import { startProjector } from './projector/index.ts';
 import { startTasksProjector } from './tasks-projector/projector.ts';
-import { startCommandConsumer } from './uploads/command-consumer.ts';
+import { startCommandConsumer } from './commands/consumer.ts';
 
 export type RunningWorker = {
   /** The worker's group consumers, for its health (apps/ingest/src/health). */

@@ -18,7 +18,7 @@ export interface MetricCatalog {
  */
 export type CatalogDeps = { readonly catalog: MetricCatalog; readonly maxListNames: number; readonly pageCeiling: number };
 
-export const CATALOG_PATH = '/api/v1/metrics';
+const CATALOG_PATH = '/api/v1/metrics';
 const DEFAULT_LIMIT = 100;
 
 const querySchema = z.object({

@@ -16,7 +16,7 @@ import { FilesStore } from '@meridian/platform';
 import { classify } from '@meridian/retry';
 import { isNotFound } from '@meridian/storage';
 import type { BlobStore } from '../blob-store.ts';
-import { commitCommandOffset, inTransaction, type CommandHandler, type CommandPosition } from '../command-tx.ts';
+import { commitCommandOffset, inTransaction, type CommandHandler, type CommandPosition } from '../commands/handlers.ts';
 import { sendToDeadLetter } from '../dead-letter.ts';
 import { removeStaged } from '../staging.ts';
 import type { IngestDeps } from '../ingest-deps.ts';

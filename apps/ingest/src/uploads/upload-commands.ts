@@ -1,6 +1,6 @@
 import { uploadFailedUnread, type MetricsUploadRequested } from '@meridian/domain';
 import { isKafkaTransient, retry, RETRY_POLICIES } from '@meridian/retry';
-import type { CommandHandler, CommandPosition } from '../command-tx.ts';
+import type { CommandHandler, CommandPosition } from '../commands/handlers.ts';
 import { removeStaged } from '../staging.ts';
 import { failTask, runUploadJob, type UploadJobDeps } from './upload-job.ts';
 

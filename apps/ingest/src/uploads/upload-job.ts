@@ -19,7 +19,7 @@ import type { EventCodec } from '@meridian/events';
 import type { Topics } from '@meridian/kafka';
 import type { Logger } from '@meridian/observability';
 import type { BlobStore } from '../blob-store.ts';
-import { commitCommandOffset, inTransaction, type CommandPosition } from '../command-tx.ts';
+import { commitCommandOffset, inTransaction, type CommandPosition } from '../commands/handlers.ts';
 import { PointBatchSender } from './batch-sender.ts';
 import { UploadLimitExceeded, type UploadLimits } from './limits.ts';
 import { gunzipIfNeeded, openUploadBytes } from './source.ts';
@@ -53,6 +53,10 @@ const PROGRESS_EVERY_MS = 1000;
  * none of its points is ever visible. An upload past one of its limits (decompressed size,
  * expansion ratio, JSON document size, time budget) is aborted the same way and its task
  * failed at once: an UploadLimitExceeded is final, never retried.
+ *
+ * This is the upload's I/O shell: it reads and parses the bytes and acts on what the upload
+ * decider (decideUpload, libs/domain/src/uploads) makes of them, which holds the rules (all or
+ * nothing, the error cap, skip mode, write access per row).
  */
 export async function runUploadJob(cmd: MetricsUploadRequested, at: CommandPosition, producer: TransactionalLog, deps: UploadJobDeps): Promise<'succeeded' | 'failed'> {
   const log = deps.logger.child({ task_id: cmd.task_id });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { handlerOf, type CommandHandler, type CommandHandlers, type WorkerCommand } from './command-tx.ts';
+import { handlerOf, type CommandHandler, type CommandHandlers, type WorkerCommand } from './handlers.ts';
 
 const handler = (): CommandHandler<WorkerCommand> => ({ run: async () => undefined, refuse: async () => undefined });
 
