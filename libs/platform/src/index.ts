@@ -1,4 +1,4 @@
-export { createAdapters, createPlatform, foldContext, type Adapters, type Platform, type PlatformOptions } from './platform.ts';
+export { createAdapters, createPlatform, foldContext, sharedServices, type Adapters, type Platform, type PlatformOptions } from './platform.ts';
 export type { FoldContext, FoldLimits } from './fold-context.ts';
 export { FoldedTopic, type FoldOptions, type FoldSnapshots, type FoldStart } from './folded-topic.ts';
 export { AccountsStore } from './accounts-store.ts';

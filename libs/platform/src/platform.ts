@@ -1,5 +1,5 @@
 import { ensureDatabase, migrate, pingClickHouse, queryText, replicationOf, serverCapabilities, createClickHouse, type ClickHouseClient, type ClickHouseOptions } from '@meridian/clickhouse';
-import { KafkaEventLog, replicationWarning, topicsFor, topicSpecs, WHY_KEPT, type KafkaOptions, type TopicLayout } from '@meridian/kafka';
+import { consumerGroupsFor, KafkaEventLog, replicationWarning, topicsFor, topicSpecs, WHY_KEPT, type KafkaOptions, type TopicLayout } from '@meridian/kafka';
 import { createBlobStore, type MinioBlobStore, type StorageOptions } from '@meridian/storage';
 import type { Logger } from '@meridian/observability';
 import type { FoldContext, FoldLimits } from './fold-context.ts';
@@ -111,5 +111,17 @@ export function createAdapters(options: { readonly kafka: Omit<KafkaOptions, 'lo
     log: new KafkaEventLog({ ...options.kafka, logger }),
     clickhouse: createClickHouse({ ...options.clickhouse, logger }),
     blobs: createBlobStore(options.storage),
+  };
+}
+
+/** What every app's services hold over its adapters: the names under the topic prefix, the log, the bucket and the folds' context. */
+export function sharedServices(adapters: Adapters, options: PlatformOptions, logger: Logger, startRetry: UntilDoneOptions = {}) {
+  return {
+    logger,
+    topics: topicsFor(options.topicPrefix),
+    groups: consumerGroupsFor(options.topicPrefix),
+    log: adapters.log,
+    blobs: adapters.blobs,
+    folds: foldContext(adapters, options, logger, startRetry),
   };
 }
