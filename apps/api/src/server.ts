@@ -1,7 +1,7 @@
 import type Koa from 'koa';
 import { fileQuotaOf, type TaskEvent } from '@meridian/domain';
 import { createEventCodec } from '@meridian/events';
-import { clickhouseTaskReadModel } from '@meridian/clickhouse';
+import { clickhouseTaskReadModel, insertQuorumOf, LIVE_TASK_TABLES } from '@meridian/clickhouse';
 import { AccountsStore, FilesStore, TasksStore, type Platform } from '@meridian/platform';
 import { planExport, streamExport, type ExportDeps } from '@meridian/replay';
 import { createAdminApp } from './admin-app.ts';
@@ -51,7 +51,7 @@ async function ingestLag(platform: Platform) {
 export async function buildApi(platform: Platform): Promise<Api> {
   const { settings, logger } = platform;
   const accountsStore = new AccountsStore(platform, 'api', { writesSnapshots: true });
-  const taskReadModel = clickhouseTaskReadModel(platform.clickhouseOptions);
+  const taskReadModel = clickhouseTaskReadModel(platform.clickhouseOptions, LIVE_TASK_TABLES, insertQuorumOf(settings));
   const tasksStore = new TasksStore(platform, 'api', taskReadModel);
   const filesStore = new FilesStore(platform, 'api');
   const taskCodec = createEventCodec<TaskEvent>();

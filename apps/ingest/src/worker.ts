@@ -1,4 +1,4 @@
-import { clickhouseTaskReadModel, clickhouseTaskReadModelWriter } from '@meridian/clickhouse';
+import { clickhouseTaskReadModel, clickhouseTaskReadModelWriter, insertQuorumOf, LIVE_TASK_TABLES } from '@meridian/clickhouse';
 import type { ConsumerWatch } from '@meridian/kafka';
 import type { Platform } from '@meridian/platform';
 import { startProjector } from './projector/index.ts';
@@ -13,8 +13,10 @@ export type RunningWorker = {
 
 /** The ingest worker: runs upload commands into point facts, projects the facts and the tasks into ClickHouse. */
 export async function startIngest(platform: Platform): Promise<RunningWorker> {
-  const taskReadModel = clickhouseTaskReadModel(platform.clickhouseOptions);
-  const tasksProjector = await startTasksProjector(platform, taskReadModel, clickhouseTaskReadModelWriter(platform.clickhouse));
+  // On a cluster the read models write and read under the points sink's quorum (README: exactly-once with replicas).
+  const quorum = insertQuorumOf(platform.settings);
+  const taskReadModel = clickhouseTaskReadModel(platform.clickhouseOptions, LIVE_TASK_TABLES, quorum);
+  const tasksProjector = await startTasksProjector(platform, taskReadModel, clickhouseTaskReadModelWriter(platform.clickhouse, LIVE_TASK_TABLES, quorum));
   const commands = await startCommandConsumer(platform, taskReadModel);
   const projector = await startProjector(platform);
   return {

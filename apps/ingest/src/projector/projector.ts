@@ -1,4 +1,5 @@
 import type { EachBatchPayload, KafkaMessage } from 'kafkajs';
+import { insertQuorumOf } from '@meridian/clickhouse';
 import type { PointsFact, TaskEvent } from '@meridian/domain';
 import { createEventCodec, UndecodableEventError } from '@meridian/events';
 import { appendEvents, ConsumerWatch } from '@meridian/kafka';
@@ -40,10 +41,7 @@ export async function startProjector(platform: Platform): Promise<RunningProject
   const { kafka, topics, settings } = platform;
   const logger = platform.logger.child({ component: 'projector' });
   const groupId = `${settings.MERIDIAN_TOPIC_PREFIX}ingest-projector`;
-  const sink = createPointsSink(platform.clickhouse, 'points', {
-    replicas: platform.settings.CLICKHOUSE_INSERT_QUORUM,
-    timeoutMs: platform.settings.CLICKHOUSE_INSERT_QUORUM_TIMEOUT_MS,
-  });
+  const sink = createPointsSink(platform.clickhouse, 'points', insertQuorumOf(platform.settings));
   const pointsCodec = createEventCodec<PointsFact>();
   const taskCodec = createEventCodec<TaskEvent>();
   const producer = await platform.producer();
