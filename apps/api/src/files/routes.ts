@@ -27,11 +27,11 @@ import {
 import { STAGING_PREFIX, type Storage } from '@meridian/storage';
 import { defineRoute, type RouteDef } from '../http/route.ts';
 import { writeProblem } from '../http/problem.ts';
-import { contentDisposition, ifRangeHolds, noneMatchHits, parseRange } from '../files/http-file.ts';
-import { pendingDefinitions, QuotaReservations } from '../files/quota.ts';
-import { stageForm, type FileLimit } from '../files/stage-form.ts';
-import { submitFileDefinition, type FileSubmitDeps } from '../files/submit.ts';
-import { fileDetail, fileDetailSchema, fileEntry, fileEntrySchema } from '../files/views.ts';
+import { contentDisposition, ifRangeHolds, noneMatchHits, parseRange } from './http-file.ts';
+import { pendingDefinitions, QuotaReservations } from './quota.ts';
+import { stageForm, type FileLimit } from './stage-form.ts';
+import { submitFileDefinition, type FileSubmitDeps } from './submit.ts';
+import { fileDetail, fileDetailSchema, fileEntry, fileEntrySchema } from './views.ts';
 import { discard } from '../uploads/stage-file.ts';
 
 /** What the file routes need: the catalog and a way to run a decision against it, storage, tasks. */
