@@ -1,11 +1,13 @@
 import type Koa from 'koa';
-import { fileQuotaOf, type TaskEvent } from '@meridian/domain';
+import { fileQuotaOf, type FileEvent, type TaskEvent } from '@meridian/domain';
 import { createEventCodec } from '@meridian/events';
-import { clickhouseTaskReadModel, insertQuorumOf, LIVE_TASK_TABLES } from '@meridian/clickhouse';
-import { AccountsStore, FilesStore, TasksStore, type Platform } from '@meridian/platform';
+import { clickhouseFileReadModel, clickhouseTaskReadModel, insertQuorumOf, LIVE_FILE_TABLES, LIVE_TASK_TABLES } from '@meridian/clickhouse';
+import { appendEvents } from '@meridian/kafka';
+import { AccountsStore, TasksStore, type Platform } from '@meridian/platform';
 import { planExport, streamExport, type ExportDeps } from '@meridian/replay';
 import { createAdminApp } from './admin-app.ts';
 import { createApp } from './app.ts';
+import { FileCatalog } from './files/catalog.ts';
 import { cursorSealFromSetting } from './http/cursor-seal.ts';
 import { PerUserSlots } from './http/per-user-slots.ts';
 import { createApiMetrics } from './observability/metrics.ts';
@@ -18,7 +20,8 @@ export type Api = {
   readonly adminApp: Koa | null;
   readonly accounts: AccountsStore;
   readonly tasks: TasksStore;
-  readonly files: FilesStore;
+  /** The file catalog: the files read model in ClickHouse (the api holds no file in memory). */
+  readonly files: FileCatalog;
   /** Starts following the logs the api serves from; resolves once they have caught up. */
   start(): Promise<void>;
   stop(): Promise<void>;
@@ -51,10 +54,19 @@ async function ingestLag(platform: Platform) {
 export async function buildApi(platform: Platform): Promise<Api> {
   const { settings, logger } = platform;
   const accountsStore = new AccountsStore(platform, 'api', { writesSnapshots: true });
-  const taskReadModel = clickhouseTaskReadModel(platform.clickhouseOptions, LIVE_TASK_TABLES, insertQuorumOf(settings));
+  const quorum = insertQuorumOf(settings);
+  const taskReadModel = clickhouseTaskReadModel(platform.clickhouseOptions, LIVE_TASK_TABLES, quorum);
   const tasksStore = new TasksStore(platform, 'api', taskReadModel);
-  const filesStore = new FilesStore(platform, 'api');
   const taskCodec = createEventCodec<TaskEvent>();
+  const fileCodec = createEventCodec<FileEvent>();
+  const files = new FileCatalog({
+    readModel: clickhouseFileReadModel(platform.clickhouseOptions, LIVE_FILE_TABLES, quorum),
+    logEnds: async () => new Map((await platform.admin.fetchTopicOffsets(platform.topics.files)).map((p) => [p.partition, Number(p.high)])),
+    append: async (fileId, events) => appendEvents(await platform.producer(), fileCodec, platform.topics.files, fileId, events),
+    ackTimeoutMs: settings.MERIDIAN_KAFKA_ACK_TIMEOUT_MS,
+    waitMs: settings.MERIDIAN_FILES_READ_MODEL_WAIT_MS,
+    logger: logger.child({ component: 'files' }),
+  });
   const exportDeps: ExportDeps = { kafka: platform.kafka, admin: platform.admin, topics: platform.topics, topicPrefix: settings.MERIDIAN_TOPIC_PREFIX };
   // Per instance: what this process is receiving or streaming for each user right now.
   const uploadsInFlight = new PerUserSlots(settings.MERIDIAN_MAX_UPLOADS_IN_FLIGHT_PER_USER, { setting: 'MERIDIAN_MAX_UPLOADS_IN_FLIGHT_PER_USER', noun: 'uploads in progress' });
@@ -68,7 +80,6 @@ export async function buildApi(platform: Platform): Promise<Api> {
     folds: () => [
       { fold: 'accounts', eventsReadAtStart: accountsStore.startup?.eventsRead ?? null },
       { fold: 'tasks', eventsReadAtStart: tasksStore.eventsReadAtStart },
-      { fold: 'files', eventsReadAtStart: filesStore.startup?.eventsRead ?? null },
     ],
   });
   const jsonChecker = jsonCheckPool({ workers: settings.MERIDIAN_JSON_UPLOAD_CHECK_WORKERS, heapMb: settings.MERIDIAN_JSON_UPLOAD_CHECK_HEAP_MB, maxValues: settings.MERIDIAN_MAX_POINTS_PER_JSON_UPLOAD });
@@ -76,7 +87,6 @@ export async function buildApi(platform: Platform): Promise<Api> {
     ...platform.probes,
     caughtUp('accounts', accountsStore),
     caughtUp('tasks', tasksStore),
-    caughtUp('files', filesStore),
   ];
   const adminListener = settings.MERIDIAN_ADMIN_PORT !== '';
   const app = createApp({
@@ -90,10 +100,15 @@ export async function buildApi(platform: Platform): Promise<Api> {
       get state() { return accountsStore.state; },
       get ready() { return accountsStore.ready; },
       execute: async (userName, decide) => accountsStore.execute(userName, decide, await platform.producer()),
-      fileUsage: (userName) => ({
-        bytes_used: filesStore.state.usage.get(userName) ?? 0,
-        quota_bytes: fileQuotaOf(accountsStore.state.users.get(userName), settings.MERIDIAN_FILE_QUOTA_BYTES),
-      }),
+      // Usage once the projection has reached the files log's end (bounded): a file whose task succeeded counts.
+      fileUsage: async (userNames) => {
+        await files.current();
+        const usage = await files.usage(userNames);
+        return new Map(userNames.map((userName) => [userName, {
+          bytes_used: usage.get(userName)?.bytes ?? 0,
+          quota_bytes: fileQuotaOf(accountsStore.state.users.get(userName), settings.MERIDIAN_FILE_QUOTA_BYTES),
+        }]));
+      },
     },
     tasks: {
       live: () => tasksStore.state,
@@ -143,11 +158,7 @@ export async function buildApi(platform: Platform): Promise<Api> {
     },
     files: {
       storage: platform.storage,
-      files: {
-        state: () => filesStore.state,
-        syncToEnd: () => filesStore.syncToEnd(),
-        execute: async (fileId, decide) => filesStore.execute(fileId, decide, await platform.producer()),
-      },
+      files,
       tasks: () => tasksStore.state,
       submit: {
         producer: () => platform.producer(),
@@ -171,15 +182,15 @@ export async function buildApi(platform: Platform): Promise<Api> {
     adminApp: adminListener ? createAdminApp({ logger, probes, readyTimeoutMs: settings.MERIDIAN_READY_TIMEOUT_MS, metrics }) : null,
     accounts: accountsStore,
     tasks: tasksStore,
-    files: filesStore,
+    files,
     async start() {
-      await Promise.all([accountsStore.start(), tasksStore.start(), filesStore.start()]);
-      logger.info({ users: accountsStore.state.users.size, tasks: tasksStore.state.size, tasks_events_read: tasksStore.eventsReadAtStart, files: filesStore.state.files.size }, 'caught up with the accounts, tasks and files logs');
+      await Promise.all([accountsStore.start(), tasksStore.start()]);
+      logger.info({ users: accountsStore.state.users.size, tasks: tasksStore.state.size, tasks_events_read: tasksStore.eventsReadAtStart }, 'caught up with the accounts and tasks logs');
     },
     async stop() {
       // Long-polls answer now with their task as it is, instead of holding the shutdown.
       tasksStore.ends.close();
-      await Promise.all([accountsStore.stop(), tasksStore.stop(), filesStore.stop(), jsonChecker.close()]);
+      await Promise.all([accountsStore.stop(), tasksStore.stop(), jsonChecker.close()]);
     },
   };
 }

@@ -10,17 +10,16 @@ import {
   decideRevokeFileAccess,
   descriptionProblem,
   DomainError,
-  fileEverDefined,
+  fileAccess,
   fileQuotaOf,
   isUuid,
-  listFiles,
+  NO_SUCH_FILE,
+  notFound,
   quotaLeft,
   sanitizeFileName,
   validationError,
   visibleFile,
   type FileDefinitionRequested,
-  type FileEvent,
-  type FilesState,
   type TasksState,
   type UserRecord,
 } from '@meridian/domain';
@@ -28,23 +27,17 @@ import { STAGING_PREFIX, type Storage } from '@meridian/storage';
 import { defineRoute, type RouteDef } from '../http/route.ts';
 import { writeProblem } from '../http/problem.ts';
 import { contentDisposition, ifRangeHolds, noneMatchHits, parseRange } from './http-file.ts';
-import { pendingDefinitions, QuotaReservations } from './quota.ts';
+import type { FileCatalog } from './catalog.ts';
+import { definitionsInFlight, pendingDefinitions, QuotaReservations } from './quota.ts';
 import { stageForm, type FileLimit } from './stage-form.ts';
 import { submitFileDefinition, type FileSubmitDeps } from './submit.ts';
 import { fileDetail, fileDetailSchema, fileEntry, fileEntrySchema } from './views.ts';
 import { discard } from '../uploads/stage-file.ts';
 
-/** What the file routes need: the catalog and a way to run a decision against it, storage, tasks. */
-export type FilesCommands = {
-  readonly state: () => FilesState;
-  /** Reads the files log to its end: a file just defined through another process becomes visible. */
-  readonly syncToEnd: () => Promise<void>;
-  execute(fileId: string, decide: (state: FilesState) => FileEvent[]): Promise<FileEvent[]>;
-};
-
 export type FileDeps = {
   readonly storage: Storage;
-  readonly files: FilesCommands;
+  /** The files read model, its waits for the projection, and the file commands (catalog.ts). */
+  readonly files: FileCatalog;
   readonly tasks: () => TasksState;
   readonly submit: FileSubmitDeps;
   /** defaultQuotaBytes: for users an admin gave no quota of their own; filesPerUser: MERIDIAN_MAX_FILES_PER_USER (no cap when left out). */
@@ -98,17 +91,32 @@ function parseDescription(value: string | undefined): string {
 export function fileRoutes(deps: FileDeps): RouteDef[] {
   const reservations = new QuotaReservations();
 
+  /**
+   * What the user stores (the read model's usage, read after the bounded wait for the projection)
+   * and which of their definitions in flight the read model shows already. The ids are asked
+   * before the usage: a file the projection adds in between is then counted twice (refusing
+   * early), never not at all.
+   */
+  const standingOf = async (user: UserRecord) => {
+    await deps.files.current();
+    const defined = new Set((await deps.files.rows(definitionsInFlight(deps.tasks(), user.user_name).map((d) => d.file_id))).map((r) => r.file.file_id));
+    const usage = (await deps.files.usage([user.user_name])).get(user.user_name) ?? { bytes: 0, files: 0 };
+    return { usage, defined };
+  };
+  type Standing = Awaited<ReturnType<typeof standingOf>>;
+  /** Definitions in flight (from the tasks in memory now) that the standing does not show yet. */
+  const pendingOf = (user: UserRecord, standing: Standing) => pendingDefinitions(definitionsInFlight(deps.tasks(), user.user_name), standing.defined);
   /** The user's quota, and what they may still store: it less live files, definitions in flight and this process's reservations. */
-  const quotaOf = (user: UserRecord) => {
+  const quotaOf = (user: UserRecord, standing: Standing) => {
     const quota = fileQuotaOf(user, deps.limits.defaultQuotaBytes);
-    const pending = pendingDefinitions(deps.tasks(), deps.files.state(), user.user_name).bytes + reservations.reserved(user.user_name);
-    return { quota, left: quotaLeft(deps.files.state(), user.user_name, quota, pending) };
+    const pending = pendingOf(user, standing).bytes + reservations.reserved(user.user_name);
+    return { quota, left: quotaLeft(standing.usage.bytes, quota, pending) };
   };
   /** Refuses one more file to a user at the files cap (live files, definitions in flight, this process's reservations). */
-  const assertRoomFor = (user: UserRecord) => {
+  const assertRoomFor = (user: UserRecord, standing: Standing) => {
     if (deps.limits.filesPerUser === undefined) return;
-    const pending = pendingDefinitions(deps.tasks(), deps.files.state(), user.user_name).count + reservations.count(user.user_name);
-    assertFileRoom(deps.files.state(), { owner: user.user_name, pending, max_files: deps.limits.filesPerUser });
+    const pending = pendingOf(user, standing).count + reservations.count(user.user_name);
+    assertFileRoom({ owned: standing.usage.files, pending, max_files: deps.limits.filesPerUser });
   };
   const limits = {
     sizeLimit: (n: number): FileLimit => ({ bytes: n, tooLarge: () => new DomainError('payload_too_large', `the file is larger than its file_size_limit of ${n} bytes`, [{ field: 'file_size_limit', reason: `${n} bytes` }]) }),
@@ -121,10 +129,25 @@ export function fileRoutes(deps: FileDeps): RouteDef[] {
   const smallest = (...candidates: Array<FileLimit | null>): FileLimit =>
     candidates.filter((c): c is FileLimit => c !== null).reduce((a, b) => (b.bytes < a.bytes ? b : a));
 
-  /** The file if the caller may see it; an id not folded here yet gets one read of the log to its end first. */
+  /**
+   * The file if the caller may see it. An id the read model does not show the caller (unknown or
+   * someone else's: the same path) is asked again once the projection has reached the log's end
+   * (bounded), so a file is found right after its definition succeeded, on any instance.
+   */
   const findFile = async (fileId: string, user: UserRecord) => {
-    if (!fileEverDefined(deps.files.state(), fileId) && isUuid(fileId)) await deps.files.syncToEnd();
-    return visibleFile(deps.files.state(), fileId, user);
+    const lookup = async () => {
+      const file = await deps.files.get(fileId);
+      const access = fileAccess(file, user);
+      return file && access !== null ? { file, access } : null;
+    };
+    if (!isUuid(fileId)) throw notFound(NO_SUCH_FILE);
+    let found = await lookup();
+    if (!found) {
+      await deps.files.current();
+      found = await lookup();
+    }
+    if (!found) throw notFound(NO_SUCH_FILE);
+    return found;
   };
 
   const defineFile = async (ctx: Context, { user }: { user: UserRecord }) => {
@@ -132,13 +155,14 @@ export function fileRoutes(deps: FileDeps): RouteDef[] {
     const taskId = randomUUID();
     const stagedKey = `${STAGING_PREFIX}files/${fileId}`;
     // A refusal before the body is read closes the connection (problemMiddleware): nothing more is read.
-    assertRoomFor(user);
-    const ceiling = smallest(limits.upload(), limits.quota(quotaOf(user)));
+    const before = await standingOf(user);
+    assertRoomFor(user, before);
+    const ceiling = smallest(limits.upload(), limits.quota(quotaOf(user, before)));
     const declared = Number(ctx.get('Content-Length') || Number.NaN);
     if (Number.isFinite(declared) && declared > ceiling.bytes + FORM_OVERHEAD) throw ceiling.tooLarge();
     const staged = await stageForm(ctx.req, deps.storage, stagedKey, (fields) => {
       const sizeLimit = parseSizeLimit(fields.get('file_size_limit'));
-      return smallest(sizeLimit === null ? null : limits.sizeLimit(sizeLimit), limits.upload(), limits.quota(quotaOf(user)));
+      return smallest(sizeLimit === null ? null : limits.sizeLimit(sizeLimit), limits.upload(), limits.quota(quotaOf(user, before)));
     });
     // An empty file stores nothing, yet costs a catalog entry in every process: refused, as an
     // empty metrics upload is (stageForm staged nothing for it).
@@ -150,9 +174,11 @@ export function fileRoutes(deps: FileDeps): RouteDef[] {
       const description = parseDescription(staged.fields.get('file_description'));
       const enforceSchema = parseEnforceSchema(staged.fields.get('enforce_schema'));
       if (sizeLimit !== null && staged.bytes > sizeLimit) throw limits.sizeLimit(sizeLimit).tooLarge();
-      // Check and reserve in one synchronous step: a concurrent upload of the same user sees this one.
-      assertRoomFor(user);
-      const now = quotaOf(user);
+      // Check and reserve in one synchronous step after reading the standing: a concurrent upload
+      // of the same user sees this one (its reservation, or its task in flight).
+      const standing = await standingOf(user);
+      assertRoomFor(user, standing);
+      const now = quotaOf(user, standing);
       if (staged.bytes > now.left) throw limits.quota(now).tooLarge();
       release = reservations.reserve(user.user_name, staged.bytes);
       const fileName = sanitizeFileName(staged.filename);
@@ -221,9 +247,9 @@ export function fileRoutes(deps: FileDeps): RouteDef[] {
         },
       },
       handler: async (ctx, { query, user }) => {
-        // A definition that succeeded in the tasks log but is not folded here yet: catch up first.
-        if (pendingDefinitions(deps.tasks(), deps.files.state(), user.user_name).succeeded > 0) await deps.files.syncToEnd();
-        const page = listFiles(deps.files.state(), user, { name_contains: query.name_contains, limit: query.limit, cursor: query.cursor === undefined ? undefined : Number(query.cursor) });
+        // A definition of the caller that succeeded may not be projected yet: wait (bounded) for the projection first.
+        if (definitionsInFlight(deps.tasks(), user.user_name).some((d) => d.succeeded)) await deps.files.current();
+        const page = await deps.files.list(user, { name_contains: query.name_contains, limit: query.limit, cursor: query.cursor === undefined ? undefined : Number(query.cursor) });
         ctx.body = { files_list: page.files.map(({ file, access }) => fileEntry(file, access)), next_cursor: page.next_cursor === null ? null : String(page.next_cursor) };
       },
     }),
@@ -322,8 +348,8 @@ export function fileRoutes(deps: FileDeps): RouteDef[] {
       problems: ['not_found', 'forbidden'],
       handler: async (ctx, { params, body, user }) => {
         await findFile(params.file_id, user);
-        await deps.files.execute(params.file_id, (s) => decideDescribeFile(s, { file_id: params.file_id, description: body.file_description, caller: user, at: Date.now() }));
-        const { file, access } = visibleFile(deps.files.state(), params.file_id, user);
+        const after = await deps.files.execute(params.file_id, (s) => decideDescribeFile(s, { file_id: params.file_id, description: body.file_description, caller: user, at: Date.now() }));
+        const { file, access } = visibleFile(after, params.file_id, user);
         ctx.body = fileDetail(file, access, user.is_admin || file.owner === user.user_name);
       },
     }),
@@ -359,8 +385,8 @@ export function fileRoutes(deps: FileDeps): RouteDef[] {
       handler: async (ctx, { params, body, user }) => {
         await findFile(params.file_id, user);
         // Not looked up among the users: an unknown or disabled name is granted like any other (decideGrantFileAccess).
-        await deps.files.execute(params.file_id, (s) => decideGrantFileAccess(s, { file_id: params.file_id, grantee: params.user_name, access: body.access, max_grants: deps.limits.grantsPerFile ?? Number.POSITIVE_INFINITY, caller: user, at: Date.now() }));
-        const { file, access } = visibleFile(deps.files.state(), params.file_id, user);
+        const after = await deps.files.execute(params.file_id, (s) => decideGrantFileAccess(s, { file_id: params.file_id, grantee: params.user_name, access: body.access, max_grants: deps.limits.grantsPerFile ?? Number.POSITIVE_INFINITY, caller: user, at: Date.now() }));
+        const { file, access } = visibleFile(after, params.file_id, user);
         ctx.body = fileDetail(file, access, true);
       },
     }),

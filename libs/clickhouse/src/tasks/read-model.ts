@@ -1,9 +1,10 @@
 import type { Task, TaskListQuery, TaskReadModel, TaskReadModelWriter, TaskRow } from '@meridian/domain';
 import { quoteIdentifier, type ClickHouseClient } from '../client.ts';
 import { NO_QUORUM, quorumInsertSettings, quorumReadSettings, serverCapabilities, synchronousInsertSettings, type InsertQuorum } from '../capabilities.ts';
-import { queryText, type ConnOptions } from '../download/http.ts';
+import type { ConnOptions } from '../download/http.ts';
 import { int } from '../download/filter-sql.ts';
 import type { ExternalTable } from '../download/external-data.ts';
+import { readPositions, rowsQuery, stringsTable } from '../read-model-queries.ts';
 
 /**
  * The tasks read model in ClickHouse (migration 003): `tasks` (latest state per task, ordered
@@ -23,19 +24,14 @@ const quoted = (t: TaskTables) => ({ tasks: quoteIdentifier(t.tasks), byId: quot
 const FINISHED = `('succeeded', 'failed')`;
 const UNFINISHED = `('queued', 'running')`;
 
-const idsTable = (ids: readonly string[]): ExternalTable => ({ name: 'wanted', structure: 'task_id String', rows: ids.map((id) => [id]) });
+const idsTable = (ids: readonly string[]): ExternalTable => stringsTable('wanted', 'task_id', ids);
 /** Rows of `tasks` whose key tasks_by_id gives for the wanted ids: a point read on both tables. */
 const byIdOf = (byId: string) => `(user_name, created_at, task_id) IN (SELECT user_name, created_at, task_id FROM ${byId} WHERE task_id IN (SELECT task_id FROM wanted))`;
-
-function lines<T>(text: string): T[] {
-  return text.split('\n').filter((l) => l.length > 0).map((l) => JSON.parse(l) as T);
-}
 
 export function clickhouseTaskReadModel(conn: ConnOptions, tables: TaskTables = LIVE_TASK_TABLES, quorum: InsertQuorum = NO_QUORUM): TaskReadModel {
   const t = quoted(tables);
   const BY_ID = byIdOf(t.byId);
-  const settings = quorumReadSettings(quorum.replicas);
-  const query = <T>(sql: string, tables: readonly ExternalTable[] = []) => queryText(conn, { sql: `${sql} FORMAT JSONEachRow`, tables, settings }).then(lines<T>);
+  const query = rowsQuery(conn, quorum);
   return {
     async get(taskId) {
       const [row] = await query<{ state: string }>(`SELECT state FROM ${t.tasks} FINAL WHERE ${BY_ID}`, [idsTable([taskId])]);
@@ -70,10 +66,7 @@ export function clickhouseTaskReadModel(conn: ConnOptions, tables: TaskTables = 
       return new Set(rows.map((r) => r.task_id));
     },
 
-    async positions() {
-      const rows = await query<{ p: number; o: string }>(`SELECT kafka_partition AS p, toString(max(kafka_offset)) AS o FROM ${t.positions} GROUP BY kafka_partition`);
-      return new Map(rows.map((r) => [Number(r.p), Number(r.o)]));
-    },
+    positions: () => readPositions(query, t.positions),
 
     async unfinished(partitions) {
       const only = partitions ? ` AND kafka_partition IN (${partitions.length > 0 ? partitions.map(int).join(', ') : '-1'})` : '';

@@ -6,7 +6,8 @@ import type { Platform } from '@meridian/platform';
 import { retry, RETRY_POLICIES } from '@meridian/retry';
 import { topicOffsets, type Offsets } from '../bounds.ts';
 import { readRanges } from '../log-reader.ts';
-import { projectTaskBatch, taskEventsAfter } from './project.ts';
+import { projectTaskBatch } from './project.ts';
+import { eventsAfter } from '../events-after.ts';
 import { tableEngines } from '../generations.ts';
 import { refuseReplicated } from '../swap.ts';
 
@@ -65,7 +66,7 @@ export async function rebuildTasks(platform: Platform, onProgress?: (events: num
   })) {
     if (batch.messages.length === 0 && !batch.done) continue;
     const last = batch.done ? end.get(batch.partition)! - 1 : Number(batch.messages[batch.messages.length - 1]!.offset);
-    const decoded = taskEventsAfter(codec, batch.partition, batch.messages, -1);
+    const decoded = eventsAfter(codec, batch.partition, batch.messages, -1);
     events += batch.messages.length;
     rows += await projectTaskBatch({ live, readModel, writer, persist }, batch.partition, decoded, last);
     onProgress?.(events);

@@ -1,0 +1,30 @@
+import type { FileEvent, FileReadModel, FileReadModelWriter } from '@meridian/domain';
+import { createEventCodec } from '@meridian/events';
+import type { Platform } from '@meridian/platform';
+import { eventsAfter, projectFileBatch } from '@meridian/replay/projection';
+import { startReadModelProjector, type RunningReadModelProjector } from './projector.ts';
+
+/**
+ * Projects the files topic into the files read model (issue 13), exactly once (the machinery:
+ * ./projector.ts). Each batch is folded onto the stored rows of the files it touches
+ * (projectFileBatch); between batches only the next definition's seq is held, read back with the
+ * positions after every (re)join.
+ */
+export async function startFilesProjector(platform: Platform, readModel: FileReadModel, writer: FileReadModelWriter): Promise<RunningReadModelProjector> {
+  const codec = createEventCodec<FileEvent>();
+  const seq = { next: 0 };
+  return startReadModelProjector(platform, {
+    name: 'files',
+    topic: platform.topics.files,
+    reset: () => { seq.next = 0; },
+    async load(_partitions, persist) {
+      const [stored, next] = await persist('reading the files read model', async () => [await readModel.positions(), await readModel.nextSeq()] as const);
+      seq.next = next;
+      return stored;
+    },
+    async project(partition, messages, after, last, persist) {
+      await projectFileBatch({ readModel, writer, persist, seq }, partition, eventsAfter(codec, partition, messages, after), last);
+    },
+    writePosition: (partition, offset) => writer.write([], new Map([[partition, offset]])),
+  });
+}
