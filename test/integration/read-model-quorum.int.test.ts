@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { clickhouseTaskReadModel, clickhouseTaskReadModelWriter, createClickHouse, LIVE_TASK_TABLES, type ClickHouseClient } from '@meridian/clickhouse';
-import { foldTasks, type TaskEvent } from '@meridian/domain';
+import { clickhouseFileReadModel, clickhouseFileReadModelWriter, clickhouseTaskReadModel, clickhouseTaskReadModelWriter, createClickHouse, LIVE_FILE_TABLES, LIVE_TASK_TABLES, type ClickHouseClient } from '@meridian/clickhouse';
+import { fileDefinedFrom, foldFileBatch, foldTasks, type TaskEvent } from '@meridian/domain';
 import { createLogger } from '@meridian/observability';
 import { createPlatform, type Platform } from '@meridian/platform';
 import { startRecordingProxy, type RecordingProxy } from '../support/recording-proxy.ts';
@@ -62,6 +62,31 @@ describe('read models under an insert quorum', () => {
 
     const { inserts, reads } = requests(from, Object.values(LIVE_TASK_TABLES));
     expect(inserts.length).toBe(3); // tasks_by_id, tasks, tasks_positions
+    for (const p of inserts) expect([p.get('insert_quorum'), p.get('insert_quorum_timeout')]).toEqual(['2', '123456']);
+    expect(reads.length).toBe(5);
+    for (const p of reads) expect(p.get('select_sequential_consistency')).toBe('1');
+  });
+
+  it('the files read model: the same', async () => {
+    const from = proxy.queries().length;
+    const conn = { ...platform.clickhouseOptions, url: proxy.url };
+    const readModel = clickhouseFileReadModel(conn, LIVE_FILE_TABLES, quorum);
+    const writer = clickhouseFileReadModelWriter(client, LIVE_FILE_TABLES, quorum);
+    const id = randomUUID();
+    const event = fileDefinedFrom({
+      type: 'FileDefinitionRequested', task_id: randomUUID(), file_id: id, user_name: 'q', at: 1, file_name: 'q.csv', description: '',
+      content_type: 'text/csv', staged_object: 'staging/q', size: 5, sha256: Buffer.alloc(32, 2), enforce_schema: false,
+    });
+    const { changes } = foldFileBatch([], [{ event, partition: 0, offset: 3 }], 0);
+    await writer.write(changes, new Map([[0, 3]]));
+    expect((await readModel.get(id))?.file_name).toBe('q.csv');
+    expect((await readModel.list({ user_name: 'q', is_admin: false }, { limit: 10 })).files.map((f) => f.file.file_id)).toEqual([id]);
+    expect(await readModel.usage(['q'])).toEqual(new Map([['q', { bytes: 5, files: 1 }]]));
+    expect(await readModel.positions()).toEqual(new Map([[0, 3]]));
+    expect(await readModel.nextSeq()).toBe(1);
+
+    const { inserts, reads } = requests(from, Object.values(LIVE_FILE_TABLES));
+    expect(inserts.length).toBe(3); // file_listing, files, files_positions
     for (const p of inserts) expect([p.get('insert_quorum'), p.get('insert_quorum_timeout')]).toEqual(['2', '123456']);
     expect(reads.length).toBe(5);
     for (const p of reads) expect(p.get('select_sequential_consistency')).toBe('1');

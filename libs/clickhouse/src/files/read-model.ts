@@ -63,14 +63,15 @@ export function clickhouseFileReadModel(conn: ConnOptions, tables: FileTables = 
       const arg = { name: 'arg', structure: 'user_name String, needle String', rows: [[caller.is_admin ? EVERY_FILE : caller.user_name, q.name_contains?.toLowerCase() ?? '']] };
       const before = q.cursor === undefined ? '' : ` AND seq < ${int(q.cursor)}`;
       // FINAL on the key range first, then the filters: rows of one (user, file) not merged yet differ in access.
-      const found = await query<{ file_id: string; access: Access; owner: string; file_name: string; description: string; created_at: string; seq: string }>(
-        `SELECT file_id, access, owner, file_name, description, toString(created_at) AS created_at, toString(seq) AS seq FROM (`
+      // Numbers come back as text (64-bit), under other names: ORDER BY seq must sort the number.
+      const found = await query<{ file_id: string; access: Access; owner: string; file_name: string; description: string; created: string; position: string }>(
+        `SELECT file_id, access, owner, file_name, description, toString(created_at) AS created, toString(seq) AS position FROM (`
         + `SELECT file_id, access, owner, file_name, name_lower, description, created_at, seq FROM ${listing} FINAL WHERE user_name = (SELECT any(user_name) FROM arg)${before})`
         + ` WHERE access != '' AND position(name_lower, (SELECT any(needle) FROM arg)) > 0 ORDER BY seq DESC LIMIT ${int(q.limit + 1)}`,
         [arg],
       );
       const page = found.slice(0, q.limit).map((r) => ({
-        file: { file_id: r.file_id, owner: r.owner, file_name: r.file_name, description: r.description, created_at: Number(r.created_at), seq: Number(r.seq) },
+        file: { file_id: r.file_id, owner: r.owner, file_name: r.file_name, description: r.description, created_at: Number(r.created), seq: Number(r.position) },
         access: r.access,
       }));
       return { files: page, next_cursor: found.length > q.limit ? page[page.length - 1]!.file.seq : null };
@@ -78,13 +79,14 @@ export function clickhouseFileReadModel(conn: ConnOptions, tables: FileTables = 
 
     async usage(owners) {
       if (owners.length === 0) return new Map();
-      const found = await query<{ owner: string; bytes: string; n: string }>(
-        `SELECT user_name AS owner, toString(sum(size)) AS bytes, toString(count()) AS n FROM (`
+      // Aliases never reuse a column's name: ClickHouse would read the alias in WHERE.
+      const found = await query<{ who: string; bytes: string; n: string }>(
+        `SELECT user_name AS who, toString(sum(size)) AS bytes, toString(count()) AS n FROM (`
         + `SELECT user_name, owner, access, size FROM ${listing} FINAL WHERE user_name IN (SELECT user_name FROM wanted))`
         + ` WHERE access != '' AND owner = user_name GROUP BY user_name`,
         [stringsTable('wanted', 'user_name', owners)],
       );
-      return new Map<string, FileUsage>(found.map((r) => [r.owner, { bytes: Number(r.bytes), files: Number(r.n) }]));
+      return new Map<string, FileUsage>(found.map((r) => [r.who, { bytes: Number(r.bytes), files: Number(r.n) }]));
     },
 
     positions: () => readPositions(query, quoteIdentifier(tables.positions)),
