@@ -488,7 +488,7 @@ describe('who sees what', () => {
 });
 
 describe('the catalog is a fold of the log', () => {
-  it('a file appears only once its task succeeded (the worker is down meanwhile), and an api restarted on the same log rebuilds the same catalog', async () => {
+  it('a file appears only once its task succeeded (the worker is down meanwhile), and an api restarted on the same log, or a rebuild of the read model, gives the same catalog', async () => {
     await ingest.close();
     const res = await define(bob, 'waiting,for\n1,2\n', { name: 'later.csv', before: [['enforce_schema', 'true']] });
     expect(res.status).toBe(202);
@@ -504,6 +504,12 @@ describe('the catalog is a fold of the log', () => {
     const restarted = await startApi(settings);
     try {
       for (const key of [ada, bob, carol, root]) expect(await list(key, '', restarted.url)).toEqual(await list(key));
+      // The catalog rebuilt from the log is the live one: verified, swapped in, and every list the same after.
+      const before = await Promise.all([ada, bob, carol, root].map((key) => list(key)));
+      const rebuilt = await meridian(settings, ['replay', 'rebuild', 'files', '--swap-if-verified', '--json']);
+      expect(rebuilt.code, rebuilt.stderr).toBe(0);
+      expect(JSON.parse(rebuilt.stdout)).toMatchObject({ verification: { verified: true, differing: 0 }, swapped: { retired: { files: 'files_retired' } } });
+      expect(await Promise.all([ada, bob, carol, root].map((key) => list(key)))).toEqual(before);
       const me = await call(`${restarted.url}/api/v1/users`, ada);
       expect(me.json.users[0].files).toEqual((await call(`${api.url}/api/v1/users`, ada)).json.users[0].files);
     } finally {

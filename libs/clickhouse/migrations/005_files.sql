@@ -37,6 +37,7 @@ CREATE TABLE IF NOT EXISTS file_listing (
   description String,
   size UInt64,
   created_at UInt64,
+  kafka_partition UInt32,
   kafka_offset UInt64
 )
 ENGINE = ReplacingMergeTree(kafka_offset)

@@ -101,8 +101,11 @@ export function clickhouseFileReadModel(conn: ConnOptions, tables: FileTables = 
 
 /** The `file_listing` rows of a change: each viewer's access now, and an empty access for those who lost it. */
 function listingRows(change: FileChange) {
-  const { file, offset } = change;
-  const base = { seq: file.seq, file_id: file.file_id, owner: file.owner, file_name: file.file_name, name_lower: file.file_name.toLowerCase(), description: file.description, size: file.size, created_at: file.created_at, kafka_offset: offset };
+  const { file, partition, offset } = change;
+  const base = {
+    seq: file.seq, file_id: file.file_id, owner: file.owner, file_name: file.file_name, name_lower: file.file_name.toLowerCase(), description: file.description,
+    size: file.size, created_at: file.created_at, kafka_partition: partition, kafka_offset: offset,
+  };
   const viewers = change.deleted ? [] : fileViewers(file);
   return [
     ...viewers.map(([user_name, access]) => ({ ...base, user_name, access })),
