@@ -397,6 +397,11 @@ export const settingDefinitions = {
     default: '10000',
     doc: 'Longest an api request waits for the files read model to reach the files log\'s end (a file command deciding, a lookup of an id not shown yet, a list or usage right after a definition succeeded) or a command\'s own event. Past it a file command gets 503 (it decides on nothing older); a lookup, list or quota check answers with what the read model holds.',
   },
+  MERIDIAN_READ_MODEL_MARKER_FLUSH_MS: {
+    schema: positiveInt,
+    default: '100',
+    doc: 'How long the tasks and files projectors gather positions past transaction markers (every committed transaction ends in a fetch of markers only) before writing them as one row per partition: fewer tiny parts in ClickHouse, at the cost of this much delay before the positions reach the log\'s end.',
+  },
 } as const;
 
 export type SettingName = keyof typeof settingDefinitions;

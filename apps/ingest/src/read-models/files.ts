@@ -25,6 +25,6 @@ export async function startFilesProjector(platform: Platform, readModel: FileRea
     async project(partition, messages, after, last, persist) {
       await projectFileBatch({ readModel, writer, persist, seq }, partition, eventsAfter(codec, partition, messages, after), last);
     },
-    writePosition: (partition, offset) => writer.write([], new Map([[partition, offset]])),
+    writePositions: (positions) => writer.write([], positions),
   });
 }

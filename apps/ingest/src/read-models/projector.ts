@@ -22,8 +22,8 @@ export type ReadModelProjection = {
   load(partitions: readonly number[], persist: Persist): Promise<Map<number, number>>;
   /** Projects the messages of one batch after `after`, the batch ending at `last` (markers included): rows, then the position. */
   project(partition: number, messages: readonly Message[], after: number, last: number, persist: Persist): Promise<void>;
-  /** Records a position alone (a fetch that held transaction markers only). */
-  writePosition(partition: number, offset: number): Promise<void>;
+  /** Records positions alone (fetches that held transaction markers only). */
+  writePositions(positions: ReadonlyMap<number, number>): Promise<void>;
 };
 
 /** Thrown out of a retry loop when the consumer is stopping: the work is left to the next owner. */
@@ -51,6 +51,16 @@ export async function startReadModelProjector(platform: Platform, projection: Re
   /** Per partition of this assignment, the last offset the read model covers. */
   let positions = new Map<number, number>();
   let assigned: number[] = [];
+  /** Positions past transaction markers not written yet, and the timer that writes them together. */
+  const markers = new Map<number, number>();
+  let markerFlush: NodeJS.Timeout | null = null;
+  const flushMarkers = () => {
+    markerFlush = null;
+    if (markers.size === 0) return;
+    const due = new Map(markers);
+    markers.clear();
+    projection.writePositions(due).catch((error: unknown) => logger.debug({ err: error }, 'recording a position past transaction markers failed'));
+  };
 
   const consumer = kafka.consumer({ groupId, sessionTimeout: settings.KAFKA_SESSION_TIMEOUT_MS, maxWaitTimeInMs: 250, readUncommitted: false });
   const watch = new ConsumerWatch(`${name} projector`, consumer);
@@ -64,14 +74,21 @@ export async function startReadModelProjector(platform: Platform, projection: Re
 
   // A fetch holding only transaction markers never reaches eachBatch: its end is recorded as the
   // position all the same (every record before it is written: batches of a partition come in
-  // order), so the read model's positions reach the log's end. Best effort: missing one only
-  // means re-reading markers after a restart.
+  // order), so the read model's positions reach the log's end. Every committed transaction ends
+  // in such a fetch, so these positions are written together, at most once per
+  // MERIDIAN_READ_MODEL_MARKER_FLUSH_MS (one small part each, not one per transaction), and not
+  // at all when a batch of the partition writes its own position first. Best effort: missing
+  // one only means re-reading markers after a restart.
   consumer.on(consumer.events.END_BATCH_PROCESS, ({ payload }) => {
     const last = Number(payload.lastOffset);
     const known = positions.get(payload.partition);
     if (payload.topic !== topic || payload.batchSize !== 0 || known === undefined || !(last > known)) return;
     positions.set(payload.partition, last);
-    projection.writePosition(payload.partition, last).catch((error: unknown) => logger.debug({ err: error }, 'recording a position past transaction markers failed'));
+    markers.set(payload.partition, last);
+    if (markerFlush === null) {
+      markerFlush = setTimeout(flushMarkers, settings.MERIDIAN_READ_MODEL_MARKER_FLUSH_MS);
+      markerFlush.unref();
+    }
   });
 
   const persistFor = (payload: EachBatchPayload): Persist => (what, attempt) => retry(attempt, {
@@ -100,6 +117,8 @@ export async function startReadModelProjector(platform: Platform, projection: Re
       if (last > after) {
         await projection.project(partition, batch.messages, after, last, persist);
         positions.set(partition, last);
+        // Its position is written with the batch, past any marker's still waiting.
+        markers.delete(partition);
       }
       payload.resolveOffset(batch.lastOffset());
       await payload.commitOffsetsIfNecessary();
@@ -112,5 +131,12 @@ export async function startReadModelProjector(platform: Platform, projection: Re
 
   await runConsumer(platform, consumer, topic, { autoCommit: false, eachBatchAutoResolve: false, partitionsConsumedConcurrently: 1, eachBatch });
   logger.info({ group: groupId }, `${name} projector started`);
-  return { watch, stop: () => consumer.disconnect() };
+  return {
+    watch,
+    async stop() {
+      if (markerFlush !== null) clearTimeout(markerFlush);
+      flushMarkers();
+      await consumer.disconnect();
+    },
+  };
 }

@@ -36,7 +36,7 @@ export async function startTasksProjector(platform: Platform, readModel: TaskRea
     async project(partition, messages, after, last, persist) {
       await projectTaskBatch({ live, readModel, writer, persist }, partition, eventsAfter(codec, partition, messages, after), last);
     },
-    writePosition: (partition, offset) => writer.write([], new Map([[partition, offset]])),
+    writePositions: (positions) => writer.write([], positions),
   });
 
   const retentionMs = settings.MERIDIAN_TASK_RETENTION_DAYS * DAY_MS;

@@ -70,7 +70,9 @@ export function foldFileBatch(stored: readonly FileRow[], events: readonly Posit
   const state = catalogOf(stored);
   state.defined = nextSeq;
   const covered = new Map(stored.map((row) => [row.file.file_id, row.offset]));
-  const viewersBefore = new Map(stored.filter((row) => !row.deleted).map((row) => [row.file.file_id, new Set(row.file.grants.keys())]));
+  // Every grantee a file had in this batch or before it: one who has none now lost it, and gets
+  // a row saying so however the log was cut into batches (the rows do not depend on the cuts).
+  const granted = new Map(stored.filter((row) => !row.deleted).map((row) => [row.file.file_id, new Set(row.file.grants.keys())]));
   const changed = new Map<string, FileChange>();
   for (const { event, partition, offset } of events) {
     const id = event.file_id;
@@ -79,16 +81,17 @@ export function foldFileBatch(stored: readonly FileRow[], events: readonly Posit
     applyFileEvent(state, event);
     const after = state.files.get(id);
     if (after) {
-      if (!viewersBefore.has(id)) viewersBefore.set(id, new Set());
+      const seen = granted.get(id) ?? new Set<string>();
+      for (const user of after.grants.keys()) seen.add(user);
+      granted.set(id, seen);
       changed.set(id, { file: after, deleted: false, partition, offset, lostAccess: [] });
     } else if (before) {
       changed.set(id, { file: before, deleted: true, partition, offset, lostAccess: [] });
     }
   }
   const changes = [...changed.values()].map((c) => {
-    const lost = c.deleted
-      ? fileViewers(c.file).map(([user]) => user).concat([...(viewersBefore.get(c.file.file_id) ?? [])])
-      : [...(viewersBefore.get(c.file.file_id) ?? [])].filter((user) => !c.file.grants.has(user));
+    const seen = [...(granted.get(c.file.file_id) ?? [])];
+    const lost = c.deleted ? fileViewers(c.file).map(([user]) => user).concat(seen) : seen.filter((user) => !c.file.grants.has(user));
     return { ...c, file: { ...c.file, grants: new Map(c.file.grants) }, lostAccess: [...new Set(lost)].sort() };
   });
   return { changes, nextSeq: state.defined };

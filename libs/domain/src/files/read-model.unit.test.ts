@@ -81,4 +81,12 @@ describe('the files projection folds batches onto stored rows as the catalog fol
       expect(visible).toEqual(expected);
     });
   }
+
+  it('the rows do not depend on where the batches were cut: a grant given and taken back inside one batch leaves the same row as across two', () => {
+    const one = project(events, () => 10_000);
+    for (const sizes of [() => 1, (b: number) => 1 + ((b * 13) % 29)]) {
+      const other = project(events, sizes);
+      expect([...other.listing].sort()).toEqual([...one.listing].sort());
+    }
+  });
 });
