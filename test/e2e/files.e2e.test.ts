@@ -504,6 +504,11 @@ describe('the catalog is a fold of the log', () => {
     const restarted = await startApi(settings);
     try {
       for (const key of [ada, bob, carol, root]) expect(await list(key, '', restarted.url)).toEqual(await list(key));
+      // No 404 race: a file whose task succeeded on one instance is found at once on the other
+      // (it waits, bounded, for the projection), by id and in its owner's list.
+      const fresh = await defined(carol, 'seen everywhere', { name: 'everywhere.txt' });
+      expect((await call(`${restarted.url}/api/v1/files/${fresh.file_id}`, carol)).status).toBe(200);
+      expect((await list(carol, '?name_contains=everywhere', restarted.url)).files_list.map((f) => f.file_id)).toEqual([fresh.file_id]);
       // The catalog rebuilt from the log is the live one: verified, swapped in, and every list the same after.
       const before = await Promise.all([ada, bob, carol, root].map((key) => list(key)));
       const rebuilt = await meridian(settings, ['replay', 'rebuild', 'files', '--swap-if-verified', '--json']);
