@@ -4,7 +4,7 @@ import type { Platform } from '@meridian/platform';
 import { startProjector } from './projector/index.ts';
 import { startFilesProjector } from './read-models/files.ts';
 import { startTasksProjector } from './read-models/tasks.ts';
-import { startCommandConsumer } from './uploads/command-consumer.ts';
+import { startCommandConsumer } from './commands/consumer.ts';
 
 export type RunningWorker = {
   /** The worker's group consumers, for its health (apps/ingest/src/health). */

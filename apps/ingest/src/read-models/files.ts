@@ -1,7 +1,7 @@
 import type { FileEvent, FileReadModel, FileReadModelWriter } from '@meridian/domain';
 import { createEventCodec } from '@meridian/events';
 import type { Platform } from '@meridian/platform';
-import { eventsAfter, projectFileBatch } from '@meridian/replay/projection';
+import { eventsAfter, projectFileBatch } from '@meridian/projection';
 import { startReadModelProjector, type RunningReadModelProjector } from './projector.ts';
 
 /**

@@ -1,7 +1,7 @@
 import { LiveTasks, type TaskEvent, type TaskReadModel, type TaskReadModelWriter } from '@meridian/domain';
 import { createEventCodec } from '@meridian/events';
 import type { Platform } from '@meridian/platform';
-import { eventsAfter, projectTaskBatch } from '@meridian/replay/projection';
+import { eventsAfter, projectTaskBatch } from '@meridian/projection';
 import { startReadModelProjector, type RunningReadModelProjector } from './projector.ts';
 
 export type RunningTasksProjector = RunningReadModelProjector;

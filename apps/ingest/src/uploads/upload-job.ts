@@ -17,7 +17,7 @@ import type { EventCodec } from '@meridian/events';
 import type { Topics } from '@meridian/kafka';
 import type { Logger } from '@meridian/observability';
 import type { Storage } from '@meridian/storage';
-import { commitCommandOffset, inTransaction, type CommandPosition } from '../command-tx.ts';
+import { commitCommandOffset, inTransaction, type CommandPosition } from '../commands/handlers.ts';
 import { PointBatchSender } from './batch-sender.ts';
 import { UploadLimitExceeded, type UploadLimits } from './limits.ts';
 import { gunzipIfNeeded, openUploadBytes } from './source.ts';
@@ -149,16 +149,19 @@ export async function runUploadJob(cmd: MetricsUploadRequested, at: CommandPosit
   }
 }
 
-function taskMessage(deps: UploadJobDeps, event: TaskEvent) {
+/** What ending a task in the log needs. */
+type TaskLog = Pick<UploadJobDeps, 'topics' | 'taskCodec' | 'consumerGroupId'>;
+
+function taskMessage(deps: TaskLog, event: TaskEvent) {
   return { key: event.task_id, value: deps.taskCodec.encode(event), headers: { type: event.type } };
 }
 
-async function sendTaskEvents(producer: Producer | Transaction, deps: UploadJobDeps, events: TaskEvent[]): Promise<void> {
+async function sendTaskEvents(producer: Producer | Transaction, deps: TaskLog, events: TaskEvent[]): Promise<void> {
   await producer.send({ topic: deps.topics.tasks, acks: -1, messages: events.map((e) => taskMessage(deps, e)) });
 }
 
 /** Records the failure and moves past the command, atomically. */
-export async function failTask(producer: Producer, deps: UploadJobDeps, at: CommandPosition, cmd: { task_id: string }, failed: UploadFailed): Promise<void> {
+export async function failTask(producer: Producer, deps: TaskLog, at: CommandPosition, cmd: { task_id: string }, failed: UploadFailed): Promise<void> {
   await inTransaction(producer, async (tx) => {
     await sendTaskEvents(tx, deps, [{
       type: 'TaskFailed',

@@ -3,9 +3,8 @@ import type { FileEvent } from '@meridian/domain';
 import { createEventCodec } from '@meridian/events';
 import type { Platform } from '@meridian/platform';
 import type { Offsets } from '../bounds.ts';
-import { eventsAfter } from '../events-after.ts';
 import { inRange, type ReadModelKind, type ReadModelVerification } from '../read-models/rebuild.ts';
-import { projectFileBatch } from './project.ts';
+import { eventsAfter, projectFileBatch } from '@meridian/projection';
 
 export const REBUILT_FILE_TABLES: FileTables = { files: 'files_rebuilt', listing: 'file_listing_rebuilt', positions: 'files_positions_rebuilt' };
 export const RETIRED_FILE_TABLES: FileTables = { files: 'files_retired', listing: 'file_listing_retired', positions: 'files_positions_retired' };

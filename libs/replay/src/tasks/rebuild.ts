@@ -3,9 +3,8 @@ import { LiveTasks, type TaskEvent } from '@meridian/domain';
 import { createEventCodec } from '@meridian/events';
 import type { Platform } from '@meridian/platform';
 import type { Offsets } from '../bounds.ts';
-import { eventsAfter } from '../events-after.ts';
 import { inRange, type ReadModelKind, type ReadModelVerification } from '../read-models/rebuild.ts';
-import { projectTaskBatch } from './project.ts';
+import { eventsAfter, projectTaskBatch } from '@meridian/projection';
 
 export const REBUILT_TASK_TABLES: TaskTables = { tasks: 'tasks_rebuilt', byId: 'tasks_by_id_rebuilt', positions: 'tasks_positions_rebuilt' };
 export const RETIRED_TASK_TABLES: TaskTables = { tasks: 'tasks_retired', byId: 'tasks_by_id_retired', positions: 'tasks_positions_retired' };
