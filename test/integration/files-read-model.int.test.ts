@@ -7,7 +7,7 @@ import { fileDefinedFrom, foldFiles, listFiles, type Caller, type FileEvent } fr
 import { createEventCodec } from '@meridian/events';
 import { appendEvents } from '@meridian/kafka';
 import { createLogger } from '@meridian/observability';
-import { createPlatform, type Platform } from '@meridian/platform';
+import { createPlatform, type Platform } from '../support/platform.ts';
 import { isolatedSettings } from '../support/settings.ts';
 import { waitFor } from '../support/wait.ts';
 

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clickhouseFileReadModel, clickhouseFileReadModelWriter, clickhouseTaskReadModel, clickhouseTaskReadModelWriter, createClickHouse, LIVE_FILE_TABLES, LIVE_TASK_TABLES, type ClickHouseClient } from '@meridian/clickhouse';
 import { fileDefinedFrom, foldFileBatch, foldTasks, type TaskEvent } from '@meridian/domain';
 import { createLogger } from '@meridian/observability';
-import { createPlatform, type Platform } from '@meridian/platform';
+import { createPlatform, type Platform } from '../support/platform.ts';
 import { startRecordingProxy, type RecordingProxy } from '../support/recording-proxy.ts';
 import { isolatedSettings } from '../support/settings.ts';
 

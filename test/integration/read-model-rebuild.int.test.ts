@@ -8,7 +8,7 @@ import { fileDefinedFrom, foldFiles, foldTasks, listFiles, type FileEvent, type 
 import { createEventCodec, type EventLike } from '@meridian/events';
 import { appendEvents } from '@meridian/kafka';
 import { createLogger } from '@meridian/observability';
-import { createPlatform, type Platform } from '@meridian/platform';
+import { createPlatform, type Platform } from '../support/platform.ts';
 import { FILES_READ_MODEL, rebuildReadModel, TASKS_READ_MODEL, type ReadModelKind } from '@meridian/replay';
 import { isolatedSettings } from '../support/settings.ts';
 import { waitFor } from '../support/wait.ts';

@@ -81,11 +81,6 @@ export type InsertQuorum = { readonly replicas: number; readonly timeoutMs: numb
 
 export const NO_QUORUM: InsertQuorum = { replicas: 0, timeoutMs: 0 };
 
-/** The quorum the settings ask for (only the entry points read settings). */
-export function insertQuorumOf(settings: { readonly CLICKHOUSE_INSERT_QUORUM: number; readonly CLICKHOUSE_INSERT_QUORUM_TIMEOUT_MS: number }): InsertQuorum {
-  return { replicas: settings.CLICKHOUSE_INSERT_QUORUM, timeoutMs: settings.CLICKHOUSE_INSERT_QUORUM_TIMEOUT_MS };
-}
-
 /**
  * Settings for a projector insert on a cluster: acknowledged only once `quorum` replicas hold the
  * block (insert_quorum, known since 18.16), so a replica answering reads after the writer died has

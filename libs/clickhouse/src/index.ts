@@ -1,6 +1,6 @@
 export { createClickHouse, ensureDatabase, pingClickHouse, quoteIdentifier, type ClickHouseClient, type ClickHouseOptions } from './client.ts';
 export {
-  capabilities, deduplicatedInsertSettings, insertQuorumOf, NO_QUORUM, parseVersion, quorumInsertSettings, quorumReadSettings, serverCapabilities, synchronousInsertSettings, type Capabilities, type InsertQuorum,
+  capabilities, deduplicatedInsertSettings, NO_QUORUM, parseVersion, quorumInsertSettings, quorumReadSettings, serverCapabilities, synchronousInsertSettings, type Capabilities, type InsertQuorum,
 } from './capabilities.ts';
 export { migrate, readMigrations, statementsFor, replicated, replicationOf, MIGRATIONS_DIR, type Migration, type Replication } from './migrate.ts';
 export {

@@ -1,5 +1,5 @@
 import { applyFileEvent, catalogOf, DomainError, type Caller, type FileEvent, type FileListQuery, type FileReadModel, type FilesState } from '@meridian/domain';
-import type { Position } from '@meridian/kafka';
+import type { Position } from '@meridian/domain';
 import { withTimeout, type Logger } from '@meridian/observability';
 
 export type FileCatalogDeps = {

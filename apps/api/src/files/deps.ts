@@ -1,11 +1,11 @@
 import type { TasksState } from '@meridian/domain';
-import type { Storage } from '@meridian/storage';
+import type { BlobStore } from '../blob-store.ts';
 import type { FileCatalog } from './catalog.ts';
 import type { FileSubmitDeps } from './submit.ts';
 
 /** What the file routes need: the catalog (the files read model, its bounded waits, the file commands), storage, tasks. */
 export type FileDeps = {
-  readonly storage: Storage;
+  readonly storage: BlobStore;
   readonly files: FileCatalog;
   readonly tasks: () => TasksState;
   readonly submit: FileSubmitDeps;

@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import type { Writable } from 'node:stream';
 import { parseArgs } from 'node:util';
 import { isUuid, parseDateBound } from '@meridian/domain';
-import type { Platform } from '@meridian/platform';
+import type { CliServices } from '../cli-services.ts';
 import {
   BoundError,
   decodeExportCursor,
@@ -111,7 +111,7 @@ function generationArg(positionals: string[], verb: string): number {
   }
 }
 
-export async function runReplay(platform: Platform, verb: string, args: readonly string[], io: Io = processIo): Promise<string> {
+export async function runReplay(platform: CliServices, verb: string, args: readonly string[], io: Io = processIo): Promise<string> {
   switch (verb) {
     case 'rebuild': return rebuild(platform, args, io);
     case 'list': return list(platform, args);
@@ -132,7 +132,7 @@ export async function runReplay(platform: Platform, verb: string, args: readonly
   }
 }
 
-async function rebuild(platform: Platform, args: readonly string[], io: Io): Promise<string> {
+async function rebuild(platform: CliServices, args: readonly string[], io: Io): Promise<string> {
   const { values, positionals } = parseArgs({
     args: [...args],
     allowPositionals: true,
@@ -205,7 +205,7 @@ async function rebuild(platform: Platform, args: readonly string[], io: Io): Pro
 }
 
 /** A read model (tasks, files) rebuilt beside the live one, verified, and swapped in when asked; no task of its own. */
-async function rebuildReadModelCommand(platform: Platform, kind: ReadModelKind, values: Record<string, string | boolean | undefined>, io: Io): Promise<string> {
+async function rebuildReadModelCommand(platform: CliServices, kind: ReadModelKind, values: Record<string, string | boolean | undefined>, io: Io): Promise<string> {
   const given = ['from', 'to', 'database', 'batch-rows', 'detach', 'task-id'].filter((o) => values[o] !== undefined);
   if (given.length > 0) throw new ReplayUsageError(`replay rebuild ${kind.name} takes no --${given[0]}: it rebuilds the whole log beside the live tables`);
   if (values.swap && values['swap-if-verified']) throw new ReplayUsageError('give --swap or --swap-if-verified, not both');
@@ -255,7 +255,7 @@ function describeSwap(s: SwapResult): string {
   ].join('\n');
 }
 
-async function list(platform: Platform, args: readonly string[]): Promise<string> {
+async function list(platform: CliServices, args: readonly string[]): Promise<string> {
   const { values } = parseArgs({ args: [...args], options: { json: { type: 'boolean' } } });
   const generations = await listGenerations(platform.clickhouse);
   if (values.json) return JSON.stringify(generations);
@@ -276,16 +276,15 @@ async function list(platform: Platform, args: readonly string[]): Promise<string
     .join('\n');
 }
 
-async function verify(platform: Platform, args: readonly string[]): Promise<string> {
+async function verify(platform: CliServices, args: readonly string[]): Promise<string> {
   const { values, positionals } = parseArgs({ args: [...args], allowPositionals: true, options: { json: { type: 'boolean' } } });
   const g = generationArg(positionals, 'verify');
-  await platform.admin.connect();
-  const partitions = (await platform.admin.fetchTopicOffsets(platform.topics.points)).map((p) => p.partition);
+  const partitions = [...(await platform.log.endOffsets(platform.topics.points)).keys()];
   const v = await verifyTables(platform.clickhouse, LIVE_POINTS, pointsTable(g), partitions);
   return values.json ? JSON.stringify(v) : formatVerification(v);
 }
 
-async function swap(platform: Platform, args: readonly string[], io: Io): Promise<string> {
+async function swap(platform: CliServices, args: readonly string[], io: Io): Promise<string> {
   const { values, positionals } = parseArgs({ args: [...args], allowPositionals: true, options: { quiet: { type: 'boolean' } } });
   const g = generationArg(positionals, 'swap');
   const out = progressWriter(io, values.quiet === true);
@@ -297,7 +296,7 @@ async function swap(platform: Platform, args: readonly string[], io: Io): Promis
 }
 
 /** `meridian events export`: the page is streamed to --out (or stdout); the next cursor, if any, is printed on stderr. */
-export async function runEventsExport(platform: Platform, args: readonly string[], io: Io = processIo): Promise<string> {
+export async function runEventsExport(platform: CliServices, args: readonly string[], io: Io = processIo): Promise<string> {
   const { values } = parseArgs({
     args: [...args],
     options: {
@@ -326,8 +325,8 @@ export async function runEventsExport(platform: Platform, args: readonly string[
     after,
   };
   if (request.fromMs !== null && request.toMs !== null && request.fromMs > request.toMs) throw new ReplayUsageError('--from is after --to');
-  await platform.admin.connect();
-  const deps = { kafka: platform.kafka, admin: platform.admin, topics: platform.topics, topicPrefix: platform.settings.MERIDIAN_TOPIC_PREFIX };
+  await platform.log.connectAdmin();
+  const deps = { log: platform.log, topics: platform.topics, topicPrefix: platform.topicPrefix };
   let plan;
   try {
     plan = await planExport(deps, request);

@@ -1,7 +1,7 @@
 import type { FileEvent, FileReadModel, FileReadModelWriter } from '@meridian/domain';
 import { createEventCodec } from '@meridian/events';
-import type { Platform } from '@meridian/platform';
 import { eventsAfter, projectFileBatch } from '@meridian/projection';
+import type { IngestDeps } from '../ingest-deps.ts';
 import { startReadModelProjector, type RunningReadModelProjector } from './projector.ts';
 
 /**
@@ -10,12 +10,13 @@ import { startReadModelProjector, type RunningReadModelProjector } from './proje
  * (projectFileBatch); between batches only the next definition's seq is held, read back with the
  * positions after every (re)join.
  */
-export async function startFilesProjector(platform: Platform, readModel: FileReadModel, writer: FileReadModelWriter): Promise<RunningReadModelProjector> {
+export async function startFilesProjector(ingest: IngestDeps, readModel: FileReadModel, writer: FileReadModelWriter): Promise<RunningReadModelProjector> {
   const codec = createEventCodec<FileEvent>();
   const seq = { next: 0 };
-  return startReadModelProjector(platform, {
+  return startReadModelProjector(ingest, {
     name: 'files',
-    topic: platform.topics.files,
+    groupId: ingest.groups.filesProjector,
+    topic: ingest.topics.files,
     reset: () => { seq.next = 0; },
     async load(_partitions, persist) {
       const [stored, next] = await persist('reading the files read model', async () => [await readModel.positions(), await readModel.nextSeq()] as const);

@@ -1,27 +1,26 @@
-import { ConsumerWatch } from '@meridian/kafka';
-import { runConsumer, type Platform } from '@meridian/platform';
+import type { BatchPayload, ConsumedMessage } from '@meridian/domain';
+import type { ConsumerWatch } from '@meridian/kafka';
+import { runConsumer } from '@meridian/platform';
 import { retry, RETRY_POLICIES } from '@meridian/retry';
+import type { IngestDeps } from '../ingest-deps.ts';
 
 export type RunningReadModelProjector = { readonly watch: ConsumerWatch; stop(): Promise<void> };
-
-/** What kafkajs hands each batch (typed through the platform: apps do not import kafkajs). */
-type EachBatchPayload = Parameters<NonNullable<Parameters<typeof runConsumer>[3]['eachBatch']>>[0];
-type Message = EachBatchPayload['batch']['messages'][number];
 
 /** Runs an attempt until it succeeds, backing off and heartbeating; gives up only when the consumer stops. */
 export type Persist = <T>(what: string, attempt: () => Promise<T>) => Promise<T>;
 
 /** One read model fed from one topic (tasks, files): what differs between them. */
 export type ReadModelProjection = {
-  /** Names the consumer group (`<prefix>ingest-<name>-projector`) and the logs. */
+  /** Names the logs and the consumer's watch. */
   readonly name: string;
+  readonly groupId: string;
   readonly topic: string;
   /** Forgets what the projection holds between batches: the group was (re)joined. */
   reset(): void;
   /** On the first batch after a (re)join: per partition asked, the last offset the read model covers, and whatever else it needs to resume. */
   load(partitions: readonly number[], persist: Persist): Promise<Map<number, number>>;
   /** Projects the messages of one batch after `after`, the batch ending at `last` (markers included): rows, then the position. */
-  project(partition: number, messages: readonly Message[], after: number, last: number, persist: Persist): Promise<void>;
+  project(partition: number, messages: readonly ConsumedMessage[], after: number, last: number, persist: Persist): Promise<void>;
   /** Records positions alone (fetches that held transaction markers only). */
   writePositions(positions: ReadonlyMap<number, number>): Promise<void>;
 };
@@ -43,11 +42,10 @@ class Stopping extends Error {}
  *   position on assignment would do it (not built).
  * - Every write and read is retried until it succeeds, heartbeating, until the consumer stops.
  */
-export async function startReadModelProjector(platform: Platform, projection: ReadModelProjection): Promise<RunningReadModelProjector> {
-  const { kafka, settings } = platform;
-  const { topic, name } = projection;
-  const logger = platform.logger.child({ component: `${name}-projector` });
-  const groupId = `${settings.MERIDIAN_TOPIC_PREFIX}ingest-${name}-projector`;
+export async function startReadModelProjector(ingest: IngestDeps, projection: ReadModelProjection): Promise<RunningReadModelProjector> {
+  const { log, settings } = ingest;
+  const { topic, name, groupId } = projection;
+  const logger = ingest.logger.child({ component: `${name}-projector` });
   /** Per partition of this assignment, the last offset the read model covers. */
   let positions = new Map<number, number>();
   let assigned: number[] = [];
@@ -62,13 +60,13 @@ export async function startReadModelProjector(platform: Platform, projection: Re
     projection.writePositions(due).catch((error: unknown) => logger.debug({ err: error }, 'recording a position past transaction markers failed'));
   };
 
-  const consumer = kafka.consumer({ groupId, sessionTimeout: settings.KAFKA_SESSION_TIMEOUT_MS, maxWaitTimeInMs: 250, readUncommitted: false });
-  const watch = new ConsumerWatch(`${name} projector`, consumer);
-  consumer.on(consumer.events.GROUP_JOIN, (e) => {
+  const consumer = log.consumer({ groupId, sessionTimeoutMs: settings.KAFKA_SESSION_TIMEOUT_MS, maxWaitTimeMs: 250, readUncommitted: false });
+  const watch: ConsumerWatch = consumer.watch(`${name} projector`);
+  consumer.onJoin((e) => {
     // kafkajs resumes from the committed offsets after a join: what the projection holds is read again.
     projection.reset();
     positions = new Map();
-    assigned = [...(e.payload.memberAssignment[topic] ?? [])].sort((a, b) => a - b);
+    assigned = [...(e.assignment[topic] ?? [])].sort((a, b) => a - b);
     logger.info({ partitions: assigned }, `${name} projector joined its consumer group`);
   });
 
@@ -79,7 +77,7 @@ export async function startReadModelProjector(platform: Platform, projection: Re
   // MERIDIAN_READ_MODEL_MARKER_FLUSH_MS (one small part each, not one per transaction), and not
   // at all when a batch of the partition writes its own position first. Best effort: missing
   // one only means re-reading markers after a restart.
-  consumer.on(consumer.events.END_BATCH_PROCESS, ({ payload }) => {
+  consumer.onBatchEnd((payload) => {
     const last = Number(payload.lastOffset);
     const known = positions.get(payload.partition);
     if (payload.topic !== topic || payload.batchSize !== 0 || known === undefined || !(last > known)) return;
@@ -91,7 +89,7 @@ export async function startReadModelProjector(platform: Platform, projection: Re
     }
   });
 
-  const persistFor = (payload: EachBatchPayload): Persist => (what, attempt) => retry(attempt, {
+  const persistFor = (payload: BatchPayload): Persist => (what, attempt) => retry(attempt, {
     ...RETRY_POLICIES.projector,
     retriable: () => {
       if (!payload.isRunning()) throw new Stopping(`${what}: stopping`);
@@ -101,7 +99,7 @@ export async function startReadModelProjector(platform: Platform, projection: Re
     wait: async (ms) => { await new Promise((r) => setTimeout(r, ms)); await payload.heartbeat(); },
   });
 
-  async function eachBatch(payload: EachBatchPayload): Promise<void> {
+  async function eachBatch(payload: BatchPayload): Promise<void> {
     const { batch } = payload;
     const partition = batch.partition;
     const persist = persistFor(payload);
@@ -129,14 +127,14 @@ export async function startReadModelProjector(platform: Platform, projection: Re
     }
   }
 
-  await runConsumer(platform, consumer, topic, { autoCommit: false, eachBatchAutoResolve: false, partitionsConsumedConcurrently: 1, eachBatch });
+  await runConsumer(consumer, topic, { autoCommit: false, eachBatchAutoResolve: false, partitionsConsumedConcurrently: 1, eachBatch }, logger, ingest.startRetry);
   logger.info({ group: groupId }, `${name} projector started`);
   return {
     watch,
     async stop() {
       if (markerFlush !== null) clearTimeout(markerFlush);
       flushMarkers();
-      await consumer.disconnect();
+      await consumer.stop();
     },
   };
 }

@@ -1,7 +1,7 @@
 import { LiveTasks, type TaskEvent, type TaskReadModel, type TaskReadModelWriter } from '@meridian/domain';
 import { createEventCodec } from '@meridian/events';
-import type { Platform } from '@meridian/platform';
 import { eventsAfter, projectTaskBatch } from '@meridian/projection';
+import type { IngestDeps } from '../ingest-deps.ts';
 import { startReadModelProjector, type RunningReadModelProjector } from './projector.ts';
 
 export type RunningTasksProjector = RunningReadModelProjector;
@@ -20,13 +20,14 @@ const DAY_MS = 86_400_000;
  *   asked (one query per batch) and such a command is ignored, so it never reverts a finished row.
  * - Finished tasks older than MERIDIAN_TASK_RETENTION_DAYS are removed on a timer.
  */
-export async function startTasksProjector(platform: Platform, readModel: TaskReadModel, writer: TaskReadModelWriter): Promise<RunningTasksProjector> {
-  const { settings } = platform;
+export async function startTasksProjector(ingest: IngestDeps, readModel: TaskReadModel, writer: TaskReadModelWriter): Promise<RunningTasksProjector> {
+  const { settings } = ingest;
   const codec = createEventCodec<TaskEvent>();
   let live = new LiveTasks();
-  const running = await startReadModelProjector(platform, {
+  const running = await startReadModelProjector(ingest, {
     name: 'tasks',
-    topic: platform.topics.tasks,
+    groupId: ingest.groups.tasksProjector,
+    topic: ingest.topics.tasks,
     reset: () => { live = new LiveTasks(); },
     async load(partitions, persist) {
       const [stored, rows] = await persist('reading the tasks read model', async () => [await readModel.positions(), await readModel.unfinished(partitions)] as const);
@@ -41,7 +42,7 @@ export async function startTasksProjector(platform: Platform, readModel: TaskRea
 
   const retentionMs = settings.MERIDIAN_TASK_RETENTION_DAYS * DAY_MS;
   const expiry = setInterval(() => {
-    writer.expire(Date.now() - retentionMs).catch((error: unknown) => platform.logger.warn({ err: error }, 'removing expired tasks from the read model failed; tried again at the next interval'));
+    writer.expire(Date.now() - retentionMs).catch((error: unknown) => ingest.logger.warn({ err: error }, 'removing expired tasks from the read model failed; tried again at the next interval'));
   }, settings.MERIDIAN_TASK_RETENTION_INTERVAL_MS);
   expiry.unref();
 

@@ -1,7 +1,7 @@
 import { clickhouseFileReadModel, clickhouseFileReadModelWriter, LIVE_FILE_TABLES, quoteIdentifier, type FileTables } from '@meridian/clickhouse';
 import type { FileEvent } from '@meridian/domain';
 import { createEventCodec } from '@meridian/events';
-import type { Platform } from '@meridian/platform';
+import type { ReplayDeps } from '../deps.ts';
 import type { Offsets } from '../bounds.ts';
 import { inRange, type ReadModelKind, type ReadModelVerification } from '../read-models/rebuild.ts';
 import { eventsAfter, projectFileBatch } from '@meridian/projection';
@@ -35,7 +35,7 @@ export const FILES_READ_MODEL: ReadModelKind = {
  * what the list shows) whose last change lies inside the range must be in the rebuild, equal
  * (a row that gives no access equals no row).
  */
-export async function verifyFiles(platform: Platform, rebuilt: FileTables, ends: Offsets): Promise<ReadModelVerification> {
+export async function verifyFiles(platform: Pick<ReplayDeps, 'clickhouse'>, rebuilt: FileTables, ends: Offsets): Promise<ReadModelVerification> {
   const compare = (key: string, value: string, live: string, copy: string) =>
     `SELECT count() AS compared, countIf(r.rebuilt != l.value) AS differing FROM `
     + `(SELECT ${key} AS k, ${value} AS value FROM (SELECT * FROM ${quoteIdentifier(live)} FINAL) WHERE ${inRange(ends)}) AS l `

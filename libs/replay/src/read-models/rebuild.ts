@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { quoteIdentifier } from '@meridian/clickhouse';
-import type { Platform } from '@meridian/platform';
+import type { ReplayDeps } from '../deps.ts';
 import { retry, RETRY_POLICIES } from '@meridian/retry';
 import { topicOffsets, type Offsets } from '../bounds.ts';
 import { tableEngines } from '../generations.ts';
@@ -24,7 +24,7 @@ type Messages = ReadonlyArray<{ offset: string; value: Buffer | null }>;
 /** What differs between the read models a rebuild can build (tasks, files). */
 export type ReadModelKind = {
   readonly name: string;
-  readonly topic: (platform: Platform) => string;
+  readonly topic: (platform: ReplayDeps) => string;
   readonly live: ReadModelTables;
   /** Where a rebuild writes: beside the live tables, never over them. */
   readonly rebuilt: ReadModelTables;
@@ -35,11 +35,11 @@ export type ReadModelKind = {
    * the tables given at each call (the rebuilt ones, then after a swap the live names): its state
    * (the tasks fold, the next file seq) carries across calls. Returns the rows written.
    */
-  start(platform: Platform, persist: Persist): (tables: ReadModelTables, partition: number, messages: Messages, last: number) => Promise<number>;
+  start(platform: ReplayDeps, persist: Persist): (tables: ReadModelTables, partition: number, messages: Messages, last: number) => Promise<number>;
   /** Per partition, the last offset the live read model covers. */
-  livePositions(platform: Platform): Promise<Map<number, number>>;
+  livePositions(platform: ReplayDeps): Promise<Map<number, number>>;
   /** Compares the live tables with rebuilt ones over the offsets before `ends`. */
-  verify(platform: Platform, rebuilt: ReadModelTables, ends: Offsets): Promise<ReadModelVerification>;
+  verify(platform: ReplayDeps, rebuilt: ReadModelTables, ends: Offsets): Promise<ReadModelVerification>;
 };
 
 export type ReadModelSwapMode = 'never' | 'if-verified' | 'always';
@@ -76,10 +76,10 @@ export type ReadModelRebuildResult = {
  * may lack the last changes (a read then waits or answers as for a lagging projection).
  */
 export async function rebuildReadModel(
-  platform: Platform, kind: ReadModelKind, swap: ReadModelSwapMode, onProgress?: (events: number) => void,
+  platform: ReplayDeps, kind: ReadModelKind, swap: ReadModelSwapMode, onProgress?: (events: number) => void,
 ): Promise<ReadModelRebuildResult> {
   const started = performance.now();
-  const { clickhouse, settings } = platform;
+  const { clickhouse } = platform;
   const topic = kind.topic(platform);
   const roles = Object.keys(kind.live);
   // A copy of a replicated table would share its ZooKeeper path: a replica of the live one, not a rebuild.
@@ -104,9 +104,9 @@ export async function rebuildReadModel(
     const ranges = [...ends].map(([partition, end]) => ({ topic, partition, start: covered.get(partition) ?? 0, end })).filter((r) => r.end > r.start);
     let read = 0;
     for await (const batch of readRanges(ranges, {
-      kafka: platform.kafka,
-      admin: platform.admin,
-      groupId: `${settings.MERIDIAN_TOPIC_PREFIX}replay-${kind.name}-${randomBytes(4).toString('hex')}`,
+      kafka: platform.log.kafka,
+      admin: platform.log.admin,
+      groupId: `${platform.topicPrefix}replay-${kind.name}-${randomBytes(4).toString('hex')}`,
       sequential: false,
     })) {
       if (batch.messages.length === 0 && !batch.done) continue;
@@ -121,7 +121,7 @@ export async function rebuildReadModel(
     return read;
   }
 
-  const { low, end } = await topicOffsets(platform.admin, topic);
+  const { low, end } = await topicOffsets(platform.log.admin, topic);
   for (const [partition, first] of low) covered.set(partition, first);
   await projectTo(end, kind.rebuilt);
   // The live read model may be ahead of the end read above (or behind it, when its projector
@@ -147,7 +147,7 @@ export async function rebuildReadModel(
     `${quoteIdentifier(kind.rebuilt[role]!)} TO ${quoteIdentifier(kind.live[role]!)}`,
   ]);
   await clickhouse.command({ query: `RENAME TABLE ${moves.join(', ')}` });
-  const eventsAfter = await projectTo((await topicOffsets(platform.admin, topic)).end, kind.live);
+  const eventsAfter = await projectTo((await topicOffsets(platform.log.admin, topic)).end, kind.live);
   return done({ swapped: { retired: kind.retired, eventsAfter } });
 }
 

@@ -1,7 +1,7 @@
 import { clickhouseTaskReadModel, clickhouseTaskReadModelWriter, LIVE_TASK_TABLES, quoteIdentifier, type TaskTables } from '@meridian/clickhouse';
 import { LiveTasks, type TaskEvent } from '@meridian/domain';
 import { createEventCodec } from '@meridian/events';
-import type { Platform } from '@meridian/platform';
+import type { ReplayDeps } from '../deps.ts';
 import type { Offsets } from '../bounds.ts';
 import { inRange, type ReadModelKind, type ReadModelVerification } from '../read-models/rebuild.ts';
 import { eventsAfter, projectTaskBatch } from '@meridian/projection';
@@ -34,7 +34,7 @@ export const TASKS_READ_MODEL: ReadModelKind = {
  * the rebuilt range must be in the rebuild with the same state. (The live read model may hold
  * fewer tasks, past retention, and newer rows, past the range: neither is a difference.)
  */
-export async function verifyTasks(platform: Platform, rebuilt: TaskTables, ends: Offsets): Promise<ReadModelVerification> {
+export async function verifyTasks(platform: Pick<ReplayDeps, 'clickhouse'>, rebuilt: TaskTables, ends: Offsets): Promise<ReadModelVerification> {
   const live = quoteIdentifier(LIVE_TASK_TABLES.tasks);
   const copy = quoteIdentifier(rebuilt.tasks);
   const query = `SELECT toString(count()) AS compared, toString(countIf(r.rebuilt_state != l.state)) AS differing FROM `

@@ -1,0 +1,20 @@
+import type { AdapterOptions, Settings } from '@meridian/config';
+import { clickhouseFileReadModel, clickhouseFileReadModelWriter, clickhouseTaskReadModel, clickhouseTaskReadModelWriter, createPointsSink, LIVE_FILE_TABLES, LIVE_TASK_TABLES } from '@meridian/clickhouse';
+import type { Logger } from '@meridian/observability';
+import { sharedServices, type Adapters } from '@meridian/platform';
+import type { IngestDeps } from './ingest-deps.ts';
+
+/** The worker's dependencies over the process's adapters (main.ts; tests start the worker the same way). */
+export function composeIngest(settings: Settings, logger: Logger, adapters: Adapters, options: AdapterOptions): IngestDeps {
+  return {
+    ...sharedServices(adapters, options, logger),
+    settings,
+    // On a cluster the read models write and read under the points sink's quorum (README: exactly-once with replicas).
+    taskReadModel: clickhouseTaskReadModel(options.clickhouse, LIVE_TASK_TABLES, options.pointsQuorum),
+    taskReadModelWriter: clickhouseTaskReadModelWriter(adapters.clickhouse, LIVE_TASK_TABLES, options.pointsQuorum),
+    fileReadModel: clickhouseFileReadModel(options.clickhouse, LIVE_FILE_TABLES, options.pointsQuorum),
+    fileReadModelWriter: clickhouseFileReadModelWriter(adapters.clickhouse, LIVE_FILE_TABLES, options.pointsQuorum),
+    pointsSink: createPointsSink(adapters.clickhouse, 'points', options.pointsQuorum),
+    startRetry: {},
+  };
+}
