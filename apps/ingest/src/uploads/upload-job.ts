@@ -53,6 +53,10 @@ const PROGRESS_EVERY_MS = 1000;
  * none of its points is ever visible. An upload past one of its limits (decompressed size,
  * expansion ratio, JSON document size, time budget) is aborted the same way and its task
  * failed at once: an UploadLimitExceeded is final, never retried.
+ *
+ * This is the upload's I/O shell: it reads and parses the bytes and acts on what the upload
+ * decider (decideUpload, libs/domain/src/uploads) makes of them, which holds the rules (all or
+ * nothing, the error cap, skip mode, write access per row).
  */
 export async function runUploadJob(cmd: MetricsUploadRequested, at: CommandPosition, producer: TransactionalLog, deps: UploadJobDeps): Promise<'succeeded' | 'failed'> {
   const log = deps.logger.child({ task_id: cmd.task_id });
