@@ -5,6 +5,7 @@ import type { ConsumerGroups, KafkaEventLog, Topics } from '@meridian/kafka';
 import type { Logger } from '@meridian/observability';
 import type { FoldContext, Probe } from '@meridian/platform';
 import type { BlobStore } from './blob-store.ts';
+import type { MetricCatalog } from './catalog/routes.ts';
 
 /** The adapters and settings the api is built on (buildApi), composed in main.ts. */
 export type ApiServices = {
@@ -18,8 +19,9 @@ export type ApiServices = {
   readonly blobs: BlobStore;
   /** What the accounts, files and tasks folds are built on. */
   readonly folds: FoldContext;
-  /** Downloads and the catalog read ClickHouse over HTTP with these. */
+  /** Downloads read ClickHouse over HTTP with these. */
   readonly clickhouseOptions: ConnOptions;
+  readonly catalog: MetricCatalog;
   readonly taskReadModel: TaskReadModel;
   /** The file catalog (the api holds no file in memory). */
   readonly fileReadModel: FileReadModel;

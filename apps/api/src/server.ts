@@ -119,12 +119,13 @@ export async function buildApi(services: ApiServices): Promise<Api> {
     },
     download: {
       conn: services.clickhouseOptions,
+      catalog: services.catalog,
       limits: { maxRowsCeiling: settings.MERIDIAN_MAX_ROWS_CEILING, maxListNames: settings.MERIDIAN_MAX_DOWNLOAD_NAMES },
       maxBodyBytes: settings.MERIDIAN_MAX_DOWNLOAD_BODY_BYTES,
       cursors,
       streams: downloads,
     },
-    catalog: { conn: services.clickhouseOptions, maxListNames: settings.MERIDIAN_MAX_DOWNLOAD_NAMES, pageCeiling: settings.MERIDIAN_MAX_CATALOG_PAGE },
+    catalog: { catalog: services.catalog, maxListNames: settings.MERIDIAN_MAX_DOWNLOAD_NAMES, pageCeiling: settings.MERIDIAN_MAX_CATALOG_PAGE },
     events: {
       plan: (request) => planExport(exportDeps, request),
       stream: (plan, request, signal) => streamExport(exportDeps, plan, request, signal),
