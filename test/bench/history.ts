@@ -3,7 +3,7 @@ import { appendFileSync, readFileSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { loadavg } from 'node:os';
 import { getHeapStatistics } from 'node:v8';
-import { clickhouseTaskReadModel } from '@meridian/clickhouse';
+import { clickhouseFileReadModel, clickhouseTaskReadModel } from '@meridian/clickhouse';
 import type { Settings } from '@meridian/config';
 import { createLogger, silenceKnownWarnings } from '@meridian/observability';
 import { createPlatform, type Platform } from '../support/platform.ts';
@@ -213,10 +213,16 @@ async function measureIngest(settings: Settings) {
 /** Why the derived state is not yet current with the log, or null once it is. */
 async function notCurrent(platform: Platform): Promise<string | null> {
   const { admin, topics } = platform;
-  const covered = await clickhouseTaskReadModel(platform.clickhouseOptions).positions();
-  // A partition's last offset may be a transaction marker, which the projector records too; an empty partition needs nothing.
-  const behind = (await admin.fetchTopicOffsets(topics.tasks)).filter((p) => Number(p.high) > 0 && (covered.get(p.partition) ?? -1) < Number(p.high) - 1);
-  if (behind.length > 0) return `tasks read model behind on ${behind.length} partitions`;
+  const readModels = [
+    { name: 'tasks', topic: topics.tasks, positions: () => clickhouseTaskReadModel(platform.clickhouseOptions).positions() },
+    { name: 'files', topic: topics.files, positions: () => clickhouseFileReadModel(platform.clickhouseOptions).positions() },
+  ];
+  for (const { name, topic, positions } of readModels) {
+    const covered = await positions();
+    // A partition's last offset may be a transaction marker, which the projector records too; an empty partition needs nothing.
+    const behind = (await admin.fetchTopicOffsets(topic)).filter((p) => Number(p.high) > 0 && (covered.get(p.partition) ?? -1) < Number(p.high) - 1);
+    if (behind.length > 0) return `${name} read model behind on ${behind.length} partitions`;
+  }
   for (const topic of [topics.accounts, topics.files]) {
     const ends = await admin.fetchTopicOffsets(topic);
     const end = ends.reduce((sum, p) => sum + Number(p.high), 0);
@@ -230,8 +236,8 @@ async function notCurrent(platform: Platform): Promise<string | null> {
 
 /**
  * Brings the scope to the state of a running system: an ingest process that snapshots as soon as
- * it can (every event, at most every second) runs until the tasks read model covers the tasks
- * topic and the newest snapshots of accounts and files reach the logs' ends; then it stops. Its
+ * it can (every event, at most every second) runs until the tasks and files read models cover
+ * their topics and the newest snapshots of accounts and files reach the logs' ends; then it stops. Its
  * duration is how long a first start on this history takes to project everything.
  */
 async function warmUp(settings: Settings, platform: Platform): Promise<number> {

@@ -24,7 +24,7 @@ describe('health and readiness', () => {
       const res = await fetch('http://127.0.0.1:18391/readyz');
       return res.status === 200 ? res.json() : undefined;
     }, 60_000, 250);
-    expect(body).toEqual({ status: 'ready', checks: { kafka: { status: 'up' }, clickhouse: { status: 'up' }, minio: { status: 'up' }, accounts: { status: 'up' }, tasks: { status: 'up' }, files: { status: 'up' } } });
+    expect(body).toEqual({ status: 'ready', checks: { kafka: { status: 'up' }, clickhouse: { status: 'up' }, minio: { status: 'up' }, accounts: { status: 'up' }, tasks: { status: 'up' } } });
     await waitFor('ingest to join its consumer group', () => (ingest.output().includes('joined consumer group') ? true : undefined), 60_000);
     // Logs are JSON lines with a request id.
     const line = await waitFor('the request log line', () => api.output().split('\n').find((l) => l.includes('"path":"/readyz"') && l.includes('"status":200')));

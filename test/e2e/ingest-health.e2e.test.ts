@@ -35,7 +35,7 @@ describe('the ingest worker\'s probe listener', () => {
     await Promise.all(consumers.map((c) => c.disconnect()));
   });
 
-  it('answers /healthz at once, and /readyz 200 once the dependencies answer and its three consumers joined', async () => {
+  it('answers /healthz at once, and /readyz 200 once the dependencies answer and its four consumers joined', async () => {
     const port = await freePort();
     const ingest = startApp('ingest', isolatedSettings({ MERIDIAN_INGEST_HEALTH_PORT: String(port) }));
     started.push(ingest);
@@ -46,7 +46,7 @@ describe('the ingest worker\'s probe listener', () => {
       const res = await fetch(`http://127.0.0.1:${port}/readyz`);
       return res.status === 200 ? res.json() : undefined;
     }, 90_000, 250);
-    expect(ready).toEqual({ status: 'ready', checks: { kafka: { status: 'up' }, clickhouse: { status: 'up' }, minio: { status: 'up' }, 'commands consumer': { status: 'up' }, 'projector consumer': { status: 'up' }, 'tasks projector consumer': { status: 'up' } } });
+    expect(ready).toEqual({ status: 'ready', checks: { kafka: { status: 'up' }, clickhouse: { status: 'up' }, minio: { status: 'up' }, 'commands consumer': { status: 'up' }, 'projector consumer': { status: 'up' }, 'tasks projector consumer': { status: 'up' }, 'files projector consumer': { status: 'up' } } });
     expect(ingest.output()).toContain('joined consumer group');
     const missing = await fetch(`http://127.0.0.1:${port}/metrics`);
     expect(missing.status).toBe(404);

@@ -125,7 +125,7 @@ describe('tasks from the read model', () => {
     expect((await waitForTask(api.url, writer, res.json.task_id as string)).status).toBe('succeeded');
   });
 
-  it('replay rebuild tasks rebuilds the read model from the log beside the live one, identical, and verification finds a difference', async () => {
+  it('replay rebuild tasks rebuilds the read model from the log beside the live one, identical; verification finds a difference, and a swap replaces it', async () => {
     const sql = async (query: string) => {
       const res = await fetch(`${settings.CLICKHOUSE_URL}/?database=${settings.CLICKHOUSE_DATABASE}`, { method: 'POST', body: query });
       if (!res.ok) throw new Error(await res.text());
@@ -150,6 +150,12 @@ describe('tasks from the read model', () => {
     await sql(`INSERT INTO tasks SELECT task_id, user_name, kind, status, created_at, updated_at, replaceOne(state, '"status"', '"tampered":1,"status"'), kafka_partition, kafka_offset FROM tasks FINAL WHERE task_id = '${id}'`);
     const again = JSON.parse((await meridian(settings, ['replay', 'rebuild', 'tasks', '--json'])).stdout) as typeof result;
     expect(again.verification).toMatchObject({ differing: 1, verified: false });
-    expect((await meridian(settings, ['replay', 'rebuild', 'tasks', '--swap'])).code).not.toBe(0);
+    // Asked to swap only if verified: refused, the command fails. Swapped regardless: the damage is gone.
+    expect((await meridian(settings, ['replay', 'rebuild', 'tasks', '--swap-if-verified'])).code).not.toBe(0);
+    const swapped = await meridian(settings, ['replay', 'rebuild', 'tasks', '--swap', '--json']);
+    expect(swapped.code, swapped.stderr).toBe(0);
+    expect(JSON.parse(swapped.stdout)).toMatchObject({ swapped: { retired: { tasks: 'tasks_retired' } } });
+    expect(await rows('tasks')).not.toContain('tampered');
+    expect((await call(`${api.url}/api/v1/tasks/${id}`, writer)).json).toMatchObject({ task_id: id, status: finished[0]!.status });
   });
 });

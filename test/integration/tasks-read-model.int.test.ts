@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTasksProjector, type RunningTasksProjector } from '../../apps/ingest/src/tasks-projector/projector.ts';
+import { startTasksProjector, type RunningTasksProjector } from '../../apps/ingest/src/read-models/tasks.ts';
 import { clickhouseTaskReadModel, clickhouseTaskReadModelWriter } from '@meridian/clickhouse';
 import { applyTaskEvent, foldTasks, initialTasks, type MetricsUploadRequested, type Position, type Task, type TaskEvent, type TaskRow } from '@meridian/domain';
 import { createEventCodec } from '@meridian/events';

@@ -10,6 +10,8 @@ export type RecordingProxy = {
   readonly url: string;
   /** The queries seen so far, in arrival order. */
   queries(): readonly string[];
+  /** The URL parameters of each query seen (settings travel there), in the same order. */
+  params(): readonly URLSearchParams[];
   close(): Promise<void>;
 };
 
@@ -19,6 +21,7 @@ const KEPT_BODY_BYTES = 64 * 1024;
 export async function startRecordingProxy(target: string): Promise<RecordingProxy> {
   const upstream = new URL(target);
   const seen: string[] = [];
+  const seenParams: URLSearchParams[] = [];
   const server = http.createServer((req, res) => {
     const url = new URL(req.url ?? '/', upstream);
     const kept: Buffer[] = [];
@@ -33,7 +36,10 @@ export async function startRecordingProxy(target: string): Promise<RecordingProx
       if (keptBytes < KEPT_BODY_BYTES) kept.push(chunk);
       keptBytes += chunk.length;
     });
-    req.on('end', () => seen.push(`${url.searchParams.get('query') ?? ''}\n${Buffer.concat(kept).toString('utf8')}`));
+    req.on('end', () => {
+      seen.push(`${url.searchParams.get('query') ?? ''}\n${Buffer.concat(kept).toString('utf8')}`);
+      seenParams.push(url.searchParams);
+    });
     req.pipe(forward);
   });
   server.listen(0, '127.0.0.1');
@@ -42,6 +48,7 @@ export async function startRecordingProxy(target: string): Promise<RecordingProx
   return {
     url: `http://127.0.0.1:${port}`,
     queries: () => [...seen],
+    params: () => [...seenParams],
     close: () => new Promise<void>((resolve) => {
       server.closeAllConnections();
       server.close(() => resolve());

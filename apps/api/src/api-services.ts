@@ -1,6 +1,6 @@
 import type { Settings } from '@meridian/config';
 import type { ConnOptions } from '@meridian/clickhouse';
-import type { TaskReadModel } from '@meridian/domain';
+import type { FileReadModel, TaskReadModel } from '@meridian/domain';
 import type { ConsumerGroups, KafkaEventLog, Topics } from '@meridian/kafka';
 import type { Logger } from '@meridian/observability';
 import type { FoldContext, Probe } from '@meridian/platform';
@@ -23,6 +23,8 @@ export type ApiServices = {
   readonly clickhouseOptions: ConnOptions;
   readonly catalog: MetricCatalog;
   readonly taskReadModel: TaskReadModel;
+  /** The file catalog (the api holds no file in memory). */
+  readonly fileReadModel: FileReadModel;
   /** The dependencies' readiness probes (kafka, clickhouse, minio). */
   readonly probes: readonly Probe[];
 };

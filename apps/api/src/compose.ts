@@ -1,5 +1,5 @@
 import type { AdapterOptions, Settings } from '@meridian/config';
-import { clickhouseMetricCatalog, clickhouseTaskReadModel } from '@meridian/clickhouse';
+import { clickhouseFileReadModel, clickhouseMetricCatalog, clickhouseTaskReadModel, LIVE_FILE_TABLES, LIVE_TASK_TABLES } from '@meridian/clickhouse';
 import type { Logger } from '@meridian/observability';
 import { sharedServices, type Adapters, type Platform } from '@meridian/platform';
 import type { ApiServices } from './api-services.ts';
@@ -11,7 +11,9 @@ export function composeApi(settings: Settings, logger: Logger, adapters: Adapter
     settings,
     clickhouseOptions: options.clickhouse,
     catalog: clickhouseMetricCatalog(options.clickhouse),
-    taskReadModel: clickhouseTaskReadModel(options.clickhouse),
+    // On a cluster the read models read under the points sink's quorum (README: exactly-once with replicas).
+    taskReadModel: clickhouseTaskReadModel(options.clickhouse, LIVE_TASK_TABLES, options.pointsQuorum),
+    fileReadModel: clickhouseFileReadModel(options.clickhouse, LIVE_FILE_TABLES, options.pointsQuorum),
     probes: platform.probes,
   };
 }

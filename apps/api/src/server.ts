@@ -1,11 +1,13 @@
 import type Koa from 'koa';
-import { fileQuotaOf, type TaskEvent } from '@meridian/domain';
+import { fileQuotaOf, type FileEvent, type TaskEvent } from '@meridian/domain';
 import { createEventCodec } from '@meridian/events';
-import { AccountsStore, FilesStore, TasksStore } from '@meridian/platform';
+import { appendEvents } from '@meridian/kafka';
+import { AccountsStore, TasksStore } from '@meridian/platform';
 import { planExport, streamExport, type ExportDeps } from '@meridian/replay';
 import type { ApiServices } from './api-services.ts';
 import { createAdminApp } from './admin-app.ts';
 import { createApp } from './app.ts';
+import { FileCatalog } from './files/catalog.ts';
 import { cursorSealFromSetting } from './http/cursor-seal.ts';
 import { PerUserSlots } from './http/per-user-slots.ts';
 import { createApiMetrics } from './observability/metrics.ts';
@@ -18,7 +20,8 @@ export type Api = {
   readonly adminApp: Koa | null;
   readonly accounts: AccountsStore;
   readonly tasks: TasksStore;
-  readonly files: FilesStore;
+  /** The file catalog: the files read model in ClickHouse (the api holds no file in memory). */
+  readonly files: FileCatalog;
   /** Starts following the logs the api serves from; resolves once they have caught up. */
   start(): Promise<void>;
   stop(): Promise<void>;
@@ -49,8 +52,16 @@ export async function buildApi(services: ApiServices): Promise<Api> {
   const { settings, logger, log, taskReadModel } = services;
   const accountsStore = new AccountsStore(services.folds, 'api', { writesSnapshots: true });
   const tasksStore = new TasksStore(services.folds, 'api', taskReadModel);
-  const filesStore = new FilesStore(services.folds, 'api');
   const taskCodec = createEventCodec<TaskEvent>();
+  const fileCodec = createEventCodec<FileEvent>();
+  const files = new FileCatalog({
+    readModel: services.fileReadModel,
+    logEnds: () => log.endOffsets(services.topics.files),
+    append: async (fileId, events) => appendEvents(await log.writer(), fileCodec, services.topics.files, fileId, events),
+    ackTimeoutMs: settings.MERIDIAN_KAFKA_ACK_TIMEOUT_MS,
+    waitMs: settings.MERIDIAN_FILES_READ_MODEL_WAIT_MS,
+    logger: logger.child({ component: 'files' }),
+  });
   const exportDeps: ExportDeps = { log, topics: services.topics, topicPrefix: settings.MERIDIAN_TOPIC_PREFIX };
   // Per instance: what this process is receiving or streaming for each user right now.
   const uploadsInFlight = new PerUserSlots(settings.MERIDIAN_MAX_UPLOADS_IN_FLIGHT_PER_USER, { setting: 'MERIDIAN_MAX_UPLOADS_IN_FLIGHT_PER_USER', noun: 'uploads in progress' });
@@ -64,7 +75,6 @@ export async function buildApi(services: ApiServices): Promise<Api> {
     folds: () => [
       { fold: 'accounts', eventsReadAtStart: accountsStore.startup?.eventsRead ?? null },
       { fold: 'tasks', eventsReadAtStart: tasksStore.eventsReadAtStart },
-      { fold: 'files', eventsReadAtStart: filesStore.startup?.eventsRead ?? null },
     ],
   });
   const jsonChecker = jsonCheckPool({ workers: settings.MERIDIAN_JSON_UPLOAD_CHECK_WORKERS, heapMb: settings.MERIDIAN_JSON_UPLOAD_CHECK_HEAP_MB, maxValues: settings.MERIDIAN_MAX_POINTS_PER_JSON_UPLOAD });
@@ -72,7 +82,6 @@ export async function buildApi(services: ApiServices): Promise<Api> {
     ...services.probes,
     caughtUp('accounts', accountsStore),
     caughtUp('tasks', tasksStore),
-    caughtUp('files', filesStore),
   ];
   const adminListener = settings.MERIDIAN_ADMIN_PORT !== '';
   const app = createApp({
@@ -86,10 +95,15 @@ export async function buildApi(services: ApiServices): Promise<Api> {
       get state() { return accountsStore.state; },
       get ready() { return accountsStore.ready; },
       execute: async (userName, decide) => accountsStore.execute(userName, decide, await log.writer()),
-      fileUsage: (userName) => ({
-        bytes_used: filesStore.state.usage.get(userName) ?? 0,
-        quota_bytes: fileQuotaOf(accountsStore.state.users.get(userName), settings.MERIDIAN_FILE_QUOTA_BYTES),
-      }),
+      // Usage once the projection has reached the files log's end (bounded): a file whose task succeeded counts.
+      fileUsage: async (userNames) => {
+        await files.current();
+        const usage = await files.usage(userNames);
+        return new Map(userNames.map((userName) => [userName, {
+          bytes_used: usage.get(userName)?.bytes ?? 0,
+          quota_bytes: fileQuotaOf(accountsStore.state.users.get(userName), settings.MERIDIAN_FILE_QUOTA_BYTES),
+        }]));
+      },
     },
     tasks: {
       live: () => tasksStore.state,
@@ -140,11 +154,7 @@ export async function buildApi(services: ApiServices): Promise<Api> {
     },
     files: {
       storage: services.blobs,
-      files: {
-        state: () => filesStore.state,
-        syncToEnd: () => filesStore.syncToEnd(),
-        execute: async (fileId, decide) => filesStore.execute(fileId, decide, await log.writer()),
-      },
+      files,
       tasks: () => tasksStore.state,
       submit: {
         producer: () => log.writer(),
@@ -168,15 +178,15 @@ export async function buildApi(services: ApiServices): Promise<Api> {
     adminApp: adminListener ? createAdminApp({ logger, probes, readyTimeoutMs: settings.MERIDIAN_READY_TIMEOUT_MS, metrics }) : null,
     accounts: accountsStore,
     tasks: tasksStore,
-    files: filesStore,
+    files,
     async start() {
-      await Promise.all([accountsStore.start(), tasksStore.start(), filesStore.start()]);
-      logger.info({ users: accountsStore.state.users.size, tasks: tasksStore.state.size, tasks_events_read: tasksStore.eventsReadAtStart, files: filesStore.state.files.size }, 'caught up with the accounts, tasks and files logs');
+      await Promise.all([accountsStore.start(), tasksStore.start()]);
+      logger.info({ users: accountsStore.state.users.size, tasks: tasksStore.state.size, tasks_events_read: tasksStore.eventsReadAtStart }, 'caught up with the accounts and tasks logs');
     },
     async stop() {
       // Long-polls answer now with their task as it is, instead of holding the shutdown.
       tasksStore.ends.close();
-      await Promise.all([accountsStore.stop(), tasksStore.stop(), filesStore.stop(), jsonChecker.close()]);
+      await Promise.all([accountsStore.stop(), tasksStore.stop(), jsonChecker.close()]);
     },
   };
 }

@@ -1,5 +1,5 @@
 import type { AdapterOptions, Settings } from '@meridian/config';
-import { clickhouseTaskReadModel, clickhouseTaskReadModelWriter, createPointsSink } from '@meridian/clickhouse';
+import { clickhouseFileReadModel, clickhouseFileReadModelWriter, clickhouseTaskReadModel, clickhouseTaskReadModelWriter, createPointsSink, LIVE_FILE_TABLES, LIVE_TASK_TABLES } from '@meridian/clickhouse';
 import type { Logger } from '@meridian/observability';
 import { sharedServices, type Adapters } from '@meridian/platform';
 import type { IngestDeps } from './ingest-deps.ts';
@@ -9,8 +9,11 @@ export function composeIngest(settings: Settings, logger: Logger, adapters: Adap
   return {
     ...sharedServices(adapters, options, logger),
     settings,
-    taskReadModel: clickhouseTaskReadModel(options.clickhouse),
-    taskReadModelWriter: clickhouseTaskReadModelWriter(adapters.clickhouse),
+    // On a cluster the read models write and read under the points sink's quorum (README: exactly-once with replicas).
+    taskReadModel: clickhouseTaskReadModel(options.clickhouse, LIVE_TASK_TABLES, options.pointsQuorum),
+    taskReadModelWriter: clickhouseTaskReadModelWriter(adapters.clickhouse, LIVE_TASK_TABLES, options.pointsQuorum),
+    fileReadModel: clickhouseFileReadModel(options.clickhouse, LIVE_FILE_TABLES, options.pointsQuorum),
+    fileReadModelWriter: clickhouseFileReadModelWriter(adapters.clickhouse, LIVE_FILE_TABLES, options.pointsQuorum),
     pointsSink: createPointsSink(adapters.clickhouse, 'points', options.pointsQuorum),
     startRetry: {},
   };

@@ -1,4 +1,4 @@
-import type { TaskReadModel, TaskReadModelWriter } from '@meridian/domain';
+import type { FileReadModel, FileReadModelWriter, TaskReadModel, TaskReadModelWriter } from '@meridian/domain';
 import type { Settings } from '@meridian/config';
 import type { ConsumerGroups, Topics } from '@meridian/kafka';
 import type { Logger } from '@meridian/observability';
@@ -19,6 +19,8 @@ export type IngestDeps = {
   readonly folds: FoldContext;
   readonly taskReadModel: TaskReadModel;
   readonly taskReadModelWriter: TaskReadModelWriter;
+  readonly fileReadModel: FileReadModel;
+  readonly fileReadModelWriter: FileReadModelWriter;
   /** The live points table's exactly-once sink. */
   readonly pointsSink: PointsSink;
   /** How start-up work (running a consumer) retries. */

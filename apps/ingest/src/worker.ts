@@ -1,7 +1,8 @@
 import type { ConsumerWatch } from '@meridian/kafka';
 import type { IngestDeps } from './ingest-deps.ts';
 import { startProjector } from './projector/index.ts';
-import { startTasksProjector } from './tasks-projector/projector.ts';
+import { startFilesProjector } from './read-models/files.ts';
+import { startTasksProjector } from './read-models/tasks.ts';
 import { startCommandConsumer } from './commands/consumer.ts';
 
 export type RunningWorker = {
@@ -10,15 +11,16 @@ export type RunningWorker = {
   stop(): Promise<void>;
 };
 
-/** The ingest worker: runs upload commands into point facts, projects the facts and the tasks into ClickHouse. */
+/** The ingest worker: runs upload commands into point facts, projects the facts, the tasks and the files into ClickHouse. */
 export async function startIngest(ingest: IngestDeps): Promise<RunningWorker> {
   const tasksProjector = await startTasksProjector(ingest, ingest.taskReadModel, ingest.taskReadModelWriter);
+  const filesProjector = await startFilesProjector(ingest, ingest.fileReadModel, ingest.fileReadModelWriter);
   const commands = await startCommandConsumer(ingest);
   const projector = await startProjector(ingest);
   return {
-    consumers: [commands.watch, projector.watch, tasksProjector.watch],
+    consumers: [commands.watch, projector.watch, tasksProjector.watch, filesProjector.watch],
     async stop() {
-      await Promise.all([commands.stop(), projector.stop(), tasksProjector.stop()]);
+      await Promise.all([commands.stop(), projector.stop(), tasksProjector.stop(), filesProjector.stop()]);
     },
   };
 }

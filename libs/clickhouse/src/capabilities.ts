@@ -73,6 +73,15 @@ export function deduplicatedInsertSettings(caps: Capabilities, token: string): R
 }
 
 /**
+ * On a cluster, the replicas that must hold a projector's insert before it counts
+ * (CLICKHOUSE_INSERT_QUORUM; 0: one server) and how long it waits for them. Every projection
+ * that resumes from positions stored in its own tables (points, tasks, files) uses it.
+ */
+export type InsertQuorum = { readonly replicas: number; readonly timeoutMs: number };
+
+export const NO_QUORUM: InsertQuorum = { replicas: 0, timeoutMs: 0 };
+
+/**
  * Settings for a projector insert on a cluster: acknowledged only once `quorum` replicas hold the
  * block (insert_quorum, known since 18.16), so a replica answering reads after the writer died has
  * every acknowledged block. Nothing for 0 or 1 (one server).

@@ -1,5 +1,7 @@
 export { createClickHouse, ensureDatabase, pingClickHouse, quoteIdentifier, type ClickHouseClient, type ClickHouseOptions } from './client.ts';
-export { capabilities, deduplicatedInsertSettings, parseVersion, quorumInsertSettings, quorumReadSettings, serverCapabilities, synchronousInsertSettings, type Capabilities } from './capabilities.ts';
+export {
+  capabilities, deduplicatedInsertSettings, NO_QUORUM, parseVersion, quorumInsertSettings, quorumReadSettings, serverCapabilities, synchronousInsertSettings, type Capabilities, type InsertQuorum,
+} from './capabilities.ts';
 export { migrate, readMigrations, statementsFor, replicated, replicationOf, MIGRATIONS_DIR, type Migration, type Replication } from './migrate.ts';
 export {
   cancelDownload,
@@ -20,4 +22,5 @@ export {
 export { clickhouseMetricCatalog, listCatalog, catalogEntries, type CatalogEntry } from './catalog.ts';
 export { clickhouseTaskReadModel, clickhouseTaskReadModelWriter, LIVE_TASK_TABLES, type TaskTables } from './tasks/read-model.ts';
 export { queryText } from './download/http.ts';
+export { clickhouseFileReadModel, clickhouseFileReadModelWriter, LIVE_FILE_TABLES, type FileTables } from './files/read-model.ts';
 export { createPointsSink, type PointsSink } from './points/sink.ts';

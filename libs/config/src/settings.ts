@@ -358,7 +358,7 @@ export const settingDefinitions = {
   MERIDIAN_INGEST_HEALTH_PORT: {
     schema: z.literal('').or(port),
     default: '',
-    doc: 'Port of the ingest worker\'s probe listener: /healthz (no consumer failed for good) and /readyz (Kafka, ClickHouse, MinIO answer and its consumers (commands, points projector, tasks projector) joined their groups). Unset: no listener (several workers on one machine need no ports); a consumer that fails for good ends the process either way.',
+    doc: 'Port of the ingest worker\'s probe listener: /healthz (no consumer failed for good) and /readyz (Kafka, ClickHouse, MinIO answer and its consumers (commands, points projector, tasks projector, files projector) joined their groups). Unset: no listener (several workers on one machine need no ports); a consumer that fails for good ends the process either way.',
   },
   MERIDIAN_CLI_TASK_WAIT_SECONDS: {
     schema: z.coerce.number().int().min(1).max(3600),
@@ -390,6 +390,17 @@ export const settingDefinitions = {
     schema: positiveInt,
     default: '600000',
     doc: 'How long one quorum insert waits for the other replicas (insert_quorum_timeout); past it the outcome is unknown and the projector settles and resumes from the positions, as after any failed insert.',
+  },
+  // issue 13, the files read model
+  MERIDIAN_FILES_READ_MODEL_WAIT_MS: {
+    schema: positiveInt,
+    default: '10000',
+    doc: 'Longest an api request waits for the files read model to reach the files log\'s end (a file command deciding, a lookup of an id not shown yet, a list or usage right after a definition succeeded) or a command\'s own event. Past it a file command gets 503 (it decides on nothing older); a lookup, list or quota check answers with what the read model holds.',
+  },
+  MERIDIAN_READ_MODEL_MARKER_FLUSH_MS: {
+    schema: positiveInt,
+    default: '100',
+    doc: 'How long the tasks and files projectors gather positions past transaction markers (every committed transaction ends in a fetch of markers only) before writing them as one row per partition: fewer tiny parts in ClickHouse, at the cost of this much delay before the positions reach the log\'s end.',
   },
 } as const;
 

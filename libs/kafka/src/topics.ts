@@ -33,6 +33,8 @@ export type ConsumerGroups = {
   readonly projector: string;
   /** Projects the tasks topic into the tasks read model. */
   readonly tasksProjector: string;
+  /** Projects the files topic into the files read model. */
+  readonly filesProjector: string;
 };
 
 export function consumerGroupsFor(prefix: string): ConsumerGroups {
@@ -40,6 +42,7 @@ export function consumerGroupsFor(prefix: string): ConsumerGroups {
     commands: `${prefix}ingest-commands`,
     projector: `${prefix}ingest-projector`,
     tasksProjector: `${prefix}ingest-tasks-projector`,
+    filesProjector: `${prefix}ingest-files-projector`,
   };
 }
 

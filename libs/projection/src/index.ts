@@ -3,9 +3,12 @@
  * (libs/replay), so a rebuild writes exactly what live ingestion does. Points: what a
  * PointBatch becomes in ClickHouse, down to the Native block (points/rows.ts), and the
  * decisions over the points topic (points/state.ts). Tasks: one batch of a tasks partition
- * folded and written through the read model's ports (tasks/project.ts). No I/O of its own:
+ * folded and written through the read model's ports (tasks/project.ts); files: a batch folded onto
+ * the stored rows of the files it touches (files/project.ts); both fed by eventsAfter. No I/O of its own:
  * the points table's sink is libs/clickhouse's (createPointsSink).
  */
 export { encodePointsBlock, INSERT_POINTS_SQL, insertPointsSql, insertToken, segmentRows, type Segment } from './points/rows.ts';
 export { Projection, type Seal } from './points/state.ts';
-export { projectTaskBatch, taskEventsAfter } from './tasks/project.ts';
+export { projectTaskBatch, type TaskProjection } from './tasks/project.ts';
+export { projectFileBatch, type FileProjection } from './files/project.ts';
+export { eventsAfter } from './events-after.ts';

@@ -28,10 +28,11 @@ export function userRoutes(accounts: AccountsCommands): RouteDef[] {
       tags: ['users'],
       auth: 'user',
       responses: { 200: { description: 'Users', schema: z.object({ users: z.array(userViewSchema) }) } },
-      handler: (ctx, { user }) => {
+      handler: async (ctx, { user }) => {
         const state = accounts.state;
         const users = user.is_admin ? [...state.users.values()].sort((a, b) => a.user_name.localeCompare(b.user_name)) : [user];
-        ctx.body = { users: users.map((u) => userView(state, u, accounts.fileUsage?.(u.user_name))) };
+        const usage = await accounts.fileUsage?.(users.map((u) => u.user_name));
+        ctx.body = { users: users.map((u) => userView(state, u, usage?.get(u.user_name))) };
       },
     }),
     defineRoute({
@@ -72,7 +73,7 @@ export function userRoutes(accounts: AccountsCommands): RouteDef[] {
       handler: async (ctx, { params, body, user }) => {
         const rules = parseMetricRules(body.metrics);
         await accounts.execute(params.user_name, (s) => decideReplaceEntitlements(s, { user_name: params.user_name, rules, at: Date.now(), actor: user.user_name }));
-        ctx.body = userView(accounts.state, accounts.state.users.get(params.user_name)!, accounts.fileUsage?.(params.user_name));
+        ctx.body = userView(accounts.state, accounts.state.users.get(params.user_name)!, (await accounts.fileUsage?.([params.user_name]))?.get(params.user_name));
       },
     }),
     defineRoute({
@@ -89,7 +90,7 @@ export function userRoutes(accounts: AccountsCommands): RouteDef[] {
       problems: ['not_found'],
       handler: async (ctx, { params, body, user }) => {
         await accounts.execute(params.user_name, (s) => decideSetFileQuota(s, { user_name: params.user_name, quota_bytes: body.quota_bytes, at: Date.now(), actor: user.user_name }));
-        ctx.body = userView(accounts.state, accounts.state.users.get(params.user_name)!, accounts.fileUsage?.(params.user_name));
+        ctx.body = userView(accounts.state, accounts.state.users.get(params.user_name)!, (await accounts.fileUsage?.([params.user_name]))?.get(params.user_name));
       },
     }),
     defineRoute({

@@ -17,7 +17,7 @@ import { STAGING_PREFIX } from '@meridian/storage';
 import { defineRoute, type RouteDef } from '../http/route.ts';
 import { discard } from '../uploads/stage-file.ts';
 import type { FileDeps } from './deps.ts';
-import { pendingDefinitions, QuotaReservations } from './quota.ts';
+import { definitionsInFlight, pendingDefinitions, QuotaReservations } from './quota.ts';
 import { stageForm, type FileLimit } from './stage-form.ts';
 import { submitFileDefinition } from './submit.ts';
 
@@ -82,17 +82,32 @@ const smallest = (...candidates: Array<FileLimit | null>): FileLimit =>
 export function defineFileRoutes(deps: FileDeps): RouteDef[] {
   const reservations = new QuotaReservations();
 
+  /**
+   * What the user stores (the read model's usage, read after the bounded wait for the projection)
+   * and which of their definitions in flight the read model shows already. The ids are asked
+   * before the usage: a file the projection adds in between is then counted twice (refusing
+   * early), never not at all.
+   */
+  const standingOf = async (user: UserRecord) => {
+    await deps.files.current();
+    const defined = new Set((await deps.files.rows(definitionsInFlight(deps.tasks(), user.user_name).map((d) => d.file_id))).map((r) => r.file.file_id));
+    const usage = (await deps.files.usage([user.user_name])).get(user.user_name) ?? { bytes: 0, files: 0 };
+    return { usage, defined };
+  };
+  type Standing = Awaited<ReturnType<typeof standingOf>>;
+  /** Definitions in flight (from the tasks in memory now) that the standing does not show yet. */
+  const pendingOf = (user: UserRecord, standing: Standing) => pendingDefinitions(definitionsInFlight(deps.tasks(), user.user_name), standing.defined);
   /** The user's quota, and what they may still store: it less live files, definitions in flight and this process's reservations. */
-  const quotaOf = (user: UserRecord) => {
+  const quotaOf = (user: UserRecord, standing: Standing) => {
     const quota = fileQuotaOf(user, deps.limits.defaultQuotaBytes);
-    const pending = pendingDefinitions(deps.tasks(), deps.files.state(), user.user_name).bytes + reservations.reserved(user.user_name);
-    return { quota, left: quotaLeft(deps.files.state(), user.user_name, quota, pending) };
+    const pending = pendingOf(user, standing).bytes + reservations.reserved(user.user_name);
+    return { quota, left: quotaLeft(standing.usage.bytes, quota, pending) };
   };
   /** Refuses one more file to a user at the files cap (live files, definitions in flight, this process's reservations). */
-  const assertRoomFor = (user: UserRecord) => {
+  const assertRoomFor = (user: UserRecord, standing: Standing) => {
     if (deps.limits.filesPerUser === undefined) return;
-    const pending = pendingDefinitions(deps.tasks(), deps.files.state(), user.user_name).count + reservations.count(user.user_name);
-    assertFileRoom(deps.files.state(), { owner: user.user_name, pending, max_files: deps.limits.filesPerUser });
+    const pending = pendingOf(user, standing).count + reservations.count(user.user_name);
+    assertFileRoom({ owned: standing.usage.files, pending, max_files: deps.limits.filesPerUser });
   };
 
   const defineFile = async (ctx: Context, { user }: { user: UserRecord }) => {
@@ -100,13 +115,14 @@ export function defineFileRoutes(deps: FileDeps): RouteDef[] {
     const taskId = randomUUID();
     const stagedKey = `${STAGING_PREFIX}files/${fileId}`;
     // A refusal before the body is read closes the connection (problemMiddleware): nothing more is read.
-    assertRoomFor(user);
-    const ceiling = smallest(limits.upload(deps.limits.uploadBytes), limits.quota(quotaOf(user)));
+    const before = await standingOf(user);
+    assertRoomFor(user, before);
+    const ceiling = smallest(limits.upload(deps.limits.uploadBytes), limits.quota(quotaOf(user, before)));
     const declared = Number(ctx.get('Content-Length') || Number.NaN);
     if (Number.isFinite(declared) && declared > ceiling.bytes + FORM_OVERHEAD) throw ceiling.tooLarge();
     const staged = await stageForm(ctx.req, deps.storage, stagedKey, (fields) => {
       const sizeLimit = parseSizeLimit(fields.get('file_size_limit'));
-      return smallest(sizeLimit === null ? null : limits.sizeLimit(sizeLimit), limits.upload(deps.limits.uploadBytes), limits.quota(quotaOf(user)));
+      return smallest(sizeLimit === null ? null : limits.sizeLimit(sizeLimit), limits.upload(deps.limits.uploadBytes), limits.quota(quotaOf(user, before)));
     });
     // An empty file stores nothing, yet costs a catalog entry in every process: refused, as an
     // empty metrics upload is (stageForm staged nothing for it).
@@ -118,9 +134,11 @@ export function defineFileRoutes(deps: FileDeps): RouteDef[] {
       const description = parseDescription(staged.fields.get('file_description'));
       const enforceSchema = parseEnforceSchema(staged.fields.get('enforce_schema'));
       if (sizeLimit !== null && staged.bytes > sizeLimit) throw limits.sizeLimit(sizeLimit).tooLarge();
-      // Check and reserve in one synchronous step: a concurrent upload of the same user sees this one.
-      assertRoomFor(user);
-      const now = quotaOf(user);
+      // Check and reserve in one synchronous step after reading the standing: a concurrent upload
+      // of the same user sees this one (its reservation, or its task in flight).
+      const standing = await standingOf(user);
+      assertRoomFor(user, standing);
+      const now = quotaOf(user, standing);
       if (staged.bytes > now.left) throw limits.quota(now).tooLarge();
       release = reservations.reserve(user.user_name, staged.bytes);
       const fileName = sanitizeFileName(staged.filename);

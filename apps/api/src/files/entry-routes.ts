@@ -1,12 +1,12 @@
 import { z } from 'zod';
 import { decideDeleteFile, decideDescribeFile, visibleFile } from '@meridian/domain';
 import { defineRoute, type RouteDef } from '../http/route.ts';
-import type { FilesCommands } from './deps.ts';
+import type { FileCatalog } from './catalog.ts';
 import { fileIdParam, findFile } from './lookup.ts';
 import { fileDetail, fileDetailSchema } from './views.ts';
 
 /** GET /api/v1/files/{file_id}: one file's entry. */
-export function getFileRoute(files: FilesCommands): RouteDef {
+export function getFileRoute(files: FileCatalog): RouteDef {
   return defineRoute({
     method: 'GET',
     path: '/api/v1/files/{file_id}',
@@ -25,7 +25,7 @@ export function getFileRoute(files: FilesCommands): RouteDef {
 }
 
 /** PATCH /api/v1/files/{file_id}: a new description. */
-export function describeFileRoute(files: FilesCommands): RouteDef {
+export function describeFileRoute(files: FileCatalog): RouteDef {
   return defineRoute({
     method: 'PATCH',
     path: '/api/v1/files/{file_id}',
@@ -39,15 +39,15 @@ export function describeFileRoute(files: FilesCommands): RouteDef {
     problems: ['not_found', 'forbidden'],
     handler: async (ctx, { params, body, user }) => {
       await findFile(files, params.file_id, user);
-      await files.execute(params.file_id, (s) => decideDescribeFile(s, { file_id: params.file_id, description: body.file_description, caller: user, at: Date.now() }));
-      const { file, access } = visibleFile(files.state(), params.file_id, user);
+      const after = await files.execute(params.file_id, (s) => decideDescribeFile(s, { file_id: params.file_id, description: body.file_description, caller: user, at: Date.now() }));
+      const { file, access } = visibleFile(after, params.file_id, user);
       ctx.body = fileDetail(file, access, user.is_admin || file.owner === user.user_name);
     },
   });
 }
 
 /** DELETE /api/v1/files/{file_id}. */
-export function deleteFileRoute(files: FilesCommands): RouteDef {
+export function deleteFileRoute(files: FileCatalog): RouteDef {
   return defineRoute({
     method: 'DELETE',
     path: '/api/v1/files/{file_id}',

@@ -1,14 +1,14 @@
 import { z } from 'zod';
 import { decideGrantFileAccess, decideRevokeFileAccess, visibleFile } from '@meridian/domain';
 import { defineRoute, type RouteDef } from '../http/route.ts';
-import type { FilesCommands } from './deps.ts';
+import type { FileCatalog } from './catalog.ts';
 import { fileIdParam, findFile } from './lookup.ts';
 import { fileDetail, fileDetailSchema } from './views.ts';
 
 const grantParams = fileIdParam.extend({ user_name: z.string().regex(/^[A-Za-z0-9._-]{1,64}$/, 'must be 1 to 64 letters, digits, ".", "_" or "-"') });
 
 /** PUT /api/v1/files/{file_id}/entitlements/{user_name}: share a file. */
-export function shareFileRoute(files: FilesCommands, grantsPerFile: number | undefined): RouteDef {
+export function shareFileRoute(files: FileCatalog, grantsPerFile: number | undefined): RouteDef {
   return defineRoute({
     method: 'PUT',
     path: '/api/v1/files/{file_id}/entitlements/{user_name}',
@@ -24,15 +24,15 @@ export function shareFileRoute(files: FilesCommands, grantsPerFile: number | und
     handler: async (ctx, { params, body, user }) => {
       await findFile(files, params.file_id, user);
       // Not looked up among the users: an unknown or disabled name is granted like any other (decideGrantFileAccess).
-      await files.execute(params.file_id, (s) => decideGrantFileAccess(s, { file_id: params.file_id, grantee: params.user_name, access: body.access, max_grants: grantsPerFile ?? Number.POSITIVE_INFINITY, caller: user, at: Date.now() }));
-      const { file, access } = visibleFile(files.state(), params.file_id, user);
+      const after = await files.execute(params.file_id, (s) => decideGrantFileAccess(s, { file_id: params.file_id, grantee: params.user_name, access: body.access, max_grants: grantsPerFile ?? Number.POSITIVE_INFINITY, caller: user, at: Date.now() }));
+      const { file, access } = visibleFile(after, params.file_id, user);
       ctx.body = fileDetail(file, access, true);
     },
   });
 }
 
 /** DELETE /api/v1/files/{file_id}/entitlements/{user_name}: unshare it. */
-export function unshareFileRoute(files: FilesCommands): RouteDef {
+export function unshareFileRoute(files: FileCatalog): RouteDef {
   return defineRoute({
     method: 'DELETE',
     path: '/api/v1/files/{file_id}/entitlements/{user_name}',

@@ -1,8 +1,7 @@
 import { z } from 'zod';
-import { listFiles } from '@meridian/domain';
 import { defineRoute, type RouteDef } from '../http/route.ts';
 import type { FileDeps } from './deps.ts';
-import { pendingDefinitions } from './quota.ts';
+import { definitionsInFlight } from './quota.ts';
 import { fileEntry, fileEntrySchema } from './views.ts';
 
 /** GET /api/v1/files: the caller's files and those shared with them, a page at a time. */
@@ -28,9 +27,9 @@ export function listFilesRoute(deps: Pick<FileDeps, 'files' | 'tasks'>): RouteDe
       },
     },
     handler: async (ctx, { query, user }) => {
-      // A definition that succeeded in the tasks log but is not folded here yet: catch up first.
-      if (pendingDefinitions(deps.tasks(), deps.files.state(), user.user_name).succeeded > 0) await deps.files.syncToEnd();
-      const page = listFiles(deps.files.state(), user, { name_contains: query.name_contains, limit: query.limit, cursor: query.cursor === undefined ? undefined : Number(query.cursor) });
+      // A definition of the caller that succeeded may not be projected yet: wait (bounded) for the projection first.
+      if (definitionsInFlight(deps.tasks(), user.user_name).some((d) => d.succeeded)) await deps.files.current();
+      const page = await deps.files.list(user, { name_contains: query.name_contains, limit: query.limit, cursor: query.cursor === undefined ? undefined : Number(query.cursor) });
       ctx.body = { files_list: page.files.map(({ file, access }) => fileEntry(file, access)), next_cursor: page.next_cursor === null ? null : String(page.next_cursor) };
     },
   });

@@ -1,21 +1,29 @@
-import { fileEverDefined, type FilesState, type TasksState } from '@meridian/domain';
+import type { TasksState } from '@meridian/domain';
+
+/** A user's file definitions held in this process's tasks memory that have not failed: they count until the catalog shows their file. */
+export function definitionsInFlight(tasks: TasksState, userName: string): Array<{ file_id: string; bytes: number; succeeded: boolean }> {
+  const found: Array<{ file_id: string; bytes: number; succeeded: boolean }> = [];
+  for (const task of tasks.values()) {
+    if (task.kind !== 'file_definition' || task.user_name !== userName || task.status === 'failed' || !task.file_id) continue;
+    found.push({ file_id: task.file_id, bytes: task.payload_bytes ?? 0, succeeded: task.status === 'succeeded' });
+  }
+  return found;
+}
 
 /**
  * File definitions of a user that count against the quota but are not in the catalog yet:
  * accepted (queued, running, or succeeded with the catalog not caught up), not failed.
+ * `defined` holds the ids the catalog knows (live or deleted).
  */
-export function pendingDefinitions(tasks: TasksState, files: FilesState, userName: string): { bytes: number; count: number; succeeded: number } {
+export function pendingDefinitions(inFlight: ReturnType<typeof definitionsInFlight>, defined: ReadonlySet<string>): { bytes: number; count: number } {
   let bytes = 0;
   let count = 0;
-  let succeeded = 0;
-  for (const task of tasks.values()) {
-    if (task.kind !== 'file_definition' || task.user_name !== userName || task.status === 'failed') continue;
-    if (!task.file_id || fileEverDefined(files, task.file_id)) continue;
-    bytes += task.payload_bytes ?? 0;
+  for (const d of inFlight) {
+    if (defined.has(d.file_id)) continue;
+    bytes += d.bytes;
     count++;
-    if (task.status === 'succeeded') succeeded++;
   }
-  return { bytes, count, succeeded };
+  return { bytes, count };
 }
 
 /**

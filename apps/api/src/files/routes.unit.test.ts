@@ -2,20 +2,21 @@ import Koa from 'koa';
 import Router from '@koa/router';
 import { koaBody } from 'koa-body';
 import { describe, expect, it } from 'vitest';
-import { applyFileEvent, DomainError, foldFiles, initialTasks, type FileDefined, type FileEvent, type UserRecord } from '@meridian/domain';
+import { applyFileEvent, DomainError, foldFiles, initialTasks, listFiles, type FileDefined, type FileEvent, type FileReadModel, type UserRecord } from '@meridian/domain';
 import { createLogger } from '@meridian/observability';
 import { inject, type Listener } from '../../../../test/support/inject.ts';
 import { problemMiddleware } from '../http/problem.ts';
 import { requestContext } from '../http/request-context.ts';
 import { mountRoutes } from '../http/route.ts';
-import type { FilesCommands } from './deps.ts';
+import { FileCatalog } from './catalog.ts';
 import { deleteFileRoute, describeFileRoute, getFileRoute } from './entry-routes.ts';
 import { shareFileRoute, unshareFileRoute } from './grant-routes.ts';
 import { listFilesRoute } from './list-route.ts';
 
 /**
  * The file routes that need nothing but the catalog, run through Koa's callback with no port:
- * the catalog is the pure fold (foldFiles, applyFileEvent) and the deciders, in memory.
+ * the catalog (FileCatalog) over a read model that is the pure fold (foldFiles, applyFileEvent,
+ * listFiles) in memory, and a log whose appends it folds at once.
  */
 const logger = createLogger({ name: 'test', level: 'silent' });
 const person = (user_name: string, is_admin = false): UserRecord => ({ user_name, is_admin, created_at: 0, disabled_at: null, key_ids: [], entitlements: [], file_quota_bytes: null });
@@ -29,23 +30,39 @@ const defined = (file_id: string, user_name: string): FileDefined => ({
 });
 
 function catalog(events: FileEvent[]) {
-  let state = foldFiles(events);
-  const calls = { syncToEnd: 0 };
-  const files: FilesCommands = {
-    state: () => state,
-    syncToEnd: async () => {
-      calls.syncToEnd++;
-    },
-    async execute(_fileId, decide) {
-      const decided = decide(state);
-      for (const event of decided) state = applyFileEvent(state, event);
-      return decided;
-    },
+  const state = foldFiles(events);
+  let offset = events.length - 1;
+  const calls = { endsRead: 0 };
+  const readModel: FileReadModel = {
+    get: async (fileId) => state.files.get(fileId),
+    // Deleted ids are left out: to a route they are unknown, as to the read model's get.
+    rows: async (fileIds) => fileIds.flatMap((id) => (state.files.has(id) ? [{ file: state.files.get(id)!, deleted: false, partition: 0, offset }] : [])),
+    list: async (caller, query) => listFiles(state, caller, query),
+    usage: async (owners) => new Map(owners.filter((o) => state.owned.has(o)).map((o) => [o, { bytes: state.usage.get(o) ?? 0, files: state.owned.get(o)! }])),
+    positions: async () => new Map([[0, offset]]),
+    nextSeq: async () => state.defined,
   };
-  return { files, calls };
+  const files = new FileCatalog({
+    readModel,
+    logEnds: async () => {
+      calls.endsRead++;
+      return new Map([[0, offset + 1]]);
+    },
+    append: async (_fileId, appended) => {
+      for (const event of appended) {
+        applyFileEvent(state, event);
+        offset++;
+      }
+      return appended.length === 0 ? null : { partition: 0, offset };
+    },
+    ackTimeoutMs: 1000,
+    waitMs: 1000,
+    logger,
+  });
+  return { files, calls, state };
 }
 
-function appOf(files: FilesCommands): Listener {
+function appOf(files: FileCatalog): Listener {
   const app = new Koa();
   app.silent = true;
   app.use(requestContext(logger));
@@ -82,7 +99,7 @@ const problemOf = (r: { json(): any }) => {
 
 describe('file routes through Koa\'s callback (no port, the catalog in memory)', () => {
   it('a file the caller may not see is the same 404 as an unknown id and a malformed one, for every route', async () => {
-    const { files } = catalog([defined(ADA_FILE, 'ada')]);
+    const { files, state } = catalog([defined(ADA_FILE, 'ada')]);
     const api = client(appOf(files));
     const hidden = await api.get('bob', `/api/v1/files/${ADA_FILE}`);
     const unknown = await api.get('bob', `/api/v1/files/${UNKNOWN}`);
@@ -95,17 +112,17 @@ describe('file routes through Koa\'s callback (no port, the catalog in memory)',
     expect((await api.patch('bob', `/api/v1/files/${ADA_FILE}`, { file_description: 'x' })).status).toBe(404);
     expect((await api.del('bob', `/api/v1/files/${ADA_FILE}`)).status).toBe(404);
     expect((await api.put('bob', `/api/v1/files/${ADA_FILE}/entitlements/cy`, { access: 'r' })).status).toBe(404);
-    expect(files.state().files.get(ADA_FILE)?.grants.size).toBe(0);
+    expect(state.files.get(ADA_FILE)?.grants.size).toBe(0);
     expect((await api.get('ada', `/api/v1/files/${ADA_FILE}`)).status).toBe(200);
   });
 
-  it('an id the catalog does not hold yet reads the files log to its end once before answering; a malformed one does not', async () => {
+  it('an id the read model does not show waits once for the projection to reach the files log\'s end before answering; a malformed one does not', async () => {
     const { files, calls } = catalog([]);
     const api = client(appOf(files));
     await api.get('ada', `/api/v1/files/${UNKNOWN}`);
-    expect(calls.syncToEnd).toBe(1);
+    expect(calls.endsRead).toBe(1);
     await api.get('ada', '/api/v1/files/not-a-uuid');
-    expect(calls.syncToEnd).toBe(1);
+    expect(calls.endsRead).toBe(1);
   });
 
   it('a reader reads; an rw grantee also describes; only the owner shares and deletes, and sees the grants', async () => {

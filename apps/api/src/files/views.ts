@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { formatTimestamp, type Access, type FileRecord } from '@meridian/domain';
+import { formatTimestamp, type Access, type FileListEntry, type FileRecord } from '@meridian/domain';
 
 /** One element of files_list: exactly the seed's fields. */
 export const fileEntrySchema = z.object({
@@ -20,7 +20,7 @@ export const fileDetailSchema = fileEntrySchema.extend({
 
 export type FileEntry = z.infer<typeof fileEntrySchema>;
 
-export function fileEntry(file: FileRecord, access: Access): FileEntry {
+export function fileEntry(file: FileListEntry, access: Access): FileEntry {
   return {
     // Whole seconds, as the seed's YYYY-MM-DDTHH:MM:SS+hhmm shows them.
     created_at: formatTimestamp(Math.floor(file.created_at / 1000) * 1000),

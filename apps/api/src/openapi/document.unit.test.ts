@@ -1,13 +1,15 @@
 import { describe, expect, it } from 'vitest';
-import { initialAccounts, initialFiles, initialTasks } from '@meridian/domain';
+import { initialAccounts, initialTasks } from '@meridian/domain';
 import { createLogger } from '@meridian/observability';
 import type { BlobStore } from '../blob-store.ts';
 import { apiRoutes, buildRouter, type ApiDeps } from '../app.ts';
+import { FileCatalog } from '../files/catalog.ts';
 import { createCursorSeal } from '../http/cursor-seal.ts';
 import { PerUserSlots } from '../http/per-user-slots.ts';
 import { buildOpenApi } from './document.ts';
 
 const cursors = createCursorSeal('inert secret of a structure-only test');
+const inert = async (): Promise<never> => { throw new Error('inert'); };
 
 // Structure only: no handler runs, so the dependencies are inert.
 const deps: ApiDeps = {
@@ -26,7 +28,14 @@ const deps: ApiDeps = {
   },
   files: {
     storage: {} as BlobStore,
-    files: { state: () => initialFiles(), syncToEnd: async () => {}, execute: async () => [] },
+    files: new FileCatalog({
+      readModel: { get: inert, rows: inert, list: inert, usage: inert, positions: inert, nextSeq: inert },
+      logEnds: inert,
+      append: inert,
+      ackTimeoutMs: 1,
+      waitMs: 1,
+      logger: createLogger({ name: 't', level: 'silent' }),
+    }),
     tasks: () => initialTasks(),
     submit: { producer: async () => { throw new Error('inert'); }, codec: { encode: () => Buffer.alloc(0), decode: () => { throw new Error('inert'); } }, topic: 't', ackTimeoutMs: 1, applied: async () => {} },
     limits: { uploadBytes: 1, defaultQuotaBytes: 1 },

@@ -19,7 +19,9 @@ import {
   planExport,
   rebuildPoints,
   rebuildTask,
-  rebuildTasks,
+  rebuildReadModel,
+  FILES_READ_MODEL,
+  TASKS_READ_MODEL,
   requestRebuildTask,
   streamExport,
   swapGeneration,
@@ -32,6 +34,8 @@ import {
   type ExportFormat,
   type RebuildProgress,
   type RebuildPointsResult,
+  type ReadModelKind,
+  type ReadModelSwapMode,
   type SwapMode,
   type SwapResult,
 } from '@meridian/replay';
@@ -42,9 +46,11 @@ export const replayUsage = `  meridian replay rebuild points [--from <time|offse
                                                  verify it against the live table, swap it in when asked;
                                                  with --database: into <name>.points (a point-in-time copy).
                                                  A task (GET /api/v1/tasks/<id>); --detach runs it in the background
-  meridian replay rebuild tasks [--json]         project the tasks topic, from its start, into tasks_rebuilt
-                                                 (beside the live read model, retention not applied) and verify
-                                                 it against the live tables; it is not swapped in
+  meridian replay rebuild tasks|files [--swap | --swap-if-verified] [--json]
+                                                 project the tasks or files topic, from its start, into <table>_rebuilt
+                                                 (beside the live read model, retention not applied), catch it up
+                                                 to the live positions, verify it against the live tables, and with
+                                                 --swap(-if-verified) rename it in (the old kept as <table>_retired)
   meridian replay list [--json]                  generations of the points projection
   meridian replay verify <generation> [--json]   compare a generation with the live table
   meridian replay swap <generation>              catch a generation up and swap it in
@@ -139,9 +145,9 @@ async function rebuild(platform: CliServices, args: readonly string[], io: Io): 
   const [projection] = positionals;
   if (positionals.length !== 1) throw new ReplayUsageError('replay rebuild needs one projection: points or tasks');
   if (projection === 'catalog') throw new ReplayUsageError('the metric catalog is rebuilt with the points: replay rebuild points');
-  if (projection === 'tasks') return rebuildTasksCommand(platform, values, io);
-  if (projection === 'files' || projection === 'accounts') {
-    throw new ReplayUsageError(`${projection} is not stored in ClickHouse: every api and ingest process folds it from the log when it starts`);
+  if (projection === 'tasks' || projection === 'files') return rebuildReadModelCommand(platform, projection === 'tasks' ? TASKS_READ_MODEL : FILES_READ_MODEL, values, io);
+  if (projection === 'accounts') {
+    throw new ReplayUsageError('accounts are not stored in ClickHouse: every api and ingest process folds them from their newest snapshot and the log\'s tail');
   }
   if (projection !== 'points' && projection !== 'all') throw new ReplayUsageError(`unknown projection ${projection}: points (with its catalog) is the one stored in ClickHouse`);
   if (values.swap && values['swap-if-verified']) throw new ReplayUsageError('give --swap or --swap-if-verified, not both');
@@ -198,10 +204,12 @@ async function rebuild(platform: CliServices, args: readonly string[], io: Io): 
   return describeRebuild(result);
 }
 
-/** The tasks read model rebuilt beside the live one and verified; no swap, no task of its own. */
-async function rebuildTasksCommand(platform: CliServices, values: Record<string, string | boolean | undefined>, io: Io): Promise<string> {
-  const given = ['from', 'to', 'swap', 'swap-if-verified', 'database', 'batch-rows', 'detach', 'task-id'].filter((o) => values[o] !== undefined);
-  if (given.length > 0) throw new ReplayUsageError(`replay rebuild tasks takes no --${given[0]}: it rebuilds the whole log beside the live tables, and is not swapped in`);
+/** A read model (tasks, files) rebuilt beside the live one, verified, and swapped in when asked; no task of its own. */
+async function rebuildReadModelCommand(platform: CliServices, kind: ReadModelKind, values: Record<string, string | boolean | undefined>, io: Io): Promise<string> {
+  const given = ['from', 'to', 'database', 'batch-rows', 'detach', 'task-id'].filter((o) => values[o] !== undefined);
+  if (given.length > 0) throw new ReplayUsageError(`replay rebuild ${kind.name} takes no --${given[0]}: it rebuilds the whole log beside the live tables`);
+  if (values.swap && values['swap-if-verified']) throw new ReplayUsageError('give --swap or --swap-if-verified, not both');
+  const mode: ReadModelSwapMode = values.swap ? 'always' : values['swap-if-verified'] ? 'if-verified' : 'never';
   const out = progressWriter(io, values.quiet === true || values.json === true);
   const started = performance.now();
   let reported = 0;
@@ -209,14 +217,17 @@ async function rebuildTasksCommand(platform: CliServices, values: Record<string,
     const now = performance.now();
     if (now - reported < 1000) return;
     reported = now;
-    out.phase(`tasks rebuild: ${n(events)} events read in ${((now - started) / 1000).toFixed(1)} s`);
+    out.phase(`${kind.name} rebuild: ${n(events)} events read in ${((now - started) / 1000).toFixed(1)} s`);
   };
-  const r = await rebuildTasks(platform, progress).finally(() => out.end());
+  const r = await rebuildReadModel(platform, kind, mode, progress).finally(() => out.end());
+  // Asked to swap and not swapped: the command failed at what it was asked (exit code 1).
+  if (r.notSwapped !== null) throw new Error(`${kind.name} rebuilt into ${r.tables[Object.keys(r.tables)[0]!]} but not swapped in: ${r.notSwapped}`);
   if (values.json) return JSON.stringify({ ...r, ends: Object.fromEntries(r.ends) });
   const v = r.verification;
   return [
-    `tasks rebuilt into ${r.tables.tasks}: ${n(r.rows)} rows written from ${n(r.events)} events in ${(r.ms / 1000).toFixed(1)} s`,
+    `${kind.name} rebuilt into ${Object.values(r.tables).join(', ')}: ${n(r.rows)} rows written from ${n(r.events)} events in ${(r.ms / 1000).toFixed(1)} s`,
     v.verified ? `verified: the ${n(v.compared)} live rows inside the rebuilt range are identical` : `NOT verified: ${n(v.differing)} of ${n(v.compared)} live rows differ or are missing`,
+    ...(r.swapped ? [`swapped in: the rebuilt tables are live; the replaced ones are kept as ${Object.values(r.swapped.retired).join(', ')} until the next swap (${n(r.swapped.eventsAfter)} events projected after the swap)`] : []),
   ].join('\n');
 }
 

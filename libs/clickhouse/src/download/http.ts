@@ -16,6 +16,8 @@ export type QueryRequest = {
   readonly tables?: readonly ExternalTable[];
   readonly queryId?: string;
   readonly gzip?: boolean;
+  /** Server settings for this query (sent as URL parameters; names and values are ours, never a caller's). */
+  readonly settings?: Readonly<Record<string, string | number>>;
   /** Destroys the request (and the response body) with the signal's reason. */
   readonly signal?: AbortSignal;
 };
@@ -70,6 +72,7 @@ function startQueryAt(at: string, conn: ConnOptions, q: QueryRequest): StartedQu
     ['database', conn.database],
     ...(q.queryId ? [['query_id', q.queryId] as [string, string]] : []),
     ...(q.gzip ? [['enable_http_compression', '1'] as [string, string]] : []),
+    ...Object.entries(q.settings ?? {}).map(([name, value]) => [name, String(value)] as [string, string]),
     ...externalTableParams(tables),
   ]);
   url.search = params.toString();

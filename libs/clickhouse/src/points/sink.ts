@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { encodePointsBlock, insertPointsSql, insertToken, type Segment } from '@meridian/projection';
-import { deduplicatedInsertSettings, quorumInsertSettings, quorumReadSettings, serverCapabilities, synchronousInsertSettings } from '../capabilities.ts';
+import { deduplicatedInsertSettings, NO_QUORUM, quorumInsertSettings, quorumReadSettings, serverCapabilities, synchronousInsertSettings, type InsertQuorum } from '../capabilities.ts';
 import type { ClickHouseClient } from '../client.ts';
 
 /**
@@ -26,14 +26,8 @@ export type PointsSink = {
 /** Every projector insert is named `points-insert:<table>:<uuid>`, so inserts still running can be found. */
 const INSERT_ID = /^points-insert:[A-Za-z_][A-Za-z0-9_]*:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
-/**
- * On a cluster, the replicas that must hold an insert before it counts (CLICKHOUSE_INSERT_QUORUM;
- * 0: one server) and how long it waits for them.
- */
-export type SinkQuorum = { readonly replicas: number; readonly timeoutMs: number };
-
 /** `table` is `points` for the live projector, a generation table (points_g<N>) for a rebuild. */
-export function createPointsSink(client: ClickHouseClient, table = 'points', quorum: SinkQuorum = { replicas: 0, timeoutMs: 0 }): PointsSink {
+export function createPointsSink(client: ClickHouseClient, table = 'points', quorum: InsertQuorum = NO_QUORUM): PointsSink {
   const insertSql = insertPointsSql(table);
   let unsettled: string | null = null;
   const idPrefix = `points-insert:${table}:`;

@@ -1,14 +1,18 @@
 import type { Task, TaskListQuery, TaskReadModel, TaskReadModelWriter, TaskRow } from '@meridian/domain';
 import { quoteIdentifier, type ClickHouseClient } from '../client.ts';
-import { serverCapabilities, synchronousInsertSettings } from '../capabilities.ts';
-import { queryText, type ConnOptions } from '../download/http.ts';
+import { NO_QUORUM, quorumInsertSettings, quorumReadSettings, serverCapabilities, synchronousInsertSettings, type InsertQuorum } from '../capabilities.ts';
+import type { ConnOptions } from '../download/http.ts';
 import { int } from '../download/filter-sql.ts';
 import type { ExternalTable } from '../download/external-data.ts';
+import { readPositions, rowsQuery, stringsTable } from '../read-model-queries.ts';
 
 /**
  * The tasks read model in ClickHouse (migration 003): `tasks` (latest state per task, ordered
  * for per-user listing), `tasks_by_id` (task_id → that order's key) and `tasks_positions`.
  * Strings from callers (ids, user names, filters) travel as external data, never as SQL text.
+ * On a cluster (`quorum`), as for the points sink: every insert waits for the quorum and every
+ * read (positions, rows) sees only blocks the quorum holds, so no process resumes or prunes
+ * past a block a replica lacks.
  */
 
 /** The three tables of one tasks read model: the live one, or one a rebuild writes beside it. */
@@ -20,18 +24,14 @@ const quoted = (t: TaskTables) => ({ tasks: quoteIdentifier(t.tasks), byId: quot
 const FINISHED = `('succeeded', 'failed')`;
 const UNFINISHED = `('queued', 'running')`;
 
-const idsTable = (ids: readonly string[]): ExternalTable => ({ name: 'wanted', structure: 'task_id String', rows: ids.map((id) => [id]) });
+const idsTable = (ids: readonly string[]): ExternalTable => stringsTable('wanted', 'task_id', ids);
 /** Rows of `tasks` whose key tasks_by_id gives for the wanted ids: a point read on both tables. */
 const byIdOf = (byId: string) => `(user_name, created_at, task_id) IN (SELECT user_name, created_at, task_id FROM ${byId} WHERE task_id IN (SELECT task_id FROM wanted))`;
 
-function lines<T>(text: string): T[] {
-  return text.split('\n').filter((l) => l.length > 0).map((l) => JSON.parse(l) as T);
-}
-
-export function clickhouseTaskReadModel(conn: ConnOptions, tables: TaskTables = LIVE_TASK_TABLES): TaskReadModel {
+export function clickhouseTaskReadModel(conn: ConnOptions, tables: TaskTables = LIVE_TASK_TABLES, quorum: InsertQuorum = NO_QUORUM): TaskReadModel {
   const t = quoted(tables);
   const BY_ID = byIdOf(t.byId);
-  const query = <T>(sql: string, tables: readonly ExternalTable[] = []) => queryText(conn, { sql: `${sql} FORMAT JSONEachRow`, tables }).then(lines<T>);
+  const query = rowsQuery(conn, quorum);
   return {
     async get(taskId) {
       const [row] = await query<{ state: string }>(`SELECT state FROM ${t.tasks} FINAL WHERE ${BY_ID}`, [idsTable([taskId])]);
@@ -66,10 +66,7 @@ export function clickhouseTaskReadModel(conn: ConnOptions, tables: TaskTables = 
       return new Set(rows.map((r) => r.task_id));
     },
 
-    async positions() {
-      const rows = await query<{ p: number; o: string }>(`SELECT kafka_partition AS p, toString(max(kafka_offset)) AS o FROM ${t.positions} GROUP BY kafka_partition`);
-      return new Map(rows.map((r) => [Number(r.p), Number(r.o)]));
-    },
+    positions: () => readPositions(query, t.positions),
 
     async unfinished(partitions) {
       const only = partitions ? ` AND kafka_partition IN (${partitions.length > 0 ? partitions.map(int).join(', ') : '-1'})` : '';
@@ -84,11 +81,11 @@ export function clickhouseTaskReadModel(conn: ConnOptions, tables: TaskTables = 
   };
 }
 
-export function clickhouseTaskReadModelWriter(client: ClickHouseClient, tables: TaskTables = LIVE_TASK_TABLES): TaskReadModelWriter {
+export function clickhouseTaskReadModelWriter(client: ClickHouseClient, tables: TaskTables = LIVE_TASK_TABLES, quorum: InsertQuorum = NO_QUORUM): TaskReadModelWriter {
   const t = quoted(tables);
   return {
     async write(rows: readonly TaskRow[], positions) {
-      const settings = synchronousInsertSettings(await serverCapabilities(client));
+      const settings = { ...synchronousInsertSettings(await serverCapabilities(client)), ...quorumInsertSettings(quorum.replicas, quorum.timeoutMs) };
       if (rows.length > 0) {
         // The key first: a task in `tasks` is always findable by id.
         await client.insert({
@@ -130,7 +127,7 @@ export function clickhouseTaskReadModelWriter(client: ClickHouseClient, tables: 
       // TTL, and a mutation works the same on every version.
       const due = `status IN ${FINISHED} AND updated_at < ${int(beforeMs)}`;
       // A mutation rewrites parts: none is started when nothing is due.
-      const [found] = await (await client.query({ query: `SELECT toString(count()) AS n FROM ${t.tasks} WHERE ${due}`, format: 'JSONEachRow' })).json<{ n: string }>();
+      const [found] = await (await client.query({ query: `SELECT toString(count()) AS n FROM ${t.tasks} WHERE ${due}`, format: 'JSONEachRow', clickhouse_settings: quorumReadSettings(quorum.replicas) })).json<{ n: string }>();
       if (Number(found?.n ?? 0) === 0) return;
       const expired = `task_id IN (SELECT task_id FROM ${t.tasks} WHERE ${due})`;
       await client.command({ query: `ALTER TABLE ${t.byId} DELETE WHERE ${expired}` });

@@ -26,7 +26,9 @@ export function visibleFile(state: FilesState, fileId: string, caller: Caller): 
 }
 
 export type FileListQuery = { readonly name_contains?: string | undefined; readonly limit: number; readonly cursor?: number | undefined };
-export type FileListPage = { readonly files: ReadonlyArray<{ file: FileRecord; access: Access }>; readonly next_cursor: number | null };
+/** What a list shows of a file. */
+export type FileListEntry = Pick<FileRecord, 'file_id' | 'owner' | 'file_name' | 'description' | 'created_at' | 'seq'>;
+export type FileListPage = { readonly files: ReadonlyArray<{ file: FileListEntry; access: Access }>; readonly next_cursor: number | null };
 
 /**
  * The caller's files, newest definition first: their own and the ones shared with them (an
@@ -55,7 +57,7 @@ export function listFiles(state: FilesState, caller: Caller, query: FileListQuer
   return { files: out, next_cursor: null };
 }
 
-/** Bytes the owner may still store: the quota less live files and definitions still on their way. */
-export function quotaLeft(state: FilesState, owner: string, quotaBytes: number, pendingBytes: number): number {
-  return Math.max(0, quotaBytes - (state.usage.get(owner) ?? 0) - pendingBytes);
+/** Bytes the owner may still store: the quota less their live files' bytes and definitions still on their way. */
+export function quotaLeft(usedBytes: number, quotaBytes: number, pendingBytes: number): number {
+  return Math.max(0, quotaBytes - usedBytes - pendingBytes);
 }

@@ -76,11 +76,11 @@ export function fileDefinedFrom(cmd: FileDefinitionRequested): FileDefined {
 
 /**
  * Refuses a new file definition to an owner who holds `max_files` files already: live ones
- * plus `pending` definitions still in progress (409 /problems/limit-reached: deleting a file
- * makes room). The limit is the caller's setting (MERIDIAN_MAX_FILES_PER_USER).
+ * (`owned`) plus `pending` definitions still in progress (409 /problems/limit-reached: deleting a
+ * file makes room). The limit is the caller's setting (MERIDIAN_MAX_FILES_PER_USER).
  */
-export function assertFileRoom(state: FilesState, cmd: { owner: string; pending: number; max_files: number }): void {
-  const held = (state.owned.get(cmd.owner) ?? 0) + cmd.pending;
+export function assertFileRoom(cmd: { owned: number; pending: number; max_files: number }): void {
+  const held = cmd.owned + cmd.pending;
   if (held >= cmd.max_files) {
     throw new DomainError('limit_reached', `at most ${cmd.max_files} files per user (MERIDIAN_MAX_FILES_PER_USER), definitions in progress included; delete one first`, [
       { field: 'MERIDIAN_MAX_FILES_PER_USER', reason: `${held} of ${cmd.max_files} files held` },

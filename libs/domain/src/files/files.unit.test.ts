@@ -232,19 +232,19 @@ describe('listing', () => {
   it('counts live files per owner and refuses one more past the cap, pending definitions included', () => {
     expect(state.owned.get('ada')).toBe(24);
     expect(state.owned.get('bob')).toBe(1);
-    expect(() => assertFileRoom(state, { owner: 'ada', pending: 0, max_files: 25 })).not.toThrow();
-    const refused = (() => { try { assertFileRoom(state, { owner: 'ada', pending: 1, max_files: 25 }); } catch (e) { return e as DomainError; } return null; })();
+    expect(() => assertFileRoom({ owned: state.owned.get('ada') ?? 0, pending: 0, max_files: 25 })).not.toThrow();
+    const refused = (() => { try { assertFileRoom({ owned: state.owned.get('ada') ?? 0, pending: 1, max_files: 25 }); } catch (e) { return e as DomainError; } return null; })();
     expect(refused?.code).toBe('limit_reached');
     expect(refused?.message).toContain('MERIDIAN_MAX_FILES_PER_USER');
-    expect(() => assertFileRoom(state, { owner: 'eve', pending: 0, max_files: 1 })).not.toThrow();
+    expect(() => assertFileRoom({ owned: state.owned.get('eve') ?? 0, pending: 0, max_files: 1 })).not.toThrow();
     const after = foldFiles([...many, ...Array.from({ length: 24 }, (_, i) => ({ type: 'FileDeleted' as const, file_id: `a${i === 3 ? 24 : i}`, at: 7000, actor: 'ada' }))]);
     expect(after.owned.has('ada')).toBe(false);
   });
 
   it('leaves the quota less usage and pending bytes, never below zero', () => {
-    expect(quotaLeft(state, 'ada', 100, 10)).toBe(100 - 24 - 10);
-    expect(quotaLeft(state, 'ada', 10, 10)).toBe(0);
-    expect(quotaLeft(state, 'nobody', 10, 0)).toBe(10);
+    expect(quotaLeft(state.usage.get('ada') ?? 0, 100, 10)).toBe(100 - 24 - 10);
+    expect(quotaLeft(state.usage.get('ada') ?? 0, 10, 10)).toBe(0);
+    expect(quotaLeft(state.usage.get('nobody') ?? 0, 10, 0)).toBe(10);
   });
 });
 

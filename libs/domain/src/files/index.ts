@@ -5,3 +5,4 @@ export * from './names.ts';
 export * from './decide.ts';
 export * from './schema-check.ts';
 export * from './codec.ts';
+export * from './read-model.ts';

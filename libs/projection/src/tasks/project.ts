@@ -1,11 +1,11 @@
-import type { LiveTasks, PositionedEvent, TaskEvent, TaskReadModel, TaskReadModelWriter, TaskRow } from '@meridian/domain';
-import type { EventCodec } from '@meridian/events';
+import type { LiveTasks, PositionedEvent, TaskReadModel, TaskReadModelWriter, TaskRow } from '@meridian/domain';
 
 /**
  * The tasks projection's one step, shared by the live tasks projector (apps/ingest) and
  * `meridian replay rebuild tasks`: a batch of one tasks partition folded (LiveTasks), the tasks
  * it changed written with the (partition, offset) of their last event, then the partition's
- * position; finished tasks then leave memory (the read model has them).
+ * position; finished tasks then leave memory (the read model has them). Its batches come from
+ * eventsAfter (../events-after.ts), as the files projection's do.
  */
 export type TaskProjection = {
   readonly live: LiveTasks;
@@ -14,21 +14,6 @@ export type TaskProjection = {
   /** Runs an attempt until it succeeds (or the caller gives up by throwing). */
   readonly persist: <T>(what: string, attempt: () => Promise<T>) => Promise<T>;
 };
-
-/** The events of a batch after `after` (what the read model covers); undecodable records change no task. */
-export function taskEventsAfter(codec: EventCodec<TaskEvent>, partition: number, messages: ReadonlyArray<{ offset: string; value: Buffer | null }>, after: number): PositionedEvent[] {
-  const events: PositionedEvent[] = [];
-  for (const message of messages) {
-    const offset = Number(message.offset);
-    if (offset <= after) continue;
-    try {
-      events.push({ event: codec.decode(message.value ?? Buffer.alloc(0)), partition, offset });
-    } catch {
-      // The command consumer sends what cannot be decoded to the dead-letter topic.
-    }
-  }
-  return events;
-}
 
 /** Projects one batch of `partition` ending at `lastOffset` (markers included); returns the rows written. */
 export async function projectTaskBatch(p: TaskProjection, partition: number, events: readonly PositionedEvent[], lastOffset: number): Promise<number> {

@@ -1,0 +1,56 @@
+import { LiveTasks, type TaskEvent, type TaskReadModel, type TaskReadModelWriter } from '@meridian/domain';
+import { createEventCodec } from '@meridian/events';
+import { eventsAfter, projectTaskBatch } from '@meridian/projection';
+import type { IngestDeps } from '../ingest-deps.ts';
+import { startReadModelProjector, type RunningReadModelProjector } from './projector.ts';
+
+export type RunningTasksProjector = RunningReadModelProjector;
+
+const DAY_MS = 86_400_000;
+
+/**
+ * Projects the tasks topic into the tasks read model (issue 13), exactly once (the machinery:
+ * ./projector.ts):
+ *
+ * - Each batch is folded with the domain's fold (LiveTasks over applyTaskEvent) and the tasks it
+ *   changed are written as rows carrying the (partition, offset) of their last event.
+ * - The fold's state after a (re)join is the read model's unfinished rows of the assigned
+ *   partitions (a row ahead of the position skips its re-read events).
+ * - A command for a task not in memory may repeat one that finished already: the read model is
+ *   asked (one query per batch) and such a command is ignored, so it never reverts a finished row.
+ * - Finished tasks older than MERIDIAN_TASK_RETENTION_DAYS are removed on a timer.
+ */
+export async function startTasksProjector(ingest: IngestDeps, readModel: TaskReadModel, writer: TaskReadModelWriter): Promise<RunningTasksProjector> {
+  const { settings } = ingest;
+  const codec = createEventCodec<TaskEvent>();
+  let live = new LiveTasks();
+  const running = await startReadModelProjector(ingest, {
+    name: 'tasks',
+    groupId: ingest.groups.tasksProjector,
+    topic: ingest.topics.tasks,
+    reset: () => { live = new LiveTasks(); },
+    async load(partitions, persist) {
+      const [stored, rows] = await persist('reading the tasks read model', async () => [await readModel.positions(), await readModel.unfinished(partitions)] as const);
+      live.seed(rows);
+      return stored;
+    },
+    async project(partition, messages, after, last, persist) {
+      await projectTaskBatch({ live, readModel, writer, persist }, partition, eventsAfter(codec, partition, messages, after), last);
+    },
+    writePositions: (positions) => writer.write([], positions),
+  });
+
+  const retentionMs = settings.MERIDIAN_TASK_RETENTION_DAYS * DAY_MS;
+  const expiry = setInterval(() => {
+    writer.expire(Date.now() - retentionMs).catch((error: unknown) => ingest.logger.warn({ err: error }, 'removing expired tasks from the read model failed; tried again at the next interval'));
+  }, settings.MERIDIAN_TASK_RETENTION_INTERVAL_MS);
+  expiry.unref();
+
+  return {
+    watch: running.watch,
+    async stop() {
+      clearInterval(expiry);
+      await running.stop();
+    },
+  };
+}
