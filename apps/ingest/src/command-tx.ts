@@ -1,4 +1,5 @@
-import type { Producer, Transaction } from 'kafkajs';
+import type { Transaction } from 'kafkajs';
+import type { Transactions } from '@meridian/kafka';
 
 // What the command handlers (uploads, file definitions) share to end a command in one transaction.
 
@@ -11,7 +12,7 @@ export async function commitCommandOffset(tx: Transaction, consumerGroupId: stri
 }
 
 /** Runs `work` in one transaction: committed when it returns, aborted when it throws. */
-export async function inTransaction(producer: Producer, work: (tx: Transaction) => Promise<void>): Promise<void> {
+export async function inTransaction(producer: Transactions, work: (tx: Transaction) => Promise<void>): Promise<void> {
   const tx = await producer.transaction();
   try {
     await work(tx);

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Readable } from 'node:stream';
-import type { Producer } from 'kafkajs';
+import type { Transactions } from '@meridian/kafka';
 import {
   blobKeyOf,
   checkSchema,
@@ -22,12 +22,12 @@ import { isNotFound, Mutex, promoteBlob } from './blobs.ts';
 
 export type FileCommands = {
   /** Runs one file definition; throws only what redelivery may cure (Kafka, storage unreachable). */
-  run(cmd: FileDefinitionRequested, at: CommandPosition, producer: Producer, heartbeat: () => Promise<void>): Promise<'succeeded' | 'failed'>;
+  run(cmd: FileDefinitionRequested, at: CommandPosition, producer: Transactions, heartbeat: () => Promise<void>): Promise<'succeeded' | 'failed'>;
   /**
    * Fails a definition without running it (refused before a run: the crash-loop breaker, a
    * disabled owner): its task, its staged bytes, and a blob a dead run may have promoted.
    */
-  refuse(cmd: FileDefinitionRequested, at: CommandPosition, producer: Producer, reason: string): Promise<void>;
+  refuse(cmd: FileDefinitionRequested, at: CommandPosition, producer: Transactions, reason: string): Promise<void>;
   stop(): Promise<void>;
 };
 
@@ -66,7 +66,7 @@ export async function startFileCommands(platform: Platform, consumerGroupId: str
 
   const taskMessage = (event: TaskEvent) => ({ key: event.task_id, value: taskCodec.encode(event), headers: { type: event.type } });
 
-  const failTask = (producer: Producer, at: CommandPosition, cmd: FileDefinitionRequested, reason: string, errors: RowError[]) =>
+  const failTask = (producer: Transactions, at: CommandPosition, cmd: FileDefinitionRequested, reason: string, errors: RowError[]) =>
     inTransaction(producer, async (tx) => {
       await tx.send({ topic: topics.tasks, acks: -1, messages: [taskMessage({ type: 'TaskFailed', task_id: cmd.task_id, reason, rows_total: 0, rows_rejected: 0, errors, at: Date.now() })] });
       await commitCommandOffset(tx, consumerGroupId, at);

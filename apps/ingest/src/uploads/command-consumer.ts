@@ -1,7 +1,6 @@
-import type { Producer } from 'kafkajs';
 import { decideStart, type FileDefinitionRequested, type TaskReadModel, type MetricsUploadRequested, type PointsFact, type StartDecision, type TaskEvent } from '@meridian/domain';
 import { createEventCodec, UndecodableEventError } from '@meridian/events';
-import { ConsumerWatch, createProducer } from '@meridian/kafka';
+import { ConsumerWatch, TransactionalProducer, TransactionOutcomeUnknown } from '@meridian/kafka';
 import { AccountsStore, runConsumer, TasksStore, type Platform } from '@meridian/platform';
 import { isKafkaTransient, retry, RETRY_POLICIES } from '@meridian/retry';
 import { failTask, runUploadJob, type UploadJobDeps } from './upload-job.ts';
@@ -37,12 +36,14 @@ export async function startCommandConsumer(platform: Platform, taskReadModel: Ta
   const finished = new RecentSet<string>(100_000);
   const fileCommands = await startFileCommands(platform, groupId);
   const progressProducer = await platform.producer();
-  const transactional = new Map<number, Promise<Producer>>();
+  // Replaced after a transaction that did not end cleanly (TransactionalProducer); how many
+  // replacements each partition's commands have seen, to re-read the tasks log after one.
+  const transactional = new Map<number, TransactionalProducer>();
+  const replacementsSeen = new Map<number, number>();
   const producerFor = (partition: number) => {
     let p = transactional.get(partition);
     if (!p) {
-      const producer = createProducer(kafka, { transactionalId: `${groupId}-p${partition}` });
-      p = producer.connect().then(() => producer);
+      p = new TransactionalProducer(kafka, `${groupId}-p${partition}`);
       transactional.set(partition, p);
     }
     return p;
@@ -81,7 +82,8 @@ export async function startCommandConsumer(platform: Platform, taskReadModel: Ta
         return;
       }
       if (event.type !== 'MetricsUploadRequested' && event.type !== 'FileDefinitionRequested') return;
-      const producer = await producerFor(partition); // fences a predecessor's open transaction first
+      const producer = producerFor(partition);
+      await producer.ready(); // fences a predecessor's open transaction and settles it first
       // The same task can be commanded twice (a retry with the same Idempotency-Key after a
       // 503 whose send still landed): run it once. Finished tasks are in the fold or, once the
       // read model covers them, in the read model (decide asks both); ones this process finished
@@ -129,6 +131,13 @@ export async function startCommandConsumer(platform: Platform, taskReadModel: Ta
    */
   async function decide(cmd: MetricsUploadRequested | FileDefinitionRequested, partition: number): Promise<StartDecision> {
     await accounts.syncToEnd();
+    const replaced = producerFor(partition).replaced;
+    if ((replacementsSeen.get(partition) ?? 0) !== replaced) {
+      // A transaction of this partition failed to end: a commit may have landed after all (its
+      // producer's successor settled it in ready()). The fold must show it before deciding.
+      await tasks.syncToEnd([partition]);
+      replacementsSeen.set(partition, replaced);
+    }
     const task = await retry(() => tasks.find(cmd.task_id), { ...RETRY_POLICIES.projector, onRetry: (error) => logger.warn({ err: error, task_id: cmd.task_id }, 'tasks read model unavailable; asking again') });
     const now = () => decideStart(tasks.state.get(cmd.task_id) ?? task, accounts.state.users.get(cmd.user_name), settings.MERIDIAN_MAX_COMMAND_STARTS);
     const first = now();
@@ -148,19 +157,22 @@ export async function startCommandConsumer(platform: Platform, taskReadModel: Ta
   }
 
   /** One run of an upload: storage trouble is retried here (MERIDIAN_UPLOAD_ATTEMPTS), within the run. */
-  async function runUpload(event: MetricsUploadRequested, at: CommandPosition, producer: Producer, value: Buffer | null, heartbeat: () => Promise<void>): Promise<void> {
+  async function runUpload(event: MetricsUploadRequested, at: CommandPosition, producer: TransactionalProducer, value: Buffer | null, heartbeat: () => Promise<void>): Promise<void> {
     let attempts = 0;
+    // Kafka's trouble, and a commit whose outcome is unknown, go back to the consumer: the
+    // command runs again after decide() has re-read the tasks log (never a blind second run).
+    const redeliver = (error: unknown) => isKafkaTransient(error) || error instanceof TransactionOutcomeUnknown;
     try {
       await retry((n) => { attempts = n; return runUploadJob(event, at, producer, { ...deps, heartbeat }); }, {
         ...RETRY_POLICIES.upload,
         attempts: settings.MERIDIAN_UPLOAD_ATTEMPTS,
         // Storage or network trouble passes; an accepted upload is not failed for it at once.
-        retriable: (error) => !isKafkaTransient(error),
+        retriable: (error) => !redeliver(error),
         onRetry: (error, attempt, delay) => logger.warn({ err: error, task_id: event.task_id, attempt, retry_in_ms: delay }, 'upload attempt failed; retrying'),
         wait: (ms) => sleepWithHeartbeat(ms, heartbeat),
       });
     } catch (error) {
-      if (isKafkaTransient(error)) throw error; // kafkajs redelivers the command
+      if (redeliver(error)) throw error; // kafkajs redelivers the command
       logger.error({ err: error, task_id: event.task_id, attempts }, 'upload failed after every attempt');
       await deadLetter(platform, at, value, (error as Error).message);
       await failTask(producer, deps as UploadJobDeps, at, event, new UploadTally(), `the upload could not be processed: ${(error as Error).message}`);
@@ -171,7 +183,7 @@ export async function startCommandConsumer(platform: Platform, taskReadModel: Ta
     watch,
     async stop() {
       await consumer.disconnect();
-      await Promise.allSettled([...transactional.values()].map(async (p) => (await p).disconnect()));
+      await Promise.allSettled([...transactional.values()].map((p) => p.disconnect()));
       await fileCommands.stop();
       await Promise.all([accounts.stop(), tasks.stop()]);
     },

@@ -1,5 +1,6 @@
 import type { Readable } from 'node:stream';
 import type { Producer, Transaction } from 'kafkajs';
+import type { Transactions } from '@meridian/kafka';
 import {
   parseUploadBatches,
   type MetricsUploadRequested,
@@ -49,7 +50,7 @@ const PROGRESS_EVERY_MS = 1000;
  * expansion ratio, JSON document size, time budget) is aborted the same way and its task
  * failed at once: an UploadLimitExceeded is final, never retried.
  */
-export async function runUploadJob(cmd: MetricsUploadRequested, at: CommandPosition, producer: Producer, deps: UploadJobDeps): Promise<'succeeded' | 'failed'> {
+export async function runUploadJob(cmd: MetricsUploadRequested, at: CommandPosition, producer: Transactions, deps: UploadJobDeps): Promise<'succeeded' | 'failed'> {
   const log = deps.logger.child({ task_id: cmd.task_id });
   const now = () => Date.now();
   const tally = new UploadTally();
@@ -175,7 +176,7 @@ async function sendTaskEvents(producer: Producer | Transaction, deps: UploadJobD
 }
 
 /** Records the failure and moves past the command, atomically. */
-export async function failTask(producer: Producer, deps: UploadJobDeps, at: CommandPosition, cmd: { task_id: string }, tally: UploadTally, reason?: string): Promise<void> {
+export async function failTask(producer: Transactions, deps: UploadJobDeps, at: CommandPosition, cmd: { task_id: string }, tally: UploadTally, reason?: string): Promise<void> {
   await inTransaction(producer, async (tx) => {
     await sendTaskEvents(tx, deps, [{
       type: 'TaskFailed',
