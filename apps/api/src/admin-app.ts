@@ -7,8 +7,8 @@ import type { Probe } from '@meridian/platform';
 import { requestContext } from './http/request-context.ts';
 import { mountRoutes } from './http/route.ts';
 import type { ApiMetrics } from './observability/metrics.ts';
-import { metricsRoute } from './routes/metrics.ts';
-import { detailedReadinessRoute } from './routes/health.ts';
+import { metricsRoute } from './observability/routes.ts';
+import { detailedReadinessRoute } from './health/routes.ts';
 
 export type AdminDeps = {
   readonly logger: Logger;

@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { defineRoute, type RouteDef } from '../http/route.ts';
 import { fileAsset, staticAssetRoute, type StaticAsset } from '../http/static-assets.ts';
-import { DOCS_CSP } from './docs.ts';
+import { DOCS_CSP } from '../openapi/docs-routes.ts';
 
 /**
  * GET /console: the analysts' and producers' page (apps/api/src/console: one HTML file, one ES
@@ -12,7 +12,7 @@ import { DOCS_CSP } from './docs.ts';
  * the api. Every byte comes from this origin under the same 'self'-only policy as /docs; the
  * page calls the api with the key the user types, held in sessionStorage.
  */
-const consoleDir = fileURLToPath(new URL('../console/', import.meta.url));
+const consoleDir = fileURLToPath(new URL('./', import.meta.url));
 const uplotDir = join(dirname(createRequire(import.meta.url).resolve('uplot/package.json')), 'dist');
 
 const JS = 'text/javascript; charset=utf-8';

@@ -2,8 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import { composeApiKey, decideIssueKey, decideRevokeKey, formatTimestamp } from '@meridian/domain';
 import { defineRoute, type RouteDef } from '../http/route.ts';
-import { activeKeys, answerWithNewKey, apiKeyViewSchema, newKeyHeaders } from '../accounts/views.ts';
-import type { AccountsCommands } from '../accounts/commands.ts';
+import { activeKeys, answerWithNewKey, apiKeyViewSchema, newKeyHeaders } from './views.ts';
+import type { AccountsCommands } from './commands.ts';
 
 /** maxKeysPerUser: MERIDIAN_MAX_API_KEYS_PER_USER, passed to the decider so every instance applies the same cap. */
 export function apiKeyRoutes(accounts: AccountsCommands, maxKeysPerUser: number): RouteDef[] {

@@ -6,11 +6,11 @@ import { STAGING_PREFIX, type Storage } from '@meridian/storage';
 import type { PerUserSlots } from '../http/per-user-slots.ts';
 import { defineRoute, type RouteDef } from '../http/route.ts';
 import type { ApiMetrics } from '../observability/metrics.ts';
-import type { JsonUploadChecker } from '../uploads/json-check-pool.ts';
-import { jsonUploadText } from '../uploads/json-upload.ts';
-import { readBody } from '../uploads/read-body.ts';
-import { discard, mayDiscard, stageBytes, stageUpload } from '../uploads/stage-file.ts';
-import { submitUpload, taskIdFor, type SubmitDeps, type UploadCommand } from '../uploads/submit.ts';
+import type { JsonUploadChecker } from './json-check-pool.ts';
+import { jsonUploadText } from './json-upload.ts';
+import { readBody } from './read-body.ts';
+import { discard, mayDiscard, stageBytes, stageUpload } from './stage-file.ts';
+import { submitUpload, taskIdFor, type SubmitDeps, type UploadCommand } from './submit.ts';
 
 export type UploadLimits = {
   readonly jsonBodyBytes: number;

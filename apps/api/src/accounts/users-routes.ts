@@ -12,8 +12,8 @@ import {
   parseMetricRules,
 } from '@meridian/domain';
 import { defineRoute, type RouteDef } from '../http/route.ts';
-import { answerWithNewKey, metricRuleSchema, newKeyHeaders, userView, userViewSchema } from '../accounts/views.ts';
-import type { AccountsCommands } from '../accounts/commands.ts';
+import { answerWithNewKey, metricRuleSchema, newKeyHeaders, userView, userViewSchema } from './views.ts';
+import type { AccountsCommands } from './commands.ts';
 
 const userNameParam = z.object({ user_name: z.string().regex(/^[A-Za-z0-9._-]{1,64}$/, 'must be 1 to 64 letters, digits, ".", "_" or "-"') });
 

@@ -4,7 +4,7 @@ import type { CursorSeal } from '../http/cursor-seal.ts';
 import { holdOpen } from '../http/hold-open.ts';
 import type { PerUserSlots } from '../http/per-user-slots.ts';
 import { defineRoute, type RouteDef } from '../http/route.ts';
-import { taskView, taskViewSchema } from '../tasks/views.ts';
+import { taskView, taskViewSchema } from './views.ts';
 
 export type TaskReads = {
   /** Tasks in this process's memory: unfinished ones, and finished ones the read model may not show yet. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { waitMs } from './tasks.ts';
+import { waitMs } from './routes.ts';
 
 describe('the long-poll wait of GET /api/v1/tasks/{task_id}', () => {
   it('is what was asked, none when absent or 0, and at most the cap', () => {

@@ -14,7 +14,7 @@ import {
   type DownloadRequest,
 } from '@meridian/clickhouse';
 import { canRead, DomainError, parseDownloadParams, resolveMetricNames, validationError, type DownloadLimits, type DownloadParams, type RawDownloadQuery, type UserRecord } from '@meridian/domain';
-import { downloadBodyQuery, downloadJsonSchema, downloadQuerySchema } from '../downloads/request-body.ts';
+import { downloadBodyQuery, downloadJsonSchema, downloadQuerySchema } from './request-body.ts';
 import type { CursorSeal } from '../http/cursor-seal.ts';
 import { holdWhileResponding, type PerUserSlots } from '../http/per-user-slots.ts';
 import { defineRoute, type RouteDef } from '../http/route.ts';

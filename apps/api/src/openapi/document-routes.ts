@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { defineRoute, type RouteDef } from '../http/route.ts';
-import { buildOpenApi } from '../openapi/document.ts';
+import { buildOpenApi } from './document.ts';
 
 /** GET /api/v1/openapi.json: the contract, generated from the routes it describes (itself included). */
 export function openApiRoute(routes: () => readonly RouteDef[], version: string): RouteDef {
