@@ -1,7 +1,6 @@
 import { createEventCodec } from '@meridian/events';
 import type { Readable } from 'node:stream';
-import { parseUploadBatches, type PointsFact } from '@meridian/domain';
-import { PointBatcher, type ColumnBatch } from '../../apps/ingest/src/uploads/batcher.ts';
+import { decideUpload, parseUploadBatches, startUpload, type ColumnBatch, type PointsFact, type UploadFact, type UserRecord } from '@meridian/domain';
 import { encodePointsBlock } from '../../libs/replay/src/projection/rows.ts';
 import { csvPoints, downloadPoints, fmt } from './common.ts';
 
@@ -80,27 +79,22 @@ async function parse(bytes: Buffer, metricName: string | undefined): Promise<num
 }
 
 const pointsCodec = createEventCodec<PointsFact>();
+const ADMIN: UserRecord = { user_name: 'bench', is_admin: true, created_at: 0, disabled_at: null, key_ids: [], entitlements: [], file_quota_bytes: null };
 
-/** The upload job's per-row work (upload-job.ts): parse, batch per metric, Avro-encode each full batch. */
+/** The upload job's per-row work (upload-job.ts): parse, decide (write access, batch per metric), Avro-encode each batch. */
 async function parseBatchEncode(bytes: Buffer, metricName: string | undefined, keep: ColumnBatch[] | null): Promise<number> {
-  const batcher = new PointBatcher(10_000, 1_000_000);
-  let points = 0;
-  const write = (batches: readonly ColumnBatch[]) => {
-    for (const b of batches) {
+  const run = startUpload({ on_error: 'fail', user: () => ADMIN, batchPoints: 10_000, maxBufferedPoints: 1_000_000 });
+  const write = (facts: readonly UploadFact[]) => {
+    for (const fact of facts) {
+      if (fact.type !== 'BatchReady') continue;
+      const b = fact.batch;
       pointsCodec.encode({ type: 'PointBatch', task_id: 'bench', metric_name: b.metric_name, updated_at: T0, timestamps: b.timestamps, values: b.values });
       keep?.push(b);
     }
   };
-  for await (const items of parseUploadBatches(chunks(bytes), metricName === undefined ? {} : { metricName })) {
-    for (const item of items) {
-      if (item.kind !== 'point') continue;
-      points++;
-      const full = batcher.add(item.metric_name, item.ts, item.value);
-      if (full.length > 0) write(full);
-    }
-  }
-  write(batcher.drain());
-  return points;
+  for await (const items of parseUploadBatches(chunks(bytes), metricName === undefined ? {} : { metricName })) write(decideUpload(run, { type: 'ItemsParsed', items }));
+  write(decideUpload(run, { type: 'InputEnded' }));
+  return run.points;
 }
 
 /** The projector's per-row work: Native blocks of up to 100k rows from the batches. */

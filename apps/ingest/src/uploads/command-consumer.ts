@@ -1,10 +1,9 @@
-import { decideStart, type FileDefinitionRequested, type TaskReadModel, type MetricsUploadRequested, type PointsFact, type StartDecision, type TaskEvent } from '@meridian/domain';
+import { decideStart, uploadFailedUnread, type FileDefinitionRequested, type TaskReadModel, type MetricsUploadRequested, type PointsFact, type StartDecision, type TaskEvent } from '@meridian/domain';
 import { createEventCodec, UndecodableEventError } from '@meridian/events';
 import { ConsumerWatch, TransactionalProducer, TransactionOutcomeUnknown } from '@meridian/kafka';
 import { AccountsStore, runConsumer, TasksStore, type Platform } from '@meridian/platform';
 import { isKafkaTransient, retry, RETRY_POLICIES } from '@meridian/retry';
 import { failTask, runUploadJob, type UploadJobDeps } from './upload-job.ts';
-import { UploadTally } from './tally.ts';
 import { uploadLimitsFrom } from './limits.ts';
 import { startFileCommands } from '../files/file-commands.ts';
 import type { CommandPosition } from '../command-tx.ts';
@@ -100,7 +99,7 @@ export async function startCommandConsumer(platform: Platform, taskReadModel: Ta
           await fileCommands.refuse(event, at, producer, decision.reason);
           finished.add(event.task_id);
         } else {
-          await failTask(producer, deps as UploadJobDeps, at, event, new UploadTally(), decision.reason);
+          await failTask(producer, deps as UploadJobDeps, at, event, uploadFailedUnread(decision.reason));
           await ended(event);
         }
         return;
@@ -175,7 +174,7 @@ export async function startCommandConsumer(platform: Platform, taskReadModel: Ta
       if (redeliver(error)) throw error; // kafkajs redelivers the command
       logger.error({ err: error, task_id: event.task_id, attempts }, 'upload failed after every attempt');
       await deadLetter(platform, at, value, (error as Error).message);
-      await failTask(producer, deps as UploadJobDeps, at, event, new UploadTally(), `the upload could not be processed: ${(error as Error).message}`);
+      await failTask(producer, deps as UploadJobDeps, at, event, uploadFailedUnread(`the upload could not be processed: ${(error as Error).message}`));
     }
   }
 

@@ -2,10 +2,16 @@ import type { Readable } from 'node:stream';
 import type { Producer, Transaction } from 'kafkajs';
 import type { Transactions } from '@meridian/kafka';
 import {
+  decideUpload,
   parseUploadBatches,
+  rowsRead,
+  startUpload,
   type MetricsUploadRequested,
   type PointsFact,
   type TaskEvent,
+  type UploadComplete,
+  type UploadFact,
+  type UploadFailed,
   type UserRecord,
 } from '@meridian/domain';
 import type { EventCodec } from '@meridian/events';
@@ -14,11 +20,8 @@ import type { Logger } from '@meridian/observability';
 import type { Storage } from '@meridian/storage';
 import { commitCommandOffset, inTransaction, type CommandPosition } from '../command-tx.ts';
 import { PointBatchSender } from './batch-sender.ts';
-import { PointBatcher, type ColumnBatch } from './batcher.ts';
-import { WriteAccess } from './write-access.ts';
 import { UploadLimitExceeded, type UploadLimits } from './limits.ts';
 import { gunzipIfNeeded, openUploadBytes } from './source.ts';
-import { UploadTally } from './tally.ts';
 
 export type UploadJobDeps = {
   readonly topics: Topics;
@@ -53,11 +56,7 @@ const PROGRESS_EVERY_MS = 1000;
 export async function runUploadJob(cmd: MetricsUploadRequested, at: CommandPosition, producer: Transactions, deps: UploadJobDeps): Promise<'succeeded' | 'failed'> {
   const log = deps.logger.child({ task_id: cmd.task_id });
   const now = () => Date.now();
-  const tally = new UploadTally();
-  const access = new WriteAccess(cmd.user_name, deps.user);
-  let unwritable: string | null = null;
-  const failFast = cmd.on_error === 'fail';
-  const batcher = new PointBatcher(deps.batchPoints, deps.maxBufferedPoints);
+  const run = startUpload({ on_error: cmd.on_error, user: () => deps.user(cmd.user_name), batchPoints: deps.batchPoints, maxBufferedPoints: deps.maxBufferedPoints });
   const tx = await producer.transaction();
   const sender = new PointBatchSender(tx, deps.topics.points);
   let lastProgress = now();
@@ -71,96 +70,80 @@ export async function runUploadJob(cmd: MetricsUploadRequested, at: CommandPosit
   // Ends a read that stalls, from outside: the loop below then throws this error. Between chunks the loop checks itself.
   const budgetTimer = setTimeout(() => source?.destroy(overBudget()), limits.timeBudgetMs);
 
-  const write = async (batches: readonly ColumnBatch[]) => {
-    for (const b of batches) {
+  /** Sends the decided batches in the transaction; returns the upload's end once decided. */
+  const act = async (facts: readonly UploadFact[]): Promise<UploadComplete | UploadFailed | null> => {
+    for (const fact of facts) {
+      if (fact.type !== 'BatchReady') return fact;
+      const b = fact.batch;
       const value = deps.pointsCodec.encode({ type: 'PointBatch', task_id: cmd.task_id, metric_name: b.metric_name, updated_at: cmd.at, timestamps: b.timestamps, values: b.values });
       await sender.send(b.metric_name, value, b.timestamps.length);
     }
+    return null;
   };
 
   try {
     source = await openUploadBytes(cmd, deps.storage);
     const parseOptions = {
       ...(cmd.metric_name !== null ? { metricName: cmd.metric_name } : {}),
+      // The decider counts and caps the errors: the parser hands over every one.
       maxErrors: Number.MAX_SAFE_INTEGER,
       maxLineLength: limits.maxLineLength,
       maxColumns: limits.maxColumns,
       maxJsonDocumentLength: limits.maxJsonDocumentLength,
     };
-    parsing: for await (const items of parseUploadBatches(gunzipIfNeeded(source, limits), parseOptions)) {
+    let end: UploadComplete | UploadFailed | null = null;
+    for await (const items of parseUploadBatches(gunzipIfNeeded(source, limits), parseOptions)) {
       checkBudget();
-      for (const item of items) {
-        if (item.kind === 'point') {
-          if (!access.mayWrite(item.metric_name)) {
-            // No row error to skip: a name the caller may not write fails the whole upload, whatever on_error.
-            tally.error(item.row, 'metric_name', 'no write access to this metric');
-            unwritable = `row ${item.row}: no write access to the metric ${JSON.stringify(item.metric_name)}; the upload was not stored`;
-            break parsing;
-          }
-          tally.point();
-          // Once an all-or-nothing upload has an error, its points are only counted.
-          if (!(failFast && tally.errors.length > 0)) {
-            const full = batcher.add(item.metric_name, item.ts, item.value);
-            if (full.length > 0) await write(full);
-          }
-        } else if (item.kind === 'error') {
-          tally.error(item.row, item.column, item.reason);
-          if (tally.hasFatal) break parsing;
-          if (failFast && tally.shouldStopReading) {
-            tally.stopReading();
-            break parsing;
-          }
-        }
-      }
+      end = await act(decideUpload(run, { type: 'ItemsParsed', items }));
+      if (end !== null) break;
       if (now() - lastProgress >= PROGRESS_EVERY_MS) {
         lastProgress = now();
-        await sendTaskEvents(deps.progressProducer, deps, [{ type: 'TaskProgress', task_id: cmd.task_id, rows_done: tally.rowsTotal, at: lastProgress }]);
+        await sendTaskEvents(deps.progressProducer, deps, [{ type: 'TaskProgress', task_id: cmd.task_id, rows_done: rowsRead(run), at: lastProgress }]);
         await deps.heartbeat();
       }
     }
+    end ??= (await act(decideUpload(run, { type: 'InputEnded' })))!; // the end of the input always ends the upload
 
-    if (unwritable !== null || tally.hasFatal || (failFast && tally.errors.length > 0)) {
+    if (end.type === 'UploadFailed') {
       await sender.flush();
       await tx.abort();
-      await failTask(producer, deps, at, cmd, tally, unwritable ?? undefined);
-      log.info({ rows: tally.rowsTotal, rejected: tally.rejected }, 'upload rejected');
+      await failTask(producer, deps, at, cmd, end);
+      log.info({ rows: end.rows_total, rejected: end.rows_rejected }, 'upload rejected');
       return 'failed';
     }
 
-    await write(batcher.drain());
     await sender.flush();
     checkBudget();
     const { pointsPerPartition } = sender;
     for (const [partition, points] of pointsPerPartition) {
       await tx.send({ topic: deps.topics.points, acks: -1, messages: [{ partition, key: cmd.task_id, value: deps.pointsCodec.encode({ type: 'UploadSealed', task_id: cmd.task_id, points }) }] });
     }
-    const metrics = access.writtenMetrics().slice(0, 1000);
     await tx.send({
       topic: deps.topics.tasks,
       acks: -1,
       messages: [taskMessage(deps, {
         type: 'UploadParsed',
         task_id: cmd.task_id,
-        rows_total: tally.rowsTotal,
-        points_accepted: tally.points,
-        rows_rejected: tally.rejected,
-        errors: tally.report(),
+        rows_total: end.rows_total,
+        points_accepted: end.points_accepted,
+        rows_rejected: end.rows_rejected,
+        errors: end.errors,
         partitions: [...pointsPerPartition.keys()].sort((a, b) => a - b),
-        metrics,
+        metrics: end.metrics,
         at: now(),
       })],
     });
     await commitCommandOffset(tx, deps.consumerGroupId, at);
     await tx.commit();
-    log.info({ points: tally.points, rejected: tally.rejected, partitions: pointsPerPartition.size }, 'upload written to the log');
+    log.info({ points: end.points_accepted, rejected: end.rows_rejected, partitions: pointsPerPartition.size }, 'upload written to the log');
     return 'succeeded';
   } catch (error) {
     await sender.flush().catch(() => undefined); // the transaction is aborted after its last send ends
     if (tx.isActive()) await tx.abort().catch(() => undefined);
     if (!(error instanceof UploadLimitExceeded)) throw error;
-    tally.error(0, 'row', error.message);
-    await failTask(producer, deps, at, cmd, tally, error.message);
-    log.info({ rows: tally.rowsTotal, reason: error.message }, 'upload stopped at a limit');
+    const [failed] = decideUpload(run, { type: 'LimitReached', reason: error.message }) as [UploadFailed];
+    await failTask(producer, deps, at, cmd, failed);
+    log.info({ rows: failed.rows_total, reason: error.message }, 'upload stopped at a limit');
     return 'failed';
   } finally {
     clearTimeout(budgetTimer);
@@ -176,15 +159,15 @@ async function sendTaskEvents(producer: Producer | Transaction, deps: UploadJobD
 }
 
 /** Records the failure and moves past the command, atomically. */
-export async function failTask(producer: Transactions, deps: UploadJobDeps, at: CommandPosition, cmd: { task_id: string }, tally: UploadTally, reason?: string): Promise<void> {
+export async function failTask(producer: Transactions, deps: UploadJobDeps, at: CommandPosition, cmd: { task_id: string }, failed: UploadFailed): Promise<void> {
   await inTransaction(producer, async (tx) => {
     await sendTaskEvents(tx, deps, [{
       type: 'TaskFailed',
       task_id: cmd.task_id,
-      reason: reason ?? tally.failureReason(),
-      rows_total: tally.rowsTotal,
-      rows_rejected: tally.rejected,
-      errors: tally.report(),
+      reason: failed.reason,
+      rows_total: failed.rows_total,
+      rows_rejected: failed.rows_rejected,
+      errors: failed.errors,
       at: Date.now(),
     }]);
     await commitCommandOffset(tx, deps.consumerGroupId, at);
