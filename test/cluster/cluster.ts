@@ -1,5 +1,6 @@
 import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { Kafka, logLevel } from 'kafkajs';
 
 /** The cluster of deploy/cluster/cluster.sh, driven as an operator would: its script, its front doors. */
 
@@ -49,4 +50,23 @@ export async function clickhouse(replica: string, database: string, sql: string)
   const text = await res.text();
   if (!res.ok) throw new Error(`ClickHouse ${replica}: ${res.status} ${text.slice(0, 300)}`);
   return text.trim();
+}
+
+/**
+ * The broker (kafkaN) that coordinates a transactional id: the leader of its partition of
+ * `__transaction_state`, which Kafka picks as abs(String.hashCode(id)) mod the topic's partitions.
+ */
+export async function transactionCoordinator(transactionalId: string): Promise<string> {
+  const admin = new Kafka({ brokers: (process.env.KAFKA_BROKERS ?? '').split(','), logLevel: logLevel.NOTHING }).admin();
+  await admin.connect();
+  try {
+    const { topics } = await admin.fetchTopicMetadata({ topics: ['__transaction_state'] });
+    const partitions = topics[0]!.partitions;
+    let hash = 0;
+    for (const ch of transactionalId) hash = (Math.imul(hash, 31) + ch.charCodeAt(0)) | 0;
+    const partition = (hash & 0x7fffffff) % partitions.length;
+    return `kafka${partitions.find((p) => p.partitionId === partition)!.leader}`;
+  } finally {
+    await admin.disconnect();
+  }
 }

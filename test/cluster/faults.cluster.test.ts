@@ -6,7 +6,7 @@ import { bootstrapAdmin } from '../support/accounts.ts';
 import { call } from '../support/api.ts';
 import { waitForTask } from '../support/tasks.ts';
 import { waitFor } from '../support/wait.ts';
-import { clickhouse, clusterEndpoints, clusterNotReady, clusterSh } from './cluster.ts';
+import { clickhouse, clusterEndpoints, clusterNotReady, clusterSh, transactionCoordinator } from './cluster.ts';
 import { Prober } from './prober.ts';
 
 /**
@@ -33,6 +33,9 @@ const RECOVERY_MS = 30 * 60_000;
 /** What each case kills, and when: once the ingest is under way (a share of the points stored), or mid-uploads for the front doors. */
 const CASES = [
   { proc: 'kafka2', what: 'one Kafka broker', killWhen: 'stored' },
+  // The broker coordinating the upload transactions of the tasks topic's partition 0 (kafkajs
+  // sends EndTxn once: the ingest worker must replace its producer, TransactionalProducer).
+  { proc: 'kafka-coordinator', what: 'the Kafka broker coordinating upload transactions', killWhen: 'stored' },
   { proc: 'ch1', what: 'one ClickHouse replica (the writer)', killWhen: 'stored' },
   { proc: 'minio3', what: 'one MinIO node', killWhen: 'accepted' },
   { proc: 'ingest1', what: 'one ingest worker', killWhen: 'stored' },
@@ -124,11 +127,12 @@ async function runCase(c: (typeof CASES)[number]): Promise<void> {
     if (c.killWhen === 'accepted') return taskIds.size >= Math.ceil(UPLOADS / 3) ? true : undefined;
     return (await stored()) >= POINTS / 4 || taskIds.size === UPLOADS && (await stored()) > 0 ? true : undefined;
   }, RECOVERY_MS, 500);
+  const victim = c.proc === 'kafka-coordinator' ? await transactionCoordinator(`${settings.MERIDIAN_TOPIC_PREFIX}ingest-commands-p0`) : c.proc;
   const killedAt = Date.now();
-  await clusterSh('kill', c.proc);
+  await clusterSh('kill', victim);
   await new Promise((r) => setTimeout(r, DOWN_MS));
   const restartAt = Date.now();
-  await clusterSh('up', c.proc);
+  await clusterSh('up', victim);
 
   // Recovery: every upload accepted, every accepted task succeeded.
   await posting;
@@ -165,7 +169,7 @@ async function runCase(c: (typeof CASES)[number]): Promise<void> {
   }
   const worst = { lost: Math.max(...perReplica.map((r) => r.lost)), doubled: Math.max(...perReplica.map((r) => r.doubled)) };
   rows.push({
-    proc: c.proc, what: c.what, ...worst,
+    proc: victim === c.proc ? c.proc : `${c.proc} (${victim})`, what: c.what, ...worst,
     tasks: [...statuses].map(([s, n]) => `${n} ${s}`).join(', '),
     downloadGap: downloads.secondsWithoutService(), downloadFailures: downloads.failures,
     fileGap: files.secondsWithoutService(), fileFailures: files.failures,
