@@ -1,17 +1,46 @@
 import type { Kafka, Producer, Transaction } from 'kafkajs';
 import { createProducer } from './client.ts';
 
+/** A transaction cut short by Kafka, after which the producer was replaced: retriable, the command runs again. */
+export class TransactionInterrupted extends Error {
+  readonly retriable = true;
+}
+
 /**
  * A commit that failed on its way (the coordinator broker died, the connection broke): the
- * transaction may still be committed by the coordinator, or aborted. Retriable: the command runs
- * again once the caller has re-read what the transaction would have written.
+ * transaction may still be committed by the coordinator, or aborted. The command runs again
+ * once the caller has re-read what the transaction would have written.
  */
-export class TransactionOutcomeUnknown extends Error {
+export class TransactionOutcomeUnknown extends TransactionInterrupted {
   override readonly name = 'TransactionOutcomeUnknown';
-  readonly retriable = true;
   constructor(transactionalId: string, cause: unknown) {
-    super(`the commit of transaction ${transactionalId} failed on its way; its outcome is unknown: ${(cause as Error)?.message ?? String(cause)}`, { cause });
+    super(`the commit of transaction ${transactionalId} failed on its way; its outcome is unknown: ${messageOf(cause)}`, { cause });
   }
+}
+
+/**
+ * Another producer took the transactional id (a worker that was given this partition after a
+ * rebalance): this transaction is aborted, and the producer can never be used again (kafkajs
+ * calls the error non-retriable, and a consumer would crash on it).
+ */
+export class ProducerFenced extends TransactionInterrupted {
+  override readonly name = 'ProducerFenced';
+  constructor(transactionalId: string, cause: unknown) {
+    super(`the producer of ${transactionalId} was fenced by a newer one; the transaction was aborted: ${messageOf(cause)}`, { cause });
+  }
+}
+
+const FENCED = new Set(['INVALID_PRODUCER_EPOCH', 'PRODUCER_FENCED']);
+
+function messageOf(error: unknown): string {
+  return (error as Error)?.message ?? String(error);
+}
+
+/** Whether kafkajs' error is, or wraps, a fencing answer. */
+function isFenced(error: unknown, depth = 0): boolean {
+  if (error === null || typeof error !== 'object' || depth > 8) return false;
+  const e = error as { type?: unknown; cause?: unknown; originalError?: unknown };
+  return FENCED.has(String(e.type)) || isFenced(e.cause, depth + 1) || isFenced(e.originalError, depth + 1);
 }
 
 /** What a command handler needs of Kafka to end a command: transactions, begun one at a time. */
@@ -28,7 +57,9 @@ export type Transactions = { transaction(): Promise<Transaction> };
  * answers. So a failed commit, abort or begin disconnects the producer, and the next
  * transaction() starts on a new one. The failure is rethrown, a commit's as
  * TransactionOutcomeUnknown: the caller runs the command again after ready() (the old
- * transaction is then settled) and after re-reading what it would have written.
+ * transaction is then settled) and after re-reading what it would have written. A producer
+ * fenced by a newer one with the same id (any step answering INVALID_PRODUCER_EPOCH or
+ * PRODUCER_FENCED) is replaced too, and the step throws ProducerFenced.
  */
 export class TransactionalProducer implements Transactions {
   private current: Promise<Producer> | null = null;
@@ -48,29 +79,29 @@ export class TransactionalProducer implements Transactions {
 
   async transaction(): Promise<Transaction> {
     const producer = await this.producer();
-    let tx: Transaction;
-    try {
-      tx = await producer.transaction();
-    } catch (error) {
-      await this.replace(producer);
-      throw error;
-    }
-    const ending = async (end: () => Promise<void>, outcomeUnknown: boolean) => {
+    /** Runs one step of the transaction; a fenced producer is replaced whatever the step. */
+    const step = async <T>(run: () => Promise<T>, onFailure: 'rethrow' | 'replace' | 'outcome unknown'): Promise<T> => {
       try {
-        await end();
+        return await run();
       } catch (error) {
+        if (isFenced(error)) {
+          await this.replace(producer);
+          throw new ProducerFenced(this.transactionalId, error);
+        }
+        if (onFailure === 'rethrow') throw error;
         await this.replace(producer);
-        throw outcomeUnknown ? new TransactionOutcomeUnknown(this.transactionalId, error) : error;
+        throw onFailure === 'outcome unknown' ? new TransactionOutcomeUnknown(this.transactionalId, error) : error;
       }
     };
+    const tx = await step(() => producer.transaction(), 'replace');
     return {
-      send: (record) => tx.send(record),
-      sendBatch: (batch) => tx.sendBatch(batch),
-      sendOffsets: (offsets) => tx.sendOffsets(offsets),
+      send: (record) => step(() => tx.send(record), 'rethrow'),
+      sendBatch: (batch) => step(() => tx.sendBatch(batch), 'rethrow'),
+      sendOffsets: (offsets) => step(() => tx.sendOffsets(offsets), 'rethrow'),
       isActive: () => tx.isActive(),
-      commit: () => ending(() => tx.commit(), true),
+      commit: () => step(() => tx.commit(), 'outcome unknown'),
       // An abort that failed leaves nothing committed: the next producer's fencing aborts it.
-      abort: () => ending(() => tx.abort(), false),
+      abort: () => step(() => tx.abort(), 'replace'),
     };
   }
 

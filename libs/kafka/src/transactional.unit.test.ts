@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import type { Kafka, Producer, Transaction } from 'kafkajs';
-import { TransactionalProducer, TransactionOutcomeUnknown } from './transactional.ts';
+import { ProducerFenced, TransactionalProducer, TransactionOutcomeUnknown } from './transactional.ts';
 
 /**
  * A stand-in for kafkajs' transactional producer with its 2.2.4 flaw: once an EndTxn fails, the
  * producer is stuck (COMMITTING/ABORTING) and every later transaction() throws.
  */
-function fakeProducers(failures: { commit?: number[]; abort?: number[] }) {
+function fakeProducers(failures: { commit?: number[]; abort?: number[]; fencedSends?: boolean }) {
   const made: Array<{ connected: boolean; disconnected: boolean; commits: number }> = [];
   let ends = 0;
   const make = (): Producer => {
@@ -26,7 +26,15 @@ function fakeProducers(failures: { commit?: number[]; abort?: number[] }) {
       disconnect: async () => { state.disconnected = true; },
       transaction: async () => {
         if (stuck) throw Object.assign(new Error('Transaction state exception: Invalid transition'), { name: 'KafkaJSNonRetriableError', retriable: false });
-        return { send: async () => [], sendBatch: async () => [], sendOffsets: async () => undefined, isActive: () => true, commit: end('commit'), abort: end('abort') } as unknown as Transaction;
+        const send = async () => {
+          if (failures.fencedSends && made.length === 1) {
+            // kafkajs' shape: a non-retriable error wrapping the broker's answer.
+            const answer = Object.assign(new Error('Producer attempted an operation with an old epoch'), { name: 'KafkaJSProtocolError', type: 'INVALID_PRODUCER_EPOCH', retriable: false });
+            throw Object.assign(new Error(answer.message), { name: 'KafkaJSNonRetriableError', retriable: false, originalError: answer });
+          }
+          return [];
+        };
+        return { send, sendBatch: async () => [], sendOffsets: async () => undefined, isActive: () => true, commit: end('commit'), abort: end('abort') } as unknown as Transaction;
       },
     } as unknown as Producer;
   };
@@ -76,5 +84,19 @@ describe('TransactionalProducer', () => {
     expect(made[0]!.disconnected).toBe(true);
     await producer.ready();
     expect(made).toHaveLength(2);
+  });
+
+  it('a producer fenced by a newer one (after a rebalance) is replaced, and the step throws a retriable ProducerFenced', async () => {
+    const { made, producer } = fakeProducers({ fencedSends: true });
+    const tx = await producer.transaction();
+    const failure = await tx.send({ topic: 't', messages: [] }).catch((e: unknown) => e);
+    expect(failure).toBeInstanceOf(ProducerFenced);
+    expect((failure as ProducerFenced).retriable).toBe(true);
+    expect(made[0]!.disconnected).toBe(true);
+    const next = await producer.transaction();
+    await next.send({ topic: 't', messages: [] });
+    await next.commit();
+    expect(made).toHaveLength(2);
+    expect(producer.replaced).toBe(1);
   });
 });

@@ -1,6 +1,6 @@
 import { decideStart, uploadFailedUnread, type FileDefinitionRequested, type TaskReadModel, type MetricsUploadRequested, type PointsFact, type StartDecision, type TaskEvent } from '@meridian/domain';
 import { createEventCodec, UndecodableEventError } from '@meridian/events';
-import { ConsumerWatch, TransactionalProducer, TransactionOutcomeUnknown } from '@meridian/kafka';
+import { ConsumerWatch, TransactionalProducer, TransactionInterrupted } from '@meridian/kafka';
 import { AccountsStore, runConsumer, TasksStore, type Platform } from '@meridian/platform';
 import { isKafkaTransient, retry, RETRY_POLICIES } from '@meridian/retry';
 import { failTask, runUploadJob, type UploadJobDeps } from './upload-job.ts';
@@ -158,9 +158,9 @@ export async function startCommandConsumer(platform: Platform, taskReadModel: Ta
   /** One run of an upload: storage trouble is retried here (MERIDIAN_UPLOAD_ATTEMPTS), within the run. */
   async function runUpload(event: MetricsUploadRequested, at: CommandPosition, producer: TransactionalProducer, value: Buffer | null, heartbeat: () => Promise<void>): Promise<void> {
     let attempts = 0;
-    // Kafka's trouble, and a commit whose outcome is unknown, go back to the consumer: the
-    // command runs again after decide() has re-read the tasks log (never a blind second run).
-    const redeliver = (error: unknown) => isKafkaTransient(error) || error instanceof TransactionOutcomeUnknown;
+    // Kafka's trouble, a commit whose outcome is unknown and a fenced producer go back to the
+    // consumer: the command runs again after decide() has re-read the tasks log (never a blind second run).
+    const redeliver = (error: unknown) => isKafkaTransient(error) || error instanceof TransactionInterrupted;
     try {
       await retry((n) => { attempts = n; return runUploadJob(event, at, producer, { ...deps, heartbeat }); }, {
         ...RETRY_POLICIES.upload,
