@@ -29,10 +29,13 @@ export type PointsSink = {
 
 /**
  * A quorum insert refused before anything was written: too few live replicas (285), or another
- * quorum insert of the table still pending (286). Its outcome is known: nothing stored.
+ * quorum insert of the table still pending (286). Its outcome is known: nothing stored. Not so
+ * when the refusal came "while pushing to view": the points part was stored, and the catalog's
+ * inner table (another quorum table, which the other workers' inserts also hold) refused its share.
  */
 export function refusedBeforeWriting(error: unknown): boolean {
-  return /\bCode: 28[56]\b/.test(String((error as Error)?.message ?? ''));
+  const message = String((error as Error)?.message ?? '');
+  return /\bCode: 28[56]\b/.test(message) && !message.includes('while pushing to view');
 }
 
 /** Every projector insert is named `points-insert:<table>:<uuid>`, so inserts still running can be found. */
