@@ -3,7 +3,7 @@
 //     recommended set, with no-floating-promises (a promise nobody awaits loses its
 //     rejection) and consistent-type-imports.
 //  2. The architecture's boundaries (shared/ARCHITECTURE.md "Layout", issue 12):
-//     libs never import apps; libs/domain imports no adapter and does no Node I/O;
+//     libs never import apps; libs/domain and libs/projection import no adapter and do no Node I/O;
 //     no import cycles; only the adapter libs speak to kafkajs, minio and
 //     @clickhouse/client; a workspace package imports only the workspace packages its
 //     package.json declares, by name (never by a relative path into another package).
@@ -30,18 +30,18 @@ const clientModules = ['kafkajs', 'minio', '@clickhouse/client'];
 const clientImportAllowance = [
   'apps/api/src/files/submit.ts',
   'apps/api/src/uploads/submit.ts',
-  'apps/ingest/src/command-tx.ts',
+  'apps/ingest/src/commands/consumer.ts',
+  'apps/ingest/src/commands/handlers.ts',
   'apps/ingest/src/dead-letter.ts',
   'apps/ingest/src/files/file-commands.ts',
   'apps/ingest/src/projector/announce.ts',
   'apps/ingest/src/projector/projector.ts',
   'apps/ingest/src/uploads/batch-sender.ts',
   'apps/ingest/src/uploads/batch-sender.unit.test.ts',
-  'apps/ingest/src/uploads/command-consumer.ts',
   'apps/ingest/src/uploads/upload-job.ts',
 ];
 
-// libs/domain is pure: of Node's modules only these, which do no I/O.
+// libs/domain and libs/projection are pure: of Node's modules only these, which do no I/O.
 const pureNodeModules = ['crypto', 'node:crypto', 'util', 'node:util', 'buffer', 'node:buffer'];
 
 export default tseslint.config(
@@ -108,6 +108,11 @@ export default tseslint.config(
               from: adapterLibs.map((dir) => `./${dir}`),
               message: 'libs/domain is pure: it imports no adapter (kafka, clickhouse, storage, platform, replay).',
             },
+            {
+              target: './libs/projection',
+              from: adapterLibs.map((dir) => `./${dir}`),
+              message: 'libs/projection is pure: the points sink that writes its blocks is libs/clickhouse\'s.',
+            },
           ],
         },
       ],
@@ -127,7 +132,7 @@ export default tseslint.config(
     rules: { 'no-restricted-imports': 'off' },
   },
   {
-    files: ['libs/domain/**/*.ts'],
+    files: ['libs/domain/**/*.ts', 'libs/projection/src/**/*.ts'],
     rules: { 'import/no-nodejs-modules': ['error', { allow: pureNodeModules }] },
   },
   // Each workspace package imports another only by name and only when its package.json

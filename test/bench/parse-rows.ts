@@ -1,7 +1,7 @@
 import { createEventCodec } from '@meridian/events';
 import type { Readable } from 'node:stream';
 import { decideUpload, parseUploadBatches, startUpload, type ColumnBatch, type PointsFact, type UploadFact, type UserRecord } from '@meridian/domain';
-import { encodePointsBlock } from '../../libs/replay/src/projection/rows.ts';
+import { encodePointsBlock } from '@meridian/projection';
 import { csvPoints, downloadPoints, fmt } from './common.ts';
 
 /**

@@ -125,6 +125,18 @@ describe('metric uploads', () => {
     expect(await rowsOf('up.bad')).toBe(9_998);
   });
 
+  it('a bad last row of a large file fails it after its batches were sent, and none of them ever becomes visible', async () => {
+    // 300k points: six batches of MERIDIAN_POINT_BATCH_SIZE (50k) are in the upload's transaction before its last row is read.
+    const rows = Array.from({ length: 300_000 }, (_, i) => `${iso(i)},${i}`);
+    rows.push(`${iso(300_000)},not-a-number`);
+    const failed = await waitForTask(api.url, writer, (await uploadFile('up.aon', `${rows.join('\n')}\n`)).json.task_id, 120_000);
+    expect(failed).toMatchObject({ status: 'failed', reason: '1 invalid rows: nothing was stored', errors: [{ row: 300_001, column: 'value' }] });
+    // The same metric, so the same points partition: once these are queryable, the projector has read past the aborted batches.
+    const after = await waitForTask(api.url, writer, (await uploadFile('up.aon', `${iso(0)},1\n${iso(1)},2\n`)).json.task_id);
+    expect(after.status).toBe('succeeded');
+    expect(await rowsOf('up.aon')).toBe(2);
+  });
+
   it('a download-layout file naming a metric without rw fails on that row', async () => {
     const body = `metric_name,timestamp,metric_numeric_value,updated_at\nup.ok,${iso(1)},1,${iso(1)}\nother.metric,${iso(2)},2,${iso(2)}\n`;
     const task = await waitForTask(api.url, writer, (await uploadFile(null, body)).json.task_id);

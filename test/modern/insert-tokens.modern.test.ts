@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createClickHouse, ensureDatabase, migrate, readMigrations } from '@meridian/clickhouse';
-import { createPointsSink, type Segment } from '@meridian/replay/projection';
+import { createClickHouse, createPointsSink, ensureDatabase, migrate, readMigrations } from '@meridian/clickhouse';
+import type { Segment } from '@meridian/projection';
 import { isolatedSettings } from '../support/settings.ts';
 
 /**

@@ -3,7 +3,7 @@ import type { ConsumerWatch } from '@meridian/kafka';
 import type { Platform } from '@meridian/platform';
 import { startProjector } from './projector/index.ts';
 import { startTasksProjector } from './tasks-projector/projector.ts';
-import { startCommandConsumer } from './uploads/command-consumer.ts';
+import { startCommandConsumer } from './commands/consumer.ts';
 
 export type RunningWorker = {
   /** The worker's group consumers, for its health (apps/ingest/src/health). */

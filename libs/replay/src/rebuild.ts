@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Admin, Kafka } from 'kafkajs';
-import { serverCapabilities, type ClickHouseClient } from '@meridian/clickhouse';
+import { createPointsSink, serverCapabilities, type ClickHouseClient } from '@meridian/clickhouse';
 import { isUuid, type PointsFact } from '@meridian/domain';
 import { createEventCodec, UndecodableEventError, type EventCodec } from '@meridian/events';
 import type { Logger } from '@meridian/observability';
@@ -8,7 +8,7 @@ import { retry, RETRY_POLICIES } from '@meridian/retry';
 import { topicOffsets, type Offsets } from './bounds.ts';
 import { catalogDefinition, forgetInsertTokensSql, q } from './generations.ts';
 import { readRanges, type PartitionRange } from './log-reader.ts';
-import { createPointsSink, Projection, segmentRows, type Segment } from './projection/index.ts';
+import { Projection, segmentRows, type Segment } from '@meridian/projection';
 import type { RebuildProgress } from './progress.ts';
 
 export type RebuildInput = {

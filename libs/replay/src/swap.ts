@@ -1,5 +1,5 @@
 import type { Admin, Kafka } from 'kafkajs';
-import { serverCapabilities, type ClickHouseClient } from '@meridian/clickhouse';
+import { createPointsSink, serverCapabilities, type ClickHouseClient } from '@meridian/clickhouse';
 import type { PointsFact } from '@meridian/domain';
 import type { EventCodec } from '@meridian/events';
 import type { Logger } from '@meridian/observability';
@@ -16,7 +16,6 @@ import {
   record,
   tableEngines,
 } from './generations.ts';
-import { createPointsSink } from './projection/index.ts';
 import type { RebuildProgress } from './progress.ts';
 import { rebuildRange, type RebuildStats } from './rebuild.ts';
 import { swapSql } from './swap-sql.ts';

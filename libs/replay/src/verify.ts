@@ -1,5 +1,4 @@
-import type { ClickHouseClient } from '@meridian/clickhouse';
-import { createPointsSink } from './projection/index.ts';
+import { createPointsSink, type ClickHouseClient } from '@meridian/clickhouse';
 import { q } from './generations.ts';
 
 /**

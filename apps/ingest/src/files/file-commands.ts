@@ -15,21 +15,16 @@ import type { Logger } from '@meridian/observability';
 import { FilesStore, type Platform } from '@meridian/platform';
 import { classify } from '@meridian/retry';
 import type { Storage } from '@meridian/storage';
-import { commitCommandOffset, inTransaction, type CommandPosition } from '../command-tx.ts';
+import { commitCommandOffset, inTransaction, type CommandHandler, type CommandPosition } from '../commands/handlers.ts';
 import { sendToDeadLetter } from '../dead-letter.ts';
 import { removeStaged } from '../staging.ts';
 import { isNotFound, Mutex, promoteBlob } from './blobs.ts';
 
-export type FileCommands = {
-  /** Runs one file definition; throws only what redelivery may cure (Kafka, storage unreachable). */
-  run(cmd: FileDefinitionRequested, at: CommandPosition, producer: Transactions, heartbeat: () => Promise<void>): Promise<'succeeded' | 'failed'>;
-  /**
-   * Fails a definition without running it (refused before a run: the crash-loop breaker, a
-   * disabled owner): its task, its staged bytes, and a blob a dead run may have promoted.
-   */
-  refuse(cmd: FileDefinitionRequested, at: CommandPosition, producer: Transactions, reason: string): Promise<void>;
-  stop(): Promise<void>;
-};
+/**
+ * The handler of FileDefinitionRequested. Its refusal also removes a blob a dead run may have
+ * promoted; stop() ends the blob collector beside it.
+ */
+export type FileCommands = CommandHandler<FileDefinitionRequested> & { stop(): Promise<void> };
 
 type Verdict = { ok: true } | { ok: false; reason: string; errors: RowError[] };
 
@@ -114,7 +109,7 @@ export async function startFileCommands(platform: Platform, consumerGroupId: str
   }
 
   return {
-    async run(cmd, at, producer, heartbeat) {
+    async run(cmd, { at, producer, heartbeat }) {
       const log = logger.child({ task_id: cmd.task_id, file_id: cmd.file_id });
       // Reading and copying a large file takes longer than a session timeout: keep the membership alive.
       const beat = setInterval(() => void heartbeat().catch(() => undefined), HEARTBEAT_MS);
@@ -125,7 +120,7 @@ export async function startFileCommands(platform: Platform, consumerGroupId: str
           await failTask(producer, at, cmd, verdict.reason, verdict.errors);
           await removeStagedOf(cmd);
           log.info({ reason: verdict.reason }, 'file definition rejected');
-          return 'failed';
+          return;
         }
         const defined = fileDefinedFrom(cmd);
         await lock.run(async () => {
@@ -138,7 +133,6 @@ export async function startFileCommands(platform: Platform, consumerGroupId: str
           log.info({ size: cmd.size, blob: how }, 'file defined');
         });
         await removeStagedOf(cmd);
-        return 'succeeded';
       } catch (error) {
         // Kafka's transient failures and storage or network outages: redelivering the command may cure them.
         if (classify(error) === 'transient') throw error;
@@ -147,12 +141,11 @@ export async function startFileCommands(platform: Platform, consumerGroupId: str
         await failTask(producer, at, cmd, `the file could not be stored: ${(error as Error).message}`, []);
         await removeStagedOf(cmd);
         collector.enqueue(sha256); // a promoted blob nothing references
-        return 'failed';
       } finally {
         clearInterval(beat);
       }
     },
-    async refuse(cmd, at, producer, reason) {
+    async refuse(cmd, { at, producer }, reason) {
       await failTask(producer, at, cmd, reason, []);
       await removeStagedOf(cmd);
       collector.enqueue(cmd.sha256.toString('hex')); // a run that died after promoting left a blob nothing references

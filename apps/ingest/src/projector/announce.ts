@@ -2,7 +2,7 @@ import type { Producer } from 'kafkajs';
 import type { TaskEvent, UploadSegmentProjected } from '@meridian/domain';
 import type { EventCodec } from '@meridian/events';
 import { appendEvents } from '@meridian/kafka';
-import type { Seal } from '@meridian/replay/projection';
+import type { Seal } from '@meridian/projection';
 
 /**
  * Tells the tasks topic that every point of an upload in a points partition is queryable:

@@ -8,7 +8,8 @@ import { announceProjected } from './announce.ts';
 import { sendToDeadLetter } from '../dead-letter.ts';
 import { Heart } from './heart.ts';
 import { InsertLog } from './insert-log.ts';
-import { createPointsSink, Projection, refusedBeforeWriting } from '@meridian/replay/projection';
+import { createPointsSink, refusedBeforeWriting } from '@meridian/clickhouse';
+import { Projection } from '@meridian/projection';
 
 export type RunningProjector = { readonly watch: ConsumerWatch; stop(): Promise<void> };
 

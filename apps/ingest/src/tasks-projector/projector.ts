@@ -3,7 +3,7 @@ import { createEventCodec } from '@meridian/events';
 import { ConsumerWatch } from '@meridian/kafka';
 import { runConsumer, type Platform } from '@meridian/platform';
 import { retry, RETRY_POLICIES } from '@meridian/retry';
-import { projectTaskBatch, taskEventsAfter } from '@meridian/replay/projection';
+import { projectTaskBatch, taskEventsAfter } from '@meridian/projection';
 
 export type RunningTasksProjector = { readonly watch: ConsumerWatch; stop(): Promise<void> };
 

@@ -18,7 +18,7 @@ import type { EventCodec } from '@meridian/events';
 import type { Topics } from '@meridian/kafka';
 import type { Logger } from '@meridian/observability';
 import type { Storage } from '@meridian/storage';
-import { commitCommandOffset, inTransaction, type CommandPosition } from '../command-tx.ts';
+import { commitCommandOffset, inTransaction, type CommandPosition } from '../commands/handlers.ts';
 import { PointBatchSender } from './batch-sender.ts';
 import { UploadLimitExceeded, type UploadLimits } from './limits.ts';
 import { gunzipIfNeeded, openUploadBytes } from './source.ts';
@@ -52,6 +52,10 @@ const PROGRESS_EVERY_MS = 1000;
  * none of its points is ever visible. An upload past one of its limits (decompressed size,
  * expansion ratio, JSON document size, time budget) is aborted the same way and its task
  * failed at once: an UploadLimitExceeded is final, never retried.
+ *
+ * This is the upload's I/O shell: it reads and parses the bytes and acts on what the upload
+ * decider (decideUpload, libs/domain/src/uploads) makes of them, which holds the rules (all or
+ * nothing, the error cap, skip mode, write access per row).
  */
 export async function runUploadJob(cmd: MetricsUploadRequested, at: CommandPosition, producer: Transactions, deps: UploadJobDeps): Promise<'succeeded' | 'failed'> {
   const log = deps.logger.child({ task_id: cmd.task_id });
@@ -150,16 +154,19 @@ export async function runUploadJob(cmd: MetricsUploadRequested, at: CommandPosit
   }
 }
 
-function taskMessage(deps: UploadJobDeps, event: TaskEvent) {
+/** What ending a task in the log needs. */
+type TaskLog = Pick<UploadJobDeps, 'topics' | 'taskCodec' | 'consumerGroupId'>;
+
+function taskMessage(deps: TaskLog, event: TaskEvent) {
   return { key: event.task_id, value: deps.taskCodec.encode(event), headers: { type: event.type } };
 }
 
-async function sendTaskEvents(producer: Producer | Transaction, deps: UploadJobDeps, events: TaskEvent[]): Promise<void> {
+async function sendTaskEvents(producer: Producer | Transaction, deps: TaskLog, events: TaskEvent[]): Promise<void> {
   await producer.send({ topic: deps.topics.tasks, acks: -1, messages: events.map((e) => taskMessage(deps, e)) });
 }
 
 /** Records the failure and moves past the command, atomically. */
-export async function failTask(producer: Transactions, deps: UploadJobDeps, at: CommandPosition, cmd: { task_id: string }, failed: UploadFailed): Promise<void> {
+export async function failTask(producer: Transactions, deps: TaskLog, at: CommandPosition, cmd: { task_id: string }, failed: UploadFailed): Promise<void> {
   await inTransaction(producer, async (tx) => {
     await sendTaskEvents(tx, deps, [{
       type: 'TaskFailed',

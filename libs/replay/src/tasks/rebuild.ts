@@ -6,7 +6,7 @@ import type { Platform } from '@meridian/platform';
 import { retry, RETRY_POLICIES } from '@meridian/retry';
 import { topicOffsets, type Offsets } from '../bounds.ts';
 import { readRanges } from '../log-reader.ts';
-import { projectTaskBatch, taskEventsAfter } from './project.ts';
+import { projectTaskBatch, taskEventsAfter } from '@meridian/projection';
 import { tableEngines } from '../generations.ts';
 import { refuseReplicated } from '../swap.ts';
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { PointBatch } from '@meridian/domain';
-import { batchProblem, encodePointsBlock, INSERT_POINTS_SQL, insertToken, POINT_COLUMNS, type PointRow, type Segment } from '@meridian/replay/projection';
+import { batchProblem, encodePointsBlock, INSERT_POINTS_SQL, insertToken, POINT_COLUMNS, type PointRow, type Segment } from './rows.ts';
 
 /** A reader of the Native block, as ClickHouse reads it, written independently of the encoder. */
 function decodeBlock(buf: Buffer): { columns: Array<[string, string]>; rows: PointRow[] } {

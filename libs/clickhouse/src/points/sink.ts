@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
-import { deduplicatedInsertSettings, quorumInsertSettings, quorumReadSettings, serverCapabilities, synchronousInsertSettings, type ClickHouseClient } from '@meridian/clickhouse';
-import { encodePointsBlock, insertPointsSql, insertToken, type Segment } from './rows.ts';
+import { encodePointsBlock, insertPointsSql, insertToken, type Segment } from '@meridian/projection';
+import { deduplicatedInsertSettings, quorumInsertSettings, quorumReadSettings, serverCapabilities, synchronousInsertSettings } from '../capabilities.ts';
+import type { ClickHouseClient } from '../client.ts';
 
 /**
  * The ClickHouse side of the projector: the points table is the authority on what has been

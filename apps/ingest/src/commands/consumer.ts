@@ -1,21 +1,23 @@
-import { decideStart, uploadFailedUnread, type FileDefinitionRequested, type TaskReadModel, type MetricsUploadRequested, type PointsFact, type StartDecision, type TaskEvent } from '@meridian/domain';
+import { decideStart, type TaskReadModel, type PointsFact, type StartDecision, type TaskEvent } from '@meridian/domain';
 import { createEventCodec, UndecodableEventError } from '@meridian/events';
-import { ConsumerWatch, TransactionalProducer, TransactionInterrupted } from '@meridian/kafka';
+import { ConsumerWatch, TransactionalProducer } from '@meridian/kafka';
 import { AccountsStore, runConsumer, TasksStore, type Platform } from '@meridian/platform';
-import { isKafkaTransient, retry, RETRY_POLICIES } from '@meridian/retry';
-import { failTask, runUploadJob, type UploadJobDeps } from './upload-job.ts';
-import { uploadLimitsFrom } from './limits.ts';
+import { retry, RETRY_POLICIES } from '@meridian/retry';
+import { uploadCommands } from '../uploads/upload-commands.ts';
+import { uploadLimitsFrom } from '../uploads/limits.ts';
 import { startFileCommands } from '../files/file-commands.ts';
-import type { CommandPosition } from '../command-tx.ts';
+import { handlerOf, type CommandHandlers, type CommandPosition, type WorkerCommand } from './handlers.ts';
 import { sendToDeadLetter } from '../dead-letter.ts';
-import { removeStaged } from '../staging.ts';
 
 export type RunningWorker = { readonly watch: ConsumerWatch; stop(): Promise<void> };
 
 /**
- * Consumes the tasks topic and runs the commands in it (uploads, file definitions); the
- * lifecycle events beside them are not for this consumer and pass by. One transactional
- * producer per input partition, so a restarted worker fences its predecessor's open transaction.
+ * Consumes the tasks topic and hands each command in it to its handler in the registry
+ * (CommandHandlers: uploads, file definitions), which runs or refuses it; the lifecycle events
+ * beside them have no handler and pass by. What is common to every command stays here: the
+ * decision to run, skip or refuse it (decideStart), the run's brackets in the log, the dead
+ * letters. One transactional producer per input partition, so a restarted worker fences its
+ * predecessor's open transaction.
  *
  * Each run of a command is bracketed in the log: TaskStarted before it (acknowledged before
  * any work, so it survives the process dying on the command), and TaskReleased when it ends
@@ -48,18 +50,24 @@ export async function startCommandConsumer(platform: Platform, taskReadModel: Ta
     return p;
   };
   const codec = createEventCodec<TaskEvent>();
-  const deps: Omit<UploadJobDeps, 'heartbeat'> = {
-    topics,
-    storage: platform.storage,
-    logger: logger.child({ component: 'uploads' }),
-    taskCodec: codec,
-    pointsCodec: createEventCodec<PointsFact>(),
-    progressProducer,
-    consumerGroupId: groupId,
-    batchPoints: settings.MERIDIAN_POINT_BATCH_SIZE,
-    maxBufferedPoints: settings.MERIDIAN_POINT_BATCH_SIZE * 8,
-    limits: uploadLimitsFrom(settings),
-    user: (name) => accounts.state.users.get(name),
+  // The registry: each command type of the tasks topic and its handler.
+  const handlers: CommandHandlers = {
+    MetricsUploadRequested: uploadCommands({
+      topics,
+      storage: platform.storage,
+      logger: logger.child({ component: 'uploads' }),
+      taskCodec: codec,
+      pointsCodec: createEventCodec<PointsFact>(),
+      progressProducer,
+      consumerGroupId: groupId,
+      batchPoints: settings.MERIDIAN_POINT_BATCH_SIZE,
+      maxBufferedPoints: settings.MERIDIAN_POINT_BATCH_SIZE * 8,
+      limits: uploadLimitsFrom(settings),
+      user: (name) => accounts.state.users.get(name),
+      attempts: settings.MERIDIAN_UPLOAD_ATTEMPTS,
+      deadLetter: (at, value, reason) => deadLetter(platform, at, value, reason),
+    }),
+    FileDefinitionRequested: fileCommands,
   };
 
   const consumer = kafka.consumer({ groupId, sessionTimeout: settings.KAFKA_SESSION_TIMEOUT_MS, maxWaitTimeInMs: 250 });
@@ -80,44 +88,41 @@ export async function startCommandConsumer(platform: Platform, taskReadModel: Ta
         await deadLetter(platform, at, message.value, error.message);
         return;
       }
-      if (event.type !== 'MetricsUploadRequested' && event.type !== 'FileDefinitionRequested') return;
+      const handler = handlerOf(handlers, event.type);
+      if (handler === undefined) return;
+      const cmd = event as WorkerCommand;
       const producer = producerFor(partition);
       await producer.ready(); // fences a predecessor's open transaction and settles it first
+      const run = { at, producer, heartbeat, value: message.value };
       // The same task can be commanded twice (a retry with the same Idempotency-Key after a
       // 503 whose send still landed): run it once. Finished tasks are in the fold or, once the
       // read model covers them, in the read model (decide asks both); ones this process finished
       // itself are remembered here, because right after a commit the fold may not show it yet.
-      const decision: StartDecision = finished.has(event.task_id) ? { kind: 'skip' } : await decide(event, partition);
+      const decision: StartDecision = finished.has(cmd.task_id) ? { kind: 'skip' } : await decide(cmd, partition);
       if (decision.kind === 'skip') {
-        logger.info({ task_id: event.task_id, offset: at.offset }, 'command for a finished task skipped');
+        logger.info({ task_id: cmd.task_id, offset: at.offset }, 'command for a finished task skipped');
         return;
       }
       if (decision.kind === 'fail') {
-        logger.warn({ task_id: event.task_id, offset: at.offset, reason: decision.reason }, 'command refused');
+        logger.warn({ task_id: cmd.task_id, offset: at.offset, reason: decision.reason }, 'command refused');
         if (decision.deadLetter) await deadLetter(platform, at, message.value, decision.reason);
-        if (event.type === 'FileDefinitionRequested') {
-          await fileCommands.refuse(event, at, producer, decision.reason);
-          finished.add(event.task_id);
-        } else {
-          await failTask(producer, deps as UploadJobDeps, at, event, uploadFailedUnread(decision.reason));
-          await ended(event);
-        }
+        await handler.refuse(cmd, run, decision.reason);
+        finished.add(cmd.task_id);
         return;
       }
-      await sendTaskEvent({ type: 'TaskStarted', task_id: event.task_id, at: Date.now() });
-      logger.info({ task_id: event.task_id, offset: at.offset, partition }, 'command run started');
+      await sendTaskEvent({ type: 'TaskStarted', task_id: cmd.task_id, at: Date.now() });
+      logger.info({ task_id: cmd.task_id, offset: at.offset, partition }, 'command run started');
       try {
-        if (event.type === 'FileDefinitionRequested') await fileCommands.run(event, at, producer, heartbeat);
-        else await runUpload(event, at, producer, message.value, heartbeat);
+        await handler.run(cmd, run);
       } catch (error) {
         // The run ends without an outcome and this process lives on: kafkajs runs the command
         // again, and this run is no crash. Best effort: with Kafka down the release may be lost,
         // which counts one start too many.
-        await sendTaskEvent({ type: 'TaskReleased', task_id: event.task_id, at: Date.now() }).catch(() => undefined);
-        logger.warn({ err: error, task_id: event.task_id, offset: at.offset, partition }, 'command run released: it runs again');
+        await sendTaskEvent({ type: 'TaskReleased', task_id: cmd.task_id, at: Date.now() }).catch(() => undefined);
+        logger.warn({ err: error, task_id: cmd.task_id, offset: at.offset, partition }, 'command run released: it runs again');
         throw error;
       }
-      if (event.type === 'MetricsUploadRequested') await ended(event);
+      finished.add(cmd.task_id);
     },
   });
 
@@ -128,7 +133,7 @@ export async function startCommandConsumer(platform: Platform, taskReadModel: Ta
    * A refusal for crashes is checked again on this partition read to its end: a release this
    * process wrote a moment ago may not be folded yet.
    */
-  async function decide(cmd: MetricsUploadRequested | FileDefinitionRequested, partition: number): Promise<StartDecision> {
+  async function decide(cmd: WorkerCommand, partition: number): Promise<StartDecision> {
     await accounts.syncToEnd();
     const replaced = producerFor(partition).replaced;
     if ((replacementsSeen.get(partition) ?? 0) !== replaced) {
@@ -147,35 +152,6 @@ export async function startCommandConsumer(platform: Platform, taskReadModel: Ta
 
   async function sendTaskEvent(event: TaskEvent): Promise<void> {
     await progressProducer.send({ topic: topics.tasks, acks: -1, messages: [{ key: event.task_id, value: codec.encode(event), headers: { type: event.type } }] });
-  }
-
-  /** The task has ended in the log (its points or its failure): the claim check is spent. */
-  async function ended(cmd: MetricsUploadRequested | FileDefinitionRequested): Promise<void> {
-    finished.add(cmd.task_id);
-    if (cmd.staged_object !== null) await removeStaged(platform.storage, cmd.staged_object, logger);
-  }
-
-  /** One run of an upload: storage trouble is retried here (MERIDIAN_UPLOAD_ATTEMPTS), within the run. */
-  async function runUpload(event: MetricsUploadRequested, at: CommandPosition, producer: TransactionalProducer, value: Buffer | null, heartbeat: () => Promise<void>): Promise<void> {
-    let attempts = 0;
-    // Kafka's trouble, a commit whose outcome is unknown and a fenced producer go back to the
-    // consumer: the command runs again after decide() has re-read the tasks log (never a blind second run).
-    const redeliver = (error: unknown) => isKafkaTransient(error) || error instanceof TransactionInterrupted;
-    try {
-      await retry((n) => { attempts = n; return runUploadJob(event, at, producer, { ...deps, heartbeat }); }, {
-        ...RETRY_POLICIES.upload,
-        attempts: settings.MERIDIAN_UPLOAD_ATTEMPTS,
-        // Storage or network trouble passes; an accepted upload is not failed for it at once.
-        retriable: (error) => !redeliver(error),
-        onRetry: (error, attempt, delay) => logger.warn({ err: error, task_id: event.task_id, attempt, retry_in_ms: delay }, 'upload attempt failed; retrying'),
-        wait: (ms) => sleepWithHeartbeat(ms, heartbeat),
-      });
-    } catch (error) {
-      if (redeliver(error)) throw error; // kafkajs redelivers the command
-      logger.error({ err: error, task_id: event.task_id, attempts }, 'upload failed after every attempt');
-      await deadLetter(platform, at, value, (error as Error).message);
-      await failTask(producer, deps as UploadJobDeps, at, event, uploadFailedUnread(`the upload could not be processed: ${(error as Error).message}`));
-    }
   }
 
   return {
@@ -202,13 +178,6 @@ class RecentSet<T> {
   }
   has(value: T): boolean {
     return this.items.has(value);
-  }
-}
-
-async function sleepWithHeartbeat(ms: number, heartbeat: () => Promise<void>): Promise<void> {
-  for (let left = ms; left > 0; left -= 1000) {
-    await new Promise((r) => setTimeout(r, Math.min(1000, left)));
-    await heartbeat();
   }
 }
 

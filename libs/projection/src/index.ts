@@ -1,0 +1,11 @@
+/**
+ * The projections' pure pieces, shared by the live projectors (apps/ingest) and rebuilds
+ * (libs/replay), so a rebuild writes exactly what live ingestion does. Points: what a
+ * PointBatch becomes in ClickHouse, down to the Native block (points/rows.ts), and the
+ * decisions over the points topic (points/state.ts). Tasks: one batch of a tasks partition
+ * folded and written through the read model's ports (tasks/project.ts). No I/O of its own:
+ * the points table's sink is libs/clickhouse's (createPointsSink).
+ */
+export { batchProblem, encodePointsBlock, INSERT_POINTS_SQL, insertPointsSql, insertToken, segmentRows, type PointRow, type Segment } from './points/rows.ts';
+export { Projection, type Decision, type Seal } from './points/state.ts';
+export { projectTaskBatch, taskEventsAfter, type TaskProjection } from './tasks/project.ts';
