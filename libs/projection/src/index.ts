@@ -6,6 +6,6 @@
  * folded and written through the read model's ports (tasks/project.ts). No I/O of its own:
  * the points table's sink is libs/clickhouse's (createPointsSink).
  */
-export { batchProblem, encodePointsBlock, INSERT_POINTS_SQL, insertPointsSql, insertToken, segmentRows, type PointRow, type Segment } from './points/rows.ts';
-export { Projection, type Decision, type Seal } from './points/state.ts';
-export { projectTaskBatch, taskEventsAfter, type TaskProjection } from './tasks/project.ts';
+export { encodePointsBlock, INSERT_POINTS_SQL, insertPointsSql, insertToken, segmentRows, type Segment } from './points/rows.ts';
+export { Projection, type Seal } from './points/state.ts';
+export { projectTaskBatch, taskEventsAfter } from './tasks/project.ts';

@@ -10,7 +10,7 @@ import { defineRoute, type RouteDef } from '../http/route.ts';
  */
 export type CatalogDeps = { readonly conn: ConnOptions; readonly maxListNames: number; readonly pageCeiling: number };
 
-export const CATALOG_PATH = '/api/v1/metrics';
+const CATALOG_PATH = '/api/v1/metrics';
 const DEFAULT_LIMIT = 100;
 
 const querySchema = z.object({

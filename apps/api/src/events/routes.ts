@@ -23,7 +23,7 @@ export type EventsDeps = {
   readonly streams?: PerUserSlots;
 };
 
-export const DEFAULT_MAX_EVENTS = 100_000;
+const DEFAULT_MAX_EVENTS = 100_000;
 
 const query = z.object({
   from: z.string().optional().describe('Inclusive, on the Kafka record timestamp (when the event was written). YYYY-MM-DD (from 00:00:00 UTC) or an ISO 8601 date-time with an offset. Default: the beginning of the log'),

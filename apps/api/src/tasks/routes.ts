@@ -20,7 +20,7 @@ export type TaskReads = {
   readonly cursors: CursorSeal;
 };
 
-export type TaskWaits = {
+type TaskWaits = {
   /** Resolves when the task ends, after `ms`, or when `signal` aborts (the tasks fold's waiters). */
   readonly untilEnded: (taskId: string, ms: number, signal: AbortSignal) => Promise<void>;
   /** Waits one user may hold at once on this instance (MERIDIAN_MAX_TASK_WAITERS_PER_USER). */

@@ -19,7 +19,7 @@ export type UploadLimits = {
 };
 
 /** Per-user caps on uploads: bodies received at once here, and unfinished tasks (from the tasks fold's counts). */
-export type UploadCaps = {
+type UploadCaps = {
   readonly inFlight: PerUserSlots;
   readonly queuedTasks: number;
   readonly unfinished: () => UnfinishedTasks;
