@@ -20,4 +20,4 @@ export {
 export { listCatalog, catalogEntries, type CatalogEntry } from './catalog.ts';
 export { clickhouseTaskReadModel, clickhouseTaskReadModelWriter, LIVE_TASK_TABLES, type TaskTables } from './tasks/read-model.ts';
 export { queryText } from './download/http.ts';
-export { createPointsSink, refusedBeforeWriting, type PointsSink, type SinkQuorum } from './points/sink.ts';
+export { createPointsSink, refusedBeforeWriting, type PointsSink } from './points/sink.ts';
