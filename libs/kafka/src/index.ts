@@ -3,4 +3,4 @@ export { topicsFor, topicSpecs, topicMismatches, replicationWarning, WHY_KEPT, t
 export { appendEvents, type Position } from './append.ts';
 export { TopicFollower, type FollowerOptions } from './follow.ts';
 export { ConsumerWatch, nextConsumerState, notServing, type ConsumerState, type ConsumerEvent } from './consumer-watch.ts';
-export { ProducerFenced, TransactionalProducer, TransactionInterrupted, TransactionOutcomeUnknown, type Transactions } from './transactional.ts';
+export { TransactionalProducer, TransactionInterrupted, type Transactions } from './transactional.ts';
