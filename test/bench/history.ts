@@ -6,7 +6,7 @@ import { getHeapStatistics } from 'node:v8';
 import { clickhouseTaskReadModel } from '@meridian/clickhouse';
 import type { Settings } from '@meridian/config';
 import { createLogger, silenceKnownWarnings } from '@meridian/observability';
-import { createPlatform, type Platform } from '@meridian/platform';
+import { createPlatform, type Platform } from '../support/platform.ts';
 import { createSnapshotStore } from '@meridian/storage';
 import { API_NODE_FLAGS } from '../../apps/api/src/node-flags.ts';
 import { benchApi, fmt, percentile, repoRoot, settingsEnv } from './common.ts';

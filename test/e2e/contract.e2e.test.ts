@@ -5,8 +5,8 @@ import { compileErrors, validate } from '@readme/openapi-parser';
 import { buildApi, createApp } from '@meridian/api';
 import { formatTimestamp, initialAccounts, initialTasks } from '@meridian/domain';
 import { createLogger } from '@meridian/observability';
-import { createPlatform } from '@meridian/platform';
-import type { Storage } from '@meridian/storage';
+import { createPlatform } from '../support/platform.ts';
+import type { BlobStore } from '../../apps/api/src/blob-store.ts';
 import { createApiMetrics } from '../../apps/api/src/observability/metrics.ts';
 import { PerUserSlots } from '../../apps/api/src/http/per-user-slots.ts';
 import { bootstrapAdmin, createUser } from '../support/accounts.ts';
@@ -206,7 +206,7 @@ describe('the contract', () => {
       accounts: { state: initialAccounts(), ready: true, execute: async () => [] },
       tasks: { live: () => initialTasks(), find: async () => undefined, readModel: { list: async () => [] }, syncToEnd: async () => {}, cursors: createCursorSeal('contract'), waits: { untilEnded: async () => {}, slots: new PerUserSlots(1, { setting: 'x', noun: 'x' }), maxSeconds: 0 } },
       uploads: {
-        storage: {} as Storage,
+        storage: {} as BlobStore,
         limits: { jsonBodyBytes: 1, uploadBytes: 1, pointsPerJsonUpload: 1 },
         jsonChecker: { check: async () => { throw new Error('inert'); } },
         submit: { producer: async () => { throw new Error('inert'); }, codec: { encode: () => Buffer.alloc(0), decode: () => { throw new Error('inert'); } }, topic: 't', ackTimeoutMs: 1, find: async () => undefined, applied: async () => {} },

@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { buildApi } from '@meridian/api';
 import { createLogger } from '@meridian/observability';
-import { createPlatform } from '@meridian/platform';
+import { createPlatform } from '../support/platform.ts';
 import { serve } from '../support/http.ts';
 import { startApp, type AppProcess } from '../support/processes.ts';
 import { isolatedSettings } from '../support/settings.ts';

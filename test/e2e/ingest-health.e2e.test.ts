@@ -2,7 +2,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { AssignerProtocol, type Consumer, type PartitionAssigner } from 'kafkajs';
 import { createKafka } from '@meridian/kafka';
 import { createLogger } from '@meridian/observability';
-import { createPlatform } from '@meridian/platform';
+import { createPlatform } from '../support/platform.ts';
 import { freePort } from '../support/ports.ts';
 import { startApp, type AppProcess } from '../support/processes.ts';
 import { isolatedSettings } from '../support/settings.ts';

@@ -9,7 +9,7 @@ import { formatTimestamp, type PointsFact } from '@meridian/domain';
 import { createEventCodec, fingerprintOf, parseHeader, SchemaRegistry, type EventLike } from '@meridian/events';
 import { createProducer } from '@meridian/kafka';
 import { createLogger } from '@meridian/observability';
-import { createPlatform, type Platform } from '@meridian/platform';
+import { createPlatform, type Platform } from '../support/platform.ts';
 import {
   databaseEngine,
   decodeExportCursor,

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApi, httpServerOptions, type Api } from '@meridian/api';
 import type { Settings } from '@meridian/config';
 import { createLogger } from '@meridian/observability';
-import { createPlatform, type Platform } from '@meridian/platform';
+import { createPlatform, type Platform } from '../support/platform.ts';
 import { bootstrapAdmin, createUser } from '../support/accounts.ts';
 import { startApi, type RunningApi } from '../support/api.ts';
 import { serve, type Served } from '../support/http.ts';

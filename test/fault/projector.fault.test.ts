@@ -4,7 +4,7 @@ import type { PointBatch, PointsFact, UploadSegmentProjected } from '@meridian/d
 import { createEventCodec } from '@meridian/events';
 import { createProducer } from '@meridian/kafka';
 import { createLogger } from '@meridian/observability';
-import { createPlatform, type Platform } from '@meridian/platform';
+import { createPlatform, type Platform } from '../support/platform.ts';
 import { startProjector, type RunningProjector } from '../../apps/ingest/src/projector/index.ts';
 import { startApp, type AppProcess } from '../support/processes.ts';
 import { isolatedSettings } from '../support/settings.ts';

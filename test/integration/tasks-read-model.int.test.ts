@@ -2,11 +2,11 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTasksProjector, type RunningTasksProjector } from '../../apps/ingest/src/tasks-projector/projector.ts';
 import { clickhouseTaskReadModel, clickhouseTaskReadModelWriter } from '@meridian/clickhouse';
-import { applyTaskEvent, foldTasks, initialTasks, type MetricsUploadRequested, type Task, type TaskEvent, type TaskRow } from '@meridian/domain';
+import { applyTaskEvent, foldTasks, initialTasks, type MetricsUploadRequested, type Position, type Task, type TaskEvent, type TaskRow } from '@meridian/domain';
 import { createEventCodec } from '@meridian/events';
-import { appendEvents, type Position } from '@meridian/kafka';
+import { appendEvents } from '@meridian/kafka';
 import { createLogger } from '@meridian/observability';
-import { createPlatform, type Platform } from '@meridian/platform';
+import { createPlatform, type Platform } from '../support/platform.ts';
 import { isolatedSettings } from '../support/settings.ts';
 import { waitFor } from '../support/wait.ts';
 

@@ -5,7 +5,7 @@ import type { PointsFact } from '@meridian/domain';
 import { createEventCodec } from '@meridian/events';
 import { createProducer } from '@meridian/kafka';
 import { createLogger } from '@meridian/observability';
-import { createPlatform, type Platform } from '@meridian/platform';
+import { createPlatform, type Platform } from '../support/platform.ts';
 import { listGenerations, rebuildPoints, rebuildRange, resolveEnds, swapIn, topicOffsets } from '@meridian/replay';
 import { isolatedSettings } from '../support/settings.ts';
 import { waitFor } from '../support/wait.ts';

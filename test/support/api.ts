@@ -1,7 +1,7 @@
 import { buildApi, httpServerOptions, type Api } from '@meridian/api';
 import type { Settings } from '@meridian/config';
 import { createLogger } from '@meridian/observability';
-import { createPlatform, type Platform } from '@meridian/platform';
+import { createPlatform, type Platform } from './platform.ts';
 import { serve, type Served } from './http.ts';
 
 /** An api instance in this test process, on an ephemeral port, following the run's logs; `logs` holds what it logged. */

@@ -46,6 +46,12 @@ describe('lint: boundaries', () => {
     expect(await rulesBroken('libs/kafka/src/x.ts', "import { Kafka } from 'kafkajs';\nexport const k = Kafka;\n")).toEqual([]);
   });
 
+  it('an app importing a client only for its types fails too, and so does libs/platform (it composes adapters, not clients)', async () => {
+    expect(await rulesBroken('apps/ingest/src/x.ts', "import type { Transaction } from 'kafkajs';\nexport type T = Transaction;\n")).toEqual(['no-restricted-imports']);
+    expect(await rulesBroken('libs/platform/src/x.ts', "import type { Producer } from 'kafkajs';\nexport type P = Producer;\n")).toEqual(['no-restricted-imports']);
+    expect(await rulesBroken('libs/platform/src/x.ts', "import type { ClickHouseClient } from '@clickhouse/client';\nexport type C = ClickHouseClient;\n")).toEqual(['no-restricted-imports']);
+  });
+
   it('an import cycle fails', async () => {
     // libs/domain/src/index.ts re-exports errors.ts: errors.ts importing the index closes a cycle.
     expect(await rulesBroken('libs/domain/src/errors.ts', "import { taskTransitions } from './index.ts';\nexport const t = taskTransitions;\n"))

@@ -1,6 +1,7 @@
-import { loadSettings, ConfigError } from '@meridian/config';
+import { adapterOptions, loadSettings, ConfigError } from '@meridian/config';
 import { createLogger, silenceKnownWarnings } from '@meridian/observability';
-import { createPlatform, untilDone } from '@meridian/platform';
+import { createAdapters, createPlatform, untilDone } from '@meridian/platform';
+import { composeApi } from './compose.ts';
 import { createHttpServer, httpServerOptions } from './http/http-server.ts';
 import { buildApi } from './server.ts';
 
@@ -19,8 +20,10 @@ async function main(): Promise<void> {
     throw error;
   }
   const logger = createLogger({ name: 'api', level: settings.LOG_LEVEL, pretty: settings.MERIDIAN_DEV_LOGS });
-  const platform = createPlatform(settings, logger, 'api');
-  const api = await buildApi(platform);
+  const options = adapterOptions(settings, 'api');
+  const adapters = createAdapters(options, logger);
+  const platform = createPlatform(adapters, options, logger);
+  const api = await buildApi(composeApi(settings, logger, adapters, options, platform));
 
   // Listen at once, even while a dependency is down: /healthz answers and /readyz names what is
   // missing. Topics, tables and bucket are prepared as soon as they can be; requests are served

@@ -1,9 +1,9 @@
 import type Koa from 'koa';
 import { fileQuotaOf, type TaskEvent } from '@meridian/domain';
 import { createEventCodec } from '@meridian/events';
-import { clickhouseTaskReadModel } from '@meridian/clickhouse';
-import { AccountsStore, FilesStore, TasksStore, type Platform } from '@meridian/platform';
+import { AccountsStore, FilesStore, TasksStore } from '@meridian/platform';
 import { planExport, streamExport, type ExportDeps } from '@meridian/replay';
+import type { ApiServices } from './api-services.ts';
 import { createAdminApp } from './admin-app.ts';
 import { createApp } from './app.ts';
 import { cursorSealFromSetting } from './http/cursor-seal.ts';
@@ -30,32 +30,28 @@ function caughtUp(name: string, store: { readonly ready: boolean }) {
 }
 
 /** The ingest consumer groups' lag per partition; empty when Kafka does not answer in time (a scrape never hangs). */
-async function ingestLag(platform: Platform) {
-  const prefix = platform.settings.MERIDIAN_TOPIC_PREFIX;
+async function ingestLag(services: ApiServices) {
   const groups = [
-    { group: `${prefix}ingest-commands`, topic: platform.topics.tasks },
-    { group: `${prefix}ingest-projector`, topic: platform.topics.points },
+    { group: services.groups.commands, topic: services.topics.tasks },
+    { group: services.groups.projector, topic: services.topics.points },
   ];
   try {
-    return await withTimeout(Promise.all(groups.map(async ({ group, topic }) => {
-      const [ends, [committed]] = await Promise.all([platform.admin.fetchTopicOffsets(topic), platform.admin.fetchOffsets({ groupId: group, topics: [topic] })]);
-      const done = new Map((committed?.partitions ?? []).map((p) => [p.partition, Number(p.offset)]));
-      return ends.map((e) => ({ group, topic, partition: e.partition, lag: Math.max(0, Number(e.high) - Math.max(0, done.get(e.partition) ?? 0)) }));
-    })), 2000, 'kafka').then((lists) => lists.flat());
+    return await withTimeout(Promise.all(groups.map(async ({ group, topic }) =>
+      (await services.log.groupLag(group, topic)).map(({ partition, lag }) => ({ group, topic, partition, lag })),
+    )), 2000, 'kafka').then((lists) => lists.flat());
   } catch {
     return [];
   }
 }
 
-/** Composes the api from the platform's adapters: the only place that knows them all. */
-export async function buildApi(platform: Platform): Promise<Api> {
-  const { settings, logger } = platform;
-  const accountsStore = new AccountsStore(platform, 'api', { writesSnapshots: true });
-  const taskReadModel = clickhouseTaskReadModel(platform.clickhouseOptions);
-  const tasksStore = new TasksStore(platform, 'api', taskReadModel);
-  const filesStore = new FilesStore(platform, 'api');
+/** Builds the api from its services (composed in main.ts): the only place that knows them all. */
+export async function buildApi(services: ApiServices): Promise<Api> {
+  const { settings, logger, log, taskReadModel } = services;
+  const accountsStore = new AccountsStore(services.folds, 'api', { writesSnapshots: true });
+  const tasksStore = new TasksStore(services.folds, 'api', taskReadModel);
+  const filesStore = new FilesStore(services.folds, 'api');
   const taskCodec = createEventCodec<TaskEvent>();
-  const exportDeps: ExportDeps = { kafka: platform.kafka, admin: platform.admin, topics: platform.topics, topicPrefix: settings.MERIDIAN_TOPIC_PREFIX };
+  const exportDeps: ExportDeps = { log, topics: services.topics, topicPrefix: settings.MERIDIAN_TOPIC_PREFIX };
   // Per instance: what this process is receiving or streaming for each user right now.
   const uploadsInFlight = new PerUserSlots(settings.MERIDIAN_MAX_UPLOADS_IN_FLIGHT_PER_USER, { setting: 'MERIDIAN_MAX_UPLOADS_IN_FLIGHT_PER_USER', noun: 'uploads in progress' });
   const downloads = new PerUserSlots(settings.MERIDIAN_MAX_DOWNLOADS_PER_USER, { setting: 'MERIDIAN_MAX_DOWNLOADS_PER_USER', noun: 'downloads streaming' });
@@ -64,7 +60,7 @@ export async function buildApi(platform: Platform): Promise<Api> {
   const metrics = createApiMetrics({
     tasks: () => tasksStore.state,
     finishedTasks: () => tasksStore.finished,
-    consumerLag: () => ingestLag(platform),
+    consumerLag: () => ingestLag(services),
     folds: () => [
       { fold: 'accounts', eventsReadAtStart: accountsStore.startup?.eventsRead ?? null },
       { fold: 'tasks', eventsReadAtStart: tasksStore.eventsReadAtStart },
@@ -73,7 +69,7 @@ export async function buildApi(platform: Platform): Promise<Api> {
   });
   const jsonChecker = jsonCheckPool({ workers: settings.MERIDIAN_JSON_UPLOAD_CHECK_WORKERS, heapMb: settings.MERIDIAN_JSON_UPLOAD_CHECK_HEAP_MB, maxValues: settings.MERIDIAN_MAX_POINTS_PER_JSON_UPLOAD });
   const probes = [
-    ...platform.probes,
+    ...services.probes,
     caughtUp('accounts', accountsStore),
     caughtUp('tasks', tasksStore),
     caughtUp('files', filesStore),
@@ -89,7 +85,7 @@ export async function buildApi(platform: Platform): Promise<Api> {
     accounts: {
       get state() { return accountsStore.state; },
       get ready() { return accountsStore.ready; },
-      execute: async (userName, decide) => accountsStore.execute(userName, decide, await platform.producer()),
+      execute: async (userName, decide) => accountsStore.execute(userName, decide, await log.writer()),
       fileUsage: (userName) => ({
         bytes_used: filesStore.state.usage.get(userName) ?? 0,
         quota_bytes: fileQuotaOf(accountsStore.state.users.get(userName), settings.MERIDIAN_FILE_QUOTA_BYTES),
@@ -108,13 +104,14 @@ export async function buildApi(platform: Platform): Promise<Api> {
       },
     },
     download: {
-      conn: platform.clickhouseOptions,
+      conn: services.clickhouseOptions,
+      catalog: services.catalog,
       limits: { maxRowsCeiling: settings.MERIDIAN_MAX_ROWS_CEILING, maxListNames: settings.MERIDIAN_MAX_DOWNLOAD_NAMES },
       maxBodyBytes: settings.MERIDIAN_MAX_DOWNLOAD_BODY_BYTES,
       cursors,
       streams: downloads,
     },
-    catalog: { conn: platform.clickhouseOptions, maxListNames: settings.MERIDIAN_MAX_DOWNLOAD_NAMES, pageCeiling: settings.MERIDIAN_MAX_CATALOG_PAGE },
+    catalog: { catalog: services.catalog, maxListNames: settings.MERIDIAN_MAX_DOWNLOAD_NAMES, pageCeiling: settings.MERIDIAN_MAX_CATALOG_PAGE },
     events: {
       plan: (request) => planExport(exportDeps, request),
       stream: (plan, request, signal) => streamExport(exportDeps, plan, request, signal),
@@ -123,7 +120,7 @@ export async function buildApi(platform: Platform): Promise<Api> {
       streams: downloads,
     },
     uploads: {
-      storage: platform.storage,
+      storage: services.blobs,
       limits: {
         jsonBodyBytes: settings.MERIDIAN_MAX_JSON_BODY_BYTES,
         uploadBytes: settings.MERIDIAN_MAX_UPLOAD_BYTES,
@@ -132,9 +129,9 @@ export async function buildApi(platform: Platform): Promise<Api> {
       jsonChecker,
       caps: { inFlight: uploadsInFlight, queuedTasks: settings.MERIDIAN_MAX_QUEUED_TASKS_PER_USER, unfinished: () => tasksStore.unfinished },
       submit: {
-        producer: () => platform.producer(),
+        producer: () => log.writer(),
         codec: taskCodec,
-        topic: platform.topics.tasks,
+        topic: services.topics.tasks,
         ackTimeoutMs: settings.MERIDIAN_KAFKA_ACK_TIMEOUT_MS,
         find: (taskId) => tasksStore.find(taskId),
         applied: (position) => tasksStore.waitFor(position),
@@ -142,17 +139,17 @@ export async function buildApi(platform: Platform): Promise<Api> {
       metrics,
     },
     files: {
-      storage: platform.storage,
+      storage: services.blobs,
       files: {
         state: () => filesStore.state,
         syncToEnd: () => filesStore.syncToEnd(),
-        execute: async (fileId, decide) => filesStore.execute(fileId, decide, await platform.producer()),
+        execute: async (fileId, decide) => filesStore.execute(fileId, decide, await log.writer()),
       },
       tasks: () => tasksStore.state,
       submit: {
-        producer: () => platform.producer(),
+        producer: () => log.writer(),
         codec: taskCodec,
-        topic: platform.topics.tasks,
+        topic: services.topics.tasks,
         ackTimeoutMs: settings.MERIDIAN_KAFKA_ACK_TIMEOUT_MS,
         applied: (position) => tasksStore.waitFor(position),
       },

@@ -11,7 +11,8 @@ import {
   parseMetricRules,
   type MetricRule,
 } from '@meridian/domain';
-import { AccountsStore, type Platform } from '@meridian/platform';
+import { AccountsStore } from '@meridian/platform';
+import type { CliServices } from './cli-services.ts';
 import { replayUsage, ReplayUsageError, runEventsExport, runReplay } from './replay/commands.ts';
 
 export const usage = `usage:
@@ -32,7 +33,7 @@ const ACTOR = 'cli';
 const SINGLE_WORD = new Set(['grant', 'quota']);
 
 /** Runs one CLI command against the event log and returns what to print. */
-export async function runCommand(platform: Platform, argv: readonly string[]): Promise<string> {
+export async function runCommand(platform: CliServices, argv: readonly string[]): Promise<string> {
   const [group, verb, ...rest] = argv;
   const single = SINGLE_WORD.has(group ?? '');
   const command = single ? group! : `${group ?? ''} ${verb ?? ''}`.trim();
@@ -62,12 +63,12 @@ async function usage_(run: () => Promise<string>): Promise<string> {
 
 type Session = { store: AccountsStore; execute: (key: string, decide: Parameters<AccountsStore['execute']>[1]) => Promise<unknown> };
 
-async function withAccounts(platform: Platform, run: (s: Session) => Promise<string>): Promise<string> {
+async function withAccounts(platform: CliServices, run: (s: Session) => Promise<string>): Promise<string> {
   await platform.prepareTopics();
-  const store = new AccountsStore(platform, 'cli', { writesSnapshots: false });
+  const store = new AccountsStore(platform.folds, 'cli', { writesSnapshots: false });
   await store.start();
   try {
-    const producer = await platform.producer();
+    const producer = await platform.log.writer();
     return await run({ store, execute: (key, decide) => store.execute(key, decide, producer) });
   } finally {
     await store.stop();

@@ -1,6 +1,7 @@
-import { loadSettings, ConfigError, type Settings } from '@meridian/config';
+import { adapterOptions, loadSettings, ConfigError, type Settings } from '@meridian/config';
 import { createLogger, silenceKnownWarnings } from '@meridian/observability';
-import { createPlatform } from '@meridian/platform';
+import { createAdapters, createPlatform } from '@meridian/platform';
+import { composeCli } from './cli-services.ts';
 import { runCommand, UsageError, usage } from './commands.ts';
 import { ApiError } from './user/api-client.ts';
 import { ConnectionError } from './user/config.ts';
@@ -24,9 +25,12 @@ async function main(): Promise<number> {
   if (USER_COMMANDS.has(argv[0] ?? '')) return userMain(argv, settings);
   const logger = createLogger({ name: 'cli', level: process.env.LOG_LEVEL ?? 'warn', stream: 'stderr' });
   // A command waits out a fresh Kafka's first answers ("not the leader"), for about 20 s at most, then fails.
-  const platform = createPlatform(settings, logger, 'cli', { attempts: 7 });
+  const startRetry = { attempts: 7 };
+  const options = adapterOptions(settings, 'cli');
+  const adapters = createAdapters(options, logger);
+  const platform = createPlatform(adapters, options, logger, startRetry);
   try {
-    const output = await runCommand(platform, argv);
+    const output = await runCommand(composeCli(logger, adapters, options, platform, startRetry), argv);
     // An empty output prints nothing: a command that streamed bytes to stdout (events export) ends there.
     if (output.length > 0) process.stdout.write(output.endsWith('\n') ? output : `${output}\n`);
     return 0;

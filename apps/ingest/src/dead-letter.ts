@@ -1,4 +1,4 @@
-import type { Producer } from 'kafkajs';
+import type { LogWriter } from '@meridian/domain';
 
 /** Where a message came from, and why it is being set aside. */
 export type Rejected = {
@@ -16,7 +16,7 @@ export type Rejected = {
  * part of the worker (commands, file definitions, projector) sets a message aside; resolves
  * once Kafka has acknowledged it.
  */
-export async function sendToDeadLetter(producer: Producer, deadLetterTopic: string, rejected: Rejected): Promise<void> {
+export async function sendToDeadLetter(producer: LogWriter, deadLetterTopic: string, rejected: Rejected): Promise<void> {
   await producer.send({
     topic: deadLetterTopic,
     acks: -1,

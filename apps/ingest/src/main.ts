@@ -1,6 +1,7 @@
-import { loadSettings, ConfigError } from '@meridian/config';
+import { adapterOptions, loadSettings, ConfigError } from '@meridian/config';
 import { createLogger, silenceKnownWarnings, withTimeout } from '@meridian/observability';
-import { createPlatform, untilDone } from '@meridian/platform';
+import { createAdapters, createPlatform, untilDone } from '@meridian/platform';
+import { composeIngest } from './compose.ts';
 import { startHealthServer } from './health/health-server.ts';
 import { startIngest, type RunningWorker } from './worker.ts';
 
@@ -19,7 +20,9 @@ async function main(): Promise<void> {
     throw error;
   }
   const logger = createLogger({ name: 'ingest', level: settings.LOG_LEVEL, pretty: settings.MERIDIAN_DEV_LOGS });
-  const platform = createPlatform(settings, logger, 'ingest');
+  const options = adapterOptions(settings, 'ingest');
+  const adapters = createAdapters(options, logger);
+  const platform = createPlatform(adapters, options, logger);
   let worker: RunningWorker | null = null;
   // Up before the waiting below, so a probe sees a worker that is alive but not ready yet.
   const health = settings.MERIDIAN_INGEST_HEALTH_PORT === ''
@@ -35,7 +38,7 @@ async function main(): Promise<void> {
   if (health) logger.info({ host: settings.MERIDIAN_INGEST_HEALTH_HOST, port: health.port }, 'ingest probe listener up');
   // A dependency still starting, or the api creating the same topics at this moment, is waited out.
   await untilDone('preparing topics, tables and bucket', () => platform.prepare(), logger);
-  const running = await startIngest(platform);
+  const running = await startIngest(composeIngest(settings, logger, adapters, options));
   worker = running;
 
   let stopping = false;

@@ -1,6 +1,5 @@
-import { clickhouseTaskReadModel, clickhouseTaskReadModelWriter } from '@meridian/clickhouse';
 import type { ConsumerWatch } from '@meridian/kafka';
-import type { Platform } from '@meridian/platform';
+import type { IngestDeps } from './ingest-deps.ts';
 import { startProjector } from './projector/index.ts';
 import { startTasksProjector } from './tasks-projector/projector.ts';
 import { startCommandConsumer } from './commands/consumer.ts';
@@ -12,11 +11,10 @@ export type RunningWorker = {
 };
 
 /** The ingest worker: runs upload commands into point facts, projects the facts and the tasks into ClickHouse. */
-export async function startIngest(platform: Platform): Promise<RunningWorker> {
-  const taskReadModel = clickhouseTaskReadModel(platform.clickhouseOptions);
-  const tasksProjector = await startTasksProjector(platform, taskReadModel, clickhouseTaskReadModelWriter(platform.clickhouse));
-  const commands = await startCommandConsumer(platform, taskReadModel);
-  const projector = await startProjector(platform);
+export async function startIngest(ingest: IngestDeps): Promise<RunningWorker> {
+  const tasksProjector = await startTasksProjector(ingest, ingest.taskReadModel, ingest.taskReadModelWriter);
+  const commands = await startCommandConsumer(ingest);
+  const projector = await startProjector(ingest);
   return {
     consumers: [commands.watch, projector.watch, tasksProjector.watch],
     async stop() {

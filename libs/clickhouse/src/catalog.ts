@@ -18,6 +18,11 @@ function parse(text: string): CatalogEntry[] {
 
 const SELECT = 'SELECT metric_name, countMerge(points) AS points, minMerge(first_ts) AS first_ts, maxMerge(last_ts) AS last_ts FROM metric_catalog';
 
+/** The catalog as the api's MetricCatalog port reads it, over these connection options. */
+export function clickhouseMetricCatalog(conn: ConnOptions): { list(): Promise<CatalogEntry[]>; entries(names: readonly string[]): Promise<CatalogEntry[]> } {
+  return { list: () => listCatalog(conn), entries: (names) => catalogEntries(conn, names) };
+}
+
 /** Every metric in the catalog. */
 export async function listCatalog(conn: ConnOptions): Promise<CatalogEntry[]> {
   return parse(await queryText(conn, { sql: `${SELECT} GROUP BY metric_name FORMAT JSONEachRow` }));

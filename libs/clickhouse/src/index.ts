@@ -17,7 +17,7 @@ export {
   type PlanOptions,
   type StreamOptions,
 } from './download/index.ts';
-export { listCatalog, catalogEntries, type CatalogEntry } from './catalog.ts';
+export { clickhouseMetricCatalog, listCatalog, catalogEntries, type CatalogEntry } from './catalog.ts';
 export { clickhouseTaskReadModel, clickhouseTaskReadModelWriter, LIVE_TASK_TABLES, type TaskTables } from './tasks/read-model.ts';
 export { queryText } from './download/http.ts';
 export { createPointsSink, refusedBeforeWriting, type PointsSink } from './points/sink.ts';

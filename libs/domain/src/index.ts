@@ -7,3 +7,4 @@ export * from './points/index.ts';
 export * from './downloads/index.ts';
 export * from './files/index.ts';
 export * from './snapshots/index.ts';
+export * from './log/event-log.ts';

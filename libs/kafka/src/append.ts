@@ -1,15 +1,12 @@
-import type { Producer } from 'kafkajs';
+import type { LogWriter, Position } from '@meridian/domain';
 import type { EventCodec, EventLike } from '@meridian/events';
-
-/** Where an appended event landed: enough to wait until a follower has applied it. */
-export type Position = { readonly partition: number; readonly offset: number };
 
 /**
  * Appends events to one topic under one key, in order, and resolves only once Kafka has
  * acknowledged them from all in-sync replicas. Returns the position of the last one.
  */
 export async function appendEvents<E extends EventLike>(
-  producer: Producer,
+  producer: LogWriter,
   codec: EventCodec<E>,
   topic: string,
   key: string,

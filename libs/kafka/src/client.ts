@@ -1,5 +1,5 @@
 import { Kafka, Partitioners, logLevel, type Admin, type Producer, type LogEntry } from 'kafkajs';
-import { withTimeout, type Logger } from '@meridian/observability';
+import type { Logger } from '@meridian/observability';
 import { topicMismatches, type TopicMismatch, type TopicSpec } from './topics.ts';
 
 export type KafkaOptions = { readonly brokers: readonly string[]; readonly clientId: string; readonly logger: Logger };
@@ -99,10 +99,5 @@ async function describeExisting(admin: Admin, specs: readonly TopicSpec[]): Prom
       minInsyncReplicas: Number(minInsync),
     });
   });
-}
-
-/** Readiness probe: the cluster answers a metadata request within the timeout. */
-export async function pingKafka(admin: Admin, timeoutMs: number): Promise<void> {
-  await withTimeout(admin.describeCluster(), timeoutMs, 'kafka');
 }
 

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Admin, Consumer, Kafka } from 'kafkajs';
 import type { EventCodec, EventLike } from '@meridian/events';
 import type { Logger } from '@meridian/observability';
-import type { Position } from './append.ts';
+import type { Position } from '@meridian/domain';
 
 export type FollowerOptions<E extends EventLike> = {
   readonly kafka: Kafka;

@@ -25,6 +25,24 @@ export function topicsFor(prefix: string): Topics {
   };
 }
 
+/** The ingest worker's consumer groups, named under the topic prefix; the api reports their lag. */
+export type ConsumerGroups = {
+  /** Runs the commands of the tasks topic (uploads, file definitions); its transactional ids derive from it. */
+  readonly commands: string;
+  /** Projects the points topic into ClickHouse. */
+  readonly projector: string;
+  /** Projects the tasks topic into the tasks read model. */
+  readonly tasksProjector: string;
+};
+
+export function consumerGroupsFor(prefix: string): ConsumerGroups {
+  return {
+    commands: `${prefix}ingest-commands`,
+    projector: `${prefix}ingest-projector`,
+    tasksProjector: `${prefix}ingest-tasks-projector`,
+  };
+}
+
 /**
  * How Meridian's topics are laid out when created. Partitions of the tasks topic bound the
  * commands the ingest worker runs at once (KAFKA_TASKS_PARTITIONS); partitions of the points

@@ -43,9 +43,6 @@ function isFenced(error: unknown, depth = 0): boolean {
   return FENCED.has(String(e.type)) || isFenced(e.cause, depth + 1) || isFenced(e.originalError, depth + 1);
 }
 
-/** What a command handler needs of Kafka to end a command: transactions, begun one at a time. */
-export type Transactions = { transaction(): Promise<Transaction> };
-
 /**
  * One transactional id's producer, replaced after a transaction that did not end cleanly.
  *
@@ -61,7 +58,7 @@ export type Transactions = { transaction(): Promise<Transaction> };
  * fenced by a newer one with the same id (any step answering INVALID_PRODUCER_EPOCH or
  * PRODUCER_FENCED) is replaced too, and the step throws ProducerFenced.
  */
-export class TransactionalProducer implements Transactions {
+export class TransactionalProducer {
   private current: Promise<Producer> | null = null;
   private replacedCount = 0;
   private readonly make: () => Producer;

@@ -1,7 +1,7 @@
 import { accountsCodec, applyAccountEvent, initialAccounts, type AccountEvent, type AccountsState } from '@meridian/domain';
 import { createEventCodec } from '@meridian/events';
 import { FoldedTopic } from './folded-topic.ts';
-import type { Platform } from './platform.ts';
+import type { FoldContext } from './fold-context.ts';
 
 /**
  * Account state for one process: the accounts topic folded into memory and kept current, started
@@ -12,9 +12,9 @@ import type { Platform } from './platform.ts';
  * fold has no side effects); a CLI run is too short to.
  */
 export class AccountsStore extends FoldedTopic<AccountEvent, AccountsState> {
-  constructor(platform: Platform, role: string, options: { writesSnapshots: boolean }) {
-    super(platform, {
-      topic: platform.topics.accounts,
+  constructor(context: FoldContext, role: string, options: { writesSnapshots: boolean }) {
+    super(context, {
+      topic: context.topics.accounts,
       role: `${role}-accounts`,
       codec: createEventCodec<AccountEvent>(),
       initial: initialAccounts,

@@ -1,7 +1,7 @@
 import { applyFileEvent, filesCodec, initialFiles, type FileEvent, type FileRecord, type FilesState } from '@meridian/domain';
 import { createEventCodec } from '@meridian/events';
 import { FoldedTopic } from './folded-topic.ts';
-import type { Platform } from './platform.ts';
+import type { FoldContext } from './fold-context.ts';
 
 export type FilesStoreOptions = {
   /** Sees each file a FileDeleted removes from the catalog (the worker looks for blobs no file references any more). */
@@ -21,10 +21,10 @@ export type FilesStoreOptions = {
  * applied them.
  */
 export class FilesStore extends FoldedTopic<FileEvent, FilesState> {
-  constructor(platform: Platform, role: string, options: FilesStoreOptions = {}) {
+  constructor(context: FoldContext, role: string, options: FilesStoreOptions = {}) {
     const { onDeleted, mayWriteSnapshot } = options;
-    super(platform, {
-      topic: platform.topics.files,
+    super(context, {
+      topic: context.topics.files,
       role: `${role}-files`,
       codec: createEventCodec<FileEvent>(),
       initial: initialFiles,

@@ -1,11 +1,9 @@
-import type { Producer } from 'kafkajs';
 import type { EventLike, EventCodec } from '@meridian/events';
-import { DomainError, snapshotPosition, type StateCodec } from '@meridian/domain';
-import { appendEvents, TopicFollower, type Position } from '@meridian/kafka';
+import { DomainError, snapshotPosition, type LogWriter, type Position, type StateCodec } from '@meridian/domain';
+import { appendEvents, type TopicFollower } from '@meridian/kafka';
 import { withTimeout } from '@meridian/observability';
-import { createSnapshotStore } from '@meridian/storage';
 import { newestReadableSnapshot, SnapshotWriter } from './fold-snapshots.ts';
-import type { Platform } from './platform.ts';
+import type { FoldContext } from './fold-context.ts';
 import { untilDone } from './until-done.ts';
 
 /** Opt-in per fold: start from the newest snapshot plus the log's tail, and (a writer) write snapshots. */
@@ -39,24 +37,22 @@ export type FoldStart = { readonly snapshotPosition: number | null; readonly off
 export class FoldedTopic<E extends EventLike, S> {
   private current: S;
   private readonly follower: TopicFollower<E>;
-  private readonly platform: Platform;
+  private readonly context: FoldContext;
   private readonly options: FoldOptions<E, S>;
   private writer: SnapshotWriter<S> | null = null;
   private started: FoldStart | null = null;
   /** The command running now: commands of one process run one at a time. */
   private commands: Promise<unknown> = Promise.resolve();
 
-  constructor(platform: Platform, options: FoldOptions<E, S>) {
-    this.platform = platform;
+  constructor(context: FoldContext, options: FoldOptions<E, S>) {
+    this.context = context;
     this.options = options;
     this.current = options.initial();
-    this.follower = new TopicFollower<E>({
-      kafka: platform.kafka,
-      admin: platform.admin,
+    this.follower = context.log.follower<E>({
       topic: options.topic,
-      groupPrefix: `${platform.settings.MERIDIAN_TOPIC_PREFIX}${options.role}-`,
+      groupPrefix: `${context.groupPrefix}${options.role}-`,
       codec: options.codec,
-      logger: platform.logger.child({ component: options.topic }),
+      logger: context.logger.child({ component: options.topic }),
       apply: (event) => {
         options.apply(this.current, event);
         this.writer?.applied();
@@ -82,16 +78,16 @@ export class FoldedTopic<E extends EventLike, S> {
   /** Follows the topic, retrying what a fresh or busy Kafka answers at first (see untilDone). */
   async start(): Promise<void> {
     const { topic, snapshots } = this.options;
-    const { settings, logger } = this.platform;
+    const { limits, logger } = this.context;
     const began = performance.now();
-    const store = snapshots ? createSnapshotStore(this.platform.storage, topic) : null;
+    const store = snapshots ? this.context.snapshots(topic) : null;
     let from: ReadonlyMap<number, number> = new Map();
     let position: number | null = null;
     await untilDone(`following ${topic}`, async () => {
-      await this.platform.admin.connect();
+      await this.context.log.connectAdmin();
       if (store && snapshots && position === null) {
-        const ends = new Map((await this.platform.admin.fetchTopicOffsets(topic)).map((p) => [p.partition, Number(p.high)]));
-        const snapshot = await newestReadableSnapshot(store, snapshots.codec, topic, ends, logger, settings.MERIDIAN_READY_TIMEOUT_MS);
+        const ends = await this.context.log.endOffsets(topic);
+        const snapshot = await newestReadableSnapshot(store, snapshots.codec, topic, ends, logger, limits.readyTimeoutMs);
         if (snapshot) {
           this.current = snapshot.state;
           from = snapshot.offsets;
@@ -99,16 +95,16 @@ export class FoldedTopic<E extends EventLike, S> {
         }
       }
       await this.follower.start(from);
-    }, logger, this.platform.startRetry);
+    }, logger, this.context.startRetry);
     if (store && snapshots?.mayWrite) {
       this.writer = new SnapshotWriter<S>({
         store,
         codec: snapshots.codec,
         topic,
         logger,
-        everyEvents: settings.MERIDIAN_SNAPSHOT_EVERY_EVENTS,
-        minIntervalMs: settings.MERIDIAN_SNAPSHOT_MIN_INTERVAL_MS,
-        keep: settings.MERIDIAN_SNAPSHOT_KEEP,
+        everyEvents: limits.snapshotEveryEvents,
+        minIntervalMs: limits.snapshotMinIntervalMs,
+        keep: limits.snapshotKeep,
         mayWrite: snapshots.mayWrite,
         capture: () => ({ state: this.current, offsets: this.follower.nextOffsets() }),
         position: () => snapshotPosition(this.follower.nextOffsets()),
@@ -137,8 +133,8 @@ export class FoldedTopic<E extends EventLike, S> {
    * process run one at a time, so two concurrent requests never decide on the same state.
    * Processes that race each other are ordered by the log, and the fold keeps the first write.
    */
-  execute(key: string, decide: (state: S) => E[], producer: Producer): Promise<E[]> {
-    const ackTimeoutMs = this.platform.settings.MERIDIAN_KAFKA_ACK_TIMEOUT_MS;
+  execute(key: string, decide: (state: S) => E[], producer: LogWriter): Promise<E[]> {
+    const { ackTimeoutMs } = this.context.limits;
     const run = async () => {
       await this.syncToEnd();
       const events = decide(this.state);

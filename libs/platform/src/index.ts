@@ -1,4 +1,5 @@
-export { createPlatform, type Platform } from './platform.ts';
+export { createAdapters, createPlatform, foldContext, sharedServices, type Adapters, type Platform, type PlatformOptions } from './platform.ts';
+export type { FoldContext, FoldLimits } from './fold-context.ts';
 export { FoldedTopic, type FoldOptions, type FoldSnapshots, type FoldStart } from './folded-topic.ts';
 export { AccountsStore } from './accounts-store.ts';
 export { TasksStore } from './tasks-store.ts';

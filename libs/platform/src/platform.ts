@@ -1,103 +1,63 @@
-import type { Kafka, Admin, Producer } from 'kafkajs';
-import type { Settings } from '@meridian/config';
-import { createKafka, createProducer, ensureTopics, pingKafka, replicationWarning, topicsFor, topicSpecs, WHY_KEPT, type Topics } from '@meridian/kafka';
-import { createClickHouse, ensureDatabase, migrate, pingClickHouse, queryText, replicationOf, serverCapabilities, type ClickHouseClient, type ClickHouseOptions } from '@meridian/clickhouse';
-import { createStorage, ensureBucket, expireStaging, pingStorage, type Storage } from '@meridian/storage';
+import { ensureDatabase, migrate, pingClickHouse, queryText, replicationOf, serverCapabilities, createClickHouse, type ClickHouseClient, type ClickHouseOptions } from '@meridian/clickhouse';
+import { consumerGroupsFor, KafkaEventLog, replicationWarning, topicsFor, topicSpecs, WHY_KEPT, type KafkaOptions, type TopicLayout } from '@meridian/kafka';
+import { createBlobStore, type MinioBlobStore, type StorageOptions } from '@meridian/storage';
 import type { Logger } from '@meridian/observability';
+import type { FoldContext, FoldLimits } from './fold-context.ts';
 import { untilDone, type UntilDoneOptions } from './until-done.ts';
 
+/** The adapters a process is composed of (main.ts builds them from plain options). */
+export type Adapters = {
+  readonly log: KafkaEventLog;
+  readonly clickhouse: ClickHouseClient;
+  readonly blobs: MinioBlobStore;
+};
+
+/** The plain options the start-up work needs (libs/config's adapterOptions maps them from the settings). */
+export type PlatformOptions = {
+  readonly topicPrefix: string;
+  readonly topicLayout: TopicLayout;
+  /** The connection `clickhouse` was made with; its fallbackUrls are the cluster's other servers. */
+  readonly clickhouse: Omit<ClickHouseOptions, 'logger'>;
+  /** Where replicated tables keep their replicas' state (CLICKHOUSE_REPLICA_PATH); null on one server. */
+  readonly clickhouseReplicaPath: string | null;
+  readonly stagingExpiryDays: number;
+  readonly readyTimeoutMs: number;
+  readonly folds: FoldLimits;
+};
+
 /**
- * The adapters every app needs, built from one Settings object. Apps take what they use;
- * `prepare` makes the topics, database (with migrations) and bucket exist, idempotently.
+ * The start-up work every server shares, over its adapters: readiness probes, and making the
+ * topics, the database (with migrations) and the bucket exist, idempotently.
  */
 export type Platform = {
-  readonly settings: Settings;
-  readonly logger: Logger;
-  readonly kafka: Kafka;
-  readonly admin: Admin;
-  readonly topics: Topics;
-  readonly clickhouse: ClickHouseClient;
-  readonly clickhouseOptions: ClickHouseOptions;
-  readonly storage: Storage;
   readonly probes: ReadonlyArray<{ name: string; check(): Promise<void> }>;
-  /** How start-up work (following a log, running a consumer) retries: servers wait, a CLI gives up. */
-  readonly startRetry: UntilDoneOptions;
-  /** The process's idempotent producer, connected on first use. */
-  producer(): Promise<Producer>;
   /** Makes the topics exist (all a CLI needs). */
   prepareTopics(): Promise<void>;
   /** Makes topics, database (with migrations) and bucket exist. */
   prepare(): Promise<void>;
+  /** Closes the adapters. */
   close(): Promise<void>;
 };
 
-export function createPlatform(settings: Settings, logger: Logger, component: string, startRetry: UntilDoneOptions = {}): Platform {
-  const kafka = createKafka({ brokers: settings.KAFKA_BROKERS.split(','), clientId: `${settings.KAFKA_CLIENT_ID}-${component}`, logger });
-  const admin = kafka.admin();
-  const topics = topicsFor(settings.MERIDIAN_TOPIC_PREFIX);
-  const otherClickHouseUrls = settings.CLICKHOUSE_URLS.split(',').filter((url) => url !== '' && url !== settings.CLICKHOUSE_URL);
-  const clickhouseOptions: ClickHouseOptions = {
-    url: settings.CLICKHOUSE_URL,
-    username: settings.CLICKHOUSE_USER,
-    password: settings.CLICKHOUSE_PASSWORD,
-    database: settings.CLICKHOUSE_DATABASE,
-    fallbackUrls: otherClickHouseUrls,
-    logger,
-  };
-  const clickhouse = createClickHouse(clickhouseOptions);
-  const replication = settings.CLICKHOUSE_CLUSTER === '' ? null : replicationOf(settings.CLICKHOUSE_REPLICA_PATH, settings.CLICKHOUSE_DATABASE);
-  const storage = createStorage({
-    endpoint: settings.S3_ENDPOINT,
-    accessKey: settings.S3_ACCESS_KEY,
-    secretKey: settings.S3_SECRET_KEY,
-    region: settings.S3_REGION,
-    bucket: settings.S3_BUCKET,
-  });
-  let adminConnected: Promise<void> | null = null;
-  const connectAdmin = () => (adminConnected ??= admin.connect().catch((e: unknown) => {
-    adminConnected = null;
-    throw e;
-  }));
-  const producer = createProducer(kafka);
-  let producerConnected: Promise<void> | null = null;
-  const timeout = settings.MERIDIAN_READY_TIMEOUT_MS;
+export function createPlatform(adapters: Adapters, options: PlatformOptions, logger: Logger, startRetry: UntilDoneOptions = {}): Platform {
+  const { log, clickhouse, blobs } = adapters;
+  const clickhouseOptions: ClickHouseOptions = { ...options.clickhouse, logger };
+  const otherClickHouseUrls = options.clickhouse.fallbackUrls ?? [];
+  const replication = options.clickhouseReplicaPath === null ? null : replicationOf(options.clickhouseReplicaPath, options.clickhouse.database);
+  const topics = topicsFor(options.topicPrefix);
   return {
-    settings,
-    logger,
-    kafka,
-    admin,
-    topics,
-    clickhouse,
-    clickhouseOptions,
-    storage,
-    startRetry,
     probes: [
-      { name: 'kafka', check: async () => { await connectAdmin(); await pingKafka(admin, timeout); } },
+      { name: 'kafka', check: () => log.ping(options.readyTimeoutMs) },
       // With replicas, up while any one answers: reads fail over to it (download/http.ts).
       {
         name: 'clickhouse',
         check: () => (otherClickHouseUrls.length === 0 ? pingClickHouse(clickhouse) : queryText(clickhouseOptions, { sql: 'SELECT 1' }).then(() => undefined)),
       },
-      { name: 'minio', check: () => pingStorage(storage) },
+      { name: 'minio', check: () => blobs.ping() },
     ],
-    async producer() {
-      await (producerConnected ??= producer.connect().catch((e: unknown) => {
-        producerConnected = null;
-        throw e;
-      }));
-      return producer;
-    },
     async prepareTopics() {
-      const layout = {
-        pointsPartitions: settings.KAFKA_POINTS_PARTITIONS,
-        tasksPartitions: settings.KAFKA_TASKS_PARTITIONS,
-        replicationFactor: settings.KAFKA_REPLICATION_FACTOR,
-        minInsyncReplicas: settings.KAFKA_MIN_INSYNC_REPLICAS,
-      };
-      const { mismatches, brokers } = await untilDone('creating topics', async () => {
-        await connectAdmin();
-        return { mismatches: await ensureTopics(admin, topicSpecs(topics, layout)), brokers: (await admin.describeCluster()).brokers.length };
-      }, logger, startRetry);
+      const layout = options.topicLayout;
+      const { mismatches, brokers } = await untilDone('creating topics', () => log.prepareTopics(topicSpecs(topics, layout)), logger, startRetry);
       const underReplicated = replicationWarning(layout.replicationFactor, brokers);
       if (underReplicated) logger.warn({ brokers, replicationFactor: layout.replicationFactor }, underReplicated);
       for (const m of mismatches) logger.warn(m, `topic ${m.topic} has ${m.property} ${m.actual}, not the ${m.wanted} set; kept as it is: ${WHY_KEPT[m.property]}`);
@@ -112,22 +72,56 @@ export function createPlatform(settings: Settings, logger: Logger, component: st
       if (applied.length > 0) logger.info({ migrations: applied }, 'clickhouse migrations applied');
       // A replicated table is created per server: every other server of the cluster migrates too.
       for (const url of otherClickHouseUrls) {
-        const options = { ...clickhouseOptions, url };
-        await ensureDatabase(options);
-        const server = createClickHouse(options);
+        const server = { ...clickhouseOptions, url };
+        await ensureDatabase(server);
+        const client = createClickHouse(server);
         try {
-          const done = await migrate(server, undefined, replication);
+          const done = await migrate(client, undefined, replication);
           if (done.length > 0) logger.info({ url, migrations: done }, 'clickhouse migrations applied');
         } finally {
-          await server.close();
+          await client.close();
         }
       }
-      await ensureBucket(storage, settings.S3_REGION);
+      await blobs.ensureBucket();
       // A store that refuses lifecycle rules (a least-privilege key) still works: staged leftovers then stay.
-      await expireStaging(storage, settings.MERIDIAN_STAGING_EXPIRY_DAYS).catch((err: unknown) => logger.warn({ err }, 'staging expiry rule not set'));
+      await blobs.expireStaging(options.stagingExpiryDays).catch((err: unknown) => logger.warn({ err }, 'staging expiry rule not set'));
     },
     async close() {
-      await Promise.allSettled([producer.disconnect(), admin.disconnect(), clickhouse.close()]);
+      await Promise.allSettled([log.close(), clickhouse.close()]);
     },
+  };
+}
+
+/** The folds' context over a process's adapters. */
+export function foldContext(adapters: Adapters, options: PlatformOptions, logger: Logger, startRetry: UntilDoneOptions = {}): FoldContext {
+  return {
+    log: adapters.log,
+    snapshots: (topic) => adapters.blobs.snapshots(topic),
+    topics: topicsFor(options.topicPrefix),
+    groupPrefix: options.topicPrefix,
+    logger,
+    startRetry,
+    limits: options.folds,
+  };
+}
+
+/** The adapters from their plain options (libs/config's adapterOptions); `logger` takes the clients' own log lines. */
+export function createAdapters(options: { readonly kafka: Omit<KafkaOptions, 'logger'>; readonly clickhouse: Omit<ClickHouseOptions, 'logger'>; readonly storage: StorageOptions }, logger: Logger): Adapters {
+  return {
+    log: new KafkaEventLog({ ...options.kafka, logger }),
+    clickhouse: createClickHouse({ ...options.clickhouse, logger }),
+    blobs: createBlobStore(options.storage),
+  };
+}
+
+/** What every app's services hold over its adapters: the names under the topic prefix, the log, the bucket and the folds' context. */
+export function sharedServices(adapters: Adapters, options: PlatformOptions, logger: Logger, startRetry: UntilDoneOptions = {}) {
+  return {
+    logger,
+    topics: topicsFor(options.topicPrefix),
+    groups: consumerGroupsFor(options.topicPrefix),
+    log: adapters.log,
+    blobs: adapters.blobs,
+    folds: foldContext(adapters, options, logger, startRetry),
   };
 }

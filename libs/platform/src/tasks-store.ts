@@ -1,7 +1,7 @@
-import { DomainError, LiveTasks, type Task, type TaskEvent, type TaskReadModel, type TasksState, type UnfinishedTasks } from '@meridian/domain';
+import { DomainError, LiveTasks, type Position, type Task, type TaskEvent, type TaskReadModel, type TasksState, type UnfinishedTasks } from '@meridian/domain';
 import { createEventCodec } from '@meridian/events';
-import { TopicFollower, type Position } from '@meridian/kafka';
-import type { Platform } from './platform.ts';
+import type { TopicFollower } from '@meridian/kafka';
+import type { FoldContext } from './fold-context.ts';
 import { TaskEndWaiters } from './task-end-waiters.ts';
 import { untilDone } from './until-done.ts';
 
@@ -14,7 +14,7 @@ import { untilDone } from './until-done.ts';
 export class TasksStore {
   private readonly live = new LiveTasks();
   private readonly follower: TopicFollower<TaskEvent>;
-  private readonly platform: Platform;
+  private readonly context: FoldContext;
   readonly readModel: TaskReadModel;
   /** Ids of the batch being applied whose tasks the read model holds finished. */
   private finishedElsewhere: ReadonlySet<string> = new Set();
@@ -24,19 +24,17 @@ export class TasksStore {
   /** Requests waiting for a task to end (long-poll), woken as the tail applies the event that ends it. */
   readonly ends = new TaskEndWaiters();
 
-  constructor(platform: Platform, role: string, readModel: TaskReadModel) {
-    this.platform = platform;
+  constructor(context: FoldContext, role: string, readModel: TaskReadModel) {
+    this.context = context;
     this.readModel = readModel;
-    this.follower = new TopicFollower<TaskEvent>({
-      kafka: platform.kafka,
-      admin: platform.admin,
-      topic: platform.topics.tasks,
-      groupPrefix: `${platform.settings.MERIDIAN_TOPIC_PREFIX}${role}-tasks-`,
+    this.follower = context.log.follower<TaskEvent>({
+      topic: context.topics.tasks,
+      groupPrefix: `${context.groupPrefix}${role}-tasks-`,
       codec: createEventCodec<TaskEvent>(),
-      logger: platform.logger.child({ component: platform.topics.tasks }),
+      logger: context.logger.child({ component: context.topics.tasks }),
       prepare: async (events) => {
         const ids = this.live.commandsToCheck(events.map(({ event, position }) => ({ event, ...position })));
-        this.finishedElsewhere = ids.length === 0 ? new Set() : await untilDone('asking the tasks read model for finished tasks', () => readModel.finishedAmong(ids), platform.logger);
+        this.finishedElsewhere = ids.length === 0 ? new Set() : await untilDone('asking the tasks read model for finished tasks', () => readModel.finishedAmong(ids), context.logger);
       },
       apply: (event, position) => {
         const task = this.live.apply({ event, ...position }, this.finishedElsewhere);
@@ -78,19 +76,18 @@ export class TasksStore {
    * caught up with the log as it was at start.
    */
   async start(): Promise<void> {
-    const { platform } = this;
-    const positions = await untilDone('reading the tasks read model positions', () => this.readModel.positions(), platform.logger, platform.startRetry);
-    const rows = await untilDone('reading the unfinished tasks', () => this.readModel.unfinished(), platform.logger, platform.startRetry);
+    const { logger, startRetry, topics, log, limits } = this.context;
+    const positions = await untilDone('reading the tasks read model positions', () => this.readModel.positions(), logger, startRetry);
+    const rows = await untilDone('reading the unfinished tasks', () => this.readModel.unfinished(), logger, startRetry);
     this.live.seed(rows);
-    await untilDone(`following ${platform.topics.tasks}`, async () => {
-      await platform.admin.connect();
+    await untilDone(`following ${topics.tasks}`, async () => {
+      await log.connectAdmin();
       // The read model's positions are the last offsets it covers: the tail starts right after them.
       await this.follower.start(new Map([...positions].map(([partition, offset]) => [partition, offset + 1])));
-    }, platform.logger, platform.startRetry);
+    }, logger, startRetry);
     await this.follower.caughtUp;
-    platform.logger.info({ unfinished_rows: rows.length, tail_events: this.follower.readAtStart }, 'tasks: started from the read model and the log\'s tail');
-    const every = platform.settings.MERIDIAN_TASK_RELEASE_INTERVAL_MS;
-    this.releaseTimer = setInterval(() => void this.release(), every);
+    logger.info({ unfinished_rows: rows.length, tail_events: this.follower.readAtStart }, 'tasks: started from the read model and the log\'s tail');
+    this.releaseTimer = setInterval(() => void this.release(), limits.taskReleaseIntervalMs);
     this.releaseTimer.unref();
   }
 
@@ -125,7 +122,7 @@ export class TasksStore {
     try {
       this.live.prune(await this.readModel.positions());
     } catch (error) {
-      this.platform.logger.debug({ err: error }, 'tasks read model positions unavailable; finished tasks stay in memory');
+      this.context.logger.debug({ err: error }, 'tasks read model positions unavailable; finished tasks stay in memory');
     }
   }
 }

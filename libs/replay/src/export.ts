@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { PassThrough, pipeline, Readable } from 'node:stream';
 import avro from 'avsc';
-import type { Admin, Kafka, KafkaMessage } from 'kafkajs';
+import type { KafkaMessage } from 'kafkajs';
 import { createEventCodec, parseHeader, SchemaRegistry, type EventCodec, type EventLike } from '@meridian/events';
-import type { Topics } from '@meridian/kafka';
+import type { KafkaEventLog, Topics } from '@meridian/kafka';
 import { offsetsAtTime, topicOffsets } from './bounds.ts';
 import { envelopeType, topicOfType, wrapEvent } from './export-schema.ts';
 import { readRanges, type PartitionRange } from './log-reader.ts';
@@ -38,8 +38,8 @@ export type ExportRequest = {
 };
 
 export type ExportDeps = {
-  readonly kafka: Kafka;
-  readonly admin: Admin;
+  /** The log, read with consumers of the export's own. */
+  readonly log: KafkaEventLog;
   readonly topics: Topics;
   readonly topicPrefix: string;
   readonly registry?: SchemaRegistry;
@@ -140,9 +140,10 @@ export async function planExport(deps: ExportDeps, request: ExportRequest): Prom
   const all: Array<PartitionRange & { short: ExportTopic }> = [];
   for (const short of topics) {
     const topic = deps.topics[short];
-    const { low, end } = await topicOffsets(deps.admin, topic);
-    const first = request.fromMs === null ? low : await offsetsAtTime(deps.admin, topic, request.fromMs);
-    const last = request.toMs === null ? end : await offsetsAtTime(deps.admin, topic, request.toMs + 1);
+    const { admin } = deps.log;
+    const { low, end } = await topicOffsets(admin, topic);
+    const first = request.fromMs === null ? low : await offsetsAtTime(admin, topic, request.fromMs);
+    const last = request.toMs === null ? end : await offsetsAtTime(admin, topic, request.toMs + 1);
     for (const [partition, hi] of end) {
       const start = Math.max(first.get(partition) ?? low.get(partition)!, low.get(partition)!);
       const stop = Math.min(last.get(partition) ?? hi, hi);
@@ -187,7 +188,7 @@ export function streamExport(deps: ExportDeps, plan: ExportPlan, request: Export
 
   async function* events(): AsyncGenerator<LoggedEvent> {
     const groupId = `${deps.topicPrefix}export-${randomBytes(6).toString('hex')}`;
-    for await (const batch of readRanges(plan.ranges, { kafka: deps.kafka, admin: deps.admin, groupId, sequential: true, signal: abort.signal })) {
+    for await (const batch of readRanges(plan.ranges, { kafka: deps.log.kafka, admin: deps.log.admin, groupId, sequential: true, signal: abort.signal })) {
       const short = plan.ranges.find((r) => r.topic === batch.topic)!.short;
       for (const message of batch.messages) {
         const e = toLogged(short, batch.partition, message);

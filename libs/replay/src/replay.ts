@@ -1,7 +1,7 @@
 import { createClickHouse, ensureDatabase, migrate, type ClickHouseClient } from '@meridian/clickhouse';
 import type { PointsFact } from '@meridian/domain';
 import type { EventCodec } from '@meridian/events';
-import type { Platform } from '@meridian/platform';
+import type { ReplayDeps } from './deps.ts';
 import { describeOffsets, resolveEnds, resolveStarts, type Bound, type Offsets } from './bounds.ts';
 import {
   catalogTable,
@@ -67,18 +67,20 @@ const record_ = (o: Offsets) => Object.fromEntries([...o].sort((a, b) => a[0] - 
  * copied from the live table, so the generation is complete. `to` as a time keeps only uploads
  * sealed by then (an upload is all or nothing).
  */
-export async function rebuildPoints(platform: Platform, options: RebuildPointsOptions = {}): Promise<RebuildPointsResult> {
-  const { admin, topics, settings, clickhouse } = platform;
+export async function rebuildPoints(platform: ReplayDeps, options: RebuildPointsOptions = {}): Promise<RebuildPointsResult> {
+  const { topics, clickhouse } = platform;
+  const { kafka, admin } = platform.log;
+  const database = platform.clickhouseOptions.database;
   await admin.connect();
   await platform.prepareTopics();
-  const batchRows = options.batchRows ?? settings.MERIDIAN_PROJECTOR_BATCH_ROWS;
+  const batchRows = options.batchRows ?? platform.projectorBatchRows;
   const starts = await resolveStarts(admin, topics.points, options.from);
   const ends = await resolveEnds(admin, topics.points, options.to);
   const sealedOnly = options.to?.kind === 'time';
   const progress = (phase: string) => (options.onProgress ? { onProgress: (p: RebuildProgress) => options.onProgress!(phase, p) } : {});
 
   if (options.database !== undefined) {
-    if (options.database === settings.CLICKHOUSE_DATABASE) throw new Error('--database must name another database than the live one');
+    if (options.database === database) throw new Error('--database must name another database than the live one');
     if (options.swap && options.swap !== 'never') throw new Error('a rebuild into another database is never swapped in');
     await ensureDatabase({ ...platform.clickhouseOptions, database: options.database });
     const target = createClickHouse({ ...platform.clickhouseOptions, database: options.database });
@@ -87,7 +89,7 @@ export async function rebuildPoints(platform: Platform, options: RebuildPointsOp
       if ((await countRows(target, LIVE_POINTS)) > 0) throw new Error(`${options.database}.points holds rows already: choose a new database`);
       options.onPhase?.(`projecting into ${options.database}.points`);
       const stats = await rebuildRange({
-        kafka: platform.kafka, admin, topic: topics.points, groupPrefix: settings.MERIDIAN_TOPIC_PREFIX,
+        kafka, admin, topic: topics.points, groupPrefix: platform.topicPrefix,
         clickhouse: target, table: LIVE_POINTS, catalog: await liveCatalogData(target), starts, ends, batchRows, sealedOnly, measureLag: false,
         logger: platform.logger, ...progress('rebuild'), ...(options.signal ? { signal: options.signal } : {}), ...(options.codec ? { codec: options.codec } : {}),
       });
@@ -113,7 +115,7 @@ export async function rebuildPoints(platform: Platform, options: RebuildPointsOp
     copiedRows = await copyBefore(clickhouse, table, starts);
   }
   const stats = await rebuildRange({
-    kafka: platform.kafka, admin, topic: topics.points, groupPrefix: settings.MERIDIAN_TOPIC_PREFIX,
+    kafka, admin, topic: topics.points, groupPrefix: platform.topicPrefix,
     clickhouse, table, catalog: catalogTable(g), starts, ends, batchRows, sealedOnly, measureLag: true,
     logger: platform.logger, ...progress('rebuild'), ...(options.signal ? { signal: options.signal } : {}), ...(options.codec ? { codec: options.codec } : {}),
   });
@@ -131,8 +133,8 @@ export async function rebuildPoints(platform: Platform, options: RebuildPointsOp
   let notSwapped: string | null = null;
   if (mode === 'always' || (mode === 'if-verified' && verification?.ok)) {
     swap = await swapIn({
-      kafka: platform.kafka, admin, topic: topics.points, topicPrefix: settings.MERIDIAN_TOPIC_PREFIX, clickhouse,
-      database: settings.CLICKHOUSE_DATABASE, generation: g, batchRows, starts, logger: platform.logger,
+      kafka, admin, topic: topics.points, topicPrefix: platform.topicPrefix, clickhouse,
+      database, generation: g, batchRows, starts, logger: platform.logger,
       ...(options.onProgress ? { onProgress: options.onProgress } : {}),
       ...(options.onPhase ? { onPhase: options.onPhase } : {}),
       ...(options.whileFrozen ? { whileFrozen: options.whileFrozen } : {}),
@@ -142,18 +144,18 @@ export async function rebuildPoints(platform: Platform, options: RebuildPointsOp
   } else if (mode === 'if-verified') {
     notSwapped = verification ? 'verification failed' : 'there is no live table to verify against (use --swap)';
   }
-  return { generation: g, database: settings.CLICKHOUSE_DATABASE, table, starts: record_(starts), ends: record_(ends), copiedRows, stats, verification, swap, notSwapped };
+  return { generation: g, database, table, starts: record_(starts), ends: record_(ends), copiedRows, stats, verification, swap, notSwapped };
 }
 
 /** `meridian replay swap <generation>`: catches a built generation up and swaps it in. */
-export async function swapGeneration(platform: Platform, generation: number, options: Pick<RebuildPointsOptions, 'onProgress' | 'onPhase' | 'batchRows' | 'whileFrozen'> = {}): Promise<SwapResult> {
-  await platform.admin.connect();
+export async function swapGeneration(platform: ReplayDeps, generation: number, options: Pick<RebuildPointsOptions, 'onProgress' | 'onPhase' | 'batchRows' | 'whileFrozen'> = {}): Promise<SwapResult> {
+  await platform.log.admin.connect();
   const registry = await readRegistry(platform.clickhouse);
   const starts = registry.get(generation)?.detail.starts as Record<string, number> | undefined;
   return swapIn({
-    kafka: platform.kafka, admin: platform.admin, topic: platform.topics.points, topicPrefix: platform.settings.MERIDIAN_TOPIC_PREFIX,
-    clickhouse: platform.clickhouse, database: platform.settings.CLICKHOUSE_DATABASE, generation,
-    batchRows: options.batchRows ?? platform.settings.MERIDIAN_PROJECTOR_BATCH_ROWS, logger: platform.logger,
+    kafka: platform.log.kafka, admin: platform.log.admin, topic: platform.topics.points, topicPrefix: platform.topicPrefix,
+    clickhouse: platform.clickhouse, database: platform.clickhouseOptions.database, generation,
+    batchRows: options.batchRows ?? platform.projectorBatchRows, logger: platform.logger,
     ...(starts ? { starts: new Map(Object.entries(starts).map(([p, o]) => [Number(p), o])) } : {}),
     ...(options.onProgress ? { onProgress: options.onProgress } : {}),
     ...(options.onPhase ? { onPhase: options.onPhase } : {}),

@@ -3,6 +3,7 @@ import { createPointsSink, serverCapabilities, type ClickHouseClient } from '@me
 import type { PointsFact } from '@meridian/domain';
 import type { EventCodec } from '@meridian/events';
 import type { Logger } from '@meridian/observability';
+import { consumerGroupsFor } from '@meridian/kafka';
 import { topicOffsets, type Offsets } from './bounds.ts';
 import {
   catalogFeed,
@@ -21,7 +22,7 @@ import { rebuildRange, type RebuildStats } from './rebuild.ts';
 import { swapSql } from './swap-sql.ts';
 
 /** The live projector's consumer group (apps/ingest/src/projector/projector.ts names it so). */
-export const projectorGroupId = (topicPrefix: string) => `${topicPrefix}ingest-projector`;
+export const projectorGroupId = (topicPrefix: string) => consumerGroupsFor(topicPrefix).projector;
 
 export type SwapInput = {
   readonly kafka: Kafka;

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { RebuildRequested, TaskEvent } from '@meridian/domain';
 import { createEventCodec } from '@meridian/events';
 import { appendEvents } from '@meridian/kafka';
-import type { Platform } from '@meridian/platform';
+import type { ReplayDeps } from './deps.ts';
 import type { RebuildPointsResult } from './replay.ts';
 
 /**
@@ -24,17 +24,17 @@ const codec = createEventCodec<TaskEvent>();
 export type RebuildTaskRequest = Omit<RebuildRequested, 'type' | 'task_id' | 'at'>;
 
 /** Writes the command that queues a rebuild task; returns its id. */
-export async function requestRebuildTask(platform: Platform, request: RebuildTaskRequest, taskId: string = randomUUID()): Promise<string> {
+export async function requestRebuildTask(platform: Pick<ReplayDeps, 'log' | 'topics'>, request: RebuildTaskRequest, taskId: string = randomUUID()): Promise<string> {
   await append(platform, taskId, [{ type: 'RebuildRequested', task_id: taskId, at: Date.now(), ...request }]);
   return taskId;
 }
 
-async function append(platform: Platform, taskId: string, events: TaskEvent[]): Promise<void> {
-  await appendEvents(await platform.producer(), codec, platform.topics.tasks, taskId, events);
+async function append(platform: Pick<ReplayDeps, 'log' | 'topics'>, taskId: string, events: TaskEvent[]): Promise<void> {
+  await appendEvents(await platform.log.writer(), codec, platform.topics.tasks, taskId, events);
 }
 
 /** The task's lifecycle events for a rebuild run by this process. */
-export function rebuildTask(platform: Platform, taskId: string, everyMs = 1000): RebuildTask {
+export function rebuildTask(platform: Pick<ReplayDeps, 'log' | 'topics'>, taskId: string, everyMs = 1000): RebuildTask {
   let last = 0;
   let pending: Promise<void> = Promise.resolve();
   let latest = 0;

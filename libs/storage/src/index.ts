@@ -2,3 +2,4 @@ export { createStorage, ensureBucket, expireStaging, pingStorage, STAGING_PREFIX
 export { BlobWriter, PART_BYTES } from './blob-writer.ts';
 export { copyObject } from './copy.ts';
 export { createSnapshotStore, snapshotPrefix } from './snapshot-store.ts';
+export { createBlobStore, blobStoreOver, isNotFound, type MinioBlobStore } from './blob-store.ts';

@@ -1,14 +1,22 @@
 import type { Context } from 'koa';
 import { z } from 'zod';
-import { catalogEntries, listCatalog, type CatalogEntry, type ConnOptions } from '@meridian/clickhouse';
+import type { CatalogEntry } from '@meridian/clickhouse';
 import { canRead, DomainError, formatTimestamp, PATTERNS, resolveMetricNames, validationError, type Pattern, type UserRecord } from '@meridian/domain';
 import { defineRoute, type RouteDef } from '../http/route.ts';
 
+/** The metric catalog as the route reads it (implemented by libs/clickhouse's clickhouseMetricCatalog). */
+export interface MetricCatalog {
+  /** Every metric. */
+  list(): Promise<CatalogEntry[]>;
+  /** The entries of exactly these names (the ones that exist). */
+  entries(names: readonly string[]): Promise<CatalogEntry[]>;
+}
+
 /**
- * conn: where the catalog is read; maxListNames: MERIDIAN_MAX_DOWNLOAD_NAMES (a list names at
- * most this many, as in a download); pageCeiling: MERIDIAN_MAX_CATALOG_PAGE (largest limit).
+ * maxListNames: MERIDIAN_MAX_DOWNLOAD_NAMES (a list names at most this many, as in a
+ * download); pageCeiling: MERIDIAN_MAX_CATALOG_PAGE (largest limit).
  */
-export type CatalogDeps = { readonly conn: ConnOptions; readonly maxListNames: number; readonly pageCeiling: number };
+export type CatalogDeps = { readonly catalog: MetricCatalog; readonly maxListNames: number; readonly pageCeiling: number };
 
 const CATALOG_PATH = '/api/v1/metrics';
 const DEFAULT_LIMIT = 100;
@@ -49,7 +57,7 @@ async function read(lookup: Promise<CatalogEntry[]>): Promise<CatalogEntry[]> {
 async function select(deps: CatalogDeps, query: Query, user: UserRecord): Promise<{ names: string[]; entries: Map<string, CatalogEntry> }> {
   const may = (name: string) => canRead(user, name);
   if (query.metrics === undefined) {
-    const catalog = await read(listCatalog(deps.conn));
+    const catalog = await read(deps.catalog.list());
     const names = resolveMetricNames('contains', '', catalog.map((c) => c.metric_name), may);
     return { names, entries: new Map(catalog.map((c) => [c.metric_name, c])) };
   }
@@ -59,7 +67,7 @@ async function select(deps: CatalogDeps, query: Query, user: UserRecord): Promis
     throw validationError(`metrics names more than ${deps.maxListNames} metrics`, [{ field: 'metrics', reason: `names more than ${deps.maxListNames} metrics (MERIDIAN_MAX_DOWNLOAD_NAMES)` }]);
   }
   // Exact names are looked up as external data; substrings are matched here, on names the caller may read.
-  const catalog = await read(exact ? catalogEntries(deps.conn, exact) : listCatalog(deps.conn));
+  const catalog = await read(exact ? deps.catalog.entries(exact) : deps.catalog.list());
   const names = resolveMetricNames(pattern, query.metrics, catalog.map((c) => c.metric_name), may);
   return { names, entries: new Map(catalog.map((c) => [c.metric_name, c])) };
 }

@@ -2,10 +2,8 @@ import { randomUUID } from 'node:crypto';
 import type { Context } from 'koa';
 import { z } from 'zod';
 import {
-  catalogEntries,
   decodeCursor,
   encodeCursor,
-  listCatalog,
   planDownload,
   rowsInWindow,
   streamDownload,
@@ -15,6 +13,7 @@ import {
 } from '@meridian/clickhouse';
 import { canRead, DomainError, parseDownloadParams, resolveMetricNames, validationError, type DownloadLimits, type DownloadParams, type RawDownloadQuery, type UserRecord } from '@meridian/domain';
 import { downloadBodyQuery, downloadJsonSchema, downloadQuerySchema } from './request-body.ts';
+import type { MetricCatalog } from '../catalog/routes.ts';
 import type { CursorSeal } from '../http/cursor-seal.ts';
 import { holdWhileResponding, type PerUserSlots } from '../http/per-user-slots.ts';
 import { defineRoute, type RouteDef } from '../http/route.ts';
@@ -26,6 +25,8 @@ import { defineRoute, type RouteDef } from '../http/route.ts';
  */
 export type DownloadDeps = {
   readonly conn: ConnOptions;
+  /** Where the pattern finds its metrics. */
+  readonly catalog: MetricCatalog;
   readonly limits: DownloadLimits;
   readonly maxBodyBytes: number;
   readonly cursors: CursorSeal;
@@ -53,7 +54,7 @@ const jsonExample = [{ metric_name: 'cpu:load', timestamp: '2024-01-02T03:04:05+
  */
 async function resolve(deps: DownloadDeps, params: DownloadParams, user: UserRecord): Promise<{ names: string[]; entries: Map<string, CatalogEntry> }> {
   const exact = params.pattern === 'single' ? [params.metrics] : params.pattern === 'list' ? params.metrics.split(',') : null;
-  const catalog = exact ? await catalogEntries(deps.conn, exact) : await listCatalog(deps.conn);
+  const catalog = exact ? await deps.catalog.entries(exact) : await deps.catalog.list();
   const names = resolveMetricNames(params.pattern, params.metrics, catalog.map((c) => c.metric_name), (name) => canRead(user, name));
   return { names, entries: new Map(catalog.map((c) => [c.metric_name, c])) };
 }

@@ -1,5 +1,5 @@
 import type { FileEvent, FilesState, TasksState } from '@meridian/domain';
-import type { Storage } from '@meridian/storage';
+import type { BlobStore } from '../blob-store.ts';
 import type { FileSubmitDeps } from './submit.ts';
 
 /** What the file routes need: the catalog and a way to run a decision against it, storage, tasks. */
@@ -11,7 +11,7 @@ export type FilesCommands = {
 };
 
 export type FileDeps = {
-  readonly storage: Storage;
+  readonly storage: BlobStore;
   readonly files: FilesCommands;
   readonly tasks: () => TasksState;
   readonly submit: FileSubmitDeps;

@@ -66,8 +66,7 @@ export function downloadFileRoute(deps: Pick<FileDeps, 'files' | 'storage'>): Ro
       ctx.status = range.kind === 'range' ? 206 : 200;
       if (range.kind === 'range') ctx.set('Content-Range', `bytes ${start}-${end}/${file.size}`);
       if (ctx.method !== 'HEAD' && length > 0) {
-        const { client, bucket } = deps.storage;
-        ctx.body = range.kind === 'range' ? await client.getPartialObject(bucket, file.blob_key, start, length) : await client.getObject(bucket, file.blob_key);
+        ctx.body = await deps.storage.open(file.blob_key, range.kind === 'range' ? { start, length } : undefined);
       } else if (ctx.method !== 'HEAD') {
         ctx.body = '';
       }

@@ -3,9 +3,8 @@ import type { IncomingMessage } from 'node:http';
 import type { Readable } from 'node:stream';
 import type busboy from 'busboy';
 import { type DomainError, validationError } from '@meridian/domain';
-import type { Storage } from '@meridian/storage';
+import type { BlobStore } from '../blob-store.ts';
 import { discard, inStorage } from '../uploads/stage-file.ts';
-import { BlobWriter } from '@meridian/storage';
 import { formDataFileName, multipartParser } from '../http/multipart.ts';
 
 /** The most bytes the file part may have, and the error to answer when it has more. */
@@ -31,7 +30,7 @@ const MAX_FIELD_BYTES = 64 * 1024;
  * over it, the upload stops at once with its error and nothing is left in the bucket (no
  * object, no unfinished multipart upload). Any other failure cleans up the same way.
  */
-export function stageForm(req: IncomingMessage, storage: Storage, objectKey: string, limitFor: (fields: ReadonlyMap<string, string>) => FileLimit): Promise<StagedForm> {
+export function stageForm(req: IncomingMessage, storage: BlobStore, objectKey: string, limitFor: (fields: ReadonlyMap<string, string>) => FileLimit): Promise<StagedForm> {
   if (!/^multipart\/form-data\s*;/i.test(req.headers['content-type'] ?? '')) {
     return Promise.reject(validationError('the body must be multipart/form-data with a part named "file"', [{ field: 'file', reason: 'required' }]));
   }
@@ -103,9 +102,9 @@ export function stageForm(req: IncomingMessage, storage: Storage, objectKey: str
   });
 }
 
-async function streamToBucket(stream: Readable, storage: Storage, objectKey: string, limit: FileLimit): Promise<{ bytes: number; sha256: Buffer }> {
+async function streamToBucket(stream: Readable, storage: BlobStore, objectKey: string, limit: FileLimit): Promise<{ bytes: number; sha256: Buffer }> {
   const hash = createHash('sha256');
-  const writer = new BlobWriter(storage, objectKey);
+  const writer = storage.stage(objectKey);
   let bytes = 0;
   try {
     for await (const chunk of stream as AsyncIterable<Buffer>) {

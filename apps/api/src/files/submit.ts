@@ -1,11 +1,10 @@
-import type { Producer } from 'kafkajs';
-import { DomainError, type FileDefinitionRequested, type TaskEvent } from '@meridian/domain';
+import { DomainError, type FileDefinitionRequested, type LogWriter, type Position, type TaskEvent } from '@meridian/domain';
 import type { EventCodec } from '@meridian/events';
-import { appendEvents, type Position } from '@meridian/kafka';
+import { appendEvents } from '@meridian/kafka';
 import { withTimeout } from '@meridian/observability';
 
 export type FileSubmitDeps = {
-  readonly producer: () => Promise<Producer>;
+  readonly producer: () => Promise<LogWriter>;
   readonly codec: EventCodec<TaskEvent>;
   /** The tasks topic: the command starts a task like any upload. */
   readonly topic: string;

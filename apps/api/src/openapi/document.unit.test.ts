@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { initialAccounts, initialFiles, initialTasks } from '@meridian/domain';
 import { createLogger } from '@meridian/observability';
-import type { Storage } from '@meridian/storage';
+import type { BlobStore } from '../blob-store.ts';
 import { apiRoutes, buildRouter, type ApiDeps } from '../app.ts';
 import { createCursorSeal } from '../http/cursor-seal.ts';
 import { PerUserSlots } from '../http/per-user-slots.ts';
@@ -17,15 +17,15 @@ const deps: ApiDeps = {
   smallJsonBodyBytes: 16384,
   accounts: { state: initialAccounts(), ready: true, execute: async () => [] },
   tasks: { live: () => initialTasks(), find: async () => undefined, readModel: { list: async () => [] }, syncToEnd: async () => {}, cursors, waits: { untilEnded: async () => {}, slots: new PerUserSlots(1, { setting: 'x', noun: 'x' }), maxSeconds: 0 } },
-  download: { conn: { url: 'http://127.0.0.1:1', username: 'x', password: '', database: 'x' }, limits: { maxRowsCeiling: 10, maxListNames: 10 }, maxBodyBytes: 1024, cursors },
+  download: { conn: { url: 'http://127.0.0.1:1', username: 'x', password: '', database: 'x' }, catalog: { list: async () => [], entries: async () => [] }, limits: { maxRowsCeiling: 10, maxListNames: 10 }, maxBodyBytes: 1024, cursors },
   uploads: {
-    storage: {} as Storage,
+    storage: {} as BlobStore,
     limits: { jsonBodyBytes: 1, uploadBytes: 1, pointsPerJsonUpload: 1 },
     jsonChecker: { check: async () => { throw new Error('inert'); } },
     submit: { producer: async () => { throw new Error('inert'); }, codec: { encode: () => Buffer.alloc(0), decode: () => { throw new Error('inert'); } }, topic: 't', ackTimeoutMs: 1, find: async () => undefined, applied: async () => {} },
   },
   files: {
-    storage: {} as Storage,
+    storage: {} as BlobStore,
     files: { state: () => initialFiles(), syncToEnd: async () => {}, execute: async () => [] },
     tasks: () => initialTasks(),
     submit: { producer: async () => { throw new Error('inert'); }, codec: { encode: () => Buffer.alloc(0), decode: () => { throw new Error('inert'); } }, topic: 't', ackTimeoutMs: 1, applied: async () => {} },

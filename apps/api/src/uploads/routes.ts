@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import type { Context } from 'koa';
 import { z } from 'zod';
 import { assertTaskRoom, canWrite, canWriteSomeMetric, DomainError, metricNameProblem, validationError, type UnfinishedTasks, type UserRecord } from '@meridian/domain';
-import { STAGING_PREFIX, type Storage } from '@meridian/storage';
+import { STAGING_PREFIX } from '@meridian/storage';
+import type { BlobStore } from '../blob-store.ts';
 import type { PerUserSlots } from '../http/per-user-slots.ts';
 import { defineRoute, type RouteDef } from '../http/route.ts';
 import type { ApiMetrics } from '../observability/metrics.ts';
@@ -27,7 +28,7 @@ type UploadCaps = {
 
 export type UploadDeps = {
   readonly submit: SubmitDeps;
-  readonly storage: Storage;
+  readonly storage: BlobStore;
   readonly limits: UploadLimits;
   /** Parses and hashes JSON upload bodies off the event loop (uploads/json-check-pool.ts). */
   readonly jsonChecker: Pick<JsonUploadChecker, 'check'>;

@@ -3,9 +3,9 @@ import type { IncomingMessage } from 'node:http';
 import { PassThrough, type Readable } from 'node:stream';
 import type busboy from 'busboy';
 import { DomainError, validationError } from '@meridian/domain';
-import { BlobWriter, type Storage } from '@meridian/storage';
 import { tooLarge } from './read-body.ts';
 import { formDataFileName, multipartParser } from '../http/multipart.ts';
+import type { BlobStore } from '../blob-store.ts';
 
 export type StagedFile = { readonly objectKey: string; readonly bytes: number; readonly sha256: Buffer; readonly filename: string | null };
 
@@ -14,7 +14,7 @@ export type StagedFile = { readonly objectKey: string; readonly bytes: number; r
  * never holds the file (two multipart parts at most). Multipart bodies give the part named `file`; any other body is the
  * file itself. Over `limit` bytes the upload stops with 413 and nothing is left in the bucket.
  */
-export async function stageUpload(req: IncomingMessage, storage: Storage, objectKey: string, limit: number): Promise<StagedFile> {
+export async function stageUpload(req: IncomingMessage, storage: BlobStore, objectKey: string, limit: number): Promise<StagedFile> {
   const declared = Number(req.headers['content-length']);
   if (Number.isFinite(declared) && declared > limit + 64 * 1024) throw tooLarge(limit, 'the file');
   const contentType = req.headers['content-type'] ?? '';
@@ -22,8 +22,8 @@ export async function stageUpload(req: IncomingMessage, storage: Storage, object
 
   let bytes = 0;
   const hash = createHash('sha256');
-  // BlobWriter keeps two 8 MiB parts in memory at most, whatever the file's size.
-  const writer = new BlobWriter(storage, objectKey);
+  // The staging writer keeps two 8 MiB parts in memory at most, whatever the file's size.
+  const writer = storage.stage(objectKey);
   try {
     for await (const chunk of file.stream as AsyncIterable<Buffer>) {
       bytes += chunk.length;
@@ -48,9 +48,9 @@ export async function stageUpload(req: IncomingMessage, storage: Storage, object
  * Stages a body the api holds already (a JSON upload, checked in memory) under `objectKey`, as
  * stageUpload stages a stream. Storage unreachable → 503, and nothing is left in the bucket.
  */
-export async function stageBytes(storage: Storage, objectKey: string, bytes: Buffer): Promise<void> {
+export async function stageBytes(storage: BlobStore, objectKey: string, bytes: Buffer): Promise<void> {
   try {
-    await inStorage(storage.client.putObject(storage.bucket, objectKey, bytes, bytes.length), 'the upload');
+    await inStorage(storage.put(objectKey, bytes), 'the upload');
   } catch (error) {
     await discard(storage, objectKey);
     throw error;
@@ -81,9 +81,9 @@ export function mayDiscard(refusal: unknown): boolean {
 }
 
 /** Removes a staged object and any unfinished multipart upload of it. */
-export async function discard(storage: Storage, objectKey: string): Promise<void> {
-  await storage.client.removeIncompleteUpload(storage.bucket, objectKey).catch(() => undefined);
-  await storage.client.removeObject(storage.bucket, objectKey).catch(() => undefined);
+export async function discard(storage: BlobStore, objectKey: string): Promise<void> {
+  await storage.removeUnfinished(objectKey).catch(() => undefined);
+  await storage.remove(objectKey).catch(() => undefined);
 }
 
 type FilePart = { stream: Readable; filename: string | null; truncated: () => boolean };

@@ -1,12 +1,11 @@
 import { createHash, randomUUID } from 'node:crypto';
-import type { Producer } from 'kafkajs';
-import { DomainError, uploadRequest, type MetricsUploadRequested, type Task, type TaskEvent } from '@meridian/domain';
+import { DomainError, uploadRequest, type LogWriter, type MetricsUploadRequested, type Position, type Task, type TaskEvent } from '@meridian/domain';
 import type { EventCodec } from '@meridian/events';
-import { appendEvents, type Position } from '@meridian/kafka';
+import { appendEvents } from '@meridian/kafka';
 import { withTimeout } from '@meridian/observability';
 
 export type SubmitDeps = {
-  readonly producer: () => Promise<Producer>;
+  readonly producer: () => Promise<LogWriter>;
   readonly codec: EventCodec<TaskEvent>;
   readonly topic: string;
   readonly ackTimeoutMs: number;

@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import type { Writable } from 'node:stream';
 import { parseArgs } from 'node:util';
 import { isUuid, parseDateBound } from '@meridian/domain';
-import type { Platform } from '@meridian/platform';
+import type { CliServices } from '../cli-services.ts';
 import {
   BoundError,
   decodeExportCursor,
@@ -105,7 +105,7 @@ function generationArg(positionals: string[], verb: string): number {
   }
 }
 
-export async function runReplay(platform: Platform, verb: string, args: readonly string[], io: Io = processIo): Promise<string> {
+export async function runReplay(platform: CliServices, verb: string, args: readonly string[], io: Io = processIo): Promise<string> {
   switch (verb) {
     case 'rebuild': return rebuild(platform, args, io);
     case 'list': return list(platform, args);
@@ -126,7 +126,7 @@ export async function runReplay(platform: Platform, verb: string, args: readonly
   }
 }
 
-async function rebuild(platform: Platform, args: readonly string[], io: Io): Promise<string> {
+async function rebuild(platform: CliServices, args: readonly string[], io: Io): Promise<string> {
   const { values, positionals } = parseArgs({
     args: [...args],
     allowPositionals: true,
@@ -199,7 +199,7 @@ async function rebuild(platform: Platform, args: readonly string[], io: Io): Pro
 }
 
 /** The tasks read model rebuilt beside the live one and verified; no swap, no task of its own. */
-async function rebuildTasksCommand(platform: Platform, values: Record<string, string | boolean | undefined>, io: Io): Promise<string> {
+async function rebuildTasksCommand(platform: CliServices, values: Record<string, string | boolean | undefined>, io: Io): Promise<string> {
   const given = ['from', 'to', 'swap', 'swap-if-verified', 'database', 'batch-rows', 'detach', 'task-id'].filter((o) => values[o] !== undefined);
   if (given.length > 0) throw new ReplayUsageError(`replay rebuild tasks takes no --${given[0]}: it rebuilds the whole log beside the live tables, and is not swapped in`);
   const out = progressWriter(io, values.quiet === true || values.json === true);
@@ -244,7 +244,7 @@ function describeSwap(s: SwapResult): string {
   ].join('\n');
 }
 
-async function list(platform: Platform, args: readonly string[]): Promise<string> {
+async function list(platform: CliServices, args: readonly string[]): Promise<string> {
   const { values } = parseArgs({ args: [...args], options: { json: { type: 'boolean' } } });
   const generations = await listGenerations(platform.clickhouse);
   if (values.json) return JSON.stringify(generations);
@@ -265,16 +265,15 @@ async function list(platform: Platform, args: readonly string[]): Promise<string
     .join('\n');
 }
 
-async function verify(platform: Platform, args: readonly string[]): Promise<string> {
+async function verify(platform: CliServices, args: readonly string[]): Promise<string> {
   const { values, positionals } = parseArgs({ args: [...args], allowPositionals: true, options: { json: { type: 'boolean' } } });
   const g = generationArg(positionals, 'verify');
-  await platform.admin.connect();
-  const partitions = (await platform.admin.fetchTopicOffsets(platform.topics.points)).map((p) => p.partition);
+  const partitions = [...(await platform.log.endOffsets(platform.topics.points)).keys()];
   const v = await verifyTables(platform.clickhouse, LIVE_POINTS, pointsTable(g), partitions);
   return values.json ? JSON.stringify(v) : formatVerification(v);
 }
 
-async function swap(platform: Platform, args: readonly string[], io: Io): Promise<string> {
+async function swap(platform: CliServices, args: readonly string[], io: Io): Promise<string> {
   const { values, positionals } = parseArgs({ args: [...args], allowPositionals: true, options: { quiet: { type: 'boolean' } } });
   const g = generationArg(positionals, 'swap');
   const out = progressWriter(io, values.quiet === true);
@@ -286,7 +285,7 @@ async function swap(platform: Platform, args: readonly string[], io: Io): Promis
 }
 
 /** `meridian events export`: the page is streamed to --out (or stdout); the next cursor, if any, is printed on stderr. */
-export async function runEventsExport(platform: Platform, args: readonly string[], io: Io = processIo): Promise<string> {
+export async function runEventsExport(platform: CliServices, args: readonly string[], io: Io = processIo): Promise<string> {
   const { values } = parseArgs({
     args: [...args],
     options: {
@@ -315,8 +314,8 @@ export async function runEventsExport(platform: Platform, args: readonly string[
     after,
   };
   if (request.fromMs !== null && request.toMs !== null && request.fromMs > request.toMs) throw new ReplayUsageError('--from is after --to');
-  await platform.admin.connect();
-  const deps = { kafka: platform.kafka, admin: platform.admin, topics: platform.topics, topicPrefix: platform.settings.MERIDIAN_TOPIC_PREFIX };
+  await platform.log.connectAdmin();
+  const deps = { log: platform.log, topics: platform.topics, topicPrefix: platform.topicPrefix };
   let plan;
   try {
     plan = await planExport(deps, request);

@@ -1,13 +1,15 @@
-import { decideStart, type TaskReadModel, type PointsFact, type StartDecision, type TaskEvent } from '@meridian/domain';
+import { decideStart, type PointsFact, type StartDecision, type TaskEvent } from '@meridian/domain';
 import { createEventCodec, UndecodableEventError } from '@meridian/events';
-import { ConsumerWatch, TransactionalProducer } from '@meridian/kafka';
-import { AccountsStore, runConsumer, TasksStore, type Platform } from '@meridian/platform';
+import type { ConsumerWatch } from '@meridian/kafka';
+import { AccountsStore, runConsumer, TasksStore } from '@meridian/platform';
 import { retry, RETRY_POLICIES } from '@meridian/retry';
 import { uploadCommands } from '../uploads/upload-commands.ts';
 import { uploadLimitsFrom } from '../uploads/limits.ts';
 import { startFileCommands } from '../files/file-commands.ts';
 import { handlerOf, type CommandHandlers, type CommandPosition, type WorkerCommand } from './handlers.ts';
 import { sendToDeadLetter } from '../dead-letter.ts';
+import type { PartitionWriter } from '../event-log.ts';
+import type { IngestDeps } from '../ingest-deps.ts';
 
 export type RunningWorker = { readonly watch: ConsumerWatch; stop(): Promise<void> };
 
@@ -25,26 +27,26 @@ export type RunningWorker = { readonly watch: ConsumerWatch; stop(): Promise<voi
  * neither ended nor released is a worker that died on the command; decideStart fails the
  * command after MERIDIAN_MAX_COMMAND_STARTS of them, so no command can crash-loop the worker.
  */
-export async function startCommandConsumer(platform: Platform, taskReadModel: TaskReadModel): Promise<RunningWorker> {
-  const { kafka, topics, settings, logger } = platform;
-  const groupId = `${settings.MERIDIAN_TOPIC_PREFIX}ingest-commands`;
-  const accounts = new AccountsStore(platform, 'ingest', { writesSnapshots: true });
+export async function startCommandConsumer(ingest: IngestDeps): Promise<RunningWorker> {
+  const { log, topics, settings, logger } = ingest;
+  const groupId = ingest.groups.commands;
+  const accounts = new AccountsStore(ingest.folds, 'ingest', { writesSnapshots: true });
   await accounts.start();
-  const tasks = new TasksStore(platform, 'ingest', taskReadModel);
+  const tasks = new TasksStore(ingest.folds, 'ingest', ingest.taskReadModel);
   await tasks.start();
   // As the accounts and files folds log theirs: what this start read of the tasks topic (the tail past the read model).
   logger.info({ topic: topics.tasks, events_read: tasks.eventsReadAtStart, unfinished: tasks.state.size }, 'tasks fold caught up after the read model positions');
   const finished = new RecentSet<string>(100_000);
-  const fileCommands = await startFileCommands(platform, groupId);
-  const progressProducer = await platform.producer();
-  // Replaced after a transaction that did not end cleanly (TransactionalProducer); how many
-  // replacements each partition's commands have seen, to re-read the tasks log after one.
-  const transactional = new Map<number, TransactionalProducer>();
+  const fileCommands = await startFileCommands(ingest, groupId);
+  const progressProducer = await log.writer();
+  // Replaced after a transaction that did not end cleanly (the log's transactional writer); how
+  // many replacements each partition's commands have seen, to re-read the tasks log after one.
+  const transactional = new Map<number, PartitionWriter>();
   const replacementsSeen = new Map<number, number>();
   const producerFor = (partition: number) => {
     let p = transactional.get(partition);
     if (!p) {
-      p = new TransactionalProducer(kafka, `${groupId}-p${partition}`);
+      p = log.transactional(`${groupId}-p${partition}`);
       transactional.set(partition, p);
     }
     return p;
@@ -54,7 +56,7 @@ export async function startCommandConsumer(platform: Platform, taskReadModel: Ta
   const handlers: CommandHandlers = {
     MetricsUploadRequested: uploadCommands({
       topics,
-      storage: platform.storage,
+      storage: ingest.blobs,
       logger: logger.child({ component: 'uploads' }),
       taskCodec: codec,
       pointsCodec: createEventCodec<PointsFact>(),
@@ -65,15 +67,15 @@ export async function startCommandConsumer(platform: Platform, taskReadModel: Ta
       limits: uploadLimitsFrom(settings),
       user: (name) => accounts.state.users.get(name),
       attempts: settings.MERIDIAN_UPLOAD_ATTEMPTS,
-      deadLetter: (at, value, reason) => deadLetter(platform, at, value, reason),
+      deadLetter: (at, value, reason) => deadLetter(ingest, at, value, reason),
     }),
     FileDefinitionRequested: fileCommands,
   };
 
-  const consumer = kafka.consumer({ groupId, sessionTimeout: settings.KAFKA_SESSION_TIMEOUT_MS, maxWaitTimeInMs: 250 });
-  consumer.on(consumer.events.GROUP_JOIN, (e) => logger.info({ group: e.payload.groupId, assignment: e.payload.memberAssignment }, 'joined consumer group'));
-  const watch = new ConsumerWatch('commands', consumer);
-  await runConsumer(platform, consumer, topics.tasks, {
+  const consumer = log.consumer({ groupId, sessionTimeoutMs: settings.KAFKA_SESSION_TIMEOUT_MS, maxWaitTimeMs: 250 });
+  consumer.onJoin((e) => logger.info({ group: e.groupId, assignment: e.assignment }, 'joined consumer group'));
+  const watch: ConsumerWatch = consumer.watch('commands');
+  await runConsumer(consumer, topics.tasks, {
     // Every tasks partition at once: an upload spends much of its time waiting on Kafka round
     // trips (transaction, offsets, commit), which other partitions' uploads fill. Each partition
     // has its own transactional producer, and a task's commands all share its partition.
@@ -85,14 +87,14 @@ export async function startCommandConsumer(platform: Platform, taskReadModel: Ta
         event = codec.decode(message.value ?? Buffer.alloc(0));
       } catch (error) {
         if (!(error instanceof UndecodableEventError)) throw error;
-        await deadLetter(platform, at, message.value, error.message);
+        await deadLetter(ingest, at, message.value, error.message);
         return;
       }
       const handler = handlerOf(handlers, event.type);
       if (handler === undefined) return;
       const cmd = event as WorkerCommand;
       const producer = producerFor(partition);
-      await producer.ready(); // fences a predecessor's open transaction and settles it first
+      await producer.connect(); // fences a predecessor's open transaction and settles it first
       const run = { at, producer, heartbeat, value: message.value };
       // The same task can be commanded twice (a retry with the same Idempotency-Key after a
       // 503 whose send still landed): run it once. Finished tasks are in the fold or, once the
@@ -105,7 +107,7 @@ export async function startCommandConsumer(platform: Platform, taskReadModel: Ta
       }
       if (decision.kind === 'fail') {
         logger.warn({ task_id: cmd.task_id, offset: at.offset, reason: decision.reason }, 'command refused');
-        if (decision.deadLetter) await deadLetter(platform, at, message.value, decision.reason);
+        if (decision.deadLetter) await deadLetter(ingest, at, message.value, decision.reason);
         await handler.refuse(cmd, run, decision.reason);
         finished.add(cmd.task_id);
         return;
@@ -124,7 +126,7 @@ export async function startCommandConsumer(platform: Platform, taskReadModel: Ta
       }
       finished.add(cmd.task_id);
     },
-  });
+  }, logger, ingest.startRetry);
 
   /**
    * decideStart on the accounts log read to its end (one offsets request: a disable or a grant
@@ -157,7 +159,7 @@ export async function startCommandConsumer(platform: Platform, taskReadModel: Ta
   return {
     watch,
     async stop() {
-      await consumer.disconnect();
+      await consumer.stop();
       await Promise.allSettled([...transactional.values()].map((p) => p.disconnect()));
       await fileCommands.stop();
       await Promise.all([accounts.stop(), tasks.stop()]);
@@ -182,6 +184,6 @@ class RecentSet<T> {
 }
 
 /** A command that cannot be run goes to the dead-letter topic as it came, without a key. */
-async function deadLetter(platform: Platform, at: CommandPosition, value: Buffer | null, reason: string): Promise<void> {
-  await sendToDeadLetter(await platform.producer(), platform.topics.deadLetter, { ...at, key: null, value, reason });
+async function deadLetter(ingest: IngestDeps, at: CommandPosition, value: Buffer | null, reason: string): Promise<void> {
+  await sendToDeadLetter(await ingest.log.writer(), ingest.topics.deadLetter, { ...at, key: null, value, reason });
 }

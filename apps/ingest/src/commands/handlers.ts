@@ -1,12 +1,10 @@
-import type { Transaction } from 'kafkajs';
-import type { Transactions } from '@meridian/kafka';
-import type { FileDefinitionRequested, MetricsUploadRequested } from '@meridian/domain';
+import type { ConsumedPosition, FileDefinitionRequested, LogTransaction, MetricsUploadRequested, TransactionalLog } from '@meridian/domain';
 
 // What the command handlers (uploads, file definitions) share: how a handler is called, and how
 // it ends a command in one transaction.
 
 /** Where a command sits in the tasks topic. */
-export type CommandPosition = { readonly topic: string; readonly partition: number; readonly offset: number };
+export type CommandPosition = ConsumedPosition;
 
 /** The commands of the tasks topic this worker runs (a rebuild is run by whoever wrote it). */
 export type WorkerCommand = MetricsUploadRequested | FileDefinitionRequested;
@@ -14,7 +12,7 @@ export type WorkerCommand = MetricsUploadRequested | FileDefinitionRequested;
 /** One handling of a command: where it sits, its partition's transactional producer, the consumer's heartbeat, its bytes as read. */
 export type CommandRun = {
   readonly at: CommandPosition;
-  readonly producer: Transactions;
+  readonly producer: TransactionalLog;
   readonly heartbeat: () => Promise<void>;
   readonly value: Buffer | null;
 };
@@ -40,12 +38,12 @@ export function handlerOf(handlers: CommandHandlers, type: string): CommandHandl
 }
 
 /** Moves the consumer group past the command, inside the transaction that writes its outcome. */
-export async function commitCommandOffset(tx: Transaction, consumerGroupId: string, at: CommandPosition): Promise<void> {
-  await tx.sendOffsets({ consumerGroupId, topics: [{ topic: at.topic, partitions: [{ partition: at.partition, offset: String(at.offset + 1) }] }] });
+export async function commitCommandOffset(tx: LogTransaction, consumerGroupId: string, at: CommandPosition): Promise<void> {
+  await tx.commitConsumed(consumerGroupId, at);
 }
 
 /** Runs `work` in one transaction: committed when it returns, aborted when it throws. */
-export async function inTransaction(producer: Transactions, work: (tx: Transaction) => Promise<void>): Promise<void> {
+export async function inTransaction(producer: TransactionalLog, work: (tx: LogTransaction) => Promise<void>): Promise<void> {
   const tx = await producer.transaction();
   try {
     await work(tx);

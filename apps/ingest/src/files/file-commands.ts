@@ -1,6 +1,5 @@
 import { createHash } from 'node:crypto';
 import type { Readable } from 'node:stream';
-import type { Transactions } from '@meridian/kafka';
 import {
   blobKeyOf,
   checkSchema,
@@ -9,16 +8,19 @@ import {
   type FileEvent,
   type RowError,
   type TaskEvent,
+  type TransactionalLog,
 } from '@meridian/domain';
 import { createEventCodec } from '@meridian/events';
 import type { Logger } from '@meridian/observability';
-import { FilesStore, type Platform } from '@meridian/platform';
+import { FilesStore } from '@meridian/platform';
 import { classify } from '@meridian/retry';
-import type { Storage } from '@meridian/storage';
+import { isNotFound } from '@meridian/storage';
+import type { BlobStore } from '../blob-store.ts';
 import { commitCommandOffset, inTransaction, type CommandHandler, type CommandPosition } from '../commands/handlers.ts';
 import { sendToDeadLetter } from '../dead-letter.ts';
 import { removeStaged } from '../staging.ts';
-import { isNotFound, Mutex, promoteBlob } from './blobs.ts';
+import type { IngestDeps } from '../ingest-deps.ts';
+import { Mutex, promoteBlob } from './blobs.ts';
 
 /**
  * The handler of FileDefinitionRequested. Its refusal also removes a blob a dead run may have
@@ -43,25 +45,25 @@ const GC_RETRY_MS = 5000;
  * same critical section as promotions and only after reading the files log to its end, so a
  * blob a definition is about to reference is never removed under it.
  */
-export async function startFileCommands(platform: Platform, consumerGroupId: string): Promise<FileCommands> {
-  const { storage, topics, logger: rootLogger } = platform;
+export async function startFileCommands(ingest: IngestDeps, consumerGroupId: string): Promise<FileCommands> {
+  const { blobs: storage, topics, logger: rootLogger } = ingest;
   const logger = rootLogger.child({ component: 'files' });
   const taskCodec = createEventCodec<TaskEvent>();
   const fileCodec = createEventCodec<FileEvent>();
   const lock = new Mutex();
   const collector = new BlobCollector(storage, lock, logger);
-  const files = new FilesStore(platform, 'ingest', {
+  const files = new FilesStore(ingest.folds, 'ingest', {
     onDeleted: (file) => collector.enqueue(file.sha256),
     mayWriteSnapshot: () => collector.idle,
   });
   collector.files = files;
   await files.start();
   collector.start();
-  const schemaLimits = { maxHeaderLength: platform.settings.MERIDIAN_MAX_LINE_BYTES, maxColumns: platform.settings.MERIDIAN_MAX_COLUMNS };
+  const schemaLimits = { maxHeaderLength: ingest.settings.MERIDIAN_MAX_LINE_BYTES, maxColumns: ingest.settings.MERIDIAN_MAX_COLUMNS };
 
   const taskMessage = (event: TaskEvent) => ({ key: event.task_id, value: taskCodec.encode(event), headers: { type: event.type } });
 
-  const failTask = (producer: Transactions, at: CommandPosition, cmd: FileDefinitionRequested, reason: string, errors: RowError[]) =>
+  const failTask = (producer: TransactionalLog, at: CommandPosition, cmd: FileDefinitionRequested, reason: string, errors: RowError[]) =>
     inTransaction(producer, async (tx) => {
       await tx.send({ topic: topics.tasks, acks: -1, messages: [taskMessage({ type: 'TaskFailed', task_id: cmd.task_id, reason, rows_total: 0, rows_rejected: 0, errors, at: Date.now() })] });
       await commitCommandOffset(tx, consumerGroupId, at);
@@ -73,7 +75,7 @@ export async function startFileCommands(platform: Platform, consumerGroupId: str
   async function inspect(cmd: FileDefinitionRequested): Promise<Verdict> {
     let stream: Readable;
     try {
-      stream = await storage.client.getObject(storage.bucket, cmd.staged_object);
+      stream = await storage.open(cmd.staged_object);
     } catch (error) {
       if (isNotFound(error)) return { ok: false, reason: 'the uploaded bytes are no longer in storage; upload the file again', errors: [] };
       throw error;
@@ -137,7 +139,7 @@ export async function startFileCommands(platform: Platform, consumerGroupId: str
         // Kafka's transient failures and storage or network outages: redelivering the command may cure them.
         if (classify(error) === 'transient') throw error;
         log.error({ err: error }, 'file definition failed on a non-retriable error');
-        await sendToDeadLetter(await platform.producer(), platform.topics.deadLetter, { ...at, key: cmd.task_id, value: taskCodec.encode(cmd), reason: (error as Error).message });
+        await sendToDeadLetter(await ingest.log.writer(), topics.deadLetter, { ...at, key: cmd.task_id, value: taskCodec.encode(cmd), reason: (error as Error).message });
         await failTask(producer, at, cmd, `the file could not be stored: ${(error as Error).message}`, []);
         await removeStagedOf(cmd);
         collector.enqueue(sha256); // a promoted blob nothing references
@@ -170,11 +172,11 @@ class BlobCollector {
   private started = false;
   private stopped = false;
   private retry: NodeJS.Timeout | null = null;
-  private readonly storage: Storage;
+  private readonly storage: BlobStore;
   private readonly lock: Mutex;
   private readonly logger: Logger;
 
-  constructor(storage: Storage, lock: Mutex, logger: Logger) {
+  constructor(storage: BlobStore, lock: Mutex, logger: Logger) {
     this.storage = storage;
     this.lock = lock;
     this.logger = logger;
@@ -227,7 +229,7 @@ class BlobCollector {
     for (const [i, sha] of batch.entries()) {
       if ((files.state.blobRefs.get(sha) ?? 0) > 0) continue;
       try {
-        await this.storage.client.removeObject(this.storage.bucket, blobKeyOf(sha));
+        await this.storage.remove(blobKeyOf(sha));
         this.logger.info({ sha256: sha }, 'blob removed: no file references it');
       } catch (error) {
         for (const rest of batch.slice(i)) this.candidates.add(rest);

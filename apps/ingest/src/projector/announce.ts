@@ -1,5 +1,4 @@
-import type { Producer } from 'kafkajs';
-import type { TaskEvent, UploadSegmentProjected } from '@meridian/domain';
+import type { LogWriter, TaskEvent, UploadSegmentProjected } from '@meridian/domain';
 import type { EventCodec } from '@meridian/events';
 import { appendEvents } from '@meridian/kafka';
 import type { Seal } from '@meridian/projection';
@@ -10,7 +9,7 @@ import type { Seal } from '@meridian/projection';
  * Called only after the rows before each seal are in ClickHouse.
  */
 export async function announceProjected(
-  producer: Producer,
+  producer: LogWriter,
   codec: EventCodec<TaskEvent>,
   tasksTopic: string,
   seals: readonly Seal[],

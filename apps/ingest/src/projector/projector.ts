@@ -1,15 +1,15 @@
-import type { EachBatchPayload, KafkaMessage } from 'kafkajs';
-import type { PointsFact, TaskEvent } from '@meridian/domain';
+import type { BatchPayload, ConsumedMessage, PointsFact, TaskEvent } from '@meridian/domain';
 import { createEventCodec, UndecodableEventError } from '@meridian/events';
-import { appendEvents, ConsumerWatch } from '@meridian/kafka';
-import { runConsumer, type Platform } from '@meridian/platform';
+import { appendEvents, type ConsumerWatch } from '@meridian/kafka';
+import { runConsumer } from '@meridian/platform';
 import { retry, RETRY_POLICIES } from '@meridian/retry';
 import { announceProjected } from './announce.ts';
 import { sendToDeadLetter } from '../dead-letter.ts';
 import { Heart } from './heart.ts';
 import { InsertLog } from './insert-log.ts';
-import { createPointsSink, refusedBeforeWriting } from '@meridian/clickhouse';
+import { refusedBeforeWriting } from '@meridian/clickhouse';
 import { Projection } from '@meridian/projection';
+import type { IngestDeps } from '../ingest-deps.ts';
 
 export type RunningProjector = { readonly watch: ConsumerWatch; stop(): Promise<void> };
 
@@ -37,43 +37,40 @@ class Stopping extends Error {}
  * - Kafka offsets are committed only when everything before them is done (rows inserted,
  *   markers announced); they save re-reading, never decide what is written.
  */
-export async function startProjector(platform: Platform): Promise<RunningProjector> {
-  const { kafka, topics, settings } = platform;
-  const logger = platform.logger.child({ component: 'projector' });
-  const groupId = `${settings.MERIDIAN_TOPIC_PREFIX}ingest-projector`;
-  const sink = createPointsSink(platform.clickhouse, 'points', {
-    replicas: platform.settings.CLICKHOUSE_INSERT_QUORUM,
-    timeoutMs: platform.settings.CLICKHOUSE_INSERT_QUORUM_TIMEOUT_MS,
-  });
+export async function startProjector(ingest: IngestDeps): Promise<RunningProjector> {
+  const { log, topics, settings } = ingest;
+  const logger = ingest.logger.child({ component: 'projector' });
+  const groupId = ingest.groups.projector;
+  const sink = ingest.pointsSink;
   const pointsCodec = createEventCodec<PointsFact>();
   const taskCodec = createEventCodec<TaskEvent>();
-  const producer = await platform.producer();
+  const producer = await log.writer();
   const projection = new Projection(settings.MERIDIAN_PROJECTOR_BATCH_ROWS);
   const inserts = new InsertLog(logger);
   let assigned: number[] = [];
 
-  const consumer = kafka.consumer({
+  const consumer = log.consumer({
     groupId,
-    sessionTimeout: settings.KAFKA_SESSION_TIMEOUT_MS,
-    heartbeatInterval: Math.min(3000, Math.floor(settings.KAFKA_SESSION_TIMEOUT_MS / 3)),
+    sessionTimeoutMs: settings.KAFKA_SESSION_TIMEOUT_MS,
+    heartbeatIntervalMs: Math.min(3000, Math.floor(settings.KAFKA_SESSION_TIMEOUT_MS / 3)),
     maxBytesPerPartition: MAX_BYTES_PER_PARTITION,
     maxBytes: MAX_BYTES,
-    maxWaitTimeInMs: 500,
+    maxWaitTimeMs: 500,
     readUncommitted: false, // only committed upload transactions are projected
   });
-  consumer.on(consumer.events.GROUP_JOIN, (e) => {
+  consumer.onJoin((e) => {
     // kafkajs resumes every assigned partition from its committed offset after a join, so the
     // buffer (taken from positions past that) is void; the sink positions are read again.
     projection.reset();
-    assigned = [...(e.payload.memberAssignment[topics.points] ?? [])].sort((a, b) => a - b);
-    logger.info({ group: e.payload.groupId, partitions: assigned }, 'projector joined its consumer group');
+    assigned = [...(e.assignment[topics.points] ?? [])].sort((a, b) => a - b);
+    logger.info({ group: e.groupId, partitions: assigned }, 'projector joined its consumer group');
   });
-  consumer.on(consumer.events.CRASH, (e) => {
-    logger.error({ err: e.payload.error, restart: e.payload.restart }, 'projector consumer crashed');
+  consumer.onCrash((e) => {
+    logger.error({ err: e.error, restart: e.restart }, 'projector consumer crashed');
   });
-  const watch = new ConsumerWatch('projector', consumer);
+  const watch: ConsumerWatch = consumer.watch('projector');
 
-  type Ctx = Pick<EachBatchPayload, 'isRunning' | 'commitOffsetsIfNecessary' | 'uncommittedOffsets'> & { heart: Heart };
+  type Ctx = Pick<BatchPayload, 'isRunning' | 'commitOffsetsIfNecessary' | 'uncommittedOffsets'> & { heart: Heart };
 
   /** Runs `attempt` until it succeeds, heartbeating, backing off; stops only when the consumer stops. */
   async function persist(what: string, ctx: Ctx, attempt: (retry: boolean) => Promise<void>): Promise<void> {
@@ -150,7 +147,7 @@ export async function startProjector(platform: Platform): Promise<RunningProject
     await ctx.commitOffsetsIfNecessary(offsets);
   }
 
-  async function reject(ctx: Ctx, partition: number, message: KafkaMessage, reason: string): Promise<void> {
+  async function reject(ctx: Ctx, partition: number, message: ConsumedMessage, reason: string): Promise<void> {
     logger.warn({ partition, offset: message.offset, reason }, 'points message sent to the dead-letter topic');
     await persist('dead-lettering a points message', ctx, () =>
       sendToDeadLetter(producer, topics.deadLetter, { topic: topics.points, partition, offset: Number(message.offset), key: message.key, value: message.value, reason }),
@@ -174,7 +171,7 @@ export async function startProjector(platform: Platform): Promise<RunningProject
     await persist('failing the task of a rejected point batch', ctx, async () => { await appendEvents(producer, taskCodec, topics.tasks, taskId, [failed]); });
   }
 
-  async function eachBatch(payload: EachBatchPayload): Promise<void> {
+  async function eachBatch(payload: BatchPayload): Promise<void> {
     const { batch, resolveOffset, isRunning } = payload;
     const partition = batch.partition;
     const ctx: Ctx = { ...payload, heart: new Heart(payload.heartbeat) };
@@ -222,13 +219,13 @@ export async function startProjector(platform: Platform): Promise<RunningProject
     }
   }
 
-  await runConsumer(platform, consumer, topics.points, { autoCommit: false, eachBatchAutoResolve: false, partitionsConsumedConcurrently: 1, eachBatch });
+  await runConsumer(consumer, topics.points, { autoCommit: false, eachBatchAutoResolve: false, partitionsConsumedConcurrently: 1, eachBatch }, logger, ingest.startRetry);
   logger.info({ group: groupId, batch_rows: settings.MERIDIAN_PROJECTOR_BATCH_ROWS }, 'projector started');
 
   return {
     watch,
     async stop() {
-      await consumer.disconnect();
+      await consumer.stop();
       inserts.flush();
     },
   };

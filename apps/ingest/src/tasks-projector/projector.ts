@@ -1,14 +1,12 @@
-import { LiveTasks, type TaskEvent, type TaskReadModel, type TaskReadModelWriter } from '@meridian/domain';
+import { LiveTasks, type BatchPayload, type TaskEvent, type TaskReadModel, type TaskReadModelWriter } from '@meridian/domain';
 import { createEventCodec } from '@meridian/events';
-import { ConsumerWatch } from '@meridian/kafka';
-import { runConsumer, type Platform } from '@meridian/platform';
+import type { ConsumerWatch } from '@meridian/kafka';
+import { runConsumer } from '@meridian/platform';
 import { retry, RETRY_POLICIES } from '@meridian/retry';
 import { projectTaskBatch, taskEventsAfter } from '@meridian/projection';
+import type { IngestDeps } from '../ingest-deps.ts';
 
 export type RunningTasksProjector = { readonly watch: ConsumerWatch; stop(): Promise<void> };
-
-/** What kafkajs hands each batch (typed through the platform: apps do not import kafkajs). */
-type EachBatchPayload = Parameters<NonNullable<Parameters<typeof runConsumer>[3]['eachBatch']>>[0];
 
 /** Thrown out of a retry loop when the consumer is stopping: the work is left to the next owner. */
 class Stopping extends Error {}
@@ -32,23 +30,23 @@ const DAY_MS = 86_400_000;
  *   asked (one query per batch) and such a command is ignored, so it never reverts a finished row.
  * - Finished tasks older than MERIDIAN_TASK_RETENTION_DAYS are removed on a timer.
  */
-export async function startTasksProjector(platform: Platform, readModel: TaskReadModel, writer: TaskReadModelWriter): Promise<RunningTasksProjector> {
-  const { kafka, topics, settings } = platform;
-  const logger = platform.logger.child({ component: 'tasks-projector' });
-  const groupId = `${settings.MERIDIAN_TOPIC_PREFIX}ingest-tasks-projector`;
+export async function startTasksProjector(ingest: IngestDeps, readModel: TaskReadModel, writer: TaskReadModelWriter): Promise<RunningTasksProjector> {
+  const { log, topics, settings } = ingest;
+  const logger = ingest.logger.child({ component: 'tasks-projector' });
+  const groupId = ingest.groups.tasksProjector;
   const codec = createEventCodec<TaskEvent>();
   let live = new LiveTasks();
   /** Per partition of this assignment, the last offset the read model covers. */
   let positions = new Map<number, number>();
   let assigned: number[] = [];
 
-  const consumer = kafka.consumer({ groupId, sessionTimeout: settings.KAFKA_SESSION_TIMEOUT_MS, maxWaitTimeInMs: 250, readUncommitted: false });
-  const watch = new ConsumerWatch('tasks projector', consumer);
-  consumer.on(consumer.events.GROUP_JOIN, (e) => {
+  const consumer = log.consumer({ groupId, sessionTimeoutMs: settings.KAFKA_SESSION_TIMEOUT_MS, maxWaitTimeMs: 250, readUncommitted: false });
+  const watch: ConsumerWatch = consumer.watch('tasks projector');
+  consumer.onJoin((e) => {
     // kafkajs resumes from the committed offsets after a join: the fold is rebuilt from the read model.
     live = new LiveTasks();
     positions = new Map();
-    assigned = [...(e.payload.memberAssignment[topics.tasks] ?? [])].sort((a, b) => a - b);
+    assigned = [...(e.assignment[topics.tasks] ?? [])].sort((a, b) => a - b);
     logger.info({ partitions: assigned }, 'tasks projector joined its consumer group');
   });
 
@@ -56,7 +54,7 @@ export async function startTasksProjector(platform: Platform, readModel: TaskRea
   // position all the same (every record before it is written: batches of a partition come in
   // order), so the read model's positions reach the log's end. Best effort: missing one only
   // means re-reading markers after a restart.
-  consumer.on(consumer.events.END_BATCH_PROCESS, ({ payload }) => {
+  consumer.onBatchEnd((payload) => {
     const last = Number(payload.lastOffset);
     const known = positions.get(payload.partition);
     if (payload.topic !== topics.tasks || payload.batchSize !== 0 || known === undefined || !(last > known)) return;
@@ -65,7 +63,7 @@ export async function startTasksProjector(platform: Platform, readModel: TaskRea
   });
 
   /** Runs `attempt` until it succeeds, backing off, heartbeating; stops only when the consumer stops. */
-  function persist<T>(what: string, payload: EachBatchPayload, attempt: () => Promise<T>): Promise<T> {
+  function persist<T>(what: string, payload: BatchPayload, attempt: () => Promise<T>): Promise<T> {
     return retry(attempt, {
       ...RETRY_POLICIES.projector,
       retriable: () => {
@@ -77,14 +75,14 @@ export async function startTasksProjector(platform: Platform, readModel: TaskRea
     });
   }
 
-  async function load(partitions: readonly number[], payload: EachBatchPayload): Promise<void> {
+  async function load(partitions: readonly number[], payload: BatchPayload): Promise<void> {
     const [stored, rows] = await persist('reading the tasks read model', payload, async () => [await readModel.positions(), await readModel.unfinished(partitions)] as const);
     for (const p of partitions) positions.set(p, stored.get(p) ?? -1);
     live.seed(rows);
     logger.info({ positions: Object.fromEntries(positions), unfinished: rows.length }, 'tasks projector resumes after the read model positions');
   }
 
-  async function eachBatch(payload: EachBatchPayload): Promise<void> {
+  async function eachBatch(payload: BatchPayload): Promise<void> {
     const { batch } = payload;
     const partition = batch.partition;
     try {
@@ -105,7 +103,7 @@ export async function startTasksProjector(platform: Platform, readModel: TaskRea
     }
   }
 
-  await runConsumer(platform, consumer, topics.tasks, { autoCommit: false, eachBatchAutoResolve: false, partitionsConsumedConcurrently: 1, eachBatch });
+  await runConsumer(consumer, topics.tasks, { autoCommit: false, eachBatchAutoResolve: false, partitionsConsumedConcurrently: 1, eachBatch }, logger, ingest.startRetry);
   logger.info({ group: groupId }, 'tasks projector started');
 
   const retentionMs = settings.MERIDIAN_TASK_RETENTION_DAYS * DAY_MS;
@@ -118,7 +116,7 @@ export async function startTasksProjector(platform: Platform, readModel: TaskRea
     watch,
     async stop() {
       clearInterval(expiry);
-      await consumer.disconnect();
+      await consumer.stop();
     },
   };
 }

@@ -1,4 +1,4 @@
-import type { Transaction } from 'kafkajs';
+import type { LogWriter } from '@meridian/domain';
 
 /**
  * Sends an upload's point batches in its transaction with one request in flight, so parsing
@@ -8,11 +8,11 @@ import type { Transaction } from 'kafkajs';
  */
 export class PointBatchSender {
   readonly pointsPerPartition = new Map<number, number>();
-  private readonly tx: Transaction;
+  private readonly tx: LogWriter;
   private readonly topic: string;
   private inFlight: Promise<void> = Promise.resolve();
 
-  constructor(tx: Transaction, topic: string) {
+  constructor(tx: LogWriter, topic: string) {
     this.tx = tx;
     this.topic = topic;
   }

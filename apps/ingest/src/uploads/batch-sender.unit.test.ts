@@ -1,4 +1,4 @@
-import type { Transaction } from 'kafkajs';
+import type { LogWriter } from '@meridian/domain';
 import { describe, expect, it } from 'vitest';
 import { PointBatchSender } from './batch-sender.ts';
 
@@ -10,7 +10,7 @@ function manualTx() {
       new Promise((resolve, reject) => {
         sends.push({ key: messages[0]!.key, ack: (partition) => resolve([{ topicName: 'points', partition, errorCode: 0 }]), fail: reject });
       }),
-  } as unknown as Transaction;
+  } as unknown as LogWriter;
   return { tx, sends };
 }
 

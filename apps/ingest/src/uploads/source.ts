@@ -2,17 +2,17 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createGunzip } from 'node:zlib';
 import type { MetricsUploadRequested } from '@meridian/domain';
-import type { Storage } from '@meridian/storage';
+import type { BlobStore } from '../blob-store.ts';
 import { UploadLimitExceeded } from './limits.ts';
 
 /**
  * The upload's bytes, from the staged object (claim check). Commands written before JSON bodies
  * were staged carry small bodies inline, and a replay of the log still reads them from there.
  */
-export async function openUploadBytes(cmd: MetricsUploadRequested, storage: Storage): Promise<Readable> {
+export async function openUploadBytes(cmd: MetricsUploadRequested, storage: BlobStore): Promise<Readable> {
   if (cmd.payload !== null) return Readable.from([cmd.payload]);
   if (cmd.staged_object === null) throw new Error('the upload command carries neither a payload nor a staged object');
-  return storage.client.getObject(storage.bucket, cmd.staged_object);
+  return storage.open(cmd.staged_object);
 }
 
 const GZIP_MAGIC_0 = 0x1f;

@@ -1,14 +1,15 @@
 import type { Readable } from 'node:stream';
-import type { Producer, Transaction } from 'kafkajs';
-import type { Transactions } from '@meridian/kafka';
 import {
   decideUpload,
   parseUploadBatches,
   rowsRead,
   startUpload,
+  type LogTransaction,
+  type LogWriter,
   type MetricsUploadRequested,
   type PointsFact,
   type TaskEvent,
+  type TransactionalLog,
   type UploadComplete,
   type UploadFact,
   type UploadFailed,
@@ -17,7 +18,7 @@ import {
 import type { EventCodec } from '@meridian/events';
 import type { Topics } from '@meridian/kafka';
 import type { Logger } from '@meridian/observability';
-import type { Storage } from '@meridian/storage';
+import type { BlobStore } from '../blob-store.ts';
 import { commitCommandOffset, inTransaction, type CommandPosition } from '../commands/handlers.ts';
 import { PointBatchSender } from './batch-sender.ts';
 import { UploadLimitExceeded, type UploadLimits } from './limits.ts';
@@ -25,12 +26,12 @@ import { gunzipIfNeeded, openUploadBytes } from './source.ts';
 
 export type UploadJobDeps = {
   readonly topics: Topics;
-  readonly storage: Storage;
+  readonly storage: BlobStore;
   readonly logger: Logger;
   readonly taskCodec: EventCodec<TaskEvent>;
   readonly pointsCodec: EventCodec<PointsFact>;
   /** Non-transactional, for started/progress events that must show while the upload runs. */
-  readonly progressProducer: Producer;
+  readonly progressProducer: LogWriter;
   readonly consumerGroupId: string;
   readonly batchPoints: number;
   readonly maxBufferedPoints: number;
@@ -57,7 +58,7 @@ const PROGRESS_EVERY_MS = 1000;
  * decider (decideUpload, libs/domain/src/uploads) makes of them, which holds the rules (all or
  * nothing, the error cap, skip mode, write access per row).
  */
-export async function runUploadJob(cmd: MetricsUploadRequested, at: CommandPosition, producer: Transactions, deps: UploadJobDeps): Promise<'succeeded' | 'failed'> {
+export async function runUploadJob(cmd: MetricsUploadRequested, at: CommandPosition, producer: TransactionalLog, deps: UploadJobDeps): Promise<'succeeded' | 'failed'> {
   const log = deps.logger.child({ task_id: cmd.task_id });
   const now = () => Date.now();
   const run = startUpload({ on_error: cmd.on_error, user: () => deps.user(cmd.user_name), batchPoints: deps.batchPoints, maxBufferedPoints: deps.maxBufferedPoints });
@@ -161,12 +162,12 @@ function taskMessage(deps: TaskLog, event: TaskEvent) {
   return { key: event.task_id, value: deps.taskCodec.encode(event), headers: { type: event.type } };
 }
 
-async function sendTaskEvents(producer: Producer | Transaction, deps: TaskLog, events: TaskEvent[]): Promise<void> {
+async function sendTaskEvents(producer: LogWriter | LogTransaction, deps: TaskLog, events: TaskEvent[]): Promise<void> {
   await producer.send({ topic: deps.topics.tasks, acks: -1, messages: events.map((e) => taskMessage(deps, e)) });
 }
 
 /** Records the failure and moves past the command, atomically. */
-export async function failTask(producer: Transactions, deps: TaskLog, at: CommandPosition, cmd: { task_id: string }, failed: UploadFailed): Promise<void> {
+export async function failTask(producer: TransactionalLog, deps: TaskLog, at: CommandPosition, cmd: { task_id: string }, failed: UploadFailed): Promise<void> {
   await inTransaction(producer, async (tx) => {
     await sendTaskEvents(tx, deps, [{
       type: 'TaskFailed',

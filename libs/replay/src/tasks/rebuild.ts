@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { clickhouseTaskReadModel, clickhouseTaskReadModelWriter, LIVE_TASK_TABLES, quoteIdentifier, type TaskTables } from '@meridian/clickhouse';
 import { LiveTasks, type TaskEvent } from '@meridian/domain';
 import { createEventCodec } from '@meridian/events';
-import type { Platform } from '@meridian/platform';
+import type { ReplayDeps } from '../deps.ts';
 import { retry, RETRY_POLICIES } from '@meridian/retry';
 import { topicOffsets, type Offsets } from '../bounds.ts';
 import { readRanges } from '../log-reader.ts';
@@ -36,9 +36,9 @@ export type RebuildTasksResult = {
  * then verified against the live tables. A rebuild has no retention: it restores tasks the live
  * read model has already let go of. Swapping it in is not implemented (see the report of issue 13).
  */
-export async function rebuildTasks(platform: Platform, onProgress?: (events: number) => void): Promise<RebuildTasksResult> {
+export async function rebuildTasks(platform: ReplayDeps, onProgress?: (events: number) => void): Promise<RebuildTasksResult> {
   const started = performance.now();
-  const { clickhouse, topics, settings } = platform;
+  const { clickhouse, topics } = platform;
   const t = REBUILT_TASK_TABLES;
   // A copy of a replicated table would share its ZooKeeper path: a replica of the live tasks, not a rebuild.
   refuseReplicated((await tableEngines(clickhouse)).get(LIVE_TASK_TABLES.tasks), LIVE_TASK_TABLES.tasks);
@@ -54,13 +54,13 @@ export async function rebuildTasks(platform: Platform, onProgress?: (events: num
     ...RETRY_POLICIES.rebuildInsert,
     onRetry: (error, n, delay) => platform.logger.warn({ err: error, attempt: n, retry_in_ms: delay }, `${what} failed; retrying`),
   });
-  const { low, end } = await topicOffsets(platform.admin, topics.tasks);
+  const { low, end } = await topicOffsets(platform.log.admin, topics.tasks);
   let events = 0;
   let rows = 0;
   for await (const batch of readRanges([...end].map(([partition, e]) => ({ topic: topics.tasks, partition, start: low.get(partition) ?? 0, end: e })), {
-    kafka: platform.kafka,
-    admin: platform.admin,
-    groupId: `${settings.MERIDIAN_TOPIC_PREFIX}replay-tasks-${randomBytes(4).toString('hex')}`,
+    kafka: platform.log.kafka,
+    admin: platform.log.admin,
+    groupId: `${platform.topicPrefix}replay-tasks-${randomBytes(4).toString('hex')}`,
     sequential: false,
   })) {
     if (batch.messages.length === 0 && !batch.done) continue;
@@ -79,7 +79,7 @@ export async function rebuildTasks(platform: Platform, onProgress?: (events: num
  * the rebuilt range must be in the rebuild with the same state. (The live read model may hold
  * fewer tasks, past retention, and newer rows, past the range: neither is a difference.)
  */
-export async function verifyTasks(platform: Platform, rebuilt: TaskTables, ends: Offsets): Promise<TaskVerification> {
+export async function verifyTasks(platform: Pick<ReplayDeps, 'clickhouse'>, rebuilt: TaskTables, ends: Offsets): Promise<TaskVerification> {
   const inRange = [...ends].map(([p, e]) => `(kafka_partition = ${Math.trunc(p)} AND kafka_offset < ${Math.trunc(e)})`).join(' OR ') || '0';
   const live = quoteIdentifier(LIVE_TASK_TABLES.tasks);
   const copy = quoteIdentifier(rebuilt.tasks);

@@ -1,0 +1,28 @@
+import type { Settings } from '@meridian/config';
+import type { ConnOptions } from '@meridian/clickhouse';
+import type { TaskReadModel } from '@meridian/domain';
+import type { ConsumerGroups, KafkaEventLog, Topics } from '@meridian/kafka';
+import type { Logger } from '@meridian/observability';
+import type { FoldContext, Probe } from '@meridian/platform';
+import type { BlobStore } from './blob-store.ts';
+import type { MetricCatalog } from './catalog/routes.ts';
+
+/** The adapters and settings the api is built on (buildApi), composed in main.ts. */
+export type ApiServices = {
+  readonly settings: Settings;
+  readonly logger: Logger;
+  readonly topics: Topics;
+  /** The ingest worker's groups, whose lag /metrics reports. */
+  readonly groups: ConsumerGroups;
+  /** Appends commands, reports the ingest groups' lag, and is read by the events export. */
+  readonly log: KafkaEventLog;
+  readonly blobs: BlobStore;
+  /** What the accounts, files and tasks folds are built on. */
+  readonly folds: FoldContext;
+  /** Downloads read ClickHouse over HTTP with these. */
+  readonly clickhouseOptions: ConnOptions;
+  readonly catalog: MetricCatalog;
+  readonly taskReadModel: TaskReadModel;
+  /** The dependencies' readiness probes (kafka, clickhouse, minio). */
+  readonly probes: readonly Probe[];
+};

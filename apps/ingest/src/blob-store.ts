@@ -1,0 +1,14 @@
+import type { Readable } from 'node:stream';
+
+/**
+ * What the worker does with the bucket (implemented by libs/storage's MinioBlobStore): read
+ * staged bytes, promote them to their content address, remove staged bytes and unused blobs.
+ */
+export interface BlobStore {
+  open(key: string): Promise<Readable>;
+  /** The object's size, or null when there is none. */
+  size(key: string): Promise<number | null>;
+  /** Copies an object of `size` bytes to another key, server-side. */
+  copy(fromKey: string, toKey: string, size: number): Promise<void>;
+  remove(key: string): Promise<void>;
+}

@@ -1,0 +1,27 @@
+import type { GroupConsumer, GroupConsumerOptions, LogWriter, TransactionalLog } from '@meridian/domain';
+import type { ConsumerWatch } from '@meridian/kafka';
+
+/** A group consumer whose joins and crashes the worker's health follows. */
+export interface WatchedConsumer extends GroupConsumer {
+  watch(name: string): ConsumerWatch;
+}
+
+/** A transactional writer the worker opens per input partition and closes at stop. */
+export interface PartitionWriter extends TransactionalLog {
+  /** Connects (fencing a predecessor's open transaction with the same id, which is settled first). */
+  connect(): Promise<void>;
+  /** How many times its producer was replaced after a transaction that did not end cleanly. */
+  readonly replaced: number;
+  disconnect(): Promise<void>;
+}
+
+/**
+ * The event log as the ingest worker uses it (implemented by libs/kafka's KafkaEventLog):
+ * plain appends, transactions that also move a consumer group, and group consumers.
+ */
+export interface EventLog {
+  /** The process's idempotent writer, connected on first use. */
+  writer(): Promise<LogWriter>;
+  transactional(transactionalId: string): PartitionWriter;
+  consumer(options: GroupConsumerOptions): WatchedConsumer;
+}

@@ -1,0 +1,26 @@
+import type { TaskReadModel, TaskReadModelWriter } from '@meridian/domain';
+import type { Settings } from '@meridian/config';
+import type { ConsumerGroups, Topics } from '@meridian/kafka';
+import type { Logger } from '@meridian/observability';
+import type { FoldContext, UntilDoneOptions } from '@meridian/platform';
+import type { BlobStore } from './blob-store.ts';
+import type { EventLog } from './event-log.ts';
+import type { PointsSink } from '@meridian/clickhouse';
+
+/** The adapters and settings the worker runs on, composed in main.ts. */
+export type IngestDeps = {
+  readonly settings: Settings;
+  readonly logger: Logger;
+  readonly topics: Topics;
+  readonly groups: ConsumerGroups;
+  readonly log: EventLog;
+  readonly blobs: BlobStore;
+  /** What the accounts, files and tasks folds are built on. */
+  readonly folds: FoldContext;
+  readonly taskReadModel: TaskReadModel;
+  readonly taskReadModelWriter: TaskReadModelWriter;
+  /** The live points table's exactly-once sink. */
+  readonly pointsSink: PointsSink;
+  /** How start-up work (running a consumer) retries. */
+  readonly startRetry: UntilDoneOptions;
+};

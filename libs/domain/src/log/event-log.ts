@@ -1,0 +1,98 @@
+// The event log as the apps and the folds use it (implemented by libs/kafka's KafkaEventLog).
+// Shaped after the records kafkajs takes, so an adapter passes them through unchanged.
+
+/** Where a record sits in its topic: enough to wait until a follower has applied it. */
+export type Position = { readonly partition: number; readonly offset: number };
+
+/** Where a consumed record sits, topic included (the command a handler is running). */
+export type ConsumedPosition = { readonly topic: string; readonly partition: number; readonly offset: number };
+
+export type LogMessage = {
+  readonly key: Buffer | string | null;
+  readonly value: Buffer | null;
+  readonly headers?: Readonly<Record<string, string>>;
+  /** Written to this partition rather than the key's (a seal goes to every partition an upload touched). */
+  readonly partition?: number;
+};
+
+/**
+ * Records for one topic. Every send is acknowledged by all in-sync replicas: `acks: -1` is the
+ * only value, spelled at call sites that say so.
+ */
+export type LogRecord = { readonly topic: string; readonly acks?: -1; readonly messages: LogMessage[] };
+
+/** What the log acknowledged for a send: per partition written, the offset of its first record. */
+export type Acknowledgement = { readonly partition: number; readonly baseOffset?: string };
+
+/** Appends records; resolves once every in-sync replica has them. */
+export interface LogWriter {
+  send(record: LogRecord): Promise<Acknowledgement[]>;
+}
+
+/** Sends and a consumer group's offsets, committed together or not at all. */
+export interface LogTransaction extends LogWriter {
+  /** Moves the group past `consumed`, as part of this transaction. */
+  commitConsumed(groupId: string, consumed: ConsumedPosition): Promise<void>;
+  commit(): Promise<void>;
+  abort(): Promise<void>;
+  isActive(): boolean;
+}
+
+/** A writer whose sends go in transactions (one per input partition: a restart fences its predecessor's). */
+export interface TransactionalLog {
+  transaction(): Promise<LogTransaction>;
+}
+
+/** A consumed record. */
+export type ConsumedMessage = { readonly offset: string; readonly key: Buffer | null; readonly value: Buffer | null };
+
+/** Offsets per topic and partition, as a consumer resolves and commits them. */
+export type TopicOffsets = { readonly topics: ReadonlyArray<{ readonly topic: string; readonly partitions: ReadonlyArray<{ readonly partition: number; readonly offset: string }> }> };
+
+/** One fetched batch of a partition, with the consumer's controls while it is handled. */
+export type BatchPayload = {
+  readonly batch: { readonly topic: string; readonly partition: number; readonly messages: readonly ConsumedMessage[]; lastOffset(): string };
+  resolveOffset(offset: string): void;
+  heartbeat(): Promise<void>;
+  isRunning(): boolean;
+  uncommittedOffsets(): TopicOffsets;
+  commitOffsetsIfNecessary(offsets?: TopicOffsets): Promise<void>;
+};
+
+/** One consumed record, with the heartbeat that keeps the group membership alive while it runs. */
+export type MessagePayload = { readonly topic: string; readonly partition: number; readonly message: ConsumedMessage; heartbeat(): Promise<void> };
+
+/** How a group consumer runs: by batch (projectors) or by message (commands). */
+export type ConsumerRun = {
+  readonly autoCommit?: boolean;
+  readonly eachBatchAutoResolve?: boolean;
+  /** Partitions handled at once (each in order). */
+  readonly partitionsConsumedConcurrently?: number;
+  readonly eachBatch?: (payload: BatchPayload) => Promise<void>;
+  readonly eachMessage?: (payload: MessagePayload) => Promise<void>;
+};
+
+export type GroupConsumerOptions = {
+  readonly groupId: string;
+  readonly sessionTimeoutMs: number;
+  readonly heartbeatIntervalMs?: number;
+  readonly maxWaitTimeMs: number;
+  readonly maxBytesPerPartition?: number;
+  readonly maxBytes?: number;
+  /** False: only committed transactions are read (the default, as for every consumer here). */
+  readonly readUncommitted?: boolean;
+};
+
+/** A processed fetch's end, markers included (a fetch of transaction markers alone reaches no handler). */
+export type BatchEnd = { readonly topic: string; readonly partition: number; readonly lastOffset: string; readonly batchSize: number };
+
+/** A member of a consumer group: one topic, offsets committed by the handler. */
+export interface GroupConsumer {
+  /** After each join of the group: the partitions assigned, per topic. */
+  onJoin(listener: (join: { readonly groupId: string; readonly assignment: Readonly<Record<string, readonly number[]>> }) => void): void;
+  onCrash(listener: (crash: { readonly error: unknown; readonly restart: boolean }) => void): void;
+  onBatchEnd(listener: (end: BatchEnd) => void): void;
+  /** Connects, subscribes to `topic` from its beginning and runs; a failed start disconnects, so it may be called again. */
+  run(topic: string, config: ConsumerRun): Promise<void>;
+  stop(): Promise<void>;
+}

@@ -1,0 +1,178 @@
+import type { Admin, Consumer, Kafka, Producer } from 'kafkajs';
+import type { ConsumedPosition, ConsumerRun, GroupConsumer, GroupConsumerOptions, LogTransaction, LogWriter, TransactionalLog } from '@meridian/domain';
+import type { EventLike } from '@meridian/events';
+import { withTimeout } from '@meridian/observability';
+import { createKafka, createProducer, ensureTopics, type KafkaOptions } from './client.ts';
+import { ConsumerWatch } from './consumer-watch.ts';
+import { TopicFollower, type FollowerOptions } from './follow.ts';
+import { TransactionalProducer } from './transactional.ts';
+import type { TopicMismatch, TopicSpec } from './topics.ts';
+
+/** Connects once, on first use; a failed connect is tried again at the next use. */
+function connectOnce(connect: () => Promise<void>): () => Promise<void> {
+  let connected: Promise<void> | null = null;
+  return () => (connected ??= connect().catch((e: unknown) => {
+    connected = null;
+    throw e;
+  }));
+}
+
+/**
+ * A transactional producer behind the TransactionalLog port; connected before its first
+ * transaction, and replaced after one that did not end cleanly (TransactionalProducer).
+ */
+export class KafkaTransactionalLog implements TransactionalLog {
+  private readonly producer: TransactionalProducer;
+
+  constructor(producer: TransactionalProducer) {
+    this.producer = producer;
+  }
+
+  /** Connects (InitProducerId): fences a predecessor's open transaction with the same id, and settles it. */
+  connect(): Promise<void> {
+    return this.producer.ready();
+  }
+
+  /** How many times the producer was replaced after a transaction that did not end cleanly. */
+  get replaced(): number {
+    return this.producer.replaced;
+  }
+
+  async transaction(): Promise<LogTransaction> {
+    const tx = await this.producer.transaction();
+    return {
+      send: (record) => tx.send(record),
+      async commitConsumed(groupId: string, at: ConsumedPosition) {
+        await tx.sendOffsets({ consumerGroupId: groupId, topics: [{ topic: at.topic, partitions: [{ partition: at.partition, offset: String(at.offset + 1) }] }] });
+      },
+      commit: () => tx.commit(),
+      abort: () => tx.abort(),
+      isActive: () => tx.isActive(),
+    };
+  }
+
+  async disconnect(): Promise<void> {
+    await this.producer.disconnect();
+  }
+}
+
+/** A kafkajs consumer behind the GroupConsumer port, with its health watch. */
+export class KafkaGroupConsumer implements GroupConsumer {
+  private readonly consumer: Consumer;
+
+  constructor(consumer: Consumer) {
+    this.consumer = consumer;
+  }
+
+  /** Follows this consumer's joins and crashes for the worker's health (apps/ingest/src/health). */
+  watch(name: string): ConsumerWatch {
+    return new ConsumerWatch(name, this.consumer);
+  }
+
+  onJoin(listener: Parameters<GroupConsumer['onJoin']>[0]): void {
+    this.consumer.on(this.consumer.events.GROUP_JOIN, (e) => listener({ groupId: e.payload.groupId, assignment: e.payload.memberAssignment }));
+  }
+
+  onCrash(listener: Parameters<GroupConsumer['onCrash']>[0]): void {
+    this.consumer.on(this.consumer.events.CRASH, (e) => listener({ error: e.payload.error, restart: e.payload.restart }));
+  }
+
+  onBatchEnd(listener: Parameters<GroupConsumer['onBatchEnd']>[0]): void {
+    this.consumer.on(this.consumer.events.END_BATCH_PROCESS, ({ payload }) => listener(payload));
+  }
+
+  async run(topic: string, config: ConsumerRun): Promise<void> {
+    try {
+      await this.consumer.connect();
+      await this.consumer.subscribe({ topic, fromBeginning: true });
+      await this.consumer.run(config);
+    } catch (error) {
+      await this.consumer.disconnect().catch(() => undefined);
+      throw error;
+    }
+  }
+
+  async stop(): Promise<void> {
+    await this.consumer.disconnect();
+  }
+}
+
+/**
+ * The event log (Kafka): the one place the apps' log ports are implemented. It holds the
+ * process's client, its admin and its idempotent producer, each connected on first use.
+ */
+export class KafkaEventLog {
+  /** For the other adapter libs (replay reads ranges with consumers of its own) and tests. */
+  readonly kafka: Kafka;
+  readonly admin: Admin;
+  private readonly producer: Producer;
+  private readonly connectProducer: () => Promise<void>;
+  /** Connects the admin client; the admin calls below do it first. */
+  readonly connectAdmin: () => Promise<void>;
+
+  constructor(options: KafkaOptions) {
+    this.kafka = createKafka(options);
+    this.admin = this.kafka.admin();
+    this.producer = createProducer(this.kafka);
+    this.connectProducer = connectOnce(() => this.producer.connect());
+    this.connectAdmin = connectOnce(() => this.admin.connect());
+  }
+
+  /** The process's idempotent producer (acks from all in-sync replicas), connected on first use. */
+  async writer(): Promise<LogWriter> {
+    await this.connectProducer();
+    return this.producer;
+  }
+
+  /** A transactional producer with this id: a new one with the same id fences an older one's open transaction. */
+  transactional(transactionalId: string): KafkaTransactionalLog {
+    return new KafkaTransactionalLog(new TransactionalProducer(this.kafka, transactionalId));
+  }
+
+  consumer(options: GroupConsumerOptions): KafkaGroupConsumer {
+    return new KafkaGroupConsumer(this.kafka.consumer({
+      groupId: options.groupId,
+      sessionTimeout: options.sessionTimeoutMs,
+      maxWaitTimeInMs: options.maxWaitTimeMs,
+      ...(options.heartbeatIntervalMs === undefined ? {} : { heartbeatInterval: options.heartbeatIntervalMs }),
+      ...(options.maxBytesPerPartition === undefined ? {} : { maxBytesPerPartition: options.maxBytesPerPartition }),
+      ...(options.maxBytes === undefined ? {} : { maxBytes: options.maxBytes }),
+      ...(options.readUncommitted === undefined ? {} : { readUncommitted: options.readUncommitted }),
+    }));
+  }
+
+  /** Reads a topic into memory and keeps following it (folds: accounts, files, tasks). */
+  follower<E extends EventLike>(options: Omit<FollowerOptions<E>, 'kafka' | 'admin'>): TopicFollower<E> {
+    return new TopicFollower<E>({ ...options, kafka: this.kafka, admin: this.admin });
+  }
+
+  /** Per partition, the offset the next record will take (the high watermark a read-committed client sees). */
+  async endOffsets(topic: string): Promise<Map<number, number>> {
+    await this.connectAdmin();
+    return new Map((await this.admin.fetchTopicOffsets(topic)).map((p) => [p.partition, Number(p.high)]));
+  }
+
+  /** Per partition of `topic`, the records a consumer group has not committed yet. */
+  async groupLag(groupId: string, topic: string): Promise<Array<{ partition: number; lag: number }>> {
+    await this.connectAdmin();
+    const [ends, [committed]] = await Promise.all([this.admin.fetchTopicOffsets(topic), this.admin.fetchOffsets({ groupId, topics: [topic] })]);
+    const done = new Map((committed?.partitions ?? []).map((p) => [p.partition, Number(p.offset)]));
+    return ends.map((e) => ({ partition: e.partition, lag: Math.max(0, Number(e.high) - Math.max(0, done.get(e.partition) ?? 0)) }));
+  }
+
+  /** Creates the missing topics (ensureTopics); returns how existing ones differ and how many brokers answer. */
+  async prepareTopics(specs: readonly TopicSpec[]): Promise<{ mismatches: TopicMismatch[]; brokers: number }> {
+    await this.connectAdmin();
+    return { mismatches: await ensureTopics(this.admin, specs), brokers: (await this.admin.describeCluster()).brokers.length };
+  }
+
+  /** Readiness probe: the cluster answers a metadata request within the timeout. */
+  async ping(timeoutMs: number): Promise<void> {
+    await this.connectAdmin();
+    await withTimeout(this.admin.describeCluster(), timeoutMs, 'kafka');
+  }
+
+  async close(): Promise<void> {
+    await Promise.allSettled([this.producer.disconnect(), this.admin.disconnect()]);
+  }
+}

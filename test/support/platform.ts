@@ -1,0 +1,45 @@
+import type { Producer } from 'kafkajs';
+import { composeApi, type ApiServices } from '@meridian/api';
+import { adapterOptions, type Settings } from '@meridian/config';
+import { composeIngest, type IngestDeps } from '@meridian/ingest';
+import type { Logger } from '@meridian/observability';
+import { createAdapters, createPlatform as createStartup, foldContext, type FoldContext, type Platform as Startup, type UntilDoneOptions } from '@meridian/platform';
+import { createStorage, type Storage } from '@meridian/storage';
+import { composeCli, type CliServices } from '../../apps/cli/src/cli-services.ts';
+
+/**
+ * A process's composition as the tests use it: the start-up work, what the api, the worker,
+ * the CLI and the folds are built on (composed as each main.ts does), and the raw clients the
+ * tests reach past the adapters with (tests may; the apps may not).
+ */
+export type Platform = Startup & IngestDeps & ApiServices & CliServices & FoldContext & {
+  readonly kafka: CliServices['log']['kafka'];
+  readonly admin: CliServices['log']['admin'];
+  /** The bucket's client, for checks of what is stored. */
+  readonly storage: Storage;
+  /** The process's idempotent producer. */
+  producer(): Promise<Producer>;
+};
+
+export function createPlatform(settings: Settings, logger: Logger, component: string, startRetry: UntilDoneOptions = {}): Platform {
+  const options = adapterOptions(settings, component);
+  const adapters = createAdapters(options, logger);
+  const startup = createStartup(adapters, options, logger, startRetry);
+  return {
+    ...foldContext(adapters, options, logger, startRetry),
+    ...composeIngest(settings, logger, adapters, options),
+    ...composeApi(settings, logger, adapters, options, startup),
+    ...composeCli(logger, adapters, options, startup, startRetry),
+    blobs: adapters.blobs,
+    clickhouseOptions: { ...options.clickhouse, logger },
+    startRetry,
+    probes: startup.probes,
+    prepareTopics: () => startup.prepareTopics(),
+    prepare: () => startup.prepare(),
+    close: () => startup.close(),
+    kafka: adapters.log.kafka,
+    admin: adapters.log.admin,
+    storage: createStorage(options.storage),
+    producer: async () => (await adapters.log.writer()) as Producer,
+  };
+}
