@@ -51,13 +51,15 @@ describe('the JSON upload check pool', () => {
   it('a body that exhausts a worker\'s heap is a 413 problem, not a 500; the pool goes on with a new worker', async () => {
     const small = jsonCheckPool({ workers: 1, heapMb: 16, maxValues: 10_000_000 });
     try {
-      const values = `{"timestamp":"2024-01-01T00:00:00Z","value":1,"pad":"${'x'.repeat(64)}"},`.repeat(400_000);
+      // 200,000 values: four times what exhausts 16 MB (50,000 already do), and half the parse
+      // work of the 400,000 this used, which took over 5 s on a loaded 2-core machine.
+      const values = `{"timestamp":"2024-01-01T00:00:00Z","value":1,"pad":"${'x'.repeat(64)}"},`.repeat(200_000);
       await expect(small.check(Buffer.from(`{"metric_name":"cpu","values":[${values}1]}`))).rejects.toMatchObject({ code: 'payload_too_large' });
       expect((await small.check(Buffer.from('{"metric_name":"cpu","values":[1]}'))).check).toEqual({ kind: 'ok', metric_name: 'cpu', values: 1 });
     } finally {
       await small.close();
     }
-  });
+  }, 30_000); // CPU-bound (a worker parsing until its heap runs out, then a new worker): not a timing assertion
 
   it('refuses checks once closed', async () => {
     const closed = jsonCheckPool({ workers: 1, heapMb: 64, maxValues: 10 });
