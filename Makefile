@@ -10,7 +10,7 @@ endif
 STACK := deploy/local/stack.sh
 CLUSTER := deploy/cluster/cluster.sh
 
-.PHONY: help run test deps typecheck lint stack-up stack-down stack-status stack-logs stack-reset test-unit test-deploy test-modern bench-ingest bench-download bench-replay bench-json-ack bench-history cluster-up cluster-down cluster-status test-cluster-seed
+.PHONY: help run test deps typecheck lint stack-up stack-down stack-status stack-logs stack-reset test-unit test-deploy test-modern bench-ingest bench-download bench-replay bench-json-ack bench-history cluster-up cluster-down cluster-status test-cluster-seed test-cluster
 
 help:
 	@echo "make run          start the local stack, api and ingest in the foreground (Ctrl-C stops them)"
@@ -18,6 +18,7 @@ help:
 	@echo "make stack-up | stack-down | stack-status | stack-logs | stack-reset"
 	@echo "make cluster-up | cluster-down | cluster-status   the cluster topology on one machine (deploy/cluster/cluster.sh)"
 	@echo "make test-cluster-seed   the seed's acceptance (uploads, downloads, files, tasks) against the cluster's services"
+	@echo "make test-cluster        kill -9 of each cluster process during a 1M-point ingest; starts and stops the cluster (not in make test)"
 	@echo "make test-unit    only the pure unit tests (no services)"
 	@echo "make test-deploy  the Helm chart rendered and validated against the Kubernetes schemas (no services)"
 	@echo "make test-modern  the ClickHouse adapter's tests against ClickHouse 26.9 (chDB, in-process, behind a test-only HTTP front)"
@@ -86,6 +87,13 @@ test-cluster-seed: deps
 	@$(CLUSTER) up services
 	@eval "$$($(CLUSTER) env)" && npx vitest run --project e2e test/e2e/uploads.e2e.test.ts test/e2e/downloads.e2e.test.ts \
 	  test/e2e/files.e2e.test.ts test/e2e/catalog.e2e.test.ts test/e2e/contract.e2e.test.ts test/e2e/task-wait.e2e.test.ts
+
+# The fault tier on the cluster: brings the whole topology up (apps included), kills one process
+# at a time during a 1M-point ingest (test/cluster), prints the table, and stops the cluster
+# whatever the outcome. Not part of `make test`: on CI's 2 cores it takes longer than the rest together.
+test-cluster: deps
+	@$(CLUSTER) up || { echo "test-cluster needs the cluster topology: see $(CLUSTER) logs"; $(CLUSTER) down; exit 1; }
+	@eval "$$($(CLUSTER) env)" && npx vitest run --project cluster --reporter=verbose; rc=$$?; $(CLUSTER) down; exit $$rc
 
 # Benchmarks: figures and ratios against a baseline measured in the same run (not tests).
 bench-ingest: deps stack-up

@@ -8,6 +8,7 @@ import { defineConfig } from 'vitest/config';
  *   *.hostile.test.ts hostile and runaway input against the whole stack (test/hostile), run alone
  *   *.fault.test.ts crashes and outages (test/fault), run alone after the others
  *   *.deploy.test.ts the Helm chart rendered and validated offline (test/deploy), helm and kubernetes-validate
+ *   *.cluster.test.ts kill -9 of each process of the cluster topology (test/cluster, `make test-cluster`)
  * The `modern` project runs the ClickHouse adapter's integration tests again against current
  * ClickHouse (26.9, the chDB front of test/modern) instead of the local 18.16 server.
  * Integration, e2e, hostile and fault share a global setup that finds or starts the stack.
@@ -74,6 +75,17 @@ export default defineConfig({
           setupFiles: ['test/support/setup.ts'],
           testTimeout: 120_000,
           hookTimeout: 180_000,
+          fileParallelism: false,
+        },
+      },
+      {
+        test: {
+          // The cluster's fault tier (`make test-cluster`, never part of `make test`): it needs the
+          // whole topology of deploy/cluster up (the make target starts and stops it) and its env.
+          name: 'cluster',
+          include: ['test/cluster/**/*.cluster.test.ts'],
+          testTimeout: 3_600_000,
+          hookTimeout: 900_000,
           fileParallelism: false,
         },
       },

@@ -8,7 +8,7 @@
 #   cluster.sh down [proc...]               stop (SIGTERM, then SIGKILL after 20 s), apps first
 #   cluster.sh status                       one line per process: state, pid, RSS
 #   cluster.sh logs [proc]                  tail the logs
-#   cluster.sh kill proc                    kill -9, for fault tests; `up proc` starts it again
+#   cluster.sh kill proc                    kill -9, for fault tests; `start proc` (= `up proc`) starts it again
 #   cluster.sh reset                        stop everything and wipe its data
 #   cluster.sh env                          the endpoints and cluster settings as shell exports
 set -euo pipefail
@@ -239,7 +239,7 @@ for t in "$@"; do
 done
 [ ${#targets[@]} -eq 0 ] && targets=("${ALL[@]}")
 case $cmd in
-  up) up "${targets[@]}" ;;
+  up | start) up "${targets[@]}" ;;
   down) down "${targets[@]}" ;;
   status) status ;;
   logs) for t in "${targets[@]}"; do echo "==> $(logfile "$t") <=="; tail -n "${LINES:-50}" "$(logfile "$t")" 2>/dev/null || true; done ;;
@@ -247,5 +247,5 @@ case $cmd in
         running "$1" && kill -KILL "$(cat "$(pidfile "$1")")" && log "killed $1 (kill -9)"; rm -f "$(pidfile "$1")" ;;
   reset) down "${ALL[@]}"; rm -rf "$CLUSTER_VAR"; log "data wiped ($CLUSTER_VAR)" ;;
   env) print_env ;;
-  *) die "usage: cluster.sh up|down|status|logs|kill|reset|env [proc...|services|apps]" ;;
+  *) die "usage: cluster.sh up|start|down|status|logs|kill|reset|env [proc...|services|apps]" ;;
 esac

@@ -8,6 +8,7 @@ import { startWorker } from '../support/ingest.ts';
 import { isolatedSettings } from '../support/settings.ts';
 import { waitForTask } from '../support/tasks.ts';
 import { waitFor } from '../support/wait.ts';
+import { incompleteUploads } from '../support/incomplete-uploads.ts';
 
 const MB = 1_000_000;
 /** The big file's size in MiB; FILES_E2E_BIG_MB=600 shows the api's memory does not grow with it. */
@@ -60,7 +61,7 @@ async function bucketContents(storage: Storage): Promise<{ objects: Set<string>;
   const objects = new Set<string>();
   for await (const o of storage.client.listObjectsV2(storage.bucket, '', true)) objects.add((o as { name: string }).name);
   const incomplete = new Set<string>();
-  for await (const u of storage.client.listIncompleteUploads(storage.bucket, '', true)) incomplete.add(`${u.key} ${u.uploadId}`);
+  for (const u of await incompleteUploads(storage.client, storage.bucket, '')) incomplete.add(`${u.key} ${u.uploadId}`);
   return { objects, incomplete };
 }
 

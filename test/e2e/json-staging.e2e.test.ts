@@ -10,6 +10,7 @@ import { startWorker } from '../support/ingest.ts';
 import { isolatedSettings } from '../support/settings.ts';
 import { waitForTask } from '../support/tasks.ts';
 import { waitFor } from '../support/wait.ts';
+import { incompleteUploads } from '../support/incomplete-uploads.ts';
 
 /**
  * JSON upload bodies are staged in the bucket like files: the command on the tasks topic carries
@@ -46,7 +47,7 @@ async function staged(prefix = 'staging/'): Promise<string[]> {
   const { client, bucket } = api.platform.storage;
   const found: string[] = [];
   for await (const o of client.listObjectsV2(bucket, prefix, true)) found.push((o as { name: string }).name);
-  for await (const u of client.listIncompleteUploads(bucket, prefix, true)) found.push(`incomplete:${(u as { key: string }).key}`);
+  for (const u of await incompleteUploads(client, bucket, prefix)) found.push(`incomplete:${u.key}`);
   return found.sort();
 }
 

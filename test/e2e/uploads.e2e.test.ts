@@ -8,6 +8,7 @@ import { startWorker } from '../support/ingest.ts';
 import { isolatedSettings } from '../support/settings.ts';
 import { waitForTask } from '../support/tasks.ts';
 import { runOverdueTimers } from '../support/wait.ts';
+import { incompleteUploads } from '../support/incomplete-uploads.ts';
 
 const settings = isolatedSettings({ MERIDIAN_MAX_JSON_BODY_BYTES: '3000000', MERIDIAN_MAX_UPLOAD_BYTES: '20000000', MERIDIAN_MAX_POINTS_PER_JSON_UPLOAD: '20000' });
 let api: RunningApi;
@@ -176,7 +177,7 @@ describe('metric uploads', () => {
       const { client, bucket } = api.platform.storage;
       const found: string[] = [];
       for await (const o of client.listObjectsV2(bucket, 'staging/', true)) found.push((o as { name: string }).name);
-      for await (const u of client.listIncompleteUploads(bucket, 'staging/', true)) found.push(`incomplete:${(u as { key: string }).key}`);
+      for (const u of await incompleteUploads(client, bucket, 'staging/')) found.push(`incomplete:${u.key}`);
       return found.sort();
     };
     const before = await staged();

@@ -8,8 +8,10 @@ export interface WatchedConsumer extends GroupConsumer {
 
 /** A transactional writer the worker opens per input partition and closes at stop. */
 export interface PartitionWriter extends TransactionalLog {
-  /** Connects (fencing a predecessor's open transaction with the same id). */
+  /** Connects (fencing a predecessor's open transaction with the same id, which is settled first). */
   connect(): Promise<void>;
+  /** How many times its producer was replaced after a transaction that did not end cleanly. */
+  readonly replaced: number;
   disconnect(): Promise<void>;
 }
 

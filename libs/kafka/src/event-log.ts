@@ -5,6 +5,7 @@ import { withTimeout } from '@meridian/observability';
 import { createKafka, createProducer, ensureTopics, type KafkaOptions } from './client.ts';
 import { ConsumerWatch } from './consumer-watch.ts';
 import { TopicFollower, type FollowerOptions } from './follow.ts';
+import { TransactionalProducer } from './transactional.ts';
 import type { TopicMismatch, TopicSpec } from './topics.ts';
 
 /** Connects once, on first use; a failed connect is tried again at the next use. */
@@ -16,26 +17,36 @@ function connectOnce(connect: () => Promise<void>): () => Promise<void> {
   }));
 }
 
-/** A transactional producer behind the TransactionalLog port; connected before its first transaction. */
+/**
+ * A transactional producer behind the TransactionalLog port; connected before its first
+ * transaction, and replaced after one that did not end cleanly (TransactionalProducer).
+ */
 export class KafkaTransactionalLog implements TransactionalLog {
-  private readonly producer: Producer;
-  readonly connect: () => Promise<void>;
+  private readonly producer: TransactionalProducer;
 
-  constructor(producer: Producer) {
+  constructor(producer: TransactionalProducer) {
     this.producer = producer;
-    this.connect = connectOnce(() => producer.connect());
+  }
+
+  /** Connects (InitProducerId): fences a predecessor's open transaction with the same id, and settles it. */
+  connect(): Promise<void> {
+    return this.producer.ready();
+  }
+
+  /** How many times the producer was replaced after a transaction that did not end cleanly. */
+  get replaced(): number {
+    return this.producer.replaced;
   }
 
   async transaction(): Promise<LogTransaction> {
-    await this.connect();
     const tx = await this.producer.transaction();
     return {
       send: (record) => tx.send(record),
       async commitConsumed(groupId: string, at: ConsumedPosition) {
         await tx.sendOffsets({ consumerGroupId: groupId, topics: [{ topic: at.topic, partitions: [{ partition: at.partition, offset: String(at.offset + 1) }] }] });
       },
-      commit: () => tx.commit().then(() => undefined),
-      abort: () => tx.abort().then(() => undefined),
+      commit: () => tx.commit(),
+      abort: () => tx.abort(),
       isActive: () => tx.isActive(),
     };
   }
@@ -115,7 +126,7 @@ export class KafkaEventLog {
 
   /** A transactional producer with this id: a new one with the same id fences an older one's open transaction. */
   transactional(transactionalId: string): KafkaTransactionalLog {
-    return new KafkaTransactionalLog(createProducer(this.kafka, { transactionalId }));
+    return new KafkaTransactionalLog(new TransactionalProducer(this.kafka, transactionalId));
   }
 
   consumer(options: GroupConsumerOptions): KafkaGroupConsumer {

@@ -4,3 +4,4 @@ export { appendEvents } from './append.ts';
 export { TopicFollower, type FollowerOptions } from './follow.ts';
 export { ConsumerWatch, nextConsumerState, notServing, type ConsumerState, type ConsumerEvent } from './consumer-watch.ts';
 export { KafkaEventLog, KafkaGroupConsumer, KafkaTransactionalLog } from './event-log.ts';
+export { TransactionInterrupted } from './transactional.ts';

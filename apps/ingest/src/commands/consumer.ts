@@ -39,12 +39,14 @@ export async function startCommandConsumer(ingest: IngestDeps): Promise<RunningW
   const finished = new RecentSet<string>(100_000);
   const fileCommands = await startFileCommands(ingest, groupId);
   const progressProducer = await log.writer();
-  const transactional = new Map<number, Promise<PartitionWriter>>();
+  // Replaced after a transaction that did not end cleanly (the log's transactional writer); how
+  // many replacements each partition's commands have seen, to re-read the tasks log after one.
+  const transactional = new Map<number, PartitionWriter>();
+  const replacementsSeen = new Map<number, number>();
   const producerFor = (partition: number) => {
     let p = transactional.get(partition);
     if (!p) {
-      const producer = log.transactional(`${groupId}-p${partition}`);
-      p = producer.connect().then(() => producer);
+      p = log.transactional(`${groupId}-p${partition}`);
       transactional.set(partition, p);
     }
     return p;
@@ -91,7 +93,8 @@ export async function startCommandConsumer(ingest: IngestDeps): Promise<RunningW
       const handler = handlerOf(handlers, event.type);
       if (handler === undefined) return;
       const cmd = event as WorkerCommand;
-      const producer = await producerFor(partition); // fences a predecessor's open transaction first
+      const producer = producerFor(partition);
+      await producer.connect(); // fences a predecessor's open transaction and settles it first
       const run = { at, producer, heartbeat, value: message.value };
       // The same task can be commanded twice (a retry with the same Idempotency-Key after a
       // 503 whose send still landed): run it once. Finished tasks are in the fold or, once the
@@ -134,6 +137,13 @@ export async function startCommandConsumer(ingest: IngestDeps): Promise<RunningW
    */
   async function decide(cmd: WorkerCommand, partition: number): Promise<StartDecision> {
     await accounts.syncToEnd();
+    const replaced = producerFor(partition).replaced;
+    if ((replacementsSeen.get(partition) ?? 0) !== replaced) {
+      // A transaction of this partition failed to end: a commit may have landed after all (its
+      // producer's successor settled it in ready()). The fold must show it before deciding.
+      await tasks.syncToEnd([partition]);
+      replacementsSeen.set(partition, replaced);
+    }
     const task = await retry(() => tasks.find(cmd.task_id), { ...RETRY_POLICIES.projector, onRetry: (error) => logger.warn({ err: error, task_id: cmd.task_id }, 'tasks read model unavailable; asking again') });
     const now = () => decideStart(tasks.state.get(cmd.task_id) ?? task, accounts.state.users.get(cmd.user_name), settings.MERIDIAN_MAX_COMMAND_STARTS);
     const first = now();
@@ -150,7 +160,7 @@ export async function startCommandConsumer(ingest: IngestDeps): Promise<RunningW
     watch,
     async stop() {
       await consumer.stop();
-      await Promise.allSettled([...transactional.values()].map(async (p) => (await p).disconnect()));
+      await Promise.allSettled([...transactional.values()].map((p) => p.disconnect()));
       await fileCommands.stop();
       await Promise.all([accounts.stop(), tasks.stop()]);
     },

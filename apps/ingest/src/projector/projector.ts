@@ -7,6 +7,7 @@ import { announceProjected } from './announce.ts';
 import { sendToDeadLetter } from '../dead-letter.ts';
 import { Heart } from './heart.ts';
 import { InsertLog } from './insert-log.ts';
+import { refusedBeforeWriting } from '@meridian/clickhouse';
 import { Projection } from '@meridian/projection';
 import type { IngestDeps } from '../ingest-deps.ts';
 
@@ -100,6 +101,8 @@ export async function startProjector(ingest: IngestDeps): Promise<RunningProject
     const { rows } = projection.pending();
     if (rows > 0) {
       const started = performance.now();
+      let unknownOutcome = false;
+      const inThisInsert = projection.pending().segments; // before a retry drops the ones found stored
       await persist('insert into points', ctx, async (retry) => {
         if (retry) {
           // The failed insert may have landed (all of it) or not (none of it): ask the sink.
@@ -110,9 +113,21 @@ export async function startProjector(ingest: IngestDeps): Promise<RunningProject
         }
         const todo = projection.pending().segments;
         if (todo.length === 0) return;
-        await sink.insert(todo);
+        try {
+          await sink.insert(todo);
+        } catch (error) {
+          if (!refusedBeforeWriting(error)) unknownOutcome = true;
+          throw error;
+        }
         projection.stored(todo);
       });
+      if (unknownOutcome) {
+        // The failed attempt may have stored the points and not the catalog's share (sink.ts).
+        await persist('repairing the metric catalog', ctx, async () => {
+          const added = await sink.repairCatalog(inThisInsert);
+          if (added > 0) logger.warn({ points: added }, 'metric catalog was short of an insert whose server died; added');
+        });
+      }
       inserts.record(rows, performance.now() - started);
     }
     const { seals } = projection.pending();

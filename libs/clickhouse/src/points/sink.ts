@@ -21,7 +21,23 @@ export type PointsSink = {
    * waits until the failed insert is no longer running, so maxOffsets tells the truth.
    */
   settle(timeoutMs?: number): Promise<void>;
+  /**
+   * After an insert whose outcome was unknown, once its segments are stored: adds to the metric
+   * catalog what it lacks of their metrics; returns how many points it added (0 almost always).
+   */
+  repairCatalog(segments: readonly Segment[]): Promise<number>;
 };
+
+/**
+ * A quorum insert refused before anything was written: too few live replicas (285), or another
+ * quorum insert of the table still pending (286). Its outcome is known: nothing stored. Not so
+ * when the refusal came "while pushing to view": the points part was stored, and the catalog's
+ * inner table (another quorum table, which the other workers' inserts also hold) refused its share.
+ */
+export function refusedBeforeWriting(error: unknown): boolean {
+  const message = String((error as Error)?.message ?? '');
+  return /\bCode: 28[56]\b/.test(message) && !message.includes('while pushing to view');
+}
 
 /** Every projector insert is named `points-insert:<table>:<uuid>`, so inserts still running can be found. */
 const INSERT_ID = /^points-insert:[A-Za-z_][A-Za-z0-9_]*:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -89,6 +105,42 @@ export function createPointsSink(client: ClickHouseClient, table = 'points', quo
       // The answer to an INSERT is empty; drain it so the socket goes back to the pool.
       for await (const _ of result.stream) { /* empty */ }
       unsettled = null;
+    },
+
+    /**
+     * The catalog (migration 002) is a view written by the points' own INSERT, on the server,
+     * after the points part (and after its quorum wait). A server killed between the two leaves
+     * the points stored and the catalog short of that block; the retry of the same block is then
+     * dropped as a duplicate, and a duplicate runs no view. The projector is the only writer of
+     * its partitions' metrics and has settled its inserts, so for those metrics the catalog must
+     * count what `points` counts: the difference is added as one aggregate state per metric (a
+     * count of the missing points, the metric's first and last timestamps, which merge without
+     * harm). Metrics are found from the segments' positions (integers), never named in the SQL.
+     */
+    async repairCatalog(segments) {
+      if (table !== 'points' || segments.length === 0) return 0;
+      if (quorum.replicas >= 2) {
+        // The writer holds every part the replication log has (its own and the other replicas').
+        for (const t of ['points', '`.inner.metric_catalog`']) await client.command({ query: `SYSTEM SYNC REPLICA ${t}` });
+      }
+      const blocks = segments.map((s) => {
+        if (!Number.isInteger(s.partition) || !Number.isInteger(s.offset)) throw new Error('not a segment position');
+        return `(${s.partition}, ${s.offset})`;
+      });
+      const metrics = `SELECT DISTINCT metric_name FROM points WHERE (kafka_partition, kafka_offset) IN (${blocks.join(', ')})`;
+      const short = `SELECT metric_name, p.n - c.n AS missing, first, last FROM
+          (SELECT metric_name, count() AS n, min(ts) AS first, max(ts) AS last FROM points WHERE metric_name IN (${metrics}) GROUP BY metric_name) AS p
+          ANY LEFT JOIN (SELECT metric_name, countMerge(points) AS n FROM metric_catalog WHERE metric_name IN (${metrics}) GROUP BY metric_name) AS c
+          USING metric_name WHERE p.n > c.n`;
+      const missing = await rows<{ missing: string }>(short);
+      const total = missing.reduce((sum, r) => sum + Number(r.missing), 0);
+      if (total === 0) return 0;
+      await client.command({
+        query: `INSERT INTO metric_catalog SELECT metric_name, countState() AS points, minState(first) AS first_ts, maxState(last) AS last_ts
+          FROM (SELECT metric_name, first, last, arrayJoin(range(toUInt64(missing))) AS k FROM (${short})) GROUP BY metric_name`,
+        clickhouse_settings: quorumInsertSettings(quorum.replicas, quorum.timeoutMs),
+      });
+      return total;
     },
 
     async settle(timeoutMs = 300_000) {
