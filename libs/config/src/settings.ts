@@ -337,7 +337,7 @@ export const settingDefinitions = {
   MERIDIAN_TASK_RETENTION_DAYS: {
     schema: z.coerce.number().positive(),
     default: '30',
-    doc: 'Days a finished task stays in the tasks read model after its last change; the ingest process then removes it (GET /api/v1/tasks/{id} answers 404). The log keeps every task (meridian replay rebuild tasks rebuilds them beside the live tables; swapping that in is not built yet). An Idempotency-Key is honoured for as long as its task is kept.',
+    doc: 'Days a finished task stays in the tasks read model after its last change; the ingest process then removes it (GET /api/v1/tasks/{id} answers 404). The log keeps every task (meridian replay rebuild tasks --swap-if-verified restores them). An Idempotency-Key is honoured for as long as its task is kept.',
   },
   MERIDIAN_TASK_RETENTION_INTERVAL_MS: {
     schema: z.coerce.number().int().min(100),
