@@ -102,7 +102,8 @@ const PROGRESS_EVERY_MS = 1000;
  *
  * This is the upload's I/O shell: it reads and parses the bytes and acts on what the upload
  * decider (decideUpload, libs/domain/src/uploads) makes of them, which holds the rules (all or
- * nothing, the error cap, skip mode, write access per row).
+ * nothing, the error cap, skip mode, write access per row). The committed batches reach
+ * ClickHouse through the projector (apps/ingest/src/projector/projector.ts).
  */
 async function runUpload(cmd: MetricsUploadRequested, at: CommandPosition, producer: TransactionalLog, deps: UploadCommandsDeps, heartbeat: () => Promise<void>): Promise<'succeeded' | 'failed'> {
   const log = deps.logger.child({ task_id: cmd.task_id });
