@@ -81,7 +81,7 @@ async function parse(bytes: Buffer, metricName: string | undefined): Promise<num
 const pointsCodec = createEventCodec<PointsFact>();
 const ADMIN: UserRecord = { user_name: 'bench', is_admin: true, created_at: 0, disabled_at: null, key_ids: [], entitlements: [], file_quota_bytes: null };
 
-/** The upload job's per-row work (upload-job.ts): parse, decide (write access, batch per metric), Avro-encode each batch. */
+/** The upload job's per-row work (runUpload in apps/ingest/src/uploads/upload-commands.ts): parse, decide (write access, batch per metric), Avro-encode each batch. */
 async function parseBatchEncode(bytes: Buffer, metricName: string | undefined, keep: ColumnBatch[] | null): Promise<number> {
   const run = startUpload({ on_error: 'fail', user: () => ADMIN, batchPoints: 10_000, maxBufferedPoints: 1_000_000 });
   const write = (facts: readonly UploadFact[]) => {

@@ -1,18 +1,56 @@
-import { uploadFailedUnread, type MetricsUploadRequested } from '@meridian/domain';
-import { TransactionInterrupted } from '@meridian/kafka';
+import type { Readable } from 'node:stream';
+import {
+  decideUpload,
+  parseUploadBatches,
+  rowsRead,
+  startUpload,
+  uploadFailedUnread,
+  type LogTransaction,
+  type LogWriter,
+  type MetricsUploadRequested,
+  type PointsFact,
+  type TaskEvent,
+  type TransactionalLog,
+  type UploadComplete,
+  type UploadFact,
+  type UploadFailed,
+  type UserRecord,
+} from '@meridian/domain';
+import type { EventCodec } from '@meridian/events';
+import { TransactionInterrupted, type Topics } from '@meridian/kafka';
+import type { Logger } from '@meridian/observability';
 import { isKafkaTransient, retry, RETRY_POLICIES } from '@meridian/retry';
-import type { CommandHandler, CommandPosition } from '../commands/handlers.ts';
+import type { BlobStore } from '../blob-store.ts';
+import { commitCommandOffset, inTransaction, type CommandHandler, type CommandPosition } from '../commands/handlers.ts';
 import { removeStaged } from '../staging.ts';
-import { failTask, runUploadJob, type UploadJobDeps } from './upload-job.ts';
+import { PointBatchSender } from './batch-sender.ts';
+import { UploadLimitExceeded, type UploadLimits } from './limits.ts';
+import { gunzipIfNeeded, openUploadBytes } from './source.ts';
 
-export type UploadCommandsDeps = Omit<UploadJobDeps, 'heartbeat'> & {
+export type UploadCommandsDeps = {
+  readonly topics: Topics;
+  readonly storage: BlobStore;
+  readonly logger: Logger;
+  readonly taskCodec: EventCodec<TaskEvent>;
+  readonly pointsCodec: EventCodec<PointsFact>;
+  /** Non-transactional, for started/progress events that must show while the upload runs. */
+  readonly progressProducer: LogWriter;
+  readonly consumerGroupId: string;
+  readonly batchPoints: number;
+  readonly maxBufferedPoints: number;
+  readonly limits: UploadLimits;
+  /** The accounts fold, read to its end before the upload was handed over (decideStart). */
+  readonly user: (name: string) => UserRecord | undefined;
   /** Runs of one upload that stop on storage or network trouble before its task fails (MERIDIAN_UPLOAD_ATTEMPTS). */
   readonly attempts: number;
   /** Sets a command aside on the dead-letter topic, as it came. */
   readonly deadLetter: (at: CommandPosition, value: Buffer | null, reason: string) => Promise<void>;
 };
 
-/** The handler of MetricsUploadRequested: one upload, its task ended in the log, then its staged bytes removed. */
+/**
+ * The handler of MetricsUploadRequested: runs the upload (runUpload, retried on storage
+ * trouble), ends its task in the log, then removes its staged bytes.
+ */
 export function uploadCommands(deps: UploadCommandsDeps): CommandHandler<MetricsUploadRequested> {
   const { logger } = deps;
   // Kafka's trouble, a commit whose outcome is unknown and a fenced producer go back to the
@@ -27,7 +65,7 @@ export function uploadCommands(deps: UploadCommandsDeps): CommandHandler<Metrics
     async run(cmd, { at, producer, heartbeat, value }) {
       let attempts = 0;
       try {
-        await retry((n) => { attempts = n; return runUploadJob(cmd, at, producer, { ...deps, heartbeat }); }, {
+        await retry((n) => { attempts = n; return runUpload(cmd, at, producer, deps, heartbeat); }, {
           ...RETRY_POLICIES.upload,
           attempts: deps.attempts,
           // Storage or network trouble passes; an accepted upload is not failed for it at once.
@@ -48,6 +86,147 @@ export function uploadCommands(deps: UploadCommandsDeps): CommandHandler<Metrics
       await ended(cmd);
     },
   };
+}
+
+const PROGRESS_EVERY_MS = 1000;
+
+/**
+ * Runs one upload inside one Kafka transaction: its point batches, a seal in every points
+ * partition it touched, the UploadParsed task event and the command's consumer offset
+ * commit together or not at all. A crash anywhere aborts the transaction (the next
+ * producer with the same transactional id fences it) and the command is processed again,
+ * so every accepted point reaches the log exactly once; an invalid upload aborts it, so
+ * none of its points is ever visible. An upload past one of its limits (decompressed size,
+ * expansion ratio, JSON document size, time budget) is aborted the same way and its task
+ * failed at once: an UploadLimitExceeded is final, never retried.
+ *
+ * This is the upload's I/O shell: it reads and parses the bytes and acts on what the upload
+ * decider (decideUpload, libs/domain/src/uploads) makes of them, which holds the rules (all or
+ * nothing, the error cap, skip mode, write access per row). The committed batches reach
+ * ClickHouse through the projector (apps/ingest/src/projector/projector.ts).
+ */
+async function runUpload(cmd: MetricsUploadRequested, at: CommandPosition, producer: TransactionalLog, deps: UploadCommandsDeps, heartbeat: () => Promise<void>): Promise<'succeeded' | 'failed'> {
+  const log = deps.logger.child({ task_id: cmd.task_id });
+  const now = () => Date.now();
+  const run = startUpload({ on_error: cmd.on_error, user: () => deps.user(cmd.user_name), batchPoints: deps.batchPoints, maxBufferedPoints: deps.maxBufferedPoints });
+  const tx = await producer.transaction();
+  const sender = new PointBatchSender(tx, deps.topics.points);
+  let lastProgress = now();
+  const { limits } = deps;
+  const deadline = now() + limits.timeBudgetMs;
+  const overBudget = () => new UploadLimitExceeded(`the upload took longer than its time budget of ${limits.timeBudgetMs} ms (MERIDIAN_UPLOAD_TIME_BUDGET_MS); nothing was stored`);
+  const checkBudget = () => {
+    if (now() > deadline) throw overBudget();
+  };
+  let source: Readable | null = null;
+  // Ends a read that stalls, from outside: the loop below then throws this error. Between chunks the loop checks itself.
+  const budgetTimer = setTimeout(() => source?.destroy(overBudget()), limits.timeBudgetMs);
+
+  /** Sends the decided batches in the transaction; returns the upload's end once decided. */
+  const act = async (facts: readonly UploadFact[]): Promise<UploadComplete | UploadFailed | null> => {
+    for (const fact of facts) {
+      if (fact.type !== 'BatchReady') return fact;
+      const b = fact.batch;
+      const value = deps.pointsCodec.encode({ type: 'PointBatch', task_id: cmd.task_id, metric_name: b.metric_name, updated_at: cmd.at, timestamps: b.timestamps, values: b.values });
+      await sender.send(b.metric_name, value, b.timestamps.length);
+    }
+    return null;
+  };
+
+  try {
+    source = await openUploadBytes(cmd, deps.storage);
+    const parseOptions = {
+      ...(cmd.metric_name !== null ? { metricName: cmd.metric_name } : {}),
+      // The decider counts and caps the errors: the parser hands over every one.
+      maxErrors: Number.MAX_SAFE_INTEGER,
+      maxLineLength: limits.maxLineLength,
+      maxColumns: limits.maxColumns,
+      maxJsonDocumentLength: limits.maxJsonDocumentLength,
+    };
+    let end: UploadComplete | UploadFailed | null = null;
+    for await (const items of parseUploadBatches(gunzipIfNeeded(source, limits), parseOptions)) {
+      checkBudget();
+      end = await act(decideUpload(run, { type: 'ItemsParsed', items }));
+      if (end !== null) break;
+      if (now() - lastProgress >= PROGRESS_EVERY_MS) {
+        lastProgress = now();
+        await sendTaskEvents(deps.progressProducer, deps, [{ type: 'TaskProgress', task_id: cmd.task_id, rows_done: rowsRead(run), at: lastProgress }]);
+        await heartbeat();
+      }
+    }
+    end ??= (await act(decideUpload(run, { type: 'InputEnded' })))!; // the end of the input always ends the upload
+
+    if (end.type === 'UploadFailed') {
+      await sender.flush();
+      await tx.abort();
+      await failTask(producer, deps, at, cmd, end);
+      log.info({ rows: end.rows_total, rejected: end.rows_rejected }, 'upload rejected');
+      return 'failed';
+    }
+
+    await sender.flush();
+    checkBudget();
+    const { pointsPerPartition } = sender;
+    for (const [partition, points] of pointsPerPartition) {
+      await tx.send({ topic: deps.topics.points, acks: -1, messages: [{ partition, key: cmd.task_id, value: deps.pointsCodec.encode({ type: 'UploadSealed', task_id: cmd.task_id, points }) }] });
+    }
+    await tx.send({
+      topic: deps.topics.tasks,
+      acks: -1,
+      messages: [taskMessage(deps, {
+        type: 'UploadParsed',
+        task_id: cmd.task_id,
+        rows_total: end.rows_total,
+        points_accepted: end.points_accepted,
+        rows_rejected: end.rows_rejected,
+        errors: end.errors,
+        partitions: [...pointsPerPartition.keys()].sort((a, b) => a - b),
+        metrics: end.metrics,
+        at: now(),
+      })],
+    });
+    await commitCommandOffset(tx, deps.consumerGroupId, at);
+    await tx.commit();
+    log.info({ points: end.points_accepted, rejected: end.rows_rejected, partitions: pointsPerPartition.size }, 'upload written to the log');
+    return 'succeeded';
+  } catch (error) {
+    await sender.flush().catch(() => undefined); // the transaction is aborted after its last send ends
+    if (tx.isActive()) await tx.abort().catch(() => undefined);
+    if (!(error instanceof UploadLimitExceeded)) throw error;
+    const [failed] = decideUpload(run, { type: 'LimitReached', reason: error.message }) as [UploadFailed];
+    await failTask(producer, deps, at, cmd, failed);
+    log.info({ rows: failed.rows_total, reason: error.message }, 'upload stopped at a limit');
+    return 'failed';
+  } finally {
+    clearTimeout(budgetTimer);
+  }
+}
+
+/** What ending a task in the log needs. */
+type TaskLog = Pick<UploadCommandsDeps, 'topics' | 'taskCodec' | 'consumerGroupId'>;
+
+function taskMessage(deps: TaskLog, event: TaskEvent) {
+  return { key: event.task_id, value: deps.taskCodec.encode(event), headers: { type: event.type } };
+}
+
+async function sendTaskEvents(producer: LogWriter | LogTransaction, deps: TaskLog, events: TaskEvent[]): Promise<void> {
+  await producer.send({ topic: deps.topics.tasks, acks: -1, messages: events.map((e) => taskMessage(deps, e)) });
+}
+
+/** Records the failure and moves past the command, atomically. */
+async function failTask(producer: TransactionalLog, deps: TaskLog, at: CommandPosition, cmd: { task_id: string }, failed: UploadFailed): Promise<void> {
+  await inTransaction(producer, async (tx) => {
+    await sendTaskEvents(tx, deps, [{
+      type: 'TaskFailed',
+      task_id: cmd.task_id,
+      reason: failed.reason,
+      rows_total: failed.rows_total,
+      rows_rejected: failed.rows_rejected,
+      errors: failed.errors,
+      at: Date.now(),
+    }]);
+    await commitCommandOffset(tx, deps.consumerGroupId, at);
+  });
 }
 
 async function sleepWithHeartbeat(ms: number, heartbeat: () => Promise<void>): Promise<void> {
