@@ -17,8 +17,12 @@ export function answerStreamFailures(app: Koa, logger: Logger): void {
   app.context.onerror = function onStreamFailure(this: Context, err: Error | null) {
     if (err == null) return;
     const log = (this.state.log as Logger | undefined) ?? logger;
-    if (this.headerSent || !this.writable) {
-      if (!this.res.destroyed) log.warn({ err }, 'response body failed after its head was sent; connection cut');
+    if (!this.writable) {
+      this.res.destroy(); // the client went away (on-finished reports that here too): no one to tell
+      return;
+    }
+    if (this.headerSent) {
+      log.warn({ err }, 'response body failed after its head was sent; connection cut');
       this.res.destroy();
       return;
     }
