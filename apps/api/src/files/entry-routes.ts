@@ -39,7 +39,7 @@ export function describeFileRoute(files: FileCatalog): RouteDef {
     problems: ['not_found', 'forbidden'],
     handler: async (ctx, { params, body, user }) => {
       await findFile(files, params.file_id, user);
-      const after = await files.execute(params.file_id, (s) => decideDescribeFile(s, { file_id: params.file_id, description: body.file_description, caller: user, at: Date.now() }));
+      const after = await files.execute(params.file_id, (s) => decideDescribeFile(s, { file_id: params.file_id, description: body.file_description, caller: user, at: Date.now() }), ctx.state.signal as AbortSignal | undefined);
       const { file, access } = visibleFile(after, params.file_id, user);
       ctx.body = fileDetail(file, access, user.is_admin || file.owner === user.user_name);
     },
@@ -61,7 +61,7 @@ export function deleteFileRoute(files: FileCatalog): RouteDef {
     problems: ['not_found', 'forbidden'],
     handler: async (ctx, { params, user }) => {
       await findFile(files, params.file_id, user);
-      await files.execute(params.file_id, (s) => decideDeleteFile(s, { file_id: params.file_id, caller: user, at: Date.now() }));
+      await files.execute(params.file_id, (s) => decideDeleteFile(s, { file_id: params.file_id, caller: user, at: Date.now() }), ctx.state.signal as AbortSignal | undefined);
       ctx.status = 204;
     },
   });
