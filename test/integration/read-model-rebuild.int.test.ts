@@ -183,4 +183,20 @@ describe('replay rebuild tasks|files: rebuilt, verified and swapped in while the
     // No stand-in is left behind.
     expect(await sql(`SELECT count() FROM system.tables WHERE database = currentDatabase() AND name LIKE '%_frozen%'`)).toBe('0\n');
   });
+
+  it('a swap while the live files projector is stopped: the rebuild is ahead, so its group is made to re-read its positions from the new tables', async () => {
+    const filesProjector = projectors.splice(1, 1)[0]!;
+    await filesProjector.stop();
+    const [defined] = fileLives(1);
+    await sendFiles([defined!, { type: 'FileAccessGranted', file_id: defined!.file_id, user_name: 'while-stopped', access: 'r', at: clock++, actor: 'u0' }]);
+    const swapped = await rebuildReadModel(platform, FILES_READ_MODEL, 'always', { waitForLiveMs: 500 });
+    expect(swapped.swapped).toMatchObject({ nudged: true });
+    projectors.push(await startFilesProjector(platform, files, clickhouseFileReadModelWriter(platform.clickhouse)));
+    await sendFiles([{ type: 'FileDescriptionChanged', file_id: defined!.file_id, description: 'after the restart', at: clock++, actor: 'u0' }]);
+    await covered(platform.topics.files, () => files.positions());
+    const [row] = await files.rows([defined!.file_id]);
+    expect(row?.file.description).toBe('after the restart');
+    expect([...row!.file.grants.keys()]).toContain('while-stopped');
+    expect(await files.nextSeq()).toBe(foldFiles(fileLog).defined);
+  });
 });
