@@ -23,4 +23,4 @@ export { clickhouseMetricCatalog, listCatalog, catalogEntries, type CatalogEntry
 export { clickhouseTaskReadModel, clickhouseTaskReadModelWriter, LIVE_TASK_TABLES, type TaskTables } from './tasks/read-model.ts';
 export { queryText } from './download/http.ts';
 export { clickhouseFileReadModel, clickhouseFileReadModelWriter, LIVE_FILE_TABLES, type FileTables } from './files/read-model.ts';
-export { createPointsSink, refusedBeforeWriting, type PointsSink } from './points/sink.ts';
+export { createPointsSink, refusedBeforeWriting, type BatchPosition, type PointsSink } from './points/sink.ts';
