@@ -103,7 +103,8 @@ export async function startReadModelProjector(ingest: IngestDeps, projection: Re
         markers.delete(partition);
       }
       payload.resolveOffset(batch.lastOffset());
-      await payload.commitOffsetsIfNecessary();
+      // Committed explicitly: without autoCommit, commitOffsetsIfNecessary() alone commits nothing.
+      await payload.commitOffsetsIfNecessary({ topics: [{ topic, partitions: [{ partition, offset: String(last + 1) }] }] });
       await payload.heartbeat();
     } catch (error) {
       if (error instanceof Stopping) return;
