@@ -159,4 +159,45 @@ describe('replay rebuild tasks|files: rebuilt, verified and swapped in while the
     // The replaced tables are kept beside the live ones.
     expect(await sql(`SELECT count() FROM system.tables WHERE database = currentDatabase() AND name IN ('tasks_retired', 'files_retired', 'file_listing_retired')`)).toBe('3\n');
   });
+
+  it('a share written into the live files read model just before the swap survives it, and the file\'s next change keeps it', async () => {
+    const [defined] = fileLives(1);
+    await sendFiles([defined!]);
+    const file = defined!.file_id;
+    const owner = 'u0'; // fileLives' first file's owner
+    await covered(platform.topics.files, () => files.positions());
+    const swapped = await rebuildReadModel(platform, FILES_READ_MODEL, 'always', {
+      // After the rebuild's last catch-up: the share reaches the live tables only, the window in which it was lost.
+      beforeFreeze: async () => {
+        await sendFiles([{ type: 'FileAccessGranted', file_id: file, user_name: 'late-grantee', access: 'r', at: clock++, actor: owner }]);
+        await covered(platform.topics.files, () => files.positions());
+      },
+    });
+    expect(swapped.swapped).not.toBeNull();
+    // The live projector's next event for the file reads its row back from the swapped-in tables.
+    await sendFiles([{ type: 'FileDescriptionChanged', file_id: file, description: 'after the swap', at: clock++, actor: owner }]);
+    await covered(platform.topics.files, () => files.positions());
+    const [row] = await files.rows([file]);
+    expect(row?.file.description).toBe('after the swap');
+    expect([...row!.file.grants.keys()]).toContain('late-grantee');
+    expect((await files.list({ user_name: 'late-grantee', is_admin: false }, { limit: 10 })).files.map(({ file: f }) => f.file_id)).toEqual([file]);
+    // No stand-in is left behind.
+    expect(await sql(`SELECT count() FROM system.tables WHERE database = currentDatabase() AND name LIKE '%_frozen%'`)).toBe('0\n');
+  });
+
+  it('a swap while the live files projector is stopped: the rebuild is ahead, so its group is made to re-read its positions from the new tables', async () => {
+    const filesProjector = projectors.splice(1, 1)[0]!;
+    await filesProjector.stop();
+    const [defined] = fileLives(1);
+    await sendFiles([defined!, { type: 'FileAccessGranted', file_id: defined!.file_id, user_name: 'while-stopped', access: 'r', at: clock++, actor: 'u0' }]);
+    const swapped = await rebuildReadModel(platform, FILES_READ_MODEL, 'always', { waitForLiveMs: 500 });
+    expect(swapped.swapped).toMatchObject({ nudged: true });
+    projectors.push(await startFilesProjector(platform, files, clickhouseFileReadModelWriter(platform.clickhouse)));
+    await sendFiles([{ type: 'FileDescriptionChanged', file_id: defined!.file_id, description: 'after the restart', at: clock++, actor: 'u0' }]);
+    await covered(platform.topics.files, () => files.positions());
+    const [row] = await files.rows([defined!.file_id]);
+    expect(row?.file.description).toBe('after the restart');
+    expect([...row!.file.grants.keys()]).toContain('while-stopped');
+    expect(await files.nextSeq()).toBe(foldFiles(fileLog).defined);
+  });
 });

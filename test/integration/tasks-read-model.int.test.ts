@@ -113,6 +113,16 @@ describe('tasks projector: tasks topic → the tasks read model, exactly once', 
     expect(unfinished).toEqual([...folded.values()].filter((t) => t.status === 'queued' || t.status === 'running').map((t) => t.task_id).sort());
   });
 
+  it('commits its group\'s offsets with the batches, so that a new process does not fetch the topic again from offset 0', async () => {
+    // The projector of the test above runs and covers the log; its events came from an idempotent producer (no markers).
+    const ends = await platform.admin.fetchTopicOffsets(platform.topics.tasks);
+    await waitFor('the group\'s committed offsets to reach the log\'s end', async () => {
+      const [committed] = await platform.admin.fetchOffsets({ groupId: platform.groups.tasksProjector, topics: [platform.topics.tasks] });
+      const at = new Map(committed!.partitions.map((p) => [p.partition, Number(p.offset)]));
+      return ends.every((e) => Number(e.high) === 0 || at.get(e.partition) === Number(e.high)) ? true : undefined;
+    }, 30_000, 100);
+  });
+
   it('a command repeated after its task finished does not reopen the row, also when it arrives long after', async () => {
     const id = randomUUID();
     await send([requested(id, 'u1', clock++), started(id, clock++), parsed(id, clock++)]);

@@ -5,6 +5,7 @@ import type { Logger } from '@meridian/observability';
 import type { AccountsCommands } from './accounts/commands.ts';
 import { bearerAuthenticator } from './http/authenticate.ts';
 import { problemMiddleware } from './http/problem.ts';
+import { answerStreamFailures } from './http/stream-failure.ts';
 import type { Probe } from '@meridian/platform';
 import { requestContext } from './http/request-context.ts';
 import { mountRoutes, type RouteDef } from './http/route.ts';
@@ -122,6 +123,7 @@ export function createApp(deps: ApiDeps): Koa {
   const app = new Koa();
   app.proxy = false;
   app.silent = true; // errors are logged by the problem middleware, with the request id
+  answerStreamFailures(app, deps.logger);
   app.use(requestContext(deps.logger));
   if (deps.metrics) app.use(deps.metrics.observeRequests);
   app.use(problemMiddleware(deps.logger));

@@ -1,3 +1,4 @@
+import { DomainError } from '@meridian/domain';
 import { queryText, type ConnOptions } from './download/http.ts';
 
 /**
@@ -18,9 +19,23 @@ function parse(text: string): CatalogEntry[] {
 
 const SELECT = 'SELECT metric_name, countMerge(points) AS points, minMerge(first_ts) AS first_ts, maxMerge(last_ts) AS last_ts FROM metric_catalog';
 
-/** The catalog as the api's MetricCatalog port reads it, over these connection options. */
+/**
+ * The catalog as the api's MetricCatalog port reads it, over these connection options. A read
+ * that fails (a server refusing, resetting or hanging up mid-answer, an error answer) is the
+ * metric store's failure, never the caller's: it rejects with DomainError 'unavailable' (503
+ * with Retry-After), so no route that looks names up before its own queries (the catalog, a
+ * download's name resolution, HEAD) lets a transport error through as a 500.
+ */
 export function clickhouseMetricCatalog(conn: ConnOptions): { list(): Promise<CatalogEntry[]>; entries(names: readonly string[]): Promise<CatalogEntry[]> } {
-  return { list: () => listCatalog(conn), entries: (names) => catalogEntries(conn, names) };
+  return { list: () => answered(listCatalog(conn)), entries: (names) => answered(catalogEntries(conn, names)) };
+}
+
+async function answered(read: Promise<CatalogEntry[]>): Promise<CatalogEntry[]> {
+  try {
+    return await read;
+  } catch (cause) {
+    throw new DomainError('unavailable', 'the metric store did not answer; retry later', [], { cause });
+  }
 }
 
 /** Every metric in the catalog. */

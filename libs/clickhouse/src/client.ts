@@ -13,6 +13,8 @@ export type ClickHouseOptions = {
    * (download/http.ts) when `url` cannot be reached; writes and migrations use `url` alone.
    */
   readonly fallbackUrls?: readonly string[];
+  /** Longest one read-model query may take (MERIDIAN_READ_MODEL_QUERY_TIMEOUT_MS); its default when absent. */
+  readonly readModelQueryTimeoutMs?: number;
   /** Where the client's own log lines go; silent when absent. */
   readonly logger?: Logger;
 };

@@ -23,6 +23,7 @@ export function adapterOptions(settings: Settings, component: string) {
       password: settings.CLICKHOUSE_PASSWORD,
       database: settings.CLICKHOUSE_DATABASE,
       fallbackUrls: clickhouseUrls,
+      readModelQueryTimeoutMs: settings.MERIDIAN_READ_MODEL_QUERY_TIMEOUT_MS,
     },
     /** Where replicated tables keep their replicas' state; null on one server. */
     clickhouseReplicaPath: settings.CLICKHOUSE_CLUSTER === '' ? null : settings.CLICKHOUSE_REPLICA_PATH,

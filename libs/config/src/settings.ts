@@ -402,6 +402,12 @@ export const settingDefinitions = {
     default: '100',
     doc: 'How long the tasks and files projectors gather positions past transaction markers (every committed transaction ends in a fetch of markers only) before writing them as one row per partition: fewer tiny parts in ClickHouse, at the cost of this much delay before the positions reach the log\'s end.',
   },
+  // issue 13 review fixes (s-fix-rm): a bound on every tasks/files read-model query
+  MERIDIAN_READ_MODEL_QUERY_TIMEOUT_MS: {
+    schema: positiveInt,
+    default: '5000',
+    doc: 'Longest one query of the tasks or files read model (a lookup, a list, usage, positions) may take in ClickHouse; past it the query is abandoned and counts as ClickHouse unavailable: the api answers 503 (retry later), a projector retries.',
+  },
 } as const;
 
 export type SettingName = keyof typeof settingDefinitions;

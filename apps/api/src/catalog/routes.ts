@@ -1,12 +1,12 @@
 import type { Context } from 'koa';
 import { z } from 'zod';
 import type { CatalogEntry } from '@meridian/clickhouse';
-import { canRead, DomainError, formatTimestamp, PATTERNS, resolveMetricNames, validationError, type Pattern, type UserRecord } from '@meridian/domain';
+import { canRead, formatTimestamp, PATTERNS, resolveMetricNames, validationError, type Pattern, type UserRecord } from '@meridian/domain';
 import { defineRoute, type RouteDef } from '../http/route.ts';
 
 /** The metric catalog as the route reads it (implemented by libs/clickhouse's clickhouseMetricCatalog). */
 export interface MetricCatalog {
-  /** Every metric. */
+  /** Every metric. Both reads reject with DomainError 'unavailable' when the store does not answer. */
   list(): Promise<CatalogEntry[]>;
   /** The entries of exactly these names (the ones that exist). */
   entries(names: readonly string[]): Promise<CatalogEntry[]>;
@@ -45,19 +45,11 @@ const example = {
 
 type Query = z.infer<typeof querySchema>;
 
-async function read(lookup: Promise<CatalogEntry[]>): Promise<CatalogEntry[]> {
-  try {
-    return await lookup;
-  } catch (cause) {
-    throw new DomainError('unavailable', 'the metric store did not answer; retry later', [], { cause });
-  }
-}
-
 /** The readable names the query selects, with their catalog entries (the catalog is read once). */
 async function select(deps: CatalogDeps, query: Query, user: UserRecord): Promise<{ names: string[]; entries: Map<string, CatalogEntry> }> {
   const may = (name: string) => canRead(user, name);
   if (query.metrics === undefined) {
-    const catalog = await read(deps.catalog.list());
+    const catalog = await deps.catalog.list();
     const names = resolveMetricNames('contains', '', catalog.map((c) => c.metric_name), may);
     return { names, entries: new Map(catalog.map((c) => [c.metric_name, c])) };
   }
@@ -67,7 +59,7 @@ async function select(deps: CatalogDeps, query: Query, user: UserRecord): Promis
     throw validationError(`metrics names more than ${deps.maxListNames} metrics`, [{ field: 'metrics', reason: `names more than ${deps.maxListNames} metrics (MERIDIAN_MAX_DOWNLOAD_NAMES)` }]);
   }
   // Exact names are looked up as external data; substrings are matched here, on names the caller may read.
-  const catalog = await read(exact ? deps.catalog.entries(exact) : deps.catalog.list());
+  const catalog = await (exact ? deps.catalog.entries(exact) : deps.catalog.list());
   const names = resolveMetricNames(pattern, query.metrics, catalog.map((c) => c.metric_name), may);
   return { names, entries: new Map(catalog.map((c) => [c.metric_name, c])) };
 }

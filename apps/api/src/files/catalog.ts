@@ -25,12 +25,12 @@ const POLL_MS = 25;
  * - A file's own commands (describe, share, unshare, delete) decide on its row read once the read
  *   model covers the files log as it is now (every acknowledged command of any process counts), or
  *   not at all: 503 when the projection does not get there within the bound. Commands of one
- *   process run one at a time, as they always have; processes racing each other are ordered by the
+ *   process run one at a time up to their append; processes racing each other are ordered by the
  *   log, and the projection keeps the first write, as the fold does.
  * - Lookups and lists read the read model; an id it does not show (or a list while a definition
  *   of the caller has succeeded but is not shown yet) waits, bounded, for the projection to reach
  *   the log's end first, so a file is found right after its task succeeded on any instance.
- * - The quota and the files cap (routes.ts) read usage after the same wait, but decide past the
+ * - The quota and the files cap (define-routes.ts, quota.ts) read usage after the same wait, but decide past the
  *   bound with what the read model holds: the definitions in flight are counted from the tasks
  *   in memory either way.
  * - After its own command an instance answers with the state it decided (it knows its own) and
@@ -88,28 +88,37 @@ export class FileCatalog {
   /**
    * Runs a command on one file: decides on its row once the read model covers the log, appends
    * the events keyed by the file id (acks=all, bounded), and returns the file's state after them.
+   * Commands of this process run one at a time up to their append; the wait for the read model to
+   * show the change comes after, outside that order (the next command waits for the log's end,
+   * which holds this append, anyway). A command still queued when `signal` aborts (its request
+   * timed out and the client was told to retry) is dropped, so it never appends after the answer.
    */
-  execute(fileId: string, decide: (state: FilesState) => FileEvent[]): Promise<FilesState> {
+  async execute(fileId: string, decide: (state: FilesState) => FileEvent[], signal?: AbortSignal): Promise<FilesState> {
+    const givenUp = () => {
+      if (signal?.aborted) throw new DomainError('unavailable', 'the request was given up before its command ran; retry later');
+    };
     const run = async () => {
+      givenUp();
       if (!(await this.current())) throw new DomainError('unavailable', 'the file catalog is catching up with the log; retry later');
+      givenUp();
       const state = catalogOf(await this.rows([fileId]));
       const events = decide(state);
-      let position: Position | null;
       try {
         // Bounded like an upload's append, so one stuck send cannot hold every command behind it.
-        position = await withTimeout(this.deps.append(fileId, events), this.deps.ackTimeoutMs, 'kafka');
+        const position = await withTimeout(this.deps.append(fileId, events), this.deps.ackTimeoutMs, 'kafka');
+        return { state, events, position };
       } catch (cause) {
         throw new DomainError('unavailable', 'the event log did not acknowledge the change in time; retry later', [], { cause });
       }
-      for (const event of events) applyFileEvent(state, event);
-      if (position && !(await this.covers(new Map([[position.partition, position.offset]])))) {
-        this.deps.logger.warn({ file_id: fileId, position }, 'the files read model does not show a change yet; answered from the decided state');
-      }
-      return state;
     };
-    const result = this.commands.then(run, run);
-    this.commands = result.catch(() => undefined);
-    return result;
+    const appended = this.commands.then(run, run);
+    this.commands = appended.catch(() => undefined);
+    const { state, events, position } = await appended;
+    for (const event of events) applyFileEvent(state, event);
+    if (position && !(await this.covers(new Map([[position.partition, position.offset]])))) {
+      this.deps.logger.warn({ file_id: fileId, position }, 'the files read model does not show a change yet; answered from the decided state');
+    }
+    return state;
   }
 }
 

@@ -24,7 +24,7 @@ export function shareFileRoute(files: FileCatalog, grantsPerFile: number | undef
     handler: async (ctx, { params, body, user }) => {
       await findFile(files, params.file_id, user);
       // Not looked up among the users: an unknown or disabled name is granted like any other (decideGrantFileAccess).
-      const after = await files.execute(params.file_id, (s) => decideGrantFileAccess(s, { file_id: params.file_id, grantee: params.user_name, access: body.access, max_grants: grantsPerFile ?? Number.POSITIVE_INFINITY, caller: user, at: Date.now() }));
+      const after = await files.execute(params.file_id, (s) => decideGrantFileAccess(s, { file_id: params.file_id, grantee: params.user_name, access: body.access, max_grants: grantsPerFile ?? Number.POSITIVE_INFINITY, caller: user, at: Date.now() }), ctx.state.signal as AbortSignal | undefined);
       const { file, access } = visibleFile(after, params.file_id, user);
       ctx.body = fileDetail(file, access, true);
     },
@@ -45,7 +45,7 @@ export function unshareFileRoute(files: FileCatalog): RouteDef {
     problems: ['not_found', 'forbidden'],
     handler: async (ctx, { params, user }) => {
       await findFile(files, params.file_id, user);
-      await files.execute(params.file_id, (s) => decideRevokeFileAccess(s, { file_id: params.file_id, grantee: params.user_name, caller: user, at: Date.now() }));
+      await files.execute(params.file_id, (s) => decideRevokeFileAccess(s, { file_id: params.file_id, grantee: params.user_name, caller: user, at: Date.now() }), ctx.state.signal as AbortSignal | undefined);
       ctx.status = 204;
     },
   });

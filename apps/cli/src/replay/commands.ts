@@ -219,7 +219,7 @@ async function rebuildReadModelCommand(platform: CliServices, kind: ReadModelKin
     reported = now;
     out.phase(`${kind.name} rebuild: ${n(events)} events read in ${((now - started) / 1000).toFixed(1)} s`);
   };
-  const r = await rebuildReadModel(platform, kind, mode, progress).finally(() => out.end());
+  const r = await rebuildReadModel(platform, kind, mode, { onProgress: progress }).finally(() => out.end());
   // Asked to swap and not swapped: the command failed at what it was asked (exit code 1).
   if (r.notSwapped !== null) throw new Error(`${kind.name} rebuilt into ${r.tables[Object.keys(r.tables)[0]!]} but not swapped in: ${r.notSwapped}`);
   if (values.json) return JSON.stringify({ ...r, ends: Object.fromEntries(r.ends) });
@@ -227,7 +227,7 @@ async function rebuildReadModelCommand(platform: CliServices, kind: ReadModelKin
   return [
     `${kind.name} rebuilt into ${Object.values(r.tables).join(', ')}: ${n(r.rows)} rows written from ${n(r.events)} events in ${(r.ms / 1000).toFixed(1)} s`,
     v.verified ? `verified: the ${n(v.compared)} live rows inside the rebuilt range are identical` : `NOT verified: ${n(v.differing)} of ${n(v.compared)} live rows differ or are missing`,
-    ...(r.swapped ? [`swapped in: the rebuilt tables are live; the replaced ones are kept as ${Object.values(r.swapped.retired).join(', ')} until the next swap (${n(r.swapped.eventsAfter)} events projected after the swap)`] : []),
+    ...(r.swapped ? [`swapped in: the rebuilt tables are live; the replaced ones are kept as ${Object.values(r.swapped.retired).join(', ')} until the next swap (live writes held ${Math.round(r.swapped.frozenMs)} ms, ${n(r.swapped.eventsFrozen)} events projected meanwhile${r.swapped.nudged ? '; the live projector was made to re-read its positions' : ''})`] : []),
   ].join('\n');
 }
 

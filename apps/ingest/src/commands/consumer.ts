@@ -31,14 +31,15 @@ export async function startCommandConsumer(ingest: IngestDeps): Promise<RunningW
   const { log, topics, settings, logger } = ingest;
   const groupId = ingest.groups.commands;
   const accounts = new AccountsStore(ingest.folds, 'ingest', { writesSnapshots: true });
-  await accounts.start();
   const tasks = new TasksStore(ingest.folds, 'ingest', ingest.taskReadModel);
-  await tasks.start();
+  // The three folds (accounts: snapshot + tail; tasks: read model + tail; files: snapshot + tail,
+  // inside startFileCommands) read different topics and stores and start at once. What must
+  // stay in order: all of them caught up before the consumer below runs, since its first
+  // decision (decide(): accounts, the task, the file's state) reads them.
+  const [, , fileCommands, progressProducer] = await Promise.all([accounts.start(), tasks.start(), startFileCommands(ingest, groupId), log.writer()]);
   // As the accounts and files folds log theirs: what this start read of the tasks topic (the tail past the read model).
   logger.info({ topic: topics.tasks, events_read: tasks.eventsReadAtStart, unfinished: tasks.state.size }, 'tasks fold caught up after the read model positions');
   const finished = new RecentSet<string>(100_000);
-  const fileCommands = await startFileCommands(ingest, groupId);
-  const progressProducer = await log.writer();
   // Replaced after a transaction that did not end cleanly (the log's transactional writer); how
   // many replacements each partition's commands have seen, to re-read the tasks log after one.
   const transactional = new Map<number, PartitionWriter>();

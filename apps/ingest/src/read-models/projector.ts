@@ -103,8 +103,12 @@ export async function startReadModelProjector(ingest: IngestDeps, projection: Re
         markers.delete(partition);
       }
       payload.resolveOffset(batch.lastOffset());
-      // Committed explicitly: without autoCommit, commitOffsetsIfNecessary() alone commits nothing.
-      await payload.commitOffsetsIfNecessary({ topics: [{ topic, partitions: [{ partition, offset: String(last + 1) }] }] });
+      // Named explicitly: with autoCommit off, kafkajs's commitOffsetsIfNecessary() without
+      // offsets commits only on an autoCommit interval or threshold, none set here, so it never
+      // committed, and every new process fetched the whole topic again from offset 0, skipping it
+      // by position after being ready: its memory grew with the history (issue 13).
+      const uncommitted = payload.uncommittedOffsets();
+      if (uncommitted.topics.length > 0) await payload.commitOffsetsIfNecessary(uncommitted);
       await payload.heartbeat();
     } catch (error) {
       if (error instanceof Stopping) return;

@@ -9,7 +9,7 @@ import { externalTableParams, multipartBody, type ExternalTable } from './extern
  * external data. The response body is handed over as the socket delivers it: never buffered.
  */
 
-export type ConnOptions = Pick<ClickHouseOptions, 'url' | 'username' | 'password' | 'database' | 'fallbackUrls'>;
+export type ConnOptions = Pick<ClickHouseOptions, 'url' | 'username' | 'password' | 'database' | 'fallbackUrls' | 'readModelQueryTimeoutMs'>;
 
 export type QueryRequest = {
   readonly sql: string;

@@ -1,6 +1,7 @@
 import { clickhouseFileReadModel, clickhouseFileReadModelWriter, LIVE_FILE_TABLES, quoteIdentifier, type FileTables } from '@meridian/clickhouse';
 import type { FileEvent } from '@meridian/domain';
 import { createEventCodec } from '@meridian/events';
+import { consumerGroupsFor } from '@meridian/kafka';
 import type { ReplayDeps } from '../deps.ts';
 import type { Offsets } from '../bounds.ts';
 import { inRange, type ReadModelKind, type ReadModelVerification } from '../read-models/rebuild.ts';
@@ -8,6 +9,8 @@ import { eventsAfter, projectFileBatch } from '@meridian/projection';
 
 export const REBUILT_FILE_TABLES: FileTables = { files: 'files_rebuilt', listing: 'file_listing_rebuilt', positions: 'files_positions_rebuilt' };
 export const RETIRED_FILE_TABLES: FileTables = { files: 'files_retired', listing: 'file_listing_retired', positions: 'files_positions_retired' };
+/** The read-only stand-ins under the live names while a swap holds live writes. */
+export const FROZEN_FILE_TABLES: FileTables = { files: 'files_frozen', listing: 'file_listing_frozen', positions: 'files_positions_frozen' };
 
 /** The files read model (migration 005) as a rebuild sees it: `meridian replay rebuild files`. */
 export const FILES_READ_MODEL: ReadModelKind = {
@@ -16,6 +19,8 @@ export const FILES_READ_MODEL: ReadModelKind = {
   live: LIVE_FILE_TABLES,
   rebuilt: REBUILT_FILE_TABLES,
   retired: RETIRED_FILE_TABLES,
+  frozen: FROZEN_FILE_TABLES,
+  groupId: (platform) => consumerGroupsFor(platform.topicPrefix).filesProjector,
   start(platform, persist) {
     const seq = { next: 0 };
     const codec = createEventCodec<FileEvent>();
@@ -25,7 +30,7 @@ export const FILES_READ_MODEL: ReadModelKind = {
       return projectFileBatch(step, partition, eventsAfter(codec, partition, messages, -1), last);
     };
   },
-  livePositions: (platform) => clickhouseFileReadModel(platform.clickhouseOptions).positions(),
+  positions: (platform, tables) => clickhouseFileReadModel(platform.clickhouseOptions, tables as FileTables).positions(),
   verify: (platform, rebuilt, ends) => verifyFiles(platform, rebuilt as FileTables, ends),
 };
 

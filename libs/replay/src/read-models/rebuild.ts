@@ -5,7 +5,7 @@ import { retry, RETRY_POLICIES } from '@meridian/retry';
 import { topicOffsets, type Offsets } from '../bounds.ts';
 import { tableEngines } from '../generations.ts';
 import { readRanges } from '../log-reader.ts';
-import { refuseReplicated } from '../swap.ts';
+import { nudgeGroup, refuseReplicated } from '../swap.ts';
 
 /** A read model's tables by role (e.g. tasks, byId, positions), the live set or a rebuild's. */
 export type ReadModelTables = Readonly<Record<string, string>>;
@@ -30,16 +30,28 @@ export type ReadModelKind = {
   readonly rebuilt: ReadModelTables;
   /** Where a swap puts the live tables it replaces (kept until the next swap). */
   readonly retired: ReadModelTables;
+  /** Read-only stand-ins (Merge tables over the retired names) that hold the live names while a swap holds live writes. */
+  readonly frozen: ReadModelTables;
+  /** The live projector's consumer group (the swap makes it rebalance when it must re-read its positions). */
+  readonly groupId: (platform: ReplayDeps) => string;
   /**
    * A projection of the topic from its start, with the live projector's own step, writing into
    * the tables given at each call (the rebuilt ones, then after a swap the live names): its state
    * (the tasks fold, the next file seq) carries across calls. Returns the rows written.
    */
   start(platform: ReplayDeps, persist: Persist): (tables: ReadModelTables, partition: number, messages: Messages, last: number) => Promise<number>;
-  /** Per partition, the last offset the live read model covers. */
-  livePositions(platform: ReplayDeps): Promise<Map<number, number>>;
+  /** Per partition, the last offset the read model in `tables` covers. */
+  positions(platform: ReplayDeps, tables: ReadModelTables): Promise<Map<number, number>>;
   /** Compares the live tables with rebuilt ones over the offsets before `ends`. */
   verify(platform: ReplayDeps, rebuilt: ReadModelTables, ends: Offsets): Promise<ReadModelVerification>;
+};
+
+export type ReadModelRebuildOptions = {
+  readonly onProgress?: (events: number) => void;
+  /** How long a swap waits for a lagging live projector to reach what the rebuild covers before holding its writes (default 20 s). */
+  readonly waitForLiveMs?: number;
+  /** Called after the last catch-up and before live writes are held (tests write into the live read model here). */
+  readonly beforeFreeze?: () => Promise<void>;
 };
 
 export type ReadModelSwapMode = 'never' | 'if-verified' | 'always';
@@ -53,8 +65,11 @@ export type ReadModelRebuildResult = {
   readonly ends: Offsets;
   readonly ms: number;
   readonly verification: ReadModelVerification;
-  /** After a swap: where the replaced live tables are kept, and the events projected after it. */
-  readonly swapped: { readonly retired: ReadModelTables; readonly eventsAfter: number } | null;
+  /**
+   * After a swap: where the replaced live tables are kept, the events projected while live writes
+   * were held, for how long, and whether the live projector was made to re-read its positions.
+   */
+  readonly swapped: { readonly retired: ReadModelTables; readonly eventsFrozen: number; readonly frozenMs: number; readonly nudged: boolean } | null;
   /** Why it was not swapped in, when a swap was asked for. */
   readonly notSwapped: string | null;
 };
@@ -65,19 +80,34 @@ export type ReadModelRebuildResult = {
  * live positions, then verified against the live tables over that range. A rebuild has no
  * retention: it restores tasks the live read model has already let go of.
  *
- * The swap (asked for, and verified unless `always`), while ingestion runs: one multi-table
- * RENAME puts the live tables aside (`retired`) and the rebuilt ones under the live names. The
- * live projector writes by name, so its next batch lands in the new tables; what it wrote into
- * the old ones between the last catch-up and the RENAME is projected again after the swap, from
- * the rebuilt positions to the log's end. Rows are idempotent (a later offset wins; one written
- * twice is the same row), so both writers may write the same change. The live projector keeps
- * its positions and its fold in memory: both equal what the rebuild computes, the fold being
- * deterministic. For the moment between the RENAME and the end of that catch-up, the new tables
- * may lack the last changes (a read then waits or answers as for a lagging projection).
+ * The swap (asked for, and verified unless `always`), while ingestion runs, hands the live names
+ * tables that hold exactly what the live ones hold, as swap.ts does for points. The live
+ * projector cannot simply go on in new tables that differ: the files step reads each file's
+ * stored row back and writes it with its last event's offset, so a change it wrote into the old
+ * tables and the rebuild lacks would be lost for good (the next change of that file starts from
+ * the rebuilt row, and its offset then hides the lost one from any catch-up).
+ *
+ *   1. Catch up to the live positions (twice), and give a lagging live projector a bounded time
+ *      to reach what the rebuild covers.
+ *   2. Freeze: one RENAME puts the live tables aside (`retired`) and read-only stand-ins (Merge
+ *      tables over them) under the live names. Reads go on unchanged; the live projector's writes
+ *      fail and it retries them. The RENAME waits for a write in flight, so the positions of the
+ *      retired tables are final once it returns.
+ *   3. Catch up the rebuild exactly to those positions.
+ *   4. Swap in: one RENAME moves the stand-ins out and the rebuilt tables under the live names.
+ *      The live projector's retried write lands there, after the positions it knew, which the new
+ *      tables share with the old (its fold in memory, the tasks not finished and the next file
+ *      seq, is the same deterministic fold of the same range).
+ *
+ * When the rebuild covers more than the frozen tables (a live projector stopped or stuck), its
+ * positions in memory would be wrong for the new tables: the stand-ins are taken away (a read or
+ * write of the read model then fails, briefly) and its group is made to rebalance, so every member
+ * re-reads its positions and fold from the new tables, before they come in.
  */
 export async function rebuildReadModel(
-  platform: ReplayDeps, kind: ReadModelKind, swap: ReadModelSwapMode, onProgress?: (events: number) => void,
+  platform: ReplayDeps, kind: ReadModelKind, swap: ReadModelSwapMode, options: ReadModelRebuildOptions = {},
 ): Promise<ReadModelRebuildResult> {
+  const { onProgress, waitForLiveMs = 20_000 } = options;
   const started = performance.now();
   const { clickhouse } = platform;
   const topic = kind.topic(platform);
@@ -85,6 +115,8 @@ export async function rebuildReadModel(
   // A copy of a replicated table would share its ZooKeeper path: a replica of the live one, not a rebuild.
   const engines = await tableEngines(clickhouse);
   for (const role of roles) refuseReplicated(engines.get(kind.live[role]!), kind.live[role]);
+  // A swap stopped while live writes were held left the stand-ins under the live names: put the live tables back first.
+  if (roles.some((role) => engines.get(kind.live[role]!) === 'Merge')) await unfreezeReadModel(platform, kind, true);
   for (const role of roles) {
     await clickhouse.command({ query: `DROP TABLE IF EXISTS ${quoteIdentifier(kind.rebuilt[role]!)}` });
     await clickhouse.command({ query: `CREATE TABLE ${quoteIdentifier(kind.rebuilt[role]!)} AS ${quoteIdentifier(kind.live[role]!)}` });
@@ -126,12 +158,16 @@ export async function rebuildReadModel(
   await projectTo(end, kind.rebuilt);
   // The live read model may be ahead of the end read above (or behind it, when its projector
   // lags): catch up to its positions, so the verification compares the same range and a swap
-  // hands the live names tables that are not behind.
-  const livePositions = async () => new Map([...await kind.livePositions(platform)].map(([p, o]) => [p, o + 1]));
+  // has the least to catch up while live writes are held.
+  /** Per partition, the next offset the read model in `tables` has not covered (a partition it has no position for: the log's start). */
+  const nextOf = async (tables: ReadModelTables) => {
+    const at = await kind.positions(platform, tables);
+    return new Map([...low].map(([p, first]) => [p, Math.max(first, (at.get(p) ?? -1) + 1)]));
+  };
   const ahead = (at: ReadonlyMap<number, number>) => new Map([...at].filter(([p, e]) => e > (covered.get(p) ?? 0)));
   if (swap !== 'never') {
-    // Twice: the second pass is short, and leaves the least for after the swap.
-    for (let pass = 0; pass < 2; pass++) await projectTo(ahead(await livePositions()), kind.rebuilt);
+    // Twice: the second pass is short, and leaves the least for while live writes are held.
+    for (let pass = 0; pass < 2; pass++) await projectTo(ahead(await nextOf(kind.live)), kind.rebuilt);
   }
   const range = new Map(covered);
   const verification = await kind.verify(platform, kind.rebuilt, range);
@@ -140,15 +176,67 @@ export async function rebuildReadModel(
   if (swap === 'never') return done({});
   if (swap === 'if-verified' && !verification.verified) return done({ notSwapped: `verification failed: ${verification.differing} of ${verification.compared} live rows differ` });
 
-  // One RENAME: the live names move to the rebuilt tables at once (a multi-table RENAME is one step).
-  for (const role of roles) await clickhouse.command({ query: `DROP TABLE IF EXISTS ${quoteIdentifier(kind.retired[role]!)}` });
+  // A rebuild to the log's end may be ahead of a live projector that lags: give it time to pass.
+  const reached = (theirs: ReadonlyMap<number, number>) => [...covered].every(([p, c]) => (theirs.get(p) ?? 0) >= c);
+  for (const deadline = Date.now() + waitForLiveMs; Date.now() < deadline && !reached(await nextOf(kind.live));) await new Promise((r) => setTimeout(r, 250));
+
+  await options.beforeFreeze?.();
+  const database = await currentDatabase(platform);
+  const q = (role: string, tables: ReadModelTables) => quoteIdentifier(tables[role]!);
+  for (const role of roles) {
+    await clickhouse.command({ query: `DROP TABLE IF EXISTS ${q(role, kind.retired)}` });
+    await clickhouse.command({ query: `DROP TABLE IF EXISTS ${q(role, kind.frozen)}` });
+    await clickhouse.command({ query: `CREATE TABLE ${q(role, kind.frozen)} AS ${q(role, kind.live)} ENGINE = Merge('${database}', '^${kind.retired[role]!}$')` });
+  }
+  await clickhouse.command({ query: `RENAME TABLE ${roles.map((role) => `${q(role, kind.live)} TO ${q(role, kind.retired)}, ${q(role, kind.frozen)} TO ${q(role, kind.live)}`).join(', ')}` });
+  const frozenAt = performance.now();
+  let standInPlace = true;
+  let nudged = false;
+  let eventsFrozen = 0;
+  try {
+    const final = await nextOf(kind.retired);
+    eventsFrozen = await projectTo(ahead(final), kind.rebuilt);
+    const short = [...final].filter(([p, e]) => (covered.get(p) ?? 0) < e);
+    if (short.length > 0) throw new Error(`the rebuild cannot reach the live positions in partitions ${short.map(([p]) => p).join(', ')}`);
+    if ([...covered].some(([p, c]) => c > (final.get(p) ?? 0))) {
+      // The live projector's positions and fold in memory are behind the rebuilt tables: no member
+      // may read or write the read model until every member has rejoined (and so forgotten them).
+      await clickhouse.command({ query: `RENAME TABLE ${roles.map((role) => `${q(role, kind.live)} TO ${q(role, kind.frozen)}`).join(', ')}` });
+      standInPlace = false;
+      await nudgeGroup(platform.log.kafka, kind.groupId(platform), topic, platform.logger);
+      nudged = true;
+    }
+    await clickhouse.command({ query: `RENAME TABLE ${roles.flatMap((role) => [
+      ...(standInPlace ? [`${q(role, kind.live)} TO ${q(role, kind.frozen)}`] : []),
+      `${q(role, kind.rebuilt)} TO ${q(role, kind.live)}`,
+    ]).join(', ')}` });
+  } catch (error) {
+    await unfreezeReadModel(platform, kind, standInPlace).catch((e: unknown) => platform.logger.error({ err: e }, `could not put the live ${kind.name} tables back`));
+    throw error;
+  }
+  const frozenMs = performance.now() - frozenAt;
+  for (const role of roles) await clickhouse.command({ query: `DROP TABLE IF EXISTS ${q(role, kind.frozen)}` });
+  return done({ swapped: { retired: kind.retired, eventsFrozen, frozenMs, nudged } });
+}
+
+/** Puts the live tables a swap froze back under the live names (the stand-ins there, or the names missing). */
+async function unfreezeReadModel(platform: ReplayDeps, kind: ReadModelKind, standInPlace: boolean): Promise<void> {
+  const roles = Object.keys(kind.live);
   const moves = roles.flatMap((role) => [
-    `${quoteIdentifier(kind.live[role]!)} TO ${quoteIdentifier(kind.retired[role]!)}`,
-    `${quoteIdentifier(kind.rebuilt[role]!)} TO ${quoteIdentifier(kind.live[role]!)}`,
+    ...(standInPlace ? [`${quoteIdentifier(kind.live[role]!)} TO ${quoteIdentifier(`${kind.frozen[role]!}_${Date.now()}`)}`] : []),
+    `${quoteIdentifier(kind.retired[role]!)} TO ${quoteIdentifier(kind.live[role]!)}`,
   ]);
-  await clickhouse.command({ query: `RENAME TABLE ${moves.join(', ')}` });
-  const eventsAfter = await projectTo((await topicOffsets(platform.log.admin, topic)).end, kind.live);
-  return done({ swapped: { retired: kind.retired, eventsAfter } });
+  await platform.clickhouse.command({ query: `RENAME TABLE ${moves.join(', ')}` });
+  const engines = await tableEngines(platform.clickhouse);
+  for (const [name, engine] of engines) {
+    if (engine === 'Merge' && roles.some((role) => name.startsWith(kind.frozen[role]!))) await platform.clickhouse.command({ query: `DROP TABLE IF EXISTS ${quoteIdentifier(name)}` });
+  }
+}
+
+async function currentDatabase(platform: ReplayDeps): Promise<string> {
+  const [row] = await (await platform.clickhouse.query({ query: 'SELECT currentDatabase() AS name', format: 'JSONEachRow' })).json<{ name: string }>();
+  if (!row || !/^[A-Za-z_][A-Za-z0-9_]*$/.test(row.name)) throw new Error(`not a database name a stand-in can name: ${row?.name}`);
+  return row.name;
 }
 
 /** Per partition, `kafka_partition = p AND kafka_offset < end`: the rows of a range. */

@@ -1,6 +1,7 @@
 import { clickhouseTaskReadModel, clickhouseTaskReadModelWriter, LIVE_TASK_TABLES, quoteIdentifier, type TaskTables } from '@meridian/clickhouse';
 import { LiveTasks, type TaskEvent } from '@meridian/domain';
 import { createEventCodec } from '@meridian/events';
+import { consumerGroupsFor } from '@meridian/kafka';
 import type { ReplayDeps } from '../deps.ts';
 import type { Offsets } from '../bounds.ts';
 import { inRange, type ReadModelKind, type ReadModelVerification } from '../read-models/rebuild.ts';
@@ -8,6 +9,8 @@ import { eventsAfter, projectTaskBatch } from '@meridian/projection';
 
 export const REBUILT_TASK_TABLES: TaskTables = { tasks: 'tasks_rebuilt', byId: 'tasks_by_id_rebuilt', positions: 'tasks_positions_rebuilt' };
 export const RETIRED_TASK_TABLES: TaskTables = { tasks: 'tasks_retired', byId: 'tasks_by_id_retired', positions: 'tasks_positions_retired' };
+/** The read-only stand-ins under the live names while a swap holds live writes. */
+export const FROZEN_TASK_TABLES: TaskTables = { tasks: 'tasks_frozen', byId: 'tasks_by_id_frozen', positions: 'tasks_positions_frozen' };
 
 /** The tasks read model (migration 003) as a rebuild sees it: `meridian replay rebuild tasks`. */
 export const TASKS_READ_MODEL: ReadModelKind = {
@@ -16,6 +19,8 @@ export const TASKS_READ_MODEL: ReadModelKind = {
   live: LIVE_TASK_TABLES,
   rebuilt: REBUILT_TASK_TABLES,
   retired: RETIRED_TASK_TABLES,
+  frozen: FROZEN_TASK_TABLES,
+  groupId: (platform) => consumerGroupsFor(platform.topicPrefix).tasksProjector,
   start(platform, persist) {
     const live = new LiveTasks();
     const codec = createEventCodec<TaskEvent>();
@@ -25,7 +30,7 @@ export const TASKS_READ_MODEL: ReadModelKind = {
       return projectTaskBatch(step, partition, eventsAfter(codec, partition, messages, -1), last);
     };
   },
-  livePositions: (platform) => clickhouseTaskReadModel(platform.clickhouseOptions).positions(),
+  positions: (platform, tables) => clickhouseTaskReadModel(platform.clickhouseOptions, tables as TaskTables).positions(),
   verify: (platform, rebuilt, ends) => verifyTasks(platform, rebuilt as TaskTables, ends),
 };
 
