@@ -43,7 +43,7 @@ const CASES = [
 ] as const;
 const selected = (process.env.CLUSTER_FAULT_CASES ?? CASES.map((c) => c.proc).join(',')).split(',');
 
-type Row = { proc: string; what: string; lost: number; doubled: number; tasks: string; downloadGap: number; downloadFailures: number; fileGap: number; fileFailures: number; uploadRetries: number; recoveredS: number };
+type Row = { proc: string; what: string; lost: number; doubled: number; tasks: string; downloadGap: number; downloadFailures: number; fileGap: number; fileFailures: number; uploadRetries: number; uploadServerErrors: number; recoveredS: number };
 
 const settings = loadSettings({ ...process.env, LOG_LEVEL: 'silent' });
 const { apiFront, replicas } = clusterEndpoints();
@@ -63,8 +63,9 @@ beforeAll(async () => {
   // What the probes ask for, stored before the cases: a metric's download and a file.
   canary.metric = `fault.${run}.canary`;
   const lines = Array.from({ length: 1000 }, (_, i) => `${formatTimestamp(Date.UTC(2024, 0, 1) + i * 1000)},${i}`).join('\n');
-  const { taskId } = await postUpload(canary.metric, `${lines}\n`, `${run}-canary`);
-  expect((await waitForTask(apiFront, key, taskId, 300_000)).status).toBe('succeeded');
+  const { taskId, serverError } = await postUpload(canary.metric, `${lines}\n`, `${run}-canary`);
+  expect(serverError, 'the canary upload answered a server error').toBeNull();
+  expect((await waitForTask(apiFront, key, taskId!, 300_000)).status).toBe('succeeded');
   canary.body = await download(AbortSignal.timeout(60_000));
   expect(canary.body.split('\n').filter(Boolean).length).toBeGreaterThanOrEqual(1000);
   const content = randomBytes(256 * 1024);
@@ -79,8 +80,8 @@ beforeAll(async () => {
 
 afterAll(() => {
   if (rows.length === 0) return;
-  const header = ['case', 'killed', 'lost', 'doubled', 'tasks', 's without downloads', 'download failures', 's without files', 'file failures', 'upload retries', 's to all succeeded'];
-  const table = [header, ...rows.map((r) => [r.proc, r.what, r.lost, r.doubled, r.tasks, r.downloadGap.toFixed(1), r.downloadFailures, r.fileGap.toFixed(1), r.fileFailures, r.uploadRetries, r.recoveredS.toFixed(0)].map(String))];
+  const header = ['case', 'killed', 'lost', 'doubled', 'tasks', 's without downloads', 'download failures', 's without files', 'file failures', 'upload retries', 'upload 5xx', 's to all succeeded'];
+  const table = [header, ...rows.map((r) => [r.proc, r.what, r.lost, r.doubled, r.tasks, r.downloadGap.toFixed(1), r.downloadFailures, r.fileGap.toFixed(1), r.fileFailures, r.uploadRetries, r.uploadServerErrors, r.recoveredS.toFixed(0)].map(String))];
   const widths = header.map((_, i) => Math.max(...table.map((r) => r[i]!.length)));
   const line = (r: string[]) => `| ${r.map((c, i) => c.padEnd(widths[i]!)).join(' | ')} |`;
   console.log(`\nCluster fault tier: ${POINTS.toLocaleString('en')} points per case in ${UPLOADS} uploads, each process killed with SIGKILL for ${DOWN_MS / 1000} s\n` +
@@ -113,12 +114,14 @@ async function runCase(c: (typeof CASES)[number]): Promise<void> {
   // The uploads: CLIENTS at a time, each retried under its Idempotency-Key until accepted.
   const taskIds = new Map<number, string>();
   let retries = 0;
+  const serverErrors: string[] = [];
   let next = 0;
   const posting = Promise.all(Array.from({ length: CLIENTS }, async () => {
     for (let u = next++; u < UPLOADS; u = next++) {
-      const accepted = await postUpload(`${prefix}u${u}`, uploadBody(u), `${run}-${c.proc}-${u}`);
-      retries += accepted.retries;
-      taskIds.set(u, accepted.taskId);
+      const posted = await postUpload(`${prefix}u${u}`, uploadBody(u), `${run}-${c.proc}-${u}`);
+      retries += posted.retries;
+      if (posted.serverError !== null) serverErrors.push(posted.serverError);
+      if (posted.taskId !== null) taskIds.set(u, posted.taskId);
     }
   }));
 
@@ -173,10 +176,12 @@ async function runCase(c: (typeof CASES)[number]): Promise<void> {
     tasks: [...statuses].map(([s, n]) => `${n} ${s}`).join(', '),
     downloadGap: downloads.secondsWithoutService(), downloadFailures: downloads.failures,
     fileGap: files.secondsWithoutService(), fileFailures: files.failures,
-    uploadRetries: retries, recoveredS,
+    uploadRetries: retries, uploadServerErrors: serverErrors.length, recoveredS,
   });
   if (downloads.failures + files.failures > 0) console.log(`${c.proc}: probe failures: ${[...downloads.reasons, ...files.reasons].join(' | ')}`);
+  if (serverErrors.length > 0) console.log(`${c.proc}: uploads answered server errors: ${serverErrors.join(' | ')}`);
 
+  expect(serverErrors, 'uploads answered a server error (5xx other than 502/503)').toEqual([]);
   expect(taskIds.size, 'every upload accepted').toBe(UPLOADS);
   expect(reasons, 'every accepted task succeeded').toEqual([]);
   expect(accepted, 'points accepted by the tasks').toBe(POINTS);
@@ -197,8 +202,15 @@ function uploadBody(u: number): string {
   return `${lines.join('\n')}\n`;
 }
 
-/** Posts an upload through the front until it is accepted: 503 and a cut connection are retried with the same key. */
-async function postUpload(metric: string, body: string, idempotencyKey: string): Promise<{ taskId: string; retries: number }> {
+/**
+ * Statuses an upload is sent again for, with the same key: a cut connection (0; 502 is the front's
+ * word for one, the api never answers it), 503 (a dependency down) and 429. Any other 5xx is a server
+ * error: counted, and the upload given up, so a real 500 fails the case instead of passing unseen.
+ */
+const RETRIED = new Set([0, 429, 502, 503]);
+
+/** Posts an upload through the front until it is accepted (taskId) or answered a server error (serverError). */
+async function postUpload(metric: string, body: string, idempotencyKey: string): Promise<{ taskId: string | null; retries: number; serverError: string | null }> {
   const deadline = Date.now() + RECOVERY_MS;
   for (let retries = 0; ; retries++) {
     if (Date.now() > deadline) throw new Error(`upload ${metric} not accepted within ${RECOVERY_MS} ms (${retries} attempts)`);
@@ -213,8 +225,9 @@ async function postUpload(metric: string, body: string, idempotencyKey: string):
     } catch {
       status = 0; // the connection was cut (the api died under it): a client sends it again
     }
-    if (status === 202) return { taskId: (JSON.parse(text) as { task_id: string }).task_id, retries };
-    if (status !== 0 && status < 500 && status !== 429) throw new Error(`upload ${metric}: ${status} ${text}`);
+    if (status === 202) return { taskId: (JSON.parse(text) as { task_id: string }).task_id, retries, serverError: null };
+    if (status >= 500 && !RETRIED.has(status)) return { taskId: null, retries, serverError: `${metric}: ${status} ${text.slice(0, 300)}` };
+    if (!RETRIED.has(status)) throw new Error(`upload ${metric}: ${status} ${text}`);
     await new Promise((r) => setTimeout(r, 1000));
   }
 }

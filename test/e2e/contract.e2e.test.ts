@@ -138,10 +138,10 @@ describe('the contract', () => {
     expect(sample(done, 'meridian_projection_pending_seconds')).toBe(0);
     const settled = await waitFor('the ingest groups to commit their offsets', async () => {
       const text = await scrape();
-      const lags = [...text.matchAll(/^meridian_consumer_lag\{group="[^"]*ingest-(commands|projector)",topic="[^"]*",partition="\d+"\} (\d+)$/gm)];
-      return lags.length >= 2 && lags.every((m) => m[2] === '0') ? lags : undefined;
+      const lags = [...text.matchAll(/^meridian_consumer_lag\{group="[^"]*ingest-(commands|projector|tasks-projector|files-projector)",topic="[^"]*",partition="\d+"\} (\d+)$/gm)];
+      return new Set(lags.map((m) => m[1])).size === 4 && lags.every((m) => m[2] === '0') ? lags : undefined;
     }, 20_000, 250);
-    expect(new Set(settled.map((m) => m[1]))).toEqual(new Set(['commands', 'projector']));
+    expect(new Set(settled.map((m) => m[1]))).toEqual(new Set(['commands', 'projector', 'tasks-projector', 'files-projector']));
   });
 
   it('/docs is served from this origin under a self-only Content-Security-Policy; its files come from a fixed list', async () => {

@@ -7,13 +7,13 @@ import {
   composeApiKey,
   foldAccounts,
   foldFiles,
-  listFiles,
   type AccountEvent,
   type FileEvent,
 } from '@meridian/domain';
 import { createEventCodec } from '@meridian/events';
 import { createProducer } from '@meridian/kafka';
 import { createLogger } from '@meridian/observability';
+import { listFiles } from '../support/files-reference.ts';
 import { createPlatform, type Platform } from '../support/platform.ts';
 import { createSnapshotStore } from '@meridian/storage';
 import { call, startApi, type RunningApi } from '../support/api.ts';

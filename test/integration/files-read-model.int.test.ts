@@ -3,7 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFilesProjector } from '../../apps/ingest/src/read-models/files.ts';
 import type { RunningReadModelProjector } from '../../apps/ingest/src/read-models/projector.ts';
 import { clickhouseFileReadModel, clickhouseFileReadModelWriter } from '@meridian/clickhouse';
-import { fileDefinedFrom, foldFiles, listFiles, type Caller, type FileEvent } from '@meridian/domain';
+import { fileDefinedFrom, foldFiles, type Caller, type FileEvent } from '@meridian/domain';
+import { listFiles, usageOf } from '../support/files-reference.ts';
 import { createEventCodec } from '@meridian/events';
 import { appendEvents } from '@meridian/kafka';
 import { createLogger } from '@meridian/observability';
@@ -118,7 +119,7 @@ describe('files projector: files topic → the files read model, exactly once', 
       }
     }
     const usage = await readModel.usage([...users, 'nobody']);
-    for (const user of users) expect(usage.get(user), user).toEqual({ bytes: folded.usage.get(user) ?? 0, files: folded.owned.get(user) ?? 0 });
+    for (const user of users) expect(usage.get(user), user).toEqual(usageOf(folded).get(user) ?? { bytes: 0, files: 0 });
     expect(usage.has('nobody')).toBe(false);
   });
 });

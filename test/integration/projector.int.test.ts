@@ -80,6 +80,15 @@ describe('projector: points topic → ClickHouse, exactly once', () => {
     return sortRows(await result.json<Row>());
   }
 
+  /** The metric catalog as catalogOf computes it from rows. */
+  async function storedCatalog(): Promise<ReturnType<typeof catalogOf>> {
+    const result = await platform.clickhouse.query({
+      query: 'SELECT metric_name, toString(countMerge(points)) AS points, toString(minMerge(first_ts)) AS first_ts, toString(maxMerge(last_ts)) AS last_ts FROM metric_catalog GROUP BY metric_name ORDER BY metric_name',
+      format: 'JSONEachRow',
+    });
+    return result.json();
+  }
+
   async function scalar(query: string): Promise<number> {
     const rows = await (await platform.clickhouse.query({ query, format: 'JSONEachRow' })).json<Record<string, string>>();
     return Number(Object.values(rows[0]!)[0]);
@@ -159,10 +168,7 @@ describe('projector: points topic → ClickHouse, exactly once', () => {
     expect(failedTasks).toEqual([{ task_id: 'task-poison', reason: expect.stringMatching(/could not be stored: PointBatch has 2 timestamps but 1 values/) }]);
 
     // the catalog counts every point, per metric, exactly
-    const catalog = await (await platform.clickhouse.query({
-      query: 'SELECT metric_name, toString(countMerge(points)) AS points, toString(minMerge(first_ts)) AS first_ts, toString(maxMerge(last_ts)) AS last_ts FROM metric_catalog GROUP BY metric_name ORDER BY metric_name',
-      format: 'JSONEachRow',
-    })).json<{ metric_name: string; points: string; first_ts: string; last_ts: string }>();
+    const catalog = await storedCatalog();
     expect(catalog).toEqual(catalogOf(expected));
   });
 
@@ -192,6 +198,34 @@ describe('projector: points topic → ClickHouse, exactly once', () => {
     expect(failedTasks).toHaveLength(1); // nor its task failed again
     const catalogTotal = await scalar('SELECT countMerge(points) FROM metric_catalog');
     expect(catalogTotal).toBe(expected.length);
+  });
+
+  it('completes the metric catalog on taking over partitions whose last insert stored its points without the catalog share', async () => {
+    await projector!.stop();
+    projector = null;
+    // A previous owner's last insert: its points stored, the catalog's share lost ("while pushing
+    // to view"), and the owner killed before repairing it. The view is detached while the points go in.
+    await upload({ task_id: 'task-4', batches: [{ metric: 'cpu:load', points: [[13_000, 1], [14_000, 2], [13_500, 3]] }] });
+    const lost = expected.filter((r) => r.task_id === 'task-4');
+    const segments: Segment[] = [...new Set(lost.map((r) => `${r.kafka_partition}/${r.kafka_offset}`))].map((key) => {
+      const rows = lost.filter((r) => `${r.kafka_partition}/${r.kafka_offset}` === key);
+      const { task_id, metric_name, updated_at, kafka_partition, kafka_offset } = rows[0]!;
+      return { partition: kafka_partition, offset: Number(kafka_offset), batch: { type: 'PointBatch', task_id, metric_name, updated_at: Number(updated_at), timestamps: rows.map((r) => Number(r.ts)), values: rows.map((r) => r.value) } };
+    });
+    await platform.clickhouse.command({ query: 'DETACH TABLE metric_catalog' });
+    try {
+      await createPointsSink(platform.clickhouse).insert(segments);
+    } finally {
+      await platform.clickhouse.command({ query: 'ATTACH TABLE metric_catalog' });
+    }
+    expect(await scalar('SELECT countMerge(points) FROM metric_catalog')).toBe(expected.length - lost.length);
+
+    projector = await startProjector(platform);
+    await waitFor('the catalog completed', async () => ((await scalar('SELECT countMerge(points) FROM metric_catalog')) >= expected.length ? true : undefined), 45_000, 200);
+    await waitFor('the seals of task-4 announced', () => ([...sealed].every((k) => announcedKeys().includes(k)) ? true : undefined), 20_000, 100);
+    expect(await storedRows()).toEqual(sortRows(expected)); // the stored batches were skipped, not written again
+    const catalog = await storedCatalog();
+    expect(catalog).toEqual(catalogOf(expected));
   });
 });
 

@@ -4,7 +4,8 @@ import { startFilesProjector } from '../../apps/ingest/src/read-models/files.ts'
 import type { RunningReadModelProjector } from '../../apps/ingest/src/read-models/projector.ts';
 import { startTasksProjector } from '../../apps/ingest/src/read-models/tasks.ts';
 import { clickhouseFileReadModel, clickhouseFileReadModelWriter, clickhouseTaskReadModel, clickhouseTaskReadModelWriter } from '@meridian/clickhouse';
-import { fileDefinedFrom, foldFiles, foldTasks, listFiles, type FileEvent, type MetricsUploadRequested, type TaskEvent } from '@meridian/domain';
+import { fileDefinedFrom, foldFiles, foldTasks, type FileEvent, type MetricsUploadRequested, type TaskEvent } from '@meridian/domain';
+import { listFiles } from '../support/files-reference.ts';
 import { createEventCodec, type EventLike } from '@meridian/events';
 import { appendEvents } from '@meridian/kafka';
 import { createLogger } from '@meridian/observability';

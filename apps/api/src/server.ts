@@ -32,11 +32,14 @@ function caughtUp(name: string, store: { readonly ready: boolean }) {
   return { name, check: async () => { if (!store.ready) throw new Error(`catching up with the ${name} log`); } };
 }
 
-/** The ingest consumer groups' lag per partition; empty when Kafka does not answer in time (a scrape never hangs). */
+/** Every ingest consumer group's lag per partition; empty when Kafka does not answer in time (a scrape never hangs). */
 async function ingestLag(services: ApiServices) {
+  const { groups: g, topics: t } = services;
   const groups = [
-    { group: services.groups.commands, topic: services.topics.tasks },
-    { group: services.groups.projector, topic: services.topics.points },
+    { group: g.commands, topic: t.tasks },
+    { group: g.projector, topic: t.points },
+    { group: g.tasksProjector, topic: t.tasks },
+    { group: g.filesProjector, topic: t.files },
   ];
   try {
     return await withTimeout(Promise.all(groups.map(async ({ group, topic }) =>

@@ -39,12 +39,12 @@ async function answered(read: Promise<CatalogEntry[]>): Promise<CatalogEntry[]> 
 }
 
 /** Every metric in the catalog. */
-export async function listCatalog(conn: ConnOptions): Promise<CatalogEntry[]> {
+async function listCatalog(conn: ConnOptions): Promise<CatalogEntry[]> {
   return parse(await queryText(conn, { sql: `${SELECT} GROUP BY metric_name FORMAT JSONEachRow` }));
 }
 
 /** The catalog entries of exactly these names (the ones that exist). */
-export async function catalogEntries(conn: ConnOptions, names: readonly string[]): Promise<CatalogEntry[]> {
+async function catalogEntries(conn: ConnOptions, names: readonly string[]): Promise<CatalogEntry[]> {
   if (names.length === 0) return [];
   return parse(await queryText(conn, {
     sql: `${SELECT} WHERE metric_name IN (SELECT name FROM wanted) GROUP BY metric_name FORMAT JSONEachRow`,

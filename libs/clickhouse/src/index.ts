@@ -1,6 +1,6 @@
 export { createClickHouse, ensureDatabase, pingClickHouse, quoteIdentifier, type ClickHouseClient, type ClickHouseOptions } from './client.ts';
 export {
-  capabilities, deduplicatedInsertSettings, NO_QUORUM, parseVersion, quorumInsertSettings, quorumReadSettings, serverCapabilities, synchronousInsertSettings, type Capabilities, type InsertQuorum,
+  capabilities, deduplicatedInsertSettings, parseVersion, quorumReadSettings, serverCapabilities, synchronousInsertSettings, type Capabilities, type InsertQuorum,
 } from './capabilities.ts';
 export { migrate, readMigrations, statementsFor, replicated, replicationOf, MIGRATIONS_DIR, type Migration, type Replication } from './migrate.ts';
 export {
@@ -19,8 +19,8 @@ export {
   type PlanOptions,
   type StreamOptions,
 } from './download/index.ts';
-export { clickhouseMetricCatalog, listCatalog, catalogEntries, type CatalogEntry } from './catalog.ts';
+export { clickhouseMetricCatalog, type CatalogEntry } from './catalog.ts';
 export { clickhouseTaskReadModel, clickhouseTaskReadModelWriter, LIVE_TASK_TABLES, type TaskTables } from './tasks/read-model.ts';
 export { queryText } from './download/http.ts';
 export { clickhouseFileReadModel, clickhouseFileReadModelWriter, LIVE_FILE_TABLES, type FileTables } from './files/read-model.ts';
-export { createPointsSink, refusedBeforeWriting, type PointsSink } from './points/sink.ts';
+export { createPointsSink, refusedBeforeWriting, type BatchPosition, type PointsSink } from './points/sink.ts';

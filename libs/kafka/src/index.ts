@@ -1,7 +1,7 @@
 export { createKafka, createProducer, ensureTopics, type KafkaOptions } from './client.ts';
-export { topicsFor, consumerGroupsFor, topicSpecs, topicMismatches, replicationWarning, WHY_KEPT, type ConsumerGroups, type Topics, type TopicLayout, type TopicSpec, type ExistingTopic, type TopicMismatch } from './topics.ts';
+export { topicsFor, consumerGroupsFor, topicSpecs, replicationWarning, WHY_KEPT, type ConsumerGroups, type Topics, type TopicLayout, type TopicSpec, type ExistingTopic, type TopicMismatch } from './topics.ts';
 export { appendEvents } from './append.ts';
 export { TopicFollower, type FollowerOptions } from './follow.ts';
-export { ConsumerWatch, nextConsumerState, notServing, type ConsumerState, type ConsumerEvent } from './consumer-watch.ts';
-export { KafkaEventLog, KafkaGroupConsumer, KafkaTransactionalLog } from './event-log.ts';
+export { ConsumerWatch, notServing, type ConsumerState, type ConsumerEvent } from './consumer-watch.ts';
+export { KafkaEventLog } from './event-log.ts';
 export { TransactionInterrupted } from './transactional.ts';

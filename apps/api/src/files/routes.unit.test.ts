@@ -2,9 +2,10 @@ import Koa from 'koa';
 import Router from '@koa/router';
 import { koaBody } from 'koa-body';
 import { describe, expect, it } from 'vitest';
-import { applyFileEvent, DomainError, foldFiles, initialTasks, listFiles, type FileDefined, type FileEvent, type FileReadModel, type UserRecord } from '@meridian/domain';
+import { applyFileEvent, DomainError, foldFiles, initialTasks, type FileDefined, type FileEvent, type FileReadModel, type UserRecord } from '@meridian/domain';
 import { createLogger } from '@meridian/observability';
 import { inject, type Listener } from '../../../../test/support/inject.ts';
+import { listFiles, usageOf } from '../../../../test/support/files-reference.ts';
 import { problemMiddleware } from '../http/problem.ts';
 import { requestContext } from '../http/request-context.ts';
 import { mountRoutes } from '../http/route.ts';
@@ -38,7 +39,7 @@ function catalog(events: FileEvent[]) {
     // Deleted ids are left out: to a route they are unknown, as to the read model's get.
     rows: async (fileIds) => fileIds.flatMap((id) => (state.files.has(id) ? [{ file: state.files.get(id)!, deleted: false, partition: 0, offset }] : [])),
     list: async (caller, query) => listFiles(state, caller, query),
-    usage: async (owners) => new Map(owners.filter((o) => state.owned.has(o)).map((o) => [o, { bytes: state.usage.get(o) ?? 0, files: state.owned.get(o)! }])),
+    usage: async (owners) => new Map([...usageOf(state)].filter(([owner]) => owners.includes(owner))),
     positions: async () => new Map([[0, offset]]),
     nextSeq: async () => state.defined,
   };

@@ -2,12 +2,12 @@ import { decideStart, type PointsFact, type StartDecision, type TaskEvent } from
 import { createEventCodec, UndecodableEventError } from '@meridian/events';
 import type { ConsumerWatch } from '@meridian/kafka';
 import { AccountsStore, runConsumer, TasksStore } from '@meridian/platform';
-import { retry, RETRY_POLICIES } from '@meridian/retry';
 import { uploadCommands } from '../uploads/upload-commands.ts';
 import { uploadLimitsFrom } from '../uploads/limits.ts';
 import { startFileCommands } from '../files/file-commands.ts';
 import { handlerOf, type CommandHandlers, type CommandPosition, type WorkerCommand } from './handlers.ts';
 import { sendToDeadLetter } from '../dead-letter.ts';
+import { persistWhileRunning, type Persist } from '../persist.ts';
 import type { PartitionWriter } from '../event-log.ts';
 import type { IngestDeps } from '../ingest-deps.ts';
 
@@ -74,6 +74,8 @@ export async function startCommandConsumer(ingest: IngestDeps): Promise<RunningW
   };
 
   const consumer = log.consumer({ groupId, sessionTimeoutMs: settings.KAFKA_SESSION_TIMEOUT_MS, maxWaitTimeMs: 250 });
+  // Set before the consumer is stopped, so a command waiting on a read (decide) gives up and stop() returns.
+  let stopping = false;
   consumer.onJoin((e) => logger.info({ group: e.groupId, assignment: e.assignment }, 'joined consumer group'));
   const watch: ConsumerWatch = consumer.watch('commands');
   await runConsumer(consumer, topics.tasks, {
@@ -101,7 +103,9 @@ export async function startCommandConsumer(ingest: IngestDeps): Promise<RunningW
       // 503 whose send still landed): run it once. Finished tasks are in the fold or, once the
       // read model covers them, in the read model (decide asks both); ones this process finished
       // itself are remembered here, because right after a commit the fold may not show it yet.
-      const decision: StartDecision = finished.has(cmd.task_id) ? { kind: 'skip' } : await decide(cmd, partition);
+      // Thrown Stopping leaves the command unconsumed, for the next owner.
+      const persist = persistWhileRunning(logger, { isRunning: () => !stopping, heartbeat });
+      const decision: StartDecision = finished.has(cmd.task_id) ? { kind: 'skip' } : await decide(cmd, partition, persist);
       if (decision.kind === 'skip') {
         logger.info({ task_id: cmd.task_id, offset: at.offset }, 'command for a finished task skipped');
         return;
@@ -136,7 +140,7 @@ export async function startCommandConsumer(ingest: IngestDeps): Promise<RunningW
    * A refusal for crashes is checked again on this partition read to its end: a release this
    * process wrote a moment ago may not be folded yet.
    */
-  async function decide(cmd: WorkerCommand, partition: number): Promise<StartDecision> {
+  async function decide(cmd: WorkerCommand, partition: number, persist: Persist): Promise<StartDecision> {
     await accounts.syncToEnd();
     const replaced = producerFor(partition).replaced;
     if ((replacementsSeen.get(partition) ?? 0) !== replaced) {
@@ -145,7 +149,7 @@ export async function startCommandConsumer(ingest: IngestDeps): Promise<RunningW
       await tasks.syncToEnd([partition]);
       replacementsSeen.set(partition, replaced);
     }
-    const task = await retry(() => tasks.find(cmd.task_id), { ...RETRY_POLICIES.projector, onRetry: (error) => logger.warn({ err: error, task_id: cmd.task_id }, 'tasks read model unavailable; asking again') });
+    const task = await persist(`reading task ${cmd.task_id} from the tasks read model`, () => tasks.find(cmd.task_id));
     const now = () => decideStart(tasks.state.get(cmd.task_id) ?? task, accounts.state.users.get(cmd.user_name), settings.MERIDIAN_MAX_COMMAND_STARTS);
     const first = now();
     if (first.kind !== 'fail' || !first.deadLetter) return first;
@@ -160,6 +164,7 @@ export async function startCommandConsumer(ingest: IngestDeps): Promise<RunningW
   return {
     watch,
     async stop() {
+      stopping = true;
       await consumer.stop();
       await Promise.allSettled([...transactional.values()].map((p) => p.disconnect()));
       await fileCommands.stop();

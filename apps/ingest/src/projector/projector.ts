@@ -7,7 +7,7 @@ import { announceProjected } from './announce.ts';
 import { sendToDeadLetter } from '../dead-letter.ts';
 import { Heart } from './heart.ts';
 import { InsertLog } from './insert-log.ts';
-import { refusedBeforeWriting } from '@meridian/clickhouse';
+import { refusedBeforeWriting, type BatchPosition } from '@meridian/clickhouse';
 import { Projection } from '@meridian/projection';
 import type { IngestDeps } from '../ingest-deps.ts';
 
@@ -87,12 +87,28 @@ export async function startProjector(ingest: IngestDeps): Promise<RunningProject
     });
   }
 
+  /**
+   * Reads where the sink is. The last insert of a previous owner may have stored its points
+   * without the catalog's share and that owner died before repairing it (flush): the batch at
+   * each partition's position is checked, as after an unknown outcome here (0 points almost always).
+   */
   async function loadSinkPositions(partitions: readonly number[], ctx: Ctx): Promise<void> {
+    let max = new Map<number, number>();
     await persist('reading the sink positions', ctx, async () => {
       await sink.settle();
-      const max = await sink.maxOffsets(partitions);
+      max = await sink.maxOffsets(partitions);
       for (const [p, o] of max) projection.setSinkMax(p, o);
       logger.info({ sink_max_offsets: Object.fromEntries(max) }, 'projector resumes after the sink positions');
+    });
+    await repairCatalog([...max].filter(([, o]) => o >= 0).map(([partition, offset]) => ({ partition, offset })), ctx);
+  }
+
+  /** Adds to the metric catalog what it lacks of the metrics of these stored batches. */
+  async function repairCatalog(batches: readonly BatchPosition[], ctx: Ctx): Promise<void> {
+    if (batches.length === 0) return;
+    await persist('repairing the metric catalog', ctx, async () => {
+      const added = await sink.repairCatalog(batches);
+      if (added > 0) logger.warn({ points: added }, 'metric catalog was short of an insert whose server or writer died; added');
     });
   }
 
@@ -121,13 +137,8 @@ export async function startProjector(ingest: IngestDeps): Promise<RunningProject
         }
         projection.stored(todo);
       });
-      if (unknownOutcome) {
-        // The failed attempt may have stored the points and not the catalog's share (sink.ts).
-        await persist('repairing the metric catalog', ctx, async () => {
-          const added = await sink.repairCatalog(inThisInsert);
-          if (added > 0) logger.warn({ points: added }, 'metric catalog was short of an insert whose server died; added');
-        });
-      }
+      // The failed attempt may have stored the points and not the catalog's share (sink.ts).
+      if (unknownOutcome) await repairCatalog(inThisInsert, ctx);
       inserts.record(rows, performance.now() - started);
     }
     const { seals } = projection.pending();

@@ -1,13 +1,10 @@
 import type { BatchPayload, ConsumedMessage } from '@meridian/domain';
 import type { ConsumerWatch } from '@meridian/kafka';
 import { runConsumer } from '@meridian/platform';
-import { retry, RETRY_POLICIES } from '@meridian/retry';
+import { persistWhileRunning, Stopping, type Persist } from '../persist.ts';
 import type { IngestDeps } from '../ingest-deps.ts';
 
 export type RunningReadModelProjector = { readonly watch: ConsumerWatch; stop(): Promise<void> };
-
-/** Runs an attempt until it succeeds, backing off and heartbeating; gives up only when the consumer stops. */
-export type Persist = <T>(what: string, attempt: () => Promise<T>) => Promise<T>;
 
 /** One read model fed from one topic (tasks, files): what differs between them. */
 export type ReadModelProjection = {
@@ -24,9 +21,6 @@ export type ReadModelProjection = {
   /** Records positions alone (fetches that held transaction markers only). */
   writePositions(positions: ReadonlyMap<number, number>): Promise<void>;
 };
-
-/** Thrown out of a retry loop when the consumer is stopping: the work is left to the next owner. */
-class Stopping extends Error {}
 
 /**
  * Projects a topic into a read model exactly once, without transactions (the tasks and files
@@ -89,20 +83,10 @@ export async function startReadModelProjector(ingest: IngestDeps, projection: Re
     }
   });
 
-  const persistFor = (payload: BatchPayload): Persist => (what, attempt) => retry(attempt, {
-    ...RETRY_POLICIES.projector,
-    retriable: () => {
-      if (!payload.isRunning()) throw new Stopping(`${what}: stopping`);
-      return true;
-    },
-    onRetry: (error, n, delay) => logger.warn({ err: error, attempt: n, retry_in_ms: delay }, `${what} failed; retrying`),
-    wait: async (ms) => { await new Promise((r) => setTimeout(r, ms)); await payload.heartbeat(); },
-  });
-
   async function eachBatch(payload: BatchPayload): Promise<void> {
     const { batch } = payload;
     const partition = batch.partition;
-    const persist = persistFor(payload);
+    const persist = persistWhileRunning(logger, payload);
     try {
       if (!positions.has(partition)) {
         const wanted = [...new Set([...assigned, partition])].filter((p) => !positions.has(p));

@@ -22,11 +22,15 @@ export type PointsSink = {
    */
   settle(timeoutMs?: number): Promise<void>;
   /**
-   * After an insert whose outcome was unknown, once its segments are stored: adds to the metric
-   * catalog what it lacks of their metrics; returns how many points it added (0 almost always).
+   * After an insert whose outcome was unknown, once its segments are stored (and on taking over
+   * partitions, for the batch at each one's position): adds to the metric catalog what it lacks of
+   * the metrics of the point batches at these positions; returns how many points it added (0 almost always).
    */
-  repairCatalog(segments: readonly Segment[]): Promise<number>;
+  repairCatalog(batches: readonly BatchPosition[]): Promise<number>;
 };
+
+/** Where a PointBatch is in the points topic (and so in the points table). */
+export type BatchPosition = Pick<Segment, 'partition' | 'offset'>;
 
 /**
  * A quorum insert refused before anything was written: too few live replicas (285), or another
@@ -115,15 +119,15 @@ export function createPointsSink(client: ClickHouseClient, table = 'points', quo
      * its partitions' metrics and has settled its inserts, so for those metrics the catalog must
      * count what `points` counts: the difference is added as one aggregate state per metric (a
      * count of the missing points, the metric's first and last timestamps, which merge without
-     * harm). Metrics are found from the segments' positions (integers), never named in the SQL.
+     * harm). Metrics are found from the batches' positions (integers), never named in the SQL.
      */
-    async repairCatalog(segments) {
-      if (table !== 'points' || segments.length === 0) return 0;
+    async repairCatalog(batches) {
+      if (table !== 'points' || batches.length === 0) return 0;
       if (quorum.replicas >= 2) {
         // The writer holds every part the replication log has (its own and the other replicas').
         for (const t of ['points', '`.inner.metric_catalog`']) await client.command({ query: `SYSTEM SYNC REPLICA ${t}` });
       }
-      const blocks = segments.map((s) => {
+      const blocks = batches.map((s) => {
         if (!Number.isInteger(s.partition) || !Number.isInteger(s.offset)) throw new Error('not a segment position');
         return `(${s.partition}, ${s.offset})`;
       });

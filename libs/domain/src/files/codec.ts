@@ -27,7 +27,7 @@ const v1 = z.object({
 /**
  * The file catalog as a snapshot (version 1): live files in definition order with their grants
  * in the order they were given, the ids of deleted files, and the count of definitions. The
- * indexes (visible, usage, owned, blobRefs) follow from the files and are rebuilt on reading. Fields are
+ * blob counts (blobRefs) follow from the files and are rebuilt on reading. Fields are
  * written one by one, in a fixed order, so equal states give equal bytes.
  */
 export const filesCodec: StateCodec<FilesState> = {

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { DomainError } from '../errors.ts';
-import { fileAccess, listFiles, quotaLeft, visibleFile, type Caller } from './access.ts';
+import { listFiles, usageOf } from '../../../../test/support/files-reference.ts';
+import { fileAccess, quotaLeft, visibleFile, type Caller } from './access.ts';
 import { assertFileRoom, decideDeleteFile, decideDescribeFile, decideGrantFileAccess, decideRevokeFileAccess, fileDefinedFrom } from './decide.ts';
 import type { FileDefinitionRequested, FileEvent } from './events.ts';
 import { contentTypeFor, sanitizeFileName } from './names.ts';
@@ -140,15 +141,13 @@ describe('the file catalog fold', () => {
     expect(fileAccess(state.files.get('f3'), ada)).toBe('rw');
   });
 
-  it('counts usage per owner and references per blob; delete releases both', () => {
+  it('counts references per blob; delete releases them', () => {
     const state = foldFiles(history);
-    expect(state.usage.get('ada')).toBe(150);
     expect(state.blobRefs.get('01'.repeat(32))).toBe(2);
     applyFileEvent(state, { type: 'FileDeleted', file_id: 'f1', at: 2000, actor: 'ada' });
-    expect(state.usage.get('ada')).toBe(50);
     expect(state.blobRefs.get('01'.repeat(32))).toBe(1);
     expect(fileAccess(state.files.get('f1'), bob)).toBeNull();
-    expect(state.visible.get('bob')).toEqual(new Set(['f3']));
+    expect(listFiles(state, bob, { limit: 10 }).files.map((f) => f.file.file_id)).toEqual(['f3']);
     applyFileEvent(state, { type: 'FileDeleted', file_id: 'f3', at: 2001, actor: 'bob' });
     expect(state.blobRefs.has('01'.repeat(32))).toBe(false);
     expect(blobKeyOf('01'.repeat(32))).toBe(`blobs/sha256/${'01'.repeat(32)}`);
@@ -161,7 +160,7 @@ describe('the file catalog fold', () => {
     expect(state.files.has('f1')).toBe(false);
     expect(fileEverDefined(state, 'f1')).toBe(true);
     expect(state.files.get('f2')!.grants.size).toBe(0);
-    expect(state.usage.has('eve')).toBe(false);
+    expect(usageOf(state).has('eve')).toBe(false);
   });
 
   it('keeps live files only: of a deleted one, its id', () => {
@@ -229,22 +228,19 @@ describe('listing', () => {
     expect(listFiles(state, ada, { limit: 100, name_contains: 'A1' }).files.map((f) => f.file.file_id)).toEqual(['a19', 'a18', 'a17', 'a16', 'a15', 'a14', 'a13', 'a12', 'a11', 'a10', 'a1']);
   });
 
-  it('counts live files per owner and refuses one more past the cap, pending definitions included', () => {
-    expect(state.owned.get('ada')).toBe(24);
-    expect(state.owned.get('bob')).toBe(1);
-    expect(() => assertFileRoom({ owned: state.owned.get('ada') ?? 0, pending: 0, max_files: 25 })).not.toThrow();
-    const refused = (() => { try { assertFileRoom({ owned: state.owned.get('ada') ?? 0, pending: 1, max_files: 25 }); } catch (e) { return e as DomainError; } return null; })();
+  it('refuses one more file past the cap, pending definitions included', () => {
+    const owned = (user: string) => usageOf(state).get(user)?.files ?? 0;
+    expect(() => assertFileRoom({ owned: owned('ada'), pending: 0, max_files: 25 })).not.toThrow();
+    const refused = (() => { try { assertFileRoom({ owned: owned('ada'), pending: 1, max_files: 25 }); } catch (e) { return e as DomainError; } return null; })();
     expect(refused?.code).toBe('limit_reached');
     expect(refused?.message).toContain('MERIDIAN_MAX_FILES_PER_USER');
-    expect(() => assertFileRoom({ owned: state.owned.get('eve') ?? 0, pending: 0, max_files: 1 })).not.toThrow();
-    const after = foldFiles([...many, ...Array.from({ length: 24 }, (_, i) => ({ type: 'FileDeleted' as const, file_id: `a${i === 3 ? 24 : i}`, at: 7000, actor: 'ada' }))]);
-    expect(after.owned.has('ada')).toBe(false);
+    expect(() => assertFileRoom({ owned: owned('eve'), pending: 0, max_files: 1 })).not.toThrow();
   });
 
   it('leaves the quota less usage and pending bytes, never below zero', () => {
-    expect(quotaLeft(state.usage.get('ada') ?? 0, 100, 10)).toBe(100 - 24 - 10);
-    expect(quotaLeft(state.usage.get('ada') ?? 0, 10, 10)).toBe(0);
-    expect(quotaLeft(state.usage.get('nobody') ?? 0, 10, 0)).toBe(10);
+    expect(quotaLeft(24, 100, 10)).toBe(100 - 24 - 10);
+    expect(quotaLeft(24, 10, 10)).toBe(0);
+    expect(quotaLeft(0, 10, 0)).toBe(10);
   });
 });
 

@@ -44,18 +44,12 @@ export type FilesState = {
   readonly deleted: Set<string>;
   /** Files ever defined: the next definition's seq. */
   defined: number;
-  /** User → ids of the live files they own or were granted. */
-  readonly visible: Map<string, Set<string>>;
-  /** Owner → bytes of their live files (the quota's usage). */
-  readonly usage: Map<string, number>;
-  /** Owner → how many live files they own (the files-per-user cap's usage). */
-  readonly owned: Map<string, number>;
   /** Blob sha256 hex → live files whose bytes it holds. A blob at 0 may be removed. */
   readonly blobRefs: Map<string, number>;
 };
 
 export function initialFiles(): FilesState {
-  return { files: new Map(), order: [], deleted: new Set(), defined: 0, visible: new Map(), usage: new Map(), owned: new Map(), blobRefs: new Map() };
+  return { files: new Map(), order: [], deleted: new Set(), defined: 0, blobRefs: new Map() };
 }
 
 /** Whether a FileDefined of this id was folded, whether the file still lives or was deleted. */
@@ -64,31 +58,6 @@ export function fileEverDefined(state: FilesState, fileId: string): boolean {
 }
 
 export const blobKeyOf = (sha256Hex: string): string => `blobs/sha256/${sha256Hex}`;
-
-function see(state: FilesState, user: string, fileId: string): void {
-  let ids = state.visible.get(user);
-  if (!ids) state.visible.set(user, (ids = new Set()));
-  ids.add(fileId);
-}
-
-function unsee(state: FilesState, user: string, fileId: string): void {
-  const ids = state.visible.get(user);
-  if (!ids) return;
-  ids.delete(fileId);
-  if (ids.size === 0) state.visible.delete(user);
-}
-
-/** Index of the file with this seq in `order` (ascending seq), or of where it would go. */
-export function orderIndexOf(order: readonly FileRecord[], seq: number): number {
-  let lo = 0;
-  let hi = order.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if (order[mid]!.seq < seq) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
-}
 
 /** Whether a record of `order` is a live file (deleted ones stay there until the next sweep). */
 export const isLive = (state: FilesState, file: FileRecord): boolean => state.files.get(file.file_id) === file;
@@ -103,14 +72,10 @@ function sweepOrder(state: FilesState): void {
   state.order.length = kept;
 }
 
-/** Adds a live file to the catalog and its indexes (a definition, or a snapshot being read). */
+/** Adds a live file to the catalog and its blob count (a definition, or a snapshot being read). */
 export function addLiveFile(state: FilesState, file: FileRecord): void {
   state.files.set(file.file_id, file);
   state.order.push(file);
-  see(state, file.owner, file.file_id);
-  for (const grantee of file.grants.keys()) see(state, grantee, file.file_id);
-  state.usage.set(file.owner, (state.usage.get(file.owner) ?? 0) + file.size);
-  state.owned.set(file.owner, (state.owned.get(file.owner) ?? 0) + 1);
   state.blobRefs.set(file.sha256, (state.blobRefs.get(file.sha256) ?? 0) + 1);
 }
 
@@ -155,7 +120,6 @@ export function applyFileEvent(state: FilesState, event: FileEvent): FilesState 
       if (file && event.user_name !== file.owner) {
         file.grants.set(event.user_name, event.access);
         file.updated_at = Math.max(file.updated_at, event.at);
-        see(state, event.user_name, file.file_id);
       }
       return state;
     }
@@ -163,7 +127,6 @@ export function applyFileEvent(state: FilesState, event: FileEvent): FilesState 
       const file = state.files.get(event.file_id);
       if (file && file.grants.delete(event.user_name)) {
         file.updated_at = Math.max(file.updated_at, event.at);
-        unsee(state, event.user_name, file.file_id);
       }
       return state;
     }
@@ -173,14 +136,6 @@ export function applyFileEvent(state: FilesState, event: FileEvent): FilesState 
       state.files.delete(file.file_id);
       state.deleted.add(file.file_id);
       if (state.order.length > 2 * state.files.size + SWEEP_SLACK) sweepOrder(state);
-      unsee(state, file.owner, file.file_id);
-      for (const grantee of file.grants.keys()) unsee(state, grantee, file.file_id);
-      const used = (state.usage.get(file.owner) ?? 0) - file.size;
-      if (used > 0) state.usage.set(file.owner, used);
-      else state.usage.delete(file.owner);
-      const owned = (state.owned.get(file.owner) ?? 0) - 1;
-      if (owned > 0) state.owned.set(file.owner, owned);
-      else state.owned.delete(file.owner);
       const refs = (state.blobRefs.get(file.sha256) ?? 0) - 1;
       if (refs > 0) state.blobRefs.set(file.sha256, refs);
       else state.blobRefs.delete(file.sha256);

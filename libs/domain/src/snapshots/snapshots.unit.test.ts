@@ -72,15 +72,12 @@ function fileHistory(seed: number, length: number, ids = 30): FileEvent[] {
 const sorted = <K, V>(m: Map<K, V>) => [...m].sort(([a], [b]) => String(a).localeCompare(String(b)));
 
 /**
- * Everything a state answers with: its snapshot form, and for files the indexes rebuilt from it
+ * Everything a state answers with: its snapshot form, and for files the blob counts rebuilt from it
  * and the live part of the definition order (a live fold may still hold deleted records there).
  */
 const filesPicture = (s: FilesState) => ({
   json: filesCodec.toJSON(s),
   order: s.order.filter((f) => isLive(s, f)).map((f) => f.seq),
-  visible: sorted(s.visible).map(([user, ids]) => [user, [...ids].sort()]),
-  usage: sorted(s.usage),
-  owned: sorted(s.owned),
   blobRefs: sorted(s.blobRefs),
 });
 
