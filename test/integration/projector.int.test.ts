@@ -212,11 +212,14 @@ describe('projector: points topic → ClickHouse, exactly once', () => {
       const { task_id, metric_name, updated_at, kafka_partition, kafka_offset } = rows[0]!;
       return { partition: kafka_partition, offset: Number(kafka_offset), batch: { type: 'PointBatch', task_id, metric_name, updated_at: Number(updated_at), timestamps: rows.map((r) => Number(r.ts)), values: rows.map((r) => r.value) } };
     });
-    await platform.clickhouse.command({ query: 'DETACH TABLE metric_catalog' });
+    // The view that feeds the catalog: metric_catalog itself on 18.16 (a view with an inner table);
+    // metric_catalog_feed (TO metric_catalog) on Atomic databases (migration 002's modern form).
+    const feed = (await scalar("SELECT count() FROM system.tables WHERE database = currentDatabase() AND name = 'metric_catalog_feed'")) === 1 ? 'metric_catalog_feed' : 'metric_catalog';
+    await platform.clickhouse.command({ query: `DETACH TABLE ${feed}` });
     try {
       await createPointsSink(platform.clickhouse).insert(segments);
     } finally {
-      await platform.clickhouse.command({ query: 'ATTACH TABLE metric_catalog' });
+      await platform.clickhouse.command({ query: `ATTACH TABLE ${feed}` });
     }
     expect(await scalar('SELECT countMerge(points) FROM metric_catalog')).toBe(expected.length - lost.length);
 
