@@ -42,5 +42,5 @@ export {
 export { envelopeSchema, envelopeType, ENVELOPE_NAME } from './export-schema.ts';
 export { requestRebuildTask, rebuildTask, type RebuildTask, type RebuildTaskRequest } from './task.ts';
 export { rebuildReadModel, type ReadModelKind, type ReadModelRebuildResult, type ReadModelSwapMode, type ReadModelVerification } from './read-models/rebuild.ts';
-export { TASKS_READ_MODEL, verifyTasks, REBUILT_TASK_TABLES, RETIRED_TASK_TABLES } from './tasks/rebuild.ts';
-export { FILES_READ_MODEL, verifyFiles, REBUILT_FILE_TABLES, RETIRED_FILE_TABLES } from './files/rebuild.ts';
+export { TASKS_READ_MODEL, verifyTasks } from './tasks/rebuild.ts';
+export { FILES_READ_MODEL, verifyFiles } from './files/rebuild.ts';

@@ -4,22 +4,17 @@ import { createEventCodec } from '@meridian/events';
 import { consumerGroupsFor } from '@meridian/kafka';
 import type { ReplayDeps } from '../deps.ts';
 import type { Offsets } from '../bounds.ts';
-import { inRange, type ReadModelKind, type ReadModelVerification } from '../read-models/rebuild.ts';
+import { inRange, suffixed, type ReadModelKind, type ReadModelVerification } from '../read-models/rebuild.ts';
 import { eventsAfter, projectFileBatch } from '@meridian/projection';
-
-export const REBUILT_FILE_TABLES: FileTables = { files: 'files_rebuilt', listing: 'file_listing_rebuilt', positions: 'files_positions_rebuilt' };
-export const RETIRED_FILE_TABLES: FileTables = { files: 'files_retired', listing: 'file_listing_retired', positions: 'files_positions_retired' };
-/** The read-only stand-ins under the live names while a swap holds live writes. */
-export const FROZEN_FILE_TABLES: FileTables = { files: 'files_frozen', listing: 'file_listing_frozen', positions: 'files_positions_frozen' };
 
 /** The files read model (migration 005) as a rebuild sees it: `meridian replay rebuild files`. */
 export const FILES_READ_MODEL: ReadModelKind = {
   name: 'files',
   topic: (platform) => platform.topics.files,
   live: LIVE_FILE_TABLES,
-  rebuilt: REBUILT_FILE_TABLES,
-  retired: RETIRED_FILE_TABLES,
-  frozen: FROZEN_FILE_TABLES,
+  rebuilt: suffixed(LIVE_FILE_TABLES, '_rebuilt'),
+  retired: suffixed(LIVE_FILE_TABLES, '_retired'),
+  frozen: suffixed(LIVE_FILE_TABLES, '_frozen'),
   groupId: (platform) => consumerGroupsFor(platform.topicPrefix).filesProjector,
   start(platform, persist) {
     const seq = { next: 0 };

@@ -10,6 +10,11 @@ import { nudgeGroup, refuseReplicated } from '../swap.ts';
 /** A read model's tables by role (e.g. tasks, byId, positions), the live set or a rebuild's. */
 export type ReadModelTables = Readonly<Record<string, string>>;
 
+/** A read model's tables under the live names plus `suffix` (`_rebuilt`, `_retired`, `_frozen`). */
+export function suffixed<T extends ReadModelTables>(live: T, suffix: string): T {
+  return Object.fromEntries(Object.entries(live).map(([role, table]) => [role, `${table}${suffix}`])) as T;
+}
+
 export type ReadModelVerification = {
   /** Live rows compared: those whose last event is inside the rebuilt range (later changes are the live projector's). */
   readonly compared: number;

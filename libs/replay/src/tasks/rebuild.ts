@@ -4,22 +4,17 @@ import { createEventCodec } from '@meridian/events';
 import { consumerGroupsFor } from '@meridian/kafka';
 import type { ReplayDeps } from '../deps.ts';
 import type { Offsets } from '../bounds.ts';
-import { inRange, type ReadModelKind, type ReadModelVerification } from '../read-models/rebuild.ts';
+import { inRange, suffixed, type ReadModelKind, type ReadModelVerification } from '../read-models/rebuild.ts';
 import { eventsAfter, projectTaskBatch } from '@meridian/projection';
-
-export const REBUILT_TASK_TABLES: TaskTables = { tasks: 'tasks_rebuilt', byId: 'tasks_by_id_rebuilt', positions: 'tasks_positions_rebuilt' };
-export const RETIRED_TASK_TABLES: TaskTables = { tasks: 'tasks_retired', byId: 'tasks_by_id_retired', positions: 'tasks_positions_retired' };
-/** The read-only stand-ins under the live names while a swap holds live writes. */
-export const FROZEN_TASK_TABLES: TaskTables = { tasks: 'tasks_frozen', byId: 'tasks_by_id_frozen', positions: 'tasks_positions_frozen' };
 
 /** The tasks read model (migration 003) as a rebuild sees it: `meridian replay rebuild tasks`. */
 export const TASKS_READ_MODEL: ReadModelKind = {
   name: 'tasks',
   topic: (platform) => platform.topics.tasks,
   live: LIVE_TASK_TABLES,
-  rebuilt: REBUILT_TASK_TABLES,
-  retired: RETIRED_TASK_TABLES,
-  frozen: FROZEN_TASK_TABLES,
+  rebuilt: suffixed(LIVE_TASK_TABLES, '_rebuilt'),
+  retired: suffixed(LIVE_TASK_TABLES, '_retired'),
+  frozen: suffixed(LIVE_TASK_TABLES, '_frozen'),
   groupId: (platform) => consumerGroupsFor(platform.topicPrefix).tasksProjector,
   start(platform, persist) {
     const live = new LiveTasks();
