@@ -84,12 +84,16 @@ describe('the contract', () => {
 
   it('a burst over the rate limit gets 429 with Retry-After; every authenticated answer carries RateLimit headers', async () => {
     const burster = await createUser(api.url, root, 'burster', []);
+    const started = performance.now();
     const answers = await Promise.all(Array.from({ length: 30 }, () => call(`${api.url}/api/v1/users`, burster)));
+    const burstSeconds = (performance.now() - started) / 1000;
     const ok = answers.filter((r) => r.status === 200);
     const limited = answers.filter((r) => r.status === 429);
     expect(ok.length + limited.length).toBe(30);
     expect(ok.length).toBeGreaterThanOrEqual(20);
-    expect(ok.length).toBeLessThanOrEqual(22); // 20 at once, plus what refilled meanwhile at 5/s
+    // 20 at once, plus at most what refilled at 5/s while the burst was being served (on a
+    // loaded machine serving 30 requests can take a second or more).
+    expect(ok.length).toBeLessThanOrEqual(20 + Math.floor(5 * burstSeconds));
     for (const r of [...ok, ...limited]) {
       expect(r.headers.get('ratelimit-limit')).toBe('20');
       expect(Number(r.headers.get('ratelimit-remaining'))).toBeGreaterThanOrEqual(0);

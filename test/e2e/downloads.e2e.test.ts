@@ -9,7 +9,7 @@ import { startWorker } from '../support/ingest.ts';
 import { startRecordingProxy } from '../support/recording-proxy.ts';
 import { isolatedSettings } from '../support/settings.ts';
 import { waitForTask } from '../support/tasks.ts';
-import { waitFor } from '../support/wait.ts';
+import { runOverdueTimers, waitFor } from '../support/wait.ts';
 
 // Logged at info into memory (RunningApi.logs): the cancel test finds its query id there.
 const settings = isolatedSettings({ MERIDIAN_MAX_ROWS_CEILING: '2000000', LOG_LEVEL: 'info' });
@@ -177,6 +177,7 @@ describe('metric downloads', () => {
     const N = 1_000_000;
     beforeAll(async () => {
       const lines = Array.from({ length: N }, (_, i) => `${formatTimestamp(T(i))},${i}`).join('\n');
+      await runOverdueTimers(); // building 1M rows can outlast the keep-alive timeout on a loaded machine
       const res = await fetch(`${api.url}/api/v1/metrics_file_upload?metric_name=dl.pub.big`, { method: 'POST', headers: { Authorization: `Bearer ${admin}` }, body: lines });
       expect(res.status).toBe(202);
       expect((await waitForTask(api.url, admin, ((await res.json()) as { task_id: string }).task_id, 300_000)).status).toBe('succeeded');
@@ -279,6 +280,7 @@ describe('metric downloads', () => {
     it('a client that goes away during a download in parts stops every part, the prefetched one included', async () => {
       const M = 300_000;
       const lines = Array.from({ length: M }, (_, i) => `${formatTimestamp(T(i))},${i}`).join('\n');
+      await runOverdueTimers();
       const upload = await fetch(`${api.url}/api/v1/metrics_file_upload?metric_name=dl.pub.big2`, { method: 'POST', headers: { Authorization: `Bearer ${admin}` }, body: lines });
       expect((await waitForTask(api.url, admin, ((await upload.json()) as { task_id: string }).task_id, 300_000)).status).toBe('succeeded');
       // starts_with dl.pub.big: part 0 is dl.pub.big (past the first part's 50k rows), part 1 dl.pub.big2,
