@@ -20,7 +20,7 @@ export type JsonUploadFigures = {
   readonly loadAfter: number;
 };
 
-/** Pending tasks asked about in each round of the follower. */
+/** Pending tasks followed at once (each user may hold 16 long-polls per api by default). */
 const FOLLOWED = 8;
 
 type Options = { readonly base: string; readonly key: string; readonly points: number; readonly perBody: number; readonly producers: number; readonly metrics: number; readonly t0: number };
@@ -63,22 +63,31 @@ export async function benchJsonUploads(o: Options): Promise<JsonUploadFigures> {
   };
 
   /**
-   * Every 50 ms, asks for the FOLLOWED oldest tasks not yet succeeded (a few requests, however
-   * long the backlog: the bench must not load the api it measures). A task that succeeds
-   * behind older pending ones is seen once it is among the oldest: its freshness can only
-   * read high, never low. A failed task ends the bench.
+   * Follows the FOLLOWED oldest tasks not yet succeeded, each with a long-poll
+   * (`GET /tasks/{id}?wait=30`, answered the moment the task ends): a few requests however long
+   * the backlog, so the bench does not load the api it measures. A task that succeeds behind
+   * older pending ones is seen once it is among the followed: its freshness can only read high,
+   * never low. A failed task ends the bench.
    */
+  const followed = new Map<string, Promise<void>>();
+  const followOne = async (id: string, ackAt: number) => {
+    const res = await fetch(`${o.base}/api/v1/tasks/${id}?wait=30`, { headers: auth });
+    const t = (await res.json()) as { status?: string };
+    if (t.status === 'failed') throw new Error(`task ${id} failed`);
+    if (t.status === 'succeeded') {
+      freshness.push(performance.now() - ackAt);
+      pending.delete(id);
+    }
+  };
   const follow = async () => {
     while (sending || pending.size > 0) {
-      await Promise.all([...pending].slice(0, FOLLOWED).map(async ([id, ackAt]) => {
-        const res = await fetch(`${o.base}/api/v1/tasks/${id}`, { headers: auth });
-        if (!res.ok) return void (await res.arrayBuffer());
-        const t = (await res.json()) as { status: string };
-        if (t.status === 'failed') throw new Error(`task ${id} failed`);
-        if (t.status === 'succeeded' && pending.delete(id)) freshness.push(performance.now() - ackAt);
-      }));
+      for (const [id, ackAt] of pending) {
+        if (followed.size >= FOLLOWED) break;
+        if (!followed.has(id)) followed.set(id, followOne(id, ackAt).finally(() => followed.delete(id)));
+      }
+      // On when one ends, or every 25 ms to take up tasks acknowledged since.
+      await Promise.race([...followed.values(), new Promise((r) => setTimeout(r, 25))]);
       if (performance.now() - started > 600_000) throw new Error('timed out waiting for the JSON uploads to succeed');
-      await new Promise((r) => setTimeout(r, 50));
     }
   };
 
