@@ -21,8 +21,19 @@ export function benchApi(extra: Record<string, string> = {}): { settings: Settin
   return { settings: benchSettings({ MERIDIAN_API_PORT: String(port), ...extra }), base: `http://127.0.0.1:${port}` };
 }
 
-/** peakRssMb: the process's high-water mark; windowPeakMb: the highest RSS sampled since the last mark(). */
-export type Proc = { child: ChildProcess; peakRssMb(): number; rssMb(): number; mark(): void; windowPeakMb(): number; stop(): Promise<void> };
+/** peakRssMb: the process's high-water mark; windowPeakMb: the highest RSS sampled since the last mark(); cpuSeconds: user + system time so far (all its threads). */
+export type Proc = { child: ChildProcess; peakRssMb(): number; rssMb(): number; mark(): void; windowPeakMb(): number; cpuSeconds(): number; stop(): Promise<void> };
+
+/** User + system CPU seconds of a live process, from /proc (fields 14 and 15 of its stat, in clock ticks of 1/100 s). */
+function processCpuSeconds(pid: number | undefined): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return NaN;
+  }
+}
 
 /** Starts an app as its own process (from this checkout, or another `root`) and samples its resident memory until it stops. */
 export function startProcess(script: string, settings: Settings, extraEnv: Record<string, string> = {}, root = repoRoot): Proc {
@@ -56,6 +67,7 @@ export function startProcess(script: string, settings: Settings, extraEnv: Recor
     rssMb: () => Math.round(rss),
     mark: () => { windowPeak = rss; },
     windowPeakMb: () => Math.round(windowPeak),
+    cpuSeconds: () => processCpuSeconds(child.pid),
     stop: () => new Promise((resolve) => {
       stopping = true;
       clearInterval(timer);

@@ -3,8 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { formatTimestamp } from '@meridian/domain';
-import { adminKey, benchApi, csvPoints, downloadPoints, fmt, percentile, startProcess, waitUntil } from './common.ts';
+import { adminKey, benchApi, csvPoints, downloadPoints, fmt, startProcess, waitUntil } from './common.ts';
+import { benchJsonUploads, jsonFigureLines } from './json-uploads.ts';
 import { benchParseRows } from './parse-rows.ts';
 import { startVictoriaMetrics } from './victoria-metrics.ts';
 
@@ -23,6 +23,7 @@ import { startVictoriaMetrics } from './victoria-metrics.ts';
  *   BENCH_BIG_FILE_BYTES=1073741824 the api memory case
  *   BENCH_PARSE_ROWS=2000000        the per-row cost case
  *   BENCH_POINTS=1000000 make bench-ingest   (a quicker run)
+ *   BENCH_POINTS=2000000 make bench-ingest-json   (BENCH_ONLY=json: the baseline of BENCH_POINTS rows and the JSON case alone)
  */
 const POINTS = Number(process.env.BENCH_POINTS ?? 10_000_000);
 const JSON_POINTS = Number(process.env.BENCH_JSON_POINTS ?? 1_000_000);
@@ -33,7 +34,10 @@ const METRICS = 100;
 const DOWNLOAD_METRICS = 1000;
 const BIG_FILE_BYTES = Number(process.env.BENCH_BIG_FILE_BYTES ?? 1024 ** 3);
 const T0 = Date.UTC(2024, 0, 1);
-const { settings, base } = benchApi();
+/** BENCH_ONLY=json (make bench-ingest-json): the ClickHouse baseline and the JSON case, nothing else. */
+const ONLY_JSON = process.env.BENCH_ONLY === 'json';
+// No rate limit: the bench follows every pending task by polling it, which is not what is measured.
+const { settings, base } = benchApi({ MERIDIAN_RATE_LIMIT_PER_SECOND: '0' });
 const csvFile = join(tmpdir(), `meridian-bench-${process.pid}.csv`);
 const tsvFile = join(tmpdir(), `meridian-bench-${process.pid}.tsv`);
 const downloadFile = join(tmpdir(), `meridian-bench-${process.pid}.download.csv`);
@@ -55,7 +59,7 @@ async function task(key: string, id: string): Promise<Task> {
 }
 
 async function main(): Promise<void> {
-  await benchParseRows();
+  if (!ONLY_JSON) await benchParseRows();
   try {
     await endToEnd();
   } finally {
@@ -66,15 +70,17 @@ async function main(): Promise<void> {
 async function endToEnd(): Promise<void> {
   // The download layout's points, for Meridian (as /download writes them) and for the peer
   // (RFC 3339 times, no header): written before any clock starts.
-  await pipeline(downloadPoints(POINTS, DOWNLOAD_METRICS, T0), createWriteStream(downloadFile));
-  await pipeline(downloadPoints(POINTS, DOWNLOAD_METRICS, T0, { zulu: true, header: false }), createWriteStream(peerFile));
   const perMetric = Math.ceil(POINTS / DOWNLOAD_METRICS);
-  const vm = await startVictoriaMetrics();
-  let peerMs: number;
-  try {
-    peerMs = await vm.importDownloadCsv(peerFile, POINTS, T0 + (perMetric - 1) * 1000, (perMetric - 1) * 1000);
-  } finally {
-    await vm.stop();
+  let peerMs = NaN;
+  if (!ONLY_JSON) {
+    await pipeline(downloadPoints(POINTS, DOWNLOAD_METRICS, T0), createWriteStream(downloadFile));
+    await pipeline(downloadPoints(POINTS, DOWNLOAD_METRICS, T0, { zulu: true, header: false }), createWriteStream(peerFile));
+    const vm = await startVictoriaMetrics();
+    try {
+      peerMs = await vm.importDownloadCsv(peerFile, POINTS, T0 + (perMetric - 1) * 1000, (perMetric - 1) * 1000);
+    } finally {
+      await vm.stop();
+    }
   }
 
   const api = startProcess('apps/api/src/main.ts', settings);
@@ -102,43 +108,23 @@ async function endToEnd(): Promise<void> {
     const directMs = performance.now() - directStarted;
     await chCommand('DROP TABLE baseline');
 
-    // 1. JSON bodies of 10k points, CONCURRENCY at a time.
-    // The bodies are built before the clock starts, as the CSV file is: the client's own
-    // formatting would otherwise take CPU from the api and ingest on this 2-core machine.
-    const bodies = Array.from({ length: JSON_POINTS / PER_BODY }, (_, b) => JSON.stringify({
-      metric_name: `bench.json.${b % METRICS}`,
-      values: Array.from({ length: PER_BODY }, (_, k) => ({ timestamp: formatTimestamp(T0 + (b * PER_BODY + k) * 1000), value: k / 4 })),
-    }));
-    const acks: number[] = [];
-    const accepted: Array<{ id: string; ackAt: number }> = [];
-    const started = performance.now();
-    let next = 0;
-    await Promise.all(Array.from({ length: CONCURRENCY }, async () => {
-      while (next < bodies.length) {
-        const b = next++;
-        const t = performance.now();
-        const res = await fetch(`${base}/api/v1/metrics/upload`, { method: 'POST', headers: { ...auth, 'Content-Type': 'application/json' }, body: bodies[b] });
-        if (res.status !== 202) throw new Error(`upload ${b}: ${res.status} ${await res.text()}`);
-        acks.push(performance.now() - t);
-        accepted.push({ id: ((await res.json()) as { task_id: string }).task_id, ackAt: performance.now() });
-      }
-    }));
-    const freshness: number[] = [];
-    const pending = new Set(accepted.map((a) => a.id));
-    await waitUntil('every JSON upload to succeed', async () => {
-      for (const a of accepted) {
-        if (!pending.has(a.id)) continue;
-        const t = await task(key, a.id);
-        if (t.status === 'failed') throw new Error(`task ${a.id} failed`);
-        if (t.status === 'succeeded') {
-          pending.delete(a.id);
-          freshness.push(performance.now() - a.ackAt);
-        }
-      }
-      return pending.size === 0 ? true : undefined;
-    }, 600_000, 50);
-    const jsonMs = performance.now() - started;
+    // 1. JSON bodies of 10k points, CONCURRENCY producers back to back (json-uploads.ts).
+    const cpuBefore = [api.cpuSeconds(), ingest.cpuSeconds()];
+    const json = await benchJsonUploads({ base, key, points: JSON_POINTS, perBody: PER_BODY, producers: CONCURRENCY, metrics: METRICS, t0: T0 });
+    const [apiCpu, ingestCpu] = [api.cpuSeconds() - cpuBefore[0]!, ingest.cpuSeconds() - cpuBefore[1]!];
+    const cpuLine = `CPU: api ${apiCpu.toFixed(1)} s, ingest ${ingestCpu.toFixed(1)} s (${fmt(JSON_POINTS / (apiCpu + ingestCpu))} points per CPU-second of the two; Kafka, ClickHouse and MinIO not counted)`;
     if ((await chCount()) !== JSON_POINTS) throw new Error('row count mismatch after the JSON uploads');
+    const directRate = (baselineRows * 1000) / directMs;
+    const jsonLines = jsonFigureLines(json, JSON_POINTS, directRate);
+    if (ONLY_JSON) {
+      console.log(`\nbench-ingest, JSON only (${JSON_POINTS.toLocaleString('en')} points in bodies of ${PER_BODY}, ${CONCURRENCY} producers back to back)`);
+      console.log(`  JSON:          ${jsonLines[0]}`);
+      console.log(`                 ${jsonLines[1]}`);
+      console.log(`                 ${cpuLine}`);
+      console.log(`  reference, straight TabSeparated insert into ClickHouse of ${baselineRows.toLocaleString('en')} rows, before the rest: ${fmt(directRate)} rows/s (${(directMs / 1000).toFixed(1)} s)`);
+      console.log(`  peak RSS: api ${api.peakRssMb()} MB, ingest ${ingest.peakRssMb()} MB`);
+      return;
+    }
 
     // 2. One CSV file of CSV_POINTS points, streamed from disk: written before the clock starts,
     // as the baseline's rows are, so neither side times this process formatting text.
@@ -185,17 +171,14 @@ async function endToEnd(): Promise<void> {
     const bigMs = performance.now() - bigStarted;
     const bigPeak = api.windowPeakMb();
 
-    acks.sort((a, b) => a - b);
-    freshness.sort((a, b) => a - b);
-    const jsonRate = (JSON_POINTS * 1000) / jsonMs;
     const csvRate = (CSV_POINTS * 1000) / csvMs;
     const downloadRate = (POINTS * 1000) / downloadMs;
-    const directRate = (baselineRows * 1000) / directMs;
     const peerRate = (POINTS * 1000) / peerMs;
     const ratios = (rate: number) => `${(rate / directRate).toFixed(2)}× ClickHouse, ${(rate / peerRate).toFixed(2)}× VictoriaMetrics`;
     console.log(`\nbench-ingest (${JSON_POINTS.toLocaleString('en')} JSON points in bodies of ${PER_BODY}, ${CONCURRENCY} at a time; ${CSV_POINTS.toLocaleString('en')} points in one 2-column file; ${POINTS.toLocaleString('en')} over ${DOWNLOAD_METRICS} metrics in one download-layout file)`);
-    console.log(`  JSON:          ${fmt(jsonRate)} points/s first request → all queryable (${(jsonMs / 1000).toFixed(1)} s): ${ratios(jsonRate)}`);
-    console.log(`                 ack latency p50 ${percentile(acks, 50).toFixed(0)} ms, p99 ${percentile(acks, 99).toFixed(0)} ms; freshness (ack → queryable) p50 ${percentile(freshness, 50).toFixed(0)} ms, p99 ${percentile(freshness, 99).toFixed(0)} ms`);
+    console.log(`  JSON:          ${jsonLines[0]}; ${((JSON_POINTS * 1000) / json.ms / peerRate).toFixed(2)}× VictoriaMetrics`);
+    console.log(`                 ${jsonLines[1]}`);
+    console.log(`                 ${cpuLine}`);
     console.log(`  2-column CSV:  ${fmt(csvRate)} points/s first byte → all queryable (${(csvMs / 1000).toFixed(1)} s; acked after ${(csvAck / 1000).toFixed(1)} s, in the log after ${(csvLogged / 1000).toFixed(1)} s): ${ratios(csvRate)}`);
     console.log(`  download CSV:  ${fmt(downloadRate)} points/s first byte → all queryable (${(downloadMs / 1000).toFixed(1)} s; in the log after ${(downloadLogged / 1000).toFixed(1)} s): ${ratios(downloadRate)} (goals 0.5×, 0.3×)`);
     console.log(`  reference, straight TabSeparated insert into ClickHouse of the download layout's rows, before the rest: ${fmt(directRate)} rows/s (${(directMs / 1000).toFixed(1)} s)`);

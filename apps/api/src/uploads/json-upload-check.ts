@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { FieldError } from '@meridian/domain';
+import { scanJsonUpload } from './json-upload-scan.ts';
 
 /**
  * What the api checks of a JSON upload before it accepts it: well-formed JSON of the shape
@@ -21,15 +22,25 @@ const PUNCTUATION_PER_VALUE = 4;
  * JSON.parse allocates grows with the number of JSON values, not with the bytes (`[[],[],...]`
  * makes millions of arrays from a few MB), and a parse cannot be interrupted: so `[`, `{` and
  * `,` are counted first, and a body with more than a JSON upload's values can need is refused
- * unparsed. The parse's memory is then bounded by MERIDIAN_MAX_POINTS_PER_JSON_UPLOAD.
+ * unparsed. The parse's memory is then bounded by MERIDIAN_MAX_POINTS_PER_JSON_UPLOAD. A
+ * well-formed body is not parsed at all (json-upload-scan.ts, which allocates nothing per value):
+ * only a body with something wrong in it is, to say what.
  */
 export function checkJsonUpload(bytes: Uint8Array, maxValues: number): JsonUploadCheck {
+  // A well-formed body is vouched for without building it; anything else is parsed, to say what is wrong.
+  const scanned = scanJsonUpload(bytes);
+  if (scanned !== null) return scanned.values > maxValues ? { kind: 'too_many_values' } : { kind: 'ok', ...scanned };
   let punctuation = 0;
   for (let i = 0; i < bytes.length; i++) {
     const b = bytes[i];
     if (b === 0x2c || b === 0x5b || b === 0x7b) punctuation++;
   }
   if (punctuation > PUNCTUATION_PER_VALUE * (maxValues + 1)) return { kind: 'too_many_values' };
+  return parseJsonUpload(bytes, maxValues);
+}
+
+/** The check by JSON.parse and the shape, for a body whose punctuation fits: what checkJsonUpload answers when scanJsonUpload cannot vouch for it. */
+export function parseJsonUpload(bytes: Uint8Array, maxValues: number): JsonUploadCheck {
   let parsed: unknown;
   try {
     parsed = JSON.parse(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8'));
