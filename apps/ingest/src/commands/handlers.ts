@@ -34,11 +34,11 @@ export type CommandRun = {
 
 /**
  * What the worker does with one type of command. Either way the task ends in the log together
- * with the command's offset (commitCommandOffset in one transaction), and the command's staged
- * bytes are removed after.
+ * with the command's offset (TaskLog.commitCommand, in one transaction), and the command's
+ * staged bytes are removed after.
  */
 export type CommandHandler<C extends WorkerCommand> = {
-  /** Runs the command; throws only what running it again may cure (Kafka, storage unreachable): the command is then redelivered. */
+  /** Runs the command (runCommand: the one rule for failures); throws only Kafka's trouble, and the command is then redelivered. */
   run(cmd: C, run: CommandRun): Promise<void>;
   /** Fails the command's task without running it (refused at its start: the crash-loop breaker, a disabled owner). */
   refuse(cmd: C, run: CommandRun, reason: string): Promise<void>;
