@@ -89,7 +89,7 @@ export const settingDefinitions = {
   MERIDIAN_UPLOAD_ATTEMPTS: {
     schema: z.coerce.number().int().min(1).max(100),
     default: '5',
-    doc: 'Attempts at an upload that stops on an error other than Kafka\'s or its own rows (storage or network trouble, say), with backoff, before its task fails.',
+    doc: 'Attempts at an upload or a file definition that stops on an error other than Kafka\'s or its own rows (storage or network trouble, say), with backoff, before its task fails.',
   },
   MERIDIAN_POINT_BATCH_SIZE: {
     schema: z.coerce.number().int().min(100).max(500_000),
