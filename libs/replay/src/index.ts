@@ -14,7 +14,6 @@ export {
   dropGeneration,
   readRegistry,
   tableEngines,
-  databaseEngine,
   foldRegistry,
   type Generation,
   type GenerationListing,
