@@ -70,6 +70,7 @@ export async function startCommandConsumer(ingest: IngestDeps): Promise<RunningW
       batchPoints: settings.MERIDIAN_POINT_BATCH_SIZE,
       pointsPartitions,
       sendBytesPerPartition: settings.MERIDIAN_UPLOAD_SEND_BYTES_PER_PARTITION,
+      sendBytesPerRequest: settings.MERIDIAN_UPLOAD_SEND_BYTES_PER_REQUEST,
       maxBufferedPoints: settings.MERIDIAN_POINT_BATCH_SIZE * 8,
       limits: uploadLimitsFrom(settings),
       user: (name) => accounts.state.users.get(name),
