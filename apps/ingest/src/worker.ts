@@ -65,6 +65,7 @@ async function startCommandHandlers(ingest: IngestDeps, { tasks, user }: Handler
         batchPoints: settings.MERIDIAN_POINT_BATCH_SIZE,
         pointsPartitions,
         sendBytesPerPartition: settings.MERIDIAN_UPLOAD_SEND_BYTES_PER_PARTITION,
+        sendBytesPerRequest: settings.MERIDIAN_UPLOAD_SEND_BYTES_PER_REQUEST,
         maxBufferedPoints: settings.MERIDIAN_POINT_BATCH_SIZE * 8,
         limits: uploadLimitsFrom(settings),
         user,
