@@ -24,4 +24,6 @@ export interface EventLog {
   writer(): Promise<LogWriter>;
   transactional(transactionalId: string): PartitionWriter;
   consumer(options: GroupConsumerOptions): WatchedConsumer;
+  /** Per partition of `topic`, the offset the next event will get. */
+  endOffsets(topic: string): Promise<Map<number, number>>;
 }

@@ -408,6 +408,12 @@ export const settingDefinitions = {
     default: '5000',
     doc: 'Longest one query of the tasks or files read model (a lookup, a list, usage, positions) may take in ClickHouse; past it the query is abandoned and counts as ClickHouse unavailable: the api answers 503 (retry later), a projector retries.',
   },
+  // issue 13, the rest (s-i13-rest): the blob collector asks the files read model
+  MERIDIAN_BLOB_SWEEP_INTERVAL_MS: {
+    schema: positiveInt,
+    default: '5000',
+    doc: 'How often the ingest worker\'s blob collector looks in the files read model for deletions past its sweep position (blobs of definitions that failed after promoting are checked at once), and how long it waits before retrying a collection that failed. A deleted file\'s bytes leave storage within about this long once the read model shows the deletion and no other file has the same content.',
+  },
 } as const;
 
 export type SettingName = keyof typeof settingDefinitions;

@@ -32,12 +32,12 @@ export async function startCommandConsumer(ingest: IngestDeps): Promise<RunningW
   const groupId = ingest.groups.commands;
   const accounts = new AccountsStore(ingest.folds, 'ingest', { writesSnapshots: true });
   const tasks = new TasksStore(ingest.folds, 'ingest', ingest.taskReadModel);
-  // The three folds (accounts: snapshot + tail; tasks: read model + tail; files: snapshot + tail,
-  // inside startFileCommands) read different topics and stores and start at once. What must
-  // stay in order: all of them caught up before the consumer below runs, since its first
-  // decision (decide(): accounts, the task, the file's state) reads them.
+  // The two folds (accounts: snapshot + tail; tasks: read model + tail) read different topics and
+  // stores and start at once, with the file commands (which fold nothing: their blob collector
+  // asks the files read model). What must stay in order: both folds caught up before the
+  // consumer below runs, since its first decision (decide(): accounts, the task) reads them.
   const [, , fileCommands, progressProducer] = await Promise.all([accounts.start(), tasks.start(), startFileCommands(ingest, groupId), log.writer()]);
-  // As the accounts and files folds log theirs: what this start read of the tasks topic (the tail past the read model).
+  // As the accounts fold logs its own: what this start read of the tasks topic (the tail past the read model).
   logger.info({ topic: topics.tasks, events_read: tasks.eventsReadAtStart, unfinished: tasks.state.size }, 'tasks fold caught up after the read model positions');
   const finished = new RecentSet<string>(100_000);
   // Replaced after a transaction that did not end cleanly (the log's transactional writer); how

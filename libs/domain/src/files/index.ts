@@ -6,3 +6,4 @@ export * from './decide.ts';
 export * from './schema-check.ts';
 export * from './codec.ts';
 export * from './read-model.ts';
+export * from './blob-references.ts';
