@@ -33,20 +33,20 @@ const ACTOR = 'cli';
 const SINGLE_WORD = new Set(['grant', 'quota']);
 
 /** Runs one CLI command against the event log and returns what to print. */
-export async function runCommand(platform: CliServices, argv: readonly string[]): Promise<string> {
+export async function runCommand(services: CliServices, argv: readonly string[]): Promise<string> {
   const [group, verb, ...rest] = argv;
   const single = SINGLE_WORD.has(group ?? '');
   const command = single ? group! : `${group ?? ''} ${verb ?? ''}`.trim();
   const args = single ? [verb ?? '', ...rest].filter(Boolean) : rest;
   switch (command) {
-    case 'users add': return withAccounts(platform, (s) => usersAdd(s, args));
-    case 'users list': return withAccounts(platform, (s) => usersList(s, args));
-    case 'keys revoke': return withAccounts(platform, (s) => keysRevoke(s, args));
-    case 'grant': return withAccounts(platform, (s) => grant(s, args));
-    case 'quota': return withAccounts(platform, (s) => quota(s, args));
-    case 'events export': return usage_(() => runEventsExport(platform, args));
+    case 'users add': return withAccounts(services, (s) => usersAdd(s, args));
+    case 'users list': return withAccounts(services, (s) => usersList(s, args));
+    case 'keys revoke': return withAccounts(services, (s) => keysRevoke(s, args));
+    case 'grant': return withAccounts(services, (s) => grant(s, args));
+    case 'quota': return withAccounts(services, (s) => quota(s, args));
+    case 'events export': return usage_(() => runEventsExport(services, args));
     default:
-      if (group === 'replay' && verb) return usage_(() => runReplay(platform, verb, args));
+      if (group === 'replay' && verb) return usage_(() => runReplay(services, verb, args));
       throw new UsageError(command ? `unknown command: ${command}` : 'no command given');
   }
 }
@@ -63,12 +63,12 @@ async function usage_(run: () => Promise<string>): Promise<string> {
 
 type Session = { store: AccountsStore; execute: (key: string, decide: Parameters<AccountsStore['execute']>[1]) => Promise<unknown> };
 
-async function withAccounts(platform: CliServices, run: (s: Session) => Promise<string>): Promise<string> {
-  await platform.prepareTopics();
-  const store = new AccountsStore(platform.folds, 'cli', { writesSnapshots: false });
+async function withAccounts(services: CliServices, run: (s: Session) => Promise<string>): Promise<string> {
+  await services.prepareTopics();
+  const store = new AccountsStore(services.folds, 'cli', { writesSnapshots: false });
   await store.start();
   try {
-    const producer = await platform.log.writer();
+    const producer = await services.log.writer();
     return await run({ store, execute: (key, decide) => store.execute(key, decide, producer) });
   } finally {
     await store.stop();

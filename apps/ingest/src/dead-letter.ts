@@ -11,10 +11,11 @@ export type Rejected = {
 };
 
 /**
- * Copies a message no handler can process to the dead-letter topic, bytes unchanged, with
- * headers naming its source (topic, partition, offset) and the reason. The one way every
- * part of the worker (commands, file definitions, projector) sets a message aside; resolves
- * once Kafka has acknowledged it.
+ * Copies a message no handler can process to the dead-letter topic as it was read: its key and
+ * value byte-exact (never decoded and encoded again, so what could not be processed is kept
+ * whatever the codec makes of it), with headers naming its source (topic, partition, offset)
+ * and the reason. The one way every part of the worker (the commands consumer for every
+ * handler, the projector) sets a message aside; resolves once Kafka has acknowledged it.
  */
 export async function sendToDeadLetter(producer: LogWriter, deadLetterTopic: string, rejected: Rejected): Promise<void> {
   await producer.send({

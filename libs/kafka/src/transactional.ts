@@ -3,6 +3,8 @@ import { createProducer } from './client.ts';
 
 /** A transaction cut short by Kafka, after which the producer was replaced: retriable, the command runs again. */
 export class TransactionInterrupted extends Error {
+  // Named, as kafkajs' errors are: @meridian/retry's classifier tells the log's failures by name.
+  override readonly name: string = 'TransactionInterrupted';
   readonly retriable = true;
 }
 

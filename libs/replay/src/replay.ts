@@ -67,13 +67,13 @@ const record_ = (o: Offsets) => Object.fromEntries([...o].sort((a, b) => a[0] - 
  * copied from the live table, so the generation is complete. `to` as a time keeps only uploads
  * sealed by then (an upload is all or nothing).
  */
-export async function rebuildPoints(platform: ReplayDeps, options: RebuildPointsOptions = {}): Promise<RebuildPointsResult> {
-  const { topics, clickhouse } = platform;
-  const { kafka, admin } = platform.log;
-  const database = platform.clickhouseOptions.database;
+export async function rebuildPoints(deps: ReplayDeps, options: RebuildPointsOptions = {}): Promise<RebuildPointsResult> {
+  const { topics, clickhouse } = deps;
+  const { kafka, admin } = deps.log;
+  const database = deps.clickhouseOptions.database;
   await admin.connect();
-  await platform.prepareTopics();
-  const batchRows = options.batchRows ?? platform.projectorBatchRows;
+  await deps.prepareTopics();
+  const batchRows = options.batchRows ?? deps.projectorBatchRows;
   const starts = await resolveStarts(admin, topics.points, options.from);
   const ends = await resolveEnds(admin, topics.points, options.to);
   const sealedOnly = options.to?.kind === 'time';
@@ -82,16 +82,16 @@ export async function rebuildPoints(platform: ReplayDeps, options: RebuildPoints
   if (options.database !== undefined) {
     if (options.database === database) throw new Error('--database must name another database than the live one');
     if (options.swap && options.swap !== 'never') throw new Error('a rebuild into another database is never swapped in');
-    await ensureDatabase({ ...platform.clickhouseOptions, database: options.database });
-    const target = createClickHouse({ ...platform.clickhouseOptions, database: options.database });
+    await ensureDatabase({ ...deps.clickhouseOptions, database: options.database });
+    const target = createClickHouse({ ...deps.clickhouseOptions, database: options.database });
     try {
       await migrate(target);
       if ((await countRows(target, LIVE_POINTS)) > 0) throw new Error(`${options.database}.points holds rows already: choose a new database`);
       options.onPhase?.(`projecting into ${options.database}.points`);
       const stats = await rebuildRange({
-        kafka, admin, topic: topics.points, groupPrefix: platform.topicPrefix,
+        kafka, admin, topic: topics.points, groupPrefix: deps.topicPrefix,
         clickhouse: target, table: LIVE_POINTS, catalog: await liveCatalogData(target), starts, ends, batchRows, sealedOnly, measureLag: false,
-        logger: platform.logger, ...progress('rebuild'), ...(options.signal ? { signal: options.signal } : {}), ...(options.codec ? { codec: options.codec } : {}),
+        logger: deps.logger, ...progress('rebuild'), ...(options.signal ? { signal: options.signal } : {}), ...(options.codec ? { codec: options.codec } : {}),
       });
       return { generation: null, database: options.database, table: LIVE_POINTS, starts: record_(starts), ends: record_(ends), copiedRows: 0, stats, verification: null, swap: null, notSwapped: null };
     } finally {
@@ -115,9 +115,9 @@ export async function rebuildPoints(platform: ReplayDeps, options: RebuildPoints
     copiedRows = await copyBefore(clickhouse, table, starts);
   }
   const stats = await rebuildRange({
-    kafka, admin, topic: topics.points, groupPrefix: platform.topicPrefix,
+    kafka, admin, topic: topics.points, groupPrefix: deps.topicPrefix,
     clickhouse, table, catalog: catalogTable(g), starts, ends, batchRows, sealedOnly, measureLag: true,
-    logger: platform.logger, ...progress('rebuild'), ...(options.signal ? { signal: options.signal } : {}), ...(options.codec ? { codec: options.codec } : {}),
+    logger: deps.logger, ...progress('rebuild'), ...(options.signal ? { signal: options.signal } : {}), ...(options.codec ? { codec: options.codec } : {}),
   });
   await record(clickhouse, g, 'built', { ...statsDetail(stats), copied_rows: copiedRows });
 
@@ -133,8 +133,8 @@ export async function rebuildPoints(platform: ReplayDeps, options: RebuildPoints
   let notSwapped: string | null = null;
   if (mode === 'always' || (mode === 'if-verified' && verification?.ok)) {
     swap = await swapIn({
-      kafka, admin, topic: topics.points, topicPrefix: platform.topicPrefix, clickhouse,
-      database, generation: g, batchRows, starts, logger: platform.logger,
+      kafka, admin, topic: topics.points, topicPrefix: deps.topicPrefix, clickhouse,
+      database, generation: g, batchRows, starts, logger: deps.logger,
       ...(options.onProgress ? { onProgress: options.onProgress } : {}),
       ...(options.onPhase ? { onPhase: options.onPhase } : {}),
       ...(options.whileFrozen ? { whileFrozen: options.whileFrozen } : {}),
@@ -148,14 +148,14 @@ export async function rebuildPoints(platform: ReplayDeps, options: RebuildPoints
 }
 
 /** `meridian replay swap <generation>`: catches a built generation up and swaps it in. */
-export async function swapGeneration(platform: ReplayDeps, generation: number, options: Pick<RebuildPointsOptions, 'onProgress' | 'onPhase' | 'batchRows' | 'whileFrozen'> = {}): Promise<SwapResult> {
-  await platform.log.admin.connect();
-  const registry = await readRegistry(platform.clickhouse);
+export async function swapGeneration(deps: ReplayDeps, generation: number, options: Pick<RebuildPointsOptions, 'onProgress' | 'onPhase' | 'batchRows' | 'whileFrozen'> = {}): Promise<SwapResult> {
+  await deps.log.admin.connect();
+  const registry = await readRegistry(deps.clickhouse);
   const starts = registry.get(generation)?.detail.starts as Record<string, number> | undefined;
   return swapIn({
-    kafka: platform.log.kafka, admin: platform.log.admin, topic: platform.topics.points, topicPrefix: platform.topicPrefix,
-    clickhouse: platform.clickhouse, database: platform.clickhouseOptions.database, generation,
-    batchRows: options.batchRows ?? platform.projectorBatchRows, logger: platform.logger,
+    kafka: deps.log.kafka, admin: deps.log.admin, topic: deps.topics.points, topicPrefix: deps.topicPrefix,
+    clickhouse: deps.clickhouse, database: deps.clickhouseOptions.database, generation,
+    batchRows: options.batchRows ?? deps.projectorBatchRows, logger: deps.logger,
     ...(starts ? { starts: new Map(Object.entries(starts).map(([p, o]) => [Number(p), o])) } : {}),
     ...(options.onProgress ? { onProgress: options.onProgress } : {}),
     ...(options.onPhase ? { onPhase: options.onPhase } : {}),

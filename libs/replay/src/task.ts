@@ -24,41 +24,41 @@ const codec = createEventCodec<TaskEvent>();
 export type RebuildTaskRequest = Omit<RebuildRequested, 'type' | 'task_id' | 'at'>;
 
 /** Writes the command that queues a rebuild task; returns its id. */
-export async function requestRebuildTask(platform: Pick<ReplayDeps, 'log' | 'topics'>, request: RebuildTaskRequest, taskId: string = randomUUID()): Promise<string> {
-  await append(platform, taskId, [{ type: 'RebuildRequested', task_id: taskId, at: Date.now(), ...request }]);
+export async function requestRebuildTask(deps: Pick<ReplayDeps, 'log' | 'topics'>, request: RebuildTaskRequest, taskId: string = randomUUID()): Promise<string> {
+  await append(deps, taskId, [{ type: 'RebuildRequested', task_id: taskId, at: Date.now(), ...request }]);
   return taskId;
 }
 
-async function append(platform: Pick<ReplayDeps, 'log' | 'topics'>, taskId: string, events: TaskEvent[]): Promise<void> {
-  await appendEvents(await platform.log.writer(), codec, platform.topics.tasks, taskId, events);
+async function append(deps: Pick<ReplayDeps, 'log' | 'topics'>, taskId: string, events: TaskEvent[]): Promise<void> {
+  await appendEvents(await deps.log.writer(), codec, deps.topics.tasks, taskId, events);
 }
 
 /** The task's lifecycle events for a rebuild run by this process. */
-export function rebuildTask(platform: Pick<ReplayDeps, 'log' | 'topics'>, taskId: string, everyMs = 1000): RebuildTask {
+export function rebuildTask(deps: Pick<ReplayDeps, 'log' | 'topics'>, taskId: string, everyMs = 1000): RebuildTask {
   let last = 0;
   let pending: Promise<void> = Promise.resolve();
   let latest = 0;
   return {
     taskId,
-    started: () => append(platform, taskId, [{ type: 'TaskStarted', task_id: taskId, at: Date.now() }]),
+    started: () => append(deps, taskId, [{ type: 'TaskStarted', task_id: taskId, at: Date.now() }]),
     progress(points) {
       latest = Math.max(latest, points);
       const now = Date.now();
       if (now - last < everyMs) return;
       last = now;
       // Progress is best effort and never holds the rebuild up; the events stay in order (one producer, one key).
-      pending = pending.then(() => append(platform, taskId, [{ type: 'TaskProgress', task_id: taskId, rows_done: latest, at: now }])).catch(() => undefined);
+      pending = pending.then(() => append(deps, taskId, [{ type: 'TaskProgress', task_id: taskId, rows_done: latest, at: now }])).catch(() => undefined);
     },
     async succeeded(r) {
       await pending;
-      await append(platform, taskId, [{
+      await append(deps, taskId, [{
         type: 'RebuildSucceeded', task_id: taskId, generation: r.generation, database: r.database, table: r.swap ? 'points' : r.table,
         events: r.stats.events, points: r.stats.points, verified: r.verification ? r.verification.ok : null, swapped: r.swap !== null, at: Date.now(),
       }]);
     },
     async failed(reason) {
       await pending;
-      await append(platform, taskId, [{ type: 'TaskFailed', task_id: taskId, reason, rows_total: 0, rows_rejected: 0, errors: [], at: Date.now() }]);
+      await append(deps, taskId, [{ type: 'TaskFailed', task_id: taskId, reason, rows_total: 0, rows_rejected: 0, errors: [], at: Date.now() }]);
     },
   };
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { classify, FAST_RETRY, isKafkaTransient, retry, waitingMayCure } from './index.ts';
+import { classify, commandFailure, FAST_RETRY, isKafkaTransient, retry, waitingMayCure } from './index.ts';
 
 /** kafkajs' errors as they look from ESM (their classes are not importable by name there): name, retriable, type. */
 const kafka = (name: string, retriable: boolean, extra: object = {}) => Object.assign(new Error(name), { name, retriable, ...extra });
@@ -87,5 +87,23 @@ describe('classify', () => {
     expect(isKafkaTransient(odd)).toBe(false);
     expect(isKafkaTransient(Object.assign(new Error('x'), { code: 'ECONNRESET' }))).toBe(false);
     expect(isKafkaTransient(kafka('KafkaJSConnectionError', true))).toBe(true);
+  });
+});
+
+describe('commandFailure: the one rule for a failed run of a command', () => {
+  it('redelivers Kafka\'s own trouble and a transaction the Kafka adapter cut short (named as kafkajs names its errors)', () => {
+    expect(commandFailure(kafka('KafkaJSConnectionError', true))).toBe('redeliver');
+    expect(commandFailure(kafka('KafkaJSNonRetriableError', false, { originalError: kafka('KafkaJSProtocolError', false, { type: 'NOT_COORDINATOR_FOR_GROUP' }) }))).toBe('redeliver');
+    for (const name of ['TransactionInterrupted', 'TransactionOutcomeUnknown', 'ProducerFenced']) {
+      expect(commandFailure(Object.assign(new Error('cut short'), { name, retriable: true, cause: kafka('KafkaJSProtocolError', false, { type: 'INVALID_PRODUCER_EPOCH' }) })), name).toBe('redeliver');
+    }
+  });
+
+  it('retries within the run what waiting may cure elsewhere (storage, network, unknown), and fails the final at once', () => {
+    expect(commandFailure(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }))).toBe('retry');
+    expect(commandFailure(Object.assign(new Error('S3'), { code: 'SlowDown' }))).toBe('retry');
+    expect(commandFailure(new Error('something else'))).toBe('retry');
+    expect(commandFailure(new TypeError('x is not a function'))).toBe('fail');
+    expect(commandFailure(kafka('KafkaJSProtocolError', false, { type: 'TOPIC_AUTHORIZATION_FAILED' }))).toBe('fail');
   });
 });

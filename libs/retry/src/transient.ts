@@ -54,8 +54,14 @@ function causes(error: unknown, out: ErrorLike[] = [], depth = 0): ErrorLike[] {
   return out;
 }
 
+/**
+ * The Kafka adapter's own errors (libs/kafka/src/transactional.ts): a transaction cut short
+ * by Kafka, after which its producer was replaced. They say `retriable: true`.
+ */
+const KAFKA_ADAPTER_ERRORS = new Set(['TransactionInterrupted', 'TransactionOutcomeUnknown', 'ProducerFenced']);
+
 // kafkajs is CommonJS and its error classes are not importable by name from ESM: the shape tells.
-const isKafka = (e: ErrorLike) => typeof e.name === 'string' && e.name.startsWith('KafkaJS');
+const isKafka = (e: ErrorLike) => typeof e.name === 'string' && (e.name.startsWith('KafkaJS') || KAFKA_ADAPTER_ERRORS.has(e.name));
 const kafkaTransient = (e: ErrorLike) => isKafka(e) && (e.retriable === true || KAFKA_NOT_YET.has(String(e.type)));
 
 /**
@@ -84,4 +90,21 @@ export function waitingMayCure(error: unknown): boolean {
 /** Kafka's own transient failure, which a redelivery of the command cures (a consumer rethrows it). */
 export function isKafkaTransient(error: unknown): boolean {
   return causes(error).some(kafkaTransient);
+}
+
+/**
+ * What a worker does with a failed run of a command (an upload, a file definition), the one rule
+ * for every handler:
+ * - redeliver: Kafka's own transient trouble, or a transaction it cut short. The outcome cannot be
+ *   written to the log now; the command goes back to the consumer and runs again once it has
+ *   re-read the tasks log (never a blind second run).
+ * - retry: other trouble waiting may cure (storage or network, or of unknown kind), retried within
+ *   the run, with backoff, a bounded number of times (MERIDIAN_UPLOAD_ATTEMPTS); the task fails after.
+ * - fail: final (an error of the program, a refusal): the task fails at once.
+ */
+export type CommandFailure = 'redeliver' | 'retry' | 'fail';
+
+export function commandFailure(error: unknown): CommandFailure {
+  if (isKafkaTransient(error)) return 'redeliver';
+  return classify(error) === 'final' ? 'fail' : 'retry';
 }

@@ -111,28 +111,28 @@ function generationArg(positionals: string[], verb: string): number {
   }
 }
 
-export async function runReplay(platform: CliServices, verb: string, args: readonly string[], io: Io = processIo): Promise<string> {
+export async function runReplay(services: CliServices, verb: string, args: readonly string[], io: Io = processIo): Promise<string> {
   switch (verb) {
-    case 'rebuild': return rebuild(platform, args, io);
-    case 'list': return list(platform, args);
-    case 'verify': return verify(platform, args);
-    case 'swap': return swap(platform, args, io);
+    case 'rebuild': return rebuild(services, args, io);
+    case 'list': return list(services, args);
+    case 'verify': return verify(services, args);
+    case 'swap': return swap(services, args, io);
     case 'drop': {
       const { positionals } = parseArgs({ args: [...args], allowPositionals: true });
       const g = generationArg(positionals, 'drop');
-      const dropped = await dropGeneration(platform.clickhouse, g);
+      const dropped = await dropGeneration(services.clickhouse, g);
       return dropped.length > 0 ? `dropped generation ${g}: ${dropped.join(', ')}` : `generation ${g} had no tables left`;
     }
     case 'unfreeze': {
-      const live = [...(await readRegistry(platform.clickhouse)).values()].find((g) => g.state === 'live')?.generation ?? 1;
-      return (await unfreeze(platform.clickhouse, live)) ? `${LIVE_POINTS} is generation ${live}'s table again` : `${LIVE_POINTS} is not frozen: nothing to do`;
+      const live = [...(await readRegistry(services.clickhouse)).values()].find((g) => g.state === 'live')?.generation ?? 1;
+      return (await unfreeze(services.clickhouse, live)) ? `${LIVE_POINTS} is generation ${live}'s table again` : `${LIVE_POINTS} is not frozen: nothing to do`;
     }
     default:
       throw new ReplayUsageError(`unknown command: replay ${verb}`);
   }
 }
 
-async function rebuild(platform: CliServices, args: readonly string[], io: Io): Promise<string> {
+async function rebuild(services: CliServices, args: readonly string[], io: Io): Promise<string> {
   const { values, positionals } = parseArgs({
     args: [...args],
     allowPositionals: true,
@@ -145,7 +145,7 @@ async function rebuild(platform: CliServices, args: readonly string[], io: Io): 
   const [projection] = positionals;
   if (positionals.length !== 1) throw new ReplayUsageError('replay rebuild needs one projection: points or tasks');
   if (projection === 'catalog') throw new ReplayUsageError('the metric catalog is rebuilt with the points: replay rebuild points');
-  if (projection === 'tasks' || projection === 'files') return rebuildReadModelCommand(platform, projection === 'tasks' ? TASKS_READ_MODEL : FILES_READ_MODEL, values, io);
+  if (projection === 'tasks' || projection === 'files') return rebuildReadModelCommand(services, projection === 'tasks' ? TASKS_READ_MODEL : FILES_READ_MODEL, values, io);
   if (projection === 'accounts') {
     throw new ReplayUsageError('accounts are not stored in ClickHouse: every api and ingest process folds them from their newest snapshot and the log\'s tail');
   }
@@ -163,7 +163,7 @@ async function rebuild(platform: CliServices, args: readonly string[], io: Io): 
   // parent of a detached run, which passes --task-id), its progress and end follow.
   const taskIdGiven = values['task-id'];
   if (taskIdGiven !== undefined && !isUuid(taskIdGiven)) throw new ReplayUsageError('--task-id must be a task id');
-  const taskId = taskIdGiven ?? await requestRebuildTask(platform, {
+  const taskId = taskIdGiven ?? await requestRebuildTask(services, {
     user_name: 'cli', projection: 'points', from: values.from ?? null, to: values.to ?? null, database: values.database ?? null,
     swap: mode === 'if-verified' ? 'if_verified' : mode,
   });
@@ -177,11 +177,11 @@ async function rebuild(platform: CliServices, args: readonly string[], io: Io): 
     return values.json ? JSON.stringify({ task_id: taskId }) : `rebuild running in the background as task ${taskId} (GET /api/v1/tasks/${taskId})`;
   }
   if (!values.json) io.err.write(`task ${taskId}\n`);
-  const task = rebuildTask(platform, taskId);
+  const task = rebuildTask(services, taskId);
   await task.started();
   let result: RebuildPointsResult;
   try {
-    result = await rebuildPoints(platform, {
+    result = await rebuildPoints(services, {
       ...(from ? { from } : {}),
       ...(to ? { to } : {}),
       ...(values.database !== undefined ? { database: values.database } : {}),
@@ -205,7 +205,7 @@ async function rebuild(platform: CliServices, args: readonly string[], io: Io): 
 }
 
 /** A read model (tasks, files) rebuilt beside the live one, verified, and swapped in when asked; no task of its own. */
-async function rebuildReadModelCommand(platform: CliServices, kind: ReadModelKind, values: Record<string, string | boolean | undefined>, io: Io): Promise<string> {
+async function rebuildReadModelCommand(services: CliServices, kind: ReadModelKind, values: Record<string, string | boolean | undefined>, io: Io): Promise<string> {
   const given = ['from', 'to', 'database', 'batch-rows', 'detach', 'task-id'].filter((o) => values[o] !== undefined);
   if (given.length > 0) throw new ReplayUsageError(`replay rebuild ${kind.name} takes no --${given[0]}: it rebuilds the whole log beside the live tables`);
   if (values.swap && values['swap-if-verified']) throw new ReplayUsageError('give --swap or --swap-if-verified, not both');
@@ -219,7 +219,7 @@ async function rebuildReadModelCommand(platform: CliServices, kind: ReadModelKin
     reported = now;
     out.phase(`${kind.name} rebuild: ${n(events)} events read in ${((now - started) / 1000).toFixed(1)} s`);
   };
-  const r = await rebuildReadModel(platform, kind, mode, { onProgress: progress }).finally(() => out.end());
+  const r = await rebuildReadModel(services, kind, mode, { onProgress: progress }).finally(() => out.end());
   // Asked to swap and not swapped: the command failed at what it was asked (exit code 1).
   if (r.notSwapped !== null) throw new Error(`${kind.name} rebuilt into ${r.tables[Object.keys(r.tables)[0]!]} but not swapped in: ${r.notSwapped}`);
   if (values.json) return JSON.stringify({ ...r, ends: Object.fromEntries(r.ends) });
@@ -255,9 +255,9 @@ function describeSwap(s: SwapResult): string {
   ].join('\n');
 }
 
-async function list(platform: CliServices, args: readonly string[]): Promise<string> {
+async function list(services: CliServices, args: readonly string[]): Promise<string> {
   const { values } = parseArgs({ args: [...args], options: { json: { type: 'boolean' } } });
-  const generations = await listGenerations(platform.clickhouse);
+  const generations = await listGenerations(services.clickhouse);
   if (values.json) return JSON.stringify(generations);
   return generations
     .map((g) => {
@@ -276,27 +276,27 @@ async function list(platform: CliServices, args: readonly string[]): Promise<str
     .join('\n');
 }
 
-async function verify(platform: CliServices, args: readonly string[]): Promise<string> {
+async function verify(services: CliServices, args: readonly string[]): Promise<string> {
   const { values, positionals } = parseArgs({ args: [...args], allowPositionals: true, options: { json: { type: 'boolean' } } });
   const g = generationArg(positionals, 'verify');
-  const partitions = [...(await platform.log.endOffsets(platform.topics.points)).keys()];
-  const v = await verifyTables(platform.clickhouse, LIVE_POINTS, pointsTable(g), partitions);
+  const partitions = [...(await services.log.endOffsets(services.topics.points)).keys()];
+  const v = await verifyTables(services.clickhouse, LIVE_POINTS, pointsTable(g), partitions);
   return values.json ? JSON.stringify(v) : formatVerification(v);
 }
 
-async function swap(platform: CliServices, args: readonly string[], io: Io): Promise<string> {
+async function swap(services: CliServices, args: readonly string[], io: Io): Promise<string> {
   const { values, positionals } = parseArgs({ args: [...args], allowPositionals: true, options: { quiet: { type: 'boolean' } } });
   const g = generationArg(positionals, 'swap');
   const out = progressWriter(io, values.quiet === true);
   try {
-    return describeSwap(await swapGeneration(platform, g, { onProgress: (phase, p) => out.progress(phase, p), onPhase: (text) => out.phase(text) }));
+    return describeSwap(await swapGeneration(services, g, { onProgress: (phase, p) => out.progress(phase, p), onPhase: (text) => out.phase(text) }));
   } finally {
     out.end();
   }
 }
 
 /** `meridian events export`: the page is streamed to --out (or stdout); the next cursor, if any, is printed on stderr. */
-export async function runEventsExport(platform: CliServices, args: readonly string[], io: Io = processIo): Promise<string> {
+export async function runEventsExport(services: CliServices, args: readonly string[], io: Io = processIo): Promise<string> {
   const { values } = parseArgs({
     args: [...args],
     options: {
@@ -325,8 +325,8 @@ export async function runEventsExport(platform: CliServices, args: readonly stri
     after,
   };
   if (request.fromMs !== null && request.toMs !== null && request.fromMs > request.toMs) throw new ReplayUsageError('--from is after --to');
-  await platform.log.connectAdmin();
-  const deps = { log: platform.log, topics: platform.topics, topicPrefix: platform.topicPrefix };
+  await services.log.connectAdmin();
+  const deps = { log: services.log, topics: services.topics, topicPrefix: services.topicPrefix };
   let plan;
   try {
     plan = await planExport(deps, request);

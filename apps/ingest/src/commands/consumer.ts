@@ -5,7 +5,7 @@ import { AccountsStore, runConsumer, TasksStore } from '@meridian/platform';
 import { uploadCommands } from '../uploads/upload-commands.ts';
 import { uploadLimitsFrom } from '../uploads/limits.ts';
 import { startFileCommands } from '../files/file-commands.ts';
-import { handlerOf, type CommandHandlers, type CommandPosition, type WorkerCommand } from './handlers.ts';
+import { handlerOf, taskLog, type CommandHandlers, type CommandRun, type WorkerCommand } from './handlers.ts';
 import { sendToDeadLetter } from '../dead-letter.ts';
 import { persistWhileRunning, type Persist } from '../persist.ts';
 import type { PartitionWriter } from '../event-log.ts';
@@ -36,7 +36,9 @@ export async function startCommandConsumer(ingest: IngestDeps): Promise<RunningW
   // stores and start at once, with the file commands (which fold nothing: their blob collector
   // asks the files read model). What must stay in order: both folds caught up before the
   // consumer below runs, since its first decision (decide(): accounts, the task) reads them.
-  const [, , fileCommands, progressProducer] = await Promise.all([accounts.start(), tasks.start(), startFileCommands(ingest, groupId), log.writer()]);
+  const codec = createEventCodec<TaskEvent>();
+  const taskEvents = taskLog(topics.tasks, codec, groupId);
+  const [, , fileCommands, progressProducer] = await Promise.all([accounts.start(), tasks.start(), startFileCommands(ingest, taskEvents), log.writer()]);
   // As the accounts fold logs its own: what this start read of the tasks topic (the tail past the read model).
   logger.info({ topic: topics.tasks, events_read: tasks.eventsReadAtStart, unfinished: tasks.state.size }, 'tasks fold caught up after the read model positions');
   const finished = new RecentSet<string>(100_000);
@@ -52,23 +54,20 @@ export async function startCommandConsumer(ingest: IngestDeps): Promise<RunningW
     }
     return p;
   };
-  const codec = createEventCodec<TaskEvent>();
   // The registry: each command type of the tasks topic and its handler.
   const handlers: CommandHandlers = {
     MetricsUploadRequested: uploadCommands({
       topics,
       storage: ingest.blobs,
       logger: logger.child({ component: 'uploads' }),
-      taskCodec: codec,
+      tasks: taskEvents,
       pointsCodec: createEventCodec<PointsFact>(),
       progressProducer,
-      consumerGroupId: groupId,
       batchPoints: settings.MERIDIAN_POINT_BATCH_SIZE,
       maxBufferedPoints: settings.MERIDIAN_POINT_BATCH_SIZE * 8,
       limits: uploadLimitsFrom(settings),
       user: (name) => accounts.state.users.get(name),
       attempts: settings.MERIDIAN_UPLOAD_ATTEMPTS,
-      deadLetter: (at, value, reason) => deadLetter(ingest, at, value, reason),
     }),
     FileDefinitionRequested: fileCommands,
   };
@@ -85,12 +84,15 @@ export async function startCommandConsumer(ingest: IngestDeps): Promise<RunningW
     partitionsConsumedConcurrently: settings.KAFKA_TASKS_PARTITIONS,
     eachMessage: async ({ topic, partition, message, heartbeat }) => {
       const at = { topic, partition, offset: Number(message.offset) };
+      const setAside = async (reason: string) => {
+        await sendToDeadLetter(await log.writer(), topics.deadLetter, { ...at, key: message.key, value: message.value, reason });
+      };
       let event: TaskEvent;
       try {
         event = codec.decode(message.value ?? Buffer.alloc(0));
       } catch (error) {
         if (!(error instanceof UndecodableEventError)) throw error;
-        await deadLetter(ingest, at, message.value, error.message);
+        await setAside(error.message);
         return;
       }
       const handler = handlerOf(handlers, event.type);
@@ -98,7 +100,7 @@ export async function startCommandConsumer(ingest: IngestDeps): Promise<RunningW
       const cmd = event as WorkerCommand;
       const producer = producerFor(partition);
       await producer.connect(); // fences a predecessor's open transaction and settles it first
-      const run = { at, producer, heartbeat, value: message.value };
+      const run: CommandRun = { at, producer, heartbeat, setAside };
       // The same task can be commanded twice (a retry with the same Idempotency-Key after a
       // 503 whose send still landed): run it once. Finished tasks are in the fold or, once the
       // read model covers them, in the read model (decide asks both); ones this process finished
@@ -112,7 +114,7 @@ export async function startCommandConsumer(ingest: IngestDeps): Promise<RunningW
       }
       if (decision.kind === 'fail') {
         logger.warn({ task_id: cmd.task_id, offset: at.offset, reason: decision.reason }, 'command refused');
-        if (decision.deadLetter) await deadLetter(ingest, at, message.value, decision.reason);
+        if (decision.deadLetter) await setAside(decision.reason);
         await handler.refuse(cmd, run, decision.reason);
         finished.add(cmd.task_id);
         return;
@@ -158,7 +160,7 @@ export async function startCommandConsumer(ingest: IngestDeps): Promise<RunningW
   }
 
   async function sendTaskEvent(event: TaskEvent): Promise<void> {
-    await progressProducer.send({ topic: topics.tasks, acks: -1, messages: [{ key: event.task_id, value: codec.encode(event), headers: { type: event.type } }] });
+    await taskEvents.send(progressProducer, [event]);
   }
 
   return {
@@ -187,9 +189,4 @@ class RecentSet<T> {
   has(value: T): boolean {
     return this.items.has(value);
   }
-}
-
-/** A command that cannot be run goes to the dead-letter topic as it came, without a key. */
-async function deadLetter(ingest: IngestDeps, at: CommandPosition, value: Buffer | null, reason: string): Promise<void> {
-  await sendToDeadLetter(await ingest.log.writer(), ingest.topics.deadLetter, { ...at, key: null, value, reason });
 }

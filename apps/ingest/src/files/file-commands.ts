@@ -6,14 +6,10 @@ import {
   type FileDefinitionRequested,
   type FileEvent,
   type RowError,
-  type TaskEvent,
-  type TransactionalLog,
 } from '@meridian/domain';
 import { createEventCodec } from '@meridian/events';
-import { classify } from '@meridian/retry';
 import { isNotFound } from '@meridian/storage';
-import { commitCommandOffset, inTransaction, type CommandHandler, type CommandPosition } from '../commands/handlers.ts';
-import { sendToDeadLetter } from '../dead-letter.ts';
+import { failedUnread, inTransaction, runCommand, type CommandHandler, type CommandRun, type TaskLog } from '../commands/handlers.ts';
 import { removeStaged } from '../staging.ts';
 import type { IngestDeps } from '../ingest-deps.ts';
 import { BlobCollector } from './blob-collector.ts';
@@ -41,10 +37,9 @@ const HEARTBEAT_MS = 2000;
  * FileDeleted), in the same critical section as promotions and only once the files read model
  * covers the files log's end, so a blob a definition is about to reference is never removed under it.
  */
-export async function startFileCommands(ingest: IngestDeps, consumerGroupId: string): Promise<FileCommands> {
+export async function startFileCommands(ingest: IngestDeps, tasks: TaskLog): Promise<FileCommands> {
   const { blobs: storage, topics, logger: rootLogger } = ingest;
   const logger = rootLogger.child({ component: 'files' });
-  const taskCodec = createEventCodec<TaskEvent>();
   const fileCodec = createEventCodec<FileEvent>();
   const lock = new Mutex();
   const collector = new BlobCollector({
@@ -59,13 +54,7 @@ export async function startFileCommands(ingest: IngestDeps, consumerGroupId: str
   collector.start();
   const schemaLimits = { maxHeaderLength: ingest.settings.MERIDIAN_MAX_LINE_BYTES, maxColumns: ingest.settings.MERIDIAN_MAX_COLUMNS };
 
-  const taskMessage = (event: TaskEvent) => ({ key: event.task_id, value: taskCodec.encode(event), headers: { type: event.type } });
-
-  const failTask = (producer: TransactionalLog, at: CommandPosition, cmd: FileDefinitionRequested, reason: string, errors: RowError[]) =>
-    inTransaction(producer, async (tx) => {
-      await tx.send({ topic: topics.tasks, acks: -1, messages: [taskMessage({ type: 'TaskFailed', task_id: cmd.task_id, reason, rows_total: 0, rows_rejected: 0, errors, at: Date.now() })] });
-      await commitCommandOffset(tx, consumerGroupId, at);
-    });
+  const rule = { attempts: ingest.settings.MERIDIAN_UPLOAD_ATTEMPTS, logger, what: 'the file could not be stored' };
 
   const removeStagedOf = (cmd: FileDefinitionRequested) => removeStaged(storage, cmd.staged_object, logger);
 
@@ -108,45 +97,44 @@ export async function startFileCommands(ingest: IngestDeps, consumerGroupId: str
     return { ok: true };
   }
 
+  /** One run of a definition, safe to repeat: a crash or a retry before the commit runs it whole again (the promotion is idempotent). */
+  async function define(cmd: FileDefinitionRequested, { at, producer }: CommandRun): Promise<void> {
+    const log = logger.child({ task_id: cmd.task_id, file_id: cmd.file_id });
+    const verdict = await inspect(cmd);
+    if (!verdict.ok) {
+      await tasks.fail(producer, at, cmd.task_id, { ...failedUnread(verdict.reason), errors: verdict.errors });
+      await removeStagedOf(cmd);
+      log.info({ reason: verdict.reason }, 'file definition rejected');
+      return;
+    }
+    const defined = fileDefinedFrom(cmd);
+    await lock.run(async () => {
+      const how = await promoteBlob(storage, cmd.staged_object, defined.blob_key, cmd.size);
+      await inTransaction(producer, async (tx) => {
+        await tx.send({ topic: topics.files, acks: -1, messages: [{ key: cmd.file_id, value: fileCodec.encode(defined), headers: { type: defined.type } }] });
+        await tasks.send(tx, [{ type: 'FileDefinitionSucceeded', task_id: cmd.task_id, file_id: cmd.file_id, size: cmd.size, sha256: cmd.sha256, at: Date.now() }]);
+        await tasks.commitCommand(tx, at);
+      });
+      log.info({ size: cmd.size, blob: how }, 'file defined');
+    });
+    await removeStagedOf(cmd);
+  }
+
   return {
-    async run(cmd, { at, producer, heartbeat }) {
-      const log = logger.child({ task_id: cmd.task_id, file_id: cmd.file_id });
+    async run(cmd, run) {
       // Reading and copying a large file takes longer than a session timeout: keep the membership alive.
-      const beat = setInterval(() => void heartbeat().catch(() => undefined), HEARTBEAT_MS);
-      const sha256 = cmd.sha256.toString('hex');
+      const beat = setInterval(() => void run.heartbeat().catch(() => undefined), HEARTBEAT_MS);
       try {
-        const verdict = await inspect(cmd);
-        if (!verdict.ok) {
-          await failTask(producer, at, cmd, verdict.reason, verdict.errors);
+        await runCommand(cmd.task_id, run, tasks, rule, () => define(cmd, run), async () => {
           await removeStagedOf(cmd);
-          log.info({ reason: verdict.reason }, 'file definition rejected');
-          return;
-        }
-        const defined = fileDefinedFrom(cmd);
-        await lock.run(async () => {
-          const how = await promoteBlob(storage, cmd.staged_object, defined.blob_key, cmd.size);
-          await inTransaction(producer, async (tx) => {
-            await tx.send({ topic: topics.files, acks: -1, messages: [{ key: cmd.file_id, value: fileCodec.encode(defined), headers: { type: defined.type } }] });
-            await tx.send({ topic: topics.tasks, acks: -1, messages: [taskMessage({ type: 'FileDefinitionSucceeded', task_id: cmd.task_id, file_id: cmd.file_id, size: cmd.size, sha256: cmd.sha256, at: Date.now() })] });
-            await commitCommandOffset(tx, consumerGroupId, at);
-          });
-          log.info({ size: cmd.size, blob: how }, 'file defined');
+          collector.enqueue(cmd.sha256.toString('hex')); // a promoted blob nothing references
         });
-        await removeStagedOf(cmd);
-      } catch (error) {
-        // Kafka's transient failures and storage or network outages: redelivering the command may cure them.
-        if (classify(error) === 'transient') throw error;
-        log.error({ err: error }, 'file definition failed on a non-retriable error');
-        await sendToDeadLetter(await ingest.log.writer(), topics.deadLetter, { ...at, key: cmd.task_id, value: taskCodec.encode(cmd), reason: (error as Error).message });
-        await failTask(producer, at, cmd, `the file could not be stored: ${(error as Error).message}`, []);
-        await removeStagedOf(cmd);
-        collector.enqueue(sha256); // a promoted blob nothing references
       } finally {
         clearInterval(beat);
       }
     },
     async refuse(cmd, { at, producer }, reason) {
-      await failTask(producer, at, cmd, reason, []);
+      await tasks.fail(producer, at, cmd.task_id, failedUnread(reason));
       await removeStagedOf(cmd);
       collector.enqueue(cmd.sha256.toString('hex')); // a run that died after promoting left a blob nothing references
     },

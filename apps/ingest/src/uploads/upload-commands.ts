@@ -4,12 +4,9 @@ import {
   parseUploadBatches,
   rowsRead,
   startUpload,
-  uploadFailedUnread,
-  type LogTransaction,
   type LogWriter,
   type MetricsUploadRequested,
   type PointsFact,
-  type TaskEvent,
   type TransactionalLog,
   type UploadComplete,
   type UploadFact,
@@ -17,11 +14,10 @@ import {
   type UserRecord,
 } from '@meridian/domain';
 import type { EventCodec } from '@meridian/events';
-import { TransactionInterrupted, type Topics } from '@meridian/kafka';
+import type { Topics } from '@meridian/kafka';
 import type { Logger } from '@meridian/observability';
-import { isKafkaTransient, retry, RETRY_POLICIES } from '@meridian/retry';
 import type { BlobStore } from '../blob-store.ts';
-import { commitCommandOffset, inTransaction, type CommandHandler, type CommandPosition } from '../commands/handlers.ts';
+import { failedUnread, runCommand, type CommandHandler, type CommandPosition, type TaskLog } from '../commands/handlers.ts';
 import { removeStaged } from '../staging.ts';
 import { PointBatchSender } from './batch-sender.ts';
 import { UploadLimitExceeded, type UploadLimits } from './limits.ts';
@@ -31,11 +27,11 @@ export type UploadCommandsDeps = {
   readonly topics: Topics;
   readonly storage: BlobStore;
   readonly logger: Logger;
-  readonly taskCodec: EventCodec<TaskEvent>;
+  /** The tasks topic: the upload's progress and end, and its command's offset. */
+  readonly tasks: TaskLog;
   readonly pointsCodec: EventCodec<PointsFact>;
   /** Non-transactional, for started/progress events that must show while the upload runs. */
   readonly progressProducer: LogWriter;
-  readonly consumerGroupId: string;
   readonly batchPoints: number;
   readonly maxBufferedPoints: number;
   readonly limits: UploadLimits;
@@ -43,8 +39,6 @@ export type UploadCommandsDeps = {
   readonly user: (name: string) => UserRecord | undefined;
   /** Runs of one upload that stop on storage or network trouble before its task fails (MERIDIAN_UPLOAD_ATTEMPTS). */
   readonly attempts: number;
-  /** Sets a command aside on the dead-letter topic, as it came. */
-  readonly deadLetter: (at: CommandPosition, value: Buffer | null, reason: string) => Promise<void>;
 };
 
 /**
@@ -52,37 +46,20 @@ export type UploadCommandsDeps = {
  * trouble), ends its task in the log, then removes its staged bytes.
  */
 export function uploadCommands(deps: UploadCommandsDeps): CommandHandler<MetricsUploadRequested> {
-  const { logger } = deps;
-  // Kafka's trouble, a commit whose outcome is unknown and a fenced producer go back to the
-  // consumer: the command runs again after it has re-read the tasks log (never a blind second run).
-  const redeliver = (error: unknown) => isKafkaTransient(error) || error instanceof TransactionInterrupted;
+  const { logger, tasks } = deps;
+  const rule = { attempts: deps.attempts, logger, what: 'the upload could not be processed' };
   /** The task has ended in the log (its points or its failure): the claim check is spent. */
   const ended = async (cmd: MetricsUploadRequested) => {
     if (cmd.staged_object !== null) await removeStaged(deps.storage, cmd.staged_object, logger);
   };
   return {
-    /** Storage trouble is retried here, within the run; Kafka's passes up, and kafkajs redelivers the command. */
-    async run(cmd, { at, producer, heartbeat, value }) {
-      let attempts = 0;
-      try {
-        await retry((n) => { attempts = n; return runUpload(cmd, at, producer, deps, heartbeat); }, {
-          ...RETRY_POLICIES.upload,
-          attempts: deps.attempts,
-          // Storage or network trouble passes; an accepted upload is not failed for it at once.
-          retriable: (error) => !redeliver(error),
-          onRetry: (error, attempt, delay) => logger.warn({ err: error, task_id: cmd.task_id, attempt, retry_in_ms: delay }, 'upload attempt failed; retrying'),
-          wait: (ms) => sleepWithHeartbeat(ms, heartbeat),
-        });
-      } catch (error) {
-        if (redeliver(error)) throw error;
-        logger.error({ err: error, task_id: cmd.task_id, attempts }, 'upload failed after every attempt');
-        await deps.deadLetter(at, value, (error as Error).message);
-        await failTask(producer, deps, at, cmd, uploadFailedUnread(`the upload could not be processed: ${(error as Error).message}`));
-      }
+    /** Storage trouble is retried here, within the run; Kafka's passes up, and the consumer redelivers the command. */
+    async run(cmd, run) {
+      await runCommand(cmd.task_id, run, tasks, rule, () => runUpload(cmd, run.at, run.producer, deps, run.heartbeat));
       await ended(cmd);
     },
     async refuse(cmd, { at, producer }, reason) {
-      await failTask(producer, deps, at, cmd, uploadFailedUnread(reason));
+      await tasks.fail(producer, at, cmd.task_id, failedUnread(reason));
       await ended(cmd);
     },
   };
@@ -150,7 +127,7 @@ async function runUpload(cmd: MetricsUploadRequested, at: CommandPosition, produ
       if (end !== null) break;
       if (now() - lastProgress >= PROGRESS_EVERY_MS) {
         lastProgress = now();
-        await sendTaskEvents(deps.progressProducer, deps, [{ type: 'TaskProgress', task_id: cmd.task_id, rows_done: rowsRead(run), at: lastProgress }]);
+        await deps.tasks.send(deps.progressProducer, [{ type: 'TaskProgress', task_id: cmd.task_id, rows_done: rowsRead(run), at: lastProgress }]);
         await heartbeat();
       }
     }
@@ -159,7 +136,7 @@ async function runUpload(cmd: MetricsUploadRequested, at: CommandPosition, produ
     if (end.type === 'UploadFailed') {
       await sender.flush();
       await tx.abort();
-      await failTask(producer, deps, at, cmd, end);
+      await deps.tasks.fail(producer, at, cmd.task_id, end);
       log.info({ rows: end.rows_total, rejected: end.rows_rejected }, 'upload rejected');
       return 'failed';
     }
@@ -173,7 +150,7 @@ async function runUpload(cmd: MetricsUploadRequested, at: CommandPosition, produ
     await tx.send({
       topic: deps.topics.tasks,
       acks: -1,
-      messages: [taskMessage(deps, {
+      messages: [deps.tasks.message({
         type: 'UploadParsed',
         task_id: cmd.task_id,
         rows_total: end.rows_total,
@@ -185,7 +162,7 @@ async function runUpload(cmd: MetricsUploadRequested, at: CommandPosition, produ
         at: now(),
       })],
     });
-    await commitCommandOffset(tx, deps.consumerGroupId, at);
+    await deps.tasks.commitCommand(tx, at);
     await tx.commit();
     log.info({ points: end.points_accepted, rejected: end.rows_rejected, partitions: pointsPerPartition.size }, 'upload written to the log');
     return 'succeeded';
@@ -194,44 +171,10 @@ async function runUpload(cmd: MetricsUploadRequested, at: CommandPosition, produ
     if (tx.isActive()) await tx.abort().catch(() => undefined);
     if (!(error instanceof UploadLimitExceeded)) throw error;
     const [failed] = decideUpload(run, { type: 'LimitReached', reason: error.message }) as [UploadFailed];
-    await failTask(producer, deps, at, cmd, failed);
+    await deps.tasks.fail(producer, at, cmd.task_id, failed);
     log.info({ rows: failed.rows_total, reason: error.message }, 'upload stopped at a limit');
     return 'failed';
   } finally {
     clearTimeout(budgetTimer);
-  }
-}
-
-/** What ending a task in the log needs. */
-type TaskLog = Pick<UploadCommandsDeps, 'topics' | 'taskCodec' | 'consumerGroupId'>;
-
-function taskMessage(deps: TaskLog, event: TaskEvent) {
-  return { key: event.task_id, value: deps.taskCodec.encode(event), headers: { type: event.type } };
-}
-
-async function sendTaskEvents(producer: LogWriter | LogTransaction, deps: TaskLog, events: TaskEvent[]): Promise<void> {
-  await producer.send({ topic: deps.topics.tasks, acks: -1, messages: events.map((e) => taskMessage(deps, e)) });
-}
-
-/** Records the failure and moves past the command, atomically. */
-async function failTask(producer: TransactionalLog, deps: TaskLog, at: CommandPosition, cmd: { task_id: string }, failed: UploadFailed): Promise<void> {
-  await inTransaction(producer, async (tx) => {
-    await sendTaskEvents(tx, deps, [{
-      type: 'TaskFailed',
-      task_id: cmd.task_id,
-      reason: failed.reason,
-      rows_total: failed.rows_total,
-      rows_rejected: failed.rows_rejected,
-      errors: failed.errors,
-      at: Date.now(),
-    }]);
-    await commitCommandOffset(tx, deps.consumerGroupId, at);
-  });
-}
-
-async function sleepWithHeartbeat(ms: number, heartbeat: () => Promise<void>): Promise<void> {
-  for (let left = ms; left > 0; left -= 1000) {
-    await new Promise((r) => setTimeout(r, Math.min(1000, left)));
-    await heartbeat();
   }
 }

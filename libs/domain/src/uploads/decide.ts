@@ -82,11 +82,6 @@ export function decideUpload(run: UploadRun, input: UploadInput): readonly Uploa
   }
 }
 
-/** A failure without a run that counted anything: refused at its start, or past its attempts. */
-export function uploadFailedUnread(reason: string): UploadFailed {
-  return { type: 'UploadFailed', reason, rows_total: 0, rows_rejected: 0, errors: [] };
-}
-
 function decideItems(run: UploadRun, items: readonly UploadItem[]): readonly UploadFact[] {
   const allOrNothing = run.start.on_error === 'fail';
   let facts: UploadFact[] | null = null;

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { MetricRule, UserRecord } from '../accounts/state.ts';
 import type { UploadItem } from '../points/parse-upload.ts';
-import { decideUpload, uploadFailedUnread, type UploadComplete, type UploadFact, type UploadInput } from './decide.ts';
+import { decideUpload, type UploadComplete, type UploadFact, type UploadInput } from './decide.ts';
 import { MAX_LISTED_METRICS, MAX_REPORTED_ERRORS, rowsRead, startUpload, type UploadRun, type UploadStart } from './state.ts';
 
 const rw = (value: string): MetricRule => ({ match: 'prefix', value, access: 'rw' });
@@ -234,11 +234,5 @@ describe('the run as a state machine', () => {
 
   it('counts the rows read for the task\'s progress', () => {
     expect(rowsRead(given([items(point(2), error(3), error(3, 'timestamp'), point(4))], { on_error: 'skip' }).state)).toBe(3);
-  });
-
-  it('an upload failed before any run read it reports no rows', () => {
-    expect(uploadFailedUnread('the account that sent it is disabled; the upload was not stored')).toEqual({
-      type: 'UploadFailed', reason: 'the account that sent it is disabled; the upload was not stored', rows_total: 0, rows_rejected: 0, errors: [],
-    });
   });
 });

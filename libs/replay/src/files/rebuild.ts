@@ -10,23 +10,23 @@ import { eventsAfter, projectFileBatch } from '@meridian/projection';
 /** The files read model (migration 005) as a rebuild sees it: `meridian replay rebuild files`. */
 export const FILES_READ_MODEL: ReadModelKind = {
   name: 'files',
-  topic: (platform) => platform.topics.files,
+  topic: (deps) => deps.topics.files,
   live: LIVE_FILE_TABLES,
   rebuilt: suffixed(LIVE_FILE_TABLES, '_rebuilt'),
   retired: suffixed(LIVE_FILE_TABLES, '_retired'),
   frozen: suffixed(LIVE_FILE_TABLES, '_frozen'),
-  groupId: (platform) => consumerGroupsFor(platform.topicPrefix).filesProjector,
-  start(platform, persist) {
+  groupId: (deps) => consumerGroupsFor(deps.topicPrefix).filesProjector,
+  start(deps, persist) {
     const seq = { next: 0 };
     const codec = createEventCodec<FileEvent>();
     return async (tables, partition, messages, last) => {
       const t = tables as FileTables;
-      const step = { readModel: clickhouseFileReadModel(platform.clickhouseOptions, t), writer: clickhouseFileReadModelWriter(platform.clickhouse, t), persist, seq };
+      const step = { readModel: clickhouseFileReadModel(deps.clickhouseOptions, t), writer: clickhouseFileReadModelWriter(deps.clickhouse, t), persist, seq };
       return projectFileBatch(step, partition, eventsAfter(codec, partition, messages, -1), last);
     };
   },
-  positions: (platform, tables) => clickhouseFileReadModel(platform.clickhouseOptions, tables as FileTables).positions(),
-  verify: (platform, rebuilt, ends) => verifyFiles(platform, rebuilt as FileTables, ends),
+  positions: (deps, tables) => clickhouseFileReadModel(deps.clickhouseOptions, tables as FileTables).positions(),
+  verify: (deps, rebuilt, ends) => verifyFiles(deps, rebuilt as FileTables, ends),
 };
 
 /**
@@ -35,7 +35,7 @@ export const FILES_READ_MODEL: ReadModelKind = {
  * what the list shows) whose last change lies inside the range must be in the rebuild, equal
  * (a row that gives no access equals no row).
  */
-export async function verifyFiles(platform: Pick<ReplayDeps, 'clickhouse'>, rebuilt: FileTables, ends: Offsets): Promise<ReadModelVerification> {
+export async function verifyFiles(deps: Pick<ReplayDeps, 'clickhouse'>, rebuilt: FileTables, ends: Offsets): Promise<ReadModelVerification> {
   const compare = (key: string, value: string, live: string, copy: string) =>
     `SELECT count() AS compared, countIf(r.rebuilt != l.value) AS differing FROM `
     + `(SELECT ${key} AS k, ${value} AS value FROM (SELECT * FROM ${quoteIdentifier(live)} FINAL) WHERE ${inRange(ends)}) AS l `
@@ -46,7 +46,7 @@ export async function verifyFiles(platform: Pick<ReplayDeps, 'clickhouse'>, rebu
     // whether a grant given and revoked inside one batch left one, depends on the batches): it
     // compares as empty, as a row the other side lacks does.
     + `${compare(`concat(user_name, '|', toString(seq))`, `if(access = '', '', concat(file_id, '|', access, '|', owner, '|', file_name, '|', name_lower, '|', description, '|', toString(size), '|', toString(created_at)))`, LIVE_FILE_TABLES.listing, rebuilt.listing)})`;
-  const [row] = await (await platform.clickhouse.query({ query, format: 'JSONEachRow' })).json<{ compared: string; differing: string }>();
+  const [row] = await (await deps.clickhouse.query({ query, format: 'JSONEachRow' })).json<{ compared: string; differing: string }>();
   const compared = Number(row?.compared ?? 0);
   const differing = Number(row?.differing ?? 0);
   return { compared, differing, verified: differing === 0 };

@@ -29,7 +29,7 @@ type Messages = ReadonlyArray<{ offset: string; value: Buffer | null }>;
 /** What differs between the read models a rebuild can build (tasks, files). */
 export type ReadModelKind = {
   readonly name: string;
-  readonly topic: (platform: ReplayDeps) => string;
+  readonly topic: (deps: ReplayDeps) => string;
   readonly live: ReadModelTables;
   /** Where a rebuild writes: beside the live tables, never over them. */
   readonly rebuilt: ReadModelTables;
@@ -38,17 +38,17 @@ export type ReadModelKind = {
   /** Read-only stand-ins (Merge tables over the retired names) that hold the live names while a swap holds live writes. */
   readonly frozen: ReadModelTables;
   /** The live projector's consumer group (the swap makes it rebalance when it must re-read its positions). */
-  readonly groupId: (platform: ReplayDeps) => string;
+  readonly groupId: (deps: ReplayDeps) => string;
   /**
    * A projection of the topic from its start, with the live projector's own step, writing into
    * the tables given at each call (the rebuilt ones, then after a swap the live names): its state
    * (the tasks fold, the next file seq) carries across calls. Returns the rows written.
    */
-  start(platform: ReplayDeps, persist: Persist): (tables: ReadModelTables, partition: number, messages: Messages, last: number) => Promise<number>;
+  start(deps: ReplayDeps, persist: Persist): (tables: ReadModelTables, partition: number, messages: Messages, last: number) => Promise<number>;
   /** Per partition, the last offset the read model in `tables` covers. */
-  positions(platform: ReplayDeps, tables: ReadModelTables): Promise<Map<number, number>>;
+  positions(deps: ReplayDeps, tables: ReadModelTables): Promise<Map<number, number>>;
   /** Compares the live tables with rebuilt ones over the offsets before `ends`. */
-  verify(platform: ReplayDeps, rebuilt: ReadModelTables, ends: Offsets): Promise<ReadModelVerification>;
+  verify(deps: ReplayDeps, rebuilt: ReadModelTables, ends: Offsets): Promise<ReadModelVerification>;
 };
 
 export type ReadModelRebuildOptions = {
@@ -110,27 +110,27 @@ export type ReadModelRebuildResult = {
  * re-reads its positions and fold from the new tables, before they come in.
  */
 export async function rebuildReadModel(
-  platform: ReplayDeps, kind: ReadModelKind, swap: ReadModelSwapMode, options: ReadModelRebuildOptions = {},
+  deps: ReplayDeps, kind: ReadModelKind, swap: ReadModelSwapMode, options: ReadModelRebuildOptions = {},
 ): Promise<ReadModelRebuildResult> {
   const { onProgress, waitForLiveMs = 20_000 } = options;
   const started = performance.now();
-  const { clickhouse } = platform;
-  const topic = kind.topic(platform);
+  const { clickhouse } = deps;
+  const topic = kind.topic(deps);
   const roles = Object.keys(kind.live);
   // A copy of a replicated table would share its ZooKeeper path: a replica of the live one, not a rebuild.
   const engines = await tableEngines(clickhouse);
   for (const role of roles) refuseReplicated(engines.get(kind.live[role]!), kind.live[role]);
   // A swap stopped while live writes were held left the stand-ins under the live names: put the live tables back first.
-  if (roles.some((role) => engines.get(kind.live[role]!) === 'Merge')) await unfreezeReadModel(platform, kind, true);
+  if (roles.some((role) => engines.get(kind.live[role]!) === 'Merge')) await unfreezeReadModel(deps, kind, true);
   for (const role of roles) {
     await clickhouse.command({ query: `DROP TABLE IF EXISTS ${quoteIdentifier(kind.rebuilt[role]!)}` });
     await clickhouse.command({ query: `CREATE TABLE ${quoteIdentifier(kind.rebuilt[role]!)} AS ${quoteIdentifier(kind.live[role]!)}` });
   }
   const persist: Persist = (what, attempt) => retry(attempt, {
     ...RETRY_POLICIES.rebuildInsert,
-    onRetry: (error, n, delay) => platform.logger.warn({ err: error, attempt: n, retry_in_ms: delay }, `${what} failed; retrying`),
+    onRetry: (error, n, delay) => deps.logger.warn({ err: error, attempt: n, retry_in_ms: delay }, `${what} failed; retrying`),
   });
-  const project = kind.start(platform, persist);
+  const project = kind.start(deps, persist);
   let events = 0;
   let rows = 0;
   /** Per partition, the next offset the rebuild has not projected. */
@@ -141,9 +141,9 @@ export async function rebuildReadModel(
     const ranges = [...ends].map(([partition, end]) => ({ topic, partition, start: covered.get(partition) ?? 0, end })).filter((r) => r.end > r.start);
     let read = 0;
     for await (const batch of readRanges(ranges, {
-      kafka: platform.log.kafka,
-      admin: platform.log.admin,
-      groupId: `${platform.topicPrefix}replay-${kind.name}-${randomBytes(4).toString('hex')}`,
+      kafka: deps.log.kafka,
+      admin: deps.log.admin,
+      groupId: `${deps.topicPrefix}replay-${kind.name}-${randomBytes(4).toString('hex')}`,
       sequential: false,
     })) {
       if (batch.messages.length === 0 && !batch.done) continue;
@@ -158,7 +158,7 @@ export async function rebuildReadModel(
     return read;
   }
 
-  const { low, end } = await topicOffsets(platform.log.admin, topic);
+  const { low, end } = await topicOffsets(deps.log.admin, topic);
   for (const [partition, first] of low) covered.set(partition, first);
   await projectTo(end, kind.rebuilt);
   // The live read model may be ahead of the end read above (or behind it, when its projector
@@ -166,7 +166,7 @@ export async function rebuildReadModel(
   // has the least to catch up while live writes are held.
   /** Per partition, the next offset the read model in `tables` has not covered (a partition it has no position for: the log's start). */
   const nextOf = async (tables: ReadModelTables) => {
-    const at = await kind.positions(platform, tables);
+    const at = await kind.positions(deps, tables);
     return new Map([...low].map(([p, first]) => [p, Math.max(first, (at.get(p) ?? -1) + 1)]));
   };
   const ahead = (at: ReadonlyMap<number, number>) => new Map([...at].filter(([p, e]) => e > (covered.get(p) ?? 0)));
@@ -175,7 +175,7 @@ export async function rebuildReadModel(
     for (let pass = 0; pass < 2; pass++) await projectTo(ahead(await nextOf(kind.live)), kind.rebuilt);
   }
   const range = new Map(covered);
-  const verification = await kind.verify(platform, kind.rebuilt, range);
+  const verification = await kind.verify(deps, kind.rebuilt, range);
   const result = { name: kind.name, tables: kind.rebuilt, ms: 0, verification, ends: range, swapped: null, notSwapped: null };
   const done = (extra: Partial<ReadModelRebuildResult>): ReadModelRebuildResult => ({ ...result, events, rows, ...extra, ms: performance.now() - started });
   if (swap === 'never') return done({});
@@ -186,7 +186,7 @@ export async function rebuildReadModel(
   for (const deadline = Date.now() + waitForLiveMs; Date.now() < deadline && !reached(await nextOf(kind.live));) await new Promise((r) => setTimeout(r, 250));
 
   await options.beforeFreeze?.();
-  const database = await currentDatabase(platform);
+  const database = await currentDatabase(deps);
   const q = (role: string, tables: ReadModelTables) => quoteIdentifier(tables[role]!);
   for (const role of roles) {
     await clickhouse.command({ query: `DROP TABLE IF EXISTS ${q(role, kind.retired)}` });
@@ -208,7 +208,7 @@ export async function rebuildReadModel(
       // may read or write the read model until every member has rejoined (and so forgotten them).
       await clickhouse.command({ query: `RENAME TABLE ${roles.map((role) => `${q(role, kind.live)} TO ${q(role, kind.frozen)}`).join(', ')}` });
       standInPlace = false;
-      await nudgeGroup(platform.log.kafka, kind.groupId(platform), topic, platform.logger);
+      await nudgeGroup(deps.log.kafka, kind.groupId(deps), topic, deps.logger);
       nudged = true;
     }
     await clickhouse.command({ query: `RENAME TABLE ${roles.flatMap((role) => [
@@ -216,7 +216,7 @@ export async function rebuildReadModel(
       `${q(role, kind.rebuilt)} TO ${q(role, kind.live)}`,
     ]).join(', ')}` });
   } catch (error) {
-    await unfreezeReadModel(platform, kind, standInPlace).catch((e: unknown) => platform.logger.error({ err: e }, `could not put the live ${kind.name} tables back`));
+    await unfreezeReadModel(deps, kind, standInPlace).catch((e: unknown) => deps.logger.error({ err: e }, `could not put the live ${kind.name} tables back`));
     throw error;
   }
   const frozenMs = performance.now() - frozenAt;
@@ -225,21 +225,21 @@ export async function rebuildReadModel(
 }
 
 /** Puts the live tables a swap froze back under the live names (the stand-ins there, or the names missing). */
-async function unfreezeReadModel(platform: ReplayDeps, kind: ReadModelKind, standInPlace: boolean): Promise<void> {
+async function unfreezeReadModel(deps: ReplayDeps, kind: ReadModelKind, standInPlace: boolean): Promise<void> {
   const roles = Object.keys(kind.live);
   const moves = roles.flatMap((role) => [
     ...(standInPlace ? [`${quoteIdentifier(kind.live[role]!)} TO ${quoteIdentifier(`${kind.frozen[role]!}_${Date.now()}`)}`] : []),
     `${quoteIdentifier(kind.retired[role]!)} TO ${quoteIdentifier(kind.live[role]!)}`,
   ]);
-  await platform.clickhouse.command({ query: `RENAME TABLE ${moves.join(', ')}` });
-  const engines = await tableEngines(platform.clickhouse);
+  await deps.clickhouse.command({ query: `RENAME TABLE ${moves.join(', ')}` });
+  const engines = await tableEngines(deps.clickhouse);
   for (const [name, engine] of engines) {
-    if (engine === 'Merge' && roles.some((role) => name.startsWith(kind.frozen[role]!))) await platform.clickhouse.command({ query: `DROP TABLE IF EXISTS ${quoteIdentifier(name)}` });
+    if (engine === 'Merge' && roles.some((role) => name.startsWith(kind.frozen[role]!))) await deps.clickhouse.command({ query: `DROP TABLE IF EXISTS ${quoteIdentifier(name)}` });
   }
 }
 
-async function currentDatabase(platform: ReplayDeps): Promise<string> {
-  const [row] = await (await platform.clickhouse.query({ query: 'SELECT currentDatabase() AS name', format: 'JSONEachRow' })).json<{ name: string }>();
+async function currentDatabase(deps: ReplayDeps): Promise<string> {
+  const [row] = await (await deps.clickhouse.query({ query: 'SELECT currentDatabase() AS name', format: 'JSONEachRow' })).json<{ name: string }>();
   if (!row || !/^[A-Za-z_][A-Za-z0-9_]*$/.test(row.name)) throw new Error(`not a database name a stand-in can name: ${row?.name}`);
   return row.name;
 }
