@@ -127,7 +127,7 @@ describe('files projector: files topic → the files read model, exactly once', 
     const references = clickhouseBlobReferences(platform.clickhouseOptions, platform.clickhouse);
     const folded = foldFiles(log);
     const every = [...new Set(log.flatMap((e) => (e.type === 'FileDefined' ? [e.sha256.toString('hex')] : [])))];
-    const live = [...folded.blobRefs.keys()].sort();
+    const live = [...new Set([...folded.files.values()].map((f) => f.sha256))].sort();
     expect([...(await references.referenced(every))].sort()).toEqual(live);
     expect(live.length).toBeGreaterThan(0);
     expect(live.length).toBeLessThan(every.length); // some blobs lost their every file
