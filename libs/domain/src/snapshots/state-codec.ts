@@ -5,7 +5,7 @@
  * hold Maps, Sets and Buffers, which JSON does not keep.
  */
 export type StateCodec<S> = {
-  /** Which state this is ('accounts', 'files'): a snapshot of another kind is refused. */
+  /** Which state this is ('accounts'): a snapshot of another kind is refused. */
   readonly kind: string;
   /**
    * Raised whenever the JSON form or the fold's rules change (a snapshot holds the old rules'
