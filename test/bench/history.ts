@@ -44,7 +44,15 @@ const WARM_POLL_MS = 1000;
 const MAX_FAILURES = 10;
 
 /** A spawned app: when it became ready (or why it did not), its RSS, and a stop. */
-type Launched = { readonly pid: number; readonly startedAt: number; exitReason(): string | null; readAtStart(): ReadAtStart; stop(): Promise<void> };
+type Launched = {
+  readonly pid: number;
+  readonly startedAt: number;
+  /** Milliseconds from spawn to its first log line: the process's own boot (loading its modules), which no history changes. */
+  firstOutputMs(): number | null;
+  exitReason(): string | null;
+  readAtStart(): ReadAtStart;
+  stop(): Promise<void>;
+};
 
 /**
  * Spawns an app as every launcher does (api with API_NODE_FLAGS, no heap flag: the V8 default),
@@ -59,7 +67,9 @@ function launch(app: 'api' | 'ingest', env: NodeJS.ProcessEnv): Launched {
   let tail = '';
   let partial = '';
   let exitReason: string | null = null;
+  let firstOutputMs: number | null = null;
   const keep = (d: Buffer) => {
+    firstOutputMs ??= performance.now() - startedAt;
     tail = (tail + d.toString()).slice(-16_384);
     if (TRACE) appendFileSync(TRACE, d);
   };
@@ -89,6 +99,7 @@ function launch(app: 'api' | 'ingest', env: NodeJS.ProcessEnv): Launched {
   return {
     pid: child.pid!,
     startedAt,
+    firstOutputMs: () => firstOutputMs,
     exitReason: () => exitReason,
     readAtStart: () => ({ ...readAtStart }),
     async stop() {
@@ -171,6 +182,8 @@ async function p99(name: string, requests: () => { url: string; key: string | nu
   return percentile(ms, 99);
 }
 
+const showMs = (f: Figure | null): string => (typeof f === 'number' ? `${(f / 1000).toFixed(2)} s` : String(f));
+
 const pick = <T>(xs: readonly T[]): T => xs[Math.floor(Math.random() * xs.length)]!;
 
 /** Per fold, meridian_fold_start_events_read from the api's admin /metrics. */
@@ -187,6 +200,7 @@ async function measureApi(settings: Settings, base: string, history: WrittenHist
   try {
     const ready = await untilReady(api, () => answers200(`${base}/readyz`));
     const rss = rssOf(api, ready);
+    console.log(`    api: first log line ${showMs(api.firstOutputMs())} after spawn, ready ${showMs(ready)}; load average ${loadavg()[0]!.toFixed(1)}`);
     if (typeof ready !== 'number') return { figures: { api_ready_ms: ready, api_rss_mb: rss, task_p99_ms: NOT_MEASURED, tasks_p99_ms: NOT_MEASURED, files_p99_ms: NOT_MEASURED }, read: {} };
     const read = await apiReadAtStart(adminPort);
     // The floor of any lookup on this machine now: the same HTTP round trip to the same process, with no query behind it.
@@ -209,6 +223,7 @@ async function measureIngest(settings: Settings) {
   const ingest = launch('ingest', { ...settingsEnv(settings), LOG_LEVEL: 'info', MERIDIAN_INGEST_HEALTH_PORT: String(port) });
   try {
     const ready = await untilReady(ingest, () => answers200(`http://127.0.0.1:${port}/readyz`));
+    console.log(`    ingest: first log line ${showMs(ingest.firstOutputMs())} after spawn, ready ${showMs(ready)}; load average ${loadavg()[0]!.toFixed(1)}`);
     return { figures: { ingest_ready_ms: ready, ingest_rss_mb: rssOf(ingest, ready) }, read: ingest.readAtStart() };
   } finally {
     await ingest.stop();
