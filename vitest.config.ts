@@ -65,6 +65,7 @@ export default defineConfig({
           // One front serves one query at a time, so the files run one after another.
           name: 'modern',
           include: [
+            'test/integration/attach-partition.int.test.ts',
             'test/integration/clickhouse.int.test.ts',
             'test/integration/download.int.test.ts',
             'test/integration/projector.int.test.ts',

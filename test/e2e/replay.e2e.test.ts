@@ -19,7 +19,6 @@ import {
   rebuildPoints,
   rebuildRange,
   tableChecksums,
-  topicOffsets,
   type LoggedEvent,
 } from '@meridian/replay';
 import { fromFixtureJson, type EventFixture } from '../fixtures/events/fixture.ts';
@@ -400,9 +399,9 @@ async function everyEvent(): Promise<LoggedEvent[]> {
   const codec = createEventCodec<EventLike>();
   const registry = SchemaRegistry.loadFromDirectory();
   const out: LoggedEvent[] = [];
-  const { admin, kafka, topics } = api.platform;
+  const { kafka, topics } = api.platform;
   for (const short of ['accounts', 'tasks', 'files', 'points'] as const) {
-    const { end } = await topicOffsets(admin, topics[short]);
+    const { end } = await api.platform.log.offsets(topics[short]);
     const remaining = new Map([...end].filter(([, e]) => e > 0));
     const got: LoggedEvent[] = [];
     if (remaining.size > 0) {
@@ -605,9 +604,9 @@ describe('recorded events of older schema versions, on a log of their own', () =
     const first = await write([Buffer.from(v1.bytes, 'base64'), Buffer.from(fixture('UploadSealed').bytes, 'base64'), v2bytes, sealed('task-v2', 1)]);
 
     await platform.clickhouse.command({ query: 'CREATE TABLE points_fixtures AS points' });
-    const { end, low } = await topicOffsets(platform.admin, platform.topics.points);
+    const { end, low } = await platform.log.offsets(platform.topics.points);
     const stats = await rebuildRange({
-      kafka: platform.kafka, admin: platform.admin, topic: platform.topics.points, groupPrefix: own.MERIDIAN_TOPIC_PREFIX,
+      log: platform.log, topic: platform.topics.points, groupPrefix: own.MERIDIAN_TOPIC_PREFIX,
       clickhouse: platform.clickhouse, table: 'points_fixtures', starts: low, ends: end, batchRows: 1000, codec: nextCodec,
     });
     expect(stats).toMatchObject({ batches: 2, points: 3, seals: 2, rejected: 0, undecodable: 0 });
@@ -619,7 +618,7 @@ describe('recorded events of older schema versions, on a log of their own', () =
     // The live schemas read v1 the same way (no v2 there): the live projector and a plain rebuild agree.
     await platform.clickhouse.command({ query: 'CREATE TABLE points_fixtures_live AS points' });
     const v1Only = await rebuildRange({
-      kafka: platform.kafka, admin: platform.admin, topic: platform.topics.points, groupPrefix: own.MERIDIAN_TOPIC_PREFIX,
+      log: platform.log, topic: platform.topics.points, groupPrefix: own.MERIDIAN_TOPIC_PREFIX,
       clickhouse: platform.clickhouse, table: 'points_fixtures_live', starts: low, ends: new Map([...end].map(([p, e]) => [p, p === 0 ? first + 2 : e])), batchRows: 1000,
     });
     expect(v1Only.points).toBe(2);

@@ -6,7 +6,7 @@ import { createEventCodec } from '@meridian/events';
 import { createProducer } from '@meridian/kafka';
 import { createLogger } from '@meridian/observability';
 import { createPlatform, type Platform } from '../support/platform.ts';
-import { listGenerations, rebuildPoints, rebuildRange, resolveEnds, swapIn, topicOffsets } from '@meridian/replay';
+import { listGenerations, rebuildPoints, rebuildRange, resolveEnds, swapIn } from '@meridian/replay';
 import { isolatedSettings } from '../support/settings.ts';
 import { waitFor } from '../support/wait.ts';
 
@@ -56,9 +56,9 @@ describe('replay on an Atomic database (chDB front)', () => {
    */
   async function projectLive(total: number): Promise<void> {
     await waitFor(`${total} points projected`, async () => {
-      const { end, low } = await topicOffsets(platform.admin, platform.topics.points);
+      const { end, low } = await platform.log.offsets(platform.topics.points);
       await rebuildRange({
-        kafka: platform.kafka, admin: platform.admin, topic: platform.topics.points, groupPrefix: settings.MERIDIAN_TOPIC_PREFIX,
+        log: platform.log, topic: platform.topics.points, groupPrefix: settings.MERIDIAN_TOPIC_PREFIX,
         clickhouse: platform.clickhouse, table: 'points', starts: low, ends: end, batchRows: 1000,
       });
       return (await scalarCount()) === total ? true : undefined;
@@ -160,10 +160,10 @@ describe('replay on an Atomic database (chDB front)', () => {
       const topic = platform.topics.points;
       // 10 rows a block: every batch (7 points or more) is an insert of its own, so the cut upload's
       // block is the same, with the same token, when it is projected again.
-      const base = { kafka: platform.kafka, admin: platform.admin, topic, groupPrefix: settings.MERIDIAN_TOPIC_PREFIX, clickhouse: target, table: 'points', catalog: 'metric_catalog', starts: (await topicOffsets(platform.admin, topic)).low, batchRows: 10 };
-      const cut = await rebuildRange({ ...base, ends: await resolveEnds(platform.admin, topic, { kind: 'time', ms: at }), sealedOnly: true });
+      const base = { log: platform.log, topic, groupPrefix: settings.MERIDIAN_TOPIC_PREFIX, clickhouse: target, table: 'points', catalog: 'metric_catalog', starts: (await platform.log.offsets(topic)).low, batchRows: 10 };
+      const cut = await rebuildRange({ ...base, ends: await resolveEnds(platform.log, topic, { kind: 'time', ms: at }), sealedOnly: true });
       expect(cut.unsealedBatches).toBe(1);
-      await rebuildRange({ ...base, ends: (await topicOffsets(platform.admin, topic)).end });
+      await rebuildRange({ ...base, ends: (await platform.log.offsets(topic)).end });
       const perMetric = (from: string) => rowsOf(`SELECT metric_name, toString(count()) AS points, toString(min(ts)) AS first_ts, toString(max(ts)) AS last_ts FROM ${from} GROUP BY metric_name ORDER BY metric_name`);
       const copy = await perMetric(`${db}.points`);
       expect(copy).toEqual(await pointsPerMetric());
@@ -186,7 +186,7 @@ describe('replay on an Atomic database (chDB front)', () => {
       await legacy.command({ query: 'CREATE TABLE points_g2 AS points' });
       await legacy.command({ query: 'CREATE TABLE metric_catalog_g2 ENGINE = AggregatingMergeTree() ORDER BY metric_name AS SELECT metric_name, countState() AS points, minState(ts) AS first_ts, maxState(ts) AS last_ts FROM points_g2 WHERE 0 GROUP BY metric_name' });
       await expect(swapIn({
-        kafka: platform.kafka, admin: platform.admin, topic: platform.topics.points, topicPrefix: settings.MERIDIAN_TOPIC_PREFIX,
+        log: platform.log, topic: platform.topics.points, topicPrefix: settings.MERIDIAN_TOPIC_PREFIX,
         clickhouse: legacy, database: options.database, generation: 2, batchRows: 1000,
       })).rejects.toThrow(/metric_catalog is a view with an inner table.*see the README to convert/);
       const tables = await (await legacy.query({ query: 'SELECT name FROM system.tables WHERE database = currentDatabase() ORDER BY name', format: 'JSONEachRow' })).json<{ name: string }>();

@@ -2,6 +2,7 @@ import type { Producer } from 'kafkajs';
 import { composeApi, type ApiServices } from '@meridian/api';
 import { adapterOptions, type Settings } from '@meridian/config';
 import { composeIngest, type IngestDeps } from '@meridian/ingest';
+import type { KafkaEventLog } from '@meridian/kafka';
 import type { Logger } from '@meridian/observability';
 import { createAdapters, createPlatform as createStartup, foldContext, type FoldContext, type Platform as Startup, type UntilDoneOptions } from '@meridian/platform';
 import { createStorage, type Storage } from '@meridian/storage';
@@ -13,8 +14,8 @@ import { composeCli, type CliServices } from '../../apps/cli/src/cli-services.ts
  * tests reach past the adapters with (tests may; the apps may not).
  */
 export type Platform = Startup & IngestDeps & ApiServices & CliServices & FoldContext & {
-  readonly kafka: CliServices['log']['kafka'];
-  readonly admin: CliServices['log']['admin'];
+  readonly kafka: KafkaEventLog['kafka'];
+  readonly admin: KafkaEventLog['admin'];
   /** The bucket's client, for checks of what is stored. */
   readonly storage: Storage;
   /** The process's idempotent producer. */
@@ -30,6 +31,7 @@ export function createPlatform(settings: Settings, logger: Logger, component: st
     ...composeIngest(settings, logger, adapters, options),
     ...composeApi(settings, logger, adapters, options, startup),
     ...composeCli(logger, adapters, options, startup, startRetry),
+    log: adapters.log,
     blobs: adapters.blobs,
     clickhouseOptions: { ...options.clickhouse, logger },
     startRetry,

@@ -24,6 +24,6 @@ export interface EventLog {
   writer(): Promise<LogWriter>;
   transactional(transactionalId: string): PartitionWriter;
   consumer(options: GroupConsumerOptions): WatchedConsumer;
-  /** Per partition of `topic`, the offset the next event will get. */
+  /** Per partition of `topic`, the offset its next record will take: the partitions the broker has. */
   endOffsets(topic: string): Promise<Map<number, number>>;
 }

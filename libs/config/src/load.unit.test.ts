@@ -56,6 +56,12 @@ describe('loadSettings', () => {
     expect(() => loadSettings({ KAFKA_REPLICATION_FACTOR: '3', KAFKA_MIN_INSYNC_REPLICAS: '4' })).toThrow(/KAFKA_MIN_INSYNC_REPLICAS: at most KAFKA_REPLICATION_FACTOR/);
   });
 
+  it('refuses a point batch size whose batches may encode past the bound of one request per partition', () => {
+    expect(loadSettings({}).MERIDIAN_POINT_BATCH_SIZE * 18 + 4096).toBeLessThanOrEqual(loadSettings({}).MERIDIAN_UPLOAD_SEND_BYTES_PER_PARTITION);
+    expect(() => loadSettings({ MERIDIAN_POINT_BATCH_SIZE: '60000' })).toThrow(/MERIDIAN_POINT_BATCH_SIZE: a point batch of this many points may encode to more than MERIDIAN_UPLOAD_SEND_BYTES_PER_PARTITION/);
+    expect(loadSettings({ MERIDIAN_POINT_BATCH_SIZE: '500000', MERIDIAN_UPLOAD_SEND_BYTES_PER_PARTITION: String(500_000 * 18 + 4096) }).MERIDIAN_POINT_BATCH_SIZE).toBe(500_000);
+  });
+
   it('checks the rules between settings only once each setting is valid on its own', () => {
     expect(() => loadSettings({ KAFKA_REPLICATION_FACTOR: '0', KAFKA_MIN_INSYNC_REPLICAS: '2' })).toThrow(/KAFKA_REPLICATION_FACTOR="0"/);
   });

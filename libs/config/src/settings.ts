@@ -408,6 +408,12 @@ export const settingDefinitions = {
     default: '5000',
     doc: 'Longest one query of the tasks or files read model (a lookup, a list, usage, positions) may take in ClickHouse; past it the query is abandoned and counts as ClickHouse unavailable: the api answers 503 (retry later), a projector retries.',
   },
+  // issue 15 item 1 (s-i15-overlap): an upload's point batches sent grouped
+  MERIDIAN_UPLOAD_SEND_BYTES_PER_PARTITION: {
+    schema: z.coerce.number().int().min(65_536).max(64 * 1024 * 1024),
+    default: '921600',
+    doc: 'Most bytes of encoded point batches per points partition in one produce request of an upload: batches are sent grouped up to it, one request in flight. Keep it under the broker\'s message.max.bytes (1 MiB by default), which refuses a larger record batch; the default leaves a margin. One point batch must fit in it (MERIDIAN_POINT_BATCH_SIZE × 18 bytes + 4 KiB, checked at start).',
+  },
   // issue 13, the rest (s-i13-rest): the blob collector asks the files read model
   MERIDIAN_BLOB_SWEEP_INTERVAL_MS: {
     schema: positiveInt,
@@ -423,8 +429,22 @@ export type SettingName = keyof typeof settingDefinitions;
  * over the parsed values); a broken rule is reported at start like an invalid value.
  */
 export const settingRules = z
-  .object({ KAFKA_REPLICATION_FACTOR: z.number(), KAFKA_MIN_INSYNC_REPLICAS: z.number() })
+  .object({ KAFKA_REPLICATION_FACTOR: z.number(), KAFKA_MIN_INSYNC_REPLICAS: z.number(), MERIDIAN_POINT_BATCH_SIZE: z.number(), MERIDIAN_UPLOAD_SEND_BYTES_PER_PARTITION: z.number() })
   .refine((s) => s.KAFKA_MIN_INSYNC_REPLICAS <= s.KAFKA_REPLICATION_FACTOR, {
     path: ['KAFKA_MIN_INSYNC_REPLICAS'],
     message: 'at most KAFKA_REPLICATION_FACTOR: a topic with fewer replicas than min.insync.replicas refuses every acknowledged write',
+  })
+  .refine((s) => maxPointBatchBytes(s.MERIDIAN_POINT_BATCH_SIZE) <= s.MERIDIAN_UPLOAD_SEND_BYTES_PER_PARTITION, {
+    path: ['MERIDIAN_POINT_BATCH_SIZE'],
+    message: 'a point batch of this many points may encode to more than MERIDIAN_UPLOAD_SEND_BYTES_PER_PARTITION (18 bytes a point + 4 KiB): lower it, or raise that bound together with the broker\'s message.max.bytes, which refuses a larger record',
   });
+
+/**
+ * The most bytes one point batch of `points` points takes in the points topic: per point a
+ * timestamp (an Avro long, at most 10 bytes) and a value (a double, 8); the rest (the metric
+ * name in the key and the value, at most 256 characters of up to 4 UTF-8 bytes each; the task
+ * id; the record's framing) stays under 4 KiB.
+ */
+function maxPointBatchBytes(points: number): number {
+  return points * 18 + 4096;
+}

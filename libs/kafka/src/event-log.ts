@@ -1,10 +1,11 @@
 import type { Admin, Consumer, Kafka, Producer } from 'kafkajs';
-import type { ConsumedPosition, ConsumerRun, GroupConsumer, GroupConsumerOptions, LogTransaction, LogWriter, TransactionalLog } from '@meridian/domain';
+import type { ConsumedPosition, ConsumerRun, GroupConsumer, GroupConsumerOptions, LogRanges, LogTransaction, LogWriter, Offsets, PartitionRange, RangeBatch, RangeReadOptions, TransactionalLog } from '@meridian/domain';
 import type { EventLike } from '@meridian/events';
 import { withTimeout } from '@meridian/observability';
 import { createKafka, createProducer, ensureTopics, type KafkaOptions } from './client.ts';
 import { ConsumerWatch } from './consumer-watch.ts';
 import { TopicFollower, type FollowerOptions } from './follow.ts';
+import { nudgeGroup, offsetsAtTime, readRanges, topicOffsets } from './range-reader.ts';
 import { TransactionalProducer } from './transactional.ts';
 import type { TopicMismatch, TopicSpec } from './topics.ts';
 
@@ -101,8 +102,8 @@ export class KafkaGroupConsumer implements GroupConsumer {
  * The event log (Kafka): the one place the apps' log ports are implemented. It holds the
  * process's client, its admin and its idempotent producer, each connected on first use.
  */
-export class KafkaEventLog {
-  /** For the other adapter libs (replay reads ranges with consumers of its own) and tests. */
+export class KafkaEventLog implements LogRanges {
+  /** For tests, which drive Kafka directly. */
   readonly kafka: Kafka;
   readonly admin: Admin;
   private readonly producer: Producer;
@@ -150,6 +151,25 @@ export class KafkaEventLog {
   async endOffsets(topic: string): Promise<Map<number, number>> {
     await this.connectAdmin();
     return new Map((await this.admin.fetchTopicOffsets(topic)).map((p) => [p.partition, Number(p.high)]));
+  }
+
+  async offsets(topic: string): Promise<{ low: Offsets; end: Offsets }> {
+    await this.connectAdmin();
+    return topicOffsets(this.admin, topic);
+  }
+
+  async offsetsAtTime(topic: string, ms: number): Promise<Offsets> {
+    await this.connectAdmin();
+    return offsetsAtTime(this.admin, topic, ms);
+  }
+
+  async *readRanges(ranges: readonly PartitionRange[], options: RangeReadOptions): AsyncGenerator<RangeBatch> {
+    await this.connectAdmin();
+    yield* readRanges(this.kafka, this.admin, ranges, options);
+  }
+
+  nudgeGroup(groupId: string, topic: string, timeoutMs?: number): Promise<void> {
+    return nudgeGroup(this.kafka, groupId, topic, timeoutMs);
   }
 
   /** Per partition of `topic`, the records a consumer group has not committed yet. */

@@ -1,5 +1,4 @@
-import type { Admin } from 'kafkajs';
-import { parseDateBound } from '@meridian/domain';
+import { parseDateBound, type LogRanges, type Offsets } from '@meridian/domain';
 
 /**
  * Where a replay starts or stops: a point in time (Kafka record timestamps, which are the
@@ -42,30 +41,13 @@ export function parseBound(text: string, which: 'from' | 'to'): Bound {
   return { kind: 'time', ms: parsed.ms };
 }
 
-export type Offsets = Map<number, number>;
-
-/** The first and the end offset (read-committed: the last stable offset) of every partition of a topic. */
-export async function topicOffsets(admin: Admin, topic: string): Promise<{ low: Offsets; end: Offsets }> {
-  const rows = await admin.fetchTopicOffsets(topic);
-  return {
-    low: new Map(rows.map((r) => [r.partition, Number(r.low)])),
-    end: new Map(rows.map((r) => [r.partition, Number(r.high)])),
-  };
-}
-
-/** Per partition, the first offset whose record timestamp is at or after `ms` (the end offset when none is). */
-export async function offsetsAtTime(admin: Admin, topic: string, ms: number): Promise<Offsets> {
-  const rows = await admin.fetchTopicOffsetsByTimestamp(topic, ms);
-  return new Map(rows.map((r) => [r.partition, Number(r.offset)]));
-}
-
 const clamp = (x: number, lo: number, hi: number) => Math.min(Math.max(x, lo), hi);
 
 /** The first offset to read in every partition (inclusive). */
-export async function resolveStarts(admin: Admin, topic: string, bound: Bound | undefined): Promise<Offsets> {
-  const { low, end } = await topicOffsets(admin, topic);
+export async function resolveStarts(log: LogRanges, topic: string, bound: Bound | undefined): Promise<Offsets> {
+  const { low, end } = await log.offsets(topic);
   if (!bound) return low;
-  const at = bound.kind === 'time' ? await offsetsAtTime(admin, topic, bound.ms) : null;
+  const at = bound.kind === 'time' ? await log.offsetsAtTime(topic, bound.ms) : null;
   const out: Offsets = new Map();
   for (const [p, lo] of low) {
     const hi = end.get(p)!;
@@ -76,10 +58,10 @@ export async function resolveStarts(admin: Admin, topic: string, bound: Bound | 
 }
 
 /** The offset to stop before in every partition (exclusive); at most the end of the log now. */
-export async function resolveEnds(admin: Admin, topic: string, bound: Bound | undefined): Promise<Offsets> {
-  const { low, end } = await topicOffsets(admin, topic);
+export async function resolveEnds(log: LogRanges, topic: string, bound: Bound | undefined): Promise<Offsets> {
+  const { low, end } = await log.offsets(topic);
   if (!bound) return end;
-  const at = bound.kind === 'time' ? await offsetsAtTime(admin, topic, bound.ms + 1) : null;
+  const at = bound.kind === 'time' ? await log.offsetsAtTime(topic, bound.ms + 1) : null;
   const out: Offsets = new Map();
   for (const [p, hi] of end) {
     const want = bound.kind === 'time' ? at!.get(p) ?? hi : bound.kind === 'offset' ? bound.offset + 1 : (bound.offsets.has(p) ? bound.offsets.get(p)! + 1 : hi);

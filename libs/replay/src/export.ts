@@ -1,12 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { PassThrough, pipeline, Readable } from 'node:stream';
 import avro from 'avsc';
-import type { KafkaMessage } from 'kafkajs';
 import { createEventCodec, parseHeader, SchemaRegistry, type EventCodec, type EventLike } from '@meridian/events';
-import type { KafkaEventLog, Topics } from '@meridian/kafka';
-import { offsetsAtTime, topicOffsets } from './bounds.ts';
+import type { LogRanges, PartitionRange, RangeMessage } from '@meridian/domain';
+import type { Topics } from '@meridian/kafka';
 import { envelopeType, topicOfType, wrapEvent } from './export-schema.ts';
-import { readRanges, type PartitionRange } from './log-reader.ts';
 
 /**
  * Export of the raw event history: every event of a time range (Kafka record timestamps, i.e.
@@ -38,8 +36,8 @@ export type ExportRequest = {
 };
 
 export type ExportDeps = {
-  /** The log, read with consumers of the export's own. */
-  readonly log: KafkaEventLog;
+  /** The log, read by ranges (consumer groups of the export's own). */
+  readonly log: LogRanges;
   readonly topics: Topics;
   readonly topicPrefix: string;
   readonly registry?: SchemaRegistry;
@@ -140,10 +138,10 @@ export async function planExport(deps: ExportDeps, request: ExportRequest): Prom
   const all: Array<PartitionRange & { short: ExportTopic }> = [];
   for (const short of topics) {
     const topic = deps.topics[short];
-    const { admin } = deps.log;
-    const { low, end } = await topicOffsets(admin, topic);
-    const first = request.fromMs === null ? low : await offsetsAtTime(admin, topic, request.fromMs);
-    const last = request.toMs === null ? end : await offsetsAtTime(admin, topic, request.toMs + 1);
+    const { log } = deps;
+    const { low, end } = await log.offsets(topic);
+    const first = request.fromMs === null ? low : await log.offsetsAtTime(topic, request.fromMs);
+    const last = request.toMs === null ? end : await log.offsetsAtTime(topic, request.toMs + 1);
     for (const [partition, hi] of end) {
       const start = Math.max(first.get(partition) ?? low.get(partition)!, low.get(partition)!);
       const stop = Math.min(last.get(partition) ?? hi, hi);
@@ -188,7 +186,7 @@ export function streamExport(deps: ExportDeps, plan: ExportPlan, request: Export
 
   async function* events(): AsyncGenerator<LoggedEvent> {
     const groupId = `${deps.topicPrefix}export-${randomBytes(6).toString('hex')}`;
-    for await (const batch of readRanges(plan.ranges, { kafka: deps.log.kafka, admin: deps.log.admin, groupId, sequential: true, signal: abort.signal })) {
+    for await (const batch of deps.log.readRanges(plan.ranges, { groupId, sequential: true, signal: abort.signal })) {
       const short = plan.ranges.find((r) => r.topic === batch.topic)!.short;
       for (const message of batch.messages) {
         const e = toLogged(short, batch.partition, message);
@@ -197,7 +195,7 @@ export function streamExport(deps: ExportDeps, plan: ExportPlan, request: Export
     }
   }
 
-  function toLogged(short: ExportTopic, partition: number, message: KafkaMessage): LoggedEvent | null {
+  function toLogged(short: ExportTopic, partition: number, message: RangeMessage): LoggedEvent | null {
     const timestamp = Number(message.timestamp);
     if (request.fromMs !== null && timestamp < request.fromMs) return null;
     if (request.toMs !== null && timestamp > request.toMs) return null;

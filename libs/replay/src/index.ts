@@ -1,5 +1,4 @@
-export { parseBound, BoundError, resolveStarts, resolveEnds, topicOffsets, offsetsAtTime, describeOffsets, type Bound, type Offsets } from './bounds.ts';
-export { readRanges, type PartitionRange, type RangeBatch, type ReadOptions } from './log-reader.ts';
+export { parseBound, BoundError, resolveStarts, resolveEnds, describeOffsets, type Bound } from './bounds.ts';
 export { rebuildRange, type RebuildInput, type RebuildStats } from './rebuild.ts';
 export { formatProgress, etaMs, type RebuildProgress } from './progress.ts';
 export {
@@ -22,7 +21,7 @@ export {
 } from './generations.ts';
 export { verifyTables, tableChecksums, formatVerification, ROW_HASH, type Verification } from './verify.ts';
 export { swapIn, unfreeze, nudgeGroup, projectorGroupId, type SwapInput, type SwapResult } from './swap.ts';
-export type { ReplayDeps } from './deps.ts';
+export type { ReplayDeps, ReplayLog } from './deps.ts';
 export { rebuildPoints, swapGeneration, describeBound, type RebuildPointsOptions, type RebuildPointsResult, type SwapMode } from './replay.ts';
 export {
   planExport,

@@ -1,19 +1,16 @@
 import { randomBytes } from 'node:crypto';
-import type { Admin, Kafka } from 'kafkajs';
 import { createPointsSink, serverCapabilities, type ClickHouseClient } from '@meridian/clickhouse';
-import { isUuid, type PointsFact } from '@meridian/domain';
+import { isUuid, type LogRanges, type Offsets, type PartitionRange, type PointsFact } from '@meridian/domain';
 import { createEventCodec, UndecodableEventError, type EventCodec } from '@meridian/events';
 import type { Logger } from '@meridian/observability';
 import { retry, RETRY_POLICIES } from '@meridian/retry';
-import { topicOffsets, type Offsets } from './bounds.ts';
 import { catalogDefinition, forgetInsertTokensSql, q } from './generations.ts';
-import { readRanges, type PartitionRange } from './log-reader.ts';
 import { Projection, segmentRows, type Segment } from '@meridian/projection';
 import type { RebuildProgress } from './progress.ts';
 
 export type RebuildInput = {
-  readonly kafka: Kafka;
-  readonly admin: Admin;
+  /** The log, read by ranges. */
+  readonly log: LogRanges;
   /** The points topic. */
   readonly topic: string;
   /** Prefix of the rebuild's own consumer group (the environment's topic prefix). */
@@ -113,7 +110,7 @@ export async function rebuildRange(input: RebuildInput): Promise<RebuildStats> {
     if (input.measureLag && !lagBusy && now - lastLag >= 2000) {
       lagBusy = true;
       lastLag = now;
-      topicOffsets(input.admin, input.topic)
+      input.log.offsets(input.topic)
         .then(({ end }) => { lag = [...end].reduce((n, [p, e]) => n + Math.max(0, e - (position.get(p) ?? e)), 0); })
         .catch(() => undefined)
         .finally(() => { lagBusy = false; });
@@ -158,9 +155,7 @@ export async function rebuildRange(input: RebuildInput): Promise<RebuildStats> {
     inflight.catch(() => undefined);
   }
 
-  for await (const batch of readRanges(ranges, {
-    kafka: input.kafka,
-    admin: input.admin,
+  for await (const batch of input.log.readRanges(ranges, {
     groupId: `${input.groupPrefix}replay-${input.table}-${randomBytes(4).toString('hex')}`,
     sequential: false,
     ...(input.signal ? { signal: input.signal } : {}),

@@ -1,8 +1,8 @@
 import { createClickHouse, ensureDatabase, migrate, type ClickHouseClient } from '@meridian/clickhouse';
-import type { PointsFact } from '@meridian/domain';
+import type { Offsets, PointsFact } from '@meridian/domain';
 import type { EventCodec } from '@meridian/events';
 import type { ReplayDeps } from './deps.ts';
-import { describeOffsets, resolveEnds, resolveStarts, type Bound, type Offsets } from './bounds.ts';
+import { describeOffsets, resolveEnds, resolveStarts, type Bound } from './bounds.ts';
 import {
   catalogTable,
   countRows,
@@ -69,13 +69,12 @@ const record_ = (o: Offsets) => Object.fromEntries([...o].sort((a, b) => a[0] - 
  */
 export async function rebuildPoints(deps: ReplayDeps, options: RebuildPointsOptions = {}): Promise<RebuildPointsResult> {
   const { topics, clickhouse } = deps;
-  const { kafka, admin } = deps.log;
+  const { log } = deps;
   const database = deps.clickhouseOptions.database;
-  await admin.connect();
   await deps.prepareTopics();
   const batchRows = options.batchRows ?? deps.projectorBatchRows;
-  const starts = await resolveStarts(admin, topics.points, options.from);
-  const ends = await resolveEnds(admin, topics.points, options.to);
+  const starts = await resolveStarts(log, topics.points, options.from);
+  const ends = await resolveEnds(log, topics.points, options.to);
   const sealedOnly = options.to?.kind === 'time';
   const progress = (phase: string) => (options.onProgress ? { onProgress: (p: RebuildProgress) => options.onProgress!(phase, p) } : {});
 
@@ -89,7 +88,7 @@ export async function rebuildPoints(deps: ReplayDeps, options: RebuildPointsOpti
       if ((await countRows(target, LIVE_POINTS)) > 0) throw new Error(`${options.database}.points holds rows already: choose a new database`);
       options.onPhase?.(`projecting into ${options.database}.points`);
       const stats = await rebuildRange({
-        kafka, admin, topic: topics.points, groupPrefix: deps.topicPrefix,
+        log, topic: topics.points, groupPrefix: deps.topicPrefix,
         clickhouse: target, table: LIVE_POINTS, catalog: await liveCatalogData(target), starts, ends, batchRows, sealedOnly, measureLag: false,
         logger: deps.logger, ...progress('rebuild'), ...(options.signal ? { signal: options.signal } : {}), ...(options.codec ? { codec: options.codec } : {}),
       });
@@ -115,7 +114,7 @@ export async function rebuildPoints(deps: ReplayDeps, options: RebuildPointsOpti
     copiedRows = await copyBefore(clickhouse, table, starts);
   }
   const stats = await rebuildRange({
-    kafka, admin, topic: topics.points, groupPrefix: deps.topicPrefix,
+    log, topic: topics.points, groupPrefix: deps.topicPrefix,
     clickhouse, table, catalog: catalogTable(g), starts, ends, batchRows, sealedOnly, measureLag: true,
     logger: deps.logger, ...progress('rebuild'), ...(options.signal ? { signal: options.signal } : {}), ...(options.codec ? { codec: options.codec } : {}),
   });
@@ -133,7 +132,7 @@ export async function rebuildPoints(deps: ReplayDeps, options: RebuildPointsOpti
   let notSwapped: string | null = null;
   if (mode === 'always' || (mode === 'if-verified' && verification?.ok)) {
     swap = await swapIn({
-      kafka, admin, topic: topics.points, topicPrefix: deps.topicPrefix, clickhouse,
+      log, topic: topics.points, topicPrefix: deps.topicPrefix, clickhouse,
       database, generation: g, batchRows, starts, logger: deps.logger,
       ...(options.onProgress ? { onProgress: options.onProgress } : {}),
       ...(options.onPhase ? { onPhase: options.onPhase } : {}),
@@ -149,11 +148,10 @@ export async function rebuildPoints(deps: ReplayDeps, options: RebuildPointsOpti
 
 /** `meridian replay swap <generation>`: catches a built generation up and swaps it in. */
 export async function swapGeneration(deps: ReplayDeps, generation: number, options: Pick<RebuildPointsOptions, 'onProgress' | 'onPhase' | 'batchRows' | 'whileFrozen'> = {}): Promise<SwapResult> {
-  await deps.log.admin.connect();
   const registry = await readRegistry(deps.clickhouse);
   const starts = registry.get(generation)?.detail.starts as Record<string, number> | undefined;
   return swapIn({
-    kafka: deps.log.kafka, admin: deps.log.admin, topic: deps.topics.points, topicPrefix: deps.topicPrefix,
+    log: deps.log, topic: deps.topics.points, topicPrefix: deps.topicPrefix,
     clickhouse: deps.clickhouse, database: deps.clickhouseOptions.database, generation,
     batchRows: options.batchRows ?? deps.projectorBatchRows, logger: deps.logger,
     ...(starts ? { starts: new Map(Object.entries(starts).map(([p, o]) => [Number(p), o])) } : {}),

@@ -1,10 +1,8 @@
-import type { Admin, Kafka } from 'kafkajs';
 import { createPointsSink, serverCapabilities, type ClickHouseClient } from '@meridian/clickhouse';
-import type { PointsFact } from '@meridian/domain';
+import type { LogRanges, Offsets, PointsFact } from '@meridian/domain';
 import type { EventCodec } from '@meridian/events';
 import type { Logger } from '@meridian/observability';
 import { consumerGroupsFor } from '@meridian/kafka';
-import { topicOffsets, type Offsets } from './bounds.ts';
 import {
   catalogFeed,
   catalogTable,
@@ -25,8 +23,7 @@ import { swapSql } from './swap-sql.ts';
 export const projectorGroupId = (topicPrefix: string) => consumerGroupsFor(topicPrefix).projector;
 
 export type SwapInput = {
-  readonly kafka: Kafka;
-  readonly admin: Admin;
+  readonly log: LogRanges;
   readonly topic: string;
   readonly topicPrefix: string;
   /** Bound to the live database. */
@@ -115,15 +112,14 @@ export async function swapIn(input: SwapInput): Promise<SwapResult> {
     throw new Error(`on an Atomic database the swap needs a live ${LIVE_POINTS} table to exchange with; there is none (not implemented yet)`);
   }
 
-  const { end } = await topicOffsets(input.admin, input.topic);
+  const { end } = await input.log.offsets(input.topic);
   const partitions = [...end.keys()].sort((a, b) => a - b);
   const starts = input.starts ?? new Map(partitions.map((p) => [p, 0]));
   const catchUp: RebuildStats[] = [];
   const project = async (label: string, ends: Offsets) => {
     phase(label);
     const stats = await rebuildRange({
-      kafka: input.kafka,
-      admin: input.admin,
+      log: input.log,
       topic: input.topic,
       groupPrefix: input.topicPrefix,
       clickhouse: client,
@@ -182,14 +178,14 @@ export async function swapIn(input: SwapInput): Promise<SwapResult> {
         phase('the new generation is ahead of the live table: making the live projector re-read its positions');
         await client.command({ query: `RENAME TABLE ${q(LIVE_POINTS)} TO ${q(frozenStandIn(n))}` });
         standInPlace = false;
-        await nudgeGroup(input.kafka, projectorGroupId(input.topicPrefix), input.topic, input.logger);
+        await nudgeGroup(input.log, projectorGroupId(input.topicPrefix), input.topic, input.logger);
         nudged = true;
       }
       positions = mine;
     } else {
-      await project('catching up with the end of the log (no live table)', (await topicOffsets(input.admin, input.topic)).end);
+      await project('catching up with the end of the log (no live table)', (await input.log.offsets(input.topic)).end);
       phase('making the live projector re-read its positions');
-      await nudgeGroup(input.kafka, projectorGroupId(input.topicPrefix), input.topic, input.logger);
+      await nudgeGroup(input.log, projectorGroupId(input.topicPrefix), input.topic, input.logger);
       nudged = true;
       positions = await createPointsSink(client, newTable).maxOffsets(partitions);
     }
@@ -254,30 +250,8 @@ function checkDatabase(name: string): string {
   return name;
 }
 
-/**
- * Makes every member of a consumer group rejoin it: a member of our own joins (which completes
- * only once every current member has rejoined) and leaves. It subscribes like the members, reads
- * nothing and commits nothing. The live projector forgets its positions on every join and reads
- * them again from `points` before its next insert.
- */
-export async function nudgeGroup(kafka: Kafka, groupId: string, topic: string, logger?: Logger, timeoutMs = 120_000): Promise<void> {
-  const consumer = kafka.consumer({ groupId, sessionTimeout: 30_000, rebalanceTimeout: 60_000, heartbeatInterval: 3000 });
-  let joined!: () => void;
-  const done = new Promise<void>((resolve) => { joined = resolve; });
-  consumer.on(consumer.events.GROUP_JOIN, () => joined());
-  await consumer.connect();
-  try {
-    await consumer.subscribe({ topic, fromBeginning: false });
-    await consumer.run({
-      autoCommit: false,
-      eachBatchAutoResolve: false,
-      eachBatch: async ({ pause }) => { pause(); },
-    });
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([done, new Promise((_, reject) => { timer = setTimeout(() => reject(new Error(`the group ${groupId} did not rebalance within ${timeoutMs} ms`)), timeoutMs); })]);
-    clearTimeout(timer);
-    logger?.info({ group: groupId }, 'consumer group rebalanced');
-  } finally {
-    await consumer.disconnect();
-  }
+/** Makes every member of a consumer group rejoin it (LogRanges.nudgeGroup), and says so. */
+export async function nudgeGroup(log: LogRanges, groupId: string, topic: string, logger?: Logger): Promise<void> {
+  await log.nudgeGroup(groupId, topic);
+  logger?.info({ group: groupId }, 'consumer group rebalanced');
 }

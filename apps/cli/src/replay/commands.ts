@@ -279,7 +279,7 @@ async function list(services: CliServices, args: readonly string[]): Promise<str
 async function verify(services: CliServices, args: readonly string[]): Promise<string> {
   const { values, positionals } = parseArgs({ args: [...args], allowPositionals: true, options: { json: { type: 'boolean' } } });
   const g = generationArg(positionals, 'verify');
-  const partitions = [...(await services.log.endOffsets(services.topics.points)).keys()];
+  const partitions = [...(await services.log.offsets(services.topics.points)).end.keys()];
   const v = await verifyTables(services.clickhouse, LIVE_POINTS, pointsTable(g), partitions);
   return values.json ? JSON.stringify(v) : formatVerification(v);
 }
@@ -325,7 +325,6 @@ export async function runEventsExport(services: CliServices, args: readonly stri
     after,
   };
   if (request.fromMs !== null && request.toMs !== null && request.fromMs > request.toMs) throw new ReplayUsageError('--from is after --to');
-  await services.log.connectAdmin();
   const deps = { log: services.log, topics: services.topics, topicPrefix: services.topicPrefix };
   let plan;
   try {

@@ -38,7 +38,11 @@ export async function startCommandConsumer(ingest: IngestDeps): Promise<RunningW
   // consumer below runs, since its first decision (decide(): accounts, the task) reads them.
   const codec = createEventCodec<TaskEvent>();
   const taskEvents = taskLog(topics.tasks, codec, groupId);
-  const [, , fileCommands, progressProducer] = await Promise.all([accounts.start(), tasks.start(), startFileCommands(ingest, taskEvents), log.writer()]);
+  // The points topic's partitions, as the broker has them (more than KAFKA_POINTS_PARTITIONS if an
+  // operator made it larger): an upload puts each batch in its metric's partition itself.
+  const [, , fileCommands, progressProducer, pointsPartitions] = await Promise.all([
+    accounts.start(), tasks.start(), startFileCommands(ingest, taskEvents), log.writer(), log.endOffsets(topics.points).then((ends) => ends.size),
+  ]);
   // As the accounts fold logs its own: what this start read of the tasks topic (the tail past the read model).
   logger.info({ topic: topics.tasks, events_read: tasks.eventsReadAtStart, unfinished: tasks.state.size }, 'tasks fold caught up after the read model positions');
   const finished = new RecentSet<string>(100_000);
@@ -64,6 +68,8 @@ export async function startCommandConsumer(ingest: IngestDeps): Promise<RunningW
       pointsCodec: createEventCodec<PointsFact>(),
       progressProducer,
       batchPoints: settings.MERIDIAN_POINT_BATCH_SIZE,
+      pointsPartitions,
+      sendBytesPerPartition: settings.MERIDIAN_UPLOAD_SEND_BYTES_PER_PARTITION,
       maxBufferedPoints: settings.MERIDIAN_POINT_BATCH_SIZE * 8,
       limits: uploadLimitsFrom(settings),
       user: (name) => accounts.state.users.get(name),

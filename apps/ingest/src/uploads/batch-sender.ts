@@ -1,35 +1,100 @@
-import type { LogWriter } from '@meridian/domain';
+import type { Acknowledgement, LogWriter } from '@meridian/domain';
+import { partitionFor } from '@meridian/kafka';
+
+/** Where one points partition's share of an upload sits in the log. */
+export type PartitionShare = { points: number; batches: number; firstOffset: number; lastOffset: number };
+
+export type PointBatchSenderOptions = {
+  readonly topic: string;
+  /** Partitions of the points topic, as the broker has them (the key's partition depends on it). */
+  readonly partitions: number;
+  /** Most record bytes of one partition in one request (MERIDIAN_UPLOAD_SEND_BYTES_PER_PARTITION). */
+  readonly maxBytesPerPartition: number;
+};
+
+type Queued = { readonly key: string; readonly value: Buffer; readonly points: number; readonly partition: number };
 
 /**
- * Sends an upload's point batches in its transaction with one request in flight, so parsing
- * the next batch overlaps the broker's acknowledgement of the last one; one at a time keeps
- * the order of the idempotent producer's sends. Counts the points each partition received,
- * for the upload's seals.
+ * A record's framing in a Kafka record batch (length, attributes, timestamp and offset deltas,
+ * key and value lengths, header count: varints of at most 36 bytes together), rounded up. With
+ * it the bound counts what the broker's message.max.bytes counts, but for the batch header
+ * (61 bytes), which the bound's margin under 1 MiB covers.
+ */
+const RECORD_FRAMING = 40;
+
+/**
+ * Sends an upload's point batches in its transaction, several per produce request. kafkajs
+ * runs one produce request at a time per broker for an idempotent or transactional producer
+ * (its broker lock), so sending concurrently gains nothing; fewer, bigger requests do. Batches
+ * are queued into a group until one more would take a partition's bytes past the bound (the
+ * broker refuses a partition's record batch over message.max.bytes); the group is then sent
+ * while the next one is built, one request in flight, which keeps the order of a key's batches.
+ * Each batch gets its partition here (the producer's own rule, partitionFor), so the offset of
+ * every batch follows from the acknowledgement: its partition's base offset plus its place
+ * among that partition's batches in the request. Counts what each partition received, for the
+ * upload's seals.
  */
 export class PointBatchSender {
-  readonly pointsPerPartition = new Map<number, number>();
+  /** Per points partition written: its points, batches and the offsets of its first and last batch. */
+  readonly shares = new Map<number, PartitionShare>();
   private readonly tx: LogWriter;
-  private readonly topic: string;
+  private readonly options: PointBatchSenderOptions;
+  private queued: Queued[] = [];
+  private queuedBytes = new Map<number, number>();
   private inFlight: Promise<void> = Promise.resolve();
 
-  constructor(tx: LogWriter, topic: string) {
+  constructor(tx: LogWriter, options: PointBatchSenderOptions) {
     this.tx = tx;
-    this.topic = topic;
+    this.options = options;
   }
 
-  /** Starts sending one batch once the previous send is acknowledged; throws that send's error. */
+  /**
+   * Queues one batch; sends the queued group first when this batch would take its partition
+   * past the bound (waiting for the request in flight). Throws an earlier request's error.
+   */
   async send(key: string, value: Buffer, points: number): Promise<void> {
+    const partition = partitionFor(key, this.options.partitions);
+    const bytes = Buffer.byteLength(key) + value.length + RECORD_FRAMING;
+    if (this.queued.length > 0 && (this.queuedBytes.get(partition) ?? 0) + bytes > this.options.maxBytesPerPartition) await this.sendQueued();
+    this.queued.push({ key, value, points, partition });
+    this.queuedBytes.set(partition, (this.queuedBytes.get(partition) ?? 0) + bytes);
+  }
+
+  /** Sends what is queued and waits until every request is acknowledged; throws a failed one's error. */
+  async flush(): Promise<void> {
+    if (this.queued.length > 0) await this.sendQueued();
     await this.inFlight;
-    this.inFlight = this.tx.send({ topic: this.topic, acks: -1, messages: [{ key, value }] }).then(([meta]) => {
-      if (meta) this.pointsPerPartition.set(meta.partition, (this.pointsPerPartition.get(meta.partition) ?? 0) + points);
-    });
+  }
+
+  /** Waits for the request in flight (throwing its error), then starts the queued group's. */
+  private async sendQueued(): Promise<void> {
+    const group = this.queued;
+    this.queued = [];
+    this.queuedBytes = new Map();
+    await this.inFlight;
+    const messages = group.map(({ key, value, partition }) => ({ key, value, partition }));
+    this.inFlight = this.tx.send({ topic: this.options.topic, acks: -1, messages }).then((acks) => this.acknowledged(group, acks));
     // Marked as observed: an upload abandoned mid-send must not crash the process with an
     // unhandled rejection. The error itself reaches the next send() or flush().
     this.inFlight.catch(() => undefined);
   }
 
-  /** Waits for the last send; throws its error. */
-  async flush(): Promise<void> {
-    await this.inFlight;
+  private acknowledged(group: readonly Queued[], acks: readonly Acknowledgement[]): void {
+    const baseOffsets = new Map(acks.map((a) => [a.partition, a.baseOffset]));
+    const placed = new Map<number, number>();
+    for (const { partition, points } of group) {
+      const base = baseOffsets.get(partition);
+      if (base === undefined) throw new Error(`the log acknowledged no offset for partition ${partition} of ${this.options.topic}`);
+      const index = placed.get(partition) ?? 0;
+      placed.set(partition, index + 1);
+      const offset = Number(base) + index;
+      const share = this.shares.get(partition);
+      if (share === undefined) this.shares.set(partition, { points, batches: 1, firstOffset: offset, lastOffset: offset });
+      else {
+        share.points += points;
+        share.batches += 1;
+        share.lastOffset = offset;
+      }
+    }
   }
 }

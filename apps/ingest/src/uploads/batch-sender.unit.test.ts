@@ -1,58 +1,146 @@
-import type { LogWriter } from '@meridian/domain';
+import { loadSettings } from '@meridian/config';
+import { MAX_METRIC_NAME_LENGTH, metricNameProblem, type LogRecord, type LogWriter, type PointsFact } from '@meridian/domain';
+import { createEventCodec } from '@meridian/events';
+import { partitionFor } from '@meridian/kafka';
 import { describe, expect, it } from 'vitest';
 import { PointBatchSender } from './batch-sender.ts';
 
-/** A transaction whose sends the test acknowledges (or fails) one by one. */
+/**
+ * A transaction whose requests the test acknowledges (or fails) one by one; an acknowledgement
+ * gives each partition of the request the next offsets of that partition, as the broker does.
+ */
 function manualTx() {
-  const sends: Array<{ key: string; ack: (partition: number) => void; fail: (e: Error) => void }> = [];
-  const tx = {
-    send: ({ messages }: { messages: Array<{ key: string }> }) =>
-      new Promise((resolve, reject) => {
-        sends.push({ key: messages[0]!.key, ack: (partition) => resolve([{ topicName: 'points', partition, errorCode: 0 }]), fail: reject });
-      }),
-  } as unknown as LogWriter;
-  return { tx, sends };
+  const requests: Array<{ record: LogRecord; ack: () => void; fail: (e: Error) => void }> = [];
+  const next = new Map<number, number>();
+  const tx: LogWriter = {
+    send: (record) => new Promise((resolve, reject) => {
+      requests.push({
+        record,
+        ack: () => {
+          const counts = new Map<number, number>();
+          for (const m of record.messages) counts.set(m.partition!, (counts.get(m.partition!) ?? 0) + 1);
+          resolve([...counts].map(([partition, n]) => {
+            const baseOffset = next.get(partition) ?? 100 * partition;
+            next.set(partition, baseOffset + n);
+            return { partition, baseOffset: String(baseOffset) };
+          }));
+        },
+        fail: reject,
+      });
+    }),
+  };
+  return { tx, requests, keys: (i: number) => requests[i]!.record.messages.map((m) => m.key) };
 }
 
 const tick = () => new Promise((r) => setImmediate(r));
+const PARTITIONS = 3;
+/** Metric names by the partition partitionFor gives them. */
+const keysOf = (partition: number, n: number) => Array.from({ length: 1000 }, (_, i) => `m${i}`).filter((k) => partitionFor(k, PARTITIONS) === partition).slice(0, n);
+const [a0, b0, c0] = keysOf(0, 3) as [string, string, string];
+const [a1] = keysOf(1, 1) as [string];
+/** A batch value that, with its key and framing, takes `bytes` of a partition's bound. */
+const sized = (key: string, bytes: number) => Buffer.alloc(bytes - key.length - 40);
 
 describe('PointBatchSender', () => {
-  it('keeps one send in flight: the next starts only once the last is acknowledged', async () => {
-    const { tx, sends } = manualTx();
-    const sender = new PointBatchSender(tx, 'points');
-    await sender.send('a', Buffer.from('1'), 10); // returns at once: nothing was in flight
-    let secondReturned = false;
-    const second = sender.send('b', Buffer.from('2'), 5).then(() => (secondReturned = true));
+  it('groups batches into one request until one more would take a partition past the bound', async () => {
+    const { tx, requests, keys } = manualTx();
+    const sender = new PointBatchSender(tx, { topic: 'points', partitions: PARTITIONS, maxBytesPerPartition: 1000 });
+    await sender.send(a0, sized(a0, 400), 1);
+    await sender.send(a1, sized(a1, 900), 1); // another partition: its own bound
+    await sender.send(b0, sized(b0, 600), 1); // partition 0 at 1000: still fits
+    expect(requests).toHaveLength(0);
+    await sender.send(c0, Buffer.from('x'), 1); // partition 0 would pass 1000: the group goes
+    expect(requests).toHaveLength(1);
+    expect(keys(0)).toEqual([a0, a1, b0]);
+    expect(requests[0]!.record.messages.map((m) => m.partition)).toEqual([0, 1, 0]);
+    requests[0]!.ack();
+    const flushed = sender.flush();
     await tick();
-    expect(sends.map((s) => s.key)).toEqual(['a']);
-    expect(secondReturned).toBe(false);
-    sends[0]!.ack(3);
-    await second;
-    expect(sends.map((s) => s.key)).toEqual(['a', 'b']);
-    sends[1]!.ack(1);
-    await sender.flush();
-    expect(sender.pointsPerPartition).toEqual(new Map([[3, 10], [1, 5]]));
+    expect(keys(1)).toEqual([c0]);
+    requests[1]!.ack();
+    await flushed;
   });
 
-  it('adds up the points of every batch a partition received', async () => {
-    const { tx, sends } = manualTx();
-    const sender = new PointBatchSender(tx, 'points');
-    await sender.send('m', Buffer.from('x'), 4);
-    sends[0]!.ack(2);
-    await sender.send('m', Buffer.from('y'), 6);
-    sends[1]!.ack(2);
-    await sender.flush();
-    expect(sender.pointsPerPartition).toEqual(new Map([[2, 10]]));
+  it('sends a batch larger than the bound alone', async () => {
+    const { tx, requests, keys } = manualTx();
+    const sender = new PointBatchSender(tx, { topic: 'points', partitions: PARTITIONS, maxBytesPerPartition: 1000 });
+    await sender.send(a0, sized(a0, 100), 1);
+    await sender.send(b0, sized(b0, 5000), 1);
+    requests[0]!.ack();
+    await sender.send(c0, sized(c0, 100), 1);
+    requests[1]!.ack();
+    const flushed = sender.flush();
+    await tick();
+    requests[2]!.ack();
+    await flushed;
+    expect([keys(0), keys(1), keys(2)]).toEqual([[a0], [b0], [c0]]);
   });
 
-  it('throws a failed send from the next send or flush, and does not leave it unhandled', async () => {
-    const { tx, sends } = manualTx();
-    const sender = new PointBatchSender(tx, 'points');
-    await sender.send('a', Buffer.from('1'), 1);
-    sends[0]!.fail(new Error('broker gone'));
+  it('keeps one request in flight: the next group goes only once the last is acknowledged', async () => {
+    const { tx, requests, keys } = manualTx();
+    const sender = new PointBatchSender(tx, { topic: 'points', partitions: PARTITIONS, maxBytesPerPartition: 100 });
+    await sender.send(a0, sized(a0, 100), 1);
+    await sender.send(b0, sized(b0, 100), 1); // the first group goes; nothing was in flight
+    expect(requests).toHaveLength(1);
+    let returned = false;
+    const third = sender.send(c0, sized(c0, 100), 1).then(() => (returned = true));
+    await tick();
+    expect(requests).toHaveLength(1);
+    expect(returned).toBe(false);
+    requests[0]!.ack();
+    await third;
+    expect(keys(1)).toEqual([b0]);
+  });
+
+  it("counts each partition's points and batches, and each batch's offset from its request's acknowledgement", async () => {
+    const { tx, requests } = manualTx();
+    const sender = new PointBatchSender(tx, { topic: 'points', partitions: PARTITIONS, maxBytesPerPartition: 1000 });
+    await sender.send(a0, sized(a0, 300), 10);
+    await sender.send(a1, sized(a1, 300), 5);
+    await sender.send(b0, sized(b0, 300), 20);
+    await sender.send(c0, sized(c0, 600), 7); // past partition 0's bound: the first three go
+    requests[0]!.ack(); // partition 0 from offset 0 (two batches), partition 1 from 100
+    const flushed = sender.flush();
+    await tick();
+    requests[1]!.ack(); // partition 0 at offset 2
+    await flushed;
+    expect(sender.shares).toEqual(new Map([
+      [0, { points: 37, batches: 3, firstOffset: 0, lastOffset: 2 }],
+      [1, { points: 5, batches: 1, firstOffset: 100, lastOffset: 100 }],
+    ]));
+  });
+
+  it('fails on an acknowledgement that lacks a partition it was sent', async () => {
+    const tx: LogWriter = { send: async () => [{ partition: 2, baseOffset: '0' }] };
+    const sender = new PointBatchSender(tx, { topic: 'points', partitions: PARTITIONS, maxBytesPerPartition: 1000 });
+    await sender.send(a0, Buffer.from('x'), 1);
+    await expect(sender.flush()).rejects.toThrow('no offset for partition 0');
+  });
+
+  it('throws a failed request from the next group or flush, and does not leave it unhandled', async () => {
+    const { tx, requests } = manualTx();
+    const sender = new PointBatchSender(tx, { topic: 'points', partitions: PARTITIONS, maxBytesPerPartition: 100 });
+    await sender.send(a0, sized(a0, 100), 1);
+    await sender.send(b0, sized(b0, 100), 1);
+    requests[0]!.fail(new Error('broker gone'));
     await tick(); // an unhandled rejection here would fail the test run
-    await expect(sender.send('b', Buffer.from('2'), 1)).rejects.toThrow('broker gone');
+    await expect(sender.send(c0, sized(c0, 100), 1)).rejects.toThrow('broker gone');
     await expect(sender.flush()).rejects.toThrow('broker gone');
-    expect(sends).toHaveLength(1);
+    expect(requests).toHaveLength(1);
+  });
+});
+
+describe('the bound on a point batch (settings: MERIDIAN_POINT_BATCH_SIZE × 18 bytes + 4 KiB)', () => {
+  it('holds for the largest batch the default settings allow, at the longest timestamps and name', () => {
+    const longest = -(2 ** 52); // the longest long avsc writes (8 bytes; Avro's own limit is 10)
+    const settings = loadSettings({ MERIDIAN_POINT_BATCH_SIZE: String(Math.floor((loadSettings({}).MERIDIAN_UPLOAD_SEND_BYTES_PER_PARTITION - 4096) / 18)) });
+    const points = settings.MERIDIAN_POINT_BATCH_SIZE;
+    const name = '😀'.repeat(MAX_METRIC_NAME_LENGTH); // the longest name: 256 characters of 4 UTF-8 bytes each
+    expect(metricNameProblem(name)).toBeNull();
+    const value = createEventCodec<PointsFact>().encode({
+      type: 'PointBatch', task_id: '00000000-0000-0000-0000-000000000000', metric_name: name, updated_at: longest,
+      timestamps: Array.from({ length: points }, () => longest), values: Array.from({ length: points }, () => Math.PI),
+    });
+    expect(Buffer.byteLength(name) + value.length + 40).toBeLessThanOrEqual(settings.MERIDIAN_UPLOAD_SEND_BYTES_PER_PARTITION);
   });
 });

@@ -33,6 +33,10 @@ export type UploadCommandsDeps = {
   /** Non-transactional, for started/progress events that must show while the upload runs. */
   readonly progressProducer: LogWriter;
   readonly batchPoints: number;
+  /** Partitions of the points topic, as the broker has them. */
+  readonly pointsPartitions: number;
+  /** Most point-batch bytes per points partition in one produce request (MERIDIAN_UPLOAD_SEND_BYTES_PER_PARTITION). */
+  readonly sendBytesPerPartition: number;
   readonly maxBufferedPoints: number;
   readonly limits: UploadLimits;
   /** The accounts fold, read to its end before the upload was handed over (decideStart). */
@@ -87,7 +91,7 @@ async function runUpload(cmd: MetricsUploadRequested, at: CommandPosition, produ
   const now = () => Date.now();
   const run = startUpload({ on_error: cmd.on_error, user: () => deps.user(cmd.user_name), batchPoints: deps.batchPoints, maxBufferedPoints: deps.maxBufferedPoints });
   const tx = await producer.transaction();
-  const sender = new PointBatchSender(tx, deps.topics.points);
+  const sender = new PointBatchSender(tx, { topic: deps.topics.points, partitions: deps.pointsPartitions, maxBytesPerPartition: deps.sendBytesPerPartition });
   let lastProgress = now();
   const { limits } = deps;
   const deadline = now() + limits.timeBudgetMs;
@@ -143,8 +147,8 @@ async function runUpload(cmd: MetricsUploadRequested, at: CommandPosition, produ
 
     await sender.flush();
     checkBudget();
-    const { pointsPerPartition } = sender;
-    for (const [partition, points] of pointsPerPartition) {
+    const { shares } = sender;
+    for (const [partition, { points }] of shares) {
       await tx.send({ topic: deps.topics.points, acks: -1, messages: [{ partition, key: cmd.task_id, value: deps.pointsCodec.encode({ type: 'UploadSealed', task_id: cmd.task_id, points }) }] });
     }
     await tx.send({
@@ -157,14 +161,16 @@ async function runUpload(cmd: MetricsUploadRequested, at: CommandPosition, produ
         points_accepted: end.points_accepted,
         rows_rejected: end.rows_rejected,
         errors: end.errors,
-        partitions: [...pointsPerPartition.keys()].sort((a, b) => a - b),
+        partitions: [...shares.keys()].sort((a, b) => a - b),
         metrics: end.metrics,
         at: now(),
       })],
     });
     await deps.tasks.commitCommand(tx, at);
     await tx.commit();
-    log.info({ points: end.points_accepted, rejected: end.rows_rejected, partitions: pointsPerPartition.size }, 'upload written to the log');
+    // Where each partition's batches sit: [first, last] offsets, to find them in the log.
+    const offsets = Object.fromEntries([...shares].map(([partition, s]) => [partition, { batches: s.batches, first: s.firstOffset, last: s.lastOffset }]));
+    log.info({ points: end.points_accepted, rejected: end.rows_rejected, partitions: shares.size, offsets }, 'upload written to the log');
     return 'succeeded';
   } catch (error) {
     await sender.flush().catch(() => undefined); // the transaction is aborted after its last send ends

@@ -96,3 +96,44 @@ export interface GroupConsumer {
   run(topic: string, config: ConsumerRun): Promise<void>;
   stop(): Promise<void>;
 }
+
+/** Per partition, an offset. */
+export type Offsets = Map<number, number>;
+
+/** Offsets [start, end) of one partition of one topic to read. */
+export type PartitionRange = { readonly topic: string; readonly partition: number; readonly start: number; readonly end: number };
+
+/** A record read from a range: where it sits, when it was written (ms, as text), its bytes. */
+export type RangeMessage = ConsumedMessage & { readonly timestamp: string };
+
+/** Messages of one partition, in offset order, all inside its range; `done` once the range is read. */
+export type RangeBatch = { readonly topic: string; readonly partition: number; readonly messages: readonly RangeMessage[]; readonly done: boolean };
+
+export type RangeReadOptions = {
+  /** A consumer group of this read's own, deleted after. */
+  readonly groupId: string;
+  /**
+   * true: partitions one after the other, in the order of the ranges (a deterministic output
+   * order, for exports); false: every partition at once (rebuilds).
+   */
+  readonly sequential: boolean;
+  readonly signal?: AbortSignal;
+  readonly maxBytesPerPartition?: number;
+  readonly maxBytes?: number;
+};
+
+/**
+ * The log read by offset ranges, for what replays history (rebuilds, swaps, exports): where
+ * each partition starts and ends, fixed ranges read read-committed, and a consumer group made
+ * to rejoin.
+ */
+export interface LogRanges {
+  /** The first and the end offset (read-committed: the last stable offset) of every partition of a topic. */
+  offsets(topic: string): Promise<{ low: Offsets; end: Offsets }>;
+  /** Per partition, the first offset whose record timestamp is at or after `ms` (the end offset when none is). */
+  offsetsAtTime(topic: string, ms: number): Promise<Offsets>;
+  /** Reads the ranges as an async iterator with backpressure (the read waits while the caller works on a batch). */
+  readRanges(ranges: readonly PartitionRange[], options: RangeReadOptions): AsyncGenerator<RangeBatch>;
+  /** Makes every member of a consumer group rejoin it (a member of ours joins and leaves); rejects after `timeoutMs`. */
+  nudgeGroup(groupId: string, topic: string, timeoutMs?: number): Promise<void>;
+}

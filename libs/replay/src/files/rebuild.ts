@@ -1,9 +1,8 @@
 import { clickhouseFileReadModel, clickhouseFileReadModelWriter, LIVE_FILE_TABLES, quoteIdentifier, type FileTables } from '@meridian/clickhouse';
-import type { FileEvent } from '@meridian/domain';
+import type { FileEvent, Offsets } from '@meridian/domain';
 import { createEventCodec } from '@meridian/events';
 import { consumerGroupsFor } from '@meridian/kafka';
 import type { ReplayDeps } from '../deps.ts';
-import type { Offsets } from '../bounds.ts';
 import { inRange, suffixed, type ReadModelKind, type ReadModelVerification } from '../read-models/rebuild.ts';
 import { eventsAfter, projectFileBatch } from '@meridian/projection';
 

@@ -1,10 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { quoteIdentifier } from '@meridian/clickhouse';
+import type { Offsets } from '@meridian/domain';
 import type { ReplayDeps } from '../deps.ts';
 import { retry, RETRY_POLICIES } from '@meridian/retry';
-import { topicOffsets, type Offsets } from '../bounds.ts';
 import { tableEngines } from '../generations.ts';
-import { readRanges } from '../log-reader.ts';
 import { nudgeGroup, refuseReplicated } from '../swap.ts';
 
 /** A read model's tables by role (e.g. tasks, byId, positions), the live set or a rebuild's. */
@@ -140,9 +139,7 @@ export async function rebuildReadModel(
   async function projectTo(ends: ReadonlyMap<number, number>, tables: ReadModelTables): Promise<number> {
     const ranges = [...ends].map(([partition, end]) => ({ topic, partition, start: covered.get(partition) ?? 0, end })).filter((r) => r.end > r.start);
     let read = 0;
-    for await (const batch of readRanges(ranges, {
-      kafka: deps.log.kafka,
-      admin: deps.log.admin,
+    for await (const batch of deps.log.readRanges(ranges, {
       groupId: `${deps.topicPrefix}replay-${kind.name}-${randomBytes(4).toString('hex')}`,
       sequential: false,
     })) {
@@ -158,7 +155,7 @@ export async function rebuildReadModel(
     return read;
   }
 
-  const { low, end } = await topicOffsets(deps.log.admin, topic);
+  const { low, end } = await deps.log.offsets(topic);
   for (const [partition, first] of low) covered.set(partition, first);
   await projectTo(end, kind.rebuilt);
   // The live read model may be ahead of the end read above (or behind it, when its projector
@@ -208,7 +205,7 @@ export async function rebuildReadModel(
       // may read or write the read model until every member has rejoined (and so forgotten them).
       await clickhouse.command({ query: `RENAME TABLE ${roles.map((role) => `${q(role, kind.live)} TO ${q(role, kind.frozen)}`).join(', ')}` });
       standInPlace = false;
-      await nudgeGroup(deps.log.kafka, kind.groupId(deps), topic, deps.logger);
+      await nudgeGroup(deps.log, kind.groupId(deps), topic, deps.logger);
       nudged = true;
     }
     await clickhouse.command({ query: `RENAME TABLE ${roles.flatMap((role) => [

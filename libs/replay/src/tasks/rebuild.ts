@@ -1,9 +1,8 @@
 import { clickhouseTaskReadModel, clickhouseTaskReadModelWriter, LIVE_TASK_TABLES, quoteIdentifier, type TaskTables } from '@meridian/clickhouse';
-import { LiveTasks, type TaskEvent } from '@meridian/domain';
+import { LiveTasks, type Offsets, type TaskEvent } from '@meridian/domain';
 import { createEventCodec } from '@meridian/events';
 import { consumerGroupsFor } from '@meridian/kafka';
 import type { ReplayDeps } from '../deps.ts';
-import type { Offsets } from '../bounds.ts';
 import { inRange, suffixed, type ReadModelKind, type ReadModelVerification } from '../read-models/rebuild.ts';
 import { eventsAfter, projectTaskBatch } from '@meridian/projection';
 

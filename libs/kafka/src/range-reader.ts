@@ -1,25 +1,5 @@
-import type { Admin, Consumer, Kafka, KafkaMessage } from 'kafkajs';
-
-/** Offsets [start, end) of one partition of one topic to read. */
-export type PartitionRange = { readonly topic: string; readonly partition: number; readonly start: number; readonly end: number };
-
-/** Messages of one partition, in offset order, all inside its range; `done` once the range is read. */
-export type RangeBatch = { readonly topic: string; readonly partition: number; readonly messages: readonly KafkaMessage[]; readonly done: boolean };
-
-export type ReadOptions = {
-  readonly kafka: Kafka;
-  readonly admin: Admin;
-  /** A consumer group of this read's own, deleted after. */
-  readonly groupId: string;
-  /**
-   * true: partitions one after the other, in the order of `ranges` (a deterministic output order,
-   * for exports); false: every partition at once (rebuilds).
-   */
-  readonly sequential: boolean;
-  readonly signal?: AbortSignal;
-  readonly maxBytesPerPartition?: number;
-  readonly maxBytes?: number;
-};
+import type { Admin, Consumer, Kafka } from 'kafkajs';
+import type { Offsets, PartitionRange, RangeBatch, RangeReadOptions } from '@meridian/domain';
 
 const key = (topic: string, partition: number) => `${topic}\u0000${partition}`;
 
@@ -34,7 +14,7 @@ const key = (topic: string, partition: number) => `${topic}\u0000${partition}`;
  * message. A partition is finished when its position reaches the range end, counting offsets
  * that hold no message for the caller (markers, aborted records).
  */
-export async function* readRanges(ranges: readonly PartitionRange[], options: ReadOptions): AsyncGenerator<RangeBatch> {
+export async function* readRanges(kafka: Kafka, admin: Admin, ranges: readonly PartitionRange[], options: RangeReadOptions): AsyncGenerator<RangeBatch> {
   const todo = ranges.filter((r) => r.end > r.start);
   if (todo.length === 0) return;
   const byKey = new Map(todo.map((r) => [key(r.topic, r.partition), r]));
@@ -58,7 +38,7 @@ export async function* readRanges(ranges: readonly PartitionRange[], options: Re
     w?.();
   };
 
-  const consumer: Consumer = options.kafka.consumer({
+  const consumer: Consumer = kafka.consumer({
     groupId: options.groupId,
     readUncommitted: false,
     sessionTimeout: 30_000,
@@ -188,6 +168,48 @@ export async function* readRanges(ranges: readonly PartitionRange[], options: Re
     }
   } finally {
     await consumer.disconnect().catch(() => undefined);
-    await options.admin.deleteGroups([options.groupId]).catch(() => undefined);
+    await admin.deleteGroups([options.groupId]).catch(() => undefined);
+  }
+}
+
+/** The first and the end offset (read-committed: the last stable offset) of every partition of a topic. */
+export async function topicOffsets(admin: Admin, topic: string): Promise<{ low: Offsets; end: Offsets }> {
+  const rows = await admin.fetchTopicOffsets(topic);
+  return {
+    low: new Map(rows.map((r) => [r.partition, Number(r.low)])),
+    end: new Map(rows.map((r) => [r.partition, Number(r.high)])),
+  };
+}
+
+/** Per partition, the first offset whose record timestamp is at or after `ms` (the end offset when none is). */
+export async function offsetsAtTime(admin: Admin, topic: string, ms: number): Promise<Offsets> {
+  const rows = await admin.fetchTopicOffsetsByTimestamp(topic, ms);
+  return new Map(rows.map((r) => [r.partition, Number(r.offset)]));
+}
+
+/**
+ * Makes every member of a consumer group rejoin it: a member of our own joins (which completes
+ * only once every current member has rejoined) and leaves. It subscribes like the members, reads
+ * nothing and commits nothing. The live projector forgets its positions on every join and reads
+ * them again from `points` before its next insert.
+ */
+export async function nudgeGroup(kafka: Kafka, groupId: string, topic: string, timeoutMs = 120_000): Promise<void> {
+  const consumer = kafka.consumer({ groupId, sessionTimeout: 30_000, rebalanceTimeout: 60_000, heartbeatInterval: 3000 });
+  let joined!: () => void;
+  const done = new Promise<void>((resolve) => { joined = resolve; });
+  consumer.on(consumer.events.GROUP_JOIN, () => joined());
+  await consumer.connect();
+  try {
+    await consumer.subscribe({ topic, fromBeginning: false });
+    await consumer.run({
+      autoCommit: false,
+      eachBatchAutoResolve: false,
+      eachBatch: async ({ pause }) => { pause(); },
+    });
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([done, new Promise((_, reject) => { timer = setTimeout(() => reject(new Error(`the group ${groupId} did not rebalance within ${timeoutMs} ms`)), timeoutMs); })]);
+    clearTimeout(timer);
+  } finally {
+    await consumer.disconnect();
   }
 }
