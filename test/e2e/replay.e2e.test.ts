@@ -5,13 +5,13 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import avro from 'avsc';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { serverCapabilities } from '@meridian/clickhouse';
 import { formatTimestamp, type PointsFact } from '@meridian/domain';
 import { createEventCodec, fingerprintOf, parseHeader, SchemaRegistry, type EventLike } from '@meridian/events';
 import { createProducer } from '@meridian/kafka';
 import { createLogger } from '@meridian/observability';
 import { createPlatform, type Platform } from '../support/platform.ts';
 import {
-  databaseEngine,
   decodeExportCursor,
   dropGeneration,
   listGenerations,
@@ -101,7 +101,7 @@ async function downloadDigest(qs: Record<string, string>, key = analyst): Promis
  * tests are skipped (and say so).
  */
 async function skipUnlessSwappable(ctx: { skip: (note?: string) => void }, platform: Platform): Promise<void> {
-  const engine = await databaseEngine(platform.clickhouse);
+  const engine = (await serverCapabilities(platform.clickhouse)).databaseEngine;
   if (engine !== 'Ordinary') ctx.skip(`these swap tests are for Ordinary databases (the Atomic swap: test/modern); this one is ${engine}`);
 }
 

@@ -115,22 +115,31 @@ describe(`a command that stops the worker ${MAX_STARTS} times`, () => {
     expect(hasStarted(last, bad)).toBe(false);
 
     const dead = await deadLetters(settings.MERIDIAN_TOPIC_PREFIX);
-    expect(dead).toEqual([{ source_partition: String(partition), reason: `processing stopped ${MAX_STARTS} times; the upload was not stored` }]);
+    expect(dead.map(({ source_partition, reason }) => ({ source_partition, reason }))).toEqual([{ source_partition: String(partition), reason: `processing stopped ${MAX_STARTS} times; the upload was not stored` }]);
+    // The dead letter is the command as it was read: its key and value byte-exact.
+    const at = { topic: api.platform.topics.tasks, partition, start: dead[0]!.source_offset, end: dead[0]!.source_offset + 1 };
+    let source: { key: Buffer | null; value: Buffer | null } | undefined;
+    for await (const batch of api.platform.log.readRanges([at], { groupId: `${settings.MERIDIAN_TOPIC_PREFIX}test-source-${randomUUID()}`, sequential: true })) source ??= batch.messages[0];
+    expect(source!.key?.toString()).toBe(bad);
+    expect(dead[0]!.key?.equals(source!.key!), 'the key as read').toBe(true);
+    expect(dead[0]!.value?.equals(source!.value!), 'the value as read').toBe(true);
 
     const stored = await fetch(`${api.url}/api/v1/metrics/download?metrics=loop.&pattern=starts_with&max_rows=10`, { headers: { Authorization: `Bearer ${key}` } });
     expect((await stored.text()).split('\n').filter((l) => l.startsWith('loop.bad'))).toEqual([]);
   });
 
-  /** Headers of every message in the dead-letter topic. */
-  async function deadLetters(prefix: string): Promise<Array<{ source_partition: string; reason: string }>> {
+  type DeadLetter = { source_partition: string; source_offset: number; reason: string; key: Buffer | null; value: Buffer | null };
+
+  /** Every message in the dead-letter topic: where it came from, why, and its bytes. */
+  async function deadLetters(prefix: string): Promise<DeadLetter[]> {
     const consumer = api.platform.kafka.consumer({ groupId: `${prefix}test-dead-letters-${randomUUID()}` });
-    const seen: Array<{ source_partition: string; reason: string }> = [];
+    const seen: DeadLetter[] = [];
     await consumer.connect();
     try {
       await consumer.subscribe({ topic: api.platform.topics.deadLetter, fromBeginning: true });
       await consumer.run({
         eachMessage: async ({ message }) => {
-          seen.push({ source_partition: String(message.headers?.source_partition), reason: String(message.headers?.reason) });
+          seen.push({ source_partition: String(message.headers?.source_partition), source_offset: Number(String(message.headers?.source_offset)), reason: String(message.headers?.reason), key: message.key, value: message.value });
         },
       });
       await waitFor('the dead letter', () => (seen.length > 0 ? true : undefined), 30_000);

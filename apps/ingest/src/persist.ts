@@ -20,6 +20,14 @@ export function persistWhileRunning(logger: Logger, consumer: { isRunning(): boo
       return true;
     },
     onRetry: (error, n, delay) => logger.warn({ err: error, attempt: n, retry_in_ms: delay }, `${what} failed; retrying`),
-    wait: async (ms) => { await new Promise((r) => setTimeout(r, ms)); await consumer.heartbeat(); },
+    wait: (ms) => sleepWithHeartbeat(ms, () => consumer.heartbeat()),
   });
+}
+
+/** Waits `ms` inside a consumer's handler, heartbeating every second so the group keeps the member. */
+export async function sleepWithHeartbeat(ms: number, heartbeat: () => Promise<void>): Promise<void> {
+  for (let left = ms; left > 0; left -= 1000) {
+    await new Promise((r) => setTimeout(r, Math.min(1000, left)));
+    await heartbeat();
+  }
 }

@@ -1,9 +1,14 @@
+import type { PointsFact } from '@meridian/domain';
+import { createEventCodec } from '@meridian/events';
 import type { ConsumerWatch } from '@meridian/kafka';
 import type { IngestDeps } from './ingest-deps.ts';
 import { startProjector } from './projector/index.ts';
 import { startFilesProjector } from './read-models/files.ts';
 import { startTasksProjector } from './read-models/tasks.ts';
-import { startCommandConsumer } from './commands/consumer.ts';
+import { startCommandConsumer, type HandlerContext, type RunningHandlers } from './commands/consumer.ts';
+import { startFileCommands } from './files/file-commands.ts';
+import { uploadLimitsFrom } from './uploads/limits.ts';
+import { uploadCommands } from './uploads/upload-commands.ts';
 
 export type RunningWorker = {
   /** The worker's group consumers, for its health (apps/ingest/src/health). */
@@ -26,7 +31,7 @@ type Piece = { readonly watch: ConsumerWatch; stop(): Promise<void> };
  */
 export async function startIngest(ingest: IngestDeps): Promise<RunningWorker> {
   const [commands, projector, tasksProjector, filesProjector] = await startAll([
-    startCommandConsumer(ingest),
+    startCommandConsumer(ingest, (context) => startCommandHandlers(ingest, context)),
     startProjector(ingest),
     startTasksProjector(ingest, ingest.taskReadModel, ingest.taskReadModelWriter),
     startFilesProjector(ingest, ingest.fileReadModel, ingest.fileReadModelWriter),
@@ -37,6 +42,38 @@ export async function startIngest(ingest: IngestDeps): Promise<RunningWorker> {
     async stop() {
       await Promise.all(pieces.map((p) => p.stop()));
     },
+  };
+}
+
+/** The command registry: each command type of the tasks topic and its handler. */
+async function startCommandHandlers(ingest: IngestDeps, { tasks, user }: HandlerContext): Promise<RunningHandlers> {
+  const { log, topics, settings, logger } = ingest;
+  // The points topic's partitions, as the broker has them (more than KAFKA_POINTS_PARTITIONS if an
+  // operator made it larger): an upload puts each batch in its metric's partition itself.
+  const [fileCommands, progressProducer, pointsPartitions] = await Promise.all([
+    startFileCommands(ingest, tasks), log.writer(), log.endOffsets(topics.points).then((ends) => ends.size),
+  ]);
+  return {
+    handlers: {
+      MetricsUploadRequested: uploadCommands({
+        topics,
+        storage: ingest.blobs,
+        logger: logger.child({ component: 'uploads' }),
+        tasks,
+        pointsCodec: createEventCodec<PointsFact>(),
+        progressProducer,
+        batchPoints: settings.MERIDIAN_POINT_BATCH_SIZE,
+        pointsPartitions,
+        sendBytesPerPartition: settings.MERIDIAN_UPLOAD_SEND_BYTES_PER_PARTITION,
+        sendBytesPerRequest: settings.MERIDIAN_UPLOAD_SEND_BYTES_PER_REQUEST,
+        maxBufferedPoints: settings.MERIDIAN_POINT_BATCH_SIZE * 8,
+        limits: uploadLimitsFrom(settings),
+        user,
+        attempts: settings.MERIDIAN_UPLOAD_ATTEMPTS,
+      }),
+      FileDefinitionRequested: fileCommands,
+    },
+    stop: () => fileCommands.stop(),
   };
 }
 

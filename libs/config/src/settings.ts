@@ -89,7 +89,7 @@ export const settingDefinitions = {
   MERIDIAN_UPLOAD_ATTEMPTS: {
     schema: z.coerce.number().int().min(1).max(100),
     default: '5',
-    doc: 'Attempts at an upload that stops on an error other than Kafka\'s or its own rows (storage or network trouble, say), with backoff, before its task fails.',
+    doc: 'Attempts at an upload or a file definition that stops on an error other than Kafka\'s or its own rows (storage or network trouble, say), with backoff, before its task fails.',
   },
   MERIDIAN_POINT_BATCH_SIZE: {
     schema: z.coerce.number().int().min(100).max(500_000),
@@ -414,6 +414,11 @@ export const settingDefinitions = {
     default: '921600',
     doc: 'Most bytes of encoded point batches per points partition in one produce request of an upload: batches are sent grouped up to it, one request in flight. Keep it under the broker\'s message.max.bytes (1 MiB by default), which refuses a larger record batch; the default leaves a margin. One point batch must fit in it (MERIDIAN_POINT_BATCH_SIZE × 18 bytes + 4 KiB, checked at start).',
   },
+  MERIDIAN_UPLOAD_SEND_BYTES_PER_REQUEST: {
+    schema: z.coerce.number().int().min(65_536).max(64 * 1024 * 1024),
+    default: '8388608',
+    doc: 'Most bytes of encoded point batches in one produce request of an upload, all points partitions together: what one upload holds in memory for its next request, and under the broker\'s socket.request.max.bytes (100 MiB by default) with many partitions. At least MERIDIAN_UPLOAD_SEND_BYTES_PER_PARTITION.',
+  },
   // issue 13, the rest (s-i13-rest): the blob collector asks the files read model
   MERIDIAN_BLOB_SWEEP_INTERVAL_MS: {
     schema: positiveInt,
@@ -429,7 +434,7 @@ export type SettingName = keyof typeof settingDefinitions;
  * over the parsed values); a broken rule is reported at start like an invalid value.
  */
 export const settingRules = z
-  .object({ KAFKA_REPLICATION_FACTOR: z.number(), KAFKA_MIN_INSYNC_REPLICAS: z.number(), MERIDIAN_POINT_BATCH_SIZE: z.number(), MERIDIAN_UPLOAD_SEND_BYTES_PER_PARTITION: z.number() })
+  .object({ KAFKA_REPLICATION_FACTOR: z.number(), KAFKA_MIN_INSYNC_REPLICAS: z.number(), MERIDIAN_POINT_BATCH_SIZE: z.number(), MERIDIAN_UPLOAD_SEND_BYTES_PER_PARTITION: z.number(), MERIDIAN_UPLOAD_SEND_BYTES_PER_REQUEST: z.number() })
   .refine((s) => s.KAFKA_MIN_INSYNC_REPLICAS <= s.KAFKA_REPLICATION_FACTOR, {
     path: ['KAFKA_MIN_INSYNC_REPLICAS'],
     message: 'at most KAFKA_REPLICATION_FACTOR: a topic with fewer replicas than min.insync.replicas refuses every acknowledged write',
@@ -437,6 +442,10 @@ export const settingRules = z
   .refine((s) => maxPointBatchBytes(s.MERIDIAN_POINT_BATCH_SIZE) <= s.MERIDIAN_UPLOAD_SEND_BYTES_PER_PARTITION, {
     path: ['MERIDIAN_POINT_BATCH_SIZE'],
     message: 'a point batch of this many points may encode to more than MERIDIAN_UPLOAD_SEND_BYTES_PER_PARTITION (18 bytes a point + 4 KiB): lower it, or raise that bound together with the broker\'s message.max.bytes, which refuses a larger record',
+  })
+  .refine((s) => s.MERIDIAN_UPLOAD_SEND_BYTES_PER_PARTITION <= s.MERIDIAN_UPLOAD_SEND_BYTES_PER_REQUEST, {
+    path: ['MERIDIAN_UPLOAD_SEND_BYTES_PER_PARTITION'],
+    message: 'at most MERIDIAN_UPLOAD_SEND_BYTES_PER_REQUEST: a request holds at least one partition\'s share',
   });
 
 /**

@@ -148,9 +148,8 @@ export class KafkaEventLog implements LogRanges {
   }
 
   /** Per partition, the offset the next record will take (the high watermark a read-committed client sees). */
-  async endOffsets(topic: string): Promise<Map<number, number>> {
-    await this.connectAdmin();
-    return new Map((await this.admin.fetchTopicOffsets(topic)).map((p) => [p.partition, Number(p.high)]));
+  async endOffsets(topic: string): Promise<Offsets> {
+    return (await this.offsets(topic)).end;
   }
 
   async offsets(topic: string): Promise<{ low: Offsets; end: Offsets }> {

@@ -4,5 +4,4 @@ export { appendEvents } from './append.ts';
 export { TopicFollower, type FollowerOptions } from './follow.ts';
 export { ConsumerWatch, notServing, type ConsumerState, type ConsumerEvent } from './consumer-watch.ts';
 export { KafkaEventLog } from './event-log.ts';
-export { TransactionInterrupted } from './transactional.ts';
 export { partitionFor } from './partition.ts';

@@ -192,11 +192,6 @@ export async function tableEngines(client: ClickHouseClient): Promise<Map<string
   return new Map(found.map((t) => [t.name, t.engine]));
 }
 
-export async function databaseEngine(client: ClickHouseClient): Promise<string> {
-  const found = await rows<{ engine: string }>(client, 'SELECT engine FROM system.databases WHERE name = currentDatabase()');
-  return found[0]?.engine ?? 'unknown';
-}
-
 /**
  * The table holding the live catalog's data: `.inner.metric_catalog` under the view of
  * migration 002 on an Ordinary database (18.16), or `metric_catalog` itself where it is an

@@ -14,14 +14,13 @@ export {
   dropGeneration,
   readRegistry,
   tableEngines,
-  databaseEngine,
   foldRegistry,
   type Generation,
   type GenerationListing,
 } from './generations.ts';
 export { verifyTables, tableChecksums, formatVerification, ROW_HASH, type Verification } from './verify.ts';
 export { swapIn, unfreeze, nudgeGroup, projectorGroupId, type SwapInput, type SwapResult } from './swap.ts';
-export type { ReplayDeps, ReplayLog } from './deps.ts';
+export type { ReplayDeps } from './deps.ts';
 export { rebuildPoints, swapGeneration, describeBound, type RebuildPointsOptions, type RebuildPointsResult, type SwapMode } from './replay.ts';
 export {
   planExport,

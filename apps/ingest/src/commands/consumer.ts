@@ -1,11 +1,8 @@
-import { decideStart, type PointsFact, type StartDecision, type TaskEvent } from '@meridian/domain';
+import { decideStart, type StartDecision, type TaskEvent, type UserRecord } from '@meridian/domain';
 import { createEventCodec, UndecodableEventError } from '@meridian/events';
 import type { ConsumerWatch } from '@meridian/kafka';
 import { AccountsStore, runConsumer, TasksStore } from '@meridian/platform';
-import { uploadCommands } from '../uploads/upload-commands.ts';
-import { uploadLimitsFrom } from '../uploads/limits.ts';
-import { startFileCommands } from '../files/file-commands.ts';
-import { handlerOf, taskLog, type CommandHandlers, type CommandRun, type WorkerCommand } from './handlers.ts';
+import { handlerOf, taskLog, type CommandHandlers, type CommandRun, type TaskLog, type WorkerCommand } from './handlers.ts';
 import { sendToDeadLetter } from '../dead-letter.ts';
 import { persistWhileRunning, type Persist } from '../persist.ts';
 import type { PartitionWriter } from '../event-log.ts';
@@ -13,9 +10,19 @@ import type { IngestDeps } from '../ingest-deps.ts';
 
 export type RunningWorker = { readonly watch: ConsumerWatch; stop(): Promise<void> };
 
+/** What the handlers are built on: the consumer's tasks topic and its accounts fold (read to its end before each command). */
+export type HandlerContext = {
+  readonly tasks: TaskLog;
+  readonly user: (name: string) => UserRecord | undefined;
+};
+
+/** The registry, started (the worker composes it: apps/ingest/src/worker.ts); stop() ends what the handlers run beside. */
+export type RunningHandlers = { readonly handlers: CommandHandlers; stop(): Promise<void> };
+
 /**
  * Consumes the tasks topic and hands each command in it to its handler in the registry
- * (CommandHandlers: uploads, file definitions), which runs or refuses it; the lifecycle events
+ * (CommandHandlers: uploads, file definitions; started by `startHandlers`, which the worker
+ * composes, so this folder knows no handler), which runs or refuses it; the lifecycle events
  * beside them have no handler and pass by. What is common to every command stays here: the
  * decision to run, skip or refuse it (decideStart), the run's brackets in the log, the dead
  * letters. One transactional producer per input partition, so a restarted worker fences its
@@ -27,22 +34,21 @@ export type RunningWorker = { readonly watch: ConsumerWatch; stop(): Promise<voi
  * neither ended nor released is a worker that died on the command; decideStart fails the
  * command after MERIDIAN_MAX_COMMAND_STARTS of them, so no command can crash-loop the worker.
  */
-export async function startCommandConsumer(ingest: IngestDeps): Promise<RunningWorker> {
+export async function startCommandConsumer(ingest: IngestDeps, startHandlers: (context: HandlerContext) => Promise<RunningHandlers>): Promise<RunningWorker> {
   const { log, topics, settings, logger } = ingest;
   const groupId = ingest.groups.commands;
   const accounts = new AccountsStore(ingest.folds, 'ingest', { writesSnapshots: true });
   const tasks = new TasksStore(ingest.folds, 'ingest', ingest.taskReadModel);
-  // The two folds (accounts: snapshot + tail; tasks: read model + tail) read different topics and
-  // stores and start at once, with the file commands (which fold nothing: their blob collector
-  // asks the files read model). What must stay in order: both folds caught up before the
-  // consumer below runs, since its first decision (decide(): accounts, the task) reads them.
+  // The folds (accounts: snapshot + tail; tasks: read model + tail) and the handlers (the file
+  // commands fold nothing: their blob collector asks the files read model) start at once. What
+  // must stay in order: all of them ready before the consumer below runs, since its first
+  // decision (decide(): accounts, the task) reads them.
   const codec = createEventCodec<TaskEvent>();
   const taskEvents = taskLog(topics.tasks, codec, groupId);
-  // The points topic's partitions, as the broker has them (more than KAFKA_POINTS_PARTITIONS if an
-  // operator made it larger): an upload puts each batch in its metric's partition itself.
-  const [, , fileCommands, progressProducer, pointsPartitions] = await Promise.all([
-    accounts.start(), tasks.start(), startFileCommands(ingest, taskEvents), log.writer(), log.endOffsets(topics.points).then((ends) => ends.size),
+  const [, , registry, progressProducer] = await Promise.all([
+    accounts.start(), tasks.start(), startHandlers({ tasks: taskEvents, user: (name) => accounts.state.users.get(name) }), log.writer(),
   ]);
+  const { handlers } = registry;
   // As the accounts fold logs its own: what this start read of the tasks topic (the tail past the read model).
   logger.info({ topic: topics.tasks, events_read: tasks.eventsReadAtStart, unfinished: tasks.state.size }, 'tasks fold caught up after the read model positions');
   const finished = new RecentSet<string>(100_000);
@@ -58,26 +64,6 @@ export async function startCommandConsumer(ingest: IngestDeps): Promise<RunningW
     }
     return p;
   };
-  // The registry: each command type of the tasks topic and its handler.
-  const handlers: CommandHandlers = {
-    MetricsUploadRequested: uploadCommands({
-      topics,
-      storage: ingest.blobs,
-      logger: logger.child({ component: 'uploads' }),
-      tasks: taskEvents,
-      pointsCodec: createEventCodec<PointsFact>(),
-      progressProducer,
-      batchPoints: settings.MERIDIAN_POINT_BATCH_SIZE,
-      pointsPartitions,
-      sendBytesPerPartition: settings.MERIDIAN_UPLOAD_SEND_BYTES_PER_PARTITION,
-      maxBufferedPoints: settings.MERIDIAN_POINT_BATCH_SIZE * 8,
-      limits: uploadLimitsFrom(settings),
-      user: (name) => accounts.state.users.get(name),
-      attempts: settings.MERIDIAN_UPLOAD_ATTEMPTS,
-    }),
-    FileDefinitionRequested: fileCommands,
-  };
-
   const consumer = log.consumer({ groupId, sessionTimeoutMs: settings.KAFKA_SESSION_TIMEOUT_MS, maxWaitTimeMs: 250 });
   // Set before the consumer is stopped, so a command waiting on a read (decide) gives up and stop() returns.
   let stopping = false;
@@ -175,7 +161,7 @@ export async function startCommandConsumer(ingest: IngestDeps): Promise<RunningW
       stopping = true;
       await consumer.stop();
       await Promise.allSettled([...transactional.values()].map((p) => p.disconnect()));
-      await fileCommands.stop();
+      await registry.stop();
       await Promise.all([accounts.stop(), tasks.stop()]);
     },
   };

@@ -12,6 +12,7 @@ import type {
 import type { EventCodec } from '@meridian/events';
 import type { Logger } from '@meridian/observability';
 import { commandFailure, retry, RETRY_POLICIES, type RetryPolicy } from '@meridian/retry';
+import { sleepWithHeartbeat } from '../persist.ts';
 
 // What the command handlers (uploads, file definitions) share: how a handler is called, how it
 // writes its task's events and ends a command in one transaction, and the one rule for a run
@@ -34,11 +35,11 @@ export type CommandRun = {
 
 /**
  * What the worker does with one type of command. Either way the task ends in the log together
- * with the command's offset (commitCommandOffset in one transaction), and the command's staged
- * bytes are removed after.
+ * with the command's offset (TaskLog.commitCommand, in one transaction), and the command's
+ * staged bytes are removed after.
  */
 export type CommandHandler<C extends WorkerCommand> = {
-  /** Runs the command; throws only what running it again may cure (Kafka, storage unreachable): the command is then redelivered. */
+  /** Runs the command (runCommand: the one rule for failures); throws only Kafka's trouble, and the command is then redelivered. */
   run(cmd: C, run: CommandRun): Promise<void>;
   /** Fails the command's task without running it (refused at its start: the crash-loop breaker, a disabled owner). */
   refuse(cmd: C, run: CommandRun, reason: string): Promise<void>;
@@ -130,14 +131,6 @@ export async function runCommand(
     await run.setAside(message);
     await tasks.fail(run.producer, run.at, taskId, failedUnread(`${rule.what}: ${message}`));
     await giveUp();
-  }
-}
-
-/** Waits `ms`, heartbeating every second so the consumer group keeps the member. */
-async function sleepWithHeartbeat(ms: number, heartbeat: () => Promise<void>): Promise<void> {
-  for (let left = ms; left > 0; left -= 1000) {
-    await new Promise((r) => setTimeout(r, Math.min(1000, left)));
-    await heartbeat();
   }
 }
 

@@ -10,6 +10,8 @@ export type PointBatchSenderOptions = {
   readonly partitions: number;
   /** Most record bytes of one partition in one request (MERIDIAN_UPLOAD_SEND_BYTES_PER_PARTITION). */
   readonly maxBytesPerPartition: number;
+  /** Most record bytes of one request, all partitions (MERIDIAN_UPLOAD_SEND_BYTES_PER_REQUEST). */
+  readonly maxBytesPerRequest: number;
 };
 
 type Queued = { readonly key: string; readonly value: Buffer; readonly points: number; readonly partition: number };
@@ -27,8 +29,10 @@ const RECORD_FRAMING = 40;
  * runs one produce request at a time per broker for an idempotent or transactional producer
  * (its broker lock), so sending concurrently gains nothing; fewer, bigger requests do. Batches
  * are queued into a group until one more would take a partition's bytes past the bound (the
- * broker refuses a partition's record batch over message.max.bytes); the group is then sent
- * while the next one is built, one request in flight, which keeps the order of a key's batches.
+ * broker refuses a partition's record batch over message.max.bytes) or the request's past its
+ * own (what is held in memory, and under the broker's socket.request.max.bytes with many
+ * partitions); the group is then sent while the next one is built, one request in flight,
+ * which keeps the order of a key's batches.
  * Each batch gets its partition here (the producer's own rule, partitionFor), so the offset of
  * every batch follows from the acknowledgement: its partition's base offset plus its place
  * among that partition's batches in the request. Counts what each partition received, for the
@@ -41,6 +45,7 @@ export class PointBatchSender {
   private readonly options: PointBatchSenderOptions;
   private queued: Queued[] = [];
   private queuedBytes = new Map<number, number>();
+  private queuedTotal = 0;
   private inFlight: Promise<void> = Promise.resolve();
 
   constructor(tx: LogWriter, options: PointBatchSenderOptions) {
@@ -55,9 +60,11 @@ export class PointBatchSender {
   async send(key: string, value: Buffer, points: number): Promise<void> {
     const partition = partitionFor(key, this.options.partitions);
     const bytes = Buffer.byteLength(key) + value.length + RECORD_FRAMING;
-    if (this.queued.length > 0 && (this.queuedBytes.get(partition) ?? 0) + bytes > this.options.maxBytesPerPartition) await this.sendQueued();
+    const full = (this.queuedBytes.get(partition) ?? 0) + bytes > this.options.maxBytesPerPartition || this.queuedTotal + bytes > this.options.maxBytesPerRequest;
+    if (this.queued.length > 0 && full) await this.sendQueued();
     this.queued.push({ key, value, points, partition });
     this.queuedBytes.set(partition, (this.queuedBytes.get(partition) ?? 0) + bytes);
+    this.queuedTotal += bytes;
   }
 
   /** Sends what is queued and waits until every request is acknowledged; throws a failed one's error. */
@@ -71,6 +78,7 @@ export class PointBatchSender {
     const group = this.queued;
     this.queued = [];
     this.queuedBytes = new Map();
+    this.queuedTotal = 0;
     await this.inFlight;
     const messages = group.map(({ key, value, partition }) => ({ key, value, partition }));
     this.inFlight = this.tx.send({ topic: this.options.topic, acks: -1, messages }).then((acks) => this.acknowledged(group, acks));

@@ -44,7 +44,7 @@ const sized = (key: string, bytes: number) => Buffer.alloc(bytes - key.length - 
 describe('PointBatchSender', () => {
   it('groups batches into one request until one more would take a partition past the bound', async () => {
     const { tx, requests, keys } = manualTx();
-    const sender = new PointBatchSender(tx, { topic: 'points', partitions: PARTITIONS, maxBytesPerPartition: 1000 });
+    const sender = new PointBatchSender(tx, { topic: 'points', partitions: PARTITIONS, maxBytesPerPartition: 1000, maxBytesPerRequest: 100_000 });
     await sender.send(a0, sized(a0, 400), 1);
     await sender.send(a1, sized(a1, 900), 1); // another partition: its own bound
     await sender.send(b0, sized(b0, 600), 1); // partition 0 at 1000: still fits
@@ -61,9 +61,25 @@ describe('PointBatchSender', () => {
     await flushed;
   });
 
+  it('also ends a group at the bound of the whole request, whatever the partitions', async () => {
+    const { tx, requests, keys } = manualTx();
+    const sender = new PointBatchSender(tx, { topic: 'points', partitions: PARTITIONS, maxBytesPerPartition: 1000, maxBytesPerRequest: 1500 });
+    await sender.send(a0, sized(a0, 700), 1);
+    await sender.send(a1, sized(a1, 700), 1); // 1400 in all
+    expect(requests).toHaveLength(0);
+    await sender.send(b0, sized(b0, 200), 1); // partition 0 at 900 but the request at 1600: the group goes
+    expect(keys(0)).toEqual([a0, a1]);
+    requests[0]!.ack();
+    const flushed = sender.flush();
+    await tick();
+    requests[1]!.ack();
+    await flushed;
+    expect(keys(1)).toEqual([b0]);
+  });
+
   it('sends a batch larger than the bound alone', async () => {
     const { tx, requests, keys } = manualTx();
-    const sender = new PointBatchSender(tx, { topic: 'points', partitions: PARTITIONS, maxBytesPerPartition: 1000 });
+    const sender = new PointBatchSender(tx, { topic: 'points', partitions: PARTITIONS, maxBytesPerPartition: 1000, maxBytesPerRequest: 100_000 });
     await sender.send(a0, sized(a0, 100), 1);
     await sender.send(b0, sized(b0, 5000), 1);
     requests[0]!.ack();
@@ -78,7 +94,7 @@ describe('PointBatchSender', () => {
 
   it('keeps one request in flight: the next group goes only once the last is acknowledged', async () => {
     const { tx, requests, keys } = manualTx();
-    const sender = new PointBatchSender(tx, { topic: 'points', partitions: PARTITIONS, maxBytesPerPartition: 100 });
+    const sender = new PointBatchSender(tx, { topic: 'points', partitions: PARTITIONS, maxBytesPerPartition: 100, maxBytesPerRequest: 100_000 });
     await sender.send(a0, sized(a0, 100), 1);
     await sender.send(b0, sized(b0, 100), 1); // the first group goes; nothing was in flight
     expect(requests).toHaveLength(1);
@@ -94,7 +110,7 @@ describe('PointBatchSender', () => {
 
   it("counts each partition's points and batches, and each batch's offset from its request's acknowledgement", async () => {
     const { tx, requests } = manualTx();
-    const sender = new PointBatchSender(tx, { topic: 'points', partitions: PARTITIONS, maxBytesPerPartition: 1000 });
+    const sender = new PointBatchSender(tx, { topic: 'points', partitions: PARTITIONS, maxBytesPerPartition: 1000, maxBytesPerRequest: 100_000 });
     await sender.send(a0, sized(a0, 300), 10);
     await sender.send(a1, sized(a1, 300), 5);
     await sender.send(b0, sized(b0, 300), 20);
@@ -112,14 +128,14 @@ describe('PointBatchSender', () => {
 
   it('fails on an acknowledgement that lacks a partition it was sent', async () => {
     const tx: LogWriter = { send: async () => [{ partition: 2, baseOffset: '0' }] };
-    const sender = new PointBatchSender(tx, { topic: 'points', partitions: PARTITIONS, maxBytesPerPartition: 1000 });
+    const sender = new PointBatchSender(tx, { topic: 'points', partitions: PARTITIONS, maxBytesPerPartition: 1000, maxBytesPerRequest: 100_000 });
     await sender.send(a0, Buffer.from('x'), 1);
     await expect(sender.flush()).rejects.toThrow('no offset for partition 0');
   });
 
   it('throws a failed request from the next group or flush, and does not leave it unhandled', async () => {
     const { tx, requests } = manualTx();
-    const sender = new PointBatchSender(tx, { topic: 'points', partitions: PARTITIONS, maxBytesPerPartition: 100 });
+    const sender = new PointBatchSender(tx, { topic: 'points', partitions: PARTITIONS, maxBytesPerPartition: 100, maxBytesPerRequest: 100_000 });
     await sender.send(a0, sized(a0, 100), 1);
     await sender.send(b0, sized(b0, 100), 1);
     requests[0]!.fail(new Error('broker gone'));

@@ -37,6 +37,8 @@ export type UploadCommandsDeps = {
   readonly pointsPartitions: number;
   /** Most point-batch bytes per points partition in one produce request (MERIDIAN_UPLOAD_SEND_BYTES_PER_PARTITION). */
   readonly sendBytesPerPartition: number;
+  /** Most point-batch bytes in one produce request (MERIDIAN_UPLOAD_SEND_BYTES_PER_REQUEST). */
+  readonly sendBytesPerRequest: number;
   readonly maxBufferedPoints: number;
   readonly limits: UploadLimits;
   /** The accounts fold, read to its end before the upload was handed over (decideStart). */
@@ -91,7 +93,7 @@ async function runUpload(cmd: MetricsUploadRequested, at: CommandPosition, produ
   const now = () => Date.now();
   const run = startUpload({ on_error: cmd.on_error, user: () => deps.user(cmd.user_name), batchPoints: deps.batchPoints, maxBufferedPoints: deps.maxBufferedPoints });
   const tx = await producer.transaction();
-  const sender = new PointBatchSender(tx, { topic: deps.topics.points, partitions: deps.pointsPartitions, maxBytesPerPartition: deps.sendBytesPerPartition });
+  const sender = new PointBatchSender(tx, { topic: deps.topics.points, partitions: deps.pointsPartitions, maxBytesPerPartition: deps.sendBytesPerPartition, maxBytesPerRequest: deps.sendBytesPerRequest });
   let lastProgress = now();
   const { limits } = deps;
   const deadline = now() + limits.timeBudgetMs;
@@ -148,9 +150,9 @@ async function runUpload(cmd: MetricsUploadRequested, at: CommandPosition, produ
     await sender.flush();
     checkBudget();
     const { shares } = sender;
-    for (const [partition, { points }] of shares) {
-      await tx.send({ topic: deps.topics.points, acks: -1, messages: [{ partition, key: cmd.task_id, value: deps.pointsCodec.encode({ type: 'UploadSealed', task_id: cmd.task_id, points }) }] });
-    }
+    // The seals, one per partition written, in one request.
+    const seals = [...shares].map(([partition, { points }]) => ({ partition, key: cmd.task_id, value: deps.pointsCodec.encode({ type: 'UploadSealed', task_id: cmd.task_id, points }) }));
+    if (seals.length > 0) await tx.send({ topic: deps.topics.points, acks: -1, messages: seals });
     await tx.send({
       topic: deps.topics.tasks,
       acks: -1,

@@ -3,7 +3,5 @@ export type { TimestampResult } from './timestamp.ts';
 export { MAX_METRIC_NAME_LENGTH, metricNameProblem } from './metric-name.ts';
 export { parseValueText, valueProblem } from './value.ts';
 export type { ValueResult } from './value.ts';
-export { DEFAULT_MAX_JSON_DOCUMENT_LENGTH, DEFAULT_MAX_UPLOAD_ERRORS, MAX_JSON_NESTING, parseUploadBatches } from './parse-upload.ts';
-export type { ParseUploadOptions, UploadItem, UploadLayout } from './parse-upload.ts';
 export { DEFAULT_MAX_LINE_LENGTH } from './line-reader.ts';
 export { DEFAULT_MAX_COLUMNS } from './csv-reader.ts';

@@ -1,5 +1,5 @@
 import { canWrite } from '../accounts/access.ts';
-import type { UploadItem } from '../points/parse-upload.ts';
+import type { UploadItem } from './parse.ts';
 import type { RowError } from '../tasks/events.ts';
 import type { ColumnBatch } from './batcher.ts';
 import { MAX_REPORTED_ERRORS, reportedErrors, rowsRead, writtenMetrics, type UploadRun, type UploadStatus } from './state.ts';

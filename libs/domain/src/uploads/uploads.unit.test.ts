@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { MetricRule, UserRecord } from '../accounts/state.ts';
-import type { UploadItem } from '../points/parse-upload.ts';
+import type { UploadItem } from './parse.ts';
 import { decideUpload, type UploadComplete, type UploadFact, type UploadInput } from './decide.ts';
 import { MAX_LISTED_METRICS, MAX_REPORTED_ERRORS, rowsRead, startUpload, type UploadRun, type UploadStart } from './state.ts';
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { MAX_JSON_NESTING, parseUploadBatches, type ParseUploadOptions, type UploadItem, type UploadLayout } from './parse-upload.ts';
-import { formatTimestamp } from './timestamp.ts';
+import { MAX_JSON_NESTING, parseUploadBatches, type ParseUploadOptions, type UploadItem, type UploadLayout } from './parse.ts';
+import { formatTimestamp } from '../points/timestamp.ts';
 
 const enc = new TextEncoder();
 

@@ -3,32 +3,32 @@
  * row-numbered errors. Every invalid row is reported; nothing is dropped or changed silently.
  * Points are yielded even when other rows are invalid: the caller decides (all or nothing).
  *
- * Layouts, told apart by the content (after a UTF-8 BOM and leading whitespace: upload/detect.ts):
+ * Layouts, told apart by the content (after a UTF-8 BOM and leading whitespace: parse/detect.ts):
  *   `[`  json-array       [{timestamp, value}, ...]                  row = 1-based index
  *   `{`  ndjson           one {timestamp, value, metric_name?} per line   row = physical line
  *        json-body        {metric_name?, values: [{timestamp, value}]}   row = 1-based index
  *   else csv-with-header `timestamp,value` header line, then rows      row = physical line
  *        download-csv    `metric_name,timestamp,metric_numeric_value,updated_at` header
  *        csv             no header: every line is `timestamp,value`
- * CSV (upload/csv.ts) and NDJSON (upload/ndjson.ts) are streamed with bounded memory (lines
- * and columns capped); the two JSON documents (upload/json.ts) are buffered up to
+ * CSV (parse/csv.ts) and NDJSON (parse/ndjson.ts) are streamed with bounded memory (lines
+ * and columns capped); the two JSON documents (parse/json.ts) are buffered up to
  * maxJsonDocumentLength characters and parsed with JSON.parse, after a scan that refuses
- * nesting deeper than MAX_JSON_NESTING as it arrives. The error cap and the stop: upload/output.ts.
+ * nesting deeper than MAX_JSON_NESTING as it arrives. The error cap and the stop: parse/output.ts.
  */
-import { DEFAULT_MAX_COLUMNS } from './csv-reader.ts';
-import { DEFAULT_MAX_LINE_LENGTH } from './line-reader.ts';
-import { metricNameProblem } from './metric-name.ts';
-import { CsvUpload } from './upload/csv.ts';
-import { LayoutDetector } from './upload/detect.ts';
-import { DEFAULT_MAX_JSON_DOCUMENT_LENGTH, DEFAULT_MAX_UPLOAD_ERRORS, type LayoutReader, type ParseUploadOptions, type UploadItem } from './upload/items.ts';
-import { JsonDocumentUpload } from './upload/json.ts';
-import { MetricNames } from './upload/metric-names.ts';
-import { NdjsonUpload } from './upload/ndjson.ts';
-import { UploadOutput } from './upload/output.ts';
-import { withText } from './upload/text.ts';
-import { Utf8Decoder } from './utf8.ts';
+import { DEFAULT_MAX_COLUMNS } from '../points/csv-reader.ts';
+import { DEFAULT_MAX_LINE_LENGTH } from '../points/line-reader.ts';
+import { metricNameProblem } from '../points/metric-name.ts';
+import { CsvUpload } from './parse/csv.ts';
+import { LayoutDetector } from './parse/detect.ts';
+import { DEFAULT_MAX_JSON_DOCUMENT_LENGTH, DEFAULT_MAX_UPLOAD_ERRORS, type LayoutReader, type ParseUploadOptions, type UploadItem } from './parse/items.ts';
+import { JsonDocumentUpload } from './parse/json.ts';
+import { MetricNames } from './parse/metric-names.ts';
+import { NdjsonUpload } from './parse/ndjson.ts';
+import { UploadOutput } from './parse/output.ts';
+import { withText } from './parse/text.ts';
+import { Utf8Decoder } from '../points/utf8.ts';
 
-export { DEFAULT_MAX_JSON_DOCUMENT_LENGTH, DEFAULT_MAX_UPLOAD_ERRORS, MAX_JSON_NESTING, type ParseUploadOptions, type UploadItem, type UploadLayout } from './upload/items.ts';
+export { DEFAULT_MAX_JSON_DOCUMENT_LENGTH, DEFAULT_MAX_UPLOAD_ERRORS, MAX_JSON_NESTING, type ParseUploadOptions, type UploadItem, type UploadLayout } from './parse/items.ts';
 
 const INVALID_UTF8_REASON = 'invalid UTF-8: the upload must be UTF-8 encoded';
 const TRUNCATED_UTF8_REASON = 'invalid UTF-8: the upload ends inside a multi-byte character';
@@ -104,7 +104,7 @@ class UploadParser {
     this.detector = null;
     const { layout, head } = detection;
     if (layout === 'csv') {
-      // The first record decides whether it is a header (upload/csv.ts).
+      // The first record decides whether it is a header (parse/csv.ts).
       this.reader = new CsvUpload(this.out, this.names, { maxLineLength: this.maxLineLength, maxColumns: this.maxColumns });
     } else {
       this.out.layout(layout);

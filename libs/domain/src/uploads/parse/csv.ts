@@ -1,6 +1,6 @@
-import { CsvReader, type CsvRecord } from '../csv-reader.ts';
-import { TimestampReader } from '../timestamp.ts';
-import { isBlankCode, parseValueText, plainDecimalAt, trimBlanks } from '../value.ts';
+import { CsvReader, type CsvRecord } from '../../points/csv-reader.ts';
+import { TimestampReader } from '../../points/timestamp.ts';
+import { isBlankCode, parseValueText, plainDecimalAt, trimBlanks } from '../../points/value.ts';
 import type { LayoutReader, UploadLayout } from './items.ts';
 import type { MetricNames } from './metric-names.ts';
 import type { UploadOutput } from './output.ts';

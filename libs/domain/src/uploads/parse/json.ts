@@ -1,6 +1,6 @@
-import { JsonNestingMeter } from '../json-nesting.ts';
-import { metricNameProblem } from '../metric-name.ts';
-import { kindOf } from '../value.ts';
+import { JsonNestingMeter } from '../../points/json-nesting.ts';
+import { metricNameProblem } from '../../points/metric-name.ts';
+import { kindOf } from '../../points/value.ts';
 import { MAX_JSON_NESTING, type LayoutReader } from './items.ts';
 import { has, hasZeroValue, isObject, parseWithUnderflows, mayUnderflow, readJsonItem } from './json-item.ts';
 import type { MetricNames } from './metric-names.ts';

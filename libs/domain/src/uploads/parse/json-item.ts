@@ -1,5 +1,5 @@
-import { parseTimestamp } from '../timestamp.ts';
-import { kindOf, literalIsNonZero, VALUE_UNDERFLOW_REASON, valueProblem } from '../value.ts';
+import { parseTimestamp } from '../../points/timestamp.ts';
+import { kindOf, literalIsNonZero, VALUE_UNDERFLOW_REASON, valueProblem } from '../../points/value.ts';
 import type { MetricNames } from './metric-names.ts';
 import type { UploadOutput } from './output.ts';
 import { snippet, withText } from './text.ts';

@@ -1,4 +1,4 @@
-import { metricNameProblem } from '../metric-name.ts';
+import { metricNameProblem } from '../../points/metric-name.ts';
 import type { UploadLayout } from './items.ts';
 import type { UploadOutput } from './output.ts';
 import { snippet, withText } from './text.ts';

@@ -1,5 +1,5 @@
-import { lineTooLongProblem } from '../csv-reader.ts';
-import { LineReader } from '../line-reader.ts';
+import { lineTooLongProblem } from '../../points/csv-reader.ts';
+import { LineReader } from '../../points/line-reader.ts';
 import type { LayoutReader } from './items.ts';
 import { isObject, mayUnderflow, parseWithUnderflows, readJsonItem } from './json-item.ts';
 import type { MetricNames } from './metric-names.ts';

@@ -1,4 +1,4 @@
-/** What the upload parser yields, and the options and defaults it reads (parse-upload.ts). */
+/** What the upload parser yields, and the options and defaults it reads (../parse.ts). */
 export type UploadLayout = 'csv' | 'csv-with-header' | 'download-csv' | 'json-body' | 'json-array' | 'ndjson';
 
 /**
