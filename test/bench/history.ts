@@ -16,10 +16,10 @@ import { historyGoals, historyTable, NOT_MEASURED, type Figure, type HistoryRow,
 /**
  * make bench-history: does a process get slower or bigger with the log's age? For each size N,
  * on a scope of its own, writes N finished upload tasks (1,000 users, 100k files) straight to
- * the log. A running system keeps its derived state current (the tasks read model, the folds'
- * snapshots), so the bench first brings it there: a warm-up ingest process runs until its tasks
- * projector has covered the whole tasks topic and it has written snapshots of accounts and files
- * up to the log's end, and stops. Then it measures a restart: a new api process and a new ingest
+ * the log. A running system keeps its derived state current (the tasks and files read models, the
+ * accounts snapshots), so the bench first brings it there: a warm-up ingest process runs until its
+ * projectors have covered the tasks and files topics and it has written an accounts snapshot up
+ * to the log's end, and stops. Then it measures a restart: a new api process and a new ingest
  * process, each timed from spawn to ready (api: /readyz 200; ingest: its probe listener's
  * /readyz 200), RSS once ready, the events each read at start, and p99 of GET /tasks/{id},
  * GET /tasks and GET /files. It writes the log and talks HTTP and procfs; only the warm-up's
@@ -44,7 +44,15 @@ const WARM_POLL_MS = 1000;
 const MAX_FAILURES = 10;
 
 /** A spawned app: when it became ready (or why it did not), its RSS, and a stop. */
-type Launched = { readonly pid: number; readonly startedAt: number; exitReason(): string | null; readAtStart(): ReadAtStart; stop(): Promise<void> };
+type Launched = {
+  readonly pid: number;
+  readonly startedAt: number;
+  /** Milliseconds from spawn to its first log line: the process's own boot (loading its modules), which no history changes. */
+  firstOutputMs(): number | null;
+  exitReason(): string | null;
+  readAtStart(): ReadAtStart;
+  stop(): Promise<void>;
+};
 
 /**
  * Spawns an app as every launcher does (api with API_NODE_FLAGS, no heap flag: the V8 default),
@@ -59,7 +67,9 @@ function launch(app: 'api' | 'ingest', env: NodeJS.ProcessEnv): Launched {
   let tail = '';
   let partial = '';
   let exitReason: string | null = null;
+  let firstOutputMs: number | null = null;
   const keep = (d: Buffer) => {
+    firstOutputMs ??= performance.now() - startedAt;
     tail = (tail + d.toString()).slice(-16_384);
     if (TRACE) appendFileSync(TRACE, d);
   };
@@ -89,6 +99,7 @@ function launch(app: 'api' | 'ingest', env: NodeJS.ProcessEnv): Launched {
   return {
     pid: child.pid!,
     startedAt,
+    firstOutputMs: () => firstOutputMs,
     exitReason: () => exitReason,
     readAtStart: () => ({ ...readAtStart }),
     async stop() {
@@ -149,14 +160,14 @@ function rssOf(proc: Launched, ready: Figure): Figure {
  * makes the figure a count of failures. MAX_FAILURES of them end the series: a process thrashing
  * at its heap limit would otherwise hold the bench for REQUESTS times the timeout.
  */
-async function p99(requests: () => { url: string; key: string }): Promise<Figure> {
+async function p99(name: string, requests: () => { url: string; key: string | null }): Promise<Figure> {
   const ms: number[] = [];
   let failed = 0;
   for (let i = 0; i < WARMUP + REQUESTS && failed < MAX_FAILURES; i++) {
     const { url, key } = requests();
     const started = performance.now();
     try {
-      const res = await fetch(url, { headers: { Authorization: `Bearer ${key}` }, signal: AbortSignal.timeout(10_000) });
+      const res = await fetch(url, { headers: key === null ? {} : { Authorization: `Bearer ${key}` }, signal: AbortSignal.timeout(10_000) });
       await res.arrayBuffer();
       if (res.status !== 200) failed++;
     } catch {
@@ -165,8 +176,13 @@ async function p99(requests: () => { url: string; key: string }): Promise<Figure
     if (i >= WARMUP) ms.push(performance.now() - started);
   }
   if (failed > 0) return failed < MAX_FAILURES ? `${failed} of ${WARMUP + REQUESTS} failed` : `stopped: ${failed} failed`;
-  return percentile(ms.sort((a, b) => a - b), 99);
+  ms.sort((a, b) => a - b);
+  // The median beside the tail: on a shared machine the p99 is mostly the load's.
+  console.log(`    ${name}: p50 ${percentile(ms, 50).toFixed(1)} ms, p90 ${percentile(ms, 90).toFixed(1)} ms, p99 ${percentile(ms, 99).toFixed(1)} ms; load average ${loadavg()[0]!.toFixed(1)}`);
+  return percentile(ms, 99);
 }
+
+const showMs = (f: Figure | null): string => (typeof f === 'number' ? `${(f / 1000).toFixed(2)} s` : String(f));
 
 const pick = <T>(xs: readonly T[]): T => xs[Math.floor(Math.random() * xs.length)]!;
 
@@ -184,14 +200,17 @@ async function measureApi(settings: Settings, base: string, history: WrittenHist
   try {
     const ready = await untilReady(api, () => answers200(`${base}/readyz`));
     const rss = rssOf(api, ready);
+    console.log(`    api: first log line ${showMs(api.firstOutputMs())} after spawn, ready ${showMs(ready)}; load average ${loadavg()[0]!.toFixed(1)}`);
     if (typeof ready !== 'number') return { figures: { api_ready_ms: ready, api_rss_mb: rss, task_p99_ms: NOT_MEASURED, tasks_p99_ms: NOT_MEASURED, files_p99_ms: NOT_MEASURED }, read: {} };
     const read = await apiReadAtStart(adminPort);
-    const task = history.sampledTasks.length === 0 ? NOT_MEASURED : await p99(() => {
+    // The floor of any lookup on this machine now: the same HTTP round trip to the same process, with no query behind it.
+    await p99('GET /healthz (no query: the floor)', () => ({ url: `${base}/healthz`, key: null }));
+    const task = history.sampledTasks.length === 0 ? NOT_MEASURED : await p99('GET /tasks/{id}', () => {
       const t = pick(history.sampledTasks);
       return { url: `${base}/api/v1/tasks/${t.task_id}`, key: history.keys[t.user]! };
     });
-    const tasks = await p99(() => ({ url: `${base}/api/v1/tasks`, key: pick(history.keys) }));
-    const files = fileOwners === 0 ? NOT_MEASURED : await p99(() => ({ url: `${base}/api/v1/files`, key: history.keys[Math.floor(Math.random() * fileOwners)]! }));
+    const tasks = await p99('GET /tasks', () => ({ url: `${base}/api/v1/tasks`, key: pick(history.keys) }));
+    const files = fileOwners === 0 ? NOT_MEASURED : await p99('GET /files', () => ({ url: `${base}/api/v1/files`, key: history.keys[Math.floor(Math.random() * fileOwners)]! }));
     return { figures: { api_ready_ms: ready, api_rss_mb: rss, task_p99_ms: task, tasks_p99_ms: tasks, files_p99_ms: files }, read };
   } finally {
     await api.stop();
@@ -204,6 +223,7 @@ async function measureIngest(settings: Settings) {
   const ingest = launch('ingest', { ...settingsEnv(settings), LOG_LEVEL: 'info', MERIDIAN_INGEST_HEALTH_PORT: String(port) });
   try {
     const ready = await untilReady(ingest, () => answers200(`http://127.0.0.1:${port}/readyz`));
+    console.log(`    ingest: first log line ${showMs(ingest.firstOutputMs())} after spawn, ready ${showMs(ready)}; load average ${loadavg()[0]!.toFixed(1)}`);
     return { figures: { ingest_ready_ms: ready, ingest_rss_mb: rssOf(ingest, ready) }, read: ingest.readAtStart() };
   } finally {
     await ingest.stop();
@@ -223,7 +243,8 @@ async function notCurrent(platform: Platform): Promise<string | null> {
     const behind = (await admin.fetchTopicOffsets(topic)).filter((p) => Number(p.high) > 0 && (covered.get(p.partition) ?? -1) < Number(p.high) - 1);
     if (behind.length > 0) return `${name} read model behind on ${behind.length} partitions`;
   }
-  for (const topic of [topics.accounts, topics.files]) {
+  // Accounts are the one fold kept in memory from a snapshot (files: the read model alone).
+  for (const topic of [topics.accounts]) {
     const ends = await admin.fetchTopicOffsets(topic);
     const end = ends.reduce((sum, p) => sum + Number(p.high), 0);
     const newest = (await createSnapshotStore(platform.storage, topic).positions())[0];
@@ -237,7 +258,7 @@ async function notCurrent(platform: Platform): Promise<string | null> {
 /**
  * Brings the scope to the state of a running system: an ingest process that snapshots as soon as
  * it can (every event, at most every second) runs until the tasks and files read models cover
- * their topics and the newest snapshots of accounts and files reach the logs' ends; then it stops. Its
+ * their topics and the newest accounts snapshot reaches the log's end; then it stops. Its
  * duration is how long a first start on this history takes to project everything.
  */
 async function warmUp(settings: Settings, platform: Platform): Promise<number> {
@@ -284,6 +305,12 @@ async function measure(tasks: number): Promise<HistoryRow> {
     console.log(`  ${fmt(tasks)} tasks: wrote ${fmt(history.events)} events (${(history.bytes / 1e6).toFixed(0)} MB) in ${(history.ms / 1000).toFixed(1)} s, ${fmt((history.events * 1000) / history.ms)} events/s`);
     const warm = await warmUp(settings, platform);
     console.log(`  ${fmt(tasks)} tasks: warm-up ingest projected the tasks and wrote the snapshots in ${(warm / 1000).toFixed(1)} s; load average ${loadavg()[0]!.toFixed(1)}`);
+    // What a lookup merges at query time (FINAL): the read models' parts not merged yet.
+    const parts = await (await platform.clickhouse.query({
+      query: `SELECT table, toString(count()) AS n FROM system.parts WHERE active AND database = currentDatabase() AND table IN ('tasks', 'tasks_by_id', 'files', 'file_listing') GROUP BY table ORDER BY table`,
+      format: 'JSONEachRow',
+    })).json<{ table: string; n: string }>();
+    console.log(`  ${fmt(tasks)} tasks: read-model parts ${parts.map((p) => `${p.table} ${p.n}`).join(', ')}`);
     const api = await measureApi(settings, base, history, FILES === 0 ? 0 : fileOwners);
     const ingest = await measureIngest(settings);
     const row: HistoryRow = { tasks, figures: { ...api.figures, ...ingest.figures }, readAtStart: { api: api.read, ingest: ingest.read } };

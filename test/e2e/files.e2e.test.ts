@@ -14,7 +14,13 @@ const MB = 1_000_000;
 /** The big file's size in MiB; FILES_E2E_BIG_MB=600 shows the api's memory does not grow with it. */
 const BIG_MIB = Number(process.env.FILES_E2E_BIG_MB ?? 200);
 const DEFAULT_QUOTA = Math.max(1_000, 3 * BIG_MIB) * MB;
-const settings = isolatedSettings({ MERIDIAN_MAX_UPLOAD_BYTES: String(Math.max(300, 2 * BIG_MIB) * MB), MERIDIAN_FILE_QUOTA_BYTES: String(DEFAULT_QUOTA) });
+const settings = isolatedSettings({
+  MERIDIAN_MAX_UPLOAD_BYTES: String(Math.max(300, 2 * BIG_MIB) * MB), MERIDIAN_FILE_QUOTA_BYTES: String(DEFAULT_QUOTA), MERIDIAN_BLOB_SWEEP_INTERVAL_MS: '200',
+});
+const clickhouse = async (sql: string) => (await (await fetch(`${settings.CLICKHOUSE_URL}/?database=${settings.CLICKHOUSE_DATABASE}&query=${encodeURIComponent(sql)}`)).text()).trim();
+/** Once the blob collector has handled every deletion the files read model shows (its sweep position, migration 006). */
+const collectorSwept = () => waitFor('the blob collector to sweep past the read model\'s deletions', async () =>
+  (await clickhouse('SELECT (SELECT max(kafka_offset) FROM blob_sweeps) >= (SELECT max(kafka_offset) FROM files_positions)')) === '1' || undefined);
 let api: RunningApi;
 let ingest: Awaited<ReturnType<typeof startWorker>>;
 let root: string;
@@ -468,7 +474,7 @@ describe('who sees what', () => {
     const names = (await list(ada)).files_list.filter((f) => [a.json.file_id, b.json.file_id].includes(f.file_id)).map((f) => f.file_name).sort();
     expect(names).toEqual(['one.txt', 'two.txt']);
     expect((await call(`${api.url}/api/v1/files/${a.json.file_id}`, ada, { method: 'DELETE' })).status).toBe(204);
-    await new Promise((r) => setTimeout(r, 1000)); // give the collector its chance to (wrongly) remove the blob
+    await collectorSwept(); // the collector has had its chance to (wrongly) remove the blob
     expect(await (await download(ada, b.json.file_id)).text()).toBe(content);
   });
 

@@ -131,10 +131,11 @@ describe('a fold starts from the newest snapshot plus the tail of its log', () =
     await writeFiles(defined.slice(0, 300).map((f, i) => ({ type: 'FileAccessGranted', file_id: f.file_id, user_name: ownerOf(i + 1), access: 'rw', at: Date.now(), actor: f.user_name })));
     await writeFiles(defined.slice(200, 600).map((f) => ({ type: 'FileDeleted', file_id: f.file_id, at: Date.now(), actor: f.user_name })));
 
-    // The worker folds both logs and writes snapshots as it goes (files: once no deleted file's blob waits).
+    // The worker folds the accounts log and writes snapshots as it goes (files: it folds none, the
+    // files read model serves its blob collector too, so no process writes files snapshots).
     worker = await startWorker(settings);
-    const stores = { accounts: createSnapshotStore(platform.storage, platform.topics.accounts), files: createSnapshotStore(platform.storage, platform.topics.files) };
-    for (const name of ['accounts', 'files'] as const) {
+    const stores = { accounts: createSnapshotStore(platform.storage, platform.topics.accounts) };
+    for (const name of ['accounts'] as const) {
       const store = stores[name];
       const end = await endOf(name);
       await waitFor(`a ${name} snapshot within ${EVERY} offsets of the end (${end})`, async () => ((await store.positions())[0] ?? 0) > end - EVERY ? true : undefined, 120_000, 250);
@@ -147,8 +148,8 @@ describe('a fold starts from the newest snapshot plus the tail of its log', () =
     await writeFiles([...late, ...late.slice(0, 5).map((f): FileEvent => ({ type: 'FileDeleted', file_id: f.file_id, at: Date.now(), actor: f.user_name })),
       { type: 'FileAccessGranted', file_id: defined[700]!.file_id, user_name: 'u0009', access: 'r', at: Date.now(), actor: defined[700]!.user_name }]);
 
-    const newest = { accounts: (await stores.accounts.positions())[0]!, files: (await stores.files.positions())[0]! };
-    const ends = { accounts: await endOf('accounts'), files: await endOf('files') };
+    const newest = { accounts: (await stores.accounts.positions())[0]! };
+    const ends = { accounts: await endOf('accounts') };
 
     // A new api process, as deployed.
     const [port, adminPort] = [await freePort(), await freePort()];
@@ -160,7 +161,7 @@ describe('a fold starts from the newest snapshot plus the tail of its log', () =
     const starts = new Map(restarted.output().split('\n').filter((l) => l.includes('"fold caught up')).map((l) => JSON.parse(l) as { topic: string; snapshot: number | null; events_read: number })
       .map((l) => [l.topic, l]));
     const metrics = await (await fetch(`http://127.0.0.1:${adminPort}/metrics`)).text();
-    // The api folds accounts only: files are the files read model's (the worker folds them from its snapshot, for blobs).
+    // The api folds accounts only: files are the files read model's.
     for (const name of ['accounts'] as const) {
       const start = starts.get(platform.topics[name])!;
       expect(start, `${name} start logged`).toBeDefined();

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFilesProjector } from '../../apps/ingest/src/read-models/files.ts';
 import type { RunningReadModelProjector } from '../../apps/ingest/src/read-models/projector.ts';
-import { clickhouseFileReadModel, clickhouseFileReadModelWriter } from '@meridian/clickhouse';
+import { clickhouseBlobReferences, clickhouseFileReadModel, clickhouseFileReadModelWriter, readMigrations } from '@meridian/clickhouse';
 import { fileDefinedFrom, foldFiles, type Caller, type FileEvent } from '@meridian/domain';
 import { listFiles, usageOf } from '../support/files-reference.ts';
 import { createEventCodec } from '@meridian/events';
@@ -121,5 +121,35 @@ describe('files projector: files topic → the files read model, exactly once', 
     const usage = await readModel.usage([...users, 'nobody']);
     for (const user of users) expect(usage.get(user), user).toEqual(usageOf(folded).get(user) ?? { bytes: 0, files: 0 });
     expect(usage.has('nobody')).toBe(false);
+  });
+
+  it('blob references (migration 006): which blobs live files reference and which deletions released them, as the fold has them', async () => {
+    const references = clickhouseBlobReferences(platform.clickhouseOptions, platform.clickhouse);
+    const folded = foldFiles(log);
+    const every = [...new Set(log.flatMap((e) => (e.type === 'FileDefined' ? [e.sha256.toString('hex')] : [])))];
+    const live = [...new Set([...folded.files.values()].map((f) => f.sha256))].sort();
+    expect([...(await references.referenced(every))].sort()).toEqual(live);
+    expect(live.length).toBeGreaterThan(0);
+    expect(live.length).toBeLessThan(every.length); // some blobs lost their every file
+    // Each deletion the fold applied, at its offset, oldest first, a page at a time.
+    const end = (await readModel.positions()).get(0)!;
+    const deletions = await references.released(0, -1, end, 100_000);
+    expect(deletions.length).toBe(log.filter((e) => e.type === 'FileDeleted' && ids.includes(e.file_id)).length);
+    expect(deletions.map((d) => d.offset)).toEqual([...deletions.map((d) => d.offset)].sort((a, b) => a - b));
+    const firstPage = await references.released(0, -1, end, 2);
+    const next = await references.released(0, firstPage[1]!.offset, end, 100_000);
+    expect([...firstPage, ...next]).toEqual(deletions);
+    // The sweep position only moves forward.
+    expect(await references.swept()).toEqual(new Map());
+    await references.recordSwept(new Map([[0, 9]]));
+    await references.recordSwept(new Map([[0, 4]]));
+    expect(await references.swept()).toEqual(new Map([[0, 9]]));
+    // A read model projected before migration 006: its backfill gives the same references.
+    await platform.clickhouse.command({ query: 'TRUNCATE TABLE file_blobs' });
+    expect(await references.referenced(every)).toEqual(new Set());
+    const backfill = readMigrations().find((m) => m.version === 6)!.statements.find((s) => s.startsWith('INSERT'))!;
+    await platform.clickhouse.command({ query: backfill });
+    expect([...(await references.referenced(every))].sort()).toEqual(live);
+    expect(await references.released(0, -1, end, 100_000)).toEqual(deletions);
   });
 });

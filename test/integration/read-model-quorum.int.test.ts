@@ -86,7 +86,7 @@ describe('read models under an insert quorum', () => {
     expect(await readModel.nextSeq()).toBe(1);
 
     const { inserts, reads } = requests(from, Object.values(LIVE_FILE_TABLES));
-    expect(inserts.length).toBe(3); // file_listing, files, files_positions
+    expect(inserts.length).toBe(4); // file_listing, file_blobs, files, files_positions
     for (const p of inserts) expect([p.get('insert_quorum'), p.get('insert_quorum_timeout')]).toEqual(['2', '123456']);
     expect(reads.length).toBe(5);
     for (const p of reads) expect(p.get('select_sequential_consistency')).toBe('1');

@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { encodeSnapshot, filesCodec, foldFiles, type FileEvent } from '@meridian/domain';
+import { accountsCodec, encodeSnapshot, foldAccounts, type AccountEvent } from '@meridian/domain';
 import { createLogger } from '@meridian/observability';
 import { createSnapshotStore, createStorage, ensureBucket, snapshotPrefix } from '@meridian/storage';
 import { newestReadableSnapshot } from '../../libs/platform/src/fold-snapshots.ts';
@@ -8,15 +8,12 @@ import { isolatedSettings } from '../support/settings.ts';
 describe('snapshots in MinIO', () => {
   const settings = isolatedSettings();
   const storage = createStorage({ endpoint: settings.S3_ENDPOINT, accessKey: settings.S3_ACCESS_KEY, secretKey: settings.S3_SECRET_KEY, region: settings.S3_REGION, bucket: settings.S3_BUCKET });
-  const topic = `${settings.MERIDIAN_TOPIC_PREFIX}files`;
+  const topic = `${settings.MERIDIAN_TOPIC_PREFIX}accounts`;
   const store = createSnapshotStore(storage, topic);
   const lines: Array<Record<string, unknown>> = [];
   const logger = createLogger({ name: 't', level: 'warn', destination: { write: (l: string) => { lines.push(JSON.parse(l) as Record<string, unknown>); } } });
-  const defined = (id: string): FileEvent => ({
-    type: 'FileDefined', file_id: id, task_id: `t-${id}`, user_name: 'ada', at: 1, file_name: `${id}.csv`, description: '', content_type: 'text/csv',
-    size: 3, sha256: Buffer.alloc(32, 1), blob_key: 'blobs/sha256/x',
-  });
-  const snapshotAt = (position: number, ids: string[]) => encodeSnapshot(filesCodec, topic, { offsets: new Map([[0, position]]), state: foldFiles(ids.map(defined)) });
+  const created = (name: string): AccountEvent => ({ type: 'UserCreated', user_name: name, is_admin: false, key_id: `k-${name}`, secret_sha256: Buffer.alloc(32, 1), at: 1, actor: 'root' });
+  const snapshotAt = (position: number, names: string[]) => encodeSnapshot(accountsCodec, topic, { offsets: new Map([[0, position]]), state: foldAccounts(names.map(created)) });
   afterAll(async () => {
     const names: string[] = [];
     for await (const o of storage.client.listObjectsV2(storage.bucket, '', true)) names.push((o as { name: string }).name);
@@ -42,11 +39,11 @@ describe('snapshots in MinIO', () => {
     await store.put(3000, snapshotAt(3000, ['a', 'b', 'c'])); // past the end below
     await storage.client.putObject(storage.bucket, `_snapshots/${topic}/00000000000000002000.json.gz`, Buffer.from('not gzip'));
     await store.put(1500, snapshotAt(1500, ['a', 'b']).replace('"version":1', '"version":99'));
-    const found = await newestReadableSnapshot(store, filesCodec, topic, new Map([[0, 2500]]), logger, 5000);
+    const found = await newestReadableSnapshot(store, accountsCodec, topic, new Map([[0, 2500]]), logger, 5000);
     expect(found?.position).toBe(1000);
-    expect([...found!.state.files.keys()]).toEqual(['a']);
+    expect([...found!.state.users.keys()]).toEqual(['a']);
     expect(lines.filter((l) => l.msg === 'snapshot skipped: it cannot be read').map((l) => l.position)).toEqual([3000, 2000, 1500]);
-    expect(await newestReadableSnapshot(createSnapshotStore(storage, `${topic}-none`), filesCodec, `${topic}-none`, new Map(), logger, 5000)).toBeNull();
+    expect(await newestReadableSnapshot(createSnapshotStore(storage, `${topic}-none`), accountsCodec, `${topic}-none`, new Map(), logger, 5000)).toBeNull();
     const noBucket = createStorage({ endpoint: settings.S3_ENDPOINT, accessKey: settings.S3_ACCESS_KEY, secretKey: settings.S3_SECRET_KEY, region: settings.S3_REGION, bucket: `${settings.S3_BUCKET}-none` });
     expect(await createSnapshotStore(noBucket, topic).positions()).toEqual([]);
   });

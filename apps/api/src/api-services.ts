@@ -17,7 +17,7 @@ export type ApiServices = {
   /** Appends commands, reports the ingest groups' lag, and is read by the events export. */
   readonly log: KafkaEventLog;
   readonly blobs: BlobStore;
-  /** What the accounts, files and tasks folds are built on. */
+  /** What the accounts and tasks folds are built on. */
   readonly folds: FoldContext;
   /** Downloads read ClickHouse over HTTP with these. */
   readonly clickhouseOptions: ConnOptions;

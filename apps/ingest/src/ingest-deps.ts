@@ -1,4 +1,4 @@
-import type { FileReadModel, FileReadModelWriter, TaskReadModel, TaskReadModelWriter } from '@meridian/domain';
+import type { BlobReferences, FileReadModel, FileReadModelWriter, TaskReadModel, TaskReadModelWriter } from '@meridian/domain';
 import type { Settings } from '@meridian/config';
 import type { ConsumerGroups, Topics } from '@meridian/kafka';
 import type { Logger } from '@meridian/observability';
@@ -15,12 +15,14 @@ export type IngestDeps = {
   readonly groups: ConsumerGroups;
   readonly log: EventLog;
   readonly blobs: BlobStore;
-  /** What the accounts, files and tasks folds are built on. */
+  /** What the accounts and tasks folds are built on. */
   readonly folds: FoldContext;
   readonly taskReadModel: TaskReadModel;
   readonly taskReadModelWriter: TaskReadModelWriter;
   readonly fileReadModel: FileReadModel;
   readonly fileReadModelWriter: FileReadModelWriter;
+  /** What the blob collector asks the files read model (which blobs live files reference) and where it records its sweep. */
+  readonly blobReferences: BlobReferences;
   /** The live points table's exactly-once sink. */
   readonly pointsSink: PointsSink;
   /** How start-up work (running a consumer) retries. */

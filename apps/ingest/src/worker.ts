@@ -23,7 +23,7 @@ type Piece = { readonly watch: ConsumerWatch; stop(): Promise<void> };
  *
  * Its four consumers start at once (each start is a fold, a read-model query or a group join,
  * 0.2–0.6 s apiece, issue 13): none reads what another one's start produces. The commands
- * consumer decides on the accounts and files folds and on the tasks read model plus the log's
+ * consumer decides on the accounts fold and on the tasks read model plus the log's
  * tail, never on the projectors having started; the projectors resume from the positions
  * stored in their read models, whoever runs. The ordering that does matter, folds caught up
  * before the first command is decided, stays inside startCommandConsumer. The worker is ready

@@ -321,7 +321,7 @@ export const settingDefinitions = {
   MERIDIAN_SNAPSHOT_EVERY_EVENTS: {
     schema: z.coerce.number().int().min(0),
     default: '10000',
-    doc: 'A process that writes snapshots of a folded log (the ingest worker: accounts and files; the api: accounts) writes one once the log has moved this many offsets past the newest snapshot it has seen. Bounds what a new process reads at start to the snapshot plus about this many events; 0 writes none (starts still use those there are).',
+    doc: 'A process that writes snapshots of a folded log (the accounts log, by the api and the ingest worker) writes one once the log has moved this many offsets past the newest snapshot it has seen. Bounds what a new process reads at start to the snapshot plus about this many events; 0 writes none (starts still use those there are).',
   },
   MERIDIAN_SNAPSHOT_MIN_INTERVAL_MS: {
     schema: z.coerce.number().int().min(0),
@@ -395,7 +395,7 @@ export const settingDefinitions = {
   MERIDIAN_FILES_READ_MODEL_WAIT_MS: {
     schema: positiveInt,
     default: '10000',
-    doc: 'Longest an api request waits for the files read model to reach the files log\'s end (a file command deciding, a lookup of an id not shown yet, a list or usage right after a definition succeeded) or a command\'s own event. Past it a file command gets 503 (it decides on nothing older); a lookup, list or quota check answers with what the read model holds.',
+    doc: 'Longest an api request waits for the files read model to reach the files log\'s end (a file command deciding, a lookup of an id not shown yet, a list or usage right after a definition succeeded) or a command\'s own event. Past it a file command gets 503 (it decides on nothing older); a lookup, list or quota check answers with what the read model holds. The ingest worker\'s blob collector waits as long for the read model to reach the log\'s end before it removes anything, and past it tries again later.',
   },
   MERIDIAN_READ_MODEL_MARKER_FLUSH_MS: {
     schema: positiveInt,
@@ -418,6 +418,12 @@ export const settingDefinitions = {
     schema: z.coerce.number().int().min(65_536).max(64 * 1024 * 1024),
     default: '8388608',
     doc: 'Most bytes of encoded point batches in one produce request of an upload, all points partitions together: what one upload holds in memory for its next request, and under the broker\'s socket.request.max.bytes (100 MiB by default) with many partitions. At least MERIDIAN_UPLOAD_SEND_BYTES_PER_PARTITION.',
+  },
+  // issue 13, the rest (s-i13-rest): the blob collector asks the files read model
+  MERIDIAN_BLOB_SWEEP_INTERVAL_MS: {
+    schema: positiveInt,
+    default: '5000',
+    doc: 'How often the ingest worker\'s blob collector looks in the files read model for deletions past its sweep position (blobs of definitions that failed after promoting are checked at once), and how long it waits before retrying a collection that failed. A deleted file\'s bytes leave storage within about this long once the read model shows the deletion and no other file has the same content.',
   },
 } as const;
 

@@ -142,7 +142,7 @@ export class KafkaEventLog implements LogRanges {
     }));
   }
 
-  /** Reads a topic into memory and keeps following it (folds: accounts, files, tasks). */
+  /** Reads a topic into memory and keeps following it (folds: accounts, tasks). */
   follower<E extends EventLike>(options: Omit<FollowerOptions<E>, 'kafka' | 'admin'>): TopicFollower<E> {
     return new TopicFollower<E>({ ...options, kafka: this.kafka, admin: this.admin });
   }

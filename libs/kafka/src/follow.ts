@@ -23,7 +23,7 @@ export type FollowerOptions<E extends EventLike> = {
 };
 
 /**
- * Reads a topic into memory and keeps following it: from the beginning (accounts, files), or
+ * Reads a topic into memory and keeps following it: from the beginning (accounts), or
  * from given positions on (tasks: the read model holds what comes before). Each follower has a
  * consumer group of its own and commits nothing, so every instance sees every event.
  */

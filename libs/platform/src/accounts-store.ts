@@ -20,7 +20,7 @@ export class AccountsStore extends FoldedTopic<AccountEvent, AccountsState> {
       initial: initialAccounts,
       apply: applyAccountEvent,
       writtenInTransactions: false,
-      snapshots: { codec: accountsCodec, ...(options.writesSnapshots ? { mayWrite: () => true } : {}) },
+      snapshots: { codec: accountsCodec, writes: options.writesSnapshots === true },
     });
   }
 }

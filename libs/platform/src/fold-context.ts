@@ -16,7 +16,7 @@ export type FoldLimits = {
   readonly taskReleaseIntervalMs: number;
 };
 
-/** What the folds of a process (accounts, files, tasks) are built on: composed once in main.ts. */
+/** What the folds of a process (accounts, tasks) are built on: composed once in main.ts. */
 export type FoldContext = {
   readonly log: KafkaEventLog;
   readonly snapshots: (topic: string) => SnapshotStore;

@@ -40,8 +40,6 @@ export type SnapshotWriterOptions<S> = {
   readonly everyEvents: number;
   readonly minIntervalMs: number;
   readonly keep: number;
-  /** Whether a snapshot may be written now (the worker holds one back while blobs of deleted files wait for removal). */
-  readonly mayWrite: () => boolean;
   /** The state and the next offsets it covers; called between two applies, where they match. */
   readonly capture: () => Snapshot<S>;
   /** The fold's position now (the sum of its next offsets). */
@@ -76,7 +74,7 @@ export class SnapshotWriter<S> {
       this.timer = null;
       this.running = this.write().finally(() => {
         this.running = null;
-        this.applied(); // still due (held back, or the write failed): try again after the interval
+        this.applied(); // still due (the write failed): try again after the interval
       });
     }, wait);
     this.timer.unref();
@@ -85,7 +83,6 @@ export class SnapshotWriter<S> {
   private async write(): Promise<void> {
     const { store, codec, topic, logger } = this.options;
     this.lastAttempt = Date.now();
-    if (!this.options.mayWrite()) return;
     try {
       this.seen = Math.max(this.seen, (await store.positions())[0] ?? 0);
       if (this.options.position() - this.seen < this.options.everyEvents) return; // another process wrote one

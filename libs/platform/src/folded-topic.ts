@@ -9,8 +9,8 @@ import { untilDone } from './until-done.ts';
 /** Opt-in per fold: start from the newest snapshot plus the log's tail, and (a writer) write snapshots. */
 export type FoldSnapshots<S> = {
   readonly codec: StateCodec<S>;
-  /** Present in a process that writes snapshots: whether it may write one now. Absent: it only starts from them. */
-  readonly mayWrite?: () => boolean;
+  /** True in a process that writes snapshots; otherwise it only starts from them. */
+  readonly writes?: boolean;
 };
 
 export type FoldOptions<E extends EventLike, S> = {
@@ -29,7 +29,7 @@ export type FoldOptions<E extends EventLike, S> = {
 export type FoldStart = { readonly snapshotPosition: number | null; readonly offsets: Readonly<Record<number, number>>; readonly eventsRead: number };
 
 /**
- * A topic folded into memory and kept current: the read side of accounts and files (tasks:
+ * A topic folded into memory and kept current: the read side of accounts (tasks:
  * TasksStore, bounded by the read model). `start` resolves once the fold has caught up with the
  * log as it was at start. With snapshots it begins from the newest readable one (a cache of the
  * log: without one it folds from offset 0).
@@ -96,7 +96,7 @@ export class FoldedTopic<E extends EventLike, S> {
       }
       await this.follower.start(from);
     }, logger, this.context.startRetry);
-    if (store && snapshots?.mayWrite) {
+    if (store && snapshots?.writes) {
       this.writer = new SnapshotWriter<S>({
         store,
         codec: snapshots.codec,
@@ -105,7 +105,6 @@ export class FoldedTopic<E extends EventLike, S> {
         everyEvents: limits.snapshotEveryEvents,
         minIntervalMs: limits.snapshotMinIntervalMs,
         keep: limits.snapshotKeep,
-        mayWrite: snapshots.mayWrite,
         capture: () => ({ state: this.current, offsets: this.follower.nextOffsets() }),
         position: () => snapshotPosition(this.follower.nextOffsets()),
       }, position ?? 0);

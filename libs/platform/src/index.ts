@@ -4,7 +4,6 @@ export { FoldedTopic, type FoldOptions, type FoldSnapshots, type FoldStart } fro
 export { AccountsStore } from './accounts-store.ts';
 export { TasksStore } from './tasks-store.ts';
 export { TaskEndWaiters } from './task-end-waiters.ts';
-export { FilesStore, type FilesStoreOptions } from './files-store.ts';
 export { untilDone, type UntilDoneOptions } from './until-done.ts';
 export { runConsumer } from './run-consumer.ts';
 export { checkReadiness, publicChecks, type Probe, type ProbeResult, type Readiness } from './readiness.ts';

@@ -1,10 +1,25 @@
+import type { Readable } from 'node:stream';
+import { StringDecoder } from 'node:string_decoder';
 import { promisify } from 'node:util';
-import { gunzip, gzip } from 'node:zlib';
+import { createGunzip, gzip } from 'node:zlib';
 import type { SnapshotStore } from '@meridian/domain';
 import type { Storage } from './client.ts';
 
 const gzipAsync = promisify(gzip);
-const gunzipAsync = promisify(gunzip);
+
+/**
+ * The text of a gzipped object, decompressed as it arrives: neither the compressed bytes nor the
+ * decompressed ones are ever held whole (each chunk becomes text and is let go), so a start holds
+ * the snapshot's text once, beside what JSON.parse makes of it.
+ */
+async function gunzippedText(body: Readable): Promise<string> {
+  const decoder = new StringDecoder('utf8');
+  const gunzip = createGunzip();
+  body.once('error', (error) => gunzip.destroy(error));
+  let text = '';
+  for await (const chunk of body.pipe(gunzip)) text += decoder.write(chunk as Buffer);
+  return text + decoder.end();
+}
 
 /** Where the snapshots of a topic live in the service's bucket: beside staging/ and blobs/, never expired by a lifecycle rule. */
 export const snapshotPrefix = (topic: string): string => `_snapshots/${topic}/`;
@@ -39,9 +54,7 @@ export function createSnapshotStore(storage: Storage, topic: string): SnapshotSt
       await client.putObject(bucket, prefix + nameOf(position), body, body.length, { 'Content-Type': 'application/json', 'Content-Encoding': 'gzip' });
     },
     async read(position) {
-      const chunks: Buffer[] = [];
-      for await (const chunk of await client.getObject(bucket, prefix + nameOf(position))) chunks.push(chunk as Buffer);
-      return (await gunzipAsync(Buffer.concat(chunks))).toString('utf8');
+      return gunzippedText(await client.getObject(bucket, prefix + nameOf(position)));
     },
     async prune(keep) {
       const old = (await positions()).slice(keep);

@@ -40,16 +40,16 @@ export async function startCommandConsumer(ingest: IngestDeps, startHandlers: (c
   const accounts = new AccountsStore(ingest.folds, 'ingest', { writesSnapshots: true });
   const tasks = new TasksStore(ingest.folds, 'ingest', ingest.taskReadModel);
   // The folds (accounts: snapshot + tail; tasks: read model + tail) and the handlers (the file
-  // commands' own state) read different topics and stores and start at once. What must stay in
-  // order: all of them caught up before the consumer below runs, since its first decision
-  // (decide(): accounts, the task) reads them.
+  // commands fold nothing: their blob collector asks the files read model) start at once. What
+  // must stay in order: all of them ready before the consumer below runs, since its first
+  // decision (decide(): accounts, the task) reads them.
   const codec = createEventCodec<TaskEvent>();
   const taskEvents = taskLog(topics.tasks, codec, groupId);
   const [, , registry, progressProducer] = await Promise.all([
     accounts.start(), tasks.start(), startHandlers({ tasks: taskEvents, user: (name) => accounts.state.users.get(name) }), log.writer(),
   ]);
   const { handlers } = registry;
-  // As the accounts and files folds log theirs: what this start read of the tasks topic (the tail past the read model).
+  // As the accounts fold logs its own: what this start read of the tasks topic (the tail past the read model).
   logger.info({ topic: topics.tasks, events_read: tasks.eventsReadAtStart, unfinished: tasks.state.size }, 'tasks fold caught up after the read model positions');
   const finished = new RecentSet<string>(100_000);
   // Replaced after a transaction that did not end cleanly (the log's transactional writer); how

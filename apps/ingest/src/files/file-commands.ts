@@ -1,7 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import {
-  blobKeyOf,
   checkSchema,
   fileDefinedFrom,
   type FileDefinitionRequested,
@@ -9,13 +8,11 @@ import {
   type RowError,
 } from '@meridian/domain';
 import { createEventCodec } from '@meridian/events';
-import type { Logger } from '@meridian/observability';
-import { FilesStore } from '@meridian/platform';
 import { isNotFound } from '@meridian/storage';
-import type { BlobStore } from '../blob-store.ts';
 import { failedUnread, inTransaction, runCommand, type CommandHandler, type CommandRun, type TaskLog } from '../commands/handlers.ts';
 import { removeStaged } from '../staging.ts';
 import type { IngestDeps } from '../ingest-deps.ts';
+import { BlobCollector } from './blob-collector.ts';
 import { Mutex, promoteBlob } from './blobs.ts';
 
 /**
@@ -27,7 +24,6 @@ export type FileCommands = CommandHandler<FileDefinitionRequested> & { stop(): P
 type Verdict = { ok: true } | { ok: false; reason: string; errors: RowError[] };
 
 const HEARTBEAT_MS = 2000;
-const GC_RETRY_MS = 5000;
 
 /**
  * The file side of the command consumer. A definition is checked (size and SHA-256 against
@@ -37,22 +33,24 @@ const GC_RETRY_MS = 5000;
  * A crash before the commit reruns the whole definition (the promotion is idempotent); a
  * crash after it leaves at most the staged object behind.
  *
- * Blobs are removed here too, once no live file references them (after a FileDeleted), in the
- * same critical section as promotions and only after reading the files log to its end, so a
- * blob a definition is about to reference is never removed under it.
+ * Blobs are removed here too (./blob-collector.ts), once no live file references them (after a
+ * FileDeleted), in the same critical section as promotions and only once the files read model
+ * covers the files log's end, so a blob a definition is about to reference is never removed under it.
  */
 export async function startFileCommands(ingest: IngestDeps, tasks: TaskLog): Promise<FileCommands> {
   const { blobs: storage, topics, logger: rootLogger } = ingest;
   const logger = rootLogger.child({ component: 'files' });
   const fileCodec = createEventCodec<FileEvent>();
   const lock = new Mutex();
-  const collector = new BlobCollector(storage, lock, logger);
-  const files = new FilesStore(ingest.folds, 'ingest', {
-    onDeleted: (file) => collector.enqueue(file.sha256),
-    mayWriteSnapshot: () => collector.idle,
+  const collector = new BlobCollector({
+    storage,
+    references: ingest.blobReferences,
+    logEnds: () => ingest.log.endOffsets(topics.files),
+    lock,
+    logger,
+    waitMs: ingest.settings.MERIDIAN_FILES_READ_MODEL_WAIT_MS,
+    intervalMs: ingest.settings.MERIDIAN_BLOB_SWEEP_INTERVAL_MS,
   });
-  collector.files = files;
-  await files.start();
   collector.start();
   const schemaLimits = { maxHeaderLength: ingest.settings.MERIDIAN_MAX_LINE_BYTES, maxColumns: ingest.settings.MERIDIAN_MAX_COLUMNS };
 
@@ -143,86 +141,6 @@ export async function startFileCommands(ingest: IngestDeps, tasks: TaskLog): Pro
     async stop() {
       collector.stop();
       await lock.run(async () => undefined);
-      await files.stop();
     },
   };
-}
-
-/**
- * Removes blobs no live file references. Candidates come from FileDeleted events (and from
- * definitions that failed after promoting); each is checked against the catalog read to the
- * end of the files log, inside the promotion lock.
- */
-class BlobCollector {
-  files: FilesStore | null = null;
-  private readonly candidates = new Set<string>();
-  private running = false;
-  private started = false;
-  private stopped = false;
-  private retry: NodeJS.Timeout | null = null;
-  private readonly storage: BlobStore;
-  private readonly lock: Mutex;
-  private readonly logger: Logger;
-
-  constructor(storage: BlobStore, lock: Mutex, logger: Logger) {
-    this.storage = storage;
-    this.lock = lock;
-    this.logger = logger;
-  }
-
-  enqueue(sha256: string): void {
-    this.candidates.add(sha256);
-    this.schedule();
-  }
-
-  start(): void {
-    this.started = true;
-    this.schedule();
-  }
-
-  stop(): void {
-    this.stopped = true;
-    if (this.retry) clearTimeout(this.retry);
-  }
-
-  /** Every candidate seen so far is handled: a snapshot of the catalog now hides no deletion whose blob still waits. */
-  get idle(): boolean {
-    return this.candidates.size === 0 && !this.running && this.retry === null;
-  }
-
-  private schedule(): void {
-    if (!this.started || this.stopped || this.running || this.candidates.size === 0) return;
-    this.running = true;
-    void this.lock.run(() => this.collect()).then(
-      () => {
-        this.running = false;
-        this.schedule();
-      },
-      (err: unknown) => {
-        this.running = false;
-        this.logger.warn({ err }, 'blob collection failed; retrying');
-        this.retry = setTimeout(() => {
-          this.retry = null;
-          this.schedule();
-        }, GC_RETRY_MS);
-      },
-    );
-  }
-
-  private async collect(): Promise<void> {
-    const files = this.files!;
-    await files.syncToEnd();
-    const batch = [...this.candidates];
-    this.candidates.clear();
-    for (const [i, sha] of batch.entries()) {
-      if ((files.state.blobRefs.get(sha) ?? 0) > 0) continue;
-      try {
-        await this.storage.remove(blobKeyOf(sha));
-        this.logger.info({ sha256: sha }, 'blob removed: no file references it');
-      } catch (error) {
-        for (const rest of batch.slice(i)) this.candidates.add(rest);
-        throw error;
-      }
-    }
-  }
 }

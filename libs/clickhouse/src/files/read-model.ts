@@ -18,16 +18,17 @@ import { int } from '../download/filter-sql.ts';
 import { readPositions, rowsQuery, stringsTable } from '../read-model-queries.ts';
 
 /**
- * The files read model in ClickHouse (migration 005): `files` (each file's state by id, deleted
+ * The files read model in ClickHouse (migrations 005, 006): `files` (each file's state by id, deleted
  * ones kept as such), `file_listing` (one row per user who sees a file: owner, grantees, `*` for
- * admins; ordered for a user's list and usage) and `files_positions`. Callers' strings (ids,
+ * admins; ordered for a user's list and usage), `file_blobs` (which file references which blob,
+ * for the blob collector) and `files_positions`. Callers' strings (ids,
  * names, the name filter) travel as external data, never as SQL text. On a cluster it writes
  * and reads under the points sink's quorum, as the tasks read model does.
  */
 
-/** The three tables of one files read model: the live one, or one a rebuild writes beside it. */
-export type FileTables = { readonly files: string; readonly listing: string; readonly positions: string };
-export const LIVE_FILE_TABLES: FileTables = { files: 'files', listing: 'file_listing', positions: 'files_positions' };
+/** The tables of one files read model: the live one, or one a rebuild writes beside it (`blobs`: migration 006). */
+export type FileTables = { readonly files: string; readonly listing: string; readonly blobs: string; readonly positions: string };
+export const LIVE_FILE_TABLES: FileTables = { files: 'files', listing: 'file_listing', blobs: 'file_blobs', positions: 'files_positions' };
 
 /** A FileRecord as the `state` column holds it: grants as [user, access] pairs, in the order given. */
 const stateJson = (file: FileRecord) => JSON.stringify({ ...file, grants: [...file.grants] });
@@ -125,9 +126,16 @@ export function clickhouseFileReadModelWriter(client: ClickHouseClient, tables: 
     async write(changes, positions) {
       const settings = { ...synchronousInsertSettings(await serverCapabilities(client)), ...quorumInsertSettings(quorum.replicas, quorum.timeoutMs) };
       if (changes.length > 0) {
-        // The listing first, the files after: a change is applied once its `files` row is there
-        // (a batch re-read after a crash in between skips what that row covers), so its listing rows are too.
+        // The listing and the blob references first, the files after: a change is applied once its
+        // `files` row is there (a batch re-read after a crash in between skips what that row
+        // covers), so its listing and blob rows are too.
         await client.insert({ table: tables.listing, values: changes.flatMap(listingRows), format: 'JSONEachRow', clickhouse_settings: settings });
+        await client.insert({
+          table: tables.blobs,
+          values: changes.map((c) => ({ sha256: c.file.sha256, file_id: c.file.file_id, live: c.deleted ? 0 : 1, kafka_partition: c.partition, kafka_offset: c.offset })),
+          format: 'JSONEachRow',
+          clickhouse_settings: settings,
+        });
         await client.insert({
           table: tables.files,
           values: changes.map((c) => ({

@@ -4,24 +4,34 @@ import type { AccountsState, KeyRecord, UserRecord } from './state.ts';
 
 const time = z.number().int();
 const access = z.enum(['r', 'rw']);
-const v1 = z.object({
-  users: z.array(z.object({
-    user_name: z.string(),
-    is_admin: z.boolean(),
-    created_at: time,
-    disabled_at: time.nullable(),
-    key_ids: z.array(z.string()),
-    entitlements: z.array(z.object({ match: z.enum(['exact', 'prefix']), value: z.string(), access })),
-    file_quota_bytes: z.number().int().nonnegative().nullable(),
-  })),
-  keys: z.array(z.object({
-    key_id: z.string(),
-    user_name: z.string(),
-    secret_sha256: z.string().regex(/^[0-9a-f]{64}$/),
-    created_at: time,
-    revoked_at: time.nullable(),
-  })),
+const user = z.object({
+  user_name: z.string(),
+  is_admin: z.boolean(),
+  created_at: time,
+  disabled_at: time.nullable(),
+  key_ids: z.array(z.string()),
+  entitlements: z.array(z.object({ match: z.enum(['exact', 'prefix']), value: z.string(), access })),
+  file_quota_bytes: z.number().int().nonnegative().nullable(),
 });
+const key = z.object({
+  key_id: z.string(),
+  user_name: z.string(),
+  secret_sha256: z.string().regex(/^[0-9a-f]{64}$/),
+  created_at: time,
+  revoked_at: time.nullable(),
+});
+
+/**
+ * Each element of a parsed array checked (zod returns a copy) and let go of at once, in the
+ * parsed document itself: a start then holds the document and the state being built, never a
+ * second copy of the whole document.
+ */
+function eachChecked<T>(items: unknown[], schema: z.ZodType<T>, take: (item: T) => void): void {
+  for (let i = 0; i < items.length; i += 1) {
+    take(schema.parse(items[i]));
+    items[i] = undefined;
+  }
+}
 
 /**
  * Account state as a snapshot (version 1): users and keys as arrays in the maps' own order, so
@@ -52,9 +62,15 @@ export const accountsCodec: StateCodec<AccountsState> = {
     };
   },
   fromJSON(json) {
-    const parsed = v1.parse(json);
-    const users = new Map<string, UserRecord>(parsed.users.map((u) => [u.user_name, u]));
-    const keys = new Map<string, KeyRecord>(parsed.keys.map((k) => [k.key_id, { ...k, secret_sha256: Buffer.from(k.secret_sha256, 'hex') }]));
+    const document = json as { users?: unknown; keys?: unknown } | null;
+    if (typeof document !== 'object' || document === null || !Array.isArray(document.users) || !Array.isArray(document.keys)) {
+      throw new Error('an accounts snapshot without users and keys');
+    }
+    // Consumes the document: each element is checked, taken and dropped from it.
+    const users = new Map<string, UserRecord>();
+    eachChecked(document.users, user, (u) => users.set(u.user_name, u));
+    const keys = new Map<string, KeyRecord>();
+    eachChecked(document.keys, key, (k) => keys.set(k.key_id, { ...k, secret_sha256: Buffer.from(k.secret_sha256, 'hex') }));
     for (const user of users.values()) {
       for (const id of user.key_ids) if (keys.get(id)?.user_name !== user.user_name) throw new Error(`key ${id} of ${user.user_name} is missing`);
     }

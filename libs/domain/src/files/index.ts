@@ -4,5 +4,5 @@ export * from './access.ts';
 export * from './names.ts';
 export * from './decide.ts';
 export * from './schema-check.ts';
-export * from './codec.ts';
 export * from './read-model.ts';
+export * from './blob-references.ts';

@@ -34,7 +34,7 @@ export interface FileReadModel {
   nextSeq(): Promise<number>;
 }
 
-/** The projector's side: the listing first, then the files, then positions; each write idempotent (a later offset wins). */
+/** The projector's side: the listing and blob references first, then the files, then positions; each write idempotent (a later offset wins). */
 export interface FileReadModelWriter {
   write(changes: readonly FileChange[], positions: ReadonlyMap<number, number>): Promise<void>;
 }

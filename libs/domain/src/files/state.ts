@@ -44,12 +44,10 @@ export type FilesState = {
   readonly deleted: Set<string>;
   /** Files ever defined: the next definition's seq. */
   defined: number;
-  /** Blob sha256 hex → live files whose bytes it holds. A blob at 0 may be removed. */
-  readonly blobRefs: Map<string, number>;
 };
 
 export function initialFiles(): FilesState {
-  return { files: new Map(), order: [], deleted: new Set(), defined: 0, blobRefs: new Map() };
+  return { files: new Map(), order: [], deleted: new Set(), defined: 0 };
 }
 
 /** Whether a FileDefined of this id was folded, whether the file still lives or was deleted. */
@@ -72,11 +70,10 @@ function sweepOrder(state: FilesState): void {
   state.order.length = kept;
 }
 
-/** Adds a live file to the catalog and its blob count (a definition, or a snapshot being read). */
+/** Adds a live file to the catalog (a definition, or a stored row being read back). */
 export function addLiveFile(state: FilesState, file: FileRecord): void {
   state.files.set(file.file_id, file);
   state.order.push(file);
-  state.blobRefs.set(file.sha256, (state.blobRefs.get(file.sha256) ?? 0) + 1);
 }
 
 /**
@@ -136,9 +133,6 @@ export function applyFileEvent(state: FilesState, event: FileEvent): FilesState 
       state.files.delete(file.file_id);
       state.deleted.add(file.file_id);
       if (state.order.length > 2 * state.files.size + SWEEP_SLACK) sweepOrder(state);
-      const refs = (state.blobRefs.get(file.sha256) ?? 0) - 1;
-      if (refs > 0) state.blobRefs.set(file.sha256, refs);
-      else state.blobRefs.delete(file.sha256);
       return state;
     }
     default: {

@@ -1,11 +1,11 @@
 /**
  * How a folded state becomes a snapshot and back: a plain JSON value, versioned. Pure, so a
  * unit test proves that a state read back from its snapshot and folded on gives what folding
- * the whole log gives. Each state writes its own (accounts/codec.ts, files/codec.ts): the states
+ * the whole log gives. Each state writes its own (accounts/codec.ts): the states
  * hold Maps, Sets and Buffers, which JSON does not keep.
  */
 export type StateCodec<S> = {
-  /** Which state this is ('accounts', 'files'): a snapshot of another kind is refused. */
+  /** Which state this is ('accounts'): a snapshot of another kind is refused. */
   readonly kind: string;
   /**
    * Raised whenever the JSON form or the fold's rules change (a snapshot holds the old rules'
