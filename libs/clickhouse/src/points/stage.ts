@@ -1,0 +1,195 @@
+import { randomUUID } from 'node:crypto';
+import { deduplicatedInsertSettings, serverCapabilities } from '../capabilities.ts';
+import type { ClickHouseClient } from '../client.ts';
+import { createPointsSink, type PointsSink } from './sink.ts';
+
+/** One staged upload's share of one points partition, as the upload's seal in that partition states it. */
+export type StagedShare = {
+  readonly partition: number;
+  /** The seal's offset: the share becomes part of points there. */
+  readonly sealOffset: number;
+  readonly taskId: string;
+  /** The run of the upload that wrote it (16 hex digits): names its stage tables. */
+  readonly attempt: string;
+  readonly points: number;
+  readonly batches: number;
+};
+
+/**
+ * How a seal went: attached now; found attached already (a crash after the ATTACH: only the
+ * catalog and the seal's record were completed); or recorded before (a seal read again).
+ * `refilled`: the stage was missing or not what the seal says, and was filled again.
+ */
+export type SealOutcome = { readonly how: 'attached' | 'found attached' | 'recorded before'; readonly refilled: boolean };
+
+/**
+ * Staging tables of the live points table (issue 15, /work/wt/OVERLAP-PLAN.md §4): an upload's
+ * rows written aside per (attempt, partition) while it is parsed, in tables nobody reads, and
+ * moved into `points` when its seal is committed. A stage is only a cache: at the seal it is
+ * checked against what the seal says, and filled again from the log (the caller's `refill`)
+ * when it is missing, short, over-full or of another structure, so losing one costs time, never
+ * a point. Not for a replicated points table (an ATTACH there is replicated outside the insert
+ * quorum; the cluster keeps projecting directly).
+ */
+export type PointsStages = {
+  /** The stage of one attempt's share of a partition: points_stage_<attempt>_p<partition>. */
+  tableOf(attempt: string, partition: number): string;
+  /** Creates the stage if it is missing (shaped AS points) and returns the sink that fills it. */
+  open(attempt: string, partition: number): Promise<PointsSink>;
+  /**
+   * Moves a committed share into points, exactly once whatever was done of it before a crash:
+   * the stage checked (or refilled), attached unless its rows are in points already (the rest
+   * of a partly attached stage through a second stage), its share added to the metric catalog
+   * (which ATTACH does not feed), the seal recorded in points_seals, the stage dropped.
+   */
+  seal(share: StagedShare, refill: (stage: PointsSink) => Promise<void>): Promise<SealOutcome>;
+  /** Drops every stage of an attempt (an upload that aborted), best effort for the caller. */
+  drop(attempt: string): Promise<void>;
+  /** Drops the stages made at least `ageMs` ago (abandoned: a crashed upload's); returns their names. */
+  sweep(ageMs: number): Promise<string[]>;
+};
+
+const ATTEMPT = /^[0-9a-f]{16}$/;
+/** A stage's name, and the second stage that carries the rest of a partly attached one. */
+const STAGE_TABLE = '^points_stage_[0-9a-f]{16}_p[0-9]+(_rest)?$';
+/** Every ATTACH is named, so one still running after its client died can be waited for. */
+const ATTACH_ID = /^points-attach:points:[0-9a-f-]{36}$/;
+
+function checked(share: StagedShare): StagedShare {
+  if (!ATTEMPT.test(share.attempt)) throw new Error(`not an attempt id: ${share.attempt}`);
+  for (const n of [share.partition, share.sealOffset, share.points, share.batches]) {
+    if (!Number.isSafeInteger(n) || n < 0) throw new Error(`not a seal of a staged share: ${JSON.stringify(share)}`);
+  }
+  return share;
+}
+
+export function createPointsStages(client: ClickHouseClient): PointsStages {
+  const live = createPointsSink(client);
+
+  async function rows<T>(query: string): Promise<T[]> {
+    return (await client.query({ query, format: 'JSONEachRow' })).json<T>();
+  }
+  const number = async (query: string) => Number((await rows<{ n: string }>(`SELECT toString((${query})) AS n`))[0]!.n);
+  const tableOf = (attempt: string, partition: number) => {
+    if (!ATTEMPT.test(attempt) || !Number.isInteger(partition) || partition < 0) throw new Error(`not a stage: ${attempt}, ${partition}`);
+    return `points_stage_${attempt}_p${partition}`;
+  };
+  /** Names are made by tableOf (validated), never from user text. */
+  const exists = async (table: string) => (await number(`SELECT count() FROM system.tables WHERE database = currentDatabase() AND name = '${table}'`)) === 1;
+  /** Columns in order (DESCRIBE: 18.16's system.columns has no position). */
+  const columns = async (table: string) => (await rows<{ name: string; type: string }>(`DESCRIBE TABLE ${table}`)).map((c) => `${c.name} ${c.type}`).join(', ');
+
+  /** Holds the stage exactly the seal's share: points' structure, its count of rows and of batches, all of its partition. */
+  async function holdsShare(stage: string, share: StagedShare): Promise<boolean> {
+    if (!(await exists(stage))) return false;
+    if ((await columns(stage)) !== (await columns('points'))) return false;
+    const [held] = await rows<{ n: string; b: string; other: string }>(
+      `SELECT toString(count()) AS n, toString(uniqExact(kafka_offset)) AS b, toString(countIf(kafka_partition != ${share.partition})) AS other FROM ${stage}`,
+    );
+    return Number(held!.n) === share.points && Number(held!.b) === share.batches && Number(held!.other) === 0;
+  }
+
+  /** Rows of the stage's batches that points holds already (by metric: a primary-key range each). */
+  const inPoints = (stage: string, partition: number) =>
+    `SELECT kafka_offset FROM points WHERE metric_name IN (SELECT DISTINCT metric_name FROM ${stage}) AND kafka_partition = ${partition} AND kafka_offset IN (SELECT DISTINCT kafka_offset FROM ${stage})`;
+
+  async function attach(stage: string): Promise<void> {
+    const queryId = `points-attach:points:${randomUUID()}`;
+    try {
+      await client.command({ query: `ALTER TABLE points ATTACH PARTITION tuple() FROM ${stage}`, query_id: queryId });
+    } catch (error) {
+      // Its outcome is known once the server is done with it; the caller's retry then finds what it did.
+      await settle(queryId);
+      throw error;
+    }
+  }
+
+  async function settle(queryId: string): Promise<void> {
+    if (!ATTACH_ID.test(queryId)) throw new Error(`unexpected query id ${queryId}`);
+    const deadline = Date.now() + 300_000;
+    while ((await number(`SELECT count() FROM system.processes WHERE query_id = '${queryId}'`)) > 0) {
+      if (Date.now() > deadline) throw new Error(`attach ${queryId} still running after 300000 ms`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+
+  const dropTable = (table: string) => client.command({ query: `DROP TABLE IF EXISTS ${table}` });
+
+  async function stageTables(filter: string): Promise<string[]> {
+    return (await rows<{ name: string }>(`SELECT name FROM system.tables WHERE database = currentDatabase() AND match(name, '${STAGE_TABLE}') AND ${filter} ORDER BY name`)).map((r) => r.name);
+  }
+
+  async function open(attempt: string, partition: number): Promise<PointsSink> {
+    const stage = tableOf(attempt, partition);
+    await client.command({ query: `CREATE TABLE IF NOT EXISTS ${stage} AS points` });
+    return createPointsSink(client, stage);
+  }
+
+  return {
+    tableOf,
+    open,
+
+    async seal(given, refill) {
+      const share = checked(given);
+      const stage = tableOf(share.attempt, share.partition);
+      const rest = `${stage}_rest`;
+      const recorded = await number(`SELECT count() FROM points_seals WHERE kafka_partition = ${share.partition} AND seal_offset = ${share.sealOffset}`);
+      if (recorded > 0) {
+        await dropTable(stage);
+        await dropTable(rest);
+        return { how: 'recorded before', refilled: false };
+      }
+
+      let refilled = false;
+      if (!(await holdsShare(stage, share))) {
+        await dropTable(stage);
+        await refill(await open(share.attempt, share.partition));
+        refilled = true;
+        if (!(await holdsShare(stage, share))) throw new Error(`stage ${stage} does not hold the ${share.points} points in ${share.batches} batches its seal states, even refilled from the log`);
+      }
+
+      const attached = await number(`SELECT count() FROM (${inPoints(stage, share.partition)})`);
+      let how: SealOutcome['how'] = 'found attached';
+      if (attached === 0) {
+        await attach(stage);
+        // ATTACH runs no materialized view: the stage's share of the catalog goes in explicitly,
+        // under a token of its seal where the catalog keeps tokens (an equal block of another
+        // upload's share must not be dropped as a repeat of this one).
+        await client.command({
+          query: `INSERT INTO metric_catalog SELECT metric_name, countState() AS points, minState(ts) AS first_ts, maxState(ts) AS last_ts FROM ${stage} GROUP BY metric_name`,
+          clickhouse_settings: deduplicatedInsertSettings(await serverCapabilities(client), `metric_catalog:seal:${share.partition}=${share.sealOffset}`),
+        });
+        how = 'attached';
+      } else {
+        if (attached < share.points) {
+          // A server that died inside a multi-part ATTACH: some of the stage's parts are in. Parts
+          // hold whole batches (each stage insert is of whole batches), so the rest is the batches
+          // points lacks, carried by a second stage.
+          await dropTable(rest);
+          await client.command({ query: `CREATE TABLE ${rest} AS points` });
+          await client.command({ query: `INSERT INTO ${rest} SELECT * FROM ${stage} WHERE kafka_offset NOT IN (${inPoints(stage, share.partition)})` });
+          await attach(rest);
+        }
+        // Whatever of the catalog step was done before the crash: the catalog gets what it lacks.
+        const offsets = await rows<{ o: string }>(`SELECT DISTINCT toString(kafka_offset) AS o FROM ${stage}`);
+        await live.repairCatalog(offsets.map((r) => ({ partition: share.partition, offset: Number(r.o) })));
+      }
+      await client.insert({ table: 'points_seals', format: 'JSONEachRow', values: [{ kafka_partition: share.partition, seal_offset: share.sealOffset, task_id: share.taskId, attempt: share.attempt }] });
+      await dropTable(stage);
+      await dropTable(rest);
+      return { how, refilled };
+    },
+
+    async drop(attempt) {
+      if (!ATTEMPT.test(attempt)) throw new Error(`not an attempt id: ${attempt}`);
+      for (const table of await stageTables(`startsWith(name, 'points_stage_${attempt}_')`)) await dropTable(table);
+    },
+
+    async sweep(ageMs) {
+      if (!Number.isInteger(ageMs) || ageMs < 0) throw new Error(`not an age: ${ageMs}`);
+      const old = await stageTables(`metadata_modification_time <= now() - ${Math.floor(ageMs / 1000)}`);
+      for (const table of old) await dropTable(table);
+      return old;
+    },
+  };
+}

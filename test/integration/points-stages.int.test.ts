@@ -1,0 +1,162 @@
+import { randomBytes } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createClickHouse, createPointsSink, createPointsStages, ensureDatabase, migrate, type PointsSink, type StagedShare } from '@meridian/clickhouse';
+import type { Segment } from '@meridian/projection';
+import { isolatedSettings } from '../support/settings.ts';
+
+/**
+ * The seal procedure of staged uploads (issue 15, libs/clickhouse/src/points/stage.ts) against a
+ * real server, on 18.16 and (the modern tier runs this file again) on 26.9: a committed share
+ * is moved into points exactly once, with an exact catalog, from whatever state a crash left at
+ * each step of it (the states are made by hand here: what each step would have left).
+ */
+describe('staged shares sealed into points', () => {
+  const settings = isolatedSettings();
+  const options = { url: settings.CLICKHOUSE_URL, username: settings.CLICKHOUSE_USER, password: settings.CLICKHOUSE_PASSWORD, database: settings.CLICKHOUSE_DATABASE };
+  const client = createClickHouse(options);
+  const stages = createPointsStages(client);
+
+  const rowsOf = async <T>(sql: string): Promise<T[]> => (await client.query({ query: sql, format: 'JSONEachRow' })).json<T>();
+  const number = async (sql: string) => Number((await rowsOf<{ n: string }>(`SELECT toString((${sql})) AS n`))[0]!.n);
+  const catalog = () => rowsOf('SELECT metric_name, toString(countMerge(points)) AS n, toString(minMerge(first_ts)) AS first_ts, toString(maxMerge(last_ts)) AS last_ts FROM metric_catalog GROUP BY metric_name ORDER BY metric_name');
+  const pointsPerMetric = () => rowsOf('SELECT metric_name, toString(count()) AS n, toString(min(ts)) AS first_ts, toString(max(ts)) AS last_ts FROM points GROUP BY metric_name ORDER BY metric_name');
+  const rowsAt = (table: string, partition: number, offsets: readonly number[]) =>
+    rowsOf(`SELECT metric_name, toString(ts) AS ts, toString(value) AS value, toString(updated_at) AS u, task_id, toString(kafka_offset) AS o, toString(row_in_batch) AS r FROM ${table} WHERE kafka_partition = ${partition} AND kafka_offset IN (${offsets.join(', ')}) ORDER BY kafka_offset, row_in_batch`);
+  const stageTables = async () => (await rowsOf<{ name: string }>("SELECT name FROM system.tables WHERE database = currentDatabase() AND startsWith(name, 'points_stage_') ORDER BY name")).map((r) => r.name);
+
+  let nextOffset = 100;
+  /** A fresh upload's share of partition 1: three batches (two of one metric), 1,500 points, and its seal after them. */
+  function upload(): { share: StagedShare; segments: Segment[] } {
+    const first = nextOffset;
+    nextOffset += 10;
+    const attempt = randomBytes(8).toString('hex');
+    const segments = ['s.a', 's.b', 's.a'].map((metric, i): Segment => ({
+      partition: 1,
+      offset: first + i,
+      batch: { type: 'PointBatch', task_id: `task-${attempt}`, metric_name: metric, updated_at: 9, timestamps: Array.from({ length: 500 }, (_, k) => (first + i) * 10_000 + k), values: Array.from({ length: 500 }, (_, k) => k / 7) },
+    }));
+    return { share: { partition: 1, sealOffset: first + 3, taskId: `task-${attempt}`, attempt, points: 1_500, batches: 3 }, segments };
+  }
+  /** Fills a stage as the upload job would: whole batches, two inserts (two parts). */
+  const fill = async (sink: PointsSink, segments: Segment[]) => {
+    await sink.insert(segments.slice(0, 2));
+    await sink.insert(segments.slice(2));
+  };
+  const noRefill = async () => {
+    throw new Error('refilled');
+  };
+
+  /** The share is in points once, byte for byte as a direct projection writes it; the catalog counts what points holds; the seal is recorded; no stage is left. */
+  async function expectSealed({ share, segments }: { share: StagedShare; segments: Segment[] }): Promise<void> {
+    const offsets = segments.map((s) => s.offset);
+    const reference = `reference_${share.attempt}`;
+    await client.command({ query: `CREATE TABLE ${reference} AS points` });
+    await createPointsSink(client, reference).insert(segments);
+    expect(await rowsAt('points', share.partition, offsets)).toEqual(await rowsAt(reference, share.partition, offsets));
+    await client.command({ query: `DROP TABLE ${reference}` });
+    expect(await catalog()).toEqual(await pointsPerMetric());
+    expect(await number(`SELECT count() FROM points_seals WHERE kafka_partition = ${share.partition} AND seal_offset = ${share.sealOffset} AND attempt = '${share.attempt}'`)).toBe(1);
+    expect(await stageTables()).toEqual([]);
+  }
+
+  beforeAll(async () => {
+    await ensureDatabase(options);
+    await migrate(client);
+    // Points of the same metrics projected directly before: a seal adds to them.
+    await createPointsSink(client).insert([{ partition: 1, offset: 1, batch: { type: 'PointBatch', task_id: 'direct', metric_name: 's.a', updated_at: 1, timestamps: [1, 2, 3], values: [1, 2, 3] } }]);
+  });
+  afterAll(async () => {
+    await client.command({ query: `DROP DATABASE IF EXISTS ${settings.CLICKHOUSE_DATABASE}` });
+    await client.close();
+  });
+
+  it('attaches a complete stage, adds its catalog share, records the seal and drops the stage; a seal read again changes nothing', async () => {
+    const up = upload();
+    await fill(await stages.open(up.share.attempt, 1), up.segments);
+    const before = await number('SELECT count() FROM points');
+    expect(await stages.seal(up.share, noRefill)).toEqual({ how: 'attached', refilled: false });
+    expect(await number('SELECT count() FROM points')).toBe(before + 1_500);
+    await expectSealed(up);
+    expect(await stages.seal(up.share, noRefill)).toEqual({ how: 'recorded before', refilled: false });
+    expect(await number('SELECT count() FROM points')).toBe(before + 1_500);
+    await expectSealed(up);
+  });
+
+  it('refills a stage that is missing, short, over-full or of another structure', async () => {
+    const missing = upload();
+    expect(await stages.seal(missing.share, (sink) => fill(sink, missing.segments))).toEqual({ how: 'attached', refilled: true });
+    await expectSealed(missing);
+
+    const short = upload();
+    await (await stages.open(short.share.attempt, 1)).insert(short.segments.slice(0, 1));
+    expect(await stages.seal(short.share, (sink) => fill(sink, short.segments))).toEqual({ how: 'attached', refilled: true });
+    await expectSealed(short);
+
+    const overFull = upload();
+    const sink = await stages.open(overFull.share.attempt, 1);
+    await fill(sink, overFull.segments);
+    await createPointsSink(client, stages.tableOf(overFull.share.attempt, 1)).insert([{ ...overFull.segments[0]!, offset: overFull.segments[0]!.offset + 5 }]);
+    expect(await stages.seal(overFull.share, (s) => fill(s, overFull.segments))).toEqual({ how: 'attached', refilled: true });
+    await expectSealed(overFull);
+
+    const reshaped = upload();
+    await client.command({ query: `CREATE TABLE ${stages.tableOf(reshaped.share.attempt, 1)} (metric_name String, ts Int64) ENGINE = MergeTree() ORDER BY metric_name` });
+    expect(await stages.seal(reshaped.share, (s) => fill(s, reshaped.segments))).toEqual({ how: 'attached', refilled: true });
+    await expectSealed(reshaped);
+  });
+
+  it('after a crash past the ATTACH, does not attach again: completes the catalog (or finds it complete) and records the seal', async () => {
+    const beforeCatalog = upload();
+    await fill(await stages.open(beforeCatalog.share.attempt, 1), beforeCatalog.segments);
+    await client.command({ query: `ALTER TABLE points ATTACH PARTITION tuple() FROM ${stages.tableOf(beforeCatalog.share.attempt, 1)}` });
+    expect(await catalog()).not.toEqual(await pointsPerMetric());
+    expect(await stages.seal(beforeCatalog.share, noRefill)).toEqual({ how: 'found attached', refilled: false });
+    await expectSealed(beforeCatalog);
+
+    const beforeRecord = upload();
+    const stage = stages.tableOf(beforeRecord.share.attempt, 1);
+    await fill(await stages.open(beforeRecord.share.attempt, 1), beforeRecord.segments);
+    await client.command({ query: `ALTER TABLE points ATTACH PARTITION tuple() FROM ${stage}` });
+    await client.command({ query: `INSERT INTO metric_catalog SELECT metric_name, countState() AS points, minState(ts) AS first_ts, maxState(ts) AS last_ts FROM ${stage} GROUP BY metric_name` });
+    expect(await stages.seal(beforeRecord.share, noRefill)).toEqual({ how: 'found attached', refilled: false });
+    await expectSealed(beforeRecord);
+  });
+
+  it('after a server died inside a multi-part ATTACH (some batches in), attaches only the batches points lacks', async () => {
+    const up = upload();
+    await fill(await stages.open(up.share.attempt, 1), up.segments);
+    // What the dead ATTACH left: the first part's batches in points, without their catalog share.
+    const partial = `partial_${up.share.attempt}`;
+    await client.command({ query: `CREATE TABLE ${partial} AS points` });
+    await createPointsSink(client, partial).insert(up.segments.slice(0, 2));
+    await client.command({ query: `ALTER TABLE points ATTACH PARTITION tuple() FROM ${partial}` });
+    await client.command({ query: `DROP TABLE ${partial}` });
+    expect(await stages.seal(up.share, noRefill)).toEqual({ how: 'found attached', refilled: false });
+    expect(await number(`SELECT count() FROM points WHERE task_id = '${up.share.taskId}'`)).toBe(1_500);
+    await expectSealed(up);
+  });
+
+  it('fails, attaching nothing, when even a refill does not hold what the seal states', async () => {
+    const up = upload();
+    const before = await number('SELECT count() FROM points');
+    await expect(stages.seal(up.share, (sink) => sink.insert(up.segments.slice(1)))).rejects.toThrow(/does not hold the 1500 points in 3 batches/);
+    expect(await number('SELECT count() FROM points')).toBe(before);
+    expect(await number('SELECT count() FROM points_seals WHERE kafka_partition = 1 AND seal_offset = ' + up.share.sealOffset)).toBe(0);
+    await stages.drop(up.share.attempt);
+    expect(await stageTables()).toEqual([]);
+  });
+
+  it("drops an attempt's stages, and sweeps only stages at least as old as asked", async () => {
+    const up = upload();
+    await stages.open(up.share.attempt, 0);
+    await stages.open(up.share.attempt, 2);
+    const other = upload();
+    await stages.open(other.share.attempt, 1);
+    await stages.drop(up.share.attempt);
+    expect(await stageTables()).toEqual([stages.tableOf(other.share.attempt, 1)]);
+    expect(await stages.sweep(3_600_000)).toEqual([]);
+    expect(await stageTables()).toEqual([stages.tableOf(other.share.attempt, 1)]);
+    expect(await stages.sweep(0)).toEqual([stages.tableOf(other.share.attempt, 1)]);
+    expect(await stageTables()).toEqual([]);
+  });
+});
