@@ -80,6 +80,9 @@ describe('staged shares sealed into points', () => {
     expect(await stages.seal(up.share, noRefill)).toEqual({ how: 'recorded before', refilled: false });
     expect(await number('SELECT count() FROM points')).toBe(before + 1_500);
     await expectSealed(up);
+    // The position counts the recorded seal: every record up to it is handled, the seal included.
+    expect(await createPointsSink(client, 'points', { sealsTable: 'points_seals' }).maxOffsets([1, 2])).toEqual(new Map([[1, up.share.sealOffset], [2, -1]]));
+    expect(await createPointsSink(client).maxOffsets([1])).toEqual(new Map([[1, up.share.sealOffset - 1]]));
   });
 
   it('refills a stage that is missing, short, over-full or of another structure', async () => {

@@ -15,7 +15,7 @@ export function composeIngest(settings: Settings, logger: Logger, adapters: Adap
     fileReadModel: clickhouseFileReadModel(options.clickhouse, LIVE_FILE_TABLES, options.pointsQuorum),
     fileReadModelWriter: clickhouseFileReadModelWriter(adapters.clickhouse, LIVE_FILE_TABLES, options.pointsQuorum),
     blobReferences: clickhouseBlobReferences(options.clickhouse, adapters.clickhouse, LIVE_FILE_TABLES, options.pointsQuorum),
-    pointsSink: createPointsSink(adapters.clickhouse, 'points', options.pointsQuorum),
+    pointsSink: createPointsSink(adapters.clickhouse, 'points', { quorum: options.pointsQuorum, sealsTable: 'points_seals' }),
     startRetry: {},
   };
 }

@@ -8,7 +8,7 @@
  * the points table's sink is libs/clickhouse's (createPointsSink).
  */
 export { encodePointsBlock, INSERT_POINTS_SQL, insertPointsSql, insertToken, segmentRows, type Segment } from './points/rows.ts';
-export { Projection, type Seal } from './points/state.ts';
+export { Projection, type Seal, type StagedSeal } from './points/state.ts';
 export { projectTaskBatch, type TaskProjection } from './tasks/project.ts';
 export { projectFileBatch, type FileProjection } from './files/project.ts';
 export { eventsAfter } from './events-after.ts';

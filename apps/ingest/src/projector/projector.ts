@@ -218,6 +218,9 @@ export async function startProjector(ingest: IngestDeps): Promise<RunningProject
             break;
           case 'skip':
             break;
+          case 'staged':
+          case 'stagedSeal':
+            throw new Error(`points partition ${partition} offset ${offset} is of a staged upload (issue 15): the projector does not seal staged uploads yet`);
         }
         resolveOffset(message.offset);
         await ctx.heart.beat();

@@ -12,7 +12,11 @@ import type { ClickHouseClient } from '../client.ts';
  * tokens (capabilities.ts), each insert also carries its block's token, a second guard.
  */
 export type PointsSink = {
-  /** The highest PointBatch offset stored per partition; -1 for a partition with no rows. */
+  /**
+   * The position per partition: the highest PointBatch offset stored, or the highest staged
+   * seal recorded in the seals table if that is later (issue 15: a staged upload's rows come in
+   * at its seal); -1 for a partition with neither.
+   */
   maxOffsets(partitions: readonly number[]): Promise<Map<number, number>>;
   /** Writes every point of the segments as one INSERT (one block, one part). */
   insert(segments: readonly Segment[]): Promise<void>;
@@ -43,14 +47,28 @@ export function refusedBeforeWriting(error: unknown): boolean {
   return /\bCode: 28[56]\b/.test(message) && !message.includes('while pushing to view');
 }
 
-/** Every projector insert is named `points-insert:<table>:<uuid>`, so inserts still running can be found. */
-const INSERT_ID = /^points-insert:[A-Za-z_][A-Za-z0-9_]*:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+/**
+ * Every projector insert is named `points-insert:<table>:<uuid>`, and every staged share's
+ * attach `points-attach:<table>:<uuid>` (stage.ts), so those still running can be found.
+ */
+const INSERT_ID = /^points-(insert|attach):[A-Za-z_][A-Za-z0-9_]*:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+export type PointsSinkOptions = {
+  readonly quorum?: InsertQuorum;
+  /**
+   * The table of staged seals that counts in the position (points_seals for the live table;
+   * migration 007). Absent: the position is the points table's alone (a stage, a generation).
+   */
+  readonly sealsTable?: string;
+};
 
 /** `table` is `points` for the live projector, a generation table (points_g<N>) for a rebuild. */
-export function createPointsSink(client: ClickHouseClient, table = 'points', quorum: InsertQuorum = NO_QUORUM): PointsSink {
+export function createPointsSink(client: ClickHouseClient, table = 'points', options: PointsSinkOptions = {}): PointsSink {
+  const quorum = options.quorum ?? NO_QUORUM;
   const insertSql = insertPointsSql(table);
   let unsettled: string | null = null;
   const idPrefix = `points-insert:${table}:`;
+  const attachPrefix = `points-attach:${table}:`;
 
   async function rows<T>(query: string, settings: Record<string, number> = {}): Promise<T[]> {
     return (await client.query({ query, format: 'JSONEachRow', clickhouse_settings: settings })).json<T>();
@@ -80,7 +98,9 @@ export function createPointsSink(client: ClickHouseClient, table = 'points', quo
       });
       // An insert sent by a process that then died (SIGKILL) keeps running in ClickHouse and may
       // still commit: the positions are only true once every insert already under way is done.
-      const underWay = await rows<{ id: string }>(`SELECT query_id AS id FROM system.processes WHERE substring(query_id, 1, ${idPrefix.length}) = '${idPrefix}'`);
+      // So may an ATTACH of a staged share, whose seal is recorded only after it.
+      const prefixes = options.sealsTable === undefined ? [idPrefix] : [idPrefix, attachPrefix];
+      const underWay = await rows<{ id: string }>(`SELECT query_id AS id FROM system.processes WHERE ${prefixes.map((p) => `startsWith(query_id, '${p}')`).join(' OR ')}`);
       await awaitGone(underWay.map((r) => r.id), 300_000);
       const found = await rows<{ p: number; o: string }>(
         `SELECT kafka_partition AS p, toString(max(kafka_offset)) AS o FROM ${table} WHERE kafka_partition IN (${list.join(', ')}) GROUP BY kafka_partition`,
@@ -89,6 +109,10 @@ export function createPointsSink(client: ClickHouseClient, table = 'points', quo
         quorumReadSettings(quorum.replicas),
       );
       for (const { p, o } of found) result.set(Number(p), Number(o));
+      if (options.sealsTable !== undefined) {
+        const sealed = await rows<{ p: number; o: string }>(`SELECT kafka_partition AS p, toString(max(seal_offset)) AS o FROM ${options.sealsTable} WHERE kafka_partition IN (${list.join(', ')}) GROUP BY kafka_partition`, quorumReadSettings(quorum.replicas));
+        for (const { p, o } of sealed) result.set(Number(p), Math.max(result.get(Number(p))!, Number(o)));
+      }
       return result;
     },
 
