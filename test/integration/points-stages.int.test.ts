@@ -41,6 +41,7 @@ describe('staged shares sealed into points', () => {
   const fill = async (sink: PointsSink, segments: Segment[]) => {
     await sink.insert(segments.slice(0, 2));
     await sink.insert(segments.slice(2));
+    return { points: 0, batches: 0 };
   };
   const noRefill = async () => {
     throw new Error('refilled');
@@ -108,6 +109,23 @@ describe('staged shares sealed into points', () => {
     await expectSealed(reshaped);
   });
 
+  it('a refill that leaves out a bad batch (dead-lettered by the caller) is checked against the seal less that batch', async () => {
+    const bad = upload();
+    const kept = [bad.segments[0]!, bad.segments[2]!];
+    expect(await stages.seal(bad.share, async (sink) => {
+      await sink.insert(kept);
+      return { points: 500, batches: 1 };
+    })).toEqual({ how: 'attached', refilled: true });
+    await expectSealed({ share: bad.share, segments: kept });
+    // Left out wrongly (the stage then holds more than the seal less the omitted), the seal fails rather than attach.
+    const wrong = upload();
+    await expect(stages.seal(wrong.share, async (sink) => {
+      await fill(sink, wrong.segments);
+      return { points: 500, batches: 1 };
+    })).rejects.toThrow(/does not hold/);
+    await stages.drop(wrong.share.attempt);
+  });
+
   it('after a crash past the ATTACH, does not attach again: completes the catalog (or finds it complete) and records the seal', async () => {
     const beforeCatalog = upload();
     await fill(await stages.open(beforeCatalog.share.attempt, 1), beforeCatalog.segments);
@@ -142,7 +160,10 @@ describe('staged shares sealed into points', () => {
   it('fails, attaching nothing, when even a refill does not hold what the seal states', async () => {
     const up = upload();
     const before = await number('SELECT count() FROM points');
-    await expect(stages.seal(up.share, (sink) => sink.insert(up.segments.slice(1)))).rejects.toThrow(/does not hold the 1500 points in 3 batches/);
+    await expect(stages.seal(up.share, async (sink) => {
+      await sink.insert(up.segments.slice(1));
+      return { points: 0, batches: 0 };
+    })).rejects.toThrow(/does not hold the 1500 points in 3 batches/);
     expect(await number('SELECT count() FROM points')).toBe(before);
     expect(await number('SELECT count() FROM points_seals WHERE kafka_partition = 1 AND seal_offset = ' + up.share.sealOffset)).toBe(0);
     await stages.drop(up.share.attempt);

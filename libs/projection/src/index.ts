@@ -7,7 +7,7 @@
  * the stored rows of the files it touches (files/project.ts); both fed by eventsAfter. No I/O of its own:
  * the points table's sink is libs/clickhouse's (createPointsSink).
  */
-export { encodePointsBlock, INSERT_POINTS_SQL, insertPointsSql, insertToken, segmentRows, type Segment } from './points/rows.ts';
+export { batchProblem, encodePointsBlock, INSERT_POINTS_SQL, insertPointsSql, insertToken, segmentRows, type Segment } from './points/rows.ts';
 export { Projection, type Seal, type StagedSeal } from './points/state.ts';
 export { projectTaskBatch, type TaskProjection } from './tasks/project.ts';
 export { projectFileBatch, type FileProjection } from './files/project.ts';

@@ -42,12 +42,19 @@ export type PointsStages = {
    * of a partly attached stage through a second stage), its share added to the metric catalog
    * (which ATTACH does not feed), the seal recorded in points_seals, the stage dropped.
    */
-  seal(share: StagedShare, refill: (stage: PointsSink) => Promise<void>): Promise<SealOutcome>;
+  seal(share: StagedShare, refill: (stage: PointsSink) => Promise<Omitted>): Promise<SealOutcome>;
   /** Drops every stage of an attempt (an upload that aborted), best effort for the caller. */
   drop(attempt: string): Promise<void>;
   /** Drops the stages made at least `ageMs` ago (abandoned: a crashed upload's); returns their names. */
   sweep(ageMs: number): Promise<string[]>;
 };
+
+/**
+ * What a refill left out of the stage: batches the log holds but no points table may (the
+ * refill dead-lettered them and failed their task, as the direct path does), so the stage is
+ * checked against the seal's numbers less these, and a bad record never keeps a seal waiting.
+ */
+export type Omitted = { readonly points: number; readonly batches: number };
 
 const ATTEMPT = /^[0-9a-f]{16}$/;
 /** A stage's name, and the second stage that carries the rest of a partly attached one. */
@@ -80,13 +87,13 @@ export function createPointsStages(client: ClickHouseClient): PointsStages {
   const columns = async (table: string) => (await rows<{ name: string; type: string }>(`DESCRIBE TABLE ${table}`)).map((c) => `${c.name} ${c.type}`).join(', ');
 
   /** Holds the stage exactly the seal's share: points' structure, its count of rows and of batches, all of its partition. */
-  async function holdsShare(stage: string, share: StagedShare): Promise<boolean> {
+  async function holdsShare(stage: string, share: StagedShare, omitted: Omitted = { points: 0, batches: 0 }): Promise<boolean> {
     if (!(await exists(stage))) return false;
     if ((await columns(stage)) !== (await columns('points'))) return false;
     const [held] = await rows<{ n: string; b: string; other: string }>(
       `SELECT toString(count()) AS n, toString(uniqExact(kafka_offset)) AS b, toString(countIf(kafka_partition != ${share.partition})) AS other FROM ${stage}`,
     );
-    return Number(held!.n) === share.points && Number(held!.b) === share.batches && Number(held!.other) === 0;
+    return Number(held!.n) === share.points - omitted.points && Number(held!.b) === share.batches - omitted.batches && Number(held!.other) === 0;
   }
 
   /** Rows of the stage's batches that points holds already (by metric: a primary-key range each). */
@@ -143,9 +150,9 @@ export function createPointsStages(client: ClickHouseClient): PointsStages {
       let refilled = false;
       if (!(await holdsShare(stage, share))) {
         await dropTable(stage);
-        await refill(await open(share.attempt, share.partition));
+        const omitted = await refill(await open(share.attempt, share.partition));
         refilled = true;
-        if (!(await holdsShare(stage, share))) throw new Error(`stage ${stage} does not hold the ${share.points} points in ${share.batches} batches its seal states, even refilled from the log`);
+        if (!(await holdsShare(stage, share, omitted))) throw new Error(`stage ${stage} does not hold the ${share.points} points in ${share.batches} batches its seal states, even refilled from the log`);
       }
 
       const attached = await number(`SELECT count() FROM (${inPoints(stage, share.partition)})`);
