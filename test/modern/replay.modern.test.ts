@@ -108,7 +108,8 @@ describe('replay on an Atomic database (chDB front)', () => {
     const generations = await listGenerations(platform.clickhouse);
     expect(generations.map((g) => [g.generation, g.state, g.table, g.rows])).toEqual([[1, 'retired', 'points_g1', 500], [2, 'live', 'points', 500]]);
     const left = await rowsOf<{ name: string; engine: string }>('SELECT name, engine FROM system.tables WHERE database = currentDatabase() ORDER BY name');
-    expect(left.map((t) => t.name).filter((n) => /^(points|metric_catalog)/.test(n))).toEqual(['metric_catalog', 'metric_catalog_feed', 'metric_catalog_g1', 'points', 'points_g1']);
+    // points_seals (staged uploads' seals, migration 007) stays with the live table: nothing writes it while staging is off, and a generation has none yet.
+    expect(left.map((t) => t.name).filter((n) => /^(points|metric_catalog)/.test(n))).toEqual(['metric_catalog', 'metric_catalog_feed', 'metric_catalog_g1', 'points', 'points_g1', 'points_seals']);
 
     expect(await download('csv')).toEqual(csv);
     expect(await download('json')).toEqual(json);
