@@ -70,6 +70,8 @@ async function startCommandHandlers(ingest: IngestDeps, { tasks, user }: Handler
         limits: uploadLimitsFrom(settings),
         user,
         attempts: settings.MERIDIAN_UPLOAD_ATTEMPTS,
+        stage: settings.MERIDIAN_UPLOAD_STAGING === 'on' ? ingest.pointsStages : null,
+        stageBatchRows: settings.MERIDIAN_PROJECTOR_BATCH_ROWS,
       }),
       FileDefinitionRequested: fileCommands,
     },

@@ -425,6 +425,12 @@ export const settingDefinitions = {
     default: '5000',
     doc: 'How often the ingest worker\'s blob collector looks in the files read model for deletions past its sweep position (blobs of definitions that failed after promoting are checked at once), and how long it waits before retrying a collection that failed. A deleted file\'s bytes leave storage within about this long once the read model shows the deletion and no other file has the same content.',
   },
+  // issue 15, item 1, design D (s-i15-overlap): staged uploads
+  MERIDIAN_UPLOAD_STAGING: {
+    schema: z.enum(['off', 'on']),
+    default: 'off',
+    doc: 'on: an upload too large for one decider buffer writes its rows aside into ClickHouse stage tables while it is parsed, and the projector attaches them at its seals (a stage is only a cache: one missing or incomplete is refilled from the log). off: every upload is projected after its commit. Not for a replicated points table (CLICKHOUSE_CLUSTER). Off until the staged path has its fault tests.',
+  },
 } as const;
 
 export type SettingName = keyof typeof settingDefinitions;
