@@ -67,6 +67,12 @@ describe('loadSettings', () => {
     expect(() => loadSettings({ MERIDIAN_UPLOAD_SEND_BYTES_PER_REQUEST: '500000' })).toThrow(/MERIDIAN_UPLOAD_SEND_BYTES_PER_PARTITION: at most MERIDIAN_UPLOAD_SEND_BYTES_PER_REQUEST/);
   });
 
+  it('refuses staged uploads on a cluster (a replicated points table)', () => {
+    expect(() => loadSettings({ MERIDIAN_UPLOAD_STAGING: 'on', CLICKHOUSE_CLUSTER: 'c1' })).toThrow(/MERIDIAN_UPLOAD_STAGING: off when CLICKHOUSE_CLUSTER is set/);
+    expect(loadSettings({ MERIDIAN_UPLOAD_STAGING: 'on' }).MERIDIAN_UPLOAD_STAGING).toBe('on');
+    expect(loadSettings({ CLICKHOUSE_CLUSTER: 'c1' }).MERIDIAN_UPLOAD_STAGING).toBe('off');
+  });
+
   it('checks the rules between settings only once each setting is valid on its own', () => {
     expect(() => loadSettings({ KAFKA_REPLICATION_FACTOR: '0', KAFKA_MIN_INSYNC_REPLICAS: '2' })).toThrow(/KAFKA_REPLICATION_FACTOR="0"/);
   });

@@ -440,7 +440,7 @@ export type SettingName = keyof typeof settingDefinitions;
  * over the parsed values); a broken rule is reported at start like an invalid value.
  */
 export const settingRules = z
-  .object({ KAFKA_REPLICATION_FACTOR: z.number(), KAFKA_MIN_INSYNC_REPLICAS: z.number(), MERIDIAN_POINT_BATCH_SIZE: z.number(), MERIDIAN_UPLOAD_SEND_BYTES_PER_PARTITION: z.number(), MERIDIAN_UPLOAD_SEND_BYTES_PER_REQUEST: z.number() })
+  .object({ KAFKA_REPLICATION_FACTOR: z.number(), KAFKA_MIN_INSYNC_REPLICAS: z.number(), MERIDIAN_POINT_BATCH_SIZE: z.number(), MERIDIAN_UPLOAD_SEND_BYTES_PER_PARTITION: z.number(), MERIDIAN_UPLOAD_SEND_BYTES_PER_REQUEST: z.number(), MERIDIAN_UPLOAD_STAGING: z.string(), CLICKHOUSE_CLUSTER: z.string() })
   .refine((s) => s.KAFKA_MIN_INSYNC_REPLICAS <= s.KAFKA_REPLICATION_FACTOR, {
     path: ['KAFKA_MIN_INSYNC_REPLICAS'],
     message: 'at most KAFKA_REPLICATION_FACTOR: a topic with fewer replicas than min.insync.replicas refuses every acknowledged write',
@@ -452,6 +452,10 @@ export const settingRules = z
   .refine((s) => s.MERIDIAN_UPLOAD_SEND_BYTES_PER_PARTITION <= s.MERIDIAN_UPLOAD_SEND_BYTES_PER_REQUEST, {
     path: ['MERIDIAN_UPLOAD_SEND_BYTES_PER_PARTITION'],
     message: 'at most MERIDIAN_UPLOAD_SEND_BYTES_PER_REQUEST: a request holds at least one partition\'s share',
+  })
+  .refine((s) => s.MERIDIAN_UPLOAD_STAGING === 'off' || s.CLICKHOUSE_CLUSTER === '', {
+    path: ['MERIDIAN_UPLOAD_STAGING'],
+    message: 'off when CLICKHOUSE_CLUSTER is set: an ATTACH into a replicated points table reaches the other replicas outside the insert quorum',
   });
 
 /**
