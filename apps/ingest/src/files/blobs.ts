@@ -31,6 +31,34 @@ export async function promoteBlob(storage: BlobStore, stagedKey: string, blobKey
   return 'copied';
 }
 
+/** What a definition promotes: its blob's SHA-256 (hex), its file, its staged object and size. */
+export type PromotionTarget = { readonly sha256Hex: string; readonly fileId: string; readonly stagedKey: string; readonly size: number };
+
+/**
+ * A definition's promotion and commit under a claim on its blob. The claim is written before
+ * the look, and removed once `commit` has committed the FileDefined, or when it failed before
+ * committing (then the FileDefined never counts). `commit` calls `committing` just before its
+ * commit: a commit that failed may still land, so then the claim stays, for the retry to write
+ * again or the task's failure to remove.
+ */
+export async function promoteUnderClaim(storage: BlobStore, target: PromotionTarget, commit: (committing: () => void) => Promise<void>): Promise<'copied' | 'present'> {
+  const claim = claimKeyOf(target.sha256Hex, target.fileId);
+  await storage.put(claim, Buffer.alloc(0));
+  let committing = false;
+  let how: 'copied' | 'present';
+  try {
+    how = await promoteBlob(storage, target.stagedKey, blobKeyOf(target.sha256Hex), target.size);
+    await commit(() => {
+      committing = true;
+    });
+  } catch (error) {
+    if (!committing) await storage.remove(claim);
+    throw error;
+  }
+  await storage.remove(claim);
+  return how;
+}
+
 /** Copies `fromKey` to the blob of `sha256Hex`; false when `fromKey` is gone (whoever removed it restored it first). */
 export async function restoreBlob(storage: BlobStore, fromKey: string, sha256Hex: string): Promise<boolean> {
   const size = await storage.size(fromKey);

@@ -13,7 +13,7 @@ import { failedUnread, inTransaction, runCommand, type CommandHandler, type Comm
 import { removeStaged } from '../staging.ts';
 import type { IngestDeps } from '../ingest-deps.ts';
 import { BlobCollector } from './blob-collector.ts';
-import { claimKeyOf, promoteBlob } from './blobs.ts';
+import { claimKeyOf, promoteUnderClaim } from './blobs.ts';
 
 /**
  * The handler of FileDefinitionRequested. Its refusal also removes a blob a dead run may have
@@ -110,24 +110,14 @@ export async function startFileCommands(ingest: IngestDeps, tasks: TaskLog): Pro
       return;
     }
     const defined = fileDefinedFrom(cmd);
-    await storage.put(claimOf(cmd), Buffer.alloc(0)); // before the look: see the blob collector
-    let committing = false;
-    try {
-      const how = await promoteBlob(storage, cmd.staged_object, defined.blob_key, cmd.size);
-      await inTransaction(producer, async (tx) => {
-        await tx.send({ topic: topics.files, acks: -1, messages: [{ key: cmd.file_id, value: fileCodec.encode(defined), headers: { type: defined.type } }] });
-        await tasks.send(tx, [{ type: 'FileDefinitionSucceeded', task_id: cmd.task_id, file_id: cmd.file_id, size: cmd.size, sha256: cmd.sha256, at: Date.now() }]);
-        await tasks.commitCommand(tx, at);
-        committing = true;
-      });
-      log.info({ size: cmd.size, blob: how }, 'file defined');
-    } catch (error) {
-      // Aborted: its FileDefined never counts, so the claim may go. A failed commit may still
-      // land: the claim stays for the retry, or goes when the task fails (the next transaction settles it).
-      if (!committing) await storage.remove(claimOf(cmd));
-      throw error;
-    }
-    await storage.remove(claimOf(cmd));
+    const target = { sha256Hex: cmd.sha256.toString('hex'), fileId: cmd.file_id, stagedKey: cmd.staged_object, size: cmd.size };
+    const how = await promoteUnderClaim(storage, target, (committing) => inTransaction(producer, async (tx) => {
+      await tx.send({ topic: topics.files, acks: -1, messages: [{ key: cmd.file_id, value: fileCodec.encode(defined), headers: { type: defined.type } }] });
+      await tasks.send(tx, [{ type: 'FileDefinitionSucceeded', task_id: cmd.task_id, file_id: cmd.file_id, size: cmd.size, sha256: cmd.sha256, at: Date.now() }]);
+      await tasks.commitCommand(tx, at);
+      committing();
+    }));
+    log.info({ size: cmd.size, blob: how }, 'file defined');
     await removeStagedOf(cmd);
   }
 
