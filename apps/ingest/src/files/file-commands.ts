@@ -34,11 +34,11 @@ const HEARTBEAT_MS = 2000;
  * crash after it leaves at most the staged object behind.
  *
  * Blobs are removed here too (./blob-collector.ts), once no live file references them (after a
- * FileDeleted). Collectors run on every worker, so a definition claims its blob (an object beside
- * it) before it looks whether the bytes are there, and releases the claim once its FileDefined is
- * committed: a collector that removed the blob in between sees the claim or the FileDefined and
- * puts the bytes back, and one that removes it after the look is seen by nothing but copies
- * nothing either, since the definition copied its own bytes when it found none.
+ * FileDeleted). Collectors run on every worker and share no lock with this one, so a definition
+ * claims its blob (an object beside it) before it looks whether the bytes are there, and releases
+ * the claim once its FileDefined is committed. A collector that removes the blob after the look
+ * then sees the claim or the FileDefined and puts the bytes back; one that removed it before the
+ * look leaves nothing to find, and the definition copies its own staged bytes.
  */
 export async function startFileCommands(ingest: IngestDeps, tasks: TaskLog): Promise<FileCommands> {
   const { blobs: storage, topics, logger: rootLogger } = ingest;
