@@ -2,7 +2,7 @@ import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BlobStore } from '../../apps/ingest/src/blob-store.ts';
 import { BlobCollector } from '../../apps/ingest/src/files/blob-collector.ts';
-import { promoteUnderClaim } from '../../apps/ingest/src/files/blobs.ts';
+import { claimKeyOf, promoteUnderClaim, removalKeyOf } from '../../apps/ingest/src/files/blobs.ts';
 import { startFilesProjector } from '../../apps/ingest/src/read-models/files.ts';
 import type { RunningReadModelProjector } from '../../apps/ingest/src/read-models/projector.ts';
 import { clickhouseFileReadModel, clickhouseFileReadModelWriter } from '@meridian/clickhouse';
@@ -61,6 +61,7 @@ describe('blob collection against a definition on another worker (real Kafka, Cl
     });
     return {
       fileId,
+      sha256Hex: sha256.toString('hex'),
       async stage() {
         await platform.blobs.put(staged, bytes);
       },
@@ -150,5 +151,29 @@ describe('blob collection against a definition on another worker (real Kafka, Cl
     expect(await platform.blobs.size(blob)).toBeNull();
     expect(await leftovers()).toEqual([]);
     for (const c of collectors.splice(0)) c.stop();
+  });
+
+  it('crash leftovers: a claim whose definition committed and died is deleted; bytes a dead collection kept aside go back to a live file', async () => {
+    const bytes = randomBytes(4096);
+    const a = definition(bytes);
+    await a.stage();
+    await a.run();
+    // A collection died after keeping a's bytes aside and removing the blob (a is live).
+    const blob = blobKeyOf(a.sha256Hex);
+    await platform.blobs.copy(blob, removalKeyOf(a.sha256Hex, 'dead-run'), bytes.length);
+    await platform.blobs.remove(blob);
+    // c's definition committed and died before releasing its claim; then c was deleted.
+    const other = randomBytes(4096);
+    const c = definition(other);
+    await c.stage();
+    await c.run();
+    await platform.blobs.put(claimKeyOf(c.sha256Hex, c.fileId), Buffer.alloc(0));
+    await append({ type: 'FileDeleted', file_id: c.fileId, at: Date.now(), actor: 'ada' });
+    startCollectorOfA();
+    await untilSwept();
+    await waitFor('the leftovers handled', async () => ((await leftovers()).length === 0 ? true : undefined), 60_000, 50);
+    expect(await platform.blobs.size(blob)).toBe(bytes.length);
+    expect(await platform.blobs.size(blobKeyOf(c.sha256Hex))).toBeNull();
+    for (const x of collectors.splice(0)) x.stop();
   });
 });
