@@ -73,6 +73,11 @@ describe('loadSettings', () => {
     expect(loadSettings({ CLICKHOUSE_CLUSTER: 'c1' }).MERIDIAN_UPLOAD_STAGING).toBe('off');
   });
 
+  it('refuses a stage ttl below the upload time budget', () => {
+    expect(() => loadSettings({ MERIDIAN_STAGE_TTL_MS: '1000' })).toThrow(/MERIDIAN_STAGE_TTL_MS: at least MERIDIAN_UPLOAD_TIME_BUDGET_MS/);
+    expect(loadSettings({ MERIDIAN_STAGE_TTL_MS: '1000', MERIDIAN_UPLOAD_TIME_BUDGET_MS: '1000' }).MERIDIAN_STAGE_TTL_MS).toBe(1000);
+  });
+
   it('checks the rules between settings only once each setting is valid on its own', () => {
     expect(() => loadSettings({ KAFKA_REPLICATION_FACTOR: '0', KAFKA_MIN_INSYNC_REPLICAS: '2' })).toThrow(/KAFKA_REPLICATION_FACTOR="0"/);
   });

@@ -431,6 +431,16 @@ export const settingDefinitions = {
     default: 'off',
     doc: 'on: an upload too large for one decider buffer writes its rows aside into ClickHouse stage tables while it is parsed, and the projector attaches them at its seals (a stage is only a cache: one missing or incomplete is refilled from the log). off: every upload is projected after its commit. Not for a replicated points table (CLICKHOUSE_CLUSTER). Off until the staged path has its fault tests.',
   },
+  MERIDIAN_STAGE_TTL_MS: {
+    schema: positiveInt,
+    default: '7200000',
+    doc: 'Stage tables of staged uploads made at least this long ago are dropped by the projector\'s sweeper (a crashed upload\'s; one still needed is refilled from the log at its seal). At least MERIDIAN_UPLOAD_TIME_BUDGET_MS, so a stage an upload is still writing is kept.',
+  },
+  MERIDIAN_STAGE_SWEEP_INTERVAL_MS: {
+    schema: positiveInt,
+    default: '300000',
+    doc: 'How often the projector looks for stage tables older than MERIDIAN_STAGE_TTL_MS.',
+  },
 } as const;
 
 export type SettingName = keyof typeof settingDefinitions;
@@ -440,7 +450,7 @@ export type SettingName = keyof typeof settingDefinitions;
  * over the parsed values); a broken rule is reported at start like an invalid value.
  */
 export const settingRules = z
-  .object({ KAFKA_REPLICATION_FACTOR: z.number(), KAFKA_MIN_INSYNC_REPLICAS: z.number(), MERIDIAN_POINT_BATCH_SIZE: z.number(), MERIDIAN_UPLOAD_SEND_BYTES_PER_PARTITION: z.number(), MERIDIAN_UPLOAD_SEND_BYTES_PER_REQUEST: z.number(), MERIDIAN_UPLOAD_STAGING: z.string(), CLICKHOUSE_CLUSTER: z.string() })
+  .object({ KAFKA_REPLICATION_FACTOR: z.number(), KAFKA_MIN_INSYNC_REPLICAS: z.number(), MERIDIAN_POINT_BATCH_SIZE: z.number(), MERIDIAN_UPLOAD_SEND_BYTES_PER_PARTITION: z.number(), MERIDIAN_UPLOAD_SEND_BYTES_PER_REQUEST: z.number(), MERIDIAN_UPLOAD_STAGING: z.string(), CLICKHOUSE_CLUSTER: z.string(), MERIDIAN_STAGE_TTL_MS: z.number(), MERIDIAN_UPLOAD_TIME_BUDGET_MS: z.number() })
   .refine((s) => s.KAFKA_MIN_INSYNC_REPLICAS <= s.KAFKA_REPLICATION_FACTOR, {
     path: ['KAFKA_MIN_INSYNC_REPLICAS'],
     message: 'at most KAFKA_REPLICATION_FACTOR: a topic with fewer replicas than min.insync.replicas refuses every acknowledged write',
@@ -456,6 +466,10 @@ export const settingRules = z
   .refine((s) => s.MERIDIAN_UPLOAD_STAGING === 'off' || s.CLICKHOUSE_CLUSTER === '', {
     path: ['MERIDIAN_UPLOAD_STAGING'],
     message: 'off when CLICKHOUSE_CLUSTER is set: an ATTACH into a replicated points table reaches the other replicas outside the insert quorum',
+  })
+  .refine((s) => s.MERIDIAN_STAGE_TTL_MS >= s.MERIDIAN_UPLOAD_TIME_BUDGET_MS, {
+    path: ['MERIDIAN_STAGE_TTL_MS'],
+    message: 'at least MERIDIAN_UPLOAD_TIME_BUDGET_MS: the sweeper would drop the stages of an upload still running',
   });
 
 /**

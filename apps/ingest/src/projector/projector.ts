@@ -11,6 +11,7 @@ import { refusedBeforeWriting, type BatchPosition } from '@meridian/clickhouse';
 import { Projection, type StagedSeal } from '@meridian/projection';
 import { randomBytes } from 'node:crypto';
 import { refillStage, stageHeader } from './refill.ts';
+import { startStageSweeper } from './stage-sweeper.ts';
 import type { IngestDeps } from '../ingest-deps.ts';
 
 export type RunningProjector = { readonly watch: ConsumerWatch; stop(): Promise<void> };
@@ -268,10 +269,13 @@ export async function startProjector(ingest: IngestDeps): Promise<RunningProject
 
   await runConsumer(consumer, topics.points, { autoCommit: false, eachBatchAutoResolve: false, partitionsConsumedConcurrently: 1, eachBatch }, logger, ingest.startRetry);
   logger.info({ group: groupId, batch_rows: settings.MERIDIAN_PROJECTOR_BATCH_ROWS }, 'projector started');
+  // Staged uploads' abandoned stages, whether staging is on now or was before.
+  const sweeper = startStageSweeper({ sweep: (age) => stages.sweep(age), ttlMs: settings.MERIDIAN_STAGE_TTL_MS, intervalMs: settings.MERIDIAN_STAGE_SWEEP_INTERVAL_MS, logger });
 
   return {
     watch,
     async stop() {
+      await sweeper.stop();
       await consumer.stop();
       inserts.flush();
     },
