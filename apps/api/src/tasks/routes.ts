@@ -131,13 +131,8 @@ export function taskRoutes(tasks: TaskReads): RouteDef[] {
           if (opened === null) throw validationError('invalid request: cursor not a cursor this service issued for this list', [{ field: 'cursor', reason: 'not a cursor this service issued for this list' }]);
           before = JSON.parse(opened) as TaskListKey;
         }
-        // Read the log to its end first, as a lookup that misses does: an upload answers 202
-        // before this process has folded its command, and the caller's list must show it. The
-        // log out of reach leaves the list as memory and the read model hold it.
-        const [stored] = await Promise.all([
-          tasks.readModel.list({ user_name: user.user_name, status: query.status, kind: query.kind, limit: query.limit, before }).catch((e: unknown) => { throw unavailable(e); }),
-          tasks.syncToEnd().catch(() => undefined),
-        ]);
+        const stored = await tasks.readModel.list({ user_name: user.user_name, status: query.status, kind: query.kind, limit: query.limit, before })
+          .catch((e: unknown) => { throw unavailable(e); });
         // Memory is ahead of the read model for the tasks it holds (a task accepted a moment ago
         // is there first): its version replaces the stored one. When the stored page is full,
         // memory adds only tasks no older than its last row, so the next page misses nothing.

@@ -42,7 +42,7 @@ export type SubmitDeps = {
   readonly ackTimeoutMs: number;
   /** The task: in memory while unfinished (or finished a moment ago), else from the tasks read model. */
   readonly find: (taskId: string) => Promise<Task | undefined>;
-  /** Resolves once this process has folded the event at `position` (an upload with an Idempotency-Key waits for it). */
+  /** Resolves once this process has folded the event at `position`. */
   readonly applied: (position: Position | null) => Promise<void>;
 };
 
@@ -267,8 +267,8 @@ export function taskIdFor(userName: string, idempotencyKey: string | null): stri
 
 /**
  * Writes an upload command to the log and answers with its task id only once Kafka has
- * acknowledged it from all in-sync replicas (with an Idempotency-Key, also once this process
- * has folded it, to compare it with a concurrent command under the key). Kafka unreachable → 503; a retry with the same Idempotency-Key,
+ * acknowledged it from all in-sync replicas (and this process has folded it, so the task
+ * can be read at once). Kafka unreachable → 503; a retry with the same Idempotency-Key,
  * parameters and body gets the same task ('repeated': its bytes are not needed); anything
  * else under that key → 409, also when a concurrent request with the key reached the log first.
  */
@@ -289,18 +289,13 @@ async function submitUpload(deps: SubmitDeps, task_id: string, command: UploadCo
   } catch (cause) {
     throw new DomainError('unavailable', 'the event log is not reachable; the upload was not accepted, retry later with the same Idempotency-Key', [], { cause });
   }
-  // Without a key the answer does not wait for this process's fold to read the command back:
-  // that wait is the wait for the ingest transaction open on the command's partition (the fold
-  // reads committed events only), and it was most of the ack. A lookup of the task right after
-  // the 202 still finds it (a miss reads the log to its end), and so does a list (the same).
-  if (!keyed) return 'written';
   // The command is in the log now: a fold that lags behind does not undo that (nor may the
-  // caller remove the staged bytes).
+  // caller remove the staged bytes); the task may read as 404 for a moment.
   await deps.applied(position).catch(() => undefined);
   // The fold keeps the first command of a task id: ours, or a concurrent one under the same key.
   // The command is accepted whatever this check meets: a read model that does not answer now must
   // not turn an accepted upload into a 503 (a retry without a key would then run it twice).
-  const kept = await deps.find(task_id).catch(() => undefined);
+  const kept = keyed ? await deps.find(task_id).catch(() => undefined) : undefined;
   if (kept) assertSameUpload(kept, command);
   return 'written';
 }
