@@ -143,6 +143,23 @@ function freePort(): Promise<number> {
   });
 }
 
+/**
+ * CPU time (user + system) the process has used so far, from /proc (clock ticks of 10 ms on
+ * Linux); null elsewhere. On a shared machine it says what a start or a request costs where
+ * wall-clock time says mostly how busy the machine was.
+ */
+function cpuMsOf(pid: number): number | null {
+  try {
+    // Fields after the command name (which may hold spaces): state is field 3, utime 14, stime 15.
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    return null;
+  }
+}
+
+const showCpu = (ms: number | null): string => (ms === null ? 'CPU —' : `CPU ${ms} ms`);
+
 /** VmRSS once ready; for a process still not ready at the cap, what it held then (no figure, but it says how far it had grown). */
 function rssOf(proc: Launched, ready: Figure): Figure {
   if (proc.exitReason() !== null) return NOT_MEASURED;
@@ -160,8 +177,9 @@ function rssOf(proc: Launched, ready: Figure): Figure {
  * makes the figure a count of failures. MAX_FAILURES of them end the series: a process thrashing
  * at its heap limit would otherwise hold the bench for REQUESTS times the timeout.
  */
-async function p99(name: string, requests: () => { url: string; key: string | null }): Promise<Figure> {
+async function p99(name: string, requests: () => { url: string; key: string | null }, server?: number): Promise<Figure> {
   const ms: number[] = [];
+  let cpuBefore: number | null = null;
   let failed = 0;
   for (let i = 0; i < WARMUP + REQUESTS && failed < MAX_FAILURES; i++) {
     const { url, key } = requests();
@@ -174,11 +192,14 @@ async function p99(name: string, requests: () => { url: string; key: string | nu
       failed++;
     }
     if (i >= WARMUP) ms.push(performance.now() - started);
+    if (i === WARMUP - 1 && server !== undefined) cpuBefore = cpuMsOf(server);
   }
+  const cpuAfter = server === undefined ? null : cpuMsOf(server);
+  const perRequest = cpuBefore === null || cpuAfter === null ? '' : `; server CPU ${((cpuAfter - cpuBefore) / REQUESTS).toFixed(2)} ms per request`;
   if (failed > 0) return failed < MAX_FAILURES ? `${failed} of ${WARMUP + REQUESTS} failed` : `stopped: ${failed} failed`;
   ms.sort((a, b) => a - b);
   // The median beside the tail: on a shared machine the p99 is mostly the load's.
-  console.log(`    ${name}: p50 ${percentile(ms, 50).toFixed(1)} ms, p90 ${percentile(ms, 90).toFixed(1)} ms, p99 ${percentile(ms, 99).toFixed(1)} ms; load average ${loadavg()[0]!.toFixed(1)}`);
+  console.log(`    ${name}: p50 ${percentile(ms, 50).toFixed(1)} ms, p90 ${percentile(ms, 90).toFixed(1)} ms, p99 ${percentile(ms, 99).toFixed(1)} ms${perRequest}; load average ${loadavg()[0]!.toFixed(1)}`);
   return percentile(ms, 99);
 }
 
@@ -200,17 +221,17 @@ async function measureApi(settings: Settings, base: string, history: WrittenHist
   try {
     const ready = await untilReady(api, () => answers200(`${base}/readyz`));
     const rss = rssOf(api, ready);
-    console.log(`    api: first log line ${showMs(api.firstOutputMs())} after spawn, ready ${showMs(ready)}; load average ${loadavg()[0]!.toFixed(1)}`);
+    console.log(`    api: first log line ${showMs(api.firstOutputMs())} after spawn, ready ${showMs(ready)} (${showCpu(cpuMsOf(api.pid))}); load average ${loadavg()[0]!.toFixed(1)}`);
     if (typeof ready !== 'number') return { figures: { api_ready_ms: ready, api_rss_mb: rss, task_p99_ms: NOT_MEASURED, tasks_p99_ms: NOT_MEASURED, files_p99_ms: NOT_MEASURED }, read: {} };
     const read = await apiReadAtStart(adminPort);
     // The floor of any lookup on this machine now: the same HTTP round trip to the same process, with no query behind it.
-    await p99('GET /healthz (no query: the floor)', () => ({ url: `${base}/healthz`, key: null }));
+    await p99('GET /healthz (no query: the floor)', () => ({ url: `${base}/healthz`, key: null }), api.pid);
     const task = history.sampledTasks.length === 0 ? NOT_MEASURED : await p99('GET /tasks/{id}', () => {
       const t = pick(history.sampledTasks);
       return { url: `${base}/api/v1/tasks/${t.task_id}`, key: history.keys[t.user]! };
-    });
-    const tasks = await p99('GET /tasks', () => ({ url: `${base}/api/v1/tasks`, key: pick(history.keys) }));
-    const files = fileOwners === 0 ? NOT_MEASURED : await p99('GET /files', () => ({ url: `${base}/api/v1/files`, key: history.keys[Math.floor(Math.random() * fileOwners)]! }));
+    }, api.pid);
+    const tasks = await p99('GET /tasks', () => ({ url: `${base}/api/v1/tasks`, key: pick(history.keys) }), api.pid);
+    const files = fileOwners === 0 ? NOT_MEASURED : await p99('GET /files', () => ({ url: `${base}/api/v1/files`, key: history.keys[Math.floor(Math.random() * fileOwners)]! }), api.pid);
     return { figures: { api_ready_ms: ready, api_rss_mb: rss, task_p99_ms: task, tasks_p99_ms: tasks, files_p99_ms: files }, read };
   } finally {
     await api.stop();
@@ -223,7 +244,7 @@ async function measureIngest(settings: Settings) {
   const ingest = launch('ingest', { ...settingsEnv(settings), LOG_LEVEL: 'info', MERIDIAN_INGEST_HEALTH_PORT: String(port) });
   try {
     const ready = await untilReady(ingest, () => answers200(`http://127.0.0.1:${port}/readyz`));
-    console.log(`    ingest: first log line ${showMs(ingest.firstOutputMs())} after spawn, ready ${showMs(ready)}; load average ${loadavg()[0]!.toFixed(1)}`);
+    console.log(`    ingest: first log line ${showMs(ingest.firstOutputMs())} after spawn, ready ${showMs(ready)} (${showCpu(cpuMsOf(ingest.pid))}); load average ${loadavg()[0]!.toFixed(1)}`);
     return { figures: { ingest_ready_ms: ready, ingest_rss_mb: rssOf(ingest, ready) }, read: ingest.readAtStart() };
   } finally {
     await ingest.stop();

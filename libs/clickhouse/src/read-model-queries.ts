@@ -19,7 +19,7 @@ export function rowsQuery(conn: ConnOptions, quorum: InsertQuorum): RowsQuery {
     const signal = AbortSignal.timeout(timeoutMs);
     let text: string;
     try {
-      text = await queryText(conn, { sql: `${sql} FORMAT JSONEachRow`, tables, settings, signal });
+      text = await queryText(conn, { sql: `${sql} FORMAT JSONEachRow`, tables, settings, signal, reuseConnection: true });
     } catch (cause) {
       if (signal.aborted) throw new DomainError('unavailable', `ClickHouse did not answer a read-model query within ${timeoutMs} ms; retry later`, [], { cause });
       throw cause;

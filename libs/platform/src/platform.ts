@@ -45,6 +45,31 @@ export function createPlatform(adapters: Adapters, options: PlatformOptions, log
   const otherClickHouseUrls = options.clickhouse.fallbackUrls ?? [];
   const replication = options.clickhouseReplicaPath === null ? null : replicationOf(options.clickhouseReplicaPath, options.clickhouse.database);
   const topics = topicsFor(options.topicPrefix);
+  const prepareClickHouse = async () => {
+    await ensureDatabase(clickhouseOptions);
+    // The server's version decides what the adapter sends (libs/clickhouse/src/capabilities.ts).
+    const { version, databaseEngine, ...caps } = await serverCapabilities(clickhouse);
+    logger.info({ version, databaseEngine, ...caps }, 'clickhouse server');
+    const applied = await migrate(clickhouse, undefined, replication);
+    if (applied.length > 0) logger.info({ migrations: applied }, 'clickhouse migrations applied');
+    // A replicated table is created per server: every other server of the cluster migrates too.
+    for (const url of otherClickHouseUrls) {
+      const server = { ...clickhouseOptions, url };
+      await ensureDatabase(server);
+      const client = createClickHouse(server);
+      try {
+        const done = await migrate(client, undefined, replication);
+        if (done.length > 0) logger.info({ url, migrations: done }, 'clickhouse migrations applied');
+      } finally {
+        await client.close();
+      }
+    }
+  };
+  const prepareBucket = async () => {
+    await blobs.ensureBucket();
+    // A store that refuses lifecycle rules (a least-privilege key) still works: staged leftovers then stay.
+    await blobs.expireStaging(options.stagingExpiryDays).catch((err: unknown) => logger.warn({ err }, 'staging expiry rule not set'));
+  };
   return {
     probes: [
       { name: 'kafka', check: () => log.ping(options.readyTimeoutMs) },
@@ -63,28 +88,16 @@ export function createPlatform(adapters: Adapters, options: PlatformOptions, log
       for (const m of mismatches) logger.warn(m, `topic ${m.topic} has ${m.property} ${m.actual}, not the ${m.wanted} set; kept as it is: ${WHY_KEPT[m.property]}`);
     },
     async prepare() {
-      await this.prepareTopics();
-      await ensureDatabase(clickhouseOptions);
-      // The server's version decides what the adapter sends (libs/clickhouse/src/capabilities.ts).
-      const { version, databaseEngine, ...caps } = await serverCapabilities(clickhouse);
-      logger.info({ version, databaseEngine, ...caps }, 'clickhouse server');
-      const applied = await migrate(clickhouse, undefined, replication);
-      if (applied.length > 0) logger.info({ migrations: applied }, 'clickhouse migrations applied');
-      // A replicated table is created per server: every other server of the cluster migrates too.
-      for (const url of otherClickHouseUrls) {
-        const server = { ...clickhouseOptions, url };
-        await ensureDatabase(server);
-        const client = createClickHouse(server);
-        try {
-          const done = await migrate(client, undefined, replication);
-          if (done.length > 0) logger.info({ url, migrations: done }, 'clickhouse migrations applied');
-        } finally {
-          await client.close();
-        }
-      }
-      await blobs.ensureBucket();
-      // A store that refuses lifecycle rules (a least-privilege key) still works: staged leftovers then stay.
-      await blobs.expireStaging(options.stagingExpiryDays).catch((err: unknown) => logger.warn({ err }, 'staging expiry rule not set'));
+      // The three stores are independent: prepared side by side, a start waits for the slowest
+      // round trips instead of their sum. Every step is idempotent; all are settled before a
+      // failure is thrown, so a retry of prepare() never overlaps one still running.
+      const steps = await Promise.allSettled([
+        this.prepareTopics(),
+        prepareClickHouse(),
+        prepareBucket(),
+      ]);
+      const failed = steps.find((step): step is PromiseRejectedResult => step.status === 'rejected');
+      if (failed) throw failed.reason;
     },
     async close() {
       await Promise.allSettled([log.close(), clickhouse.close()]);

@@ -45,3 +45,50 @@ describe('read failover across the replicas of a cluster (CLICKHOUSE_URLS)', () 
     expect(up.requests()).toBe(before);
   });
 });
+
+describe('kept-alive connections for read-model lookups (reuseConnection)', () => {
+  let server: http.Server;
+  let url: string;
+  let connections = 0;
+  let requests = 0;
+  /** Requests (by their number) the server drops unanswered, closing their connection: a server closing an idle socket as the request arrives. */
+  const dropped = new Set<number>();
+  const conn = (): ConnOptions => ({ url, username: 'default', password: '', database: 'meridian' });
+
+  beforeAll(async () => {
+    server = http.createServer((req, res) => {
+      const n = ++requests;
+      req.resume();
+      req.on('end', () => (dropped.has(n) ? req.socket.destroy() : res.end(`answer ${n}`)));
+    });
+    server.on('connection', () => connections++);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  afterAll(async () => {
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  });
+
+  it('sends lookups one after another on one connection', async () => {
+    const before = connections;
+    expect(await queryText(conn(), { sql: 'SELECT 1', reuseConnection: true })).toMatch(/^answer/);
+    expect(await queryText(conn(), { sql: 'SELECT 1', reuseConnection: true })).toMatch(/^answer/);
+    expect(connections - before).toBe(1);
+  });
+
+  it('a kept-alive socket the server closes as the query arrives: the query is sent again on a new connection', async () => {
+    await queryText(conn(), { sql: 'SELECT 1', reuseConnection: true });
+    const before = connections;
+    dropped.add(requests + 1);
+    expect(await queryText(conn(), { sql: 'SELECT 1', reuseConnection: true })).toBe(`answer ${requests}`);
+    expect(connections - before).toBe(1);
+  });
+
+  it('a new connection closed without an answer is not tried again: the query may have run', async () => {
+    dropped.add(requests + 1);
+    const before = requests;
+    await expect(queryText(conn(), { sql: 'SELECT 1' })).rejects.toMatchObject({ code: 'ECONNRESET' });
+    expect(requests - before).toBe(1);
+  });
+});

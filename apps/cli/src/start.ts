@@ -1,0 +1,71 @@
+import { adapterOptions, loadSettings, ConfigError, type Settings } from '@meridian/config';
+import { createLogger, silenceKnownWarnings } from '@meridian/observability';
+import { createAdapters, createPlatform } from '@meridian/platform';
+import { composeCli } from './cli-services.ts';
+import { runCommand, UsageError, usage } from './commands.ts';
+import { ApiError } from './user/api-client.ts';
+import { ConnectionError } from './user/config.ts';
+import { runUserCommand, USER_COMMANDS, UserUsageError, userUsage } from './user/commands.ts';
+
+silenceKnownWarnings();
+
+/** The CLI (main.ts loads it once the compile cache is on): the only place that reads the environment and argv. */
+async function main(): Promise<number> {
+  let settings;
+  try {
+    settings = loadSettings(process.env);
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`meridian: ${error.message}\n`);
+      return 2;
+    }
+    throw error;
+  }
+  const argv = process.argv.slice(2);
+  if (USER_COMMANDS.has(argv[0] ?? '')) return userMain(argv, settings);
+  const logger = createLogger({ name: 'cli', level: process.env.LOG_LEVEL ?? 'warn', stream: 'stderr' });
+  // A command waits out a fresh Kafka's first answers ("not the leader"), for about 20 s at most, then fails.
+  const startRetry = { attempts: 7 };
+  const options = adapterOptions(settings, 'cli');
+  const adapters = createAdapters(options, logger);
+  const platform = createPlatform(adapters, options, logger, startRetry);
+  try {
+    const output = await runCommand(composeCli(logger, adapters, options, platform, startRetry), argv);
+    // An empty output prints nothing: a command that streamed bytes to stdout (events export) ends there.
+    if (output.length > 0) process.stdout.write(output.endsWith('\n') ? output : `${output}\n`);
+    return 0;
+  } catch (error) {
+    if (error instanceof UsageError) {
+      process.stderr.write(`meridian: ${error.message}\n\n${usage}\n${userUsage}\n`);
+      return 2;
+    }
+    process.stderr.write(`meridian: ${(error as Error).message}\n`);
+    return 1;
+  } finally {
+    await platform.close();
+  }
+}
+
+/** The user commands talk HTTP to the api: no Kafka, no platform. */
+async function userMain(argv: string[], settings: Settings): Promise<number> {
+  try {
+    return await runUserCommand(argv, { env: process.env, settings, stdout: process.stdout, stderr: process.stderr });
+  } catch (error) {
+    if (error instanceof UserUsageError) {
+      process.stderr.write(`meridian: ${error.message}\n\n${userUsage}\n`);
+      return 2;
+    }
+    if (error instanceof ConnectionError) {
+      process.stderr.write(`meridian: ${error.message}\n`);
+      return 2;
+    }
+    process.stderr.write(`meridian: ${(error as Error).message}\n`);
+    if (error instanceof ApiError) for (const e of error.problem?.errors ?? []) process.stderr.write(`  ${JSON.stringify(e)}\n`);
+    return 1;
+  }
+}
+
+main().then((code) => process.exit(code), (error: unknown) => {
+  process.stderr.write(`meridian: ${(error as Error).stack ?? String(error)}\n`);
+  process.exit(1);
+});
