@@ -723,6 +723,20 @@ describe('staged uploads, rebuilt as the live projector seals them', () => {
     expect(again).toMatchObject({ events: 0, stagedSeals: 0 });
     expect(await count(`SELECT count() FROM points_g${g}`)).toBe(total);
 
+    // A rebuild that died between a share's ATTACH and its seal's record (partition 0's seal row
+    // gone): resumed, it reads the seal again, finds the share attached and only records it.
+    await platform.clickhouse.command({ query: `ALTER TABLE points_seals_g${g} DELETE WHERE kafka_partition = 0` });
+    await waitFor('the seal row deleted', async () => ((await count(`SELECT count() FROM points_seals_g${g} WHERE kafka_partition = 0`)) === 0 ? true : undefined), 30_000, 100);
+    const resumed = await rebuildRange({
+      log: platform.log, topic: platform.topics.points, groupPrefix: own.MERIDIAN_TOPIC_PREFIX,
+      clickhouse: platform.clickhouse, table: `points_g${g}`, seals: `points_seals_g${g}`, catalog: `metric_catalog_g${g}`, starts: low, ends: end, batchRows: 1000,
+    });
+    expect(resumed).toMatchObject({ stagedSeals: 1, batches: 0 });
+    expect(await tableChecksums(platform.clickhouse, `points_g${g}`)).toEqual(await tableChecksums(platform.clickhouse, 'points'));
+    expect(await catalogOf(`metric_catalog_g${g}`)).toEqual(await catalogOf('metric_catalog'));
+    expect(await sealsOf(`points_seals_g${g}`)).toEqual(await sealsOf('points_seals'));
+    expect(await stagesIn(own.CLICKHOUSE_DATABASE)).toBe(0);
+
     expect(await dropGeneration(platform.clickhouse, g)).toEqual(expect.arrayContaining([`points_g${g}`, `points_seals_g${g}`, `metric_catalog_g${g}`]));
   });
 

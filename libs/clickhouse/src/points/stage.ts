@@ -103,13 +103,14 @@ export function createPointsStages(client: ClickHouseClient, targets: StageTarge
     return `${prefix}${attempt}_p${partition}`;
   };
   /** Names are made by tableOf (validated), never from user text. */
-  const exists = async (table: string) => (await number(`SELECT count() FROM system.tables WHERE database = currentDatabase() AND name = '${table}'`)) === 1;
+  /** A MergeTree table: a stage made `AS points` while a replay swap had `points` frozen is a Merge over other rows. */
+  const isMergeTree = async (table: string) => (await number(`SELECT count() FROM system.tables WHERE database = currentDatabase() AND name = '${table}' AND engine = 'MergeTree'`)) === 1;
   /** Columns in order (DESCRIBE: 18.16's system.columns has no position). */
   const columns = async (table: string) => (await rows<{ name: string; type: string }>(`DESCRIBE TABLE ${table}`)).map((c) => `${c.name} ${c.type}`).join(', ');
 
   /** Holds the stage exactly the seal's share: points' structure, its count of rows and of batches, all of its partition. */
   async function holdsShare(stage: string, share: StagedShare, omitted: Omitted = { points: 0, batches: 0 }): Promise<boolean> {
-    if (!(await exists(stage))) return false;
+    if (!(await isMergeTree(stage))) return false;
     if ((await columns(stage)) !== (await columns(targets.points))) return false;
     const [held] = await rows<{ n: string; b: string; other: string }>(
       `SELECT toString(count()) AS n, toString(uniqExact(kafka_offset)) AS b, toString(countIf(kafka_partition != ${share.partition})) AS other FROM ${stage}`,
