@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { deduplicatedInsertSettings, serverCapabilities } from '../capabilities.ts';
 import type { ClickHouseClient } from '../client.ts';
 import { createPointsSink, type PointsSink } from './sink.ts';
@@ -32,10 +32,14 @@ export type SealOutcome = { readonly how: 'attached' | 'found attached' | 'recor
  * quorum; the cluster keeps projecting directly).
  */
 export type PointsStages = {
-  /** The stage of one attempt's share of a partition: points_stage_<attempt>_p<partition>. */
-  tableOf(attempt: string, partition: number): string;
+  /**
+   * The stage of one attempt's share of a partition: points_stage_<task>_<attempt>_p<partition>,
+   * where <task> is a digest of the task id (16 hex digits), so that a task's next run finds
+   * the stages its killed runs left (drop).
+   */
+  tableOf(taskId: string, attempt: string, partition: number): string;
   /** Creates the stage if it is missing (shaped AS points) and returns the sink that fills it. */
-  open(attempt: string, partition: number): Promise<PointsSink>;
+  open(taskId: string, attempt: string, partition: number): Promise<PointsSink>;
   /**
    * Moves a committed share into points, exactly once whatever was done of it before a crash:
    * the stage checked (or refilled), attached unless its rows are in points already (the rest
@@ -43,8 +47,12 @@ export type PointsStages = {
    * (which ATTACH does not feed), the seal recorded in points_seals, the stage dropped.
    */
   seal(share: StagedShare, refill: (stage: PointsSink) => Promise<Omitted>): Promise<SealOutcome>;
-  /** Drops every stage of an attempt (an upload that aborted), best effort for the caller. */
-  drop(attempt: string): Promise<void>;
+  /**
+   * Drops every stage of a task, whatever its attempt: an upload that aborted, or a task run
+   * again after its earlier run was killed (those stages would wait for the sweeper). Safe
+   * even for a committed attempt's stage: its seal refills it from the log.
+   */
+  drop(taskId: string): Promise<void>;
   /** Drops the stages made at least `ageMs` ago (abandoned: a crashed upload's); returns their names. */
   sweep(ageMs: number): Promise<string[]>;
 };
@@ -57,8 +65,11 @@ export type PointsStages = {
 export type Omitted = { readonly points: number; readonly batches: number };
 
 const ATTEMPT = /^[0-9a-f]{16}$/;
-/** A stage's name, and the second stage that carries the rest of a partly attached one. */
-const STAGE_TABLE = '^points_stage_[0-9a-f]{16}_p[0-9]+(_rest)?$';
+/** A stage's name (task digest, attempt, partition), and the second stage that carries the rest of a partly attached one. */
+const STAGE_TABLE = '^points_stage_[0-9a-f]{16}_[0-9a-f]{16}_p[0-9]+(_rest)?$';
+
+/** The task part of a stage's name: 64 bits of its id's SHA-256 (a task id is user-influenced text, never in a name). */
+const taskDigest = (taskId: string) => createHash('sha256').update(taskId).digest('hex').slice(0, 16);
 /** Every ATTACH is named, so one still running after its client died can be waited for. */
 const ATTACH_ID = /^points-attach:points:[0-9a-f-]{36}$/;
 
@@ -77,9 +88,9 @@ export function createPointsStages(client: ClickHouseClient): PointsStages {
     return (await client.query({ query, format: 'JSONEachRow' })).json<T>();
   }
   const number = async (query: string) => Number((await rows<{ n: string }>(`SELECT toString((${query})) AS n`))[0]!.n);
-  const tableOf = (attempt: string, partition: number) => {
+  const tableOf = (taskId: string, attempt: string, partition: number) => {
     if (!ATTEMPT.test(attempt) || !Number.isInteger(partition) || partition < 0) throw new Error(`not a stage: ${attempt}, ${partition}`);
-    return `points_stage_${attempt}_p${partition}`;
+    return `points_stage_${taskDigest(taskId)}_${attempt}_p${partition}`;
   };
   /** Names are made by tableOf (validated), never from user text. */
   const exists = async (table: string) => (await number(`SELECT count() FROM system.tables WHERE database = currentDatabase() AND name = '${table}'`)) === 1;
@@ -113,9 +124,14 @@ export function createPointsStages(client: ClickHouseClient): PointsStages {
 
   async function settle(queryId: string): Promise<void> {
     if (!ATTACH_ID.test(queryId)) throw new Error(`unexpected query id ${queryId}`);
+    await untilNoneRunning(`query_id = '${queryId}'`, `attach ${queryId}`);
+  }
+
+  /** Waits until no query the filter (of validated names, never user text) selects is running. */
+  async function untilNoneRunning(filter: string, what: string): Promise<void> {
     const deadline = Date.now() + 300_000;
-    while ((await number(`SELECT count() FROM system.processes WHERE query_id = '${queryId}'`)) > 0) {
-      if (Date.now() > deadline) throw new Error(`attach ${queryId} still running after 300000 ms`);
+    while ((await number(`SELECT count() FROM system.processes WHERE ${filter}`)) > 0) {
+      if (Date.now() > deadline) throw new Error(`${what} still running after 300000 ms`);
       await new Promise((r) => setTimeout(r, 100));
     }
   }
@@ -126,8 +142,8 @@ export function createPointsStages(client: ClickHouseClient): PointsStages {
     return (await rows<{ name: string }>(`SELECT name FROM system.tables WHERE database = currentDatabase() AND match(name, '${STAGE_TABLE}') AND ${filter} ORDER BY name`)).map((r) => r.name);
   }
 
-  async function open(attempt: string, partition: number): Promise<PointsSink> {
-    const stage = tableOf(attempt, partition);
+  async function open(taskId: string, attempt: string, partition: number): Promise<PointsSink> {
+    const stage = tableOf(taskId, attempt, partition);
     await client.command({ query: `CREATE TABLE IF NOT EXISTS ${stage} AS points` });
     return createPointsSink(client, stage);
   }
@@ -138,7 +154,7 @@ export function createPointsStages(client: ClickHouseClient): PointsStages {
 
     async seal(given, refill) {
       const share = checked(given);
-      const stage = tableOf(share.attempt, share.partition);
+      const stage = tableOf(share.taskId, share.attempt, share.partition);
       const rest = `${stage}_rest`;
       const recorded = await number(`SELECT count() FROM points_seals WHERE kafka_partition = ${share.partition} AND seal_offset = ${share.sealOffset}`);
       if (recorded > 0) {
@@ -147,10 +163,14 @@ export function createPointsStages(client: ClickHouseClient): PointsStages {
         return { how: 'recorded before', refilled: false };
       }
 
+      // A writer that gave up on a slow stage insert (it then counts the stage broken) leaves it
+      // running on the server: the stage is only checked once no insert into it is under way,
+      // so no late block can land after the check (and be attached twice over the refill).
+      await untilNoneRunning(`startsWith(query_id, 'points-insert:${stage}:')`, `inserts into ${stage}`);
       let refilled = false;
       if (!(await holdsShare(stage, share))) {
         await dropTable(stage);
-        const omitted = await refill(await open(share.attempt, share.partition));
+        const omitted = await refill(await open(share.taskId, share.attempt, share.partition));
         refilled = true;
         if (!(await holdsShare(stage, share, omitted))) throw new Error(`stage ${stage} does not hold the ${share.points} points in ${share.batches} batches its seal states, even refilled from the log`);
       }
@@ -187,9 +207,8 @@ export function createPointsStages(client: ClickHouseClient): PointsStages {
       return { how, refilled };
     },
 
-    async drop(attempt) {
-      if (!ATTEMPT.test(attempt)) throw new Error(`not an attempt id: ${attempt}`);
-      for (const table of await stageTables(`startsWith(name, 'points_stage_${attempt}_')`)) await dropTable(table);
+    async drop(taskId) {
+      for (const table of await stageTables(`startsWith(name, 'points_stage_${taskDigest(taskId)}_')`)) await dropTable(table);
     },
 
     async sweep(ageMs) {
