@@ -53,6 +53,11 @@ export type PointsStages = {
    * even for a committed attempt's stage: its seal refills it from the log.
    */
   drop(taskId: string): Promise<void>;
+  /**
+   * Drops the stage of a share whose seal is recorded (a seal read again: the process that
+   * recorded it may have died before dropping its stage). Never attaches anything.
+   */
+  dropSealed(taskId: string, attempt: string, partition: number): Promise<void>;
   /** Drops the stages made at least `ageMs` ago (abandoned: a crashed upload's); returns their names. */
   sweep(ageMs: number): Promise<string[]>;
 };
@@ -205,6 +210,12 @@ export function createPointsStages(client: ClickHouseClient): PointsStages {
       await dropTable(stage);
       await dropTable(rest);
       return { how, refilled };
+    },
+
+    async dropSealed(taskId, attempt, partition) {
+      const stage = tableOf(taskId, attempt, partition);
+      await dropTable(stage);
+      await dropTable(`${stage}_rest`);
     },
 
     async drop(taskId) {
