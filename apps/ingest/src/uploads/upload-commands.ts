@@ -159,7 +159,7 @@ async function runUpload(cmd: MetricsUploadRequested, at: CommandPosition, produ
     end ??= (await act(decideUpload(run, { type: 'InputEnded' }), true))!; // the end of the input always ends the upload
 
     if (end.type === 'UploadFailed') {
-      await sender.flush();
+      await sender.discard();
       await tx.abort();
       await staging?.abandon();
       await deps.tasks.fail(producer, at, cmd.task_id, end);
@@ -201,7 +201,7 @@ async function runUpload(cmd: MetricsUploadRequested, at: CommandPosition, produ
     log.info({ points: end.points_accepted, rejected: end.rows_rejected, partitions: shares.size, offsets, ...(attempt === undefined ? {} : { staged: attempt, broken_stages: [...staging!.brokenPartitions] }) }, 'upload written to the log');
     return 'succeeded';
   } catch (error) {
-    await sender.flush().catch(() => undefined); // the transaction is aborted after its last send ends
+    await sender.discard();
     if (tx.isActive()) await tx.abort().catch(() => undefined);
     await staging?.abandon();
     if (!(error instanceof UploadLimitExceeded)) throw error;
