@@ -73,7 +73,7 @@ describe('staged shares sealed into points', () => {
 
   it('attaches a complete stage, adds its catalog share, records the seal and drops the stage; a seal read again changes nothing', async () => {
     const up = upload();
-    await fill(await stages.open(up.share.attempt, 1), up.segments);
+    await fill(await stages.open(up.share.taskId, up.share.attempt, 1), up.segments);
     const before = await number('SELECT count() FROM points');
     expect(await stages.seal(up.share, noRefill)).toEqual({ how: 'attached', refilled: false });
     expect(await number('SELECT count() FROM points')).toBe(before + 1_500);
@@ -92,19 +92,19 @@ describe('staged shares sealed into points', () => {
     await expectSealed(missing);
 
     const short = upload();
-    await (await stages.open(short.share.attempt, 1)).insert(short.segments.slice(0, 1));
+    await (await stages.open(short.share.taskId, short.share.attempt, 1)).insert(short.segments.slice(0, 1));
     expect(await stages.seal(short.share, (sink) => fill(sink, short.segments))).toEqual({ how: 'attached', refilled: true });
     await expectSealed(short);
 
     const overFull = upload();
-    const sink = await stages.open(overFull.share.attempt, 1);
+    const sink = await stages.open(overFull.share.taskId, overFull.share.attempt, 1);
     await fill(sink, overFull.segments);
-    await createPointsSink(client, stages.tableOf(overFull.share.attempt, 1)).insert([{ ...overFull.segments[0]!, offset: overFull.segments[0]!.offset + 5 }]);
+    await createPointsSink(client, stages.tableOf(overFull.share.taskId, overFull.share.attempt, 1)).insert([{ ...overFull.segments[0]!, offset: overFull.segments[0]!.offset + 5 }]);
     expect(await stages.seal(overFull.share, (s) => fill(s, overFull.segments))).toEqual({ how: 'attached', refilled: true });
     await expectSealed(overFull);
 
     const reshaped = upload();
-    await client.command({ query: `CREATE TABLE ${stages.tableOf(reshaped.share.attempt, 1)} (metric_name String, ts Int64) ENGINE = MergeTree() ORDER BY metric_name` });
+    await client.command({ query: `CREATE TABLE ${stages.tableOf(reshaped.share.taskId, reshaped.share.attempt, 1)} (metric_name String, ts Int64) ENGINE = MergeTree() ORDER BY metric_name` });
     expect(await stages.seal(reshaped.share, (s) => fill(s, reshaped.segments))).toEqual({ how: 'attached', refilled: true });
     await expectSealed(reshaped);
   });
@@ -123,20 +123,20 @@ describe('staged shares sealed into points', () => {
       await fill(sink, wrong.segments);
       return { points: 500, batches: 1 };
     })).rejects.toThrow(/does not hold/);
-    await stages.drop(wrong.share.attempt);
+    await stages.drop(wrong.share.taskId);
   });
 
   it('after a crash past the ATTACH, does not attach again: completes the catalog (or finds it complete) and records the seal', async () => {
     const beforeCatalog = upload();
-    await fill(await stages.open(beforeCatalog.share.attempt, 1), beforeCatalog.segments);
-    await client.command({ query: `ALTER TABLE points ATTACH PARTITION tuple() FROM ${stages.tableOf(beforeCatalog.share.attempt, 1)}` });
+    await fill(await stages.open(beforeCatalog.share.taskId, beforeCatalog.share.attempt, 1), beforeCatalog.segments);
+    await client.command({ query: `ALTER TABLE points ATTACH PARTITION tuple() FROM ${stages.tableOf(beforeCatalog.share.taskId, beforeCatalog.share.attempt, 1)}` });
     expect(await catalog()).not.toEqual(await pointsPerMetric());
     expect(await stages.seal(beforeCatalog.share, noRefill)).toEqual({ how: 'found attached', refilled: false });
     await expectSealed(beforeCatalog);
 
     const beforeRecord = upload();
-    const stage = stages.tableOf(beforeRecord.share.attempt, 1);
-    await fill(await stages.open(beforeRecord.share.attempt, 1), beforeRecord.segments);
+    const stage = stages.tableOf(beforeRecord.share.taskId, beforeRecord.share.attempt, 1);
+    await fill(await stages.open(beforeRecord.share.taskId, beforeRecord.share.attempt, 1), beforeRecord.segments);
     await client.command({ query: `ALTER TABLE points ATTACH PARTITION tuple() FROM ${stage}` });
     await client.command({ query: `INSERT INTO metric_catalog SELECT metric_name, countState() AS points, minState(ts) AS first_ts, maxState(ts) AS last_ts FROM ${stage} GROUP BY metric_name` });
     expect(await stages.seal(beforeRecord.share, noRefill)).toEqual({ how: 'found attached', refilled: false });
@@ -145,7 +145,7 @@ describe('staged shares sealed into points', () => {
 
   it('after a server died inside a multi-part ATTACH (some batches in), attaches only the batches points lacks', async () => {
     const up = upload();
-    await fill(await stages.open(up.share.attempt, 1), up.segments);
+    await fill(await stages.open(up.share.taskId, up.share.attempt, 1), up.segments);
     // What the dead ATTACH left: the first part's batches in points, without their catalog share.
     const partial = `partial_${up.share.attempt}`;
     await client.command({ query: `CREATE TABLE ${partial} AS points` });
@@ -166,21 +166,25 @@ describe('staged shares sealed into points', () => {
     })).rejects.toThrow(/does not hold the 1500 points in 3 batches/);
     expect(await number('SELECT count() FROM points')).toBe(before);
     expect(await number('SELECT count() FROM points_seals WHERE kafka_partition = 1 AND seal_offset = ' + up.share.sealOffset)).toBe(0);
-    await stages.drop(up.share.attempt);
+    await stages.drop(up.share.taskId);
     expect(await stageTables()).toEqual([]);
   });
 
-  it("drops an attempt's stages, and sweeps only stages at least as old as asked", async () => {
+  it("drops a task's stages whatever their attempt (an earlier, killed run's too), and sweeps only stages at least as old as asked", async () => {
     const up = upload();
-    await stages.open(up.share.attempt, 0);
-    await stages.open(up.share.attempt, 2);
+    await stages.open(up.share.taskId, up.share.attempt, 0);
+    await stages.open(up.share.taskId, up.share.attempt, 2);
+    const earlierRun = randomBytes(8).toString('hex');
+    await stages.open(up.share.taskId, earlierRun, 0);
+    expect(await stageTables()).toHaveLength(3);
+    expect(stages.tableOf(up.share.taskId, earlierRun, 0)).toMatch(/^points_stage_[0-9a-f]{16}_[0-9a-f]{16}_p0$/);
     const other = upload();
-    await stages.open(other.share.attempt, 1);
-    await stages.drop(up.share.attempt);
-    expect(await stageTables()).toEqual([stages.tableOf(other.share.attempt, 1)]);
+    await stages.open(other.share.taskId, other.share.attempt, 1);
+    await stages.drop(up.share.taskId);
+    expect(await stageTables()).toEqual([stages.tableOf(other.share.taskId, other.share.attempt, 1)]);
     expect(await stages.sweep(3_600_000)).toEqual([]);
-    expect(await stageTables()).toEqual([stages.tableOf(other.share.attempt, 1)]);
-    expect(await stages.sweep(0)).toEqual([stages.tableOf(other.share.attempt, 1)]);
+    expect(await stageTables()).toEqual([stages.tableOf(other.share.taskId, other.share.attempt, 1)]);
+    expect(await stages.sweep(0)).toEqual([stages.tableOf(other.share.taskId, other.share.attempt, 1)]);
     expect(await stageTables()).toEqual([]);
   });
 });

@@ -291,7 +291,7 @@ describe('projector: points topic → ClickHouse, exactly once', () => {
       let asStaged: Segment[] = [];
       await staged('task-s2', attempt, [{ metric: 'staged.c', points: [[6, 6], [7, 7]] }], { beforeCommit: async (segments) => {
         asStaged = segments.map((s) => ({ ...s, batch: { ...s.batch, values: s.batch.values.map((v) => v + 1000) } }));
-        await (await stages.open(attempt, partition)).insert(asStaged);
+        await (await stages.open('task-s2', attempt, partition)).insert(asStaged);
       } });
       expected.push(...rowsOf(asStaged));
       await waitFor('the written stage sealed', async () => ((await scalar(`SELECT count() FROM points WHERE task_id = 'task-s2'`)) === 2 ? true : undefined), 45_000, 200);

@@ -72,6 +72,7 @@ async function startCommandHandlers(ingest: IngestDeps, { tasks, user }: Handler
         attempts: settings.MERIDIAN_UPLOAD_ATTEMPTS,
         stage: settings.MERIDIAN_UPLOAD_STAGING === 'on' ? ingest.pointsStages : null,
         stageBatchRows: settings.MERIDIAN_PROJECTOR_BATCH_ROWS,
+        stageFinishTimeoutMs: settings.MERIDIAN_STAGE_FINISH_TIMEOUT_MS,
       }),
       FileDefinitionRequested: fileCommands,
     },

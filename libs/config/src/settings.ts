@@ -441,6 +441,12 @@ export const settingDefinitions = {
     default: '300000',
     doc: 'How often the projector looks for stage tables older than MERIDIAN_STAGE_TTL_MS.',
   },
+  // issue 15, design D fault work (s-i15-dfault)
+  MERIDIAN_STAGE_FINISH_TIMEOUT_MS: {
+    schema: positiveInt,
+    default: '30000',
+    doc: 'Longest a staged upload waits, before its commit, for its last inserts into its stage tables (and, on a failed upload, before dropping them). Past it the inserts are given up and those stages count as broken: the projector refills them from the log at the seal, so a slow ClickHouse delays the seal, not the upload.',
+  },
 } as const;
 
 export type SettingName = keyof typeof settingDefinitions;

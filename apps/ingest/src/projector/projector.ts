@@ -8,7 +8,7 @@ import { sendToDeadLetter } from '../dead-letter.ts';
 import { Heart } from './heart.ts';
 import { InsertLog } from './insert-log.ts';
 import { refusedBeforeWriting, type BatchPosition } from '@meridian/clickhouse';
-import { Projection, refillStage, stageHeader, type StagedSeal } from '@meridian/projection';
+import { Projection, refillStage, stageHeader, type Seal, type StagedSeal } from '@meridian/projection';
 import { randomBytes } from 'node:crypto';
 import { startStageSweeper } from './stage-sweeper.ts';
 import type { IngestDeps } from '../ingest-deps.ts';
@@ -208,6 +208,11 @@ export async function startProjector(ingest: IngestDeps): Promise<RunningProject
     projection.sealed(seal);
   }
 
+  /** Best effort: a stage left by a crash after its seal was recorded (the sweeper drops it otherwise). */
+  async function dropSealedStage(seal: Seal, attempt: string): Promise<void> {
+    await stages.dropSealed(seal.task_id, attempt, seal.partition).catch((error: unknown) => logger.warn({ err: error, task_id: seal.task_id, partition: seal.partition }, 'dropping the stage of a recorded seal failed; the sweeper will'));
+  }
+
   async function eachBatch(payload: BatchPayload): Promise<void> {
     const { batch, resolveOffset, isRunning } = payload;
     const partition = batch.partition;
@@ -241,6 +246,7 @@ export async function startProjector(ingest: IngestDeps): Promise<RunningProject
             break;
           case 'seal':
             projection.addSeal(decision.seal);
+            if (decision.leftStage !== undefined) await dropSealedStage(decision.seal, decision.leftStage);
             break;
           case 'reject':
             await reject(ctx, partition, message, decision.reason);

@@ -15,7 +15,7 @@ describe('stage sweeper', () => {
         ages.push(age);
         if (ages.length === 3) enough();
         if (ages.length === 1) throw new Error('ClickHouse unavailable');
-        return ['points_stage_0123456789abcdef_p0'];
+        return ['points_stage_fedcba9876543210_0123456789abcdef_p0'];
       },
     });
     await thrice;

@@ -1,13 +1,26 @@
-import type { Logger } from '@meridian/observability';
+import { withTimeout, type Logger } from '@meridian/observability';
 import { segmentRows, type Segment } from '@meridian/projection';
 
 /** Where a staged upload's rows are written aside (libs/clickhouse's PointsStages implements it). */
 export interface UploadStage {
-  /** The stage of one attempt's share of a partition, created if missing; its inserts are whole Native blocks. */
-  open(attempt: string, partition: number): Promise<{ insert(segments: readonly Segment[]): Promise<void> }>;
-  /** Drops every stage of an attempt. */
-  drop(attempt: string): Promise<void>;
+  /**
+   * The stage of one attempt's share of a partition, created if missing; its inserts are whole
+   * Native blocks, and `signal` gives one up (nothing stored unless the server had all of it).
+   */
+  open(taskId: string, attempt: string, partition: number): Promise<{ insert(segments: readonly Segment[], signal?: AbortSignal): Promise<void> }>;
+  /** Drops every stage of a task, whatever its attempt. */
+  drop(taskId: string): Promise<void>;
 }
+
+export type StageWriterOptions = {
+  readonly taskId: string;
+  /** This run of the upload (16 hex digits, random): its stages and its seals name it. */
+  readonly attempt: string;
+  /** Most rows per staging insert (MERIDIAN_PROJECTOR_BATCH_ROWS). */
+  readonly batchRows: number;
+  /** Longest wait for the stage inserts at finish or abandon (MERIDIAN_STAGE_FINISH_TIMEOUT_MS). */
+  readonly finishTimeoutMs: number;
+};
 
 /**
  * Writes a staged upload's acknowledged batches aside into its stages while it is parsed
@@ -15,22 +28,32 @@ export interface UploadStage {
  * rows of whole batches, one insert in flight. The stage is only a cache: the seal checks it
  * and refills it from the log when it is not what the seal says. So a failed insert (refused,
  * or of unknown outcome) marks its partition's stage broken: no retry, no more inserts there,
- * a warning, and the upload goes on; ClickHouse being down never fails an upload.
+ * a warning, and the upload goes on; ClickHouse being down never fails an upload, nor does a
+ * slow one hold it past finishTimeoutMs (the inserts still under way are given up, and their
+ * partitions counted broken).
+ *
+ * Its first act is to drop the task's stages of earlier runs (a run killed before its commit
+ * leaves them, and none of them will ever be sealed), so they go at the task's next run, not
+ * at the sweeper's TTL.
  */
 export class StageWriter {
   readonly attempt: string;
   private readonly stage: UploadStage;
-  private readonly batchRows: number;
+  private readonly options: StageWriterOptions;
   private readonly logger: Logger;
   private readonly buffers = new Map<number, { segments: Segment[]; rows: number }>();
   private readonly broken = new Set<number>();
-  private inFlight: Promise<void> = Promise.resolve();
+  /** Inserts queued or in flight, per partition. */
+  private readonly writing = new Map<number, number>();
+  private readonly giveUp = new AbortController();
+  private inFlight: Promise<void>;
 
-  constructor(stage: UploadStage, attempt: string, batchRows: number, logger: Logger) {
+  constructor(stage: UploadStage, options: StageWriterOptions, logger: Logger) {
     this.stage = stage;
-    this.attempt = attempt;
-    this.batchRows = batchRows;
+    this.options = options;
+    this.attempt = options.attempt;
     this.logger = logger;
+    this.inFlight = stage.drop(options.taskId).catch((error: unknown) => logger.warn({ err: error }, 'dropping the stages of this task\'s earlier runs failed; the sweeper will'));
   }
 
   /** Partitions whose stage took a failed insert: their seals will refill them. */
@@ -47,7 +70,7 @@ export class StageWriter {
       if (this.broken.has(segment.partition)) continue;
       const buffer = this.buffers.get(segment.partition) ?? { segments: [], rows: 0 };
       const rows = segmentRows(segment);
-      if (buffer.rows > 0 && buffer.rows + rows > this.batchRows) {
+      if (buffer.rows > 0 && buffer.rows + rows > this.options.batchRows) {
         this.write(segment.partition, buffer.segments);
         buffer.segments = [];
         buffer.rows = 0;
@@ -58,28 +81,48 @@ export class StageWriter {
     }
   }
 
-  /** Writes what is buffered and waits for every insert: the stages are then as complete as they will be. */
+  /**
+   * Writes what is buffered and waits for every insert, at most finishTimeoutMs: the stages
+   * are then as complete as they will be. Past the bound the inserts under way are given up
+   * and their partitions count as broken (the seal waits for any that still runs on the server,
+   * then refills). Never throws.
+   */
   async finish(): Promise<void> {
     for (const [partition, buffer] of this.buffers) if (buffer.segments.length > 0) this.write(partition, buffer.segments);
     this.buffers.clear();
-    await this.inFlight;
+    await this.settled('finishing');
   }
 
-  /** The upload aborted: waits for the insert in flight, then drops the attempt's stages (best effort: the sweeper drops what is left). */
+  /** The upload aborted: waits for the insert in flight (at most finishTimeoutMs), then drops the task's stages (best effort: the sweeper drops what is left). */
   async abandon(): Promise<void> {
     this.buffers.clear();
-    await this.inFlight;
-    await this.stage.drop(this.attempt).catch((error: unknown) => this.logger.warn({ err: error, attempt: this.attempt }, 'dropping an aborted upload\'s stages failed; the sweeper will'));
+    await this.settled('abandoning');
+    await this.stage.drop(this.options.taskId).catch((error: unknown) => this.logger.warn({ err: error, attempt: this.attempt }, 'dropping an aborted upload\'s stages failed; the sweeper will'));
+  }
+
+  private async settled(what: string): Promise<void> {
+    try {
+      await withTimeout(this.inFlight, this.options.finishTimeoutMs, `the staging inserts (${what})`);
+    } catch (error) {
+      for (const partition of this.writing.keys()) this.broken.add(partition);
+      this.giveUp.abort(error);
+      this.logger.warn({ err: error, attempt: this.attempt, partitions: [...this.writing.keys()] }, 'staging inserts given up (MERIDIAN_STAGE_FINISH_TIMEOUT_MS); these partitions\' stages will be refilled from the log at the seal');
+    }
   }
 
   private write(partition: number, segments: readonly Segment[]): void {
+    this.writing.set(partition, (this.writing.get(partition) ?? 0) + 1);
     this.inFlight = this.inFlight.then(async () => {
-      if (this.broken.has(partition)) return;
       try {
-        await (await this.stage.open(this.attempt, partition)).insert(segments);
+        if (this.broken.has(partition) || this.giveUp.signal.aborted) return;
+        await (await this.stage.open(this.options.taskId, this.attempt, partition)).insert(segments, this.giveUp.signal);
       } catch (error) {
         this.broken.add(partition);
         this.logger.warn({ err: error, attempt: this.attempt, partition }, 'staging insert failed; this partition\'s stage will be refilled from the log at the seal');
+      } finally {
+        const left = this.writing.get(partition)! - 1;
+        if (left === 0) this.writing.delete(partition);
+        else this.writing.set(partition, left);
       }
     });
   }

@@ -52,6 +52,8 @@ export type UploadCommandsDeps = {
   readonly stage: UploadStage | null;
   /** Most rows per staging insert (MERIDIAN_PROJECTOR_BATCH_ROWS, as the projector's). */
   readonly stageBatchRows: number;
+  /** Longest wait for the staging inserts before the commit (MERIDIAN_STAGE_FINISH_TIMEOUT_MS). */
+  readonly stageFinishTimeoutMs: number;
 };
 
 /**
@@ -124,7 +126,7 @@ async function runUpload(cmd: MetricsUploadRequested, at: CommandPosition, produ
   const act = async (facts: readonly UploadFact[], inputEnded: boolean): Promise<UploadComplete | UploadFailed | null> => {
     for (const fact of facts) {
       if (fact.type !== 'BatchReady') return fact;
-      if (staging === undefined) staging = inputEnded || deps.stage === null ? null : new StageWriter(deps.stage, randomBytes(8).toString('hex'), deps.stageBatchRows, log);
+      if (staging === undefined) staging = inputEnded || deps.stage === null ? null : new StageWriter(deps.stage, { taskId: cmd.task_id, attempt: randomBytes(8).toString('hex'), batchRows: deps.stageBatchRows, finishTimeoutMs: deps.stageFinishTimeoutMs }, log);
       const b = fact.batch;
       const batch = { type: 'PointBatch' as const, task_id: cmd.task_id, metric_name: b.metric_name, updated_at: cmd.at, timestamps: b.timestamps, values: b.values, ...(staging === null ? {} : { stage: staging.attempt }) };
       const value = deps.pointsCodec.encode(batch);
@@ -166,7 +168,7 @@ async function runUpload(cmd: MetricsUploadRequested, at: CommandPosition, produ
     }
 
     await sender.flush();
-    // The stages as complete as they will be; a broken one is refilled from the log at its seal.
+    // The stages as complete as they will be (within MERIDIAN_STAGE_FINISH_TIMEOUT_MS); a broken one is refilled from the log at its seal.
     await staging?.finish();
     checkBudget();
     const { shares } = sender;

@@ -18,8 +18,12 @@ export type PointsSink = {
    * at its seal); -1 for a partition with neither.
    */
   maxOffsets(partitions: readonly number[]): Promise<Map<number, number>>;
-  /** Writes every point of the segments as one INSERT (one block, one part). */
-  insert(segments: readonly Segment[]): Promise<void>;
+  /**
+   * Writes every point of the segments as one INSERT (one block, one part). `signal` gives the
+   * request up (a stage's writer that waited too long): unless the server had the whole block
+   * by then, nothing is stored; if it had, the insert runs on, named (INSERT_ID) so it can be waited for.
+   */
+  insert(segments: readonly Segment[], signal?: AbortSignal): Promise<void>;
   /**
    * After an insert failed, its outcome is unknown until ClickHouse has finished with it:
    * waits until the failed insert is no longer running, so maxOffsets tells the truth.
@@ -121,7 +125,7 @@ export function createPointsSink(client: ClickHouseClient, table = 'points', opt
       return result;
     },
 
-    async insert(segments) {
+    async insert(segments, signal) {
       const queryId = `${idPrefix}${randomUUID()}`;
       const body = encodePointsBlock(segments);
       const caps = await serverCapabilities(client);
@@ -134,7 +138,7 @@ export function createPointsSink(client: ClickHouseClient, table = 'points', opt
         ...quorumInsertSettings(quorum.replicas, quorum.timeoutMs),
       };
       unsettled = queryId;
-      const result = await client.exec({ query: insertSql, query_id: queryId, values: Readable.from([body]), clickhouse_settings: settings });
+      const result = await client.exec({ query: insertSql, query_id: queryId, values: Readable.from([body]), clickhouse_settings: settings, ...(signal === undefined ? {} : { abort_signal: signal }) });
       // The answer to an INSERT is empty; drain it so the socket goes back to the pool.
       for await (const _ of result.stream) { /* empty */ }
       unsettled = null;

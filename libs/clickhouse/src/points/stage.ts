@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import type { Omitted } from '@meridian/projection';
 import { deduplicatedInsertSettings, serverCapabilities } from '../capabilities.ts';
 import type { ClickHouseClient } from '../client.ts';
@@ -33,10 +33,14 @@ export type SealOutcome = { readonly how: 'attached' | 'found attached' | 'recor
  * quorum; the cluster keeps projecting directly).
  */
 export type PointsStages = {
-  /** The stage of one attempt's share of a partition: <points>_stage_<attempt>_p<partition> (points_stage_… for the live table). */
-  tableOf(attempt: string, partition: number): string;
+  /**
+   * The stage of one attempt's share of a partition: <points>_stage_<task>_<attempt>_p<partition>
+   * (points_stage_… for the live table), where <task> is a digest of the task id (16 hex digits),
+   * so that a task's next run finds the stages its killed runs left (drop).
+   */
+  tableOf(taskId: string, attempt: string, partition: number): string;
   /** Creates the stage if it is missing (shaped AS points) and returns the sink that fills it. */
-  open(attempt: string, partition: number): Promise<PointsSink>;
+  open(taskId: string, attempt: string, partition: number): Promise<PointsSink>;
   /**
    * Moves a committed share into points, exactly once whatever was done of it before a crash:
    * the stage checked (or refilled), attached unless its rows are in points already (the rest
@@ -44,8 +48,17 @@ export type PointsStages = {
    * (which ATTACH does not feed), the seal recorded in the seals table, the stage dropped.
    */
   seal(share: StagedShare, refill: (stage: PointsSink) => Promise<Omitted>): Promise<SealOutcome>;
-  /** Drops every stage of an attempt (an upload that aborted), best effort for the caller. */
-  drop(attempt: string): Promise<void>;
+  /**
+   * Drops every stage of a task, whatever its attempt: an upload that aborted, or a task run
+   * again after its earlier run was killed (those stages would wait for the sweeper). Safe
+   * even for a committed attempt's stage: its seal refills it from the log.
+   */
+  drop(taskId: string): Promise<void>;
+  /**
+   * Drops the stage of a share whose seal is recorded (a seal read again: the process that
+   * recorded it may have died before dropping its stage). Never attaches anything.
+   */
+  dropSealed(taskId: string, attempt: string, partition: number): Promise<void>;
   /** Drops the stages made at least `ageMs` ago (abandoned: a crashed upload's); returns their names. */
   sweep(ageMs: number): Promise<string[]>;
 };
@@ -72,6 +85,9 @@ const quoted = (name: string) => {
   return `\`${name}\``;
 };
 
+/** The task part of a stage's name: 64 bits of its id's SHA-256 (a task id is user-influenced text, never in a name). */
+const taskDigest = (taskId: string) => createHash('sha256').update(taskId).digest('hex').slice(0, 16);
+
 function checked(share: StagedShare): StagedShare {
   if (!ATTEMPT.test(share.attempt)) throw new Error(`not an attempt id: ${share.attempt}`);
   for (const n of [share.partition, share.sealOffset, share.points, share.batches]) {
@@ -88,8 +104,8 @@ export function createPointsStages(client: ClickHouseClient, targets: StageTarge
   const sink = createPointsSink(client, targets.points, { catalogTable: targets.catalog });
   // Stages are named after their points table, so a rebuild's never meet the live projector's.
   const prefix = `${targets.points}_stage_`;
-  /** A stage's name, and the second stage that carries the rest of a partly attached one. */
-  const stageTable = `^${prefix}[0-9a-f]{16}_p[0-9]+(_rest)?$`;
+  /** A stage's name (task digest, attempt, partition), and the second stage that carries the rest of a partly attached one. */
+  const stageTable = `^${prefix}[0-9a-f]{16}_[0-9a-f]{16}_p[0-9]+(_rest)?$`;
   /** Every ATTACH is named, so one still running after its client died can be waited for (the sink's positions wait too). */
   const attachPrefix = `points-attach:${targets.points}:`;
   const attachId = /^points-attach:[A-Za-z_][A-Za-z0-9_]*:[0-9a-f-]{36}$/;
@@ -98,9 +114,9 @@ export function createPointsStages(client: ClickHouseClient, targets: StageTarge
     return (await client.query({ query, format: 'JSONEachRow' })).json<T>();
   }
   const number = async (query: string) => Number((await rows<{ n: string }>(`SELECT toString((${query})) AS n`))[0]!.n);
-  const tableOf = (attempt: string, partition: number) => {
+  const tableOf = (taskId: string, attempt: string, partition: number) => {
     if (!ATTEMPT.test(attempt) || !Number.isInteger(partition) || partition < 0) throw new Error(`not a stage: ${attempt}, ${partition}`);
-    return `${prefix}${attempt}_p${partition}`;
+    return `${prefix}${taskDigest(taskId)}_${attempt}_p${partition}`;
   };
   /** Names are made by tableOf (validated), never from user text. */
   /** A MergeTree table: a stage made `AS points` while a replay swap had `points` frozen is a Merge over other rows. */
@@ -135,9 +151,14 @@ export function createPointsStages(client: ClickHouseClient, targets: StageTarge
 
   async function settle(queryId: string): Promise<void> {
     if (!attachId.test(queryId)) throw new Error(`unexpected query id ${queryId}`);
+    await untilNoneRunning(`query_id = '${queryId}'`, `attach ${queryId}`);
+  }
+
+  /** Waits until no query the filter (of validated names, never user text) selects is running. */
+  async function untilNoneRunning(filter: string, what: string): Promise<void> {
     const deadline = Date.now() + 300_000;
-    while ((await number(`SELECT count() FROM system.processes WHERE query_id = '${queryId}'`)) > 0) {
-      if (Date.now() > deadline) throw new Error(`attach ${queryId} still running after 300000 ms`);
+    while ((await number(`SELECT count() FROM system.processes WHERE ${filter}`)) > 0) {
+      if (Date.now() > deadline) throw new Error(`${what} still running after 300000 ms`);
       await new Promise((r) => setTimeout(r, 100));
     }
   }
@@ -148,8 +169,8 @@ export function createPointsStages(client: ClickHouseClient, targets: StageTarge
     return (await rows<{ name: string }>(`SELECT name FROM system.tables WHERE database = currentDatabase() AND match(name, '${stageTable}') AND ${filter} ORDER BY name`)).map((r) => r.name);
   }
 
-  async function open(attempt: string, partition: number): Promise<PointsSink> {
-    const stage = tableOf(attempt, partition);
+  async function open(taskId: string, attempt: string, partition: number): Promise<PointsSink> {
+    const stage = tableOf(taskId, attempt, partition);
     await client.command({ query: `CREATE TABLE IF NOT EXISTS ${stage} AS ${points}` });
     return createPointsSink(client, stage);
   }
@@ -160,7 +181,7 @@ export function createPointsStages(client: ClickHouseClient, targets: StageTarge
 
     async seal(given, refill) {
       const share = checked(given);
-      const stage = tableOf(share.attempt, share.partition);
+      const stage = tableOf(share.taskId, share.attempt, share.partition);
       const rest = `${stage}_rest`;
       const recorded = await number(`SELECT count() FROM ${seals} WHERE kafka_partition = ${share.partition} AND seal_offset = ${share.sealOffset}`);
       if (recorded > 0) {
@@ -169,10 +190,14 @@ export function createPointsStages(client: ClickHouseClient, targets: StageTarge
         return { how: 'recorded before', refilled: false };
       }
 
+      // A writer that gave up on a slow stage insert (it then counts the stage broken) leaves it
+      // running on the server: the stage is only checked once no insert into it is under way,
+      // so no late block can land after the check (and be attached twice over the refill).
+      await untilNoneRunning(`startsWith(query_id, 'points-insert:${stage}:')`, `inserts into ${stage}`);
       let refilled = false;
       if (!(await holdsShare(stage, share))) {
         await dropTable(stage);
-        const omitted = await refill(await open(share.attempt, share.partition));
+        const omitted = await refill(await open(share.taskId, share.attempt, share.partition));
         refilled = true;
         if (!(await holdsShare(stage, share, omitted))) throw new Error(`stage ${stage} does not hold the ${share.points} points in ${share.batches} batches its seal states, even refilled from the log`);
       }
@@ -209,9 +234,14 @@ export function createPointsStages(client: ClickHouseClient, targets: StageTarge
       return { how, refilled };
     },
 
-    async drop(attempt) {
-      if (!ATTEMPT.test(attempt)) throw new Error(`not an attempt id: ${attempt}`);
-      for (const table of await stageTables(`startsWith(name, '${prefix}${attempt}_')`)) await dropTable(table);
+    async dropSealed(taskId, attempt, partition) {
+      const stage = tableOf(taskId, attempt, partition);
+      await dropTable(stage);
+      await dropTable(`${stage}_rest`);
+    },
+
+    async drop(taskId) {
+      for (const table of await stageTables(`startsWith(name, '${prefix}${taskDigest(taskId)}_')`)) await dropTable(table);
     },
 
     async sweep(ageMs) {

@@ -17,7 +17,11 @@ export type Decision =
   | { readonly kind: 'buffer'; readonly segment: Segment; readonly rows: number }
   /** A staged upload's batch: its rows come in at its attempt's seal, never through the buffer. */
   | { readonly kind: 'staged'; readonly attempt: string }
-  | { readonly kind: 'seal'; readonly seal: Seal }
+  /**
+   * A seal to announce. `leftStage`: a staged share's seal at or below the position (recorded),
+   * read again; a crash between recording it and dropping its stage may have left that stage.
+   */
+  | { readonly kind: 'seal'; readonly seal: Seal; readonly leftStage?: string }
   /** A staged share to move in now: flush the buffer (every row before it), then seal it. */
   | { readonly kind: 'stagedSeal'; readonly seal: StagedSeal }
   | { readonly kind: 'reject'; readonly reason: string };
@@ -99,8 +103,9 @@ export class Projection {
       }
       case 'UploadSealed': {
         const seal = { task_id: fact.task_id, partition, offset };
-        // At or below the position a staged seal is recorded: only its announcement may be missing.
-        if (fact.stage == null || this.inSink(partition, offset)) return { kind: 'seal', seal };
+        if (fact.stage == null) return { kind: 'seal', seal };
+        // At or below the position a staged seal is recorded: only its announcement, and the drop of its stage, may be missing.
+        if (this.inSink(partition, offset)) return ATTEMPT.test(fact.stage.attempt) ? { kind: 'seal', seal, leftStage: fact.stage.attempt } : { kind: 'seal', seal };
         const { attempt, first_offset: firstOffset, batches } = fact.stage;
         if (!ATTEMPT.test(attempt) || !Number.isSafeInteger(firstOffset) || firstOffset < 0 || firstOffset + batches > offset || !Number.isSafeInteger(batches) || batches < 1 || !Number.isSafeInteger(fact.points) || fact.points < 0) {
           return { kind: 'reject', reason: `a staged seal that cannot be: attempt ${JSON.stringify(attempt)}, ${batches} batches from offset ${firstOffset}, ${fact.points} points, at offset ${offset}` };

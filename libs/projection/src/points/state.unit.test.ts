@@ -105,13 +105,13 @@ describe('projector state: staged uploads (issue 15)', () => {
     expect(p.decide(0, 7, { ...batch(2), stage: null })).toMatchObject({ kind: 'buffer' });
   });
 
-  it('a staged seal after the position is a share to move in; at or below it (recorded) only its announcement is repeated', () => {
+  it('a staged seal after the position is a share to move in; at or below it (recorded) only its announcement and its stage\'s drop are repeated', () => {
     const p = new Projection(10);
     p.setSinkMax(1, 20);
     expect(p.decide(1, 40, sealed({ attempt, first_offset: 30, batches: 3 }))).toEqual({
       kind: 'stagedSeal', seal: { task_id: 'a', partition: 1, offset: 40, attempt, points: 30, batches: 3, firstOffset: 30 },
     });
-    expect(p.decide(1, 20, sealed({ attempt, first_offset: 10, batches: 3 }))).toEqual({ kind: 'seal', seal: { task_id: 'a', partition: 1, offset: 20 } });
+    expect(p.decide(1, 20, sealed({ attempt, first_offset: 10, batches: 3 }))).toEqual({ kind: 'seal', seal: { task_id: 'a', partition: 1, offset: 20 }, leftStage: attempt });
     expect(p.decide(1, 40, sealed(null))).toEqual({ kind: 'seal', seal: { task_id: 'a', partition: 1, offset: 40 } });
   });
 
