@@ -764,7 +764,17 @@ describe('staged uploads, rebuilt as the live projector seals them', () => {
     expect(await pointsOf('points', pending.taskId)).toBe(0);
 
     // A generation built to where live is, swapped in: the staged batches below live's position are not in it either.
-    const result = await rebuildPoints(platform, { to: { kind: 'offsets', offsets: new Map([...stopped].map(([p, e]) => [p, e - 1])) }, swap: 'always', waitForLiveMs: 0 });
+    const sealsBefore = await count('SELECT count() FROM points_seals');
+    let frozen: { seals: number; refused: boolean } | null = null;
+    const result = await rebuildPoints(platform, {
+      to: { kind: 'offsets', offsets: new Map([...stopped].map(([p, e]) => [p, e - 1])) }, swap: 'always', waitForLiveMs: 0,
+      // While frozen, the seals stay readable and no seal can be recorded (its ATTACH is held too).
+      whileFrozen: async () => {
+        const refused = await platform.clickhouse.insert({ table: 'points_seals', format: 'JSONEachRow', values: [{ kafka_partition: 0, seal_offset: 1e9, task_id: 'frozen', attempt: '0000000000000000' }] }).then(() => false, () => true);
+        frozen = { seals: await count('SELECT count() FROM points_seals'), refused };
+      },
+    });
+    expect(frozen).toEqual({ seals: sealsBefore, refused: true });
     expect(result.swap).toMatchObject({ nudged: false, retired: 1 });
     // The first test's staged batches and this upload's two are passed over; only the first test's shares are sealed.
     expect(result.stats).toMatchObject({ stagedBatches: 5 + 2, stagedSeals: 4 });

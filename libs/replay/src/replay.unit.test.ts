@@ -7,7 +7,7 @@ import { dedupeNamedTypes, envelopeSchema, envelopeType, topicOfType, wrapEvent 
 import { decodeExportCursor, encodeExportCursor, EXPORT_TOPICS, pageRanges, resolveTypes, type ExportTopic } from './export.ts';
 import { catalogDefinition, createGenerationSql, foldRegistry, forgetInsertTokensSql, liveGeneration, parseGeneration, pointsTableDdl, type RegistryRow } from './generations.ts';
 import { etaMs, formatProgress } from './progress.ts';
-import { compareSums, perMetricSql, rangeCondition } from './verify.ts';
+import { compareSums, perMetricSql, rangeCondition, sealedAfterCondition } from './verify.ts';
 import { refuseReplicated } from './swap.ts';
 
 describe('--from / --to bounds', () => {
@@ -101,6 +101,16 @@ describe('verification', () => {
     expect(rangeCondition(new Map([[0, -1]]))).toBe('0');
     expect(() => rangeCondition(new Map([[0, 1.5]]))).toThrow();
     expect(perMetricSql('points_g2', '1')).toContain('sum(cityHash64(metric_name, ts, value, updated_at, task_id, kafka_partition, kafka_offset, row_in_batch))');
+  });
+
+  it('leaves out of the comparison the rows of staged shares sealed after the compared position, by either table\'s seals', () => {
+    expect(sealedAfterCondition(new Map([[0, 4], [1, -1]]), ['points_seals', 'points_seals_g2'])).toBe(
+      '(kafka_partition, task_id) NOT IN (SELECT kafka_partition, task_id FROM `points_seals` WHERE (kafka_partition = 0 AND seal_offset > 4) OR (kafka_partition = 1 AND seal_offset > -1)'
+      + ' UNION ALL SELECT kafka_partition, task_id FROM `points_seals_g2` WHERE (kafka_partition = 0 AND seal_offset > 4) OR (kafka_partition = 1 AND seal_offset > -1))',
+    );
+    // Tables from before staged uploads have no seals: nothing to leave out.
+    expect(sealedAfterCondition(new Map([[0, 4]]), [])).toBe('1');
+    expect(() => sealedAfterCondition(new Map([[0, 0.5]]), ['points_seals'])).toThrow();
   });
 
   it('reports every metric whose count or checksum differs, or that one side lacks', () => {
