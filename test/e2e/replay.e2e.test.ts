@@ -738,6 +738,20 @@ describe('staged uploads, rebuilt as the live projector seals them', () => {
     expect(await stagesIn(own.CLICKHOUSE_DATABASE)).toBe(0);
 
     expect(await dropGeneration(platform.clickhouse, g)).toEqual(expect.arrayContaining([`points_g${g}`, `points_seals_g${g}`, `metric_catalog_g${g}`]));
+
+    // --from inside a staged share: the rows before it (part of the share, attached live) are
+    // copied from live, and its seal attaches only the batches the generation lacks.
+    const middle = new Map([...low].map(([p, o]) => [p, p === 0 ? staged.offsets[2]! : o]));
+    const partial = await rebuildPoints(platform, { from: { kind: 'offsets', offsets: middle } });
+    const h = partial.generation!;
+    expect(partial.copiedRows).toBeGreaterThan(0);
+    expect(partial.stats).toMatchObject({ stagedSeals: 4 });
+    expect(partial.verification).toMatchObject({ ok: true, rows_actual: total });
+    expect(await tableChecksums(platform.clickhouse, `points_g${h}`)).toEqual(await tableChecksums(platform.clickhouse, 'points'));
+    expect(await catalogOf(`metric_catalog_g${h}`)).toEqual(await catalogOf('metric_catalog'));
+    expect(await sealsOf(`points_seals_g${h}`)).toEqual(await sealsOf('points_seals'));
+    expect(await stagesIn(own.CLICKHOUSE_DATABASE)).toBe(0);
+    await dropGeneration(platform.clickhouse, h);
   });
 
   it('a swap with a staged seal pending doubles nothing: the live projector seals it into the new generation', async (ctx) => {
