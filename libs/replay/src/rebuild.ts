@@ -5,7 +5,7 @@ import { createEventCodec, UndecodableEventError, type EventCodec } from '@merid
 import type { Logger } from '@meridian/observability';
 import { retry, RETRY_POLICIES } from '@meridian/retry';
 import { catalogDefinition, forgetInsertTokensSql, q } from './generations.ts';
-import { Projection, refillStage, segmentRows, stageHeader, type Segment, type StagedSeal } from '@meridian/projection';
+import { Projection, refillStage, segmentRows, stageHeader, type Omitted, type Segment, type StagedSeal } from '@meridian/projection';
 import type { RebuildProgress } from './progress.ts';
 
 export type RebuildInput = {
@@ -188,26 +188,28 @@ export async function rebuildRange(input: RebuildInput): Promise<RebuildStats> {
     stages ??= createPointsStages(input.clickhouse, { points: input.table, catalog: input.catalog, seals: input.seals });
     const into = stages;
     const share = { partition: seal.partition, sealOffset: seal.offset, taskId: seal.task_id, attempt: seal.attempt, points: seal.points, batches: seal.batches };
-    let left = 0;
     const refill = {
       log: input.log, codec, topic: input.topic, batchRows: input.batchRows,
       groupId: `${input.groupPrefix}replay-${input.table}-refill-${randomBytes(4).toString('hex')}`,
       // The live projector dead-letters such a batch and fails its task; either way no table holds it.
-      bad: async () => { left++; },
+      bad: async () => { bad++; },
     };
+    let bad = 0;
+    let omitted: Omitted = { points: 0, batches: 0 };
     await retry(async () => {
-      left = 0;
-      await into.seal(share, (stage) => refillStage(refill, seal, stage));
+      bad = 0;
+      omitted = { points: 0, batches: 0 };
+      await into.seal(share, async (stage) => (omitted = await refillStage(refill, seal, stage)));
     }, {
       ...RETRY_POLICIES.rebuildInsert,
       retriable: () => true,
       ...(input.signal ? { signal: input.signal } : {}),
       onRetry: (error, attempt) => input.logger?.warn({ err: error, attempt }, `sealing a staged upload into ${input.table} failed; retrying`),
     });
-    rejected += left;
+    rejected += bad;
     projection.sealed(seal);
     stagedSeals++;
-    points += seal.points;
+    points += seal.points - omitted.points;
   }
 
   for await (const batch of input.log.readRanges(ranges, {
