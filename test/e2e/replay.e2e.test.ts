@@ -29,6 +29,7 @@ import { startWorker } from '../support/ingest.ts';
 import { isolatedSettings } from '../support/settings.ts';
 import { waitForTask } from '../support/tasks.ts';
 import { waitFor } from '../support/wait.ts';
+import { writeUpload, type HandBatch, type HandUpload, type WrittenUpload } from '../support/staged-log.ts';
 
 /**
  * Replay against the real stack: rebuilds of the points projection (into generations, swapped
@@ -650,5 +651,161 @@ describe('recorded events of older schema versions, on a log of their own', () =
     await new Promise((r) => setTimeout(r, 1500));
     expect(await count()).toBe(14);
     expect(Number((await (await platform.clickhouse.query({ query: 'SELECT toString(uniqExact(kafka_partition, kafka_offset, row_in_batch)) AS n FROM points', format: 'JSONEachRow' })).json<{ n: string }>())[0]!.n)).toBe(14);
+  });
+});
+
+/**
+ * Staged uploads (issue 15, design D) on a log of their own, written by hand as their job writes
+ * them (test/support/staged-log.ts) and sealed by a live worker's projector: a staged share's
+ * rows enter `points` only at its seal. A rebuild must defer them the same way, or its table
+ * differs from live and a swap doubles them (the live projector would attach a share the
+ * generation holds already).
+ */
+describe('staged uploads, rebuilt as the live projector seals them', () => {
+  const own = isolatedSettings();
+  let platform: Platform;
+  let worker: Awaited<ReturnType<typeof startWorker>> | null = null;
+  const T = Date.UTC(2024, 5, 1);
+  const rows = async <R>(sql: string): Promise<R[]> => (await platform.clickhouse.query({ query: sql, format: 'JSONEachRow' })).json<R>();
+  const count = async (sql: string): Promise<number> => Number((await rows<{ n: string }>(`SELECT toString((${sql})) AS n`))[0]!.n);
+  const write = (upload: HandUpload) => writeUpload(platform.kafka, platform.topics.points, own.MERIDIAN_TOPIC_PREFIX, upload);
+  const catalogOf = (table: string) => rows(`SELECT metric_name, toString(countMerge(points)) AS points, toString(minMerge(first_ts)) AS first_ts, toString(maxMerge(last_ts)) AS last_ts FROM ${table} GROUP BY metric_name ORDER BY metric_name`);
+  const perMetric = (table: string) => rows(`SELECT metric_name, toString(count()) AS points, toString(min(ts)) AS first_ts, toString(max(ts)) AS last_ts FROM ${table} GROUP BY metric_name ORDER BY metric_name`);
+  const sealsOf = (table: string) => rows(`SELECT kafka_partition, toString(seal_offset) AS seal_offset, task_id, attempt FROM ${table} ORDER BY kafka_partition, seal_offset`);
+  const stagesIn = (database: string) => count(`SELECT count() FROM system.tables WHERE database = '${database}' AND match(name, '_stage_')`);
+  const pointsOf = (table: string, task: string) => count(`SELECT count() FROM ${table} WHERE task_id = '${task}'`);
+  const batch = (partition: number, metric: string, first: number, n: number): HandBatch => ({ partition, metric, points: Array.from({ length: n }, (_, i) => [T + (first + i) * 1000, first + i / 8] as const) });
+  let total = 0;
+  const waitForLive = (what: string) => waitFor(what, async () => ((await count('SELECT count() FROM points')) === total ? true : undefined), 60_000, 100);
+
+  beforeAll(async () => {
+    platform = createPlatform(own, createLogger({ name: 'staged-replay', level: own.LOG_LEVEL }), 'staged-replay');
+    await platform.prepare();
+    worker = await startWorker(own);
+  });
+  afterAll(async () => {
+    await worker?.close();
+    await platform?.clickhouse.command({ query: `DROP DATABASE IF EXISTS ${own.CLICKHOUSE_DATABASE}` });
+    await platform?.close();
+  });
+
+  it('a rebuild of a log with staged uploads equals live: the same rows, catalog and seals, each share once, no stage left', async () => {
+    const direct = await write({ batches: [batch(0, 'st.a', 0, 3), batch(1, 'st.b', 0, 2)] });
+    let inside: WrittenUpload | null = null;
+    // A staged upload over three partitions, another upload's batch committed inside its range.
+    const staged = await write({
+      staged: true,
+      batches: [batch(0, 'st.a', 10, 4), batch(1, 'st.c', 10, 3), batch(0, 'st.d', 10, 1), batch(2, 'st.a', 20, 2)],
+      between: async () => { inside = await write({ batches: [batch(0, 'st.a', 50, 2)] }); },
+    });
+    const second = await write({ staged: true, batches: [batch(1, 'st.e', 0, 5)] });
+    total = direct.points + inside!.points + staged.points + second.points;
+    await waitForLive('the live projector to seal every upload');
+    await waitFor('4 staged seals recorded', async () => ((await count('SELECT count() FROM points_seals')) === 4 ? true : undefined), 30_000, 100);
+
+    const result = await rebuildPoints(platform, { swap: 'never' });
+    const g = result.generation!;
+    expect(result.stats).toMatchObject({ stagedBatches: 5, stagedSeals: 4, points: total, rejected: 0 });
+    expect(result.verification).toMatchObject({ ok: true, rows_expected: total, rows_actual: total });
+    expect(await tableChecksums(platform.clickhouse, `points_g${g}`)).toEqual(await tableChecksums(platform.clickhouse, 'points'));
+    expect(await count(`SELECT uniqExact(kafka_partition, kafka_offset, row_in_batch) FROM points_g${g}`)).toBe(total);
+    expect(await catalogOf(`metric_catalog_g${g}`)).toEqual(await catalogOf('metric_catalog'));
+    expect(await catalogOf(`metric_catalog_g${g}`)).toEqual(await perMetric('points'));
+    expect(await sealsOf(`points_seals_g${g}`)).toEqual(await sealsOf('points_seals'));
+    expect(await stagesIn(own.CLICKHOUSE_DATABASE)).toBe(0);
+
+    // Rebuilt again from where it is (a resumed rebuild): its positions count the seals, so nothing is sealed twice.
+    const { low, end } = await platform.log.offsets(platform.topics.points);
+    const again = await rebuildRange({
+      log: platform.log, topic: platform.topics.points, groupPrefix: own.MERIDIAN_TOPIC_PREFIX,
+      clickhouse: platform.clickhouse, table: `points_g${g}`, seals: `points_seals_g${g}`, catalog: `metric_catalog_g${g}`, starts: low, ends: end, batchRows: 1000,
+    });
+    expect(again).toMatchObject({ events: 0, stagedSeals: 0 });
+    expect(await count(`SELECT count() FROM points_g${g}`)).toBe(total);
+
+    expect(await dropGeneration(platform.clickhouse, g)).toEqual(expect.arrayContaining([`points_g${g}`, `points_seals_g${g}`, `metric_catalog_g${g}`]));
+  });
+
+  it('a swap with a staged seal pending doubles nothing: the live projector seals it into the new generation', async (ctx) => {
+    await skipUnlessSwappable(ctx, platform);
+    await worker?.close();
+    worker = null;
+    const topic = platform.topics.points;
+    let inside: WrittenUpload | null = null;
+    const pending = await write({
+      staged: true,
+      batches: [batch(0, 'st.f', 0, 3), batch(1, 'st.f', 10, 2)],
+      between: async () => { inside = await write({ batches: [batch(0, 'st.g', 0, 2)] }); },
+    });
+    // The live projector, stopped past the direct upload inside the staged one's range and before
+    // its seals (played by the projector's own pieces: rebuildRange into points with its seals).
+    const { low, end } = await platform.log.offsets(topic);
+    const stopped = new Map([...end].map(([p, e]) => [p, pending.seals.get(p) ?? e]));
+    await rebuildRange({
+      log: platform.log, topic, groupPrefix: own.MERIDIAN_TOPIC_PREFIX,
+      clickhouse: platform.clickhouse, table: 'points', seals: 'points_seals', catalog: 'metric_catalog', starts: low, ends: stopped, batchRows: 1000,
+    });
+    total += inside!.points;
+    expect(await count('SELECT count() FROM points')).toBe(total);
+    expect(await pointsOf('points', pending.taskId)).toBe(0);
+
+    // A generation built to where live is, swapped in: the staged batches below live's position are not in it either.
+    const result = await rebuildPoints(platform, { to: { kind: 'offsets', offsets: new Map([...stopped].map(([p, e]) => [p, e - 1])) }, swap: 'always', waitForLiveMs: 0 });
+    expect(result.swap).toMatchObject({ nudged: false, retired: 1 });
+    // The first test's staged batches and this upload's two are passed over; only the first test's shares are sealed.
+    expect(result.stats).toMatchObject({ stagedBatches: 5 + 2, stagedSeals: 4 });
+    expect(await pointsOf('points', pending.taskId)).toBe(0);
+    const tables = await rows<{ name: string; engine: string }>("SELECT name, engine FROM system.tables WHERE database = currentDatabase() AND name LIKE 'points%' ORDER BY name");
+    expect(tables).toEqual([
+      { name: 'points', engine: 'MergeTree' }, { name: 'points_g1', engine: 'MergeTree' },
+      { name: 'points_seals', engine: 'MergeTree' }, { name: 'points_seals_g1', engine: 'MergeTree' },
+    ]);
+
+    // The live projector goes on from the new table's positions and seals the share there, once.
+    worker = await startWorker(own);
+    total += pending.points;
+    await waitForLive('the pending staged upload sealed into the new generation');
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(await count('SELECT count() FROM points')).toBe(total);
+    expect(await count('SELECT uniqExact(kafka_partition, kafka_offset, row_in_batch) FROM points')).toBe(total);
+    expect(await pointsOf('points', pending.taskId)).toBe(pending.points);
+    expect(await catalogOf('metric_catalog')).toEqual(await perMetric('points'));
+    expect((await sealsOf('points_seals')).filter((s) => (s as { task_id: string }).task_id === pending.taskId)).toHaveLength(2);
+    expect(await stagesIn(own.CLICKHOUSE_DATABASE)).toBe(0);
+  });
+
+  it('a point in time between a staged upload\'s batches and its seal leaves it out; between two partitions\' seals, exactly the sealed shares', async () => {
+    if (!worker) worker = await startWorker(own);
+    const base = Date.now() + 5_000; // after every record written so far
+    // Batches at base, seals at base + 2; the second upload's batches at base + 4, its seal in partition 0 at base + 5, in 1 at base + 7.
+    const early = await write({ staged: true, batches: [batch(0, 'st.h', 0, 2), batch(1, 'st.h', 5, 3)], batchesAt: base, sealsAt: new Map([[0, base + 2], [1, base + 2]]) });
+    const split = await write({ staged: true, batches: [batch(0, 'st.i', 0, 4), batch(1, 'st.j', 0, 3)], batchesAt: base + 4, sealsAt: new Map([[0, base + 5], [1, base + 7]]) });
+    total += early.points + split.points;
+    await waitForLive('both staged uploads sealed live');
+    const others = await count(`SELECT count() FROM points WHERE task_id NOT IN ('${early.taskId}', '${split.taskId}')`);
+
+    for (const [i, cut] of [
+      { at: base + 1, early: [0, 0], split: [0, 0] },
+      { at: base + 6, early: [2, 3], split: [4, 0] },
+    ].entries()) {
+      const db = `${own.CLICKHOUSE_DATABASE}_cut${i}`;
+      try {
+        const result = await rebuildPoints(platform, { to: { kind: 'time', ms: cut.at }, database: db });
+        expect(result.stats.unsealedBatches).toBe(0);
+        const share = (task: string, p: number) => count(`SELECT count() FROM ${db}.points WHERE task_id = '${task}' AND kafka_partition = ${p}`);
+        expect([await share(early.taskId, 0), await share(early.taskId, 1)], `cut ${i}`).toEqual(cut.early);
+        expect([await share(split.taskId, 0), await share(split.taskId, 1)], `cut ${i}`).toEqual(cut.split);
+        expect(await count(`SELECT count() FROM ${db}.points WHERE task_id NOT IN ('${early.taskId}', '${split.taskId}')`)).toBe(others);
+        const sealed = (await sealsOf(`${db}.points_seals`)).map((s) => `${(s as { task_id: string }).task_id}/${(s as { kafka_partition: number }).kafka_partition}`);
+        expect(sealed.filter((s) => s.startsWith(early.taskId) || s.startsWith(split.taskId)).sort(), `cut ${i}`).toEqual([
+          ...(cut.early[0]! > 0 ? [`${early.taskId}/0`, `${early.taskId}/1`] : []),
+          ...(cut.split[0]! > 0 ? [`${split.taskId}/0`] : []),
+        ].sort());
+        expect(await catalogOf(`${db}.metric_catalog`)).toEqual(await perMetric(`${db}.points`));
+        expect(await stagesIn(db)).toBe(0);
+      } finally {
+        await platform.clickhouse.command({ query: `DROP DATABASE IF EXISTS ${db}` });
+      }
+    }
   });
 });

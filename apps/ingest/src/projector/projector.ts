@@ -8,9 +8,8 @@ import { sendToDeadLetter } from '../dead-letter.ts';
 import { Heart } from './heart.ts';
 import { InsertLog } from './insert-log.ts';
 import { refusedBeforeWriting, type BatchPosition } from '@meridian/clickhouse';
-import { Projection, type Seal, type StagedSeal } from '@meridian/projection';
+import { Projection, refillStage, stageHeader, type Seal, type StagedSeal } from '@meridian/projection';
 import { randomBytes } from 'node:crypto';
-import { refillStage, stageHeader } from './refill.ts';
 import { startStageSweeper } from './stage-sweeper.ts';
 import type { IngestDeps } from '../ingest-deps.ts';
 

@@ -64,6 +64,11 @@ export type PointsSinkOptions = {
    * migration 007). Absent: the position is the points table's alone (a stage, a generation).
    */
   readonly sealsTable?: string;
+  /**
+   * The catalog of `table` that repairCatalog completes (the view metric_catalog, or a table of
+   * the catalog's data); `metric_catalog` for `points`. Absent for another table: nothing to repair.
+   */
+  readonly catalogTable?: string;
 };
 
 /** `table` is `points` for the live projector, a generation table (points_g<N>) for a rebuild. */
@@ -150,7 +155,9 @@ export function createPointsSink(client: ClickHouseClient, table = 'points', opt
      * harm). Metrics are found from the batches' positions (integers), never named in the SQL.
      */
     async repairCatalog(batches) {
-      if (table !== 'points' || batches.length === 0) return 0;
+      const catalog = options.catalogTable ?? (table === 'points' ? 'metric_catalog' : null);
+      if (catalog === null || batches.length === 0) return 0;
+      if (!/^[.A-Za-z_][.A-Za-z0-9_]*$/.test(catalog)) throw new Error(`not a catalog table: ${catalog}`);
       if (quorum.replicas >= 2) {
         // The writer holds every part the replication log has (its own and the other replicas').
         for (const t of ['points', '`.inner.metric_catalog`']) await client.command({ query: `SYSTEM SYNC REPLICA ${t}` });
@@ -159,16 +166,16 @@ export function createPointsSink(client: ClickHouseClient, table = 'points', opt
         if (!Number.isInteger(s.partition) || !Number.isInteger(s.offset)) throw new Error('not a segment position');
         return `(${s.partition}, ${s.offset})`;
       });
-      const metrics = `SELECT DISTINCT metric_name FROM points WHERE (kafka_partition, kafka_offset) IN (${blocks.join(', ')})`;
+      const metrics = `SELECT DISTINCT metric_name FROM ${table} WHERE (kafka_partition, kafka_offset) IN (${blocks.join(', ')})`;
       const short = `SELECT metric_name, p.n - c.n AS missing, first, last FROM
-          (SELECT metric_name, count() AS n, min(ts) AS first, max(ts) AS last FROM points WHERE metric_name IN (${metrics}) GROUP BY metric_name) AS p
-          ANY LEFT JOIN (SELECT metric_name, countMerge(points) AS n FROM metric_catalog WHERE metric_name IN (${metrics}) GROUP BY metric_name) AS c
+          (SELECT metric_name, count() AS n, min(ts) AS first, max(ts) AS last FROM ${table} WHERE metric_name IN (${metrics}) GROUP BY metric_name) AS p
+          ANY LEFT JOIN (SELECT metric_name, countMerge(points) AS n FROM \`${catalog}\` WHERE metric_name IN (${metrics}) GROUP BY metric_name) AS c
           USING metric_name WHERE p.n > c.n`;
       const missing = await rows<{ missing: string }>(short);
       const total = missing.reduce((sum, r) => sum + Number(r.missing), 0);
       if (total === 0) return 0;
       await client.command({
-        query: `INSERT INTO metric_catalog SELECT metric_name, countState() AS points, minState(first) AS first_ts, maxState(last) AS last_ts
+        query: `INSERT INTO \`${catalog}\` SELECT metric_name, countState() AS points, minState(first) AS first_ts, maxState(last) AS last_ts
           FROM (SELECT metric_name, first, last, arrayJoin(range(toUInt64(missing))) AS k FROM (${short})) GROUP BY metric_name`,
         clickhouse_settings: quorumInsertSettings(quorum.replicas, quorum.timeoutMs),
       });

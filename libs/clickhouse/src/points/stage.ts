@@ -1,4 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
+import type { Omitted } from '@meridian/projection';
 import { deduplicatedInsertSettings, serverCapabilities } from '../capabilities.ts';
 import type { ClickHouseClient } from '../client.ts';
 import { createPointsSink, type PointsSink } from './sink.ts';
@@ -33,9 +34,9 @@ export type SealOutcome = { readonly how: 'attached' | 'found attached' | 'recor
  */
 export type PointsStages = {
   /**
-   * The stage of one attempt's share of a partition: points_stage_<task>_<attempt>_p<partition>,
-   * where <task> is a digest of the task id (16 hex digits), so that a task's next run finds
-   * the stages its killed runs left (drop).
+   * The stage of one attempt's share of a partition: <points>_stage_<task>_<attempt>_p<partition>
+   * (points_stage_… for the live table), where <task> is a digest of the task id (16 hex digits),
+   * so that a task's next run finds the stages its killed runs left (drop).
    */
   tableOf(taskId: string, attempt: string, partition: number): string;
   /** Creates the stage if it is missing (shaped AS points) and returns the sink that fills it. */
@@ -44,7 +45,7 @@ export type PointsStages = {
    * Moves a committed share into points, exactly once whatever was done of it before a crash:
    * the stage checked (or refilled), attached unless its rows are in points already (the rest
    * of a partly attached stage through a second stage), its share added to the metric catalog
-   * (which ATTACH does not feed), the seal recorded in points_seals, the stage dropped.
+   * (which ATTACH does not feed), the seal recorded in the seals table, the stage dropped.
    */
   seal(share: StagedShare, refill: (stage: PointsSink) => Promise<Omitted>): Promise<SealOutcome>;
   /**
@@ -62,21 +63,30 @@ export type PointsStages = {
   sweep(ageMs: number): Promise<string[]>;
 };
 
-/**
- * What a refill left out of the stage: batches the log holds but no points table may (the
- * refill dead-lettered them and failed their task, as the direct path does), so the stage is
- * checked against the seal's numbers less these, and a bad record never keeps a seal waiting.
- */
-export type Omitted = { readonly points: number; readonly batches: number };
-
 const ATTEMPT = /^[0-9a-f]{16}$/;
-/** A stage's name (task digest, attempt, partition), and the second stage that carries the rest of a partly attached one. */
-const STAGE_TABLE = '^points_stage_[0-9a-f]{16}_[0-9a-f]{16}_p[0-9]+(_rest)?$';
+
+/**
+ * The tables a share is sealed into: the live ones, or a rebuild's (a generation's points_g<N>,
+ * its catalog table and points_seals_g<N>; or those of a separate database).
+ */
+export type StageTargets = {
+  readonly points: string;
+  /** Where the share's catalog states go (ATTACH runs no view): the catalog's view or its data table. */
+  readonly catalog: string;
+  readonly seals: string;
+};
+
+export const LIVE_STAGE_TARGETS: StageTargets = { points: 'points', catalog: 'metric_catalog', seals: 'points_seals' };
+
+const IDENTIFIER = /^[.A-Za-z_][.A-Za-z0-9_]*$/;
+/** Back-quoted (the 18.16 catalog's data table is `.inner.metric_catalog`). */
+const quoted = (name: string) => {
+  if (!IDENTIFIER.test(name)) throw new Error(`not a table name: ${name}`);
+  return `\`${name}\``;
+};
 
 /** The task part of a stage's name: 64 bits of its id's SHA-256 (a task id is user-influenced text, never in a name). */
 const taskDigest = (taskId: string) => createHash('sha256').update(taskId).digest('hex').slice(0, 16);
-/** Every ATTACH is named, so one still running after its client died can be waited for. */
-const ATTACH_ID = /^points-attach:points:[0-9a-f-]{36}$/;
 
 function checked(share: StagedShare): StagedShare {
   if (!ATTEMPT.test(share.attempt)) throw new Error(`not an attempt id: ${share.attempt}`);
@@ -86,8 +96,19 @@ function checked(share: StagedShare): StagedShare {
   return share;
 }
 
-export function createPointsStages(client: ClickHouseClient): PointsStages {
-  const live = createPointsSink(client);
+export function createPointsStages(client: ClickHouseClient, targets: StageTargets = LIVE_STAGE_TARGETS): PointsStages {
+  if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(targets.points)) throw new Error(`not a points table: ${targets.points}`);
+  const points = quoted(targets.points);
+  const catalog = quoted(targets.catalog);
+  const seals = quoted(targets.seals);
+  const sink = createPointsSink(client, targets.points, { catalogTable: targets.catalog });
+  // Stages are named after their points table, so a rebuild's never meet the live projector's.
+  const prefix = `${targets.points}_stage_`;
+  /** A stage's name (task digest, attempt, partition), and the second stage that carries the rest of a partly attached one. */
+  const stageTable = `^${prefix}[0-9a-f]{16}_[0-9a-f]{16}_p[0-9]+(_rest)?$`;
+  /** Every ATTACH is named, so one still running after its client died can be waited for (the sink's positions wait too). */
+  const attachPrefix = `points-attach:${targets.points}:`;
+  const attachId = /^points-attach:[A-Za-z_][A-Za-z0-9_]*:[0-9a-f-]{36}$/;
 
   async function rows<T>(query: string): Promise<T[]> {
     return (await client.query({ query, format: 'JSONEachRow' })).json<T>();
@@ -95,7 +116,7 @@ export function createPointsStages(client: ClickHouseClient): PointsStages {
   const number = async (query: string) => Number((await rows<{ n: string }>(`SELECT toString((${query})) AS n`))[0]!.n);
   const tableOf = (taskId: string, attempt: string, partition: number) => {
     if (!ATTEMPT.test(attempt) || !Number.isInteger(partition) || partition < 0) throw new Error(`not a stage: ${attempt}, ${partition}`);
-    return `points_stage_${taskDigest(taskId)}_${attempt}_p${partition}`;
+    return `${prefix}${taskDigest(taskId)}_${attempt}_p${partition}`;
   };
   /** Names are made by tableOf (validated), never from user text. */
   const exists = async (table: string) => (await number(`SELECT count() FROM system.tables WHERE database = currentDatabase() AND name = '${table}'`)) === 1;
@@ -105,7 +126,7 @@ export function createPointsStages(client: ClickHouseClient): PointsStages {
   /** Holds the stage exactly the seal's share: points' structure, its count of rows and of batches, all of its partition. */
   async function holdsShare(stage: string, share: StagedShare, omitted: Omitted = { points: 0, batches: 0 }): Promise<boolean> {
     if (!(await exists(stage))) return false;
-    if ((await columns(stage)) !== (await columns('points'))) return false;
+    if ((await columns(stage)) !== (await columns(targets.points))) return false;
     const [held] = await rows<{ n: string; b: string; other: string }>(
       `SELECT toString(count()) AS n, toString(uniqExact(kafka_offset)) AS b, toString(countIf(kafka_partition != ${share.partition})) AS other FROM ${stage}`,
     );
@@ -114,12 +135,12 @@ export function createPointsStages(client: ClickHouseClient): PointsStages {
 
   /** Rows of the stage's batches that points holds already (by metric: a primary-key range each). */
   const inPoints = (stage: string, partition: number) =>
-    `SELECT kafka_offset FROM points WHERE metric_name IN (SELECT DISTINCT metric_name FROM ${stage}) AND kafka_partition = ${partition} AND kafka_offset IN (SELECT DISTINCT kafka_offset FROM ${stage})`;
+    `SELECT kafka_offset FROM ${points} WHERE metric_name IN (SELECT DISTINCT metric_name FROM ${stage}) AND kafka_partition = ${partition} AND kafka_offset IN (SELECT DISTINCT kafka_offset FROM ${stage})`;
 
   async function attach(stage: string): Promise<void> {
-    const queryId = `points-attach:points:${randomUUID()}`;
+    const queryId = `${attachPrefix}${randomUUID()}`;
     try {
-      await client.command({ query: `ALTER TABLE points ATTACH PARTITION tuple() FROM ${stage}`, query_id: queryId });
+      await client.command({ query: `ALTER TABLE ${points} ATTACH PARTITION tuple() FROM ${stage}`, query_id: queryId });
     } catch (error) {
       // Its outcome is known once the server is done with it; the caller's retry then finds what it did.
       await settle(queryId);
@@ -128,7 +149,7 @@ export function createPointsStages(client: ClickHouseClient): PointsStages {
   }
 
   async function settle(queryId: string): Promise<void> {
-    if (!ATTACH_ID.test(queryId)) throw new Error(`unexpected query id ${queryId}`);
+    if (!attachId.test(queryId)) throw new Error(`unexpected query id ${queryId}`);
     await untilNoneRunning(`query_id = '${queryId}'`, `attach ${queryId}`);
   }
 
@@ -144,12 +165,12 @@ export function createPointsStages(client: ClickHouseClient): PointsStages {
   const dropTable = (table: string) => client.command({ query: `DROP TABLE IF EXISTS ${table}` });
 
   async function stageTables(filter: string): Promise<string[]> {
-    return (await rows<{ name: string }>(`SELECT name FROM system.tables WHERE database = currentDatabase() AND match(name, '${STAGE_TABLE}') AND ${filter} ORDER BY name`)).map((r) => r.name);
+    return (await rows<{ name: string }>(`SELECT name FROM system.tables WHERE database = currentDatabase() AND match(name, '${stageTable}') AND ${filter} ORDER BY name`)).map((r) => r.name);
   }
 
   async function open(taskId: string, attempt: string, partition: number): Promise<PointsSink> {
     const stage = tableOf(taskId, attempt, partition);
-    await client.command({ query: `CREATE TABLE IF NOT EXISTS ${stage} AS points` });
+    await client.command({ query: `CREATE TABLE IF NOT EXISTS ${stage} AS ${points}` });
     return createPointsSink(client, stage);
   }
 
@@ -161,7 +182,7 @@ export function createPointsStages(client: ClickHouseClient): PointsStages {
       const share = checked(given);
       const stage = tableOf(share.taskId, share.attempt, share.partition);
       const rest = `${stage}_rest`;
-      const recorded = await number(`SELECT count() FROM points_seals WHERE kafka_partition = ${share.partition} AND seal_offset = ${share.sealOffset}`);
+      const recorded = await number(`SELECT count() FROM ${seals} WHERE kafka_partition = ${share.partition} AND seal_offset = ${share.sealOffset}`);
       if (recorded > 0) {
         await dropTable(stage);
         await dropTable(rest);
@@ -188,8 +209,8 @@ export function createPointsStages(client: ClickHouseClient): PointsStages {
         // under a token of its seal where the catalog keeps tokens (an equal block of another
         // upload's share must not be dropped as a repeat of this one).
         await client.command({
-          query: `INSERT INTO metric_catalog SELECT metric_name, countState() AS points, minState(ts) AS first_ts, maxState(ts) AS last_ts FROM ${stage} GROUP BY metric_name`,
-          clickhouse_settings: deduplicatedInsertSettings(await serverCapabilities(client), `metric_catalog:seal:${share.partition}=${share.sealOffset}`),
+          query: `INSERT INTO ${catalog} SELECT metric_name, countState() AS points, minState(ts) AS first_ts, maxState(ts) AS last_ts FROM ${stage} GROUP BY metric_name`,
+          clickhouse_settings: deduplicatedInsertSettings(await serverCapabilities(client), `${targets.catalog}:seal:${share.partition}=${share.sealOffset}`),
         });
         how = 'attached';
       } else {
@@ -198,15 +219,15 @@ export function createPointsStages(client: ClickHouseClient): PointsStages {
           // hold whole batches (each stage insert is of whole batches), so the rest is the batches
           // points lacks, carried by a second stage.
           await dropTable(rest);
-          await client.command({ query: `CREATE TABLE ${rest} AS points` });
+          await client.command({ query: `CREATE TABLE ${rest} AS ${points}` });
           await client.command({ query: `INSERT INTO ${rest} SELECT * FROM ${stage} WHERE kafka_offset NOT IN (${inPoints(stage, share.partition)})` });
           await attach(rest);
         }
         // Whatever of the catalog step was done before the crash: the catalog gets what it lacks.
         const offsets = await rows<{ o: string }>(`SELECT DISTINCT toString(kafka_offset) AS o FROM ${stage}`);
-        await live.repairCatalog(offsets.map((r) => ({ partition: share.partition, offset: Number(r.o) })));
+        await sink.repairCatalog(offsets.map((r) => ({ partition: share.partition, offset: Number(r.o) })));
       }
-      await client.insert({ table: 'points_seals', format: 'JSONEachRow', values: [{ kafka_partition: share.partition, seal_offset: share.sealOffset, task_id: share.taskId, attempt: share.attempt }] });
+      await client.insert({ table: targets.seals, format: 'JSONEachRow', values: [{ kafka_partition: share.partition, seal_offset: share.sealOffset, task_id: share.taskId, attempt: share.attempt }] });
       await dropTable(stage);
       await dropTable(rest);
       return { how, refilled };
@@ -219,7 +240,7 @@ export function createPointsStages(client: ClickHouseClient): PointsStages {
     },
 
     async drop(taskId) {
-      for (const table of await stageTables(`startsWith(name, 'points_stage_${taskDigest(taskId)}_')`)) await dropTable(table);
+      for (const table of await stageTables(`startsWith(name, '${prefix}${taskDigest(taskId)}_')`)) await dropTable(table);
     },
 
     async sweep(ageMs) {

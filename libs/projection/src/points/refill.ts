@@ -1,7 +1,16 @@
 import { STAGE_HEADER, type ConsumedMessage, type LogRanges, type PointsFact } from '@meridian/domain';
 import type { EventCodec } from '@meridian/events';
-import type { Omitted, PointsSink } from '@meridian/clickhouse';
-import { batchProblem, segmentRows, type Segment, type StagedSeal } from '@meridian/projection';
+import { batchProblem, segmentRows, type Segment } from './rows.ts';
+import type { StagedSeal } from './state.ts';
+
+/** Where a refill writes: a stage's sink (libs/clickhouse's PointsSink has this shape). */
+export type StageSink = { insert(segments: readonly Segment[]): Promise<void> };
+
+/**
+ * What a refill left out: batches the log holds but no points table may, so the stage is checked
+ * against the seal's numbers less these, and a bad record never keeps a seal waiting.
+ */
+export type Omitted = { readonly points: number; readonly batches: number };
 
 /** The attempt a record's meridian-stage header names (a shortcut for its `stage` field), if it has one. */
 export function stageHeader(message: Pick<ConsumedMessage, 'headers'>): string | undefined {
@@ -18,18 +27,22 @@ export type RefillDeps = {
   readonly groupId: string;
   /** Most rows per stage insert (MERIDIAN_PROJECTOR_BATCH_ROWS); a batch is never split. */
   readonly batchRows: number;
-  /** A batch of the share no points table may hold: dead-letter it and fail its task, as the direct path does. */
+  /**
+   * A batch of the share no points table may hold: the live projector dead-letters it and fails
+   * its task, as the direct path does; a rebuild counts it.
+   */
   readonly bad: (message: ConsumedMessage, taskId: string, reason: string) => Promise<void>;
 };
 
 /**
- * Fills a staged share's stage from the log (issue 15, design D: the stage is only a cache):
+ * Fills a staged share's stage from the log (issue 15, design D: the stage is only a cache; a
+ * rebuild has no stage of its own and always fills it so, the same way):
  * reads [first offset, seal) of its partition and inserts the batches of its attempt (by
  * header, else by the decoded `stage`), whole, in inserts of at most batchRows rows. Records of
  * other uploads in the range (direct ones, other attempts') are passed over. Returns what it
  * left out, so the stage is checked against the seal less that.
  */
-export async function refillStage(deps: RefillDeps, seal: StagedSeal, stage: PointsSink): Promise<Omitted> {
+export async function refillStage(deps: RefillDeps, seal: StagedSeal, stage: StageSink): Promise<Omitted> {
   let omittedPoints = 0;
   let omittedBatches = 0;
   let buffered: Segment[] = [];
