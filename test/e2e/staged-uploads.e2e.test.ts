@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { formatTimestamp } from '@meridian/domain';
 import { bootstrapAdmin, createUser } from '../support/accounts.ts';
-import { startApi, type RunningApi } from '../support/api.ts';
+import { call, startApi, type RunningApi } from '../support/api.ts';
 import { startWorker } from '../support/ingest.ts';
 import { isolatedSettings } from '../support/settings.ts';
-import { waitForTask } from '../support/tasks.ts';
+import { waitForTask, type TaskBody } from '../support/tasks.ts';
 
 /**
  * Uploads with MERIDIAN_UPLOAD_STAGING=on (issue 15, design D): a file larger than the
@@ -34,11 +34,34 @@ async function uploadFile(body: string) {
   return (await res.json()) as { task_id: string };
 }
 
-/** A download-layout file of `n` rows over the ten metrics; `last` replaces the last row. */
-function file(n: number, last?: string): string {
-  const rows = Array.from({ length: n }, (_, i) => `${METRICS[i % METRICS.length]},${iso(i)},${i},${iso(0)}`);
+/** A download-layout file of `n` rows over ten metrics; `last` replaces the last row. */
+function file(n: number, last?: string, metrics: readonly string[] = METRICS): string {
+  const rows = Array.from({ length: n }, (_, i) => `${metrics[i % metrics.length]},${iso(i)},${i},${iso(0)}`);
   if (last !== undefined) rows[n - 1] = last;
   return `metric_name,timestamp,metric_numeric_value,updated_at\n${rows.join('\n')}\n`;
+}
+
+/** Rows per metric in one download of every metric starting with `prefix` (one ClickHouse query). */
+async function downloadedPerMetric(prefix: string): Promise<Map<string, number>> {
+  const res = await fetch(`${api.url}/api/v1/metrics/download?${new URLSearchParams({ metrics: prefix, pattern: 'starts_with', max_rows: '1000000' })}`, { headers: { Authorization: `Bearer ${writer}`, 'Accept-Encoding': 'identity' } });
+  expect(res.status).toBe(200);
+  const perMetric = new Map<string, number>();
+  for (const line of (await res.text()).trimEnd().split('\n').slice(1)) {
+    const name = line.slice(0, line.indexOf(','));
+    perMetric.set(name, (perMetric.get(name) ?? 0) + 1);
+  }
+  return perMetric;
+}
+
+/** Downloads `prefix` over and over until the task has ended: what each download showed, and the task. */
+async function pollWhileRunning(taskId: string, prefix: string): Promise<{ seen: Array<Map<string, number>>; task: TaskBody }> {
+  const seen: Array<Map<string, number>> = [];
+  for (;;) {
+    const task = (await call(`${api.url}/api/v1/tasks/${taskId}`, writer)).json as TaskBody;
+    seen.push(await downloadedPerMetric(prefix));
+    if (task.status === 'succeeded' || task.status === 'failed') return { seen, task };
+    await new Promise((r) => setTimeout(r, 100));
+  }
 }
 
 beforeAll(async () => {
@@ -67,10 +90,28 @@ describe('staged uploads', () => {
     expect(await scalar("SELECT count() FROM system.tables WHERE database = currentDatabase() AND startsWith(name, 'points_stage_')")).toBe(0);
   });
 
+  it('a download polled while a large staged upload runs and is sealed shows each metric with none or all of its points, never a part', async () => {
+    const n = 200_000;
+    const metrics = Array.from({ length: 10 }, (_, m) => `up.polled.${m}`);
+    const { seen, task } = await pollWhileRunning((await uploadFile(file(n, undefined, metrics))).task_id, 'up.polled.');
+    expect(task.status).toBe('succeeded');
+    const final = await downloadedPerMetric('up.polled.');
+    expect([...final.keys()].sort()).toEqual(metrics);
+    expect([...final.values()].every((rows) => rows === n / metrics.length)).toBe(true);
+    for (const [i, download] of seen.entries()) {
+      for (const [metric, rows] of download) expect([0, n / metrics.length], `download ${i + 1} of ${seen.length}: ${metric}`).toContain(rows);
+    }
+    // The first download ran before any seal: nothing of the upload was visible yet.
+    expect(seen[0]!.size).toBe(0);
+    console.log(`staged upload polled: ${seen.length} downloads, metrics visible in each: ${seen.map((d) => d.size).join(' ')}`);
+  });
+
   it('a bad last row of a large staged file: failed, none of it ever visible, its stages dropped', async () => {
     const n = 100_000;
-    const failed = await waitForTask(api.url, writer, (await uploadFile(file(n, `${METRICS[0]},${iso(n)},not-a-number,${iso(0)}`))).task_id, 120_000);
+    const { seen, task: failed } = await pollWhileRunning((await uploadFile(file(n, `${METRICS[0]},${iso(n)},not-a-number,${iso(0)}`))).task_id, 'up.staged.');
     expect(failed).toMatchObject({ status: 'failed', reason: '1 invalid rows: nothing was stored' });
+    // Only the first test's points of these metrics, in every download while it ran.
+    for (const download of seen) expect([...download.values()].reduce((a, b) => a + b, 0)).toBe(100_000);
     expect(await scalar(`SELECT count() FROM points WHERE task_id = '${failed.task_id}'`)).toBe(0);
     expect(await scalar(`SELECT count() FROM points_seals WHERE task_id = '${failed.task_id}'`)).toBe(0);
     expect(await scalar("SELECT count() FROM system.tables WHERE database = currentDatabase() AND startsWith(name, 'points_stage_')")).toBe(0);

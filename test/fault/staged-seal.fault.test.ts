@@ -26,8 +26,8 @@ function file(prefix: string): string {
   return `metric_name,timestamp,metric_numeric_value,updated_at\n${rows.join('\n')}\n`;
 }
 
-const ATTACH = /ALTER TABLE points ATTACH PARTITION tuple\(\) FROM points_stage_/;
-const CATALOG = /INSERT INTO metric_catalog SELECT .* FROM points_stage_/;
+const ATTACH = /ALTER TABLE `?points`? ATTACH PARTITION tuple\(\) FROM points_stage_/;
+const CATALOG = /INSERT INTO `?metric_catalog`? SELECT .* FROM points_stage_/;
 const SEAL_ROW = /INSERT INTO points_seals/;
 const DROP_STAGE = /DROP TABLE IF EXISTS points_stage_/;
 const STAGE_INSERT = /^INSERT INTO points_stage_\w+ \(.*\) FORMAT Native/;

@@ -25,7 +25,7 @@ export const sealsTable = (g: number) => `points_seals_g${checkGeneration(g)}`;
 /** The read-only stand-in for `points_seals` while a swap holds live writes. */
 export const frozenSealsStandIn = (g: number) => `points_seals_frozen_g${checkGeneration(g)}`;
 /** Stage tables a rebuild of generation g left (stage.ts names them after their points table). */
-export const stagesOf = (g: number) => new RegExp(`^${pointsTable(g)}_stage_[0-9a-f]{16}_p[0-9]+(_rest)?$`);
+export const stagesOf = (g: number) => new RegExp(`^${pointsTable(g)}_stage_[0-9a-f]{16}_[0-9a-f]{16}_p[0-9]+(_rest)?$`);
 /** The view that feeds a generation's catalog from its points while it is built. */
 export const catalogFeed = (g: number) => `metric_catalog_feed_g${checkGeneration(g)}`;
 /** The read-only stand-in for `points` while a swap holds live writes (a Merge table over the frozen generation). */

@@ -76,6 +76,8 @@ export function uploadCommands(deps: UploadCommandsDeps): CommandHandler<Metrics
     async refuse(cmd, { at, producer }, reason) {
       await tasks.fail(producer, at, cmd.task_id, failedUnread(reason));
       await ended(cmd);
+      // A command refused after its runs died (the crash-loop breaker) leaves their stages: no run will drop them now.
+      await deps.stage?.drop(cmd.task_id).catch((error: unknown) => logger.warn({ err: error, task_id: cmd.task_id }, 'dropping the stages of a refused upload failed; the sweeper will'));
     },
   };
 }
