@@ -5,7 +5,7 @@ import { SchemaRegistry } from '@meridian/events';
 import { BoundError, parseBound } from './bounds.ts';
 import { dedupeNamedTypes, envelopeSchema, envelopeType, topicOfType, wrapEvent } from './export-schema.ts';
 import { decodeExportCursor, encodeExportCursor, EXPORT_TOPICS, pageRanges, resolveTypes, type ExportTopic } from './export.ts';
-import { catalogDefinition, createGenerationSql, foldRegistry, forgetInsertTokensSql, liveGeneration, parseGeneration, pointsTableDdl, type RegistryRow } from './generations.ts';
+import { catalogDefinition, createGenerationSql, foldRegistry, forgetInsertTokensSql, liveGeneration, parseGeneration, pointsTableDdl, stagesOf, type RegistryRow } from './generations.ts';
 import { etaMs, formatProgress } from './progress.ts';
 import { compareSums, perMetricSql, rangeCondition, sealedAfterCondition } from './verify.ts';
 import { refuseReplicated } from './swap.ts';
@@ -58,6 +58,14 @@ describe('generations', () => {
     expect(catalogTable).toMatch(/^CREATE TABLE `metric_catalog_g2` ENGINE = AggregatingMergeTree\(\)\nORDER BY metric_name AS SELECT[\s\S]*FROM `points_g2`\nWHERE 0 GROUP BY metric_name$/);
     expect(feed).toMatch(/^CREATE MATERIALIZED VIEW `metric_catalog_feed_g2` TO `metric_catalog_g2` AS SELECT[\s\S]*FROM `points_g2`\nGROUP BY metric_name$/);
     expect(createGenerationSql(3, false, capabilities('18.16.1', 'Ordinary'))[0]).toMatch(/^CREATE TABLE `points_g3` \(/);
+  });
+
+  it('knows the stages a rebuild of a generation leaves (for replay drop), and no other table', () => {
+    const task = 'a'.repeat(16);
+    const attempt = '0123456789abcdef';
+    expect(stagesOf(3).test(`points_g3_stage_${task}_${attempt}_p0`)).toBe(true);
+    expect(stagesOf(3).test(`points_g3_stage_${task}_${attempt}_p12_rest`)).toBe(true);
+    for (const other of [`points_stage_${task}_${attempt}_p0`, `points_g31_stage_${task}_${attempt}_p0`, 'points_g3', 'points_seals_g3', `points_g3_stage_${attempt}_p0`]) expect(stagesOf(3).test(other), other).toBe(false);
   });
 
   it('gives a generation\'s tables the deduplication window of migration 004 where the server keeps insert tokens, before its feed exists', () => {
