@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import avro from 'avsc';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { serverCapabilities } from '@meridian/clickhouse';
+import { createPointsStages, serverCapabilities } from '@meridian/clickhouse';
 import { formatTimestamp, type PointsFact } from '@meridian/domain';
 import { createEventCodec, fingerprintOf, parseHeader, SchemaRegistry, type EventLike } from '@meridian/events';
 import { createProducer } from '@meridian/kafka';
@@ -809,6 +809,40 @@ describe('staged uploads, rebuilt as the live projector seals them', () => {
     expect(await pointsOf('points', pending.taskId)).toBe(pending.points);
     expect(await catalogOf('metric_catalog')).toEqual(await perMetric('points'));
     expect((await sealsOf('points_seals')).filter((s) => (s as { task_id: string }).task_id === pending.taskId)).toHaveLength(2);
+    expect(await stagesIn(own.CLICKHOUSE_DATABASE)).toBe(0);
+  });
+
+  it('a swap that freezes a share attached live before its seal is recorded: the share is left to the retried seal, which lands in the new generation once', async (ctx) => {
+    await skipUnlessSwappable(ctx, platform);
+    await worker?.close();
+    worker = null;
+    const topic = platform.topics.points;
+    const held = await write({ staged: true, batches: [batch(0, 'st.k', 0, 3), batch(0, 'st.k', 10, 2)] });
+    // The live projector's state when the freeze came between its ATTACH and its seal row: the stage
+    // (as the upload's job wrote it) attached to points, the seal not recorded, the stage still there.
+    const stage = await createPointsStages(platform.clickhouse).open(held.taskId, held.attempt!, 0);
+    await stage.insert(held.segments);
+    const stageName = createPointsStages(platform.clickhouse).tableOf(held.taskId, held.attempt!, 0);
+    await platform.clickhouse.command({ query: `ALTER TABLE points ATTACH PARTITION tuple() FROM ${stageName}` });
+    expect(await pointsOf('points', held.taskId)).toBe(held.points);
+    expect(await count(`SELECT count() FROM points_seals WHERE task_id = '${held.taskId}'`)).toBe(0);
+
+    // A generation built up to the seal (not past it), swapped in: the frozen position leaves the attached share out.
+    const { end } = await platform.log.offsets(topic);
+    const beforeSeal = new Map([...end].map(([p, e]) => [p, (held.seals.get(p) ?? e) - 1]));
+    const result = await rebuildPoints(platform, { to: { kind: 'offsets', offsets: beforeSeal }, swap: 'always', waitForLiveMs: 0 });
+    expect(result.swap).toMatchObject({ nudged: false });
+    expect(await pointsOf('points', held.taskId)).toBe(0);
+
+    // The live projector's seal, retried after the swap (here: restarted), attaches the stage into the new generation.
+    worker = await startWorker(own);
+    total += held.points;
+    await waitForLive('the held share sealed into the new generation');
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(await count('SELECT count() FROM points')).toBe(total);
+    expect(await count('SELECT uniqExact(kafka_partition, kafka_offset, row_in_batch) FROM points')).toBe(total);
+    expect(await catalogOf('metric_catalog')).toEqual(await perMetric('points'));
+    expect(await sealsOf('points_seals')).toContainEqual(expect.objectContaining({ task_id: held.taskId, kafka_partition: 0 }));
     expect(await stagesIn(own.CLICKHOUSE_DATABASE)).toBe(0);
   });
 

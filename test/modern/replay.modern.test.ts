@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createClickHouse, ensureDatabase, migrate, planDownload, readMigrations, streamDownload, type DownloadRequest } from '@meridian/clickhouse';
+import { createClickHouse, createPointsStages, ensureDatabase, migrate, planDownload, readMigrations, streamDownload, type DownloadRequest } from '@meridian/clickhouse';
 import type { PointsFact } from '@meridian/domain';
 import { createEventCodec } from '@meridian/events';
 import { createProducer } from '@meridian/kafka';
@@ -236,6 +236,24 @@ describe('replay on an Atomic database (chDB front)', () => {
     expect(Number((await rowsOf<{ n: string }>('SELECT toString(uniqExact(kafka_partition, kafka_offset, row_in_batch)) AS n FROM points'))[0]!.n)).toBe(total);
     expect(await pointsOf('points', pending.taskId)).toBe(pending.points);
     expect(await sealsOf('points_seals', pending.taskId)).toHaveLength(2);
+    expect(await catalog()).toEqual(await pointsPerMetric());
+    expect(await stagesLeft(settings.CLICKHOUSE_DATABASE)).toBe(0);
+
+    // A freeze between the live projector's ATTACH of a share and its seal row (the stage, as the job
+    // wrote it, attached by hand; no seal row): the frozen position leaves the share out, and the
+    // projector's seal after the swap attaches it into the new generation, once.
+    const held = await write({ staged: true, batches: [batch(1, 'mo.x', 0, 3), batch(1, 'mo.x', 10, 2)] });
+    const stages = createPointsStages(platform.clickhouse);
+    await (await stages.open(held.taskId, held.attempt!, 1)).insert(held.segments);
+    await platform.clickhouse.command({ query: `ALTER TABLE points ATTACH PARTITION tuple() FROM ${stages.tableOf(held.taskId, held.attempt!, 1)}` });
+    const { end: now } = await platform.log.offsets(platform.topics.points);
+    const swapped = await rebuildPoints(platform, { to: { kind: 'offsets', offsets: new Map([...now].map(([p, e]) => [p, (held.seals.get(p) ?? e) - 1])) }, swap: 'always', waitForLiveMs: 0 });
+    expect(swapped.swap).toMatchObject({ nudged: false });
+    expect(await pointsOf('points', held.taskId)).toBe(0);
+    total += held.points;
+    await projectLive(total);
+    expect(Number((await rowsOf<{ n: string }>('SELECT toString(uniqExact(kafka_partition, kafka_offset, row_in_batch)) AS n FROM points'))[0]!.n)).toBe(total);
+    expect(await sealsOf('points_seals', held.taskId)).toHaveLength(1);
     expect(await catalog()).toEqual(await pointsPerMetric());
     expect(await stagesLeft(settings.CLICKHOUSE_DATABASE)).toBe(0);
 

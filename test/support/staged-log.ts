@@ -3,6 +3,7 @@ import type { Kafka } from 'kafkajs';
 import { STAGE_HEADER, type PointBatch, type PointsFact } from '@meridian/domain';
 import { createEventCodec } from '@meridian/events';
 import { createProducer } from '@meridian/kafka';
+import type { Segment } from '@meridian/projection';
 
 /** One batch of an upload written by hand: its partition, its metric and its points [ts, value]. */
 export type HandBatch = { readonly partition: number; readonly metric: string; readonly points: ReadonlyArray<readonly [number, number]> };
@@ -25,6 +26,8 @@ export type WrittenUpload = {
   readonly attempt: string | null;
   /** Offset of each batch, in the order given. */
   readonly offsets: readonly number[];
+  /** Each batch where it is in the log (what a stage of it holds). */
+  readonly segments: readonly Segment[];
   /** Offset of each partition's seal. */
   readonly seals: ReadonlyMap<number, number>;
   readonly points: number;
@@ -46,6 +49,7 @@ export async function writeUpload(kafka: Kafka, topic: string, transactionalPref
   try {
     const tx = await producer.transaction();
     const offsets: number[] = [];
+    const segments: Segment[] = [];
     const shares = new Map<number, { first: number; batches: number; points: number }>();
     const updated_at = 1_720_000_000_000;
     const time = (at: number | undefined) => (at === undefined ? {} : { timestamp: String(at) });
@@ -57,6 +61,7 @@ export async function writeUpload(kafka: Kafka, topic: string, transactionalPref
       const [meta] = await tx.send({ topic, acks: -1, messages: [{ partition: b.partition, key: taskId, value: codec.encode(batch), ...time(upload.batchesAt), ...(attempt === null ? {} : { headers: { [STAGE_HEADER]: attempt } }) }] });
       const offset = Number(meta!.baseOffset);
       offsets.push(offset);
+      segments.push({ partition: b.partition, offset, batch });
       const share = shares.get(b.partition) ?? { first: offset, batches: 0, points: 0 };
       shares.set(b.partition, { first: share.first, batches: share.batches + 1, points: share.points + b.points.length });
       if (i === 0) await upload.between?.();
@@ -68,7 +73,7 @@ export async function writeUpload(kafka: Kafka, topic: string, transactionalPref
       seals.set(partition, Number(meta!.baseOffset));
     }
     await tx.commit();
-    return { taskId, attempt, offsets, seals, points: upload.batches.reduce((n, b) => n + b.points.length, 0) };
+    return { taskId, attempt, offsets, segments, seals, points: upload.batches.reduce((n, b) => n + b.points.length, 0) };
   } finally {
     await producer.disconnect();
   }

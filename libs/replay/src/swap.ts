@@ -1,4 +1,4 @@
-import { createPointsSink, serverCapabilities, type ClickHouseClient } from '@meridian/clickhouse';
+import { createPointsSink, createPointsStages, serverCapabilities, type ClickHouseClient } from '@meridian/clickhouse';
 import type { LogRanges, Offsets, PointsFact } from '@meridian/domain';
 import type { EventCodec } from '@meridian/events';
 import type { Logger } from '@meridian/observability';
@@ -182,7 +182,7 @@ export async function swapIn(input: SwapInput): Promise<SwapResult> {
   const seals: SealsPlace = frozenAt !== null && (live === 'MergeTree' || sealsEngine === 'Merge') ? 'standIn' : sealsEngine === 'MergeTree' ? 'live' : 'none';
   try {
     if (frozenAt !== null) {
-      const final = await createPointsSink(client, sql.frozenData(m, n), seals === 'standIn' ? { sealsTable: sql.frozenSeals(m, n) } : {}).maxOffsets(partitions);
+      const final = await frozenPositions(client, sql.frozenData(m, n), seals === 'standIn' ? sql.frozenSeals(m, n) : undefined, partitions);
       await project('catching up with the frozen live table', plusOne(final));
       const mine = await newSink.maxOffsets(partitions);
       const behind = partitions.filter((p) => (mine.get(p) ?? -1) < (final.get(p) ?? -1));
@@ -222,6 +222,28 @@ export async function swapIn(input: SwapInput): Promise<SwapResult> {
   await record(client, m, 'retired', { table: pointsTable(m), catalog: catalogTable(m), by: n });
   await record(client, n, 'live', { positions: Object.fromEntries(positions), frozen_ms: Math.round(frozenMs), nudged });
   return { generation: n, retired: m, frozenMs, positions: Object.fromEntries([...positions].map(([p, o]) => [String(p), o])), catchUp, nudged };
+}
+
+/**
+ * The frozen live table's positions, as the live projector counts them: without the rows of a
+ * staged share it attached but whose seal it has not recorded yet (the freeze refuses that
+ * record). Such a share's stage is dropped only after its seal row, so its rows are those of a
+ * stage still there. The projector's retried seal attaches the share into N after the swap, and N
+ * must not count it before (it could not reach a position made of its batches' offsets).
+ */
+async function frozenPositions(client: ClickHouseClient, table: string, seals: string | undefined, partitions: readonly number[]): Promise<Offsets> {
+  const positions = await createPointsSink(client, table, seals === undefined ? {} : { sealsTable: seals }).maxOffsets(partitions);
+  const stages = await createPointsStages(client).list();
+  if (stages.length === 0 || partitions.length === 0) return positions;
+  const list = partitions.map((p) => {
+    if (!Number.isInteger(p) || p < 0 || p > 65535) throw new Error(`not a partition number: ${p}`);
+    return String(p);
+  }).join(', ');
+  const max = async (sql: string) => new Map((await (await client.query({ query: sql, format: 'JSONEachRow' })).json<{ p: number; o: string }>()).map((r) => [Number(r.p), Number(r.o)]));
+  const attached = stages.map((stage) => `SELECT kafka_partition, kafka_offset FROM ${q(stage)}`).join(' UNION ALL ');
+  const direct = await max(`SELECT kafka_partition AS p, toString(max(kafka_offset)) AS o FROM ${q(table)} WHERE kafka_partition IN (${list}) AND (kafka_partition, kafka_offset) NOT IN (${attached}) GROUP BY kafka_partition`);
+  const sealed = seals === undefined ? new Map<number, number>() : await max(`SELECT kafka_partition AS p, toString(max(seal_offset)) AS o FROM ${q(seals)} WHERE kafka_partition IN (${list}) GROUP BY kafka_partition`);
+  return new Map(partitions.map((p) => [p, Math.max(direct.get(p) ?? -1, sealed.get(p) ?? -1)]));
 }
 
 /**

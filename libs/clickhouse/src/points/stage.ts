@@ -61,6 +61,12 @@ export type PointsStages = {
   dropSealed(taskId: string, attempt: string, partition: number): Promise<void>;
   /** Drops the stages made at least `ageMs` ago (abandoned: a crashed upload's); returns their names. */
   sweep(ageMs: number): Promise<string[]>;
+  /**
+   * The stages there are now that hold rows of their own (MergeTree; not one made while a replay
+   * swap had the points table frozen): a share attached whose seal is not recorded yet keeps its
+   * stage until then, so a swap's frozen position can leave its rows out.
+   */
+  list(): Promise<string[]>;
 };
 
 const ATTEMPT = /^[0-9a-f]{16}$/;
@@ -243,6 +249,8 @@ export function createPointsStages(client: ClickHouseClient, targets: StageTarge
     async drop(taskId) {
       for (const table of await stageTables(`startsWith(name, '${prefix}${taskDigest(taskId)}_')`)) await dropTable(table);
     },
+
+    list: () => stageTables(`engine = 'MergeTree'`),
 
     async sweep(ageMs) {
       if (!Number.isInteger(ageMs) || ageMs < 0) throw new Error(`not an age: ${ageMs}`);
