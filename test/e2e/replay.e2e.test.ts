@@ -677,6 +677,15 @@ describe('staged uploads, rebuilt as the live projector seals them', () => {
   const batch = (partition: number, metric: string, first: number, n: number): HandBatch => ({ partition, metric, points: Array.from({ length: n }, (_, i) => [T + (first + i) * 1000, first + i / 8] as const) });
   let total = 0;
   const waitForLive = (what: string) => waitFor(what, async () => ((await count('SELECT count() FROM points')) === total ? true : undefined), 60_000, 100);
+  /** A restarted worker's live projector reaches `total` from the new table's positions, and stays there: each point once, the catalog exact. */
+  async function restartedWorkerSeals(what: string): Promise<void> {
+    worker = await startWorker(own);
+    await waitForLive(what);
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(await count('SELECT count() FROM points')).toBe(total);
+    expect(await count('SELECT uniqExact(kafka_partition, kafka_offset, row_in_batch) FROM points')).toBe(total);
+    expect(await catalogOf('metric_catalog')).toEqual(await perMetric('points'));
+  }
 
   beforeAll(async () => {
     platform = createPlatform(own, createLogger({ name: 'staged-replay', level: own.LOG_LEVEL }), 'staged-replay');
@@ -800,14 +809,9 @@ describe('staged uploads, rebuilt as the live projector seals them', () => {
     ]);
 
     // The live projector goes on from the new table's positions and seals the share there, once.
-    worker = await startWorker(own);
     total += pending.points;
-    await waitForLive('the pending staged upload sealed into the new generation');
-    await new Promise((r) => setTimeout(r, 1500));
-    expect(await count('SELECT count() FROM points')).toBe(total);
-    expect(await count('SELECT uniqExact(kafka_partition, kafka_offset, row_in_batch) FROM points')).toBe(total);
+    await restartedWorkerSeals('the pending staged upload sealed into the new generation');
     expect(await pointsOf('points', pending.taskId)).toBe(pending.points);
-    expect(await catalogOf('metric_catalog')).toEqual(await perMetric('points'));
     expect((await sealsOf('points_seals')).filter((s) => (s as { task_id: string }).task_id === pending.taskId)).toHaveLength(2);
     expect(await stagesIn(own.CLICKHOUSE_DATABASE)).toBe(0);
   });
@@ -835,13 +839,8 @@ describe('staged uploads, rebuilt as the live projector seals them', () => {
     expect(await pointsOf('points', held.taskId)).toBe(0);
 
     // The live projector's seal, retried after the swap (here: restarted), attaches the stage into the new generation.
-    worker = await startWorker(own);
     total += held.points;
-    await waitForLive('the held share sealed into the new generation');
-    await new Promise((r) => setTimeout(r, 1500));
-    expect(await count('SELECT count() FROM points')).toBe(total);
-    expect(await count('SELECT uniqExact(kafka_partition, kafka_offset, row_in_batch) FROM points')).toBe(total);
-    expect(await catalogOf('metric_catalog')).toEqual(await perMetric('points'));
+    await restartedWorkerSeals('the held share sealed into the new generation');
     expect(await sealsOf('points_seals')).toContainEqual(expect.objectContaining({ task_id: held.taskId, kafka_partition: 0 }));
     expect(await stagesIn(own.CLICKHOUSE_DATABASE)).toBe(0);
   });
