@@ -1,8 +1,31 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createClickHouse, createPointsSink, createPointsStages, ensureDatabase, migrate, type PointsSink, type StagedShare } from '@meridian/clickhouse';
+import { createClickHouse, createPointsSink, createPointsStages, ensureDatabase, LIVE_STAGE_TARGETS, migrate, type ClickHouseClient, type PointsSink, type StagedShare } from '@meridian/clickhouse';
 import type { Segment } from '@meridian/projection';
 import { isolatedSettings } from '../support/settings.ts';
+
+type Call = { readonly query?: string; readonly table?: string; readonly query_id?: string };
+/**
+ * The client with its query/command/insert calls passed through `around` (which forwards them,
+ * holds them, or plays a failed connection): the server stays real, only the timing is the test's.
+ */
+function intercepted(client: ClickHouseClient, around: (method: string, params: Call, forward: (params: Call) => Promise<unknown>) => Promise<unknown>): ClickHouseClient {
+  return new Proxy(client, {
+    get(target, prop) {
+      const value: unknown = Reflect.get(target, prop, target);
+      if (typeof value !== 'function') return value;
+      const bound = (value as (p: unknown) => Promise<unknown>).bind(target);
+      return prop === 'query' || prop === 'command' || prop === 'insert' ? (params: Call) => around(prop, params, (p) => bound(p)) : bound;
+    },
+  });
+}
+
+/** A promise and its resolver. */
+function latch(): { promise: Promise<void>; open: () => void } {
+  let open = () => {};
+  const promise = new Promise<void>((r) => (open = r));
+  return { promise, open };
+}
 
 /**
  * The seal procedure of staged uploads (issue 15, libs/clickhouse/src/points/stage.ts) against a
@@ -187,4 +210,111 @@ describe('staged shares sealed into points', () => {
     expect(await stages.sweep(0)).toEqual([stages.tableOf(other.share.taskId, other.share.attempt, 1)]);
     expect(await stageTables()).toEqual([]);
   });
+  it('two owners of a partition (a seal that outlasted a rebalance): the fenced one stops before writing, the share is attached once', async () => {
+    const up = upload();
+    await fill(await stages.open(up.share.taskId, up.share.attempt, 1), up.segments);
+    let owner = 'A';
+    const fenceOf = (me: string) => () => {
+      if (owner !== me) throw new Error(`${me} lost the partition`);
+    };
+    // A counts the share's rows in points (0), then stalls (a long wait, a GC pause) until B is nearly done.
+    const aCounted = latch();
+    const aGoesOn = latch();
+    const clientA = intercepted(client, async (method, params, forward) => {
+      const result = await forward(params);
+      if (method === 'query' && params.query?.includes('FROM (SELECT kafka_offset FROM `points`')) {
+        aCounted.open();
+        await aGoesOn.promise;
+      }
+      return result;
+    });
+    // B, the new owner, seals it too; it is held just before recording the seal (its stage still there).
+    const bRecords = latch();
+    const bGoesOn = latch();
+    const clientB = intercepted(client, async (method, params, forward) => {
+      if (method === 'insert' && params.table === 'points_seals') {
+        bRecords.open();
+        await bGoesOn.promise;
+      }
+      return forward(params);
+    });
+    const a = createPointsStages(clientA).seal(up.share, noRefill, fenceOf('A')).then(() => 'sealed', (error: unknown) => String(error));
+    await aCounted.promise;
+    owner = 'B';
+    const b = createPointsStages(clientB).seal(up.share, noRefill, fenceOf('B'));
+    await bRecords.promise;
+    aGoesOn.open();
+    expect(await a).toMatch(/A lost the partition/);
+    bGoesOn.open();
+    expect(await b).toEqual({ how: 'attached', refilled: false });
+    expect(await number(`SELECT count() FROM points WHERE task_id = '${up.share.taskId}'`)).toBe(1_500);
+    await expectSealed(up);
+  });
+
+  it('a catalog insert whose connection failed while the server runs on is waited for before the seal fails, so its retry adds nothing twice', async () => {
+    const up = upload();
+    await fill(await stages.open(up.share.taskId, up.share.attempt, 1), up.segments);
+    let failed = false;
+    let slowDone: Promise<unknown> = Promise.resolve();
+    // The server is slow on the catalog's share (1 ms a row, played by sleepEachRow) and the client's connection drops after 200 ms.
+    const flaky = intercepted(client, async (method, params, forward) => {
+      if (failed || method !== 'command' || !params.query?.startsWith('INSERT INTO `metric_catalog`')) return forward(params);
+      failed = true;
+      const slowed = params.query.replace(/ FROM (\S+) GROUP BY/, ' FROM (SELECT * FROM $1 WHERE sleepEachRow(0.001) = 0) GROUP BY');
+      slowDone = forward({ ...params, query: slowed }).catch(() => {});
+      await new Promise((r) => setTimeout(r, 200));
+      throw new Error('socket hang up');
+    });
+    await expect(createPointsStages(flaky).seal(up.share, noRefill)).rejects.toThrow(/socket hang up/);
+    expect(failed).toBe(true);
+    // The retry (as the projector's persist does) finds the share attached and completes what the catalog lacks.
+    expect(await stages.seal(up.share, noRefill)).toEqual({ how: 'found attached', refilled: false });
+    await slowDone;
+    await expectSealed(up);
+  });
+
+  it('after a crash past the ATTACH of a refill that left out a bad batch, completes the seal without a second stage for a rest', async () => {
+    const bad = upload();
+    const kept = [bad.segments[0]!, bad.segments[2]!];
+    const refillLeavingOut = async (sink: PointsSink) => {
+      await sink.insert(kept);
+      return { points: 500, batches: 1 };
+    };
+    const commands: string[] = [];
+    let crashed = false;
+    const crashing = intercepted(client, async (method, params, forward) => {
+      if (method === 'command' && params.query !== undefined) commands.push(params.query);
+      if (method === 'insert' && params.table === 'points_seals' && !crashed) {
+        crashed = true;
+        throw new Error('killed before recording the seal');
+      }
+      return forward(params);
+    });
+    const sealing = createPointsStages(crashing);
+    await expect(sealing.seal(bad.share, refillLeavingOut)).rejects.toThrow(/killed before recording/);
+    expect(await sealing.seal(bad.share, refillLeavingOut)).toEqual({ how: 'found attached', refilled: true });
+    // Only the final drop (of a rest that was never made): the stage holds exactly what points got of it.
+    expect(commands.filter((q) => q.includes('_rest'))).toEqual([`DROP TABLE IF EXISTS ${sealing.tableOf(bad.share.taskId, bad.share.attempt, 1)}_rest`]);
+    await expectSealed({ share: bad.share, segments: kept });
+  });
+
+  it('kills an insert into the stage that still runs on the server past the wait, and refills the stage', async () => {
+    const up = upload();
+    const stage = stages.tableOf(up.share.taskId, up.share.attempt, 1);
+    await fill(await stages.open(up.share.taskId, up.share.attempt, 1), up.segments);
+    // A stage insert hung on the server (a writer gave it up): it writes a row a second, for two minutes.
+    const hung = `points-insert:${stage}:${randomUUID()}`;
+    const running = client.command({ query: `INSERT INTO ${stage} (metric_name, kafka_partition) SELECT 's.z', 1 FROM numbers(120) WHERE sleepEachRow(1) = 0 SETTINGS max_block_size = 1`, query_id: hung }).then(() => 'done', (error: unknown) => String(error));
+    try {
+      while (await number(`SELECT count() FROM system.processes WHERE query_id = '${hung}'`) === 0) await new Promise((r) => setTimeout(r, 50));
+      const waiting = createPointsStages(client, LIVE_STAGE_TARGETS, { insertWaitMs: 1_000 });
+      expect(await waiting.seal(up.share, (sink) => fill(sink, up.segments))).toEqual({ how: 'attached', refilled: true });
+      expect(await running).not.toBe('done');
+      expect(await number(`SELECT count() FROM system.processes WHERE query_id = '${hung}'`)).toBe(0);
+      expect(await number(`SELECT count() FROM points WHERE task_id = '${up.share.taskId}'`)).toBe(1_500);
+      await expectSealed(up);
+    } finally {
+      await client.command({ query: `KILL QUERY WHERE query_id = '${hung}' SYNC` });
+    }
+  }, 60_000);
 });

@@ -447,6 +447,12 @@ export const settingDefinitions = {
     default: '30000',
     doc: 'Longest a staged upload waits, before its commit, for its last inserts into its stage tables (and, on a failed upload, before dropping them). Past it the inserts are given up and those stages count as broken: the projector refills them from the log at the seal, so a slow ClickHouse delays the seal, not the upload.',
   },
+  // issue 15, design D review fixes (s-i15-dfault, session 14)
+  MERIDIAN_STAGE_INSERT_WAIT_MS: {
+    schema: positiveInt,
+    default: '30000',
+    doc: 'Longest the projector waits, at a staged upload\'s seal, for inserts into that upload\'s stage still running on ClickHouse (ones its writer gave up). Past it they are killed (KILL QUERY) and the stage is refilled from the log, so a hung insert into a stage, which is only a cache, holds that partition\'s projection at most this long.',
+  },
 } as const;
 
 export type SettingName = keyof typeof settingDefinitions;

@@ -80,14 +80,22 @@ export async function startProjector(ingest: IngestDeps): Promise<RunningProject
 
   type Ctx = Pick<BatchPayload, 'isRunning' | 'commitOffsetsIfNecessary' | 'uncommittedOffsets'> & { heart: Heart };
 
+  /**
+   * Throws once the partitions may no longer be ours: the consumer is stopping, or a heartbeat
+   * failed (a rebalance; the new owner may already have read the sink positions).
+   */
+  function stillOwned(ctx: Ctx, what: string): void {
+    if (!ctx.isRunning()) throw new Stopping(`${what}: stopping`);
+    ctx.heart.check();
+  }
+
   /** Runs `attempt` until it succeeds, heartbeating, backing off; stops only when the consumer stops. */
   async function persist(what: string, ctx: Ctx, attempt: (retry: boolean) => Promise<void>): Promise<void> {
     await retry((n) => ctx.heart.during(attempt(n > 1)), {
       ...RETRY_POLICIES.projector,
       // Every failure is retried while the partitions are ours; a stopping consumer leaves the work to the next owner.
       retriable: () => {
-        if (!ctx.isRunning()) throw new Stopping(`${what}: stopping`);
-        ctx.heart.check();
+        stillOwned(ctx, what);
         return true;
       },
       onRetry: (error, n, delay) => logger.warn({ err: error, attempt: n, retry_in_ms: delay }, `${what} failed; retrying`),
@@ -202,7 +210,9 @@ export async function startProjector(ingest: IngestDeps): Promise<RunningProject
       },
     };
     await persist('sealing a staged upload', ctx, async () => {
-      const outcome = await stages.seal(share, (stage) => refillStage(refill, seal, stage));
+      // A seal is several queries, some long (a refill, waits for inserts): each write of it is
+      // fenced, so one that outlasted this member's ownership cannot attach the share a second time.
+      const outcome = await stages.seal(share, (stage) => refillStage(refill, seal, stage), () => stillOwned(ctx, 'sealing a staged upload'));
       logger.info({ task_id: seal.task_id, partition: seal.partition, offset: seal.offset, points: seal.points, ...outcome, ms: Math.round(performance.now() - started) }, 'staged upload sealed into points');
     });
     projection.sealed(seal);

@@ -1,6 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { Omitted } from '@meridian/projection';
 import { deduplicatedInsertSettings, serverCapabilities } from '../capabilities.ts';
+import type { ClickHouseSettings } from '@clickhouse/client';
 import type { ClickHouseClient } from '../client.ts';
 import { createPointsSink, type PointsSink } from './sink.ts';
 
@@ -46,8 +47,10 @@ export type PointsStages = {
    * the stage checked (or refilled), attached unless its rows are in points already (the rest
    * of a partly attached stage through a second stage), its share added to the metric catalog
    * (which ATTACH does not feed), the seal recorded in the seals table, the stage dropped.
+   * Inserts into the stage still running are waited for (insertWaitMs), then killed and the stage
+   * refilled. `fence` is called right before each write into points, the catalog or the seals table.
    */
-  seal(share: StagedShare, refill: (stage: PointsSink) => Promise<Omitted>): Promise<SealOutcome>;
+  seal(share: StagedShare, refill: (stage: PointsSink) => Promise<Omitted>, fence?: Fence): Promise<SealOutcome>;
   /**
    * Drops every stage of a task, whatever its attempt: an upload that aborted, or a task run
    * again after its earlier run was killed (those stages would wait for the sweeper). Safe
@@ -67,6 +70,23 @@ export type PointsStages = {
    * stage until then, so a swap's frozen position can leave its rows out.
    */
   list(): Promise<string[]>;
+};
+
+/**
+ * Throws once the caller no longer owns the share's partition (the projector's consumer lost it
+ * in a rebalance, or is stopping). The seal calls it right before each write into points, the
+ * catalog or the seals table: a seal that outlasted its ownership stops before writing, and the
+ * partition's new owner seals the share (two owners each attaching it would store it twice,
+ * since ATTACH FROM copies and leaves its source).
+ */
+export type Fence = () => void;
+
+export type PointsStagesOptions = {
+  /**
+   * Longest a seal waits for inserts into its stage still running on the server (a writer gave
+   * them up: MERIDIAN_STAGE_INSERT_WAIT_MS) before killing them and refilling the stage from the log.
+   */
+  readonly insertWaitMs?: number;
 };
 
 const ATTEMPT = /^[0-9a-f]{16}$/;
@@ -102,7 +122,8 @@ function checked(share: StagedShare): StagedShare {
   return share;
 }
 
-export function createPointsStages(client: ClickHouseClient, targets: StageTargets = LIVE_STAGE_TARGETS): PointsStages {
+export function createPointsStages(client: ClickHouseClient, targets: StageTargets = LIVE_STAGE_TARGETS, options: PointsStagesOptions = {}): PointsStages {
+  const insertWaitMs = options.insertWaitMs ?? 30_000;
   if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(targets.points)) throw new Error(`not a points table: ${targets.points}`);
   const points = quoted(targets.points);
   const catalog = quoted(targets.catalog);
@@ -144,10 +165,15 @@ export function createPointsStages(client: ClickHouseClient, targets: StageTarge
   const inPoints = (stage: string, partition: number) =>
     `SELECT kafka_offset FROM ${points} WHERE metric_name IN (SELECT DISTINCT metric_name FROM ${stage}) AND kafka_partition = ${partition} AND kafka_offset IN (SELECT DISTINCT kafka_offset FROM ${stage})`;
 
-  async function attach(stage: string): Promise<void> {
+  /**
+   * Runs a write of the seal into points or the catalog under an attach id: one still running
+   * after its client died is waited for (here, and by the sink's positions), so its outcome is
+   * known before anything decides from what points or the catalog hold.
+   */
+  async function named(query: string, settings: ClickHouseSettings = {}): Promise<void> {
     const queryId = `${attachPrefix}${randomUUID()}`;
     try {
-      await client.command({ query: `ALTER TABLE ${points} ATTACH PARTITION tuple() FROM ${stage}`, query_id: queryId });
+      await client.command({ query, query_id: queryId, clickhouse_settings: settings });
     } catch (error) {
       // Its outcome is known once the server is done with it; the caller's retry then finds what it did.
       await settle(queryId);
@@ -155,18 +181,35 @@ export function createPointsStages(client: ClickHouseClient, targets: StageTarge
     }
   }
 
+  const attach = (stage: string) => named(`ALTER TABLE ${points} ATTACH PARTITION tuple() FROM ${stage}`);
+
   async function settle(queryId: string): Promise<void> {
     if (!attachId.test(queryId)) throw new Error(`unexpected query id ${queryId}`);
-    await untilNoneRunning(`query_id = '${queryId}'`, `attach ${queryId}`);
+    if (!(await noneRunningWithin(`query_id = '${queryId}'`, 300_000))) throw new Error(`attach ${queryId} still running after 300000 ms`);
   }
 
-  /** Waits until no query the filter (of validated names, never user text) selects is running. */
-  async function untilNoneRunning(filter: string, what: string): Promise<void> {
-    const deadline = Date.now() + 300_000;
+  /** Whether, within timeoutMs, no query the filter (of validated names, never user text) selects is running. */
+  async function noneRunningWithin(filter: string, timeoutMs: number): Promise<boolean> {
+    const deadline = Date.now() + timeoutMs;
     while ((await number(`SELECT count() FROM system.processes WHERE ${filter}`)) > 0) {
-      if (Date.now() > deadline) throw new Error(`${what} still running after 300000 ms`);
+      if (Date.now() > deadline) return false;
       await new Promise((r) => setTimeout(r, 100));
     }
+    return true;
+  }
+
+  /**
+   * Inserts into the stage still running on the server (a writer that gave them up leaves them
+   * running) are waited for, at most insertWaitMs, then killed: the stage is only a cache, so a
+   * hung insert must not hold the partition's projection. Returns whether any was killed (the
+   * stage is then refilled, whatever the killed ones left in it).
+   */
+  async function stopInserts(stage: string): Promise<boolean> {
+    const running = `startsWith(query_id, 'points-insert:${stage}:')`;
+    if (await noneRunningWithin(running, insertWaitMs)) return false;
+    await client.command({ query: `KILL QUERY WHERE ${running} SYNC` });
+    if (!(await noneRunningWithin(running, 300_000))) throw new Error(`inserts into ${stage} still running after KILL QUERY`);
+    return true;
   }
 
   const dropTable = (table: string) => client.command({ query: `DROP TABLE IF EXISTS ${table}` });
@@ -185,7 +228,7 @@ export function createPointsStages(client: ClickHouseClient, targets: StageTarge
     tableOf,
     open,
 
-    async seal(given, refill) {
+    async seal(given, refill, fence = () => {}) {
       const share = checked(given);
       const stage = tableOf(share.taskId, share.attempt, share.partition);
       const rest = `${stage}_rest`;
@@ -199,9 +242,9 @@ export function createPointsStages(client: ClickHouseClient, targets: StageTarge
       // A writer that gave up on a slow stage insert (it then counts the stage broken) leaves it
       // running on the server: the stage is only checked once no insert into it is under way,
       // so no late block can land after the check (and be attached twice over the refill).
-      await untilNoneRunning(`startsWith(query_id, 'points-insert:${stage}:')`, `inserts into ${stage}`);
+      const killed = await stopInserts(stage);
       let refilled = false;
-      if (!(await holdsShare(stage, share))) {
+      if (killed || !(await holdsShare(stage, share))) {
         await dropTable(stage);
         const omitted = await refill(await open(share.taskId, share.attempt, share.partition));
         refilled = true;
@@ -211,29 +254,35 @@ export function createPointsStages(client: ClickHouseClient, targets: StageTarge
       const attached = await number(`SELECT count() FROM (${inPoints(stage, share.partition)})`);
       let how: SealOutcome['how'] = 'found attached';
       if (attached === 0) {
+        fence();
         await attach(stage);
         // ATTACH runs no materialized view: the stage's share of the catalog goes in explicitly,
         // under a token of its seal where the catalog keeps tokens (an equal block of another
         // upload's share must not be dropped as a repeat of this one).
-        await client.command({
-          query: `INSERT INTO ${catalog} SELECT metric_name, countState() AS points, minState(ts) AS first_ts, maxState(ts) AS last_ts FROM ${stage} GROUP BY metric_name`,
-          clickhouse_settings: deduplicatedInsertSettings(await serverCapabilities(client), `${targets.catalog}:seal:${share.partition}=${share.sealOffset}`),
-        });
+        fence();
+        await named(
+          `INSERT INTO ${catalog} SELECT metric_name, countState() AS points, minState(ts) AS first_ts, maxState(ts) AS last_ts FROM ${stage} GROUP BY metric_name`,
+          deduplicatedInsertSettings(await serverCapabilities(client), `${targets.catalog}:seal:${share.partition}=${share.sealOffset}`),
+        );
         how = 'attached';
       } else {
-        if (attached < share.points) {
+        // The stage's own count, not the seal's: a refill that left out a bad batch holds less.
+        if (attached < (await number(`SELECT count() FROM ${stage}`))) {
           // A server that died inside a multi-part ATTACH: some of the stage's parts are in. Parts
           // hold whole batches (each stage insert is of whole batches), so the rest is the batches
           // points lacks, carried by a second stage.
           await dropTable(rest);
           await client.command({ query: `CREATE TABLE ${rest} AS ${points}` });
           await client.command({ query: `INSERT INTO ${rest} SELECT * FROM ${stage} WHERE kafka_offset NOT IN (${inPoints(stage, share.partition)})` });
+          fence();
           await attach(rest);
         }
         // Whatever of the catalog step was done before the crash: the catalog gets what it lacks.
+        fence();
         const offsets = await rows<{ o: string }>(`SELECT DISTINCT toString(kafka_offset) AS o FROM ${stage}`);
         await sink.repairCatalog(offsets.map((r) => ({ partition: share.partition, offset: Number(r.o) })));
       }
+      fence();
       await client.insert({ table: targets.seals, format: 'JSONEachRow', values: [{ kafka_partition: share.partition, seal_offset: share.sealOffset, task_id: share.taskId, attempt: share.attempt }] });
       await dropTable(stage);
       await dropTable(rest);
