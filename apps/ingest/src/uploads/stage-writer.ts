@@ -23,6 +23,14 @@ export type StageWriterOptions = {
 };
 
 /**
+ * Writes waiting for their turn that one partition may have (besides the one under way): a
+ * partition whose next write finds it has this many waiting already is behind (ClickHouse is
+ * slower than the upload), and its stage is given up at once rather than held in memory
+ * (with batchRows, this bounds what the writer holds per partition to about three inserts).
+ */
+const MOST_WAITING_PER_PARTITION = 1;
+
+/**
  * Writes a staged upload's acknowledged batches aside into its stages while it is parsed
  * (issue 15, design D), one stage per points partition, in inserts of at most `batchRows`
  * rows of whole batches, one insert in flight. The stage is only a cache: the seal checks it
@@ -30,7 +38,8 @@ export type StageWriterOptions = {
  * or of unknown outcome) marks its partition's stage broken: no retry, no more inserts there,
  * a warning, and the upload goes on; ClickHouse being down never fails an upload, nor does a
  * slow one hold it past finishTimeoutMs (the inserts still under way are given up, and their
- * partitions counted broken).
+ * partitions counted broken), nor fill the job's memory: a partition whose writes pile up
+ * (MOST_WAITING_PER_PARTITION) is counted broken at once and its rows dropped.
  *
  * Its first act is to drop the task's stages of earlier runs (a run killed before its commit
  * leaves them, and none of them will ever be sealed), so they go at the task's next run, not
@@ -45,6 +54,8 @@ export class StageWriter {
   private readonly broken = new Set<number>();
   /** Inserts queued or in flight, per partition. */
   private readonly writing = new Map<number, number>();
+  /** The rows of the writes waiting for their turn, per partition (dropped when it breaks). */
+  private readonly waiting = new Map<number, Segment[][]>();
   private readonly giveUp = new AbortController();
   private inFlight: Promise<void>;
 
@@ -67,17 +78,18 @@ export class StageWriter {
    */
   add(segments: readonly Segment[]): void {
     for (const segment of segments) {
-      if (this.broken.has(segment.partition)) continue;
-      const buffer = this.buffers.get(segment.partition) ?? { segments: [], rows: 0 };
+      const { partition } = segment;
+      if (this.broken.has(partition)) continue;
+      let buffer = this.buffers.get(partition) ?? { segments: [], rows: 0 };
       const rows = segmentRows(segment);
       if (buffer.rows > 0 && buffer.rows + rows > this.options.batchRows) {
-        this.write(segment.partition, buffer.segments);
-        buffer.segments = [];
-        buffer.rows = 0;
+        this.write(partition, buffer.segments, true);
+        if (this.broken.has(partition)) continue;
+        buffer = { segments: [], rows: 0 };
       }
       buffer.segments.push(segment);
       buffer.rows += rows;
-      this.buffers.set(segment.partition, buffer);
+      this.buffers.set(partition, buffer);
     }
   }
 
@@ -88,7 +100,8 @@ export class StageWriter {
    * then refills). Never throws.
    */
   async finish(): Promise<void> {
-    for (const [partition, buffer] of this.buffers) if (buffer.segments.length > 0) this.write(partition, buffer.segments);
+    // The last writes hold no more than the buffers did: not bounded.
+    for (const [partition, buffer] of this.buffers) if (buffer.segments.length > 0) this.write(partition, buffer.segments, false);
     this.buffers.clear();
     await this.settled('finishing');
   }
@@ -110,12 +123,25 @@ export class StageWriter {
     }
   }
 
-  private write(partition: number, segments: readonly Segment[]): void {
+  /** Queues an insert of these rows behind the others; `bounded`: past MOST_WAITING_PER_PARTITION the partition breaks instead. */
+  private write(partition: number, segments: Segment[], bounded: boolean): void {
+    const waiting = this.waiting.get(partition) ?? [];
+    if (bounded && waiting.length >= MOST_WAITING_PER_PARTITION) {
+      this.broken.add(partition);
+      this.waiting.delete(partition);
+      this.buffers.delete(partition);
+      this.logger.warn({ attempt: this.attempt, partition }, 'staging inserts fall behind the upload; this partition\'s stage is given up and will be refilled from the log at the seal');
+      return;
+    }
+    waiting.push(segments);
+    this.waiting.set(partition, waiting);
     this.writing.set(partition, (this.writing.get(partition) ?? 0) + 1);
     this.inFlight = this.inFlight.then(async () => {
+      // Its rows, unless the partition broke meanwhile (they were dropped with it).
+      const rows = this.waiting.get(partition)?.shift();
       try {
-        if (this.broken.has(partition) || this.giveUp.signal.aborted) return;
-        await (await this.stage.open(this.options.taskId, this.attempt, partition)).insert(segments, this.giveUp.signal);
+        if (rows === undefined || this.broken.has(partition) || this.giveUp.signal.aborted) return;
+        await (await this.stage.open(this.options.taskId, this.attempt, partition)).insert(rows, this.giveUp.signal);
       } catch (error) {
         this.broken.add(partition);
         this.logger.warn({ err: error, attempt: this.attempt, partition }, 'staging insert failed; this partition\'s stage will be refilled from the log at the seal');

@@ -102,4 +102,37 @@ describe('stage writer', () => {
     await new Promise((r) => setTimeout(r, 20));
     expect(f.inserts).toEqual(['0:1']);
   });
+  it('a partition whose writes pile up behind a slow ClickHouse is given up at once: broken, its waiting rows dropped, never inserted', async () => {
+    let answer = () => {};
+    const answered = new Promise<void>((r) => (answer = r));
+    const inserts: string[] = [];
+    // Slow, not refusing: partition 0's first insert is answered only when the test says so.
+    const slow: UploadStage = {
+      async open(_taskId, _attempt, partition) {
+        return {
+          async insert(segments) {
+            if (partition === 0 && inserts.length === 0) await answered;
+            inserts.push(`${partition}:${segments.map((s) => s.offset).join(',')}`);
+          },
+        };
+      },
+      async drop() {},
+    };
+    const w = new StageWriter(slow, options('eeeeeeeeeeeeeeee', 5), logger);
+    const turn = () => new Promise((r) => setImmediate(r));
+    w.add([segment(0, 1, 5)]);
+    w.add([segment(0, 2, 5)]); // 0:1 written (held by the server)
+    await turn();
+    w.add([segment(0, 3, 5)]); // 0:2 waits behind it
+    await turn();
+    expect(w.brokenPartitions.size).toBe(0);
+    w.add([segment(0, 4, 5), segment(1, 1, 5)]); // 0:3 would wait too: partition 0 is given up
+    expect([...w.brokenPartitions]).toEqual([0]);
+    w.add([segment(0, 5, 5), segment(1, 2, 5)]);
+    answer();
+    await w.finish();
+    // Only the insert under way when it broke; partition 1 unharmed.
+    expect(inserts).toEqual(['0:1', '1:1', '1:2']);
+    expect([...w.brokenPartitions]).toEqual([0]);
+  });
 });
