@@ -315,6 +315,65 @@ describe('projector: points topic → ClickHouse, exactly once', () => {
       await direct.disconnect();
     }
   });
+
+  /**
+   * A seal is several queries, some long: if the projector's consumer is rebalanced away while
+   * one runs (kafkajs then gives the partition to another member once its rebalance timeout is
+   * over), the seal must not write any more: the new owner seals the share, and ATTACH FROM
+   * copies, so two owners would store it twice. Here the seal is held until the rebalance a
+   * second member's join starts: the fence the projector gave it then throws, the held seal
+   * attaches nothing, and after the rebalance the share is sealed once.
+   */
+  it('a seal whose consumer is rebalanced meanwhile writes nothing; the partition\'s owner after the rebalance seals it once', async () => {
+    await projector!.stop();
+    projector = null;
+    const taskId = 'task-rebalanced';
+    const real = platform.pointsStages;
+    let sealing = () => {};
+    const sealingStarted = new Promise<void>((r) => (sealing = r));
+    let fenced = false;
+    const held: typeof real = {
+      ...real,
+      async seal(share, refill, fence) {
+        if (share.taskId === taskId && !fenced) {
+          sealing();
+          // Held (a long refill, a wait for inserts) until this member may no longer own the partition.
+          for (const until = Date.now() + 30_000; Date.now() < until && !fenced; await new Promise((r) => setTimeout(r, 100))) {
+            try {
+              fence?.();
+            } catch {
+              fenced = true;
+            }
+          }
+        }
+        return real.seal(share, refill, fence);
+      },
+    };
+    const first = await startProjector({ ...platform, pointsStages: held });
+    const partition = 2;
+    const attempt = '9a9a9a9a9a9a9a9a';
+    const t = await tx.transaction();
+    const batch: PointBatch = { type: 'PointBatch', task_id: taskId, metric_name: 'staged.r', updated_at: 1_720_000_000_000, timestamps: [1, 2, 3], values: [1, 2, 3], stage: attempt };
+    const [meta] = await t.send({ topic: platform.topics.points, acks: -1, messages: [{ partition, key: 'staged.r', value: pointsCodec.encode(batch), headers: { [STAGE_HEADER]: attempt } }] });
+    await t.send({ topic: platform.topics.points, acks: -1, messages: [{ partition, key: taskId, value: pointsCodec.encode({ type: 'UploadSealed', task_id: taskId, points: 3, stage: { attempt, first_offset: Number(meta!.baseOffset), batches: 1 } }) }] });
+    await t.commit();
+    sealed.add(`${taskId}/${partition}`);
+    expected.push(...batch.timestamps.map((ts, i): Row => ({ metric_name: 'staged.r', ts: String(ts), value: batch.values[i]!, updated_at: String(batch.updated_at), task_id: taskId, kafka_partition: partition, kafka_offset: String(meta!.baseOffset), row_in_batch: i })));
+    await sealingStarted;
+    const second = await startProjector(platform);
+    try {
+      await waitFor('the share sealed after the rebalance', async () => ((await scalar(`SELECT count() FROM points_seals WHERE task_id = '${taskId}'`)) === 1 ? true : undefined), 60_000, 200);
+      expect(fenced).toBe(true);
+      expect(await scalar(`SELECT count() FROM points WHERE task_id = '${taskId}'`)).toBe(3);
+      await waitFor('its seal announced', () => (announcedKeys().includes(`${taskId}/${partition}`) ? true : undefined), 20_000, 100);
+      expect(await storedRows()).toEqual(sortRows(expected));
+      expect(await storedCatalog()).toEqual(catalogOf(expected));
+      expect(await scalar(`SELECT count() FROM points_seals WHERE task_id = '${taskId}'`)).toBe(1);
+    } finally {
+      await first.stop();
+      projector = second;
+    }
+  }, 120_000);
 });
 
 describe('projector sink: one insert is all or nothing, even when the client dies while sending it', () => {
