@@ -2,6 +2,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClickHouse, createPointsSink, createPointsStages, ensureDatabase, LIVE_STAGE_TARGETS, migrate, type ClickHouseClient, type PointsSink, type StagedShare } from '@meridian/clickhouse';
 import type { Segment } from '@meridian/projection';
+import { itOnServer } from '../support/clickhouse-front.ts';
 import { isolatedSettings } from '../support/settings.ts';
 
 type Call = { readonly query?: string; readonly table?: string; readonly query_id?: string };
@@ -251,7 +252,7 @@ describe('staged shares sealed into points', () => {
     await expectSealed(up);
   });
 
-  it('a catalog insert whose connection failed while the server runs on is waited for before the seal fails, so its retry adds nothing twice', async () => {
+  itOnServer('queries side by side', 'a catalog insert whose connection failed while the server runs on is waited for before the seal fails, so its retry adds nothing twice', async () => {
     const up = upload();
     await fill(await stages.open(up.share.taskId, up.share.attempt, 1), up.segments);
     let failed = false;
@@ -298,7 +299,7 @@ describe('staged shares sealed into points', () => {
     await expectSealed({ share: bad.share, segments: kept });
   });
 
-  it('kills an insert into the stage that still runs on the server past the wait, and refills the stage', async () => {
+  itOnServer('KILL QUERY, queries side by side', 'kills an insert into the stage that still runs on the server past the wait, and refills the stage', async () => {
     const up = upload();
     const stage = stages.tableOf(up.share.taskId, up.share.attempt, 1);
     await fill(await stages.open(up.share.taskId, up.share.attempt, 1), up.segments);
