@@ -11,4 +11,8 @@ export interface BlobStore {
   /** Copies an object of `size` bytes to another key, server-side. */
   copy(fromKey: string, toKey: string, size: number): Promise<void>;
   remove(key: string): Promise<void>;
+  /** Writes bytes held in memory as one object (a blob claim: a few bytes). */
+  put(key: string, bytes: Buffer): Promise<void>;
+  /** The keys under `prefix` (blob claims and removals: few at a time). */
+  list(prefix: string): Promise<string[]>;
 }

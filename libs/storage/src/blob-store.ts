@@ -22,6 +22,8 @@ export type MinioBlobStore = {
   /** Copies an object of `size` bytes to another key, server-side. */
   copy(fromKey: string, toKey: string, size: number): Promise<void>;
   remove(key: string): Promise<void>;
+  /** The keys under `prefix`. */
+  list(prefix: string): Promise<string[]>;
   /** Removes an unfinished multipart upload of `key` (a staging that stopped half-way). */
   removeUnfinished(key: string): Promise<void>;
   /** The snapshots of one topic's fold. */
@@ -61,6 +63,11 @@ export function blobStoreOver(storage: Storage, region: string): MinioBlobStore 
     },
     copy: (fromKey, toKey, size) => copyObject(storage, fromKey, toKey, size),
     remove: (key) => client.removeObject(bucket, key),
+    async list(prefix) {
+      const keys: string[] = [];
+      for await (const item of client.listObjectsV2(bucket, prefix, true) as AsyncIterable<{ name?: string }>) if (item.name) keys.push(item.name);
+      return keys;
+    },
     removeUnfinished: (key) => client.removeIncompleteUpload(bucket, key),
     snapshots: (topic) => createSnapshotStore(storage, topic),
     ensureBucket: () => ensureBucket(storage, region),

@@ -1,15 +1,14 @@
+import { randomUUID } from 'node:crypto';
 import { blobKeyOf, type BlobReferences } from '@meridian/domain';
 import type { Logger } from '@meridian/observability';
 import type { BlobStore } from '../blob-store.ts';
-import type { Mutex } from './blobs.ts';
+import { CLAIMS_PREFIX, REMOVALS_PREFIX, removalKeyOf, restoreBlob, shaOfKey } from './blobs.ts';
 
 export type BlobCollectorDeps = {
   readonly storage: BlobStore;
   readonly references: BlobReferences;
   /** Per files partition, the offset the next event will get. */
   readonly logEnds: () => Promise<ReadonlyMap<number, number>>;
-  /** The promotion lock: a collection never interleaves with a promotion and its FileDefined. */
-  readonly lock: Mutex;
   readonly logger: Logger;
   /** How long a collection waits for the read model to reach the files log's end (MERIDIAN_FILES_READ_MODEL_WAIT_MS). */
   readonly waitMs: number;
@@ -27,11 +26,18 @@ const POLL_MS = 50;
  * from the read model, so a restart or another worker misses none) and the blobs of definitions
  * that failed after promoting (held in memory: one lost at a crash stays, as before).
  *
- * A blob is removed only when no live file references it in a read model that covers the files
- * log as it was when the collection began, inside the promotion lock: every definition this
- * process promoted has its FileDefined in that log, and one not yet promoted copies its bytes
- * again after. Past the wait, the collection is retried later. The sweep position moves only
- * after every blob up to it is handled, so a crash repeats work, never skips it.
+ * Definitions on other workers run beside it, so a removal is made safe by checking after it, not
+ * only before (a definition does the converse: claim, then look, ./blobs.ts). A blob no live file
+ * references in a read model that covers the files log's end is removed, its bytes kept aside
+ * first under a key of this run. Then, with the removal done: the claims on it are read, and the
+ * read model is brought to the log's end as it is now and asked again. A definition that looked
+ * before the removal had claimed before it, so its claim is seen, or it has been committed and
+ * released its claim, so its FileDefined is seen; one that claims after the listing looks after
+ * the removal and copies its own staged bytes. When either is seen the kept bytes go back. Only
+ * then are they deleted. Bytes kept aside by a run that failed or died (on any worker) are put
+ * back by the next collection and their blob decided again, so no crash loses or leaks one. The
+ * sweep position moves only after every blob up to it is handled: a crash repeats work, never
+ * skips it.
  */
 export class BlobCollector {
   private readonly candidates = new Set<string>();
@@ -75,7 +81,7 @@ export class BlobCollector {
 
   private run(): void {
     this.running = true;
-    void this.deps.lock.run(() => this.collect()).then(
+    void this.collect().then(
       (more) => {
         this.running = false;
         this.wake(more || this.candidates.size > 0 ? 0 : this.deps.intervalMs);
@@ -91,6 +97,10 @@ export class BlobCollector {
   /** One collection; true when deletions are left past a full page. */
   private async collect(): Promise<boolean> {
     const { references, storage, logger } = this.deps;
+    const run = randomUUID();
+    // Bytes other runs kept aside (a crash, a failure, or a run still going on another worker): back first, then decided again.
+    const leftovers = await storage.list(REMOVALS_PREFIX);
+    for (const key of leftovers) await restoreBlob(storage, key, shaOfKey(key, REMOVALS_PREFIX));
     const covered = await this.coveredToEnd();
     const swept = await references.swept();
     const next = new Map<number, number>();
@@ -105,25 +115,66 @@ export class BlobCollector {
       more ||= full;
       next.set(partition, full ? page[page.length - 1]!.offset : position);
     }
-    const batch = [...new Set([...this.candidates, ...released])];
+    const batch = [...new Set([...this.candidates, ...released, ...leftovers.map((key) => shaOfKey(key, REMOVALS_PREFIX))])];
     this.candidates.clear();
-    const referenced = await references.referenced(batch).catch((error: unknown) => {
+    try {
+      const referenced = await references.referenced(batch);
+      const removed = new Map<string, string>(); // sha256 → where its bytes are kept
+      for (const sha of batch) {
+        if (referenced.has(sha)) continue;
+        const size = await storage.size(blobKeyOf(sha));
+        if (size === null) continue; // removed already
+        const kept = removalKeyOf(sha, run);
+        await storage.copy(blobKeyOf(sha), kept, size);
+        removed.set(sha, kept);
+        await storage.remove(blobKeyOf(sha));
+      }
+      const needed = await this.neededAfterRemoval([...removed.keys()]);
+      for (const [sha, kept] of removed) {
+        if (needed.has(sha)) {
+          await restoreBlob(storage, kept, sha);
+          logger.info({ sha256: sha }, 'blob kept: a definition claimed it or a file references it after all');
+        } else {
+          logger.info({ sha256: sha }, 'blob removed: no file references it');
+        }
+        await storage.remove(kept);
+      }
+    } catch (error) {
+      // Released ones come back from the read model (the sweep position has not moved); removed ones from their kept bytes.
       for (const sha of batch) if (!released.has(sha)) this.candidates.add(sha);
       throw error;
-    });
-    for (const [i, sha] of batch.entries()) {
-      if (referenced.has(sha)) continue;
-      try {
-        await storage.remove(blobKeyOf(sha));
-        logger.info({ sha256: sha }, 'blob removed: no file references it');
-      } catch (error) {
-        // Released ones come back from the read model: the sweep position has not moved.
-        for (const rest of batch.slice(i)) if (!released.has(rest)) this.candidates.add(rest);
-        throw error;
-      }
     }
+    for (const key of leftovers) await storage.remove(key);
     await references.recordSwept(next);
     return more;
+  }
+
+  /**
+   * Of blobs just removed, the ones a definition claims or a file references: the claims are
+   * listed first, then the read model is brought to the files log's end as it is after that.
+   * A claim whose file the read model holds is done (its definition was committed, and its
+   * reference is asked for here), so it is deleted rather than left to keep a blob forever.
+   */
+  private async neededAfterRemoval(removed: readonly string[]): Promise<Set<string>> {
+    if (removed.length === 0) return new Set();
+    const { references, storage } = this.deps;
+    const claims = new Map<string, string>(); // file id → claim key
+    const claimed = new Map<string, string>(); // file id → sha256
+    for (const sha of removed) {
+      for (const key of await storage.list(`${CLAIMS_PREFIX}${sha}/`)) {
+        const fileId = key.slice(`${CLAIMS_PREFIX}${sha}/`.length);
+        claims.set(fileId, key);
+        claimed.set(fileId, sha);
+      }
+    }
+    await this.coveredToEnd();
+    const needed = await references.referenced(removed);
+    const done = await references.defined([...claims.keys()]);
+    for (const [fileId, key] of claims) {
+      if (done.has(fileId)) await storage.remove(key);
+      else needed.add(claimed.get(fileId)!);
+    }
+    return needed;
   }
 
   /** The read model's positions once they reach the files log's end as it is now; throws past the wait. */

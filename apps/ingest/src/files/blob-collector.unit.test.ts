@@ -3,7 +3,7 @@ import { createLogger } from '@meridian/observability';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { BlobStore } from '../blob-store.ts';
 import { BlobCollector } from './blob-collector.ts';
-import { Mutex } from './blobs.ts';
+import { claimKeyOf } from './blobs.ts';
 
 const sha = (n: number) => n.toString(16).padStart(64, '0');
 
@@ -32,6 +32,10 @@ class FakeReferences implements BlobReferences {
     return new Set([...this.rows.values()].filter((r) => r.live && sha256s.includes(r.sha256)).map((r) => r.sha256));
   }
 
+  async defined(fileIds: readonly string[]) {
+    return new Set(fileIds.filter((id) => this.rows.has(id)));
+  }
+
   async released(partition: number, after: number, upTo: number, limit: number) {
     return [...this.rows.values()]
       .filter((r) => partition === 0 && !r.live && r.offset > after && r.offset <= upTo)
@@ -52,32 +56,50 @@ class FakeReferences implements BlobReferences {
   }
 }
 
+/** A bucket of keys; `removed` lists the blobs removed; hooks run a definition's steps around a removal. */
 class FakeStorage {
   blobs = new Set<string>();
   removed: string[] = [];
   failRemovals = 0;
+  beforeRemove: ((key: string) => Promise<void>) | null = null;
+  afterRemove: ((key: string) => Promise<void>) | null = null;
 
   readonly store: BlobStore = {
     open: () => Promise.reject(new Error('not used')),
     size: async (key) => (this.blobs.has(key) ? 1 : null),
-    copy: async (_from, to) => void this.blobs.add(to),
+    copy: async (from, to) => {
+      if (!this.blobs.has(from)) throw Object.assign(new Error('no such key'), { code: 'NoSuchKey' });
+      this.blobs.add(to);
+    },
+    put: async (key) => void this.blobs.add(key),
+    list: async (prefix) => [...this.blobs].filter((key) => key.startsWith(prefix)),
     remove: async (key) => {
       if (this.failRemovals > 0) {
         this.failRemovals -= 1;
         throw new Error('storage unreachable');
       }
+      const isBlob = key.startsWith('blobs/');
+      if (isBlob) await this.beforeRemove?.(key);
       this.blobs.delete(key);
-      this.removed.push(key);
+      if (isBlob) {
+        this.removed.push(key);
+        await this.afterRemove?.(key);
+      }
     },
   };
+}
+
+/** The blobs of these hashes are in the bucket (promoted by their definitions). */
+function promoted(storage: FakeStorage, ...shas: string[]) {
+  for (const h of shas) storage.blobs.add(blobKeyOf(h));
 }
 
 const logger = createLogger({ name: 'test', level: 'silent' });
 const running: BlobCollector[] = [];
 
-function collector(references: FakeReferences, storage: FakeStorage, logEnd: () => number, lock = new Mutex()) {
+function collector(references: FakeReferences, storage: FakeStorage, logEnd: () => number) {
   const c = new BlobCollector({
-    storage: storage.store, references, lock, logger, waitMs: 200, intervalMs: 5,
+    storage: storage.store, references, logger, waitMs: 200, intervalMs: 5,
     logEnds: async () => new Map([[0, logEnd()]]),
   });
   running.push(c);
@@ -106,6 +128,7 @@ describe('BlobCollector (asks the files read model, holds no file)', () => {
     refs.define('c', sha(2), 2); // same bytes as b
     refs.remove('a', 3);
     refs.remove('b', 4);
+    promoted(storage, sha(1), sha(2));
     collector(refs, storage, () => 5).start();
     await until('the sweep to reach offset 4', () => refs.sweep === 4);
     expect(storage.removed).toEqual([blobKeyOf(sha(1))]); // sha(2) is still c's
@@ -122,6 +145,7 @@ describe('BlobCollector (asks the files read model, holds no file)', () => {
     refs.remove('a', 1);
     // The log holds a definition at offset 2 the read model has not projected (its blob is sha(1) again).
     let end = 3;
+    promoted(storage, sha(1));
     collector(refs, storage, () => end).start();
     await new Promise((r) => setTimeout(r, 300)); // more than a whole wait: the collection gave up and will retry
     expect(storage.removed).toEqual([]);
@@ -135,29 +159,109 @@ describe('BlobCollector (asks the files read model, holds no file)', () => {
     expect(storage.removed).toEqual([blobKeyOf(sha(1))]);
   });
 
-  it('never interleaves with a promotion: a definition that promotes under the lock and is projected keeps its blob', async () => {
+  // A definition on another worker (no lock shared): claim, look, define. Each case puts its steps
+  // at one point of a collection's removal; the blob must be there once its FileDefined counts.
+  describe('with a definition of the same bytes on another worker', () => {
+    const blob = blobKeyOf(sha(7));
+    const claim = claimKeyOf(sha(7), 'b');
+    let end = 2;
+    /** A deleted file `a` released sha(7); the collection is about to remove it. */
+    function setup() {
+      const refs = new FakeReferences();
+      const storage = new FakeStorage();
+      storage.blobs.add(blob);
+      storage.blobs.add('staging/b');
+      refs.define('a', sha(7), 0);
+      refs.remove('a', 1);
+      end = 2;
+      return { refs, storage };
+    }
+    /** The definition's look: the bytes present, or copied from its staged object. */
+    async function look(storage: FakeStorage) {
+      await storage.store.put(claim, Buffer.alloc(0));
+      if ((await storage.store.size(blob)) === null) await storage.store.copy('staging/b', blob, 1);
+    }
+    /** Its FileDefined committed (appended and projected), then its claim released. */
+    async function commit(refs: FakeReferences, storage: FakeStorage) {
+      refs.define('b', sha(7), 2);
+      end = 3;
+      await storage.store.remove(claim);
+    }
+
+    it('looked just before the removal and commits after the check: its claim puts the bytes back', async () => {
+      const { refs, storage } = setup();
+      storage.beforeRemove = async () => {
+        storage.beforeRemove = null;
+        await look(storage); // finds the bytes present: copies nothing
+      };
+      collector(refs, storage, () => end).start();
+      await until('the sweep', () => refs.sweep === 1);
+      expect(storage.blobs.has(blob)).toBe(true);
+      await commit(refs, storage);
+      await until('a later sweep', () => refs.sweep === 2);
+      expect(storage.blobs.has(blob)).toBe(true); // b references it
+      expect([...storage.blobs].filter((key) => key.startsWith('_blob-'))).toEqual([]); // nothing kept aside
+    });
+
+    it('looked just before the removal and committed right after it: its FileDefined puts the bytes back', async () => {
+      const { refs, storage } = setup();
+      storage.beforeRemove = async () => {
+        storage.beforeRemove = null;
+        await look(storage);
+      };
+      storage.afterRemove = async () => {
+        storage.afterRemove = null;
+        await commit(refs, storage); // claim gone before the collector lists claims
+      };
+      collector(refs, storage, () => end).start();
+      await until('the sweep', () => refs.sweep === 2);
+      expect(storage.blobs.has(blob)).toBe(true);
+      expect([...storage.blobs].filter((key) => key.startsWith('_blob-'))).toEqual([]);
+    });
+
+    it('looks after the removal: it copies its own bytes, and the blob goes once b is deleted too', async () => {
+      const { refs, storage } = setup();
+      storage.afterRemove = async () => {
+        storage.afterRemove = null;
+        await look(storage); // finds nothing: copies its staged bytes
+        await commit(refs, storage);
+      };
+      collector(refs, storage, () => end).start();
+      await until('the sweep', () => refs.sweep === 2);
+      expect(storage.blobs.has(blob)).toBe(true);
+      refs.remove('b', 3);
+      end = 4;
+      await until('the next sweep', () => refs.sweep === 3);
+      expect(storage.blobs.has(blob)).toBe(false);
+    });
+
+    it('a claim whose file the read model holds is done: deleted, so it keeps no blob forever', async () => {
+      const { refs, storage } = setup();
+      refs.define('b', sha(7), 2);
+      refs.remove('b', 3);
+      end = 4;
+      storage.blobs.add(claim); // its definition died after committing, before releasing the claim
+      collector(refs, storage, () => end).start();
+      await until('the sweep', () => refs.sweep === 3);
+      expect(storage.blobs.has(blob)).toBe(false);
+      expect(storage.blobs.has(claim)).toBe(false);
+    });
+  });
+
+  it('puts back bytes a dead collection kept aside, and decides their blob again', async () => {
     const refs = new FakeReferences();
     const storage = new FakeStorage();
-    const lock = new Mutex();
-    refs.define('a', sha(7), 0);
-    refs.remove('a', 1);
-    let end = 2;
-    let release!: () => void;
-    // A definition of the same bytes holds the lock: promote, append FileDefined, the projector shows it.
-    const promotion = lock.run(async () => {
-      await storage.store.copy('staging/x', blobKeyOf(sha(7)), 1);
-      await new Promise<void>((r) => (release = r));
-      end = 3;
-      refs.define('b', sha(7), 2);
-    });
-    collector(refs, storage, () => end, lock).start();
-    await new Promise((r) => setTimeout(r, 50));
-    expect(refs.sweeps).toEqual([]); // waiting for the lock
-    release();
-    await promotion;
-    await until('the sweep', () => refs.sweep === 2);
-    expect(storage.removed).toEqual([]);
-    expect(storage.blobs.has(blobKeyOf(sha(7)))).toBe(true);
+    refs.define('a', sha(8), 0);
+    refs.define('b', sha(9), 1);
+    refs.remove('b', 2);
+    refs.sweep = 2; // the dead run's sweep had not moved, but another's did; nothing released is left
+    // It died between removing and checking: a's blob (referenced) and b's (not) are only kept aside.
+    storage.blobs.add(`_blob-removals/${sha(8)}/dead`);
+    storage.blobs.add(`_blob-removals/${sha(9)}/dead`);
+    collector(refs, storage, () => 3).start();
+    await until('the leftovers handled', () => ![...storage.blobs].some((key) => key.startsWith('_blob-')));
+    expect(storage.blobs.has(blobKeyOf(sha(8)))).toBe(true);
+    expect(storage.blobs.has(blobKeyOf(sha(9)))).toBe(false);
   });
 
   it('retries after a failed removal without moving its sweep past it', async () => {
@@ -166,6 +270,7 @@ describe('BlobCollector (asks the files read model, holds no file)', () => {
     storage.failRemovals = 2;
     refs.define('a', sha(1), 0);
     refs.remove('a', 1);
+    promoted(storage, sha(1));
     collector(refs, storage, () => 2).start();
     await until('the blob to be removed', () => storage.removed.length === 1);
     await until('the sweep', () => refs.sweep === 1);
@@ -178,6 +283,7 @@ describe('BlobCollector (asks the files read model, holds no file)', () => {
     const storage = new FakeStorage();
     for (let i = 0; i < 2500; i += 1) refs.define(`f${i}`, sha(i), i);
     for (let i = 0; i < 2500; i += 1) refs.remove(`f${i}`, 2500 + i);
+    for (let i = 0; i < 2500; i += 1) promoted(storage, sha(i));
     collector(refs, storage, () => 5000).start();
     await until('every deletion handled', () => refs.sweep === 4999);
     expect(refs.sweeps).toEqual([3499, 4499, 4999]);
@@ -188,6 +294,7 @@ describe('BlobCollector (asks the files read model, holds no file)', () => {
     const refs = new FakeReferences();
     const storage = new FakeStorage();
     refs.define('a', sha(3), 0);
+    promoted(storage, sha(3), sha(4));
     const c = collector(refs, storage, () => 1);
     c.start();
     await until('the first sweep', () => refs.sweeps.length > 0);
