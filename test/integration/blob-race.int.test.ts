@@ -4,9 +4,10 @@ import type { BlobStore } from '../../apps/ingest/src/blob-store.ts';
 import { BlobCollector } from '../../apps/ingest/src/files/blob-collector.ts';
 import { claimKeyOf, promoteUnderClaim, removalKeyOf } from '../../apps/ingest/src/files/blobs.ts';
 import { startFilesProjector } from '../../apps/ingest/src/read-models/files.ts';
+import { startTasksProjector } from '../../apps/ingest/src/read-models/tasks.ts';
 import type { RunningReadModelProjector } from '../../apps/ingest/src/read-models/projector.ts';
 import { clickhouseFileReadModel, clickhouseFileReadModelWriter } from '@meridian/clickhouse';
-import { blobKeyOf, fileDefinedFrom, type FileEvent } from '@meridian/domain';
+import { blobKeyOf, fileDefinedFrom, type BlobReferences, type FileDefinitionRequested, type FileEvent, type TaskEvent } from '@meridian/domain';
 import { createEventCodec } from '@meridian/events';
 import { appendEvents } from '@meridian/kafka';
 import { createLogger } from '@meridian/observability';
@@ -25,7 +26,10 @@ describe('blob collection against a definition on another worker (real Kafka, Cl
   const logger = createLogger({ name: 'blob-race-int', level: settings.LOG_LEVEL });
   const platform: Platform = createPlatform(settings, logger, 'blob-race-int');
   const codec = createEventCodec<FileEvent>();
+  const claimRules = { claimTtlMs: settings.MERIDIAN_BLOB_CLAIM_TTL_MS, logger };
+  const taskCodec = createEventCodec<TaskEvent>();
   let projector: RunningReadModelProjector | null = null;
+  let tasksProjector: RunningReadModelProjector | null = null;
   const collectors: BlobCollector[] = [];
 
   /** Worker A's bucket: the real one, with B's steps run around A's removal of a blob. */
@@ -53,21 +57,25 @@ describe('blob collection against a definition on another worker (real Kafka, Cl
   /** A definition's promotion and commit (the ingest worker's own promoteUnderClaim), its FileDefined appended to the files log. */
   function definition(bytes: Buffer) {
     const fileId = randomUUID();
+    const taskId = randomUUID();
     const staged = `staging/${fileId}`;
     const sha256 = createHash('sha256').update(bytes).digest();
-    const event = fileDefinedFrom({
-      type: 'FileDefinitionRequested', task_id: randomUUID(), file_id: fileId, user_name: 'ada', at: Date.now(), file_name: `${fileId}.bin`,
+    const command: FileDefinitionRequested = {
+      type: 'FileDefinitionRequested', task_id: taskId, file_id: fileId, user_name: 'ada', at: Date.now(), file_name: `${fileId}.bin`,
       description: '', content_type: 'application/octet-stream', staged_object: staged, size: bytes.length, sha256, enforce_schema: false,
-    });
+    };
+    const event = fileDefinedFrom(command);
     return {
       fileId,
+      taskId,
+      command,
       sha256Hex: sha256.toString('hex'),
       async stage() {
         await platform.blobs.put(staged, bytes);
       },
       /** Claims, looks, then awaits `gate` before committing (appending its FileDefined). */
       run(gate: Promise<void> = Promise.resolve(), looked: () => void = () => undefined) {
-        return promoteUnderClaim(platform.blobs, { sha256Hex: sha256.toString('hex'), fileId, stagedKey: staged, size: bytes.length }, async (committing) => {
+        return promoteUnderClaim(platform.blobs, { sha256Hex: sha256.toString('hex'), taskId, stagedKey: staged, size: bytes.length }, claimRules, async (committing) => {
           looked();
           await gate;
           committing();
@@ -77,15 +85,22 @@ describe('blob collection against a definition on another worker (real Kafka, Cl
     };
   }
 
-  /** A's collector, with the worker's own collaborators but for the bucket's hooks. */
-  function startCollectorOfA() {
+  /**
+   * A collector with the worker's own collaborators, on A's bucket (with its hooks) unless given
+   * another; `references` defaults to the real ones, `later` moves its clock on.
+   */
+  function startCollector(options: { storage?: BlobStore; references?: BlobReferences; later?: number } = {}): BlobCollector {
     const c = new BlobCollector({
-      storage: bucketOfA, references: platform.blobReferences, logEnds: () => platform.log.endOffsets(platform.topics.files),
-      logger, waitMs: 60_000, intervalMs: 100,
+      storage: options.storage ?? bucketOfA, references: options.references ?? platform.blobReferences, tasks: platform.taskReadModel,
+      logEnds: () => platform.log.endOffsets(platform.topics.files), logger, waitMs: 60_000, intervalMs: 100,
+      removalLeaseMs: settings.MERIDIAN_BLOB_REMOVAL_LEASE_MS, claimTtlMs: settings.MERIDIAN_BLOB_CLAIM_TTL_MS,
+      now: () => Date.now() + (options.later ?? 0),
     });
     collectors.push(c);
     c.start();
+    return c;
   }
+  const startCollectorOfA = () => startCollector();
 
   /** Until a collection has handled every deletion now in the files log. */
   async function untilSwept(): Promise<void> {
@@ -101,10 +116,12 @@ describe('blob collection against a definition on another worker (real Kafka, Cl
   beforeAll(async () => {
     await platform.prepare();
     projector = await startFilesProjector(platform, clickhouseFileReadModel(platform.clickhouseOptions), clickhouseFileReadModelWriter(platform.clickhouse));
+    tasksProjector = await startTasksProjector(platform, platform.taskReadModel, platform.taskReadModelWriter);
   });
   afterAll(async () => {
     for (const c of collectors) c.stop();
     await projector?.stop();
+    await tasksProjector?.stop();
     await platform.close();
   });
 
@@ -153,7 +170,52 @@ describe('blob collection against a definition on another worker (real Kafka, Cl
     for (const c of collectors.splice(0)) c.stop();
   });
 
-  it('crash leftovers: a claim whose definition committed and died is deleted; bytes a dead collection kept aside go back to a live file', async () => {
+  // Finding 1 of the review: a second collection, whole, while the first has kept a blob's bytes
+  // aside and not yet removed it; a definition claimed the blob just before and found it present.
+  it('two collections at once: the second leaves the first one\'s kept bytes alone, and the first puts back the blob a definition claimed', async () => {
+    const bytes = randomBytes(64 * 1024);
+    const blob = blobKeyOf(createHash('sha256').update(bytes).digest('hex'));
+    const a = definition(bytes);
+    const b = definition(bytes);
+    await a.stage();
+    await b.stage();
+    expect(await a.run()).toBe('copied');
+    await append({ type: 'FileDeleted', file_id: a.fileId, at: Date.now(), actor: 'ada' });
+
+    let openGate!: () => void;
+    const gate = new Promise<void>((r) => (openGate = r));
+    let defineB: Promise<'copied' | 'present'> | null = null;
+    let secondRan = false;
+    hooks.before = async () => {
+      await new Promise<void>((looked) => {
+        defineB = b.run(gate, looked); // b claims and finds the bytes present
+      });
+      // Another worker's collection, whole, on the same bucket (no hooks), while A is between keeping the bytes aside and removing the blob.
+      const second = startCollector({ storage: platform.blobs });
+      await untilSwept();
+      second.stop();
+      secondRan = true;
+    };
+    let firstDone!: () => void;
+    const firstRecorded = new Promise<void>((r) => (firstDone = r));
+    startCollector({ references: { ...platform.blobReferences, recordSwept: async (positions) => {
+      await platform.blobReferences.recordSwept(positions);
+      firstDone();
+    } } });
+    await firstRecorded;
+    expect(secondRan).toBe(true);
+    expect(await platform.blobs.size(blob)).toBe(bytes.length); // A put the bytes back from its own kept copy
+    openGate();
+    expect(await defineB!).toBe('present');
+    expect(await leftovers()).toEqual([]);
+    for (const c of collectors.splice(0)) c.stop();
+    startCollectorOfA();
+    await untilSwept(); // b's FileDefined counted: a later collection keeps its bytes
+    expect(await platform.blobs.size(blob)).toBe(bytes.length);
+    for (const c of collectors.splice(0)) c.stop();
+  });
+
+  it('crash leftovers: bytes a dead collection kept aside go back to a live file once past the lease; a failed definition\'s claim goes with its blob', async () => {
     const bytes = randomBytes(4096);
     const a = definition(bytes);
     await a.stage();
@@ -162,15 +224,19 @@ describe('blob collection against a definition on another worker (real Kafka, Cl
     const blob = blobKeyOf(a.sha256Hex);
     await platform.blobs.copy(blob, removalKeyOf(a.sha256Hex, 'dead-run'), bytes.length);
     await platform.blobs.remove(blob);
-    // c's definition committed and died before releasing its claim; then c was deleted.
-    const other = randomBytes(4096);
-    const c = definition(other);
+    // c's definition promoted its blob and failed; its claim stayed (the removal failed, or the worker died).
+    const c = definition(randomBytes(4096));
     await c.stage();
-    await c.run();
-    await platform.blobs.put(claimKeyOf(c.sha256Hex, c.fileId), Buffer.alloc(0));
-    await append({ type: 'FileDeleted', file_id: c.fileId, at: Date.now(), actor: 'ada' });
-    startCollectorOfA();
-    await untilSwept();
+    await platform.blobs.copy(c.command.staged_object, blobKeyOf(c.sha256Hex), c.command.size);
+    await platform.blobs.put(claimKeyOf(c.sha256Hex, c.taskId), Buffer.alloc(0));
+    await appendEvents(await platform.log.writer(), taskCodec, platform.topics.tasks, c.taskId, [
+      c.command,
+      { type: 'TaskFailed', task_id: c.taskId, reason: 'the file could not be stored', rows_total: 0, rows_rejected: 0, errors: [], at: Date.now() },
+    ]);
+    await waitFor('the tasks read model to show c failed', async () => ((await platform.taskReadModel.finishedAmong([c.taskId])).size === 1 ? true : undefined), 60_000, 50);
+    // A worker whose clock reads the kept bytes as older than the lease (the claim is younger than its TTL).
+    const collector = startCollector({ storage: platform.blobs, later: settings.MERIDIAN_BLOB_REMOVAL_LEASE_MS + 1 });
+    collector.enqueue(c.sha256Hex); // what the failed definition's giveUp did
     await waitFor('the leftovers handled', async () => ((await leftovers()).length === 0 ? true : undefined), 60_000, 50);
     expect(await platform.blobs.size(blob)).toBe(bytes.length);
     expect(await platform.blobs.size(blobKeyOf(c.sha256Hex))).toBeNull();

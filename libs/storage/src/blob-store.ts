@@ -10,6 +10,9 @@ import { createSnapshotStore } from './snapshot-store.ts';
  * (apps/api/src/blob-store.ts, apps/ingest/src/blob-store.ts) and of the start-up work on the
  * bucket. Keys are paths inside the one bucket; the MinIO client stays in here.
  */
+/** A listed object: its key and when it was last written (milliseconds since the epoch, the bucket's clock). */
+export type StoredKey = { readonly key: string; readonly writtenAtMs: number };
+
 export type MinioBlobStore = {
   /** Writes bytes held in memory as one object. */
   put(key: string, bytes: Buffer): Promise<void>;
@@ -22,8 +25,8 @@ export type MinioBlobStore = {
   /** Copies an object of `size` bytes to another key, server-side. */
   copy(fromKey: string, toKey: string, size: number): Promise<void>;
   remove(key: string): Promise<void>;
-  /** The keys under `prefix`. */
-  list(prefix: string): Promise<string[]>;
+  /** The objects under `prefix`: each key and when it was last written (the bucket's clock). */
+  list(prefix: string): Promise<StoredKey[]>;
   /** Removes an unfinished multipart upload of `key` (a staging that stopped half-way). */
   removeUnfinished(key: string): Promise<void>;
   /** The snapshots of one topic's fold. */
@@ -64,8 +67,11 @@ export function blobStoreOver(storage: Storage, region: string): MinioBlobStore 
     copy: (fromKey, toKey, size) => copyObject(storage, fromKey, toKey, size),
     remove: (key) => client.removeObject(bucket, key),
     async list(prefix) {
-      const keys: string[] = [];
-      for await (const item of client.listObjectsV2(bucket, prefix, true) as AsyncIterable<{ name?: string }>) if (item.name) keys.push(item.name);
+      const keys: StoredKey[] = [];
+      // An object listed without its time counts as just written: never old enough for a collector to take over.
+      for await (const item of client.listObjectsV2(bucket, prefix, true) as AsyncIterable<{ name?: string; lastModified?: Date }>) {
+        if (item.name) keys.push({ key: item.name, writtenAtMs: item.lastModified?.getTime() ?? Date.now() });
+      }
       return keys;
     },
     removeUnfinished: (key) => client.removeIncompleteUpload(bucket, key),

@@ -1,12 +1,14 @@
 import { randomUUID } from 'node:crypto';
-import { blobKeyOf, type BlobReferences } from '@meridian/domain';
+import { blobKeyOf, type BlobReferences, type TaskReadModel } from '@meridian/domain';
 import type { Logger } from '@meridian/observability';
 import type { BlobStore } from '../blob-store.ts';
-import { CLAIMS_PREFIX, REMOVALS_PREFIX, removalKeyOf, restoreBlob, shaOfKey } from './blobs.ts';
+import { CLAIMS_PREFIX, partsOfKey, REMOVALS_PREFIX, removalKeyOf, restoreBlob } from './blobs.ts';
 
 export type BlobCollectorDeps = {
   readonly storage: BlobStore;
   readonly references: BlobReferences;
+  /** Which definitions' tasks have finished: their claims are done (the tasks read model). */
+  readonly tasks: Pick<TaskReadModel, 'finishedAmong'>;
   /** Per files partition, the offset the next event will get. */
   readonly logEnds: () => Promise<ReadonlyMap<number, number>>;
   readonly logger: Logger;
@@ -14,6 +16,12 @@ export type BlobCollectorDeps = {
   readonly waitMs: number;
   /** How often it looks for deletions the read model shows past the sweep position (MERIDIAN_BLOB_SWEEP_INTERVAL_MS). */
   readonly intervalMs: number;
+  /** Age past which another run's kept bytes are taken over; a run uses its own within half of it (MERIDIAN_BLOB_REMOVAL_LEASE_MS). */
+  readonly removalLeaseMs: number;
+  /** Age past which a claim counts as a dead definition's (MERIDIAN_BLOB_CLAIM_TTL_MS). */
+  readonly claimTtlMs: number;
+  /** The clock that ages kept bytes and claims against the bucket's times (tests move it). */
+  readonly now?: () => number;
 };
 
 /** Deletions one collection handles at most: bounds its memory and the external table of one query. */
@@ -34,10 +42,14 @@ const POLL_MS = 50;
  * before the removal had claimed before it, so its claim is seen, or it has been committed and
  * released its claim, so its FileDefined is seen; one that claims after the listing looks after
  * the removal and copies its own staged bytes. When either is seen the kept bytes go back. Only
- * then are they deleted. Bytes kept aside by a run that failed or died (on any worker) are put
- * back by the next collection and their blob decided again, so no crash loses or leaks one. The
- * sweep position moves only after every blob up to it is handled: a crash repeats work, never
- * skips it.
+ * then are they deleted; a failure before that puts every removed blob back.
+ *
+ * Collections on several workers run at once, so each touches only its own kept bytes while they
+ * are young: a run removes for at most a quarter of the removal lease and uses its kept bytes
+ * within half of it (past that it puts them back); bytes older than the whole lease belong to a
+ * run that died or failed to put them back, and the next collection takes them over (puts them
+ * back, decides their blob again, deletes them), so no crash loses or leaks one. The sweep
+ * position moves only after every blob up to it is handled: a crash repeats work, never skips it.
  */
 export class BlobCollector {
   private readonly candidates = new Set<string>();
@@ -94,13 +106,16 @@ export class BlobCollector {
     );
   }
 
-  /** One collection; true when deletions are left past a full page. */
+  /** One collection; true when deletions are left past a full page or past the run's removal time. */
   private async collect(): Promise<boolean> {
-    const { references, storage, logger } = this.deps;
+    const { references, storage, logger, removalLeaseMs } = this.deps;
+    const now = this.deps.now ?? Date.now;
     const run = randomUUID();
-    // Bytes other runs kept aside (a crash, a failure, or a run still going on another worker): back first, then decided again.
-    const leftovers = await storage.list(REMOVALS_PREFIX);
-    for (const key of leftovers) await restoreBlob(storage, key, shaOfKey(key, REMOVALS_PREFIX));
+    // Bytes another run kept aside, once older than the lease: that run has died or given them up
+    // (it uses them within half the lease). A younger key is a live run's: never touched here.
+    const leftovers = (await storage.list(REMOVALS_PREFIX)).filter((o) => now() - o.writtenAtMs > removalLeaseMs).map((o) => o.key);
+    // Back first, then decided again; false: another run took them over first and put them back.
+    for (const key of leftovers) await restoreBlob(storage, key, partsOfKey(key, REMOVALS_PREFIX).sha256Hex);
     const covered = await this.coveredToEnd();
     const swept = await references.swept();
     const next = new Map<number, number>();
@@ -115,65 +130,104 @@ export class BlobCollector {
       more ||= full;
       next.set(partition, full ? page[page.length - 1]!.offset : position);
     }
-    const batch = [...new Set([...this.candidates, ...released, ...leftovers.map((key) => shaOfKey(key, REMOVALS_PREFIX))])];
+    const batch = [...new Set([...this.candidates, ...released, ...leftovers.map((key) => partsOfKey(key, REMOVALS_PREFIX).sha256Hex)])];
     this.candidates.clear();
+    const removed = new Map<string, string>(); // sha256 → where its bytes are kept, until settled
+    let keptSince = Infinity; // when this run first kept bytes aside: its lease counts from then
+    let unfinished = false;
     try {
       const referenced = await references.referenced(batch);
-      const removed = new Map<string, string>(); // sha256 → where its bytes are kept
       for (const sha of batch) {
         if (referenced.has(sha)) continue;
+        // A quarter of the lease for removals leaves the check after them another quarter: the rest waits for the next run.
+        if (now() - keptSince > removalLeaseMs / 4) {
+          unfinished = true;
+          break;
+        }
         const size = await storage.size(blobKeyOf(sha));
         if (size === null) continue; // removed already
         const kept = removalKeyOf(sha, run);
+        keptSince = Math.min(keptSince, now());
         await storage.copy(blobKeyOf(sha), kept, size);
         removed.set(sha, kept);
         await storage.remove(blobKeyOf(sha));
       }
       const needed = await this.neededAfterRemoval([...removed.keys()]);
+      if (now() - keptSince > removalLeaseMs / 2) throw new Error(`the check after the removals ran past half of the removal lease (${removalLeaseMs} ms): they are put back`);
+      let lost = 0;
       for (const [sha, kept] of removed) {
-        if (needed.has(sha)) {
-          await restoreBlob(storage, kept, sha);
-          logger.info({ sha256: sha }, 'blob kept: a definition claimed it or a file references it after all');
-        } else {
-          logger.info({ sha256: sha }, 'blob removed: no file references it');
+        if (!needed.has(sha)) logger.info({ sha256: sha }, 'blob removed: no file references it');
+        else if (await restoreBlob(storage, kept, sha)) logger.info({ sha256: sha }, 'blob kept: a definition claimed it or a file references it after all');
+        else {
+          this.logLost(sha, kept);
+          lost += 1;
         }
         await storage.remove(kept);
+        removed.delete(sha);
       }
+      if (lost > 0) throw new Error(`${lost} needed blob(s) could not be put back: their kept bytes were gone`);
     } catch (error) {
-      // Released ones come back from the read model (the sweep position has not moved); removed ones from their kept bytes.
+      await this.putBack(removed);
+      // Released ones come back from the read model (the sweep position has not moved); others from the candidates.
       for (const sha of batch) if (!released.has(sha)) this.candidates.add(sha);
       throw error;
     }
     for (const key of leftovers) await storage.remove(key);
+    if (unfinished) {
+      for (const sha of batch) if (!released.has(sha)) this.candidates.add(sha);
+      return true; // the sweep stays: the released ones not reached are read again
+    }
     await references.recordSwept(next);
     return more;
   }
 
+  /** A needed blob whose kept bytes are gone: only a run past its lease can get here, and it must not pass unseen. */
+  private logLost(sha: string, kept: string): void {
+    this.deps.logger.error({ sha256: sha, kept }, 'blob lost: a definition or file needs it, and the bytes kept aside for it are gone');
+  }
+
+  /** After a failed collection: every blob it removed and has not settled goes back (an error per one that cannot). */
+  private async putBack(removed: ReadonlyMap<string, string>): Promise<void> {
+    const { storage, logger } = this.deps;
+    for (const [sha, kept] of removed) {
+      try {
+        if (await restoreBlob(storage, kept, sha)) await storage.remove(kept);
+        else this.logLost(sha, kept);
+      } catch (err) {
+        // The kept bytes stay: a later collection takes them over once past the lease, and puts them back.
+        logger.error({ err, sha256: sha, kept }, 'blob not put back after a failed collection; its bytes stay kept aside');
+      }
+    }
+  }
+
   /**
-   * Of blobs just removed, the ones a definition claims or a file references: the claims are
-   * listed first, then the read model is brought to the files log's end as it is after that.
-   * A claim whose file the read model holds is done (its definition was committed, and its
-   * reference is asked for here), so it is deleted rather than left to keep a blob forever.
+   * Of blobs just removed, the ones a definition claims or a file references. The claims are
+   * listed first, then their tasks asked, then the read model brought to the files log's end as
+   * it is after that: a task seen finished committed any FileDefined of its before that end, so
+   * the reference check counts it, and its claim is done. A claim older than the TTL is a dead
+   * definition's (a live one claims again well within it). Done claims are deleted, so none keeps
+   * a blob forever.
    */
   private async neededAfterRemoval(removed: readonly string[]): Promise<Set<string>> {
     if (removed.length === 0) return new Set();
-    const { references, storage } = this.deps;
-    const claims = new Map<string, string>(); // file id → claim key
-    const claimed = new Map<string, string>(); // file id → sha256
+    const { references, storage, claimTtlMs } = this.deps;
+    const now = this.deps.now ?? Date.now;
+    const claims = new Map<string, { sha256: string; taskId: string }>(); // claim key → its blob and task
+    const done: string[] = [];
     for (const sha of removed) {
-      for (const key of await storage.list(`${CLAIMS_PREFIX}${sha}/`)) {
-        const fileId = key.slice(`${CLAIMS_PREFIX}${sha}/`.length);
-        claims.set(fileId, key);
-        claimed.set(fileId, sha);
+      for (const { key, writtenAtMs } of await storage.list(`${CLAIMS_PREFIX}${sha}/`)) {
+        if (now() - writtenAtMs > claimTtlMs) done.push(key);
+        else claims.set(key, { sha256: sha, taskId: partsOfKey(key, CLAIMS_PREFIX).owner });
       }
     }
+    const finished = await this.deps.tasks.finishedAmong([...claims.values()].map((c) => c.taskId));
     await this.coveredToEnd();
     const needed = await references.referenced(removed);
-    const done = await references.defined([...claims.keys()]);
-    for (const [fileId, key] of claims) {
-      if (done.has(fileId)) await storage.remove(key);
-      else needed.add(claimed.get(fileId)!);
+    for (const [key, { sha256, taskId }] of claims) {
+      if (finished.has(taskId)) done.push(key);
+      else needed.add(sha256);
     }
+    for (const key of done) await storage.remove(key);
     return needed;
   }
 

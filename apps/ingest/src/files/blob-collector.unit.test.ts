@@ -1,5 +1,5 @@
 import { blobKeyOf, type BlobReferences } from '@meridian/domain';
-import { createLogger } from '@meridian/observability';
+import { createLogger, type Logger } from '@meridian/observability';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { BlobStore } from '../blob-store.ts';
 import { BlobCollector } from './blob-collector.ts';
@@ -32,10 +32,6 @@ class FakeReferences implements BlobReferences {
     return new Set([...this.rows.values()].filter((r) => r.live && sha256s.includes(r.sha256)).map((r) => r.sha256));
   }
 
-  async defined(fileIds: readonly string[]) {
-    return new Set(fileIds.filter((id) => this.rows.has(id)));
-  }
-
   async released(partition: number, after: number, upTo: number, limit: number) {
     return [...this.rows.values()]
       .filter((r) => partition === 0 && !r.live && r.offset > after && r.offset <= upTo)
@@ -56,7 +52,21 @@ class FakeReferences implements BlobReferences {
   }
 }
 
-/** A bucket of keys; `removed` lists the blobs removed; hooks run a definition's steps around a removal. */
+/** The tasks read model's finished tasks. */
+class FakeTasks {
+  finished = new Set<string>();
+  unreachable = 0;
+
+  async finishedAmong(taskIds: readonly string[]) {
+    if (this.unreachable > 0) {
+      this.unreachable -= 1;
+      throw new Error('ClickHouse unreachable');
+    }
+    return new Set(taskIds.filter((id) => this.finished.has(id)));
+  }
+}
+
+/** A bucket of keys (each listed as written now); `removed` lists the blobs removed; hooks run a definition's steps around a removal. */
 class FakeStorage {
   blobs = new Set<string>();
   removed: string[] = [];
@@ -72,7 +82,7 @@ class FakeStorage {
       this.blobs.add(to);
     },
     put: async (key) => void this.blobs.add(key),
-    list: async (prefix) => [...this.blobs].filter((key) => key.startsWith(prefix)),
+    list: async (prefix) => [...this.blobs].filter((key) => key.startsWith(prefix)).map((key) => ({ key, writtenAtMs: Date.now() })),
     remove: async (key) => {
       if (this.failRemovals > 0) {
         this.failRemovals -= 1;
@@ -95,12 +105,32 @@ function promoted(storage: FakeStorage, ...shas: string[]) {
 }
 
 const logger = createLogger({ name: 'test', level: 'silent' });
+
+/** A logger that keeps the messages of errors and warnings; `onWarn` runs at each warning. */
+function recordingLogger(onWarn: () => void = () => undefined) {
+  const errors: string[] = [];
+  const warnings: string[] = [];
+  const log = {
+    info: () => undefined,
+    error: (_obj: unknown, msg: string) => void errors.push(msg),
+    warn: (_obj: unknown, msg: string) => {
+      onWarn();
+      warnings.push(msg);
+    },
+  } as unknown as Logger;
+  return { log, errors, warnings };
+}
 const running: BlobCollector[] = [];
 
-function collector(references: FakeReferences, storage: FakeStorage, logEnd: () => number) {
+const LEASE_MS = 600_000;
+const CLAIM_TTL_MS = 7_200_000;
+
+/** A collector on these fakes; `later` moves its clock on (kept bytes and claims look that much older). */
+function collector(references: FakeReferences, storage: FakeStorage, logEnd: () => number, options: { tasks?: FakeTasks; later?: number; log?: typeof logger } = {}) {
   const c = new BlobCollector({
-    storage: storage.store, references, logger, waitMs: 200, intervalMs: 5,
-    logEnds: async () => new Map([[0, logEnd()]]),
+    storage: storage.store, references, tasks: options.tasks ?? new FakeTasks(), logger: options.log ?? logger, waitMs: 200, intervalMs: 5,
+    logEnds: async () => new Map([[0, logEnd()]]), removalLeaseMs: LEASE_MS, claimTtlMs: CLAIM_TTL_MS,
+    now: () => Date.now() + (options.later ?? 0),
   });
   running.push(c);
   return c;
@@ -163,7 +193,7 @@ describe('BlobCollector (asks the files read model, holds no file)', () => {
   // at one point of a collection's removal; the blob must be there once its FileDefined counts.
   describe('with a definition of the same bytes on another worker', () => {
     const blob = blobKeyOf(sha(7));
-    const claim = claimKeyOf(sha(7), 'b');
+    const claim = claimKeyOf(sha(7), 'task-b');
     let end = 2;
     /** A deleted file `a` released sha(7); the collection is about to remove it. */
     function setup() {
@@ -235,20 +265,99 @@ describe('BlobCollector (asks the files read model, holds no file)', () => {
       expect(storage.blobs.has(blob)).toBe(false);
     });
 
-    it('a claim whose file the read model holds is done: deleted, so it keeps no blob forever', async () => {
+    it('a claim whose task has finished is done: deleted, so it keeps no blob forever', async () => {
       const { refs, storage } = setup();
-      refs.define('b', sha(7), 2);
-      refs.remove('b', 3);
-      end = 4;
-      storage.blobs.add(claim); // its definition died after committing, before releasing the claim
-      collector(refs, storage, () => end).start();
-      await until('the sweep', () => refs.sweep === 3);
+      const tasks = new FakeTasks();
+      tasks.finished.add('task-b'); // its definition failed (giveUp's removal failed, or the worker died before it)
+      storage.blobs.add(claim);
+      collector(refs, storage, () => end, { tasks }).start();
+      await until('the sweep', () => refs.sweep === 1);
       expect(storage.blobs.has(blob)).toBe(false);
       expect(storage.blobs.has(claim)).toBe(false);
     });
+
+    it('a claim older than its TTL is a dead definition\'s: deleted, the blob goes', async () => {
+      const { refs, storage } = setup();
+      storage.blobs.add(claim); // its task unknown to the tasks read model (expired, or not projected)
+      collector(refs, storage, () => end, { later: CLAIM_TTL_MS + 1 }).start();
+      await until('the sweep', () => refs.sweep === 1);
+      expect(storage.blobs.has(blob)).toBe(false);
+      expect(storage.blobs.has(claim)).toBe(false);
+    });
+
+    it('a claim of a task still running, younger than its TTL, keeps the blob and stays', async () => {
+      const { refs, storage } = setup();
+      storage.blobs.add(claim);
+      collector(refs, storage, () => end).start();
+      await until('the sweep', () => refs.sweep === 1);
+      expect(storage.blobs.has(blob)).toBe(true);
+      expect(storage.blobs.has(claim)).toBe(true);
+    });
   });
 
-  it('puts back bytes a dead collection kept aside, and decides their blob again', async () => {
+  // Collections on two workers at once, the second one whole while the first is between keeping
+  // a blob's bytes aside and removing it; a definition claimed the blob and found it present.
+  it('two collections at once: the second leaves the first one\'s kept bytes alone, so the first can put back a blob a definition claimed', async () => {
+    const refs = new FakeReferences();
+    const storage = new FakeStorage();
+    const blob = blobKeyOf(sha(7));
+    storage.blobs.add(blob);
+    refs.define('a', sha(7), 0);
+    refs.remove('a', 1);
+    const second = collector(refs, storage, () => 2);
+    storage.beforeRemove = async () => {
+      storage.beforeRemove = null;
+      await storage.store.put(claimKeyOf(sha(7), 'task-b'), Buffer.alloc(0)); // b claims and finds the bytes present
+      second.start();
+      await until('the second collection', () => refs.sweeps.length === 1);
+    };
+    collector(refs, storage, () => 2).start();
+    await until('the first collection', () => refs.sweeps.length === 2);
+    expect(storage.blobs.has(blob)).toBe(true); // b's FileDefined may commit now: its bytes are there
+    expect([...storage.blobs].filter((key) => key.startsWith('_blob-removals/'))).toEqual([]);
+  });
+
+  it('a needed blob whose kept bytes are gone is an error and a failed collection, never a quiet "kept"', async () => {
+    const refs = new FakeReferences();
+    const storage = new FakeStorage();
+    const blob = blobKeyOf(sha(7));
+    storage.blobs.add(blob);
+    storage.blobs.add(claimKeyOf(sha(7), 'task-b'));
+    refs.define('a', sha(7), 0);
+    refs.remove('a', 1);
+    storage.afterRemove = async () => {
+      storage.afterRemove = null;
+      for (const key of [...storage.blobs]) if (key.startsWith('_blob-removals/')) storage.blobs.delete(key); // what a run past its lease may meet
+    };
+    const { log, errors, warnings } = recordingLogger();
+    collector(refs, storage, () => 2, { log }).start();
+    await until('the failed collection', () => warnings.length > 0);
+    expect(errors).toContain('blob lost: a definition or file needs it, and the bytes kept aside for it are gone');
+    expect(warnings[0]).toBe('blob collection failed; retrying');
+    expect(refs.sweeps).toEqual([]);
+  });
+
+  it('a check after the removal that fails puts the removed blob back at once, not at the next collection', async () => {
+    const refs = new FakeReferences();
+    const storage = new FakeStorage();
+    const blob = blobKeyOf(sha(7));
+    storage.blobs.add(blob);
+    storage.blobs.add(claimKeyOf(sha(7), 'task-b'));
+    refs.define('a', sha(7), 0);
+    refs.remove('a', 1);
+    const tasks = new FakeTasks();
+    tasks.unreachable = 1; // the tasks read model fails once, in the check after the removal
+    const presentAtFailure: boolean[] = [];
+    const { log, warnings } = recordingLogger(() => presentAtFailure.push(storage.blobs.has(blob)));
+    collector(refs, storage, () => 2, { tasks, log }).start();
+    await until('the retried collection', () => refs.sweeps.length === 1);
+    expect(warnings[0]).toBe('blob collection failed; retrying');
+    expect(presentAtFailure[0]).toBe(true);
+    expect(storage.blobs.has(blob)).toBe(true); // b's claim keeps it
+    expect([...storage.blobs].filter((key) => key.startsWith('_blob-removals/'))).toEqual([]);
+  });
+
+  it('puts back bytes a dead collection kept aside (older than the lease), and decides their blob again', async () => {
     const refs = new FakeReferences();
     const storage = new FakeStorage();
     refs.define('a', sha(8), 0);
@@ -258,10 +367,24 @@ describe('BlobCollector (asks the files read model, holds no file)', () => {
     // It died between removing and checking: a's blob (referenced) and b's (not) are only kept aside.
     storage.blobs.add(`_blob-removals/${sha(8)}/dead`);
     storage.blobs.add(`_blob-removals/${sha(9)}/dead`);
-    collector(refs, storage, () => 3).start();
+    collector(refs, storage, () => 3, { later: LEASE_MS + 1 }).start();
     await until('the leftovers handled', () => ![...storage.blobs].some((key) => key.startsWith('_blob-')));
     expect(storage.blobs.has(blobKeyOf(sha(8)))).toBe(true);
     expect(storage.blobs.has(blobKeyOf(sha(9)))).toBe(false);
+  });
+
+  it('leaves bytes another run kept aside alone while they are younger than the lease (that run may still need them)', async () => {
+    const refs = new FakeReferences();
+    const storage = new FakeStorage();
+    refs.define('a', sha(8), 0);
+    refs.define('b', sha(5), 1);
+    refs.remove('b', 2);
+    const kept = `_blob-removals/${sha(8)}/live-run`;
+    storage.blobs.add(kept);
+    collector(refs, storage, () => 3).start();
+    await until('a sweep', () => refs.sweep === 2); // a whole collection ran, and listed the kept bytes first
+    expect(storage.blobs.has(kept)).toBe(true);
+    expect(storage.blobs.has(blobKeyOf(sha(8)))).toBe(false); // not put back by this run: that is the live run's to do
   });
 
   it('retries after a failed removal without moving its sweep past it', async () => {

@@ -1,24 +1,30 @@
 import { blobKeyOf } from '@meridian/domain';
 import { isNotFound } from '@meridian/storage';
+import type { Logger } from '@meridian/observability';
 import type { BlobStore } from '../blob-store.ts';
 
 /**
  * A definition's claim on its blob, written before it looks whether the bytes are already there
  * and removed once its FileDefined is committed: a blob collector on any worker that removed the
- * blob meanwhile sees it and puts the bytes back (./blob-collector.ts).
+ * blob meanwhile sees it and puts the bytes back (./blob-collector.ts). Named by the task, so a
+ * collector can drop the claim of a task that has finished (a removal that failed, a crash).
  */
 export const CLAIMS_PREFIX = '_blob-claims/';
-export const claimKeyOf = (sha256Hex: string, fileId: string): string => `${CLAIMS_PREFIX}${sha256Hex}/${fileId}`;
+export const claimKeyOf = (sha256Hex: string, taskId: string): string => `${CLAIMS_PREFIX}${sha256Hex}/${taskId}`;
 
 /**
  * A removed blob's bytes, kept by the collection that removed it until its check after the
- * removal says nothing needs them (one key per collection run, so that none deletes another's).
+ * removal says nothing needs them: one key per collection run, used by that run only within half
+ * of MERIDIAN_BLOB_REMOVAL_LEASE_MS, taken over by another only once older than the whole lease.
  */
 export const REMOVALS_PREFIX = '_blob-removals/';
 export const removalKeyOf = (sha256Hex: string, run: string): string => `${REMOVALS_PREFIX}${sha256Hex}/${run}`;
 
-/** The SHA-256 (hex) a claim or removal key names. */
-export const shaOfKey = (key: string, prefix: string): string => key.slice(prefix.length).split('/')[0]!;
+/** The SHA-256 (hex) and the last part (a task or a run) a claim or removal key names. */
+export function partsOfKey(key: string, prefix: string): { sha256Hex: string; owner: string } {
+  const [sha256Hex = '', owner = ''] = key.slice(prefix.length).split('/');
+  return { sha256Hex, owner };
+}
 
 /**
  * Puts the staged bytes at their content address, server-side (no bytes through this
@@ -31,32 +37,54 @@ export async function promoteBlob(storage: BlobStore, stagedKey: string, blobKey
   return 'copied';
 }
 
-/** What a definition promotes: its blob's SHA-256 (hex), its file, its staged object and size. */
-export type PromotionTarget = { readonly sha256Hex: string; readonly fileId: string; readonly stagedKey: string; readonly size: number };
+/** What a definition promotes: its blob's SHA-256 (hex), its task, its staged object and size. */
+export type PromotionTarget = { readonly sha256Hex: string; readonly taskId: string; readonly stagedKey: string; readonly size: number };
 
 /**
  * A definition's promotion and commit under a claim on its blob. The claim is written before
  * the look, and removed once `commit` has committed the FileDefined, or when it failed before
  * committing (then the FileDefined never counts). `commit` calls `committing` just before its
  * commit: a commit that failed may still land, so then the claim stays, for the retry to write
- * again or the task's failure to remove.
+ * again or a collector to drop once the task has finished.
+ *
+ * A collector takes a claim older than `claimTtlMs` for a dead definition's, so a look that
+ * ended past half of it is claimed and done again: the commit follows a claim younger than that.
+ * Removing the claim after the commit is best effort and outside the caller's retried work: a
+ * storage blip then must not run a committed definition again.
  */
-export async function promoteUnderClaim(storage: BlobStore, target: PromotionTarget, commit: (committing: () => void) => Promise<void>): Promise<'copied' | 'present'> {
-  const claim = claimKeyOf(target.sha256Hex, target.fileId);
-  await storage.put(claim, Buffer.alloc(0));
+export async function promoteUnderClaim(
+  storage: BlobStore,
+  target: PromotionTarget,
+  rules: { readonly claimTtlMs: number; readonly logger: Logger },
+  commit: (committing: () => void) => Promise<void>,
+): Promise<'copied' | 'present'> {
+  const claim = claimKeyOf(target.sha256Hex, target.taskId);
   let committing = false;
   let how: 'copied' | 'present';
   try {
-    how = await promoteBlob(storage, target.stagedKey, blobKeyOf(target.sha256Hex), target.size);
+    for (;;) {
+      const claimedAt = Date.now();
+      await storage.put(claim, Buffer.alloc(0));
+      how = await promoteBlob(storage, target.stagedKey, blobKeyOf(target.sha256Hex), target.size);
+      if (Date.now() - claimedAt <= rules.claimTtlMs / 2) break;
+    }
     await commit(() => {
       committing = true;
     });
   } catch (error) {
-    if (!committing) await storage.remove(claim);
+    if (!committing) await releaseClaim(storage, claim, rules.logger);
     throw error;
   }
-  await storage.remove(claim);
+  await releaseClaim(storage, claim, rules.logger);
   return how;
+}
+
+/**
+ * Removes a definition's claim, best effort: one left behind keeps its blob only until a
+ * collector finds its task finished or the claim past MERIDIAN_BLOB_CLAIM_TTL_MS.
+ */
+export async function releaseClaim(storage: BlobStore, claim: string, logger: Logger): Promise<void> {
+  await storage.remove(claim).catch((err: unknown) => logger.warn({ err, claim }, 'blob claim not removed; a blob collector drops it once its task has finished'));
 }
 
 /** Copies `fromKey` to the blob of `sha256Hex`; false when `fromKey` is gone (whoever removed it restored it first). */

@@ -13,7 +13,7 @@ import { failedUnread, inTransaction, runCommand, type CommandHandler, type Comm
 import { removeStaged } from '../staging.ts';
 import type { IngestDeps } from '../ingest-deps.ts';
 import { BlobCollector } from './blob-collector.ts';
-import { claimKeyOf, promoteUnderClaim } from './blobs.ts';
+import { claimKeyOf, promoteUnderClaim, releaseClaim } from './blobs.ts';
 
 /**
  * The handler of FileDefinitionRequested. Its refusal also removes a blob a dead run may have
@@ -47,18 +47,22 @@ export async function startFileCommands(ingest: IngestDeps, tasks: TaskLog): Pro
   const collector = new BlobCollector({
     storage,
     references: ingest.blobReferences,
+    tasks: ingest.taskReadModel,
     logEnds: () => ingest.log.endOffsets(topics.files),
     logger,
     waitMs: ingest.settings.MERIDIAN_FILES_READ_MODEL_WAIT_MS,
     intervalMs: ingest.settings.MERIDIAN_BLOB_SWEEP_INTERVAL_MS,
+    removalLeaseMs: ingest.settings.MERIDIAN_BLOB_REMOVAL_LEASE_MS,
+    claimTtlMs: ingest.settings.MERIDIAN_BLOB_CLAIM_TTL_MS,
   });
+  const claimRules = { claimTtlMs: ingest.settings.MERIDIAN_BLOB_CLAIM_TTL_MS, logger };
   collector.start();
   const schemaLimits = { maxHeaderLength: ingest.settings.MERIDIAN_MAX_LINE_BYTES, maxColumns: ingest.settings.MERIDIAN_MAX_COLUMNS };
 
   const rule = { attempts: ingest.settings.MERIDIAN_UPLOAD_ATTEMPTS, logger, what: 'the file could not be stored' };
 
   const removeStagedOf = (cmd: FileDefinitionRequested) => removeStaged(storage, cmd.staged_object, logger);
-  const claimOf = (cmd: FileDefinitionRequested) => claimKeyOf(cmd.sha256.toString('hex'), cmd.file_id);
+  const releaseClaimOf = (cmd: FileDefinitionRequested) => releaseClaim(storage, claimKeyOf(cmd.sha256.toString('hex'), cmd.task_id), logger);
 
   /** One pass over the staged bytes: they must be what the api hashed, and fit the schema when asked. */
   async function inspect(cmd: FileDefinitionRequested): Promise<Verdict> {
@@ -110,8 +114,8 @@ export async function startFileCommands(ingest: IngestDeps, tasks: TaskLog): Pro
       return;
     }
     const defined = fileDefinedFrom(cmd);
-    const target = { sha256Hex: cmd.sha256.toString('hex'), fileId: cmd.file_id, stagedKey: cmd.staged_object, size: cmd.size };
-    const how = await promoteUnderClaim(storage, target, (committing) => inTransaction(producer, async (tx) => {
+    const target = { sha256Hex: cmd.sha256.toString('hex'), taskId: cmd.task_id, stagedKey: cmd.staged_object, size: cmd.size };
+    const how = await promoteUnderClaim(storage, target, claimRules, (committing) => inTransaction(producer, async (tx) => {
       await tx.send({ topic: topics.files, acks: -1, messages: [{ key: cmd.file_id, value: fileCodec.encode(defined), headers: { type: defined.type } }] });
       await tasks.send(tx, [{ type: 'FileDefinitionSucceeded', task_id: cmd.task_id, file_id: cmd.file_id, size: cmd.size, sha256: cmd.sha256, at: Date.now() }]);
       await tasks.commitCommand(tx, at);
@@ -127,7 +131,7 @@ export async function startFileCommands(ingest: IngestDeps, tasks: TaskLog): Pro
       const beat = setInterval(() => void run.heartbeat().catch(() => undefined), HEARTBEAT_MS);
       try {
         await runCommand(cmd.task_id, run, tasks, rule, () => define(cmd, run), async () => {
-          await storage.remove(claimOf(cmd));
+          await releaseClaimOf(cmd); // best effort: a claim left behind goes once a collector sees the task failed
           await removeStagedOf(cmd);
           collector.enqueue(cmd.sha256.toString('hex')); // a promoted blob nothing references
         });
@@ -136,8 +140,10 @@ export async function startFileCommands(ingest: IngestDeps, tasks: TaskLog): Pro
       }
     },
     async refuse(cmd, { at, producer }, reason) {
-      await storage.remove(claimOf(cmd)); // a dead run's: its transaction never committed, or the command would not be here
+      // The task's failure first: it is what a redelivery must not write twice. Then, best effort, a
+      // dead run's claim (its transaction never committed, or the command would not be here).
       await tasks.fail(producer, at, cmd.task_id, failedUnread(reason));
+      await releaseClaimOf(cmd);
       await removeStagedOf(cmd);
       collector.enqueue(cmd.sha256.toString('hex')); // a run that died after promoting left a blob nothing references
     },

@@ -16,7 +16,6 @@ const SWEEPS_TABLE = 'blob_sweeps';
  */
 export function clickhouseBlobReferences(conn: ConnOptions, client: ClickHouseClient, tables: FileTables = LIVE_FILE_TABLES, quorum: InsertQuorum = NO_QUORUM): BlobReferences {
   const blobs = quoteIdentifier(tables.blobs);
-  const files = quoteIdentifier(tables.files);
   const query = rowsQuery(conn, quorum);
   return {
     positions: () => readPositions(query, quoteIdentifier(tables.positions)),
@@ -29,13 +28,6 @@ export function clickhouseBlobReferences(conn: ConnOptions, client: ClickHouseCl
         [stringsTable('wanted', 'sha256', sha256s)],
       );
       return new Set(found.map((r) => r.sha256));
-    },
-
-    async defined(fileIds) {
-      if (fileIds.length === 0) return new Set();
-      // `files` keeps a deleted file's row: one range of its key per id.
-      const found = await query<{ file_id: string }>(`SELECT DISTINCT file_id FROM ${files} WHERE file_id IN (SELECT file_id FROM wanted)`, [stringsTable('wanted', 'file_id', fileIds)]);
-      return new Set(found.map((r) => r.file_id));
     },
 
     async released(partition, after, upTo, limit) {

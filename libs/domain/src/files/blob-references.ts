@@ -8,8 +8,6 @@ export interface BlobReferences {
   positions(): Promise<Map<number, number>>;
   /** Of these blobs (SHA-256, hex), the ones at least one live file references. */
   referenced(sha256s: readonly string[]): Promise<Set<string>>;
-  /** Of these file ids, the ones the read model holds (defined, whether live or deleted since). */
-  defined(fileIds: readonly string[]): Promise<Set<string>>;
   /**
    * Deletions of `partition` after offset `after` up to `upTo`, oldest first, at most `limit`:
    * each one's offset and the blob it released.
