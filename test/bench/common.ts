@@ -35,6 +35,44 @@ function processCpuSeconds(pid: number | undefined): number {
   }
 }
 
+/**
+ * The local stack's services (deploy/local: pid files under MERIDIAN_VAR/run, `.var` by default),
+ * for the CPU they spend while a bench case runs. Empty when the bench runs against services
+ * that are not the local stack's processes (their CPU is then not measured here).
+ */
+export function stackProcesses(): Array<{ name: string; cpuSeconds(): number }> {
+  const runDir = `${process.env.MERIDIAN_VAR ?? `${repoRoot}.var`}/run`;
+  const out: Array<{ name: string; cpuSeconds(): number }> = [];
+  for (const name of ['kafka', 'clickhouse', 'minio']) {
+    let pid: number;
+    try {
+      pid = Number(readFileSync(`${runDir}/${name}.pid`, 'utf8').trim());
+    } catch {
+      continue;
+    }
+    if (Number.isFinite(processCpuSeconds(pid))) out.push({ name, cpuSeconds: () => processCpuSeconds(pid) });
+  }
+  return out;
+}
+
+/**
+ * Where a case's time goes: the CPU seconds each process spent between start() and the line,
+ * against the wall time, so a reader sees which process is the cost and how many of the
+ * machine's cores the case kept busy.
+ */
+export function cpuSplit(procs: ReadonlyArray<{ name: string; cpuSeconds(): number }>): { line(): string } {
+  const before = procs.map((p) => p.cpuSeconds());
+  const started = performance.now();
+  return {
+    line() {
+      const spent = procs.map((p, i) => ({ name: p.name, s: p.cpuSeconds() - before[i]! }));
+      const total = spent.reduce((sum, p) => sum + p.s, 0);
+      const wall = (performance.now() - started) / 1000;
+      return `CPU-seconds: ${spent.map((p) => `${p.name} ${p.s.toFixed(1)}`).join(', ')}; ${total.toFixed(1)} in all over ${wall.toFixed(1)} s (${(total / wall).toFixed(2)} cores busy on average)`;
+    },
+  };
+}
+
 /** Starts an app as its own process (from this checkout, or another `root`) and samples its resident memory until it stops. */
 export function startProcess(script: string, settings: Settings, extraEnv: Record<string, string> = {}, root = repoRoot): Proc {
   const env = { ...process.env, ...Object.fromEntries(Object.entries(settings).map(([k, v]) => [k, String(v)])), ...extraEnv };

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { adminKey, benchApi, csvPoints, downloadPoints, fmt, startProcess, waitUntil } from './common.ts';
+import { adminKey, benchApi, cpuSplit, csvPoints, downloadPoints, fmt, stackProcesses, startProcess, waitUntil } from './common.ts';
 import { benchJsonUploads, jsonFigureLines } from './json-uploads.ts';
 import { benchParseRows } from './parse-rows.ts';
 import { startVictoriaMetrics } from './victoria-metrics.ts';
@@ -85,6 +85,7 @@ async function endToEnd(): Promise<void> {
 
   const api = startProcess('apps/api/src/main.ts', settings);
   const ingest = startProcess('apps/ingest/src/main.ts', settings);
+  const processes = [{ name: 'api', cpuSeconds: api.cpuSeconds }, { name: 'ingest', cpuSeconds: ingest.cpuSeconds }, ...stackProcesses()];
   try {
     await waitUntil('the api', async () => ((await fetch(`${base}/readyz`)).ok ? true : undefined), 120_000, 250);
     const key = await adminKey(settings);
@@ -102,16 +103,20 @@ async function endToEnd(): Promise<void> {
       }
     })()), createWriteStream(tsvFile));
     await chCommand('CREATE TABLE baseline AS points');
+    const directSplit = cpuSplit(processes);
     const directStarted = performance.now();
     const insert = await fetch(`${settings.CLICKHOUSE_URL}/?database=${settings.CLICKHOUSE_DATABASE}&query=${encodeURIComponent('INSERT INTO baseline FORMAT TabSeparated')}`, { method: 'POST', body: Readable.toWeb(createReadStream(tsvFile)) as never, duplex: 'half' });
     if (!insert.ok) throw new Error(`direct insert: ${await insert.text()}`);
     const directMs = performance.now() - directStarted;
+    const directCpu = directSplit.line();
     await chCommand('DROP TABLE baseline');
 
     // 1. JSON bodies of 10k points, CONCURRENCY producers back to back (json-uploads.ts).
     const cpuBefore = [api.cpuSeconds(), ingest.cpuSeconds()];
+    const jsonSplit = cpuSplit(processes);
     const json = await benchJsonUploads({ base, key, points: JSON_POINTS, perBody: PER_BODY, producers: CONCURRENCY, metrics: METRICS, t0: T0 });
     const [apiCpu, ingestCpu] = [api.cpuSeconds() - cpuBefore[0]!, ingest.cpuSeconds() - cpuBefore[1]!];
+    const jsonCpu = jsonSplit.line();
     const cpuLine = `CPU: api ${apiCpu.toFixed(1)} s, ingest ${ingestCpu.toFixed(1)} s (${fmt(JSON_POINTS / (apiCpu + ingestCpu))} points per CPU-second of the two; Kafka, ClickHouse and MinIO not counted)`;
     if ((await chCount()) !== JSON_POINTS) throw new Error('row count mismatch after the JSON uploads');
     const directRate = (baselineRows * 1000) / directMs;
@@ -121,6 +126,7 @@ async function endToEnd(): Promise<void> {
       console.log(`  JSON:          ${jsonLines[0]}`);
       console.log(`                 ${jsonLines[1]}`);
       console.log(`                 ${cpuLine}`);
+      console.log(`                 ${jsonCpu}`);
       console.log(`  reference, straight TabSeparated insert into ClickHouse of ${baselineRows.toLocaleString('en')} rows, before the rest: ${fmt(directRate)} rows/s (${(directMs / 1000).toFixed(1)} s)`);
       console.log(`  peak RSS: api ${api.peakRssMb()} MB, ingest ${ingest.peakRssMb()} MB`);
       return;
@@ -135,6 +141,7 @@ async function endToEnd(): Promise<void> {
      * projector's share) and to all queryable.
      */
     const uploadFile = async (what: string, query: string, file: string) => {
+      const split = cpuSplit(processes);
       const started = performance.now();
       // The raw body is the file (the route takes a non-multipart body as the file itself).
       const res = await fetch(`${base}/api/v1/metrics_file_upload${query}`, { method: 'POST', headers: auth, body: Readable.toWeb(createReadStream(file)) as never, duplex: 'half' });
@@ -148,13 +155,13 @@ async function endToEnd(): Promise<void> {
         if (t.status === 'failed') throw new Error(`${what} task failed`);
         return t.status === 'succeeded' ? true : undefined;
       }, 1_800_000, 200);
-      return { ackMs, loggedMs, doneMs: performance.now() - started };
+      return { ackMs, loggedMs, doneMs: performance.now() - started, cpu: split.line() };
     };
-    const { ackMs: csvAck, loggedMs: csvLogged, doneMs: csvMs } = await uploadFile('CSV', '?metric_name=bench.csv', csvFile);
+    const { ackMs: csvAck, loggedMs: csvLogged, doneMs: csvMs, cpu: csvCpu } = await uploadFile('CSV', '?metric_name=bench.csv', csvFile);
     if ((await chCount()) !== JSON_POINTS + CSV_POINTS) throw new Error('row count mismatch after the CSV upload');
 
     // 3. One file in the download layout: BENCH_POINTS points over 1,000 metrics, a name on every row.
-    const { loggedMs: downloadLogged, doneMs: downloadMs } = await uploadFile('download-layout', '', downloadFile);
+    const { loggedMs: downloadLogged, doneMs: downloadMs, cpu: downloadCpu } = await uploadFile('download-layout', '', downloadFile);
     if ((await chCount()) !== JSON_POINTS + CSV_POINTS + POINTS) throw new Error('row count mismatch after the download-layout upload');
 
     // 4. The api receiving a 1 GB file: its resident memory while it streams the bytes to
@@ -179,9 +186,13 @@ async function endToEnd(): Promise<void> {
     console.log(`  JSON:          ${jsonLines[0]}; ${((JSON_POINTS * 1000) / json.ms / peerRate).toFixed(2)}× VictoriaMetrics`);
     console.log(`                 ${jsonLines[1]}`);
     console.log(`                 ${cpuLine}`);
+    console.log(`                 ${jsonCpu}`);
     console.log(`  2-column CSV:  ${fmt(csvRate)} points/s first byte → all queryable (${(csvMs / 1000).toFixed(1)} s; acked after ${(csvAck / 1000).toFixed(1)} s, in the log after ${(csvLogged / 1000).toFixed(1)} s): ${ratios(csvRate)}`);
+    console.log(`                 ${csvCpu}`);
     console.log(`  download CSV:  ${fmt(downloadRate)} points/s first byte → all queryable (${(downloadMs / 1000).toFixed(1)} s; in the log after ${(downloadLogged / 1000).toFixed(1)} s): ${ratios(downloadRate)} (goals 0.5×, 0.3×)`);
+    console.log(`                 ${downloadCpu}`);
     console.log(`  reference, straight TabSeparated insert into ClickHouse of the download layout's rows, before the rest: ${fmt(directRate)} rows/s (${(directMs / 1000).toFixed(1)} s)`);
+    console.log(`                 ${directCpu}`);
     console.log(`  reference, VictoriaMetrics' CSV import of the same points until a query counts them all, before the rest: ${fmt(peerRate)} points/s (${(peerMs / 1000).toFixed(1)} s)`);
     console.log(`  peak RSS: api ${api.peakRssMb()} MB, ingest ${ingest.peakRssMb()} MB`);
     console.log(`  api receiving a ${(chunks * chunk.length / 1024 ** 3).toFixed(2)} GB file: ${fmt((chunks * chunk.length) / 1024 ** 2 / (bigMs / 1000))} MB/s, RSS ${before1g} MB before, at most ${bigPeak} MB during (goal < 300 MB)`);

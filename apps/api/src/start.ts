@@ -1,4 +1,4 @@
-import { adapterOptions, loadSettings, ConfigError } from '@meridian/config';
+import { adapterOptions, loadSettingsOrExit } from '@meridian/config';
 import { createLogger, silenceKnownWarnings } from '@meridian/observability';
 import { createAdapters, createPlatform, untilDone } from '@meridian/platform';
 import { composeApi } from './compose.ts';
@@ -9,16 +9,7 @@ silenceKnownWarnings();
 
 /** The api process (main.ts loads it once the compile cache is on): the only place that reads the environment. */
 async function main(): Promise<void> {
-  let settings;
-  try {
-    settings = loadSettings(process.env);
-  } catch (error) {
-    if (error instanceof ConfigError) {
-      process.stderr.write(`meridian api: ${error.message}\n`);
-      process.exit(2);
-    }
-    throw error;
-  }
+  const settings = loadSettingsOrExit(process.env, 'meridian api');
   const logger = createLogger({ name: 'api', level: settings.LOG_LEVEL, pretty: settings.MERIDIAN_DEV_LOGS });
   const options = adapterOptions(settings, 'api');
   const adapters = createAdapters(options, logger);

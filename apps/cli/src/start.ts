@@ -1,4 +1,4 @@
-import { adapterOptions, loadSettings, ConfigError, type Settings } from '@meridian/config';
+import { adapterOptions, loadSettingsOrExit, type Settings } from '@meridian/config';
 import { createLogger, silenceKnownWarnings } from '@meridian/observability';
 import { createAdapters, createPlatform } from '@meridian/platform';
 import { composeCli } from './cli-services.ts';
@@ -11,16 +11,7 @@ silenceKnownWarnings();
 
 /** The CLI (main.ts loads it once the compile cache is on): the only place that reads the environment and argv. */
 async function main(): Promise<number> {
-  let settings;
-  try {
-    settings = loadSettings(process.env);
-  } catch (error) {
-    if (error instanceof ConfigError) {
-      process.stderr.write(`meridian: ${error.message}\n`);
-      return 2;
-    }
-    throw error;
-  }
+  const settings = loadSettingsOrExit(process.env, 'meridian');
   const argv = process.argv.slice(2);
   if (USER_COMMANDS.has(argv[0] ?? '')) return userMain(argv, settings);
   const logger = createLogger({ name: 'cli', level: process.env.LOG_LEVEL ?? 'warn', stream: 'stderr' });

@@ -15,6 +15,20 @@ export class ConfigError extends Error {
 }
 
 /**
+ * An entry point's settings from its environment, or, when one is invalid, the problems on
+ * stderr (each naming its variable) and exit status 2: a process never starts half-configured.
+ */
+export function loadSettingsOrExit(env: Readonly<Record<string, string | undefined>>, processName: string): Settings {
+  try {
+    return loadSettings(env);
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    process.stderr.write(`${processName}: ${error.message}\n`);
+    process.exit(2);
+  }
+}
+
+/**
  * Compiles the settings once: fills defaults, validates every variable and returns a
  * complete, frozen object. Only apps' entry points call this with process.env.
  */

@@ -73,6 +73,20 @@ export class PointBatchSender {
     await this.inFlight;
   }
 
+  /**
+   * For an upload being abandoned, whose transaction is aborted next: drops the queued group
+   * unsent (sending it would only delay the abort by up to a request's bytes) and waits for the
+   * request in flight to end, whatever its outcome, since a transaction is aborted after its
+   * last send ends. The sender is then empty, its failure forgotten.
+   */
+  async discard(): Promise<void> {
+    this.queued = [];
+    this.queuedBytes = new Map();
+    this.queuedTotal = 0;
+    await this.inFlight.catch(() => undefined);
+    this.inFlight = Promise.resolve();
+  }
+
   /** Waits for the request in flight (throwing its error), then starts the queued group's. */
   private async sendQueued(): Promise<void> {
     const group = this.queued;

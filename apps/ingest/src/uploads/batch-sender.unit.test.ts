@@ -144,6 +144,22 @@ describe('PointBatchSender', () => {
     await expect(sender.flush()).rejects.toThrow('broker gone');
     expect(requests).toHaveLength(1);
   });
+
+  it('discard drops the queued group unsent and waits for the request in flight, failed or not', async () => {
+    const { tx, requests } = manualTx();
+    const sender = new PointBatchSender(tx, { topic: 'points', partitions: PARTITIONS, maxBytesPerPartition: 100, maxBytesPerRequest: 100_000 });
+    await sender.send(a0, sized(a0, 100), 1);
+    await sender.send(b0, sized(b0, 100), 1); // the first group is in flight, the second queued
+    expect(requests).toHaveLength(1);
+    let discarded = false;
+    const discarding = sender.discard().then(() => { discarded = true; });
+    await tick();
+    expect(discarded).toBe(false); // the request in flight has not ended
+    requests[0]!.fail(new Error('broker gone'));
+    await discarding;
+    await sender.flush();
+    expect(requests).toHaveLength(1); // the queued group was never sent
+  });
 });
 
 describe('the bound on a point batch (settings: MERIDIAN_POINT_BATCH_SIZE × 18 bytes + 4 KiB)', () => {

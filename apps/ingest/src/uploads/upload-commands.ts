@@ -140,7 +140,7 @@ async function runUpload(cmd: MetricsUploadRequested, at: CommandPosition, produ
     end ??= (await act(decideUpload(run, { type: 'InputEnded' })))!; // the end of the input always ends the upload
 
     if (end.type === 'UploadFailed') {
-      await sender.flush();
+      await sender.discard();
       await tx.abort();
       await deps.tasks.fail(producer, at, cmd.task_id, end);
       log.info({ rows: end.rows_total, rejected: end.rows_rejected }, 'upload rejected');
@@ -175,7 +175,7 @@ async function runUpload(cmd: MetricsUploadRequested, at: CommandPosition, produ
     log.info({ points: end.points_accepted, rejected: end.rows_rejected, partitions: shares.size, offsets }, 'upload written to the log');
     return 'succeeded';
   } catch (error) {
-    await sender.flush().catch(() => undefined); // the transaction is aborted after its last send ends
+    await sender.discard();
     if (tx.isActive()) await tx.abort().catch(() => undefined);
     if (!(error instanceof UploadLimitExceeded)) throw error;
     const [failed] = decideUpload(run, { type: 'LimitReached', reason: error.message }) as [UploadFailed];

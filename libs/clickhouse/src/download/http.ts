@@ -54,6 +54,9 @@ const agents = { 'http:': new http.Agent({ keepAlive: false }), 'https:': new ht
  */
 const keptAlive = { 'http:': new http.Agent({ keepAlive: true }), 'https:': new https.Agent({ keepAlive: true }) };
 
+/** A statement that only reads (SELECT, or WITH ... SELECT): the only kind a kept-alive connection may send. */
+const READ_ONLY_STATEMENT = /^\s*(?:SELECT|WITH)\b/i;
+
 /** Errors of a request sent on a reused socket before any answer: the socket was stale, the query never ran. */
 const staleSocketErrors = new WeakSet<object>();
 const STALE_SOCKET_CODES = new Set(['ECONNRESET', 'EPIPE']);
@@ -69,6 +72,8 @@ const UNREACHABLE = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'ENO
  * the socket still stops it there).
  */
 export function startQuery(conn: ConnOptions, q: QueryRequest): StartedQuery {
+  // A stale kept-alive socket makes the query go twice: harmless for a read, not for a write.
+  if (q.reuseConnection && !READ_ONLY_STATEMENT.test(q.sql)) throw new Error('a kept-alive connection (reuseConnection) is for SELECT queries only: a write sent again after a stale socket could run twice');
   const [first, ...rest] = [conn.url, ...(conn.fallbackUrls ?? [])];
   let current!: StartedQuery;
   // A query sent on a stale kept-alive socket never ran: it is sent once more on a new connection.

@@ -92,3 +92,22 @@ describe('kept-alive connections for read-model lookups (reuseConnection)', () =
     expect(requests - before).toBe(1);
   });
 });
+
+describe('kept-alive connections (reuseConnection)', () => {
+  const conn: ConnOptions = { url: 'http://127.0.0.1:9', username: 'default', password: '', database: 'meridian' };
+
+  it('are refused for anything but a SELECT, before any request: a write sent again after a stale socket could run twice', async () => {
+    for (const sql of ['INSERT INTO points FORMAT Native', 'ALTER TABLE points DELETE WHERE 1', ' DROP TABLE x', 'OPTIMIZE TABLE points']) {
+      await expect(queryText(conn, { sql, reuseConnection: true })).rejects.toThrow('for SELECT queries only');
+    }
+  });
+
+  it('are taken for a SELECT, with or without a WITH clause', async () => {
+    const server = await replica('ok', 200);
+    try {
+      for (const sql of ['SELECT 1', '  select 1', 'WITH 1 AS x SELECT x']) expect(await queryText({ ...conn, url: server.url }, { sql, reuseConnection: true })).toBe('ok');
+    } finally {
+      await server.close();
+    }
+  });
+});
