@@ -10,9 +10,6 @@ import { createSnapshotStore } from './snapshot-store.ts';
  * (apps/api/src/blob-store.ts, apps/ingest/src/blob-store.ts) and of the start-up work on the
  * bucket. Keys are paths inside the one bucket; the MinIO client stays in here.
  */
-/** A listed object: its key and when it was last written (milliseconds since the epoch, the bucket's clock). */
-export type StoredKey = { readonly key: string; readonly writtenAtMs: number };
-
 export type MinioBlobStore = {
   /** Writes bytes held in memory as one object. */
   put(key: string, bytes: Buffer): Promise<void>;
@@ -36,6 +33,9 @@ export type MinioBlobStore = {
   expireStaging(days: number): Promise<void>;
   ping(): Promise<void>;
 };
+
+/** A listed object: its key and when it was last written (milliseconds since the epoch, the bucket's clock). */
+export type StoredKey = { readonly key: string; readonly writtenAtMs: number };
 
 /** Whether a storage error says the object (or bucket key) does not exist. */
 export function isNotFound(error: unknown): boolean {
