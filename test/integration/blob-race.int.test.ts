@@ -228,7 +228,7 @@ describe('blob collection against a definition on another worker (real Kafka, Cl
     const c = definition(randomBytes(4096));
     await c.stage();
     await platform.blobs.copy(c.command.staged_object, blobKeyOf(c.sha256Hex), c.command.size);
-    await platform.blobs.put(claimKeyOf(c.sha256Hex, c.taskId), Buffer.alloc(0));
+    await platform.blobs.put(claimKeyOf(c.sha256Hex, c.taskId, randomUUID()), Buffer.alloc(0));
     await appendEvents(await platform.log.writer(), taskCodec, platform.topics.tasks, c.taskId, [
       c.command,
       { type: 'TaskFailed', task_id: c.taskId, reason: 'the file could not be stored', rows_total: 0, rows_rejected: 0, errors: [], at: Date.now() },

@@ -193,7 +193,7 @@ describe('BlobCollector (asks the files read model, holds no file)', () => {
   // at one point of a collection's removal; the blob must be there once its FileDefined counts.
   describe('with a definition of the same bytes on another worker', () => {
     const blob = blobKeyOf(sha(7));
-    const claim = claimKeyOf(sha(7), 'task-b');
+    const claim = claimKeyOf(sha(7), 'task-b', 'pass-1');
     let end = 2;
     /** A deleted file `a` released sha(7); the collection is about to remove it. */
     function setup() {
@@ -307,7 +307,7 @@ describe('BlobCollector (asks the files read model, holds no file)', () => {
     const second = collector(refs, storage, () => 2);
     storage.beforeRemove = async () => {
       storage.beforeRemove = null;
-      await storage.store.put(claimKeyOf(sha(7), 'task-b'), Buffer.alloc(0)); // b claims and finds the bytes present
+      await storage.store.put(claimKeyOf(sha(7), 'task-b', 'pass-1'), Buffer.alloc(0)); // b claims and finds the bytes present
       second.start();
       await until('the second collection', () => refs.sweeps.length === 1);
     };
@@ -322,7 +322,7 @@ describe('BlobCollector (asks the files read model, holds no file)', () => {
     const storage = new FakeStorage();
     const blob = blobKeyOf(sha(7));
     storage.blobs.add(blob);
-    storage.blobs.add(claimKeyOf(sha(7), 'task-b'));
+    storage.blobs.add(claimKeyOf(sha(7), 'task-b', 'pass-1'));
     refs.define('a', sha(7), 0);
     refs.remove('a', 1);
     storage.afterRemove = async () => {
@@ -342,7 +342,7 @@ describe('BlobCollector (asks the files read model, holds no file)', () => {
     const storage = new FakeStorage();
     const blob = blobKeyOf(sha(7));
     storage.blobs.add(blob);
-    storage.blobs.add(claimKeyOf(sha(7), 'task-b'));
+    storage.blobs.add(claimKeyOf(sha(7), 'task-b', 'pass-1'));
     refs.define('a', sha(7), 0);
     refs.remove('a', 1);
     const tasks = new FakeTasks();

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { blobKeyOf } from '@meridian/domain';
 import { isNotFound } from '@meridian/storage';
 import type { Logger } from '@meridian/observability';
@@ -7,10 +8,14 @@ import type { BlobStore } from '../blob-store.ts';
  * A definition's claim on its blob, written before it looks whether the bytes are already there
  * and removed once its FileDefined is committed: a blob collector on any worker that removed the
  * blob meanwhile sees it and puts the bytes back (./blob-collector.ts). Named by the task, so a
- * collector can drop the claim of a task that has finished (a removal that failed, a crash).
+ * collector can drop the claim of a task that has finished (a removal that failed, a crash), and
+ * by the claim pass: two runs of one task can overlap (a worker kicked from the group and the one
+ * that reruns the task), and one releasing its claim must not release the other's.
  */
 export const CLAIMS_PREFIX = '_blob-claims/';
-export const claimKeyOf = (sha256Hex: string, taskId: string): string => `${CLAIMS_PREFIX}${sha256Hex}/${taskId}`;
+/** Every claim a task's runs may have written on a blob (the prefix of their keys). */
+export const claimsOfTask = (sha256Hex: string, taskId: string): string => `${CLAIMS_PREFIX}${sha256Hex}/${taskId}/`;
+export const claimKeyOf = (sha256Hex: string, taskId: string, pass: string): string => `${claimsOfTask(sha256Hex, taskId)}${pass}`;
 
 /**
  * A removed blob's bytes, kept by the collection that removed it until its check after the
@@ -20,7 +25,7 @@ export const claimKeyOf = (sha256Hex: string, taskId: string): string => `${CLAI
 export const REMOVALS_PREFIX = '_blob-removals/';
 export const removalKeyOf = (sha256Hex: string, run: string): string => `${REMOVALS_PREFIX}${sha256Hex}/${run}`;
 
-/** The SHA-256 (hex) and the last part (a task or a run) a claim or removal key names. */
+/** The SHA-256 (hex) and the part after it (a claim's task, a removal's run) a claim or removal key names. */
 export function partsOfKey(key: string, prefix: string): { sha256Hex: string; owner: string } {
   const [sha256Hex = '', owner = ''] = key.slice(prefix.length).split('/');
   return { sha256Hex, owner };
@@ -49,6 +54,8 @@ export type PromotionTarget = { readonly sha256Hex: string; readonly taskId: str
  *
  * A collector takes a claim older than `claimTtlMs` for a dead definition's, so a look that
  * ended past half of it is claimed and done again: the commit follows a claim younger than that.
+ * Each pass writes a new key, then removes the last one: a collector's cleanup that listed the
+ * old key as past its TTL then deletes that one, never the claim the commit follows.
  * Removing the claim after the commit is best effort and outside the caller's retried work: a
  * storage blip then must not run a committed definition again.
  */
@@ -58,13 +65,16 @@ export async function promoteUnderClaim(
   rules: { readonly claimTtlMs: number; readonly logger: Logger },
   commit: (committing: () => void) => Promise<void>,
 ): Promise<'copied' | 'present'> {
-  const claim = claimKeyOf(target.sha256Hex, target.taskId);
+  let claim: string | null = null;
   let committing = false;
   let how: 'copied' | 'present';
   try {
     for (;;) {
       const claimedAt = Date.now();
+      const previous = claim;
+      claim = claimKeyOf(target.sha256Hex, target.taskId, randomUUID());
       await storage.put(claim, Buffer.alloc(0));
+      if (previous) await releaseClaim(storage, previous, rules.logger);
       how = await promoteBlob(storage, target.stagedKey, blobKeyOf(target.sha256Hex), target.size);
       if (Date.now() - claimedAt <= rules.claimTtlMs / 2) break;
     }
@@ -72,7 +82,7 @@ export async function promoteUnderClaim(
       committing = true;
     });
   } catch (error) {
-    if (!committing) await releaseClaim(storage, claim, rules.logger);
+    if (!committing && claim) await releaseClaim(storage, claim, rules.logger);
     throw error;
   }
   await releaseClaim(storage, claim, rules.logger);
@@ -83,8 +93,21 @@ export async function promoteUnderClaim(
  * Removes a definition's claim, best effort: one left behind keeps its blob only until a
  * collector finds its task finished or the claim past MERIDIAN_BLOB_CLAIM_TTL_MS.
  */
-export async function releaseClaim(storage: BlobStore, claim: string, logger: Logger): Promise<void> {
+async function releaseClaim(storage: BlobStore, claim: string, logger: Logger): Promise<void> {
   await storage.remove(claim).catch((err: unknown) => logger.warn({ err, claim }, 'blob claim not removed; a blob collector drops it once its task has finished'));
+}
+
+/**
+ * Removes every claim of a task on a blob, best effort: what a definition's give-up or refusal
+ * does, once its task has failed (every other run of it is fenced, so none commits after).
+ */
+export async function releaseClaimsOfTask(storage: BlobStore, sha256Hex: string, taskId: string, logger: Logger): Promise<void> {
+  const prefix = claimsOfTask(sha256Hex, taskId);
+  try {
+    for (const { key } of await storage.list(prefix)) await storage.remove(key);
+  } catch (err) {
+    logger.warn({ err, claims: prefix }, 'blob claims not removed; a blob collector drops them once it sees the task finished');
+  }
 }
 
 /** Copies `fromKey` to the blob of `sha256Hex`; false when `fromKey` is gone (whoever removed it restored it first). */

@@ -13,7 +13,7 @@ import { failedUnread, inTransaction, runCommand, type CommandHandler, type Comm
 import { removeStaged } from '../staging.ts';
 import type { IngestDeps } from '../ingest-deps.ts';
 import { BlobCollector } from './blob-collector.ts';
-import { claimKeyOf, promoteUnderClaim, releaseClaim } from './blobs.ts';
+import { promoteUnderClaim, releaseClaimsOfTask } from './blobs.ts';
 
 /**
  * The handler of FileDefinitionRequested. Its refusal also removes a blob a dead run may have
@@ -62,7 +62,8 @@ export async function startFileCommands(ingest: IngestDeps, tasks: TaskLog): Pro
   const rule = { attempts: ingest.settings.MERIDIAN_UPLOAD_ATTEMPTS, logger, what: 'the file could not be stored' };
 
   const removeStagedOf = (cmd: FileDefinitionRequested) => removeStaged(storage, cmd.staged_object, logger);
-  const releaseClaimOf = (cmd: FileDefinitionRequested) => releaseClaim(storage, claimKeyOf(cmd.sha256.toString('hex'), cmd.task_id), logger);
+  // Every run's claim: by then the task has failed, and its other runs are fenced.
+  const releaseClaimsOf = (cmd: FileDefinitionRequested) => releaseClaimsOfTask(storage, cmd.sha256.toString('hex'), cmd.task_id, logger);
 
   /** One pass over the staged bytes: they must be what the api hashed, and fit the schema when asked. */
   async function inspect(cmd: FileDefinitionRequested): Promise<Verdict> {
@@ -131,7 +132,7 @@ export async function startFileCommands(ingest: IngestDeps, tasks: TaskLog): Pro
       const beat = setInterval(() => void run.heartbeat().catch(() => undefined), HEARTBEAT_MS);
       try {
         await runCommand(cmd.task_id, run, tasks, rule, () => define(cmd, run), async () => {
-          await releaseClaimOf(cmd); // best effort: a claim left behind goes once a collector sees the task failed
+          await releaseClaimsOf(cmd); // best effort: a claim left behind goes once a collector sees the task failed
           await removeStagedOf(cmd);
           collector.enqueue(cmd.sha256.toString('hex')); // a promoted blob nothing references
         });
@@ -141,9 +142,9 @@ export async function startFileCommands(ingest: IngestDeps, tasks: TaskLog): Pro
     },
     async refuse(cmd, { at, producer }, reason) {
       // The task's failure first: it is what a redelivery must not write twice. Then, best effort, a
-      // dead run's claim (its transaction never committed, or the command would not be here).
+      // dead run's claims (its transaction never committed, or the command would not be here).
       await tasks.fail(producer, at, cmd.task_id, failedUnread(reason));
-      await releaseClaimOf(cmd);
+      await releaseClaimsOf(cmd);
       await removeStagedOf(cmd);
       collector.enqueue(cmd.sha256.toString('hex')); // a run that died after promoting left a blob nothing references
     },
