@@ -82,19 +82,25 @@ describe('blob collection against a definition on another worker (real Kafka, Cl
           await append(event);
         });
       },
+      /** A run whose transaction is fenced before it commits (another worker runs the task): `during` runs after its look. */
+      runFenced(during: () => Promise<void>) {
+        return promoteUnderClaim(platform.blobs, { sha256Hex: sha256.toString('hex'), taskId, stagedKey: staged, size: bytes.length }, claimRules, async () => {
+          await during();
+          throw new Error('the producer is fenced: another worker runs this task');
+        });
+      },
     };
   }
 
   /**
    * A collector with the worker's own collaborators, on A's bucket (with its hooks) unless given
-   * another; `references` defaults to the real ones, `later` moves its clock on.
+   * another; `references` defaults to the real ones, `removalLeaseMs` to the setting's.
    */
-  function startCollector(options: { storage?: BlobStore; references?: BlobReferences; later?: number } = {}): BlobCollector {
+  function startCollector(options: { storage?: BlobStore; references?: BlobReferences; removalLeaseMs?: number } = {}): BlobCollector {
     const c = new BlobCollector({
       storage: options.storage ?? bucketOfA, references: options.references ?? platform.blobReferences, tasks: platform.taskReadModel,
       logEnds: () => platform.log.endOffsets(platform.topics.files), logger, waitMs: 60_000, intervalMs: 100,
-      removalLeaseMs: settings.MERIDIAN_BLOB_REMOVAL_LEASE_MS, claimTtlMs: settings.MERIDIAN_BLOB_CLAIM_TTL_MS,
-      now: () => Date.now() + (options.later ?? 0),
+      removalLeaseMs: options.removalLeaseMs ?? settings.MERIDIAN_BLOB_REMOVAL_LEASE_MS, claimTtlMs: settings.MERIDIAN_BLOB_CLAIM_TTL_MS,
     });
     collectors.push(c);
     c.start();
@@ -119,7 +125,7 @@ describe('blob collection against a definition on another worker (real Kafka, Cl
     tasksProjector = await startTasksProjector(platform, platform.taskReadModel, platform.taskReadModelWriter);
   });
   afterAll(async () => {
-    for (const c of collectors) c.stop();
+    for (const c of collectors) await c.stop();
     await projector?.stop();
     await tasksProjector?.stop();
     await platform.close();
@@ -167,7 +173,7 @@ describe('blob collection against a definition on another worker (real Kafka, Cl
     await untilSwept();
     expect(await platform.blobs.size(blob)).toBeNull();
     expect(await leftovers()).toEqual([]);
-    for (const c of collectors.splice(0)) c.stop();
+    for (const c of collectors.splice(0)) await c.stop();
   });
 
   // Finding 1 of the review: a second collection, whole, while the first has kept a blob's bytes
@@ -193,7 +199,7 @@ describe('blob collection against a definition on another worker (real Kafka, Cl
       // Another worker's collection, whole, on the same bucket (no hooks), while A is between keeping the bytes aside and removing the blob.
       const second = startCollector({ storage: platform.blobs });
       await untilSwept();
-      second.stop();
+      await second.stop();
       secondRan = true;
     };
     let firstDone!: () => void;
@@ -208,11 +214,42 @@ describe('blob collection against a definition on another worker (real Kafka, Cl
     openGate();
     expect(await defineB!).toBe('present');
     expect(await leftovers()).toEqual([]);
-    for (const c of collectors.splice(0)) c.stop();
+    for (const c of collectors.splice(0)) await c.stop();
     startCollectorOfA();
     await untilSwept(); // b's FileDefined counted: a later collection keeps its bytes
     expect(await platform.blobs.size(blob)).toBe(bytes.length);
-    for (const c of collectors.splice(0)) c.stop();
+    for (const c of collectors.splice(0)) await c.stop();
+  });
+
+  // Review 2, finding 1: worker W1 was kicked from the group while defining b, W2 reruns the task.
+  // W1 is fenced after W2 claimed and found the bytes present; then A collects the blob (a's file
+  // deleted) before W2 commits. W2's claim must still be there for A to see.
+  it('two runs of one task: the fenced run releases only its own claim, so the other run\'s claim keeps the blob until it commits', async () => {
+    const bytes = randomBytes(64 * 1024);
+    const blob = blobKeyOf(createHash('sha256').update(bytes).digest('hex'));
+    const a = definition(bytes);
+    const b = definition(bytes);
+    await a.stage();
+    await b.stage();
+    expect(await a.run()).toBe('copied');
+    await append({ type: 'FileDeleted', file_id: a.fileId, at: Date.now(), actor: 'ada' });
+
+    let openGate!: () => void;
+    const gate = new Promise<void>((r) => (openGate = r));
+    let onW2: Promise<'copied' | 'present'> | null = null;
+    await expect(b.runFenced(async () => {
+      await new Promise<void>((looked) => {
+        onW2 = b.run(gate, looked); // W2 claims and finds the bytes present
+      });
+    })).rejects.toThrow('fenced');
+    startCollectorOfA();
+    await untilSwept(); // A removed the blob, saw W2's claim, and put the bytes back
+    expect(await platform.blobs.size(blob)).toBe(bytes.length);
+    openGate();
+    expect(await onW2!).toBe('present');
+    await untilSwept();
+    expect(await platform.blobs.size(blob)).toBe(bytes.length); // W2's file has its bytes
+    for (const c of collectors.splice(0)) await c.stop();
   });
 
   it('crash leftovers: bytes a dead collection kept aside go back to a live file once past the lease; a failed definition\'s claim goes with its blob', async () => {
@@ -234,12 +271,14 @@ describe('blob collection against a definition on another worker (real Kafka, Cl
       { type: 'TaskFailed', task_id: c.taskId, reason: 'the file could not be stored', rows_total: 0, rows_rejected: 0, errors: [], at: Date.now() },
     ]);
     await waitFor('the tasks read model to show c failed', async () => ((await platform.taskReadModel.finishedAmong([c.taskId])).size === 1 ? true : undefined), 60_000, 50);
-    // A worker whose clock reads the kept bytes as older than the lease (the claim is younger than its TTL).
-    const collector = startCollector({ storage: platform.blobs, later: settings.MERIDIAN_BLOB_REMOVAL_LEASE_MS + 1 });
+    // A worker with a short lease, started once the kept bytes are older than it (the claim is younger than its TTL).
+    const lease = 6000;
+    await new Promise((r) => setTimeout(r, lease + 500));
+    const collector = startCollector({ storage: platform.blobs, removalLeaseMs: lease });
     collector.enqueue(c.sha256Hex); // what the failed definition's giveUp did
     await waitFor('the leftovers handled', async () => ((await leftovers()).length === 0 ? true : undefined), 60_000, 50);
     expect(await platform.blobs.size(blob)).toBe(bytes.length);
     expect(await platform.blobs.size(blobKeyOf(c.sha256Hex))).toBeNull();
-    for (const x of collectors.splice(0)) x.stop();
+    for (const x of collectors.splice(0)) await x.stop();
   });
 });

@@ -45,15 +45,25 @@ const POLL_MS = 50;
  * then are they deleted; a failure before that puts every removed blob back.
  *
  * Collections on several workers run at once, so each touches only its own kept bytes while they
- * are young: a run removes for at most a quarter of the removal lease and uses its kept bytes
- * within half of it (past that it puts them back); bytes older than the whole lease belong to a
- * run that died or failed to put them back, and the next collection takes them over (puts them
- * back, decides their blob again, deletes them), so no crash loses or leaks one. The sweep
- * position moves only after every blob up to it is handled: a crash repeats work, never skips it.
+ * are young. Each kept copy's clock starts when its copy returns (a large copy may take long; the
+ * bound is on the time after it): a run starts no removal once its first copy is a quarter of the
+ * removal lease old, removes no blob whose copy the bucket dates past a quarter of the lease, and
+ * uses each copy within half of it (past that the copy goes back). Bytes older than the whole
+ * lease belong to a run that died or failed to put them back, and the next collection takes them
+ * over (puts them back, decides their blob again, deletes them), so no crash loses or leaks one.
+ * What the lease cannot protect against: a run stalled (paused, swapped out) for about half the
+ * lease between a check of its clock and the request after it, or worker and bucket clocks that
+ * disagree by about that much; another run may then take over copies this one still uses. The
+ * lease is minutes for that reason. The sweep position moves only after every blob up to it is
+ * handled: a crash repeats work, never skips it. A blob kept only for a claim is decided again at
+ * the next collection (the claim's task may have failed in a read model that was behind).
  */
 export class BlobCollector {
   private readonly candidates = new Set<string>();
-  private running = false;
+  /** Blobs kept for a claim alone: decided again at the next collection, which they do not hasten. */
+  private readonly claimed = new Set<string>();
+  /** The collection under way, which stop() waits for. */
+  private running: Promise<void> | null = null;
   private stopped = false;
   private timer: NodeJS.Timeout | null = null;
   private readonly deps: BlobCollectorDeps;
@@ -72,10 +82,12 @@ export class BlobCollector {
     this.wake(0);
   }
 
-  stop(): void {
+  /** Ends the collections; a collection under way ends first, putting back what it removed and has not settled. */
+  async stop(): Promise<void> {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
+    await this.running;
   }
 
   private wake(delayMs: number): void {
@@ -92,14 +104,13 @@ export class BlobCollector {
   }
 
   private run(): void {
-    this.running = true;
-    void this.collect().then(
+    this.running = this.collect().then(
       (more) => {
-        this.running = false;
+        this.running = null;
         this.wake(more || this.candidates.size > 0 ? 0 : this.deps.intervalMs);
       },
       (err: unknown) => {
-        this.running = false;
+        this.running = null;
         this.deps.logger.warn({ err }, 'blob collection failed; retrying');
         this.wake(this.deps.intervalMs);
       },
@@ -130,35 +141,51 @@ export class BlobCollector {
       more ||= full;
       next.set(partition, full ? page[page.length - 1]!.offset : position);
     }
-    const batch = [...new Set([...this.candidates, ...released, ...leftovers.map((key) => partsOfKey(key, REMOVALS_PREFIX).sha256Hex)])];
+    const batch = [...new Set([...this.candidates, ...this.claimed, ...released, ...leftovers.map((key) => partsOfKey(key, REMOVALS_PREFIX).sha256Hex)])];
     this.candidates.clear();
-    const removed = new Map<string, string>(); // sha256 → where its bytes are kept, until settled
-    let keptSince = Infinity; // when this run first kept bytes aside: its lease counts from then
+    this.claimed.clear();
+    const removed = new Map<string, { kept: string; keptAt: number }>(); // sha256 → where its bytes are kept, and since when, until settled
+    let firstKeptAt = Infinity; // when this run's first copy returned: its removals stop a quarter of the lease after
     let unfinished = false;
     try {
       const referenced = await references.referenced(batch);
       for (const sha of batch) {
         if (referenced.has(sha)) continue;
         // A quarter of the lease for removals leaves the check after them another quarter: the rest waits for the next run.
-        if (now() - keptSince > removalLeaseMs / 4) {
+        if (this.stopped || now() - firstKeptAt > removalLeaseMs / 4) {
           unfinished = true;
           break;
         }
         const size = await storage.size(blobKeyOf(sha));
         if (size === null) continue; // removed already
         const kept = removalKeyOf(sha, run);
-        keptSince = Math.min(keptSince, now());
         await storage.copy(blobKeyOf(sha), kept, size);
-        removed.set(sha, kept);
+        removed.set(sha, { kept, keptAt: now() });
+        firstKeptAt = Math.min(firstKeptAt, now());
+        // Another run ages the copy from the bucket's write time: a stall or a skewed clock that makes it
+        // old already there would let a takeover run beside this removal, so the blob stays.
+        if (now() - (await this.writtenAt(kept)) > removalLeaseMs / 4) {
+          removed.delete(sha);
+          await storage.remove(kept);
+          throw new Error(`the bytes kept aside for blob ${sha} were already older than a quarter of the removal lease (${removalLeaseMs} ms) by the bucket's time (a stall, or clocks apart): nothing removed`);
+        }
         await storage.remove(blobKeyOf(sha));
       }
-      const needed = await this.neededAfterRemoval([...removed.keys()]);
-      if (now() - keptSince > removalLeaseMs / 2) throw new Error(`the check after the removals ran past half of the removal lease (${removalLeaseMs} ms): they are put back`);
+      if (this.stopped) throw new Error('the blob collector stopped during a collection: what it removed is put back');
+      const { needed, claimedOnly } = await this.neededAfterRemoval([...removed.keys()]);
       let lost = 0;
-      for (const [sha, kept] of removed) {
-        if (!needed.has(sha)) logger.info({ sha256: sha }, 'blob removed: no file references it');
-        else if (await restoreBlob(storage, kept, sha)) logger.info({ sha256: sha }, 'blob kept: a definition claimed it or a file references it after all');
-        else {
+      let late = 0;
+      for (const [sha, { kept, keptAt }] of removed) {
+        if (now() - keptAt > removalLeaseMs / 2) {
+          // Past half the lease another run may take these bytes over soon: they go back, and the blob is decided
+          // again (bytes gone already were taken over by a run that put them back first).
+          await restoreBlob(storage, kept, sha);
+          late += 1;
+        } else if (!needed.has(sha)) logger.info({ sha256: sha }, 'blob removed: no file references it');
+        else if (await restoreBlob(storage, kept, sha)) {
+          logger.info({ sha256: sha }, 'blob kept: a definition claimed it or a file references it after all');
+          if (claimedOnly.has(sha)) this.claimed.add(sha);
+        } else {
           this.logLost(sha, kept);
           lost += 1;
         }
@@ -166,6 +193,7 @@ export class BlobCollector {
         removed.delete(sha);
       }
       if (lost > 0) throw new Error(`${lost} needed blob(s) could not be put back: their kept bytes were gone`);
+      if (late > 0) throw new Error(`the check after the removals ran past half of the removal lease (${removalLeaseMs} ms) for ${late} blob(s): they are put back`);
     } catch (error) {
       await this.putBack(removed);
       // Released ones come back from the read model (the sweep position has not moved); others from the candidates.
@@ -181,15 +209,20 @@ export class BlobCollector {
     return more;
   }
 
+  /** When the bucket wrote a key (as another worker's collector ages it); long ago when it is gone, so nothing is removed after it. */
+  private async writtenAt(key: string): Promise<number> {
+    return (await this.deps.storage.list(key)).find((o) => o.key === key)?.writtenAtMs ?? -Infinity;
+  }
+
   /** A needed blob whose kept bytes are gone: only a run past its lease can get here, and it must not pass unseen. */
   private logLost(sha: string, kept: string): void {
     this.deps.logger.error({ sha256: sha, kept }, 'blob lost: a definition or file needs it, and the bytes kept aside for it are gone');
   }
 
   /** After a failed collection: every blob it removed and has not settled goes back (an error per one that cannot). */
-  private async putBack(removed: ReadonlyMap<string, string>): Promise<void> {
+  private async putBack(removed: ReadonlyMap<string, { kept: string }>): Promise<void> {
     const { storage, logger } = this.deps;
-    for (const [sha, kept] of removed) {
+    for (const [sha, { kept }] of removed) {
       try {
         if (await restoreBlob(storage, kept, sha)) await storage.remove(kept);
         else this.logLost(sha, kept);
@@ -206,10 +239,10 @@ export class BlobCollector {
    * it is after that: a task seen finished committed any FileDefined of its before that end, so
    * the reference check counts it, and its claim is done. A claim older than the TTL is a dead
    * definition's (a live one claims again well within it). Done claims are deleted, so none keeps
-   * a blob forever.
+   * a blob forever. `claimedOnly`: the needed ones no file references (kept for a claim alone).
    */
-  private async neededAfterRemoval(removed: readonly string[]): Promise<Set<string>> {
-    if (removed.length === 0) return new Set();
+  private async neededAfterRemoval(removed: readonly string[]): Promise<{ needed: Set<string>; claimedOnly: Set<string> }> {
+    if (removed.length === 0) return { needed: new Set(), claimedOnly: new Set() };
     const { references, storage, claimTtlMs } = this.deps;
     const now = this.deps.now ?? Date.now;
     const claims = new Map<string, { sha256: string; taskId: string }>(); // claim key → its blob and task
@@ -220,15 +253,20 @@ export class BlobCollector {
         else claims.set(key, { sha256: sha, taskId: partsOfKey(key, CLAIMS_PREFIX).owner });
       }
     }
-    const finished = await this.deps.tasks.finishedAmong([...claims.values()].map((c) => c.taskId));
+    const finished = await this.deps.tasks.finishedAmong([...new Set([...claims.values()].map((c) => c.taskId))]);
     await this.coveredToEnd();
-    const needed = await references.referenced(removed);
+    const referenced = await references.referenced(removed);
+    const needed = new Set(referenced);
+    const claimedOnly = new Set<string>();
     for (const [key, { sha256, taskId }] of claims) {
       if (finished.has(taskId)) done.push(key);
-      else needed.add(sha256);
+      else {
+        needed.add(sha256);
+        if (!referenced.has(sha256)) claimedOnly.add(sha256);
+      }
     }
     for (const key of done) await storage.remove(key);
-    return needed;
+    return { needed, claimedOnly };
   }
 
   /** The read model's positions once they reach the files log's end as it is now; throws past the wait. */

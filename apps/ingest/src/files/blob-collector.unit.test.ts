@@ -66,24 +66,61 @@ class FakeTasks {
   }
 }
 
-/** A bucket of keys (each listed as written now); `removed` lists the blobs removed; hooks run a definition's steps around a removal. */
+/**
+ * A bucket of keys, each listed with when it was written by `now` (the clock the collector reads
+ * too; a test moves it on with `offset`); `removed` lists the blobs removed; hooks run a
+ * definition's steps (or the passing of time) around a removal.
+ */
 class FakeStorage {
   blobs = new Set<string>();
+  writtenAt = new Map<string, number>();
+  offset = 0;
   removed: string[] = [];
   failRemovals = 0;
+  /** How long a copy to kept bytes takes (the clock moves on before the bucket writes it). */
+  keepingTakesMs = 0;
+  /** How far before its write the bucket dates kept bytes (a stalled response, or its clock behind). */
+  keptDatedEarlierMs = 0;
+  /** How long each call waits before it is served (a slow bucket). */
+  delayMs = 0;
   beforeRemove: ((key: string) => Promise<void>) | null = null;
   afterRemove: ((key: string) => Promise<void>) | null = null;
 
+  readonly now = () => Date.now() + this.offset;
+
+  /** A key written `ms` before now (a claim or kept bytes left long ago). */
+  addAged(key: string, ms: number): void {
+    this.blobs.add(key);
+    this.writtenAt.set(key, this.now() - ms);
+  }
+
+  private async slow(): Promise<void> {
+    if (this.delayMs > 0) await new Promise((r) => setTimeout(r, this.delayMs));
+  }
+
+  private write(key: string): void {
+    this.blobs.add(key);
+    this.writtenAt.set(key, this.now());
+  }
+
   readonly store: BlobStore = {
     open: () => Promise.reject(new Error('not used')),
-    size: async (key) => (this.blobs.has(key) ? 1 : null),
-    copy: async (from, to) => {
-      if (!this.blobs.has(from)) throw Object.assign(new Error('no such key'), { code: 'NoSuchKey' });
-      this.blobs.add(to);
+    size: async (key) => {
+      await this.slow();
+      return this.blobs.has(key) ? 1 : null;
     },
-    put: async (key) => void this.blobs.add(key),
-    list: async (prefix) => [...this.blobs].filter((key) => key.startsWith(prefix)).map((key) => ({ key, writtenAtMs: Date.now() })),
+    copy: async (from, to) => {
+      await this.slow();
+      if (!this.blobs.has(from)) throw Object.assign(new Error('no such key'), { code: 'NoSuchKey' });
+      const keeping = to.startsWith('_blob-removals/');
+      if (keeping) this.offset += this.keepingTakesMs;
+      this.write(to);
+      if (keeping) this.writtenAt.set(to, this.now() - this.keptDatedEarlierMs);
+    },
+    put: async (key) => this.write(key),
+    list: async (prefix) => [...this.blobs].filter((key) => key.startsWith(prefix)).map((key) => ({ key, writtenAtMs: this.writtenAt.get(key) ?? this.now() })),
     remove: async (key) => {
+      await this.slow();
       if (this.failRemovals > 0) {
         this.failRemovals -= 1;
         throw new Error('storage unreachable');
@@ -125,12 +162,11 @@ const running: BlobCollector[] = [];
 const LEASE_MS = 600_000;
 const CLAIM_TTL_MS = 7_200_000;
 
-/** A collector on these fakes; `later` moves its clock on (kept bytes and claims look that much older). */
-function collector(references: FakeReferences, storage: FakeStorage, logEnd: () => number, options: { tasks?: FakeTasks; later?: number; log?: typeof logger } = {}) {
+/** A collector on these fakes, reading the bucket's clock. */
+function collector(references: FakeReferences, storage: FakeStorage, logEnd: () => number, options: { tasks?: FakeTasks; log?: typeof logger } = {}) {
   const c = new BlobCollector({
     storage: storage.store, references, tasks: options.tasks ?? new FakeTasks(), logger: options.log ?? logger, waitMs: 200, intervalMs: 5,
-    logEnds: async () => new Map([[0, logEnd()]]), removalLeaseMs: LEASE_MS, claimTtlMs: CLAIM_TTL_MS,
-    now: () => Date.now() + (options.later ?? 0),
+    logEnds: async () => new Map([[0, logEnd()]]), removalLeaseMs: LEASE_MS, claimTtlMs: CLAIM_TTL_MS, now: storage.now,
   });
   running.push(c);
   return c;
@@ -145,8 +181,8 @@ async function until(what: string, done: () => boolean) {
   }
 }
 
-afterEach(() => {
-  for (const c of running.splice(0)) c.stop();
+afterEach(async () => {
+  for (const c of running.splice(0)) await c.stop();
 });
 
 describe('BlobCollector (asks the files read model, holds no file)', () => {
@@ -278,8 +314,8 @@ describe('BlobCollector (asks the files read model, holds no file)', () => {
 
     it('a claim older than its TTL is a dead definition\'s: deleted, the blob goes', async () => {
       const { refs, storage } = setup();
-      storage.blobs.add(claim); // its task unknown to the tasks read model (expired, or not projected)
-      collector(refs, storage, () => end, { later: CLAIM_TTL_MS + 1 }).start();
+      storage.addAged(claim, CLAIM_TTL_MS + 1); // its task unknown to the tasks read model (expired, or not projected)
+      collector(refs, storage, () => end).start();
       await until('the sweep', () => refs.sweep === 1);
       expect(storage.blobs.has(blob)).toBe(false);
       expect(storage.blobs.has(claim)).toBe(false);
@@ -365,9 +401,9 @@ describe('BlobCollector (asks the files read model, holds no file)', () => {
     refs.remove('b', 2);
     refs.sweep = 2; // the dead run's sweep had not moved, but another's did; nothing released is left
     // It died between removing and checking: a's blob (referenced) and b's (not) are only kept aside.
-    storage.blobs.add(`_blob-removals/${sha(8)}/dead`);
-    storage.blobs.add(`_blob-removals/${sha(9)}/dead`);
-    collector(refs, storage, () => 3, { later: LEASE_MS + 1 }).start();
+    storage.addAged(`_blob-removals/${sha(8)}/dead`, LEASE_MS + 1);
+    storage.addAged(`_blob-removals/${sha(9)}/dead`, LEASE_MS + 1);
+    collector(refs, storage, () => 3).start();
     await until('the leftovers handled', () => ![...storage.blobs].some((key) => key.startsWith('_blob-')));
     expect(storage.blobs.has(blobKeyOf(sha(8)))).toBe(true);
     expect(storage.blobs.has(blobKeyOf(sha(9)))).toBe(false);
@@ -385,6 +421,123 @@ describe('BlobCollector (asks the files read model, holds no file)', () => {
     await until('a sweep', () => refs.sweep === 2); // a whole collection ran, and listed the kept bytes first
     expect(storage.blobs.has(kept)).toBe(true);
     expect(storage.blobs.has(blobKeyOf(sha(8)))).toBe(false); // not put back by this run: that is the live run's to do
+  });
+
+  // Review 2, finding 2: a stop (SIGTERM) while a collection is between a removal and its check.
+  it('stop() during a collection waits for it, and it puts back what it removed: nothing is left kept aside', async () => {
+    const refs = new FakeReferences();
+    const storage = new FakeStorage();
+    const blob = blobKeyOf(sha(7));
+    storage.blobs.add(blob);
+    refs.define('a', sha(7), 0);
+    refs.remove('a', 1);
+    const c = collector(refs, storage, () => 2);
+    const stopping: { done: Promise<void> | null } = { done: null };
+    storage.afterRemove = async () => {
+      storage.afterRemove = null;
+      storage.delayMs = 20; // what follows the removal takes a while: stop() must wait for it
+      stopping.done = c.stop();
+    };
+    c.start();
+    await until('the removal', () => stopping.done !== null);
+    await stopping.done;
+    expect([...storage.blobs].filter((key) => key.startsWith('_blob-removals/'))).toEqual([]);
+    expect(storage.blobs.has(blob)).toBe(true); // put back: the next start decides it again
+    expect(refs.sweeps).toEqual([]);
+  });
+
+  // Review 2, finding 4: a copy that takes longer than half the lease (a large blob on slow storage).
+  it('the time a kept copy takes does not count against the lease: a copy longer than half of it still lets the removal stand', async () => {
+    const refs = new FakeReferences();
+    const storage = new FakeStorage();
+    storage.keepingTakesMs = 0.6 * LEASE_MS;
+    storage.blobs.add(blobKeyOf(sha(7)));
+    refs.define('a', sha(7), 0);
+    refs.remove('a', 1);
+    const { log, warnings } = recordingLogger();
+    collector(refs, storage, () => 2, { log }).start();
+    await until('the sweep', () => refs.sweep === 1);
+    expect(storage.blobs.has(blobKeyOf(sha(7)))).toBe(false);
+    expect(warnings).toEqual([]);
+  });
+
+  // Review 2, finding 5: the copy is old by the bucket's time before the removal (another worker
+  // ages it from that time, and takes it over past the lease): the blob is not removed after it.
+  it('kept bytes the bucket dates past a quarter of the lease already: the copy goes and the blob is not removed', async () => {
+    const refs = new FakeReferences();
+    const storage = new FakeStorage();
+    storage.keptDatedEarlierMs = 0.3 * LEASE_MS;
+    storage.blobs.add(blobKeyOf(sha(7)));
+    refs.define('a', sha(7), 0);
+    refs.remove('a', 1);
+    const { log, warnings } = recordingLogger();
+    collector(refs, storage, () => 2, { log }).start();
+    await until('a failed collection', () => warnings.length > 0);
+    expect(warnings[0]).toBe('blob collection failed; retrying');
+    expect(storage.removed).toEqual([]);
+    expect([...storage.blobs].filter((key) => key.startsWith('_blob-removals/'))).toEqual([]);
+    expect(refs.sweeps).toEqual([]);
+  });
+
+  // Review 2, finding 6: the claim's task failed, but the tasks read model did not show it yet.
+  it('a blob kept only for a claim is decided again at the next collection: once its task is seen finished, the claim and the blob go', async () => {
+    const refs = new FakeReferences();
+    const storage = new FakeStorage();
+    const blob = blobKeyOf(sha(7));
+    const claim = claimKeyOf(sha(7), 'task-b', 'pass-1');
+    storage.blobs.add(blob);
+    storage.blobs.add(claim);
+    refs.define('a', sha(7), 0);
+    refs.remove('a', 1);
+    const tasks = new FakeTasks();
+    collector(refs, storage, () => 2, { tasks }).start();
+    await until('the sweep', () => refs.sweep === 1);
+    expect(storage.blobs.has(blob)).toBe(true); // task-b not finished yet: its claim keeps the blob
+    tasks.finished.add('task-b'); // its failure reaches the read model; no deletion and no enqueue follow
+    await until('the claim dropped', () => !storage.blobs.has(claim));
+    await until('the blob removed', () => !storage.blobs.has(blob));
+    expect(storage.removed).toEqual([blob, blob]);
+  });
+
+  // Review 2, finding 8: removals that take a quarter of the lease end the run; the rest waits for the next.
+  it('stops removing once its first kept copy is a quarter of the lease old, and removes the rest in the next run', async () => {
+    const refs = new FakeReferences();
+    const storage = new FakeStorage();
+    promoted(storage, sha(1), sha(2));
+    refs.define('a', sha(1), 0);
+    refs.define('b', sha(2), 1);
+    refs.remove('a', 2);
+    refs.remove('b', 3);
+    storage.beforeRemove = async () => {
+      storage.offset += 0.3 * LEASE_MS; // each removal is slow
+    };
+    const { log, warnings } = recordingLogger();
+    collector(refs, storage, () => 4, { log }).start();
+    await until('the sweep', () => refs.sweep === 3);
+    expect(storage.removed).toEqual([blobKeyOf(sha(1)), blobKeyOf(sha(2))]); // none put back and removed again
+    expect(refs.sweeps).toEqual([3]);
+    expect(warnings).toEqual([]);
+  });
+
+  it('a check after the removals that ends past half of the lease puts the blob back, and the next collection decides it again', async () => {
+    const refs = new FakeReferences();
+    const storage = new FakeStorage();
+    const blob = blobKeyOf(sha(7));
+    storage.blobs.add(blob);
+    refs.define('a', sha(7), 0);
+    refs.remove('a', 1);
+    storage.afterRemove = async () => {
+      storage.afterRemove = null;
+      storage.offset += 0.6 * LEASE_MS; // the check after the removal is slow (once)
+    };
+    const presentAtFailure: boolean[] = [];
+    const { log, warnings } = recordingLogger(() => presentAtFailure.push(storage.blobs.has(blob)));
+    collector(refs, storage, () => 2, { log }).start();
+    await until('the sweep', () => refs.sweep === 1);
+    expect(warnings[0]).toBe('blob collection failed; retrying');
+    expect(presentAtFailure[0]).toBe(true);
+    expect(storage.removed).toEqual([blob, blob]);
+    expect(storage.blobs.has(blob)).toBe(false);
   });
 
   it('retries after a failed removal without moving its sweep past it', async () => {

@@ -149,7 +149,7 @@ export async function startFileCommands(ingest: IngestDeps, tasks: TaskLog): Pro
       collector.enqueue(cmd.sha256.toString('hex')); // a run that died after promoting left a blob nothing references
     },
     async stop() {
-      collector.stop();
+      await collector.stop(); // a collection under way puts back what it removed first
     },
   };
 }
