@@ -55,20 +55,28 @@ export function stackProcesses(): Array<{ name: string; cpuSeconds(): number }> 
   return out;
 }
 
+/** What the processes spent between cpuSplit() and end(): one line of it, the sum, and one process's share. */
+export type CpuSpent = { readonly line: string; readonly total: number; of(name: string): number };
+
 /**
- * Where a case's time goes: the CPU seconds each process spent between start() and the line,
+ * Where a case's time goes: the CPU seconds each process spent between cpuSplit() and end(),
  * against the wall time, so a reader sees which process is the cost and how many of the
- * machine's cores the case kept busy.
+ * machine's cores the case kept busy. CPU is also the figure that a shared machine disturbs
+ * least (a wall clock times the other work too).
  */
-export function cpuSplit(procs: ReadonlyArray<{ name: string; cpuSeconds(): number }>): { line(): string } {
+export function cpuSplit(procs: ReadonlyArray<{ name: string; cpuSeconds(): number }>): { end(): CpuSpent } {
   const before = procs.map((p) => p.cpuSeconds());
   const started = performance.now();
   return {
-    line() {
+    end() {
       const spent = procs.map((p, i) => ({ name: p.name, s: p.cpuSeconds() - before[i]! }));
       const total = spent.reduce((sum, p) => sum + p.s, 0);
       const wall = (performance.now() - started) / 1000;
-      return `CPU-seconds: ${spent.map((p) => `${p.name} ${p.s.toFixed(1)}`).join(', ')}; ${total.toFixed(1)} in all over ${wall.toFixed(1)} s (${(total / wall).toFixed(2)} cores busy on average)`;
+      return {
+        line: `CPU-seconds: ${spent.map((p) => `${p.name} ${p.s.toFixed(1)}`).join(', ')}; ${total.toFixed(1)} in all over ${wall.toFixed(1)} s (${(total / wall).toFixed(2)} cores busy on average)`,
+        total,
+        of: (name) => spent.find((p) => p.name === name)?.s ?? NaN,
+      };
     },
   };
 }

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { adminKey, benchApi, cpuSplit, csvPoints, downloadPoints, fmt, stackProcesses, startProcess, waitUntil } from './common.ts';
+import { adminKey, benchApi, cpuSplit, type CpuSpent, csvPoints, downloadPoints, fmt, stackProcesses, startProcess, waitUntil } from './common.ts';
 import { benchJsonUploads, jsonFigureLines } from './json-uploads.ts';
 import { benchParseRows } from './parse-rows.ts';
 import { startVictoriaMetrics } from './victoria-metrics.ts';
@@ -108,7 +108,7 @@ async function endToEnd(): Promise<void> {
     const insert = await fetch(`${settings.CLICKHOUSE_URL}/?database=${settings.CLICKHOUSE_DATABASE}&query=${encodeURIComponent('INSERT INTO baseline FORMAT TabSeparated')}`, { method: 'POST', body: Readable.toWeb(createReadStream(tsvFile)) as never, duplex: 'half' });
     if (!insert.ok) throw new Error(`direct insert: ${await insert.text()}`);
     const directMs = performance.now() - directStarted;
-    const directCpu = directSplit.line();
+    const directCpu = directSplit.end();
     await chCommand('DROP TABLE baseline');
 
     // 1. JSON bodies of 10k points, CONCURRENCY producers back to back (json-uploads.ts).
@@ -116,17 +116,23 @@ async function endToEnd(): Promise<void> {
     const jsonSplit = cpuSplit(processes);
     const json = await benchJsonUploads({ base, key, points: JSON_POINTS, perBody: PER_BODY, producers: CONCURRENCY, metrics: METRICS, t0: T0 });
     const [apiCpu, ingestCpu] = [api.cpuSeconds() - cpuBefore[0]!, ingest.cpuSeconds() - cpuBefore[1]!];
-    const jsonCpu = jsonSplit.line();
+    const jsonCpu = jsonSplit.end();
     const cpuLine = `CPU: api ${apiCpu.toFixed(1)} s, ingest ${ingestCpu.toFixed(1)} s (${fmt(JSON_POINTS / (apiCpu + ingestCpu))} points per CPU-second of the two; Kafka, ClickHouse and MinIO not counted)`;
     if ((await chCount()) !== JSON_POINTS) throw new Error('row count mismatch after the JSON uploads');
     const directRate = (baselineRows * 1000) / directMs;
+    // ClickHouse's own CPU for the straight insert: the others' during it is other work.
+    const directPerCpu = baselineRows / directCpu.of('clickhouse');
+    /** Points per CPU-second of every process in a case, against ClickHouse's rows per CPU-second of its own insert: steadier than wall time on a busy machine. */
+    const perCpu = (points: number, spent: CpuSpent) => Number.isFinite(directPerCpu)
+      ? `${spent.line}; ${fmt(points / spent.total)} points per CPU-second in all, ${(points / spent.total / directPerCpu).toFixed(2)}× ClickHouse's own insert per CPU-second`
+      : `${spent.line} (the stack's processes are not local: no per-CPU ratio)`;
     const jsonLines = jsonFigureLines(json, JSON_POINTS, directRate);
     if (ONLY_JSON) {
       console.log(`\nbench-ingest, JSON only (${JSON_POINTS.toLocaleString('en')} points in bodies of ${PER_BODY}, ${CONCURRENCY} producers back to back)`);
       console.log(`  JSON:          ${jsonLines[0]}`);
       console.log(`                 ${jsonLines[1]}`);
       console.log(`                 ${cpuLine}`);
-      console.log(`                 ${jsonCpu}`);
+      console.log(`                 ${perCpu(JSON_POINTS, jsonCpu)}`);
       console.log(`  reference, straight TabSeparated insert into ClickHouse of ${baselineRows.toLocaleString('en')} rows, before the rest: ${fmt(directRate)} rows/s (${(directMs / 1000).toFixed(1)} s)`);
       console.log(`  peak RSS: api ${api.peakRssMb()} MB, ingest ${ingest.peakRssMb()} MB`);
       return;
@@ -155,7 +161,7 @@ async function endToEnd(): Promise<void> {
         if (t.status === 'failed') throw new Error(`${what} task failed`);
         return t.status === 'succeeded' ? true : undefined;
       }, 1_800_000, 200);
-      return { ackMs, loggedMs, doneMs: performance.now() - started, cpu: split.line() };
+      return { ackMs, loggedMs, doneMs: performance.now() - started, cpu: split.end() };
     };
     const { ackMs: csvAck, loggedMs: csvLogged, doneMs: csvMs, cpu: csvCpu } = await uploadFile('CSV', '?metric_name=bench.csv', csvFile);
     if ((await chCount()) !== JSON_POINTS + CSV_POINTS) throw new Error('row count mismatch after the CSV upload');
@@ -186,13 +192,13 @@ async function endToEnd(): Promise<void> {
     console.log(`  JSON:          ${jsonLines[0]}; ${((JSON_POINTS * 1000) / json.ms / peerRate).toFixed(2)}× VictoriaMetrics`);
     console.log(`                 ${jsonLines[1]}`);
     console.log(`                 ${cpuLine}`);
-    console.log(`                 ${jsonCpu}`);
+    console.log(`                 ${perCpu(JSON_POINTS, jsonCpu)}`);
     console.log(`  2-column CSV:  ${fmt(csvRate)} points/s first byte → all queryable (${(csvMs / 1000).toFixed(1)} s; acked after ${(csvAck / 1000).toFixed(1)} s, in the log after ${(csvLogged / 1000).toFixed(1)} s): ${ratios(csvRate)}`);
-    console.log(`                 ${csvCpu}`);
+    console.log(`                 ${perCpu(CSV_POINTS, csvCpu)}`);
     console.log(`  download CSV:  ${fmt(downloadRate)} points/s first byte → all queryable (${(downloadMs / 1000).toFixed(1)} s; in the log after ${(downloadLogged / 1000).toFixed(1)} s): ${ratios(downloadRate)} (goals 0.5×, 0.3×)`);
-    console.log(`                 ${downloadCpu}`);
+    console.log(`                 ${perCpu(POINTS, downloadCpu)}`);
     console.log(`  reference, straight TabSeparated insert into ClickHouse of the download layout's rows, before the rest: ${fmt(directRate)} rows/s (${(directMs / 1000).toFixed(1)} s)`);
-    console.log(`                 ${directCpu}`);
+    console.log(`                 ${directCpu.line}: ${fmt(directPerCpu)} rows per CPU-second of ClickHouse`);
     console.log(`  reference, VictoriaMetrics' CSV import of the same points until a query counts them all, before the rest: ${fmt(peerRate)} points/s (${(peerMs / 1000).toFixed(1)} s)`);
     console.log(`  peak RSS: api ${api.peakRssMb()} MB, ingest ${ingest.peakRssMb()} MB`);
     console.log(`  api receiving a ${(chunks * chunk.length / 1024 ** 3).toFixed(2)} GB file: ${fmt((chunks * chunk.length) / 1024 ** 2 / (bigMs / 1000))} MB/s, RSS ${before1g} MB before, at most ${bigPeak} MB during (goal < 300 MB)`);
