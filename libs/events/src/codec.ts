@@ -20,12 +20,52 @@ export interface EventCodec<E extends EventLike> {
 }
 
 /**
- * Value ↔ bytes for events. Encoding uses the newest schema version of the event's type;
- * decoding reads the writer fingerprint and resolves that version into the newest one,
- * so old events replay through the same code as new ones.
+ * A version an event of its type may be written with: the newest one, or an older one whose
+ * fields are all the newest's (same name, same type), with the newest's other fields listed:
+ * an event whose every one of those is unset or at its default loses nothing in that version.
+ */
+type Writer = { readonly schema: SchemaVersion; readonly absent: ReadonlyArray<{ readonly name: string; readonly isDefault: (value: unknown) => boolean }> };
+
+type RecordSchema = { readonly fields: ReadonlyArray<{ readonly name: string; readonly type: unknown; readonly default?: unknown }> };
+
+function writersOf(registry: SchemaRegistry, name: string): Writer[] {
+  const latest = registry.latest(name);
+  if (!latest) return [];
+  const latestFields = (latest.type.schema({ exportAttrs: true }) as RecordSchema).fields;
+  const writers: Writer[] = [];
+  for (const schema of registry.versionsOf(name)) {
+    if (schema === latest) break;
+    const fields = (schema.type.schema({ exportAttrs: true }) as RecordSchema).fields;
+    const same = fields.every((f) => {
+      const match = latestFields.find((l) => l.name === f.name);
+      return match !== undefined && JSON.stringify(match.type) === JSON.stringify(f.type);
+    });
+    const absent = latestFields.filter((l) => !fields.some((f) => f.name === l.name));
+    if (!same || absent.some((l) => !('default' in l))) continue;
+    writers.push({ schema, absent: absent.map((l) => ({ name: l.name, isDefault: defaultTest(l.default) })) });
+  }
+  writers.push({ schema: latest, absent: [] });
+  return writers;
+}
+
+/** Whether a value is a field's default (unset counts as the default: the encoder would write it). */
+function defaultTest(fallback: unknown): (value: unknown) => boolean {
+  if (fallback === null || typeof fallback !== 'object') return (value) => value === undefined || value === fallback;
+  const json = JSON.stringify(fallback);
+  return (value) => value === undefined || JSON.stringify(value) === json;
+}
+
+/**
+ * Value ↔ bytes for events. Encoding writes the OLDEST schema version that carries the event
+ * whole (the newest fields it lacks are at their defaults in this event), so that during a
+ * rolling upgrade, or after a rollback, a process that knows only the older versions still
+ * reads every event that does not use what is new; an event that does use it is written with
+ * the newest. Decoding reads the writer fingerprint and resolves that version into the newest
+ * one, so old events replay through the same code as new ones.
  */
 export function createEventCodec<E extends EventLike>(registry: SchemaRegistry = SchemaRegistry.loadFromDirectory()): EventCodec<E> {
   const resolvers = new Map<bigint, { reader: SchemaVersion; resolver: avro.Resolver | null }>();
+  const writers = new Map<string, Writer[]>();
 
   function readerFor(writer: SchemaVersion) {
     let entry = resolvers.get(writer.fingerprint);
@@ -39,9 +79,14 @@ export function createEventCodec<E extends EventLike>(registry: SchemaRegistry =
 
   return {
     encode(event) {
-      const schema = registry.latest(event.type);
-      if (!schema) throw new Error(`no schema for event type ${event.type}`);
+      let candidates = writers.get(event.type);
+      if (!candidates) {
+        candidates = writersOf(registry, event.type);
+        writers.set(event.type, candidates);
+      }
+      if (candidates.length === 0) throw new Error(`no schema for event type ${event.type}`);
       const { type: _type, ...fields } = event as E & Record<string, unknown>;
+      const { schema } = candidates.find((w) => w.absent.every((f) => f.isDefault(fields[f.name])))!;
       return writeHeader(schema.fingerprint, schema.type.toBuffer(fields));
     },
     decode(message) {

@@ -24,6 +24,38 @@ describe('event codec', () => {
     expect(codec.decode(bytes)).toEqual({ type: 'Thing', id: 'a', size: 7 });
   });
 
+  it('writes the oldest version that carries the event whole, so readers of only that version still read it', () => {
+    const codec = createEventCodec<{ type: 'Thing'; id: string; size?: number }>(new SchemaRegistry([v1, v2]));
+    const oldReader = createEventCodec<{ type: 'Thing'; id: string }>(new SchemaRegistry([v1]));
+    for (const event of [{ type: 'Thing' as const, id: 'a', size: 0 }, { type: 'Thing' as const, id: 'b' }]) {
+      const bytes = codec.encode(event);
+      expect(parseHeader(bytes)?.fingerprint).toBe(v1.fingerprint);
+      expect(codec.decode(bytes)).toEqual({ type: 'Thing', id: event.id, size: 0 });
+      expect(oldReader.decode(bytes)).toEqual({ type: 'Thing', id: event.id });
+    }
+  });
+
+  it('uses the newest version for an event that needs it, by a union field left at null or set', () => {
+    const n1 = version('Batch', 1, [{ name: 'id', type: 'string' }]);
+    const n2 = version('Batch', 2, [{ name: 'id', type: 'string' }, { name: 'stage', type: ['null', 'string'], default: null }]);
+    const codec = createEventCodec<{ type: 'Batch'; id: string; stage: string | null }>(new SchemaRegistry([n1, n2]));
+    expect(parseHeader(codec.encode({ type: 'Batch', id: 'a', stage: null }))?.fingerprint).toBe(n1.fingerprint);
+    const staged = codec.encode({ type: 'Batch', id: 'a', stage: 'x' });
+    expect(parseHeader(staged)?.fingerprint).toBe(n2.fingerprint);
+    expect(codec.decode(staged)).toEqual({ type: 'Batch', id: 'a', stage: 'x' });
+  });
+
+  it('never writes an older version whose fields differ from the newest ones', () => {
+    const o1 = version('Odd', 1, [{ name: 'id', type: 'int' }]);
+    const o2 = version('Odd', 2, [{ name: 'id', type: 'long' }]);
+    const o3 = version('Odd', 3, [{ name: 'id', type: 'long' }, { name: 'note', type: 'string' }]);
+    const changed = createEventCodec<{ type: 'Odd'; id: number }>(new SchemaRegistry([o1, o2]));
+    expect(parseHeader(changed.encode({ type: 'Odd', id: 1 }))?.fingerprint).toBe(o2.fingerprint);
+    // A field added without a default: no older reader could stand in for it.
+    const required = createEventCodec<{ type: 'Odd'; id: number; note: string }>(new SchemaRegistry([o2, o3]));
+    expect(parseHeader(required.encode({ type: 'Odd', id: 1, note: '' }))?.fingerprint).toBe(o3.fingerprint);
+  });
+
   it('reads an event written with an older version into the newest shape', () => {
     const oldWriter = createEventCodec<{ type: 'Thing'; id: string }>(new SchemaRegistry([v1]));
     const reader = createEventCodec<{ type: 'Thing'; id: string; size: number }>(new SchemaRegistry([v1, v2]));
