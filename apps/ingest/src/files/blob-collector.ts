@@ -16,7 +16,7 @@ export type BlobCollectorDeps = {
   readonly waitMs: number;
   /** How often it looks for deletions the read model shows past the sweep position (MERIDIAN_BLOB_SWEEP_INTERVAL_MS). */
   readonly intervalMs: number;
-  /** Age past which another run's kept bytes are taken over; a run uses its own within half of it (MERIDIAN_BLOB_REMOVAL_LEASE_MS). */
+  /** Age past which another run's kept bytes are taken over; a run uses its own within half of it, dated from the copy's return (MERIDIAN_BLOB_REMOVAL_LEASE_MS). */
   readonly removalLeaseMs: number;
   /** Age past which a claim counts as a dead definition's (MERIDIAN_BLOB_CLAIM_TTL_MS). */
   readonly claimTtlMs: number;
@@ -51,17 +51,28 @@ const POLL_MS = 50;
  * uses each copy within half of it (past that the copy goes back). Bytes older than the whole
  * lease belong to a run that died or failed to put them back, and the next collection takes them
  * over (puts them back, decides their blob again, deletes them), so no crash loses or leaks one.
- * What the lease cannot protect against: a run stalled (paused, swapped out) for about half the
- * lease between a check of its clock and the request after it, or worker and bucket clocks that
- * disagree by about that much; another run may then take over copies this one still uses. The
- * lease is minutes for that reason. The sweep position moves only after every blob up to it is
- * handled: a crash repeats work, never skips it. A blob kept only for a claim is decided again at
- * the next collection (the claim's task may have failed in a read model that was behind).
+ * What the lease cannot protect against: a run stalled (paused, swapped out) for about a quarter
+ * of the lease between a check of its clock and the request after it (a copy the bucket dates a
+ * quarter old is then used up to half the lease later by this run's clock: another run takes it
+ * over at the whole lease by the bucket's), or worker and bucket clocks that disagree by about
+ * that much; another run may then take over copies this one still uses. The lease is minutes for
+ * that reason. A copy the bucket dates past a quarter of the lease already (a long copy dated at
+ * its start, a worker clock ahead of the bucket's) is deleted, its blob left and decided again
+ * later, with an error logged: the others go on, so one such blob does not hold the sweep.
+ *
+ * A blob a live definition claims (younger than the TTL, its task not finished) is not removed at
+ * all: removing it would leave it absent, each collection, for up to the read model's wait, and a
+ * definition committing then has a file whose download fails until the put-back. The claims are
+ * listed again after each removal, since one may come after the first look. The sweep position
+ * moves only after every blob up to it is handled (removed, kept, or left to be decided again): a
+ * crash repeats work, never skips it. A blob left for later (claimed, or its copy dated too old)
+ * is decided again at the next collection, from memory (the claim's task may have failed in a
+ * read model that was behind): one lost at a crash stays, as a failed definition's does.
  */
 export class BlobCollector {
   private readonly candidates = new Set<string>();
-  /** Blobs kept for a claim alone: decided again at the next collection, which they do not hasten. */
-  private readonly claimed = new Set<string>();
+  /** Blobs left for later (a live claim, a copy dated too old): decided again at the next collection, which they do not hasten. */
+  private readonly deferred = new Set<string>();
   /** The collection under way, which stop() waits for. */
   private running: Promise<void> | null = null;
   private stopped = false;
@@ -141,16 +152,22 @@ export class BlobCollector {
       more ||= full;
       next.set(partition, full ? page[page.length - 1]!.offset : position);
     }
-    const batch = [...new Set([...this.candidates, ...this.claimed, ...released, ...leftovers.map((key) => partsOfKey(key, REMOVALS_PREFIX).sha256Hex)])];
+    const batch = [...new Set([...this.candidates, ...this.deferred, ...released, ...leftovers.map((key) => partsOfKey(key, REMOVALS_PREFIX).sha256Hex)])];
     this.candidates.clear();
-    this.claimed.clear();
+    this.deferred.clear();
     const removed = new Map<string, { kept: string; keptAt: number }>(); // sha256 → where its bytes are kept, and since when, until settled
     let firstKeptAt = Infinity; // when this run's first copy returned: its removals stop a quarter of the lease after
     let unfinished = false;
     try {
       const referenced = await references.referenced(batch);
-      for (const sha of batch) {
-        if (referenced.has(sha)) continue;
+      const unreferenced = batch.filter((sha) => !referenced.has(sha));
+      // Claimed ones are not removed (the check after the removals would put them back anyway).
+      const claimed = await this.liveClaims(unreferenced);
+      for (const sha of unreferenced) {
+        if (claimed.has(sha)) {
+          this.deferred.add(sha);
+          continue;
+        }
         // A quarter of the lease for removals leaves the check after them another quarter: the rest waits for the next run.
         if (this.stopped || now() - firstKeptAt > removalLeaseMs / 4) {
           unfinished = true;
@@ -160,15 +177,21 @@ export class BlobCollector {
         if (size === null) continue; // removed already
         const kept = removalKeyOf(sha, run);
         await storage.copy(blobKeyOf(sha), kept, size);
-        removed.set(sha, { kept, keptAt: now() });
-        firstKeptAt = Math.min(firstKeptAt, now());
+        const keptAt = now();
         // Another run ages the copy from the bucket's write time: a stall or a skewed clock that makes it
-        // old already there would let a takeover run beside this removal, so the blob stays.
-        if (now() - (await this.writtenAt(kept)) > removalLeaseMs / 4) {
-          removed.delete(sha);
+        // old already there would let a takeover run beside this removal, so the blob stays, for later.
+        const writtenAt = await this.writtenAt(kept);
+        if (now() - writtenAt > removalLeaseMs / 4) {
           await storage.remove(kept);
-          throw new Error(`the bytes kept aside for blob ${sha} were already older than a quarter of the removal lease (${removalLeaseMs} ms) by the bucket's time (a stall, or clocks apart): nothing removed`);
+          this.deferred.add(sha);
+          logger.error(
+            { sha256: sha, kept, age_ms: now() - writtenAt, lease_ms: removalLeaseMs },
+            'blob not removed: the bucket dates the bytes kept aside for it past a quarter of the removal lease (a long copy, or clocks apart); decided again later',
+          );
+          continue;
         }
+        removed.set(sha, { kept, keptAt });
+        firstKeptAt = Math.min(firstKeptAt, keptAt);
         await storage.remove(blobKeyOf(sha));
       }
       if (this.stopped) throw new Error('the blob collector stopped during a collection: what it removed is put back');
@@ -184,7 +207,7 @@ export class BlobCollector {
         } else if (!needed.has(sha)) logger.info({ sha256: sha }, 'blob removed: no file references it');
         else if (await restoreBlob(storage, kept, sha)) {
           logger.info({ sha256: sha }, 'blob kept: a definition claimed it or a file references it after all');
-          if (claimedOnly.has(sha)) this.claimed.add(sha);
+          if (claimedOnly.has(sha)) this.deferred.add(sha);
         } else {
           this.logLost(sha, kept);
           lost += 1;
@@ -243,30 +266,38 @@ export class BlobCollector {
    */
   private async neededAfterRemoval(removed: readonly string[]): Promise<{ needed: Set<string>; claimedOnly: Set<string> }> {
     if (removed.length === 0) return { needed: new Set(), claimedOnly: new Set() };
-    const { references, storage, claimTtlMs } = this.deps;
+    const claimed = await this.liveClaims(removed);
+    await this.coveredToEnd();
+    const referenced = await this.deps.references.referenced(removed);
+    const needed = new Set([...referenced, ...claimed]);
+    const claimedOnly = new Set([...claimed].filter((sha) => !referenced.has(sha)));
+    return { needed, claimedOnly };
+  }
+
+  /**
+   * Of these blobs, the ones a live definition claims: a claim younger than the TTL whose task the
+   * tasks read model does not show finished. The others are done (a dead definition's, or a
+   * finished task's) and deleted, so none keeps a blob forever.
+   */
+  private async liveClaims(shas: readonly string[]): Promise<Set<string>> {
+    const { storage, claimTtlMs } = this.deps;
     const now = this.deps.now ?? Date.now;
     const claims = new Map<string, { sha256: string; taskId: string }>(); // claim key → its blob and task
     const done: string[] = [];
-    for (const sha of removed) {
+    for (const sha of shas) {
       for (const { key, writtenAtMs } of await storage.list(`${CLAIMS_PREFIX}${sha}/`)) {
         if (now() - writtenAtMs > claimTtlMs) done.push(key);
         else claims.set(key, { sha256: sha, taskId: partsOfKey(key, CLAIMS_PREFIX).owner });
       }
     }
-    const finished = await this.deps.tasks.finishedAmong([...new Set([...claims.values()].map((c) => c.taskId))]);
-    await this.coveredToEnd();
-    const referenced = await references.referenced(removed);
-    const needed = new Set(referenced);
-    const claimedOnly = new Set<string>();
+    const finished = claims.size === 0 ? new Set<string>() : await this.deps.tasks.finishedAmong([...new Set([...claims.values()].map((c) => c.taskId))]);
+    const live = new Set<string>();
     for (const [key, { sha256, taskId }] of claims) {
       if (finished.has(taskId)) done.push(key);
-      else {
-        needed.add(sha256);
-        if (!referenced.has(sha256)) claimedOnly.add(sha256);
-      }
+      else live.add(sha256);
     }
     for (const key of done) await storage.remove(key);
-    return { needed, claimedOnly };
+    return live;
   }
 
   /** The read model's positions once they reach the files log's end as it is now; throws past the wait. */
