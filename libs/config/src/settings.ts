@@ -434,7 +434,7 @@ export const settingDefinitions = {
   MERIDIAN_BLOB_CLAIM_TTL_MS: {
     schema: positiveInt,
     default: '7200000',
-    doc: 'Age past which a file definition\'s claim on its blob counts as a dead definition\'s, and a blob collection deletes it (claims of finished tasks are deleted sooner); a definition whose look at its blob ended past half of this claims and looks again. At least MERIDIAN_UPLOAD_TIME_BUDGET_MS.',
+    doc: 'Age past which a file definition\'s claim on its blob counts as a dead definition\'s, and a blob collection deletes it (claims of finished tasks are deleted sooner); a definition whose look at its blob ended past half of this claims and looks again, and one about to commit past half of this after its claim aborts that commit and runs again (a retry within MERIDIAN_UPLOAD_ATTEMPTS). At least MERIDIAN_UPLOAD_TIME_BUDGET_MS.',
   },
 } as const;
 

@@ -46,14 +46,26 @@ export async function promoteBlob(storage: BlobStore, stagedKey: string, blobKey
 export type PromotionTarget = { readonly sha256Hex: string; readonly taskId: string; readonly stagedKey: string; readonly size: number };
 
 /**
+ * A definition whose commit would come past half of MERIDIAN_BLOB_CLAIM_TTL_MS after its claim (a
+ * pause between the look and the commit): a collector may take the claim for a dead one's, so the
+ * transaction is not committed, and the run is retried (it claims and looks again).
+ */
+export class ClaimTooOldError extends Error {
+  override readonly name = 'ClaimTooOld';
+  readonly retriable = true;
+}
+
+/**
  * A definition's promotion and commit under a claim on its blob. The claim is written before
  * the look, and removed once `commit` has committed the FileDefined, or when it failed before
- * committing (then the FileDefined never counts). `commit` calls `committing` just before its
- * commit: a commit that failed may still land, so then the claim stays, for the retry to write
- * again or a collector to drop once the task has finished.
+ * committing (then the FileDefined never counts). `commit` calls `committing` as the last step
+ * before its commit: a commit that failed may still land, so then the claim stays, for the retry
+ * to write again or a collector to drop once the task has finished.
  *
  * A collector takes a claim older than `claimTtlMs` for a dead definition's, so a look that
- * ended past half of it is claimed and done again: the commit follows a claim younger than that.
+ * ended past half of it is claimed and done again, and `committing` throws ClaimTooOldError
+ * (retriable: the transaction aborts, the run claims and looks again) once the claim is past half
+ * of it: the commit follows a claim younger than that, its bytes there.
  * Each pass writes a new key, then removes the last one: a collector's cleanup that listed the
  * old key as past its TTL then deletes that one, never the claim the commit follows.
  * Removing the claim after the commit is best effort and outside the caller's retried work: a
@@ -66,11 +78,12 @@ export async function promoteUnderClaim(
   commit: (committing: () => void) => Promise<void>,
 ): Promise<'copied' | 'present'> {
   let claim: string | null = null;
+  let claimedAt = 0;
   let committing = false;
   let how: 'copied' | 'present';
   try {
     for (;;) {
-      const claimedAt = Date.now();
+      claimedAt = Date.now();
       const previous = claim;
       claim = claimKeyOf(target.sha256Hex, target.taskId, randomUUID());
       await storage.put(claim, Buffer.alloc(0));
@@ -79,6 +92,10 @@ export async function promoteUnderClaim(
       if (Date.now() - claimedAt <= rules.claimTtlMs / 2) break;
     }
     await commit(() => {
+      const age = Date.now() - claimedAt;
+      if (age > rules.claimTtlMs / 2) {
+        throw new ClaimTooOldError(`the claim on blob ${target.sha256Hex} was ${age} ms old at the commit, past half of MERIDIAN_BLOB_CLAIM_TTL_MS (${rules.claimTtlMs} ms): not committed, claimed and looked at again`);
+      }
       committing = true;
     });
   } catch (error) {

@@ -1,8 +1,9 @@
 import { blobKeyOf } from '@meridian/domain';
 import type { Logger } from '@meridian/observability';
+import { commandFailure } from '@meridian/retry';
 import { describe, expect, it } from 'vitest';
 import type { BlobStore } from '../blob-store.ts';
-import { claimsOfTask, promoteUnderClaim } from './blobs.ts';
+import { ClaimTooOldError, claimsOfTask, promoteUnderClaim } from './blobs.ts';
 
 const SHA = 'ab'.repeat(32);
 /** Every claim key of task-1 on the blob: one per run (and per claim pass) of it. */
@@ -123,5 +124,32 @@ describe('promoteUnderClaim (a definition\'s claim, look and commit)', () => {
     expect(await w2!).toBe('present');
     expect(claimsAtW2Commit).toEqual([1]);
     expect(claims()).toEqual([]);
+  });
+
+  // Review 3, finding 5: a definition paused between its look and its commit, past the claim TTL,
+  // would commit after a collector deleted its claim (taken for a dead one's) and removed the blob.
+  it('a commit past half of the claim TTL after the claim is not made: a retriable error, the claim released; the retry claims and looks again', async () => {
+    const { keys, store, claims } = bucket();
+    const rules = { claimTtlMs: 1_000, logger: recordingLogger().logger };
+    let commits = 0;
+    const paused = promoteUnderClaim(store, TARGET, rules, async (committing) => {
+      await new Promise((r) => setTimeout(r, 600)); // at least this long: past half of the TTL
+      committing();
+      commits += 1;
+    });
+    const error = await paused.catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ClaimTooOldError);
+    expect(commandFailure(error)).toBe('retry'); // runCommand runs the definition again, within its attempts
+    expect(commits).toBe(0);
+    expect(claims()).toEqual([]);
+    keys.delete(blobKeyOf(SHA)); // a collector removed the blob meanwhile: the retry's look copies it again
+    const seen: boolean[] = [];
+    expect(await promoteUnderClaim(store, TARGET, rules, async (committing) => {
+      seen.push(keys.has(blobKeyOf(SHA)));
+      committing();
+      commits += 1;
+    })).toBe('copied');
+    expect(seen).toEqual([true]);
+    expect(commits).toBe(1);
   });
 });

@@ -120,7 +120,7 @@ export async function startFileCommands(ingest: IngestDeps, tasks: TaskLog): Pro
       await tx.send({ topic: topics.files, acks: -1, messages: [{ key: cmd.file_id, value: fileCodec.encode(defined), headers: { type: defined.type } }] });
       await tasks.send(tx, [{ type: 'FileDefinitionSucceeded', task_id: cmd.task_id, file_id: cmd.file_id, size: cmd.size, sha256: cmd.sha256, at: Date.now() }]);
       await tasks.commitCommand(tx, at);
-      committing();
+      committing(); // throws when the claim is too old: the transaction aborts, the run claims again
     }));
     log.info({ size: cmd.size, blob: how }, 'file defined');
     await removeStagedOf(cmd);
