@@ -243,7 +243,7 @@ describe('blob collection against a definition on another worker (real Kafka, Cl
       });
     })).rejects.toThrow('fenced');
     startCollectorOfA();
-    await untilSwept(); // A removed the blob, saw W2's claim, and put the bytes back
+    await untilSwept(); // A saw W2's claim before any removal, and left the blob in place
     expect(await platform.blobs.size(blob)).toBe(bytes.length);
     openGate();
     expect(await onW2!).toBe('present');

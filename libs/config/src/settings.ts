@@ -429,7 +429,7 @@ export const settingDefinitions = {
   MERIDIAN_BLOB_REMOVAL_LEASE_MS: {
     schema: positiveInt,
     default: '600000',
-    doc: 'How long a blob collection owns the bytes it keeps aside while it checks a removal, each copy counted from when it is made (however long the copy took): it starts no removal once its first copy is a quarter of this old, removes no blob whose copy MinIO already dates older than a quarter of this, puts back each copy its check ends past half of this, and another worker\'s collection takes over kept bytes (puts them back, decides again) only once they are older than this whole lease. So a worker pause, or a clock difference between workers and MinIO, of about a quarter of this can let a takeover run beside a removal: keep a quarter of it well above both. At least 4 × MERIDIAN_FILES_READ_MODEL_WAIT_MS.',
+    doc: 'How long a blob collection owns the bytes it keeps aside while it checks a removal, each copy counted from when it is made (however long the copy took): it starts no removal once its first copy is a quarter of this old, leaves for a later collection (without failing this one) any blob whose copy MinIO already dates older than a quarter of this, puts back each copy its check ends past half of this, and another worker\'s collection takes over kept bytes (puts them back, decides again) only once they are older than this whole lease. So a worker pause, or a clock difference between workers and MinIO, of about a quarter of this can let a takeover run beside a removal: keep a quarter of it well above both. At least 4 × MERIDIAN_FILES_READ_MODEL_WAIT_MS.',
   },
   MERIDIAN_BLOB_CLAIM_TTL_MS: {
     schema: positiveInt,
