@@ -78,6 +78,12 @@ describe('loadSettings', () => {
     expect(loadSettings({ MERIDIAN_STAGE_TTL_MS: '1000', MERIDIAN_UPLOAD_TIME_BUDGET_MS: '1000' }).MERIDIAN_STAGE_TTL_MS).toBe(1000);
   });
 
+  it('refuses a blob removal lease under four read-model waits, and a claim TTL under the upload time budget', () => {
+    expect(() => loadSettings({ MERIDIAN_BLOB_REMOVAL_LEASE_MS: '39999' })).toThrow(/MERIDIAN_BLOB_REMOVAL_LEASE_MS: at least 4 × MERIDIAN_FILES_READ_MODEL_WAIT_MS/);
+    expect(loadSettings({ MERIDIAN_BLOB_REMOVAL_LEASE_MS: '40000' }).MERIDIAN_BLOB_REMOVAL_LEASE_MS).toBe(40_000);
+    expect(() => loadSettings({ MERIDIAN_BLOB_CLAIM_TTL_MS: '3599999' })).toThrow(/MERIDIAN_BLOB_CLAIM_TTL_MS: at least MERIDIAN_UPLOAD_TIME_BUDGET_MS/);
+  });
+
   it('checks the rules between settings only once each setting is valid on its own', () => {
     expect(() => loadSettings({ KAFKA_REPLICATION_FACTOR: '0', KAFKA_MIN_INSYNC_REPLICAS: '2' })).toThrow(/KAFKA_REPLICATION_FACTOR="0"/);
   });

@@ -453,6 +453,17 @@ export const settingDefinitions = {
     default: '30000',
     doc: 'Longest the projector waits, at a staged upload\'s seal, for inserts into that upload\'s stage still running on ClickHouse (ones its writer gave up). Past it they are killed (KILL QUERY) and the stage is refilled from the log, so a hung insert into a stage, which is only a cache, holds that partition\'s projection at most this long.',
   },
+  // s-blob-race: blob collection across ingest workers
+  MERIDIAN_BLOB_REMOVAL_LEASE_MS: {
+    schema: positiveInt,
+    default: '600000',
+    doc: 'How long a blob collection owns the bytes it keeps aside while it checks a removal, each copy counted from when it is made (however long the copy took): it starts no removal once its first copy is a quarter of this old, leaves for a later collection (without failing this one) any blob whose copy MinIO already dates older than a quarter of this, puts back each copy its check ends past half of this, and another worker\'s collection takes over kept bytes (puts them back, decides again) only once they are older than this whole lease. So a worker pause, or a clock difference between workers and MinIO, of about a quarter of this can let a takeover run beside a removal: keep a quarter of it well above both. At least 4 × MERIDIAN_FILES_READ_MODEL_WAIT_MS.',
+  },
+  MERIDIAN_BLOB_CLAIM_TTL_MS: {
+    schema: positiveInt,
+    default: '7200000',
+    doc: 'Age past which a file definition\'s claim on its blob counts as a dead definition\'s, and a blob collection deletes it (claims of finished tasks are deleted sooner); a definition whose look at its blob ended past half of this claims and looks again, and one about to commit past half of this after its claim aborts that commit and runs again (a retry within MERIDIAN_UPLOAD_ATTEMPTS). At least MERIDIAN_UPLOAD_TIME_BUDGET_MS.',
+  },
 } as const;
 
 export type SettingName = keyof typeof settingDefinitions;
@@ -462,7 +473,7 @@ export type SettingName = keyof typeof settingDefinitions;
  * over the parsed values); a broken rule is reported at start like an invalid value.
  */
 export const settingRules = z
-  .object({ KAFKA_REPLICATION_FACTOR: z.number(), KAFKA_MIN_INSYNC_REPLICAS: z.number(), MERIDIAN_POINT_BATCH_SIZE: z.number(), MERIDIAN_UPLOAD_SEND_BYTES_PER_PARTITION: z.number(), MERIDIAN_UPLOAD_SEND_BYTES_PER_REQUEST: z.number(), MERIDIAN_UPLOAD_STAGING: z.string(), CLICKHOUSE_CLUSTER: z.string(), MERIDIAN_STAGE_TTL_MS: z.number(), MERIDIAN_UPLOAD_TIME_BUDGET_MS: z.number() })
+  .object({ KAFKA_REPLICATION_FACTOR: z.number(), KAFKA_MIN_INSYNC_REPLICAS: z.number(), MERIDIAN_POINT_BATCH_SIZE: z.number(), MERIDIAN_UPLOAD_SEND_BYTES_PER_PARTITION: z.number(), MERIDIAN_UPLOAD_SEND_BYTES_PER_REQUEST: z.number(), MERIDIAN_UPLOAD_STAGING: z.string(), CLICKHOUSE_CLUSTER: z.string(), MERIDIAN_STAGE_TTL_MS: z.number(), MERIDIAN_UPLOAD_TIME_BUDGET_MS: z.number(), MERIDIAN_FILES_READ_MODEL_WAIT_MS: z.number(), MERIDIAN_BLOB_REMOVAL_LEASE_MS: z.number(), MERIDIAN_BLOB_CLAIM_TTL_MS: z.number() })
   .refine((s) => s.KAFKA_MIN_INSYNC_REPLICAS <= s.KAFKA_REPLICATION_FACTOR, {
     path: ['KAFKA_MIN_INSYNC_REPLICAS'],
     message: 'at most KAFKA_REPLICATION_FACTOR: a topic with fewer replicas than min.insync.replicas refuses every acknowledged write',
@@ -482,6 +493,14 @@ export const settingRules = z
   .refine((s) => s.MERIDIAN_STAGE_TTL_MS >= s.MERIDIAN_UPLOAD_TIME_BUDGET_MS, {
     path: ['MERIDIAN_STAGE_TTL_MS'],
     message: 'at least MERIDIAN_UPLOAD_TIME_BUDGET_MS: the sweeper would drop the stages of an upload still running',
+  })
+  .refine((s) => s.MERIDIAN_BLOB_REMOVAL_LEASE_MS >= 4 * s.MERIDIAN_FILES_READ_MODEL_WAIT_MS, {
+    path: ['MERIDIAN_BLOB_REMOVAL_LEASE_MS'],
+    message: 'at least 4 × MERIDIAN_FILES_READ_MODEL_WAIT_MS: a collection\'s check after its removals waits that long for the read model, within a quarter of the lease',
+  })
+  .refine((s) => s.MERIDIAN_BLOB_CLAIM_TTL_MS >= s.MERIDIAN_UPLOAD_TIME_BUDGET_MS, {
+    path: ['MERIDIAN_BLOB_CLAIM_TTL_MS'],
+    message: 'at least MERIDIAN_UPLOAD_TIME_BUDGET_MS: a claim younger than the time a definition may take is never taken for a dead one\'s',
   });
 
 /**

@@ -22,6 +22,8 @@ export type MinioBlobStore = {
   /** Copies an object of `size` bytes to another key, server-side. */
   copy(fromKey: string, toKey: string, size: number): Promise<void>;
   remove(key: string): Promise<void>;
+  /** The objects under `prefix`: each key and when it was last written (the bucket's clock). */
+  list(prefix: string): Promise<StoredKey[]>;
   /** Removes an unfinished multipart upload of `key` (a staging that stopped half-way). */
   removeUnfinished(key: string): Promise<void>;
   /** The snapshots of one topic's fold. */
@@ -31,6 +33,9 @@ export type MinioBlobStore = {
   expireStaging(days: number): Promise<void>;
   ping(): Promise<void>;
 };
+
+/** A listed object: its key and when it was last written (milliseconds since the epoch, the bucket's clock). */
+export type StoredKey = { readonly key: string; readonly writtenAtMs: number };
 
 /** Whether a storage error says the object (or bucket key) does not exist. */
 export function isNotFound(error: unknown): boolean {
@@ -61,6 +66,14 @@ export function blobStoreOver(storage: Storage, region: string): MinioBlobStore 
     },
     copy: (fromKey, toKey, size) => copyObject(storage, fromKey, toKey, size),
     remove: (key) => client.removeObject(bucket, key),
+    async list(prefix) {
+      const keys: StoredKey[] = [];
+      // An object listed without its time counts as just written: never old enough for a collector to take over.
+      for await (const item of client.listObjectsV2(bucket, prefix, true) as AsyncIterable<{ name?: string; lastModified?: Date }>) {
+        if (item.name) keys.push({ key: item.name, writtenAtMs: item.lastModified?.getTime() ?? Date.now() });
+      }
+      return keys;
+    },
     removeUnfinished: (key) => client.removeIncompleteUpload(bucket, key),
     snapshots: (topic) => createSnapshotStore(storage, topic),
     ensureBucket: () => ensureBucket(storage, region),

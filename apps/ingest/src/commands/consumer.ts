@@ -16,7 +16,10 @@ export type HandlerContext = {
   readonly user: (name: string) => UserRecord | undefined;
 };
 
-/** The registry, started (the worker composes it: apps/ingest/src/worker.ts); stop() ends what the handlers run beside. */
+/**
+ * The registry, started (the worker composes it: apps/ingest/src/worker.ts); stop() ends what the
+ * handlers run beside, at the start of the shutdown: commands in flight still end under it.
+ */
 export type RunningHandlers = { readonly handlers: CommandHandlers; stop(): Promise<void> };
 
 /**
@@ -159,9 +162,16 @@ export async function startCommandConsumer(ingest: IngestDeps, startHandlers: (c
     watch,
     async stop() {
       stopping = true;
-      await consumer.stop();
-      await Promise.allSettled([...transactional.values()].map((p) => p.disconnect()));
-      await registry.stop();
+      // The handlers' work beside the commands (the blob collector) stops at once, beside the
+      // consumer's grace, not after it: a blob removal started in the grace and cut by a SIGKILL
+      // would leave a committed file without its bytes until another worker takes them over.
+      await Promise.all([
+        registry.stop(),
+        (async () => {
+          await consumer.stop();
+          await Promise.allSettled([...transactional.values()].map((p) => p.disconnect()));
+        })(),
+      ]);
       await Promise.all([accounts.stop(), tasks.stop()]);
     },
   };

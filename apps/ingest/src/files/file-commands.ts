@@ -13,7 +13,7 @@ import { failedUnread, inTransaction, runCommand, type CommandHandler, type Comm
 import { removeStaged } from '../staging.ts';
 import type { IngestDeps } from '../ingest-deps.ts';
 import { BlobCollector } from './blob-collector.ts';
-import { Mutex, promoteBlob } from './blobs.ts';
+import { promoteUnderClaim, releaseClaimsOfTask } from './blobs.ts';
 
 /**
  * The handler of FileDefinitionRequested. Its refusal also removes a blob a dead run may have
@@ -34,29 +34,36 @@ const HEARTBEAT_MS = 2000;
  * crash after it leaves at most the staged object behind.
  *
  * Blobs are removed here too (./blob-collector.ts), once no live file references them (after a
- * FileDeleted), in the same critical section as promotions and only once the files read model
- * covers the files log's end, so a blob a definition is about to reference is never removed under it.
+ * FileDeleted). Collectors run on every worker and share no lock with this one, so a definition
+ * claims its blob (an object beside it) before it looks whether the bytes are there, and releases
+ * the claim once its FileDefined is committed. A collector that removes the blob after the look
+ * then sees the claim or the FileDefined and puts the bytes back; one that removed it before the
+ * look leaves nothing to find, and the definition copies its own staged bytes.
  */
 export async function startFileCommands(ingest: IngestDeps, tasks: TaskLog): Promise<FileCommands> {
   const { blobs: storage, topics, logger: rootLogger } = ingest;
   const logger = rootLogger.child({ component: 'files' });
   const fileCodec = createEventCodec<FileEvent>();
-  const lock = new Mutex();
   const collector = new BlobCollector({
     storage,
     references: ingest.blobReferences,
+    tasks: ingest.taskReadModel,
     logEnds: () => ingest.log.endOffsets(topics.files),
-    lock,
     logger,
     waitMs: ingest.settings.MERIDIAN_FILES_READ_MODEL_WAIT_MS,
     intervalMs: ingest.settings.MERIDIAN_BLOB_SWEEP_INTERVAL_MS,
+    removalLeaseMs: ingest.settings.MERIDIAN_BLOB_REMOVAL_LEASE_MS,
+    claimTtlMs: ingest.settings.MERIDIAN_BLOB_CLAIM_TTL_MS,
   });
+  const claimRules = { claimTtlMs: ingest.settings.MERIDIAN_BLOB_CLAIM_TTL_MS, logger };
   collector.start();
   const schemaLimits = { maxHeaderLength: ingest.settings.MERIDIAN_MAX_LINE_BYTES, maxColumns: ingest.settings.MERIDIAN_MAX_COLUMNS };
 
   const rule = { attempts: ingest.settings.MERIDIAN_UPLOAD_ATTEMPTS, logger, what: 'the file could not be stored' };
 
   const removeStagedOf = (cmd: FileDefinitionRequested) => removeStaged(storage, cmd.staged_object, logger);
+  // Every run's claim: by then the task has failed, and its other runs are fenced.
+  const releaseClaimsOf = (cmd: FileDefinitionRequested) => releaseClaimsOfTask(storage, cmd.sha256.toString('hex'), cmd.task_id, logger);
 
   /** One pass over the staged bytes: they must be what the api hashed, and fit the schema when asked. */
   async function inspect(cmd: FileDefinitionRequested): Promise<Verdict> {
@@ -108,15 +115,14 @@ export async function startFileCommands(ingest: IngestDeps, tasks: TaskLog): Pro
       return;
     }
     const defined = fileDefinedFrom(cmd);
-    await lock.run(async () => {
-      const how = await promoteBlob(storage, cmd.staged_object, defined.blob_key, cmd.size);
-      await inTransaction(producer, async (tx) => {
-        await tx.send({ topic: topics.files, acks: -1, messages: [{ key: cmd.file_id, value: fileCodec.encode(defined), headers: { type: defined.type } }] });
-        await tasks.send(tx, [{ type: 'FileDefinitionSucceeded', task_id: cmd.task_id, file_id: cmd.file_id, size: cmd.size, sha256: cmd.sha256, at: Date.now() }]);
-        await tasks.commitCommand(tx, at);
-      });
-      log.info({ size: cmd.size, blob: how }, 'file defined');
-    });
+    const target = { sha256Hex: cmd.sha256.toString('hex'), taskId: cmd.task_id, stagedKey: cmd.staged_object, size: cmd.size };
+    const how = await promoteUnderClaim(storage, target, claimRules, (committing) => inTransaction(producer, async (tx) => {
+      await tx.send({ topic: topics.files, acks: -1, messages: [{ key: cmd.file_id, value: fileCodec.encode(defined), headers: { type: defined.type } }] });
+      await tasks.send(tx, [{ type: 'FileDefinitionSucceeded', task_id: cmd.task_id, file_id: cmd.file_id, size: cmd.size, sha256: cmd.sha256, at: Date.now() }]);
+      await tasks.commitCommand(tx, at);
+      committing(); // throws when the claim is too old: the transaction aborts, the run claims again
+    }));
+    log.info({ size: cmd.size, blob: how }, 'file defined');
     await removeStagedOf(cmd);
   }
 
@@ -126,6 +132,7 @@ export async function startFileCommands(ingest: IngestDeps, tasks: TaskLog): Pro
       const beat = setInterval(() => void run.heartbeat().catch(() => undefined), HEARTBEAT_MS);
       try {
         await runCommand(cmd.task_id, run, tasks, rule, () => define(cmd, run), async () => {
+          await releaseClaimsOf(cmd); // best effort: a claim left behind goes once a collector sees the task failed
           await removeStagedOf(cmd);
           collector.enqueue(cmd.sha256.toString('hex')); // a promoted blob nothing references
         });
@@ -134,13 +141,15 @@ export async function startFileCommands(ingest: IngestDeps, tasks: TaskLog): Pro
       }
     },
     async refuse(cmd, { at, producer }, reason) {
+      // The task's failure first: it is what a redelivery must not write twice. Then, best effort, a
+      // dead run's claims (its transaction never committed, or the command would not be here).
       await tasks.fail(producer, at, cmd.task_id, failedUnread(reason));
+      await releaseClaimsOf(cmd);
       await removeStagedOf(cmd);
       collector.enqueue(cmd.sha256.toString('hex')); // a run that died after promoting left a blob nothing references
     },
     async stop() {
-      collector.stop();
-      await lock.run(async () => undefined);
+      await collector.stop(); // a collection under way puts back what it removed first
     },
   };
 }
