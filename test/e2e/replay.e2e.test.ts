@@ -845,6 +845,17 @@ describe('staged uploads, rebuilt as the live projector seals them', () => {
     expect(await stagesIn(own.CLICKHOUSE_DATABASE)).toBe(0);
   });
 
+  it('a swap that fails while frozen puts points and points_seals back as they were, and leaves no stand-in', async (ctx) => {
+    await skipUnlessSwappable(ctx, platform);
+    const sealsBefore = await sealsOf('points_seals');
+    const pointsBefore = await tableChecksums(platform.clickhouse, 'points');
+    await expect(rebuildPoints(platform, { swap: 'always', waitForLiveMs: 0, whileFrozen: async () => { throw new Error('stopped while frozen'); } })).rejects.toThrow(/stopped while frozen/);
+    const tables = await rows<{ name: string; engine: string }>("SELECT name, engine FROM system.tables WHERE database = currentDatabase() AND (name IN ('points', 'points_seals') OR name LIKE '%frozen%') ORDER BY name");
+    expect(tables).toEqual([{ name: 'points', engine: 'MergeTree' }, { name: 'points_seals', engine: 'MergeTree' }]);
+    expect(await sealsOf('points_seals')).toEqual(sealsBefore);
+    expect(await tableChecksums(platform.clickhouse, 'points')).toEqual(pointsBefore);
+  });
+
   it('a point in time between a staged upload\'s batches and its seal leaves it out; between two partitions\' seals, exactly the sealed shares', async () => {
     if (!worker) worker = await startWorker(own);
     const base = Date.now() + 5_000; // after every record written so far
