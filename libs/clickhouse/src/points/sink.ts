@@ -53,7 +53,8 @@ export function refusedBeforeWriting(error: unknown): boolean {
 
 /**
  * Every projector insert is named `points-insert:<table>:<uuid>`, and every staged share's
- * attach `points-attach:<table>:<uuid>` (stage.ts), so those still running can be found.
+ * attach (and the catalog insert after it) `points-attach:<table>:<uuid>` (stage.ts), so those
+ * still running can be found.
  */
 const INSERT_ID = /^points-(insert|attach):[A-Za-z_][A-Za-z0-9_]*:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
