@@ -274,6 +274,28 @@ describe('staged shares sealed into points', () => {
     await expectSealed(up);
   });
 
+  itOnServer('queries side by side', 'a catalog repair (after a crash past the ATTACH) whose connection failed while the server runs on is waited for, so its retry adds nothing twice', async () => {
+    const up = upload();
+    await fill(await stages.open(up.share.taskId, up.share.attempt, 1), up.segments);
+    await client.command({ query: `ALTER TABLE points ATTACH PARTITION tuple() FROM ${stages.tableOf(up.share.taskId, up.share.attempt, 1)}` });
+    let failed = false;
+    let slowDone: Promise<unknown> = Promise.resolve();
+    // The server is slow on the repair (1 ms a missing point) and the client's connection drops after 200 ms.
+    const flaky = intercepted(client, async (method, params, forward) => {
+      if (failed || method !== 'command' || !params.query?.startsWith('INSERT INTO `metric_catalog` SELECT metric_name, countState() AS points, minState(first)')) return forward(params);
+      failed = true;
+      const slowed = params.query.replace(/ GROUP BY metric_name$/, ' WHERE sleepEachRow(0.001) = 0 GROUP BY metric_name');
+      slowDone = forward({ ...params, query: slowed }).catch(() => {});
+      await new Promise((r) => setTimeout(r, 200));
+      throw new Error('socket hang up');
+    });
+    await expect(createPointsStages(flaky).seal(up.share, noRefill)).rejects.toThrow(/socket hang up/);
+    expect(failed).toBe(true);
+    expect(await stages.seal(up.share, noRefill)).toEqual({ how: 'found attached', refilled: false });
+    await slowDone;
+    await expectSealed(up);
+  });
+
   it('after a crash past the ATTACH of a refill that left out a bad batch, completes the seal without a second stage for a rest', async () => {
     const bad = upload();
     const kept = [bad.segments[0]!, bad.segments[2]!];

@@ -175,11 +175,20 @@ export function createPointsSink(client: ClickHouseClient, table = 'points', opt
       const missing = await rows<{ missing: string }>(short);
       const total = missing.reduce((sum, r) => sum + Number(r.missing), 0);
       if (total === 0) return 0;
-      await client.command({
-        query: `INSERT INTO \`${catalog}\` SELECT metric_name, countState() AS points, minState(first) AS first_ts, maxState(last) AS last_ts
-          FROM (SELECT metric_name, first, last, arrayJoin(range(toUInt64(missing))) AS k FROM (${short})) GROUP BY metric_name`,
-        clickhouse_settings: quorumInsertSettings(quorum.replicas, quorum.timeoutMs),
-      });
+      // Named like an insert, so the positions wait for one still running after its client died,
+      // and its outcome is known before this fails: a retry must not add the difference again.
+      const queryId = `${idPrefix}${randomUUID()}`;
+      try {
+        await client.command({
+          query: `INSERT INTO \`${catalog}\` SELECT metric_name, countState() AS points, minState(first) AS first_ts, maxState(last) AS last_ts
+            FROM (SELECT metric_name, first, last, arrayJoin(range(toUInt64(missing))) AS k FROM (${short})) GROUP BY metric_name`,
+          query_id: queryId,
+          clickhouse_settings: quorumInsertSettings(quorum.replicas, quorum.timeoutMs),
+        });
+      } catch (error) {
+        await awaitGone([queryId], 300_000);
+        throw error;
+      }
       return total;
     },
 
