@@ -66,6 +66,7 @@ export default defineConfig({
           name: 'modern',
           include: [
             'test/integration/attach-partition.int.test.ts',
+            'test/integration/points-stages.int.test.ts',
             'test/integration/clickhouse.int.test.ts',
             'test/integration/download.int.test.ts',
             'test/integration/projector.int.test.ts',

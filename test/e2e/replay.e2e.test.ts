@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import avro from 'avsc';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { serverCapabilities } from '@meridian/clickhouse';
+import { createPointsStages, serverCapabilities } from '@meridian/clickhouse';
 import { formatTimestamp, type PointsFact } from '@meridian/domain';
 import { createEventCodec, fingerprintOf, parseHeader, SchemaRegistry, type EventLike } from '@meridian/events';
 import { createProducer } from '@meridian/kafka';
@@ -29,6 +29,7 @@ import { startWorker } from '../support/ingest.ts';
 import { isolatedSettings } from '../support/settings.ts';
 import { waitForTask } from '../support/tasks.ts';
 import { waitFor } from '../support/wait.ts';
+import { writeUpload, type HandBatch, type HandUpload, type WrittenUpload } from '../support/staged-log.ts';
 
 /**
  * Replay against the real stack: rebuilds of the points projection (into generations, swapped
@@ -565,9 +566,9 @@ describe('recorded events of older schema versions, on a log of their own', () =
   const fixtureDir = new URL('../fixtures/events/', import.meta.url).pathname;
   const fixture = (name: string) => JSON.parse(readFileSync(join(fixtureDir, name, 'v1.json'), 'utf8')) as EventFixture;
   // A newer PointBatch (test only: schemas/ is untouched), so that the recorded v1 bytes are an older version.
-  const v2type = avro.Type.forSchema(JSON.parse(readFileSync(join(fixtureDir, 'next-schemas/PointBatch/v2.avsc'), 'utf8')) as avro.Schema);
+  const v3type = avro.Type.forSchema(JSON.parse(readFileSync(join(fixtureDir, 'next-schemas/PointBatch/v3.avsc'), 'utf8')) as avro.Schema);
   const live = SchemaRegistry.loadFromDirectory();
-  const withNext = new SchemaRegistry([...live.names().flatMap((n) => live.versionsOf(n)), { name: 'PointBatch', version: 2, type: v2type, fingerprint: fingerprintOf(v2type) }]);
+  const withNext = new SchemaRegistry([...live.names().flatMap((n) => live.versionsOf(n)), { name: 'PointBatch', version: 3, type: v3type, fingerprint: fingerprintOf(v3type) }]);
   const nextCodec = createEventCodec<PointsFact>(withNext);
   const pointsCodec = createEventCodec<PointsFact>();
   const count = async (table = 'points') => Number((await (await platform.clickhouse.query({ query: `SELECT toString(count()) AS n FROM ${table}`, format: 'JSONEachRow' })).json<{ n: string }>())[0]!.n);
@@ -596,12 +597,12 @@ describe('recorded events of older schema versions, on a log of their own', () =
     await platform?.close();
   });
 
-  it('a v1 PointBatch and a v2 one rebuild to the expected rows through the same code', async () => {
+  it('a v1 PointBatch and a v3 one rebuild to the expected rows through the same code', async () => {
     const v1 = fixture('PointBatch');
     const value = fromFixtureJson(v1.value) as { task_id: string; metric_name: string; updated_at: number; timestamps: number[]; values: number[] };
-    const v2bytes = nextCodec.encode({ type: 'PointBatch', task_id: 'task-v2', metric_name: 'fixture.v2', updated_at: 1_704_067_300_000, timestamps: [1_704_067_301_000], values: [-3.5], source_row: 12 } as unknown as PointsFact);
-    expect(parseHeader(v2bytes)!.fingerprint).toBe(fingerprintOf(v2type));
-    const first = await write([Buffer.from(v1.bytes, 'base64'), Buffer.from(fixture('UploadSealed').bytes, 'base64'), v2bytes, sealed('task-v2', 1)]);
+    const v3bytes = nextCodec.encode({ type: 'PointBatch', task_id: 'task-v3', metric_name: 'fixture.v3', updated_at: 1_704_067_300_000, timestamps: [1_704_067_301_000], values: [-3.5], source_row: 12 } as unknown as PointsFact);
+    expect(parseHeader(v3bytes)!.fingerprint).toBe(fingerprintOf(v3type));
+    const first = await write([Buffer.from(v1.bytes, 'base64'), Buffer.from(fixture('UploadSealed').bytes, 'base64'), v3bytes, sealed('task-v3', 1)]);
 
     await platform.clickhouse.command({ query: 'CREATE TABLE points_fixtures AS points' });
     const { end, low } = await platform.log.offsets(platform.topics.points);
@@ -613,22 +614,22 @@ describe('recorded events of older schema versions, on a log of their own', () =
     const rows = await (await platform.clickhouse.query({ query: 'SELECT metric_name, ts, value, updated_at, task_id, kafka_partition, kafka_offset, row_in_batch FROM points_fixtures ORDER BY kafka_offset, row_in_batch', format: 'JSONEachRow' })).json<Record<string, unknown>>();
     expect(rows.map((r) => ({ ...r, ts: Number(r.ts), updated_at: Number(r.updated_at), kafka_offset: Number(r.kafka_offset) }))).toEqual([
       ...value.timestamps.map((ts, i) => ({ metric_name: value.metric_name, ts, value: value.values[i], updated_at: value.updated_at, task_id: value.task_id, kafka_partition: 0, kafka_offset: first, row_in_batch: i })),
-      { metric_name: 'fixture.v2', ts: 1_704_067_301_000, value: -3.5, updated_at: 1_704_067_300_000, task_id: 'task-v2', kafka_partition: 0, kafka_offset: first + 2, row_in_batch: 0 },
+      { metric_name: 'fixture.v3', ts: 1_704_067_301_000, value: -3.5, updated_at: 1_704_067_300_000, task_id: 'task-v3', kafka_partition: 0, kafka_offset: first + 2, row_in_batch: 0 },
     ]);
-    // The live schemas read v1 the same way (no v2 there): the live projector and a plain rebuild agree.
+    // The live schemas read v1 the same way (no v3 there): the live projector and a plain rebuild agree.
     await platform.clickhouse.command({ query: 'CREATE TABLE points_fixtures_live AS points' });
     const v1Only = await rebuildRange({
       log: platform.log, topic: platform.topics.points, groupPrefix: own.MERIDIAN_TOPIC_PREFIX,
       clickhouse: platform.clickhouse, table: 'points_fixtures_live', starts: low, ends: new Map([...end].map(([p, e]) => [p, p === 0 ? first + 2 : e])), batchRows: 1000,
     });
     expect(v1Only.points).toBe(2);
-    expect(await tableChecksums(platform.clickhouse, 'points_fixtures_live')).toEqual(new Map([...(await tableChecksums(platform.clickhouse, 'points_fixtures'))].filter(([m]) => m !== 'fixture.v2')));
+    expect(await tableChecksums(platform.clickhouse, 'points_fixtures_live')).toEqual(new Map([...(await tableChecksums(platform.clickhouse, 'points_fixtures'))].filter(([m]) => m !== 'fixture.v3')));
   });
 
   it('a swap when the new generation is ahead of a live projector holding rows in memory: no row lost or doubled', async (ctx) => {
     await skipUnlessSwappable(ctx, platform);
     worker = await startWorker(own);
-    // Only v1 events on the live log from here on (the live projector reads schemas/, which has no v2).
+    // Only v1 events on the live log from here on (the live projector reads schemas/, which has no v3).
     await waitFor('the live projector to catch up', async () => ((await count()) === 2 ? true : undefined), 60_000, 100);
     const batch = (task: string, n: number, at: number) => pointsCodec.encode({ type: 'PointBatch', task_id: task, metric_name: 'fixture.live', updated_at: at, timestamps: Array.from({ length: n }, (_, i) => at + i), values: Array.from({ length: n }, (_, i) => i) });
     await write([batch('task-a', 5, 1_704_067_400_000), sealed('task-a', 5)]);
@@ -639,7 +640,7 @@ describe('recorded events of older schema versions, on a log of their own', () =
     expect(await count()).toBe(7);
 
     const result = await rebuildPoints(platform, { swap: 'always', waitForLiveMs: 1000 });
-    // The v1 fixture, task-a and task-b; with the live schemas (no v2) the v2 batch is undecodable and skipped, as live.
+    // The v1 fixture, task-a and task-b; with the live schemas (no v3) the v3 batch is undecodable and skipped, as live.
     expect(result.stats).toMatchObject({ points: 2 + 5 + 4, undecodable: 1 });
     expect(result.swap!.nudged).toBe(true);
     expect(await count()).toBe(11);
@@ -650,5 +651,243 @@ describe('recorded events of older schema versions, on a log of their own', () =
     await new Promise((r) => setTimeout(r, 1500));
     expect(await count()).toBe(14);
     expect(Number((await (await platform.clickhouse.query({ query: 'SELECT toString(uniqExact(kafka_partition, kafka_offset, row_in_batch)) AS n FROM points', format: 'JSONEachRow' })).json<{ n: string }>())[0]!.n)).toBe(14);
+  });
+});
+
+/**
+ * Staged uploads (issue 15, design D) on a log of their own, written by hand as their job writes
+ * them (test/support/staged-log.ts) and sealed by a live worker's projector: a staged share's
+ * rows enter `points` only at its seal. A rebuild must defer them the same way, or its table
+ * differs from live and a swap doubles them (the live projector would attach a share the
+ * generation holds already).
+ */
+describe('staged uploads, rebuilt as the live projector seals them', () => {
+  const own = isolatedSettings();
+  let platform: Platform;
+  let worker: Awaited<ReturnType<typeof startWorker>> | null = null;
+  const T = Date.UTC(2024, 5, 1);
+  const rows = async <R>(sql: string): Promise<R[]> => (await platform.clickhouse.query({ query: sql, format: 'JSONEachRow' })).json<R>();
+  const count = async (sql: string): Promise<number> => Number((await rows<{ n: string }>(`SELECT toString((${sql})) AS n`))[0]!.n);
+  const write = (upload: HandUpload) => writeUpload(platform.kafka, platform.topics.points, own.MERIDIAN_TOPIC_PREFIX, upload);
+  const catalogOf = (table: string) => rows(`SELECT metric_name, toString(countMerge(points)) AS points, toString(minMerge(first_ts)) AS first_ts, toString(maxMerge(last_ts)) AS last_ts FROM ${table} GROUP BY metric_name ORDER BY metric_name`);
+  const perMetric = (table: string) => rows(`SELECT metric_name, toString(count()) AS points, toString(min(ts)) AS first_ts, toString(max(ts)) AS last_ts FROM ${table} GROUP BY metric_name ORDER BY metric_name`);
+  const sealsOf = (table: string) => rows(`SELECT kafka_partition, toString(seal_offset) AS seal_offset, task_id, attempt FROM ${table} ORDER BY kafka_partition, seal_offset`);
+  const stagesIn = (database: string) => count(`SELECT count() FROM system.tables WHERE database = '${database}' AND match(name, '_stage_')`);
+  const pointsOf = (table: string, task: string) => count(`SELECT count() FROM ${table} WHERE task_id = '${task}'`);
+  const batch = (partition: number, metric: string, first: number, n: number): HandBatch => ({ partition, metric, points: Array.from({ length: n }, (_, i) => [T + (first + i) * 1000, first + i / 8] as const) });
+  let total = 0;
+  const waitForLive = (what: string) => waitFor(what, async () => ((await count('SELECT count() FROM points')) === total ? true : undefined), 60_000, 100);
+  /** A restarted worker's live projector reaches `total` from the new table's positions, and stays there: each point once, the catalog exact. */
+  async function restartedWorkerSeals(what: string): Promise<void> {
+    worker = await startWorker(own);
+    await waitForLive(what);
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(await count('SELECT count() FROM points')).toBe(total);
+    expect(await count('SELECT uniqExact(kafka_partition, kafka_offset, row_in_batch) FROM points')).toBe(total);
+    expect(await catalogOf('metric_catalog')).toEqual(await perMetric('points'));
+  }
+
+  beforeAll(async () => {
+    platform = createPlatform(own, createLogger({ name: 'staged-replay', level: own.LOG_LEVEL }), 'staged-replay');
+    await platform.prepare();
+    worker = await startWorker(own);
+  });
+  afterAll(async () => {
+    await worker?.close();
+    await platform?.clickhouse.command({ query: `DROP DATABASE IF EXISTS ${own.CLICKHOUSE_DATABASE}` });
+    await platform?.close();
+  });
+
+  it('a rebuild of a log with staged uploads equals live: the same rows, catalog and seals, each share once, no stage left', async () => {
+    const direct = await write({ batches: [batch(0, 'st.a', 0, 3), batch(1, 'st.b', 0, 2)] });
+    let inside: WrittenUpload | null = null;
+    // A staged upload over three partitions, another upload's batch committed inside its range.
+    const staged = await write({
+      staged: true,
+      batches: [batch(0, 'st.a', 10, 4), batch(1, 'st.c', 10, 3), batch(0, 'st.d', 10, 1), batch(2, 'st.a', 20, 2)],
+      between: async () => { inside = await write({ batches: [batch(0, 'st.a', 50, 2)] }); },
+    });
+    const second = await write({ staged: true, batches: [batch(1, 'st.e', 0, 5)] });
+    total = direct.points + inside!.points + staged.points + second.points;
+    await waitForLive('the live projector to seal every upload');
+    await waitFor('4 staged seals recorded', async () => ((await count('SELECT count() FROM points_seals')) === 4 ? true : undefined), 30_000, 100);
+
+    const result = await rebuildPoints(platform, { swap: 'never' });
+    const g = result.generation!;
+    expect(result.stats).toMatchObject({ stagedBatches: 5, stagedSeals: 4, points: total, rejected: 0 });
+    expect(result.verification).toMatchObject({ ok: true, rows_expected: total, rows_actual: total });
+    expect(await tableChecksums(platform.clickhouse, `points_g${g}`)).toEqual(await tableChecksums(platform.clickhouse, 'points'));
+    expect(await count(`SELECT uniqExact(kafka_partition, kafka_offset, row_in_batch) FROM points_g${g}`)).toBe(total);
+    expect(await catalogOf(`metric_catalog_g${g}`)).toEqual(await catalogOf('metric_catalog'));
+    expect(await catalogOf(`metric_catalog_g${g}`)).toEqual(await perMetric('points'));
+    expect(await sealsOf(`points_seals_g${g}`)).toEqual(await sealsOf('points_seals'));
+    expect(await stagesIn(own.CLICKHOUSE_DATABASE)).toBe(0);
+
+    // Rebuilt again from where it is (a resumed rebuild): its positions count the seals, so nothing is sealed twice.
+    const { low, end } = await platform.log.offsets(platform.topics.points);
+    const again = await rebuildRange({
+      log: platform.log, topic: platform.topics.points, groupPrefix: own.MERIDIAN_TOPIC_PREFIX,
+      clickhouse: platform.clickhouse, table: `points_g${g}`, seals: `points_seals_g${g}`, catalog: `metric_catalog_g${g}`, starts: low, ends: end, batchRows: 1000,
+    });
+    expect(again).toMatchObject({ events: 0, stagedSeals: 0 });
+    expect(await count(`SELECT count() FROM points_g${g}`)).toBe(total);
+
+    // A rebuild that died between a share's ATTACH and its seal's record (partition 0's seal row
+    // gone): resumed, it reads the seal again, finds the share attached and only records it.
+    await platform.clickhouse.command({ query: `ALTER TABLE points_seals_g${g} DELETE WHERE kafka_partition = 0` });
+    await waitFor('the seal row deleted', async () => ((await count(`SELECT count() FROM points_seals_g${g} WHERE kafka_partition = 0`)) === 0 ? true : undefined), 30_000, 100);
+    const resumed = await rebuildRange({
+      log: platform.log, topic: platform.topics.points, groupPrefix: own.MERIDIAN_TOPIC_PREFIX,
+      clickhouse: platform.clickhouse, table: `points_g${g}`, seals: `points_seals_g${g}`, catalog: `metric_catalog_g${g}`, starts: low, ends: end, batchRows: 1000,
+    });
+    expect(resumed).toMatchObject({ stagedSeals: 1, batches: 0 });
+    expect(await tableChecksums(platform.clickhouse, `points_g${g}`)).toEqual(await tableChecksums(platform.clickhouse, 'points'));
+    expect(await catalogOf(`metric_catalog_g${g}`)).toEqual(await catalogOf('metric_catalog'));
+    expect(await sealsOf(`points_seals_g${g}`)).toEqual(await sealsOf('points_seals'));
+    expect(await stagesIn(own.CLICKHOUSE_DATABASE)).toBe(0);
+
+    expect(await dropGeneration(platform.clickhouse, g)).toEqual(expect.arrayContaining([`points_g${g}`, `points_seals_g${g}`, `metric_catalog_g${g}`]));
+
+    // --from inside a staged share: the rows before it (part of the share, attached live) are
+    // copied from live, and its seal attaches only the batches the generation lacks.
+    const middle = new Map([...low].map(([p, o]) => [p, p === 0 ? staged.offsets[2]! : o]));
+    const partial = await rebuildPoints(platform, { from: { kind: 'offsets', offsets: middle } });
+    const h = partial.generation!;
+    expect(partial.copiedRows).toBeGreaterThan(0);
+    expect(partial.stats).toMatchObject({ stagedSeals: 4 });
+    expect(partial.verification).toMatchObject({ ok: true, rows_actual: total });
+    expect(await tableChecksums(platform.clickhouse, `points_g${h}`)).toEqual(await tableChecksums(platform.clickhouse, 'points'));
+    expect(await catalogOf(`metric_catalog_g${h}`)).toEqual(await catalogOf('metric_catalog'));
+    expect(await sealsOf(`points_seals_g${h}`)).toEqual(await sealsOf('points_seals'));
+    expect(await stagesIn(own.CLICKHOUSE_DATABASE)).toBe(0);
+    await dropGeneration(platform.clickhouse, h);
+  });
+
+  it('a swap with a staged seal pending doubles nothing: the live projector seals it into the new generation', async (ctx) => {
+    await skipUnlessSwappable(ctx, platform);
+    await worker?.close();
+    worker = null;
+    const topic = platform.topics.points;
+    let inside: WrittenUpload | null = null;
+    const pending = await write({
+      staged: true,
+      batches: [batch(0, 'st.f', 0, 3), batch(1, 'st.f', 10, 2)],
+      between: async () => { inside = await write({ batches: [batch(0, 'st.g', 0, 2)] }); },
+    });
+    // The live projector, stopped past the direct upload inside the staged one's range and before
+    // its seals (played by the projector's own pieces: rebuildRange into points with its seals).
+    const { low, end } = await platform.log.offsets(topic);
+    const stopped = new Map([...end].map(([p, e]) => [p, pending.seals.get(p) ?? e]));
+    await rebuildRange({
+      log: platform.log, topic, groupPrefix: own.MERIDIAN_TOPIC_PREFIX,
+      clickhouse: platform.clickhouse, table: 'points', seals: 'points_seals', catalog: 'metric_catalog', starts: low, ends: stopped, batchRows: 1000,
+    });
+    total += inside!.points;
+    expect(await count('SELECT count() FROM points')).toBe(total);
+    expect(await pointsOf('points', pending.taskId)).toBe(0);
+
+    // A generation built to where live is, swapped in: the staged batches below live's position are not in it either.
+    const sealsBefore = await count('SELECT count() FROM points_seals');
+    let frozen: { seals: number; refused: boolean } | null = null;
+    const result = await rebuildPoints(platform, {
+      to: { kind: 'offsets', offsets: new Map([...stopped].map(([p, e]) => [p, e - 1])) }, swap: 'always', waitForLiveMs: 0,
+      // While frozen, the seals stay readable and no seal can be recorded (its ATTACH is held too).
+      whileFrozen: async () => {
+        const refused = await platform.clickhouse.insert({ table: 'points_seals', format: 'JSONEachRow', values: [{ kafka_partition: 0, seal_offset: 1e9, task_id: 'frozen', attempt: '0000000000000000' }] }).then(() => false, () => true);
+        frozen = { seals: await count('SELECT count() FROM points_seals'), refused };
+      },
+    });
+    expect(frozen).toEqual({ seals: sealsBefore, refused: true });
+    expect(result.swap).toMatchObject({ nudged: false, retired: 1 });
+    // The first test's staged batches and this upload's two are passed over; only the first test's shares are sealed.
+    expect(result.stats).toMatchObject({ stagedBatches: 5 + 2, stagedSeals: 4 });
+    expect(await pointsOf('points', pending.taskId)).toBe(0);
+    const tables = await rows<{ name: string; engine: string }>("SELECT name, engine FROM system.tables WHERE database = currentDatabase() AND name LIKE 'points%' ORDER BY name");
+    expect(tables).toEqual([
+      { name: 'points', engine: 'MergeTree' }, { name: 'points_g1', engine: 'MergeTree' },
+      { name: 'points_seals', engine: 'MergeTree' }, { name: 'points_seals_g1', engine: 'MergeTree' },
+    ]);
+
+    // The live projector goes on from the new table's positions and seals the share there, once.
+    total += pending.points;
+    await restartedWorkerSeals('the pending staged upload sealed into the new generation');
+    expect(await pointsOf('points', pending.taskId)).toBe(pending.points);
+    expect((await sealsOf('points_seals')).filter((s) => (s as { task_id: string }).task_id === pending.taskId)).toHaveLength(2);
+    expect(await stagesIn(own.CLICKHOUSE_DATABASE)).toBe(0);
+  });
+
+  it('a swap that freezes a share attached live before its seal is recorded: the share is left to the retried seal, which lands in the new generation once', async (ctx) => {
+    await skipUnlessSwappable(ctx, platform);
+    await worker?.close();
+    worker = null;
+    const topic = platform.topics.points;
+    const held = await write({ staged: true, batches: [batch(0, 'st.k', 0, 3), batch(0, 'st.k', 10, 2)] });
+    // The live projector's state when the freeze came between its ATTACH and its seal row: the stage
+    // (as the upload's job wrote it) attached to points, the seal not recorded, the stage still there.
+    const stage = await createPointsStages(platform.clickhouse).open(held.taskId, held.attempt!, 0);
+    await stage.insert(held.segments);
+    const stageName = createPointsStages(platform.clickhouse).tableOf(held.taskId, held.attempt!, 0);
+    await platform.clickhouse.command({ query: `ALTER TABLE points ATTACH PARTITION tuple() FROM ${stageName}` });
+    expect(await pointsOf('points', held.taskId)).toBe(held.points);
+    expect(await count(`SELECT count() FROM points_seals WHERE task_id = '${held.taskId}'`)).toBe(0);
+
+    // A generation built up to the seal (not past it), swapped in: the frozen position leaves the attached share out.
+    const { end } = await platform.log.offsets(topic);
+    const beforeSeal = new Map([...end].map(([p, e]) => [p, (held.seals.get(p) ?? e) - 1]));
+    const result = await rebuildPoints(platform, { to: { kind: 'offsets', offsets: beforeSeal }, swap: 'always', waitForLiveMs: 0 });
+    expect(result.swap).toMatchObject({ nudged: false });
+    expect(await pointsOf('points', held.taskId)).toBe(0);
+
+    // The live projector's seal, retried after the swap (here: restarted), attaches the stage into the new generation.
+    total += held.points;
+    await restartedWorkerSeals('the held share sealed into the new generation');
+    expect(await sealsOf('points_seals')).toContainEqual(expect.objectContaining({ task_id: held.taskId, kafka_partition: 0 }));
+    expect(await stagesIn(own.CLICKHOUSE_DATABASE)).toBe(0);
+  });
+
+  it('a swap that fails while frozen puts points and points_seals back as they were, and leaves no stand-in', async (ctx) => {
+    await skipUnlessSwappable(ctx, platform);
+    const sealsBefore = await sealsOf('points_seals');
+    const pointsBefore = await tableChecksums(platform.clickhouse, 'points');
+    await expect(rebuildPoints(platform, { swap: 'always', waitForLiveMs: 0, whileFrozen: async () => { throw new Error('stopped while frozen'); } })).rejects.toThrow(/stopped while frozen/);
+    const tables = await rows<{ name: string; engine: string }>("SELECT name, engine FROM system.tables WHERE database = currentDatabase() AND (name IN ('points', 'points_seals') OR name LIKE '%frozen%') ORDER BY name");
+    expect(tables).toEqual([{ name: 'points', engine: 'MergeTree' }, { name: 'points_seals', engine: 'MergeTree' }]);
+    expect(await sealsOf('points_seals')).toEqual(sealsBefore);
+    expect(await tableChecksums(platform.clickhouse, 'points')).toEqual(pointsBefore);
+  });
+
+  it('a point in time between a staged upload\'s batches and its seal leaves it out; between two partitions\' seals, exactly the sealed shares', async () => {
+    if (!worker) worker = await startWorker(own);
+    const base = Date.now() + 5_000; // after every record written so far
+    // Batches at base, seals at base + 2; the second upload's batches at base + 4, its seal in partition 0 at base + 5, in 1 at base + 7.
+    const early = await write({ staged: true, batches: [batch(0, 'st.h', 0, 2), batch(1, 'st.h', 5, 3)], batchesAt: base, sealsAt: new Map([[0, base + 2], [1, base + 2]]) });
+    const split = await write({ staged: true, batches: [batch(0, 'st.i', 0, 4), batch(1, 'st.j', 0, 3)], batchesAt: base + 4, sealsAt: new Map([[0, base + 5], [1, base + 7]]) });
+    total += early.points + split.points;
+    await waitForLive('both staged uploads sealed live');
+    const others = await count(`SELECT count() FROM points WHERE task_id NOT IN ('${early.taskId}', '${split.taskId}')`);
+
+    for (const [i, cut] of [
+      { at: base + 1, early: [0, 0], split: [0, 0] },
+      { at: base + 6, early: [2, 3], split: [4, 0] },
+    ].entries()) {
+      const db = `${own.CLICKHOUSE_DATABASE}_cut${i}`;
+      try {
+        const result = await rebuildPoints(platform, { to: { kind: 'time', ms: cut.at }, database: db });
+        expect(result.stats.unsealedBatches).toBe(0);
+        const share = (task: string, p: number) => count(`SELECT count() FROM ${db}.points WHERE task_id = '${task}' AND kafka_partition = ${p}`);
+        expect([await share(early.taskId, 0), await share(early.taskId, 1)], `cut ${i}`).toEqual(cut.early);
+        expect([await share(split.taskId, 0), await share(split.taskId, 1)], `cut ${i}`).toEqual(cut.split);
+        expect(await count(`SELECT count() FROM ${db}.points WHERE task_id NOT IN ('${early.taskId}', '${split.taskId}')`)).toBe(others);
+        const sealed = (await sealsOf(`${db}.points_seals`)).map((s) => `${(s as { task_id: string }).task_id}/${(s as { kafka_partition: number }).kafka_partition}`);
+        expect(sealed.filter((s) => s.startsWith(early.taskId) || s.startsWith(split.taskId)).sort(), `cut ${i}`).toEqual([
+          ...(cut.early[0]! > 0 ? [`${early.taskId}/0`, `${early.taskId}/1`] : []),
+          ...(cut.split[0]! > 0 ? [`${split.taskId}/0`] : []),
+        ].sort());
+        expect(await catalogOf(`${db}.metric_catalog`)).toEqual(await perMetric(`${db}.points`));
+        expect(await stagesIn(db)).toBe(0);
+      } finally {
+        await platform.clickhouse.command({ query: `DROP DATABASE IF EXISTS ${db}` });
+      }
+    }
   });
 });

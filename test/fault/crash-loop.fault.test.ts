@@ -22,8 +22,10 @@ const POINTS = 2_000_000;
  * with the reason, sets it aside in the dead-letter topic, and moves its partition on: an
  * upload queued behind it on the same partition succeeds, in the same living process.
  */
-describe(`a command that stops the worker ${MAX_STARTS} times`, () => {
+describe.each(['off', 'on'] as const)(`a command that stops the worker ${MAX_STARTS} times, staging %s`, (staging) => {
   const settings = isolatedSettings({
+    // on: the big upload is staged (issue 15); its killed runs' stages are dropped by its next run, the last one's when it is refused.
+    MERIDIAN_UPLOAD_STAGING: staging,
     MERIDIAN_MAX_COMMAND_STARTS: String(MAX_STARTS),
     KAFKA_TASKS_PARTITIONS: String(TASKS_PARTITIONS),
     MERIDIAN_POINT_BATCH_SIZE: '2000',
@@ -126,6 +128,8 @@ describe(`a command that stops the worker ${MAX_STARTS} times`, () => {
 
     const stored = await fetch(`${api.url}/api/v1/metrics/download?metrics=loop.&pattern=starts_with&max_rows=10`, { headers: { Authorization: `Bearer ${key}` } });
     expect((await stored.text()).split('\n').filter((l) => l.startsWith('loop.bad'))).toEqual([]);
+    const stages = await fetch(`${settings.CLICKHOUSE_URL}/?database=${settings.CLICKHOUSE_DATABASE}&query=${encodeURIComponent("SELECT name FROM system.tables WHERE database = currentDatabase() AND startsWith(name, 'points_stage_')")}`);
+    expect((await stages.text()).trim()).toBe('');
   });
 
   type DeadLetter = { source_partition: string; source_offset: number; reason: string; key: Buffer | null; value: Buffer | null };

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startProjector, type RunningProjector } from '../../apps/ingest/src/projector/index.ts';
 import { createPointsSink } from '@meridian/clickhouse';
 import { encodePointsBlock, INSERT_POINTS_SQL, type Segment } from '@meridian/projection';
-import type { PointBatch, PointsFact, TaskEvent } from '@meridian/domain';
+import { STAGE_HEADER, type PointBatch, type PointsFact, type TaskEvent } from '@meridian/domain';
 import { createEventCodec } from '@meridian/events';
 import { createProducer } from '@meridian/kafka';
 import { createLogger } from '@meridian/observability';
@@ -230,6 +230,150 @@ describe('projector: points topic → ClickHouse, exactly once', () => {
     const catalog = await storedCatalog();
     expect(catalog).toEqual(catalogOf(expected));
   });
+
+  /**
+   * A staged upload (issue 15, design D) as its job writes it: batches with their attempt in the
+   * `stage` field and the meridian-stage header, one seal naming its share. Nobody writes the
+   * stage here: the projector refills it from the log (the log is the truth), skipping another
+   * upload's batch committed inside the staged upload's range, flushes the direct rows before
+   * the seal, attaches, records the seal and announces it. A stage the job did write is used as
+   * it is (its rows differ from the log's on purpose here, to show which went in).
+   */
+  it('seals staged uploads: a missing stage refilled from the log, a written one attached; each once, the catalog exact', async () => {
+    const stages = platform.pointsStages;
+    const partition = 1;
+    const direct = createProducer(platform.kafka, { transactionalId: `${settings.MERIDIAN_TOPIC_PREFIX}test-direct` });
+    await direct.connect();
+    try {
+      const staged = async (taskId: string, attempt: string, batches: Array<{ metric: string; points: Array<[number, number]> }>, hooks: { between?: () => Promise<void>; beforeCommit?: (segments: Segment[]) => Promise<void> } = {}) => {
+        const t = await tx.transaction();
+        const updated_at = 1_710_000_000_000 + expected.length;
+        const segments: Segment[] = [];
+        for (const [i, b] of batches.entries()) {
+          const batch: PointBatch = { type: 'PointBatch', task_id: taskId, metric_name: b.metric, updated_at, timestamps: b.points.map(([ts]) => ts), values: b.points.map(([, v]) => v), stage: attempt };
+          const [meta] = await t.send({ topic: platform.topics.points, acks: -1, messages: [{ partition, key: b.metric, value: pointsCodec.encode(batch), headers: { [STAGE_HEADER]: attempt } }] });
+          segments.push({ partition, offset: Number(meta!.baseOffset), batch });
+          if (i === 0) await hooks.between?.();
+        }
+        const points = batches.reduce((n, b) => n + b.points.length, 0);
+        const seal: PointsFact = { type: 'UploadSealed', task_id: taskId, points, stage: { attempt, first_offset: segments[0]!.offset, batches: segments.length } };
+        await t.send({ topic: platform.topics.points, acks: -1, messages: [{ partition, key: taskId, value: pointsCodec.encode(seal) }] });
+        await hooks.beforeCommit?.(segments);
+        await t.commit();
+        sealed.add(`${taskId}/${partition}`);
+        return segments;
+      };
+      const rowsOf = (segments: Segment[]): Row[] => segments.flatMap((s) => s.batch.timestamps.map((ts, i) => ({
+        metric_name: s.batch.metric_name, ts: String(ts), value: s.batch.values[i]!, updated_at: String(s.batch.updated_at), task_id: s.batch.task_id, kafka_partition: partition, kafka_offset: String(s.offset), row_in_batch: i,
+      })));
+
+      // 1. No stage: refilled from the log. Another upload's batch (direct) is committed inside its range.
+      let directRows: Row[] = [];
+      const refilled = await staged('task-s1', '5151515151515151', [
+        { metric: 'staged.a', points: [[1, 1], [2, 2], [2, 2]] },
+        { metric: 'staged.b', points: [[3, 3]] },
+        { metric: 'staged.a', points: [[4, 4], [5, 5]] },
+      ], { between: async () => {
+        const t = await direct.transaction();
+        const batch: PointBatch = { type: 'PointBatch', task_id: 'task-d1', metric_name: 'staged.a', updated_at: 7, timestamps: [9, 10], values: [0.5, 0.25] };
+        const [meta] = await t.send({ topic: platform.topics.points, acks: -1, messages: [{ partition, key: 'staged.a', value: pointsCodec.encode(batch) }] });
+        await t.send({ topic: platform.topics.points, acks: -1, messages: [{ partition, key: 'task-d1', value: pointsCodec.encode({ type: 'UploadSealed', task_id: 'task-d1', points: 2 }) }] });
+        await t.commit();
+        sealed.add(`task-d1/${partition}`);
+        directRows = rowsOf([{ partition, offset: Number(meta!.baseOffset), batch }]);
+      } });
+      expected.push(...directRows, ...rowsOf(refilled));
+      await waitFor('the staged upload sealed', async () => ((await scalar(`SELECT count() FROM points WHERE task_id = 'task-s1'`)) === 6 ? true : undefined), 45_000, 200);
+
+      // 2. A stage written by the job while its transaction is open (here by hand, its values
+      // shifted): attached as it is.
+      const attempt = '7272727272727272';
+      let asStaged: Segment[] = [];
+      await staged('task-s2', attempt, [{ metric: 'staged.c', points: [[6, 6], [7, 7]] }], { beforeCommit: async (segments) => {
+        asStaged = segments.map((s) => ({ ...s, batch: { ...s.batch, values: s.batch.values.map((v) => v + 1000) } }));
+        await (await stages.open('task-s2', attempt, partition)).insert(asStaged);
+      } });
+      expected.push(...rowsOf(asStaged));
+      await waitFor('the written stage sealed', async () => ((await scalar(`SELECT count() FROM points WHERE task_id = 'task-s2'`)) === 2 ? true : undefined), 45_000, 200);
+      await waitFor('every sealed segment announced', () => ([...sealed].every((k) => announcedKeys().includes(k)) ? true : undefined), 20_000, 100);
+
+      expect(await storedRows()).toEqual(sortRows(expected));
+      expect(await storedCatalog()).toEqual(catalogOf(expected));
+      expect(await scalar(`SELECT count() FROM points_seals WHERE kafka_partition = ${partition} AND task_id IN ('task-s1', 'task-s2')`)).toBe(2);
+      expect(await scalar("SELECT count() FROM system.tables WHERE database = currentDatabase() AND startsWith(name, 'points_stage_')")).toBe(0);
+      expect(failedTasks).toHaveLength(1);
+
+      // Restarted from the sink (its position now a seal's): nothing is sealed or written twice.
+      await projector!.stop();
+      await platform.admin.deleteGroups([groupId]);
+      projector = await startProjector(platform);
+      await upload({ task_id: 'task-5', batches: [{ metric: 'staged.a', points: [[20, 1]] }] });
+      await waitFor('the upload after the restart', async () => ((await scalar(`SELECT count() FROM points WHERE task_id = 'task-5'`)) === 1 ? true : undefined), 45_000, 200);
+      expect(await storedRows()).toEqual(sortRows(expected));
+      expect(await scalar(`SELECT count() FROM points_seals WHERE task_id IN ('task-s1', 'task-s2')`)).toBe(2);
+    } finally {
+      await direct.disconnect();
+    }
+  });
+
+  /**
+   * A seal is several queries, some long: if the projector's consumer is rebalanced away while
+   * one runs (kafkajs then gives the partition to another member once its rebalance timeout is
+   * over), the seal must not write any more: the new owner seals the share, and ATTACH FROM
+   * copies, so two owners would store it twice. Here the seal is held until the rebalance a
+   * second member's join starts: the fence the projector gave it then throws, the held seal
+   * attaches nothing, and after the rebalance the share is sealed once.
+   */
+  it('a seal whose consumer is rebalanced meanwhile writes nothing; the partition\'s owner after the rebalance seals it once', async () => {
+    await projector!.stop();
+    projector = null;
+    const taskId = 'task-rebalanced';
+    const real = platform.pointsStages;
+    let sealing = () => {};
+    const sealingStarted = new Promise<void>((r) => (sealing = r));
+    let fenced = false;
+    const held: typeof real = {
+      ...real,
+      async seal(share, refill, fence) {
+        if (share.taskId === taskId && !fenced) {
+          sealing();
+          // Held (a long refill, a wait for inserts) until this member may no longer own the partition.
+          for (const until = Date.now() + 30_000; Date.now() < until && !fenced; await new Promise((r) => setTimeout(r, 100))) {
+            try {
+              fence?.();
+            } catch {
+              fenced = true;
+            }
+          }
+        }
+        return real.seal(share, refill, fence);
+      },
+    };
+    const first = await startProjector({ ...platform, pointsStages: held });
+    const partition = 2;
+    const attempt = '9a9a9a9a9a9a9a9a';
+    const t = await tx.transaction();
+    const batch: PointBatch = { type: 'PointBatch', task_id: taskId, metric_name: 'staged.r', updated_at: 1_720_000_000_000, timestamps: [1, 2, 3], values: [1, 2, 3], stage: attempt };
+    const [meta] = await t.send({ topic: platform.topics.points, acks: -1, messages: [{ partition, key: 'staged.r', value: pointsCodec.encode(batch), headers: { [STAGE_HEADER]: attempt } }] });
+    await t.send({ topic: platform.topics.points, acks: -1, messages: [{ partition, key: taskId, value: pointsCodec.encode({ type: 'UploadSealed', task_id: taskId, points: 3, stage: { attempt, first_offset: Number(meta!.baseOffset), batches: 1 } }) }] });
+    await t.commit();
+    sealed.add(`${taskId}/${partition}`);
+    expected.push(...batch.timestamps.map((ts, i): Row => ({ metric_name: 'staged.r', ts: String(ts), value: batch.values[i]!, updated_at: String(batch.updated_at), task_id: taskId, kafka_partition: partition, kafka_offset: String(meta!.baseOffset), row_in_batch: i })));
+    await sealingStarted;
+    const second = await startProjector(platform);
+    try {
+      await waitFor('the share sealed after the rebalance', async () => ((await scalar(`SELECT count() FROM points_seals WHERE task_id = '${taskId}'`)) === 1 ? true : undefined), 60_000, 200);
+      expect(fenced).toBe(true);
+      expect(await scalar(`SELECT count() FROM points WHERE task_id = '${taskId}'`)).toBe(3);
+      await waitFor('its seal announced', () => (announcedKeys().includes(`${taskId}/${partition}`) ? true : undefined), 20_000, 100);
+      expect(await storedRows()).toEqual(sortRows(expected));
+      expect(await storedCatalog()).toEqual(catalogOf(expected));
+      expect(await scalar(`SELECT count() FROM points_seals WHERE task_id = '${taskId}'`)).toBe(1);
+    } finally {
+      await first.stop();
+      projector = second;
+    }
+  }, 120_000);
 });
 
 describe('projector sink: one insert is all or nothing, even when the client dies while sending it', () => {

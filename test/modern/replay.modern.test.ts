@@ -1,14 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createClickHouse, ensureDatabase, migrate, planDownload, readMigrations, streamDownload, type DownloadRequest } from '@meridian/clickhouse';
+import { createClickHouse, createPointsStages, ensureDatabase, migrate, planDownload, readMigrations, streamDownload, type DownloadRequest } from '@meridian/clickhouse';
 import type { PointsFact } from '@meridian/domain';
 import { createEventCodec } from '@meridian/events';
 import { createProducer } from '@meridian/kafka';
 import { createLogger } from '@meridian/observability';
 import { createPlatform, type Platform } from '../support/platform.ts';
-import { listGenerations, rebuildPoints, rebuildRange, resolveEnds, swapIn } from '@meridian/replay';
+import { listGenerations, rebuildPoints, rebuildRange, resolveEnds, swapIn, tableChecksums } from '@meridian/replay';
 import { isolatedSettings } from '../support/settings.ts';
 import { waitFor } from '../support/wait.ts';
+import { writeUpload, type HandBatch, type HandUpload } from '../support/staged-log.ts';
 
 /**
  * Replay on current ClickHouse (26.9 on the chDB front, an Atomic database): build, verify and
@@ -59,7 +60,7 @@ describe('replay on an Atomic database (chDB front)', () => {
       const { end, low } = await platform.log.offsets(platform.topics.points);
       await rebuildRange({
         log: platform.log, topic: platform.topics.points, groupPrefix: settings.MERIDIAN_TOPIC_PREFIX,
-        clickhouse: platform.clickhouse, table: 'points', starts: low, ends: end, batchRows: 1000,
+        clickhouse: platform.clickhouse, table: 'points', seals: 'points_seals', catalog: 'metric_catalog', starts: low, ends: end, batchRows: 1000,
       });
       return (await scalarCount()) === total ? true : undefined;
     }, 60_000, 200);
@@ -108,7 +109,8 @@ describe('replay on an Atomic database (chDB front)', () => {
     const generations = await listGenerations(platform.clickhouse);
     expect(generations.map((g) => [g.generation, g.state, g.table, g.rows])).toEqual([[1, 'retired', 'points_g1', 500], [2, 'live', 'points', 500]]);
     const left = await rowsOf<{ name: string; engine: string }>('SELECT name, engine FROM system.tables WHERE database = currentDatabase() ORDER BY name');
-    expect(left.map((t) => t.name).filter((n) => /^(points|metric_catalog)/.test(n))).toEqual(['metric_catalog', 'metric_catalog_feed', 'metric_catalog_g1', 'points', 'points_g1']);
+    // points_seals (staged uploads' seals, migration 007) is exchanged with points: the retired generation keeps its own.
+    expect(left.map((t) => t.name).filter((n) => /^(points|metric_catalog)/.test(n))).toEqual(['metric_catalog', 'metric_catalog_feed', 'metric_catalog_g1', 'points', 'points_g1', 'points_seals', 'points_seals_g1']);
 
     expect(await download('csv')).toEqual(csv);
     expect(await download('json')).toEqual(json);
@@ -195,6 +197,98 @@ describe('replay on an Atomic database (chDB front)', () => {
       await legacy.command({ query: `DROP DATABASE IF EXISTS ${options.database}` });
       await legacy.close();
     }
+  });
+
+  /**
+   * Staged uploads (issue 15, design D), written by hand as their job writes them: the live
+   * projector's pieces seal them into `points` (projectLive), a rebuild into its generation the same
+   * way, and a swap while one is committed but not yet sealed live doubles nothing.
+   */
+  it('staged uploads: a rebuild seals them as live does, a swap with one pending doubles nothing, cuts in time keep only sealed shares', async () => {
+    const write = (upload: HandUpload) => writeUpload(platform.kafka, platform.topics.points, settings.MERIDIAN_TOPIC_PREFIX, upload);
+    const batch = (partition: number, metric: string, first: number, n: number): HandBatch => ({ partition, metric, points: Array.from({ length: n }, (_, i) => [T0 + (first + i) * 1000, first + i / 8] as const) });
+    const sealsOf = (table: string, task?: string) => rowsOf<{ kafka_partition: number; task_id: string }>(`SELECT kafka_partition, toString(seal_offset) AS seal_offset, task_id, attempt FROM ${table} ${task ? `WHERE task_id = '${task}'` : ''} ORDER BY kafka_partition, seal_offset`);
+    const catalogOf = (table: string) => rowsOf(`SELECT metric_name, toString(countMerge(points)) AS points, toString(minMerge(first_ts)) AS first_ts, toString(maxMerge(last_ts)) AS last_ts FROM ${table} GROUP BY metric_name ORDER BY metric_name`);
+    const pointsOf = async (table: string, task: string) => Number((await rowsOf<{ n: string }>(`SELECT toString(count()) AS n FROM ${table} WHERE task_id = '${task}'`))[0]!.n);
+    const stagesLeft = async (database: string) => (await rowsOf(`SELECT name FROM system.tables WHERE database = '${database}' AND match(name, '_stage_')`)).length;
+
+    const staged = await write({ staged: true, batches: [batch(0, 'mo.s', 0, 4), batch(1, 'mo.t', 0, 3), batch(0, 'mo.t', 10, 2)] });
+    let total = (await scalarCount()) + staged.points;
+    await projectLive(total);
+    expect(await sealsOf('points_seals', staged.taskId)).toHaveLength(2);
+
+    // Committed, not sealed live yet: the generation is built to where live is, and swapped in.
+    const { end } = await platform.log.offsets(platform.topics.points);
+    const pending = await write({ staged: true, batches: [batch(0, 'mo.u', 0, 5), batch(2, 'mo.u', 10, 1)] });
+    const result = await rebuildPoints(platform, { to: { kind: 'offsets', offsets: new Map([...end].map(([p, e]) => [p, e - 1])) }, swap: 'always', waitForLiveMs: 0 });
+    expect(result.verification?.ok).toBe(true);
+    expect(result.stats).toMatchObject({ stagedBatches: 3, stagedSeals: 2 });
+    const retired = result.swap!.retired;
+    // The new generation equals the one it replaced: rows, catalog, seals.
+    expect(await tableChecksums(platform.clickhouse, 'points')).toEqual(await tableChecksums(platform.clickhouse, `points_g${retired}`));
+    expect(await catalogOf('metric_catalog')).toEqual(await catalogOf(`metric_catalog_g${retired}`));
+    expect(await sealsOf('points_seals')).toEqual(await sealsOf(`points_seals_g${retired}`));
+    expect(await pointsOf('points', pending.taskId)).toBe(0);
+
+    // The live projector goes on from the new table's positions: the pending share is sealed there, once.
+    total += pending.points;
+    await projectLive(total);
+    expect(Number((await rowsOf<{ n: string }>('SELECT toString(uniqExact(kafka_partition, kafka_offset, row_in_batch)) AS n FROM points'))[0]!.n)).toBe(total);
+    expect(await pointsOf('points', pending.taskId)).toBe(pending.points);
+    expect(await sealsOf('points_seals', pending.taskId)).toHaveLength(2);
+    expect(await catalog()).toEqual(await pointsPerMetric());
+    expect(await stagesLeft(settings.CLICKHOUSE_DATABASE)).toBe(0);
+
+    // A freeze between the live projector's ATTACH of a share and its seal row (the stage, as the job
+    // wrote it, attached by hand; no seal row): the frozen position leaves the share out, and the
+    // projector's seal after the swap attaches it into the new generation, once.
+    const held = await write({ staged: true, batches: [batch(1, 'mo.x', 0, 3), batch(1, 'mo.x', 10, 2)] });
+    const stages = createPointsStages(platform.clickhouse);
+    await (await stages.open(held.taskId, held.attempt!, 1)).insert(held.segments);
+    await platform.clickhouse.command({ query: `ALTER TABLE points ATTACH PARTITION tuple() FROM ${stages.tableOf(held.taskId, held.attempt!, 1)}` });
+    const { end: now } = await platform.log.offsets(platform.topics.points);
+    const swapped = await rebuildPoints(platform, { to: { kind: 'offsets', offsets: new Map([...now].map(([p, e]) => [p, (held.seals.get(p) ?? e) - 1])) }, swap: 'always', waitForLiveMs: 0 });
+    expect(swapped.swap).toMatchObject({ nudged: false });
+    expect(await pointsOf('points', held.taskId)).toBe(0);
+    total += held.points;
+    await projectLive(total);
+    expect(Number((await rowsOf<{ n: string }>('SELECT toString(uniqExact(kafka_partition, kafka_offset, row_in_batch)) AS n FROM points'))[0]!.n)).toBe(total);
+    expect(await sealsOf('points_seals', held.taskId)).toHaveLength(1);
+    expect(await catalog()).toEqual(await pointsPerMetric());
+    expect(await stagesLeft(settings.CLICKHOUSE_DATABASE)).toBe(0);
+
+    // Cuts in time: between the batches and the seals, nothing of it; between its two seals, partition 0's share.
+    const base = Date.now() + 5_000;
+    const split = await write({ staged: true, batches: [batch(0, 'mo.v', 0, 3), batch(2, 'mo.w', 0, 2)], batchesAt: base, sealsAt: new Map([[0, base + 1], [2, base + 3]]) });
+    total += split.points;
+    await projectLive(total);
+    for (const [at, shares] of [[base, [0, 0]], [base + 2, [3, 0]]] as const) {
+      const db = `${settings.CLICKHOUSE_DATABASE}_staged_cut`;
+      try {
+        await platform.clickhouse.command({ query: `DROP DATABASE IF EXISTS ${db}` });
+        const cut = await rebuildPoints(platform, { to: { kind: 'time', ms: at }, database: db });
+        expect(cut.stats.unsealedBatches).toBe(0);
+        const share = async (p: number) => Number((await rowsOf<{ n: string }>(`SELECT toString(count()) AS n FROM ${db}.points WHERE task_id = '${split.taskId}' AND kafka_partition = ${p}`))[0]!.n);
+        expect([await share(0), await share(2)], `cut at ${at - base}`).toEqual(shares);
+        expect((await sealsOf(`${db}.points_seals`, split.taskId)).map((s) => Number(s.kafka_partition))).toEqual(shares[0] > 0 ? [0] : []);
+        expect(await pointsOf(`${db}.points`, pending.taskId)).toBe(pending.points);
+        expect(await catalogOf(`${db}.metric_catalog`)).toEqual(await rowsOf(`SELECT metric_name, toString(count()) AS points, toString(min(ts)) AS first_ts, toString(max(ts)) AS last_ts FROM ${db}.points GROUP BY metric_name ORDER BY metric_name`));
+        expect(await stagesLeft(db)).toBe(0);
+      } finally {
+        await platform.clickhouse.command({ query: `DROP DATABASE IF EXISTS ${db}` });
+      }
+    }
+  });
+
+  it('a swap that fails while frozen exchanges points and points_seals back and leaves no stand-in', async () => {
+    const seals = () => rowsOf('SELECT kafka_partition, toString(seal_offset) AS seal_offset, task_id FROM points_seals ORDER BY kafka_partition, seal_offset');
+    const sealsBefore = await seals();
+    const pointsBefore = await tableChecksums(platform.clickhouse, 'points');
+    await expect(rebuildPoints(platform, { swap: 'always', waitForLiveMs: 0, whileFrozen: async () => { throw new Error('stopped while frozen'); } })).rejects.toThrow(/stopped while frozen/);
+    const tables = await rowsOf("SELECT name, engine FROM system.tables WHERE database = currentDatabase() AND (name IN ('points', 'points_seals') OR name LIKE '%frozen%') ORDER BY name");
+    expect(tables).toEqual([{ name: 'points', engine: 'MergeTree' }, { name: 'points_seals', engine: 'MergeTree' }]);
+    expect(await seals()).toEqual(sealsBefore);
+    expect(await tableChecksums(platform.clickhouse, 'points')).toEqual(pointsBefore);
   });
 
   it.skip('uploads arriving during the swap [skipped on the chDB front: it serves one query at a time, so a live api and ingest worker cannot run beside the swap; test/e2e/replay.e2e.test.ts proves it on 18.16]', () => {});

@@ -1,4 +1,4 @@
-import type { GroupConsumer, GroupConsumerOptions, LogWriter, TransactionalLog } from '@meridian/domain';
+import type { GroupConsumer, GroupConsumerOptions, LogRanges, LogWriter, TransactionalLog } from '@meridian/domain';
 import type { ConsumerWatch } from '@meridian/kafka';
 
 /** A group consumer whose joins and crashes the worker's health follows. */
@@ -17,9 +17,10 @@ export interface PartitionWriter extends TransactionalLog {
 
 /**
  * The event log as the ingest worker uses it (implemented by libs/kafka's KafkaEventLog):
- * plain appends, transactions that also move a consumer group, and group consumers.
+ * plain appends, transactions that also move a consumer group, group consumers, and ranges read
+ * by offset (a staged upload's share, read again when its stage must be refilled).
  */
-export interface EventLog {
+export interface EventLog extends Pick<LogRanges, 'readRanges'> {
   /** The process's idempotent writer, connected on first use. */
   writer(): Promise<LogWriter>;
   transactional(transactionalId: string): PartitionWriter;

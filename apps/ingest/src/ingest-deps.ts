@@ -5,7 +5,7 @@ import type { Logger } from '@meridian/observability';
 import type { FoldContext, UntilDoneOptions } from '@meridian/platform';
 import type { BlobStore } from './blob-store.ts';
 import type { EventLog } from './event-log.ts';
-import type { PointsSink } from '@meridian/clickhouse';
+import type { PointsSink, PointsStages } from '@meridian/clickhouse';
 
 /** The adapters and settings the worker runs on, composed in main.ts. */
 export type IngestDeps = {
@@ -25,6 +25,8 @@ export type IngestDeps = {
   readonly blobReferences: BlobReferences;
   /** The live points table's exactly-once sink. */
   readonly pointsSink: PointsSink;
+  /** The live points table's stages: staged uploads' shares, moved in at their seals (issue 15). */
+  readonly pointsStages: PointsStages;
   /** How start-up work (running a consumer) retries. */
   readonly startRetry: UntilDoneOptions;
 };

@@ -25,3 +25,4 @@ export { queryText } from './download/http.ts';
 export { clickhouseFileReadModel, clickhouseFileReadModelWriter, LIVE_FILE_TABLES, type FileTables } from './files/read-model.ts';
 export { clickhouseBlobReferences } from './files/blob-references.ts';
 export { createPointsSink, refusedBeforeWriting, type BatchPosition, type PointsSink } from './points/sink.ts';
+export { createPointsStages, LIVE_STAGE_TARGETS, type Fence, type PointsStages, type PointsStagesOptions, type SealOutcome, type StageTargets, type StagedShare } from './points/stage.ts';

@@ -67,6 +67,17 @@ describe('loadSettings', () => {
     expect(() => loadSettings({ MERIDIAN_UPLOAD_SEND_BYTES_PER_REQUEST: '500000' })).toThrow(/MERIDIAN_UPLOAD_SEND_BYTES_PER_PARTITION: at most MERIDIAN_UPLOAD_SEND_BYTES_PER_REQUEST/);
   });
 
+  it('refuses staged uploads on a cluster (a replicated points table)', () => {
+    expect(() => loadSettings({ MERIDIAN_UPLOAD_STAGING: 'on', CLICKHOUSE_CLUSTER: 'c1' })).toThrow(/MERIDIAN_UPLOAD_STAGING: off when CLICKHOUSE_CLUSTER is set/);
+    expect(loadSettings({ MERIDIAN_UPLOAD_STAGING: 'on' }).MERIDIAN_UPLOAD_STAGING).toBe('on');
+    expect(loadSettings({ CLICKHOUSE_CLUSTER: 'c1' }).MERIDIAN_UPLOAD_STAGING).toBe('off');
+  });
+
+  it('refuses a stage ttl below the upload time budget', () => {
+    expect(() => loadSettings({ MERIDIAN_STAGE_TTL_MS: '1000' })).toThrow(/MERIDIAN_STAGE_TTL_MS: at least MERIDIAN_UPLOAD_TIME_BUDGET_MS/);
+    expect(loadSettings({ MERIDIAN_STAGE_TTL_MS: '1000', MERIDIAN_UPLOAD_TIME_BUDGET_MS: '1000' }).MERIDIAN_STAGE_TTL_MS).toBe(1000);
+  });
+
   it('refuses a blob removal lease under four read-model waits, and a claim TTL under the upload time budget', () => {
     expect(() => loadSettings({ MERIDIAN_BLOB_REMOVAL_LEASE_MS: '39999' })).toThrow(/MERIDIAN_BLOB_REMOVAL_LEASE_MS: at least 4 × MERIDIAN_FILES_READ_MODEL_WAIT_MS/);
     expect(loadSettings({ MERIDIAN_BLOB_REMOVAL_LEASE_MS: '40000' }).MERIDIAN_BLOB_REMOVAL_LEASE_MS).toBe(40_000);

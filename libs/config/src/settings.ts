@@ -425,6 +425,34 @@ export const settingDefinitions = {
     default: '5000',
     doc: 'How often the ingest worker\'s blob collector looks in the files read model for deletions past its sweep position (blobs of definitions that failed after promoting are checked at once), and how long it waits before retrying a collection that failed. A deleted file\'s bytes leave storage within about this long once the read model shows the deletion and no other file has the same content.',
   },
+  // issue 15, item 1, design D (s-i15-overlap): staged uploads
+  MERIDIAN_UPLOAD_STAGING: {
+    schema: z.enum(['off', 'on']),
+    default: 'off',
+    doc: 'on: an upload too large for one decider buffer writes its rows aside into ClickHouse stage tables while it is parsed, and the projector attaches them at its seals (a stage is only a cache: one missing or incomplete is refilled from the log). off: every upload is projected after its commit. Not for a replicated points table (CLICKHOUSE_CLUSTER). Off until the staged path has its fault tests.',
+  },
+  MERIDIAN_STAGE_TTL_MS: {
+    schema: positiveInt,
+    default: '7200000',
+    doc: 'Stage tables of staged uploads made at least this long ago are dropped by the projector\'s sweeper (a crashed upload\'s; one still needed is refilled from the log at its seal). At least MERIDIAN_UPLOAD_TIME_BUDGET_MS, so a stage an upload is still writing is kept.',
+  },
+  MERIDIAN_STAGE_SWEEP_INTERVAL_MS: {
+    schema: positiveInt,
+    default: '300000',
+    doc: 'How often the projector looks for stage tables older than MERIDIAN_STAGE_TTL_MS.',
+  },
+  // issue 15, design D fault work (s-i15-dfault)
+  MERIDIAN_STAGE_FINISH_TIMEOUT_MS: {
+    schema: positiveInt,
+    default: '30000',
+    doc: 'Longest a staged upload waits, before its commit, for its last inserts into its stage tables (and, on a failed upload, before dropping them). Past it the inserts are given up and those stages count as broken: the projector refills them from the log at the seal, so a slow ClickHouse delays the seal, not the upload.',
+  },
+  // issue 15, design D review fixes (s-i15-dfault, session 14)
+  MERIDIAN_STAGE_INSERT_WAIT_MS: {
+    schema: positiveInt,
+    default: '30000',
+    doc: 'Longest the projector waits, at a staged upload\'s seal, for inserts into that upload\'s stage still running on ClickHouse (ones its writer gave up). Past it they are killed (KILL QUERY) and the stage is refilled from the log, so a hung insert into a stage, which is only a cache, holds that partition\'s projection at most this long.',
+  },
   // s-blob-race: blob collection across ingest workers
   MERIDIAN_BLOB_REMOVAL_LEASE_MS: {
     schema: positiveInt,
@@ -445,7 +473,7 @@ export type SettingName = keyof typeof settingDefinitions;
  * over the parsed values); a broken rule is reported at start like an invalid value.
  */
 export const settingRules = z
-  .object({ KAFKA_REPLICATION_FACTOR: z.number(), KAFKA_MIN_INSYNC_REPLICAS: z.number(), MERIDIAN_POINT_BATCH_SIZE: z.number(), MERIDIAN_UPLOAD_SEND_BYTES_PER_PARTITION: z.number(), MERIDIAN_UPLOAD_SEND_BYTES_PER_REQUEST: z.number(), MERIDIAN_FILES_READ_MODEL_WAIT_MS: z.number(), MERIDIAN_BLOB_REMOVAL_LEASE_MS: z.number(), MERIDIAN_UPLOAD_TIME_BUDGET_MS: z.number(), MERIDIAN_BLOB_CLAIM_TTL_MS: z.number() })
+  .object({ KAFKA_REPLICATION_FACTOR: z.number(), KAFKA_MIN_INSYNC_REPLICAS: z.number(), MERIDIAN_POINT_BATCH_SIZE: z.number(), MERIDIAN_UPLOAD_SEND_BYTES_PER_PARTITION: z.number(), MERIDIAN_UPLOAD_SEND_BYTES_PER_REQUEST: z.number(), MERIDIAN_UPLOAD_STAGING: z.string(), CLICKHOUSE_CLUSTER: z.string(), MERIDIAN_STAGE_TTL_MS: z.number(), MERIDIAN_UPLOAD_TIME_BUDGET_MS: z.number(), MERIDIAN_FILES_READ_MODEL_WAIT_MS: z.number(), MERIDIAN_BLOB_REMOVAL_LEASE_MS: z.number(), MERIDIAN_BLOB_CLAIM_TTL_MS: z.number() })
   .refine((s) => s.KAFKA_MIN_INSYNC_REPLICAS <= s.KAFKA_REPLICATION_FACTOR, {
     path: ['KAFKA_MIN_INSYNC_REPLICAS'],
     message: 'at most KAFKA_REPLICATION_FACTOR: a topic with fewer replicas than min.insync.replicas refuses every acknowledged write',
@@ -457,6 +485,14 @@ export const settingRules = z
   .refine((s) => s.MERIDIAN_UPLOAD_SEND_BYTES_PER_PARTITION <= s.MERIDIAN_UPLOAD_SEND_BYTES_PER_REQUEST, {
     path: ['MERIDIAN_UPLOAD_SEND_BYTES_PER_PARTITION'],
     message: 'at most MERIDIAN_UPLOAD_SEND_BYTES_PER_REQUEST: a request holds at least one partition\'s share',
+  })
+  .refine((s) => s.MERIDIAN_UPLOAD_STAGING === 'off' || s.CLICKHOUSE_CLUSTER === '', {
+    path: ['MERIDIAN_UPLOAD_STAGING'],
+    message: 'off when CLICKHOUSE_CLUSTER is set: an ATTACH into a replicated points table reaches the other replicas outside the insert quorum',
+  })
+  .refine((s) => s.MERIDIAN_STAGE_TTL_MS >= s.MERIDIAN_UPLOAD_TIME_BUDGET_MS, {
+    path: ['MERIDIAN_STAGE_TTL_MS'],
+    message: 'at least MERIDIAN_UPLOAD_TIME_BUDGET_MS: the sweeper would drop the stages of an upload still running',
   })
   .refine((s) => s.MERIDIAN_BLOB_REMOVAL_LEASE_MS >= 4 * s.MERIDIAN_FILES_READ_MODEL_WAIT_MS, {
     path: ['MERIDIAN_BLOB_REMOVAL_LEASE_MS'],

@@ -5,10 +5,12 @@
  * decisions over the points topic (points/state.ts). Tasks: one batch of a tasks partition
  * folded and written through the read model's ports (tasks/project.ts); files: a batch folded onto
  * the stored rows of the files it touches (files/project.ts); both fed by eventsAfter. No I/O of its own:
- * the points table's sink is libs/clickhouse's (createPointsSink).
+ * the points table's sink is libs/clickhouse's (createPointsSink); a staged share's refill
+ * (points/refill.ts) reads the log and writes the stage through ports it is given.
  */
-export { encodePointsBlock, INSERT_POINTS_SQL, insertPointsSql, insertToken, segmentRows, type Segment } from './points/rows.ts';
-export { Projection, type Seal } from './points/state.ts';
+export { batchProblem, encodePointsBlock, INSERT_POINTS_SQL, insertPointsSql, insertToken, segmentRows, type Segment } from './points/rows.ts';
+export { Projection, type Seal, type StagedSeal } from './points/state.ts';
+export { refillStage, stageHeader, type Omitted, type RefillDeps, type StageSink } from './points/refill.ts';
 export { projectTaskBatch, type TaskProjection } from './tasks/project.ts';
 export { projectFileBatch, type FileProjection } from './files/project.ts';
 export { eventsAfter } from './events-after.ts';

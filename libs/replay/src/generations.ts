@@ -14,10 +14,18 @@ export const LIVE_POINTS = 'points';
 export const LIVE_CATALOG = 'metric_catalog';
 /** The live catalog view's own table on an Ordinary database (ClickHouse 18.16): the view finds it by this name. */
 export const LIVE_CATALOG_DATA = '.inner.metric_catalog';
+/** Staged uploads' seals (issue 15, migration 007): they count in the position, so they move with `points`. */
+export const LIVE_SEALS = 'points_seals';
 export const REGISTRY = 'replay_generations';
 
 export const pointsTable = (g: number) => `points_g${checkGeneration(g)}`;
 export const catalogTable = (g: number) => `metric_catalog_g${checkGeneration(g)}`;
+/** A generation's staged seals (points_seals while it is live). */
+export const sealsTable = (g: number) => `points_seals_g${checkGeneration(g)}`;
+/** The read-only stand-in for `points_seals` while a swap holds live writes. */
+export const frozenSealsStandIn = (g: number) => `points_seals_frozen_g${checkGeneration(g)}`;
+/** Stage tables a rebuild of generation g left (stage.ts names them after their points table). */
+export const stagesOf = (g: number) => new RegExp(`^${pointsTable(g)}_stage_[0-9a-f]{16}_[0-9a-f]{16}_p[0-9]+(_rest)?$`);
 /** The view that feeds a generation's catalog from its points while it is built. */
 export const catalogFeed = (g: number) => `metric_catalog_feed_g${checkGeneration(g)}`;
 /** The read-only stand-in for `points` while a swap holds live writes (a Merge table over the frozen generation). */
@@ -42,9 +50,15 @@ export function q(name: string): string {
 
 /** `CREATE TABLE <table> (...)` of the points schema, from migration 001 itself (one definition). */
 export function pointsTableDdl(table: string, migrations: readonly Migration[] = readMigrations()): string {
-  const statement = migrations.flatMap((m) => m.statements).find((s) => /^CREATE TABLE IF NOT EXISTS points\s*\(/.test(s));
-  if (!statement) throw new Error('no CREATE TABLE points in the migrations');
-  return statement.replace(/^CREATE TABLE IF NOT EXISTS points\s*\(/, `CREATE TABLE ${q(table)} (`);
+  return tableDdl(LIVE_POINTS, table, migrations);
+}
+
+/** `CREATE TABLE <table> (...)` of a migrated table's schema (`points`, `points_seals`), from its migration. */
+function tableDdl(migrated: string, table: string, migrations: readonly Migration[] = readMigrations()): string {
+  const head = new RegExp(`^CREATE TABLE IF NOT EXISTS ${migrated}\\s*\\(`);
+  const statement = migrations.flatMap((m) => m.statements).find((s) => head.test(s));
+  if (!statement) throw new Error(`no CREATE TABLE ${migrated} in the migrations`);
+  return statement.replace(head, `CREATE TABLE ${q(table)} (`);
 }
 
 /** The catalog view's engine clause and SELECT, from migration 002 itself. */
@@ -84,13 +98,14 @@ export function forgetInsertTokensSql(points: string, catalog: string, caps: Gen
 }
 
 /**
- * Statements that create generation g: its points table, its catalog table and the view feeding
- * the catalog, with the table settings the migrations give the live ones.
+ * Statements that create generation g: its points table, its seals table, its catalog table and
+ * the view feeding the catalog, with the table settings the migrations give the live ones.
  */
 export function createGenerationSql(g: number, pointsExists: boolean, caps: GenerationCapabilities, migrations?: readonly Migration[]): string[] {
   const catalog = catalogDefinition(migrations);
   return [
     pointsExists ? `CREATE TABLE ${q(pointsTable(g))} AS ${q(LIVE_POINTS)}` : pointsTableDdl(pointsTable(g), migrations),
+    tableDdl(LIVE_SEALS, sealsTable(g), migrations),
     `CREATE TABLE ${q(catalogTable(g))} ${catalog.engine} AS ${catalog.select(pointsTable(g)).replace(/\bGROUP BY\b/, 'WHERE 0 GROUP BY')}`,
     ...tableSettingsSql(pointsTable(g), catalogTable(g), caps, migrations),
     `CREATE MATERIALIZED VIEW ${q(catalogFeed(g))} TO ${q(catalogTable(g))} AS ${catalog.select(pointsTable(g))}`,
@@ -217,7 +232,7 @@ export async function nextGeneration(client: ClickHouseClient): Promise<number> 
   let max = 1;
   for (const g of registered.keys()) max = Math.max(max, g);
   for (const name of tables.keys()) {
-    const m = /^(?:points|metric_catalog|metric_catalog_feed|points_frozen)_g(\d+)$/.exec(name);
+    const m = /^(?:points|metric_catalog|metric_catalog_feed|points_frozen|points_seals|points_seals_frozen)_g(\d+)(?:_stage_.*)?$/.exec(name);
     if (m) max = Math.max(max, Number(m[1]));
   }
   return max + 1;
@@ -226,7 +241,7 @@ export async function nextGeneration(client: ClickHouseClient): Promise<number> 
 /** Creates generation g's tables (empty) and registers it. */
 export async function createGeneration(client: ClickHouseClient, g: number, detail: Record<string, unknown>): Promise<void> {
   const tables = await tableEngines(client);
-  for (const name of [pointsTable(g), catalogTable(g), catalogFeed(g)]) if (tables.has(name)) throw new Error(`table ${name} exists already`);
+  for (const name of [pointsTable(g), sealsTable(g), catalogTable(g), catalogFeed(g)]) if (tables.has(name)) throw new Error(`table ${name} exists already`);
   const caps = await serverCapabilities(client);
   for (const statement of createGenerationSql(g, tables.get(LIVE_POINTS) === 'MergeTree', caps)) await client.command({ query: statement });
   await record(client, g, 'created', { table: pointsTable(g), ...detail });
@@ -254,8 +269,10 @@ export async function dropGeneration(client: ClickHouseClient, g: number): Promi
   if (gen?.state === 'live') throw new Error(`generation ${g} is live: swap another one in first`);
   const tables = await tableEngines(client);
   const dropped: string[] = [];
-  // The feeding view first, so nothing writes into the catalog being dropped.
-  for (const name of [catalogFeed(g), pointsTable(g), catalogTable(g)]) {
+  // The feeding view first, so nothing writes into the catalog being dropped; then the stages a
+  // rebuild of it left (a crash between a staged share's refill and its seal).
+  const stages = [...tables.keys()].filter((name) => stagesOf(g).test(name)).sort();
+  for (const name of [catalogFeed(g), pointsTable(g), sealsTable(g), catalogTable(g), ...stages]) {
     if (!tables.has(name)) continue;
     await client.command({ query: `DROP TABLE ${q(name)}` });
     dropped.push(name);

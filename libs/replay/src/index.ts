@@ -5,8 +5,10 @@ export {
   LIVE_POINTS,
   LIVE_CATALOG,
   LIVE_CATALOG_DATA,
+  LIVE_SEALS,
   REGISTRY,
   pointsTable,
+  sealsTable,
   catalogTable,
   catalogFeed,
   parseGeneration,
@@ -18,7 +20,7 @@ export {
   type Generation,
   type GenerationListing,
 } from './generations.ts';
-export { verifyTables, tableChecksums, formatVerification, ROW_HASH, type Verification } from './verify.ts';
+export { verifyTables, tableChecksums, formatVerification, ROW_HASH, type ComparedTable, type Verification } from './verify.ts';
 export { swapIn, unfreeze, nudgeGroup, projectorGroupId, type SwapInput, type SwapResult } from './swap.ts';
 export type { ReplayDeps } from './deps.ts';
 export { rebuildPoints, swapGeneration, describeBound, type RebuildPointsOptions, type RebuildPointsResult, type SwapMode } from './replay.ts';

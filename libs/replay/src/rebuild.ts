@@ -1,11 +1,11 @@
 import { randomBytes } from 'node:crypto';
-import { createPointsSink, serverCapabilities, type ClickHouseClient } from '@meridian/clickhouse';
+import { createPointsSink, createPointsStages, serverCapabilities, type ClickHouseClient, type PointsStages } from '@meridian/clickhouse';
 import { isUuid, type LogRanges, type Offsets, type PartitionRange, type PointsFact } from '@meridian/domain';
 import { createEventCodec, UndecodableEventError, type EventCodec } from '@meridian/events';
 import type { Logger } from '@meridian/observability';
 import { retry, RETRY_POLICIES } from '@meridian/retry';
 import { catalogDefinition, forgetInsertTokensSql, q } from './generations.ts';
-import { Projection, segmentRows, type Segment } from '@meridian/projection';
+import { Projection, refillStage, segmentRows, stageHeader, type Omitted, type Segment, type StagedSeal } from '@meridian/projection';
 import type { RebuildProgress } from './progress.ts';
 
 export type RebuildInput = {
@@ -19,6 +19,12 @@ export type RebuildInput = {
   readonly clickhouse: ClickHouseClient;
   /** The table written: a generation (points_g<N>) or `points` of a separate database. Never the live one. */
   readonly table: string;
+  /**
+   * The table of `table`'s staged seals (points_seals_g<N>, or points_seals of a separate
+   * database): it counts in the positions, and staged uploads (issue 15) are sealed into `table`
+   * through it, with `catalog`. Without it, a range holding a staged upload is refused.
+   */
+  readonly seals?: string;
   /** First offset to project per partition (inclusive); the table's own positions win when they are further (a resumed rebuild). */
   readonly starts: Offsets;
   /** Offset to stop before per partition (exclusive). */
@@ -33,7 +39,8 @@ export type RebuildInput = {
   readonly sealedOnly?: boolean;
   /**
    * The table holding `table`'s metric catalog (fed by a view on each insert). Required with
-   * sealedOnly: deleting rows does not reach the catalog, so it is recomputed after deletions.
+   * sealedOnly: deleting rows does not reach the catalog, so it is recomputed after deletions;
+   * and with staged uploads: a staged share is attached, which feeds no view.
    */
   readonly catalog?: string;
   readonly signal?: AbortSignal;
@@ -50,6 +57,10 @@ export type RebuildStats = {
   readonly points: number;
   readonly batches: number;
   readonly seals: number;
+  /** Batches of staged uploads, passed over (their shares come in at their seals). */
+  readonly stagedBatches: number;
+  /** Staged shares sealed into the table (their points are in `points`, their seals in `seals`). */
+  readonly stagedSeals: number;
   /** Point batches that cannot be projected (the live projector dead-letters the same ones). */
   readonly rejected: number;
   /** Records that are not events Meridian can decode (skipped, as live). */
@@ -58,7 +69,7 @@ export type RebuildStats = {
   /** Batches of uploads not sealed inside the range, removed again (sealedOnly). */
   readonly unsealedBatches: number;
   readonly ms: number;
-  /** Highest PointBatch offset in the table per partition afterwards (-1: none). */
+  /** The table's position per partition afterwards: its highest PointBatch offset, or staged seal if later (-1: none). */
   readonly positions: Offsets;
 };
 
@@ -69,12 +80,22 @@ export type RebuildStats = {
  * rebuild continues). Nothing else: no clock, no random value and no side effect reaches the
  * rows (no dead-lettering, no announcing), so the rows are a pure function of the range.
  *
+ * Staged uploads (issue 15) are deferred to their seals exactly as live: a staged batch is passed
+ * over (by its header, undecoded, as live), and at a staged seal inside the range the rows
+ * before it are flushed and stored, then the share is sealed into the table with the live seal
+ * procedure (stage.ts) against the table's own seals and catalog, its stage always filled from
+ * the log (refill.ts: a rebuild has no stage written aside). The seal is recorded in the seals
+ * table, which counts in the positions, so a resumed rebuild neither repeats nor skips it, and
+ * a share attached before a crash is found attached. A staged upload whose seal is beyond the
+ * range leaves nothing, as in live `points` before its seal.
+ *
  * One insert is in flight while the next block is read and decoded.
  */
 export async function rebuildRange(input: RebuildInput): Promise<RebuildStats> {
   const started = performance.now();
   const codec = input.codec ?? createEventCodec<PointsFact>();
-  const sink = createPointsSink(input.clickhouse, input.table);
+  const sink = createPointsSink(input.clickhouse, input.table, input.seals === undefined ? {} : { sealsTable: input.seals });
+  let stages: PointsStages | null = null;
   const partitions = [...input.ends.keys()].sort((a, b) => a - b);
   const stored = await sink.maxOffsets(partitions);
   const projection = new Projection(input.batchRows);
@@ -93,6 +114,8 @@ export async function rebuildRange(input: RebuildInput): Promise<RebuildStats> {
   let points = 0;
   let batches = 0;
   let seals = 0;
+  let stagedBatches = 0;
+  let stagedSeals = 0;
   let rejected = 0;
   let undecodable = 0;
   let inserts = 0;
@@ -155,6 +178,40 @@ export async function rebuildRange(input: RebuildInput): Promise<RebuildStats> {
     inflight.catch(() => undefined);
   }
 
+  /** Moves a staged share into the table, as the live projector does into `points` (every row before it is stored first). */
+  async function sealStaged(seal: StagedSeal): Promise<void> {
+    if (input.seals === undefined || input.catalog === undefined) {
+      throw new Error(`points partition ${seal.partition} offset ${seal.offset} seals a staged upload: a rebuild into ${input.table} needs its seals and catalog tables`);
+    }
+    await flush();
+    await inflight;
+    stages ??= createPointsStages(input.clickhouse, { points: input.table, catalog: input.catalog, seals: input.seals });
+    const into = stages;
+    const share = { partition: seal.partition, sealOffset: seal.offset, taskId: seal.task_id, attempt: seal.attempt, points: seal.points, batches: seal.batches };
+    const refill = {
+      log: input.log, codec, topic: input.topic, batchRows: input.batchRows,
+      groupId: `${input.groupPrefix}replay-${input.table}-refill-${randomBytes(4).toString('hex')}`,
+      // The live projector dead-letters such a batch and fails its task; either way no table holds it.
+      bad: async () => { bad++; },
+    };
+    let bad = 0;
+    let omitted: Omitted = { points: 0, batches: 0 };
+    await retry(async () => {
+      bad = 0;
+      omitted = { points: 0, batches: 0 };
+      await into.seal(share, async (stage) => (omitted = await refillStage(refill, seal, stage)));
+    }, {
+      ...RETRY_POLICIES.rebuildInsert,
+      retriable: () => true,
+      ...(input.signal ? { signal: input.signal } : {}),
+      onRetry: (error, attempt) => input.logger?.warn({ err: error, attempt }, `sealing a staged upload into ${input.table} failed; retrying`),
+    });
+    rejected += bad;
+    projection.sealed(seal);
+    stagedSeals++;
+    points += seal.points - omitted.points;
+  }
+
   for await (const batch of input.log.readRanges(ranges, {
     groupId: `${input.groupPrefix}replay-${input.table}-${randomBytes(4).toString('hex')}`,
     sequential: false,
@@ -164,15 +221,19 @@ export async function rebuildRange(input: RebuildInput): Promise<RebuildStats> {
     for (const message of batch.messages) {
       const offset = Number(message.offset);
       events++;
-      let fact: PointsFact;
-      try {
-        fact = codec.decode(message.value ?? Buffer.alloc(0));
-      } catch (error) {
-        if (!(error instanceof UndecodableEventError)) throw error;
-        undecodable++;
-        continue;
+      // A staged batch is known by its header, undecoded, as live: its seal brings its rows in.
+      const staged = stageHeader(message);
+      let fact: PointsFact | null = null;
+      if (staged === undefined) {
+        try {
+          fact = codec.decode(message.value ?? Buffer.alloc(0));
+        } catch (error) {
+          if (!(error instanceof UndecodableEventError)) throw error;
+          undecodable++;
+          continue;
+        }
       }
-      const decision = projection.decide(p, offset, fact);
+      const decision = fact === null ? projection.decideStaged(p, offset, staged!) : projection.decide(p, offset, fact);
       switch (decision.kind) {
         case 'buffer': {
           if (projection.wouldOverflow(decision.rows)) await flush();
@@ -195,6 +256,16 @@ export async function rebuildRange(input: RebuildInput): Promise<RebuildStats> {
           rejected++;
           break;
         case 'skip':
+          break;
+        case 'staged':
+          stagedBatches++;
+          break;
+        case 'stagedSeal':
+          // Sealed here whatever the cut: a staged share is never among an open upload's batches
+          // (they are not in the table before the seal), so a cut between two partitions' seals
+          // leaves the sealed partitions' shares, as live `points` holds them at that moment.
+          seals++;
+          await sealStaged(decision.seal);
           break;
       }
     }
@@ -231,7 +302,7 @@ export async function rebuildRange(input: RebuildInput): Promise<RebuildStats> {
   }
   report(true);
   const positions = await sink.maxOffsets(partitions);
-  return { events, points, batches, seals, rejected, undecodable, inserts, unsealedBatches, ms: performance.now() - started, positions };
+  return { events, points, batches, seals, stagedBatches, stagedSeals, rejected, undecodable, inserts, unsealedBatches, ms: performance.now() - started, positions };
 }
 
 /**

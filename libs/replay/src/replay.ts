@@ -9,12 +9,14 @@ import {
   createGeneration,
   ensureRegistry,
   LIVE_POINTS,
+  LIVE_SEALS,
   liveCatalogData,
   nextGeneration,
   pointsTable,
   q,
   readRegistry,
   record,
+  sealsTable,
   tableEngines,
 } from './generations.ts';
 import type { RebuildProgress } from './progress.ts';
@@ -89,7 +91,7 @@ export async function rebuildPoints(deps: ReplayDeps, options: RebuildPointsOpti
       options.onPhase?.(`projecting into ${options.database}.points`);
       const stats = await rebuildRange({
         log, topic: topics.points, groupPrefix: deps.topicPrefix,
-        clickhouse: target, table: LIVE_POINTS, catalog: await liveCatalogData(target), starts, ends, batchRows, sealedOnly, measureLag: false,
+        clickhouse: target, table: LIVE_POINTS, seals: LIVE_SEALS, catalog: await liveCatalogData(target), starts, ends, batchRows, sealedOnly, measureLag: false,
         logger: deps.logger, ...progress('rebuild'), ...(options.signal ? { signal: options.signal } : {}), ...(options.codec ? { codec: options.codec } : {}),
       });
       return { generation: null, database: options.database, table: LIVE_POINTS, starts: record_(starts), ends: record_(ends), copiedRows: 0, stats, verification: null, swap: null, notSwapped: null };
@@ -111,11 +113,11 @@ export async function rebuildPoints(deps: ReplayDeps, options: RebuildPointsOpti
   let copiedRows = 0;
   if (options.from) {
     options.onPhase?.(`copying the rows before ${describeOffsets(starts)} from the live table`);
-    copiedRows = await copyBefore(clickhouse, table, starts);
+    copiedRows = await copyBefore(clickhouse, table, sealsTable(g), starts);
   }
   const stats = await rebuildRange({
     log, topic: topics.points, groupPrefix: deps.topicPrefix,
-    clickhouse, table, catalog: catalogTable(g), starts, ends, batchRows, sealedOnly, measureLag: true,
+    clickhouse, table, seals: sealsTable(g), catalog: catalogTable(g), starts, ends, batchRows, sealedOnly, measureLag: true,
     logger: deps.logger, ...progress('rebuild'), ...(options.signal ? { signal: options.signal } : {}), ...(options.codec ? { codec: options.codec } : {}),
   });
   await record(clickhouse, g, 'built', { ...statsDetail(stats), copied_rows: copiedRows });
@@ -123,7 +125,7 @@ export async function rebuildPoints(deps: ReplayDeps, options: RebuildPointsOpti
   let verification: Verification | null = null;
   if (liveExists) {
     options.onPhase?.('verifying against the live table');
-    verification = await verifyTables(clickhouse, LIVE_POINTS, table, [...ends.keys()]);
+    verification = await verifyTables(clickhouse, { points: LIVE_POINTS, seals: LIVE_SEALS }, { points: table, seals: sealsTable(g) }, [...ends.keys()]);
     await record(clickhouse, g, 'verified', verification);
   }
 
@@ -161,14 +163,21 @@ export async function swapGeneration(deps: ReplayDeps, generation: number, optio
   });
 }
 
-/** Copies the live rows of batches before `starts` (per partition) into the generation: numbers only in the SQL. */
-async function copyBefore(client: ClickHouseClient, table: string, starts: Offsets): Promise<number> {
-  const parts = [...starts].filter(([, o]) => o > 0).map(([p, o]) => {
+/**
+ * Copies the live rows of batches before `starts` (per partition) into the generation, and the
+ * staged seals before them (their shares' rows are among those rows): numbers only in the SQL.
+ * A staged share sealed live at or after its start whose batches lie before it comes with the
+ * rows, and the rebuild's seal of it then attaches only the batches the generation lacks (stage.ts).
+ */
+async function copyBefore(client: ClickHouseClient, table: string, seals: string, starts: Offsets): Promise<number> {
+  const before = (column: string) => [...starts].filter(([, o]) => o > 0).map(([p, o]) => {
     if (!Number.isSafeInteger(p) || !Number.isSafeInteger(o)) throw new Error(`not a position: ${p}/${o}`);
-    return `(kafka_partition = ${p} AND kafka_offset < ${o})`;
+    return `(kafka_partition = ${p} AND ${column} < ${o})`;
   });
+  const parts = before('kafka_offset');
   if (parts.length === 0) return 0;
   await client.command({ query: `INSERT INTO ${q(table)} SELECT * FROM ${q(LIVE_POINTS)} WHERE ${parts.join(' OR ')}` });
+  await client.command({ query: `INSERT INTO ${q(seals)} SELECT * FROM ${q(LIVE_SEALS)} WHERE ${before('seal_offset').join(' OR ')}` });
   return countRows(client, table);
 }
 
@@ -180,7 +189,7 @@ export function describeBound(b: Bound): string {
 
 export function statsDetail(s: RebuildStats): Record<string, unknown> {
   return {
-    events: s.events, points: s.points, batches: s.batches, seals: s.seals, rejected: s.rejected, undecodable: s.undecodable,
+    events: s.events, points: s.points, batches: s.batches, seals: s.seals, staged_batches: s.stagedBatches, staged_seals: s.stagedSeals, rejected: s.rejected, undecodable: s.undecodable,
     inserts: s.inserts, unsealed_batches: s.unsealedBatches, ms: Math.round(s.ms), positions: record_(s.positions),
   };
 }

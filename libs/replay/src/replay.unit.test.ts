@@ -5,9 +5,9 @@ import { SchemaRegistry } from '@meridian/events';
 import { BoundError, parseBound } from './bounds.ts';
 import { dedupeNamedTypes, envelopeSchema, envelopeType, topicOfType, wrapEvent } from './export-schema.ts';
 import { decodeExportCursor, encodeExportCursor, EXPORT_TOPICS, pageRanges, resolveTypes, type ExportTopic } from './export.ts';
-import { catalogDefinition, createGenerationSql, foldRegistry, forgetInsertTokensSql, liveGeneration, parseGeneration, pointsTableDdl, type RegistryRow } from './generations.ts';
+import { catalogDefinition, createGenerationSql, foldRegistry, forgetInsertTokensSql, liveGeneration, parseGeneration, pointsTableDdl, stagesOf, type RegistryRow } from './generations.ts';
 import { etaMs, formatProgress } from './progress.ts';
-import { compareSums, perMetricSql, rangeCondition } from './verify.ts';
+import { compareSums, perMetricSql, rangeCondition, sealedAfterCondition } from './verify.ts';
 import { refuseReplicated } from './swap.ts';
 
 describe('--from / --to bounds', () => {
@@ -50,17 +50,27 @@ describe('generations', () => {
     const catalog = catalogDefinition();
     expect(catalog.engine).toBe('ENGINE = AggregatingMergeTree()\nORDER BY metric_name');
     expect(catalog.select('points_g2')).toMatch(/countState\(\) AS points[\s\S]*FROM `points_g2`\nGROUP BY metric_name$/);
-    const [table, catalogTable, feed, ...rest] = createGenerationSql(2, true, capabilities('18.16.1', 'Ordinary'));
+    const [table, seals, catalogTable, feed, ...rest] = createGenerationSql(2, true, capabilities('18.16.1', 'Ordinary'));
     expect(rest).toEqual([]);
     expect(table).toBe('CREATE TABLE `points_g2` AS `points`');
+    // Its staged seals (issue 15), which count in its positions: migration 007's table under its name.
+    expect(seals).toMatch(/^CREATE TABLE `points_seals_g2` \(\n\s+kafka_partition UInt16,[\s\S]*ORDER BY \(kafka_partition, seal_offset\)\s*$/);
     expect(catalogTable).toMatch(/^CREATE TABLE `metric_catalog_g2` ENGINE = AggregatingMergeTree\(\)\nORDER BY metric_name AS SELECT[\s\S]*FROM `points_g2`\nWHERE 0 GROUP BY metric_name$/);
     expect(feed).toMatch(/^CREATE MATERIALIZED VIEW `metric_catalog_feed_g2` TO `metric_catalog_g2` AS SELECT[\s\S]*FROM `points_g2`\nGROUP BY metric_name$/);
     expect(createGenerationSql(3, false, capabilities('18.16.1', 'Ordinary'))[0]).toMatch(/^CREATE TABLE `points_g3` \(/);
   });
 
+  it('knows the stages a rebuild of a generation leaves (for replay drop), and no other table', () => {
+    const task = 'a'.repeat(16);
+    const attempt = '0123456789abcdef';
+    expect(stagesOf(3).test(`points_g3_stage_${task}_${attempt}_p0`)).toBe(true);
+    expect(stagesOf(3).test(`points_g3_stage_${task}_${attempt}_p12_rest`)).toBe(true);
+    for (const other of [`points_stage_${task}_${attempt}_p0`, `points_g31_stage_${task}_${attempt}_p0`, 'points_g3', 'points_seals_g3', `points_g3_stage_${attempt}_p0`]) expect(stagesOf(3).test(other), other).toBe(false);
+  });
+
   it('gives a generation\'s tables the deduplication window of migration 004 where the server keeps insert tokens, before its feed exists', () => {
     const ch26 = capabilities('26.9.2.1', 'Atomic');
-    expect(createGenerationSql(2, true, ch26).slice(2)).toEqual([
+    expect(createGenerationSql(2, true, ch26).slice(3)).toEqual([
       'ALTER TABLE `points_g2` MODIFY SETTING non_replicated_deduplication_window = 1000',
       'ALTER TABLE `metric_catalog_g2` MODIFY SETTING non_replicated_deduplication_window = 1000',
       expect.stringMatching(/^CREATE MATERIALIZED VIEW `metric_catalog_feed_g2` TO `metric_catalog_g2`/),
@@ -72,7 +82,7 @@ describe('generations', () => {
       'ALTER TABLE `metric_catalog_g2` MODIFY SETTING non_replicated_deduplication_window = 1000',
     ]);
     for (const older of [capabilities('18.16.1', 'Ordinary'), capabilities('26.9.2.1', 'Ordinary')]) {
-      expect(createGenerationSql(2, true, older)).toHaveLength(3);
+      expect(createGenerationSql(2, true, older)).toHaveLength(4);
       expect(forgetInsertTokensSql('points', '.inner.metric_catalog', older)).toEqual([]);
     }
   });
@@ -99,6 +109,16 @@ describe('verification', () => {
     expect(rangeCondition(new Map([[0, -1]]))).toBe('0');
     expect(() => rangeCondition(new Map([[0, 1.5]]))).toThrow();
     expect(perMetricSql('points_g2', '1')).toContain('sum(cityHash64(metric_name, ts, value, updated_at, task_id, kafka_partition, kafka_offset, row_in_batch))');
+  });
+
+  it('leaves out of the comparison the rows of staged shares sealed after the compared position, by either table\'s seals', () => {
+    expect(sealedAfterCondition(new Map([[0, 4], [1, -1]]), ['points_seals', 'points_seals_g2'])).toBe(
+      '(kafka_partition, task_id) NOT IN (SELECT kafka_partition, task_id FROM `points_seals` WHERE (kafka_partition = 0 AND seal_offset > 4) OR (kafka_partition = 1 AND seal_offset > -1)'
+      + ' UNION ALL SELECT kafka_partition, task_id FROM `points_seals_g2` WHERE (kafka_partition = 0 AND seal_offset > 4) OR (kafka_partition = 1 AND seal_offset > -1))',
+    );
+    // Tables from before staged uploads have no seals: nothing to leave out.
+    expect(sealedAfterCondition(new Map([[0, 4]]), [])).toBe('1');
+    expect(() => sealedAfterCondition(new Map([[0, 0.5]]), ['points_seals'])).toThrow();
   });
 
   it('reports every metric whose count or checksum differs, or that one side lacks', () => {

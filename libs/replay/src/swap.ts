@@ -1,4 +1,4 @@
-import { createPointsSink, serverCapabilities, type ClickHouseClient } from '@meridian/clickhouse';
+import { createPointsSink, createPointsStages, serverCapabilities, type ClickHouseClient } from '@meridian/clickhouse';
 import type { LogRanges, Offsets, PointsFact } from '@meridian/domain';
 import type { EventCodec } from '@meridian/events';
 import type { Logger } from '@meridian/observability';
@@ -6,18 +6,21 @@ import { consumerGroupsFor } from '@meridian/kafka';
 import {
   catalogFeed,
   catalogTable,
+  frozenSealsStandIn,
   frozenStandIn,
   LIVE_POINTS,
+  LIVE_SEALS,
   liveGeneration,
   pointsTable,
   q,
   readRegistry,
   record,
+  sealsTable,
   tableEngines,
 } from './generations.ts';
 import type { RebuildProgress } from './progress.ts';
 import { rebuildRange, type RebuildStats } from './rebuild.ts';
-import { swapSql } from './swap-sql.ts';
+import { swapSql, type SealsPlace } from './swap-sql.ts';
 
 /** The live projector's consumer group (apps/ingest/src/projector/projector.ts names it so). */
 export const projectorGroupId = (topicPrefix: string) => consumerGroupsFor(topicPrefix).projector;
@@ -62,9 +65,12 @@ export type SwapResult = {
  * while live ingestion keeps running, without losing or doubling a row.
  *
  * The live projector keeps, per partition, the highest batch offset it has written in memory
- * and resumes from max(kafka_offset) of `points` only when it (re)joins its group or an insert
- * fails. So the new table must hold exactly the batches the old one holds at the moment of the
- * swap: then the projector's positions are right for either table.
+ * and resumes from its position in `points` (max(kafka_offset), or the last staged seal in
+ * `points_seals` if later) only when it (re)joins its group or an insert fails. So the new
+ * table must hold exactly the batches and staged shares the old one holds at the moment of the
+ * swap: then the projector's positions are right for either table. `points_seals` is frozen and
+ * swapped with `points` (swap-sql.ts): a staged share attached to the old table whose seal is
+ * not recorded yet cannot be recorded while frozen, and its retried seal lands in N.
  *
  *   1. Catch up: project into N up to the live table's positions (twice: the second round takes
  *      what the live projector wrote during the first), never past them.
@@ -101,6 +107,12 @@ export async function swapIn(input: SwapInput): Promise<SwapResult> {
     throw new Error(`${sql.liveCatalogData} is ${catalogEngine === undefined ? 'missing' : 'a view with an inner table'}: the swap needs the live catalog's data as a table${caps.atomicDatabase ? ' (on an Atomic database, metric_catalog fed by the view metric_catalog_feed: see the README to convert)' : ''}`);
   }
   if (tables.has(catalogTable(m))) throw new Error(`${catalogTable(m)} exists already: drop generation ${m} first`);
+  if (tables.has(sealsTable(m))) throw new Error(`${sealsTable(m)} exists already: drop generation ${m} first`);
+  if (!tables.has(sealsTable(n))) {
+    // A generation built before staged uploads existed: none can be in it, and its catch-up may meet some.
+    if (!tables.has(LIVE_SEALS)) throw new Error(`no table ${LIVE_SEALS}: run the migrations first`);
+    await client.command({ query: `CREATE TABLE ${q(sealsTable(n))} AS ${q(LIVE_SEALS)}` });
+  }
   const live = tables.get(LIVE_POINTS);
   refuseReplicated(live);
   if (live !== undefined && live !== 'MergeTree' && live !== 'Merge') throw new Error(`${LIVE_POINTS} is a ${live}, not a table this swap knows`);
@@ -124,6 +136,9 @@ export async function swapIn(input: SwapInput): Promise<SwapResult> {
       groupPrefix: input.topicPrefix,
       clickhouse: client,
       table: newTable,
+      // Staged shares are sealed into N as the live projector seals them into `points`.
+      seals: sealsTable(n),
+      catalog: catalogTable(n),
       starts,
       ends,
       batchRows: input.batchRows,
@@ -139,12 +154,14 @@ export async function swapIn(input: SwapInput): Promise<SwapResult> {
 
   let frozenAt: number | null = null;
   let nudged = false;
+  const newSink = createPointsSink(client, newTable, { sealsTable: sealsTable(n) });
   if (live === 'MergeTree') {
-    const liveSink = createPointsSink(client, LIVE_POINTS);
+    if (tables.get(LIVE_SEALS) !== 'MergeTree') throw new Error(`${LIVE_SEALS} is ${tables.get(LIVE_SEALS) ?? 'missing'}: run the migrations first`);
+    const liveSink = createPointsSink(client, LIVE_POINTS, { sealsTable: LIVE_SEALS });
     for (const round of [1, 2]) await project(`catching up with the live table (round ${round})`, plusOne(await liveSink.maxOffsets(partitions)));
     // A generation built to the end of the log may be ahead of a live projector that lingers: give it time to pass.
     phase('waiting for the live projector to reach the new generation');
-    const mine = await createPointsSink(client, newTable).maxOffsets(partitions);
+    const mine = await newSink.maxOffsets(partitions);
     const deadline = Date.now() + (input.waitForLiveMs ?? 20_000);
     while (Date.now() < deadline) {
       const theirs = await liveSink.maxOffsets(partitions);
@@ -152,7 +169,7 @@ export async function swapIn(input: SwapInput): Promise<SwapResult> {
       await new Promise((r) => setTimeout(r, 250));
     }
     phase('freezing the live table');
-    await client.command({ query: sql.prepareFreeze(m, n, checkDatabase(input.database)) });
+    for (const statement of sql.prepareFreeze(m, n, checkDatabase(input.database))) await client.command({ query: statement });
     frozenAt = performance.now();
     await client.command({ query: sql.freeze(m, n) });
   } else if (alreadyFrozen) {
@@ -161,11 +178,13 @@ export async function swapIn(input: SwapInput): Promise<SwapResult> {
 
   let positions: Offsets;
   let standInPlace = frozenAt !== null;
+  const sealsEngine = tables.get(LIVE_SEALS);
+  const seals: SealsPlace = frozenAt !== null && (live === 'MergeTree' || sealsEngine === 'Merge') ? 'standIn' : sealsEngine === 'MergeTree' ? 'live' : 'none';
   try {
     if (frozenAt !== null) {
-      const final = await createPointsSink(client, sql.frozenData(m, n)).maxOffsets(partitions);
+      const final = await frozenPositions(client, sql.frozenData(m, n), seals === 'standIn' ? sql.frozenSeals(m, n) : undefined, partitions);
       await project('catching up with the frozen live table', plusOne(final));
-      const mine = await createPointsSink(client, newTable).maxOffsets(partitions);
+      const mine = await newSink.maxOffsets(partitions);
       const behind = partitions.filter((p) => (mine.get(p) ?? -1) < (final.get(p) ?? -1));
       if (behind.length > 0) {
         throw new Error(`generation ${n} cannot reach the live table's positions in partitions ${behind.join(', ')} (${behind.map((p) => `${mine.get(p)} < ${final.get(p)}`).join('; ')})`);
@@ -187,13 +206,13 @@ export async function swapIn(input: SwapInput): Promise<SwapResult> {
       phase('making the live projector re-read its positions');
       await nudgeGroup(input.log, projectorGroupId(input.topicPrefix), input.topic, input.logger);
       nudged = true;
-      positions = await createPointsSink(client, newTable).maxOffsets(partitions);
+      positions = await newSink.maxOffsets(partitions);
     }
     if (input.whileFrozen) await input.whileFrozen();
 
     phase('swapping the tables');
     await client.command({ query: `DROP TABLE IF EXISTS ${q(catalogFeed(n))}` });
-    await client.command({ query: sql.swapIn(m, n, standInPlace) });
+    await client.command({ query: sql.swapIn(m, n, standInPlace, seals) });
   } catch (error) {
     if (frozenAt !== null) await unfreeze(client, m, n).catch((e: unknown) => input.logger?.error({ err: e }, 'could not put the live table back'));
     throw error;
@@ -203,6 +222,28 @@ export async function swapIn(input: SwapInput): Promise<SwapResult> {
   await record(client, m, 'retired', { table: pointsTable(m), catalog: catalogTable(m), by: n });
   await record(client, n, 'live', { positions: Object.fromEntries(positions), frozen_ms: Math.round(frozenMs), nudged });
   return { generation: n, retired: m, frozenMs, positions: Object.fromEntries([...positions].map(([p, o]) => [String(p), o])), catchUp, nudged };
+}
+
+/**
+ * The frozen live table's positions, as the live projector counts them: without the rows of a
+ * staged share it attached but whose seal it has not recorded yet (the freeze refuses that
+ * record). Such a share's stage is dropped only after its seal row, so its rows are those of a
+ * stage still there. The projector's retried seal attaches the share into N after the swap, and N
+ * must not count it before (it could not reach a position made of its batches' offsets).
+ */
+async function frozenPositions(client: ClickHouseClient, table: string, seals: string | undefined, partitions: readonly number[]): Promise<Offsets> {
+  const positions = await createPointsSink(client, table, seals === undefined ? {} : { sealsTable: seals }).maxOffsets(partitions);
+  const stages = await createPointsStages(client).list();
+  if (stages.length === 0 || partitions.length === 0) return positions;
+  const list = partitions.map((p) => {
+    if (!Number.isInteger(p) || p < 0 || p > 65535) throw new Error(`not a partition number: ${p}`);
+    return String(p);
+  }).join(', ');
+  const max = async (sql: string) => new Map((await (await client.query({ query: sql, format: 'JSONEachRow' })).json<{ p: number; o: string }>()).map((r) => [Number(r.p), Number(r.o)]));
+  const attached = stages.map((stage) => `SELECT kafka_partition, kafka_offset FROM ${q(stage)}`).join(' UNION ALL ');
+  const direct = await max(`SELECT kafka_partition AS p, toString(max(kafka_offset)) AS o FROM ${q(table)} WHERE kafka_partition IN (${list}) AND (kafka_partition, kafka_offset) NOT IN (${attached}) GROUP BY kafka_partition`);
+  const sealed = seals === undefined ? new Map<number, number>() : await max(`SELECT kafka_partition AS p, toString(max(seal_offset)) AS o FROM ${q(seals)} WHERE kafka_partition IN (${list}) GROUP BY kafka_partition`);
+  return new Map(partitions.map((p) => [p, Math.max(direct.get(p) ?? -1, sealed.get(p) ?? -1)]));
 }
 
 /**
@@ -220,17 +261,24 @@ export async function unfreeze(client: ClickHouseClient, live: number, standInGe
   const n = standInGeneration ?? [...tables].map(([name, engine]) => (engine === 'MergeTree' ? /^points_frozen_g(\d+)$/.exec(name) : null)).find((x) => x !== null)?.[1];
   const frozen = n !== undefined && tables.get(sql.frozenData(live, Number(n))) === 'MergeTree' ? sql.frozenData(live, Number(n)) : pointsTable(live);
   if (tables.get(frozen) !== 'MergeTree') throw new Error(`the live generation ${live} is not aside as ${frozen}`);
-  const aside = standInGeneration !== null ? frozenStandIn(standInGeneration) : `points_frozen_${Date.now()}`;
-  let standIn = aside;
+  const aside = standInGeneration !== null
+    ? { points: frozenStandIn(standInGeneration), seals: frozenSealsStandIn(standInGeneration) }
+    : { points: `points_frozen_${Date.now()}`, seals: `points_seals_frozen_${Date.now()}` };
+  let standIns = [aside.points];
+  // The seals are frozen with points (unless a swap of an older version froze points alone).
+  const frozenSeals = sql.frozenSeals(live, Number(n ?? live));
+  const sealsFrozen = tables.get(LIVE_SEALS) === 'Merge' && tables.get(frozenSeals) === 'MergeTree';
   if (current === 'Merge') {
-    const back = sql.unfreeze(live, Number(n ?? live), aside);
+    const back = sql.unfreeze(live, Number(n ?? live), aside, sealsFrozen);
     await client.command({ query: back.statement });
-    standIn = back.standIn;
+    standIns = [...back.standIns];
   } else {
-    await client.command({ query: `RENAME TABLE ${q(frozen)} TO ${q(LIVE_POINTS)}` });
+    const seals = sealsFrozen ? `, ${q(LIVE_SEALS)} TO ${q(aside.seals)}, ${q(frozenSeals)} TO ${q(LIVE_SEALS)}` : '';
+    await client.command({ query: `RENAME TABLE ${q(frozen)} TO ${q(LIVE_POINTS)}${seals}` });
+    if (sealsFrozen) standIns.push(aside.seals);
   }
-  await client.command({ query: `DROP TABLE IF EXISTS ${q(standIn)}` });
-  for (const [name, engine] of tables) if (/^points_frozen_g\d+$/.test(name) && engine === 'Merge') await client.command({ query: `DROP TABLE IF EXISTS ${q(name)}` });
+  for (const standIn of standIns) await client.command({ query: `DROP TABLE IF EXISTS ${q(standIn)}` });
+  for (const [name, engine] of tables) if (/^points_(seals_)?frozen_g\d+$/.test(name) && engine === 'Merge') await client.command({ query: `DROP TABLE IF EXISTS ${q(name)}` });
   return true;
 }
 

@@ -8,6 +8,11 @@ import { q } from './generations.ts';
  * the two tables' positions. Every column is compared, kafka_partition/kafka_offset/row_in_batch
  * included: a rebuild from the same log must reproduce them exactly, as the live projector's
  * resume and the download cursor depend on them.
+ *
+ * A position counts staged seals too (issue 15): a staged share's rows carry the offsets of its
+ * batches, below its seal, and are in a table only from the seal on. So the rows of a share
+ * sealed after the compared position (in either table) are left out of the comparison: the other
+ * table holds them only once it is past that seal too.
  */
 export const ROW_HASH = 'cityHash64(metric_name, ts, value, updated_at, task_id, kafka_partition, kafka_offset, row_in_batch)';
 
@@ -68,12 +73,33 @@ async function count(client: ClickHouseClient, table: string, where: string): Pr
   return Number(found[0]?.n ?? 0);
 }
 
+/** WHERE clause: not a row of a staged share sealed after `upTo` in its partition, by either seals table. */
+export function sealedAfterCondition(upTo: ReadonlyMap<number, number>, seals: readonly string[]): string {
+  if (seals.length === 0) return '1';
+  const after = [...upTo].map(([p, o]) => {
+    if (!Number.isSafeInteger(p) || !Number.isSafeInteger(o)) throw new Error(`not a position: ${p}/${o}`);
+    return `(kafka_partition = ${p} AND seal_offset > ${o})`;
+  });
+  if (after.length === 0) return '1';
+  return `(kafka_partition, task_id) NOT IN (${seals.map((t) => `SELECT kafka_partition, task_id FROM ${q(t)} WHERE ${after.join(' OR ')}`).join(' UNION ALL ')})`;
+}
+
+/** A points table and the table of its staged seals (absent: a table from before staged uploads). */
+export type ComparedTable = { readonly points: string; readonly seals?: string };
+
 /** Verifies `actual` (a rebuild) against `expected` (usually the live `points`) on the range both cover. */
-export async function verifyTables(client: ClickHouseClient, expected: string, actual: string, partitions: readonly number[]): Promise<Verification> {
-  const [e, a] = await Promise.all([createPointsSink(client, expected).maxOffsets(partitions), createPointsSink(client, actual).maxOffsets(partitions)]);
+export async function verifyTables(client: ClickHouseClient, expected: ComparedTable, actual: ComparedTable, partitions: readonly number[]): Promise<Verification> {
+  const existing = new Set((await (await client.query({ query: 'SELECT name FROM system.tables WHERE database = currentDatabase()', format: 'JSONEachRow' })).json<{ name: string }>()).map((t) => t.name));
+  const sealsOf = (t: ComparedTable) => (t.seals !== undefined && existing.has(t.seals) ? t.seals : undefined);
+  const sinkOf = (t: ComparedTable) => {
+    const seals = sealsOf(t);
+    return createPointsSink(client, t.points, seals === undefined ? {} : { sealsTable: seals });
+  };
+  const [e, a] = await Promise.all([sinkOf(expected).maxOffsets(partitions), sinkOf(actual).maxOffsets(partitions)]);
   const upTo = new Map(partitions.map((p) => [p, Math.min(e.get(p) ?? -1, a.get(p) ?? -1)]));
-  const where = rangeCondition(upTo);
-  const [se, sa, all] = await Promise.all([sums(client, expected, where), sums(client, actual, where), Promise.all([count(client, expected, '1'), count(client, actual, '1')])]);
+  const seals = [sealsOf(expected), sealsOf(actual)].filter((t) => t !== undefined);
+  const where = `(${rangeCondition(upTo)}) AND ${sealedAfterCondition(upTo, seals)}`;
+  const [se, sa, all] = await Promise.all([sums(client, expected.points, where), sums(client, actual.points, where), Promise.all([count(client, expected.points, '1'), count(client, actual.points, '1')])]);
   const { mismatched, mismatches } = compareSums(se, sa);
   const rowsExpected = [...se.values()].reduce((n, s) => n + s.rows, 0);
   const rowsActual = [...sa.values()].reduce((n, s) => n + s.rows, 0);

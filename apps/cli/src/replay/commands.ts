@@ -29,7 +29,9 @@ import {
   verifyTables,
   readRegistry,
   pointsTable,
+  sealsTable,
   LIVE_POINTS,
+  LIVE_SEALS,
   ExportRequestError,
   type ExportFormat,
   type RebuildProgress,
@@ -280,7 +282,7 @@ async function verify(services: CliServices, args: readonly string[]): Promise<s
   const { values, positionals } = parseArgs({ args: [...args], allowPositionals: true, options: { json: { type: 'boolean' } } });
   const g = generationArg(positionals, 'verify');
   const partitions = [...(await services.log.offsets(services.topics.points)).end.keys()];
-  const v = await verifyTables(services.clickhouse, LIVE_POINTS, pointsTable(g), partitions);
+  const v = await verifyTables(services.clickhouse, { points: LIVE_POINTS, seals: LIVE_SEALS }, { points: pointsTable(g), seals: sealsTable(g) }, partitions);
   return values.json ? JSON.stringify(v) : formatVerification(v);
 }
 

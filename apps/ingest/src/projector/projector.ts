@@ -8,7 +8,9 @@ import { sendToDeadLetter } from '../dead-letter.ts';
 import { Heart } from './heart.ts';
 import { InsertLog } from './insert-log.ts';
 import { refusedBeforeWriting, type BatchPosition } from '@meridian/clickhouse';
-import { Projection } from '@meridian/projection';
+import { Projection, refillStage, stageHeader, type Seal, type StagedSeal } from '@meridian/projection';
+import { randomBytes } from 'node:crypto';
+import { startStageSweeper } from './stage-sweeper.ts';
 import type { IngestDeps } from '../ingest-deps.ts';
 
 export type RunningProjector = { readonly watch: ConsumerWatch; stop(): Promise<void> };
@@ -33,6 +35,11 @@ class Stopping extends Error {}
  *   after a crash the whole insert is there or none of it. A PointBatch is never split.
  * - An UploadSealed marker is announced (UploadSegmentProjected on the tasks topic) only once
  *   every row before it is in ClickHouse; markers of one fetched batch share one insert.
+ * - A staged upload's batches (issue 15: known by their meridian-stage header, not decoded)
+ *   are not buffered: its rows were written aside into a stage while it was parsed, and its
+ *   seal moves them in (PointsStages.seal: the stage checked, or refilled from the log, then
+ *   attached; the seal recorded in points_seals, which the position counts), after the rows
+ *   buffered before it are flushed, and is then announced like any seal.
  * - A message that cannot be decoded or projected goes to the dead-letter topic and is skipped.
  * - Kafka offsets are committed only when everything before them is done (rows inserted,
  *   markers announced); they save re-reading, never decide what is written.
@@ -42,6 +49,7 @@ export async function startProjector(ingest: IngestDeps): Promise<RunningProject
   const logger = ingest.logger.child({ component: 'projector' });
   const groupId = ingest.groups.projector;
   const sink = ingest.pointsSink;
+  const stages = ingest.pointsStages;
   const pointsCodec = createEventCodec<PointsFact>();
   const taskCodec = createEventCodec<TaskEvent>();
   const producer = await log.writer();
@@ -72,14 +80,22 @@ export async function startProjector(ingest: IngestDeps): Promise<RunningProject
 
   type Ctx = Pick<BatchPayload, 'isRunning' | 'commitOffsetsIfNecessary' | 'uncommittedOffsets'> & { heart: Heart };
 
+  /**
+   * Throws once the partitions may no longer be ours: the consumer is stopping, or a heartbeat
+   * failed (a rebalance; the new owner may already have read the sink positions).
+   */
+  function stillOwned(ctx: Ctx, what: string): void {
+    if (!ctx.isRunning()) throw new Stopping(`${what}: stopping`);
+    ctx.heart.check();
+  }
+
   /** Runs `attempt` until it succeeds, heartbeating, backing off; stops only when the consumer stops. */
   async function persist(what: string, ctx: Ctx, attempt: (retry: boolean) => Promise<void>): Promise<void> {
     await retry((n) => ctx.heart.during(attempt(n > 1)), {
       ...RETRY_POLICIES.projector,
       // Every failure is retried while the partitions are ours; a stopping consumer leaves the work to the next owner.
       retriable: () => {
-        if (!ctx.isRunning()) throw new Stopping(`${what}: stopping`);
-        ctx.heart.check();
+        stillOwned(ctx, what);
         return true;
       },
       onRetry: (error, n, delay) => logger.warn({ err: error, attempt: n, retry_in_ms: delay }, `${what} failed; retrying`),
@@ -182,6 +198,31 @@ export async function startProjector(ingest: IngestDeps): Promise<RunningProject
     await persist('failing the task of a rejected point batch', ctx, async () => { await appendEvents(producer, taskCodec, topics.tasks, taskId, [failed]); });
   }
 
+  /** Moves a staged share into points (the buffered rows before it are flushed), then it counts in the position. */
+  async function sealStaged(ctx: Ctx, seal: StagedSeal): Promise<void> {
+    const started = performance.now();
+    const share = { partition: seal.partition, sealOffset: seal.offset, taskId: seal.task_id, attempt: seal.attempt, points: seal.points, batches: seal.batches };
+    const refill = {
+      log, codec: pointsCodec, topic: topics.points, groupId: `${groupId}-refill-${randomBytes(4).toString('hex')}`, batchRows: settings.MERIDIAN_PROJECTOR_BATCH_ROWS,
+      bad: async (message: ConsumedMessage, taskId: string, reason: string) => {
+        await reject(ctx, seal.partition, message, reason);
+        await failUpload(ctx, seal.partition, Number(message.offset), taskId, reason);
+      },
+    };
+    await persist('sealing a staged upload', ctx, async () => {
+      // A seal is several queries, some long (a refill, waits for inserts): each write of it is
+      // fenced, so one that outlasted this member's ownership cannot attach the share a second time.
+      const outcome = await stages.seal(share, (stage) => refillStage(refill, seal, stage), () => stillOwned(ctx, 'sealing a staged upload'));
+      logger.info({ task_id: seal.task_id, partition: seal.partition, offset: seal.offset, points: seal.points, ...outcome, ms: Math.round(performance.now() - started) }, 'staged upload sealed into points');
+    });
+    projection.sealed(seal);
+  }
+
+  /** Best effort: a stage left by a crash after its seal was recorded (the sweeper drops it otherwise). */
+  async function dropSealedStage(seal: Seal, attempt: string): Promise<void> {
+    await stages.dropSealed(seal.task_id, attempt, seal.partition).catch((error: unknown) => logger.warn({ err: error, task_id: seal.task_id, partition: seal.partition }, 'dropping the stage of a recorded seal failed; the sweeper will'));
+  }
+
   async function eachBatch(payload: BatchPayload): Promise<void> {
     const { batch, resolveOffset, isRunning } = payload;
     const partition = batch.partition;
@@ -193,17 +234,21 @@ export async function startProjector(ingest: IngestDeps): Promise<RunningProject
       for (const message of batch.messages) {
         if (!isRunning()) return;
         const offset = Number(message.offset);
-        let fact: PointsFact;
-        try {
-          fact = pointsCodec.decode(message.value ?? Buffer.alloc(0));
-        } catch (error) {
-          if (!(error instanceof UndecodableEventError)) throw error;
-          // At or below the sink position it was dead-lettered before later rows were written.
-          if (!projection.inSink(partition, offset)) await reject(ctx, partition, message, error.message);
-          resolveOffset(message.offset);
-          continue;
+        // A staged batch is known by its header, without decoding it: its seal brings its rows in.
+        const staged = stageHeader(message);
+        let fact: PointsFact | null = null;
+        if (staged === undefined) {
+          try {
+            fact = pointsCodec.decode(message.value ?? Buffer.alloc(0));
+          } catch (error) {
+            if (!(error instanceof UndecodableEventError)) throw error;
+            // At or below the sink position it was dead-lettered before later rows were written.
+            if (!projection.inSink(partition, offset)) await reject(ctx, partition, message, error.message);
+            resolveOffset(message.offset);
+            continue;
+          }
         }
-        const decision = projection.decide(partition, offset, fact);
+        const decision = fact === null ? projection.decideStaged(partition, offset, staged!) : projection.decide(partition, offset, fact);
         switch (decision.kind) {
           case 'buffer':
             if (projection.wouldOverflow(decision.rows)) await flush(ctx);
@@ -211,12 +256,19 @@ export async function startProjector(ingest: IngestDeps): Promise<RunningProject
             break;
           case 'seal':
             projection.addSeal(decision.seal);
+            if (decision.leftStage !== undefined) await dropSealedStage(decision.seal, decision.leftStage);
             break;
           case 'reject':
             await reject(ctx, partition, message, decision.reason);
-            if (fact.type === 'PointBatch') await failUpload(ctx, partition, offset, fact.task_id, decision.reason);
+            if (fact?.type === 'PointBatch') await failUpload(ctx, partition, offset, fact.task_id, decision.reason);
             break;
           case 'skip':
+          case 'staged':
+            break;
+          case 'stagedSeal':
+            await flush(ctx);
+            await sealStaged(ctx, decision.seal);
+            projection.addSeal({ task_id: decision.seal.task_id, partition, offset });
             break;
         }
         resolveOffset(message.offset);
@@ -232,10 +284,13 @@ export async function startProjector(ingest: IngestDeps): Promise<RunningProject
 
   await runConsumer(consumer, topics.points, { autoCommit: false, eachBatchAutoResolve: false, partitionsConsumedConcurrently: 1, eachBatch }, logger, ingest.startRetry);
   logger.info({ group: groupId, batch_rows: settings.MERIDIAN_PROJECTOR_BATCH_ROWS }, 'projector started');
+  // Staged uploads' abandoned stages, whether staging is on now or was before.
+  const sweeper = startStageSweeper({ sweep: (age) => stages.sweep(age), ttlMs: settings.MERIDIAN_STAGE_TTL_MS, intervalMs: settings.MERIDIAN_STAGE_SWEEP_INTERVAL_MS, logger });
 
   return {
     watch,
     async stop() {
+      await sweeper.stop();
       await consumer.stop();
       inserts.flush();
     },

@@ -1,5 +1,6 @@
-import type { Acknowledgement, LogWriter } from '@meridian/domain';
+import type { Acknowledgement, LogWriter, PointBatch } from '@meridian/domain';
 import { partitionFor } from '@meridian/kafka';
+import type { Segment } from '@meridian/projection';
 
 /** Where one points partition's share of an upload sits in the log. */
 export type PartitionShare = { points: number; batches: number; firstOffset: number; lastOffset: number };
@@ -12,9 +13,14 @@ export type PointBatchSenderOptions = {
   readonly maxBytesPerPartition: number;
   /** Most record bytes of one request, all partitions (MERIDIAN_UPLOAD_SEND_BYTES_PER_REQUEST). */
   readonly maxBytesPerRequest: number;
+  /** Told of every staged batch the log acknowledged, with its partition and offset (the stage writer). */
+  readonly placed?: (segments: readonly Segment[]) => void;
 };
 
-type Queued = { readonly key: string; readonly value: Buffer; readonly points: number; readonly partition: number };
+/** A staged batch (issue 15): its columns, for the stage writer, and its record's header. */
+export type StagedBatch = { readonly batch: PointBatch; readonly headers: Readonly<Record<string, string>> };
+
+type Queued = { readonly key: string; readonly value: Buffer; readonly points: number; readonly partition: number; readonly staged?: StagedBatch };
 
 /**
  * A record's framing in a Kafka record batch (length, attributes, timestamp and offset deltas,
@@ -57,12 +63,13 @@ export class PointBatchSender {
    * Queues one batch; sends the queued group first when this batch would take its partition
    * past the bound (waiting for the request in flight). Throws an earlier request's error.
    */
-  async send(key: string, value: Buffer, points: number): Promise<void> {
+  async send(key: string, value: Buffer, points: number, staged?: StagedBatch): Promise<void> {
     const partition = partitionFor(key, this.options.partitions);
-    const bytes = Buffer.byteLength(key) + value.length + RECORD_FRAMING;
+    const headerBytes = staged === undefined ? 0 : Object.entries(staged.headers).reduce((n, [k, v]) => n + Buffer.byteLength(k) + Buffer.byteLength(v) + 2, 0);
+    const bytes = Buffer.byteLength(key) + value.length + headerBytes + RECORD_FRAMING;
     const full = (this.queuedBytes.get(partition) ?? 0) + bytes > this.options.maxBytesPerPartition || this.queuedTotal + bytes > this.options.maxBytesPerRequest;
     if (this.queued.length > 0 && full) await this.sendQueued();
-    this.queued.push({ key, value, points, partition });
+    this.queued.push(staged === undefined ? { key, value, points, partition } : { key, value, points, partition, staged });
     this.queuedBytes.set(partition, (this.queuedBytes.get(partition) ?? 0) + bytes);
     this.queuedTotal += bytes;
   }
@@ -94,7 +101,7 @@ export class PointBatchSender {
     this.queuedBytes = new Map();
     this.queuedTotal = 0;
     await this.inFlight;
-    const messages = group.map(({ key, value, partition }) => ({ key, value, partition }));
+    const messages = group.map(({ key, value, partition, staged }) => (staged === undefined ? { key, value, partition } : { key, value, partition, headers: staged.headers }));
     this.inFlight = this.tx.send({ topic: this.options.topic, acks: -1, messages }).then((acks) => this.acknowledged(group, acks));
     // Marked as observed: an upload abandoned mid-send must not crash the process with an
     // unhandled rejection. The error itself reaches the next send() or flush().
@@ -104,12 +111,14 @@ export class PointBatchSender {
   private acknowledged(group: readonly Queued[], acks: readonly Acknowledgement[]): void {
     const baseOffsets = new Map(acks.map((a) => [a.partition, a.baseOffset]));
     const placed = new Map<number, number>();
-    for (const { partition, points } of group) {
+    const staged: Segment[] = [];
+    for (const { partition, points, staged: batch } of group) {
       const base = baseOffsets.get(partition);
       if (base === undefined) throw new Error(`the log acknowledged no offset for partition ${partition} of ${this.options.topic}`);
       const index = placed.get(partition) ?? 0;
       placed.set(partition, index + 1);
       const offset = Number(base) + index;
+      if (batch !== undefined) staged.push({ batch: batch.batch, partition, offset });
       const share = this.shares.get(partition);
       if (share === undefined) this.shares.set(partition, { points, batches: 1, firstOffset: offset, lastOffset: offset });
       else {
@@ -118,5 +127,6 @@ export class PointBatchSender {
         share.lastOffset = offset;
       }
     }
+    if (staged.length > 0) this.options.placed?.(staged);
   }
 }

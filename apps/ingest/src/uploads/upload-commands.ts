@@ -1,7 +1,9 @@
+import { randomBytes } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import {
   decideUpload,
   parseUploadBatches,
+  STAGE_HEADER,
   rowsRead,
   startUpload,
   type LogWriter,
@@ -20,6 +22,7 @@ import type { BlobStore } from '../blob-store.ts';
 import { failedUnread, runCommand, type CommandHandler, type CommandPosition, type TaskLog } from '../commands/handlers.ts';
 import { removeStaged } from '../staging.ts';
 import { PointBatchSender } from './batch-sender.ts';
+import { StageWriter, type UploadStage } from './stage-writer.ts';
 import { UploadLimitExceeded, type UploadLimits } from './limits.ts';
 import { gunzipIfNeeded, openUploadBytes } from './source.ts';
 
@@ -45,6 +48,12 @@ export type UploadCommandsDeps = {
   readonly user: (name: string) => UserRecord | undefined;
   /** Runs of one upload that stop on storage or network trouble before its task fails (MERIDIAN_UPLOAD_ATTEMPTS). */
   readonly attempts: number;
+  /** Where large uploads' rows are written aside while they are parsed (issue 15); null: staging off (MERIDIAN_UPLOAD_STAGING). */
+  readonly stage: UploadStage | null;
+  /** Most rows per staging insert (MERIDIAN_PROJECTOR_BATCH_ROWS, as the projector's). */
+  readonly stageBatchRows: number;
+  /** Longest wait for the staging inserts before the commit (MERIDIAN_STAGE_FINISH_TIMEOUT_MS). */
+  readonly stageFinishTimeoutMs: number;
 };
 
 /**
@@ -67,6 +76,8 @@ export function uploadCommands(deps: UploadCommandsDeps): CommandHandler<Metrics
     async refuse(cmd, { at, producer }, reason) {
       await tasks.fail(producer, at, cmd.task_id, failedUnread(reason));
       await ended(cmd);
+      // A command refused after its runs died (the crash-loop breaker) leaves their stages: no run will drop them now.
+      await deps.stage?.drop(cmd.task_id).catch((error: unknown) => logger.warn({ err: error, task_id: cmd.task_id }, 'dropping the stages of a refused upload failed; the sweeper will'));
     },
   };
 }
@@ -93,7 +104,15 @@ async function runUpload(cmd: MetricsUploadRequested, at: CommandPosition, produ
   const now = () => Date.now();
   const run = startUpload({ on_error: cmd.on_error, user: () => deps.user(cmd.user_name), batchPoints: deps.batchPoints, maxBufferedPoints: deps.maxBufferedPoints });
   const tx = await producer.transaction();
-  const sender = new PointBatchSender(tx, { topic: deps.topics.points, partitions: deps.pointsPartitions, maxBytesPerPartition: deps.sendBytesPerPartition, maxBytesPerRequest: deps.sendBytesPerRequest });
+  // Staged (issue 15, design D) when staging is on and the upload's first batch comes before the
+  // end of its input (it did not fit the decider's buffer): its rows are then written aside into
+  // stages while it is parsed, and the projector attaches them at its seals. Small uploads stay
+  // direct (no DDL for them). Decided once per run: all of a run's batches are staged or none.
+  let staging = (deps.stage === null ? null : undefined) as StageWriter | null | undefined;
+  const sender = new PointBatchSender(tx, {
+    topic: deps.topics.points, partitions: deps.pointsPartitions, maxBytesPerPartition: deps.sendBytesPerPartition, maxBytesPerRequest: deps.sendBytesPerRequest,
+    placed: (segments) => staging?.add(segments),
+  });
   let lastProgress = now();
   const { limits } = deps;
   const deadline = now() + limits.timeBudgetMs;
@@ -106,12 +125,14 @@ async function runUpload(cmd: MetricsUploadRequested, at: CommandPosition, produ
   const budgetTimer = setTimeout(() => source?.destroy(overBudget()), limits.timeBudgetMs);
 
   /** Sends the decided batches in the transaction; returns the upload's end once decided. */
-  const act = async (facts: readonly UploadFact[]): Promise<UploadComplete | UploadFailed | null> => {
+  const act = async (facts: readonly UploadFact[], inputEnded: boolean): Promise<UploadComplete | UploadFailed | null> => {
     for (const fact of facts) {
       if (fact.type !== 'BatchReady') return fact;
+      if (staging === undefined) staging = inputEnded || deps.stage === null ? null : new StageWriter(deps.stage, { taskId: cmd.task_id, attempt: randomBytes(8).toString('hex'), batchRows: deps.stageBatchRows, finishTimeoutMs: deps.stageFinishTimeoutMs }, log);
       const b = fact.batch;
-      const value = deps.pointsCodec.encode({ type: 'PointBatch', task_id: cmd.task_id, metric_name: b.metric_name, updated_at: cmd.at, timestamps: b.timestamps, values: b.values });
-      await sender.send(b.metric_name, value, b.timestamps.length);
+      const batch = { type: 'PointBatch' as const, task_id: cmd.task_id, metric_name: b.metric_name, updated_at: cmd.at, timestamps: b.timestamps, values: b.values, ...(staging === null ? {} : { stage: staging.attempt }) };
+      const value = deps.pointsCodec.encode(batch);
+      await sender.send(b.metric_name, value, b.timestamps.length, staging === null ? undefined : { batch, headers: { [STAGE_HEADER]: staging.attempt } });
     }
     return null;
   };
@@ -129,7 +150,7 @@ async function runUpload(cmd: MetricsUploadRequested, at: CommandPosition, produ
     let end: UploadComplete | UploadFailed | null = null;
     for await (const items of parseUploadBatches(gunzipIfNeeded(source, limits), parseOptions)) {
       checkBudget();
-      end = await act(decideUpload(run, { type: 'ItemsParsed', items }));
+      end = await act(decideUpload(run, { type: 'ItemsParsed', items }), false);
       if (end !== null) break;
       if (now() - lastProgress >= PROGRESS_EVERY_MS) {
         lastProgress = now();
@@ -137,21 +158,28 @@ async function runUpload(cmd: MetricsUploadRequested, at: CommandPosition, produ
         await heartbeat();
       }
     }
-    end ??= (await act(decideUpload(run, { type: 'InputEnded' })))!; // the end of the input always ends the upload
+    end ??= (await act(decideUpload(run, { type: 'InputEnded' }), true))!; // the end of the input always ends the upload
 
     if (end.type === 'UploadFailed') {
       await sender.discard();
       await tx.abort();
+      await staging?.abandon();
       await deps.tasks.fail(producer, at, cmd.task_id, end);
       log.info({ rows: end.rows_total, rejected: end.rows_rejected }, 'upload rejected');
       return 'failed';
     }
 
     await sender.flush();
+    // The stages as complete as they will be (within MERIDIAN_STAGE_FINISH_TIMEOUT_MS); a broken one is refilled from the log at its seal.
+    await staging?.finish();
     checkBudget();
     const { shares } = sender;
-    // The seals, one per partition written, in one request.
-    const seals = [...shares].map(([partition, { points }]) => ({ partition, key: cmd.task_id, value: deps.pointsCodec.encode({ type: 'UploadSealed', task_id: cmd.task_id, points }) }));
+    const attempt = staging?.attempt;
+    // The seals, one per partition written, in one request; a staged one names its share.
+    const seals = [...shares].map(([partition, { points, batches, firstOffset }]) => ({
+      partition, key: cmd.task_id,
+      value: deps.pointsCodec.encode({ type: 'UploadSealed', task_id: cmd.task_id, points, ...(attempt === undefined ? {} : { stage: { attempt, first_offset: firstOffset, batches } }) }),
+    }));
     if (seals.length > 0) await tx.send({ topic: deps.topics.points, acks: -1, messages: seals });
     await tx.send({
       topic: deps.topics.tasks,
@@ -172,11 +200,12 @@ async function runUpload(cmd: MetricsUploadRequested, at: CommandPosition, produ
     await tx.commit();
     // Where each partition's batches sit: [first, last] offsets, to find them in the log.
     const offsets = Object.fromEntries([...shares].map(([partition, s]) => [partition, { batches: s.batches, first: s.firstOffset, last: s.lastOffset }]));
-    log.info({ points: end.points_accepted, rejected: end.rows_rejected, partitions: shares.size, offsets }, 'upload written to the log');
+    log.info({ points: end.points_accepted, rejected: end.rows_rejected, partitions: shares.size, offsets, ...(attempt === undefined ? {} : { staged: attempt, broken_stages: [...staging!.brokenPartitions] }) }, 'upload written to the log');
     return 'succeeded';
   } catch (error) {
     await sender.discard();
     if (tx.isActive()) await tx.abort().catch(() => undefined);
+    await staging?.abandon();
     if (!(error instanceof UploadLimitExceeded)) throw error;
     const [failed] = decideUpload(run, { type: 'LimitReached', reason: error.message }) as [UploadFailed];
     await deps.tasks.fail(producer, at, cmd.task_id, failed);

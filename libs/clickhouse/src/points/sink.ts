@@ -12,10 +12,18 @@ import type { ClickHouseClient } from '../client.ts';
  * tokens (capabilities.ts), each insert also carries its block's token, a second guard.
  */
 export type PointsSink = {
-  /** The highest PointBatch offset stored per partition; -1 for a partition with no rows. */
+  /**
+   * The position per partition: the highest PointBatch offset stored, or the highest staged
+   * seal recorded in the seals table if that is later (issue 15: a staged upload's rows come in
+   * at its seal); -1 for a partition with neither.
+   */
   maxOffsets(partitions: readonly number[]): Promise<Map<number, number>>;
-  /** Writes every point of the segments as one INSERT (one block, one part). */
-  insert(segments: readonly Segment[]): Promise<void>;
+  /**
+   * Writes every point of the segments as one INSERT (one block, one part). `signal` gives the
+   * request up (a stage's writer that waited too long): unless the server had the whole block
+   * by then, nothing is stored; if it had, the insert runs on, named (INSERT_ID) so it can be waited for.
+   */
+  insert(segments: readonly Segment[], signal?: AbortSignal): Promise<void>;
   /**
    * After an insert failed, its outcome is unknown until ClickHouse has finished with it:
    * waits until the failed insert is no longer running, so maxOffsets tells the truth.
@@ -43,14 +51,34 @@ export function refusedBeforeWriting(error: unknown): boolean {
   return /\bCode: 28[56]\b/.test(message) && !message.includes('while pushing to view');
 }
 
-/** Every projector insert is named `points-insert:<table>:<uuid>`, so inserts still running can be found. */
-const INSERT_ID = /^points-insert:[A-Za-z_][A-Za-z0-9_]*:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+/**
+ * Every projector insert is named `points-insert:<table>:<uuid>`, and every staged share's
+ * attach (and the catalog insert after it) `points-attach:<table>:<uuid>` (stage.ts), so those
+ * still running can be found.
+ */
+const INSERT_ID = /^points-(insert|attach):[A-Za-z_][A-Za-z0-9_]*:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+export type PointsSinkOptions = {
+  readonly quorum?: InsertQuorum;
+  /**
+   * The table of staged seals that counts in the position (points_seals for the live table;
+   * migration 007). Absent: the position is the points table's alone (a stage, a generation).
+   */
+  readonly sealsTable?: string;
+  /**
+   * The catalog of `table` that repairCatalog completes (the view metric_catalog, or a table of
+   * the catalog's data); `metric_catalog` for `points`. Absent for another table: nothing to repair.
+   */
+  readonly catalogTable?: string;
+};
 
 /** `table` is `points` for the live projector, a generation table (points_g<N>) for a rebuild. */
-export function createPointsSink(client: ClickHouseClient, table = 'points', quorum: InsertQuorum = NO_QUORUM): PointsSink {
+export function createPointsSink(client: ClickHouseClient, table = 'points', options: PointsSinkOptions = {}): PointsSink {
+  const quorum = options.quorum ?? NO_QUORUM;
   const insertSql = insertPointsSql(table);
   let unsettled: string | null = null;
   const idPrefix = `points-insert:${table}:`;
+  const attachPrefix = `points-attach:${table}:`;
 
   async function rows<T>(query: string, settings: Record<string, number> = {}): Promise<T[]> {
     return (await client.query({ query, format: 'JSONEachRow', clickhouse_settings: settings })).json<T>();
@@ -80,7 +108,9 @@ export function createPointsSink(client: ClickHouseClient, table = 'points', quo
       });
       // An insert sent by a process that then died (SIGKILL) keeps running in ClickHouse and may
       // still commit: the positions are only true once every insert already under way is done.
-      const underWay = await rows<{ id: string }>(`SELECT query_id AS id FROM system.processes WHERE substring(query_id, 1, ${idPrefix.length}) = '${idPrefix}'`);
+      // So may an ATTACH of a staged share, whose seal is recorded only after it.
+      const prefixes = options.sealsTable === undefined ? [idPrefix] : [idPrefix, attachPrefix];
+      const underWay = await rows<{ id: string }>(`SELECT query_id AS id FROM system.processes WHERE ${prefixes.map((p) => `startsWith(query_id, '${p}')`).join(' OR ')}`);
       await awaitGone(underWay.map((r) => r.id), 300_000);
       const found = await rows<{ p: number; o: string }>(
         `SELECT kafka_partition AS p, toString(max(kafka_offset)) AS o FROM ${table} WHERE kafka_partition IN (${list.join(', ')}) GROUP BY kafka_partition`,
@@ -89,10 +119,14 @@ export function createPointsSink(client: ClickHouseClient, table = 'points', quo
         quorumReadSettings(quorum.replicas),
       );
       for (const { p, o } of found) result.set(Number(p), Number(o));
+      if (options.sealsTable !== undefined) {
+        const sealed = await rows<{ p: number; o: string }>(`SELECT kafka_partition AS p, toString(max(seal_offset)) AS o FROM ${options.sealsTable} WHERE kafka_partition IN (${list.join(', ')}) GROUP BY kafka_partition`, quorumReadSettings(quorum.replicas));
+        for (const { p, o } of sealed) result.set(Number(p), Math.max(result.get(Number(p))!, Number(o)));
+      }
       return result;
     },
 
-    async insert(segments) {
+    async insert(segments, signal) {
       const queryId = `${idPrefix}${randomUUID()}`;
       const body = encodePointsBlock(segments);
       const caps = await serverCapabilities(client);
@@ -105,7 +139,7 @@ export function createPointsSink(client: ClickHouseClient, table = 'points', quo
         ...quorumInsertSettings(quorum.replicas, quorum.timeoutMs),
       };
       unsettled = queryId;
-      const result = await client.exec({ query: insertSql, query_id: queryId, values: Readable.from([body]), clickhouse_settings: settings });
+      const result = await client.exec({ query: insertSql, query_id: queryId, values: Readable.from([body]), clickhouse_settings: settings, ...(signal === undefined ? {} : { abort_signal: signal }) });
       // The answer to an INSERT is empty; drain it so the socket goes back to the pool.
       for await (const _ of result.stream) { /* empty */ }
       unsettled = null;
@@ -122,7 +156,9 @@ export function createPointsSink(client: ClickHouseClient, table = 'points', quo
      * harm). Metrics are found from the batches' positions (integers), never named in the SQL.
      */
     async repairCatalog(batches) {
-      if (table !== 'points' || batches.length === 0) return 0;
+      const catalog = options.catalogTable ?? (table === 'points' ? 'metric_catalog' : null);
+      if (catalog === null || batches.length === 0) return 0;
+      if (!/^[.A-Za-z_][.A-Za-z0-9_]*$/.test(catalog)) throw new Error(`not a catalog table: ${catalog}`);
       if (quorum.replicas >= 2) {
         // The writer holds every part the replication log has (its own and the other replicas').
         for (const t of ['points', '`.inner.metric_catalog`']) await client.command({ query: `SYSTEM SYNC REPLICA ${t}` });
@@ -131,19 +167,28 @@ export function createPointsSink(client: ClickHouseClient, table = 'points', quo
         if (!Number.isInteger(s.partition) || !Number.isInteger(s.offset)) throw new Error('not a segment position');
         return `(${s.partition}, ${s.offset})`;
       });
-      const metrics = `SELECT DISTINCT metric_name FROM points WHERE (kafka_partition, kafka_offset) IN (${blocks.join(', ')})`;
+      const metrics = `SELECT DISTINCT metric_name FROM ${table} WHERE (kafka_partition, kafka_offset) IN (${blocks.join(', ')})`;
       const short = `SELECT metric_name, p.n - c.n AS missing, first, last FROM
-          (SELECT metric_name, count() AS n, min(ts) AS first, max(ts) AS last FROM points WHERE metric_name IN (${metrics}) GROUP BY metric_name) AS p
-          ANY LEFT JOIN (SELECT metric_name, countMerge(points) AS n FROM metric_catalog WHERE metric_name IN (${metrics}) GROUP BY metric_name) AS c
+          (SELECT metric_name, count() AS n, min(ts) AS first, max(ts) AS last FROM ${table} WHERE metric_name IN (${metrics}) GROUP BY metric_name) AS p
+          ANY LEFT JOIN (SELECT metric_name, countMerge(points) AS n FROM \`${catalog}\` WHERE metric_name IN (${metrics}) GROUP BY metric_name) AS c
           USING metric_name WHERE p.n > c.n`;
       const missing = await rows<{ missing: string }>(short);
       const total = missing.reduce((sum, r) => sum + Number(r.missing), 0);
       if (total === 0) return 0;
-      await client.command({
-        query: `INSERT INTO metric_catalog SELECT metric_name, countState() AS points, minState(first) AS first_ts, maxState(last) AS last_ts
-          FROM (SELECT metric_name, first, last, arrayJoin(range(toUInt64(missing))) AS k FROM (${short})) GROUP BY metric_name`,
-        clickhouse_settings: quorumInsertSettings(quorum.replicas, quorum.timeoutMs),
-      });
+      // Named like an insert, so the positions wait for one still running after its client died,
+      // and its outcome is known before this fails: a retry must not add the difference again.
+      const queryId = `${idPrefix}${randomUUID()}`;
+      try {
+        await client.command({
+          query: `INSERT INTO \`${catalog}\` SELECT metric_name, countState() AS points, minState(first) AS first_ts, maxState(last) AS last_ts
+            FROM (SELECT metric_name, first, last, arrayJoin(range(toUInt64(missing))) AS k FROM (${short})) GROUP BY metric_name`,
+          query_id: queryId,
+          clickhouse_settings: quorumInsertSettings(quorum.replicas, quorum.timeoutMs),
+        });
+      } catch (error) {
+        await awaitGone([queryId], 300_000);
+        throw error;
+      }
       return total;
     },
 

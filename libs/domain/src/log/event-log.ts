@@ -43,8 +43,16 @@ export interface TransactionalLog {
   transaction(): Promise<LogTransaction>;
 }
 
+/** A header's value as a consumer reads it (kafkajs: a Buffer; an array when the name repeats). */
+export type HeaderValue = Buffer | string | ReadonlyArray<Buffer | string> | undefined;
+
 /** A consumed record. */
-export type ConsumedMessage = { readonly offset: string; readonly key: Buffer | null; readonly value: Buffer | null };
+export type ConsumedMessage = {
+  readonly offset: string;
+  readonly key: Buffer | null;
+  readonly value: Buffer | null;
+  readonly headers?: Readonly<Record<string, HeaderValue>>;
+};
 
 /** Offsets per topic and partition, as a consumer resolves and commits them. */
 export type TopicOffsets = { readonly topics: ReadonlyArray<{ readonly topic: string; readonly partitions: ReadonlyArray<{ readonly partition: number; readonly offset: string }> }> };

@@ -32,9 +32,30 @@ export type PointBatch = {
   readonly updated_at: number;
   readonly timestamps: number[];
   readonly values: number[];
+  /**
+   * Absent or null: projected as read. Otherwise the attempt of a staged upload (16 hex digits):
+   * the rows enter a points table only at that attempt's seal in this partition (issue 15).
+   */
+  readonly stage?: string | null;
 };
 
+/** A staged upload's share of one points partition: its batches sit in [first_offset, the seal's offset). */
+export type UploadStage = { readonly attempt: string; readonly first_offset: number; readonly batches: number };
+
 /** Marker after the last batch of an upload in one points partition. */
-export type UploadSealed = { readonly type: 'UploadSealed'; readonly task_id: string; readonly points: number };
+export type UploadSealed = {
+  readonly type: 'UploadSealed';
+  readonly task_id: string;
+  readonly points: number;
+  /** Absent or null: the upload's batches in this partition were projected as read. */
+  readonly stage?: UploadStage | null;
+};
+
+/**
+ * Header of a staged PointBatch record, its value the batch's `stage`: a reader that only
+ * needs to know the batch is staged (the live projector) skips it without decoding. The
+ * Avro field is the truth; a record without the header is decoded.
+ */
+export const STAGE_HEADER = 'meridian-stage';
 
 export type PointsFact = PointBatch | UploadSealed;

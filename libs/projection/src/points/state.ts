@@ -4,12 +4,29 @@ import { batchProblem, segmentRows, type Segment } from './rows.ts';
 /** An UploadSealed marker seen at `offset` of `partition`, waiting to be announced. */
 export type Seal = { readonly task_id: string; readonly partition: number; readonly offset: number };
 
+/**
+ * The seal of a staged upload's share of one partition (issue 15): its batches, in
+ * [firstOffset, offset) and marked with `attempt`, were never buffered; the seal procedure
+ * (libs/clickhouse's PointsStages.seal) moves them into the points table at this offset.
+ */
+export type StagedSeal = Seal & { readonly attempt: string; readonly points: number; readonly batches: number; readonly firstOffset: number };
+
 /** What to do with one decoded message of the points topic. */
 export type Decision =
   | { readonly kind: 'skip'; readonly why: string }
   | { readonly kind: 'buffer'; readonly segment: Segment; readonly rows: number }
-  | { readonly kind: 'seal'; readonly seal: Seal }
+  /** A staged upload's batch: its rows come in at its attempt's seal, never through the buffer. */
+  | { readonly kind: 'staged'; readonly attempt: string }
+  /**
+   * A seal to announce. `leftStage`: a staged share's seal at or below the position (recorded),
+   * read again; a crash between recording it and dropping its stage may have left that stage.
+   */
+  | { readonly kind: 'seal'; readonly seal: Seal; readonly leftStage?: string }
+  /** A staged share to move in now: flush the buffer (every row before it), then seal it. */
+  | { readonly kind: 'stagedSeal'; readonly seal: StagedSeal }
   | { readonly kind: 'reject'; readonly reason: string };
+
+const ATTEMPT = /^[0-9a-f]{16}$/;
 
 /**
  * The projector's memory, without I/O: the sink's position per partition (the highest
@@ -20,6 +37,11 @@ export type Decision =
  * or they were dead-lettered before any later row was written (garbage). Seals at or below
  * it are announced again, since a crash may have come between the insert and the
  * announcement; announcing twice is harmless (the task fold is idempotent).
+ *
+ * The position counts staged seals too (the sink reads max(kafka_offset) of points and
+ * max(seal_offset) of the seals table): every record at or below it is handled, direct
+ * batches inserted and staged shares attached. A staged batch below the position whose seal
+ * lies above it is no gap: that seal brings it in.
  */
 export class Projection {
   private readonly sinkMax = new Map<number, number>();
@@ -60,17 +82,36 @@ export class Projection {
     return offset <= max;
   }
 
+  /**
+   * A record known as staged by its header alone (not decoded: a staged upload's batches are
+   * most of its bytes). The header is a shortcut for the batch's `stage` field.
+   */
+  decideStaged(partition: number, offset: number, attempt: string): Decision {
+    if (this.inSink(partition, offset)) return { kind: 'skip', why: 'already handled' };
+    return { kind: 'staged', attempt };
+  }
+
   decide(partition: number, offset: number, fact: PointsFact): Decision {
     switch (fact.type) {
       case 'PointBatch': {
+        if (fact.stage != null) return this.decideStaged(partition, offset, fact.stage);
         if (this.inSink(partition, offset)) return { kind: 'skip', why: 'already in the sink' };
         const problem = batchProblem(fact);
         if (problem) return { kind: 'reject', reason: problem };
         if (fact.timestamps.length === 0) return { kind: 'skip', why: 'no points' };
         return { kind: 'buffer', segment: { batch: fact, partition, offset }, rows: segmentRows({ batch: fact, partition, offset }) };
       }
-      case 'UploadSealed':
-        return { kind: 'seal', seal: { task_id: fact.task_id, partition, offset } };
+      case 'UploadSealed': {
+        const seal = { task_id: fact.task_id, partition, offset };
+        if (fact.stage == null) return { kind: 'seal', seal };
+        // At or below the position a staged seal is recorded: only its announcement, and the drop of its stage, may be missing.
+        if (this.inSink(partition, offset)) return ATTEMPT.test(fact.stage.attempt) ? { kind: 'seal', seal, leftStage: fact.stage.attempt } : { kind: 'seal', seal };
+        const { attempt, first_offset: firstOffset, batches } = fact.stage;
+        if (!ATTEMPT.test(attempt) || !Number.isSafeInteger(firstOffset) || firstOffset < 0 || firstOffset + batches > offset || !Number.isSafeInteger(batches) || batches < 1 || !Number.isSafeInteger(fact.points) || fact.points < 0) {
+          return { kind: 'reject', reason: `a staged seal that cannot be: attempt ${JSON.stringify(attempt)}, ${batches} batches from offset ${firstOffset}, ${fact.points} points, at offset ${offset}` };
+        }
+        return { kind: 'stagedSeal', seal: { ...seal, attempt, points: fact.points, batches, firstOffset } };
+      }
       default: {
         if (this.inSink(partition, offset)) return { kind: 'skip', why: 'already handled' };
         return { kind: 'reject', reason: `unexpected event type ${(fact as { type: string }).type} on the points topic` };
@@ -126,6 +167,12 @@ export class Projection {
     for (const s of segments) {
       if ((this.sinkMax.get(s.partition) ?? -1) < s.offset) this.sinkMax.set(s.partition, s.offset);
     }
+  }
+
+  /** Records that a staged share is in the sink at its seal's offset (the seal procedure is done). */
+  sealed(seal: StagedSeal): void {
+    if (this.segments.some((s) => s.partition === seal.partition)) throw new Error(`staged seal ${seal.partition}/${seal.offset} with rows of its partition still buffered`);
+    if ((this.sinkMax.get(seal.partition) ?? -1) < seal.offset) this.sinkMax.set(seal.partition, seal.offset);
   }
 
   /** Drops every buffered segment the sink already holds (after an insert of unknown outcome). */

@@ -88,3 +88,59 @@ describe('projector state', () => {
     expect(p.age(9_999)).toBe(0);
   });
 });
+
+describe('projector state: staged uploads (issue 15)', () => {
+  const attempt = '0123456789abcdef';
+  const sealed = (stage: { attempt: string; first_offset: number; batches: number } | null, points = 30) => ({ type: 'UploadSealed' as const, task_id: 'a', points, stage });
+
+  it('never buffers a staged batch: after the position it waits for its seal, at or below it it is done; the header alone says the same', () => {
+    const p = new Projection(10);
+    p.setSinkMax(0, 5);
+    expect(p.decide(0, 6, { ...batch(2), stage: attempt })).toEqual({ kind: 'staged', attempt });
+    expect(p.decide(0, 5, { ...batch(2), stage: attempt })).toMatchObject({ kind: 'skip' });
+    expect(p.decideStaged(0, 6, attempt)).toEqual({ kind: 'staged', attempt });
+    expect(p.decideStaged(0, 4, attempt)).toMatchObject({ kind: 'skip' });
+    // A staged batch is not checked here: its seal's procedure reads and checks it.
+    expect(p.decide(0, 7, { ...batch(2), values: [1], stage: attempt })).toEqual({ kind: 'staged', attempt });
+    expect(p.decide(0, 7, { ...batch(2), stage: null })).toMatchObject({ kind: 'buffer' });
+  });
+
+  it('a staged seal after the position is a share to move in; at or below it (recorded) only its announcement and its stage\'s drop are repeated', () => {
+    const p = new Projection(10);
+    p.setSinkMax(1, 20);
+    expect(p.decide(1, 40, sealed({ attempt, first_offset: 30, batches: 3 }))).toEqual({
+      kind: 'stagedSeal', seal: { task_id: 'a', partition: 1, offset: 40, attempt, points: 30, batches: 3, firstOffset: 30 },
+    });
+    expect(p.decide(1, 20, sealed({ attempt, first_offset: 10, batches: 3 }))).toEqual({ kind: 'seal', seal: { task_id: 'a', partition: 1, offset: 20 }, leftStage: attempt });
+    expect(p.decide(1, 40, sealed(null))).toEqual({ kind: 'seal', seal: { task_id: 'a', partition: 1, offset: 40 } });
+  });
+
+  it('rejects a staged seal that cannot be (its batches not all before it, none, a bad attempt, negative points)', () => {
+    const p = new Projection(10);
+    p.setSinkMax(1, -1);
+    for (const [stage, points] of [
+      [{ attempt, first_offset: 38, batches: 3 }, 30],
+      [{ attempt, first_offset: 30, batches: 0 }, 30],
+      [{ attempt: 'ABC', first_offset: 30, batches: 3 }, 30],
+      [{ attempt: `${attempt}0`, first_offset: 30, batches: 3 }, 30],
+      [{ attempt, first_offset: -1, batches: 3 }, 30],
+      [{ attempt, first_offset: 30, batches: 3 }, -1],
+    ] as const) expect(p.decide(1, 40, sealed(stage, points)), JSON.stringify(stage)).toMatchObject({ kind: 'reject', reason: expect.stringMatching(/staged seal that cannot be/) });
+    expect(p.decide(1, 40, sealed({ attempt, first_offset: 37, batches: 3 }))).toMatchObject({ kind: 'stagedSeal' });
+  });
+
+  it('a sealed share moves the position to its seal, never back, and only once the partition\'s rows before it are flushed', () => {
+    const p = new Projection(10);
+    p.setSinkMax(1, 20);
+    const share = { task_id: 'a', partition: 1, offset: 40, attempt, points: 30, batches: 3, firstOffset: 30 };
+    p.add({ batch: batch(1), partition: 1, offset: 33 }, 0);
+    expect(() => p.sealed(share)).toThrow(/still buffered/);
+    p.clearBuffer();
+    p.sealed(share);
+    expect(p.sinkPosition(1)).toBe(40);
+    expect(p.decide(1, 39, { ...batch(1), stage: attempt })).toMatchObject({ kind: 'skip' });
+    p.setSinkMax(1, 50);
+    p.sealed(share);
+    expect(p.sinkPosition(1)).toBe(50);
+  });
+});

@@ -1,0 +1,138 @@
+import { describe, expect, it } from 'vitest';
+import type { PointBatch } from '@meridian/domain';
+import { createLogger } from '@meridian/observability';
+import type { Segment } from '@meridian/projection';
+import { StageWriter, type UploadStage } from './stage-writer.ts';
+
+const logger = createLogger({ name: 't', level: 'silent' });
+const segment = (partition: number, offset: number, points: number): Segment => {
+  const batch: PointBatch = { type: 'PointBatch', task_id: 't', metric_name: 'm', updated_at: 1, timestamps: Array.from({ length: points }, (_, i) => i), values: Array.from({ length: points }, () => 1), stage: 'aaaaaaaaaaaaaaaa' };
+  return { batch, partition, offset };
+};
+
+/** A stage store that records each insert as "partition:offsets" and each drop, and refuses (or never answers) the ones asked. */
+function fakeStage(refuse: (partition: number, call: number) => boolean = () => false, hang: (partition: number) => boolean = () => false) {
+  const inserts: string[] = [];
+  const dropped: string[] = [];
+  const events: string[] = [];
+  const givenUp: number[] = [];
+  let calls = 0;
+  let running = 0;
+  let mostAtOnce = 0;
+  const stage: UploadStage = {
+    async open(taskId, attempt, partition) {
+      events.push(`open ${taskId} ${attempt} ${partition}`);
+      return {
+        async insert(segments, signal) {
+          running++;
+          mostAtOnce = Math.max(mostAtOnce, running);
+          if (hang(partition)) {
+            // As a request ClickHouse never answers: only the writer's signal ends it.
+            await new Promise((_, reject) => signal!.addEventListener('abort', () => {
+              givenUp.push(partition);
+              reject(new Error('aborted'));
+            }));
+          }
+          await new Promise((r) => setImmediate(r));
+          running--;
+          if (refuse(partition, ++calls)) throw new Error('refused');
+          inserts.push(`${partition}:${segments.map((s) => s.offset).join(',')}`);
+        },
+      };
+    },
+    async drop(taskId) {
+      dropped.push(taskId);
+      events.push(`drop ${taskId}`);
+    },
+  };
+  return { stage, inserts, dropped, events, givenUp, mostAtOnce: () => mostAtOnce };
+}
+
+const options = (attempt: string, batchRows: number, finishTimeoutMs = 60_000) => ({ taskId: 'task-1', attempt, batchRows, finishTimeoutMs });
+
+describe('stage writer', () => {
+  it('inserts whole batches per partition up to batchRows, one insert at a time, the rest at finish', async () => {
+    const f = fakeStage();
+    const w = new StageWriter(f.stage, options('aaaaaaaaaaaaaaaa', 10), logger);
+    w.add([segment(0, 1, 6), segment(1, 1, 3), segment(0, 2, 4), segment(0, 3, 1)]);
+    w.add([segment(1, 2, 20), segment(0, 4, 9)]);
+    await w.finish();
+    expect(f.inserts.sort()).toEqual(['0:1,2', '0:3,4', '1:1', '1:2'].sort());
+    expect(f.mostAtOnce()).toBe(1);
+    expect(w.brokenPartitions.size).toBe(0);
+  });
+
+  it('a failed insert breaks only its partition\'s stage: no retry, no more inserts there, never an error to the upload', async () => {
+    const f = fakeStage((partition, call) => partition === 0 && call === 1);
+    const w = new StageWriter(f.stage, options('aaaaaaaaaaaaaaaa', 5), logger);
+    w.add([segment(0, 1, 5), segment(0, 2, 5), segment(1, 1, 5), segment(0, 3, 5)]);
+    await w.finish();
+    expect(f.inserts).toEqual(['1:1']);
+    expect([...w.brokenPartitions]).toEqual([0]);
+  });
+
+  it('abandon waits for the insert in flight and drops the task\'s stages', async () => {
+    const f = fakeStage();
+    const w = new StageWriter(f.stage, options('bbbbbbbbbbbbbbbb', 1), logger);
+    w.add([segment(0, 1, 2), segment(0, 2, 2)]);
+    await w.abandon();
+    expect(f.inserts).toEqual(['0:1']);
+    expect(f.dropped).toEqual(['task-1', 'task-1']);
+  });
+
+  it('drops the stages of the task\'s earlier runs before its first insert', async () => {
+    const f = fakeStage();
+    const w = new StageWriter(f.stage, options('cccccccccccccccc', 10), logger);
+    w.add([segment(2, 1, 20)]);
+    await w.finish();
+    expect(f.events).toEqual(['drop task-1', 'open task-1 cccccccccccccccc 2']);
+    expect(f.inserts).toEqual(['2:1']);
+  });
+
+  it('finish gives up inserts that do not end within finishTimeoutMs: their partitions count as broken, the others are written', async () => {
+    const f = fakeStage(() => false, (partition) => partition === 1);
+    const w = new StageWriter(f.stage, options('dddddddddddddddd', 5, 50), logger);
+    // Queued: 0:1, then 1:1 (never answered), then at finish 0:2, 1:2, 2:1 behind it.
+    w.add([segment(0, 1, 5), segment(0, 2, 5), segment(1, 1, 5), segment(1, 2, 5), segment(2, 1, 5)]);
+    await w.finish();
+    expect(f.inserts).toEqual(['0:1']);
+    expect(f.givenUp).toEqual([1]);
+    expect([...w.brokenPartitions].sort()).toEqual([0, 1, 2]);
+    // Nothing given up is tried later.
+    await new Promise((r) => setTimeout(r, 20));
+    expect(f.inserts).toEqual(['0:1']);
+  });
+  it('a partition whose writes pile up behind a slow ClickHouse is given up at once: broken, its waiting rows dropped, never inserted', async () => {
+    let answer = () => {};
+    const answered = new Promise<void>((r) => (answer = r));
+    const inserts: string[] = [];
+    // Slow, not refusing: partition 0's first insert is answered only when the test says so.
+    const slow: UploadStage = {
+      async open(_taskId, _attempt, partition) {
+        return {
+          async insert(segments) {
+            if (partition === 0 && inserts.length === 0) await answered;
+            inserts.push(`${partition}:${segments.map((s) => s.offset).join(',')}`);
+          },
+        };
+      },
+      async drop() {},
+    };
+    const w = new StageWriter(slow, options('eeeeeeeeeeeeeeee', 5), logger);
+    const turn = () => new Promise((r) => setImmediate(r));
+    w.add([segment(0, 1, 5)]);
+    w.add([segment(0, 2, 5)]); // 0:1 written (held by the server)
+    await turn();
+    w.add([segment(0, 3, 5)]); // 0:2 waits behind it
+    await turn();
+    expect(w.brokenPartitions.size).toBe(0);
+    w.add([segment(0, 4, 5), segment(1, 1, 5)]); // 0:3 would wait too: partition 0 is given up
+    expect([...w.brokenPartitions]).toEqual([0]);
+    w.add([segment(0, 5, 5), segment(1, 2, 5)]);
+    answer();
+    await w.finish();
+    // Only the insert under way when it broke; partition 1 unharmed.
+    expect(inserts).toEqual(['0:1', '1:1', '1:2']);
+    expect([...w.brokenPartitions]).toEqual([0]);
+  });
+});
