@@ -7,7 +7,7 @@ import { isolatedSettings } from '../support/settings.ts';
 import { waitForTask, type TaskBody } from '../support/tasks.ts';
 
 /**
- * Uploads with MERIDIAN_UPLOAD_STAGING=on (issue 15, design D): a file larger than the
+ * Uploads with MERIDIAN_UPLOAD_STAGING=on (issue 15): a file larger than the
  * decider's buffer (8 batches of 5k points) is staged: its rows are written aside into stage
  * tables while it is parsed and attached by the projector at its seals. Every point once, the
  * catalog exact, its seals recorded, no stage left; a failed one leaves nothing visible and

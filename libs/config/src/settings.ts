@@ -408,7 +408,7 @@ export const settingDefinitions = {
     default: '5000',
     doc: 'Longest one query of the tasks or files read model (a lookup, a list, usage, positions) may take in ClickHouse; past it the query is abandoned and counts as ClickHouse unavailable: the api answers 503 (retry later), a projector retries.',
   },
-  // issue 15 item 1 (s-i15-overlap): an upload's point batches sent grouped
+  // issue 15: an upload's point batches sent grouped
   MERIDIAN_UPLOAD_SEND_BYTES_PER_PARTITION: {
     schema: z.coerce.number().int().min(65_536).max(64 * 1024 * 1024),
     default: '921600',
@@ -425,11 +425,11 @@ export const settingDefinitions = {
     default: '5000',
     doc: 'How often the ingest worker\'s blob collector looks in the files read model for deletions past its sweep position (blobs of definitions that failed after promoting are checked at once), and how long it waits before retrying a collection that failed. A deleted file\'s bytes leave storage within about this long once the read model shows the deletion and no other file has the same content.',
   },
-  // issue 15, item 1, design D (s-i15-overlap): staged uploads
+  // issue 15: staged uploads
   MERIDIAN_UPLOAD_STAGING: {
     schema: z.enum(['off', 'on']),
     default: 'off',
-    doc: 'on: an upload too large for one decider buffer writes its rows aside into ClickHouse stage tables while it is parsed, and the projector attaches them at its seals (a stage is only a cache: one missing or incomplete is refilled from the log). off: every upload is projected after its commit. Not for a replicated points table (CLICKHOUSE_CLUSTER). Off until the staged path has its fault tests.',
+    doc: 'on: an upload too large for one decider buffer writes its rows aside into ClickHouse stage tables while it is parsed, and the projector attaches them at its seals (a stage is only a cache: one missing or incomplete is refilled from the log). off: every upload is projected after its commit. Not for a replicated points table (CLICKHOUSE_CLUSTER). Off by default while it is new; turn it on only once every ingest worker runs a release that knows it, since an older worker cannot read a staged upload\'s events.',
   },
   MERIDIAN_STAGE_TTL_MS: {
     schema: positiveInt,
@@ -441,19 +441,19 @@ export const settingDefinitions = {
     default: '300000',
     doc: 'How often the projector looks for stage tables older than MERIDIAN_STAGE_TTL_MS.',
   },
-  // issue 15, design D fault work (s-i15-dfault)
+  // issue 15: staged uploads under faults
   MERIDIAN_STAGE_FINISH_TIMEOUT_MS: {
     schema: positiveInt,
     default: '30000',
     doc: 'Longest a staged upload waits, before its commit, for its last inserts into its stage tables (and, on a failed upload, before dropping them). Past it the inserts are given up and those stages count as broken: the projector refills them from the log at the seal, so a slow ClickHouse delays the seal, not the upload.',
   },
-  // issue 15, design D review fixes (s-i15-dfault, session 14)
+  // issue 15: staged uploads, bounded waits
   MERIDIAN_STAGE_INSERT_WAIT_MS: {
     schema: positiveInt,
     default: '30000',
     doc: 'Longest the projector waits, at a staged upload\'s seal, for inserts into that upload\'s stage still running on ClickHouse (ones its writer gave up). Past it they are killed (KILL QUERY) and the stage is refilled from the log, so a hung insert into a stage, which is only a cache, holds that partition\'s projection at most this long.',
   },
-  // s-blob-race: blob collection across ingest workers
+  // blob collection across ingest workers
   MERIDIAN_BLOB_REMOVAL_LEASE_MS: {
     schema: positiveInt,
     default: '600000',

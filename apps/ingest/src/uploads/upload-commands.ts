@@ -104,7 +104,7 @@ async function runUpload(cmd: MetricsUploadRequested, at: CommandPosition, produ
   const now = () => Date.now();
   const run = startUpload({ on_error: cmd.on_error, user: () => deps.user(cmd.user_name), batchPoints: deps.batchPoints, maxBufferedPoints: deps.maxBufferedPoints });
   const tx = await producer.transaction();
-  // Staged (issue 15, design D) when staging is on and the upload's first batch comes before the
+  // Staged (issue 15) when staging is on and the upload's first batch comes before the
   // end of its input (it did not fit the decider's buffer): its rows are then written aside into
   // stages while it is parsed, and the projector attaches them at its seals. Small uploads stay
   // direct (no DDL for them). Decided once per run: all of a run's batches are staged or none.
