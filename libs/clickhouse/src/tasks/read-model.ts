@@ -4,6 +4,7 @@ import { NO_QUORUM, quorumInsertSettings, quorumReadSettings, serverCapabilities
 import type { ConnOptions } from '../download/http.ts';
 import { int } from '../download/filter-sql.ts';
 import type { ExternalTable } from '../download/external-data.ts';
+import { untilMutationsDone } from '../mutations.ts';
 import { readPositions, rowsQuery, stringsTable } from '../read-model-queries.ts';
 
 /**
@@ -22,6 +23,8 @@ export const LIVE_TASK_TABLES: TaskTables = { tasks: 'tasks', byId: 'tasks_by_id
 const quoted = (t: TaskTables) => ({ tasks: quoteIdentifier(t.tasks), byId: quoteIdentifier(t.byId), positions: quoteIdentifier(t.positions) });
 
 const FINISHED = `('succeeded', 'failed')`;
+/** How long one expiry waits for tasks_by_id's deletion before it gives up (the next expiry starts it again). */
+const EXPIRY_MUTATION_TIMEOUT_MS = 600_000;
 const UNFINISHED = `('queued', 'running')`;
 
 const idsTable = (ids: readonly string[]): ExternalTable => stringsTable('wanted', 'task_id', ids);
@@ -130,7 +133,10 @@ export function clickhouseTaskReadModelWriter(client: ClickHouseClient, tables: 
       const [found] = await (await client.query({ query: `SELECT toString(count()) AS n FROM ${t.tasks} WHERE ${due}`, format: 'JSONEachRow', clickhouse_settings: quorumReadSettings(quorum.replicas) })).json<{ n: string }>();
       if (Number(found?.n ?? 0) === 0) return;
       const expired = `task_id IN (SELECT task_id FROM ${t.tasks} WHERE ${due})`;
+      // tasks_by_id's set is read from tasks as its parts are rewritten: tasks is mutated only
+      // once that is done, or some rows of tasks_by_id would find their task gone and stay.
       await client.command({ query: `ALTER TABLE ${t.byId} DELETE WHERE ${expired}` });
+      await untilMutationsDone(client, tables.byId, EXPIRY_MUTATION_TIMEOUT_MS);
       await client.command({ query: `ALTER TABLE ${t.tasks} DELETE WHERE ${expired}` });
     },
   };
