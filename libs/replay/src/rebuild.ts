@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { createPointsSink, createPointsStages, serverCapabilities, type ClickHouseClient, type PointsStages } from '@meridian/clickhouse';
+import { createPointsSink, createPointsStages, quoteIdentifier, serverCapabilities, untilMutationsDone, type ClickHouseClient, type PointsStages } from '@meridian/clickhouse';
 import { isUuid, type LogRanges, type Offsets, type PartitionRange, type PointsFact } from '@meridian/domain';
 import { createEventCodec, UndecodableEventError, type EventCodec } from '@meridian/events';
 import type { Logger } from '@meridian/observability';
@@ -322,16 +322,12 @@ async function recomputeCatalog(client: ClickHouseClient, table: string, catalog
  * mutation runs in the background, after the request and its external data are gone).
  */
 async function deleteUploads(client: ClickHouseClient, table: string, taskIds: readonly string[]): Promise<void> {
-  if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(table)) throw new Error(`not a table name: ${table}`);
+  quoteIdentifier(table); // refuses anything but a plain table name
   for (const id of taskIds) if (!isUuid(id)) throw new Error(`not a task id: ${JSON.stringify(id)}`);
   const where = `task_id IN (${taskIds.map((id) => `'${id}'`).join(', ')})`;
   await client.command({ query: `ALTER TABLE ${table} DELETE WHERE ${where}` });
-  for (;;) {
-    const rows = await (await client.query({
-      query: `SELECT count() AS n FROM system.mutations WHERE database = currentDatabase() AND table = '${table}' AND is_done = 0`,
-      format: 'JSONEachRow',
-    })).json<{ n: string }>();
-    if (Number(rows[0]?.n ?? 0) === 0) return;
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  await untilMutationsDone(client, table, DELETE_UPLOADS_TIMEOUT_MS);
 }
+
+/** A rebuild's deletion of the uploads a cut leaves unsealed: minutes at most on the tables a rebuild writes. */
+const DELETE_UPLOADS_TIMEOUT_MS = 3_600_000;
