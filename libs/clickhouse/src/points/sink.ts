@@ -3,6 +3,7 @@ import { Readable } from 'node:stream';
 import { encodePointsBlock, insertPointsSql, insertToken, type Segment } from '@meridian/projection';
 import { deduplicatedInsertSettings, NO_QUORUM, quorumInsertSettings, quorumReadSettings, serverCapabilities, synchronousInsertSettings, type InsertQuorum } from '../capabilities.ts';
 import type { ClickHouseClient } from '../client.ts';
+import { noneRunningWithin } from '../server-work.ts';
 
 /**
  * The ClickHouse side of the projector: the points table is the authority on what has been
@@ -86,14 +87,10 @@ export function createPointsSink(client: ClickHouseClient, table = 'points', opt
 
   /** Waits until none of the given inserts is running any more (their outcome is then final). */
   async function awaitGone(ids: readonly string[], timeoutMs: number): Promise<void> {
-    const deadline = Date.now() + timeoutMs;
-    let waiting = ids.filter((id) => INSERT_ID.test(id));
-    while (waiting.length > 0) {
-      const running = new Set((await rows<{ id: string }>(`SELECT query_id AS id FROM system.processes WHERE query_id IN (${waiting.map((id) => `'${id}'`).join(', ')})`)).map((r) => r.id));
-      waiting = waiting.filter((id) => running.has(id));
-      if (waiting.length === 0) return;
-      if (Date.now() > deadline) throw new Error(`inserts ${waiting.join(', ')} still running after ${timeoutMs} ms`);
-      await new Promise((r) => setTimeout(r, 100));
+    const waiting = ids.filter((id) => INSERT_ID.test(id));
+    if (waiting.length === 0) return;
+    if (!(await noneRunningWithin(client, `query_id IN (${waiting.map((id) => `'${id}'`).join(', ')})`, timeoutMs))) {
+      throw new Error(`inserts among ${waiting.join(', ')} still running after ${timeoutMs} ms`);
     }
   }
 

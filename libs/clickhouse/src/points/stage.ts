@@ -3,6 +3,7 @@ import type { Omitted } from '@meridian/projection';
 import { deduplicatedInsertSettings, serverCapabilities } from '../capabilities.ts';
 import type { ClickHouseSettings } from '@clickhouse/client';
 import type { ClickHouseClient } from '../client.ts';
+import { noneRunningWithin } from '../server-work.ts';
 import { createPointsSink, type PointsSink } from './sink.ts';
 
 /** One staged upload's share of one points partition, as the upload's seal in that partition states it. */
@@ -185,17 +186,7 @@ export function createPointsStages(client: ClickHouseClient, targets: StageTarge
 
   async function settle(queryId: string): Promise<void> {
     if (!attachId.test(queryId)) throw new Error(`unexpected query id ${queryId}`);
-    if (!(await noneRunningWithin(`query_id = '${queryId}'`, 300_000))) throw new Error(`attach ${queryId} still running after 300000 ms`);
-  }
-
-  /** Whether, within timeoutMs, no query the filter (of validated names, never user text) selects is running. */
-  async function noneRunningWithin(filter: string, timeoutMs: number): Promise<boolean> {
-    const deadline = Date.now() + timeoutMs;
-    while ((await number(`SELECT count() FROM system.processes WHERE ${filter}`)) > 0) {
-      if (Date.now() > deadline) return false;
-      await new Promise((r) => setTimeout(r, 100));
-    }
-    return true;
+    if (!(await noneRunningWithin(client, `query_id = '${queryId}'`, 300_000))) throw new Error(`attach ${queryId} still running after 300000 ms`);
   }
 
   /**
@@ -206,9 +197,9 @@ export function createPointsStages(client: ClickHouseClient, targets: StageTarge
    */
   async function stopInserts(stage: string): Promise<boolean> {
     const running = `startsWith(query_id, 'points-insert:${stage}:')`;
-    if (await noneRunningWithin(running, insertWaitMs)) return false;
+    if (await noneRunningWithin(client, running, insertWaitMs)) return false;
     await client.command({ query: `KILL QUERY WHERE ${running} SYNC` });
-    if (!(await noneRunningWithin(running, 300_000))) throw new Error(`inserts into ${stage} still running after KILL QUERY`);
+    if (!(await noneRunningWithin(client, running, 300_000))) throw new Error(`inserts into ${stage} still running after KILL QUERY`);
     return true;
   }
 

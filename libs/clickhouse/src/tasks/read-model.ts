@@ -4,7 +4,7 @@ import { NO_QUORUM, quorumInsertSettings, quorumReadSettings, serverCapabilities
 import type { ConnOptions } from '../download/http.ts';
 import { int } from '../download/filter-sql.ts';
 import type { ExternalTable } from '../download/external-data.ts';
-import { untilMutationsDone } from '../mutations.ts';
+import { untilMutationsDone } from '../server-work.ts';
 import { readPositions, rowsQuery, stringsTable } from '../read-model-queries.ts';
 
 /**
