@@ -1,4 +1,4 @@
-import type { BatchPayload, ConsumedMessage, PointsFact, TaskEvent } from '@meridian/domain';
+import { READS_STAGED_UPLOADS, type BatchPayload, type ConsumedMessage, type PointsFact, type TaskEvent } from '@meridian/domain';
 import { createEventCodec, UndecodableEventError } from '@meridian/events';
 import { appendEvents, type ConsumerWatch } from '@meridian/kafka';
 import { runConsumer } from '@meridian/platform';
@@ -65,6 +65,7 @@ export async function startProjector(ingest: IngestDeps): Promise<RunningProject
     maxBytes: MAX_BYTES,
     maxWaitTimeMs: 500,
     readUncommitted: false, // only committed upload transactions are projected
+    advertise: [READS_STAGED_UPLOADS],
   });
   consumer.onJoin((e) => {
     // kafkajs resumes every assigned partition from its committed offset after a join, so the

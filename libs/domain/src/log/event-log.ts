@@ -89,6 +89,8 @@ export type GroupConsumerOptions = {
   readonly maxBytes?: number;
   /** False: only committed transactions are read (the default, as for every consumer here). */
   readonly readUncommitted?: boolean;
+  /** What this member's release can do, in its group membership, for other processes to ask of the group (EventLog.groupAdvertises in ingest). */
+  readonly advertise?: readonly string[];
 };
 
 /** A processed fetch's end, markers included (a fetch of transaction markers alone reaches no handler). */
