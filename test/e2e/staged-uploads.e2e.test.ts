@@ -18,7 +18,7 @@ import { waitFor } from '../support/wait.ts';
  * each stage takes several.
  */
 describe.each(['on', 'auto'] as const)('staged uploads, MERIDIAN_UPLOAD_STAGING=%s', (staging) => {
-  const settings = isolatedSettings({ ...(staging === 'on' ? { MERIDIAN_UPLOAD_STAGING: staging } : {}), MERIDIAN_POINT_BATCH_SIZE: '5000', MERIDIAN_PROJECTOR_BATCH_ROWS: '20000', MERIDIAN_MAX_UPLOAD_BYTES: '20000000' });
+  const settings = isolatedSettings({ ...(staging === 'on' ? { MERIDIAN_UPLOAD_STAGING: staging } : {}), MERIDIAN_STAGE_MIN_BYTES: '1', MERIDIAN_POINT_BATCH_SIZE: '5000', MERIDIAN_PROJECTOR_BATCH_ROWS: '20000', MERIDIAN_MAX_UPLOAD_BYTES: '20000000' });
   let api: RunningApi;
   let ingest: Awaited<ReturnType<typeof startWorker>>;
   let writer: string;

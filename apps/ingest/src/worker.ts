@@ -74,7 +74,7 @@ async function startCommandHandlers(ingest: IngestDeps, { tasks, user }: Handler
         user,
         attempts: settings.MERIDIAN_UPLOAD_ATTEMPTS,
         stage: staging === 'off' ? null : ingest.pointsStages,
-        mayStage: staging === 'off' ? () => Promise.resolve(false) : stagingGate(staging, ingest.log, ingest.groups.projector, logger.child({ component: 'uploads' })),
+        mayStage: staging === 'off' ? () => Promise.resolve(false) : stagingGate(staging, settings.MERIDIAN_STAGE_MIN_BYTES, ingest.log, ingest.groups.projector, logger.child({ component: 'uploads' })),
         stageBatchRows: settings.MERIDIAN_PROJECTOR_BATCH_ROWS,
         stageFinishTimeoutMs: settings.MERIDIAN_STAGE_FINISH_TIMEOUT_MS,
       }),

@@ -441,6 +441,11 @@ export const settingDefinitions = {
     default: '300000',
     doc: 'How often the projector looks for stage tables older than MERIDIAN_STAGE_TTL_MS.',
   },
+  MERIDIAN_STAGE_MIN_BYTES: {
+    schema: positiveInt,
+    default: '16777216',
+    doc: 'Uploads smaller than this many bytes (as received; a gzip upload counts compressed) are never staged: projecting a small upload after its commit costs less than its stage tables.',
+  },
   // issue 15: staged uploads under faults
   MERIDIAN_STAGE_FINISH_TIMEOUT_MS: {
     schema: positiveInt,

@@ -214,7 +214,7 @@ export async function startProjector(ingest: IngestDeps): Promise<RunningProject
       // A seal is several queries, some long (a refill, waits for inserts): each write of it is
       // fenced, so one that outlasted this member's ownership cannot attach the share a second time.
       const outcome = await stages.seal(share, (stage) => refillStage(refill, seal, stage), () => stillOwned(ctx, 'sealing a staged upload'));
-      logger.info({ task_id: seal.task_id, partition: seal.partition, offset: seal.offset, points: seal.points, ...outcome, ms: Math.round(performance.now() - started) }, 'staged upload sealed into points');
+      logger.info({ task_id: seal.task_id, partition: seal.partition, offset: seal.offset, points: seal.points, how: outcome.how, refilled: outcome.refilled, moved: outcome.points, ms: Math.round(performance.now() - started) }, 'staged upload sealed into points');
     });
     projection.sealed(seal);
   }

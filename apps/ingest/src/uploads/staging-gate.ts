@@ -6,15 +6,17 @@ import type { EventLog } from '../event-log.ts';
 export const GATE_ANSWER_MS = 5000;
 
 /**
- * Whether an upload may be staged now. MERIDIAN_UPLOAD_STAGING=on: always. auto: while every
+ * Whether an upload of `bytes` may be staged now: never below MERIDIAN_STAGE_MIN_BYTES (its stage
+ * tables would cost more than projecting it after its commit); above, with
+ * MERIDIAN_UPLOAD_STAGING=on always, and with auto while every
  * member of the points projector's consumer group advertises that it reads staged uploads (a
  * projector of an older release, during a rolling upgrade or after a rollback, would send a
  * staged batch to the dead-letter topic), asked of the group at most every GATE_ANSWER_MS,
  * one question at a time. A question that fails answers no: the upload is then projected
  * after its commit, as with staging off, which is always correct, only later.
  */
-export function stagingGate(mode: 'on' | 'auto', log: Pick<EventLog, 'groupAdvertises'>, projectorGroup: string, logger: Logger): () => Promise<boolean> {
-  if (mode === 'on') return () => Promise.resolve(true);
+export function stagingGate(mode: 'on' | 'auto', minBytes: number, log: Pick<EventLog, 'groupAdvertises'>, projectorGroup: string, logger: Logger): (bytes: number) => Promise<boolean> {
+  if (mode === 'on') return (bytes) => Promise.resolve(bytes >= minBytes);
   let answer: { readonly at: number; readonly staged: Promise<boolean> } | null = null;
   let last: boolean | null = null;
   const ask = async (): Promise<boolean> => {
@@ -26,7 +28,8 @@ export function stagingGate(mode: 'on' | 'auto', log: Pick<EventLog, 'groupAdver
     last = staged;
     return staged;
   };
-  return () => {
+  return (bytes) => {
+    if (bytes < minBytes) return Promise.resolve(false);
     const now = Date.now();
     if (answer === null || now - answer.at >= GATE_ANSWER_MS) answer = { at: now, staged: ask() };
     return answer.staged;

@@ -14,9 +14,16 @@ function group(answer: () => Promise<boolean>) {
 describe('staging gate', () => {
   afterEach(() => { vi.useRealTimers(); });
 
-  it('on: stages without asking', async () => {
+  it('stages nothing below MERIDIAN_STAGE_MIN_BYTES, and does not ask', async () => {
+    const g = group(() => Promise.resolve(true));
+    expect(await stagingGate('on', 1000, g.log, 'p', logger)(999)).toBe(false);
+    expect(await stagingGate('auto', 1000, g.log, 'p', logger)(999)).toBe(false);
+    expect(g.asked).toEqual([]);
+  });
+
+  it('on: stages an upload large enough without asking', async () => {
     const g = group(() => Promise.resolve(false));
-    expect(await stagingGate('on', g.log, 'p', logger)()).toBe(true);
+    expect(await stagingGate('on', 1000, g.log, 'p', logger)(1000)).toBe(true);
     expect(g.asked).toEqual([]);
   });
 
@@ -24,19 +31,19 @@ describe('staging gate', () => {
     vi.useFakeTimers();
     let yes = true;
     const g = group(() => Promise.resolve(yes));
-    const mayStage = stagingGate('auto', g.log, 'meridian.ingest-projector', logger);
-    expect(await Promise.all([mayStage(), mayStage()])).toEqual([true, true]);
+    const mayStage = stagingGate('auto', 1000, g.log, 'meridian.ingest-projector', logger);
+    expect(await Promise.all([mayStage(1000), mayStage(5000)])).toEqual([true, true]);
     expect(g.asked).toEqual([['meridian.ingest-projector', READS_STAGED_UPLOADS]]);
     yes = false; // a member of an older release joined
     vi.advanceTimersByTime(GATE_ANSWER_MS - 1);
-    expect(await mayStage()).toBe(true);
+    expect(await mayStage(1000)).toBe(true);
     vi.advanceTimersByTime(1);
-    expect(await mayStage()).toBe(false);
+    expect(await mayStage(1000)).toBe(false);
     expect(g.asked).toHaveLength(2);
   });
 
   it('auto: a question that fails answers no (the upload is projected after its commit)', async () => {
     const g = group(() => Promise.reject(new Error('coordinator not available')));
-    expect(await stagingGate('auto', g.log, 'p', logger)()).toBe(false);
+    expect(await stagingGate('auto', 1000, g.log, 'p', logger)(1000)).toBe(false);
   });
 });

@@ -50,8 +50,8 @@ export type UploadCommandsDeps = {
   readonly attempts: number;
   /** Where large uploads' rows are written aside while they are parsed (issue 15); null: staging off (MERIDIAN_UPLOAD_STAGING). */
   readonly stage: UploadStage | null;
-  /** Whether a run may stage now (staging-gate.ts: with auto, while every points projector reads staged uploads). */
-  readonly mayStage: () => Promise<boolean>;
+  /** Whether a run of an upload of this many bytes may stage now (staging-gate.ts: large enough, and with auto while every points projector reads staged uploads). */
+  readonly mayStage: (bytes: number) => Promise<boolean>;
   /** Most rows per staging insert (MERIDIAN_PROJECTOR_BATCH_ROWS, as the projector's). */
   readonly stageBatchRows: number;
   /** Longest wait for the staging inserts before the commit (MERIDIAN_STAGE_FINISH_TIMEOUT_MS). */
@@ -130,7 +130,7 @@ async function runUpload(cmd: MetricsUploadRequested, at: CommandPosition, produ
   const act = async (facts: readonly UploadFact[], inputEnded: boolean): Promise<UploadComplete | UploadFailed | null> => {
     for (const fact of facts) {
       if (fact.type !== 'BatchReady') return fact;
-      if (staging === undefined) staging = inputEnded || deps.stage === null || !(await deps.mayStage()) ? null : new StageWriter(deps.stage, { taskId: cmd.task_id, attempt: randomBytes(8).toString('hex'), batchRows: deps.stageBatchRows, finishTimeoutMs: deps.stageFinishTimeoutMs }, log);
+      if (staging === undefined) staging = inputEnded || deps.stage === null || !(await deps.mayStage(cmd.payload_bytes)) ? null : new StageWriter(deps.stage, { taskId: cmd.task_id, attempt: randomBytes(8).toString('hex'), batchRows: deps.stageBatchRows, finishTimeoutMs: deps.stageFinishTimeoutMs }, log);
       const b = fact.batch;
       const batch = { type: 'PointBatch' as const, task_id: cmd.task_id, metric_name: b.metric_name, updated_at: cmd.at, timestamps: b.timestamps, values: b.values, ...(staging === null ? {} : { stage: staging.attempt }) };
       const value = deps.pointsCodec.encode(batch);
