@@ -113,6 +113,11 @@ async function runUpload(cmd: MetricsUploadRequested, at: CommandPosition, produ
   const now = () => Date.now();
   const run = startUpload({ on_error: cmd.on_error, user: () => deps.user(cmd.user_name), batchPoints: deps.batchPoints, maxBufferedPoints: deps.maxBufferedPoints });
   const tx = await producer.transaction();
+  // The command's offset joins the transaction first, while the body is being opened: two round
+  // trips off the command's path, and the transaction holds the tasks partition (whose committed
+  // end the api's fold waits for before its 202) only from its last send to its commit.
+  const offsetMoved = deps.tasks.commitCommand(tx, at);
+  offsetMoved.catch(() => undefined); // awaited below; observed here should the body fail first
   // Staged (issue 15) when staging is on and the upload's first batch comes before the
   // end of its input (it did not fit the decider's buffer): its rows are then written aside into
   // stages while it is parsed, and the projector attaches them at its seals. Small uploads stay
@@ -148,6 +153,7 @@ async function runUpload(cmd: MetricsUploadRequested, at: CommandPosition, produ
 
   try {
     source = await openUploadBytes(cmd, deps.storage);
+    await offsetMoved;
     const parseOptions = {
       ...(cmd.metric_name !== null ? { metricName: cmd.metric_name } : {}),
       // The decider counts and caps the errors: the parser hands over every one.
@@ -205,7 +211,6 @@ async function runUpload(cmd: MetricsUploadRequested, at: CommandPosition, produ
     });
     // The last point batches, the seals (after them in each partition) and UploadParsed in one request.
     await sender.flush([{ topic: deps.topics.points, acks: -1, messages: seals }, { topic: deps.topics.tasks, acks: -1, messages: [parsed] }]);
-    await deps.tasks.commitCommand(tx, at);
     await tx.commit();
     // Where each partition's batches sit: [first, last] offsets, to find them in the log.
     const offsets = Object.fromEntries([...shares].map(([partition, s]) => [partition, { batches: s.batches, first: s.firstOffset, last: s.lastOffset }]));
@@ -213,6 +218,7 @@ async function runUpload(cmd: MetricsUploadRequested, at: CommandPosition, produ
     return 'succeeded';
   } catch (error) {
     await sender.discard();
+    await offsetMoved.catch(() => undefined); // a transaction is aborted after its last request ends
     if (tx.isActive()) await tx.abort().catch(() => undefined);
     await staging?.abandon();
     if (!(error instanceof UploadLimitExceeded)) throw error;
