@@ -44,6 +44,10 @@ export class KafkaTransactionalLog implements TransactionalLog {
     const tx = await this.producer.transaction();
     return {
       send: (record) => tx.send(record),
+      async sendAll(records) {
+        const acks = await tx.sendBatch({ acks: -1, topicMessages: records.map(({ topic, messages }) => ({ topic, messages })) });
+        return acks.map(({ topicName, partition, baseOffset }) => ({ topic: topicName, partition, ...(baseOffset === undefined ? {} : { baseOffset }) }));
+      },
       async commitConsumed(groupId: string, at: ConsumedPosition) {
         await tx.sendOffsets({ consumerGroupId: groupId, topics: [{ topic: at.topic, partitions: [{ partition: at.partition, offset: String(at.offset + 1) }] }] });
       },
