@@ -354,6 +354,10 @@ describe('a point in time that falls inside an upload', () => {
   it('deleting the upload cut in two leaves the catalog exact (count/min/max of the points), in a generation and in a database', async () => {
     // A cut after one of an upload's batches and before its seal: the rebuild projects the
     // batch, finds the upload unsealed and deletes it again; its catalog must forget it too.
+    // An upload that fits one produce request sends its batches and seals together (one
+    // timestamp, no cut between them): three batches of one partition take at least two.
+    const cut = await uploadFile('rp.cut', 0, 150_000);
+    expect((await waitForTask(api.url, admin, cut, 300_000)).status).toBe('succeeded');
     const points = (await everyEvent()).filter((e) => e.topic === 'points');
     const firstBatch = new Map<string, number>();
     const lastSeal = new Map<string, number>();
