@@ -13,15 +13,19 @@ import { adminKey, benchApi, cpuSplit, downloadPoints, fmt, repoRoot, stackProce
  * the download layout, streamed from disk, and a generated body of BENCH_BIG_FILE_BYTES, each
  * BENCH_RUNS times: MB/s, the api's RSS, the load average, and the CPU seconds of the api,
  * MinIO and this process (the client). No ingest runs: its work is not what is measured.
- * BENCH_API_ROOTS (checkouts, comma-separated; this one by default) runs each checkout's api
- * in turn within every run: a comparison on the same shared machine, minutes apart at most.
+ * BENCH_API_ROOTS (checkouts, comma-separated, each with optional `+NAME=value` settings; this
+ * one by default) runs each api in turn within every run: a comparison on the same shared
+ * machine, minutes apart at most.
  *   BENCH_POINTS=10000000 BENCH_BIG_FILE_BYTES=1073741824 BENCH_RUNS=3 make bench-receive
- *   BENCH_API_ROOTS=/work/main,. make bench-receive
+ *   BENCH_API_ROOTS=/work/main,.,.+MERIDIAN_STORAGE_PARTS_IN_FLIGHT=1 make bench-receive
  */
 const POINTS = Number(process.env.BENCH_POINTS ?? 10_000_000);
 const BIG_FILE_BYTES = Number(process.env.BENCH_BIG_FILE_BYTES ?? 1024 ** 3);
 const RUNS = Number(process.env.BENCH_RUNS ?? 3);
-const API_ROOTS = (process.env.BENCH_API_ROOTS ?? repoRoot).split(',').map((root) => `${resolve(root)}/`);
+const API_ROOTS = (process.env.BENCH_API_ROOTS ?? repoRoot).split(',').map((entry) => {
+  const [root, ...env] = entry.split('+');
+  return { root: `${resolve(root!)}/`, env: Object.fromEntries(env.map((e) => e.split('=') as [string, string])), name: entry };
+});
 const { settings } = benchApi({ MERIDIAN_RATE_LIMIT_PER_SECOND: '0' });
 const downloadFile = join(tmpdir(), `meridian-bench-${process.pid}.receive.csv`);
 const T0 = Date.UTC(2024, 0, 1);
@@ -48,14 +52,14 @@ async function main(): Promise<void> {
   const chunk = Buffer.from('not,a point\n'.repeat(87_382)); // ~1 MiB
   const chunks = Math.ceil(BIG_FILE_BYTES / chunk.length);
   const blobs = createBlobStore({ endpoint: settings.S3_ENDPOINT, accessKey: settings.S3_ACCESS_KEY, secretKey: settings.S3_SECRET_KEY, region: settings.S3_REGION, bucket: settings.S3_BUCKET });
-  console.log(`bench-receive (${POINTS.toLocaleString('en')} points in the download layout, ${fmt(fileBytes / 1024 ** 2)} MB; ${(chunks * chunk.length / 1024 ** 3).toFixed(2)} GB generated; api of ${API_ROOTS.join(' and ')})`);
+  console.log(`bench-receive (${POINTS.toLocaleString('en')} points in the download layout, ${fmt(fileBytes / 1024 ** 2)} MB; ${(chunks * chunk.length / 1024 ** 3).toFixed(2)} GB generated; api of ${API_ROOTS.map((r) => r.name).join(' and ')})`);
   let auth: Record<string, string> | null = null;
   try {
     for (let run = 1; run <= RUNS; run++) {
-      for (const root of API_ROOTS) {
+      for (const { root, env, name } of API_ROOTS) {
         const port = 18_500 + Math.floor(Math.random() * 400);
         const base = `http://127.0.0.1:${port}`;
-        const api = startProcess('apps/api/src/main.ts', { ...settings, MERIDIAN_API_PORT: port }, {}, root);
+        const api = startProcess('apps/api/src/main.ts', { ...settings, MERIDIAN_API_PORT: port }, env, root);
         const processes = [{ name: 'api', cpuSeconds: api.cpuSeconds }, ...stackProcesses().filter((p) => p.name === 'minio'), clientCpu];
         try {
           await waitUntil('the api', async () => ((await fetch(`${base}/readyz`)).ok ? true : undefined), 120_000, 250);
@@ -70,7 +74,7 @@ async function main(): Promise<void> {
             if (status !== 202) throw new Error(`${what}: ${status}`);
             const ms = performance.now() - started;
             const cpu = split.end();
-            console.log(`  run ${run}, ${root}: ${what}: acked after ${(ms / 1000).toFixed(2)} s, ${fmt(bytes / 1024 ** 2 / (ms / 1000))} MB/s, api RSS at most ${api.windowPeakMb()} MB (load ${load}); ${cpu.line}; ${fmt(bytes / 1024 ** 2 / cpu.of('api'))} MB per api CPU-second`);
+            console.log(`  run ${run}, ${name}: ${what}: acked after ${(ms / 1000).toFixed(2)} s, ${fmt(bytes / 1024 ** 2 / (ms / 1000))} MB/s, api RSS at most ${api.windowPeakMb()} MB (load ${load}); ${cpu.line}; ${fmt(bytes / 1024 ** 2 / cpu.of('api'))} MB per api CPU-second`);
             for (const { key } of await blobs.list('staging/')) await blobs.remove(key);
           };
           await receive('download-layout file', '', fileBytes, () => createReadStream(downloadFile));

@@ -11,7 +11,7 @@ export const MAX_PARTS = 10_000;
  */
 export type PartOptions = { readonly partBytes: number; readonly partsInFlight: number };
 
-/** 8 MiB × 10,000 parts allows 80 GiB; three parts in flight keep MinIO's cores busy while the api reads on (bench-receive). */
+/** The settings' defaults (MERIDIAN_STORAGE_PART_BYTES, MERIDIAN_STORAGE_PARTS_IN_FLIGHT): 8 MiB × 10,000 parts allows 80 GiB; 32 MiB per upload received. */
 export const DEFAULT_PARTS: PartOptions = { partBytes: 8 * 1024 * 1024, partsInFlight: 3 };
 
 /**
