@@ -94,6 +94,7 @@ export class BlobWriter {
     }
     if (this.filled > 0) await this.shipPart();
     await this.settled();
+    this.release();
     this.throwIfFailed();
     await client.completeMultipartUpload(bucket, this.key, this.uploadId, [...this.etags].sort((a, b) => a.part - b.part));
   }
@@ -101,12 +102,23 @@ export class BlobWriter {
   /** Waits for the parts in flight, then removes the multipart upload: nothing is left behind. */
   async abort(): Promise<void> {
     await this.settled();
+    this.release();
     if (this.uploadId !== null) await this.storage.client.abortMultipartUpload(this.storage.bucket, this.key, this.uploadId).catch(() => undefined);
   }
 
   /** Until no part is uploading (each one's outcome is recorded, none rejects). */
   private async settled(): Promise<void> {
     while (this.inflight.size > 0) await Promise.race(this.inflight);
+  }
+
+  /**
+   * Lets go of the part buffers once no part uploads: the writer itself may live on (the request
+   * that made it, in the old generation) while its (partsInFlight + 1) buffers would otherwise
+   * count in the api's memory until the next full collection.
+   */
+  private release(): void {
+    this.buffer = null;
+    this.spare.length = 0;
   }
 
   private throwIfFailed(): void {
