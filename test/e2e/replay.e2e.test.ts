@@ -755,6 +755,8 @@ describe('staged uploads, rebuilt as the live projector seals them', () => {
     const h = partial.generation!;
     expect(partial.copiedRows).toBeGreaterThan(0);
     expect(partial.stats).toMatchObject({ stagedSeals: 4 });
+    // The points it reports are the ones it wrote: the share's rows copied from live are not counted again.
+    expect(partial.stats.points).toBe(total - partial.copiedRows);
     expect(partial.verification).toMatchObject({ ok: true, rows_actual: total });
     expect(await tableChecksums(platform.clickhouse, `points_g${h}`)).toEqual(await tableChecksums(platform.clickhouse, 'points'));
     expect(await catalogOf(`metric_catalog_g${h}`)).toEqual(await catalogOf('metric_catalog'));

@@ -26,6 +26,7 @@ describe.each(['off', 'on'] as const)(`a command that stops the worker ${MAX_STA
   const settings = isolatedSettings({
     // on: the big upload is staged (issue 15); its killed runs' stages are dropped by its next run, the last one's when it is refused.
     MERIDIAN_UPLOAD_STAGING: staging,
+    MERIDIAN_STAGE_MIN_BYTES: '1',
     MERIDIAN_MAX_COMMAND_STARTS: String(MAX_STARTS),
     KAFKA_TASKS_PARTITIONS: String(TASKS_PARTITIONS),
     MERIDIAN_POINT_BATCH_SIZE: '2000',

@@ -33,7 +33,7 @@ const DROP_STAGE = /DROP TABLE IF EXISTS points_stage_/;
 const STAGE_INSERT = /^INSERT INTO points_stage_\w+ \(.*\) FORMAT Native/;
 
 function harness(overrides: Record<string, string>) {
-  const settings = isolatedSettings({ MERIDIAN_UPLOAD_STAGING: 'on', MERIDIAN_POINT_BATCH_SIZE: '5000', MERIDIAN_PROJECTOR_BATCH_ROWS: '20000', KAFKA_SESSION_TIMEOUT_MS: '6000', MERIDIAN_MAX_UPLOAD_BYTES: '20000000', ...overrides });
+  const settings = isolatedSettings({ MERIDIAN_UPLOAD_STAGING: 'on', MERIDIAN_STAGE_MIN_BYTES: '1', MERIDIAN_POINT_BATCH_SIZE: '5000', MERIDIAN_PROJECTOR_BATCH_ROWS: '20000', KAFKA_SESSION_TIMEOUT_MS: '6000', MERIDIAN_MAX_UPLOAD_BYTES: '20000000', ...overrides });
   const h = {
     settings,
     api: undefined as unknown as RunningApi,

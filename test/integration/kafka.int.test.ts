@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { createEventCodec } from '@meridian/events';
 import type { Producer } from 'kafkajs';
-import { createKafka, createProducer, ensureTopics, topicsFor, topicSpecs } from '@meridian/kafka';
+import { createKafka, createProducer, ensureTopics, KafkaEventLog, topicsFor, topicSpecs } from '@meridian/kafka';
 import { createLogger } from '@meridian/observability';
 import { isolatedSettings } from '../support/settings.ts';
 import { waitFor } from '../support/wait.ts';
@@ -131,5 +131,68 @@ describe('read_committed consumers against a real broker', () => {
     await consumer.run({ eachMessage: async ({ message }) => { received.push(message.value!.toString()); } });
     await waitFor('the last message', () => (received.includes('end') ? received : undefined), 30_000);
     expect(received).toEqual(['other-committed', 'end']);
+  });
+});
+
+/**
+ * What a transaction of the log costs in round trips (issue 15: a 10k-point JSON upload was
+ * 13 sequential requests in its transaction). Records of two topics go in one produce request
+ * (LogTransaction.sendAll), and the coordinators are asked for once per producer, not before
+ * every transactional request (patches/kafkajs+2.2.4.patch; kafkajs 2.2.4 asked 4 times per
+ * transaction).
+ */
+describe('a transaction of the log against a real broker', () => {
+  const settings = isolatedSettings();
+  const log = new KafkaEventLog({ brokers: settings.KAFKA_BROKERS.split(','), clientId: 'int-test-tx-requests', logger: createLogger({ name: 't', level: 'silent' }) });
+  const points = `${settings.MERIDIAN_TOPIC_PREFIX}tx-points`;
+  const tasks = `${settings.MERIDIAN_TOPIC_PREFIX}tx-tasks`;
+  const group = `${settings.MERIDIAN_TOPIC_PREFIX}tx-commands`;
+  const requests: string[] = [];
+  // Every request of the transactional producer the log makes, by its API name.
+  const producerOf = log.kafka.producer.bind(log.kafka);
+  log.kafka.producer = (options) => {
+    const p = producerOf(options);
+    p.on(p.events.REQUEST, (e) => requests.push(e.payload.apiName));
+    return p;
+  };
+  const transactional = log.transactional(`${settings.MERIDIAN_TOPIC_PREFIX}tx-requests`);
+  const consumer = log.kafka.consumer({ groupId: `${settings.MERIDIAN_TOPIC_PREFIX}tx-reader`, readUncommitted: false });
+  afterAll(async () => {
+    await Promise.allSettled([transactional.disconnect(), consumer.disconnect(), log.admin.disconnect()]);
+  });
+
+  it('sends two topics in one produce request and asks for its coordinators once, not per transaction; all of it commits', async () => {
+    await log.admin.connect();
+    await log.admin.createTopics({ waitForLeaders: true, topics: [{ topic: points, numPartitions: 3, replicationFactor: -1 }, { topic: tasks, numPartitions: 1, replicationFactor: -1 }] });
+    await transactional.connect();
+    const acks = [];
+    for (let i = 0; i < 3; i++) {
+      const tx = await transactional.transaction();
+      acks.push(await tx.sendAll([
+        { topic: points, acks: -1, messages: [{ key: 'm', value: Buffer.from(`batch ${i}`), partition: 0 }, { key: 'm', value: Buffer.from(`seal ${i}`), partition: 0 }, { key: 'n', value: Buffer.from(`seal ${i}`), partition: 2 }] },
+        { topic: tasks, acks: -1, messages: [{ key: 't', value: Buffer.from(`parsed ${i}`) }] },
+      ]));
+      await tx.commitConsumed(group, { topic: tasks, partition: 0, offset: i });
+      await tx.commit();
+    }
+    const count = (api: string) => requests.filter((r) => r === api).length;
+    // One produce request per transaction for both topics (an AddPartitionsToTxn may be retried: the broker answers
+    // CONCURRENT_TRANSACTIONS while the last commit's markers are still being written).
+    expect({ produce: count('Produce'), endTxn: count('EndTxn') }).toEqual({ produce: 3, endTxn: 3 });
+    // The transaction coordinator at connect (InitProducerId) and for the first transaction, the group's once: 3 when
+    // nothing is retried (kafkajs unpatched asks 4 times per transaction: 13 in all), never more than 2 per transaction.
+    expect(count('GroupCoordinator')).toBeLessThanOrEqual(6);
+    // Each earlier transaction left a record and its commit marker in a partition.
+    expect(acks[2]!.map((a) => [a.topic, a.partition, a.baseOffset]).sort()).toEqual([[points, 0, '6'], [points, 2, '4'], [tasks, 0, '4']].sort());
+
+    const received: string[] = [];
+    await consumer.connect();
+    await consumer.subscribe({ topics: [points, tasks], fromBeginning: true });
+    await consumer.run({ eachMessage: async ({ topic, partition, message }) => { received.push(`${topic === tasks ? 'tasks' : 'points'}/${partition} ${message.value!.toString()}`); } });
+    await waitFor('every record', () => (received.length === 12 ? received : undefined), 30_000);
+    expect(received.filter((r) => r.startsWith('points/0'))).toEqual(['points/0 batch 0', 'points/0 seal 0', 'points/0 batch 1', 'points/0 seal 1', 'points/0 batch 2', 'points/0 seal 2']);
+    expect(received.filter((r) => r.startsWith('tasks/0'))).toEqual(['tasks/0 parsed 0', 'tasks/0 parsed 1', 'tasks/0 parsed 2']);
+    const [committed] = await log.admin.fetchOffsets({ groupId: group, topics: [tasks] });
+    expect(committed!.partitions).toEqual([{ partition: 0, offset: '3', metadata: null }]);
   });
 });

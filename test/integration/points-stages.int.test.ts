@@ -99,10 +99,10 @@ describe('staged shares sealed into points', () => {
     const up = upload();
     await fill(await stages.open(up.share.taskId, up.share.attempt, 1), up.segments);
     const before = await number('SELECT count() FROM points');
-    expect(await stages.seal(up.share, noRefill)).toEqual({ how: 'attached', refilled: false });
+    expect(await stages.seal(up.share, noRefill)).toEqual({ how: 'attached', refilled: false, points: 1_500 });
     expect(await number('SELECT count() FROM points')).toBe(before + 1_500);
     await expectSealed(up);
-    expect(await stages.seal(up.share, noRefill)).toEqual({ how: 'recorded before', refilled: false });
+    expect(await stages.seal(up.share, noRefill)).toEqual({ how: 'recorded before', refilled: false, points: 0 });
     expect(await number('SELECT count() FROM points')).toBe(before + 1_500);
     await expectSealed(up);
     // The position counts the recorded seal: every record up to it is handled, the seal included.
@@ -112,24 +112,24 @@ describe('staged shares sealed into points', () => {
 
   it('refills a stage that is missing, short, over-full or of another structure', async () => {
     const missing = upload();
-    expect(await stages.seal(missing.share, (sink) => fill(sink, missing.segments))).toEqual({ how: 'attached', refilled: true });
+    expect(await stages.seal(missing.share, (sink) => fill(sink, missing.segments))).toEqual({ how: 'attached', refilled: true, points: 1_500 });
     await expectSealed(missing);
 
     const short = upload();
     await (await stages.open(short.share.taskId, short.share.attempt, 1)).insert(short.segments.slice(0, 1));
-    expect(await stages.seal(short.share, (sink) => fill(sink, short.segments))).toEqual({ how: 'attached', refilled: true });
+    expect(await stages.seal(short.share, (sink) => fill(sink, short.segments))).toEqual({ how: 'attached', refilled: true, points: 1_500 });
     await expectSealed(short);
 
     const overFull = upload();
     const sink = await stages.open(overFull.share.taskId, overFull.share.attempt, 1);
     await fill(sink, overFull.segments);
     await createPointsSink(client, stages.tableOf(overFull.share.taskId, overFull.share.attempt, 1)).insert([{ ...overFull.segments[0]!, offset: overFull.segments[0]!.offset + 5 }]);
-    expect(await stages.seal(overFull.share, (s) => fill(s, overFull.segments))).toEqual({ how: 'attached', refilled: true });
+    expect(await stages.seal(overFull.share, (s) => fill(s, overFull.segments))).toEqual({ how: 'attached', refilled: true, points: 1_500 });
     await expectSealed(overFull);
 
     const reshaped = upload();
     await client.command({ query: `CREATE TABLE ${stages.tableOf(reshaped.share.taskId, reshaped.share.attempt, 1)} (metric_name String, ts Int64) ENGINE = MergeTree() ORDER BY metric_name` });
-    expect(await stages.seal(reshaped.share, (s) => fill(s, reshaped.segments))).toEqual({ how: 'attached', refilled: true });
+    expect(await stages.seal(reshaped.share, (s) => fill(s, reshaped.segments))).toEqual({ how: 'attached', refilled: true, points: 1_500 });
     await expectSealed(reshaped);
   });
 
@@ -139,7 +139,7 @@ describe('staged shares sealed into points', () => {
     expect(await stages.seal(bad.share, async (sink) => {
       await sink.insert(kept);
       return { points: 500, batches: 1 };
-    })).toEqual({ how: 'attached', refilled: true });
+    })).toEqual({ how: 'attached', refilled: true, points: 1_000 });
     await expectSealed({ share: bad.share, segments: kept });
     // Left out wrongly (the stage then holds more than the seal less the omitted), the seal fails rather than attach.
     const wrong = upload();
@@ -155,7 +155,7 @@ describe('staged shares sealed into points', () => {
     await fill(await stages.open(beforeCatalog.share.taskId, beforeCatalog.share.attempt, 1), beforeCatalog.segments);
     await client.command({ query: `ALTER TABLE points ATTACH PARTITION tuple() FROM ${stages.tableOf(beforeCatalog.share.taskId, beforeCatalog.share.attempt, 1)}` });
     expect(await catalog()).not.toEqual(await pointsPerMetric());
-    expect(await stages.seal(beforeCatalog.share, noRefill)).toEqual({ how: 'found attached', refilled: false });
+    expect(await stages.seal(beforeCatalog.share, noRefill)).toEqual({ how: 'found attached', refilled: false, points: 0 });
     await expectSealed(beforeCatalog);
 
     const beforeRecord = upload();
@@ -163,7 +163,7 @@ describe('staged shares sealed into points', () => {
     await fill(await stages.open(beforeRecord.share.taskId, beforeRecord.share.attempt, 1), beforeRecord.segments);
     await client.command({ query: `ALTER TABLE points ATTACH PARTITION tuple() FROM ${stage}` });
     await client.command({ query: `INSERT INTO metric_catalog SELECT metric_name, countState() AS points, minState(ts) AS first_ts, maxState(ts) AS last_ts FROM ${stage} GROUP BY metric_name` });
-    expect(await stages.seal(beforeRecord.share, noRefill)).toEqual({ how: 'found attached', refilled: false });
+    expect(await stages.seal(beforeRecord.share, noRefill)).toEqual({ how: 'found attached', refilled: false, points: 0 });
     await expectSealed(beforeRecord);
   });
 
@@ -176,7 +176,8 @@ describe('staged shares sealed into points', () => {
     await createPointsSink(client, partial).insert(up.segments.slice(0, 2));
     await client.command({ query: `ALTER TABLE points ATTACH PARTITION tuple() FROM ${partial}` });
     await client.command({ query: `DROP TABLE ${partial}` });
-    expect(await stages.seal(up.share, noRefill)).toEqual({ how: 'found attached', refilled: false });
+    // Only the last batch (500 points) was missing: that is what the seal moves.
+    expect(await stages.seal(up.share, noRefill)).toEqual({ how: 'found attached', refilled: false, points: 500 });
     expect(await number(`SELECT count() FROM points WHERE task_id = '${up.share.taskId}'`)).toBe(1_500);
     await expectSealed(up);
   });
@@ -247,7 +248,7 @@ describe('staged shares sealed into points', () => {
     aGoesOn.open();
     expect(await a).toMatch(/A lost the partition/);
     bGoesOn.open();
-    expect(await b).toEqual({ how: 'attached', refilled: false });
+    expect(await b).toEqual({ how: 'attached', refilled: false, points: 1_500 });
     expect(await number(`SELECT count() FROM points WHERE task_id = '${up.share.taskId}'`)).toBe(1_500);
     await expectSealed(up);
   });
@@ -269,7 +270,7 @@ describe('staged shares sealed into points', () => {
     await expect(createPointsStages(flaky).seal(up.share, noRefill)).rejects.toThrow(/socket hang up/);
     expect(failed).toBe(true);
     // The retry (as the projector's persist does) finds the share attached and completes what the catalog lacks.
-    expect(await stages.seal(up.share, noRefill)).toEqual({ how: 'found attached', refilled: false });
+    expect(await stages.seal(up.share, noRefill)).toEqual({ how: 'found attached', refilled: false, points: 0 });
     await slowDone;
     await expectSealed(up);
   });
@@ -291,7 +292,7 @@ describe('staged shares sealed into points', () => {
     });
     await expect(createPointsStages(flaky).seal(up.share, noRefill)).rejects.toThrow(/socket hang up/);
     expect(failed).toBe(true);
-    expect(await stages.seal(up.share, noRefill)).toEqual({ how: 'found attached', refilled: false });
+    expect(await stages.seal(up.share, noRefill)).toEqual({ how: 'found attached', refilled: false, points: 0 });
     await slowDone;
     await expectSealed(up);
   });
@@ -315,7 +316,7 @@ describe('staged shares sealed into points', () => {
     });
     const sealing = createPointsStages(crashing);
     await expect(sealing.seal(bad.share, refillLeavingOut)).rejects.toThrow(/killed before recording/);
-    expect(await sealing.seal(bad.share, refillLeavingOut)).toEqual({ how: 'found attached', refilled: true });
+    expect(await sealing.seal(bad.share, refillLeavingOut)).toEqual({ how: 'found attached', refilled: true, points: 0 });
     // Only the final drop (of a rest that was never made): the stage holds exactly what points got of it.
     expect(commands.filter((q) => q.includes('_rest'))).toEqual([`DROP TABLE IF EXISTS ${sealing.tableOf(bad.share.taskId, bad.share.attempt, 1)}_rest`]);
     await expectSealed({ share: bad.share, segments: kept });
@@ -331,7 +332,7 @@ describe('staged shares sealed into points', () => {
     try {
       while (await number(`SELECT count() FROM system.processes WHERE query_id = '${hung}'`) === 0) await new Promise((r) => setTimeout(r, 50));
       const waiting = createPointsStages(client, LIVE_STAGE_TARGETS, { insertWaitMs: 1_000 });
-      expect(await waiting.seal(up.share, (sink) => fill(sink, up.segments))).toEqual({ how: 'attached', refilled: true });
+      expect(await waiting.seal(up.share, (sink) => fill(sink, up.segments))).toEqual({ how: 'attached', refilled: true, points: 1_500 });
       expect(await running).not.toBe('done');
       expect(await number(`SELECT count() FROM system.processes WHERE query_id = '${hung}'`)).toBe(0);
       expect(await number(`SELECT count() FROM points WHERE task_id = '${up.share.taskId}'`)).toBe(1_500);

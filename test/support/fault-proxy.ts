@@ -17,7 +17,12 @@ export type FaultMode = 'forward' | 'refuse' | 'reset' | 'hang_up' | 'cut_answer
 
 export type FaultProxy = {
   readonly url: string;
-  /** Switches mode for connections made from now on (and closes or reopens the port for refuse). */
+  /**
+   * Switches mode for connections made from now on (and closes or reopens the port for refuse).
+   * Any mode but forward also ends the connections already open, as a dying server does: an
+   * app's idle keep-alive connection made while forwarding would otherwise still reach the
+   * server, and a request that happens to take it would not meet the outage.
+   */
   set(mode: FaultMode, options?: { cutAfterBytes?: number }): Promise<void>;
   close(): Promise<void>;
 };
@@ -75,6 +80,7 @@ export async function startFaultProxy(target: string): Promise<FaultProxy> {
     async set(next, options = {}) {
       mode = next;
       cutAfterBytes = options.cutAfterBytes ?? Number.POSITIVE_INFINITY;
+      if (next !== 'forward') for (const socket of open) socket.destroy();
       if (next === 'refuse') await stopListening();
       else if (!server.listening) await listen(port);
     },

@@ -27,4 +27,6 @@ export interface EventLog extends Pick<LogRanges, 'readRanges'> {
   consumer(options: GroupConsumerOptions): WatchedConsumer;
   /** Per partition of `topic`, the offset its next record will take: the partitions the broker has. */
   endOffsets(topic: string): Promise<Map<number, number>>;
+  /** Whether the group has members and every one advertises `capability` (GroupConsumerOptions.advertise); false during a rebalance. */
+  groupAdvertises(groupId: string, capability: string): Promise<boolean>;
 }

@@ -8,6 +8,7 @@ import { startTasksProjector } from './read-models/tasks.ts';
 import { startCommandConsumer, type HandlerContext, type RunningHandlers } from './commands/consumer.ts';
 import { startFileCommands } from './files/file-commands.ts';
 import { uploadLimitsFrom } from './uploads/limits.ts';
+import { stagingGate } from './uploads/staging-gate.ts';
 import { uploadCommands } from './uploads/upload-commands.ts';
 
 export type RunningWorker = {
@@ -48,6 +49,8 @@ export async function startIngest(ingest: IngestDeps): Promise<RunningWorker> {
 /** The command registry: each command type of the tasks topic and its handler. */
 async function startCommandHandlers(ingest: IngestDeps, { tasks, user }: HandlerContext): Promise<RunningHandlers> {
   const { log, topics, settings, logger } = ingest;
+  // auto stages nothing into a replicated points table (settings.ts says why); otherwise it asks the projector group.
+  const staging = settings.MERIDIAN_UPLOAD_STAGING === 'auto' && settings.CLICKHOUSE_CLUSTER !== '' ? 'off' : settings.MERIDIAN_UPLOAD_STAGING;
   // The points topic's partitions, as the broker has them (more than KAFKA_POINTS_PARTITIONS if an
   // operator made it larger): an upload puts each batch in its metric's partition itself.
   const [fileCommands, progressProducer, pointsPartitions] = await Promise.all([
@@ -70,7 +73,8 @@ async function startCommandHandlers(ingest: IngestDeps, { tasks, user }: Handler
         limits: uploadLimitsFrom(settings),
         user,
         attempts: settings.MERIDIAN_UPLOAD_ATTEMPTS,
-        stage: settings.MERIDIAN_UPLOAD_STAGING === 'on' ? ingest.pointsStages : null,
+        stage: staging === 'off' ? null : ingest.pointsStages,
+        mayStage: staging === 'off' ? () => Promise.resolve(false) : stagingGate(staging, settings.MERIDIAN_STAGE_MIN_BYTES, ingest.log, ingest.groups.projector, logger.child({ component: 'uploads' })),
         stageBatchRows: settings.MERIDIAN_PROJECTOR_BATCH_ROWS,
         stageFinishTimeoutMs: settings.MERIDIAN_STAGE_FINISH_TIMEOUT_MS,
       }),

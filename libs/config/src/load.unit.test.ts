@@ -68,9 +68,11 @@ describe('loadSettings', () => {
   });
 
   it('refuses staged uploads on a cluster (a replicated points table)', () => {
-    expect(() => loadSettings({ MERIDIAN_UPLOAD_STAGING: 'on', CLICKHOUSE_CLUSTER: 'c1' })).toThrow(/MERIDIAN_UPLOAD_STAGING: off when CLICKHOUSE_CLUSTER is set/);
+    expect(() => loadSettings({ MERIDIAN_UPLOAD_STAGING: 'on', CLICKHOUSE_CLUSTER: 'c1' })).toThrow(/MERIDIAN_UPLOAD_STAGING: not on when CLICKHOUSE_CLUSTER is set/);
     expect(loadSettings({ MERIDIAN_UPLOAD_STAGING: 'on' }).MERIDIAN_UPLOAD_STAGING).toBe('on');
-    expect(loadSettings({ CLICKHOUSE_CLUSTER: 'c1' }).MERIDIAN_UPLOAD_STAGING).toBe('off');
+    // auto with a cluster is allowed: the worker then stages nothing (apps/ingest/src/worker.ts).
+    expect(loadSettings({ CLICKHOUSE_CLUSTER: 'c1' }).MERIDIAN_UPLOAD_STAGING).toBe('auto');
+    expect(loadSettings({}).MERIDIAN_UPLOAD_STAGING).toBe('auto');
   });
 
   it('refuses a stage ttl below the upload time budget', () => {

@@ -160,7 +160,7 @@ export const settingDefinitions = {
   },
   MERIDIAN_JSON_UPLOAD_CHECK_WORKERS: {
     schema: z.coerce.number().int().min(1).max(16),
-    default: '1',
+    default: '2',
     doc: 'Worker threads that parse and hash JSON upload bodies off the event loop; more uploads than this wait their turn.',
   },
   MERIDIAN_JSON_UPLOAD_CHECK_HEAP_MB: {
@@ -427,9 +427,9 @@ export const settingDefinitions = {
   },
   // issue 15: staged uploads
   MERIDIAN_UPLOAD_STAGING: {
-    schema: z.enum(['off', 'on']),
-    default: 'off',
-    doc: 'on: an upload too large for one decider buffer writes its rows aside into ClickHouse stage tables while it is parsed, and the projector attaches them at its seals (a stage is only a cache: one missing or incomplete is refilled from the log). off: every upload is projected after its commit. Not for a replicated points table (CLICKHOUSE_CLUSTER). Off by default while it is new; turn it on only once every ingest worker runs a release that knows it, since an older worker cannot read a staged upload\'s events.',
+    schema: z.enum(['auto', 'on', 'off']),
+    default: 'auto',
+    doc: 'Staged uploads. on: an upload too large for one decider buffer writes its rows aside into ClickHouse stage tables while it is parsed, and the projector attaches them at its seals (a stage is only a cache: one missing or incomplete is refilled from the log). auto: the same while every points projector advertises in its consumer group that it reads staged uploads (a projector of an older release, during a rolling upgrade or after a rollback, would dead-letter a staged batch), and never with a replicated points table (CLICKHOUSE_CLUSTER). off: every upload is projected after its commit. on is refused with CLICKHOUSE_CLUSTER: an ATTACH into a replicated table reaches the other replicas outside the insert quorum.',
   },
   MERIDIAN_STAGE_TTL_MS: {
     schema: positiveInt,
@@ -440,6 +440,11 @@ export const settingDefinitions = {
     schema: positiveInt,
     default: '300000',
     doc: 'How often the projector looks for stage tables older than MERIDIAN_STAGE_TTL_MS.',
+  },
+  MERIDIAN_STAGE_MIN_BYTES: {
+    schema: positiveInt,
+    default: '16777216',
+    doc: 'Uploads smaller than this many bytes (as received; a gzip upload counts compressed) are never staged: projecting a small upload after its commit costs less than its stage tables.',
   },
   // issue 15: staged uploads under faults
   MERIDIAN_STAGE_FINISH_TIMEOUT_MS: {
@@ -497,9 +502,9 @@ export const settingRules = z
     path: ['MERIDIAN_UPLOAD_SEND_BYTES_PER_PARTITION'],
     message: 'at most MERIDIAN_UPLOAD_SEND_BYTES_PER_REQUEST: a request holds at least one partition\'s share',
   })
-  .refine((s) => s.MERIDIAN_UPLOAD_STAGING === 'off' || s.CLICKHOUSE_CLUSTER === '', {
+  .refine((s) => s.MERIDIAN_UPLOAD_STAGING !== 'on' || s.CLICKHOUSE_CLUSTER === '', {
     path: ['MERIDIAN_UPLOAD_STAGING'],
-    message: 'off when CLICKHOUSE_CLUSTER is set: an ATTACH into a replicated points table reaches the other replicas outside the insert quorum',
+    message: 'not on when CLICKHOUSE_CLUSTER is set (auto stages nothing then): an ATTACH into a replicated points table reaches the other replicas outside the insert quorum',
   })
   .refine((s) => s.MERIDIAN_STAGE_TTL_MS >= s.MERIDIAN_UPLOAD_TIME_BUDGET_MS, {
     path: ['MERIDIAN_STAGE_TTL_MS'],

@@ -3,6 +3,7 @@ import type { ConsumedPosition, ConsumerRun, GroupConsumer, GroupConsumerOptions
 import type { EventLike } from '@meridian/events';
 import { withTimeout } from '@meridian/observability';
 import { createKafka, createProducer, ensureTopics, type KafkaOptions } from './client.ts';
+import { advertisingAssigner, groupAdvertises } from './capabilities.ts';
 import { ConsumerWatch } from './consumer-watch.ts';
 import { TopicFollower, type FollowerOptions } from './follow.ts';
 import { nudgeGroup, offsetsAtTime, readRanges, topicOffsets } from './range-reader.ts';
@@ -43,6 +44,10 @@ export class KafkaTransactionalLog implements TransactionalLog {
     const tx = await this.producer.transaction();
     return {
       send: (record) => tx.send(record),
+      async sendAll(records) {
+        const acks = await tx.sendBatch({ acks: -1, topicMessages: records.map(({ topic, messages }) => ({ topic, messages })) });
+        return acks.map(({ topicName, partition, baseOffset }) => ({ topic: topicName, partition, ...(baseOffset === undefined ? {} : { baseOffset }) }));
+      },
       async commitConsumed(groupId: string, at: ConsumedPosition) {
         await tx.sendOffsets({ consumerGroupId: groupId, topics: [{ topic: at.topic, partitions: [{ partition: at.partition, offset: String(at.offset + 1) }] }] });
       },
@@ -139,7 +144,14 @@ export class KafkaEventLog implements LogRanges {
       ...(options.maxBytesPerPartition === undefined ? {} : { maxBytesPerPartition: options.maxBytesPerPartition }),
       ...(options.maxBytes === undefined ? {} : { maxBytes: options.maxBytes }),
       ...(options.readUncommitted === undefined ? {} : { readUncommitted: options.readUncommitted }),
+      ...(options.advertise === undefined ? {} : { partitionAssigners: [advertisingAssigner(options.advertise)] }),
     }));
+  }
+
+  /** Whether the group has members and every one advertises `capability` (capabilities.ts). */
+  async groupAdvertises(groupId: string, capability: string): Promise<boolean> {
+    await this.connectAdmin();
+    return groupAdvertises(this.admin, groupId, capability);
   }
 
   /** Reads a topic into memory and keeps following it (folds: accounts, tasks). */

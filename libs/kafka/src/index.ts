@@ -5,3 +5,4 @@ export { TopicFollower, type FollowerOptions } from './follow.ts';
 export { ConsumerWatch, notServing, type ConsumerState, type ConsumerEvent } from './consumer-watch.ts';
 export { KafkaEventLog } from './event-log.ts';
 export { partitionFor } from './partition.ts';
+export { advertisingAssigner, capabilitiesOf } from './capabilities.ts';

@@ -5,7 +5,7 @@ import { createEventCodec, UndecodableEventError, type EventCodec } from '@merid
 import type { Logger } from '@meridian/observability';
 import { retry, RETRY_POLICIES } from '@meridian/retry';
 import { catalogDefinition, forgetInsertTokensSql, q } from './generations.ts';
-import { Projection, refillStage, segmentRows, stageHeader, type Omitted, type Segment, type StagedSeal } from '@meridian/projection';
+import { Projection, refillStage, segmentRows, stageHeader, type Segment, type StagedSeal } from '@meridian/projection';
 import type { RebuildProgress } from './progress.ts';
 
 export type RebuildInput = {
@@ -195,11 +195,11 @@ export async function rebuildRange(input: RebuildInput): Promise<RebuildStats> {
       bad: async () => { bad++; },
     };
     let bad = 0;
-    let omitted: Omitted = { points: 0, batches: 0 };
+    // The rows the seal moved in: not the share's rows a --from copied from live already.
+    let moved = 0;
     await retry(async () => {
       bad = 0;
-      omitted = { points: 0, batches: 0 };
-      await into.seal(share, async (stage) => (omitted = await refillStage(refill, seal, stage)));
+      ({ points: moved } = await into.seal(share, (stage) => refillStage(refill, seal, stage)));
     }, {
       ...RETRY_POLICIES.rebuildInsert,
       retriable: () => true,
@@ -209,7 +209,7 @@ export async function rebuildRange(input: RebuildInput): Promise<RebuildStats> {
     rejected += bad;
     projection.sealed(seal);
     stagedSeals++;
-    points += seal.points - omitted.points;
+    points += moved;
   }
 
   for await (const batch of input.log.readRanges(ranges, {

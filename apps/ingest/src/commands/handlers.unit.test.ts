@@ -37,6 +37,7 @@ describe('runCommand: the one rule for a failed run, for every handler', () => {
         let active = true;
         const tx: LogTransaction = {
           async send(record: LogRecord) { for (const m of record.messages) events.push(codec.decode(m.value as Buffer)); return []; },
+          async sendAll(records: readonly LogRecord[]) { for (const r of records) await tx.send(r); return []; },
           async commitConsumed(group: string, at: ConsumedPosition) { moved.push({ group, ...at }); },
           async commit() { active = false; committed.push({ events, moved }); },
           async abort() { active = false; },

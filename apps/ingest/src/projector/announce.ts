@@ -1,11 +1,10 @@
 import type { LogWriter, TaskEvent, UploadSegmentProjected } from '@meridian/domain';
 import type { EventCodec } from '@meridian/events';
-import { appendEvents } from '@meridian/kafka';
 import type { Seal } from '@meridian/projection';
 
 /**
  * Tells the tasks topic that every point of an upload in a points partition is queryable:
- * one UploadSegmentProjected per seal, keyed by task id (in seal order within a task).
+ * one UploadSegmentProjected per seal, keyed by task id (in seal order within a task), all in one request.
  * Called only after the rows before each seal are in ClickHouse.
  */
 export async function announceProjected(
@@ -23,5 +22,7 @@ export async function announceProjected(
     }
     byTask.set(seal.task_id, events);
   }
-  await Promise.all([...byTask].map(([taskId, events]) => appendEvents(producer, codec, tasksTopic, taskId, events)));
+  // One request for every task's events (a fetched batch often seals several small uploads): each is keyed by its task, so a task's stay in order.
+  const messages = [...byTask].flatMap(([taskId, events]) => events.map((e) => ({ key: taskId, value: codec.encode(e), headers: { type: e.type } })));
+  if (messages.length > 0) await producer.send({ topic: tasksTopic, acks: -1, messages });
 }

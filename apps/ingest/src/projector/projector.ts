@@ -1,4 +1,4 @@
-import type { BatchPayload, ConsumedMessage, PointsFact, TaskEvent } from '@meridian/domain';
+import { READS_STAGED_UPLOADS, type BatchPayload, type ConsumedMessage, type PointsFact, type TaskEvent } from '@meridian/domain';
 import { createEventCodec, UndecodableEventError } from '@meridian/events';
 import { appendEvents, type ConsumerWatch } from '@meridian/kafka';
 import { runConsumer } from '@meridian/platform';
@@ -65,6 +65,7 @@ export async function startProjector(ingest: IngestDeps): Promise<RunningProject
     maxBytes: MAX_BYTES,
     maxWaitTimeMs: 500,
     readUncommitted: false, // only committed upload transactions are projected
+    advertise: [READS_STAGED_UPLOADS],
   });
   consumer.onJoin((e) => {
     // kafkajs resumes every assigned partition from its committed offset after a join, so the
@@ -213,7 +214,7 @@ export async function startProjector(ingest: IngestDeps): Promise<RunningProject
       // A seal is several queries, some long (a refill, waits for inserts): each write of it is
       // fenced, so one that outlasted this member's ownership cannot attach the share a second time.
       const outcome = await stages.seal(share, (stage) => refillStage(refill, seal, stage), () => stillOwned(ctx, 'sealing a staged upload'));
-      logger.info({ task_id: seal.task_id, partition: seal.partition, offset: seal.offset, points: seal.points, ...outcome, ms: Math.round(performance.now() - started) }, 'staged upload sealed into points');
+      logger.info({ task_id: seal.task_id, partition: seal.partition, offset: seal.offset, points: seal.points, how: outcome.how, refilled: outcome.refilled, moved: outcome.points, ms: Math.round(performance.now() - started) }, 'staged upload sealed into points');
     });
     projection.sealed(seal);
   }

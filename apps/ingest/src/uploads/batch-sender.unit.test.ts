@@ -1,5 +1,5 @@
 import { loadSettings } from '@meridian/config';
-import { MAX_METRIC_NAME_LENGTH, metricNameProblem, type LogRecord, type LogWriter, type PointsFact } from '@meridian/domain';
+import { MAX_METRIC_NAME_LENGTH, metricNameProblem, type LogRecord, type LogTransaction, type PointsFact } from '@meridian/domain';
 import { createEventCodec } from '@meridian/events';
 import { partitionFor } from '@meridian/kafka';
 import { describe, expect, it } from 'vitest';
@@ -10,21 +10,22 @@ import { PointBatchSender } from './batch-sender.ts';
  * gives each partition of the request the next offsets of that partition, as the broker does.
  */
 function manualTx() {
-  const requests: Array<{ record: LogRecord; ack: () => void; fail: (e: Error) => void }> = [];
-  const next = new Map<number, number>();
-  const tx: LogWriter = {
-    send: (record) => new Promise((resolve, reject) => {
+  const requests: Array<{ records: readonly LogRecord[]; record: LogRecord; ack: () => void; fail: (e: Error) => void }> = [];
+  const next = new Map<string, number>();
+  const tx: Pick<LogTransaction, 'sendAll'> = {
+    sendAll: (records) => new Promise((resolve, reject) => {
       requests.push({
-        record,
-        ack: () => {
+        records,
+        record: records[0]!,
+        ack: () => resolve(records.flatMap(({ topic, messages }) => {
           const counts = new Map<number, number>();
-          for (const m of record.messages) counts.set(m.partition!, (counts.get(m.partition!) ?? 0) + 1);
-          resolve([...counts].map(([partition, n]) => {
-            const baseOffset = next.get(partition) ?? 100 * partition;
-            next.set(partition, baseOffset + n);
-            return { partition, baseOffset: String(baseOffset) };
-          }));
-        },
+          for (const m of messages) counts.set(m.partition ?? 0, (counts.get(m.partition ?? 0) ?? 0) + 1);
+          return [...counts].map(([partition, n]) => {
+            const baseOffset = next.get(`${topic}/${partition}`) ?? 100 * partition;
+            next.set(`${topic}/${partition}`, baseOffset + n);
+            return { topic, partition, baseOffset: String(baseOffset) };
+          });
+        })),
         fail: reject,
       });
     }),
@@ -126,8 +127,41 @@ describe('PointBatchSender', () => {
     ]));
   });
 
+  it("sends the tail in the last group's request, after the group in each partition, and counts what was queued before any acknowledgement", async () => {
+    const { tx, requests } = manualTx();
+    const sender = new PointBatchSender(tx, { topic: 'points', partitions: PARTITIONS, maxBytesPerPartition: 1000, maxBytesPerRequest: 100_000 });
+    await sender.send(a0, sized(a0, 300), 10);
+    await sender.send(a1, sized(a1, 300), 5);
+    expect(requests).toHaveLength(0);
+    expect(sender.counts).toEqual(new Map([[0, { points: 10, batches: 1 }], [1, { points: 5, batches: 1 }]]));
+    const seal = { key: 'task', value: Buffer.from('seal'), partition: 0 };
+    const parsed = { key: 'task', value: Buffer.from('parsed') };
+    const flushed = sender.flush([{ topic: 'points', messages: [seal] }, { topic: 'tasks', messages: [parsed] }]);
+    await tick();
+    expect(requests).toHaveLength(1); // one request for both topics
+    expect(requests[0]!.records.map((r) => [r.topic, r.messages.map((m) => m.key)])).toEqual([['points', [a0, a1, 'task']], ['tasks', ['task']]]);
+    requests[0]!.ack();
+    await flushed;
+    // The seal after partition 0's batch does not move the batch's offset; the tasks topic's acknowledgement is not the points'.
+    expect(sender.shares).toEqual(new Map([
+      [0, { points: 10, batches: 1, firstOffset: 0, lastOffset: 0 }],
+      [1, { points: 5, batches: 1, firstOffset: 100, lastOffset: 100 }],
+    ]));
+  });
+
+  it('sends a tail alone when nothing is queued', async () => {
+    const { tx, requests } = manualTx();
+    const sender = new PointBatchSender(tx, { topic: 'points', partitions: PARTITIONS, maxBytesPerPartition: 1000, maxBytesPerRequest: 100_000 });
+    const flushed = sender.flush([{ topic: 'tasks', messages: [{ key: 'task', value: Buffer.from('parsed') }] }]);
+    await tick();
+    expect(requests.map((r) => r.records.map((x) => x.topic))).toEqual([['tasks']]);
+    requests[0]!.ack();
+    await flushed;
+    expect(sender.shares.size).toBe(0);
+  });
+
   it('fails on an acknowledgement that lacks a partition it was sent', async () => {
-    const tx: LogWriter = { send: async () => [{ partition: 2, baseOffset: '0' }] };
+    const tx: Pick<LogTransaction, 'sendAll'> = { sendAll: async () => [{ topic: 'points', partition: 2, baseOffset: '0' }] };
     const sender = new PointBatchSender(tx, { topic: 'points', partitions: PARTITIONS, maxBytesPerPartition: 1000, maxBytesPerRequest: 100_000 });
     await sender.send(a0, Buffer.from('x'), 1);
     await expect(sender.flush()).rejects.toThrow('no offset for partition 0');

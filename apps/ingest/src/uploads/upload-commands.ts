@@ -50,6 +50,8 @@ export type UploadCommandsDeps = {
   readonly attempts: number;
   /** Where large uploads' rows are written aside while they are parsed (issue 15); null: staging off (MERIDIAN_UPLOAD_STAGING). */
   readonly stage: UploadStage | null;
+  /** Whether a run of an upload of this many bytes may stage now (staging-gate.ts: large enough, and with auto while every points projector reads staged uploads). */
+  readonly mayStage: (bytes: number) => Promise<boolean>;
   /** Most rows per staging insert (MERIDIAN_PROJECTOR_BATCH_ROWS, as the projector's). */
   readonly stageBatchRows: number;
   /** Longest wait for the staging inserts before the commit (MERIDIAN_STAGE_FINISH_TIMEOUT_MS). */
@@ -63,19 +65,28 @@ export type UploadCommandsDeps = {
 export function uploadCommands(deps: UploadCommandsDeps): CommandHandler<MetricsUploadRequested> {
   const { logger, tasks } = deps;
   const rule = { attempts: deps.attempts, logger, what: 'the upload could not be processed' };
-  /** The task has ended in the log (its points or its failure): the claim check is spent. */
-  const ended = async (cmd: MetricsUploadRequested) => {
-    if (cmd.staged_object !== null) await removeStaged(deps.storage, cmd.staged_object, logger);
+  /**
+   * The task has ended in the log (its points or its failure): the claim check is spent. The
+   * removal runs beside the partition's next command, which waits for it at its own end: off
+   * the commands' path, and at most one removal per tasks partition under way. One a stop cuts
+   * short is left to the staging expiry rule, as any failed removal is.
+   */
+  const removals = new Map<number, Promise<void>>();
+  const ended = async (cmd: MetricsUploadRequested, partition: number) => {
+    const previous = removals.get(partition);
+    const removal = cmd.staged_object === null ? Promise.resolve() : removeStaged(deps.storage, cmd.staged_object, logger);
+    removals.set(partition, removal);
+    await previous;
   };
   return {
     /** Storage trouble is retried here, within the run; Kafka's passes up, and the consumer redelivers the command. */
     async run(cmd, run) {
       await runCommand(cmd.task_id, run, tasks, rule, () => runUpload(cmd, run.at, run.producer, deps, run.heartbeat));
-      await ended(cmd);
+      await ended(cmd, run.at.partition);
     },
     async refuse(cmd, { at, producer }, reason) {
       await tasks.fail(producer, at, cmd.task_id, failedUnread(reason));
-      await ended(cmd);
+      await ended(cmd, at.partition);
       // A command refused after its runs died (the crash-loop breaker) leaves their stages: no run will drop them now.
       await deps.stage?.drop(cmd.task_id).catch((error: unknown) => logger.warn({ err: error, task_id: cmd.task_id }, 'dropping the stages of a refused upload failed; the sweeper will'));
     },
@@ -104,6 +115,11 @@ async function runUpload(cmd: MetricsUploadRequested, at: CommandPosition, produ
   const now = () => Date.now();
   const run = startUpload({ on_error: cmd.on_error, user: () => deps.user(cmd.user_name), batchPoints: deps.batchPoints, maxBufferedPoints: deps.maxBufferedPoints });
   const tx = await producer.transaction();
+  // The command's offset joins the transaction first, while the body is being opened: two round
+  // trips off the command's path, and the transaction holds the tasks partition (whose committed
+  // end the api's fold waits for before its 202) only from its last send to its commit.
+  const offsetMoved = deps.tasks.commitCommand(tx, at);
+  offsetMoved.catch(() => undefined); // awaited below; observed here should the body fail first
   // Staged (issue 15) when staging is on and the upload's first batch comes before the
   // end of its input (it did not fit the decider's buffer): its rows are then written aside into
   // stages while it is parsed, and the projector attaches them at its seals. Small uploads stay
@@ -128,7 +144,7 @@ async function runUpload(cmd: MetricsUploadRequested, at: CommandPosition, produ
   const act = async (facts: readonly UploadFact[], inputEnded: boolean): Promise<UploadComplete | UploadFailed | null> => {
     for (const fact of facts) {
       if (fact.type !== 'BatchReady') return fact;
-      if (staging === undefined) staging = inputEnded || deps.stage === null ? null : new StageWriter(deps.stage, { taskId: cmd.task_id, attempt: randomBytes(8).toString('hex'), batchRows: deps.stageBatchRows, finishTimeoutMs: deps.stageFinishTimeoutMs }, log);
+      if (staging === undefined) staging = inputEnded || deps.stage === null || !(await deps.mayStage(cmd.payload_bytes)) ? null : new StageWriter(deps.stage, { taskId: cmd.task_id, attempt: randomBytes(8).toString('hex'), batchRows: deps.stageBatchRows, finishTimeoutMs: deps.stageFinishTimeoutMs }, log);
       const b = fact.batch;
       const batch = { type: 'PointBatch' as const, task_id: cmd.task_id, metric_name: b.metric_name, updated_at: cmd.at, timestamps: b.timestamps, values: b.values, ...(staging === null ? {} : { stage: staging.attempt }) };
       const value = deps.pointsCodec.encode(batch);
@@ -139,6 +155,7 @@ async function runUpload(cmd: MetricsUploadRequested, at: CommandPosition, produ
 
   try {
     source = await openUploadBytes(cmd, deps.storage);
+    await offsetMoved;
     const parseOptions = {
       ...(cmd.metric_name !== null ? { metricName: cmd.metric_name } : {}),
       // The decider counts and caps the errors: the parser hands over every one.
@@ -169,34 +186,33 @@ async function runUpload(cmd: MetricsUploadRequested, at: CommandPosition, produ
       return 'failed';
     }
 
-    await sender.flush();
-    // The stages as complete as they will be (within MERIDIAN_STAGE_FINISH_TIMEOUT_MS); a broken one is refilled from the log at its seal.
-    await staging?.finish();
+    if (staging) {
+      // A staged seal names its share's first offset: known once its batches are acknowledged.
+      await sender.flush();
+      // The stages as complete as they will be (within MERIDIAN_STAGE_FINISH_TIMEOUT_MS); a broken one is refilled from the log at its seal.
+      await staging.finish();
+    }
     checkBudget();
-    const { shares } = sender;
+    const { counts, shares } = sender;
     const attempt = staging?.attempt;
-    // The seals, one per partition written, in one request; a staged one names its share.
-    const seals = [...shares].map(([partition, { points, batches, firstOffset }]) => ({
+    // The seals, one per partition written; a staged one names its share.
+    const seals = [...counts].map(([partition, { points, batches }]) => ({
       partition, key: cmd.task_id,
-      value: deps.pointsCodec.encode({ type: 'UploadSealed', task_id: cmd.task_id, points, ...(attempt === undefined ? {} : { stage: { attempt, first_offset: firstOffset, batches } }) }),
+      value: deps.pointsCodec.encode({ type: 'UploadSealed', task_id: cmd.task_id, points, ...(attempt === undefined ? {} : { stage: { attempt, first_offset: shares.get(partition)!.firstOffset, batches } }) }),
     }));
-    if (seals.length > 0) await tx.send({ topic: deps.topics.points, acks: -1, messages: seals });
-    await tx.send({
-      topic: deps.topics.tasks,
-      acks: -1,
-      messages: [deps.tasks.message({
-        type: 'UploadParsed',
-        task_id: cmd.task_id,
-        rows_total: end.rows_total,
-        points_accepted: end.points_accepted,
-        rows_rejected: end.rows_rejected,
-        errors: end.errors,
-        partitions: [...shares.keys()].sort((a, b) => a - b),
-        metrics: end.metrics,
-        at: now(),
-      })],
+    const parsed = deps.tasks.message({
+      type: 'UploadParsed',
+      task_id: cmd.task_id,
+      rows_total: end.rows_total,
+      points_accepted: end.points_accepted,
+      rows_rejected: end.rows_rejected,
+      errors: end.errors,
+      partitions: [...counts.keys()].sort((a, b) => a - b),
+      metrics: end.metrics,
+      at: now(),
     });
-    await deps.tasks.commitCommand(tx, at);
+    // The last point batches, the seals (after them in each partition) and UploadParsed in one request.
+    await sender.flush([{ topic: deps.topics.points, acks: -1, messages: seals }, { topic: deps.topics.tasks, acks: -1, messages: [parsed] }]);
     await tx.commit();
     // Where each partition's batches sit: [first, last] offsets, to find them in the log.
     const offsets = Object.fromEntries([...shares].map(([partition, s]) => [partition, { batches: s.batches, first: s.firstOffset, last: s.lastOffset }]));
@@ -204,6 +220,7 @@ async function runUpload(cmd: MetricsUploadRequested, at: CommandPosition, produ
     return 'succeeded';
   } catch (error) {
     await sender.discard();
+    await offsetMoved.catch(() => undefined); // a transaction is aborted after its last request ends
     if (tx.isActive()) await tx.abort().catch(() => undefined);
     await staging?.abandon();
     if (!(error instanceof UploadLimitExceeded)) throw error;

@@ -23,7 +23,8 @@ export type StagedShare = {
  * catalog and the seal's record were completed); or recorded before (a seal read again).
  * `refilled`: the stage was missing or not what the seal says, and was filled again.
  */
-export type SealOutcome = { readonly how: 'attached' | 'found attached' | 'recorded before'; readonly refilled: boolean };
+/** How a seal went, and the rows it moved into the points table (none when they were there already, as after a crash or under a rebuild's --from). */
+export type SealOutcome = { readonly how: 'attached' | 'found attached' | 'recorded before'; readonly refilled: boolean; readonly points: number };
 
 /**
  * Staging tables of the live points table (issue 15; the README's "Staged uploads"): an upload's
@@ -227,7 +228,7 @@ export function createPointsStages(client: ClickHouseClient, targets: StageTarge
       if (recorded > 0) {
         await dropTable(stage);
         await dropTable(rest);
-        return { how: 'recorded before', refilled: false };
+        return { how: 'recorded before', refilled: false, points: 0 };
       }
 
       // A writer that gave up on a slow stage insert (it then counts the stage broken) leaves it
@@ -235,15 +236,19 @@ export function createPointsStages(client: ClickHouseClient, targets: StageTarge
       // so no late block can land after the check (and be attached twice over the refill).
       const killed = await stopInserts(stage);
       let refilled = false;
+      // The rows the stage holds: the seal's, less what a refill left out (holdsShare checked them).
+      let held = share.points;
       if (killed || !(await holdsShare(stage, share))) {
         await dropTable(stage);
         const omitted = await refill(await open(share.taskId, share.attempt, share.partition));
         refilled = true;
+        held = share.points - omitted.points;
         if (!(await holdsShare(stage, share, omitted))) throw new Error(`stage ${stage} does not hold the ${share.points} points in ${share.batches} batches its seal states, even refilled from the log`);
       }
 
       const attached = await number(`SELECT count() FROM (${inPoints(stage, share.partition)})`);
       let how: SealOutcome['how'] = 'found attached';
+      let moved = 0;
       if (attached === 0) {
         fence();
         await attach(stage);
@@ -256,6 +261,7 @@ export function createPointsStages(client: ClickHouseClient, targets: StageTarge
           deduplicatedInsertSettings(await serverCapabilities(client), `${targets.catalog}:seal:${share.partition}=${share.sealOffset}`),
         );
         how = 'attached';
+        moved = held;
       } else {
         // The stage's own count, not the seal's: a refill that left out a bad batch holds less.
         if (attached < (await number(`SELECT count() FROM ${stage}`))) {
@@ -265,6 +271,7 @@ export function createPointsStages(client: ClickHouseClient, targets: StageTarge
           await dropTable(rest);
           await client.command({ query: `CREATE TABLE ${rest} AS ${points}` });
           await client.command({ query: `INSERT INTO ${rest} SELECT * FROM ${stage} WHERE kafka_offset NOT IN (${inPoints(stage, share.partition)})` });
+          moved = await number(`SELECT count() FROM ${rest}`);
           fence();
           await attach(rest);
         }
@@ -277,7 +284,7 @@ export function createPointsStages(client: ClickHouseClient, targets: StageTarge
       await client.insert({ table: targets.seals, format: 'JSONEachRow', values: [{ kafka_partition: share.partition, seal_offset: share.sealOffset, task_id: share.taskId, attempt: share.attempt }] });
       await dropTable(stage);
       await dropTable(rest);
-      return { how, refilled };
+      return { how, refilled, points: moved };
     },
 
     async dropSealed(taskId, attempt, partition) {

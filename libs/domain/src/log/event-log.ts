@@ -29,8 +29,17 @@ export interface LogWriter {
   send(record: LogRecord): Promise<Acknowledgement[]>;
 }
 
+/** What the log acknowledged for one topic's records of a request of several topics. */
+export type TopicAcknowledgement = Acknowledgement & { readonly topic: string };
+
 /** Sends and a consumer group's offsets, committed together or not at all. */
 export interface LogTransaction extends LogWriter {
+  /**
+   * Records of several topics in one produce request: the transaction adds their partitions in
+   * one AddPartitionsToTxn, where one send per topic costs a round trip each. A topic appears
+   * once in `records`; its messages keep their order within each partition.
+   */
+  sendAll(records: readonly LogRecord[]): Promise<TopicAcknowledgement[]>;
   /** Moves the group past `consumed`, as part of this transaction. */
   commitConsumed(groupId: string, consumed: ConsumedPosition): Promise<void>;
   commit(): Promise<void>;
@@ -89,6 +98,8 @@ export type GroupConsumerOptions = {
   readonly maxBytes?: number;
   /** False: only committed transactions are read (the default, as for every consumer here). */
   readonly readUncommitted?: boolean;
+  /** What this member's release can do, in its group membership, for other processes to ask of the group (EventLog.groupAdvertises in ingest). */
+  readonly advertise?: readonly string[];
 };
 
 /** A processed fetch's end, markers included (a fetch of transaction markers alone reaches no handler). */

@@ -8,6 +8,9 @@ export type PositionedEvent = { readonly event: TaskEvent; readonly partition: n
 const isCommand = (e: TaskEvent): e is TaskCommand =>
   e.type === 'MetricsUploadRequested' || e.type === 'FileDefinitionRequested' || e.type === 'RebuildRequested';
 
+/** Whether a command may repeat the task id of an earlier one: all but an upload sent without an Idempotency-Key. */
+const mayRepeat = (e: TaskCommand): boolean => !(e.type === 'MetricsUploadRequested' && e.idempotency_key === null);
+
 /**
  * The tasks fold bounded by what is live: queued and running tasks, and finished ones until the
  * read model covers the event that finished them (then `prune` lets them go: the read model
@@ -36,10 +39,15 @@ export class LiveTasks {
     }
   }
 
-  /** Ids of commands among `events` for tasks not held here: ask the read model which are finished. */
+  /**
+   * Ids of commands among `events` for tasks not held here: ask the read model which are finished.
+   * An upload without an Idempotency-Key is left out: its task id is a random UUID no other
+   * command carries, so no finished task can share it (this saves a read-model query per upload
+   * in every process that follows the tasks topic).
+   */
   commandsToCheck(events: readonly PositionedEvent[]): string[] {
     const ids = new Set<string>();
-    for (const { event } of events) if (isCommand(event) && !this.state.has(event.task_id)) ids.add(event.task_id);
+    for (const { event } of events) if (isCommand(event) && mayRepeat(event) && !this.state.has(event.task_id)) ids.add(event.task_id);
     return [...ids];
   }
 

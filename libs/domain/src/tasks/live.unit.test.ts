@@ -89,6 +89,12 @@ describe('the live tasks fold, bounded by what is unfinished', () => {
     expect(live.unfinished.size).toBe(0);
   });
 
+  it('asks the read model only about commands that may repeat an id: not about an upload sent without an Idempotency-Key', () => {
+    const live = new LiveTasks();
+    const keyless: MetricsUploadRequested = { ...requested('random'), idempotency_key: null };
+    expect(live.commandsToCheck(positioned([keyless, requested('keyed'), started('random')]))).toEqual(['keyed']);
+  });
+
   it('keeps a finished task until the read model covers the event that finished it', () => {
     const live = new LiveTasks();
     feed(live, positioned([requested('a'), requested('b'), failed('a'), started('b')]), () => new Set());

@@ -58,4 +58,11 @@ export type UploadSealed = {
  */
 export const STAGE_HEADER = 'meridian-stage';
 
+/**
+ * What a points projector that reads staged uploads advertises in its consumer group. An upload
+ * is staged under MERIDIAN_UPLOAD_STAGING=auto only while every projector advertises it: a
+ * projector of an older release would send a staged batch to the dead-letter topic.
+ */
+export const READS_STAGED_UPLOADS = 'reads-staged-uploads-v1';
+
 export type PointsFact = PointBatch | UploadSealed;
