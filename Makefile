@@ -10,7 +10,7 @@ endif
 STACK := deploy/local/stack.sh
 CLUSTER := deploy/cluster/cluster.sh
 
-.PHONY: help run test deps typecheck lint stack-up stack-down stack-status stack-logs stack-reset test-unit test-deploy test-modern bench-ingest bench-ingest-json bench-download bench-replay bench-json-ack bench-history cluster-up cluster-down cluster-status test-cluster-seed test-cluster
+.PHONY: help run test deps typecheck lint stack-up stack-down stack-status stack-logs stack-reset test-unit test-deploy test-modern bench-ingest bench-ingest-json bench-download bench-replay bench-json-ack bench-receive bench-history cluster-up cluster-down cluster-status test-cluster-seed test-cluster
 
 help:
 	@echo "make run          start the local stack, api and ingest in the foreground (Ctrl-C stops them)"
@@ -25,6 +25,7 @@ help:
 	@echo "make typecheck    tsc over the whole workspace"
 	@echo "make lint         ESLint: type-aware checks and the layering (eslint.config.js); part of make test"
 	@echo "make bench-ingest | bench-download | bench-replay | bench-json-ack   benchmarks against the local stack, with their baselines"
+	@echo "make bench-receive  the api alone receiving a 10M-point download-layout file and 1 GB: ack time, MB/s, RSS, CPU (BENCH_API_ROOTS=/work/main,. compares)"
 	@echo "make bench-ingest-json  the JSON case of bench-ingest alone (with its ClickHouse baseline of BENCH_POINTS rows)"
 	@echo "make bench-history  a new api and ingest on a log of 0, 100k and 1M tasks: ready time, RSS, lookup p99, against the goals"
 	@echo "                    (BENCH_HISTORY_SIZES=0,100000,1000000 BENCH_HISTORY_FILES=100000 BENCH_HISTORY_USERS=1000)"
@@ -112,6 +113,9 @@ bench-replay: deps stack-up
 
 bench-json-ack: deps stack-up
 	@eval "$$($(STACK) env)" && node test/bench/json-ack.ts
+
+bench-receive: deps stack-up
+	@eval "$$($(STACK) env)" && node test/bench/receive.ts
 
 # Whether a process gets slower or bigger with the log's age: N tasks written straight to the log.
 bench-history: deps stack-up

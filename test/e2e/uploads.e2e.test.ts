@@ -1,4 +1,6 @@
 import { randomUUID } from 'node:crypto';
+import { createServer, request } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { formatTimestamp } from '@meridian/domain';
@@ -7,7 +9,7 @@ import { call, startApi, type RunningApi } from '../support/api.ts';
 import { startWorker } from '../support/ingest.ts';
 import { isolatedSettings } from '../support/settings.ts';
 import { waitForTask } from '../support/tasks.ts';
-import { runOverdueTimers } from '../support/wait.ts';
+import { runOverdueTimers, waitFor } from '../support/wait.ts';
 import { incompleteUploads } from '../support/incomplete-uploads.ts';
 
 const settings = isolatedSettings({ MERIDIAN_MAX_JSON_BODY_BYTES: '3000000', MERIDIAN_MAX_UPLOAD_BYTES: '20000000', MERIDIAN_MAX_POINTS_PER_JSON_UPLOAD: '20000' });
@@ -185,6 +187,41 @@ describe('metric uploads', () => {
     expect(bigFile.status).toBe(413);
     expect(await staged()).toEqual(before); // nothing of the refused file is left in MinIO
     expect((await uploadFile('up.x', '1,2', '', reader)).status).toBe(403);
+  });
+
+  it('a file body cut off while its parts are in flight to storage leaves neither an object nor an unfinished upload', async () => {
+    // A second api whose storage calls pass a proxy that notes which multipart uploads begin: MinIO
+    // lists unfinished uploads of one exact key only, and the staged key is random.
+    const target = new URL(settings.S3_ENDPOINT);
+    const begun: string[] = [];
+    const proxy = createServer((req, res) => {
+      if (req.method === 'POST' && /[?&]uploads(=|&|$)/.test(req.url!)) begun.push(decodeURIComponent(new URL(req.url!, 'http://x').pathname.split('/').slice(2).join('/')));
+      const out = request({ host: target.hostname, port: target.port, method: req.method, path: req.url, headers: req.headers }, (answer) => {
+        res.writeHead(answer.statusCode!, answer.headers);
+        answer.pipe(res);
+      });
+      out.on('error', () => res.destroy());
+      req.pipe(out);
+    });
+    await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r));
+    const viaProxy = await startApi({ ...settings, S3_ENDPOINT: `http://127.0.0.1:${(proxy.address() as AddressInfo).port}` });
+    try {
+      const { client, bucket } = api.platform.storage;
+      // 19 MB of a declared 19.5 MB: two 8 MiB parts go to storage (both in flight, or stored) before the client vanishes.
+      const req = request(`${viaProxy.url}/api/v1/metrics_file_upload?metric_name=up.cut`, { method: 'POST', headers: { Authorization: `Bearer ${writer}`, 'Content-Type': 'text/csv', 'Content-Length': '19500000' } });
+      req.on('error', () => undefined);
+      const line = Buffer.from('2024-01-01T00:00:00.000Z,1\n'.repeat(40_000));
+      for (let sent = 0; sent < 19_000_000; sent += line.length) if (!req.write(line)) await new Promise((r) => req.once('drain', r));
+      const key = await waitFor('a multipart upload of the body', () => begun[0]);
+      await waitFor('its first part', async () => ((await incompleteUploads(client, bucket, key)).length > 0 ? true : undefined));
+      req.destroy();
+      await waitFor('no unfinished upload of the cut body', async () => ((await incompleteUploads(client, bucket, key)).length === 0 ? true : undefined), 30_000, 200);
+      await expect(client.statObject(bucket, key)).rejects.toMatchObject({ code: 'NotFound' });
+      expect(begun).toEqual([key]);
+    } finally {
+      await viaProxy.close();
+      await new Promise<void>((r) => proxy.close(() => r()));
+    }
   });
 
   it('an Idempotency-Key retry returns the same task and stores nothing twice; another body with it is a conflict', async () => {

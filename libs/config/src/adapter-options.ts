@@ -35,6 +35,7 @@ export function adapterOptions(settings: Settings, component: string) {
       secretKey: settings.S3_SECRET_KEY,
       region: settings.S3_REGION,
       bucket: settings.S3_BUCKET,
+      parts: { partBytes: settings.MERIDIAN_STORAGE_PART_BYTES, partsInFlight: settings.MERIDIAN_STORAGE_PARTS_IN_FLIGHT },
     },
     stagingExpiryDays: settings.MERIDIAN_STAGING_EXPIRY_DAYS,
     readyTimeoutMs: settings.MERIDIAN_READY_TIMEOUT_MS,

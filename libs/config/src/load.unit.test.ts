@@ -86,6 +86,12 @@ describe('loadSettings', () => {
     expect(() => loadSettings({ MERIDIAN_BLOB_CLAIM_TTL_MS: '3599999' })).toThrow(/MERIDIAN_BLOB_CLAIM_TTL_MS: at least MERIDIAN_UPLOAD_TIME_BUDGET_MS/);
   });
 
+  it('refuses a storage part size too small for the largest upload in 10,000 parts, or below S3\'s 5 MiB', () => {
+    expect(() => loadSettings({ MERIDIAN_MAX_UPLOAD_BYTES: String(10_000 * 8388608 + 1) })).toThrow(/MERIDIAN_STORAGE_PART_BYTES: at least MERIDIAN_MAX_UPLOAD_BYTES \/ 10,000/);
+    expect(loadSettings({ MERIDIAN_MAX_UPLOAD_BYTES: String(10_000 * 8388608) }).MERIDIAN_STORAGE_PART_BYTES).toBe(8388608);
+    expect(() => loadSettings({ MERIDIAN_STORAGE_PART_BYTES: String(5 * 1024 * 1024 - 1) })).toThrow(/MERIDIAN_STORAGE_PART_BYTES/);
+  });
+
   it('checks the rules between settings only once each setting is valid on its own', () => {
     expect(() => loadSettings({ KAFKA_REPLICATION_FACTOR: '0', KAFKA_MIN_INSYNC_REPLICAS: '2' })).toThrow(/KAFKA_REPLICATION_FACTOR="0"/);
   });

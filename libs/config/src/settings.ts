@@ -469,6 +469,17 @@ export const settingDefinitions = {
     default: '7200000',
     doc: 'Age past which a file definition\'s claim on its blob counts as a dead definition\'s, and a blob collection deletes it (claims of finished tasks are deleted sooner); a definition whose look at its blob ended past half of this claims and looks again, and one about to commit past half of this after its claim aborts that commit and runs again (a retry within MERIDIAN_UPLOAD_ATTEMPTS). At least MERIDIAN_UPLOAD_TIME_BUDGET_MS.',
   },
+  // issue 15: the api receiving files (parts staged in the bucket)
+  MERIDIAN_STORAGE_PART_BYTES: {
+    schema: z.coerce.number().int().min(5 * 1024 * 1024).max(5 * 1024 ** 3),
+    default: '8388608',
+    doc: 'Size of each part of a multipart upload when the api streams a file (a metrics file or a defined file) into the bucket; S3 allows 5 MiB to 5 GiB and 10,000 parts, so MERIDIAN_MAX_UPLOAD_BYTES must fit in 10,000 of them. The api holds (MERIDIAN_STORAGE_PARTS_IN_FLIGHT + 1) parts per upload it is receiving.',
+  },
+  MERIDIAN_STORAGE_PARTS_IN_FLIGHT: {
+    schema: z.coerce.number().int().min(1).max(64),
+    default: '3',
+    doc: 'Most parts of one file the api uploads to the bucket at once while it reads the next: reading the request and MinIO\'s storing overlap. Past it the api stops reading the request until a part is stored (backpressure on the client).',
+  },
 } as const;
 
 export type SettingName = keyof typeof settingDefinitions;
@@ -478,7 +489,7 @@ export type SettingName = keyof typeof settingDefinitions;
  * over the parsed values); a broken rule is reported at start like an invalid value.
  */
 export const settingRules = z
-  .object({ KAFKA_REPLICATION_FACTOR: z.number(), KAFKA_MIN_INSYNC_REPLICAS: z.number(), MERIDIAN_POINT_BATCH_SIZE: z.number(), MERIDIAN_UPLOAD_SEND_BYTES_PER_PARTITION: z.number(), MERIDIAN_UPLOAD_SEND_BYTES_PER_REQUEST: z.number(), MERIDIAN_UPLOAD_STAGING: z.string(), CLICKHOUSE_CLUSTER: z.string(), MERIDIAN_STAGE_TTL_MS: z.number(), MERIDIAN_UPLOAD_TIME_BUDGET_MS: z.number(), MERIDIAN_FILES_READ_MODEL_WAIT_MS: z.number(), MERIDIAN_BLOB_REMOVAL_LEASE_MS: z.number(), MERIDIAN_BLOB_CLAIM_TTL_MS: z.number() })
+  .object({ KAFKA_REPLICATION_FACTOR: z.number(), KAFKA_MIN_INSYNC_REPLICAS: z.number(), MERIDIAN_POINT_BATCH_SIZE: z.number(), MERIDIAN_UPLOAD_SEND_BYTES_PER_PARTITION: z.number(), MERIDIAN_UPLOAD_SEND_BYTES_PER_REQUEST: z.number(), MERIDIAN_UPLOAD_STAGING: z.string(), CLICKHOUSE_CLUSTER: z.string(), MERIDIAN_STAGE_TTL_MS: z.number(), MERIDIAN_UPLOAD_TIME_BUDGET_MS: z.number(), MERIDIAN_FILES_READ_MODEL_WAIT_MS: z.number(), MERIDIAN_BLOB_REMOVAL_LEASE_MS: z.number(), MERIDIAN_BLOB_CLAIM_TTL_MS: z.number(), MERIDIAN_MAX_UPLOAD_BYTES: z.number(), MERIDIAN_STORAGE_PART_BYTES: z.number() })
   .refine((s) => s.KAFKA_MIN_INSYNC_REPLICAS <= s.KAFKA_REPLICATION_FACTOR, {
     path: ['KAFKA_MIN_INSYNC_REPLICAS'],
     message: 'at most KAFKA_REPLICATION_FACTOR: a topic with fewer replicas than min.insync.replicas refuses every acknowledged write',
@@ -506,6 +517,10 @@ export const settingRules = z
   .refine((s) => s.MERIDIAN_BLOB_CLAIM_TTL_MS >= s.MERIDIAN_UPLOAD_TIME_BUDGET_MS, {
     path: ['MERIDIAN_BLOB_CLAIM_TTL_MS'],
     message: 'at least MERIDIAN_UPLOAD_TIME_BUDGET_MS: a claim younger than the time a definition may take is never taken for a dead one\'s',
+  })
+  .refine((s) => s.MERIDIAN_MAX_UPLOAD_BYTES <= 10_000 * s.MERIDIAN_STORAGE_PART_BYTES, {
+    path: ['MERIDIAN_STORAGE_PART_BYTES'],
+    message: 'at least MERIDIAN_MAX_UPLOAD_BYTES / 10,000: a multipart upload has at most 10,000 parts',
   });
 
 /**

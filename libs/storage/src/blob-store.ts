@@ -1,6 +1,6 @@
 import type { Readable } from 'node:stream';
 import type { SnapshotStore } from '@meridian/domain';
-import { BlobWriter } from './blob-writer.ts';
+import { BlobWriter, DEFAULT_PARTS, type PartOptions } from './blob-writer.ts';
 import { createStorage, ensureBucket, expireStaging, pingStorage, type Storage, type StorageOptions } from './client.ts';
 import { copyObject } from './copy.ts';
 import { createSnapshotStore } from './snapshot-store.ts';
@@ -44,17 +44,17 @@ export function isNotFound(error: unknown): boolean {
 }
 
 export function createBlobStore(options: StorageOptions): MinioBlobStore {
-  return blobStoreOver(createStorage(options), options.region);
+  return blobStoreOver(createStorage(options), options.region, options.parts);
 }
 
 /** A blob store over a client made elsewhere (tests that also read the bucket directly). */
-export function blobStoreOver(storage: Storage, region: string): MinioBlobStore {
+export function blobStoreOver(storage: Storage, region: string, parts: PartOptions = DEFAULT_PARTS): MinioBlobStore {
   const { client, bucket } = storage;
   return {
     async put(key, bytes) {
       await client.putObject(bucket, key, bytes, bytes.length);
     },
-    stage: (key) => new BlobWriter(storage, key),
+    stage: (key) => new BlobWriter(storage, key, parts),
     open: (key, range) => (range ? client.getPartialObject(bucket, key, range.start, range.length) : client.getObject(bucket, key)),
     async size(key) {
       try {

@@ -1,4 +1,5 @@
 import { Client } from 'minio';
+import type { PartOptions } from './blob-writer.ts';
 
 export type StorageOptions = {
   readonly endpoint: string;
@@ -6,6 +7,8 @@ export type StorageOptions = {
   readonly secretKey: string;
   readonly region: string;
   readonly bucket: string;
+  /** How staged objects are cut into parts (DEFAULT_PARTS when absent). */
+  readonly parts?: PartOptions;
 };
 
 export type Storage = { readonly client: Client; readonly bucket: string };
@@ -22,6 +25,13 @@ export function createStorage(options: StorageOptions): Storage {
     region: options.region,
     pathStyle: true,
   });
+  // Request bodies are sent as UNSIGNED-PAYLOAD over plain HTTP too, as minio-js does over
+  // HTTPS: otherwise it hashes every part (SHA-256) on the api's one thread to sign it, and
+  // MinIO hashes it again to check, a second pass over every uploaded byte on each side (the
+  // api hashes the body once anyway, for Idempotency-Key). The signed hash protected nothing
+  // end to end: S3 responses are never signed, so whoever can alter bytes on a plain-HTTP path
+  // to MinIO alters the reads too; integrity against the network is TLS's (https endpoint).
+  client.enableSHA256 = false;
   return { client, bucket: options.bucket };
 }
 

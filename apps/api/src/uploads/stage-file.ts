@@ -11,7 +11,7 @@ export type StagedFile = { readonly objectKey: string; readonly bytes: number; r
 
 /**
  * Streams an uploaded file straight into the bucket while hashing and counting it: the api
- * never holds the file (two multipart parts at most). Multipart bodies give the part named `file`; any other body is the
+ * never holds the file (MERIDIAN_STORAGE_PARTS_IN_FLIGHT + 1 parts at most). Multipart bodies give the part named `file`; any other body is the
  * file itself. Over `limit` bytes the upload stops with 413 and nothing is left in the bucket.
  */
 export async function stageUpload(req: IncomingMessage, storage: BlobStore, objectKey: string, limit: number): Promise<StagedFile> {
@@ -22,7 +22,7 @@ export async function stageUpload(req: IncomingMessage, storage: BlobStore, obje
 
   let bytes = 0;
   const hash = createHash('sha256');
-  // The staging writer keeps two 8 MiB parts in memory at most, whatever the file's size.
+  // The staging writer keeps (parts in flight + 1) parts in memory at most, whatever the file's size.
   const writer = storage.stage(objectKey);
   try {
     for await (const chunk of file.stream as AsyncIterable<Buffer>) {
