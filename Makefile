@@ -25,7 +25,7 @@ help:
 	@echo "make typecheck    tsc over the whole workspace"
 	@echo "make lint         ESLint: type-aware checks and the layering (eslint.config.js); part of make test"
 	@echo "make bench-ingest | bench-download | bench-replay | bench-json-ack   benchmarks against the local stack, with their baselines"
-	@echo "make bench-receive  the api alone receiving a 10M-point download-layout file and 1 GB: ack time, MB/s, RSS, CPU (BENCH_API_ROOTS=/work/main,. compares)"
+	@echo "make bench-receive  the api alone receiving a 10M-point download-layout file and 1 GB: ack time, MB/s, RSS, CPU (BENCH_API_ROOTS=../other-checkout,. compares)"
 	@echo "make bench-ingest-json  the JSON case of bench-ingest alone (with its ClickHouse baseline of BENCH_POINTS rows)"
 	@echo "make bench-history  a new api and ingest on a log of 0, 100k and 1M tasks: ready time, RSS, lookup p99, against the goals"
 	@echo "                    (BENCH_HISTORY_SIZES=0,100000,1000000 BENCH_HISTORY_FILES=100000 BENCH_HISTORY_USERS=1000)"

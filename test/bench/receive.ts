@@ -17,7 +17,7 @@ import { adminKey, benchApi, cpuSplit, downloadPoints, fmt, repoRoot, stackProce
  * one by default) runs each api in turn within every run: a comparison on the same shared
  * machine, minutes apart at most.
  *   BENCH_POINTS=10000000 BENCH_BIG_FILE_BYTES=1073741824 BENCH_RUNS=3 make bench-receive
- *   BENCH_API_ROOTS=/work/main,.,.+MERIDIAN_STORAGE_PARTS_IN_FLIGHT=1 make bench-receive
+ *   BENCH_API_ROOTS=../other-checkout,.,.+MERIDIAN_STORAGE_PARTS_IN_FLIGHT=1 make bench-receive
  */
 const POINTS = Number(process.env.BENCH_POINTS ?? 10_000_000);
 const BIG_FILE_BYTES = Number(process.env.BENCH_BIG_FILE_BYTES ?? 1024 ** 3);
