@@ -1,5 +1,6 @@
 import type { PointsFact } from '@meridian/domain';
 import { createEventCodec } from '@meridian/events';
+import { untilDone } from '@meridian/platform';
 import type { ConsumerWatch } from '@meridian/kafka';
 import type { IngestDeps } from './ingest-deps.ts';
 import { startProjector } from './projector/index.ts';
@@ -52,9 +53,11 @@ async function startCommandHandlers(ingest: IngestDeps, { tasks, user }: Handler
   // auto stages nothing into a replicated points table (settings.ts says why); otherwise it asks the projector group.
   const staging = settings.MERIDIAN_UPLOAD_STAGING === 'auto' && settings.CLICKHOUSE_CLUSTER !== '' ? 'off' : settings.MERIDIAN_UPLOAD_STAGING;
   // The points topic's partitions, as the broker has them (more than KAFKA_POINTS_PARTITIONS if an
-  // operator made it larger): an upload puts each batch in its metric's partition itself.
+  // operator made it larger): an upload puts each batch in its metric's partition itself. Asked
+  // until answered: right after the api created the topic its partitions may still be electing
+  // a leader, which kafkajs' offsets request gives up on at once (NOT_LEADER_FOR_PARTITION).
   const [fileCommands, progressProducer, pointsPartitions] = await Promise.all([
-    startFileCommands(ingest, tasks), log.writer(), log.endOffsets(topics.points).then((ends) => ends.size),
+    startFileCommands(ingest, tasks), log.writer(), untilDone('reading the points topic\'s partitions', () => log.endOffsets(topics.points), logger).then((ends) => ends.size),
   ]);
   return {
     handlers: {

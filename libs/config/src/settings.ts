@@ -160,7 +160,7 @@ export const settingDefinitions = {
   },
   MERIDIAN_JSON_UPLOAD_CHECK_WORKERS: {
     schema: z.coerce.number().int().min(1).max(16),
-    default: '2',
+    default: '1',
     doc: 'Worker threads that parse and hash JSON upload bodies off the event loop; more uploads than this wait their turn.',
   },
   MERIDIAN_JSON_UPLOAD_CHECK_HEAP_MB: {
