@@ -1,6 +1,6 @@
 export { createKafka, createProducer, ensureTopics, type KafkaOptions } from './client.ts';
 export { topicsFor, consumerGroupsFor, topicSpecs, replicationWarning, WHY_KEPT, type ConsumerGroups, type Topics, type TopicLayout, type TopicSpec, type ExistingTopic, type TopicMismatch } from './topics.ts';
-export { appendEvents } from './append.ts';
+export { appendEvents, eventMessage } from './append.ts';
 export { TopicFollower, type FollowerOptions } from './follow.ts';
 export { ConsumerWatch, notServing, type ConsumerState, type ConsumerEvent } from './consumer-watch.ts';
 export { KafkaEventLog } from './event-log.ts';

@@ -10,6 +10,7 @@ import type {
   UploadFailed,
 } from '@meridian/domain';
 import type { EventCodec } from '@meridian/events';
+import { eventMessage } from '@meridian/kafka';
 import type { Logger } from '@meridian/observability';
 import { commandFailure, retry, RETRY_POLICIES, type RetryPolicy } from '@meridian/retry';
 import { sleepWithHeartbeat } from '../persist.ts';
@@ -72,7 +73,7 @@ export type TaskLog = {
 };
 
 export function taskLog(tasksTopic: string, codec: EventCodec<TaskEvent>, consumerGroupId: string): TaskLog {
-  const message = (event: TaskEvent): LogMessage => ({ key: event.task_id, value: codec.encode(event), headers: { type: event.type } });
+  const message = (event: TaskEvent): LogMessage => eventMessage(codec, event.task_id, event);
   const send = async (producer: LogWriter, events: readonly TaskEvent[]) => {
     await producer.send({ topic: tasksTopic, acks: -1, messages: events.map(message) });
   };

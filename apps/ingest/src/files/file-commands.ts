@@ -8,6 +8,7 @@ import {
   type RowError,
 } from '@meridian/domain';
 import { createEventCodec } from '@meridian/events';
+import { eventMessage } from '@meridian/kafka';
 import { isNotFound } from '@meridian/storage';
 import { failedUnread, inTransaction, runCommand, type CommandHandler, type CommandRun, type TaskLog } from '../commands/handlers.ts';
 import { removeStaged } from '../staging.ts';
@@ -117,7 +118,7 @@ export async function startFileCommands(ingest: IngestDeps, tasks: TaskLog): Pro
     const defined = fileDefinedFrom(cmd);
     const target = { sha256Hex: cmd.sha256.toString('hex'), taskId: cmd.task_id, stagedKey: cmd.staged_object, size: cmd.size };
     const how = await promoteUnderClaim(storage, target, claimRules, (committing) => inTransaction(producer, async (tx) => {
-      await tx.send({ topic: topics.files, acks: -1, messages: [{ key: cmd.file_id, value: fileCodec.encode(defined), headers: { type: defined.type } }] });
+      await tx.send({ topic: topics.files, acks: -1, messages: [eventMessage(fileCodec, cmd.file_id, defined)] });
       await tasks.send(tx, [{ type: 'FileDefinitionSucceeded', task_id: cmd.task_id, file_id: cmd.file_id, size: cmd.size, sha256: cmd.sha256, at: Date.now() }]);
       await tasks.commitCommand(tx, at);
       committing(); // throws when the claim is too old: the transaction aborts, the run claims again

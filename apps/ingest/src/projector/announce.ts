@@ -1,5 +1,6 @@
 import type { LogWriter, TaskEvent, UploadSegmentProjected } from '@meridian/domain';
 import type { EventCodec } from '@meridian/events';
+import { eventMessage } from '@meridian/kafka';
 import type { Seal } from '@meridian/projection';
 
 /**
@@ -23,6 +24,6 @@ export async function announceProjected(
     byTask.set(seal.task_id, events);
   }
   // One request for every task's events (a fetched batch often seals several small uploads): each is keyed by its task, so a task's stay in order.
-  const messages = [...byTask].flatMap(([taskId, events]) => events.map((e) => ({ key: taskId, value: codec.encode(e), headers: { type: e.type } })));
+  const messages = [...byTask].flatMap(([taskId, events]) => events.map((e) => eventMessage(codec, taskId, e)));
   if (messages.length > 0) await producer.send({ topic: tasksTopic, acks: -1, messages });
 }
