@@ -144,7 +144,12 @@ export async function buildApi(services: ApiServices): Promise<Api> {
         pointsPerJsonUpload: settings.MERIDIAN_MAX_POINTS_PER_JSON_UPLOAD,
       },
       jsonChecker,
-      caps: { inFlight: uploadsInFlight, queuedTasks: settings.MERIDIAN_MAX_QUEUED_TASKS_PER_USER, unfinished: () => tasksStore.unfinished },
+      caps: {
+        inFlight: uploadsInFlight,
+        queuedTasks: settings.MERIDIAN_MAX_QUEUED_TASKS_PER_USER,
+        unfinished: () => tasksStore.unfinished,
+        backlog: { perUser: settings.MERIDIAN_UPLOAD_BACKLOG_PER_USER, waitMs: settings.MERIDIAN_UPLOAD_BACKLOG_WAIT_MS, untilOneEnds: (user, ms) => tasksStore.ends.waitForUser(user, ms) },
+      },
       submit: {
         producer: () => log.writer(),
         codec: taskCodec,

@@ -220,6 +220,16 @@ export const settingDefinitions = {
     default: '1000',
     doc: 'Unfinished (queued or running) tasks a user may have; a new upload past it gets 429 /problems/too-many until some finish.',
   },
+  MERIDIAN_UPLOAD_BACKLOG_PER_USER: {
+    schema: positiveInt,
+    default: '8',
+    doc: 'Unfinished (queued or running) tasks of one user from which their next upload waits, before its body is read, until one of them ends: what one user can queue in front of the ingest worker, and so the freshness of what they upload (about this many over the uploads ingest finishes per second), stays bounded, and other users\' uploads do not queue behind it. A producer faster than ingest gets slower 202s instead of a queue that grows with the run. At or above MERIDIAN_MAX_QUEUED_TASKS_PER_USER nothing waits: that cap refuses first.',
+  },
+  MERIDIAN_UPLOAD_BACKLOG_WAIT_MS: {
+    schema: positiveInt,
+    default: '10000',
+    doc: 'Longest an upload waits under MERIDIAN_UPLOAD_BACKLOG_PER_USER (holding one of the user\'s MERIDIAN_MAX_UPLOADS_IN_FLIGHT_PER_USER slots); then 429 /problems/too-many with Retry-After.',
+  },
   MERIDIAN_MAX_API_KEYS_PER_USER: {
     schema: positiveInt,
     default: '100',

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { Task, TaskStatus } from '@meridian/domain';
 import { TaskEndWaiters } from './task-end-waiters.ts';
 
-const task = (task_id: string, status: TaskStatus) => ({ task_id, status }) as Task;
+const task = (task_id: string, status: TaskStatus, user_name = 'ann') => ({ task_id, status, user_name }) as Task;
 /** 'woken' when `p` has settled by the time every pending callback has run, else 'waiting'. */
 const state = async (p: Promise<void>) => Promise.race([p.then(() => 'woken'), new Promise((r) => setImmediate(() => r('waiting')))]);
 const LONG = 60_000;
@@ -41,6 +41,23 @@ describe('waiters for a task to end', () => {
     waiters.close();
     expect(await state(staying)).toBe('woken');
     expect(await state(waiters.wait('c', LONG))).toBe('woken'); // closed: nothing waits any more
+    expect(waiters.size).toBe(0);
+  });
+
+  it('wakes the uploads waiting on a user when any task of that user ends, not those of other users', async () => {
+    const waiters = new TaskEndWaiters();
+    const ann = [waiters.waitForUser('ann', LONG), waiters.waitForUser('ann', LONG)];
+    const bob = waiters.waitForUser('bob', LONG);
+    const closing = waiters.waitForUser('bob', LONG);
+    waiters.touched(task('a1', 'running', 'ann'));
+    expect(await state(ann[0]!)).toBe('waiting');
+    waiters.touched(task('a1', 'succeeded', 'ann'));
+    expect(await Promise.all(ann.map(state))).toEqual(['woken', 'woken']);
+    expect(await state(bob)).toBe('waiting');
+    expect(waiters.size).toBe(2);
+    waiters.touched(task('b1', 'failed', 'bob'));
+    expect(await state(bob)).toBe('woken');
+    expect(await state(closing)).toBe('woken');
     expect(waiters.size).toBe(0);
   });
 });

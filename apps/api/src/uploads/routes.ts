@@ -59,6 +59,8 @@ type UploadCaps = {
   readonly inFlight: PerUserSlots;
   readonly queuedTasks: number;
   readonly unfinished: () => UnfinishedTasks;
+  /** Unfinished tasks of a user from which their next upload waits for one to end (MERIDIAN_UPLOAD_BACKLOG_PER_USER), at most `waitMs`. */
+  readonly backlog: { readonly perUser: number; readonly waitMs: number; readonly untilOneEnds: (userName: string, ms: number) => Promise<void> };
 };
 
 export type UploadDeps = {
@@ -113,12 +115,30 @@ function accepted(ctx: Context, taskId: string): void {
   ctx.body = { task_id: taskId };
 }
 
+/**
+ * Holds an upload while its user has `backlog.perUser` unfinished tasks, until one of them ends
+ * (woken by the tasks fold), at most `backlog.waitMs`; then 429. Bounding what one user queues in
+ * front of the ingest worker bounds the freshness of their uploads, and a user sending faster
+ * than ingest drains feels it as slower 202s, not as a queue others wait behind.
+ */
+async function untilBacklogRoom(backlog: UploadCaps['backlog'], userName: string, unfinished: () => number): Promise<void> {
+  const deadline = Date.now() + backlog.waitMs;
+  while (unfinished() >= backlog.perUser) {
+    const left = deadline - Date.now();
+    if (left <= 0) {
+      throw new DomainError('too_many', `you have ${unfinished()} unfinished tasks (MERIDIAN_UPLOAD_BACKLOG_PER_USER is ${backlog.perUser}) and none ended within ${backlog.waitMs} ms; retry later`);
+    }
+    await backlog.untilOneEnds(userName, left);
+  }
+}
+
 export function uploadRoutes(deps: UploadDeps): RouteDef[] {
   const common = (user: UserRecord, idempotency: string | undefined) => ({ user_name: user.user_name, at: Date.now(), idempotency_key: idempotency ?? null });
   /**
    * Runs an upload under the user's caps, checked before its body is read: a new task past the
    * unfinished-tasks cap (a retry of a task that exists is no new task), or one more body than
-   * the in-flight cap, is refused with 429. The slot is held until the handler is done.
+   * the in-flight cap, is refused with 429; a new task while the user's backlog is full waits for
+   * one of their tasks to end (untilBacklogRoom). The slot is held until the handler is done.
    */
   const capped = async (user: UserRecord, taskId: string, receive: () => Promise<void>) => {
     if (!deps.caps) return receive();
@@ -144,13 +164,24 @@ export function uploadRoutes(deps: UploadDeps): RouteDef[] {
   };
   const admit = async (caps: UploadCaps, user: UserRecord, taskId: string) => {
     // A refusal here comes before the body is read: problemMiddleware closes the connection.
-    // Only a user at the cap pays for the lookup of the task (memory, else the read model).
+    // Only a user at the cap (or at the backlog) pays for the lookup of the task (memory, else
+    // the read model): a retry of a task that exists is no new task.
+    const exists = async () => (await deps.submit.find(taskId).catch(() => undefined)) !== undefined;
+    const unfinished = () => caps.unfinished().get(user.user_name) ?? 0;
     try {
       assertTaskRoom(caps.unfinished(), user.user_name, caps.queuedTasks);
     } catch (refusal) {
-      if ((await deps.submit.find(taskId).catch(() => undefined)) === undefined) throw refusal;
+      if (!(await exists())) throw refusal;
     }
-    return caps.inFlight.acquire(user.user_name);
+    // The slot first: the uploads one user has waiting for room are bounded by it too.
+    const release = caps.inFlight.acquire(user.user_name);
+    try {
+      if (unfinished() >= caps.backlog.perUser && !(await exists())) await untilBacklogRoom(caps.backlog, user.user_name, unfinished);
+    } catch (refusal) {
+      release();
+      throw refusal;
+    }
+    return release;
   };
 
   return [

@@ -1,0 +1,78 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bootstrapAdmin, createUser } from '../support/accounts.ts';
+import { call, startApi, type RunningApi } from '../support/api.ts';
+import { startWorker } from '../support/ingest.ts';
+import { isolatedSettings } from '../support/settings.ts';
+import { waitForTask } from '../support/tasks.ts';
+
+// A backlog of two tasks per user; no ingest worker runs at first, so what is accepted stays unfinished.
+const base = { MERIDIAN_UPLOAD_BACKLOG_PER_USER: '2', MERIDIAN_RATE_LIMIT_PER_SECOND: '0' };
+const grants = [{ match: 'prefix' as const, value: 'bl.', access: 'rw' as const }];
+
+const upload = (url: string, key: string, metric: string, headers: Record<string, string> = {}) =>
+  call(`${url}/api/v1/metrics/upload`, key, { method: 'POST', body: { metric_name: metric, values: [{ timestamp: '2024-01-01T00:00:00Z', value: 1 }] }, headers });
+
+describe('the backlog of each user, bounded at the api (MERIDIAN_UPLOAD_BACKLOG_PER_USER)', () => {
+  const settings = isolatedSettings({ ...base, MERIDIAN_UPLOAD_BACKLOG_WAIT_MS: '120000' });
+  let api: RunningApi;
+  let ann: string;
+  let bob: string;
+  let worker: Awaited<ReturnType<typeof startWorker>> | undefined;
+
+  beforeAll(async () => {
+    api = await startApi(settings);
+    const root = await bootstrapAdmin(settings);
+    await api.api.accounts.syncToEnd();
+    ann = await createUser(api.url, root, 'bl-ann', grants);
+    bob = await createUser(api.url, root, 'bl-bob', grants);
+  });
+  afterAll(async () => {
+    await worker?.close();
+    await api?.close();
+  });
+
+  it('holds a user\'s next upload past their backlog until one of their tasks ends, while a retry and other users go through at once', async () => {
+    const first = await upload(api.url, ann, 'bl.a', { 'Idempotency-Key': 'a' });
+    expect(first.status).toBe(202);
+    // The 202 comes once this api's fold holds the task: ann's backlog is full after the second.
+    expect((await upload(api.url, ann, 'bl.b')).status).toBe(202);
+    // Full: ann's third waits (no worker runs, nothing ends) ...
+    let answered = false;
+    const third = upload(api.url, ann, 'bl.c').then((res) => { answered = true; return res; });
+    // ... while a retry of her first task is answered at once (it adds nothing to the backlog),
+    expect((await upload(api.url, ann, 'bl.a', { 'Idempotency-Key': 'a' })).json.task_id).toBe(first.json.task_id);
+    // and another user's uploads do not queue behind hers.
+    expect((await upload(api.url, bob, 'bl.d')).status).toBe(202);
+    expect((await upload(api.url, bob, 'bl.e')).status).toBe(202);
+    expect(answered).toBe(false);
+    worker = await startWorker(settings);
+    const accepted = await third;
+    expect(accepted.status).toBe(202);
+    expect((await waitForTask(api.url, ann, accepted.json.task_id as string)).status).toBe('succeeded');
+  });
+});
+
+describe('an upload held past MERIDIAN_UPLOAD_BACKLOG_WAIT_MS', () => {
+  it('gets 429 problem+json naming the setting, with Retry-After, and its body is never read', async () => {
+    const settings = isolatedSettings({ ...base, MERIDIAN_UPLOAD_BACKLOG_WAIT_MS: '200' });
+    const api = await startApi(settings);
+    try {
+      const root = await bootstrapAdmin(settings);
+      await api.api.accounts.syncToEnd();
+      const key = await createUser(api.url, root, 'bl-short', grants);
+      expect((await upload(api.url, key, 'bl.a')).status).toBe(202);
+      expect((await upload(api.url, key, 'bl.b')).status).toBe(202);
+      const refused = await upload(api.url, key, 'bl.c');
+      expect(refused.status).toBe(429);
+      expect(refused.headers.get('content-type')).toMatch(/application\/problem\+json/);
+      expect(refused.json.type).toBe('/problems/too-many');
+      expect(refused.json.detail).toContain('MERIDIAN_UPLOAD_BACKLOG_PER_USER');
+      expect(refused.headers.get('retry-after')).toBe('1');
+      // Nothing of the refused upload was accepted: the user still has exactly the two tasks.
+      const listed = await call(`${api.url}/api/v1/tasks`, key);
+      expect((listed.json.tasks as unknown[]).length).toBe(2);
+    } finally {
+      await api.close();
+    }
+  });
+});
