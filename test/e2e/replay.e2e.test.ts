@@ -41,7 +41,9 @@ const PER_UPLOAD = 50_000;
 const METRICS = 10;
 const T0 = Date.UTC(2024, 0, 1);
 // Uploads arrive back to back during a rebuild: no per-user rate limit here.
-const settings = isolatedSettings({ MERIDIAN_MAX_ROWS_CEILING: '5000000', MERIDIAN_RATE_LIMIT_PER_SECOND: '0' });
+// The swap tests keep a producer uploading through a freeze of the live tables, when nothing
+// finishes, and assert that uploads are still accepted then: the per-user backlog must not hold them.
+const settings = isolatedSettings({ MERIDIAN_MAX_ROWS_CEILING: '5000000', MERIDIAN_RATE_LIMIT_PER_SECOND: '0', MERIDIAN_UPLOAD_BACKLOG_PER_USER: '1000' });
 let api: RunningApi;
 let ingest: Awaited<ReturnType<typeof startWorker>>;
 let admin: string;

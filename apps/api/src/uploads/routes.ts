@@ -115,6 +115,9 @@ function accepted(ctx: Context, taskId: string): void {
   ctx.body = { task_id: taskId };
 }
 
+/** What both upload routes say of the per-user backlog, in the OpenAPI document. */
+const BACKLOG_DOC = 'While the caller has MERIDIAN_UPLOAD_BACKLOG_PER_USER (default 8) unfinished tasks, a new upload waits, before its body is read, until one of them ends, at most MERIDIAN_UPLOAD_BACKLOG_WAIT_MS (default 10 s), then 429 with Retry-After: a producer faster than ingest gets slower answers, and what it has accepted stays fresh.';
+
 /**
  * Holds an upload while its user has `backlog.perUser` unfinished tasks, until one of them ends
  * (woken by the tasks fold), at most `backlog.waitMs`; then 429. Bounding what one user queues in
@@ -190,7 +193,7 @@ export function uploadRoutes(deps: UploadDeps): RouteDef[] {
       path: '/api/v1/metrics/upload',
       operationId: 'uploadMetricsJson',
       summary: 'Upload metric values as JSON (background task)',
-      description: 'The body is JSON, sent as application/json or — as the seed\'s sample request does — declared multipart/form-data with the JSON text as the body. The shape is checked here; every value is validated by the task (all or nothing unless on_error=skip). Answers 202 only once the command is durably in the event log.',
+      description: 'The body is JSON, sent as application/json or — as the seed\'s sample request does — declared multipart/form-data with the JSON text as the body. The shape is checked here; every value is validated by the task (all or nothing unless on_error=skip). Answers 202 only once the command is durably in the event log. ' + BACKLOG_DOC,
       tags: ['metrics'],
       auth: 'user',
       query: z.object({ on_error: onError }),
@@ -238,6 +241,7 @@ export function uploadRoutes(deps: UploadDeps): RouteDef[] {
       description: [
         'The form field `file` holds the file (any other body is taken as the file itself); it is streamed to storage, never held in memory, and may be gzip-compressed.',
         'Layouts, detected from the content: CSV `timestamp,value` with or without that header; the download layout `metric_name,timestamp,metric_numeric_value,updated_at` (then metric_name may be omitted and each row names its metric); JSON `{"metric_name", "values": [...]}` or an array of `{timestamp, value}`; NDJSON of `{timestamp, value}`.',
+        BACKLOG_DOC,
       ].join(' '),
       tags: ['metrics'],
       auth: 'user',
