@@ -21,7 +21,8 @@ const KILLS = 4;
  */
 describe.each(['off', 'on'] as const)(`ingest killed with SIGKILL ${KILLS} times during a ${TOTAL.toLocaleString('en')}-point ingest, staging %s`, (staging) => {
   // Every kill may land in the same upload: the crash-loop breaker (crash-loop.fault.test.ts) must not end this one.
-  const settings = isolatedSettings({ MERIDIAN_UPLOAD_STAGING: staging, MERIDIAN_STAGE_MIN_BYTES: '1', MERIDIAN_POINT_BATCH_SIZE: '5000', MERIDIAN_PROJECTOR_BATCH_ROWS: '20000', KAFKA_SESSION_TIMEOUT_MS: '6000', MERIDIAN_MAX_COMMAND_STARTS: String(KILLS + 1) });
+  // Every upload is accepted before any ingest runs: the user's backlog must hold them all.
+  const settings = isolatedSettings({ MERIDIAN_UPLOAD_BACKLOG_PER_USER: String(UPLOADS), MERIDIAN_UPLOAD_STAGING: staging, MERIDIAN_STAGE_MIN_BYTES: '1', MERIDIAN_POINT_BATCH_SIZE: '5000', MERIDIAN_PROJECTOR_BATCH_ROWS: '20000', KAFKA_SESSION_TIMEOUT_MS: '6000', MERIDIAN_MAX_COMMAND_STARTS: String(KILLS + 1) });
   let api: RunningApi;
   let key: string;
   const processes: AppProcess[] = [];
