@@ -52,6 +52,42 @@ describe('the backlog of each user, bounded at the api (MERIDIAN_UPLOAD_BACKLOG_
   });
 });
 
+describe('an upload held at its backlog whose client goes away', () => {
+  it('gives its in-flight slot back at once, so the user\'s next upload waits for room instead of being refused', async () => {
+    const settings = isolatedSettings({ ...base, MERIDIAN_UPLOAD_BACKLOG_WAIT_MS: '120000', MERIDIAN_MAX_UPLOADS_IN_FLIGHT_PER_USER: '1' });
+    const api = await startApi(settings);
+    let worker: Awaited<ReturnType<typeof startWorker>> | undefined;
+    try {
+      const root = await bootstrapAdmin(settings);
+      await api.api.accounts.syncToEnd();
+      const key = await createUser(api.url, root, 'bl-gone', grants);
+      expect((await upload(api.url, key, 'bl.a')).status).toBe(202);
+      expect((await upload(api.url, key, 'bl.b')).status).toBe(202);
+      // The third waits, holding the user's one slot; then its client goes away.
+      const leaving = new AbortController();
+      const left = fetch(`${api.url}/api/v1/metrics/upload`, {
+        method: 'POST', signal: leaving.signal, headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json' },
+        body: JSON.stringify({ metric_name: 'bl.c', values: [{ timestamp: '2024-01-01T00:00:00Z', value: 1 }] }),
+      }).catch((e: unknown) => e);
+      await new Promise((r) => setTimeout(r, 300));
+      leaving.abort();
+      await left;
+      // Had the slot stayed with the gone request, this one would be refused at once (429, in flight).
+      let answered = false;
+      const next = upload(api.url, key, 'bl.d').then((res) => { answered = true; return res; });
+      await new Promise((r) => setTimeout(r, 500));
+      expect(answered).toBe(false);
+      worker = await startWorker(settings);
+      const accepted = await next;
+      expect(accepted.status).toBe(202);
+      expect((await waitForTask(api.url, key, accepted.json.task_id as string)).status).toBe('succeeded');
+    } finally {
+      await worker?.close();
+      await api.close();
+    }
+  });
+});
+
 describe('an upload held past MERIDIAN_UPLOAD_BACKLOG_WAIT_MS', () => {
   it('gets 429 problem+json naming the setting, with Retry-After, and its body is never read', async () => {
     const settings = isolatedSettings({ ...base, MERIDIAN_UPLOAD_BACKLOG_WAIT_MS: '200' });

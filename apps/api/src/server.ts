@@ -148,7 +148,7 @@ export async function buildApi(services: ApiServices): Promise<Api> {
         inFlight: uploadsInFlight,
         queuedTasks: settings.MERIDIAN_MAX_QUEUED_TASKS_PER_USER,
         unfinished: () => tasksStore.unfinished,
-        backlog: { perUser: settings.MERIDIAN_UPLOAD_BACKLOG_PER_USER, waitMs: settings.MERIDIAN_UPLOAD_BACKLOG_WAIT_MS, untilOneEnds: (user, ms) => tasksStore.ends.waitForUser(user, ms) },
+        backlog: { perUser: settings.MERIDIAN_UPLOAD_BACKLOG_PER_USER, waitMs: settings.MERIDIAN_UPLOAD_BACKLOG_WAIT_MS, untilOneEnds: (user, ms, signal) => tasksStore.ends.waitForUser(user, ms, signal) },
       },
       submit: {
         producer: () => log.writer(),

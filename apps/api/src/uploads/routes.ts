@@ -23,6 +23,7 @@ import { withTimeout } from '@meridian/observability';
 import { STAGING_PREFIX } from '@meridian/storage';
 import type { BlobStore } from '../blob-store.ts';
 import type { PerUserSlots } from '../http/per-user-slots.ts';
+import { holdOpen } from '../http/hold-open.ts';
 import { defineRoute, type RouteDef } from '../http/route.ts';
 import type { ApiMetrics } from '../observability/metrics.ts';
 import type { JsonUploadChecker } from './json-check-pool.ts';
@@ -60,7 +61,7 @@ type UploadCaps = {
   readonly queuedTasks: number;
   readonly unfinished: () => UnfinishedTasks;
   /** Unfinished tasks of a user from which their next upload waits for one to end (MERIDIAN_UPLOAD_BACKLOG_PER_USER), at most `waitMs`. */
-  readonly backlog: { readonly perUser: number; readonly waitMs: number; readonly untilOneEnds: (userName: string, ms: number) => Promise<void> };
+  readonly backlog: { readonly perUser: number; readonly waitMs: number; readonly untilOneEnds: (userName: string, ms: number, signal: AbortSignal) => Promise<void> };
 };
 
 export type UploadDeps = {
@@ -122,17 +123,23 @@ const BACKLOG_DOC = 'While the caller has MERIDIAN_UPLOAD_BACKLOG_PER_USER (defa
  * Holds an upload while its user has `backlog.perUser` unfinished tasks, until one of them ends
  * (woken by the tasks fold), at most `backlog.waitMs`; then 429. Bounding what one user queues in
  * front of the ingest worker bounds the freshness of their uploads, and a user sending faster
- * than ingest drains feels it as slower 202s, not as a queue others wait behind.
+ * than ingest drains feels it as slower 202s, not as a queue others wait behind. The request is
+ * held open on purpose (holdOpen: the server's idle and request timeouts move on by the wait),
+ * and a client that goes away ends the wait at once, giving its slot back.
  */
-async function untilBacklogRoom(backlog: UploadCaps['backlog'], userName: string, unfinished: () => number): Promise<void> {
+async function untilBacklogRoom(ctx: Context, backlog: UploadCaps['backlog'], userName: string, unfinished: () => number): Promise<void> {
   const deadline = Date.now() + backlog.waitMs;
-  while (unfinished() >= backlog.perUser) {
-    const left = deadline - Date.now();
-    if (left <= 0) {
-      throw new DomainError('too_many', `you have ${unfinished()} unfinished tasks (MERIDIAN_UPLOAD_BACKLOG_PER_USER is ${backlog.perUser}) and none ended within ${backlog.waitMs} ms; retry later`);
+  await holdOpen(ctx, backlog.waitMs, async (gone) => {
+    while (unfinished() >= backlog.perUser) {
+      const left = deadline - Date.now();
+      if (left <= 0) {
+        throw new DomainError('too_many', `you have ${unfinished()} unfinished tasks (MERIDIAN_UPLOAD_BACKLOG_PER_USER is ${backlog.perUser}) and none ended within ${backlog.waitMs} ms; retry later`);
+      }
+      await backlog.untilOneEnds(userName, left, gone);
+      // A 4xx no one reads, rather than an error: the slot is given back, nothing was accepted.
+      if (gone.aborted) throw new DomainError('too_many', 'the client went away while its upload waited for room in its backlog');
     }
-    await backlog.untilOneEnds(userName, left);
-  }
+  });
 }
 
 export function uploadRoutes(deps: UploadDeps): RouteDef[] {
@@ -143,9 +150,9 @@ export function uploadRoutes(deps: UploadDeps): RouteDef[] {
    * the in-flight cap, is refused with 429; a new task while the user's backlog is full waits for
    * one of their tasks to end (untilBacklogRoom). The slot is held until the handler is done.
    */
-  const capped = async (user: UserRecord, taskId: string, receive: () => Promise<void>) => {
+  const capped = async (ctx: Context, user: UserRecord, taskId: string, receive: () => Promise<void>) => {
     if (!deps.caps) return receive();
-    const release = await admit(deps.caps, user, taskId);
+    const release = await admit(ctx, deps.caps, user, taskId);
     try {
       await receive();
     } finally {
@@ -165,7 +172,7 @@ export function uploadRoutes(deps: UploadDeps): RouteDef[] {
     if (outcome === 'repeated') await discard(deps.storage, command.staged_object);
     return outcome;
   };
-  const admit = async (caps: UploadCaps, user: UserRecord, taskId: string) => {
+  const admit = async (ctx: Context, caps: UploadCaps, user: UserRecord, taskId: string) => {
     // A refusal here comes before the body is read: problemMiddleware closes the connection.
     // Only a user at the cap (or at the backlog) pays for the lookup of the task (memory, else
     // the read model): a retry of a task that exists is no new task.
@@ -179,7 +186,7 @@ export function uploadRoutes(deps: UploadDeps): RouteDef[] {
     // The slot first: the uploads one user has waiting for room are bounded by it too.
     const release = caps.inFlight.acquire(user.user_name);
     try {
-      if (unfinished() >= caps.backlog.perUser && !(await exists())) await untilBacklogRoom(caps.backlog, user.user_name, unfinished);
+      if (unfinished() >= caps.backlog.perUser && !(await exists())) await untilBacklogRoom(ctx, caps.backlog, user.user_name, unfinished);
     } catch (refusal) {
       release();
       throw refusal;
@@ -206,7 +213,7 @@ export function uploadRoutes(deps: UploadDeps): RouteDef[] {
         const idempotency = headers['idempotency-key'];
         assertMayUpload(user);
         const taskId = taskIdFor(user.user_name, idempotency ?? null);
-        await capped(user, taskId, async () => {
+        await capped(ctx, user, taskId, async () => {
           // Parsed and hashed on a worker thread: a 16 MiB body must not hold every other request.
           const { body: raw, sha256, check } = await deps.jsonChecker.check(await jsonUploadText(await readBody(ctx.req, deps.limits.jsonBodyBytes), ctx.get('Content-Type')));
           if (check.kind === 'invalid') throw validationError(check.message, check.errors);
@@ -259,7 +266,7 @@ export function uploadRoutes(deps: UploadDeps): RouteDef[] {
         assertMayUpload(user);
         if (query.metric_name !== undefined) assertWritable(user, query.metric_name, 'query.metric_name');
         const taskId = taskIdFor(user.user_name, idempotency ?? null);
-        await capped(user, taskId, async () => {
+        await capped(ctx, user, taskId, async () => {
           const staged = await stageUpload(ctx.req, deps.storage, stagedUploadKey(taskId), deps.limits.uploadBytes);
           if (staged.bytes === 0) {
             await discard(deps.storage, staged.objectKey);
