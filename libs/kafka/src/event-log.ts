@@ -140,6 +140,7 @@ export class KafkaEventLog implements LogRanges {
       groupId: options.groupId,
       sessionTimeout: options.sessionTimeoutMs,
       maxWaitTimeInMs: options.maxWaitTimeMs,
+      ...(options.minBytes === undefined ? {} : { minBytes: options.minBytes }),
       ...(options.heartbeatIntervalMs === undefined ? {} : { heartbeatInterval: options.heartbeatIntervalMs }),
       ...(options.maxBytesPerPartition === undefined ? {} : { maxBytesPerPartition: options.maxBytesPerPartition }),
       ...(options.maxBytes === undefined ? {} : { maxBytes: options.maxBytes }),

@@ -12,6 +12,12 @@ export type ReadModelProjection = {
   readonly name: string;
   readonly groupId: string;
   readonly topic: string;
+  /**
+   * Bytes a fetch waits for, up to the consumer's 250 ms, before it answers (1 when absent: at
+   * once). A read model no request waits for can take a busy topic's events in fewer, larger
+   * batches: fewer ClickHouse rounds and Kafka fetches per event.
+   */
+  readonly fetchMinBytes?: number;
   /** Forgets what the projection holds between batches: the group was (re)joined. */
   reset(): void;
   /** On the first batch after a (re)join: per partition asked, the last offset the read model covers, and whatever else it needs to resume. */
@@ -54,7 +60,7 @@ export async function startReadModelProjector(ingest: IngestDeps, projection: Re
     projection.writePositions(due).catch((error: unknown) => logger.debug({ err: error }, 'recording a position past transaction markers failed'));
   };
 
-  const consumer = log.consumer({ groupId, sessionTimeoutMs: settings.KAFKA_SESSION_TIMEOUT_MS, maxWaitTimeMs: 250, readUncommitted: false });
+  const consumer = log.consumer({ groupId, sessionTimeoutMs: settings.KAFKA_SESSION_TIMEOUT_MS, maxWaitTimeMs: 250, ...(projection.fetchMinBytes === undefined ? {} : { minBytes: projection.fetchMinBytes }), readUncommitted: false });
   const watch: ConsumerWatch = consumer.watch(`${name} projector`);
   consumer.onJoin((e) => {
     // kafkajs resumes from the committed offsets after a join: what the projection holds is read again.

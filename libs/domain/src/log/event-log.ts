@@ -94,6 +94,8 @@ export type GroupConsumerOptions = {
   readonly sessionTimeoutMs: number;
   readonly heartbeatIntervalMs?: number;
   readonly maxWaitTimeMs: number;
+  /** Bytes a fetch waits for, up to maxWaitTimeMs, before it answers (1 by default: at once). */
+  readonly minBytes?: number;
   readonly maxBytesPerPartition?: number;
   readonly maxBytes?: number;
   /** False: only committed transactions are read (the default, as for every consumer here). */
