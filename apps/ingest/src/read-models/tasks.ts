@@ -7,6 +7,8 @@ import { startReadModelProjector, type RunningReadModelProjector } from './proje
 export type RunningTasksProjector = RunningReadModelProjector;
 
 const DAY_MS = 86_400_000;
+/** More than a busy second of the tasks topic's events (about 1 KB per upload): the 250 ms wait is what ends a fetch. */
+const TASKS_FETCH_MIN_BYTES = 64 * 1024;
 
 /**
  * Projects the tasks topic into the tasks read model (issue 13), exactly once (the machinery:
@@ -20,9 +22,6 @@ const DAY_MS = 86_400_000;
  *   asked (one query per batch) and such a command is ignored, so it never reverts a finished row.
  * - Finished tasks older than MERIDIAN_TASK_RETENTION_DAYS are removed on a timer.
  */
-/** More than a busy second of the tasks topic's events (about 1 KB per upload): the 250 ms wait is what ends a fetch. */
-const TASKS_FETCH_MIN_BYTES = 64 * 1024;
-
 export async function startTasksProjector(ingest: IngestDeps, readModel: TaskReadModel, writer: TaskReadModelWriter): Promise<RunningTasksProjector> {
   const { settings } = ingest;
   const codec = createEventCodec<TaskEvent>();
