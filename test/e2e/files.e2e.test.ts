@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Storage } from '@meridian/storage';
+import { CLAIMS_PREFIX, REMOVALS_PREFIX } from '../../apps/ingest/src/files/blobs.ts';
 import { bootstrapAdmin, createUser } from '../support/accounts.ts';
 import { call, startApi, type RunningApi } from '../support/api.ts';
 import { meridian } from '../support/cli.ts';
@@ -63,9 +64,18 @@ const download = (key: string, fileId: string, headers: Record<string, string> =
 const sha256 = (b: Buffer | string) => createHash('sha256').update(b).digest('hex');
 
 /** Every object and every unfinished multipart upload in the run's bucket. */
+/**
+ * The bucket's objects a request could leave behind (staged bytes, blobs) and its unfinished
+ * multipart uploads. The blob collector's own keys (its removals' kept bytes and definitions'
+ * claims) are left out: they come and go as the worker collects what earlier tests deleted,
+ * whenever its sweep runs, and no refused request writes one.
+ */
 async function bucketContents(storage: Storage): Promise<{ objects: Set<string>; incomplete: Set<string> }> {
   const objects = new Set<string>();
-  for await (const o of storage.client.listObjectsV2(storage.bucket, '', true)) objects.add((o as { name: string }).name);
+  for await (const o of storage.client.listObjectsV2(storage.bucket, '', true)) {
+    const name = (o as { name: string }).name;
+    if (!name.startsWith(REMOVALS_PREFIX) && !name.startsWith(CLAIMS_PREFIX)) objects.add(name);
+  }
   const incomplete = new Set<string>();
   for (const u of await incompleteUploads(storage.client, storage.bucket, '')) incomplete.add(`${u.key} ${u.uploadId}`);
   return { objects, incomplete };
