@@ -63,7 +63,6 @@ const download = (key: string, fileId: string, headers: Record<string, string> =
 
 const sha256 = (b: Buffer | string) => createHash('sha256').update(b).digest('hex');
 
-/** Every object and every unfinished multipart upload in the run's bucket. */
 /**
  * The bucket's objects a request could leave behind (staged bytes, blobs) and its unfinished
  * multipart uploads. The blob collector's own keys (its removals' kept bytes and definitions'

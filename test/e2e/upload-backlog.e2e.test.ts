@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Settings } from '@meridian/config';
 import { bootstrapAdmin, createUser } from '../support/accounts.ts';
 import { call, startApi, type RunningApi } from '../support/api.ts';
 import { startWorker } from '../support/ingest.ts';
@@ -9,8 +10,19 @@ import { waitForTask } from '../support/tasks.ts';
 const base = { MERIDIAN_UPLOAD_BACKLOG_PER_USER: '2', MERIDIAN_RATE_LIMIT_PER_SECOND: '0' };
 const grants = [{ match: 'prefix' as const, value: 'bl.', access: 'rw' as const }];
 
+const pointOf = (metric: string) => ({ metric_name: metric, values: [{ timestamp: '2024-01-01T00:00:00Z', value: 1 }] });
 const upload = (url: string, key: string, metric: string, headers: Record<string, string> = {}) =>
-  call(`${url}/api/v1/metrics/upload`, key, { method: 'POST', body: { metric_name: metric, values: [{ timestamp: '2024-01-01T00:00:00Z', value: 1 }] }, headers });
+  call(`${url}/api/v1/metrics/upload`, key, { method: 'POST', body: pointOf(metric), headers });
+
+/** A new user of `api` whose backlog (two tasks, no worker running) is full: their key. */
+async function userWithFullBacklog(api: RunningApi, settings: Settings, name: string): Promise<string> {
+  const root = await bootstrapAdmin(settings);
+  await api.api.accounts.syncToEnd();
+  const key = await createUser(api.url, root, name, grants);
+  expect((await upload(api.url, key, 'bl.a')).status).toBe(202);
+  expect((await upload(api.url, key, 'bl.b')).status).toBe(202);
+  return key;
+}
 
 describe('the backlog of each user, bounded at the api (MERIDIAN_UPLOAD_BACKLOG_PER_USER)', () => {
   const settings = isolatedSettings({ ...base, MERIDIAN_UPLOAD_BACKLOG_WAIT_MS: '120000' });
@@ -58,16 +70,12 @@ describe('an upload held at its backlog whose client goes away', () => {
     const api = await startApi(settings);
     let worker: Awaited<ReturnType<typeof startWorker>> | undefined;
     try {
-      const root = await bootstrapAdmin(settings);
-      await api.api.accounts.syncToEnd();
-      const key = await createUser(api.url, root, 'bl-gone', grants);
-      expect((await upload(api.url, key, 'bl.a')).status).toBe(202);
-      expect((await upload(api.url, key, 'bl.b')).status).toBe(202);
+      const key = await userWithFullBacklog(api, settings, 'bl-gone');
       // The third waits, holding the user's one slot; then its client goes away.
       const leaving = new AbortController();
       const left = fetch(`${api.url}/api/v1/metrics/upload`, {
         method: 'POST', signal: leaving.signal, headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json' },
-        body: JSON.stringify({ metric_name: 'bl.c', values: [{ timestamp: '2024-01-01T00:00:00Z', value: 1 }] }),
+        body: JSON.stringify(pointOf('bl.c')),
       }).catch((e: unknown) => e);
       await new Promise((r) => setTimeout(r, 300));
       leaving.abort();
@@ -93,11 +101,7 @@ describe('an upload held past MERIDIAN_UPLOAD_BACKLOG_WAIT_MS', () => {
     const settings = isolatedSettings({ ...base, MERIDIAN_UPLOAD_BACKLOG_WAIT_MS: '200' });
     const api = await startApi(settings);
     try {
-      const root = await bootstrapAdmin(settings);
-      await api.api.accounts.syncToEnd();
-      const key = await createUser(api.url, root, 'bl-short', grants);
-      expect((await upload(api.url, key, 'bl.a')).status).toBe(202);
-      expect((await upload(api.url, key, 'bl.b')).status).toBe(202);
+      const key = await userWithFullBacklog(api, settings, 'bl-short');
       const refused = await upload(api.url, key, 'bl.c');
       expect(refused.status).toBe(429);
       expect(refused.headers.get('content-type')).toMatch(/application\/problem\+json/);

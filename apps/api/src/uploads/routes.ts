@@ -175,8 +175,9 @@ export function uploadRoutes(deps: UploadDeps): RouteDef[] {
   const admit = async (ctx: Context, caps: UploadCaps, user: UserRecord, taskId: string) => {
     // A refusal here comes before the body is read: problemMiddleware closes the connection.
     // Only a user at the cap (or at the backlog) pays for the lookup of the task (memory, else
-    // the read model): a retry of a task that exists is no new task.
-    const exists = async () => (await deps.submit.find(taskId).catch(() => undefined)) !== undefined;
+    // the read model), once: a retry of a task that exists is no new task.
+    let found: Promise<boolean> | undefined;
+    const exists = () => (found ??= deps.submit.find(taskId).then((task) => task !== undefined, () => false));
     const unfinished = () => caps.unfinished().get(user.user_name) ?? 0;
     try {
       assertTaskRoom(caps.unfinished(), user.user_name, caps.queuedTasks);
