@@ -1,6 +1,6 @@
 import type avro from 'avsc';
 import { SchemaRegistry, type SchemaVersion } from './registry.ts';
-import { parseHeader, writeHeader } from './single-object.ts';
+import { encodeSingleObject, parseHeader } from './single-object.ts';
 
 /** An event as the domain sees it: a plain object tagged with its schema's short name. */
 export type EventLike = { readonly type: string };
@@ -87,7 +87,7 @@ export function createEventCodec<E extends EventLike>(registry: SchemaRegistry =
       if (candidates.length === 0) throw new Error(`no schema for event type ${event.type}`);
       const { type: _type, ...fields } = event as E & Record<string, unknown>;
       const { schema } = candidates.find((w) => w.absent.every((f) => f.isDefault(fields[f.name])))!;
-      return writeHeader(schema.fingerprint, schema.type.toBuffer(fields));
+      return encodeSingleObject(schema.fingerprint, schema.type, fields);
     },
     decode(message) {
       const parsed = parseHeader(message);

@@ -2,7 +2,7 @@ import avro from 'avsc';
 import { describe, expect, it } from 'vitest';
 import { createEventCodec, UndecodableEventError } from './codec.ts';
 import { fingerprintOf, SchemaRegistry, type SchemaVersion } from './registry.ts';
-import { HEADER_LENGTH, parseHeader } from './single-object.ts';
+import { HEADER_LENGTH, parseHeader, writeHeader } from './single-object.ts';
 
 function version(name: string, v: number, fields: avro.schema.RecordType['fields']): SchemaVersion {
   const type = avro.Type.forSchema({ type: 'record', name: `meridian.${name}`, fields });
@@ -22,6 +22,21 @@ describe('event codec', () => {
     expect([...bytes.subarray(0, 2)]).toEqual([0xc3, 0x01]);
     expect(parseHeader(bytes)?.fingerprint).toBe(v2.fingerprint);
     expect(codec.decode(bytes)).toEqual({ type: 'Thing', id: 'a', size: 7 });
+  });
+
+  it('writes each event once into a reused buffer, byte for byte what avsc writes, and hands out copies', () => {
+    const batch = version('Series', 1, [{ name: 'id', type: 'string' }, { name: 'ts', type: { type: 'array', items: 'long' } }]);
+    const codec = createEventCodec<{ type: 'Series'; id: string; ts: number[] }>(new SchemaRegistry([batch]));
+    // Small, past the first scratch (64 KiB), past what is kept (4 MiB), then small again.
+    const sizes = [3, 20_000, 800_000, 10];
+    const written = sizes.map((n, i) => {
+      const event = { type: 'Series' as const, id: `s${i}`, ts: Array.from({ length: n }, (_, k) => 1_700_000_000_000 + k * 1000) };
+      const bytes = codec.encode(event);
+      expect(bytes.equals(writeHeader(batch.fingerprint, batch.type.toBuffer({ id: event.id, ts: event.ts })))).toBe(true);
+      return { event, bytes };
+    });
+    // Later writes did not overwrite what earlier ones returned.
+    for (const { event, bytes } of written) expect(codec.decode(bytes)).toEqual(event);
   });
 
   it('writes the oldest version that carries the event whole, so readers of only that version still read it', () => {
