@@ -26,9 +26,12 @@ export type StageWriterOptions = {
  * Writes waiting for their turn that one partition may have (besides the one under way): a
  * partition whose next write finds it has this many waiting already is behind (ClickHouse is
  * slower than the upload), and its stage is given up at once rather than held in memory
- * (with batchRows, this bounds what the writer holds per partition to about three inserts).
+ * (with batchRows, this bounds what the writer holds per partition to about five inserts).
+ * One was too few: the inserts of every partition take turns, and at 1.1M rows/s of parsing
+ * one slow insert broke a partition in two of three 10M-row uploads of `make bench-ingest`'s
+ * download-layout case, whose seal then refilled it from the log (2.4 s more).
  */
-const MOST_WAITING_PER_PARTITION = 1;
+export const MOST_WAITING_PER_PARTITION = 3;
 
 /**
  * Writes a staged upload's acknowledged batches aside into its stages while it is parsed

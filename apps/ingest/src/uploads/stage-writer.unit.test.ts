@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { PointBatch } from '@meridian/domain';
 import { createLogger } from '@meridian/observability';
 import type { Segment } from '@meridian/projection';
-import { StageWriter, type UploadStage } from './stage-writer.ts';
+import { MOST_WAITING_PER_PARTITION, StageWriter, type UploadStage } from './stage-writer.ts';
 
 const logger = createLogger({ name: 't', level: 'silent' });
 const segment = (partition: number, offset: number, points: number): Segment => {
@@ -123,12 +123,15 @@ describe('stage writer', () => {
     w.add([segment(0, 1, 5)]);
     w.add([segment(0, 2, 5)]); // 0:1 written (held by the server)
     await turn();
-    w.add([segment(0, 3, 5)]); // 0:2 waits behind it
-    await turn();
+    let offset = 2;
+    for (let k = 0; k < MOST_WAITING_PER_PARTITION; k++) {
+      w.add([segment(0, ++offset, 5)]); // 0:2, 0:3, ... wait behind it
+      await turn();
+    }
     expect(w.brokenPartitions.size).toBe(0);
-    w.add([segment(0, 4, 5), segment(1, 1, 5)]); // 0:3 would wait too: partition 0 is given up
+    w.add([segment(0, ++offset, 5), segment(1, 1, 5)]); // one more would wait too: partition 0 is given up
     expect([...w.brokenPartitions]).toEqual([0]);
-    w.add([segment(0, 5, 5), segment(1, 2, 5)]);
+    w.add([segment(0, ++offset, 5), segment(1, 2, 5)]);
     answer();
     await w.finish();
     // Only the insert under way when it broke; partition 1 unharmed.
