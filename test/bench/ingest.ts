@@ -1,9 +1,9 @@
-import { createReadStream, createWriteStream, rmSync } from 'node:fs';
+import { createWriteStream, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { adminKey, benchApi, cpuSplit, type CpuSpent, csvPoints, downloadPoints, fmt, stackProcesses, startProcess, waitUntil } from './common.ts';
+import { adminKey, benchApi, cpuSplit, type CpuSpent, csvPoints, downloadPoints, fileBody, fmt, stackProcesses, startProcess, waitUntil } from './common.ts';
 import { benchJsonUploads, jsonFigureLines } from './json-uploads.ts';
 import { benchParseRows } from './parse-rows.ts';
 import { startVictoriaMetrics } from './victoria-metrics.ts';
@@ -105,7 +105,7 @@ async function endToEnd(): Promise<void> {
     await chCommand('CREATE TABLE baseline AS points');
     const directSplit = cpuSplit(processes);
     const directStarted = performance.now();
-    const insert = await fetch(`${settings.CLICKHOUSE_URL}/?database=${settings.CLICKHOUSE_DATABASE}&query=${encodeURIComponent('INSERT INTO baseline FORMAT TabSeparated')}`, { method: 'POST', body: Readable.toWeb(createReadStream(tsvFile)) as never, duplex: 'half' });
+    const insert = await fetch(`${settings.CLICKHOUSE_URL}/?database=${settings.CLICKHOUSE_DATABASE}&query=${encodeURIComponent('INSERT INTO baseline FORMAT TabSeparated')}`, { method: 'POST', body: fileBody(tsvFile) as never, duplex: 'half' });
     if (!insert.ok) throw new Error(`direct insert: ${await insert.text()}`);
     const directMs = performance.now() - directStarted;
     const directCpu = directSplit.end();
@@ -150,7 +150,7 @@ async function endToEnd(): Promise<void> {
       const split = cpuSplit(processes);
       const started = performance.now();
       // The raw body is the file (the route takes a non-multipart body as the file itself).
-      const res = await fetch(`${base}/api/v1/metrics_file_upload${query}`, { method: 'POST', headers: auth, body: Readable.toWeb(createReadStream(file)) as never, duplex: 'half' });
+      const res = await fetch(`${base}/api/v1/metrics_file_upload${query}`, { method: 'POST', headers: auth, body: fileBody(file) as never, duplex: 'half' });
       if (res.status !== 202) throw new Error(`${what} upload: ${res.status} ${await res.text()}`);
       const ackMs = performance.now() - started;
       const taskId = ((await res.json()) as { task_id: string }).task_id;

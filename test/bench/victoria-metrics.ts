@@ -1,9 +1,8 @@
 import { spawn } from 'node:child_process';
-import { createReadStream, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Readable } from 'node:stream';
-import { waitUntil } from './common.ts';
+import { fileBody, waitUntil } from './common.ts';
 
 /**
  * The peer of make bench-ingest: a single-node VictoriaMetrics (Debian's victoria-metrics,
@@ -58,7 +57,7 @@ export async function startVictoriaMetrics(): Promise<VictoriaMetrics> {
     async importDownloadCsv(file, points, lastTs, spanMs) {
       const started = performance.now();
       const res = await fetch(`${base}/api/v1/import/csv?format=${encodeURIComponent(DOWNLOAD_FORMAT)}`, {
-        method: 'POST', body: Readable.toWeb(createReadStream(file)) as never, duplex: 'half',
+        method: 'POST', body: fileBody(file) as never, duplex: 'half',
       });
       if (!res.ok) throw new Error(`VictoriaMetrics CSV import: ${res.status} ${await res.text()}`);
       // Imported rows wait in memory up to ~10 s before a query sees them; this makes them
