@@ -23,13 +23,19 @@ export type StageWriterOptions = {
 };
 
 /**
- * Writes waiting for their turn that one partition may have (besides the one under way): a
- * partition whose next write finds it has this many waiting already is behind (ClickHouse is
- * slower than the upload), and its stage is given up at once rather than held in memory
- * (with batchRows, this bounds what the writer holds per partition to about five inserts).
- * One was too few: the inserts of every partition take turns, and at 1.1M rows/s of parsing
- * one slow insert broke a partition in two of three 10M-row uploads of `make bench-ingest`'s
- * download-layout case, whose seal then refilled it from the log (2.4 s more).
+ * Writes waiting for their turn that one partition may have (besides the one under way) while
+ * the upload goes on: past it the upload waits for room (room()). Parsing can outrun
+ * ClickHouse's inserts into the stages (the machine's cores are shared): in the 2-column case
+ * of `make bench-ingest` it did, by about half, and a stage given up for that costs more than
+ * the wait, since its seal refills it from the log (5 s for 10M points, after the commit).
+ */
+const ROOM_WAITING_PER_PARTITION = 1;
+
+/**
+ * The hard bound on a partition's waiting writes: one request's acknowledgement can add two
+ * (its bytes bound, over batchRows) past room()'s check. A partition whose next write finds
+ * this many waiting is given up at once rather than held in memory (with batchRows, this bounds
+ * what the writer holds per partition to about five inserts).
  */
 export const MOST_WAITING_PER_PARTITION = 3;
 
@@ -39,10 +45,10 @@ export const MOST_WAITING_PER_PARTITION = 3;
  * rows of whole batches, one insert in flight. The stage is only a cache: the seal checks it
  * and refills it from the log when it is not what the seal says. So a failed insert (refused,
  * or of unknown outcome) marks its partition's stage broken: no retry, no more inserts there,
- * a warning, and the upload goes on; ClickHouse being down never fails an upload, nor does a
- * slow one hold it past finishTimeoutMs (the inserts still under way are given up, and their
- * partitions counted broken), nor fill the job's memory: a partition whose writes pile up
- * (MOST_WAITING_PER_PARTITION) is counted broken at once and its rows dropped.
+ * a warning, and the upload goes on; ClickHouse being down never fails an upload. A slow one
+ * slows it (room(): the upload waits while a partition's writes pile up), but holds it past
+ * finishTimeoutMs neither there nor at the end (the inserts still under way are then given up,
+ * and the stages count as broken), nor fills the job's memory (MOST_WAITING_PER_PARTITION).
  *
  * Its first act is to drop the task's stages of earlier runs (a run killed before its commit
  * leaves them, and none of them will ever be sealed), so they go at the task's next run, not
@@ -60,6 +66,8 @@ export class StageWriter {
   /** The rows of the writes waiting for their turn, per partition (dropped when it breaks). */
   private readonly waiting = new Map<number, Segment[][]>();
   private readonly giveUp = new AbortController();
+  /** Told when an insert ends (room() waits on it). */
+  private onWriteEnd: Array<() => void> = [];
   private inFlight: Promise<void>;
 
   constructor(stage: UploadStage, options: StageWriterOptions, logger: Logger) {
@@ -82,6 +90,7 @@ export class StageWriter {
   add(segments: readonly Segment[]): void {
     for (const segment of segments) {
       const { partition } = segment;
+      if (this.giveUp.signal.aborted) this.broken.add(partition);
       if (this.broken.has(partition)) continue;
       let buffer = this.buffers.get(partition) ?? { segments: [], rows: 0 };
       const rows = segmentRows(segment);
@@ -93,6 +102,32 @@ export class StageWriter {
       buffer.segments.push(segment);
       buffer.rows += rows;
       this.buffers.set(partition, buffer);
+    }
+  }
+
+  /**
+   * Resolves once every partition has room for its next write (at most
+   * ROOM_WAITING_PER_PARTITION waiting): the upload calls it before each batch, so parsing
+   * goes at ClickHouse's pace rather than past it. Waits at most finishTimeoutMs in all, once:
+   * past it every insert under way or waiting is given up and every stage of the upload counts
+   * as broken (refilled at the seals), as at finish. Never throws.
+   */
+  async room(): Promise<void> {
+    if (!this.crowded()) return;
+    const deadline = performance.now() + this.options.finishTimeoutMs;
+    while (this.crowded()) {
+      const left = deadline - performance.now();
+      if (left <= 0) {
+        this.giveUpAll(new Error(`no room in the stages within ${this.options.finishTimeoutMs} ms`), 'waiting for room');
+        return;
+      }
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, left);
+        this.onWriteEnd.push(() => {
+          clearTimeout(timer);
+          resolve();
+        });
+      });
     }
   }
 
@@ -120,10 +155,23 @@ export class StageWriter {
     try {
       await withTimeout(this.inFlight, this.options.finishTimeoutMs, `the staging inserts (${what})`);
     } catch (error) {
-      for (const partition of this.writing.keys()) this.broken.add(partition);
-      this.giveUp.abort(error);
-      this.logger.warn({ err: error, attempt: this.attempt, partitions: [...this.writing.keys()] }, 'staging inserts given up (MERIDIAN_STAGE_FINISH_TIMEOUT_MS); these partitions\' stages will be refilled from the log at the seal');
+      this.giveUpAll(error, what);
     }
+  }
+
+  /** Whether a partition has more writes waiting than room() lets the upload go on with. */
+  private crowded(): boolean {
+    for (const [partition, writes] of this.waiting) if (writes.length > ROOM_WAITING_PER_PARTITION && !this.broken.has(partition)) return true;
+    return false;
+  }
+
+  /** ClickHouse did not keep up within finishTimeoutMs: every insert is given up, and every stage of the upload (written to or not) counts as broken from now on. */
+  private giveUpAll(error: unknown, what: string): void {
+    for (const partition of this.writing.keys()) this.broken.add(partition);
+    this.waiting.clear();
+    this.buffers.clear();
+    this.giveUp.abort(error);
+    this.logger.warn({ err: error, attempt: this.attempt, partitions: [...this.writing.keys()], while: what }, 'staging inserts given up (MERIDIAN_STAGE_FINISH_TIMEOUT_MS); these partitions\' stages will be refilled from the log at the seal');
   }
 
   /** Queues an insert of these rows behind the others; `bounded`: past MOST_WAITING_PER_PARTITION the partition breaks instead. */
@@ -152,6 +200,9 @@ export class StageWriter {
         const left = this.writing.get(partition)! - 1;
         if (left === 0) this.writing.delete(partition);
         else this.writing.set(partition, left);
+        const waiters = this.onWriteEnd;
+        this.onWriteEnd = [];
+        for (const wake of waiters) wake();
       }
     });
   }

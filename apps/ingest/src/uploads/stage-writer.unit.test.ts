@@ -102,6 +102,57 @@ describe('stage writer', () => {
     await new Promise((r) => setTimeout(r, 20));
     expect(f.inserts).toEqual(['0:1']);
   });
+  it('room() holds the upload while a partition has writes piling up behind a slow ClickHouse, and lets it go once they drain: nothing given up', async () => {
+    let answer = () => {};
+    const answered = new Promise<void>((r) => (answer = r));
+    const inserts: string[] = [];
+    const slow: UploadStage = {
+      async open(_taskId, _attempt, partition) {
+        return {
+          async insert(segments) {
+            if (inserts.length === 0) await answered;
+            inserts.push(`${partition}:${segments.map((s) => s.offset).join(',')}`);
+          },
+        };
+      },
+      async drop() {},
+    };
+    const w = new StageWriter(slow, options('ffffffffffffffff', 5), logger);
+    const turn = () => new Promise((r) => setImmediate(r));
+    await w.room(); // nothing written yet: room at once
+    for (let offset = 1; offset <= 3; offset++) w.add([segment(0, offset, 5)]); // 0:1 under way (held), 0:2 waits
+    await turn();
+    await w.room(); // one waiting: still room
+    w.add([segment(0, 4, 5)]); // 0:3 waits too: crowded
+    let roomy = false;
+    const room = w.room().then(() => { roomy = true; });
+    await turn();
+    await turn();
+    expect(roomy, 'room() waits while two writes wait behind a held insert').toBe(false);
+    answer();
+    await room;
+    expect(inserts[0]).toBe('0:1');
+    await w.finish();
+    expect(inserts).toEqual(['0:1', '0:2', '0:3', '0:4']);
+    expect(w.brokenPartitions.size).toBe(0);
+  });
+
+  it('room() waits at most finishTimeoutMs: then every insert is given up and every stage, even one not written yet, counts as broken', async () => {
+    const f = fakeStage(() => false, (partition) => partition === 0);
+    const w = new StageWriter(f.stage, options('abababababababab', 5, 50), logger);
+    for (let offset = 1; offset <= 4; offset++) w.add([segment(0, offset, 5)]); // 0:1 never answered, 0:2 and 0:3 wait
+    await new Promise((r) => setImmediate(r));
+    const started = performance.now();
+    await w.room();
+    expect(performance.now() - started).toBeGreaterThanOrEqual(45);
+    expect(f.givenUp).toEqual([0]);
+    w.add([segment(1, 1, 5), segment(1, 2, 5)]);
+    expect([...w.brokenPartitions].sort()).toEqual([0, 1]);
+    await w.room(); // given up: no more waiting
+    await w.finish();
+    expect(f.inserts).toEqual([]);
+  });
+
   it('a partition whose writes pile up behind a slow ClickHouse is given up at once: broken, its waiting rows dropped, never inserted', async () => {
     let answer = () => {};
     const answered = new Promise<void>((r) => (answer = r));

@@ -149,6 +149,8 @@ async function runUpload(cmd: MetricsUploadRequested, at: CommandPosition, produ
       const batch = { type: 'PointBatch' as const, task_id: cmd.task_id, metric_name: b.metric_name, updated_at: cmd.at, timestamps: b.timestamps, values: b.values, ...(staging === null ? {} : { stage: staging.attempt }) };
       const value = deps.pointsCodec.encode(batch);
       await sender.send(b.metric_name, value, b.timestamps.length, staging === null ? undefined : { batch, headers: { [STAGE_HEADER]: staging.attempt } });
+      // At ClickHouse's pace while the stages fall behind: a stage given up costs a refill at its seal.
+      await staging?.room();
     }
     return null;
   };
