@@ -460,7 +460,7 @@ export const settingDefinitions = {
   MERIDIAN_STAGE_FINISH_TIMEOUT_MS: {
     schema: positiveInt,
     default: '30000',
-    doc: 'Longest a staged upload waits, before its commit, for its last inserts into its stage tables (and, on a failed upload, before dropping them). Past it the inserts are given up and those stages count as broken: the projector refills them from the log at the seal, so a slow ClickHouse delays the seal, not the upload.',
+    doc: 'Longest a staged upload waits for the inserts into its stage tables, twice: while it is parsed, for room when they fall behind (over all its waits), and before its commit, for its last ones (and, on a failed upload, before dropping them). Past it the inserts are given up and those stages count as broken: the projector refills them from the log at the seal, so a ClickHouse that does not answer delays the seal, and the upload by at most twice this.',
   },
   // issue 15: staged uploads, bounded waits
   MERIDIAN_STAGE_INSERT_WAIT_MS: {

@@ -68,6 +68,8 @@ export class StageWriter {
   private readonly giveUp = new AbortController();
   /** Told when an insert ends (room() waits on it). */
   private onWriteEnd: Array<() => void> = [];
+  /** What room() has waited so far, over all its calls. */
+  private roomWaitedMs = 0;
   private inFlight: Promise<void>;
 
   constructor(stage: UploadStage, options: StageWriterOptions, logger: Logger) {
@@ -108,19 +110,18 @@ export class StageWriter {
   /**
    * Resolves once every partition has room for its next write (at most
    * ROOM_WAITING_PER_PARTITION waiting): the upload calls it before each batch, so parsing
-   * goes at ClickHouse's pace rather than past it. Waits at most finishTimeoutMs in all, once:
-   * past it every insert under way or waiting is given up and every stage of the upload counts
-   * as broken (refilled at the seals), as at finish. Never throws.
+   * goes at ClickHouse's pace rather than past it. Waits at most finishTimeoutMs over all its
+   * calls: past it every insert under way or waiting is given up and every stage of the upload
+   * counts as broken (refilled at the seals), as at finish. Never throws.
    */
   async room(): Promise<void> {
-    if (!this.crowded()) return;
-    const deadline = performance.now() + this.options.finishTimeoutMs;
     while (this.crowded()) {
-      const left = deadline - performance.now();
+      const left = this.options.finishTimeoutMs - this.roomWaitedMs;
       if (left <= 0) {
-        this.giveUpAll(new Error(`no room in the stages within ${this.options.finishTimeoutMs} ms`), 'waiting for room');
+        this.giveUpAll(new Error(`the stages had no room for ${this.options.finishTimeoutMs} ms in all`), 'waiting for room');
         return;
       }
+      const started = performance.now();
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, left);
         this.onWriteEnd.push(() => {
@@ -128,6 +129,7 @@ export class StageWriter {
           resolve();
         });
       });
+      this.roomWaitedMs += performance.now() - started;
     }
   }
 

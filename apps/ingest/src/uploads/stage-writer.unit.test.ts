@@ -153,6 +153,37 @@ describe('stage writer', () => {
     expect(f.inserts).toEqual([]);
   });
 
+  it('room() waits at most finishTimeoutMs over all its calls, not each', async () => {
+    // Every insert is held until the test lets it end (or the writer gives it up).
+    const held: Array<() => void> = [];
+    const stage: UploadStage = {
+      async open() {
+        return {
+          insert: (_segments, signal) => new Promise<void>((resolve, reject) => {
+            held.push(resolve);
+            signal?.addEventListener('abort', () => reject(new Error('aborted')));
+          }),
+        };
+      },
+      async drop() {},
+    };
+    const w = new StageWriter(stage, options('cdcdcdcdcdcdcdcd', 5, 300), logger);
+    const turn = () => new Promise((r) => setImmediate(r));
+    let offset = 0;
+    for (let k = 0; k < 4; k++) w.add([segment(0, ++offset, 5)]); // one under way, two waiting: crowded
+    await turn();
+    setTimeout(() => held.shift()!(), 150);
+    await w.room(); // ~150 ms: an insert ended in time
+    expect(w.brokenPartitions.size).toBe(0);
+    w.add([segment(0, ++offset, 5)]); // crowded again
+    await turn();
+    // This insert would end within 300 ms of this call, but only ~150 are left of the 300.
+    setTimeout(() => held.shift()?.(), 250);
+    await w.room();
+    expect([...w.brokenPartitions]).toEqual([0]);
+    await w.finish();
+  });
+
   it('a partition whose writes pile up behind a slow ClickHouse is given up at once: broken, its waiting rows dropped, never inserted', async () => {
     let answer = () => {};
     const answered = new Promise<void>((r) => (answer = r));
