@@ -1,7 +1,9 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createReadStream, readFileSync } from 'node:fs';
+import { request, type IncomingMessage } from 'node:http';
 import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import { fileURLToPath } from 'node:url';
 import { loadSettings, type Settings } from '@meridian/config';
 import { formatTimestamp } from '@meridian/domain';
@@ -125,13 +127,23 @@ export function startProcess(script: string, settings: Settings, extraEnv: Recor
 }
 
 /**
- * A file on disk as a request body (fetch with duplex 'half'), read in 1 MiB chunks. Every
- * case and every reference sends its files through this one client: with Node's default 64 KiB
- * chunks the bench process itself spent about 4 CPU-seconds sending 770 MB (a core the
- * services under measurement then lacked); with 1 MiB, about 2.5.
+ * POSTs a stream with node:http; the answer's status and text. Every case and every reference
+ * sends its bodies through it: fetch with a web stream body cost this process 3–6 CPU-seconds
+ * for a 735 MB file against about 0.6, and on a 2-core machine the client's CPU is taken from
+ * the processes being measured. Files are read in 1 MiB chunks (fileStream).
  */
-export function fileBody(path: string): ReadableStream {
-  return Readable.toWeb(createReadStream(path, { highWaterMark: 1024 * 1024 })) as ReadableStream;
+export async function postStream(url: string, headers: Record<string, string>, body: Readable): Promise<{ status: number; text: string }> {
+  const req = request(url, { method: 'POST', headers });
+  const answered = new Promise<IncomingMessage>((resolve, reject) => req.once('response', resolve).once('error', reject));
+  await pipeline(body, req);
+  const res = await answered;
+  let text = '';
+  for await (const chunk of res) text += String(chunk);
+  return { status: res.statusCode ?? 0, text };
+}
+
+export function fileStream(path: string): Readable {
+  return createReadStream(path, { highWaterMark: 1024 * 1024 });
 }
 
 export async function waitUntil<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs: number, everyMs = 100): Promise<T> {

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { adminKey, benchApi, cpuSplit, type CpuSpent, csvPoints, downloadPoints, fileBody, fmt, stackProcesses, startProcess, waitUntil } from './common.ts';
+import { adminKey, benchApi, cpuSplit, type CpuSpent, csvPoints, downloadPoints, fileStream, fmt, postStream, stackProcesses, startProcess, waitUntil } from './common.ts';
 import { benchJsonUploads, jsonFigureLines } from './json-uploads.ts';
 import { benchParseRows } from './parse-rows.ts';
 import { startVictoriaMetrics } from './victoria-metrics.ts';
@@ -105,8 +105,8 @@ async function endToEnd(): Promise<void> {
     await chCommand('CREATE TABLE baseline AS points');
     const directSplit = cpuSplit(processes);
     const directStarted = performance.now();
-    const insert = await fetch(`${settings.CLICKHOUSE_URL}/?database=${settings.CLICKHOUSE_DATABASE}&query=${encodeURIComponent('INSERT INTO baseline FORMAT TabSeparated')}`, { method: 'POST', body: fileBody(tsvFile) as never, duplex: 'half' });
-    if (!insert.ok) throw new Error(`direct insert: ${await insert.text()}`);
+    const insert = await postStream(`${settings.CLICKHOUSE_URL}/?database=${settings.CLICKHOUSE_DATABASE}&query=${encodeURIComponent('INSERT INTO baseline FORMAT TabSeparated')}`, {}, fileStream(tsvFile));
+    if (insert.status !== 200) throw new Error(`direct insert: ${insert.text}`);
     const directMs = performance.now() - directStarted;
     const directCpu = directSplit.end();
     await chCommand('DROP TABLE baseline');
@@ -150,10 +150,10 @@ async function endToEnd(): Promise<void> {
       const split = cpuSplit(processes);
       const started = performance.now();
       // The raw body is the file (the route takes a non-multipart body as the file itself).
-      const res = await fetch(`${base}/api/v1/metrics_file_upload${query}`, { method: 'POST', headers: auth, body: fileBody(file) as never, duplex: 'half' });
-      if (res.status !== 202) throw new Error(`${what} upload: ${res.status} ${await res.text()}`);
+      const res = await postStream(`${base}/api/v1/metrics_file_upload${query}`, auth, fileStream(file));
+      if (res.status !== 202) throw new Error(`${what} upload: ${res.status} ${res.text}`);
       const ackMs = performance.now() - started;
-      const taskId = ((await res.json()) as { task_id: string }).task_id;
+      const taskId = (JSON.parse(res.text) as { task_id: string }).task_id;
       let loggedMs = 0;
       await waitUntil(`the ${what} upload to succeed`, async () => {
         const t = await task(key, taskId);
@@ -177,10 +177,8 @@ async function endToEnd(): Promise<void> {
     const chunk = Buffer.from('not,a point\n'.repeat(87_382)); // ~1 MiB
     const chunks = Math.ceil(BIG_FILE_BYTES / chunk.length);
     const bigStarted = performance.now();
-    const big = await fetch(`${base}/api/v1/metrics_file_upload?metric_name=bench.big`, {
-      method: 'POST', headers: auth, duplex: 'half', body: Readable.toWeb(Readable.from((function* () { for (let i = 0; i < chunks; i++) yield chunk; })())) as never,
-    });
-    if (big.status !== 202) throw new Error(`1 GB upload: ${big.status} ${await big.text()}`);
+    const big = await postStream(`${base}/api/v1/metrics_file_upload?metric_name=bench.big`, auth, Readable.from((function* () { for (let i = 0; i < chunks; i++) yield chunk; })()));
+    if (big.status !== 202) throw new Error(`1 GB upload: ${big.status} ${big.text}`);
     const bigMs = performance.now() - bigStarted;
     const bigPeak = api.windowPeakMb();
 

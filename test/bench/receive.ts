@@ -1,11 +1,10 @@
-import { request, type IncomingMessage } from 'node:http';
-import { createReadStream, createWriteStream, rmSync, statSync } from 'node:fs';
+import { createWriteStream, rmSync, statSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createBlobStore } from '@meridian/storage';
-import { adminKey, benchApi, cpuSplit, downloadPoints, fmt, repoRoot, stackProcesses, startProcess, waitUntil } from './common.ts';
+import { adminKey, benchApi, cpuSplit, downloadPoints, fileStream, fmt, postStream, repoRoot, stackProcesses, startProcess, waitUntil } from './common.ts';
 
 /**
  * make bench-receive: the api alone receiving file uploads, first byte to 202 (the claim check:
@@ -32,20 +31,6 @@ const T0 = Date.UTC(2024, 0, 1);
 
 const clientCpu = { name: 'client', cpuSeconds: () => { const u = process.cpuUsage(); return (u.user + u.system) / 1e6; } };
 
-/**
- * POSTs a stream with node:http, which costs this process a fraction of fetch's CPU with a web
- * stream body (measured: 0.6 against 3–6 CPU-seconds for the 735 MB file): on a 2-core machine
- * the client's CPU is taken from the api and MinIO, whose work is what is measured.
- */
-async function post(url: string, headers: Record<string, string>, body: Readable): Promise<number> {
-  const req = request(url, { method: 'POST', headers: { ...headers, 'Content-Type': 'text/csv' } });
-  const answered = new Promise<IncomingMessage>((resolve, reject) => req.once('response', resolve).once('error', reject));
-  await pipeline(body, req);
-  const res = await answered;
-  res.resume();
-  return res.statusCode ?? 0;
-}
-
 async function main(): Promise<void> {
   await pipeline(downloadPoints(POINTS, 1000, T0), createWriteStream(downloadFile));
   const fileBytes = statSync(downloadFile).size;
@@ -70,14 +55,14 @@ async function main(): Promise<void> {
             const split = cpuSplit(processes);
             const load = loadavg()[0]!.toFixed(2);
             const started = performance.now();
-            const status = await post(`${base}/api/v1/metrics_file_upload${query}`, auth!, body());
+            const { status } = await postStream(`${base}/api/v1/metrics_file_upload${query}`, { ...auth!, 'Content-Type': 'text/csv' }, body());
             if (status !== 202) throw new Error(`${what}: ${status}`);
             const ms = performance.now() - started;
             const cpu = split.end();
             console.log(`  run ${run}, ${name}: ${what}: acked after ${(ms / 1000).toFixed(2)} s, ${fmt(bytes / 1024 ** 2 / (ms / 1000))} MB/s, api RSS at most ${api.windowPeakMb()} MB (load ${load}); ${cpu.line}; ${fmt(bytes / 1024 ** 2 / cpu.of('api'))} MB per api CPU-second`);
             for (const { key } of await blobs.list('staging/')) await blobs.remove(key);
           };
-          await receive('download-layout file', '', fileBytes, () => createReadStream(downloadFile));
+          await receive('download-layout file', '', fileBytes, () => fileStream(downloadFile));
           await receive('generated body', '?metric_name=bench.big', chunks * chunk.length, () => Readable.from((function* () { for (let i = 0; i < chunks; i++) yield chunk; })()));
         } finally {
           await api.stop();

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileBody, waitUntil } from './common.ts';
+import { fileStream, postStream, waitUntil } from './common.ts';
 
 /**
  * The peer of make bench-ingest: a single-node VictoriaMetrics (Debian's victoria-metrics,
@@ -56,10 +56,8 @@ export async function startVictoriaMetrics(): Promise<VictoriaMetrics> {
   return {
     async importDownloadCsv(file, points, lastTs, spanMs) {
       const started = performance.now();
-      const res = await fetch(`${base}/api/v1/import/csv?format=${encodeURIComponent(DOWNLOAD_FORMAT)}`, {
-        method: 'POST', body: fileBody(file) as never, duplex: 'half',
-      });
-      if (!res.ok) throw new Error(`VictoriaMetrics CSV import: ${res.status} ${await res.text()}`);
+      const res = await postStream(`${base}/api/v1/import/csv?format=${encodeURIComponent(DOWNLOAD_FORMAT)}`, {}, fileStream(file));
+      if (res.status >= 300) throw new Error(`VictoriaMetrics CSV import: ${res.status} ${res.text}`);
       // Imported rows wait in memory up to ~10 s before a query sees them; this makes them
       // searchable now (the endpoint VictoriaMetrics documents for that), so the figure is
       // its import's cost rather than its flush interval.
