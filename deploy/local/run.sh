@@ -29,7 +29,7 @@ eval "$("$REPO_ROOT/deploy/local/stack.sh" env)"
 export MERIDIAN_DEV_LOGS="${MERIDIAN_DEV_LOGS:-true}"
 
 node apps/ingest/src/main.ts & pids+=($!)
-node --max-semi-space-size=1 apps/api/src/main.ts & pids+=($!) # API_NODE_FLAGS (apps/api/src/node-flags.ts)
+MALLOC_ARENA_MAX=2 node --max-semi-space-size=1 apps/api/src/main.ts & pids+=($!) # API_NODE_ENV, API_NODE_FLAGS (apps/api/src/node-flags.ts)
 
 base="http://${MERIDIAN_API_HOST:-127.0.0.1}:${MERIDIAN_API_PORT:-8088}"
 for _ in $(seq 1 120); do

@@ -7,7 +7,7 @@ import { pipeline } from 'node:stream/promises';
 import { fileURLToPath } from 'node:url';
 import { loadSettings, type Settings } from '@meridian/config';
 import { formatTimestamp } from '@meridian/domain';
-import { API_NODE_FLAGS } from '../../apps/api/src/node-flags.ts';
+import { API_NODE_ENV, API_NODE_FLAGS } from '../../apps/api/src/node-flags.ts';
 
 /** Shared pieces of the benchmarks: real api and ingest processes on a fresh scope of the local stack. */
 export const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
@@ -85,8 +85,9 @@ export function cpuSplit(procs: ReadonlyArray<{ name: string; cpuSeconds(): numb
 
 /** Starts an app as its own process (from this checkout, or another `root`) and samples its resident memory until it stops. */
 export function startProcess(script: string, settings: Settings, extraEnv: Record<string, string> = {}, root = repoRoot): Proc {
-  const env = { ...process.env, ...Object.fromEntries(Object.entries(settings).map(([k, v]) => [k, String(v)])), ...extraEnv };
-  const flags = script === 'apps/api/src/main.ts' ? API_NODE_FLAGS : [];
+  const api = script === 'apps/api/src/main.ts';
+  const env = { ...process.env, ...(api ? API_NODE_ENV : {}), ...Object.fromEntries(Object.entries(settings).map(([k, v]) => [k, String(v)])), ...extraEnv };
+  const flags = api ? API_NODE_FLAGS : [];
   const child = spawn(process.execPath, [...flags, `${root}${script}`], { env, stdio: ['ignore', 'inherit', 'inherit'] });
   let peak = 0;
   let rss = 0;

@@ -8,7 +8,7 @@ import type { Settings } from '@meridian/config';
 import { createLogger, silenceKnownWarnings } from '@meridian/observability';
 import { createPlatform, type Platform } from '../support/platform.ts';
 import { createSnapshotStore } from '@meridian/storage';
-import { API_NODE_FLAGS } from '../../apps/api/src/node-flags.ts';
+import { API_NODE_ENV, API_NODE_FLAGS } from '../../apps/api/src/node-flags.ts';
 import { benchApi, fmt, percentile, repoRoot, settingsEnv } from './common.ts';
 import { writeHistory, type WrittenHistory } from './history-log.ts';
 import { historyGoals, historyTable, NOT_MEASURED, type Figure, type HistoryRow, type ReadAtStart } from './history-report.ts';
@@ -61,7 +61,7 @@ type Launched = {
  */
 function launch(app: 'api' | 'ingest', env: NodeJS.ProcessEnv): Launched {
   const startedAt = performance.now();
-  const child = spawn(process.execPath, [...(app === 'api' ? API_NODE_FLAGS : []), `${repoRoot}apps/${app}/src/main.ts`], { cwd: repoRoot, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [...(app === 'api' ? API_NODE_FLAGS : []), `${repoRoot}apps/${app}/src/main.ts`], { cwd: repoRoot, env: { ...(app === 'api' ? API_NODE_ENV : {}), ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   const topicPrefix = env.MERIDIAN_TOPIC_PREFIX ?? '';
   const readAtStart: Record<string, number> = {};
   let tail = '';

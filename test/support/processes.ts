@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { Settings } from '@meridian/config';
 import { settingsEnv } from './settings.ts';
-import { API_NODE_FLAGS } from '../../apps/api/src/node-flags.ts';
+import { API_NODE_ENV, API_NODE_FLAGS } from '../../apps/api/src/node-flags.ts';
 
 const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -17,7 +17,7 @@ export type AppProcess = {
 export function startApp(app: 'api' | 'ingest', settings: Settings, extraEnv: Record<string, string> = {}): AppProcess {
   const child = spawn(process.execPath, [...(app === 'api' ? API_NODE_FLAGS : []), `${repoRoot}apps/${app}/src/main.ts`], {
     cwd: repoRoot,
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...settingsEnv(settings), LOG_LEVEL: 'info', ...extraEnv },
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...(app === 'api' ? API_NODE_ENV : {}), ...settingsEnv(settings), LOG_LEVEL: 'info', ...extraEnv },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
