@@ -7,6 +7,8 @@ import { pipeline } from 'node:stream/promises';
 import { fileURLToPath } from 'node:url';
 import { loadSettings, type Settings } from '@meridian/config';
 import { formatTimestamp } from '@meridian/domain';
+import { createLogger, silenceKnownWarnings } from '@meridian/observability';
+import { createPlatform, type Platform } from '../support/platform.ts';
 import { API_NODE_ENV, API_NODE_FLAGS } from '../../apps/api/src/node-flags.ts';
 
 /** Shared pieces of the benchmarks: real api and ingest processes on a fresh scope of the local stack. */
@@ -211,4 +213,34 @@ export function downloadPoints(count: number, metrics: number, t0: number, { zul
       yield `${lines.join('\n')}\n`;
     }
   })());
+}
+
+/**
+ * The scope's topics, database and bucket go once measured: a million tasks are a gigabyte of
+ * log, and a bench-ingest run 2 GB of log and 1 GB of tables, on a shared machine (left behind,
+ * they once filled its disk, and a later run died on EPIPE).
+ */
+export async function dropScope(platform: Platform): Promise<void> {
+  const { admin, topics, settings, clickhouse, storage } = platform;
+  await admin.deleteTopics({ topics: Object.values(topics) }).catch((e: unknown) => console.warn(`bench: topics not deleted: ${String(e)}`));
+  await clickhouse.command({ query: `DROP DATABASE IF EXISTS ${settings.CLICKHOUSE_DATABASE}` }).catch((e: unknown) => console.warn(`bench: database not dropped: ${String(e)}`));
+  // The warm-up left snapshots in the bucket: a bucket goes only once empty.
+  const emptied = async () => {
+    const names: string[] = [];
+    for await (const item of storage.client.listObjectsV2(storage.bucket, '', true) as AsyncIterable<{ name?: string }>) if (item.name) names.push(item.name);
+    await storage.client.removeObjects(storage.bucket, names);
+    await storage.client.removeBucket(storage.bucket);
+  };
+  await emptied().catch((e: unknown) => console.warn(`bench: bucket not removed: ${String(e)}`));
+}
+
+/** dropScope with a platform of its own, for a bench that has none. */
+export async function dropBenchScope(settings: Settings): Promise<void> {
+  silenceKnownWarnings(); // kafkajs' admin client, as every process of ours does
+  const platform = createPlatform(settings, createLogger({ name: 'bench', level: 'warn' }), 'bench');
+  try {
+    await dropScope(platform);
+  } finally {
+    await platform.close();
+  }
 }

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { get, type IncomingMessage } from 'node:http';
 import { createClickHouse, ensureDatabase, migrate, planDownload, streamDownload, type DownloadRequest } from '@meridian/clickhouse';
-import { adminKey, benchApi, fmt, startProcess, waitUntil } from './common.ts';
+import { adminKey, benchApi, dropBenchScope, fmt, startProcess, waitUntil } from './common.ts';
 
 /**
  * make bench-download: 10M points over 1,000 metrics, downloaded through a real api process
@@ -102,8 +102,8 @@ async function main(): Promise<void> {
     console.log(`  medians of ${REPEAT} runs each; peak api RSS: ${api.peakRssMb()} MB; most RSS growth during a ${fmt(ROWS)}-row download: ${growth} MB (goal < 50 MB)`);
   } finally {
     await api.stop();
-    await client.command({ query: `DROP DATABASE IF EXISTS ${settings.CLICKHOUSE_DATABASE}` });
     await client.close();
+    await dropBenchScope(settings);
   }
 }
 

@@ -9,7 +9,7 @@ import { createLogger, silenceKnownWarnings } from '@meridian/observability';
 import { createPlatform, type Platform } from '../support/platform.ts';
 import { createSnapshotStore } from '@meridian/storage';
 import { API_NODE_ENV, API_NODE_FLAGS } from '../../apps/api/src/node-flags.ts';
-import { benchApi, fmt, percentile, repoRoot, settingsEnv } from './common.ts';
+import { benchApi, dropScope, fmt, percentile, repoRoot, settingsEnv } from './common.ts';
 import { writeHistory, type WrittenHistory } from './history-log.ts';
 import { historyGoals, historyTable, NOT_MEASURED, type Figure, type HistoryRow, type ReadAtStart } from './history-report.ts';
 
@@ -296,21 +296,6 @@ async function warmUp(settings: Settings, platform: Platform): Promise<number> {
   } finally {
     await ingest.stop();
   }
-}
-
-/** The scope's topics, database and bucket go once measured: a million tasks are a gigabyte of log on a shared machine. */
-async function dropScope(platform: Platform): Promise<void> {
-  const { admin, topics, settings, clickhouse, storage } = platform;
-  await admin.deleteTopics({ topics: Object.values(topics) }).catch((e: unknown) => console.warn(`bench: topics not deleted: ${String(e)}`));
-  await clickhouse.command({ query: `DROP DATABASE IF EXISTS ${settings.CLICKHOUSE_DATABASE}` }).catch((e: unknown) => console.warn(`bench: database not dropped: ${String(e)}`));
-  // The warm-up left snapshots in the bucket: a bucket goes only once empty.
-  const emptied = async () => {
-    const names: string[] = [];
-    for await (const item of storage.client.listObjectsV2(storage.bucket, '', true) as AsyncIterable<{ name?: string }>) if (item.name) names.push(item.name);
-    await storage.client.removeObjects(storage.bucket, names);
-    await storage.client.removeBucket(storage.bucket);
-  };
-  await emptied().catch((e: unknown) => console.warn(`bench: bucket not removed: ${String(e)}`));
 }
 
 async function measure(tasks: number): Promise<HistoryRow> {

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { adminKey, benchApi, cpuSplit, type CpuSpent, csvPoints, downloadPoints, fileStream, fmt, postStream, stackProcesses, startProcess, waitUntil } from './common.ts';
+import { adminKey, benchApi, cpuSplit, dropBenchScope, type CpuSpent, csvPoints, downloadPoints, fileStream, fmt, postStream, stackProcesses, startProcess, waitUntil } from './common.ts';
 import { benchJsonUploads, jsonFigureLines } from './json-uploads.ts';
 import { benchParseRows } from './parse-rows.ts';
 import { startVictoriaMetrics } from './victoria-metrics.ts';
@@ -202,6 +202,7 @@ async function endToEnd(): Promise<void> {
     console.log(`  api receiving a ${(chunks * chunk.length / 1024 ** 3).toFixed(2)} GB file: ${fmt((chunks * chunk.length) / 1024 ** 2 / (bigMs / 1000))} MB/s, RSS ${before1g} MB before, at most ${bigPeak} MB during (goal < 300 MB)`);
   } finally {
     await Promise.all([api.stop(), ingest.stop()]);
+    await dropBenchScope(settings);
   }
 }
 

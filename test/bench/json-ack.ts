@@ -1,5 +1,6 @@
 import { formatTimestamp } from '@meridian/domain';
-import { adminKey, benchApi, fmt, percentile, startProcess, waitUntil, type Proc } from './common.ts';
+import type { Settings } from '@meridian/config';
+import { adminKey, benchApi, dropBenchScope, fmt, percentile, startProcess, waitUntil, type Proc } from './common.ts';
 
 /**
  * make bench-json-ack: the ack latency of JSON uploads (the time from sending the request to its
@@ -16,14 +17,14 @@ const WARMUP = 10;
 const T0 = Date.UTC(2024, 0, 1);
 const compareRoots = (process.env.BENCH_COMPARE_ROOT ?? '').split(',').filter(Boolean).map((r) => (r.endsWith('/') ? r : `${r}/`));
 
-type Target = { name: string; base: string; proc: Proc; key: string; ms: number[] };
+type Target = { name: string; base: string; proc: Proc; key: string; ms: number[]; settings: Settings };
 
 async function start(name: string, root?: string): Promise<Target> {
   // No rate limit: the bench sends as fast as the answers come.
   const { settings, base } = benchApi({ MERIDIAN_RATE_LIMIT_PER_SECOND: '0' });
   const proc = startProcess('apps/api/src/main.ts', settings, {}, root);
   await waitUntil(`the ${name} api`, async () => ((await fetch(`${base}/readyz`)).ok ? true : undefined), 120_000, 250);
-  return { name, base, proc, key: await adminKey(settings), ms: [] };
+  return { name, base, proc, key: await adminKey(settings), ms: [], settings };
 }
 
 function body(n: number): string {
@@ -60,6 +61,7 @@ async function main(): Promise<void> {
     }
   } finally {
     await Promise.all(targets.map((t) => t.proc.stop()));
+    for (const t of targets) await dropBenchScope(t.settings);
   }
 }
 

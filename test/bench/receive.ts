@@ -4,7 +4,7 @@ import { join, resolve } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createBlobStore } from '@meridian/storage';
-import { adminKey, benchApi, cpuSplit, downloadPoints, fileStream, fmt, postStream, repoRoot, stackProcesses, startProcess, waitUntil } from './common.ts';
+import { adminKey, benchApi, cpuSplit, dropBenchScope, downloadPoints, fileStream, fmt, postStream, repoRoot, stackProcesses, startProcess, waitUntil } from './common.ts';
 
 /**
  * make bench-receive: the api alone receiving file uploads, first byte to 202 (the claim check:
@@ -71,6 +71,7 @@ async function main(): Promise<void> {
     }
   } finally {
     rmSync(downloadFile, { force: true });
+    await dropBenchScope(settings);
   }
 }
 

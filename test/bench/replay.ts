@@ -1,5 +1,5 @@
 import { Readable } from 'node:stream';
-import { adminKey, benchApi, csvPoints, fmt, meridian, startProcess, waitUntil } from './common.ts';
+import { adminKey, benchApi, csvPoints, dropBenchScope, fmt, meridian, startProcess, waitUntil } from './common.ts';
 
 /**
  * make bench-replay: ingests BENCH_POINTS points through a real api and ingest (CSV file uploads
@@ -67,6 +67,7 @@ async function main(): Promise<void> {
     console.log(`  verification against the live table: ${result.verification.ok ? 'passed' : 'failed'}; generation ${result.generation} kept beside the live table`);
   } finally {
     await Promise.all([api.stop(), ingest.stop()]);
+    await dropBenchScope(settings);
   }
 }
 
