@@ -1,4 +1,4 @@
-import { withTimeout, type Logger } from '@meridian/observability';
+import type { Logger } from '@meridian/observability';
 import { segmentRows, type Segment } from '@meridian/projection';
 
 /** Where a staged upload's rows are written aside (libs/clickhouse's PointsStages implements it). */
@@ -18,9 +18,17 @@ export type StageWriterOptions = {
   readonly attempt: string;
   /** Most rows per staging insert (MERIDIAN_PROJECTOR_BATCH_ROWS). */
   readonly batchRows: number;
-  /** Longest wait for the stage inserts at finish or abandon (MERIDIAN_STAGE_FINISH_TIMEOUT_MS). */
+  /** Longest wait for the stage inserts at finish or abandon, and for room over the whole upload (MERIDIAN_STAGE_FINISH_TIMEOUT_MS). */
   readonly finishTimeoutMs: number;
+  /**
+   * The command consumer's heartbeat, called at least every BEAT_EVERY_MS while the writer holds
+   * the upload (room(), finish()): its waits may outlast the consumer's session timeout.
+   */
+  readonly heartbeat?: () => Promise<void>;
 };
+
+/** How often a wait of the writer's heartbeats (kafkajs sends one only once its interval has passed). */
+const BEAT_EVERY_MS = 1000;
 
 /**
  * Writes waiting for their turn that one partition may have (besides the one under way) while
@@ -112,7 +120,8 @@ export class StageWriter {
    * ROOM_WAITING_PER_PARTITION waiting): the upload calls it before each batch, so parsing
    * goes at ClickHouse's pace rather than past it. Waits at most finishTimeoutMs over all its
    * calls: past it every insert under way or waiting is given up and every stage of the upload
-   * counts as broken (refilled at the seals), as at finish. Never throws.
+   * counts as broken (refilled at the seals), as at finish. Heartbeats while it waits; throws
+   * only what the heartbeat throws.
    */
   async room(): Promise<void> {
     while (this.crowded()) {
@@ -123,13 +132,14 @@ export class StageWriter {
       }
       const started = performance.now();
       await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, left);
+        const timer = setTimeout(resolve, Math.min(left, BEAT_EVERY_MS));
         this.onWriteEnd.push(() => {
           clearTimeout(timer);
           resolve();
         });
       });
       this.roomWaitedMs += performance.now() - started;
+      await this.options.heartbeat?.();
     }
   }
 
@@ -137,13 +147,13 @@ export class StageWriter {
    * Writes what is buffered and waits for every insert, at most finishTimeoutMs: the stages
    * are then as complete as they will be. Past the bound the inserts under way are given up
    * and their partitions count as broken (the seal waits for any that still runs on the server,
-   * then refills). Never throws.
+   * then refills). Heartbeats while it waits; throws only what the heartbeat throws.
    */
   async finish(): Promise<void> {
     // The last writes hold no more than the buffers did: not bounded.
     for (const [partition, buffer] of this.buffers) if (buffer.segments.length > 0) this.write(partition, buffer.segments, false);
     this.buffers.clear();
-    await this.settled('finishing');
+    await this.settled('finishing', this.options.heartbeat);
   }
 
   /** The upload aborted: waits for the insert in flight (at most finishTimeoutMs), then drops the task's stages (best effort: the sweeper drops what is left). */
@@ -153,11 +163,21 @@ export class StageWriter {
     await this.stage.drop(this.options.taskId).catch((error: unknown) => this.logger.warn({ err: error, attempt: this.attempt }, 'dropping an aborted upload\'s stages failed; the sweeper will'));
   }
 
-  private async settled(what: string): Promise<void> {
-    try {
-      await withTimeout(this.inFlight, this.options.finishTimeoutMs, `the staging inserts (${what})`);
-    } catch (error) {
-      this.giveUpAll(error, what);
+  /** Waits for every insert, at most finishTimeoutMs, calling `heartbeat` every BEAT_EVERY_MS; past it gives every stage up. */
+  private async settled(what: string, heartbeat?: () => Promise<void>): Promise<void> {
+    const deadline = performance.now() + this.options.finishTimeoutMs;
+    const done = this.inFlight.then(() => true); // never rejects: each write catches its own error
+    for (;;) {
+      const left = deadline - performance.now();
+      if (left <= 0) {
+        this.giveUpAll(new Error(`the staging inserts (${what}) did not end within ${this.options.finishTimeoutMs} ms`), what);
+        return;
+      }
+      let timer: NodeJS.Timeout | undefined;
+      const ended = await Promise.race([done, new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), Math.min(left, BEAT_EVERY_MS))))]);
+      clearTimeout(timer);
+      if (ended) return;
+      await heartbeat?.();
     }
   }
 

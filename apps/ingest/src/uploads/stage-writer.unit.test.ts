@@ -184,6 +184,33 @@ describe('stage writer', () => {
     await w.finish();
   });
 
+  it('heartbeats the command\'s consumer while it holds the upload, waiting for room or for its last inserts', async () => {
+    const held: Array<() => void> = [];
+    let free = false;
+    const stage: UploadStage = {
+      async open() {
+        return { insert: () => (free ? Promise.resolve() : new Promise<void>((resolve) => held.push(resolve))) };
+      },
+      async drop() {},
+    };
+    const releaseAll = () => {
+      free = true;
+      for (const resolve of held.splice(0)) resolve();
+    };
+    let beats = 0;
+    const w = new StageWriter(stage, { ...options('bcbcbcbcbcbcbcbc', 5), heartbeat: async () => { beats++; } }, logger);
+    for (let offset = 1; offset <= 4; offset++) w.add([segment(0, offset, 5)]); // one under way, two waiting: crowded
+    await new Promise((r) => setImmediate(r));
+    setTimeout(() => held.shift()!(), 1200); // past a heartbeat interval
+    await w.room();
+    expect(beats, 'heartbeats while waiting for room').toBeGreaterThanOrEqual(1);
+    const before = beats;
+    setTimeout(releaseAll, 1200);
+    await w.finish();
+    expect(beats - before, 'heartbeats while waiting for the last inserts').toBeGreaterThanOrEqual(1);
+    expect(w.brokenPartitions.size).toBe(0);
+  });
+
   it('a partition whose writes pile up behind a slow ClickHouse is given up at once: broken, its waiting rows dropped, never inserted', async () => {
     let answer = () => {};
     const answered = new Promise<void>((r) => (answer = r));

@@ -144,7 +144,7 @@ async function runUpload(cmd: MetricsUploadRequested, at: CommandPosition, produ
   const act = async (facts: readonly UploadFact[], inputEnded: boolean): Promise<UploadComplete | UploadFailed | null> => {
     for (const fact of facts) {
       if (fact.type !== 'BatchReady') return fact;
-      if (staging === undefined) staging = inputEnded || deps.stage === null || !(await deps.mayStage(cmd.payload_bytes)) ? null : new StageWriter(deps.stage, { taskId: cmd.task_id, attempt: randomBytes(8).toString('hex'), batchRows: deps.stageBatchRows, finishTimeoutMs: deps.stageFinishTimeoutMs }, log);
+      if (staging === undefined) staging = inputEnded || deps.stage === null || !(await deps.mayStage(cmd.payload_bytes)) ? null : new StageWriter(deps.stage, { taskId: cmd.task_id, attempt: randomBytes(8).toString('hex'), batchRows: deps.stageBatchRows, finishTimeoutMs: deps.stageFinishTimeoutMs, heartbeat }, log);
       const b = fact.batch;
       const batch = { type: 'PointBatch' as const, task_id: cmd.task_id, metric_name: b.metric_name, updated_at: cmd.at, timestamps: b.timestamps, values: b.values, ...(staging === null ? {} : { stage: staging.attempt }) };
       const value = deps.pointsCodec.encode(batch);
