@@ -1,4 +1,4 @@
-import type { Logger } from '@meridian/observability';
+import { withTimeout, type Logger } from '@meridian/observability';
 import { segmentRows, type Segment } from '@meridian/projection';
 
 /** Where a staged upload's rows are written aside (libs/clickhouse's PointsStages implements it). */
@@ -29,6 +29,9 @@ export type StageWriterOptions = {
 
 /** How often a wait of the writer's heartbeats (kafkajs sends one only once its interval has passed). */
 const BEAT_EVERY_MS = 1000;
+
+/** Whether `event`, which never rejects, happens within `ms`. */
+const within = (event: Promise<unknown>, ms: number): Promise<boolean> => withTimeout(event, ms, 'a stage insert').then(() => true, () => false);
 
 /**
  * Writes waiting for their turn that one partition may have (besides the one under way) while
@@ -131,13 +134,7 @@ export class StageWriter {
         return;
       }
       const started = performance.now();
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, Math.min(left, BEAT_EVERY_MS));
-        this.onWriteEnd.push(() => {
-          clearTimeout(timer);
-          resolve();
-        });
-      });
+      await within(new Promise<void>((resolve) => this.onWriteEnd.push(resolve)), Math.min(left, BEAT_EVERY_MS));
       this.roomWaitedMs += performance.now() - started;
       await this.options.heartbeat?.();
     }
@@ -166,17 +163,14 @@ export class StageWriter {
   /** Waits for every insert, at most finishTimeoutMs, calling `heartbeat` every BEAT_EVERY_MS; past it gives every stage up. */
   private async settled(what: string, heartbeat?: () => Promise<void>): Promise<void> {
     const deadline = performance.now() + this.options.finishTimeoutMs;
-    const done = this.inFlight.then(() => true); // never rejects: each write catches its own error
+    const done = this.inFlight; // never rejects: each write catches its own error
     for (;;) {
       const left = deadline - performance.now();
       if (left <= 0) {
         this.giveUpAll(new Error(`the staging inserts (${what}) did not end within ${this.options.finishTimeoutMs} ms`), what);
         return;
       }
-      let timer: NodeJS.Timeout | undefined;
-      const ended = await Promise.race([done, new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), Math.min(left, BEAT_EVERY_MS))))]);
-      clearTimeout(timer);
-      if (ended) return;
+      if (await within(done, Math.min(left, BEAT_EVERY_MS))) return;
       await heartbeat?.();
     }
   }
