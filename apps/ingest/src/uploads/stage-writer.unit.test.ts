@@ -48,6 +48,43 @@ function fakeStage(refuse: (partition: number, call: number) => boolean = () => 
   return { stage, inserts, dropped, events, givenUp, mostAtOnce: () => mostAtOnce };
 }
 
+/**
+ * A stage whose inserts the test ends: each waits until release() (oldest first) or releaseAll()
+ * (which also stops holding the later ones), or until the writer gives it up; an insert is
+ * recorded as "partition:offsets" once it has ended.
+ */
+function heldStage() {
+  const inserts: string[] = [];
+  const held: Array<() => void> = [];
+  let holding = true;
+  const stage: UploadStage = {
+    async open(_taskId, _attempt, partition) {
+      return {
+        async insert(segments, signal) {
+          if (holding) {
+            await new Promise<void>((resolve, reject) => {
+              held.push(resolve);
+              signal?.addEventListener('abort', () => reject(new Error('aborted')));
+            });
+          }
+          inserts.push(`${partition}:${segments.map((s) => s.offset).join(',')}`);
+        },
+      };
+    },
+    async drop() {},
+  };
+  const release = () => {
+    const resolve = held.shift();
+    if (resolve === undefined) throw new Error('no insert is held');
+    resolve();
+  };
+  const releaseAll = () => {
+    holding = false;
+    for (const resolve of held.splice(0)) resolve();
+  };
+  return { stage, inserts, release, releaseAll };
+}
+
 const options = (attempt: string, batchRows: number, finishTimeoutMs = 60_000) => ({ taskId: 'task-1', attempt, batchRows, finishTimeoutMs });
 
 describe('stage writer', () => {
@@ -103,21 +140,8 @@ describe('stage writer', () => {
     expect(f.inserts).toEqual(['0:1']);
   });
   it('room() holds the upload while a partition has writes piling up behind a slow ClickHouse, and lets it go once they drain: nothing given up', async () => {
-    let answer = () => {};
-    const answered = new Promise<void>((r) => (answer = r));
-    const inserts: string[] = [];
-    const slow: UploadStage = {
-      async open(_taskId, _attempt, partition) {
-        return {
-          async insert(segments) {
-            if (inserts.length === 0) await answered;
-            inserts.push(`${partition}:${segments.map((s) => s.offset).join(',')}`);
-          },
-        };
-      },
-      async drop() {},
-    };
-    const w = new StageWriter(slow, options('ffffffffffffffff', 5), logger);
+    const { stage, inserts, releaseAll } = heldStage();
+    const w = new StageWriter(stage, options('ffffffffffffffff', 5), logger);
     const turn = () => new Promise((r) => setImmediate(r));
     await w.room(); // nothing written yet: room at once
     for (let offset = 1; offset <= 3; offset++) w.add([segment(0, offset, 5)]); // 0:1 under way (held), 0:2 waits
@@ -129,7 +153,7 @@ describe('stage writer', () => {
     await turn();
     await turn();
     expect(roomy, 'room() waits while two writes wait behind a held insert').toBe(false);
-    answer();
+    releaseAll();
     await room;
     expect(inserts[0]).toBe('0:1');
     await w.finish();
@@ -154,54 +178,31 @@ describe('stage writer', () => {
   });
 
   it('room() waits at most finishTimeoutMs over all its calls, not each', async () => {
-    // Every insert is held until the test lets it end (or the writer gives it up).
-    const held: Array<() => void> = [];
-    const stage: UploadStage = {
-      async open() {
-        return {
-          insert: (_segments, signal) => new Promise<void>((resolve, reject) => {
-            held.push(resolve);
-            signal?.addEventListener('abort', () => reject(new Error('aborted')));
-          }),
-        };
-      },
-      async drop() {},
-    };
+    const { stage, release } = heldStage();
     const w = new StageWriter(stage, options('cdcdcdcdcdcdcdcd', 5, 300), logger);
     const turn = () => new Promise((r) => setImmediate(r));
     let offset = 0;
     for (let k = 0; k < 4; k++) w.add([segment(0, ++offset, 5)]); // one under way, two waiting: crowded
     await turn();
-    setTimeout(() => held.shift()!(), 150);
+    setTimeout(release, 150);
     await w.room(); // ~150 ms: an insert ended in time
     expect(w.brokenPartitions.size).toBe(0);
     w.add([segment(0, ++offset, 5)]); // crowded again
     await turn();
     // This insert would end within 300 ms of this call, but only ~150 are left of the 300.
-    setTimeout(() => held.shift()?.(), 250);
+    setTimeout(release, 250);
     await w.room();
     expect([...w.brokenPartitions]).toEqual([0]);
     await w.finish();
   });
 
   it('heartbeats the command\'s consumer while it holds the upload, waiting for room or for its last inserts', async () => {
-    const held: Array<() => void> = [];
-    let free = false;
-    const stage: UploadStage = {
-      async open() {
-        return { insert: () => (free ? Promise.resolve() : new Promise<void>((resolve) => held.push(resolve))) };
-      },
-      async drop() {},
-    };
-    const releaseAll = () => {
-      free = true;
-      for (const resolve of held.splice(0)) resolve();
-    };
+    const { stage, release, releaseAll } = heldStage();
     let beats = 0;
     const w = new StageWriter(stage, { ...options('bcbcbcbcbcbcbcbc', 5), heartbeat: async () => { beats++; } }, logger);
     for (let offset = 1; offset <= 4; offset++) w.add([segment(0, offset, 5)]); // one under way, two waiting: crowded
     await new Promise((r) => setImmediate(r));
-    setTimeout(() => held.shift()!(), 1200); // past a heartbeat interval
+    setTimeout(release, 1200); // past a heartbeat interval
     await w.room();
     expect(beats, 'heartbeats while waiting for room').toBeGreaterThanOrEqual(1);
     const before = beats;
@@ -212,22 +213,9 @@ describe('stage writer', () => {
   });
 
   it('a partition whose writes pile up behind a slow ClickHouse is given up at once: broken, its waiting rows dropped, never inserted', async () => {
-    let answer = () => {};
-    const answered = new Promise<void>((r) => (answer = r));
-    const inserts: string[] = [];
-    // Slow, not refusing: partition 0's first insert is answered only when the test says so.
-    const slow: UploadStage = {
-      async open(_taskId, _attempt, partition) {
-        return {
-          async insert(segments) {
-            if (partition === 0 && inserts.length === 0) await answered;
-            inserts.push(`${partition}:${segments.map((s) => s.offset).join(',')}`);
-          },
-        };
-      },
-      async drop() {},
-    };
-    const w = new StageWriter(slow, options('eeeeeeeeeeeeeeee', 5), logger);
+    // Slow, not refusing: partition 0's first insert (the others queue behind it) is answered only when the test says so.
+    const { stage, inserts, releaseAll } = heldStage();
+    const w = new StageWriter(stage, options('eeeeeeeeeeeeeeee', 5), logger);
     const turn = () => new Promise((r) => setImmediate(r));
     w.add([segment(0, 1, 5)]);
     w.add([segment(0, 2, 5)]); // 0:1 written (held by the server)
@@ -241,7 +229,7 @@ describe('stage writer', () => {
     w.add([segment(0, ++offset, 5), segment(1, 1, 5)]); // one more would wait too: partition 0 is given up
     expect([...w.brokenPartitions]).toEqual([0]);
     w.add([segment(0, ++offset, 5), segment(1, 2, 5)]);
-    answer();
+    releaseAll();
     await w.finish();
     // Only the insert under way when it broke; partition 1 unharmed.
     expect(inserts).toEqual(['0:1', '1:1', '1:2']);
