@@ -1,13 +1,14 @@
 import { withTimeout, type Logger } from '@meridian/observability';
-import { segmentRows, type Segment } from '@meridian/projection';
+import { BlockBuffer, segmentRows, type Segment } from '@meridian/projection';
 
 /** Where a staged upload's rows are written aside (libs/clickhouse's PointsStages implements it). */
 export interface UploadStage {
   /**
    * The stage of one attempt's share of a partition, created if missing; its inserts are whole
-   * Native blocks, and `signal` gives one up (nothing stored unless the server had all of it).
+   * Native blocks (encoded into `blocks`), and `signal` gives one up (nothing stored unless the
+   * server had all of it).
    */
-  open(taskId: string, attempt: string, partition: number): Promise<{ insert(segments: readonly Segment[], signal?: AbortSignal): Promise<void> }>;
+  open(taskId: string, attempt: string, partition: number, blocks?: BlockBuffer): Promise<{ insert(segments: readonly Segment[], signal?: AbortSignal): Promise<void> }>;
   /** Drops every stage of a task, whatever its attempt. */
   drop(taskId: string): Promise<void>;
 }
@@ -77,6 +78,8 @@ export class StageWriter {
   /** The rows of the writes waiting for their turn, per partition (dropped when it breaks). */
   private readonly waiting = new Map<number, Segment[][]>();
   private readonly giveUp = new AbortController();
+  /** Where every stage insert's block is encoded: they run one at a time. */
+  private readonly blocks = new BlockBuffer();
   /** Told when an insert ends (room() waits on it). */
   private onWriteEnd: Array<() => void> = [];
   /** What room() has waited so far, over all its calls. */
@@ -208,7 +211,7 @@ export class StageWriter {
       const rows = this.waiting.get(partition)?.shift();
       try {
         if (rows === undefined || this.broken.has(partition) || this.giveUp.signal.aborted) return;
-        await (await this.stage.open(this.options.taskId, this.attempt, partition)).insert(rows, this.giveUp.signal);
+        await (await this.stage.open(this.options.taskId, this.attempt, partition, this.blocks)).insert(rows, this.giveUp.signal);
       } catch (error) {
         this.broken.add(partition);
         this.logger.warn({ err: error, attempt: this.attempt, partition }, 'staging insert failed; this partition\'s stage will be refilled from the log at the seal');

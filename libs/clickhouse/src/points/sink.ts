@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
-import { encodePointsBlock, insertPointsSql, insertToken, type Segment } from '@meridian/projection';
+import { BlockBuffer, encodePointsBlock, insertPointsSql, insertToken, type Segment } from '@meridian/projection';
 import { deduplicatedInsertSettings, NO_QUORUM, quorumInsertSettings, quorumReadSettings, serverCapabilities, synchronousInsertSettings, type InsertQuorum } from '../capabilities.ts';
 import type { ClickHouseClient } from '../client.ts';
 import { noneRunningWithin } from '../server-work.ts';
@@ -71,11 +71,17 @@ export type PointsSinkOptions = {
    * the catalog's data); `metric_catalog` for `points`. Absent for another table: nothing to repair.
    */
   readonly catalogTable?: string;
+  /**
+   * Where its blocks are encoded: a writer that spreads its inserts over several sinks, one at a
+   * time (a staged upload's stages), gives them one. Absent: the sink keeps its own.
+   */
+  readonly blocks?: BlockBuffer;
 };
 
 /** `table` is `points` for the live projector, a generation table (points_g<N>) for a rebuild. */
 export function createPointsSink(client: ClickHouseClient, table = 'points', options: PointsSinkOptions = {}): PointsSink {
   const quorum = options.quorum ?? NO_QUORUM;
+  const blocks = options.blocks ?? new BlockBuffer();
   const insertSql = insertPointsSql(table);
   let unsettled: string | null = null;
   const idPrefix = `points-insert:${table}:`;
@@ -125,7 +131,6 @@ export function createPointsSink(client: ClickHouseClient, table = 'points', opt
 
     async insert(segments, signal) {
       const queryId = `${idPrefix}${randomUUID()}`;
-      const body = encodePointsBlock(segments);
       const caps = await serverCapabilities(client);
       // One INSERT is one block stored whole only when the server does not buffer it (async_insert);
       // where the table keeps insert tokens, a retry of a block stored after all is dropped.
@@ -136,9 +141,16 @@ export function createPointsSink(client: ClickHouseClient, table = 'points', opt
         ...quorumInsertSettings(quorum.replicas, quorum.timeoutMs),
       };
       unsettled = queryId;
-      const result = await client.exec({ query: insertSql, query_id: queryId, values: Readable.from([body]), clickhouse_settings: settings, ...(signal === undefined ? {} : { abort_signal: signal }) });
-      // The answer to an INSERT is empty; drain it so the socket goes back to the pool.
-      for await (const _ of result.stream) { /* empty */ }
+      const body = encodePointsBlock(segments, blocks);
+      let answered = false;
+      try {
+        const result = await client.exec({ query: insertSql, query_id: queryId, values: Readable.from([body]), clickhouse_settings: settings, ...(signal === undefined ? {} : { abort_signal: signal }) });
+        // The answer to an INSERT is empty; drain it so the socket goes back to the pool.
+        for await (const _ of result.stream) { /* empty */ }
+        answered = true;
+      } finally {
+        blocks.giveBack(body, answered);
+      }
       unsettled = null;
     },
 

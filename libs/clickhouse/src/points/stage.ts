@@ -1,5 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
-import type { Omitted } from '@meridian/projection';
+import type { BlockBuffer, Omitted } from '@meridian/projection';
 import { deduplicatedInsertSettings, serverCapabilities } from '../capabilities.ts';
 import type { ClickHouseSettings } from '@clickhouse/client';
 import type { ClickHouseClient } from '../client.ts';
@@ -42,8 +42,11 @@ export type PointsStages = {
    * so that a task's next run finds the stages its killed runs left (drop).
    */
   tableOf(taskId: string, attempt: string, partition: number): string;
-  /** Creates the stage if it is missing (shaped AS points) and returns the sink that fills it. */
-  open(taskId: string, attempt: string, partition: number): Promise<PointsSink>;
+  /**
+   * Creates the stage if it is missing (shaped AS points) and returns the sink that fills it;
+   * its blocks are encoded into `blocks` when given (a writer's, shared by its stages).
+   */
+  open(taskId: string, attempt: string, partition: number, blocks?: BlockBuffer): Promise<PointsSink>;
   /**
    * Moves a committed share into points, exactly once whatever was done of it before a crash:
    * the stage checked (or refilled), attached unless its rows are in points already (the rest
@@ -210,10 +213,10 @@ export function createPointsStages(client: ClickHouseClient, targets: StageTarge
     return (await rows<{ name: string }>(`SELECT name FROM system.tables WHERE database = currentDatabase() AND match(name, '${stageTable}') AND ${filter} ORDER BY name`)).map((r) => r.name);
   }
 
-  async function open(taskId: string, attempt: string, partition: number): Promise<PointsSink> {
+  async function open(taskId: string, attempt: string, partition: number, blocks?: BlockBuffer): Promise<PointsSink> {
     const stage = tableOf(taskId, attempt, partition);
     await client.command({ query: `CREATE TABLE IF NOT EXISTS ${stage} AS ${points}` });
-    return createPointsSink(client, stage);
+    return createPointsSink(client, stage, blocks === undefined ? {} : { blocks });
   }
 
   return {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { PointBatch } from '@meridian/domain';
-import { batchProblem, encodePointsBlock, INSERT_POINTS_SQL, insertToken, POINT_COLUMNS, type PointRow, type Segment } from './rows.ts';
+import { batchProblem, BlockBuffer, encodePointsBlock, INSERT_POINTS_SQL, insertToken, POINT_COLUMNS, type PointRow, type Segment } from './rows.ts';
 
 /** A reader of the Native block, as ClickHouse reads it, written independently of the encoder. */
 function decodeBlock(buf: Buffer): { columns: Array<[string, string]>; rows: PointRow[] } {
@@ -118,6 +118,50 @@ describe('points rows as one Native block', () => {
     expect(batchProblem({ ...batch('t', 'm', 1, [[1, 2]]), values: [] })).toMatch(/1 timestamps but 0 values/);
     expect(batchProblem(batch('t', 'm', 1, [[1.5, 2]]))).toMatch(/not an integer/);
     expect(batchProblem(batch('t', 'm', 1.5, [[1, 2]]))).toMatch(/updated_at/);
+  });
+});
+
+describe('a BlockBuffer', () => {
+  const at = (offset: number, n: number): Segment[] => [
+    { batch: batch(`task-${offset}`, `m.${offset}`, offset, Array.from({ length: n }, (_, i): [number, number] => [i * 1000 + offset, i / 4])), partition: offset % 3, offset },
+  ];
+
+  it('encodes the same bytes as a block of its own, into one buffer again once the insert ended', () => {
+    const blocks = new BlockBuffer();
+    const first = encodePointsBlock(at(1, 5000), blocks);
+    expect(first.equals(encodePointsBlock(at(1, 5000)))).toBe(true);
+    blocks.giveBack(first, true);
+    const second = encodePointsBlock(at(2, 4000), blocks);
+    expect(second.buffer).toBe(first.buffer);
+    expect(decodeBlock(second).rows).toEqual(expectedRows(at(2, 4000)));
+  });
+
+  it('gives a block asked for while one is lent a buffer of its own, and keeps the lent one lent', () => {
+    const blocks = new BlockBuffer();
+    const lent = encodePointsBlock(at(1, 100), blocks);
+    const other = encodePointsBlock(at(2, 100), blocks);
+    expect(other.buffer).not.toBe(lent.buffer);
+    blocks.giveBack(other, true);
+    const third = encodePointsBlock(at(3, 100), blocks);
+    expect(third.buffer).not.toBe(lent.buffer);
+    expect(decodeBlock(lent).rows).toEqual(expectedRows(at(1, 100)));
+  });
+
+  it('never writes again into a block whose insert failed (a request may still be reading it)', () => {
+    const blocks = new BlockBuffer();
+    const failed = encodePointsBlock(at(1, 100), blocks);
+    const copy = Buffer.from(failed);
+    blocks.giveBack(failed, false);
+    const next = encodePointsBlock(at(2, 100), blocks);
+    expect(next.buffer).not.toBe(failed.buffer);
+    expect(failed.equals(copy)).toBe(true);
+  });
+
+  it('grows for a larger block', () => {
+    const blocks = new BlockBuffer();
+    blocks.giveBack(encodePointsBlock(at(1, 10), blocks), true);
+    const large = encodePointsBlock(at(2, 20_000), blocks);
+    expect(decodeBlock(large).rows).toEqual(expectedRows(at(2, 20_000)));
   });
 });
 
