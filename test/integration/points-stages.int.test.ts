@@ -110,6 +110,36 @@ describe('staged shares sealed into points', () => {
     expect(await createPointsSink(client).maxOffsets([1])).toEqual(new Map([[1, up.share.sealOffset - 1]]));
   });
 
+  it('a stage holds its task and partition as column defaults (its blocks leave them out) and refuses rows of another', async () => {
+    const up = upload();
+    const sink = await stages.open(up.share.taskId, up.share.attempt, 1);
+    const stage = stages.tableOf(up.share.taskId, up.share.attempt, 1);
+    const defaults = await rowsOf<{ name: string; default_type: string; default_expression: string }>(`DESCRIBE TABLE ${stage}`);
+    expect(defaults.filter((c) => c.default_type !== '').map((c) => [c.name, c.default_type, c.default_expression.replace(/^CAST\((\d+), 'UInt16'\)$/, '$1')])).toEqual([
+      ['task_id', 'DEFAULT', `'${up.share.taskId}'`],
+      ['kafka_partition', 'DEFAULT', '1'],
+    ]);
+    const [first] = up.segments;
+    await expect(sink.insert([{ ...first!, batch: { ...first!.batch, task_id: 'another-task' } }])).rejects.toThrow(/holds task .* only/);
+    await expect(sink.insert([{ ...first!, partition: 2 }])).rejects.toThrow(/holds task .* only/);
+    expect(await number(`SELECT count() FROM ${stage}`)).toBe(0);
+    await fill(sink, up.segments);
+    expect(await stages.seal(up.share, noRefill)).toEqual({ how: 'attached', refilled: false, points: 1_500 });
+    await expectSealed(up);
+  });
+
+  it('a task id that is not a plain token is never written into SQL: its stage has no defaults and its blocks carry every column', async () => {
+    const up = upload();
+    const taskId = `o'brien; DROP TABLE points -- ${up.share.attempt}`;
+    const share = { ...up.share, taskId };
+    const segments = up.segments.map((s) => ({ ...s, batch: { ...s.batch, task_id: taskId } }));
+    await fill(await stages.open(taskId, share.attempt, 1), segments);
+    const stage = stages.tableOf(taskId, share.attempt, 1);
+    expect((await rowsOf<{ default_type: string }>(`DESCRIBE TABLE ${stage}`)).filter((c) => c.default_type !== '')).toEqual([]);
+    expect(await stages.seal(share, noRefill)).toEqual({ how: 'attached', refilled: false, points: 1_500 });
+    await expectSealed({ share, segments });
+  });
+
   it('refills a stage that is missing, short, over-full or of another structure', async () => {
     const missing = upload();
     expect(await stages.seal(missing.share, (sink) => fill(sink, missing.segments))).toEqual({ how: 'attached', refilled: true, points: 1_500 });

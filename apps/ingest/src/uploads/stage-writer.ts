@@ -8,10 +8,13 @@ export interface UploadStage {
    * Native blocks (encoded into `blocks`), and `signal` gives one up (nothing stored unless the
    * server had all of it).
    */
-  open(taskId: string, attempt: string, partition: number, blocks?: BlockBuffer): Promise<{ insert(segments: readonly Segment[], signal?: AbortSignal): Promise<void> }>;
+  open(taskId: string, attempt: string, partition: number, blocks?: BlockBuffer): Promise<StageInserts>;
   /** Drops every stage of a task, whatever its attempt. */
   drop(taskId: string): Promise<void>;
 }
+
+/** What writes into one stage (libs/clickhouse's PointsSink). */
+export type StageInserts = { insert(segments: readonly Segment[], signal?: AbortSignal): Promise<void> };
 
 export type StageWriterOptions = {
   readonly taskId: string;
@@ -80,6 +83,8 @@ export class StageWriter {
   private readonly giveUp = new AbortController();
   /** Where every stage insert's block is encoded: they run one at a time. */
   private readonly blocks = new BlockBuffer();
+  /** Each partition's stage, opened at its first insert. */
+  private readonly stages = new Map<number, Promise<StageInserts>>();
   /** Told when an insert ends (room() waits on it). */
   private onWriteEnd: Array<() => void> = [];
   /** What room() has waited so far, over all its calls. */
@@ -193,6 +198,15 @@ export class StageWriter {
     this.logger.warn({ err: error, attempt: this.attempt, partitions: [...this.writing.keys()], while: what }, 'staging inserts given up (MERIDIAN_STAGE_FINISH_TIMEOUT_MS); these partitions\' stages will be refilled from the log at the seal');
   }
 
+  private opened(partition: number): Promise<StageInserts> {
+    let stage = this.stages.get(partition);
+    if (stage === undefined) {
+      stage = this.stage.open(this.options.taskId, this.attempt, partition, this.blocks);
+      this.stages.set(partition, stage);
+    }
+    return stage;
+  }
+
   /** Queues an insert of these rows behind the others; `bounded`: past MOST_WAITING_PER_PARTITION the partition breaks instead. */
   private write(partition: number, segments: Segment[], bounded: boolean): void {
     const waiting = this.waiting.get(partition) ?? [];
@@ -211,7 +225,7 @@ export class StageWriter {
       const rows = this.waiting.get(partition)?.shift();
       try {
         if (rows === undefined || this.broken.has(partition) || this.giveUp.signal.aborted) return;
-        await (await this.stage.open(this.options.taskId, this.attempt, partition, this.blocks)).insert(rows, this.giveUp.signal);
+        await (await this.opened(partition)).insert(rows, this.giveUp.signal);
       } catch (error) {
         this.broken.add(partition);
         this.logger.warn({ err: error, attempt: this.attempt, partition }, 'staging insert failed; this partition\'s stage will be refilled from the log at the seal');

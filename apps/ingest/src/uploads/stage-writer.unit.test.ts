@@ -97,6 +97,8 @@ describe('stage writer', () => {
     expect(f.inserts.sort()).toEqual(['0:1,2', '0:3,4', '1:1', '1:2'].sort());
     expect(f.mostAtOnce()).toBe(1);
     expect(w.brokenPartitions.size).toBe(0);
+    // Each stage is opened (made, its defaults set) once, not per insert.
+    expect(f.events.filter((e) => e.startsWith('open')).sort()).toEqual(['open task-1 aaaaaaaaaaaaaaaa 0', 'open task-1 aaaaaaaaaaaaaaaa 1']);
   });
 
   it('a failed insert breaks only its partition\'s stage: no retry, no more inserts there, never an error to the upload', async () => {

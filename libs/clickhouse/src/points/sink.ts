@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
-import { BlockBuffer, encodePointsBlock, insertPointsSql, insertToken, type Segment } from '@meridian/projection';
+import { BlockBuffer, encodePointsBlock, insertPointsSql, insertToken, STAGE_BLOCK_COLUMNS, type Segment } from '@meridian/projection';
 import { deduplicatedInsertSettings, NO_QUORUM, quorumInsertSettings, quorumReadSettings, serverCapabilities, synchronousInsertSettings, type InsertQuorum } from '../capabilities.ts';
 import type { ClickHouseClient } from '../client.ts';
 import { noneRunningWithin } from '../server-work.ts';
@@ -76,13 +76,21 @@ export type PointsSinkOptions = {
    * time (a staged upload's stages), gives them one. Absent: the sink keeps its own.
    */
   readonly blocks?: BlockBuffer;
+  /**
+   * The one task and partition every row of this table has: a stage made by stage.ts, whose
+   * table holds them as column defaults. Its blocks leave those two columns out, and a segment
+   * of another task or partition is refused.
+   */
+  readonly share?: { readonly taskId: string; readonly partition: number };
 };
 
 /** `table` is `points` for the live projector, a generation table (points_g<N>) for a rebuild. */
 export function createPointsSink(client: ClickHouseClient, table = 'points', options: PointsSinkOptions = {}): PointsSink {
   const quorum = options.quorum ?? NO_QUORUM;
   const blocks = options.blocks ?? new BlockBuffer();
-  const insertSql = insertPointsSql(table);
+  const share = options.share;
+  const columns = share === undefined ? undefined : STAGE_BLOCK_COLUMNS;
+  const insertSql = insertPointsSql(table, columns);
   let unsettled: string | null = null;
   const idPrefix = `points-insert:${table}:`;
   const attachPrefix = `points-attach:${table}:`;
@@ -130,6 +138,10 @@ export function createPointsSink(client: ClickHouseClient, table = 'points', opt
     },
 
     async insert(segments, signal) {
+      if (share !== undefined) {
+        const other = segments.find((s) => s.batch.task_id !== share.taskId || s.partition !== share.partition);
+        if (other !== undefined) throw new Error(`${table} holds task ${share.taskId} on partition ${share.partition} only, not task ${other.batch.task_id} on partition ${other.partition}`);
+      }
       const queryId = `${idPrefix}${randomUUID()}`;
       const caps = await serverCapabilities(client);
       // One INSERT is one block stored whole only when the server does not buffer it (async_insert);
@@ -141,7 +153,7 @@ export function createPointsSink(client: ClickHouseClient, table = 'points', opt
         ...quorumInsertSettings(quorum.replicas, quorum.timeoutMs),
       };
       unsettled = queryId;
-      const body = encodePointsBlock(segments, blocks);
+      const body = encodePointsBlock(segments, blocks, columns);
       let answered = false;
       try {
         const result = await client.exec({ query: insertSql, query_id: queryId, values: Readable.from([body]), clickhouse_settings: settings, ...(signal === undefined ? {} : { abort_signal: signal }) });

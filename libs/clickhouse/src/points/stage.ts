@@ -127,6 +127,12 @@ function checked(share: StagedShare): StagedShare {
   return share;
 }
 
+/**
+ * A task id that may be written as a string literal in a stage's DDL as it is: the api's are
+ * UUIDs. Any other (a hand-written log) makes a stage whose inserts carry the task on every row.
+ */
+const PLAIN_TASK_ID = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
+
 export function createPointsStages(client: ClickHouseClient, targets: StageTargets = LIVE_STAGE_TARGETS, options: PointsStagesOptions = {}): PointsStages {
   const insertWaitMs = options.insertWaitMs ?? 30_000;
   if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(targets.points)) throw new Error(`not a points table: ${targets.points}`);
@@ -216,7 +222,13 @@ export function createPointsStages(client: ClickHouseClient, targets: StageTarge
   async function open(taskId: string, attempt: string, partition: number, blocks?: BlockBuffer): Promise<PointsSink> {
     const stage = tableOf(taskId, attempt, partition);
     await client.command({ query: `CREATE TABLE IF NOT EXISTS ${stage} AS ${points}` });
-    return createPointsSink(client, stage, blocks === undefined ? {} : { blocks });
+    if (!PLAIN_TASK_ID.test(taskId)) return createPointsSink(client, stage, blocks === undefined ? {} : { blocks });
+    // Every row of the stage has this task and partition: as the stage's column defaults, the
+    // inserts need not carry them (ATTACH PARTITION FROM compares names and types, not defaults,
+    // on 18.16 and 26.9 alike, and points keeps its own columns). Again on every open: a process
+    // killed between the two statements left the stage without them.
+    await client.command({ query: `ALTER TABLE ${stage} MODIFY COLUMN task_id String DEFAULT '${taskId}', MODIFY COLUMN kafka_partition UInt16 DEFAULT ${partition}` });
+    return createPointsSink(client, stage, { share: { taskId, partition }, ...(blocks === undefined ? {} : { blocks }) });
   }
 
   return {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { PointBatch } from '@meridian/domain';
-import { batchProblem, BlockBuffer, encodePointsBlock, INSERT_POINTS_SQL, insertToken, POINT_COLUMNS, type PointRow, type Segment } from './rows.ts';
+import { batchProblem, BlockBuffer, encodePointsBlock, INSERT_POINTS_SQL, insertPointsSql, insertToken, POINT_COLUMNS, STAGE_BLOCK_COLUMNS, type PointRow, type Segment } from './rows.ts';
 
 /** A reader of the Native block, as ClickHouse reads it, written independently of the encoder. */
 function decodeBlock(buf: Buffer): { columns: Array<[string, string]>; rows: PointRow[] } {
@@ -111,6 +111,18 @@ describe('points rows as one Native block', () => {
 
   it('names the columns in the INSERT in block order', () => {
     expect(INSERT_POINTS_SQL).toBe('INSERT INTO points (metric_name, ts, value, updated_at, task_id, kafka_partition, kafka_offset, row_in_batch) FORMAT Native');
+  });
+
+  it("leaves a stage's task and partition out of its blocks and of its INSERT, and keeps every other column exact", () => {
+    const segments: Segment[] = [
+      { batch: batch('task-1', 'cpu:load', 7, [[1_700_000_000_000, 0.5], [1_700_000_060_000, -1.25]]), partition: 2, offset: 41 },
+      { batch: batch('task-1', 'mem', 8, [[5, 6]]), partition: 2, offset: 42 },
+    ];
+    const { columns, rows } = decodeBlock(encodePointsBlock(segments, undefined, STAGE_BLOCK_COLUMNS));
+    expect(columns.map(([name]) => name)).toEqual(['metric_name', 'ts', 'value', 'updated_at', 'kafka_offset', 'row_in_batch']);
+    expect(rows).toEqual(expectedRows(segments).map(({ task_id: _t, kafka_partition: _p, ...rest }) => rest));
+    expect(insertPointsSql('points_stage_x', STAGE_BLOCK_COLUMNS)).toBe('INSERT INTO points_stage_x (metric_name, ts, value, updated_at, kafka_offset, row_in_batch) FORMAT Native');
+    expect(() => encodePointsBlock(segments, undefined, ['ts', 'metric_name'])).toThrow(/in their order/);
   });
 
   it('rejects batches whose columns disagree or whose times are not integer ms', () => {
