@@ -172,9 +172,13 @@ export function createPointsStages(client: ClickHouseClient, targets: StageTarge
     return Number(held!.n) === share.points - omitted.points && Number(held!.b) === share.batches - omitted.batches && Number(held!.other) === 0;
   }
 
-  /** Rows of the stage's batches that points holds already (by metric: a primary-key range each). */
+  /**
+   * Rows of the stage's batches that points holds already: by metric and within the stage's
+   * span of time (a primary-key range each), so a seal reads what the upload could have put
+   * there, not the whole history of its metrics.
+   */
   const inPoints = (stage: string, partition: number) =>
-    `SELECT kafka_offset FROM ${points} WHERE metric_name IN (SELECT DISTINCT metric_name FROM ${stage}) AND kafka_partition = ${partition} AND kafka_offset IN (SELECT DISTINCT kafka_offset FROM ${stage})`;
+    `SELECT kafka_offset FROM ${points} WHERE metric_name IN (SELECT DISTINCT metric_name FROM ${stage}) AND ts >= (SELECT min(ts) FROM ${stage}) AND ts <= (SELECT max(ts) FROM ${stage}) AND kafka_partition = ${partition} AND kafka_offset IN (SELECT DISTINCT kafka_offset FROM ${stage})`;
 
   /**
    * Runs a write of the seal into points or the catalog under an attach id: one still running
