@@ -131,6 +131,9 @@ function checked(share: StagedShare): StagedShare {
  * A task id that may be written as a string literal in a stage's DDL as it is: the api's are
  * UUIDs. Any other (a hand-written log) makes a stage whose inserts carry the task on every row.
  */
+/** The first and last timestamp (ms) of a stage's rows. */
+type Span = { readonly first: number; readonly last: number };
+
 const PLAIN_TASK_ID = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
 
 export function createPointsStages(client: ClickHouseClient, targets: StageTargets = LIVE_STAGE_TARGETS, options: PointsStagesOptions = {}): PointsStages {
@@ -162,23 +165,29 @@ export function createPointsStages(client: ClickHouseClient, targets: StageTarge
   /** Columns in order (DESCRIBE: 18.16's system.columns has no position). */
   const columns = async (table: string) => (await rows<{ name: string; type: string }>(`DESCRIBE TABLE ${table}`)).map((c) => `${c.name} ${c.type}`).join(', ');
 
-  /** Holds the stage exactly the seal's share: points' structure, its count of rows and of batches, all of its partition. */
-  async function holdsShare(stage: string, share: StagedShare, omitted: Omitted = { points: 0, batches: 0 }): Promise<boolean> {
-    if (!(await isMergeTree(stage))) return false;
-    if ((await columns(stage)) !== (await columns(targets.points))) return false;
-    const [held] = await rows<{ n: string; b: string; other: string }>(
-      `SELECT toString(count()) AS n, toString(uniqExact(kafka_offset)) AS b, toString(countIf(kafka_partition != ${share.partition})) AS other FROM ${stage}`,
+  /**
+   * Whether the stage holds exactly the seal's share (points' structure, its count of rows and of
+   * batches, all of its partition), and if so the span of its timestamps, read in the same scan.
+   */
+  async function heldShare(stage: string, share: StagedShare, omitted: Omitted = { points: 0, batches: 0 }): Promise<Span | null> {
+    if (!(await isMergeTree(stage))) return null;
+    if ((await columns(stage)) !== (await columns(targets.points))) return null;
+    const [held] = await rows<{ n: string; b: string; other: string; first: string; last: string }>(
+      `SELECT toString(count()) AS n, toString(uniqExact(kafka_offset)) AS b, toString(countIf(kafka_partition != ${share.partition})) AS other, toString(min(ts)) AS first, toString(max(ts)) AS last FROM ${stage}`,
     );
-    return Number(held!.n) === share.points - omitted.points && Number(held!.b) === share.batches - omitted.batches && Number(held!.other) === 0;
+    if (Number(held!.n) !== share.points - omitted.points || Number(held!.b) !== share.batches - omitted.batches || Number(held!.other) !== 0) return null;
+    const span = { first: Number(held!.first), last: Number(held!.last) };
+    if (!Number.isSafeInteger(span.first) || !Number.isSafeInteger(span.last)) throw new Error(`stage ${stage} spans ${held!.first}..${held!.last}, not integer milliseconds`);
+    return span;
   }
 
   /**
-   * Rows of the stage's batches that points holds already: by metric and within the stage's
-   * span of time (a primary-key range each), so a seal reads what the upload could have put
-   * there, not the whole history of its metrics.
+   * Rows of the stage's batches that points holds already: by metric and within the stage's span
+   * of time (a primary-key range each), so a seal reads what the upload could have put there,
+   * not the whole history of its metrics. The span's bounds are integers read from the stage.
    */
-  const inPoints = (stage: string, partition: number) =>
-    `SELECT kafka_offset FROM ${points} WHERE metric_name IN (SELECT DISTINCT metric_name FROM ${stage}) AND ts >= (SELECT min(ts) FROM ${stage}) AND ts <= (SELECT max(ts) FROM ${stage}) AND kafka_partition = ${partition} AND kafka_offset IN (SELECT DISTINCT kafka_offset FROM ${stage})`;
+  const inPoints = (stage: string, partition: number, span: Span) =>
+    `SELECT kafka_offset FROM ${points} WHERE metric_name IN (SELECT DISTINCT metric_name FROM ${stage}) AND ts >= ${span.first} AND ts <= ${span.last} AND kafka_partition = ${partition} AND kafka_offset IN (SELECT DISTINCT kafka_offset FROM ${stage})`;
 
   /**
    * Runs a write of the seal into points or the catalog under an attach id: one still running
@@ -255,17 +264,19 @@ export function createPointsStages(client: ClickHouseClient, targets: StageTarge
       // so no late block can land after the check (and be attached twice over the refill).
       const killed = await stopInserts(stage);
       let refilled = false;
-      // The rows the stage holds: the seal's, less what a refill left out (holdsShare checked them).
+      // The rows the stage holds: the seal's, less what a refill left out (heldShare checked them).
       let held = share.points;
-      if (killed || !(await holdsShare(stage, share))) {
+      let span = killed ? null : await heldShare(stage, share);
+      if (span === null) {
         await dropTable(stage);
         const omitted = await refill(await open(share.taskId, share.attempt, share.partition));
         refilled = true;
         held = share.points - omitted.points;
-        if (!(await holdsShare(stage, share, omitted))) throw new Error(`stage ${stage} does not hold the ${share.points} points in ${share.batches} batches its seal states, even refilled from the log`);
+        span = await heldShare(stage, share, omitted);
+        if (span === null) throw new Error(`stage ${stage} does not hold the ${share.points} points in ${share.batches} batches its seal states, even refilled from the log`);
       }
 
-      const attached = await number(`SELECT count() FROM (${inPoints(stage, share.partition)})`);
+      const attached = await number(`SELECT count() FROM (${inPoints(stage, share.partition, span)})`);
       let how: SealOutcome['how'] = 'found attached';
       let moved = 0;
       if (attached === 0) {
@@ -289,7 +300,7 @@ export function createPointsStages(client: ClickHouseClient, targets: StageTarge
           // points lacks, carried by a second stage.
           await dropTable(rest);
           await client.command({ query: `CREATE TABLE ${rest} AS ${points}` });
-          await client.command({ query: `INSERT INTO ${rest} SELECT * FROM ${stage} WHERE kafka_offset NOT IN (${inPoints(stage, share.partition)})` });
+          await client.command({ query: `INSERT INTO ${rest} SELECT * FROM ${stage} WHERE kafka_offset NOT IN (${inPoints(stage, share.partition, span)})` });
           moved = await number(`SELECT count() FROM ${rest}`);
           fence();
           await attach(rest);
