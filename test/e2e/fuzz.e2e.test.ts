@@ -75,7 +75,12 @@ describe('fuzzing the served OpenAPI document', () => {
       ['--config-file', config, 'run', `${api.url}/api/v1/openapi.json`, '--url', api.url],
       { MERIDIAN_FUZZ_API_KEY: adminKey, MERIDIAN_FUZZ_SPARE_KEY_ID: spareKeyId, SCHEMATHESIS_TELEMETRY: 'false', NO_COLOR: '1' },
     );
-    if (code !== 0 || timedOut) process.stdout.write(`\n----- schemathesis output -----\n${output}\n----- end of schemathesis output -----\n`);
+    if (code !== 0 || timedOut) {
+      process.stdout.write(`\n----- schemathesis output -----\n${output}\n----- end of schemathesis output -----\n`);
+      // What the api logged as a warning or an error (a 5xx's cause), by request id.
+      const troubles = api.logs().filter((line) => line.level === 'warn' || line.level === 'error' || line.level === 'fatal');
+      process.stdout.write(`----- api warnings and errors -----\n${troubles.map((line) => JSON.stringify(line)).join('\n')}\n----- end of api warnings and errors -----\n`);
+    }
     expect(timedOut, `schemathesis ran longer than ${RUN_LIMIT_MS} ms`).toBe(false);
     expect(output).not.toContain(adminKey); // the key never reaches the output
     expect(code, 'schemathesis exit code (its output is printed above)').toBe(0);

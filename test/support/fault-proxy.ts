@@ -21,9 +21,10 @@ export type FaultProxy = {
    * Switches mode for connections made from now on (and closes or reopens the port for refuse).
    * Any mode but forward also ends the connections already open, as a dying server does: an
    * app's idle keep-alive connection made while forwarding would otherwise still reach the
-   * server, and a request that happens to take it would not meet the outage.
+   * server, and a request that happens to take it would not meet the outage. `connections`:
+   * only that many new connections meet the mode, then the proxy forwards again (a blip).
    */
-  set(mode: FaultMode, options?: { cutAfterBytes?: number }): Promise<void>;
+  set(mode: FaultMode, options?: { cutAfterBytes?: number; connections?: number }): Promise<void>;
   close(): Promise<void>;
 };
 
@@ -31,18 +32,21 @@ export async function startFaultProxy(target: string): Promise<FaultProxy> {
   const upstream = new URL(target);
   let mode: FaultMode = 'forward';
   let cutAfterBytes = Number.POSITIVE_INFINITY;
+  let failingLeft = Number.POSITIVE_INFINITY;
   const open = new Set<net.Socket>();
 
   const server = net.createServer((client) => {
     open.add(client);
     client.once('close', () => open.delete(client));
     client.on('error', () => undefined);
-    if (mode === 'reset' || mode === 'hang_up') {
-      const failWith = mode;
-      client.once('data', () => (failWith === 'reset' ? client.resetAndDestroy() : client.end()));
+    const current = mode;
+    // The blip's last failing connection: the ones after it are forwarded.
+    if (current !== 'forward' && --failingLeft === 0) mode = 'forward';
+    if (current === 'reset' || current === 'hang_up') {
+      client.once('data', () => (current === 'reset' ? client.resetAndDestroy() : client.end()));
       return;
     }
-    const limit = mode === 'cut_answer' ? cutAfterBytes : Number.POSITIVE_INFINITY;
+    const limit = current === 'cut_answer' ? cutAfterBytes : Number.POSITIVE_INFINITY;
     const server = net.connect(Number(upstream.port), upstream.hostname);
     server.on('error', () => client.destroy());
     client.on('close', () => server.destroy());
@@ -80,6 +84,7 @@ export async function startFaultProxy(target: string): Promise<FaultProxy> {
     async set(next, options = {}) {
       mode = next;
       cutAfterBytes = options.cutAfterBytes ?? Number.POSITIVE_INFINITY;
+      failingLeft = options.connections ?? Number.POSITIVE_INFINITY;
       if (next !== 'forward') for (const socket of open) socket.destroy();
       if (next === 'refuse') await stopListening();
       else if (!server.listening) await listen(port);

@@ -14,6 +14,8 @@ export const RETRY_POLICIES = {
   upload: { initialDelayMs: 500, factor: 2, maxDelayMs: 10_000, jitter: 0.2 },
   /** A user CLI request cut by the network or answered 429/503 (MERIDIAN_CLI_RETRIES retries; a Retry-After replaces the delay). */
   cli: { initialDelayMs: 500, factor: 2, maxDelayMs: 10_000, jitter: 0.2 },
+  /** A whole object put to storage, cut by a reset connection or refused by a busy server: 3 attempts within about 0.2 s. */
+  storagePut: { initialDelayMs: 50, factor: 2, maxDelayMs: 200, jitter: 0.2, attempts: 3 },
   /** A rebuild's insert into its new generation: 5 attempts, then the rebuild fails. */
   rebuildInsert: { initialDelayMs: 500, factor: 2, maxDelayMs: 10_000, jitter: 0.2, attempts: 5 },
 } as const satisfies Record<string, RetryPolicy>;

@@ -127,13 +127,13 @@ function checked(share: StagedShare): StagedShare {
   return share;
 }
 
+/** The first and last timestamp (ms) of a stage's rows. */
+type Span = { readonly first: number; readonly last: number };
+
 /**
  * A task id that may be written as a string literal in a stage's DDL as it is: the api's are
  * UUIDs. Any other (a hand-written log) makes a stage whose inserts carry the task on every row.
  */
-/** The first and last timestamp (ms) of a stage's rows. */
-type Span = { readonly first: number; readonly last: number };
-
 const PLAIN_TASK_ID = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
 
 export function createPointsStages(client: ClickHouseClient, targets: StageTargets = LIVE_STAGE_TARGETS, options: PointsStagesOptions = {}): PointsStages {
