@@ -1,6 +1,6 @@
 import type { Readable } from 'node:stream';
 import type { SnapshotStore } from '@meridian/domain';
-import { retry, RETRY_POLICIES } from '@meridian/retry';
+import { classify, retry, RETRY_POLICIES } from '@meridian/retry';
 import { BlobWriter, DEFAULT_PARTS, type PartOptions } from './blob-writer.ts';
 import { createStorage, ensureBucket, expireStaging, pingStorage, type Storage, type StorageOptions } from './client.ts';
 import { copyObject } from './copy.ts';
@@ -56,8 +56,9 @@ export function blobStoreOver(storage: Storage, region: string, parts: PartOptio
       // The same bytes under the same key are the same object, so a put that a reset connection
       // (an idle keep-alive socket MinIO closed just as it was reused) or a busy MinIO (SlowDown,
       // 503) cut short is sent again, a few times within a fraction of a second, before the
-      // caller sees the failure (the api answers 503 to its client).
-      await retry(() => client.putObject(bucket, key, bytes, bytes.length), RETRY_POLICIES.storagePut);
+      // caller sees the failure (the api answers 503 to its client). Only such outages: a refusal
+      // (access denied, no such bucket) is the caller's at once, as the CLI's retries decide.
+      await retry(() => client.putObject(bucket, key, bytes, bytes.length), { ...RETRY_POLICIES.storagePut, retriable: (error) => classify(error) === 'transient' });
     },
     stage: (key) => new BlobWriter(storage, key, parts),
     open: (key, range) => (range ? client.getPartialObject(bucket, key, range.start, range.length) : client.getObject(bucket, key)),
