@@ -196,3 +196,39 @@ describe('a transaction of the log against a real broker', () => {
     expect(committed!.partitions).toEqual([{ partition: 0, offset: '3', metadata: null }]);
   });
 });
+
+describe('the end offsets of a topic against a real broker', () => {
+  const settings = isolatedSettings();
+  const log = new KafkaEventLog({ brokers: settings.KAFKA_BROKERS.split(','), clientId: 'int-test-end-offsets', logger: createLogger({ name: 't', level: 'silent' }) });
+  const topic = `${settings.MERIDIAN_TOPIC_PREFIX}ends`;
+  const later = `${settings.MERIDIAN_TOPIC_PREFIX}ends-later`;
+  const producer = createProducer(log.kafka);
+  afterAll(async () => {
+    await Promise.allSettled([producer.disconnect(), log.admin.disconnect()]);
+  });
+
+  it('reads the latest offsets with one request each, its metadata asked once, and finds a topic made after', async () => {
+    await log.admin.connect();
+    await log.admin.createTopics({ waitForLeaders: true, topics: [{ topic, numPartitions: 3, replicationFactor: -1 }] });
+    await producer.connect();
+    await producer.send({ topic, acks: -1, messages: [{ value: 'a', partition: 0 }, { value: 'b', partition: 0 }, { value: 'c', partition: 2 }] });
+    expect(await log.endOffsets(topic)).toEqual(new Map([[0, 2], [1, 0], [2, 1]]));
+
+    const requests: string[] = [];
+    const off = log.admin.on(log.admin.events.REQUEST, (e) => requests.push(e.payload.apiName));
+    for (let i = 0; i < 5; i++) {
+      await producer.send({ topic, acks: -1, messages: [{ value: `d${i}`, partition: 1 }] });
+      // Fresh every time: the end follows each acknowledged record.
+      expect((await log.endOffsets(topic)).get(1)).toBe(i + 1);
+    }
+    off();
+    // kafkajs' fetchTopicOffsets sends Metadata and two ListOffsets per call (15 here).
+    expect(requests).toEqual(Array(5).fill('ListOffsets'));
+    // The same ends as kafkajs' own call.
+    expect(new Map((await log.admin.fetchTopicOffsets(topic)).map((r) => [r.partition, Number(r.high)]))).toEqual(await log.endOffsets(topic));
+
+    await log.admin.createTopics({ waitForLeaders: true, topics: [{ topic: later, numPartitions: 2, replicationFactor: -1 }] });
+    await producer.send({ topic: later, acks: -1, messages: [{ value: 'e', partition: 1 }] });
+    expect(await log.endOffsets(later)).toEqual(new Map([[0, 0], [1, 1]]));
+  });
+});

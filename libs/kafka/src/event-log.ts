@@ -162,7 +162,9 @@ export class KafkaEventLog implements LogRanges {
 
   /** Per partition, the offset the next record will take (the high watermark a read-committed client sees). */
   async endOffsets(topic: string): Promise<Offsets> {
-    return (await this.offsets(topic)).end;
+    await this.connectAdmin();
+    const rows = await this.admin.fetchTopicEndOffsets(topic);
+    return new Map(rows.map((r) => [r.partition, Number(r.offset)]));
   }
 
   async offsets(topic: string): Promise<{ low: Offsets; end: Offsets }> {

@@ -164,12 +164,13 @@ export class TopicFollower<E extends EventLike> {
   async syncToEnd(timeoutMs = 10_000, partitions?: readonly number[]): Promise<void> {
     let previous = '';
     for (let round = 0; round < 4; round++) {
-      const ends = (await this.options.admin.fetchTopicOffsets(this.options.topic))
-        .filter((p) => Number(p.high) > 0 && (partitions === undefined || partitions.includes(p.partition)));
-      const key = ends.map((p) => `${p.partition}:${p.high}`).join(',');
+      // The latest offsets alone, one request (patches/README.md): this runs before every command ingest takes.
+      const ends = (await this.options.admin.fetchTopicEndOffsets(this.options.topic))
+        .filter((p) => Number(p.offset) > 0 && (partitions === undefined || partitions.includes(p.partition)));
+      const key = ends.map((p) => `${p.partition}:${p.offset}`).join(',');
       if (key === previous) return;
       previous = key;
-      await Promise.all(ends.map((p) => this.waitFor({ partition: p.partition, offset: Number(p.high) - 1 }, timeoutMs)));
+      await Promise.all(ends.map((p) => this.waitFor({ partition: p.partition, offset: Number(p.offset) - 1 }, timeoutMs)));
       if (this.options.writtenInTransactions === false) return;
       await new Promise((r) => setTimeout(r, 25));
     }
