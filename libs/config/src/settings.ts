@@ -91,6 +91,11 @@ export const settingDefinitions = {
     default: '5',
     doc: 'Attempts at an upload or a file definition that stops on an error other than Kafka\'s or its own rows (storage or network trouble, say), with backoff, before its task fails.',
   },
+  MERIDIAN_UPLOAD_GROUP_MAX: {
+    schema: z.coerce.number().int().min(1).max(64),
+    default: '8',
+    doc: 'Most small uploads (JSON bodies of up to 1 MiB) waiting side by side in a tasks partition that the ingest worker runs in one transaction, each still all or nothing; 1 runs every upload in a transaction of its own.',
+  },
   MERIDIAN_POINT_BATCH_SIZE: {
     schema: z.coerce.number().int().min(100).max(500_000),
     default: '50000',

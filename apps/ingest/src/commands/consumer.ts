@@ -2,7 +2,7 @@ import { decideStart, type StartDecision, type TaskEvent, type UserRecord } from
 import { createEventCodec, UndecodableEventError } from '@meridian/events';
 import type { ConsumerWatch } from '@meridian/kafka';
 import { AccountsStore, runConsumer, TasksStore } from '@meridian/platform';
-import { handlerOf, taskLog, type CommandHandlers, type CommandRun, type TaskLog, type WorkerCommand } from './handlers.ts';
+import { handlerOf, taskLog, type CommandHandler, type CommandHandlers, type CommandRun, type TaskLog, type WorkerCommand } from './handlers.ts';
 import { sendToDeadLetter } from '../dead-letter.ts';
 import { persistWhileRunning, type Persist } from '../persist.ts';
 import type { PartitionWriter } from '../event-log.ts';
@@ -36,6 +36,11 @@ export type RunningHandlers = { readonly handlers: CommandHandlers; stop(): Prom
  * without an outcome while this process lives on (Kafka trouble, a lost partition). A start
  * neither ended nor released is a worker that died on the command; decideStart fails the
  * command after MERIDIAN_MAX_COMMAND_STARTS of them, so no command can crash-loop the worker.
+ *
+ * Consecutive commands of a partition that their handler may run together (small uploads:
+ * runGroup, one transaction) and none of whose runs died are gathered from the fetched batch,
+ * up to MERIDIAN_UPLOAD_GROUP_MAX, and started together (one TaskStarted request); a command that
+ * cannot join runs after them, and an offset is resolved only once everything before it ended.
  */
 export async function startCommandConsumer(ingest: IngestDeps, startHandlers: (context: HandlerContext) => Promise<RunningHandlers>): Promise<RunningWorker> {
   const { log, topics, settings, logger } = ingest;
@@ -77,58 +82,132 @@ export async function startCommandConsumer(ingest: IngestDeps, startHandlers: (c
     // trips (transaction, offsets, commit), which other partitions' uploads fill. Each partition
     // has its own transactional producer, and a task's commands all share its partition.
     partitionsConsumedConcurrently: settings.KAFKA_TASKS_PARTITIONS,
-    eachMessage: async ({ topic, partition, message, heartbeat }) => {
-      const at = { topic, partition, offset: Number(message.offset) };
-      const setAside = async (reason: string) => {
-        await sendToDeadLetter(await log.writer(), topics.deadLetter, { ...at, key: message.key, value: message.value, reason });
-      };
-      let event: TaskEvent;
-      try {
-        event = codec.decode(message.value ?? Buffer.alloc(0));
-      } catch (error) {
-        if (!(error instanceof UndecodableEventError)) throw error;
-        await setAside(error.message);
-        return;
-      }
-      const handler = handlerOf(handlers, event.type);
-      if (handler === undefined) return;
-      const cmd = event as WorkerCommand;
+    eachBatchAutoResolve: false,
+    eachBatch: async ({ batch, resolveOffset, heartbeat, isRunning, isStale }) => {
+      const { topic, partition } = batch;
       const producer = producerFor(partition);
-      await producer.connect(); // fences a predecessor's open transaction and settles it first
-      const run: CommandRun = { at, producer, heartbeat, setAside };
-      // The same task can be commanded twice (a retry with the same Idempotency-Key after a
-      // 503 whose send still landed): run it once. Finished tasks are in the fold or, once the
-      // read model covers them, in the read model (decide asks both); ones this process finished
-      // itself are remembered here, because right after a commit the fold may not show it yet.
-      // Thrown Stopping leaves the command unconsumed, for the next owner.
-      const persist = persistWhileRunning(logger, { isRunning: () => !stopping, heartbeat });
-      const decision: StartDecision = finished.has(cmd.task_id) ? { kind: 'skip' } : await decide(cmd, partition, persist);
-      if (decision.kind === 'skip') {
-        logger.info({ task_id: cmd.task_id, offset: at.offset }, 'command for a finished task skipped');
-        return;
+      // Commands decided to run together (their handler's runGroup), not started yet; and the
+      // last message dealt with, resolved only once nothing before it is pending.
+      let group: Array<{ cmd: WorkerCommand; run: CommandRun }> = [];
+      let groupHandler: CommandHandler<WorkerCommand> | undefined;
+      let dealtWith: string | null = null;
+      let beforeGroup: string | null = null;
+      const settle = async () => {
+        if (group.length > 0) {
+          const [items, handler] = [group, groupHandler!];
+          group = [];
+          await runGroup(handler, items, partition);
+        }
+        if (dealtWith !== null) resolveOffset(dealtWith);
+        await heartbeat();
+      };
+      const ours = () => isRunning() && !isStale();
+      for (const message of batch.messages) {
+        if (!ours()) break;
+        const at = { topic, partition, offset: Number(message.offset) };
+        const setAside = async (reason: string) => {
+          await sendToDeadLetter(await log.writer(), topics.deadLetter, { ...at, key: message.key, value: message.value, reason });
+        };
+        let event: TaskEvent;
+        try {
+          event = codec.decode(message.value ?? Buffer.alloc(0));
+        } catch (error) {
+          if (!(error instanceof UndecodableEventError)) throw error;
+          await settle();
+          await setAside(error.message);
+          dealtWith = message.offset;
+          continue;
+        }
+        const handler = handlerOf(handlers, event.type);
+        const cmd = event as WorkerCommand;
+        if (handler === undefined) {
+          dealtWith = message.offset;
+          continue;
+        }
+        // A second command for a task of the group (a retried send) waits for the group's end, then finds it finished.
+        if (group.some((item) => item.cmd.task_id === cmd.task_id)) await settle();
+        await producer.connect(); // fences a predecessor's open transaction and settles it first
+        const run: CommandRun = { at, producer, heartbeat, setAside };
+        // The same task can be commanded twice (a retry with the same Idempotency-Key after a
+        // 503 whose send still landed): run it once. Finished tasks are in the fold or, once the
+        // read model covers them, in the read model (decide asks both); ones this process finished
+        // itself are remembered here, because right after a commit the fold may not show it yet.
+        // Thrown Stopping leaves the command unconsumed, for the next owner.
+        const persist = persistWhileRunning(logger, { isRunning: () => !stopping, heartbeat });
+        // A group's later members share the accounts log read of its first (no I/O between them).
+        const decided = finished.has(cmd.task_id) ? { decision: { kind: 'skip' } as const, crashes: 0 } : await decide(cmd, partition, persist, group.length === 0);
+        const { decision } = decided;
+        if (decision.kind === 'skip') {
+          logger.info({ task_id: cmd.task_id, offset: at.offset }, 'command for a finished task skipped');
+          dealtWith = message.offset;
+          continue;
+        }
+        // Only commands none of whose runs died go together: one that may crash the process
+        // runs alone, so it cannot take its neighbours' starts with it again.
+        const joins = decision.kind === 'run' && decided.crashes === 0 && handler.runGroup !== undefined && handler.groups?.(cmd) === true;
+        if (joins && group.length > 0 && (handler !== groupHandler || group.length >= settings.MERIDIAN_UPLOAD_GROUP_MAX)) await settle();
+        if (joins) {
+          if (group.length === 0) beforeGroup = dealtWith;
+          group.push({ cmd, run });
+          groupHandler = handler;
+          dealtWith = message.offset;
+          continue;
+        }
+        await settle();
+        if (decision.kind === 'fail') {
+          logger.warn({ task_id: cmd.task_id, offset: at.offset, reason: decision.reason }, 'command refused');
+          if (decision.deadLetter) await setAside(decision.reason);
+          await handler.refuse(cmd, run, decision.reason);
+          finished.add(cmd.task_id);
+        } else {
+          await sendTaskEvents([{ type: 'TaskStarted', task_id: cmd.task_id, at: Date.now() }]);
+          logger.info({ task_id: cmd.task_id, offset: at.offset, partition }, 'command run started');
+          await runStarted(handler, cmd, run);
+        }
+        dealtWith = message.offset;
       }
-      if (decision.kind === 'fail') {
-        logger.warn({ task_id: cmd.task_id, offset: at.offset, reason: decision.reason }, 'command refused');
-        if (decision.deadLetter) await setAside(decision.reason);
-        await handler.refuse(cmd, run, decision.reason);
-        finished.add(cmd.task_id);
-        return;
+      // Stopping, or the partition taken: a group not started yet is left to the next owner, unresolved.
+      if (!ours() && group.length > 0) {
+        group = [];
+        dealtWith = beforeGroup;
       }
-      await sendTaskEvent({ type: 'TaskStarted', task_id: cmd.task_id, at: Date.now() });
-      logger.info({ task_id: cmd.task_id, offset: at.offset, partition }, 'command run started');
-      try {
-        await handler.run(cmd, run);
-      } catch (error) {
-        // The run ends without an outcome and this process lives on: kafkajs runs the command
-        // again, and this run is no crash. Best effort: with Kafka down the release may be lost,
-        // which counts one start too many.
-        await sendTaskEvent({ type: 'TaskReleased', task_id: cmd.task_id, at: Date.now() }).catch(() => undefined);
-        logger.warn({ err: error, task_id: cmd.task_id, offset: at.offset, partition }, 'command run released: it runs again');
-        throw error;
-      }
-      finished.add(cmd.task_id);
+      await settle();
     },
   }, logger, ingest.startRetry);
+
+  /**
+   * Runs a started command; the run ends without an outcome and this process lives on when it
+   * throws: kafkajs runs the command again, and this run is no crash. Best effort: with Kafka
+   * down the release may be lost, which counts one start too many.
+   */
+  async function runStarted(handler: CommandHandler<WorkerCommand>, cmd: WorkerCommand, run: CommandRun): Promise<void> {
+    try {
+      await handler.run(cmd, run);
+    } catch (error) {
+      await sendTaskEvents([{ type: 'TaskReleased', task_id: cmd.task_id, at: Date.now() }]).catch(() => undefined);
+      logger.warn({ err: error, task_id: cmd.task_id, offset: run.at.offset, partition: run.at.partition }, 'command run released: it runs again');
+      throw error;
+    }
+    finished.add(cmd.task_id);
+  }
+
+  /** Starts commands decided together (one TaskStarted request) and runs them as their handler's group, or alone when it declines. */
+  async function runGroup(handler: CommandHandler<WorkerCommand>, items: ReadonlyArray<{ cmd: WorkerCommand; run: CommandRun }>, partition: number): Promise<void> {
+    const taskIds = items.map(({ cmd }) => cmd.task_id);
+    await sendTaskEvents(taskIds.map((id) => ({ type: 'TaskStarted', task_id: id, at: Date.now() })));
+    if (items.length === 1) logger.info({ task_id: taskIds[0], offset: items[0]!.run.at.offset, partition }, 'command run started');
+    else logger.info({ tasks: taskIds, offsets: items.map(({ run }) => run.at.offset), partition }, 'command runs started together');
+    let done: boolean;
+    try {
+      done = items.length > 1 && await handler.runGroup!(items);
+    } catch (error) {
+      await sendTaskEvents(taskIds.map((id) => ({ type: 'TaskReleased', task_id: id, at: Date.now() }))).catch(() => undefined);
+      logger.warn({ err: error, tasks: taskIds, partition }, 'command runs released: they run again');
+      throw error;
+    }
+    if (done) for (const id of taskIds) finished.add(id);
+    else for (const { cmd, run } of items) await runStarted(handler, cmd, run);
+  }
 
   /**
    * decideStart on the accounts log read to its end (one offsets request: a disable or a grant
@@ -137,8 +216,8 @@ export async function startCommandConsumer(ingest: IngestDeps, startHandlers: (c
    * A refusal for crashes is checked again on this partition read to its end: a release this
    * process wrote a moment ago may not be folded yet.
    */
-  async function decide(cmd: WorkerCommand, partition: number, persist: Persist): Promise<StartDecision> {
-    await accounts.syncToEnd();
+  async function decide(cmd: WorkerCommand, partition: number, persist: Persist, syncAccounts: boolean): Promise<{ decision: StartDecision; crashes: number }> {
+    if (syncAccounts) await accounts.syncToEnd();
     const replaced = producerFor(partition).replaced;
     if ((replacementsSeen.get(partition) ?? 0) !== replaced) {
       // A transaction of this partition failed to end: a commit may have landed after all (its
@@ -147,15 +226,18 @@ export async function startCommandConsumer(ingest: IngestDeps, startHandlers: (c
       replacementsSeen.set(partition, replaced);
     }
     const task = await persist(`reading task ${cmd.task_id} from the tasks read model`, () => tasks.find(cmd.task_id));
-    const now = () => decideStart(tasks.state.get(cmd.task_id) ?? task, accounts.state.users.get(cmd.user_name), settings.MERIDIAN_MAX_COMMAND_STARTS);
+    const now = () => {
+      const known = tasks.state.get(cmd.task_id) ?? task;
+      return { decision: decideStart(known, accounts.state.users.get(cmd.user_name), settings.MERIDIAN_MAX_COMMAND_STARTS), crashes: known?.open_runs ?? 0 };
+    };
     const first = now();
-    if (first.kind !== 'fail' || !first.deadLetter) return first;
+    if (first.decision.kind !== 'fail' || !first.decision.deadLetter) return first;
     await tasks.syncToEnd([partition]);
     return now();
   }
 
-  async function sendTaskEvent(event: TaskEvent): Promise<void> {
-    await taskEvents.send(progressProducer, [event]);
+  async function sendTaskEvents(events: readonly TaskEvent[]): Promise<void> {
+    await taskEvents.send(progressProducer, events);
   }
 
   return {

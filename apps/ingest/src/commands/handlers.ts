@@ -44,6 +44,14 @@ export type CommandHandler<C extends WorkerCommand> = {
   run(cmd: C, run: CommandRun): Promise<void>;
   /** Fails the command's task without running it (refused at its start: the crash-loop breaker, a disabled owner). */
   refuse(cmd: C, run: CommandRun, reason: string): Promise<void>;
+  /** Whether the command may run together with its neighbours (runGroup). */
+  groups?(cmd: C): boolean;
+  /**
+   * Runs consecutive commands of one partition together (small uploads: one transaction).
+   * True: each has ended in the log. False: none was written, and each is to run alone. Throws
+   * Kafka's trouble, as run() does.
+   */
+  runGroup?(items: ReadonlyArray<{ readonly cmd: C; readonly run: CommandRun }>): Promise<boolean>;
 };
 
 /** The registry: the handler of each command type. */
@@ -56,6 +64,9 @@ export function handlerOf(handlers: CommandHandlers, type: string): CommandHandl
 
 /** How a task ended in failure: its reason, the rows read and rejected, the first row errors. */
 export type TaskFailure = Pick<UploadFailed, 'reason' | 'rows_total' | 'rows_rejected' | 'errors'>;
+
+/** The event that ends a task in failure. */
+export const taskFailed = (taskId: string, { reason, rows_total, rows_rejected, errors }: TaskFailure): TaskEvent => ({ type: 'TaskFailed', task_id: taskId, reason, rows_total, rows_rejected, errors, at: Date.now() });
 
 /** A failure before any row was read. */
 export const failedUnread = (reason: string): TaskFailure => ({ reason, rows_total: 0, rows_rejected: 0, errors: [] });
@@ -83,8 +94,7 @@ export function taskLog(tasksTopic: string, codec: EventCodec<TaskEvent>, consum
     send,
     commitCommand,
     fail: (producer, at, taskId, failure) => inTransaction(producer, async (tx) => {
-      const { reason, rows_total, rows_rejected, errors } = failure;
-      await send(tx, [{ type: 'TaskFailed', task_id: taskId, reason, rows_total, rows_rejected, errors, at: Date.now() }]);
+      await send(tx, [taskFailed(taskId, failure)]);
       await commitCommand(tx, at);
     }),
   };

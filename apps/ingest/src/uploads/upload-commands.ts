@@ -6,8 +6,11 @@ import {
   STAGE_HEADER,
   rowsRead,
   startUpload,
+  type ColumnBatch,
+  type LogMessage,
   type LogWriter,
   type MetricsUploadRequested,
+  type PointBatch,
   type PointsFact,
   type TransactionalLog,
   type UploadComplete,
@@ -18,8 +21,9 @@ import {
 import type { EventCodec } from '@meridian/events';
 import type { Topics } from '@meridian/kafka';
 import type { Logger } from '@meridian/observability';
+import { commandFailure } from '@meridian/retry';
 import type { BlobStore } from '../blob-store.ts';
-import { failedUnread, runCommand, type CommandHandler, type CommandPosition, type TaskLog } from '../commands/handlers.ts';
+import { failedUnread, runCommand, taskFailed, type CommandHandler, type CommandPosition, type TaskLog } from '../commands/handlers.ts';
 import { removeStaged } from '../staging.ts';
 import { PointBatchSender } from './batch-sender.ts';
 import { StageWriter, type UploadStage } from './stage-writer.ts';
@@ -84,6 +88,13 @@ export function uploadCommands(deps: UploadCommandsDeps): CommandHandler<Metrics
       await runCommand(cmd.task_id, run, tasks, rule, () => runUpload(cmd, run.at, run.producer, deps, run.heartbeat));
       await ended(cmd, run.at.partition);
     },
+    groups: groupable,
+    /** Small uploads of one tasks partition in one transaction (runUploadGroup). */
+    async runGroup(items) {
+      const done = await runUploadGroup(items.map(({ cmd, run }) => ({ cmd, at: run.at })), items[0]!.run.producer, deps);
+      if (done) for (const { cmd, run } of items) await ended(cmd, run.at.partition);
+      return done;
+    },
     async refuse(cmd, { at, producer }, reason) {
       await tasks.fail(producer, at, cmd.task_id, failedUnread(reason));
       await ended(cmd, at.partition);
@@ -94,6 +105,49 @@ export function uploadCommands(deps: UploadCommandsDeps): CommandHandler<Metrics
 }
 
 const PROGRESS_EVERY_MS = 1000;
+
+/** The largest upload a group takes (JSON bodies of this size or less: parsed whole in memory, bounded by MERIDIAN_MAX_POINTS_PER_JSON_UPLOAD). */
+const GROUPED_UPLOAD_MAX_BYTES = 1024 * 1024;
+
+/** Whether an upload may share a transaction with its neighbours (runUploadGroup). */
+function groupable(cmd: MetricsUploadRequested): boolean {
+  return cmd.source === 'json_body' && cmd.payload_bytes <= GROUPED_UPLOAD_MAX_BYTES;
+}
+
+/**
+ * An upload's time budget (MERIDIAN_UPLOAD_TIME_BUDGET_MS): check() throws past it between
+ * chunks, and a read that stalls is ended from outside (its source destroyed with the error).
+ */
+function timeBudget(limits: UploadLimits, source: () => Readable | null): { check(): void; end(): void } {
+  const deadline = Date.now() + limits.timeBudgetMs;
+  const exceeded = () => new UploadLimitExceeded(`the upload took longer than its time budget of ${limits.timeBudgetMs} ms (MERIDIAN_UPLOAD_TIME_BUDGET_MS); nothing was stored`);
+  const timer = setTimeout(() => source()?.destroy(exceeded()), limits.timeBudgetMs);
+  return {
+    check() {
+      if (Date.now() > deadline) throw exceeded();
+    },
+    end: () => clearTimeout(timer),
+  };
+}
+
+function parseOptionsOf(cmd: MetricsUploadRequested, limits: UploadLimits) {
+  return {
+    ...(cmd.metric_name !== null ? { metricName: cmd.metric_name } : {}),
+    // The decider counts and caps the errors: the parser hands over every one.
+    maxErrors: Number.MAX_SAFE_INTEGER,
+    maxLineLength: limits.maxLineLength,
+    maxColumns: limits.maxColumns,
+    maxJsonDocumentLength: limits.maxJsonDocumentLength,
+  };
+}
+
+const pointBatchOf = (cmd: MetricsUploadRequested, b: ColumnBatch, stage?: string): PointBatch => ({
+  type: 'PointBatch', task_id: cmd.task_id, metric_name: b.metric_name, updated_at: cmd.at, timestamps: b.timestamps, values: b.values, ...(stage === undefined ? {} : { stage }),
+});
+
+const senderOptions = (deps: UploadCommandsDeps) => ({
+  topic: deps.topics.points, partitions: deps.pointsPartitions, maxBytesPerPartition: deps.sendBytesPerPartition, maxBytesPerRequest: deps.sendBytesPerRequest,
+});
 
 /**
  * Runs one upload inside one Kafka transaction: its point batches, a seal in every points
@@ -125,20 +179,11 @@ async function runUpload(cmd: MetricsUploadRequested, at: CommandPosition, produ
   // stages while it is parsed, and the projector attaches them at its seals. Small uploads stay
   // direct (no DDL for them). Decided once per run: all of a run's batches are staged or none.
   let staging = (deps.stage === null ? null : undefined) as StageWriter | null | undefined;
-  const sender = new PointBatchSender(tx, {
-    topic: deps.topics.points, partitions: deps.pointsPartitions, maxBytesPerPartition: deps.sendBytesPerPartition, maxBytesPerRequest: deps.sendBytesPerRequest,
-    placed: (segments) => staging?.add(segments),
-  });
+  const sender = new PointBatchSender(tx, { ...senderOptions(deps), placed: (segments) => staging?.add(segments) });
   let lastProgress = now();
   const { limits } = deps;
-  const deadline = now() + limits.timeBudgetMs;
-  const overBudget = () => new UploadLimitExceeded(`the upload took longer than its time budget of ${limits.timeBudgetMs} ms (MERIDIAN_UPLOAD_TIME_BUDGET_MS); nothing was stored`);
-  const checkBudget = () => {
-    if (now() > deadline) throw overBudget();
-  };
   let source: Readable | null = null;
-  // Ends a read that stalls, from outside: the loop below then throws this error. Between chunks the loop checks itself.
-  const budgetTimer = setTimeout(() => source?.destroy(overBudget()), limits.timeBudgetMs);
+  const budget = timeBudget(limits, () => source);
 
   /** Sends the decided batches in the transaction; returns the upload's end once decided. */
   const act = async (facts: readonly UploadFact[], inputEnded: boolean): Promise<UploadComplete | UploadFailed | null> => {
@@ -146,7 +191,7 @@ async function runUpload(cmd: MetricsUploadRequested, at: CommandPosition, produ
       if (fact.type !== 'BatchReady') return fact;
       if (staging === undefined) staging = inputEnded || deps.stage === null || !(await deps.mayStage(cmd.payload_bytes)) ? null : new StageWriter(deps.stage, { taskId: cmd.task_id, attempt: randomBytes(8).toString('hex'), batchRows: deps.stageBatchRows, finishTimeoutMs: deps.stageFinishTimeoutMs, heartbeat }, log);
       const b = fact.batch;
-      const batch = { type: 'PointBatch' as const, task_id: cmd.task_id, metric_name: b.metric_name, updated_at: cmd.at, timestamps: b.timestamps, values: b.values, ...(staging === null ? {} : { stage: staging.attempt }) };
+      const batch = pointBatchOf(cmd, b, staging?.attempt);
       const value = deps.pointsCodec.encode(batch);
       await sender.send(b.metric_name, value, b.timestamps.length, staging === null ? undefined : { batch, headers: { [STAGE_HEADER]: staging.attempt } });
       // At ClickHouse's pace while the stages fall behind: a stage given up costs a refill at its seal.
@@ -158,17 +203,9 @@ async function runUpload(cmd: MetricsUploadRequested, at: CommandPosition, produ
   try {
     source = await openUploadBytes(cmd, deps.storage);
     await offsetMoved;
-    const parseOptions = {
-      ...(cmd.metric_name !== null ? { metricName: cmd.metric_name } : {}),
-      // The decider counts and caps the errors: the parser hands over every one.
-      maxErrors: Number.MAX_SAFE_INTEGER,
-      maxLineLength: limits.maxLineLength,
-      maxColumns: limits.maxColumns,
-      maxJsonDocumentLength: limits.maxJsonDocumentLength,
-    };
     let end: UploadComplete | UploadFailed | null = null;
-    for await (const items of parseUploadBatches(gunzipIfNeeded(source, limits), parseOptions)) {
-      checkBudget();
+    for await (const items of parseUploadBatches(gunzipIfNeeded(source, limits), parseOptionsOf(cmd, limits))) {
+      budget.check();
       end = await act(decideUpload(run, { type: 'ItemsParsed', items }), false);
       if (end !== null) break;
       if (now() - lastProgress >= PROGRESS_EVERY_MS) {
@@ -194,7 +231,7 @@ async function runUpload(cmd: MetricsUploadRequested, at: CommandPosition, produ
       // The stages as complete as they will be (within MERIDIAN_STAGE_FINISH_TIMEOUT_MS); a broken one is refilled from the log at its seal.
       await staging.finish();
     }
-    checkBudget();
+    budget.check();
     const { counts, shares } = sender;
     const attempt = staging?.attempt;
     // The seals, one per partition written; a staged one names its share.
@@ -231,6 +268,100 @@ async function runUpload(cmd: MetricsUploadRequested, at: CommandPosition, produ
     log.info({ rows: failed.rows_total, reason: error.message }, 'upload stopped at a limit');
     return 'failed';
   } finally {
-    clearTimeout(budgetTimer);
+    budget.end();
+  }
+}
+
+/** A small upload parsed whole: how it ends and, when it succeeds, its batches (held in memory: a JSON body's at most). */
+type ParsedWhole = { readonly end: UploadComplete | UploadFailed; readonly batches: readonly ColumnBatch[] };
+
+/** Reads and decides a small upload to its end before anything of it is sent; past a limit it fails, as a large one does. */
+async function parseWhole(cmd: MetricsUploadRequested, deps: UploadCommandsDeps): Promise<ParsedWhole> {
+  const run = startUpload({ on_error: cmd.on_error, user: () => deps.user(cmd.user_name), batchPoints: deps.batchPoints, maxBufferedPoints: deps.maxBufferedPoints });
+  const batches: ColumnBatch[] = [];
+  const take = (facts: readonly UploadFact[]): UploadComplete | UploadFailed | null => {
+    for (const fact of facts) {
+      if (fact.type !== 'BatchReady') return fact;
+      batches.push(fact.batch);
+    }
+    return null;
+  };
+  const ended = (end: UploadComplete | UploadFailed): ParsedWhole => ({ end, batches: end.type === 'UploadFailed' ? [] : batches });
+  let source: Readable | null = null;
+  const budget = timeBudget(deps.limits, () => source);
+  try {
+    source = await openUploadBytes(cmd, deps.storage);
+    for await (const items of parseUploadBatches(gunzipIfNeeded(source, deps.limits), parseOptionsOf(cmd, deps.limits))) {
+      budget.check();
+      const end = take(decideUpload(run, { type: 'ItemsParsed', items }));
+      if (end !== null) return ended(end);
+    }
+    return ended(take(decideUpload(run, { type: 'InputEnded' }))!); // the end of the input always ends the upload
+  } catch (error) {
+    if (!(error instanceof UploadLimitExceeded)) throw error;
+    return ended(decideUpload(run, { type: 'LimitReached', reason: error.message })[0] as UploadFailed);
+  } finally {
+    budget.end();
+    source?.destroy();
+  }
+}
+
+/**
+ * Runs several small uploads, consecutive commands of one tasks partition, in ONE transaction
+ * (issue 15): a small upload's cost is mostly its round trips (the transaction's requests, the
+ * body from storage), not its rows, and here they are paid once for the group. Each upload is
+ * parsed whole first, so all or nothing still holds for each: one that fails writes its
+ * TaskFailed and none of its batches, and the others' batches, their seals (a seal per upload
+ * and points partition, after the group's batches), their UploadParsed and the last command's
+ * offset commit together. Kafka's trouble is thrown (the consumer runs the commands again); on
+ * any other trouble before the commit the transaction is aborted and false returned, and the
+ * caller runs each upload alone under the one rule for failures.
+ */
+async function runUploadGroup(items: ReadonlyArray<{ readonly cmd: MetricsUploadRequested; readonly at: CommandPosition }>, producer: TransactionalLog, deps: UploadCommandsDeps): Promise<boolean> {
+  const tx = await producer.transaction();
+  const offsetMoved = deps.tasks.commitCommand(tx, items[items.length - 1]!.at);
+  offsetMoved.catch(() => undefined); // awaited below; observed here should a body fail first
+  const sender = new PointBatchSender(tx, senderOptions(deps));
+  let committing = false;
+  try {
+    const parsed = await Promise.all(items.map(({ cmd }) => parseWhole(cmd, deps)));
+    await offsetMoved;
+    const seals: LogMessage[] = [];
+    const events: LogMessage[] = [];
+    for (const [i, { cmd }] of items.entries()) {
+      const { end, batches } = parsed[i]!;
+      if (end.type === 'UploadFailed') {
+        events.push(deps.tasks.message(taskFailed(cmd.task_id, end)));
+        continue;
+      }
+      const before = new Map([...sender.counts].map(([partition, count]) => [partition, { ...count }]));
+      for (const b of batches) await sender.send(b.metric_name, deps.pointsCodec.encode(pointBatchOf(cmd, b)), b.timestamps.length);
+      const written = [...sender.counts]
+        .map(([partition, count]) => ({ partition, points: count.points - (before.get(partition)?.points ?? 0), batches: count.batches - (before.get(partition)?.batches ?? 0) }))
+        .filter((share) => share.batches > 0);
+      for (const { partition, points } of written) {
+        seals.push({ partition, key: cmd.task_id, value: deps.pointsCodec.encode({ type: 'UploadSealed', task_id: cmd.task_id, points }) });
+      }
+      events.push(deps.tasks.message({
+        type: 'UploadParsed', task_id: cmd.task_id, rows_total: end.rows_total, points_accepted: end.points_accepted, rows_rejected: end.rows_rejected, errors: end.errors,
+        partitions: written.map((share) => share.partition).sort((a, b) => a - b), metrics: end.metrics, at: Date.now(),
+      }));
+    }
+    await sender.flush([{ topic: deps.topics.points, acks: -1, messages: seals }, { topic: deps.topics.tasks, acks: -1, messages: events }]);
+    committing = true;
+    await tx.commit();
+    deps.logger.info({ tasks: items.map(({ cmd }, i) => {
+      const { end } = parsed[i]!;
+      return end.type === 'UploadComplete' ? { task_id: cmd.task_id, points: end.points_accepted } : { task_id: cmd.task_id, failed: end.reason };
+    }) }, 'uploads written to the log in one transaction');
+    return true;
+  } catch (error) {
+    await sender.discard();
+    await offsetMoved.catch(() => undefined); // a transaction is aborted after its last request ends
+    if (tx.isActive()) await tx.abort().catch(() => undefined);
+    // A commit that failed may have landed: the consumer reads the tasks log again before any rerun.
+    if (committing || commandFailure(error) === 'redeliver') throw error;
+    deps.logger.warn({ err: error, tasks: items.map(({ cmd }) => cmd.task_id) }, 'a group of uploads met trouble; each runs alone');
+    return false;
   }
 }

@@ -72,6 +72,8 @@ export type BatchPayload = {
   resolveOffset(offset: string): void;
   heartbeat(): Promise<void>;
   isRunning(): boolean;
+  /** The partition was taken from this member by a rebalance since the batch was fetched. */
+  isStale(): boolean;
   uncommittedOffsets(): TopicOffsets;
   commitOffsetsIfNecessary(offsets?: TopicOffsets): Promise<void>;
 };
