@@ -134,7 +134,7 @@ export async function startCommandConsumer(ingest: IngestDeps, startHandlers: (c
         // itself are remembered here, because right after a commit the fold may not show it yet.
         // Thrown Stopping leaves the command unconsumed, for the next owner.
         const persist = persistWhileRunning(logger, { isRunning: () => !stopping, heartbeat });
-        // A group's later members share the accounts log read of its first (no I/O between them).
+        // While a group gathers, the commands after its first share the accounts log read made for it (no I/O between them).
         const decided = finished.has(cmd.task_id) ? { decision: { kind: 'skip' } as const, crashes: 0 } : await decide(cmd, partition, persist, group.length === 0);
         const { decision } = decided;
         if (decision.kind === 'skip') {
