@@ -16,6 +16,7 @@ import {
   type UploadComplete,
   type UploadFact,
   type UploadFailed,
+  type UploadSealed,
   type UserRecord,
 } from '@meridian/domain';
 import type { EventCodec } from '@meridian/events';
@@ -25,7 +26,7 @@ import { commandFailure } from '@meridian/retry';
 import type { BlobStore } from '../blob-store.ts';
 import { failedUnread, runCommand, taskFailed, type CommandHandler, type CommandPosition, type TaskLog } from '../commands/handlers.ts';
 import { removeStaged } from '../staging.ts';
-import { PointBatchSender } from './batch-sender.ts';
+import { PointBatchSender, type PartitionCount } from './batch-sender.ts';
 import { StageWriter, type UploadStage } from './stage-writer.ts';
 import { UploadLimitExceeded, type UploadLimits } from './limits.ts';
 import { gunzipIfNeeded, openUploadBytes } from './source.ts';
@@ -234,22 +235,8 @@ async function runUpload(cmd: MetricsUploadRequested, at: CommandPosition, produ
     budget.check();
     const { counts, shares } = sender;
     const attempt = staging?.attempt;
-    // The seals, one per partition written; a staged one names its share.
-    const seals = [...counts].map(([partition, { points, batches }]) => ({
-      partition, key: cmd.task_id,
-      value: deps.pointsCodec.encode({ type: 'UploadSealed', task_id: cmd.task_id, points, ...(attempt === undefined ? {} : { stage: { attempt, first_offset: shares.get(partition)!.firstOffset, batches } }) }),
-    }));
-    const parsed = deps.tasks.message({
-      type: 'UploadParsed',
-      task_id: cmd.task_id,
-      rows_total: end.rows_total,
-      points_accepted: end.points_accepted,
-      rows_rejected: end.rows_rejected,
-      errors: end.errors,
-      partitions: [...counts.keys()].sort((a, b) => a - b),
-      metrics: end.metrics,
-      at: now(),
-    });
+    // A staged seal names its share.
+    const { seals, parsed } = uploadEnd(cmd, end, counts, deps, attempt === undefined ? undefined : (partition, batches) => ({ attempt, first_offset: shares.get(partition)!.firstOffset, batches }));
     // The last point batches, the seals (after them in each partition) and UploadParsed in one request.
     await sender.flush([{ topic: deps.topics.points, acks: -1, messages: seals }, { topic: deps.topics.tasks, acks: -1, messages: [parsed] }]);
     await tx.commit();
@@ -270,6 +257,35 @@ async function runUpload(cmd: MetricsUploadRequested, at: CommandPosition, produ
   } finally {
     budget.end();
   }
+}
+
+/**
+ * An upload's end in the log: a seal per points partition it wrote (sent after its batches there;
+ * `stage` names a staged share) and its UploadParsed.
+ */
+function uploadEnd(
+  cmd: MetricsUploadRequested,
+  end: UploadComplete,
+  written: ReadonlyMap<number, PartitionCount>,
+  deps: UploadCommandsDeps,
+  stage?: (partition: number, batches: number) => NonNullable<UploadSealed['stage']>,
+): { seals: LogMessage[]; parsed: LogMessage } {
+  const seals = [...written].map(([partition, { points, batches }]) => ({
+    partition, key: cmd.task_id,
+    value: deps.pointsCodec.encode({ type: 'UploadSealed', task_id: cmd.task_id, points, ...(stage === undefined ? {} : { stage: stage(partition, batches) }) }),
+  }));
+  const parsed = deps.tasks.message({
+    type: 'UploadParsed',
+    task_id: cmd.task_id,
+    rows_total: end.rows_total,
+    points_accepted: end.points_accepted,
+    rows_rejected: end.rows_rejected,
+    errors: end.errors,
+    partitions: [...written.keys()].sort((a, b) => a - b),
+    metrics: end.metrics,
+    at: Date.now(),
+  });
+  return { seals, parsed };
 }
 
 /** A small upload parsed whole: how it ends and, when it succeeds, its batches (held in memory: a JSON body's at most). */
@@ -336,16 +352,13 @@ async function runUploadGroup(items: ReadonlyArray<{ readonly cmd: MetricsUpload
       }
       const before = new Map([...sender.counts].map(([partition, count]) => [partition, { ...count }]));
       for (const b of batches) await sender.send(b.metric_name, deps.pointsCodec.encode(pointBatchOf(cmd, b)), b.timestamps.length);
-      const written = [...sender.counts]
-        .map(([partition, count]) => ({ partition, points: count.points - (before.get(partition)?.points ?? 0), batches: count.batches - (before.get(partition)?.batches ?? 0) }))
-        .filter((share) => share.batches > 0);
-      for (const { partition, points } of written) {
-        seals.push({ partition, key: cmd.task_id, value: deps.pointsCodec.encode({ type: 'UploadSealed', task_id: cmd.task_id, points }) });
-      }
-      events.push(deps.tasks.message({
-        type: 'UploadParsed', task_id: cmd.task_id, rows_total: end.rows_total, points_accepted: end.points_accepted, rows_rejected: end.rows_rejected, errors: end.errors,
-        partitions: written.map((share) => share.partition).sort((a, b) => a - b), metrics: end.metrics, at: Date.now(),
-      }));
+      // What this upload added to each partition the sender counts.
+      const written = new Map([...sender.counts]
+        .map(([partition, count]): [number, PartitionCount] => [partition, { points: count.points - (before.get(partition)?.points ?? 0), batches: count.batches - (before.get(partition)?.batches ?? 0) }])
+        .filter(([, count]) => count.batches > 0));
+      const ended = uploadEnd(cmd, end, written, deps);
+      seals.push(...ended.seals);
+      events.push(ended.parsed);
     }
     await sender.flush([{ topic: deps.topics.points, acks: -1, messages: seals }, { topic: deps.topics.tasks, acks: -1, messages: events }]);
     committing = true;
