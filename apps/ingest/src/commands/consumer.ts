@@ -96,7 +96,7 @@ export async function startCommandConsumer(ingest: IngestDeps, startHandlers: (c
         if (group.length > 0) {
           const [items, handler] = [group, groupHandler!];
           group = [];
-          await runGroup(handler, items, partition);
+          await startRuns(handler, items, partition);
         }
         if (dealtWith !== null) resolveOffset(dealtWith);
         await heartbeat();
@@ -160,9 +160,7 @@ export async function startCommandConsumer(ingest: IngestDeps, startHandlers: (c
           await handler.refuse(cmd, run, decision.reason);
           finished.add(cmd.task_id);
         } else {
-          await sendTaskEvents([{ type: 'TaskStarted', task_id: cmd.task_id, at: Date.now() }]);
-          logger.info({ task_id: cmd.task_id, offset: at.offset, partition }, 'command run started');
-          await runStarted(handler, cmd, run);
+          await startRuns(handler, [{ cmd, run }], partition);
         }
         dealtWith = message.offset;
       }
@@ -191,8 +189,11 @@ export async function startCommandConsumer(ingest: IngestDeps, startHandlers: (c
     finished.add(cmd.task_id);
   }
 
-  /** Starts commands decided together (one TaskStarted request) and runs them as their handler's group, or alone when it declines. */
-  async function runGroup(handler: CommandHandler<WorkerCommand>, items: ReadonlyArray<{ cmd: WorkerCommand; run: CommandRun }>, partition: number): Promise<void> {
+  /**
+   * Starts commands decided to run (one TaskStarted request) and runs them: two or more as their
+   * handler's group, each alone when there is one or the handler declines.
+   */
+  async function startRuns(handler: CommandHandler<WorkerCommand>, items: ReadonlyArray<{ cmd: WorkerCommand; run: CommandRun }>, partition: number): Promise<void> {
     const taskIds = items.map(({ cmd }) => cmd.task_id);
     await sendTaskEvents(taskIds.map((id) => ({ type: 'TaskStarted', task_id: id, at: Date.now() })));
     if (items.length === 1) logger.info({ task_id: taskIds[0], offset: items[0]!.run.at.offset, partition }, 'command run started');
