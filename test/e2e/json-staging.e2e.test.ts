@@ -5,7 +5,7 @@ import { createEventCodec } from '@meridian/events';
 import { appendEvents } from '@meridian/kafka';
 import { bootstrapAdmin, createUser } from '../support/accounts.ts';
 import { startApi, type RunningApi } from '../support/api.ts';
-import { clickhouse } from '../support/clickhouse.ts';
+import { pointsOfMetric } from '../support/clickhouse.ts';
 import { startWorker } from '../support/ingest.ts';
 import { isolatedSettings } from '../support/settings.ts';
 import { waitForTask } from '../support/tasks.ts';
@@ -65,11 +65,7 @@ function uploadJson(text: string, idempotencyKey?: string) {
   }).then(async (res) => ({ status: res.status, json: (await res.json()) as { task_id: string } }));
 }
 
-/** Rows per metric in the run's points table (no name goes into the SQL). */
-async function rowsOf(metric: string): Promise<number> {
-  const lines = (await clickhouse(settings, 'SELECT metric_name, count() FROM points GROUP BY metric_name FORMAT TabSeparated')).trim().split('\n');
-  return Number(lines.map((l) => l.split('\t')).find(([name]) => name === metric)?.[1] ?? 0);
-}
+const rowsOf = (metric: string) => pointsOfMetric(settings, metric);
 
 beforeAll(async () => {
   api = await startApi(settings);

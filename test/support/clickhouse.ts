@@ -13,3 +13,9 @@ export async function clickhouse(settings: Settings, sql: string): Promise<strin
   if (!res.ok) throw new Error(`ClickHouse ${res.status}: ${text.slice(0, 500)}`);
   return text;
 }
+
+/** Rows of one metric in the run's points table (counted per metric: no name goes into the SQL). */
+export async function pointsOfMetric(settings: Settings, metric: string): Promise<number> {
+  const lines = (await clickhouse(settings, 'SELECT metric_name, count() FROM points GROUP BY metric_name FORMAT TabSeparated')).trim().split('\n');
+  return Number(lines.map((l) => l.split('\t')).find(([name]) => name === metric)?.[1] ?? 0);
+}

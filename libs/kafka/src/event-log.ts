@@ -6,7 +6,7 @@ import { createKafka, createProducer, ensureTopics, type KafkaOptions } from './
 import { advertisingAssigner, groupAdvertises } from './capabilities.ts';
 import { ConsumerWatch } from './consumer-watch.ts';
 import { TopicFollower, type FollowerOptions } from './follow.ts';
-import { nudgeGroup, offsetsAtTime, readRanges, topicOffsets } from './range-reader.ts';
+import { nudgeGroup, offsetsAtTime, readRanges, topicEnds, topicOffsets } from './range-reader.ts';
 import { TransactionalProducer } from './transactional.ts';
 import type { TopicMismatch, TopicSpec } from './topics.ts';
 
@@ -163,8 +163,7 @@ export class KafkaEventLog implements LogRanges {
   /** Per partition, the offset the next record will take (the high watermark a read-committed client sees). */
   async endOffsets(topic: string): Promise<Offsets> {
     await this.connectAdmin();
-    const rows = await this.admin.fetchTopicEndOffsets(topic);
-    return new Map(rows.map((r) => [r.partition, Number(r.offset)]));
+    return topicEnds(this.admin, topic);
   }
 
   async offsets(topic: string): Promise<{ low: Offsets; end: Offsets }> {

@@ -3,6 +3,7 @@ import type { Admin, Consumer, Kafka } from 'kafkajs';
 import type { EventCodec, EventLike } from '@meridian/events';
 import type { Logger } from '@meridian/observability';
 import type { Position } from '@meridian/domain';
+import { topicEnds } from './range-reader.ts';
 
 export type FollowerOptions<E extends EventLike> = {
   readonly kafka: Kafka;
@@ -164,13 +165,12 @@ export class TopicFollower<E extends EventLike> {
   async syncToEnd(timeoutMs = 10_000, partitions?: readonly number[]): Promise<void> {
     let previous = '';
     for (let round = 0; round < 4; round++) {
-      // The latest offsets alone, one request (patches/README.md): this runs before every command ingest takes.
-      const ends = (await this.options.admin.fetchTopicEndOffsets(this.options.topic))
-        .filter((p) => Number(p.offset) > 0 && (partitions === undefined || partitions.includes(p.partition)));
-      const key = ends.map((p) => `${p.partition}:${p.offset}`).join(',');
+      const ends = [...(await topicEnds(this.options.admin, this.options.topic))]
+        .filter(([partition, end]) => end > 0 && (partitions === undefined || partitions.includes(partition)));
+      const key = ends.map(([partition, end]) => `${partition}:${end}`).join(',');
       if (key === previous) return;
       previous = key;
-      await Promise.all(ends.map((p) => this.waitFor({ partition: p.partition, offset: Number(p.offset) - 1 }, timeoutMs)));
+      await Promise.all(ends.map(([partition, end]) => this.waitFor({ partition, offset: end - 1 }, timeoutMs)));
       if (this.options.writtenInTransactions === false) return;
       await new Promise((r) => setTimeout(r, 25));
     }

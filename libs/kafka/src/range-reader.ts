@@ -181,6 +181,16 @@ export async function topicOffsets(admin: Admin, topic: string): Promise<{ low: 
   };
 }
 
+/**
+ * The end offset (read-committed: the last stable offset) of every partition of a topic, in one
+ * request (admin.fetchTopicEndOffsets, patches/README.md): what a reader following the topic to
+ * its end asks before every command ingest takes.
+ */
+export async function topicEnds(admin: Admin, topic: string): Promise<Offsets> {
+  const rows = await admin.fetchTopicEndOffsets(topic);
+  return new Map(rows.map((r) => [r.partition, Number(r.offset)]));
+}
+
 /** Per partition, the first offset whose record timestamp is at or after `ms` (the end offset when none is). */
 export async function offsetsAtTime(admin: Admin, topic: string, ms: number): Promise<Offsets> {
   const rows = await admin.fetchTopicOffsetsByTimestamp(topic, ms);
