@@ -174,17 +174,22 @@ export async function startCommandConsumer(ingest: IngestDeps, startHandlers: (c
   }, logger, ingest.startRetry);
 
   /**
-   * Runs a started command; the run ends without an outcome and this process lives on when it
-   * throws: kafkajs runs the command again, and this run is no crash. Best effort: with Kafka
-   * down the release may be lost, which counts one start too many.
+   * Started runs that threw end without an outcome while this process lives on: kafkajs runs the
+   * commands again, and these runs are no crash. Best effort: with Kafka down the release may be
+   * lost, which counts one start too many. Rethrows `error`.
    */
+  async function released(taskIds: readonly string[], error: unknown, where: Record<string, unknown>): Promise<never> {
+    await sendTaskEvents(taskIds.map((id) => ({ type: 'TaskReleased', task_id: id, at: Date.now() }))).catch(() => undefined);
+    logger.warn({ err: error, ...where }, taskIds.length === 1 ? 'command run released: it runs again' : 'command runs released: they run again');
+    throw error;
+  }
+
+  /** Runs a started command alone. */
   async function runStarted(handler: CommandHandler<WorkerCommand>, cmd: WorkerCommand, run: CommandRun): Promise<void> {
     try {
       await handler.run(cmd, run);
     } catch (error) {
-      await sendTaskEvents([{ type: 'TaskReleased', task_id: cmd.task_id, at: Date.now() }]).catch(() => undefined);
-      logger.warn({ err: error, task_id: cmd.task_id, offset: run.at.offset, partition: run.at.partition }, 'command run released: it runs again');
-      throw error;
+      await released([cmd.task_id], error, { task_id: cmd.task_id, offset: run.at.offset, partition: run.at.partition });
     }
     finished.add(cmd.task_id);
   }
@@ -202,9 +207,7 @@ export async function startCommandConsumer(ingest: IngestDeps, startHandlers: (c
     try {
       done = items.length > 1 && await handler.runGroup!(items);
     } catch (error) {
-      await sendTaskEvents(taskIds.map((id) => ({ type: 'TaskReleased', task_id: id, at: Date.now() }))).catch(() => undefined);
-      logger.warn({ err: error, tasks: taskIds, partition }, 'command runs released: they run again');
-      throw error;
+      return released(taskIds, error, { tasks: taskIds, partition });
     }
     if (done) for (const id of taskIds) finished.add(id);
     else for (const { cmd, run } of items) await runStarted(handler, cmd, run);
