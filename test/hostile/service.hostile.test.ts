@@ -115,6 +115,37 @@ async function slowUpload(url: string, head: string, { everyMs }: { everyMs: num
   return { cutAfterMs: closedAt === null ? null : closedAt - start, status: /^HTTP\/1\.1 (\d{3})/.exec(answer)?.[1] };
 }
 
+type RawAnswer = { status: number | null; body: string; apiPid: number | undefined };
+
+/**
+ * Sends `head` and then `body` over a raw socket, `chunk` bytes every `everyMs`, and either ends
+ * (the server must answer) or destroys the socket after `abortAfterMs`, as a client that gives
+ * up or loses its network does. The status of any answer, and the api's PID after it.
+ */
+async function rawUpload(url: string, head: string, body: Buffer, { chunk, everyMs, abortAfterMs }: { chunk: number; everyMs: number; abortAfterMs: number | null }): Promise<RawAnswer> {
+  const socket = connect(Number(new URL(url).port), '127.0.0.1');
+  let answer = '';
+  socket.on('data', (d: Buffer) => { answer += d.toString('latin1'); });
+  socket.on('error', () => { /* our own abort, or the server's reset */ });
+  const closed = new Promise<void>((resolve) => socket.on('close', () => resolve()));
+  await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
+  const start = performance.now();
+  socket.write(head);
+  for (let at = 0; at < body.length && !socket.destroyed; at += chunk) {
+    if (abortAfterMs !== null && performance.now() - start >= abortAfterMs) break;
+    if (!socket.write(body.subarray(at, at + chunk))) await new Promise((r) => socket.once('drain', r));
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+  if (abortAfterMs !== null) socket.destroy();
+  await withTimeout(closed, 30_000, 'the server to answer and close');
+  const status = /^HTTP\/1\.1 (\d{3})/.exec(answer)?.[1];
+  return { status: status === undefined ? null : Number(status), body: answer.split('\r\n\r\n').slice(1).join('\r\n\r\n'), apiPid: stack.api.child.pid };
+}
+
+/** A multipart head for `path` whose body declares `length` bytes. */
+const multipartHead = (path: string, key: string, length: number) =>
+  `POST ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${key}\r\nContent-Type: multipart/form-data; boundary=cutcutcut\r\nContent-Length: ${length}\r\nConnection: close\r\n\r\n`;
+
 beforeAll(async () => {
   await stack.start();
   nobody = await stack.user('nobody', []);
@@ -319,6 +350,42 @@ describe('hostile input cannot stop or starve the service', () => {
       } finally {
         await edge.process.stop();
       }
+    });
+  });
+
+  it('i. multipart uploads cut off before their closing boundary, and 64 MB uploads whose client goes away after 2 s: 400 or a quiet close, the same api process, nothing staged', async () => {
+    await report.runCase('i', 'cut-off multipart bodies (no closing boundary) and clients aborting a 64 MB upload after 2 s, on both multipart routes and as a raw body', [], async () => {
+      // A user of its own: the writer may be at the files cap after f.
+      const cutter = await stack.user('cutter', [{ match: 'prefix', value: 'hostile.cut', access: 'rw' }]);
+      const pid = stack.api.child.pid;
+      const before = await staged();
+      const part = Buffer.from('--cutcutcut\r\nContent-Disposition: form-data; name="file"; filename="points.csv"\r\nContent-Type: text/csv\r\n\r\n');
+      const rows = Buffer.from('2024-01-01T00:00:00Z,1\n'.repeat(1000));
+      const outcomes: string[] = [];
+      for (const path of ['/api/v1/metrics_file_upload?metric_name=hostile.cut', '/api/v1/files']) {
+        // The whole declared body arrives, but it ends inside the file part.
+        const cut = Buffer.concat([part, rows]);
+        const answer = await rawUpload(stack.apiUrl, multipartHead(path, cutter, cut.length), cut, { chunk: cut.length, everyMs: 0, abortAfterMs: null });
+        expect(answer.status, answer.body).toBe(400);
+        expect(answer.body).toMatch(/closing boundary/);
+        expect(answer.apiPid).toBe(pid);
+        // 64 MB declared, sent at about 10 MB/s, the socket destroyed after 2 s.
+        const big = Buffer.concat([part, Buffer.alloc(64 * MiB - part.length, rows)]);
+        const aborted = await rawUpload(stack.apiUrl, multipartHead(path, cutter, big.length), big, { chunk: MiB, everyMs: 100, abortAfterMs: 2000 });
+        expect(stack.api.child.exitCode, stack.api.output().slice(-2000)).toBeNull();
+        expect(aborted.apiPid).toBe(pid);
+        outcomes.push(`${path.split('?')[0]}: cut-off body → ${answer.status}, aborted after 2 s → ${aborted.status ?? 'closed without answer'}`);
+      }
+      const rawHead = `POST /api/v1/metrics_file_upload?metric_name=hostile.cut HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${cutter}\r\nContent-Type: text/csv\r\nContent-Length: ${64 * MiB}\r\n\r\n`;
+      const rawAborted = await rawUpload(stack.apiUrl, rawHead, Buffer.alloc(64 * MiB, rows), { chunk: MiB, everyMs: 100, abortAfterMs: 2000 });
+      expect(rawAborted.apiPid).toBe(pid);
+      outcomes.push(`raw body aborted after 2 s → ${rawAborted.status ?? 'closed without answer'}`);
+      // Whatever reached storage is removed once each request has ended.
+      // (Uploads of the other cases may still end and have theirs removed meanwhile.)
+      const left = async () => [...(await staged())].filter((k) => !before.has(k));
+      await waitFor('nothing left staged by the cut uploads', async () => ((await left()).length === 0 ? true : undefined), 30_000, 200);
+      expect(stack.api.child.pid).toBe(pid);
+      return `${outcomes.join('; ')}; api pid ${pid} alive, nothing staged`;
     });
   });
 });

@@ -15,14 +15,10 @@ import {
 } from '@meridian/domain';
 import { STAGING_PREFIX } from '@meridian/storage';
 import { defineRoute, type RouteDef } from '../http/route.ts';
-import { discard } from '../uploads/stage-file.ts';
 import type { FileDeps } from './deps.ts';
 import { definitionsInFlight, pendingDefinitions, QuotaReservations } from './quota.ts';
-import { stageForm, type FileLimit } from './stage-form.ts';
+import { assertDeclaredSize, discard, stageForm, type FileLimit } from '../uploads/stage-file.ts';
 import { submitFileDefinition } from './submit.ts';
-
-/** Room for the multipart framing and text fields when judging a body by its Content-Length. */
-const FORM_OVERHEAD = 1024 * 1024;
 
 const accepted = z.object({ task_id: z.uuid(), file_id: z.uuid().describe('the id the file has once the task succeeds') });
 const defineForm = z.object({
@@ -45,7 +41,9 @@ function parseSizeLimit(value: string | undefined): number | null {
   if (value === undefined) return null;
   const text = value.trim();
   const n = Number(text);
-  if (!/^\d{1,16}$/.test(text) || !Number.isSafeInteger(n)) throw validationError('file_size_limit must be a whole number of bytes', [{ field: 'file_size_limit', reason: 'not a non-negative integer' }]);
+  if (!/^\d+$/.test(text) || !Number.isSafeInteger(n)) {
+    throw validationError(`file_size_limit must be a whole number of bytes from 0 to ${Number.MAX_SAFE_INTEGER} (the upload limit and your quota apply too)`, [{ field: 'file_size_limit', reason: `not an integer from 0 to ${Number.MAX_SAFE_INTEGER}` }]);
+  }
   return n;
 }
 
@@ -118,8 +116,7 @@ export function defineFileRoutes(deps: FileDeps): RouteDef[] {
     const before = await standingOf(user);
     assertRoomFor(user, before);
     const ceiling = smallest(limits.upload(deps.limits.uploadBytes), limits.quota(quotaOf(user, before)));
-    const declared = Number(ctx.get('Content-Length') || Number.NaN);
-    if (Number.isFinite(declared) && declared > ceiling.bytes + FORM_OVERHEAD) throw ceiling.tooLarge();
+    assertDeclaredSize(ctx.req, ceiling);
     const staged = await stageForm(ctx.req, deps.storage, stagedKey, (fields) => {
       const sizeLimit = parseSizeLimit(fields.get('file_size_limit'));
       return smallest(sizeLimit === null ? null : limits.sizeLimit(sizeLimit), limits.upload(deps.limits.uploadBytes), limits.quota(quotaOf(user, before)));

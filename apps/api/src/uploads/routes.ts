@@ -28,8 +28,8 @@ import { defineRoute, type RouteDef } from '../http/route.ts';
 import type { ApiMetrics } from '../observability/metrics.ts';
 import type { JsonUploadChecker } from './json-check-pool.ts';
 import { jsonUploadText } from './json-upload.ts';
-import { readBody } from './read-body.ts';
-import { discard, mayDiscard, stageBytes, stageUpload } from './stage-file.ts';
+import { readBody, tooLarge } from './read-body.ts';
+import { assertDeclaredSize, discard, isMultipart, mayDiscard, stageBody, stageBytes, stageForm, type FileLimit } from './stage-file.ts';
 
 // Accepting an upload, JSON body or file: checked (caps, access, shape), its bytes staged, its
 // command durably in the tasks log (submitUpload, below), then 202 with the task to follow.
@@ -268,11 +268,12 @@ export function uploadRoutes(deps: UploadDeps): RouteDef[] {
         if (query.metric_name !== undefined) assertWritable(user, query.metric_name, 'query.metric_name');
         const taskId = taskIdFor(user.user_name, idempotency ?? null);
         await capped(ctx, user, taskId, async () => {
-          const staged = await stageUpload(ctx.req, deps.storage, stagedUploadKey(taskId), deps.limits.uploadBytes);
-          if (staged.bytes === 0) {
-            await discard(deps.storage, staged.objectKey);
-            throw validationError('the file is empty', [{ field: 'file', reason: 'empty' }]);
-          }
+          const limit: FileLimit = { bytes: deps.limits.uploadBytes, tooLarge: () => tooLarge(deps.limits.uploadBytes, 'the file') };
+          assertDeclaredSize(ctx.req, limit);
+          const key = stagedUploadKey(taskId);
+          const staged = isMultipart(ctx.req) ? await stageForm(ctx.req, deps.storage, key, () => limit) : await stageBody(ctx.req, deps.storage, key, limit);
+          // An empty file stages nothing (stageForm, stageBody): refused without a command.
+          if (staged.bytes === 0) throw validationError('the file is empty', [{ field: 'file', reason: 'empty' }]);
           const command = {
             ...common(user, idempotency),
             metric_name: query.metric_name ?? null,

@@ -1,52 +1,101 @@
 import { createHash } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
-import { PassThrough, type Readable } from 'node:stream';
-import type busboy from 'busboy';
+import type { Readable } from 'node:stream';
 import { DomainError, validationError } from '@meridian/domain';
-import { tooLarge } from './read-body.ts';
-import { formDataFileName, multipartParser } from '../http/multipart.ts';
+import { readForm } from '../http/multipart.ts';
 import type { BlobStore } from '../blob-store.ts';
 
-export type StagedFile = { readonly objectKey: string; readonly bytes: number; readonly sha256: Buffer; readonly filename: string | null };
+/** The most bytes a staged file may have, and the error to answer when it has more. */
+export type FileLimit = { readonly bytes: number; readonly tooLarge: () => DomainError };
+
+export type StagedFile = {
+  /** Where the file is staged; nothing is when `bytes` is 0. */
+  readonly objectKey: string;
+  readonly bytes: number;
+  readonly sha256: Buffer;
+  readonly filename: string | null;
+  readonly mimeType: string | null;
+};
+
+export type StagedForm = StagedFile & {
+  /** The form's text fields, whether they came before or after the file. */
+  readonly fields: ReadonlyMap<string, string>;
+};
+
+/** Room for the multipart framing and text fields when judging a body by its Content-Length. */
+const FORM_OVERHEAD = 1024 * 1024;
+
+/** A body that declares more bytes than `limit` allows (with room for a form's framing) is refused before any is read. */
+export function assertDeclaredSize(req: IncomingMessage, limit: FileLimit): void {
+  const declared = Number(req.headers['content-length'] ?? Number.NaN);
+  if (Number.isFinite(declared) && declared > limit.bytes + FORM_OVERHEAD) throw limit.tooLarge();
+}
+
+export const isMultipart = (req: IncomingMessage): boolean => /^multipart\/form-data/i.test(req.headers['content-type'] ?? '');
 
 /**
- * Streams an uploaded file straight into the bucket while hashing and counting it: the api
- * never holds the file (MERIDIAN_STORAGE_PARTS_IN_FLIGHT + 1 parts at most). Multipart bodies give the part named `file`; any other body is the
- * file itself. Over `limit` bytes the upload stops with 413 and nothing is left in the bucket.
+ * Streams a multipart form's `file` part into the bucket at `objectKey` while hashing and
+ * counting it; the other parts are text fields, kept. The limit is decided when the file part
+ * starts, from the fields seen so far (`limitFor`), and enforced as the bytes arrive: over it,
+ * the upload stops at once with its error. On any failure (a limit, a cut-off or malformed
+ * body, a client gone, storage failing) nothing is left in the bucket: no object, no
+ * unfinished multipart upload. The api never holds the file: the staging writer keeps
+ * MERIDIAN_STORAGE_PARTS_IN_FLIGHT + 1 parts in memory at most.
  */
-export async function stageUpload(req: IncomingMessage, storage: BlobStore, objectKey: string, limit: number): Promise<StagedFile> {
-  const declared = Number(req.headers['content-length']);
-  if (Number.isFinite(declared) && declared > limit + 64 * 1024) throw tooLarge(limit, 'the file');
-  const contentType = req.headers['content-type'] ?? '';
-  const file = /^multipart\/form-data/i.test(contentType) ? await multipartFile(req, limit) : { stream: req as Readable, filename: null, truncated: () => false };
-
-  let bytes = 0;
-  const hash = createHash('sha256');
-  // The staging writer keeps (parts in flight + 1) parts in memory at most, whatever the file's size.
-  const writer = storage.stage(objectKey);
+export async function stageForm(req: IncomingMessage, storage: BlobStore, objectKey: string, limitFor: (fields: ReadonlyMap<string, string>) => FileLimit): Promise<StagedForm> {
+  if (!/^multipart\/form-data\s*;/i.test(req.headers['content-type'] ?? '')) {
+    throw validationError('the body must be multipart/form-data with a part named "file"', [{ field: 'file', reason: 'required' }]);
+  }
   try {
-    for await (const chunk of file.stream as AsyncIterable<Buffer>) {
-      bytes += chunk.length;
-      if (bytes > limit || file.truncated()) throw tooLarge(limit, 'the file');
-      hash.update(chunk);
-      await inStorage(writer.write(chunk), 'the upload');
-    }
-    if (file.truncated()) throw tooLarge(limit, 'the file');
-    await inStorage(writer.end(), 'the upload');
+    const form = await readForm(req, req.headers, {
+      requireFile: true,
+      receive: async (part, fields) => ({ ...(await streamToBucket(part.stream, storage, objectKey, limitFor(fields))), filename: part.filename, mimeType: part.mimeType }),
+    });
+    return { ...form.file!, objectKey, fields: form.fields };
   } catch (error) {
-    req.resume();
-    await writer.abort();
     await discard(storage, objectKey);
-    if (error instanceof DomainError) throw error;
-    if (req.destroyed || (error as { code?: string }).code === 'ECONNRESET') throw validationError('the upload was interrupted');
     throw error;
   }
-  return { objectKey, bytes, sha256: hash.digest(), filename: file.filename };
+}
+
+/** Streams a whole request body, the file itself, into the bucket as stageForm stages a form's file part. */
+export async function stageBody(req: IncomingMessage, storage: BlobStore, objectKey: string, limit: FileLimit): Promise<StagedFile> {
+  try {
+    const staged = await streamToBucket(req, storage, objectKey, limit);
+    return { ...staged, objectKey, filename: null, mimeType: null };
+  } catch (error) {
+    // Read what is left (and drop it) so the answer can follow.
+    if (!req.destroyed) req.resume();
+    await discard(storage, objectKey);
+    if (error instanceof DomainError) throw error;
+    if (req.destroyed || (error as { code?: string }).code === 'ECONNRESET') throw validationError('the upload was interrupted before its end');
+    throw error;
+  }
+}
+
+async function streamToBucket(stream: Readable, storage: BlobStore, objectKey: string, limit: FileLimit): Promise<{ bytes: number; sha256: Buffer }> {
+  const hash = createHash('sha256');
+  const writer = storage.stage(objectKey);
+  let bytes = 0;
+  try {
+    for await (const chunk of stream as AsyncIterable<Buffer>) {
+      bytes += chunk.length;
+      if (bytes > limit.bytes) throw limit.tooLarge();
+      hash.update(chunk);
+      await inStorage(writer.write(chunk), 'the file');
+    }
+    // An empty file stages nothing: the caller refuses it without a round trip to storage.
+    if (bytes > 0) await inStorage(writer.end(), 'the file');
+  } catch (error) {
+    await writer.abort();
+    throw error;
+  }
+  return { bytes, sha256: hash.digest() };
 }
 
 /**
  * Stages a body the api holds already (a JSON upload, checked in memory) under `objectKey`, as
- * stageUpload stages a stream. Storage unreachable → 503, and nothing is left in the bucket.
+ * stageForm stages a stream. Storage unreachable → 503, and nothing is left in the bucket.
  */
 export async function stageBytes(storage: BlobStore, objectKey: string, bytes: Buffer): Promise<void> {
   try {
@@ -84,42 +133,4 @@ export function mayDiscard(refusal: unknown): boolean {
 export async function discard(storage: BlobStore, objectKey: string): Promise<void> {
   await storage.removeUnfinished(objectKey).catch(() => undefined);
   await storage.remove(objectKey).catch(() => undefined);
-}
-
-type FilePart = { stream: Readable; filename: string | null; truncated: () => boolean };
-
-/** The `file` part of a multipart body, as a stream; other parts are drained and ignored. */
-function multipartFile(req: IncomingMessage, limit: number): Promise<FilePart> {
-  return new Promise((resolve, reject) => {
-    let parser: busboy.Busboy;
-    try {
-      parser = multipartParser(req.headers, { files: 1, fileSize: limit, fields: 20, parts: 30 });
-    } catch (error) {
-      reject(validationError(`malformed multipart body: ${(error as Error).message}`));
-      return;
-    }
-    let settled = false;
-    parser.on('file', (name, stream, info) => {
-      if (name !== 'file' || settled) {
-        stream.resume();
-        return;
-      }
-      settled = true;
-      let truncated = false;
-      stream.on('limit', () => { truncated = true; });
-      // The part stream ends when busboy has read it; errors of the request reach it through the parser.
-      const out = new PassThrough();
-      stream.pipe(out);
-      parser.on('error', (e: Error) => out.destroy(e));
-      resolve({ stream: out, filename: formDataFileName(info.filename), truncated: () => truncated });
-    });
-    parser.on('error', (e: Error) => {
-      if (!settled) reject(validationError(`malformed multipart body: ${e.message}`));
-    });
-    parser.on('close', () => {
-      if (!settled) reject(validationError('the multipart body has no part named "file"', [{ field: 'file', reason: 'required' }]));
-    });
-    req.on('aborted', () => parser.destroy(new Error('request aborted')));
-    req.pipe(parser);
-  });
 }
