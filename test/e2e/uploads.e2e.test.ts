@@ -73,6 +73,32 @@ describe('metric uploads', () => {
     expect(await rowsOf('up.json:a')).toBe(3);
   });
 
+  it('says what is wrong with a body: two file parts, a file part without a filename, UTF-16 JSON, a key given twice; a UTF-8 BOM is accepted', async () => {
+    const boundary = 'b0und';
+    const form = (...parts: string[]) => fetch(`${api.url}/api/v1/metrics_file_upload?metric_name=up.form`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${writer}`, 'Content-Type': `multipart/form-data; boundary=${boundary}` },
+      body: `${parts.join('')}--${boundary}--\r\n`,
+    });
+    const part = (disposition: string, body: string) => `--${boundary}\r\nContent-Disposition: form-data; ${disposition}\r\n\r\n${body}\r\n`;
+    const detail = async (res: Response) => `${res.status} ${((await res.json()) as { detail: string }).detail}`;
+    const csv = `${iso(0)},1\n`;
+    expect(await detail(await form(part('name="file"; filename="a.csv"', csv), part('name="file"; filename="b.csv"', csv)))).toMatch(/^400 .*more than one part named "file"/);
+    expect(await detail(await form(part('name="file"', csv)))).toMatch(/^400 .*"file" has no filename/);
+    const fields = Array.from({ length: 25 }, (_, i) => part(`name="f${i}"`, 'x'));
+    expect(await detail(await form(...fields, part('name="file"; filename="a.csv"', csv)))).toMatch(/^400 .*more than 20 text fields/);
+
+    const json = (body: Buffer) => fetch(`${api.url}/api/v1/metrics/upload`, { method: 'POST', headers: { Authorization: `Bearer ${writer}`, 'Content-Type': 'application/json' }, body });
+    const text = JSON.stringify({ metric_name: 'up.bom', values: [{ timestamp: iso(0), value: 1 }] });
+    const withBom = await json(Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(text)]));
+    expect(withBom.status).toBe(202);
+    expect(await waitForTask(api.url, writer, ((await withBom.json()) as { task_id: string }).task_id)).toMatchObject({ status: 'succeeded' });
+    expect(await detail(await json(Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(text, 'utf16le')])))).toBe('400 the body is UTF-16LE; send JSON as UTF-8');
+    expect(await detail(await json(Buffer.from(text, 'utf16le')))).toBe('400 the body is UTF-16LE; send JSON as UTF-8');
+    expect(await detail(await json(Buffer.from('{"metric_name":"up.a","values":[],"metric_name":"up.b"}')))).toMatch(/^400 the body gives "metric_name" more than once/);
+    expect(await detail(await json(Buffer.from(`{"metric_name":"up.a","values":[{"timestamp":"${iso(0)}","value":1}],"values":[]}`)))).toMatch(/^400 the body gives "values" more than once/);
+  });
+
   it('accepts the seed\'s sample: JSON text declared as multipart/form-data', async () => {
     const res = await fetch(`${api.url}/api/v1/metrics/upload`, {
       method: 'POST',

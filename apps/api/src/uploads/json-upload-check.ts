@@ -29,6 +29,9 @@ const PUNCTUATION_PER_VALUE = 4;
 export function checkJsonUpload(bytes: Uint8Array, maxValues: number): JsonUploadCheck {
   // A well-formed body is vouched for without building it; anything else is parsed, to say what is wrong.
   const scanned = scanJsonUpload(bytes);
+  if (scanned !== null && 'duplicate' in scanned) {
+    return { kind: 'invalid', message: `the body gives "${scanned.duplicate}" more than once; give it once`, errors: [{ field: `body.${scanned.duplicate}`, reason: 'duplicate key' }] };
+  }
   if (scanned !== null) return scanned.values > maxValues ? { kind: 'too_many_values' } : { kind: 'ok', ...scanned };
   let punctuation = 0;
   for (let i = 0; i < bytes.length; i++) {

@@ -7,10 +7,12 @@
  * whenever it cannot vouch for the body, and checkJsonUpload then parses it to say what is
  * wrong, with JSON.parse's own message: null is never an error by itself.
  *
- * Like JSON.parse followed by the shape check, the last of a repeated key counts. A key at the
- * top level written with escapes (`"metric\u005fname"`) answers null rather than being decoded.
+ * A top-level `metric_name` or `values` given twice is answered as such (`duplicate`), where
+ * JSON.parse would silently keep the last: a body that says two things is refused, not guessed.
+ * Top-level keys written with escapes (`"metric\u005fname"`) are decoded to be recognised.
  */
 export type ScannedUpload = { readonly metric_name: string; readonly values: number };
+export type DuplicateKey = { readonly duplicate: 'metric_name' | 'values' };
 
 const OPEN_OBJECT = 0x7b; // {
 const CLOSE_OBJECT = 0x7d; // }
@@ -42,7 +44,7 @@ const VALUES = Buffer.from('values');
 /** The characters a backslash may escape in a JSON string, besides `u`. */
 const SIMPLE_ESCAPES = new Set([QUOTE, BACKSLASH, 0x2f, 0x62, 0x66, 0x6e, 0x72, 0x74]); // " \ / b f n r t
 
-export function scanJsonUpload(b: Uint8Array): ScannedUpload | null {
+export function scanJsonUpload(b: Uint8Array): ScannedUpload | DuplicateKey | null {
   const open: number[] = []; // the containers open around the current position, outermost first
   let i = skipSpace(b, 0);
   if (b[i] !== OPEN_OBJECT) return null;
@@ -51,6 +53,8 @@ export function scanJsonUpload(b: Uint8Array): ScannedUpload | null {
   let values = -1;
   let valuesDepth = -1; // the depth of the elements of the "values" array being counted; -1 when outside it
   let key = OTHER_KEY;
+  let seen = 0; // the top-level keys met so far, as METRIC_NAME_KEY and VALUES_KEY bits
+  let duplicate: DuplicateKey | null = null;
   for (;;) {
     // A value starts here.
     i = skipSpace(b, i);
@@ -97,7 +101,9 @@ export function scanJsonUpload(b: Uint8Array): ScannedUpload | null {
       i = skipSpace(b, i);
       const depth = open.length;
       if (depth === 0) {
-        if (i !== b.length || nameStart < 0 || values < 0) return null;
+        if (i !== b.length) return null;
+        if (duplicate) return duplicate;
+        if (nameStart < 0 || values < 0) return null;
         return { metric_name: JSON.parse(Buffer.from(b.buffer, b.byteOffset + nameStart, nameEnd - nameStart).toString('utf8')) as string, values };
       }
       const inObject = open[depth - 1] === OPEN_OBJECT;
@@ -124,9 +130,12 @@ export function scanJsonUpload(b: Uint8Array): ScannedUpload | null {
     const end = stringEnd(bytes, start);
     if (end < 0) return -1;
     if (depth === 1) {
-      const name = bytes.subarray(start + 1, end - 1);
-      if (name.includes(BACKSLASH)) return -1;
+      const raw = bytes.subarray(start + 1, end - 1);
+      // Escaped names are rare: decoded (allocating) only then.
+      const name = raw.includes(BACKSLASH) ? Buffer.from(JSON.parse(Buffer.from(bytes.subarray(start, end)).toString('utf8')) as string) : raw;
       key = equal(name, METRIC_NAME) ? METRIC_NAME_KEY : equal(name, VALUES) ? VALUES_KEY : OTHER_KEY;
+      if (key !== OTHER_KEY && (seen & key) !== 0) duplicate ??= { duplicate: key === METRIC_NAME_KEY ? 'metric_name' : 'values' };
+      seen |= key;
     }
     const colon = skipSpace(bytes, end);
     return bytes[colon] === COLON ? colon + 1 : -1;

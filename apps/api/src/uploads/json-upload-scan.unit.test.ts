@@ -6,9 +6,38 @@ const bytes = (text: string) => Buffer.from(text, 'utf8');
 const MAX = 1_000_000;
 
 /** What JSON.parse and the shape check make of the body, in the scan's terms (null: not an upload). */
-function reference(body: Buffer): { metric_name: string; values: number } | null {
+function reference(body: Buffer): { metric_name: string; values: number } | { duplicate: string } | null {
   const check = parseJsonUpload(body, MAX);
+  if (check.kind === 'invalid' && check.errors[0]?.reason === 'malformed JSON') return null;
+  const keys = topLevelKeys(body.toString('utf8'));
+  const duplicate = ['metric_name', 'values'].find((k) => keys.filter((key) => key === k).length > 1);
+  if (duplicate) return { duplicate };
   return check.kind === 'ok' ? { metric_name: check.metric_name, values: check.values } : null;
+}
+
+/** The keys of a well-formed JSON object's top level, in order, repeats kept (JSON.parse keeps only the last). */
+function topLevelKeys(text: string): string[] {
+  const keys: string[] = [];
+  let depth = 0;
+  let expectKey = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i]!;
+    if (c === '"') {
+      let j = i + 1;
+      while (text[j] !== '"') j += text[j] === '\\' ? 2 : 1;
+      if (depth === 1 && expectKey) keys.push(JSON.parse(text.slice(i, j + 1)) as string);
+      expectKey = false;
+      i = j;
+    } else if (c === '{' || c === '[') {
+      depth++;
+      expectKey = c === '{';
+    } else if (c === '}' || c === ']') {
+      depth--;
+    } else if (c === ',') {
+      expectKey = depth === 1 && text.trimStart()[0] === '{';
+    }
+  }
+  return keys;
 }
 
 /** A small seeded generator, so a failure names an input that can be replayed. */
@@ -78,8 +107,16 @@ describe('scanJsonUpload', () => {
     expect(scanJsonUpload(bytes(deep(100)))).toBeNull();
   });
 
-  it('counts the last of a repeated key, as JSON.parse does', () => {
-    expect(scanJsonUpload(bytes('{"metric_name":"a","values":[1,2,3],"metric_name":"b","values":[4]}'))).toEqual({ metric_name: 'b', values: 1 });
+  it('names a top-level key given twice, where JSON.parse would keep the last, escaped or not', () => {
+    expect(scanJsonUpload(bytes('{"metric_name":"a","values":[1,2,3],"metric_name":"b","values":[4]}'))).toEqual({ duplicate: 'metric_name' });
+    expect(scanJsonUpload(bytes('{"values":[1],"metric_name":"a","values":[4]}'))).toEqual({ duplicate: 'values' });
+    expect(scanJsonUpload(bytes('{"metric_name":"a","values":[],"metric\\u005fname":"b"}'))).toEqual({ duplicate: 'metric_name' });
+    // Keys repeated inside values are the task's to judge, as every value is.
+    expect(scanJsonUpload(bytes('{"metric_name":"a","values":[{"value":1,"value":2}]}'))).toEqual({ metric_name: 'a', values: 1 });
+  });
+
+  it('decodes escaped top-level keys', () => {
+    expect(scanJsonUpload(bytes('{"metric\\u005fname":"m","values":[1]}'))).toEqual({ metric_name: 'm', values: 1 });
   });
 
   it('vouches for nothing JSON.parse refuses, nor for a body of another shape', () => {
@@ -88,7 +125,7 @@ describe('scanJsonUpload', () => {
       '{"metric_name":"m","values":[]', '{"metric_name":"m","values":[],}', '{"metric_name":"m","values":[1,]}', '{"metric_name":"m","values":[01]}',
       '{"metric_name":"m","values":[1.]}', '{"metric_name":"m","values":[.5]}', '{"metric_name":"m","values":[+1]}', '{"metric_name":"m","values":[tru]}',
       '{"metric_name":"m\u0001","values":[]}', '{"metric_name":"\\x","values":[]}', '{"metric_name":"\\u12g4","values":[]}', '{"metric_name":"m","values":[]} x',
-      '\ufeff{"metric_name":"m","values":[]}', '{"metric_name":"m"\u00a0,"values":[]}', '{"metric_name":"m","values":[]}{}', '{"metric\\u005fname":"m","values":[]}',
+      '\ufeff{"metric_name":"m","values":[]}', '{"metric_name":"m"\u00a0,"values":[]}', '{"metric_name":"m","values":[]}{}',
     ]) {
       expect(scanJsonUpload(bytes(text)), text).toBeNull();
     }

@@ -65,6 +65,24 @@ describe('download parameters', () => {
       expect((e as DomainError).errors[0]!.reason).toMatch(/at most 10/);
     }
   });
+
+  it('says the range a bad value must be in, whatever its size', () => {
+    const reasons = (query: Record<string, string>) => {
+      try {
+        parseDownloadParams({ metrics: 'm', ...query }, { maxRowsCeiling: 10, maxListNames: 5 });
+      } catch (e) {
+        return (e as DomainError).errors.map((x) => `${x.field}: ${x.reason}`);
+      }
+      return [];
+    };
+    // Years 0 to 99 are years, not 1900 to 1999: outside the range, not "not a calendar date".
+    expect(reasons({ start_date: '0001-01-01' })).toEqual(['start_date: outside 1970-01-01 to 2105-12-31']);
+    expect(reasons({ end_date: '0099-12-31' })).toEqual(['end_date: outside 1970-01-01 to 2105-12-31']);
+    expect(reasons({ start_date: '2023-02-29' })).toEqual(['start_date: not a calendar date']);
+    expect(reasons({ max_rows: '1000000000000' })).toEqual(['max_rows: must be at most 10; page through larger results with the cursor']);
+    expect(reasons({ max_rows: '0' })).toEqual(['max_rows: must be a whole number from 1 to 10']);
+    expect(reasons({ max_rows: '-5' })).toEqual(['max_rows: must be a whole number from 1 to 10']);
+  });
 });
 
 describe('pattern resolution', () => {

@@ -30,8 +30,10 @@ export function parseDateBound(text: string, bound: 'start' | 'end'): { ok: true
   const day = DATE_ONLY.exec(text);
   if (day) {
     const [y, m, d] = [Number(day[1]), Number(day[2]), Number(day[3])];
-    const ms = Date.UTC(y, m - 1, d);
-    const back = new Date(ms);
+    // Not Date.UTC(y, ...): it reads years 0 to 99 as 1900 to 1999.
+    const back = new Date(0);
+    back.setUTCFullYear(y, m - 1, d);
+    const ms = back.getTime();
     if (back.getUTCFullYear() !== y || back.getUTCMonth() !== m - 1 || back.getUTCDate() !== d) return { ok: false, reason: 'not a calendar date' };
     if (ms < MIN_TIMESTAMP_MS || ms >= END_TIMESTAMP_MS) return { ok: false, reason: 'outside 1970-01-01 to 2105-12-31' };
     return { ok: true, ms: bound === 'start' ? ms : ms + DAY_MS - 1 };
@@ -86,7 +88,7 @@ export function parseDownloadParams(query: RawDownloadQuery, limits: DownloadLim
   const maxRowsText = one('max_rows');
   let maxRows = DEFAULT_MAX_ROWS;
   if (maxRowsText !== undefined) {
-    if (!/^\d{1,10}$/.test(maxRowsText) || Number(maxRowsText) < 1) errors.push({ field: 'max_rows', reason: 'must be a positive integer' });
+    if (!/^\d+$/.test(maxRowsText) || Number(maxRowsText) < 1) errors.push({ field: 'max_rows', reason: `must be a whole number from 1 to ${maxRowsCeiling}` });
     else if (Number(maxRowsText) > maxRowsCeiling) errors.push({ field: 'max_rows', reason: `must be at most ${maxRowsCeiling}; page through larger results with the cursor` });
     else maxRows = Number(maxRowsText);
   }
