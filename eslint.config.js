@@ -81,6 +81,12 @@ export default tseslint.config(
       'import/extensions': ['.ts', '.js'],
     },
     rules: {
+      // A stream joined with .pipe() passes no error along: the source's failure is heard by no
+      // one (an unheard 'error' event ends the process) and the destination waits forever.
+      'no-restricted-syntax': ['error', {
+        selector: "CallExpression[callee.property.name='pipe'][arguments.length=1]",
+        message: 'stream.pipe() passes no error along: use pipeline() from node:stream (or for await), so every stream\'s error has an owner.',
+      }],
       'import/no-cycle': ['error', { ignoreExternal: true }],
       'import/no-restricted-paths': [
         'error',

@@ -1,5 +1,5 @@
 import { adapterOptions, loadSettingsOrExit } from '@meridian/config';
-import { createLogger, silenceKnownWarnings } from '@meridian/observability';
+import { createLogger, logUnhandledRejections, silenceKnownWarnings } from '@meridian/observability';
 import { createAdapters, createPlatform, untilDone } from '@meridian/platform';
 import { composeApi } from './compose.ts';
 import { createHttpServer, httpServerOptions } from './http/http-server.ts';
@@ -11,6 +11,7 @@ silenceKnownWarnings();
 async function main(): Promise<void> {
   const settings = loadSettingsOrExit(process.env, 'meridian api');
   const logger = createLogger({ name: 'api', level: settings.LOG_LEVEL, pretty: settings.MERIDIAN_DEV_LOGS });
+  logUnhandledRejections(logger);
   const options = adapterOptions(settings, 'api');
   const adapters = createAdapters(options, logger);
   const platform = createPlatform(adapters, options, logger);

@@ -1,4 +1,4 @@
-import type { Readable } from 'node:stream';
+import { pipeline, type Readable } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
 import { promisify } from 'node:util';
 import { createGunzip, gzip } from 'node:zlib';
@@ -14,10 +14,9 @@ const gzipAsync = promisify(gzip);
  */
 async function gunzippedText(body: Readable): Promise<string> {
   const decoder = new StringDecoder('utf8');
-  const gunzip = createGunzip();
-  body.once('error', (error) => gunzip.destroy(error));
   let text = '';
-  for await (const chunk of body.pipe(gunzip)) text += decoder.write(chunk as Buffer);
+  // pipeline: a failure of the body, or of its gzip, ends the read with it.
+  for await (const chunk of pipeline(body, createGunzip(), () => undefined)) text += decoder.write(chunk as Buffer);
   return text + decoder.end();
 }
 

@@ -1,6 +1,7 @@
 import type { Context, Next } from 'koa';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { TaskStatus, TasksState } from '@meridian/domain';
+import { unhandledRejections } from '@meridian/observability';
 
 const TASK_STATUSES: readonly TaskStatus[] = ['queued', 'running', 'succeeded', 'failed'];
 
@@ -77,6 +78,15 @@ export function createApiMetrics(options: ApiMetricsOptions = {}): ApiMetrics {
     name: 'meridian_upload_points_accepted_total',
     help: 'Values in accepted JSON uploads (file uploads are counted once parsed: see meridian_points_ingested_total).',
     registers: [registry],
+  });
+  new Counter({
+    name: 'meridian_unhandled_rejections_total',
+    help: 'Promise rejections nothing handled since the process started: logged, the process went on; each is a bug.',
+    registers: [registry],
+    collect() {
+      this.reset();
+      this.inc(unhandledRejections());
+    },
   });
   for (const source of ['json_body', 'file'] as const) {
     uploads.inc({ source }, 0);

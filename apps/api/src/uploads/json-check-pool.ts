@@ -44,6 +44,13 @@ export function jsonCheckPool(options: JsonCheckPoolOptions): JsonUploadChecker 
   function start(): Worker {
     const worker = new Worker(workerUrl, { workerData: { maxValues: options.maxValues }, resourceLimits: { maxOldGenerationSizeMb: options.heapMb }, execArgv: [] });
     worker.unref(); // an idle pool never keeps the process alive
+    // Heard while idle too (run() hears it for a job): an idle worker that fails leaves the pool
+    // rather than ending the process with an unheard 'error' event.
+    worker.on('error', () => {
+      all.delete(worker);
+      const at = idle.indexOf(worker);
+      if (at !== -1) idle.splice(at, 1);
+    });
     all.add(worker);
     return worker;
   }

@@ -1,5 +1,6 @@
 import http, { type IncomingMessage } from 'node:http';
 import https from 'node:https';
+import { pipeline } from 'node:stream';
 import { createGunzip } from 'node:zlib';
 import type { ClickHouseOptions } from '../client.ts';
 import { externalTableParams, multipartBody, type ExternalTable } from './external-data.ts';
@@ -161,7 +162,8 @@ function startQueryAt(at: string, conn: ConnOptions, q: QueryRequest): StartedQu
 
 /** The start of an error body, decompressed when ClickHouse gzipped it. */
 async function readErrorBody(res: IncomingMessage): Promise<string> {
-  const source = res.headers['content-encoding'] === 'gzip' ? res.pipe(createGunzip()) : res;
+  // pipeline: a failure of the answer, or of its gzip, ends the read below with it.
+  const source = res.headers['content-encoding'] === 'gzip' ? pipeline(res, createGunzip(), () => undefined) : res;
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of source as AsyncIterable<Buffer>) {
