@@ -43,7 +43,7 @@ export const isMultipart = (req: IncomingMessage): boolean => /^multipart\/form-
  * MERIDIAN_STORAGE_PARTS_IN_FLIGHT + 1 parts in memory at most.
  */
 export async function stageForm(req: IncomingMessage, storage: BlobStore, objectKey: string, limitFor: (fields: ReadonlyMap<string, string>) => FileLimit): Promise<StagedForm> {
-  if (!/^multipart\/form-data\s*;/i.test(req.headers['content-type'] ?? '')) {
+  if (!isMultipart(req)) {
     throw validationError('the body must be multipart/form-data with a part named "file"', [{ field: 'file', reason: 'required' }]);
   }
   try {
