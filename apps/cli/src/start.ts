@@ -3,8 +3,9 @@ import { createLogger, silenceKnownWarnings } from '@meridian/observability';
 import { createAdapters, createPlatform } from '@meridian/platform';
 import { composeCli } from './cli-services.ts';
 import { runCommand, UsageError, usage } from './commands.ts';
-import { ApiError } from './user/api-client.ts';
+import { ApiError, NetworkError } from './user/api-client.ts';
 import { ConnectionError } from './user/config.ts';
+import { catchInterrupts, Interrupted } from './user/interrupt.ts';
 import { runUserCommand, USER_COMMANDS, UserUsageError, userUsage } from './user/commands.ts';
 
 silenceKnownWarnings();
@@ -39,14 +40,22 @@ async function main(): Promise<number> {
 
 /** The user commands talk HTTP to the api: no Kafka, no platform. */
 async function userMain(argv: string[], settings: Settings): Promise<number> {
+  const interruption = catchInterrupts(process.stderr);
+  const interrupted = (message: string) => {
+    process.stderr.write(`meridian: ${message}\n`);
+    interruption.reraise();
+    return 130;
+  };
   try {
-    return await runUserCommand(argv, { env: process.env, settings, stdout: process.stdout, stderr: process.stderr });
+    const code = await runUserCommand(argv, { env: process.env, settings, stdout: process.stdout, stderr: process.stderr, signal: interruption.signal });
+    return interruption.received() === null ? code : interrupted('interrupted');
   } catch (error) {
+    if (interruption.received() !== null) return interrupted(error instanceof Interrupted ? error.message : 'interrupted');
     if (error instanceof UserUsageError) {
       process.stderr.write(`meridian: ${error.message}\n\n${userUsage}\n`);
       return 2;
     }
-    if (error instanceof ConnectionError) {
+    if (error instanceof ConnectionError || error instanceof NetworkError) {
       process.stderr.write(`meridian: ${error.message}\n`);
       return 2;
     }

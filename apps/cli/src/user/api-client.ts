@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { classify, retry, RETRY_POLICIES } from '@meridian/retry';
 import type { Connection } from './config.ts';
 
@@ -20,7 +21,7 @@ export class ApiError extends Error {
 }
 
 /** A request cut by the network: it may pass if sent again (whether it may be sent again is the request's to say). */
-class NetworkError extends Error {
+export class NetworkError extends Error {
   readonly retriable = true;
 }
 
@@ -57,8 +58,8 @@ function retryAfterMs(res: Response): number | null {
  * idempotent requests) are tried again, `retries` times at most, after the answer's Retry-After
  * or else the CLI's backoff (RETRY_POLICIES.cli).
  */
-export function apiClient(connection: Connection, retries: number): ApiClient {
-  const once = async (url: URL, options: RequestOptions): Promise<Response> => {
+export function apiClient(connection: Connection, retries: number, interrupt?: AbortSignal): ApiClient {
+  const once = async (url: URL, options: RequestOptions, signal: AbortSignal | null): Promise<Response> => {
     const made = options.body?.();
     let res: Response;
     try {
@@ -67,7 +68,7 @@ export function apiClient(connection: Connection, retries: number): ApiClient {
         headers: { Authorization: `Bearer ${connection.apiKey}`, ...(made?.contentType ? { 'Content-Type': made.contentType } : {}), ...options.headers },
         body: made?.body ?? null,
         ...(made && made.body instanceof ReadableStream ? { duplex: 'half' } : {}),
-        signal: options.signal ?? null,
+        signal,
       });
     } catch (error) {
       throw networkError(connection.url, error);
@@ -85,14 +86,17 @@ export function apiClient(connection: Connection, retries: number): ApiClient {
   const send = (path: string, options: RequestOptions): Promise<Response> => {
     const url = new URL(`${connection.url}${path}`);
     for (const [k, v] of Object.entries(options.query ?? {})) if (v !== undefined) url.searchParams.set(k, v);
-    return retry(() => once(url, options), {
+    const signal = signalOf(options.signal, interrupt);
+    return retry(() => once(url, options, signal), {
       ...RETRY_POLICIES.cli,
       attempts: retries + 1,
       // A 429 was refused before any work; a 503 or a cut request may have done some, so only
       // a request that may be repeated (a GET, an upload under its Idempotency-Key) is sent again.
       retriable: (error) => classify(error) === 'transient' && (options.idempotent || (error instanceof ApiError && error.status === 429)),
       delayOf: (error) => (error instanceof ApiError && error.retryAfterMs !== null ? error.retryAfterMs : undefined),
-      ...(options.signal ? { signal: options.signal } : {}),
+      // Ctrl-C ends a wait between attempts too, not only a request.
+      ...(signal ? { signal } : {}),
+      wait: (ms) => sleep(ms, undefined, signal ? { signal } : {}),
     });
   };
   return {
@@ -105,6 +109,12 @@ export function apiClient(connection: Connection, retries: number): ApiClient {
       return (text ? JSON.parse(text) : undefined) as T;
     },
   };
+}
+
+/** The request's own signal and the process's interrupt, either of which stops it. */
+function signalOf(own: AbortSignal | undefined, interrupt: AbortSignal | undefined): AbortSignal | null {
+  if (own && interrupt) return AbortSignal.any([own, interrupt]);
+  return own ?? interrupt ?? null;
 }
 
 function networkError(url: string, error: unknown): Error {

@@ -1,10 +1,13 @@
+import { existsSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import type { Settings } from '@meridian/config';
 import { apiClient, type ApiClient } from './api-client.ts';
 import { resolveConnection } from './config.ts';
-import { download } from './download.ts';
+import { download, resumeStatePath } from './download.ts';
 import { getFile, listFiles, putFile, shareFile } from './files.ts';
+import { rethrowIfInterrupted } from './interrupt.ts';
+import { partialPath } from './output-file.ts';
 import { Progress } from './progress.ts';
 import { getTask, rowErrorLines, type TaskView } from './tasks-wait.ts';
 import { uploadFiles } from './upload.ts';
@@ -13,14 +16,15 @@ export const userUsage = `user commands (HTTP to the api with an API key):
   meridian upload FILE... [--metric NAME] [--on-error fail|skip] [--no-wait] [--json]
                           upload metric files (gzip on the wire), wait for their tasks
   meridian download --metrics X [--pattern P] [--from T] [--to T] [--format csv|json]
-                          [--latest-only] [-o FILE] [--resume] [--page-rows N] [--json]
+                          [--latest-only] [-o FILE] [--force] [--resume] [--page-rows N] [--json]
                           download points, every page into one file; --resume goes on
                           from FILE.meridian-resume after an interruption
   meridian tasks [TASK_ID] [--watch] [--json]      your tasks (or one), --watch refreshes
   meridian files ls [--name-contains T] [--json]   files you may see
-  meridian files get FILE_ID [-o FILE|-]           download a file (default: its own name)
+  meridian files get FILE_ID [-o FILE|-] [--force] download a file (default: its own name)
   meridian files put FILE [--description D] [--json]   define a file
   meridian files share FILE_ID USER (--access r|rw | --revoke)
+  an existing output file is refused unless --force; it is replaced only once the download is complete
   every user command takes --url and --api-key; else MERIDIAN_URL and MERIDIAN_API_KEY;
   else "url" and "api_key" in $XDG_CONFIG_HOME/meridian/config.json (~/.config/meridian/config.json)`;
 
@@ -34,6 +38,8 @@ export type UserIo = {
   readonly settings: Settings;
   readonly stdout: NodeJS.WritableStream;
   readonly stderr: NodeJS.WriteStream;
+  /** Aborted by Ctrl-C (SIGINT) or SIGTERM: the command tidies up and throws Interrupted. */
+  readonly signal?: AbortSignal;
 };
 
 const common = { url: { type: 'string' }, 'api-key': { type: 'string' }, json: { type: 'boolean' } } as const;
@@ -48,7 +54,7 @@ function parse<O extends ParseArgsConfig['options']>(args: string[], options: O)
 
 async function clientFor(values: { url?: unknown; 'api-key'?: unknown }, io: UserIo): Promise<ApiClient> {
   const connection = await resolveConnection({ url: values.url as string | undefined, api_key: values['api-key'] as string | undefined }, io.env);
-  return apiClient(connection, io.settings.MERIDIAN_CLI_RETRIES);
+  return apiClient(connection, io.settings.MERIDIAN_CLI_RETRIES, io.signal);
 }
 
 const progressFor = (io: UserIo, json: boolean | undefined) => new Progress(io.stderr.isTTY && !json ? io.stderr : null);
@@ -100,7 +106,7 @@ async function downloadCommand(args: string[], io: UserIo): Promise<number> {
   const { values, positionals } = parse(args, {
     metrics: { type: 'string' }, pattern: { type: 'string' }, from: { type: 'string' }, to: { type: 'string' },
     format: { type: 'string' }, 'latest-only': { type: 'boolean' }, output: { type: 'string', short: 'o' },
-    resume: { type: 'boolean' }, 'page-rows': { type: 'string' },
+    force: { type: 'boolean' }, resume: { type: 'boolean' }, 'page-rows': { type: 'string' },
   });
   if (positionals.length > 0) throw new UserUsageError(`download takes no positional arguments: ${positionals.join(' ')}`);
   if (!values.metrics) throw new UserUsageError('download needs --metrics');
@@ -117,9 +123,10 @@ async function downloadCommand(args: string[], io: UserIo): Promise<number> {
     const summary = await download(client, {
       query: { metrics: values.metrics, pattern: values.pattern, start_date: values.from, end_date: values.to, format, latest_only: values['latest-only'] ?? false },
       output,
+      force: values.force ?? false,
       resume: values.resume ?? false,
       pageRows,
-    }, progress);
+    }, progress).catch((error: unknown) => rethrowIfInterrupted(io.signal, error, downloadHint(output)));
     progress.stop();
     if (values.json) print(io, JSON.stringify(summary));
     else if (output !== null) io.stderr.write(`${output}: ${summary.rows} rows, ${summary.bytes} bytes, ${summary.pages} pages\n`);
@@ -127,6 +134,14 @@ async function downloadCommand(args: string[], io: UserIo): Promise<number> {
   } finally {
     progress.stop();
   }
+}
+
+/** What an interrupted download leaves, and how to go on. */
+function downloadHint(output: string | null): string {
+  if (output === null) return '';
+  return existsSync(resumeStatePath(output))
+    ? `the pages received are kept in ${partialPath(output)}; run the same command with --resume to go on from there`
+    : `nothing was written to ${output}`;
 }
 
 function taskLine(t: TaskView): string {
@@ -158,7 +173,7 @@ async function tasks(args: string[], io: UserIo): Promise<number> {
     const list = await fetchOnce();
     if (clear) io.stdout.write('\x1b[H\x1b[2J');
     show(list);
-    await sleep(io.settings.MERIDIAN_CLI_POLL_MS);
+    await sleep(io.settings.MERIDIAN_CLI_POLL_MS, undefined, io.signal ? { signal: io.signal } : {});
   }
 }
 
@@ -173,10 +188,11 @@ async function files(args: string[], io: UserIo): Promise<number> {
       return 0;
     }
     case 'get': {
-      const { values, positionals } = parse(rest, { output: { type: 'string', short: 'o' } });
+      const { values, positionals } = parse(rest, { output: { type: 'string', short: 'o' }, force: { type: 'boolean' } });
       if (positionals.length !== 1) throw new UserUsageError('files get needs exactly one file id');
       const progress = progressFor(io, values.json || values.output === '-');
-      const got = await getFile(await clientFor(values, io), positionals[0]!, values.output, progress);
+      const got = await getFile(await clientFor(values, io), positionals[0]!, values.output, values.force ?? false, progress)
+        .catch((error: unknown) => rethrowIfInterrupted(io.signal, error, 'nothing was written'));
       progress.stop();
       if (values.json) print(io, JSON.stringify(got));
       else if (got.output !== '-') io.stderr.write(`${got.output}: ${got.bytes} bytes\n`);
