@@ -115,7 +115,8 @@ describe('a failed download leaves an existing file as it was', () => {
 
   it('a bad --from', async () => {
     const run = await cli(['download', '--metrics', 'out.points', '--from', 'yesterday-ish', '-o', precious, '--force']);
-    expect(run.code).not.toBe(0);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain('--from "yesterday-ish"');
     await expectUntouched(precious);
   });
 
@@ -150,7 +151,8 @@ describe('a failed download leaves an existing file as it was', () => {
 
   it('Ctrl-C after some pages keeps them beside the target for --resume, which then replaces it', async () => {
     const state = `${precious}.meridian-resume`;
-    const args = ['download', '--metrics', 'out.points', '-o', precious, '--force', '--page-rows', '1000'];
+    // A relative --from resolves anew on the resumed run: the resume still matches, and sends the first run's time.
+    const args = ['download', '--metrics', 'out.points', '--from', '-99999d', '-o', precious, '--force', '--page-rows', '1000'];
     const run = await interrupted(args, () => existsSync(state));
     expect(run.signal).toBe('SIGINT');
     expect(run.stderr).toContain('run the same command with --resume');

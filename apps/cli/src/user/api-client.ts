@@ -20,9 +20,19 @@ export class ApiError extends Error {
   }
 }
 
-/** A request cut by the network: it may pass if sent again (whether it may be sent again is the request's to say). */
+/**
+ * A request that did not reach the api or was cut: it may pass if sent again (whether it may be
+ * sent again is the request's to say), unless the address names no host (ENOTFOUND).
+ */
 export class NetworkError extends Error {
-  readonly retriable = true;
+  readonly retriable: boolean;
+  readonly code: string | undefined;
+
+  constructor(message: string, code: string | undefined, options: ErrorOptions) {
+    super(message, options);
+    this.code = code;
+    this.retriable = code !== 'ENOTFOUND';
+  }
 }
 
 type Problem = { type?: string; title?: string; detail?: string; errors?: unknown[] };
@@ -53,12 +63,21 @@ function retryAfterMs(res: Response): number | null {
   return Number.isFinite(seconds) && seconds >= 0 ? Math.min(seconds, 60) * 1000 : 1000;
 }
 
+export type ClientOptions = {
+  /** Times a request is tried again (MERIDIAN_CLI_RETRIES). */
+  readonly retries: number;
+  /** Ctrl-C: stops requests and the waits between them. */
+  readonly interrupt?: AbortSignal | undefined;
+  /** Told of each retry after a network failure or a 503, as a line for stderr (429s, the api's pacing, are not told). */
+  readonly report?: ((line: string) => void) | undefined;
+};
+
 /**
  * An api client: the bearer key on every request. 429 (and 503, and network failures, for
  * idempotent requests) are tried again, `retries` times at most, after the answer's Retry-After
- * or else the CLI's backoff (RETRY_POLICIES.cli).
+ * or else the CLI's backoff (RETRY_POLICIES.cli). An address with no host fails at once.
  */
-export function apiClient(connection: Connection, retries: number, interrupt?: AbortSignal): ApiClient {
+export function apiClient(connection: Connection, { retries, interrupt, report }: ClientOptions): ApiClient {
   const once = async (url: URL, options: RequestOptions, signal: AbortSignal | null): Promise<Response> => {
     const made = options.body?.();
     let res: Response;
@@ -94,6 +113,10 @@ export function apiClient(connection: Connection, retries: number, interrupt?: A
       // a request that may be repeated (a GET, an upload under its Idempotency-Key) is sent again.
       retriable: (error) => classify(error) === 'transient' && (options.idempotent || (error instanceof ApiError && error.status === 429)),
       delayOf: (error) => (error instanceof ApiError && error.retryAfterMs !== null ? error.retryAfterMs : undefined),
+      onRetry: (error, n, delayMs) => {
+        if (error instanceof ApiError && error.status === 429) return;
+        report?.(`${(error as Error).message}; retrying ${n}/${retries} in ${(delayMs / 1000).toFixed(1)} s`);
+      },
       // Ctrl-C ends a wait between attempts too, not only a request.
       ...(signal ? { signal } : {}),
       wait: (ms) => sleep(ms, undefined, signal ? { signal } : {}),
@@ -119,5 +142,5 @@ function signalOf(own: AbortSignal | undefined, interrupt: AbortSignal | undefin
 
 function networkError(url: string, error: unknown): Error {
   const cause = (error as { cause?: { code?: string; message?: string } }).cause;
-  return new NetworkError(`cannot reach ${url}: ${cause?.code ?? cause?.message ?? (error as Error).message}`, { cause: error });
+  return new NetworkError(`cannot reach ${url}: ${cause?.code ?? cause?.message ?? (error as Error).message}`, cause?.code, { cause: error });
 }

@@ -13,6 +13,8 @@ export type DownloadQuery = {
   readonly end_date: string | undefined;
   readonly format: 'csv' | 'json';
   readonly latest_only: boolean;
+  /** --from and --to as typed: a relative time (-1h) resolves anew each run, so a resume is matched on these and sends the first run's times. */
+  readonly typed?: { readonly from: string | undefined; readonly to: string | undefined };
 };
 
 export type DownloadOptions = {
@@ -48,7 +50,12 @@ async function writeState(path: string, state: ResumeState): Promise<void> {
   await rename(tmp, path);
 }
 
-const sameQuery = (a: DownloadQuery, b: DownloadQuery) => JSON.stringify(a) === JSON.stringify(b);
+/** The query as compared: its fields in one order, absent ones as null (a state read back from JSON has lost its undefined ones). */
+function queryKey({ typed, ...q }: DownloadQuery): string {
+  const fields: Record<string, unknown> = typed ? { ...q, start_date: typed.from, end_date: typed.to } : q;
+  return JSON.stringify(['metrics', 'pattern', 'start_date', 'end_date', 'format', 'latest_only'].map((k) => fields[k] ?? null));
+}
+const sameQuery = (a: DownloadQuery, b: DownloadQuery) => queryKey(a) === queryKey(b);
 
 /** Appends text at a position, batching small pieces into writes of about 1 MiB. */
 class Appender {
@@ -90,11 +97,10 @@ class Appender {
  * state for --resume.
  */
 export async function download(client: ApiClient, options: DownloadOptions, progress: Progress): Promise<DownloadSummary> {
-  const { query } = options;
   const file = options.output === null ? null : outputFile(options.output, options.force);
   const statePath = options.output === null ? null : resumeStatePath(options.output);
   const state = statePath && options.resume ? await readState(statePath) : null;
-  if (state && !sameQuery(state.query, query)) throw new Error(`${statePath} is the resume state of another download (${JSON.stringify(state.query)}); run that one, or remove it to start over`);
+  if (state && !sameQuery(state.query, options.query)) throw new Error(`${statePath} is the resume state of another download (${JSON.stringify(state.query)}); run that one, or remove it to start over`);
   if (state && file && !existsSync(file.partial)) throw new Error(`${statePath} has no partial download beside it (${file.partial}); remove it to start over`);
   // Without --resume a state left by an earlier run describes bytes this run writes over.
   if (statePath && !state) await rm(statePath, { force: true });
@@ -105,7 +111,8 @@ export async function download(client: ApiClient, options: DownloadOptions, prog
       handle = await open(file.partial, state ? 'r+' : 'w');
       if (state) await handle.truncate(state.bytes);
     }
-    const summary = await pages(client, options, progress, handle, state, (next) => writeState(statePath!, next));
+    const query = state?.query ?? options.query;
+    const summary = await pages(client, { ...options, query }, progress, handle, state, (next) => writeState(statePath!, next));
     if (handle) {
       await handle.sync();
       await handle.close();

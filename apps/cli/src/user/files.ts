@@ -107,3 +107,14 @@ export async function shareFile(client: ApiClient, fileId: string, userName: str
     ? client.json(path, { method: 'DELETE', idempotent: true })
     : client.json(path, { method: 'PUT', idempotent: true, json: { access } });
 }
+
+/** GET /api/v1/files/{file_id}: one file's entry. */
+export type FileInfo = FileEntry & { size: number; sha256: string; content_type: string; shared_with?: Array<{ user_name: string; access: 'r' | 'rw' }> };
+
+export const fileInfo = (client: ApiClient, fileId: string) =>
+  client.json<FileInfo>(`/api/v1/files/${encodeURIComponent(fileId)}`, { idempotent: true });
+
+/** DELETE /api/v1/files/{file_id}: repeated after a cut connection, a delete that went through answers 404. */
+export async function deleteFile(client: ApiClient, fileId: string): Promise<void> {
+  await client.send(`/api/v1/files/${encodeURIComponent(fileId)}`, { method: 'DELETE', idempotent: true });
+}
