@@ -238,7 +238,7 @@ function showView(view) {
 
 /** The last point of the view's metrics, from the catalog (epoch ms), or null when none matches. */
 async function lastPointOf(view) {
-  const q = new URLSearchParams({ metrics: view.metrics, pattern: view.pattern, limit: '1000' });
+  const q = new URLSearchParams({ metrics: view.metrics, pattern: view.pattern, limit: '100' });
   const { metrics } = await (await api(`/api/v1/metrics?${q}`)).json();
   const ends = metrics.map((m) => Date.parse(m.last_timestamp.replace(/\+0000$/, 'Z')));
   return ends.length === 0 ? null : Math.max(...ends);
@@ -405,8 +405,13 @@ function render(answer) {
       // A stretch dragged across: that stretch becomes the view, drawn from the api at full detail.
       setSelect: [(u) => {
         if (u.select.width < 3) return;
-        const from = Math.floor(u.posToVal(u.select.left, 'x') * 1000);
-        const to = Math.ceil(u.posToVal(u.select.left + u.select.width, 'x') * 1000);
+        let from = Math.floor(u.posToVal(u.select.left, 'x') * 1000);
+        let to = Math.ceil(u.posToVal(u.select.left + u.select.width, 'x') * 1000);
+        // Whole seconds, unless the stretch is shorter than a minute.
+        if (to - from >= 60_000) {
+          from = Math.floor(from / 1000) * 1000;
+          to = Math.ceil(to / 1000) * 1000;
+        }
         u.setSelect({ left: 0, top: 0, width: 0, height: 0 }, false);
         clearErrors();
         const view = { ...currentView, from: iso(Math.max(0, from)), to: iso(to), last: '' };
@@ -427,9 +432,10 @@ function renderTable(view, answer) {
     const row = body.insertRow();
     cell(row, iso(t));
     cell(row, name);
-    cell(row, number(lo), 'num');
-    cell(row, number(hi), 'num');
-    cell(row, number(mean), 'num');
+    // The table gives values in full; the axis is where they are compact.
+    cell(row, plain.format(lo), 'num');
+    cell(row, plain.format(hi), 'num');
+    cell(row, plain.format(mean), 'num');
     cell(row, n.toLocaleString('en'), 'num');
   }
   const total = answer.series.reduce((sum, s) => sum + s.count.reduce((a, b) => a + b, 0), 0);

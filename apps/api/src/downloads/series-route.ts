@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
-import { readSeries, type ConnOptions } from '@meridian/clickhouse';
+import { cancelDownload, readSeries, type ConnOptions } from '@meridian/clickhouse';
 import { canRead, DomainError, formatTimestamp, parseSeriesParams, PATTERNS, resolveMetricNames, seriesWindow, type SeriesLimits, type SeriesParams, type UserRecord } from '@meridian/domain';
 import type { MetricCatalog } from '../catalog/routes.ts';
 import { defineRoute, type RouteDef } from '../http/route.ts';
@@ -100,11 +100,26 @@ export function seriesRoute(deps: SeriesDeps): RouteDef {
       }
       const queryId = randomUUID();
       ctx.state.log.info({ clickhouse_query_id: queryId, series: names.length, step_ms: window.stepMs }, 'series query');
+      // The request timing out or the client going away stops the query on the server too
+      // (KILL QUERY: 18.16 notices a closed connection only when it next writes, after its GROUP BY).
+      const abort = new AbortController();
+      const stop = () => {
+        if (abort.signal.aborted) return;
+        abort.abort(new Error('the request ended'));
+        void cancelDownload(deps.conn, queryId).catch(() => {});
+      };
+      const timedOut = ctx.state.signal as AbortSignal | undefined;
+      timedOut?.addEventListener('abort', stop, { once: true });
+      const onClose = () => { if (!ctx.res.writableFinished) stop(); };
+      ctx.res.on('close', onClose);
       let series;
       try {
-        series = await readSeries(deps.conn, { metricNames: names, fromMs: window.fromMs, toMs: window.toMs, stepMs: window.stepMs, queryId });
+        series = await readSeries(deps.conn, { metricNames: names, fromMs: window.fromMs, toMs: window.toMs, stepMs: window.stepMs, queryId, signal: abort.signal });
       } catch (cause) {
         throw new DomainError('unavailable', 'the metric store did not answer; retry later', [], { cause });
+      } finally {
+        timedOut?.removeEventListener('abort', stop);
+        ctx.res.off('close', onClose);
       }
       ctx.body = {
         start: formatTimestamp(window.fromMs),
