@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bootstrapAdmin, createUser } from '../support/accounts.ts';
 import { call, startApi, type RunningApi } from '../support/api.ts';
+import { clickhouse } from '../support/clickhouse.ts';
 import { seedPoints } from '../support/seed-points.ts';
 import { isolatedSettings } from '../support/settings.ts';
 
@@ -37,6 +38,8 @@ beforeAll(async () => {
   await seedPoints(settings, { metric: 'ser.two.a', count: 100, fromMs: T0, stepMs: 3_600_000, value: 'number * 1000' });
   await seedPoints(settings, { metric: 'ser.two.b', count: 50, fromMs: T0 + 1_800_000, stepMs: 7_200_000, value: '-number' });
   await seedPoints(settings, { metric: 'secret.big', count: 10, fromMs: T0, stepMs: 1000, value: 'number' });
+  // A name no SQL text could hold unescaped: a quote, a tab, a backslash and a comment.
+  await clickhouse(settings, `INSERT INTO points SELECT 'ser.it\\'s\\t\\\\ -- name', ${T0} + number * 1000, toFloat64(number), ${T0}, 'test-seed', 65535, 0, toUInt32(number) FROM numbers(7)`);
 }, 180_000);
 afterAll(async () => {
   await api?.close();
@@ -97,6 +100,14 @@ describe('GET /api/v1/metrics/series', () => {
     // A list names the same two.
     const list = await series({ metrics: 'ser.two.b,ser.two.a', pattern: 'list', step: '86400000' });
     expect(list.body.series).toEqual(body.series);
+  });
+
+  it('takes any metric name as data, never as SQL', async () => {
+    const name = "ser.it's\t\\ -- name";
+    const { status, body } = await series({ metrics: name, step: '1000' });
+    expect(status, JSON.stringify(body)).toBe(200);
+    expect(body.series).toEqual([{ metric_name: name, t: Array.from({ length: 7 }, (_, i) => T0 + i * 1000), min: [0, 1, 2, 3, 4, 5, 6], max: [0, 1, 2, 3, 4, 5, 6], avg: [0, 1, 2, 3, 4, 5, 6], count: [1, 1, 1, 1, 1, 1, 1] }]);
+    expect((await series({ metrics: "it's\t", pattern: 'contains', step: '1000' })).body.series.map((s) => s.metric_name)).toEqual([name]);
   });
 
   it('answers a metric the caller may not read exactly as one that does not exist', async () => {
