@@ -18,7 +18,9 @@ import { isolatedSettings } from '../support/settings.ts';
  * intact, errors in red and cleared. Screenshots go to .var/test-output/console/.
  */
 const SHOTS = fileURLToPath(new URL('../../.var/test-output/console/', import.meta.url));
-const settings = isolatedSettings();
+// Fewer points per series than the chart is wide: the page falls back to the api's own default.
+const MAX_POINTS = 600;
+const settings = isolatedSettings({ MERIDIAN_MAX_SERIES_POINTS: String(MAX_POINTS) });
 let api: RunningApi;
 let context: BrowserContext;
 let profile: string;
@@ -121,6 +123,9 @@ describe('the console charts any range from the series route', () => {
     await page.locator('#metric-rows tr[data-metric="ch.big"] button').click();
     await expect.poll(status, { timeout: 30_000 }).toMatch(/^1 series from 2024-01-01T00:00:00\+0000 to 2024-04-30T/);
     expect(await status()).toContain(`${BIG.toLocaleString('en')} points`);
+    const drawn = Number(/\(([\d,]+) drawn per series\)/.exec((await status())!)![1]!.replaceAll(',', ''));
+    expect(drawn).toBeLessThanOrEqual(MAX_POINTS);
+    expect(drawn).toBeGreaterThan(MAX_POINTS / 3);
     // The chart is on screen, not below the list.
     const top = await page.locator('#chart-section').evaluate((el) => (el as unknown as { getBoundingClientRect(): { top: number } }).getBoundingClientRect().top);
     expect(Math.abs(top)).toBeLessThan(5);

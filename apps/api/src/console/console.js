@@ -472,7 +472,15 @@ async function drawChart(view, { push = true, scroll = false } = {}) {
   let answer;
   try {
     const points = Math.max(CHART_POINTS.min, Math.min(CHART_POINTS.max, Math.round(chartWidth())));
-    answer = await (await api(`/api/v1/metrics/series?${await seriesQuery(view, points)}`)).json();
+    const q = await seriesQuery(view, points);
+    try {
+      answer = await (await api(`/api/v1/metrics/series?${q}`)).json();
+    } catch (error) {
+      // An api set up for fewer points per series than this chart's width: its own default then.
+      if (error.status !== 400 || !/points must be at most/.test(error.message)) throw error;
+      q.delete('points');
+      answer = await (await api(`/api/v1/metrics/series?${q}`)).json();
+    }
   } catch (error) {
     if (mine !== drawing) return;
     $('chart-status').textContent = '';
