@@ -21,6 +21,7 @@ import { apiKeyRoutes } from './accounts/api-keys-routes.ts';
 import { taskRoutes, type TaskReads } from './tasks/routes.ts';
 import { uploadRoutes, type UploadDeps } from './uploads/routes.ts';
 import { DOWNLOAD_PATH, downloadRoutes, type DownloadDeps } from './downloads/routes.ts';
+import { seriesRoute, type SeriesDeps } from './downloads/series-route.ts';
 import { eventsRoute, type EventsDeps } from './events/routes.ts';
 import type { FileDeps } from './files/deps.ts';
 import { fileRoutes } from './files/routes.ts';
@@ -37,6 +38,8 @@ export type ApiDeps = {
   readonly uploads: UploadDeps;
   /** Where metric downloads read from; the download route is mounted when given. */
   readonly download?: DownloadDeps;
+  /** Where sampled series (GET /api/v1/metrics/series) read from; mounted when given. */
+  readonly series?: SeriesDeps;
   /** The metric catalog (GET /api/v1/metrics); mounted when given. */
   readonly catalog?: CatalogDeps;
   /** The event log's export (GET /api/v1/events, admins only); mounted when given. */
@@ -75,6 +78,7 @@ export function apiRoutes(deps: ApiDeps): RouteDef[] {
     ...healthRoutes(deps.probes, deps.readyTimeoutMs, deps.logger),
     ...uploadRoutes(deps.uploads),
     ...(deps.download ? downloadRoutes(deps.download) : []),
+    ...(deps.series ? [seriesRoute(deps.series)] : []),
     ...(deps.catalog ? [catalogRoute(deps.catalog)] : []),
     ...(deps.events ? [eventsRoute(deps.events)] : []),
     ...(deps.files ? fileRoutes(deps.files) : []),
