@@ -14,6 +14,13 @@ CHDB_VERSION="${CHDB_VERSION:-26.9.0}"
 HELM_VERSION="${HELM_VERSION:-v3.22.0}"
 KUBERNETES_VALIDATE_VERSION="${KUBERNETES_VALIDATE_VERSION:-1.37.0}"
 ZOOKEEPER_VERSION="${ZOOKEEPER_VERSION:-3.9.5}"
+# Go for the `go install` steps: the machine's when it is GO_MIN_VERSION or newer (helm's go.mod
+# says 1.26.0, MinIO's 1.24.0), else this toolchain from the Go module proxy, checked against its
+# go.sum hashes (the checksum database's, one per architecture).
+GO_MIN_VERSION="${GO_MIN_VERSION:-1.26.0}"
+GO_TOOLCHAIN_VERSION="${GO_TOOLCHAIN_VERSION:-1.27.3}"
+GO_TOOLCHAIN_H1_AMD64="${GO_TOOLCHAIN_H1_AMD64:-h1:r0ub+FnqzZxoWm/dSUOI9DcIqYWn/mNYGFJcv7PyBzs=}"
+GO_TOOLCHAIN_H1_ARM64="${GO_TOOLCHAIN_H1_ARM64:-h1:VY4gDzfxOrsM17J2qtgZgiAIsWhp7XWK1jMfE3kXV0s=}"
 
 KAFKA_PORT="${KAFKA_PORT:-19092}"
 KAFKA_CONTROLLER_PORT="${KAFKA_CONTROLLER_PORT:-19093}"
@@ -35,6 +42,7 @@ KUBERNETES_VALIDATE_HOME="$MERIDIAN_CACHE/kubernetes-validate-$KUBERNETES_VALIDA
 VICTORIA_METRICS_HOME="$MERIDIAN_CACHE/victoria-metrics"
 VICTORIA_METRICS_BIN="$VICTORIA_METRICS_HOME/usr/bin/victoria-metrics"
 ZOOKEEPER_HOME="$MERIDIAN_CACHE/zookeeper-$ZOOKEEPER_VERSION"
+GO_HOME="$MERIDIAN_CACHE/go-$GO_TOOLCHAIN_VERSION"
 
 log() { printf '[stack] %s\n' "$*" >&2; }
 die() { printf '[stack] error: %s\n' "$*" >&2; exit 1; }
