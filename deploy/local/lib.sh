@@ -44,7 +44,9 @@ VICTORIA_METRICS_BIN="$VICTORIA_METRICS_HOME/usr/bin/victoria-metrics"
 ZOOKEEPER_HOME="$MERIDIAN_CACHE/zookeeper-$ZOOKEEPER_VERSION"
 GO_HOME="$MERIDIAN_CACHE/go-$GO_TOOLCHAIN_VERSION"
 
-log() { printf '[stack] %s\n' "$*" >&2; }
+# `|| true`: a closed stderr (the reader of `make run | tee` gone with Ctrl-C) must not end a
+# script under `set -e` half-way through stopping something.
+log() { printf '[stack] %s\n' "$*" >&2 || true; }
 die() { printf '[stack] error: %s\n' "$*" >&2; exit 1; }
 
 # Runs "$@" holding an exclusive lock on the cache, so two concurrent runs

@@ -59,9 +59,10 @@ echo $$ > "$(pidfile make-run)"; proc_start $$ > "$(startfile make-run)"; rm -f 
 pids=()
 cleanup() {
   local status=$? owned=() others=() s
-  # The cleanup runs to its end: a second Ctrl-C or TERM does not cut it short (kill -9 does,
-  # and the next make run copes with what is left). Children started from here inherit this.
-  trap '' INT TERM
+  # The cleanup runs to its end: a second Ctrl-C or TERM does not cut it short, nor a closed
+  # output (`make run | tee log`: Ctrl-C ends tee too); kill -9 does, and the next make run
+  # copes with what is left. Children started from here inherit this.
+  trap '' INT TERM PIPE
   trap - EXIT
   touch "$(stoppingfile make-run)"
   if [ ${#pids[@]} -gt 0 ]; then

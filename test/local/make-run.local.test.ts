@@ -1,7 +1,8 @@
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcessByStdio } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
+import type { Readable } from 'node:stream';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -17,16 +18,18 @@ import { freePort } from '../support/ports.ts';
  *   2. a kill -9 of the second (no cleanup at all): the third stops the apps it left, adopts its
  *      services and becomes ready with apps of its own;
  *   3. an app of the third dies: the run says so, stops what it started and exits, and leaves
- *      the service it did not start (ClickHouse, started before by stack.sh) running.
+ *      the service it did not start (ClickHouse, started before by stack.sh) running;
+ *   4. a TERM of a run whose output is closed: its cleanup still completes.
  */
 const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
 type Service = 'kafka' | 'clickhouse' | 'minio';
 
-type Run = { child: ChildProcess; pid: number; output(): string; exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }> };
+type Run = { child: ChildProcessByStdio<null, Readable, Readable>; pid: number; output(): string; exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }> };
 
 let varDir: string;
 let env: Record<string, string>;
 let ports: Record<string, number>;
+let clickhousePid: number;
 const runs: Run[] = [];
 const timings: string[] = [];
 
@@ -127,6 +130,7 @@ beforeAll(async () => {
   };
   // A service this test starts itself: no make run may stop it.
   stack('up', 'clickhouse');
+  clickhousePid = status().clickhouse.pid!;
 }, 900_000);
 
 afterAll(async () => {
@@ -149,12 +153,10 @@ afterAll(async () => {
 }, 120_000);
 
 describe('make run, started again right after a stop', () => {
-  let clickhousePid: number;
   let second: Run;
   let third: Run;
 
   it('after a TERM of the first run, a second one started 0.3 s later waits for its stop and becomes ready', async () => {
-    clickhousePid = status().clickhouse.pid!;
     const first = startRun();
     await becomesReady(first, 'first run');
     const before = status();
@@ -220,5 +222,21 @@ describe('make run, started again right after a stop', () => {
     // Not started by any make run: still running, the same process.
     expect(after.clickhouse).toEqual({ state: 'ready', pid: clickhousePid });
     expect(existsSync(join(varDir, 'run', 'make-run.pid')), 'the run left its pid file').toBe(false);
+  });
+
+  it('stops what it started on a TERM even when its output is gone (`make run | tee`, tee ended by Ctrl-C)', async () => {
+    const fourth = startRun();
+    await becomesReady(fourth, 'fourth run (from stopped Kafka and MinIO)');
+    const before = status();
+    fourth.child.stdout.destroy();
+    fourth.child.stderr.destroy();
+    fourth.child.kill('SIGTERM');
+    await exitOf(fourth);
+    const after = status();
+    expect(after.kafka.state).toBe('stopped');
+    expect(after.minio.state).toBe('stopped');
+    expect(alive(before.kafka.pid!)).toBe(false);
+    expect(after.clickhouse).toEqual({ state: 'ready', pid: clickhousePid });
+    expect(existsSync(join(varDir, 'run', 'make-run.pid')), 'its cleanup did not finish').toBe(false);
   });
 });
