@@ -152,7 +152,7 @@ install_chdb() {
 # (PyPI), which ships the Kubernetes JSON schemas, so manifests are validated offline.
 install_helm() {
   [ -x "$HELM_BIN" ] && return 0
-  go_install "$HELM_BIN" "helm.sh/helm/v3/cmd/helm@$HELM_VERSION" helm "about 3 minutes on 2 cores"
+  go_install "$HELM_BIN" "helm.sh/helm/v3/cmd/helm@$HELM_VERSION" helm "1 to 3 minutes on 2 cores"
 }
 
 install_kubernetes_validate() {

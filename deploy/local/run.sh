@@ -98,22 +98,21 @@ MALLOC_ARENA_MAX=2 node --max-semi-space-size=1 apps/api/src/main.ts 8>&- & reco
 app_of() { case $1 in "${pids[0]}") echo ingest ;; "${pids[1]}") echo api ;; *) echo "an app" ;; esac; }
 
 base="http://${MERIDIAN_API_HOST:-127.0.0.1}:${MERIDIAN_API_PORT:-8088}"
-ready=0
-for _ in $(seq 1 120); do
-  curl -fsS "$base/readyz" >/dev/null 2>&1 && { ready=1; break; }
+# Until /readyz answers 200 (after 60 s a note says what is still missing); an app that exits
+# meanwhile is named and ends the run.
+waited=0
+until curl -fsS "$base/readyz" >/dev/null 2>&1; do
   for pid in "${pids[@]}"; do
-    if ! kill -0 "$pid" 2>/dev/null || [ -z "$(proc_start "$pid")" ]; then
+    if [ -z "$(proc_start "$pid")" ]; then
       wait "$pid"; status=$?
       say "$(app_of "$pid") exited (status $status) before Meridian was ready: stopping the rest"
       exit 1
     fi
   done
-  sleep 0.5
+  sleep 0.5; waited=$((waited + 1))
+  [ $waited = 120 ] && say "not ready after 60 s, still waiting: $(curl -sS "$base/readyz" 2>&1 | head -c 500)"
 done
-if [ $ready = 0 ]; then
-  say "not ready after 60 s: $(curl -sS "$base/readyz" 2>&1 | head -c 500) (still running; Ctrl-C stops it)"
-else
-  cat <<MSG
+cat <<MSG
 
   Meridian is running at $base
     readiness:      curl $base/readyz
@@ -127,7 +126,6 @@ else
   Ctrl-C stops api, ingest and the services this command started.
 
 MSG
-fi
 # The first app to stop ends `make run` with its status; the EXIT trap stops the other.
 died=
 wait -n -p died "${pids[@]}"

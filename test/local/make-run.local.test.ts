@@ -185,7 +185,7 @@ describe('make run, started again right after a stop', () => {
     expect(after.minio.state).toBe('ready');
     expect(after.minio.pid).not.toBe(before.minio.pid);
     expect(after.clickhouse.pid).toBe(clickhousePid);
-  });
+  }, 600_000);
 
   it('after a kill -9 of the second run, a third one stops the apps it left, adopts its services and becomes ready', async () => {
     const before = status();
