@@ -8,6 +8,7 @@ import { defineConfig } from 'vitest/config';
  *   *.hostile.test.ts hostile and runaway input against the whole stack (test/hostile), run alone
  *   *.fault.test.ts crashes and outages (test/fault), run alone after the others
  *   *.deploy.test.ts the Helm chart rendered and validated offline (test/deploy), helm and kubernetes-validate
+ *   *.local.test.ts the local deploy scripts themselves (test/local): `make run` on a private stack, install.sh's Go
  *   *.cluster.test.ts kill -9 of each process of the cluster topology (test/cluster, `make test-cluster`)
  * The `modern` project runs the ClickHouse adapter's integration tests again against current
  * ClickHouse (26.9, the chDB front of test/modern) instead of the local 18.16 server.
@@ -23,6 +24,9 @@ export default defineConfig({
       // The Helm chart rendered and validated offline: needs helm and kubernetes-validate
       // (deploy/local/install.sh test-tools), no service.
       { test: { name: 'deploy', include: ['test/deploy/**/*.deploy.test.ts'], testTimeout: 60_000 } },
+      // deploy/local's scripts on a private stack and a temporary cache (own MERIDIAN_VAR, free
+      // ports): they start Kafka, ClickHouse and MinIO themselves, so test/run.sh runs them alone.
+      { test: { name: 'local', include: ['test/local/**/*.local.test.ts'], testTimeout: 300_000, hookTimeout: 900_000, fileParallelism: false } },
       {
         test: {
           name: 'integration',
