@@ -91,9 +91,9 @@ let elapsedS = 0;
 
 const describeCase = (c: Case) => `${c.variant.route} [${c.variant.name}] ${c.kind} ${c.name}`;
 
-/** The bytes of a case, readable: printable ASCII as is, the rest escaped; long runs shortened. */
+/** The bytes of a case, readable: printable ASCII as is, the rest escaped; long runs shortened; API keys not printed. */
 function printable(bytes: Buffer): string {
-  const text = bytes.toString('latin1').replace(/[^\x20-\x7e]/g, (ch) => (ch === '\r' ? '\\r' : ch === '\n' ? '\\n' : `\\x${ch.charCodeAt(0).toString(16).padStart(2, '0')}`));
+  const text = bytes.toString('latin1').replace(/Bearer mrd_[\w-]+/g, (k) => `Bearer <${k === `Bearer ${userKey}` ? 'the fuzzing user\'s key' : 'a key'}>`).replace(/[^\x20-\x7e]/g, (ch) => (ch === '\r' ? '\\r' : ch === '\n' ? '\\n' : `\\x${ch.charCodeAt(0).toString(16).padStart(2, '0')}`));
   return text.replace(/(.)\1{63,}/g, (run, ch: string) => `${ch}{×${run.length}}`).slice(0, 1500);
 }
 
@@ -251,6 +251,9 @@ beforeAll(async () => {
     subject: 'fuzz-subject',
     victim: 'fuzz-victim',
   };
+  // Shared already, so unsharing is valid whichever route runs first.
+  const shared = await call(`${stack.apiUrl}/api/v1/files/${fixtures.fileId}/entitlements/${fixtures.shareWith}`, userKey, { method: 'PUT', body: { access: 'r' } });
+  expect(shared.status, shared.text).toBe(200);
   const doc = await call(`${stack.apiUrl}/api/v1/openapi.json`, null);
   expect(doc.status).toBe(200);
   variants = variantsOf(doc.json, fixtures);
@@ -385,6 +388,7 @@ function printReport(): void {
   const widths = header.map((h, i) => Math.min(i === 2 ? 70 : 60, Math.max(h.length, ...table.map((row) => row[i]!.length))));
   const fmt = (row: string[]) => row.map((cell, i) => cell.padEnd(widths[i]!)).join('  ');
   lines.push(`Request fuzz tier, ${routesNote}: ${total.cases} cases in ${elapsedS.toFixed(0)} s, ${BATCH} at a time, seed ${SEED}; head cut every ${HEAD_STRIDE} bytes and around each line end, bodies ≤ ${SMALL_BODY} bytes at every byte, larger at ${SPREAD + 1} spread offsets and around each multipart delimiter, 12 MiB ones at ${HUGE_SPREAD} and around each 5 MiB storage part; aborts wait ${ABORT_AFTER_MS} ms before the RST`);
+  lines.push(`Outcomes: the status of the answer; closed: the server closed without one; aborted: the client reset before one came; timeout: neither answer nor close in ${CASE_TIMEOUT_MS / 1000} s; not sent: skipped after repeated crashes (named below). Restarts must be 0.`);
   lines.push(fmt(header), widths.map((w) => '-'.repeat(w)).join('  '));
   for (const row of table) lines.push(fmt(row));
   lines.push(`${rows.size} routes, ${total.cases} cases, ${total.restarts} restarts`, '', 'Variants fuzzed per route (each: its valid request, cuts, aborts and mutations):');
