@@ -14,7 +14,7 @@ CLUSTER := deploy/cluster/cluster.sh
 
 help:
 	@echo "make run          start the local stack, api and ingest in the foreground (Ctrl-C stops them)"
-	@echo "make test         provision the stack and run unit, integration, e2e, hostile and fault tests"
+	@echo "make test         provision the stack and run unit, integration, e2e, hostile, fuzz and fault tests"
 	@echo "make stack-up | stack-down | stack-status | stack-logs | stack-reset"
 	@echo "make cluster-up | cluster-down | cluster-status   the cluster topology on one machine (deploy/cluster/cluster.sh)"
 	@echo "make test-cluster-seed   the seed's acceptance (uploads, downloads, files, tasks) against the cluster's services"

@@ -9,10 +9,11 @@ mkdir -p "$MERIDIAN_VAR"
 results="$MERIDIAN_VAR/test-results.json"
 e2e_results="$MERIDIAN_VAR/test-results-e2e.json"
 hostile_results="$MERIDIAN_VAR/test-results-hostile.json"
+fuzz_results="$MERIDIAN_VAR/test-results-fuzz.json"
 fault_results="$MERIDIAN_VAR/test-results-fault.json"
 modern_results="$MERIDIAN_VAR/test-results-modern.json"
 local_results="$MERIDIAN_VAR/test-results-local.json"
-rm -f "$results" "$e2e_results" "$hostile_results" "$fault_results" "$modern_results" "$local_results"
+rm -f "$results" "$e2e_results" "$hostile_results" "$fuzz_results" "$fault_results" "$modern_results" "$local_results"
 
 # No test ran: CI still ends on the summary line, the setup counted as the one failure.
 setup_failed() { echo "$1; no test ran"; echo "0 passed, 1 failed"; exit 1; }
@@ -69,6 +70,12 @@ npx vitest run --project e2e --reporter=default --reporter=json --outputFile.jso
 echo "== hostile tests"
 npx vitest run --project hostile --reporter=default --reporter=json --outputFile.json="$hostile_results"; hostile_rc=$?
 
+# The request fuzz tier cuts, aborts and mangles a valid request of every route over raw sockets
+# against one api process that must outlive them all: alone, after hostile. It prints a table
+# of route → cases → outcomes by status → restarts (and any crash's reproduction).
+echo "== fuzz tests (requests cut, aborted and mangled)"
+npx vitest run --project fuzz --reporter=default --reporter=json --outputFile.json="$fuzz_results"; fuzz_rc=$?
+
 # Fault tests stop services and kill workers, so nothing else may run beside them.
 echo "== fault tests"
 npx vitest run --project fault --reporter=default --reporter=json --outputFile.json="$fault_results"; fault_rc=$?
@@ -98,8 +105,8 @@ summary=$(LINT_RC=$lint_rc node -e '
   }
   if (skipped) console.log(`${skipped} skipped (not counted as passed)`);
   console.log(`${passed} passed, ${failed} failed`);
-' "$results" "$local_results" "$modern_results" "$e2e_results" "$hostile_results" "$fault_results")
+' "$results" "$local_results" "$modern_results" "$e2e_results" "$hostile_results" "$fuzz_results" "$fault_results")
 [ $typecheck_rc -ne 0 ] && echo "typecheck failed"
 cleanup; trap - EXIT
 echo "$summary"
-[ $typecheck_rc -eq 0 ] && [ $lint_rc -eq 0 ] && [ $tests_rc -eq 0 ] && [ $local_rc -eq 0 ] && [ $modern_rc -eq 0 ] && [ $e2e_rc -eq 0 ] && [ $hostile_rc -eq 0 ] && [ $fault_rc -eq 0 ]
+[ $typecheck_rc -eq 0 ] && [ $lint_rc -eq 0 ] && [ $tests_rc -eq 0 ] && [ $local_rc -eq 0 ] && [ $modern_rc -eq 0 ] && [ $e2e_rc -eq 0 ] && [ $hostile_rc -eq 0 ] && [ $fuzz_rc -eq 0 ] && [ $fault_rc -eq 0 ]
