@@ -1,6 +1,7 @@
 import Koa from 'koa';
 import Router, { type RouterMiddleware } from '@koa/router';
 import { koaBody } from 'koa-body';
+import { validationError } from '@meridian/domain';
 import type { Logger } from '@meridian/observability';
 import type { AccountsCommands } from './accounts/commands.ts';
 import { bearerAuthenticator } from './http/authenticate.ts';
@@ -97,7 +98,7 @@ export function apiRoutes(deps: ApiDeps): RouteDef[] {
 export function buildRouter(deps: ApiDeps): Router {
   const router = new Router();
   // Only small JSON bodies go through here (accounts, file metadata): the uploads read their own bodies.
-  const jsonBody = koaBody({ json: true, jsonStrict: true, jsonLimit: deps.smallJsonBodyBytes, urlencoded: false, text: false, multipart: false });
+  const jsonBody = smallJsonBody(deps.smallJsonBodyBytes);
   const authenticate = bearerAuthenticator(() => deps.accounts.state, () => deps.accounts.ready);
   const limits = deps.limits;
   mountRoutes(router, apiRoutes(deps), authenticate, jsonBody, {
@@ -105,6 +106,28 @@ export function buildRouter(deps: ApiDeps): Router {
     ...(limits && limits.rateLimitPerSecond > 0 ? { rateLimit: rateLimiter({ ratePerSecond: limits.rateLimitPerSecond, burst: limits.rateLimitBurst }) } : {}),
   });
   return router;
+}
+
+/**
+ * The small JSON bodies' parser. koa-body inflates a body sent with Content-Encoding gzip or
+ * deflate; one whose bytes do not inflate fails in zlib with no HTTP status, which would be a
+ * 500: it is the client's error, a 400 that says so. Errors after the body was parsed (the
+ * route's) pass through untouched.
+ */
+function smallJsonBody(limit: number): RouterMiddleware {
+  const parse = koaBody({ json: true, jsonStrict: true, jsonLimit: limit, urlencoded: false, text: false, multipart: false });
+  return async (ctx, next) => {
+    let parsed = false;
+    try {
+      await parse(ctx, () => {
+        parsed = true;
+        return next();
+      });
+    } catch (error) {
+      if (parsed || !/^Z_/.test(String((error as { code?: unknown }).code))) throw error;
+      throw validationError(`the body does not decode as its Content-Encoding (${ctx.get('Content-Encoding')}) says`, [{ field: 'Content-Encoding', reason: 'the body is not in this encoding' }]);
+    }
+  };
 }
 
 /**
