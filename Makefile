@@ -10,7 +10,7 @@ endif
 STACK := deploy/local/stack.sh
 CLUSTER := deploy/cluster/cluster.sh
 
-.PHONY: help run test deps typecheck lint docs stack-up stack-down stack-status stack-logs stack-reset test-unit test-deploy test-local test-modern bench-ingest bench-ingest-json bench-download bench-replay bench-json-ack bench-receive bench-history cluster-up cluster-down cluster-status test-cluster-seed test-cluster
+.PHONY: help run test deps typecheck lint docs cli-package stack-up stack-down stack-status stack-logs stack-reset test-unit test-deploy test-local test-modern bench-ingest bench-ingest-json bench-download bench-replay bench-json-ack bench-receive bench-history cluster-up cluster-down cluster-status test-cluster-seed test-cluster
 
 help:
 	@echo "make run          start the local stack, api and ingest in the foreground (Ctrl-C stops them)"
@@ -23,6 +23,7 @@ help:
 	@echo "make test-deploy  the Helm chart rendered and validated against the Kubernetes schemas (no services)"
 	@echo "make test-local   make run stopped and started again on a private stack; install.sh where go is missing"
 	@echo "make test-modern  the ClickHouse adapter's tests against ClickHouse 26.9 (chDB, in-process, behind a test-only HTTP front)"
+	@echo "make cli-package  the meridian command as an npm package (.var/cli-package/meridian-cli-VERSION.tgz): npm install -g it"
 	@echo "make typecheck    tsc over the whole workspace"
 	@echo "make lint         ESLint: type-aware checks and the layering (eslint.config.js); part of make test"
 	@echo "make docs         the docs site (VitePress) from docs/ into docs/.vitepress/dist; fails on a dead link"
@@ -37,6 +38,10 @@ node_modules/.installed: package-lock.json $(wildcard patches/*.patch)
 	npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
 deps: node_modules/.installed
+
+# The meridian command as an npm package that installs without this repository (apps/cli/package/build.ts).
+cli-package: deps
+	@node apps/cli/package/build.ts .var/cli-package
 
 typecheck: deps
 	npx tsc -p tsconfig.json

@@ -371,6 +371,13 @@ describe('every route of the OpenAPI document, cut, aborted and mangled at the b
     expect(checks.failures).toEqual([]);
     expect(stack.api.child.pid).toBe(apiPid);
   });
+
+  it('no case left a promise rejection that nothing handled (the api logs and counts each one)', async () => {
+    const metrics = await (await fetch(`${stack.apiUrl}/metrics`)).text();
+    const line = metrics.split('\n').find((l) => l.startsWith('meridian_unhandled_rejections_total '));
+    expect(line, 'the api exposes meridian_unhandled_rejections_total').toBeDefined();
+    expect(Number(line!.split(' ')[1]), stack.api.output().split('\n').filter((l) => l.includes('nothing handled')).slice(0, 3).join('\n')).toBe(0);
+  });
 });
 
 function printReport(): void {
