@@ -148,7 +148,9 @@ def prepare(data: Frame, metric: Optional[str], layout: str, directory: Optional
     os.close(fd)
     path = Path(name)
     try:
-        with gzip.open(path, "wb", compresslevel=compresslevel) as out:
+        # No name and no time in the gzip header: the same frame makes the same bytes, so an
+        # upload repeated under its Idempotency-Key is recognised as the same upload.
+        with open(path, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, compresslevel=compresslevel, mtime=0) as out:
             if layout == "csv":
                 out.write(b"metric_name,timestamp,metric_numeric_value,updated_at\n" if names is not None else b"timestamp,value\n")
             for start in range(0, table.num_rows, _CHUNK_ROWS):
