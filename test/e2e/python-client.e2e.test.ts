@@ -24,6 +24,7 @@ const PYTEST_LIMIT_MS = 900_000;
 const INSTALL_LIMIT_MS = 240_000;
 /** The metrics the test user may write and read: every test's names start with it. */
 const PREFIX = 'pyclient.';
+const RATE = { perSecond: 20, burst: 40 };
 
 let api: RunningApi;
 let ingest: Awaited<ReturnType<typeof startWorker>>;
@@ -33,7 +34,9 @@ let scratch: string;
 beforeAll(async () => {
   if (!existsSync(`${venv}/.complete`)) throw new Error(`${venv} is missing or incomplete: run deploy/local/install.sh python-client (make test does)`);
   scratch = mkdtempSync(join(tmpdir(), 'meridian-pyclient-'));
-  const settings = isolatedSettings();
+  // A low rate limit, so that test_rate_limit.py meets 429s with Retry-After (the suite's own
+  // traffic fits under it, and the client retries any 429 it meets).
+  const settings = isolatedSettings({ MERIDIAN_RATE_LIMIT_PER_SECOND: String(RATE.perSecond), MERIDIAN_RATE_LIMIT_BURST: String(RATE.burst) });
   api = await startApi(settings);
   ingest = await startWorker(settings);
   const adminKey = await bootstrapAdmin(settings, 'pyclient-admin');
@@ -69,7 +72,8 @@ function run(program: string, args: string[], env: Record<string, string>, limit
   });
 }
 
-const serviceEnv = () => ({ MERIDIAN_URL: api.url, MERIDIAN_API_KEY: userKey, MERIDIAN_TEST_PREFIX: PREFIX, MERIDIAN_TEST_PEER: 'pyclient-peer' });
+const serviceEnv = () => ({ MERIDIAN_URL: api.url, MERIDIAN_API_KEY: userKey, MERIDIAN_TEST_PREFIX: PREFIX, MERIDIAN_TEST_PEER: 'pyclient-peer',
+  MERIDIAN_TEST_RATE_PER_SECOND: String(RATE.perSecond), MERIDIAN_TEST_RATE_BURST: String(RATE.burst) });
 
 describe('the Python client against the real api', () => {
   it('its pytest suite passes (1M-row DataFrame round trip included)', async () => {

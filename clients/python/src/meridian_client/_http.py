@@ -51,7 +51,7 @@ class RetryPolicy:
         asked = parse_retry_after(retry_after)
         if asked is not None:
             return min(asked, self.max_delay)
-        return min(self.backoff * (2**attempt), self.max_delay) * random.uniform(0.75, 1.0)
+        return float(min(self.backoff * (2**attempt), self.max_delay) * random.uniform(0.75, 1.0))
 
 
 def parse_retry_after(value: Optional[str], now: Optional[float] = None) -> Optional[float]:

@@ -244,7 +244,7 @@ def _load_state(path: Path, fingerprint: dict[str, Any], partial: Path) -> Optio
     return state
 
 
-def file_flow(query: Query, path: Union[str, os.PathLike], wires: WireState, *, resume: bool = True, on_page: Optional[Callable[[PageInfo], None]] = None) -> Flow[DownloadResult]:
+def file_flow(query: Query, path: Union[str, "os.PathLike[str]"], wires: WireState, *, resume: bool = True, on_page: Optional[Callable[[PageInfo], None]] = None) -> Flow[DownloadResult]:
     """
     Writes every page of the query to ``path`` (csv, parquet or Arrow IPC stream, by suffix).
 
@@ -316,7 +316,7 @@ def _arrow_stream_to_parquet(source: Path, target: Path) -> None:
     os.replace(tmp, target)
 
 
-def read_file(path: Union[str, os.PathLike]) -> pa.Table:
+def read_file(path: Union[str, "os.PathLike[str]"]) -> pa.Table:
     """A file written by download_to, back as a Table (csv, parquet or Arrow stream, by suffix)."""
     target = Path(path)
     kind = file_kind(target)
