@@ -8,6 +8,7 @@ import {
   encodeCursor,
   ensureDatabase,
   migrate,
+  nativePointColumns,
   planDownload,
   streamDownload,
   type DownloadCursor,
@@ -342,6 +343,36 @@ describe('metrics download against a real ClickHouse', () => {
       expect((await pageInParts(change)).body.toString('utf8')).toBe((await page(change)).body.toString('utf8'));
     }
     expect(JSON.parse((await pageInParts({ metricNames: ['a', 'b', 'c'], format: 'json' })).body.toString('utf8'))).toEqual([]);
+  });
+
+  it('gives typed columns (Native blocks of max_block_size rows) holding exactly the CSV\'s rows, whole or in parts, with latestOnly too', async () => {
+    const columns = async (body: NodeJS.ReadableStream) => {
+      const rows: Array<[string, number, number, number]> = [];
+      const sizes: number[] = [];
+      for await (const b of nativePointColumns(body as AsyncIterable<Buffer>)) {
+        sizes.push(b.rows);
+        for (let i = 0; i < b.rows; i++) {
+          const name = Buffer.from(b.nameBytes.subarray(b.nameOffsets[i], b.nameOffsets[i + 1])).toString('utf8');
+          rows.push([name, Number(b.timestamps[i]), b.values[i]!, Number(b.updatedAt[i])]);
+        }
+      }
+      return { rows, sizes };
+    };
+    for (const change of [{}, { latestOnly: true }, { metricNames: PAGED }, { metricNames: ['floats'] }, { metricNames: ['times'] }]) {
+      // The CSV's rows read back: its doubles are the shortest decimals that read back exactly.
+      const csv = dataLines((await page(change)).body).map((line) => {
+        const [, quoted, ts, value, updatedAt] = /^("(?:[^"]|"")*"|[^,]*),([^,]+),([^,]+),([^,]+)$/.exec(line)!;
+        const name = quoted!.startsWith('"') ? quoted!.slice(1, -1).replace(/""/g, '"') : quoted!;
+        return [name, Date.parse(ts!.replace(/(\d\d)(\d\d)$/, '$1:$2')), Number(value), Date.parse(updatedAt!.replace(/(\d\d)(\d\d)$/, '$1:$2'))];
+      });
+      const req = request({ ...change, format: 'columns', batchRows: 4 });
+      const plan = await planDownload(conn, req);
+      const whole = await columns((await streamDownload(conn, req, { plan })).body);
+      expect(whole.rows, JSON.stringify(change)).toEqual(csv);
+      expect(Math.max(...whole.sizes)).toBeLessThanOrEqual(4);
+      const parts = await columns((await streamDownload(conn, { ...req, queryId: randomUUID() }, { plan, chunks: { rowsOf: () => 1, sizes: { firstRows: 1, maxRows: 2 } } })).body);
+      expect(parts.rows).toEqual(csv);
+    }
   });
 
   it('split into parts, pages of 10 through 25 rows give every row once, in order', async () => {

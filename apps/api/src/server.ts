@@ -124,6 +124,7 @@ export async function buildApi(services: ApiServices): Promise<Api> {
       conn: services.clickhouseOptions,
       catalog: services.catalog,
       limits: { maxRowsCeiling: settings.MERIDIAN_MAX_ROWS_CEILING, maxListNames: settings.MERIDIAN_MAX_DOWNLOAD_NAMES },
+      batchRows: settings.MERIDIAN_DOWNLOAD_BATCH_ROWS,
       maxBodyBytes: settings.MERIDIAN_MAX_DOWNLOAD_BODY_BYTES,
       cursors,
       streams: downloads,

@@ -7,6 +7,7 @@ export {
   cancelDownload,
   decodeCursor,
   encodeCursor,
+  nativePointColumns,
   planDownload,
   rowsInWindow,
   streamDownload,
@@ -17,6 +18,7 @@ export {
   type DownloadRequest,
   type DownloadStream,
   type PlanOptions,
+  type PointColumns,
   type StreamOptions,
 } from './download/index.ts';
 export { clickhouseMetricCatalog, type CatalogEntry } from './catalog.ts';

@@ -126,6 +126,11 @@ export const settingDefinitions = {
     default: '10000000',
     doc: 'Largest max_rows a metrics download accepts (400 above it); larger results are paged with the cursor.',
   },
+  MERIDIAN_DOWNLOAD_BATCH_ROWS: {
+    schema: z.coerce.number().int().min(1024).max(1_048_576),
+    default: '65536',
+    doc: 'Rows per Arrow record batch and Parquet row group of a format=arrow or format=parquet download (ClickHouse\'s max_block_size for its query): the api holds about one batch per such download, some 40 bytes a row.',
+  },
   MERIDIAN_DEV_LOGS: { schema: bool, default: 'false', doc: 'Human-readable logs (make run) instead of JSON lines.' },
   // apiedge (issue 11): body, URL and header sizes, HTTP server timeouts, the JSON upload check off the event loop, the admin listener.
   MERIDIAN_MAX_SMALL_JSON_BODY_BYTES: {

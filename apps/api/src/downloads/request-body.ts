@@ -1,6 +1,6 @@
 import type { Context } from 'koa';
 import { z } from 'zod';
-import { DomainError, PATTERNS, validationError, type FieldError, type RawDownloadQuery } from '@meridian/domain';
+import { DomainError, DOWNLOAD_FORMATS, PATTERNS, validationError, type DownloadFormat, type FieldError, type RawDownloadQuery } from '@meridian/domain';
 import { readBody } from '../uploads/read-body.ts';
 
 /**
@@ -13,8 +13,8 @@ export const downloadQuerySchema = z.object({
   start_date: z.string().optional().describe('Inclusive. YYYY-MM-DD (from 00:00:00 UTC) or an ISO 8601 date-time with Z, +hh:mm or +hhmm'),
   end_date: z.string().optional().describe('Inclusive. YYYY-MM-DD (to the end of that UTC day) or an ISO 8601 date-time'),
   max_rows: z.string().optional().describe('Default 1000; at most the configured ceiling (MERIDIAN_MAX_ROWS_CEILING, default 10,000,000). When it cuts the result, X-Next-Cursor (and, on GET, Link rel="next") continue after the last row'),
-  file_format: z.enum(['csv', 'json']).optional().describe('csv (default) or json'),
-  format: z.enum(['csv', 'json']).optional().describe('Alias of file_format (the seed\'s sample request uses it)'),
+  file_format: z.enum(DOWNLOAD_FORMATS as [DownloadFormat, ...DownloadFormat[]]).optional().describe('csv (default), json, arrow (an Arrow IPC stream) or parquet: arrow and parquet carry typed columns (metric_name string, timestamp and updated_at as timestamp[ms, UTC], metric_numeric_value float64) for data frames, never gzipped'),
+  format: z.enum(DOWNLOAD_FORMATS as [DownloadFormat, ...DownloadFormat[]]).optional().describe('Alias of file_format (the seed\'s sample request uses it)'),
   latest_only: z.enum(['true', 'false']).optional().describe('true: only the newest updated_at of each (metric_name, timestamp)'),
   cursor: z.string().optional().describe('The opaque X-Next-Cursor of the previous page'),
 });

@@ -4,6 +4,7 @@ import { z } from 'zod';
 import {
   decodeCursor,
   encodeCursor,
+  nativePointColumns,
   planDownload,
   rowsInWindow,
   streamDownload,
@@ -11,7 +12,8 @@ import {
   type ConnOptions,
   type DownloadRequest,
 } from '@meridian/clickhouse';
-import { canRead, DomainError, parseDownloadParams, resolveMetricNames, validationError, type DownloadLimits, type DownloadParams, type RawDownloadQuery, type UserRecord } from '@meridian/domain';
+import { canRead, DomainError, parseDownloadParams, resolveMetricNames, validationError, type DownloadFormat, type DownloadLimits, type DownloadParams, type RawDownloadQuery, type UserRecord } from '@meridian/domain';
+import { columnarBody, COLUMNAR_MEDIA, isColumnar } from './columnar.ts';
 import { downloadBodyQuery, downloadJsonSchema, downloadQuerySchema } from './request-body.ts';
 import type { MetricCatalog } from '../catalog/routes.ts';
 import type { CursorSeal } from '../http/cursor-seal.ts';
@@ -28,6 +30,8 @@ export type DownloadDeps = {
   /** Where the pattern finds its metrics. */
   readonly catalog: MetricCatalog;
   readonly limits: DownloadLimits;
+  /** Rows per Arrow batch and Parquet row group (MERIDIAN_DOWNLOAD_BATCH_ROWS). */
+  readonly batchRows: number;
   readonly maxBodyBytes: number;
   readonly cursors: CursorSeal;
   readonly streams?: PerUserSlots;
@@ -69,7 +73,22 @@ const PART_SIZES = { firstRows: 50_000, maxRows: 5_000_000 };
 
 function fileName(params: DownloadParams): string {
   const stem = params.pattern === 'single' ? params.metrics : `metrics-${params.pattern}`;
-  return `${stem.replace(/[^A-Za-z0-9._-]+/g, '_').slice(0, 100) || 'metrics'}.${params.format}`;
+  return `${stem.replace(/[^A-Za-z0-9._-]+/g, '_').slice(0, 100) || 'metrics'}.${MEDIA[params.format].extension}`;
+}
+
+const MEDIA: Record<DownloadFormat, { readonly type: string; readonly extension: string }> = {
+  csv: { type: 'text/csv; charset=utf-8', extension: 'csv' },
+  json: { type: 'application/json; charset=utf-8', extension: 'json' },
+  ...COLUMNAR_MEDIA,
+};
+
+/** What the download asks ClickHouse for: the text formats' bytes, or typed columns the api encodes. */
+const queryFormat = (format: DownloadFormat): DownloadRequest['format'] => (isColumnar(format) ? 'columns' : format);
+
+/** The body of a download that reads no metric: the header, an empty array, or an empty stream or file with its schema. */
+function emptyBody(params: DownloadParams) {
+  if (isColumnar(params.format)) return columnarBody(params.format, (async function* () {})());
+  return params.format === 'csv' ? `${CSV_HEADER}\n` : '[]';
 }
 
 /**
@@ -101,7 +120,11 @@ function okResponse(link: boolean) {
     contentType: 'text/csv',
     schema: z.string(),
     example: csvExample,
-    alsoAs: { 'application/json': { schema: jsonRows, example: jsonExample } },
+    alsoAs: {
+      'application/json': { schema: jsonRows, example: jsonExample },
+      [COLUMNAR_MEDIA.arrow.type]: { schema: z.string().describe('format=arrow: an Arrow IPC stream, a record batch per MERIDIAN_DOWNLOAD_BATCH_ROWS rows') },
+      [COLUMNAR_MEDIA.parquet.type]: { schema: z.string().describe('format=parquet: a Parquet file, a row group per MERIDIAN_DOWNLOAD_BATCH_ROWS rows, Snappy') },
+    },
     headers: {
       'X-Next-Cursor': { description: `Opaque: pass as cursor${link ? '' : ' in the next POST\'s body (with the same other parameters)'} to get the rows after this page`, schema: z.string() },
       ...(link ? { Link: { description: '<same query with cursor>; rel="next"', schema: z.string() } } : {}),
@@ -120,13 +143,15 @@ export function downloadRoutes(deps: DownloadDeps): RouteDef[] {
     const { names, entries } = await resolve(deps, params, user);
 
     ctx.set('Content-Disposition', `attachment; filename="${fileName(params)}"`);
-    ctx.type = params.format === 'csv' ? 'text/csv; charset=utf-8' : 'application/json; charset=utf-8';
+    const columnar = isColumnar(params.format) ? params.format : null;
+    ctx.type = MEDIA[params.format].type;
     ctx.set('Vary', 'Accept-Encoding');
     if (names.length === 0) {
-      ctx.body = params.format === 'csv' ? `${CSV_HEADER}\n` : '[]';
+      ctx.body = emptyBody(params);
       return;
     }
-    const gzip = /\bgzip\b/i.test(ctx.get('Accept-Encoding'));
+    // Arrow and Parquet are binary and Parquet compresses its own pages: neither is gzipped.
+    const gzip = columnar === null && /\bgzip\b/i.test(ctx.get('Accept-Encoding'));
     // HEAD (served by the GET route): the status and headers a GET answers, without its
     // queries. X-Next-Cursor is left out: finding the page's end is a query (a sort, at worst).
     if (ctx.method === 'HEAD') {
@@ -145,9 +170,10 @@ export function downloadRoutes(deps: DownloadDeps): RouteDef[] {
       toMs: params.toMs,
       maxRows: params.maxRows,
       after,
-      format: params.format,
+      format: queryFormat(params.format),
       latestOnly: params.latestOnly,
       gzip,
+      ...(columnar ? { batchRows: deps.batchRows } : {}),
       // Always our own id: a caller's X-Request-Id may repeat, and a cancel kills by query id.
       queryId: randomUUID(),
     };
@@ -172,7 +198,7 @@ export function downloadRoutes(deps: DownloadDeps): RouteDef[] {
       if (ctx.method === 'GET') ctx.set('Link', `<${nextLink(ctx, token)}>; rel="next"`);
     }
     if (stream.contentEncoding) ctx.set('Content-Encoding', stream.contentEncoding);
-    ctx.body = stream.body;
+    ctx.body = columnar ? columnarBody(columnar, nativePointColumns(stream.body as AsyncIterable<Buffer>)) : stream.body;
   };
 
   return [
@@ -180,7 +206,7 @@ export function downloadRoutes(deps: DownloadDeps): RouteDef[] {
       method: 'GET',
       path: DOWNLOAD_PATH,
       operationId: 'downloadMetrics',
-      summary: 'Download metric data points as CSV or JSON',
+      summary: 'Download metric data points as CSV, JSON, Arrow or Parquet',
       description: `${DESCRIPTION} HEAD answers the status and headers of the GET without reading any row (and so without X-Next-Cursor and Link). A request target longer than MERIDIAN_MAX_URL_BYTES gets 414: send the same parameters as a POST body.`,
       tags: ['metrics'],
       auth: 'user',

@@ -19,7 +19,7 @@ const deps: ApiDeps = {
   smallJsonBodyBytes: 16384,
   accounts: { state: initialAccounts(), ready: true, execute: async () => [] },
   tasks: { live: () => initialTasks(), find: async () => undefined, readModel: { list: async () => [] }, syncToEnd: async () => {}, cursors, waits: { untilEnded: async () => {}, slots: new PerUserSlots(1, { setting: 'x', noun: 'x' }), maxSeconds: 0 } },
-  download: { conn: { url: 'http://127.0.0.1:1', username: 'x', password: '', database: 'x' }, catalog: { list: async () => [], entries: async () => [] }, limits: { maxRowsCeiling: 10, maxListNames: 10 }, maxBodyBytes: 1024, cursors },
+  download: { conn: { url: 'http://127.0.0.1:1', username: 'x', password: '', database: 'x' }, catalog: { list: async () => [], entries: async () => [] }, limits: { maxRowsCeiling: 10, maxListNames: 10 }, batchRows: 65536, maxBodyBytes: 1024, cursors },
   uploads: {
     storage: {} as BlobStore,
     limits: { jsonBodyBytes: 1, uploadBytes: 1, pointsPerJsonUpload: 1 },
@@ -82,7 +82,7 @@ describe('the OpenAPI document', () => {
     expect(headers(op('/api/v1/metrics/upload', 'post'))).toEqual(['idempotency-key']);
     expect(headers(op('/api/v1/metrics_file_upload', 'post'))).toEqual(['idempotency-key']);
     expect(headers(op('/api/v1/file/download/{file_id}', 'get'))).toEqual(['if-none-match', 'if-range', 'range']);
-    expect(Object.keys(op('/api/v1/metrics/download', 'get').responses['200']!.content!).sort()).toEqual(['application/json', 'text/csv']);
+    expect(Object.keys(op('/api/v1/metrics/download', 'get').responses['200']!.content!).sort()).toEqual(['application/json', 'application/vnd.apache.arrow.stream', 'application/vnd.apache.parquet', 'text/csv']);
   });
 
   it('documents the POST form of the download: form and JSON bodies, 413 and 415, X-Next-Cursor without Link', () => {

@@ -1,5 +1,6 @@
 import { CSV_HEADER, csvLineSql, jsonObjectSql } from './row-sql.ts';
 import { int } from './filter-sql.ts';
+import { COLUMNAR_SELECT } from './native.ts';
 import type { DownloadFormat } from './types.ts';
 
 /**
@@ -56,6 +57,7 @@ const WHOLE: Frame = { head: true, tail: true };
  * `names` (filterSql's does). `limit` caps the data rows when no planned end bounds them.
  */
 export function streamSql(format: DownloadFormat, latestOnly: boolean, where: string, limit: number | null, frame: Frame = WHOLE): string {
+  if (format === 'columns') return columnsSql(latestOnly, where, limit);
   const line = format === 'csv' ? csvLineSql() : jsonObjectSql();
   const dedupe = latestOnly ? ' LIMIT 1 BY rank, ts' : '';
   const all = `SELECT ${RANK} AS rank, ts, ${TIE_BREAK.join(', ')}, ${line} AS line FROM points WHERE ${where}`;
@@ -69,6 +71,18 @@ export function streamSql(format: DownloadFormat, latestOnly: boolean, where: st
   const firstObject = frame.head ? 1 : 0;
   const out = format === 'csv' ? 'line' : `concat(if(rowNumberInAllBlocks() > ${firstObject} AND rank != ${LAST}, ',', ''), line)`;
   return `SELECT ${out} FROM (${sorted}) FORMAT TabSeparatedRaw`;
+}
+
+/**
+ * The page's rows as typed columns (native.ts's COLUMNAR_SELECT) in ClickHouse's Native
+ * format: the api encodes them (Arrow, Parquet), so there is no text and no frame to write.
+ */
+function columnsSql(latestOnly: boolean, where: string, limit: number | null): string {
+  const dedupe = latestOnly ? ' LIMIT 1 BY rank, ts' : '';
+  const all = `SELECT ${RANK} AS rank, metric_name, ts, value, ${TIE_BREAK.join(', ')} FROM points WHERE ${where}`;
+  const data = limit === null ? all : `SELECT * FROM (${all} ORDER BY ${orderBy(latestOnly, ['rank'])}${dedupe} LIMIT ${int(limit)})`;
+  const columns = COLUMNAR_SELECT.map(([name]) => name).join(', ');
+  return `SELECT ${columns} FROM (${data}) ORDER BY ${orderBy(latestOnly, ['rank'])}${dedupe} FORMAT Native`;
 }
 
 /** Rows (or, with latestOnly, distinct (metric_name, ts)) matching `where`, per metric in key order. */

@@ -58,7 +58,8 @@ export async function streamDownload(conn: ConnOptions, req: DownloadRequest, op
     const sql = streamSql(req.format, req.latestOnly, filter.where, plan ? null : req.maxRows, frame);
     // Part 0 carries the download's own id; later parts extend it, so one KILL (by prefix) stops them all.
     const queryId = part === 0 ? req.queryId : planQueryId(req.queryId, `part${part}`);
-    const started = startQuery(conn, { sql, tables: filter.tables, queryId, gzip: req.gzip, ...(signal ? { signal } : {}) });
+    const settings = req.batchRows === undefined ? {} : { settings: { max_block_size: req.batchRows } };
+    const started = startQuery(conn, { sql, tables: filter.tables, queryId, gzip: req.gzip, ...settings, ...(signal ? { signal } : {}) });
     running.push(started);
     return started;
   };

@@ -1,6 +1,7 @@
 /** The query side of GET /api/v1/metrics/download: what the api asks for. */
 
-export type DownloadFormat = 'csv' | 'json';
+/** csv, json: ClickHouse writes the body's bytes; columns: typed columns in its Native format, for the api to encode (native.ts). */
+export type DownloadFormat = 'csv' | 'json' | 'columns';
 
 /**
  * The full sort key of a row: rows are ordered by it and it is unique per row (the Kafka
@@ -33,6 +34,8 @@ export type DownloadRequest = {
   gzip: boolean;
   /** A UUID, used to KILL QUERY when the client goes away. */
   queryId: string;
+  /** format 'columns': rows per Native block (ClickHouse's max_block_size), so per batch the api encodes. */
+  batchRows?: number;
 };
 
 /**

@@ -14,7 +14,9 @@ export function assertValidRequest(req: DownloadRequest): void {
   if (!Number.isSafeInteger(req.toMs)) problems.push('toMs must be a safe integer');
   if (!Number.isSafeInteger(req.maxRows) || req.maxRows < 1) problems.push('maxRows must be a positive safe integer');
   if (req.after !== null && !isCursor(req.after)) problems.push('after must be null or a valid cursor');
-  if (req.format !== 'csv' && req.format !== 'json') problems.push('format must be csv or json');
+  if (req.format !== 'csv' && req.format !== 'json' && req.format !== 'columns') problems.push('format must be csv, json or columns');
+  if (req.format === 'columns' && req.gzip) problems.push('columns are never gzipped');
+  if (req.batchRows !== undefined && !(Number.isSafeInteger(req.batchRows) && req.batchRows > 0)) problems.push('batchRows must be a positive safe integer');
   if (typeof req.latestOnly !== 'boolean') problems.push('latestOnly must be a boolean');
   if (typeof req.gzip !== 'boolean') problems.push('gzip must be a boolean');
   if (!isUuid(req.queryId)) problems.push('queryId must be a UUID');

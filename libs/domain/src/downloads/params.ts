@@ -3,7 +3,9 @@ import { END_TIMESTAMP_MS, MIN_TIMESTAMP_MS, parseTimestamp } from '../points/ti
 
 export type Pattern = 'single' | 'list' | 'contains' | 'starts_with' | 'ends_with';
 export const PATTERNS: readonly Pattern[] = ['single', 'list', 'contains', 'starts_with', 'ends_with'];
-export type DownloadFormat = 'csv' | 'json';
+/** csv and json are text for reading and spreadsheets; arrow (an IPC stream) and parquet are typed columns for data frames. */
+export type DownloadFormat = 'csv' | 'json' | 'arrow' | 'parquet';
+export const DOWNLOAD_FORMATS: readonly DownloadFormat[] = ['csv', 'json', 'arrow', 'parquet'];
 
 export type DownloadParams = {
   readonly metrics: string;
@@ -98,8 +100,8 @@ export function parseDownloadParams(query: RawDownloadQuery, limits: DownloadLim
   const alias = one('format');
   if (fileFormat !== undefined && alias !== undefined && fileFormat !== alias) errors.push({ field: 'format', reason: 'disagrees with file_format' });
   const formatText = fileFormat ?? alias ?? 'csv';
-  const format = formatText === 'csv' || formatText === 'json' ? formatText : null;
-  if (!format) errors.push({ field: fileFormat !== undefined ? 'file_format' : 'format', reason: 'must be csv or json' });
+  const format = (DOWNLOAD_FORMATS as readonly string[]).includes(formatText) ? (formatText as DownloadFormat) : null;
+  if (!format) errors.push({ field: fileFormat !== undefined ? 'file_format' : 'format', reason: `must be one of ${DOWNLOAD_FORMATS.join(', ')}` });
 
   const latestText = one('latest_only') ?? 'false';
   if (latestText !== 'true' && latestText !== 'false') errors.push({ field: 'latest_only', reason: 'must be true or false' });

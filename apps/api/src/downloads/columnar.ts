@@ -1,0 +1,130 @@
+import { pipeline, Readable } from 'node:stream';
+import { Field, Float64, makeData, RecordBatch, RecordBatchStreamWriter, Schema, Struct, TimestampMillisecond, Utf8 } from 'apache-arrow';
+import { ByteWriter, ParquetWriter } from 'hyparquet-writer';
+import type { PointColumns } from '@meridian/clickhouse';
+
+/**
+ * The typed formats of a download, for data frames: the CSV's four columns, typed, written
+ * batch by batch as ClickHouse sends its blocks (one block of MERIDIAN_DOWNLOAD_BATCH_ROWS rows
+ * at most in memory). ClickHouse 18.16 writes neither format (Parquet came in 19.4, Arrow later),
+ * so the api encodes them: apache-arrow (the Arrow project's own JavaScript library) for the
+ * IPC stream, hyparquet-writer for Parquet (pure JavaScript, no native or wasm build, and it
+ * writes a file row group by row group, which parquet-wasm cannot).
+ */
+export type ColumnarFormat = 'arrow' | 'parquet';
+
+/** Media types and file extensions by the formats' own conventions. */
+export const COLUMNAR_MEDIA: Record<ColumnarFormat, { readonly type: string; readonly extension: string }> = {
+  arrow: { type: 'application/vnd.apache.arrow.stream', extension: 'arrows' },
+  parquet: { type: 'application/vnd.apache.parquet', extension: 'parquet' },
+};
+
+export const isColumnar = (format: string): format is ColumnarFormat => format === 'arrow' || format === 'parquet';
+
+/** The download's body in `format`, from its batches; a download without rows is a valid empty stream or file. */
+export function columnarBody(format: ColumnarFormat, batches: AsyncIterable<PointColumns>): Readable {
+  return format === 'arrow' ? arrowStream(batches) : Readable.from(parquetChunks(batches), { objectMode: false });
+}
+
+const ARROW_SCHEMA = new Schema([
+  new Field('metric_name', new Utf8(), false),
+  new Field('timestamp', new TimestampMillisecond('UTC'), false),
+  new Field('metric_numeric_value', new Float64(), false),
+  new Field('updated_at', new TimestampMillisecond('UTC'), false),
+]);
+
+const EMPTY: PointColumns = { rows: 0, nameOffsets: new Int32Array(1), nameBytes: new Uint8Array(0), timestamps: new BigInt64Array(0), values: new Float64Array(0), updatedAt: new BigInt64Array(0) };
+
+/** Every batch, or one empty batch when there is none: a stream always carries its schema. */
+async function* atLeastOne(batches: AsyncIterable<PointColumns>): AsyncGenerator<PointColumns> {
+  let any = false;
+  for await (const batch of batches) {
+    any = true;
+    yield batch;
+  }
+  if (!any) yield EMPTY;
+}
+
+function recordBatch(c: PointColumns): RecordBatch {
+  const n = c.rows;
+  const children = [
+    makeData({ type: new Utf8(), length: n, nullCount: 0, valueOffsets: c.nameOffsets, data: c.nameBytes }),
+    makeData({ type: new TimestampMillisecond('UTC'), length: n, nullCount: 0, data: c.timestamps }),
+    makeData({ type: new Float64(), length: n, nullCount: 0, data: c.values }),
+    makeData({ type: new TimestampMillisecond('UTC'), length: n, nullCount: 0, data: c.updatedAt }),
+  ];
+  return new RecordBatch(ARROW_SCHEMA, makeData({ type: new Struct(ARROW_SCHEMA.fields), length: n, nullCount: 0, children }));
+}
+
+/** An Arrow IPC stream: the schema, a record batch per block, the end marker; Node's backpressure between them. */
+function arrowStream(batches: AsyncIterable<PointColumns>): Readable {
+  const records = Readable.from((async function* () {
+    for await (const c of atLeastOne(batches)) yield recordBatch(c);
+  })());
+  // The stream's failures (ClickHouse cut mid-answer) reach the returned end, which the response owns.
+  return pipeline(records, RecordBatchStreamWriter.throughNode(), () => undefined);
+}
+
+const TIMESTAMP_MS_UTC = { type: 'INT64', logical_type: { type: 'TIMESTAMP', isAdjustedToUTC: true, unit: 'MILLIS' }, repetition_type: 'REQUIRED' } as const;
+const PARQUET_SCHEMA = [
+  { name: 'root', num_children: 4 },
+  { name: 'metric_name', type: 'BYTE_ARRAY', converted_type: 'UTF8', logical_type: { type: 'STRING' }, repetition_type: 'REQUIRED' },
+  { name: 'timestamp', ...TIMESTAMP_MS_UTC },
+  { name: 'metric_numeric_value', type: 'DOUBLE', repetition_type: 'REQUIRED' },
+  { name: 'updated_at', ...TIMESTAMP_MS_UTC },
+] as const;
+
+/**
+ * A Parquet file, a row group per block: the writer's bytes leave after each row group (its
+ * flush), so the api holds one row group's encoding, never the file. Names repeat in runs (rows
+ * come sorted by name), so each run shares one byte array and dictionary encoding finds it.
+ */
+async function* parquetChunks(batches: AsyncIterable<PointColumns>): AsyncGenerator<Buffer> {
+  const writer = new FlushingWriter();
+  const out = writer.chunks;
+  const parquet = new ParquetWriter({ writer, schema: PARQUET_SCHEMA as never, codec: 'SNAPPY' });
+  for await (const c of batches) {
+    if (c.rows === 0) continue;
+    void parquet.write({
+      columnData: [
+        { name: 'metric_name', data: nameRuns(c) },
+        { name: 'timestamp', data: c.timestamps },
+        { name: 'metric_numeric_value', data: c.values },
+        { name: 'updated_at', data: c.updatedAt },
+      ],
+      rowGroupSize: c.rows,
+    });
+    yield* out.splice(0);
+  }
+  void parquet.finish();
+  writer.flush();
+  yield* out.splice(0);
+}
+
+/** A ByteWriter whose bytes leave at each flush (the Parquet writer's, after each row group) and are taken from `chunks`. */
+class FlushingWriter extends ByteWriter {
+  readonly chunks: Buffer[] = [];
+
+  flush(): void {
+    this.chunks.push(Buffer.from(this.buffer.slice(0, this.index)));
+    this.index = 0;
+  }
+}
+
+/** The batch's names, one Uint8Array per row, the same object for each row of a run of one name. */
+function nameRuns(c: PointColumns): Uint8Array[] {
+  const names = new Array<Uint8Array>(c.rows);
+  let previous: Uint8Array = new Uint8Array(0);
+  for (let i = 0; i < c.rows; i++) {
+    const name = c.nameBytes.subarray(c.nameOffsets[i], c.nameOffsets[i + 1]);
+    if (i === 0 || !sameBytes(previous, name)) previous = name;
+    names[i] = previous;
+  }
+  return names;
+}
+
+function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
