@@ -84,8 +84,11 @@ describe('the Python client against the real api', () => {
       ['-m', 'pytest', '-c', `${clientRoot}/pyproject.toml`, '--rootdir', clientRoot, '-p', 'no:cacheprovider', '-q', '-rA', '--durations=5', `${clientRoot}/tests`],
       { ...serviceEnv(), PYTHONPATH: `${clientRoot}/src` },
       PYTEST_LIMIT_MS,
+      // From the client's directory, so tests are named tests/…; no cache or bytecode is written there.
+      clientRoot,
     );
-    const summary = output.trimEnd().split('\n').filter((line) => /^(PASSED|FAILED|ERROR|SKIPPED)\b|\d+ (passed|failed|error)/.test(line));
+    // Each test's outcome, the timings the round trip prints, the slowest tests and pytest's closing line.
+    const summary = output.trimEnd().split('\n').filter((line) => /^(PASSED|FAILED|ERROR|SKIPPED)\b|^1M rows:|^\d+\.\d+s (call|setup)|\d+ (passed|failed|error)/.test(line));
     process.stdout.write(`\n----- pytest (clients/python), ${((Date.now() - started) / 1000).toFixed(0)} s -----\n${(code === 0 && !timedOut ? summary.join('\n') : output)}\n----- end of pytest -----\n`);
     expect(output).not.toContain(userKey); // the key never reaches the output
     expect(timedOut, `pytest ran longer than ${PYTEST_LIMIT_MS} ms`).toBe(false);

@@ -39,9 +39,12 @@ def test_a_million_row_frame_round_trips_exactly(client: Client, prefix: str) ->
     assert task.succeeded and task.result is not None
     assert task.result["points_accepted"] == ROWS
     assert task.result["rows_rejected"] == 0
-    back = client.download(prefix, pattern="starts_with")
+    back = client.download(prefix, pattern="starts_with", wire="arrow")
     t2 = time.monotonic()
-    print(f"\n1M rows: upload and ingest {t1 - t0:.1f} s, download {t2 - t1:.1f} s")
+    as_csv = client.download(prefix, pattern="starts_with", wire="csv")
+    t3 = time.monotonic()
+    print(f"\n1M rows: upload and ingest {t1 - t0:.1f} s, download {t2 - t1:.1f} s as Arrow, {t3 - t2:.1f} s as CSV")
+    pd.testing.assert_frame_equal(back, as_csv)
     assert list(back.columns) == ["metric_name", "timestamp", "metric_numeric_value", "updated_at"]
     assert str(back["timestamp"].dtype) == "datetime64[ms, UTC]"
     pd.testing.assert_frame_equal(back.drop(columns="updated_at"), df, check_dtype=False)
