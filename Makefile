@@ -1,4 +1,4 @@
-# Meridian. The two commands: `make run` and `make test`. See README.md.
+# Meridian. The two commands: `make run` and `make test`. See README.md and docs/ (`make docs`).
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
@@ -10,7 +10,7 @@ endif
 STACK := deploy/local/stack.sh
 CLUSTER := deploy/cluster/cluster.sh
 
-.PHONY: help run test deps typecheck lint stack-up stack-down stack-status stack-logs stack-reset test-unit test-deploy test-modern bench-ingest bench-ingest-json bench-download bench-replay bench-json-ack bench-receive bench-history cluster-up cluster-down cluster-status test-cluster-seed test-cluster
+.PHONY: help run test deps typecheck lint docs stack-up stack-down stack-status stack-logs stack-reset test-unit test-deploy test-modern bench-ingest bench-ingest-json bench-download bench-replay bench-json-ack bench-receive bench-history cluster-up cluster-down cluster-status test-cluster-seed test-cluster
 
 help:
 	@echo "make run          start the local stack, api and ingest in the foreground (Ctrl-C stops them)"
@@ -24,6 +24,7 @@ help:
 	@echo "make test-modern  the ClickHouse adapter's tests against ClickHouse 26.9 (chDB, in-process, behind a test-only HTTP front)"
 	@echo "make typecheck    tsc over the whole workspace"
 	@echo "make lint         ESLint: type-aware checks and the layering (eslint.config.js); part of make test"
+	@echo "make docs         the docs site (VitePress) from docs/ into docs/.vitepress/dist; fails on a dead link"
 	@echo "make bench-ingest | bench-download | bench-replay | bench-json-ack   benchmarks against the local stack, with their baselines"
 	@echo "make bench-receive  the api alone receiving a 10M-point download-layout file and 1 GB: ack time, MB/s, RSS, CPU (BENCH_API_ROOTS=../other-checkout,. compares)"
 	@echo "make bench-ingest-json  the JSON case of bench-ingest alone (with its ClickHouse baseline of BENCH_POINTS rows)"
@@ -45,6 +46,12 @@ lint: deps
 
 run: deps
 	@deploy/local/run.sh
+
+# The docs site: the API reference's routes rendered from the OpenAPI document (built from the
+# routes, no service needed), then VitePress, which fails the build on a link to a missing page.
+docs: deps
+	node docs/.vitepress/api-reference.ts
+	npx vitepress build docs
 
 test: deps
 	@test/run.sh

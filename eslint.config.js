@@ -29,7 +29,7 @@ const clientModules = ['kafkajs', 'minio', '@clickhouse/client'];
 const pureNodeModules = ['crypto', 'node:crypto', 'util', 'node:util', 'buffer', 'node:buffer'];
 
 export default tseslint.config(
-  { ignores: ['node_modules/**', '.var/**', 'deploy/**', 'schemas/**', 'test/fixtures/**/*.json'] },
+  { ignores: ['node_modules/**', '.var/**', 'deploy/**', 'schemas/**', 'test/fixtures/**/*.json', 'docs/.vitepress/dist/**', 'docs/.vitepress/cache/**', 'docs/.vitepress/generated/**'] },
   {
     files: ['**/*.ts'],
     extends: [js.configs.recommended, ...tseslint.configs.recommendedTypeChecked],

@@ -209,24 +209,28 @@ describe('meridian download', () => {
     await waitFor('the first page\'s resume state', () => (existsSync(state) ? true : undefined), 60_000, 2);
     child.kill('SIGKILL');
     expect((await ended).signal).toBe('SIGKILL');
-    const cut = await readFile(out);
+    // The pages so far are in the partial file beside the output, which does not exist until the download is complete.
+    const partial = `${out}.meridian-partial`;
+    expect(existsSync(out)).toBe(false);
+    const cut = await readFile(partial);
     expect(cut.length).toBeLessThan(expected.length);
     const saved = JSON.parse(await readFile(state, 'utf8')) as { bytes: number; pages: number };
     expect(saved.pages).toBeGreaterThanOrEqual(1);
     expect(cut.length).toBeGreaterThanOrEqual(saved.bytes);
     // Bytes past the state's (a page in flight when the process died) are not kept: the resume
     // writes from the state's byte on. A torn line makes sure there are some, whenever the kill came.
-    await appendFile(out, 'cli.million,2024-01-01T');
+    await appendFile(partial, 'cli.million,2024-01-01T');
 
     const resumed = await cli(['download', '--metrics', 'cli.million', '--page-rows', '50000', '-o', out, '--resume', '--json'], cliEnv(ada));
     expect(resumed.code, resumed.stderr).toBe(0);
     expect(JSON.parse(resumed.stdout)).toMatchObject({ rows: POINTS, resumed_from_bytes: saved.bytes });
     expect((await readFile(out)).equals(expected)).toBe(true);
     expect(existsSync(state)).toBe(false);
+    expect(existsSync(partial)).toBe(false);
 
     // A resume state of another query is refused, not spliced into this file.
     await writeFile(state, JSON.stringify({ version: 1, query: { metrics: 'cli.other' }, cursor: 'x', bytes: 0, rows: 0, pages: 1 }));
-    const other = await cli(['download', '--metrics', 'cli.million', '-o', out, '--resume'], cliEnv(ada));
+    const other = await cli(['download', '--metrics', 'cli.million', '-o', out, '--resume', '--force'], cliEnv(ada));
     expect(other.code).toBe(1);
     expect(other.stderr).toContain('resume state of another download');
   });
@@ -280,7 +284,7 @@ describe('meridian tasks and files', () => {
     expect(await readFile(got, 'utf8')).toBe('hello files\n');
 
     expect((await cli(['files', 'share', file_id, 'bob', '--revoke'], cliEnv(ada))).code).toBe(0);
-    const gone = await cli(['files', 'get', file_id, '-o', got], cliEnv(bob));
+    const gone = await cli(['files', 'get', file_id, '-o', got, '--force'], cliEnv(bob));
     expect(gone.code).toBe(1);
     expect(gone.stderr).toContain('404');
   });

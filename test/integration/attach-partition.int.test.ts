@@ -4,8 +4,8 @@ import type { Segment } from '@meridian/projection';
 import { isolatedSettings } from '../support/settings.ts';
 
 /**
- * The go/no-go of issue 15's staging design (write-aside stages attached at an upload's seal;
- * README, ClickHouse versions, "ATTACH PARTITION FROM"): what
+ * The go/no-go of the staging design (write-aside stages attached at an upload's seal;
+ * docs/operating/clickhouse-versions.md, "ATTACH PARTITION FROM"): what
  * `ALTER TABLE points ATTACH PARTITION … FROM <stage>` does to the real, unpartitioned points table and its catalog, on ClickHouse 18.16 (this tier) and
  * on 26.9 (the modern tier runs this file again on the chDB front). A stage is made the way the
  * design makes it: `CREATE TABLE … AS points`, filled by the projector's own sink (so its rows

@@ -19,7 +19,7 @@ import { waitFor } from '../support/wait.ts';
  * Two ingest workers share nothing but Kafka, ClickHouse and MinIO: worker A's blob collector
  * and worker B's definition of the same bytes as a file A is collecting. B's steps are put at
  * fixed points of A's removal (the real bucket, the real files projector and read model), so
- * the interleaving the README's "Blobs" paragraph names is run deterministically, not hoped for.
+ * the interleaving the "Blobs" section of docs/operating/state.md names is run deterministically, not hoped for.
  */
 describe('blob collection against a definition on another worker (real Kafka, ClickHouse, MinIO)', () => {
   const settings = isolatedSettings({ KAFKA_SESSION_TIMEOUT_MS: '6000' });

@@ -9,7 +9,7 @@ import { isolatedSettings } from '../support/settings.ts';
 
 /**
  * On a cluster (CLICKHOUSE_INSERT_QUORUM ≥ 2) the read models must write and read as the points
- * sink does (README: exactly-once with replicas): every insert with insert_quorum, every read with
+ * sink does (docs/operating/cluster.md: exactly-once with replicas): every insert with insert_quorum, every read with
  * select_sequential_consistency. The single test server accepts both settings on its
  * non-replicated tables (and ignores them), so a recording proxy in front of it shows what each
  * request carried, while the answers stay real.

@@ -71,7 +71,7 @@ describe('insert tokens on current ClickHouse (chDB front)', () => {
     expect(await count()).toBe(1200);
   });
 
-  it('an Atomic database whose catalog is still a view with an inner table stops at migration 004, saying so; converted as the README says, it migrates', async () => {
+  it('an Atomic database whose catalog is still a view with an inner table stops at migration 004, saying so; converted as docs/operating/clickhouse-versions.md says, it migrates', async () => {
     const legacyOptions = { ...options, database: `${settings.CLICKHOUSE_DATABASE}_legacy` };
     await ensureDatabase(legacyOptions);
     const legacy = createClickHouse(legacyOptions);
@@ -83,7 +83,7 @@ describe('insert tokens on current ClickHouse (chDB front)', () => {
         await legacy.insert({ table: 'schema_migrations', values: [{ version: m.version, name: m.name, applied_at: 0 }], format: 'JSONEachRow' });
       }
       await expect(migrate(legacy)).rejects.toThrow(/^migration 004_deduplication_window failed: .*MaterializedView/);
-      // The README's conversion, with ingestion stopped.
+      // The conversion of docs/operating/clickhouse-versions.md, with ingestion stopped.
       for (const statement of [
         'CREATE TABLE metric_catalog_new ENGINE = AggregatingMergeTree() ORDER BY metric_name AS SELECT metric_name, countState() AS points, minState(ts) AS first_ts, maxState(ts) AS last_ts FROM points GROUP BY metric_name',
         'DROP TABLE metric_catalog',

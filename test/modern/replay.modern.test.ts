@@ -190,7 +190,7 @@ describe('replay on an Atomic database (chDB front)', () => {
       await expect(swapIn({
         log: platform.log, topic: platform.topics.points, topicPrefix: settings.MERIDIAN_TOPIC_PREFIX,
         clickhouse: legacy, database: options.database, generation: 2, batchRows: 1000,
-      })).rejects.toThrow(/metric_catalog is a view with an inner table.*see the README to convert/);
+      })).rejects.toThrow(/metric_catalog is a view with an inner table.*see docs\/operating\/clickhouse-versions\.md to convert/);
       const tables = await (await legacy.query({ query: 'SELECT name FROM system.tables WHERE database = currentDatabase() ORDER BY name', format: 'JSONEachRow' })).json<{ name: string }>();
       expect(tables.map((t) => t.name).filter((n) => !n.startsWith('.inner'))).toEqual(['metric_catalog', 'metric_catalog_g2', 'points', 'points_g2', 'replay_generations']);
     } finally {

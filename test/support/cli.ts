@@ -13,3 +13,18 @@ export function meridian(settings: Settings, args: string[]): Promise<{ code: nu
     });
   });
 }
+
+/** The bin script's path, for a test that spawns the user CLI itself (signals, a TTY). */
+export const meridianBin = bin;
+
+export type CliRun = { code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string };
+
+/** Runs the user CLI with exactly `env` (no TTY), in `cwd` when given. */
+export function userCli(args: string[], env: Record<string, string>, cwd?: string): Promise<CliRun> {
+  return new Promise((resolve) => {
+    execFile(bin, args, { env, cwd, maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
+      const e = error as { code?: number | string; signal?: NodeJS.Signals } | null;
+      resolve({ code: e ? (typeof e.code === 'number' ? e.code : null) : 0, signal: e?.signal ?? null, stdout, stderr });
+    });
+  });
+}

@@ -11,7 +11,7 @@ export function composeApi(settings: Settings, logger: Logger, adapters: Adapter
     settings,
     clickhouseOptions: options.clickhouse,
     catalog: clickhouseMetricCatalog(options.clickhouse),
-    // On a cluster the read models read under the points sink's quorum (README: exactly-once with replicas).
+    // On a cluster the read models read under the points sink's quorum (docs/operating/cluster.md: exactly-once with replicas).
     taskReadModel: clickhouseTaskReadModel(options.clickhouse, LIVE_TASK_TABLES, options.pointsQuorum),
     fileReadModel: clickhouseFileReadModel(options.clickhouse, LIVE_FILE_TABLES, options.pointsQuorum),
     probes: platform.probes,

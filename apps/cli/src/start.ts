@@ -2,18 +2,35 @@ import { adapterOptions, loadSettingsOrExit, type Settings } from '@meridian/con
 import { createLogger, silenceKnownWarnings } from '@meridian/observability';
 import { createAdapters, createPlatform } from '@meridian/platform';
 import { composeCli } from './cli-services.ts';
-import { runCommand, UsageError, usage } from './commands.ts';
-import { ApiError } from './user/api-client.ts';
+import { helpRequest } from './help.ts';
+import { runCommand, UsageError } from './commands.ts';
+import { ApiError, NetworkError } from './user/api-client.ts';
 import { ConnectionError } from './user/config.ts';
-import { runUserCommand, USER_COMMANDS, UserUsageError, userUsage } from './user/commands.ts';
+import { catchInterrupts, Interrupted } from './user/interrupt.ts';
+import { runUserCommand, USER_COMMANDS, UserUsageError } from './user/commands.ts';
+
+/** The admin commands' first words (they talk to Kafka); anything else is refused before any service is reached. */
+const ADMIN_COMMANDS = new Set(['users', 'keys', 'grant', 'quota', 'events', 'replay']);
+
+/** A usage error: what was wrong, and where the help is (clig.dev: say what to do next). */
+function usageError(message: string, command = ''): number {
+  process.stderr.write(`meridian: ${message}\nRun 'meridian ${command ? `${command} ` : ''}--help' for usage.\n`);
+  return 2;
+}
 
 silenceKnownWarnings();
 
 /** The CLI (main.ts loads it once the compile cache is on): the only place that reads the environment and argv. */
 async function main(): Promise<number> {
-  const settings = loadSettingsOrExit(process.env, 'meridian');
   const argv = process.argv.slice(2);
+  const help = helpRequest(argv);
+  if (help) {
+    (help.toStderr ? process.stderr : process.stdout).write(`${help.text}\n`);
+    return help.code;
+  }
+  const settings = loadSettingsOrExit(process.env, 'meridian');
   if (USER_COMMANDS.has(argv[0] ?? '')) return userMain(argv, settings);
+  if (!ADMIN_COMMANDS.has(argv[0] ?? '')) return usageError(`unknown command: ${argv[0]}`);
   const logger = createLogger({ name: 'cli', level: process.env.LOG_LEVEL ?? 'warn', stream: 'stderr' });
   // A command waits out a fresh Kafka's first answers ("not the leader"), for about 20 s at most, then fails.
   const startRetry = { attempts: 7 };
@@ -26,10 +43,7 @@ async function main(): Promise<number> {
     if (output.length > 0) process.stdout.write(output.endsWith('\n') ? output : `${output}\n`);
     return 0;
   } catch (error) {
-    if (error instanceof UsageError) {
-      process.stderr.write(`meridian: ${error.message}\n\n${usage}\n${userUsage}\n`);
-      return 2;
-    }
+    if (error instanceof UsageError) return usageError(error.message, argv[0]);
     process.stderr.write(`meridian: ${(error as Error).message}\n`);
     return 1;
   } finally {
@@ -39,14 +53,19 @@ async function main(): Promise<number> {
 
 /** The user commands talk HTTP to the api: no Kafka, no platform. */
 async function userMain(argv: string[], settings: Settings): Promise<number> {
+  const interruption = catchInterrupts(process.stderr);
+  const interrupted = (message: string) => {
+    process.stderr.write(`meridian: ${message}\n`);
+    interruption.reraise();
+    return 130;
+  };
   try {
-    return await runUserCommand(argv, { env: process.env, settings, stdout: process.stdout, stderr: process.stderr });
+    const code = await runUserCommand(argv, { env: process.env, settings, stdout: process.stdout, stderr: process.stderr, signal: interruption.signal });
+    return interruption.received() === null ? code : interrupted('interrupted');
   } catch (error) {
-    if (error instanceof UserUsageError) {
-      process.stderr.write(`meridian: ${error.message}\n\n${userUsage}\n`);
-      return 2;
-    }
-    if (error instanceof ConnectionError) {
+    if (interruption.received() !== null) return interrupted(error instanceof Interrupted ? error.message : 'interrupted');
+    if (error instanceof UserUsageError) return usageError(error.message, error.command);
+    if (error instanceof ConnectionError || error instanceof NetworkError) {
       process.stderr.write(`meridian: ${error.message}\n`);
       return 2;
     }

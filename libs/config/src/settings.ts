@@ -2,7 +2,7 @@ import { z } from 'zod';
 
 /**
  * Every setting Meridian reads, with its environment variable, default and meaning.
- * This table is the single source: the README's settings table is generated from it
+ * This table is the single source: the settings table of the docs (docs/operating/settings.md) is generated from it
  * (`npm run settings-table`), and `loadSettings` validates the environment against it.
  */
 const port = z.coerce.number().int().min(1).max(65535);

@@ -104,7 +104,7 @@ export async function swapIn(input: SwapInput): Promise<SwapResult> {
   const catalogEngine = tables.get(sql.liveCatalogData);
   if (catalogEngine === undefined || catalogEngine === 'MaterializedView') {
     // An Atomic database migrated before the catalog took the explicit-table form there: its data hides in `.inner_id.<uuid>`.
-    throw new Error(`${sql.liveCatalogData} is ${catalogEngine === undefined ? 'missing' : 'a view with an inner table'}: the swap needs the live catalog's data as a table${caps.atomicDatabase ? ' (on an Atomic database, metric_catalog fed by the view metric_catalog_feed: see the README to convert)' : ''}`);
+    throw new Error(`${sql.liveCatalogData} is ${catalogEngine === undefined ? 'missing' : 'a view with an inner table'}: the swap needs the live catalog's data as a table${caps.atomicDatabase ? ' (on an Atomic database, metric_catalog fed by the view metric_catalog_feed: see docs/operating/clickhouse-versions.md to convert)' : ''}`);
   }
   if (tables.has(catalogTable(m))) throw new Error(`${catalogTable(m)} exists already: drop generation ${m} first`);
   if (tables.has(sealsTable(m))) throw new Error(`${sealsTable(m)} exists already: drop generation ${m} first`);

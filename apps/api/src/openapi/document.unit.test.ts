@@ -1,47 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { initialAccounts, initialTasks } from '@meridian/domain';
-import { createLogger } from '@meridian/observability';
-import type { BlobStore } from '../blob-store.ts';
-import { apiRoutes, buildRouter, type ApiDeps } from '../app.ts';
-import { FileCatalog } from '../files/catalog.ts';
-import { createCursorSeal } from '../http/cursor-seal.ts';
-import { PerUserSlots } from '../http/per-user-slots.ts';
+import { apiRoutes, buildRouter } from '../app.ts';
 import { buildOpenApi } from './document.ts';
-
-const cursors = createCursorSeal('inert secret of a structure-only test');
-const inert = async (): Promise<never> => { throw new Error('inert'); };
+import { inertApiDeps } from './inert-deps.ts';
 
 // Structure only: no handler runs, so the dependencies are inert.
-const deps: ApiDeps = {
-  logger: createLogger({ name: 't', level: 'silent' }),
-  probes: [],
-  readyTimeoutMs: 100,
-  smallJsonBodyBytes: 16384,
-  accounts: { state: initialAccounts(), ready: true, execute: async () => [] },
-  tasks: { live: () => initialTasks(), find: async () => undefined, readModel: { list: async () => [] }, syncToEnd: async () => {}, cursors, waits: { untilEnded: async () => {}, slots: new PerUserSlots(1, { setting: 'x', noun: 'x' }), maxSeconds: 0 } },
-  download: { conn: { url: 'http://127.0.0.1:1', username: 'x', password: '', database: 'x' }, catalog: { list: async () => [], entries: async () => [] }, limits: { maxRowsCeiling: 10, maxListNames: 10 }, batchRows: 65536, maxBodyBytes: 1024, cursors },
-  uploads: {
-    storage: {} as BlobStore,
-    limits: { jsonBodyBytes: 1, uploadBytes: 1, pointsPerJsonUpload: 1 },
-    jsonChecker: { check: async () => { throw new Error('inert'); } },
-    submit: { producer: async () => { throw new Error('inert'); }, codec: { encode: () => Buffer.alloc(0), decode: () => { throw new Error('inert'); } }, topic: 't', ackTimeoutMs: 1, find: async () => undefined, applied: async () => {} },
-  },
-  files: {
-    storage: {} as BlobStore,
-    files: new FileCatalog({
-      readModel: { get: inert, rows: inert, list: inert, usage: inert, positions: inert, nextSeq: inert },
-      logEnds: inert,
-      append: inert,
-      ackTimeoutMs: 1,
-      waitMs: 1,
-      logger: createLogger({ name: 't', level: 'silent' }),
-    }),
-    tasks: () => initialTasks(),
-    submit: { producer: async () => { throw new Error('inert'); }, codec: { encode: () => Buffer.alloc(0), decode: () => { throw new Error('inert'); } }, topic: 't', ackTimeoutMs: 1, applied: async () => {} },
-    limits: { uploadBytes: 1, defaultQuotaBytes: 1 },
-  },
-  events: { plan: async () => { throw new Error('inert'); }, stream: () => { throw new Error('inert'); }, maxEventsCeiling: 1, cursors },
-};
+const deps = inertApiDeps();
 
 describe('the OpenAPI document', () => {
   const doc = buildOpenApi(apiRoutes(deps), '1.0.0') as { openapi: string; paths: Record<string, Record<string, { responses: Record<string, unknown>; operationId: string }>> };

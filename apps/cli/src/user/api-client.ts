@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { classify, retry, RETRY_POLICIES } from '@meridian/retry';
 import type { Connection } from './config.ts';
 
@@ -19,9 +20,19 @@ export class ApiError extends Error {
   }
 }
 
-/** A request cut by the network: it may pass if sent again (whether it may be sent again is the request's to say). */
-class NetworkError extends Error {
-  readonly retriable = true;
+/**
+ * A request that did not reach the api or was cut: it may pass if sent again (whether it may be
+ * sent again is the request's to say), unless the address names no host (ENOTFOUND).
+ */
+export class NetworkError extends Error {
+  readonly retriable: boolean;
+  readonly code: string | undefined;
+
+  constructor(message: string, code: string | undefined, options: ErrorOptions) {
+    super(message, options);
+    this.code = code;
+    this.retriable = code !== 'ENOTFOUND';
+  }
 }
 
 type Problem = { type?: string; title?: string; detail?: string; errors?: unknown[] };
@@ -52,13 +63,22 @@ function retryAfterMs(res: Response): number | null {
   return Number.isFinite(seconds) && seconds >= 0 ? Math.min(seconds, 60) * 1000 : 1000;
 }
 
+export type ClientOptions = {
+  /** Times a request is tried again (MERIDIAN_CLI_RETRIES). */
+  readonly retries: number;
+  /** Ctrl-C: stops requests and the waits between them. */
+  readonly interrupt?: AbortSignal | undefined;
+  /** Told of each retry after a network failure or a 503, as a line for stderr (429s, the api's pacing, are not told). */
+  readonly report?: ((line: string) => void) | undefined;
+};
+
 /**
  * An api client: the bearer key on every request. 429 (and 503, and network failures, for
  * idempotent requests) are tried again, `retries` times at most, after the answer's Retry-After
- * or else the CLI's backoff (RETRY_POLICIES.cli).
+ * or else the CLI's backoff (RETRY_POLICIES.cli). An address with no host fails at once.
  */
-export function apiClient(connection: Connection, retries: number): ApiClient {
-  const once = async (url: URL, options: RequestOptions): Promise<Response> => {
+export function apiClient(connection: Connection, { retries, interrupt, report }: ClientOptions): ApiClient {
+  const once = async (url: URL, options: RequestOptions, signal: AbortSignal | null): Promise<Response> => {
     const made = options.body?.();
     let res: Response;
     try {
@@ -67,7 +87,7 @@ export function apiClient(connection: Connection, retries: number): ApiClient {
         headers: { Authorization: `Bearer ${connection.apiKey}`, ...(made?.contentType ? { 'Content-Type': made.contentType } : {}), ...options.headers },
         body: made?.body ?? null,
         ...(made && made.body instanceof ReadableStream ? { duplex: 'half' } : {}),
-        signal: options.signal ?? null,
+        signal,
       });
     } catch (error) {
       throw networkError(connection.url, error);
@@ -85,14 +105,21 @@ export function apiClient(connection: Connection, retries: number): ApiClient {
   const send = (path: string, options: RequestOptions): Promise<Response> => {
     const url = new URL(`${connection.url}${path}`);
     for (const [k, v] of Object.entries(options.query ?? {})) if (v !== undefined) url.searchParams.set(k, v);
-    return retry(() => once(url, options), {
+    const signal = signalOf(options.signal, interrupt);
+    return retry(() => once(url, options, signal), {
       ...RETRY_POLICIES.cli,
       attempts: retries + 1,
       // A 429 was refused before any work; a 503 or a cut request may have done some, so only
       // a request that may be repeated (a GET, an upload under its Idempotency-Key) is sent again.
       retriable: (error) => classify(error) === 'transient' && (options.idempotent || (error instanceof ApiError && error.status === 429)),
       delayOf: (error) => (error instanceof ApiError && error.retryAfterMs !== null ? error.retryAfterMs : undefined),
-      ...(options.signal ? { signal: options.signal } : {}),
+      onRetry: (error, n, delayMs) => {
+        if (error instanceof ApiError && error.status === 429) return;
+        report?.(`${(error as Error).message}; retrying ${n}/${retries} in ${(delayMs / 1000).toFixed(1)} s`);
+      },
+      // Ctrl-C ends a wait between attempts too, not only a request.
+      ...(signal ? { signal } : {}),
+      wait: (ms) => sleep(ms, undefined, signal ? { signal } : {}),
     });
   };
   return {
@@ -107,7 +134,13 @@ export function apiClient(connection: Connection, retries: number): ApiClient {
   };
 }
 
+/** The request's own signal and the process's interrupt, either of which stops it. */
+function signalOf(own: AbortSignal | undefined, interrupt: AbortSignal | undefined): AbortSignal | null {
+  if (own && interrupt) return AbortSignal.any([own, interrupt]);
+  return own ?? interrupt ?? null;
+}
+
 function networkError(url: string, error: unknown): Error {
   const cause = (error as { cause?: { code?: string; message?: string } }).cause;
-  return new NetworkError(`cannot reach ${url}: ${cause?.code ?? cause?.message ?? (error as Error).message}`, { cause: error });
+  return new NetworkError(`cannot reach ${url}: ${cause?.code ?? cause?.message ?? (error as Error).message}`, cause?.code, { cause: error });
 }

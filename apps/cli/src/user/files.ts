@@ -4,6 +4,7 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { ReadableStream } from 'node:stream/web';
 import type { ApiClient } from './api-client.ts';
+import { assertWritable, outputFile, type OutputFile } from './output-file.ts';
 import { bar, formatBytes, type Progress } from './progress.ts';
 import { waitForTask, type TaskView } from './tasks-wait.ts';
 
@@ -39,11 +40,24 @@ export function dispositionName(header: string | null): string | null {
   return bare === '' || bare === '.' || bare === '..' ? null : bare;
 }
 
-/** Downloads a file to `output` (`-` is stdout; none: its own name in the current directory, which must not exist yet). */
-export async function getFile(client: ApiClient, fileId: string, output: string | undefined, progress: Progress): Promise<{ file_id: string; output: string; bytes: number }> {
+/**
+ * Downloads a file to `output` (`-` is stdout; none: its own name in the current directory).
+ * The bytes go to a partial file beside the target, renamed into place once complete; an
+ * existing target is refused unless `force` (before the request when the name is known).
+ */
+export async function getFile(client: ApiClient, fileId: string, output: string | undefined, force: boolean, progress: Progress): Promise<{ file_id: string; output: string; bytes: number }> {
+  if (output !== undefined && output !== '-') assertWritable(output, force);
   const res = await client.send(`/api/v1/file/download/${encodeURIComponent(fileId)}`, { idempotent: true });
   const target = output ?? dispositionName(res.headers.get('Content-Disposition')) ?? fileId;
-  const total = Number(res.headers.get('Content-Length') ?? Number.NaN);
+  // A Content-Length counts the bytes on the wire: of no use when fetch undoes a Content-Encoding.
+  const total = res.headers.has('Content-Encoding') ? Number.NaN : Number(res.headers.get('Content-Length') ?? Number.NaN);
+  let file: OutputFile | null = null;
+  try {
+    file = target === '-' ? null : outputFile(target, force);
+  } catch (error) {
+    await res.body?.cancel();
+    throw error;
+  }
   const line = progress.line(`${target}  receiving`);
   let bytes = 0;
   const body = Readable.fromWeb(res.body as ReadableStream);
@@ -51,8 +65,18 @@ export async function getFile(client: ApiClient, fileId: string, output: string 
     bytes += chunk.length;
     line.set(`${target}  ${bar(bytes, Number.isFinite(total) ? total : null)} ${formatBytes(bytes)}`);
   });
-  // A name the server chose never replaces a file already there (as curl -OJ); -o FILE does.
-  await pipeline(body, target === '-' ? process.stdout : createWriteStream(target, { flags: output === undefined ? 'wx' : 'w' }));
+  if (file === null) {
+    await pipeline(body, process.stdout);
+    return { file_id: fileId, output: target, bytes };
+  }
+  try {
+    await pipeline(body, createWriteStream(file.partial, { flush: true }));
+    if (Number.isFinite(total) && bytes !== total) throw new Error(`${fileId}: the answer ended after ${bytes} of ${total} bytes`);
+    await file.commit();
+  } catch (error) {
+    await file.discard();
+    throw error;
+  }
   return { file_id: fileId, output: target, bytes };
 }
 
@@ -82,4 +106,15 @@ export async function shareFile(client: ApiClient, fileId: string, userName: str
   return access === null
     ? client.json(path, { method: 'DELETE', idempotent: true })
     : client.json(path, { method: 'PUT', idempotent: true, json: { access } });
+}
+
+/** GET /api/v1/files/{file_id}: one file's entry. */
+export type FileInfo = FileEntry & { size: number; sha256: string; content_type: string; shared_with?: Array<{ user_name: string; access: 'r' | 'rw' }> };
+
+export const fileInfo = (client: ApiClient, fileId: string) =>
+  client.json<FileInfo>(`/api/v1/files/${encodeURIComponent(fileId)}`, { idempotent: true });
+
+/** DELETE /api/v1/files/{file_id}: repeated after a cut connection, a delete that went through answers 404. */
+export async function deleteFile(client: ApiClient, fileId: string): Promise<void> {
+  await client.send(`/api/v1/files/${encodeURIComponent(fileId)}`, { method: 'DELETE', idempotent: true });
 }

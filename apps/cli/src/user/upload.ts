@@ -4,9 +4,10 @@ import { open, stat } from 'node:fs/promises';
 import { basename } from 'node:path';
 import { pipeline, Readable } from 'node:stream';
 import { createGzip } from 'node:zlib';
+import { parseTimestamp } from '@meridian/domain';
 import { ApiError, type ApiClient } from './api-client.ts';
 import { bar, formatBytes, type Progress } from './progress.ts';
-import { waitForTask, type TaskView } from './tasks-wait.ts';
+import { getTask, waitForTask, type TaskView } from './tasks-wait.ts';
 
 export type UploadOptions = {
   readonly metric: string | undefined;
@@ -15,6 +16,8 @@ export type UploadOptions = {
   readonly concurrency: number;
   /** Longest each task request waits for the task to end (MERIDIAN_CLI_TASK_WAIT_SECONDS). */
   readonly taskWaitSeconds: number;
+  /** Ctrl-C: the upload under way stops, and uploadFiles rejects (no outcome is made up for it). */
+  readonly signal?: AbortSignal | undefined;
 };
 
 /** What became of one file: its task as last seen, 'accepted' (--no-wait: not followed), or why the api refused it ('refused'). */
@@ -25,6 +28,8 @@ export type UploadOutcome = {
   result: TaskView['result'];
   errors: TaskView['errors'];
   reason: string | null;
+  /** The api already had this very upload (same file, metric and on_error): its task is an earlier one, and nothing new was stored. */
+  already_uploaded: boolean;
 };
 
 /**
@@ -61,13 +66,30 @@ function gzipBody(path: string, gzipped: boolean, read: (bytes: number) => void)
   return Readable.toWeb(out) as ReadableStream;
 }
 
+/**
+ * The api's clock when this request was sent, less a second: its Date header (whole seconds) less
+ * the time the request took. A task the api had before then is an earlier upload's (the same
+ * Idempotency-Key answers with the same task): a re-upload that stored nothing new. A rerun
+ * within about a second of the first is not told apart.
+ */
+function serverTimeAtSend(res: Response, sentAt: number): number | null {
+  const date = Date.parse(res.headers.get('Date') ?? '');
+  return Number.isFinite(date) ? date - (Date.now() - sentAt) - 1000 : null;
+}
+
+function createdBefore(task: TaskView, at: number | null): boolean {
+  const created = parseTimestamp(task.created_at);
+  return at !== null && created.ok && created.ms < at;
+}
+
 async function uploadOne(client: ApiClient, path: string, options: UploadOptions, progress: Progress): Promise<UploadOutcome> {
   const name = basename(path);
   const line = progress.line(`${name}  hashing`);
   try {
     const file = await fingerprint(path);
     let sent = 0;
-    const res = await client.json<{ task_id: string }>('/api/v1/metrics_file_upload', {
+    const sentAt = Date.now();
+    const res = await client.send('/api/v1/metrics_file_upload', {
       method: 'POST',
       query: { metric_name: options.metric, on_error: options.onError },
       headers: { 'Idempotency-Key': idempotencyKey(file.sha256, options.metric, options.onError) },
@@ -83,18 +105,24 @@ async function uploadOne(client: ApiClient, path: string, options: UploadOptions
         };
       },
     });
-    line.set(`${name}  sent ${formatBytes(file.size)}, task ${res.task_id}`);
-    if (!options.wait) return { file: path, task_id: res.task_id, status: 'accepted', result: null, errors: [], reason: null };
+    const { task_id } = await res.json() as { task_id: string };
+    const startedAt = serverTimeAtSend(res, sentAt);
+    line.set(`${name}  sent ${formatBytes(file.size)}, task ${task_id}`);
+    if (!options.wait) {
+      const task = await getTask(client, task_id);
+      return { file: path, task_id, status: 'accepted', result: null, errors: [], reason: null, already_uploaded: createdBefore(task, startedAt) };
+    }
     // The rows stay on the line once the task has succeeded: a task shorter than one wait shows only its end.
     const rows = (t: TaskView) => `${bar(t.progress.rows_done, t.progress.rows_total)} ${t.progress.rows_done}${t.progress.rows_total === null ? '' : `/${t.progress.rows_total}`} rows`;
-    const task = await waitForTask(client, res.task_id, options.taskWaitSeconds, (t) => line.set(`${name}  ${t.status} ${rows(t)}`));
+    const task = await waitForTask(client, task_id, options.taskWaitSeconds, (t) => line.set(`${name}  ${t.status} ${rows(t)}`));
     line.set(`${name}  ${task.status}${task.status === 'failed' ? `: ${task.reason ?? ''}` : ` ${rows(task)}`}`);
-    return { file: path, task_id: task.task_id, status: task.status, result: task.result, errors: task.errors, reason: task.reason };
+    return { file: path, task_id: task.task_id, status: task.status, result: task.result, errors: task.errors, reason: task.reason, already_uploaded: createdBefore(task, startedAt) };
   } catch (error) {
+    if (options.signal?.aborted) throw error;
     const reason = error instanceof Error ? error.message : String(error);
     line.set(`${name}  refused: ${reason}`);
     const errors = error instanceof ApiError ? (error.problem?.errors ?? []).map((e) => ({ row: 0, column: String((e as { field?: string }).field ?? ''), reason: String((e as { reason?: string }).reason ?? '') })) : [];
-    return { file: path, task_id: null, status: 'refused', result: null, errors, reason };
+    return { file: path, task_id: null, status: 'refused', result: null, errors, reason, already_uploaded: false };
   }
 }
 

@@ -27,7 +27,7 @@ export type StagedShare = {
 export type SealOutcome = { readonly how: 'attached' | 'found attached' | 'recorded before'; readonly refilled: boolean; readonly points: number };
 
 /**
- * Staging tables of the live points table (issue 15; the README's "Staged uploads"): an upload's
+ * Staging tables of the live points table (docs/using/behaviour.md, "Staged uploads"): an upload's
  * rows written aside per (attempt, partition) while it is parsed, in tables nobody reads, and
  * moved into `points` when its seal is committed. A stage is only a cache: at the seal it is
  * checked against what the seal says, and filled again from the log (the caller's `refill`)

@@ -1,0 +1,47 @@
+import { initialAccounts, initialTasks } from '@meridian/domain';
+import { createLogger } from '@meridian/observability';
+import type { ApiDeps } from '../app.ts';
+import type { BlobStore } from '../blob-store.ts';
+import { FileCatalog } from '../files/catalog.ts';
+import { createCursorSeal } from '../http/cursor-seal.ts';
+import { PerUserSlots } from '../http/per-user-slots.ts';
+
+/**
+ * Dependencies of the api that answer nothing: enough to build its routes, and so its OpenAPI
+ * document, without Kafka, ClickHouse or MinIO (the document's unit test, and the docs build,
+ * which renders the API reference from it). A handler that ran on them would throw.
+ */
+export function inertApiDeps(): ApiDeps {
+  const cursors = createCursorSeal('inert secret of a structure-only test');
+  const inert = async (): Promise<never> => { throw new Error('inert'); };
+  return {
+    logger: createLogger({ name: 't', level: 'silent' }),
+    probes: [],
+    readyTimeoutMs: 100,
+    smallJsonBodyBytes: 16384,
+    accounts: { state: initialAccounts(), ready: true, execute: async () => [] },
+    tasks: { live: () => initialTasks(), find: async () => undefined, readModel: { list: async () => [] }, syncToEnd: async () => {}, cursors, waits: { untilEnded: async () => {}, slots: new PerUserSlots(1, { setting: 'x', noun: 'x' }), maxSeconds: 0 } },
+    download: { conn: { url: 'http://127.0.0.1:1', username: 'x', password: '', database: 'x' }, catalog: { list: async () => [], entries: async () => [] }, limits: { maxRowsCeiling: 10, maxListNames: 10 }, batchRows: 65536, maxBodyBytes: 1024, cursors },
+    uploads: {
+      storage: {} as BlobStore,
+      limits: { jsonBodyBytes: 1, uploadBytes: 1, pointsPerJsonUpload: 1 },
+      jsonChecker: { check: async () => { throw new Error('inert'); } },
+      submit: { producer: async () => { throw new Error('inert'); }, codec: { encode: () => Buffer.alloc(0), decode: () => { throw new Error('inert'); } }, topic: 't', ackTimeoutMs: 1, find: async () => undefined, applied: async () => {} },
+    },
+    files: {
+      storage: {} as BlobStore,
+      files: new FileCatalog({
+        readModel: { get: inert, rows: inert, list: inert, usage: inert, positions: inert, nextSeq: inert },
+        logEnds: inert,
+        append: inert,
+        ackTimeoutMs: 1,
+        waitMs: 1,
+        logger: createLogger({ name: 't', level: 'silent' }),
+      }),
+      tasks: () => initialTasks(),
+      submit: { producer: async () => { throw new Error('inert'); }, codec: { encode: () => Buffer.alloc(0), decode: () => { throw new Error('inert'); } }, topic: 't', ackTimeoutMs: 1, applied: async () => {} },
+      limits: { uploadBytes: 1, defaultQuotaBytes: 1 },
+    },
+    events: { plan: async () => { throw new Error('inert'); }, stream: () => { throw new Error('inert'); }, maxEventsCeiling: 1, cursors },
+  };
+}
