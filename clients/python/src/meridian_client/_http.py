@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import json
 import random
 import time
 from dataclasses import dataclass, field
@@ -105,8 +106,6 @@ class Reply:
     content: bytes
 
     def json(self) -> Any:
-        import json
-
         return json.loads(self.content)
 
 
@@ -115,8 +114,6 @@ Flow = Generator[Call, Reply, T]
 
 def problem_error(status: int, headers: httpx.Headers, content: bytes, call: Call) -> ApiError:
     """The ApiError of an error answer, from its problem+json body when it has one."""
-    import json
-
     body: Any = None
     try:
         body = json.loads(content) if content else None
