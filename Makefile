@@ -10,17 +10,18 @@ endif
 STACK := deploy/local/stack.sh
 CLUSTER := deploy/cluster/cluster.sh
 
-.PHONY: help run test deps typecheck lint docs stack-up stack-down stack-status stack-logs stack-reset test-unit test-deploy test-modern bench-ingest bench-ingest-json bench-download bench-replay bench-json-ack bench-receive bench-history cluster-up cluster-down cluster-status test-cluster-seed test-cluster
+.PHONY: help run test deps typecheck lint docs stack-up stack-down stack-status stack-logs stack-reset test-unit test-deploy test-local test-modern bench-ingest bench-ingest-json bench-download bench-replay bench-json-ack bench-receive bench-history cluster-up cluster-down cluster-status test-cluster-seed test-cluster
 
 help:
 	@echo "make run          start the local stack, api and ingest in the foreground (Ctrl-C stops them)"
-	@echo "make test         provision the stack and run unit, integration, e2e, hostile and fault tests"
+	@echo "make test         provision the stack and run unit, integration, e2e, hostile, fuzz and fault tests"
 	@echo "make stack-up | stack-down | stack-status | stack-logs | stack-reset"
 	@echo "make cluster-up | cluster-down | cluster-status   the cluster topology on one machine (deploy/cluster/cluster.sh)"
 	@echo "make test-cluster-seed   the seed's acceptance (uploads, downloads, files, tasks) against the cluster's services"
 	@echo "make test-cluster        kill -9 of each cluster process during a 1M-point ingest; starts and stops the cluster (not in make test)"
 	@echo "make test-unit    only the pure unit tests (no services)"
 	@echo "make test-deploy  the Helm chart rendered and validated against the Kubernetes schemas (no services)"
+	@echo "make test-local   make run stopped and started again on a private stack; install.sh where go is missing"
 	@echo "make test-modern  the ClickHouse adapter's tests against ClickHouse 26.9 (chDB, in-process, behind a test-only HTTP front)"
 	@echo "make typecheck    tsc over the whole workspace"
 	@echo "make lint         ESLint: type-aware checks and the layering (eslint.config.js); part of make test"
@@ -63,6 +64,11 @@ test-unit: deps
 test-deploy: deps
 	@deploy/local/install.sh helm && deploy/local/install.sh kubernetes-validate
 	npx vitest run --project deploy
+
+# deploy/local's scripts on their own private stack and a temporary cache (test/local).
+test-local: deps
+	@deploy/local/install.sh all
+	npx vitest run --project local
 
 # Conformance to current ClickHouse: Kafka and MinIO from the local stack, ClickHouse replaced by
 # chDB (chdb-core from PyPI, installed once into the cache) behind test/modern/chdb-front.py.

@@ -6,12 +6,14 @@ import { defineConfig } from 'vitest/config';
  *   *.int.test.ts   one adapter against its real service (test/integration)
  *   *.e2e.test.ts   the apps together against the real stack (test/e2e)
  *   *.hostile.test.ts hostile and runaway input against the whole stack (test/hostile), run alone
+ *   *.fuzz.test.ts  every route's requests cut, aborted and mangled at the byte level (test/fuzz), run alone
  *   *.fault.test.ts crashes and outages (test/fault), run alone after the others
  *   *.deploy.test.ts the Helm chart rendered and validated offline (test/deploy), helm and kubernetes-validate
+ *   *.local.test.ts the local deploy scripts themselves (test/local): `make run` on a private stack, install.sh's Go
  *   *.cluster.test.ts kill -9 of each process of the cluster topology (test/cluster, `make test-cluster`)
  * The `modern` project runs the ClickHouse adapter's integration tests again against current
  * ClickHouse (26.9, the chDB front of test/modern) instead of the local 18.16 server.
- * Integration, e2e, hostile and fault share a global setup that finds or starts the stack.
+ * Integration, e2e, hostile, fuzz and fault share a global setup that finds or starts the stack.
  */
 const stackSetup = ['test/support/global-setup.ts'];
 
@@ -23,6 +25,9 @@ export default defineConfig({
       // The Helm chart rendered and validated offline: needs helm and kubernetes-validate
       // (deploy/local/install.sh test-tools), no service.
       { test: { name: 'deploy', include: ['test/deploy/**/*.deploy.test.ts'], testTimeout: 60_000 } },
+      // deploy/local's scripts on a private stack and a temporary cache (own MERIDIAN_VAR, free
+      // ports): they start Kafka, ClickHouse and MinIO themselves, so test/run.sh runs them alone.
+      { test: { name: 'local', include: ['test/local/**/*.local.test.ts'], testTimeout: 300_000, hookTimeout: 900_000, fileParallelism: false } },
       {
         test: {
           name: 'integration',
@@ -55,6 +60,19 @@ export default defineConfig({
           setupFiles: ['test/support/setup.ts'],
           // A case is cut at 150 s (test/hostile/report.ts); its checks after it may restart a dead app.
           testTimeout: 240_000,
+          hookTimeout: 180_000,
+          fileParallelism: false,
+        },
+      },
+      {
+        test: {
+          // Every route of the OpenAPI document sent cut, aborted and mangled over raw sockets to
+          // one api process that must outlive them all: test/run.sh runs it alone, after hostile.
+          name: 'fuzz',
+          include: ['test/fuzz/**/*.fuzz.test.ts'],
+          globalSetup: stackSetup,
+          setupFiles: ['test/support/setup.ts'],
+          testTimeout: 600_000,
           hookTimeout: 180_000,
           fileParallelism: false,
         },

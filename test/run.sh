@@ -9,9 +9,11 @@ mkdir -p "$MERIDIAN_VAR"
 results="$MERIDIAN_VAR/test-results.json"
 e2e_results="$MERIDIAN_VAR/test-results-e2e.json"
 hostile_results="$MERIDIAN_VAR/test-results-hostile.json"
+fuzz_results="$MERIDIAN_VAR/test-results-fuzz.json"
 fault_results="$MERIDIAN_VAR/test-results-fault.json"
 modern_results="$MERIDIAN_VAR/test-results-modern.json"
-rm -f "$results" "$e2e_results" "$hostile_results" "$fault_results" "$modern_results"
+local_results="$MERIDIAN_VAR/test-results-local.json"
+rm -f "$results" "$e2e_results" "$hostile_results" "$fuzz_results" "$fault_results" "$modern_results" "$local_results"
 
 # No test ran: CI still ends on the summary line, the setup counted as the one failure.
 setup_failed() { echo "$1; no test ran"; echo "0 passed, 1 failed"; exit 1; }
@@ -19,8 +21,9 @@ setup_failed() { echo "$1; no test ran"; echo "0 passed, 1 failed"; exit 1; }
 # Only the services this run starts are stopped at the end.
 started=""
 if [ -z "${KAFKA_BROKERS:-}" ]; then
-  started=$(deploy/local/stack.sh status | awk '$2 == "stopped" {print $1}')
-  deploy/local/stack.sh up || setup_failed "the local stack did not start"
+  rm -f "$MERIDIAN_VAR/test-started"
+  STACK_STARTED_FILE="$MERIDIAN_VAR/test-started" deploy/local/stack.sh up || setup_failed "the local stack did not start"
+  started=$(awk '{print $1}' "$MERIDIAN_VAR/test-started" 2>/dev/null)
   eval "$(deploy/local/stack.sh env)"
   # Our own local stack: fault tests may stop and start its services.
   export MERIDIAN_STACK_IS_LOCAL=1
@@ -46,6 +49,12 @@ npx eslint --max-warnings 0 .; lint_rc=$?
 echo "== tests (unit, integration, deploy)"
 npx vitest run --project unit --project integration --project deploy --reporter=default --reporter=json --outputFile.json="$results"; tests_rc=$?
 
+# The local deploy scripts themselves: `make run` stopped and started again on a private stack
+# (own MERIDIAN_VAR and free ports: the stack above is not touched) and install.sh's Go toolchain
+# where go is hidden (Go module proxy). They start services, so they run alone.
+echo "== local deploy scripts (make run twice on a private stack, install.sh without Go)"
+npx vitest run --project local --reporter=default --reporter=json --outputFile.json="$local_results"; local_rc=$?
+
 # The ClickHouse adapter's tests again on current ClickHouse (26.9, chDB behind a test-only
 # HTTP front): tests the front cannot serve are skipped with the reason in their names.
 echo "== modern tests (ClickHouse 26.9 over chDB)"
@@ -60,6 +69,12 @@ npx vitest run --project e2e --reporter=default --reporter=json --outputFile.jso
 # limits (/healthz within 100 ms after each case): alone, after e2e. They print a table of case → outcome.
 echo "== hostile tests"
 npx vitest run --project hostile --reporter=default --reporter=json --outputFile.json="$hostile_results"; hostile_rc=$?
+
+# The request fuzz tier cuts, aborts and mangles a valid request of every route over raw sockets
+# against one api process that must outlive them all: alone, after hostile. It prints a table
+# of route → cases → outcomes by status → restarts (and any crash's reproduction).
+echo "== fuzz tests (requests cut, aborted and mangled)"
+npx vitest run --project fuzz --reporter=default --reporter=json --outputFile.json="$fuzz_results"; fuzz_rc=$?
 
 # Fault tests stop services and kill workers, so nothing else may run beside them.
 echo "== fault tests"
@@ -90,8 +105,8 @@ summary=$(LINT_RC=$lint_rc node -e '
   }
   if (skipped) console.log(`${skipped} skipped (not counted as passed)`);
   console.log(`${passed} passed, ${failed} failed`);
-' "$results" "$modern_results" "$e2e_results" "$hostile_results" "$fault_results")
+' "$results" "$local_results" "$modern_results" "$e2e_results" "$hostile_results" "$fuzz_results" "$fault_results")
 [ $typecheck_rc -ne 0 ] && echo "typecheck failed"
 cleanup; trap - EXIT
 echo "$summary"
-[ $typecheck_rc -eq 0 ] && [ $lint_rc -eq 0 ] && [ $tests_rc -eq 0 ] && [ $modern_rc -eq 0 ] && [ $e2e_rc -eq 0 ] && [ $hostile_rc -eq 0 ] && [ $fault_rc -eq 0 ]
+[ $typecheck_rc -eq 0 ] && [ $lint_rc -eq 0 ] && [ $tests_rc -eq 0 ] && [ $local_rc -eq 0 ] && [ $modern_rc -eq 0 ] && [ $e2e_rc -eq 0 ] && [ $hostile_rc -eq 0 ] && [ $fuzz_rc -eq 0 ] && [ $fault_rc -eq 0 ]

@@ -4,8 +4,11 @@
 #   Kafka:      broker jars from Maven Central (deploy/local/kafka/pom.xml)
 #   ClickHouse: Debian's clickhouse-server package (18.16.1)
 #   MinIO:      built with `go install` from the Go module proxy, pinned
+#   Go:         only when the machine's go is missing or too old: the toolchain module from the
+#               Go module proxy (golang.org/toolchain), checked against its go.sum hash
 #   test tools: chromium (Debian), schemathesis, kubernetes-validate and the Python client's
 #               test libraries (PyPI, virtualenvs), helm (`go install`, Go module proxy)
+# Each step prints one line: what it installs and roughly how long that takes (on 2 cores).
 #   VictoriaMetrics (bench-ingest's peer only): Debian's victoria-metrics, unpacked into the cache
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -16,7 +19,7 @@ maven_jars() { # home pom what extra-mvn-args...
   local home="$1" pom="$2" what="$3"; shift 3
   command -v java >/dev/null || apt_install openjdk-17-jre-headless
   command -v mvn >/dev/null || apt_install maven
-  log "fetching $what jars from Maven Central into $home"
+  log "fetching $what jars from Maven Central into $home (about a minute, once)"
   rm -rf "$home"
   mvn -q -B -Dstyle.color=never -f "$pom" dependency:copy-dependencies \
     -DincludeScope=runtime -DoutputDirectory="$home/libs" "$@" \
@@ -37,7 +40,7 @@ apt_get() {
 
 apt_install() {
   [ "$(id -u)" = 0 ] || die "please install Debian packages: $* (needs root)"
-  log "apt-get install $*"
+  log "apt-get install $* (Debian packages: a minute or two)"
   if ! apt_get install -y -qq "$@" >/dev/null 2>&1; then
     apt_get update -qq >/dev/null
     apt_get install -y -qq "$@" >/dev/null || die "apt-get install $* failed"
@@ -49,21 +52,68 @@ install_clickhouse() {
   apt_install clickhouse-server clickhouse-client
 }
 
-# A Go program built from the Go module proxy into the cache: `go_install BIN MODULE/cmd@VERSION`.
-# Built beside its final place and moved there whole, so an interrupted build leaves nothing.
+# The go command for go_install in $GO: the machine's when it is GO_MIN_VERSION or newer, else
+# the toolchain in the cache (installed first when missing).
+go_new_enough() { # go-command
+  local v; v=$("$1" env GOVERSION 2>/dev/null) || return 1
+  v=${v#go}; [ "$(printf '%s\n%s\n' "$GO_MIN_VERSION" "$v" | sort -V | head -n 1)" = "$GO_MIN_VERSION" ]
+}
+find_go() {
+  if command -v go >/dev/null && go_new_enough go; then GO=go; return 0; fi
+  install_go
+  GO="$GO_HOME/bin/go"
+}
+
+# Go's dirhash (the h1: of go.sum) of the files under a directory, named relative to it.
+h1_of_dir() { # dir
+  local hex
+  hex=$(cd "$1" && find . -type f | sed 's|^\./||' | LC_ALL=C sort | tr '\n' '\0' | xargs -0 sha256sum | sha256sum | cut -d ' ' -f 1)
+  printf 'h1:%s' "$(printf '%b' "$(sed 's/../\\x&/g' <<<"$hex")" | base64)"
+}
+
+# The Go toolchain as the go command itself fetches it for GOTOOLCHAIN: the module
+# golang.org/toolchain from the Go module proxy, a zip of a whole Go installation. Debian's
+# golang is too old for helm and MinIO. Unpacked beside GO_HOME and moved there whole.
+install_go() {
+  [ -x "$GO_HOME/bin/go" ] && return 0
+  local arch h1 why="no go on PATH" proxy tmp="$GO_HOME.partial"
+  case "$(uname -m)" in
+    x86_64) arch=amd64; h1=$GO_TOOLCHAIN_H1_AMD64 ;;
+    aarch64|arm64) arch=arm64; h1=$GO_TOOLCHAIN_H1_ARM64 ;;
+    *) die "no Go toolchain for $(uname -m): install Go $GO_MIN_VERSION or newer" ;;
+  esac
+  command -v go >/dev/null && why="the machine's $(go env GOVERSION 2>/dev/null || echo go) is older than go$GO_MIN_VERSION"
+  local module="golang.org/toolchain@v0.0.1-go$GO_TOOLCHAIN_VERSION.linux-$arch"
+  # The first proxy of GOPROXY (as the go command reads it), else the Go module proxy's default.
+  proxy=$(tr ',|' '\n\n' <<<"${GOPROXY:-}" | grep -m 1 '^https\?://' || true)
+  proxy=${proxy:-https://proxy.golang.org}
+  log "installing Go $GO_TOOLCHAIN_VERSION ($why): $module from the Go module proxy, 76 MB, unpacked 230 MB into $GO_HOME (about 10-30 s, once)"
+  command -v unzip >/dev/null || apt_install unzip
+  rm -rf "$tmp"; mkdir -p "$tmp"
+  curl -fsSL --retry 3 -o "$tmp/toolchain.zip" "$proxy/${module%@*}/@v/${module#*@}.zip" \
+    || { rm -rf "$tmp"; die "could not download $module from $proxy"; }
+  unzip -q "$tmp/toolchain.zip" -d "$tmp/unpacked" || { rm -rf "$tmp"; die "could not unpack $module"; }
+  local got; got=$(h1_of_dir "$tmp/unpacked")
+  [ "$got" = "$h1" ] || { rm -rf "$tmp"; die "$module: hash $got is not go.sum's $h1"; }
+  rm -rf "$GO_HOME"; mv "$tmp/unpacked/$module" "$GO_HOME"; rm -rf "$tmp"
+  "$GO_HOME/bin/go" version >&2 || die "the Go toolchain in $GO_HOME does not run"
+}
+
+# A Go program built from the Go module proxy into the cache: `go_install BIN MODULE/cmd@VERSION WHAT
+# DURATION`. Built beside its final place and moved there whole, so an interrupted build leaves nothing.
 go_install() {
-  local bin="$1" module="$2" bindir; bindir="$(dirname "$1")"
-  command -v go >/dev/null || die "Go is needed: go install $module"
-  log "building $module with go install (several minutes, once)"
-  mkdir -p "$bindir.partial"
-  GOBIN="$bindir.partial" GOFLAGS=-trimpath CGO_ENABLED=0 go install "$module" || die "go install $module failed"
+  local bin="$1" module="$2" what="$3" duration="$4" bindir; bindir="$(dirname "$1")"
+  find_go
+  log "building $what with go install $module ($duration, once)"
+  rm -rf "$bindir.partial"; mkdir -p "$bindir.partial"
+  GOBIN="$bindir.partial" GOFLAGS=-trimpath CGO_ENABLED=0 "$GO" install "$module" || die "go install $module failed"
   rm -rf "$bindir"; mv "$bindir.partial" "$bindir"
   [ -x "$bin" ] || die "go install $module made no $(basename "$bin")"
 }
 
 install_minio() {
   [ -x "$MINIO_BIN" ] && return 0
-  go_install "$MINIO_BIN" "github.com/minio/minio@$MINIO_VERSION"
+  go_install "$MINIO_BIN" "github.com/minio/minio@$MINIO_VERSION" MinIO "about 6 minutes on 2 cores"
 }
 
 # Test tools, used by `make test` only (test/run.sh): Debian's chromium for the browser test
@@ -73,22 +123,22 @@ install_chromium() {
   apt_install chromium
 }
 
-# A Python tool from PyPI in its own virtualenv in the cache: `pip_venv HOME PACKAGE==VERSION`
-# (or `pip_venv HOME -r REQUIREMENTS`: any arguments of pip install).
+# A Python tool from PyPI in its own virtualenv in the cache: `pip_venv HOME PACKAGE==VERSION DURATION`
+# (or --requirement=FILE in place of PACKAGE==VERSION).
 # A failed install leaves no half-made virtualenv behind (the next run starts over).
 pip_venv() {
-  local home="$1"; shift
+  local home="$1" requirement="$2" duration="$3"
   command -v python3 >/dev/null || apt_install python3 python3-venv
-  log "installing $* from PyPI into $home"
+  log "installing $requirement from PyPI into $home ($duration, once)"
   rm -rf "$home"
   python3 -m venv "$home" || die "python3 -m venv failed (Debian: apt-get install python3-venv)"
-  "$home/bin/pip" install -q --disable-pip-version-check "$@" >&2 \
-    || { rm -rf "$home"; die "pip install $* failed"; }
+  "$home/bin/pip" install -q --disable-pip-version-check "$requirement" >&2 \
+    || { rm -rf "$home"; die "pip install $requirement failed"; }
 }
 
 install_schemathesis() {
   [ -x "$SCHEMATHESIS_HOME/bin/schemathesis" ] && return 0
-  pip_venv "$SCHEMATHESIS_HOME" "schemathesis==$SCHEMATHESIS_VERSION"
+  pip_venv "$SCHEMATHESIS_HOME" "schemathesis==$SCHEMATHESIS_VERSION" "about 30 s"
 }
 
 # The conformance tier's current ClickHouse (`make test-modern`): no server package of a
@@ -96,7 +146,7 @@ install_schemathesis() {
 # 26.9) in a virtualenv, driven by test/modern/chdb-front.py.
 install_chdb() {
   [ -x "$CHDB_HOME/bin/python" ] && "$CHDB_HOME/bin/python" -c 'import chdb' 2>/dev/null && return 0
-  pip_venv "$CHDB_HOME" "chdb-core==$CHDB_VERSION"
+  pip_venv "$CHDB_HOME" "chdb-core==$CHDB_VERSION" "about a minute"
 }
 
 # The Python client's tests (clients/python, run by test/e2e/python-client.e2e.test.ts): pytest and
@@ -106,7 +156,7 @@ install_chdb() {
 # tested without the registry. .complete marks a finished install.
 install_python_client() {
   [ -f "$PYTHON_CLIENT_HOME/.complete" ] && return 0
-  pip_venv "$PYTHON_CLIENT_HOME" -r "$PYTHON_CLIENT_REQUIREMENTS"
+  pip_venv "$PYTHON_CLIENT_HOME" "--requirement=$PYTHON_CLIENT_REQUIREMENTS" "about 2 minutes"
   local offline
   offline=$(grep -E '^(hatchling|httpx|pyarrow)==' "$PYTHON_CLIENT_REQUIREMENTS")
   # shellcheck disable=SC2086
@@ -119,12 +169,12 @@ install_python_client() {
 # (PyPI), which ships the Kubernetes JSON schemas, so manifests are validated offline.
 install_helm() {
   [ -x "$HELM_BIN" ] && return 0
-  go_install "$HELM_BIN" "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
+  go_install "$HELM_BIN" "helm.sh/helm/v3/cmd/helm@$HELM_VERSION" helm "1 to 3 minutes on 2 cores"
 }
 
 install_kubernetes_validate() {
   [ -x "$KUBERNETES_VALIDATE_HOME/bin/kubernetes-validate" ] && return 0
-  pip_venv "$KUBERNETES_VALIDATE_HOME" "kubernetes-validate==$KUBERNETES_VALIDATE_VERSION"
+  pip_venv "$KUBERNETES_VALIDATE_HOME" "kubernetes-validate==$KUBERNETES_VALIDATE_VERSION" "about 30 s"
 }
 
 # The peer `make bench-ingest` compares against: Debian's victoria-metrics package, downloaded
@@ -132,7 +182,7 @@ install_kubernetes_validate() {
 # installed system-wide; only its single-node binary is used).
 install_victoria_metrics() {
   [ -x "$VICTORIA_METRICS_BIN" ] && return 0
-  log "fetching Debian's victoria-metrics package into $VICTORIA_METRICS_HOME"
+  log "fetching Debian's victoria-metrics package into $VICTORIA_METRICS_HOME (a few seconds, once)"
   local tmp; tmp="$(mktemp -d)"
   (cd "$tmp" && apt-get download -qq victoria-metrics >&2) || { rm -rf "$tmp"; die "apt-get download victoria-metrics failed (apt-get update first?)"; }
   rm -rf "$VICTORIA_METRICS_HOME.partial"
@@ -175,9 +225,13 @@ install_all() {
   install_minio
 }
 
+# Sourced (a test calls go_install itself): the functions only.
+[ "${BASH_SOURCE[0]}" = "$0" ] || return 0
+
 case "${1:-all}" in
   all) with_cache_lock install_all ;;
+  go) with_cache_lock find_go ;;
   kafka|clickhouse|minio|chromium|schemathesis|chdb|helm|kubernetes-validate|python-client|victoria-metrics|zookeeper|haproxy|cluster) with_cache_lock "install_${1//-/_}" ;;
   test-tools) with_cache_lock install_test_tools ;;
-  *) die "usage: install.sh [all|cluster|zookeeper|haproxy|kafka|clickhouse|minio|chromium|schemathesis|chdb|helm|kubernetes-validate|python-client|victoria-metrics|test-tools]" ;;
+  *) die "usage: install.sh [all|cluster|zookeeper|haproxy|kafka|clickhouse|minio|go|chromium|schemathesis|chdb|helm|kubernetes-validate|python-client|victoria-metrics|test-tools]" ;;
 esac

@@ -14,6 +14,13 @@ CHDB_VERSION="${CHDB_VERSION:-26.9.0}"
 HELM_VERSION="${HELM_VERSION:-v3.22.0}"
 KUBERNETES_VALIDATE_VERSION="${KUBERNETES_VALIDATE_VERSION:-1.37.0}"
 ZOOKEEPER_VERSION="${ZOOKEEPER_VERSION:-3.9.5}"
+# Go for the `go install` steps: the machine's when it is GO_MIN_VERSION or newer (helm's go.mod
+# says 1.26.0, MinIO's 1.24.0), else this toolchain from the Go module proxy, checked against its
+# go.sum hashes (the checksum database's, one per architecture).
+GO_MIN_VERSION="${GO_MIN_VERSION:-1.26.0}"
+GO_TOOLCHAIN_VERSION="${GO_TOOLCHAIN_VERSION:-1.27.3}"
+GO_TOOLCHAIN_H1_AMD64="${GO_TOOLCHAIN_H1_AMD64:-h1:r0ub+FnqzZxoWm/dSUOI9DcIqYWn/mNYGFJcv7PyBzs=}"
+GO_TOOLCHAIN_H1_ARM64="${GO_TOOLCHAIN_H1_ARM64:-h1:VY4gDzfxOrsM17J2qtgZgiAIsWhp7XWK1jMfE3kXV0s=}"
 
 KAFKA_PORT="${KAFKA_PORT:-19092}"
 KAFKA_CONTROLLER_PORT="${KAFKA_CONTROLLER_PORT:-19093}"
@@ -35,13 +42,16 @@ KUBERNETES_VALIDATE_HOME="$MERIDIAN_CACHE/kubernetes-validate-$KUBERNETES_VALIDA
 VICTORIA_METRICS_HOME="$MERIDIAN_CACHE/victoria-metrics"
 VICTORIA_METRICS_BIN="$VICTORIA_METRICS_HOME/usr/bin/victoria-metrics"
 ZOOKEEPER_HOME="$MERIDIAN_CACHE/zookeeper-$ZOOKEEPER_VERSION"
+GO_HOME="$MERIDIAN_CACHE/go-$GO_TOOLCHAIN_VERSION"
 # The Python client's test virtualenv (clients/python): named by the hash of its pinned
 # requirements, so a changed pin makes a new one; wheels/ in it holds what an offline
 # `pip install clients/python` needs (the build backend and the runtime dependencies).
 PYTHON_CLIENT_REQUIREMENTS="$REPO_ROOT/clients/python/requirements-test.txt"
 PYTHON_CLIENT_HOME="$MERIDIAN_CACHE/python-client-$( { sha256sum "$PYTHON_CLIENT_REQUIREMENTS" 2>/dev/null || echo none; } | cut -c1-12)"
 
-log() { printf '[stack] %s\n' "$*" >&2; }
+# `|| true`: a closed stderr (the reader of `make run | tee` gone with Ctrl-C) must not end a
+# script under `set -e` half-way through stopping something.
+log() { printf '[stack] %s\n' "$*" >&2 || true; }
 die() { printf '[stack] error: %s\n' "$*" >&2; exit 1; }
 
 # Runs "$@" holding an exclusive lock on the cache, so two concurrent runs
@@ -59,14 +69,30 @@ with_cache_lock() {
 port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
 # Background processes of deploy/local/stack.sh and deploy/cluster/cluster.sh, one pid file each
-# under $RUN_DIR. The script sourcing this sets RUN_DIR and defines `ready NAME` and `logfile NAME`.
+# under $RUN_DIR. The script sourcing this sets RUN_DIR and defines `ready NAME` and `logfile NAME`;
+# it may define `ports_of NAME` (the ports the process listens on): a stop then also waits for them.
+# Beside NAME.pid: NAME.start, the process's start time (so a pid reused after a reboot is not taken
+# for it), and NAME.stopping while a stop is under way (a stopping process is not a live one).
 pidfile() { echo "$RUN_DIR/$1.pid"; }
+startfile() { echo "$RUN_DIR/$1.start"; }
+stoppingfile() { echo "$RUN_DIR/$1.stopping"; }
+
+# The start time of a process (clock ticks since boot, /proc/PID/stat field 22); empty when it is
+# gone or a zombie (dead, not yet reaped: its ports are closed).
+proc_start() { # pid
+  local stat rest f
+  stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 0
+  rest=${stat##*) }; read -ra f <<<"$rest"
+  [ "${f[0]}" = Z ] || echo "${f[19]}"
+}
 
 spawn() { # name command...: runs in its own session so Ctrl-C of a caller does not reach it
   local name=$1; shift
   : > "$(logfile "$name")"
+  rm -f "$(stoppingfile "$name")"
   setsid nohup "$@" >>"$(logfile "$name")" 2>&1 < /dev/null &
   echo $! > "$(pidfile "$name")"
+  proc_start $! > "$(startfile "$name")"
 }
 
 port_busy_check() { # name port...: fail clearly when a port is taken by something else ($PORT_HINT says how to move it)
@@ -76,7 +102,20 @@ port_busy_check() { # name port...: fail clearly when a port is taken by somethi
   done
   return 0
 }
-running() { local f; f=$(pidfile "$1"); [ -f "$f" ] && kill -0 "$(cat "$f")" 2>/dev/null; }
+
+# The pid of NAME's process while that very process exists (same pid and start time), else fails.
+alive_pid() { # name
+  local f pid start
+  f=$(pidfile "$1"); [ -f "$f" ] || return 1
+  pid=$(cat "$f"); [[ $pid =~ ^[0-9]+$ ]] || return 1
+  start=$(proc_start "$pid"); [ -n "$start" ] || return 1
+  if [ -s "$(startfile "$1")" ]; then [ "$start" = "$(cat "$(startfile "$1")")" ] || return 1; fi
+  echo "$pid"
+}
+# Live: its process exists and no stop of it is under way.
+running() { [ ! -e "$(stoppingfile "$1")" ] && alive_pid "$1" >/dev/null; }
+# A stop was sent and the process is not gone yet.
+stopping() { [ -e "$(stoppingfile "$1")" ] && alive_pid "$1" >/dev/null; }
 
 wait_ready() { # name timeout_seconds
   local name=$1 deadline=$((SECONDS + $2))
@@ -93,14 +132,39 @@ wait_ready() { # name timeout_seconds
   done
 }
 
-# Stops one process: TERM, then KILL if it is still there after 20 s.
-stop_process() { # name
-  local name=$1 pid
-  running "$name" || { rm -f "$(pidfile "$name")"; return 0; }
-  pid=$(cat "$(pidfile "$name")")
-  log "stopping $name (pid $pid)"
-  kill -TERM "$pid" 2>/dev/null || true
-  for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
-  kill -0 "$pid" 2>/dev/null && { log "$name did not stop in 20 s, killing"; kill -KILL "$pid" 2>/dev/null || true; }
-  rm -f "$(pidfile "$name")"
+# Waits until NAME's process is gone and its ports (ports_of) answer no more; fails after SECONDS.
+wait_gone() { # name seconds
+  local name=$1 deadline=$((SECONDS + $2)) p ports=""
+  declare -F ports_of >/dev/null && ports=$(ports_of "$name")
+  while alive_pid "$name" >/dev/null; do [ "$SECONDS" -ge "$deadline" ] && return 1; sleep 0.2; done
+  for p in $ports; do
+    while port_open "$p"; do [ "$SECONDS" -ge "$deadline" ] && return 1; sleep 0.2; done
+  done
 }
+
+# The files of a process that is gone.
+forget() { rm -f "$(pidfile "$1")" "$(startfile "$1")" "$(stoppingfile "$1")"; }
+
+# Stops processes together: marks each as stopping and sends TERM, then waits for each to be gone
+# (KILL if it is still there after 20 s) and its ports free. Returns only when all are gone, so a
+# start right after it never meets a process that is still shutting down.
+stop_processes() { # name...
+  local name pid rc=0
+  for name in "$@"; do
+    pid=$(alive_pid "$name") || { forget "$name"; continue; }
+    touch "$(stoppingfile "$name")"
+    log "stopping $name (pid $pid)"
+    kill -TERM "$pid" 2>/dev/null || true
+  done
+  for name in "$@"; do
+    [ -e "$(stoppingfile "$name")" ] || continue
+    if ! wait_gone "$name" 20; then
+      pid=$(alive_pid "$name") && { log "$name did not stop in 20 s, killing"; kill -KILL "$pid" 2>/dev/null || true; }
+      wait_gone "$name" 10 || { log "error: $name (pid ${pid:-?}) is still there or its port still answers"; rc=1; continue; }
+    fi
+    forget "$name"
+    log "$name stopped"
+  done
+  return $rc
+}
+stop_process() { stop_processes "$1"; }

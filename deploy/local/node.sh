@@ -21,7 +21,7 @@ install_node() {
     *) die "no Node build for $(uname -m)" ;;
   esac
   command -v npm >/dev/null || die "npm is needed to fetch Node $NODE_VERSION from the npm registry"
-  log "installing Node $NODE_VERSION (node-linux-$arch) into $NODE_HOME"
+  log "installing Node $NODE_VERSION (node-linux-$arch) from the npm registry into $NODE_HOME (under a minute, once)"
   local tmp; tmp=$(mktemp -d)
   (cd "$tmp" && npm pack --silent "node-linux-$arch@$NODE_VERSION" >/dev/null 2>"$tmp/err") \
     || die "npm pack node-linux-$arch@$NODE_VERSION failed: $(cat "$tmp/err")"

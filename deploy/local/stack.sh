@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The local stack without Docker: real Kafka (KRaft), ClickHouse and MinIO processes
 # with data and logs under $MERIDIAN_VAR.
-#   stack.sh up [service...]      install if needed, start, wait until ready
-#   stack.sh down [service...]    stop (SIGTERM, then SIGKILL after a grace period)
-#   stack.sh status               one line per service
+#   stack.sh up [service...]      install if needed, start, wait until ready ($STACK_STARTED_FILE,
+#                                 when set, gets a line `name pid` for each service this call started)
+#   stack.sh down [service...]    stop (SIGTERM, then SIGKILL after 20 s) and wait until each is gone
+#   stack.sh status               one line per service: ready, starting, stopping or stopped
 #   stack.sh logs [service]       tail the logs
 #   stack.sh reset                stop everything and wipe its data
 #   stack.sh env                  print the endpoints as shell exports
@@ -62,30 +63,52 @@ start_minio() {
 ready_minio() { curl -fsS "http://127.0.0.1:$MINIO_PORT/minio/health/ready" >/dev/null 2>&1; }
 
 ready() { "ready_$1"; }
+ports_of() {
+  case $1 in
+    kafka) echo "$KAFKA_PORT $KAFKA_CONTROLLER_PORT" ;;
+    clickhouse) echo "$CLICKHOUSE_HTTP_PORT $CLICKHOUSE_TCP_PORT" ;;
+    minio) echo "$MINIO_PORT $MINIO_CONSOLE_PORT" ;;
+  esac
+}
 
 up() {
   "$REPO_ROOT/deploy/local/install.sh" all
   mkdir -p "$RUN_DIR" "$LOG_DIR"
-  local started=()
+  local waiting=() s pid
   for s in "$@"; do
-    if running "$s"; then continue; fi
-    log "starting $s"; "start_$s"; started+=("$s")
+    # A service another command is stopping is not reused: wait until it is gone, then start it.
+    if stopping "$s"; then
+      pid=$(alive_pid "$s")
+      log "$s (pid $pid) is stopping: waiting until it is gone"
+      wait_gone "$s" 40 || { log "$s still there after 40 s, killing it"; kill -KILL "$pid" 2>/dev/null || true; wait_gone "$s" 10 || die "$s (pid $pid) does not go away"; }
+    fi
+    if running "$s"; then
+      # Started by someone else: used once it is ready (it may be starting right now).
+      ready "$s" || { log "$s (pid $(alive_pid "$s")) is running but not ready yet: waiting for it"; waiting+=("$s"); }
+      continue
+    fi
+    forget "$s"
+    log "starting $s"; "start_$s"; waiting+=("$s")
+    if [ -n "${STACK_STARTED_FILE:-}" ]; then echo "$s $(cat "$(pidfile "$s")")" >> "$STACK_STARTED_FILE"; fi
   done
-  for s in "${started[@]}"; do
+  for s in "${waiting[@]}"; do
     case $s in kafka) wait_ready kafka 90 ;; *) wait_ready "$s" 45 ;; esac
     log "$s ready"
   done
 }
 
 down() {
-  for s in "$@"; do stop_process "$s"; done
+  stop_processes "$@"
 }
 
 status() {
+  local s state
   for s in "${SERVICES[@]}"; do
-    if running "$s"; then
+    if stopping "$s"; then
+      printf '%-11s %-9s pid %s\n' "$s" stopping "$(alive_pid "$s")"
+    elif running "$s"; then
       if ready "$s"; then state=ready; else state=starting; fi
-      printf '%-11s %-9s pid %s\n' "$s" "$state" "$(cat "$(pidfile "$s")")"
+      printf '%-11s %-9s pid %s\n' "$s" "$state" "$(alive_pid "$s")"
     else
       printf '%-11s %-9s\n' "$s" stopped
     fi

@@ -98,6 +98,7 @@ describe('the console in a headless browser', () => {
     expect(await page.evaluate('sessionStorage.getItem("meridian.apiKey")')).toBe(analyst);
     expect(await page.evaluate('localStorage.length')).toBe(0);
     expect(await context.cookies()).toEqual([]);
+    expect(await page.textContent('#who')).toBe('Signed in as analyst');
     // Only the metrics the key may read.
     expect(await page.locator('#metric-rows tr').evaluateAll((rows) => rows.map((r) => (r as unknown as { dataset: { metric: string } }).dataset.metric))).toEqual(['con.flat', 'con.wave']);
     await shot('1-signed-in');
@@ -115,7 +116,7 @@ describe('the console in a headless browser', () => {
 
   it('draws the chosen metric over its range', async () => {
     await page.click('#metric-rows tr button');
-    await expect.poll(() => page.textContent('#chart-status')).toBe(`${WAVE_POINTS} points.`);
+    await expect.poll(() => page.textContent('#chart-status')).toMatch(new RegExp(`^1 series from ${formatTimestamp(T0).replace('+', '\\+')} to ${formatTimestamp(T0 + (WAVE_POINTS - 1) * 60_000).replace('+', '\\+')}: ${WAVE_POINTS} points in steps of `));
     // uPlot draws on a canvas: the series' blue stroke is there in pixels.
     const painted = await page.evaluate<{ width: number; height: number; blue: number }>(`(() => {
       const canvas = document.querySelector('#chart canvas');
@@ -165,10 +166,44 @@ describe('the console in a headless browser', () => {
     await expect.poll(() => row.getAttribute('data-status'), { timeout: 120_000 }).toBe('succeeded');
     const fileRow = page.locator('#file-rows tr', { hasText: 'dropped été.csv' });
     await fileRow.waitFor({ timeout: 30_000 });
-    const [download] = await Promise.all([page.waitForEvent('download'), fileRow.locator('button').click()]);
+    const [download] = await Promise.all([page.waitForEvent('download'), fileRow.getByRole('button', { name: 'Download' }).click()]);
     expect(download.suggestedFilename()).toBe('dropped été.csv');
     expect(await readFile(await download.path(), 'utf8')).toBe(bytes);
     await shot('5-upload');
+  });
+
+  it('shows full task ids with a copy button, a file task\'s size, and the file\'s size, share and delete', async () => {
+    const item = page.locator('#uploads li').first();
+    const taskId = (await item.getAttribute('data-task-id'))!;
+    const row = page.locator(`#task-rows tr[data-task-id="${taskId}"]`);
+    expect(await row.locator('code.task-id').textContent()).toBe(taskId);
+    expect(taskId).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
+    await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: new URL(api.url).origin });
+    await row.locator('button.copy').click();
+    await expect.poll(() => page.evaluate('navigator.clipboard.readText()')).toBe(taskId);
+    // A stored file is no count of rows: the bar is full once it succeeded, beside its size.
+    const bytes = 'a,b\n1,2\n'.repeat(20_000).length;
+    const progress = row.locator('td').nth(3);
+    expect(await progress.locator('progress').evaluate((p) => [(p as unknown as { value: number }).value, (p as unknown as { max: number }).max])).toEqual([1, 1]);
+    expect((await progress.textContent())!.trim()).toBe(`${(bytes / 1024).toFixed(0)} KiB`);
+
+    const fileRow = page.locator('#file-rows tr', { hasText: 'dropped été.csv' });
+    await expect.poll(() => fileRow.locator('td.size').getAttribute('data-bytes')).toBe(String(bytes));
+    const fileId = (await fileRow.getAttribute('data-file-id'))!;
+    await fileRow.locator('button.share').click();
+    await fileRow.locator('.share-form input').fill('friend');
+    await fileRow.locator('.share-form select').selectOption('r');
+    await fileRow.locator('.share-form button[type=submit]').click();
+    await expect.poll(() => page.textContent('#files-status')).toBe('dropped été.csv is shared with friend (r).');
+    const detail = await fetch(`${api.url}/api/v1/files/${fileId}`, { headers: { Authorization: `Bearer ${analyst}` } });
+    expect((await detail.json() as { shared_with: unknown[] }).shared_with).toEqual([{ user_name: 'friend', access: 'r' }]);
+    await shot('5b-files');
+
+    page.once('dialog', (d) => void d.accept());
+    await fileRow.locator('button.delete').click();
+    await expect.poll(() => page.textContent('#files-status')).toBe('dropped été.csv was deleted.');
+    await expect.poll(() => page.locator(`#file-rows tr[data-file-id="${fileId}"]`).count()).toBe(0);
+    expect((await fetch(`${api.url}/api/v1/files/${fileId}`, { headers: { Authorization: `Bearer ${analyst}` } })).status).toBe(404);
   });
 
   it('uploads a points file chosen with the file picker, and the new metric joins the list', async () => {

@@ -67,6 +67,18 @@ describe('the contract', () => {
     expect(upload['429']).toBeDefined();
   });
 
+  it('a small JSON body that does not decode as its Content-Encoding says is a 400 problem, and a real gzip body is read', async () => {
+    const post = (body: Buffer, encoding: string) => fetch(`${api.url}/api/v1/users`, { method: 'POST', headers: { Authorization: `Bearer ${root}`, 'Content-Type': 'application/json', 'Content-Encoding': encoding }, body });
+    const plain = Buffer.from(JSON.stringify({ user_name: 'gzipped' }));
+    for (const encoding of ['gzip', 'deflate']) {
+      const res = await post(plain, encoding);
+      expect(res.status).toBe(400);
+      expect(res.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+      expect(((await res.json()) as { detail: string }).detail).toBe(`the body does not decode as its Content-Encoding (${encoding}) says`);
+    }
+    expect((await post((await import('node:zlib')).gzipSync(plain), 'gzip')).status).toBe(201);
+  });
+
   it('unknown routes get a 404 problem; a wrong method gets 405 with Allow', async () => {
     for (const path of ['/nowhere', '/api/v1/nothing/here', '/api/v2/users']) {
       const res = await call(`${api.url}${path}`, root);

@@ -122,7 +122,8 @@ export class HostileStack {
     return performance.now() - t0;
   }
 
-  private async restartDead(): Promise<void> {
+  /** Starts again an api or ingest process that died (after a case, or a crash the fuzz tier found). */
+  async restartDead(): Promise<void> {
     if (!alive(this.api)) {
       this.api = this.spawn('api', { MERIDIAN_API_PORT: new URL(this.apiUrl).port });
       await waitForReady(this.apiUrl, this.api);

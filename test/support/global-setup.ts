@@ -1,5 +1,8 @@
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { TestProject } from 'vitest/node';
 import { TOPOLOGY_SETTINGS, type StackEndpoints } from './endpoints.ts';
@@ -50,13 +53,12 @@ let users = 0;
 
 function startLocalStack(project: TestProject, runId: string): Teardown {
   const stack = `${repoRoot}deploy/local/stack.sh`;
-  // Only the services this setup starts are stopped after it (as test/run.sh does).
-  const stopped = execFileSync(stack, ['status'], { encoding: 'utf8' })
-    .split('\n')
-    .map((l) => l.trim().split(/\s+/))
-    .filter(([, state]) => state === 'stopped')
-    .map(([name]) => name!);
-  execFileSync(stack, ['up'], { stdio: 'inherit' });
+  // Only the services this setup starts are stopped after it (as test/run.sh does): stack.sh up
+  // names them in STACK_STARTED_FILE (a service another command was stopping is started anew).
+  const startedFile = join(mkdtempSync(join(tmpdir(), 'meridian-stack-')), 'started');
+  execFileSync(stack, ['up'], { stdio: 'inherit', env: { ...process.env, STACK_STARTED_FILE: startedFile } });
+  const stopped = existsSync(startedFile) ? readFileSync(startedFile, 'utf8').split('\n').filter(Boolean).map((l) => l.split(' ')[0]!) : [];
+  rmSync(dirname(startedFile), { recursive: true, force: true });
   const exported = Object.fromEntries(
     execFileSync(stack, ['env'], { encoding: 'utf8' })
       .split('\n')

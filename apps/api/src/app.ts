@@ -1,6 +1,7 @@
 import Koa from 'koa';
 import Router, { type RouterMiddleware } from '@koa/router';
 import { koaBody } from 'koa-body';
+import { validationError } from '@meridian/domain';
 import type { Logger } from '@meridian/observability';
 import type { AccountsCommands } from './accounts/commands.ts';
 import { bearerAuthenticator } from './http/authenticate.ts';
@@ -21,6 +22,7 @@ import { apiKeyRoutes } from './accounts/api-keys-routes.ts';
 import { taskRoutes, type TaskReads } from './tasks/routes.ts';
 import { uploadRoutes, type UploadDeps } from './uploads/routes.ts';
 import { DOWNLOAD_PATH, downloadRoutes, type DownloadDeps } from './downloads/routes.ts';
+import { seriesRoute, type SeriesDeps } from './downloads/series-route.ts';
 import { eventsRoute, type EventsDeps } from './events/routes.ts';
 import type { FileDeps } from './files/deps.ts';
 import { fileRoutes } from './files/routes.ts';
@@ -37,6 +39,8 @@ export type ApiDeps = {
   readonly uploads: UploadDeps;
   /** Where metric downloads read from; the download route is mounted when given. */
   readonly download?: DownloadDeps;
+  /** Where sampled series (GET /api/v1/metrics/series) read from; mounted when given. */
+  readonly series?: SeriesDeps;
   /** The metric catalog (GET /api/v1/metrics); mounted when given. */
   readonly catalog?: CatalogDeps;
   /** The event log's export (GET /api/v1/events, admins only); mounted when given. */
@@ -75,6 +79,7 @@ export function apiRoutes(deps: ApiDeps): RouteDef[] {
     ...healthRoutes(deps.probes, deps.readyTimeoutMs, deps.logger),
     ...uploadRoutes(deps.uploads),
     ...(deps.download ? downloadRoutes(deps.download) : []),
+    ...(deps.series ? [seriesRoute(deps.series)] : []),
     ...(deps.catalog ? [catalogRoute(deps.catalog)] : []),
     ...(deps.events ? [eventsRoute(deps.events)] : []),
     ...(deps.files ? fileRoutes(deps.files) : []),
@@ -93,7 +98,7 @@ export function apiRoutes(deps: ApiDeps): RouteDef[] {
 export function buildRouter(deps: ApiDeps): Router {
   const router = new Router();
   // Only small JSON bodies go through here (accounts, file metadata): the uploads read their own bodies.
-  const jsonBody = koaBody({ json: true, jsonStrict: true, jsonLimit: deps.smallJsonBodyBytes, urlencoded: false, text: false, multipart: false });
+  const jsonBody = smallJsonBody(deps.smallJsonBodyBytes);
   const authenticate = bearerAuthenticator(() => deps.accounts.state, () => deps.accounts.ready);
   const limits = deps.limits;
   mountRoutes(router, apiRoutes(deps), authenticate, jsonBody, {
@@ -101,6 +106,28 @@ export function buildRouter(deps: ApiDeps): Router {
     ...(limits && limits.rateLimitPerSecond > 0 ? { rateLimit: rateLimiter({ ratePerSecond: limits.rateLimitPerSecond, burst: limits.rateLimitBurst }) } : {}),
   });
   return router;
+}
+
+/**
+ * The small JSON bodies' parser. koa-body inflates a body sent with Content-Encoding gzip or
+ * deflate; one whose bytes do not inflate fails in zlib with no HTTP status, which would be a
+ * 500: it is the client's error, a 400 that says so. Errors after the body was parsed (the
+ * route's) pass through untouched.
+ */
+function smallJsonBody(limit: number): RouterMiddleware {
+  const parse = koaBody({ json: true, jsonStrict: true, jsonLimit: limit, urlencoded: false, text: false, multipart: false });
+  return async (ctx, next) => {
+    let parsed = false;
+    try {
+      await parse(ctx, () => {
+        parsed = true;
+        return next();
+      });
+    } catch (error) {
+      if (parsed || !/^Z_/.test(String((error as { code?: unknown }).code))) throw error;
+      throw validationError(`the body does not decode as its Content-Encoding (${ctx.get('Content-Encoding')}) says`, [{ field: 'Content-Encoding', reason: 'the body is not in this encoding' }]);
+    }
+  };
 }
 
 /**

@@ -129,6 +129,11 @@ export async function buildApi(services: ApiServices): Promise<Api> {
       cursors,
       streams: downloads,
     },
+    series: {
+      conn: services.clickhouseOptions,
+      catalog: services.catalog,
+      limits: { maxPoints: settings.MERIDIAN_MAX_SERIES_POINTS, maxSeries: settings.MERIDIAN_MAX_SERIES_PER_REQUEST },
+    },
     catalog: { catalog: services.catalog, maxListNames: settings.MERIDIAN_MAX_DOWNLOAD_NAMES, pageCeiling: settings.MERIDIAN_MAX_CATALOG_PAGE },
     events: {
       plan: (request) => planExport(exportDeps, request),

@@ -29,3 +29,4 @@ export { clickhouseBlobReferences } from './files/blob-references.ts';
 export { createPointsSink, refusedBeforeWriting, type BatchPosition, type PointsSink } from './points/sink.ts';
 export { createPointsStages, LIVE_STAGE_TARGETS, type Fence, type PointsStages, type PointsStagesOptions, type SealOutcome, type StageTargets, type StagedShare } from './points/stage.ts';
 export { untilMutationsDone } from './server-work.ts';
+export { parseSeries, readSeries, seriesSql, type SeriesColumns, type SeriesRequest } from './series.ts';

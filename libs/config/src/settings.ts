@@ -283,6 +283,17 @@ export const settingDefinitions = {
     default: '1048576',
     doc: 'Largest body of POST /api/v1/metrics/download (its parameters as a form or JSON), in bytes; 413 as soon as Content-Length or the bytes read pass it.',
   },
+  // Sampled series (GET /api/v1/metrics/series, the console's charts): what one request may ask for.
+  MERIDIAN_MAX_SERIES_POINTS: {
+    schema: z.coerce.number().int().min(10).max(1_000_000),
+    default: '10000',
+    doc: 'Most points (buckets) per series GET /api/v1/metrics/series answers: a larger points, or a step making more buckets over the range, gets 400. Any range is covered in at most this many by widening the step.',
+  },
+  MERIDIAN_MAX_SERIES_PER_REQUEST: {
+    schema: z.coerce.number().int().min(1).max(1000),
+    default: '20',
+    doc: 'Most metrics one GET /api/v1/metrics/series charts (a list naming more, or a pattern matching more, gets 400). With MERIDIAN_MAX_SERIES_POINTS it bounds the rows one request reads back.',
+  },
   MERIDIAN_MAX_DOWNLOAD_NAMES: {
     schema: positiveInt,
     default: '10000',

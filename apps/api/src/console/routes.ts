@@ -5,6 +5,7 @@ import { z } from 'zod';
 import { defineRoute, type RouteDef } from '../http/route.ts';
 import { fileAsset, staticAssetRoute, type StaticAsset } from '../http/static-assets.ts';
 import { DOCS_CSP } from '../openapi/docs-routes.ts';
+import { faviconIco } from './favicon.ts';
 
 /**
  * GET /console: the analysts' and producers' page (apps/api/src/console: one HTML file, one ES
@@ -28,7 +29,23 @@ const assets: Readonly<Record<string, StaticAsset>> = {
 };
 
 export function consoleRoutes(): RouteDef[] {
+  const icon = faviconIco();
   return [
+    defineRoute({
+      method: 'GET',
+      path: '/favicon.ico',
+      operationId: 'favicon',
+      summary: 'The site\'s icon (the one browsers ask for by themselves)',
+      tags: ['operations'],
+      auth: 'public',
+      responses: { 200: { description: 'A 16×16 icon', contentType: 'image/x-icon', schema: z.string() } },
+      handler: (ctx) => {
+        ctx.set('Cache-Control', 'public, max-age=86400');
+        ctx.set('X-Content-Type-Options', 'nosniff');
+        ctx.type = 'image/x-icon';
+        ctx.body = icon;
+      },
+    }),
     defineRoute({
       method: 'GET',
       path: '/console',

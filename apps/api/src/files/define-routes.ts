@@ -117,7 +117,7 @@ export function defineFileRoutes(deps: FileDeps): RouteDef[] {
     assertRoomFor(user, before);
     const ceiling = smallest(limits.upload(deps.limits.uploadBytes), limits.quota(quotaOf(user, before)));
     assertDeclaredSize(ctx.req, ceiling);
-    const staged = await stageForm(ctx.req, deps.storage, stagedKey, (fields) => {
+    const staged = await stageForm(ctx.req, deps.storage, stagedKey, 'the file', (fields) => {
       const sizeLimit = parseSizeLimit(fields.get('file_size_limit'));
       return smallest(sizeLimit === null ? null : limits.sizeLimit(sizeLimit), limits.upload(deps.limits.uploadBytes), limits.quota(quotaOf(user, before)));
     });

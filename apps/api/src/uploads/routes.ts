@@ -271,7 +271,7 @@ export function uploadRoutes(deps: UploadDeps): RouteDef[] {
           const limit: FileLimit = { bytes: deps.limits.uploadBytes, tooLarge: () => tooLarge(deps.limits.uploadBytes, 'the file') };
           assertDeclaredSize(ctx.req, limit);
           const key = stagedUploadKey(taskId);
-          const staged = isMultipart(ctx.req) ? await stageForm(ctx.req, deps.storage, key, () => limit) : await stageBody(ctx.req, deps.storage, key, limit);
+          const staged = isMultipart(ctx.req) ? await stageForm(ctx.req, deps.storage, key, 'the upload', () => limit) : await stageBody(ctx.req, deps.storage, key, 'the upload', limit);
           // An empty file stages nothing (stageForm, stageBody): refused without a command.
           if (staged.bytes === 0) throw validationError('the file is empty', [{ field: 'file', reason: 'empty' }]);
           const command = {

@@ -42,14 +42,14 @@ export const isMultipart = (req: IncomingMessage): boolean => /^multipart\/form-
  * unfinished multipart upload. The api never holds the file: the staging writer keeps
  * MERIDIAN_STORAGE_PARTS_IN_FLIGHT + 1 parts in memory at most.
  */
-export async function stageForm(req: IncomingMessage, storage: BlobStore, objectKey: string, limitFor: (fields: ReadonlyMap<string, string>) => FileLimit): Promise<StagedForm> {
+export async function stageForm(req: IncomingMessage, storage: BlobStore, objectKey: string, what: string, limitFor: (fields: ReadonlyMap<string, string>) => FileLimit): Promise<StagedForm> {
   if (!isMultipart(req)) {
     throw validationError('the body must be multipart/form-data with a part named "file"', [{ field: 'file', reason: 'required' }]);
   }
   try {
     const form = await readForm(req, req.headers, {
       requireFile: true,
-      receive: async (part, fields) => ({ ...(await streamToBucket(part.stream, storage, objectKey, limitFor(fields))), filename: part.filename, mimeType: part.mimeType }),
+      receive: async (part, fields) => ({ ...(await streamToBucket(part.stream, storage, objectKey, what, limitFor(fields))), filename: part.filename, mimeType: part.mimeType }),
     });
     return { ...form.file!, objectKey, fields: form.fields };
   } catch (error) {
@@ -59,9 +59,9 @@ export async function stageForm(req: IncomingMessage, storage: BlobStore, object
 }
 
 /** Streams a whole request body, the file itself, into the bucket as stageForm stages a form's file part. */
-export async function stageBody(req: IncomingMessage, storage: BlobStore, objectKey: string, limit: FileLimit): Promise<StagedFile> {
+export async function stageBody(req: IncomingMessage, storage: BlobStore, objectKey: string, what: string, limit: FileLimit): Promise<StagedFile> {
   try {
-    const staged = await streamToBucket(req, storage, objectKey, limit);
+    const staged = await streamToBucket(req, storage, objectKey, what, limit);
     return { ...staged, objectKey, filename: null, mimeType: null };
   } catch (error) {
     // Read what is left (and drop it) so the answer can follow.
@@ -73,7 +73,8 @@ export async function stageBody(req: IncomingMessage, storage: BlobStore, object
   }
 }
 
-async function streamToBucket(stream: Readable, storage: BlobStore, objectKey: string, limit: FileLimit): Promise<{ bytes: number; sha256: Buffer }> {
+/** `what` names the request in a 503 ("the upload", "the file"). */
+async function streamToBucket(stream: Readable, storage: BlobStore, objectKey: string, what: string, limit: FileLimit): Promise<{ bytes: number; sha256: Buffer }> {
   const hash = createHash('sha256');
   const writer = storage.stage(objectKey);
   let bytes = 0;
@@ -82,10 +83,10 @@ async function streamToBucket(stream: Readable, storage: BlobStore, objectKey: s
       bytes += chunk.length;
       if (bytes > limit.bytes) throw limit.tooLarge();
       hash.update(chunk);
-      await inStorage(writer.write(chunk), 'the file');
+      await inStorage(writer.write(chunk), what);
     }
     // An empty file stages nothing: the caller refuses it without a round trip to storage.
-    if (bytes > 0) await inStorage(writer.end(), 'the file');
+    if (bytes > 0) await inStorage(writer.end(), what);
   } catch (error) {
     await writer.abort();
     throw error;
