@@ -6,8 +6,8 @@
 #   MinIO:      built with `go install` from the Go module proxy, pinned
 #   Go:         only when the machine's go is missing or too old: the toolchain module from the
 #               Go module proxy (golang.org/toolchain), checked against its go.sum hash
-#   test tools: chromium (Debian), schemathesis and kubernetes-validate (PyPI, virtualenvs),
-#               helm (`go install`, Go module proxy)
+#   test tools: chromium (Debian), schemathesis, kubernetes-validate and the Python client's
+#               test libraries (PyPI, virtualenvs), helm (`go install`, Go module proxy)
 # Each step prints one line: what it installs and roughly how long that takes (on 2 cores).
 #   VictoriaMetrics (bench-ingest's peer only): Debian's victoria-metrics, unpacked into the cache
 set -euo pipefail
@@ -123,7 +123,8 @@ install_chromium() {
   apt_install chromium
 }
 
-# A Python tool from PyPI in its own virtualenv in the cache: `pip_venv HOME PACKAGE==VERSION`.
+# A Python tool from PyPI in its own virtualenv in the cache: `pip_venv HOME PACKAGE==VERSION DURATION`
+# (or --requirement=FILE in place of PACKAGE==VERSION).
 # A failed install leaves no half-made virtualenv behind (the next run starts over).
 pip_venv() {
   local home="$1" requirement="$2" duration="$3"
@@ -146,6 +147,22 @@ install_schemathesis() {
 install_chdb() {
   [ -x "$CHDB_HOME/bin/python" ] && "$CHDB_HOME/bin/python" -c 'import chdb' 2>/dev/null && return 0
   pip_venv "$CHDB_HOME" "chdb-core==$CHDB_VERSION" "about a minute"
+}
+
+# The Python client's tests (clients/python, run by test/e2e/python-client.e2e.test.ts): pytest and
+# the pinned libraries in a virtualenv; the client itself is installed into it at test time from the
+# work tree, since it changes with the repo. wheels/ gets the build backend and the runtime
+# dependencies (from pip's cache, already fetched), so a fresh `pip install clients/python` is
+# tested without the registry. .complete marks a finished install.
+install_python_client() {
+  [ -f "$PYTHON_CLIENT_HOME/.complete" ] && return 0
+  pip_venv "$PYTHON_CLIENT_HOME" "--requirement=$PYTHON_CLIENT_REQUIREMENTS" "about 2 minutes"
+  local offline
+  offline=$(grep -E '^(hatchling|httpx|pyarrow)==' "$PYTHON_CLIENT_REQUIREMENTS")
+  # shellcheck disable=SC2086
+  "$PYTHON_CLIENT_HOME/bin/pip" download -q --disable-pip-version-check -d "$PYTHON_CLIENT_HOME/wheels" $offline >&2 \
+    || { rm -rf "$PYTHON_CLIENT_HOME"; die "pip download of the client's wheels failed"; }
+  touch "$PYTHON_CLIENT_HOME/.complete"
 }
 
 # The Helm chart's test (test/deploy): helm from the Go module proxy, and kubernetes-validate
@@ -199,6 +216,7 @@ install_test_tools() {
   install_schemathesis
   install_helm
   install_kubernetes_validate
+  install_python_client
 }
 
 install_all() {
@@ -213,7 +231,7 @@ install_all() {
 case "${1:-all}" in
   all) with_cache_lock install_all ;;
   go) with_cache_lock find_go ;;
-  kafka|clickhouse|minio|chromium|schemathesis|chdb|helm|kubernetes-validate|victoria-metrics|zookeeper|haproxy|cluster) with_cache_lock "install_${1//-/_}" ;;
+  kafka|clickhouse|minio|chromium|schemathesis|chdb|helm|kubernetes-validate|python-client|victoria-metrics|zookeeper|haproxy|cluster) with_cache_lock "install_${1//-/_}" ;;
   test-tools) with_cache_lock install_test_tools ;;
-  *) die "usage: install.sh [all|cluster|zookeeper|haproxy|kafka|clickhouse|minio|go|chromium|schemathesis|chdb|helm|kubernetes-validate|victoria-metrics|test-tools]" ;;
+  *) die "usage: install.sh [all|cluster|zookeeper|haproxy|kafka|clickhouse|minio|go|chromium|schemathesis|chdb|helm|kubernetes-validate|python-client|victoria-metrics|test-tools]" ;;
 esac

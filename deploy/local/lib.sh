@@ -43,6 +43,11 @@ VICTORIA_METRICS_HOME="$MERIDIAN_CACHE/victoria-metrics"
 VICTORIA_METRICS_BIN="$VICTORIA_METRICS_HOME/usr/bin/victoria-metrics"
 ZOOKEEPER_HOME="$MERIDIAN_CACHE/zookeeper-$ZOOKEEPER_VERSION"
 GO_HOME="$MERIDIAN_CACHE/go-$GO_TOOLCHAIN_VERSION"
+# The Python client's test virtualenv (clients/python): named by the hash of its pinned
+# requirements, so a changed pin makes a new one; wheels/ in it holds what an offline
+# `pip install clients/python` needs (the build backend and the runtime dependencies).
+PYTHON_CLIENT_REQUIREMENTS="$REPO_ROOT/clients/python/requirements-test.txt"
+PYTHON_CLIENT_HOME="$MERIDIAN_CACHE/python-client-$( { sha256sum "$PYTHON_CLIENT_REQUIREMENTS" 2>/dev/null || echo none; } | cut -c1-12)"
 
 # `|| true`: a closed stderr (the reader of `make run | tee` gone with Ctrl-C) must not end a
 # script under `set -e` half-way through stopping something.
