@@ -25,6 +25,9 @@ export const COLUMNAR_SELECT = [
   ['updated_at', 'Int64'],
 ] as const;
 
+/** At most what a column's name and type take in a block (`updated_at` and `Float64`, with their lengths). */
+const HEADER_BYTES = 32;
+
 /** The block is not whole yet: wait for more bytes. */
 class Incomplete extends Error {}
 
@@ -35,12 +38,20 @@ class Incomplete extends Error {}
  */
 export async function* nativePointColumns(body: AsyncIterable<Buffer>): AsyncGenerator<PointColumns> {
   let pending: Buffer = Buffer.alloc(0);
+  // Chunks not yet joined to `pending`: joined only when a read is worth trying, since a block
+  // (megabytes) arrives in many chunks and joining at each would copy it over and over.
+  let held: Buffer[] = [];
+  let heldBytes = 0;
   // Bytes a partial block needs at least before it is worth reading again: a block is read
   // from its start each time, so reading it at every small chunk would cost its square.
   let needed = 0;
   for await (const chunk of body) {
-    pending = pending.length === 0 ? chunk : Buffer.concat([pending, chunk]);
-    if (pending.length < needed) continue;
+    held.push(chunk);
+    heldBytes += chunk.length;
+    if (pending.length + heldBytes < needed) continue;
+    pending = Buffer.concat(pending.length === 0 ? held : [pending, ...held]);
+    held = [];
+    heldBytes = 0;
     for (;;) {
       const read = readBlock(pending);
       if (read.kind === 'incomplete') {
@@ -53,6 +64,7 @@ export async function* nativePointColumns(body: AsyncIterable<Buffer>): AsyncGen
       if (pending.length === 0) break;
     }
   }
+  if (heldBytes > 0) pending = Buffer.concat([pending, ...held]);
   if (pending.length > 0) {
     const read = readBlock(pending);
     if (read.kind === 'incomplete' || read.end !== pending.length) throw new Error('the columnar download ended inside a block');
@@ -77,20 +89,38 @@ function readBlock(buf: Buffer): BlockRead {
     // Names are copied without their length prefixes into one contiguous run.
     const lengths = new Int32Array(rows);
     let total = 0;
-    for (let i = 0; i < rows; i++) {
-      const len = r.varint();
-      lengths[i] = len;
-      r.skip(len);
-      total += len;
-      nameOffsets[i + 1] = total;
+    let i = 0;
+    try {
+      for (; i < rows; i++) {
+        // Names under 128 bytes (nearly all) have a one-byte length: read here, not through varint().
+        const first = buf[r.pos];
+        let len: number;
+        if (first !== undefined && first < 0x80) {
+          len = first;
+          r.pos++;
+        } else {
+          len = r.varint();
+        }
+        lengths[i] = len;
+        r.skip(len);
+        total += len;
+        nameOffsets[i + 1] = total;
+      }
+    } catch (error) {
+      if (!(error instanceof Incomplete) || i === 0) throw error;
+      // Names run alike in length: the block's end, estimated from those read, so the next read
+      // waits for about the whole block rather than failing again a little further on.
+      const namesBytes = Math.ceil(((r.pos - nameStarts) / i) * rows);
+      return { kind: 'incomplete', atLeast: nameStarts + namesBytes + rows * 24 + 3 * HEADER_BYTES };
     }
     const nameBytes = new Uint8Array(total);
+    // Byte by byte: names are short, and a view per name (subarray) would cost more than its copy.
     let from = nameStarts;
-    for (let i = 0; i < rows; i++) {
-      const len = lengths[i]!;
-      from += varintSize(len);
-      nameBytes.set(buf.subarray(from, from + len), nameOffsets[i]);
-      from += len;
+    let to = 0;
+    for (let row = 0; row < rows; row++) {
+      const len = lengths[row]!;
+      from += len < 0x80 ? 1 : varintSize(len);
+      for (const end = from + len; from < end; from++) nameBytes[to++] = buf[from]!;
     }
     r.header(1);
     const timestamps = new BigInt64Array(r.copy(rows * 8));
@@ -100,6 +130,7 @@ function readBlock(buf: Buffer): BlockRead {
     const updatedAt = new BigInt64Array(r.copy(rows * 8));
     return { kind: 'block', columns: { rows, nameOffsets, nameBytes, timestamps, values, updatedAt }, end: r.pos };
   } catch (error) {
+    // Cut within the fixed-width columns or a header: they are at most a few headers away.
     if (error instanceof Incomplete) return { kind: 'incomplete', atLeast: buf.length + 1 };
     throw error;
   }
