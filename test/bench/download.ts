@@ -1,13 +1,18 @@
 import { randomUUID } from 'node:crypto';
+import { execFileSync } from 'node:child_process';
 import { get, type IncomingMessage } from 'node:http';
 import { createClickHouse, ensureDatabase, migrate, planDownload, streamDownload, type DownloadRequest } from '@meridian/clickhouse';
-import { adminKey, benchApi, dropBenchScope, fmt, startProcess, waitUntil } from './common.ts';
+import { adminKey, benchApi, dropBenchScope, fmt, repoRoot, startProcess, waitUntil, type Proc } from './common.ts';
 
 /**
  * make bench-download: 10M points over 1,000 metrics, downloaded through a real api process
- * as CSV and JSON, plain and gzip, with starts_with (10M rows) and list (1M rows) — each
- * against the same query read straight from ClickHouse's HTTP interface in this process.
- *   BENCH_ROWS=10000000 BENCH_REPEAT=3 make bench-download
+ * as CSV and JSON, plain and gzip, Arrow and Parquet, with starts_with (10M rows) and list (1M
+ * rows) — each against the same query read straight from ClickHouse's HTTP interface in this
+ * process (for Arrow and Parquet: the Native columns the api encodes). Then the same 10M rows to
+ * a pandas DataFrame three ways, each in a Python process of its own (test/bench/frames.py): CSV
+ * and pd.read_csv, Parquet and pd.read_parquet, Arrow through the Python client; seconds to the
+ * frame, the Python process's peak RSS and the api's, side by side.
+ *   BENCH_ROWS=10000000 BENCH_REPEAT=3 BENCH_PYTHON=… make bench-download
  */
 const ROWS = Number(process.env.BENCH_ROWS ?? 10_000_000);
 const REPEAT = Number(process.env.BENCH_REPEAT ?? 3);
@@ -40,7 +45,7 @@ async function viaApi(key: string, qs: string, gzip: boolean, rows: number): Pro
   return { rows, bytes, ms: performance.now() - started, ttfbMs };
 }
 
-async function straight(metricNames: string[], format: 'csv' | 'json', gzip: boolean, rows: number): Promise<Measure> {
+async function straight(metricNames: string[], format: DownloadRequest['format'], gzip: boolean, rows: number): Promise<Measure> {
   const req: DownloadRequest = { metricNames, fromMs: 0, toMs: 4_291_747_199_999, maxRows: ROWS, after: null, format, latestOnly: false, gzip, queryId: randomUUID() };
   const started = performance.now();
   const plan = await planDownload(conn, req);
@@ -70,10 +75,12 @@ async function main(): Promise<void> {
 
     const list = names.slice(0, 100);
     const listRows = (ROWS / METRICS) * list.length;
-    const scenarios: Array<[string, string, string[], 'csv' | 'json', boolean, number]> = [
+    const scenarios: Array<[string, string, string[], DownloadRequest['format'], boolean, number]> = [
       ['starts_with, CSV', `metrics=bench.m&pattern=starts_with&max_rows=${ROWS}`, names, 'csv', false, ROWS],
       ['starts_with, CSV gzip', `metrics=bench.m&pattern=starts_with&max_rows=${ROWS}`, names, 'csv', true, ROWS],
       ['starts_with, JSON', `metrics=bench.m&pattern=starts_with&max_rows=${ROWS}&format=json`, names, 'json', false, ROWS],
+      ['starts_with, Arrow', `metrics=bench.m&pattern=starts_with&max_rows=${ROWS}&format=arrow`, names, 'columns', false, ROWS],
+      ['starts_with, Parquet', `metrics=bench.m&pattern=starts_with&max_rows=${ROWS}&format=parquet`, names, 'columns', false, ROWS],
       ['list of 100, CSV', `metrics=${encodeURIComponent(list.join(','))}&pattern=list&max_rows=${ROWS}`, list, 'csv', false, listRows],
       ['list of 100, JSON gzip', `metrics=${encodeURIComponent(list.join(','))}&pattern=list&max_rows=${ROWS}&format=json`, list, 'json', true, listRows],
     ];
@@ -100,11 +107,51 @@ async function main(): Promise<void> {
       );
     }
     console.log(`  medians of ${REPEAT} runs each; peak api RSS: ${api.peakRssMb()} MB; most RSS growth during a ${fmt(ROWS)}-row download: ${growth} MB (goal < 50 MB)`);
+    await frames(api, key);
   } finally {
     await api.stop();
     await client.close();
     await dropBenchScope(settings);
   }
+}
+
+type Frame = { way: string; rows: number; seconds: number; peak_rss_mb: number; dtypes: Record<string, string> };
+
+/** The same rows to a pandas DataFrame three ways, alternating, REPEAT times each (medians). */
+async function frames(api: Proc, key: string): Promise<void> {
+  const python = process.env.BENCH_PYTHON;
+  if (!python) {
+    console.log('\nframes: not measured (BENCH_PYTHON unset: make bench-download sets it to the Python client\'s virtualenv)');
+    return;
+  }
+  const ways = ['csv', 'parquet', 'arrow'] as const;
+  const runs = new Map<string, Array<Frame & { apiPeakMb: number }>>(ways.map((w) => [w, []]));
+  for (let r = 0; r < REPEAT; r++) {
+    for (const way of ways) {
+      api.mark();
+      const out = execFileSync(python, [`${repoRoot}test/bench/frames.py`, way, base, key, 'bench.m', 'starts_with', String(ROWS)], {
+        encoding: 'utf8',
+        env: { ...process.env, PYTHONPATH: `${repoRoot}clients/python/src` },
+        maxBuffer: 1 << 20,
+      });
+      const frame = JSON.parse(out.trim().split('\n').at(-1)!) as Frame;
+      if (frame.rows !== ROWS) throw new Error(`${way}: ${frame.rows} rows in the frame, not ${ROWS}`);
+      runs.get(way)!.push({ ...frame, apiPeakMb: api.windowPeakMb() });
+    }
+  }
+  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+  const csvSeconds = median(runs.get('csv')!.map((f) => f.seconds));
+  console.log(`\nframes: ${fmt(ROWS)} rows to a pandas DataFrame (timestamps datetime64[ms, UTC]), medians of ${REPEAT} runs (ranges in brackets)`);
+  for (const way of ways) {
+    const fs = runs.get(way)!;
+    const seconds = fs.map((f) => f.seconds);
+    const range = (xs: number[], digits: number) => `[${Math.min(...xs).toFixed(digits)}–${Math.max(...xs).toFixed(digits)}]`;
+    console.log(
+      `  ${way.padEnd(8)} ${median(seconds).toFixed(2).padStart(7)} s ${range(seconds, 2)}  ${(csvSeconds / median(seconds)).toFixed(1).padStart(5)}× the CSV way` +
+        `  python peak RSS ${median(fs.map((f) => f.peak_rss_mb))} MB ${range(fs.map((f) => f.peak_rss_mb), 0)}  api peak RSS ${Math.max(...fs.map((f) => f.apiPeakMb))} MB`,
+    );
+  }
+  console.log(`  dtypes: ${JSON.stringify(runs.get('arrow')![0]!.dtypes)} (goal: Arrow at least 5× faster than CSV; api under 300 MB)`);
 }
 
 main().then(() => process.exit(0), (error: unknown) => {
