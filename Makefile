@@ -124,7 +124,8 @@ bench-ingest-json: deps stack-up
 	@eval "$$($(STACK) env)" && BENCH_ONLY=json node test/bench/ingest.ts
 
 bench-download: deps stack-up
-	@eval "$$($(STACK) env)" && node test/bench/download.ts
+	@deploy/local/install.sh python-client
+	@eval "$$($(STACK) env)" && BENCH_PYTHON="$$(. deploy/local/lib.sh && echo "$$PYTHON_CLIENT_HOME")/bin/python" node test/bench/download.ts
 
 bench-replay: deps stack-up
 	@eval "$$($(STACK) env)" && node test/bench/replay.ts
