@@ -12,7 +12,7 @@ import { adminKey, benchApi, dropBenchScope, fmt, repoRoot, startProcess, waitUn
  * a pandas DataFrame three ways, each in a Python process of its own (test/bench/frames.py): CSV
  * and pd.read_csv, Parquet and pd.read_parquet, Arrow through the Python client; seconds to the
  * frame, the Python process's peak RSS and the api's, side by side.
- *   BENCH_ROWS=10000000 BENCH_REPEAT=3 BENCH_PYTHON=… make bench-download
+ *   BENCH_ROWS=10000000 BENCH_REPEAT=3 BENCH_SCENARIOS=<regexp of labels, then no frames> make bench-download
  */
 const ROWS = Number(process.env.BENCH_ROWS ?? 10_000_000);
 const REPEAT = Number(process.env.BENCH_REPEAT ?? 3);
@@ -88,26 +88,29 @@ async function main(): Promise<void> {
     const rate = (m: Measure) => (m.rows * 1000) / m.ms;
     const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
     let growth = 0;
-    for (const [label, qs, metricNames, format, gzip, rows] of scenarios) {
+    const only = process.env.BENCH_SCENARIOS ? new RegExp(process.env.BENCH_SCENARIOS, 'i') : null;
+    for (const [label, qs, metricNames, format, gzip, rows] of scenarios.filter(([label]) => !only || only.test(label))) {
       // Alternating runs, medians: one run on a shared 2-core machine varies by a fifth.
       const direct: Measure[] = [];
       const viaApiRuns: Measure[] = [];
+      let scenarioGrowth = 0;
       for (let r = 0; r < REPEAT; r++) {
         direct.push(await straight(metricNames, format, gzip, rows));
         const before = api.rssMb();
         api.mark();
         viaApiRuns.push(await viaApi(key, qs, gzip, rows));
-        if (rows === ROWS) growth = Math.max(growth, api.windowPeakMb() - before);
+        scenarioGrowth = Math.max(scenarioGrowth, api.windowPeakMb() - before);
       }
+      if (rows === ROWS) growth = Math.max(growth, scenarioGrowth);
       const apiRate = median(viaApiRuns.map(rate));
       const directRate = median(direct.map(rate));
       console.log(
         `  ${label.padEnd(24)} ${fmt(rows).padStart(10)} rows  api ${fmt(apiRate).padStart(9)} rows/s, first byte ${median(viaApiRuns.map((m) => m.ttfbMs)).toFixed(0)} ms, ${(viaApiRuns[0]!.bytes / 1e6).toFixed(0)} MB` +
-          ` | straight ${fmt(directRate).padStart(9)} rows/s, first byte ${median(direct.map((m) => m.ttfbMs)).toFixed(0)} ms | ratio ${(apiRate / directRate).toFixed(2)}`,
+          ` | straight ${fmt(directRate).padStart(9)} rows/s, first byte ${median(direct.map((m) => m.ttfbMs)).toFixed(0)} ms | ratio ${(apiRate / directRate).toFixed(2)} | api RSS +${scenarioGrowth} MB`,
       );
     }
     console.log(`  medians of ${REPEAT} runs each; peak api RSS: ${api.peakRssMb()} MB; most RSS growth during a ${fmt(ROWS)}-row download: ${growth} MB (goal < 50 MB)`);
-    await frames(api, key);
+    if (!only) await frames(api, key);
   } finally {
     await api.stop();
     await client.close();
