@@ -38,6 +38,7 @@ export default defineConfig({
           { text: 'The meridian CLI', link: '/using/cli' },
           { text: 'The console', link: '/using/console' },
           { text: 'With curl', link: '/using/curl' },
+          { text: 'From Python', link: '/using/python' },
           { text: 'How it behaves', link: '/using/behaviour' },
         ],
       },
