@@ -49,10 +49,12 @@ export type RawDownloadQuery = Readonly<Record<string, string | string[] | undef
 /** maxRowsCeiling: MERIDIAN_MAX_ROWS_CEILING; maxListNames: MERIDIAN_MAX_DOWNLOAD_NAMES. */
 export type DownloadLimits = { readonly maxRowsCeiling: number; readonly maxListNames: number };
 
-/** Validates the seed's download parameters; every problem is reported at once, by parameter. */
-export function parseDownloadParams(query: RawDownloadQuery, limits: DownloadLimits): DownloadParams {
-  const { maxRowsCeiling } = limits;
-  const errors: FieldError[] = [];
+/**
+ * Reads a download-like query (a download, a sampled series), noting each problem by field in
+ * `errors`: one value per name, the metrics and their pattern, a date bound. The parsers of
+ * those queries read through it, so they take and refuse the same text alike.
+ */
+export function queryReader(query: RawDownloadQuery, errors: FieldError[]) {
   const one = (name: string): string | undefined => {
     const v = query[name];
     if (Array.isArray(v)) {
@@ -61,30 +63,39 @@ export function parseDownloadParams(query: RawDownloadQuery, limits: DownloadLim
     }
     return v;
   };
-
-  const metrics = one('metrics');
-  if (metrics === undefined || metrics.length === 0) errors.push({ field: 'metrics', reason: 'required: a metric name, a comma-separated list, or the text a pattern applies to' });
-
-  const patternText = one('pattern') ?? 'single';
-  const pattern = (PATTERNS as readonly string[]).includes(patternText) ? (patternText as Pattern) : null;
-  if (!pattern) errors.push({ field: 'pattern', reason: `must be one of ${PATTERNS.join(', ')}` });
-  // Counted on the text, before any lookup: the catalog query and the download's external data grow with it.
-  if (pattern === 'list' && metrics && countListNames(metrics) > limits.maxListNames) {
-    errors.push({ field: 'metrics', reason: `names more than ${limits.maxListNames} metrics (MERIDIAN_MAX_DOWNLOAD_NAMES); split the list into several downloads` });
-  }
-
-  const bound = (name: 'start_date' | 'end_date', which: 'start' | 'end', fallback: number) => {
+  /** The metrics text and its pattern (single by default); a list longer than `maxListNames` is named with `tooLong`. */
+  const selection = (maxListNames: number, tooLong: string): { metrics: string | undefined; pattern: Pattern | null } => {
+    const metrics = one('metrics');
+    if (metrics === undefined || metrics.length === 0) errors.push({ field: 'metrics', reason: 'required: a metric name, a comma-separated list, or the text a pattern applies to' });
+    const patternText = one('pattern') ?? 'single';
+    const pattern = (PATTERNS as readonly string[]).includes(patternText) ? (patternText as Pattern) : null;
+    if (!pattern) errors.push({ field: 'pattern', reason: `must be one of ${PATTERNS.join(', ')}` });
+    // Counted on the text, before any lookup: the catalog query and the external data grow with it.
+    if (pattern === 'list' && metrics && countListNames(metrics) > maxListNames) errors.push({ field: 'metrics', reason: `names more than ${maxListNames} metrics ${tooLong}` });
+    return { metrics, pattern };
+  };
+  /** start_date or end_date in epoch milliseconds; null when left out or invalid. */
+  const dateBound = (name: 'start_date' | 'end_date'): number | null => {
     const text = one(name);
-    if (text === undefined || text === '') return fallback;
-    const parsed = parseDateBound(text, which);
+    if (text === undefined || text === '') return null;
+    const parsed = parseDateBound(text, name === 'start_date' ? 'start' : 'end');
     if (!parsed.ok) {
       errors.push({ field: name, reason: parsed.reason });
-      return fallback;
+      return null;
     }
     return parsed.ms;
   };
-  const fromMs = bound('start_date', 'start', MIN_TIMESTAMP_MS);
-  const toMs = bound('end_date', 'end', END_TIMESTAMP_MS - 1);
+  return { one, selection, dateBound };
+}
+
+/** Validates the seed's download parameters; every problem is reported at once, by parameter. */
+export function parseDownloadParams(query: RawDownloadQuery, limits: DownloadLimits): DownloadParams {
+  const { maxRowsCeiling } = limits;
+  const errors: FieldError[] = [];
+  const { one, selection, dateBound } = queryReader(query, errors);
+  const { metrics, pattern } = selection(limits.maxListNames, '(MERIDIAN_MAX_DOWNLOAD_NAMES); split the list into several downloads');
+  const fromMs = dateBound('start_date') ?? MIN_TIMESTAMP_MS;
+  const toMs = dateBound('end_date') ?? END_TIMESTAMP_MS - 1;
   if (fromMs > toMs) errors.push({ field: 'start_date', reason: 'is after end_date' });
 
   const maxRowsText = one('max_rows');

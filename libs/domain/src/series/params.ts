@@ -1,5 +1,5 @@
 import { DomainError, type FieldError } from '../errors.ts';
-import { PATTERNS, parseDateBound, type Pattern, type RawDownloadQuery } from '../downloads/params.ts';
+import { queryReader, type Pattern, type RawDownloadQuery } from '../downloads/params.ts';
 
 /**
  * A sampled series (GET /api/v1/metrics/series): the points of one or several metrics over a
@@ -78,36 +78,10 @@ export function stepForPoints(fromMs: number, toMs: number, points: number): num
  */
 export function parseSeriesParams(query: RawDownloadQuery, limits: SeriesLimits): SeriesParams {
   const errors: FieldError[] = [];
-  const one = (name: string): string | undefined => {
-    const v = query[name];
-    if (Array.isArray(v)) {
-      errors.push({ field: name, reason: 'given more than once' });
-      return undefined;
-    }
-    return v;
-  };
-
-  const metrics = one('metrics');
-  if (metrics === undefined || metrics.length === 0) errors.push({ field: 'metrics', reason: 'required: a metric name, a comma-separated list, or the text a pattern applies to' });
-  const patternText = one('pattern') ?? 'single';
-  const pattern = (PATTERNS as readonly string[]).includes(patternText) ? (patternText as Pattern) : null;
-  if (!pattern) errors.push({ field: 'pattern', reason: `must be one of ${PATTERNS.join(', ')}` });
-  if (pattern === 'list' && metrics && metrics.split(',').length > limits.maxSeries) {
-    errors.push({ field: 'metrics', reason: `names more than ${limits.maxSeries} metrics (MERIDIAN_MAX_SERIES_PER_REQUEST); chart fewer at once` });
-  }
-
-  const bound = (name: 'start_date' | 'end_date', which: 'start' | 'end'): number | null => {
-    const text = one(name);
-    if (text === undefined || text === '') return null;
-    const parsed = parseDateBound(text, which);
-    if (!parsed.ok) {
-      errors.push({ field: name, reason: parsed.reason });
-      return null;
-    }
-    return parsed.ms;
-  };
-  const fromMs = bound('start_date', 'start');
-  const toMs = bound('end_date', 'end');
+  const { one, selection, dateBound } = queryReader(query, errors);
+  const { metrics, pattern } = selection(limits.maxSeries, '(MERIDIAN_MAX_SERIES_PER_REQUEST); chart fewer at once');
+  const fromMs = dateBound('start_date');
+  const toMs = dateBound('end_date');
   if (fromMs !== null && toMs !== null && fromMs > toMs) errors.push({ field: 'start_date', reason: 'is after end_date' });
 
   const whole = (name: 'points' | 'step', max: number | null): number | null => {
