@@ -18,7 +18,8 @@ import { incompleteUploads } from '../support/incomplete-uploads.ts';
  * The api runs first on its own, so what waits in the bucket and in the log can be looked at
  * before any worker touches it.
  */
-const settings = isolatedSettings();
+// JSON bodies of any size take the staged path here (the push path is tested in push.e2e.test.ts).
+const settings = isolatedSettings({ MERIDIAN_PUSH_MAX_BYTES: '0' });
 const codec = createEventCodec<TaskEvent>();
 let api: RunningApi;
 let ingest: Awaited<ReturnType<typeof startWorker>> | undefined;

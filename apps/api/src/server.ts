@@ -1,5 +1,5 @@
 import type Koa from 'koa';
-import { fileQuotaOf, type FileEvent, type TaskEvent } from '@meridian/domain';
+import { fileQuotaOf, type FileEvent, type PointsFact, type TaskEvent } from '@meridian/domain';
 import { createEventCodec } from '@meridian/events';
 import { appendEvents } from '@meridian/kafka';
 import { AccountsStore, TasksStore } from '@meridian/platform';
@@ -12,6 +12,9 @@ import { cursorSealFromSetting } from './http/cursor-seal.ts';
 import { PerUserSlots } from './http/per-user-slots.ts';
 import { createApiMetrics } from './observability/metrics.ts';
 import { jsonCheckPool } from './uploads/json-check-pool.ts';
+import { PushLog } from './uploads/push-log.ts';
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
 import { withTimeout } from '@meridian/observability';
 
 export type Api = {
@@ -50,6 +53,20 @@ async function ingestLag(services: ApiServices) {
   }
 }
 
+/**
+ * The points and tasks topics' partition counts, read once (a push's records are placed by the
+ * producer's own rule, to know their offsets); a failed read is tried again by the next push.
+ */
+function topicPartitions(services: ApiServices): () => Promise<{ points: number; tasks: number }> {
+  let counts: Promise<{ points: number; tasks: number }> | null = null;
+  return () => {
+    counts ??= Promise.all([services.log.endOffsets(services.topics.points), services.log.endOffsets(services.topics.tasks)])
+      .then(([points, tasks]) => ({ points: points.size, tasks: tasks.size }));
+    counts.catch(() => { counts = null; });
+    return counts;
+  };
+}
+
 /** Builds the api from its services (composed in main.ts): the only place that knows them all. */
 export async function buildApi(services: ApiServices): Promise<Api> {
   const { settings, logger, log, taskReadModel } = services;
@@ -79,6 +96,21 @@ export async function buildApi(services: ApiServices): Promise<Api> {
       { fold: 'accounts', eventsReadAtStart: accountsStore.startup?.eventsRead ?? null },
       { fold: 'tasks', eventsReadAtStart: tasksStore.eventsReadAtStart },
     ],
+  });
+  // The push writer's transactional id is this instance's: a restart under the same name fences what
+  // a dead predecessor left open. Unnamed, it is made unique: two live writers with one id would
+  // fence each other without end, and a dead one's transaction ends by its timeout anyway.
+  const instance = settings.MERIDIAN_API_INSTANCE || `${hostname().replace(/[^A-Za-z0-9._-]/g, '_')}-${randomBytes(6).toString('hex')}`;
+  const pushWriter = log.transactional(`${settings.MERIDIAN_TOPIC_PREFIX}api-push-${instance}`, { transactionTimeoutMs: settings.MERIDIAN_PUSH_TRANSACTION_TIMEOUT_MS });
+  const pushLog = new PushLog({
+    transaction: () => pushWriter.transaction(),
+    topics: { points: services.topics.points, tasks: services.topics.tasks },
+    partitions: topicPartitions(services),
+    pointsCodec: createEventCodec<PointsFact>(),
+    taskCodec,
+    bytesPerPartition: settings.MERIDIAN_UPLOAD_SEND_BYTES_PER_PARTITION,
+    bytesPerTransaction: settings.MERIDIAN_UPLOAD_SEND_BYTES_PER_REQUEST,
+    logger: logger.child({ component: 'push' }),
   });
   const jsonChecker = jsonCheckPool({ workers: settings.MERIDIAN_JSON_UPLOAD_CHECK_WORKERS, heapMb: settings.MERIDIAN_JSON_UPLOAD_CHECK_HEAP_MB, maxValues: settings.MERIDIAN_MAX_POINTS_PER_JSON_UPLOAD });
   const probes = [
@@ -150,6 +182,20 @@ export async function buildApi(services: ApiServices): Promise<Api> {
         pointsPerJsonUpload: settings.MERIDIAN_MAX_POINTS_PER_JSON_UPLOAD,
       },
       jsonChecker,
+      ...(settings.MERIDIAN_PUSH_MAX_BYTES > 0 ? {
+        push: {
+          maxBytes: settings.MERIDIAN_PUSH_MAX_BYTES,
+          log: pushLog,
+          maxLagPoints: settings.MERIDIAN_PUSH_MAX_LAG_POINTS,
+          awaitingProjection: () => tasksStore.pointsAwaitingProjection,
+          parse: {
+            batchPoints: settings.MERIDIAN_POINT_BATCH_SIZE,
+            maxLineLength: settings.MERIDIAN_MAX_LINE_BYTES,
+            maxColumns: settings.MERIDIAN_MAX_COLUMNS,
+            maxJsonDocumentLength: settings.MERIDIAN_MAX_JSON_DOCUMENT_BYTES,
+          },
+        },
+      } : {}),
       caps: {
         inFlight: uploadsInFlight,
         queuedTasks: settings.MERIDIAN_MAX_QUEUED_TASKS_PER_USER,
@@ -200,7 +246,7 @@ export async function buildApi(services: ApiServices): Promise<Api> {
     async stop() {
       // Long-polls answer now with their task as it is, instead of holding the shutdown.
       tasksStore.ends.close();
-      await Promise.all([accountsStore.stop(), tasksStore.stop(), jsonChecker.close()]);
+      await Promise.all([accountsStore.stop(), tasksStore.stop(), jsonChecker.close(), pushWriter.disconnect()]);
     },
   };
 }

@@ -10,11 +10,13 @@ import {
   uploadRequest,
   validationError,
   type LogWriter,
+  type MetricsPushed,
   type MetricsUploadRequested,
   type Position,
   type Task,
   type TaskEvent,
   type UnfinishedTasks,
+  type UploadFailed,
   type UserRecord,
 } from '@meridian/domain';
 import type { EventCodec } from '@meridian/events';
@@ -24,12 +26,15 @@ import { STAGING_PREFIX } from '@meridian/storage';
 import type { BlobStore } from '../blob-store.ts';
 import type { PerUserSlots } from '../http/per-user-slots.ts';
 import { holdOpen } from '../http/hold-open.ts';
+import { OneAtATime } from '../http/one-at-a-time.ts';
 import { defineRoute, type RouteDef } from '../http/route.ts';
 import type { ApiMetrics } from '../observability/metrics.ts';
 import type { JsonUploadChecker } from './json-check-pool.ts';
 import { jsonUploadText } from './json-upload.ts';
 import { readBody, tooLarge } from './read-body.ts';
 import { assertDeclaredSize, discard, isMultipart, mayDiscard, stageBody, stageBytes, stageForm, type FileLimit } from './stage-file.ts';
+import type { PushDecision, PushRequest } from './push-decision.ts';
+import type { PushLog } from './push-log.ts';
 
 // Accepting an upload, JSON body or file: checked (caps, access, shape), its bytes staged, its
 // command durably in the tasks log (submitUpload, below), then 202 with the task to follow.
@@ -64,8 +69,26 @@ type UploadCaps = {
   readonly backlog: { readonly perUser: number; readonly waitMs: number; readonly untilOneEnds: (userName: string, ms: number, signal: AbortSignal) => Promise<void> };
 };
 
+/**
+ * The push path: a JSON upload of at most `maxBytes` is decided here, on the check pool's
+ * worker, and written to the log with its outcome in one transaction (push-log.ts): no staging,
+ * no second parse in the ingest worker, and an invalid one is answered at once.
+ */
+export type PushDeps = {
+  /** Largest JSON body that takes the push path (MERIDIAN_PUSH_MAX_BYTES). */
+  readonly maxBytes: number;
+  readonly log: Pick<PushLog, 'append'>;
+  /** Points accepted (by anyone) and not yet projected, past which a push gets 429 (MERIDIAN_PUSH_MAX_LAG_POINTS). */
+  readonly maxLagPoints: number;
+  readonly awaitingProjection: () => number;
+  /** How a push is parsed and batched: as the ingest worker does a staged upload. */
+  readonly parse: Pick<PushRequest, 'batchPoints' | 'maxLineLength' | 'maxColumns' | 'maxJsonDocumentLength'>;
+};
+
 export type UploadDeps = {
   readonly submit: SubmitDeps;
+  /** Absent: every upload is staged for the ingest worker. */
+  readonly push?: PushDeps;
   readonly storage: BlobStore;
   readonly limits: UploadLimits;
   /** Parses and hashes JSON upload bodies off the event loop (uploads/json-check-pool.ts). */
@@ -143,6 +166,9 @@ async function untilBacklogRoom(ctx: Context, backlog: UploadCaps['backlog'], us
 }
 
 export function uploadRoutes(deps: UploadDeps): RouteDef[] {
+  // Pushes under one Idempotency-Key, one at a time: a push's points are in the log once it is
+  // written, so the second of two concurrent ones must find the first's task before it writes.
+  const keyedPushes = new OneAtATime();
   const common = (user: UserRecord, idempotency: string | undefined) => ({ user_name: user.user_name, at: Date.now(), idempotency_key: idempotency ?? null });
   /**
    * Runs an upload under the user's caps, checked before its body is read: a new task past the
@@ -150,9 +176,9 @@ export function uploadRoutes(deps: UploadDeps): RouteDef[] {
    * the in-flight cap, is refused with 429; a new task while the user's backlog is full waits for
    * one of their tasks to end (untilBacklogRoom). The slot is held until the handler is done.
    */
-  const capped = async (ctx: Context, user: UserRecord, taskId: string, receive: () => Promise<void>) => {
+  const capped = async (ctx: Context, user: UserRecord, taskId: string, receive: () => Promise<void>, waitsInBacklog = true) => {
     if (!deps.caps) return receive();
-    const release = await admit(ctx, deps.caps, user, taskId);
+    const release = await admit(ctx, deps.caps, user, taskId, waitsInBacklog);
     try {
       await receive();
     } finally {
@@ -172,7 +198,7 @@ export function uploadRoutes(deps: UploadDeps): RouteDef[] {
     if (outcome === 'repeated') await discard(deps.storage, command.staged_object);
     return outcome;
   };
-  const admit = async (ctx: Context, caps: UploadCaps, user: UserRecord, taskId: string) => {
+  const admit = async (ctx: Context, caps: UploadCaps, user: UserRecord, taskId: string, waitsInBacklog: boolean) => {
     // A refusal here comes before the body is read: problemMiddleware closes the connection.
     // Only a user at the cap (or at the backlog) pays for the lookup of the task (memory, else
     // the read model), once: a retry of a task that exists is no new task.
@@ -187,7 +213,7 @@ export function uploadRoutes(deps: UploadDeps): RouteDef[] {
     // The slot first: the uploads one user has waiting for room are bounded by it too.
     const release = caps.inFlight.acquire(user.user_name);
     try {
-      if (unfinished() >= caps.backlog.perUser && !(await exists())) await untilBacklogRoom(ctx, caps.backlog, user.user_name, unfinished);
+      if (waitsInBacklog && unfinished() >= caps.backlog.perUser && !(await exists())) await untilBacklogRoom(ctx, caps.backlog, user.user_name, unfinished);
     } catch (refusal) {
       release();
       throw refusal;
@@ -214,14 +240,28 @@ export function uploadRoutes(deps: UploadDeps): RouteDef[] {
         const idempotency = headers['idempotency-key'];
         assertMayUpload(user);
         const taskId = taskIdFor(user.user_name, idempotency ?? null);
+        const push = deps.push;
+        // A push waits in no backlog: it queues nothing in front of the ingest worker (its bound is the projector's lag).
+        const declared = ctx.get('Content-Length');
+        const likelyPush = push !== undefined && declared !== '' && Number(declared) <= push.maxBytes;
         await capped(ctx, user, taskId, async () => {
+          const text = await jsonUploadText(await readBody(ctx.req, deps.limits.jsonBodyBytes), ctx.get('Content-Type'));
+          const at = Date.now();
+          const pushRequest = push !== undefined && text.length <= push.maxBytes ? { task_id: taskId, at, on_error: query.on_error, user, ...push.parse } : undefined;
           // Parsed and hashed on a worker thread: a 16 MiB body must not hold every other request.
-          const { body: raw, sha256, check } = await deps.jsonChecker.check(await jsonUploadText(await readBody(ctx.req, deps.limits.jsonBodyBytes), ctx.get('Content-Type')));
+          const { body: raw, sha256, check, decision } = await deps.jsonChecker.check(text, pushRequest);
           if (check.kind === 'invalid') throw validationError(check.message, check.errors);
           if (check.kind === 'too_many_values') {
             throw new DomainError('payload_too_large', `at most ${deps.limits.pointsPerJsonUpload} values per JSON upload; send larger sets as a file to /api/v1/metrics_file_upload`);
           }
           assertWritable(user, check.metric_name, 'body.metric_name');
+          if (push !== undefined && decision !== null) {
+            const pushed = { task_id: taskId, user_name: user.user_name, at, metric_name: check.metric_name, on_error: query.on_error, source: 'json_body', payload_bytes: raw.length, payload_sha256: sha256, idempotency_key: idempotency ?? null };
+            const outcome = idempotency === undefined ? await submitPush(deps.submit, push, pushed, decision) : await keyedPushes.run(taskId, () => submitPush(deps.submit, push, pushed, decision));
+            if (outcome === 'written') deps.metrics?.uploadAccepted('json_body', raw.length, check.values);
+            accepted(ctx, taskId);
+            return;
+          }
           // Staged like a file: the command carries only the reference, so reading the tasks log stays cheap.
           const stagedKey = stagedUploadKey(taskId);
           await stageBytes(deps.storage, stagedKey, raw);
@@ -238,7 +278,7 @@ export function uploadRoutes(deps: UploadDeps): RouteDef[] {
           const outcome = await submitStaged(taskId, command);
           if (outcome === 'written') deps.metrics?.uploadAccepted('json_body', raw.length, check.values);
           accepted(ctx, taskId);
-        });
+        }, !likelyPush);
       },
     }),
     defineRoute({
@@ -344,7 +384,49 @@ async function submitUpload(deps: SubmitDeps, task_id: string, command: UploadCo
   return 'written';
 }
 
-function assertSameUpload(task: Task, command: UploadCommand): void {
+/** What a push's MetricsPushed says of its request, before its outcome. */
+type PushedRequest = Pick<MetricsPushed, 'task_id' | 'user_name' | 'at' | 'metric_name' | 'on_error' | 'source' | 'payload_bytes' | 'payload_sha256' | 'idempotency_key'>;
+
+/**
+ * Writes a decided push to the log, its task's event with it, and answers as an upload does:
+ * 'written' once Kafka has the transaction from every in-sync replica (and this process has
+ * folded its task), 'repeated' for a retry under an Idempotency-Key of a push already written,
+ * 409 for anything else under that key. A push refused whole by its rows is a 400 naming them,
+ * at once: there is nothing for a task to follow. Past the bound on points not yet projected,
+ * 429 with Retry-After: the producer slows down, and what was accepted stays fresh.
+ */
+async function submitPush(submit: SubmitDeps, push: PushDeps, request: PushedRequest, decision: PushDecision): Promise<'written' | 'repeated'> {
+  const keyed = request.idempotency_key !== null;
+  const known = keyed ? await submit.find(request.task_id) : undefined;
+  if (known) {
+    assertSameUpload(known, request);
+    return 'repeated';
+  }
+  if (decision.kind === 'refused') throw refusedRows(decision.end);
+  const lag = push.awaitingProjection();
+  if (lag > push.maxLagPoints) {
+    throw new DomainError('too_many', `${lag} accepted points are waiting to be stored (MERIDIAN_PUSH_MAX_LAG_POINTS is ${push.maxLagPoints}); retry in a moment`);
+  }
+  const { batches, rows_total, points_accepted, rows_rejected, errors, metrics } = decision;
+  let position: Position;
+  try {
+    position = await withTimeout(push.log.append({ batches, pushed: { ...request, rows_total, points_accepted, rows_rejected, errors, metrics } }), submit.ackTimeoutMs, 'kafka');
+  } catch (cause) {
+    throw new DomainError('unavailable', 'the event log is not reachable; the upload was not accepted, retry later with the same Idempotency-Key', [], { cause });
+  }
+  await submit.applied(position).catch(() => undefined);
+  const kept = keyed ? await submit.find(request.task_id).catch(() => undefined) : undefined;
+  if (kept) assertSameUpload(kept, request);
+  return 'written';
+}
+
+/** A push with invalid rows under on_error=fail (or a metric it may not write): 400 with the rows, as its task would have failed. */
+function refusedRows(end: UploadFailed): DomainError {
+  const errors = end.errors.map(({ row, column, reason }) => (row > 0 ? { field: column, reason, row } : { field: column === 'row' ? 'body' : column, reason }));
+  return validationError(end.reason, errors);
+}
+
+function assertSameUpload(task: Task, command: Pick<MetricsUploadRequested, 'user_name' | 'payload_sha256' | 'metric_name' | 'on_error'> & { readonly source: string }): void {
   if (task.user_name !== command.user_name || task.payload_sha256 !== command.payload_sha256.toString('hex') || task.upload_request !== uploadRequest(command)) {
     throw new DomainError('conflict', 'this Idempotency-Key was used for a different upload (body or parameters)');
   }

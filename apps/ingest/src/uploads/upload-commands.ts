@@ -2,6 +2,8 @@ import { randomBytes } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import {
   decideUpload,
+  decideWholeUpload,
+  type DecidedUpload,
   parseUploadBatches,
   STAGE_HEADER,
   rowsRead,
@@ -288,34 +290,17 @@ function uploadEnd(
   return { seals, parsed };
 }
 
-/** A small upload parsed whole: how it ends and, when it succeeds, its batches (held in memory: a JSON body's at most). */
-type ParsedWhole = { readonly end: UploadComplete | UploadFailed; readonly batches: readonly ColumnBatch[] };
-
 /** Reads and decides a small upload to its end before anything of it is sent; past a limit it fails, as a large one does. */
-async function parseWhole(cmd: MetricsUploadRequested, deps: UploadCommandsDeps): Promise<ParsedWhole> {
-  const run = startUpload({ on_error: cmd.on_error, user: () => deps.user(cmd.user_name), batchPoints: deps.batchPoints, maxBufferedPoints: deps.maxBufferedPoints });
-  const batches: ColumnBatch[] = [];
-  const take = (facts: readonly UploadFact[]): UploadComplete | UploadFailed | null => {
-    for (const fact of facts) {
-      if (fact.type !== 'BatchReady') return fact;
-      batches.push(fact.batch);
-    }
-    return null;
-  };
-  const ended = (end: UploadComplete | UploadFailed): ParsedWhole => ({ end, batches: end.type === 'UploadFailed' ? [] : batches });
+async function parseWhole(cmd: MetricsUploadRequested, deps: UploadCommandsDeps): Promise<DecidedUpload> {
   let source: Readable | null = null;
   const budget = timeBudget(deps.limits, () => source);
   try {
     source = await openUploadBytes(cmd, deps.storage);
-    for await (const items of parseUploadBatches(gunzipIfNeeded(source, deps.limits), parseOptionsOf(cmd, deps.limits))) {
-      budget.check();
-      const end = take(decideUpload(run, { type: 'ItemsParsed', items }));
-      if (end !== null) return ended(end);
-    }
-    return ended(take(decideUpload(run, { type: 'InputEnded' }))!); // the end of the input always ends the upload
-  } catch (error) {
-    if (!(error instanceof UploadLimitExceeded)) throw error;
-    return ended(decideUpload(run, { type: 'LimitReached', reason: error.message })[0] as UploadFailed);
+    const start = { on_error: cmd.on_error, user: () => deps.user(cmd.user_name), batchPoints: deps.batchPoints, maxBufferedPoints: deps.maxBufferedPoints };
+    return await decideWholeUpload(gunzipIfNeeded(source, deps.limits), start, parseOptionsOf(cmd, deps.limits), {
+      between: () => budget.check(),
+      limitReason: (error) => (error instanceof UploadLimitExceeded ? error.message : null),
+    });
   } finally {
     budget.end();
     source?.destroy();
