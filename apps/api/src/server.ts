@@ -92,6 +92,7 @@ export async function buildApi(services: ApiServices): Promise<Api> {
     tasks: () => tasksStore.state,
     finishedTasks: () => tasksStore.finished,
     consumerLag: () => ingestLag(services),
+    awaitingProjection: () => tasksStore.pointsAwaitingProjection,
     folds: () => [
       { fold: 'accounts', eventsReadAtStart: accountsStore.startup?.eventsRead ?? null },
       { fold: 'tasks', eventsReadAtStart: tasksStore.eventsReadAtStart },
@@ -111,6 +112,7 @@ export async function buildApi(services: ApiServices): Promise<Api> {
     bytesPerPartition: settings.MERIDIAN_UPLOAD_SEND_BYTES_PER_PARTITION,
     bytesPerTransaction: settings.MERIDIAN_UPLOAD_SEND_BYTES_PER_REQUEST,
     logger: logger.child({ component: 'push' }),
+    committed: (pushes) => metrics.pushesCommitted(pushes),
   });
   const jsonChecker = jsonCheckPool({ workers: settings.MERIDIAN_JSON_UPLOAD_CHECK_WORKERS, heapMb: settings.MERIDIAN_JSON_UPLOAD_CHECK_HEAP_MB, maxValues: settings.MERIDIAN_MAX_POINTS_PER_JSON_UPLOAD });
   const probes = [

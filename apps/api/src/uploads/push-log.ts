@@ -20,6 +20,8 @@ export type PushLogDeps = {
   /** Most bytes of point batches in one transaction: what the pushes waiting together may hold. */
   readonly bytesPerTransaction: number;
   readonly logger: Logger;
+  /** Told of each committed transaction and the pushes it held. */
+  readonly committed?: (pushes: number) => void;
 };
 
 type Waiting = { readonly push: PushToLog; readonly bytes: number; resolve(at: Position): void; reject(error: unknown): void };
@@ -62,6 +64,7 @@ export class PushLog {
         const group = this.takeGroup();
         try {
           const positions = await this.commit(group);
+          this.deps.committed?.(group.length);
           group.forEach((w, i) => w.resolve(positions[i]!));
         } catch (error) {
           this.deps.logger.warn({ err: error, pushes: group.length }, 'a transaction of pushes failed; none of them was stored');
