@@ -242,6 +242,9 @@ export async function buildApi(services: ApiServices): Promise<Api> {
     tasks: tasksStore,
     files,
     async start() {
+      // The push writer connects first: its id fences a transaction a predecessor under the same
+      // instance name left open, which would otherwise hold the tasks fold's catch-up until it times out.
+      pushWriter.connect().catch((error: unknown) => logger.warn({ err: error }, 'the push writer could not connect yet; the first push tries again'));
       await Promise.all([accountsStore.start(), tasksStore.start()]);
       logger.info({ users: accountsStore.state.users.size, tasks: tasksStore.state.size, tasks_events_read: tasksStore.eventsReadAtStart }, 'caught up with the accounts and tasks logs');
     },
