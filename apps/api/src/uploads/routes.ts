@@ -227,14 +227,14 @@ export function uploadRoutes(deps: UploadDeps): RouteDef[] {
       path: '/api/v1/metrics/upload',
       operationId: 'uploadMetricsJson',
       summary: 'Upload metric values as JSON (background task)',
-      description: 'The body is JSON, sent as application/json or — as the seed\'s sample request does — declared multipart/form-data with the JSON text as the body. The shape is checked here; every value is validated by the task (all or nothing unless on_error=skip). Answers 202 only once the command is durably in the event log. ' + BACKLOG_DOC,
+      description: 'The body is JSON, sent as application/json or — as the seed\'s sample request does — declared multipart/form-data with the JSON text as the body. A body of at most MERIDIAN_PUSH_MAX_BYTES (1 MiB) is a push: every value is validated here, an invalid row (on_error=fail) is answered 400 naming the rows and nothing is stored, and 202 comes once its points and task are durably in the event log; past MERIDIAN_PUSH_MAX_LAG_POINTS points not yet stored, 429. A larger body is staged: its shape is checked here, every value by the task (all or nothing unless on_error=skip), and 202 comes once the command is durably in the event log. ' + BACKLOG_DOC + ' (Staged uploads only: a push waits in no backlog.)',
       tags: ['metrics'],
       auth: 'user',
       query: z.object({ on_error: onError }),
       headers: uploadHeaders,
       requestBodyDoc: { contentTypes: { 'application/json': jsonUploadBody, 'multipart/form-data': jsonUploadBody } },
       responses: { 202: { description: 'Accepted; follow the task', schema: taskAccepted, example: { task_id: '4a3c6f8e-0f5e-4d1a-9a53-3c1f0e9b2d7a' } } },
-      problems: ['forbidden', 'payload_too_large', 'conflict', 'too_many', 'unavailable'],
+      problems: ['validation', 'forbidden', 'payload_too_large', 'conflict', 'too_many', 'unavailable'],
       streaming: true,
       handler: async (ctx, { query, headers, user }) => {
         const idempotency = headers['idempotency-key'];
