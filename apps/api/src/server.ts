@@ -103,10 +103,11 @@ export async function buildApi(services: ApiServices): Promise<Api> {
   // fence each other without end, and a dead one's transaction ends by its timeout anyway.
   const instance = settings.MERIDIAN_API_INSTANCE || `${hostname().replace(/[^A-Za-z0-9._-]/g, '_')}-${randomBytes(6).toString('hex')}`;
   const pushWriter = log.transactional(`${settings.MERIDIAN_TOPIC_PREFIX}api-push-${instance}`, { transactionTimeoutMs: settings.MERIDIAN_PUSH_TRANSACTION_TIMEOUT_MS });
+  const partitions = topicPartitions(services);
   const pushLog = new PushLog({
     transaction: () => pushWriter.transaction(),
     topics: { points: services.topics.points, tasks: services.topics.tasks },
-    partitions: topicPartitions(services),
+    partitions,
     pointsCodec: createEventCodec<PointsFact>(),
     taskCodec,
     bytesPerPartition: settings.MERIDIAN_UPLOAD_SEND_BYTES_PER_PARTITION,
@@ -190,6 +191,7 @@ export async function buildApi(services: ApiServices): Promise<Api> {
           log: pushLog,
           maxLagPoints: settings.MERIDIAN_PUSH_MAX_LAG_POINTS,
           awaitingProjection: () => tasksStore.pointsAwaitingProjection,
+          pointsPartitions: async () => (await partitions()).points,
           parse: {
             batchPoints: settings.MERIDIAN_POINT_BATCH_SIZE,
             maxLineLength: settings.MERIDIAN_MAX_LINE_BYTES,

@@ -1,5 +1,6 @@
-import { decideWholeUpload, type OnError, type PointBatch, type PointsFact, type RowError, type UploadFailed, type UserRecord } from '@meridian/domain';
+import { batchKey, decideWholeUpload, pointBatchOf, type OnError, type PointsFact, type RowError, type UploadFailed, type UserRecord } from '@meridian/domain';
 import { createEventCodec } from '@meridian/events';
+import { partitionFor } from '@meridian/kafka';
 
 /** What deciding a push needs besides its bytes: everything a worker thread cannot ask the api for. */
 export type PushRequest = {
@@ -10,13 +11,15 @@ export type PushRequest = {
   /** The caller's record as the accounts fold holds it now: write access is decided on it, per metric. */
   readonly user: UserRecord;
   readonly batchPoints: number;
+  /** Partitions of the points topic: a batch holds the metrics of one. */
+  readonly pointsPartitions: number;
   readonly maxLineLength: number;
   readonly maxColumns: number;
   readonly maxJsonDocumentLength: number;
 };
 
-/** One point batch of a push, encoded for the points topic. */
-export type EncodedBatch = { readonly metric_name: string; readonly points: number; readonly value: Uint8Array };
+/** One point batch of a push, encoded for the points topic under its key (a metric of the batch: every one goes to the key's partition). */
+export type EncodedBatch = { readonly key: string; readonly points: number; readonly value: Uint8Array };
 
 /** A push decided: stored (its encoded batches and counts) or refused whole (its errors). */
 export type PushDecision =
@@ -39,7 +42,7 @@ const pointsCodec = createEventCodec<PointsFact>();
  * run on the check pool's worker thread, so the event loop only sends what comes back.
  */
 export async function decidePush(bytes: Uint8Array, request: PushRequest): Promise<PushDecision> {
-  const start = { on_error: request.on_error, user: () => request.user, batchPoints: request.batchPoints, maxBufferedPoints: request.batchPoints };
+  const start = { on_error: request.on_error, user: () => request.user, batchPoints: request.batchPoints, maxBufferedPoints: request.batchPoints, groupOf: (name: string) => partitionFor(name, request.pointsPartitions) };
   const { end, batches } = await decideWholeUpload(oneChunk(bytes), start, {
     maxErrors: Number.MAX_SAFE_INTEGER,
     maxLineLength: request.maxLineLength,
@@ -49,10 +52,7 @@ export async function decidePush(bytes: Uint8Array, request: PushRequest): Promi
   if (end.type === 'UploadFailed') return { kind: 'refused', end };
   return {
     kind: 'stored',
-    batches: batches.map((b) => {
-      const batch: PointBatch = { type: 'PointBatch', task_id: request.task_id, metric_name: b.metric_name, updated_at: request.at, timestamps: b.timestamps, values: b.values };
-      return { metric_name: b.metric_name, points: b.timestamps.length, value: ownMemory(pointsCodec.encode(batch)) };
-    }),
+    batches: batches.map((b) => ({ key: batchKey(b), points: b.timestamps.length, value: ownMemory(pointsCodec.encode(pointBatchOf(request.task_id, request.at, b))) })),
     rows_total: end.rows_total,
     points_accepted: end.points_accepted,
     rows_rejected: end.rows_rejected,

@@ -116,7 +116,7 @@ export class PushLog {
       const { batches, pushed } = waiting.push;
       const perPartition = new Map<number, { points: number; bytes: number; batches: EncodedBatch[] }>();
       for (const b of batches) {
-        const p = partitionFor(b.metric_name, partitions.points);
+        const p = partitionFor(b.key, partitions.points);
         let share = perPartition.get(p);
         if (!share) perPartition.set(p, (share = { points: 0, bytes: 0, batches: [] }));
         share.points += b.points;
@@ -130,7 +130,7 @@ export class PushLog {
         tasksIndex.clear();
       }
       for (const [partition, share] of [...perPartition].sort(([a], [b]) => a - b)) {
-        for (const b of share.batches) current.points.push({ key: b.metric_name, value: Buffer.from(b.value.buffer, b.value.byteOffset, b.value.byteLength), partition });
+        for (const b of share.batches) current.points.push({ key: b.key, value: Buffer.from(b.value.buffer, b.value.byteOffset, b.value.byteLength), partition });
         current.points.push({ key: pushed.task_id, value: pointsCodec.encode({ type: 'UploadSealed', task_id: pushed.task_id, points: share.points }), partition });
         current.bytesByPartition.set(partition, (current.bytesByPartition.get(partition) ?? 0) + share.bytes);
       }

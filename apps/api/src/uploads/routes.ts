@@ -81,6 +81,8 @@ export type PushDeps = {
   /** Points accepted (by anyone) and not yet projected, past which a push gets 429 (MERIDIAN_PUSH_MAX_LAG_POINTS). */
   readonly maxLagPoints: number;
   readonly awaitingProjection: () => number;
+  /** Partitions of the points topic as the broker has them (a push's batches each hold one partition's metrics). */
+  readonly pointsPartitions: () => Promise<number>;
   /** How a push is parsed and batched: as the ingest worker does a staged upload. */
   readonly parse: Pick<PushRequest, 'batchPoints' | 'maxLineLength' | 'maxColumns' | 'maxJsonDocumentLength'>;
 };
@@ -247,7 +249,9 @@ export function uploadRoutes(deps: UploadDeps): RouteDef[] {
         await capped(ctx, user, taskId, async () => {
           const text = await jsonUploadText(await readBody(ctx.req, deps.limits.jsonBodyBytes), ctx.get('Content-Type'));
           const at = Date.now();
-          const pushRequest = push !== undefined && text.length <= push.maxBytes ? { task_id: taskId, at, on_error: query.on_error, user, ...push.parse } : undefined;
+          const pushRequest = push !== undefined && text.length <= push.maxBytes
+            ? { task_id: taskId, at, on_error: query.on_error, user, pointsPartitions: await pointsPartitions(push), ...push.parse }
+            : undefined;
           // Parsed and hashed on a worker thread: a 16 MiB body must not hold every other request.
           const { body: raw, sha256, check, decision } = await deps.jsonChecker.check(text, pushRequest);
           if (check.kind === 'invalid') throw validationError(check.message, check.errors);
@@ -382,6 +386,14 @@ async function submitUpload(deps: SubmitDeps, task_id: string, command: UploadCo
   const kept = keyed ? await deps.find(task_id).catch(() => undefined) : undefined;
   if (kept) assertSameUpload(kept, command);
   return 'written';
+}
+
+async function pointsPartitions(push: PushDeps): Promise<number> {
+  try {
+    return await push.pointsPartitions();
+  } catch (cause) {
+    throw new DomainError('unavailable', 'the event log is not reachable; the upload was not accepted, retry later with the same Idempotency-Key', [], { cause });
+  }
 }
 
 /** What a push's MetricsPushed says of its request, before its outcome. */
