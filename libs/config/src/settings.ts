@@ -449,6 +449,11 @@ export const settingDefinitions = {
     default: '10000000',
     doc: 'Points accepted (by every user, pushes and staged uploads) and not yet stored in ClickHouse past which a push gets 429 /problems/too-many with Retry-After: when ClickHouse or the projector falls behind, producers slow down instead of the backlog growing without end.',
   },
+  MERIDIAN_PUSH_WRITERS: {
+    schema: z.coerce.number().int().min(1).max(16),
+    default: '2',
+    doc: 'Transactional writers of pushes in one api instance, each with one transaction under way at a time: the pushes that arrive while every writer is busy go together in the next transaction that starts. Two keep one transaction filling while the last one\'s commit completes on the broker.',
+  },
   MERIDIAN_API_INSTANCE: {
     schema: z.string().regex(/^[A-Za-z0-9._-]*$/, 'letters, digits, . _ -'),
     default: '',

@@ -38,8 +38,9 @@ export function createKafka(options: KafkaOptions): Kafka {
  * The only producer configuration Meridian uses: idempotent, acks from all in-sync
  * replicas, one request in flight so retries can never reorder a key's events.
  */
-export function createProducer(kafka: Kafka, options: { transactionalId?: string; transactionTimeoutMs?: number } = {}): Producer {
+export function createProducer(kafka: Kafka, options: { transactionalId?: string; transactionTimeoutMs?: number; firstRetryMs?: number } = {}): Producer {
   return kafka.producer({
+    ...(options.firstRetryMs === undefined ? {} : { retry: { initialRetryTime: options.firstRetryMs, retries: 12 } }),
     idempotent: true,
     maxInFlightRequests: 1,
     createPartitioner: Partitioners.DefaultPartitioner,

@@ -8,8 +8,13 @@ import type { EncodedBatch } from './push-decision.ts';
 export type PushToLog = { readonly batches: readonly EncodedBatch[]; readonly pushed: Omit<MetricsPushed, 'type' | 'partitions'> };
 
 export type PushLogDeps = {
-  /** A transactional writer of this api instance's own (its id fences a predecessor's open transaction). */
-  readonly transaction: () => Promise<LogTransaction>;
+  /**
+   * Transactional writers of this api instance's own (each id fences a predecessor's open
+   * transaction), each running one transaction at a time: while one's commit completes on the
+   * broker (a new transaction on the same id would be refused as concurrent until it has), the
+   * next group goes on another.
+   */
+  readonly writers: ReadonlyArray<() => Promise<LogTransaction>>;
   readonly topics: { readonly points: string; readonly tasks: string };
   /** Partitions of the points and tasks topics, as the broker has them: a record's partition is chosen here, to know its offset. */
   readonly partitions: () => Promise<{ readonly points: number; readonly tasks: number }>;
@@ -31,8 +36,8 @@ type Request = { readonly points: LogMessage[]; readonly tasks: LogMessage[]; re
 
 /**
  * Writes pushes to the log, each whole or not at all, in transactions shared by the pushes that
- * arrive together (a group commit): while one transaction is under way the next pushes wait,
- * then go in the next one. Each push's batches, a seal after them in each points partition they
+ * arrive together (a group commit): while every writer has a transaction under way the next
+ * pushes wait, then go together in the next one that starts. Each push's batches, a seal after them in each points partition they
  * took (the projector announces the push once the rows before its seal are stored), and its
  * MetricsPushed on the tasks topic commit together; a push resolves with the position of its
  * MetricsPushed once Kafka has the commit from every in-sync replica. A transaction costs Kafka
@@ -42,37 +47,37 @@ type Request = { readonly points: LogMessage[]; readonly tasks: LogMessage[]; re
 export class PushLog {
   private readonly deps: PushLogDeps;
   private readonly queue: Waiting[] = [];
-  private running = false;
+  private readonly idle: Array<() => Promise<LogTransaction>>;
 
   constructor(deps: PushLogDeps) {
+    if (deps.writers.length === 0) throw new Error('a push log needs at least one writer');
     this.deps = deps;
+    this.idle = [...deps.writers];
   }
 
   append(push: PushToLog): Promise<Position> {
     const bytes = push.batches.reduce((n, b) => n + b.value.byteLength, 0);
     return new Promise((resolve, reject) => {
       this.queue.push({ push, bytes, resolve, reject });
-      void this.drain();
+      this.drain();
     });
   }
 
-  private async drain(): Promise<void> {
-    if (this.running) return;
-    this.running = true;
-    try {
-      while (this.queue.length > 0) {
-        const group = this.takeGroup();
-        try {
-          const positions = await this.commit(group);
-          this.deps.committed?.(group.length);
-          group.forEach((w, i) => w.resolve(positions[i]!));
-        } catch (error) {
-          this.deps.logger.warn({ err: error, pushes: group.length }, 'a transaction of pushes failed; none of them was stored');
-          for (const w of group) w.reject(error);
-        }
-      }
-    } finally {
-      this.running = false;
+  /** Starts a transaction on every idle writer while pushes wait; each takes the pushes waiting when it starts. */
+  private drain(): void {
+    while (this.queue.length > 0 && this.idle.length > 0) {
+      const writer = this.idle.pop()!;
+      const group = this.takeGroup();
+      void this.commit(writer, group).then((positions) => {
+        this.deps.committed?.(group.length);
+        group.forEach((w, i) => w.resolve(positions[i]!));
+      }, (error: unknown) => {
+        this.deps.logger.warn({ err: error, pushes: group.length }, 'a transaction of pushes failed; none of them was stored');
+        for (const w of group) w.reject(error);
+      }).finally(() => {
+        this.idle.push(writer);
+        this.drain();
+      });
     }
   }
 
@@ -85,11 +90,11 @@ export class PushLog {
   }
 
   /** One transaction for the group; returns each push's MetricsPushed position, in the group's order. */
-  private async commit(group: readonly Waiting[]): Promise<Position[]> {
+  private async commit(transaction: () => Promise<LogTransaction>, group: readonly Waiting[]): Promise<Position[]> {
     const { topics } = this.deps;
     const partitions = await this.deps.partitions();
     const requests = this.requests(group, partitions);
-    const tx = await this.deps.transaction();
+    const tx = await transaction();
     const positions = new Map<Waiting, Position>();
     try {
       for (const request of requests) {
