@@ -1,7 +1,7 @@
 import type Koa from 'koa';
 import { fileQuotaOf, type FileEvent, type PointsFact, type TaskEvent } from '@meridian/domain';
 import { createEventCodec } from '@meridian/events';
-import { appendEvents } from '@meridian/kafka';
+import { appendEvents, partitionFor } from '@meridian/kafka';
 import { AccountsStore, TasksStore } from '@meridian/platform';
 import { planExport, streamExport, type ExportDeps } from '@meridian/replay';
 import type { ApiServices } from './api-services.ts';
@@ -113,7 +113,8 @@ export async function buildApi(services: ApiServices): Promise<Api> {
     log.transactional(`${settings.MERIDIAN_TOPIC_PREFIX}api-push-${instance}-${k}`, { transactionTimeoutMs: settings.MERIDIAN_PUSH_TRANSACTION_TIMEOUT_MS, firstRetryMs: PUSH_FIRST_RETRY_MS }));
   const partitions = topicPartitions(services);
   const pushLog = new PushLog({
-    writers: pushWriters.map((w) => () => w.transaction()),
+    writers: pushWriters.map((w) => ({ transaction: () => w.transaction(), renew: async () => { await w.disconnect(); await w.connect(); } })),
+    deadlineMs: settings.MERIDIAN_KAFKA_ACK_TIMEOUT_MS,
     topics: { points: services.topics.points, tasks: services.topics.tasks },
     partitions,
     pointsCodec: createEventCodec<PointsFact>(),
@@ -221,6 +222,7 @@ export async function buildApi(services: ApiServices): Promise<Api> {
         ackTimeoutMs: settings.MERIDIAN_KAFKA_ACK_TIMEOUT_MS,
         find: (taskId) => tasksStore.find(taskId),
         applied: (position) => tasksStore.waitFor(position),
+        settled: async (taskId) => tasksStore.syncToEnd([partitionFor(taskId, (await partitions()).tasks)]),
       },
       metrics,
     },

@@ -1,7 +1,7 @@
 import type { LogMessage, LogRecord, LogTransaction, MetricsPushed, PointsFact, Position, TaskEvent, TopicAcknowledgement } from '@meridian/domain';
 import type { EventCodec } from '@meridian/events';
 import { eventMessage, partitionFor } from '@meridian/kafka';
-import type { Logger } from '@meridian/observability';
+import { withTimeout, type Logger } from '@meridian/observability';
 import type { EncodedBatch } from './push-decision.ts';
 
 /** A decided push as it goes to the log: its batches, and its task's event but for the partitions the batches take. */
@@ -14,7 +14,9 @@ export type PushLogDeps = {
    * broker (a new transaction on the same id would be refused as concurrent until it has), the
    * next group goes on another.
    */
-  readonly writers: ReadonlyArray<() => Promise<LogTransaction>>;
+  readonly writers: readonly PushWriter[];
+  /** Longest a transaction may take; past it the writer is renewed, which ends it (MERIDIAN_KAFKA_ACK_TIMEOUT_MS). */
+  readonly deadlineMs: number;
   readonly topics: { readonly points: string; readonly tasks: string };
   /** Partitions of the points and tasks topics, as the broker has them: a record's partition is chosen here, to know its offset. */
   readonly partitions: () => Promise<{ readonly points: number; readonly tasks: number }>;
@@ -28,6 +30,9 @@ export type PushLogDeps = {
   /** Told of each committed transaction and the pushes it held. */
   readonly committed?: (pushes: number) => void;
 };
+
+/** A transactional writer: its transactions, and a new producer under its id, which fences the old one and settles what it left open. */
+export type PushWriter = { transaction(): Promise<LogTransaction>; renew(): Promise<void> };
 
 type Waiting = { readonly push: PushToLog; readonly bytes: number; resolve(at: Position): void; reject(error: unknown): void };
 
@@ -47,7 +52,7 @@ type Request = { readonly points: LogMessage[]; readonly tasks: LogMessage[]; re
 export class PushLog {
   private readonly deps: PushLogDeps;
   private readonly queue: Waiting[] = [];
-  private readonly idle: Array<() => Promise<LogTransaction>>;
+  private readonly idle: PushWriter[];
 
   constructor(deps: PushLogDeps) {
     if (deps.writers.length === 0) throw new Error('a push log needs at least one writer');
@@ -63,22 +68,35 @@ export class PushLog {
     });
   }
 
-  /** Starts a transaction on every idle writer while pushes wait; each takes the pushes waiting when it starts. */
+  /**
+   * Starts a transaction on every idle writer while pushes wait; each takes the pushes waiting
+   * when it starts. A transaction that fails or outlasts the deadline leaves its outcome unknown
+   * (a commit cut short may land yet): the writer is renewed before the pushes are told, so that
+   * by then the transaction has committed or aborted for good, and the log read to its end says
+   * which (the caller's part: a push whose task is there was stored).
+   */
   private drain(): void {
     while (this.queue.length > 0 && this.idle.length > 0) {
       const writer = this.idle.pop()!;
       const group = this.takeGroup();
-      void this.commit(writer, group).then((positions) => {
+      void this.commitWithin(writer, group).then((positions) => {
         this.deps.committed?.(group.length);
         group.forEach((w, i) => w.resolve(positions[i]!));
-      }, (error: unknown) => {
-        this.deps.logger.warn({ err: error, pushes: group.length }, 'a transaction of pushes failed; none of them was stored');
+      }, async (error: unknown) => {
+        this.deps.logger.warn({ err: error, pushes: group.length }, 'a transaction of pushes failed; its writer is renewed, which settles it');
+        await withTimeout(writer.renew(), this.deps.deadlineMs, 'renewing a push writer').catch((renewal: unknown) => this.deps.logger.warn({ err: renewal }, 'a push writer could not be renewed yet; its next transaction tries again'));
         for (const w of group) w.reject(error);
       }).finally(() => {
         this.idle.push(writer);
         this.drain();
       });
     }
+  }
+
+  private commitWithin(writer: PushWriter, group: readonly Waiting[]): Promise<Position[]> {
+    const commit = this.commit(writer, group);
+    commit.catch(() => undefined); // told through the race below, or too late to matter once renewed
+    return withTimeout(commit, this.deps.deadlineMs, 'a transaction of pushes');
   }
 
   /** The pushes waiting, in order, up to the transaction's bytes (always at least one). */
@@ -90,11 +108,11 @@ export class PushLog {
   }
 
   /** One transaction for the group; returns each push's MetricsPushed position, in the group's order. */
-  private async commit(transaction: () => Promise<LogTransaction>, group: readonly Waiting[]): Promise<Position[]> {
+  private async commit(writer: PushWriter, group: readonly Waiting[]): Promise<Position[]> {
     const { topics } = this.deps;
     const partitions = await this.deps.partitions();
     const requests = this.requests(group, partitions);
-    const tx = await transaction();
+    const tx = await writer.transaction();
     const positions = new Map<Waiting, Position>();
     try {
       for (const request of requests) {

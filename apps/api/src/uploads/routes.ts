@@ -50,6 +50,8 @@ export type SubmitDeps = {
   readonly find: (taskId: string) => Promise<Task | undefined>;
   /** Resolves once this process has folded the event at `position`. */
   readonly applied: (position: Position | null) => Promise<void>;
+  /** Resolves once this process has folded the task's partition of the tasks log to its end (pushes only). */
+  readonly settled?: (taskId: string) => Promise<void>;
 };
 
 type UploadCommand = Omit<MetricsUploadRequested, 'type' | 'task_id'>;
@@ -409,7 +411,9 @@ type PushedRequest = Pick<MetricsPushed, 'task_id' | 'user_name' | 'at' | 'metri
  */
 async function submitPush(submit: SubmitDeps, push: PushDeps, request: PushedRequest, decision: PushDecision): Promise<'written' | 'repeated'> {
   const keyed = request.idempotency_key !== null;
-  const known = keyed ? await submit.find(request.task_id) : undefined;
+  // A first attempt under the key may be in the log and not yet folded here (it came to another
+  // instance, or its answer was lost): the fold reads the task's partition to its end first.
+  const known = keyed ? await storedTask(submit, request.task_id) : undefined;
   if (known) {
     assertSameUpload(known, request);
     return 'repeated';
@@ -422,14 +426,31 @@ async function submitPush(submit: SubmitDeps, push: PushDeps, request: PushedReq
   const { batches, rows_total, points_accepted, rows_rejected, errors, metrics } = decision;
   let position: Position;
   try {
-    position = await withTimeout(push.log.append({ batches, pushed: { ...request, rows_total, points_accepted, rows_rejected, errors, metrics } }), submit.ackTimeoutMs, 'kafka');
+    // Bounded by the push log (MERIDIAN_KAFKA_ACK_TIMEOUT_MS), which settles a transaction it gives up on before it says so.
+    position = await push.log.append({ batches, pushed: { ...request, rows_total, points_accepted, rows_rejected, errors, metrics } });
   } catch (cause) {
+    // A commit cut short may have landed after all: then the push is stored, and says so.
+    const landed = await storedTask(submit, request.task_id).catch(() => undefined);
+    if (landed) {
+      assertSameUpload(landed, request);
+      return 'written';
+    }
     throw new DomainError('unavailable', 'the event log is not reachable; the upload was not accepted, retry later with the same Idempotency-Key', [], { cause });
   }
   await submit.applied(position).catch(() => undefined);
   const kept = keyed ? await submit.find(request.task_id).catch(() => undefined) : undefined;
   if (kept) assertSameUpload(kept, request);
   return 'written';
+}
+
+/** The task as the log holds it, once this process has read the task's partition to its end; 503 when the log does not answer in time. */
+async function storedTask(submit: SubmitDeps, taskId: string): Promise<Task | undefined> {
+  try {
+    if (submit.settled) await withTimeout(submit.settled(taskId), submit.ackTimeoutMs, 'the tasks log');
+  } catch (cause) {
+    throw new DomainError('unavailable', 'the event log is not reachable; the upload was not accepted, retry later with the same Idempotency-Key', [], { cause });
+  }
+  return submit.find(taskId);
 }
 
 /** A push with invalid rows under on_error=fail (or a metric it may not write): 400 with the rows, as its task would have failed. */
