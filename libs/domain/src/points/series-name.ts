@@ -53,7 +53,10 @@ export function labelNameProblem(name: string): string | null {
   return null;
 }
 
-export type SeriesNameResult = { readonly ok: true; readonly name: string } | { readonly ok: false; readonly reason: string };
+/** The name, and the labels it holds (sorted, empty values left out), or why there is none. */
+export type SeriesNameResult =
+  | { readonly ok: true; readonly name: string; readonly labels: readonly Label[] }
+  | { readonly ok: false; readonly reason: string };
 
 /**
  * The canonical name of the series `metric` with `labels` (any order), or why there is none:
@@ -68,8 +71,8 @@ export function seriesName(metric: string, labels: readonly Label[]): SeriesName
     return { ok: false, reason: `metric name ${JSON.stringify(metric)} must not contain { } " or \\ when the series has labels` };
   }
   let text = metric;
-  if (kept.length > 0) {
-    const sorted = kept.length === 1 ? kept : [...kept].sort((a, b) => compareCodePoints(a[0], b[0]));
+  const sorted = kept.length <= 1 ? kept : kept.sort((a, b) => compareCodePoints(a[0], b[0]));
+  if (sorted.length > 0) {
     const parts: string[] = [];
     for (let i = 0; i < sorted.length; i++) {
       const [name, value] = sorted[i]!;
@@ -82,7 +85,7 @@ export function seriesName(metric: string, labels: readonly Label[]): SeriesName
   }
   const problem = metricNameProblem(text);
   if (problem !== null) return { ok: false, reason: `series name ${problem}` };
-  return { ok: true, name: text };
+  return { ok: true, name: text, labels: sorted };
 }
 
 export type ParsedSeriesName = { readonly metric: string; readonly labels: Label[] };
