@@ -7,9 +7,10 @@
 #   Go:         only when the machine's go is missing or too old: the toolchain module from the
 #               Go module proxy (golang.org/toolchain), checked against its go.sum hash
 #   test tools: chromium (Debian), schemathesis, kubernetes-validate and the Python client's
-#               test libraries (PyPI, virtualenvs), helm (`go install`, Go module proxy)
+#               test libraries (PyPI, virtualenvs), helm (`go install`, Go module proxy),
+#               VictoriaMetrics (the protocols' conformance test)
 # Each step prints one line: what it installs and roughly how long that takes (on 2 cores).
-#   VictoriaMetrics (bench-ingest's peer only): Debian's victoria-metrics, unpacked into the cache
+#   VictoriaMetrics (bench-ingest's peer, the protocols' conformance test): Debian's victoria-metrics, unpacked into the cache
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -212,6 +213,7 @@ install_cluster() {
 }
 
 install_test_tools() {
+  install_victoria_metrics
   install_chromium
   install_schemathesis
   install_helm
