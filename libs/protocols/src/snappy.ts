@@ -1,4 +1,4 @@
-import { uncompress } from 'snappyjs';
+import { uncompressSync } from 'snappy';
 import { malformed, tooLarge } from './decoded.ts';
 
 /**
@@ -21,7 +21,9 @@ export function snappyDeclaredLength(block: Uint8Array): number {
 /**
  * Uncompresses a snappy block (the framing Prometheus remote write uses: one block, no stream
  * frames) of at most `maxBytes` uncompressed bytes. The declared length is checked before the
- * output is allocated, so a bomb costs nothing; a stream that is not snappy is malformed.
+ * output is allocated, so a bomb costs nothing; the decoder (Rust's snap, through napi-rs'
+ * snappy) checks every literal and copy against both buffers and the output's declared length,
+ * so a forged stream is malformed, never a loop or a read out of bounds.
  */
 export function snappyUncompressBounded(block: Uint8Array, maxBytes: number): Uint8Array {
   const declared = snappyDeclaredLength(block);
@@ -29,7 +31,7 @@ export function snappyUncompressBounded(block: Uint8Array, maxBytes: number): Ui
   if (declared > maxBytes) throw tooLarge(`the body declares ${declared} bytes uncompressed, more than ${maxBytes}`);
   if (declared > block.length * MAX_EXPANSION + 64) throw malformed(`the body declares ${declared} bytes uncompressed, more than a snappy block of ${block.length} bytes can hold`);
   try {
-    return uncompress(block, maxBytes);
+    return uncompressSync(block, { asBuffer: true }) as Buffer;
   } catch (error) {
     throw malformed(`the body is not a valid snappy block: ${(error as Error).message}`);
   }

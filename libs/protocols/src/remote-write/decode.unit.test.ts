@@ -1,6 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import protobuf from 'protobufjs';
-import { compress } from 'snappyjs';
+import { compressSync as compress } from 'snappy';
 import { describe, expect, it } from 'vitest';
 import { decodeRemoteWrite, decodeRemoteWriteBody, decodeRemoteWriteV2 } from './decode.ts';
 
@@ -129,6 +129,12 @@ describe('decodeRemoteWriteBody', () => {
     expect(() => decodeRemoteWriteBody(bomb, '1.0')).toThrow(expect.objectContaining({ code: 'payload_too_large', message: 'the body declares 1073741824 bytes uncompressed, more than 8388608' }));
     const forged = Uint8Array.from([0x80, 0x80, 0x10, 0x00, 0x61]); // 256 KiB from 5 bytes
     expect(() => decodeRemoteWriteBody(forged, '1.0')).toThrow(expect.objectContaining({ code: 'validation' }));
+  });
+
+  it('refuses a literal whose 4-byte length is negative as a 32-bit integer (a JavaScript snappy looped forever on it)', () => {
+    // 1892 bytes declared, then a literal (tag 0xfc: a 4-byte length) of length 0x8d8e7c75 + 1.
+    const forged = Uint8Array.from([0xe4, 0x0e, 0xfc, 0x75, 0x7c, 0x8e, 0x8d, ...Array<number>(140).fill(0x61)]);
+    for (let i = 0; i < 3; i++) expect(() => decodeRemoteWriteBody(forged, '1.0')).toThrow(expect.objectContaining({ code: 'validation' }));
   });
 
   it('refuses a body that is not snappy', () => {
