@@ -4,6 +4,7 @@ import { seriesName, type Label } from '@meridian/domain';
 import { decodeInfluxLines, decodeRemoteWriteBody, sanitizeLabelName, type DecodedPush } from '@meridian/protocols';
 import type { Captured, Manifest } from '../fixtures/protocols/record.ts';
 import { startVictoriaMetricsProcess, type VictoriaMetricsProcess } from '../support/victoria-metrics.ts';
+import { decodeOtlpMetrics } from '@meridian/protocols';
 
 /**
  * Conformance with the peer: the recorded pushes of the real senders (test/fixtures/protocols)
@@ -17,8 +18,13 @@ import { startVictoriaMetricsProcess, type VictoriaMetricsProcess } from '../sup
  *   as label names (`dev_name`), so VictoriaMetrics' keys are sanitised before naming;
  * - Influx string fields: VictoriaMetrics 1.79 stores them as 0; Meridian drops and counts them
  *   (a 0 that was text is no measurement), so the fixture's one string field is left out;
- * - OTLP: Debian's victoria-metrics (1.79) has no OpenTelemetry ingestion (it came in 1.92), so
- *   OTLP is not compared here; its fixtures are checked by name and value in the unit tier.
+ * - OTLP: Debian's victoria-metrics (1.79) has no OpenTelemetry ingestion (it came in 1.92).
+ *   Given a newer one in VICTORIA_METRICS_OTLP_BIN (1.110 was built for this from its Go module:
+ *   `go mod download` it, copy the module and `go build -mod=mod ./app/victoria-metrics`), the OTLP
+ *   protobuf recordings are compared too, with -opentelemetry.usePrometheusNaming: the metric names
+ *   are the same; VictoriaMetrics keeps service.name, service.namespace and service.instance.id as
+ *   labels where Meridian makes job and instance of them, so its labels are mapped alike. It reads
+ *   no OTLP/JSON. Without that binary the OTLP case is skipped, and says so.
  */
 const dir = new URL('../fixtures/protocols/', import.meta.url);
 const manifest = JSON.parse(readFileSync(new URL('manifest.json', dir), 'utf8')) as Manifest;
@@ -48,7 +54,7 @@ function dedupe(list: Array<[number, number]>): Array<[number, number]> {
 type Exported = { metric: Record<string, string>; values: Array<number | null>; timestamps: number[] };
 
 /** Everything VictoriaMetrics holds, named by Meridian's rule (label names through `labelName`). */
-async function exportAll(vm: VictoriaMetricsProcess, labelName: (name: string) => string): Promise<Points> {
+async function exportAll(vm: VictoriaMetricsProcess, labelName: (name: string) => string, mapLabels: (labels: Label[]) => Label[] = (l) => l): Promise<Points> {
   const flushed = await fetch(`${vm.base}/internal/force_flush`);
   expect(flushed.ok).toBe(true);
   const res = await fetch(`${vm.base}/api/v1/export?match[]=${encodeURIComponent('{__name__!=""}')}&start=0`);
@@ -57,7 +63,7 @@ async function exportAll(vm: VictoriaMetricsProcess, labelName: (name: string) =
   for (const line of (await res.text()).split('\n').filter(Boolean)) {
     const e = JSON.parse(line) as Exported;
     const { __name__: metric, ...rest } = e.metric;
-    const labels: Label[] = Object.entries(rest).map(([k, v]) => [labelName(k), v]);
+    const labels = mapLabels(Object.entries(rest).map(([k, v]): Label => [labelName(k), v]));
     const named = seriesName(metric!, labels);
     if (!named.ok) throw new Error(`VictoriaMetrics' series ${line.slice(0, 200)} has no Meridian name: ${named.reason}`);
     // Stale markers come back as NaN (null in JSON): Meridian does not store them.
@@ -107,6 +113,30 @@ describe('conformance of names, values and timestamps with VictoriaMetrics', () 
       expect(ours.size).toBe(5);
     } finally {
       await vmInflux.stop();
+    }
+  });
+
+  const otlpBin = process.env.VICTORIA_METRICS_OTLP_BIN;
+  it.skipIf(!otlpBin)('OTLP protobuf: the same series as VictoriaMetrics 1.92+ with -opentelemetry.usePrometheusNaming (needs VICTORIA_METRICS_OTLP_BIN)', async () => {
+    const vmOtlp = await startVictoriaMetricsProcess(['-opentelemetry.usePrometheusNaming'], otlpBin);
+    try {
+      const requests = manifest.requests.filter((r) => r.sender === 'otlp-proto');
+      for (const r of requests) {
+        const res = await fetch(`${vmOtlp.base}/opentelemetry/v1/metrics`, { method: 'POST', headers: r.headers, body: body(r) });
+        expect(res.status).toBe(200);
+      }
+      const ours = pointsOf(requests.map((r) => decodeOtlpMetrics(body(r), 'protobuf')));
+      // VictoriaMetrics keeps the service attributes as labels; Meridian makes job and instance of them.
+      const theirs = await exportAll(vmOtlp, (name) => name, (labels) => {
+        const get = (name: string) => labels.find(([k]) => k === name)?.[1] ?? '';
+        const service = labels.filter(([k]) => !k.startsWith('service_'));
+        const job = get('service_namespace') !== '' ? `${get('service_namespace')}/${get('service_name')}` : get('service_name');
+        return [...service, ['job', job], ['instance', get('service_instance_id')]];
+      });
+      expect(sortedEntries(theirs)).toEqual(sortedEntries(ours));
+      expect(ours.size).toBe(9);
+    } finally {
+      await vmOtlp.stop();
     }
   });
 });

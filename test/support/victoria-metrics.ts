@@ -18,8 +18,7 @@ export function victoriaMetricsBin(): string {
   return process.env.VICTORIA_METRICS_BIN ?? join(cache, 'victoria-metrics', 'usr', 'bin', 'victoria-metrics');
 }
 
-export async function startVictoriaMetricsProcess(extraFlags: readonly string[] = []): Promise<VictoriaMetricsProcess> {
-  const bin = victoriaMetricsBin();
+export async function startVictoriaMetricsProcess(extraFlags: readonly string[] = [], bin = victoriaMetricsBin()): Promise<VictoriaMetricsProcess> {
   if (!existsSync(bin)) throw new Error(`${bin} is missing: run deploy/local/install.sh victoria-metrics (make test installs it with the test tools)`);
   const dataDir = mkdtempSync(join(tmpdir(), 'meridian-vm-'));
   const port = await freePort();
