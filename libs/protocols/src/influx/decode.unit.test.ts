@@ -124,3 +124,13 @@ describe('integer fields', () => {
     expect(decode('m a=-1u 1', { precision: 'ms' }).rejected[0]!.reason).toBe('field a: invalid unsigned integer "-1u"');
   });
 });
+
+describe('refusals past the listed ones', () => {
+  it('lists the first maxRejectionsListed and counts them all', () => {
+    const lines = Array.from({ length: 250 }, (_, i) => `m v=bad${i} 1`).join('\n');
+    const push = decode(lines, { precision: 'ms', maxRejectionsListed: 100 });
+    expect(push.rejected).toHaveLength(100);
+    expect(push.rejected[99]!.where).toBe('line 100');
+    expect(push.rejectedPoints).toBe(250);
+  });
+});

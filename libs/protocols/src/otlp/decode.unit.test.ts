@@ -126,6 +126,20 @@ describe('decodeOtlpMetrics', () => {
     expect(() => decodeOtlpMetrics(Buffer.from(JSON.stringify(json)), 'json', { maxSamples: 50 })).toThrow(expect.objectContaining({ code: 'payload_too_large' }));
   });
 
+  it('refuses a body over the byte bound before reading it', () => {
+    const json = request([{ name: 'm', gauge: { dataPoints: [{ timeUnixNano: NS, asDouble: 1 }] } }]);
+    expect(() => decodeOtlpMetrics(toProtobuf(json), 'protobuf', { maxBytes: 16 })).toThrow(expect.objectContaining({ code: 'payload_too_large' }));
+    expect(() => decodeOtlpMetrics(Buffer.from(JSON.stringify(json)), 'json', { maxBytes: 16 })).toThrow(expect.objectContaining({ code: 'payload_too_large' }));
+  });
+
+  it('refuses an attribute value nested past the depth bound', () => {
+    let value: unknown = { stringValue: 'x' };
+    for (let i = 0; i < 12; i++) value = { arrayValue: { values: [value] } };
+    const json = request([{ name: 'm', gauge: { dataPoints: [{ timeUnixNano: NS, asDouble: 1, attributes: [attr('deep', value)] }] } }], []);
+    expect(() => decodeOtlpMetrics(toProtobuf(json), 'protobuf')).toThrow(expect.objectContaining({ code: 'validation' }));
+    expect(() => decodeOtlpMetrics(Buffer.from(JSON.stringify(json)), 'json')).toThrow(expect.objectContaining({ code: 'validation' }));
+  });
+
   it('refuses a huge repeated field of empty metrics by the series bound', () => {
     const json = request(Array.from({ length: 2000 }, () => ({})), []);
     expect(() => decodeOtlpMetrics(toProtobuf(json), 'protobuf', { maxSeries: 1000 })).toThrow(expect.objectContaining({ code: 'payload_too_large' }));

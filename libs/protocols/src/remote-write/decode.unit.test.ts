@@ -110,6 +110,10 @@ describe('decodeRemoteWrite', () => {
     expect(push.series).toHaveLength(1);
   });
 
+  it('refuses an uncompressed body over the byte bound', () => {
+    expect(() => decodeRemoteWrite(encode([{ labels: { __name__: 'm' }, samples: [[T, 1]] }]), { maxBytes: 8 })).toThrow(expect.objectContaining({ code: 'payload_too_large' }));
+  });
+
   it('a huge repeated field of empty series is refused by the series bound, not held', () => {
     const body = new Uint8Array(2 * 200_000);
     for (let i = 0; i < body.length; i += 2) body[i] = 0x0a; // 200,000 empty TimeSeries
