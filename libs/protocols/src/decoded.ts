@@ -99,6 +99,17 @@ export class SeriesCollector {
     return { ok: true, series };
   }
 
+  /** The series of a name made and checked before (a SeriesNameCache hit), made on first use. */
+  openNamed(named: { readonly name: string; readonly metric: string; readonly labels: readonly Label[] }): DecodedSeries {
+    let series = this.byName.get(named.name);
+    if (series === undefined) {
+      this.countSeries();
+      series = { name: named.name, metric: named.metric, labels: named.labels, timestamps: [], values: [] };
+      this.byName.set(named.name, series);
+    }
+    return series;
+  }
+
   /**
    * Adds one point, or answers why it is refused (the caller records it with its place):
    * a timestamp outside 1970 to 2105, a value that is not a finite number (NaN that is not a

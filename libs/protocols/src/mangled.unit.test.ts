@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { DomainError } from '@meridian/domain';
 import type { DecodedPush } from './decoded.ts';
 import { decodeInfluxLines } from './influx/decode.ts';
+import { SeriesNameCache } from './name-cache.ts';
 import { decodeOtlpMetrics } from './otlp/decode.ts';
 import { decodeRemoteWrite, decodeRemoteWriteBody, decodeRemoteWriteV2 } from './remote-write/decode.ts';
 
@@ -51,9 +52,11 @@ function mangle(bytes: Uint8Array, random: (n: number) => number): Uint8Array {
 
 const CASES = 20000;
 const limits = { maxSeries: 500, maxSamples: 5000 };
+const names = new SeriesNameCache(1000);
 
 const decoders: Array<[string, Uint8Array, (b: Uint8Array) => DecodedPush]> = [
   ['remote write body (snappy)', read('prometheus/01.snappy'), (b) => decodeRemoteWriteBody(b, '1.0', limits)],
+  ['remote write (protobuf), names cached across cases', uncompressSync(read('prometheus/04.snappy'), { asBuffer: true }) as Buffer, (b) => decodeRemoteWrite(b, { ...limits, names })],
   ['remote write (protobuf)', uncompressSync(read('prometheus/03.snappy'), { asBuffer: true }) as Buffer, (b) => decodeRemoteWrite(b, limits)],
   ['remote write 2.0 read from a 1.0 body', uncompressSync(read('prometheus/02.snappy'), { asBuffer: true }) as Buffer, (b) => decodeRemoteWriteV2(b, limits)],
   ['OTLP protobuf', read('otlp-proto/01.pb'), (b) => decodeOtlpMetrics(b, 'protobuf', limits)],

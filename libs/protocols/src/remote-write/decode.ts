@@ -1,5 +1,6 @@
 import type { Label } from '@meridian/domain';
-import { malformed, SeriesCollector, tooLarge, type DecodedPush } from '../decoded.ts';
+import { malformed, SeriesCollector, tooLarge, type DecodedPush, type DecodedSeries } from '../decoded.ts';
+import type { SeriesNameCache } from '../name-cache.ts';
 import { compileLimits, type ProtocolLimits } from '../limits.ts';
 import {
   decodingProtobuf,
@@ -39,33 +40,30 @@ function describe(head: SeriesHead): string {
   return text.length > 200 ? `${text.slice(0, 200)}...` : text;
 }
 
-/**
- * Refuses the series when it cannot be named, else reads its samples into it. The labels are
- * read in a first pass and the samples in a second, since the wire does not promise their order.
- */
-function finishSeries(
-  r: Reader,
-  collector: SeriesCollector,
-  head: SeriesHead,
-  start: number,
-  end: number,
-  samplesField: number,
-): void {
+/** The series of `head`, or null when it cannot be named (then it is refused with its reason and points). */
+function nameSeries(collector: SeriesCollector, head: SeriesHead): DecodedSeries | null {
   const points = head.samples + head.histograms;
   if (head.labelCount > head.labels.length) {
     collector.refuseSeries(describe(head), `has ${head.labelCount} labels, more than ${collector.limits.maxLabels}`, points);
-    return;
+    return null;
   }
   if (head.metric === null || head.metric === '') {
     collector.refuseSeries(describe(head), 'the series has no __name__ label', points);
-    return;
+    return null;
   }
   const opened = collector.open(head.metric, head.labels);
   if (!opened.ok) {
     collector.refuseSeries(describe(head), opened.reason, points);
-    return;
+    return null;
   }
-  const series = opened.series;
+  return opened.series;
+}
+
+/**
+ * Reads a named series' samples, a pass of their own since the wire does not promise that
+ * labels come first; refuses its native histograms.
+ */
+function writePoints(r: Reader, collector: SeriesCollector, series: DecodedSeries, head: SeriesHead, start: number, end: number, samplesField: number): void {
   if (head.histograms > 0) {
     collector.countSamples(head.histograms);
     collector.refusePoints(series.name, 'native histograms are not stored (send classic histograms: _bucket, _sum, _count)', head.histograms);
@@ -102,6 +100,13 @@ function finishSeries(
   }
 }
 
+/** Names the series and reads its samples, or refuses it. */
+function finishSeries(r: Reader, collector: SeriesCollector, head: SeriesHead, start: number, end: number, samplesField: number): DecodedSeries | null {
+  const series = nameSeries(collector, head);
+  if (series !== null) writePoints(r, collector, series, head, start, end, samplesField);
+  return series;
+}
+
 /** Counts the samples and histograms of a TimeSeries without reading them. */
 function countPoints(r: Reader, tag: number, head: SeriesHead, samplesField: number, histogramsField: number): boolean {
   const field = tag >>> 3;
@@ -114,45 +119,95 @@ function countPoints(r: Reader, tag: number, head: SeriesHead, samplesField: num
   return true;
 }
 
+/**
+ * One pass over a TimeSeries that reads no string: counts its labels, samples and histograms
+ * into `head`, and answers where its labels end when they all come first (as Prometheus writes
+ * them), or -1.
+ */
+function scanSeries(r: Reader, end: number, head: SeriesHead): number {
+  let prefixEnd = r.pos;
+  let labelsDone = false;
+  let contiguous = true;
+  while (r.pos < end) {
+    const t = r.uint32();
+    if (t === ((1 << 3) | WIRE_BYTES)) {
+      head.labelCount++;
+      r.pos = fieldEnd(r, end);
+      if (labelsDone) contiguous = false;
+      else prefixEnd = r.pos;
+    } else {
+      labelsDone = true;
+      if (!countPoints(r, t, head, 2, 4)) skipField(r, t & 7);
+    }
+  }
+  expectEnd(r, end);
+  return contiguous ? prefixEnd : -1;
+}
+
+/** Reads the labels of a TimeSeries into `head`, at most maxLabels of them besides the name. */
+function readLabels(r: Reader, end: number, head: SeriesHead, maxLabels: number): void {
+  let seen = 0;
+  while (r.pos < end) {
+    const t = r.uint32();
+    if (t !== ((1 << 3) | WIRE_BYTES)) {
+      skipField(r, t & 7);
+      continue;
+    }
+    const labelEnd = fieldEnd(r, end);
+    // Past the bound the labels are only counted (scanSeries did): a huge repeated field allocates nothing.
+    if (++seen > maxLabels + 1) {
+      r.pos = labelEnd;
+      continue;
+    }
+    let name = '';
+    let value = '';
+    while (r.pos < labelEnd) {
+      const lt = r.uint32();
+      if (lt === ((1 << 3) | WIRE_BYTES)) name = r.string();
+      else if (lt === ((2 << 3) | WIRE_BYTES)) value = r.string();
+      else skipField(r, lt & 7);
+    }
+    expectEnd(r, labelEnd);
+    if (name === METRIC_LABEL) {
+      head.labelCount--;
+      head.metric = value;
+    } else if (head.labels.length < maxLabels) head.labels.push([name, value]);
+  }
+}
+
+/** The bytes of a series' labels as a Map key (latin1 keeps each byte as one character). */
+function labelsKey(bytes: Uint8Array, start: number, end: number): string {
+  return Buffer.from(bytes.buffer, bytes.byteOffset + start, end - start).toString('latin1');
+}
+
+export type RemoteWriteOptions = Partial<ProtocolLimits> & {
+  /** Names kept across requests (the caller's), so that a series sent again is not named again. */
+  readonly names?: SeriesNameCache;
+};
+
 /** Decodes an uncompressed remote write 1.0 body (`prometheus.WriteRequest`). */
-export function decodeRemoteWrite(bytes: Uint8Array, options: Partial<ProtocolLimits> = {}): DecodedPush {
-  const limits = compileLimits(options);
+export function decodeRemoteWrite(bytes: Uint8Array, options: RemoteWriteOptions = {}): DecodedPush {
+  const { names, ...limitOptions } = options;
+  const limits = compileLimits(limitOptions);
   if (bytes.length > limits.maxBytes) throw tooLarge(`the body is ${bytes.length} bytes, more than ${limits.maxBytes}`);
+  names?.useLimits(limits);
   const collector = new SeriesCollector(limits);
   return decodingProtobuf('remote write request', () => {
     const r = readerOf(bytes);
     eachMessage(r, r.len, 1, (end) => {
       const start = r.pos;
       const head: SeriesHead = { metric: null, labels: [], labelCount: 0, samples: 0, histograms: 0 };
-      while (r.pos < end) {
-        const t = r.uint32();
-        if (t === ((1 << 3) | WIRE_BYTES)) {
-          const labelEnd = fieldEnd(r, end);
-          head.labelCount++;
-          // Past the bound the labels are only counted: a huge repeated field allocates nothing.
-          if (head.labelCount > limits.maxLabels + 1) {
-            r.pos = labelEnd;
-            continue;
-          }
-          let name = '';
-          let value = '';
-          while (r.pos < labelEnd) {
-            const lt = r.uint32();
-            if (lt === ((1 << 3) | WIRE_BYTES)) name = r.string();
-            else if (lt === ((2 << 3) | WIRE_BYTES)) value = r.string();
-            else skipField(r, lt & 7);
-          }
-          expectEnd(r, labelEnd);
-          if (name === METRIC_LABEL) {
-            head.labelCount--;
-            head.metric = value;
-          } else if (head.labels.length < limits.maxLabels) head.labels.push([name, value]);
-        } else if (!countPoints(r, t, head, 2, 4)) {
-          skipField(r, t & 7);
-        }
+      const prefixEnd = scanSeries(r, end, head);
+      const key = names !== undefined && prefixEnd > start ? labelsKey(bytes, start, prefixEnd) : null;
+      const known = key === null ? undefined : names!.get(key);
+      if (known !== undefined) {
+        writePoints(r, collector, collector.openNamed(known), head, start, end, 2);
+        return;
       }
-      expectEnd(r, end);
-      finishSeries(r, collector, head, start, end, 2);
+      r.pos = start;
+      readLabels(r, end, head, limits.maxLabels);
+      const series = finishSeries(r, collector, head, start, end, 2);
+      if (series !== null && key !== null) names!.set(key, series);
     });
     return collector.result();
   });
@@ -219,8 +274,9 @@ export function decodeRemoteWriteV2(bytes: Uint8Array, options: Partial<Protocol
 }
 
 /** Decodes a remote write body as sent: one snappy block, uncompressed to at most `maxBytes`. */
-export function decodeRemoteWriteBody(body: Uint8Array, version: '1.0' | '2.0', options: Partial<ProtocolLimits> = {}): DecodedPush {
-  const limits = compileLimits(options);
+export function decodeRemoteWriteBody(body: Uint8Array, version: '1.0' | '2.0', options: RemoteWriteOptions = {}): DecodedPush {
+  const { names, ...limitOptions } = options;
+  const limits = compileLimits(limitOptions);
   const bytes = snappyUncompressBounded(body, limits.maxBytes);
-  return version === '1.0' ? decodeRemoteWrite(bytes, limits) : decodeRemoteWriteV2(bytes, limits);
+  return version === '1.0' ? decodeRemoteWrite(bytes, { ...limits, names }) : decodeRemoteWriteV2(bytes, limits);
 }

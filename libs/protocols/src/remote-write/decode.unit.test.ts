@@ -2,6 +2,7 @@ import { fileURLToPath } from 'node:url';
 import protobuf from 'protobufjs';
 import { compressSync as compress } from 'snappy';
 import { describe, expect, it } from 'vitest';
+import { SeriesNameCache } from '../name-cache.ts';
 import { decodeRemoteWrite, decodeRemoteWriteBody, decodeRemoteWriteV2 } from './decode.ts';
 
 // The tests encode with the .proto files the decoder follows, through protobufjs' reflection.
@@ -118,6 +119,47 @@ describe('decodeRemoteWrite', () => {
     const body = new Uint8Array(2 * 200_000);
     for (let i = 0; i < body.length; i += 2) body[i] = 0x0a; // 200,000 empty TimeSeries
     expect(() => decodeRemoteWrite(body, { maxSeries: 1000 })).toThrow(expect.objectContaining({ code: 'payload_too_large' }));
+  });
+});
+
+describe('a SeriesNameCache kept across requests', () => {
+  const series: Series[] = [
+    { labels: { __name__: 'http_requests_total', job: 'api', code: '200' }, samples: [[T, 1]] },
+    { labels: { __name__: 'up', job: 'api' }, samples: [[T, 1], { timestamp: T + 1, value: STALE }] },
+    { labels: { __name__: 'bad', 'a.b': 'x' }, samples: [[T, 1]] },
+  ];
+
+  it('decodes as without it, and names a series sent again from the cache', () => {
+    const names = new SeriesNameCache();
+    const without = decodeRemoteWrite(encode(series));
+    expect(decodeRemoteWrite(encode(series), { names })).toEqual(without);
+    expect(names.size).toBe(2); // refused series are not kept
+    expect(decodeRemoteWrite(encode(series), { names })).toEqual(without);
+    expect(names.size).toBe(2);
+  });
+
+  it('is emptied when the limits change, and when full', () => {
+    const names = new SeriesNameCache(1);
+    decodeRemoteWrite(encode(series), { names });
+    expect(names.size).toBe(1);
+    const push = decodeRemoteWrite(encode(series), { names, maxLabelValueLength: 2 });
+    expect(push.rejected.map((r) => r.reason)).toContain('the value of label job is longer than 2 characters');
+  });
+
+  it('reads labels sent after samples as well (no cache key then)', () => {
+    const names = new SeriesNameCache();
+    const L = v1.lookupTypeOrEnum('prometheus.Label');
+    const S = v1.lookupTypeOrEnum('prometheus.Sample');
+    const w = protobuf.Writer.create();
+    const ts = protobuf.Writer.create();
+    L.encode({ name: '__name__', value: 'm' }, ts.uint32(10).fork()).ldelim();
+    S.encode({ value: 2, timestamp: T }, ts.uint32(18).fork()).ldelim();
+    L.encode({ name: 'job', value: 'late' }, ts.uint32(10).fork()).ldelim();
+    const tsBytes = ts.finish();
+    w.uint32(10).bytes(tsBytes);
+    const body = w.finish();
+    for (let i = 0; i < 2; i++) expect(decodeRemoteWrite(body, { names }).series.map((s) => s.name)).toEqual(['m{job="late"}']);
+    expect(names.size).toBe(0);
   });
 });
 
