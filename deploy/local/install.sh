@@ -185,7 +185,11 @@ install_victoria_metrics() {
   [ -x "$VICTORIA_METRICS_BIN" ] && return 0
   log "fetching Debian's victoria-metrics package into $VICTORIA_METRICS_HOME (a few seconds, once)"
   local tmp; tmp="$(mktemp -d)"
-  (cd "$tmp" && apt-get download -qq victoria-metrics >&2) || { rm -rf "$tmp"; die "apt-get download victoria-metrics failed (apt-get update first?)"; }
+  # A machine whose package lists were never fetched has no candidate yet: fetch them once and retry.
+  if ! (cd "$tmp" && apt-get download -qq victoria-metrics >&2); then
+    apt_get update -qq >/dev/null
+    (cd "$tmp" && apt-get download -qq victoria-metrics >&2) || { rm -rf "$tmp"; die "apt-get download victoria-metrics failed"; }
+  fi
   rm -rf "$VICTORIA_METRICS_HOME.partial"
   dpkg-deb -x "$tmp"/victoria-metrics_*.deb "$VICTORIA_METRICS_HOME.partial" || { rm -rf "$tmp"; die "dpkg-deb -x failed"; }
   rm -rf "$tmp" "$VICTORIA_METRICS_HOME"
@@ -213,12 +217,12 @@ install_cluster() {
 }
 
 install_test_tools() {
-  install_victoria_metrics
   install_chromium
   install_schemathesis
   install_helm
   install_kubernetes_validate
   install_python_client
+  install_victoria_metrics
 }
 
 install_all() {
