@@ -161,6 +161,11 @@ export class SeriesCollector {
     if (this.rejected.length < this.limits.maxRejectionsListed) this.rejected.push({ where, reason, points });
   }
 
+  /** Points refused so far (to tell whether one input item lost any). */
+  get refusedSoFar(): number {
+    return this.rejectedPoints;
+  }
+
   private countSeries(): void {
     if (this.byName.size + 1 + this.refusedSeries > this.limits.maxSeries) throw this.seriesBound();
   }

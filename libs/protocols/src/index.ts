@@ -15,6 +15,7 @@ export type { NamedSeries } from './name-cache.ts';
 export { decodeOtlpMetrics } from './otlp/decode.ts';
 export type { OtlpFormat } from './otlp/decode.ts';
 export { otlpPartialSuccess } from './otlp/to-series.ts';
+export type { OtlpDecodedPush } from './otlp/to-series.ts';
 export { otlpMetricName } from './otlp/metric-name.ts';
 export { decodeInfluxLines, influxPartialWriteMessage, parseInfluxPrecision } from './influx/decode.ts';
 export type { InfluxOptions, InfluxPrecision } from './influx/decode.ts';

@@ -110,8 +110,22 @@ describe('decodeOtlpMetrics', () => {
     ]);
     expect(otlpPartialSuccess(push)).toEqual({
       rejectedDataPoints: 4,
-      errorMessage: '4 points refused: metric "g" data point 2: value NaN is not a finite number; metric "e": exponential histograms are not stored (configure the sender for explicit-bucket histograms); metric "s": aggregation temporality is unspecified',
+      errorMessage: '4 data points refused: metric "g" data point 2: value NaN is not a finite number; metric "e": exponential histograms are not stored (configure the sender for explicit-bucket histograms); metric "s": aggregation temporality is unspecified',
     });
+  });
+
+  it('counts a histogram data point refused as one data point, its samples as samples', () => {
+    const push = both(request([{
+      name: 'h', histogram: { aggregationTemporality: 2, dataPoints: [
+        { timeUnixNano: NS, count: '2', sum: 1, bucketCounts: ['1', '1'], explicitBounds: [1] },
+        { timeUnixNano: NS, count: '2', sum: 'NaN', bucketCounts: ['1', '1'], explicitBounds: [1], attributes: [attr('k', 'v')] },
+        { timeUnixNano: NS, count: '2', bucketCounts: ['1'], explicitBounds: [1, 2], attributes: [attr('k', 'w')] },
+      ] },
+    }], []));
+    expect(push.rejectedPoints).toBe(1 + 5);
+    expect(push.rejectedDataPoints).toBe(2);
+    expect(otlpPartialSuccess(push)!.rejectedDataPoints).toBe(2);
+    expect(otlpPartialSuccess(both(request([{ name: 'g', gauge: { dataPoints: [{ timeUnixNano: NS, asDouble: 1 }] } }], [])))).toBeNull();
   });
 
   it('refuses a point with more attributes than labels allowed, without holding them', () => {

@@ -19,8 +19,9 @@ import type { HistogramPoint, NumberPoint, OtlpMetric, OtlpResourceMetrics, Summ
  *   a name that cannot be written, more attributes than labels allowed;
  * - points flagged as having no recorded value are dropped and counted, as stale markers are.
  */
-export function otlpToSeries(resources: readonly OtlpResourceMetrics[], limits: ProtocolLimits): DecodedPush {
+export function otlpToSeries(resources: readonly OtlpResourceMetrics[], limits: ProtocolLimits): OtlpDecodedPush {
   const collector = new SeriesCollector(limits);
+  const refused = { dataPoints: 0 };
   for (const resource of resources) {
     const job = resource.serviceNamespace !== '' && resource.serviceName !== ''
       ? `${resource.serviceNamespace}/${resource.serviceName}`
@@ -28,10 +29,16 @@ export function otlpToSeries(resources: readonly OtlpResourceMetrics[], limits: 
     const target: Label[] = [];
     if (job !== '') target.push(['job', job]);
     if (resource.serviceInstanceId !== '') target.push(['instance', resource.serviceInstanceId]);
-    for (const metric of resource.metrics) emitMetric(collector, metric, target);
+    for (const metric of resource.metrics) refused.dataPoints += emitMetric(collector, metric, target);
   }
-  return collector.result();
+  return { ...collector.result(), rejectedDataPoints: refused.dataPoints };
 }
+
+/**
+ * A decoded OTLP push, with what OTLP counts: the data points of which any sample was refused
+ * (a histogram point is one data point and several samples). `rejectedPoints` counts samples.
+ */
+export type OtlpDecodedPush = DecodedPush & { readonly rejectedDataPoints: number };
 
 /** The labels of a point: its attributes sanitised, then job and instance from the resource. */
 function pointLabels(point: NumberPoint | HistogramPoint | SummaryPoint, target: readonly Label[]): Label[] {
@@ -58,23 +65,27 @@ function pointCount(metric: OtlpMetric): number {
   return data.points.length;
 }
 
-function emitMetric(collector: SeriesCollector, metric: OtlpMetric, target: readonly Label[]): void {
+/** Writes a metric's points; answers how many of its data points lost a sample to a refusal. */
+function emitMetric(collector: SeriesCollector, metric: OtlpMetric, target: readonly Label[]): number {
   const data = metric.data;
   const kind = nameKind(metric);
   const where = (i: number) => `metric ${JSON.stringify(metric.name.slice(0, 200))} data point ${i}`;
-  const refuseAll = (reason: string) => {
+  const refuseAll = (reason: string): number => {
     const n = pointCount(metric);
     if (n > 0) collector.refuseSeries(`metric ${JSON.stringify(metric.name.slice(0, 200))}`, reason, n);
+    return n;
   };
-  if (data.kind === 'none') return;
+  if (data.kind === 'none') return 0;
   if (data.kind === 'exponential_histogram') return refuseAll('exponential histograms are not stored (configure the sender for explicit-bucket histograms)');
   if ((data.kind === 'sum' || data.kind === 'histogram') && data.temporality === 0) return refuseAll('aggregation temporality is unspecified');
   const name = otlpMetricName(metric.name, metric.unit, kind!);
   if (name === '') return refuseAll(`metric name ${JSON.stringify(metric.name)} has no character a Prometheus name can hold`);
 
   const points: ReadonlyArray<NumberPoint | HistogramPoint | SummaryPoint> = data.points;
+  let refusedDataPoints = 0;
   for (let i = 0; i < points.length; i++) {
     const point = points[i]!;
+    const refusedBefore = collector.refusedSoFar;
     const samples = data.kind === 'histogram' ? (point as HistogramPoint).bounds.length + 2 + ((point as HistogramPoint).sum === null ? 0 : 1)
       : data.kind === 'summary' ? (point as SummaryPoint).quantiles.length + 2 : 1;
     if (point.noValue) {
@@ -83,6 +94,7 @@ function emitMetric(collector: SeriesCollector, metric: OtlpMetric, target: read
     }
     if (point.attributes.length + point.extraAttributes > collector.limits.maxLabels) {
       collector.refuseSeries(where(i), `has ${point.attributes.length + point.extraAttributes} attributes, more than ${collector.limits.maxLabels}`, samples);
+      refusedDataPoints++;
       continue;
     }
     const labels = pointLabels(point, target);
@@ -93,7 +105,9 @@ function emitMetric(collector: SeriesCollector, metric: OtlpMetric, target: read
     } else {
       emitSummary(collector, name, labels, point as SummaryPoint, where(i));
     }
+    if (collector.refusedSoFar > refusedBefore) refusedDataPoints++;
   }
+  return refusedDataPoints;
 }
 
 /** Writes one sample of one series, or records why not. */
@@ -134,13 +148,12 @@ function emitSummary(collector: SeriesCollector, name: string, labels: readonly 
 }
 
 /**
- * The OTLP answer's partial_success for a decoded push: the refused points and a message
- * (the first reasons), or null when nothing was refused. The count is of samples; OTLP counts
- * data points, and a refused histogram point is counted by the samples it would have made.
+ * The OTLP answer's partial_success for a decoded push: the refused data points and a message
+ * (the first reasons), or null when nothing was refused.
  */
-export function otlpPartialSuccess(push: DecodedPush): { rejectedDataPoints: number; errorMessage: string } | null {
-  if (push.rejectedPoints === 0) return null;
+export function otlpPartialSuccess(push: OtlpDecodedPush): { rejectedDataPoints: number; errorMessage: string } | null {
+  if (push.rejectedDataPoints === 0) return null;
   const first = push.rejected.slice(0, 3).map((r) => `${r.where}: ${r.reason}`).join('; ');
   const more = push.rejected.length > 3 || push.rejectedPoints > push.rejected.reduce((n, r) => n + r.points, 0) ? '; ...' : '';
-  return { rejectedDataPoints: push.rejectedPoints, errorMessage: `${push.rejectedPoints} points refused: ${first}${more}` };
+  return { rejectedDataPoints: push.rejectedDataPoints, errorMessage: `${push.rejectedDataPoints} data points refused: ${first}${more}` };
 }
