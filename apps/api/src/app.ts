@@ -21,6 +21,7 @@ import { metricsRoute } from './observability/routes.ts';
 import { apiKeyRoutes } from './accounts/api-keys-routes.ts';
 import { taskRoutes, type TaskReads } from './tasks/routes.ts';
 import { uploadRoutes, type UploadDeps } from './uploads/routes.ts';
+import { telemetryRoutes, type TelemetryDeps } from './telemetry/routes.ts';
 import { DOWNLOAD_PATH, downloadRoutes, type DownloadDeps } from './downloads/routes.ts';
 import { seriesRoute, type SeriesDeps } from './downloads/series-route.ts';
 import { eventsRoute, type EventsDeps } from './events/routes.ts';
@@ -37,6 +38,8 @@ export type ApiDeps = {
   readonly accounts: AccountsCommands & { readonly ready: boolean };
   readonly tasks: TaskReads;
   readonly uploads: UploadDeps;
+  /** The telemetry protocols' routes, on the push path; absent with the push path off. */
+  readonly telemetry?: TelemetryDeps;
   /** Where metric downloads read from; the download route is mounted when given. */
   readonly download?: DownloadDeps;
   /** Where sampled series (GET /api/v1/metrics/series) read from; mounted when given. */
@@ -78,6 +81,7 @@ export function apiRoutes(deps: ApiDeps): RouteDef[] {
   const routes: RouteDef[] = [
     ...healthRoutes(deps.probes, deps.readyTimeoutMs, deps.logger),
     ...uploadRoutes(deps.uploads),
+    ...(deps.telemetry ? telemetryRoutes(deps.telemetry) : []),
     ...(deps.download ? downloadRoutes(deps.download) : []),
     ...(deps.series ? [seriesRoute(deps.series)] : []),
     ...(deps.catalog ? [catalogRoute(deps.catalog)] : []),

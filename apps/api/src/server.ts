@@ -13,6 +13,8 @@ import { PerUserSlots } from './http/per-user-slots.ts';
 import { createApiMetrics } from './observability/metrics.ts';
 import { jsonCheckPool } from './uploads/json-check-pool.ts';
 import { PushLog } from './uploads/push-log.ts';
+import type { SubmitDeps } from './uploads/push-submit.ts';
+import { compileLimits } from '@meridian/protocols';
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { withTimeout } from '@meridian/observability';
@@ -112,18 +114,41 @@ export async function buildApi(services: ApiServices): Promise<Api> {
   const pushWriters = Array.from({ length: settings.MERIDIAN_PUSH_WRITERS }, (_, k) =>
     log.transactional(`${settings.MERIDIAN_TOPIC_PREFIX}api-push-${instance}-${k}`, { transactionTimeoutMs: settings.MERIDIAN_PUSH_TRANSACTION_TIMEOUT_MS, firstRetryMs: PUSH_FIRST_RETRY_MS }));
   const partitions = topicPartitions(services);
+  const pointsCodec = createEventCodec<PointsFact>();
   const pushLog = new PushLog({
     writers: pushWriters.map((w) => ({ transaction: () => w.transaction(), renew: async () => { await w.disconnect(); await w.connect(); } })),
     deadlineMs: settings.MERIDIAN_KAFKA_ACK_TIMEOUT_MS,
     topics: { points: services.topics.points, tasks: services.topics.tasks },
     partitions,
-    pointsCodec: createEventCodec<PointsFact>(),
+    pointsCodec,
     taskCodec,
     bytesPerPartition: settings.MERIDIAN_UPLOAD_SEND_BYTES_PER_PARTITION,
     bytesPerTransaction: settings.MERIDIAN_UPLOAD_SEND_BYTES_PER_REQUEST,
     logger: logger.child({ component: 'push' }),
     committed: (pushes) => metrics.pushesCommitted(pushes),
   });
+  const push = settings.MERIDIAN_PUSH_MAX_BYTES > 0 ? {
+    maxBytes: settings.MERIDIAN_PUSH_MAX_BYTES,
+    log: pushLog,
+    maxLagPoints: settings.MERIDIAN_PUSH_MAX_LAG_POINTS,
+    awaitingProjection: () => tasksStore.pointsAwaitingProjection,
+    pointsPartitions: async () => (await partitions()).points,
+    parse: {
+      batchPoints: settings.MERIDIAN_POINT_BATCH_SIZE,
+      maxLineLength: settings.MERIDIAN_MAX_LINE_BYTES,
+      maxColumns: settings.MERIDIAN_MAX_COLUMNS,
+      maxJsonDocumentLength: settings.MERIDIAN_MAX_JSON_DOCUMENT_BYTES,
+    },
+  } : undefined;
+  const submit: SubmitDeps = {
+    producer: () => log.writer(),
+    codec: taskCodec,
+    topic: services.topics.tasks,
+    ackTimeoutMs: settings.MERIDIAN_KAFKA_ACK_TIMEOUT_MS,
+    find: (taskId) => tasksStore.find(taskId),
+    applied: (position) => tasksStore.waitFor(position),
+    settled: async (taskId) => tasksStore.syncToEnd([partitionFor(taskId, (await partitions()).tasks)]),
+  };
   const jsonChecker = jsonCheckPool({ workers: settings.MERIDIAN_JSON_UPLOAD_CHECK_WORKERS, heapMb: settings.MERIDIAN_JSON_UPLOAD_CHECK_HEAP_MB, maxValues: settings.MERIDIAN_MAX_POINTS_PER_JSON_UPLOAD });
   const probes = [
     ...services.probes,
@@ -186,6 +211,15 @@ export async function buildApi(services: ApiServices): Promise<Api> {
       cursors,
       streams: downloads,
     },
+    ...(push ? {
+      telemetry: {
+        submit,
+        push,
+        limits: compileLimits({ maxBytes: settings.MERIDIAN_PROTOCOL_MAX_BYTES, maxSeries: settings.MERIDIAN_PROTOCOL_MAX_SERIES, maxSamples: settings.MERIDIAN_PROTOCOL_MAX_SAMPLES }),
+        maxBodyBytes: settings.MERIDIAN_PUSH_MAX_BYTES,
+        pointsCodec,
+      },
+    } : {}),
     uploads: {
       storage: services.blobs,
       limits: {
@@ -194,36 +228,14 @@ export async function buildApi(services: ApiServices): Promise<Api> {
         pointsPerJsonUpload: settings.MERIDIAN_MAX_POINTS_PER_JSON_UPLOAD,
       },
       jsonChecker,
-      ...(settings.MERIDIAN_PUSH_MAX_BYTES > 0 ? {
-        push: {
-          maxBytes: settings.MERIDIAN_PUSH_MAX_BYTES,
-          log: pushLog,
-          maxLagPoints: settings.MERIDIAN_PUSH_MAX_LAG_POINTS,
-          awaitingProjection: () => tasksStore.pointsAwaitingProjection,
-          pointsPartitions: async () => (await partitions()).points,
-          parse: {
-            batchPoints: settings.MERIDIAN_POINT_BATCH_SIZE,
-            maxLineLength: settings.MERIDIAN_MAX_LINE_BYTES,
-            maxColumns: settings.MERIDIAN_MAX_COLUMNS,
-            maxJsonDocumentLength: settings.MERIDIAN_MAX_JSON_DOCUMENT_BYTES,
-          },
-        },
-      } : {}),
+      ...(push ? { push } : {}),
       caps: {
         inFlight: uploadsInFlight,
         queuedTasks: settings.MERIDIAN_MAX_QUEUED_TASKS_PER_USER,
         unfinished: () => tasksStore.unfinished,
         backlog: { perUser: settings.MERIDIAN_UPLOAD_BACKLOG_PER_USER, waitMs: settings.MERIDIAN_UPLOAD_BACKLOG_WAIT_MS, untilOneEnds: (user, ms, signal) => tasksStore.ends.waitForUser(user, ms, signal) },
       },
-      submit: {
-        producer: () => log.writer(),
-        codec: taskCodec,
-        topic: services.topics.tasks,
-        ackTimeoutMs: settings.MERIDIAN_KAFKA_ACK_TIMEOUT_MS,
-        find: (taskId) => tasksStore.find(taskId),
-        applied: (position) => tasksStore.waitFor(position),
-        settled: async (taskId) => tasksStore.syncToEnd([partitionFor(taskId, (await partitions()).tasks)]),
-      },
+      submit,
       metrics,
     },
     files: {

@@ -449,6 +449,21 @@ export const settingDefinitions = {
     default: '10000000',
     doc: 'Points accepted (by every user, pushes and staged uploads) and not yet stored in ClickHouse past which a push gets 429 /problems/too-many with Retry-After: when ClickHouse or the projector falls behind, producers slow down instead of the backlog growing without end.',
   },
+  MERIDIAN_PROTOCOL_MAX_BYTES: {
+    schema: z.coerce.number().int().min(65_536).max(64 * 1024 * 1024),
+    default: '8388608',
+    doc: 'Bytes of one telemetry protocol request (remote write, OTLP, line protocol) once decompressed: a snappy body declaring more is refused before anything is allocated, a gzip body is cut at it; 413. The body as sent is bounded by MERIDIAN_PUSH_MAX_BYTES.',
+  },
+  MERIDIAN_PROTOCOL_MAX_SERIES: {
+    schema: z.coerce.number().int().min(1).max(1_000_000),
+    default: '10000',
+    doc: 'Distinct series one telemetry protocol request may write; more is a 413 for the whole request (Prometheus sends at most a few thousand a request by default).',
+  },
+  MERIDIAN_PROTOCOL_MAX_SAMPLES: {
+    schema: z.coerce.number().int().min(1).max(10_000_000),
+    default: '100000',
+    doc: 'Samples one telemetry protocol request may hold, stored or refused; more is a 413 for the whole request.',
+  },
   MERIDIAN_PUSH_WRITERS: {
     schema: z.coerce.number().int().min(1).max(16),
     default: '2',

@@ -20,3 +20,5 @@ export { otlpMetricName } from './otlp/metric-name.ts';
 export { decodeInfluxLines, influxPartialWriteMessage, parseInfluxPrecision } from './influx/decode.ts';
 export type { InfluxOptions, InfluxPrecision } from './influx/decode.ts';
 export { sanitizeLabelName } from './label-names.ts';
+export { otlpExportResponse } from './otlp/response.ts';
+export type { OtlpPartialSuccess } from './otlp/response.ts';
