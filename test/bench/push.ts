@@ -121,7 +121,11 @@ type System = {
   peakRss(): Record<string, number>;
 };
 
+/** Requests the bench itself sends to read back (tasks, downloads, exports, counts): their cost is in the systems' CPU. */
+let reads = 0;
+
 async function getJson<T>(url: string, key: string): Promise<{ status: number; body: T }> {
+  reads++;
   const res = await fetch(url, { headers: { Authorization: `Bearer ${key}` } });
   return { status: res.status, body: (await res.json()) as T };
 }
@@ -161,6 +165,7 @@ async function meridianSystem(): Promise<{ system: System; caps: string; stop():
       end_date: formatTimestamp(to),
       max_rows: String(pointsOf(body) + 1),
     });
+    reads++;
     const res = await fetch(`${base}/api/v1/metrics/download?${query}`, { headers: { Authorization: `Bearer ${keys[producer]}` } });
     const text = await res.text();
     if (res.status === 404) return 0; // no such metric yet
@@ -199,18 +204,19 @@ async function meridianSystem(): Promise<{ system: System; caps: string; stop():
       await waitUntil('a push to be downloadable', async () => ((await downloaded(producer, body)) >= expected ? true : undefined), 600_000, poll);
     },
     async drained(producers) {
-      // Every producer's user without a queued or running task (two short lists each).
-      let waiting = Array.from({ length: producers }, (_, p) => p);
-      await waitUntil('every task of the case to end', async () => {
-        const busy = await Promise.all(waiting.map(async (p) => {
+      // One user at a time, none queued or running (short lists): no producer sends any more,
+      // so a user found idle stays idle, and the wait costs a few requests per user, not per poll.
+      for (let p = 0; p < producers; p++) {
+        await waitUntil('every task of the case to end', async () => {
           for (const status of ['queued', 'running']) {
-            if ((await getJson<TaskList>(`${base}/api/v1/tasks?status=${status}&limit=1`, keys[p]!)).body.tasks.length > 0) return true;
+            if ((await getJson<TaskList>(`${base}/api/v1/tasks?status=${status}&limit=1`, keys[p]!)).body.tasks.length > 0) return undefined;
           }
-          return false;
-        }));
-        waiting = waiting.filter((_, i) => busy[i]);
-        return waiting.length === 0 ? true : undefined;
-      }, 600_000, poll);
+          return true;
+        }, 600_000, poll);
+        // Every body the bench sends is valid: any failed task is a fault, not a figure.
+        const failed = (await getJson<TaskList>(`${base}/api/v1/tasks?status=failed&limit=1`, keys[p]!)).body.tasks[0];
+        if (failed) throw new Error(`a push of producer ${p} failed: task ${failed.task_id}`);
+      }
     },
     async dataBytes() {
       const { kafka, clickhouse, minio } = await scopeDataBytes(settings);
@@ -236,13 +242,19 @@ function victoriaMetricsSystem(vm: VictoriaMetrics): System {
       const { from, to } = spanOf(body);
       const expected = pointsOf(body);
       const selector = selectorOf(body.map((s) => s.name));
-      await waitUntil('a push to be exported', async () => ((await vm.exportedPoints(selector, from, to)) >= expected ? true : undefined), 600_000, poll);
+      await waitUntil('a push to be exported', async () => {
+        reads++;
+        return (await vm.exportedPoints(selector, from, to)) >= expected ? true : undefined;
+      }, 600_000, poll);
     },
     async drained(_producers, seq, points, lastTs) {
       const selector = `{__name__=~"push_p[0-9]+_k${seq}_m[0-9]+"}`;
       // The window leaves out each series' untimed point at T0: it opens within the second after T0.
       const window = lastTs - T0 - FIRST_POINT_MS + 8000;
-      await waitUntil('every point of the case to be counted', async () => ((await vm.count(selector, lastTs, window)) >= points ? true : undefined), 600_000, poll);
+      await waitUntil('every point of the case to be counted', async () => {
+        reads++;
+        return (await vm.count(selector, lastTs, window)) >= points ? true : undefined;
+      }, 600_000, poll);
     },
     async dataBytes() {
       // Its recent rows wait in memory (about a second) before they reach the disk.
@@ -265,6 +277,7 @@ type Figures = {
   readonly cpu: Record<string, number>;
   readonly cpuTotal: number;
   readonly clientCpu: number;
+  readonly reads: number;
   readonly bytes: Record<string, number>;
   readonly rss: Record<string, number>;
   readonly load: readonly [number, number];
@@ -287,6 +300,7 @@ async function runCase(system: System, c: Case, seq: number, bodies: Series[][][
   const loadBefore = loadavg()[0]!;
   const split = cpuSplit(system.processes);
   const client = process.cpuUsage();
+  const readsBefore = reads;
   const acks: number[] = [];
   const freshness: number[] = [];
   const following: Array<Promise<void>> = [];
@@ -332,6 +346,7 @@ async function runCase(system: System, c: Case, seq: number, bodies: Series[][][
     cpu: Object.fromEntries(system.processes.map((proc) => [proc.name, spent.of(proc.name)])),
     cpuTotal: spent.total,
     clientCpu: (clientCpu.user + clientCpu.system) / 1e6,
+    reads: reads - readsBefore,
     bytes: Object.fromEntries(Object.keys(after).map((k) => [k, after[k]! - (before[k] ?? NaN)])),
     rss: system.peakRss(),
     load: [loadBefore, loadavg()[0]!],
@@ -445,7 +460,7 @@ async function main(): Promise<void> {
           const figures = await runCase(system, c, seq, bodies);
           const key = `${c.id} ${system.name}`;
           results.set(key, [...(results.get(key) ?? []), figures]);
-          const line = typeof figures === 'string' ? figures : `${fmt((figures.points * 1000) / figures.ms)} points/s, ${figures.cpuTotal.toFixed(1)} CPU-s, bench client ${figures.clientCpu.toFixed(1)} CPU-s, load ${figures.load[0].toFixed(1)} → ${figures.load[1].toFixed(1)}`;
+          const line = typeof figures === 'string' ? figures : `${fmt((figures.points * 1000) / figures.ms)} points/s, ${figures.cpuTotal.toFixed(1)} CPU-s, bench client ${figures.clientCpu.toFixed(1)} CPU-s and ${figures.reads} reads, load ${figures.load[0].toFixed(1)} → ${figures.load[1].toFixed(1)}`;
           console.error(`bench-push: run ${run + 1} ${c.id} ${system.name}: ${line}`);
         }
       }
@@ -468,7 +483,7 @@ async function main(): Promise<void> {
       'points/s acked: first request → last ack; readable: → every point readable (Meridian: no task of the case queued or running; VictoriaMetrics: a query counts them all); × is against VictoriaMetrics in the same run.',
       `Before a case is timed, each of its series gets one point ${FIRST_POINT_MS / 1000} s before its first, the same day, on both systems: the pushes go to series that exist.`,
       `ack: request sent → its 2xx, including waits after a 429 or 503. freshness: ack → the body's points read back (Meridian: its task long-polled until it ended, then a download of its points; VictoriaMetrics: /api/v1/export), on every push of ${SAMPLES} or so per case, polled every ${POLL_MS} ms.`,
-      'CPU: utime+stime from /proc over the same span, the bench\'s own reads included; Kafka, ClickHouse and MinIO are the shared local stack\'s, so other work on it counts too.',
+      'CPU: utime+stime from /proc over the same span, the bench\'s own reads included (their count per case is in the lines above the table); Kafka, ClickHouse and MinIO are the shared local stack\'s, so other work on it counts too.',
       'bytes: growth of the bench\'s own topics\' log dirs, its database\'s active ClickHouse parts and its MinIO bucket, against VictoriaMetrics\' data dir after a forced flush.',
       `Meridian's caps in force: ${caps || '(Meridian not run)'}.`,
     ].join('\n'));
