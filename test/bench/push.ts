@@ -13,7 +13,8 @@ import { startVictoriaMetrics, type VictoriaMetrics } from './victoria-metrics.t
  * agent. It speaks only HTTP to Meridian: JSON uploads, tasks and downloads, whatever path the
  * api takes inside.
  *
- * Per case and system: points/s from the first request until every point can be read back; ack
+ * Per case and system: points/s from the first request to the last ack, and until every point can
+ * be read back; ack
  * p50/p99 (request sent → its 2xx, waits after a 429 or 503 included); freshness p99 (ack → the
  * body's points read back: Meridian's task long-polled until it ends, then a download that counts
  * them; VictoriaMetrics' /api/v1/export), on a sample of the pushes; CPU-seconds per million points
@@ -43,6 +44,7 @@ const INTERVAL_MS = 1000;
 const T0 = Date.UTC(2024, 0, 1);
 /** Each series' one untimed point is at T0; its timed points start this much later. */
 const FIRST_POINT_MS = 10_000;
+/** Most points of one series in a case: with FIRST_POINT_MS, all within the day of T0. */
 const POINTS_PER_SERIES = 80_000;
 /** Series each producer owns at least when its bodies hold one metric: its bodies take them in turn, each continuing its series. */
 const SERIES_PER_PRODUCER = 10;
@@ -278,6 +280,8 @@ type Figures = {
   readonly cpuTotal: number;
   readonly clientCpu: number;
   readonly reads: number;
+  /** What the bench's read-backs cost the system, measured by sending them once more after the case (a floor: during it some were polls sent again and again). */
+  readonly readsCpu: number;
   readonly bytes: Record<string, number>;
   readonly rss: Record<string, number>;
   readonly load: readonly [number, number];
@@ -304,6 +308,7 @@ async function runCase(system: System, c: Case, seq: number, bodies: Series[][][
   const acks: number[] = [];
   const freshness: number[] = [];
   const following: Array<Promise<void>> = [];
+  const sampled: Array<() => Promise<void>> = [];
   let failure: unknown;
   let refused = 0;
   const started = performance.now();
@@ -323,6 +328,7 @@ async function runCase(system: System, c: Case, seq: number, bodies: Series[][][
       const acked = performance.now();
       acks.push(acked - sent);
       if ((j * c.producers + p) % every === 0) {
+        sampled.push(() => system.readable(p, bodies[p]![j]!, answer));
         following.push(system.readable(p, bodies[p]![j]!, answer).then(() => void freshness.push(performance.now() - acked), (error: unknown) => void (failure ??= error)));
       }
     }
@@ -335,7 +341,12 @@ async function runCase(system: System, c: Case, seq: number, bodies: Series[][][
   if (failure !== undefined) throw failure;
   const spent = split.end();
   const clientCpu = process.cpuUsage(client);
+  const readsDuring = reads - readsBefore;
   const after = await system.dataBytes();
+  const again = cpuSplit(system.processes);
+  await Promise.all(sampled.map((read) => read()));
+  await system.drained(c.producers, seq, points, lastTs);
+  const readsCpu = again.end().total;
   return {
     points,
     ackedMs,
@@ -346,7 +357,8 @@ async function runCase(system: System, c: Case, seq: number, bodies: Series[][][
     cpu: Object.fromEntries(system.processes.map((proc) => [proc.name, spent.of(proc.name)])),
     cpuTotal: spent.total,
     clientCpu: (clientCpu.user + clientCpu.system) / 1e6,
-    reads: reads - readsBefore,
+    reads: readsDuring,
+    readsCpu,
     bytes: Object.fromEntries(Object.keys(after).map((k) => [k, after[k]! - (before[k] ?? NaN)])),
     rss: system.peakRss(),
     load: [loadBefore, loadavg()[0]!],
@@ -416,7 +428,7 @@ function tableRow(c: Case, system: string, runs: ReadonlyArray<Figures | string>
     `${range(figs.map(rate), fmt)}${ratio(rate)}`,
     `${range(figs.map((f) => percentile(f.acks, 50)), ms)} / ${range(figs.map((f) => percentile(f.acks, 99)), ms)}`,
     `${range(figs.map((f) => percentile(f.freshness, 99)), ms)} (${range(figs.map((f) => f.freshness.length), String)})`,
-    `${range(figs.map(cpu), (v) => v.toFixed(2))}${ratio(cpu)}: ${perProcess}`,
+    `${range(figs.map(cpu), (v) => v.toFixed(2))}${ratio(cpu)}: ${perProcess}; the bench's reads ≥ ${range(figs.map((f) => perMillion(f.readsCpu, f.points)), (v) => v.toFixed(2))}`,
     `${range(figs.map(bytes), (v) => v.toFixed(1))}: ${perDir}`,
     range(figs.map((f) => f.refused), String),
     rss,
@@ -483,7 +495,7 @@ async function main(): Promise<void> {
       'points/s acked: first request → last ack; readable: → every point readable (Meridian: no task of the case queued or running; VictoriaMetrics: a query counts them all); × is against VictoriaMetrics in the same run.',
       `Before a case is timed, each of its series gets one point ${FIRST_POINT_MS / 1000} s before its first, the same day, on both systems: the pushes go to series that exist.`,
       `ack: request sent → its 2xx, including waits after a 429 or 503. freshness: ack → the body's points read back (Meridian: its task long-polled until it ended, then a download of its points; VictoriaMetrics: /api/v1/export), on every push of ${SAMPLES} or so per case, polled every ${POLL_MS} ms.`,
-      'CPU: utime+stime from /proc over the same span, the bench\'s own reads included (their count per case is in the lines above the table); Kafka, ClickHouse and MinIO are the shared local stack\'s, so other work on it counts too.',
+      'CPU: utime+stime from /proc over the same span, the bench\'s own reads included (their count per case is in the lines above the table; "the bench\'s reads ≥" is what sending them once more after the case cost, a floor); Kafka, ClickHouse and MinIO are the shared local stack\'s, so other work on it counts too.',
       'bytes: growth of the bench\'s own topics\' log dirs, its database\'s active ClickHouse parts and its MinIO bucket, against VictoriaMetrics\' data dir after a forced flush.',
       `Meridian's caps in force: ${caps || '(Meridian not run)'}.`,
     ].join('\n'));
