@@ -116,6 +116,8 @@ type System = {
   readable(producer: number, body: readonly Series[], answer: Answer): Promise<void>;
   /** Resolves once every point of the case's run `seq` can be read back. */
   drained(producers: number, seq: number, points: number, lastTs: number): Promise<void>;
+  /** Throws if a push was taken but then refused (checked after the case, untimed). */
+  assertNoneFailed(producers: number): Promise<void>;
   /** Bytes on disk of each of its data directories, once what it holds in memory is written. */
   dataBytes(): Promise<Record<string, number>>;
   /** Starts a window of its processes' peak resident memory; peakRss() reads it, in MB. */
@@ -215,7 +217,11 @@ async function meridianSystem(): Promise<{ system: System; caps: string; stop():
           }
           return true;
         }, 600_000, poll);
-        // Every body the bench sends is valid: any failed task is a fault, not a figure.
+      }
+    },
+    async assertNoneFailed(producers) {
+      // Every body the bench sends is valid: any failed task is a fault, not a figure.
+      for (let p = 0; p < producers; p++) {
         const failed = (await getJson<TaskList>(`${base}/api/v1/tasks?status=failed&limit=1`, keys[p]!)).body.tasks[0];
         if (failed) throw new Error(`a push of producer ${p} failed: task ${failed.task_id}`);
       }
@@ -263,6 +269,8 @@ function victoriaMetricsSystem(vm: VictoriaMetrics): System {
       await vm.flush();
       return { 'data dir': await vm.dataBytes() };
     },
+    // Its import answers 204 once it has taken the rows; nothing fails later.
+    assertNoneFailed: async () => {},
     markRss() {},
     peakRss: () => ({}),
   };
@@ -344,6 +352,7 @@ async function runCase(system: System, c: Case, seq: number, bodies: Series[][][
   const spent = split.end();
   const clientCpu = process.cpuUsage(client);
   const readsDuring = reads - readsBefore;
+  await system.assertNoneFailed(c.producers);
   const after = await system.dataBytes();
   const again = cpuSplit(system.processes);
   await Promise.all(sampled.map((read) => read()));
