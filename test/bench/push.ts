@@ -1,6 +1,7 @@
 import { loadavg } from 'node:os';
 import { Readable } from 'node:stream';
 import { formatTimestamp } from '@meridian/domain';
+import { remoteWriteBody } from '../support/protocol-bodies.ts';
 import { adminKey, benchApi, cpuSplit, dropBenchScope, fmt, percentile, postStream, scopeDataBytes, stackProcesses, startProcess, waitUntil } from './common.ts';
 import { telemetrySeries, type Series } from './telemetry.ts';
 import { startVictoriaMetrics, type VictoriaMetrics } from './victoria-metrics.ts';
@@ -186,15 +187,16 @@ async function meridianSystem(): Promise<{ system: System; caps: string; stop():
     name: 'Meridian',
     processes: [{ name: 'api', cpuSeconds: api.cpuSeconds }, { name: 'ingest', cpuSeconds: ingest.cpuSeconds }, ...stackProcesses()],
     encode(body) {
-      // The JSON upload takes one metric a body. A route taking many is encoded here once it exists.
-      if (body.length !== 1) return { unsupported: 'n/a (one metric a body)' };
+      // One metric: the JSON upload. Several: Prometheus remote write, the protocol that carries many series a request.
+      if (body.length !== 1) return remoteWriteBody(body.map((s) => ({ labels: [['__name__', s.name]], samples: s.timestamps.map((t, i) => [t, s.values[i]!] as const) })));
       const { name, timestamps, values } = body[0]!;
       const points = timestamps.map((t, i) => `{"timestamp":"${formatTimestamp(t)}","value":${values[i]}}`);
       return Buffer.from(`{"metric_name":${JSON.stringify(name)},"values":[${points.join(',')}]}`);
     },
-    push: (producer, bytes) => postStream(`${base}/api/v1/metrics/upload`, {
+    // A JSON body starts with its brace; anything else the encoder made is a remote write.
+    push: (producer, bytes) => postStream(bytes[0] === 0x7b ? `${base}/api/v1/metrics/upload` : `${base}/api/v1/write`, {
       Authorization: `Bearer ${keys[producer]}`,
-      'Content-Type': 'application/json',
+      ...(bytes[0] === 0x7b ? { 'Content-Type': 'application/json' } : { 'Content-Type': 'application/x-protobuf', 'Content-Encoding': 'snappy' }),
       'Content-Length': String(bytes.length),
     }, Readable.from([bytes])),
     async readable(producer, body, answer) {

@@ -1,9 +1,12 @@
 import { connect } from 'node:net';
+import { gzipSync } from 'node:zlib';
+import { compressSync } from 'snappy';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { withTimeout } from '@meridian/observability';
 import { STAGING_PREFIX } from '@meridian/storage';
 import { call } from '../support/api.ts';
 import { gzipBomb, rowsBlock } from '../support/bombs.ts';
+import { remoteWriteBody } from '../support/protocol-bodies.ts';
 import { clickhouse } from '../support/clickhouse.ts';
 import { localPortsOf } from '../support/ports.ts';
 import { waitForTask, type TaskBody } from '../support/tasks.ts';
@@ -386,6 +389,45 @@ describe('hostile input cannot stop or starve the service', () => {
       await waitFor('nothing left staged by the cut uploads', async () => ((await left()).length === 0 ? true : undefined), 30_000, 200);
       expect(stack.api.child.pid).toBe(pid);
       return `${outcomes.join('; ')}; api pid ${pid} alive, nothing staged`;
+    });
+  });
+
+  it('j. telemetry bombs, forged lengths, floods and labels past every bound: each a 4xx with a reason or a partial answer, from the same api process', async () => {
+    await report.runCase('j', 'telemetry protocols: snappy and gzip bombs, a forged protobuf length, 100,000 series, a 10 MB line, labels at and past their bounds', ['MERIDIAN_PROTOCOL_MAX_BYTES', 'MERIDIAN_PROTOCOL_MAX_SERIES', 'MERIDIAN_PUSH_MAX_BYTES'], async () => {
+      const pid = stack.api.child.pid!;
+      const outcomes: string[] = [];
+      const expectRefused = (label: string, answer: Answer, status: number, reason: RegExp) => {
+        expect(answer.status, `${label}: ${answer.text.slice(0, 300)}`).toBe(status);
+        expect(answer.text, label).toMatch(reason);
+        outcomes.push(`${label} ${answer.status}`);
+      };
+      // A snappy block whose preamble declares 4 GiB, followed by a few bytes.
+      const snappyBomb = Buffer.from([0x80, 0x80, 0x80, 0x80, 0x10, 0x00, 0x61]);
+      expectRefused('snappy bomb', await send(`${stack.apiUrl}/api/v1/write`, { key: writer, body: snappyBomb, headers: { 'Content-Type': 'application/x-protobuf', 'Content-Encoding': 'snappy' } }), 413, /bytes|larger|decompress/i);
+      const { gzip } = gzipBomb({ head: '{"resourceMetrics":[', block: Buffer.alloc(MiB, ' '), repeats: 1024, tail: ']}' });
+      expectRefused('gzip OTLP bomb (1 GiB)', await send(`${stack.apiUrl}/v1/metrics`, { key: writer, body: gzip, headers: { 'Content-Type': 'application/json', 'Content-Encoding': 'gzip' } }), 413, /bytes|larger/i);
+      // A WriteRequest whose first field claims 2 GiB of timeseries.
+      const forged = compressSync(Buffer.from([0x0a, 0x80, 0x80, 0x80, 0x80, 0x08, 0x0a, 0x00]));
+      expectRefused('forged protobuf length', await send(`${stack.apiUrl}/api/v1/write`, { key: writer, body: forged, headers: { 'Content-Type': 'application/x-protobuf', 'Content-Encoding': 'snappy' } }), 400, /length|truncat|malformed|protobuf/i);
+      const flood = gzipSync(Buffer.from(Array.from({ length: 100_000 }, (_, i) => `hostile_flood,host=h${i} v=1 1704067200000000000`).join('\n')));
+      expectRefused('100,000 series', await send(`${stack.apiUrl}/api/v2/write?precision=ns`, { key: writer, body: flood, headers: { 'Content-Encoding': 'gzip' } }), 413, /series/i);
+      const longLine = gzipSync(Buffer.concat([Buffer.from('hostile_long,host=a v='), Buffer.alloc(10 * MiB, '1'), Buffer.from(' 1704067200000000000\n')]));
+      expectRefused('a 10 MB line', await send(`${stack.apiUrl}/api/v2/write?precision=ns`, { key: writer, body: longLine, headers: { 'Content-Encoding': 'gzip' } }), 413, /bytes|larger/i);
+      // Labels: a series at every bound is stored; one label too many, a name or a value one character too long, refused by series.
+      const atBounds: Array<[string, string]> = [['__name__', 'hostile_labels'], ...Array.from({ length: 31 }, (_, i): [string, string] => [`l${String(i).padStart(2, '0')}`, 'v']), [`n${'x'.repeat(127)}`, 'y'.repeat(20)]];
+      const past = [
+        [...atBounds, ['extra', 'v']],
+        [['__name__', 'hostile_labels'], [`n${'x'.repeat(128)}`, 'v']],
+        [['__name__', 'hostile_labels'], ['long', 'y'.repeat(257)]],
+      ] as Array<Array<[string, string]>>;
+      const mixed = remoteWriteBody([atBounds, ...past].map((labels) => ({ labels, samples: [[Date.UTC(2024, 0, 1), 1]] })));
+      const partial = await send(`${stack.apiUrl}/api/v1/write`, { key: writer, body: mixed, headers: { 'Content-Type': 'application/x-protobuf', 'Content-Encoding': 'snappy' } });
+      expect(partial.status, partial.text).toBe(400);
+      expect(partial.headers['x-prometheus-remote-write-samples-written']).toBe('1');
+      expect(partial.text).toMatch(/3 of 4 samples refused/);
+      outcomes.push('labels at the bounds stored, 3 past them refused (400, partial)');
+      expect(stack.api.child.pid).toBe(pid);
+      return `${outcomes.join('; ')}; api pid ${pid} alive`;
     });
   });
 });

@@ -18,6 +18,13 @@ const levels: Record<number, 'error' | 'warn' | 'info' | 'debug'> = {
  */
 const DELIBERATE = /^Limiting retries for the idempotent producer/;
 
+/**
+ * Kafka's "not yet" to a transaction begun while the coordinator still completes the same id's
+ * last commit (CONCURRENT_TRANSACTIONS): a retriable answer the producer retries, expected when
+ * transactions follow each other closely (the push writers), and no error of anyone's.
+ */
+const NOT_YET = /another concurrent operation on the same transaction/;
+
 export function createKafka(options: KafkaOptions): Kafka {
   const log = options.logger.child({ component: 'kafkajs' });
   return new Kafka({
@@ -29,7 +36,8 @@ export function createKafka(options: KafkaOptions): Kafka {
     logLevel: logLevel.WARN,
     logCreator: () => ({ namespace, level, log: entry }: LogEntry) => {
       const { message, ...extra } = entry;
-      log[DELIBERATE.test(message) ? 'debug' : (levels[level] ?? 'info')]({ namespace, ...extra }, message);
+      const expected = DELIBERATE.test(message) || NOT_YET.test(String((extra as { error?: unknown }).error ?? ''));
+      log[expected ? 'debug' : (levels[level] ?? 'info')]({ namespace, ...extra }, message);
     },
   });
 }
