@@ -401,8 +401,8 @@ describe('hostile input cannot stop or starve the service', () => {
         expect(answer.text, label).toMatch(reason);
         outcomes.push(`${label} ${answer.status}`);
       };
-      // A snappy block whose preamble declares 4 GiB, followed by a few bytes.
-      const snappyBomb = Buffer.from([0x80, 0x80, 0x80, 0x80, 0x10, 0x00, 0x61]);
+      // A snappy block whose preamble declares 1 GiB, followed by a few bytes.
+      const snappyBomb = Buffer.from([0x80, 0x80, 0x80, 0x80, 0x04, 0x00, 0x61]);
       expectRefused('snappy bomb', await send(`${stack.apiUrl}/api/v1/write`, { key: writer, body: snappyBomb, headers: { 'Content-Type': 'application/x-protobuf', 'Content-Encoding': 'snappy' } }), 413, /bytes|larger|decompress/i);
       const { gzip } = gzipBomb({ head: '{"resourceMetrics":[', block: Buffer.alloc(MiB, ' '), repeats: 1024, tail: ']}' });
       expectRefused('gzip OTLP bomb (1 GiB)', await send(`${stack.apiUrl}/v1/metrics`, { key: writer, body: gzip, headers: { 'Content-Type': 'application/json', 'Content-Encoding': 'gzip' } }), 413, /bytes|larger/i);
@@ -413,19 +413,22 @@ describe('hostile input cannot stop or starve the service', () => {
       expectRefused('100,000 series', await send(`${stack.apiUrl}/api/v2/write?precision=ns`, { key: writer, body: flood, headers: { 'Content-Encoding': 'gzip' } }), 413, /series/i);
       const longLine = gzipSync(Buffer.concat([Buffer.from('hostile_long,host=a v='), Buffer.alloc(10 * MiB, '1'), Buffer.from(' 1704067200000000000\n')]));
       expectRefused('a 10 MB line', await send(`${stack.apiUrl}/api/v2/write?precision=ns`, { key: writer, body: longLine, headers: { 'Content-Encoding': 'gzip' } }), 413, /bytes|larger/i);
-      // Labels: a series at every bound is stored; one label too many, a name or a value one character too long, refused by series.
-      const atBounds: Array<[string, string]> = [['__name__', 'hostile_labels'], ...Array.from({ length: 31 }, (_, i): [string, string] => [`l${String(i).padStart(2, '0')}`, 'v']), [`n${'x'.repeat(127)}`, 'y'.repeat(20)]];
-      const past = [
-        [...atBounds, ['extra', 'v']],
-        [['__name__', 'hostile_labels'], [`n${'x'.repeat(128)}`, 'v']],
-        [['__name__', 'hostile_labels'], ['long', 'y'.repeat(257)]],
-      ] as Array<Array<[string, string]>>;
-      const mixed = remoteWriteBody([atBounds, ...past].map((labels) => ({ labels, samples: [[Date.UTC(2024, 0, 1), 1]] })));
+      // Labels: a label name at its bound, and a name at its bound (256 characters), are stored;
+      // 33 labels, a label name one character longer, a name one character longer, refused by series.
+      const name = ['__name__', 'hostile.labels'] as [string, string];
+      const series: Array<Array<[string, string]>> = [
+        [name, [`n${'x'.repeat(127)}`, 'y']],
+        [name, ['v', 'y'.repeat(256 - 'hostile.labels{v=""}'.length)]],
+        [name, ...Array.from({ length: 33 }, (_, i): [string, string] => [`l${i}`, 'v'])],
+        [name, [`n${'x'.repeat(128)}`, 'y']],
+        [name, ['v', 'y'.repeat(257 - 'hostile.labels{v=""}'.length)]],
+      ];
+      const mixed = remoteWriteBody(series.map((labels) => ({ labels, samples: [[Date.UTC(2024, 0, 1), 1]] })));
       const partial = await send(`${stack.apiUrl}/api/v1/write`, { key: writer, body: mixed, headers: { 'Content-Type': 'application/x-protobuf', 'Content-Encoding': 'snappy' } });
       expect(partial.status, partial.text).toBe(400);
-      expect(partial.headers['x-prometheus-remote-write-samples-written']).toBe('1');
-      expect(partial.text).toMatch(/3 of 4 samples refused/);
-      outcomes.push('labels at the bounds stored, 3 past them refused (400, partial)');
+      expect(partial.headers['x-prometheus-remote-write-samples-written']).toBe('2');
+      expect(partial.text).toMatch(/3 of 5 samples refused/);
+      outcomes.push('labels and name at their bounds stored, 3 series past them refused (400, partial)');
       expect(stack.api.child.pid).toBe(pid);
       return `${outcomes.join('; ')}; api pid ${pid} alive`;
     });
