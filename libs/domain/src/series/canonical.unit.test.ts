@@ -1,0 +1,51 @@
+import { describe, expect, it } from 'vitest';
+import { formatSeriesName, parseSeriesName } from './canonical.ts';
+
+describe('canonical series names', () => {
+  it('reads a bare name as __name__ alone', () => {
+    expect(parseSeriesName('http_requests_total')).toEqual([['__name__', 'http_requests_total']]);
+  });
+
+  it('reads labels, sorted, with the name first', () => {
+    expect(parseSeriesName('up{instance="a:9090",job="api"}')).toEqual([['__name__', 'up'], ['instance', 'a:9090'], ['job', 'api']]);
+  });
+
+  it('undoes the three escapes', () => {
+    expect(parseSeriesName('m{path="C:\\\\x",q="say \\"hi\\"",t="a\\nb"}')).toEqual([['__name__', 'm'], ['path', 'C:\\x'], ['q', 'say "hi"'], ['t', 'a\nb']]);
+  });
+
+  it('keeps braces, commas and equals signs inside values', () => {
+    expect(parseSeriesName('m{a="x,y=\\"{}\\"",b="}"}')).toEqual([['__name__', 'm'], ['a', 'x,y="{}"'], ['b', '}']]);
+  });
+
+  it.each([
+    ['unsorted labels', 'm{b="1",a="2"}'],
+    ['a repeated label', 'm{a="1",a="2"}'],
+    ['an empty value', 'm{a=""}'],
+    ['empty braces', 'm{}'],
+    ['no name before the braces', '{a="1"}'],
+    ['a name Prometheus would quote', 'cpu load{a="1"}'],
+    ['a label name Prometheus would quote', 'm{a-b="1"}'],
+    ['__name__ among the labels', 'm{__name__="x"}'],
+    ['an unknown escape', 'm{a="\\t"}'],
+    ['a raw newline', 'm{a="x\ny"}'],
+    ['an unterminated value', 'm{a="1}'],
+    ['text after the braces', 'm{a="1"}x'],
+    ['a space after the comma', 'm{a="1", b="2"}'],
+    ['single quotes', "m{a='1'}"],
+  ])('reads a name with %s whole as __name__', (_, name) => {
+    expect(parseSeriesName(name)).toEqual([['__name__', name]]);
+  });
+
+  it('reads any other string whole as the metric name', () => {
+    expect(parseSeriesName('cpu:load')).toEqual([['__name__', 'cpu:load']]);
+    expect(parseSeriesName('sensor 7 / temp °C')).toEqual([['__name__', 'sensor 7 / temp °C']]);
+  });
+
+  it('formats sorted, escaped, without empty values, and round-trips', () => {
+    const name = formatSeriesName([['job', 'a"b'], ['__name__', 'm'], ['env', ''], ['b', 'x\\y\nz']]);
+    expect(name).toBe('m{b="x\\\\y\\nz",job="a\\"b"}');
+    expect(formatSeriesName(parseSeriesName(name))).toBe(name);
+    expect(formatSeriesName([['__name__', 'm']])).toBe('m');
+  });
+});
