@@ -1,0 +1,108 @@
+/** The PromQL subset Meridian evaluates, as a tree; parse.ts builds it from Prometheus' own grammar. */
+
+export type MatchOp = '=' | '!=' | '=~' | '!~';
+export type Matcher = { readonly name: string; readonly op: MatchOp; readonly value: string };
+
+export type ValueType = 'scalar' | 'vector' | 'matrix';
+
+export type NumberLiteral = { readonly kind: 'number'; readonly value: number };
+export type VectorSelector = {
+  readonly kind: 'vector';
+  /** Numbers each selector of one query, so its fetched series can be found again. */
+  readonly id: number;
+  readonly matchers: readonly Matcher[];
+  readonly offsetMs: number;
+};
+export type MatrixSelector = { readonly kind: 'matrix'; readonly selector: VectorSelector; readonly rangeMs: number };
+
+export const RANGE_FUNCTIONS = [
+  'rate', 'irate', 'increase', 'delta', 'deriv', 'resets', 'changes',
+  'avg_over_time', 'min_over_time', 'max_over_time', 'sum_over_time', 'count_over_time', 'last_over_time', 'quantile_over_time',
+] as const;
+export const INSTANT_FUNCTIONS = ['abs', 'clamp_min', 'clamp_max', 'round', 'timestamp', 'histogram_quantile', 'time'] as const;
+export type RangeFunction = (typeof RANGE_FUNCTIONS)[number];
+export type InstantFunction = (typeof INSTANT_FUNCTIONS)[number];
+export type FunctionName = RangeFunction | InstantFunction;
+
+export type Call = { readonly kind: 'call'; readonly func: FunctionName; readonly args: readonly Expr[] };
+
+export const AGGREGATIONS = ['sum', 'avg', 'min', 'max', 'count', 'topk', 'bottomk', 'quantile'] as const;
+export type AggregateOp = (typeof AGGREGATIONS)[number];
+export type Aggregate = {
+  readonly kind: 'aggregate';
+  readonly op: AggregateOp;
+  /** k of topk/bottomk, φ of quantile. */
+  readonly param: Expr | null;
+  readonly expr: Expr;
+  readonly grouping: readonly string[];
+  readonly without: boolean;
+};
+
+export const ARITHMETIC = ['+', '-', '*', '/', '%', '^'] as const;
+export const COMPARISON = ['==', '!=', '>', '<', '>=', '<='] as const;
+export type BinaryOp = (typeof ARITHMETIC)[number] | (typeof COMPARISON)[number];
+/** on(labels) or ignoring(labels); null: match on every label but the metric name. */
+export type VectorMatching = { readonly on: boolean; readonly labels: readonly string[] };
+export type Binary = {
+  readonly kind: 'binary';
+  readonly op: BinaryOp;
+  readonly lhs: Expr;
+  readonly rhs: Expr;
+  readonly bool: boolean;
+  readonly matching: VectorMatching | null;
+};
+export type Negation = { readonly kind: 'negate'; readonly expr: Expr };
+
+export type Expr = NumberLiteral | VectorSelector | MatrixSelector | Call | Aggregate | Binary | Negation;
+
+export function isComparison(op: BinaryOp): boolean {
+  return (COMPARISON as readonly string[]).includes(op);
+}
+
+/** The type of value an expression evaluates to. */
+export function typeOf(e: Expr): ValueType {
+  switch (e.kind) {
+    case 'number':
+      return 'scalar';
+    case 'vector':
+      return 'vector';
+    case 'matrix':
+      return 'matrix';
+    case 'call':
+      return e.func === 'time' ? 'scalar' : 'vector';
+    case 'aggregate':
+      return 'vector';
+    case 'binary':
+      return typeOf(e.lhs) === 'scalar' && typeOf(e.rhs) === 'scalar' ? 'scalar' : 'vector';
+    case 'negate':
+      return typeOf(e.expr);
+    default: {
+      const never: never = e;
+      return never;
+    }
+  }
+}
+
+/** Every vector selector of a query (those under a range selector included), each once. */
+export function selectorsOf(e: Expr): { selector: VectorSelector; rangeMs: number }[] {
+  switch (e.kind) {
+    case 'number':
+      return [];
+    case 'vector':
+      return [{ selector: e, rangeMs: 0 }];
+    case 'matrix':
+      return [{ selector: e.selector, rangeMs: e.rangeMs }];
+    case 'call':
+      return e.args.flatMap(selectorsOf);
+    case 'aggregate':
+      return [...(e.param ? selectorsOf(e.param) : []), ...selectorsOf(e.expr)];
+    case 'binary':
+      return [...selectorsOf(e.lhs), ...selectorsOf(e.rhs)];
+    case 'negate':
+      return selectorsOf(e.expr);
+    default: {
+      const never: never = e;
+      return never;
+    }
+  }
+}

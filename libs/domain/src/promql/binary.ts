@@ -1,0 +1,108 @@
+import { labelsKey, METRIC_NAME, onlyLabels, withoutLabels, type Labels } from '../series/labels.ts';
+import { isComparison, type Binary, type BinaryOp } from './ast.ts';
+import { execution } from './errors.ts';
+import { dropMetricName, type Sample, type Value, type Vector } from './vector.ts';
+
+/** Go's math.Pow where it differs from JavaScript's: 1 to any power and (-1) to ±Inf are 1. */
+function pow(x: number, y: number): number {
+  if (x === 1) return 1;
+  if (x === -1 && !Number.isFinite(y) && !Number.isNaN(y)) return 1;
+  return x ** y;
+}
+
+/** vectorElemBinop: the value and whether the element stays (comparisons filter, keeping the left value). */
+function elem(op: BinaryOp, l: number, r: number): [number, boolean] {
+  switch (op) {
+    case '+': return [l + r, true];
+    case '-': return [l - r, true];
+    case '*': return [l * r, true];
+    case '/': return [l / r, true];
+    case '%': return [l % r, true];
+    case '^': return [pow(l, r), true];
+    case '==': return [l, l === r];
+    case '!=': return [l, l !== r];
+    case '>': return [l, l > r];
+    case '<': return [l, l < r];
+    case '>=': return [l, l >= r];
+    case '<=': return [l, l <= r];
+    default: {
+      const never: never = op;
+      return never;
+    }
+  }
+}
+
+/** Arithmetic drops the metric name; a filtering comparison keeps it. */
+const dropsName = (op: BinaryOp) => !isComparison(op);
+
+export function binaryOp(e: Binary, lhs: Value, rhs: Value, t: number): Value {
+  if (lhs.type === 'scalar' && rhs.type === 'scalar') {
+    const [v, keep] = elem(e.op, lhs.v, rhs.v);
+    return { type: 'scalar', v: isComparison(e.op) ? (keep ? 1 : 0) : v };
+  }
+  if (lhs.type === 'vector' && rhs.type === 'scalar') return { type: 'vector', samples: vectorScalar(e, lhs.samples, rhs.v, false, t) };
+  if (lhs.type === 'scalar' && rhs.type === 'vector') return { type: 'vector', samples: vectorScalar(e, rhs.samples, lhs.v, true, t) };
+  if (lhs.type === 'vector' && rhs.type === 'vector') return { type: 'vector', samples: vectorVector(e, lhs.samples, rhs.samples, t) };
+  throw execution('binary expression between unexpected types');
+}
+
+function vectorScalar(e: Binary, vector: Vector, scalar: number, swap: boolean, t: number): Sample[] {
+  const out: Sample[] = [];
+  for (const s of vector) {
+    const [l, r] = swap ? [scalar, s.v] : [s.v, scalar];
+    let [value, keep] = elem(e.op, l, r);
+    // A comparison keeps the vector's own value, even when the vector is on the right.
+    if (isComparison(e.op) && swap) value = r;
+    if (e.bool) {
+      value = keep ? 1 : 0;
+      keep = true;
+    }
+    if (!keep) continue;
+    out.push({ labels: dropsName(e.op) || e.bool ? dropMetricName(s.labels) : s.labels, v: value, t });
+  }
+  return out;
+}
+
+/** The labels two sides are matched on: on(…) only those, ignoring(…) or none all but those and the name. */
+function signature(labels: Labels, e: Binary): string {
+  const m = e.matching;
+  if (m?.on) return labelsKey(onlyLabels(labels, new Set(m.labels)));
+  return labelsKey(withoutLabels(labels, new Set([METRIC_NAME, ...(m?.labels ?? [])])));
+}
+
+function resultLabels(l: Labels, e: Binary): Labels {
+  let labels = dropsName(e.op) ? dropMetricName(l) : l;
+  const m = e.matching;
+  if (m?.on) labels = onlyLabels(labels, new Set(m.labels));
+  else if (m) labels = withoutLabels(labels, new Set(m.labels));
+  return e.bool ? dropMetricName(labels) : labels;
+}
+
+/** One-to-one matching, as Prometheus' VectorBinop: a duplicate on either side is an error. */
+function vectorVector(e: Binary, lhs: Vector, rhs: Vector, t: number): Sample[] {
+  const right = new Map<string, Sample>();
+  for (const s of rhs) {
+    const sig = signature(s.labels, e);
+    if (right.has(sig)) {
+      throw execution('found duplicate series for the match group on the right hand-side of the operation; many-to-many matching not allowed: matching labels must be unique on one side');
+    }
+    right.set(sig, s);
+  }
+  const matched = new Set<string>();
+  const out: Sample[] = [];
+  for (const ls of lhs) {
+    const sig = signature(ls.labels, e);
+    const rs = right.get(sig);
+    if (!rs) continue;
+    let [value, keep] = elem(e.op, ls.v, rs.v);
+    if (e.bool) {
+      value = keep ? 1 : 0;
+      keep = true;
+    }
+    if (!keep) continue;
+    if (matched.has(sig)) throw execution('multiple matches for labels: many-to-one matching must be explicit (group_left/group_right)');
+    matched.add(sig);
+    out.push({ labels: resultLabels(ls.labels, e), v: value, t });
+  }
+  return out;
+}

@@ -1,0 +1,260 @@
+import { labelsKey, labelValue, METRIC_NAME, withoutLabels, type Labels } from '../series/labels.ts';
+import { RANGE_FUNCTIONS, type Call, type Expr, type MatrixSelector, type RangeFunction, type VectorSelector } from './ast.ts';
+import { aggregate } from './aggregate.ts';
+import { binaryOp } from './binary.ts';
+import { execution } from './errors.ts';
+import { bucketQuantile, evalRangeFunction, type Bucket } from './functions.ts';
+import { assertUniqueLabelsets, dropMetricName, type Sample, type Value } from './vector.ts';
+
+/** The samples of one series a selector chose, ascending by time, one per timestamp. */
+export type SeriesData = { readonly labels: Labels; readonly ts: readonly number[]; readonly vs: readonly number[] };
+/** What the metric store answered for each selector of the query, by selector id. */
+export type Fetched = ReadonlyMap<number, readonly SeriesData[]>;
+
+export type EvalOptions = {
+  /** How far back an instant selector looks for a series' latest sample (Prometheus' default: 5 minutes). */
+  readonly lookbackMs: number;
+  /** Called between steps; throws to stop an evaluation past its time. */
+  readonly checkpoint?: () => void;
+};
+
+export type Point = readonly [t: number, v: number];
+export type SeriesResult = { readonly labels: Labels; readonly points: Point[] };
+export type QueryResult =
+  | { readonly resultType: 'scalar'; readonly t: number; readonly v: number }
+  | { readonly resultType: 'vector'; readonly t: number; readonly samples: readonly { labels: Labels; v: number }[] }
+  | { readonly resultType: 'matrix'; readonly series: readonly SeriesResult[] };
+
+/** The first index of a sorted array whose value is >= x. */
+function lowerBound(a: readonly number[], x: number): number {
+  let lo = 0;
+  let hi = a.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (a[mid]! < x) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/** The first index whose value is > x. */
+function upperBound(a: readonly number[], x: number): number {
+  let lo = 0;
+  let hi = a.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (a[mid]! <= x) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/** Go's strconv.ParseFloat as histogram_quantile reads `le`: null where Go fails. */
+function parseFloatGo(text: string): number | null {
+  const t = text.toLowerCase();
+  if (/^[+-]?(inf|infinity)$/.test(t)) return t.startsWith('-') ? Number.NEGATIVE_INFINITY : Number.POSITIVE_INFINITY;
+  if (t === 'nan') return Number.NaN;
+  if (!/^[+-]?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$/.test(t)) return null;
+  return Number(text);
+}
+
+class Evaluator {
+  private readonly fetched: Fetched;
+  private readonly lookbackMs: number;
+  constructor(fetched: Fetched, options: EvalOptions) {
+    this.fetched = fetched;
+    this.lookbackMs = options.lookbackMs;
+  }
+
+  private series(sel: VectorSelector): readonly SeriesData[] {
+    return this.fetched.get(sel.id) ?? [];
+  }
+
+  eval(e: Expr, t: number): Value {
+    switch (e.kind) {
+      case 'number':
+        return { type: 'scalar', v: e.value };
+      case 'vector':
+        return { type: 'vector', samples: this.instant(e, t) };
+      case 'matrix':
+        throw execution('a range vector is only allowed as a function argument here');
+      case 'call':
+        return this.call(e, t);
+      case 'aggregate': {
+        const param = e.param ? this.scalar(e.param, t) : Number.NaN;
+        const samples = aggregate(e, this.vector(e.expr, t), param, t);
+        assertUniqueLabelsets(samples);
+        return { type: 'vector', samples };
+      }
+      case 'binary': {
+        const value = binaryOp(e, this.eval(e.lhs, t), this.eval(e.rhs, t), t);
+        if (value.type === 'vector') assertUniqueLabelsets(value.samples);
+        return value;
+      }
+      case 'negate': {
+        const inner = this.eval(e.expr, t);
+        if (inner.type === 'scalar') return { type: 'scalar', v: -inner.v };
+        const samples = inner.samples.map((s) => ({ labels: dropMetricName(s.labels), v: -s.v, t }));
+        assertUniqueLabelsets(samples);
+        return { type: 'vector', samples };
+      }
+      default: {
+        const never: never = e;
+        return never;
+      }
+    }
+  }
+
+  private scalar(e: Expr, t: number): number {
+    const v = this.eval(e, t);
+    if (v.type !== 'scalar') throw execution('expected a scalar');
+    return v.v;
+  }
+
+  private vector(e: Expr, t: number): readonly Sample[] {
+    const v = this.eval(e, t);
+    if (v.type !== 'vector') throw execution('expected an instant vector');
+    return v.samples;
+  }
+
+  /** Each series' latest sample in [t − offset − lookback, t − offset], with its own timestamp. */
+  private instant(sel: VectorSelector, t: number): Sample[] {
+    const ref = t - sel.offsetMs;
+    const out: Sample[] = [];
+    for (const s of this.series(sel)) {
+      const i = upperBound(s.ts, ref) - 1;
+      if (i < 0 || s.ts[i]! < ref - this.lookbackMs) continue;
+      out.push({ labels: s.labels, v: s.vs[i]!, t: s.ts[i]! });
+    }
+    return out;
+  }
+
+  /** Each series' samples in [t − offset − range, t − offset] (both ends included, as in Prometheus 2). */
+  windows(m: MatrixSelector, t: number): { data: SeriesData; lo: number; hi: number; start: number; end: number }[] {
+    const end = t - m.selector.offsetMs;
+    const start = end - m.rangeMs;
+    const out = [];
+    for (const data of this.series(m.selector)) {
+      const lo = lowerBound(data.ts, start);
+      const hi = upperBound(data.ts, end) - 1;
+      if (hi >= lo) out.push({ data, lo, hi, start, end });
+    }
+    return out;
+  }
+
+  private call(e: Call, t: number): Value {
+    const samples: Sample[] = [];
+    if ((RANGE_FUNCTIONS as readonly string[]).includes(e.func)) {
+      const func = e.func as RangeFunction;
+      const m = e.args[e.args.length - 1] as MatrixSelector;
+      const param = e.args.length > 1 ? this.scalar(e.args[0]!, t) : Number.NaN;
+      for (const w of this.windows(m, t)) {
+        const v = evalRangeFunction(func, { ts: w.data.ts, vs: w.data.vs, lo: w.lo, hi: w.hi }, { rangeStartMs: w.start, rangeEndMs: w.end, rangeSeconds: m.rangeMs / 1000 }, param);
+        if (v !== null) samples.push({ labels: dropMetricName(w.data.labels), v, t });
+      }
+      assertUniqueLabelsets(samples);
+      return { type: 'vector', samples };
+    }
+    switch (e.func) {
+      case 'time':
+        return { type: 'scalar', v: t / 1000 };
+      case 'abs':
+        return this.map(e, t, Math.abs);
+      case 'clamp_min': {
+        const min = this.scalar(e.args[1]!, t);
+        return this.map(e, t, (v) => Math.max(min, v));
+      }
+      case 'clamp_max': {
+        const max = this.scalar(e.args[1]!, t);
+        return this.map(e, t, (v) => Math.min(max, v));
+      }
+      case 'round': {
+        const toNearest = e.args.length > 1 ? this.scalar(e.args[1]!, t) : 1;
+        const inverse = 1 / toNearest;
+        return this.map(e, t, (v) => Math.floor(v * inverse + 0.5) / inverse);
+      }
+      case 'timestamp': {
+        const out = this.vector(e.args[0]!, t).map((s) => ({ labels: dropMetricName(s.labels), v: s.t / 1000, t }));
+        assertUniqueLabelsets(out);
+        return { type: 'vector', samples: out };
+      }
+      case 'histogram_quantile':
+        return { type: 'vector', samples: this.histogramQuantile(this.scalar(e.args[0]!, t), this.vector(e.args[1]!, t), t) };
+      default:
+        throw execution(`function ${e.func} is not evaluated here`);
+    }
+  }
+
+  /** A function of each element's value; the metric name is dropped, as every such function does. */
+  private map(e: Call, t: number, f: (v: number) => number): Value {
+    const out = this.vector(e.args[0]!, t).map((s) => ({ labels: dropMetricName(s.labels), v: f(s.v), t }));
+    assertUniqueLabelsets(out);
+    return { type: 'vector', samples: out };
+  }
+
+  private histogramQuantile(q: number, input: readonly Sample[], t: number): Sample[] {
+    const groups = new Map<string, { labels: Labels; buckets: Bucket[] }>();
+    const drop = new Set(['le', METRIC_NAME]);
+    for (const s of input) {
+      const upperBound = parseFloatGo(labelValue(s.labels, 'le'));
+      if (upperBound === null) continue; // no le, or not a number: not a bucket
+      const labels = withoutLabels(s.labels, drop);
+      const key = labelsKey(labels);
+      let g = groups.get(key);
+      if (!g) groups.set(key, (g = { labels, buckets: [] }));
+      g.buckets.push({ upperBound, count: s.v });
+    }
+    return [...groups.values()].map((g) => ({ labels: g.labels, v: bucketQuantile(q, g.buckets), t }));
+  }
+}
+
+function compareLabels(a: Labels, b: Labels): number {
+  for (let i = 0; i < Math.min(a.length, b.length); i += 1) {
+    const [an, av] = a[i]!;
+    const [bn, bv] = b[i]!;
+    if (an !== bn) return an < bn ? -1 : 1;
+    if (av !== bv) return av < bv ? -1 : 1;
+  }
+  return a.length - b.length;
+}
+
+/** An instant query at t (epoch ms). A bare range selector answers its raw samples, as Prometheus does. */
+export function evalInstant(e: Expr, fetched: Fetched, t: number, options: EvalOptions): QueryResult {
+  const ev = new Evaluator(fetched, options);
+  if (e.kind === 'matrix') {
+    const series = ev.windows(e, t).map((w) => ({
+      labels: w.data.labels,
+      points: w.data.ts.slice(w.lo, w.hi + 1).map((ts, i): Point => [ts, w.data.vs[w.lo + i]!]),
+    }));
+    return { resultType: 'matrix', series: series.sort((a, b) => compareLabels(a.labels, b.labels)) };
+  }
+  const v = ev.eval(e, t);
+  if (v.type === 'scalar') return { resultType: 'scalar', t, v: v.v };
+  return { resultType: 'vector', t, samples: v.samples.map((s) => ({ labels: s.labels, v: s.v })) };
+}
+
+/** The evaluation times of a range query: start, start + step, … up to end (Prometheus aligns nothing else). */
+export function rangeSteps(startMs: number, endMs: number, stepMs: number): number[] {
+  const steps: number[] = [];
+  for (let t = startMs; t <= endMs; t += stepMs) steps.push(t);
+  return steps;
+}
+
+/** A range query: the expression at every step, one series per label set (a scalar becomes one series without labels). */
+export function evalRange(e: Expr, fetched: Fetched, startMs: number, endMs: number, stepMs: number, options: EvalOptions): QueryResult {
+  if (e.kind === 'matrix') throw execution('invalid expression type "range vector" for range query, must be Scalar or instant Vector');
+  const ev = new Evaluator(fetched, options);
+  const out = new Map<string, SeriesResult>();
+  for (const t of rangeSteps(startMs, endMs, stepMs)) {
+    options.checkpoint?.();
+    const v = ev.eval(e, t);
+    const samples = v.type === 'scalar' ? [{ labels: [] as Labels, v: v.v }] : v.samples;
+    for (const s of samples) {
+      const key = labelsKey(s.labels);
+      let series = out.get(key);
+      if (!series) out.set(key, (series = { labels: s.labels, points: [] }));
+      series.points.push([t, s.v]);
+    }
+  }
+  return { resultType: 'matrix', series: [...out.values()].sort((a, b) => compareLabels(a.labels, b.labels)) };
+}
