@@ -29,6 +29,7 @@ import { fileRoutes } from './files/routes.ts';
 import { healthRoutes } from './health/routes.ts';
 import { openApiRoute } from './openapi/document-routes.ts';
 import { userRoutes } from './accounts/users-routes.ts';
+import { prometheusBasicAuth } from './prometheus/basic-auth.ts';
 import { prometheusRoutes } from './prometheus/routes.ts';
 import type { PromqlDeps } from './prometheus/execute.ts';
 
@@ -161,6 +162,7 @@ export function createApp(deps: ApiDeps): Koa {
   app.use(problemMiddleware(deps.logger));
   app.use(unknownMethods);
   if (deps.maxUrlBytes !== undefined) app.use(urlLengthLimit(deps.maxUrlBytes, deps.download ? [DOWNLOAD_PATH] : []));
+  if (deps.prometheus) app.use(prometheusBasicAuth);
   const router = buildRouter(deps);
   app.use(router.routes());
   app.use(router.allowedMethods());

@@ -150,7 +150,8 @@ class Evaluator {
       const param = e.args.length > 1 ? this.scalar(e.args[0]!, t) : Number.NaN;
       for (const w of this.windows(m, t)) {
         const v = evalRangeFunction(func, { ts: w.data.ts, vs: w.data.vs, lo: w.lo, hi: w.hi }, { rangeStartMs: w.start, rangeEndMs: w.end, rangeSeconds: m.rangeMs / 1000 }, param);
-        if (v !== null) samples.push({ labels: dropMetricName(w.data.labels), v, t });
+        // Prometheus 2.42 drops the metric name from every range function's result but last_over_time's.
+        if (v !== null) samples.push({ labels: func === 'last_over_time' ? w.data.labels : dropMetricName(w.data.labels), v, t });
       }
       assertUniqueLabelsets(samples);
       return { type: 'vector', samples };

@@ -131,9 +131,10 @@ class Builder {
     return inner[0]!;
   }
 
-  private unary(n: SyntaxNode): Expr {
+  /** offsetMs: an offset that the grammar put after the whole expression, for its rightmost selector. */
+  private unary(n: SyntaxNode, offsetMs: number | null = null): Expr {
     const [opNode, operand] = children(n);
-    const expr = this.expr(operand!);
+    const expr = offsetMs === null ? this.expr(operand!) : this.withOffset(operand!, offsetMs);
     if (typeOf(expr) === 'matrix') throw badData('unary expression only allowed on expressions of type scalar or instant vector, got "range vector"');
     if (this.src(opNode!) === '+') return expr;
     // Folded like Prometheus does for literals, so -1 stays a number.
@@ -141,10 +142,10 @@ class Builder {
     return { kind: 'negate', expr };
   }
 
-  private binary(n: SyntaxNode): Expr {
+  private binary(n: SyntaxNode, offsetMs: number | null = null): Expr {
     const parts = children(n);
     const lhs = this.expr(parts[0]!);
-    const rhs = this.expr(parts[parts.length - 1]!);
+    const rhs = offsetMs === null ? this.expr(parts[parts.length - 1]!) : this.withOffset(parts[parts.length - 1]!, offsetMs);
     const opText = this.src(parts[1]!).toLowerCase();
     if (opText === 'and' || opText === 'or' || opText === 'unless') throw unsupported(`the set operator ${opText}`);
     if (opText === 'atan2') throw unsupported('the atan2 operator');
@@ -259,12 +260,29 @@ class Builder {
 
   private offset(n: SyntaxNode): Expr {
     const parts = children(n);
-    const target = parts[0]!;
-    const offsetMs = this.duration(parts[parts.length - 1]!);
-    if (target.name === 'VectorSelector') return this.selector(target, offsetMs);
-    if (target.name === 'MatrixSelector') return this.matrix(target, offsetMs);
-    if (target.name === 'SubqueryExpr') throw unsupported('subqueries');
-    throw badData('offset modifier must be preceded by an instant vector selector or range vector selector');
+    return this.withOffset(parts[0]!, this.duration(parts[parts.length - 1]!));
+  }
+
+  /**
+   * The expression with the offset on its selector. The lezer grammar gives `offset` a lower
+   * precedence than Prometheus' parser does: `a - b offset 5m` comes as (a - b) offset 5m, which
+   * Prometheus reads as a - (b offset 5m). So the offset goes down to the rightmost operand.
+   */
+  private withOffset(target: SyntaxNode, offsetMs: number): Expr {
+    switch (target.name) {
+      case 'VectorSelector':
+        return this.selector(target, offsetMs);
+      case 'MatrixSelector':
+        return this.matrix(target, offsetMs);
+      case 'BinaryExpr':
+        return this.binary(target, offsetMs);
+      case 'UnaryExpr':
+        return this.unary(target, offsetMs);
+      case 'SubqueryExpr':
+        throw unsupported('subqueries');
+      default:
+        throw badData('offset modifier must be preceded by an instant vector selector or range vector selector');
+    }
   }
 
   /** A duration of a range or an offset, in milliseconds; negative offsets allowed. */

@@ -72,6 +72,16 @@ describe('PromQL parsing', () => {
   });
 });
 
+describe('offset', () => {
+  it('binds to the selector before it, as in Prometheus, though the grammar puts it after the whole expression', () => {
+    const e = parsePromql('a - b offset 5m') as { lhs: { offsetMs: number }; rhs: { offsetMs: number } };
+    expect([e.lhs.offsetMs, e.rhs.offsetMs]).toEqual([0, 300_000]);
+    const n = parsePromql('-a offset 1m') as { expr: { offsetMs: number } };
+    expect(n.expr.offsetMs).toBe(60_000);
+    expect(() => parsePromql('sum(a) offset 1m')).toThrow(/offset modifier must be preceded/);
+  });
+});
+
 describe('PromQL evaluation', () => {
   it('selects by labels with the lookback', () => {
     const r = run('http_requests_total{job="api",code=~"2.."}', 600_000) as { result: { metric: object; value: unknown[] }[] };
