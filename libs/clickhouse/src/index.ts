@@ -31,3 +31,4 @@ export { createPointsStages, LIVE_STAGE_TARGETS, type Fence, type PointsStages, 
 export { untilMutationsDone } from './server-work.ts';
 export { parseSeries, readSeries, seriesSql, type SeriesColumns, type SeriesRequest } from './series.ts';
 export { parseSamples, readSamples, samplesSql, type SamplesRequest, type SeriesSamples } from './promql/samples.ts';
+export { parseWindowStats, readWindowStats, windowStatsSql, type WindowStatsRequest } from './promql/window-stats.ts';

@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { Context } from 'koa';
-import { cancelDownload, readSamples, type ConnOptions } from '@meridian/clickhouse';
+import { cancelDownload, readSamples, readWindowStats, type ConnOptions } from '@meridian/clickhouse';
 import {
-  evalInstant, evalRange, execution, planWindows, PromqlError, type Expr, type QueryResult, type SeriesData, type UserRecord,
+  evalInstant, evalRange, evalWindowStats, execution, planWindows, PromqlError,
+  type Expr, type Labels, type QueryResult, type SampleWindow, type SeriesData, type StepValues, type UserRecord,
 } from '@meridian/domain';
 import type { MetricCatalog } from '../catalog/routes.ts';
 import { readableSeries } from './select.ts';
@@ -19,6 +20,8 @@ export type PromqlDeps = {
   readonly conn: ConnOptions;
   readonly catalog: MetricCatalog;
   readonly limits: PromqlLimits;
+  /** Whether ClickHouse reduces the windows of the range functions it can (true but in tests comparing both ways). */
+  readonly reduceInStore?: boolean;
   /** Largest form body of a POST (MERIDIAN_MAX_SMALL_JSON_BODY_BYTES). */
   readonly maxBodyBytes: number;
 };
@@ -57,32 +60,39 @@ export async function runQuery(deps: PromqlDeps, ctx: Context, user: UserRecord,
   try {
     const series = await readableSeries(deps.catalog, user);
     const labelsOf = new Map(series.map((s) => [s.name, s.labels]));
-    const windows = planWindows(expr, series, times.startMs, times.endMs, times.stepMs, LOOKBACK_MS);
+    const windows = planWindows(expr, series, times.startMs, times.endMs, times.stepMs, LOOKBACK_MS, deps.reduceInStore ?? true);
     const fetched = new Map<number, SeriesData[]>();
+    const reduced = new Map<number, StepValues[]>();
     let samples = 0;
+    const tooMany = () => execution(`query processing would load too many samples into memory in query execution: more than ${limits.maxSamples} (MERIDIAN_PROMQL_MAX_SAMPLES); narrow the selectors or the range`);
     for (const [i, w] of windows.entries()) {
       if (w.names.length > limits.maxSeries) {
         throw execution(`a selector matches ${w.names.length} series, more than ${limits.maxSeries} (MERIDIAN_PROMQL_MAX_SERIES); narrow it with more label matchers`);
       }
-      const budget = limits.maxSamples - samples;
-      let read;
+      const request = { names: w.names, fromMs: w.fromMs, toMs: w.toMs, sparse: w.sparse, maxSamples: limits.maxSamples - samples, queryId: `${queryId}-${i}`, signal: abort.signal };
       try {
-        read = await readSamples(deps.conn, { names: w.names, fromMs: w.fromMs, toMs: w.toMs, sparse: w.sparse, maxSamples: budget, queryId: `${queryId}-${i}`, signal: abort.signal });
+        if (w.reduce) {
+          const { values, read } = await readReduced(deps.conn, w, request, labelsOf);
+          if (read === 'too_many') throw tooMany();
+          samples += read;
+          reduced.set(w.selectorId, values);
+          continue;
+        }
+        const read = await readSamples(deps.conn, request);
+        if (read === 'too_many') throw tooMany();
+        samples += read.reduce((n, s) => n + s.ts.length, 0);
+        fetched.set(w.selectorId, read.map((s) => ({ labels: labelsOf.get(s.name)!, ts: s.ts, vs: s.vs })));
       } catch (cause) {
         if (stopped.why) throw stopped.why;
+        if (cause instanceof PromqlError) throw cause;
         throw new PromqlError('unavailable', 'the metric store did not answer; retry later', { cause });
       }
-      if (read === 'too_many') {
-        throw execution(`query processing would load too many samples into memory in query execution: more than ${limits.maxSamples} (MERIDIAN_PROMQL_MAX_SAMPLES); narrow the selectors or the range`);
-      }
-      samples += read.reduce((n, s) => n + s.ts.length, 0);
-      fetched.set(w.selectorId, read.map((s) => ({ labels: labelsOf.get(s.name)!, ts: s.ts, vs: s.vs })));
     }
     const checkpoint = () => {
       if (stopped.why) throw stopped.why;
       if (performance.now() > deadline) throw new PromqlError('timeout', `query timed out in expression evaluation after ${timeoutMs} ms (MERIDIAN_PROMQL_TIMEOUT_MS or the timeout parameter)`);
     };
-    const options = { lookbackMs: LOOKBACK_MS, checkpoint };
+    const options = { lookbackMs: LOOKBACK_MS, checkpoint, reduced };
     const result = times.instant
       ? evalInstant(expr, fetched, times.startMs, options)
       : evalRange(expr, fetched, times.startMs, times.endMs, times.stepMs, options);
@@ -94,4 +104,25 @@ export async function runQuery(deps: PromqlDeps, ctx: Context, user: UserRecord,
     requestSignal?.removeEventListener('abort', onRequestTimeout);
     ctx.res.off('close', onClose);
   }
+}
+
+/** A reduced selector's function value at every step of every series, from ClickHouse's per-window rows. */
+async function readReduced(
+  conn: ConnOptions,
+  w: SampleWindow,
+  request: Parameters<typeof readSamples>[1],
+  labelsOf: ReadonlyMap<string, Labels>,
+): Promise<{ values: StepValues[]; read: number | 'too_many' }> {
+  const reduce = w.reduce!;
+  const bySeries = new Map<string, StepValues>();
+  const read = await readWindowStats(conn, { ...request, reduce }, (name, k, stats) => {
+    let s = bySeries.get(name);
+    if (!s) bySeries.set(name, (s = { labels: labelsOf.get(name)!, present: new Uint8Array(reduce.steps), values: new Float64Array(reduce.steps) }));
+    const end = reduce.firstRefMs + k * reduce.stepMs;
+    const v = evalWindowStats(reduce.func, stats, { rangeStartMs: end - reduce.rangeMs, rangeEndMs: end, rangeSeconds: reduce.rangeMs / 1000 });
+    if (v === null) return;
+    s.present[k] = 1;
+    s.values[k] = v;
+  });
+  return { values: [...bySeries.values()], read };
 }

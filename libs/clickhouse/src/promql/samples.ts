@@ -25,17 +25,22 @@ export type SamplesRequest = {
 export type SeriesSamples = { readonly name: string; readonly ts: number[]; readonly vs: number[] };
 
 export function samplesSql(req: Pick<SamplesRequest, 'fromMs' | 'toMs' | 'sparse' | 'maxSamples'>): string {
+  return `SELECT metric_name, groupArray(ts), groupArray(value) FROM (${sampleRowsSql(req)}) GROUP BY metric_name FORMAT TabSeparated`;
+}
+
+/** The samples as rows (metric_name, ts, value), one per (series, timestamp), at most maxSamples + 1. */
+export function sampleRowsSql(req: Pick<SamplesRequest, 'fromMs' | 'toMs' | 'sparse' | 'maxSamples'>): string {
   const conditions = ['metric_name IN (SELECT name FROM names)', `ts >= ${int(req.fromMs)}`, `ts <= ${int(req.toMs)}`];
   if (req.sparse) {
     const { firstRefMs, stepMs, widthMs } = req.sparse;
     // How far the sample is before the first step at or after it: % keeps the dividend's sign, so it is shifted up by one step.
     conditions.push(`((${int(firstRefMs)} - ts) % ${int(stepMs)} + ${int(stepMs)}) % ${int(stepMs)} <= ${int(widthMs)}`);
   }
-  const rows =
+  return (
     `SELECT metric_name, ts, value FROM points WHERE ${conditions.join(' AND ')} ` +
     'ORDER BY metric_name, ts, updated_at DESC, kafka_partition DESC, kafka_offset DESC, row_in_batch DESC ' +
-    `LIMIT 1 BY metric_name, ts LIMIT ${int(req.maxSamples + 1)}`;
-  return `SELECT metric_name, groupArray(ts), groupArray(value) FROM (${rows}) GROUP BY metric_name FORMAT TabSeparated`;
+    `LIMIT 1 BY metric_name, ts LIMIT ${int(req.maxSamples + 1)}`
+  );
 }
 
 function parseArray(text: string, read: (item: string) => number): number[] {

@@ -18,3 +18,15 @@ describe('PromQL samples', () => {
     ]);
   });
 });
+
+describe('PromQL windows reduced in ClickHouse', () => {
+  it('joins each sample to the steps whose windows hold it, clipped to the query, with only numbers in the SQL', async () => {
+    const { windowStatsSql } = await import('./window-stats.ts');
+    const sql = windowStatsSql({ fromMs: 0, toMs: 3_600_000, sparse: null, maxSamples: 100, reduce: { firstRefMs: 300_000, stepMs: 60_000, steps: 56, rangeMs: 300_000 } });
+    // Shifted 6 steps (ceil(5 min / 1 min) + 1) so intDiv, which truncates, sees positive numerators.
+    expect(sql).toContain('greatest(intDiv(ts - 300000 + 360000 + 60000 - 1, 60000) - 6, 0) AS kmin');
+    expect(sql).toContain('least(intDiv(ts - 300000 + 360000 + 300000, 60000) - 6, 55) AS kmax');
+    expect(sql).toContain('metric_name IN (SELECT name FROM names)');
+    expect(sql).toContain('GROUP BY metric_name, k');
+  });
+});

@@ -82,27 +82,3 @@ export function typeOf(e: Expr): ValueType {
     }
   }
 }
-
-/** Every vector selector of a query (those under a range selector included), each once. */
-export function selectorsOf(e: Expr): { selector: VectorSelector; rangeMs: number }[] {
-  switch (e.kind) {
-    case 'number':
-      return [];
-    case 'vector':
-      return [{ selector: e, rangeMs: 0 }];
-    case 'matrix':
-      return [{ selector: e.selector, rangeMs: e.rangeMs }];
-    case 'call':
-      return e.args.flatMap(selectorsOf);
-    case 'aggregate':
-      return [...(e.param ? selectorsOf(e.param) : []), ...selectorsOf(e.expr)];
-    case 'binary':
-      return [...selectorsOf(e.lhs), ...selectorsOf(e.rhs)];
-    case 'negate':
-      return selectorsOf(e.expr);
-    default: {
-      const never: never = e;
-      return never;
-    }
-  }
-}

@@ -11,7 +11,15 @@ export type SeriesData = { readonly labels: Labels; readonly ts: readonly number
 /** What the metric store answered for each selector of the query, by selector id. */
 export type Fetched = ReadonlyMap<number, readonly SeriesData[]>;
 
+/**
+ * A range function's value per step for one series, as reduced by the metric store (see
+ * SampleWindow.reduce): step k is the k-th evaluation time of the query.
+ */
+export type StepValues = { readonly labels: Labels; readonly present: Uint8Array; readonly values: Float64Array };
+
 export type EvalOptions = {
+  /** The selectors whose function the store computed per step, by selector id. */
+  readonly reduced?: ReadonlyMap<number, readonly StepValues[]>;
   /** How far back an instant selector looks for a series' latest sample (Prometheus' default: 5 minutes). */
   readonly lookbackMs: number;
   /** Called between steps; throws to stop an evaluation past its time. */
@@ -61,9 +69,15 @@ function parseFloatGo(text: string): number | null {
 class Evaluator {
   private readonly fetched: Fetched;
   private readonly lookbackMs: number;
-  constructor(fetched: Fetched, options: EvalOptions) {
+  private readonly reduced: ReadonlyMap<number, readonly StepValues[]>;
+  private readonly startMs: number;
+  private readonly stepMs: number;
+  constructor(fetched: Fetched, options: EvalOptions, startMs: number, stepMs: number) {
     this.fetched = fetched;
     this.lookbackMs = options.lookbackMs;
+    this.reduced = options.reduced ?? new Map();
+    this.startMs = startMs;
+    this.stepMs = stepMs;
   }
 
   private series(sel: VectorSelector): readonly SeriesData[] {
@@ -147,11 +161,19 @@ class Evaluator {
     if ((RANGE_FUNCTIONS as readonly string[]).includes(e.func)) {
       const func = e.func as RangeFunction;
       const m = e.args[e.args.length - 1] as MatrixSelector;
+      // Prometheus 2.42 drops the metric name from every range function's result but last_over_time's.
+      const labelsOf = (l: Labels) => (func === 'last_over_time' ? l : dropMetricName(l));
+      const reduced = this.reduced.get(m.selector.id);
+      if (reduced) {
+        const k = Math.round((t - this.startMs) / this.stepMs);
+        for (const s of reduced) if (s.present[k] === 1) samples.push({ labels: labelsOf(s.labels), v: s.values[k]!, t });
+        assertUniqueLabelsets(samples);
+        return { type: 'vector', samples };
+      }
       const param = e.args.length > 1 ? this.scalar(e.args[0]!, t) : Number.NaN;
       for (const w of this.windows(m, t)) {
         const v = evalRangeFunction(func, { ts: w.data.ts, vs: w.data.vs, lo: w.lo, hi: w.hi }, { rangeStartMs: w.start, rangeEndMs: w.end, rangeSeconds: m.rangeMs / 1000 }, param);
-        // Prometheus 2.42 drops the metric name from every range function's result but last_over_time's.
-        if (v !== null) samples.push({ labels: func === 'last_over_time' ? w.data.labels : dropMetricName(w.data.labels), v, t });
+        if (v !== null) samples.push({ labels: labelsOf(w.data.labels), v, t });
       }
       assertUniqueLabelsets(samples);
       return { type: 'vector', samples };
@@ -221,7 +243,7 @@ function compareLabels(a: Labels, b: Labels): number {
 
 /** An instant query at t (epoch ms). A bare range selector answers its raw samples, as Prometheus does. */
 export function evalInstant(e: Expr, fetched: Fetched, t: number, options: EvalOptions): QueryResult {
-  const ev = new Evaluator(fetched, options);
+  const ev = new Evaluator(fetched, options, t, 1);
   if (e.kind === 'matrix') {
     const series = ev.windows(e, t).map((w) => ({
       labels: w.data.labels,
@@ -244,7 +266,7 @@ export function rangeSteps(startMs: number, endMs: number, stepMs: number): numb
 /** A range query: the expression at every step, one series per label set (a scalar becomes one series without labels). */
 export function evalRange(e: Expr, fetched: Fetched, startMs: number, endMs: number, stepMs: number, options: EvalOptions): QueryResult {
   if (e.kind === 'matrix') throw execution('invalid expression type "range vector" for range query, must be Scalar or instant Vector');
-  const ev = new Evaluator(fetched, options);
+  const ev = new Evaluator(fetched, options, startMs, stepMs);
   const out = new Map<string, SeriesResult>();
   for (const t of rangeSteps(startMs, endMs, stepMs)) {
     options.checkpoint?.();

@@ -53,21 +53,30 @@ export function evalRangeFunction(func: RangeFunction, w: Window, bounds: Window
 function extrapolatedRate(w: Window, b: WindowBounds, isCounter: boolean, isRate: boolean): number | null {
   const { ts, vs, lo, hi } = w;
   if (hi - lo + 1 < 2) return null;
-  let resultValue = vs[hi]! - vs[lo]!;
+  let drops = 0;
   if (isCounter) {
     let lastValue = 0;
     for (let i = lo; i <= hi; i += 1) {
-      if (vs[i]! < lastValue) resultValue += lastValue;
+      if (vs[i]! < lastValue) drops += lastValue;
       lastValue = vs[i]!;
     }
   }
-  let durationToStart = (ts[lo]! - b.rangeStartMs) / 1000;
-  const durationToEnd = (b.rangeEndMs - ts[hi]!) / 1000;
-  const sampledInterval = (ts[hi]! - ts[lo]!) / 1000;
-  const averageDurationBetweenSamples = sampledInterval / (hi - lo);
-  if (isCounter && resultValue > 0 && vs[lo]! >= 0) {
+  return extrapolate(hi - lo + 1, ts[lo]!, vs[lo]!, ts[hi]!, vs[hi]!, drops, b, isCounter, isRate);
+}
+
+/**
+ * Prometheus' extrapolatedRate from what it reads of a window: the sample count, the first and
+ * last samples, and (counters) the sum of the values before each drop.
+ */
+function extrapolate(n: number, tFirst: number, vFirst: number, tLast: number, vLast: number, drops: number, b: WindowBounds, isCounter: boolean, isRate: boolean): number {
+  let resultValue = vLast - vFirst + (isCounter ? drops : 0);
+  let durationToStart = (tFirst - b.rangeStartMs) / 1000;
+  const durationToEnd = (b.rangeEndMs - tLast) / 1000;
+  const sampledInterval = (tLast - tFirst) / 1000;
+  const averageDurationBetweenSamples = sampledInterval / (n - 1);
+  if (isCounter && resultValue > 0 && vFirst >= 0) {
     // A counter cannot go below zero: extrapolate no further back than its zero point.
-    const durationToZero = sampledInterval * (vs[lo]! / resultValue);
+    const durationToZero = sampledInterval * (vFirst / resultValue);
     if (durationToZero < durationToStart) durationToStart = durationToZero;
   }
   const extrapolationThreshold = averageDurationBetweenSamples * 1.1;
@@ -77,6 +86,71 @@ function extrapolatedRate(w: Window, b: WindowBounds, isCounter: boolean, isRate
   resultValue = resultValue * (extrapolateToInterval / sampledInterval);
   if (isRate) resultValue = resultValue / b.rangeSeconds;
   return resultValue;
+}
+
+/**
+ * The range functions ClickHouse reduces each window for (per series and step, with plain SQL
+ * aggregates 18.16 has), so only one row per series and step comes back rather than every
+ * sample. deriv and quantile_over_time need every sample of a window and are evaluated here.
+ */
+export const WINDOW_STATS_FUNCTIONS = [
+  'rate', 'increase', 'delta', 'irate', 'resets', 'changes',
+  'avg_over_time', 'min_over_time', 'max_over_time', 'sum_over_time', 'count_over_time', 'last_over_time',
+] as const satisfies readonly RangeFunction[];
+export type WindowStatsFunction = (typeof WINDOW_STATS_FUNCTIONS)[number];
+
+/** What ClickHouse answers for one window of one series. `prev` is the sample before the last one (irate). */
+export type WindowStats = {
+  readonly n: number;
+  readonly tFirst: number;
+  readonly vFirst: number;
+  readonly tLast: number;
+  readonly vLast: number;
+  readonly tPrev: number;
+  readonly vPrev: number;
+  /** Sum of the value before each decrease between two samples of the window (counter resets). */
+  readonly drops: number;
+  readonly resets: number;
+  readonly changes: number;
+  readonly sum: number;
+  readonly min: number;
+  readonly max: number;
+};
+
+/** A range function's value from its window's reduction, as evalRangeFunction computes it from the samples. */
+export function evalWindowStats(func: WindowStatsFunction, w: WindowStats, b: WindowBounds): number | null {
+  if (w.n < 1) return null;
+  switch (func) {
+    case 'rate':
+    case 'increase':
+    case 'delta':
+      return w.n < 2 ? null : extrapolate(w.n, w.tFirst, w.vFirst, w.tLast, w.vLast, w.drops, b, func !== 'delta', func === 'rate');
+    case 'irate': {
+      if (w.n < 2 || w.tLast === w.tPrev) return null;
+      const resultValue = w.vLast < w.vPrev ? w.vLast : w.vLast - w.vPrev;
+      return resultValue / ((w.tLast - w.tPrev) / 1000);
+    }
+    case 'resets':
+      return w.resets;
+    case 'changes':
+      return w.changes;
+    case 'avg_over_time':
+      return w.sum / w.n;
+    case 'min_over_time':
+      return w.min;
+    case 'max_over_time':
+      return w.max;
+    case 'sum_over_time':
+      return w.sum;
+    case 'count_over_time':
+      return w.n;
+    case 'last_over_time':
+      return w.vLast;
+    default: {
+      const never: never = func;
+      return never;
+    }
+  }
 }
 
 function instantRate(w: Window): number | null {

@@ -1,5 +1,6 @@
 import { labelValue, type Labels } from '../series/labels.ts';
-import { selectorsOf, type Expr, type Matcher } from './ast.ts';
+import type { Expr, Matcher, VectorSelector } from './ast.ts';
+import { WINDOW_STATS_FUNCTIONS, type WindowStatsFunction } from './functions.ts';
 import { matcherTest } from './parse.ts';
 
 /**
@@ -18,7 +19,41 @@ export type SampleWindow = {
   readonly toMs: number;
   /** When not null: keep a sample at ts only if (firstRefMs − ts) mod stepMs (taken non-negative) <= widthMs. */
   readonly sparse: { readonly firstRefMs: number; readonly stepMs: number; readonly widthMs: number } | null;
+  /**
+   * When not null, the selector is the range argument of this function, which ClickHouse
+   * reduces window by window: it answers one row of WindowStats per series and step (step k
+   * ends at firstRefMs + k·stepMs and spans rangeMs) instead of the samples.
+   */
+  readonly reduce: { readonly func: WindowStatsFunction; readonly firstRefMs: number; readonly stepMs: number; readonly steps: number; readonly rangeMs: number } | null;
 };
+
+type Fetch = { selector: VectorSelector; rangeMs: number; func: WindowStatsFunction | null };
+
+/** Every selector of a query, with its range and the function it is the range argument of when ClickHouse can reduce for it. */
+function fetchesOf(e: Expr): Fetch[] {
+  switch (e.kind) {
+    case 'number':
+      return [];
+    case 'vector':
+      return [{ selector: e, rangeMs: 0, func: null }];
+    case 'matrix':
+      return [{ selector: e.selector, rangeMs: e.rangeMs, func: null }];
+    case 'call': {
+      const reducible = (WINDOW_STATS_FUNCTIONS as readonly string[]).includes(e.func) ? (e.func as WindowStatsFunction) : null;
+      return e.args.flatMap((arg) => (arg.kind === 'matrix' && reducible ? [{ selector: arg.selector, rangeMs: arg.rangeMs, func: reducible }] : fetchesOf(arg)));
+    }
+    case 'aggregate':
+      return [...(e.param ? fetchesOf(e.param) : []), ...fetchesOf(e.expr)];
+    case 'binary':
+      return [...fetchesOf(e.lhs), ...fetchesOf(e.rhs)];
+    case 'negate':
+      return fetchesOf(e.expr);
+    default: {
+      const never: never = e;
+      return never;
+    }
+  }
+}
 
 /** A series the caller may read: its catalog name and the labels it parses to. */
 export type CatalogSeries = { readonly name: string; readonly labels: Labels };
@@ -29,14 +64,20 @@ export function matchSeries(matchers: readonly Matcher[], series: readonly Catal
   return series.filter((s) => tests.every(({ name, test }) => test(labelValue(s.labels, name))));
 }
 
-/** The windows of every selector of a query evaluated from startMs to endMs every stepMs (an instant query: start = end). */
-export function planWindows(e: Expr, series: readonly CatalogSeries[], startMs: number, endMs: number, stepMs: number, lookbackMs: number): SampleWindow[] {
-  return selectorsOf(e).map(({ selector, rangeMs }) => {
+/**
+ * The windows of every selector of a query evaluated from startMs to endMs every stepMs (an
+ * instant query: start = end). `reduceInStore` false reads every sample (the evaluation then
+ * computes every function itself, as a check of the reductions).
+ */
+export function planWindows(e: Expr, series: readonly CatalogSeries[], startMs: number, endMs: number, stepMs: number, lookbackMs: number, reduceInStore = false): SampleWindow[] {
+  const steps = endMs > startMs ? Math.floor((endMs - startMs) / stepMs) + 1 : 1;
+  return fetchesOf(e).map(({ selector, rangeMs, func }) => {
     const width = rangeMs > 0 ? rangeMs : lookbackMs;
     const firstRef = startMs - selector.offsetMs;
     const lastRef = endMs - selector.offsetMs;
     const names = matchSeries(selector.matchers, series).map((s) => s.name);
     const sparse = endMs > startMs && stepMs > width + 1 ? { firstRefMs: firstRef, stepMs, widthMs: width } : null;
-    return { selectorId: selector.id, names, fromMs: firstRef - width, toMs: lastRef, sparse };
+    const reduce = reduceInStore && func ? { func, firstRefMs: firstRef, stepMs: steps > 1 ? stepMs : 1, steps, rangeMs } : null;
+    return { selectorId: selector.id, names, fromMs: firstRef - width, toMs: lastRef, sparse, reduce };
   });
 }

@@ -120,9 +120,14 @@ describe('PromQL evaluation', () => {
     expect(queryData(r)).toEqual({ resultType: 'matrix', result: [{ metric: { __name__: 'temp', room: 'a' }, values: [[0, '20'], [30, '22'], [60, '20']] }] });
   });
 
+  it('has the store reduce the windows of the functions it can, and read samples for the others', () => {
+    const windows = planWindows(parsePromql('rate(temp[5m]) + deriv(temp[5m]) + temp'), S.catalog, 0, 3_600_000, 60_000, LOOKBACK, true);
+    expect(windows.map((w) => w.reduce)).toEqual([{ func: 'rate', firstRefMs: 0, stepMs: 60_000, steps: 61, rangeMs: 300_000 }, null, null]);
+  });
+
   it('plans sparse windows when steps are wider than the range', () => {
     const [w] = planWindows(parsePromql('rate(temp[1m] offset 1m)'), S.catalog, 3_600_000, 7_200_000, 600_000, LOOKBACK);
-    expect(w).toEqual({ selectorId: 0, names: ['temp{room="a"}'], fromMs: 3_480_000, toMs: 7_140_000, sparse: { firstRefMs: 3_540_000, stepMs: 600_000, widthMs: 60_000 } });
+    expect(w).toEqual({ selectorId: 0, names: ['temp{room="a"}'], fromMs: 3_480_000, toMs: 7_140_000, sparse: { firstRefMs: 3_540_000, stepMs: 600_000, widthMs: 60_000 }, reduce: null });
   });
 });
 
