@@ -5,6 +5,7 @@ import {
   evalInstant, evalRange, evalWindowStats, execution, planWindows, PromqlError,
   type Expr, type Labels, type QueryResult, type SampleWindow, type SeriesData, type StepValues, type UserRecord,
 } from '@meridian/domain';
+import type { Logger } from '@meridian/observability';
 import type { MetricCatalog } from '../catalog/routes.ts';
 import { readableSeries } from './select.ts';
 
@@ -61,6 +62,7 @@ export async function runQuery(deps: PromqlDeps, ctx: Context, user: UserRecord,
     const series = await readableSeries(deps.catalog, user);
     const labelsOf = new Map(series.map((s) => [s.name, s.labels]));
     const windows = planWindows(expr, series, times.startMs, times.endMs, times.stepMs, LOOKBACK_MS, deps.reduceInStore ?? true);
+    (ctx.state.log as Logger).info({ clickhouse_query_id: queryId, selectors: windows.length, reduced: windows.filter((w) => w.reduce).length }, 'promql query');
     const fetched = new Map<number, SeriesData[]>();
     const reduced = new Map<number, StepValues[]>();
     let samples = 0;
