@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { Readable } from 'node:stream';
 import { fileStream, postStream, waitUntil } from './common.ts';
 
 /**
@@ -10,6 +11,10 @@ import { fileStream, postStream, waitUntil } from './common.ts';
  * a temporary data directory, fed by its CSV import and polled until every point is queryable.
  */
 export type VictoriaMetrics = {
+  /** Its HTTP base URL (loopback), for the query API. */
+  readonly url: string;
+  /** Imports Prometheus text lines (`name{labels} value timestamp_ms`), then makes them searchable at once. */
+  importPrometheus(body: Readable): Promise<void>;
   /** Imports a download-layout file (RFC 3339 times); the ms from its first byte until `points` points are counted by a query. */
   importDownloadCsv(file: string, points: number, lastTs: number, spanMs: number): Promise<number>;
   stop(): Promise<void>;
@@ -54,6 +59,13 @@ export async function startVictoriaMetrics(): Promise<VictoriaMetrics> {
   }
 
   return {
+    url: base,
+    async importPrometheus(body) {
+      const res = await postStream(`${base}/api/v1/import/prometheus`, {}, body);
+      if (res.status >= 300) throw new Error(`VictoriaMetrics Prometheus import: ${res.status} ${res.text}`);
+      const flushed = await fetch(`${base}/internal/force_flush`);
+      if (!flushed.ok) throw new Error(`VictoriaMetrics force_flush: ${flushed.status} ${await flushed.text()}`);
+    },
     async importDownloadCsv(file, points, lastTs, spanMs) {
       const started = performance.now();
       const res = await postStream(`${base}/api/v1/import/csv?format=${encodeURIComponent(DOWNLOAD_FORMAT)}`, {}, fileStream(file));

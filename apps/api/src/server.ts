@@ -143,6 +143,7 @@ export async function buildApi(services: ApiServices): Promise<Api> {
         maxPointsPerSeries: settings.MERIDIAN_PROMQL_MAX_POINTS_PER_SERIES,
         timeoutMs: settings.MERIDIAN_PROMQL_TIMEOUT_MS,
       },
+      reduceRatio: settings.MERIDIAN_PROMQL_REDUCE_RATIO,
       maxBodyBytes: settings.MERIDIAN_MAX_SMALL_JSON_BODY_BYTES,
     },
     catalog: { catalog: services.catalog, maxListNames: settings.MERIDIAN_MAX_DOWNLOAD_NAMES, pageCeiling: settings.MERIDIAN_MAX_CATALOG_PAGE },

@@ -310,6 +310,11 @@ export const settingDefinitions = {
     default: '11000',
     doc: 'Most steps of a PromQL range query ((end − start) / step); more gets 400 (errorType bad_data) with Prometheus\' own message, whose bound is the same 11,000 by default.',
   },
+  MERIDIAN_PROMQL_REDUCE_RATIO: {
+    schema: z.coerce.number().min(0).max(1e12),
+    default: '4',
+    doc: 'When ClickHouse reduces the windows of a PromQL range function (rate, increase, delta, irate, resets, changes, the _over_time functions but quantile_over_time) itself, answering one row per series and step, rather than sending the samples: when the samples in range (estimated from the catalog) are at least this many times those rows. 0 always reduces; a huge value never does. Reducing pays when windows hold many samples (rate over an hour of 15 s samples); with few samples per window, the samples are smaller.',
+  },
   MERIDIAN_PROMQL_TIMEOUT_MS: {
     schema: positiveInt,
     default: '20000',

@@ -21,8 +21,8 @@ export type PromqlDeps = {
   readonly conn: ConnOptions;
   readonly catalog: MetricCatalog;
   readonly limits: PromqlLimits;
-  /** Whether ClickHouse reduces the windows of the range functions it can (true but in tests comparing both ways). */
-  readonly reduceInStore?: boolean;
+  /** MERIDIAN_PROMQL_REDUCE_RATIO: when ClickHouse reduces the windows of the range functions it can. */
+  readonly reduceRatio: number;
   /** Largest form body of a POST (MERIDIAN_MAX_SMALL_JSON_BODY_BYTES). */
   readonly maxBodyBytes: number;
 };
@@ -61,7 +61,7 @@ export async function runQuery(deps: PromqlDeps, ctx: Context, user: UserRecord,
   try {
     const series = await readableSeries(deps.catalog, user);
     const labelsOf = new Map(series.map((s) => [s.name, s.labels]));
-    const windows = planWindows(expr, series, times.startMs, times.endMs, times.stepMs, LOOKBACK_MS, deps.reduceInStore ?? true);
+    const windows = planWindows(expr, series, times.startMs, times.endMs, times.stepMs, LOOKBACK_MS, deps.reduceRatio);
     (ctx.state.log as Logger).info({ clickhouse_query_id: queryId, selectors: windows.length, reduced: windows.filter((w) => w.reduce).length }, 'promql query');
     const fetched = new Map<number, SeriesData[]>();
     const reduced = new Map<number, StepValues[]>();
@@ -90,6 +90,7 @@ export async function runQuery(deps: PromqlDeps, ctx: Context, user: UserRecord,
         throw new PromqlError('unavailable', 'the metric store did not answer; retry later', { cause });
       }
     }
+    const readMs = performance.now() - (deadline - timeoutMs);
     const checkpoint = () => {
       if (stopped.why) throw stopped.why;
       if (performance.now() > deadline) throw new PromqlError('timeout', `query timed out in expression evaluation after ${timeoutMs} ms (MERIDIAN_PROMQL_TIMEOUT_MS or the timeout parameter)`);
@@ -99,6 +100,7 @@ export async function runQuery(deps: PromqlDeps, ctx: Context, user: UserRecord,
       ? evalInstant(expr, fetched, times.startMs, options)
       : evalRange(expr, fetched, times.startMs, times.endMs, times.stepMs, options);
     const count = result.resultType === 'vector' ? result.samples.length : result.resultType === 'matrix' ? result.series.length : 1;
+    (ctx.state.log as Logger).info({ clickhouse_query_id: queryId, samples, read_ms: Math.round(readMs), eval_ms: Math.round(performance.now() - (deadline - timeoutMs) - readMs), series: count }, 'promql query evaluated');
     if (count > limits.maxSeries) throw execution(`the query answers ${count} series, more than ${limits.maxSeries} (MERIDIAN_PROMQL_MAX_SERIES); aggregate or narrow it`);
     return result;
   } finally {

@@ -13,5 +13,11 @@ export async function readableSeries(catalog: MetricCatalog, user: UserRecord): 
   const entries = await catalog.list();
   return entries
     .filter((e) => canRead(user, e.metric_name))
-    .map((e) => ({ name: e.metric_name, labels: parseSeriesName(e.metric_name), firstMs: e.first_ts, lastMs: e.last_ts }));
+    .map((e) => ({
+      name: e.metric_name,
+      labels: parseSeriesName(e.metric_name),
+      firstMs: e.first_ts,
+      lastMs: e.last_ts,
+      extent: { points: e.points, firstMs: e.first_ts, lastMs: e.last_ts },
+    }));
 }

@@ -55,8 +55,27 @@ function fetchesOf(e: Expr): Fetch[] {
   }
 }
 
-/** A series the caller may read: its catalog name and the labels it parses to. */
-export type CatalogSeries = { readonly name: string; readonly labels: Labels };
+/**
+ * A series the caller may read: its catalog name and the labels it parses to; with its points
+ * and extent (epoch ms) when known, from which the samples a window reads are estimated.
+ */
+export type CatalogSeries = {
+  readonly name: string;
+  readonly labels: Labels;
+  readonly extent?: { readonly points: number; readonly firstMs: number; readonly lastMs: number };
+};
+
+/** The samples of these series between two times, assuming each spreads its points evenly over its extent. */
+function estimatedSamples(series: readonly CatalogSeries[], fromMs: number, toMs: number): number {
+  let total = 0;
+  for (const s of series) {
+    if (!s.extent) return Number.POSITIVE_INFINITY;
+    const { points, firstMs, lastMs } = s.extent;
+    const overlap = Math.min(toMs, lastMs) - Math.max(fromMs, firstMs) + 1;
+    if (overlap > 0) total += (points * overlap) / (lastMs - firstMs + 1);
+  }
+  return total;
+}
 
 /** The series every matcher accepts (a missing label matches as the empty value). */
 export function matchSeries(matchers: readonly Matcher[], series: readonly CatalogSeries[]): CatalogSeries[] {
@@ -66,18 +85,22 @@ export function matchSeries(matchers: readonly Matcher[], series: readonly Catal
 
 /**
  * The windows of every selector of a query evaluated from startMs to endMs every stepMs (an
- * instant query: start = end). `reduceInStore` false reads every sample (the evaluation then
- * computes every function itself, as a check of the reductions).
+ * instant query: start = end). A reducible function's windows are reduced in the store when the
+ * samples it would read are at least `reduceRatio` times the rows it answers instead (series ×
+ * steps); null never reduces (the evaluation then computes every function from the samples).
  */
-export function planWindows(e: Expr, series: readonly CatalogSeries[], startMs: number, endMs: number, stepMs: number, lookbackMs: number, reduceInStore = false): SampleWindow[] {
+export function planWindows(e: Expr, series: readonly CatalogSeries[], startMs: number, endMs: number, stepMs: number, lookbackMs: number, reduceRatio: number | null = null): SampleWindow[] {
   const steps = endMs > startMs ? Math.floor((endMs - startMs) / stepMs) + 1 : 1;
   return fetchesOf(e).map(({ selector, rangeMs, func }) => {
     const width = rangeMs > 0 ? rangeMs : lookbackMs;
     const firstRef = startMs - selector.offsetMs;
     const lastRef = endMs - selector.offsetMs;
-    const names = matchSeries(selector.matchers, series).map((s) => s.name);
+    const chosen = matchSeries(selector.matchers, series);
+    const names = chosen.map((s) => s.name);
     const sparse = endMs > startMs && stepMs > width + 1 ? { firstRefMs: firstRef, stepMs, widthMs: width } : null;
-    const reduce = reduceInStore && func ? { func, firstRefMs: firstRef, stepMs: steps > 1 ? stepMs : 1, steps, rangeMs } : null;
-    return { selectorId: selector.id, names, fromMs: firstRef - width, toMs: lastRef, sparse, reduce };
+    const fromMs = firstRef - width;
+    const worthIt = reduceRatio !== null && func !== null && (reduceRatio === 0 || estimatedSamples(chosen, fromMs, lastRef) >= reduceRatio * chosen.length * steps);
+    const reduce = worthIt ? { func, firstRefMs: firstRef, stepMs: steps > 1 ? stepMs : 1, steps, rangeMs } : null;
+    return { selectorId: selector.id, names, fromMs, toMs: lastRef, sparse, reduce };
   });
 }

@@ -121,8 +121,16 @@ describe('PromQL evaluation', () => {
   });
 
   it('has the store reduce the windows of the functions it can, and read samples for the others', () => {
-    const windows = planWindows(parsePromql('rate(temp[5m]) + deriv(temp[5m]) + temp'), S.catalog, 0, 3_600_000, 60_000, LOOKBACK, true);
+    const windows = planWindows(parsePromql('rate(temp[5m]) + deriv(temp[5m]) + temp'), S.catalog, 0, 3_600_000, 60_000, LOOKBACK, 0);
     expect(windows.map((w) => w.reduce)).toEqual([{ func: 'rate', firstRefMs: 0, stepMs: 60_000, steps: 61, rangeMs: 300_000 }, null, null]);
+  });
+
+  it('has the store reduce only when the samples are many times the rows it would answer', () => {
+    // One series of 1,000 points over 1,000 s: a 1 s step answers as many rows as samples, a 100 s step a tenth.
+    const catalog = [{ name: 'temp', labels: parseSeriesName('temp'), extent: { points: 1000, firstMs: 0, lastMs: 999_999 } }];
+    const plan = (step: number) => planWindows(parsePromql('rate(temp[5m])'), catalog, 0, 1_000_000, step, LOOKBACK, 4)[0]!.reduce;
+    expect(plan(1000)).toBeNull();
+    expect(plan(100_000)).not.toBeNull();
   });
 
   it('plans sparse windows when steps are wider than the range', () => {
