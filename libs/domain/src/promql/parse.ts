@@ -1,5 +1,6 @@
 import type { SyntaxNode } from '@lezer/common';
 import { parser } from '@prometheus-io/lezer-promql';
+import { RE2JS } from 're2js';
 import { LABEL_NAME_RE } from '../series/labels.ts';
 import {
   AGGREGATIONS, INSTANT_FUNCTIONS, RANGE_FUNCTIONS, isComparison, typeOf,
@@ -312,16 +313,17 @@ export function matchesEmpty(m: Matcher): boolean {
   return matcherTest(m)('');
 }
 
-/** Prometheus anchors regular expressions at both ends. */
-export function compileRegex(source: string): RegExp {
+/**
+ * Prometheus anchors regular expressions at both ends and compiles them with Go's regexp, which
+ * is RE2: the same syntax here (re2js, RE2's port), and matching in time linear in the input, so
+ * no pattern can make a label match backtrack for ever (a JavaScript RegExp could).
+ */
+export function compileRegex(source: string): { test(value: string): boolean } {
   try {
-    return new RegExp(`^(?:${source})$`, 'u');
-  } catch {
-    try {
-      return new RegExp(`^(?:${source})$`);
-    } catch (cause) {
-      throw badData(`invalid regular expression ${JSON.stringify(source)}: ${(cause as Error).message}`);
-    }
+    const re = RE2JS.compile(`^(?:${source})$`);
+    return { test: (value) => re.matches(value) };
+  } catch (cause) {
+    throw badData(`invalid regular expression ${JSON.stringify(source)}: ${(cause as Error).message}`);
   }
 }
 

@@ -72,6 +72,19 @@ describe('PromQL parsing', () => {
   });
 });
 
+describe('regular expressions', () => {
+  it('are RE2, anchored, and linear in time: a pattern that would backtrack for ever in JavaScript answers at once', async () => {
+    const { matchSeries } = await import('./plan.ts');
+    const catalog = [{ name: 'x', labels: parseSeriesName(`x{a="${'a'.repeat(5000)}b"}`) }, { name: 'y', labels: parseSeriesName('y{a="500"}') }];
+    const started = performance.now();
+    expect(matchSeries([{ name: 'a', op: '=~', value: '(a+)+$' }], catalog)).toEqual([]);
+    expect(performance.now() - started).toBeLessThan(1000);
+    expect(matchSeries([{ name: 'a', op: '=~', value: '5..' }], catalog).map((s) => s.name)).toEqual(['y']);
+    expect(matchSeries([{ name: 'a', op: '!~', value: '5' }], catalog)).toHaveLength(2);
+    expect(() => parsePromql('x{a=~"a(?=b)"}')).toThrow(/invalid regular expression/);
+  });
+});
+
 describe('offset', () => {
   it('binds to the selector before it, as in Prometheus, though the grammar puts it after the whole expression', () => {
     const e = parsePromql('a - b offset 5m') as { lhs: { offsetMs: number }; rhs: { offsetMs: number } };
