@@ -3,6 +3,8 @@ import type { Aggregate } from './ast.ts';
 import { quantile } from './functions.ts';
 import type { Sample, Vector } from './vector.ts';
 
+const groupsOf = new WeakMap<Aggregate, WeakMap<Labels, { labels: Labels; key: string }>>();
+
 type Group = { labels: Labels; value: number; mean: number; count: number; members: Sample[] };
 
 /** Go's float < for the heaps of topk/bottomk: NaN loses to every number. */
@@ -20,7 +22,17 @@ function better(op: 'topk' | 'bottomk', a: number, b: number): boolean {
 export function aggregate(e: Aggregate, input: Vector, param: number, t: number): Sample[] {
   const grouping = new Set(e.grouping);
   const without = new Set([...e.grouping, METRIC_NAME]);
-  const groupLabels = (l: Labels) => (e.without ? withoutLabels(l, without) : onlyLabels(l, grouping));
+  // One group per input label set, kept across steps: the same series maps to the same labels and key.
+  let memo = groupsOf.get(e);
+  if (!memo) groupsOf.set(e, (memo = new WeakMap()));
+  const groupOf = (l: Labels): { labels: Labels; key: string } => {
+    let g = memo.get(l);
+    if (!g) {
+      const labels = e.without ? withoutLabels(l, without) : onlyLabels(l, grouping);
+      memo.set(l, (g = { labels, key: labelsKey(labels) }));
+    }
+    return g;
+  };
   let k = 0;
   if (e.op === 'topk' || e.op === 'bottomk') {
     // Go converts the float parameter to an int64 by truncation.
@@ -30,8 +42,7 @@ export function aggregate(e: Aggregate, input: Vector, param: number, t: number)
   }
   const groups = new Map<string, Group>();
   for (const s of input) {
-    const labels = groupLabels(s.labels);
-    const key = labelsKey(labels);
+    const { labels, key } = groupOf(s.labels);
     const group = groups.get(key);
     if (!group) {
       groups.set(key, { labels, value: s.v, mean: s.v, count: 1, members: [s] });

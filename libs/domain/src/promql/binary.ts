@@ -63,14 +63,35 @@ function vectorScalar(e: Binary, vector: Vector, scalar: number, swap: boolean, 
   return out;
 }
 
+/** Per operation, each label set's signature and result labels, kept across the steps of a range query. */
+const memos = new WeakMap<Binary, { signatures: WeakMap<Labels, string>; results: WeakMap<Labels, Labels> }>();
+
+function memoOf(e: Binary) {
+  let memo = memos.get(e);
+  if (!memo) memos.set(e, (memo = { signatures: new WeakMap(), results: new WeakMap() }));
+  return memo;
+}
+
 /** The labels two sides are matched on: on(…) only those, ignoring(…) or none all but those and the name. */
 function signature(labels: Labels, e: Binary): string {
-  const m = e.matching;
-  if (m?.on) return labelsKey(onlyLabels(labels, new Set(m.labels)));
-  return labelsKey(withoutLabels(labels, new Set([METRIC_NAME, ...(m?.labels ?? [])])));
+  const { signatures } = memoOf(e);
+  let sig = signatures.get(labels);
+  if (sig === undefined) {
+    const m = e.matching;
+    sig = m?.on ? labelsKey(onlyLabels(labels, new Set(m.labels))) : labelsKey(withoutLabels(labels, new Set([METRIC_NAME, ...(m?.labels ?? [])])));
+    signatures.set(labels, sig);
+  }
+  return sig;
 }
 
 function resultLabels(l: Labels, e: Binary): Labels {
+  const { results } = memoOf(e);
+  let out = results.get(l);
+  if (out === undefined) results.set(l, (out = computeResultLabels(l, e)));
+  return out;
+}
+
+function computeResultLabels(l: Labels, e: Binary): Labels {
   let labels = dropsName(e.op) ? dropMetricName(l) : l;
   const m = e.matching;
   if (m?.on) labels = onlyLabels(labels, new Set(m.labels));

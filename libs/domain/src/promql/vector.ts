@@ -12,8 +12,16 @@ export type Sample = {
 export type Vector = readonly Sample[];
 export type Value = { readonly type: 'scalar'; readonly v: number } | { readonly type: 'vector'; readonly samples: Vector };
 
+const withoutName = new WeakMap<Labels, Labels>();
+
+/** The labels without __name__: the same array for the same labels, so its key is computed once across steps. */
 export function dropMetricName(labels: Labels): Labels {
-  return labels[0]?.[0] === METRIC_NAME ? labels.slice(1) : labels.filter(([n]) => n !== METRIC_NAME);
+  let out = withoutName.get(labels);
+  if (out === undefined) {
+    out = labels[0]?.[0] === METRIC_NAME ? labels.slice(1) : labels.filter(([n]) => n !== METRIC_NAME);
+    withoutName.set(labels, out);
+  }
+  return out;
 }
 
 /** Prometheus refuses an operation whose result holds one label set twice. */

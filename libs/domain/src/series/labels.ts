@@ -38,9 +38,17 @@ export function onlyLabels(labels: Labels, names: ReadonlySet<string>): Labels {
   return labels.filter(([n]) => names.has(n));
 }
 
-/** A key that is equal for equal label sets and different otherwise (for maps and sets). */
+const keys = new WeakMap<Labels, string>();
+
+/**
+ * A key that is equal for equal label sets and different otherwise (for maps and sets). Label
+ * sets are never changed once made, so each one's key is computed once: a range query asks for
+ * the same series' key at every step.
+ */
 export function labelsKey(labels: Labels): string {
-  return JSON.stringify(labels);
+  let key = keys.get(labels);
+  if (key === undefined) keys.set(labels, (key = JSON.stringify(labels)));
+  return key;
 }
 
 /** The labels as a JSON object, the form Prometheus' API answers with. */
