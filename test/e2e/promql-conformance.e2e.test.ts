@@ -309,6 +309,7 @@ describe('PromQL conformance with Prometheus 2.42', () => {
       ['/api/v1/label/__name__/values', {}],
       ['/api/v1/label/room/values', {}],
       ['/api/v1/label/le/values', { 'match[]': 'request_duration_seconds_bucket{job="web"}' }],
+      ['/api/v1/query_exemplars', { query: 'http_requests_total', start: at(0), end: at(60) }],
     ];
     for (const [path, params] of asks) {
       const [ours, theirs] = await Promise.all([get(`${api.url}/prometheus`, path, params, admin), get(prom.url, path, params)]);
@@ -316,6 +317,13 @@ describe('PromQL conformance with Prometheus 2.42', () => {
       const sorted = (d: unknown) => (d as unknown[]).map((x) => JSON.stringify(x)).sort();
       expect(sorted(ours.body.data), path).toEqual(sorted(theirs.body.data));
     }
+  });
+
+  it('tells its version as the Prometheus whose API it follows', async () => {
+    const info = await get(`${api.url}/prometheus`, '/api/v1/status/buildinfo', {}, admin);
+    expect(info.body).toMatchObject({ status: 'success', data: { version: '2.42.0' } });
+    const metadata = await get(`${api.url}/prometheus`, '/api/v1/metadata', {}, admin);
+    expect(metadata.body).toEqual({ status: 'success', data: {} });
   });
 
   it('refuses what it does not evaluate by name, and malformed queries as Prometheus does', async () => {

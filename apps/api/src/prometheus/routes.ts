@@ -143,6 +143,15 @@ export function prometheusRoutes(deps: PromqlDeps): RouteDef[] {
         answer(ctx, bounded(deps, [...values].sort(byBytes), 'label values'));
       }),
     }),
+    ...both('/query_exemplars', 'prometheusQueryExemplars', 'Exemplars (Prometheus\' HTTP API)',
+      'Meridian stores no exemplars: always the empty list, as Prometheus answers for series without any. Grafana asks for them when a panel shows exemplars.',
+      seriesParams, [],
+      async (ctx) => {
+        const p = await requestParams(ctx, deps.maxBodyBytes);
+        parsePromql(p.first['query'] ?? '');
+        parseOptionalRange(p.first);
+        answer(ctx, []);
+      }),
     defineRoute({
       method: 'GET', path: `${PROMETHEUS_PREFIX}/metadata`, operationId: 'prometheusMetadata', summary: 'Metric metadata (Prometheus\' HTTP API)',
       description: 'Meridian keeps no type, help or unit of a metric: always the empty object, which Prometheus also answers for metrics without metadata.',
