@@ -6,4 +6,4 @@ export * from './eval.ts';
 export * from './plan.ts';
 export * from './params.ts';
 export * from './format.ts';
-export { WINDOW_STATS_FUNCTIONS, evalWindowStats, type WindowBounds, type WindowStats, type WindowStatsFunction } from './functions.ts';
+export { WINDOW_STATS_FUNCTIONS, evalRangeFunction, evalWindowStats, type WindowBounds, type WindowStats, type WindowStatsFunction } from './functions.ts';
