@@ -87,6 +87,35 @@ describe('PromQL bounds', () => {
     expect(r.body).toMatchObject({ errorType: 'bad_data', error: expect.stringContaining('exceeded maximum resolution of 100 points per timeseries') });
   });
 
+  it('answers odd requests with Prometheus\' errors, never a 5xx', async () => {
+    const t = String(T0 / 1000 + 600);
+    const cases: Array<[string, Record<string, string>, number]> = [
+      ['query', { query: 'small{job="a"}', time: '1e300' }, 400],
+      ['query', { query: 'small{job="a"}', time: 'Infinity' }, 400],
+      ['query', { query: 'small{job="a"}[100000000y]', time: t }, 400],
+      ['query', { query: 'small{job="a"} offset 99999999y', time: t }, 400],
+      ['query', { query: '', time: t }, 400],
+      ['query', { query: 'small{job=~"(["}', time: t }, 400],
+      ['query', { query: 'small{job="a"}\u0000', time: t }, 400],
+      ['query', { query: 'count_values("x", small)', time: t }, 422],
+      ['query_range', { query: 'small{job="a"}[5m]', start: t, end: t, step: '1' }, 400],
+      ['query_range', { query: 'small{job="a"}', start: t, end: t, step: '1e300' }, 400],
+      ['query_range', { query: 'small{job="a"}', start: 'NaN', end: t, step: '1' }, 400],
+      ['series', {}, 400],
+      ['series', { 'match[]': 'rate(small[5m])' }, 400],
+      ['label/a-b/values', {}, 400],
+    ];
+    for (const [path, params, status] of cases) {
+      const r = await query(path, params);
+      expect([r.status, r.body.status], `${path} ${JSON.stringify(params)}: ${JSON.stringify(r.body)}`).toEqual([status, 'error']);
+    }
+    const wrongType = await fetch(`${api.url}/prometheus/api/v1/query`, { method: 'POST', headers: { Authorization: `Bearer ${admin}`, 'Content-Type': 'application/json' }, body: '{}' });
+    expect(wrongType.status).toBe(415);
+    const form = await fetch(`${api.url}/prometheus/api/v1/query`, { method: 'POST', headers: { Authorization: `Bearer ${admin}`, 'Content-Type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ query: 'small{job="b"}', time: t }) });
+    expect(form.status).toBe(200);
+    expect(((await form.json()) as Answer).data!.result).toHaveLength(1);
+  });
+
   it('stops a query past its time: 503 timeout, and its ClickHouse queries are killed', async () => {
     const before = queryIds().length;
     const started = performance.now();

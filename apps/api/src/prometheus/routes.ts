@@ -101,7 +101,12 @@ function both(path: string, operationId: string, summary: string, description: s
   const common = { path: `${PROMETHEUS_PREFIX}${path}`, summary, description, tags: ['prometheus'], auth: 'user' as const, problems: ['unauthenticated' as const], responses: responses(example) };
   return [
     defineRoute({ ...common, method: 'GET', operationId, query, handler: (ctx, { user }) => inEnvelope(ctx, () => run(ctx, user)) }),
-    defineRoute({ ...common, method: 'POST', operationId: `${operationId}Post`, requestBodyDoc: formBody, handler: (ctx, { user }) => inEnvelope(ctx, () => run(ctx, user)) }),
+    defineRoute({
+      ...common, method: 'POST', operationId: `${operationId}Post`, requestBodyDoc: formBody,
+      // The form is read up to MERIDIAN_MAX_SMALL_JSON_BODY_BYTES; another media type is refused.
+      problems: ['unauthenticated', 'payload_too_large', 'unsupported_media_type'],
+      handler: (ctx, { user }) => inEnvelope(ctx, () => run(ctx, user)),
+    }),
   ];
 }
 

@@ -7,10 +7,16 @@ export type RawParams = Readonly<Record<string, string | undefined>>;
 // time.Parse(time.RFC3339Nano, …): a date, T, a time with optional fraction, Z or an offset.
 const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/;
 
+/**
+ * Timestamps further than this from 1970 (about 125,000 years) are refused: every time the
+ * evaluation derives from one (minus a range and an offset) stays an exact integer.
+ */
+const MAX_TIME_MS = 4e15;
+
 /** A timestamp parameter as Prometheus reads it: Unix seconds (float, rounded to the millisecond) or RFC 3339. Epoch ms. */
 export function parseTimeMs(name: string, text: string): number {
   const t = /^\s*$/.test(text) ? Number.NaN : Number(text);
-  if (Number.isFinite(t)) {
+  if (Number.isFinite(t) && Math.abs(t) * 1000 <= MAX_TIME_MS) {
     const seconds = Math.trunc(t);
     return seconds * 1000 + Math.round((t - seconds) * 1000);
   }
@@ -34,9 +40,9 @@ export function parseTimeMs(name: string, text: string): number {
 /** A duration parameter (step, timeout): float seconds or a PromQL duration such as 5m. Milliseconds. */
 export function parseDurationParamMs(name: string, text: string): number {
   const seconds = /^\s*$/.test(text) ? Number.NaN : Number(text);
-  if (Number.isFinite(seconds)) return Math.trunc(seconds * 1000);
+  if (Number.isFinite(seconds) && Math.abs(seconds) * 1000 <= MAX_TIME_MS) return Math.trunc(seconds * 1000);
   const ms = parseDurationMs(text);
-  if (ms !== null) return ms;
+  if (ms !== null && ms <= MAX_TIME_MS) return ms;
   throw badData(`invalid parameter "${name}": cannot parse "${text}" to a valid duration`);
 }
 

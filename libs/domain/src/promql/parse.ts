@@ -298,12 +298,12 @@ class Builder {
     throw unsupported(`duration expressions (${JSON.stringify(this.src(n))})`);
   }
 
+  /** A range or offset in ms; at most about 125,000 years, so times derived from it stay exact integers. */
   private durationLiteral(n: SyntaxNode): number {
     const text = this.src(n);
-    const ms = parseDurationMs(text);
-    if (ms !== null) return ms;
     const seconds = Number(text);
-    if (Number.isFinite(seconds)) return Math.round(seconds * 1000);
+    const ms = parseDurationMs(text) ?? (Number.isFinite(seconds) ? Math.round(seconds * 1000) : null);
+    if (ms !== null && Math.abs(ms) <= 4e15) return ms;
     throw badData(`bad duration syntax: ${JSON.stringify(text)}`);
   }
 }

@@ -1,6 +1,7 @@
 import { labelValue, type Labels } from '../series/labels.ts';
 import type { Expr, Matcher, VectorSelector } from './ast.ts';
 import { WINDOW_STATS_FUNCTIONS, type WindowStatsFunction } from './functions.ts';
+import { badData } from './errors.ts';
 import { matcherTest } from './parse.ts';
 
 /**
@@ -99,6 +100,7 @@ export function planWindows(e: Expr, series: readonly CatalogSeries[], startMs: 
     const names = chosen.map((s) => s.name);
     const sparse = endMs > startMs && stepMs > width + 1 ? { firstRefMs: firstRef, stepMs, widthMs: width } : null;
     const fromMs = firstRef - width;
+    if (!Number.isSafeInteger(fromMs) || !Number.isSafeInteger(lastRef)) throw badData('the times the query reads (time, minus offsets and ranges) are out of range');
     const worthIt = reduceRatio !== null && func !== null && (reduceRatio === 0 || estimatedSamples(chosen, fromMs, lastRef) >= reduceRatio * chosen.length * steps);
     const reduce = worthIt ? { func, firstRefMs: firstRef, stepMs: steps > 1 ? stepMs : 1, steps, rangeMs } : null;
     return { selectorId: selector.id, names, fromMs, toMs: lastRef, sparse, reduce };
