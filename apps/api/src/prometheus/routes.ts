@@ -37,6 +37,12 @@ const seriesParams = z.object({
   end: text.describe(`Only series with points at or before this time, ${timeDoc}`),
 });
 
+const exemplarParams = z.object({
+  query: text.describe('A PromQL expression'),
+  start: text.describe(`Start of the range, ${timeDoc}`),
+  end: text.describe(`End of the range, ${timeDoc}`),
+});
+
 const envelope = z.object({ status: z.enum(['success', 'error']), data: z.unknown().optional(), errorType: z.string().optional(), error: z.string().optional() });
 const responses = (example: unknown) => ({
   200: { description: 'Prometheus\' envelope: {"status":"success","data":…}', schema: envelope, example: { status: 'success', data: example } },
@@ -150,7 +156,7 @@ export function prometheusRoutes(deps: PromqlDeps): RouteDef[] {
     }),
     ...both('/query_exemplars', 'prometheusQueryExemplars', 'Exemplars (Prometheus\' HTTP API)',
       'Meridian stores no exemplars: always the empty list, as Prometheus answers for series without any. Grafana asks for them when a panel shows exemplars.',
-      seriesParams, [],
+      exemplarParams, [],
       async (ctx) => {
         const p = await requestParams(ctx, deps.maxBodyBytes);
         parsePromql(p.first['query'] ?? '');
