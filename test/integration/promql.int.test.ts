@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createClickHouse, ensureDatabase, migrate, readSamples, readWindowStats } from '@meridian/clickhouse';
+import { createClickHouse, ensureDatabase, migrate, readAggregated, readSamples, readWindowStats } from '@meridian/clickhouse';
 import { evalRangeFunction, evalWindowStats, WINDOW_STATS_FUNCTIONS, type WindowStats } from '@meridian/domain';
 import { isolatedSettings } from '../support/settings.ts';
 
@@ -86,5 +86,31 @@ describe('PromQL samples from ClickHouse', () => {
       }
     }
     expect(compared).toBeGreaterThan(1000);
+  });
+
+  it('aggregates the reduced values by group in ClickHouse as the api would', async () => {
+    const reduce = { firstRefMs: T + 600_000, stepMs: 60_000, steps: 60, rangeMs: 600_000 };
+    const request = { names: [COUNTER, GAUGE], fromMs: reduce.firstRefMs - reduce.rangeMs, toMs: reduce.firstRefMs + (reduce.steps - 1) * reduce.stepMs, sparse: null, maxSamples: 100_000 };
+    for (const func of WINDOW_STATS_FUNCTIONS) {
+      const perSeries = new Map<number, number[]>();
+      await readWindowStats(conn, { ...request, reduce }, (_name, k, st) => {
+        const end = reduce.firstRefMs + k * reduce.stepMs;
+        const v = evalWindowStats(func, st, { rangeStartMs: end - reduce.rangeMs, rangeEndMs: end, rangeSeconds: reduce.rangeMs / 1000 });
+        if (v !== null) perSeries.set(k, [...(perSeries.get(k) ?? []), v]);
+      });
+      for (const op of ['sum', 'max', 'count'] as const) {
+        const got = new Map<number, number>();
+        const read = await readAggregated(conn, { ...request, reduce, aggregate: { op, func, groupOf: [0, 0], labels: [[]] } }, (group, k, v) => {
+          expect(group).toBe(0);
+          got.set(k, v);
+        });
+        expect(read, `${func} ${op}`).toBeGreaterThan(100);
+        for (const [k, values] of perSeries) {
+          const want = op === 'sum' ? values.reduce((a, b) => a + b, 0) : op === 'max' ? Math.max(...values) : values.length;
+          expect(Math.abs(got.get(k)! - want), `${op}(${func}) step ${k}`).toBeLessThanOrEqual(1e-9 * Math.max(1, Math.abs(want)));
+        }
+        expect(got.size, `${op}(${func})`).toBe(perSeries.size);
+      }
+    }
   });
 });

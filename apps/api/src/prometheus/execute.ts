@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Context } from 'koa';
-import { cancelDownload, readSamples, readWindowStats, type ConnOptions } from '@meridian/clickhouse';
+import { cancelDownload, readAggregated, readSamples, readWindowStats, type ConnOptions } from '@meridian/clickhouse';
 import {
   evalInstant, evalRange, evalWindowStats, execution, planWindows, PromqlError,
   type Expr, type Labels, type QueryResult, type SampleWindow, type SeriesData, type StepValues, type UserRecord,
@@ -65,6 +65,7 @@ export async function runQuery(deps: PromqlDeps, ctx: Context, user: UserRecord,
     (ctx.state.log as Logger).info({ clickhouse_query_id: queryId, selectors: windows.length, reduced: windows.filter((w) => w.reduce).length }, 'promql query');
     const fetched = new Map<number, SeriesData[]>();
     const reduced = new Map<number, StepValues[]>();
+    const reducedAggregates = new Map<number, StepValues[]>();
     let samples = 0;
     const tooMany = () => execution(`query processing would load too many samples into memory in query execution: more than ${limits.maxSamples} (MERIDIAN_PROMQL_MAX_SAMPLES); narrow the selectors or the range`);
     for (const [i, w] of windows.entries()) {
@@ -73,6 +74,13 @@ export async function runQuery(deps: PromqlDeps, ctx: Context, user: UserRecord,
       }
       const request = { names: w.names, fromMs: w.fromMs, toMs: w.toMs, sparse: w.sparse, maxSamples: limits.maxSamples - samples, queryId: `${queryId}-${i}`, signal: abort.signal };
       try {
+        if (w.reduce?.aggregate) {
+          const { values, read } = await readStoreAggregated(deps.conn, w, request);
+          if (read === 'too_many') throw tooMany();
+          samples += read;
+          reducedAggregates.set(w.selectorId, values);
+          continue;
+        }
         if (w.reduce) {
           const { values, read } = await readReduced(deps.conn, w, request, labelsOf);
           if (read === 'too_many') throw tooMany();
@@ -95,7 +103,7 @@ export async function runQuery(deps: PromqlDeps, ctx: Context, user: UserRecord,
       if (stopped.why) throw stopped.why;
       if (performance.now() > deadline) throw new PromqlError('timeout', `query timed out in expression evaluation after ${timeoutMs} ms (MERIDIAN_PROMQL_TIMEOUT_MS or the timeout parameter)`);
     };
-    const options = { lookbackMs: LOOKBACK_MS, checkpoint, reduced };
+    const options = { lookbackMs: LOOKBACK_MS, checkpoint, reduced, reducedAggregates };
     const result = times.instant
       ? evalInstant(expr, fetched, times.startMs, options)
       : evalRange(expr, fetched, times.startMs, times.endMs, times.stepMs, options);
@@ -129,4 +137,18 @@ async function readReduced(
     s.values[k] = v;
   });
   return { values: [...bySeries.values()], read };
+}
+
+/** An aggregation of a reduced function, done by ClickHouse: each group's value at every step. */
+async function readStoreAggregated(conn: ConnOptions, w: SampleWindow, request: Parameters<typeof readSamples>[1]): Promise<{ values: StepValues[]; read: number | 'too_many' }> {
+  const reduce = w.reduce!;
+  const aggregate = reduce.aggregate!;
+  const groups = aggregate.labels.map((labels) => ({ labels, present: new Uint8Array(reduce.steps), values: new Float64Array(reduce.steps) }));
+  const read = await readAggregated(conn, { ...request, reduce, aggregate: { ...aggregate, func: reduce.func } }, (group, k, value) => {
+    const g = groups[group];
+    if (!g) throw new Error('ClickHouse answered a group that was not asked for');
+    g.present[k] = 1;
+    g.values[k] = value;
+  });
+  return { values: groups, read };
 }

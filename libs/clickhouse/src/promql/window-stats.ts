@@ -19,6 +19,14 @@ export type WindowStatsRequest = SamplesRequest & {
 };
 
 export function windowStatsSql(req: Pick<WindowStatsRequest, 'fromMs' | 'toMs' | 'sparse' | 'maxSamples' | 'reduce'>): string {
+  return `${statsSelectSql(req)} FORMAT TabSeparated`;
+}
+
+/**
+ * The reduction without its format: one row per series and step with the named columns n, t0,
+ * v0, t1, v1, tp1, vp1, drops, resets, changes, total, lo, hi, len (aggregate-sql.ts reads them).
+ */
+export function statsSelectSql(req: Pick<WindowStatsRequest, 'fromMs' | 'toMs' | 'sparse' | 'maxSamples' | 'reduce'>): string {
   const { firstRefMs, stepMs, steps, rangeMs } = req.reduce;
   const F = int(firstRefMs);
   const step = int(stepMs);
@@ -42,9 +50,9 @@ export function windowStatsSql(req: Pick<WindowStatsRequest, 'fromMs' | 'toMs' |
     'SELECT metric_name, len, ts, value, tp, vp, arrayJoin(arrayMap(x -> toInt64(x) + kmin, range(toUInt64(greatest(kmax - kmin + 1, 0))))) AS k, ' +
     `${F} + k * ${step} - ${range} AS ws FROM (${bounded})`;
   return (
-    'SELECT metric_name, k, count(), min(ts), argMin(value, ts), max(ts), argMax(value, ts), argMax(tp, ts), argMax(vp, ts), ' +
-    'sumIf(vp, value < vp AND tp >= ws), countIf(value < vp AND tp >= ws), countIf(value != vp AND tp >= ws), ' +
-    `sum(value), min(value), max(value), any(len) FROM (${joined}) GROUP BY metric_name, k FORMAT TabSeparated`
+    'SELECT metric_name, k, count() AS n, min(ts) AS t0, argMin(value, ts) AS v0, max(ts) AS t1, argMax(value, ts) AS v1, argMax(tp, ts) AS tp1, argMax(vp, ts) AS vp1, ' +
+    'sumIf(vp, value < vp AND tp >= ws) AS drops, countIf(value < vp AND tp >= ws) AS resets, countIf(value != vp AND tp >= ws) AS changes, ' +
+    `sum(value) AS total, min(value) AS lo, max(value) AS hi, any(len) AS len FROM (${joined}) GROUP BY metric_name, k`
   );
 }
 

@@ -20,6 +20,8 @@ export type StepValues = { readonly labels: Labels; readonly present: Uint8Array
 export type EvalOptions = {
   /** The selectors whose function the store computed per step, by selector id. */
   readonly reduced?: ReadonlyMap<number, readonly StepValues[]>;
+  /** The aggregations of such a function the store did too, per group, by the selector id of their range argument. */
+  readonly reducedAggregates?: ReadonlyMap<number, readonly StepValues[]>;
   /** How far back an instant selector looks for a series' latest sample (Prometheus' default: 5 minutes). */
   readonly lookbackMs: number;
   /** Called between steps; throws to stop an evaluation past its time. */
@@ -70,12 +72,14 @@ class Evaluator {
   private readonly fetched: Fetched;
   private readonly lookbackMs: number;
   private readonly reduced: ReadonlyMap<number, readonly StepValues[]>;
+  private readonly reducedAggregates: ReadonlyMap<number, readonly StepValues[]>;
   private readonly startMs: number;
   private readonly stepMs: number;
   constructor(fetched: Fetched, options: EvalOptions, startMs: number, stepMs: number) {
     this.fetched = fetched;
     this.lookbackMs = options.lookbackMs;
     this.reduced = options.reduced ?? new Map();
+    this.reducedAggregates = options.reducedAggregates ?? new Map();
     this.startMs = startMs;
     this.stepMs = stepMs;
   }
@@ -95,6 +99,9 @@ class Evaluator {
       case 'call':
         return this.call(e, t);
       case 'aggregate': {
+        const arg = e.expr.kind === 'call' ? e.expr.args[0] : undefined;
+        const stored = arg?.kind === 'matrix' ? this.reducedAggregates.get(arg.selector.id) : undefined;
+        if (stored) return { type: 'vector', samples: this.atStep(stored, t) };
         const param = e.param ? this.scalar(e.param, t) : Number.NaN;
         const samples = aggregate(e, this.vector(e.expr, t), param, t);
         assertUniqueLabelsets(samples);
@@ -117,6 +124,14 @@ class Evaluator {
         return never;
       }
     }
+  }
+
+  /** The values the store computed for the step at t. */
+  private atStep(series: readonly StepValues[], t: number): Sample[] {
+    const k = Math.round((t - this.startMs) / this.stepMs);
+    const out: Sample[] = [];
+    for (const s of series) if (s.present[k] === 1) out.push({ labels: s.labels, v: s.values[k]!, t });
+    return out;
   }
 
   private scalar(e: Expr, t: number): number {
@@ -165,10 +180,9 @@ class Evaluator {
       const labelsOf = (l: Labels) => (func === 'last_over_time' ? l : dropMetricName(l));
       const reduced = this.reduced.get(m.selector.id);
       if (reduced) {
-        const k = Math.round((t - this.startMs) / this.stepMs);
-        for (const s of reduced) if (s.present[k] === 1) samples.push({ labels: labelsOf(s.labels), v: s.values[k]!, t });
-        assertUniqueLabelsets(samples);
-        return { type: 'vector', samples };
+        const out = this.atStep(reduced, t).map((s) => ({ ...s, labels: labelsOf(s.labels) }));
+        assertUniqueLabelsets(out);
+        return { type: 'vector', samples: out };
       }
       const param = e.args.length > 1 ? this.scalar(e.args[0]!, t) : Number.NaN;
       for (const w of this.windows(m, t)) {

@@ -135,7 +135,18 @@ describe('PromQL evaluation', () => {
 
   it('has the store reduce the windows of the functions it can, and read samples for the others', () => {
     const windows = planWindows(parsePromql('rate(temp[5m]) + deriv(temp[5m]) + temp'), S.catalog, 0, 3_600_000, 60_000, LOOKBACK, 0);
-    expect(windows.map((w) => w.reduce)).toEqual([{ func: 'rate', firstRefMs: 0, stepMs: 60_000, steps: 61, rangeMs: 300_000 }, null, null]);
+    expect(windows.map((w) => w.reduce)).toEqual([{ func: 'rate', firstRefMs: 0, stepMs: 60_000, steps: 61, rangeMs: 300_000, aggregate: null }, null, null]);
+  });
+
+  it('has the store aggregate a reduced function too, with each series\' group', () => {
+    const [w] = planWindows(parsePromql('sum by (job) (rate(http_requests_total[5m]))'), S.catalog, 0, 600_000, 60_000, LOOKBACK, 0);
+    expect(w!.names).toEqual(['http_requests_total{code="200",job="api"}', 'http_requests_total{code="500",job="api"}', 'http_requests_total{code="200",job="web"}']);
+    expect(w!.reduce!.aggregate).toEqual({ op: 'sum', groupOf: [0, 0, 1], labels: [[['job', 'api']], [['job', 'web']]] });
+    // Not when the function's results would clash (Prometheus' error), nor for topk, nor past one function.
+    const alike = [{ name: 'a{x="1"}', labels: parseSeriesName('a{x="1"}') }, { name: 'b{x="1"}', labels: parseSeriesName('b{x="1"}') }];
+    expect(planWindows(parsePromql('sum(rate({__name__=~"a|b"}[5m]))'), alike, 0, 600_000, 60_000, LOOKBACK, 0)[0]!.reduce!.aggregate).toBeNull();
+    expect(planWindows(parsePromql('topk(1, rate(temp[5m]))'), S.catalog, 0, 600_000, 60_000, LOOKBACK, 0)[0]!.reduce!.aggregate).toBeNull();
+    expect(planWindows(parsePromql('sum(abs(rate(temp[5m])))'), S.catalog, 0, 600_000, 60_000, LOOKBACK, 0)[0]!.reduce!.aggregate).toBeNull();
   });
 
   it('has the store reduce only when the samples are many times the rows it would answer', () => {
