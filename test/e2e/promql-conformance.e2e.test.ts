@@ -202,6 +202,10 @@ const QUERIES = [
   'sum by (job) (rate(http_requests_total[5m])) > on(job) sum by (job) (rate(http_requests_total{code="200"}[5m])) * 0.5',
   'temperature == temperature',
   'http_requests_total{instance="a"} != ignoring(instance) http_requests_total{instance="b"}',
+  'temperature > 21 and temperature < 23',
+  'http_requests_total{code="500"} or http_requests_total{instance="a"}',
+  'http_requests_total unless on(code) http_requests_total{code="500"}',
+  'rate(http_requests_total[5m]) and ignoring(code) rate(http_requests_total{code="200"}[5m]) > 0.5',
   'abs(delta(temperature[10m]))',
   'clamp_min(temperature, 21)',
   'clamp_max(temperature, 21)',
@@ -335,9 +339,12 @@ describe('PromQL conformance with Prometheus 2.42', () => {
 
   it('refuses what it does not evaluate by name, and malformed queries as Prometheus does', async () => {
     const unsupported = await get(`${api.url}/prometheus`, '/api/v1/query', { query: 'stddev(temperature)', time: at(60) }, admin);
+    const groupLeft = await get(`${api.url}/prometheus`, '/api/v1/query', { query: 'temperature * on(room) group_left up', time: at(60) }, admin);
+    expect(groupLeft.status).toBe(422);
+    expect(groupLeft.body.error).toContain('group_left');
     expect(unsupported.status).toBe(422);
     expect(unsupported.body).toMatchObject({ status: 'error', errorType: 'execution', error: expect.stringContaining('stddev') });
-    for (const query of ['rate(temperature)', 'sum(', '1 > 2']) {
+    for (const query of ['rate(temperature)', 'sum(', '1 > 2', '1 and temperature']) {
       const [ours, theirs] = await Promise.all([get(`${api.url}/prometheus`, '/api/v1/query', { query, time: at(60) }, admin), get(prom.url, '/api/v1/query', { query, time: at(60) })]);
       expect([ours.status, ours.body.errorType], query).toEqual([theirs.status, theirs.body.errorType]);
     }

@@ -40,7 +40,9 @@ export type Aggregate = {
 
 export const ARITHMETIC = ['+', '-', '*', '/', '%', '^'] as const;
 export const COMPARISON = ['==', '!=', '>', '<', '>=', '<='] as const;
-export type BinaryOp = (typeof ARITHMETIC)[number] | (typeof COMPARISON)[number];
+export const SET_OPERATORS = ['and', 'or', 'unless'] as const;
+export type SetOp = (typeof SET_OPERATORS)[number];
+export type BinaryOp = (typeof ARITHMETIC)[number] | (typeof COMPARISON)[number] | SetOp;
 /** on(labels) or ignoring(labels); null: match on every label but the metric name. */
 export type VectorMatching = { readonly on: boolean; readonly labels: readonly string[] };
 export type Binary = {
@@ -57,6 +59,10 @@ export type Expr = NumberLiteral | VectorSelector | MatrixSelector | Call | Aggr
 
 export function isComparison(op: BinaryOp): boolean {
   return (COMPARISON as readonly string[]).includes(op);
+}
+
+export function isSetOperator(op: BinaryOp): op is SetOp {
+  return (SET_OPERATORS as readonly string[]).includes(op);
 }
 
 /** The type of value an expression evaluates to. */

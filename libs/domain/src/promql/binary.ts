@@ -1,5 +1,5 @@
 import { labelsKey, METRIC_NAME, onlyLabels, withoutLabels, type Labels } from '../series/labels.ts';
-import { isComparison, type Binary, type BinaryOp } from './ast.ts';
+import { isComparison, isSetOperator, type Binary, type BinaryOp, type SetOp } from './ast.ts';
 import { execution } from './errors.ts';
 import { dropMetricName, type Sample, type Value, type Vector } from './vector.ts';
 
@@ -25,6 +25,10 @@ function elem(op: BinaryOp, l: number, r: number): [number, boolean] {
     case '<': return [l, l < r];
     case '>=': return [l, l >= r];
     case '<=': return [l, l <= r];
+    case 'and':
+    case 'or':
+    case 'unless':
+      throw execution(`set operator "${op}" has no element-wise value`);
     default: {
       const never: never = op;
       return never;
@@ -36,6 +40,10 @@ function elem(op: BinaryOp, l: number, r: number): [number, boolean] {
 const dropsName = (op: BinaryOp) => !isComparison(op);
 
 export function binaryOp(e: Binary, lhs: Value, rhs: Value, t: number): Value {
+  if (isSetOperator(e.op)) {
+    if (lhs.type !== 'vector' || rhs.type !== 'vector') throw execution(`set operator "${e.op}" not allowed in binary scalar expression`);
+    return { type: 'vector', samples: setOperation(e, e.op, lhs.samples, rhs.samples, t) };
+  }
   if (lhs.type === 'scalar' && rhs.type === 'scalar') {
     const [v, keep] = elem(e.op, lhs.v, rhs.v);
     return { type: 'scalar', v: isComparison(e.op) ? (keep ? 1 : 0) : v };
@@ -44,6 +52,29 @@ export function binaryOp(e: Binary, lhs: Value, rhs: Value, t: number): Value {
   if (lhs.type === 'scalar' && rhs.type === 'vector') return { type: 'vector', samples: vectorScalar(e, rhs.samples, lhs.v, true, t) };
   if (lhs.type === 'vector' && rhs.type === 'vector') return { type: 'vector', samples: vectorVector(e, lhs.samples, rhs.samples, t) };
   throw execution('binary expression between unexpected types');
+}
+
+/** and, or, unless (VectorAnd, VectorOr, VectorUnless): matched on the same signatures, labels kept as they are. */
+function setOperation(e: Binary, op: SetOp, lhs: Vector, rhs: Vector, t: number): Sample[] {
+  const at = (s: Sample): Sample => ({ labels: s.labels, v: s.v, t });
+  switch (op) {
+    case 'and': {
+      const right = new Set(rhs.map((s) => signature(s.labels, e)));
+      return lhs.filter((s) => right.has(signature(s.labels, e))).map(at);
+    }
+    case 'unless': {
+      const right = new Set(rhs.map((s) => signature(s.labels, e)));
+      return lhs.filter((s) => !right.has(signature(s.labels, e))).map(at);
+    }
+    case 'or': {
+      const left = new Set(lhs.map((s) => signature(s.labels, e)));
+      return [...lhs.map(at), ...rhs.filter((s) => !left.has(signature(s.labels, e))).map(at)];
+    }
+    default: {
+      const never: never = op;
+      return never;
+    }
+  }
 }
 
 function vectorScalar(e: Binary, vector: Vector, scalar: number, swap: boolean, t: number): Sample[] {

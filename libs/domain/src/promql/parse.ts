@@ -3,7 +3,7 @@ import { parser } from '@prometheus-io/lezer-promql';
 import { RE2JS } from 're2js';
 import { LABEL_NAME_RE } from '../series/labels.ts';
 import {
-  AGGREGATIONS, INSTANT_FUNCTIONS, RANGE_FUNCTIONS, isComparison, typeOf,
+  AGGREGATIONS, INSTANT_FUNCTIONS, RANGE_FUNCTIONS, isComparison, isSetOperator, typeOf,
   type AggregateOp, type BinaryOp, type Expr, type FunctionName, type MatchOp, type Matcher, type ValueType, type VectorMatching, type VectorSelector,
 } from './ast.ts';
 import { parseDurationMs } from './durations.ts';
@@ -56,6 +56,7 @@ const SIGNATURES: Record<FunctionName, readonly (ValueType | `${ValueType}?`)[]>
 const OPERATORS: Record<string, BinaryOp> = {
   '+': '+', '-': '-', '*': '*', '/': '/', '%': '%', '^': '^',
   '==': '==', '!=': '!=', '>': '>', '<': '<', '>=': '>=', '<=': '<=',
+  and: 'and', or: 'or', unless: 'unless',
 };
 
 /** Node names that are expressions (the rest are tokens and modifiers). */
@@ -148,7 +149,6 @@ class Builder {
     const lhs = this.expr(parts[0]!);
     const rhs = offsetMs === null ? this.expr(parts[parts.length - 1]!) : this.withOffset(parts[parts.length - 1]!, offsetMs);
     const opText = this.src(parts[1]!).toLowerCase();
-    if (opText === 'and' || opText === 'or' || opText === 'unless') throw unsupported(`the set operator ${opText}`);
     if (opText === 'atan2') throw unsupported('the atan2 operator');
     const op = OPERATORS[opText];
     if (!op) throw unsupported(`the operator ${opText}`);
@@ -161,6 +161,8 @@ class Builder {
     const lt = typeOf(lhs);
     const rt = typeOf(rhs);
     if (lt === 'matrix' || rt === 'matrix') throw badData('binary expression must contain only scalar and instant vector types');
+    if (isSetOperator(op) && (lt !== 'vector' || rt !== 'vector')) throw badData(`set operator "${op}" not allowed in binary scalar expression`);
+    if (isSetOperator(op) && bool) throw badData('bool modifier can only be used on comparison operators');
     if (bool && !isComparison(op)) throw badData('bool modifier can only be used on comparison operators');
     if (isComparison(op) && !bool && lt === 'scalar' && rt === 'scalar') throw badData('comparisons between scalars must use BOOL modifier');
     if (matching && (lt !== 'vector' || rt !== 'vector')) throw badData('vector matching only allowed between instant vectors');
