@@ -43,8 +43,16 @@ export const COMPARISON = ['==', '!=', '>', '<', '>=', '<='] as const;
 export const SET_OPERATORS = ['and', 'or', 'unless'] as const;
 export type SetOp = (typeof SET_OPERATORS)[number];
 export type BinaryOp = (typeof ARITHMETIC)[number] | (typeof COMPARISON)[number] | SetOp;
-/** on(labels) or ignoring(labels); null: match on every label but the metric name. */
-export type VectorMatching = { readonly on: boolean; readonly labels: readonly string[] };
+/**
+ * on(labels) or ignoring(labels); null: match on every label but the metric name. `group`:
+ * group_left (many on the left to one on the right) or group_right, with the labels the result
+ * takes from the "one" side; null: one-to-one.
+ */
+export type VectorMatching = {
+  readonly on: boolean;
+  readonly labels: readonly string[];
+  readonly group: { readonly side: 'left' | 'right'; readonly include: readonly string[] } | null;
+};
 export type Binary = {
   readonly kind: 'binary';
   readonly op: BinaryOp;

@@ -1,4 +1,4 @@
-import { labelsKey, METRIC_NAME, onlyLabels, withoutLabels, type Labels } from '../series/labels.ts';
+import { labelsKey, labelsOf, labelValue, METRIC_NAME, onlyLabels, withoutLabels, type Labels } from '../series/labels.ts';
 import { isComparison, isSetOperator, type Binary, type BinaryOp, type SetOp } from './ast.ts';
 import { execution } from './errors.ts';
 import { dropMetricName, type Sample, type Value, type Vector } from './vector.ts';
@@ -115,7 +115,19 @@ function signature(labels: Labels, e: Binary): string {
   return sig;
 }
 
-function resultLabels(l: Labels, e: Binary): Labels {
+function resultLabels(l: Labels, e: Binary, one: Labels): Labels {
+  const group = e.matching?.group;
+  if (group) {
+    // Many-to-one: the "many" side's labels, with the included ones taken from the "one" side.
+    const base = new Map(dropsName(e.op) ? dropMetricName(l) : l);
+    for (const name of group.include) {
+      const v = labelValue(one, name);
+      if (v !== '') base.set(name, v);
+      else base.delete(name);
+    }
+    const labels = labelsOf(base);
+    return e.bool ? dropMetricName(labels) : labels;
+  }
   const { results } = memoOf(e);
   let out = results.get(l);
   if (out === undefined) results.set(l, (out = computeResultLabels(l, e)));
@@ -130,31 +142,46 @@ function computeResultLabels(l: Labels, e: Binary): Labels {
   return e.bool ? dropMetricName(labels) : labels;
 }
 
-/** One-to-one matching, as Prometheus' VectorBinop: a duplicate on either side is an error. */
-function vectorVector(e: Binary, lhs: Vector, rhs: Vector, t: number): Sample[] {
-  const right = new Map<string, Sample>();
+/**
+ * Matching as Prometheus' VectorBinop: one-to-one, or many-to-one (group_left; group_right swaps
+ * the sides). A duplicate on the "one" side, or two results alike, is an error.
+ */
+function vectorVector(e: Binary, left: Vector, right: Vector, t: number): Sample[] {
+  const swapped = e.matching?.group?.side === 'right';
+  const [lhs, rhs] = swapped ? [right, left] : [left, right];
+  const one = new Map<string, Sample>();
   for (const s of rhs) {
     const sig = signature(s.labels, e);
-    if (right.has(sig)) {
-      throw execution('found duplicate series for the match group on the right hand-side of the operation; many-to-many matching not allowed: matching labels must be unique on one side');
+    if (one.has(sig)) {
+      throw execution(`found duplicate series for the match group on the ${swapped ? 'left' : 'right'} hand-side of the operation; many-to-many matching not allowed: matching labels must be unique on one side`);
     }
-    right.set(sig, s);
+    one.set(sig, s);
   }
-  const matched = new Set<string>();
+  const matched = new Map<string, Set<string>>();
   const out: Sample[] = [];
   for (const ls of lhs) {
     const sig = signature(ls.labels, e);
-    const rs = right.get(sig);
+    const rs = one.get(sig);
     if (!rs) continue;
-    let [value, keep] = elem(e.op, ls.v, rs.v);
+    const [vl, vr] = swapped ? [rs.v, ls.v] : [ls.v, rs.v];
+    let [value, keep] = elem(e.op, vl, vr);
     if (e.bool) {
       value = keep ? 1 : 0;
       keep = true;
     }
     if (!keep) continue;
-    if (matched.has(sig)) throw execution('multiple matches for labels: many-to-one matching must be explicit (group_left/group_right)');
-    matched.add(sig);
-    out.push({ labels: resultLabels(ls.labels, e), v: value, t });
+    const labels = resultLabels(ls.labels, e, rs.labels);
+    const inserted = matched.get(sig);
+    if (!e.matching?.group) {
+      if (inserted) throw execution('multiple matches for labels: many-to-one matching must be explicit (group_left/group_right)');
+      matched.set(sig, new Set());
+    } else {
+      const key = labelsKey(labels);
+      if (inserted?.has(key)) throw execution('multiple matches for labels: grouping labels must ensure unique matches');
+      if (inserted) inserted.add(key);
+      else matched.set(sig, new Set([key]));
+    }
+    out.push({ labels, v: value, t });
   }
   return out;
 }

@@ -156,7 +156,7 @@ class Builder {
     let matching: VectorMatching | null = null;
     for (const m of parts.slice(2, -1)) {
       if (m.name === 'BoolModifier') bool = true;
-      else if (m.name === 'MatchingModifierClause') matching = this.matching(m);
+      else if (m.name === 'MatchingModifierClause') matching = this.matching(m, op);
     }
     const lt = typeOf(lhs);
     const rt = typeOf(rhs);
@@ -169,15 +169,24 @@ class Builder {
     return { kind: 'binary', op, lhs, rhs, bool, matching };
   }
 
-  private matching(n: SyntaxNode): VectorMatching {
+  private matching(n: SyntaxNode, op: BinaryOp): VectorMatching {
     let on = false;
     let labels: string[] = [];
+    let group: { side: 'left' | 'right'; include: string[] } | null = null;
     for (const c of children(n)) {
       if (c.name === 'On') on = true;
-      else if (c.name === 'GroupingLabels' && labels.length === 0) labels = this.groupingLabels(c);
-      else if (c.name === 'GroupLeft' || c.name === 'GroupRight') throw unsupported(`${this.src(c)} (many-to-one matching)`);
+      else if (c.name === 'GroupLeft' || c.name === 'GroupRight') {
+        if (isSetOperator(op)) throw badData(`no grouping allowed for "${op}" operation`);
+        group = { side: c.name === 'GroupLeft' ? 'left' : 'right', include: [] };
+      } else if (c.name === 'GroupingLabels') {
+        if (group) group.include = this.groupingLabels(c);
+        else labels = this.groupingLabels(c);
+      }
     }
-    return { on, labels };
+    if (on && group) {
+      for (const l of group.include) if (labels.includes(l)) throw badData(`label "${l}" must not occur in ON and GROUP clause at once`);
+    }
+    return { on, labels, group };
   }
 
   private groupingLabels(n: SyntaxNode): string[] {

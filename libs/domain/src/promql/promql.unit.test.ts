@@ -41,7 +41,6 @@ describe('PromQL parsing', () => {
   it.each([
     ['holt_winters(x[5m], 0.1, 0.1)', /function holt_winters/],
     ['x[5m:1m]', /subqueries/],
-    ['a * on(b) group_left c', /group_left/],
     ['stddev(x)', /aggregation stddev/],
     ['x @ 5', /@ modifier/],
   ])('refuses %s by name, as execution', (q, message) => {
