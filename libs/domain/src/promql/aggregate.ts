@@ -45,7 +45,7 @@ export function aggregate(e: Aggregate, input: Vector, param: number, t: number)
     const { labels, key } = groupOf(s.labels);
     const group = groups.get(key);
     if (!group) {
-      groups.set(key, { labels, value: s.v, mean: s.v, count: 1, members: [s] });
+      groups.set(key, { labels, value: e.op === 'stddev' || e.op === 'stdvar' ? 0 : s.v, mean: s.v, count: 1, members: [s] });
       continue;
     }
     switch (e.op) {
@@ -64,6 +64,15 @@ export function aggregate(e: Aggregate, input: Vector, param: number, t: number)
       case 'count':
         group.count += 1;
         break;
+      case 'stddev':
+      case 'stdvar': {
+        // Welford's running variance, as Prometheus: value holds the sum of squared deviations.
+        group.count += 1;
+        const delta = s.v - group.mean;
+        group.mean += delta / group.count;
+        group.value += delta * (s.v - group.mean);
+        break;
+      }
       case 'max':
         if (group.value < s.v || Number.isNaN(group.value)) group.value = s.v;
         break;
@@ -89,6 +98,12 @@ export function aggregate(e: Aggregate, input: Vector, param: number, t: number)
         break;
       case 'count':
         out.push({ labels: g.labels, v: g.count, t });
+        break;
+      case 'stddev':
+        out.push({ labels: g.labels, v: Math.sqrt(g.value / g.count), t });
+        break;
+      case 'stdvar':
+        out.push({ labels: g.labels, v: g.value / g.count, t });
         break;
       case 'quantile':
         out.push({ labels: g.labels, v: quantile(param, g.members.map((m) => m.v)), t });

@@ -18,15 +18,18 @@ export type MatrixSelector = { readonly kind: 'matrix'; readonly selector: Vecto
 export const RANGE_FUNCTIONS = [
   'rate', 'irate', 'increase', 'delta', 'deriv', 'resets', 'changes',
   'avg_over_time', 'min_over_time', 'max_over_time', 'sum_over_time', 'count_over_time', 'last_over_time', 'quantile_over_time',
+  'idelta',
 ] as const;
-export const INSTANT_FUNCTIONS = ['abs', 'clamp_min', 'clamp_max', 'round', 'timestamp', 'histogram_quantile', 'time'] as const;
+/** Functions of one value each: the value of every element, its name dropped. */
+export const MATH_FUNCTIONS = ['abs', 'ceil', 'floor', 'sqrt', 'exp', 'ln', 'log2', 'log10', 'sgn'] as const;
+export const INSTANT_FUNCTIONS = [...MATH_FUNCTIONS, 'clamp_min', 'clamp_max', 'round', 'timestamp', 'histogram_quantile', 'time', 'scalar', 'vector', 'sort', 'sort_desc'] as const;
 export type RangeFunction = (typeof RANGE_FUNCTIONS)[number];
 export type InstantFunction = (typeof INSTANT_FUNCTIONS)[number];
 export type FunctionName = RangeFunction | InstantFunction;
 
 export type Call = { readonly kind: 'call'; readonly func: FunctionName; readonly args: readonly Expr[] };
 
-export const AGGREGATIONS = ['sum', 'avg', 'min', 'max', 'count', 'topk', 'bottomk', 'quantile'] as const;
+export const AGGREGATIONS = ['sum', 'avg', 'min', 'max', 'count', 'topk', 'bottomk', 'quantile', 'stddev', 'stdvar'] as const;
 export type AggregateOp = (typeof AGGREGATIONS)[number];
 export type Aggregate = {
   readonly kind: 'aggregate';
@@ -83,7 +86,7 @@ export function typeOf(e: Expr): ValueType {
     case 'matrix':
       return 'matrix';
     case 'call':
-      return e.func === 'time' ? 'scalar' : 'vector';
+      return e.func === 'time' || e.func === 'scalar' ? 'scalar' : 'vector';
     case 'aggregate':
       return 'vector';
     case 'binary':

@@ -197,6 +197,36 @@ class Evaluator {
         return { type: 'scalar', v: t / 1000 };
       case 'abs':
         return this.map(e, t, Math.abs);
+      case 'ceil':
+        return this.map(e, t, Math.ceil);
+      case 'floor':
+        return this.map(e, t, Math.floor);
+      case 'sqrt':
+        return this.map(e, t, Math.sqrt);
+      case 'exp':
+        return this.map(e, t, Math.exp);
+      case 'ln':
+        return this.map(e, t, Math.log);
+      case 'log2':
+        return this.map(e, t, Math.log2);
+      case 'log10':
+        return this.map(e, t, Math.log10);
+      case 'sgn':
+        return this.map(e, t, (v) => (v < 0 ? -1 : v > 0 ? 1 : v));
+      case 'scalar': {
+        // The value of a vector of exactly one element, else NaN.
+        const v = this.vector(e.args[0]!, t);
+        return { type: 'scalar', v: v.length === 1 ? v[0]!.v : Number.NaN };
+      }
+      case 'vector':
+        return { type: 'vector', samples: [{ labels: [], v: this.scalar(e.args[0]!, t), t }] };
+      case 'sort':
+      case 'sort_desc': {
+        // Keeps the labels; the order shows in an instant query's answer only.
+        const dir = e.func === 'sort' ? 1 : -1;
+        const samples = [...this.vector(e.args[0]!, t)].map((s) => ({ ...s, t })).sort((a, b) => (Number.isNaN(a.v) ? 1 : Number.isNaN(b.v) ? -1 : dir * (a.v - b.v)));
+        return { type: 'vector', samples };
+      }
       case 'clamp_min': {
         const min = this.scalar(e.args[1]!, t);
         return this.map(e, t, (v) => Math.max(min, v));

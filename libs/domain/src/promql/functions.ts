@@ -22,7 +22,9 @@ export function evalRangeFunction(func: RangeFunction, w: Window, bounds: Window
     case 'delta':
       return extrapolatedRate(w, bounds, false, false);
     case 'irate':
-      return instantRate(w);
+      return instantRate(w, true);
+    case 'idelta':
+      return instantRate(w, false);
     case 'deriv':
       return n < 2 ? null : linearRegressionSlope(w);
     case 'resets':
@@ -153,15 +155,16 @@ export function evalWindowStats(func: WindowStatsFunction, w: WindowStats, b: Wi
   }
 }
 
-function instantRate(w: Window): number | null {
+/** irate (a counter's last two samples, per second) and idelta (their difference), as Prometheus' instantValue. */
+function instantRate(w: Window, isRate: boolean): number | null {
   const { ts, vs, hi } = w;
   if (hi - w.lo + 1 < 2) return null;
   const last = vs[hi]!;
   const previous = vs[hi - 1]!;
-  const resultValue = last < previous ? last : last - previous;
+  const resultValue = isRate && last < previous ? last : last - previous;
   const sampledInterval = ts[hi]! - ts[hi - 1]!;
   if (sampledInterval === 0) return null;
-  return resultValue / (sampledInterval / 1000);
+  return isRate ? resultValue / (sampledInterval / 1000) : resultValue;
 }
 
 /** Kahan-Babuška-Neumaier summation step, as Prometheus' kahanSumInc. */

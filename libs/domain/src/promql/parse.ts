@@ -49,8 +49,10 @@ const SIGNATURES: Record<FunctionName, readonly (ValueType | `${ValueType}?`)[]>
   rate: ['matrix'], irate: ['matrix'], increase: ['matrix'], delta: ['matrix'], deriv: ['matrix'], resets: ['matrix'], changes: ['matrix'],
   avg_over_time: ['matrix'], min_over_time: ['matrix'], max_over_time: ['matrix'], sum_over_time: ['matrix'], count_over_time: ['matrix'],
   last_over_time: ['matrix'], quantile_over_time: ['scalar', 'matrix'],
-  abs: ['vector'], clamp_min: ['vector', 'scalar'], clamp_max: ['vector', 'scalar'], round: ['vector', 'scalar?'], timestamp: ['vector'],
-  histogram_quantile: ['scalar', 'vector'], time: [],
+  idelta: ['matrix'],
+  abs: ['vector'], ceil: ['vector'], floor: ['vector'], sqrt: ['vector'], exp: ['vector'], ln: ['vector'], log2: ['vector'], log10: ['vector'], sgn: ['vector'],
+  clamp_min: ['vector', 'scalar'], clamp_max: ['vector', 'scalar'], round: ['vector', 'scalar?'], timestamp: ['vector'],
+  histogram_quantile: ['scalar', 'vector'], time: [], scalar: ['vector'], vector: ['scalar'], sort: ['vector'], sort_desc: ['vector'],
 };
 
 const OPERATORS: Record<string, BinaryOp> = {
@@ -218,7 +220,7 @@ class Builder {
     let opName = '';
     let grouping: string[] = [];
     let without = false;
-    let args: Expr[] = [];
+    let body: SyntaxNode | null = null;
     for (const c of children(n)) {
       if (c.name === 'AggregateOp') opName = this.src(c);
       else if (c.name === 'AggregateModifier') {
@@ -226,9 +228,11 @@ class Builder {
           if (m.name === 'Without') without = true;
           else if (m.name === 'GroupingLabels') grouping = this.groupingLabels(m);
         }
-      } else if (c.name === 'FunctionCallBody') args = children(c).filter((a) => EXPRESSIONS.has(a.name)).map((a) => this.expr(a));
+      } else if (c.name === 'FunctionCallBody') body = c;
     }
+    // Refused by its name before its arguments are read (count_values' string is not the news).
     if (!(AGGREGATIONS as readonly string[]).includes(opName)) throw unsupported(`the aggregation ${opName}`);
+    const args = body ? children(body).filter((a) => EXPRESSIONS.has(a.name)).map((a) => this.expr(a)) : [];
     const op = opName as AggregateOp;
     const wantsParam = op === 'topk' || op === 'bottomk' || op === 'quantile';
     if (args.length !== (wantsParam ? 2 : 1)) throw badData(`wrong number of arguments for aggregate expression provided, expected ${wantsParam ? 2 : 1}, got ${args.length}`);
