@@ -79,6 +79,9 @@ describe('PromQL bounds', () => {
     expect(selector.body.error).toContain('MERIDIAN_PROMQL_MAX_SERIES');
     const narrowed = await query('query', { query: 'small{job!="d"}', time: String(T0 / 1000 + 600) });
     expect(narrowed.status).toBe(200);
+    const listing = await query('series', { 'match[]': 'small' });
+    expect([listing.status, listing.body.errorType]).toEqual([422, 'execution']);
+    expect(listing.body.error).toContain('MERIDIAN_PROMQL_MAX_SERIES');
   });
 
   it('refuses more steps than MERIDIAN_PROMQL_MAX_POINTS_PER_SERIES: 400, as Prometheus words it', async () => {

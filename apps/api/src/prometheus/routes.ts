@@ -1,7 +1,7 @@
 import type { Context } from 'koa';
 import { z } from 'zod';
 import {
-  badData, LABEL_NAME_RE, labelsObject, matchSeries, parseDurationParamMs, parseInstantParams, parseOptionalRange, parsePromql, parseRangeParams, queryData,
+  badData, execution, LABEL_NAME_RE, labelsObject, matchSeries, parseDurationParamMs, parseInstantParams, parseOptionalRange, parsePromql, parseRangeParams, queryData,
   type UserRecord,
 } from '@meridian/domain';
 import { defineRoute, type RouteDef } from '../http/route.ts';
@@ -95,7 +95,7 @@ async function matchedSeries(deps: PromqlDeps, p: RequestParams, user: UserRecor
 
 function bounded<T>(deps: PromqlDeps, items: T[], what: string): T[] {
   if (items.length > deps.limits.maxSeries) {
-    throw badData(`the answer would hold ${items.length} ${what}, more than ${deps.limits.maxSeries} (MERIDIAN_PROMQL_MAX_SERIES); narrow match[] or the range`);
+    throw execution(`the answer would hold ${items.length} ${what}, more than ${deps.limits.maxSeries} (MERIDIAN_PROMQL_MAX_SERIES); narrow match[] or the range`);
   }
   return items;
 }
