@@ -235,6 +235,12 @@ const QUERIES = [
   'stddev by (job) (rate(http_requests_total[5m]))',
   'stdvar(temperature)',
   'temperature * scalar(count(up))',
+  'predict_linear(temperature[15m], 600)',
+  'predict_linear(http_requests_total{code="200"}[10m] offset 5m, 3600)',
+  'absent(nonexistent_metric{job="x",env=~"a"})',
+  'absent(temperature{room="attic"})',
+  'absent_over_time(queue_depth{queue="q2"}[3m])',
+  'absent_over_time(nonexistent_metric{job="y"}[5m])',
 ];
 
 type Answer = { status: string; errorType?: string; error?: string; data?: { resultType: string; result: unknown } };

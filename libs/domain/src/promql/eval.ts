@@ -1,5 +1,5 @@
-import { labelsKey, labelValue, METRIC_NAME, withoutLabels, type Labels } from '../series/labels.ts';
-import { RANGE_FUNCTIONS, type Call, type Expr, type MatrixSelector, type RangeFunction, type VectorSelector } from './ast.ts';
+import { labelsKey, labelsOf, labelValue, METRIC_NAME, withoutLabels, type Labels } from '../series/labels.ts';
+import { RANGE_FUNCTIONS, type Call, type Expr, type Matcher, type MatrixSelector, type RangeFunction, type VectorSelector } from './ast.ts';
 import { aggregate } from './aggregate.ts';
 import { binaryOp } from './binary.ts';
 import { execution } from './errors.ts';
@@ -175,7 +175,11 @@ class Evaluator {
     const samples: Sample[] = [];
     if ((RANGE_FUNCTIONS as readonly string[]).includes(e.func)) {
       const func = e.func as RangeFunction;
-      const m = e.args[e.args.length - 1] as MatrixSelector;
+      const m = e.args.find((a) => a.kind === 'matrix') as MatrixSelector;
+      if (func === 'absent_over_time') {
+        const absent = this.windows(m, t).length === 0;
+        return { type: 'vector', samples: absent ? [{ labels: absentLabels(m.selector.matchers), v: 1, t }] : [] };
+      }
       // Prometheus 2.42 drops the metric name from every range function's result but last_over_time's.
       const labelsOf = (l: Labels) => (func === 'last_over_time' ? l : dropMetricName(l));
       const reduced = this.reduced.get(m.selector.id);
@@ -184,9 +188,10 @@ class Evaluator {
         assertUniqueLabelsets(out);
         return { type: 'vector', samples: out };
       }
-      const param = e.args.length > 1 ? this.scalar(e.args[0]!, t) : Number.NaN;
+      const other = e.args.find((a) => a !== m);
+      const param = other ? this.scalar(other, t) : Number.NaN;
       for (const w of this.windows(m, t)) {
-        const v = evalRangeFunction(func, { ts: w.data.ts, vs: w.data.vs, lo: w.lo, hi: w.hi }, { rangeStartMs: w.start, rangeEndMs: w.end, rangeSeconds: m.rangeMs / 1000 }, param);
+        const v = evalRangeFunction(func, { ts: w.data.ts, vs: w.data.vs, lo: w.lo, hi: w.hi }, { rangeStartMs: w.start, rangeEndMs: w.end, rangeSeconds: m.rangeMs / 1000, evalMs: t }, param);
         if (v !== null) samples.push({ labels: labelsOf(w.data.labels), v, t });
       }
       assertUniqueLabelsets(samples);
@@ -220,6 +225,11 @@ class Evaluator {
       }
       case 'vector':
         return { type: 'vector', samples: [{ labels: [], v: this.scalar(e.args[0]!, t), t }] };
+      case 'absent': {
+        const arg = e.args[0]!;
+        if (this.vector(arg, t).length > 0) return { type: 'vector', samples: [] };
+        return { type: 'vector', samples: [{ labels: arg.kind === 'vector' ? absentLabels(arg.matchers) : [], v: 1, t }] };
+      }
       case 'sort':
       case 'sort_desc': {
         // Keeps the labels; the order shows in an instant query's answer only.
@@ -273,6 +283,19 @@ class Evaluator {
     }
     return [...groups.values()].map((g) => ({ labels: g.labels, v: bucketQuantile(q, g.buckets), t }));
   }
+}
+
+/** The labels absent() answers with: those an equality matcher names exactly once (Prometheus' createLabelsForAbsentFunction). */
+function absentLabels(matchers: readonly Matcher[]): Labels {
+  const set = new Map<string, string>();
+  const dropped: string[] = [];
+  for (const m of matchers) {
+    if (m.name === METRIC_NAME) continue;
+    if (m.op === '=' && !set.has(m.name)) set.set(m.name, m.value);
+    else dropped.push(m.name);
+  }
+  for (const name of dropped) set.delete(name);
+  return labelsOf(set);
 }
 
 function compareLabels(a: Labels, b: Labels): number {

@@ -8,8 +8,11 @@ import type { RangeFunction } from './ast.ts';
  */
 export type Window = { readonly ts: readonly number[]; readonly vs: readonly number[]; readonly lo: number; readonly hi: number };
 
-/** Where the window sits: its range's start and end (offset applied) and its length in seconds. */
-export type WindowBounds = { readonly rangeStartMs: number; readonly rangeEndMs: number; readonly rangeSeconds: number };
+/**
+ * Where the window sits: its range's start and end (offset applied) and its length in seconds;
+ * evalMs, the evaluation time (no offset), where predict_linear anchors its line (default: the end).
+ */
+export type WindowBounds = { readonly rangeStartMs: number; readonly rangeEndMs: number; readonly rangeSeconds: number; readonly evalMs?: number };
 
 export function evalRangeFunction(func: RangeFunction, w: Window, bounds: WindowBounds, param: number): number | null {
   const n = w.hi - w.lo + 1;
@@ -26,7 +29,15 @@ export function evalRangeFunction(func: RangeFunction, w: Window, bounds: Window
     case 'idelta':
       return instantRate(w, false);
     case 'deriv':
-      return n < 2 ? null : linearRegressionSlope(w);
+      return n < 2 ? null : linearRegression(w, w.ts[w.lo]!)[0];
+    case 'predict_linear': {
+      if (n < 2) return null;
+      const [slope, intercept] = linearRegression(w, bounds.evalMs ?? bounds.rangeEndMs);
+      return slope * param + intercept;
+    }
+    case 'absent_over_time':
+      // Answered from whether any series has a sample, not from one series' window (eval.ts).
+      return null;
     case 'resets':
       return resets(w);
     case 'changes':
@@ -175,9 +186,9 @@ function kahanSumInc(inc: number, sum: number, c: number): [number, number] {
   return [t, c];
 }
 
-function linearRegressionSlope(w: Window): number {
+/** Prometheus' linearRegression: least squares over the window, x in seconds from interceptTime, Kahan sums. */
+function linearRegression(w: Window, interceptTime: number): [slope: number, intercept: number] {
   const { ts, vs, lo, hi } = w;
-  const interceptTime = ts[lo]!;
   let n = 0;
   let sumX = 0, cX = 0, sumY = 0, cY = 0, sumXY = 0, cXY = 0, sumX2 = 0, cX2 = 0;
   const initY = vs[lo]!;
@@ -192,14 +203,15 @@ function linearRegressionSlope(w: Window): number {
     [sumXY, cXY] = kahanSumInc(x * v, sumXY, cXY);
     [sumX2, cX2] = kahanSumInc(x * x, sumX2, cX2);
   }
-  if (constY) return Number.isFinite(initY) ? 0 : Number.NaN;
+  if (constY) return Number.isFinite(initY) ? [0, initY] : [Number.NaN, Number.NaN];
   sumX += cX;
   sumY += cY;
   sumXY += cXY;
   sumX2 += cX2;
   const covXY = sumXY - (sumX * sumY) / n;
   const varX = sumX2 - (sumX * sumX) / n;
-  return covXY / varX;
+  const slope = covXY / varX;
+  return [slope, sumY / n - (slope * sumX) / n];
 }
 
 function resets(w: Window): number {

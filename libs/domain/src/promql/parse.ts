@@ -49,7 +49,7 @@ const SIGNATURES: Record<FunctionName, readonly (ValueType | `${ValueType}?`)[]>
   rate: ['matrix'], irate: ['matrix'], increase: ['matrix'], delta: ['matrix'], deriv: ['matrix'], resets: ['matrix'], changes: ['matrix'],
   avg_over_time: ['matrix'], min_over_time: ['matrix'], max_over_time: ['matrix'], sum_over_time: ['matrix'], count_over_time: ['matrix'],
   last_over_time: ['matrix'], quantile_over_time: ['scalar', 'matrix'],
-  idelta: ['matrix'],
+  idelta: ['matrix'], predict_linear: ['matrix', 'scalar'], absent_over_time: ['matrix'], absent: ['vector'],
   abs: ['vector'], ceil: ['vector'], floor: ['vector'], sqrt: ['vector'], exp: ['vector'], ln: ['vector'], log2: ['vector'], log10: ['vector'], sgn: ['vector'],
   clamp_min: ['vector', 'scalar'], clamp_max: ['vector', 'scalar'], round: ['vector', 'scalar?'], timestamp: ['vector'],
   histogram_quantile: ['scalar', 'vector'], time: [], scalar: ['vector'], vector: ['scalar'], sort: ['vector'], sort_desc: ['vector'],
