@@ -36,10 +36,11 @@ function valueSql(func: WindowStatsFunction, rangeMs: number, we: string): { val
       const toStart = counter ? `if(${result0} > 0 AND v0 >= 0 AND ${toZero} < ${toStart0}, ${toZero}, ${toStart0})` : toStart0;
       const threshold = `(${average} * 1.1)`;
       const interval = `(${sampled} + if(${toStart} < ${threshold}, ${toStart}, ${average} / 2) + if(${toEnd} < ${threshold}, ${toEnd}, ${average} / 2))`;
-      const extrapolated = `(${result0} * (${interval} / ${sampled}))`;
       // The range in seconds as the shortest text of that float, which ClickHouse reads back as the same float.
       const seconds = String(Number(int(rangeMs)) / 1000);
-      return { value: func === 'rate' ? `(${extrapolated} / ${seconds})` : extrapolated, when: 'n >= 2' };
+      // Prometheus 2.42 divides the factor by the range, then multiplies: the same order here.
+      const factor = func === 'rate' ? `((${interval} / ${sampled}) / ${seconds})` : `(${interval} / ${sampled})`;
+      return { value: `(${result0} * ${factor})`, when: 'n >= 2' };
     }
     case 'irate':
       return { value: '(if(v1 < vp1, v1, v1 - vp1) / ((t1 - tp1) / 1000))', when: 'n >= 2 AND t1 != tp1' };

@@ -73,19 +73,26 @@ class Evaluator {
   private readonly lookbackMs: number;
   private readonly reduced: ReadonlyMap<number, readonly StepValues[]>;
   private readonly reducedAggregates: ReadonlyMap<number, readonly StepValues[]>;
+  private readonly sorted = new Map<number, readonly SeriesData[]>();
   private readonly startMs: number;
   private readonly stepMs: number;
   constructor(fetched: Fetched, options: EvalOptions, startMs: number, stepMs: number) {
     this.fetched = fetched;
     this.lookbackMs = options.lookbackMs;
-    this.reduced = options.reduced ?? new Map();
+    this.reduced = new Map([...(options.reduced ?? new Map<number, readonly StepValues[]>())].map(([id, values]) => [id, [...values].sort((a, b) => compareLabels(a.labels, b.labels))]));
     this.reducedAggregates = options.reducedAggregates ?? new Map();
     this.startMs = startMs;
     this.stepMs = stepMs;
   }
 
+  /**
+   * A selector's series in Prometheus' order (its storage answers series sorted by labels):
+   * aggregations add in input order, so the same order gives the same floats.
+   */
   private series(sel: VectorSelector): readonly SeriesData[] {
-    return this.fetched.get(sel.id) ?? [];
+    let sorted = this.sorted.get(sel.id);
+    if (!sorted) this.sorted.set(sel.id, (sorted = [...(this.fetched.get(sel.id) ?? [])].sort((a, b) => compareLabels(a.labels, b.labels))));
+    return sorted;
   }
 
   eval(e: Expr, t: number): Value {
@@ -298,7 +305,8 @@ function absentLabels(matchers: readonly Matcher[]): Labels {
   return labelsOf(set);
 }
 
-function compareLabels(a: Labels, b: Labels): number {
+/** Prometheus' order of label sets (labels.Compare): pair by pair, name then value, then length. */
+export function compareLabels(a: Labels, b: Labels): number {
   for (let i = 0; i < Math.min(a.length, b.length); i += 1) {
     const [an, av] = a[i]!;
     const [bn, bv] = b[i]!;

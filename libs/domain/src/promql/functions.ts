@@ -66,39 +66,36 @@ export function evalRangeFunction(func: RangeFunction, w: Window, bounds: Window
 function extrapolatedRate(w: Window, b: WindowBounds, isCounter: boolean, isRate: boolean): number | null {
   const { ts, vs, lo, hi } = w;
   if (hi - lo + 1 < 2) return null;
-  let drops = 0;
+  // As Prometheus: each counter reset adds the value before it, one after the other.
+  let resultValue = vs[hi]! - vs[lo]!;
   if (isCounter) {
-    let lastValue = 0;
-    for (let i = lo; i <= hi; i += 1) {
-      if (vs[i]! < lastValue) drops += lastValue;
-      lastValue = vs[i]!;
-    }
+    for (let i = lo + 1; i <= hi; i += 1) if (vs[i]! < vs[i - 1]!) resultValue += vs[i - 1]!;
   }
-  return extrapolate(hi - lo + 1, ts[lo]!, vs[lo]!, ts[hi]!, vs[hi]!, drops, b, isCounter, isRate);
+  return extrapolate(hi - lo + 1, ts[lo]!, vs[lo]!, ts[hi]!, resultValue, b, isCounter, isRate);
 }
 
 /**
- * Prometheus' extrapolatedRate from what it reads of a window: the sample count, the first and
- * last samples, and (counters) the sum of the values before each drop.
+ * Prometheus 2.42's extrapolatedRate from what it reads of a window: the sample count, the first
+ * sample, the last one's time and the raw increase (counter resets added), with the same float
+ * operations in the same order (the factor first, then the value times it).
  */
-function extrapolate(n: number, tFirst: number, vFirst: number, tLast: number, vLast: number, drops: number, b: WindowBounds, isCounter: boolean, isRate: boolean): number {
-  let resultValue = vLast - vFirst + (isCounter ? drops : 0);
+function extrapolate(n: number, tFirst: number, vFirst: number, tLast: number, increase: number, b: WindowBounds, isCounter: boolean, isRate: boolean): number {
   let durationToStart = (tFirst - b.rangeStartMs) / 1000;
   const durationToEnd = (b.rangeEndMs - tLast) / 1000;
   const sampledInterval = (tLast - tFirst) / 1000;
   const averageDurationBetweenSamples = sampledInterval / (n - 1);
-  if (isCounter && resultValue > 0 && vFirst >= 0) {
+  if (isCounter && increase > 0 && vFirst >= 0) {
     // A counter cannot go below zero: extrapolate no further back than its zero point.
-    const durationToZero = sampledInterval * (vFirst / resultValue);
+    const durationToZero = sampledInterval * (vFirst / increase);
     if (durationToZero < durationToStart) durationToStart = durationToZero;
   }
   const extrapolationThreshold = averageDurationBetweenSamples * 1.1;
   let extrapolateToInterval = sampledInterval;
   extrapolateToInterval += durationToStart < extrapolationThreshold ? durationToStart : averageDurationBetweenSamples / 2;
   extrapolateToInterval += durationToEnd < extrapolationThreshold ? durationToEnd : averageDurationBetweenSamples / 2;
-  resultValue = resultValue * (extrapolateToInterval / sampledInterval);
-  if (isRate) resultValue = resultValue / b.rangeSeconds;
-  return resultValue;
+  let factor = extrapolateToInterval / sampledInterval;
+  if (isRate) factor /= b.rangeSeconds;
+  return increase * factor;
 }
 
 /**
@@ -137,7 +134,7 @@ export function evalWindowStats(func: WindowStatsFunction, w: WindowStats, b: Wi
     case 'rate':
     case 'increase':
     case 'delta':
-      return w.n < 2 ? null : extrapolate(w.n, w.tFirst, w.vFirst, w.tLast, w.vLast, w.drops, b, func !== 'delta', func === 'rate');
+      return w.n < 2 ? null : extrapolate(w.n, w.tFirst, w.vFirst, w.tLast, w.vLast - w.vFirst + (func === 'delta' ? 0 : w.drops), b, func !== 'delta', func === 'rate');
     case 'irate': {
       if (w.n < 2 || w.tLast === w.tPrev) return null;
       const resultValue = w.vLast < w.vPrev ? w.vLast : w.vLast - w.vPrev;
@@ -236,8 +233,10 @@ function changes(w: Window): number {
   return count;
 }
 
+/** Prometheus' running mean with Kahan compensation, Inf-safe as its code. */
 function avgOverTime(w: Window): number {
   let mean = 0;
+  let c = 0;
   let count = 0;
   for (let i = w.lo; i <= w.hi; i += 1) {
     const v = w.vs[i]!;
@@ -246,9 +245,9 @@ function avgOverTime(w: Window): number {
       if (!Number.isFinite(v) && !Number.isNaN(v) && (mean > 0) === (v > 0)) continue;
       if (Number.isFinite(v)) continue;
     }
-    mean += v / count - mean / count;
+    [mean, c] = kahanSumInc(v / count - mean / count, mean, c);
   }
-  return mean;
+  return !Number.isFinite(mean) && !Number.isNaN(mean) ? mean : mean + c;
 }
 
 function minOverTime(w: Window): number {
