@@ -243,6 +243,11 @@ const QUERIES = [
   'absent(temperature{room="attic"})',
   'absent_over_time(queue_depth{queue="q2"}[3m])',
   'absent_over_time(nonexistent_metric{job="y"}[5m])',
+  'label_replace(temperature, "floor", "level-$1", "room", "(.)(.*)")',
+  'label_replace(up, "x", "$1", "nope", "(.*)")',
+  'label_replace(http_requests_total, "inst", "${1}_$2x", "instance", "(a|b)(.*)")',
+  'label_join(http_requests_total, "key", "/", "job", "code", "instance")',
+  'sum by (floor) (label_replace(temperature, "floor", "$1", "room", "(.).*"))',
 ];
 
 type Answer = { status: string; errorType?: string; error?: string; data?: { resultType: string; result: unknown } };
@@ -382,7 +387,8 @@ describe('PromQL conformance with Prometheus 2.42', () => {
     const unsupported = await get(`${api.url}/prometheus`, '/api/v1/query', { query: 'count_values("v", temperature)', time: at(60) }, admin);
     expect(unsupported.status).toBe(422);
     expect(unsupported.body).toMatchObject({ status: 'error', errorType: 'execution', error: expect.stringContaining('count_values') });
-    for (const query of ['rate(temperature)', 'sum(', '1 > 2', '1 and temperature', 'temperature and on(room) group_left up', 'http_requests_total * on(job) group_left http_requests_total']) {
+    for (const query of ['rate(temperature)', 'sum(', '1 > 2', '1 and temperature', 'temperature and on(room) group_left up', 'http_requests_total * on(job) group_left http_requests_total',
+      'label_replace(http_requests_total, "job", "x", "instance", ".*")', 'label_replace(up, "1x", "", "", "")', 'label_join(up, "x", "", "a-b")']) {
       const [ours, theirs] = await Promise.all([get(`${api.url}/prometheus`, '/api/v1/query', { query, time: at(60) }, admin), get(prom.url, '/api/v1/query', { query, time: at(60) })]);
       expect([ours.status, ours.body.errorType], query).toEqual([theirs.status, theirs.body.errorType]);
     }

@@ -3,9 +3,11 @@
 export type MatchOp = '=' | '!=' | '=~' | '!~';
 export type Matcher = { readonly name: string; readonly op: MatchOp; readonly value: string };
 
-export type ValueType = 'scalar' | 'vector' | 'matrix';
+export type ValueType = 'scalar' | 'vector' | 'matrix' | 'string';
 
 export type NumberLiteral = { readonly kind: 'number'; readonly value: number };
+/** A string literal: only as an argument of the functions that take one (label_replace, label_join). */
+export type StringLiteral = { readonly kind: 'string'; readonly value: string };
 export type VectorSelector = {
   readonly kind: 'vector';
   /** Numbers each selector of one query, so its fetched series can be found again. */
@@ -22,7 +24,7 @@ export const RANGE_FUNCTIONS = [
 ] as const;
 /** Functions of one value each: the value of every element, its name dropped. */
 export const MATH_FUNCTIONS = ['abs', 'ceil', 'floor', 'sqrt', 'exp', 'ln', 'log2', 'log10', 'sgn'] as const;
-export const INSTANT_FUNCTIONS = [...MATH_FUNCTIONS, 'clamp_min', 'clamp_max', 'round', 'timestamp', 'histogram_quantile', 'time', 'scalar', 'vector', 'sort', 'sort_desc', 'absent'] as const;
+export const INSTANT_FUNCTIONS = [...MATH_FUNCTIONS, 'clamp_min', 'clamp_max', 'round', 'timestamp', 'histogram_quantile', 'time', 'scalar', 'vector', 'sort', 'sort_desc', 'absent', 'label_replace', 'label_join'] as const;
 export type RangeFunction = (typeof RANGE_FUNCTIONS)[number];
 export type InstantFunction = (typeof INSTANT_FUNCTIONS)[number];
 export type FunctionName = RangeFunction | InstantFunction;
@@ -66,7 +68,7 @@ export type Binary = {
 };
 export type Negation = { readonly kind: 'negate'; readonly expr: Expr };
 
-export type Expr = NumberLiteral | VectorSelector | MatrixSelector | Call | Aggregate | Binary | Negation;
+export type Expr = NumberLiteral | StringLiteral | VectorSelector | MatrixSelector | Call | Aggregate | Binary | Negation;
 
 export function isComparison(op: BinaryOp): boolean {
   return (COMPARISON as readonly string[]).includes(op);
@@ -81,6 +83,8 @@ export function typeOf(e: Expr): ValueType {
   switch (e.kind) {
     case 'number':
       return 'scalar';
+    case 'string':
+      return 'string';
     case 'vector':
       return 'vector';
     case 'matrix':

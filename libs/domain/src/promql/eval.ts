@@ -1,4 +1,5 @@
-import { labelsKey, labelsOf, labelValue, METRIC_NAME, withoutLabels, type Labels } from '../series/labels.ts';
+import { LABEL_NAME_RE, labelsKey, labelsOf, labelValue, METRIC_NAME, withoutLabels, type Labels } from '../series/labels.ts';
+import { RE2JS } from 're2js';
 import { RANGE_FUNCTIONS, type Call, type Expr, type Matcher, type MatrixSelector, type RangeFunction, type VectorSelector } from './ast.ts';
 import { aggregate } from './aggregate.ts';
 import { binaryOp } from './binary.ts';
@@ -99,6 +100,8 @@ class Evaluator {
     switch (e.kind) {
       case 'number':
         return { type: 'scalar', v: e.value };
+      case 'string':
+        throw execution('a string is only an argument of label_replace or label_join');
       case 'vector':
         return { type: 'vector', samples: this.instant(e, t) };
       case 'matrix':
@@ -232,6 +235,10 @@ class Evaluator {
       }
       case 'vector':
         return { type: 'vector', samples: [{ labels: [], v: this.scalar(e.args[0]!, t), t }] };
+      case 'label_replace':
+        return this.relabel(e, t, labelReplacer(e.args.slice(1).map((a) => (a as { value: string }).value) as [string, string, string, string]));
+      case 'label_join':
+        return this.relabel(e, t, labelJoiner(e.args.slice(1).map((a) => (a as { value: string }).value)));
       case 'absent': {
         const arg = e.args[0]!;
         if (this.vector(arg, t).length > 0) return { type: 'vector', samples: [] };
@@ -269,6 +276,13 @@ class Evaluator {
     }
   }
 
+  /** New labels for each element, its name and value kept (label_replace, label_join). */
+  private relabel(e: Call, t: number, relabel: (labels: Labels) => Labels): Value {
+    const out = this.vector(e.args[0]!, t).map((s) => ({ labels: relabel(s.labels), v: s.v, t }));
+    assertUniqueLabelsets(out);
+    return { type: 'vector', samples: out };
+  }
+
   /** A function of each element's value; the metric name is dropped, as every such function does. */
   private map(e: Call, t: number, f: (v: number) => number): Value {
     const out = this.vector(e.args[0]!, t).map((s) => ({ labels: dropMetricName(s.labels), v: f(s.v), t }));
@@ -290,6 +304,81 @@ class Evaluator {
     }
     return [...groups.values()].map((g) => ({ labels: g.labels, v: bucketQuantile(q, g.buckets), t }));
   }
+}
+
+/** label_replace(v, dst, replacement, src, regex): where the anchored regex matches src's value, dst becomes the expanded replacement. */
+function labelReplacer([dst, replacement, src, regex]: [string, string, string, string]): (labels: Labels) => Labels {
+  if (!LABEL_NAME_RE.test(dst)) throw execution(`invalid destination label name in label_replace(): ${dst}`);
+  let re;
+  try {
+    re = RE2JS.compile(`^(?:${regex})$`);
+  } catch {
+    throw execution(`invalid regular expression in label_replace(): ${regex}`);
+  }
+  const memo = new Map<Labels, Labels>();
+  return (labels) => {
+    let out = memo.get(labels);
+    if (out) return out;
+    const m = re.matcher(labelValue(labels, src));
+    if (!m.matches()) out = labels;
+    else {
+      const next = new Map(labels);
+      next.delete(dst);
+      const value = expandTemplate(replacement, (group) => m.group(group) ?? '', re.groupCount(), re.namedGroups());
+      if (value !== '') next.set(dst, value);
+      out = labelsOf(next);
+    }
+    memo.set(labels, out);
+    return out;
+  };
+}
+
+/**
+ * Go's Regexp.Expand: $1, ${1}, $name, ${name}; a name is the longest run of letters, digits
+ * and underscores ($1x names the group "1x"); an unknown group is empty; $$ is a $.
+ */
+export function expandTemplate(template: string, group: (g: number | string) => string, groups: number, names: Readonly<Record<string, number>>): string {
+  let out = '';
+  for (let i = 0; i < template.length; ) {
+    const c = template[i]!;
+    if (c !== '$') {
+      out += c;
+      i += 1;
+      continue;
+    }
+    if (template[i + 1] === '$') {
+      out += '$';
+      i += 2;
+      continue;
+    }
+    const braced = template[i + 1] === '{';
+    const m = (braced ? /^\{([A-Za-z0-9_]+)\}/ : /^([A-Za-z0-9_]+)/).exec(template.slice(i + 1));
+    if (!m) {
+      out += '$';
+      i += 1;
+      continue;
+    }
+    const name = m[1]!;
+    i += 1 + m[0].length;
+    if (/^\d+$/.test(name) && !(name.length > 1 && name.startsWith('0')) && name.length <= 8) {
+      const n = Number(name);
+      if (n <= groups) out += group(n);
+    } else if (name in names) out += group(name);
+  }
+  return out;
+}
+
+/** label_join(v, dst, separator, src...): dst becomes the sources' values joined (removed when that is empty). */
+function labelJoiner([dst, separator, ...sources]: string[]): (labels: Labels) => Labels {
+  if (!LABEL_NAME_RE.test(dst!)) throw execution(`invalid destination label name in label_join(): ${dst}`);
+  for (const s of sources) if (!LABEL_NAME_RE.test(s)) throw execution(`invalid source label name in label_join(): ${s}`);
+  return (labels) => {
+    const next = new Map(labels);
+    const value = sources.map((s) => labelValue(labels, s)).join(separator);
+    if (value === '') next.delete(dst!);
+    else next.set(dst!, value);
+    return labelsOf(next);
+  };
 }
 
 /** The labels absent() answers with: those an equality matcher names exactly once (Prometheus' createLabelsForAbsentFunction). */

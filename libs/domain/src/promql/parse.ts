@@ -42,7 +42,7 @@ export function parsePromql(text: string): Expr {
 /** Functions of Prometheus 2 that the grammar of Prometheus 3 no longer knows: refused by name, not as unknown. */
 const PROMETHEUS_FUNCTIONS = new Set(['holt_winters']);
 
-const TYPE_NAMES: Record<ValueType, string> = { scalar: 'scalar', vector: 'instant vector', matrix: 'range vector' };
+const TYPE_NAMES: Record<ValueType, string> = { scalar: 'scalar', vector: 'instant vector', matrix: 'range vector', string: 'string' };
 
 /** The argument types of each supported function; a trailing `?` marks optional ones. */
 const SIGNATURES: Record<FunctionName, readonly (ValueType | `${ValueType}?`)[]> = {
@@ -53,6 +53,9 @@ const SIGNATURES: Record<FunctionName, readonly (ValueType | `${ValueType}?`)[]>
   abs: ['vector'], ceil: ['vector'], floor: ['vector'], sqrt: ['vector'], exp: ['vector'], ln: ['vector'], log2: ['vector'], log10: ['vector'], sgn: ['vector'],
   clamp_min: ['vector', 'scalar'], clamp_max: ['vector', 'scalar'], round: ['vector', 'scalar?'], timestamp: ['vector'],
   histogram_quantile: ['scalar', 'vector'], time: [], scalar: ['vector'], vector: ['scalar'], sort: ['vector'], sort_desc: ['vector'],
+  label_replace: ['vector', 'string', 'string', 'string', 'string'],
+  // label_join takes any number of source labels: checked in call().
+  label_join: ['vector', 'string', 'string'],
 };
 
 const OPERATORS: Record<string, BinaryOp> = {
@@ -202,8 +205,9 @@ class Builder {
       throw unsupported(`the function ${name}()`);
     }
     const func = name as FunctionName;
-    const args = body ? children(body).filter((c) => EXPRESSIONS.has(c.name)).map((c) => this.expr(c)) : [];
-    const signature = SIGNATURES[func];
+    // A string literal is an argument here, never an expression of its own.
+    const args = body ? children(body).filter((c) => EXPRESSIONS.has(c.name)).map((c): Expr => (c.name === 'StringLiteral' ? { kind: 'string', value: unquote(this.src(c)) } : this.expr(c))) : [];
+    const signature = func === 'label_join' ? [...SIGNATURES.label_join, ...args.slice(3).map(() => 'string' as const)] : SIGNATURES[func];
     const required = signature.filter((t) => !t.endsWith('?')).length;
     if (args.length < required || args.length > signature.length) {
       throw badData(`expected ${required === signature.length ? required : `${required} to ${signature.length}`} argument(s) in call to "${func}", got ${args.length}`);

@@ -49,6 +49,7 @@ type Fetch = { selector: VectorSelector; rangeMs: number; func: WindowStatsFunct
 function fetchesOf(e: Expr): Fetch[] {
   switch (e.kind) {
     case 'number':
+    case 'string':
       return [];
     case 'vector':
       return [{ selector: e, rangeMs: 0, func: null, aggregate: null }];

@@ -83,6 +83,18 @@ describe('regular expressions', () => {
   });
 });
 
+describe('label_replace templates', () => {
+  it('expand as Go\'s Regexp.Expand', async () => {
+    const { expandTemplate } = await import('./eval.ts');
+    const groups = ['whole', 'ab', 'cd'];
+    const group = (g: number | string) => (typeof g === 'number' ? groups[g]! : g === 'host' ? 'ab' : '');
+    const names = { host: 1 };
+    expect(expandTemplate('$1-${2}', group, 2, names)).toBe('ab-cd');
+    expect(expandTemplate('$1x', group, 2, names)).toBe(''); // the group named "1x"
+    expect(expandTemplate('${1}x $host $$ $ $3 $01', group, 2, names)).toBe('abx ab $ $  ');
+  });
+});
+
 describe('offset', () => {
   it('binds to the selector before it, as in Prometheus, though the grammar puts it after the whole expression', () => {
     const e = parsePromql('a - b offset 5m') as { lhs: { offsetMs: number }; rhs: { offsetMs: number } };

@@ -53,7 +53,7 @@ function parseCanonical(text: string): Labels | null {
     i = value.next;
   }
   if (pairs.length === 0) return null;
-  const labels: Labels = [[METRIC_NAME, name], ...pairs];
+  const labels = labelsOf([[METRIC_NAME, name], ...pairs]);
   // Canonical only if writing the labels back gives the same text: sorted, unique, no empty value.
   return formatSeriesName(labels) === text ? labels : null;
 }

@@ -10,6 +10,10 @@ describe('canonical series names', () => {
     expect(parseSeriesName('up{instance="a:9090",job="api"}')).toEqual([['__name__', 'up'], ['instance', 'a:9090'], ['job', 'api']]);
   });
 
+  it('sorts the labels bytewise, __name__ among them, as Prometheus does', () => {
+    expect(parseSeriesName('m{Zone="a",b="c"}')).toEqual([['Zone', 'a'], ['__name__', 'm'], ['b', 'c']]);
+  });
+
   it('undoes the three escapes', () => {
     expect(parseSeriesName('m{path="C:\\\\x",q="say \\"hi\\"",t="a\\nb"}')).toEqual([['__name__', 'm'], ['path', 'C:\\x'], ['q', 'say "hi"'], ['t', 'a\nb']]);
   });
