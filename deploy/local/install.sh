@@ -198,7 +198,11 @@ install_prometheus() {
   [ -x "$PROMETHEUS_BIN" ] && [ -x "$PROMTOOL_BIN" ] && return 0
   log "fetching Debian's prometheus package into $PROMETHEUS_HOME (a few seconds, once)"
   local tmp; tmp="$(mktemp -d)"
-  (cd "$tmp" && apt-get download -qq prometheus >&2) || { rm -rf "$tmp"; die "apt-get download prometheus failed (apt-get update first?)"; }
+  # A machine whose package lists were never fetched knows no prometheus yet: fetch them once (root).
+  if ! (cd "$tmp" && apt-get download -qq prometheus >&2 2>/dev/null); then
+    [ "$(id -u)" = 0 ] && apt_get update -qq >/dev/null
+    (cd "$tmp" && apt-get download -qq prometheus >&2) || { rm -rf "$tmp"; die "apt-get download prometheus failed (apt-get update first?)"; }
+  fi
   rm -rf "$PROMETHEUS_HOME.partial"
   dpkg-deb -x "$tmp"/prometheus_*.deb "$PROMETHEUS_HOME.partial" || { rm -rf "$tmp"; die "dpkg-deb -x failed"; }
   rm -rf "$tmp" "$PROMETHEUS_HOME"
