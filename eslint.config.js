@@ -3,7 +3,7 @@
 //     recommended set, with no-floating-promises (a promise nobody awaits loses its
 //     rejection) and consistent-type-imports.
 //  2. The architecture's boundaries (shared/ARCHITECTURE.md "Layout", issue 12):
-//     libs never import apps; libs/domain and libs/projection import no adapter and do no Node I/O;
+//     libs never import apps; libs/domain, libs/projection and libs/protocols do no Node I/O;
 //     no import cycles; only the adapter libs speak to kafkajs, minio and
 //     @clickhouse/client; a workspace package imports only the workspace packages its
 //     package.json declares, by name (never by a relative path into another package).
@@ -124,6 +124,18 @@ export default tseslint.config(
   {
     files: ['libs/domain/**/*.ts', 'libs/projection/src/**/*.ts'],
     rules: { 'import/no-nodejs-modules': ['error', { allow: pureNodeModules }] },
+  },
+  {
+    // The protocol decoders are pure (their tests read the .proto files they encode with).
+    files: ['libs/protocols/src/**/*.ts'],
+    ignores: ['**/*.test.ts'],
+    rules: { 'import/no-nodejs-modules': ['error', { allow: pureNodeModules }] },
+  },
+  {
+    // Their one module with zlib is the bounded gunzip helper the routes call before a
+    // decoder, so the decoders themselves take bytes.
+    files: ['libs/protocols/src/gunzip.ts'],
+    rules: { 'import/no-nodejs-modules': ['error', { allow: [...pureNodeModules, 'zlib', 'node:zlib'] }] },
   },
   // Each workspace package imports another only by name and only when its package.json
   // declares it (the test files beside the code may also use the root's dev dependencies).

@@ -149,7 +149,8 @@ start_api() { # N
   port_busy_check "$name" "${API_PORTS[$i]}"
   cd "$REPO_ROOT"
   # shellcheck disable=SC2046
-  spawn "$name" env $(app_env) MERIDIAN_API_PORT="${API_PORTS[$i]}" MALLOC_ARENA_MAX=2 \
+  # Named per instance, so a restarted api ends at once a push transaction its killed predecessor left open.
+  spawn "$name" env $(app_env) MERIDIAN_API_PORT="${API_PORTS[$i]}" MERIDIAN_API_INSTANCE="$name" MALLOC_ARENA_MAX=2 \
     node --max-semi-space-size=1 apps/api/src/main.ts # API_NODE_ENV, API_NODE_FLAGS (apps/api/src/node-flags.ts)
 }
 ready_api() { curl -fsS "http://127.0.0.1:${API_PORTS[$(($1 - 1))]}/readyz" >/dev/null 2>&1; }

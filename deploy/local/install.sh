@@ -7,9 +7,10 @@
 #   Go:         only when the machine's go is missing or too old: the toolchain module from the
 #               Go module proxy (golang.org/toolchain), checked against its go.sum hash
 #   test tools: chromium (Debian), schemathesis, kubernetes-validate and the Python client's
-#               test libraries (PyPI, virtualenvs), helm (`go install`, Go module proxy)
+#               test libraries (PyPI, virtualenvs), helm (`go install`, Go module proxy),
+#               VictoriaMetrics (the protocols' conformance test)
 # Each step prints one line: what it installs and roughly how long that takes (on 2 cores).
-#   VictoriaMetrics (bench-ingest's peer only): Debian's victoria-metrics, unpacked into the cache
+#   VictoriaMetrics (bench-ingest's peer, the protocols' conformance test): Debian's victoria-metrics, unpacked into the cache
 #   Prometheus (the PromQL conformance test's reference engine and promtool): Debian's prometheus, unpacked alike
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -185,7 +186,11 @@ install_victoria_metrics() {
   [ -x "$VICTORIA_METRICS_BIN" ] && return 0
   log "fetching Debian's victoria-metrics package into $VICTORIA_METRICS_HOME (a few seconds, once)"
   local tmp; tmp="$(mktemp -d)"
-  (cd "$tmp" && apt-get download -qq victoria-metrics >&2) || { rm -rf "$tmp"; die "apt-get download victoria-metrics failed (apt-get update first?)"; }
+  # A machine whose package lists were never fetched has no candidate yet: fetch them once and retry.
+  if ! (cd "$tmp" && apt-get download -qq victoria-metrics >&2); then
+    apt_get update -qq >/dev/null
+    (cd "$tmp" && apt-get download -qq victoria-metrics >&2) || { rm -rf "$tmp"; die "apt-get download victoria-metrics failed"; }
+  fi
   rm -rf "$VICTORIA_METRICS_HOME.partial"
   dpkg-deb -x "$tmp"/victoria-metrics_*.deb "$VICTORIA_METRICS_HOME.partial" || { rm -rf "$tmp"; die "dpkg-deb -x failed"; }
   rm -rf "$tmp" "$VICTORIA_METRICS_HOME"
@@ -235,6 +240,7 @@ install_test_tools() {
   install_helm
   install_kubernetes_validate
   install_python_client
+  install_victoria_metrics
   install_prometheus
 }
 

@@ -91,6 +91,8 @@ trap 'exit 0' INT TERM
 STACK_STARTED_FILE="$services_file" "$STACK" up 8>&- || exit 1
 eval "$("$STACK" env)"
 export MERIDIAN_DEV_LOGS="${MERIDIAN_DEV_LOGS:-true}"
+# One api, named: a restart ends at once a push transaction the previous run left open.
+export MERIDIAN_API_INSTANCE="${MERIDIAN_API_INSTANCE:-local}"
 
 record_app() { echo "$2" > "$(pidfile "$1")"; proc_start "$2" > "$(startfile "$1")"; pids+=("$2"); }
 node apps/ingest/src/main.ts 8>&- & record_app ingest $!

@@ -39,6 +39,7 @@ export default defineConfig({
           { text: 'The console', link: '/using/console' },
           { text: 'With curl', link: '/using/curl' },
           { text: 'From Python', link: '/using/python' },
+          { text: 'From agents', link: '/using/agents' },
           { text: 'Grafana and PromQL', link: '/using/grafana' },
           { text: 'How it behaves', link: '/using/behaviour' },
         ],

@@ -1,6 +1,8 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { createReadStream, readFileSync } from 'node:fs';
+import { createReadStream, readdirSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
 import { request, type IncomingMessage } from 'node:http';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -28,8 +30,8 @@ export function benchApi(extra: Record<string, string> = {}): { settings: Settin
 /** peakRssMb: the process's high-water mark; windowPeakMb: the highest RSS sampled since the last mark(); cpuSeconds: user + system time so far (all its threads). */
 export type Proc = { child: ChildProcess; peakRssMb(): number; rssMb(): number; mark(): void; windowPeakMb(): number; cpuSeconds(): number; stop(): Promise<void> };
 
-/** User + system CPU seconds of a live process, from /proc (fields 14 and 15 of its stat, in clock ticks of 1/100 s). */
-function processCpuSeconds(pid: number | undefined): number {
+/** User + system CPU seconds of a live process, from /proc (fields 14 and 15 of its stat, in clock ticks of 1/100 s); NaN once it is gone. */
+export function processCpuSeconds(pid: number | undefined): number {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
@@ -39,13 +41,16 @@ function processCpuSeconds(pid: number | undefined): number {
   }
 }
 
+/** Where the local stack (deploy/local) keeps its pid files and data: MERIDIAN_VAR, `.var` by default. */
+const stackVar = () => process.env.MERIDIAN_VAR ?? `${repoRoot}.var`;
+
 /**
  * The local stack's services (deploy/local: pid files under MERIDIAN_VAR/run, `.var` by default),
  * for the CPU they spend while a bench case runs. Empty when the bench runs against services
  * that are not the local stack's processes (their CPU is then not measured here).
  */
 export function stackProcesses(): Array<{ name: string; cpuSeconds(): number }> {
-  const runDir = `${process.env.MERIDIAN_VAR ?? `${repoRoot}.var`}/run`;
+  const runDir = `${stackVar()}/run`;
   const out: Array<{ name: string; cpuSeconds(): number }> = [];
   for (const name of ['kafka', 'clickhouse', 'minio']) {
     let pid: number;
@@ -85,12 +90,65 @@ export function cpuSplit(procs: ReadonlyArray<{ name: string; cpuSeconds(): numb
   };
 }
 
-/** Starts an app as its own process (from this checkout, or another `root`) and samples its resident memory until it stops. */
-export function startProcess(script: string, settings: Settings, extraEnv: Record<string, string> = {}, root = repoRoot): Proc {
+/**
+ * Bytes a directory tree takes on disk (allocated blocks, not apparent sizes: Kafka preallocates
+ * its index files sparse, 10 MB each, that hold a few KB). Files that go while it is walked (merged
+ * parts, rolled segments) are skipped; NaN when the directory does not exist.
+ */
+export function dirBytes(dir: string, keep: (name: string) => boolean = () => true): number {
+  let entries;
+  try {
+    entries = readdirSync(dir, { withFileTypes: true });
+  } catch {
+    return NaN;
+  }
+  let bytes = 0;
+  for (const e of entries) {
+    if (!keep(e.name)) continue;
+    const path = join(dir, e.name);
+    if (e.isDirectory()) bytes += dirBytes(path) || 0;
+    else {
+      try {
+        bytes += statSync(path).blocks * 512;
+      } catch {
+        /* gone meanwhile */
+      }
+    }
+  }
+  return bytes;
+}
+
+/**
+ * What a bench scope holds on the local stack's disks: its topics' directories in Kafka's log
+ * dir, its database's active parts in ClickHouse (parts a merge replaced, waiting for their
+ * removal, are not counted: they go within minutes), and its bucket's directory in MinIO. NaN for
+ * a service that is not the local stack's (its directories are not on this machine).
+ */
+export async function scopeDataBytes(settings: Settings): Promise<{ kafka: number; clickhouse: number; minio: number }> {
+  const varDir = stackVar();
+  let kafka = NaN;
+  try {
+    const logDirs = /^log\.dirs=(.*)$/m.exec(readFileSync(`${varDir}/kafka/server.properties`, 'utf8'))?.[1]?.split(',') ?? [];
+    kafka = logDirs.reduce((sum, d) => sum + (dirBytes(d.trim(), (name) => name.startsWith(settings.MERIDIAN_TOPIC_PREFIX)) || 0), 0);
+  } catch {
+    /* not the local stack */
+  }
+  const query = `SELECT sum(bytes_on_disk) FROM system.parts WHERE active AND database = '${settings.CLICKHOUSE_DATABASE}'`;
+  const clickhouse = await fetch(`${settings.CLICKHOUSE_URL}/?query=${encodeURIComponent(query)}`).then(async (r) => (r.ok ? Number((await r.text()).trim()) : NaN), () => NaN);
+  return { kafka, clickhouse, minio: dirBytes(`${varDir}/minio/data/${settings.S3_BUCKET}`) };
+}
+
+/**
+ * Starts an app as its own process (from this checkout, or another `root`) and samples its
+ * resident memory until it stops. With `onLine`, its standard output (its log, JSON lines) goes
+ * to that function line by line instead of to this process's.
+ */
+export function startProcess(script: string, settings: Settings, extraEnv: Record<string, string> = {}, root = repoRoot, onLine?: (line: string) => void): Proc {
   const api = script === 'apps/api/src/main.ts';
   const env = { ...process.env, ...(api ? API_NODE_ENV : {}), ...Object.fromEntries(Object.entries(settings).map(([k, v]) => [k, String(v)])), ...extraEnv };
   const flags = api ? API_NODE_FLAGS : [];
-  const child = spawn(process.execPath, [...flags, `${root}${script}`], { env, stdio: ['ignore', 'inherit', 'inherit'] });
+  const child = spawn(process.execPath, [...flags, `${root}${script}`], { env, stdio: ['ignore', onLine ? 'pipe' : 'inherit', 'inherit'] });
+  if (onLine && child.stdout) createInterface({ input: child.stdout, crlfDelay: Infinity }).on('line', onLine);
   let peak = 0;
   let rss = 0;
   let windowPeak = 0;
@@ -135,14 +193,14 @@ export function startProcess(script: string, settings: Settings, extraEnv: Recor
  * for a 735 MB file against about 0.6, and on a 2-core machine the client's CPU is taken from
  * the processes being measured. Files are read in 1 MiB chunks (fileStream).
  */
-export async function postStream(url: string, headers: Record<string, string>, body: Readable): Promise<{ status: number; text: string }> {
+export async function postStream(url: string, headers: Record<string, string>, body: Readable): Promise<{ status: number; text: string; headers: IncomingMessage['headers'] }> {
   const req = request(url, { method: 'POST', headers });
   const answered = new Promise<IncomingMessage>((resolve, reject) => req.once('response', resolve).once('error', reject));
   await pipeline(body, req);
   const res = await answered;
   let text = '';
   for await (const chunk of res) text += String(chunk);
-  return { status: res.statusCode ?? 0, text };
+  return { status: res.statusCode ?? 0, text, headers: res.headers };
 }
 
 /** A file on disk, read in 1 MiB chunks: the bench's client then costs it less than Node's default 64 KiB. */
@@ -150,13 +208,15 @@ export function fileStream(path: string): Readable {
   return createReadStream(path, { highWaterMark: 1024 * 1024 });
 }
 
-export async function waitUntil<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs: number, everyMs = 100): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
+/** Probes until it answers; `everyMs` may grow with the time waited so far (a long wait then costs the prober fewer probes). */
+export async function waitUntil<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs: number, everyMs: number | ((waitedMs: number) => number) = 100): Promise<T> {
+  const started = Date.now();
+  const deadline = started + timeoutMs;
   for (;;) {
     const v = await probe().catch(() => undefined);
     if (v !== undefined) return v;
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, everyMs));
+    await new Promise((r) => setTimeout(r, typeof everyMs === 'number' ? everyMs : everyMs(Date.now() - started)));
   }
 }
 
@@ -199,16 +259,25 @@ export function csvPoints(first: number, count: number, t0: number): Readable {
  * `count` points over `metrics` metrics in the download layout, grouped by metric as
  * /download writes them, one second apart from t0 within a metric. `zulu` writes the times
  * with `Z` instead of `+0000` (RFC 3339, for the peer's CSV import); `header` adds the header line.
+ * `timeMajor` writes the same points (the same names, times and values) ordered by time instead:
+ * every metric at one timestamp, then the next, as a historian export or a scrape snapshot does.
  */
-export function downloadPoints(count: number, metrics: number, t0: number, { zulu = false, header = true } = {}): Readable {
+export function downloadPoints(count: number, metrics: number, t0: number, { zulu = false, header = true, timeMajor = false } = {}): Readable {
   const perMetric = Math.ceil(count / metrics);
   const time = (ms: number) => (zulu ? `${formatTimestamp(ms).slice(0, -5)}Z` : formatTimestamp(ms));
   const updatedAt = time(t0 + perMetric * 1000);
+  // The metric-major index of the n-th row written: the same set of points in either order
+  // (time-major skips the indices at or past `count` that the last, shorter metric lacks).
+  const rowOf = timeMajor ? (n: number) => (n % metrics) * perMetric + Math.floor(n / metrics) : (n: number) => n;
+  const rows = timeMajor ? perMetric * metrics : count;
   return Readable.from((function* () {
     if (header) yield 'metric_name,timestamp,metric_numeric_value,updated_at\n';
-    for (let i = 0; i < count;) {
+    for (let n = 0; n < rows;) {
       const lines: string[] = [];
-      for (let k = 0; k < 20_000 && i < count; k++, i++) {
+      for (let k = 0; k < 20_000 && n < rows; n++) {
+        const i = rowOf(n);
+        if (i >= count) continue;
+        k++;
         lines.push(`bench.download.m${String(Math.floor(i / perMetric)).padStart(4, '0')},${time(t0 + (i % perMetric) * 1000)},${(i % 1000) / 8},${updatedAt}`);
       }
       yield `${lines.join('\n')}\n`;

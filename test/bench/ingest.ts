@@ -12,12 +12,15 @@ import { startVictoriaMetrics } from './victoria-metrics.ts';
  * make bench-ingest: first the per-row cost of parsing on one core (parse-rows.ts). Then, to
  * a real api and ingest: 1M points as JSON (bodies of 10k, 4 at a time), BENCH_POINTS as one
  * 2-column CSV file, and BENCH_POINTS over 1,000 metrics as one file in the download layout
- * (per-row names); for each, points/s from first request to all queryable (ack latency and
- * freshness percentiles for JSON), and peak RSS. In the same run, against two references:
+ * (per-row names), written metric-major (as /download writes it) and again time-major (every metric
+ * at one timestamp, then the next, as a historian export or a scrape snapshot writes it); for
+ * each, points/s from first request to all queryable (ack latency and freshness percentiles for
+ * JSON), CPU per process, and peak RSS; for the two download-layout files, the point batches each
+ * log partition got (from the ingest worker's log). In the same run, against two references:
  * the download layout's rows inserted straight into ClickHouse (one TabSeparated stream over
  * HTTP), and the same points imported into VictoriaMetrics (its CSV import, then polled until
  * a query counts them all). Then the api's memory while it receives a 1 GB file.
- *   BENCH_POINTS=10000000           the 2-column file, the download-layout file, ClickHouse and VictoriaMetrics
+ *   BENCH_POINTS=10000000           the 2-column file, the download-layout files, ClickHouse and VictoriaMetrics
  *   BENCH_JSON_POINTS=1000000       the JSON bodies
  *   BENCH_CSV_POINTS                the 2-column file alone (default BENCH_POINTS)
  *   BENCH_BIG_FILE_BYTES=1073741824 the api memory case
@@ -41,6 +44,7 @@ const { settings, base } = benchApi({ MERIDIAN_RATE_LIMIT_PER_SECOND: '0' });
 const csvFile = join(tmpdir(), `meridian-bench-${process.pid}.csv`);
 const tsvFile = join(tmpdir(), `meridian-bench-${process.pid}.tsv`);
 const downloadFile = join(tmpdir(), `meridian-bench-${process.pid}.download.csv`);
+const timeMajorFile = join(tmpdir(), `meridian-bench-${process.pid}.time-major.csv`);
 const peerFile = join(tmpdir(), `meridian-bench-${process.pid}.peer.csv`);
 
 async function chCount(): Promise<number> {
@@ -64,7 +68,7 @@ async function main(): Promise<void> {
   try {
     await endToEnd();
   } finally {
-    for (const f of [csvFile, tsvFile, downloadFile, peerFile]) rmSync(f, { force: true });
+    for (const f of [csvFile, tsvFile, downloadFile, timeMajorFile, peerFile]) rmSync(f, { force: true });
   }
 }
 
@@ -75,6 +79,7 @@ async function endToEnd(): Promise<void> {
   let peerMs = NaN;
   if (!ONLY_JSON) {
     await pipeline(downloadPoints(POINTS, DOWNLOAD_METRICS, T0), createWriteStream(downloadFile));
+    await pipeline(downloadPoints(POINTS, DOWNLOAD_METRICS, T0, { timeMajor: true }), createWriteStream(timeMajorFile));
     await pipeline(downloadPoints(POINTS, DOWNLOAD_METRICS, T0, { zulu: true, header: false }), createWriteStream(peerFile));
     const vm = await startVictoriaMetrics();
     try {
@@ -85,7 +90,19 @@ async function endToEnd(): Promise<void> {
   }
 
   const api = startProcess('apps/api/src/main.ts', settings);
-  const ingest = startProcess('apps/ingest/src/main.ts', settings);
+  // The worker logs at info, read here: each upload's line 'upload written to the log' says how
+  // many point batches each partition got. Its warnings and errors still reach the terminal.
+  const batchesOf = new Map<string, number[]>();
+  const ingest = startProcess('apps/ingest/src/main.ts', settings, { LOG_LEVEL: 'info' }, undefined, (line) => {
+    let entry: { level?: string; msg?: string; task_id?: string; offsets?: Record<string, { batches: number }> };
+    try {
+      entry = JSON.parse(line) as typeof entry;
+    } catch {
+      return void process.stdout.write(`${line}\n`);
+    }
+    if (entry.msg === 'upload written to the log' && entry.task_id && entry.offsets) batchesOf.set(entry.task_id, Object.values(entry.offsets).map((o) => o.batches));
+    else if (entry.level !== 'info' && entry.level !== 'debug' && entry.level !== 'trace') process.stderr.write(`${line}\n`);
+  });
   const processes = [{ name: 'api', cpuSeconds: api.cpuSeconds }, { name: 'ingest', cpuSeconds: ingest.cpuSeconds }, ...stackProcesses()];
   try {
     await waitUntil('the api', async () => ((await fetch(`${base}/readyz`)).ok ? true : undefined), 120_000, 250);
@@ -176,14 +193,20 @@ async function endToEnd(): Promise<void> {
         return true;
       }, 1_800_000, 200);
       await ended;
-      return { ackMs, loggedMs: loggedMs || doneMs, doneMs, cpu: split.end() };
+      return { ackMs, loggedMs: loggedMs || doneMs, doneMs, cpu: split.end(), taskId };
     };
     const { ackMs: csvAck, loggedMs: csvLogged, doneMs: csvMs, cpu: csvCpu } = await uploadFile('CSV', '?metric_name=bench.csv', csvFile);
     if ((await chCount()) !== JSON_POINTS + CSV_POINTS) throw new Error('row count mismatch after the CSV upload');
 
     // 3. One file in the download layout: BENCH_POINTS points over 1,000 metrics, a name on every row.
-    const { ackMs: downloadAck, loggedMs: downloadLogged, doneMs: downloadMs, cpu: downloadCpu } = await uploadFile('download-layout', '', downloadFile);
+    const { ackMs: downloadAck, loggedMs: downloadLogged, doneMs: downloadMs, cpu: downloadCpu, taskId: downloadTask } = await uploadFile('download-layout', '', downloadFile);
     if ((await chCount()) !== JSON_POINTS + CSV_POINTS + POINTS) throw new Error('row count mismatch after the download-layout upload');
+
+    // 3b. The same points written time-major, other names' rows between each name's: how a
+    // file's row order weighs on the batches and the rate. Its points are the metric-major
+    // file's (same names, times, values), so each is written again: the same rows, twice.
+    const timeMajor = await uploadFile('time-major', '', timeMajorFile);
+    if ((await chCount()) !== JSON_POINTS + CSV_POINTS + 2 * POINTS) throw new Error('row count mismatch after the time-major upload');
 
     // 4. The api receiving a 1 GB file: its resident memory while it streams the bytes to
     // storage. The rows are not points (the task fails on them at once), so ingest stays idle.
@@ -210,6 +233,18 @@ async function endToEnd(): Promise<void> {
     console.log(`                 ${perCpu(CSV_POINTS, csvCpu)}`);
     console.log(`  download CSV:  ${fmt(downloadRate)} points/s first byte → all queryable (${(downloadMs / 1000).toFixed(1)} s; acked after ${(downloadAck / 1000).toFixed(1)} s, in the log after ${(downloadLogged / 1000).toFixed(1)} s): ${ratios(downloadRate)} (goals 0.5×, 0.3×)`);
     console.log(`                 ${perCpu(POINTS, downloadCpu)}`);
+    console.log(`  the download layout, by row order (${POINTS.toLocaleString('en')} points over ${DOWNLOAD_METRICS} metrics):`);
+    console.log('  | written | points/s until queryable | CPU-s per 1M points: all (per process) | point batches per partition |');
+    console.log('  |---|---|---|---|');
+    const layoutRow = (what: string, ms: number, cpu: CpuSpent, taskId: string) => {
+      const perMillion = (s: number) => ((s * 1e6) / POINTS).toFixed(2);
+      const perProcess = processes.map((p) => `${p.name} ${perMillion(cpu.of(p.name))}`).join(', ');
+      const batches = batchesOf.get(taskId);
+      const perPartition = batches?.length ? `${Math.min(...batches)}–${Math.max(...batches)} over ${batches.length} partitions` : 'not in the ingest log';
+      console.log(`  | ${what} | ${fmt((POINTS * 1000) / ms)} | ${perMillion(cpu.total)}: ${perProcess} | ${perPartition} |`);
+    };
+    layoutRow('metric-major', downloadMs, downloadCpu, downloadTask);
+    layoutRow('time-major', timeMajor.doneMs, timeMajor.cpu, timeMajor.taskId);
     console.log(`  reference, straight TabSeparated insert into ClickHouse of the download layout's rows, before the rest: ${fmt(directRate)} rows/s (${(directMs / 1000).toFixed(1)} s)`);
     console.log(`                 ${directCpu.line}: ${fmt(directPerCpu)} rows per CPU-second of ClickHouse`);
     console.log(`  reference, VictoriaMetrics' CSV import of the same points until a query counts them all, before the rest: ${fmt(peerRate)} points/s (${(peerMs / 1000).toFixed(1)} s)`);

@@ -1,6 +1,6 @@
 import { createEventCodec } from '@meridian/events';
 import type { Readable } from 'node:stream';
-import { decideUpload, parseUploadBatches, startUpload, type ColumnBatch, type PointsFact, type UploadFact, type UserRecord } from '@meridian/domain';
+import { decideUpload, parseUploadBatches, pointBatchOf, startUpload, type ColumnBatch, type PointsFact, type UploadFact, type UserRecord } from '@meridian/domain';
 import { encodePointsBlock } from '@meridian/projection';
 import { csvPoints, downloadPoints, fmt } from './common.ts';
 
@@ -88,7 +88,7 @@ async function parseBatchEncode(bytes: Buffer, metricName: string | undefined, k
     for (const fact of facts) {
       if (fact.type !== 'BatchReady') continue;
       const b = fact.batch;
-      pointsCodec.encode({ type: 'PointBatch', task_id: 'bench', metric_name: b.metric_name, updated_at: T0, timestamps: b.timestamps, values: b.values });
+      pointsCodec.encode(pointBatchOf('bench', T0, b));
       keep?.push(b);
     }
   };
@@ -105,7 +105,7 @@ function nativeEncode(batches: readonly ColumnBatch[]): number {
     let n = 0;
     for (; i < batches.length && n < 100_000; i++) {
       const b = batches[i]!;
-      segments.push({ batch: { type: 'PointBatch' as const, task_id: 'bench', metric_name: b.metric_name, updated_at: T0, timestamps: b.timestamps, values: b.values }, partition: 0, offset: i });
+      segments.push({ batch: pointBatchOf('bench', T0, b), partition: 0, offset: i });
       n += b.timestamps.length;
     }
     rows += n;

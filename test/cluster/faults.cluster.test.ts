@@ -14,16 +14,23 @@ import { Prober } from './prober.ts';
  * SIGKILL during a large ingest, one case at a time, then started again. Uploads go in through
  * the api front (haproxy) with Idempotency-Keys, retried on 503 and on a cut connection as a
  * client would; a download and a file download are asked for over and over meanwhile. After
- * recovery every point accepted must be in ClickHouse exactly once, on both replicas.
+ * recovery every point accepted must be in ClickHouse exactly once, on both replicas. Beside the
+ * files, small JSON uploads (pushes, decided in the api and written in shared transactions) go
+ * in the same way, and are counted the same.
  *
- * Knobs (environment): CLUSTER_FAULT_POINTS (points per case, default 1 000 000),
- * CLUSTER_FAULT_UPLOADS (uploads per case, default 25), CLUSTER_FAULT_CASES (comma-separated
+ * Knobs (environment): CLUSTER_FAULT_POINTS (points per case in files, default 1 000 000),
+ * CLUSTER_FAULT_UPLOADS (uploads per case, default 25), CLUSTER_FAULT_PUSHES (pushes of 1000
+ * points per case, default 100), CLUSTER_FAULT_CASES (comma-separated
  * processes to kill, default all five), CLUSTER_FAULT_DOWN_S (seconds the process stays dead, 20).
  */
 
 const POINTS = Number(process.env.CLUSTER_FAULT_POINTS ?? 1_000_000);
 const UPLOADS = Number(process.env.CLUSTER_FAULT_UPLOADS ?? 25);
 const PER_UPLOAD = Math.ceil(POINTS / UPLOADS);
+const PUSHES = Number(process.env.CLUSTER_FAULT_PUSHES ?? 100);
+const PER_PUSH = 1000;
+/** Each push client's pause between pushes: the pushes span the kill, the outage and the restart. */
+const PUSH_INTERVAL_MS = (2 * Number(process.env.CLUSTER_FAULT_DOWN_S ?? 20) * 1000 * 4) / Math.max(1, PUSHES);
 const DOWN_MS = Number(process.env.CLUSTER_FAULT_DOWN_S ?? 20) * 1000;
 /** Uploads posted at once, as several clients would. */
 const CLIENTS = 4;
@@ -63,7 +70,7 @@ beforeAll(async () => {
   // What the probes ask for, stored before the cases: a metric's download and a file.
   canary.metric = `fault.${run}.canary`;
   const lines = Array.from({ length: 1000 }, (_, i) => `${formatTimestamp(Date.UTC(2024, 0, 1) + i * 1000)},${i}`).join('\n');
-  const { taskId, serverError } = await postUpload(canary.metric, `${lines}\n`, `${run}-canary`);
+  const { taskId, serverError } = await postUpload(canary.metric, `${lines}\n`, `${run}-canary`, 'file');
   expect(serverError, 'the canary upload answered a server error').toBeNull();
   expect((await waitForTask(apiFront, key, taskId!, 300_000)).status).toBe('succeeded');
   canary.body = await download(AbortSignal.timeout(60_000));
@@ -112,23 +119,34 @@ async function runCase(c: (typeof CASES)[number]): Promise<void> {
   const stored = async () => Number(await clickhouse(survivor, db, `SELECT count() FROM points WHERE startsWith(metric_name, '${prefix}')`).catch(() => '0'));
 
   // The uploads: CLIENTS at a time, each retried under its Idempotency-Key until accepted.
-  const taskIds = new Map<number, string>();
+  const taskIds = new Map<string, string>();
   let retries = 0;
   const serverErrors: string[] = [];
   let next = 0;
-  const posting = Promise.all(Array.from({ length: CLIENTS }, async () => {
-    for (let u = next++; u < UPLOADS; u = next++) {
-      const posted = await postUpload(`${prefix}u${u}`, uploadBody(u), `${run}-${c.proc}-${u}`);
+  let nextPush = 0;
+  const pushing = Promise.all(Array.from({ length: CLIENTS }, async () => {
+    for (let n = nextPush++; n < PUSHES; n = nextPush++) {
+      const posted = await postUpload(`${prefix}p${n}`, pushBody(`${prefix}p${n}`, n), `${run}-${c.proc}-p${n}`, 'push');
       retries += posted.retries;
       if (posted.serverError !== null) serverErrors.push(posted.serverError);
-      if (posted.taskId !== null) taskIds.set(u, posted.taskId);
+      if (posted.taskId !== null) taskIds.set(`p${n}`, posted.taskId);
+      await new Promise((r) => setTimeout(r, PUSH_INTERVAL_MS));
+    }
+  }));
+  const posting = Promise.all(Array.from({ length: CLIENTS }, async () => {
+    for (let u = next++; u < UPLOADS; u = next++) {
+      const posted = await postUpload(`${prefix}u${u}`, uploadBody(u), `${run}-${c.proc}-${u}`, 'file');
+      retries += posted.retries;
+      if (posted.serverError !== null) serverErrors.push(posted.serverError);
+      if (posted.taskId !== null) taskIds.set(`u${u}`, posted.taskId);
     }
   }));
 
   // The kill, while the case is under way; then the process stays dead DOWN_MS and starts again.
   await waitFor(`the ${c.proc} case to be under way`, async () => {
-    if (c.killWhen === 'accepted') return taskIds.size >= Math.ceil(UPLOADS / 3) ? true : undefined;
-    return (await stored()) >= POINTS / 4 || taskIds.size === UPLOADS && (await stored()) > 0 ? true : undefined;
+    const files = [...taskIds.keys()].filter((k) => k.startsWith('u')).length;
+    if (c.killWhen === 'accepted') return files >= Math.ceil(UPLOADS / 3) ? true : undefined;
+    return (await stored()) >= POINTS / 4 || files === UPLOADS && (await stored()) > 0 ? true : undefined;
   }, RECOVERY_MS, 500);
   const victim = c.proc === 'kafka-coordinator' ? await transactionCoordinator(`${settings.MERIDIAN_TOPIC_PREFIX}ingest-commands-p0`) : c.proc;
   const killedAt = Date.now();
@@ -138,7 +156,7 @@ async function runCase(c: (typeof CASES)[number]): Promise<void> {
   await clusterSh('up', victim);
 
   // Recovery: every upload accepted, every accepted task succeeded.
-  await posting;
+  await Promise.all([posting, pushing]);
   const statuses = new Map<string, number>();
   const reasons: string[] = [];
   let accepted = 0;
@@ -162,13 +180,14 @@ async function runCase(c: (typeof CASES)[number]): Promise<void> {
     const byMetric = new Map(counted.split('\n').filter(Boolean).map((l) => { const [m, n, u] = l.split('\t'); return [m!, { count: Number(n), unique: Number(u) }]; }));
     let lost = 0;
     let doubled = 0;
-    for (let u = 0; u < UPLOADS; u++) {
-      const got = byMetric.get(`${prefix}u${u}`) ?? { count: 0, unique: 0 };
-      lost += pointsOf(u) - got.unique;
+    const expected = [...Array.from({ length: UPLOADS }, (_, u) => [`${prefix}u${u}`, pointsOf(u)] as const), ...Array.from({ length: PUSHES }, (_, n) => [`${prefix}p${n}`, PER_PUSH] as const)];
+    for (const [metric, points] of expected) {
+      const got = byMetric.get(metric) ?? { count: 0, unique: 0 };
+      lost += points - got.unique;
       doubled += got.count - got.unique;
     }
     const catalog = Number(await clickhouse(replica, db, `SELECT sum(n) FROM (SELECT countMerge(points) AS n FROM metric_catalog WHERE startsWith(metric_name, '${prefix}') GROUP BY metric_name)`));
-    perReplica.push({ lost, doubled, catalogShort: POINTS - catalog });
+    perReplica.push({ lost, doubled, catalogShort: POINTS + PUSHES * PER_PUSH - catalog });
   }
   const worst = { lost: Math.max(...perReplica.map((r) => r.lost)), doubled: Math.max(...perReplica.map((r) => r.doubled)) };
   rows.push({
@@ -182,9 +201,9 @@ async function runCase(c: (typeof CASES)[number]): Promise<void> {
   if (serverErrors.length > 0) console.log(`${c.proc}: uploads answered server errors: ${serverErrors.join(' | ')}`);
 
   expect(serverErrors, 'uploads answered a server error (5xx other than 502/503)').toEqual([]);
-  expect(taskIds.size, 'every upload accepted').toBe(UPLOADS);
+  expect(taskIds.size, 'every upload and push accepted').toBe(UPLOADS + PUSHES);
   expect(reasons, 'every accepted task succeeded').toEqual([]);
-  expect(accepted, 'points accepted by the tasks').toBe(POINTS);
+  expect(accepted, 'points accepted by the tasks').toBe(POINTS + PUSHES * PER_PUSH);
   expect(perReplica, 'lost and doubled points on each replica, and points missing from the catalog').toEqual(replicas.map(() => ({ lost: 0, doubled: 0, catalogShort: 0 })));
   // Service went on from the survivors: right answers came while the process was dead.
   expect(downloads.answeredBetween(killedAt, restartAt), 'a download answered while the process was dead').toBe(true);
@@ -202,6 +221,12 @@ function uploadBody(u: number): string {
   return `${lines.join('\n')}\n`;
 }
 
+/** A push of PER_PUSH points; its values follow the files' (POINTS + n·PER_PUSH + i), unique across the case. */
+function pushBody(metric: string, n: number): string {
+  const values = Array.from({ length: PER_PUSH }, (_, i) => ({ timestamp: formatTimestamp(Date.UTC(2024, 0, 1) + i * 1000), value: POINTS + n * PER_PUSH + i }));
+  return JSON.stringify({ metric_name: metric, values });
+}
+
 /**
  * Statuses an upload is sent again for, with the same key: a cut connection (0; 502 is the front's
  * word for one, the api never answers it), 503 (a dependency down) and 429. Any other 5xx is a server
@@ -209,16 +234,19 @@ function uploadBody(u: number): string {
  */
 const RETRIED = new Set([0, 429, 502, 503]);
 
-/** Posts an upload through the front until it is accepted (taskId) or answered a server error (serverError). */
-async function postUpload(metric: string, body: string, idempotencyKey: string): Promise<{ taskId: string | null; retries: number; serverError: string | null }> {
+/** Posts a file or a push through the front until it is accepted (taskId) or answered a server error (serverError). */
+async function postUpload(metric: string, body: string, idempotencyKey: string, kind: 'file' | 'push'): Promise<{ taskId: string | null; retries: number; serverError: string | null }> {
+  const [url, type] = kind === 'file'
+    ? [`${apiFront}/api/v1/metrics_file_upload?metric_name=${encodeURIComponent(metric)}`, 'text/csv']
+    : [`${apiFront}/api/v1/metrics/upload`, 'application/json'];
   const deadline = Date.now() + RECOVERY_MS;
   for (let retries = 0; ; retries++) {
     if (Date.now() > deadline) throw new Error(`upload ${metric} not accepted within ${RECOVERY_MS} ms (${retries} attempts)`);
     let status = 0;
     let text = '';
     try {
-      const res = await fetch(`${apiFront}/api/v1/metrics_file_upload?metric_name=${encodeURIComponent(metric)}`, {
-        method: 'POST', headers: { Authorization: `Bearer ${key}`, 'Idempotency-Key': idempotencyKey }, body, signal: AbortSignal.timeout(120_000),
+      const res = await fetch(url, {
+        method: 'POST', headers: { Authorization: `Bearer ${key}`, 'Idempotency-Key': idempotencyKey, 'Content-Type': type }, body, signal: AbortSignal.timeout(120_000),
       });
       status = res.status;
       text = await res.text();

@@ -19,7 +19,8 @@ import { waitFor } from '../support/wait.ts';
  * upload at a time.
  */
 // Every upload is accepted before any worker runs: the user's backlog must hold them all.
-const settings = isolatedSettings({ MERIDIAN_UPLOAD_BACKLOG_PER_USER: '64' });
+// Small JSON bodies are staged here, to be run in groups by the worker (the push path would take them).
+const settings = isolatedSettings({ MERIDIAN_UPLOAD_BACKLOG_PER_USER: '64', MERIDIAN_PUSH_MAX_BYTES: '0' });
 const pointsCodec = createEventCodec<PointsFact>();
 let api: RunningApi;
 let ingest: Awaited<ReturnType<typeof startWorker>> | undefined;

@@ -8,7 +8,7 @@ import { startApi, type RunningApi } from '../support/api.ts';
 import { pointsOfMetric } from '../support/clickhouse.ts';
 import { startWorker } from '../support/ingest.ts';
 import { isolatedSettings } from '../support/settings.ts';
-import { waitForTask } from '../support/tasks.ts';
+import { taskMessages, waitForTask } from '../support/tasks.ts';
 import { waitFor } from '../support/wait.ts';
 import { incompleteUploads } from '../support/incomplete-uploads.ts';
 
@@ -18,7 +18,8 @@ import { incompleteUploads } from '../support/incomplete-uploads.ts';
  * The api runs first on its own, so what waits in the bucket and in the log can be looked at
  * before any worker touches it.
  */
-const settings = isolatedSettings();
+// JSON bodies of any size take the staged path here (the push path is tested in push.e2e.test.ts).
+const settings = isolatedSettings({ MERIDIAN_PUSH_MAX_BYTES: '0' });
 const codec = createEventCodec<TaskEvent>();
 let api: RunningApi;
 let ingest: Awaited<ReturnType<typeof startWorker>> | undefined;
@@ -27,20 +28,7 @@ let writer: string;
 const T0 = Date.UTC(2024, 0, 1);
 const points = (n: number) => Array.from({ length: n }, (_, i) => ({ timestamp: formatTimestamp(T0 + i * 1000), value: i / 4 }));
 
-/** The raw messages of the tasks topic keyed by `taskId`, read from the start with a consumer of its own. */
-async function commandMessages(taskId: string, atLeast = 1): Promise<Buffer[]> {
-  const { kafka, topics } = api.platform;
-  const consumer = kafka.consumer({ groupId: `${settings.MERIDIAN_TOPIC_PREFIX}check-${randomUUID()}`, maxWaitTimeInMs: 100 });
-  const found: Buffer[] = [];
-  await consumer.connect();
-  try {
-    await consumer.subscribe({ topic: topics.tasks, fromBeginning: true });
-    await consumer.run({ eachMessage: async ({ message }) => { if (message.key?.toString() === taskId && message.value) found.push(message.value); } });
-    return await waitFor(`the command of ${taskId} on the tasks topic`, () => (found.length >= atLeast ? [...found] : undefined), 30_000, 100);
-  } finally {
-    await consumer.disconnect();
-  }
-}
+const commandMessages = (taskId: string, atLeast = 1) => taskMessages(api, settings.MERIDIAN_TOPIC_PREFIX, taskId, atLeast);
 
 /** Keys under the staging prefix, with unfinished multipart uploads. */
 async function staged(prefix = 'staging/'): Promise<string[]> {

@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { formatSeriesName, formatTimestamp, type Labels } from '@meridian/domain';
+import { formatTimestamp, seriesName, type Labels } from '@meridian/domain';
 import { bootstrapAdmin, createUser } from '../support/accounts.ts';
 import { startApi, type RunningApi } from '../support/api.ts';
 import { startWorker } from '../support/ingest.ts';
@@ -98,10 +98,18 @@ function dataset(): Series[] {
   return out;
 }
 
+/** The canonical name the protocols write for a label set (its __name__ the metric). */
+function canonical(labels: Labels): string {
+  const metric = labels.find(([n]) => n === '__name__')![1];
+  const written = seriesName(metric, labels.filter(([n]) => n !== '__name__'));
+  if (!written.ok) throw new Error(written.reason);
+  return written.name;
+}
+
 function openMetrics(series: Series[]): string {
   const lines: string[] = [];
   for (const s of series) {
-    const name = formatSeriesName(s.labels);
+    const name = canonical(s.labels);
     for (const [t, v] of s.points) lines.push(`${name} ${v} ${t}`);
   }
   return `${lines.join('\n')}\n# EOF\n`;
@@ -111,7 +119,7 @@ function csv(series: Series[]): string {
   const quote = (text: string) => `"${text.replace(/"/g, '""')}"`;
   const lines = ['metric_name,timestamp,metric_numeric_value,updated_at'];
   for (const s of series) {
-    const name = quote(formatSeriesName(s.labels));
+    const name = quote(canonical(s.labels));
     for (const [t, v] of s.points) lines.push(`${name},${formatTimestamp(t * 1000)},${v},${formatTimestamp(t * 1000)}`);
   }
   return `${lines.join('\n')}\n`;

@@ -478,6 +478,10 @@ describe('exporting the event history', () => {
     await new Promise((r) => setTimeout(r, 50));
     const id = await uploadJson('rp.export', [[T0, 1.5], [T0 + 1000, -2]]);
     expect((await waitForTask(api.url, admin, id, 120_000)).status).toBe('succeeded');
+    // A file too, so that the range holds a worker's run (its command, start and outcome) beside a push.
+    const file = await fetch(`${api.url}/api/v1/metrics_file_upload?metric_name=rp.export.file`, { method: 'POST', headers: { Authorization: `Bearer ${admin}` }, body: `${formatTimestamp(T0)},3\n` });
+    expect(file.status).toBe(202);
+    expect((await waitForTask(api.url, admin, ((await file.json()) as { task_id: string }).task_id, 120_000)).status).toBe('succeeded');
     await createUser(api.url, admin, 'exported', [{ match: 'exact', value: 'rp.export', access: 'r' }]);
     await new Promise((r) => setTimeout(r, 50));
     to = Date.now();
@@ -486,7 +490,7 @@ describe('exporting the event history', () => {
     expect((await waitForTask(api.url, admin, outside, 120_000)).status).toBe('succeeded');
     inRange = (await everyEvent()).filter((e) => e.timestamp >= from && e.timestamp <= to);
     const types = new Set(inRange.map((e) => e.type));
-    for (const t of ['MetricsUploadRequested', 'TaskStarted', 'UploadParsed', 'UploadSegmentProjected', 'PointBatch', 'UploadSealed', 'UserCreated', 'MetricEntitlementGranted']) expect(types, t).toContain(t);
+    for (const t of ['MetricsPushed', 'MetricsUploadRequested', 'TaskStarted', 'UploadParsed', 'UploadSegmentProjected', 'PointBatch', 'UploadSealed', 'UserCreated', 'MetricEntitlementGranted']) expect(types, t).toContain(t);
   });
 
   const url = (qs: Record<string, string>) => `${api.url}/api/v1/events?${new URLSearchParams(qs)}`;
@@ -503,8 +507,8 @@ describe('exporting the event history', () => {
     const head = await fetch(url({ from: iso(from), to: iso(to) }), { method: 'HEAD', headers: { Authorization: `Bearer ${admin}` } });
     expect([head.status, head.headers.get('content-type'), head.headers.get('content-disposition')]).toEqual([200, 'application/avro', res.headers.get('content-disposition')]);
     expect((await head.arrayBuffer()).byteLength).toBe(0);
-    const batch = records.find((r) => r.type === 'PointBatch')!;
-    expect(batch.event).toMatchObject({ metric_name: 'rp.export', timestamps: [T0, T0 + 1000], values: [1.5, -2] });
+    const batches = records.filter((r) => r.type === 'PointBatch').map((r) => r.event);
+    expect(batches).toContainEqual(expect.objectContaining({ metric_name: 'rp.export', timestamps: [T0, T0 + 1000], values: [1.5, -2] }));
   });
 
   it('types filter the events; NDJSON carries the same ones; pages follow the cursor', async () => {
@@ -572,9 +576,9 @@ describe('recorded events of older schema versions, on a log of their own', () =
   const fixtureDir = new URL('../fixtures/events/', import.meta.url).pathname;
   const fixture = (name: string) => JSON.parse(readFileSync(join(fixtureDir, name, 'v1.json'), 'utf8')) as EventFixture;
   // A newer PointBatch (test only: schemas/ is untouched), so that the recorded v1 bytes are an older version.
-  const v3type = avro.Type.forSchema(JSON.parse(readFileSync(join(fixtureDir, 'next-schemas/PointBatch/v3.avsc'), 'utf8')) as avro.Schema);
+  const v4type = avro.Type.forSchema(JSON.parse(readFileSync(join(fixtureDir, 'next-schemas/PointBatch/v4.avsc'), 'utf8')) as avro.Schema);
   const live = SchemaRegistry.loadFromDirectory();
-  const withNext = new SchemaRegistry([...live.names().flatMap((n) => live.versionsOf(n)), { name: 'PointBatch', version: 3, type: v3type, fingerprint: fingerprintOf(v3type) }]);
+  const withNext = new SchemaRegistry([...live.names().flatMap((n) => live.versionsOf(n)), { name: 'PointBatch', version: 4, type: v4type, fingerprint: fingerprintOf(v4type) }]);
   const nextCodec = createEventCodec<PointsFact>(withNext);
   const pointsCodec = createEventCodec<PointsFact>();
   const count = async (table = 'points') => Number((await (await platform.clickhouse.query({ query: `SELECT toString(count()) AS n FROM ${table}`, format: 'JSONEachRow' })).json<{ n: string }>())[0]!.n);
@@ -603,12 +607,12 @@ describe('recorded events of older schema versions, on a log of their own', () =
     await platform?.close();
   });
 
-  it('a v1 PointBatch and a v3 one rebuild to the expected rows through the same code', async () => {
+  it('a v1 PointBatch and a v4 one rebuild to the expected rows through the same code', async () => {
     const v1 = fixture('PointBatch');
     const value = fromFixtureJson(v1.value) as { task_id: string; metric_name: string; updated_at: number; timestamps: number[]; values: number[] };
-    const v3bytes = nextCodec.encode({ type: 'PointBatch', task_id: 'task-v3', metric_name: 'fixture.v3', updated_at: 1_704_067_300_000, timestamps: [1_704_067_301_000], values: [-3.5], source_row: 12 } as unknown as PointsFact);
-    expect(parseHeader(v3bytes)!.fingerprint).toBe(fingerprintOf(v3type));
-    const first = await write([Buffer.from(v1.bytes, 'base64'), Buffer.from(fixture('UploadSealed').bytes, 'base64'), v3bytes, sealed('task-v3', 1)]);
+    const v4bytes = nextCodec.encode({ type: 'PointBatch', task_id: 'task-v4', metric_name: 'fixture.v4', updated_at: 1_704_067_300_000, timestamps: [1_704_067_301_000], values: [-3.5], source_row: 12 } as unknown as PointsFact);
+    expect(parseHeader(v4bytes)!.fingerprint).toBe(fingerprintOf(v4type));
+    const first = await write([Buffer.from(v1.bytes, 'base64'), Buffer.from(fixture('UploadSealed').bytes, 'base64'), v4bytes, sealed('task-v4', 1)]);
 
     await platform.clickhouse.command({ query: 'CREATE TABLE points_fixtures AS points' });
     const { end, low } = await platform.log.offsets(platform.topics.points);
@@ -620,22 +624,22 @@ describe('recorded events of older schema versions, on a log of their own', () =
     const rows = await (await platform.clickhouse.query({ query: 'SELECT metric_name, ts, value, updated_at, task_id, kafka_partition, kafka_offset, row_in_batch FROM points_fixtures ORDER BY kafka_offset, row_in_batch', format: 'JSONEachRow' })).json<Record<string, unknown>>();
     expect(rows.map((r) => ({ ...r, ts: Number(r.ts), updated_at: Number(r.updated_at), kafka_offset: Number(r.kafka_offset) }))).toEqual([
       ...value.timestamps.map((ts, i) => ({ metric_name: value.metric_name, ts, value: value.values[i], updated_at: value.updated_at, task_id: value.task_id, kafka_partition: 0, kafka_offset: first, row_in_batch: i })),
-      { metric_name: 'fixture.v3', ts: 1_704_067_301_000, value: -3.5, updated_at: 1_704_067_300_000, task_id: 'task-v3', kafka_partition: 0, kafka_offset: first + 2, row_in_batch: 0 },
+      { metric_name: 'fixture.v4', ts: 1_704_067_301_000, value: -3.5, updated_at: 1_704_067_300_000, task_id: 'task-v4', kafka_partition: 0, kafka_offset: first + 2, row_in_batch: 0 },
     ]);
-    // The live schemas read v1 the same way (no v3 there): the live projector and a plain rebuild agree.
+    // The live schemas read v1 the same way (no v4 there): the live projector and a plain rebuild agree.
     await platform.clickhouse.command({ query: 'CREATE TABLE points_fixtures_live AS points' });
     const v1Only = await rebuildRange({
       log: platform.log, topic: platform.topics.points, groupPrefix: own.MERIDIAN_TOPIC_PREFIX,
       clickhouse: platform.clickhouse, table: 'points_fixtures_live', starts: low, ends: new Map([...end].map(([p, e]) => [p, p === 0 ? first + 2 : e])), batchRows: 1000,
     });
     expect(v1Only.points).toBe(2);
-    expect(await tableChecksums(platform.clickhouse, 'points_fixtures_live')).toEqual(new Map([...(await tableChecksums(platform.clickhouse, 'points_fixtures'))].filter(([m]) => m !== 'fixture.v3')));
+    expect(await tableChecksums(platform.clickhouse, 'points_fixtures_live')).toEqual(new Map([...(await tableChecksums(platform.clickhouse, 'points_fixtures'))].filter(([m]) => m !== 'fixture.v4')));
   });
 
   it('a swap when the new generation is ahead of a live projector holding rows in memory: no row lost or doubled', async (ctx) => {
     await skipUnlessSwappable(ctx, platform);
     worker = await startWorker(own);
-    // Only v1 events on the live log from here on (the live projector reads schemas/, which has no v3).
+    // Only v1 events on the live log from here on (the live projector reads schemas/, which has no v4).
     await waitFor('the live projector to catch up', async () => ((await count()) === 2 ? true : undefined), 60_000, 100);
     const batch = (task: string, n: number, at: number) => pointsCodec.encode({ type: 'PointBatch', task_id: task, metric_name: 'fixture.live', updated_at: at, timestamps: Array.from({ length: n }, (_, i) => at + i), values: Array.from({ length: n }, (_, i) => i) });
     await write([batch('task-a', 5, 1_704_067_400_000), sealed('task-a', 5)]);
@@ -646,7 +650,7 @@ describe('recorded events of older schema versions, on a log of their own', () =
     expect(await count()).toBe(7);
 
     const result = await rebuildPoints(platform, { swap: 'always', waitForLiveMs: 1000 });
-    // The v1 fixture, task-a and task-b; with the live schemas (no v3) the v3 batch is undecodable and skipped, as live.
+    // The v1 fixture, task-a and task-b; with the live schemas (no v4) the v4 batch is undecodable and skipped, as live.
     expect(result.stats).toMatchObject({ points: 2 + 5 + 4, undecodable: 1 });
     expect(result.swap!.nudged).toBe(true);
     expect(await count()).toBe(11);

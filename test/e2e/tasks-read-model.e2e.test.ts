@@ -22,6 +22,11 @@ let writer: string;
 const upload = (url: string, metric: string, values: unknown[], key = writer, headers: Record<string, string> = {}) =>
   call(`${url}/api/v1/metrics/upload`, key, { method: 'POST', body: { metric_name: metric, values }, headers });
 
+/** A file with a bad row: its task is run by the ingest worker, and fails (a push with one is refused at once). */
+const uploadBadFile = (url: string, metric: string) =>
+  fetch(`${url}/api/v1/metrics_file_upload?metric_name=${metric}`, { method: 'POST', headers: { Authorization: `Bearer ${writer}` }, body: 'not a time,1\n' })
+    .then(async (res) => ({ status: res.status, json: (await res.json()) as { task_id: string } }));
+
 /** Events in the tasks topic now: the history a start from offset 0 would read. */
 async function tasksHistory(): Promise<number> {
   const ends = await api.platform.admin.fetchTopicOffsets(api.platform.topics.tasks);
@@ -47,7 +52,7 @@ describe('tasks from the read model', () => {
   it('finished tasks leave memory once the read model has them, and are served from it unchanged', async () => {
     const ids: string[] = [];
     for (let i = 0; i < 20; i++) {
-      const res = await upload(api.url, `trm.m${i}`, i % 4 === 3 ? [{ timestamp: 'not a time', value: 1 }] : [{ timestamp: '2024-01-01T00:00:00Z', value: i }]);
+      const res = i % 4 === 3 ? await uploadBadFile(api.url, `trm.m${i}`) : await upload(api.url, `trm.m${i}`, [{ timestamp: '2024-01-01T00:00:00Z', value: i }]);
       expect(res.status).toBe(202);
       ids.push(res.json.task_id as string);
     }
@@ -116,7 +121,7 @@ describe('tasks from the read model', () => {
     expect(after).toEqual(before);
     // Everything was projected before the restart: the tail is what the read model's positions
     // left out (none, or a few events), against a history of every task's events.
-    expect(history).toBeGreaterThan(80);
+    expect(history).toBeGreaterThan(50);
     expect(api.api.tasks.eventsReadAtStart).toBeLessThan(history / 10);
     // /metrics shows the same count as the accounts and files folds' starts.
     expect(await (await fetch(`${api.url}/metrics`)).text()).toContain(`meridian_fold_start_events_read{fold="tasks"} ${api.api.tasks.eventsReadAtStart}`);

@@ -224,7 +224,7 @@ function casesOf(v: Variant): Case[] {
 beforeAll(async () => {
   await stack.start();
   adminKeyOf = () => stack.adminKey;
-  userKey = await stack.user('fuzzer', [{ match: 'prefix', value: 'fuzz.', access: 'rw' }]);
+  userKey = await stack.user('fuzzer', [{ match: 'prefix', value: 'fuzz.', access: 'rw' }, { match: 'prefix', value: 'fuzz_', access: 'rw' }]);
   for (const name of ['fuzz-friend', 'fuzz-subject', 'fuzz-victim']) await stack.user(name, []);
   const upload = await uploadFile(stack.apiUrl, userKey, csvPoints(10), { metric_name: METRIC });
   expect(upload.status, upload.text).toBe(202);

@@ -1,3 +1,8 @@
+import { otlpGaugeBody, remoteWriteBody } from '../support/protocol-bodies.ts';
+
+/** When the telemetry bodies' points are (2024-01-01T00:00:00Z). */
+const T0 = Date.UTC(2024, 0, 1);
+
 /**
  * A valid request for every operation of the served OpenAPI document, as bytes on the wire:
  * path parameters filled with ids the test created, query parameters from their schemas
@@ -232,6 +237,18 @@ function bodies(op: string, contentType: string, f: Fixtures): Body[] {
     }
     case 'downloadMetricsPost application/json':
       return json({ metrics: [f.metric], max_rows: 100, latest_only: true });
+    // The telemetry protocols, under names the fuzzing user may write (fuzz_*).
+    case 'prometheusRemoteWrite application/x-protobuf':
+      return [{ name: 'snappy protobuf', contentType: 'application/x-protobuf', body: remoteWriteBody([{ labels: [['__name__', 'fuzz_rw'], ['job', 'fuzz']], samples: [[T0, 1.5], [T0 + 1000, 2.5]] }]) }];
+    case 'otlpMetrics application/x-protobuf':
+    case 'otlpMetricsUnderApi application/x-protobuf':
+      return [{ name: contentType, contentType, body: otlpGaugeBody('fuzz_otlp', 'fuzz', T0, 3.25, 'protobuf') }];
+    case 'otlpMetrics application/json':
+    case 'otlpMetricsUnderApi application/json':
+      return [{ name: contentType, contentType, body: otlpGaugeBody('fuzz_otlp', 'fuzz', T0, 3.25, 'json') }];
+    case 'influxWriteV1 text/plain':
+    case 'influxWriteV2 text/plain':
+      return [{ name: 'line protocol', contentType, body: Buffer.from(`fuzz_lp,host=a value=1.5 ${T0}000000\nfuzz_lp,host=b value=2i ${T0 + 1000}000000\n`) }];
     case 'describeFile application/json': return json({ file_description: 'described by the fuzz tier' });
     case 'shareFile application/json': return json({ access: 'r' });
     case 'createUser application/json': return json({ user_name: 'fuzz-made' });

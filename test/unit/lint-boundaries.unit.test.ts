@@ -35,6 +35,14 @@ describe('lint: boundaries', { timeout: 30_000 }, () => {
     expect(await rulesBroken('libs/domain/src/x.ts', "import { createHash } from 'node:crypto';\nexport const hash = createHash;\n")).toEqual([]);
   });
 
+  it('libs/protocols doing Node I/O fails; only its gunzip helper may use zlib', async () => {
+    expect(await rulesBroken('libs/protocols/src/x.ts', "import { readFileSync } from 'node:fs';\nexport const read = readFileSync;\n"))
+      .toEqual(['import/no-nodejs-modules']);
+    expect(await rulesBroken('libs/protocols/src/x.ts', "import { gunzip } from 'node:zlib';\nexport const g = gunzip;\n"))
+      .toEqual(['import/no-nodejs-modules']);
+    expect(await rulesBroken('libs/protocols/src/gunzip.ts', "import { gunzip } from 'node:zlib';\nexport const g = gunzip;\n")).toEqual([]);
+  });
+
   it('a lib importing an app fails, by name or by relative path', async () => {
     expect(await rulesBroken('libs/kafka/src/x.ts', "import { x } from '@meridian/api';\nexport const y = x;\n"))
       .toContain('import/no-restricted-paths');

@@ -21,6 +21,7 @@ import { metricsRoute } from './observability/routes.ts';
 import { apiKeyRoutes } from './accounts/api-keys-routes.ts';
 import { taskRoutes, type TaskReads } from './tasks/routes.ts';
 import { uploadRoutes, type UploadDeps } from './uploads/routes.ts';
+import { telemetryRoutes, type TelemetryDeps } from './telemetry/routes.ts';
 import { DOWNLOAD_PATH, downloadRoutes, type DownloadDeps } from './downloads/routes.ts';
 import { seriesRoute, type SeriesDeps } from './downloads/series-route.ts';
 import { eventsRoute, type EventsDeps } from './events/routes.ts';
@@ -29,7 +30,6 @@ import { fileRoutes } from './files/routes.ts';
 import { healthRoutes } from './health/routes.ts';
 import { openApiRoute } from './openapi/document-routes.ts';
 import { userRoutes } from './accounts/users-routes.ts';
-import { prometheusBasicAuth } from './prometheus/basic-auth.ts';
 import { prometheusRoutes } from './prometheus/routes.ts';
 import type { PromqlDeps } from './prometheus/execute.ts';
 
@@ -40,6 +40,8 @@ export type ApiDeps = {
   readonly accounts: AccountsCommands & { readonly ready: boolean };
   readonly tasks: TaskReads;
   readonly uploads: UploadDeps;
+  /** The telemetry protocols' routes, on the push path; absent with the push path off. */
+  readonly telemetry?: TelemetryDeps;
   /** Where metric downloads read from; the download route is mounted when given. */
   readonly download?: DownloadDeps;
   /** Where sampled series (GET /api/v1/metrics/series) read from; mounted when given. */
@@ -83,6 +85,7 @@ export function apiRoutes(deps: ApiDeps): RouteDef[] {
   const routes: RouteDef[] = [
     ...healthRoutes(deps.probes, deps.readyTimeoutMs, deps.logger),
     ...uploadRoutes(deps.uploads),
+    ...(deps.telemetry ? telemetryRoutes(deps.telemetry) : []),
     ...(deps.download ? downloadRoutes(deps.download) : []),
     ...(deps.series ? [seriesRoute(deps.series)] : []),
     ...(deps.catalog ? [catalogRoute(deps.catalog)] : []),
@@ -162,7 +165,6 @@ export function createApp(deps: ApiDeps): Koa {
   app.use(problemMiddleware(deps.logger));
   app.use(unknownMethods);
   if (deps.maxUrlBytes !== undefined) app.use(urlLengthLimit(deps.maxUrlBytes, deps.download ? [DOWNLOAD_PATH] : []));
-  if (deps.prometheus) app.use(prometheusBasicAuth);
   const router = buildRouter(deps);
   app.use(router.routes());
   app.use(router.allowedMethods());

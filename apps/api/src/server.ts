@@ -1,7 +1,7 @@
 import type Koa from 'koa';
-import { fileQuotaOf, type FileEvent, type TaskEvent } from '@meridian/domain';
+import { fileQuotaOf, type FileEvent, type PointsFact, type TaskEvent } from '@meridian/domain';
 import { createEventCodec } from '@meridian/events';
-import { appendEvents } from '@meridian/kafka';
+import { appendEvents, partitionFor } from '@meridian/kafka';
 import { AccountsStore, TasksStore } from '@meridian/platform';
 import { planExport, streamExport, type ExportDeps } from '@meridian/replay';
 import type { ApiServices } from './api-services.ts';
@@ -12,6 +12,11 @@ import { cursorSealFromSetting } from './http/cursor-seal.ts';
 import { PerUserSlots } from './http/per-user-slots.ts';
 import { createApiMetrics } from './observability/metrics.ts';
 import { jsonCheckPool } from './uploads/json-check-pool.ts';
+import { PushLog } from './uploads/push-log.ts';
+import type { SubmitDeps } from './uploads/push-submit.ts';
+import { compileLimits } from '@meridian/protocols';
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
 import { withTimeout } from '@meridian/observability';
 
 export type Api = {
@@ -50,6 +55,27 @@ async function ingestLag(services: ApiServices) {
   }
 }
 
+/**
+ * A push writer retries what Kafka answers "not yet" (a transaction started while the coordinator
+ * still completes the writer's last one: CONCURRENT_TRANSACTIONS) after this long, as Kafka's own
+ * client does, rather than after the 200 ms the other clients wait: a push's answer waits on it.
+ */
+const PUSH_FIRST_RETRY_MS = 20;
+
+/**
+ * The points and tasks topics' partition counts, read once (a push's records are placed by the
+ * producer's own rule, to know their offsets); a failed read is tried again by the next push.
+ */
+function topicPartitions(services: ApiServices): () => Promise<{ points: number; tasks: number }> {
+  let counts: Promise<{ points: number; tasks: number }> | null = null;
+  return () => {
+    counts ??= Promise.all([services.log.endOffsets(services.topics.points), services.log.endOffsets(services.topics.tasks)])
+      .then(([points, tasks]) => ({ points: points.size, tasks: tasks.size }));
+    counts.catch(() => { counts = null; });
+    return counts;
+  };
+}
+
 /** Builds the api from its services (composed in main.ts): the only place that knows them all. */
 export async function buildApi(services: ApiServices): Promise<Api> {
   const { settings, logger, log, taskReadModel } = services;
@@ -75,11 +101,54 @@ export async function buildApi(services: ApiServices): Promise<Api> {
     tasks: () => tasksStore.state,
     finishedTasks: () => tasksStore.finished,
     consumerLag: () => ingestLag(services),
+    awaitingProjection: () => tasksStore.pointsAwaitingProjection,
     folds: () => [
       { fold: 'accounts', eventsReadAtStart: accountsStore.startup?.eventsRead ?? null },
       { fold: 'tasks', eventsReadAtStart: tasksStore.eventsReadAtStart },
     ],
   });
+  // The push writers' transactional ids are this instance's: a restart under the same name fences
+  // what a dead predecessor left open. Unnamed, it is made unique: two live writers with one id would
+  // fence each other without end, and a dead one's transaction ends by its timeout anyway.
+  const instance = settings.MERIDIAN_API_INSTANCE || `${hostname().replace(/[^A-Za-z0-9._-]/g, '_')}-${randomBytes(6).toString('hex')}`;
+  const pushWriters = Array.from({ length: settings.MERIDIAN_PUSH_WRITERS }, (_, k) =>
+    log.transactional(`${settings.MERIDIAN_TOPIC_PREFIX}api-push-${instance}-${k}`, { transactionTimeoutMs: settings.MERIDIAN_PUSH_TRANSACTION_TIMEOUT_MS, firstRetryMs: PUSH_FIRST_RETRY_MS }));
+  const partitions = topicPartitions(services);
+  const pointsCodec = createEventCodec<PointsFact>();
+  const pushLog = new PushLog({
+    writers: pushWriters.map((w) => ({ transaction: () => w.transaction(), renew: async () => { await w.disconnect(); await w.connect(); } })),
+    deadlineMs: settings.MERIDIAN_KAFKA_ACK_TIMEOUT_MS,
+    topics: { points: services.topics.points, tasks: services.topics.tasks },
+    partitions,
+    pointsCodec,
+    taskCodec,
+    bytesPerPartition: settings.MERIDIAN_UPLOAD_SEND_BYTES_PER_PARTITION,
+    bytesPerTransaction: settings.MERIDIAN_UPLOAD_SEND_BYTES_PER_REQUEST,
+    logger: logger.child({ component: 'push' }),
+    committed: (pushes) => metrics.pushesCommitted(pushes),
+  });
+  const push = settings.MERIDIAN_PUSH_MAX_BYTES > 0 ? {
+    maxBytes: settings.MERIDIAN_PUSH_MAX_BYTES,
+    log: pushLog,
+    maxLagPoints: settings.MERIDIAN_PUSH_MAX_LAG_POINTS,
+    awaitingProjection: () => tasksStore.pointsAwaitingProjection,
+    pointsPartitions: async () => (await partitions()).points,
+    parse: {
+      batchPoints: settings.MERIDIAN_POINT_BATCH_SIZE,
+      maxLineLength: settings.MERIDIAN_MAX_LINE_BYTES,
+      maxColumns: settings.MERIDIAN_MAX_COLUMNS,
+      maxJsonDocumentLength: settings.MERIDIAN_MAX_JSON_DOCUMENT_BYTES,
+    },
+  } : undefined;
+  const submit: SubmitDeps = {
+    producer: () => log.writer(),
+    codec: taskCodec,
+    topic: services.topics.tasks,
+    ackTimeoutMs: settings.MERIDIAN_KAFKA_ACK_TIMEOUT_MS,
+    find: (taskId) => tasksStore.find(taskId),
+    applied: (position) => tasksStore.waitFor(position),
+    settled: async (taskId) => tasksStore.syncToEnd([partitionFor(taskId, (await partitions()).tasks)]),
+  };
   const jsonChecker = jsonCheckPool({ workers: settings.MERIDIAN_JSON_UPLOAD_CHECK_WORKERS, heapMb: settings.MERIDIAN_JSON_UPLOAD_CHECK_HEAP_MB, maxValues: settings.MERIDIAN_MAX_POINTS_PER_JSON_UPLOAD });
   const probes = [
     ...services.probes,
@@ -154,6 +223,15 @@ export async function buildApi(services: ApiServices): Promise<Api> {
       cursors,
       streams: downloads,
     },
+    ...(push ? {
+      telemetry: {
+        submit,
+        push,
+        limits: compileLimits({ maxBytes: settings.MERIDIAN_PROTOCOL_MAX_BYTES, maxSeries: settings.MERIDIAN_PROTOCOL_MAX_SERIES, maxSamples: settings.MERIDIAN_PROTOCOL_MAX_SAMPLES }),
+        maxBodyBytes: settings.MERIDIAN_PUSH_MAX_BYTES,
+        pointsCodec,
+      },
+    } : {}),
     uploads: {
       storage: services.blobs,
       limits: {
@@ -162,20 +240,14 @@ export async function buildApi(services: ApiServices): Promise<Api> {
         pointsPerJsonUpload: settings.MERIDIAN_MAX_POINTS_PER_JSON_UPLOAD,
       },
       jsonChecker,
+      ...(push ? { push } : {}),
       caps: {
         inFlight: uploadsInFlight,
         queuedTasks: settings.MERIDIAN_MAX_QUEUED_TASKS_PER_USER,
         unfinished: () => tasksStore.unfinished,
         backlog: { perUser: settings.MERIDIAN_UPLOAD_BACKLOG_PER_USER, waitMs: settings.MERIDIAN_UPLOAD_BACKLOG_WAIT_MS, untilOneEnds: (user, ms, signal) => tasksStore.ends.waitForUser(user, ms, signal) },
       },
-      submit: {
-        producer: () => log.writer(),
-        codec: taskCodec,
-        topic: services.topics.tasks,
-        ackTimeoutMs: settings.MERIDIAN_KAFKA_ACK_TIMEOUT_MS,
-        find: (taskId) => tasksStore.find(taskId),
-        applied: (position) => tasksStore.waitFor(position),
-      },
+      submit,
       metrics,
     },
     files: {
@@ -206,13 +278,16 @@ export async function buildApi(services: ApiServices): Promise<Api> {
     tasks: tasksStore,
     files,
     async start() {
+      // The push writer connects first: its id fences a transaction a predecessor under the same
+      // instance name left open, which would otherwise hold the tasks fold's catch-up until it times out.
+      for (const w of pushWriters) w.connect().catch((error: unknown) => logger.warn({ err: error }, 'a push writer could not connect yet; its first push tries again'));
       await Promise.all([accountsStore.start(), tasksStore.start()]);
       logger.info({ users: accountsStore.state.users.size, tasks: tasksStore.state.size, tasks_events_read: tasksStore.eventsReadAtStart }, 'caught up with the accounts and tasks logs');
     },
     async stop() {
       // Long-polls answer now with their task as it is, instead of holding the shutdown.
       tasksStore.ends.close();
-      await Promise.all([accountsStore.stop(), tasksStore.stop(), jsonChecker.close()]);
+      await Promise.all([accountsStore.stop(), tasksStore.stop(), jsonChecker.close(), ...pushWriters.map((w) => w.disconnect())]);
     },
   };
 }

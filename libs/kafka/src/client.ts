@@ -38,13 +38,16 @@ export function createKafka(options: KafkaOptions): Kafka {
  * The only producer configuration Meridian uses: idempotent, acks from all in-sync
  * replicas, one request in flight so retries can never reorder a key's events.
  */
-export function createProducer(kafka: Kafka, options: { transactionalId?: string } = {}): Producer {
+export function createProducer(kafka: Kafka, options: { transactionalId?: string; transactionTimeoutMs?: number; firstRetryMs?: number } = {}): Producer {
   return kafka.producer({
+    ...(options.firstRetryMs === undefined ? {} : { retry: { initialRetryTime: options.firstRetryMs, retries: 12 } }),
     idempotent: true,
     maxInFlightRequests: 1,
     createPartitioner: Partitioners.DefaultPartitioner,
-    // An upload is one transaction: give it the broker's default ceiling (transaction.max.timeout.ms).
-    ...(options.transactionalId ? { transactionalId: options.transactionalId, transactionTimeout: 900_000 } : {}),
+    // An upload is one transaction: give it the broker's default ceiling (transaction.max.timeout.ms)
+    // unless the writer's transactions are short (pushes), where a dead writer's open one should not
+    // hold its partitions' readers back that long.
+    ...(options.transactionalId ? { transactionalId: options.transactionalId, transactionTimeout: options.transactionTimeoutMs ?? 900_000 } : {}),
   });
 }
 

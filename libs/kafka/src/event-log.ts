@@ -130,9 +130,14 @@ export class KafkaEventLog implements LogRanges {
     return this.producer;
   }
 
-  /** A transactional producer with this id: a new one with the same id fences an older one's open transaction. */
-  transactional(transactionalId: string): KafkaTransactionalLog {
-    return new KafkaTransactionalLog(new TransactionalProducer(this.kafka, transactionalId));
+  /**
+   * A transactional producer with this id: a new one with the same id fences an older one's open
+   * transaction. `transactionTimeoutMs`: how long the broker lets a transaction stay open before it
+   * aborts it (900 s by default, the broker's own ceiling); `firstRetryMs`: the wait before the first
+   * retry of a retriable answer, doubling after (the client's 200 ms by default).
+   */
+  transactional(transactionalId: string, options: { transactionTimeoutMs?: number; firstRetryMs?: number } = {}): KafkaTransactionalLog {
+    return new KafkaTransactionalLog(new TransactionalProducer(this.kafka, transactionalId, () => createProducer(this.kafka, { transactionalId, ...options })));
   }
 
   consumer(options: GroupConsumerOptions): KafkaGroupConsumer {

@@ -61,6 +61,11 @@ export class TasksStore {
     return this.live.unfinished;
   }
 
+  /** Points of uploads in the log and not yet projected (LiveTasks.pointsAwaitingProjection). */
+  get pointsAwaitingProjection(): number {
+    return this.live.pointsAwaitingProjection;
+  }
+
   get ready(): boolean {
     return this.follower.ready;
   }

@@ -56,26 +56,28 @@ describe('recorded events of every schema version', () => {
 
 /**
  * A newer version of PointBatch that exists only in the test fixtures (next-schemas/): with it
- * as the newest, the recorded v1 and v2 bytes are older versions, and must still project to the
- * rows they always did. The live schemas are not touched.
+ * as the newest, the recorded v1, v2 and v3 bytes are older versions, and must still project to
+ * the rows they always did. The live schemas are not touched.
  */
 describe('an older PointBatch replays through the same projection as a newer one', () => {
-  const next = JSON.parse(readFileSync(join(FIXTURES, 'next-schemas/PointBatch/v3.avsc'), 'utf8')) as avro.Schema;
-  const v3type = avro.Type.forSchema(next);
-  const v3: SchemaVersion = { name: 'PointBatch', version: 3, type: v3type, fingerprint: fingerprintOf(v3type) };
-  const withNext = new SchemaRegistry([...registry.names().flatMap((n) => registry.versionsOf(n)), v3]);
+  const next = JSON.parse(readFileSync(join(FIXTURES, 'next-schemas/PointBatch/v4.avsc'), 'utf8')) as avro.Schema;
+  const v4type = avro.Type.forSchema(next);
+  const v4: SchemaVersion = { name: 'PointBatch', version: 4, type: v4type, fingerprint: fingerprintOf(v4type) };
+  const withNext = new SchemaRegistry([...registry.names().flatMap((n) => registry.versionsOf(n)), v4]);
   const nextCodec = createEventCodec<PointsFact>(withNext);
   const v1 = JSON.parse(readFileSync(join(FIXTURES, 'PointBatch/v1.json'), 'utf8')) as EventFixture;
 
   const v2 = JSON.parse(readFileSync(join(FIXTURES, 'PointBatch/v2.json'), 'utf8')) as EventFixture;
+  const v3 = JSON.parse(readFileSync(join(FIXTURES, 'PointBatch/v3.json'), 'utf8')) as EventFixture;
 
-  it('the v1 and v2 bytes decode into v3 with the new fields at their defaults', () => {
-    expect(existsSync(join(SCHEMAS_DIR, 'PointBatch/v3.avsc')), 'this test assumes the live PointBatch is v2').toBe(false);
-    expect(nextCodec.decode(Buffer.from(v1.bytes, 'base64'))).toEqual({ type: 'PointBatch', ...(fromFixtureJson(v1.value) as object), stage: null, source_row: null });
-    expect(nextCodec.decode(Buffer.from(v2.bytes, 'base64'))).toEqual({ type: 'PointBatch', ...(fromFixtureJson(v2.value) as object), source_row: null });
+  it('the v1, v2 and v3 bytes decode into v4 with the new fields at their defaults', () => {
+    expect(existsSync(join(SCHEMAS_DIR, 'PointBatch/v4.avsc')), 'this test assumes the live PointBatch is v3').toBe(false);
+    expect(nextCodec.decode(Buffer.from(v1.bytes, 'base64'))).toEqual({ type: 'PointBatch', ...(fromFixtureJson(v1.value) as object), stage: null, names: [], name_index: [], source_row: null });
+    expect(nextCodec.decode(Buffer.from(v2.bytes, 'base64'))).toEqual({ type: 'PointBatch', ...(fromFixtureJson(v2.value) as object), names: [], name_index: [], source_row: null });
+    expect(nextCodec.decode(Buffer.from(v3.bytes, 'base64'))).toEqual({ type: 'PointBatch', ...(fromFixtureJson(v3.value) as object), source_row: null });
   });
 
-  it('v1 and v3 events become the same rows through the projector\'s decisions and Native encoding', () => {
+  it('v1 and v4 events become the same rows through the projector\'s decisions and Native encoding', () => {
     const fromV1 = nextCodec.decode(Buffer.from(v1.bytes, 'base64'));
     const fromV3 = nextCodec.decode(nextCodec.encode({ ...(fromV1 as object), source_row: 17 } as unknown as PointsFact));
     const rows = (fact: PointsFact, offset: number) => {

@@ -20,6 +20,8 @@ export type ApiMetrics = {
   readonly observeRequests: (ctx: Context, next: Next) => Promise<void>;
   /** Called on each 202 of an upload route. `points` is known for JSON uploads only (files are parsed by ingest). */
   uploadAccepted(source: UploadSource, bytes: number, points?: number): void;
+  /** Called on each committed transaction of pushes, with how many pushes it held. */
+  pushesCommitted(pushes: number): void;
 };
 
 export type FinishedTasksTally = { readonly succeeded: number; readonly failed: number; readonly points: number };
@@ -35,6 +37,8 @@ export type ApiMetricsOptions = {
   readonly consumerLag?: () => Promise<ReadonlyArray<{ group: string; topic: string; partition: number; lag: number }>>;
   /** The folded logs (accounts, tasks, files): events each read at start after its snapshot (tasks: after the read model's positions), once caught up. */
   readonly folds?: () => ReadonlyArray<{ readonly fold: string; readonly eventsReadAtStart: number | null }>;
+  /** Points of uploads in the log and not yet projected (what MERIDIAN_PUSH_MAX_LAG_POINTS bounds), read at each scrape. */
+  readonly awaitingProjection?: () => number;
   /** The clock, for ages (tests pass their own). */
   readonly now?: () => number;
 };
@@ -88,6 +92,27 @@ export function createApiMetrics(options: ApiMetricsOptions = {}): ApiMetrics {
       this.inc(unhandledRejections());
     },
   });
+  const pushTransactions = new Counter({
+    name: 'meridian_push_transactions_total',
+    help: 'Transactions of pushes committed: pushes arriving together share one (meridian_pushes_committed_total over this is how many on average).',
+    registers: [registry],
+  });
+  const pushesCommitted = new Counter({
+    name: 'meridian_pushes_committed_total',
+    help: 'Pushes (small JSON uploads decided in the api) committed to the event log.',
+    registers: [registry],
+  });
+  const awaitingProjection = options.awaitingProjection;
+  if (awaitingProjection) {
+    new Gauge({
+      name: 'meridian_points_awaiting_projection',
+      help: 'Points of uploads in the event log and not yet stored in ClickHouse, as this process\'s tasks fold counts them; pushes get 429 past MERIDIAN_PUSH_MAX_LAG_POINTS.',
+      registers: [registry],
+      collect() {
+        this.set(awaitingProjection());
+      },
+    });
+  }
   for (const source of ['json_body', 'file'] as const) {
     uploads.inc({ source }, 0);
     uploadBytes.inc({ source }, 0);
@@ -182,6 +207,10 @@ export function createApiMetrics(options: ApiMetricsOptions = {}): ApiMetrics {
       uploads.inc({ source });
       uploadBytes.inc({ source }, bytes);
       if (points !== undefined) uploadPoints.inc(points);
+    },
+    pushesCommitted(pushes) {
+      pushTransactions.inc();
+      pushesCommitted.inc(pushes);
     },
   };
 }

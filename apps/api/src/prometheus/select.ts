@@ -1,4 +1,4 @@
-import { canRead, parseSeriesName, type CatalogSeries, type Labels, type UserRecord } from '@meridian/domain';
+import { canRead, seriesLabels, type CatalogSeries, type Labels, type UserRecord } from '@meridian/domain';
 import type { MetricCatalog } from '../catalog/routes.ts';
 
 /** A series the caller may read, with its catalog extent (first and last point, epoch ms). */
@@ -15,7 +15,7 @@ function labelsOf(name: string): Labels {
   let labels = parsed.get(name);
   if (!labels) {
     if (parsed.size >= MAX_PARSED) parsed.clear();
-    parsed.set(name, (labels = parseSeriesName(name)));
+    parsed.set(name, (labels = seriesLabels(name)));
   }
   return labels;
 }

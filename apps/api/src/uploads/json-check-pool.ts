@@ -1,9 +1,13 @@
 import { Worker } from 'node:worker_threads';
 import { DomainError } from '@meridian/domain';
 import type { JsonUploadCheck } from './json-upload-check.ts';
+import type { PushDecision, PushRequest } from './push-decision.ts';
 
-/** A JSON upload body checked off the event loop: the body (handed back), its SHA-256 and what checkJsonUpload found. */
-export type CheckedJsonUpload = { readonly body: Buffer; readonly sha256: Buffer; readonly check: JsonUploadCheck };
+/**
+ * A JSON upload body checked off the event loop: the body (handed back), its SHA-256, what
+ * checkJsonUpload found and, when it was asked to decide a push and the check passed, the push's decision.
+ */
+export type CheckedJsonUpload = { readonly body: Buffer; readonly sha256: Buffer; readonly check: JsonUploadCheck; readonly decision: PushDecision | null };
 
 export type JsonUploadChecker = {
   /**
@@ -11,7 +15,7 @@ export type JsonUploadChecker = {
    * 16 MiB holds the event loop about 100 ms): the Buffer passed in may be emptied; use the
    * one in the answer.
    */
-  check(body: Buffer): Promise<CheckedJsonUpload>;
+  check(body: Buffer, push?: PushRequest): Promise<CheckedJsonUpload>;
   /** Ends every worker; checks still waiting are refused with 503. */
   close(): Promise<void>;
 };
@@ -25,7 +29,7 @@ export type JsonCheckPoolOptions = {
   readonly maxValues: number;
 };
 
-type Job = { readonly body: Buffer; resolve(result: CheckedJsonUpload): void; reject(error: unknown): void };
+type Job = { readonly body: Buffer; readonly push: PushRequest | null; resolve(result: CheckedJsonUpload): void; reject(error: unknown): void };
 
 const workerUrl = new URL('./json-check-worker.ts', import.meta.url);
 
@@ -68,10 +72,11 @@ export function jsonCheckPool(options: JsonCheckPoolOptions): JsonUploadChecker 
       }
       next();
     };
-    const onMessage = (result: { bytes: Uint8Array; sha256: Uint8Array; check: JsonUploadCheck }) => done(() => job.resolve({
+    const onMessage = (result: { bytes: Uint8Array; sha256: Uint8Array; check: JsonUploadCheck; decision: PushDecision | null }) => done(() => job.resolve({
       body: Buffer.from(result.bytes.buffer, result.bytes.byteOffset, result.bytes.byteLength),
       sha256: Buffer.from(result.sha256.buffer, result.sha256.byteOffset, result.sha256.byteLength),
       check: result.check,
+      decision: result.decision,
     }), true);
     // A worker that dies on a body (out of its heap) is the body's fault: 413, never a 500.
     const onError = (error: Error & { code?: string }) => done(() => job.reject(error.code === 'ERR_WORKER_OUT_OF_MEMORY'
@@ -82,7 +87,7 @@ export function jsonCheckPool(options: JsonCheckPoolOptions): JsonUploadChecker 
     worker.once('error', onError);
     worker.once('exit', onExit);
     const bytes = ownsItsMemory(job.body) ? job.body : new Uint8Array(job.body); // a pooled small Buffer shares its memory: copy it
-    worker.postMessage(bytes, [bytes.buffer as ArrayBuffer]);
+    worker.postMessage({ bytes, push: job.push }, [bytes.buffer as ArrayBuffer]);
   }
 
   function next(): void {
@@ -99,10 +104,10 @@ export function jsonCheckPool(options: JsonCheckPoolOptions): JsonUploadChecker 
   }
 
   return {
-    check(body) {
+    check(body, push) {
       if (closed) return Promise.reject(new DomainError('unavailable', 'the api is stopping'));
       return new Promise((resolve, reject) => {
-        waiting.push({ body, resolve, reject });
+        waiting.push({ body, push: push ?? null, resolve, reject });
         next();
       });
     },

@@ -7,45 +7,30 @@ import {
   canWriteSomeMetric,
   DomainError,
   metricNameProblem,
-  uploadRequest,
   validationError,
-  type LogWriter,
   type MetricsUploadRequested,
   type Position,
-  type Task,
-  type TaskEvent,
   type UnfinishedTasks,
   type UserRecord,
 } from '@meridian/domain';
-import type { EventCodec } from '@meridian/events';
 import { appendEvents } from '@meridian/kafka';
 import { withTimeout } from '@meridian/observability';
 import { STAGING_PREFIX } from '@meridian/storage';
 import type { BlobStore } from '../blob-store.ts';
 import type { PerUserSlots } from '../http/per-user-slots.ts';
 import { holdOpen } from '../http/hold-open.ts';
+import { OneAtATime } from '../http/one-at-a-time.ts';
 import { defineRoute, type RouteDef } from '../http/route.ts';
 import type { ApiMetrics } from '../observability/metrics.ts';
 import type { JsonUploadChecker } from './json-check-pool.ts';
 import { jsonUploadText } from './json-upload.ts';
 import { readBody, tooLarge } from './read-body.ts';
 import { assertDeclaredSize, discard, isMultipart, mayDiscard, stageBody, stageBytes, stageForm, type FileLimit } from './stage-file.ts';
+import { assertSameUpload, submitPush, type PushDeps, type SubmitDeps } from './push-submit.ts';
 
 // Accepting an upload, JSON body or file: checked (caps, access, shape), its bytes staged, its
 // command durably in the tasks log (submitUpload, below), then 202 with the task to follow.
 // The ingest worker runs the command (apps/ingest/src/uploads/upload-commands.ts).
-
-/** What writing an upload's command to the tasks log needs. */
-export type SubmitDeps = {
-  readonly producer: () => Promise<LogWriter>;
-  readonly codec: EventCodec<TaskEvent>;
-  readonly topic: string;
-  readonly ackTimeoutMs: number;
-  /** The task: in memory while unfinished (or finished a moment ago), else from the tasks read model. */
-  readonly find: (taskId: string) => Promise<Task | undefined>;
-  /** Resolves once this process has folded the event at `position`. */
-  readonly applied: (position: Position | null) => Promise<void>;
-};
 
 type UploadCommand = Omit<MetricsUploadRequested, 'type' | 'task_id'>;
 
@@ -66,6 +51,8 @@ type UploadCaps = {
 
 export type UploadDeps = {
   readonly submit: SubmitDeps;
+  /** Absent: every upload is staged for the ingest worker. */
+  readonly push?: PushDeps;
   readonly storage: BlobStore;
   readonly limits: UploadLimits;
   /** Parses and hashes JSON upload bodies off the event loop (uploads/json-check-pool.ts). */
@@ -143,6 +130,9 @@ async function untilBacklogRoom(ctx: Context, backlog: UploadCaps['backlog'], us
 }
 
 export function uploadRoutes(deps: UploadDeps): RouteDef[] {
+  // Pushes under one Idempotency-Key, one at a time: a push's points are in the log once it is
+  // written, so the second of two concurrent ones must find the first's task before it writes.
+  const keyedPushes = new OneAtATime();
   const common = (user: UserRecord, idempotency: string | undefined) => ({ user_name: user.user_name, at: Date.now(), idempotency_key: idempotency ?? null });
   /**
    * Runs an upload under the user's caps, checked before its body is read: a new task past the
@@ -150,9 +140,9 @@ export function uploadRoutes(deps: UploadDeps): RouteDef[] {
    * the in-flight cap, is refused with 429; a new task while the user's backlog is full waits for
    * one of their tasks to end (untilBacklogRoom). The slot is held until the handler is done.
    */
-  const capped = async (ctx: Context, user: UserRecord, taskId: string, receive: () => Promise<void>) => {
+  const capped = async (ctx: Context, user: UserRecord, taskId: string, receive: () => Promise<void>, waitsInBacklog = true) => {
     if (!deps.caps) return receive();
-    const release = await admit(ctx, deps.caps, user, taskId);
+    const release = await admit(ctx, deps.caps, user, taskId, waitsInBacklog);
     try {
       await receive();
     } finally {
@@ -172,7 +162,7 @@ export function uploadRoutes(deps: UploadDeps): RouteDef[] {
     if (outcome === 'repeated') await discard(deps.storage, command.staged_object);
     return outcome;
   };
-  const admit = async (ctx: Context, caps: UploadCaps, user: UserRecord, taskId: string) => {
+  const admit = async (ctx: Context, caps: UploadCaps, user: UserRecord, taskId: string, waitsInBacklog: boolean) => {
     // A refusal here comes before the body is read: problemMiddleware closes the connection.
     // Only a user at the cap (or at the backlog) pays for the lookup of the task (memory, else
     // the read model), once: a retry of a task that exists is no new task.
@@ -187,7 +177,7 @@ export function uploadRoutes(deps: UploadDeps): RouteDef[] {
     // The slot first: the uploads one user has waiting for room are bounded by it too.
     const release = caps.inFlight.acquire(user.user_name);
     try {
-      if (unfinished() >= caps.backlog.perUser && !(await exists())) await untilBacklogRoom(ctx, caps.backlog, user.user_name, unfinished);
+      if (waitsInBacklog && unfinished() >= caps.backlog.perUser && !(await exists())) await untilBacklogRoom(ctx, caps.backlog, user.user_name, unfinished);
     } catch (refusal) {
       release();
       throw refusal;
@@ -201,27 +191,43 @@ export function uploadRoutes(deps: UploadDeps): RouteDef[] {
       path: '/api/v1/metrics/upload',
       operationId: 'uploadMetricsJson',
       summary: 'Upload metric values as JSON (background task)',
-      description: 'The body is JSON, sent as application/json or — as the seed\'s sample request does — declared multipart/form-data with the JSON text as the body. The shape is checked here; every value is validated by the task (all or nothing unless on_error=skip). Answers 202 only once the command is durably in the event log. ' + BACKLOG_DOC,
+      description: 'The body is JSON, sent as application/json or — as the seed\'s sample request does — declared multipart/form-data with the JSON text as the body. A body of at most MERIDIAN_PUSH_MAX_BYTES (1 MiB) is a push: every value is validated here, an invalid row (on_error=fail) is answered 400 naming the rows and nothing is stored, and 202 comes once its points and task are durably in the event log; past MERIDIAN_PUSH_MAX_LAG_POINTS points not yet stored, 429. A larger body is staged: its shape is checked here, every value by the task (all or nothing unless on_error=skip), and 202 comes once the command is durably in the event log. ' + BACKLOG_DOC + ' (Staged uploads only: a push waits in no backlog.)',
       tags: ['metrics'],
       auth: 'user',
       query: z.object({ on_error: onError }),
       headers: uploadHeaders,
       requestBodyDoc: { contentTypes: { 'application/json': jsonUploadBody, 'multipart/form-data': jsonUploadBody } },
       responses: { 202: { description: 'Accepted; follow the task', schema: taskAccepted, example: { task_id: '4a3c6f8e-0f5e-4d1a-9a53-3c1f0e9b2d7a' } } },
-      problems: ['forbidden', 'payload_too_large', 'conflict', 'too_many', 'unavailable'],
+      problems: ['validation', 'forbidden', 'payload_too_large', 'conflict', 'too_many', 'unavailable'],
       streaming: true,
       handler: async (ctx, { query, headers, user }) => {
         const idempotency = headers['idempotency-key'];
         assertMayUpload(user);
         const taskId = taskIdFor(user.user_name, idempotency ?? null);
+        const push = deps.push;
+        // A push waits in no backlog: it queues nothing in front of the ingest worker (its bound is the projector's lag).
+        const declared = ctx.get('Content-Length');
+        const likelyPush = push !== undefined && declared !== '' && Number(declared) <= push.maxBytes;
         await capped(ctx, user, taskId, async () => {
+          const text = await jsonUploadText(await readBody(ctx.req, deps.limits.jsonBodyBytes), ctx.get('Content-Type'));
+          const at = Date.now();
+          const pushRequest = push !== undefined && text.length <= push.maxBytes
+            ? { task_id: taskId, at, on_error: query.on_error, user, pointsPartitions: await pointsPartitions(push), ...push.parse }
+            : undefined;
           // Parsed and hashed on a worker thread: a 16 MiB body must not hold every other request.
-          const { body: raw, sha256, check } = await deps.jsonChecker.check(await jsonUploadText(await readBody(ctx.req, deps.limits.jsonBodyBytes), ctx.get('Content-Type')));
+          const { body: raw, sha256, check, decision } = await deps.jsonChecker.check(text, pushRequest);
           if (check.kind === 'invalid') throw validationError(check.message, check.errors);
           if (check.kind === 'too_many_values') {
             throw new DomainError('payload_too_large', `at most ${deps.limits.pointsPerJsonUpload} values per JSON upload; send larger sets as a file to /api/v1/metrics_file_upload`);
           }
           assertWritable(user, check.metric_name, 'body.metric_name');
+          if (push !== undefined && decision !== null) {
+            const pushed = { task_id: taskId, user_name: user.user_name, at, metric_name: check.metric_name, on_error: query.on_error, source: 'json_body', payload_bytes: raw.length, payload_sha256: sha256, idempotency_key: idempotency ?? null };
+            const outcome = idempotency === undefined ? await submitPush(deps.submit, push, pushed, decision) : await keyedPushes.run(taskId, () => submitPush(deps.submit, push, pushed, decision));
+            if (outcome === 'written') deps.metrics?.uploadAccepted('json_body', raw.length, check.values);
+            accepted(ctx, taskId);
+            return;
+          }
           // Staged like a file: the command carries only the reference, so reading the tasks log stays cheap.
           const stagedKey = stagedUploadKey(taskId);
           await stageBytes(deps.storage, stagedKey, raw);
@@ -238,7 +244,7 @@ export function uploadRoutes(deps: UploadDeps): RouteDef[] {
           const outcome = await submitStaged(taskId, command);
           if (outcome === 'written') deps.metrics?.uploadAccepted('json_body', raw.length, check.values);
           accepted(ctx, taskId);
-        });
+        }, !likelyPush);
       },
     }),
     defineRoute({
@@ -344,8 +350,11 @@ async function submitUpload(deps: SubmitDeps, task_id: string, command: UploadCo
   return 'written';
 }
 
-function assertSameUpload(task: Task, command: UploadCommand): void {
-  if (task.user_name !== command.user_name || task.payload_sha256 !== command.payload_sha256.toString('hex') || task.upload_request !== uploadRequest(command)) {
-    throw new DomainError('conflict', 'this Idempotency-Key was used for a different upload (body or parameters)');
+async function pointsPartitions(push: PushDeps): Promise<number> {
+  try {
+    return await push.pointsPartitions();
+  } catch (cause) {
+    throw new DomainError('unavailable', 'the event log is not reachable; the upload was not accepted, retry later with the same Idempotency-Key', [], { cause });
   }
 }
+

@@ -1,26 +1,29 @@
 import { randomBytes } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import {
+  batchKey,
   decideUpload,
+  decideWholeUpload,
+  pointBatchOf,
+  type DecidedUpload,
   parseUploadBatches,
   STAGE_HEADER,
   rowsRead,
   startUpload,
-  type ColumnBatch,
   type LogMessage,
   type LogWriter,
   type MetricsUploadRequested,
-  type PointBatch,
   type PointsFact,
   type TransactionalLog,
   type UploadComplete,
   type UploadFact,
   type UploadFailed,
   type UploadSealed,
+  type UploadStart,
   type UserRecord,
 } from '@meridian/domain';
 import type { EventCodec } from '@meridian/events';
-import type { Topics } from '@meridian/kafka';
+import { partitionFor, type Topics } from '@meridian/kafka';
 import type { Logger } from '@meridian/observability';
 import { commandFailure } from '@meridian/retry';
 import type { BlobStore } from '../blob-store.ts';
@@ -142,8 +145,13 @@ function parseOptionsOf(cmd: MetricsUploadRequested, limits: UploadLimits) {
   };
 }
 
-const pointBatchOf = (cmd: MetricsUploadRequested, b: ColumnBatch, stage?: string): PointBatch => ({
-  type: 'PointBatch', task_id: cmd.task_id, metric_name: b.metric_name, updated_at: cmd.at, timestamps: b.timestamps, values: b.values, ...(stage === undefined ? {} : { stage }),
+/** How an upload's run starts: its batches hold the metrics of one points partition each. */
+const uploadStart = (cmd: MetricsUploadRequested, deps: UploadCommandsDeps): UploadStart => ({
+  on_error: cmd.on_error,
+  user: () => deps.user(cmd.user_name),
+  batchPoints: deps.batchPoints,
+  maxBufferedPoints: deps.maxBufferedPoints,
+  groupOf: (name) => partitionFor(name, deps.pointsPartitions),
 });
 
 const senderOptions = (deps: UploadCommandsDeps) => ({
@@ -168,7 +176,7 @@ const senderOptions = (deps: UploadCommandsDeps) => ({
 async function runUpload(cmd: MetricsUploadRequested, at: CommandPosition, producer: TransactionalLog, deps: UploadCommandsDeps, heartbeat: () => Promise<void>): Promise<'succeeded' | 'failed'> {
   const log = deps.logger.child({ task_id: cmd.task_id });
   const now = () => Date.now();
-  const run = startUpload({ on_error: cmd.on_error, user: () => deps.user(cmd.user_name), batchPoints: deps.batchPoints, maxBufferedPoints: deps.maxBufferedPoints });
+  const run = startUpload(uploadStart(cmd, deps));
   const tx = await producer.transaction();
   // The command's offset joins the transaction first, while the body is being opened: two round
   // trips off the command's path, and the transaction holds the tasks partition (whose committed
@@ -192,9 +200,9 @@ async function runUpload(cmd: MetricsUploadRequested, at: CommandPosition, produ
       if (fact.type !== 'BatchReady') return fact;
       if (staging === undefined) staging = inputEnded || deps.stage === null || !(await deps.mayStage(cmd.payload_bytes)) ? null : new StageWriter(deps.stage, { taskId: cmd.task_id, attempt: randomBytes(8).toString('hex'), batchRows: deps.stageBatchRows, finishTimeoutMs: deps.stageFinishTimeoutMs, heartbeat }, log);
       const b = fact.batch;
-      const batch = pointBatchOf(cmd, b, staging?.attempt);
+      const batch = pointBatchOf(cmd.task_id, cmd.at, b, staging?.attempt);
       const value = deps.pointsCodec.encode(batch);
-      await sender.send(b.metric_name, value, b.timestamps.length, staging === null ? undefined : { batch, headers: { [STAGE_HEADER]: staging.attempt } });
+      await sender.send(batchKey(b), value, b.timestamps.length, staging === null ? undefined : { batch, headers: { [STAGE_HEADER]: staging.attempt } });
       // At ClickHouse's pace while the stages fall behind: a stage given up costs a refill at its seal.
       await staging?.room();
     }
@@ -288,34 +296,16 @@ function uploadEnd(
   return { seals, parsed };
 }
 
-/** A small upload parsed whole: how it ends and, when it succeeds, its batches (held in memory: a JSON body's at most). */
-type ParsedWhole = { readonly end: UploadComplete | UploadFailed; readonly batches: readonly ColumnBatch[] };
-
 /** Reads and decides a small upload to its end before anything of it is sent; past a limit it fails, as a large one does. */
-async function parseWhole(cmd: MetricsUploadRequested, deps: UploadCommandsDeps): Promise<ParsedWhole> {
-  const run = startUpload({ on_error: cmd.on_error, user: () => deps.user(cmd.user_name), batchPoints: deps.batchPoints, maxBufferedPoints: deps.maxBufferedPoints });
-  const batches: ColumnBatch[] = [];
-  const take = (facts: readonly UploadFact[]): UploadComplete | UploadFailed | null => {
-    for (const fact of facts) {
-      if (fact.type !== 'BatchReady') return fact;
-      batches.push(fact.batch);
-    }
-    return null;
-  };
-  const ended = (end: UploadComplete | UploadFailed): ParsedWhole => ({ end, batches: end.type === 'UploadFailed' ? [] : batches });
+async function parseWhole(cmd: MetricsUploadRequested, deps: UploadCommandsDeps): Promise<DecidedUpload> {
   let source: Readable | null = null;
   const budget = timeBudget(deps.limits, () => source);
   try {
     source = await openUploadBytes(cmd, deps.storage);
-    for await (const items of parseUploadBatches(gunzipIfNeeded(source, deps.limits), parseOptionsOf(cmd, deps.limits))) {
-      budget.check();
-      const end = take(decideUpload(run, { type: 'ItemsParsed', items }));
-      if (end !== null) return ended(end);
-    }
-    return ended(take(decideUpload(run, { type: 'InputEnded' }))!); // the end of the input always ends the upload
-  } catch (error) {
-    if (!(error instanceof UploadLimitExceeded)) throw error;
-    return ended(decideUpload(run, { type: 'LimitReached', reason: error.message })[0] as UploadFailed);
+    return await decideWholeUpload(gunzipIfNeeded(source, deps.limits), uploadStart(cmd, deps), parseOptionsOf(cmd, deps.limits), {
+      between: () => budget.check(),
+      limitReason: (error) => (error instanceof UploadLimitExceeded ? error.message : null),
+    });
   } finally {
     budget.end();
     source?.destroy();
@@ -351,7 +341,7 @@ async function runUploadGroup(items: ReadonlyArray<{ readonly cmd: MetricsUpload
         continue;
       }
       const before = new Map([...sender.counts].map(([partition, count]) => [partition, { ...count }]));
-      for (const b of batches) await sender.send(b.metric_name, deps.pointsCodec.encode(pointBatchOf(cmd, b)), b.timestamps.length);
+      for (const b of batches) await sender.send(batchKey(b), deps.pointsCodec.encode(pointBatchOf(cmd.task_id, cmd.at, b)), b.timestamps.length);
       // What this upload added to each partition the sender counts.
       const written = new Map([...sender.counts]
         .map(([partition, count]): [number, PartitionCount] => [partition, { points: count.points - (before.get(partition)?.points ?? 0), batches: count.batches - (before.get(partition)?.batches ?? 0) }])

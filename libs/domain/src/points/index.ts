@@ -5,3 +5,5 @@ export { parseValueText, valueProblem } from './value.ts';
 export type { ValueResult } from './value.ts';
 export { DEFAULT_MAX_LINE_LENGTH } from './line-reader.ts';
 export { DEFAULT_MAX_COLUMNS } from './csv-reader.ts';
+export { compareCodePoints, escapeLabelValue, labelNameProblem, parseSeriesName, seriesName } from './series-name.ts';
+export type { Label, ParsedSeriesName, SeriesNameResult } from './series-name.ts';

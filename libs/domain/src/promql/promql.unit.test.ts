@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseSeriesName } from '../series/canonical.ts';
+import { seriesLabels as parseSeriesName } from '../series/canonical.ts';
 import { evalInstant, evalRange, type Fetched, type SeriesData } from './eval.ts';
 import { formatValue, queryData } from './format.ts';
 import { parseInstantParams, parseRangeParams, parseTimeMs } from './params.ts';

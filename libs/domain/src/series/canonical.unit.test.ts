@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { formatSeriesName, parseSeriesName } from './canonical.ts';
+import { seriesName } from '../points/series-name.ts';
+import { seriesLabels as parseSeriesName } from './canonical.ts';
 
 describe('canonical series names', () => {
   it('reads a bare name as __name__ alone', () => {
@@ -28,7 +29,6 @@ describe('canonical series names', () => {
     ['an empty value', 'm{a=""}'],
     ['empty braces', 'm{}'],
     ['no name before the braces', '{a="1"}'],
-    ['a name Prometheus would quote', 'cpu load{a="1"}'],
     ['a label name Prometheus would quote', 'm{a-b="1"}'],
     ['__name__ among the labels', 'm{__name__="x"}'],
     ['an unknown escape', 'm{a="\\t"}'],
@@ -41,15 +41,19 @@ describe('canonical series names', () => {
     expect(parseSeriesName(name)).toEqual([['__name__', name]]);
   });
 
+  it('reads every name the protocols\' writer writes, whatever its metric name', () => {
+    expect(parseSeriesName('cpu load{a="1"}')).toEqual([['__name__', 'cpu load'], ['a', '1']]);
+    expect(parseSeriesName('http.server.duration{le="0.5"}')).toEqual([['__name__', 'http.server.duration'], ['le', '0.5']]);
+  });
+
   it('reads any other string whole as the metric name', () => {
     expect(parseSeriesName('cpu:load')).toEqual([['__name__', 'cpu:load']]);
     expect(parseSeriesName('sensor 7 / temp °C')).toEqual([['__name__', 'sensor 7 / temp °C']]);
   });
 
-  it('formats sorted, escaped, without empty values, and round-trips', () => {
-    const name = formatSeriesName([['job', 'a"b'], ['__name__', 'm'], ['env', ''], ['b', 'x\\y\nz']]);
-    expect(name).toBe('m{b="x\\\\y\\nz",job="a\\"b"}');
-    expect(formatSeriesName(parseSeriesName(name))).toBe(name);
-    expect(formatSeriesName([['__name__', 'm']])).toBe('m');
+  it('round-trips what the writer writes', () => {
+    const written = seriesName('m', [['job', 'a"b'], ['env', ''], ['b', 'x\\y\nz']]);
+    expect(written).toMatchObject({ ok: true, name: 'm{b="x\\\\y\\nz",job="a\\"b"}' });
+    expect(parseSeriesName((written as { name: string }).name)).toEqual([['__name__', 'm'], ['b', 'x\\y\nz'], ['job', 'a"b']]);
   });
 });

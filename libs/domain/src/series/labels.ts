@@ -3,7 +3,8 @@
  * metric name under `__name__`. Every label here has a non-empty value: in Prometheus an empty
  * value is the same as no label.
  */
-export type Label = readonly [name: string, value: string];
+import type { Label } from '../points/series-name.ts';
+
 export type Labels = readonly Label[];
 
 export const METRIC_NAME = '__name__';

@@ -1,4 +1,4 @@
-import type { MetricsUploadRequested } from '../uploads/events.ts';
+import type { MetricsUploadRequested, OnError } from '../uploads/events.ts';
 import type { FileDefinitionRequested, FileDefinitionSucceeded } from '../files/events.ts';
 
 /** Task lifecycle events on the tasks topic, keyed by task_id, beside the commands that start tasks. */
@@ -22,6 +22,31 @@ export type UploadParsed = {
   readonly partitions: readonly number[];
   readonly metrics: readonly string[];
   readonly at: number;
+};
+/**
+ * A push: a small upload decided in the api, the command and its outcome in one event, written in
+ * one transaction with its point batches and their seals. No worker runs it; its task waits only
+ * for the listed points partitions to be projected.
+ */
+export type MetricsPushed = {
+  readonly type: 'MetricsPushed';
+  readonly task_id: string;
+  readonly user_name: string;
+  /** Accepted at (epoch ms); every point's updated_at. */
+  readonly at: number;
+  readonly metric_name: string | null;
+  readonly on_error: OnError;
+  /** What was pushed: json_body, or a wire protocol's name. */
+  readonly source: string;
+  readonly payload_bytes: number;
+  readonly payload_sha256: Buffer;
+  readonly idempotency_key: string | null;
+  readonly rows_total: number;
+  readonly points_accepted: number;
+  readonly rows_rejected: number;
+  readonly errors: readonly RowError[];
+  readonly partitions: readonly number[];
+  readonly metrics: readonly string[];
 };
 export type UploadSegmentProjected = { readonly type: 'UploadSegmentProjected'; readonly task_id: string; readonly partition: number; readonly at: number };
 export type TaskFailed = {
@@ -61,8 +86,8 @@ export type RebuildSucceeded = {
   readonly at: number;
 };
 
-export type TaskEvent = MetricsUploadRequested | TaskStarted | TaskReleased | TaskProgress | UploadParsed | UploadSegmentProjected | TaskFailed
+export type TaskEvent = MetricsUploadRequested | MetricsPushed | TaskStarted | TaskReleased | TaskProgress | UploadParsed | UploadSegmentProjected | TaskFailed
   | FileDefinitionRequested | FileDefinitionSucceeded | RebuildRequested | RebuildSucceeded;
 
-/** The events that create a task. */
-export type TaskCommand = MetricsUploadRequested | FileDefinitionRequested | RebuildRequested;
+/** The events that create a task: commands a worker runs, and pushes, which arrive decided. */
+export type TaskCommand = MetricsUploadRequested | MetricsPushed | FileDefinitionRequested | RebuildRequested;

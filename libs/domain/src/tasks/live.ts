@@ -1,15 +1,18 @@
 import type { TaskCommand, TaskEvent } from './events.ts';
 import { finishedStatus, type TaskRow } from './read-model.ts';
-import { initialTasks, taskTransitions, type Task, type TasksState } from './state.ts';
+import { initialTasks, isTaskCommand, taskTransitions, type Task, type TasksState } from './state.ts';
 import { applyTaskEventCounting, type UnfinishedTasks } from './unfinished.ts';
 
 export type PositionedEvent = { readonly event: TaskEvent; readonly partition: number; readonly offset: number };
 
-const isCommand = (e: TaskEvent): e is TaskCommand =>
-  e.type === 'MetricsUploadRequested' || e.type === 'FileDefinitionRequested' || e.type === 'RebuildRequested';
+const isCommand = isTaskCommand;
 
 /** Whether a command may repeat the task id of an earlier one: all but an upload sent without an Idempotency-Key. */
-const mayRepeat = (e: TaskCommand): boolean => !(e.type === 'MetricsUploadRequested' && e.idempotency_key === null);
+const mayRepeat = (e: TaskCommand): boolean => !((e.type === 'MetricsUploadRequested' || e.type === 'MetricsPushed') && e.idempotency_key === null);
+
+/** Points of a task that are in the log and not yet projected: an upload parsed (or pushed) and still running. */
+const awaitingProjection = (task: Task | undefined): number =>
+  task !== undefined && task.status === 'running' && task.kind === 'metrics_upload' && task.result !== null ? task.result.points_accepted ?? 0 : 0;
 
 /**
  * The tasks fold bounded by what is live: queued and running tasks, and finished ones until the
@@ -25,6 +28,11 @@ export class LiveTasks {
   readonly state: TasksState = initialTasks();
   /** User → queued or running tasks, moved by the same events (the queued-tasks cap reads it). */
   readonly unfinished: UnfinishedTasks = new Map();
+  /**
+   * Points of every user's uploads that are in the log and not yet projected: how far the points
+   * projector is behind what was accepted (pushes are refused past a bound of it).
+   */
+  pointsAwaitingProjection = 0;
   /** Task → offset of the last event applied to it: a re-read event at or below is skipped. */
   private readonly offsets = new Map<string, number>();
   /** Per partition, finished tasks still held, in the order (and at the offset) they finished. */
@@ -36,6 +44,7 @@ export class LiveTasks {
       this.offsets.set(task.task_id, offset);
       if (finishedStatus(task.status)) this.leave(partition, offset, task.task_id);
       else this.unfinished.set(task.user_name, (this.unfinished.get(task.user_name) ?? 0) + 1);
+      this.pointsAwaitingProjection += awaitingProjection(task);
     }
   }
 
@@ -64,8 +73,10 @@ export class LiveTasks {
     } else if (!before || !taskTransitions[event.type].from.includes(before.status)) {
       return null;
     }
+    const awaitingBefore = awaitingProjection(before);
     applyTaskEventCounting(this.state, this.unfinished, event);
     const task = this.state.get(id)!;
+    this.pointsAwaitingProjection += awaitingProjection(task) - awaitingBefore;
     this.offsets.set(id, offset);
     if (finishedStatus(task.status)) this.leave(partition, offset, id);
     return task;

@@ -24,7 +24,11 @@ export type MetricsUploadRequested = {
   readonly idempotency_key: string | null;
 };
 
-/** Points of one metric from one upload, as columns. Points topic, keyed by metric name. */
+/**
+ * Points from one upload, as columns: of one metric (`metric_name`), or of several metrics of one
+ * points partition (`names`, and each point's index among them in `name_index`; `metric_name` is
+ * then empty). Points topic, keyed by a metric name of the batch.
+ */
 export type PointBatch = {
   readonly type: 'PointBatch';
   readonly task_id: string;
@@ -32,6 +36,9 @@ export type PointBatch = {
   readonly updated_at: number;
   readonly timestamps: number[];
   readonly values: number[];
+  /** Absent or empty: every point is metric_name's. */
+  readonly names?: readonly string[];
+  readonly name_index?: readonly number[];
   /**
    * Absent or null: projected as read. Otherwise the attempt of a staged upload (16 hex digits):
    * the rows enter a points table only at that attempt's seal in this partition (issue 15).

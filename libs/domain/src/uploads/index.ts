@@ -4,3 +4,4 @@ export * from './events.ts';
 export * from './batcher.ts';
 export * from './state.ts';
 export * from './decide.ts';
+export * from './whole.ts';

@@ -26,6 +26,8 @@ export type UploadStart = {
   /** Points per PointBatch, and most points held across metrics before the largest batch goes out. */
   readonly batchPoints: number;
   readonly maxBufferedPoints: number;
+  /** The points partition of a metric: batches then hold one partition's metrics. Absent: one metric a batch. */
+  readonly groupOf?: (metricName: string) => number;
 };
 
 /**
@@ -56,7 +58,7 @@ export function startUpload(start: UploadStart): UploadRun {
     status: 'reading',
     start,
     writable: new Map(),
-    batcher: new PointBatcher(start.batchPoints, start.maxBufferedPoints),
+    batcher: new PointBatcher(start.batchPoints, start.maxBufferedPoints, start.groupOf),
     points: 0,
     rejectedRows: 0,
     lastRejectedRow: 0,

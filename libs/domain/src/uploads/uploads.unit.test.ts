@@ -13,7 +13,7 @@ const error = (row: number, column = 'value', reason = 'not a number'): UploadIt
 const items = (...list: UploadItem[]): UploadInput => ({ type: 'ItemsParsed', items: list });
 const ended: UploadInput = { type: 'InputEnded' };
 const limit = (reason: string): UploadInput => ({ type: 'LimitReached', reason });
-const batch = (metric_name: string, rows: number[]): UploadFact => ({ type: 'BatchReady', batch: { metric_name, timestamps: rows.map((r) => r * 1000), values: rows } });
+const batch = (metric_name: string, rows: number[]): UploadFact => ({ type: 'BatchReady', batch: { names: [metric_name], nameIndex: [], timestamps: rows.map((r) => r * 1000), values: rows } });
 
 type Options = Partial<UploadStart>;
 const run = (options: Options = {}): UploadRun => startUpload({ on_error: 'fail', user: () => writer, batchPoints: 1000, maxBufferedPoints: 8000, ...options });

@@ -95,6 +95,14 @@ export function batchProblem(batch: PointBatch): string | null {
   }
   if (batch.timestamps.length > 0xffffffff) return 'PointBatch has more rows than row_in_batch (UInt32) can number';
   for (const ts of batch.timestamps) if (!Number.isSafeInteger(ts)) return `PointBatch timestamp ${ts} is not an integer of ms`;
+  const names = batch.names ?? [];
+  if (names.length > 0) {
+    const index = batch.name_index ?? [];
+    if (index.length !== batch.timestamps.length) return `PointBatch has ${names.length} names and ${index.length} name indexes for ${batch.timestamps.length} points`;
+    for (const i of index) if (!Number.isInteger(i) || i < 0 || i >= names.length) return `PointBatch name index ${i} is not one of its ${names.length} names`;
+  } else if ((batch.name_index ?? []).length > 0) {
+    return 'PointBatch has name indexes without names';
+  }
   if (!Number.isSafeInteger(batch.updated_at)) return `PointBatch updated_at ${batch.updated_at} is not an integer of ms`;
   return null;
 }
@@ -193,14 +201,20 @@ function writeInt64(view: DataView, pos: number, x: number): void {
 export function encodePointsBlock(segments: readonly Segment[], into?: BlockBuffer, columns: readonly PointColumn[] = ALL_COLUMNS): Buffer {
   const written = POINT_COLUMNS.filter(([name]) => columns.includes(name));
   if (written.length !== columns.length || written.some(([name], i) => name !== columns[i])) throw new Error(`not points columns in their order: ${columns.join(', ')}`);
-  const names = segments.map((s) => nativeString(s.batch.metric_name));
+  const withNames = columns.includes('metric_name');
+  // Per segment its names as Native writes them: one (every row's), or a batch's several.
+  const names = withNames ? segments.map((s) => (s.batch.names !== undefined && s.batch.names.length > 0 ? s.batch.names : [s.batch.metric_name]).map(nativeString)) : [];
   const tasks = columns.includes('task_id') ? segments.map((s) => nativeString(s.batch.task_id)) : [];
   let rows = 0;
   let stringBytes = 0;
   for (let i = 0; i < segments.length; i++) {
     const n = segmentRows(segments[i]!);
     rows += n;
-    stringBytes += n * (names[i]!.length + (tasks[i]?.length ?? 0));
+    stringBytes += n * (tasks[i]?.length ?? 0);
+    if (!withNames) continue;
+    const own = names[i]!;
+    if (own.length === 1) stringBytes += n * own[0]!.length;
+    else for (const index of segments[i]!.batch.name_index!) stringBytes += own[index]!.length;
   }
   const headers = written.map(([name, type]) => Buffer.concat([nativeString(name), nativeString(type)]));
   const fixedBytes = rows * written.reduce((a, [, type]) => a + (FIXED_WIDTH[type] ?? 0), 0);
@@ -220,7 +234,11 @@ export function encodePointsBlock(segments: readonly Segment[], into?: BlockBuff
   };
   const writers: Record<PointColumn, () => void> = {
     metric_name: () => {
-      for (let i = 0; i < segments.length; i++) pos = repeat(buf, pos, names[i]!, segmentRows(segments[i]!));
+      for (let i = 0; i < segments.length; i++) {
+        const own = names[i]!;
+        if (own.length === 1) pos = repeat(buf, pos, own[0]!, segmentRows(segments[i]!));
+        else for (const index of segments[i]!.batch.name_index!) pos += own[index]!.copy(buf, pos);
+      }
     },
     ts: () => {
       for (const s of segments) for (const ts of s.batch.timestamps) { writeInt64(view, pos, ts); pos += 8; }

@@ -61,7 +61,7 @@ const batch = (task_id: string, metric_name: string, updated_at: number, points:
 function expectedRows(segments: readonly Segment[]): PointRow[] {
   return segments.flatMap((s) =>
     s.batch.timestamps.map((ts, i) => ({
-      metric_name: s.batch.metric_name,
+      metric_name: s.batch.names !== undefined && s.batch.names.length > 0 ? s.batch.names[s.batch.name_index![i]!]! : s.batch.metric_name,
       ts,
       value: s.batch.values[i]!,
       updated_at: s.batch.updated_at,
@@ -104,6 +104,21 @@ describe('points rows as one Native block', () => {
     expect(rows).toEqual(expectedRows(segments));
   });
 
+  it('names each point of a batch of several metrics by its index, beside batches of one', () => {
+    const several: PointBatch = { ...batch('task-m', '', 7, [[1, 1], [1, 2], [2, 3], [2, 4], [3, 5]]), names: ['cpu{host="a"}', 'mem', 'é'], name_index: [0, 1, 2, 0, 1] };
+    const segments: Segment[] = [
+      { batch: batch('task-1', 'one', 1, [[5, 5]]), partition: 0, offset: 3 },
+      { batch: several, partition: 0, offset: 4 },
+      { batch: batch('task-2', 'two', 2, [[6, 6], [7, 7]]), partition: 0, offset: 5 },
+    ];
+    const { rows } = decodeBlock(encodePointsBlock(segments));
+    expect(rows).toEqual(expectedRows(segments));
+    expect(rows.map((r) => r.metric_name)).toEqual(['one', 'cpu{host="a"}', 'mem', 'é', 'cpu{host="a"}', 'mem', 'two', 'two']);
+    // A stage's block leaves the names out entirely, as it does task and partition.
+    const staged = decodeBlock(encodePointsBlock(segments, undefined, STAGE_BLOCK_COLUMNS.filter((c) => c !== 'metric_name')));
+    expect(staged.rows.map((r) => r.ts)).toEqual([5, 1, 1, 2, 2, 3, 6, 7]);
+  });
+
   it('encodes no segments as an empty block', () => {
     const { rows } = decodeBlock(encodePointsBlock([]));
     expect(rows).toEqual([]);
@@ -123,6 +138,15 @@ describe('points rows as one Native block', () => {
     expect(rows).toEqual(expectedRows(segments).map(({ task_id: _t, kafka_partition: _p, ...rest }) => rest));
     expect(insertPointsSql('points_stage_x', STAGE_BLOCK_COLUMNS)).toBe('INSERT INTO points_stage_x (metric_name, ts, value, updated_at, kafka_offset, row_in_batch) FORMAT Native');
     expect(() => encodePointsBlock(segments, undefined, ['ts', 'metric_name'])).toThrow(/in their order/);
+  });
+
+  it('rejects a batch of several metrics whose indexes do not name one of them for every point', () => {
+    const base = batch('t', '', 1, [[1, 1], [2, 2]]);
+    expect(batchProblem({ ...base, names: ['a', 'b'], name_index: [0, 1] })).toBeNull();
+    expect(batchProblem({ ...base, names: ['a', 'b'], name_index: [0] })).toMatch(/2 names and 1 name indexes for 2 points/);
+    expect(batchProblem({ ...base, names: ['a', 'b'], name_index: [0, 2] })).toMatch(/index 2 is not one of its 2 names/);
+    expect(batchProblem({ ...base, names: ['a'], name_index: [0, -1] })).toMatch(/index -1/);
+    expect(batchProblem({ ...base, name_index: [0, 0] })).toMatch(/indexes without names/);
   });
 
   it('rejects batches whose columns disagree or whose times are not integer ms', () => {
