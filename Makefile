@@ -10,7 +10,7 @@ endif
 STACK := deploy/local/stack.sh
 CLUSTER := deploy/cluster/cluster.sh
 
-.PHONY: help run test deps typecheck lint docs cli-package stack-up stack-down stack-status stack-logs stack-reset test-unit test-deploy test-local test-modern bench-ingest bench-ingest-json bench-push bench-download bench-replay bench-json-ack bench-receive bench-history cluster-up cluster-down cluster-status test-cluster-seed test-cluster
+.PHONY: help run test deps typecheck lint docs cli-package stack-up stack-down stack-status stack-logs stack-reset test-unit test-deploy test-local test-modern bench-ingest bench-ingest-json bench-push bench-download bench-replay bench-json-ack bench-receive bench-query bench-history cluster-up cluster-down cluster-status test-cluster-seed test-cluster
 
 help:
 	@echo "make run          start the local stack, api and ingest in the foreground (Ctrl-C stops them)"
@@ -29,6 +29,7 @@ help:
 	@echo "make docs         the docs site (VitePress) from docs/ into docs/.vitepress/dist; fails on a dead link"
 	@echo "make bench-ingest | bench-download | bench-replay | bench-json-ack   benchmarks against the local stack, with their baselines"
 	@echo "make bench-receive  the api alone receiving a 10M-point download-layout file and 1 GB: ack time, MB/s, RSS, CPU (BENCH_API_ROOTS=../other-checkout,. compares)"
+	@echo "make bench-query    PromQL p50/p99 beside VictoriaMetrics on the same 10M points (BENCH_POINTS, BENCH_REPEAT for smaller runs)"
 	@echo "make bench-ingest-json  the JSON case of bench-ingest alone (with its ClickHouse baseline of BENCH_POINTS rows)"
 	@echo "make bench-push   small pushes from 4 and 64 producers, Meridian beside VictoriaMetrics in one table (BENCH_POINTS BENCH_CASES BENCH_RUNS)"
 	@echo "make bench-history  a new api and ingest on a log of 0, 100k and 1M tasks: ready time, RSS, lookup p99, against the goals"
@@ -140,6 +141,10 @@ bench-json-ack: deps stack-up
 
 bench-receive: deps stack-up
 	@eval "$$($(STACK) env)" && node test/bench/receive.ts
+
+bench-query: deps stack-up
+	@deploy/local/install.sh victoria-metrics
+	@eval "$$($(STACK) env)" && VICTORIA_METRICS_BIN="$$(. deploy/local/lib.sh && echo "$$VICTORIA_METRICS_BIN")" node test/bench/query.ts
 
 # Whether a process gets slower or bigger with the log's age: N tasks written straight to the log.
 bench-history: deps stack-up

@@ -11,6 +11,7 @@
 #               VictoriaMetrics (the protocols' conformance test)
 # Each step prints one line: what it installs and roughly how long that takes (on 2 cores).
 #   VictoriaMetrics (bench-ingest's peer, the protocols' conformance test): Debian's victoria-metrics, unpacked into the cache
+#   Prometheus (the PromQL conformance test's reference engine and promtool): Debian's prometheus, unpacked alike
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -196,6 +197,23 @@ install_victoria_metrics() {
   mv "$VICTORIA_METRICS_HOME.partial" "$VICTORIA_METRICS_HOME"
 }
 
+# The reference the PromQL conformance test compares Meridian with, and promtool, its client:
+# Debian's prometheus package (2.42), unpacked into the cache the same way (no service started).
+install_prometheus() {
+  [ -x "$PROMETHEUS_BIN" ] && [ -x "$PROMTOOL_BIN" ] && return 0
+  log "fetching Debian's prometheus package into $PROMETHEUS_HOME (a few seconds, once)"
+  local tmp; tmp="$(mktemp -d)"
+  # A machine whose package lists were never fetched knows no prometheus yet: fetch them once (root).
+  if ! (cd "$tmp" && apt-get download -qq prometheus >&2 2>/dev/null); then
+    [ "$(id -u)" = 0 ] && apt_get update -qq >/dev/null
+    (cd "$tmp" && apt-get download -qq prometheus >&2) || { rm -rf "$tmp"; die "apt-get download prometheus failed (apt-get update first?)"; }
+  fi
+  rm -rf "$PROMETHEUS_HOME.partial"
+  dpkg-deb -x "$tmp"/prometheus_*.deb "$PROMETHEUS_HOME.partial" || { rm -rf "$tmp"; die "dpkg-deb -x failed"; }
+  rm -rf "$tmp" "$PROMETHEUS_HOME"
+  mv "$PROMETHEUS_HOME.partial" "$PROMETHEUS_HOME"
+}
+
 # The cluster topology (deploy/cluster): ZooKeeper's jars from Maven Central for the ClickHouse
 # replicas (own directory: Kafka's libs carry an older ZooKeeper), and Debian's haproxy in front
 # of the MinIO nodes and the api instances.
@@ -223,6 +241,7 @@ install_test_tools() {
   install_kubernetes_validate
   install_python_client
   install_victoria_metrics
+  install_prometheus
 }
 
 install_all() {
@@ -237,7 +256,7 @@ install_all() {
 case "${1:-all}" in
   all) with_cache_lock install_all ;;
   go) with_cache_lock find_go ;;
-  kafka|clickhouse|minio|chromium|schemathesis|chdb|helm|kubernetes-validate|python-client|victoria-metrics|zookeeper|haproxy|cluster) with_cache_lock "install_${1//-/_}" ;;
+  kafka|clickhouse|minio|chromium|schemathesis|chdb|helm|kubernetes-validate|python-client|victoria-metrics|prometheus|zookeeper|haproxy|cluster) with_cache_lock "install_${1//-/_}" ;;
   test-tools) with_cache_lock install_test_tools ;;
-  *) die "usage: install.sh [all|cluster|zookeeper|haproxy|kafka|clickhouse|minio|go|chromium|schemathesis|chdb|helm|kubernetes-validate|python-client|victoria-metrics|test-tools]" ;;
+  *) die "usage: install.sh [all|cluster|zookeeper|haproxy|kafka|clickhouse|minio|go|chromium|schemathesis|chdb|helm|kubernetes-validate|python-client|victoria-metrics|prometheus|test-tools]" ;;
 esac

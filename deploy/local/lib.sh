@@ -41,6 +41,10 @@ HELM_BIN="$MERIDIAN_CACHE/helm-$HELM_VERSION/bin/helm"
 KUBERNETES_VALIDATE_HOME="$MERIDIAN_CACHE/kubernetes-validate-$KUBERNETES_VALIDATE_VERSION"
 VICTORIA_METRICS_HOME="$MERIDIAN_CACHE/victoria-metrics"
 VICTORIA_METRICS_BIN="$VICTORIA_METRICS_HOME/usr/bin/victoria-metrics"
+# The reference engine of the PromQL conformance test: Debian's prometheus (2.42), prometheus and promtool.
+PROMETHEUS_HOME="$MERIDIAN_CACHE/prometheus"
+PROMETHEUS_BIN="$PROMETHEUS_HOME/usr/bin/prometheus"
+PROMTOOL_BIN="$PROMETHEUS_HOME/usr/bin/promtool"
 ZOOKEEPER_HOME="$MERIDIAN_CACHE/zookeeper-$ZOOKEEPER_VERSION"
 GO_HOME="$MERIDIAN_CACHE/go-$GO_TOOLCHAIN_VERSION"
 # The Python client's test virtualenv (clients/python): named by the hash of its pinned

@@ -40,6 +40,7 @@ export default defineConfig({
           { text: 'With curl', link: '/using/curl' },
           { text: 'From Python', link: '/using/python' },
           { text: 'From agents', link: '/using/agents' },
+          { text: 'Grafana and PromQL', link: '/using/grafana' },
           { text: 'How it behaves', link: '/using/behaviour' },
         ],
       },

@@ -12,6 +12,10 @@ import { dirBytes, fileStream, postStream, processCpuSeconds, waitUntil } from '
  * until every point is queryable.
  */
 export type VictoriaMetrics = {
+  /** Its HTTP base URL (loopback), for the query API. */
+  readonly url: string;
+  /** Imports Prometheus text lines (`name{labels} value timestamp_ms`), then makes them searchable at once. */
+  importPrometheus(body: Readable): Promise<void>;
   /** Imports a download-layout file (RFC 3339 times); the ms from its first byte until `points` points are counted by a query. */
   importDownloadCsv(file: string, points: number, lastTs: number, spanMs: number): Promise<number>;
   /** POST /api/v1/import: JSON lines, one series a line (`{"metric":{...},"values":[...],"timestamps":[...]}`); 204 when taken. */
@@ -72,6 +76,13 @@ export async function startVictoriaMetrics(): Promise<VictoriaMetrics> {
   }
 
   return {
+    url: base,
+    async importPrometheus(body) {
+      const res = await postStream(`${base}/api/v1/import/prometheus`, {}, body);
+      if (res.status >= 300) throw new Error(`VictoriaMetrics Prometheus import: ${res.status} ${res.text}`);
+      const flushed = await fetch(`${base}/internal/force_flush`);
+      if (!flushed.ok) throw new Error(`VictoriaMetrics force_flush: ${flushed.status} ${await flushed.text()}`);
+    },
     async importDownloadCsv(file, points, lastTs, spanMs) {
       const started = performance.now();
       const res = await postStream(`${base}/api/v1/import/csv?format=${encodeURIComponent(DOWNLOAD_FORMAT)}`, {}, fileStream(file));

@@ -91,6 +91,10 @@ function knownQuery(op: string, name: string, f: Fixtures): string | undefined {
     wait: '0',
     limit: '10',
   };
+  if (op.startsWith('prometheus')) {
+    const prometheus: Record<string, string> = { query: 'rate(fuzz_requests_total[5m])', time: '1704067200', start: '1704067200', end: '1704070800', step: '60', 'match[]': 'fuzz_requests_total' };
+    if (name in prometheus) return prometheus[name];
+  }
   if (op === 'exportEvents' && name === 'format') return 'ndjson';
   if (op === 'listMetrics' && name === 'metrics') return 'fuzz.';
   if (op === 'listMetrics' && name === 'pattern') return 'starts_with';
@@ -104,6 +108,9 @@ function pathValue(op: string, name: string, f: Fixtures, schema: Schema): strin
   switch (name) {
     case 'file_id': return op === 'deleteFile' ? f.doomedFileId : f.fileId;
     case 'task_id': return f.taskId;
+    case 'name':
+      if (op === 'prometheusLabelValues') return 'job';
+      break;
     case 'key_id': return f.spareKeyId;
     case 'user_name':
       if (op === 'shareFile' || op === 'unshareFile') return f.shareWith;
@@ -112,9 +119,9 @@ function pathValue(op: string, name: string, f: Fixtures, schema: Schema): strin
     default: {
       const example = schema.examples?.[0];
       if (typeof example === 'string') return example;
-      throw new Error(`${op}: no value for the path parameter ${name}`);
     }
   }
+  throw new Error(`${op}: no value for the path parameter ${name}`);
 }
 
 function queryValue(op: string, name: string, f: Fixtures, schema: Schema, required: boolean): string | undefined {
@@ -220,6 +227,14 @@ function bodies(op: string, contentType: string, f: Fixtures): Body[] {
     }
     case 'downloadMetricsPost application/x-www-form-urlencoded':
       return [{ name: contentType, contentType, body: Buffer.from(new URLSearchParams({ metrics: f.metric, max_rows: '100', format: 'csv' }).toString()) }];
+    case 'prometheusQueryPost application/x-www-form-urlencoded':
+    case 'prometheusQueryRangePost application/x-www-form-urlencoded':
+    case 'prometheusSeriesPost application/x-www-form-urlencoded':
+    case 'prometheusLabelsPost application/x-www-form-urlencoded':
+    case 'prometheusQueryExemplarsPost application/x-www-form-urlencoded': {
+      const form = { query: 'sum by (job) (rate(fuzz_requests_total[5m]))', time: '1704067200', start: '1704067200', end: '1704070800', step: '60', 'match[]': 'fuzz_requests_total' };
+      return [{ name: contentType, contentType, body: Buffer.from(new URLSearchParams(form).toString()) }];
+    }
     case 'downloadMetricsPost application/json':
       return json({ metrics: [f.metric], max_rows: 100, latest_only: true });
     // The telemetry protocols, under names the fuzzing user may write (fuzz_*).

@@ -30,6 +30,8 @@ import { fileRoutes } from './files/routes.ts';
 import { healthRoutes } from './health/routes.ts';
 import { openApiRoute } from './openapi/document-routes.ts';
 import { userRoutes } from './accounts/users-routes.ts';
+import { prometheusRoutes } from './prometheus/routes.ts';
+import type { PromqlDeps } from './prometheus/execute.ts';
 
 export type ApiDeps = {
   readonly logger: Logger;
@@ -44,6 +46,8 @@ export type ApiDeps = {
   readonly download?: DownloadDeps;
   /** Where sampled series (GET /api/v1/metrics/series) read from; mounted when given. */
   readonly series?: SeriesDeps;
+  /** The Prometheus query API (/prometheus/api/v1: PromQL over the catalog's series); mounted when given. */
+  readonly prometheus?: PromqlDeps;
   /** The metric catalog (GET /api/v1/metrics); mounted when given. */
   readonly catalog?: CatalogDeps;
   /** The event log's export (GET /api/v1/events, admins only); mounted when given. */
@@ -85,6 +89,7 @@ export function apiRoutes(deps: ApiDeps): RouteDef[] {
     ...(deps.download ? downloadRoutes(deps.download) : []),
     ...(deps.series ? [seriesRoute(deps.series)] : []),
     ...(deps.catalog ? [catalogRoute(deps.catalog)] : []),
+    ...(deps.prometheus ? prometheusRoutes(deps.prometheus) : []),
     ...(deps.events ? [eventsRoute(deps.events)] : []),
     ...(deps.files ? fileRoutes(deps.files) : []),
     ...taskRoutes(deps.tasks),

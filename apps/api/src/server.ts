@@ -203,6 +203,18 @@ export async function buildApi(services: ApiServices): Promise<Api> {
       catalog: services.catalog,
       limits: { maxPoints: settings.MERIDIAN_MAX_SERIES_POINTS, maxSeries: settings.MERIDIAN_MAX_SERIES_PER_REQUEST },
     },
+    prometheus: {
+      conn: services.clickhouseOptions,
+      catalog: services.catalog,
+      limits: {
+        maxSamples: settings.MERIDIAN_PROMQL_MAX_SAMPLES,
+        maxSeries: settings.MERIDIAN_PROMQL_MAX_SERIES,
+        maxPointsPerSeries: settings.MERIDIAN_PROMQL_MAX_POINTS_PER_SERIES,
+        timeoutMs: settings.MERIDIAN_PROMQL_TIMEOUT_MS,
+      },
+      reduceRatio: settings.MERIDIAN_PROMQL_REDUCE_RATIO,
+      maxBodyBytes: settings.MERIDIAN_MAX_SMALL_JSON_BODY_BYTES,
+    },
     catalog: { catalog: services.catalog, maxListNames: settings.MERIDIAN_MAX_DOWNLOAD_NAMES, pageCeiling: settings.MERIDIAN_MAX_CATALOG_PAGE },
     events: {
       plan: (request) => planExport(exportDeps, request),

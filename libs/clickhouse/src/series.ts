@@ -39,7 +39,7 @@ export function seriesSql(fromMs: number, toMs: number, stepMs: number): string 
 }
 
 /** A Float64 as ClickHouse writes it in TabSeparated (inf and nan spelt its way). */
-function float(text: string): number {
+export function float(text: string): number {
   if (text === 'inf' || text === '+inf') return Number.POSITIVE_INFINITY;
   if (text === '-inf') return Number.NEGATIVE_INFINITY;
   if (text === 'nan' || text === '-nan') return Number.NaN;
@@ -49,7 +49,7 @@ function float(text: string): number {
 }
 
 /** TabSeparated escapes of a String field undone. */
-function unescape(text: string): string {
+export function unescape(text: string): string {
   return text.replace(/\\(.)/g, (_, c: string) => ({ t: '\t', n: '\n', r: '\r', '0': '\0', b: '\b', f: '\f', "'": "'", '\\': '\\' } as Record<string, string>)[c] ?? c);
 }
 

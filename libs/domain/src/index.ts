@@ -6,6 +6,7 @@ export * from './uploads/index.ts';
 export * from './points/index.ts';
 export * from './downloads/index.ts';
 export * from './series/index.ts';
+export * from './promql/index.ts';
 export * from './files/index.ts';
 export * from './snapshots/index.ts';
 export * from './log/event-log.ts';

@@ -1,1 +1,3 @@
 export * from './params.ts';
+export * from './labels.ts';
+export * from './canonical.ts';

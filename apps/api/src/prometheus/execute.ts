@@ -1,0 +1,154 @@
+import { randomUUID } from 'node:crypto';
+import type { Context } from 'koa';
+import { cancelDownload, readAggregated, readSamples, readWindowStats, type ConnOptions } from '@meridian/clickhouse';
+import {
+  evalInstant, evalRange, evalWindowStats, execution, planWindows, PromqlError,
+  type Expr, type Labels, type QueryResult, type SampleWindow, type SeriesData, type StepValues, type UserRecord,
+} from '@meridian/domain';
+import type { Logger } from '@meridian/observability';
+import type { MetricCatalog } from '../catalog/routes.ts';
+import { readableSeries } from './select.ts';
+
+/** MERIDIAN_PROMQL_*: what one query may cost. */
+export type PromqlLimits = {
+  readonly maxSamples: number;
+  readonly maxSeries: number;
+  readonly maxPointsPerSeries: number;
+  readonly timeoutMs: number;
+};
+
+export type PromqlDeps = {
+  readonly conn: ConnOptions;
+  readonly catalog: MetricCatalog;
+  readonly limits: PromqlLimits;
+  /** MERIDIAN_PROMQL_REDUCE_RATIO: when ClickHouse reduces the windows of the range functions it can. */
+  readonly reduceRatio: number;
+  /** Largest form body of a POST (MERIDIAN_MAX_SMALL_JSON_BODY_BYTES). */
+  readonly maxBodyBytes: number;
+};
+
+/** Prometheus' default lookback: an instant selector sees a series' latest sample up to 5 minutes old. */
+export const LOOKBACK_MS = 5 * 60_000;
+
+export type QueryTimes = { readonly startMs: number; readonly endMs: number; readonly stepMs: number; readonly instant: boolean };
+
+/**
+ * One query's run: the readable series matched by each selector (in the api, against the
+ * parsed catalog names), their samples read from ClickHouse (names as external data; the
+ * window, the sparse steps and the deduplication there), then the evaluation. Every read is
+ * bounded (samples, series), and the whole query by a deadline: past it, or when the client
+ * goes away or the request times out, the ClickHouse queries are killed by their id prefix.
+ */
+export async function runQuery(deps: PromqlDeps, ctx: Context, user: UserRecord, expr: Expr, times: QueryTimes, timeoutMs: number): Promise<QueryResult> {
+  const { limits } = deps;
+  const deadline = performance.now() + timeoutMs;
+  const queryId = randomUUID();
+  const abort = new AbortController();
+  // Why the query was stopped, once it was (read by the awaits and the evaluation's checkpoint).
+  const stopped: { why: PromqlError | null } = { why: null };
+  const stop = (reason: PromqlError) => {
+    if (abort.signal.aborted) return;
+    stopped.why = reason;
+    abort.abort(reason);
+    void cancelDownload(deps.conn, queryId).catch(() => {});
+  };
+  const timer = setTimeout(() => stop(new PromqlError('timeout', `query timed out in query execution after ${timeoutMs} ms (MERIDIAN_PROMQL_TIMEOUT_MS or the timeout parameter)`)), timeoutMs);
+  const requestSignal = ctx.state.signal as AbortSignal | undefined;
+  const onRequestTimeout = () => stop(new PromqlError('timeout', 'the request timed out'));
+  const onClose = () => { if (!ctx.res.writableFinished) stop(new PromqlError('canceled', 'the client went away')); };
+  requestSignal?.addEventListener('abort', onRequestTimeout, { once: true });
+  ctx.res.on('close', onClose);
+  try {
+    const series = await readableSeries(deps.catalog, user);
+    const labelsOf = new Map(series.map((s) => [s.name, s.labels]));
+    const windows = planWindows(expr, series, times.startMs, times.endMs, times.stepMs, LOOKBACK_MS, deps.reduceRatio);
+    (ctx.state.log as Logger).info({ clickhouse_query_id: queryId, selectors: windows.length, reduced: windows.filter((w) => w.reduce).length }, 'promql query');
+    const fetched = new Map<number, SeriesData[]>();
+    const reduced = new Map<number, StepValues[]>();
+    const reducedAggregates = new Map<number, StepValues[]>();
+    let samples = 0;
+    const tooMany = () => execution(`query processing would load too many samples into memory in query execution: more than ${limits.maxSamples} (MERIDIAN_PROMQL_MAX_SAMPLES); narrow the selectors or the range`);
+    for (const [i, w] of windows.entries()) {
+      if (w.names.length > limits.maxSeries) {
+        throw execution(`a selector matches ${w.names.length} series, more than ${limits.maxSeries} (MERIDIAN_PROMQL_MAX_SERIES); narrow it with more label matchers`);
+      }
+      const request = { names: w.names, fromMs: w.fromMs, toMs: w.toMs, sparse: w.sparse, maxSamples: limits.maxSamples - samples, queryId: `${queryId}-${i}`, signal: abort.signal };
+      try {
+        if (w.reduce?.aggregate) {
+          const { values, read } = await readStoreAggregated(deps.conn, w, request);
+          if (read === 'too_many') throw tooMany();
+          samples += read;
+          reducedAggregates.set(w.selectorId, values);
+          continue;
+        }
+        if (w.reduce) {
+          const { values, read } = await readReduced(deps.conn, w, request, labelsOf);
+          if (read === 'too_many') throw tooMany();
+          samples += read;
+          reduced.set(w.selectorId, values);
+          continue;
+        }
+        const read = await readSamples(deps.conn, request);
+        if (read === 'too_many') throw tooMany();
+        samples += read.reduce((n, s) => n + s.ts.length, 0);
+        fetched.set(w.selectorId, read.map((s) => ({ labels: labelsOf.get(s.name)!, ts: s.ts, vs: s.vs })));
+      } catch (cause) {
+        if (stopped.why) throw stopped.why;
+        if (cause instanceof PromqlError) throw cause;
+        throw new PromqlError('unavailable', 'the metric store did not answer; retry later', { cause });
+      }
+    }
+    const readMs = performance.now() - (deadline - timeoutMs);
+    const checkpoint = () => {
+      if (stopped.why) throw stopped.why;
+      if (performance.now() > deadline) throw new PromqlError('timeout', `query timed out in expression evaluation after ${timeoutMs} ms (MERIDIAN_PROMQL_TIMEOUT_MS or the timeout parameter)`);
+    };
+    const options = { lookbackMs: LOOKBACK_MS, checkpoint, reduced, reducedAggregates };
+    const result = times.instant
+      ? evalInstant(expr, fetched, times.startMs, options)
+      : evalRange(expr, fetched, times.startMs, times.endMs, times.stepMs, options);
+    const count = result.resultType === 'vector' ? result.samples.length : result.resultType === 'matrix' ? result.series.length : 1;
+    (ctx.state.log as Logger).info({ clickhouse_query_id: queryId, samples, read_ms: Math.round(readMs), eval_ms: Math.round(performance.now() - (deadline - timeoutMs) - readMs), series: count }, 'promql query evaluated');
+    if (count > limits.maxSeries) throw execution(`the query answers ${count} series, more than ${limits.maxSeries} (MERIDIAN_PROMQL_MAX_SERIES); aggregate or narrow it`);
+    return result;
+  } finally {
+    clearTimeout(timer);
+    requestSignal?.removeEventListener('abort', onRequestTimeout);
+    ctx.res.off('close', onClose);
+  }
+}
+
+/** A reduced selector's function value at every step of every series, from ClickHouse's per-window rows. */
+async function readReduced(
+  conn: ConnOptions,
+  w: SampleWindow,
+  request: Parameters<typeof readSamples>[1],
+  labelsOf: ReadonlyMap<string, Labels>,
+): Promise<{ values: StepValues[]; read: number | 'too_many' }> {
+  const reduce = w.reduce!;
+  const bySeries = new Map<string, StepValues>();
+  const read = await readWindowStats(conn, { ...request, reduce }, (name, k, stats) => {
+    let s = bySeries.get(name);
+    if (!s) bySeries.set(name, (s = { labels: labelsOf.get(name)!, present: new Uint8Array(reduce.steps), values: new Float64Array(reduce.steps) }));
+    const end = reduce.firstRefMs + k * reduce.stepMs;
+    const v = evalWindowStats(reduce.func, stats, { rangeStartMs: end - reduce.rangeMs, rangeEndMs: end, rangeSeconds: reduce.rangeMs / 1000 });
+    if (v === null) return;
+    s.present[k] = 1;
+    s.values[k] = v;
+  });
+  return { values: [...bySeries.values()], read };
+}
+
+/** An aggregation of a reduced function, done by ClickHouse: each group's value at every step. */
+async function readStoreAggregated(conn: ConnOptions, w: SampleWindow, request: Parameters<typeof readSamples>[1]): Promise<{ values: StepValues[]; read: number | 'too_many' }> {
+  const reduce = w.reduce!;
+  const aggregate = reduce.aggregate!;
+  const groups = aggregate.labels.map((labels) => ({ labels, present: new Uint8Array(reduce.steps), values: new Float64Array(reduce.steps) }));
+  const read = await readAggregated(conn, { ...request, reduce, aggregate: { ...aggregate, func: reduce.func } }, (group, k, value) => {
+    const g = groups[group];
+    if (!g) throw new Error('ClickHouse answered a group that was not asked for');
+    g.present[k] = 1;
+    g.values[k] = value;
+  });
+  return { values: groups, read };
+}

@@ -1,0 +1,39 @@
+import { canRead, seriesLabels, type CatalogSeries, type Labels, type UserRecord } from '@meridian/domain';
+import type { MetricCatalog } from '../catalog/routes.ts';
+
+/** A series the caller may read, with its catalog extent (first and last point, epoch ms). */
+export type ReadableSeries = CatalogSeries & { readonly firstMs: number; readonly lastMs: number };
+
+/**
+ * Catalog names already read into labels: every query reads the whole catalog, and the same
+ * names come back each time. Emptied past this many names, so a catalog that churns stays bounded.
+ */
+const MAX_PARSED = 500_000;
+const parsed = new Map<string, Labels>();
+
+function labelsOf(name: string): Labels {
+  let labels = parsed.get(name);
+  if (!labels) {
+    if (parsed.size >= MAX_PARSED) parsed.clear();
+    parsed.set(name, (labels = seriesLabels(name)));
+  }
+  return labels;
+}
+
+/**
+ * The series the caller may read: the catalog filtered by entitlements before anything is
+ * matched, so a series the caller may not read is never seen by a selector, a label listing or
+ * an error message: it is exactly as if it did not exist.
+ */
+export async function readableSeries(catalog: MetricCatalog, user: UserRecord): Promise<ReadableSeries[]> {
+  const entries = await catalog.list();
+  return entries
+    .filter((e) => canRead(user, e.metric_name))
+    .map((e) => ({
+      name: e.metric_name,
+      labels: labelsOf(e.metric_name),
+      firstMs: e.first_ts,
+      lastMs: e.last_ts,
+      extent: { points: e.points, firstMs: e.first_ts, lastMs: e.last_ts },
+    }));
+}
