@@ -123,12 +123,16 @@ describe('accounts and authentication', () => {
   });
 
   it('every kind of bad Authorization header gets 401 with WWW-Authenticate, never a 500', async () => {
-    const headers: Array<string | null> = [null, '', 'Bearer', 'Bearer ', 'Basic dXNlcjpwYXNz', `Bearer ${'x'.repeat(10_000)}`, 'Bearer mrd_0000000000000000_' + 'A'.repeat(43), `Token ${rootKey}`, 'bearer', 'Bearer a b c'];
+    const headers: Array<string | null> = [null, '', 'Bearer', 'Bearer ', 'Basic dXNlcjpwYXNz', `Bearer ${'x'.repeat(10_000)}`, 'Bearer mrd_0000000000000000_' + 'A'.repeat(43), 'Token mrd_0000000000000000_' + 'A'.repeat(43), `Basic ${Buffer.from('agent:mrd_0000000000000000_' + 'A'.repeat(43)).toString('base64')}`, 'bearer', 'Bearer a b c'];
     for (const h of headers) {
       const res = await call(`${a.url}/api/v1/users`, null, { headers: h === null ? {} : { Authorization: h } });
       expect(res.status, JSON.stringify(h?.slice(0, 40))).toBe(401);
       expect(res.headers.get('www-authenticate')).toMatch(/^Bearer/);
       expect(res.json).toMatchObject({ type: '/problems/unauthenticated', status: 401 });
+    }
+    // The schemes agents send carry a good key as Bearer does: Influx's Token, and Basic with the key as the password.
+    for (const h of [`Token ${rootKey}`, `Basic ${Buffer.from(`agent:${rootKey}`).toString('base64')}`]) {
+      expect((await call(`${a.url}/api/v1/users`, null, { headers: { Authorization: h } })).status, h.split(' ')[0]).toBe(200);
     }
     for (const raw of [Buffer.from('Bearer \u00e9\u00e8\u00ff', 'latin1'), Buffer.from('Bearer 😀', 'utf8'), Buffer.from([0x42, 0x65, 0x61, 0x72, 0x65, 0x72, 0x20, 0x80, 0xfe])]) {
       const head = Buffer.concat([Buffer.from(`GET /api/v1/users HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: `), raw, Buffer.from('\r\n\r\n')]);

@@ -1,6 +1,6 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:http';
+import { createServer, request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -145,6 +145,30 @@ describe('access decides what is written', () => {
     const rows = await waitFor('the good lines', async () => { const r = await stored(['lp_v{host="a"}', 'lp_v{host="b"}']); return r.length >= 2 ? r : undefined; });
     expect(rows).toEqual(['lp_v{host="a"}\t1704067200000\t1', 'lp_v{host="b"}\t1704067201000\t2']);
     expect((await fetch(`${api.url}/api/v2/write?precision=fortnight`, { method: 'POST', headers: { authorization: `Token ${admin}` }, body: 'x v=1\n' })).status).toBe(400);
+  });
+});
+
+describe('what one user may have in flight', () => {
+  it('a telemetry request past MERIDIAN_MAX_UPLOADS_IN_FLIGHT_PER_USER gets 429 before its body is read; the held one is stored', async () => {
+    const tight = await startApi({ ...settings, MERIDIAN_MAX_UPLOADS_IN_FLIGHT_PER_USER: 1 });
+    try {
+      const body = Buffer.from('inflight_lp,host=a v=1 1704067200000000000\n');
+      const url = new URL(`${tight.url}/api/v2/write?precision=ns`);
+      // The first request sends half its body and waits: it holds the user's one slot.
+      const first = request(url, { method: 'POST', headers: { authorization: `Token ${admin}`, 'content-length': String(body.length) } });
+      const firstAnswer = new Promise<number>((resolve, reject) => { first.once('response', (res) => { res.resume(); resolve(res.statusCode ?? 0); }); first.once('error', reject); });
+      first.write(body.subarray(0, 10));
+      await waitFor('the first request to hold its slot', async () => {
+        const second = await fetch(url, { method: 'POST', headers: { authorization: `Token ${admin}` }, body });
+        const text = await second.text();
+        return second.status === 429 ? text : undefined;
+      }, 10_000, 50).then((text) => expect(text).toMatch(/MERIDIAN_MAX_UPLOADS_IN_FLIGHT_PER_USER/));
+      first.end(body.subarray(10));
+      expect(await firstAnswer).toBe(204);
+      expect(await waitFor('the held line', async () => { const r = await stored(['inflight_lp_v{host="a"}']); return r.length > 0 ? r : undefined; })).toEqual(['inflight_lp_v{host="a"}\t1704067200000\t1']);
+    } finally {
+      await tight.close();
+    }
   });
 });
 

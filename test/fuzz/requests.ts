@@ -239,7 +239,8 @@ function bodies(op: string, contentType: string, f: Fixtures): Body[] {
       return json({ metrics: [f.metric], max_rows: 100, latest_only: true });
     // The telemetry protocols, under names the fuzzing user may write (fuzz_*).
     case 'prometheusRemoteWrite application/x-protobuf':
-      return [{ name: 'snappy protobuf', contentType: 'application/x-protobuf', body: remoteWriteBody([{ labels: [['__name__', 'fuzz_rw'], ['job', 'fuzz']], samples: [[T0, 1.5], [T0 + 1000, 2.5]] }]) }];
+    case 'prometheusRemoteWrite application/octet-stream':
+      return [{ name: `snappy protobuf as ${contentType}`, contentType, body: remoteWriteBody([{ labels: [['__name__', 'fuzz_rw'], ['job', 'fuzz']], samples: [[T0, 1.5], [T0 + 1000, 2.5]] }]) }];
     case 'otlpMetrics application/x-protobuf':
     case 'otlpMetricsUnderApi application/x-protobuf':
       return [{ name: contentType, contentType, body: otlpGaugeBody('fuzz_otlp', 'fuzz', T0, 3.25, 'protobuf') }];

@@ -230,6 +230,7 @@ export async function buildApi(services: ApiServices): Promise<Api> {
         limits: compileLimits({ maxBytes: settings.MERIDIAN_PROTOCOL_MAX_BYTES, maxSeries: settings.MERIDIAN_PROTOCOL_MAX_SERIES, maxSamples: settings.MERIDIAN_PROTOCOL_MAX_SAMPLES }),
         maxBodyBytes: settings.MERIDIAN_PUSH_MAX_BYTES,
         pointsCodec,
+        inFlight: uploadsInFlight,
       },
     } : {}),
     uploads: {

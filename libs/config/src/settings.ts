@@ -223,7 +223,7 @@ export const settingDefinitions = {
   MERIDIAN_MAX_UPLOADS_IN_FLIGHT_PER_USER: {
     schema: positiveInt,
     default: '8',
-    doc: 'Metric uploads (both upload routes) whose bodies one api instance receives at once for one user; the next gets 429 /problems/too-many before its body is read.',
+    doc: 'Metric uploads (both upload routes, and the telemetry protocols\' routes) whose bodies one api instance receives at once for one user; the next gets 429 /problems/too-many before its body is read.',
   },
   MERIDIAN_MAX_QUEUED_TASKS_PER_USER: {
     schema: positiveInt,

@@ -16,6 +16,7 @@ import {
   type ProtocolLimits,
   type Rejected,
 } from '@meridian/protocols';
+import { holdWhileResponding, type PerUserSlots } from '../http/per-user-slots.ts';
 import { defineRoute, type RouteDef } from '../http/route.ts';
 import { readBody } from '../uploads/read-body.ts';
 import { submitPush, type PushDeps, type SubmitDeps } from '../uploads/push-submit.ts';
@@ -34,6 +35,8 @@ export type TelemetryDeps = {
   /** Largest request body as sent, compressed or not (MERIDIAN_PUSH_MAX_BYTES). */
   readonly maxBodyBytes: number;
   readonly pointsCodec: EventCodec<PointsFact>;
+  /** Bodies one user has in flight on this instance (MERIDIAN_MAX_UPLOADS_IN_FLIGHT_PER_USER, shared with the uploads): 429 past it. */
+  readonly inFlight?: PerUserSlots;
 };
 
 /** What the push stored, and what it refused (the decoder's refusals and the series the caller may not write). */
@@ -76,6 +79,10 @@ async function decompressed(ctx: Context, body: Buffer, limits: ProtocolLimits):
 const pushSummary = 'Answered once every written sample is durably in the event log; what the caller may not write is refused by series, and reported.';
 
 export function telemetryRoutes(deps: TelemetryDeps): RouteDef[] {
+  // A request's body, decoded series and batches are held until it is answered: each holds one of the user's upload slots.
+  const holdSlot = (ctx: Context, user: UserRecord) => {
+    if (deps.inFlight) holdWhileResponding(ctx, deps.inFlight, user.user_name);
+  };
   const remoteWrite = defineRoute({
     method: 'POST',
     path: '/api/v1/write',
@@ -84,11 +91,13 @@ export function telemetryRoutes(deps: TelemetryDeps): RouteDef[] {
     description: `A snappy-compressed protobuf WriteRequest, as Prometheus' remote_write sends it. 204 when every sample is stored; 400 with the reasons in the body when some were refused (the rest are stored; Prometheus does not retry a 4xx); 413 past the request's bounds; 429 and 503 only for what a retry can cure. Stale markers are dropped, not stored. ${pushSummary}`,
     tags: ['telemetry'],
     auth: 'user',
-    requestBodyDoc: { contentTypes: { 'application/x-protobuf': z.string().describe('snappy-compressed WriteRequest') } },
+    // Read whatever its Content-Type says (only the 2.0 parameter is looked at): Prometheus sends x-protobuf.
+    requestBodyDoc: { contentTypes: { 'application/x-protobuf': z.string().describe('snappy-compressed WriteRequest'), 'application/octet-stream': z.string().describe('the same bytes, however labelled') } },
     responses: { 204: { description: 'Every sample stored' }, 400: { description: 'Some samples refused (the rest stored), or the body is malformed', contentType: 'text/plain' } },
     problems: ['validation', 'payload_too_large', 'too_many', 'unavailable'],
     streaming: true,
     handler: async (ctx, { user }) => {
+      holdSlot(ctx, user);
       const body = await readBody(ctx.req, deps.maxBodyBytes);
       const version = /proto=io\.prometheus\.write\.v2\.Request/i.test(ctx.get('Content-Type')) ? '2.0' : '1.0';
       const outcome = await pushSeries(deps, user, 'remote_write', body, decodeRemoteWriteBody(body, version, deps.limits));
@@ -119,6 +128,7 @@ export function telemetryRoutes(deps: TelemetryDeps): RouteDef[] {
       const type = ctx.get('Content-Type').toLowerCase();
       const format = type.startsWith('application/json') ? 'json' : type.startsWith('application/x-protobuf') || type.startsWith('application/protobuf') ? 'protobuf' : null;
       if (format === null) throw new DomainError('unsupported_media_type', 'send OTLP as application/x-protobuf or application/json');
+      holdSlot(ctx, user);
       const body = await readBody(ctx.req, deps.maxBodyBytes);
       const decoded = decodeOtlpMetrics(await decompressed(ctx, body, deps.limits), format, deps.limits);
       const outcome = await pushSeries(deps, user, 'otlp', body, decoded);
@@ -150,6 +160,7 @@ export function telemetryRoutes(deps: TelemetryDeps): RouteDef[] {
     handler: async (ctx, { user, query }) => {
       const precision = parseInfluxPrecision(query.precision);
       if (precision === null) throw new DomainError('validation', `precision ${JSON.stringify(query.precision)} is not one of ns, us, ms, s (v1 also n, u, m, h)`, [{ field: 'query.precision', reason: 'unknown precision' }]);
+      holdSlot(ctx, user);
       const body = await readBody(ctx.req, deps.maxBodyBytes);
       const decoded = decodeInfluxLines(await decompressed(ctx, body, deps.limits), { ...deps.limits, precision, receivedAtMs: Date.now() });
       const outcome = await pushSeries(deps, user, 'influx', body, decoded);
