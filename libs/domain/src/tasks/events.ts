@@ -12,17 +12,16 @@ export type TaskStarted = { readonly type: 'TaskStarted'; readonly task_id: stri
  */
 export type TaskReleased = { readonly type: 'TaskReleased'; readonly task_id: string; readonly at: number };
 export type TaskProgress = { readonly type: 'TaskProgress'; readonly task_id: string; readonly rows_done: number; readonly at: number };
-export type UploadParsed = {
-  readonly type: 'UploadParsed';
-  readonly task_id: string;
+/** What parsing an upload decided: its counts, the first row errors, where its points went. */
+export type UploadOutcome = {
   readonly rows_total: number;
   readonly points_accepted: number;
   readonly rows_rejected: number;
   readonly errors: readonly RowError[];
   readonly partitions: readonly number[];
   readonly metrics: readonly string[];
-  readonly at: number;
 };
+export type UploadParsed = { readonly type: 'UploadParsed'; readonly task_id: string; readonly at: number } & UploadOutcome;
 /**
  * A push: a small upload decided in the api, the command and its outcome in one event, written in
  * one transaction with its point batches and their seals. No worker runs it; its task waits only
@@ -41,13 +40,7 @@ export type MetricsPushed = {
   readonly payload_bytes: number;
   readonly payload_sha256: Buffer;
   readonly idempotency_key: string | null;
-  readonly rows_total: number;
-  readonly points_accepted: number;
-  readonly rows_rejected: number;
-  readonly errors: readonly RowError[];
-  readonly partitions: readonly number[];
-  readonly metrics: readonly string[];
-};
+} & UploadOutcome;
 export type UploadSegmentProjected = { readonly type: 'UploadSegmentProjected'; readonly task_id: string; readonly partition: number; readonly at: number };
 export type TaskFailed = {
   readonly type: 'TaskFailed';

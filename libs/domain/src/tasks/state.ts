@@ -1,4 +1,4 @@
-import type { MetricsPushed, RowError, TaskCommand, TaskEvent } from './events.ts';
+import type { RowError, TaskCommand, TaskEvent } from './events.ts';
 
 export type TaskStatus = 'queued' | 'running' | 'succeeded' | 'failed';
 export type TaskKind = 'metrics_upload' | 'file_definition' | 'points_rebuild';
@@ -69,7 +69,13 @@ export function initialTasks(): TasksState {
 /** The fold over the tasks topic: deterministic, no I/O; updates the map in place. */
 export function applyTaskEvent(state: TasksState, event: TaskEvent): TasksState {
   if (isTaskCommand(event)) {
-    if (!state.has(event.task_id)) state.set(event.task_id, event.type === 'MetricsPushed' ? pushedTask(event) : queuedTask(event));
+    if (state.has(event.task_id)) return state;
+    state.set(event.task_id, queuedTask(event));
+    // A push arrives decided: its outcome applies as a worker's UploadParsed would.
+    if (event.type === 'MetricsPushed') {
+      const { task_id, at, rows_total, points_accepted, rows_rejected, errors, partitions, metrics } = event;
+      applyTaskEvent(state, { type: 'UploadParsed', task_id, at, rows_total, points_accepted, rows_rejected, errors, partitions, metrics });
+    }
     return state;
   }
   const task = state.get(event.task_id);
@@ -131,31 +137,7 @@ export function isTaskCommand(event: TaskEvent): event is TaskCommand {
   return event.type === 'MetricsUploadRequested' || event.type === 'MetricsPushed' || event.type === 'FileDefinitionRequested' || event.type === 'RebuildRequested';
 }
 
-/** A push arrives decided: running until its partitions are projected (succeeded at once when it stored nothing). */
-function pushedTask(event: MetricsPushed): Task {
-  return {
-    task_id: event.task_id,
-    kind: 'metrics_upload',
-    user_name: event.user_name,
-    status: event.partitions.length === 0 ? 'succeeded' : 'running',
-    created_at: event.at,
-    updated_at: event.at,
-    rows_done: event.rows_total,
-    rows_total: event.rows_total,
-    result: { points_accepted: event.points_accepted, rows_rejected: event.rows_rejected, metrics: event.metrics },
-    errors: event.errors,
-    reason: null,
-    pending_partitions: [...event.partitions],
-    open_runs: 0,
-    idempotency_key: event.idempotency_key,
-    payload_sha256: event.payload_sha256.toString('hex'),
-    upload_request: uploadRequest(event),
-    payload_bytes: event.payload_bytes,
-    file_id: null,
-  };
-}
-
-function queuedTask(event: Exclude<TaskCommand, MetricsPushed>): Task {
+function queuedTask(event: TaskCommand): Task {
   const common = {
     task_id: event.task_id,
     user_name: event.user_name,

@@ -51,6 +51,25 @@ describe('the task fold', () => {
     expect(statusAfter([requested, started, parsed([])])).toBe('succeeded');
   });
 
+  it('a push arrives decided: running until its partitions are projected, then as an upload that was parsed', () => {
+    const pushed: TaskEvent = {
+      type: 'MetricsPushed', task_id: 't1', user_name: 'ada', at: 1000, metric_name: 'cpu', on_error: 'skip', source: 'json_body',
+      payload_bytes: 2, payload_sha256: Buffer.alloc(32, 1), idempotency_key: 'k1',
+      rows_total: 10, points_accepted: 9, rows_rejected: 1, errors: [{ row: 3, column: 'value', reason: 'not a number' }], partitions: [0, 2], metrics: ['cpu'],
+    };
+    const running = foldTasks([pushed]).get('t1')!;
+    expect(running).toEqual({
+      task_id: 't1', kind: 'metrics_upload', user_name: 'ada', status: 'running', created_at: 1000, updated_at: 1000,
+      rows_done: 10, rows_total: 10, result: { points_accepted: 9, rows_rejected: 1, metrics: ['cpu'] },
+      errors: [{ row: 3, column: 'value', reason: 'not a number' }], reason: null, pending_partitions: [0, 2], open_runs: 0,
+      idempotency_key: 'k1', payload_sha256: Buffer.alloc(32, 1).toString('hex'), upload_request: JSON.stringify(['json_body', 'cpu', 'skip']), payload_bytes: 2, file_id: null,
+    });
+    expect(foldTasks([pushed, projected(0), projected(2)]).get('t1')!.status).toBe('succeeded');
+    expect(foldTasks([{ ...pushed, partitions: [] }]).get('t1')!.status).toBe('succeeded');
+    // A second push under the task's id (a retry whose first attempt landed) changes nothing.
+    expect(foldTasks([pushed, { ...pushed, rows_total: 99, partitions: [] }]).get('t1')).toEqual(running);
+  });
+
   it('fails from queued or running, and nothing moves a finished task', () => {
     expect(statusAfter([requested, failed])).toBe('failed');
     expect(statusAfter([requested, started, failed, parsed([]), progress(99, 2000)])).toBe('failed');
