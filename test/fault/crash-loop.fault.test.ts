@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Partitioners, type PartitionMetadata } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { formatTimestamp } from '@meridian/domain';
-import { taskIdFor } from '../../apps/api/src/uploads/routes.ts';
+import { taskIdFor } from '../../apps/api/src/uploads/task-id.ts';
 import { bootstrapAdmin } from '../support/accounts.ts';
 import { call, startApi, type RunningApi } from '../support/api.ts';
 import { startApp, type AppProcess } from '../support/processes.ts';

@@ -255,13 +255,7 @@ export async function buildApi(services: ApiServices): Promise<Api> {
       storage: services.blobs,
       files,
       tasks: () => tasksStore.state,
-      submit: {
-        producer: () => log.writer(),
-        codec: taskCodec,
-        topic: services.topics.tasks,
-        ackTimeoutMs: settings.MERIDIAN_KAFKA_ACK_TIMEOUT_MS,
-        applied: (position) => tasksStore.waitFor(position),
-      },
+      submit,
       limits: { uploadBytes: settings.MERIDIAN_MAX_UPLOAD_BYTES, defaultQuotaBytes: settings.MERIDIAN_FILE_QUOTA_BYTES, filesPerUser: settings.MERIDIAN_MAX_FILES_PER_USER, grantsPerFile: settings.MERIDIAN_MAX_GRANTS_PER_FILE },
     },
     limits: {

@@ -18,7 +18,7 @@ import { defineRoute, type RouteDef } from '../http/route.ts';
 import type { FileDeps } from './deps.ts';
 import { definitionsInFlight, pendingDefinitions, QuotaReservations } from './quota.ts';
 import { assertDeclaredSize, discard, stageForm, type FileLimit } from '../uploads/stage-file.ts';
-import { submitFileDefinition } from './submit.ts';
+import { submitCommand } from '../tasks/submit-command.ts';
 
 const accepted = z.object({ task_id: z.uuid(), file_id: z.uuid().describe('the id the file has once the task succeeds') });
 const defineForm = z.object({
@@ -153,7 +153,9 @@ export function defineFileRoutes(deps: FileDeps): RouteDef[] {
         sha256: staged.sha256,
         enforce_schema: enforceSchema,
       };
-      await submitFileDefinition(deps.submit, command);
+      // A file has no Idempotency-Key: a command that lands after a 503 fails its task for want of
+      // the staged bytes removed below, rather than define a file the client was told was refused.
+      await submitCommand(deps.submit, command, 'the file was not accepted, retry later');
     } catch (error) {
       await discard(deps.storage, stagedKey);
       throw error;

@@ -1,22 +1,16 @@
-import { DomainError, uploadRequest, validationError, type LogWriter, type MetricsPushed, type MetricsUploadRequested, type Position, type Task, type TaskEvent, type UploadFailed } from '@meridian/domain';
-import type { EventCodec } from '@meridian/events';
+import { DomainError, uploadRequest, validationError, type MetricsPushed, type MetricsUploadRequested, type Position, type Task, type UploadFailed } from '@meridian/domain';
 import { withTimeout } from '@meridian/observability';
 import type { PushDecision, PushRequest } from './push-decision.ts';
 import type { PushLog } from './push-log.ts';
+import type { CommandLog } from '../tasks/submit-command.ts';
 
 // The push path's last step, shared by the JSON upload route and the telemetry protocols' routes:
 // a decided push written to the log with its task, answered as an upload is.
 
 /** What writing an upload's command to the tasks log needs. */
-export type SubmitDeps = {
-  readonly producer: () => Promise<LogWriter>;
-  readonly codec: EventCodec<TaskEvent>;
-  readonly topic: string;
-  readonly ackTimeoutMs: number;
+export type SubmitDeps = CommandLog & {
   /** The task: in memory while unfinished (or finished a moment ago), else from the tasks read model. */
   readonly find: (taskId: string) => Promise<Task | undefined>;
-  /** Resolves once this process has folded the event at `position`. */
-  readonly applied: (position: Position | null) => Promise<void>;
   /** Resolves once this process has folded the task's partition of the tasks log to its end (pushes only). */
   readonly settled?: (taskId: string) => Promise<void>;
 };

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { taskIdFor } from './routes.ts';
+import { taskIdFor } from './task-id.ts';
 
 describe('taskIdFor', () => {
   it('names the same task for the same user and Idempotency-Key, every time', () => {
