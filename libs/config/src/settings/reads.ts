@@ -1,0 +1,46 @@
+import { z } from 'zod';
+import { positiveInt } from './schemas.ts';
+
+/** What one read may ask for and stream. */
+export const readsSettings = {
+  MERIDIAN_MAX_ROWS_CEILING: {
+    schema: z.coerce.number().int().min(1).max(1_000_000_000),
+    default: '10000000',
+    doc: 'Largest max_rows a metrics download accepts (400 above it); larger results are paged with the cursor.',
+  },
+  MERIDIAN_DOWNLOAD_BATCH_ROWS: {
+    schema: z.coerce.number().int().min(1024).max(1_048_576),
+    default: '65536',
+    doc: 'Rows per Arrow record batch and Parquet row group of a format=arrow or format=parquet download (ClickHouse\'s max_block_size for its query): the api holds about one batch per such download, some 40 bytes a row.',
+  },
+  MERIDIAN_MAX_DOWNLOADS_PER_USER: {
+    schema: positiveInt,
+    default: '4',
+    doc: 'Metric downloads and event exports one api instance streams at once for one user (HEAD requests do not count); the next gets 429 /problems/too-many.',
+  },
+  MERIDIAN_MAX_DOWNLOAD_BODY_BYTES: {
+    schema: z.coerce.number().int().min(1024),
+    default: '1048576',
+    doc: 'Largest body of POST /api/v1/metrics/download (its parameters as a form or JSON), in bytes; 413 as soon as Content-Length or the bytes read pass it.',
+  },
+  MERIDIAN_MAX_DOWNLOAD_NAMES: {
+    schema: positiveInt,
+    default: '10000',
+    doc: 'Most metric names one list download may name (GET or POST); more gets 400. Bounds the catalog lookup and the names sent to ClickHouse with one query.',
+  },
+  MERIDIAN_MAX_SERIES_POINTS: {
+    schema: z.coerce.number().int().min(10).max(1_000_000),
+    default: '10000',
+    doc: 'Most points (buckets) per series GET /api/v1/metrics/series answers: a larger points, or a step making more buckets over the range, gets 400. Any range is covered in at most this many by widening the step.',
+  },
+  MERIDIAN_MAX_SERIES_PER_REQUEST: {
+    schema: z.coerce.number().int().min(1).max(1000),
+    default: '20',
+    doc: 'Most metrics one GET /api/v1/metrics/series charts (a list naming more, or a pattern matching more, gets 400). With MERIDIAN_MAX_SERIES_POINTS it bounds the rows one request reads back.',
+  },
+  MERIDIAN_MAX_CATALOG_PAGE: {
+    schema: positiveInt,
+    default: '1000',
+    doc: 'Most metrics one page of GET /api/v1/metrics (the catalog) may list (its limit); more gets 400. Bounds the body of one answer; next_after pages through the rest.',
+  },
+} as const;
