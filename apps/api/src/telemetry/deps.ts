@@ -1,0 +1,16 @@
+import { compileLimits } from '@meridian/protocols';
+import type { ApiParts } from '../api-parts.ts';
+import type { PushPath } from '../uploads/push-path.ts';
+import type { PushDeps } from '../uploads/push-submit.ts';
+import type { TelemetryDeps } from './routes.ts';
+
+export function telemetryDeps({ settings, submit, slots }: ApiParts, push: PushDeps, path: PushPath): TelemetryDeps {
+  return {
+    submit,
+    push,
+    limits: compileLimits({ maxBytes: settings.MERIDIAN_PROTOCOL_MAX_BYTES, maxSeries: settings.MERIDIAN_PROTOCOL_MAX_SERIES, maxSamples: settings.MERIDIAN_PROTOCOL_MAX_SAMPLES }),
+    maxBodyBytes: settings.MERIDIAN_PUSH_MAX_BYTES,
+    pointsCodec: path.pointsCodec,
+    inFlight: slots.uploads,
+  };
+}
