@@ -3,7 +3,7 @@ import { formatTimestamp } from '@meridian/domain';
 import { percentile } from './common.ts';
 
 /**
- * The JSON case of bench-ingest (issue 15, item 3): `points` points as JSON bodies of
+ * The JSON case of bench-ingest: `points` points as JSON bodies of
  * `perBody`, sent by `producers` producers back to back (each sends its next body as soon as
  * the last one is acknowledged). Measured per body: the ack (request sent → 202) and the
  * freshness (202 → its task succeeded, which it does once its points are queryable), the

@@ -5,7 +5,7 @@ import { encodePointsBlock } from '@meridian/projection';
 import { csvPoints, downloadPoints, fmt } from './common.ts';
 
 /**
- * The per-row cost of an upload on one core, without Kafka or ClickHouse (issue 15, item 2):
+ * The per-row cost of an upload on one core, without Kafka or ClickHouse:
  * the upload parser alone, then the upload job's per-row work (parse, batch per metric, Avro
  * encode each PointBatch) and the projector's Native encoding of those batches, for the
  * download layout (per-row names, two timestamps) and the 2-column layout. Against a trivial

@@ -13,7 +13,7 @@ import { waitForTask } from '../support/tasks.ts';
 import { csvPoints, send, uploadFile, type Answer } from '../support/uploads.ts';
 
 /**
- * ClickHouse failing under the api (issue 17's kill -9 of a replica, without the cluster): every
+ * ClickHouse failing under the api (the cluster tier's kill -9 of a replica, without the cluster): every
  * route that reads ClickHouse answers 503 problem+json with Retry-After, never 500, and the api
  * serves again once ClickHouse answers. A second api on the same logs reaches the shared
  * ClickHouse through a TCP proxy that refuses, resets or hangs up on its connections, or cuts an

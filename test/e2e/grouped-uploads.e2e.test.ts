@@ -12,7 +12,7 @@ import { waitForTask } from '../support/tasks.ts';
 import { waitFor } from '../support/wait.ts';
 
 /**
- * Small JSON uploads that wait together in a tasks partition run in one transaction (issue 15):
+ * Small JSON uploads that wait together in a tasks partition run in one transaction:
  * the api accepts them all before the worker starts, so the worker finds them side by side.
  * What must hold whatever the grouping: each upload all or nothing, each point stored once, a
  * failing upload failing alone, and a group that meets trouble other than Kafka's run again one

@@ -665,7 +665,7 @@ describe('recorded events of older schema versions, on a log of their own', () =
 });
 
 /**
- * Staged uploads (issue 15) on a log of their own, written by hand as their job writes
+ * Staged uploads on a log of their own, written by hand as their job writes
  * them (test/support/staged-log.ts) and sealed by a live worker's projector: a staged share's
  * rows enter `points` only at its seal. A rebuild must defer them the same way, or its table
  * differs from live and a swap doubles them (the live projector would attach a share the

@@ -10,7 +10,7 @@ import { isolatedSettings } from '../support/settings.ts';
 import { waitForTask, type TaskBody } from '../support/tasks.ts';
 import { waitFor } from '../support/wait.ts';
 
-// Issue 13: tasks and files survive a restart of every process, and a new process reads only
+// Tasks and files survive a restart of every process, and a new process reads only
 // what its snapshot or read model leaves out. A file deleted while the worker is down has its
 // bytes removed after the worker's restart: the blob collector finds the deletion in the files
 // read model after its sweep position (it keeps no file in memory, and no snapshot).

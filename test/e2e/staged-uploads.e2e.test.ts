@@ -9,7 +9,7 @@ import { waitForTask, type TaskBody } from '../support/tasks.ts';
 import { waitFor } from '../support/wait.ts';
 
 /**
- * Staged uploads (issue 15), with MERIDIAN_UPLOAD_STAGING=on and with the default, auto
+ * Staged uploads, with MERIDIAN_UPLOAD_STAGING=on and with the default, auto
  * (staged while every points projector advertises that it reads staged uploads, as this
  * release's does): a file larger than the decider's buffer (8 batches of 5k points) is staged:
  * its rows are written aside into stage tables while it is parsed and attached by the projector

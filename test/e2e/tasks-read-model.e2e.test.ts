@@ -9,7 +9,7 @@ import { waitForTask, type TaskBody } from '../support/tasks.ts';
 import { waitFor } from '../support/wait.ts';
 
 /**
- * Issue 13: tasks are served from the ClickHouse read model; api and ingest hold only what is
+ * Tasks are served from the ClickHouse read model; api and ingest hold only what is
  * unfinished and start from the read model plus the tasks log's tail.
  */
 const settings = isolatedSettings({ MERIDIAN_TASK_RELEASE_INTERVAL_MS: '100' });

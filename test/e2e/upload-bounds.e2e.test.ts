@@ -14,7 +14,7 @@ let ingest: AppProcess;
 let writer: string;
 
 /**
- * Issue 11's bomb: `{"values":[`, 6 GiB of spaces, `]}` as one gzip file of 6.26 MB. Built as
+ * The bomb: `{"values":[`, 6 GiB of spaces, `]}` as one gzip file of 6.26 MB. Built as
  * gzip members (gunzip reads them as one stream): 96 copies of one 64 MiB member of spaces.
  */
 function issueBomb(): Buffer {

@@ -24,7 +24,7 @@ const POINTS = 2_000_000;
  */
 describe.each(['off', 'on'] as const)(`a command that stops the worker ${MAX_STARTS} times, staging %s`, (staging) => {
   const settings = isolatedSettings({
-    // on: the big upload is staged (issue 15); its killed runs' stages are dropped by its next run, the last one's when it is refused.
+    // on: the big upload is staged; its killed runs' stages are dropped by its next run, the last one's when it is refused.
     MERIDIAN_UPLOAD_STAGING: staging,
     MERIDIAN_STAGE_MIN_BYTES: '1',
     MERIDIAN_MAX_COMMAND_STARTS: String(MAX_STARTS),

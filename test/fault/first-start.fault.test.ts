@@ -8,7 +8,7 @@ import { startApp, type AppProcess } from '../support/processes.ts';
 import { isolatedSettings } from '../support/settings.ts';
 
 /**
- * Item 8 of issue 11: on a wiped stack, api and ingest start every time. A fresh Kafka answers
+ * On a wiped stack, api and ingest start every time. A fresh Kafka answers
  * "not the leader" / "coordinator loading" for a while after its topics are created; each start
  * must wait that out. The Kafka here is PRIVATE (its own ports and data directory, started with
  * the local stack's own scripts), wiped before every round; ClickHouse and MinIO are the shared

@@ -16,7 +16,7 @@ const KILLS = 4;
  * Invariant 2 through the whole pipeline: uploads go in through the api; the ingest process
  * (command handler and projector) is killed with SIGKILL while it works and started again.
  * Every accepted point must be stored exactly once. Run with staging off (every upload
- * projected after its commit) and on (issue 15: each 100k-point upload is staged, 20 batches,
+ * projected after its commit) and on (each 100k-point upload is staged, 20 batches,
  * so kills land in its stage inserts, before and after its commit, and inside its seals).
  */
 describe.each(['off', 'on'] as const)(`ingest killed with SIGKILL ${KILLS} times during a ${TOTAL.toLocaleString('en')}-point ingest, staging %s`, (staging) => {

@@ -9,7 +9,7 @@ import { waitForTask } from '../support/tasks.ts';
 import { waitFor } from '../support/wait.ts';
 
 /**
- * Staged uploads (issue 15) under faults, with the real ingest process behind a query
+ * Staged uploads under faults, with the real ingest process behind a query
  * gate in front of ClickHouse (test/support/query-gate.ts): the ingest is killed with SIGKILL at
  * each step of the seal procedure (stage.ts), and ClickHouse refuses, or never answers, the
  * stage inserts of the upload job. After the ingest is started again each upload has every point

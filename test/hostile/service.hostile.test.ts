@@ -16,7 +16,7 @@ import { HostileReport } from './report.ts';
 import { HostileStack } from './stack.ts';
 
 /**
- * The hostile tier (issue 11): each case sends what one careless or malicious user can send,
+ * The hostile tier: each case sends what one careless or malicious user can send,
  * against real api and ingest processes, and is then held to the same checks (stack.ts:
  * /healthz fast, the ingest process never died, another user's upload still flows).
  *

@@ -135,7 +135,7 @@ describe('read_committed consumers against a real broker', () => {
 });
 
 /**
- * What a transaction of the log costs in round trips (issue 15: a 10k-point JSON upload was
+ * What a transaction of the log costs in round trips (a 10k-point JSON upload was
  * 13 sequential requests in its transaction). Records of two topics go in one produce request
  * (LogTransaction.sendAll), and the coordinators are asked for once per producer, not before
  * every transactional request (patches/kafkajs+2.2.4.patch; kafkajs 2.2.4 asked 4 times per

@@ -29,7 +29,7 @@ function latch(): { promise: Promise<void>; open: () => void } {
 }
 
 /**
- * The seal procedure of staged uploads (issue 15, libs/clickhouse/src/points/stage.ts) against a
+ * The seal procedure of staged uploads (libs/clickhouse/src/points/stage.ts) against a
  * real server, on 18.16 and (the modern tier runs this file again) on 26.9: a committed share
  * is moved into points exactly once, with an exact catalog, from whatever state a crash left at
  * each step of it (the states are made by hand here: what each step would have left).

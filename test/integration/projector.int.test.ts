@@ -232,7 +232,7 @@ describe('projector: points topic → ClickHouse, exactly once', () => {
   });
 
   /**
-   * A staged upload (issue 15) as its job writes it: batches with their attempt in the
+   * A staged upload as its job writes it: batches with their attempt in the
    * `stage` field and the meridian-stage header, one seal naming its share. Nobody writes the
    * stage here: the projector refills it from the log (the log is the truth), skipping another
    * upload's batch committed inside the staged upload's range, flushes the direct rows before

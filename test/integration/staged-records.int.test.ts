@@ -6,7 +6,7 @@ import { createLogger } from '@meridian/observability';
 import { isolatedSettings } from '../support/settings.ts';
 
 /**
- * A staged upload's records (issue 15) as the log carries them: a PointBatch v2 with
+ * A staged upload's records as the log carries them: a PointBatch v2 with
  * its attempt in the `stage` field and in the meridian-stage header, and an UploadSealed v2
  * naming the share. Read back through the log port's range reader (what a seal's refill and a
  * rebuild use), the header and the fields arrive as written.

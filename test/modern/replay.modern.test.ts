@@ -200,7 +200,7 @@ describe('replay on an Atomic database (chDB front)', () => {
   });
 
   /**
-   * Staged uploads (issue 15), written by hand as their job writes them: the live
+   * Staged uploads, written by hand as their job writes them: the live
    * projector's pieces seal them into `points` (projectLive), a rebuild into its generation the same
    * way, and a swap while one is committed but not yet sealed live doubles nothing.
    */

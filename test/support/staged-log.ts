@@ -10,7 +10,7 @@ export type HandBatch = { readonly partition: number; readonly metric: string; r
 
 export type HandUpload = {
   readonly taskId?: string;
-  /** Staged (issue 15): the attempt (16 hex digits; `true`: a random one). Absent: a direct upload. */
+  /** Staged: the attempt (16 hex digits; `true`: a random one). Absent: a direct upload. */
   readonly staged?: string | true;
   readonly batches: readonly HandBatch[];
   /** Record time of the batches (CreateTime, ms); absent: the producer's clock. */

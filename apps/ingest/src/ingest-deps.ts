@@ -25,7 +25,7 @@ export type IngestDeps = {
   readonly blobReferences: BlobReferences;
   /** The live points table's exactly-once sink. */
   readonly pointsSink: PointsSink;
-  /** The live points table's stages: staged uploads' shares, moved in at their seals (issue 15). */
+  /** The live points table's stages: staged uploads' shares, moved in at their seals. */
   readonly pointsStages: PointsStages;
   /** How start-up work (running a consumer) retries. */
   readonly startRetry: UntilDoneOptions;

@@ -24,7 +24,7 @@ type Piece = { readonly watch: ConsumerWatch; stop(): Promise<void> };
  * The ingest worker: runs upload commands into point facts, projects the facts, the tasks and the files into ClickHouse.
  *
  * Its four consumers start at once (each start is a fold, a read-model query or a group join,
- * 0.2–0.6 s apiece, issue 13): none reads what another one's start produces. The commands
+ * 0.2–0.6 s apiece): none reads what another one's start produces. The commands
  * consumer decides on the accounts fold and on the tasks read model plus the log's
  * tail, never on the projectors having started; the projectors resume from the positions
  * stored in their read models, whoever runs. The ordering that does matter, folds caught up

@@ -6,7 +6,7 @@ import { TaskEndWaiters } from './task-end-waiters.ts';
 import { untilDone } from './until-done.ts';
 
 /**
- * Task state for one process, bounded by what is live (issue 13): the queued and running
+ * Task state for one process, bounded by what is live: the queued and running
  * tasks, and finished ones until the read model covers them. It starts from the read model
  * (its unfinished rows and the positions they cover) and follows the tasks topic's tail from
  * there, never from offset 0. What it let go, the read model answers for (`find`).

@@ -14,7 +14,7 @@ export const LIVE_POINTS = 'points';
 export const LIVE_CATALOG = 'metric_catalog';
 /** The live catalog view's own table on an Ordinary database (ClickHouse 18.16): the view finds it by this name. */
 export const LIVE_CATALOG_DATA = '.inner.metric_catalog';
-/** Staged uploads' seals (issue 15, migration 007): they count in the position, so they move with `points`. */
+/** Staged uploads' seals (migration 007): they count in the position, so they move with `points`. */
 export const LIVE_SEALS = 'points_seals';
 export const REGISTRY = 'replay_generations';
 

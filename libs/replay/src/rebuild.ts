@@ -21,7 +21,7 @@ export type RebuildInput = {
   readonly table: string;
   /**
    * The table of `table`'s staged seals (points_seals_g<N>, or points_seals of a separate
-   * database): it counts in the positions, and staged uploads (issue 15) are sealed into `table`
+   * database): it counts in the positions, and staged uploads are sealed into `table`
    * through it, with `catalog`. Without it, a range holding a staged upload is refused.
    */
   readonly seals?: string;
@@ -80,7 +80,7 @@ export type RebuildStats = {
  * rebuild continues). Nothing else: no clock, no random value and no side effect reaches the
  * rows (no dead-lettering, no announcing), so the rows are a pure function of the range.
  *
- * Staged uploads (issue 15) are deferred to their seals exactly as live: a staged batch is passed
+ * Staged uploads are deferred to their seals exactly as live: a staged batch is passed
  * over (by its header, undecoded, as live), and at a staged seal inside the range the rows
  * before it are flushed and stored, then the share is sealed into the table with the live seal
  * procedure (stage.ts) against the table's own seals and catalog, its stage always filled from

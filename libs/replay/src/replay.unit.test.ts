@@ -53,7 +53,7 @@ describe('generations', () => {
     const [table, seals, catalogTable, feed, ...rest] = createGenerationSql(2, true, capabilities('18.16.1', 'Ordinary'));
     expect(rest).toEqual([]);
     expect(table).toBe('CREATE TABLE `points_g2` AS `points`');
-    // Its staged seals (issue 15), which count in its positions: migration 007's table under its name.
+    // Its staged seals, which count in its positions: migration 007's table under its name.
     expect(seals).toMatch(/^CREATE TABLE `points_seals_g2` \(\n\s+kafka_partition UInt16,[\s\S]*ORDER BY \(kafka_partition, seal_offset\)\s*$/);
     expect(catalogTable).toMatch(/^CREATE TABLE `metric_catalog_g2` ENGINE = AggregatingMergeTree\(\)\nORDER BY metric_name AS SELECT[\s\S]*FROM `points_g2`\nWHERE 0 GROUP BY metric_name$/);
     expect(feed).toMatch(/^CREATE MATERIALIZED VIEW `metric_catalog_feed_g2` TO `metric_catalog_g2` AS SELECT[\s\S]*FROM `points_g2`\nGROUP BY metric_name$/);

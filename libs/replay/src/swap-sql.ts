@@ -24,7 +24,7 @@ import { catalogTable, frozenSealsStandIn, frozenStandIn, LIVE_CATALOG, LIVE_CAT
  * N's catalog. The names left over are tidied afterwards (not seen by readers of `points`).
  */
 /**
- * Where `points_seals` (staged uploads' seals, issue 15: they count in the position, so they move
+ * Where `points_seals` (staged uploads' seals: they count in the position, so they move
  * with `points`) is when N comes in: the read-only stand-in of a freeze, the live table itself
  * (nothing was frozen: the live points table is gone), or nowhere.
  */

@@ -9,7 +9,7 @@ import { q } from './generations.ts';
  * included: a rebuild from the same log must reproduce them exactly, as the live projector's
  * resume and the download cursor depend on them.
  *
- * A position counts staged seals too (issue 15): a staged share's rows carry the offsets of its
+ * A position counts staged seals too: a staged share's rows carry the offsets of its
  * batches, below its seal, and are in a table only from the seal on. So the rows of a share
  * sealed after the compared position (in either table) are left out of the comparison: the other
  * table holds them only once it is past that seal too.

@@ -18,7 +18,7 @@ export type FileCatalogDeps = {
 const POLL_MS = 25;
 
 /**
- * The file catalog as the api sees it (issue 13): the files read model in ClickHouse, which the
+ * The file catalog as the api sees it: the files read model in ClickHouse, which the
  * ingest worker's files projector writes from the files topic. The api holds no file in memory.
  *
  * What each decision reads:

@@ -29,7 +29,7 @@ const SWEEP_PAGE = 1000;
 const POLL_MS = 50;
 
 /**
- * Removes blobs no live file references, asking the files read model (issue 13): the worker holds
+ * Removes blobs no live file references, asking the files read model: the worker holds
  * no file in memory. Candidates are the blobs deletions released after the sweep position (read
  * from the read model, so a restart or another worker misses none) and the blobs of definitions
  * that failed after promoting (held in memory: one lost at a crash stays, as before).

@@ -35,7 +35,7 @@ class Stopping extends Error {}
  *   after a crash the whole insert is there or none of it. A PointBatch is never split.
  * - An UploadSealed marker is announced (UploadSegmentProjected on the tasks topic) only once
  *   every row before it is in ClickHouse; markers of one fetched batch share one insert.
- * - A staged upload's batches (issue 15: known by their meridian-stage header, not decoded)
+ * - A staged upload's batches (known by their meridian-stage header, not decoded)
  *   are not buffered: its rows were written aside into a stage while it was parsed, and its
  *   seal moves them in (PointsStages.seal: the stage checked, or refilled from the log, then
  *   attached; the seal recorded in points_seals, which the position counts), after the rows

@@ -11,7 +11,7 @@ export type StageSweeperOptions = {
 };
 
 /**
- * Drops the stage tables of staged uploads that were abandoned (issue 15): a job
+ * Drops the stage tables of staged uploads that were abandoned: a job
  * killed before its commit leaves its stages, which no seal will ever attach. Safe whatever
  * it drops: a stage still needed by a seal is refilled from the log there. A failed sweep is
  * logged and tried again at the next interval.

@@ -5,7 +5,7 @@ import type { IngestDeps } from '../ingest-deps.ts';
 import { startReadModelProjector, type RunningReadModelProjector } from './projector.ts';
 
 /**
- * Projects the files topic into the files read model (issue 13), exactly once (the machinery:
+ * Projects the files topic into the files read model, exactly once (the machinery:
  * ./projector.ts). Each batch is folded onto the stored rows of the files it touches
  * (projectFileBatch); between batches only the next definition's seq is held, read back with the
  * positions after every (re)join.

@@ -30,7 +30,7 @@ export type ReadModelProjection = {
 
 /**
  * Projects a topic into a read model exactly once, without transactions (the tasks and files
- * read models, issue 13):
+ * read models):
  *
  * - Each fetched batch is handed to the projection, which writes idempotent rows (a row at a later
  *   offset wins; one written twice is the same row), then the partition's position (the batch's
@@ -112,7 +112,7 @@ export async function startReadModelProjector(ingest: IngestDeps, projection: Re
       // Named explicitly: with autoCommit off, kafkajs's commitOffsetsIfNecessary() without
       // offsets commits only on an autoCommit interval or threshold, none set here, so it never
       // committed, and every new process fetched the whole topic again from offset 0, skipping it
-      // by position after being ready: its memory grew with the history (issue 13).
+      // by position after being ready: its memory grew with the history.
       const uncommitted = payload.uncommittedOffsets();
       if (uncommitted.topics.length > 0) await payload.commitOffsetsIfNecessary(uncommitted);
       await payload.heartbeat();

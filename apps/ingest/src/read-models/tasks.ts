@@ -11,7 +11,7 @@ const DAY_MS = 86_400_000;
 const TASKS_FETCH_MIN_BYTES = 64 * 1024;
 
 /**
- * Projects the tasks topic into the tasks read model (issue 13), exactly once (the machinery:
+ * Projects the tasks topic into the tasks read model, exactly once (the machinery:
  * ./projector.ts):
  *
  * - Each batch is folded with the domain's fold (LiveTasks over applyTaskEvent) and the tasks it

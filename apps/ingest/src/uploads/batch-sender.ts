@@ -20,7 +20,7 @@ export type PointBatchSenderOptions = {
   readonly placed?: (segments: readonly Segment[]) => void;
 };
 
-/** A staged batch (issue 15): its columns, for the stage writer, and its record's header. */
+/** A staged batch: its columns, for the stage writer, and its record's header. */
 export type StagedBatch = { readonly batch: PointBatch; readonly headers: Readonly<Record<string, string>> };
 
 type Queued = { readonly key: string; readonly value: Buffer; readonly points: number; readonly partition: number; readonly staged?: StagedBatch };

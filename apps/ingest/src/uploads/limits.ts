@@ -1,6 +1,6 @@
 import type { Settings } from '@meridian/config';
 
-/** What one upload may make the worker decompress, hold and spend in time (issue 11). */
+/** What one upload may make the worker decompress, hold and spend in time. */
 export type UploadLimits = {
   readonly maxDecompressedBytes: number;
   readonly maxExpansionRatio: number;

@@ -55,8 +55,8 @@ const ROOM_WAITING_PER_PARTITION = 1;
 export const MOST_WAITING_PER_PARTITION = 3;
 
 /**
- * Writes a staged upload's acknowledged batches aside into its stages while it is parsed
- * (issue 15), one stage per points partition, in inserts of at most `batchRows`
+ * Writes a staged upload's acknowledged batches aside into its stages while it is parsed,
+ * one stage per points partition, in inserts of at most `batchRows`
  * rows of whole batches, one insert in flight. The stage is only a cache: the seal checks it
  * and refills it from the log when it is not what the seal says. So a failed insert (refused,
  * or of unknown outcome) marks its partition's stage broken: no retry, no more inserts there,

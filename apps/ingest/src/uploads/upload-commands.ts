@@ -56,7 +56,7 @@ export type UploadCommandsDeps = {
   readonly user: (name: string) => UserRecord | undefined;
   /** Runs of one upload that stop on storage or network trouble before its task fails (MERIDIAN_UPLOAD_ATTEMPTS). */
   readonly attempts: number;
-  /** Where large uploads' rows are written aside while they are parsed (issue 15); null: staging off (MERIDIAN_UPLOAD_STAGING). */
+  /** Where large uploads' rows are written aside while they are parsed; null: staging off (MERIDIAN_UPLOAD_STAGING). */
   readonly stage: UploadStage | null;
   /** Whether a run of an upload of this many bytes may stage now (staging-gate.ts: large enough, and with auto while every points projector reads staged uploads). */
   readonly mayStage: (bytes: number) => Promise<boolean>;
@@ -183,7 +183,7 @@ async function runUpload(cmd: MetricsUploadRequested, at: CommandPosition, produ
   // end the api's fold waits for before its 202) only from its last send to its commit.
   const offsetMoved = deps.tasks.commitCommand(tx, at);
   offsetMoved.catch(() => undefined); // awaited below; observed here should the body fail first
-  // Staged (issue 15) when staging is on and the upload's first batch comes before the
+  // Staged when staging is on and the upload's first batch comes before the
   // end of its input (it did not fit the decider's buffer): its rows are then written aside into
   // stages while it is parsed, and the projector attaches them at its seals. Small uploads stay
   // direct (no DDL for them). Decided once per run: all of a run's batches are staged or none.
@@ -313,8 +313,8 @@ async function parseWhole(cmd: MetricsUploadRequested, deps: UploadCommandsDeps)
 }
 
 /**
- * Runs several small uploads, consecutive commands of one tasks partition, in ONE transaction
- * (issue 15): a small upload's cost is mostly its round trips (the transaction's requests, the
+ * Runs several small uploads, consecutive commands of one tasks partition, in ONE transaction:
+ * a small upload's cost is mostly its round trips (the transaction's requests, the
  * body from storage), not its rows, and here they are paid once for the group. Each upload is
  * parsed whole first, so all or nothing still holds for each: one that fails writes its
  * TaskFailed and none of its batches, and the others' batches, their seals (a seal per upload

@@ -15,7 +15,7 @@ import { noneRunningWithin } from '../server-work.ts';
 export type PointsSink = {
   /**
    * The position per partition: the highest PointBatch offset stored, or the highest staged
-   * seal recorded in the seals table if that is later (issue 15: a staged upload's rows come in
+   * seal recorded in the seals table if that is later (a staged upload's rows come in
    * at its seal); -1 for a partition with neither.
    */
   maxOffsets(partitions: readonly number[]): Promise<Map<number, number>>;

@@ -1,5 +1,5 @@
 /**
- * What the ingest worker's blob collector asks of the files read model (issue 13): which blobs
+ * What the ingest worker's blob collector asks of the files read model: which blobs
  * live files still reference, and which blobs deletions released, by log position. The
  * collector keeps no file in memory: a start reads nothing but a sweep position.
  */

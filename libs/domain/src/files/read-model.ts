@@ -4,7 +4,7 @@ import type { FileEvent } from './events.ts';
 import { addLiveFile, applyFileEvent, initialFiles, type FileRecord, type FilesState } from './state.ts';
 
 /**
- * A file as the files read model holds it (issue 13): its state with the files-topic event it
+ * A file as the files read model holds it: its state with the files-topic event it
  * covers. A deleted file keeps its last state with `deleted`: its id stays known, so a second
  * definition of it is ignored on every replay alike (as the in-memory fold keeps its id).
  */

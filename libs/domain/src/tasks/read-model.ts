@@ -15,7 +15,7 @@ export type TaskListQuery = {
 };
 
 /**
- * The durable tasks read model (issue 13), fed from the tasks topic by the tasks projector.
+ * The durable tasks read model, fed from the tasks topic by the tasks projector.
  * It holds every task within retention; processes keep in memory only what is unfinished.
  */
 export interface TaskReadModel {

@@ -41,7 +41,7 @@ export type PointBatch = {
   readonly name_index?: readonly number[];
   /**
    * Absent or null: projected as read. Otherwise the attempt of a staged upload (16 hex digits):
-   * the rows enter a points table only at that attempt's seal in this partition (issue 15).
+   * the rows enter a points table only at that attempt's seal in this partition.
    */
   readonly stage?: string | null;
 };

@@ -35,7 +35,7 @@ export type RefillDeps = {
 };
 
 /**
- * Fills a staged share's stage from the log (issue 15: the stage is only a cache; a
+ * Fills a staged share's stage from the log (the stage is only a cache; a
  * rebuild has no stage of its own and always fills it so, the same way):
  * reads [first offset, seal) of its partition and inserts the batches of its attempt (by
  * header, else by the decoded `stage`), whole, in inserts of at most batchRows rows. Records of

@@ -5,7 +5,7 @@ import { batchProblem, segmentRows, type Segment } from './rows.ts';
 export type Seal = { readonly task_id: string; readonly partition: number; readonly offset: number };
 
 /**
- * The seal of a staged upload's share of one partition (issue 15): its batches, in
+ * The seal of a staged upload's share of one partition: its batches, in
  * [firstOffset, offset) and marked with `attempt`, were never buffered; the seal procedure
  * (libs/clickhouse's PointsStages.seal) moves them into the points table at this offset.
  */

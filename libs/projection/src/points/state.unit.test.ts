@@ -89,7 +89,7 @@ describe('projector state', () => {
   });
 });
 
-describe('projector state: staged uploads (issue 15)', () => {
+describe('projector state: staged uploads', () => {
   const attempt = '0123456789abcdef';
   const sealed = (stage: { attempt: string; first_offset: number; batches: number } | null, points = 30) => ({ type: 'UploadSealed' as const, task_id: 'a', points, stage });
 
