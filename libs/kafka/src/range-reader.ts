@@ -4,6 +4,121 @@ import type { Offsets, PartitionRange, RangeBatch, RangeReadOptions } from '@mer
 const key = (topic: string, partition: number) => `${topic}\u0000${partition}`;
 
 /**
+ * Where a range read stands in each partition: the position it has reached, which partitions are
+ * finished and, when sequential, whose turn it is. A position only moves forward, so a rebalance
+ * or a redelivery can never hand a message over twice.
+ */
+class RangeProgress {
+  readonly #ranges: Map<string, PartitionRange>;
+  readonly #position: Map<string, number>;
+  readonly #finished = new Set<string>();
+  readonly #order: string[];
+  readonly #sequential: boolean;
+  #current = 0; // index in #order of the partition being read, when sequential
+
+  constructor(ranges: readonly PartitionRange[], sequential: boolean) {
+    this.#ranges = new Map(ranges.map((r) => [key(r.topic, r.partition), r]));
+    if (this.#ranges.size !== ranges.length) throw new Error('a partition is listed twice');
+    this.#position = new Map(ranges.map((r) => [key(r.topic, r.partition), r.start]));
+    this.#order = ranges.map((r) => key(r.topic, r.partition));
+    this.#sequential = sequential;
+  }
+
+  /** The range of a partition the read still wants, or undefined. */
+  open(topic: string, partition: number): PartitionRange | undefined {
+    const k = key(topic, partition);
+    return this.#finished.has(k) ? undefined : this.#ranges.get(k);
+  }
+
+  /** Whether a partition is read now (always, unless the read is sequential and another one's turn). */
+  isTurnOf(range: PartitionRange): boolean {
+    return !this.#sequential || this.#order[this.#current] === key(range.topic, range.partition);
+  }
+
+  position(range: PartitionRange): number {
+    return this.#position.get(key(range.topic, range.partition))!;
+  }
+
+  get allDone(): boolean {
+    return this.#finished.size === this.#ranges.size;
+  }
+
+  /**
+   * Moves a partition's position to `reached` (never back, never past its end). When that
+   * finishes it, says so, with the partition whose turn comes next when the read is sequential.
+   */
+  advance(range: PartitionRange, reached: number): { readonly finished: boolean; readonly next?: PartitionRange } {
+    const k = key(range.topic, range.partition);
+    const next = Math.min(Math.max(this.#position.get(k)!, reached), range.end);
+    this.#position.set(k, next);
+    if (next < range.end || this.#finished.has(k)) return { finished: false };
+    this.#finished.add(k);
+    if (!this.#sequential) return { finished: true };
+    while (this.#current < this.#order.length && this.#finished.has(this.#order[this.#current]!)) this.#current++;
+    const following = this.#order[this.#current];
+    return following === undefined ? { finished: true } : { finished: true, next: this.#ranges.get(following)! };
+  }
+}
+
+/** One slot between the consumer, which offers a batch and waits until it is taken, and the iterator, which takes it. */
+class Handoff {
+  #slot: { readonly batch: RangeBatch; readonly taken: () => void } | null = null;
+  #wake: (() => void) | null = null;
+  #failure: { readonly error: unknown } | null = null;
+
+  /** Resolves once the iterator's caller is done with the batch. */
+  offer(batch: RangeBatch): Promise<void> {
+    return new Promise<void>((taken) => {
+      this.#slot = { batch, taken };
+      this.notify();
+    });
+  }
+
+  take(): { readonly batch: RangeBatch; readonly taken: () => void } | null {
+    const slot = this.#slot;
+    this.#slot = null;
+    return slot;
+  }
+
+  fail(error: unknown): void {
+    this.#failure ??= { error };
+    this.notify();
+  }
+
+  get failure(): { readonly error: unknown } | null {
+    return this.#failure;
+  }
+
+  notify(): void {
+    const wake = this.#wake;
+    this.#wake = null;
+    wake?.();
+  }
+
+  /** Waits for a batch, a failure, the signal, or half a second (a partition can finish through END_BATCH_PROCESS only, and no event may come). */
+  async wait(signal: AbortSignal | undefined): Promise<void> {
+    await new Promise<void>((resolve) => {
+      this.#wake = resolve;
+      signal?.addEventListener('abort', () => resolve(), { once: true });
+      setTimeout(resolve, 500).unref();
+    });
+  }
+}
+
+function rangeConsumer(kafka: Kafka, options: RangeReadOptions): Consumer {
+  return kafka.consumer({
+    groupId: options.groupId,
+    readUncommitted: false,
+    sessionTimeout: 30_000,
+    heartbeatInterval: 3000,
+    maxWaitTimeInMs: 250,
+    maxBytesPerPartition: options.maxBytesPerPartition ?? 8 * 1024 * 1024,
+    maxBytes: options.maxBytes ?? 32 * 1024 * 1024,
+    retry: { retries: 10 },
+  });
+}
+
+/**
  * Reads fixed offset ranges of the log, read-committed (aborted upload transactions and
  * transaction markers are never seen), as an async iterator with backpressure: the consumer
  * waits while the caller works on a batch, heartbeating.
@@ -17,78 +132,29 @@ const key = (topic: string, partition: number) => `${topic}\u0000${partition}`;
 export async function* readRanges(kafka: Kafka, admin: Admin, ranges: readonly PartitionRange[], options: RangeReadOptions): AsyncGenerator<RangeBatch> {
   const todo = ranges.filter((r) => r.end > r.start);
   if (todo.length === 0) return;
-  const byKey = new Map(todo.map((r) => [key(r.topic, r.partition), r]));
-  if (byKey.size !== todo.length) throw new Error('a partition is listed twice');
-  const position = new Map(todo.map((r) => [key(r.topic, r.partition), r.start]));
-  const finished = new Set<string>();
-  const order = todo.map((r) => key(r.topic, r.partition));
-  let current = 0; // index in `order` of the partition being read, when sequential
-
-  const topics = [...new Set(todo.map((r) => r.topic))];
-
-  // One slot between the consumer (producer side) and the iterator (consumer side).
-  type Slot = { batch: RangeBatch; taken: () => void };
-  let slot: Slot | null = null;
-  let wake: (() => void) | null = null;
-  const failed: { error?: unknown; happened: boolean } = { happened: false };
-  let allDone = false;
-  const notify = () => {
-    const w = wake;
-    wake = null;
-    w?.();
-  };
-
-  const consumer: Consumer = kafka.consumer({
-    groupId: options.groupId,
-    readUncommitted: false,
-    sessionTimeout: 30_000,
-    heartbeatInterval: 3000,
-    maxWaitTimeInMs: 250,
-    maxBytesPerPartition: options.maxBytesPerPartition ?? 8 * 1024 * 1024,
-    maxBytes: options.maxBytes ?? 32 * 1024 * 1024,
-    retry: { retries: 10 },
-  });
-
-  const active = (k: string) => !finished.has(k) && (!options.sequential || order[current] === k);
-
-  const advance = (k: string, reached: number) => {
-    const range = byKey.get(k)!;
-    const next = Math.min(Math.max(position.get(k)!, reached), range.end);
-    position.set(k, next);
-    if (next >= range.end && !finished.has(k)) {
-      finished.add(k);
-      consumer.pause([{ topic: range.topic, partitions: [range.partition] }]);
-      if (options.sequential) {
-        while (current < order.length && finished.has(order[current]!)) current++;
-        const following = order[current];
-        if (following !== undefined) {
-          const r = byKey.get(following)!;
-          consumer.resume([{ topic: r.topic, partitions: [r.partition] }]);
-        }
-      }
-      if (finished.size === byKey.size) allDone = true;
-      return true;
-    }
-    return false;
+  const progress = new RangeProgress(todo, options.sequential === true);
+  const handoff = new Handoff();
+  const consumer = rangeConsumer(kafka, options);
+  const advance = (range: PartitionRange, reached: number): boolean => {
+    const { finished, next } = progress.advance(range, reached);
+    if (!finished) return false;
+    consumer.pause([{ topic: range.topic, partitions: [range.partition] }]);
+    if (next) consumer.resume([{ topic: next.topic, partitions: [next.partition] }]);
+    return true;
   };
 
   // Batches that hold only markers or aborted records never reach eachBatch; this event still says how far they go.
   consumer.on(consumer.events.END_BATCH_PROCESS, (e) => {
-    const k = key(e.payload.topic, e.payload.partition);
-    if (!byKey.has(k) || finished.has(k)) return;
-    if (advance(k, Number(e.payload.lastOffset) + 1)) notify();
+    const range = progress.open(e.payload.topic, e.payload.partition);
+    if (range && advance(range, Number(e.payload.lastOffset) + 1)) handoff.notify();
   });
   consumer.on(consumer.events.CRASH, (e) => {
-    if (!e.payload.restart && !failed.happened) {
-      failed.happened = true;
-      failed.error = e.payload.error;
-      notify();
-    }
+    if (!e.payload.restart) handoff.fail(e.payload.error);
   });
 
   await consumer.connect();
   try {
-    for (const topic of topics) await consumer.subscribe({ topic, fromBeginning: true });
+    for (const topic of new Set(todo.map((r) => r.topic))) await consumer.subscribe({ topic, fromBeginning: true });
     await consumer.run({
       // Only this read uses the group: committing what was read saves re-reading after a rebalance.
       autoCommit: true,
@@ -96,21 +162,14 @@ export async function* readRanges(kafka: Kafka, admin: Admin, ranges: readonly P
       eachBatchAutoResolve: false,
       partitionsConsumedConcurrently: 1,
       eachBatch: async ({ batch, resolveOffset, heartbeat, pause, isRunning }) => {
-        const k = key(batch.topic, batch.partition);
-        if (!byKey.has(k) || finished.has(k)) {
+        const range = progress.open(batch.topic, batch.partition);
+        // Not wanted, or not its turn yet (resumed when it comes).
+        if (!range || !progress.isTurnOf(range)) {
           pause();
           return;
         }
-        if (!active(k)) {
-          pause(); // resumed when its turn comes
-          return;
-        }
-        const range = byKey.get(k)!;
-        const from = position.get(k)!;
-        const messages = batch.messages.filter((m) => {
-          const o = Number(m.offset);
-          return o >= from && o < range.end;
-        });
+        const from = progress.position(range);
+        const messages = batch.messages.filter((m) => Number(m.offset) >= from && Number(m.offset) < range.end);
         const last = Number(batch.lastOffset());
         if (messages.length > 0) {
           const reached = Number(messages[messages.length - 1]!.offset) + 1;
@@ -119,20 +178,17 @@ export async function* readRanges(kafka: Kafka, admin: Admin, ranges: readonly P
           // (a rebalance is harmless: positions are kept here and offsets are committed as we go).
           const beat = setInterval(() => { heartbeat().catch(() => undefined); }, 3000);
           try {
-            await new Promise<void>((resolve) => {
-              slot = { batch: { topic: batch.topic, partition: batch.partition, messages, done }, taken: resolve };
-              notify();
-            });
+            await handoff.offer({ topic: batch.topic, partition: batch.partition, messages, done });
           } finally {
             clearInterval(beat);
           }
           if (!isRunning()) return;
-          advance(k, reached);
+          advance(range, reached);
         }
-        advance(k, last + 1);
+        advance(range, last + 1);
         resolveOffset(batch.lastOffset());
         await heartbeat();
-        notify();
+        handoff.notify();
       },
     });
 
@@ -146,25 +202,19 @@ export async function* readRanges(kafka: Kafka, admin: Admin, ranges: readonly P
     // Heartbeats are kafkajs's business between batches; while the caller holds a batch we wait here.
     for (;;) {
       if (options.signal?.aborted) throw options.signal.reason ?? new Error('aborted');
-      if (failed.happened) throw failed.error;
+      const failure = handoff.failure;
+      if (failure) throw failure.error;
+      const slot = handoff.take();
       if (slot) {
-        const s: Slot = slot;
-        slot = null;
         try {
-          yield s.batch;
+          yield slot.batch;
         } finally {
-          s.taken();
+          slot.taken();
         }
         continue;
       }
-      if (allDone) return;
-      await new Promise<void>((resolve) => {
-        wake = resolve;
-        const onAbort = () => resolve();
-        options.signal?.addEventListener('abort', onAbort, { once: true });
-        // A partition can finish through END_BATCH_PROCESS only; poll now and then in case no event wakes us.
-        setTimeout(resolve, 500).unref();
-      });
+      if (progress.allDone) return;
+      await handoff.wait(options.signal);
     }
   } finally {
     await consumer.disconnect().catch(() => undefined);

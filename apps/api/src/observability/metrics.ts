@@ -52,7 +52,14 @@ function routeLabel(ctx: Context): string {
 export function createApiMetrics(options: ApiMetricsOptions = {}): ApiMetrics {
   const registry = new Registry();
   if (options.processMetrics !== false) collectDefaultMetrics({ register: registry });
+  const observeRequests = requestMetrics(registry);
+  const { uploadAccepted, pushesCommitted } = uploadMetrics(registry);
+  readAtScrape(registry, options);
+  return { registry, observeRequests, uploadAccepted, pushesCommitted };
+}
 
+/** Every request counted and timed until its response has been sent, by method, route template and status. */
+function requestMetrics(registry: Registry): ApiMetrics['observeRequests'] {
   const requests = new Counter({
     name: 'meridian_http_requests_total',
     help: 'HTTP requests answered, by method, route template and status.',
@@ -66,6 +73,21 @@ export function createApiMetrics(options: ApiMetricsOptions = {}): ApiMetrics {
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300],
     registers: [registry],
   });
+  return async (ctx, next) => {
+    const started = performance.now();
+    const record = () => {
+      const labels = { method: ctx.method, route: routeLabel(ctx), status: String(ctx.status) };
+      requests.inc(labels);
+      duration.observe(labels, (performance.now() - started) / 1000);
+    };
+    // 'close' comes once the response has been sent in full, or the caller went away.
+    ctx.res.once('close', record);
+    await next();
+  };
+}
+
+/** Uploads and pushes accepted, counted as the routes and the push log report them. */
+function uploadMetrics(registry: Registry): Pick<ApiMetrics, 'uploadAccepted' | 'pushesCommitted'> {
   const uploads = new Counter({
     name: 'meridian_uploads_accepted_total',
     help: 'Uploads accepted (202: the command is durably in the event log), by source.',
@@ -83,6 +105,35 @@ export function createApiMetrics(options: ApiMetricsOptions = {}): ApiMetrics {
     help: 'Values in accepted JSON uploads (file uploads are counted once parsed: see meridian_points_ingested_total).',
     registers: [registry],
   });
+  const pushTransactions = new Counter({
+    name: 'meridian_push_transactions_total',
+    help: 'Transactions of pushes committed: pushes arriving together share one (meridian_pushes_committed_total over this is how many on average).',
+    registers: [registry],
+  });
+  const pushes = new Counter({
+    name: 'meridian_pushes_committed_total',
+    help: 'Pushes (small JSON uploads decided in the api) committed to the event log.',
+    registers: [registry],
+  });
+  for (const source of ['json_body', 'file'] as const) {
+    uploads.inc({ source }, 0);
+    uploadBytes.inc({ source }, 0);
+  }
+  return {
+    uploadAccepted(source, bytes, points) {
+      uploads.inc({ source });
+      uploadBytes.inc({ source }, bytes);
+      if (points !== undefined) uploadPoints.inc(points);
+    },
+    pushesCommitted(n) {
+      pushTransactions.inc();
+      pushes.inc(n);
+    },
+  };
+}
+
+/** What is read from the process's state at each scrape: unhandled rejections, the tasks fold, the consumers' lag, the folds' starts. */
+function readAtScrape(registry: Registry, options: ApiMetricsOptions): void {
   new Counter({
     name: 'meridian_unhandled_rejections_total',
     help: 'Promise rejections nothing handled since the process started: logged, the process went on; each is a bug.',
@@ -91,16 +142,6 @@ export function createApiMetrics(options: ApiMetricsOptions = {}): ApiMetrics {
       this.reset();
       this.inc(unhandledRejections());
     },
-  });
-  const pushTransactions = new Counter({
-    name: 'meridian_push_transactions_total',
-    help: 'Transactions of pushes committed: pushes arriving together share one (meridian_pushes_committed_total over this is how many on average).',
-    registers: [registry],
-  });
-  const pushesCommitted = new Counter({
-    name: 'meridian_pushes_committed_total',
-    help: 'Pushes (small JSON uploads decided in the api) committed to the event log.',
-    registers: [registry],
   });
   const awaitingProjection = options.awaitingProjection;
   if (awaitingProjection) {
@@ -113,11 +154,37 @@ export function createApiMetrics(options: ApiMetricsOptions = {}): ApiMetrics {
       },
     });
   }
-  for (const source of ['json_body', 'file'] as const) {
-    uploads.inc({ source }, 0);
-    uploadBytes.inc({ source }, 0);
+  taskMetrics(registry, options);
+  const consumerLag = options.consumerLag;
+  if (consumerLag) {
+    new Gauge({
+      name: 'meridian_consumer_lag',
+      help: 'Messages the ingest consumer groups have still to process, per partition (end offset minus committed offset).',
+      labelNames: ['group', 'topic', 'partition'] as const,
+      registers: [registry],
+      async collect() {
+        this.reset();
+        for (const l of await consumerLag()) this.set({ group: l.group, topic: l.topic, partition: String(l.partition) }, l.lag);
+      },
+    });
   }
+  const folds = options.folds;
+  if (folds) {
+    new Gauge({
+      name: 'meridian_fold_start_events_read',
+      help: 'Events each folded log (accounts, tasks, files) read at this process\'s start before it caught up: the tail after the snapshot it started from (tasks: after the read model\'s positions), or the whole log without one.',
+      labelNames: ['fold'] as const,
+      registers: [registry],
+      collect() {
+        this.reset();
+        for (const f of folds()) if (f.eventsReadAtStart !== null) this.set({ fold: f.fold }, f.eventsReadAtStart);
+      },
+    });
+  }
+}
 
+/** Tasks by status, points ingested, and the projection's freshness, from the tasks fold. */
+function taskMetrics(registry: Registry, options: ApiMetricsOptions): void {
   const tasks = options.tasks;
   const finishedTasks = options.finishedTasks;
   if (tasks && finishedTasks) {
@@ -146,20 +213,6 @@ export function createApiMetrics(options: ApiMetricsOptions = {}): ApiMetrics {
       },
     });
   }
-
-  const consumerLag = options.consumerLag;
-  if (consumerLag) {
-    new Gauge({
-      name: 'meridian_consumer_lag',
-      help: 'Messages the ingest consumer groups have still to process, per partition (end offset minus committed offset).',
-      labelNames: ['group', 'topic', 'partition'] as const,
-      registers: [registry],
-      async collect() {
-        this.reset();
-        for (const l of await consumerLag()) this.set({ group: l.group, topic: l.topic, partition: String(l.partition) }, l.lag);
-      },
-    });
-  }
   if (tasks) {
     const now = options.now ?? Date.now;
     new Gauge({
@@ -175,42 +228,4 @@ export function createApiMetrics(options: ApiMetricsOptions = {}): ApiMetrics {
       },
     });
   }
-
-  const folds = options.folds;
-  if (folds) {
-    new Gauge({
-      name: 'meridian_fold_start_events_read',
-      help: 'Events each folded log (accounts, tasks, files) read at this process\'s start before it caught up: the tail after the snapshot it started from (tasks: after the read model\'s positions), or the whole log without one.',
-      labelNames: ['fold'] as const,
-      registers: [registry],
-      collect() {
-        this.reset();
-        for (const f of folds()) if (f.eventsReadAtStart !== null) this.set({ fold: f.fold }, f.eventsReadAtStart);
-      },
-    });
-  }
-
-  return {
-    registry,
-    async observeRequests(ctx, next) {
-      const started = performance.now();
-      const record = () => {
-        const labels = { method: ctx.method, route: routeLabel(ctx), status: String(ctx.status) };
-        requests.inc(labels);
-        duration.observe(labels, (performance.now() - started) / 1000);
-      };
-      // 'close' comes once the response has been sent in full, or the caller went away.
-      ctx.res.once('close', record);
-      await next();
-    },
-    uploadAccepted(source, bytes, points) {
-      uploads.inc({ source });
-      uploadBytes.inc({ source }, bytes);
-      if (points !== undefined) uploadPoints.inc(points);
-    },
-    pushesCommitted(pushes) {
-      pushTransactions.inc();
-      pushesCommitted.inc(pushes);
-    },
-  };
 }
