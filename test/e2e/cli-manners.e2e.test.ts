@@ -1,16 +1,13 @@
 import { spawn } from 'node:child_process';
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { createServer, type Server, type Socket } from 'node:net';
-import { tmpdir } from 'node:os';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bootstrapAdmin, createUser } from '../support/accounts.ts';
-import { startApi, type RunningApi } from '../support/api.ts';
+import type { RunningApi } from '../support/api.ts';
 import { meridianBin, userCli, type CliRun } from '../support/cli.ts';
-import { startWorker } from '../support/ingest.ts';
-import { freePort } from '../support/ports.ts';
 import { isolatedSettings } from '../support/settings.ts';
+import type { SilentServer } from '../support/silent-server.ts';
+import { startCliWorld, type CliWorld } from '../support/cli-world.ts';
 import { waitFor } from '../support/wait.ts';
 
 /**
@@ -23,14 +20,11 @@ const settings = isolatedSettings();
 const HOUR = 3_600_000;
 
 let api: RunningApi;
-let ingest: Awaited<ReturnType<typeof startWorker>>;
+let world: CliWorld | undefined;
 let dir: string;
 let ada: string;
 let downUrl: string;
-let silent: Server;
-let silentUrl: string;
-let silentConnections = 0;
-const silentSockets = new Set<Socket>();
+let silent: SilentServer;
 
 const env = (extra: Record<string, string> = {}) => ({ PATH: process.env.PATH ?? '', HOME: join(dir, 'home'), MERIDIAN_URL: api.url, MERIDIAN_API_KEY: ada, MERIDIAN_CLI_POLL_MS: '100', ...extra });
 const cli = (args: string[], extra: Record<string, string> = {}) => userCli(args, env(extra));
@@ -42,28 +36,11 @@ async function csv(name: string, lines: string[]): Promise<string> {
 }
 
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'meridian-cli-manners-'));
-  await mkdir(join(dir, 'home'));
-  api = await startApi(settings);
-  ingest = await startWorker(settings);
-  const root = await bootstrapAdmin(settings);
-  await api.api.accounts.syncToEnd();
-  ada = await createUser(api.url, root, 'ada', [{ match: 'prefix', value: 'mn.', access: 'rw' }]);
-  downUrl = `http://127.0.0.1:${await freePort()}`;
-  silent = createServer((socket) => {
-    silentConnections++;
-    silentSockets.add(socket);
-    socket.on('close', () => silentSockets.delete(socket));
-  });
-  await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
-  silentUrl = `http://127.0.0.1:${(silent.address() as { port: number }).port}`;
+  world = await startCliWorld(settings, 'cli-manners', 'mn.');
+  ({ dir, api, key: ada, downUrl, silent } = world);
 });
 afterAll(async () => {
-  for (const s of silentSockets) s.destroy();
-  silent?.close();
-  await ingest?.close();
-  await api?.close();
-  if (dir) await rm(dir, { recursive: true, force: true });
+  await world?.close();
 });
 
 describe('help and version', () => {
@@ -136,12 +113,12 @@ describe('an api that cannot be reached', () => {
 
   it('Ctrl-C during an upload says how to resume', async () => {
     const file = await csv('slow.csv', ['timestamp,value', '2024-01-01T00:00:00Z,1']);
-    const before = silentConnections;
-    const child = spawn(meridianBin, ['upload', file, '--metric', 'mn.slow'], { env: env({ MERIDIAN_URL: silentUrl }), stdio: ['ignore', 'pipe', 'pipe'] });
+    const before = silent.connections;
+    const child = spawn(meridianBin, ['upload', file, '--metric', 'mn.slow'], { env: env({ MERIDIAN_URL: silent.url }), stdio: ['ignore', 'pipe', 'pipe'] });
     let stderr = '';
     child.stderr.on('data', (c: Buffer) => { stderr += c.toString(); });
     const ended = new Promise<CliRun>((resolve) => child.on('close', (code, signal) => resolve({ code, signal, stdout: '', stderr })));
-    await waitFor('the upload to be under way', () => (silentConnections > before ? true : undefined), 30_000, 5);
+    await waitFor('the upload to be under way', () => (silent.connections > before ? true : undefined), 30_000, 5);
     child.kill('SIGINT');
     expect((await ended).signal).toBe('SIGINT');
     expect(stderr).toContain('interrupted; to resume, run the same command again');

@@ -1,16 +1,13 @@
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
-import { createServer, type Server, type Socket } from 'node:net';
-import { tmpdir } from 'node:os';
+import { readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { bootstrapAdmin, createUser } from '../support/accounts.ts';
-import { startApi, type RunningApi } from '../support/api.ts';
+import type { RunningApi } from '../support/api.ts';
 import { meridianBin, userCli, type CliRun } from '../support/cli.ts';
-import { startWorker } from '../support/ingest.ts';
-import { freePort } from '../support/ports.ts';
 import { isolatedSettings } from '../support/settings.ts';
+import type { SilentServer } from '../support/silent-server.ts';
+import { startCliWorld, type CliWorld } from '../support/cli-world.ts';
 import { waitFor } from '../support/wait.ts';
 
 /**
@@ -24,16 +21,13 @@ const BASE = Date.UTC(2024, 0, 1);
 const PRECIOUS = 'precious bytes, not a download\n'.repeat(1000);
 
 let api: RunningApi;
-let ingest: Awaited<ReturnType<typeof startWorker>>;
+let world: CliWorld | undefined;
 let dir: string;
 let ada: string;
 /** A port nothing listens on: connection refused. */
 let downUrl: string;
 /** A server that accepts connections and never answers. */
-let silent: Server;
-let silentUrl: string;
-const silentSockets = new Set<Socket>();
-let silentConnections = 0;
+let silent: SilentServer;
 
 const env = (extra: Record<string, string> = {}) => ({ PATH: process.env.PATH ?? '', HOME: join(dir, 'home'), MERIDIAN_URL: api.url, MERIDIAN_API_KEY: ada, ...extra });
 const cli = (args: string[], extra: Record<string, string> = {}, cwd?: string) => userCli(args, env(extra), cwd);
@@ -67,21 +61,8 @@ async function wholeDownload(query: Record<string, string>): Promise<Buffer> {
 }
 
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'meridian-cli-output-'));
-  await mkdir(join(dir, 'home'));
-  api = await startApi(settings);
-  ingest = await startWorker(settings);
-  const root = await bootstrapAdmin(settings);
-  await api.api.accounts.syncToEnd();
-  ada = await createUser(api.url, root, 'ada', [{ match: 'prefix', value: 'out.', access: 'rw' }]);
-  downUrl = `http://127.0.0.1:${await freePort()}`;
-  silent = createServer((socket) => {
-    silentConnections++;
-    silentSockets.add(socket);
-    socket.on('close', () => silentSockets.delete(socket));
-  });
-  await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
-  silentUrl = `http://127.0.0.1:${(silent.address() as { port: number }).port}`;
+  world = await startCliWorld(settings, 'cli-output', 'out.');
+  ({ dir, api, key: ada, downUrl, silent } = world);
 
   const lines = ['timestamp,value'];
   for (let i = 0; i < POINTS; i++) lines.push(`${new Date(BASE + i * 1000).toISOString()},${i % 100}`);
@@ -91,11 +72,7 @@ beforeAll(async () => {
   await rm(join(dir, 'points.csv.src'));
 });
 afterAll(async () => {
-  for (const s of silentSockets) s.destroy();
-  silent?.close();
-  await ingest?.close();
-  await api?.close();
-  if (dir) await rm(dir, { recursive: true, force: true });
+  await world?.close();
 });
 
 let precious: string;
@@ -142,8 +119,8 @@ describe('a failed download leaves an existing file as it was', () => {
   });
 
   it('Ctrl-C before the first page removes the partial file; the target is untouched', async () => {
-    const before = silentConnections;
-    const run = await interrupted(['download', '--metrics', 'out.points', '-o', precious, '--force'], () => silentConnections > before, { MERIDIAN_URL: silentUrl });
+    const before = silent.connections;
+    const run = await interrupted(['download', '--metrics', 'out.points', '-o', precious, '--force'], () => silent.connections > before, { MERIDIAN_URL: silent.url });
     expect(run.signal).toBe('SIGINT');
     expect(run.stderr).toContain(`interrupted; nothing was written to ${precious}`);
     await expectUntouched(precious);
@@ -209,8 +186,8 @@ describe('files get follows the same rule', () => {
     expect(down.code).toBe(2);
     await expectUntouched(precious);
 
-    const before = silentConnections;
-    const run = await interrupted(['files', 'get', fileId, '-o', precious, '--force'], () => silentConnections > before, { MERIDIAN_URL: silentUrl });
+    const before = silent.connections;
+    const run = await interrupted(['files', 'get', fileId, '-o', precious, '--force'], () => silent.connections > before, { MERIDIAN_URL: silent.url });
     expect(run.signal).toBe('SIGINT');
     await expectUntouched(precious);
   });

@@ -17,7 +17,7 @@ import random
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, AsyncIterator, BinaryIO, Callable, Generator, Mapping, Optional, TypeVar
+from typing import Any, AsyncIterator, BinaryIO, Callable, Generator, Mapping, Optional, Tuple, TypeVar, Union
 
 import httpx
 
@@ -296,23 +296,14 @@ class AsyncTransport:
 
     async def run(self, flow: Flow[T]) -> T:
         """Drives a flow as Transport.run does, awaiting each call."""
-        try:
-            call = next(flow)
-        except StopIteration as done:
-            return done.value  # type: ignore[no-any-return]
-        while True:
+        done, step = advance(flow, None)
+        while not done:
             try:
-                reply = await self.send(call)
+                outcome: Union[Reply, MeridianError] = await self.send(step)
             except MeridianError as error:
-                try:
-                    call = flow.throw(error)
-                except StopIteration as done:
-                    return done.value  # type: ignore[no-any-return]
-                continue
-            try:
-                call = flow.send(reply)
-            except StopIteration as done:
-                return done.value  # type: ignore[no-any-return]
+                outcome = error
+            done, step = advance(flow, outcome)
+        return step  # type: ignore[no-any-return]
 
 
 async def _chunks(f: BinaryIO) -> AsyncIterator[bytes]:
@@ -325,23 +316,24 @@ async def _chunks(f: BinaryIO) -> AsyncIterator[bytes]:
 
 def run(flow: Flow[T], send: Callable[[Call], Reply]) -> T:
     """Drives a flow with a sync ``send``: replies go back in with ``send``, errors with ``throw``."""
-    try:
-        call = next(flow)
-    except StopIteration as done:
-        return done.value  # type: ignore[no-any-return]
-    while True:
+    done, step = advance(flow, None)
+    while not done:
         try:
-            reply = send(call)
+            outcome: Union[Reply, MeridianError] = send(step)
         except MeridianError as error:
-            try:
-                call = flow.throw(error)
-            except StopIteration as done:
-                return done.value  # type: ignore[no-any-return]
-            continue
-        try:
-            call = flow.send(reply)
-        except StopIteration as done:
-            return done.value  # type: ignore[no-any-return]
+            outcome = error
+        done, step = advance(flow, outcome)
+    return step  # type: ignore[no-any-return]
+
+
+def advance(flow: Flow[T], outcome: Union[Reply, MeridianError, None]) -> Tuple[bool, Any]:
+    """Hands a flow its call's outcome (None to start it): (True, its result) when it ends, else (False, its next call)."""
+    try:
+        if isinstance(outcome, MeridianError):
+            return False, flow.throw(outcome)
+        return False, flow.send(outcome)  # type: ignore[arg-type]
+    except StopIteration as done:
+        return True, done.value
 
 
 def single(call: Call) -> Flow[Reply]:

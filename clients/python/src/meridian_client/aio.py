@@ -11,14 +11,13 @@ from . import download as dl
 from . import tasks as tk
 from . import upload as up
 from ._http import AsyncTransport, RetryPolicy, single
-from .client import PathLike, UploadSource, as_timeout
-from .config import Connection, resolve_connection
-from .download import Bound, DownloadResult, Metrics, PageInfo, WireState
+from .client import Connected, PathLike, UploadSource, as_timeout
+from .download import Bound, DownloadResult, Metrics, PageInfo
 from .files import AsyncFiles
 from .tasks import Task
 
 
-class AsyncClient:
+class AsyncClient(Connected):
     """
     As Client, with ``await``: ``async with AsyncClient() as client: df = await client.download(...)``.
 
@@ -35,18 +34,10 @@ class AsyncClient:
         retry: RetryPolicy = RetryPolicy(),
         http: Optional[httpx.AsyncClient] = None,
     ) -> None:
-        self.connection: Connection = resolve_connection(url, api_key)
+        super().__init__(url, api_key)
         self._t = AsyncTransport(self.connection, timeout=as_timeout(timeout), retry=retry, http=http)
-        self._wires = WireState()
         #: The defined files, as coroutines.
         self.files = AsyncFiles(self._t)
-
-    @property
-    def url(self) -> str:
-        return self.connection.url
-
-    def __repr__(self) -> str:
-        return f"AsyncClient(url={self.url!r})"
 
     async def aclose(self) -> None:
         await self._t.aclose()

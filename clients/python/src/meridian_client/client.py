@@ -58,7 +58,22 @@ class UploadSource:
             self.path.unlink(missing_ok=True)
 
 
-class Client:
+class Connected:
+    """What both clients hold: the connection (url and key, resolved once) and which wire the server speaks."""
+
+    def __init__(self, url: Optional[str], api_key: Optional[str]) -> None:
+        self.connection: Connection = resolve_connection(url, api_key)
+        self._wires = WireState()
+
+    @property
+    def url(self) -> str:
+        return self.connection.url
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(url={self.url!r})"
+
+
+class Client(Connected):
     """
     A Meridian api client. ``url`` and ``api_key`` each come from the argument, else
     ``MERIDIAN_URL`` / ``MERIDIAN_API_KEY``, else the CLI's config file
@@ -77,18 +92,10 @@ class Client:
         retry: RetryPolicy = RetryPolicy(),
         http: Optional[httpx.Client] = None,
     ) -> None:
-        self.connection: Connection = resolve_connection(url, api_key)
+        super().__init__(url, api_key)
         self._t = Transport(self.connection, timeout=as_timeout(timeout), retry=retry, http=http)
-        self._wires = WireState()
         #: The defined files: list, info, get, put, share, unshare, describe, delete.
         self.files = Files(self._t)
-
-    @property
-    def url(self) -> str:
-        return self.connection.url
-
-    def __repr__(self) -> str:
-        return f"Client(url={self.url!r})"
 
     def close(self) -> None:
         """Closes the connections."""
