@@ -1,4 +1,4 @@
-import { DomainError } from '@meridian/domain';
+import { unavailable } from '@meridian/domain';
 import { queryText, type ConnOptions } from './download/http.ts';
 
 /**
@@ -22,7 +22,7 @@ const SELECT = 'SELECT metric_name, countMerge(points) AS points, minMerge(first
 /**
  * The catalog as the api's MetricCatalog port reads it, over these connection options. A read
  * that fails (a server refusing, resetting or hanging up mid-answer, an error answer) is the
- * metric store's failure, never the caller's: it rejects with DomainError 'unavailable' (503
+ * metric store's failure, never the caller's: it rejects with a retriable InfrastructureError (503
  * with Retry-After), so no route that looks names up before its own queries (the catalog, a
  * download's name resolution, HEAD) lets a transport error through as a 500.
  */
@@ -34,7 +34,7 @@ async function answered(read: Promise<CatalogEntry[]>): Promise<CatalogEntry[]> 
   try {
     return await read;
   } catch (cause) {
-    throw new DomainError('unavailable', 'the metric store did not answer; retry later', [], { cause });
+    throw unavailable('clickhouse', 'the metric store did not answer; retry later', cause);
   }
 }
 

@@ -1,4 +1,4 @@
-import { DomainError } from '@meridian/domain';
+import { unavailable } from '@meridian/domain';
 import { quorumReadSettings, type InsertQuorum } from './capabilities.ts';
 import { queryText, type ConnOptions } from './download/http.ts';
 import type { ExternalTable } from './download/external-data.ts';
@@ -21,7 +21,7 @@ export function rowsQuery(conn: ConnOptions, quorum: InsertQuorum): RowsQuery {
     try {
       text = await queryText(conn, { sql: `${sql} FORMAT JSONEachRow`, tables, settings, signal, reuseConnection: true });
     } catch (cause) {
-      if (signal.aborted) throw new DomainError('unavailable', `ClickHouse did not answer a read-model query within ${timeoutMs} ms; retry later`, [], { cause });
+      if (signal.aborted) throw unavailable('clickhouse', `ClickHouse did not answer a read-model query within ${timeoutMs} ms; retry later`, cause);
       throw cause;
     }
     return text.split('\n').filter((l) => l.length > 0).map((l) => JSON.parse(l) as T);

@@ -20,6 +20,6 @@ describe('rowsQuery', () => {
 
   it('gives up on a query past its bound with an unavailable error (a 503, never a 500)', async () => {
     const query = rowsQuery({ url, username: 'default', password: '', database: 'default', readModelQueryTimeoutMs: 50 }, NO_QUORUM);
-    await expect(readPositions(query, 'files_positions')).rejects.toMatchObject({ name: 'DomainError', code: 'unavailable' });
+    await expect(readPositions(query, 'files_positions')).rejects.toMatchObject({ name: 'InfrastructureError', dependency: 'clickhouse', retriable: true });
   });
 });

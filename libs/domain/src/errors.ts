@@ -36,3 +36,26 @@ export const validationError = (message: string, errors: readonly FieldError[] =
 export const notFound = (message = 'not found') => new DomainError('not_found', message);
 export const forbidden = (message = 'forbidden') => new DomainError('forbidden', message);
 export const conflict = (message: string) => new DomainError('conflict', message);
+
+/** A dependency of the service: the event log, the store of points and read models, the bucket. */
+export type Dependency = 'kafka' | 'clickhouse' | 'storage';
+
+/**
+ * A dependency that did not do what was asked: not the request's fault. `retriable` says whether
+ * asking again may succeed (it was down, slow or busy); the api answers a retriable one 503 with
+ * Retry-After and any other 500, and logs both with their `cause`, the client's own error.
+ * Adapters throw it where they give up, so callers decide by this type, not by a client's errors.
+ */
+export class InfrastructureError extends Error {
+  readonly dependency: Dependency;
+  readonly retriable: boolean;
+  constructor(dependency: Dependency, message: string, options: { readonly retriable: boolean; readonly cause?: unknown }) {
+    super(message, { cause: options.cause });
+    this.name = 'InfrastructureError';
+    this.dependency = dependency;
+    this.retriable = options.retriable;
+  }
+}
+
+/** A dependency that did not answer in time or at all: asking again later may succeed. */
+export const unavailable = (dependency: Dependency, message: string, cause?: unknown) => new InfrastructureError(dependency, message, { retriable: true, cause });

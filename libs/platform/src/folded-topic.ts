@@ -1,5 +1,5 @@
 import type { EventLike, EventCodec } from '@meridian/events';
-import { DomainError, snapshotPosition, type LogWriter, type Position, type StateCodec } from '@meridian/domain';
+import { snapshotPosition, unavailable, type LogWriter, type Position, type StateCodec } from '@meridian/domain';
 import { appendEvents, type TopicFollower } from '@meridian/kafka';
 import { withTimeout } from '@meridian/observability';
 import { newestReadableSnapshot, SnapshotWriter } from './fold-snapshots.ts';
@@ -142,7 +142,7 @@ export class FoldedTopic<E extends EventLike, S> {
         // Bounded like an upload's append, so one stuck send cannot hold every command behind it.
         position = await withTimeout(appendEvents(producer, this.options.codec, this.options.topic, key, events), ackTimeoutMs, 'kafka');
       } catch (cause) {
-        throw new DomainError('unavailable', 'the event log did not acknowledge the change in time; retry later', [], { cause });
+        throw unavailable('kafka', 'the event log did not acknowledge the change in time; retry later', cause);
       }
       await this.waitFor(position);
       return events;

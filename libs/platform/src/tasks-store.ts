@@ -1,4 +1,4 @@
-import { DomainError, LiveTasks, type Position, type Task, type TaskEvent, type TaskReadModel, type TasksState, type UnfinishedTasks } from '@meridian/domain';
+import { LiveTasks, unavailable, type Position, type Task, type TaskEvent, type TaskReadModel, type TasksState, type UnfinishedTasks } from '@meridian/domain';
 import { createEventCodec } from '@meridian/events';
 import type { TopicFollower } from '@meridian/kafka';
 import type { FoldContext } from './fold-context.ts';
@@ -103,7 +103,7 @@ export class TasksStore {
     try {
       return await this.readModel.get(taskId);
     } catch (cause) {
-      throw new DomainError('unavailable', 'the tasks read model did not answer; retry later', [], { cause });
+      throw unavailable('clickhouse', 'the tasks read model did not answer; retry later', cause);
     }
   }
 

@@ -6,7 +6,7 @@ import { defineRoute, type RouteDef } from '../http/route.ts';
 
 /** The metric catalog as the route reads it (implemented by libs/clickhouse's clickhouseMetricCatalog). */
 export interface MetricCatalog {
-  /** Every metric. Both reads reject with DomainError 'unavailable' when the store does not answer. */
+  /** Every metric. Both reads reject with a retriable InfrastructureError when the store does not answer. */
   list(): Promise<CatalogEntry[]>;
   /** The entries of exactly these names (the ones that exist). */
   entries(names: readonly string[]): Promise<CatalogEntry[]>;

@@ -1,4 +1,4 @@
-import { applyFileEvent, catalogOf, DomainError, type Caller, type FileEvent, type FileListQuery, type FileReadModel, type FilesState } from '@meridian/domain';
+import { applyFileEvent, catalogOf, DomainError, InfrastructureError, unavailable, type Caller, type FileEvent, type FileListQuery, type FileReadModel, type FilesState } from '@meridian/domain';
 import type { Position } from '@meridian/domain';
 import { withTimeout, type Logger } from '@meridian/observability';
 
@@ -127,7 +127,7 @@ async function answered<T>(work: Promise<T>): Promise<T> {
   try {
     return await work;
   } catch (cause) {
-    if (cause instanceof DomainError) throw cause;
-    throw new DomainError('unavailable', 'the file catalog did not answer; retry later', [], { cause });
+    if (cause instanceof DomainError || cause instanceof InfrastructureError) throw cause;
+    throw unavailable('clickhouse', 'the file catalog did not answer; retry later', cause);
   }
 }

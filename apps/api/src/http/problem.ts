@@ -1,5 +1,5 @@
 import type { Context, Next } from 'koa';
-import { DomainError, type FieldError } from '@meridian/domain';
+import { DomainError, InfrastructureError, type FieldError } from '@meridian/domain';
 import type { Logger } from '@meridian/observability';
 
 /** The stable problem types of RFC 9457 bodies; documented in the OpenAPI document. */
@@ -81,6 +81,11 @@ export function problemMiddleware(logger: Logger) {
       if (!ctx.req.complete) ctx.set('Connection', 'close');
       if (error instanceof DomainError) {
         writeProblem(ctx, error.code, error.message, error.errors);
+        return;
+      }
+      if (error instanceof InfrastructureError) {
+        (ctx.state.log as Logger | undefined ?? logger).warn({ err: error, dependency: error.dependency }, 'a dependency failed the request');
+        writeProblem(ctx, error.retriable ? 'unavailable' : 'internal', error.retriable ? error.message : 'an internal error occurred; see the logs with this request id');
         return;
       }
       const err = error as HttpishError;

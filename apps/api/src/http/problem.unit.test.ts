@@ -1,7 +1,7 @@
 import Koa from 'koa';
 import Router from '@koa/router';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DomainError } from '@meridian/domain';
+import { DomainError, InfrastructureError, unavailable } from '@meridian/domain';
 import { createLogger } from '@meridian/observability';
 import { serve, type Served } from '../../../../test/support/http.ts';
 import { problemMiddleware } from './problem.ts';
@@ -19,6 +19,12 @@ beforeAll(async () => {
   });
   router.get('/boom', () => {
     throw new Error('SELECT secret FROM table -- at Object.<anonymous> (/srv/app.ts:1:1)');
+  });
+  router.get('/down', () => {
+    throw unavailable('clickhouse', 'the metric store did not answer; retry later', new Error('connect ECONNREFUSED 10.0.0.7:8123'));
+  });
+  router.get('/broken', () => {
+    throw new InfrastructureError('kafka', 'the broker refused the record: RECORD_LIST_TOO_LARGE at 10.0.0.8', { retriable: false });
   });
   router.get('/ok', (ctx) => {
     ctx.body = { ok: true };
@@ -39,6 +45,20 @@ describe('problem+json error model', () => {
     expect(body).toMatchObject({ type: '/problems/validation', status: 400, detail: 'max_rows must be a positive integer' });
     expect(body.errors).toEqual([{ field: 'max_rows', reason: 'not an integer' }]);
     expect(body.request_id).toBe(res.headers.get('x-request-id'));
+  });
+
+  it('answers a dependency that may come back 503 with Retry-After and its message, and one that will not 500 without it', async () => {
+    const down = await fetch(`${served.url}/down`);
+    expect(down.status).toBe(503);
+    expect(down.headers.get('retry-after')).toBe('1');
+    const downText = await down.text();
+    expect(JSON.parse(downText)).toMatchObject({ type: '/problems/unavailable', detail: 'the metric store did not answer; retry later' });
+    expect(downText).not.toContain('10.0.0.7');
+    const broken = await fetch(`${served.url}/broken`);
+    expect(broken.status).toBe(500);
+    const brokenText = await broken.text();
+    expect(JSON.parse(brokenText)).toMatchObject({ type: '/problems/internal' });
+    expect(brokenText).not.toContain('10.0.0.8');
   });
 
   it('hides the message of an unexpected error behind a 500 with the request id', async () => {

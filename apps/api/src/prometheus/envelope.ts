@@ -1,5 +1,5 @@
 import type { Context } from 'koa';
-import { DomainError, PromqlError, type PromqlErrorType } from '@meridian/domain';
+import { DomainError, InfrastructureError, PromqlError, type PromqlErrorType } from '@meridian/domain';
 import type { Logger } from '@meridian/observability';
 
 /**
@@ -32,6 +32,7 @@ export async function inEnvelope(ctx: Context, run: () => Promise<void>): Promis
     await run();
   } catch (error) {
     if (error instanceof PromqlError) return writeError(ctx, error.type, error.message);
+    if (error instanceof InfrastructureError && error.retriable) return writeError(ctx, 'unavailable', error.message);
     if (error instanceof DomainError) {
       if (error.code === 'unavailable') return writeError(ctx, 'unavailable', error.message);
       if (error.code === 'validation') return writeError(ctx, 'bad_data', error.message);

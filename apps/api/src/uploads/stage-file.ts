@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { Readable } from 'node:stream';
-import { DomainError, validationError } from '@meridian/domain';
+import { DomainError, InfrastructureError, validationError } from '@meridian/domain';
 import { readForm } from '../http/multipart.ts';
 import type { BlobStore } from '../blob-store.ts';
 
@@ -127,7 +127,7 @@ export async function inStorage<T>(call: Promise<T>, what: string): Promise<T> {
  * (the worker removes them once the task ends).
  */
 export function mayDiscard(refusal: unknown): boolean {
-  return !(refusal instanceof DomainError && refusal.code === 'unavailable');
+  return !((refusal instanceof DomainError && refusal.code === 'unavailable') || (refusal instanceof InfrastructureError && refusal.retriable));
 }
 
 /** Removes a staged object and any unfinished multipart upload of it. */
