@@ -5,6 +5,7 @@ import { runConsumer } from '@meridian/platform';
 import { retry, RETRY_POLICIES } from '@meridian/retry';
 import { announceProjected } from './announce.ts';
 import { sendToDeadLetter } from '../dead-letter.ts';
+import { Stopping } from '../persist.ts';
 import { Heart } from './heart.ts';
 import { InsertLog } from './insert-log.ts';
 import { refusedBeforeWriting, type BatchPosition } from '@meridian/clickhouse';
@@ -20,9 +21,6 @@ const LINGER_MS = 1000;
 /** Large fetches make large inserts when catching up (a 50k-point batch is about 0.7 MB). */
 const MAX_BYTES_PER_PARTITION = 8 * 1024 * 1024;
 const MAX_BYTES = 24 * 1024 * 1024;
-
-/** Thrown out of a retry loop when the consumer is stopping: the work is left to the next owner. */
-class Stopping extends Error {}
 
 /**
  * Projects the points topic into ClickHouse, exactly once, without transactions.
