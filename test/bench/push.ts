@@ -1,6 +1,6 @@
 import { loadavg } from 'node:os';
 import { Readable } from 'node:stream';
-import { formatTimestamp } from '@meridian/domain';
+import { formatTimestamp, parseSeriesName } from '@meridian/domain';
 import { remoteWriteBody } from '../support/protocol-bodies.ts';
 import { adminKey, benchApi, cpuSplit, dropBenchScope, fmt, percentile, postStream, scopeDataBytes, stackProcesses, startProcess, waitUntil } from './common.ts';
 import { telemetrySeries, type Series } from './telemetry.ts';
@@ -21,7 +21,7 @@ import { startVictoriaMetrics, type VictoriaMetrics } from './victoria-metrics.t
  * them; VictoriaMetrics' /api/v1/export), on a sample of the pushes; CPU-seconds per million points
  * of each process from /proc; and the bytes each system's data directories grew by, per point.
  *   BENCH_POINTS=1000000        points per case (rounded to whole bodies per producer, at least one each)
- *   BENCH_CASES=p4,p64-1x1000   only these cases: ids (p4-1x10000, p64-100x100 …) or either half of one
+ *   BENCH_CASES=p4,p64-1x1000   only these cases: ids (p4-1x10000, p64-100x100, p4-500x4-rw …) or any part of one (rw: the remote write cases)
  *   BENCH_RUNS=1                runs of every case; the table then shows each figure's range
  *   BENCH_FRESHNESS_SAMPLES=50  pushes per case whose freshness is followed (evenly spread; at most one in four)
  *   BENCH_SYSTEMS=meridian,victoria-metrics
@@ -57,14 +57,30 @@ const SERIES_PER_PRODUCER = 10;
 const POLL_MS = 50;
 const poll = (waitedMs: number) => Math.min(500, Math.max(POLL_MS, waitedMs / 10));
 
-/** A body's shape: metrics in it, points of each. */
-type Shape = { readonly metrics: number; readonly pointsPerMetric: number };
+/**
+ * A body's shape: metrics in it, points of each, and how both systems are sent it: each its own
+ * way (`native`: Meridian's JSON upload for one metric, remote write for many; VictoriaMetrics'
+ * JSON-lines import), or as Prometheus sends it (`remote-write`: the same remote write 1.0 body to
+ * both systems' /api/v1/write, its series labelled as a scrape's are).
+ */
+type Protocol = 'native' | 'remote-write';
+type Shape = { readonly metrics: number; readonly pointsPerMetric: number; readonly protocol: Protocol };
 type Case = { readonly id: string; readonly producers: number; readonly shape: Shape };
 
 /** The cases: every producer count with every body shape. A new shape or count is one entry here. */
 const PRODUCERS = [4, 64];
-const SHAPES: readonly Shape[] = [{ metrics: 1, pointsPerMetric: 10_000 }, { metrics: 1, pointsPerMetric: 1_000 }, { metrics: 100, pointsPerMetric: 100 }];
-const CASES: readonly Case[] = PRODUCERS.flatMap((producers) => SHAPES.map((shape) => ({ id: `p${producers}-${shape.metrics}x${shape.pointsPerMetric}`, producers, shape })))
+/**
+ * The last is Prometheus' own request: 2,000 samples (its queue's max_samples_per_send) over 500
+ * series, four scrapes of each, in one remote write.
+ */
+const SHAPES: readonly Shape[] = [
+  { metrics: 1, pointsPerMetric: 10_000, protocol: 'native' },
+  { metrics: 1, pointsPerMetric: 1_000, protocol: 'native' },
+  { metrics: 100, pointsPerMetric: 100, protocol: 'native' },
+  { metrics: 500, pointsPerMetric: 4, protocol: 'remote-write' },
+];
+const caseId = (producers: number, shape: Shape) => `p${producers}-${shape.metrics}x${shape.pointsPerMetric}${shape.protocol === 'remote-write' ? '-rw' : ''}`;
+const CASES: readonly Case[] = PRODUCERS.flatMap((producers) => SHAPES.map((shape) => ({ id: caseId(producers, shape), producers, shape })))
   .filter((c) => CASE_FILTER.length === 0 || CASE_FILTER.some((f) => c.id === f || c.id.split('-').includes(f)));
 
 const pad2 = (n: number) => String(n).padStart(2, '0');
@@ -72,6 +88,19 @@ const pad2 = (n: number) => String(n).padStart(2, '0');
 const prefixOf = (producer: number) => `push_p${pad2(producer)}_`;
 /** `seq` numbers a case's run: every run of every case writes series of its own. */
 const metricName = (producer: number, seq: number, metric: number) => `${prefixOf(producer)}k${seq}_m${String(metric).padStart(3, '0')}`;
+
+/**
+ * Series as a Prometheus scrape labels them: 50 metric names, each on 10 targets (`instance`,
+ * `job`), some with a further label as node_exporter's have (`cpu`, `device`, `mode`). The
+ * canonical name is what Meridian stores; the labels travel in the remote write body.
+ */
+const SCRAPE_FAMILIES = 50;
+function scrapedName(producer: number, seq: number, series: number): string {
+  const family = series % SCRAPE_FAMILIES;
+  const target = Math.floor(series / SCRAPE_FAMILIES);
+  const extra = family % 3 === 0 ? `,mode="${['idle', 'user', 'system', 'iowait'][target % 4]}"` : family % 3 === 1 ? `,device="sd${String.fromCharCode(97 + (target % 4))}"` : '';
+  return `${metricName(producer, seq, family)}{instance="10.0.${producer}.${10 + target}:9100",job="node"${extra}}`;
+}
 
 /**
  * Every producer's bodies for one run of a case, in the order it sends them: the same points for
@@ -83,7 +112,8 @@ function caseBodies(c: Case, seq: number): { bodies: Series[][][]; warm: Series[
   const { metrics, pointsPerMetric } = c.shape;
   const perProducer = Math.max(1, Math.round(POINTS / (c.producers * metrics * pointsPerMetric)));
   const owned = metrics === 1 ? Math.max(SERIES_PER_PRODUCER, Math.ceil((perProducer * pointsPerMetric) / POINTS_PER_SERIES)) : metrics;
-  const names = Array.from({ length: c.producers }, (_, p) => Array.from({ length: owned }, (_, m) => metricName(p, seq, m)));
+  const nameOf = c.shape.protocol === 'remote-write' ? scrapedName : metricName;
+  const names = Array.from({ length: c.producers }, (_, p) => Array.from({ length: owned }, (_, m) => nameOf(p, seq, m)));
   const bodies = names.map((mine) => {
     const series = mine.map((name) => telemetrySeries(name, T0 + FIRST_POINT_MS, INTERVAL_MS));
     return Array.from({ length: perProducer }, (_, j) => (metrics === 1 ? [series[j % owned]!.next(pointsPerMetric)] : series.map((s) => s.next(pointsPerMetric))));
@@ -110,7 +140,7 @@ type Encoded = Buffer | { readonly unsupported: string };
 type System = {
   readonly name: string;
   readonly processes: ReadonlyArray<{ name: string; cpuSeconds(): number }>;
-  encode(body: readonly Series[]): Encoded;
+  encode(body: readonly Series[], protocol: Protocol): Encoded;
   /** One request carrying an encoded body, as `producer`. */
   push(producer: number, bytes: Buffer): Promise<Answer>;
   /** Resolves once the body's points can be read back (its push answered `answer`). */
@@ -160,18 +190,26 @@ async function meridianSystem(): Promise<{ system: System; caps: string; stop():
     throw error;
   }
 
-  /** Points of the body's metrics within its time span that a download returns (CSV: a header, then a line a point). */
+  /**
+   * Points of the body's metrics within its time span that a download returns (CSV: a header,
+   * then a line a point). A POST with the names as a JSON array; labelled names hold commas,
+   * which no list can: then every series starting as all of the body's do (a producer's bodies
+   * each carry all its series of the case, so these are the body's series), within its span.
+   */
   const downloaded = async (producer: number, body: readonly Series[]): Promise<number> => {
     const { from, to } = spanOf(body);
-    const query = new URLSearchParams({
-      metrics: body.map((s) => s.name).join(','),
-      pattern: body.length === 1 ? 'single' : 'list',
+    const names = body.map((s) => s.name);
+    const labelled = names.some((n) => n.includes(','));
+    const query = {
+      metrics: labelled ? commonPrefix(names) : names,
+      ...(labelled ? { pattern: 'starts_with' } : {}),
       start_date: formatTimestamp(from),
       end_date: formatTimestamp(to),
-      max_rows: String(pointsOf(body) + 1),
-    });
+      // Neighbouring bodies' points may share the span's edges (jittered scrapes).
+      max_rows: 2 * pointsOf(body) + 1,
+    };
     reads++;
-    const res = await fetch(`${base}/api/v1/metrics/download?${query}`, { headers: { Authorization: `Bearer ${keys[producer]}` } });
+    const res = await fetch(`${base}/api/v1/metrics/download`, { method: 'POST', headers: { Authorization: `Bearer ${keys[producer]}`, 'Content-Type': 'application/json' }, body: JSON.stringify(query) });
     const text = await res.text();
     if (res.status === 404) return 0; // no such metric yet
     if (res.status !== 200) throw new Error(`download: ${res.status} ${text}`);
@@ -186,17 +224,16 @@ async function meridianSystem(): Promise<{ system: System; caps: string; stop():
   const system: System = {
     name: 'Meridian',
     processes: [{ name: 'api', cpuSeconds: api.cpuSeconds }, { name: 'ingest', cpuSeconds: ingest.cpuSeconds }, ...stackProcesses()],
-    encode(body) {
+    encode(body, protocol) {
       // One metric: the JSON upload. Several: Prometheus remote write, the protocol that carries many series a request.
-      if (body.length !== 1) return remoteWriteBody(body.map((s) => ({ labels: [['__name__', s.name]], samples: s.timestamps.map((t, i) => [t, s.values[i]!] as const) })));
+      if (protocol === 'remote-write' || body.length !== 1) return remoteWrite(body);
       const { name, timestamps, values } = body[0]!;
       const points = timestamps.map((t, i) => `{"timestamp":"${formatTimestamp(t)}","value":${values[i]}}`);
       return Buffer.from(`{"metric_name":${JSON.stringify(name)},"values":[${points.join(',')}]}`);
     },
-    // A JSON body starts with its brace; anything else the encoder made is a remote write.
-    push: (producer, bytes) => postStream(bytes[0] === 0x7b ? `${base}/api/v1/metrics/upload` : `${base}/api/v1/write`, {
+    push: (producer, bytes) => postStream(isJson(bytes) ? `${base}/api/v1/metrics/upload` : `${base}/api/v1/write`, {
       Authorization: `Bearer ${keys[producer]}`,
-      ...(bytes[0] === 0x7b ? { 'Content-Type': 'application/json' } : { 'Content-Type': 'application/x-protobuf', 'Content-Encoding': 'snappy' }),
+      ...(isJson(bytes) ? { 'Content-Type': 'application/json' } : { 'Content-Type': 'application/x-protobuf', 'Content-Encoding': 'snappy' }),
       'Content-Length': String(bytes.length),
     }, Readable.from([bytes])),
     async readable(producer, body, answer) {
@@ -241,13 +278,36 @@ async function meridianSystem(): Promise<{ system: System; caps: string; stop():
   return { system, caps: capsLine, stop };
 }
 
+function commonPrefix(names: readonly string[]): string {
+  let prefix = names[0] ?? '';
+  for (const n of names) while (!n.startsWith(prefix)) prefix = prefix.slice(0, -1);
+  return prefix;
+}
+
+/** A remote write 1.0 body of the series, each labelled as its canonical name says. */
+function remoteWrite(body: readonly Series[]): Buffer {
+  return remoteWriteBody(body.map((s) => {
+    const parsed = parseSeriesName(s.name) ?? { metric: s.name, labels: [] };
+    return { labels: [['__name__', parsed.metric], ...parsed.labels], samples: s.timestamps.map((t, i) => [t, s.values[i]!] as const) };
+  }));
+}
+
+/** Snappy's first byte is its body's length as a varint: past 127 bytes, never the `{` a JSON body starts with. */
+const isJson = (bytes: Buffer) => bytes[0] === 0x7b;
+
 function victoriaMetricsSystem(vm: VictoriaMetrics): System {
-  const selectorOf = (names: readonly string[]) => (names.length === 1 ? `{__name__="${names[0]}"}` : `{__name__=~"${names.join('|')}"}`);
+  // Series picked by their metric names (labelled series share them), within the body's time span.
+  const selectorOf = (names: readonly string[]) => {
+    const metrics = [...new Set(names.map((n) => parseSeriesName(n)?.metric ?? n))];
+    return metrics.length === 1 ? `{__name__="${metrics[0]}"}` : `{__name__=~"${metrics.join('|')}"}`;
+  };
   return {
     name: 'VictoriaMetrics',
     processes: [{ name: 'victoria-metrics', cpuSeconds: vm.cpuSeconds }],
-    encode: (body) => Buffer.from(body.map((s) => `{"metric":{"__name__":${JSON.stringify(s.name)}},"values":[${s.values.join(',')}],"timestamps":[${s.timestamps.join(',')}]}\n`).join('')),
-    push: (_producer, bytes) => vm.importJsonLines(bytes),
+    encode: (body, protocol) => (protocol === 'remote-write'
+      ? remoteWrite(body)
+      : Buffer.from(body.map((s) => `{"metric":{"__name__":${JSON.stringify(s.name)}},"values":[${s.values.join(',')}],"timestamps":[${s.timestamps.join(',')}]}\n`).join(''))),
+    push: (_producer, bytes) => (isJson(bytes) ? vm.importJsonLines(bytes) : vm.remoteWrite(bytes)),
     async readable(_producer, body) {
       const { from, to } = spanOf(body);
       const expected = pointsOf(body);
@@ -299,7 +359,7 @@ type Figures = {
 
 /** One run of one case on one system: its figures, or why the system has none (a body it takes in no single request). */
 async function runCase(system: System, c: Case, seq: number, bodies: Series[][][]): Promise<Figures | string> {
-  const encoded = bodies.map((list) => list.map((b) => system.encode(b)));
+  const encoded = bodies.map((list) => list.map((b) => system.encode(b, c.shape.protocol)));
   const unsupported = encoded.flat().find((e): e is { unsupported: string } => !Buffer.isBuffer(e));
   if (unsupported) return unsupported.unsupported;
   const requests = encoded as Buffer[][];
@@ -379,11 +439,11 @@ async function runCase(system: System, c: Case, seq: number, bodies: Series[][][
 }
 
 /** Each producer sends its warm-up bodies one after the other, then all are followed until readable; untimed. Skipped for bodies the system takes in no single request. */
-async function warmSeries(system: System, warm: Series[][][]): Promise<void> {
+async function warmSeries(system: System, warm: Series[][][], protocol: Protocol = 'native'): Promise<void> {
   await Promise.all(warm.map(async (bodies, p) => {
     const sent: Array<Promise<void>> = [];
     for (const body of bodies) {
-      const bytes = system.encode(body);
+      const bytes = system.encode(body, protocol);
       if (!Buffer.isBuffer(bytes)) return;
       const answer = await system.push(p, bytes);
       if (answer.status < 200 || answer.status > 299) throw new Error(`${system.name}: a warm-up push: ${answer.status} ${answer.text}`);
@@ -480,7 +540,7 @@ async function main(): Promise<void> {
         // Who goes first alternates: neither system always follows the other's tail.
         const order = (run + i) % 2 === 0 ? systems : [...systems].reverse();
         for (const system of order) {
-          await warmSeries(system, warm);
+          await warmSeries(system, warm, c.shape.protocol);
           await settle(allProcesses);
           const figures = await runCase(system, c, seq, bodies);
           const key = `${c.id} ${system.name}`;
@@ -504,7 +564,7 @@ async function main(): Promise<void> {
     }
     console.log([
       '',
-      `Case p<N>-<M>x<K>: N producers, bodies of M metrics × K points, a scrape every ${INTERVAL_MS / 1000} s (random walks, counters, levels; jittered timestamps).`,
+      `Case p<N>-<M>x<K>: N producers, bodies of M metrics × K points, a scrape every ${INTERVAL_MS / 1000} s (random walks, counters, levels; jittered timestamps); -rw: the same Prometheus remote write body (series labelled as a scrape's) to both systems' /api/v1/write.`,
       'points/s acked: first request → last ack; readable: → every point readable (Meridian: no task of the case queued or running; VictoriaMetrics: a query counts them all); × is against VictoriaMetrics in the same run.',
       `Before a case is timed, each of its series gets one point ${FIRST_POINT_MS / 1000} s before its first, the same day, on both systems: the pushes go to series that exist.`,
       `ack: request sent → its 2xx, including waits after a 429 or 503. freshness: ack → the body's points read back (Meridian: its task long-polled until it ended, then a download of its points; VictoriaMetrics: /api/v1/export), on ${SAMPLES} pushes or so per case (at most one in four; the p99 of fewer than 100 is about the largest), polled every ${POLL_MS} ms, then less often as a wait grows.`,

@@ -1,15 +1,11 @@
-import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { Readable } from 'node:stream';
+import { startVictoriaMetricsProcess } from '../support/victoria-metrics.ts';
 import { dirBytes, fileStream, postStream, processCpuSeconds, waitUntil } from './common.ts';
 
 /**
- * The peer of make bench-ingest and make bench-push: a single-node VictoriaMetrics (Debian's
- * victoria-metrics, unpacked into the cache by deploy/local/install.sh victoria-metrics) on a
- * loopback port with a temporary data directory, fed by its CSV or JSON-lines import and polled
- * until every point is queryable.
+ * The peer of make bench-ingest and make bench-push: the single-node VictoriaMetrics the tests
+ * start (test/support/victoria-metrics.ts), fed by its CSV or JSON-lines import or its remote
+ * write, and polled until every point is queryable.
  */
 export type VictoriaMetrics = {
   /** Its HTTP base URL (loopback), for the query API. */
@@ -20,6 +16,8 @@ export type VictoriaMetrics = {
   importDownloadCsv(file: string, points: number, lastTs: number, spanMs: number): Promise<number>;
   /** POST /api/v1/import: JSON lines, one series a line (`{"metric":{...},"values":[...],"timestamps":[...]}`); 204 when taken. */
   importJsonLines(body: Buffer): ReturnType<typeof postStream>;
+  /** POST /api/v1/write: a snappy-compressed Prometheus remote write 1.0 body; 204 when taken. */
+  remoteWrite(body: Buffer): ReturnType<typeof postStream>;
   /** Points of the series `selector` picks with timestamps in [fromMs, toMs], read back through /api/v1/export. */
   exportedPoints(selector: string, fromMs: number, toMs: number): Promise<number>;
   /** Points a query counts over the series `selector` picks in (lastTs - spanMs - 1 s, lastTs]. */
@@ -36,30 +34,8 @@ export type VictoriaMetrics = {
 const DOWNLOAD_FORMAT = '1:label:metric,2:time:rfc3339,3:metric:value';
 
 export async function startVictoriaMetrics(): Promise<VictoriaMetrics> {
-  const bin = process.env.VICTORIA_METRICS_BIN;
-  if (!bin) throw new Error('VICTORIA_METRICS_BIN is not set: run make bench-ingest (it installs VictoriaMetrics with deploy/local/install.sh victoria-metrics)');
-  const dataDir = mkdtempSync(join(tmpdir(), 'meridian-bench-vm-'));
-  const port = 18_900 + Math.floor(Math.random() * 90);
-  const base = `http://127.0.0.1:${port}`;
-  const child = spawn(bin, [
-    `-storageDataPath=${dataDir}`,
-    `-httpListenAddr=127.0.0.1:${port}`,
-    '-retentionPeriod=100y', // the bench's points are from 2024: outside the default month they would be dropped
-    '-search.disableCache', // a count cached while the import is still landing would never change
-    '-loggerLevel=ERROR',
-  ], { stdio: ['ignore', 'inherit', 'inherit'] });
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  const stop = async () => {
-    if (child.exitCode === null) child.kill('SIGTERM');
-    await exited;
-    rmSync(dataDir, { recursive: true, force: true });
-  };
-  try {
-    await waitUntil('VictoriaMetrics to start', async () => ((await fetch(`${base}/health`)).ok ? true : undefined), 60_000, 100);
-  } catch (error) {
-    await stop();
-    throw error;
-  }
+  if (!process.env.VICTORIA_METRICS_BIN) throw new Error('VICTORIA_METRICS_BIN is not set: run make bench-ingest (it installs VictoriaMetrics with deploy/local/install.sh victoria-metrics)');
+  const { base, pid, dataDir, stop } = await startVictoriaMetricsProcess();
 
   async function count(selector: string, lastTs: number, spanMs: number): Promise<number> {
     // Every point of every series lies in (lastTs - window, lastTs].
@@ -101,6 +77,7 @@ export async function startVictoriaMetrics(): Promise<VictoriaMetrics> {
       return performance.now() - started;
     },
     importJsonLines: (body) => postStream(`${base}/api/v1/import`, { 'Content-Type': 'application/json', 'Content-Length': String(body.length) }, Readable.from([body])),
+    remoteWrite: (body) => postStream(`${base}/api/v1/write`, { 'Content-Type': 'application/x-protobuf', 'Content-Encoding': 'snappy', 'X-Prometheus-Remote-Write-Version': '0.1.0', 'Content-Length': String(body.length) }, Readable.from([body])),
     async exportedPoints(selector, fromMs, toMs) {
       const res = await fetch(`${base}/api/v1/export?${new URLSearchParams({ 'match[]': selector, start: String(fromMs / 1000), end: String(toMs / 1000) })}`);
       if (!res.ok) throw new Error(`VictoriaMetrics export: ${res.status} ${await res.text()}`);
@@ -110,7 +87,7 @@ export async function startVictoriaMetrics(): Promise<VictoriaMetrics> {
     },
     count,
     flush,
-    cpuSeconds: () => processCpuSeconds(child.pid),
+    cpuSeconds: () => processCpuSeconds(pid),
     async dataBytes() {
       // A flush makes rows searchable, but they reach the disk as parts written in the background
       // 5–10 s later (measured): the size once it has held still for 10 s, at most 20 s on.

@@ -415,6 +415,13 @@ describe('PromQL conformance with Prometheus 2.42', () => {
     const missing = await get(`${api.url}/prometheus`, '/api/v1/query', { query: 'no_such_metric', time: at(60) }, roomsOnly);
     expect(hidden).toEqual(missing);
     expect(hidden.body.data).toEqual({ resultType: 'vector', result: [] });
+    // The series listing chooses by label in ClickHouse, then by what the caller may read.
+    const hiddenSeries = await get(`${api.url}/prometheus`, '/api/v1/series', { 'match[]': 'http_requests_total{job="api"}' }, roomsOnly);
+    const missingSeries = await get(`${api.url}/prometheus`, '/api/v1/series', { 'match[]': 'no_such_metric{job="api"}' }, roomsOnly);
+    expect(hiddenSeries).toEqual(missingSeries);
+    expect(hiddenSeries.body.data).toEqual([]);
+    const rooms = await get(`${api.url}/prometheus`, '/api/v1/series', { 'match[]': '{room!="",job=""}' }, roomsOnly);
+    expect((rooms.body.data as unknown as Array<{ __name__: string }>).map((s) => s.__name__)).toEqual(['temperature', 'temperature', 'temperature']);
   });
 
   it('answers promtool, a real client, with the key as the password of the URL', async () => {

@@ -1,7 +1,5 @@
-import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer, request } from 'node:http';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
+import { request } from 'node:http';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decodeInfluxLines, decodeOtlpMetrics, decodeRemoteWriteBody, otlpExportResponse, type DecodedPush } from '@meridian/protocols';
@@ -15,8 +13,8 @@ import { waitFor } from '../support/wait.ts';
 /**
  * The telemetry protocols on the push path: what the real senders sent (recorded in
  * test/fixtures/protocols) is sent again to the api and stored exactly as the decoders read it;
- * a caller's access decides which series are written; and Debian's Prometheus, scraping a target
- * served here, remote-writes to the api with its API key.
+ * and a caller's access decides which series are written. The senders themselves, live, are in
+ * telemetry-senders.e2e.
  */
 const FIXTURES = new URL('../fixtures/protocols/', import.meta.url).pathname;
 type Captured = { readonly sender: string; readonly file: string; readonly path: string; readonly headers: Record<string, string> };
@@ -170,43 +168,4 @@ describe('what one user may have in flight', () => {
       await tight.close();
     }
   });
-});
-
-const prometheusBin = spawnSync('prometheus', ['--version'], { encoding: 'utf8' }).status === 0;
-
-describe('Debian\'s Prometheus remote-writes to the api', () => {
-  it.runIf(prometheusBin)('its scraped gauge is stored under the canonical name, with the value it scraped', async () => {
-    const target = createServer((_req, res) => {
-      res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' });
-      res.end('# TYPE meridian_e2e_gauge gauge\nmeridian_e2e_gauge{room="a b"} 42.5\n');
-    });
-    await new Promise<void>((resolve) => target.listen(0, '127.0.0.1', resolve));
-    const targetPort = (target.address() as { port: number }).port;
-    const dir = mkdtempSync(join(tmpdir(), 'meridian-e2e-prometheus-'));
-    writeFileSync(join(dir, 'prometheus.yml'), [
-      'global:', '  scrape_interval: 1s',
-      'scrape_configs:', '  - job_name: e2e', '    static_configs:', `      - targets: ['127.0.0.1:${targetPort}']`,
-      'remote_write:', `  - url: ${api.url}/api/v1/write`, '    authorization:', `      credentials: ${admin}`,
-      '    metadata_config:', '      send: false', '    queue_config:', '      batch_send_deadline: 1s', '',
-    ].join('\n'));
-    const child = spawn('prometheus', [`--config.file=${join(dir, 'prometheus.yml')}`, `--storage.tsdb.path=${join(dir, 'data')}`, '--web.listen-address=127.0.0.1:0', '--log.level=warn'], { stdio: ['ignore', 'ignore', 'pipe'] });
-    let stderr = '';
-    child.stderr.on('data', (d: Buffer) => { stderr += d.toString(); });
-    const name = `meridian_e2e_gauge{instance="127.0.0.1:${targetPort}",job="e2e",room="a b"}`;
-    try {
-      const rows = await waitFor('the scraped gauge in ClickHouse', async () => { const r = await stored([name]); return r.length >= 2 ? r : undefined; }, 60_000, 500);
-      expect(rows.every((r) => r.endsWith('\t42.5'))).toBe(true);
-      const up = await stored([`up{instance="127.0.0.1:${targetPort}",job="e2e"}`]);
-      expect(up.length).toBeGreaterThan(0);
-    } catch (error) {
-      console.log(`prometheus said: ${stderr.slice(-2000)}`);
-      throw error;
-    } finally {
-      child.kill('SIGTERM');
-      await new Promise((resolve) => child.once('exit', resolve));
-      target.close();
-      rmSync(dir, { recursive: true, force: true });
-    }
-  }, 90_000);
-  it.skipIf(prometheusBin)('needs Debian\'s prometheus on PATH (deploy/local/install.sh test-tools installs it)', () => undefined);
 });

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createClickHouse, ensureDatabase, migrate, readAggregated, readSamples, readWindowStats } from '@meridian/clickhouse';
+import { completeSeriesLabels, createClickHouse, ensureDatabase, migrate, readAggregated, readSamples, readWindowStats, seriesByLabels } from '@meridian/clickhouse';
 import { evalRangeFunction, evalWindowStats, WINDOW_STATS_FUNCTIONS, type WindowStats } from '@meridian/domain';
 import { isolatedSettings } from '../support/settings.ts';
 
@@ -112,5 +112,36 @@ describe('PromQL samples from ClickHouse', () => {
         expect(got.size, `${op}(${func})`).toBe(perSeries.size);
       }
     }
+  });
+});
+
+describe('series chosen by their labels in ClickHouse (series_labels)', () => {
+  const UP1 = 'up{instance="h:1",job="node"}';
+  const UP2 = 'up{instance="h:2",job="node"}';
+  const NOTE = 'note{text="line\\nbreak \\"q\\" back\\\\slash"}';
+  const PLAIN = 'plain.metric,with{odd}text';
+  const UNSORTED = 'up{job="x",instance="h:3"}'; // not canonical: a series with __name__ only
+  const names = [COUNTER, GAUGE, UP1, UP2, NOTE, PLAIN, UNSORTED];
+
+  beforeAll(async () => {
+    await client.insert({ table: 'points', values: [UP1, UP2, NOTE, PLAIN, UNSORTED].map((n, i) => row(n, T + i, i)), format: 'JSONEachRow' });
+  });
+
+  it('adds the labels of the catalog\'s names it lacks, once', async () => {
+    expect(await completeSeriesLabels(conn)).toBeGreaterThanOrEqual(names.length);
+    expect(await completeSeriesLabels(conn)).toBe(0);
+  });
+
+  it('equality and inequality on any label, __name__ included; a missing label is the empty value', async () => {
+    const by = async (...m: Array<[string, boolean, string]>) => (await seriesByLabels(conn, m.map(([name, equal, value]) => ({ name, equal, value })))).sort();
+    expect(await by(['job', true, 'node'])).toEqual([UP1, UP2]);
+    expect(await by(['__name__', true, 'up'], ['instance', false, 'h:1'])).toEqual([UP2]);
+    expect(await by(['job', true, 'a"b'])).toEqual([COUNTER]);
+    expect(await by(['text', true, 'line\nbreak "q" back\\slash'])).toEqual([NOTE]);
+    expect(await by(['__name__', true, PLAIN])).toEqual([PLAIN]);
+    expect(await by(['__name__', true, UNSORTED])).toEqual([UNSORTED]);
+    expect(await by(['job', true, ''])).toEqual([GAUGE, NOTE, PLAIN, UNSORTED].sort());
+    expect(await by(['room', false, ''])).toEqual([GAUGE]);
+    expect(await by(['job', true, "x' OR 1=1 --"])).toEqual([]);
   });
 });

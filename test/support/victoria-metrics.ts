@@ -10,7 +10,13 @@ import { waitFor } from './wait.ts';
  * deploy/local/install.sh victoria-metrics, part of its test-tools) on a free loopback port with
  * a temporary data directory: the peer the protocol conformance test reads back from.
  */
-export type VictoriaMetricsProcess = { readonly base: string; stop(): Promise<void> };
+export type VictoriaMetricsProcess = {
+  readonly base: string;
+  /** Its process id (for its CPU time in /proc) and data directory (for its bytes on disk). */
+  readonly pid: number;
+  readonly dataDir: string;
+  stop(): Promise<void>;
+};
 
 /** Where install.sh puts the binary (deploy/local/lib.sh), unless VICTORIA_METRICS_BIN says otherwise. */
 export function victoriaMetricsBin(): string {
@@ -43,5 +49,5 @@ export async function startVictoriaMetricsProcess(extraFlags: readonly string[] 
     await stop();
     throw error;
   }
-  return { base, stop };
+  return { base, pid: child.pid!, dataDir, stop };
 }

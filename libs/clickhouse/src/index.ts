@@ -22,6 +22,7 @@ export {
   type StreamOptions,
 } from './download/index.ts';
 export { clickhouseMetricCatalog, type CatalogEntry } from './catalog.ts';
+export { completeSeriesLabels, seriesByLabels, seriesByLabelsSql, type LabelEquality } from './series-labels.ts';
 export { clickhouseTaskReadModel, clickhouseTaskReadModelWriter, LIVE_TASK_TABLES, type TaskTables } from './tasks/read-model.ts';
 export { queryText } from './download/http.ts';
 export { clickhouseFileReadModel, clickhouseFileReadModelWriter, LIVE_FILE_TABLES, type FileTables } from './files/read-model.ts';

@@ -1,14 +1,14 @@
 import type { Context } from 'koa';
 import { z } from 'zod';
 import {
-  badData, execution, LABEL_NAME_RE, labelsObject, matchSeries, parseDurationParamMs, parseInstantParams, parseOptionalRange, parsePromql, parseRangeParams, queryData,
+  badData, execution, LABEL_NAME_RE, labelsObject, parseDurationParamMs, parseInstantParams, parseOptionalRange, parsePromql, parseRangeParams, queryData,
   type UserRecord,
 } from '@meridian/domain';
 import { defineRoute, type RouteDef } from '../http/route.ts';
 import { answer, inEnvelope } from './envelope.ts';
 import { runQuery, type PromqlDeps } from './execute.ts';
 import { requestParams, type RequestParams } from './params.ts';
-import { readableSeries, type ReadableSeries } from './select.ts';
+import { readableSeries, selectSeries, type ReadableSeries } from './select.ts';
 
 /**
  * Prometheus' HTTP query API under its own prefix: /api/v1 is Meridian's API, whose errors are
@@ -88,9 +88,7 @@ async function matchedSeries(deps: PromqlDeps, p: RequestParams, user: UserRecor
   const { startMs, endMs } = parseOptionalRange(p.first);
   const all = (await readableSeries(deps.catalog, user)).filter((s) => s.lastMs >= startMs && s.firstMs <= endMs);
   if (selectors.length === 0) return all;
-  const chosen = new Set<ReadableSeries>();
-  for (const sel of selectors) for (const s of matchSeries(sel.matchers, all)) chosen.add(s as ReadableSeries);
-  return [...chosen];
+  return selectSeries(deps.conn, selectors.map((sel) => sel.matchers), all);
 }
 
 function bounded<T>(deps: PromqlDeps, items: T[], what: string): T[] {

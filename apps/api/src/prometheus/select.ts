@@ -1,4 +1,5 @@
-import { canRead, seriesLabels, type CatalogSeries, type Labels, type UserRecord } from '@meridian/domain';
+import { seriesByLabels, type ConnOptions } from '@meridian/clickhouse';
+import { canRead, matchSeries, seriesLabels, type CatalogSeries, type Labels, type Matcher, type UserRecord } from '@meridian/domain';
 import type { MetricCatalog } from '../catalog/routes.ts';
 
 /** A series the caller may read, with its catalog extent (first and last point, epoch ms). */
@@ -36,4 +37,25 @@ export async function readableSeries(catalog: MetricCatalog, user: UserRecord): 
       lastMs: e.last_ts,
       extent: { points: e.points, firstMs: e.first_ts, lastMs: e.last_ts },
     }));
+}
+
+/**
+ * The readable series some selector's matchers choose, each selector's equality matchers
+ * (`=`, `!=`) applied in ClickHouse to the labels kept beside the names (series_labels), so
+ * only the series they pass are matched here; regular expressions are matched here, with the
+ * RE2 the query evaluation uses, on those. `readable` is what the caller may read (entitled,
+ * within the range): a name ClickHouse chooses that is not in it is not seen.
+ */
+export async function selectSeries(conn: ConnOptions, selectors: ReadonlyArray<readonly Matcher[]>, readable: readonly ReadableSeries[]): Promise<ReadableSeries[]> {
+  const chosen = new Set<ReadableSeries>();
+  for (const matchers of selectors) {
+    const equalities = matchers.filter((m) => m.op === '=' || m.op === '!=').map((m) => ({ name: m.name, equal: m.op === '=', value: m.value }));
+    let candidates = readable;
+    if (equalities.length > 0) {
+      const names = new Set(await seriesByLabels(conn, equalities));
+      candidates = readable.filter((s) => names.has(s.name));
+    }
+    for (const s of matchSeries(matchers, candidates)) chosen.add(s as ReadableSeries);
+  }
+  return [...chosen];
 }
