@@ -13,6 +13,8 @@ import { PerUserSlots } from './http/per-user-slots.ts';
 import { createApiMetrics } from './observability/metrics.ts';
 import { jsonCheckPool } from './uploads/json-check-pool.ts';
 import { PushLog } from './uploads/push-log.ts';
+import { DeletionLog } from './deletions/deletion-log.ts';
+import { countPoints } from '@meridian/clickhouse';
 import type { SubmitDeps } from './uploads/push-submit.ts';
 import { compileLimits } from '@meridian/protocols';
 import { randomBytes } from 'node:crypto';
@@ -127,6 +129,16 @@ export async function buildApi(services: ApiServices): Promise<Api> {
     logger: logger.child({ component: 'push' }),
     committed: (pushes) => metrics.pushesCommitted(pushes),
   });
+  // Deletions go through a transactional writer of their own, one transaction at a time.
+  const deletionWriter = log.transactional(`${settings.MERIDIAN_TOPIC_PREFIX}api-delete-${instance}`, { transactionTimeoutMs: settings.MERIDIAN_PUSH_TRANSACTION_TIMEOUT_MS, firstRetryMs: PUSH_FIRST_RETRY_MS });
+  const deletionLog = new DeletionLog({
+    writer: { transaction: () => deletionWriter.transaction(), renew: async () => { await deletionWriter.disconnect(); await deletionWriter.connect(); } },
+    topics: { points: services.topics.points, tasks: services.topics.tasks },
+    partitions,
+    pointsCodec,
+    taskCodec,
+    deadlineMs: settings.MERIDIAN_KAFKA_ACK_TIMEOUT_MS,
+  });
   const push = settings.MERIDIAN_PUSH_MAX_BYTES > 0 ? {
     maxBytes: settings.MERIDIAN_PUSH_MAX_BYTES,
     log: pushLog,
@@ -197,6 +209,14 @@ export async function buildApi(services: ApiServices): Promise<Api> {
       maxBodyBytes: settings.MERIDIAN_MAX_DOWNLOAD_BODY_BYTES,
       cursors,
       streams: downloads,
+    },
+    deletions: {
+      catalog: services.catalog,
+      maxListNames: settings.MERIDIAN_MAX_DOWNLOAD_NAMES,
+      maxPoints: settings.MERIDIAN_DELETE_MAX_POINTS,
+      count: (metrics, fromMs, toMs) => countPoints(services.clickhouseOptions, metrics, fromMs, toMs),
+      append: (deletion) => deletionLog.append(deletion),
+      applied: (position) => tasksStore.waitFor(position),
     },
     series: {
       conn: services.clickhouseOptions,
@@ -281,6 +301,7 @@ export async function buildApi(services: ApiServices): Promise<Api> {
     async start() {
       // The push writer connects first: its id fences a transaction a predecessor under the same
       // instance name left open, which would otherwise hold the tasks fold's catch-up until it times out.
+      deletionWriter.connect().catch((error: unknown) => logger.warn({ err: error }, 'the deletion writer could not connect yet; its first deletion tries again'));
       for (const w of pushWriters) w.connect().catch((error: unknown) => logger.warn({ err: error }, 'a push writer could not connect yet; its first push tries again'));
       await Promise.all([accountsStore.start(), tasksStore.start()]);
       logger.info({ users: accountsStore.state.users.size, tasks: tasksStore.state.size, tasks_events_read: tasksStore.eventsReadAtStart }, 'caught up with the accounts and tasks logs');
@@ -288,7 +309,7 @@ export async function buildApi(services: ApiServices): Promise<Api> {
     async stop() {
       // Long-polls answer now with their task as it is, instead of holding the shutdown.
       tasksStore.ends.close();
-      await Promise.all([accountsStore.stop(), tasksStore.stop(), jsonChecker.close(), ...pushWriters.map((w) => w.disconnect())]);
+      await Promise.all([accountsStore.stop(), tasksStore.stop(), jsonChecker.close(), ...pushWriters.map((w) => w.disconnect()), deletionWriter.disconnect()]);
     },
   };
 }

@@ -24,11 +24,13 @@ export {
 export { clickhouseMetricCatalog, type CatalogEntry } from './catalog.ts';
 export { clickhouseTaskReadModel, clickhouseTaskReadModelWriter, LIVE_TASK_TABLES, type TaskTables } from './tasks/read-model.ts';
 export { queryText } from './download/http.ts';
+export { countPoints } from './points/count.ts';
 export { clickhouseFileReadModel, clickhouseFileReadModelWriter, LIVE_FILE_TABLES, type FileTables } from './files/read-model.ts';
 export { clickhouseBlobReferences } from './files/blob-references.ts';
 export { createPointsSink, refusedBeforeWriting, type BatchPosition, type PointsSink } from './points/sink.ts';
 export { createPointsStages, LIVE_STAGE_TARGETS, type Fence, type PointsStages, type PointsStagesOptions, type SealOutcome, type StageTargets, type StagedShare } from './points/stage.ts';
 export { untilMutationsDone } from './server-work.ts';
+export { applyDeletion, deletionWhere, deleteRowsSql, hexString, LIVE_DELETION_TARGETS, type DeletionTargets, type PointsDeletion } from './points/delete.ts';
 export { parseSeries, readSeries, seriesSql, type SeriesColumns, type SeriesRequest } from './series.ts';
 export { parseSamples, readSamples, samplesSql, type SamplesRequest, type SeriesSamples } from './promql/samples.ts';
 export { parseWindowStats, readWindowStats, windowStatsSql, type WindowStatsRequest } from './promql/window-stats.ts';

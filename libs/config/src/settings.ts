@@ -325,6 +325,11 @@ export const settingDefinitions = {
     default: '10000',
     doc: 'Most metric names one list download may name (GET or POST); more gets 400. Bounds the catalog lookup and the names sent to ClickHouse with one query.',
   },
+  MERIDIAN_DELETE_MAX_POINTS: {
+    schema: positiveInt,
+    default: '10000000',
+    doc: 'Most points one deletion (POST /api/v1/metrics/delete) may select, counted when it is asked; more gets 400: delete a narrower range or fewer metrics. Bounds the parts ClickHouse rewrites for one deletion while ingest goes on.',
+  },
   // issue 16, the user CLI (cli): bounds of `meridian upload|download|tasks|files`, read by the CLI only.
   MERIDIAN_CLI_UPLOADS_AT_ONCE: {
     schema: z.coerce.number().int().min(1).max(64),

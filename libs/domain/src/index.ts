@@ -10,3 +10,4 @@ export * from './promql/index.ts';
 export * from './files/index.ts';
 export * from './snapshots/index.ts';
 export * from './log/event-log.ts';
+export * from './deletions/index.ts';
