@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { formatTimestamp } from '@meridian/domain';
 import { bootstrapAdmin, createUser } from '../support/accounts.ts';
 import { call, startApi, type RunningApi } from '../support/api.ts';
-import { meridian } from '../support/cli.ts';
+import { meridian, userCli } from '../support/cli.ts';
 import { startWorker } from '../support/ingest.ts';
 import { isolatedSettings } from '../support/settings.ts';
 import { waitForTask } from '../support/tasks.ts';
@@ -137,6 +137,18 @@ describe('POST /api/v1/metrics/delete', () => {
     expect((await downloaded('del_w_b')).map(([s]) => s)).toEqual([5, 6, 7, 8, 9]);
     await deleted(admin, { metrics: 'del_r_c', start_date: iso(0), end_date: iso(0), reason: 'admin' });
     expect((await downloaded('del_r_c', admin)).map(([s]) => s)).toEqual([1, 2]);
+  });
+
+  it('meridian delete: the same deletion from the command line, waiting until it is done', async () => {
+    const env = { PATH: process.env.PATH ?? '', HOME: '/nonexistent', MERIDIAN_URL: api.url, MERIDIAN_API_KEY: writer };
+    const refused = await userCli(['delete', '--metric', 'del_w_b', '--from', iso(0), '--to', iso(9)], env);
+    expect([refused.code, refused.stderr]).toEqual([2, expect.stringContaining('--reason')]);
+    const run = await userCli(['delete', '--metric', 'del_w_b', '--from', iso(5), '--to', iso(6), '--reason', 'from the cli', '--json'], env);
+    expect(run.code, run.stderr).toBe(0);
+    expect(JSON.parse(run.stdout)).toMatchObject({ metrics: ['del_w_b'], points_selected: 2, status: 'succeeded' });
+    expect((await downloaded('del_w_b')).map(([s]) => s)).toEqual([7, 8, 9]);
+    const denied = await userCli(['delete', '--metric', 'del_r_c', '--from', iso(0), '--to', iso(9), '--reason', 'x'], env);
+    expect(denied.code).toBe(1);
   });
 
   it('the events export carries the deletions: who, when, what and why', async () => {

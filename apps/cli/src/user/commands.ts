@@ -1,4 +1,5 @@
 import { UserUsageError } from './args.ts';
+import { deleteCommand } from './cmd/delete.ts';
 import { downloadCommand } from './cmd/download.ts';
 import { files } from './cmd/files.ts';
 import { metrics } from './cmd/metrics.ts';
@@ -10,7 +11,7 @@ export { UserUsageError } from './args.ts';
 export type { UserIo } from './io.ts';
 
 /** The commands that talk HTTP to the api with an API key (the others talk to Kafka). */
-export const USER_COMMANDS = new Set(['upload', 'download', 'tasks', 'files', 'metrics']);
+export const USER_COMMANDS = new Set(['upload', 'download', 'delete', 'tasks', 'files', 'metrics']);
 
 /** Runs a user command; returns the exit code (0 done, 1 a task failed or the api refused). */
 export async function runUserCommand(argv: readonly string[], io: UserIo): Promise<number> {
@@ -18,6 +19,7 @@ export async function runUserCommand(argv: readonly string[], io: UserIo): Promi
   switch (command) {
     case 'upload': return upload(args, io);
     case 'download': return downloadCommand(args, io);
+    case 'delete': return deleteCommand(args, io);
     case 'tasks': return tasks(args, io);
     case 'files': return files(args, io);
     case 'metrics': return metrics(args, io);
