@@ -31,6 +31,7 @@ import { fileRoutes } from './files/routes.ts';
 import { healthRoutes } from './health/routes.ts';
 import { openApiRoute } from './openapi/document-routes.ts';
 import { userRoutes } from './accounts/users-routes.ts';
+import { retentionRoutes } from './accounts/retention-routes.ts';
 import { prometheusRoutes } from './prometheus/routes.ts';
 import type { PromqlDeps } from './prometheus/execute.ts';
 
@@ -98,6 +99,7 @@ export function apiRoutes(deps: ApiDeps): RouteDef[] {
     ...(deps.files ? fileRoutes(deps.files) : []),
     ...taskRoutes(deps.tasks),
     ...userRoutes(deps.accounts),
+    ...retentionRoutes(deps.accounts),
     ...apiKeyRoutes(deps.accounts, deps.limits?.apiKeysPerUser ?? Number.POSITIVE_INFINITY),
     ...(deps.adminListener ? [] : [metricsRoute(() => deps.metrics?.registry)]),
     ...docsRoutes(),

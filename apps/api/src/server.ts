@@ -1,7 +1,7 @@
 import type Koa from 'koa';
 import { fileQuotaOf, type FileEvent, type PointsFact, type TaskEvent } from '@meridian/domain';
 import { createEventCodec } from '@meridian/events';
-import { appendEvents, partitionFor } from '@meridian/kafka';
+import { appendEvents, DeletionLog, partitionFor } from '@meridian/kafka';
 import { AccountsStore, TasksStore } from '@meridian/platform';
 import { planExport, streamExport, type ExportDeps } from '@meridian/replay';
 import type { ApiServices } from './api-services.ts';
@@ -13,7 +13,6 @@ import { PerUserSlots } from './http/per-user-slots.ts';
 import { createApiMetrics } from './observability/metrics.ts';
 import { jsonCheckPool } from './uploads/json-check-pool.ts';
 import { PushLog } from './uploads/push-log.ts';
-import { DeletionLog } from './deletions/deletion-log.ts';
 import { countPoints } from '@meridian/clickhouse';
 import type { SubmitDeps } from './uploads/push-submit.ts';
 import { compileLimits } from '@meridian/protocols';

@@ -29,6 +29,8 @@ export type IngestDeps = {
   readonly pointsStages: PointsStages;
   /** Applies a deletion's marker to the live points table and its catalog, and records it in the position. */
   readonly deletePoints: (deletion: PointsDeletion) => Promise<void>;
+  /** What retention reads of ClickHouse: the catalog's metrics with their first timestamps, and the points older than a cutoff. */
+  readonly retentionQueries: { catalog(): Promise<Map<string, number>>; countOlder(metrics: readonly string[], cutoff: number): Promise<number> };
   /** How start-up work (running a consumer) retries. */
   readonly startRetry: UntilDoneOptions;
 };

@@ -35,3 +35,4 @@ export { parseSeries, readSeries, seriesSql, type SeriesColumns, type SeriesRequ
 export { parseSamples, readSamples, samplesSql, type SamplesRequest, type SeriesSamples } from './promql/samples.ts';
 export { parseWindowStats, readWindowStats, windowStatsSql, type WindowStatsRequest } from './promql/window-stats.ts';
 export { aggregatedSql, readAggregated, type AggregatedRequest } from './promql/aggregate-sql.ts';
+export { catalogFirsts, countOlder } from './points/retention.ts';

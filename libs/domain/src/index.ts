@@ -11,3 +11,4 @@ export * from './files/index.ts';
 export * from './snapshots/index.ts';
 export * from './log/event-log.ts';
 export * from './deletions/index.ts';
+export * from './retention/index.ts';

@@ -13,7 +13,8 @@ import { randomBytes } from 'node:crypto';
 import { startStageSweeper } from './stage-sweeper.ts';
 import type { IngestDeps } from '../ingest-deps.ts';
 
-export type RunningProjector = { readonly watch: ConsumerWatch; stop(): Promise<void> };
+/** owns: whether this member projects a points partition now (the retention runner leads where partition 0 is). */
+export type RunningProjector = { readonly watch: ConsumerWatch; owns(partition: number): boolean; stop(): Promise<void> };
 
 /** Rows waiting longer than this are written at the end of the batch even without a seal. */
 const LINGER_MS = 1000;
@@ -308,6 +309,7 @@ export async function startProjector(ingest: IngestDeps): Promise<RunningProject
 
   return {
     watch,
+    owns: (partition) => assigned.includes(partition),
     async stop() {
       await sweeper.stop();
       await consumer.stop();

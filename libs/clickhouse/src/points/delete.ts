@@ -95,13 +95,18 @@ export async function applyDeletion(client: ClickHouseClient, targets: DeletionT
   if (d.metrics.length > 0) {
     const caps = await serverCapabilities(client);
     await deleteRows(client, targets.points, deletionWhere(d), caps);
-    await deleteRows(client, await catalogStorage(client, targets.catalog), namesIn(d.metrics), caps);
+    // The catalog's old rows are deleted and the new ones inserted right after: a mutation reaches
+    // only the parts that existed when it was asked, so on 18.16 it is waited for after the insert
+    // (the metrics are missing from the catalog for the insert's time, not the mutation's).
+    const storage = await catalogStorage(client, targets.catalog);
+    await client.command({ query: deleteRowsSql(storage, namesIn(d.metrics), caps) });
     await client.command({
       query: `INSERT INTO ${quotedTable(targets.catalog)} SELECT metric_name, countState() AS points, minState(ts) AS first_ts, maxState(ts) AS last_ts
         FROM ${quotedTable(targets.points)} WHERE ${namesIn(d.metrics)} GROUP BY metric_name`,
       // Where the catalog keeps insert tokens, equal states written by an earlier deletion must not be taken for a retry.
       clickhouse_settings: { ...synchronousInsertSettings(caps), ...(caps.deduplicatedInserts ? { insert_deduplicate: 0 } : {}) },
     });
+    if (!caps.lightweightDelete) await untilDone(client, storage);
   }
   await client.insert({ table: targets.seals, format: 'JSONEachRow', values: [{ kafka_partition: d.partition, seal_offset: d.offset, task_id: d.taskId, attempt: '' }] });
 }

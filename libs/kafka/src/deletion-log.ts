@@ -1,6 +1,7 @@
 import type { LogMessage, LogTransaction, MetricsDeleted, PointsFact, Position, TaskEvent, TopicAcknowledgement } from '@meridian/domain';
 import type { EventCodec } from '@meridian/events';
-import { eventMessage, partitionFor } from '@meridian/kafka';
+import { eventMessage } from './append.ts';
+import { partitionFor } from './partition.ts';
 import { withTimeout } from '@meridian/observability';
 
 /** A transactional writer of this api instance's own, and a new producer under its id (which settles what the old one left open). */
