@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { formatTimestamp } from '@meridian/domain';
 import { bootstrapAdmin, createUser } from '../support/accounts.ts';
 import { call, startApi, type RunningApi } from '../support/api.ts';
+import { userCli } from '../support/cli.ts';
 import { startWorker } from '../support/ingest.ts';
 import { isolatedSettings } from '../support/settings.ts';
 import { waitForTask } from '../support/tasks.ts';
@@ -79,5 +80,19 @@ describe('retention per pattern', () => {
     await upload('ret_a', [now - 120_000]);
     await new Promise((r) => setTimeout(r, 2000));
     expect(await timestamps('ret_a')).toHaveLength(fresh.length + 1);
+  });
+
+  it('meridian retention set, ls and rm with an admin key; a user\'s key is refused', async () => {
+    const env = (key: string) => ({ PATH: process.env.PATH ?? '', HOME: '/nonexistent', MERIDIAN_URL: api.url, MERIDIAN_API_KEY: key });
+    const set = await userCli(['retention', 'set', '--metric', 'cli_x', '--days', '30', '--json'], env(admin));
+    expect(set.code, set.stderr).toBe(0);
+    expect(JSON.parse(set.stdout)).toContainEqual(expect.objectContaining({ match: 'exact', value: 'cli_x', days: 30, keep_seconds: 2_592_000 }));
+    const ls = await userCli(['retention', 'ls'], env(admin));
+    expect(ls.stdout).toContain('cli_x  keeps 30 days');
+    expect((await userCli(['retention', 'ls'], env(user))).code).toBe(1);
+    expect((await userCli(['retention', 'set', '--metric', 'cli_x'], env(admin))).code).toBe(2);
+    const rm = await userCli(['retention', 'rm', '--metric', 'cli_x'], env(admin));
+    expect([rm.code, rm.stdout.trim()]).toEqual([0, 'removed the retention rule of exact cli_x']);
+    expect((await userCli(['retention', 'ls', '--json'], env(admin))).stdout.trim()).toBe('[]');
   });
 });

@@ -77,6 +77,24 @@ A deletion selects at most the api's MERIDIAN_DELETE_MAX_POINTS points; it is no
       "meridian delete --metric lab. --pattern starts_with --from 2024-01-01 --to 2024-01-31 --reason 'uploaded twice'",
     ],
   },
+  'retention ls': {
+    brief: 'list the retention rules (admin)',
+    usage: 'meridian retention ls [--json]',
+    about: 'List the retention rules: which metrics keep their raw points how long.',
+    examples: ['meridian retention ls'],
+  },
+  'retention set': {
+    brief: 'keep the raw points of a prefix or a metric so long (admin)',
+    usage: 'meridian retention set (--prefix P | --metric NAME) (--days N | --seconds N) [--json]',
+    about: 'Set how long raw points are kept; older ones are deleted by the ingest worker every MERIDIAN_POINTS_RETENTION_INTERVAL_MS, each time as a deletion in the log. A metric follows its exact rule, else its longest prefix.',
+    examples: ['meridian retention set --prefix lab. --days 30', 'meridian retention set --metric cpu:load --days 365'],
+  },
+  'retention rm': {
+    brief: 'remove a retention rule (admin)',
+    usage: 'meridian retention rm (--prefix P | --metric NAME) [--json]',
+    about: 'Remove a rule: its metrics keep their points from now on; deleted points stay deleted.',
+    examples: ['meridian retention rm --prefix lab.'],
+  },
   'metrics ls': {
     brief: 'list the metrics you may read',
     usage: 'meridian metrics ls [--metric TEXT] [--pattern P] [--json]',
@@ -139,6 +157,7 @@ A deletion selects at most the api's MERIDIAN_DELETE_MAX_POINTS points; it is no
 const GROUPS: Record<string, string> = {
   files: 'ls, info, get, put, rm, share',
   metrics: 'ls',
+  retention: 'ls, set, rm',
 };
 
 const ADMIN_GROUPS = new Set(['users', 'keys', 'grant', 'quota']);
