@@ -41,7 +41,7 @@ export async function startIngest(ingest: IngestDeps): Promise<RunningWorker> {
   ]);
   const pieces = [commands, projector, tasksProjector, filesProjector];
   // Retention writes deletions to the log; the member projecting points partition 0 runs it, one per deployment.
-  const retention = await startRetentionRunner(ingest, () => projector.owns(0));
+  const retention = startRetentionRunner(ingest, () => projector.owns(0));
   return {
     consumers: pieces.map((p) => p.watch),
     async stop() {

@@ -10,11 +10,13 @@ import { startRetention } from './runner.ts';
  * The retention runner of this worker: its own accounts fold (the rules), a transactional writer
  * for its deletions, and the pass every MERIDIAN_POINTS_RETENTION_INTERVAL_MS while `leads` says so.
  */
-export async function startRetentionRunner(ingest: IngestDeps, leads: () => boolean): Promise<{ stop(): Promise<void> }> {
+export function startRetentionRunner(ingest: IngestDeps, leads: () => boolean): { stop(): Promise<void> } {
   const { log, topics, settings } = ingest;
   const logger = ingest.logger.child({ component: 'retention' });
   const accounts = new AccountsStore(ingest.folds, 'ingest-retention', { writesSnapshots: false });
-  await accounts.start();
+  // Not awaited: the worker is ready without it; the first pass waits for the fold.
+  const started = accounts.start();
+  started.catch((error: unknown) => logger.warn({ err: error }, 'the retention rules could not be read yet; the next pass tries again'));
   const writer = log.transactional(`${settings.MERIDIAN_TOPIC_PREFIX}ingest-retention-${randomBytes(6).toString('hex')}`);
   const partitions = async () => ({ points: (await log.endOffsets(topics.points)).size, tasks: (await log.endOffsets(topics.tasks)).size });
   const deletions = new DeletionLog({
@@ -27,6 +29,7 @@ export async function startRetentionRunner(ingest: IngestDeps, leads: () => bool
   });
   const runner = startRetention({
     rules: async () => {
+      await started;
       await accounts.syncToEnd();
       return [...accounts.state.retention.values()];
     },
@@ -40,6 +43,7 @@ export async function startRetentionRunner(ingest: IngestDeps, leads: () => bool
   return {
     async stop() {
       await runner.stop();
+      await started.catch(() => undefined);
       await Promise.all([accounts.stop(), writer.disconnect()]);
     },
   };
