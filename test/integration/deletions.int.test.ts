@@ -53,4 +53,12 @@ describe('applyDeletion', () => {
     expect(await catalog()).toEqual(await pointsPerMetric());
     expect(await sink.maxOffsets([0])).toEqual(new Map([[0, 30]]));
   });
+
+  it('a deletion of more names than one statement carries is applied in runs of them', async () => {
+    const names = Array.from({ length: 1500 }, (_, i) => `many.${'x'.repeat(60)}.${i}`);
+    await sink.insert(names.map((name, i) => segment(1, 100 + i, name, [1, 2, 3])));
+    await applyDeletion(client, LIVE_DELETION_TARGETS, { taskId: 'f', partition: 1, offset: 5000, metrics: names, fromMs: 2, toMs: 3 });
+    expect(await rowsOf("SELECT toString(count()) AS n, toString(uniqExact(metric_name)) AS m, toString(max(ts)) AS last FROM points WHERE startsWith(metric_name, 'many.')")).toEqual([{ n: '1500', m: '1500', last: '1' }]);
+    expect(await rowsOf("SELECT toString(sum(n)) AS n FROM (SELECT countMerge(points) AS n FROM metric_catalog WHERE startsWith(metric_name, 'many.') GROUP BY metric_name)")).toEqual([{ n: '1500' }]);
+  });
 });

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
-import { DomainError, parseDeletionRequest, PATTERNS, resolveDeletionNames, type MetricsDeleted, type Position, type RawDownloadQuery } from '@meridian/domain';
+import { DomainError, MAX_DELETION_NAME_BYTES, nameRuns, parseDeletionRequest, PATTERNS, resolveDeletionNames, type MetricsDeleted, type Position, type RawDownloadQuery } from '@meridian/domain';
 import type { MetricCatalog } from '../catalog/routes.ts';
 import { defineRoute, type RouteDef } from '../http/route.ts';
 
@@ -43,7 +43,7 @@ const DESCRIPTION = [
   'Allowed to the metrics\' writers (rw) and admins: a name that does not exist or that you may not read is 404, as for a download; one you may read and not write is 403.',
   'Answers 202 with a task: it succeeds once the points are gone from downloads, the Prometheus API and the catalog (counts, first and last timestamps).',
   'Points accepted after the deletion are kept, in the range or not: the deletion applies to what was in the log before it.',
-  'A selection of more than MERIDIAN_DELETE_MAX_POINTS points is refused (400): delete a narrower range or fewer metrics.',
+  'A selection of more than MERIDIAN_DELETE_MAX_POINTS points, or of metrics whose names add up to more than 256 KiB, is refused (400): delete a narrower range or fewer metrics.',
 ].join(' ');
 
 export function deletionRoutes(deps: DeletionDeps): RouteDef[] {
@@ -69,6 +69,9 @@ export function deletionRoutes(deps: DeletionDeps): RouteDef[] {
         const exact = request.pattern === 'single' ? [request.metrics] : request.pattern === 'list' ? request.metrics.split(',') : null;
         const catalog = exact ? await deps.catalog.entries(exact) : await deps.catalog.list();
         const metrics = resolveDeletionNames(request, catalog.map((c) => c.metric_name), user);
+        if (nameRuns(metrics, MAX_DELETION_NAME_BYTES).length > 1) {
+          throw new DomainError('validation', `the selection reaches metrics whose names add up to more than ${MAX_DELETION_NAME_BYTES} bytes, more than one deletion carries: split it`, [{ field: 'metrics', reason: `names past ${MAX_DELETION_NAME_BYTES} bytes` }]);
+        }
         const points = await deps.count(metrics, request.fromMs, request.toMs).catch((cause: unknown) => {
           throw new DomainError('unavailable', 'the metric store did not answer; retry later', [], { cause });
         });

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { MIN_TIMESTAMP_MS, retentionPlan, type MetricsDeleted, type RetentionRule } from '@meridian/domain';
+import { MAX_DELETION_NAME_BYTES, MIN_TIMESTAMP_MS, nameRuns, retentionPlan, type MetricsDeleted, type RetentionRule } from '@meridian/domain';
 import type { Logger } from '@meridian/observability';
 import { startPeriodic } from '../periodic.ts';
 
@@ -31,17 +31,19 @@ export async function applyRetention(deps: RetentionDeps): Promise<number> {
   let deletions = 0;
   for (const { rule, cutoff, metrics } of retentionPlan(rules, firsts.keys(), now)) {
     const due = metrics.filter((m) => firsts.get(m)! < cutoff);
-    if (due.length === 0) continue;
-    const points = await deps.countOlder(due, cutoff);
-    if (points === 0) continue;
-    await deps.append({
-      task_id: randomUUID(), user_name: 'retention', at: now,
-      reason: `retention rule ${rule.match} ${JSON.stringify(rule.value)}: raw points are kept ${rule.keep_ms / 1000} s`,
-      pattern: rule.match === 'exact' ? 'single' : 'starts_with', selection: rule.value,
-      from_ms: MIN_TIMESTAMP_MS, to_ms: cutoff - 1, metrics: due, points,
-    });
-    deps.logger.info({ rule: `${rule.match}:${rule.value}`, metrics: due.length, points, cutoff }, 'retention: points past their rule deleted');
-    deletions++;
+    // One deletion per run of names that one deletion's events carry.
+    for (const run of nameRuns(due, MAX_DELETION_NAME_BYTES)) {
+      const points = await deps.countOlder(run, cutoff);
+      if (points === 0) continue;
+      await deps.append({
+        task_id: randomUUID(), user_name: 'retention', at: now,
+        reason: `retention rule ${rule.match} ${JSON.stringify(rule.value)}: raw points are kept ${rule.keep_ms / 1000} s`,
+        pattern: rule.match === 'exact' ? 'single' : 'starts_with', selection: rule.value,
+        from_ms: MIN_TIMESTAMP_MS, to_ms: cutoff - 1, metrics: run, points,
+      });
+      deps.logger.info({ rule: `${rule.match}:${rule.value}`, metrics: run.length, points, cutoff }, 'retention: points past their rule deleted');
+      deletions++;
+    }
   }
   return deletions;
 }

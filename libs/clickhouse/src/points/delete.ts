@@ -1,5 +1,6 @@
 import { serverCapabilities, synchronousInsertSettings, type Capabilities } from '../capabilities.ts';
 import { quoteIdentifier, type ClickHouseClient } from '../client.ts';
+import { nameRuns } from '@meridian/domain';
 import { int } from '../download/filter-sql.ts';
 
 /**
@@ -19,6 +20,12 @@ export type PointsDeletion = {
 export type DeletionTargets = { readonly points: string; readonly catalog: string; readonly seals: string };
 
 export const LIVE_DELETION_TARGETS: DeletionTargets = { points: 'points', catalog: 'metric_catalog', seals: 'points_seals' };
+
+/**
+ * Bytes of names per statement: their hex literals, twice as long, stay well below the server's
+ * max_query_size (256 KiB by default, 18.16 included).
+ */
+export const SQL_NAME_BYTES = 48 * 1024;
 
 /** A mutation's wait: the rewrite of every part of points that holds one of the metrics. */
 const MUTATION_TIMEOUT_MS = 600_000;
@@ -81,7 +88,7 @@ async function catalogStorage(client: ClickHouseClient, catalog: string): Promis
 }
 
 /**
- * Applies a deletion's marker, then records it at the marker's offset in the seals table, which
+ * Applies a deletion's marker (in runs of names that fit a statement), then records it at the marker's offset in the seals table, which
  * counts in the projector's position. Every step can run again: a projector killed anywhere in it
  * reads the marker again (it is above the position until recorded) and redoes it whole, and the
  * batches re-read before it, whose rows it may have removed already, are stored and removed again.
@@ -92,21 +99,24 @@ async function catalogStorage(client: ClickHouseClient, catalog: string): Promis
  * marker: nothing inserts points of these metrics meanwhile.
  */
 export async function applyDeletion(client: ClickHouseClient, targets: DeletionTargets, d: PointsDeletion): Promise<void> {
-  if (d.metrics.length > 0) {
-    const caps = await serverCapabilities(client);
-    await deleteRows(client, targets.points, deletionWhere(d), caps);
-    // The catalog's old rows are deleted and the new ones inserted right after: a mutation reaches
-    // only the parts that existed when it was asked, so on 18.16 it is waited for after the insert
-    // (the metrics are missing from the catalog for the insert's time, not the mutation's).
-    const storage = await catalogStorage(client, targets.catalog);
-    await client.command({ query: deleteRowsSql(storage, namesIn(d.metrics), caps) });
-    await client.command({
-      query: `INSERT INTO ${quotedTable(targets.catalog)} SELECT metric_name, countState() AS points, minState(ts) AS first_ts, maxState(ts) AS last_ts
-        FROM ${quotedTable(targets.points)} WHERE ${namesIn(d.metrics)} GROUP BY metric_name`,
-      // Where the catalog keeps insert tokens, equal states written by an earlier deletion must not be taken for a retry.
-      clickhouse_settings: { ...synchronousInsertSettings(caps), ...(caps.deduplicatedInserts ? { insert_deduplicate: 0 } : {}) },
-    });
-    if (!caps.lightweightDelete) await untilDone(client, storage);
-  }
+  const caps = await serverCapabilities(client);
+  for (const metrics of nameRuns(d.metrics, SQL_NAME_BYTES)) await deleteRun(client, targets, { ...d, metrics }, caps);
   await client.insert({ table: targets.seals, format: 'JSONEachRow', values: [{ kafka_partition: d.partition, seal_offset: d.offset, task_id: d.taskId, attempt: '' }] });
+}
+
+/** The statements of one run of a deletion's names: its points, then its metrics' catalog rows. */
+async function deleteRun(client: ClickHouseClient, targets: DeletionTargets, d: PointsDeletion, caps: Capabilities): Promise<void> {
+  await deleteRows(client, targets.points, deletionWhere(d), caps);
+  // The catalog's old rows are deleted and the new ones inserted right after: a mutation reaches
+  // only the parts that existed when it was asked, so on 18.16 it is waited for after the insert
+  // (the metrics are missing from the catalog for the insert's time, not the mutation's).
+  const storage = await catalogStorage(client, targets.catalog);
+  await client.command({ query: deleteRowsSql(storage, namesIn(d.metrics), caps) });
+  await client.command({
+    query: `INSERT INTO ${quotedTable(targets.catalog)} SELECT metric_name, countState() AS points, minState(ts) AS first_ts, maxState(ts) AS last_ts
+      FROM ${quotedTable(targets.points)} WHERE ${namesIn(d.metrics)} GROUP BY metric_name`,
+    // Where the catalog keeps insert tokens, equal states written by an earlier deletion must not be taken for a retry.
+    clickhouse_settings: { ...synchronousInsertSettings(caps), ...(caps.deduplicatedInserts ? { insert_deduplicate: 0 } : {}) },
+  });
+  if (!caps.lightweightDelete) await untilDone(client, storage);
 }

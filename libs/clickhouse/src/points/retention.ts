@@ -1,9 +1,8 @@
 import type { ClickHouseClient } from '../client.ts';
 import { int } from '../download/filter-sql.ts';
-import { hexString } from './delete.ts';
+import { nameRuns } from '@meridian/domain';
+import { hexString, SQL_NAME_BYTES } from './delete.ts';
 
-/** Names per count query: each is a literal in its SQL (hexString), well below the server's query size. */
-const NAMES_PER_QUERY = 500;
 
 async function rows<T>(client: ClickHouseClient, query: string): Promise<T[]> {
   return (await client.query({ query, format: 'JSONEachRow' })).json<T>();
@@ -18,8 +17,8 @@ export async function catalogFirsts(client: ClickHouseClient): Promise<Map<strin
 /** Points of these metrics with a timestamp below `cutoff` in points now. */
 export async function countOlder(client: ClickHouseClient, metrics: readonly string[], cutoff: number): Promise<number> {
   let total = 0;
-  for (let i = 0; i < metrics.length; i += NAMES_PER_QUERY) {
-    const names = metrics.slice(i, i + NAMES_PER_QUERY).map(hexString).join(', ');
+  for (const run of nameRuns(metrics, SQL_NAME_BYTES)) {
+    const names = run.map(hexString).join(', ');
     const [row] = await rows<{ n: string }>(client, `SELECT toString(count()) AS n FROM points WHERE metric_name IN (${names}) AND ts < ${int(cutoff)}`);
     total += Number(row?.n ?? 0);
   }

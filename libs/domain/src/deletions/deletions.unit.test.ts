@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { UserRecord } from '../accounts/state.ts';
 import type { DomainError } from '../errors.ts';
 import { foldTasks } from '../tasks/state.ts';
-import { parseDeletionRequest, resolveDeletionNames } from './select.ts';
+import { nameRuns, parseDeletionRequest, resolveDeletionNames } from './select.ts';
 
 const user = (entitlements: UserRecord['entitlements'], is_admin = false): UserRecord =>
   ({ user_name: 'u', is_admin, created_at: 0, disabled_at: null, key_ids: [], entitlements, file_quota_bytes: null });
@@ -49,5 +49,13 @@ describe('a deletion\'s task', () => {
 
   it('a deletion that reached no metric has no marker and succeeds at once', () => {
     expect(foldTasks([{ ...deleted, metrics: [], points: 0, partitions: [] }]).get('d')).toMatchObject({ status: 'succeeded' });
+  });
+});
+
+describe('runs of names', () => {
+  it('keep the order, stay within the bytes (UTF-8) but for a name longer than them alone', () => {
+    expect(nameRuns(['ab', 'cd', 'é', 'efgh', 'i'], 4)).toEqual([['ab', 'cd'], ['é'], ['efgh'], ['i']]);
+    expect(nameRuns(['toolong', 'a'], 3)).toEqual([['toolong'], ['a']]);
+    expect(nameRuns([], 3)).toEqual([]);
   });
 });

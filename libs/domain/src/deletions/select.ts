@@ -14,6 +14,31 @@ export type DeletionRequest = {
   readonly reason: string;
 };
 
+/**
+ * Most bytes of metric names one deletion carries (its events hold them all, and a Kafka record
+ * has a size limit): a selection past it is refused, and retention splits its deletions by it.
+ */
+export const MAX_DELETION_NAME_BYTES = 256 * 1024;
+
+/** The names in runs of at most `maxBytes` (UTF-8) each, in order; a longer name is a run of its own. */
+export function nameRuns(names: readonly string[], maxBytes: number): string[][] {
+  const runs: string[][] = [];
+  let run: string[] = [];
+  let bytes = 0;
+  for (const name of names) {
+    const size = Buffer.byteLength(name, 'utf8');
+    if (run.length > 0 && bytes + size > maxBytes) {
+      runs.push(run);
+      run = [];
+      bytes = 0;
+    }
+    run.push(name);
+    bytes += size;
+  }
+  if (run.length > 0) runs.push(run);
+  return runs;
+}
+
 /** Longest reason kept in the log (characters). */
 export const MAX_DELETION_REASON = 1000;
 
