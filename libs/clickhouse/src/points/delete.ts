@@ -106,7 +106,11 @@ export async function applyDeletion(client: ClickHouseClient, targets: DeletionT
 
 /** The statements of one run of a deletion's names: its points, then its metrics' catalog rows. */
 async function deleteRun(client: ClickHouseClient, targets: DeletionTargets, d: PointsDeletion, caps: Capabilities): Promise<void> {
-  await deleteRows(client, targets.points, deletionWhere(d), caps);
+  // On 18.16 a mutation rewrites every part of the table, matching rows or not: a deletion that
+  // selects nothing now (an empty range, or one applied again after a crash) asks for none. The
+  // catalog is written anew all the same: a crash may have come between the two.
+  const [selected] = await rows<{ n: string }>(client, `SELECT toString(count()) AS n FROM ${quotedTable(targets.points)} WHERE ${deletionWhere(d)}`);
+  if (Number(selected?.n ?? 0) > 0) await deleteRows(client, targets.points, deletionWhere(d), caps);
   // The catalog's old rows are deleted and the new ones inserted right after: a mutation reaches
   // only the parts that existed when it was asked, so on 18.16 it is waited for after the insert
   // (the metrics are missing from the catalog for the insert's time, not the mutation's).
