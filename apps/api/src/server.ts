@@ -216,6 +216,7 @@ export async function buildApi(services: ApiServices): Promise<Api> {
       count: (metrics, fromMs, toMs) => countPoints(services.clickhouseOptions, metrics, fromMs, toMs),
       append: (deletion) => deletionLog.append(deletion),
       applied: (position) => tasksStore.waitFor(position),
+      tasks: { unfinished: () => tasksStore.unfinished, max: settings.MERIDIAN_MAX_QUEUED_TASKS_PER_USER },
     },
     series: {
       conn: services.clickhouseOptions,

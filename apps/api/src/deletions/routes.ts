@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
-import { DomainError, MAX_DELETION_NAME_BYTES, nameRuns, parseDeletionRequest, PATTERNS, resolveDeletionNames, type MetricsDeleted, type Position, type RawDownloadQuery } from '@meridian/domain';
+import { assertTaskRoom, DomainError, MAX_DELETION_NAME_BYTES, nameRuns, parseDeletionRequest, PATTERNS, resolveDeletionNames, type MetricsDeleted, type Position, type RawDownloadQuery, type UnfinishedTasks } from '@meridian/domain';
 import type { MetricCatalog } from '../catalog/routes.ts';
 import { defineRoute, type RouteDef } from '../http/route.ts';
 
@@ -17,6 +17,8 @@ export type DeletionDeps = {
   readonly count: (metrics: readonly string[], fromMs: number, toMs: number) => Promise<number>;
   readonly append: (deletion: Omit<MetricsDeleted, 'type' | 'partitions'>) => Promise<Position>;
   readonly applied: (position: Position) => Promise<void>;
+  /** The user's unfinished tasks, deletions included, and their cap (MERIDIAN_MAX_QUEUED_TASKS_PER_USER): a deletion is a task like an upload. */
+  readonly tasks: { readonly unfinished: () => UnfinishedTasks; readonly max: number };
 };
 
 export const DELETE_PATH = '/api/v1/metrics/delete';
@@ -43,6 +45,7 @@ const DESCRIPTION = [
   'Allowed to the metrics\' writers (rw) and admins: a name that does not exist or that you may not read is 404, as for a download; one you may read and not write is 403.',
   'Answers 202 with a task: it succeeds once the points are gone from downloads, the Prometheus API and the catalog (counts, first and last timestamps).',
   'Points accepted after the deletion are kept, in the range or not: the deletion applies to what was in the log before it.',
+  'A deletion is a task like an upload: past MERIDIAN_MAX_QUEUED_TASKS_PER_USER unfinished tasks the answer is 429.',
   'A selection of more than MERIDIAN_DELETE_MAX_POINTS points, or of metrics whose names add up to more than 256 KiB, is refused (400): delete a narrower range or fewer metrics.',
 ].join(' ');
 
@@ -58,7 +61,7 @@ export function deletionRoutes(deps: DeletionDeps): RouteDef[] {
       auth: 'user',
       body: deleteBody,
       responses: { 202: { description: 'Accepted; follow the task (Location header)', schema: accepted, example: { task_id: '4a3c6f8e-0f5e-4d1a-9a53-3c1f0e9b2d7a', metrics: ['cpu:load'], points_selected: 1440 } } },
-      problems: ['validation', 'forbidden', 'not_found', 'unavailable'],
+      problems: ['validation', 'forbidden', 'not_found', 'too_many', 'unavailable'],
       handler: async (ctx, { body, user }) => {
         const raw: RawDownloadQuery = {
           ...body,
@@ -66,6 +69,7 @@ export function deletionRoutes(deps: DeletionDeps): RouteDef[] {
           ...(Array.isArray(body.metrics) ? { pattern: 'list' } : {}),
         };
         const request = parseDeletionRequest(raw, deps.maxListNames);
+        assertTaskRoom(deps.tasks.unfinished(), user.user_name, deps.tasks.max);
         const exact = request.pattern === 'single' ? [request.metrics] : request.pattern === 'list' ? request.metrics.split(',') : null;
         const catalog = exact ? await deps.catalog.entries(exact) : await deps.catalog.list();
         const metrics = resolveDeletionNames(request, catalog.map((c) => c.metric_name), user);
