@@ -85,6 +85,7 @@ describe('POST /api/v1/metrics/delete', () => {
     const noEnd = await del(writer, { metrics: 'del_w_a', start_date: iso(0), reason: 'x' });
     expect(noEnd.status).toBe(400);
     expect(JSON.stringify(noEnd.json)).toContain('end_date');
+    expect((await del(writer, { metrics: ['del_w_a'], pattern: 'contains', start_date: iso(0), end_date: iso(9), reason: 'x' })).status).toBe(400);
     expect(await downloaded('del_w_a')).toHaveLength(10);
   });
 

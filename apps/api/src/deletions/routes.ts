@@ -63,6 +63,9 @@ export function deletionRoutes(deps: DeletionDeps): RouteDef[] {
       responses: { 202: { description: 'Accepted; follow the task (Location header)', schema: accepted, example: { task_id: '4a3c6f8e-0f5e-4d1a-9a53-3c1f0e9b2d7a', metrics: ['cpu:load'], points_selected: 1440 } } },
       problems: ['validation', 'forbidden', 'not_found', 'too_many', 'unavailable'],
       handler: async (ctx, { body, user }) => {
+        if (Array.isArray(body.metrics) && body.pattern !== undefined && body.pattern !== 'list') {
+          throw new DomainError('validation', 'metrics is an array of names: pattern must be list or left out', [{ field: 'body.pattern', reason: 'must be list when metrics is an array' }]);
+        }
         const raw: RawDownloadQuery = {
           ...body,
           metrics: Array.isArray(body.metrics) ? body.metrics.join(',') : body.metrics,
@@ -87,7 +90,7 @@ export function deletionRoutes(deps: DeletionDeps): RouteDef[] {
           task_id: taskId, user_name: user.user_name, at: Date.now(), reason: request.reason, pattern: request.pattern,
           selection: request.metrics, from_ms: request.fromMs, to_ms: request.toMs, metrics, points,
         }).catch((cause: unknown) => {
-          throw new DomainError('unavailable', 'the event log did not confirm the deletion; retry later (a deletion asked twice deletes the same points)', [], { cause });
+          throw new DomainError('unavailable', 'the event log did not confirm the deletion: see GET /api/v1/tasks before asking again (asked again, it also deletes the points accepted in between)', [], { cause });
         });
         // In the log now: a fold that lags does not undo it; the task may read as 404 for a moment.
         await deps.applied(position).catch(() => undefined);
