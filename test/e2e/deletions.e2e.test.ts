@@ -175,4 +175,19 @@ describe('POST /api/v1/metrics/delete', () => {
     expect(await catalogOf(`metric_catalog_g${built.generation}`)).toBe(await catalogOf('metric_catalog'));
     await meridian(settings, ['replay', 'drop', String(built.generation)]);
   });
+
+  it('a deletion is a task against MERIDIAN_MAX_QUEUED_TASKS_PER_USER: with no projector running, the second one is 429', async () => {
+    await ingest.close();
+    const capped = await startApi({ ...settings, MERIDIAN_MAX_QUEUED_TASKS_PER_USER: 1 });
+    try {
+      const body = { metrics: 'del_w_b', start_date: iso(0), end_date: iso(9), reason: 'capped' };
+      const first = await call(`${capped.url}/api/v1/metrics/delete`, writer, { method: 'POST', body });
+      expect(first.status, first.text).toBe(202);
+      const second = await call(`${capped.url}/api/v1/metrics/delete`, writer, { method: 'POST', body });
+      expect(second.status, second.text).toBe(429);
+      expect(second.json.detail).toContain('MERIDIAN_MAX_QUEUED_TASKS_PER_USER');
+    } finally {
+      await capped.close();
+    }
+  });
 });
