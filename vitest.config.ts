@@ -86,6 +86,7 @@ export default defineConfig({
             'test/integration/attach-partition.int.test.ts',
             'test/integration/points-stages.int.test.ts',
             'test/integration/clickhouse.int.test.ts',
+            'test/integration/deletions.int.test.ts',
             'test/integration/download.int.test.ts',
             'test/integration/projector.int.test.ts',
             'test/integration/promql.int.test.ts',

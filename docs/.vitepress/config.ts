@@ -41,6 +41,7 @@ export default defineConfig({
           { text: 'From Python', link: '/using/python' },
           { text: 'From agents', link: '/using/agents' },
           { text: 'Grafana and PromQL', link: '/using/grafana' },
+          { text: 'Deleting points and retention', link: '/using/deleting' },
           { text: 'How it behaves', link: '/using/behaviour' },
         ],
       },

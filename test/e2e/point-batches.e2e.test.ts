@@ -38,7 +38,7 @@ async function batchesOf(taskId: string, partitions: number): Promise<Array<{ pa
         const fact = codec.decode(message.value!);
         if (fact.task_id !== taskId) return;
         if (fact.type === 'UploadSealed') seals++;
-        else batches.push({ partition, names: (fact.names ?? []).length || 1, points: fact.timestamps.length });
+        else if (fact.type === 'PointBatch') batches.push({ partition, names: (fact.names ?? []).length || 1, points: fact.timestamps.length });
       },
     });
     await waitFor(`the seals of ${taskId}`, () => (seals >= partitions ? true : undefined), 30_000, 100);

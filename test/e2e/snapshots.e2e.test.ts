@@ -7,6 +7,7 @@ import {
   composeApiKey,
   foldAccounts,
   foldFiles,
+  retentionKey,
   type AccountEvent,
   type FileEvent,
 } from '@meridian/domain';
@@ -46,7 +47,7 @@ const keys = new Map<string, string>();
 async function writeAccounts(events: AccountEvent[]): Promise<void> {
   for (let i = 0; i < events.length; i += 500) {
     const chunk = events.slice(i, i + 500);
-    await producer.send({ topic: platform.topics.accounts, acks: -1, messages: chunk.map((e) => ({ key: e.user_name, value: accountCodec.encode(e), headers: { type: e.type } })) });
+    await producer.send({ topic: platform.topics.accounts, acks: -1, messages: chunk.map((e) => ({ key: 'user_name' in e ? e.user_name : retentionKey(e.match, e.value), value: accountCodec.encode(e), headers: { type: e.type } })) });
   }
   accountEvents.push(...events);
   written.accounts += events.length;

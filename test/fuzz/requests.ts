@@ -98,6 +98,7 @@ function knownQuery(op: string, name: string, f: Fixtures): string | undefined {
   if (op === 'exportEvents' && name === 'format') return 'ndjson';
   if (op === 'listMetrics' && name === 'metrics') return 'fuzz.';
   if (op === 'listMetrics' && name === 'pattern') return 'starts_with';
+  if (op === 'removeRetentionRule' && name === 'value') return 'fuzz_none.';
   return byName[name];
 }
 
@@ -255,6 +256,9 @@ function bodies(op: string, contentType: string, f: Fixtures): Body[] {
     case 'createUser application/json': return json({ user_name: 'fuzz-made' });
     case 'replaceEntitlements application/json': return json({ metrics: [{ match: 'prefix', value: 'fuzz.', access: 'r' }] });
     case 'setFileQuota application/json': return json({ quota_bytes: 50_000_000 });
+    // A range that holds none of the fixtures' points, and a rule for metrics nobody writes: the other routes' data stays.
+    case 'deleteMetricPoints application/json': return json({ metrics: f.metric, start_date: '1999-01-01', end_date: '1999-01-01', reason: 'the fuzz tier' });
+    case 'setRetentionRule application/json': return json({ match: 'prefix', value: 'fuzz_none.', days: 365 });
     default:
       if (contentType === 'extra') return [];
       throw new Error(`${op}: no valid body for ${contentType}`);

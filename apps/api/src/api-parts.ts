@@ -26,4 +26,9 @@ export type ApiParts = {
   readonly partitions: () => Promise<{ readonly points: number; readonly tasks: number }>;
   /** Writing a task-starting command and finding its task. */
   readonly submit: SubmitDeps;
+  /**
+   * This instance's name (MERIDIAN_API_INSTANCE, or the host and a random suffix): the transactional
+   * writers' ids derive from it, so a restart under the same name fences what a dead predecessor left open.
+   */
+  readonly instance: string;
 };

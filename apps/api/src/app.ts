@@ -24,12 +24,14 @@ import { uploadRoutes, type UploadDeps } from './uploads/routes.ts';
 import { telemetryRoutes, type TelemetryDeps } from './telemetry/routes.ts';
 import { DOWNLOAD_PATH, downloadRoutes, type DownloadDeps } from './downloads/routes.ts';
 import { seriesRoute, type SeriesDeps } from './downloads/series-route.ts';
+import { deletionRoutes, type DeletionDeps } from './deletions/routes.ts';
 import { eventsRoute, type EventsDeps } from './events/routes.ts';
 import type { FileDeps } from './files/deps.ts';
 import { fileRoutes } from './files/routes.ts';
 import { healthRoutes } from './health/routes.ts';
 import { openApiRoute } from './openapi/document-routes.ts';
 import { userRoutes } from './accounts/users-routes.ts';
+import { retentionRoutes } from './accounts/retention-routes.ts';
 import { prometheusRoutes } from './prometheus/routes.ts';
 import type { PromqlDeps } from './prometheus/execute.ts';
 
@@ -44,6 +46,8 @@ export type ApiDeps = {
   readonly telemetry?: TelemetryDeps;
   /** Where metric downloads read from; the download route is mounted when given. */
   readonly download?: DownloadDeps;
+  /** Deletions of points (POST /api/v1/metrics/delete); mounted when given. */
+  readonly deletions?: DeletionDeps;
   /** Where sampled series (GET /api/v1/metrics/series) read from; mounted when given. */
   readonly series?: SeriesDeps;
   /** The Prometheus query API (/prometheus/api/v1: PromQL over the catalog's series); mounted when given. */
@@ -87,6 +91,7 @@ export function apiRoutes(deps: ApiDeps): RouteDef[] {
     ...uploadRoutes(deps.uploads),
     ...(deps.telemetry ? telemetryRoutes(deps.telemetry) : []),
     ...(deps.download ? downloadRoutes(deps.download) : []),
+    ...(deps.deletions ? deletionRoutes(deps.deletions) : []),
     ...(deps.series ? [seriesRoute(deps.series)] : []),
     ...(deps.catalog ? [catalogRoute(deps.catalog)] : []),
     ...(deps.prometheus ? prometheusRoutes(deps.prometheus) : []),
@@ -94,6 +99,7 @@ export function apiRoutes(deps: ApiDeps): RouteDef[] {
     ...(deps.files ? fileRoutes(deps.files) : []),
     ...taskRoutes(deps.tasks),
     ...userRoutes(deps.accounts),
+    ...retentionRoutes(deps.accounts),
     ...apiKeyRoutes(deps.accounts, deps.limits?.apiKeysPerUser ?? Number.POSITIVE_INFINITY),
     ...(deps.adminListener ? [] : [metricsRoute(() => deps.metrics?.registry)]),
     ...docsRoutes(),

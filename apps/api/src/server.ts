@@ -1,3 +1,5 @@
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
 import type Koa from 'koa';
 import type { TaskEvent } from '@meridian/domain';
 import { createEventCodec } from '@meridian/events';
@@ -8,6 +10,7 @@ import type { ApiParts } from './api-parts.ts';
 import type { ApiServices } from './api-services.ts';
 import { createAdminApp } from './admin-app.ts';
 import { createApp } from './app.ts';
+import { createDeletions } from './deletions/deps.ts';
 import { catalogDeps } from './catalog/deps.ts';
 import { downloadDeps, seriesDeps } from './downloads/deps.ts';
 import { eventsDeps } from './events/deps.ts';
@@ -96,6 +99,9 @@ function sharedParts(services: ApiServices): ApiParts {
       applied: (position) => tasks.waitFor(position),
       settled: async (taskId) => tasks.syncToEnd([partitionFor(taskId, (await partitions()).tasks)]),
     },
+    // Unnamed, it is made unique: two live writers with one id would fence each other without
+    // end, and a dead one's transaction ends by its timeout anyway.
+    instance: settings.MERIDIAN_API_INSTANCE || `${hostname().replace(/[^A-Za-z0-9._-]/g, '_')}-${randomBytes(6).toString('hex')}`,
   };
 }
 
@@ -107,6 +113,7 @@ export async function buildApi(services: ApiServices): Promise<Api> {
   const files = createFileCatalog(parts);
   const pushPath = createPushPath(parts);
   const push = pushPath.deps;
+  const deletions = createDeletions(parts, pushPath.pointsCodec);
   const jsonChecker = jsonCheckPool({ workers: settings.MERIDIAN_JSON_UPLOAD_CHECK_WORKERS, heapMb: settings.MERIDIAN_JSON_UPLOAD_CHECK_HEAP_MB, maxValues: settings.MERIDIAN_MAX_POINTS_PER_JSON_UPLOAD });
   const probes = [...services.probes, caughtUp('accounts', accounts), caughtUp('tasks', tasks)];
   const adminListener = settings.MERIDIAN_ADMIN_PORT !== '';
@@ -120,6 +127,7 @@ export async function buildApi(services: ApiServices): Promise<Api> {
     accounts: accountsCommands(parts, files),
     tasks: taskReads(parts),
     download: downloadDeps(parts),
+    deletions: deletions.deps,
     series: seriesDeps(parts),
     prometheus: promqlDeps(parts),
     catalog: catalogDeps(parts),
@@ -143,13 +151,14 @@ export async function buildApi(services: ApiServices): Promise<Api> {
     files,
     async start() {
       pushPath.connect();
+      deletions.connect();
       await Promise.all([accounts.start(), tasks.start()]);
       logger.info({ users: accounts.state.users.size, tasks: tasks.state.size, tasks_events_read: tasks.eventsReadAtStart }, 'caught up with the accounts and tasks logs');
     },
     async stop() {
       // Long-polls answer now with their task as it is, instead of holding the shutdown.
       tasks.ends.close();
-      await Promise.all([accounts.stop(), tasks.stop(), jsonChecker.close(), pushPath.disconnect()]);
+      await Promise.all([accounts.stop(), tasks.stop(), jsonChecker.close(), pushPath.disconnect(), deletions.disconnect()]);
     },
   };
 }

@@ -60,6 +60,41 @@ into a second task.`,
       'meridian download --metric cpu: --pattern starts_with --from now-7d -o week.csv --resume   # after Ctrl-C',
     ],
   },
+  delete: {
+    brief: 'delete a range of points (rw access needed) and wait until they are gone',
+    usage: 'meridian delete --metric TEXT [--pattern P] --from T --to T --reason TEXT [--no-wait] [--json]',
+    about: 'Delete the points of the selected metrics in a time range, as an event in the log (who, when, what, why), and wait until downloads, the catalog and the Prometheus API no longer show them. Points uploaded afterwards are kept, in the range or not.',
+    options: `  --metric TEXT      a metric name, a comma-separated list (--pattern list) or the text a pattern
+                     applies to, as in a download (alias --metrics); a pattern reaches the metrics you may write
+  --pattern P        single (default), list, contains, starts_with, ends_with
+  --from T, --to T   the time range, inclusive, both required (see Times)
+  --reason TEXT      why; kept in the log
+  --no-wait          return once the deletion is accepted`,
+    notes: `${TIMES}
+A deletion selects at most the api's MERIDIAN_DELETE_MAX_POINTS points; it is not sent again after a lost answer.`,
+    examples: [
+      "meridian delete --metric cpu:load --from 2024-01-02T13:00:00Z --to 2024-01-02T17:00:00Z --reason 'sensor sent garbage'",
+      "meridian delete --metric lab. --pattern starts_with --from 2024-01-01 --to 2024-01-31 --reason 'uploaded twice'",
+    ],
+  },
+  'retention ls': {
+    brief: 'list the retention rules (admin)',
+    usage: 'meridian retention ls [--json]',
+    about: 'List the retention rules: which metrics keep their raw points how long.',
+    examples: ['meridian retention ls'],
+  },
+  'retention set': {
+    brief: 'keep the raw points of a prefix or a metric so long (admin)',
+    usage: 'meridian retention set (--prefix P | --metric NAME) (--days N | --seconds N) [--json]',
+    about: 'Set how long raw points are kept; older ones are deleted by the ingest worker every MERIDIAN_POINTS_RETENTION_INTERVAL_MS, each time as a deletion in the log. A metric follows its exact rule, else its longest prefix.',
+    examples: ['meridian retention set --prefix lab. --days 30', 'meridian retention set --metric cpu:load --days 365'],
+  },
+  'retention rm': {
+    brief: 'remove a retention rule (admin)',
+    usage: 'meridian retention rm (--prefix P | --metric NAME) [--json]',
+    about: 'Remove a rule: its metrics keep their points from now on; deleted points stay deleted.',
+    examples: ['meridian retention rm --prefix lab.'],
+  },
   'metrics ls': {
     brief: 'list the metrics you may read',
     usage: 'meridian metrics ls [--metric TEXT] [--pattern P] [--json]',
@@ -73,7 +108,7 @@ into a second task.`,
     usage: 'meridian tasks [TASK_ID] [--status S] [--kind K] [--limit N] [--watch | --wait] [--json]',
     about: 'Your tasks, newest first, or one task with its row errors.',
     options: `  --status S         queued, running, succeeded or failed
-  --kind K           metrics_upload, file_definition or points_rebuild
+  --kind K           metrics_upload, file_definition, points_rebuild or points_deletion
   --limit N          at most N tasks (default 100)
   --watch            refresh until Ctrl-C (one task: until it has ended)
   --wait             with TASK_ID: wait until the task ends; exit 0 if it succeeded, 1 if it failed`,
@@ -122,6 +157,7 @@ into a second task.`,
 const GROUPS: Record<string, string> = {
   files: 'ls, info, get, put, rm, share',
   metrics: 'ls',
+  retention: 'ls, set, rm',
 };
 
 const ADMIN_GROUPS = new Set(['users', 'keys', 'grant', 'quota']);

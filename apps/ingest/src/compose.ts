@@ -1,5 +1,5 @@
 import type { AdapterOptions, Settings } from '@meridian/config';
-import { clickhouseBlobReferences, clickhouseFileReadModel, clickhouseFileReadModelWriter, clickhouseTaskReadModel, clickhouseTaskReadModelWriter, createPointsSink, createPointsStages, LIVE_FILE_TABLES, LIVE_STAGE_TARGETS, LIVE_TASK_TABLES } from '@meridian/clickhouse';
+import { applyDeletion, catalogFirsts, clickhouseBlobReferences, countOlder, clickhouseFileReadModel, clickhouseFileReadModelWriter, clickhouseTaskReadModel, clickhouseTaskReadModelWriter, createPointsSink, createPointsStages, LIVE_DELETION_TARGETS, LIVE_FILE_TABLES, LIVE_STAGE_TARGETS, LIVE_TASK_TABLES } from '@meridian/clickhouse';
 import type { Logger } from '@meridian/observability';
 import { sharedServices, type Adapters } from '@meridian/platform';
 import type { IngestDeps } from './ingest-deps.ts';
@@ -16,7 +16,9 @@ export function composeIngest(settings: Settings, logger: Logger, adapters: Adap
     fileReadModelWriter: clickhouseFileReadModelWriter(adapters.clickhouse, LIVE_FILE_TABLES, options.pointsQuorum),
     blobReferences: clickhouseBlobReferences(options.clickhouse, adapters.clickhouse, LIVE_FILE_TABLES, options.pointsQuorum),
     pointsSink: createPointsSink(adapters.clickhouse, 'points', { quorum: options.pointsQuorum, sealsTable: 'points_seals' }),
+    deletePoints: (deletion) => applyDeletion(adapters.clickhouse, LIVE_DELETION_TARGETS, deletion),
     pointsStages: createPointsStages(adapters.clickhouse, LIVE_STAGE_TARGETS, { insertWaitMs: settings.MERIDIAN_STAGE_INSERT_WAIT_MS }),
+    retentionQueries: { catalog: () => catalogFirsts(adapters.clickhouse), countOlder: (metrics, cutoff) => countOlder(adapters.clickhouse, metrics, cutoff) },
     startRetry: {},
   };
 }

@@ -5,7 +5,7 @@ import type { Logger } from '@meridian/observability';
 import type { FoldContext, UntilDoneOptions } from '@meridian/platform';
 import type { BlobStore } from './blob-store.ts';
 import type { EventLog } from './event-log.ts';
-import type { PointsSink, PointsStages } from '@meridian/clickhouse';
+import type { PointsDeletion, PointsSink, PointsStages } from '@meridian/clickhouse';
 
 /** The adapters and settings the worker runs on, composed in main.ts. */
 export type IngestDeps = {
@@ -27,6 +27,10 @@ export type IngestDeps = {
   readonly pointsSink: PointsSink;
   /** The live points table's stages: staged uploads' shares, moved in at their seals. */
   readonly pointsStages: PointsStages;
+  /** Applies a deletion's marker to the live points table and its catalog, and records it in the position. */
+  readonly deletePoints: (deletion: PointsDeletion) => Promise<void>;
+  /** What retention reads of ClickHouse: the catalog's metrics with their first timestamps, and the points older than a cutoff. */
+  readonly retentionQueries: { catalog(): Promise<Map<string, number>>; countOlder(metrics: readonly string[], cutoff: number): Promise<number> };
   /** How start-up work (running a consumer) retries. */
   readonly startRetry: UntilDoneOptions;
 };

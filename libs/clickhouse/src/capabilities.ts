@@ -25,6 +25,12 @@ export type Capabilities = {
    * inner table refuses `MODIFY SETTING`). Migration 004 gives points and its catalog the window.
    */
   readonly deduplicatedInserts: boolean;
+  /**
+   * `DELETE FROM t WHERE …` (lightweight deletes, 23.3+): rows are masked at once and the
+   * statement returns when they are; older servers rewrite parts with `ALTER TABLE … DELETE`
+   * mutations, which run in the background and are waited for.
+   */
+  readonly lightweightDelete: boolean;
 };
 
 /** [major, minor] of a ClickHouse version string (`18.16.1`, `25.8.3.1`, `26.9.2.1`). */
@@ -47,6 +53,7 @@ export function capabilities(version: string, databaseEngine: string): Capabilit
     knowsAsyncInsert: atLeast(v, 21, 11),
     insertDeduplicationToken: atLeast(v, 22, 2),
     deduplicatedInserts: atomicDatabase && atLeast(v, 22, 2),
+    lightweightDelete: atLeast(v, 23, 3),
   };
 }
 

@@ -8,6 +8,7 @@ import { uploadsSettings } from './settings/uploads.ts';
 import { pushSettings } from './settings/push.ts';
 import { readsSettings } from './settings/reads.ts';
 import { prometheusSettings } from './settings/prometheus.ts';
+import { deletionsSettings } from './settings/deletions.ts';
 import { filesSettings } from './settings/files.ts';
 import { tasksSettings } from './settings/tasks.ts';
 import { cliSettings } from './settings/cli.ts';
@@ -28,6 +29,7 @@ export const settingGroups = [
   { title: 'The push path and the telemetry protocols', about: 'Small uploads and agents\' writes, decided in the api and written to the log at once.', definitions: pushSettings },
   { title: 'Downloads, series and the catalog', about: 'What one read may ask for and stream.', definitions: readsSettings },
   { title: 'The Prometheus query API', about: 'What one PromQL query may cost.', definitions: prometheusSettings },
+  { title: 'Deleting points and retention', about: 'Deleting ranges of points, and the retention rules applied as deletions.', definitions: deletionsSettings },
   { title: 'Files', about: 'Defined files: quotas, sharing, and the collection of blobs no file references.', definitions: filesSettings },
   { title: 'Tasks and the folds', about: 'Following tasks, the folds\' snapshots, and the read models in ClickHouse.', definitions: tasksSettings },
   { title: 'The CLI', about: 'Read by `meridian` only.', definitions: cliSettings },
@@ -43,6 +45,7 @@ export const settingDefinitions = {
   ...pushSettings,
   ...readsSettings,
   ...prometheusSettings,
+  ...deletionsSettings,
   ...filesSettings,
   ...tasksSettings,
   ...cliSettings,

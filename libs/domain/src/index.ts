@@ -10,3 +10,5 @@ export * from './promql/index.ts';
 export * from './files/index.ts';
 export * from './snapshots/index.ts';
 export * from './log/event-log.ts';
+export * from './deletions/index.ts';
+export * from './retention/index.ts';

@@ -6,3 +6,4 @@ export { ConsumerWatch, notServing, type ConsumerState, type ConsumerEvent } fro
 export { KafkaEventLog } from './event-log.ts';
 export { partitionFor } from './partition.ts';
 export { advertisingAssigner, capabilitiesOf } from './capabilities.ts';
+export { DeletionLog, metricsByPartition, type DeletionLogDeps, type DeletionWriter } from './deletion-log.ts';

@@ -1,11 +1,11 @@
 import { randomBytes } from 'node:crypto';
-import { createPointsSink, createPointsStages, quoteIdentifier, serverCapabilities, untilMutationsDone, type ClickHouseClient, type PointsStages } from '@meridian/clickhouse';
+import { applyDeletion, createPointsSink, createPointsStages, quoteIdentifier, serverCapabilities, untilMutationsDone, type ClickHouseClient, type PointsStages } from '@meridian/clickhouse';
 import { isUuid, type LogRanges, type Offsets, type PartitionRange, type PointsFact } from '@meridian/domain';
 import { createEventCodec, UndecodableEventError, type EventCodec } from '@meridian/events';
 import type { Logger } from '@meridian/observability';
 import { retry, RETRY_POLICIES } from '@meridian/retry';
 import { catalogDefinition, forgetInsertTokensSql, q } from './generations.ts';
-import { Projection, refillStage, segmentRows, stageHeader, type Segment, type StagedSeal } from '@meridian/projection';
+import { Projection, refillStage, segmentRows, stageHeader, type Deletion, type Segment, type StagedSeal } from '@meridian/projection';
 import type { RebuildProgress } from './progress.ts';
 
 export type RebuildInput = {
@@ -61,6 +61,8 @@ export type RebuildStats = {
   readonly stagedBatches: number;
   /** Staged shares sealed into the table (their points are in `points`, their seals in `seals`). */
   readonly stagedSeals: number;
+  /** Deletions' markers applied to the table. */
+  readonly deletions: number;
   /** Point batches that cannot be projected (the live projector dead-letters the same ones). */
   readonly rejected: number;
   /** Records that are not events Meridian can decode (skipped, as live). */
@@ -119,6 +121,7 @@ export async function rebuildRange(input: RebuildInput): Promise<RebuildStats> {
   let rejected = 0;
   let undecodable = 0;
   let inserts = 0;
+  let deletions = 0;
   let lag: number | null = null;
   /** sealedOnly: per partition, the offsets of the batches of each upload not sealed there yet. */
   const open = new Map<number, Map<string, number[]>>(partitions.map((p) => [p, new Map()]));
@@ -212,6 +215,25 @@ export async function rebuildRange(input: RebuildInput): Promise<RebuildStats> {
     points += moved;
   }
 
+  /** Applies a deletion's marker to the table, as the live projector does to `points` (every row before it is stored first). */
+  async function applyMarker(deletion: Deletion): Promise<void> {
+    if (input.seals === undefined || input.catalog === undefined) {
+      throw new Error(`points partition ${deletion.partition} offset ${deletion.offset} deletes points: a rebuild into ${input.table} needs its seals and catalog tables`);
+    }
+    await flush();
+    await inflight;
+    const targets = { points: input.table, catalog: input.catalog, seals: input.seals };
+    const { task_id: taskId, partition, offset, metrics, fromMs, toMs } = deletion;
+    await retry(() => applyDeletion(input.clickhouse, targets, { taskId, partition, offset, metrics, fromMs, toMs }), {
+      ...RETRY_POLICIES.rebuildInsert,
+      retriable: () => true,
+      ...(input.signal ? { signal: input.signal } : {}),
+      onRetry: (error, attempt) => input.logger?.warn({ err: error, attempt }, `deleting points from ${input.table} failed; retrying`),
+    });
+    projection.deleted(deletion);
+    deletions++;
+  }
+
   for await (const batch of input.log.readRanges(ranges, {
     groupId: `${input.groupPrefix}replay-${input.table}-${randomBytes(4).toString('hex')}`,
     sequential: false,
@@ -267,6 +289,9 @@ export async function rebuildRange(input: RebuildInput): Promise<RebuildStats> {
           seals++;
           await sealStaged(decision.seal);
           break;
+        case 'delete':
+          await applyMarker(decision.deletion);
+          break;
       }
     }
     const lastMessage = batch.messages[batch.messages.length - 1];
@@ -302,7 +327,7 @@ export async function rebuildRange(input: RebuildInput): Promise<RebuildStats> {
   }
   report(true);
   const positions = await sink.maxOffsets(partitions);
-  return { events, points, batches, seals, stagedBatches, stagedSeals, rejected, undecodable, inserts, unsealedBatches, ms: performance.now() - started, positions };
+  return { events, points, batches, seals, stagedBatches, stagedSeals, deletions, rejected, undecodable, inserts, unsealedBatches, ms: performance.now() - started, positions };
 }
 
 /**

@@ -189,7 +189,7 @@ export function describeBound(b: Bound): string {
 
 export function statsDetail(s: RebuildStats): Record<string, unknown> {
   return {
-    events: s.events, points: s.points, batches: s.batches, seals: s.seals, staged_batches: s.stagedBatches, staged_seals: s.stagedSeals, rejected: s.rejected, undecodable: s.undecodable,
+    events: s.events, points: s.points, batches: s.batches, seals: s.seals, staged_batches: s.stagedBatches, staged_seals: s.stagedSeals, deletions: s.deletions, rejected: s.rejected, undecodable: s.undecodable,
     inserts: s.inserts, unsealed_batches: s.unsealedBatches, ms: Math.round(s.ms), positions: record_(s.positions),
   };
 }

@@ -111,7 +111,7 @@ export function taskRoutes(tasks: TaskReads): RouteDef[] {
       auth: 'user',
       query: z.object({
         status: z.enum(['queued', 'running', 'succeeded', 'failed']).optional(),
-        kind: z.enum(['metrics_upload', 'file_definition', 'points_rebuild']).optional(),
+        kind: z.enum(['metrics_upload', 'file_definition', 'points_rebuild', 'points_deletion']).optional(),
         limit: z.coerce.number().int().min(1).max(1000).default(100),
         cursor: z.string().max(4096).optional().describe('The opaque X-Next-Cursor of the previous page'),
       }),

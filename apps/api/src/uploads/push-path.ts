@@ -1,5 +1,3 @@
-import { randomBytes } from 'node:crypto';
-import { hostname } from 'node:os';
 import type { PointsFact } from '@meridian/domain';
 import { createEventCodec, type EventCodec } from '@meridian/events';
 import type { ApiParts } from '../api-parts.ts';
@@ -13,6 +11,19 @@ import type { PushDeps } from './push-submit.ts';
  */
 const PUSH_FIRST_RETRY_MS = 20;
 
+/**
+ * A transactional writer of this instance's, `api-<role>-<instance>[-<k>]`, renewed after a
+ * transaction that did not end cleanly.
+ */
+export function instanceWriter({ services, settings, instance }: ApiParts, role: string, k?: number) {
+  const id = `${settings.MERIDIAN_TOPIC_PREFIX}api-${role}-${instance}${k === undefined ? '' : `-${k}`}`;
+  const writer = services.log.transactional(id, { transactionTimeoutMs: settings.MERIDIAN_PUSH_TRANSACTION_TIMEOUT_MS, firstRetryMs: PUSH_FIRST_RETRY_MS });
+  return {
+    writer,
+    handle: { transaction: () => writer.transaction(), renew: async () => { await writer.disconnect(); await writer.connect(); } },
+  };
+}
+
 export type PushPath = {
   /** Absent when MERIDIAN_PUSH_MAX_BYTES is 0: every upload is staged. */
   readonly deps: PushDeps | undefined;
@@ -23,17 +34,13 @@ export type PushPath = {
 };
 
 /** The push path's writers and log, as the settings configure them. */
-export function createPushPath({ services, settings, tasks, taskCodec, metrics, partitions }: ApiParts): PushPath {
-  const { log, logger } = services;
-  // The push writers' transactional ids are this instance's: a restart under the same name fences
-  // what a dead predecessor left open. Unnamed, it is made unique: two live writers with one id would
-  // fence each other without end, and a dead one's transaction ends by its timeout anyway.
-  const instance = settings.MERIDIAN_API_INSTANCE || `${hostname().replace(/[^A-Za-z0-9._-]/g, '_')}-${randomBytes(6).toString('hex')}`;
-  const writers = Array.from({ length: settings.MERIDIAN_PUSH_WRITERS }, (_, k) =>
-    log.transactional(`${settings.MERIDIAN_TOPIC_PREFIX}api-push-${instance}-${k}`, { transactionTimeoutMs: settings.MERIDIAN_PUSH_TRANSACTION_TIMEOUT_MS, firstRetryMs: PUSH_FIRST_RETRY_MS }));
+export function createPushPath(parts: ApiParts): PushPath {
+  const { services, settings, tasks, taskCodec, metrics, partitions } = parts;
+  const { logger } = services;
+  const writers = Array.from({ length: settings.MERIDIAN_PUSH_WRITERS }, (_, k) => instanceWriter(parts, 'push', k));
   const pointsCodec = createEventCodec<PointsFact>();
   const pushLog = new PushLog({
-    writers: writers.map((w) => ({ transaction: () => w.transaction(), renew: async () => { await w.disconnect(); await w.connect(); } })),
+    writers: writers.map((w) => w.handle),
     deadlineMs: settings.MERIDIAN_KAFKA_ACK_TIMEOUT_MS,
     topics: { points: services.topics.points, tasks: services.topics.tasks },
     partitions,
@@ -63,10 +70,10 @@ export function createPushPath({ services, settings, tasks, taskCodec, metrics, 
     connect() {
       // The writers connect first: an id fences a transaction a predecessor under the same instance
       // name left open, which would otherwise hold the tasks fold's catch-up until it times out.
-      for (const w of writers) w.connect().catch((error: unknown) => logger.warn({ err: error }, 'a push writer could not connect yet; its first push tries again'));
+      for (const { writer } of writers) writer.connect().catch((error: unknown) => logger.warn({ err: error }, 'a push writer could not connect yet; its first push tries again'));
     },
     async disconnect() {
-      await Promise.all(writers.map((w) => w.disconnect()));
+      await Promise.all(writers.map(({ writer }) => writer.disconnect()));
     },
   };
 }

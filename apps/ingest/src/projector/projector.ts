@@ -9,12 +9,13 @@ import { Stopping } from '../persist.ts';
 import { Heart } from './heart.ts';
 import { InsertLog } from './insert-log.ts';
 import { refusedBeforeWriting, type BatchPosition } from '@meridian/clickhouse';
-import { Projection, refillStage, stageHeader, type Seal, type StagedSeal } from '@meridian/projection';
+import { Projection, refillStage, stageHeader, type Deletion, type Seal, type StagedSeal } from '@meridian/projection';
 import { randomBytes } from 'node:crypto';
 import { startStageSweeper } from './stage-sweeper.ts';
 import type { IngestDeps } from '../ingest-deps.ts';
 
-export type RunningProjector = { readonly watch: ConsumerWatch; stop(): Promise<void> };
+/** owns: whether this member projects a points partition now (the retention runner leads where partition 0 is). */
+export type RunningProjector = { readonly watch: ConsumerWatch; owns(partition: number): boolean; stop(): Promise<void> };
 
 /** Rows waiting longer than this are written at the end of the batch even without a seal. */
 const LINGER_MS = 1000;
@@ -38,6 +39,10 @@ const MAX_BYTES = 24 * 1024 * 1024;
  *   seal moves them in (PointsStages.seal: the stage checked, or refilled from the log, then
  *   attached; the seal recorded in points_seals, which the position counts), after the rows
  *   buffered before it are flushed, and is then announced like any seal.
+ * - A deletion's marker (PointsDeleted) is applied where it stands in its partition: the rows
+ *   buffered before it are flushed, the rows of its metrics and range below its offset leave
+ *   points and the catalog (libs/clickhouse's applyDeletion), its offset is recorded in the seals
+ *   table, which the position counts, and it is announced like a seal.
  * - A message that cannot be decoded or projected goes to the dead-letter topic and is skipped.
  * - Kafka offsets are committed only when everything before them is done (rows inserted,
  *   markers announced); they save re-reading, never decide what is written.
@@ -217,6 +222,15 @@ export async function startProjector(ingest: IngestDeps): Promise<RunningProject
     projection.sealed(seal);
   }
 
+  /** Applies a deletion's marker (the buffered rows before it are flushed), then it counts in the position. */
+  async function applyDeletion(ctx: Ctx, deletion: Deletion): Promise<void> {
+    const started = performance.now();
+    const { task_id: taskId, partition, offset, metrics, fromMs, toMs } = deletion;
+    await persist('deleting points', ctx, () => ingest.deletePoints({ taskId, partition, offset, metrics, fromMs, toMs }));
+    projection.deleted(deletion);
+    logger.info({ task_id: taskId, partition, offset, metrics: metrics.length, from_ms: fromMs, to_ms: toMs, ms: Math.round(performance.now() - started) }, 'points deleted');
+  }
+
   /** Best effort: a stage left by a crash after its seal was recorded (the sweeper drops it otherwise). */
   async function dropSealedStage(seal: Seal, attempt: string): Promise<void> {
     await stages.dropSealed(seal.task_id, attempt, seal.partition).catch((error: unknown) => logger.warn({ err: error, task_id: seal.task_id, partition: seal.partition }, 'dropping the stage of a recorded seal failed; the sweeper will'));
@@ -269,6 +283,11 @@ export async function startProjector(ingest: IngestDeps): Promise<RunningProject
             await sealStaged(ctx, decision.seal);
             projection.addSeal({ task_id: decision.seal.task_id, partition, offset });
             break;
+          case 'delete':
+            await flush(ctx);
+            await applyDeletion(ctx, decision.deletion);
+            projection.addSeal({ task_id: decision.deletion.task_id, partition, offset });
+            break;
         }
         resolveOffset(message.offset);
         await ctx.heart.beat();
@@ -288,6 +307,7 @@ export async function startProjector(ingest: IngestDeps): Promise<RunningProject
 
   return {
     watch,
+    owns: (partition) => assigned.includes(partition),
     async stop() {
       await sweeper.stop();
       await consumer.stop();

@@ -1,4 +1,5 @@
 import type { Logger } from '@meridian/observability';
+import { startPeriodic } from '../periodic.ts';
 
 export type StageSweeperOptions = {
   /** Drops the stages made at least this long ago; returns their names (PointsStages.sweep). */
@@ -17,30 +18,12 @@ export type StageSweeperOptions = {
  * logged and tried again at the next interval.
  */
 export function startStageSweeper(options: StageSweeperOptions): { stop(): Promise<void> } {
-  let stopped = false;
-  let timer: NodeJS.Timeout | null = null;
-  let running: Promise<void> = Promise.resolve();
-  const next = () => {
-    if (stopped) return;
-    timer = setTimeout(() => {
-      running = (async () => {
-        try {
-          const dropped = await options.sweep(options.ttlMs);
-          if (dropped.length > 0) options.logger.info({ dropped }, 'abandoned stage tables dropped');
-        } catch (error) {
-          options.logger.warn({ err: error }, 'sweeping stage tables failed; trying again at the next interval');
-        }
-        next();
-      })();
-    }, options.intervalMs);
-    timer.unref();
-  };
-  next();
-  return {
-    async stop() {
-      stopped = true;
-      if (timer !== null) clearTimeout(timer);
-      await running;
-    },
-  };
+  return startPeriodic(async () => {
+    try {
+      const dropped = await options.sweep(options.ttlMs);
+      if (dropped.length > 0) options.logger.info({ dropped }, 'abandoned stage tables dropped');
+    } catch (error) {
+      options.logger.warn({ err: error }, 'sweeping stage tables failed; trying again at the next interval');
+    }
+  }, options.intervalMs);
 }

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { StateCodec } from '../snapshots/state-codec.ts';
 import type { AccountsState, KeyRecord, UserRecord } from './state.ts';
+import { retentionKey, type RetentionRules } from '../retention/rules.ts';
 
 const time = z.number().int();
 const access = z.enum(['r', 'rw']);
@@ -13,6 +14,7 @@ const user = z.object({
   entitlements: z.array(z.object({ match: z.enum(['exact', 'prefix']), value: z.string(), access })),
   file_quota_bytes: z.number().int().nonnegative().nullable(),
 });
+const retentionRule = z.object({ match: z.enum(['exact', 'prefix']), value: z.string(), keep_ms: z.number().int().positive(), set_at: time, actor: z.string() });
 const key = z.object({
   key_id: z.string(),
   user_name: z.string(),
@@ -34,13 +36,13 @@ function eachChecked<T>(items: unknown[], schema: z.ZodType<T>, take: (item: T) 
 }
 
 /**
- * Account state as a snapshot (version 1): users and keys as arrays in the maps' own order, so
+ * Account state as a snapshot (version 2: with the retention rules): users, keys and rules as arrays in the maps' own order, so
  * the state read back iterates as the fold it came from; key digests as hex. Fields are written
  * one by one, in a fixed order, so equal states give equal bytes.
  */
 export const accountsCodec: StateCodec<AccountsState> = {
   kind: 'accounts',
-  version: 1,
+  version: 2,
   toJSON(state) {
     return {
       users: [...state.users.values()].map((u) => ({
@@ -59,10 +61,11 @@ export const accountsCodec: StateCodec<AccountsState> = {
         created_at: k.created_at,
         revoked_at: k.revoked_at,
       })),
+      retention: [...state.retention.values()].map((r) => ({ match: r.match, value: r.value, keep_ms: r.keep_ms, set_at: r.set_at, actor: r.actor })),
     };
   },
   fromJSON(json) {
-    const document = json as { users?: unknown; keys?: unknown } | null;
+    const document = json as { users?: unknown; keys?: unknown; retention?: unknown } | null;
     if (typeof document !== 'object' || document === null || !Array.isArray(document.users) || !Array.isArray(document.keys)) {
       throw new Error('an accounts snapshot without users and keys');
     }
@@ -74,6 +77,9 @@ export const accountsCodec: StateCodec<AccountsState> = {
     for (const user of users.values()) {
       for (const id of user.key_ids) if (keys.get(id)?.user_name !== user.user_name) throw new Error(`key ${id} of ${user.user_name} is missing`);
     }
-    return { users, keys };
+    const retention: RetentionRules = new Map();
+    if (!Array.isArray(document.retention)) throw new Error('an accounts snapshot without retention rules');
+    eachChecked(document.retention, retentionRule, (r) => retention.set(retentionKey(r.match, r.value), r));
+    return { users, keys, retention };
   },
 };

@@ -1,3 +1,4 @@
+import type { RetentionEvent } from '../retention/rules.ts';
 /** Account events, as written to the accounts topic (schemas/<type>/v<N>.avsc), keyed by user name. */
 export type MetricMatch = 'exact' | 'prefix';
 export type Access = 'r' | 'rw';
@@ -32,4 +33,4 @@ export type MetricEntitlementRevoked = Meta & {
 /** null: the user goes back to the default quota (MERIDIAN_FILE_QUOTA_BYTES). */
 export type FileQuotaSet = Meta & { readonly type: 'FileQuotaSet'; readonly user_name: string; readonly quota_bytes: number | null };
 
-export type AccountEvent = UserCreated | UserDisabled | ApiKeyIssued | ApiKeyRevoked | MetricEntitlementGranted | MetricEntitlementRevoked | FileQuotaSet;
+export type AccountEvent = UserCreated | UserDisabled | ApiKeyIssued | ApiKeyRevoked | MetricEntitlementGranted | MetricEntitlementRevoked | FileQuotaSet | RetentionEvent;

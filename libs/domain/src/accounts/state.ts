@@ -1,3 +1,4 @@
+import { applyRetentionEvent, type RetentionRules } from '../retention/rules.ts';
 import type { Access, AccountEvent, MetricMatch } from './events.ts';
 
 export type MetricRule = { readonly match: MetricMatch; readonly value: string; readonly access: Access };
@@ -26,10 +27,12 @@ export type UserRecord = {
 export type AccountsState = {
   readonly users: Map<string, UserRecord>;
   readonly keys: Map<string, KeyRecord>;
+  /** Retention rules (admin configuration, on the accounts topic beside the entitlements). */
+  readonly retention: RetentionRules;
 };
 
 export function initialAccounts(): AccountsState {
-  return { users: new Map(), keys: new Map() };
+  return { users: new Map(), keys: new Map(), retention: new Map() };
 }
 
 /**
@@ -89,6 +92,10 @@ export function applyAccountEvent(state: AccountsState, event: AccountEvent): Ac
       if (user) user.file_quota_bytes = event.quota_bytes;
       return state;
     }
+    case 'RetentionRuleSet':
+    case 'RetentionRuleRemoved':
+      applyRetentionEvent(state.retention, event);
+      return state;
     default: {
       const never: never = event;
       return never;

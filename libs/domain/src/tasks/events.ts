@@ -1,4 +1,5 @@
 import type { MetricsUploadRequested, OnError } from '../uploads/events.ts';
+import type { MetricsDeleted } from '../deletions/events.ts';
 import type { FileDefinitionRequested, FileDefinitionSucceeded } from '../files/events.ts';
 
 /** Task lifecycle events on the tasks topic, keyed by task_id, beside the commands that start tasks. */
@@ -80,7 +81,7 @@ export type RebuildSucceeded = {
 };
 
 export type TaskEvent = MetricsUploadRequested | MetricsPushed | TaskStarted | TaskReleased | TaskProgress | UploadParsed | UploadSegmentProjected | TaskFailed
-  | FileDefinitionRequested | FileDefinitionSucceeded | RebuildRequested | RebuildSucceeded;
+  | FileDefinitionRequested | FileDefinitionSucceeded | RebuildRequested | RebuildSucceeded | MetricsDeleted;
 
 /** The events that create a task: commands a worker runs, and pushes, which arrive decided. */
-export type TaskCommand = MetricsUploadRequested | MetricsPushed | FileDefinitionRequested | RebuildRequested;
+export type TaskCommand = MetricsUploadRequested | MetricsPushed | FileDefinitionRequested | RebuildRequested | MetricsDeleted;

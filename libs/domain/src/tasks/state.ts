@@ -1,15 +1,21 @@
 import type { RowError, TaskCommand, TaskEvent } from './events.ts';
 
 export type TaskStatus = 'queued' | 'running' | 'succeeded' | 'failed';
-export type TaskKind = 'metrics_upload' | 'file_definition' | 'points_rebuild';
+export type TaskKind = 'metrics_upload' | 'file_definition' | 'points_rebuild' | 'points_deletion';
 
-export type MetricsUploadResult = { points_accepted: number; rows_rejected: number; metrics: readonly string[]; file_id?: never; generation?: never };
+export type MetricsUploadResult = { points_accepted: number; rows_rejected: number; metrics: readonly string[]; file_id?: never; generation?: never; points_selected?: never };
 /** A defined file: its id (for GET /file/download/{file_id}), size and hex SHA-256. */
-export type FileDefinitionResult = { file_id: string; size: number; sha256: string; points_accepted?: never; rows_rejected?: never; metrics?: never; generation?: never };
+export type FileDefinitionResult = { file_id: string; size: number; sha256: string; points_accepted?: never; rows_rejected?: never; metrics?: never; generation?: never; points_selected?: never };
 /** A finished rebuild: the generation (null: a separate database) and table it wrote, its counts, its verification, whether it is live. */
 export type PointsRebuildResult = {
   generation: number | null; database: string; table: string; events: number; points: number; verified: boolean | null; swapped: boolean;
-  points_accepted?: never; rows_rejected?: never; metrics?: never; file_id?: never;
+  points_accepted?: never; rows_rejected?: never; metrics?: never; file_id?: never; points_selected?: never;
+};
+
+/** A deletion: the metrics it reached and the points it selected when accepted (points projected before its markers go too). */
+export type PointsDeletionResult = {
+  points_selected: number; metrics: readonly string[];
+  points_accepted?: never; rows_rejected?: never; file_id?: never; generation?: never;
 };
 
 export type Task = {
@@ -22,7 +28,7 @@ export type Task = {
   rows_done: number;
   rows_total: number | null;
   /** What a finished task produced: counts and the metrics written, or the file defined. */
-  result: MetricsUploadResult | FileDefinitionResult | PointsRebuildResult | null;
+  result: MetricsUploadResult | FileDefinitionResult | PointsRebuildResult | PointsDeletionResult | null;
   errors: readonly RowError[];
   reason: string | null;
   /** Points partitions still to be projected before the task is done. */
@@ -75,6 +81,13 @@ export function applyTaskEvent(state: TasksState, event: TaskEvent): TasksState 
     if (event.type === 'MetricsPushed') {
       const { task_id, at, rows_total, points_accepted, rows_rejected, errors, partitions, metrics } = event;
       applyTaskEvent(state, { type: 'UploadParsed', task_id, at, rows_total, points_accepted, rows_rejected, errors, partitions, metrics });
+    }
+    // A deletion arrives decided too: it waits for its markers' partitions only.
+    if (event.type === 'MetricsDeleted') {
+      const task = state.get(event.task_id)!;
+      task.result = { points_selected: event.points, metrics: event.metrics };
+      task.pending_partitions = [...event.partitions];
+      task.status = task.pending_partitions.length === 0 ? 'succeeded' : 'running';
     }
     return state;
   }
@@ -134,7 +147,7 @@ export function applyTaskEvent(state: TasksState, event: TaskEvent): TasksState 
 
 /** Whether the event creates a task (a second one for the same id is ignored). */
 export function isTaskCommand(event: TaskEvent): event is TaskCommand {
-  return event.type === 'MetricsUploadRequested' || event.type === 'MetricsPushed' || event.type === 'FileDefinitionRequested' || event.type === 'RebuildRequested';
+  return event.type === 'MetricsUploadRequested' || event.type === 'MetricsPushed' || event.type === 'FileDefinitionRequested' || event.type === 'RebuildRequested' || event.type === 'MetricsDeleted';
 }
 
 function queuedTask(event: TaskCommand): Task {
@@ -152,6 +165,9 @@ function queuedTask(event: TaskCommand): Task {
     pending_partitions: [],
     open_runs: 0,
   };
+  if (event.type === 'MetricsDeleted') {
+    return { ...common, kind: 'points_deletion', idempotency_key: null, payload_sha256: '', payload_bytes: 0, file_id: null };
+  }
   if (event.type === 'RebuildRequested') {
     return { ...common, kind: 'points_rebuild', idempotency_key: null, payload_sha256: '', payload_bytes: 0, file_id: null };
   }

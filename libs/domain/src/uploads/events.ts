@@ -1,3 +1,4 @@
+import type { PointsDeleted } from '../deletions/events.ts';
 /** Upload command and the point facts it produces (schemas/<type>/v<N>.avsc). */
 export type OnError = 'fail' | 'skip';
 export type UploadSource = 'json_body' | 'file';
@@ -72,4 +73,5 @@ export const STAGE_HEADER = 'meridian-stage';
  */
 export const READS_STAGED_UPLOADS = 'reads-staged-uploads-v1';
 
-export type PointsFact = PointBatch | UploadSealed;
+/** What the points topic holds: point batches, the seals of uploads, and the markers of deletions. */
+export type PointsFact = PointBatch | UploadSealed | PointsDeleted;

@@ -11,6 +11,12 @@ export type Seal = { readonly task_id: string; readonly partition: number; reado
  */
 export type StagedSeal = Seal & { readonly attempt: string; readonly points: number; readonly batches: number; readonly firstOffset: number };
 
+/**
+ * A deletion's marker seen at `offset` of `partition`: the rows of `metrics` in [fromMs, toMs]
+ * from this partition's earlier offsets leave the table; the marker is then announced like a seal.
+ */
+export type Deletion = Seal & { readonly metrics: readonly string[]; readonly fromMs: number; readonly toMs: number };
+
 /** What to do with one decoded message of the points topic. */
 export type Decision =
   | { readonly kind: 'skip'; readonly why: string }
@@ -24,6 +30,8 @@ export type Decision =
   | { readonly kind: 'seal'; readonly seal: Seal; readonly leftStage?: string }
   /** A staged share to move in now: flush the buffer (every row before it), then seal it. */
   | { readonly kind: 'stagedSeal'; readonly seal: StagedSeal }
+  /** A deletion to apply now: flush the buffer (every row before it), delete, record it, then announce it. */
+  | { readonly kind: 'delete'; readonly deletion: Deletion }
   | { readonly kind: 'reject'; readonly reason: string };
 
 const ATTEMPT = /^[0-9a-f]{16}$/;
@@ -112,6 +120,15 @@ export class Projection {
         }
         return { kind: 'stagedSeal', seal: { ...seal, attempt, points: fact.points, batches, firstOffset } };
       }
+      case 'PointsDeleted': {
+        const seal = { task_id: fact.task_id, partition, offset };
+        // At or below the position a deletion is applied and recorded: only its announcement may be missing.
+        if (this.inSink(partition, offset)) return { kind: 'seal', seal };
+        if (!Number.isSafeInteger(fact.from_ms) || !Number.isSafeInteger(fact.to_ms) || fact.from_ms > fact.to_ms) {
+          return { kind: 'reject', reason: `a deletion that cannot be: from ${fact.from_ms} to ${fact.to_ms}, at offset ${offset}` };
+        }
+        return { kind: 'delete', deletion: { ...seal, metrics: fact.metrics, fromMs: fact.from_ms, toMs: fact.to_ms } };
+      }
       default: {
         if (this.inSink(partition, offset)) return { kind: 'skip', why: 'already handled' };
         return { kind: 'reject', reason: `unexpected event type ${(fact as { type: string }).type} on the points topic` };
@@ -173,6 +190,12 @@ export class Projection {
   sealed(seal: StagedSeal): void {
     if (this.segments.some((s) => s.partition === seal.partition)) throw new Error(`staged seal ${seal.partition}/${seal.offset} with rows of its partition still buffered`);
     if ((this.sinkMax.get(seal.partition) ?? -1) < seal.offset) this.sinkMax.set(seal.partition, seal.offset);
+  }
+
+  /** Records that a deletion is applied and recorded at its marker's offset (the buffer was flushed before it). */
+  deleted(deletion: Deletion): void {
+    if (this.segments.some((s) => s.partition === deletion.partition)) throw new Error(`deletion ${deletion.partition}/${deletion.offset} with rows of its partition still buffered`);
+    if ((this.sinkMax.get(deletion.partition) ?? -1) < deletion.offset) this.sinkMax.set(deletion.partition, deletion.offset);
   }
 
   /** Drops every buffered segment the sink already holds (after an insert of unknown outcome). */

@@ -144,3 +144,26 @@ describe('projector state: staged uploads', () => {
     expect(p.sinkPosition(1)).toBe(50);
   });
 });
+
+describe('a deletion\'s marker', () => {
+  const marker = { type: 'PointsDeleted', task_id: 'd', metrics: ['m'], from_ms: 10, to_ms: 20 } as const;
+
+  it('is applied above the position, announced only at or below it (applied and recorded before)', () => {
+    const p = new Projection(10);
+    p.setSinkMax(0, 5);
+    expect(p.decide(0, 7, marker)).toEqual({ kind: 'delete', deletion: { task_id: 'd', partition: 0, offset: 7, metrics: ['m'], fromMs: 10, toMs: 20 } });
+    expect(p.decide(0, 5, marker)).toEqual({ kind: 'seal', seal: { task_id: 'd', partition: 0, offset: 5 } });
+    expect(p.decide(0, 8, { ...marker, from_ms: 30 })).toMatchObject({ kind: 'reject' });
+  });
+
+  it('moves the position to its offset once applied, and only with its partition\'s rows flushed', () => {
+    const p = new Projection(10);
+    p.setSinkMax(0, 5);
+    p.add({ batch: batch(2), partition: 0, offset: 6 }, 0);
+    const deletion = { task_id: 'd', partition: 0, offset: 7, metrics: ['m'], fromMs: 10, toMs: 20 };
+    expect(() => p.deleted(deletion)).toThrow(/still buffered/);
+    p.clearBuffer();
+    p.deleted(deletion);
+    expect(p.inSink(0, 7)).toBe(true);
+  });
+});

@@ -4,7 +4,7 @@ import { clientFor, print, type UserIo } from '../io.ts';
 import { getTask, rowErrorLines, waitForTask, type TaskView } from '../tasks-wait.ts';
 
 const STATUSES = ['queued', 'running', 'succeeded', 'failed'];
-const KINDS = ['metrics_upload', 'file_definition', 'points_rebuild'];
+const KINDS = ['metrics_upload', 'file_definition', 'points_rebuild', 'points_deletion'];
 /** The long-poll asked for by --wait (the api shortens it to its cap, MERIDIAN_TASK_MAX_WAIT_SECONDS). */
 const WAIT_SECONDS = 30;
 

@@ -1,0 +1,193 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { formatTimestamp } from '@meridian/domain';
+import { bootstrapAdmin, createUser } from '../support/accounts.ts';
+import { call, startApi, type RunningApi } from '../support/api.ts';
+import { meridian, userCli } from '../support/cli.ts';
+import { startWorker } from '../support/ingest.ts';
+import { isolatedSettings } from '../support/settings.ts';
+import { waitForTask } from '../support/tasks.ts';
+
+/**
+ * POST /api/v1/metrics/delete against the real stack: who may delete, the bound, and what a
+ * deletion leaves: downloads, the catalog and the Prometheus API without the range, points
+ * uploaded into it afterwards kept, a rebuild from the log equal to the live table.
+ */
+const settings = isolatedSettings({ MERIDIAN_DELETE_MAX_POINTS: '50', MERIDIAN_RATE_LIMIT_PER_SECOND: '0' });
+let api: RunningApi;
+let ingest: Awaited<ReturnType<typeof startWorker>>;
+let admin: string;
+let writer: string; // rw on del_w
+let reader: string; // r on del_
+
+const T = (s: number) => Date.UTC(2024, 0, 1) + s * 1000;
+const iso = (s: number) => formatTimestamp(T(s));
+
+async function upload(key: string, metric: string, seconds: readonly number[], value = (s: number) => s): Promise<void> {
+  const res = await call(`${api.url}/api/v1/metrics/upload`, key, { method: 'POST', body: { metric_name: metric, values: seconds.map((s) => ({ timestamp: iso(s), value: value(s) })) } });
+  expect(res.status, res.text).toBe(202);
+  expect((await waitForTask(api.url, key, res.json.task_id, 120_000)).status).toBe('succeeded');
+}
+
+const del = (key: string, body: Record<string, unknown>) => call(`${api.url}/api/v1/metrics/delete`, key, { method: 'POST', body });
+
+/** The (second, value) pairs a download of one metric returns. */
+async function downloaded(metric: string, key = writer): Promise<Array<[number, number]>> {
+  const res = await call(`${api.url}/api/v1/metrics/download?${new URLSearchParams({ metrics: metric, file_format: 'json', max_rows: '1000' })}`, key);
+  expect(res.status, res.text).toBe(200);
+  return (res.json as Array<{ timestamp: string; metric_numeric_value: number }>).map((r) => [(Date.parse(r.timestamp.replace('+0000', 'Z')) - T(0)) / 1000, r.metric_numeric_value]);
+}
+
+async function catalogEntry(metric: string) {
+  const res = await call(`${api.url}/api/v1/metrics?${new URLSearchParams({ metrics: metric })}`, writer);
+  expect(res.status, res.text).toBe(200);
+  return (res.json as { metrics: Array<{ metric_name: string; points: number; first_timestamp: string; last_timestamp: string }> }).metrics.find((m) => m.metric_name === metric);
+}
+
+/** count_over_time of the metric over the hour before T(3600), as the Prometheus API answers it. */
+async function promCount(metric: string): Promise<number> {
+  const res = await call(`${api.url}/prometheus/api/v1/query?${new URLSearchParams({ query: `count_over_time(${metric}[1h])`, time: String(T(3599) / 1000) })}`, writer);
+  expect(res.status, res.text).toBe(200);
+  const [sample] = (res.json as { data: { result: Array<{ value: [number, string] }> } }).data.result;
+  return sample === undefined ? 0 : Number(sample.value[1]);
+}
+
+async function deleted(key: string, body: Record<string, unknown>) {
+  const res = await del(key, body);
+  expect(res.status, res.text).toBe(202);
+  expect(res.headers.get('location')).toBe(`/api/v1/tasks/${res.json.task_id}`);
+  const task = await waitForTask(api.url, key, res.json.task_id, 120_000);
+  expect(task).toMatchObject({ kind: 'points_deletion', status: 'succeeded' });
+  return { accepted: res.json as { task_id: string; metrics: string[]; points_selected: number }, task };
+}
+
+beforeAll(async () => {
+  api = await startApi(settings);
+  ingest = await startWorker(settings);
+  admin = await bootstrapAdmin(settings);
+  await api.api.accounts.syncToEnd();
+  writer = await createUser(api.url, admin, 'deleter', [{ match: 'prefix', value: 'del_w', access: 'rw' }]);
+  reader = await createUser(api.url, admin, 'onlooker', [{ match: 'prefix', value: 'del_', access: 'r' }]);
+  const ten = Array.from({ length: 10 }, (_, s) => s);
+  await upload(admin, 'del_w_a', ten);
+  await upload(admin, 'del_w_b', ten);
+  await upload(admin, 'del_r_c', [0, 1, 2]);
+}, 300_000);
+afterAll(async () => {
+  await ingest?.close();
+  await api?.close();
+});
+
+describe('POST /api/v1/metrics/delete', () => {
+  it('refuses a deletion without a reason or a bound, names the fields, and deletes nothing', async () => {
+    const res = await del(writer, { metrics: 'del_w_a', start_date: iso(0) , end_date: iso(9) });
+    expect(res.status).toBe(400);
+    expect(res.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+    const noEnd = await del(writer, { metrics: 'del_w_a', start_date: iso(0), reason: 'x' });
+    expect(noEnd.status).toBe(400);
+    expect(JSON.stringify(noEnd.json)).toContain('end_date');
+    expect((await del(writer, { metrics: ['del_w_a'], pattern: 'contains', start_date: iso(0), end_date: iso(9), reason: 'x' })).status).toBe(400);
+    expect(await downloaded('del_w_a')).toHaveLength(10);
+  });
+
+  it('is for the metric\'s writers: 403 to a reader, 404 for what the caller may not see or what does not exist', async () => {
+    const body = { start_date: iso(0), end_date: iso(9), reason: 'not theirs' };
+    expect((await del(reader, { ...body, metrics: 'del_w_a' })).status).toBe(403);
+    const hidden = await del(writer, { ...body, metrics: 'del_r_c' });
+    const missing = await del(writer, { ...body, metrics: 'del_w_nothing' });
+    expect([hidden.status, missing.status]).toEqual([404, 404]);
+    expect(hidden.json.detail).toBe(missing.json.detail);
+    // A substring pattern reaches only what the caller may write: here nothing, and nothing goes.
+    const none = await deleted(reader, { ...body, metrics: 'del_', pattern: 'starts_with' });
+    expect(none.accepted).toMatchObject({ metrics: [], points_selected: 0 });
+    expect(await downloaded('del_w_a')).toHaveLength(10);
+  });
+
+  it('refuses a selection of more than MERIDIAN_DELETE_MAX_POINTS points with 400', async () => {
+    await upload(admin, 'del_w_big', Array.from({ length: 60 }, (_, s) => s));
+    const res = await del(writer, { metrics: 'del_w_big', start_date: iso(0), end_date: iso(59), reason: 'too much' });
+    expect(res.status).toBe(400);
+    expect(res.json.detail).toContain('MERIDIAN_DELETE_MAX_POINTS');
+    expect(await downloaded('del_w_big')).toHaveLength(60);
+  });
+
+  it('deletes the range from downloads, the catalog and the Prometheus API; points uploaded into it afterwards are kept', async () => {
+    expect(await promCount('del_w_a')).toBe(10);
+    const { accepted, task } = await deleted(writer, { metrics: 'del_w_a', start_date: iso(2), end_date: iso(5), reason: 'a device sent garbage' });
+    expect(accepted).toMatchObject({ metrics: ['del_w_a'], points_selected: 4 });
+    expect(task.result).toEqual({ metrics: ['del_w_a'], points_selected: 4 });
+    expect((await downloaded('del_w_a')).map(([s]) => s)).toEqual([0, 1, 6, 7, 8, 9]);
+    expect(await catalogEntry('del_w_a')).toEqual({ metric_name: 'del_w_a', points: 6, first_timestamp: iso(0), last_timestamp: iso(9) });
+    expect(await promCount('del_w_a')).toBe(6);
+    // The other metric is untouched.
+    expect(await downloaded('del_w_b')).toHaveLength(10);
+
+    // The catalog's first and last follow a deletion at either end.
+    await deleted(writer, { metrics: ['del_w_a'], start_date: iso(8), end_date: iso(9), reason: 'the tail too' });
+    expect(await catalogEntry('del_w_a')).toEqual({ metric_name: 'del_w_a', points: 4, first_timestamp: iso(0), last_timestamp: iso(7) });
+
+    // Uploaded after the deletion, into its range: kept.
+    await upload(writer, 'del_w_a', [3], () => 33);
+    expect(await downloaded('del_w_a')).toEqual([[0, 0], [1, 1], [3, 33], [6, 6], [7, 7]]);
+    expect(await catalogEntry('del_w_a')).toMatchObject({ points: 5 });
+    expect(await promCount('del_w_a')).toBe(5);
+  });
+
+  it('a pattern deletes every metric it reaches that the caller may write; admins may delete anything', async () => {
+    const { accepted } = await deleted(writer, { metrics: '_b', pattern: 'ends_with', start_date: iso(0), end_date: iso(4), reason: 'pattern' });
+    expect(accepted).toMatchObject({ metrics: ['del_w_b'], points_selected: 5 });
+    expect((await downloaded('del_w_b')).map(([s]) => s)).toEqual([5, 6, 7, 8, 9]);
+    await deleted(admin, { metrics: 'del_r_c', start_date: iso(0), end_date: iso(0), reason: 'admin' });
+    expect((await downloaded('del_r_c', admin)).map(([s]) => s)).toEqual([1, 2]);
+  });
+
+  it('meridian delete: the same deletion from the command line, waiting until it is done', async () => {
+    const env = { PATH: process.env.PATH ?? '', HOME: '/nonexistent', MERIDIAN_URL: api.url, MERIDIAN_API_KEY: writer };
+    const refused = await userCli(['delete', '--metric', 'del_w_b', '--from', iso(0), '--to', iso(9)], env);
+    expect([refused.code, refused.stderr]).toEqual([2, expect.stringContaining('--reason')]);
+    const run = await userCli(['delete', '--metric', 'del_w_b', '--from', iso(5), '--to', iso(6), '--reason', 'from the cli', '--json'], env);
+    expect(run.code, run.stderr).toBe(0);
+    expect(JSON.parse(run.stdout)).toMatchObject({ metrics: ['del_w_b'], points_selected: 2, status: 'succeeded' });
+    expect((await downloaded('del_w_b')).map(([s]) => s)).toEqual([7, 8, 9]);
+    const denied = await userCli(['delete', '--metric', 'del_r_c', '--from', iso(0), '--to', iso(9), '--reason', 'x'], env);
+    expect(denied.code).toBe(1);
+  });
+
+  it('the events export carries the deletions: who, when, what and why', async () => {
+    const res = await call(`${api.url}/api/v1/events?${new URLSearchParams({ types: 'MetricsDeleted,PointsDeleted', format: 'ndjson' })}`, admin);
+    expect(res.status, res.text).toBe(200);
+    const events = res.text.trimEnd().split('\n').map((l) => JSON.parse(l) as { type: string; event: Record<string, unknown> });
+    expect(events.map((e) => e.event)).toContainEqual(expect.objectContaining({ user_name: 'deleter', reason: 'a device sent garbage', metrics: ['del_w_a'], from_ms: T(2), to_ms: T(5), points: 4 }));
+    expect(events.filter((e) => e.type === 'PointsDeleted').map((e) => e.event)).toContainEqual(expect.objectContaining({ metrics: ['del_w_a'], from_ms: T(2), to_ms: T(5) }));
+  });
+
+  it('replay rebuild points gives the same table as the live one', async () => {
+    const run = await meridian(settings, ['replay', 'rebuild', 'points', '--json']);
+    expect(run.code, run.stderr).toBe(0);
+    const built = JSON.parse(run.stdout) as { generation: number; verification: { ok: boolean } };
+    expect(built.verification.ok).toBe(true);
+    const rows = async (table: string) => (await api.platform.clickhouse.query({
+      query: `SELECT metric_name, ts, value, kafka_partition, kafka_offset, row_in_batch FROM ${table} ORDER BY kafka_partition, kafka_offset, row_in_batch`, format: 'JSONEachRow',
+    })).text();
+    expect(await rows(`points_g${built.generation}`)).toBe(await rows('points'));
+    const catalogOf = async (table: string) => (await api.platform.clickhouse.query({
+      query: `SELECT metric_name, countMerge(points) AS n, minMerge(first_ts) AS f, maxMerge(last_ts) AS l FROM ${table} GROUP BY metric_name ORDER BY metric_name`, format: 'JSONEachRow',
+    })).text();
+    expect(await catalogOf(`metric_catalog_g${built.generation}`)).toBe(await catalogOf('metric_catalog'));
+    await meridian(settings, ['replay', 'drop', String(built.generation)]);
+  });
+
+  it('a deletion is a task against MERIDIAN_MAX_QUEUED_TASKS_PER_USER: with no projector running, the second one is 429', async () => {
+    await ingest.close();
+    const capped = await startApi({ ...settings, MERIDIAN_MAX_QUEUED_TASKS_PER_USER: 1 });
+    try {
+      const body = { metrics: 'del_w_b', start_date: iso(0), end_date: iso(9), reason: 'capped' };
+      const first = await call(`${capped.url}/api/v1/metrics/delete`, writer, { method: 'POST', body });
+      expect(first.status, first.text).toBe(202);
+      const second = await call(`${capped.url}/api/v1/metrics/delete`, writer, { method: 'POST', body });
+      expect(second.status, second.text).toBe(429);
+      expect(second.json.detail).toContain('MERIDIAN_MAX_QUEUED_TASKS_PER_USER');
+    } finally {
+      await capped.close();
+    }
+  });
+});

@@ -1,0 +1,93 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { formatTimestamp } from '@meridian/domain';
+import { bootstrapAdmin } from '../support/accounts.ts';
+import { call, startApi, type RunningApi } from '../support/api.ts';
+import { startApp, type AppProcess } from '../support/processes.ts';
+import { isolatedSettings } from '../support/settings.ts';
+import { waitForTask } from '../support/tasks.ts';
+import { waitFor } from '../support/wait.ts';
+
+const METRICS = 4;
+const POINTS = 5000;
+const T = (s: number) => Date.UTC(2024, 0, 1) + s * 1000;
+
+/**
+ * A deletion is several statements (the points' mutation, the catalog's rows deleted and written
+ * anew, the marker recorded): the ingest process is killed with SIGKILL inside each step, and
+ * points are uploaded into the deleted range meanwhile. After a last start, exactly the selected
+ * points are gone, the later ones kept, and the catalog agrees with the points.
+ */
+describe('ingest killed with SIGKILL during deletions', () => {
+  const settings = isolatedSettings({ KAFKA_SESSION_TIMEOUT_MS: '6000', MERIDIAN_RATE_LIMIT_PER_SECOND: '0' });
+  let api: RunningApi;
+  let key: string;
+  const processes: AppProcess[] = [];
+  const query = async (sql: string) => (await (await fetch(`${settings.CLICKHOUSE_URL}/?database=${settings.CLICKHOUSE_DATABASE}&query=${encodeURIComponent(sql)}`)).text()).trim();
+  const mutationsOf = async (table: string) => Number(await query(`SELECT count() FROM system.mutations WHERE database = '${settings.CLICKHOUSE_DATABASE}' AND table = '${table}'`));
+
+  async function upload(metric: string, seconds: readonly number[], value: (s: number) => number): Promise<string> {
+    const res = await call(`${api.url}/api/v1/metrics/upload`, key, { method: 'POST', body: { metric_name: metric, values: seconds.map((s) => ({ timestamp: formatTimestamp(T(s)), value: value(s) })) } });
+    expect(res.status, res.text).toBe(202);
+    return res.json.task_id as string;
+  }
+  async function deletion(metrics: string[], from: number, to: number): Promise<string> {
+    const res = await call(`${api.url}/api/v1/metrics/delete`, key, { method: 'POST', body: { metrics, start_date: formatTimestamp(T(from)), end_date: formatTimestamp(T(to)), reason: 'fault test' } });
+    expect(res.status, res.text).toBe(202);
+    return res.json.task_id as string;
+  }
+
+  beforeAll(async () => {
+    api = await startApi(settings);
+    key = await bootstrapAdmin(settings);
+    await api.api.accounts.syncToEnd();
+  });
+  afterAll(async () => {
+    await Promise.all(processes.map((p) => p.stop('SIGKILL')));
+    await api?.close();
+  });
+
+  it('ends with exactly the selected points gone, later points kept, the catalog equal to the points', async () => {
+    const names = Array.from({ length: METRICS }, (_, m) => `dcrash_${m}`);
+    const all = Array.from({ length: POINTS }, (_, s) => s);
+    const tasks: string[] = [];
+    for (const [m, name] of names.entries()) tasks.push(await upload(name, all, (s) => m * POINTS + s));
+    processes.push(startApp('ingest', settings));
+    for (const id of tasks) expect((await waitForTask(api.url, key, id, 120_000)).status).toBe('succeeded');
+
+    // Each round: a deletion, a kill at one step of it, an upload into its range after it (kept), a restart.
+    const rounds: Array<{ from: number; to: number; killAt: string }> = [
+      { from: 1000, to: 1999, killAt: 'points' },
+      { from: 2000, to: 2999, killAt: '.inner.metric_catalog' },
+      { from: 3000, to: 3999, killAt: 'random' },
+    ];
+    const later: number[] = [];
+    const deletions: string[] = [];
+    for (const round of rounds) {
+      const table = round.killAt === 'random' ? 'points' : round.killAt;
+      const before = await mutationsOf(table);
+      deletions.push(await deletion(names, round.from, round.to));
+      if (round.killAt === 'random') await new Promise((r) => setTimeout(r, Math.floor(Math.random() * 400)));
+      else await waitFor(`a mutation of ${table}`, async () => ((await mutationsOf(table)) > before ? true : undefined), 60_000, 10);
+      await processes.at(-1)!.stop('SIGKILL');
+      // Accepted after the deletion: kept, in its range.
+      const s = round.from + 500;
+      later.push(s);
+      tasks.push(await upload(names[0]!, [s], () => -s));
+      processes.push(startApp('ingest', settings));
+      // The catalog lacks the metrics while their rows are written anew: the next round selects them once this one is done.
+      expect((await waitForTask(api.url, key, deletions.at(-1)!, 180_000)).status).toBe('succeeded');
+    }
+    for (const id of [...deletions, ...tasks]) expect((await waitForTask(api.url, key, id, 180_000)).status).toBe('succeeded');
+
+    const kept = (m: number) => POINTS - 3000 + (m === 0 ? later.length : 0);
+    expect(await query('SELECT metric_name, count() FROM points GROUP BY metric_name ORDER BY metric_name FORMAT TabSeparated'))
+      .toBe(names.map((n, m) => `${n}\t${kept(m)}`).join('\n'));
+    expect(Number(await query('SELECT count() FROM points WHERE ts >= ' + T(1000) + ' AND ts <= ' + T(3999) + ' AND value >= 0'))).toBe(0);
+    expect((await query(`SELECT arraySort(groupArray(value)) FROM points WHERE metric_name = 'dcrash_0' AND value < 0`))).toBe(`[${later.map((s) => -s).sort((a, b) => a - b).join(',')}]`);
+    // The catalog counts what points holds, with the same first and last.
+    const catalog = await query('SELECT metric_name, countMerge(points), minMerge(first_ts), maxMerge(last_ts) FROM metric_catalog GROUP BY metric_name ORDER BY metric_name FORMAT TabSeparated');
+    expect(catalog).toBe(await query('SELECT metric_name, count(), min(ts), max(ts) FROM points GROUP BY metric_name ORDER BY metric_name FORMAT TabSeparated'));
+    // Each marker is recorded once per partition whatever the kills: the position never moved back.
+    expect(Number(await query(`SELECT count() FROM points_seals WHERE attempt = ''`))).toBeGreaterThanOrEqual(rounds.length);
+  }, 600_000);
+});
