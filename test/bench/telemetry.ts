@@ -57,8 +57,9 @@ export function telemetrySeries(name: string, t0: number, intervalMs: number, ki
       const timestamps = new Array<number>(n);
       const values = new Array<number>(n);
       for (let i = 0; i < n; i++, k++) {
-        timestamps[i] = t0 + phase + k * intervalMs + Math.round((rand() * 2 - 1) * JITTER_MS);
-        values[i] = nextValue(timestamps[i]);
+        const t = t0 + phase + k * intervalMs + Math.round((rand() * 2 - 1) * JITTER_MS);
+        timestamps[i] = t;
+        values[i] = nextValue(t);
       }
       return { name, timestamps, values };
     },

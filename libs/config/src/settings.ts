@@ -28,6 +28,11 @@ export const settingDefinitions = {
     default: 'meridian.',
     doc: 'Prefix of every Kafka topic and consumer group (isolates environments and test runs).',
   },
+  MERIDIAN_LOG_COMPRESSION: {
+    schema: z.enum(['none', 'gzip', 'zstd']),
+    default: 'zstd',
+    doc: 'How every producer compresses the record batches it writes to Kafka, which the brokers keep as sent: zstd (Kafka 2.1+) stores point batches in a fraction of their bytes at little CPU; gzip is smaller still at several times the CPU; none as before. Readers decompress whatever they meet, so processes with different values share a log.',
+  },
   KAFKA_POINTS_PARTITIONS: { schema: positiveInt, default: '3', doc: 'Partitions of the points topic when it is created.' },
   KAFKA_SESSION_TIMEOUT_MS: {
     schema: z.coerce.number().int().min(6000),
