@@ -114,7 +114,7 @@ export async function buildApi(services: ApiServices): Promise<Api> {
   const pushWriters = Array.from({ length: settings.MERIDIAN_PUSH_WRITERS }, (_, k) =>
     log.transactional(`${settings.MERIDIAN_TOPIC_PREFIX}api-push-${instance}-${k}`, { transactionTimeoutMs: settings.MERIDIAN_PUSH_TRANSACTION_TIMEOUT_MS, firstRetryMs: PUSH_FIRST_RETRY_MS }));
   const partitions = topicPartitions(services);
-  const pointsCodec = createEventCodec<PointsFact>();
+  const pointsCodec = createEventCodec<PointsFact>(undefined, { writeDeltas: settings.MERIDIAN_POINT_BATCH_DELTAS });
   const pushLog = new PushLog({
     writers: pushWriters.map((w) => ({ transaction: () => w.transaction(), renew: async () => { await w.disconnect(); await w.connect(); } })),
     deadlineMs: settings.MERIDIAN_KAFKA_ACK_TIMEOUT_MS,
@@ -138,6 +138,7 @@ export async function buildApi(services: ApiServices): Promise<Api> {
       maxLineLength: settings.MERIDIAN_MAX_LINE_BYTES,
       maxColumns: settings.MERIDIAN_MAX_COLUMNS,
       maxJsonDocumentLength: settings.MERIDIAN_MAX_JSON_DOCUMENT_BYTES,
+      timestampDeltas: settings.MERIDIAN_POINT_BATCH_DELTAS,
     },
   } : undefined;
   const submit: SubmitDeps = {

@@ -28,6 +28,11 @@ export const settingDefinitions = {
     default: 'meridian.',
     doc: 'Prefix of every Kafka topic and consumer group (isolates environments and test runs).',
   },
+  MERIDIAN_POINT_BATCH_DELTAS: {
+    schema: z.enum(['true', 'false']).transform((v) => v === 'true'),
+    default: 'true',
+    doc: 'Whether point batches are written as PointBatch v4, their timestamps as differences (about half the bytes of a batch of scrapes before compression). Releases before v4 cannot read such batches: set false while processes of such a release still read the points topic (a rolling upgrade), then true.',
+  },
   MERIDIAN_LOG_COMPRESSION: {
     schema: z.enum(['none', 'gzip', 'zstd']),
     default: 'zstd',
