@@ -467,6 +467,20 @@ function decodeAvroFile(bytes: Buffer): Promise<{ schema: unknown; records: Logg
 /** Avro decodes records as class instances and JSON numbers; compare plain data. */
 const plain = (events: readonly LoggedEvent[]) => JSON.parse(JSON.stringify(events)) as unknown;
 
+/**
+ * An Avro file's events as the log's decoder gives them: the file writes each event with its
+ * newest schema, so a PointBatch carries v4's timestamps_delta, always false (a file holds the
+ * timestamps themselves), which the decoder leaves out.
+ */
+function asDecoded(records: readonly LoggedEvent[]): LoggedEvent[] {
+  return records.map((r) => {
+    if (r.type !== 'PointBatch') return r;
+    const { timestamps_delta: flag, ...event } = r.event;
+    expect(flag).toBe(false);
+    return { ...r, event };
+  });
+}
+
 describe('exporting the event history', () => {
   let from: number;
   let to: number;
@@ -503,7 +517,7 @@ describe('exporting the event history', () => {
     expect(res.headers.get('x-next-cursor')).toBeNull();
     const { schema, records } = await decodeAvroFile(Buffer.from(await res.arrayBuffer()));
     expect((schema as { name: string }).name).toBe('meridian.export.LoggedEvent');
-    expect(plain(records)).toEqual(plain(inRange));
+    expect(plain(asDecoded(records))).toEqual(plain(inRange));
     const head = await fetch(url({ from: iso(from), to: iso(to) }), { method: 'HEAD', headers: { Authorization: `Bearer ${admin}` } });
     expect([head.status, head.headers.get('content-type'), head.headers.get('content-disposition')]).toEqual([200, 'application/avro', res.headers.get('content-disposition')]);
     expect((await head.arrayBuffer()).byteLength).toBe(0);
@@ -551,7 +565,7 @@ describe('exporting the event history', () => {
       const run = await cli(['events', 'export', '--from', iso(from), '--to', iso(to), '--out', file]);
       expect(run.stdout).toMatch(/exported [\d,]+ bytes of avro/);
       const { records } = await decodeAvroFile(readFileSync(file));
-      expect(plain(records)).toEqual(plain(inRange));
+      expect(plain(asDecoded(records))).toEqual(plain(inRange));
       const nd = await cli(['events', 'export', '--from', iso(from), '--to', iso(to), '--types', 'UserCreated', '--format', 'ndjson']);
       expect(nd.stdout.trimEnd().split('\n').map((l) => (JSON.parse(l) as LoggedEvent).event.user_name)).toEqual(['exported']);
     } finally {
