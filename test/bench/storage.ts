@@ -82,7 +82,15 @@ async function clickhouse(settings: Settings, query: string): Promise<string> {
 /** Each table's active parts after merging them all: system.parts of the scope's database. */
 async function tableBytes(settings: Settings): Promise<Array<[string, number]>> {
   const tables = (await clickhouse(settings, `SELECT name FROM system.tables WHERE database = currentDatabase() AND engine LIKE '%MergeTree%'`)).split('\n').filter(Boolean);
-  for (const table of tables) await clickhouse(settings, `OPTIMIZE TABLE \`${table}\` FINAL`);
+  // OPTIMIZE FINAL merges what is not merging already: again until each table is one part (18.16 answers at once when a merge holds its parts).
+  for (const table of tables) {
+    for (let round = 0; round < 20; round++) {
+      await clickhouse(settings, `OPTIMIZE TABLE \`${table}\` FINAL`);
+      const parts = Number(await clickhouse(settings, `SELECT count() FROM system.parts WHERE active AND database = currentDatabase() AND table = '${table}'`));
+      if (parts <= 1) break;
+      await new Promise((r) => setTimeout(r, 1000));
+    }
+  }
   const rows = (await clickhouse(settings, `SELECT table, sum(bytes_on_disk) FROM system.parts WHERE active AND database = currentDatabase() GROUP BY table ORDER BY table FORMAT TabSeparated`)).split('\n').filter(Boolean);
   return rows.map((line) => line.split('\t')).map(([table, bytes]) => [`ClickHouse ${table!}`, Number(bytes)]);
 }

@@ -25,6 +25,8 @@ export type Capabilities = {
    * inner table refuses `MODIFY SETTING`). Migration 004 gives points and its catalog the window.
    */
   readonly deduplicatedInserts: boolean;
+  /** Column codecs: `CODEC(Delta, ZSTD(3))`, T64 (all there from 20.1; 18.16 has none). Migration 008 gives points its own. */
+  readonly columnCodecs: boolean;
 };
 
 /** [major, minor] of a ClickHouse version string (`18.16.1`, `25.8.3.1`, `26.9.2.1`). */
@@ -47,6 +49,7 @@ export function capabilities(version: string, databaseEngine: string): Capabilit
     knowsAsyncInsert: atLeast(v, 21, 11),
     insertDeduplicationToken: atLeast(v, 22, 2),
     deduplicatedInserts: atomicDatabase && atLeast(v, 22, 2),
+    columnCodecs: atLeast(v, 20, 1),
   };
 }
 
