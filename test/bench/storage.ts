@@ -21,7 +21,7 @@ import { startVictoriaMetrics } from './victoria-metrics.ts';
  * a flush, once still.
  *   BENCH_POINTS=10000000   points of the fleet
  *   BENCH_SERIES=1000       series of the fleet
- *   BENCH_SYSTEMS=victoria-metrics,before,after
+ *   BENCH_SYSTEMS=victoria-metrics,before,after   (also: deltas, zstd: each change alone)
  */
 const POINTS = Number(process.env.BENCH_POINTS ?? 10_000_000);
 const SERIES = Number(process.env.BENCH_SERIES ?? 1000);
@@ -131,6 +131,9 @@ async function meridian(fleet: Fleet, name: string, env: Record<string, string>)
 const MERIDIANS: Record<string, { readonly label: string; readonly env: Record<string, string> }> = {
   before: { label: 'Meridian before (uncompressed, v3)', env: { MERIDIAN_LOG_COMPRESSION: 'none', MERIDIAN_POINT_BATCH_DELTAS: 'false' } },
   after: { label: 'Meridian now (zstd, v4)', env: { MERIDIAN_LOG_COMPRESSION: 'zstd', MERIDIAN_POINT_BATCH_DELTAS: 'true' } },
+  // Each change alone.
+  deltas: { label: 'Meridian with v4 alone (uncompressed)', env: { MERIDIAN_LOG_COMPRESSION: 'none', MERIDIAN_POINT_BATCH_DELTAS: 'true' } },
+  zstd: { label: 'Meridian with zstd alone (v3)', env: { MERIDIAN_LOG_COMPRESSION: 'zstd', MERIDIAN_POINT_BATCH_DELTAS: 'false' } },
 };
 
 function print(rows: readonly Row[], points: number): void {
@@ -158,7 +161,7 @@ async function main(): Promise<void> {
     console.log(`\n${system}: pushing…`);
     if (system === 'victoria-metrics') rows.push(await victoriaMetrics(fleet));
     else if (MERIDIANS[system]) rows.push(await meridian(fleet, MERIDIANS[system].label, MERIDIANS[system].env));
-    else throw new Error(`unknown system ${system} (BENCH_SYSTEMS: victoria-metrics, before, after)`);
+    else throw new Error(`unknown system ${system} (BENCH_SYSTEMS: victoria-metrics, before, after, deltas, zstd)`);
   }
   print(rows, fleet.points);
   console.log('\nThe machine is shared: the stack\'s CPU (kafka, clickhouse, minio) includes other work on it.');
