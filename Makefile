@@ -10,7 +10,7 @@ endif
 STACK := deploy/local/stack.sh
 CLUSTER := deploy/cluster/cluster.sh
 
-.PHONY: help run test deps typecheck lint docs cli-package stack-up stack-down stack-status stack-logs stack-reset test-unit test-deploy test-local test-modern bench-ingest bench-ingest-json bench-push bench-download bench-replay bench-json-ack bench-receive bench-query bench-history cluster-up cluster-down cluster-status test-cluster-seed test-cluster
+.PHONY: help run test deps typecheck lint docs cli-package stack-up stack-down stack-status stack-logs stack-reset test-unit test-deploy test-local test-modern bench-ingest bench-ingest-json bench-push bench-download bench-replay bench-json-ack bench-receive bench-query bench-history bench-storage cluster-up cluster-down cluster-status test-cluster-seed test-cluster
 
 help:
 	@echo "make run          start the local stack, api and ingest in the foreground (Ctrl-C stops them)"
@@ -32,6 +32,7 @@ help:
 	@echo "make bench-query    PromQL p50/p99 beside VictoriaMetrics on the same 10M points (BENCH_POINTS, BENCH_REPEAT for smaller runs)"
 	@echo "make bench-ingest-json  the JSON case of bench-ingest alone (with its ClickHouse baseline of BENCH_POINTS rows)"
 	@echo "make bench-push   small pushes from 4 and 64 producers, Meridian beside VictoriaMetrics in one table (BENCH_POINTS BENCH_CASES BENCH_RUNS)"
+	@echo "make bench-storage  bytes a point on disk (each Kafka topic, each ClickHouse table) and CPU a million points, before and after compression, beside VictoriaMetrics (BENCH_POINTS BENCH_SERIES)"
 	@echo "make bench-history  a new api and ingest on a log of 0, 100k and 1M tasks: ready time, RSS, lookup p99, against the goals"
 	@echo "                    (BENCH_HISTORY_SIZES=0,100000,1000000 BENCH_HISTORY_FILES=100000 BENCH_HISTORY_USERS=1000)"
 
@@ -147,5 +148,9 @@ bench-query: deps stack-up
 	@eval "$$($(STACK) env)" && VICTORIA_METRICS_BIN="$$(. deploy/local/lib.sh && echo "$$VICTORIA_METRICS_BIN")" node test/bench/query.ts
 
 # Whether a process gets slower or bigger with the log's age: N tasks written straight to the log.
+bench-storage: deps stack-up
+	@deploy/local/install.sh victoria-metrics
+	@eval "$$($(STACK) env)" && VICTORIA_METRICS_BIN="$$(. deploy/local/lib.sh && echo "$$VICTORIA_METRICS_BIN")" node test/bench/storage.ts
+
 bench-history: deps stack-up
 	@eval "$$($(STACK) env)" && node test/bench/history.ts

@@ -118,6 +118,37 @@ export function dirBytes(dir: string, keep: (name: string) => boolean = () => tr
   return bytes;
 }
 
+/** The local stack's Kafka log directories (its server.properties); none when the broker is not the local stack's. */
+export function kafkaLogDirs(): string[] {
+  try {
+    return (/^log\.dirs=(.*)$/m.exec(readFileSync(`${stackVar()}/kafka/server.properties`, 'utf8'))?.[1]?.split(',') ?? []).map((d) => d.trim());
+  } catch {
+    return [];
+  }
+}
+
+/**
+ * Bytes of each topic's log segments under a prefix (`<topic>-<partition>/*.log`, their length:
+ * the records as the broker keeps them, without the indexes it preallocates sparse), by topic.
+ */
+export function kafkaTopicBytes(prefix: string): Map<string, number> {
+  const bytes = new Map<string, number>();
+  for (const dir of kafkaLogDirs()) {
+    for (const entry of readdirSync(dir, { withFileTypes: true })) {
+      const topic = entry.isDirectory() && entry.name.startsWith(prefix) ? /^(.*)-\d+$/.exec(entry.name)?.[1] : undefined;
+      if (topic === undefined) continue;
+      for (const file of readdirSync(join(dir, entry.name)).filter((f) => f.endsWith('.log'))) {
+        try {
+          bytes.set(topic, (bytes.get(topic) ?? 0) + statSync(join(dir, entry.name, file)).size);
+        } catch {
+          /* rolled away meanwhile */
+        }
+      }
+    }
+  }
+  return bytes;
+}
+
 /**
  * What a bench scope holds on the local stack's disks: its topics' directories in Kafka's log
  * dir, its database's active parts in ClickHouse (parts a merge replaced, waiting for their
@@ -126,13 +157,8 @@ export function dirBytes(dir: string, keep: (name: string) => boolean = () => tr
  */
 export async function scopeDataBytes(settings: Settings): Promise<{ kafka: number; clickhouse: number; minio: number }> {
   const varDir = stackVar();
-  let kafka = NaN;
-  try {
-    const logDirs = /^log\.dirs=(.*)$/m.exec(readFileSync(`${varDir}/kafka/server.properties`, 'utf8'))?.[1]?.split(',') ?? [];
-    kafka = logDirs.reduce((sum, d) => sum + (dirBytes(d.trim(), (name) => name.startsWith(settings.MERIDIAN_TOPIC_PREFIX)) || 0), 0);
-  } catch {
-    /* not the local stack */
-  }
+  const logDirs = kafkaLogDirs();
+  const kafka = logDirs.length === 0 ? NaN : logDirs.reduce((sum, d) => sum + (dirBytes(d, (name) => name.startsWith(settings.MERIDIAN_TOPIC_PREFIX)) || 0), 0);
   const query = `SELECT sum(bytes_on_disk) FROM system.parts WHERE active AND database = '${settings.CLICKHOUSE_DATABASE}'`;
   const clickhouse = await fetch(`${settings.CLICKHOUSE_URL}/?query=${encodeURIComponent(query)}`).then(async (r) => (r.ok ? Number((await r.text()).trim()) : NaN), () => NaN);
   return { kafka, clickhouse, minio: dirBytes(`${varDir}/minio/data/${settings.S3_BUCKET}`) };

@@ -21,29 +21,45 @@ function seedOf(name: string): number {
 /** How far a scrape's timestamp strays from its interval, at most, either way. */
 const JITTER_MS = 5;
 
+/**
+ * What a series measures: a gauge wandering as a random walk with two decimals (a temperature, a
+ * load), a byte counter, a small integer level (a queue length), or a noisy gauge at full double
+ * precision around a slow daily wave (a ratio computed by the agent, such as a CPU share): the
+ * last compresses worst, as such gauges do in every store.
+ */
+export type SeriesKind = 'walk' | 'counter' | 'level' | 'noisy';
+
+/** The kinds a series' name picks when none is given (the three of the first benches). */
+const BY_SEED: readonly SeriesKind[] = ['walk', 'counter', 'level'];
+
+const DAY_MS = 86_400_000;
+
 /** One series: each call to next(n) returns its next n points, continuing where the last call ended. */
-export function telemetrySeries(name: string, t0: number, intervalMs: number): { next(n: number): Series } {
+export function telemetrySeries(name: string, t0: number, intervalMs: number, kindOf?: SeriesKind): { next(n: number): Series } {
   const seed = seedOf(name);
   const rand = prng(seed);
-  const kind = seed % 3;
+  const kind = kindOf ?? BY_SEED[seed % 3]!;
   const phase = Math.floor(rand() * intervalMs);
   const step = () => rand() + rand() + rand() - 1.5; // roughly normal, mean 0
   let k = 0;
-  let value = kind === 0 ? 20 + rand() * 60 : kind === 1 ? Math.floor(rand() * 1e9) : Math.floor(rand() * 20);
+  let value = kind === 'walk' ? 20 + rand() * 60 : kind === 'counter' ? Math.floor(rand() * 1e9) : kind === 'level' ? Math.floor(rand() * 20) : 0;
   const bytesPerScrape = 1e4 + rand() * 1e6;
-  const nextValue = (): number => {
-    if (kind === 0) value = Math.min(100, Math.max(0, value + step() * 0.8));
-    else if (kind === 1) value = rand() < 1e-4 ? 0 : value + Math.round(bytesPerScrape * (0.8 + rand() * 0.4));
-    else value = Math.max(0, value + Math.round(step() * 1.5));
-    return kind === 0 ? Math.round(value * 100) / 100 : value;
+  const base = kind === 'noisy' ? 0.2 + rand() * 0.5 : 0; // drawn only for its kind: the others' sequences stay as they were
+  const nextValue = (t: number): number => {
+    if (kind === 'walk') value = Math.min(100, Math.max(0, value + step() * 0.8));
+    else if (kind === 'counter') value = rand() < 1e-4 ? 0 : value + Math.round(bytesPerScrape * (0.8 + rand() * 0.4));
+    else if (kind === 'level') value = Math.max(0, value + Math.round(step() * 1.5));
+    else value = Math.min(1, Math.max(0, base + 0.15 * Math.sin((2 * Math.PI * t) / DAY_MS) + step() * 0.02));
+    return kind === 'walk' ? Math.round(value * 100) / 100 : value;
   };
   return {
     next(n) {
       const timestamps = new Array<number>(n);
       const values = new Array<number>(n);
       for (let i = 0; i < n; i++, k++) {
-        timestamps[i] = t0 + phase + k * intervalMs + Math.round((rand() * 2 - 1) * JITTER_MS);
-        values[i] = nextValue();
+        const t = t0 + phase + k * intervalMs + Math.round((rand() * 2 - 1) * JITTER_MS);
+        timestamps[i] = t;
+        values[i] = nextValue(t);
       }
       return { name, timestamps, values };
     },

@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { createEventCodec } from '@meridian/events';
 import type { Producer } from 'kafkajs';
-import { createKafka, createProducer, ensureTopics, KafkaEventLog, topicsFor, topicSpecs } from '@meridian/kafka';
+import { createKafka, createProducer, ensureTopics, KafkaEventLog, LOG_COMPRESSIONS, topicsFor, topicSpecs } from '@meridian/kafka';
 import { createLogger } from '@meridian/observability';
 import { isolatedSettings } from '../support/settings.ts';
 import { waitFor } from '../support/wait.ts';
@@ -79,6 +79,39 @@ describe('Kafka adapter against a real broker', () => {
     await consumer.run({ eachMessage: async ({ message }) => { received.push(codec.decode(message.value!)); } });
     await waitFor('the event to come back', () => (received.length > 0 ? received : undefined), 30_000);
     expect(received).toEqual([event]);
+  });
+});
+
+describe('compressed record batches against a real broker', () => {
+  const settings = isolatedSettings();
+  const kafka = createKafka({ brokers: settings.KAFKA_BROKERS.split(','), clientId: 'int-compression', logger: createLogger({ name: 't', level: 'silent' }) });
+  const admin = kafka.admin();
+  afterAll(() => admin.disconnect());
+
+  it.each(LOG_COMPRESSIONS)('writes with %s, plain and in a transaction, and reads every record back', async (compression) => {
+    const topic = `${settings.MERIDIAN_TOPIC_PREFIX}compressed-${compression}`;
+    await admin.connect();
+    await admin.createTopics({ topics: [{ topic, numPartitions: 1 }], waitForLeaders: true });
+    const plain = createProducer(kafka, { compression });
+    const transactional = createProducer(kafka, { compression, transactionalId: `${topic}-tx` });
+    const consumer = kafka.consumer({ groupId: `${topic}-reader` });
+    try {
+      const messages = (from: number) => Array.from({ length: 500 }, (_, i) => ({ key: 'k', value: Buffer.from(`point ${from + i} of a batch that compresses`) }));
+      await plain.connect();
+      await plain.send({ topic, acks: -1, messages: messages(0) });
+      await transactional.connect();
+      const tx = await transactional.transaction();
+      await tx.sendBatch({ acks: -1, topicMessages: [{ topic, messages: messages(500) }] });
+      await tx.commit();
+      const received: string[] = [];
+      await consumer.connect();
+      await consumer.subscribe({ topic, fromBeginning: true });
+      await consumer.run({ eachMessage: async ({ message }) => { received.push(message.value!.toString()); } });
+      await waitFor('every record to come back', () => (received.length >= 1000 ? received : undefined), 30_000);
+      expect(received).toEqual([...messages(0), ...messages(500)].map((m) => m.value.toString()));
+    } finally {
+      await Promise.allSettled([plain.disconnect(), transactional.disconnect(), consumer.disconnect()]);
+    }
   });
 });
 

@@ -126,6 +126,13 @@ describe('replay on an Atomic database (chDB front)', () => {
     // The generation's tables, live now, keep insert tokens as the migrated ones did (migration 004).
     expect(await rowsOf("SELECT name, extract(engine_full, 'non_replicated_deduplication_window = (\\d+)') AS window FROM system.tables WHERE database = currentDatabase() AND name IN ('points', 'metric_catalog') ORDER BY name"))
       .toEqual([{ name: 'metric_catalog', window: '1000' }, { name: 'points', window: '1000' }]);
+    // The rebuilt points, live now, has the column codecs migration 009 gave the migrated one.
+    const codecs = await rowsOf<{ table: string; name: string; codec: string }>("SELECT table, name, compression_codec AS codec FROM system.columns WHERE database = currentDatabase() AND table IN ('points', 'points_g1') ORDER BY table, position");
+    const of = (table: string) => codecs.filter((c) => c.table === table).map(({ name, codec }) => ({ name, codec }));
+    expect(of('points')).toHaveLength(8);
+    for (const { codec } of of('points')) expect(codec).toMatch(/ZSTD\(3\)\)$/);
+    expect(of('points').find((c) => c.name === 'ts')!.codec).toMatch(/^CODEC\(Delta/);
+    expect(of('points')).toEqual(of('points_g1'));
   });
 
   it('a point in time inside an upload: the rebuilt database holds none of it, and its catalog is exact', async () => {

@@ -70,7 +70,7 @@ async function startCommandHandlers(ingest: IngestDeps, { tasks, user }: Handler
         storage: ingest.blobs,
         logger: logger.child({ component: 'uploads' }),
         tasks,
-        pointsCodec: createEventCodec<PointsFact>(),
+        pointsCodec: createEventCodec<PointsFact>(undefined, { writeDeltas: settings.MERIDIAN_POINT_BATCH_DELTAS }),
         progressProducer,
         batchPoints: settings.MERIDIAN_POINT_BATCH_SIZE,
         pointsPartitions,

@@ -31,6 +31,8 @@ export type Capabilities = {
    * mutations, which run in the background and are waited for.
    */
   readonly lightweightDelete: boolean;
+  /** Column codecs: `CODEC(Delta, ZSTD(3))`, T64 (all there from 20.1; 18.16 has none). Migration 009 gives points its own. */
+  readonly columnCodecs: boolean;
 };
 
 /** [major, minor] of a ClickHouse version string (`18.16.1`, `25.8.3.1`, `26.9.2.1`). */
@@ -54,6 +56,7 @@ export function capabilities(version: string, databaseEngine: string): Capabilit
     insertDeduplicationToken: atLeast(v, 22, 2),
     deduplicatedInserts: atomicDatabase && atLeast(v, 22, 2),
     lightweightDelete: atLeast(v, 23, 3),
+    columnCodecs: atLeast(v, 20, 1),
   };
 }
 

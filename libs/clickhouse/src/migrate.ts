@@ -60,7 +60,7 @@ export function replicated(statement: string, replication: Replication): string 
     `ENGINE = Replicated${engine}('${replication.path}/${table}', '{replica}'${args.trim() === '' ? '' : `, ${args.trim()}`})`);
 }
 
-type MigrationCapabilities = Pick<Capabilities, 'atomicDatabase' | 'deduplicatedInserts'>;
+type MigrationCapabilities = Pick<Capabilities, 'atomicDatabase' | 'deduplicatedInserts' | 'columnCodecs'>;
 
 /**
  * A statement in the form this server and database need; the one place where migrations
@@ -73,6 +73,7 @@ type MigrationCapabilities = Pick<Capabilities, 'atomicDatabase' | 'deduplicated
  * writing TO it: readers keep reading `<name>`, and the swap exchanges it like any table.
  *
  * A table setting the server does not know (TABLE_SETTINGS_NEEDING) is left out: no statement.
+ * So is a column's codec on a server without codecs (18.16 compresses as its server config says).
  *
  * On a cluster (`replication`), every table's engine becomes its replicated form (replicated()).
  */
@@ -84,6 +85,7 @@ function forServer(statement: string, caps: MigrationCapabilities, replication: 
   const setting = /^ALTER TABLE \S+ MODIFY SETTING (\w+)\s*=/.exec(statement)?.[1];
   const needs = setting === undefined ? undefined : TABLE_SETTINGS_NEEDING[setting];
   if (needs && !needs(caps, replication)) return [];
+  if (!caps.columnCodecs && /^ALTER TABLE \S+ MODIFY COLUMN [\s\S]*\bCODEC\(/.test(statement)) return [];
   const view = /^CREATE MATERIALIZED VIEW IF NOT EXISTS (\w+)\s+(ENGINE[\s\S]*?)\s+AS\s+(SELECT[\s\S]*\bGROUP BY\b[\s\S]*)$/.exec(statement);
   if (!caps.atomicDatabase || !view) return [statement];
   const [, name, engine, select] = view as unknown as [string, string, string, string];

@@ -5,12 +5,23 @@ import { readMigrations, replicated, replicationOf, statementsFor } from './migr
 const all = () => readMigrations().flatMap((m) => m.statements);
 const catalogView = () => all().find((s) => s.startsWith('CREATE MATERIALIZED VIEW IF NOT EXISTS metric_catalog'))!;
 const windowSettings = () => readMigrations().find((m) => m.name === 'deduplication_window')!.statements;
+const pointsCodecs = () => readMigrations().find((m) => m.name === 'points_codecs')!.statements;
 const ch18 = capabilities('18.16.1', 'Ordinary');
 const ch26 = capabilities('26.9.2.1', 'Atomic');
 
 describe('migration statements per server and kind of database', () => {
-  it('18.16 (Ordinary) gets every statement as written, the catalog view with its inner table, and no deduplication window', () => {
-    for (const s of all()) expect(statementsFor(s, ch18)).toEqual(windowSettings().includes(s) ? [] : [s]);
+  it('18.16 (Ordinary) gets every statement as written, the catalog view with its inner table, and no deduplication window nor column codecs', () => {
+    for (const s of all()) expect(statementsFor(s, ch18)).toEqual(windowSettings().includes(s) || pointsCodecs().includes(s) ? [] : [s]);
+  });
+
+  it('migration 009 gives every column of points a codec, where the server has codecs (20.1+)', () => {
+    expect(pointsCodecs().map((s) => /^ALTER TABLE points MODIFY COLUMN (\w+) /.exec(s)?.[1])).toEqual(['metric_name', 'ts', 'value', 'updated_at', 'task_id', 'kafka_partition', 'kafka_offset', 'row_in_batch']);
+    for (const s of pointsCodecs()) {
+      expect(s).toMatch(/ CODEC\([\w(), ]+\)$/);
+      expect(statementsFor(s, ch26)).toEqual([s]);
+      expect(statementsFor(s, capabilities('20.1.2.4', 'Ordinary'))).toEqual([s]);
+      expect(statementsFor(s, capabilities('19.17.1.1', 'Ordinary'))).toEqual([]);
+    }
   });
 
   it('migration 004 gives points and its catalog a deduplication window of 1000 blocks, where the server takes it', () => {

@@ -9,7 +9,7 @@ import type { Settings } from './load.ts';
 export function adapterOptions(settings: Settings, component: string) {
   const clickhouseUrls = settings.CLICKHOUSE_URLS.split(',').filter((url) => url !== '' && url !== settings.CLICKHOUSE_URL);
   return {
-    kafka: { brokers: settings.KAFKA_BROKERS.split(','), clientId: `${settings.KAFKA_CLIENT_ID}-${component}` },
+    kafka: { brokers: settings.KAFKA_BROKERS.split(','), clientId: `${settings.KAFKA_CLIENT_ID}-${component}`, compression: settings.MERIDIAN_LOG_COMPRESSION },
     topicPrefix: settings.MERIDIAN_TOPIC_PREFIX,
     topicLayout: {
       pointsPartitions: settings.KAFKA_POINTS_PARTITIONS,

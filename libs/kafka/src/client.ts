@@ -1,8 +1,17 @@
-import { Kafka, Partitioners, logLevel, type Admin, type Producer, type LogEntry } from 'kafkajs';
+import { Kafka, Partitioners, logLevel, type Admin, type CompressionTypes, type Producer, type LogEntry, type ProducerBatch, type ProducerRecord, type Transaction } from 'kafkajs';
 import type { Logger } from '@meridian/observability';
+import { compressionType, type LogCompression } from './compression.ts';
 import { topicMismatches, type TopicMismatch, type TopicSpec } from './topics.ts';
 
-export type KafkaOptions = { readonly brokers: readonly string[]; readonly clientId: string; readonly logger: Logger };
+export type KafkaOptions = {
+  readonly brokers: readonly string[];
+  readonly clientId: string;
+  readonly logger: Logger;
+  /** How the producers compress what they write (MERIDIAN_LOG_COMPRESSION); zstd unless said. */
+  readonly compression?: LogCompression;
+};
+
+export const DEFAULT_LOG_COMPRESSION: LogCompression = 'zstd';
 
 const levels: Record<number, 'error' | 'warn' | 'info' | 'debug'> = {
   [logLevel.ERROR]: 'error',
@@ -46,8 +55,8 @@ export function createKafka(options: KafkaOptions): Kafka {
  * The only producer configuration Meridian uses: idempotent, acks from all in-sync
  * replicas, one request in flight so retries can never reorder a key's events.
  */
-export function createProducer(kafka: Kafka, options: { transactionalId?: string; transactionTimeoutMs?: number; firstRetryMs?: number } = {}): Producer {
-  return kafka.producer({
+export function createProducer(kafka: Kafka, options: { transactionalId?: string; transactionTimeoutMs?: number; firstRetryMs?: number; compression?: LogCompression } = {}): Producer {
+  return compressing(options.compression ?? DEFAULT_LOG_COMPRESSION, kafka.producer({
     ...(options.firstRetryMs === undefined ? {} : { retry: { initialRetryTime: options.firstRetryMs, retries: 12 } }),
     idempotent: true,
     maxInFlightRequests: 1,
@@ -56,7 +65,26 @@ export function createProducer(kafka: Kafka, options: { transactionalId?: string
     // unless the writer's transactions are short (pushes), where a dead writer's open one should not
     // hold its partitions' readers back that long.
     ...(options.transactionalId ? { transactionalId: options.transactionalId, transactionTimeout: options.transactionTimeoutMs ?? 900_000 } : {}),
-  });
+  }));
+}
+
+/**
+ * The producer with every send, its own or a transaction's, compressed with `type` unless the
+ * call says otherwise: kafkajs takes the compression per call, and the callers should not each
+ * have to know the setting.
+ */
+function compressing(compression: LogCompression, producer: Producer): Producer {
+  if (compression === 'none') return producer;
+  const type: CompressionTypes = compressionType(compression);
+  const sends = <T extends Pick<Producer, 'send' | 'sendBatch'>>(target: T): T => {
+    const { send, sendBatch } = target;
+    return Object.assign(target, {
+      send: (record: ProducerRecord) => send({ compression: type, ...record }),
+      sendBatch: (batch: ProducerBatch) => sendBatch({ compression: type, ...batch }),
+    });
+  };
+  const { transaction } = producer;
+  return Object.assign(sends(producer), { transaction: async (): Promise<Transaction> => sends(await transaction()) });
 }
 
 // kafkajs is CommonJS and its ConfigResourceTypes is not importable by name from ESM.

@@ -3,6 +3,7 @@ import type { ConsumedPosition, ConsumerRun, GroupConsumer, GroupConsumerOptions
 import type { EventLike } from '@meridian/events';
 import { withTimeout } from '@meridian/observability';
 import { createKafka, createProducer, ensureTopics, type KafkaOptions } from './client.ts';
+import type { LogCompression } from './compression.ts';
 import { advertisingAssigner, groupAdvertises } from './capabilities.ts';
 import { ConsumerWatch } from './consumer-watch.ts';
 import { TopicFollower, type FollowerOptions } from './follow.ts';
@@ -112,6 +113,7 @@ export class KafkaEventLog implements LogRanges {
   readonly kafka: Kafka;
   readonly admin: Admin;
   private readonly producer: Producer;
+  private readonly compression: LogCompression | undefined;
   private readonly connectProducer: () => Promise<void>;
   /** Connects the admin client; the admin calls below do it first. */
   readonly connectAdmin: () => Promise<void>;
@@ -119,7 +121,8 @@ export class KafkaEventLog implements LogRanges {
   constructor(options: KafkaOptions) {
     this.kafka = createKafka(options);
     this.admin = this.kafka.admin();
-    this.producer = createProducer(this.kafka);
+    this.compression = options.compression;
+    this.producer = createProducer(this.kafka, { compression: this.compression });
     this.connectProducer = connectOnce(() => this.producer.connect());
     this.connectAdmin = connectOnce(() => this.admin.connect());
   }
@@ -137,7 +140,7 @@ export class KafkaEventLog implements LogRanges {
    * retry of a retriable answer, doubling after (the client's 200 ms by default).
    */
   transactional(transactionalId: string, options: { transactionTimeoutMs?: number; firstRetryMs?: number } = {}): KafkaTransactionalLog {
-    return new KafkaTransactionalLog(new TransactionalProducer(this.kafka, transactionalId, () => createProducer(this.kafka, { transactionalId, ...options })));
+    return new KafkaTransactionalLog(new TransactionalProducer(this.kafka, transactionalId, () => createProducer(this.kafka, { transactionalId, compression: this.compression, ...options })));
   }
 
   consumer(options: GroupConsumerOptions): KafkaGroupConsumer {

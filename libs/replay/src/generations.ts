@@ -71,7 +71,7 @@ export function catalogDefinition(migrations: readonly Migration[] = readMigrati
 }
 
 /** What decides the form of a generation's statements. */
-export type GenerationCapabilities = Pick<Capabilities, 'atomicDatabase' | 'deduplicatedInserts'>;
+export type GenerationCapabilities = Pick<Capabilities, 'atomicDatabase' | 'deduplicatedInserts' | 'columnCodecs'>;
 
 /**
  * The table settings the migrations give `points` and `metric_catalog` (004: the deduplication

@@ -16,6 +16,8 @@ export type PushRequest = {
   readonly maxLineLength: number;
   readonly maxColumns: number;
   readonly maxJsonDocumentLength: number;
+  /** Timestamps written as differences (PointBatch v4; MERIDIAN_POINT_BATCH_DELTAS). */
+  readonly timestampDeltas: boolean;
 };
 
 /** One point batch of a push, encoded for the points topic under its key (a metric of the batch: every one goes to the key's partition). */
@@ -34,7 +36,8 @@ export type PushDecision =
   }
   | { readonly kind: 'refused'; readonly end: UploadFailed };
 
-const pointsCodec = createEventCodec<PointsFact>();
+/** The codecs by whether they write timestamps as differences. */
+const pointsCodecs = new Map([true, false].map((writeDeltas) => [writeDeltas, createEventCodec<PointsFact>(undefined, { writeDeltas })]));
 
 /**
  * Decides a push whole, by the same parser and upload rules the ingest worker applies to a
@@ -52,7 +55,7 @@ export async function decidePush(bytes: Uint8Array, request: PushRequest): Promi
   if (end.type === 'UploadFailed') return { kind: 'refused', end };
   return {
     kind: 'stored',
-    batches: batches.map((b) => ({ key: batchKey(b), points: b.timestamps.length, value: ownMemory(pointsCodec.encode(pointBatchOf(request.task_id, request.at, b))) })),
+    batches: batches.map((b) => ({ key: batchKey(b), points: b.timestamps.length, value: ownMemory(pointsCodecs.get(request.timestampDeltas)!.encode(pointBatchOf(request.task_id, request.at, b))) })),
     rows_total: end.rows_total,
     points_accepted: end.points_accepted,
     rows_rejected: end.rows_rejected,

@@ -38,7 +38,7 @@ export function createPushPath(parts: ApiParts): PushPath {
   const { services, settings, tasks, taskCodec, metrics, partitions } = parts;
   const { logger } = services;
   const writers = Array.from({ length: settings.MERIDIAN_PUSH_WRITERS }, (_, k) => instanceWriter(parts, 'push', k));
-  const pointsCodec = createEventCodec<PointsFact>();
+  const pointsCodec = createEventCodec<PointsFact>(undefined, { writeDeltas: settings.MERIDIAN_POINT_BATCH_DELTAS });
   const pushLog = new PushLog({
     writers: writers.map((w) => w.handle),
     deadlineMs: settings.MERIDIAN_KAFKA_ACK_TIMEOUT_MS,
@@ -62,6 +62,7 @@ export function createPushPath(parts: ApiParts): PushPath {
       maxLineLength: settings.MERIDIAN_MAX_LINE_BYTES,
       maxColumns: settings.MERIDIAN_MAX_COLUMNS,
       maxJsonDocumentLength: settings.MERIDIAN_MAX_JSON_DOCUMENT_BYTES,
+      timestampDeltas: settings.MERIDIAN_POINT_BATCH_DELTAS,
     },
   } : undefined;
   return {

@@ -14,6 +14,16 @@ export const kafkaSettings = {
     default: 'meridian.',
     doc: 'Prefix of every Kafka topic and consumer group (isolates environments and test runs).',
   },
+  MERIDIAN_POINT_BATCH_DELTAS: {
+    schema: z.enum(['true', 'false']).transform((v) => v === 'true'),
+    default: 'true',
+    doc: 'Whether point batches are written as PointBatch v4, their timestamps as differences (about half the bytes of a batch of scrapes before compression). Releases before v4 cannot read such batches: set false while processes of such a release still read the points topic (a rolling upgrade), then true.',
+  },
+  MERIDIAN_LOG_COMPRESSION: {
+    schema: z.enum(['none', 'gzip', 'zstd']),
+    default: 'zstd',
+    doc: 'How every producer compresses the record batches it writes to Kafka, which the brokers keep as sent: zstd (Kafka 2.1+) stores point batches in a fraction of their bytes at little CPU; gzip is smaller still at several times the CPU; none as before. Readers decompress whatever they meet, so processes with different values share a log.',
+  },
   KAFKA_POINTS_PARTITIONS: { schema: positiveInt, default: '3', doc: 'Partitions of the points topic when it is created.' },
   KAFKA_TASKS_PARTITIONS: {
     schema: z.coerce.number().int().min(1).max(1000),

@@ -1,0 +1,170 @@
+import { Readable } from 'node:stream';
+import type { Settings } from '@meridian/config';
+import { remoteWriteBody } from '../support/protocol-bodies.ts';
+import { adminKey, benchApi, cpuSplit, dropBenchScope, fmt, kafkaTopicBytes, postStream, stackProcesses, startProcess, waitUntil } from './common.ts';
+import { pointBatchCodecFigures } from './point-batch-codec.ts';
+import type { Series } from './telemetry.ts';
+import { telemetryFleet, type Fleet } from './telemetry-fleet.ts';
+import { startVictoriaMetrics } from './victoria-metrics.ts';
+
+/**
+ * make bench-storage: bytes a point on disk and CPU a million points, for one fleet of realistic
+ * telemetry (telemetry-fleet.ts: walks, counters, levels and noisy gauges, scraped every 10, 15
+ * or 60 s), pushed as Prometheus remote write, window by window, to VictoriaMetrics and to
+ * Meridian twice in one run: as before (point batches uncompressed, PointBatch v3) and as now
+ * (zstd, PointBatch v4). First the point batches alone, in this process (the codec table).
+ *
+ * Meridian's bytes: each topic's log segments in Kafka's log dir (the local stack's), each
+ * ClickHouse table's active parts after OPTIMIZE FINAL (system.parts bytes_on_disk); Meridian's
+ * own processes' CPU (the api decodes, batches and encodes; the ingest worker projects) and the
+ * stack's (shared with other work: its figures are noisier). VictoriaMetrics: its data dir after
+ * a flush, once still.
+ *   BENCH_POINTS=10000000   points of the fleet
+ *   BENCH_SERIES=1000       series of the fleet
+ *   BENCH_SYSTEMS=victoria-metrics,before,after   (also: deltas, zstd: each change alone)
+ */
+const POINTS = Number(process.env.BENCH_POINTS ?? 10_000_000);
+const SERIES = Number(process.env.BENCH_SERIES ?? 1000);
+const SYSTEMS = (process.env.BENCH_SYSTEMS ?? 'victoria-metrics,before,after').split(',').filter(Boolean);
+/** Two minutes of scrapes a push: about 7,300 points of 1,000 series, as an agent batching its sends. */
+const WINDOW_MS = 120_000;
+const PRODUCERS = 4;
+const T0 = Date.UTC(2024, 0, 1);
+const PREFIX = 'fleet';
+
+type Row = { readonly system: string; readonly bytes: ReadonlyArray<readonly [string, number]>; readonly cpu: ReadonlyArray<readonly [string, number]>; readonly seconds: number };
+
+const bodyOf = (window: readonly Series[]) => remoteWriteBody(window.map((s) => ({ labels: [['__name__', s.name]], samples: s.timestamps.map((t, i) => [t, s.values[i]!] as const) })));
+
+/** Sends every window's body to `url` from PRODUCERS senders, each taking the next body; waits out 429 and 503. */
+async function pushAll(fleet: Fleet, url: string, headers: Record<string, string>): Promise<void> {
+  const windows = fleet.windows(WINDOW_MS);
+  const send = async () => {
+    for (let next = windows.next(); !next.done; next = windows.next()) {
+      const body = bodyOf(next.value);
+      for (;;) {
+        const res = await postStream(url, { ...headers, 'Content-Type': 'application/x-protobuf', 'Content-Encoding': 'snappy', 'Content-Length': String(body.length) }, Readable.from([body]));
+        if (res.status === 429 || res.status === 503) {
+          await new Promise((r) => setTimeout(r, Number(res.headers['retry-after'] ?? 1) * 1000));
+          continue;
+        }
+        if (res.status < 200 || res.status > 299) throw new Error(`push to ${url}: ${res.status} ${res.text}`);
+        break;
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: PRODUCERS }, send));
+}
+
+async function victoriaMetrics(fleet: Fleet): Promise<Row> {
+  const vm = await startVictoriaMetrics();
+  try {
+    const split = cpuSplit([{ name: 'victoria-metrics', cpuSeconds: vm.cpuSeconds }]);
+    const started = performance.now();
+    await pushAll(fleet, `${vm.url}/api/v1/write`, {});
+    await vm.flush();
+    await waitUntil('VictoriaMetrics to count every point', async () => ((await vm.count(`{__name__=~"${PREFIX}_.*"}`, fleet.t0 + fleet.spanMs + 60_000, fleet.spanMs + 120_000)) >= fleet.points ? true : undefined), 600_000, 500);
+    const seconds = (performance.now() - started) / 1000;
+    const spent = split.end();
+    return { system: 'VictoriaMetrics', bytes: [['data dir', await vm.dataBytes()]], cpu: [['victoria-metrics', spent.of('victoria-metrics')]], seconds };
+  } finally {
+    await vm.stop();
+  }
+}
+
+async function clickhouse(settings: Settings, query: string): Promise<string> {
+  const res = await fetch(`${settings.CLICKHOUSE_URL}/?${new URLSearchParams({ database: settings.CLICKHOUSE_DATABASE, query })}`, { method: 'POST' });
+  const text = await res.text();
+  if (!res.ok) throw new Error(`ClickHouse: ${res.status} ${text}`);
+  return text;
+}
+
+/** Each table's active parts after merging them all: system.parts of the scope's database. */
+async function tableBytes(settings: Settings): Promise<Array<[string, number]>> {
+  const tables = (await clickhouse(settings, `SELECT name FROM system.tables WHERE database = currentDatabase() AND engine LIKE '%MergeTree%'`)).split('\n').filter(Boolean);
+  // OPTIMIZE FINAL merges what is not merging already: again until each table is one part (18.16 answers at once when a merge holds its parts).
+  for (const table of tables) {
+    for (let round = 0; round < 20; round++) {
+      await clickhouse(settings, `OPTIMIZE TABLE \`${table}\` FINAL`);
+      const parts = Number(await clickhouse(settings, `SELECT count() FROM system.parts WHERE active AND database = currentDatabase() AND table = '${table}'`));
+      if (parts <= 1) break;
+      await new Promise((r) => setTimeout(r, 1000));
+    }
+  }
+  const rows = (await clickhouse(settings, `SELECT table, sum(bytes_on_disk) FROM system.parts WHERE active AND database = currentDatabase() GROUP BY table ORDER BY table FORMAT TabSeparated`)).split('\n').filter(Boolean);
+  return rows.map((line) => line.split('\t')).map(([table, bytes]) => [`ClickHouse ${table!}`, Number(bytes)]);
+}
+
+/** The apps' log lines at error and above, but for the readiness probe's answers while they start. */
+const quiet = (line: string) => {
+  if (/"level":"(error|fatal)"/.test(line) && !line.includes('"path":"/readyz"')) console.log(line);
+};
+
+async function meridian(fleet: Fleet, name: string, env: Record<string, string>): Promise<Row> {
+  const { settings, base } = benchApi(env);
+  const api = startProcess('apps/api/src/main.ts', settings, {}, undefined, quiet);
+  const ingest = startProcess('apps/ingest/src/main.ts', settings, {}, undefined, quiet);
+  try {
+    await waitUntil('the api', async () => ((await fetch(`${base}/readyz`).catch(() => null))?.ok ? true : undefined), 120_000, 250);
+    const admin = { Authorization: `Bearer ${await adminKey(settings)}`, 'Content-Type': 'application/json' };
+    const created = await fetch(`${base}/api/v1/users`, { method: 'POST', headers: admin, body: JSON.stringify({ user_name: 'storage' }) });
+    if (created.status !== 201) throw new Error(`creating the user: ${created.status} ${await created.text()}`);
+    const key = ((await created.json()) as { api_key: string }).api_key;
+    const rules = await fetch(`${base}/api/v1/users/storage/entitlements`, { method: 'PUT', headers: admin, body: JSON.stringify({ metrics: [{ match: 'prefix', value: `${PREFIX}_`, access: 'rw' }] }) });
+    if (rules.status !== 200) throw new Error(`entitlements: ${rules.status} ${await rules.text()}`);
+    const processes = [{ name: 'api', cpuSeconds: api.cpuSeconds }, { name: 'ingest', cpuSeconds: ingest.cpuSeconds }, ...stackProcesses()];
+    const split = cpuSplit(processes);
+    const started = performance.now();
+    await pushAll(fleet, `${base}/api/v1/write`, { Authorization: `Bearer ${key}` });
+    await waitUntil('every point in points', async () => (Number(await clickhouse(settings, 'SELECT count() FROM points')) >= fleet.points ? true : undefined), 1_800_000, 1000);
+    const seconds = (performance.now() - started) / 1000;
+    const spent = split.end();
+    console.log(`  ${name}: ${spent.line}`);
+    const topics = [...kafkaTopicBytes(settings.MERIDIAN_TOPIC_PREFIX)].filter(([, b]) => b > 0).map(([t, b]): [string, number] => [`Kafka ${t.slice(settings.MERIDIAN_TOPIC_PREFIX.length)}`, b]);
+    return { system: name, bytes: [...topics, ...(await tableBytes(settings))], cpu: processes.map((p) => [p.name, spent.of(p.name)]), seconds };
+  } finally {
+    await Promise.all([api.stop(), ingest.stop()]);
+    await dropBenchScope(settings);
+  }
+}
+
+const MERIDIANS: Record<string, { readonly label: string; readonly env: Record<string, string> }> = {
+  before: { label: 'Meridian before (uncompressed, v3)', env: { MERIDIAN_LOG_COMPRESSION: 'none', MERIDIAN_POINT_BATCH_DELTAS: 'false' } },
+  after: { label: 'Meridian now (zstd, v4)', env: { MERIDIAN_LOG_COMPRESSION: 'zstd', MERIDIAN_POINT_BATCH_DELTAS: 'true' } },
+  // Each change alone.
+  deltas: { label: 'Meridian with v4 alone (uncompressed)', env: { MERIDIAN_LOG_COMPRESSION: 'none', MERIDIAN_POINT_BATCH_DELTAS: 'true' } },
+  zstd: { label: 'Meridian with zstd alone (v3)', env: { MERIDIAN_LOG_COMPRESSION: 'zstd', MERIDIAN_POINT_BATCH_DELTAS: 'false' } },
+};
+
+function print(rows: readonly Row[], points: number): void {
+  const vm = rows.find((r) => r.system === 'VictoriaMetrics');
+  const vmPerPoint = vm === undefined ? NaN : vm.bytes.reduce((n, [, b]) => n + b, 0) / points;
+  for (const row of rows) {
+    const total = row.bytes.reduce((n, [, b]) => n + b, 0);
+    const against = Number.isFinite(vmPerPoint) && row !== vm ? ` (${(total / points / vmPerPoint).toFixed(1)}× VictoriaMetrics)` : '';
+    console.log(`\n${row.system}: ${(total / points).toFixed(2)} bytes a point in all${against}, ${fmt(points / row.seconds)} points/s`);
+    for (const [where, bytes] of row.bytes) console.log(`  ${where.padEnd(40)} ${(bytes / points).toFixed(3).padStart(8)} B/point  ${fmt(bytes / 1024)} KiB`);
+    console.log(`  CPU-seconds a million points: ${row.cpu.map(([p, s]) => `${p} ${((s * 1e6) / points).toFixed(2)}`).join(', ')}`);
+  }
+}
+
+async function main(): Promise<void> {
+  const fleet = telemetryFleet({ series: SERIES, points: POINTS, t0: T0, prefix: PREFIX });
+  console.log(`bench-storage: ${fmt(fleet.points)} points of ${fmt(SERIES)} series over ${(fleet.spanMs / 3_600_000).toFixed(1)} h, pushed as remote write in ${WINDOW_MS / 1000} s windows by ${PRODUCERS} senders`);
+  console.log('\nThe points topic\'s batches alone, in this process (as a push batches them, 50,000 points a batch at most):');
+  console.log('  layout                        B/point  encode+compress µs/point  decompress+decode µs/point');
+  for (const f of await pointBatchCodecFigures(fleet.windows(WINDOW_MS), { batchPoints: 50_000, partitions: 3 })) {
+    console.log(`  ${f.layout.padEnd(28)} ${f.bytesPerPoint.toFixed(2).padStart(7)}  ${f.encodeUs.toFixed(3).padStart(24)}  ${f.decodeUs.toFixed(3).padStart(26)}`);
+  }
+  const rows: Row[] = [];
+  for (const system of SYSTEMS) {
+    console.log(`\n${system}: pushing…`);
+    if (system === 'victoria-metrics') rows.push(await victoriaMetrics(fleet));
+    else if (MERIDIANS[system]) rows.push(await meridian(fleet, MERIDIANS[system].label, MERIDIANS[system].env));
+    else throw new Error(`unknown system ${system} (BENCH_SYSTEMS: victoria-metrics, before, after, deltas, zstd)`);
+  }
+  print(rows, fleet.points);
+  console.log('\nThe machine is shared: the stack\'s CPU (kafka, clickhouse, minio) includes other work on it.');
+}
+
+await main();
