@@ -1,6 +1,6 @@
 import { Readable } from 'node:stream';
 import { clickhouse } from '../support/clickhouse.ts';
-import { adminKey, benchApi, dropBenchScope, fmt, percentile, startProcess, waitUntil } from './common.ts';
+import { adminKey, benchApi, dropBenchScope, fmt, percentile, stackProcesses, startProcess, waitUntil } from './common.ts';
 import { startVictoriaMetrics } from './victoria-metrics.ts';
 
 /**
@@ -11,6 +11,9 @@ import { startVictoriaMetrics } from './victoria-metrics.ts';
  *   rate:   rate(bench_requests_total[5m]) over the 24 h at 1 m steps
  *   sum by: sum by (job) (rate(bench_requests_total[5m])) over the same
  *   30 d:   the single gauge over 30 days at 1 h steps
+ * With them, the CPU-seconds per million points in the query's range each side spent (from
+ * /proc): Meridian's the api's and ClickHouse's (the local stack's process, which other work on
+ * a shared machine adds to), VictoriaMetrics' its own.
  * Meridian's points are written straight into ClickHouse (the bench measures queries, not
  * ingest); VictoriaMetrics gets the same points through its Prometheus text import.
  *   BENCH_POINTS=1000000 BENCH_REPEAT=5 make bench-query     # a quicker, smaller run
@@ -30,10 +33,10 @@ const counterName = (i: number) => `bench_requests_total{instance="i${i}",job="j
 /** Point k of series i: a counter rising by 1 to 4 per sample, the same on both sides. */
 const counterValue = (i: number, k: number) => k * 2 + (k % 3) + (i % 7);
 
-const SCENARIOS: Array<{ name: string; params: Record<string, string> }> = [
-  { name: 'rate 1,000 series, 24 h, 1 m', params: { query: 'rate(bench_requests_total[5m])', start: String(T0 / 1000), end: String((T0 + DAY) / 1000), step: '60' } },
-  { name: 'sum by, same', params: { query: 'sum by (job) (rate(bench_requests_total[5m]))', start: String(T0 / 1000), end: String((T0 + DAY) / 1000), step: '60' } },
-  { name: 'one series, 30 d, 1 h', params: { query: 'bench_gauge', start: String(T0 / 1000), end: String((T0 + 30 * DAY) / 1000), step: '3600' } },
+const SCENARIOS: Array<{ name: string; points: number; params: Record<string, string> }> = [
+  { name: `rate ${fmt(SERIES)} series, 24 h, 1 m`, points: SERIES * PER_SERIES, params: { query: 'rate(bench_requests_total[5m])', start: String(T0 / 1000), end: String((T0 + DAY) / 1000), step: '60' } },
+  { name: 'sum by, same', points: SERIES * PER_SERIES, params: { query: 'sum by (job) (rate(bench_requests_total[5m]))', start: String(T0 / 1000), end: String((T0 + DAY) / 1000), step: '60' } },
+  { name: 'one series, 30 d, 1 h', points: GAUGE_POINTS, params: { query: 'bench_gauge', start: String(T0 / 1000), end: String((T0 + 30 * DAY) / 1000), step: '3600' } },
 ];
 
 function prometheusText(): Readable {
@@ -49,12 +52,20 @@ function prometheusText(): Readable {
   })());
 }
 
-async function timed(url: string, headers: Record<string, string>): Promise<{ ms: number; series: number }> {
+type Cpu = () => number;
+
+async function timed(url: string, headers: Record<string, string>, cpu: Cpu): Promise<{ ms: number; series: number; cpu: number }> {
+  const cpuBefore = cpu();
   const started = performance.now();
-  const res = await fetch(url, { headers });
+  const res = await fetch(url, { headers }).catch((error: unknown) => {
+    // A kept-alive connection the server closed while the other side's query ran (longer than its
+    // keep-alive timeout) fails before any answer: sent once more, on a new connection.
+    if ((error as { cause?: { code?: string } }).cause?.code !== 'UND_ERR_SOCKET') throw error;
+    return fetch(url, { headers });
+  });
   const body = (await res.json()) as { status: string; error?: string; data?: { result: unknown[] } };
   if (body.status !== 'success') throw new Error(`${url}: ${res.status} ${body.error}`);
-  return { ms: performance.now() - started, series: body.data!.result.length };
+  return { ms: performance.now() - started, series: body.data!.result.length, cpu: cpu() - cpuBefore };
 }
 
 async function main(): Promise<void> {
@@ -71,25 +82,31 @@ async function main(): Promise<void> {
     await clickhouse(settings, `INSERT INTO points SELECT concat('bench_requests_total{instance="i', toString(${i}), '",job="j', toString(${i} % 10), '"}'), ${T0} + ${k} * ${STEP_MS}, toFloat64(${k} * 2 + (${k} % 3) + (${i} % 7)), ${T0}, 'bench', 65535, 0, toUInt32(number) FROM numbers(${SERIES * PER_SERIES})`);
     await clickhouse(settings, `INSERT INTO points SELECT 'bench_gauge', ${T0} + number * ${GAUGE_STEP_MS}, (number % 1000) / 8, ${T0}, 'bench', 65535, 1, toUInt32(number) FROM numbers(${GAUGE_POINTS})`);
     await vm.importPrometheus(prometheusText());
+    const clickhouseProc = stackProcesses().filter((p) => p.name === 'clickhouse');
+    const meridianCpu: Cpu = () => api.cpuSeconds() + clickhouseProc.reduce((n, p) => n + p.cpuSeconds(), 0);
     const rows: string[] = [];
     for (const s of SCENARIOS) {
       const qs = new URLSearchParams(s.params).toString();
       const ours: number[] = [];
       const theirs: number[] = [];
       let counts = '';
+      let [ourCpu, theirCpu] = [0, 0];
       for (let r = 0; r < REPEAT; r++) {
-        const m = await timed(`${base}/prometheus/api/v1/query_range?${qs}`, { Authorization: `Bearer ${key}` });
-        const v = await timed(`${vm.url}/api/v1/query_range?${qs}`, {});
+        const m = await timed(`${base}/prometheus/api/v1/query_range?${qs}`, { Authorization: `Bearer ${key}` }, meridianCpu);
+        const v = await timed(`${vm.url}/api/v1/query_range?${qs}`, {}, vm.cpuSeconds);
         ours.push(m.ms);
         theirs.push(v.ms);
+        ourCpu += m.cpu;
+        theirCpu += v.cpu;
         counts = `${m.series} / ${v.series} series`;
       }
+      const perMillion = (cpu: number) => (cpu / REPEAT / (s.points / 1e6)).toFixed(2).padStart(6);
       ours.sort((a, b) => a - b);
       theirs.sort((a, b) => a - b);
       const [m50, m99, v50, v99] = [percentile(ours, 50), percentile(ours, 99), percentile(theirs, 50), percentile(theirs, 99)];
-      rows.push(`${s.name.padEnd(32)} ${fmt(m50).padStart(7)} ${fmt(m99).padStart(7)}   ${fmt(v50).padStart(7)} ${fmt(v99).padStart(7)}   ${(m50 / v50).toFixed(1).padStart(5)}×   ${counts}`);
+      rows.push(`${s.name.padEnd(32)} ${fmt(m50).padStart(7)} ${fmt(m99).padStart(7)}   ${fmt(v50).padStart(7)} ${fmt(v99).padStart(7)}   ${(m50 / v50).toFixed(1).padStart(5)}× ${(m99 / v99).toFixed(1).padStart(5)}×   ${perMillion(ourCpu)} ${perMillion(theirCpu)}   ${counts}`);
     }
-    console.log(`\n${'query'.padEnd(32)} ${'Meridian p50/p99 ms'.padStart(15)}   ${'VictoriaMetrics p50/p99 ms'.padStart(15)}   p50 ratio (goal ≤ 2×)`);
+    console.log(`\n${'query'.padEnd(32)} ${'Meridian p50/p99 ms'.padStart(15)}   ${'VictoriaMetrics p50/p99 ms'.padStart(15)}   p50, p99 ratio (goal ≤ 2×)   CPU-s per M points (Meridian: api + ClickHouse; VM)`);
     for (const row of rows) console.log(row);
   } finally {
     await vm.stop();

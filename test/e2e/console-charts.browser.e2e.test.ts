@@ -1,10 +1,7 @@
-import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { readFile } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { BrowserContext, Page } from 'playwright-core';
-import { offlineChromium } from '../support/chromium.ts';
+import type { Page } from 'playwright-core';
+import { BLUE, openConsoleBrowser, ORANGE, paintedColumns as paintedAt, signInToConsole, type ConsoleBrowser, type Rgb } from '../support/console-browser.ts';
 import { bootstrapAdmin, createUser } from '../support/accounts.ts';
 import { startApi, type RunningApi } from '../support/api.ts';
 import { clickhouse } from '../support/clickhouse.ts';
@@ -17,18 +14,15 @@ import { isolatedSettings } from '../support/settings.ts';
  * chart with a legend, zoom and presets kept in the address bar, y-axis labels above 10,000
  * intact, errors in red and cleared. Screenshots go to .var/test-output/console/.
  */
-const SHOTS = fileURLToPath(new URL('../../.var/test-output/console/', import.meta.url));
 // Fewer points per series than the chart is wide: the page falls back to the api's own default.
 const MAX_POINTS = 600;
 const settings = isolatedSettings({ MERIDIAN_MAX_SERIES_POINTS: String(MAX_POINTS) });
 let api: RunningApi;
-let context: BrowserContext;
-let profile: string;
-let downloads: string;
+let browser: ConsoleBrowser;
 let analyst: string;
 let page: Page;
-const offOrigin: string[] = [];
-const problems: string[] = [];
+let offOrigin: string[];
+let problems: string[];
 
 const T0 = Date.UTC(2024, 0, 1);
 const BIG = 1_000_000;
@@ -38,7 +32,6 @@ const FILLERS = 80; // a long metric list above the chart
 const ERROR_RED = 'rgb(176, 0, 32)';
 
 beforeAll(async () => {
-  await mkdir(SHOTS, { recursive: true });
   api = await startApi(settings);
   const admin = await bootstrapAdmin(settings);
   await api.api.accounts.syncToEnd();
@@ -49,72 +42,25 @@ beforeAll(async () => {
   await seedPoints(settings, { metric: 'ch.two.b', count: 2000, fromMs: T0, stepMs: 3_600_000, value: '20000 + 10000 * cos(number / 30)' });
   await clickhouse(settings, `INSERT INTO points SELECT concat('ch.aa.filler.', toString(100 + number)), ${T0} + number * 1000, toFloat64(number), ${T0}, 'test-seed', 65535, 0, toUInt32(number) FROM numbers(${FILLERS})`);
 
-  profile = await mkdtemp(join(tmpdir(), 'meridian-chromium-'));
-  downloads = await mkdtemp(join(tmpdir(), 'meridian-console-downloads-'));
-  context = await offlineChromium(profile, { acceptDownloads: true, downloadsPath: downloads, viewport: { width: 1200, height: 900 } });
-  const origin = new URL(api.url).origin;
-  await context.route('**/*', (route) => {
-    const url = route.request().url();
-    if (url.startsWith('data:') || url.startsWith('blob:') || new URL(url).origin === origin) return route.continue();
-    offOrigin.push(url);
-    return route.abort();
-  });
-  page = await context.newPage();
-  await page.addInitScript({
-    content: `window.cspViolations = [];
-      document.addEventListener('securitypolicyviolation', (e) => window.cspViolations.push(e.violatedDirective + ' ' + e.blockedURI));`,
-  });
-  page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
   // The series route's 400 and 404 below are asked for; any other failed request is a bug of the page.
-  const asked = (url: string) => url.includes('/api/v1/metrics/series?');
-  page.on('console', (m) => { if (m.type() === 'error' && !asked(m.location().url)) problems.push(`console: ${m.text()} (${m.location().url})`); });
-  page.on('response', (r) => { if (r.status() >= 400 && !asked(r.url())) problems.push(`${r.status()} ${r.url()}`); });
+  browser = await openConsoleBrowser(api.url, { viewport: { width: 1200, height: 900 }, asked: (url) => url.includes('/api/v1/metrics/series?') });
+  ({ page, offOrigin, problems } = browser);
 }, 240_000);
 afterAll(async () => {
-  await context?.close();
-  if (profile) await rm(profile, { recursive: true, force: true });
-  if (downloads) await rm(downloads, { recursive: true, force: true });
+  await browser?.close();
   await api?.close();
 });
 
-const shot = (name: string) => page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: false });
+const shot = (name: string) => browser.shot(name, false);
 
-type Painted = { width: number; height: number; columns: number[] };
-/**
- * Canvas columns (in CSS pixels from the plot's left edge) holding a series' stroke colour,
- * and the plot's width. The plot area is uPlot's .u-over element.
- */
-async function paintedColumns(rgb: [number, number, number]): Promise<Painted> {
-  return page.evaluate<Painted>(`(() => {
-    const canvas = document.querySelector('#chart canvas');
-    const over = document.querySelector('#chart .u-over').getBoundingClientRect();
-    const box = canvas.getBoundingClientRect();
-    const ratio = canvas.width / box.width;
-    const ctx = canvas.getContext('2d');
-    const { data, width, height } = ctx.getImageData(0, 0, canvas.width, canvas.height);
-    const [r, g, b] = ${JSON.stringify(rgb)};
-    const columns = new Set();
-    for (let y = 0; y < height; y++) for (let x = 0; x < width; x++) {
-      const i = (y * width + x) * 4;
-      if (data[i + 3] > 200 && Math.abs(data[i] - r) < 40 && Math.abs(data[i + 1] - g) < 40 && Math.abs(data[i + 2] - b) < 40) {
-        columns.add(Math.round(x / ratio - (over.left - box.left)));
-      }
-    }
-    return { width: over.width, height: over.height, columns: [...columns].sort((a, b) => a - b) };
-  })()`);
-}
-const BLUE: [number, number, number] = [0x0b, 0x5c, 0xd5];
-const ORANGE: [number, number, number] = [0xd5, 0x5e, 0x00];
+const paintedColumns = (rgb: Rgb) => paintedAt(page, '#chart', rgb);
 
 const status = () => page.textContent('#chart-status');
 const hashParams = async () => new URLSearchParams((await page.evaluate<string>('location.hash')).slice(1));
 
 describe('the console charts any range from the series route', () => {
   it('signs in and says who is signed in', async () => {
-    expect((await page.goto(`${api.url}/console`, { waitUntil: 'load' }))?.status()).toBe(200);
-    await page.fill('#api-key', analyst);
-    await page.click('#sign-in-form button[type=submit]');
-    await page.locator('#app').waitFor({ state: 'visible' });
+    await signInToConsole(page, api.url, analyst);
     await expect.poll(() => page.textContent('#who')).toBe('Signed in as analyst');
     await page.locator('#metric-rows tr').nth(FILLERS).waitFor();
   });

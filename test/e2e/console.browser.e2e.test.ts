@@ -1,11 +1,8 @@
-import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { readFile } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BrowserContext, Page } from 'playwright-core';
 import { formatTimestamp } from '@meridian/domain';
-import { offlineChromium } from '../support/chromium.ts';
+import { openConsoleBrowser, type ConsoleBrowser } from '../support/console-browser.ts';
 import { bootstrapAdmin, createUser } from '../support/accounts.ts';
 import { call, startApi, type RunningApi } from '../support/api.ts';
 import { startWorker } from '../support/ingest.ts';
@@ -17,23 +14,20 @@ import { waitForTask } from '../support/tasks.ts';
  * the browser reaches nothing but the api under test (no DNS, a dead proxy, every other origin
  * aborted and recorded). Each test saves a screenshot under .var/test-output/console/.
  */
-const SHOTS = fileURLToPath(new URL('../../.var/test-output/console/', import.meta.url));
 const settings = isolatedSettings();
 let api: RunningApi;
 let ingest: Awaited<ReturnType<typeof startWorker>>;
+let browser: ConsoleBrowser;
 let context: BrowserContext;
-let profile: string;
-let downloads: string;
 let analyst: string;
 let page: Page;
-const offOrigin: string[] = [];
-const problems: string[] = [];
+let offOrigin: string[];
+let problems: string[];
 
 const T0 = Date.UTC(2024, 0, 1);
 const WAVE_POINTS = 500;
 
 beforeAll(async () => {
-  await mkdir(SHOTS, { recursive: true });
   api = await startApi(settings);
   ingest = await startWorker(settings);
   const admin = await bootstrapAdmin(settings);
@@ -50,34 +44,16 @@ beforeAll(async () => {
     expect((await waitForTask(api.url, admin, res.json.task_id, 120_000)).status).toBe('succeeded');
   }
 
-  profile = await mkdtemp(join(tmpdir(), 'meridian-chromium-'));
-  downloads = await mkdtemp(join(tmpdir(), 'meridian-console-downloads-'));
-  context = await offlineChromium(profile, { acceptDownloads: true, downloadsPath: downloads, viewport: { width: 1200, height: 1000 } });
-  const origin = new URL(api.url).origin;
-  await context.route('**/*', (route) => {
-    const url = route.request().url();
-    if (url.startsWith('data:') || url.startsWith('blob:') || new URL(url).origin === origin) return route.continue();
-    offOrigin.push(url);
-    return route.abort();
-  });
-  page = await context.newPage();
-  // CSP violations are bugs of the page too. (Plain script text: no DOM library in this project's types.)
-  await page.addInitScript({
-    content: `window.cspViolations = [];
-      document.addEventListener('securitypolicyviolation', (e) => window.cspViolations.push(e.violatedDirective + ' ' + e.blockedURI));`,
-  });
-  page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
-  page.on('console', (m) => { if (m.type() === 'error') problems.push(`console: ${m.text()}`); });
+  browser = await openConsoleBrowser(api.url, { viewport: { width: 1200, height: 1000 } });
+  ({ context, page, offOrigin, problems } = browser);
 }, 240_000);
 afterAll(async () => {
-  await context?.close();
-  if (profile) await rm(profile, { recursive: true, force: true });
-  if (downloads) await rm(downloads, { recursive: true, force: true });
+  await browser?.close();
   await ingest?.close();
   await api?.close();
 });
 
-const shot = (name: string) => page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
+const shot = (name: string) => browser.shot(name);
 
 // The tests run in order on one page, as a user would: sign in, search, chart, download, upload.
 describe('the console in a headless browser', () => {

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BrowserContext } from 'playwright-core';
-import { offlineChromium } from '../support/chromium.ts';
+import { offlineChromium, ownOriginOnly, recordCspViolations } from '../support/chromium.ts';
 import { startApi, type RunningApi } from '../support/api.ts';
 import { isolatedSettings } from '../support/settings.ts';
 
@@ -31,21 +31,9 @@ afterAll(async () => {
 
 describe('the documentation page in a headless browser', () => {
   it('loads /docs from our own origin only and lists the endpoints', async () => {
-    const origin = new URL(api.url).origin;
-    const offOrigin: string[] = [];
-    await context.route('**/*', (route) => {
-      const url = route.request().url();
-      if (url.startsWith('data:') || new URL(url).origin === origin) return route.continue();
-      offOrigin.push(url);
-      return route.abort();
-    });
+    const offOrigin = await ownOriginOnly(context, new URL(api.url).origin);
     const page = await context.newPage();
-    // CSP violations (an inline style or script the policy refused) are bugs of the page too.
-    // (Plain script text: this project type-checks without the DOM library.)
-    await page.addInitScript({
-      content: `window.cspViolations = [];
-        document.addEventListener('securitypolicyviolation', (e) => window.cspViolations.push(e.violatedDirective + ' ' + e.blockedURI));`,
-    });
+    await recordCspViolations(page);
     const problems: string[] = [];
     page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
     page.on('console', (m) => { if (m.type() === 'error') problems.push(`console: ${m.text()}`); });

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { completeSeriesLabels, createClickHouse, ensureDatabase, migrate, readAggregated, readSamples, readWindowStats, seriesByLabels } from '@meridian/clickhouse';
+import { completeSeriesLabels, createClickHouse, ensureDatabase, migrate, readAggregated, readSamples, readWindowStats, readWindowValues, seriesByLabels } from '@meridian/clickhouse';
 import { evalRangeFunction, evalWindowStats, WINDOW_STATS_FUNCTIONS, type WindowStats } from '@meridian/domain';
 import { isolatedSettings } from '../support/settings.ts';
 
@@ -59,8 +59,9 @@ describe('PromQL samples from ClickHouse', () => {
     expect(ts.length).toBeGreaterThan(10);
   });
 
-  it('reduces windows per series and step to what the samples give, for every reducible function', async () => {
-    const reduce = { firstRefMs: T + 300_000, stepMs: 45_000, steps: 80, rangeMs: 300_000 };
+  // 45 s steps: each sample joined to its windows; 60 s steps: the range is 5 steps, so grouped by step first (samples on step ends included).
+  it.each([45_000, 60_000])('reduces windows per series and step to what the samples give, for every reducible function (steps of %i ms)', async (stepMs) => {
+    const reduce = { firstRefMs: T + 300_000, stepMs, steps: 80, rangeMs: 300_000 };
     const request = { names: [COUNTER, GAUGE], fromMs: reduce.firstRefMs - reduce.rangeMs, toMs: reduce.firstRefMs + (reduce.steps - 1) * reduce.stepMs, sparse: null, maxSamples: 100_000 };
     const stats = new Map<string, WindowStats>();
     const read = await readWindowStats(conn, { ...request, reduce }, (name, k, s) => stats.set(`${name} ${k}`, s));
@@ -86,6 +87,26 @@ describe('PromQL samples from ClickHouse', () => {
       }
     }
     expect(compared).toBeGreaterThan(1000);
+  });
+
+  it.each([45_000, 60_000])('computes each function\'s values in ClickHouse as from the reduction (steps of %i ms)', async (stepMs) => {
+    const reduce = { firstRefMs: T + 300_000, stepMs, steps: 80, rangeMs: 300_000 };
+    const request = { names: [COUNTER, GAUGE], fromMs: reduce.firstRefMs - reduce.rangeMs, toMs: reduce.firstRefMs + (reduce.steps - 1) * reduce.stepMs, sparse: null, maxSamples: 100_000 };
+    const stats = new Map<string, WindowStats>();
+    await readWindowStats(conn, { ...request, reduce }, (name, k, st) => stats.set(`${name} ${k}`, st));
+    for (const func of WINDOW_STATS_FUNCTIONS) {
+      const want = new Map<string, number>();
+      for (const [key, st] of stats) {
+        const end = reduce.firstRefMs + Number(key.slice(key.lastIndexOf(' ') + 1)) * reduce.stepMs;
+        const v = evalWindowStats(func, st, { rangeStartMs: end - reduce.rangeMs, rangeEndMs: end, rangeSeconds: reduce.rangeMs / 1000 });
+        if (v !== null) want.set(key, v);
+      }
+      const got = new Map<string, number>();
+      const read = await readWindowValues(conn, { ...request, reduce, func }, (name, ks, vs) => ks.forEach((k, i) => got.set(`${name} ${k}`, vs[i]!)));
+      expect(read, func).toBeGreaterThan(100);
+      expect([...got.keys()].sort(), func).toEqual([...want.keys()].sort());
+      for (const [key, v] of want) expect(Math.abs(got.get(key)! - v), `${func} ${key}`).toBeLessThanOrEqual(1e-9 * Math.max(1, Math.abs(v)));
+    }
   });
 
   it('aggregates the reduced values by group in ClickHouse as the api would', async () => {

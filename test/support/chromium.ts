@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { chromium, type BrowserContext } from 'playwright-core';
+import { chromium, type BrowserContext, type Page } from 'playwright-core';
 
 /** Debian's chromium, installed by `deploy/local/install.sh chromium` (make test does). */
 export const CHROMIUM = '/usr/bin/chromium';
@@ -23,5 +23,29 @@ export async function offlineChromium(profileDir: string, options: { acceptDownl
     ],
     timeout: 60_000,
     ...options,
+  });
+}
+
+/** Lets the context reach `origin` (and data: and blob: URLs) only: any other request is aborted, its URL in the list returned. */
+export async function ownOriginOnly(context: BrowserContext, origin: string): Promise<string[]> {
+  const offOrigin: string[] = [];
+  await context.route('**/*', (route) => {
+    const url = route.request().url();
+    if (url.startsWith('data:') || url.startsWith('blob:') || new URL(url).origin === origin) return route.continue();
+    offOrigin.push(url);
+    return route.abort();
+  });
+  return offOrigin;
+}
+
+/**
+ * Collects the page's CSP violations (an inline style or script the policy refused: bugs of
+ * the page too) in window.cspViolations. Plain script text: this project type-checks without
+ * the DOM library.
+ */
+export async function recordCspViolations(page: Page): Promise<void> {
+  await page.addInitScript({
+    content: `window.cspViolations = [];
+      document.addEventListener('securitypolicyviolation', (e) => window.cspViolations.push(e.violatedDirective + ' ' + e.blockedURI));`,
   });
 }

@@ -35,5 +35,5 @@ export { applyDeletion, deletionWhere, deleteRowsSql, hexString, LIVE_DELETION_T
 export { parseSeries, readSeries, seriesSql, type SeriesColumns, type SeriesRequest } from './series.ts';
 export { parseSamples, readSamples, samplesSql, type SamplesRequest, type SeriesSamples } from './promql/samples.ts';
 export { parseWindowStats, readWindowStats, windowStatsSql, type WindowStatsRequest } from './promql/window-stats.ts';
-export { aggregatedSql, readAggregated, type AggregatedRequest } from './promql/aggregate-sql.ts';
+export { aggregatedSql, readAggregated, readWindowValues, windowValuesSql, type AggregatedRequest, type ValuesRequest } from './promql/aggregate-sql.ts';
 export { catalogFirsts, countOlder } from './points/retention.ts';

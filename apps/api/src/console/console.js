@@ -2,6 +2,7 @@
 // user types held in sessionStorage (never localStorage or a cookie). Every text from the api
 // is shown with textContent, never parsed as HTML.
 import uPlot from '/console/uPlot.esm.js';
+import { wireQueryBox } from '/console/query.js';
 
 const KEY = 'meridian.apiKey';
 const TASK_POLL_MS = 1000;
@@ -895,6 +896,8 @@ zone.addEventListener('drop', (e) => {
   zone.classList.remove('over');
   for (const f of e.dataTransfer.files) upload(f);
 });
+
+wireQueryBox(apiKey);
 
 updateCommands();
 if (apiKey()) void signIn(apiKey());

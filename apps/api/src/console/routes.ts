@@ -24,6 +24,7 @@ const page = fileAsset(join(consoleDir, 'index.html'), 'text/html; charset=utf-8
 const assets: Readonly<Record<string, StaticAsset>> = {
   'console.js': fileAsset(join(consoleDir, 'console.js'), JS),
   'console.css': fileAsset(join(consoleDir, 'console.css'), CSS),
+  'query.js': fileAsset(join(consoleDir, 'query.js'), JS),
   'uPlot.esm.js': fileAsset(join(uplotDir, 'uPlot.esm.js'), JS),
   'uPlot.min.css': fileAsset(join(uplotDir, 'uPlot.min.css'), CSS),
 };

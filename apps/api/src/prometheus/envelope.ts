@@ -15,6 +15,14 @@ export function answer(ctx: Context, data: unknown): void {
   ctx.body = { status: 'success', data };
 }
 
+/** The same answer with its data already JSON text (queryDataJson). */
+export function answerJson(ctx: Context, dataJson: string): void {
+  ctx.status = 200;
+  ctx.set('Cache-Control', 'no-store');
+  ctx.type = 'application/json';
+  ctx.body = `{"status":"success","data":${dataJson}}`;
+}
+
 function writeError(ctx: Context, type: PromqlErrorType, message: string): void {
   ctx.status = STATUS[type];
   ctx.set('Cache-Control', 'no-store');

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { Context } from 'koa';
-import { cancelDownload, readAggregated, readSamples, readWindowStats, type ConnOptions } from '@meridian/clickhouse';
+import { cancelDownload, readAggregated, readSamples, readWindowValues, type ConnOptions } from '@meridian/clickhouse';
 import {
-  evalInstant, evalRange, evalWindowStats, execution, planWindows, PromqlError,
+  evalInstant, evalRange, execution, planWindows, PromqlError,
   type Expr, type Labels, type QueryResult, type SampleWindow, type SeriesData, type StepValues, type UserRecord,
 } from '@meridian/domain';
 import type { Logger } from '@meridian/observability';
@@ -118,7 +118,7 @@ export async function runQuery(deps: PromqlDeps, ctx: Context, user: UserRecord,
   }
 }
 
-/** A reduced selector's function value at every step of every series, from ClickHouse's per-window rows. */
+/** A reduced selector's function value at every step of every series, computed by ClickHouse from its windows. */
 async function readReduced(
   conn: ConnOptions,
   w: SampleWindow,
@@ -126,17 +126,16 @@ async function readReduced(
   labelsOf: ReadonlyMap<string, Labels>,
 ): Promise<{ values: StepValues[]; read: number | 'too_many' }> {
   const reduce = w.reduce!;
-  const bySeries = new Map<string, StepValues>();
-  const read = await readWindowStats(conn, { ...request, reduce }, (name, k, stats) => {
-    let s = bySeries.get(name);
-    if (!s) bySeries.set(name, (s = { labels: labelsOf.get(name)!, present: new Uint8Array(reduce.steps), values: new Float64Array(reduce.steps) }));
-    const end = reduce.firstRefMs + k * reduce.stepMs;
-    const v = evalWindowStats(reduce.func, stats, { rangeStartMs: end - reduce.rangeMs, rangeEndMs: end, rangeSeconds: reduce.rangeMs / 1000 });
-    if (v === null) return;
-    s.present[k] = 1;
-    s.values[k] = v;
+  const values: StepValues[] = [];
+  const read = await readWindowValues(conn, { ...request, reduce, func: reduce.func }, (name, ks, vs) => {
+    const s = { labels: labelsOf.get(name)!, present: new Uint8Array(reduce.steps), values: new Float64Array(reduce.steps) };
+    for (let i = 0; i < ks.length; i++) {
+      s.present[ks[i]!] = 1;
+      s.values[ks[i]!] = vs[i]!;
+    }
+    values.push(s);
   });
-  return { values: [...bySeries.values()], read };
+  return { values, read };
 }
 
 /** An aggregation of a reduced function, done by ClickHouse: each group's value at every step. */

@@ -1,11 +1,11 @@
 import type { Context } from 'koa';
 import { z } from 'zod';
 import {
-  badData, execution, LABEL_NAME_RE, labelsObject, parseDurationParamMs, parseInstantParams, parseOptionalRange, parsePromql, parseRangeParams, queryData,
+  badData, execution, LABEL_NAME_RE, labelsObject, parseDurationParamMs, parseInstantParams, parseOptionalRange, parsePromql, parseRangeParams, queryData, queryDataJson,
   type UserRecord,
 } from '@meridian/domain';
 import { defineRoute, type RouteDef } from '../http/route.ts';
-import { answer, inEnvelope } from './envelope.ts';
+import { answer, answerJson, inEnvelope } from './envelope.ts';
 import { runQuery, type PromqlDeps } from './execute.ts';
 import { requestParams, type RequestParams } from './params.ts';
 import { readableSeries, selectSeries, type ReadableSeries } from './select.ts';
@@ -73,7 +73,7 @@ async function rangeQuery(deps: PromqlDeps, ctx: Context, user: UserRecord): Pro
   const expr = parsePromql(query);
   if (expr.kind === 'matrix') throw badData('invalid expression type "range vector" for range query, must be Scalar or instant Vector');
   const result = await runQuery(deps, ctx, user, expr, { startMs, endMs, stepMs, instant: false }, timeoutMs(deps, p));
-  answer(ctx, queryData(result));
+  answerJson(ctx, queryDataJson(result));
 }
 
 /** The readable series the match[] selectors choose (all readable ones when none is given and none is required), within start and end. */

@@ -1,9 +1,9 @@
 import type { Labels, WindowStatsFunction } from '@meridian/domain';
-import { float } from '../series.ts';
+import { float, unescape } from '../series.ts';
 import { int } from '../download/filter-sql.ts';
-import { queryText, type ConnOptions } from '../download/http.ts';
-import { sampleRowsSql } from './samples.ts';
-import { statsSelectSql, type WindowStatsRequest } from './window-stats.ts';
+import type { ConnOptions } from '../download/http.ts';
+import { arrayOf, namesQueryRows, windowConditions } from './samples.ts';
+import { NAMES, statsSelectSql, type WindowStatsRequest } from './window-stats.ts';
 
 /**
  * sum, avg, min, max or count by (…) of a reduced range function, done by ClickHouse: each
@@ -59,35 +59,57 @@ function valueSql(func: WindowStatsFunction, rangeMs: number, we: string): { val
   }
 }
 
-export function aggregatedSql(req: AggregatedRequest): string {
+/** The function's value of each series (sid) and step where it has one: rows sid, k, value, len. */
+function valuesSql(req: WindowStatsRequest, func: WindowStatsFunction): string {
   const { firstRefMs, stepMs, rangeMs } = req.reduce;
   const we = `(${int(firstRefMs)} + k * ${int(stepMs)})`;
-  const { value, when } = valueSql(req.aggregate.func, rangeMs, we);
+  const { value, when } = valueSql(func, rangeMs, we);
+  return `SELECT sid, k, ${value} AS value, len FROM (${statsSelectSql(req, func)}) WHERE ${when}`;
+}
+
+export function aggregatedSql(req: AggregatedRequest): string {
   const agg = { sum: 'sum(value)', avg: 'avg(value)', min: 'min(value)', max: 'max(value)', count: 'toFloat64(count())' }[req.aggregate.op];
-  // The names' groups as two constant arrays, as the download ranks names (transform needs a non-empty array: '' leads).
-  const names = "arrayPushFront((SELECT groupArray(name) FROM names), '')";
-  const groups = `arrayPushFront((SELECT groupArray(grp) FROM names), toUInt32(${SAMPLES_ROW}))`;
-  const values = `SELECT transform(metric_name, ${names}, ${groups}, toUInt32(${SAMPLES_ROW})) AS grp, k, ${value} AS value FROM (${statsSelectSql(req)}) WHERE ${when}`;
+  // Each series' group, by its place in the external table.
+  const groups = '(SELECT groupArray(grp) FROM names)';
   return (
-    `SELECT grp, k, ${agg} FROM (${values}) GROUP BY grp, k ` +
-    `UNION ALL SELECT toUInt32(${SAMPLES_ROW}), toInt64(-1), toFloat64(count()) FROM (${sampleRowsSql(req)}) FORMAT TabSeparated`
+    `SELECT ${groups}[sid] AS grp, k, ${agg} FROM (${valuesSql(req, req.aggregate.func)}) GROUP BY grp, k ` +
+    // The samples read, for MERIDIAN_PROMQL_MAX_SAMPLES: the rows in the window, a timestamp uploaded twice counted twice.
+    `UNION ALL SELECT toUInt32(${SAMPLES_ROW}), toInt64(-1), toFloat64(count()) FROM points WHERE ${windowConditions(req)} FORMAT TabSeparated`
   );
+}
+
+/**
+ * A reduced range function's values computed by ClickHouse (valueSql, the formulas of
+ * functions.ts), one row per series: its name, its sample count, and the steps and values where
+ * it has one as two arrays. Far smaller than the reduction's sixteen columns per step.
+ */
+export type ValuesRequest = WindowStatsRequest & { readonly func: WindowStatsFunction };
+
+export function windowValuesSql(req: ValuesRequest): string {
+  return `SELECT ${NAMES}[sid], any(len), groupArray(k), groupArray(value) FROM (${valuesSql(req, req.func)}) GROUP BY sid FORMAT TabSeparated`;
+}
+
+/** Each series' values (to onSeries: its name, steps and values), and the samples read, or 'too_many' past maxSamples. */
+export async function readWindowValues(conn: ConnOptions, req: ValuesRequest, onSeries: (name: string, ks: readonly number[], values: readonly number[]) => void): Promise<number | 'too_many'> {
+  if (req.names.length === 0 || req.toMs < req.fromMs) return 0;
+  const rows = await namesQueryRows(conn, req, windowValuesSql(req), { structure: 'name String', rows: req.names.map((n) => [n]) }, 4);
+  let samples = 0;
+  for (const f of rows) {
+    samples += Number(f[1]);
+    const ks = arrayOf(f[2]!, Number);
+    const values = arrayOf(f[3]!, float);
+    if (ks.length !== values.length) throw new Error('ClickHouse answered arrays of different lengths');
+    onSeries(unescape(f[0]!), ks, values);
+  }
+  return samples > req.maxSamples ? 'too_many' : samples;
 }
 
 /** Each group's value per step (to onRow), and the samples read, or 'too_many' past maxSamples. */
 export async function readAggregated(conn: ConnOptions, req: AggregatedRequest, onRow: (group: number, k: number, value: number) => void): Promise<number | 'too_many'> {
   if (req.names.length === 0 || req.toMs < req.fromMs) return 0;
-  const text = await queryText(conn, {
-    sql: aggregatedSql(req),
-    tables: [{ name: 'names', structure: 'name String, grp UInt32', rows: req.names.map((n, i) => [n, String(req.aggregate.groupOf[i]!)]) }],
-    ...(req.queryId ? { queryId: req.queryId } : {}),
-    ...(req.signal ? { signal: req.signal } : {}),
-  });
+  const rows = await namesQueryRows(conn, req, aggregatedSql(req), { structure: 'name String, grp UInt32', rows: req.names.map((n, i) => [n, String(req.aggregate.groupOf[i]!)]) }, 3);
   let samples = 0;
-  for (const line of text.split('\n')) {
-    if (line.length === 0) continue;
-    const f = line.split('\t');
-    if (f.length !== 3) throw new Error(`ClickHouse answered a row of ${f.length} fields`);
+  for (const f of rows) {
     const group = Number(f[0]);
     if (group === SAMPLES_ROW) samples = Number(f[2]);
     else onRow(group, Number(f[1]), float(f[2]!));

@@ -49,3 +49,21 @@ export function queryData(r: QueryResult): { resultType: string; result: unknown
     }
   }
 }
+
+/**
+ * The same `data` as JSON text, written directly: a range query over 1,000 series at 1 m steps
+ * answers 1.44 million points, and building an array and a string per point for JSON.stringify
+ * to walk was a large part of its time. Equal to JSON.stringify(queryData(r)).
+ */
+export function queryDataJson(r: QueryResult): string {
+  if (r.resultType !== 'matrix') return JSON.stringify(queryData(r));
+  const parts: string[] = ['{"resultType":"matrix","result":['];
+  r.series.forEach((s, i) => {
+    const values = new Array<string>(s.points.length);
+    // Times are numbers and values digits, '.', '-', NaN or ±Inf: nothing to escape.
+    for (let k = 0; k < s.points.length; k++) values[k] = `[${formatTime(s.points[k]![0])},"${formatValue(s.points[k]![1])}"]`;
+    parts.push(`${i === 0 ? '' : ','}{"metric":${JSON.stringify(labelsObject(s.labels))},"values":[${values.join(',')}]}`);
+  });
+  parts.push(']}');
+  return parts.join('');
+}

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { seriesLabels as parseSeriesName } from '../series/canonical.ts';
 import { evalInstant, evalRange, type Fetched, type SeriesData } from './eval.ts';
-import { formatValue, queryData } from './format.ts';
+import { formatValue, queryData, queryDataJson } from './format.ts';
 import { parseInstantParams, parseRangeParams, parseTimeMs } from './params.ts';
 import { parsePromql } from './parse.ts';
 import { planWindows, type CatalogSeries } from './plan.ts';
@@ -141,6 +141,14 @@ describe('PromQL evaluation', () => {
     const fetched: Fetched = new Map([[0, [S.data.get('temp{room="a"}')!]]]);
     const r = evalRange(e, fetched, 0, 60_000, 30_000, { lookbackMs: LOOKBACK });
     expect(queryData(r)).toEqual({ resultType: 'matrix', result: [{ metric: { __name__: 'temp', room: 'a' }, values: [[0, '20'], [30, '22'], [60, '20']] }] });
+    expect(queryDataJson(r)).toBe(JSON.stringify(queryData(r)));
+    // Several series, fractional seconds, special floats and a label value JSON must escape.
+    const several = { resultType: 'matrix' as const, series: [
+      { labels: [['job', 'a"\\b']] as [string, string][], points: [[1500, Number.NaN], [3000, Number.POSITIVE_INFINITY]] as [number, number][] },
+      { labels: [] as [string, string][], points: [[0, 1e-7], [1, -0], [2, 1e21]] as [number, number][] },
+    ] };
+    expect(queryDataJson(several)).toBe(JSON.stringify(queryData(several)));
+    expect(JSON.parse(queryDataJson(several)).result[0].values).toEqual([[1.5, 'NaN'], [3, '+Inf']]);
   });
 
   it('has the store reduce the windows of the functions it can, and read samples for the others', () => {
