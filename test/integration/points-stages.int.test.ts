@@ -43,7 +43,7 @@ describe('staged shares sealed into points', () => {
   const rowsOf = async <T>(sql: string): Promise<T[]> => (await client.query({ query: sql, format: 'JSONEachRow' })).json<T>();
   const number = async (sql: string) => Number((await rowsOf<{ n: string }>(`SELECT toString((${sql})) AS n`))[0]!.n);
   const catalog = () => rowsOf('SELECT metric_name, toString(countMerge(points)) AS n, toString(minMerge(first_ts)) AS first_ts, toString(maxMerge(last_ts)) AS last_ts FROM metric_catalog GROUP BY metric_name ORDER BY metric_name');
-  const pointsPerMetric = () => rowsOf('SELECT metric_name, toString(count()) AS n, toString(min(ts)) AS first_ts, toString(max(ts)) AS last_ts FROM points GROUP BY metric_name ORDER BY metric_name');
+  const pointsPerMetric = () => rowsOf<{ metric_name: string; n: string }>('SELECT metric_name, toString(count()) AS n, toString(min(ts)) AS first_ts, toString(max(ts)) AS last_ts FROM points GROUP BY metric_name ORDER BY metric_name');
   const rowsAt = (table: string, partition: number, offsets: readonly number[]) =>
     rowsOf(`SELECT metric_name, toString(ts) AS ts, toString(value) AS value, toString(updated_at) AS u, task_id, toString(kafka_offset) AS o, toString(row_in_batch) AS r FROM ${table} WHERE kafka_partition = ${partition} AND kafka_offset IN (${offsets.join(', ')}) ORDER BY kafka_offset, row_in_batch`);
   const stageTables = async () => (await rowsOf<{ name: string }>("SELECT name FROM system.tables WHERE database = currentDatabase() AND startsWith(name, 'points_stage_') ORDER BY name")).map((r) => r.name);
@@ -102,6 +102,11 @@ describe('staged shares sealed into points', () => {
     expect(await stages.seal(up.share, noRefill)).toEqual({ how: 'attached', refilled: false, points: 1_500 });
     expect(await number('SELECT count() FROM points')).toBe(before + 1_500);
     await expectSealed(up);
+    // ATTACH runs no view: the rollups (migration 008) got the share's states explicitly, as the catalog did.
+    const perMetric = (await pointsPerMetric()).map(({ metric_name, n }) => ({ metric_name, n }));
+    for (const rollup of ['points_1m', 'points_1h']) {
+      expect(await rowsOf(`SELECT metric_name, toString(countMerge(rows)) AS n FROM ${rollup} GROUP BY metric_name ORDER BY metric_name`)).toEqual(perMetric);
+    }
     expect(await stages.seal(up.share, noRefill)).toEqual({ how: 'recorded before', refilled: false, points: 0 });
     expect(await number('SELECT count() FROM points')).toBe(before + 1_500);
     await expectSealed(up);

@@ -33,3 +33,5 @@ export { parseSeries, readSeries, seriesSql, type SeriesColumns, type SeriesRequ
 export { parseSamples, readSamples, samplesSql, type SamplesRequest, type SeriesSamples } from './promql/samples.ts';
 export { parseWindowStats, readWindowStats, windowStatsSql, type WindowStatsRequest } from './promql/window-stats.ts';
 export { aggregatedSql, readAggregated, type AggregatedRequest } from './promql/aggregate-sql.ts';
+export { readRollupPage, parseRollupRows, type RollupPage, type RollupRequest, type RollupRow } from './rollups/read.ts';
+export { bucketRange, dedupedBucketsSql, rollupPageSql, rollupStatesSql, ROLLUPS, type Resolution, type RollupCursor } from './rollups/sql.ts';

@@ -10,7 +10,21 @@ const ch26 = capabilities('26.9.2.1', 'Atomic');
 
 describe('migration statements per server and kind of database', () => {
   it('18.16 (Ordinary) gets every statement as written, the catalog view with its inner table, and no deduplication window', () => {
-    for (const s of all()) expect(statementsFor(s, ch18)).toEqual(windowSettings().includes(s) ? [] : [s]);
+    const isWindow = (s: string) => /MODIFY SETTING non_replicated_deduplication_window/.test(s);
+    for (const s of all()) expect(statementsFor(s, ch18)).toEqual(isWindow(s) ? [] : [s]);
+  });
+
+  it('the rollups (008) become explicit tables and feeding views on an Atomic database, and keep insert tokens there', () => {
+    for (const name of ['points_1m', 'points_1h']) {
+      const view = all().find((s) => s.startsWith(`CREATE MATERIALIZED VIEW IF NOT EXISTS ${name}\n`))!;
+      const [table, feed, ...rest] = statementsFor(view, ch26);
+      expect(rest).toEqual([]);
+      expect(table).toMatch(new RegExp(`^CREATE TABLE IF NOT EXISTS ${name} ENGINE = AggregatingMergeTree\\(\\)\\s+ORDER BY \\(metric_name, bucket\\) AS SELECT[\\s\\S]*FROM points\\s+WHERE 0 GROUP BY metric_name, bucket$`));
+      expect(feed).toMatch(new RegExp(`^CREATE MATERIALIZED VIEW IF NOT EXISTS ${name}_feed TO ${name} AS SELECT[\\s\\S]*uniqExactState\\(ts\\) AS timestamps`));
+      const window = `ALTER TABLE ${name} MODIFY SETTING non_replicated_deduplication_window = 1000`;
+      expect(all()).toContain(window);
+      expect(statementsFor(window, ch26)).toEqual([window]);
+    }
   });
 
   it('migration 004 gives points and its catalog a deduplication window of 1000 blocks, where the server takes it', () => {

@@ -5,6 +5,7 @@ import type { ClickHouseSettings } from '@clickhouse/client';
 import type { ClickHouseClient } from '../client.ts';
 import { noneRunningWithin } from '../server-work.ts';
 import { createPointsSink, type PointsSink } from './sink.ts';
+import { ROLLUPS, rollupStatesSql, type Resolution } from '../rollups/sql.ts';
 
 /** One staged upload's share of one points partition, as the upload's seal in that partition states it. */
 export type StagedShare = {
@@ -105,9 +106,11 @@ export type StageTargets = {
   /** Where the share's catalog states go (ATTACH runs no view): the catalog's view or its data table. */
   readonly catalog: string;
   readonly seals: string;
+  /** Where the share's rollup states go (migration 008), by resolution; none for a rebuild, whose rollups are made at its swap. */
+  readonly rollups?: Readonly<Record<Resolution, string>>;
 };
 
-export const LIVE_STAGE_TARGETS: StageTargets = { points: 'points', catalog: 'metric_catalog', seals: 'points_seals' };
+export const LIVE_STAGE_TARGETS: StageTargets = { points: 'points', catalog: 'metric_catalog', seals: 'points_seals', rollups: { '1m': ROLLUPS['1m'].table, '1h': ROLLUPS['1h'].table } };
 
 const IDENTIFIER = /^[.A-Za-z_][.A-Za-z0-9_]*$/;
 /** Back-quoted (the 18.16 catalog's data table is `.inner.metric_catalog`). */
@@ -290,6 +293,14 @@ export function createPointsStages(client: ClickHouseClient, targets: StageTarge
           `INSERT INTO ${catalog} SELECT metric_name, countState() AS points, minState(ts) AS first_ts, maxState(ts) AS last_ts FROM ${stage} GROUP BY metric_name`,
           deduplicatedInsertSettings(await serverCapabilities(client), `${targets.catalog}:seal:${share.partition}=${share.sealOffset}`),
         );
+        // The rollups likewise, each under a token of its own.
+        for (const [resolution, table] of Object.entries(targets.rollups ?? {}) as [Resolution, string][]) {
+          fence();
+          await named(
+            `INSERT INTO ${quoted(table)} ${rollupStatesSql(resolution, stage)}`,
+            deduplicatedInsertSettings(await serverCapabilities(client), `${table}:seal:${share.partition}=${share.sealOffset}`),
+          );
+        }
         how = 'attached';
         moved = held;
       } else {
