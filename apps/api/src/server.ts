@@ -192,7 +192,7 @@ export async function buildApi(services: ApiServices): Promise<Api> {
     download: {
       conn: services.clickhouseOptions,
       catalog: services.catalog,
-      limits: { maxRowsCeiling: settings.MERIDIAN_MAX_ROWS_CEILING, maxListNames: settings.MERIDIAN_MAX_DOWNLOAD_NAMES },
+      limits: { maxRowsCeiling: settings.MERIDIAN_MAX_ROWS_CEILING, maxListNames: settings.MERIDIAN_MAX_DOWNLOAD_NAMES, maxRollupRows: settings.MERIDIAN_MAX_ROLLUP_ROWS },
       batchRows: settings.MERIDIAN_DOWNLOAD_BATCH_ROWS,
       maxBodyBytes: settings.MERIDIAN_MAX_DOWNLOAD_BODY_BYTES,
       cursors,

@@ -126,6 +126,11 @@ export const settingDefinitions = {
     default: '10000000',
     doc: 'Largest max_rows a metrics download accepts (400 above it); larger results are paged with the cursor.',
   },
+  MERIDIAN_MAX_ROLLUP_ROWS: {
+    schema: z.coerce.number().int().min(100).max(10_000_000),
+    default: '100000',
+    doc: 'Largest max_rows a metrics download at resolution 1m or 1h accepts (400 above it): such a page (one row per metric and bucket) is read whole into the api before it is written, about 150 bytes a row. A year of one metric is 8,760 rows at 1h, 525,600 at 1m; larger results are paged with the cursor.',
+  },
   MERIDIAN_DOWNLOAD_BATCH_ROWS: {
     schema: z.coerce.number().int().min(1024).max(1_048_576),
     default: '65536',
