@@ -9,8 +9,14 @@
 -- every row it keeps `timestamps`, the distinct timestamps of the bucket: where countMerge(rows)
 -- equals uniqExactMerge(timestamps) no timestamp is repeated and the aggregates of every row are
 -- those of the deduplicated points; a bucket where they differ is answered from points, with the
--- newest row of each timestamp (libs/clickhouse/src/rollups). `last` is the value of the newest
--- row at the greatest timestamp, right in either case. Read with the -Merge combinators, grouped.
+-- newest row of each timestamp (libs/clickhouse/src/rollups). `last` is the value at the greatest
+-- timestamp: one row has it in a bucket where no timestamp repeats, and the other buckets are
+-- computed again anyway (argMax by ts alone: a tuple of the row's version as the key measured
+-- 1.5 times the insert cost of the other states). Read with the -Merge combinators, grouped.
+--
+-- The views cost at insert: on 18.16, a million points into points take several times the CPU
+-- they take without views (docs/benchmarks.md, bench-rollups); uniqExact is the price of exact
+-- answers under replaced points.
 -- No POPULATE, as for the catalog: a database holding points from before this migration gets its
 -- rollups with `meridian replay rebuild points` (or the backfill statements of the docs).
 CREATE MATERIALIZED VIEW IF NOT EXISTS points_1m
@@ -24,7 +30,7 @@ AS SELECT
   minState(value) AS min_value,
   maxState(value) AS max_value,
   sumState(value) AS sum_value,
-  argMaxState(value, tuple(ts, updated_at, kafka_partition, kafka_offset, row_in_batch)) AS last_value
+  argMaxState(value, ts) AS last_value
 FROM points
 GROUP BY metric_name, bucket
 ;
@@ -39,7 +45,7 @@ AS SELECT
   minState(value) AS min_value,
   maxState(value) AS max_value,
   sumState(value) AS sum_value,
-  argMaxState(value, tuple(ts, updated_at, kafka_partition, kafka_offset, row_in_batch)) AS last_value
+  argMaxState(value, ts) AS last_value
 FROM points
 GROUP BY metric_name, bucket
 ;

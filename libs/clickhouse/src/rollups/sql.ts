@@ -27,7 +27,7 @@ export function rollupStatesSql(resolution: Resolution, source: string): string 
   return (
     `SELECT metric_name, intDiv(ts, ${step}) * ${step} AS bucket, countState() AS rows, uniqExactState(ts) AS timestamps, ` +
     'minState(value) AS min_value, maxState(value) AS max_value, sumState(value) AS sum_value, ' +
-    `argMaxState(value, tuple(ts, updated_at, kafka_partition, kafka_offset, row_in_batch)) AS last_value FROM ${source} GROUP BY metric_name, bucket`
+    `argMaxState(value, ts) AS last_value FROM ${source} GROUP BY metric_name, bucket`
   );
 }
 
