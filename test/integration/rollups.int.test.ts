@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createClickHouse, ensureDatabase, serverCapabilities, synchronousInsertSettings, migrate, queryText, readRollupPage, ROLLUPS, type Resolution, type RollupRow } from '@meridian/clickhouse';
+import { createClickHouse, ensureDatabase, migrate, queryText, readRollupPage, ROLLUPS, seriesFromRollupSql, seriesSql, serverCapabilities, synchronousInsertSettings, type Resolution, type RollupRow } from '@meridian/clickhouse';
 import { isolatedSettings } from '../support/settings.ts';
 
 /**
@@ -106,5 +106,42 @@ describe('rollups (migration 008)', () => {
     const page = await readRollupPage(conn, { resolution: '1h', metricNames: [METRICS[2]!], fromMs: T + 3_600_000 + 5, toMs: T + 3_600_000 + 6, after: null, maxRows: 10 });
     const expected = (await reference('1h')).filter((r) => r.metric_name === METRICS[2] && r.bucket === T + 3_600_000);
     expect(page.rows).toEqual(expected);
+  });
+});
+
+describe('sampled series from the rollups', () => {
+  const settings = isolatedSettings();
+  const conn = { url: settings.CLICKHOUSE_URL, username: settings.CLICKHOUSE_USER, password: settings.CLICKHOUSE_PASSWORD, database: settings.CLICKHOUSE_DATABASE };
+  const client = createClickHouse(conn);
+
+  beforeAll(async () => {
+    await ensureDatabase(conn);
+    await migrate(client);
+    const settings = synchronousInsertSettings(await serverCapabilities(client));
+    for (const values of blocks()) await client.insert({ table: 'points', values, format: 'JSONEachRow', clickhouse_settings: settings });
+  });
+  afterAll(async () => {
+    await client.command({ query: `DROP DATABASE IF EXISTS ${settings.CLICKHOUSE_DATABASE}` });
+    await client.close();
+  });
+
+  const names = [{ name: 'names', structure: 'name String', rows: METRICS.map((m) => [m]) }];
+  /** Rows with the mean rounded: a sum in another order may differ in its last bits. */
+  const rows = (text: string) => text.trimEnd().split('\n').map((l) => l.split('\t').map((f, i) => (i === 4 ? Number(f).toPrecision(12) : f)).join('\t'));
+
+  // Ranges with partial buckets at either end (read from points) and whole ones between (from a rollup).
+  for (const [fromMs, toMs, stepMs] of [[T + 1234, T + 4 * 3_600_000 - 777, 7_200_000], [T + 59_999, T + 3 * 3_600_000 + 5, 3_600_000], [T + 1, T + 2 * 3_600_000 + 61_000, 300_000], [T, T + 4 * 3_600_000 - 1, 60_000]] as const) {
+    it(`step ${stepMs} ms over ${fromMs - T}..${toMs - T}: the same buckets as the query on every row of points`, async () => {
+      const fromRollup = seriesFromRollupSql(fromMs, toMs, stepMs);
+      expect(fromRollup).toContain(stepMs % 3_600_000 === 0 ? 'FROM points_1h' : 'FROM points_1m');
+      const want = rows(await queryText(conn, { sql: seriesSql(fromMs, toMs, stepMs), tables: names }));
+      expect(want.length).toBeGreaterThan(1);
+      expect(rows(await queryText(conn, { sql: fromRollup!, tables: names }))).toEqual(want);
+    });
+  }
+
+  it('keeps to the raw query where no rollup fits', () => {
+    expect(seriesFromRollupSql(T, T + 3_600_000, 5_000)).toBeNull();
+    expect(seriesFromRollupSql(T + 1, T + 3_599_999, 3_600_000)).toBeNull();
   });
 });
