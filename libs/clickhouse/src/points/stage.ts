@@ -154,6 +154,35 @@ export function createPointsStages(client: ClickHouseClient, targets: StageTarge
   const attachPrefix = `points-attach:${targets.points}:`;
   const attachId = /^points-attach:[A-Za-z_][A-Za-z0-9_]*:[0-9a-f-]{36}$/;
 
+  const rollupTargets = (Object.entries(targets.rollups ?? {}) as [Resolution, string][]).map(([resolution, table]) => ({ resolution, table }));
+
+  /** A stage's share of a rollup's states (ATTACH runs no view), under a token of its seal where the rollup keeps tokens. */
+  async function addRollupShare(rollup: { resolution: Resolution; table: string }, stage: string, share: StagedShare, fence: Fence): Promise<void> {
+    fence();
+    await named(
+      `INSERT INTO ${quoted(rollup.table)} ${rollupStatesSql(rollup.resolution, stage)}`,
+      deduplicatedInsertSettings(await serverCapabilities(client), `${rollup.table}:seal:${share.partition}=${share.sealOffset}`),
+    );
+  }
+
+  /**
+   * After a crash past the ATTACH: a rollup that lacks exactly the share (over the share's metrics
+   * and buckets it counts the points' rows less the stage's) gets it; one that counts them all is
+   * complete. Any other count (rows of another writer arriving between the two reads) leaves it
+   * as found rather than risk counting the share twice.
+   */
+  async function completeRollups(stage: string, share: StagedShare, span: Span, fence: Fence): Promise<void> {
+    const staged = await number(`SELECT count() FROM ${stage}`);
+    for (const rollup of rollupTargets) {
+      const w = ROLLUPS[rollup.resolution].stepMs;
+      const [first, last] = [Math.floor(span.first / w) * w, Math.floor(span.last / w) * w];
+      const metrics = `metric_name IN (SELECT DISTINCT metric_name FROM ${stage})`;
+      const counted = await number(`SELECT countMerge(rows) FROM ${quoted(rollup.table)} WHERE ${metrics} AND bucket >= ${first} AND bucket <= ${last}`);
+      const stored = await number(`SELECT count() FROM ${points} WHERE ${metrics} AND ts >= ${first} AND ts < ${last + w}`);
+      if (counted === stored - staged) await addRollupShare(rollup, stage, share, fence);
+    }
+  }
+
   async function rows<T>(query: string): Promise<T[]> {
     return (await client.query({ query, format: 'JSONEachRow' })).json<T>();
   }
@@ -294,13 +323,7 @@ export function createPointsStages(client: ClickHouseClient, targets: StageTarge
           deduplicatedInsertSettings(await serverCapabilities(client), `${targets.catalog}:seal:${share.partition}=${share.sealOffset}`),
         );
         // The rollups likewise, each under a token of its own.
-        for (const [resolution, table] of Object.entries(targets.rollups ?? {}) as [Resolution, string][]) {
-          fence();
-          await named(
-            `INSERT INTO ${quoted(table)} ${rollupStatesSql(resolution, stage)}`,
-            deduplicatedInsertSettings(await serverCapabilities(client), `${table}:seal:${share.partition}=${share.sealOffset}`),
-          );
-        }
+        for (const rollup of rollupTargets) await addRollupShare(rollup, stage, share, fence);
         how = 'attached';
         moved = held;
       } else {
@@ -320,6 +343,7 @@ export function createPointsStages(client: ClickHouseClient, targets: StageTarge
         fence();
         const offsets = await rows<{ o: string }>(`SELECT DISTINCT toString(kafka_offset) AS o FROM ${stage}`);
         await sink.repairCatalog(offsets.map((r) => ({ partition: share.partition, offset: Number(r.o) })));
+        await completeRollups(stage, share, span, fence);
       }
       fence();
       await client.insert({ table: targets.seals, format: 'JSONEachRow', values: [{ kafka_partition: share.partition, seal_offset: share.sealOffset, task_id: share.taskId, attempt: share.attempt }] });
