@@ -88,6 +88,14 @@ describe('downloads at resolution 1m and 1h', () => {
       expect(json.status, json.bytes.toString()).toBe(200);
       expect(json.headers.get('x-next-cursor')).toBeNull();
       expect(JSON.parse(json.bytes.toString())).toEqual(want);
+      // POST, the parameters as a JSON body: the same rows.
+      const posted = await fetch(`${api.url}/api/v1/metrics/download`, {
+        method: 'POST',
+        headers: { Authorization: `Bearer ${analyst}`, 'Content-Type': 'application/json' },
+        body: JSON.stringify({ ...selection, resolution, format: 'json', max_rows: 10000 }),
+      });
+      expect(posted.status).toBe(200);
+      expect(await posted.json()).toEqual(want);
       const csv = await download({ ...selection, resolution, max_rows: '10000' });
       expect(csv.headers.get('content-type')).toMatch(/^text\/csv/);
       const quote = (n: string) => (/[",;]/.test(n) ? `"${n.replaceAll('"', '""')}"` : n);

@@ -81,6 +81,7 @@ export function seriesRoute(deps: SeriesDeps): RouteDef {
     description: [
       'The metrics, pattern, start_date and end_date of a download choose the points, with the same entitlements: single and list name metrics exactly (a name that does not exist or that you may not read: 404, the same for both); contains, starts_with and ends_with apply to the metrics you may read and may match none (200, no series).',
       'The range is split into buckets of step_ms, aligned to the epoch; each bucket that holds points gives their min, max, average and count, so a chart of four months shows all four months, its peaks included.',
+      'Where step_ms is a whole number of minutes or hours, the buckets wholly inside the range are read from the 1m or 1h rollups (the same figures: min, max and count of every stored row, the average up to the rounding of its sum), the partial ones at either end from the points.',
       'Bounds: at most MERIDIAN_MAX_SERIES_POINTS buckets per series (points above it, or a step making more buckets over the range: 400 naming the setting) and MERIDIAN_MAX_SERIES_PER_REQUEST metrics (a list naming more or a pattern matching more: 400 naming the setting).',
       'The same points, unsampled: GET /api/v1/metrics/download with the same metrics, pattern, start_date and end_date.',
     ].join(' '),
