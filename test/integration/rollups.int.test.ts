@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createClickHouse, ensureDatabase, migrate, queryText, readRollupPage, ROLLUPS, seriesFromRollupSql, seriesSql, serverCapabilities, synchronousInsertSettings, type Resolution, type RollupRow } from '@meridian/clickhouse';
+import { createClickHouse, ensureDatabase, migrate, queryText, readRollupPage, ROLLUPS, seriesFromRollupSql, seriesSql, serverCapabilities, synchronousInsertSettings, untilMutationsDone, type Resolution, type RollupRow } from '@meridian/clickhouse';
 import { isolatedSettings } from '../support/settings.ts';
 
 /**
@@ -106,6 +106,23 @@ describe('rollups (migration 008)', () => {
     const page = await readRollupPage(conn, { resolution: '1h', metricNames: [METRICS[2]!], fromMs: T + 3_600_000 + 5, toMs: T + 3_600_000 + 6, after: null, maxRows: 10 });
     const expected = (await reference('1h')).filter((r) => r.metric_name === METRICS[2] && r.bucket === T + 3_600_000);
     expect(page.rows).toEqual(expected);
+  });
+
+  it('outlives the raw points: with them gone, every bucket is answered from its rollup, of every row it was given', async () => {
+    const everyRow = await queryText(conn, {
+      sql: `SELECT toString(count()) FROM (SELECT bucket FROM points_1h WHERE metric_name = (SELECT any(name) FROM names) GROUP BY bucket)`,
+      tables: [{ name: 'names', structure: 'name String', rows: [[METRICS[0]!]] }],
+    });
+    const rowsOf = async () => (await readRollupPage(conn, { resolution: '1h', ...all, metricNames: [METRICS[0]!], after: null, maxRows: 100 })).rows;
+    const before = await rowsOf();
+    await client.command({ query: `ALTER TABLE points DELETE WHERE metric_name = 'cpu:load'` });
+    await untilMutationsDone(client, 'points', 60_000);
+    expect(Number(await queryText(conn, { sql: "SELECT count() FROM points WHERE metric_name = 'cpu:load'" }))).toBe(0);
+    const after = await rowsOf();
+    expect(after.length).toBe(Number(everyRow.trim()));
+    // The buckets without a replaced point keep their figures; the others now count every row they were given.
+    expect(after.map((r) => r.bucket)).toEqual(before.map((r) => r.bucket));
+    expect(after.reduce((a, r) => a + r.count, 0)).toBeGreaterThan(before.reduce((a, r) => a + r.count, 0));
   });
 });
 

@@ -72,9 +72,9 @@ export async function readRollupPage(conn: ConnOptions, req: RollupRequest): Pro
     const fixed = new Map(parseRollupRows(await queryText(conn, { sql, tables: [bucketsTable(dirty)], ...common })).map((r) => [key(r), r]));
     for (const [i, r] of rows.entries()) {
       if (r.clean) continue;
-      const again = fixed.get(key(r));
-      if (!again) throw new Error('points holds no row of a bucket its rollup holds (rows changed between the two queries)');
-      rows[i] = again;
+      // No raw point left in the bucket (retention removed them, the rollup outlives them): the
+      // rollup's aggregates of every row it was given are all there is.
+      rows[i] = fixed.get(key(r)) ?? r;
     }
   }
   const tail = rows[rows.length - 1];
