@@ -29,7 +29,7 @@ export { clickhouseBlobReferences } from './files/blob-references.ts';
 export { createPointsSink, refusedBeforeWriting, type BatchPosition, type PointsSink } from './points/sink.ts';
 export { createPointsStages, LIVE_STAGE_TARGETS, type Fence, type PointsStages, type PointsStagesOptions, type SealOutcome, type StageTargets, type StagedShare } from './points/stage.ts';
 export { untilMutationsDone } from './server-work.ts';
-export { parseSeries, readSeries, seriesFromRollupSql, seriesSql, type SeriesColumns, type SeriesRequest } from './series.ts';
+export { parseSeries, readSeries, seriesFromRollupSql, seriesRollup, seriesSql, type SeriesColumns, type SeriesRequest } from './series.ts';
 export { parseSamples, readSamples, samplesSql, type SamplesRequest, type SeriesSamples } from './promql/samples.ts';
 export { parseWindowStats, readWindowStats, windowStatsSql, type WindowStatsRequest } from './promql/window-stats.ts';
 export { aggregatedSql, readAggregated, type AggregatedRequest } from './promql/aggregate-sql.ts';

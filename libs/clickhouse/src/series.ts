@@ -1,6 +1,6 @@
 import { int } from './download/filter-sql.ts';
 import { queryText, type ConnOptions } from './download/http.ts';
-import { ROLLUPS } from './rollups/sql.ts';
+import { ROLLUPS, type Resolution } from './rollups/sql.ts';
 
 /**
  * Sampled series: the points of some metrics over a range, grouped per metric into buckets of
@@ -39,6 +39,15 @@ export function seriesSql(fromMs: number, toMs: number, stepMs: number): string 
   );
 }
 
+/** The rollup a series of this range and step reads (seriesFromRollupSql), or null: the points alone. */
+export function seriesRollup(fromMs: number, toMs: number, stepMs: number): Resolution | null {
+  const resolution = (['1h', '1m'] as const).find((r) => stepMs % ROLLUPS[r].stepMs === 0);
+  if (resolution === undefined) return null;
+  const w = ROLLUPS[resolution].stepMs;
+  // At least one bucket wholly inside the range.
+  return Math.ceil(fromMs / w) * w <= Math.floor((toMs + 1) / w) * w - w ? resolution : null;
+}
+
 /**
  * The same query answered from a rollup (migration 008) where the step is a whole number of its
  * buckets: the buckets wholly inside the range from the rollup's states of every row (so the
@@ -47,12 +56,12 @@ export function seriesSql(fromMs: number, toMs: number, stepMs: number): string 
  * fits (a step not a multiple of a minute, or a range without one whole bucket): the raw query then.
  */
 export function seriesFromRollupSql(fromMs: number, toMs: number, stepMs: number): string | null {
-  const rollup = [ROLLUPS['1h'], ROLLUPS['1m']].find((r) => stepMs % r.stepMs === 0);
-  if (!rollup) return null;
+  const resolution = seriesRollup(fromMs, toMs, stepMs);
+  if (resolution === null) return null;
+  const rollup = ROLLUPS[resolution];
   const w = rollup.stepMs;
   const innerFirst = Math.ceil(fromMs / w) * w;
   const innerLast = Math.floor((toMs + 1) / w) * w - w;
-  if (innerFirst > innerLast) return null;
   const step = int(stepMs);
   const names = 'metric_name IN (SELECT name FROM names)';
   const whole =
