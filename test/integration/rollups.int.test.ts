@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createClickHouse, ensureDatabase, migrate, queryText, readRollupPage, ROLLUPS, seriesFromRollupSql, seriesSql, serverCapabilities, synchronousInsertSettings, untilMutationsDone, type Resolution, type RollupRow } from '@meridian/clickhouse';
+import { createClickHouse, createPointsSink, ensureDatabase, migrate, queryText, readRollupPage, ROLLUPS, seriesFromRollupSql, seriesSql, serverCapabilities, synchronousInsertSettings, untilMutationsDone, type Resolution, type RollupRow } from '@meridian/clickhouse';
 import { isolatedSettings } from '../support/settings.ts';
 
 /**
@@ -160,5 +160,39 @@ describe('sampled series from the rollups', () => {
   it('keeps to the raw query where no rollup fits', () => {
     expect(seriesFromRollupSql(T, T + 3_600_000, 5_000)).toBeNull();
     expect(seriesFromRollupSql(T + 1, T + 3_599_999, 3_600_000)).toBeNull();
+  });
+});
+
+describe('the rollups of a block whose views did not run', () => {
+  const settings = isolatedSettings();
+  const conn = { url: settings.CLICKHOUSE_URL, username: settings.CLICKHOUSE_USER, password: settings.CLICKHOUSE_PASSWORD, database: settings.CLICKHOUSE_DATABASE };
+  const client = createClickHouse(conn);
+  beforeAll(async () => {
+    await ensureDatabase(conn);
+    await migrate(client);
+  });
+  afterAll(async () => {
+    await client.command({ query: `DROP DATABASE IF EXISTS ${settings.CLICKHOUSE_DATABASE}` });
+    await client.close();
+  });
+
+  const counts = (table: string) => queryText(conn, { sql: `SELECT metric_name, bucket, countMerge(rows), minMerge(min_value), maxMerge(max_value), sumMerge(sum_value) FROM ${table} GROUP BY metric_name, bucket ORDER BY metric_name, bucket FORMAT TabSeparated` });
+  const fromPoints = (w: number) => queryText(conn, { sql: `SELECT metric_name, intDiv(ts, ${w}) * ${w} AS bucket, count(), min(value), max(value), sum(value) FROM points GROUP BY metric_name, bucket ORDER BY metric_name, bucket FORMAT TabSeparated` });
+
+  it('the sink\'s repair after a server died between the points and their views adds exactly what each rollup lacks, once', async () => {
+    const batch = (offset: number, first: number) => ({ partition: 3, offset, batch: { type: 'PointBatch' as const, task_id: 't', metric_name: 'r.a', updated_at: 1, timestamps: Array.from({ length: 90 }, (_, i) => T + first + i * 1000), values: Array.from({ length: 90 }, (_, i) => i / 4) } });
+    // A block stored with its views, then one stored without them (ATTACH runs none), in the same buckets.
+    await createPointsSink(client).insert([batch(1, 0)]);
+    await client.command({ query: 'CREATE TABLE points_aside AS points' });
+    await createPointsSink(client, 'points_aside').insert([batch(2, 30_000)]);
+    await client.command({ query: 'ALTER TABLE points ATTACH PARTITION tuple() FROM points_aside' });
+    expect(await counts('points_1m')).not.toBe(await fromPoints(60_000));
+    await createPointsSink(client).repairCatalog([{ partition: 3, offset: 2 }]);
+    expect(await counts('points_1m')).toBe(await fromPoints(60_000));
+    expect(await counts('points_1h')).toBe(await fromPoints(3_600_000));
+    // Asked again (a repair retried, or of a block whose views did run): nothing added.
+    await createPointsSink(client).repairCatalog([{ partition: 3, offset: 2 }, { partition: 3, offset: 1 }]);
+    expect(await counts('points_1m')).toBe(await fromPoints(60_000));
+    expect(await counts('points_1h')).toBe(await fromPoints(3_600_000));
   });
 });

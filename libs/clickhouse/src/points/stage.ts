@@ -145,7 +145,7 @@ export function createPointsStages(client: ClickHouseClient, targets: StageTarge
   const points = quoted(targets.points);
   const catalog = quoted(targets.catalog);
   const seals = quoted(targets.seals);
-  const sink = createPointsSink(client, targets.points, { catalogTable: targets.catalog });
+  const sink = createPointsSink(client, targets.points, { catalogTable: targets.catalog, rollupTables: targets.rollups ?? {} });
   // Stages are named after their points table, so a rebuild's never meet the live projector's.
   const prefix = `${targets.points}_stage_`;
   /** A stage's name (task digest, attempt, partition), and the second stage that carries the rest of a partly attached one. */
@@ -163,24 +163,6 @@ export function createPointsStages(client: ClickHouseClient, targets: StageTarge
       `INSERT INTO ${quoted(rollup.table)} ${rollupStatesSql(rollup.resolution, stage)}`,
       deduplicatedInsertSettings(await serverCapabilities(client), `${rollup.table}:seal:${share.partition}=${share.sealOffset}`),
     );
-  }
-
-  /**
-   * After a crash past the ATTACH: a rollup that lacks exactly the share (over the share's metrics
-   * and buckets it counts the points' rows less the stage's) gets it; one that counts them all is
-   * complete. Any other count (rows of another writer arriving between the two reads) leaves it
-   * as found rather than risk counting the share twice.
-   */
-  async function completeRollups(stage: string, share: StagedShare, span: Span, fence: Fence): Promise<void> {
-    const staged = await number(`SELECT count() FROM ${stage}`);
-    for (const rollup of rollupTargets) {
-      const w = ROLLUPS[rollup.resolution].stepMs;
-      const [first, last] = [Math.floor(span.first / w) * w, Math.floor(span.last / w) * w];
-      const metrics = `metric_name IN (SELECT DISTINCT metric_name FROM ${stage})`;
-      const counted = await number(`SELECT countMerge(rows) FROM ${quoted(rollup.table)} WHERE ${metrics} AND bucket >= ${first} AND bucket <= ${last}`);
-      const stored = await number(`SELECT count() FROM ${points} WHERE ${metrics} AND ts >= ${first} AND ts < ${last + w}`);
-      if (counted === stored - staged) await addRollupShare(rollup, stage, share, fence);
-    }
   }
 
   async function rows<T>(query: string): Promise<T[]> {
@@ -339,11 +321,10 @@ export function createPointsStages(client: ClickHouseClient, targets: StageTarge
           fence();
           await attach(rest);
         }
-        // Whatever of the catalog step was done before the crash: the catalog gets what it lacks.
+        // Whatever of the catalog and rollup steps was done before the crash: each gets what it lacks.
         fence();
         const offsets = await rows<{ o: string }>(`SELECT DISTINCT toString(kafka_offset) AS o FROM ${stage}`);
         await sink.repairCatalog(offsets.map((r) => ({ partition: share.partition, offset: Number(r.o) })));
-        await completeRollups(stage, share, span, fence);
       }
       fence();
       await client.insert({ table: targets.seals, format: 'JSONEachRow', values: [{ kafka_partition: share.partition, seal_offset: share.sealOffset, task_id: share.taskId, attempt: share.attempt }] });
