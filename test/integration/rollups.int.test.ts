@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createClickHouse, createPointsSink, ensureDatabase, migrate, queryText, readRollupPage, ROLLUPS, seriesFromRollupSql, seriesSql, serverCapabilities, synchronousInsertSettings, untilMutationsDone, type Resolution, type RollupRow } from '@meridian/clickhouse';
+import { createClickHouse, createPointsSink, ensureDatabase, migrate, queryText, readRollupPage, ROLLUPS, seriesFromRollupSql, seriesSql, serverCapabilities, synchronousInsertSettings, untilMutationsDone, type ClickHouseClient, type Resolution, type RollupRow } from '@meridian/clickhouse';
 import { isolatedSettings } from '../support/settings.ts';
 
 /**
@@ -50,21 +50,34 @@ function referenceSql(stepMs: number): string {
   );
 }
 
-describe('rollups (migration 008)', () => {
+/**
+ * A database of its own for one describe, migrated before its tests (then seeded) and dropped
+ * after them.
+ */
+function scratchDatabase(seed: (client: ClickHouseClient) => Promise<void> = async () => {}) {
   const settings = isolatedSettings();
   const conn = { url: settings.CLICKHOUSE_URL, username: settings.CLICKHOUSE_USER, password: settings.CLICKHOUSE_PASSWORD, database: settings.CLICKHOUSE_DATABASE };
   const client = createClickHouse(conn);
-
   beforeAll(async () => {
     await ensureDatabase(conn);
     await migrate(client);
-    const settings = synchronousInsertSettings(await serverCapabilities(client));
-    for (const values of blocks()) await client.insert({ table: 'points', values, format: 'JSONEachRow', clickhouse_settings: settings });
+    await seed(client);
   });
   afterAll(async () => {
     await client.command({ query: `DROP DATABASE IF EXISTS ${settings.CLICKHOUSE_DATABASE}` });
     await client.close();
   });
+  return { conn, client };
+}
+
+/** The blocks of blocks(), inserted as the projector inserts them. */
+async function insertBlocks(client: ClickHouseClient): Promise<void> {
+  const settings = synchronousInsertSettings(await serverCapabilities(client));
+  for (const values of blocks()) await client.insert({ table: 'points', values, format: 'JSONEachRow', clickhouse_settings: settings });
+}
+
+describe('rollups (migration 008)', () => {
+  const { conn, client } = scratchDatabase(insertBlocks);
 
   async function reference(resolution: Resolution): Promise<RollupRow[]> {
     const text = await queryText(conn, { sql: referenceSql(ROLLUPS[resolution].stepMs) });
@@ -127,20 +140,7 @@ describe('rollups (migration 008)', () => {
 });
 
 describe('sampled series from the rollups', () => {
-  const settings = isolatedSettings();
-  const conn = { url: settings.CLICKHOUSE_URL, username: settings.CLICKHOUSE_USER, password: settings.CLICKHOUSE_PASSWORD, database: settings.CLICKHOUSE_DATABASE };
-  const client = createClickHouse(conn);
-
-  beforeAll(async () => {
-    await ensureDatabase(conn);
-    await migrate(client);
-    const settings = synchronousInsertSettings(await serverCapabilities(client));
-    for (const values of blocks()) await client.insert({ table: 'points', values, format: 'JSONEachRow', clickhouse_settings: settings });
-  });
-  afterAll(async () => {
-    await client.command({ query: `DROP DATABASE IF EXISTS ${settings.CLICKHOUSE_DATABASE}` });
-    await client.close();
-  });
+  const { conn } = scratchDatabase(insertBlocks);
 
   const names = [{ name: 'names', structure: 'name String', rows: METRICS.map((m) => [m]) }];
   /** Rows with the mean rounded: a sum in another order may differ in its last bits. */
@@ -164,17 +164,7 @@ describe('sampled series from the rollups', () => {
 });
 
 describe('the rollups of a block whose views did not run', () => {
-  const settings = isolatedSettings();
-  const conn = { url: settings.CLICKHOUSE_URL, username: settings.CLICKHOUSE_USER, password: settings.CLICKHOUSE_PASSWORD, database: settings.CLICKHOUSE_DATABASE };
-  const client = createClickHouse(conn);
-  beforeAll(async () => {
-    await ensureDatabase(conn);
-    await migrate(client);
-  });
-  afterAll(async () => {
-    await client.command({ query: `DROP DATABASE IF EXISTS ${settings.CLICKHOUSE_DATABASE}` });
-    await client.close();
-  });
+  const { conn, client } = scratchDatabase();
 
   const counts = (table: string) => queryText(conn, { sql: `SELECT metric_name, bucket, countMerge(rows), minMerge(min_value), maxMerge(max_value), sumMerge(sum_value) FROM ${table} GROUP BY metric_name, bucket ORDER BY metric_name, bucket FORMAT TabSeparated` });
   const fromPoints = (w: number) => queryText(conn, { sql: `SELECT metric_name, intDiv(ts, ${w}) * ${w} AS bucket, count(), min(value), max(value), sum(value) FROM points GROUP BY metric_name, bucket ORDER BY metric_name, bucket FORMAT TabSeparated` });
