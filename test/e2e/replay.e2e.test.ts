@@ -57,7 +57,7 @@ const rowsOf = async <T>(sql: string): Promise<T[]> => (await api.platform.click
 const catalog = () => rowsOf<{ metric_name: string; points: string; first_ts: string; last_ts: string }>(
   'SELECT metric_name, toString(countMerge(points)) AS points, toString(minMerge(first_ts)) AS first_ts, toString(maxMerge(last_ts)) AS last_ts FROM metric_catalog GROUP BY metric_name ORDER BY metric_name',
 );
-/** A rollup table's buckets, every aggregate printed (migration 008). */
+/** A rollup table's buckets, every aggregate printed (migration 010). */
 const rollupOf = (table: string) => rowsOf<Record<string, string>>(
   `SELECT metric_name, toString(bucket) AS b, toString(countMerge(rows)) AS n, toString(uniqExactMerge(timestamps)) AS d, toString(minMerge(min_value)) AS lo, toString(maxMerge(max_value)) AS hi, toString(sumMerge(sum_value)) AS s, toString(argMaxMerge(last_value)) AS last FROM ${table} GROUP BY metric_name, bucket ORDER BY metric_name, bucket`,
 );

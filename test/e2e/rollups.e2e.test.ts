@@ -10,7 +10,7 @@ import { isolatedSettings } from '../support/settings.ts';
 import { waitForTask } from '../support/tasks.ts';
 
 /**
- * Downloads at resolution 1m and 1h (the rollups of migration 008) through the api, against the
+ * Downloads at resolution 1m and 1h (the rollups of migration 010) through the api, against the
  * real stack: uploaded points, some uploaded again with other values, come back per bucket with
  * exactly the aggregates of the deduplicated raw points (computed here from a raw download with
  * latest_only=true), in every format, paged by the cursor; points uploaded later join their buckets.

@@ -80,7 +80,7 @@ describe('staged shares sealed into points', () => {
     expect(await rowsAt('points', share.partition, offsets)).toEqual(await rowsAt(reference, share.partition, offsets));
     await client.command({ query: `DROP TABLE ${reference}` });
     expect(await catalog()).toEqual(await pointsPerMetric());
-    // ATTACH runs no view: the rollups (migration 008) got the share's states explicitly, as the catalog did.
+    // ATTACH runs no view: the rollups (migration 010) got the share's states explicitly, as the catalog did.
     const perMetric = (await pointsPerMetric()).map(({ metric_name, n }) => ({ metric_name, n }));
     for (const rollup of ['points_1m', 'points_1h']) {
       expect(await rowsOf(`SELECT metric_name, toString(countMerge(rows)) AS n FROM ${rollup} GROUP BY metric_name ORDER BY metric_name`), rollup).toEqual(perMetric);

@@ -3,7 +3,7 @@ import { createClickHouse, createPointsSink, ensureDatabase, migrate, queryText,
 import { isolatedSettings } from '../support/settings.ts';
 
 /**
- * The rollups of migration 008 against a real ClickHouse: every 1m and 1h bucket read through
+ * The rollups of migration 010 against a real ClickHouse: every 1m and 1h bucket read through
  * readRollupPage equals the same aggregates computed by a query from the deduplicated raw points
  * (the newest row of each (metric, ts), chosen by ORDER BY … LIMIT 1 BY as downloads choose it),
  * with points replaced by later inserts and repeated inside one insert.
@@ -76,7 +76,7 @@ async function insertBlocks(client: ClickHouseClient): Promise<void> {
   for (const values of blocks()) await client.insert({ table: 'points', values, format: 'JSONEachRow', clickhouse_settings: settings });
 }
 
-describe('rollups (migration 008)', () => {
+describe('rollups (migration 010)', () => {
   const { conn, client } = scratchDatabase(insertBlocks);
 
   async function reference(resolution: Resolution): Promise<RollupRow[]> {

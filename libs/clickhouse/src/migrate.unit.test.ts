@@ -14,7 +14,7 @@ describe('migration statements per server and kind of database', () => {
     for (const s of all()) expect(statementsFor(s, ch18)).toEqual(isWindow(s) ? [] : [s]);
   });
 
-  it('the rollups (008) become explicit tables and feeding views on an Atomic database, and keep insert tokens there', () => {
+  it('the rollups (010) become explicit tables and feeding views on an Atomic database, and keep insert tokens there', () => {
     for (const name of ['points_1m', 'points_1h']) {
       const view = all().find((s) => s.startsWith(`CREATE MATERIALIZED VIEW IF NOT EXISTS ${name}\n`))!;
       const [table, feed, ...rest] = statementsFor(view, ch26);

@@ -49,7 +49,7 @@ export function seriesRollup(fromMs: number, toMs: number, stepMs: number): Reso
 }
 
 /**
- * The same query answered from a rollup (migration 008) where the step is a whole number of its
+ * The same query answered from a rollup (migration 010) where the step is a whole number of its
  * buckets: the buckets wholly inside the range from the rollup's states of every row (so the
  * answer is the raw query's: min, max and count of every stored row, the mean up to the rounding
  * of the sum), the points of the partial buckets at either end from points. Null where no rollup

@@ -29,7 +29,7 @@ export const stagesOf = (g: number) => new RegExp(`^${pointsTable(g)}_stage_[0-9
 /** The view that feeds a generation's catalog from its points while it is built. */
 export const catalogFeed = (g: number) => `metric_catalog_feed_g${checkGeneration(g)}`;
 /**
- * The rollups (migration 008), views on `points` as the catalog is: a generation keeps each as
+ * The rollups (migration 010), views on `points` as the catalog is: a generation keeps each as
  * `<view>_g<N>`, fed by `<view>_feed_g<N>` while it is built, and they move with its catalog.
  */
 export const ROLLUP_VIEWS: readonly string[] = Object.values(ROLLUPS).map((r) => r.table);
@@ -90,7 +90,7 @@ export function viewDefinition(view: string, migrations: readonly Migration[] = 
 export type GenerationCapabilities = Pick<Capabilities, 'atomicDatabase' | 'deduplicatedInserts'>;
 
 /**
- * The table settings the migrations give `points`, `metric_catalog` and the rollups (004, 008: the
+ * The table settings the migrations give `points`, `metric_catalog` and the rollups (004, 010: the
  * deduplication window), as statements for another points table and its derived tables, where
  * this server takes them. `rollups` maps each rollup view to the other table (none: left out).
  */

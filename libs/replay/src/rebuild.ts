@@ -43,7 +43,7 @@ export type RebuildInput = {
    * and with staged uploads: a staged share is attached, which feeds no view.
    */
   readonly catalog?: string;
-  /** The tables holding `table`'s rollups (migration 008), by resolution: kept with the catalog, for the same two reasons. */
+  /** The tables holding `table`'s rollups (migration 010), by resolution: kept with the catalog, for the same two reasons. */
   readonly rollups?: Readonly<Record<Resolution, string>>;
   readonly signal?: AbortSignal;
   readonly onProgress?: (progress: RebuildProgress) => void;

@@ -52,7 +52,7 @@ describe('generations', () => {
     expect(catalog.select('points_g2')).toMatch(/countState\(\) AS points[\s\S]*FROM `points_g2`\nGROUP BY metric_name$/);
     const [table, seals, catalogTable, rollup1m, rollup1h, feed, feed1m, feed1h, ...rest] = createGenerationSql(2, true, capabilities('18.16.1', 'Ordinary'));
     expect(rest).toEqual([]);
-    // The rollups (migration 008) as the catalog: a table of their states, fed by their own view.
+    // The rollups (migration 010) as the catalog: a table of their states, fed by their own view.
     expect(rollup1m).toMatch(/^CREATE TABLE `points_1m_g2` ENGINE = AggregatingMergeTree\(\)\nORDER BY \(metric_name, bucket\) AS SELECT[\s\S]*FROM `points_g2`\nWHERE 0 GROUP BY metric_name, bucket$/);
     expect(rollup1h).toMatch(/^CREATE TABLE `points_1h_g2` [\s\S]*intDiv\(ts, 3600000\)[\s\S]*WHERE 0 GROUP BY metric_name, bucket$/);
     expect(feed1m).toMatch(/^CREATE MATERIALIZED VIEW `points_1m_feed_g2` TO `points_1m_g2` AS SELECT[\s\S]*FROM `points_g2`\nGROUP BY metric_name, bucket$/);

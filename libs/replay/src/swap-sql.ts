@@ -23,7 +23,7 @@ import { catalogTable, frozenSealsStandIn, frozenStandIn, LIVE_CATALOG, LIVE_CAT
  * `points` feed the live catalog view at every moment, which from then on writes N's rows into
  * N's catalog. The names left over are tidied afterwards (not seen by readers of `points`).
  *
- * The rollups (migration 008) are views on `points` too, and move exactly as the catalog does, in
+ * The rollups (migration 010) are views on `points` too, and move exactly as the catalog does, in
  * the same statement: their data tables `.inner.<view>` (Ordinary) or `<view>` (Atomic) with N's
  * `<view>_g<N>`.
  */

@@ -237,7 +237,7 @@ export async function swapIn(input: SwapInput): Promise<SwapResult> {
 }
 
 /**
- * A generation built before the rollups existed (migration 008) gets them before its catch-up:
+ * A generation built before the rollups existed (migration 010) gets them before its catch-up:
  * tables and feeding views as a new generation's, filled from its rows. Nothing else writes into
  * points_g<N> before the catch-up, so no row is aggregated twice or missed.
  */

@@ -72,7 +72,7 @@ export type PointsSinkOptions = {
    * the catalog's data); `metric_catalog` for `points`. Absent for another table: nothing to repair.
    */
   readonly catalogTable?: string;
-  /** The rollups (migration 008) repairCatalog completes too, by resolution; `points_1m` and `points_1h` for `points`. */
+  /** The rollups (migration 010) repairCatalog completes too, by resolution; `points_1m` and `points_1h` for `points`. */
   readonly rollupTables?: Readonly<Partial<Record<Resolution, string>>>;
   /**
    * Where its blocks are encoded: a writer that spreads its inserts over several sinks, one at a

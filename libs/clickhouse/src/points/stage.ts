@@ -106,7 +106,7 @@ export type StageTargets = {
   /** Where the share's catalog states go (ATTACH runs no view): the catalog's view or its data table. */
   readonly catalog: string;
   readonly seals: string;
-  /** Where the share's rollup states go (migration 008), by resolution; none for a rebuild, whose rollups are made at its swap. */
+  /** Where the share's rollup states go (migration 010), by resolution; none for a rebuild, whose rollups are made at its swap. */
   readonly rollups?: Readonly<Record<Resolution, string>>;
 };
 

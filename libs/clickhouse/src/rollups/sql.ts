@@ -2,7 +2,7 @@ import { int } from '../download/filter-sql.ts';
 import type { ExternalTable } from '../download/external-data.ts';
 
 /**
- * The rollups of migration 008: per (metric, bucket) states of every row of points, with the
+ * The rollups of migration 010: per (metric, bucket) states of every row of points, with the
  * distinct timestamps that tell a bucket holding a replaced point (rows > timestamps). The SQL is
  * built from constant text and checked integers; metric names travel as external tables.
  */
