@@ -10,7 +10,7 @@ endif
 STACK := deploy/local/stack.sh
 CLUSTER := deploy/cluster/cluster.sh
 
-.PHONY: help run test deps typecheck lint docs cli-package stack-up stack-down stack-status stack-logs stack-reset test-unit test-deploy test-local test-modern bench-ingest bench-ingest-json bench-push bench-download bench-replay bench-json-ack bench-receive bench-query bench-history bench-storage cluster-up cluster-down cluster-status test-cluster-seed test-cluster
+.PHONY: help run test deps typecheck lint docs cli-package stack-up stack-down stack-status stack-logs stack-reset test-unit test-deploy test-local test-modern bench-ingest bench-ingest-json bench-push bench-download bench-replay bench-rollups bench-json-ack bench-receive bench-query bench-history bench-storage cluster-up cluster-down cluster-status test-cluster-seed test-cluster
 
 help:
 	@echo "make run          start the local stack, api and ingest in the foreground (Ctrl-C stops them)"
@@ -29,6 +29,7 @@ help:
 	@echo "make docs         the docs site (VitePress) from docs/ into docs/.vitepress/dist; fails on a dead link"
 	@echo "make bench-ingest | bench-download | bench-replay | bench-json-ack   benchmarks against the local stack, with their baselines"
 	@echo "make bench-receive  the api alone receiving a 10M-point download-layout file and 1 GB: ack time, MB/s, RSS, CPU (BENCH_API_ROOTS=../other-checkout,. compares)"
+	@echo "make bench-rollups  10M points over a year: the rollup views' insert cost, every 1m and 1h bucket against the raw points, a year at 1h via the api"
 	@echo "make bench-query    PromQL p50/p99 beside VictoriaMetrics on the same 10M points (BENCH_POINTS, BENCH_REPEAT for smaller runs)"
 	@echo "make bench-ingest-json  the JSON case of bench-ingest alone (with its ClickHouse baseline of BENCH_POINTS rows)"
 	@echo "make bench-push   small pushes from 4 and 64 producers, Meridian beside VictoriaMetrics in one table (BENCH_POINTS BENCH_CASES BENCH_RUNS)"
@@ -136,6 +137,10 @@ bench-download: deps stack-up
 
 bench-replay: deps stack-up
 	@eval "$$($(STACK) env)" && node test/bench/replay.ts
+
+# Rollups: insert cost of their views, every bucket against the raw points, a year at 1h through the api.
+bench-rollups: deps stack-up
+	@eval "$$($(STACK) env)" && node test/bench/rollups.ts
 
 bench-json-ack: deps stack-up
 	@eval "$$($(STACK) env)" && node test/bench/json-ack.ts

@@ -90,6 +90,7 @@ export default defineConfig({
             'test/integration/download.int.test.ts',
             'test/integration/projector.int.test.ts',
             'test/integration/promql.int.test.ts',
+            'test/integration/rollups.int.test.ts',
             'test/integration/tasks-read-model.int.test.ts',
             'test/modern/**/*.modern.test.ts',
           ],

@@ -38,6 +38,7 @@ export default defineConfig({
           { text: 'The meridian CLI', link: '/using/cli' },
           { text: 'The console', link: '/using/console' },
           { text: 'With curl', link: '/using/curl' },
+          { text: 'Rollups (1m, 1h)', link: '/using/rollups' },
           { text: 'From Python', link: '/using/python' },
           { text: 'From agents', link: '/using/agents' },
           { text: 'Grafana and PromQL', link: '/using/grafana' },

@@ -69,6 +69,8 @@ describe('the console charts any range from the series route', () => {
     await page.locator('#metric-rows tr[data-metric="ch.big"] button').click();
     await expect.poll(status, { timeout: 30_000 }).toMatch(/^1 series from 2024-01-01T00:00:00\+0000 to 2024-04-30T/);
     expect(await status()).toContain(`${BIG.toLocaleString('en')} points`);
+    // Four months in steps of whole hours: the chart's buckets come from the 1h rollups.
+    expect(await status()).toContain('read from the 1h rollups');
     const drawn = Number(/\(([\d,]+) drawn per series\)/.exec((await status())!)![1]!.replaceAll(',', ''));
     expect(drawn).toBeLessThanOrEqual(MAX_POINTS);
     expect(drawn).toBeGreaterThan(MAX_POINTS / 3);

@@ -57,6 +57,11 @@ const rowsOf = async <T>(sql: string): Promise<T[]> => (await api.platform.click
 const catalog = () => rowsOf<{ metric_name: string; points: string; first_ts: string; last_ts: string }>(
   'SELECT metric_name, toString(countMerge(points)) AS points, toString(minMerge(first_ts)) AS first_ts, toString(maxMerge(last_ts)) AS last_ts FROM metric_catalog GROUP BY metric_name ORDER BY metric_name',
 );
+/** A rollup table's buckets, every aggregate printed (migration 010). */
+const rollupOf = (table: string) => rowsOf<Record<string, string>>(
+  `SELECT metric_name, toString(bucket) AS b, toString(countMerge(rows)) AS n, toString(uniqExactMerge(timestamps)) AS d, toString(minMerge(min_value)) AS lo, toString(maxMerge(max_value)) AS hi, toString(sumMerge(sum_value)) AS s, toString(argMaxMerge(last_value)) AS last FROM ${table} GROUP BY metric_name, bucket ORDER BY metric_name, bucket`,
+);
+const rollupCounts = (table: string) => rowsOf<{ metric_name: string; points: string }>(`SELECT metric_name, toString(countMerge(rows)) AS points FROM ${table} GROUP BY metric_name ORDER BY metric_name`);
 const pointsPerMetric = () => rowsOf<{ metric_name: string; points: string; first_ts: string; last_ts: string }>(
   'SELECT metric_name, toString(count()) AS points, toString(min(ts)) AS first_ts, toString(max(ts)) AS last_ts FROM points GROUP BY metric_name ORDER BY metric_name',
 );
@@ -168,6 +173,12 @@ describe('rebuilding the points projection', () => {
     expect(a).toEqual(live);
     // Nothing of either generation is in the live catalog's data: theirs was fed to their own.
     expect(await scalar(`SELECT countMerge(points) FROM metric_catalog_g${first.generation}`)).toBe(POINTS);
+    // Its rollups too, bucket for bucket equal to the live ones.
+    for (const view of ['points_1m', 'points_1h']) {
+      const rebuilt = await rollupOf(`${view}_g${first.generation}`);
+      expect(rebuilt.length).toBeGreaterThan(0);
+      expect(rebuilt).toEqual(await rollupOf(view));
+    }
     // --from: the log re-projected from the middle of each partition, the rows before it copied from the live table.
     const middle = new Map(Object.entries(first.ends).map(([p, e]) => [Number(p), Math.floor(e / 2)]));
     const partial = await rebuildPoints(api.platform, { from: { kind: 'offsets', offsets: middle } });
@@ -311,6 +322,9 @@ describe('a rebuild while uploads keep arriving', () => {
     for (const row of perTask) expect(Number(row.n), row.task_id).toBe(uploaded.get(row.task_id));
     // The catalog view feeds on `points` by name: after the swap it is the new generation's catalog, kept current.
     expect(await catalog()).toEqual(await pointsPerMetric());
+    // The rollups moved with it, and count every point of the swapped-in table, the ones uploaded during the swap included.
+    const perMetric = (await pointsPerMetric()).map(({ metric_name, points }) => ({ metric_name, points }));
+    for (const view of ['points_1m', 'points_1h']) expect(await rollupCounts(view), view).toEqual(perMetric);
     const listing = await listGenerations(api.platform.clickhouse);
     expect(listing.find((g) => g.generation === result.generation)).toMatchObject({ state: 'live', table: 'points', rows: total });
     expect(listing.find((g) => g.generation === result.swap!.retired)).toMatchObject({ state: 'retired', table: `points_g${result.swap!.retired}` });

@@ -21,7 +21,7 @@ const BIG_STEP = Math.floor(FOUR_MONTHS / BIG); // 10,454 ms: the last point on 
 const LAST = T0 + (BIG - 1) * BIG_STEP;
 
 type Series = { metric_name: string; t: number[]; min: number[]; max: number[]; avg: number[]; count: number[] };
-type Answer = { start: string | null; end: string | null; start_ms: number | null; end_ms: number | null; step_ms: number | null; series: Series[] };
+type Answer = { start: string | null; end: string | null; start_ms: number | null; end_ms: number | null; step_ms: number | null; rollup: string | null; series: Series[] };
 
 async function series(qs: Record<string, string>, key = analyst) {
   const res = await call(`${api.url}/api/v1/metrics/series?${new URLSearchParams(qs)}`, key);
@@ -72,6 +72,8 @@ describe('GET /api/v1/metrics/series', () => {
       expect(T0 + s!.min[i]! * BIG_STEP).toBeGreaterThanOrEqual(s!.t[i]!);
       expect(T0 + s!.max[i]! * BIG_STEP).toBeLessThan(s!.t[i]! + step);
     }
+    // Four months in steps of whole hours: the buckets inside the range come from the 1h rollup, with the figures above.
+    expect(body.rollup).toBe('1h');
     console.log(`series of 1M points in ${s!.t.length} buckets: ${ms.toFixed(0)} ms`);
   });
 
@@ -120,7 +122,7 @@ describe('GET /api/v1/metrics/series', () => {
     // A substring pattern sees only readable metrics: nothing, not a 404.
     const none = await series({ metrics: 'secret', pattern: 'contains' });
     expect(none.status).toBe(200);
-    expect(none.body).toEqual({ start: null, end: null, start_ms: null, end_ms: null, step_ms: null, series: [] });
+    expect(none.body).toEqual({ start: null, end: null, start_ms: null, end_ms: null, step_ms: null, rollup: null, series: [] });
   });
 
   it('refuses past its bounds with a 400 naming the setting', async () => {

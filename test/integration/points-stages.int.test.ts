@@ -1,6 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createClickHouse, createPointsSink, createPointsStages, ensureDatabase, LIVE_STAGE_TARGETS, migrate, type ClickHouseClient, type PointsSink, type StagedShare } from '@meridian/clickhouse';
+import { createClickHouse, createPointsSink, createPointsStages, ensureDatabase, LIVE_STAGE_TARGETS, migrate, rollupStatesSql, type ClickHouseClient, type PointsSink, type StagedShare } from '@meridian/clickhouse';
 import type { Segment } from '@meridian/projection';
 import { itOnServer } from '../support/clickhouse-front.ts';
 import { isolatedSettings } from '../support/settings.ts';
@@ -43,7 +43,7 @@ describe('staged shares sealed into points', () => {
   const rowsOf = async <T>(sql: string): Promise<T[]> => (await client.query({ query: sql, format: 'JSONEachRow' })).json<T>();
   const number = async (sql: string) => Number((await rowsOf<{ n: string }>(`SELECT toString((${sql})) AS n`))[0]!.n);
   const catalog = () => rowsOf('SELECT metric_name, toString(countMerge(points)) AS n, toString(minMerge(first_ts)) AS first_ts, toString(maxMerge(last_ts)) AS last_ts FROM metric_catalog GROUP BY metric_name ORDER BY metric_name');
-  const pointsPerMetric = () => rowsOf('SELECT metric_name, toString(count()) AS n, toString(min(ts)) AS first_ts, toString(max(ts)) AS last_ts FROM points GROUP BY metric_name ORDER BY metric_name');
+  const pointsPerMetric = () => rowsOf<{ metric_name: string; n: string }>('SELECT metric_name, toString(count()) AS n, toString(min(ts)) AS first_ts, toString(max(ts)) AS last_ts FROM points GROUP BY metric_name ORDER BY metric_name');
   const rowsAt = (table: string, partition: number, offsets: readonly number[]) =>
     rowsOf(`SELECT metric_name, toString(ts) AS ts, toString(value) AS value, toString(updated_at) AS u, task_id, toString(kafka_offset) AS o, toString(row_in_batch) AS r FROM ${table} WHERE kafka_partition = ${partition} AND kafka_offset IN (${offsets.join(', ')}) ORDER BY kafka_offset, row_in_batch`);
   const stageTables = async () => (await rowsOf<{ name: string }>("SELECT name FROM system.tables WHERE database = currentDatabase() AND startsWith(name, 'points_stage_') ORDER BY name")).map((r) => r.name);
@@ -80,6 +80,11 @@ describe('staged shares sealed into points', () => {
     expect(await rowsAt('points', share.partition, offsets)).toEqual(await rowsAt(reference, share.partition, offsets));
     await client.command({ query: `DROP TABLE ${reference}` });
     expect(await catalog()).toEqual(await pointsPerMetric());
+    // ATTACH runs no view: the rollups (migration 010) got the share's states explicitly, as the catalog did.
+    const perMetric = (await pointsPerMetric()).map(({ metric_name, n }) => ({ metric_name, n }));
+    for (const rollup of ['points_1m', 'points_1h']) {
+      expect(await rowsOf(`SELECT metric_name, toString(countMerge(rows)) AS n FROM ${rollup} GROUP BY metric_name ORDER BY metric_name`), rollup).toEqual(perMetric);
+    }
     expect(await number(`SELECT count() FROM points_seals WHERE kafka_partition = ${share.partition} AND seal_offset = ${share.sealOffset} AND attempt = '${share.attempt}'`)).toBe(1);
     expect(await stageTables()).toEqual([]);
   }
@@ -193,6 +198,8 @@ describe('staged shares sealed into points', () => {
     await fill(await stages.open(beforeRecord.share.taskId, beforeRecord.share.attempt, 1), beforeRecord.segments);
     await client.command({ query: `ALTER TABLE points ATTACH PARTITION tuple() FROM ${stage}` });
     await client.command({ query: `INSERT INTO metric_catalog SELECT metric_name, countState() AS points, minState(ts) AS first_ts, maxState(ts) AS last_ts FROM ${stage} GROUP BY metric_name` });
+    // The 1m rollup's share was written before the crash too, the 1h one not: each is completed or found complete.
+    await client.command({ query: `INSERT INTO points_1m ${rollupStatesSql('1m', stage)}` });
     expect(await stages.seal(beforeRecord.share, noRefill)).toEqual({ how: 'found attached', refilled: false, points: 0 });
     await expectSealed(beforeRecord);
   });

@@ -110,7 +110,15 @@ describe('replay on an Atomic database (chDB front)', () => {
     expect(generations.map((g) => [g.generation, g.state, g.table, g.rows])).toEqual([[1, 'retired', 'points_g1', 500], [2, 'live', 'points', 500]]);
     const left = await rowsOf<{ name: string; engine: string }>('SELECT name, engine FROM system.tables WHERE database = currentDatabase() ORDER BY name');
     // points_seals (staged uploads' seals, migration 007) is exchanged with points: the retired generation keeps its own.
-    expect(left.map((t) => t.name).filter((n) => /^(points|metric_catalog)/.test(n))).toEqual(['metric_catalog', 'metric_catalog_feed', 'metric_catalog_g1', 'points', 'points_g1', 'points_seals', 'points_seals_g1']);
+    // The rollups (migration 010) are exchanged with the catalog: the live view feeds the new ones, the retired generation keeps its own.
+    expect(left.map((t) => t.name).filter((n) => /^(points|metric_catalog)/.test(n))).toEqual([
+      'metric_catalog', 'metric_catalog_feed', 'metric_catalog_g1', 'points', 'points_1h', 'points_1h_feed', 'points_1h_g1', 'points_1m', 'points_1m_feed', 'points_1m_g1', 'points_g1', 'points_seals', 'points_seals_g1',
+    ]);
+    const perMetricCounts = (await pointsPerMetric()).map((r) => [(r as { metric_name: string }).metric_name, (r as { points: string }).points]);
+    for (const rollup of ['points_1m', 'points_1h']) {
+      const counts = await rowsOf<{ metric_name: string; n: string }>(`SELECT metric_name, toString(countMerge(rows)) AS n FROM ${rollup} GROUP BY metric_name ORDER BY metric_name`);
+      expect(counts.map((r) => [r.metric_name, r.n]), rollup).toEqual(perMetricCounts);
+    }
 
     expect(await download('csv')).toEqual(csv);
     expect(await download('json')).toEqual(json);

@@ -32,8 +32,10 @@ export { createPointsSink, refusedBeforeWriting, type BatchPosition, type Points
 export { createPointsStages, LIVE_STAGE_TARGETS, type Fence, type PointsStages, type PointsStagesOptions, type SealOutcome, type StageTargets, type StagedShare } from './points/stage.ts';
 export { untilMutationsDone } from './server-work.ts';
 export { applyDeletion, deletionWhere, deleteRowsSql, hexString, LIVE_DELETION_TARGETS, type DeletionTargets, type PointsDeletion } from './points/delete.ts';
-export { parseSeries, readSeries, seriesSql, type SeriesColumns, type SeriesRequest } from './series.ts';
+export { parseSeries, readSeries, seriesFromRollupSql, seriesRollup, seriesSql, type SeriesColumns, type SeriesRequest } from './series.ts';
 export { parseSamples, readSamples, samplesSql, type SamplesRequest, type SeriesSamples } from './promql/samples.ts';
 export { parseWindowStats, readWindowStats, windowStatsSql, type WindowStatsRequest } from './promql/window-stats.ts';
 export { aggregatedSql, readAggregated, readWindowValues, windowValuesSql, type AggregatedRequest, type ValuesRequest } from './promql/aggregate-sql.ts';
 export { catalogFirsts, countOlder } from './points/retention.ts';
+export { readRollupPage, parseRollupRows, type RollupPage, type RollupRequest, type RollupRow } from './rollups/read.ts';
+export { bucketRange, dedupedBucketsSql, rollupPageSql, rollupStatesSql, ROLLUPS, type Resolution, type RollupCursor } from './rollups/sql.ts';

@@ -11,7 +11,8 @@ const ch26 = capabilities('26.9.2.1', 'Atomic');
 
 describe('migration statements per server and kind of database', () => {
   it('18.16 (Ordinary) gets every statement as written, the catalog view with its inner table, and no deduplication window nor column codecs', () => {
-    for (const s of all()) expect(statementsFor(s, ch18)).toEqual(windowSettings().includes(s) || pointsCodecs().includes(s) ? [] : [s]);
+    const isWindow = (s: string) => /MODIFY SETTING non_replicated_deduplication_window/.test(s);
+    for (const s of all()) expect(statementsFor(s, ch18)).toEqual(isWindow(s) || pointsCodecs().includes(s) ? [] : [s]);
   });
 
   it('migration 009 gives every column of points a codec, where the server has codecs (20.1+)', () => {
@@ -21,6 +22,19 @@ describe('migration statements per server and kind of database', () => {
       expect(statementsFor(s, ch26)).toEqual([s]);
       expect(statementsFor(s, capabilities('20.1.2.4', 'Ordinary'))).toEqual([s]);
       expect(statementsFor(s, capabilities('19.17.1.1', 'Ordinary'))).toEqual([]);
+    }
+  });
+
+  it('the rollups (010) become explicit tables and feeding views on an Atomic database, and keep insert tokens there', () => {
+    for (const name of ['points_1m', 'points_1h']) {
+      const view = all().find((s) => s.startsWith(`CREATE MATERIALIZED VIEW IF NOT EXISTS ${name}\n`))!;
+      const [table, feed, ...rest] = statementsFor(view, ch26);
+      expect(rest).toEqual([]);
+      expect(table).toMatch(new RegExp(`^CREATE TABLE IF NOT EXISTS ${name} ENGINE = AggregatingMergeTree\\(\\)\\s+ORDER BY \\(metric_name, bucket\\) AS SELECT[\\s\\S]*FROM points\\s+WHERE 0 GROUP BY metric_name, bucket$`));
+      expect(feed).toMatch(new RegExp(`^CREATE MATERIALIZED VIEW IF NOT EXISTS ${name}_feed TO ${name} AS SELECT[\\s\\S]*uniqExactState\\(ts\\) AS timestamps`));
+      const window = `ALTER TABLE ${name} MODIFY SETTING non_replicated_deduplication_window = 1000`;
+      expect(all()).toContain(window);
+      expect(statementsFor(window, ch26)).toEqual([window]);
     }
   });
 

@@ -1,4 +1,4 @@
-import { readMigrations, serverCapabilities, statementsFor, synchronousInsertSettings, type Capabilities, type ClickHouseClient, type Migration } from '@meridian/clickhouse';
+import { readMigrations, ROLLUPS, serverCapabilities, statementsFor, synchronousInsertSettings, type Capabilities, type ClickHouseClient, type Migration, type Resolution } from '@meridian/clickhouse';
 
 /**
  * Generations of the points projection. The live one is always the table named `points` (what
@@ -28,6 +28,17 @@ export const frozenSealsStandIn = (g: number) => `points_seals_frozen_g${checkGe
 export const stagesOf = (g: number) => new RegExp(`^${pointsTable(g)}_stage_[0-9a-f]{16}_[0-9a-f]{16}_p[0-9]+(_rest)?$`);
 /** The view that feeds a generation's catalog from its points while it is built. */
 export const catalogFeed = (g: number) => `metric_catalog_feed_g${checkGeneration(g)}`;
+/**
+ * The rollups (migration 010), views on `points` as the catalog is: a generation keeps each as
+ * `<view>_g<N>`, fed by `<view>_feed_g<N>` while it is built, and they move with its catalog.
+ */
+export const ROLLUP_VIEWS: readonly string[] = Object.values(ROLLUPS).map((r) => r.table);
+export const rollupTable = (view: string, g: number) => `${view}_g${checkGeneration(g)}`;
+export const rollupFeed = (view: string, g: number) => `${view}_feed_g${checkGeneration(g)}`;
+/** The live rollup view's own table on an Ordinary database (18.16), as LIVE_CATALOG_DATA. */
+export const liveRollupData = (view: string) => `.inner.${view}`;
+/** A generation's rollup tables by resolution, where a staged share's states go (stage.ts). */
+export const rollupTablesOf = (g: number): Record<Resolution, string> => ({ '1m': rollupTable(ROLLUPS['1m'].table, g), '1h': rollupTable(ROLLUPS['1h'].table, g) });
 /** The read-only stand-in for `points` while a swap holds live writes (a Merge table over the frozen generation). */
 export const frozenStandIn = (g: number) => `points_frozen_g${checkGeneration(g)}`;
 
@@ -63,9 +74,14 @@ function tableDdl(migrated: string, table: string, migrations: readonly Migratio
 
 /** The catalog view's engine clause and SELECT, from migration 002 itself. */
 export function catalogDefinition(migrations: readonly Migration[] = readMigrations()): { engine: string; select: (source: string) => string } {
-  const statement = migrations.flatMap((m) => m.statements).find((s) => /^CREATE MATERIALIZED VIEW IF NOT EXISTS metric_catalog\s/.test(s));
-  const m = statement ? /^CREATE MATERIALIZED VIEW IF NOT EXISTS metric_catalog\s+(ENGINE[\s\S]*?)\s+AS\s+(SELECT[\s\S]*)$/.exec(statement) : null;
-  if (!m || !/\bFROM points\b/.test(m[2]!)) throw new Error('no metric_catalog view reading FROM points in the migrations');
+  return viewDefinition(LIVE_CATALOG, migrations);
+}
+
+/** A view on points' engine clause and SELECT (the catalog's, a rollup's), from its migration, for another source table. */
+export function viewDefinition(view: string, migrations: readonly Migration[] = readMigrations()): { engine: string; select: (source: string) => string } {
+  const head = new RegExp(`^CREATE MATERIALIZED VIEW IF NOT EXISTS ${view}\\s+(ENGINE[\\s\\S]*?)\\s+AS\\s+(SELECT[\\s\\S]*)$`);
+  const m = migrations.flatMap((x) => x.statements).map((s) => head.exec(s)).find((x) => x !== null);
+  if (!m || !/\bFROM points\b/.test(m[2]!)) throw new Error(`no ${view} view reading FROM points in the migrations`);
   const select = m[2]!;
   return { engine: m[1]!, select: (source) => select.replace(/\bFROM points\b/, `FROM ${q(source)}`) };
 }
@@ -74,15 +90,17 @@ export function catalogDefinition(migrations: readonly Migration[] = readMigrati
 export type GenerationCapabilities = Pick<Capabilities, 'atomicDatabase' | 'deduplicatedInserts' | 'columnCodecs'>;
 
 /**
- * The table settings the migrations give `points` and `metric_catalog` (004: the deduplication
- * window), as statements for another points table and its catalog, where this server takes them.
+ * The table settings the migrations give `points`, `metric_catalog` and the rollups (004, 010: the
+ * deduplication window), as statements for another points table and its derived tables, where
+ * this server takes them. `rollups` maps each rollup view to the other table (none: left out).
  */
-export function tableSettingsSql(points: string, catalog: string, caps: GenerationCapabilities, migrations: readonly Migration[] = readMigrations()): string[] {
+export function tableSettingsSql(points: string, catalog: string, caps: GenerationCapabilities, migrations: readonly Migration[] = readMigrations(), rollups: Readonly<Record<string, string>> = {}): string[] {
+  const target: Record<string, string> = { ...rollups, points, metric_catalog: catalog };
   return migrations
     .flatMap((m) => m.statements)
-    .map((s) => /^ALTER TABLE (points|metric_catalog) (MODIFY SETTING [\s\S]*)$/.exec(s))
-    .filter((m) => m !== null)
-    .flatMap(([, table, change]) => statementsFor(`ALTER TABLE ${q(table === 'points' ? points : catalog)} ${change}`, caps));
+    .map((s) => /^ALTER TABLE (\w+) (MODIFY SETTING [\s\S]*)$/.exec(s))
+    .filter((m) => m !== null && target[m[1]!] !== undefined)
+    .flatMap((m) => statementsFor(`ALTER TABLE ${q(target[m![1]!]!)} ${m![2]!}`, caps));
 }
 
 /**
@@ -92,24 +110,39 @@ export function tableSettingsSql(points: string, catalog: string, caps: Generati
  * the kept tokens (measured on 26.9; ALTER DELETE and TRUNCATE leave them), then the
  * migration's window starts again empty. Nothing where the server keeps none.
  */
-export function forgetInsertTokensSql(points: string, catalog: string, caps: GenerationCapabilities, migrations?: readonly Migration[]): string[] {
-  const restore = tableSettingsSql(points, catalog, caps, migrations);
+export function forgetInsertTokensSql(points: string, catalog: string, caps: GenerationCapabilities, migrations?: readonly Migration[], rollups: Readonly<Record<string, string>> = {}): string[] {
+  const restore = tableSettingsSql(points, catalog, caps, migrations, rollups);
   return [...restore.map((s) => s.replace(/=\s*\d+\s*$/, '= 0')), ...restore];
 }
 
 /**
- * Statements that create generation g: its points table, its seals table, its catalog table and
- * the view feeding the catalog, with the table settings the migrations give the live ones.
+ * Statements that create generation g: its points table, its seals table, its catalog and rollup
+ * tables and the views feeding them, with the table settings the migrations give the live ones.
  */
 export function createGenerationSql(g: number, pointsExists: boolean, caps: GenerationCapabilities, migrations?: readonly Migration[]): string[] {
   const catalog = catalogDefinition(migrations);
   return [
     pointsExists ? `CREATE TABLE ${q(pointsTable(g))} AS ${q(LIVE_POINTS)}` : pointsTableDdl(pointsTable(g), migrations),
     tableDdl(LIVE_SEALS, sealsTable(g), migrations),
-    `CREATE TABLE ${q(catalogTable(g))} ${catalog.engine} AS ${catalog.select(pointsTable(g)).replace(/\bGROUP BY\b/, 'WHERE 0 GROUP BY')}`,
-    ...tableSettingsSql(pointsTable(g), catalogTable(g), caps, migrations),
+    derivedTableSql(catalog, catalogTable(g), pointsTable(g)),
+    ...ROLLUP_VIEWS.map((view) => derivedTableSql(viewDefinition(view, migrations), rollupTable(view, g), pointsTable(g))),
+    ...tableSettingsSql(pointsTable(g), catalogTable(g), caps, migrations, generationRollups(g)),
     `CREATE MATERIALIZED VIEW ${q(catalogFeed(g))} TO ${q(catalogTable(g))} AS ${catalog.select(pointsTable(g))}`,
+    ...rollupFeedsSql(g, migrations),
   ];
+}
+
+/** An empty table for a view's rows (the catalog's, a rollup's) from `source`: the SELECT gives the columns and their state types. */
+export function derivedTableSql(definition: { engine: string; select: (source: string) => string }, table: string, source: string): string {
+  return `CREATE TABLE ${q(table)} ${definition.engine} AS ${definition.select(source).replace(/\bGROUP BY\b/, 'WHERE 0 GROUP BY')}`;
+}
+
+/** Each rollup view → generation g's table of it. */
+export const generationRollups = (g: number): Record<string, string> => Object.fromEntries(ROLLUP_VIEWS.map((view) => [view, rollupTable(view, g)]));
+
+/** The views feeding generation g's rollup tables from its points table. */
+export function rollupFeedsSql(g: number, migrations?: readonly Migration[]): string[] {
+  return ROLLUP_VIEWS.map((view) => `CREATE MATERIALIZED VIEW ${q(rollupFeed(view, g))} TO ${q(rollupTable(view, g))} AS ${viewDefinition(view, migrations).select(pointsTable(g))}`);
 }
 
 export type RegistryEvent = 'created' | 'built' | 'verified' | 'live' | 'retired' | 'dropped';
@@ -220,6 +253,18 @@ export async function liveCatalogData(client: ClickHouseClient): Promise<string>
   throw new Error(`cannot find the table holding ${LIVE_CATALOG}'s data (${LIVE_CATALOG} is ${engine ?? 'missing'})`);
 }
 
+/** The tables holding the live rollups' data, by resolution: `.inner.<view>` under a view (18.16), or the view's name where it is an explicit table. */
+export async function liveRollupsData(client: ClickHouseClient): Promise<Record<Resolution, string>> {
+  const tables = await tableEngines(client);
+  const dataOf = (view: string) => {
+    const engine = tables.get(view);
+    if (engine === 'AggregatingMergeTree') return view;
+    if (engine === 'MaterializedView' && tables.has(liveRollupData(view))) return liveRollupData(view);
+    throw new Error(`cannot find the table holding ${view}'s data (${view} is ${engine ?? 'missing'}): run the migrations first`);
+  };
+  return { '1m': dataOf(ROLLUPS['1m'].table), '1h': dataOf(ROLLUPS['1h'].table) };
+}
+
 export async function countRows(client: ClickHouseClient, table: string): Promise<number> {
   const found = await rows<{ n: string }>(client, `SELECT count() AS n FROM ${q(table)}`);
   return Number(found[0]?.n ?? 0);
@@ -232,7 +277,7 @@ export async function nextGeneration(client: ClickHouseClient): Promise<number> 
   let max = 1;
   for (const g of registered.keys()) max = Math.max(max, g);
   for (const name of tables.keys()) {
-    const m = /^(?:points|metric_catalog|metric_catalog_feed|points_frozen|points_seals|points_seals_frozen)_g(\d+)(?:_stage_.*)?$/.exec(name);
+    const m = /^(?:points|metric_catalog|metric_catalog_feed|points_frozen|points_seals|points_seals_frozen|points_1m|points_1h|points_1m_feed|points_1h_feed)_g(\d+)(?:_stage_.*)?$/.exec(name);
     if (m) max = Math.max(max, Number(m[1]));
   }
   return max + 1;
@@ -241,7 +286,9 @@ export async function nextGeneration(client: ClickHouseClient): Promise<number> 
 /** Creates generation g's tables (empty) and registers it. */
 export async function createGeneration(client: ClickHouseClient, g: number, detail: Record<string, unknown>): Promise<void> {
   const tables = await tableEngines(client);
-  for (const name of [pointsTable(g), sealsTable(g), catalogTable(g), catalogFeed(g)]) if (tables.has(name)) throw new Error(`table ${name} exists already`);
+  for (const name of [pointsTable(g), sealsTable(g), catalogTable(g), catalogFeed(g), ...ROLLUP_VIEWS.flatMap((v) => [rollupTable(v, g), rollupFeed(v, g)])]) {
+    if (tables.has(name)) throw new Error(`table ${name} exists already`);
+  }
   const caps = await serverCapabilities(client);
   for (const statement of createGenerationSql(g, tables.get(LIVE_POINTS) === 'MergeTree', caps)) await client.command({ query: statement });
   await record(client, g, 'created', { table: pointsTable(g), ...detail });
@@ -269,10 +316,11 @@ export async function dropGeneration(client: ClickHouseClient, g: number): Promi
   if (gen?.state === 'live') throw new Error(`generation ${g} is live: swap another one in first`);
   const tables = await tableEngines(client);
   const dropped: string[] = [];
-  // The feeding view first, so nothing writes into the catalog being dropped; then the stages a
+  // The feeding views first, so nothing writes into the catalog or rollups being dropped; then the stages a
   // rebuild of it left (a crash between a staged share's refill and its seal).
   const stages = [...tables.keys()].filter((name) => stagesOf(g).test(name)).sort();
-  for (const name of [catalogFeed(g), pointsTable(g), sealsTable(g), catalogTable(g), ...stages]) {
+  const feeds = [catalogFeed(g), ...ROLLUP_VIEWS.map((v) => rollupFeed(v, g))];
+  for (const name of [...feeds, pointsTable(g), sealsTable(g), catalogTable(g), ...ROLLUP_VIEWS.map((v) => rollupTable(v, g)), ...stages]) {
     if (!tables.has(name)) continue;
     await client.command({ query: `DROP TABLE ${q(name)}` });
     dropped.push(name);

@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto';
-import { applyDeletion, createPointsSink, createPointsStages, quoteIdentifier, serverCapabilities, untilMutationsDone, type ClickHouseClient, type PointsStages } from '@meridian/clickhouse';
+import { applyDeletion, createPointsSink, createPointsStages, quoteIdentifier, ROLLUPS, serverCapabilities, untilMutationsDone, type ClickHouseClient, type PointsStages, type Resolution } from '@meridian/clickhouse';
 import { isUuid, type LogRanges, type Offsets, type PartitionRange, type PointsFact } from '@meridian/domain';
 import { createEventCodec, UndecodableEventError, type EventCodec } from '@meridian/events';
 import type { Logger } from '@meridian/observability';
 import { retry, RETRY_POLICIES } from '@meridian/retry';
-import { catalogDefinition, forgetInsertTokensSql, q } from './generations.ts';
+import { catalogDefinition, forgetInsertTokensSql, q, viewDefinition } from './generations.ts';
 import { Projection, refillStage, segmentRows, stageHeader, type Deletion, type Segment, type StagedSeal } from '@meridian/projection';
 import type { RebuildProgress } from './progress.ts';
 
@@ -43,6 +43,8 @@ export type RebuildInput = {
    * and with staged uploads: a staged share is attached, which feeds no view.
    */
   readonly catalog?: string;
+  /** The tables holding `table`'s rollups (migration 010), by resolution: kept with the catalog, for the same two reasons. */
+  readonly rollups?: Readonly<Record<Resolution, string>>;
   readonly signal?: AbortSignal;
   readonly onProgress?: (progress: RebuildProgress) => void;
   readonly progressEveryMs?: number;
@@ -188,7 +190,7 @@ export async function rebuildRange(input: RebuildInput): Promise<RebuildStats> {
     }
     await flush();
     await inflight;
-    stages ??= createPointsStages(input.clickhouse, { points: input.table, catalog: input.catalog, seals: input.seals });
+    stages ??= createPointsStages(input.clickhouse, { points: input.table, catalog: input.catalog, seals: input.seals, ...(input.rollups ? { rollups: input.rollups } : {}) });
     const into = stages;
     const share = { partition: seal.partition, sealOffset: seal.offset, taskId: seal.task_id, attempt: seal.attempt, points: seal.points, batches: seal.batches };
     const refill = {
@@ -319,10 +321,13 @@ export async function rebuildRange(input: RebuildInput): Promise<RebuildStats> {
       await deleteUploads(input.clickhouse, input.table, [...doomed]);
       // The positions are back before the deleted batches: a catch-up projects them again, in
       // blocks whose tokens the table and its catalog must not hold any more.
-      for (const statement of forgetInsertTokensSql(input.table, input.catalog, await serverCapabilities(input.clickhouse))) {
+      const rollups = Object.entries(input.rollups ?? {}).map(([resolution, table]) => ({ view: ROLLUPS[resolution as Resolution].table, table }));
+      const rollupTargets = Object.fromEntries(rollups.map((r) => [r.view, r.table]));
+      for (const statement of forgetInsertTokensSql(input.table, input.catalog, await serverCapabilities(input.clickhouse), undefined, rollupTargets)) {
         await input.clickhouse.command({ query: statement });
       }
       await recomputeCatalog(input.clickhouse, input.table, input.catalog);
+      for (const { view, table } of rollups) await recomputeDerived(input.clickhouse, table, viewDefinition(view).select(input.table));
     }
   }
   report(true);
@@ -337,8 +342,13 @@ export async function rebuildRange(input: RebuildInput): Promise<RebuildStats> {
  * view writes. Only for a table nothing else writes into: the rebuild is its sole writer.
  */
 async function recomputeCatalog(client: ClickHouseClient, table: string, catalog: string): Promise<void> {
-  await client.command({ query: `TRUNCATE TABLE ${q(catalog)}` });
-  await client.command({ query: `INSERT INTO ${q(catalog)} ${catalogDefinition().select(table)}` });
+  await recomputeDerived(client, catalog, catalogDefinition().select(table));
+}
+
+/** A table derived from a points table by a view (its catalog, a rollup) rewritten from the view's own SELECT, as recomputeCatalog. */
+async function recomputeDerived(client: ClickHouseClient, derived: string, select: string): Promise<void> {
+  await client.command({ query: `TRUNCATE TABLE ${q(derived)}` });
+  await client.command({ query: `INSERT INTO ${q(derived)} ${select}` });
 }
 
 /**

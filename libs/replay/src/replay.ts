@@ -11,6 +11,8 @@ import {
   LIVE_POINTS,
   LIVE_SEALS,
   liveCatalogData,
+  liveRollupsData,
+  rollupTablesOf,
   nextGeneration,
   pointsTable,
   q,
@@ -91,7 +93,7 @@ export async function rebuildPoints(deps: ReplayDeps, options: RebuildPointsOpti
       options.onPhase?.(`projecting into ${options.database}.points`);
       const stats = await rebuildRange({
         log, topic: topics.points, groupPrefix: deps.topicPrefix,
-        clickhouse: target, table: LIVE_POINTS, seals: LIVE_SEALS, catalog: await liveCatalogData(target), starts, ends, batchRows, sealedOnly, measureLag: false,
+        clickhouse: target, table: LIVE_POINTS, seals: LIVE_SEALS, catalog: await liveCatalogData(target), rollups: await liveRollupsData(target), starts, ends, batchRows, sealedOnly, measureLag: false,
         logger: deps.logger, ...progress('rebuild'), ...(options.signal ? { signal: options.signal } : {}), ...(options.codec ? { codec: options.codec } : {}),
       });
       return { generation: null, database: options.database, table: LIVE_POINTS, starts: record_(starts), ends: record_(ends), copiedRows: 0, stats, verification: null, swap: null, notSwapped: null };
@@ -117,7 +119,7 @@ export async function rebuildPoints(deps: ReplayDeps, options: RebuildPointsOpti
   }
   const stats = await rebuildRange({
     log, topic: topics.points, groupPrefix: deps.topicPrefix,
-    clickhouse, table, seals: sealsTable(g), catalog: catalogTable(g), starts, ends, batchRows, sealedOnly, measureLag: true,
+    clickhouse, table, seals: sealsTable(g), catalog: catalogTable(g), rollups: rollupTablesOf(g), starts, ends, batchRows, sealedOnly, measureLag: true,
     logger: deps.logger, ...progress('rebuild'), ...(options.signal ? { signal: options.signal } : {}), ...(options.codec ? { codec: options.codec } : {}),
   });
   await record(clickhouse, g, 'built', { ...statsDetail(stats), copied_rows: copiedRows });

@@ -1,5 +1,5 @@
 import type { Capabilities } from '@meridian/clickhouse';
-import { catalogTable, frozenSealsStandIn, frozenStandIn, LIVE_CATALOG, LIVE_CATALOG_DATA, LIVE_POINTS, LIVE_SEALS, pointsTable, q, sealsTable } from './generations.ts';
+import { catalogTable, frozenSealsStandIn, frozenStandIn, LIVE_CATALOG, LIVE_CATALOG_DATA, LIVE_POINTS, LIVE_SEALS, liveRollupData, pointsTable, q, ROLLUP_VIEWS, rollupTable, sealsTable } from './generations.ts';
 
 /**
  * The statements of a swap, per kind of database: the one place where the swap decides by the
@@ -22,6 +22,10 @@ import { catalogTable, frozenSealsStandIn, frozenStandIn, LIVE_CATALOG, LIVE_CAT
  * `EXCHANGE TABLES points AND points_g<N>, metric_catalog AND metric_catalog_g<N>`: inserts into
  * `points` feed the live catalog view at every moment, which from then on writes N's rows into
  * N's catalog. The names left over are tidied afterwards (not seen by readers of `points`).
+ *
+ * The rollups (migration 010) are views on `points` too, and move exactly as the catalog does, in
+ * the same statement: their data tables `.inner.<view>` (Ordinary) or `<view>` (Atomic) with N's
+ * `<view>_g<N>`.
  */
 /**
  * Where `points_seals` (staged uploads' seals: they count in the position, so they move
@@ -67,6 +71,7 @@ const ordinary: SwapSql = {
     `${q(sealsTable(n))} TO ${q(LIVE_SEALS)}`,
     `${q(LIVE_CATALOG_DATA)} TO ${q(catalogTable(m))}`,
     `${q(catalogTable(n))} TO ${q(LIVE_CATALOG_DATA)}`,
+    ...ROLLUP_VIEWS.flatMap((view) => [`${q(liveRollupData(view))} TO ${q(rollupTable(view, m))}`, `${q(rollupTable(view, n))} TO ${q(liveRollupData(view))}`]),
   ].join(', ')}`,
   afterSwap: (_m, n) => [`DROP TABLE IF EXISTS ${q(frozenStandIn(n))}`, `DROP TABLE IF EXISTS ${q(frozenSealsStandIn(n))}`],
   unfreeze: (m, _n, aside, sealsFrozen) => ({
@@ -84,14 +89,16 @@ const atomic: SwapSql = {
   freeze: (_m, n) => `EXCHANGE TABLES ${q(LIVE_POINTS)} AND ${q(frozenStandIn(n))}, ${q(LIVE_SEALS)} AND ${q(frozenSealsStandIn(n))}`,
   swapIn: (_m, n, standInPlace, seals) => {
     if (!standInPlace || seals !== 'standIn') throw new Error(`on an Atomic database the swap exchanges ${LIVE_POINTS} and ${LIVE_SEALS} with generation ${n}'s: there must be frozen ones to exchange with`);
-    return `EXCHANGE TABLES ${q(LIVE_POINTS)} AND ${q(pointsTable(n))}, ${q(LIVE_CATALOG)} AND ${q(catalogTable(n))}, ${q(LIVE_SEALS)} AND ${q(sealsTable(n))}`;
+    const rollups = ROLLUP_VIEWS.map((view) => `, ${q(view)} AND ${q(rollupTable(view, n))}`).join('');
+    return `EXCHANGE TABLES ${q(LIVE_POINTS)} AND ${q(pointsTable(n))}, ${q(LIVE_CATALOG)} AND ${q(catalogTable(n))}${rollups}, ${q(LIVE_SEALS)} AND ${q(sealsTable(n))}`;
   },
   // points_g<N> and points_seals_g<N> are now the stand-ins, metric_catalog_g<N> the retired
-  // catalog, points_frozen_g<N> and points_seals_frozen_g<N> the retired rows and seals.
+  // catalog (and <view>_g<N> the retired rollups), points_frozen_g<N> and points_seals_frozen_g<N>
+  // the retired rows and seals.
   afterSwap: (m, n) => [
     `DROP TABLE ${q(pointsTable(n))}`,
     `DROP TABLE ${q(sealsTable(n))}`,
-    `RENAME TABLE ${q(frozenStandIn(n))} TO ${q(pointsTable(m))}, ${q(catalogTable(n))} TO ${q(catalogTable(m))}, ${q(frozenSealsStandIn(n))} TO ${q(sealsTable(m))}`,
+    `RENAME TABLE ${q(frozenStandIn(n))} TO ${q(pointsTable(m))}, ${q(catalogTable(n))} TO ${q(catalogTable(m))}, ${ROLLUP_VIEWS.map((view) => `${q(rollupTable(view, n))} TO ${q(rollupTable(view, m))}, `).join('')}${q(frozenSealsStandIn(n))} TO ${q(sealsTable(m))}`,
   ],
   unfreeze: (_m, n, _aside, sealsFrozen) => ({
     statement: `EXCHANGE TABLES ${q(LIVE_POINTS)} AND ${q(frozenStandIn(n))}${sealsFrozen ? `, ${q(LIVE_SEALS)} AND ${q(frozenSealsStandIn(n))}` : ''}`,

@@ -6,6 +6,14 @@ import { consumerGroupsFor } from '@meridian/kafka';
 import {
   catalogFeed,
   catalogTable,
+  derivedTableSql,
+  generationRollups,
+  ROLLUP_VIEWS,
+  rollupFeed,
+  rollupFeedsSql,
+  rollupTable,
+  rollupTablesOf,
+  viewDefinition,
   frozenSealsStandIn,
   frozenStandIn,
   LIVE_POINTS,
@@ -17,6 +25,7 @@ import {
   record,
   sealsTable,
   tableEngines,
+  tableSettingsSql,
 } from './generations.ts';
 import type { RebuildProgress } from './progress.ts';
 import { rebuildRange, type RebuildStats } from './rebuild.ts';
@@ -107,6 +116,8 @@ export async function swapIn(input: SwapInput): Promise<SwapResult> {
     throw new Error(`${sql.liveCatalogData} is ${catalogEngine === undefined ? 'missing' : 'a view with an inner table'}: the swap needs the live catalog's data as a table${caps.atomicDatabase ? ' (on an Atomic database, metric_catalog fed by the view metric_catalog_feed: see docs/operating/clickhouse-versions.md to convert)' : ''}`);
   }
   if (tables.has(catalogTable(m))) throw new Error(`${catalogTable(m)} exists already: drop generation ${m} first`);
+  for (const view of ROLLUP_VIEWS) if (tables.has(rollupTable(view, m))) throw new Error(`${rollupTable(view, m)} exists already: drop generation ${m} first`);
+  await ensureRollups(client, n, tables);
   if (tables.has(sealsTable(m))) throw new Error(`${sealsTable(m)} exists already: drop generation ${m} first`);
   if (!tables.has(sealsTable(n))) {
     // A generation built before staged uploads existed: none can be in it, and its catch-up may meet some.
@@ -139,6 +150,7 @@ export async function swapIn(input: SwapInput): Promise<SwapResult> {
       // Staged shares are sealed into N as the live projector seals them into `points`.
       seals: sealsTable(n),
       catalog: catalogTable(n),
+      rollups: rollupTablesOf(n),
       starts,
       ends,
       batchRows: input.batchRows,
@@ -211,7 +223,7 @@ export async function swapIn(input: SwapInput): Promise<SwapResult> {
     if (input.whileFrozen) await input.whileFrozen();
 
     phase('swapping the tables');
-    await client.command({ query: `DROP TABLE IF EXISTS ${q(catalogFeed(n))}` });
+    for (const feed of [catalogFeed(n), ...ROLLUP_VIEWS.map((view) => rollupFeed(view, n))]) await client.command({ query: `DROP TABLE IF EXISTS ${q(feed)}` });
     await client.command({ query: sql.swapIn(m, n, standInPlace, seals) });
   } catch (error) {
     if (frozenAt !== null) await unfreeze(client, m, n).catch((e: unknown) => input.logger?.error({ err: e }, 'could not put the live table back'));
@@ -222,6 +234,24 @@ export async function swapIn(input: SwapInput): Promise<SwapResult> {
   await record(client, m, 'retired', { table: pointsTable(m), catalog: catalogTable(m), by: n });
   await record(client, n, 'live', { positions: Object.fromEntries(positions), frozen_ms: Math.round(frozenMs), nudged });
   return { generation: n, retired: m, frozenMs, positions: Object.fromEntries([...positions].map(([p, o]) => [String(p), o])), catchUp, nudged };
+}
+
+/**
+ * A generation built before the rollups existed (migration 010) gets them before its catch-up:
+ * tables and feeding views as a new generation's, filled from its rows. Nothing else writes into
+ * points_g<N> before the catch-up, so no row is aggregated twice or missed.
+ */
+async function ensureRollups(client: ClickHouseClient, n: number, tables: ReadonlyMap<string, string>): Promise<void> {
+  const missing = ROLLUP_VIEWS.filter((view) => !tables.has(rollupTable(view, n)));
+  if (missing.length === 0) return;
+  if (missing.length !== ROLLUP_VIEWS.length || ROLLUP_VIEWS.some((view) => tables.has(rollupFeed(view, n)))) {
+    throw new Error(`generation ${n} has some of its rollup tables only: drop it and build it again`);
+  }
+  const caps = await serverCapabilities(client);
+  const settings = tableSettingsSql(pointsTable(n), catalogTable(n), caps, undefined, generationRollups(n)).filter((s) => ROLLUP_VIEWS.some((view) => s.includes(q(rollupTable(view, n)))));
+  for (const view of ROLLUP_VIEWS) await client.command({ query: derivedTableSql(viewDefinition(view), rollupTable(view, n), pointsTable(n)) });
+  for (const statement of [...settings, ...rollupFeedsSql(n)]) await client.command({ query: statement });
+  for (const view of ROLLUP_VIEWS) await client.command({ query: `INSERT INTO ${q(rollupTable(view, n))} ${viewDefinition(view).select(pointsTable(n))}` });
 }
 
 /**

@@ -499,7 +499,7 @@ async function drawChart(view, { push = true, scroll = false } = {}) {
     return;
   }
   const steps = Math.max(...answer.series.map((s) => s.t.length));
-  $('chart-status').textContent = `${answer.series.length} series from ${answer.start} to ${answer.end}: ${total.toLocaleString('en')} points in steps of ${duration(answer.step_ms)} (${steps.toLocaleString('en')} drawn per series).`;
+  $('chart-status').textContent = `${answer.series.length} series from ${answer.start} to ${answer.end}: ${total.toLocaleString('en')} points in steps of ${duration(answer.step_ms)} (${steps.toLocaleString('en')} drawn per series)${answer.rollup ? `, read from the ${answer.rollup} rollups` : ''}.`;
   render(answer);
   renderTable(view, answer);
   if (scroll) $('chart-section').scrollIntoView({ block: 'start' });

@@ -1,6 +1,6 @@
 import type { Context } from 'koa';
 import { z } from 'zod';
-import { DomainError, DOWNLOAD_FORMATS, PATTERNS, validationError, type DownloadFormat, type FieldError, type RawDownloadQuery } from '@meridian/domain';
+import { DomainError, DOWNLOAD_FORMATS, PATTERNS, RESOLUTIONS, validationError, type DownloadFormat, type FieldError, type RawDownloadQuery, type Resolution } from '@meridian/domain';
 import { readBody } from '../uploads/read-body.ts';
 
 /**
@@ -16,6 +16,7 @@ export const downloadQuerySchema = z.object({
   file_format: z.enum(DOWNLOAD_FORMATS as [DownloadFormat, ...DownloadFormat[]]).optional().describe('csv (default), json, arrow (an Arrow IPC stream) or parquet: arrow and parquet carry typed columns (metric_name string, timestamp and updated_at as timestamp[ms, UTC], metric_numeric_value float64) for data frames, never gzipped'),
   format: z.enum(DOWNLOAD_FORMATS as [DownloadFormat, ...DownloadFormat[]]).optional().describe('Alias of file_format (the seed\'s sample request uses it)'),
   latest_only: z.enum(['true', 'false']).optional().describe('true: only the newest updated_at of each (metric_name, timestamp)'),
+  resolution: z.enum(RESOLUTIONS as [Resolution, ...Resolution[]]).optional().describe('raw (default): the stored rows. 1m or 1h: one row per metric and minute or hour bucket (aligned to the epoch, every bucket overlapping start_date..end_date, whole) with the count, min, max, sum, avg (sum / count) and last value of its points, a timestamp uploaded more than once counting once with its newest value (as latest_only=true); columns metric_name, bucket, count, min, max, sum, avg, last; max_rows counts buckets and is at most MERIDIAN_MAX_ROLLUP_ROWS'),
   cursor: z.string().optional().describe('The opaque X-Next-Cursor of the previous page'),
 });
 

@@ -6,6 +6,7 @@ import {
   encodeCursor,
   nativePointColumns,
   planDownload,
+  readRollupPage,
   rowsInWindow,
   streamDownload,
   type CatalogEntry,
@@ -14,6 +15,7 @@ import {
 } from '@meridian/clickhouse';
 import { canRead, DomainError, parseDownloadParams, resolveMetricNames, validationError, type DownloadFormat, type DownloadLimits, type DownloadParams, type RawDownloadQuery, type UserRecord } from '@meridian/domain';
 import { columnarBody, COLUMNAR_MEDIA, isColumnar } from './columnar.ts';
+import { decodeRollupCursor, encodeRollupCursor, rollupColumnar, rollupCsv, rollupJson } from './rollup-body.ts';
 import { downloadBodyQuery, downloadJsonSchema, downloadQuerySchema } from './request-body.ts';
 import type { MetricCatalog } from '../catalog/routes.ts';
 import type { CursorSeal } from '../http/cursor-seal.ts';
@@ -87,8 +89,14 @@ const queryFormat = (format: DownloadFormat): DownloadRequest['format'] => (isCo
 
 /** The body of a download that reads no metric: the header, an empty array, or an empty stream or file with its schema. */
 function emptyBody(params: DownloadParams) {
+  if (params.resolution !== 'raw') return rollupBody(params.format, []);
   if (isColumnar(params.format)) return columnarBody(params.format, (async function* () {})());
   return params.format === 'csv' ? `${CSV_HEADER}\n` : '[]';
+}
+
+function rollupBody(format: DownloadFormat, rows: Parameters<typeof rollupCsv>[0]) {
+  if (isColumnar(format)) return rollupColumnar(format, rows);
+  return format === 'csv' ? rollupCsv(rows) : rollupJson(rows);
 }
 
 /**
@@ -96,7 +104,8 @@ function emptyBody(params: DownloadParams) {
  * for one is refused on another (max_rows and the format may change between pages).
  */
 function cursorContext(params: DownloadParams, user: UserRecord): unknown[] {
-  return ['download', user.user_name, params.pattern, params.metrics, params.fromMs, params.toMs, params.latestOnly];
+  // A raw download's context is unchanged (its cursors stay valid); a rollup's names its resolution.
+  return ['download', user.user_name, params.pattern, params.metrics, params.fromMs, params.toMs, params.latestOnly, ...(params.resolution === 'raw' ? [] : [params.resolution])];
 }
 
 function nextLink(ctx: Context, cursor: string): string {
@@ -112,6 +121,7 @@ const DESCRIPTION = [
   'A single or list name that does not exist or that you may not read: 404, the same for both. A pattern that matches nothing: 200 with only the CSV header, or [].',
   'JSON: an array of objects with the same four fields.',
   'A list names at most MERIDIAN_MAX_DOWNLOAD_NAMES metrics (400 above).',
+  'resolution=1m or 1h: the rollups, one row per metric and bucket in (metric_name, bucket) order, with the columns metric_name, bucket (the bucket\'s start, same timestamp format), count, min, max, sum, avg and last, of the points deduplicated as latest_only=true keeps them; in Arrow and Parquet bucket is timestamp[ms, UTC], count int64, the others float64. Pages of at most MERIDIAN_MAX_ROLLUP_ROWS buckets, continued by the same cursor rules.',
 ].join(' ');
 
 function okResponse(link: boolean) {
@@ -138,8 +148,10 @@ export function downloadRoutes(deps: DownloadDeps): RouteDef[] {
     if (deps.streams) holdWhileResponding(ctx, deps.streams, user.user_name);
     const params = parseDownloadParams(await raw(), deps.limits);
     const sealed = params.cursor === null ? null : deps.cursors.open(params.cursor, cursorContext(params, user));
-    const after = sealed === null ? null : decodeCursor(sealed);
-    if (params.cursor !== null && after === null) throw validationError('cursor is not one this service issued for this query', [{ field: 'cursor', reason: 'not a cursor of this query' }]);
+    const rollup = params.resolution !== 'raw';
+    const after = sealed === null || rollup ? null : decodeCursor(sealed);
+    const rollupAfter = sealed === null || !rollup ? null : decodeRollupCursor(sealed);
+    if (params.cursor !== null && after === null && rollupAfter === null) throw validationError('cursor is not one this service issued for this query', [{ field: 'cursor', reason: 'not a cursor of this query' }]);
     const { names, entries } = await resolve(deps, params, user);
 
     ctx.set('Content-Disposition', `attachment; filename="${fileName(params)}"`);
@@ -164,6 +176,10 @@ export function downloadRoutes(deps: DownloadDeps): RouteDef[] {
     const onClose = () => { if (!ctx.res.writableFinished) abort.abort(new Error('client disconnected')); };
     ctx.req.on('close', onClose);
     ctx.res.on('close', onClose);
+    if (params.resolution !== 'raw') {
+      await answerRollups(ctx, params, user, names, rollupAfter, abort.signal);
+      return;
+    }
     const request: DownloadRequest = {
       metricNames: names,
       fromMs: params.fromMs,
@@ -199,6 +215,28 @@ export function downloadRoutes(deps: DownloadDeps): RouteDef[] {
     }
     if (stream.contentEncoding) ctx.set('Content-Encoding', stream.contentEncoding);
     ctx.body = columnar ? columnarBody(columnar, nativePointColumns(stream.body as AsyncIterable<Buffer>)) : stream.body;
+  };
+
+  /**
+   * A download at a resolution: a page of rollup rows (at most MERIDIAN_MAX_ROLLUP_ROWS, read
+   * whole), encoded in the asked format; the cursor continues after its last (metric, bucket).
+   */
+  const answerRollups = async (ctx: Context, params: DownloadParams, user: UserRecord, names: string[], after: { metric_name: string; bucket: number } | null, signal: AbortSignal): Promise<void> => {
+    const queryId = randomUUID();
+    ctx.state.log.info({ clickhouse_query_id: queryId, resolution: params.resolution }, 'rollup download query');
+    let page;
+    try {
+      page = await readRollupPage(deps.conn, { resolution: params.resolution as '1m' | '1h', metricNames: names, fromMs: params.fromMs, toMs: params.toMs, after, maxRows: params.maxRows, queryId, signal });
+    } catch (cause) {
+      if (signal.aborted) return; // nobody is listening any more
+      throw new DomainError('unavailable', 'the metric store did not answer; retry later', [], { cause });
+    }
+    if (page.next) {
+      const token = deps.cursors.seal(encodeRollupCursor(page.next), cursorContext(params, user));
+      ctx.set('X-Next-Cursor', token);
+      if (ctx.method === 'GET') ctx.set('Link', `<${nextLink(ctx, token)}>; rel="next"`);
+    }
+    ctx.body = rollupBody(params.format, page.rows);
   };
 
   return [

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
-import { cancelDownload, readSeries, type ConnOptions } from '@meridian/clickhouse';
+import { cancelDownload, readSeries, seriesRollup, type ConnOptions } from '@meridian/clickhouse';
 import { canRead, DomainError, formatTimestamp, parseSeriesParams, PATTERNS, resolveMetricNames, seriesWindow, type SeriesLimits, type SeriesParams, type UserRecord } from '@meridian/domain';
 import type { MetricCatalog } from '../catalog/routes.ts';
 import { defineRoute, type RouteDef } from '../http/route.ts';
@@ -38,6 +38,7 @@ const answerSchema = z.object({
   start_ms: z.number().int().nullable().describe('start as epoch milliseconds'),
   end_ms: z.number().int().nullable(),
   step_ms: z.number().int().nullable().describe('The bucket width; buckets are aligned to the epoch (bucket = floor(timestamp / step_ms) × step_ms)'),
+  rollup: z.enum(['1m', '1h']).nullable().describe('The rollup the buckets wholly inside the range were read from (a step of whole minutes or hours), or null: every bucket from the points. The figures are the same either way'),
   series: z.array(seriesSchema).describe('One per metric, ordered by name (bytewise, as downloads order rows); a metric without points in the range has empty arrays'),
 });
 
@@ -47,6 +48,7 @@ const example = {
   start_ms: 1704067200000,
   end_ms: 1704067379000,
   step_ms: 60000,
+  rollup: '1m',
   series: [{ metric_name: 'cpu:load', t: [1704067200000, 1704067260000, 1704067320000], min: [0.5, 0.25, 0.75], max: [0.9, 0.5, 1], avg: [0.7, 0.4, 0.8], count: [60, 60, 60] }],
 };
 
@@ -81,6 +83,7 @@ export function seriesRoute(deps: SeriesDeps): RouteDef {
     description: [
       'The metrics, pattern, start_date and end_date of a download choose the points, with the same entitlements: single and list name metrics exactly (a name that does not exist or that you may not read: 404, the same for both); contains, starts_with and ends_with apply to the metrics you may read and may match none (200, no series).',
       'The range is split into buckets of step_ms, aligned to the epoch; each bucket that holds points gives their min, max, average and count, so a chart of four months shows all four months, its peaks included.',
+      'Where step_ms is a whole number of minutes or hours, the buckets wholly inside the range are read from the 1m or 1h rollups (the same figures: min, max and count of every stored row, the average up to the rounding of its sum), the partial ones at either end from the points.',
       'Bounds: at most MERIDIAN_MAX_SERIES_POINTS buckets per series (points above it, or a step making more buckets over the range: 400 naming the setting) and MERIDIAN_MAX_SERIES_PER_REQUEST metrics (a list naming more or a pattern matching more: 400 naming the setting).',
       'The same points, unsampled: GET /api/v1/metrics/download with the same metrics, pattern, start_date and end_date.',
     ].join(' '),
@@ -95,7 +98,7 @@ export function seriesRoute(deps: SeriesDeps): RouteDef {
       const window = seriesWindow(params, extent, names.length, deps.limits);
       ctx.set('Cache-Control', 'no-store');
       if (window === null) {
-        ctx.body = { start: null, end: null, start_ms: null, end_ms: null, step_ms: null, series: [] };
+        ctx.body = { start: null, end: null, start_ms: null, end_ms: null, step_ms: null, rollup: null, series: [] };
         return;
       }
       const queryId = randomUUID();
@@ -127,6 +130,7 @@ export function seriesRoute(deps: SeriesDeps): RouteDef {
         start_ms: window.fromMs,
         end_ms: window.toMs,
         step_ms: window.stepMs,
+        rollup: seriesRollup(window.fromMs, window.toMs, window.stepMs),
         series,
       };
     },

@@ -21,7 +21,7 @@ export function inertApiDeps(): ApiDeps {
     smallJsonBodyBytes: 16384,
     accounts: { state: initialAccounts(), ready: true, execute: async () => [] },
     tasks: { live: () => initialTasks(), find: async () => undefined, readModel: { list: async () => [] }, syncToEnd: async () => {}, cursors, waits: { untilEnded: async () => {}, slots: new PerUserSlots(1, { setting: 'x', noun: 'x' }), maxSeconds: 0 } },
-    download: { conn: { url: 'http://127.0.0.1:1', username: 'x', password: '', database: 'x' }, catalog: { list: async () => [], entries: async () => [] }, limits: { maxRowsCeiling: 10, maxListNames: 10 }, batchRows: 65536, maxBodyBytes: 1024, cursors },
+    download: { conn: { url: 'http://127.0.0.1:1', username: 'x', password: '', database: 'x' }, catalog: { list: async () => [], entries: async () => [] }, limits: { maxRowsCeiling: 10, maxListNames: 10, maxRollupRows: 10 }, batchRows: 65536, maxBodyBytes: 1024, cursors },
     deletions: { catalog: { list: async () => [], entries: async () => [] }, maxListNames: 10, maxPoints: 10, count: inert, append: inert, applied: async () => {}, tasks: { unfinished: () => new Map(), max: 1 } },
     series: { conn: { url: 'http://127.0.0.1:1', username: 'x', password: '', database: 'x' }, catalog: { list: async () => [], entries: async () => [] }, limits: { maxPoints: 10, maxSeries: 1 } },
     uploads: {

@@ -4,6 +4,7 @@ import { BlockBuffer, encodePointsBlock, insertPointsSql, insertToken, STAGE_BLO
 import { deduplicatedInsertSettings, NO_QUORUM, quorumInsertSettings, quorumReadSettings, serverCapabilities, synchronousInsertSettings, type InsertQuorum } from '../capabilities.ts';
 import type { ClickHouseClient } from '../client.ts';
 import { noneRunningWithin } from '../server-work.ts';
+import { ROLLUPS, rollupStatesSql, type Resolution } from '../rollups/sql.ts';
 
 /**
  * The ClickHouse side of the projector: the points table is the authority on what has been
@@ -71,6 +72,8 @@ export type PointsSinkOptions = {
    * the catalog's data); `metric_catalog` for `points`. Absent for another table: nothing to repair.
    */
   readonly catalogTable?: string;
+  /** The rollups (migration 010) repairCatalog completes too, by resolution; `points_1m` and `points_1h` for `points`. */
+  readonly rollupTables?: Readonly<Partial<Record<Resolution, string>>>;
   /**
    * Where its blocks are encoded: a writer that spreads its inserts over several sinks, one at a
    * time (a staged upload's stages), gives them one. Absent: the sink keeps its own.
@@ -97,6 +100,38 @@ export function createPointsSink(client: ClickHouseClient, table = 'points', opt
 
   async function rows<T>(query: string, settings: Record<string, number> = {}): Promise<T[]> {
     return (await client.query({ query, format: 'JSONEachRow', clickhouse_settings: settings })).json<T>();
+  }
+
+  const rollupTables: Readonly<Partial<Record<Resolution, string>>> = options.rollupTables ?? (table === 'points' ? { '1m': ROLLUPS['1m'].table, '1h': ROLLUPS['1h'].table } : {});
+
+  /**
+   * The rollups' share of stored blocks whose views did not run (as for the catalog, below): per
+   * bucket the blocks' rows touch, a rollup counting the points' rows less the blocks' lacks
+   * exactly them, and gets their states; one counting them all is complete. `blocks` is a list of
+   * (partition, offset) integer pairs.
+   */
+  async function repairRollups(blocks: string): Promise<void> {
+    for (const [resolution, rollup] of Object.entries(rollupTables) as [Resolution, string][]) {
+      if (!/^[.A-Za-z_][.A-Za-z0-9_]*$/.test(rollup)) throw new Error(`not a rollup table: ${rollup}`);
+      const w = ROLLUPS[resolution].stepMs;
+      const ofBlocks = `FROM ${table} WHERE (kafka_partition, kafka_offset) IN (${blocks})`;
+      const touched = `SELECT metric_name, intDiv(ts, ${w}) * ${w} AS bucket, count() AS b ${ofBlocks} GROUP BY metric_name, bucket`;
+      const keys = `SELECT metric_name, bucket FROM (${touched})`;
+      const stored = `SELECT metric_name, intDiv(ts, ${w}) * ${w} AS bucket, count() AS p FROM ${table} WHERE (metric_name, intDiv(ts, ${w}) * ${w}) IN (${keys}) GROUP BY metric_name, bucket`;
+      const counted = `SELECT metric_name, bucket, countMerge(rows) AS r FROM \`${rollup}\` WHERE (metric_name, bucket) IN (${keys}) GROUP BY metric_name, bucket`;
+      const lacking = `SELECT metric_name, bucket FROM (SELECT metric_name, bucket, b, p FROM (${touched}) AS k ANY LEFT JOIN (${stored}) AS s USING metric_name, bucket) AS ks ANY LEFT JOIN (${counted}) AS c USING metric_name, bucket WHERE r = p - b`;
+      const queryId = `${idPrefix}${randomUUID()}`;
+      try {
+        await client.command({
+          query: `INSERT INTO \`${rollup}\` ${rollupStatesSql(resolution, `(SELECT * ${ofBlocks} AND (metric_name, intDiv(ts, ${w}) * ${w}) IN (${lacking}))`)}`,
+          query_id: queryId,
+          clickhouse_settings: quorumInsertSettings(quorum.replicas, quorum.timeoutMs),
+        });
+      } catch (error) {
+        await awaitGone([queryId], 300_000);
+        throw error;
+      }
+    }
   }
 
   /** Waits until none of the given inserts is running any more (their outcome is then final). */
@@ -193,6 +228,7 @@ export function createPointsSink(client: ClickHouseClient, table = 'points', opt
           (SELECT metric_name, count() AS n, min(ts) AS first, max(ts) AS last FROM ${table} WHERE metric_name IN (${metrics}) GROUP BY metric_name) AS p
           ANY LEFT JOIN (SELECT metric_name, countMerge(points) AS n FROM \`${catalog}\` WHERE metric_name IN (${metrics}) GROUP BY metric_name) AS c
           USING metric_name WHERE p.n > c.n`;
+      await repairRollups(blocks.join(', '));
       const missing = await rows<{ missing: string }>(short);
       const total = missing.reduce((sum, r) => sum + Number(r.missing), 0);
       if (total === 0) return 0;

@@ -5,6 +5,7 @@ import type { ClickHouseSettings } from '@clickhouse/client';
 import type { ClickHouseClient } from '../client.ts';
 import { noneRunningWithin } from '../server-work.ts';
 import { createPointsSink, type PointsSink } from './sink.ts';
+import { ROLLUPS, rollupStatesSql, type Resolution } from '../rollups/sql.ts';
 
 /** One staged upload's share of one points partition, as the upload's seal in that partition states it. */
 export type StagedShare = {
@@ -105,9 +106,11 @@ export type StageTargets = {
   /** Where the share's catalog states go (ATTACH runs no view): the catalog's view or its data table. */
   readonly catalog: string;
   readonly seals: string;
+  /** Where the share's rollup states go (migration 010), by resolution; none for a rebuild, whose rollups are made at its swap. */
+  readonly rollups?: Readonly<Record<Resolution, string>>;
 };
 
-export const LIVE_STAGE_TARGETS: StageTargets = { points: 'points', catalog: 'metric_catalog', seals: 'points_seals' };
+export const LIVE_STAGE_TARGETS: StageTargets = { points: 'points', catalog: 'metric_catalog', seals: 'points_seals', rollups: { '1m': ROLLUPS['1m'].table, '1h': ROLLUPS['1h'].table } };
 
 const IDENTIFIER = /^[.A-Za-z_][.A-Za-z0-9_]*$/;
 /** Back-quoted (the 18.16 catalog's data table is `.inner.metric_catalog`). */
@@ -142,7 +145,7 @@ export function createPointsStages(client: ClickHouseClient, targets: StageTarge
   const points = quoted(targets.points);
   const catalog = quoted(targets.catalog);
   const seals = quoted(targets.seals);
-  const sink = createPointsSink(client, targets.points, { catalogTable: targets.catalog });
+  const sink = createPointsSink(client, targets.points, { catalogTable: targets.catalog, rollupTables: targets.rollups ?? {} });
   // Stages are named after their points table, so a rebuild's never meet the live projector's.
   const prefix = `${targets.points}_stage_`;
   /** A stage's name (task digest, attempt, partition), and the second stage that carries the rest of a partly attached one. */
@@ -150,6 +153,17 @@ export function createPointsStages(client: ClickHouseClient, targets: StageTarge
   /** Every ATTACH is named, so one still running after its client died can be waited for (the sink's positions wait too). */
   const attachPrefix = `points-attach:${targets.points}:`;
   const attachId = /^points-attach:[A-Za-z_][A-Za-z0-9_]*:[0-9a-f-]{36}$/;
+
+  const rollupTargets = (Object.entries(targets.rollups ?? {}) as [Resolution, string][]).map(([resolution, table]) => ({ resolution, table }));
+
+  /** A stage's share of a rollup's states (ATTACH runs no view), under a token of its seal where the rollup keeps tokens. */
+  async function addRollupShare(rollup: { resolution: Resolution; table: string }, stage: string, share: StagedShare, fence: Fence): Promise<void> {
+    fence();
+    await named(
+      `INSERT INTO ${quoted(rollup.table)} ${rollupStatesSql(rollup.resolution, stage)}`,
+      deduplicatedInsertSettings(await serverCapabilities(client), `${rollup.table}:seal:${share.partition}=${share.sealOffset}`),
+    );
+  }
 
   async function rows<T>(query: string): Promise<T[]> {
     return (await client.query({ query, format: 'JSONEachRow' })).json<T>();
@@ -290,6 +304,8 @@ export function createPointsStages(client: ClickHouseClient, targets: StageTarge
           `INSERT INTO ${catalog} SELECT metric_name, countState() AS points, minState(ts) AS first_ts, maxState(ts) AS last_ts FROM ${stage} GROUP BY metric_name`,
           deduplicatedInsertSettings(await serverCapabilities(client), `${targets.catalog}:seal:${share.partition}=${share.sealOffset}`),
         );
+        // The rollups likewise, each under a token of its own.
+        for (const rollup of rollupTargets) await addRollupShare(rollup, stage, share, fence);
         how = 'attached';
         moved = held;
       } else {
@@ -305,7 +321,7 @@ export function createPointsStages(client: ClickHouseClient, targets: StageTarge
           fence();
           await attach(rest);
         }
-        // Whatever of the catalog step was done before the crash: the catalog gets what it lacks.
+        // Whatever of the catalog and rollup steps was done before the crash: each gets what it lacks.
         fence();
         const offsets = await rows<{ o: string }>(`SELECT DISTINCT toString(kafka_offset) AS o FROM ${stage}`);
         await sink.repairCatalog(offsets.map((r) => ({ partition: share.partition, offset: Number(r.o) })));

@@ -43,4 +43,9 @@ export const readsSettings = {
     default: '1000',
     doc: 'Most metrics one page of GET /api/v1/metrics (the catalog) may list (its limit); more gets 400. Bounds the body of one answer; next_after pages through the rest.',
   },
+  MERIDIAN_MAX_ROLLUP_ROWS: {
+    schema: z.coerce.number().int().min(100).max(10_000_000),
+    default: '100000',
+    doc: 'Largest max_rows a metrics download at resolution 1m or 1h accepts (400 above it): such a page (one row per metric and bucket) is read whole into the api before it is written, about 150 bytes a row. A year of one metric is 8,760 rows at 1h, 525,600 at 1m; larger results are paged with the cursor.',
+  },
 } as const;

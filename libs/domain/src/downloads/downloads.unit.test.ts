@@ -14,9 +14,17 @@ const fieldsOf = (fn: () => unknown) => {
 
 describe('download parameters', () => {
   it('applies the seed defaults', () => {
-    expect(parseDownloadParams({ metrics: 'cpu' }, { maxRowsCeiling: 10_000_000, maxListNames: 5 })).toEqual({
-      metrics: 'cpu', pattern: 'single', fromMs: 0, toMs: 4_291_747_199_999, maxRows: 1000, format: 'csv', latestOnly: false, cursor: null,
+    expect(parseDownloadParams({ metrics: 'cpu' }, { maxRowsCeiling: 10_000_000, maxListNames: 5, maxRollupRows: 100_000 })).toEqual({
+      metrics: 'cpu', pattern: 'single', fromMs: 0, toMs: 4_291_747_199_999, maxRows: 1000, format: 'csv', latestOnly: false, resolution: 'raw', cursor: null,
     });
+  });
+
+  it('takes a resolution of raw, 1m or 1h, and bounds a rollup page by MERIDIAN_MAX_ROLLUP_ROWS', () => {
+    const limits = { maxRowsCeiling: 10_000_000, maxListNames: 5, maxRollupRows: 500 };
+    expect(parseDownloadParams({ metrics: 'cpu', resolution: '1h', max_rows: '500' }, limits)).toMatchObject({ resolution: '1h', maxRows: 500 });
+    expect(parseDownloadParams({ metrics: 'cpu', resolution: 'raw', max_rows: '501' }, limits)).toMatchObject({ resolution: 'raw', maxRows: 501 });
+    expect(() => parseDownloadParams({ metrics: 'cpu', resolution: '1m', max_rows: '501' }, limits)).toThrow(/MERIDIAN_MAX_ROLLUP_ROWS/);
+    expect(() => parseDownloadParams({ metrics: 'cpu', resolution: '5m' }, limits)).toThrow(/resolution must be one of raw, 1m, 1h/);
   });
 
   it.each([
@@ -35,22 +43,22 @@ describe('download parameters', () => {
   });
 
   it('takes format as an alias of file_format, and both when they agree', () => {
-    expect(parseDownloadParams({ metrics: 'm', format: 'json' }, { maxRowsCeiling: 10, maxListNames: 5 }).format).toBe('json');
-    expect(parseDownloadParams({ metrics: 'm', file_format: 'json', format: 'json' }, { maxRowsCeiling: 10, maxListNames: 5 }).format).toBe('json');
-    expect(fieldsOf(() => parseDownloadParams({ metrics: 'm', file_format: 'csv', format: 'json' }, { maxRowsCeiling: 10, maxListNames: 5 }))).toEqual(['format']);
+    expect(parseDownloadParams({ metrics: 'm', format: 'json' }, { maxRowsCeiling: 10, maxListNames: 5, maxRollupRows: 100_000 }).format).toBe('json');
+    expect(parseDownloadParams({ metrics: 'm', file_format: 'json', format: 'json' }, { maxRowsCeiling: 10, maxListNames: 5, maxRollupRows: 100_000 }).format).toBe('json');
+    expect(fieldsOf(() => parseDownloadParams({ metrics: 'm', file_format: 'csv', format: 'json' }, { maxRowsCeiling: 10, maxListNames: 5, maxRollupRows: 100_000 }))).toEqual(['format']);
   });
 
   it('names every bad parameter at once', () => {
-    expect(fieldsOf(() => parseDownloadParams({ pattern: 'glob', start_date: 'x', max_rows: '0', format: 'xml', latest_only: 'yes' }, { maxRowsCeiling: 10, maxListNames: 5 }))).toEqual([
+    expect(fieldsOf(() => parseDownloadParams({ pattern: 'glob', start_date: 'x', max_rows: '0', format: 'xml', latest_only: 'yes' }, { maxRowsCeiling: 10, maxListNames: 5, maxRollupRows: 100_000 }))).toEqual([
       'metrics', 'pattern', 'start_date', 'max_rows', 'format', 'latest_only',
     ]);
-    expect(fieldsOf(() => parseDownloadParams({ metrics: 'm', start_date: '2024-02-02', end_date: '2024-02-01' }, { maxRowsCeiling: 10, maxListNames: 5 }))).toEqual(['start_date']);
-    expect(fieldsOf(() => parseDownloadParams({ metrics: 'm', max_rows: '1.5' }, { maxRowsCeiling: 10, maxListNames: 5 }))).toEqual(['max_rows']);
-    expect(fieldsOf(() => parseDownloadParams({ metrics: ['a', 'b'] }, { maxRowsCeiling: 10, maxListNames: 5 }))).toEqual(['metrics', 'metrics']);
+    expect(fieldsOf(() => parseDownloadParams({ metrics: 'm', start_date: '2024-02-02', end_date: '2024-02-01' }, { maxRowsCeiling: 10, maxListNames: 5, maxRollupRows: 100_000 }))).toEqual(['start_date']);
+    expect(fieldsOf(() => parseDownloadParams({ metrics: 'm', max_rows: '1.5' }, { maxRowsCeiling: 10, maxListNames: 5, maxRollupRows: 100_000 }))).toEqual(['max_rows']);
+    expect(fieldsOf(() => parseDownloadParams({ metrics: ['a', 'b'] }, { maxRowsCeiling: 10, maxListNames: 5, maxRollupRows: 100_000 }))).toEqual(['metrics', 'metrics']);
   });
 
   it('caps the names of a list (MERIDIAN_MAX_DOWNLOAD_NAMES), counted before any lookup', () => {
-    const limits = { maxRowsCeiling: 10, maxListNames: 3 };
+    const limits = { maxRowsCeiling: 10, maxListNames: 3, maxRollupRows: 100_000 };
     expect(parseDownloadParams({ metrics: 'a,b,c', pattern: 'list' }, limits).metrics).toBe('a,b,c');
     expect(fieldsOf(() => parseDownloadParams({ metrics: 'a,b,c,d', pattern: 'list' }, limits))).toEqual(['metrics']);
     // Only a list is a list of names: commas in a substring pattern's text are no names.
@@ -59,7 +67,7 @@ describe('download parameters', () => {
 
   it('says the ceiling when max_rows is above it', () => {
     try {
-      parseDownloadParams({ metrics: 'm', max_rows: '11' }, { maxRowsCeiling: 10, maxListNames: 5 });
+      parseDownloadParams({ metrics: 'm', max_rows: '11' }, { maxRowsCeiling: 10, maxListNames: 5, maxRollupRows: 100_000 });
       expect.unreachable();
     } catch (e) {
       expect((e as DomainError).errors[0]!.reason).toMatch(/at most 10/);
@@ -69,7 +77,7 @@ describe('download parameters', () => {
   it('says the range a bad value must be in, whatever its size', () => {
     const reasons = (query: Record<string, string>) => {
       try {
-        parseDownloadParams({ metrics: 'm', ...query }, { maxRowsCeiling: 10, maxListNames: 5 });
+        parseDownloadParams({ metrics: 'm', ...query }, { maxRowsCeiling: 10, maxListNames: 5, maxRollupRows: 100_000 });
       } catch (e) {
         return (e as DomainError).errors.map((x) => `${x.field}: ${x.reason}`);
       }

@@ -7,6 +7,10 @@ export const PATTERNS: readonly Pattern[] = ['single', 'list', 'contains', 'star
 export type DownloadFormat = 'csv' | 'json' | 'arrow' | 'parquet';
 export const DOWNLOAD_FORMATS: readonly DownloadFormat[] = ['csv', 'json', 'arrow', 'parquet'];
 
+/** raw: every stored row; 1m, 1h: per metric and bucket, the aggregates of the deduplicated points (the rollups). */
+export type Resolution = 'raw' | '1m' | '1h';
+export const RESOLUTIONS: readonly Resolution[] = ['raw', '1m', '1h'];
+
 export type DownloadParams = {
   readonly metrics: string;
   readonly pattern: Pattern;
@@ -16,6 +20,7 @@ export type DownloadParams = {
   readonly maxRows: number;
   readonly format: DownloadFormat;
   readonly latestOnly: boolean;
+  readonly resolution: Resolution;
   /** The opaque continuation token, still encoded; the query side decodes it. */
   readonly cursor: string | null;
 };
@@ -46,8 +51,11 @@ export function parseDateBound(text: string, bound: 'start' | 'end'): { ok: true
 
 export type RawDownloadQuery = Readonly<Record<string, string | string[] | undefined>>;
 
-/** maxRowsCeiling: MERIDIAN_MAX_ROWS_CEILING; maxListNames: MERIDIAN_MAX_DOWNLOAD_NAMES. */
-export type DownloadLimits = { readonly maxRowsCeiling: number; readonly maxListNames: number };
+/**
+ * maxRowsCeiling: MERIDIAN_MAX_ROWS_CEILING; maxListNames: MERIDIAN_MAX_DOWNLOAD_NAMES;
+ * maxRollupRows: MERIDIAN_MAX_ROLLUP_ROWS, the page of a download at a resolution (held in the api).
+ */
+export type DownloadLimits = { readonly maxRowsCeiling: number; readonly maxListNames: number; readonly maxRollupRows: number };
 
 /**
  * Reads a download-like query (a download, a sampled series), noting each problem by field in
@@ -117,12 +125,19 @@ export function parseDownloadParams(query: RawDownloadQuery, limits: DownloadLim
   const latestText = one('latest_only') ?? 'false';
   if (latestText !== 'true' && latestText !== 'false') errors.push({ field: 'latest_only', reason: 'must be true or false' });
 
+  const resolutionText = one('resolution') ?? 'raw';
+  const resolution = (RESOLUTIONS as readonly string[]).includes(resolutionText) ? (resolutionText as Resolution) : null;
+  if (!resolution) errors.push({ field: 'resolution', reason: `must be one of ${RESOLUTIONS.join(', ')}` });
+  else if (resolution !== 'raw' && maxRows > limits.maxRollupRows) {
+    errors.push({ field: 'max_rows', reason: `must be at most ${limits.maxRollupRows} with resolution ${resolution} (MERIDIAN_MAX_ROLLUP_ROWS); page through larger results with the cursor` });
+  }
+
   const cursor = one('cursor') ?? null;
 
   if (errors.length > 0) {
     throw new DomainError('validation', `invalid download parameters: ${errors.map((e) => `${e.field} ${e.reason}`).join('; ')}`, errors);
   }
-  return { metrics: metrics!, pattern: pattern!, fromMs, toMs, maxRows, format: format!, latestOnly: latestText === 'true', cursor };
+  return { metrics: metrics!, pattern: pattern!, fromMs, toMs, maxRows, format: format!, latestOnly: latestText === 'true', resolution: resolution!, cursor };
 }
 
 function countListNames(list: string): number {
