@@ -68,7 +68,9 @@ export function jsonCheckPool(options: JsonCheckPoolOptions): JsonUploadChecker 
       if (keep && !closed) idle.push(worker);
       else {
         all.delete(worker);
-        void worker.terminate();
+        // A worker that died of its heap has its end reported by the 'error' above; terminate() may
+        // then reject with the same error, which is no news.
+        worker.terminate().catch(() => undefined);
       }
       next();
     };

@@ -49,13 +49,14 @@ describe('the JSON upload check pool', () => {
   });
 
   it('a body that exhausts a worker\'s heap is a 413 problem, not a 500; the pool goes on with a new worker', async () => {
-    const small = jsonCheckPool({ workers: 1, heapMb: 16, maxValues: 10_000_000 });
+    // The setting's least heap (32 MB): below it, a worker loading its modules on a loaded machine
+    // can run out before its first job, which is no body's fault.
+    const small = jsonCheckPool({ workers: 1, heapMb: 32, maxValues: 10_000_000 });
     try {
-      // 200,000 values: four times what exhausts 16 MB (50,000 already do), and half the parse
-      // work of the 400,000 this used, which took over 5 s on a loaded 2-core machine. A stray
-      // byte at the end: a well-formed body is vouched for without a parse (json-upload-scan.ts),
-      // this one is parsed to say what is wrong, and the parse runs out of heap before the end.
-      const values = `{"timestamp":"2024-01-01T00:00:00Z","value":1,"pad":"${'x'.repeat(64)}"},`.repeat(200_000);
+      // 400,000 values: four times what exhausts 32 MB (100,000 already do). A stray byte at the
+      // end: a well-formed body is vouched for without a parse (json-upload-scan.ts), this one is
+      // parsed to say what is wrong, and the parse runs out of heap before the end.
+      const values = `{"timestamp":"2024-01-01T00:00:00Z","value":1,"pad":"${'x'.repeat(64)}"},`.repeat(400_000);
       await expect(small.check(Buffer.from(`{"metric_name":"cpu","values":[${values}1]} x`))).rejects.toMatchObject({ code: 'payload_too_large' });
       expect((await small.check(Buffer.from('{"metric_name":"cpu","values":[1]}'))).check).toEqual({ kind: 'ok', metric_name: 'cpu', values: 1 });
     } finally {
