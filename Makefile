@@ -50,9 +50,10 @@ cli-package: deps
 typecheck: deps
 	npx tsc -p tsconfig.json
 
-# The same command test/run.sh runs before the tests.
+# The same commands test/run.sh runs before the tests: ESLint, then Prettier's check (npm run format rewrites).
 lint: deps
 	npx eslint --max-warnings 0 .
+	npm run -s format:check
 
 run: deps
 	@deploy/local/run.sh

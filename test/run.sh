@@ -42,9 +42,9 @@ deploy/local/install.sh chdb || setup_failed "chDB could not be installed"
 echo "== typecheck"
 npx tsc -p tsconfig.json; typecheck_rc=$?
 
-# Lint (make lint): its failure is one failure in the summary, and the tests still run.
+# Lint (make lint: ESLint, then the formatter's check): its failure is one failure in the summary, and the tests still run.
 echo "== lint"
-npx eslint --max-warnings 0 .; lint_rc=$?
+npx eslint --max-warnings 0 . && npm run -s format:check; lint_rc=$?
 
 echo "== tests (unit, integration, deploy)"
 npx vitest run --project unit --project integration --project deploy --reporter=default --reporter=json --outputFile.json="$results"; tests_rc=$?
@@ -85,7 +85,7 @@ npx vitest run --project fault --reporter=default --reporter=json --outputFile.j
 summary=$(LINT_RC=$lint_rc node -e '
   const fs = require("fs");
   let passed = 0, failed = 0, skipped = 0;
-  if (process.env.LINT_RC !== "0") { console.log("FAILED make lint: ESLint reported problems (see == lint above)"); failed += 1; }
+  if (process.env.LINT_RC !== "0") { console.log("FAILED make lint: ESLint or Prettier reported problems (see == lint above)"); failed += 1; }
   for (const f of process.argv.slice(1)) {
     if (!fs.existsSync(f)) { console.log(`no test report ${f}: that tier did not run`); failed += 1; continue; }
     const r = JSON.parse(fs.readFileSync(f, "utf8"));

@@ -91,8 +91,9 @@ const paged: Point[] = PAGED.flatMap((name, m) =>
 const ORDERED = ['order:Z', 'order:z', 'order:ü', 'order:日', 'order:～', 'order:🎉'];
 
 /** Values whose shortest form is tricky; inserted bit for bit. */
-// eslint-disable-next-line no-loss-of-precision -- the literals' rounding is what the test is about
+/* eslint-disable no-loss-of-precision -- the literals' rounding is what the test is about */
 const TRICKY = [0.1, 1 / 3, 1e21, 1e-7, 123456789012345680000, -0, 5e-324, 1.7976931348623157e308, 3, 0.1 + 0.2, 1e-6, 1.5e-323, 2.2250738585072014e-308, -1e-300, 9007199254740993, 1e22, 123.456];
+/* eslint-enable no-loss-of-precision */
 
 const TIMES = [0, 1, 999, 1000, 59_999, 86_399_999, 86_400_000, 951_782_400_000, 1_583_020_799_999, 4_291_747_199_000, 4_291_747_199_999];
 for (let i = 0; i < 200; i++) TIMES.push(Math.floor(((i * 7919) % 200) * 21_458_736_000 + i * 3)); // spread over 1970..2105

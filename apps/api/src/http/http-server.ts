@@ -1,4 +1,4 @@
-import { createServer, STATUS_CODES, type IncomingMessage, type Server } from 'node:http';
+import { createServer, STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type Koa from 'koa';
@@ -42,14 +42,15 @@ const BODY_RATE_CHECK_MS = 1000;
  * body may take by its size, not by a fixed duration.
  */
 export function createHttpServer(options: HttpServerOptions, app: Koa, logger?: Logger): Server {
+  // Koa's callback catches its own rejections (its error handling answers them).
+  // eslint-disable-next-line @typescript-eslint/no-misused-promises
+  const handler: (req: IncomingMessage, res: ServerResponse) => void = app.callback();
   const server = createServer({
     maxHeaderSize: options.maxHeaderBytes,
     headersTimeout: options.headersTimeoutMs,
     requestTimeout: 0,
     connectionsCheckingInterval: Math.min(1000, options.headersTimeoutMs),
-    // Koa's callback catches its own rejections (its error handling answers them).
-    // eslint-disable-next-line @typescript-eslint/no-misused-promises
-  }, app.callback());
+  }, handler);
   server.keepAliveTimeout = options.keepAliveTimeoutMs;
   server.timeout = options.idleTimeoutMs; // with no 'timeout' listener, Node destroys the idle socket
   server.on('clientError', (error: Error & { code?: string }, socket: Duplex) => answerClientError(error, socket, options.maxHeaderBytes));
