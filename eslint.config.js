@@ -29,7 +29,18 @@ const clientModules = ['kafkajs', 'minio', '@clickhouse/client'];
 const pureNodeModules = ['crypto', 'node:crypto', 'util', 'node:util', 'buffer', 'node:buffer'];
 
 export default tseslint.config(
-  { ignores: ['node_modules/**', '.var/**', 'deploy/**', 'schemas/**', 'test/fixtures/**/*.json', 'docs/.vitepress/dist/**', 'docs/.vitepress/cache/**', 'docs/.vitepress/generated/**'] },
+  {
+    ignores: [
+      'node_modules/**',
+      '.var/**',
+      'deploy/**',
+      'schemas/**',
+      'test/fixtures/**/*.json',
+      'docs/.vitepress/dist/**',
+      'docs/.vitepress/cache/**',
+      'docs/.vitepress/generated/**',
+    ],
+  },
   {
     files: ['**/*.ts'],
     extends: [js.configs.recommended, ...tseslint.configs.recommendedTypeChecked],
@@ -83,10 +94,13 @@ export default tseslint.config(
     rules: {
       // A stream joined with .pipe() passes no error along: the source's failure is heard by no
       // one (an unheard 'error' event ends the process) and the destination waits forever.
-      'no-restricted-syntax': ['error', {
-        selector: "CallExpression[callee.property.name='pipe'][arguments.length=1]",
-        message: 'stream.pipe() passes no error along: use pipeline() from node:stream (or for await), so every stream\'s error has an owner.',
-      }],
+      'no-restricted-syntax': [
+        'error',
+        {
+          selector: "CallExpression[callee.property.name='pipe'][arguments.length=1]",
+          message: "stream.pipe() passes no error along: use pipeline() from node:stream (or for await), so every stream's error has an owner.",
+        },
+      ],
       'import/no-cycle': ['error', { ignoreExternal: true }],
       'import/no-restricted-paths': [
         'error',
@@ -101,7 +115,7 @@ export default tseslint.config(
             {
               target: './libs/projection',
               from: [...adapterLibs, 'libs/replay', 'libs/platform'].map((dir) => `./${dir}`),
-              message: 'libs/projection is pure: the points sink that writes its blocks is libs/clickhouse\'s.',
+              message: "libs/projection is pure: the points sink that writes its blocks is libs/clickhouse's.",
             },
           ],
         },

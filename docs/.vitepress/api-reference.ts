@@ -10,7 +10,16 @@ import { API_VERSION, apiRoutes } from '../../apps/api/src/app.ts';
 import { buildOpenApi } from '../../apps/api/src/openapi/document.ts';
 import { inertApiDeps } from '../../apps/api/src/openapi/inert-deps.ts';
 
-type Schema = { type?: string | string[]; enum?: unknown[]; format?: string; items?: Schema; anyOf?: Schema[]; oneOf?: Schema[]; $ref?: string; const?: unknown };
+type Schema = {
+  type?: string | string[];
+  enum?: unknown[];
+  format?: string;
+  items?: Schema;
+  anyOf?: Schema[];
+  oneOf?: Schema[];
+  $ref?: string;
+  const?: unknown;
+};
 type Parameter = { name: string; in: string; required?: boolean; description?: string; schema?: Schema };
 type Response = { description: string; content?: Record<string, unknown>; headers?: Record<string, { description?: string }> };
 type Operation = {
@@ -50,7 +59,10 @@ function typeOf(schema: Schema | undefined): string {
 function operationMarkdown(method: string, path: string, op: Operation): string[] {
   const out = [`### ${method.toUpperCase()} ${path} {#${op.operationId}}`, '', text(op.summary)];
   if (op.description) out.push('', text(op.description));
-  out.push('', `Operation \`${op.operationId}\`; ${op.security && op.security.length === 0 ? 'no API key needed' : 'needs an API key (`Authorization: Bearer …`)'}.`);
+  out.push(
+    '',
+    `Operation \`${op.operationId}\`; ${op.security && op.security.length === 0 ? 'no API key needed' : 'needs an API key (`Authorization: Bearer …`)'}.`,
+  );
   if (op.parameters?.length) {
     out.push('', '| parameter | in | type | required | meaning |', '|---|---|---|---|---|');
     for (const p of op.parameters) {
@@ -58,12 +70,21 @@ function operationMarkdown(method: string, path: string, op: Operation): string[
     }
   }
   if (op.requestBody) {
-    out.push('', `Body: ${Object.keys(op.requestBody.content).map((t) => `\`${t}\``).join(', ')}${op.requestBody.description ? `. ${text(op.requestBody.description)}` : ''}`);
+    out.push(
+      '',
+      `Body: ${Object.keys(op.requestBody.content)
+        .map((t) => `\`${t}\``)
+        .join(', ')}${op.requestBody.description ? `. ${text(op.requestBody.description)}` : ''}`,
+    );
   }
   out.push('', '| status | answer | content | headers |', '|---|---|---|---|');
   for (const [status, r] of Object.entries(op.responses)) {
     const headers = Object.keys(r.headers ?? {}).filter((h) => !RATE_LIMIT_HEADERS.has(h));
-    out.push(`| ${status} | ${cell(r.description)} | ${Object.keys(r.content ?? {}).map((t) => `\`${t}\``).join(', ')} | ${headers.map((h) => `\`${h}\``).join(', ')} |`);
+    out.push(
+      `| ${status} | ${cell(r.description)} | ${Object.keys(r.content ?? {})
+        .map((t) => `\`${t}\``)
+        .join(', ')} | ${headers.map((h) => `\`${h}\``).join(', ')} |`,
+    );
   }
   out.push('');
   return out;

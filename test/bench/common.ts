@@ -28,7 +28,15 @@ export function benchApi(extra: Record<string, string> = {}): { settings: Settin
 }
 
 /** peakRssMb: the process's high-water mark; windowPeakMb: the highest RSS sampled since the last mark(); cpuSeconds: user + system time so far (all its threads). */
-export type Proc = { child: ChildProcess; peakRssMb(): number; rssMb(): number; mark(): void; windowPeakMb(): number; cpuSeconds(): number; stop(): Promise<void> };
+export type Proc = {
+  child: ChildProcess;
+  peakRssMb(): number;
+  rssMb(): number;
+  mark(): void;
+  windowPeakMb(): number;
+  cpuSeconds(): number;
+  stop(): Promise<void>;
+};
 
 /** User + system CPU seconds of a live process, from /proc (fields 14 and 15 of its stat, in clock ticks of 1/100 s); NaN once it is gone. */
 export function processCpuSeconds(pid: number | undefined): number {
@@ -160,7 +168,10 @@ export async function scopeDataBytes(settings: Settings): Promise<{ kafka: numbe
   const logDirs = kafkaLogDirs();
   const kafka = logDirs.length === 0 ? NaN : logDirs.reduce((sum, d) => sum + (dirBytes(d, (name) => name.startsWith(settings.MERIDIAN_TOPIC_PREFIX)) || 0), 0);
   const query = `SELECT sum(bytes_on_disk) FROM system.parts WHERE active AND database = '${settings.CLICKHOUSE_DATABASE}'`;
-  const clickhouse = await fetch(`${settings.CLICKHOUSE_URL}/?query=${encodeURIComponent(query)}`).then(async (r) => (r.ok ? Number((await r.text()).trim()) : NaN), () => NaN);
+  const clickhouse = await fetch(`${settings.CLICKHOUSE_URL}/?query=${encodeURIComponent(query)}`).then(
+    async (r) => (r.ok ? Number((await r.text()).trim()) : NaN),
+    () => NaN,
+  );
   return { kafka, clickhouse, minio: dirBytes(`${varDir}/minio/data/${settings.S3_BUCKET}`) };
 }
 
@@ -169,7 +180,13 @@ export async function scopeDataBytes(settings: Settings): Promise<{ kafka: numbe
  * resident memory until it stops. With `onLine`, its standard output (its log, JSON lines) goes
  * to that function line by line instead of to this process's.
  */
-export function startProcess(script: string, settings: Settings, extraEnv: Record<string, string> = {}, root = repoRoot, onLine?: (line: string) => void): Proc {
+export function startProcess(
+  script: string,
+  settings: Settings,
+  extraEnv: Record<string, string> = {},
+  root = repoRoot,
+  onLine?: (line: string) => void,
+): Proc {
   const api = script === 'apps/api/src/main.ts';
   const env = { ...process.env, ...(api ? API_NODE_ENV : {}), ...Object.fromEntries(Object.entries(settings).map(([k, v]) => [k, String(v)])), ...extraEnv };
   const flags = api ? API_NODE_FLAGS : [];
@@ -200,16 +217,19 @@ export function startProcess(script: string, settings: Settings, extraEnv: Recor
     child,
     peakRssMb: () => Math.round(peak),
     rssMb: () => Math.round(rss),
-    mark: () => { windowPeak = rss; },
+    mark: () => {
+      windowPeak = rss;
+    },
     windowPeakMb: () => Math.round(windowPeak),
     cpuSeconds: () => processCpuSeconds(child.pid),
-    stop: () => new Promise((resolve) => {
-      stopping = true;
-      clearInterval(timer);
-      if (child.exitCode !== null) return resolve();
-      child.once('exit', () => resolve());
-      child.kill('SIGTERM');
-    }),
+    stop: () =>
+      new Promise((resolve) => {
+        stopping = true;
+        clearInterval(timer);
+        if (child.exitCode !== null) return resolve();
+        child.once('exit', () => resolve());
+        child.kill('SIGTERM');
+      }),
   };
 }
 
@@ -219,7 +239,11 @@ export function startProcess(script: string, settings: Settings, extraEnv: Recor
  * for a 735 MB file against about 0.6, and on a 2-core machine the client's CPU is taken from
  * the processes being measured. Files are read in 1 MiB chunks (fileStream).
  */
-export async function postStream(url: string, headers: Record<string, string>, body: Readable): Promise<{ status: number; text: string; headers: IncomingMessage['headers'] }> {
+export async function postStream(
+  url: string,
+  headers: Record<string, string>,
+  body: Readable,
+): Promise<{ status: number; text: string; headers: IncomingMessage['headers'] }> {
   const req = request(url, { method: 'POST', headers });
   const answered = new Promise<IncomingMessage>((resolve, reject) => req.once('response', resolve).once('error', reject));
   await pipeline(body, req);
@@ -235,7 +259,12 @@ export function fileStream(path: string): Readable {
 }
 
 /** Probes until it answers; `everyMs` may grow with the time waited so far (a long wait then costs the prober fewer probes). */
-export async function waitUntil<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs: number, everyMs: number | ((waitedMs: number) => number) = 100): Promise<T> {
+export async function waitUntil<T>(
+  what: string,
+  probe: () => Promise<T | undefined>,
+  timeoutMs: number,
+  everyMs: number | ((waitedMs: number) => number) = 100,
+): Promise<T> {
   const started = Date.now();
   const deadline = started + timeoutMs;
   for (;;) {
@@ -260,8 +289,12 @@ export function settingsEnv(settings: Settings): NodeJS.ProcessEnv {
 /** Runs the real `meridian` CLI on the bench's settings; it logs at error only, so stdout is its output. */
 export function meridian(settings: Settings, args: string[]): Promise<{ stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
-    execFile(`${repoRoot}apps/cli/bin/meridian`, args, { env: { ...settingsEnv(settings), LOG_LEVEL: 'error' }, maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) =>
-      error ? reject(new Error(`${error.message}\n${stderr}`)) : resolve({ stdout, stderr }));
+    execFile(
+      `${repoRoot}apps/cli/bin/meridian`,
+      args,
+      { env: { ...settingsEnv(settings), LOG_LEVEL: 'error' }, maxBuffer: 64 * 1024 * 1024 },
+      (error, stdout, stderr) => (error ? reject(new Error(`${error.message}\n${stderr}`)) : resolve({ stdout, stderr })),
+    );
   });
 }
 
@@ -272,13 +305,15 @@ export async function adminKey(settings: Settings): Promise<string> {
 
 /** `timestamp,value` CSV lines for points first..first+count-1, one second apart from t0, generated as they are read. */
 export function csvPoints(first: number, count: number, t0: number): Readable {
-  return Readable.from((function* () {
-    for (let i = first; i < first + count;) {
-      const lines: string[] = [];
-      for (let k = 0; k < 20_000 && i < first + count; k++, i++) lines.push(`${formatTimestamp(t0 + i * 1000)},${(i % 1000) / 8}`);
-      yield `${lines.join('\n')}\n`;
-    }
-  })());
+  return Readable.from(
+    (function* () {
+      for (let i = first; i < first + count;) {
+        const lines: string[] = [];
+        for (let k = 0; k < 20_000 && i < first + count; k++, i++) lines.push(`${formatTimestamp(t0 + i * 1000)},${(i % 1000) / 8}`);
+        yield `${lines.join('\n')}\n`;
+      }
+    })(),
+  );
 }
 
 /**
@@ -296,19 +331,23 @@ export function downloadPoints(count: number, metrics: number, t0: number, { zul
   // (time-major skips the indices at or past `count` that the last, shorter metric lacks).
   const rowOf = timeMajor ? (n: number) => (n % metrics) * perMetric + Math.floor(n / metrics) : (n: number) => n;
   const rows = timeMajor ? perMetric * metrics : count;
-  return Readable.from((function* () {
-    if (header) yield 'metric_name,timestamp,metric_numeric_value,updated_at\n';
-    for (let n = 0; n < rows;) {
-      const lines: string[] = [];
-      for (let k = 0; k < 20_000 && n < rows; n++) {
-        const i = rowOf(n);
-        if (i >= count) continue;
-        k++;
-        lines.push(`bench.download.m${String(Math.floor(i / perMetric)).padStart(4, '0')},${time(t0 + (i % perMetric) * 1000)},${(i % 1000) / 8},${updatedAt}`);
+  return Readable.from(
+    (function* () {
+      if (header) yield 'metric_name,timestamp,metric_numeric_value,updated_at\n';
+      for (let n = 0; n < rows;) {
+        const lines: string[] = [];
+        for (let k = 0; k < 20_000 && n < rows; n++) {
+          const i = rowOf(n);
+          if (i >= count) continue;
+          k++;
+          lines.push(
+            `bench.download.m${String(Math.floor(i / perMetric)).padStart(4, '0')},${time(t0 + (i % perMetric) * 1000)},${(i % 1000) / 8},${updatedAt}`,
+          );
+        }
+        yield `${lines.join('\n')}\n`;
       }
-      yield `${lines.join('\n')}\n`;
-    }
-  })());
+    })(),
+  );
 }
 
 /**
@@ -319,7 +358,9 @@ export function downloadPoints(count: number, metrics: number, t0: number, { zul
 export async function dropScope(platform: Platform): Promise<void> {
   const { admin, topics, settings, clickhouse, storage } = platform;
   await admin.deleteTopics({ topics: Object.values(topics) }).catch((e: unknown) => console.warn(`bench: topics not deleted: ${String(e)}`));
-  await clickhouse.command({ query: `DROP DATABASE IF EXISTS ${settings.CLICKHOUSE_DATABASE}` }).catch((e: unknown) => console.warn(`bench: database not dropped: ${String(e)}`));
+  await clickhouse
+    .command({ query: `DROP DATABASE IF EXISTS ${settings.CLICKHOUSE_DATABASE}` })
+    .catch((e: unknown) => console.warn(`bench: database not dropped: ${String(e)}`));
   // A bucket goes only once empty (snapshots, blobs, staged bytes a failed case left).
   const emptied = async () => {
     const names: string[] = [];

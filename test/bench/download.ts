@@ -19,7 +19,12 @@ const REPEAT = Number(process.env.BENCH_REPEAT ?? 3);
 const METRICS = 1000;
 const T = 1_600_000_000_000;
 const { settings, base } = benchApi({ MERIDIAN_MAX_ROWS_CEILING: String(ROWS) });
-const conn = { url: settings.CLICKHOUSE_URL, username: settings.CLICKHOUSE_USER, password: settings.CLICKHOUSE_PASSWORD, database: settings.CLICKHOUSE_DATABASE };
+const conn = {
+  url: settings.CLICKHOUSE_URL,
+  username: settings.CLICKHOUSE_USER,
+  password: settings.CLICKHOUSE_PASSWORD,
+  database: settings.CLICKHOUSE_DATABASE,
+};
 const names = Array.from({ length: METRICS }, (_, i) => `bench.m${String(i).padStart(4, '0')}`);
 
 type Measure = { rows: number; bytes: number; ms: number; ttfbMs: number };
@@ -38,7 +43,10 @@ async function drain(body: AsyncIterable<Uint8Array>, started: number): Promise<
 async function viaApi(key: string, qs: string, gzip: boolean, rows: number): Promise<Measure> {
   const started = performance.now();
   const res = await new Promise<IncomingMessage>((resolve, reject) => {
-    get(`${base}/api/v1/metrics/download?${qs}`, { headers: { Authorization: `Bearer ${key}`, 'Accept-Encoding': gzip ? 'gzip' : 'identity' } }, resolve).on('error', reject);
+    get(`${base}/api/v1/metrics/download?${qs}`, { headers: { Authorization: `Bearer ${key}`, 'Accept-Encoding': gzip ? 'gzip' : 'identity' } }, resolve).on(
+      'error',
+      reject,
+    );
   });
   if (res.statusCode !== 200) throw new Error(`download ${qs}: ${res.statusCode}`);
   const { bytes, ttfbMs } = await drain(res, started);
@@ -46,7 +54,17 @@ async function viaApi(key: string, qs: string, gzip: boolean, rows: number): Pro
 }
 
 async function straight(metricNames: string[], format: DownloadRequest['format'], gzip: boolean, rows: number): Promise<Measure> {
-  const req: DownloadRequest = { metricNames, fromMs: 0, toMs: 4_291_747_199_999, maxRows: ROWS, after: null, format, latestOnly: false, gzip, queryId: randomUUID() };
+  const req: DownloadRequest = {
+    metricNames,
+    fromMs: 0,
+    toMs: 4_291_747_199_999,
+    maxRows: ROWS,
+    after: null,
+    format,
+    latestOnly: false,
+    gzip,
+    queryId: randomUUID(),
+  };
   const started = performance.now();
   const plan = await planDownload(conn, req);
   const stream = await streamDownload(conn, req, { plan });
@@ -71,7 +89,11 @@ async function main(): Promise<void> {
   try {
     await waitUntil('the api', async () => ((await fetch(`${base}/readyz`)).ok ? true : undefined), 120_000, 250);
     const key = await adminKey(settings);
-    await waitUntil('the api to know the key', async () => ((await fetch(`${base}/api/v1/users`, { headers: { Authorization: `Bearer ${key}` } })).ok ? true : undefined), 30_000);
+    await waitUntil(
+      'the api to know the key',
+      async () => ((await fetch(`${base}/api/v1/users`, { headers: { Authorization: `Bearer ${key}` } })).ok ? true : undefined),
+      30_000,
+    );
 
     const list = names.slice(0, 100);
     const listRows = (ROWS / METRICS) * list.length;
@@ -84,7 +106,9 @@ async function main(): Promise<void> {
       ['list of 100, CSV', `metrics=${encodeURIComponent(list.join(','))}&pattern=list&max_rows=${ROWS}`, list, 'csv', false, listRows],
       ['list of 100, JSON gzip', `metrics=${encodeURIComponent(list.join(','))}&pattern=list&max_rows=${ROWS}&format=json`, list, 'json', true, listRows],
     ];
-    console.log(`\nbench-download (${fmt(ROWS)} points over ${METRICS} metrics; api = real api process, straight = the same query from ClickHouse's HTTP interface)`);
+    console.log(
+      `\nbench-download (${fmt(ROWS)} points over ${METRICS} metrics; api = real api process, straight = the same query from ClickHouse's HTTP interface)`,
+    );
     const rate = (m: Measure) => (m.rows * 1000) / m.ms;
     const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
     let growth = 0;
@@ -109,7 +133,9 @@ async function main(): Promise<void> {
           ` | straight ${fmt(directRate).padStart(9)} rows/s, first byte ${median(direct.map((m) => m.ttfbMs)).toFixed(0)} ms | ratio ${(apiRate / directRate).toFixed(2)} | api RSS +${scenarioGrowth} MB`,
       );
     }
-    console.log(`  medians of ${REPEAT} runs each; peak api RSS: ${api.peakRssMb()} MB; most RSS growth during a ${fmt(ROWS)}-row download: ${growth} MB (goal < 50 MB)`);
+    console.log(
+      `  medians of ${REPEAT} runs each; peak api RSS: ${api.peakRssMb()} MB; most RSS growth during a ${fmt(ROWS)}-row download: ${growth} MB (goal < 50 MB)`,
+    );
     if (!only) await frames(api, key);
   } finally {
     await api.stop();
@@ -124,7 +150,7 @@ type Frame = { way: string; rows: number; seconds: number; peak_rss_mb: number; 
 async function frames(api: Proc, key: string): Promise<void> {
   const python = process.env.BENCH_PYTHON;
   if (!python) {
-    console.log('\nframes: not measured (BENCH_PYTHON unset: make bench-download sets it to the Python client\'s virtualenv)');
+    console.log("\nframes: not measured (BENCH_PYTHON unset: make bench-download sets it to the Python client's virtualenv)");
     return;
   }
   const ways = ['csv', 'parquet', 'arrow'] as const;
@@ -151,13 +177,19 @@ async function frames(api: Proc, key: string): Promise<void> {
     const range = (xs: number[], digits: number) => `[${Math.min(...xs).toFixed(digits)}–${Math.max(...xs).toFixed(digits)}]`;
     console.log(
       `  ${way.padEnd(8)} ${median(seconds).toFixed(2).padStart(7)} s ${range(seconds, 2)}  ${(csvSeconds / median(seconds)).toFixed(1).padStart(5)}× the CSV way` +
-        `  python peak RSS ${median(fs.map((f) => f.peak_rss_mb))} MB ${range(fs.map((f) => f.peak_rss_mb), 0)}  api peak RSS ${Math.max(...fs.map((f) => f.apiPeakMb))} MB`,
+        `  python peak RSS ${median(fs.map((f) => f.peak_rss_mb))} MB ${range(
+          fs.map((f) => f.peak_rss_mb),
+          0,
+        )}  api peak RSS ${Math.max(...fs.map((f) => f.apiPeakMb))} MB`,
     );
   }
   console.log(`  dtypes: ${JSON.stringify(runs.get('arrow')![0]!.dtypes)} (goal: Arrow at least 5× faster than CSV; api under 300 MB)`);
 }
 
-main().then(() => process.exit(0), (error: unknown) => {
-  console.error(error);
-  process.exit(1);
-});
+main().then(
+  () => process.exit(0),
+  (error: unknown) => {
+    console.error(error);
+    process.exit(1);
+  },
+);

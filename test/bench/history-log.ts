@@ -102,7 +102,10 @@ class BatchedAppender {
 
 /** A JSON upload body as clients send them: one metric, 1 to 20 values. */
 function jsonBody(metric: string, at: number, values: number): Buffer {
-  const points = Array.from({ length: values }, (_, k) => ({ timestamp: formatTimestamp(at - (values - k) * 1000), value: Math.round(Math.random() * 1e4) / 100 }));
+  const points = Array.from({ length: values }, (_, k) => ({
+    timestamp: formatTimestamp(at - (values - k) * 1000),
+    value: Math.round(Math.random() * 1e4) / 100,
+  }));
   return Buffer.from(JSON.stringify({ metric_name: metric, values: points }));
 }
 
@@ -126,7 +129,9 @@ function finishedUpload(task_id: string, user: number, at: number, i: number): T
     payload,
     staged_object: file ? `staging/uploads/${task_id}/${randomUUID()}` : null,
     payload_bytes: payloadBytes,
-    payload_sha256: createHash('sha256').update(payload ?? task_id).digest(),
+    payload_sha256: createHash('sha256')
+      .update(payload ?? task_id)
+      .digest(),
     idempotency_key: null,
   };
   return [
@@ -155,7 +160,12 @@ export async function writeHistory(kafka: Kafka, admin: Admin, topics: Topics, c
       const key = composeApiKey(randomBytes(8), randomBytes(32));
       const created = decideCreateUser(state, { user_name: name, is_admin: false, key, at: from, actor: ACTOR });
       for (const e of created) state = applyAccountEvent(state, e);
-      const granted = decideReplaceEntitlements(state, { user_name: name, rules: [{ match: 'prefix', value: metricPrefix(u), access: 'rw' }], at: from, actor: ACTOR });
+      const granted = decideReplaceEntitlements(state, {
+        user_name: name,
+        rules: [{ match: 'prefix', value: metricPrefix(u), access: 'rw' }],
+        at: from,
+        actor: ACTOR,
+      });
       for (const e of granted) state = applyAccountEvent(state, e);
       await accounts.add(accountsCodec, name, [...created, ...granted]);
       keys.push(key.api_key);
@@ -168,9 +178,18 @@ export async function writeHistory(kafka: Kafka, admin: Admin, topics: Topics, c
     for (let f = 0; f < plan.files; f++) {
       const sha256 = createHash('sha256').update(`bench-file-${f}`).digest();
       const defined = fileDefinedFrom({
-        type: 'FileDefinitionRequested', task_id: randomUUID(), file_id: randomUUID(), user_name: userName(f % plan.fileOwners),
-        at: from + Math.floor((f * SPAN_DAYS * DAY_MS) / plan.files), file_name: `export-${f}.csv`, description: f % 3 === 0 ? 'daily export' : '',
-        content_type: 'text/csv', staged_object: `staging/files/${f}`, size: 1000 + ((f * 7919) % 10_000_000), sha256, enforce_schema: false,
+        type: 'FileDefinitionRequested',
+        task_id: randomUUID(),
+        file_id: randomUUID(),
+        user_name: userName(f % plan.fileOwners),
+        at: from + Math.floor((f * SPAN_DAYS * DAY_MS) / plan.files),
+        file_name: `export-${f}.csv`,
+        description: f % 3 === 0 ? 'daily export' : '',
+        content_type: 'text/csv',
+        staged_object: `staging/files/${f}`,
+        size: 1000 + ((f * 7919) % 10_000_000),
+        sha256,
+        enforce_schema: false,
       });
       await files.add(filesCodec, defined.file_id, [defined]);
     }

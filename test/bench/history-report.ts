@@ -43,7 +43,11 @@ function show(kind: Kind, f: Figure): string {
 }
 
 const showRead = (read: ReadAtStart | undefined): string =>
-  read === undefined || Object.keys(read).length === 0 ? NOT_MEASURED : Object.entries(read).map(([fold, n]) => `${fold} ${n.toLocaleString('en')}`).join(', ');
+  read === undefined || Object.keys(read).length === 0
+    ? NOT_MEASURED
+    : Object.entries(read)
+        .map(([fold, n]) => `${fold} ${n.toLocaleString('en')}`)
+        .join(', ');
 
 export function historyTable(rows: readonly HistoryRow[]): string[] {
   const headers = ['tasks', ...COLUMNS.map((c) => SHAPE[c].header), 'api read at start', 'ingest read at start'];

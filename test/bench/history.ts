@@ -61,7 +61,11 @@ type Launched = {
  */
 function launch(app: 'api' | 'ingest', env: NodeJS.ProcessEnv): Launched {
   const startedAt = performance.now();
-  const child = spawn(process.execPath, [...(app === 'api' ? API_NODE_FLAGS : []), `${repoRoot}apps/${app}/src/main.ts`], { cwd: repoRoot, env: { ...(app === 'api' ? API_NODE_ENV : {}), ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [...(app === 'api' ? API_NODE_FLAGS : []), `${repoRoot}apps/${app}/src/main.ts`], {
+    cwd: repoRoot,
+    env: { ...(app === 'api' ? API_NODE_ENV : {}), ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   const topicPrefix = env.MERIDIAN_TOPIC_PREFIX ?? '';
   const readAtStart: Record<string, number> = {};
   let tail = '';
@@ -92,10 +96,12 @@ function launch(app: 'api' | 'ingest', env: NodeJS.ProcessEnv): Launched {
       }
     }
   });
-  const exited = new Promise<void>((resolve) => child.once('exit', (code, signal) => {
-    exitReason = /heap out of memory|Allocation failed/i.test(tail) ? 'died: heap' : `died: ${signal ?? `code ${code}`}`;
-    resolve();
-  }));
+  const exited = new Promise<void>((resolve) =>
+    child.once('exit', (code, signal) => {
+      exitReason = /heap out of memory|Allocation failed/i.test(tail) ? 'died: heap' : `died: ${signal ?? `code ${code}`}`;
+      resolve();
+    }),
+  );
   return {
     pid: child.pid!,
     startedAt,
@@ -199,7 +205,9 @@ async function p99(name: string, requests: () => { url: string; key: string | nu
   if (failed > 0) return failed < MAX_FAILURES ? `${failed} of ${WARMUP + REQUESTS} failed` : `stopped: ${failed} failed`;
   ms.sort((a, b) => a - b);
   // The median beside the tail: on a shared machine the p99 is mostly the load's.
-  console.log(`    ${name}: p50 ${percentile(ms, 50).toFixed(1)} ms, p90 ${percentile(ms, 90).toFixed(1)} ms, p99 ${percentile(ms, 99).toFixed(1)} ms${perRequest}; load average ${loadavg()[0]!.toFixed(1)}`);
+  console.log(
+    `    ${name}: p50 ${percentile(ms, 50).toFixed(1)} ms, p90 ${percentile(ms, 90).toFixed(1)} ms, p99 ${percentile(ms, 99).toFixed(1)} ms${perRequest}; load average ${loadavg()[0]!.toFixed(1)}`,
+  );
   return percentile(ms, 99);
 }
 
@@ -209,7 +217,9 @@ const pick = <T>(xs: readonly T[]): T => xs[Math.floor(Math.random() * xs.length
 
 /** Per fold, meridian_fold_start_events_read from the api's admin /metrics. */
 async function apiReadAtStart(adminPort: number): Promise<ReadAtStart> {
-  const text = await fetch(`http://127.0.0.1:${adminPort}/metrics`, { signal: AbortSignal.timeout(5000) }).then((r) => r.text()).catch(() => '');
+  const text = await fetch(`http://127.0.0.1:${adminPort}/metrics`, { signal: AbortSignal.timeout(5000) })
+    .then((r) => r.text())
+    .catch(() => '');
   const read: Record<string, number> = {};
   for (const m of text.matchAll(/^meridian_fold_start_events_read\{fold="([^"]+)"\} (\d+)$/gm)) read[m[1]!] = Number(m[2]);
   return read;
@@ -221,17 +231,30 @@ async function measureApi(settings: Settings, base: string, history: WrittenHist
   try {
     const ready = await untilReady(api, () => answers200(`${base}/readyz`));
     const rss = rssOf(api, ready);
-    console.log(`    api: first log line ${showMs(api.firstOutputMs())} after spawn, ready ${showMs(ready)} (${showCpu(cpuMsOf(api.pid))}); load average ${loadavg()[0]!.toFixed(1)}`);
-    if (typeof ready !== 'number') return { figures: { api_ready_ms: ready, api_rss_mb: rss, task_p99_ms: NOT_MEASURED, tasks_p99_ms: NOT_MEASURED, files_p99_ms: NOT_MEASURED }, read: {} };
+    console.log(
+      `    api: first log line ${showMs(api.firstOutputMs())} after spawn, ready ${showMs(ready)} (${showCpu(cpuMsOf(api.pid))}); load average ${loadavg()[0]!.toFixed(1)}`,
+    );
+    if (typeof ready !== 'number')
+      return { figures: { api_ready_ms: ready, api_rss_mb: rss, task_p99_ms: NOT_MEASURED, tasks_p99_ms: NOT_MEASURED, files_p99_ms: NOT_MEASURED }, read: {} };
     const read = await apiReadAtStart(adminPort);
     // The floor of any lookup on this machine now: the same HTTP round trip to the same process, with no query behind it.
     await p99('GET /healthz (no query: the floor)', () => ({ url: `${base}/healthz`, key: null }), api.pid);
-    const task = history.sampledTasks.length === 0 ? NOT_MEASURED : await p99('GET /tasks/{id}', () => {
-      const t = pick(history.sampledTasks);
-      return { url: `${base}/api/v1/tasks/${t.task_id}`, key: history.keys[t.user]! };
-    }, api.pid);
+    const task =
+      history.sampledTasks.length === 0
+        ? NOT_MEASURED
+        : await p99(
+            'GET /tasks/{id}',
+            () => {
+              const t = pick(history.sampledTasks);
+              return { url: `${base}/api/v1/tasks/${t.task_id}`, key: history.keys[t.user]! };
+            },
+            api.pid,
+          );
     const tasks = await p99('GET /tasks', () => ({ url: `${base}/api/v1/tasks`, key: pick(history.keys) }), api.pid);
-    const files = fileOwners === 0 ? NOT_MEASURED : await p99('GET /files', () => ({ url: `${base}/api/v1/files`, key: history.keys[Math.floor(Math.random() * fileOwners)]! }), api.pid);
+    const files =
+      fileOwners === 0
+        ? NOT_MEASURED
+        : await p99('GET /files', () => ({ url: `${base}/api/v1/files`, key: history.keys[Math.floor(Math.random() * fileOwners)]! }), api.pid);
     return { figures: { api_ready_ms: ready, api_rss_mb: rss, task_p99_ms: task, tasks_p99_ms: tasks, files_p99_ms: files }, read };
   } finally {
     await api.stop();
@@ -244,7 +267,9 @@ async function measureIngest(settings: Settings) {
   const ingest = launch('ingest', { ...settingsEnv(settings), LOG_LEVEL: 'info', MERIDIAN_INGEST_HEALTH_PORT: String(port) });
   try {
     const ready = await untilReady(ingest, () => answers200(`http://127.0.0.1:${port}/readyz`));
-    console.log(`    ingest: first log line ${showMs(ingest.firstOutputMs())} after spawn, ready ${showMs(ready)} (${showCpu(cpuMsOf(ingest.pid))}); load average ${loadavg()[0]!.toFixed(1)}`);
+    console.log(
+      `    ingest: first log line ${showMs(ingest.firstOutputMs())} after spawn, ready ${showMs(ready)} (${showCpu(cpuMsOf(ingest.pid))}); load average ${loadavg()[0]!.toFixed(1)}`,
+    );
     return { figures: { ingest_ready_ms: ready, ingest_rss_mb: rssOf(ingest, ready) }, read: ingest.readAtStart() };
   } finally {
     await ingest.stop();
@@ -306,16 +331,26 @@ async function measure(tasks: number): Promise<HistoryRow> {
     await platform.prepare();
     const fileOwners = Math.min(USERS, Math.ceil(FILES / FILES_PER_OWNER));
     const history = await writeHistory(platform.kafka, platform.admin, platform.topics, `${settings.MERIDIAN_TOPIC_PREFIX}ingest-commands`, {
-      users: USERS, tasks, files: FILES, fileOwners, sample: REQUESTS,
+      users: USERS,
+      tasks,
+      files: FILES,
+      fileOwners,
+      sample: REQUESTS,
     });
-    console.log(`  ${fmt(tasks)} tasks: wrote ${fmt(history.events)} events (${(history.bytes / 1e6).toFixed(0)} MB) in ${(history.ms / 1000).toFixed(1)} s, ${fmt((history.events * 1000) / history.ms)} events/s`);
+    console.log(
+      `  ${fmt(tasks)} tasks: wrote ${fmt(history.events)} events (${(history.bytes / 1e6).toFixed(0)} MB) in ${(history.ms / 1000).toFixed(1)} s, ${fmt((history.events * 1000) / history.ms)} events/s`,
+    );
     const warm = await warmUp(settings, platform);
-    console.log(`  ${fmt(tasks)} tasks: warm-up ingest projected the tasks and wrote the snapshots in ${(warm / 1000).toFixed(1)} s; load average ${loadavg()[0]!.toFixed(1)}`);
+    console.log(
+      `  ${fmt(tasks)} tasks: warm-up ingest projected the tasks and wrote the snapshots in ${(warm / 1000).toFixed(1)} s; load average ${loadavg()[0]!.toFixed(1)}`,
+    );
     // What a lookup merges at query time (FINAL): the read models' parts not merged yet.
-    const parts = await (await platform.clickhouse.query({
-      query: `SELECT table, toString(count()) AS n FROM system.parts WHERE active AND database = currentDatabase() AND table IN ('tasks', 'tasks_by_id', 'files', 'file_listing') GROUP BY table ORDER BY table`,
-      format: 'JSONEachRow',
-    })).json<{ table: string; n: string }>();
+    const parts = await (
+      await platform.clickhouse.query({
+        query: `SELECT table, toString(count()) AS n FROM system.parts WHERE active AND database = currentDatabase() AND table IN ('tasks', 'tasks_by_id', 'files', 'file_listing') GROUP BY table ORDER BY table`,
+        format: 'JSONEachRow',
+      })
+    ).json<{ table: string; n: string }>();
     console.log(`  ${fmt(tasks)} tasks: read-model parts ${parts.map((p) => `${p.table} ${p.n}`).join(', ')}`);
     const api = await measureApi(settings, base, history, FILES === 0 ? 0 : fileOwners);
     const ingest = await measureIngest(settings);
@@ -330,17 +365,27 @@ async function measure(tasks: number): Promise<HistoryRow> {
 
 async function main(): Promise<void> {
   silenceKnownWarnings();
-  if (SIZES.some((n) => !Number.isSafeInteger(n) || n < 0)) throw new Error(`BENCH_HISTORY_SIZES must be comma-separated task counts, not ${process.env.BENCH_HISTORY_SIZES}`);
-  console.log(`bench-history: ${USERS} users, ${fmt(FILES)} files (${FILES_PER_OWNER} per owner), tasks ${SIZES.map(fmt).join(', ')}; ${REQUESTS} requests per lookup; ready cap ${READY_CAP_MS / 1000} s; load average ${loadavg()[0]!.toFixed(1)} on this shared machine`);
+  if (SIZES.some((n) => !Number.isSafeInteger(n) || n < 0))
+    throw new Error(`BENCH_HISTORY_SIZES must be comma-separated task counts, not ${process.env.BENCH_HISTORY_SIZES}`);
+  console.log(
+    `bench-history: ${USERS} users, ${fmt(FILES)} files (${FILES_PER_OWNER} per owner), tasks ${SIZES.map(fmt).join(', ')}; ${REQUESTS} requests per lookup; ready cap ${READY_CAP_MS / 1000} s; load average ${loadavg()[0]!.toFixed(1)} on this shared machine`,
+  );
   const rows: HistoryRow[] = [];
   for (const n of SIZES) rows.push(await measure(n));
-  console.log(`\nbench-history (new api and ingest processes restarted on a log of N finished upload tasks over ${USERS} users and ${fmt(FILES)} files, read model and snapshots current; load average ${loadavg().map((l) => l.toFixed(1)).join(' ')}; heap: the V8 default here, ${Math.round(getHeapStatistics().heap_size_limit / 2 ** 20)} MB, api with ${API_NODE_FLAGS.join(' ')})`);
+  console.log(
+    `\nbench-history (new api and ingest processes restarted on a log of N finished upload tasks over ${USERS} users and ${fmt(FILES)} files, read model and snapshots current; load average ${loadavg()
+      .map((l) => l.toFixed(1))
+      .join(' ')}; heap: the V8 default here, ${Math.round(getHeapStatistics().heap_size_limit / 2 ** 20)} MB, api with ${API_NODE_FLAGS.join(' ')})`,
+  );
   for (const line of historyTable(rows)) console.log(`  ${line}`);
   console.log('\n  goals:');
   for (const g of historyGoals(rows)) console.log(`  ${g.verdict}  ${g.goal}: ${g.detail}`);
 }
 
-main().then(() => process.exit(0), (error: unknown) => {
-  console.error(error);
-  process.exit(1);
-});
+main().then(
+  () => process.exit(0),
+  (error: unknown) => {
+    console.error(error);
+    process.exit(1);
+  },
+);

@@ -3,7 +3,21 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { adminKey, benchApi, cpuSplit, dropBenchScope, type CpuSpent, csvPoints, downloadPoints, fileStream, fmt, postStream, stackProcesses, startProcess, waitUntil } from './common.ts';
+import {
+  adminKey,
+  benchApi,
+  cpuSplit,
+  dropBenchScope,
+  type CpuSpent,
+  csvPoints,
+  downloadPoints,
+  fileStream,
+  fmt,
+  postStream,
+  stackProcesses,
+  startProcess,
+  waitUntil,
+} from './common.ts';
 import { benchJsonUploads, jsonFigureLines } from './json-uploads.ts';
 import { benchParseRows } from './parse-rows.ts';
 import { startVictoriaMetrics } from './victoria-metrics.ts';
@@ -60,7 +74,9 @@ async function chCommand(sql: string): Promise<void> {
 type Task = { status: string; updated_at: string; progress: { rows_total: number | null } };
 /** The task as it is; with `waitSeconds`, a long-poll answered the moment it ends (or after that long). */
 async function task(key: string, id: string, waitSeconds = 0): Promise<Task> {
-  return (await (await fetch(`${base}/api/v1/tasks/${id}${waitSeconds > 0 ? `?wait=${waitSeconds}` : ''}`, { headers: { Authorization: `Bearer ${key}` } })).json()) as Task;
+  return (await (
+    await fetch(`${base}/api/v1/tasks/${id}${waitSeconds > 0 ? `?wait=${waitSeconds}` : ''}`, { headers: { Authorization: `Bearer ${key}` } })
+  ).json()) as Task;
 }
 
 async function main(): Promise<void> {
@@ -100,7 +116,11 @@ async function endToEnd(): Promise<void> {
     } catch {
       return void process.stdout.write(`${line}\n`);
     }
-    if (entry.msg === 'upload written to the log' && entry.task_id && entry.offsets) batchesOf.set(entry.task_id, Object.values(entry.offsets).map((o) => o.batches));
+    if (entry.msg === 'upload written to the log' && entry.task_id && entry.offsets)
+      batchesOf.set(
+        entry.task_id,
+        Object.values(entry.offsets).map((o) => o.batches),
+      );
     else if (entry.level !== 'info' && entry.level !== 'debug' && entry.level !== 'trace') process.stderr.write(`${line}\n`);
   });
   const processes = [{ name: 'api', cpuSeconds: api.cpuSeconds }, { name: 'ingest', cpuSeconds: ingest.cpuSeconds }, ...stackProcesses()];
@@ -113,17 +133,29 @@ async function endToEnd(): Promise<void> {
     // one TabSeparated stream (as fast as Native here, measured), into a scratch table shaped
     // like points. Measured after the ingest phases it would compete with their merges.
     const baselineRows = POINTS;
-    await pipeline(Readable.from((function* () {
-      for (let i = 0; i < baselineRows;) {
-        const lines: string[] = [];
-        for (let k = 0; k < 50_000 && i < baselineRows; k++, i++) lines.push(`bench.download.m${String(Math.floor(i / perMetric)).padStart(4, '0')}\t${T0 + (i % perMetric) * 1000}\t${(i % 1000) / 8}\t${T0}\tdirect\t0\t${i >> 16}\t${i & 0xffff}`);
-        yield `${lines.join('\n')}\n`;
-      }
-    })()), createWriteStream(tsvFile));
+    await pipeline(
+      Readable.from(
+        (function* () {
+          for (let i = 0; i < baselineRows;) {
+            const lines: string[] = [];
+            for (let k = 0; k < 50_000 && i < baselineRows; k++, i++)
+              lines.push(
+                `bench.download.m${String(Math.floor(i / perMetric)).padStart(4, '0')}\t${T0 + (i % perMetric) * 1000}\t${(i % 1000) / 8}\t${T0}\tdirect\t0\t${i >> 16}\t${i & 0xffff}`,
+              );
+            yield `${lines.join('\n')}\n`;
+          }
+        })(),
+      ),
+      createWriteStream(tsvFile),
+    );
     await chCommand('CREATE TABLE baseline AS points');
     const directSplit = cpuSplit(processes);
     const directStarted = performance.now();
-    const insert = await postStream(`${settings.CLICKHOUSE_URL}/?database=${settings.CLICKHOUSE_DATABASE}&query=${encodeURIComponent('INSERT INTO baseline FORMAT TabSeparated')}`, {}, fileStream(tsvFile));
+    const insert = await postStream(
+      `${settings.CLICKHOUSE_URL}/?database=${settings.CLICKHOUSE_DATABASE}&query=${encodeURIComponent('INSERT INTO baseline FORMAT TabSeparated')}`,
+      {},
+      fileStream(tsvFile),
+    );
     if (insert.status !== 200) throw new Error(`direct insert: ${insert.text}`);
     const directMs = performance.now() - directStarted;
     const directCpu = directSplit.end();
@@ -141,9 +173,10 @@ async function endToEnd(): Promise<void> {
     // ClickHouse's own CPU for the straight insert: the others' during it is other work.
     const directPerCpu = baselineRows / directCpu.of('clickhouse');
     /** Points per CPU-second of every process in a case, against ClickHouse's rows per CPU-second of its own insert: steadier than wall time on a busy machine. */
-    const perCpu = (points: number, spent: CpuSpent) => Number.isFinite(directPerCpu)
-      ? `${spent.line}; ${fmt(points / spent.total)} points per CPU-second in all, ${(points / spent.total / directPerCpu).toFixed(2)}× ClickHouse's own insert per CPU-second`
-      : `${spent.line} (the stack's processes are not local: no per-CPU ratio)`;
+    const perCpu = (points: number, spent: CpuSpent) =>
+      Number.isFinite(directPerCpu)
+        ? `${spent.line}; ${fmt(points / spent.total)} points per CPU-second in all, ${(points / spent.total / directPerCpu).toFixed(2)}× ClickHouse's own insert per CPU-second`
+        : `${spent.line} (the stack's processes are not local: no per-CPU ratio)`;
     const jsonLines = jsonFigureLines(json, JSON_POINTS, directRate);
     if (ONLY_JSON) {
       console.log(`\nbench-ingest, JSON only (${JSON_POINTS.toLocaleString('en')} points in bodies of ${PER_BODY}, ${CONCURRENCY} producers back to back)`);
@@ -151,7 +184,9 @@ async function endToEnd(): Promise<void> {
       console.log(`                 ${jsonLines[1]}`);
       console.log(`                 ${cpuLine}`);
       console.log(`                 ${perCpu(JSON_POINTS, jsonCpu)}`);
-      console.log(`  reference, straight TabSeparated insert into ClickHouse of ${baselineRows.toLocaleString('en')} rows, before the rest: ${fmt(directRate)} rows/s (${(directMs / 1000).toFixed(1)} s)`);
+      console.log(
+        `  reference, straight TabSeparated insert into ClickHouse of ${baselineRows.toLocaleString('en')} rows, before the rest: ${fmt(directRate)} rows/s (${(directMs / 1000).toFixed(1)} s)`,
+      );
       console.log(`  peak RSS: api ${api.peakRssMb()} MB, ingest ${ingest.peakRssMb()} MB`);
       return;
     }
@@ -186,12 +221,17 @@ async function endToEnd(): Promise<void> {
         throw new Error(`timed out waiting for the ${what} upload to succeed`);
       })().finally(() => (settled = true));
       ended.catch(() => undefined); // thrown by the await below, once the poll has stopped
-      await waitUntil(`the ${what} upload to reach the log`, async () => {
-        if (settled) return true; // ended (its rows_total known) before the 200 ms poll saw it logged
-        if ((await task(key, taskId)).progress.rows_total === null) return undefined;
-        loggedMs = performance.now() - started;
-        return true;
-      }, 1_800_000, 200);
+      await waitUntil(
+        `the ${what} upload to reach the log`,
+        async () => {
+          if (settled) return true; // ended (its rows_total known) before the 200 ms poll saw it logged
+          if ((await task(key, taskId)).progress.rows_total === null) return undefined;
+          loggedMs = performance.now() - started;
+          return true;
+        },
+        1_800_000,
+        200,
+      );
       await ended;
       return { ackMs, loggedMs: loggedMs || doneMs, doneMs, cpu: split.end(), taskId };
     };
@@ -199,7 +239,13 @@ async function endToEnd(): Promise<void> {
     if ((await chCount()) !== JSON_POINTS + CSV_POINTS) throw new Error('row count mismatch after the CSV upload');
 
     // 3. One file in the download layout: BENCH_POINTS points over 1,000 metrics, a name on every row.
-    const { ackMs: downloadAck, loggedMs: downloadLogged, doneMs: downloadMs, cpu: downloadCpu, taskId: downloadTask } = await uploadFile('download-layout', '', downloadFile);
+    const {
+      ackMs: downloadAck,
+      loggedMs: downloadLogged,
+      doneMs: downloadMs,
+      cpu: downloadCpu,
+      taskId: downloadTask,
+    } = await uploadFile('download-layout', '', downloadFile);
     if ((await chCount()) !== JSON_POINTS + CSV_POINTS + POINTS) throw new Error('row count mismatch after the download-layout upload');
 
     // 3b. The same points written time-major, other names' rows between each name's: how a
@@ -215,7 +261,15 @@ async function endToEnd(): Promise<void> {
     const chunk = Buffer.from('not,a point\n'.repeat(87_382)); // ~1 MiB
     const chunks = Math.ceil(BIG_FILE_BYTES / chunk.length);
     const bigStarted = performance.now();
-    const big = await postStream(`${base}/api/v1/metrics_file_upload?metric_name=bench.big`, auth, Readable.from((function* () { for (let i = 0; i < chunks; i++) yield chunk; })()));
+    const big = await postStream(
+      `${base}/api/v1/metrics_file_upload?metric_name=bench.big`,
+      auth,
+      Readable.from(
+        (function* () {
+          for (let i = 0; i < chunks; i++) yield chunk;
+        })(),
+      ),
+    );
     if (big.status !== 202) throw new Error(`1 GB upload: ${big.status} ${big.text}`);
     const bigMs = performance.now() - bigStarted;
     const bigPeak = api.windowPeakMb();
@@ -224,14 +278,20 @@ async function endToEnd(): Promise<void> {
     const downloadRate = (POINTS * 1000) / downloadMs;
     const peerRate = (POINTS * 1000) / peerMs;
     const ratios = (rate: number) => `${(rate / directRate).toFixed(2)}× ClickHouse, ${(rate / peerRate).toFixed(2)}× VictoriaMetrics`;
-    console.log(`\nbench-ingest (${JSON_POINTS.toLocaleString('en')} JSON points in bodies of ${PER_BODY}, ${CONCURRENCY} at a time; ${CSV_POINTS.toLocaleString('en')} points in one 2-column file; ${POINTS.toLocaleString('en')} over ${DOWNLOAD_METRICS} metrics in one download-layout file)`);
+    console.log(
+      `\nbench-ingest (${JSON_POINTS.toLocaleString('en')} JSON points in bodies of ${PER_BODY}, ${CONCURRENCY} at a time; ${CSV_POINTS.toLocaleString('en')} points in one 2-column file; ${POINTS.toLocaleString('en')} over ${DOWNLOAD_METRICS} metrics in one download-layout file)`,
+    );
     console.log(`  JSON:          ${jsonLines[0]}; ${((JSON_POINTS * 1000) / json.ms / peerRate).toFixed(2)}× VictoriaMetrics`);
     console.log(`                 ${jsonLines[1]}`);
     console.log(`                 ${cpuLine}`);
     console.log(`                 ${perCpu(JSON_POINTS, jsonCpu)}`);
-    console.log(`  2-column CSV:  ${fmt(csvRate)} points/s first byte → all queryable (${(csvMs / 1000).toFixed(1)} s; acked after ${(csvAck / 1000).toFixed(1)} s, in the log after ${(csvLogged / 1000).toFixed(1)} s): ${ratios(csvRate)}`);
+    console.log(
+      `  2-column CSV:  ${fmt(csvRate)} points/s first byte → all queryable (${(csvMs / 1000).toFixed(1)} s; acked after ${(csvAck / 1000).toFixed(1)} s, in the log after ${(csvLogged / 1000).toFixed(1)} s): ${ratios(csvRate)}`,
+    );
     console.log(`                 ${perCpu(CSV_POINTS, csvCpu)}`);
-    console.log(`  download CSV:  ${fmt(downloadRate)} points/s first byte → all queryable (${(downloadMs / 1000).toFixed(1)} s; acked after ${(downloadAck / 1000).toFixed(1)} s, in the log after ${(downloadLogged / 1000).toFixed(1)} s): ${ratios(downloadRate)} (goals 0.5×, 0.3×)`);
+    console.log(
+      `  download CSV:  ${fmt(downloadRate)} points/s first byte → all queryable (${(downloadMs / 1000).toFixed(1)} s; acked after ${(downloadAck / 1000).toFixed(1)} s, in the log after ${(downloadLogged / 1000).toFixed(1)} s): ${ratios(downloadRate)} (goals 0.5×, 0.3×)`,
+    );
     console.log(`                 ${perCpu(POINTS, downloadCpu)}`);
     console.log(`  the download layout, by row order (${POINTS.toLocaleString('en')} points over ${DOWNLOAD_METRICS} metrics):`);
     console.log('  | written | points/s until queryable | CPU-s per 1M points: all (per process) | point batches per partition |');
@@ -245,18 +305,27 @@ async function endToEnd(): Promise<void> {
     };
     layoutRow('metric-major', downloadMs, downloadCpu, downloadTask);
     layoutRow('time-major', timeMajor.doneMs, timeMajor.cpu, timeMajor.taskId);
-    console.log(`  reference, straight TabSeparated insert into ClickHouse of the download layout's rows, before the rest: ${fmt(directRate)} rows/s (${(directMs / 1000).toFixed(1)} s)`);
+    console.log(
+      `  reference, straight TabSeparated insert into ClickHouse of the download layout's rows, before the rest: ${fmt(directRate)} rows/s (${(directMs / 1000).toFixed(1)} s)`,
+    );
     console.log(`                 ${directCpu.line}: ${fmt(directPerCpu)} rows per CPU-second of ClickHouse`);
-    console.log(`  reference, VictoriaMetrics' CSV import of the same points until a query counts them all, before the rest: ${fmt(peerRate)} points/s (${(peerMs / 1000).toFixed(1)} s)`);
+    console.log(
+      `  reference, VictoriaMetrics' CSV import of the same points until a query counts them all, before the rest: ${fmt(peerRate)} points/s (${(peerMs / 1000).toFixed(1)} s)`,
+    );
     console.log(`  peak RSS: api ${api.peakRssMb()} MB, ingest ${ingest.peakRssMb()} MB`);
-    console.log(`  api receiving a ${(chunks * chunk.length / 1024 ** 3).toFixed(2)} GB file: ${fmt((chunks * chunk.length) / 1024 ** 2 / (bigMs / 1000))} MB/s, RSS ${before1g} MB before, at most ${bigPeak} MB during (goal < 300 MB)`);
+    console.log(
+      `  api receiving a ${((chunks * chunk.length) / 1024 ** 3).toFixed(2)} GB file: ${fmt((chunks * chunk.length) / 1024 ** 2 / (bigMs / 1000))} MB/s, RSS ${before1g} MB before, at most ${bigPeak} MB during (goal < 300 MB)`,
+    );
   } finally {
     await Promise.all([api.stop(), ingest.stop()]);
     await dropBenchScope(settings);
   }
 }
 
-main().then(() => process.exit(0), (error: unknown) => {
-  console.error(error);
-  process.exit(1);
-});
+main().then(
+  () => process.exit(0),
+  (error: unknown) => {
+    console.error(error);
+    process.exit(1);
+  },
+);

@@ -15,7 +15,10 @@ const UPLOADS = Number(process.env.BENCH_UPLOADS ?? 200);
 const POINTS = Number(process.env.BENCH_POINTS ?? 10_000);
 const WARMUP = 10;
 const T0 = Date.UTC(2024, 0, 1);
-const compareRoots = (process.env.BENCH_COMPARE_ROOT ?? '').split(',').filter(Boolean).map((r) => (r.endsWith('/') ? r : `${r}/`));
+const compareRoots = (process.env.BENCH_COMPARE_ROOT ?? '')
+  .split(',')
+  .filter(Boolean)
+  .map((r) => (r.endsWith('/') ? r : `${r}/`));
 
 type Target = { name: string; base: string; proc: Proc; key: string; ms: number[]; settings: Settings };
 
@@ -34,7 +37,11 @@ function body(n: number): string {
 
 async function upload(target: Target, text: string): Promise<number> {
   const started = performance.now();
-  const res = await fetch(`${target.base}/api/v1/metrics/upload`, { method: 'POST', headers: { Authorization: `Bearer ${target.key}`, 'Content-Type': 'application/json' }, body: text });
+  const res = await fetch(`${target.base}/api/v1/metrics/upload`, {
+    method: 'POST',
+    headers: { Authorization: `Bearer ${target.key}`, 'Content-Type': 'application/json' },
+    body: text,
+  });
   await res.arrayBuffer();
   if (res.status !== 202) throw new Error(`${target.name}: ${res.status}`);
   return performance.now() - started;
@@ -45,7 +52,9 @@ async function main(): Promise<void> {
   for (const root of compareRoots) targets.push(await start(root, root));
   try {
     const text = body(0);
-    console.log(`${UPLOADS} sequential JSON uploads of ${fmt(POINTS)} points (${fmt(Buffer.byteLength(text) / 1024)} KiB) to each api, in turn, after ${WARMUP} warm-up uploads each`);
+    console.log(
+      `${UPLOADS} sequential JSON uploads of ${fmt(POINTS)} points (${fmt(Buffer.byteLength(text) / 1024)} KiB) to each api, in turn, after ${WARMUP} warm-up uploads each`,
+    );
     for (let i = 0; i < WARMUP + UPLOADS; i++) {
       // Rotate which api goes first, so none always follows another's work.
       const order = targets.map((_, k) => targets[(i + k) % targets.length]!);
@@ -57,7 +66,9 @@ async function main(): Promise<void> {
     console.log('\n| api | p50 ms | p90 ms | p99 ms | max ms |\n|---|---|---|---|---|');
     for (const t of targets) {
       const s = [...t.ms].sort((a, b) => a - b);
-      console.log(`| ${t.name} | ${percentile(s, 50).toFixed(1)} | ${percentile(s, 90).toFixed(1)} | ${percentile(s, 99).toFixed(1)} | ${s.at(-1)!.toFixed(1)} |`);
+      console.log(
+        `| ${t.name} | ${percentile(s, 50).toFixed(1)} | ${percentile(s, 90).toFixed(1)} | ${percentile(s, 99).toFixed(1)} | ${s.at(-1)!.toFixed(1)} |`,
+      );
     }
   } finally {
     await Promise.all(targets.map((t) => t.proc.stop()));

@@ -23,15 +23,28 @@ export type JsonUploadFigures = {
 /** Pending tasks followed at once (each user may hold 16 long-polls per api by default). */
 const FOLLOWED = 8;
 
-type Options = { readonly base: string; readonly key: string; readonly points: number; readonly perBody: number; readonly producers: number; readonly metrics: number; readonly t0: number };
+type Options = {
+  readonly base: string;
+  readonly key: string;
+  readonly points: number;
+  readonly perBody: number;
+  readonly producers: number;
+  readonly metrics: number;
+  readonly t0: number;
+};
 
 export async function benchJsonUploads(o: Options): Promise<JsonUploadFigures> {
   const auth = { Authorization: `Bearer ${o.key}` };
   // Built before the clock starts: the client's own formatting would otherwise take CPU from the api and ingest.
-  const bodies = Array.from({ length: Math.ceil(o.points / o.perBody) }, (_, b) => JSON.stringify({
-    metric_name: `bench.json.${b % o.metrics}`,
-    values: Array.from({ length: Math.min(o.perBody, o.points - b * o.perBody) }, (_, k) => ({ timestamp: formatTimestamp(o.t0 + (b * o.perBody + k) * 1000), value: k / 4 })),
-  }));
+  const bodies = Array.from({ length: Math.ceil(o.points / o.perBody) }, (_, b) =>
+    JSON.stringify({
+      metric_name: `bench.json.${b % o.metrics}`,
+      values: Array.from({ length: Math.min(o.perBody, o.points - b * o.perBody) }, (_, k) => ({
+        timestamp: formatTimestamp(o.t0 + (b * o.perBody + k) * 1000),
+        value: k / 4,
+      })),
+    }),
+  );
   const acks: number[] = [];
   const freshness: number[] = [];
   const pending = new Map<string, number>(); // task id → ack time
@@ -45,7 +58,11 @@ export async function benchJsonUploads(o: Options): Promise<JsonUploadFigures> {
       const b = next.i++;
       const t = performance.now();
       for (;;) {
-        const res = await fetch(`${o.base}/api/v1/metrics/upload`, { method: 'POST', headers: { ...auth, 'Content-Type': 'application/json' }, body: bodies[b] });
+        const res = await fetch(`${o.base}/api/v1/metrics/upload`, {
+          method: 'POST',
+          headers: { ...auth, 'Content-Type': 'application/json' },
+          body: bodies[b],
+        });
         if (res.status === 429) {
           refusals++;
           await res.arrayBuffer();
@@ -83,7 +100,11 @@ export async function benchJsonUploads(o: Options): Promise<JsonUploadFigures> {
     while (sending || pending.size > 0) {
       for (const [id, ackAt] of pending) {
         if (followed.size >= FOLLOWED) break;
-        if (!followed.has(id)) followed.set(id, followOne(id, ackAt).finally(() => followed.delete(id)));
+        if (!followed.has(id))
+          followed.set(
+            id,
+            followOne(id, ackAt).finally(() => followed.delete(id)),
+          );
       }
       // On when one ends, or every 25 ms to take up tasks acknowledged since.
       await Promise.race([...followed.values(), new Promise((r) => setTimeout(r, 25))]);

@@ -1,6 +1,15 @@
 import { createEventCodec } from '@meridian/events';
 import type { Readable } from 'node:stream';
-import { decideUpload, parseUploadBatches, pointBatchOf, startUpload, type ColumnBatch, type PointsFact, type UploadFact, type UserRecord } from '@meridian/domain';
+import {
+  decideUpload,
+  parseUploadBatches,
+  pointBatchOf,
+  startUpload,
+  type ColumnBatch,
+  type PointsFact,
+  type UploadFact,
+  type UserRecord,
+} from '@meridian/domain';
 import { encodePointsBlock } from '@meridian/projection';
 import { csvPoints, downloadPoints, fmt } from './common.ts';
 
@@ -72,8 +81,9 @@ async function splitLines(bytes: Buffer): Promise<number> {
 async function parse(bytes: Buffer, metricName: string | undefined): Promise<number> {
   let points = 0;
   for await (const items of parseUploadBatches(chunks(bytes), metricName === undefined ? {} : { metricName })) {
-    for (const item of items) if (item.kind === 'point') points++;
-    else if (item.kind === 'error') throw new Error(`row ${item.row}: ${item.reason}`);
+    for (const item of items)
+      if (item.kind === 'point') points++;
+      else if (item.kind === 'error') throw new Error(`row ${item.row}: ${item.reason}`);
   }
   return points;
 }
@@ -92,7 +102,8 @@ async function parseBatchEncode(bytes: Buffer, metricName: string | undefined, k
       keep?.push(b);
     }
   };
-  for await (const items of parseUploadBatches(chunks(bytes), metricName === undefined ? {} : { metricName })) write(decideUpload(run, { type: 'ItemsParsed', items }));
+  for await (const items of parseUploadBatches(chunks(bytes), metricName === undefined ? {} : { metricName }))
+    write(decideUpload(run, { type: 'ItemsParsed', items }));
   write(decideUpload(run, { type: 'InputEnded' }));
   return run.points;
 }
@@ -119,10 +130,16 @@ const range = (xs: number[]) => `${fmt(Math.min(...xs))}–${fmt(Math.max(...xs)
 
 export async function benchParseRows(): Promise<void> {
   const layouts = [
-    { name: 'download layout (metric_name,timestamp,metric_numeric_value,updated_at)', bytes: await bytesOf(downloadPoints(ROWS, METRICS, T0)), metricName: undefined },
+    {
+      name: 'download layout (metric_name,timestamp,metric_numeric_value,updated_at)',
+      bytes: await bytesOf(downloadPoints(ROWS, METRICS, T0)),
+      metricName: undefined,
+    },
     { name: '2-column layout (timestamp,value)', bytes: await bytesOf(csvPoints(0, ROWS, T0)), metricName: 'bench.two' },
   ];
-  console.log(`\nper-row cost on one core (${ROWS.toLocaleString('en')} rows in memory, ${RUNS} runs each: rows per CPU second, min–max (median); goal ≥ ${fmt(GOAL)})`);
+  console.log(
+    `\nper-row cost on one core (${ROWS.toLocaleString('en')} rows in memory, ${RUNS} runs each: rows per CPU second, min–max (median); goal ≥ ${fmt(GOAL)})`,
+  );
   for (const { name, bytes, metricName } of layouts) {
     await parse(bytes, metricName); // warm-up: the optimising compiler, the same for every case
     const baseline = await rates(() => splitLines(bytes));
@@ -133,7 +150,9 @@ export async function benchParseRows(): Promise<void> {
     const native = await rates(async () => nativeEncode(batches));
     const p = median(parsed);
     console.log(`  ${name}, ${(bytes.length / 1024 ** 2).toFixed(0)} MiB:`);
-    console.log(`    parser alone:            ${range(parsed)} rows/s  ${p >= GOAL ? 'meets' : 'BELOW'} the goal (${(p / GOAL).toFixed(2)}×); ${(p / median(baseline)).toFixed(2)}× the split-lines baseline`);
+    console.log(
+      `    parser alone:            ${range(parsed)} rows/s  ${p >= GOAL ? 'meets' : 'BELOW'} the goal (${(p / GOAL).toFixed(2)}×); ${(p / median(baseline)).toFixed(2)}× the split-lines baseline`,
+    );
     console.log(`    parse + batch + Avro:    ${range(job)} rows/s  (the upload job's per-row work)`);
     console.log(`    Native block encoding:   ${range(native)} rows/s  (the projector's per-row work, alone)`);
     console.log(`    baseline, UTF-8 decode + split into lines: ${range(baseline)} lines/s`);

@@ -48,7 +48,10 @@ export async function pointBatchCodecFigures(windows: Iterable<Series[]>, option
   const events = batchesOf(windows, options.batchPoints, options.partitions);
   const points = events.reduce((n, e) => n + e.timestamps.length, 0);
   const figures: CodecFigures[] = [];
-  for (const [version, writeDeltas] of [['v3', false], ['v4', true]] as const) {
+  for (const [version, writeDeltas] of [
+    ['v3', false],
+    ['v4', true],
+  ] as const) {
     const codec = createEventCodec<PointsFact>(undefined, { writeDeltas });
     for (const c of COMPRESSIONS) {
       let start = cpuUs();
@@ -60,7 +63,12 @@ export async function pointBatchCodecFigures(windows: Iterable<Series[]>, option
       for (const bytes of stored) decoded += (codec.decode(await c.decompress(bytes)) as { timestamps: number[] }).timestamps.length;
       const decodeUs = cpuUs() - start;
       if (decoded !== points) throw new Error(`${version} ${c.name}: decoded ${decoded} of ${points} points`);
-      figures.push({ layout: `PointBatch ${version}, ${c.name}`, bytesPerPoint: stored.reduce((n, b) => n + b.length, 0) / points, encodeUs: encodeUs / points, decodeUs: decodeUs / points });
+      figures.push({
+        layout: `PointBatch ${version}, ${c.name}`,
+        bytesPerPoint: stored.reduce((n, b) => n + b.length, 0) / points,
+        encodeUs: encodeUs / points,
+        decodeUs: decodeUs / points,
+      });
     }
   }
   return figures;

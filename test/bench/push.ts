@@ -2,7 +2,19 @@ import { loadavg } from 'node:os';
 import { Readable } from 'node:stream';
 import { formatTimestamp, parseSeriesName } from '@meridian/domain';
 import { remoteWriteBody } from '../support/protocol-bodies.ts';
-import { adminKey, benchApi, cpuSplit, dropBenchScope, fmt, percentile, postStream, scopeDataBytes, stackProcesses, startProcess, waitUntil } from './common.ts';
+import {
+  adminKey,
+  benchApi,
+  cpuSplit,
+  dropBenchScope,
+  fmt,
+  percentile,
+  postStream,
+  scopeDataBytes,
+  stackProcesses,
+  startProcess,
+  waitUntil,
+} from './common.ts';
 import { telemetrySeries, type Series } from './telemetry.ts';
 import { startVictoriaMetrics, type VictoriaMetrics } from './victoria-metrics.ts';
 
@@ -80,8 +92,9 @@ const SHAPES: readonly Shape[] = [
   { metrics: 500, pointsPerMetric: 4, protocol: 'remote-write' },
 ];
 const caseId = (producers: number, shape: Shape) => `p${producers}-${shape.metrics}x${shape.pointsPerMetric}${shape.protocol === 'remote-write' ? '-rw' : ''}`;
-const CASES: readonly Case[] = PRODUCERS.flatMap((producers) => SHAPES.map((shape) => ({ id: caseId(producers, shape), producers, shape })))
-  .filter((c) => CASE_FILTER.length === 0 || CASE_FILTER.some((f) => c.id === f || c.id.split('-').includes(f)));
+const CASES: readonly Case[] = PRODUCERS.flatMap((producers) => SHAPES.map((shape) => ({ id: caseId(producers, shape), producers, shape }))).filter(
+  (c) => CASE_FILTER.length === 0 || CASE_FILTER.some((f) => c.id === f || c.id.split('-').includes(f)),
+);
 
 const pad2 = (n: number) => String(n).padStart(2, '0');
 /** Producer p's metrics start with its prefix, on which its user has rw (and nothing else). */
@@ -98,7 +111,12 @@ const SCRAPE_FAMILIES = 50;
 function scrapedName(producer: number, seq: number, series: number): string {
   const family = series % SCRAPE_FAMILIES;
   const target = Math.floor(series / SCRAPE_FAMILIES);
-  const extra = family % 3 === 0 ? `,mode="${['idle', 'user', 'system', 'iowait'][target % 4]}"` : family % 3 === 1 ? `,device="sd${String.fromCharCode(97 + (target % 4))}"` : '';
+  const extra =
+    family % 3 === 0
+      ? `,mode="${['idle', 'user', 'system', 'iowait'][target % 4]}"`
+      : family % 3 === 1
+        ? `,device="sd${String.fromCharCode(97 + (target % 4))}"`
+        : '';
   return `${metricName(producer, seq, family)}{instance="10.0.${producer}.${10 + target}:9100",job="node"${extra}}`;
 }
 
@@ -116,7 +134,9 @@ function caseBodies(c: Case, seq: number): { bodies: Series[][][]; warm: Series[
   const names = Array.from({ length: c.producers }, (_, p) => Array.from({ length: owned }, (_, m) => nameOf(p, seq, m)));
   const bodies = names.map((mine) => {
     const series = mine.map((name) => telemetrySeries(name, T0 + FIRST_POINT_MS, INTERVAL_MS));
-    return Array.from({ length: perProducer }, (_, j) => (metrics === 1 ? [series[j % owned]!.next(pointsPerMetric)] : series.map((s) => s.next(pointsPerMetric))));
+    return Array.from({ length: perProducer }, (_, j) =>
+      metrics === 1 ? [series[j % owned]!.next(pointsPerMetric)] : series.map((s) => s.next(pointsPerMetric)),
+    );
   });
   const first = (name: string): Series => ({ name, timestamps: [T0], values: [0] });
   const warm = names.map((mine) => (metrics === 1 ? mine.map((name) => [first(name)]) : [mine.map(first)]));
@@ -182,7 +202,11 @@ async function meridianSystem(): Promise<{ system: System; caps: string; stop():
       const created = await fetch(`${base}/api/v1/users`, { method: 'POST', headers: admin, body: JSON.stringify({ user_name: user }) });
       if (created.status !== 201) throw new Error(`creating ${user}: ${created.status} ${await created.text()}`);
       keys.push(((await created.json()) as { api_key: string }).api_key);
-      const rules = await fetch(`${base}/api/v1/users/${user}/entitlements`, { method: 'PUT', headers: admin, body: JSON.stringify({ metrics: [{ match: 'prefix', value: prefixOf(p), access: 'rw' }] }) });
+      const rules = await fetch(`${base}/api/v1/users/${user}/entitlements`, {
+        method: 'PUT',
+        headers: admin,
+        body: JSON.stringify({ metrics: [{ match: 'prefix', value: prefixOf(p), access: 'rw' }] }),
+      });
       if (rules.status !== 200) throw new Error(`entitlements of ${user}: ${rules.status} ${await rules.text()}`);
     }
   } catch (error) {
@@ -209,7 +233,11 @@ async function meridianSystem(): Promise<{ system: System; caps: string; stop():
       max_rows: 2 * pointsOf(body) + 1,
     };
     reads++;
-    const res = await fetch(`${base}/api/v1/metrics/download`, { method: 'POST', headers: { Authorization: `Bearer ${keys[producer]}`, 'Content-Type': 'application/json' }, body: JSON.stringify(query) });
+    const res = await fetch(`${base}/api/v1/metrics/download`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${keys[producer]}`, 'Content-Type': 'application/json' },
+      body: JSON.stringify(query),
+    });
     const text = await res.text();
     if (res.status === 404) return 0; // no such metric yet
     if (res.status !== 200) throw new Error(`download: ${res.status} ${text}`);
@@ -231,11 +259,16 @@ async function meridianSystem(): Promise<{ system: System; caps: string; stop():
       const points = timestamps.map((t, i) => `{"timestamp":"${formatTimestamp(t)}","value":${values[i]}}`);
       return Buffer.from(`{"metric_name":${JSON.stringify(name)},"values":[${points.join(',')}]}`);
     },
-    push: (producer, bytes) => postStream(isJson(bytes) ? `${base}/api/v1/metrics/upload` : `${base}/api/v1/write`, {
-      Authorization: `Bearer ${keys[producer]}`,
-      ...(isJson(bytes) ? { 'Content-Type': 'application/json' } : { 'Content-Type': 'application/x-protobuf', 'Content-Encoding': 'snappy' }),
-      'Content-Length': String(bytes.length),
-    }, Readable.from([bytes])),
+    push: (producer, bytes) =>
+      postStream(
+        isJson(bytes) ? `${base}/api/v1/metrics/upload` : `${base}/api/v1/write`,
+        {
+          Authorization: `Bearer ${keys[producer]}`,
+          ...(isJson(bytes) ? { 'Content-Type': 'application/json' } : { 'Content-Type': 'application/x-protobuf', 'Content-Encoding': 'snappy' }),
+          'Content-Length': String(bytes.length),
+        },
+        Readable.from([bytes]),
+      ),
     async readable(producer, body, answer) {
       // The task first, when the answer names one (answered the moment it ends), then the points themselves.
       const taskId = (JSON.parse(answer.text || '{}') as { task_id?: string }).task_id;
@@ -250,12 +283,17 @@ async function meridianSystem(): Promise<{ system: System; caps: string; stop():
       // One user at a time, none queued or running (short lists): no producer sends any more,
       // so a user found idle stays idle, and the wait costs a few requests per user, not per poll.
       for (let p = 0; p < producers; p++) {
-        await waitUntil('every task of the case to end', async () => {
-          for (const status of ['queued', 'running']) {
-            if ((await getJson<TaskList>(`${base}/api/v1/tasks?status=${status}&limit=1`, keys[p]!)).body.tasks.length > 0) return undefined;
-          }
-          return true;
-        }, 600_000, poll);
+        await waitUntil(
+          'every task of the case to end',
+          async () => {
+            for (const status of ['queued', 'running']) {
+              if ((await getJson<TaskList>(`${base}/api/v1/tasks?status=${status}&limit=1`, keys[p]!)).body.tasks.length > 0) return undefined;
+            }
+            return true;
+          },
+          600_000,
+          poll,
+        );
       }
     },
     async assertNoneFailed(producers) {
@@ -286,10 +324,12 @@ function commonPrefix(names: readonly string[]): string {
 
 /** A remote write 1.0 body of the series, each labelled as its canonical name says. */
 function remoteWrite(body: readonly Series[]): Buffer {
-  return remoteWriteBody(body.map((s) => {
-    const parsed = parseSeriesName(s.name) ?? { metric: s.name, labels: [] };
-    return { labels: [['__name__', parsed.metric], ...parsed.labels], samples: s.timestamps.map((t, i) => [t, s.values[i]!] as const) };
-  }));
+  return remoteWriteBody(
+    body.map((s) => {
+      const parsed = parseSeriesName(s.name) ?? { metric: s.name, labels: [] };
+      return { labels: [['__name__', parsed.metric], ...parsed.labels], samples: s.timestamps.map((t, i) => [t, s.values[i]!] as const) };
+    }),
+  );
 }
 
 /** Snappy's first byte is its body's length as a varint: past 127 bytes, never the `{` a JSON body starts with. */
@@ -304,27 +344,42 @@ function victoriaMetricsSystem(vm: VictoriaMetrics): System {
   return {
     name: 'VictoriaMetrics',
     processes: [{ name: 'victoria-metrics', cpuSeconds: vm.cpuSeconds }],
-    encode: (body, protocol) => (protocol === 'remote-write'
-      ? remoteWrite(body)
-      : Buffer.from(body.map((s) => `{"metric":{"__name__":${JSON.stringify(s.name)}},"values":[${s.values.join(',')}],"timestamps":[${s.timestamps.join(',')}]}\n`).join(''))),
+    encode: (body, protocol) =>
+      protocol === 'remote-write'
+        ? remoteWrite(body)
+        : Buffer.from(
+            body
+              .map((s) => `{"metric":{"__name__":${JSON.stringify(s.name)}},"values":[${s.values.join(',')}],"timestamps":[${s.timestamps.join(',')}]}\n`)
+              .join(''),
+          ),
     push: (_producer, bytes) => (isJson(bytes) ? vm.importJsonLines(bytes) : vm.remoteWrite(bytes)),
     async readable(_producer, body) {
       const { from, to } = spanOf(body);
       const expected = pointsOf(body);
       const selector = selectorOf(body.map((s) => s.name));
-      await waitUntil('a push to be exported', async () => {
-        reads++;
-        return (await vm.exportedPoints(selector, from, to)) >= expected ? true : undefined;
-      }, 600_000, poll);
+      await waitUntil(
+        'a push to be exported',
+        async () => {
+          reads++;
+          return (await vm.exportedPoints(selector, from, to)) >= expected ? true : undefined;
+        },
+        600_000,
+        poll,
+      );
     },
     async drained(_producers, seq, points, lastTs) {
       const selector = `{__name__=~"push_p[0-9]+_k${seq}_m[0-9]+"}`;
       // The window leaves out each series' untimed point at T0: it opens within the second after T0.
       const window = lastTs - T0 - FIRST_POINT_MS + 8000;
-      await waitUntil('every point of the case to be counted', async () => {
-        reads++;
-        return (await vm.count(selector, lastTs, window)) >= points ? true : undefined;
-      }, 600_000, poll);
+      await waitUntil(
+        'every point of the case to be counted',
+        async () => {
+          reads++;
+          return (await vm.count(selector, lastTs, window)) >= points ? true : undefined;
+        },
+        600_000,
+        poll,
+      );
     },
     async dataBytes() {
       // Its recent rows wait in memory (about a second) before they reach the disk.
@@ -401,7 +456,12 @@ async function runCase(system: System, c: Case, seq: number, bodies: Series[][][
       acks.push(acked - sent);
       if ((j * c.producers + p) % every === 0) {
         sampled.push(() => system.readable(p, bodies[p]![j]!, answer));
-        following.push(system.readable(p, bodies[p]![j]!, answer).then(() => void freshness.push(performance.now() - acked), (error: unknown) => void (failure ??= error)));
+        following.push(
+          system.readable(p, bodies[p]![j]!, answer).then(
+            () => void freshness.push(performance.now() - acked),
+            (error: unknown) => void (failure ??= error),
+          ),
+        );
       }
     }
   };
@@ -440,17 +500,19 @@ async function runCase(system: System, c: Case, seq: number, bodies: Series[][][
 
 /** Each producer sends its warm-up bodies one after the other, then all are followed until readable; untimed. Skipped for bodies the system takes in no single request. */
 async function warmSeries(system: System, warm: Series[][][], protocol: Protocol = 'native'): Promise<void> {
-  await Promise.all(warm.map(async (bodies, p) => {
-    const sent: Array<Promise<void>> = [];
-    for (const body of bodies) {
-      const bytes = system.encode(body, protocol);
-      if (!Buffer.isBuffer(bytes)) return;
-      const answer = await system.push(p, bytes);
-      if (answer.status < 200 || answer.status > 299) throw new Error(`${system.name}: a warm-up push: ${answer.status} ${answer.text}`);
-      sent.push(system.readable(p, body, answer));
-    }
-    await Promise.all(sent);
-  }));
+  await Promise.all(
+    warm.map(async (bodies, p) => {
+      const sent: Array<Promise<void>> = [];
+      for (const body of bodies) {
+        const bytes = system.encode(body, protocol);
+        if (!Buffer.isBuffer(bytes)) return;
+        const answer = await system.push(p, bytes);
+        if (answer.status < 200 || answer.status > 299) throw new Error(`${system.name}: a warm-up push: ${answer.status} ${answer.text}`);
+        sent.push(system.readable(p, body, answer));
+      }
+      await Promise.all(sent);
+    }),
+  );
 }
 
 /**
@@ -484,29 +546,83 @@ function tableRow(c: Case, system: string, runs: ReadonlyArray<Figures | string>
   const rate = (f: Figures) => (f.points * 1000) / f.ms;
   const ackedRate = (f: Figures) => (f.points * 1000) / f.ackedMs;
   const cpu = (f: Figures) => perMillion(f.cpuTotal, f.points);
-  const ratio = (mine: (f: Figures) => number) => (peerFigs ? ` (${range(figs.map((f, i) => (peerFigs[i] ? mine(f) / mine(peerFigs[i]) : NaN)), (n) => `${n.toFixed(2)}×`)})` : '');
+  const ratio = (mine: (f: Figures) => number) =>
+    peerFigs
+      ? ` (${range(
+          figs.map((f, i) => (peerFigs[i] ? mine(f) / mine(peerFigs[i]) : NaN)),
+          (n) => `${n.toFixed(2)}×`,
+        )})`
+      : '';
   const ms = (n: number) => n.toFixed(0);
   const names = Object.keys(figs[0]!.cpu);
-  const perProcess = names.map((n) => `${n} ${range(figs.map((f) => perMillion(f.cpu[n]!, f.points)), (v) => v.toFixed(2))}`).join(', ');
+  const perProcess = names
+    .map(
+      (n) =>
+        `${n} ${range(
+          figs.map((f) => perMillion(f.cpu[n]!, f.points)),
+          (v) => v.toFixed(2),
+        )}`,
+    )
+    .join(', ');
   const dirs = Object.keys(figs[0]!.bytes);
   const bytes = (f: Figures) => Object.values(f.bytes).reduce((s, b) => s + b, 0) / f.points;
-  const perDir = dirs.map((d) => `${d} ${range(figs.map((f) => f.bytes[d]! / f.points), (v) => v.toFixed(1))}`).join(', ');
-  const rss = Object.keys(figs[0]!.rss).map((n) => `${n} ${range(figs.map((f) => f.rss[n]!), fmt)}`).join(', ') || '—';
+  const perDir = dirs
+    .map(
+      (d) =>
+        `${d} ${range(
+          figs.map((f) => f.bytes[d]! / f.points),
+          (v) => v.toFixed(1),
+        )}`,
+    )
+    .join(', ');
+  const rss =
+    Object.keys(figs[0]!.rss)
+      .map(
+        (n) =>
+          `${n} ${range(
+            figs.map((f) => f.rss[n]!),
+            fmt,
+          )}`,
+      )
+      .join(', ') || '—';
   return [
     '',
     c.id,
     system,
-    range(figs.map((f) => f.points), fmt),
+    range(
+      figs.map((f) => f.points),
+      fmt,
+    ),
     `${range(figs.map(ackedRate), fmt)}${ratio(ackedRate)}`,
     `${range(figs.map(rate), fmt)}${ratio(rate)}`,
-    `${range(figs.map((f) => percentile(f.acks, 50)), ms)} / ${range(figs.map((f) => percentile(f.acks, 99)), ms)}`,
-    `${range(figs.map((f) => percentile(f.freshness, 99)), ms)} (${range(figs.map((f) => f.freshness.length), String)})`,
-    `${range(figs.map(cpu), (v) => v.toFixed(2))}${ratio(cpu)}: ${perProcess}; the bench's reads ≥ ${range(figs.map((f) => perMillion(f.readsCpu, f.points)), (v) => v.toFixed(2))}`,
+    `${range(
+      figs.map((f) => percentile(f.acks, 50)),
+      ms,
+    )} / ${range(
+      figs.map((f) => percentile(f.acks, 99)),
+      ms,
+    )}`,
+    `${range(
+      figs.map((f) => percentile(f.freshness, 99)),
+      ms,
+    )} (${range(
+      figs.map((f) => f.freshness.length),
+      String,
+    )})`,
+    `${range(figs.map(cpu), (v) => v.toFixed(2))}${ratio(cpu)}: ${perProcess}; the bench's reads ≥ ${range(
+      figs.map((f) => perMillion(f.readsCpu, f.points)),
+      (v) => v.toFixed(2),
+    )}`,
     `${range(figs.map(bytes), (v) => v.toFixed(1))}: ${perDir}`,
-    range(figs.map((f) => f.refused), String),
+    range(
+      figs.map((f) => f.refused),
+      String,
+    ),
     rss,
     '',
-  ].join(' | ').trim();
+  ]
+    .join(' | ')
+    .trim();
 }
 
 async function main(): Promise<void> {
@@ -529,7 +645,9 @@ async function main(): Promise<void> {
     const allProcesses = systems.flatMap((s) => s.processes);
     // A first push of every producer, followed until readable: connections, code paths and each
     // user's first task are warm before anything is timed.
-    const first = Array.from({ length: Math.max(...CASES.map((c) => c.producers)) }, (_, p) => [[telemetrySeries(metricName(p, 0, 0), T0, INTERVAL_MS).next(10)]]);
+    const first = Array.from({ length: Math.max(...CASES.map((c) => c.producers)) }, (_, p) => [
+      [telemetrySeries(metricName(p, 0, 0), T0, INTERVAL_MS).next(10)],
+    ]);
     for (const system of systems) await warmSeries(system, first);
 
     const results = new Map<string, Array<Figures | string>>();
@@ -545,15 +663,25 @@ async function main(): Promise<void> {
           const figures = await runCase(system, c, seq, bodies);
           const key = `${c.id} ${system.name}`;
           results.set(key, [...(results.get(key) ?? []), figures]);
-          const line = typeof figures === 'string' ? figures : `${fmt((figures.points * 1000) / figures.ms)} points/s, ${figures.cpuTotal.toFixed(1)} CPU-s, bench client ${figures.clientCpu.toFixed(1)} CPU-s and ${figures.reads} reads, load ${figures.load[0].toFixed(1)} → ${figures.load[1].toFixed(1)}`;
+          const line =
+            typeof figures === 'string'
+              ? figures
+              : `${fmt((figures.points * 1000) / figures.ms)} points/s, ${figures.cpuTotal.toFixed(1)} CPU-s, bench client ${figures.clientCpu.toFixed(1)} CPU-s and ${figures.reads} reads, load ${figures.load[0].toFixed(1)} → ${figures.load[1].toFixed(1)}`;
           console.error(`bench-push: run ${run + 1} ${c.id} ${system.name}: ${line}`);
         }
       }
     }
 
-    const loads = [...results.values()].flat().filter((f): f is Figures => typeof f !== 'string').flatMap((f) => f.load);
-    console.log(`\nbench-push: ${RUNS} run${RUNS > 1 ? 's' : ''} (ranges over runs), about ${fmt(POINTS)} points a case; producers in a closed loop, each its own user; load average ${range(loads, (v) => v.toFixed(1))} during the cases`);
-    console.log('\n| case | system | points | points/s acked | points/s readable | ack p50 / p99 ms | freshness p99 ms (samples) | CPU-s per 1M points: all (per process) | bytes per point: all (per directory) | 429/503 | peak RSS MB |');
+    const loads = [...results.values()]
+      .flat()
+      .filter((f): f is Figures => typeof f !== 'string')
+      .flatMap((f) => f.load);
+    console.log(
+      `\nbench-push: ${RUNS} run${RUNS > 1 ? 's' : ''} (ranges over runs), about ${fmt(POINTS)} points a case; producers in a closed loop, each its own user; load average ${range(loads, (v) => v.toFixed(1))} during the cases`,
+    );
+    console.log(
+      '\n| case | system | points | points/s acked | points/s readable | ack p50 / p99 ms | freshness p99 ms (samples) | CPU-s per 1M points: all (per process) | bytes per point: all (per directory) | 429/503 | peak RSS MB |',
+    );
     console.log('|---|---|---|---|---|---|---|---|---|---|---|');
     for (const c of CASES) {
       const peer = results.get(`${c.id} VictoriaMetrics`);
@@ -562,22 +690,27 @@ async function main(): Promise<void> {
         console.log(tableRow(c, system.name, runs, system.name === 'VictoriaMetrics' ? undefined : peer));
       }
     }
-    console.log([
-      '',
-      `Case p<N>-<M>x<K>: N producers, bodies of M metrics × K points, a scrape every ${INTERVAL_MS / 1000} s (random walks, counters, levels; jittered timestamps); -rw: the same Prometheus remote write body (series labelled as a scrape's) to both systems' /api/v1/write.`,
-      'points/s acked: first request → last ack; readable: → every point readable (Meridian: no task of the case queued or running; VictoriaMetrics: a query counts them all); × is against VictoriaMetrics in the same run.',
-      `Before a case is timed, each of its series gets one point ${FIRST_POINT_MS / 1000} s before its first, the same day, on both systems: the pushes go to series that exist.`,
-      `ack: request sent → its 2xx, including waits after a 429 or 503. freshness: ack → the body's points read back (Meridian: its task long-polled until it ended, then a download of its points; VictoriaMetrics: /api/v1/export), on ${SAMPLES} pushes or so per case (at most one in four; the p99 of fewer than 100 is about the largest), polled every ${POLL_MS} ms, then less often as a wait grows.`,
-      'CPU: utime+stime from /proc over the same span, the bench\'s own reads included (their count per case is in the lines above the table; "the bench\'s reads ≥" is what sending them once more after the case cost, a floor); Kafka, ClickHouse and MinIO are the shared local stack\'s, so other work on it counts too.',
-      'bytes: growth of the bench\'s own topics\' log dirs, its database\'s active ClickHouse parts and its MinIO bucket, against VictoriaMetrics\' data dir after a forced flush.',
-      `Meridian's caps in force: ${caps || '(Meridian not run)'}.`,
-    ].join('\n'));
+    console.log(
+      [
+        '',
+        `Case p<N>-<M>x<K>: N producers, bodies of M metrics × K points, a scrape every ${INTERVAL_MS / 1000} s (random walks, counters, levels; jittered timestamps); -rw: the same Prometheus remote write body (series labelled as a scrape's) to both systems' /api/v1/write.`,
+        'points/s acked: first request → last ack; readable: → every point readable (Meridian: no task of the case queued or running; VictoriaMetrics: a query counts them all); × is against VictoriaMetrics in the same run.',
+        `Before a case is timed, each of its series gets one point ${FIRST_POINT_MS / 1000} s before its first, the same day, on both systems: the pushes go to series that exist.`,
+        `ack: request sent → its 2xx, including waits after a 429 or 503. freshness: ack → the body's points read back (Meridian: its task long-polled until it ended, then a download of its points; VictoriaMetrics: /api/v1/export), on ${SAMPLES} pushes or so per case (at most one in four; the p99 of fewer than 100 is about the largest), polled every ${POLL_MS} ms, then less often as a wait grows.`,
+        "CPU: utime+stime from /proc over the same span, the bench's own reads included (their count per case is in the lines above the table; \"the bench's reads ≥\" is what sending them once more after the case cost, a floor); Kafka, ClickHouse and MinIO are the shared local stack's, so other work on it counts too.",
+        "bytes: growth of the bench's own topics' log dirs, its database's active ClickHouse parts and its MinIO bucket, against VictoriaMetrics' data dir after a forced flush.",
+        `Meridian's caps in force: ${caps || '(Meridian not run)'}.`,
+      ].join('\n'),
+    );
   } finally {
     for (const stop of stops) await stop().catch((e: unknown) => console.warn(`bench-push: stopping: ${String(e)}`));
   }
 }
 
-main().then(() => process.exit(0), (error: unknown) => {
-  console.error(error);
-  process.exit(1);
-});
+main().then(
+  () => process.exit(0),
+  (error: unknown) => {
+    console.error(error);
+    process.exit(1);
+  },
+);

@@ -4,7 +4,20 @@ import { join, resolve } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createBlobStore } from '@meridian/storage';
-import { adminKey, benchApi, cpuSplit, dropBenchScope, downloadPoints, fileStream, fmt, postStream, repoRoot, stackProcesses, startProcess, waitUntil } from './common.ts';
+import {
+  adminKey,
+  benchApi,
+  cpuSplit,
+  dropBenchScope,
+  downloadPoints,
+  fileStream,
+  fmt,
+  postStream,
+  repoRoot,
+  stackProcesses,
+  startProcess,
+  waitUntil,
+} from './common.ts';
 
 /**
  * make bench-receive: the api alone receiving file uploads, first byte to 202 (the claim check:
@@ -29,15 +42,29 @@ const { settings } = benchApi({ MERIDIAN_RATE_LIMIT_PER_SECOND: '0' });
 const downloadFile = join(tmpdir(), `meridian-bench-${process.pid}.receive.csv`);
 const T0 = Date.UTC(2024, 0, 1);
 
-const clientCpu = { name: 'client', cpuSeconds: () => { const u = process.cpuUsage(); return (u.user + u.system) / 1e6; } };
+const clientCpu = {
+  name: 'client',
+  cpuSeconds: () => {
+    const u = process.cpuUsage();
+    return (u.user + u.system) / 1e6;
+  },
+};
 
 async function main(): Promise<void> {
   await pipeline(downloadPoints(POINTS, 1000, T0), createWriteStream(downloadFile));
   const fileBytes = statSync(downloadFile).size;
   const chunk = Buffer.from('not,a point\n'.repeat(87_382)); // ~1 MiB
   const chunks = Math.ceil(BIG_FILE_BYTES / chunk.length);
-  const blobs = createBlobStore({ endpoint: settings.S3_ENDPOINT, accessKey: settings.S3_ACCESS_KEY, secretKey: settings.S3_SECRET_KEY, region: settings.S3_REGION, bucket: settings.S3_BUCKET });
-  console.log(`bench-receive (${POINTS.toLocaleString('en')} points in the download layout, ${fmt(fileBytes / 1024 ** 2)} MB; ${(chunks * chunk.length / 1024 ** 3).toFixed(2)} GB generated; api of ${API_ROOTS.map((r) => r.name).join(' and ')})`);
+  const blobs = createBlobStore({
+    endpoint: settings.S3_ENDPOINT,
+    accessKey: settings.S3_ACCESS_KEY,
+    secretKey: settings.S3_SECRET_KEY,
+    region: settings.S3_REGION,
+    bucket: settings.S3_BUCKET,
+  });
+  console.log(
+    `bench-receive (${POINTS.toLocaleString('en')} points in the download layout, ${fmt(fileBytes / 1024 ** 2)} MB; ${((chunks * chunk.length) / 1024 ** 3).toFixed(2)} GB generated; api of ${API_ROOTS.map((r) => r.name).join(' and ')})`,
+  );
   let auth: Record<string, string> | null = null;
   try {
     for (let run = 1; run <= RUNS; run++) {
@@ -59,11 +86,19 @@ async function main(): Promise<void> {
             if (status !== 202) throw new Error(`${what}: ${status}`);
             const ms = performance.now() - started;
             const cpu = split.end();
-            console.log(`  run ${run}, ${name}: ${what}: acked after ${(ms / 1000).toFixed(2)} s, ${fmt(bytes / 1024 ** 2 / (ms / 1000))} MB/s, api RSS at most ${api.windowPeakMb()} MB (load ${load}); ${cpu.line}; ${fmt(bytes / 1024 ** 2 / cpu.of('api'))} MB per api CPU-second`);
+            console.log(
+              `  run ${run}, ${name}: ${what}: acked after ${(ms / 1000).toFixed(2)} s, ${fmt(bytes / 1024 ** 2 / (ms / 1000))} MB/s, api RSS at most ${api.windowPeakMb()} MB (load ${load}); ${cpu.line}; ${fmt(bytes / 1024 ** 2 / cpu.of('api'))} MB per api CPU-second`,
+            );
             for (const { key } of await blobs.list('staging/')) await blobs.remove(key);
           };
           await receive('download-layout file', '', fileBytes, () => fileStream(downloadFile));
-          await receive('generated body', '?metric_name=bench.big', chunks * chunk.length, () => Readable.from((function* () { for (let i = 0; i < chunks; i++) yield chunk; })()));
+          await receive('generated body', '?metric_name=bench.big', chunks * chunk.length, () =>
+            Readable.from(
+              (function* () {
+                for (let i = 0; i < chunks; i++) yield chunk;
+              })(),
+            ),
+          );
         } finally {
           await api.stop();
         }
@@ -75,7 +110,10 @@ async function main(): Promise<void> {
   }
 }
 
-main().then(() => process.exit(0), (error: unknown) => {
-  console.error(error);
-  process.exit(1);
-});
+main().then(
+  () => process.exit(0),
+  (error: unknown) => {
+    console.error(error);
+    process.exit(1);
+  },
+);

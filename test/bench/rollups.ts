@@ -21,7 +21,12 @@ const YEAR = Date.UTC(2025, 0, 1) - T0;
 const STEP = Math.floor(YEAR / POINTS);
 const METRIC = 'bench.rollups';
 const { settings, base } = benchApi({ MERIDIAN_MAX_ROLLUP_ROWS: '1000000' });
-const conn = { url: settings.CLICKHOUSE_URL, username: settings.CLICKHOUSE_USER, password: settings.CLICKHOUSE_PASSWORD, database: settings.CLICKHOUSE_DATABASE };
+const conn = {
+  url: settings.CLICKHOUSE_URL,
+  username: settings.CLICKHOUSE_USER,
+  password: settings.CLICKHOUSE_PASSWORD,
+  database: settings.CLICKHOUSE_DATABASE,
+};
 
 /** The points of one day (2024-03-01): uploaded again, as a producer that sends a day's file twice. */
 const DAY = { first: Math.ceil((Date.UTC(2024, 2, 1) - T0) / STEP), count: Math.floor(86_400_000 / STEP) };
@@ -55,7 +60,11 @@ async function checkEqual(resolution: Resolution): Promise<{ buckets: number; di
   const ms = performance.now() - started;
   if (i !== expected.length) throw new Error(`${resolution}: ${i} buckets read, ${expected.length} in the raw points`);
   const table = ROLLUPS[resolution].table;
-  const dirty = Number(await queryText(conn, { sql: `SELECT count() FROM (SELECT countMerge(rows) = uniqExactMerge(timestamps) AS clean FROM ${table} GROUP BY metric_name, bucket) WHERE NOT clean` }));
+  const dirty = Number(
+    await queryText(conn, {
+      sql: `SELECT count() FROM (SELECT countMerge(rows) = uniqExactMerge(timestamps) AS clean FROM ${table} GROUP BY metric_name, bucket) WHERE NOT clean`,
+    }),
+  );
   return { buckets: i, dirty, ms };
 }
 
@@ -77,7 +86,9 @@ async function main(): Promise<void> {
   try {
     await migrate(client);
     const caps = await serverCapabilities(client);
-    console.log(`ClickHouse ${caps.version}; ${fmt(POINTS)} points of one metric over 2024 (one every ${STEP} ms), the ${fmt(DAY.count)} of 2024-03-01 uploaded twice; a shared 2-core machine: figures vary from run to run`);
+    console.log(
+      `ClickHouse ${caps.version}; ${fmt(POINTS)} points of one metric over 2024 (one every ${STEP} ms), the ${fmt(DAY.count)} of 2024-03-01 uploaded twice; a shared 2-core machine: figures vary from run to run`,
+    );
 
     // 1. The views' cost at insert: the same rows with and without them.
     await client.command({ query: 'CREATE TABLE points_without_views AS points' });
@@ -101,7 +112,9 @@ async function main(): Promise<void> {
     console.log('\nevery bucket against the deduplicated raw points (a query)');
     for (const resolution of ['1h', '1m'] as const) {
       const r = await checkEqual(resolution);
-      console.log(`  ${resolution}: ${fmt(r.buckets)} buckets equal (${fmt(r.dirty)} of them hold a replaced point, answered from points), read in ${fmt(r.ms)} ms`);
+      console.log(
+        `  ${resolution}: ${fmt(r.buckets)} buckets equal (${fmt(r.dirty)} of them hold a replaced point, answered from points), read in ${fmt(r.ms)} ms`,
+      );
     }
 
     // 3. A year at 1h through the api, beside the same aggregates by a query on the raw points.
@@ -117,7 +130,9 @@ async function main(): Promise<void> {
     const raw = await timed(async () => void (await queryText(conn, { sql: referenceSql(3_600_000) })));
     console.log(`\na download at 1h over the year (${fmt(rows)} buckets of ${fmt(POINTS)} points), ${REPEAT} runs`);
     console.log(`  GET /api/v1/metrics/download?resolution=1h (rollups)      p50 ${fmt(viaApi.p50).padStart(6)} ms   max ${fmt(viaApi.max).padStart(6)} ms`);
-    console.log(`  the same aggregates by a query on the raw points          p50 ${fmt(raw.p50).padStart(6)} ms   max ${fmt(raw.max).padStart(6)} ms   (${(raw.p50 / viaApi.p50).toFixed(1)}x)`);
+    console.log(
+      `  the same aggregates by a query on the raw points          p50 ${fmt(raw.p50).padStart(6)} ms   max ${fmt(raw.max).padStart(6)} ms   (${(raw.p50 / viaApi.p50).toFixed(1)}x)`,
+    );
   } finally {
     await api.stop();
     await client.close();

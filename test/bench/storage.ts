@@ -32,9 +32,15 @@ const PRODUCERS = 4;
 const T0 = Date.UTC(2024, 0, 1);
 const PREFIX = 'fleet';
 
-type Row = { readonly system: string; readonly bytes: ReadonlyArray<readonly [string, number]>; readonly cpu: ReadonlyArray<readonly [string, number]>; readonly seconds: number };
+type Row = {
+  readonly system: string;
+  readonly bytes: ReadonlyArray<readonly [string, number]>;
+  readonly cpu: ReadonlyArray<readonly [string, number]>;
+  readonly seconds: number;
+};
 
-const bodyOf = (window: readonly Series[]) => remoteWriteBody(window.map((s) => ({ labels: [['__name__', s.name]], samples: s.timestamps.map((t, i) => [t, s.values[i]!] as const) })));
+const bodyOf = (window: readonly Series[]) =>
+  remoteWriteBody(window.map((s) => ({ labels: [['__name__', s.name]], samples: s.timestamps.map((t, i) => [t, s.values[i]!] as const) })));
 
 /** Sends every window's body to `url` from PRODUCERS senders, each taking the next body; waits out 429 and 503. */
 async function pushAll(fleet: Fleet, url: string, headers: Record<string, string>): Promise<void> {
@@ -43,7 +49,11 @@ async function pushAll(fleet: Fleet, url: string, headers: Record<string, string
     for (let next = windows.next(); !next.done; next = windows.next()) {
       const body = bodyOf(next.value);
       for (;;) {
-        const res = await postStream(url, { ...headers, 'Content-Type': 'application/x-protobuf', 'Content-Encoding': 'snappy', 'Content-Length': String(body.length) }, Readable.from([body]));
+        const res = await postStream(
+          url,
+          { ...headers, 'Content-Type': 'application/x-protobuf', 'Content-Encoding': 'snappy', 'Content-Length': String(body.length) },
+          Readable.from([body]),
+        );
         if (res.status === 429 || res.status === 503) {
           await new Promise((r) => setTimeout(r, Number(res.headers['retry-after'] ?? 1) * 1000));
           continue;
@@ -63,7 +73,12 @@ async function victoriaMetrics(fleet: Fleet): Promise<Row> {
     const started = performance.now();
     await pushAll(fleet, `${vm.url}/api/v1/write`, {});
     await vm.flush();
-    await waitUntil('VictoriaMetrics to count every point', async () => ((await vm.count(`{__name__=~"${PREFIX}_.*"}`, fleet.t0 + fleet.spanMs + 60_000, fleet.spanMs + 120_000)) >= fleet.points ? true : undefined), 600_000, 500);
+    await waitUntil(
+      'VictoriaMetrics to count every point',
+      async () => ((await vm.count(`{__name__=~"${PREFIX}_.*"}`, fleet.t0 + fleet.spanMs + 60_000, fleet.spanMs + 120_000)) >= fleet.points ? true : undefined),
+      600_000,
+      500,
+    );
     const seconds = (performance.now() - started) / 1000;
     const spent = split.end();
     return { system: 'VictoriaMetrics', bytes: [['data dir', await vm.dataBytes()]], cpu: [['victoria-metrics', spent.of('victoria-metrics')]], seconds };
@@ -81,7 +96,9 @@ async function clickhouse(settings: Settings, query: string): Promise<string> {
 
 /** Each table's active parts after merging them all: system.parts of the scope's database. */
 async function tableBytes(settings: Settings): Promise<Array<[string, number]>> {
-  const tables = (await clickhouse(settings, `SELECT name FROM system.tables WHERE database = currentDatabase() AND engine LIKE '%MergeTree%'`)).split('\n').filter(Boolean);
+  const tables = (await clickhouse(settings, `SELECT name FROM system.tables WHERE database = currentDatabase() AND engine LIKE '%MergeTree%'`))
+    .split('\n')
+    .filter(Boolean);
   // OPTIMIZE FINAL merges what is not merging already: again until each table is one part (18.16 answers at once when a merge holds its parts).
   for (const table of tables) {
     for (let round = 0; round < 20; round++) {
@@ -91,7 +108,14 @@ async function tableBytes(settings: Settings): Promise<Array<[string, number]>> 
       await new Promise((r) => setTimeout(r, 1000));
     }
   }
-  const rows = (await clickhouse(settings, `SELECT table, sum(bytes_on_disk) FROM system.parts WHERE active AND database = currentDatabase() GROUP BY table ORDER BY table FORMAT TabSeparated`)).split('\n').filter(Boolean);
+  const rows = (
+    await clickhouse(
+      settings,
+      `SELECT table, sum(bytes_on_disk) FROM system.parts WHERE active AND database = currentDatabase() GROUP BY table ORDER BY table FORMAT TabSeparated`,
+    )
+  )
+    .split('\n')
+    .filter(Boolean);
   return rows.map((line) => line.split('\t')).map(([table, bytes]) => [`ClickHouse ${table!}`, Number(bytes)]);
 }
 
@@ -110,17 +134,28 @@ async function meridian(fleet: Fleet, name: string, env: Record<string, string>)
     const created = await fetch(`${base}/api/v1/users`, { method: 'POST', headers: admin, body: JSON.stringify({ user_name: 'storage' }) });
     if (created.status !== 201) throw new Error(`creating the user: ${created.status} ${await created.text()}`);
     const key = ((await created.json()) as { api_key: string }).api_key;
-    const rules = await fetch(`${base}/api/v1/users/storage/entitlements`, { method: 'PUT', headers: admin, body: JSON.stringify({ metrics: [{ match: 'prefix', value: `${PREFIX}_`, access: 'rw' }] }) });
+    const rules = await fetch(`${base}/api/v1/users/storage/entitlements`, {
+      method: 'PUT',
+      headers: admin,
+      body: JSON.stringify({ metrics: [{ match: 'prefix', value: `${PREFIX}_`, access: 'rw' }] }),
+    });
     if (rules.status !== 200) throw new Error(`entitlements: ${rules.status} ${await rules.text()}`);
     const processes = [{ name: 'api', cpuSeconds: api.cpuSeconds }, { name: 'ingest', cpuSeconds: ingest.cpuSeconds }, ...stackProcesses()];
     const split = cpuSplit(processes);
     const started = performance.now();
     await pushAll(fleet, `${base}/api/v1/write`, { Authorization: `Bearer ${key}` });
-    await waitUntil('every point in points', async () => (Number(await clickhouse(settings, 'SELECT count() FROM points')) >= fleet.points ? true : undefined), 1_800_000, 1000);
+    await waitUntil(
+      'every point in points',
+      async () => (Number(await clickhouse(settings, 'SELECT count() FROM points')) >= fleet.points ? true : undefined),
+      1_800_000,
+      1000,
+    );
     const seconds = (performance.now() - started) / 1000;
     const spent = split.end();
     console.log(`  ${name}: ${spent.line}`);
-    const topics = [...kafkaTopicBytes(settings.MERIDIAN_TOPIC_PREFIX)].filter(([, b]) => b > 0).map(([t, b]): [string, number] => [`Kafka ${t.slice(settings.MERIDIAN_TOPIC_PREFIX.length)}`, b]);
+    const topics = [...kafkaTopicBytes(settings.MERIDIAN_TOPIC_PREFIX)]
+      .filter(([, b]) => b > 0)
+      .map(([t, b]): [string, number] => [`Kafka ${t.slice(settings.MERIDIAN_TOPIC_PREFIX.length)}`, b]);
     return { system: name, bytes: [...topics, ...(await tableBytes(settings))], cpu: processes.map((p) => [p.name, spent.of(p.name)]), seconds };
   } finally {
     await Promise.all([api.stop(), ingest.stop()]);
@@ -150,11 +185,15 @@ function print(rows: readonly Row[], points: number): void {
 
 async function main(): Promise<void> {
   const fleet = telemetryFleet({ series: SERIES, points: POINTS, t0: T0, prefix: PREFIX });
-  console.log(`bench-storage: ${fmt(fleet.points)} points of ${fmt(SERIES)} series over ${(fleet.spanMs / 3_600_000).toFixed(1)} h, pushed as remote write in ${WINDOW_MS / 1000} s windows by ${PRODUCERS} senders`);
-  console.log('\nThe points topic\'s batches alone, in this process (as a push batches them, 50,000 points a batch at most):');
+  console.log(
+    `bench-storage: ${fmt(fleet.points)} points of ${fmt(SERIES)} series over ${(fleet.spanMs / 3_600_000).toFixed(1)} h, pushed as remote write in ${WINDOW_MS / 1000} s windows by ${PRODUCERS} senders`,
+  );
+  console.log("\nThe points topic's batches alone, in this process (as a push batches them, 50,000 points a batch at most):");
   console.log('  layout                        B/point  encode+compress µs/point  decompress+decode µs/point');
   for (const f of await pointBatchCodecFigures(fleet.windows(WINDOW_MS), { batchPoints: 50_000, partitions: 3 })) {
-    console.log(`  ${f.layout.padEnd(28)} ${f.bytesPerPoint.toFixed(2).padStart(7)}  ${f.encodeUs.toFixed(3).padStart(24)}  ${f.decodeUs.toFixed(3).padStart(26)}`);
+    console.log(
+      `  ${f.layout.padEnd(28)} ${f.bytesPerPoint.toFixed(2).padStart(7)}  ${f.encodeUs.toFixed(3).padStart(24)}  ${f.decodeUs.toFixed(3).padStart(26)}`,
+    );
   }
   const rows: Row[] = [];
   for (const system of SYSTEMS) {
@@ -164,7 +203,7 @@ async function main(): Promise<void> {
     else throw new Error(`unknown system ${system} (BENCH_SYSTEMS: victoria-metrics, before, after, deltas, zstd)`);
   }
   print(rows, fleet.points);
-  console.log('\nThe machine is shared: the stack\'s CPU (kafka, clickhouse, minio) includes other work on it.');
+  console.log("\nThe machine is shared: the stack's CPU (kafka, clickhouse, minio) includes other work on it.");
 }
 
 await main();

@@ -34,7 +34,8 @@ export type VictoriaMetrics = {
 const DOWNLOAD_FORMAT = '1:label:metric,2:time:rfc3339,3:metric:value';
 
 export async function startVictoriaMetrics(): Promise<VictoriaMetrics> {
-  if (!process.env.VICTORIA_METRICS_BIN) throw new Error('VICTORIA_METRICS_BIN is not set: run make bench-ingest (it installs VictoriaMetrics with deploy/local/install.sh victoria-metrics)');
+  if (!process.env.VICTORIA_METRICS_BIN)
+    throw new Error('VICTORIA_METRICS_BIN is not set: run make bench-ingest (it installs VictoriaMetrics with deploy/local/install.sh victoria-metrics)');
   const { base, pid, dataDir, stop } = await startVictoriaMetricsProcess();
 
   async function count(selector: string, lastTs: number, spanMs: number): Promise<number> {
@@ -68,16 +69,32 @@ export async function startVictoriaMetrics(): Promise<VictoriaMetrics> {
       // its import's cost rather than its flush interval.
       await flush();
       let last = 0;
-      await waitUntil('VictoriaMetrics to count every imported point', async () => {
-        last = await count('value', lastTs, spanMs);
-        return last === points ? true : undefined;
-      }, 600_000, 50).catch((error: unknown) => {
+      await waitUntil(
+        'VictoriaMetrics to count every imported point',
+        async () => {
+          last = await count('value', lastTs, spanMs);
+          return last === points ? true : undefined;
+        },
+        600_000,
+        50,
+      ).catch((error: unknown) => {
         throw new Error(`${(error as Error).message} (counted ${last} of ${points})`);
       });
       return performance.now() - started;
     },
-    importJsonLines: (body) => postStream(`${base}/api/v1/import`, { 'Content-Type': 'application/json', 'Content-Length': String(body.length) }, Readable.from([body])),
-    remoteWrite: (body) => postStream(`${base}/api/v1/write`, { 'Content-Type': 'application/x-protobuf', 'Content-Encoding': 'snappy', 'X-Prometheus-Remote-Write-Version': '0.1.0', 'Content-Length': String(body.length) }, Readable.from([body])),
+    importJsonLines: (body) =>
+      postStream(`${base}/api/v1/import`, { 'Content-Type': 'application/json', 'Content-Length': String(body.length) }, Readable.from([body])),
+    remoteWrite: (body) =>
+      postStream(
+        `${base}/api/v1/write`,
+        {
+          'Content-Type': 'application/x-protobuf',
+          'Content-Encoding': 'snappy',
+          'X-Prometheus-Remote-Write-Version': '0.1.0',
+          'Content-Length': String(body.length),
+        },
+        Readable.from([body]),
+      ),
     async exportedPoints(selector, fromMs, toMs) {
       const res = await fetch(`${base}/api/v1/export?${new URLSearchParams({ 'match[]': selector, start: String(fromMs / 1000), end: String(toMs / 1000) })}`);
       if (!res.ok) throw new Error(`VictoriaMetrics export: ${res.status} ${await res.text()}`);

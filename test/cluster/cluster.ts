@@ -27,18 +27,24 @@ export function clusterEndpoints(): ClusterEndpoints {
 /** Why the tier cannot run, or null: every process of the cluster is up and ready. */
 export async function clusterNotReady(): Promise<string | null> {
   const { replicas } = clusterEndpoints();
-  if (replicas.length < 2) return 'CLICKHOUSE_URLS lists fewer than 2 ClickHouse replicas: run through `make test-cluster` (it exports `deploy/cluster/cluster.sh env`)';
+  if (replicas.length < 2)
+    return 'CLICKHOUSE_URLS lists fewer than 2 ClickHouse replicas: run through `make test-cluster` (it exports `deploy/cluster/cluster.sh env`)';
   let status: string;
   try {
     status = await clusterSh('status');
   } catch (error) {
     return `cluster.sh status failed: ${(error as Error).message}`;
   }
-  const down = status.split('\n').filter((l) => /^\S+\s+(stopped|unhealthy)/.test(l)).map((l) => l.split(/\s+/)[0]);
+  const down = status
+    .split('\n')
+    .filter((l) => /^\S+\s+(stopped|unhealthy)/.test(l))
+    .map((l) => l.split(/\s+/)[0]);
   if (down.length > 0) {
-    return `these cluster processes are not ready: ${down.join(', ')}. The tier needs the whole topology (\`make cluster-up\`: ` +
+    return (
+      `these cluster processes are not ready: ${down.join(', ')}. The tier needs the whole topology (\`make cluster-up\`: ` +
       '3 Kafka brokers, ZooKeeper, 2 ClickHouse 18.16, 4 MinIO nodes, haproxy, 2 api, 2 ingest; about 4 GB of memory) — ' +
-      `see ${process.env.MERIDIAN_CLUSTER_VAR ?? '~/.cache/meridian/cluster'}/log/<proc>.log\n${status}`;
+      `see ${process.env.MERIDIAN_CLUSTER_VAR ?? '~/.cache/meridian/cluster'}/log/<proc>.log\n${status}`
+    );
   }
   return null;
 }

@@ -50,7 +50,20 @@ const CASES = [
 ] as const;
 const selected = (process.env.CLUSTER_FAULT_CASES ?? CASES.map((c) => c.proc).join(',')).split(',');
 
-type Row = { proc: string; what: string; lost: number; doubled: number; tasks: string; downloadGap: number; downloadFailures: number; fileGap: number; fileFailures: number; uploadRetries: number; uploadServerErrors: number; recoveredS: number };
+type Row = {
+  proc: string;
+  what: string;
+  lost: number;
+  doubled: number;
+  tasks: string;
+  downloadGap: number;
+  downloadFailures: number;
+  fileGap: number;
+  fileFailures: number;
+  uploadRetries: number;
+  uploadServerErrors: number;
+  recoveredS: number;
+};
 
 const settings = loadSettings({ ...process.env, LOG_LEVEL: 'silent' });
 const { apiFront, replicas } = clusterEndpoints();
@@ -66,7 +79,12 @@ beforeAll(async () => {
   notReady = await clusterNotReady();
   if (notReady !== null) return;
   key = await bootstrapAdmin(settings, `fault_${run}`);
-  await waitFor('the new admin key to work on both apis', async () => ((await call(`${apiFront}/api/v1/users`, key)).status === 200 ? true : undefined), 60_000, 200);
+  await waitFor(
+    'the new admin key to work on both apis',
+    async () => ((await call(`${apiFront}/api/v1/users`, key)).status === 200 ? true : undefined),
+    60_000,
+    200,
+  );
   // What the probes ask for, stored before the cases: a metric's download and a file.
   canary.metric = `fault.${run}.canary`;
   const lines = Array.from({ length: 1000 }, (_, i) => `${formatTimestamp(Date.UTC(2024, 0, 1) + i * 1000)},${i}`).join('\n');
@@ -87,21 +105,60 @@ beforeAll(async () => {
 
 afterAll(() => {
   if (rows.length === 0) return;
-  const header = ['case', 'killed', 'lost', 'doubled', 'tasks', 's without downloads', 'download failures', 's without files', 'file failures', 'upload retries', 'upload 5xx', 's to all succeeded'];
-  const table = [header, ...rows.map((r) => [r.proc, r.what, r.lost, r.doubled, r.tasks, r.downloadGap.toFixed(1), r.downloadFailures, r.fileGap.toFixed(1), r.fileFailures, r.uploadRetries, r.uploadServerErrors, r.recoveredS.toFixed(0)].map(String))];
+  const header = [
+    'case',
+    'killed',
+    'lost',
+    'doubled',
+    'tasks',
+    's without downloads',
+    'download failures',
+    's without files',
+    'file failures',
+    'upload retries',
+    'upload 5xx',
+    's to all succeeded',
+  ];
+  const table = [
+    header,
+    ...rows.map((r) =>
+      [
+        r.proc,
+        r.what,
+        r.lost,
+        r.doubled,
+        r.tasks,
+        r.downloadGap.toFixed(1),
+        r.downloadFailures,
+        r.fileGap.toFixed(1),
+        r.fileFailures,
+        r.uploadRetries,
+        r.uploadServerErrors,
+        r.recoveredS.toFixed(0),
+      ].map(String),
+    ),
+  ];
   const widths = header.map((_, i) => Math.max(...table.map((r) => r[i]!.length)));
   const line = (r: string[]) => `| ${r.map((c, i) => c.padEnd(widths[i]!)).join(' | ')} |`;
-  console.log(`\nCluster fault tier: ${POINTS.toLocaleString('en')} points per case in ${UPLOADS} uploads, each process killed with SIGKILL for ${DOWN_MS / 1000} s\n` +
-    `${line(table[0]!)}\n|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|\n${table.slice(1).map(line).join('\n')}\n`);
+  console.log(
+    `\nCluster fault tier: ${POINTS.toLocaleString('en')} points per case in ${UPLOADS} uploads, each process killed with SIGKILL for ${DOWN_MS / 1000} s\n` +
+      `${line(table[0]!)}\n|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|\n${table.slice(1).map(line).join('\n')}\n`,
+  );
 });
 
 describe(`the cluster loses and doubles nothing when one process is killed during a ${POINTS.toLocaleString('en')}-point ingest`, () => {
   for (const c of CASES.filter((x) => selected.includes(x.proc))) {
-    it(`kill -9 ${c.proc} (${c.what})`, async (ctx) => {
-      if (notReady !== null) throw new Error(`the cluster is not ready: ${notReady}`);
-      ctx.onTestFailed(() => console.log(`case ${c.proc} failed; the cluster's logs: ${process.env.MERIDIAN_CLUSTER_VAR ?? '~/.cache/meridian/cluster'}/log`));
-      await runCase(c);
-    }, RECOVERY_MS + 20 * 60_000);
+    it(
+      `kill -9 ${c.proc} (${c.what})`,
+      async (ctx) => {
+        if (notReady !== null) throw new Error(`the cluster is not ready: ${notReady}`);
+        ctx.onTestFailed(() =>
+          console.log(`case ${c.proc} failed; the cluster's logs: ${process.env.MERIDIAN_CLUSTER_VAR ?? '~/.cache/meridian/cluster'}/log`),
+        );
+        await runCase(c);
+      },
+      RECOVERY_MS + 20 * 60_000,
+    );
   }
 });
 
@@ -114,7 +171,12 @@ async function runCase(c: (typeof CASES)[number]): Promise<void> {
   const files = new Prober(async (signal) => {
     const res = await fetch(`${apiFront}/api/v1/file/download/${file.id}`, { headers: { Authorization: `Bearer ${key}` }, signal });
     if (res.status !== 200) throw new Error(`file download ${res.status}`);
-    if (createHash('sha256').update(Buffer.from(await res.arrayBuffer())).digest('hex') !== file.sha256) throw new Error('the file differs');
+    if (
+      createHash('sha256')
+        .update(Buffer.from(await res.arrayBuffer()))
+        .digest('hex') !== file.sha256
+    )
+      throw new Error('the file differs');
   });
   const stored = async () => Number(await clickhouse(survivor, db, `SELECT count() FROM points WHERE startsWith(metric_name, '${prefix}')`).catch(() => '0'));
 
@@ -124,30 +186,39 @@ async function runCase(c: (typeof CASES)[number]): Promise<void> {
   const serverErrors: string[] = [];
   let next = 0;
   let nextPush = 0;
-  const pushing = Promise.all(Array.from({ length: CLIENTS }, async () => {
-    for (let n = nextPush++; n < PUSHES; n = nextPush++) {
-      const posted = await postUpload(`${prefix}p${n}`, pushBody(`${prefix}p${n}`, n), `${run}-${c.proc}-p${n}`, 'push');
-      retries += posted.retries;
-      if (posted.serverError !== null) serverErrors.push(posted.serverError);
-      if (posted.taskId !== null) taskIds.set(`p${n}`, posted.taskId);
-      await new Promise((r) => setTimeout(r, PUSH_INTERVAL_MS));
-    }
-  }));
-  const posting = Promise.all(Array.from({ length: CLIENTS }, async () => {
-    for (let u = next++; u < UPLOADS; u = next++) {
-      const posted = await postUpload(`${prefix}u${u}`, uploadBody(u), `${run}-${c.proc}-${u}`, 'file');
-      retries += posted.retries;
-      if (posted.serverError !== null) serverErrors.push(posted.serverError);
-      if (posted.taskId !== null) taskIds.set(`u${u}`, posted.taskId);
-    }
-  }));
+  const pushing = Promise.all(
+    Array.from({ length: CLIENTS }, async () => {
+      for (let n = nextPush++; n < PUSHES; n = nextPush++) {
+        const posted = await postUpload(`${prefix}p${n}`, pushBody(`${prefix}p${n}`, n), `${run}-${c.proc}-p${n}`, 'push');
+        retries += posted.retries;
+        if (posted.serverError !== null) serverErrors.push(posted.serverError);
+        if (posted.taskId !== null) taskIds.set(`p${n}`, posted.taskId);
+        await new Promise((r) => setTimeout(r, PUSH_INTERVAL_MS));
+      }
+    }),
+  );
+  const posting = Promise.all(
+    Array.from({ length: CLIENTS }, async () => {
+      for (let u = next++; u < UPLOADS; u = next++) {
+        const posted = await postUpload(`${prefix}u${u}`, uploadBody(u), `${run}-${c.proc}-${u}`, 'file');
+        retries += posted.retries;
+        if (posted.serverError !== null) serverErrors.push(posted.serverError);
+        if (posted.taskId !== null) taskIds.set(`u${u}`, posted.taskId);
+      }
+    }),
+  );
 
   // The kill, while the case is under way; then the process stays dead DOWN_MS and starts again.
-  await waitFor(`the ${c.proc} case to be under way`, async () => {
-    const files = [...taskIds.keys()].filter((k) => k.startsWith('u')).length;
-    if (c.killWhen === 'accepted') return files >= Math.ceil(UPLOADS / 3) ? true : undefined;
-    return (await stored()) >= POINTS / 4 || files === UPLOADS && (await stored()) > 0 ? true : undefined;
-  }, RECOVERY_MS, 500);
+  await waitFor(
+    `the ${c.proc} case to be under way`,
+    async () => {
+      const files = [...taskIds.keys()].filter((k) => k.startsWith('u')).length;
+      if (c.killWhen === 'accepted') return files >= Math.ceil(UPLOADS / 3) ? true : undefined;
+      return (await stored()) >= POINTS / 4 || (files === UPLOADS && (await stored()) > 0) ? true : undefined;
+    },
+    RECOVERY_MS,
+    500,
+  );
   const victim = c.proc === 'kafka-coordinator' ? await transactionCoordinator(`${settings.MERIDIAN_TOPIC_PREFIX}ingest-commands-p0`) : c.proc;
   const killedAt = Date.now();
   await clusterSh('kill', victim);
@@ -175,27 +246,53 @@ async function runCase(c: (typeof CASES)[number]): Promise<void> {
   const perReplica: Array<{ lost: number; doubled: number; catalogShort: number }> = [];
   for (const replica of replicas) {
     await clickhouse(replica, db, 'SYSTEM SYNC REPLICA points');
-    const counted = await clickhouse(replica, db,
-      `SELECT metric_name, count(), uniqExact(value) FROM points WHERE startsWith(metric_name, '${prefix}') GROUP BY metric_name FORMAT TSV`);
-    const byMetric = new Map(counted.split('\n').filter(Boolean).map((l) => { const [m, n, u] = l.split('\t'); return [m!, { count: Number(n), unique: Number(u) }]; }));
+    const counted = await clickhouse(
+      replica,
+      db,
+      `SELECT metric_name, count(), uniqExact(value) FROM points WHERE startsWith(metric_name, '${prefix}') GROUP BY metric_name FORMAT TSV`,
+    );
+    const byMetric = new Map(
+      counted
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => {
+          const [m, n, u] = l.split('\t');
+          return [m!, { count: Number(n), unique: Number(u) }];
+        }),
+    );
     let lost = 0;
     let doubled = 0;
-    const expected = [...Array.from({ length: UPLOADS }, (_, u) => [`${prefix}u${u}`, pointsOf(u)] as const), ...Array.from({ length: PUSHES }, (_, n) => [`${prefix}p${n}`, PER_PUSH] as const)];
+    const expected = [
+      ...Array.from({ length: UPLOADS }, (_, u) => [`${prefix}u${u}`, pointsOf(u)] as const),
+      ...Array.from({ length: PUSHES }, (_, n) => [`${prefix}p${n}`, PER_PUSH] as const),
+    ];
     for (const [metric, points] of expected) {
       const got = byMetric.get(metric) ?? { count: 0, unique: 0 };
       lost += points - got.unique;
       doubled += got.count - got.unique;
     }
-    const catalog = Number(await clickhouse(replica, db, `SELECT sum(n) FROM (SELECT countMerge(points) AS n FROM metric_catalog WHERE startsWith(metric_name, '${prefix}') GROUP BY metric_name)`));
+    const catalog = Number(
+      await clickhouse(
+        replica,
+        db,
+        `SELECT sum(n) FROM (SELECT countMerge(points) AS n FROM metric_catalog WHERE startsWith(metric_name, '${prefix}') GROUP BY metric_name)`,
+      ),
+    );
     perReplica.push({ lost, doubled, catalogShort: POINTS + PUSHES * PER_PUSH - catalog });
   }
   const worst = { lost: Math.max(...perReplica.map((r) => r.lost)), doubled: Math.max(...perReplica.map((r) => r.doubled)) };
   rows.push({
-    proc: victim === c.proc ? c.proc : `${c.proc} (${victim})`, what: c.what, ...worst,
+    proc: victim === c.proc ? c.proc : `${c.proc} (${victim})`,
+    what: c.what,
+    ...worst,
     tasks: [...statuses].map(([s, n]) => `${n} ${s}`).join(', '),
-    downloadGap: downloads.secondsWithoutService(), downloadFailures: downloads.failures,
-    fileGap: files.secondsWithoutService(), fileFailures: files.failures,
-    uploadRetries: retries, uploadServerErrors: serverErrors.length, recoveredS,
+    downloadGap: downloads.secondsWithoutService(),
+    downloadFailures: downloads.failures,
+    fileGap: files.secondsWithoutService(),
+    fileFailures: files.failures,
+    uploadRetries: retries,
+    uploadServerErrors: serverErrors.length,
+    recoveredS,
   });
   if (downloads.failures + files.failures > 0) console.log(`${c.proc}: probe failures: ${[...downloads.reasons, ...files.reasons].join(' | ')}`);
   if (serverErrors.length > 0) console.log(`${c.proc}: uploads answered server errors: ${serverErrors.join(' | ')}`);
@@ -204,7 +301,9 @@ async function runCase(c: (typeof CASES)[number]): Promise<void> {
   expect(taskIds.size, 'every upload and push accepted').toBe(UPLOADS + PUSHES);
   expect(reasons, 'every accepted task succeeded').toEqual([]);
   expect(accepted, 'points accepted by the tasks').toBe(POINTS + PUSHES * PER_PUSH);
-  expect(perReplica, 'lost and doubled points on each replica, and points missing from the catalog').toEqual(replicas.map(() => ({ lost: 0, doubled: 0, catalogShort: 0 })));
+  expect(perReplica, 'lost and doubled points on each replica, and points missing from the catalog').toEqual(
+    replicas.map(() => ({ lost: 0, doubled: 0, catalogShort: 0 })),
+  );
   // Service went on from the survivors: right answers came while the process was dead.
   expect(downloads.answeredBetween(killedAt, restartAt), 'a download answered while the process was dead').toBe(true);
   expect(files.answeredBetween(killedAt, restartAt), 'a file downloaded while the process was dead').toBe(true);
@@ -223,7 +322,10 @@ function uploadBody(u: number): string {
 
 /** A push of PER_PUSH points; its values follow the files' (POINTS + n·PER_PUSH + i), unique across the case. */
 function pushBody(metric: string, n: number): string {
-  const values = Array.from({ length: PER_PUSH }, (_, i) => ({ timestamp: formatTimestamp(Date.UTC(2024, 0, 1) + i * 1000), value: POINTS + n * PER_PUSH + i }));
+  const values = Array.from({ length: PER_PUSH }, (_, i) => ({
+    timestamp: formatTimestamp(Date.UTC(2024, 0, 1) + i * 1000),
+    value: POINTS + n * PER_PUSH + i,
+  }));
   return JSON.stringify({ metric_name: metric, values });
 }
 
@@ -235,10 +337,16 @@ function pushBody(metric: string, n: number): string {
 const RETRIED = new Set([0, 429, 502, 503]);
 
 /** Posts a file or a push through the front until it is accepted (taskId) or answered a server error (serverError). */
-async function postUpload(metric: string, body: string, idempotencyKey: string, kind: 'file' | 'push'): Promise<{ taskId: string | null; retries: number; serverError: string | null }> {
-  const [url, type] = kind === 'file'
-    ? [`${apiFront}/api/v1/metrics_file_upload?metric_name=${encodeURIComponent(metric)}`, 'text/csv']
-    : [`${apiFront}/api/v1/metrics/upload`, 'application/json'];
+async function postUpload(
+  metric: string,
+  body: string,
+  idempotencyKey: string,
+  kind: 'file' | 'push',
+): Promise<{ taskId: string | null; retries: number; serverError: string | null }> {
+  const [url, type] =
+    kind === 'file'
+      ? [`${apiFront}/api/v1/metrics_file_upload?metric_name=${encodeURIComponent(metric)}`, 'text/csv']
+      : [`${apiFront}/api/v1/metrics/upload`, 'application/json'];
   const deadline = Date.now() + RECOVERY_MS;
   for (let retries = 0; ; retries++) {
     if (Date.now() > deadline) throw new Error(`upload ${metric} not accepted within ${RECOVERY_MS} ms (${retries} attempts)`);
@@ -246,7 +354,10 @@ async function postUpload(metric: string, body: string, idempotencyKey: string, 
     let text = '';
     try {
       const res = await fetch(url, {
-        method: 'POST', headers: { Authorization: `Bearer ${key}`, 'Idempotency-Key': idempotencyKey, 'Content-Type': type }, body, signal: AbortSignal.timeout(120_000),
+        method: 'POST',
+        headers: { Authorization: `Bearer ${key}`, 'Idempotency-Key': idempotencyKey, 'Content-Type': type },
+        body,
+        signal: AbortSignal.timeout(120_000),
       });
       status = res.status;
       text = await res.text();
@@ -261,7 +372,10 @@ async function postUpload(metric: string, body: string, idempotencyKey: string, 
 }
 
 async function download(signal: AbortSignal): Promise<string> {
-  const res = await fetch(`${apiFront}/api/v1/metrics/download?metrics=${encodeURIComponent(canary.metric)}&max_rows=100000`, { headers: { Authorization: `Bearer ${key}` }, signal });
+  const res = await fetch(`${apiFront}/api/v1/metrics/download?metrics=${encodeURIComponent(canary.metric)}&max_rows=100000`, {
+    headers: { Authorization: `Bearer ${key}` },
+    signal,
+  });
   const text = await res.text();
   if (res.status !== 200) throw new Error(`download ${res.status}: ${text.slice(0, 200)}`);
   return text;

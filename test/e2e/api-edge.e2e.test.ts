@@ -25,7 +25,12 @@ beforeAll(async () => {
   api = startApp('api', settings);
   await waitFor('the api to be ready', async () => ((await fetch(`${url}/readyz`).catch(() => null))?.status === 200 ? true : undefined), 60_000, 250);
   root = await bootstrapAdmin(settings);
-  writer = await waitFor('the admin key to work', () => createUser(url, root, 'writer', [{ match: 'prefix', value: 'edge.', access: 'rw' }]).catch(() => undefined), 20_000, 250);
+  writer = await waitFor(
+    'the admin key to work',
+    () => createUser(url, root, 'writer', [{ match: 'prefix', value: 'edge.', access: 'rw' }]).catch(() => undefined),
+    20_000,
+    250,
+  );
   nobody = await createUser(url, root, 'nobody', [{ match: 'prefix', value: 'edge.', access: 'r' }]);
 });
 afterAll(async () => {
@@ -33,7 +38,10 @@ afterAll(async () => {
 });
 
 /** Sends a request head (and optionally the start of a body), then waits for the answer or the close. */
-function openRequest(head: string, options: { trickle?: { everyMs: number; bytes: number } } = {}): Promise<{ status: number; raw: string; closedAfterMs: number; closedAfterAnswerMs: number }> {
+function openRequest(
+  head: string,
+  options: { trickle?: { everyMs: number; bytes: number } } = {},
+): Promise<{ status: number; raw: string; closedAfterMs: number; closedAfterAnswerMs: number }> {
   const started = performance.now();
   return new Promise((resolve, reject) => {
     const socket = connect(18471, '127.0.0.1');
@@ -49,12 +57,21 @@ function openRequest(head: string, options: { trickle?: { everyMs: number; bytes
       clearInterval(timer);
       const raw = Buffer.concat(chunks).toString('latin1');
       const closedAt = performance.now();
-      resolve({ status: Number(/^HTTP\/1\.1 (\d{3})/.exec(raw)?.[1] ?? 0), raw, closedAfterMs: closedAt - started, closedAfterAnswerMs: closedAt - answeredAt });
+      resolve({
+        status: Number(/^HTTP\/1\.1 (\d{3})/.exec(raw)?.[1] ?? 0),
+        raw,
+        closedAfterMs: closedAt - started,
+        closedAfterAnswerMs: closedAt - answeredAt,
+      });
     });
-    socket.write(head, (e) => { if (e) reject(e); });
+    socket.write(head, (e) => {
+      if (e) reject(e);
+    });
     if (options.trickle) {
       const { everyMs, bytes } = options.trickle;
-      timer = setInterval(() => { if (!socket.destroyed) socket.write('x'.repeat(bytes)); }, everyMs);
+      timer = setInterval(() => {
+        if (!socket.destroyed) socket.write('x'.repeat(bytes));
+      }, everyMs);
     }
   });
 }
@@ -64,7 +81,9 @@ const bodyOf = (raw: string) => JSON.parse(raw.slice(raw.indexOf('\r\n\r\n') + 4
 describe('the api edge', () => {
   it('refuses a 16 MiB JSON body to an account route with 413 as soon as its Content-Length shows it, without reading it', async () => {
     // Only the head is sent: the answer cannot wait for the body.
-    const res = await openRequest(`POST /api/v1/users HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${root}\r\nContent-Type: application/json\r\nContent-Length: ${16 * 1024 * 1024}\r\n\r\n`);
+    const res = await openRequest(
+      `POST /api/v1/users HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${root}\r\nContent-Type: application/json\r\nContent-Length: ${16 * 1024 * 1024}\r\n\r\n`,
+    );
     expect(res.status).toBe(413);
     expect(res.raw).toMatch(/content-type: application\/problem\+json/i);
     expect(bodyOf(res.raw)).toMatchObject({ type: '/problems/payload-too-large', status: 413 });
@@ -79,7 +98,12 @@ describe('the api edge', () => {
     const res = await fetch(`${url}/api/v1/users`, {
       method: 'POST',
       headers: { Authorization: `Bearer ${root}`, 'Content-Type': 'application/json' },
-      body: new ReadableStream({ start(c) { c.enqueue(new TextEncoder().encode(`{"user_name":"${'a'.repeat(20_000)}"}`)); c.close(); } }),
+      body: new ReadableStream({
+        start(c) {
+          c.enqueue(new TextEncoder().encode(`{"user_name":"${'a'.repeat(20_000)}"}`));
+          c.close();
+        },
+      }),
       duplex: 'half',
     });
     expect(res.status).toBe(413);
@@ -103,13 +127,18 @@ describe('the api edge', () => {
   });
 
   it('closes an upload trickling just under the idle timeout once its average rate stays under the minimum', async () => {
-    const res = await openRequest(`POST /api/v1/metrics_file_upload?metric_name=edge.trickle HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${writer}\r\nContent-Type: text/csv\r\nContent-Length: 1000000\r\n\r\n`, { trickle: { everyMs: 1000, bytes: 10 } });
+    const res = await openRequest(
+      `POST /api/v1/metrics_file_upload?metric_name=edge.trickle HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${writer}\r\nContent-Type: text/csv\r\nContent-Length: 1000000\r\n\r\n`,
+      { trickle: { everyMs: 1000, bytes: 10 } },
+    );
     expect(res.status).toBe(0); // closed, no answer: the handler sees an aborted upload and discards it
     expect(res.closedAfterMs).toBeGreaterThan(1500);
     expect(res.closedAfterMs).toBeLessThan(10_000);
     expect(api.output()).toMatch(/slower than MERIDIAN_HTTP_MIN_BODY_BYTES_PER_SECOND/);
     // A silent one is cut by the idle timeout.
-    const silent = await openRequest(`POST /api/v1/metrics_file_upload?metric_name=edge.silent HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${writer}\r\nContent-Length: 100\r\n\r\n`);
+    const silent = await openRequest(
+      `POST /api/v1/metrics_file_upload?metric_name=edge.silent HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${writer}\r\nContent-Length: 100\r\n\r\n`,
+    );
     expect(silent.status).toBe(0);
     expect(silent.closedAfterMs).toBeLessThan(10_000);
     expect((await fetch(`${url}/healthz`)).status).toBe(200);
@@ -117,7 +146,9 @@ describe('the api edge', () => {
 
   it('refuses both uploads with 403 before reading a byte when the caller can write no metric', async () => {
     for (const path of ['/api/v1/metrics_file_upload', '/api/v1/metrics/upload']) {
-      const res = await openRequest(`POST ${path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${nobody}\r\nContent-Type: application/json\r\nContent-Length: 1000000\r\n\r\n`);
+      const res = await openRequest(
+        `POST ${path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${nobody}\r\nContent-Type: application/json\r\nContent-Length: 1000000\r\n\r\n`,
+      );
       expect(res.status, path).toBe(403);
       expect(bodyOf(res.raw)).toMatchObject({ type: '/problems/forbidden' });
       expect(res.closedAfterAnswerMs).toBeLessThan(1000);
@@ -138,10 +169,13 @@ describe('the api edge', () => {
     const metrics = await fetch(`${admin}/metrics`);
     expect(metrics.status).toBe(200);
     expect(await metrics.text()).toMatch(/meridian_http_requests_total/);
-    expect(await (await fetch(`${url}/readyz`)).json()).toEqual({ status: 'ready', checks: { kafka: { status: 'up' }, clickhouse: { status: 'up' }, minio: { status: 'up' }, accounts: { status: 'up' }, tasks: { status: 'up' } } }); // files: a ClickHouse read model, no fold in the api
+    expect(await (await fetch(`${url}/readyz`)).json()).toEqual({
+      status: 'ready',
+      checks: { kafka: { status: 'up' }, clickhouse: { status: 'up' }, minio: { status: 'up' }, accounts: { status: 'up' }, tasks: { status: 'up' } },
+    }); // files: a ClickHouse read model, no fold in the api
     expect((await fetch(`${admin}/readyz`)).status).toBe(200);
     expect((await fetch(`${admin}/api/v1/users`)).status).toBe(404);
-    const doc = await (await fetch(`${url}/api/v1/openapi.json`)).json() as { paths: Record<string, unknown> };
+    const doc = (await (await fetch(`${url}/api/v1/openapi.json`)).json()) as { paths: Record<string, unknown> };
     expect(doc.paths['/metrics']).toBeUndefined();
   });
 });

@@ -33,7 +33,11 @@ afterAll(async () => {
 
 const user = (name: string) => createUser(api.url, root, name, [{ match: 'prefix', value: `${name}.`, access: 'rw' }]);
 const jsonUpload = (key: string, metric: string, headers: Record<string, string> = {}) =>
-  call(`${api.url}/api/v1/metrics/upload`, key, { method: 'POST', body: { metric_name: metric, values: [{ timestamp: '2024-01-01T00:00:00Z', value: 1 }] }, headers });
+  call(`${api.url}/api/v1/metrics/upload`, key, {
+    method: 'POST',
+    body: { metric_name: metric, values: [{ timestamp: '2024-01-01T00:00:00Z', value: 1 }] },
+    headers,
+  });
 
 /**
  * A request whose body is being sent and not finished (it declares more bytes than it sends):
@@ -44,12 +48,23 @@ function openUpload(key: string, metric: string) {
   const first = 'timestamp,value\n2024-01-01T00:00:00Z,1\n';
   const rest = '2024-01-01T00:00:01Z,2\n';
   const socket = connect(Number(url.port), url.hostname);
-  socket.write(`POST /api/v1/metrics_file_upload?metric_name=${metric} HTTP/1.1\r\nHost: ${url.host}\r\nAuthorization: Bearer ${key}\r\nContent-Type: text/csv\r\nContent-Length: ${first.length + rest.length}\r\nConnection: close\r\n\r\n${first}`);
+  socket.write(
+    `POST /api/v1/metrics_file_upload?metric_name=${metric} HTTP/1.1\r\nHost: ${url.host}\r\nAuthorization: Bearer ${key}\r\nContent-Type: text/csv\r\nContent-Length: ${first.length + rest.length}\r\nConnection: close\r\n\r\n${first}`,
+  );
   let answer = '';
-  socket.on('data', (d: Buffer) => { answer += d.toString(); });
+  socket.on('data', (d: Buffer) => {
+    answer += d.toString();
+  });
   const ended = new Promise<number>((resolve) => socket.on('close', () => resolve(Number(/^HTTP\/1\.1 (\d+)/.exec(answer)?.[1] ?? 0))));
   socket.on('error', () => undefined);
-  return { ended, finish: () => { socket.write(rest); return ended; }, cut: () => socket.destroy() };
+  return {
+    ended,
+    finish: () => {
+      socket.write(rest);
+      return ended;
+    },
+    cut: () => socket.destroy(),
+  };
 }
 
 const expectProblem = (res: { status: number; json: any; headers: Headers }, status: number, type: string, setting: string) => {
@@ -109,7 +124,7 @@ describe('per-user caps against the real stack', () => {
       const form = new FormData();
       form.set('file', new Blob([bytes]), 'f.txt');
       const res = await fetch(`${api.url}/api/v1/file/new`, { method: 'POST', headers: { Authorization: `Bearer ${key}` }, body: form });
-      return { status: res.status, headers: res.headers, json: await res.json() as any };
+      return { status: res.status, headers: res.headers, json: (await res.json()) as any };
     };
     const empty = await define('');
     expect(empty.status).toBe(400);
@@ -132,7 +147,11 @@ describe('downloads streaming at once, with an ingest worker', () => {
     for (let i = 0; i < ROWS; i++) lines.push(`${formatTimestamp(Date.UTC(2024, 0, 1) + i * 1000)},${i}`);
     const form = new FormData();
     form.set('file', new Blob([lines.join('\n')]), 'points.csv');
-    const res = await fetch(`${api.url}/api/v1/metrics_file_upload?metric_name=da.m`, { method: 'POST', headers: { Authorization: `Bearer ${key}` }, body: form });
+    const res = await fetch(`${api.url}/api/v1/metrics_file_upload?metric_name=da.m`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${key}` },
+      body: form,
+    });
     const task = await waitForTask(api.url, key, ((await res.json()) as { task_id: string }).task_id, 120_000);
     expect(task.status).toBe('succeeded');
   }, 180_000);
@@ -143,9 +162,13 @@ describe('downloads streaming at once, with an ingest worker', () => {
   it('grants: a file is shared with at most MERIDIAN_MAX_GRANTS_PER_FILE names (any well-formed name counts)', async () => {
     const form = new FormData();
     form.set('file', new Blob(['shared bytes']), 'shared.txt');
-    const defined = (await (await fetch(`${api.url}/api/v1/file/new`, { method: 'POST', headers: { Authorization: `Bearer ${key}` }, body: form })).json()) as { task_id: string; file_id: string };
+    const defined = (await (await fetch(`${api.url}/api/v1/file/new`, { method: 'POST', headers: { Authorization: `Bearer ${key}` }, body: form })).json()) as {
+      task_id: string;
+      file_id: string;
+    };
     expect((await waitForTask(api.url, key, defined.task_id)).status).toBe('succeeded');
-    const share = (grantee: string, access = 'r') => call(`${api.url}/api/v1/files/${defined.file_id}/entitlements/${grantee}`, key, { method: 'PUT', body: { access } });
+    const share = (grantee: string, access = 'r') =>
+      call(`${api.url}/api/v1/files/${defined.file_id}/entitlements/${grantee}`, key, { method: 'PUT', body: { access } });
     expect((await share('made-up-1')).status).toBe(200);
     expect((await share('made-up-2')).status).toBe(200);
     expectProblem(await share('made-up-3'), 409, '/problems/limit-reached', 'MERIDIAN_MAX_GRANTS_PER_FILE');
@@ -157,7 +180,10 @@ describe('downloads streaming at once, with an ingest worker', () => {
   function stalledDownload(): Promise<{ res: IncomingMessage; req: ClientRequest }> {
     return new Promise((resolve, reject) => {
       const req = request(new URL(`${api.url}${downloadUrl}`), { headers: { Authorization: `Bearer ${key}` } });
-      req.on('response', (res) => { res.pause(); resolve({ res, req }); });
+      req.on('response', (res) => {
+        res.pause();
+        resolve({ res, req });
+      });
       req.on('error', reject);
       req.end();
     });
@@ -169,16 +195,26 @@ describe('downloads streaming at once, with an ingest worker', () => {
     expect([a.res.statusCode, b.res.statusCode]).toEqual([200, 200]);
     expectProblem(await call(`${api.url}${downloadUrl}`, key), 429, '/problems/too-many', 'MERIDIAN_MAX_DOWNLOADS_PER_USER');
     // The POST form of the download counts against the same cap.
-    expectProblem(await call(`${api.url}/api/v1/metrics/download`, key, { method: 'POST', body: { metrics: ['da.m'] } }), 429, '/problems/too-many', 'MERIDIAN_MAX_DOWNLOADS_PER_USER');
+    expectProblem(
+      await call(`${api.url}/api/v1/metrics/download`, key, { method: 'POST', body: { metrics: ['da.m'] } }),
+      429,
+      '/problems/too-many',
+      'MERIDIAN_MAX_DOWNLOADS_PER_USER',
+    );
     const head = await fetch(`${api.url}${downloadUrl}`, { method: 'HEAD', headers: { Authorization: `Bearer ${key}` } });
     expect(head.status).not.toBe(429);
     a.req.destroy();
     b.req.destroy();
     // The slots come back once the api sees the sockets close.
-    const after = await waitFor('a download slot given back', async () => {
-      const res = await call(`${api.url}/api/v1/metrics/download?metrics=da.m&max_rows=10`, key);
-      return res.status === 429 ? undefined : res;
-    }, 10_000, 100);
+    const after = await waitFor(
+      'a download slot given back',
+      async () => {
+        const res = await call(`${api.url}/api/v1/metrics/download?metrics=da.m&max_rows=10`, key);
+        return res.status === 429 ? undefined : res;
+      },
+      10_000,
+      100,
+    );
     expect(after.status).toBe(200);
   });
 
@@ -194,12 +230,17 @@ describe('downloads streaming at once, with an ingest worker', () => {
     // seen the last aborted socket close), and stay free for two downloads at once.
     const held: Array<Awaited<ReturnType<typeof stalledDownload>>> = [];
     try {
-      await waitFor('both download slots free', async () => {
-        held.push(await stalledDownload());
-        if (held.at(-1)!.res.statusCode === 200 && held.length === 2) return true;
-        if (held.at(-1)!.res.statusCode !== 200) held.pop()!.req.destroy();
-        return undefined;
-      }, 10_000, 100);
+      await waitFor(
+        'both download slots free',
+        async () => {
+          held.push(await stalledDownload());
+          if (held.at(-1)!.res.statusCode === 200 && held.length === 2) return true;
+          if (held.at(-1)!.res.statusCode !== 200) held.pop()!.req.destroy();
+          return undefined;
+        },
+        10_000,
+        100,
+      );
       expect(held.map((d) => d.res.statusCode)).toEqual([200, 200]);
     } finally {
       for (const d of held) d.req.destroy();

@@ -16,11 +16,23 @@ let analyst: string; // r on the cat.pub prefix only
 const T = (s: number) => Date.UTC(2024, 0, 1) + s * 1000;
 // name → [timestamp seconds, value]; cat.pub.a has a duplicate timestamp (two points).
 const data: Record<string, Array<[number, number]>> = {
-  'cat.pub.a': [[0, 1], [0, 2], [60, 3], [7200, 4]],
+  'cat.pub.a': [
+    [0, 1],
+    [0, 2],
+    [60, 3],
+    [7200, 4],
+  ],
   'cat.pub.b': [[30, 1]],
-  'cat.pub.c': [[10, 1], [20, 2]],
+  'cat.pub.c': [
+    [10, 1],
+    [20, 2],
+  ],
   'cat.pub.d': [[5, 1]],
-  'cat.priv.x': [[1, 1], [2, 2], [3, 3]],
+  'cat.priv.x': [
+    [1, 1],
+    [2, 2],
+    [3, 3],
+  ],
 };
 
 type Page = { metrics: Array<{ metric_name: string; points: number; first_timestamp: string; last_timestamp: string }>; next_after: string | null };
@@ -38,7 +50,10 @@ beforeAll(async () => {
   await api.api.accounts.syncToEnd();
   analyst = await createUser(api.url, admin, 'analyst', [{ match: 'prefix', value: 'cat.pub', access: 'r' }]);
   for (const [metric, values] of Object.entries(data)) {
-    const res = await call(`${api.url}/api/v1/metrics/upload`, admin, { method: 'POST', body: { metric_name: metric, values: values.map(([s, value]) => ({ timestamp: formatTimestamp(T(s)), value })) } });
+    const res = await call(`${api.url}/api/v1/metrics/upload`, admin, {
+      method: 'POST',
+      body: { metric_name: metric, values: values.map(([s, value]) => ({ timestamp: formatTimestamp(T(s)), value })) },
+    });
     expect(res.status, res.text).toBe(202);
     expect((await waitForTask(api.url, admin, res.json.task_id, 120_000)).status).toBe('succeeded');
   }
@@ -53,9 +68,16 @@ describe('GET /api/v1/metrics', () => {
     const first = await catalog({});
     expect(first.status).toBe(200);
     expect(names(first.body)).toEqual(['cat.pub.a', 'cat.pub.b', 'cat.pub.c']);
-    expect(first.body.metrics[0]).toEqual({ metric_name: 'cat.pub.a', points: 4, first_timestamp: formatTimestamp(T(0)), last_timestamp: formatTimestamp(T(7200)) });
+    expect(first.body.metrics[0]).toEqual({
+      metric_name: 'cat.pub.a',
+      points: 4,
+      first_timestamp: formatTimestamp(T(0)),
+      last_timestamp: formatTimestamp(T(7200)),
+    });
     for (const m of first.body.metrics) {
-      const csv = await fetch(`${api.url}/api/v1/metrics/download?${new URLSearchParams({ metrics: m.metric_name, max_rows: '1000' })}`, { headers: { Authorization: `Bearer ${analyst}` } });
+      const csv = await fetch(`${api.url}/api/v1/metrics/download?${new URLSearchParams({ metrics: m.metric_name, max_rows: '1000' })}`, {
+        headers: { Authorization: `Bearer ${analyst}` },
+      });
       expect(m.points).toBe((await csv.text()).trimEnd().split('\n').length - 1);
       expect(m.points).toBe(data[m.metric_name]!.length);
     }

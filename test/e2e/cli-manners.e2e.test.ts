@@ -26,7 +26,14 @@ let ada: string;
 let downUrl: string;
 let silent: SilentServer;
 
-const env = (extra: Record<string, string> = {}) => ({ PATH: process.env.PATH ?? '', HOME: join(dir, 'home'), MERIDIAN_URL: api.url, MERIDIAN_API_KEY: ada, MERIDIAN_CLI_POLL_MS: '100', ...extra });
+const env = (extra: Record<string, string> = {}) => ({
+  PATH: process.env.PATH ?? '',
+  HOME: join(dir, 'home'),
+  MERIDIAN_URL: api.url,
+  MERIDIAN_API_KEY: ada,
+  MERIDIAN_CLI_POLL_MS: '100',
+  ...extra,
+});
 const cli = (args: string[], extra: Record<string, string> = {}) => userCli(args, env(extra));
 
 async function csv(name: string, lines: string[]): Promise<string> {
@@ -44,7 +51,7 @@ afterAll(async () => {
 });
 
 describe('help and version', () => {
-  it('--help, -h, help and COMMAND --help answer on stdout with exit 0; --version is the package\'s', async () => {
+  it("--help, -h, help and COMMAND --help answer on stdout with exit 0; --version is the package's", async () => {
     for (const args of [['--help'], ['-h'], ['help']]) {
       const run = await cli(args);
       expect(run.code, args.join(' ')).toBe(0);
@@ -59,7 +66,7 @@ describe('help and version', () => {
     expect(version).toMatchObject({ code: 0, stdout: `meridian ${pkg.version}\n` });
     const unknown = await cli(['download', '--bogus']);
     expect(unknown.code).toBe(2);
-    expect(unknown.stderr).toBe('meridian: unknown option --bogus\nRun \'meridian download --help\' for usage.\n');
+    expect(unknown.stderr).toBe("meridian: unknown option --bogus\nRun 'meridian download --help' for usage.\n");
   });
 });
 
@@ -77,12 +84,15 @@ describe('mistakes found before any byte is sent', () => {
     expect(unnamed.stderr).toContain('pass --metric NAME');
     expect(unnamed.stderr).not.toContain('cannot reach');
     // A file in the download layout names its metric on each row: no --metric needed.
-    const named = await csv('named.csv', ['metric_name,timestamp,metric_numeric_value,updated_at', 'mn.named,2024-01-01T00:00:00+0000,1,2024-01-01T00:00:00+0000']);
+    const named = await csv('named.csv', [
+      'metric_name,timestamp,metric_numeric_value,updated_at',
+      'mn.named,2024-01-01T00:00:00+0000,1,2024-01-01T00:00:00+0000',
+    ]);
     const ok = await cli(['upload', named, '--json']);
     expect(ok.code, ok.stderr).toBe(0);
   });
 
-  it('a bad --from is a usage error naming --from; the api\'s refusals name the flags, not start_date', async () => {
+  it("a bad --from is a usage error naming --from; the api's refusals name the flags, not start_date", async () => {
     const bad = await cli(['download', '--metric', 'mn.named', '--from', 'yesterday'], { MERIDIAN_URL: downUrl });
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain('--from "yesterday": expected a date');
@@ -116,7 +126,9 @@ describe('an api that cannot be reached', () => {
     const before = silent.connections;
     const child = spawn(meridianBin, ['upload', file, '--metric', 'mn.slow'], { env: env({ MERIDIAN_URL: silent.url }), stdio: ['ignore', 'pipe', 'pipe'] });
     let stderr = '';
-    child.stderr.on('data', (c: Buffer) => { stderr += c.toString(); });
+    child.stderr.on('data', (c: Buffer) => {
+      stderr += c.toString();
+    });
     const ended = new Promise<CliRun>((resolve) => child.on('close', (code, signal) => resolve({ code, signal, stdout: '', stderr })));
     await waitFor('the upload to be under way', () => (silent.connections > before ? true : undefined), 30_000, 5);
     child.kill('SIGINT');
@@ -182,7 +194,7 @@ describe('relative times, the catalog, files and tasks', () => {
     expect(gone.stderr).toContain('404');
   });
 
-  it('tasks --status and --kind filter; tasks ID --wait and --watch end with the task\'s result', async () => {
+  it("tasks --status and --kind filter; tasks ID --wait and --watch end with the task's result", async () => {
     const bad = await csv('bad.csv', ['timestamp,value', '2024-01-01T00:00:00Z,nope']);
     const failedRun = await cli(['upload', bad, '--metric', 'mn.bad', '--no-wait', '--json']);
     const failedId = (JSON.parse(failedRun.stdout) as Array<{ task_id: string }>)[0]!.task_id;

@@ -29,7 +29,13 @@ let downUrl: string;
 /** A server that accepts connections and never answers. */
 let silent: SilentServer;
 
-const env = (extra: Record<string, string> = {}) => ({ PATH: process.env.PATH ?? '', HOME: join(dir, 'home'), MERIDIAN_URL: api.url, MERIDIAN_API_KEY: ada, ...extra });
+const env = (extra: Record<string, string> = {}) => ({
+  PATH: process.env.PATH ?? '',
+  HOME: join(dir, 'home'),
+  MERIDIAN_URL: api.url,
+  MERIDIAN_API_KEY: ada,
+  ...extra,
+});
 const cli = (args: string[], extra: Record<string, string> = {}, cwd?: string) => userCli(args, env(extra), cwd);
 
 /** Starts the CLI, waits until `ready` holds, sends SIGINT and returns how it ended. */
@@ -37,8 +43,12 @@ async function interrupted(args: string[], ready: () => boolean, extra: Record<s
   const child = spawn(meridianBin, args, { env: env(extra), stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
-  child.stdout.on('data', (c: Buffer) => { stdout += c.toString(); });
-  child.stderr.on('data', (c: Buffer) => { stderr += c.toString(); });
+  child.stdout.on('data', (c: Buffer) => {
+    stdout += c.toString();
+  });
+  child.stderr.on('data', (c: Buffer) => {
+    stderr += c.toString();
+  });
   const ended = new Promise<CliRun>((resolve) => child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr })));
   await waitFor('the CLI to be under way', () => (ready() ? true : undefined), 60_000, 5);
   child.kill('SIGINT');
@@ -120,7 +130,9 @@ describe('a failed download leaves an existing file as it was', () => {
 
   it('Ctrl-C before the first page removes the partial file; the target is untouched', async () => {
     const before = silent.connections;
-    const run = await interrupted(['download', '--metrics', 'out.points', '-o', precious, '--force'], () => silent.connections > before, { MERIDIAN_URL: silent.url });
+    const run = await interrupted(['download', '--metrics', 'out.points', '-o', precious, '--force'], () => silent.connections > before, {
+      MERIDIAN_URL: silent.url,
+    });
     expect(run.signal).toBe('SIGINT');
     expect(run.stderr).toContain(`interrupted; nothing was written to ${precious}`);
     await expectUntouched(precious);

@@ -27,9 +27,14 @@ const elsewhere = join(scratch, 'elsewhere');
 type Run = { code: number | null; stdout: string; stderr: string };
 function run(file: string, args: string[], options: { cwd?: string; env?: Record<string, string> } = {}): Promise<Run> {
   return new Promise((resolve) => {
-    execFile(file, args, { cwd: options.cwd, env: options.env ?? { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '' }, maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
-      resolve({ code: error ? (typeof error.code === 'number' ? error.code : 1) : 0, stdout, stderr });
-    });
+    execFile(
+      file,
+      args,
+      { cwd: options.cwd, env: options.env ?? { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '' }, maxBuffer: 16 * 1024 * 1024 },
+      (error, stdout, stderr) => {
+        resolve({ code: error ? (typeof error.code === 'number' ? error.code : 1) : 0, stdout, stderr });
+      },
+    );
   });
 }
 

@@ -54,14 +54,19 @@ const quote = (s: string) => `'${s.replaceAll("'", "'\\''")}'`;
 /** Runs the CLI under a pseudo-terminal (util-linux script): stdout and stderr are the TTY, captured together. */
 function cliOnTty(args: string[], env: Record<string, string>): Promise<Run> {
   return new Promise((resolve) => {
-    execFile('script', ['-qfec', [bin, ...args].map(quote).join(' '), '/dev/null'], { env: { ...env, TERM: 'xterm', COLUMNS: '120' }, maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
-      resolve({ code: error ? Number((error as { code?: number }).code ?? 1) : 0, signal: null, stdout, stderr });
-    });
+    execFile(
+      'script',
+      ['-qfec', [bin, ...args].map(quote).join(' '), '/dev/null'],
+      { env: { ...env, TERM: 'xterm', COLUMNS: '120' }, maxBuffer: 64 * 1024 * 1024 },
+      (error, stdout, stderr) => {
+        resolve({ code: error ? Number((error as { code?: number }).code ?? 1) : 0, signal: null, stdout, stderr });
+      },
+    );
   });
 }
 
 /** A CSV of `timestamp,value` rows, one a second from BASE + offset seconds. */
-async function csvFile(name: string, rows: number, offset = 0, value = (i: number) => String(i % 1000 / 4)): Promise<string> {
+async function csvFile(name: string, rows: number, offset = 0, value = (i: number) => String((i % 1000) / 4)): Promise<string> {
   const lines = ['timestamp,value'];
   for (let i = 0; i < rows; i++) lines.push(`${new Date(BASE + (offset + i) * 1000).toISOString().replace('.000Z', 'Z')},${value(i)}`);
   const path = join(dir, name);
@@ -145,7 +150,11 @@ describe('meridian upload', () => {
 
     const skipped = await cli(['upload', file, '--metric', 'cli.bad', '--on-error', 'skip', '--json'], cliEnv(ada));
     expect(skipped.code).toBe(0);
-    expect(JSON.parse(skipped.stdout)[0]).toMatchObject({ status: 'succeeded', result: { points_accepted: 4, rows_rejected: 1 }, errors: [{ row: 4, column: 'value' }] });
+    expect(JSON.parse(skipped.stdout)[0]).toMatchObject({
+      status: 'succeeded',
+      result: { points_accepted: 4, rows_rejected: 1 },
+      errors: [{ row: 4, column: 'value' }],
+    });
   });
 
   it('a rerun of the same upload is the same task and stores nothing twice', async () => {
@@ -163,7 +172,7 @@ describe('meridian upload', () => {
     expect(rowsOf(await wholeDownload(ada, { metrics: 'cli.twice' }))).toBe(100);
   });
 
-  it('several files at once: the api\'s one-body-at-a-time cap answers 429 and the CLI waits and retries', async () => {
+  it("several files at once: the api's one-body-at-a-time cap answers 429 and the CLI waits and retries", async () => {
     const files = await Promise.all([0, 1, 2, 3].map((k) => csvFile(`many-${k}.csv`, 200_000, k * 200_000)));
     const run = await cli(['upload', ...files, '--metric', 'cli.many', '--json'], cliEnv(ada, { MERIDIAN_CLI_UPLOADS_AT_ONCE: '4' }));
     expect(run.code, run.stderr).toBe(0);
@@ -183,7 +192,7 @@ describe('meridian download', () => {
     expect(run.code, run.stderr).toBe(0);
   });
 
-  it('pages joined into one file equal the api\'s one-page answer, for CSV and JSON', async () => {
+  it("pages joined into one file equal the api's one-page answer, for CSV and JSON", async () => {
     const csvOut = join(dir, 'paged.csv');
     const csv = await cli(['download', '--metrics', 'cli.million', '--page-rows', '150000', '-o', csvOut, '--json'], cliEnv(ada));
     expect(csv.code, csv.stderr).toBe(0);
@@ -192,7 +201,10 @@ describe('meridian download', () => {
 
     const window = { from: '2024-01-01T00:00:00Z', to: '2024-01-01T05:00:00Z' };
     const jsonOut = join(dir, 'paged.json');
-    const json = await cli(['download', '--metrics', 'cli.million', '--format', 'json', '--from', window.from, '--to', window.to, '--page-rows', '7000', '-o', jsonOut], cliEnv(ada));
+    const json = await cli(
+      ['download', '--metrics', 'cli.million', '--format', 'json', '--from', window.from, '--to', window.to, '--page-rows', '7000', '-o', jsonOut],
+      cliEnv(ada),
+    );
     expect(json.code, json.stderr).toBe(0);
     const whole = await wholeDownload(ada, { metrics: 'cli.million', file_format: 'json', start_date: window.from, end_date: window.to });
     expect((await readFile(jsonOut)).equals(whole)).toBe(true);
@@ -206,7 +218,7 @@ describe('meridian download', () => {
     // Killed (SIGKILL: no chance to tidy up) as soon as the first page's resume state exists.
     const child = spawn(bin, ['download', '--metrics', 'cli.million', '--page-rows', '50000', '-o', out], { env: cliEnv(ada), stdio: 'ignore' });
     const ended = new Promise<Run>((resolve) => child.on('exit', (code, signal) => resolve({ code, signal, stdout: '', stderr: '' })));
-    await waitFor('the first page\'s resume state', () => (existsSync(state) ? true : undefined), 60_000, 2);
+    await waitFor("the first page's resume state", () => (existsSync(state) ? true : undefined), 60_000, 2);
     child.kill('SIGKILL');
     expect((await ended).signal).toBe('SIGKILL');
     // The pages so far are in the partial file beside the output, which does not exist until the download is complete.
@@ -237,7 +249,7 @@ describe('meridian download', () => {
 });
 
 describe('meridian tasks and files', () => {
-  it('tasks lists the caller\'s tasks, one by id with its row errors', async () => {
+  it("tasks lists the caller's tasks, one by id with its row errors", async () => {
     const bad = await csvFile('bad-task.csv', 3, 0, (i) => (i === 2 ? 'NaNa' : '1'));
     expect((await cli(['upload', bad, '--metric', 'cli.bad-task'], cliEnv(ada))).code).toBe(1);
     const list = await cli(['tasks', '--json'], cliEnv(ada));
@@ -255,12 +267,17 @@ describe('meridian tasks and files', () => {
   it('tasks --watch --json prints a snapshot per refresh until interrupted', async () => {
     const child = spawn(bin, ['tasks', '--watch', '--json'], { env: cliEnv(ada), stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
-    child.stdout.on('data', (chunk: Buffer) => { out += chunk.toString(); });
+    child.stdout.on('data', (chunk: Buffer) => {
+      out += chunk.toString();
+    });
     const ended = new Promise<NodeJS.Signals | null>((resolve) => child.on('exit', (_code, signal) => resolve(signal)));
     await waitFor('three refreshes', () => (out.split('\n').filter(Boolean).length >= 3 ? true : undefined), 30_000);
     child.kill('SIGINT');
     expect(await ended).toBe('SIGINT');
-    const snapshots = out.split('\n').filter(Boolean).map((l) => JSON.parse(l) as Array<{ task_id: string }>);
+    const snapshots = out
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as Array<{ task_id: string }>);
     expect(snapshots[0]!.length).toBeGreaterThan(0);
     expect(snapshots[1]).toEqual(snapshots[0]);
   });

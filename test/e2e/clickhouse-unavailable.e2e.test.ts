@@ -69,7 +69,11 @@ const form = new URLSearchParams({ metrics: METRIC, max_rows: String(ROWS * 2) }
 /** Every route here that reads ClickHouse (the metric catalog, the plan and rows, the files and tasks read models). */
 const routes: ReadonlyArray<{ name: string; request: () => Promise<Answer> }> = [
   { name: 'GET download', request: () => send(`${served.url}${download}`, { method: 'GET', key }) },
-  { name: 'POST download', request: () => send(`${served.url}/api/v1/metrics/download`, { method: 'POST', key, body: form, headers: { 'Content-Type': 'application/x-www-form-urlencoded' } }) },
+  {
+    name: 'POST download',
+    request: () =>
+      send(`${served.url}/api/v1/metrics/download`, { method: 'POST', key, body: form, headers: { 'Content-Type': 'application/x-www-form-urlencoded' } }),
+  },
   { name: 'HEAD download', request: () => send(`${served.url}${download}`, { method: 'HEAD', key }) },
   { name: 'GET catalog', request: () => send(`${served.url}/api/v1/metrics`, { method: 'GET', key }) },
   { name: 'GET catalog of a name', request: () => send(`${served.url}/api/v1/metrics?metrics=${METRIC}`, { method: 'GET', key }) },
@@ -114,8 +118,16 @@ describe('ClickHouse failing under the api', () => {
     await proxy.set('cut_answer', { cutAfterBytes: CUT_AFTER_BYTES });
     const post = { method: 'POST', url: '/api/v1/metrics/download', body: form, type: { 'Content-Type': 'application/x-www-form-urlencoded' } };
     const get = { method: 'GET', url: download, body: undefined, type: {} };
-    for (const [name, how, encoding] of [['GET download', get, 'identity'], ['GET download', get, 'gzip'], ['POST download', post, 'identity']] as const) {
-      const res = await fetch(`${served.url}${how.url}`, { method: how.method, body: how.body, headers: { Authorization: `Bearer ${key}`, 'Accept-Encoding': encoding, ...how.type } });
+    for (const [name, how, encoding] of [
+      ['GET download', get, 'identity'],
+      ['GET download', get, 'gzip'],
+      ['POST download', post, 'identity'],
+    ] as const) {
+      const res = await fetch(`${served.url}${how.url}`, {
+        method: how.method,
+        body: how.body,
+        headers: { Authorization: `Bearer ${key}`, 'Accept-Encoding': encoding, ...how.type },
+      });
       const what = `${name} (${encoding})`;
       if (res.status !== 200) {
         // Cut before the first row: the status is still the api's to choose.

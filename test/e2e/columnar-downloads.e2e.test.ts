@@ -25,7 +25,9 @@ const T0 = Date.UTC(2024, 0, 1);
 const valueOf = (m: number, i: number) => [i / 7, -i * 1e300, 5e-324 * i, i][m % 4]!;
 
 async function get(qs: Record<string, string>) {
-  const res = await fetch(`${api.url}/api/v1/metrics/download?${new URLSearchParams(qs)}`, { headers: { Authorization: `Bearer ${analyst}`, 'Accept-Encoding': 'gzip' } });
+  const res = await fetch(`${api.url}/api/v1/metrics/download?${new URLSearchParams(qs)}`, {
+    headers: { Authorization: `Bearer ${analyst}`, 'Accept-Encoding': 'gzip' },
+  });
   return { status: res.status, headers: res.headers, bytes: Buffer.from(await res.arrayBuffer()) };
 }
 
@@ -78,7 +80,7 @@ afterAll(async () => {
 });
 
 describe('Arrow and Parquet downloads', () => {
-  it('hold exactly the CSV download\'s rows, typed, in batches of MERIDIAN_DOWNLOAD_BATCH_ROWS, never gzipped', async () => {
+  it("hold exactly the CSV download's rows, typed, in batches of MERIDIAN_DOWNLOAD_BATCH_ROWS, never gzipped", async () => {
     const query = { metrics: 'col.', pattern: 'starts_with', max_rows: '100000' };
     const csv = await get({ ...query, format: 'csv' });
     expect(csv.status).toBe(200);
@@ -92,7 +94,12 @@ describe('Arrow and Parquet downloads', () => {
     expect(arrow.headers.get('content-encoding')).toBeNull();
     expect(arrow.headers.get('content-disposition')).toBe('attachment; filename="metrics-starts_with.arrows"');
     const a = arrowRows(arrow.bytes);
-    expect(a.types).toEqual(['metric_name:Utf8', 'timestamp:Timestamp<MILLISECOND, UTC>', 'metric_numeric_value:Float64', 'updated_at:Timestamp<MILLISECOND, UTC>']);
+    expect(a.types).toEqual([
+      'metric_name:Utf8',
+      'timestamp:Timestamp<MILLISECOND, UTC>',
+      'metric_numeric_value:Float64',
+      'updated_at:Timestamp<MILLISECOND, UTC>',
+    ]);
     expect(a.rows).toEqual(expected);
     expect(a.batches).toBeGreaterThanOrEqual(Math.ceil(expected.length / BATCH_ROWS));
 
@@ -106,7 +113,7 @@ describe('Arrow and Parquet downloads', () => {
     expect(p.rowGroups).toBeGreaterThanOrEqual(Math.ceil(expected.length / BATCH_ROWS));
   });
 
-  it('page with the same cursor as CSV, each page a whole stream or file; POST gives the same bytes\' rows', async () => {
+  it("page with the same cursor as CSV, each page a whole stream or file; POST gives the same bytes' rows", async () => {
     for (const format of ['arrow', 'parquet'] as const) {
       const all: Row[] = [];
       let cursor: string | null = null;
@@ -121,7 +128,11 @@ describe('Arrow and Parquet downloads', () => {
       expect(pages).toBe(Math.ceil((METRICS.length * POINTS_EACH) / 2500));
       const whole = await get({ metrics: 'col.', pattern: 'starts_with', max_rows: '100000', format });
       expect(all).toEqual(format === 'arrow' ? arrowRows(whole.bytes).rows : (await parquetRows(whole.bytes)).rows);
-      const post = await fetch(`${api.url}/api/v1/metrics/download`, { method: 'POST', headers: { Authorization: `Bearer ${analyst}`, 'Content-Type': 'application/json' }, body: JSON.stringify({ metrics: [METRICS[1]], format, max_rows: 10 }) });
+      const post = await fetch(`${api.url}/api/v1/metrics/download`, {
+        method: 'POST',
+        headers: { Authorization: `Bearer ${analyst}`, 'Content-Type': 'application/json' },
+        body: JSON.stringify({ metrics: [METRICS[1]], format, max_rows: 10 }),
+      });
       expect(post.status).toBe(200);
       const bytes = Buffer.from(await post.arrayBuffer());
       const rows = format === 'arrow' ? arrowRows(bytes).rows : (await parquetRows(bytes)).rows;

@@ -40,7 +40,10 @@ beforeAll(async () => {
   await seedPoints(settings, { metric: 'ch.big', count: BIG, fromMs: T0, stepMs: BIG_STEP, value: 'number + 200000 * sin(number / 40000)' });
   await seedPoints(settings, { metric: 'ch.two.a', count: 2000, fromMs: T0, stepMs: 3_600_000, value: '50000 + 20000 * sin(number / 50)' });
   await seedPoints(settings, { metric: 'ch.two.b', count: 2000, fromMs: T0, stepMs: 3_600_000, value: '20000 + 10000 * cos(number / 30)' });
-  await clickhouse(settings, `INSERT INTO points SELECT concat('ch.aa.filler.', toString(100 + number)), ${T0} + number * 1000, toFloat64(number), ${T0}, 'test-seed', 65535, 0, toUInt32(number) FROM numbers(${FILLERS})`);
+  await clickhouse(
+    settings,
+    `INSERT INTO points SELECT concat('ch.aa.filler.', toString(100 + number)), ${T0} + number * 1000, toFloat64(number), ${T0}, 'test-seed', 65535, 0, toUInt32(number) FROM numbers(${FILLERS})`,
+  );
 
   // The series route's 400 and 404 below are asked for; any other failed request is a bug of the page.
   browser = await openConsoleBrowser(api.url, { viewport: { width: 1200, height: 900 }, asked: (url) => url.includes('/api/v1/metrics/series?') });
@@ -75,7 +78,9 @@ describe('the console charts any range from the series route', () => {
     expect(drawn).toBeLessThanOrEqual(MAX_POINTS);
     expect(drawn).toBeGreaterThan(MAX_POINTS / 3);
     // The chart is on screen, not below the list.
-    const top = await page.locator('#chart-section').evaluate((el) => (el as unknown as { getBoundingClientRect(): { top: number } }).getBoundingClientRect().top);
+    const top = await page
+      .locator('#chart-section')
+      .evaluate((el) => (el as unknown as { getBoundingClientRect(): { top: number } }).getBoundingClientRect().top);
     expect(Math.abs(top)).toBeLessThan(5);
     // The stroke runs from the plot's left edge to its right edge: the whole range, not its first day.
     const blue = await paintedColumns(BLUE);
@@ -120,8 +125,15 @@ describe('the console charts any range from the series route', () => {
     const href = new URL((await page.getAttribute('#chart-download', 'href'))!, api.url);
     expect(href.pathname).toBe('/api/v1/metrics/download');
     expect(Object.fromEntries(href.searchParams)).toEqual({
-      metrics: 'ch.big', pattern: 'single', start_date: '2024-01-01T00:00:00+0000', end_date: new Date(LAST).toISOString().replace('.000Z', '+0000').replace(/\.(\d{3})Z$/, '.$1+0000'),
-      file_format: 'csv', max_rows: String(BIG),
+      metrics: 'ch.big',
+      pattern: 'single',
+      start_date: '2024-01-01T00:00:00+0000',
+      end_date: new Date(LAST)
+        .toISOString()
+        .replace('.000Z', '+0000')
+        .replace(/\.(\d{3})Z$/, '.$1+0000'),
+      file_format: 'csv',
+      max_rows: String(BIG),
     });
   });
 
@@ -169,7 +181,11 @@ describe('the console charts any range from the series route', () => {
     await page.click('#chart-form button[type=submit]');
     await expect.poll(status).toMatch(/^2 series from/);
     const legend = page.locator('#chart .u-legend .u-series');
-    expect(await legend.allTextContents()).toEqual([expect.stringContaining('Time (UTC)'), expect.stringContaining('ch.two.a'), expect.stringContaining('ch.two.b')]);
+    expect(await legend.allTextContents()).toEqual([
+      expect.stringContaining('Time (UTC)'),
+      expect.stringContaining('ch.two.a'),
+      expect.stringContaining('ch.two.b'),
+    ]);
     expect((await paintedColumns(BLUE)).columns.length).toBeGreaterThan(300);
     expect((await paintedColumns(ORANGE)).columns.length).toBeGreaterThan(300);
     await shot('c3-two-series');
@@ -187,7 +203,7 @@ describe('the console charts any range from the series route', () => {
     expect(saved).toBe(await direct.text());
   });
 
-  it('follows the window\'s width', async () => {
+  it("follows the window's width", async () => {
     const wide = (await page.locator('#chart canvas').boundingBox())!.width;
     await page.setViewportSize({ width: 800, height: 900 });
     await expect.poll(async () => (await page.locator('#chart canvas').boundingBox())!.width).toBeLessThan(wide - 300);

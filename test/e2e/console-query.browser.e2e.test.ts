@@ -29,7 +29,10 @@ const B = 'cq_req{job="b"}';
 /** Writes POINTS points of a test-made series name (no user text) into the run's points table. */
 async function seed(name: string, perStep: number): Promise<void> {
   if (!/^[a-z_]+\{job="[a-z]"\}$/.test(name)) throw new Error(`a test series name, not ${name}`);
-  await clickhouse(settings, `INSERT INTO points SELECT '${name}', ${FIRST} + number * ${STEP_MS}, toFloat64(number * ${perStep}), ${FIRST}, 'test-seed', 65535, 0, toUInt32(number) FROM numbers(${POINTS})`);
+  await clickhouse(
+    settings,
+    `INSERT INTO points SELECT '${name}', ${FIRST} + number * ${STEP_MS}, toFloat64(number * ${perStep}), ${FIRST}, 'test-seed', 65535, 0, toUInt32(number) FROM numbers(${POINTS})`,
+  );
 }
 
 beforeAll(async () => {
@@ -70,7 +73,7 @@ async function apiError(query: string): Promise<{ status: number; error: string 
   return { status: res.status, error: res.json.error as string };
 }
 
-describe('the console\'s PromQL box', () => {
+describe("the console's PromQL box", () => {
   it('draws two series on one chart, one colour each, the legend naming them canonically', async () => {
     await page.selectOption('#query-range', '6h');
     const sent = await run('cq_req');
@@ -121,9 +124,14 @@ describe('the console\'s PromQL box', () => {
     await page.fill('#query-expr', 'cq_req');
     await page.check('#query-view-table');
     await expect.poll(status, { timeout: 30_000 }).toMatch(/^2 series at /);
-    const rows = await page.locator('#query-rows tr').evaluateAll((trs) => trs.map((tr) => [...(tr as unknown as { cells: Iterable<{ textContent: string }> }).cells].map((c) => c.textContent)));
+    const rows = await page
+      .locator('#query-rows tr')
+      .evaluateAll((trs) => trs.map((tr) => [...(tr as unknown as { cells: Iterable<{ textContent: string }> }).cells].map((c) => c.textContent)));
     // Each series' last point: number 179 times 10 and 20.
-    expect(rows).toEqual([[A, '1790'], [B, '3580']]);
+    expect(rows).toEqual([
+      [A, '1790'],
+      [B, '3580'],
+    ]);
     expect(await page.getAttribute('#query-chart', 'data-series')).toBe('0');
     await browser.shot('q2-table', false);
     await page.check('#query-view-graph');
@@ -131,7 +139,7 @@ describe('the console\'s PromQL box', () => {
     expect(await page.isHidden('#query-table')).toBe(true);
   });
 
-  it('shows Prometheus\' error message for a query that does not parse, and for an unsupported function', async () => {
+  it("shows Prometheus' error message for a query that does not parse, and for an unsupported function", async () => {
     const bad = 'rate(cq_req[5m]';
     await run(bad);
     const parse = await apiError(bad);

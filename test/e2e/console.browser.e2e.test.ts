@@ -76,7 +76,9 @@ describe('the console in a headless browser', () => {
     expect(await context.cookies()).toEqual([]);
     expect(await page.textContent('#who')).toBe('Signed in as analyst');
     // Only the metrics the key may read.
-    expect(await page.locator('#metric-rows tr').evaluateAll((rows) => rows.map((r) => (r as unknown as { dataset: { metric: string } }).dataset.metric))).toEqual(['con.flat', 'con.wave']);
+    expect(
+      await page.locator('#metric-rows tr').evaluateAll((rows) => rows.map((r) => (r as unknown as { dataset: { metric: string } }).dataset.metric)),
+    ).toEqual(['con.flat', 'con.wave']);
     await shot('1-signed-in');
   });
 
@@ -92,7 +94,13 @@ describe('the console in a headless browser', () => {
 
   it('draws the chosen metric over its range', async () => {
     await page.click('#metric-rows tr button');
-    await expect.poll(() => page.textContent('#chart-status')).toMatch(new RegExp(`^1 series from ${formatTimestamp(T0).replace('+', '\\+')} to ${formatTimestamp(T0 + (WAVE_POINTS - 1) * 60_000).replace('+', '\\+')}: ${WAVE_POINTS} points in steps of `));
+    await expect
+      .poll(() => page.textContent('#chart-status'))
+      .toMatch(
+        new RegExp(
+          `^1 series from ${formatTimestamp(T0).replace('+', '\\+')} to ${formatTimestamp(T0 + (WAVE_POINTS - 1) * 60_000).replace('+', '\\+')}: ${WAVE_POINTS} points in steps of `,
+        ),
+      );
     // uPlot draws on a canvas: the series' blue stroke is there in pixels.
     const painted = await page.evaluate<{ width: number; height: number; blue: number }>(`(() => {
       const canvas = document.querySelector('#chart canvas');
@@ -106,7 +114,7 @@ describe('the console in a headless browser', () => {
     await shot('3-chart');
   });
 
-  it('downloads a CSV equal to the API\'s bytes, and shows the equivalent curl and CLI commands', async () => {
+  it("downloads a CSV equal to the API's bytes, and shows the equivalent curl and CLI commands", async () => {
     await page.fill('#dl-max-rows', '1000');
     await page.selectOption('#dl-format', 'csv');
     const [download] = await Promise.all([page.waitForEvent('download'), page.click('#builder-form button[type=submit]')]);
@@ -117,7 +125,9 @@ describe('the console in a headless browser', () => {
     expect(saved.toString().split('\n')).toHaveLength(WAVE_POINTS + 2); // header, rows, the final newline
     expect(saved.equals(expected)).toBe(true);
     const curl = await page.textContent('#dl-curl');
-    expect(curl).toContain(`curl -fG '${api.url}/api/v1/metrics/download' -H "Authorization: Bearer $MERIDIAN_API_KEY" --data-urlencode 'metrics=con.wave' --data-urlencode 'pattern=single'`);
+    expect(curl).toContain(
+      `curl -fG '${api.url}/api/v1/metrics/download' -H "Authorization: Bearer $MERIDIAN_API_KEY" --data-urlencode 'metrics=con.wave' --data-urlencode 'pattern=single'`,
+    );
     expect(curl).not.toContain(analyst);
     expect(await page.textContent('#dl-cli')).toContain(`meridian download --metrics 'con.wave' --pattern single --from '${formatTimestamp(T0)}'`);
     await shot('4-download');
@@ -148,7 +158,7 @@ describe('the console in a headless browser', () => {
     await shot('5-upload');
   });
 
-  it('shows full task ids with a copy button, a file task\'s size, and the file\'s size, share and delete', async () => {
+  it("shows full task ids with a copy button, a file task's size, and the file's size, share and delete", async () => {
     const item = page.locator('#uploads li').first();
     const taskId = (await item.getAttribute('data-task-id'))!;
     const row = page.locator(`#task-rows tr[data-task-id="${taskId}"]`);
@@ -160,7 +170,9 @@ describe('the console in a headless browser', () => {
     // A stored file is no count of rows: the bar is full once it succeeded, beside its size.
     const bytes = 'a,b\n1,2\n'.repeat(20_000).length;
     const progress = row.locator('td').nth(3);
-    expect(await progress.locator('progress').evaluate((p) => [(p as unknown as { value: number }).value, (p as unknown as { max: number }).max])).toEqual([1, 1]);
+    expect(await progress.locator('progress').evaluate((p) => [(p as unknown as { value: number }).value, (p as unknown as { max: number }).max])).toEqual([
+      1, 1,
+    ]);
     expect((await progress.textContent())!.trim()).toBe(`${(bytes / 1024).toFixed(0)} KiB`);
 
     const fileRow = page.locator('#file-rows tr', { hasText: 'dropped été.csv' });
@@ -172,7 +184,7 @@ describe('the console in a headless browser', () => {
     await fileRow.locator('.share-form button[type=submit]').click();
     await expect.poll(() => page.textContent('#files-status')).toBe('dropped été.csv is shared with friend (r).');
     const detail = await fetch(`${api.url}/api/v1/files/${fileId}`, { headers: { Authorization: `Bearer ${analyst}` } });
-    expect((await detail.json() as { shared_with: unknown[] }).shared_with).toEqual([{ user_name: 'friend', access: 'r' }]);
+    expect(((await detail.json()) as { shared_with: unknown[] }).shared_with).toEqual([{ user_name: 'friend', access: 'r' }]);
     await shot('5b-files');
 
     page.once('dialog', (d) => void d.accept());
@@ -200,7 +212,12 @@ describe('the console in a headless browser', () => {
   });
 
   it('serves its files from a fixed list, under the same self-only policy as /docs', async () => {
-    for (const [asset, type] of [['console.js', /javascript/], ['console.css', /css/], ['uPlot.esm.js', /javascript/], ['uPlot.min.css', /css/]] as const) {
+    for (const [asset, type] of [
+      ['console.js', /javascript/],
+      ['console.css', /css/],
+      ['uPlot.esm.js', /javascript/],
+      ['uPlot.min.css', /css/],
+    ] as const) {
       const res = await fetch(`${api.url}/console/${asset}`);
       expect(res.status, asset).toBe(200);
       expect(res.headers.get('content-type')).toMatch(type);

@@ -48,7 +48,10 @@ describe('the contract', () => {
   it('GET /api/v1/openapi.json validates as OpenAPI 3.1 and documents the limits, /metrics and /docs', async () => {
     const res = await fetch(`${api.url}/api/v1/openapi.json`);
     expect(res.status).toBe(200);
-    const doc = (await res.json()) as { openapi: string; paths: Record<string, Record<string, { responses: Record<string, { description: string; headers?: Record<string, unknown> }> }>> };
+    const doc = (await res.json()) as {
+      openapi: string;
+      paths: Record<string, Record<string, { responses: Record<string, { description: string; headers?: Record<string, unknown> }> }>>;
+    };
     expect(doc.openapi).toBe('3.1.0');
     const result = await validate(structuredClone(doc) as never);
     expect(result.valid, result.valid ? '' : compileErrors(result)).toBe(true);
@@ -68,7 +71,12 @@ describe('the contract', () => {
   });
 
   it('a small JSON body that does not decode as its Content-Encoding says is a 400 problem, and a real gzip body is read', async () => {
-    const post = (body: Buffer, encoding: string) => fetch(`${api.url}/api/v1/users`, { method: 'POST', headers: { Authorization: `Bearer ${root}`, 'Content-Type': 'application/json', 'Content-Encoding': encoding }, body });
+    const post = (body: Buffer, encoding: string) =>
+      fetch(`${api.url}/api/v1/users`, {
+        method: 'POST',
+        headers: { Authorization: `Bearer ${root}`, 'Content-Type': 'application/json', 'Content-Encoding': encoding },
+        body,
+      });
     const plain = Buffer.from(JSON.stringify({ user_name: 'gzipped' }));
     for (const encoding of ['gzip', 'deflate']) {
       const res = await post(plain, encoding);
@@ -86,7 +94,11 @@ describe('the contract', () => {
       expect(res.headers.get('content-type')).toMatch(/^application\/problem\+json/);
       expect(res.json).toMatchObject({ type: '/problems/not-found', status: 404, request_id: res.headers.get('x-request-id') });
     }
-    for (const [method, path, allowed] of [['DELETE', '/api/v1/tasks', /GET/], ['PATCH', '/api/v1/users', /GET.*POST|POST.*GET/], ['POST', '/metrics', /GET/]] as const) {
+    for (const [method, path, allowed] of [
+      ['DELETE', '/api/v1/tasks', /GET/],
+      ['PATCH', '/api/v1/users', /GET.*POST|POST.*GET/],
+      ['POST', '/metrics', /GET/],
+    ] as const) {
       const res = await call(`${api.url}${path}`, root, { method });
       expect(res.status, `${method} ${path}`).toBe(405);
       expect(res.headers.get('allow')).toMatch(allowed);
@@ -136,12 +148,16 @@ describe('the contract', () => {
     const res = await call(`${api.url}/api/v1/metrics/upload`, writer, { method: 'POST', body: { metric_name: 'contract.points', values } });
     expect(res.status).toBe(202);
     const accepted = await scrape();
-    expect(sample(accepted, 'meridian_uploads_accepted_total{source="json_body"}')).toBe(sample(before, 'meridian_uploads_accepted_total{source="json_body"}') + 1);
+    expect(sample(accepted, 'meridian_uploads_accepted_total{source="json_body"}')).toBe(
+      sample(before, 'meridian_uploads_accepted_total{source="json_body"}') + 1,
+    );
     expect(sample(accepted, 'meridian_upload_points_accepted_total')).toBe(sample(before, 'meridian_upload_points_accepted_total') + 250);
-    expect(sample(accepted, 'meridian_upload_bytes_accepted_total{source="json_body"}')).toBeGreaterThan(sample(before, 'meridian_upload_bytes_accepted_total{source="json_body"}'));
+    expect(sample(accepted, 'meridian_upload_bytes_accepted_total{source="json_body"}')).toBeGreaterThan(
+      sample(before, 'meridian_upload_bytes_accepted_total{source="json_body"}'),
+    );
 
     expect((await waitForTask(api.url, writer, res.json.task_id)).status).toBe('succeeded');
-    const done = await waitFor('the api to fold the task\'s success', async () => {
+    const done = await waitFor("the api to fold the task's success", async () => {
       const text = await scrape();
       return sample(text, 'meridian_points_ingested_total') >= sample(before, 'meridian_points_ingested_total') + 250 ? text : undefined;
     });
@@ -152,11 +168,20 @@ describe('the contract', () => {
     expect(done).toContain('process_resident_memory_bytes');
     // Freshness and lag: nothing waits once the task succeeded and the groups caught up.
     expect(sample(done, 'meridian_projection_pending_seconds')).toBe(0);
-    const settled = await waitFor('the ingest groups to commit their offsets', async () => {
-      const text = await scrape();
-      const lags = [...text.matchAll(/^meridian_consumer_lag\{group="[^"]*ingest-(commands|projector|tasks-projector|files-projector)",topic="[^"]*",partition="\d+"\} (\d+)$/gm)];
-      return new Set(lags.map((m) => m[1])).size === 4 && lags.every((m) => m[2] === '0') ? lags : undefined;
-    }, 20_000, 250);
+    const settled = await waitFor(
+      'the ingest groups to commit their offsets',
+      async () => {
+        const text = await scrape();
+        const lags = [
+          ...text.matchAll(
+            /^meridian_consumer_lag\{group="[^"]*ingest-(commands|projector|tasks-projector|files-projector)",topic="[^"]*",partition="\d+"\} (\d+)$/gm,
+          ),
+        ];
+        return new Set(lags.map((m) => m[1])).size === 4 && lags.every((m) => m[2] === '0') ? lags : undefined;
+      },
+      20_000,
+      250,
+    );
     expect(new Set(settled.map((m) => m[1]))).toEqual(new Set(['commands', 'projector', 'tasks-projector', 'files-projector']));
   });
 
@@ -186,7 +211,9 @@ describe('the contract', () => {
   it('a request past MERIDIAN_REQUEST_TIMEOUT_MS gets 503 /problems/timeout with Retry-After', async () => {
     // A "ClickHouse" that accepts connections and never answers: /readyz waits on it.
     const sockets = new Set<Socket>();
-    const silent: Server = createServer((s) => { sockets.add(s); });
+    const silent: Server = createServer((s) => {
+      sockets.add(s);
+    });
     await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
     const port = (silent.address() as AddressInfo).port;
     const slow = isolatedSettings({ CLICKHOUSE_URL: `http://127.0.0.1:${port}`, MERIDIAN_READY_TIMEOUT_MS: '10000', MERIDIAN_REQUEST_TIMEOUT_MS: '300' });
@@ -213,19 +240,49 @@ describe('the contract', () => {
   it('a 5xx body never carries a stack trace or SQL, only the request id', async () => {
     // The real app, with a tasks fold that fails the way a driver error would.
     const failure = new Error('Code: 62. DB::Exception: Syntax error: SELECT metric_name FROM meridian.points WHERE 1 = 1');
-    const metrics = createApiMetrics({ processMetrics: false, tasks: () => { throw failure; } });
+    const metrics = createApiMetrics({
+      processMetrics: false,
+      tasks: () => {
+        throw failure;
+      },
+    });
     const app = createApp({
       logger,
       probes: [],
       readyTimeoutMs: 100,
       smallJsonBodyBytes: 16384,
       accounts: { state: initialAccounts(), ready: true, execute: async () => [] },
-      tasks: { live: () => initialTasks(), find: async () => undefined, readModel: { list: async () => [] }, syncToEnd: async () => {}, cursors: createCursorSeal('contract'), waits: { untilEnded: async () => {}, slots: new PerUserSlots(1, { setting: 'x', noun: 'x' }), maxSeconds: 0 } },
+      tasks: {
+        live: () => initialTasks(),
+        find: async () => undefined,
+        readModel: { list: async () => [] },
+        syncToEnd: async () => {},
+        cursors: createCursorSeal('contract'),
+        waits: { untilEnded: async () => {}, slots: new PerUserSlots(1, { setting: 'x', noun: 'x' }), maxSeconds: 0 },
+      },
       uploads: {
         storage: {} as BlobStore,
         limits: { jsonBodyBytes: 1, uploadBytes: 1, pointsPerJsonUpload: 1 },
-        jsonChecker: { check: async () => { throw new Error('inert'); } },
-        submit: { producer: async () => { throw new Error('inert'); }, codec: { encode: () => Buffer.alloc(0), decode: () => { throw new Error('inert'); } }, topic: 't', ackTimeoutMs: 1, find: async () => undefined, applied: async () => {} },
+        jsonChecker: {
+          check: async () => {
+            throw new Error('inert');
+          },
+        },
+        submit: {
+          producer: async () => {
+            throw new Error('inert');
+          },
+          codec: {
+            encode: () => Buffer.alloc(0),
+            decode: () => {
+              throw new Error('inert');
+            },
+          },
+          topic: 't',
+          ackTimeoutMs: 1,
+          find: async () => undefined,
+          applied: async () => {},
+        },
       },
       metrics,
     });
@@ -236,7 +293,14 @@ describe('the contract', () => {
       expect(res.headers.get('content-type')).toMatch(/problem\+json/);
       const text = await res.text();
       expect(text).not.toMatch(/SELECT|DB::Exception|meridian\.points|\bat\s+\S+\s+\(|\.ts:\d+/);
-      expect(JSON.parse(text)).toEqual({ type: '/problems/internal', title: 'Internal error', status: 500, detail: expect.any(String), instance: '/metrics', request_id: 'find-me-42' });
+      expect(JSON.parse(text)).toEqual({
+        type: '/problems/internal',
+        title: 'Internal error',
+        status: 500,
+        detail: expect.any(String),
+        instance: '/metrics',
+        request_id: 'find-me-42',
+      });
     } finally {
       await served.close();
     }

@@ -23,7 +23,10 @@ const T = (s: number) => Date.UTC(2024, 0, 1) + s * 1000;
 const iso = (s: number) => formatTimestamp(T(s));
 
 async function upload(key: string, metric: string, seconds: readonly number[], value = (s: number) => s): Promise<void> {
-  const res = await call(`${api.url}/api/v1/metrics/upload`, key, { method: 'POST', body: { metric_name: metric, values: seconds.map((s) => ({ timestamp: iso(s), value: value(s) })) } });
+  const res = await call(`${api.url}/api/v1/metrics/upload`, key, {
+    method: 'POST',
+    body: { metric_name: metric, values: seconds.map((s) => ({ timestamp: iso(s), value: value(s) })) },
+  });
   expect(res.status, res.text).toBe(202);
   expect((await waitForTask(api.url, key, res.json.task_id, 120_000)).status).toBe('succeeded');
 }
@@ -34,18 +37,26 @@ const del = (key: string, body: Record<string, unknown>) => call(`${api.url}/api
 async function downloaded(metric: string, key = writer): Promise<Array<[number, number]>> {
   const res = await call(`${api.url}/api/v1/metrics/download?${new URLSearchParams({ metrics: metric, file_format: 'json', max_rows: '1000' })}`, key);
   expect(res.status, res.text).toBe(200);
-  return (res.json as Array<{ timestamp: string; metric_numeric_value: number }>).map((r) => [(Date.parse(r.timestamp.replace('+0000', 'Z')) - T(0)) / 1000, r.metric_numeric_value]);
+  return (res.json as Array<{ timestamp: string; metric_numeric_value: number }>).map((r) => [
+    (Date.parse(r.timestamp.replace('+0000', 'Z')) - T(0)) / 1000,
+    r.metric_numeric_value,
+  ]);
 }
 
 async function catalogEntry(metric: string) {
   const res = await call(`${api.url}/api/v1/metrics?${new URLSearchParams({ metrics: metric })}`, writer);
   expect(res.status, res.text).toBe(200);
-  return (res.json as { metrics: Array<{ metric_name: string; points: number; first_timestamp: string; last_timestamp: string }> }).metrics.find((m) => m.metric_name === metric);
+  return (res.json as { metrics: Array<{ metric_name: string; points: number; first_timestamp: string; last_timestamp: string }> }).metrics.find(
+    (m) => m.metric_name === metric,
+  );
 }
 
 /** count_over_time of the metric over the hour before T(3600), as the Prometheus API answers it. */
 async function promCount(metric: string): Promise<number> {
-  const res = await call(`${api.url}/prometheus/api/v1/query?${new URLSearchParams({ query: `count_over_time(${metric}[1h])`, time: String(T(3599) / 1000) })}`, writer);
+  const res = await call(
+    `${api.url}/prometheus/api/v1/query?${new URLSearchParams({ query: `count_over_time(${metric}[1h])`, time: String(T(3599) / 1000) })}`,
+    writer,
+  );
   expect(res.status, res.text).toBe(200);
   const [sample] = (res.json as { data: { result: Array<{ value: [number, string] }> } }).data.result;
   return sample === undefined ? 0 : Number(sample.value[1]);
@@ -79,7 +90,7 @@ afterAll(async () => {
 
 describe('POST /api/v1/metrics/delete', () => {
   it('refuses a deletion without a reason or a bound, names the fields, and deletes nothing', async () => {
-    const res = await del(writer, { metrics: 'del_w_a', start_date: iso(0) , end_date: iso(9) });
+    const res = await del(writer, { metrics: 'del_w_a', start_date: iso(0), end_date: iso(9) });
     expect(res.status).toBe(400);
     expect(res.headers.get('content-type')).toMatch(/^application\/problem\+json/);
     const noEnd = await del(writer, { metrics: 'del_w_a', start_date: iso(0), reason: 'x' });
@@ -89,7 +100,7 @@ describe('POST /api/v1/metrics/delete', () => {
     expect(await downloaded('del_w_a')).toHaveLength(10);
   });
 
-  it('is for the metric\'s writers: 403 to a reader, 404 for what the caller may not see or what does not exist', async () => {
+  it("is for the metric's writers: 403 to a reader, 404 for what the caller may not see or what does not exist", async () => {
     const body = { start_date: iso(0), end_date: iso(9), reason: 'not theirs' };
     expect((await del(reader, { ...body, metrics: 'del_w_a' })).status).toBe(403);
     const hidden = await del(writer, { ...body, metrics: 'del_r_c' });
@@ -103,7 +114,11 @@ describe('POST /api/v1/metrics/delete', () => {
   });
 
   it('refuses a selection of more than MERIDIAN_DELETE_MAX_POINTS points with 400', async () => {
-    await upload(admin, 'del_w_big', Array.from({ length: 60 }, (_, s) => s));
+    await upload(
+      admin,
+      'del_w_big',
+      Array.from({ length: 60 }, (_, s) => s),
+    );
     const res = await del(writer, { metrics: 'del_w_big', start_date: iso(0), end_date: iso(59), reason: 'too much' });
     expect(res.status).toBe(400);
     expect(res.json.detail).toContain('MERIDIAN_DELETE_MAX_POINTS');
@@ -127,7 +142,13 @@ describe('POST /api/v1/metrics/delete', () => {
 
     // Uploaded after the deletion, into its range: kept.
     await upload(writer, 'del_w_a', [3], () => 33);
-    expect(await downloaded('del_w_a')).toEqual([[0, 0], [1, 1], [3, 33], [6, 6], [7, 7]]);
+    expect(await downloaded('del_w_a')).toEqual([
+      [0, 0],
+      [1, 1],
+      [3, 33],
+      [6, 6],
+      [7, 7],
+    ]);
     expect(await catalogEntry('del_w_a')).toMatchObject({ points: 5 });
     expect(await promCount('del_w_a')).toBe(5);
   });
@@ -155,9 +176,16 @@ describe('POST /api/v1/metrics/delete', () => {
   it('the events export carries the deletions: who, when, what and why', async () => {
     const res = await call(`${api.url}/api/v1/events?${new URLSearchParams({ types: 'MetricsDeleted,PointsDeleted', format: 'ndjson' })}`, admin);
     expect(res.status, res.text).toBe(200);
-    const events = res.text.trimEnd().split('\n').map((l) => JSON.parse(l) as { type: string; event: Record<string, unknown> });
-    expect(events.map((e) => e.event)).toContainEqual(expect.objectContaining({ user_name: 'deleter', reason: 'a device sent garbage', metrics: ['del_w_a'], from_ms: T(2), to_ms: T(5), points: 4 }));
-    expect(events.filter((e) => e.type === 'PointsDeleted').map((e) => e.event)).toContainEqual(expect.objectContaining({ metrics: ['del_w_a'], from_ms: T(2), to_ms: T(5) }));
+    const events = res.text
+      .trimEnd()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { type: string; event: Record<string, unknown> });
+    expect(events.map((e) => e.event)).toContainEqual(
+      expect.objectContaining({ user_name: 'deleter', reason: 'a device sent garbage', metrics: ['del_w_a'], from_ms: T(2), to_ms: T(5), points: 4 }),
+    );
+    expect(events.filter((e) => e.type === 'PointsDeleted').map((e) => e.event)).toContainEqual(
+      expect.objectContaining({ metrics: ['del_w_a'], from_ms: T(2), to_ms: T(5) }),
+    );
   });
 
   it('replay rebuild points gives the same table as the live one', async () => {
@@ -165,13 +193,21 @@ describe('POST /api/v1/metrics/delete', () => {
     expect(run.code, run.stderr).toBe(0);
     const built = JSON.parse(run.stdout) as { generation: number; verification: { ok: boolean } };
     expect(built.verification.ok).toBe(true);
-    const rows = async (table: string) => (await api.platform.clickhouse.query({
-      query: `SELECT metric_name, ts, value, kafka_partition, kafka_offset, row_in_batch FROM ${table} ORDER BY kafka_partition, kafka_offset, row_in_batch`, format: 'JSONEachRow',
-    })).text();
+    const rows = async (table: string) =>
+      (
+        await api.platform.clickhouse.query({
+          query: `SELECT metric_name, ts, value, kafka_partition, kafka_offset, row_in_batch FROM ${table} ORDER BY kafka_partition, kafka_offset, row_in_batch`,
+          format: 'JSONEachRow',
+        })
+      ).text();
     expect(await rows(`points_g${built.generation}`)).toBe(await rows('points'));
-    const catalogOf = async (table: string) => (await api.platform.clickhouse.query({
-      query: `SELECT metric_name, countMerge(points) AS n, minMerge(first_ts) AS f, maxMerge(last_ts) AS l FROM ${table} GROUP BY metric_name ORDER BY metric_name`, format: 'JSONEachRow',
-    })).text();
+    const catalogOf = async (table: string) =>
+      (
+        await api.platform.clickhouse.query({
+          query: `SELECT metric_name, countMerge(points) AS n, minMerge(first_ts) AS f, maxMerge(last_ts) AS l FROM ${table} GROUP BY metric_name ORDER BY metric_name`,
+          format: 'JSONEachRow',
+        })
+      ).text();
     expect(await catalogOf(`metric_catalog_g${built.generation}`)).toBe(await catalogOf('metric_catalog'));
     await meridian(settings, ['replay', 'drop', String(built.generation)]);
   });

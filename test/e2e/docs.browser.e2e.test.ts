@@ -36,7 +36,9 @@ describe('the documentation page in a headless browser', () => {
     await recordCspViolations(page);
     const problems: string[] = [];
     page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
-    page.on('console', (m) => { if (m.type() === 'error') problems.push(`console: ${m.text()}`); });
+    page.on('console', (m) => {
+      if (m.type() === 'error') problems.push(`console: ${m.text()}`);
+    });
     page.on('requestfailed', (r) => problems.push(`request failed: ${r.url()} ${r.failure()?.errorText ?? ''}`));
 
     const response = await page.goto(`${api.url}/docs`, { waitUntil: 'load' });

@@ -47,8 +47,10 @@ function exchange(method: string, path: string, headers: Record<string, string>,
   });
 }
 const get = (qs: Record<string, string>, headers: Record<string, string> = {}) => exchange('GET', `${PATH}?${new URLSearchParams(qs)}`, headers);
-const post = (body: string | Buffer, contentType: string, headers: Record<string, string> = {}, path = PATH) => exchange('POST', path, { 'Content-Type': contentType, ...headers }, body);
-const postForm = (qs: Record<string, string>, headers: Record<string, string> = {}) => post(new URLSearchParams(qs).toString(), 'application/x-www-form-urlencoded', headers);
+const post = (body: string | Buffer, contentType: string, headers: Record<string, string> = {}, path = PATH) =>
+  exchange('POST', path, { 'Content-Type': contentType, ...headers }, body);
+const postForm = (qs: Record<string, string>, headers: Record<string, string> = {}) =>
+  post(new URLSearchParams(qs).toString(), 'application/x-www-form-urlencoded', headers);
 const postJson = (body: unknown, headers: Record<string, string> = {}) => post(JSON.stringify(body), 'application/json', headers);
 
 function problem(res: Res): { type: string; status: number; detail: string; errors?: Array<{ field: string }> } {
@@ -63,7 +65,9 @@ beforeAll(async () => {
   await api.api.accounts.syncToEnd();
   analyst = await createUser(api.url, admin, 'analyst', [{ match: 'prefix', value: 'pd.', access: 'r' }]);
   // Seeded as one upload with per-row names (the download's own CSV layout): two points per metric.
-  const rows = [...NAMES, ...OTHERS, HIDDEN].flatMap((name, i) => [0, 1].map((k) => `${name},${formatTimestamp(T0 + k * 60_000)},${i + k / 2},${formatTimestamp(T0)}`));
+  const rows = [...NAMES, ...OTHERS, HIDDEN].flatMap((name, i) =>
+    [0, 1].map((k) => `${name},${formatTimestamp(T0 + k * 60_000)},${i + k / 2},${formatTimestamp(T0)}`),
+  );
   const res = await uploadFile(api.url, admin, `${HEADER}\n${rows.join('\n')}\n`);
   expect(res.status, res.text).toBe(202);
   expect((await waitForTask(api.url, admin, res.json.task_id, 120_000)).status).toBe('succeeded');
@@ -94,7 +98,12 @@ describe('POST /api/v1/metrics/download', () => {
 
   it('answers a short list with the same bytes and headers as the GET: CSV, JSON and gzip', async () => {
     const qs = { metrics: `${NAMES[3]},${OTHERS[0]},${NAMES[1]}`, pattern: 'list', start_date: '2024-01-01', end_date: '2024-01-01T00:00:30Z' };
-    for (const [extra, encoding] of [[{}, 'identity'], [{ file_format: 'json' }, 'identity'], [{ format: 'json', latest_only: 'true' }, 'gzip'], [{}, 'gzip']] as const) {
+    for (const [extra, encoding] of [
+      [{}, 'identity'],
+      [{ file_format: 'json' }, 'identity'],
+      [{ format: 'json', latest_only: 'true' }, 'gzip'],
+      [{}, 'gzip'],
+    ] as const) {
       const params = { ...qs, ...extra };
       const headers = { 'Accept-Encoding': encoding };
       const viaGet = await get(params, headers);
@@ -156,7 +165,11 @@ describe('POST /api/v1/metrics/download', () => {
     const res = await fetch(`${api.url}${PATH}?${qs}`, { headers: { Authorization: `Bearer ${analyst}` } });
     expect(res.status).toBe(414);
     expect(res.headers.get('content-type')).toMatch(/^application\/problem\+json/);
-    expect(await res.json()).toMatchObject({ type: '/problems/uri-too-long', status: 414, detail: expect.stringContaining('send the same parameters as a POST /api/v1/metrics/download body') });
+    expect(await res.json()).toMatchObject({
+      type: '/problems/uri-too-long',
+      status: 414,
+      detail: expect.stringContaining('send the same parameters as a POST /api/v1/metrics/download body'),
+    });
     // Longer than the header limit: Node's parser answers 431, and it names the POST form too.
     const huge = await rawRequest(api.url, Buffer.from(`GET ${PATH}?metrics=${NAMES.join(',')}&pattern=list HTTP/1.1\r\nHost: x\r\n\r\n`));
     expect(huge.status).toBe(431);
@@ -167,14 +180,24 @@ describe('POST /api/v1/metrics/download', () => {
     const big = JSON.stringify({ metrics: 'x'.repeat(1024 * 1024), pattern: 'contains' });
     const declared = await send(`${api.url}${PATH}`, { key: analyst, body: big, headers: { 'Content-Type': 'application/json' } });
     expect(declared.status).toBe(413);
-    expect(declared.json).toMatchObject({ type: '/problems/payload-too-large', status: 413, detail: expect.stringContaining('MERIDIAN_MAX_DOWNLOAD_BODY_BYTES') });
+    expect(declared.json).toMatchObject({
+      type: '/problems/payload-too-large',
+      status: 413,
+      detail: expect.stringContaining('MERIDIAN_MAX_DOWNLOAD_BODY_BYTES'),
+    });
 
     const chunked = await new Promise<{ status: number; body: string }>((resolve, reject) => {
-      const req = request(`${api.url}${PATH}`, { method: 'POST', headers: { Authorization: `Bearer ${analyst}`, 'Content-Type': 'application/json', 'Transfer-Encoding': 'chunked' } }, (res) => {
-        let body = '';
-        res.on('data', (c: Buffer) => { body += c.toString(); });
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-      });
+      const req = request(
+        `${api.url}${PATH}`,
+        { method: 'POST', headers: { Authorization: `Bearer ${analyst}`, 'Content-Type': 'application/json', 'Transfer-Encoding': 'chunked' } },
+        (res) => {
+          let body = '';
+          res.on('data', (c: Buffer) => {
+            body += c.toString();
+          });
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+        },
+      );
       req.on('error', reject);
       for (let at = 0; at < big.length; at += 64 * 1024) req.write(big.slice(at, at + 64 * 1024));
       req.end();
@@ -210,4 +233,3 @@ describe('POST /api/v1/metrics/download', () => {
     expect(problem(notJson).errors?.map((e) => e.field)).toEqual(['body']);
   });
 });
-

@@ -1,4 +1,3 @@
-
 import { randomUUID } from 'node:crypto';
 import { request, type IncomingMessage } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -23,7 +22,10 @@ const HEADER = 'metric_name,timestamp,metric_numeric_value,updated_at';
 const tricky = [`quote"d`, 'back\\slash', '100%_done', "x'); DROP TABLE points; --", 'colon:ünï', 'comma,separated', 'semi;=colon'];
 
 async function uploadJson(metric: string, values: Array<[number, number]>, key = admin): Promise<number> {
-  const res = await call(`${api.url}/api/v1/metrics/upload`, key, { method: 'POST', body: { metric_name: metric, values: values.map(([ts, value]) => ({ timestamp: formatTimestamp(ts), value })) } });
+  const res = await call(`${api.url}/api/v1/metrics/upload`, key, {
+    method: 'POST',
+    body: { metric_name: metric, values: values.map(([ts, value]) => ({ timestamp: formatTimestamp(ts), value })) },
+  });
   expect(res.status, `${metric}: ${res.text}`).toBe(202);
   const task = await waitForTask(api.url, key, res.json.task_id, 120_000);
   expect(task.status).toBe('succeeded');
@@ -32,7 +34,9 @@ async function uploadJson(metric: string, values: Array<[number, number]>, key =
 }
 
 async function download(qs: Record<string, string>, key = analyst, headers: Record<string, string> = {}) {
-  const res = await fetch(`${api.url}/api/v1/metrics/download?${new URLSearchParams(qs)}`, { headers: { Authorization: `Bearer ${key}`, 'Accept-Encoding': 'identity', ...headers } });
+  const res = await fetch(`${api.url}/api/v1/metrics/download?${new URLSearchParams(qs)}`, {
+    headers: { Authorization: `Bearer ${key}`, 'Accept-Encoding': 'identity', ...headers },
+  });
   return { status: res.status, headers: res.headers, text: await res.text() };
 }
 
@@ -47,8 +51,16 @@ beforeAll(async () => {
     { match: 'prefix', value: 'dl.pub', access: 'r' },
     ...tricky.map((value) => ({ match: 'exact' as const, value, access: 'r' as const })),
   ]);
-  updated['dl.pub.a'] = await uploadJson('dl.pub.a', [[T(0), 1.5], [T(1, 250), -2], [T(0), 3], [T(86_400), 0.1]]);
-  updated['dl.pub.b'] = await uploadJson('dl.pub.b', [[T(5), 1e21], [T(6), 1 / 3]]);
+  updated['dl.pub.a'] = await uploadJson('dl.pub.a', [
+    [T(0), 1.5],
+    [T(1, 250), -2],
+    [T(0), 3],
+    [T(86_400), 0.1],
+  ]);
+  updated['dl.pub.b'] = await uploadJson('dl.pub.b', [
+    [T(5), 1e21],
+    [T(6), 1 / 3],
+  ]);
   updated['dl.priv.c'] = await uploadJson('dl.priv.c', [[T(0), 42]]);
   for (const name of tricky) updated[name] = await uploadJson(name, [[T(9), tricky.indexOf(name)]]);
 });
@@ -57,7 +69,8 @@ afterAll(async () => {
   await api?.close();
 });
 
-const line = (name: string, ts: number, value: string) => `${/[",;]/.test(name) ? `"${name.replace(/"/g, '""')}"` : name},${formatTimestamp(ts)},${value},${formatTimestamp(updated[name]!)}`;
+const line = (name: string, ts: number, value: string) =>
+  `${/[",;]/.test(name) ? `"${name.replace(/"/g, '""')}"` : name},${formatTimestamp(ts)},${value},${formatTimestamp(updated[name]!)}`;
 
 describe('metric downloads', () => {
   it('single: the seed CSV exactly, ordered by timestamp then updated_at, duplicates kept', async () => {
@@ -67,13 +80,28 @@ describe('metric downloads', () => {
     expect(res.headers.get('content-disposition')).toBe('attachment; filename="dl.pub.a.csv"');
     const rows = res.text.trimEnd().split('\n');
     expect(rows[0]).toBe(HEADER);
-    expect(rows.slice(1).sort()).toEqual([line('dl.pub.a', T(0), '1.5'), line('dl.pub.a', T(0), '3'), line('dl.pub.a', T(1, 250), '-2'), line('dl.pub.a', T(86_400), '0.1')].sort());
-    expect(rows.slice(1).map((r) => r.split(',')[1])).toEqual([formatTimestamp(T(0)), formatTimestamp(T(0)), formatTimestamp(T(1, 250)), formatTimestamp(T(86_400))]);
+    expect(rows.slice(1).sort()).toEqual(
+      [line('dl.pub.a', T(0), '1.5'), line('dl.pub.a', T(0), '3'), line('dl.pub.a', T(1, 250), '-2'), line('dl.pub.a', T(86_400), '0.1')].sort(),
+    );
+    expect(rows.slice(1).map((r) => r.split(',')[1])).toEqual([
+      formatTimestamp(T(0)),
+      formatTimestamp(T(0)),
+      formatTimestamp(T(1, 250)),
+      formatTimestamp(T(86_400)),
+    ]);
     expect(res.text.endsWith('\n')).toBe(true);
   });
 
   it('list, contains, starts_with and ends_with see only entitled metrics', async () => {
-    const names = (text: string) => [...new Set(text.trimEnd().split('\n').slice(1).map((r) => r.split(',')[0]))];
+    const names = (text: string) => [
+      ...new Set(
+        text
+          .trimEnd()
+          .split('\n')
+          .slice(1)
+          .map((r) => r.split(',')[0]),
+      ),
+    ];
     expect(names((await download({ metrics: 'dl.pub.b,dl.pub.a', pattern: 'list' })).text)).toEqual(['dl.pub.a', 'dl.pub.b']);
     expect(names((await download({ metrics: 'dl.', pattern: 'starts_with' })).text)).toEqual(['dl.pub.a', 'dl.pub.b']);
     expect(names((await download({ metrics: '.b', pattern: 'ends_with' })).text)).toEqual(['dl.pub.b']);
@@ -132,7 +160,9 @@ describe('metric downloads', () => {
     }
     expect((await download({ metrics: '%', pattern: 'contains' })).text.split('\n').filter((l) => l.startsWith('100%')).length).toBe(1);
     // A name with a comma is found by single and by substring patterns (the list pattern splits on commas).
-    expect((await download({ metrics: 'comma,sep', pattern: 'starts_with' })).text).toBe(`${HEADER}\n${line('comma,separated', T(9), String(tricky.indexOf('comma,separated')))}\n`);
+    expect((await download({ metrics: 'comma,sep', pattern: 'starts_with' })).text).toBe(
+      `${HEADER}\n${line('comma,separated', T(9), String(tricky.indexOf('comma,separated')))}\n`,
+    );
     expect((await download({ metrics: 'comma,separated', pattern: 'list' })).status).toBe(404);
     // Newlines are control characters, refused in names at upload; in a pattern they match nothing.
     expect((await call(`${api.url}/api/v1/metrics/upload`, admin, { method: 'POST', body: { metric_name: 'a\nb', values: [] } })).status).toBe(400);
@@ -142,13 +172,19 @@ describe('metric downloads', () => {
     expect((await download({ metrics: 'dl.pub.a\n,dl.pub.b', pattern: 'list' })).status).toBe(404);
   });
 
-  it('two downloads sent with the same X-Request-Id both complete: the ClickHouse query id is never the caller\'s', async () => {
+  it("two downloads sent with the same X-Request-Id both complete: the ClickHouse query id is never the caller's", async () => {
     const requestId = randomUUID();
-    const [x, y] = await Promise.all([download({ metrics: 'dl.pub.a' }, analyst, { 'X-Request-Id': requestId }), download({ metrics: 'dl.pub.b' }, analyst, { 'X-Request-Id': requestId })]);
+    const [x, y] = await Promise.all([
+      download({ metrics: 'dl.pub.a' }, analyst, { 'X-Request-Id': requestId }),
+      download({ metrics: 'dl.pub.b' }, analyst, { 'X-Request-Id': requestId }),
+    ]);
     expect([x.status, y.status]).toEqual([200, 200]);
     expect(x.text.split('\n')[1]).toMatch(/^dl\.pub\.a,/);
     expect(y.text.split('\n')[1]).toMatch(/^dl\.pub\.b,/);
-    const ids = api.logs().filter((l) => l.request_id === requestId && l.msg === 'download query').map((l) => l.clickhouse_query_id);
+    const ids = api
+      .logs()
+      .filter((l) => l.request_id === requestId && l.msg === 'download query')
+      .map((l) => l.clickhouse_query_id);
     expect(new Set(ids).size).toBe(2);
     expect(ids).not.toContain(requestId);
   });
@@ -178,26 +214,39 @@ describe('metric downloads', () => {
     beforeAll(async () => {
       const lines = Array.from({ length: N }, (_, i) => `${formatTimestamp(T(i))},${i}`).join('\n');
       await runOverdueTimers(); // building 1M rows can outlast the keep-alive timeout on a loaded machine
-      const res = await fetch(`${api.url}/api/v1/metrics_file_upload?metric_name=dl.pub.big`, { method: 'POST', headers: { Authorization: `Bearer ${admin}` }, body: lines });
+      const res = await fetch(`${api.url}/api/v1/metrics_file_upload?metric_name=dl.pub.big`, {
+        method: 'POST',
+        headers: { Authorization: `Bearer ${admin}` },
+        body: lines,
+      });
       expect(res.status).toBe(202);
       expect((await waitForTask(api.url, admin, ((await res.json()) as { task_id: string }).task_id, 300_000)).status).toBe('succeeded');
     });
 
-    it('HEAD answers the GET\'s status and headers without running a download query', async () => {
+    it("HEAD answers the GET's status and headers without running a download query", async () => {
       // A second api whose ClickHouse traffic goes through a proxy that keeps every query's text.
       const proxy = await startRecordingProxy(settings.CLICKHOUSE_URL);
       const watched = await startApi({ ...settings, CLICKHOUSE_URL: proxy.url });
       try {
         const ask = async (method: 'GET' | 'HEAD', qs: Record<string, string>, key = analyst, encoding = 'identity') => {
           const before = proxy.queries().length;
-          const res = await fetch(`${watched.url}/api/v1/metrics/download?${new URLSearchParams(qs)}`, { method, headers: { Authorization: `Bearer ${key}`, 'Accept-Encoding': encoding } });
+          const res = await fetch(`${watched.url}/api/v1/metrics/download?${new URLSearchParams(qs)}`, {
+            method,
+            headers: { Authorization: `Bearer ${key}`, 'Accept-Encoding': encoding },
+          });
           const body = Buffer.from(await res.arrayBuffer());
           const headers = ['content-type', 'content-disposition', 'content-encoding', 'vary'].map((h) => [h, res.headers.get(h)]);
           // Downloads read the table `points`; resolving names reads the catalog only.
-          const readPoints = proxy.queries().slice(before).some((q) => /\bFROM points\b/.test(q));
+          const readPoints = proxy
+            .queries()
+            .slice(before)
+            .some((q) => /\bFROM points\b/.test(q));
           return { status: res.status, headers, body, readPoints };
         };
-        for (const [qs, encoding] of [[{ metrics: 'dl.pub.big', max_rows: String(N) }, 'identity'], [{ metrics: 'dl.', pattern: 'starts_with', file_format: 'json', max_rows: '10' }, 'gzip']] as const) {
+        for (const [qs, encoding] of [
+          [{ metrics: 'dl.pub.big', max_rows: String(N) }, 'identity'],
+          [{ metrics: 'dl.', pattern: 'starts_with', file_format: 'json', max_rows: '10' }, 'gzip'],
+        ] as const) {
           const get = await ask('GET', qs, analyst, encoding);
           expect(get.status).toBe(200);
           expect(get.readPoints).toBe(true); // the proxy sees a download's queries
@@ -205,7 +254,11 @@ describe('metric downloads', () => {
           expect(head).toEqual({ status: 200, headers: get.headers, body: Buffer.alloc(0), readPoints: false });
         }
         // Refusals are the GET's too, still without a download query.
-        for (const [qs, status] of [[{ metrics: 'dl.priv.c' }, 404], [{ metrics: 'dl.nothing' }, 404], [{ metrics: 'dl.pub.a', max_rows: '-1' }, 400]] as const) {
+        for (const [qs, status] of [
+          [{ metrics: 'dl.priv.c' }, 404],
+          [{ metrics: 'dl.nothing' }, 404],
+          [{ metrics: 'dl.pub.a', max_rows: '-1' }, 400],
+        ] as const) {
           const get = await ask('GET', qs);
           const head = await ask('HEAD', qs);
           expect(get.status).toBe(status);
@@ -258,10 +311,12 @@ describe('metric downloads', () => {
       }
     });
 
-    it('a 1M-row CSV downloads completely, gzip or not, with the api\'s memory flat', async () => {
+    it("a 1M-row CSV downloads completely, gzip or not, with the api's memory flat", async () => {
       const before = process.memoryUsage().rss;
       let peak = before;
-      const sampler = setInterval(() => { peak = Math.max(peak, process.memoryUsage().rss); }, 20);
+      const sampler = setInterval(() => {
+        peak = Math.max(peak, process.memoryUsage().rss);
+      }, 20);
       const plain = await download({ metrics: 'dl.pub.big', max_rows: String(N) });
       clearInterval(sampler);
       expect(plain.status).toBe(200);
@@ -272,7 +327,9 @@ describe('metric downloads', () => {
       // The test process holds the whole body (about 80 MB of text) itself; the api's share must stay small.
       expect(peak - before).toBeLessThan(plain.text.length * 3 + 64 * 1024 * 1024);
 
-      const zipped = await fetch(`${api.url}/api/v1/metrics/download?metrics=dl.pub.big&max_rows=${N}`, { headers: { Authorization: `Bearer ${analyst}`, 'Accept-Encoding': 'gzip' } });
+      const zipped = await fetch(`${api.url}/api/v1/metrics/download?metrics=dl.pub.big&max_rows=${N}`, {
+        headers: { Authorization: `Bearer ${analyst}`, 'Accept-Encoding': 'gzip' },
+      });
       expect(zipped.headers.get('content-encoding')).toBe('gzip');
       expect(await zipped.text()).toBe(plain.text); // fetch gunzips
     });
@@ -281,7 +338,11 @@ describe('metric downloads', () => {
       const M = 300_000;
       const lines = Array.from({ length: M }, (_, i) => `${formatTimestamp(T(i))},${i}`).join('\n');
       await runOverdueTimers();
-      const upload = await fetch(`${api.url}/api/v1/metrics_file_upload?metric_name=dl.pub.big2`, { method: 'POST', headers: { Authorization: `Bearer ${admin}` }, body: lines });
+      const upload = await fetch(`${api.url}/api/v1/metrics_file_upload?metric_name=dl.pub.big2`, {
+        method: 'POST',
+        headers: { Authorization: `Bearer ${admin}` },
+        body: lines,
+      });
       expect((await waitForTask(api.url, admin, ((await upload.json()) as { task_id: string }).task_id, 300_000)).status).toBe('succeeded');
       // starts_with dl.pub.big: part 0 is dl.pub.big (past the first part's 50k rows), part 1 dl.pub.big2,
       // started (and sorted) while part 0 streams. Every part's query id starts with the download's.
@@ -301,10 +362,15 @@ describe('metric downloads', () => {
       expect(res.statusCode).toBe(200);
       await new Promise((resolve) => res.once('data', resolve));
       res.pause(); // a slow reader: part 0 waits on it, part 1 is sorted and waits behind part 0
-      const both = await waitFor('both parts to run', async () => {
-        const ids = await running();
-        return ids.length === 2 ? ids : undefined;
-      }, 30_000, 50);
+      const both = await waitFor(
+        'both parts to run',
+        async () => {
+          const ids = await running();
+          return ids.length === 2 ? ids : undefined;
+        },
+        30_000,
+        50,
+      );
       expect(both.sort()).toEqual([queryId(), `${queryId()}-part1`]);
       req.destroy();
       await waitFor('every part of the download to stop', async () => ((await running()).length === 0 ? true : undefined), 10_000, 100);
@@ -315,7 +381,12 @@ describe('metric downloads', () => {
       // names each part by that id and a suffix), so this test sees only its own queries.
       const requestId = randomUUID();
       const queryId = () => api.logs().find((l) => l.request_id === requestId && l.msg === 'download query')?.clickhouse_query_id as string;
-      const running = async () => (await (await fetch(`${settings.CLICKHOUSE_URL}/?query=${encodeURIComponent(`SELECT count() FROM system.processes WHERE query_id LIKE '${queryId()}%'`)}`)).text()).trim();
+      const running = async () =>
+        (
+          await (
+            await fetch(`${settings.CLICKHOUSE_URL}/?query=${encodeURIComponent(`SELECT count() FROM system.processes WHERE query_id LIKE '${queryId()}%'`)}`)
+          ).text()
+        ).trim();
       let sawQuery = false;
       await new Promise<void>((resolve, reject) => {
         const url = new URL(`${api.url}/api/v1/metrics/download?metrics=dl.pub.big&max_rows=${N}`);
@@ -337,4 +408,3 @@ describe('metric downloads', () => {
     });
   });
 });
-

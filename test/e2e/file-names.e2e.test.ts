@@ -80,7 +80,9 @@ describe('UTF-8 file names', () => {
       '    r = requests.post(url + "/api/v1/file/new", headers={"Authorization": "Bearer " + key}, files={"file": (name, f, "text/csv")})',
       'print(json.dumps({"status": r.status_code, "body": r.json()}))',
     ].join('\n');
-    const { stdout } = await run(python, ['-c', script, api.url, key, join(dir, 'upload.csv'), NAME], { env: { PATH: process.env.PATH ?? '', LANG: 'C.UTF-8' } });
+    const { stdout } = await run(python, ['-c', script, api.url, key, join(dir, 'upload.csv'), NAME], {
+      env: { PATH: process.env.PATH ?? '', LANG: 'C.UTF-8' },
+    });
     const res = JSON.parse(stdout) as { status: number; body: Accepted };
     expect(res.status, stdout).toBe(202);
     fileIds.requests = await stored(res.body);
@@ -88,11 +90,18 @@ describe('UTF-8 file names', () => {
 
   it('curl -F with filename=', async () => {
     const quoted = `"${NAME.replace(/(["\\])/g, '\\$1')}"`; // curl -F's own quoting of a parameter value
-    const { stdout } = await run('curl', ['-sS', '-H', `Authorization: Bearer ${key}`, '-F', `file=@${join(dir, 'upload.csv')};type=text/csv;filename=${quoted}`, `${api.url}/api/v1/file/new`]);
+    const { stdout } = await run('curl', [
+      '-sS',
+      '-H',
+      `Authorization: Bearer ${key}`,
+      '-F',
+      `file=@${join(dir, 'upload.csv')};type=text/csv;filename=${quoted}`,
+      `${api.url}/api/v1/file/new`,
+    ]);
     fileIds.curl = await stored(JSON.parse(stdout) as Accepted);
   });
 
-  it('a browser\'s FormData', async () => {
+  it("a browser's FormData", async () => {
     const page = await context.newPage();
     await page.goto(`${api.url}/healthz`); // the api's own origin: the upload is same-origin
     const res = await page.evaluate<{ status: number; body: Accepted }>(`(async () => {
@@ -106,7 +115,7 @@ describe('UTF-8 file names', () => {
     await page.close();
   });
 
-  it('lists each under exactly that name and serves it with filename*=UTF-8\'\' and an ASCII fallback', async () => {
+  it("lists each under exactly that name and serves it with filename*=UTF-8'' and an ASCII fallback", async () => {
     const list = await call(`${api.url}/api/v1/files`, key);
     const names = new Map((list.json.files_list as Array<{ file_id: string; file_name: string }>).map((f) => [f.file_id, f.file_name]));
     for (const [client, id] of Object.entries(fileIds)) {
@@ -129,7 +138,7 @@ describe('UTF-8 file names', () => {
       page.waitForEvent('download'),
       page.goto(`${api.url}/api/v1/file/download/${fileIds.browser}`).catch((e: Error) => expect(e.message).toMatch(/Download is starting/)),
     ]);
-    expect(await readFile((await download.path()), 'utf8')).toBe(CONTENT);
+    expect(await readFile(await download.path(), 'utf8')).toBe(CONTENT);
     // Chromium keeps the accents and ✓ of filename* (the ASCII fallback would give
     // "rapport _ete_ _.csv") and replaces only `"`, which it never puts in a file's name.
     expect(download.suggestedFilename()).toBe(NAME.replaceAll('"', '_'));

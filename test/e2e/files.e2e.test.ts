@@ -16,12 +16,19 @@ const MB = 1_000_000;
 const BIG_MIB = Number(process.env.FILES_E2E_BIG_MB ?? 200);
 const DEFAULT_QUOTA = Math.max(1_000, 3 * BIG_MIB) * MB;
 const settings = isolatedSettings({
-  MERIDIAN_MAX_UPLOAD_BYTES: String(Math.max(300, 2 * BIG_MIB) * MB), MERIDIAN_FILE_QUOTA_BYTES: String(DEFAULT_QUOTA), MERIDIAN_BLOB_SWEEP_INTERVAL_MS: '200',
+  MERIDIAN_MAX_UPLOAD_BYTES: String(Math.max(300, 2 * BIG_MIB) * MB),
+  MERIDIAN_FILE_QUOTA_BYTES: String(DEFAULT_QUOTA),
+  MERIDIAN_BLOB_SWEEP_INTERVAL_MS: '200',
 });
-const clickhouse = async (sql: string) => (await (await fetch(`${settings.CLICKHOUSE_URL}/?database=${settings.CLICKHOUSE_DATABASE}&query=${encodeURIComponent(sql)}`)).text()).trim();
+const clickhouse = async (sql: string) =>
+  (await (await fetch(`${settings.CLICKHOUSE_URL}/?database=${settings.CLICKHOUSE_DATABASE}&query=${encodeURIComponent(sql)}`)).text()).trim();
 /** Once the blob collector has handled every deletion the files read model shows (its sweep position, migration 006). */
-const collectorSwept = () => waitFor('the blob collector to sweep past the read model\'s deletions', async () =>
-  (await clickhouse('SELECT (SELECT max(kafka_offset) FROM blob_sweeps) >= (SELECT max(kafka_offset) FROM files_positions)')) === '1' || undefined);
+const collectorSwept = () =>
+  waitFor(
+    "the blob collector to sweep past the read model's deletions",
+    async () =>
+      (await clickhouse('SELECT (SELECT max(kafka_offset) FROM blob_sweeps) >= (SELECT max(kafka_offset) FROM files_positions)')) === '1' || undefined,
+  );
 let api: RunningApi;
 let ingest: Awaited<ReturnType<typeof startWorker>>;
 let root: string;
@@ -34,14 +41,26 @@ type Entry = { created_at: string; entitlement: 'r' | 'rw'; file_description: st
 type Field = [name: string, value: string];
 
 /** A multipart definition with text fields before and after the file part (both orders must work). */
-async function define(key: string, content: Buffer | string, options: { name?: string; type?: string; before?: Field[]; after?: Field[]; path?: string; url?: string } = {}) {
+async function define(
+  key: string,
+  content: Buffer | string,
+  options: { name?: string; type?: string; before?: Field[]; after?: Field[]; path?: string; url?: string } = {},
+) {
   const form = new FormData();
   for (const [k, v] of options.before ?? []) form.append(k, v);
   form.append('file', new Blob([content], { type: options.type ?? 'application/octet-stream' }), options.name ?? 'data.bin');
   for (const [k, v] of options.after ?? []) form.append(k, v);
-  const res = await fetch(`${options.url ?? api.url}${options.path ?? '/api/v1/file/new'}`, { method: 'POST', headers: { Authorization: `Bearer ${key}` }, body: form });
+  const res = await fetch(`${options.url ?? api.url}${options.path ?? '/api/v1/file/new'}`, {
+    method: 'POST',
+    headers: { Authorization: `Bearer ${key}` },
+    body: form,
+  });
   const text = await res.text();
-  return { status: res.status, headers: res.headers, json: (text ? JSON.parse(text) : undefined) as Accepted & { type?: string; detail?: string; errors?: Array<{ field: string; reason: string }> } };
+  return {
+    status: res.status,
+    headers: res.headers,
+    json: (text ? JSON.parse(text) : undefined) as Accepted & { type?: string; detail?: string; errors?: Array<{ field: string; reason: string }> },
+  };
 }
 
 async function defined(key: string, content: Buffer | string, options: Parameters<typeof define>[2] = {}): Promise<Accepted> {
@@ -92,8 +111,8 @@ function streamedDefinition(key: string, size: number, block: Buffer, name: stri
   const hash = createHash('sha256');
   const boundary = `----meridian${randomBytes(8).toString('hex')}`;
   const head = Buffer.from(
-    `--${boundary}\r\nContent-Disposition: form-data; name="file_description"\r\n\r\nbig one\r\n`
-    + `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${name}"\r\nContent-Type: application/octet-stream\r\n\r\n`,
+    `--${boundary}\r\nContent-Disposition: form-data; name="file_description"\r\n\r\nbig one\r\n` +
+      `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${name}"\r\nContent-Type: application/octet-stream\r\n\r\n`,
   );
   const tail = Buffer.from(`\r\n--${boundary}\r\nContent-Disposition: form-data; name="enforce_schema"\r\n\r\nfalse\r\n--${boundary}--\r\n`);
   let sent = 0;
@@ -122,7 +141,13 @@ function streamedDefinition(key: string, size: number, block: Buffer, name: stri
   });
   return {
     url: `${api.url}/api/v1/files`,
-    init: { method: 'POST', headers: { Authorization: `Bearer ${key}`, 'Content-Type': `multipart/form-data; boundary=${boundary}` }, body, duplex: 'half', signal: aborter.signal } as RequestInit,
+    init: {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${key}`, 'Content-Type': `multipart/form-data; boundary=${boundary}` },
+      body,
+      duplex: 'half',
+      signal: aborter.signal,
+    } as RequestInit,
     digest: () => hash.digest('hex'),
   };
 }
@@ -181,7 +206,9 @@ describe('defining and downloading files', () => {
 
     const dlBefore = process.memoryUsage().rss;
     let dlPeak = dlBefore;
-    const dlSampler = setInterval(() => { dlPeak = Math.max(dlPeak, process.memoryUsage().rss); }, 25);
+    const dlSampler = setInterval(() => {
+      dlPeak = Math.max(dlPeak, process.memoryUsage().rss);
+    }, 25);
     const dlStarted = performance.now();
     const dl = await download(ada, accepted.file_id);
     expect(dl.status).toBe(200);
@@ -246,7 +273,14 @@ describe('defining and downloading files', () => {
     await staleRange.body?.cancel();
 
     const [entry] = (await list(ada, '?name_contains=BIG')).files_list;
-    expect(entry).toEqual({ created_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+0000$/), entitlement: 'rw', file_description: 'big one', file_id: accepted.file_id, file_name: 'big.bin', user_name: 'ada' });
+    expect(entry).toEqual({
+      created_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+0000$/),
+      entitlement: 'rw',
+      file_description: 'big one',
+      file_id: accepted.file_id,
+      file_name: 'big.bin',
+      user_name: 'ada',
+    });
     const usage = async () => (await call(`${api.url}/api/v1/users`, ada)).json.users[0].files;
     expect(await usage()).toEqual({ bytes_used: size + 16 * 1024 * 1024, quota_bytes: DEFAULT_QUOTA });
 
@@ -255,20 +289,28 @@ describe('defining and downloading files', () => {
     for (const id of [accepted.file_id, warmUpId]) expect((await call(`${api.url}/api/v1/files/${id}`, ada, { method: 'DELETE' })).status).toBe(204);
     expect(await usage()).toEqual({ bytes_used: 0, quota_bytes: DEFAULT_QUOTA });
     const storage = api.platform.storage;
-    await waitFor('the big blob to be removed', async () => {
-      try {
-        await storage.client.statObject(storage.bucket, `blobs/sha256/${digest}`);
-        return undefined;
-      } catch (e) {
-        return (e as { code?: string }).code === 'NotFound' ? true : undefined;
-      }
-    }, 30_000);
+    await waitFor(
+      'the big blob to be removed',
+      async () => {
+        try {
+          await storage.client.statObject(storage.bucket, `blobs/sha256/${digest}`);
+          return undefined;
+        } catch (e) {
+          return (e as { code?: string }).code === 'NotFound' ? true : undefined;
+        }
+      },
+      30_000,
+    );
   });
 
   it('over file_size_limit → 413 at once, and the bucket holds nothing new: no object, no unfinished multipart upload', async () => {
     const storage = api.platform.storage;
     // Let the worker finish removing what earlier definitions staged.
-    await waitFor('staging to drain', async () => ([...(await bucketContents(storage)).objects].every((k) => !k.startsWith('staging/')) ? true : undefined), 30_000);
+    await waitFor(
+      'staging to drain',
+      async () => ([...(await bucketContents(storage)).objects].every((k) => !k.startsWith('staging/')) ? true : undefined),
+      30_000,
+    );
     const before = await bucketContents(storage);
     const small = randomBytes(MB);
     const big = randomBytes(20 * MB); // 20 MB: more than two parts went up before the limit stopped it
@@ -292,16 +334,20 @@ describe('defining and downloading files', () => {
     // A client that gives up half way leaves nothing behind either.
     const abandoned = streamedDefinition(ada, 40 * MB, randomBytes(4099), 'abandoned.bin', 20 * MB);
     await expect(fetch(abandoned.url, abandoned.init)).rejects.toThrow();
-    await waitFor('the abandoned upload to be cleaned up', async () => {
-      const contents = await bucketContents(storage);
-      return newIn(contents.objects, before.objects).length === 0 && contents.incomplete.size === 0 ? true : undefined;
-    }, 15_000);
+    await waitFor(
+      'the abandoned upload to be cleaned up',
+      async () => {
+        const contents = await bucketContents(storage);
+        return newIn(contents.objects, before.objects).length === 0 && contents.incomplete.size === 0 ? true : undefined;
+      },
+      15_000,
+    );
 
     // Exactly at the limit is fine.
     await defined(ada, small, { before: [['file_size_limit', String(MB)]], name: 'exact.bin' });
   });
 
-  it('over the account\'s quota → 413 saying how much is left; GET /users shows usage and quota', async () => {
+  it("over the account's quota → 413 saying how much is left; GET /users shows usage and quota", async () => {
     // A second api on the same log with a small default quota (the setting MERIDIAN_FILE_QUOTA_BYTES).
     const quotaApi = await startApi({ ...settings, MERIDIAN_FILE_QUOTA_BYTES: 3 * MB });
     try {
@@ -327,10 +373,11 @@ describe('defining and downloading files', () => {
     }
   });
 
-  it('an admin sets one user\'s own quota (route or CLI): their limit moves, no one else\'s; GET /users shows it; a non-admin gets 403', async () => {
+  it("an admin sets one user's own quota (route or CLI): their limit moves, no one else's; GET /users shows it; a non-admin gets 403", async () => {
     const erin = await createUser(api.url, root, 'erin', []);
     const frank = await createUser(api.url, root, 'frank', []);
-    const setQuota = (key: string, who: string, quota_bytes: unknown) => call(`${api.url}/api/v1/users/${who}/file_quota`, key, { method: 'PUT', body: { quota_bytes } });
+    const setQuota = (key: string, who: string, quota_bytes: unknown) =>
+      call(`${api.url}/api/v1/users/${who}/file_quota`, key, { method: 'PUT', body: { quota_bytes } });
     const filesOf = async (key: string) => (await call(`${api.url}/api/v1/users`, key)).json.users[0].files;
 
     expect((await setQuota(erin, 'erin', 10 * DEFAULT_QUOTA)).status).toBe(403);
@@ -363,11 +410,11 @@ describe('defining and downloading files', () => {
 
     // The CLI sets it through the accounts log; the api folds it from there.
     expect((await meridian(settings, ['quota', 'erin', '0'])).code).toBe(0);
-    await waitFor('the api to fold the CLI\'s quota', async () => ((await filesOf(erin)).quota_bytes === 0 ? true : undefined), 5000);
+    await waitFor("the api to fold the CLI's quota", async () => ((await filesOf(erin)).quota_bytes === 0 ? true : undefined), 5000);
     expect((await define(erin, 'x')).json.errors).toEqual([{ field: 'file', reason: '0 bytes of quota left' }]);
     expect((await meridian(settings, ['quota', 'erin', 'lots'])).code).toBe(2);
     expect((await meridian(settings, ['quota', 'erin', 'default'])).code).toBe(0);
-    await waitFor('the api to fold the CLI\'s default', async () => ((await filesOf(erin)).quota_bytes === DEFAULT_QUOTA ? true : undefined), 5000);
+    await waitFor("the api to fold the CLI's default", async () => ((await filesOf(erin)).quota_bytes === DEFAULT_QUOTA ? true : undefined), 5000);
     expect(await filesOf(frank)).toEqual({ bytes_used: 2 * MB, quota_bytes: DEFAULT_QUOTA });
   });
 
@@ -412,11 +459,14 @@ describe('who sees what', () => {
     expect(await notFound(bob, 'x'.repeat(300))).toEqual(hidden);
     expect((await call(`${api.url}/api/v1/files/${file_id}`, bob, { method: 'DELETE' })).status).toBe(404);
 
-    const share = (access: 'r' | 'rw', key = ada, who = 'bob') => call(`${api.url}/api/v1/files/${file_id}/entitlements/${who}`, key, { method: 'PUT', body: { access } });
+    const share = (access: 'r' | 'rw', key = ada, who = 'bob') =>
+      call(`${api.url}/api/v1/files/${file_id}/entitlements/${who}`, key, { method: 'PUT', body: { access } });
     const shared = await share('r');
     expect(shared.status).toBe(200);
     expect(shared.json.shared_with).toEqual([{ user_name: 'bob', access: 'r' }]);
-    expect((await list(bob)).files_list).toEqual([expect.objectContaining({ file_id, entitlement: 'r', user_name: 'ada', file_description: 'for bob', file_name: 'shared.txt' })]);
+    expect((await list(bob)).files_list).toEqual([
+      expect.objectContaining({ file_id, entitlement: 'r', user_name: 'ada', file_description: 'for bob', file_name: 'shared.txt' }),
+    ]);
     expect(await (await download(bob, file_id)).text()).toBe(content);
     expect((await call(`${api.url}/api/v1/files/${file_id}`, bob, { method: 'DELETE' })).status).toBe(403);
     expect((await call(`${api.url}/api/v1/files/${file_id}`, bob, { method: 'PATCH', body: { file_description: 'mine now' } })).status).toBe(403);
@@ -429,7 +479,9 @@ describe('who sees what', () => {
     for (const who of ['carol', 'gone', 'ghost']) {
       const res = await share('r', ada, who);
       // Headers that move with every request, or with the length of the name (the body is compared with the name replaced).
-      const headers = Object.fromEntries([...res.headers].filter(([h]) => !['date', 'ratelimit-remaining', 'ratelimit-reset', 'x-request-id', 'content-length'].includes(h)));
+      const headers = Object.fromEntries(
+        [...res.headers].filter(([h]) => !['date', 'ratelimit-remaining', 'ratelimit-reset', 'x-request-id', 'content-length'].includes(h)),
+      );
       alike.push({ status: res.status, body: res.text.replaceAll(who, '<who>'), headers });
       expect((await call(`${api.url}/api/v1/files/${file_id}/entitlements/${who}`, ada, { method: 'DELETE' })).status).toBe(204);
     }
@@ -460,14 +512,18 @@ describe('who sees what', () => {
     expect((await call(`${api.url}/api/v1/files/${file_id}`, ada, { method: 'DELETE' })).status).toBe(204);
     expect((await list(ada)).files_list.map((f) => f.file_id)).not.toContain(file_id);
     expect((await download(ada, file_id)).status).toBe(404);
-    await waitFor('the blob to be removed', async () => {
-      try {
-        await storage.client.statObject(storage.bucket, blob);
-        return undefined;
-      } catch (e) {
-        return (e as { code?: string }).code === 'NotFound' ? true : undefined;
-      }
-    }, 30_000);
+    await waitFor(
+      'the blob to be removed',
+      async () => {
+        try {
+          await storage.client.statObject(storage.bucket, blob);
+          return undefined;
+        } catch (e) {
+          return (e as { code?: string }).code === 'NotFound' ? true : undefined;
+        }
+      },
+      30_000,
+    );
   });
 
   it('both POST paths define files alike; files with the same bytes share one blob, kept while either lives', async () => {
@@ -480,7 +536,10 @@ describe('who sees what', () => {
       expect(res.headers.get('location')).toBe(`/api/v1/tasks/${res.json.task_id}`);
       expect((await waitForTask(api.url, ada, res.json.task_id)).status).toBe('succeeded');
     }
-    const names = (await list(ada)).files_list.filter((f) => [a.json.file_id, b.json.file_id].includes(f.file_id)).map((f) => f.file_name).sort();
+    const names = (await list(ada)).files_list
+      .filter((f) => [a.json.file_id, b.json.file_id].includes(f.file_id))
+      .map((f) => f.file_name)
+      .sort();
     expect(names).toEqual(['one.txt', 'two.txt']);
     expect((await call(`${api.url}/api/v1/files/${a.json.file_id}`, ada, { method: 'DELETE' })).status).toBe(204);
     await collectorSwept(); // the collector has had its chance to (wrongly) remove the blob

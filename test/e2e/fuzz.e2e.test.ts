@@ -55,12 +55,23 @@ function run(args: string[], env: Record<string, string>): Promise<{ code: numbe
   // Its own scratch directory, so nothing it writes lands in the work tree.
   const cwd = mkdtempSync(join(tmpdir(), 'meridian-fuzz-'));
   return new Promise((resolve) => {
-    const child = spawn(schemathesis, args, { cwd, env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', LANG: 'C.UTF-8', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(schemathesis, args, {
+      cwd,
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', LANG: 'C.UTF-8', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let output = '';
-    child.stdout.on('data', (d: Buffer) => { output += d.toString(); });
-    child.stderr.on('data', (d: Buffer) => { output += d.toString(); });
+    child.stdout.on('data', (d: Buffer) => {
+      output += d.toString();
+    });
+    child.stderr.on('data', (d: Buffer) => {
+      output += d.toString();
+    });
     let timedOut = false;
-    const timer = setTimeout(() => { timedOut = true; child.kill('SIGKILL'); }, RUN_LIMIT_MS);
+    const timer = setTimeout(() => {
+      timedOut = true;
+      child.kill('SIGKILL');
+    }, RUN_LIMIT_MS);
     child.once('close', (code) => {
       clearTimeout(timer);
       rmSync(cwd, { recursive: true, force: true });
@@ -70,22 +81,30 @@ function run(args: string[], env: Record<string, string>): Promise<{ code: numbe
 }
 
 describe('fuzzing the served OpenAPI document', () => {
-  it('schemathesis finds no 5xx and no response that violates the schema', async () => {
-    const { code, output, timedOut } = await run(
-      ['--config-file', config, 'run', `${api.url}/api/v1/openapi.json`, '--url', api.url],
-      { MERIDIAN_FUZZ_API_KEY: adminKey, MERIDIAN_FUZZ_SPARE_KEY_ID: spareKeyId, SCHEMATHESIS_TELEMETRY: 'false', NO_COLOR: '1' },
-    );
-    if (code !== 0 || timedOut) {
-      process.stdout.write(`\n----- schemathesis output -----\n${output}\n----- end of schemathesis output -----\n`);
-      // What the api logged as a warning or an error (a 5xx's cause), by request id.
-      const troubles = api.logs().filter((line) => line.level === 'warn' || line.level === 'error' || line.level === 'fatal');
-      process.stdout.write(`----- api warnings and errors -----\n${troubles.map((line) => JSON.stringify(line)).join('\n')}\n----- end of api warnings and errors -----\n`);
-    }
-    expect(timedOut, `schemathesis ran longer than ${RUN_LIMIT_MS} ms`).toBe(false);
-    expect(output).not.toContain(adminKey); // the key never reaches the output
-    expect(code, 'schemathesis exit code (its output is printed above)').toBe(0);
-    expect(output).toMatch(/\d+ passed/);
-    // The admin kept working all along: no operation was reduced to 401s.
-    expect(output).not.toMatch(/Authentication failed/);
-  }, RUN_LIMIT_MS + 30_000);
+  it(
+    'schemathesis finds no 5xx and no response that violates the schema',
+    async () => {
+      const { code, output, timedOut } = await run(['--config-file', config, 'run', `${api.url}/api/v1/openapi.json`, '--url', api.url], {
+        MERIDIAN_FUZZ_API_KEY: adminKey,
+        MERIDIAN_FUZZ_SPARE_KEY_ID: spareKeyId,
+        SCHEMATHESIS_TELEMETRY: 'false',
+        NO_COLOR: '1',
+      });
+      if (code !== 0 || timedOut) {
+        process.stdout.write(`\n----- schemathesis output -----\n${output}\n----- end of schemathesis output -----\n`);
+        // What the api logged as a warning or an error (a 5xx's cause), by request id.
+        const troubles = api.logs().filter((line) => line.level === 'warn' || line.level === 'error' || line.level === 'fatal');
+        process.stdout.write(
+          `----- api warnings and errors -----\n${troubles.map((line) => JSON.stringify(line)).join('\n')}\n----- end of api warnings and errors -----\n`,
+        );
+      }
+      expect(timedOut, `schemathesis ran longer than ${RUN_LIMIT_MS} ms`).toBe(false);
+      expect(output).not.toContain(adminKey); // the key never reaches the output
+      expect(code, 'schemathesis exit code (its output is printed above)').toBe(0);
+      expect(output).toMatch(/\d+ passed/);
+      // The admin kept working all along: no operation was reduced to 401s.
+      expect(output).not.toMatch(/Authentication failed/);
+    },
+    RUN_LIMIT_MS + 30_000,
+  );
 });

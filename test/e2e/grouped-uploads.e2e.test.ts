@@ -27,12 +27,24 @@ let ingest: Awaited<ReturnType<typeof startWorker>> | undefined;
 let writer: string;
 
 const T0 = Date.UTC(2024, 0, 1);
-const body = (metric: string, n: number, first = 0) => JSON.stringify({ metric_name: metric, values: Array.from({ length: n }, (_, i) => ({ timestamp: formatTimestamp(T0 + (first + i) * 1000), value: i / 4 })) });
+const body = (metric: string, n: number, first = 0) =>
+  JSON.stringify({ metric_name: metric, values: Array.from({ length: n }, (_, i) => ({ timestamp: formatTimestamp(T0 + (first + i) * 1000), value: i / 4 })) });
 /** One row whose timestamp has no offset: the api's shape check passes it, the worker's parse refuses it. */
-const badBody = (metric: string) => JSON.stringify({ metric_name: metric, values: [{ timestamp: formatTimestamp(T0), value: 1 }, { timestamp: '2024-01-01T00:00:01', value: 2 }] });
+const badBody = (metric: string) =>
+  JSON.stringify({
+    metric_name: metric,
+    values: [
+      { timestamp: formatTimestamp(T0), value: 1 },
+      { timestamp: '2024-01-01T00:00:01', value: 2 },
+    ],
+  });
 
 async function uploadJson(text: string): Promise<string> {
-  const res = await fetch(`${api.url}/api/v1/metrics/upload`, { method: 'POST', headers: { Authorization: `Bearer ${writer}`, 'Content-Type': 'application/json' }, body: text });
+  const res = await fetch(`${api.url}/api/v1/metrics/upload`, {
+    method: 'POST',
+    headers: { Authorization: `Bearer ${writer}`, 'Content-Type': 'application/json' },
+    body: text,
+  });
   expect(res.status).toBe(202);
   return ((await res.json()) as { task_id: string }).task_id;
 }
@@ -94,8 +106,12 @@ describe('small uploads waiting together', () => {
 
     ingest = await startWorker(settings);
     for (const id of good) expect(await waitForTask(api.url, writer, id, 120_000)).toMatchObject({ status: 'succeeded', result: { points_accepted: 300 } });
-    for (const id of bad) expect(await waitForTask(api.url, writer, id, 120_000)).toMatchObject({ status: 'failed', errors: [{ row: 2, column: 'timestamp' }] });
-    expect(await waitForTask(api.url, writer, gone, 120_000)).toMatchObject({ status: 'failed', reason: expect.stringMatching(/^the upload could not be processed/) });
+    for (const id of bad)
+      expect(await waitForTask(api.url, writer, id, 120_000)).toMatchObject({ status: 'failed', errors: [{ row: 2, column: 'timestamp' }] });
+    expect(await waitForTask(api.url, writer, gone, 120_000)).toMatchObject({
+      status: 'failed',
+      reason: expect.stringMatching(/^the upload could not be processed/),
+    });
 
     // Exactly once, and nothing of a failed upload.
     expect(await rowsOf('g.same')).toBe(good.length * 300);
@@ -111,6 +127,7 @@ describe('small uploads waiting together', () => {
     const sharedTransactions = records!.filter((r, i) => r.kind === 'seal' && records![i - 1]?.task !== r.task).length;
     expect(sharedTransactions).toBeGreaterThan(0);
     // Each seal still follows its own upload's batch.
-    for (const [i, r] of records!.entries()) if (r.kind === 'seal') expect(records!.slice(0, i).some((b) => b.kind === 'batch' && b.task === r.task)).toBe(true);
+    for (const [i, r] of records!.entries())
+      if (r.kind === 'seal') expect(records!.slice(0, i).some((b) => b.kind === 'batch' && b.task === r.task)).toBe(true);
   });
 });

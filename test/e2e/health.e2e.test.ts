@@ -20,14 +20,27 @@ describe('health and readiness', () => {
     const api = startApp('api', settings);
     const ingest = startApp('ingest', settings);
     started.push(api, ingest);
-    const body = await waitFor('the api to be ready', async () => {
-      const res = await fetch('http://127.0.0.1:18391/readyz');
-      return res.status === 200 ? res.json() : undefined;
-    }, 60_000, 250);
-    expect(body).toEqual({ status: 'ready', checks: { kafka: { status: 'up' }, clickhouse: { status: 'up' }, minio: { status: 'up' }, accounts: { status: 'up' }, tasks: { status: 'up' } } });
+    const body = await waitFor(
+      'the api to be ready',
+      async () => {
+        const res = await fetch('http://127.0.0.1:18391/readyz');
+        return res.status === 200 ? res.json() : undefined;
+      },
+      60_000,
+      250,
+    );
+    expect(body).toEqual({
+      status: 'ready',
+      checks: { kafka: { status: 'up' }, clickhouse: { status: 'up' }, minio: { status: 'up' }, accounts: { status: 'up' }, tasks: { status: 'up' } },
+    });
     await waitFor('ingest to join its consumer group', () => (ingest.output().includes('joined consumer group') ? true : undefined), 60_000);
     // Logs are JSON lines with a request id.
-    const line = await waitFor('the request log line', () => api.output().split('\n').find((l) => l.includes('"path":"/readyz"') && l.includes('"status":200')));
+    const line = await waitFor('the request log line', () =>
+      api
+        .output()
+        .split('\n')
+        .find((l) => l.includes('"path":"/readyz"') && l.includes('"status":200')),
+    );
     expect(JSON.parse(line)).toMatchObject({ level: 'info', status: 200, request_id: expect.any(String) });
   });
 
@@ -62,14 +75,22 @@ describe('health and readiness', () => {
     const ready = await fetch('http://127.0.0.1:18393/readyz');
     expect(ready.status).toBe(503);
     expect(((await ready.json()) as { checks: Record<string, { status: string }> }).checks.clickhouse?.status).toBe('down');
-    await waitFor('a second attempt at preparing', () => ((api.output().match(/preparing topics, tables and bucket failed; retrying/g) ?? []).length >= 2 ? true : undefined), 30_000);
+    await waitFor(
+      'a second attempt at preparing',
+      () => ((api.output().match(/preparing topics, tables and bucket failed; retrying/g) ?? []).length >= 2 ? true : undefined),
+      30_000,
+    );
     expect(api.child.exitCode).toBeNull();
   });
 
   it('the ingest process waits out a dependency that is down at start, and keeps trying', async () => {
     const ingest = startApp('ingest', isolatedSettings({ CLICKHOUSE_URL: 'http://127.0.0.1:1' }));
     started.push(ingest);
-    await waitFor('a second attempt at preparing', () => ((ingest.output().match(/preparing topics, tables and bucket failed; retrying/g) ?? []).length >= 2 ? true : undefined), 30_000);
+    await waitFor(
+      'a second attempt at preparing',
+      () => ((ingest.output().match(/preparing topics, tables and bucket failed; retrying/g) ?? []).length >= 2 ? true : undefined),
+      30_000,
+    );
     expect(ingest.child.exitCode).toBeNull();
     expect(ingest.output()).not.toMatch(/failed to start/);
   });

@@ -20,14 +20,17 @@ const foreignAssigner: PartitionAssigner = () => ({
   name: 'ForeignAssigner',
   version: 1,
   async assign({ members }) {
-    return members.map((m) => ({ memberId: m.memberId, memberAssignment: AssignerProtocol.MemberAssignment.encode({ version: 1, assignment: {}, userData: Buffer.alloc(0) }) }));
+    return members.map((m) => ({
+      memberId: m.memberId,
+      memberAssignment: AssignerProtocol.MemberAssignment.encode({ version: 1, assignment: {}, userData: Buffer.alloc(0) }),
+    }));
   },
   protocol({ topics }) {
     return { name: 'ForeignAssigner', metadata: AssignerProtocol.MemberMetadata.encode({ version: 1, topics, userData: Buffer.alloc(0) }) };
   },
 });
 
-describe('the ingest worker\'s probe listener', () => {
+describe("the ingest worker's probe listener", () => {
   const started: AppProcess[] = [];
   const consumers: Consumer[] = [];
   afterAll(async () => {
@@ -42,11 +45,27 @@ describe('the ingest worker\'s probe listener', () => {
     const health = await waitFor('/healthz', async () => (await fetch(`http://127.0.0.1:${port}/healthz`).catch(() => undefined)) ?? undefined, 60_000, 100);
     expect(health.status).toBe(200);
     expect(await health.json()).toEqual({ status: 'ok' });
-    const ready = await waitFor('/readyz 200', async () => {
-      const res = await fetch(`http://127.0.0.1:${port}/readyz`);
-      return res.status === 200 ? res.json() : undefined;
-    }, 90_000, 250);
-    expect(ready).toEqual({ status: 'ready', checks: { kafka: { status: 'up' }, clickhouse: { status: 'up' }, minio: { status: 'up' }, 'commands consumer': { status: 'up' }, 'projector consumer': { status: 'up' }, 'tasks projector consumer': { status: 'up' }, 'files projector consumer': { status: 'up' } } });
+    const ready = await waitFor(
+      '/readyz 200',
+      async () => {
+        const res = await fetch(`http://127.0.0.1:${port}/readyz`);
+        return res.status === 200 ? res.json() : undefined;
+      },
+      90_000,
+      250,
+    );
+    expect(ready).toEqual({
+      status: 'ready',
+      checks: {
+        kafka: { status: 'up' },
+        clickhouse: { status: 'up' },
+        minio: { status: 'up' },
+        'commands consumer': { status: 'up' },
+        'projector consumer': { status: 'up' },
+        'tasks projector consumer': { status: 'up' },
+        'files projector consumer': { status: 'up' },
+      },
+    });
     expect(ingest.output()).toContain('joined consumer group');
     const missing = await fetch(`http://127.0.0.1:${port}/metrics`);
     expect(missing.status).toBe(404);
@@ -56,7 +75,10 @@ describe('the ingest worker\'s probe listener', () => {
 
   it('/readyz is 503 naming ClickHouse while it cannot be reached; /healthz stays 200', async () => {
     const port = await freePort();
-    const ingest = startApp('ingest', isolatedSettings({ MERIDIAN_INGEST_HEALTH_PORT: String(port), CLICKHOUSE_URL: 'http://127.0.0.1:1', MERIDIAN_READY_TIMEOUT_MS: '1500' }));
+    const ingest = startApp(
+      'ingest',
+      isolatedSettings({ MERIDIAN_INGEST_HEALTH_PORT: String(port), CLICKHOUSE_URL: 'http://127.0.0.1:1', MERIDIAN_READY_TIMEOUT_MS: '1500' }),
+    );
     started.push(ingest);
     const health = await waitFor('/healthz', async () => (await fetch(`http://127.0.0.1:${port}/healthz`).catch(() => undefined)) ?? undefined, 60_000, 100);
     expect(health.status).toBe(200);
@@ -78,10 +100,15 @@ describe('the ingest worker\'s probe listener', () => {
     } finally {
       await platform.close();
     }
-    const foreign = createKafka({ brokers: settings.KAFKA_BROKERS.split(','), clientId: 'foreign-app', logger }).consumer({ groupId: `${settings.MERIDIAN_TOPIC_PREFIX}ingest-commands`, partitionAssigners: [foreignAssigner] });
+    const foreign = createKafka({ brokers: settings.KAFKA_BROKERS.split(','), clientId: 'foreign-app', logger }).consumer({
+      groupId: `${settings.MERIDIAN_TOPIC_PREFIX}ingest-commands`,
+      partitionAssigners: [foreignAssigner],
+    });
     consumers.push(foreign);
     let joined!: () => void;
-    const joinedOnce = new Promise<void>((resolve) => { joined = resolve; });
+    const joinedOnce = new Promise<void>((resolve) => {
+      joined = resolve;
+    });
     foreign.on(foreign.events.GROUP_JOIN, () => joined());
     await foreign.connect();
     await foreign.subscribe({ topic: `${settings.MERIDIAN_TOPIC_PREFIX}tasks` });

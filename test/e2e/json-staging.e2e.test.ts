@@ -69,7 +69,7 @@ afterAll(async () => {
 describe('JSON upload bodies staged in the bucket', () => {
   let first: { taskId: string; key: string };
 
-  it('the command on the tasks topic carries the staged reference and the body\'s hash, not the points', async () => {
+  it("the command on the tasks topic carries the staged reference and the body's hash, not the points", async () => {
     const text = JSON.stringify({ metric_name: 'js.staged', values: points(10_000) });
     const res = await uploadJson(text, 'staged-1');
     expect(res.status).toBe(202);
@@ -78,7 +78,14 @@ describe('JSON upload bodies staged in the bucket', () => {
     const [message, ...more] = await commandMessages(taskId);
     expect(more).toEqual([]);
     const command = codec.decode(message!) as MetricsUploadRequested;
-    expect(command).toMatchObject({ type: 'MetricsUploadRequested', task_id: taskId, source: 'json_body', metric_name: 'js.staged', payload: null, payload_bytes: Buffer.byteLength(text) });
+    expect(command).toMatchObject({
+      type: 'MetricsUploadRequested',
+      task_id: taskId,
+      source: 'json_body',
+      metric_name: 'js.staged',
+      payload: null,
+      payload_bytes: Buffer.byteLength(text),
+    });
     expect(command.payload_sha256.toString('hex')).toBe(createHash('sha256').update(text).digest('hex'));
     expect(command.staged_object).toMatch(new RegExp(`^staging/uploads/${taskId}/`));
     // The event is small and holds none of the body's text (548 KiB of it).
@@ -105,8 +112,18 @@ describe('JSON upload bodies staged in the bucket', () => {
     const text = JSON.stringify({ metric_name: 'js.inline', values: points(3) });
     const taskId = randomUUID();
     const old: MetricsUploadRequested = {
-      type: 'MetricsUploadRequested', task_id: taskId, user_name: 'writer', at: Date.now(), metric_name: 'js.inline', on_error: 'fail', source: 'json_body',
-      payload: Buffer.from(text), staged_object: null, payload_bytes: Buffer.byteLength(text), payload_sha256: createHash('sha256').update(text).digest(), idempotency_key: null,
+      type: 'MetricsUploadRequested',
+      task_id: taskId,
+      user_name: 'writer',
+      at: Date.now(),
+      metric_name: 'js.inline',
+      on_error: 'fail',
+      source: 'json_body',
+      payload: Buffer.from(text),
+      staged_object: null,
+      payload_bytes: Buffer.byteLength(text),
+      payload_sha256: createHash('sha256').update(text).digest(),
+      idempotency_key: null,
     };
     await appendEvents(await api.platform.producer(), codec, api.platform.topics.tasks, taskId, [old]);
     ingest = await startWorker(settings);
@@ -127,6 +144,11 @@ describe('JSON upload bodies staged in the bucket', () => {
     await waitFor('the staged bodies to be removed', async () => ((await staged('staging/uploads/')).length === 0 ? true : undefined), 30_000, 100);
     for (const key of [first.key, badKey]) expect(key.startsWith('staging/')).toBe(true);
     const rule = (await api.platform.storage.client.getBucketLifecycle(api.platform.storage.bucket))?.Rule as unknown;
-    expect(Array.isArray(rule) ? rule : [rule]).toEqual([expect.objectContaining({ Filter: expect.objectContaining({ Prefix: 'staging/' }), Expiration: expect.objectContaining({ Days: settings.MERIDIAN_STAGING_EXPIRY_DAYS }) })]);
+    expect(Array.isArray(rule) ? rule : [rule]).toEqual([
+      expect.objectContaining({
+        Filter: expect.objectContaining({ Prefix: 'staging/' }),
+        Expiration: expect.objectContaining({ Days: settings.MERIDIAN_STAGING_EXPIRY_DAYS }),
+      }),
+    ]);
   });
 });

@@ -65,8 +65,13 @@ describe('point batches', () => {
     const METRICS = 300;
     const STEPS = 20;
     const lines = ['metric_name,timestamp,metric_numeric_value,updated_at'];
-    for (let t = 0; t < STEPS; t++) for (let m = 0; m < METRICS; m++) lines.push(`pb.tm.${m},${formatTimestamp(T0 + t * 1000)},${m * STEPS + t},${formatTimestamp(T0)}`);
-    const res = await fetch(`${api.url}/api/v1/metrics_file_upload`, { method: 'POST', headers: { Authorization: `Bearer ${writer}` }, body: `${lines.join('\n')}\n` });
+    for (let t = 0; t < STEPS; t++)
+      for (let m = 0; m < METRICS; m++) lines.push(`pb.tm.${m},${formatTimestamp(T0 + t * 1000)},${m * STEPS + t},${formatTimestamp(T0)}`);
+    const res = await fetch(`${api.url}/api/v1/metrics_file_upload`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${writer}` },
+      body: `${lines.join('\n')}\n`,
+    });
     expect(res.status).toBe(202);
     const taskId = ((await res.json()) as { task_id: string }).task_id;
     expect((await waitForTask(api.url, writer, taskId)).status).toBe('succeeded');
@@ -76,15 +81,29 @@ describe('point batches', () => {
     expect(batches.reduce((n, b) => n + b.points, 0)).toBe(METRICS * STEPS);
     expect(batches.length).toBeLessThanOrEqual(Math.ceil((METRICS * STEPS) / BATCH) + partitions);
     expect(batches.every((b) => b.names > 1)).toBe(true);
-    const stored = (await clickhouse(settings, "SELECT count(), uniqExact(metric_name), uniqExact(value) FROM points WHERE startsWith(metric_name, 'pb.tm.') FORMAT TabSeparated")).trim().split('\t').map(Number);
+    const stored = (
+      await clickhouse(
+        settings,
+        "SELECT count(), uniqExact(metric_name), uniqExact(value) FROM points WHERE startsWith(metric_name, 'pb.tm.') FORMAT TabSeparated",
+      )
+    )
+      .trim()
+      .split('\t')
+      .map(Number);
     expect(stored).toEqual([METRICS * STEPS, METRICS, METRICS * STEPS]);
     // Every metric's points, in time order, are its own.
-    const wrong = await clickhouse(settings, "SELECT metric_name FROM points WHERE startsWith(metric_name, 'pb.tm.') AND toInt64(value) != toInt64(substring(metric_name, 7)) * 20 + intDiv(ts - 1704067200000, 1000) LIMIT 1 FORMAT TabSeparated");
+    const wrong = await clickhouse(
+      settings,
+      "SELECT metric_name FROM points WHERE startsWith(metric_name, 'pb.tm.') AND toInt64(value) != toInt64(substring(metric_name, 7)) * 20 + intDiv(ts - 1704067200000, 1000) LIMIT 1 FORMAT TabSeparated",
+    );
     expect(wrong.trim()).toBe('');
   });
 
   it('a small file of 50 metrics, one point each, makes at most one batch per partition', async () => {
-    const body = ['metric_name,timestamp,metric_numeric_value,updated_at', ...Array.from({ length: 50 }, (_, m) => `pb.few.${m},${formatTimestamp(T0)},${m},${formatTimestamp(T0)}`)].join('\n');
+    const body = [
+      'metric_name,timestamp,metric_numeric_value,updated_at',
+      ...Array.from({ length: 50 }, (_, m) => `pb.few.${m},${formatTimestamp(T0)},${m},${formatTimestamp(T0)}`),
+    ].join('\n');
     const res = await fetch(`${api.url}/api/v1/metrics_file_upload`, { method: 'POST', headers: { Authorization: `Bearer ${writer}` }, body });
     expect(res.status).toBe(202);
     const taskId = ((await res.json()) as { task_id: string }).task_id;

@@ -27,12 +27,19 @@ const BIG = 2_000_000;
 type Answer = { status: string; errorType?: string; error?: string; data?: { resultType: string; result: unknown[] } };
 
 async function query(path: string, params: Record<string, string>, signal?: AbortSignal, on = api): Promise<{ status: number; body: Answer }> {
-  const res = await fetch(`${on.url}/prometheus/api/v1/${path}?${new URLSearchParams(params)}`, { headers: { Authorization: `Bearer ${admin}` }, ...(signal ? { signal } : {}) });
+  const res = await fetch(`${on.url}/prometheus/api/v1/${path}?${new URLSearchParams(params)}`, {
+    headers: { Authorization: `Bearer ${admin}` },
+    ...(signal ? { signal } : {}),
+  });
   return { status: res.status, body: (await res.json()) as Answer };
 }
 
 /** The query ids the unbounded api logged, in order. */
-const queryIds = () => unbounded.logs().filter((l) => l.msg === 'promql query').map((l) => l.clickhouse_query_id as string);
+const queryIds = () =>
+  unbounded
+    .logs()
+    .filter((l) => l.msg === 'promql query')
+    .map((l) => l.clickhouse_query_id as string);
 
 /** ClickHouse queries of one PromQL query still running. */
 async function running(id: string): Promise<number> {
@@ -52,7 +59,10 @@ beforeAll(async () => {
   await Promise.all([api.api.accounts.syncToEnd(), unbounded.api.accounts.syncToEnd()]);
   // Canonical names with labels: seedPoints takes plain names only; these hold no quote or backslash for the SQL.
   for (const job of ['a', 'b', 'c', 'd']) {
-    await clickhouse(settings, `INSERT INTO points SELECT 'small{job="${job}"}', ${T0} + number * 15000, toFloat64(number), ${T0}, 'test-seed', 65535, 0, toUInt32(number) FROM numbers(100)`);
+    await clickhouse(
+      settings,
+      `INSERT INTO points SELECT 'small{job="${job}"}', ${T0} + number * 15000, toFloat64(number), ${T0}, 'test-seed', 65535, 0, toUInt32(number) FROM numbers(100)`,
+    );
   }
   await seedPoints(settings, { metric: 'big', count: BIG, fromMs: T0, stepMs: 1000, value: 'number % 1000' });
 }, 180_000);
@@ -90,7 +100,7 @@ describe('PromQL bounds', () => {
     expect(r.body).toMatchObject({ errorType: 'bad_data', error: expect.stringContaining('exceeded maximum resolution of 100 points per timeseries') });
   });
 
-  it('answers odd requests with Prometheus\' errors, never a 5xx', async () => {
+  it("answers odd requests with Prometheus' errors, never a 5xx", async () => {
     const t = String(T0 / 1000 + 600);
     const cases: Array<[string, Record<string, string>, number]> = [
       ['query', { query: 'small{job="a"}', time: '1e300' }, 400],
@@ -112,9 +122,17 @@ describe('PromQL bounds', () => {
       const r = await query(path, params);
       expect([r.status, r.body.status], `${path} ${JSON.stringify(params)}: ${JSON.stringify(r.body)}`).toEqual([status, 'error']);
     }
-    const wrongType = await fetch(`${api.url}/prometheus/api/v1/query`, { method: 'POST', headers: { Authorization: `Bearer ${admin}`, 'Content-Type': 'application/json' }, body: '{}' });
+    const wrongType = await fetch(`${api.url}/prometheus/api/v1/query`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${admin}`, 'Content-Type': 'application/json' },
+      body: '{}',
+    });
     expect(wrongType.status).toBe(415);
-    const form = await fetch(`${api.url}/prometheus/api/v1/query`, { method: 'POST', headers: { Authorization: `Bearer ${admin}`, 'Content-Type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ query: 'small{job="b"}', time: t }) });
+    const form = await fetch(`${api.url}/prometheus/api/v1/query`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${admin}`, 'Content-Type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ query: 'small{job="b"}', time: t }),
+    });
     expect(form.status).toBe(200);
     expect(((await form.json()) as Answer).data!.result).toHaveLength(1);
   });

@@ -81,14 +81,16 @@ function dataset(): Series[] {
       const observations = Math.floor(rnd() * 30);
       for (let o = 0; o < observations; o++) {
         const x = rnd() ** 2 * 1.5;
-        bounds.forEach((b, i) => { if (b === '+Inf' || x <= Number(b)) counts[i]! += 1; });
+        bounds.forEach((b, i) => {
+          if (b === '+Inf' || x <= Number(b)) counts[i]! += 1;
+        });
       }
       bounds.forEach((_, i) => perBucket[i]!.push([t, String(counts[i])]));
     }
     bounds.forEach((le, i) => out.push({ labels: labels('request_duration_seconds_bucket', { job, le }), points: perBucket[i]! }));
   }
   // Gaps longer than the lookback, and samples further apart than it.
-  const q1 = times(rnd, T0, end, 60).filter((t) => (t - T0) < 2400 || (t - T0) >= 4800 && (t - T0) < 7200);
+  const q1 = times(rnd, T0, end, 60).filter((t) => t - T0 < 2400 || (t - T0 >= 4800 && t - T0 < 7200));
   out.push({ labels: labels('queue_depth', { queue: 'q1' }), points: q1.map((t) => [t, String(Math.floor(rnd() * 50))]) });
   out.push({ labels: labels('queue_depth', { queue: 'q2' }), points: times(rnd, T0, end, 420).map((t) => [t, String(Math.floor(rnd() * 50))]) });
   // Escapes in a value, a colon in a name, a metric without labels.
@@ -101,7 +103,10 @@ function dataset(): Series[] {
 /** The canonical name the protocols write for a label set (its __name__ the metric). */
 function canonical(labels: Labels): string {
   const metric = labels.find(([n]) => n === '__name__')![1];
-  const written = seriesName(metric, labels.filter(([n]) => n !== '__name__'));
+  const written = seriesName(
+    metric,
+    labels.filter(([n]) => n !== '__name__'),
+  );
   if (!written.ok) throw new Error(written.reason);
   return written.name;
 }
@@ -272,7 +277,8 @@ function normalise(a: Answer): Normal {
   const data = a.data!;
   const key = (m: Record<string, string>) => JSON.stringify(Object.entries(m).sort(([x], [y]) => (x < y ? -1 : 1)));
   if (data.resultType === 'scalar') series.set('scalar', [data.result as [number, string]]);
-  else if (data.resultType === 'vector') for (const s of data.result as Array<{ metric: Record<string, string>; value: [number, string] }>) series.set(key(s.metric), [s.value]);
+  else if (data.resultType === 'vector')
+    for (const s of data.result as Array<{ metric: Record<string, string>; value: [number, string] }>) series.set(key(s.metric), [s.value]);
   else for (const s of data.result as Array<{ metric: Record<string, string>; values: Array<[number, string]> }>) series.set(key(s.metric), s.values);
   return { type: data.resultType, series };
 }
@@ -338,12 +344,16 @@ describe('PromQL conformance with Prometheus 2.42', () => {
       for (const ask of asks) {
         const theirs = await get(prom.url, ask.path, ask.params);
         if (theirs.status === 200 && normalise(theirs.body).series.size > 0) answered = true;
-        for (const [way, on] of [['reduced in ClickHouse', api], ['from samples', fromSamples]] as const) {
+        for (const [way, on] of [
+          ['reduced in ClickHouse', api],
+          ['from samples', fromSamples],
+        ] as const) {
           const ours = await get(`${on.url}/prometheus`, ask.path, ask.params, admin);
           compared += 1;
           const where = `${ask.path} ${JSON.stringify(ask.params)} (${way})`;
           if (theirs.status !== 200) {
-            if (ours.status !== theirs.status || ours.body.errorType !== theirs.body.errorType) failures.push(`${where}: ${ours.status} ${ours.body.error}; Prometheus ${theirs.status} ${theirs.body.error}`);
+            if (ours.status !== theirs.status || ours.body.errorType !== theirs.body.errorType)
+              failures.push(`${where}: ${ours.status} ${ours.body.error}; Prometheus ${theirs.status} ${theirs.body.error}`);
             continue;
           }
           if (ours.status !== 200) {
@@ -360,7 +370,9 @@ describe('PromQL conformance with Prometheus 2.42', () => {
     }
     console.log(`PromQL conformance: queries answered by no series at all: ${empty.length}`);
     console.log(`PromQL conformance: within the tolerance but not to the last digit:\n  ${[...inexact].sort().join('\n  ')}`);
-    console.log(`PromQL conformance: ${QUERIES.length} queries, ${compared} answers compared with Prometheus 2.42, ${failures.length} differ, ${exact} equal to the last digit`);
+    console.log(
+      `PromQL conformance: ${QUERIES.length} queries, ${compared} answers compared with Prometheus 2.42, ${failures.length} differ, ${exact} equal to the last digit`,
+    );
     expect(failures).toEqual([]);
     expect(empty).toEqual([]);
   }, 600_000);
@@ -395,9 +407,21 @@ describe('PromQL conformance with Prometheus 2.42', () => {
     const unsupported = await get(`${api.url}/prometheus`, '/api/v1/query', { query: 'count_values("v", temperature)', time: at(60) }, admin);
     expect(unsupported.status).toBe(422);
     expect(unsupported.body).toMatchObject({ status: 'error', errorType: 'execution', error: expect.stringContaining('count_values') });
-    for (const query of ['rate(temperature)', 'sum(', '1 > 2', '1 and temperature', 'temperature and on(room) group_left up', 'http_requests_total * on(job) group_left http_requests_total',
-      'label_replace(http_requests_total, "job", "x", "instance", ".*")', 'label_replace(up, "1x", "", "", "")', 'label_join(up, "x", "", "a-b")']) {
-      const [ours, theirs] = await Promise.all([get(`${api.url}/prometheus`, '/api/v1/query', { query, time: at(60) }, admin), get(prom.url, '/api/v1/query', { query, time: at(60) })]);
+    for (const query of [
+      'rate(temperature)',
+      'sum(',
+      '1 > 2',
+      '1 and temperature',
+      'temperature and on(room) group_left up',
+      'http_requests_total * on(job) group_left http_requests_total',
+      'label_replace(http_requests_total, "job", "x", "instance", ".*")',
+      'label_replace(up, "1x", "", "", "")',
+      'label_join(up, "x", "", "a-b")',
+    ]) {
+      const [ours, theirs] = await Promise.all([
+        get(`${api.url}/prometheus`, '/api/v1/query', { query, time: at(60) }, admin),
+        get(prom.url, '/api/v1/query', { query, time: at(60) }),
+      ]);
       expect([ours.status, ours.body.errorType], query).toEqual([theirs.status, theirs.body.errorType]);
     }
     const bad = await get(`${api.url}/prometheus`, '/api/v1/query_range', { query: 'up', start: at(0), end: at(600), step: '0.01' }, admin);
@@ -429,9 +453,12 @@ describe('PromQL conformance with Prometheus 2.42', () => {
     // promtool 2.42 sends only the URL's credentials (basic auth): the key is the password.
     const server = api.url.replace('http://', `http://meridian:${admin}@`) + '/prometheus';
     // Not spawnSync: the api answering promtool runs in this process.
-    const run = (args: string[]) => new Promise<{ status: number; stdout: string; stderr: string }>((resolve) => {
-      execFile(promtool, ['query', ...args], { encoding: 'utf8', timeout: 60_000 }, (error, stdout, stderr) => resolve({ status: error ? Number(error.code ?? 1) || 1 : 0, stdout, stderr }));
-    });
+    const run = (args: string[]) =>
+      new Promise<{ status: number; stdout: string; stderr: string }>((resolve) => {
+        execFile(promtool, ['query', ...args], { encoding: 'utf8', timeout: 60_000 }, (error, stdout, stderr) =>
+          resolve({ status: error ? Number(error.code ?? 1) || 1 : 0, stdout, stderr }),
+        );
+      });
     const instant = await run(['instant', '--time', at(60), server, 'sum by (job) (rate(http_requests_total[5m]))']);
     expect(instant.status, instant.stderr).toBe(0);
     expect(instant.stdout).toMatch(/\{job="api"\} => [\d.]+ @\[/);

@@ -25,8 +25,18 @@ async function eventTypes(api: RunningApi, prefix: string, taskId: string, atLea
 
 /** The stored values of every metric starting with `prefix`, per metric in time order (the prefix is the test's own, never user text). */
 async function storedValues(settings: ReturnType<typeof isolatedSettings>, prefix: string): Promise<Map<string, number[]>> {
-  const text = await clickhouse(settings, `SELECT metric_name, groupArray(value) FROM (SELECT metric_name, value FROM points WHERE startsWith(metric_name, '${prefix}') ORDER BY metric_name, ts) GROUP BY metric_name FORMAT TabSeparated`);
-  return new Map(text.trim().split('\n').filter(Boolean).map((l) => l.split('\t')).map(([name, list]) => [name!, JSON.parse(list!) as number[]]));
+  const text = await clickhouse(
+    settings,
+    `SELECT metric_name, groupArray(value) FROM (SELECT metric_name, value FROM points WHERE startsWith(metric_name, '${prefix}') ORDER BY metric_name, ts) GROUP BY metric_name FORMAT TabSeparated`,
+  );
+  return new Map(
+    text
+      .trim()
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => l.split('\t'))
+      .map(([name, list]) => [name!, JSON.parse(list!) as number[]]),
+  );
 }
 
 async function staged(api: RunningApi, prefix: string): Promise<string[]> {
@@ -36,7 +46,11 @@ async function staged(api: RunningApi, prefix: string): Promise<string[]> {
 }
 
 describe('pushes, with the ingest worker running', () => {
-  const settings = isolatedSettings({ MERIDIAN_PUSH_MAX_BYTES: String(PUSH_MAX_BYTES), MERIDIAN_RATE_LIMIT_PER_SECOND: '0', MERIDIAN_MAX_UPLOADS_IN_FLIGHT_PER_USER: '64' });
+  const settings = isolatedSettings({
+    MERIDIAN_PUSH_MAX_BYTES: String(PUSH_MAX_BYTES),
+    MERIDIAN_RATE_LIMIT_PER_SECOND: '0',
+    MERIDIAN_MAX_UPLOADS_IN_FLIGHT_PER_USER: '64',
+  });
   let api: RunningApi;
   let ingest: Awaited<ReturnType<typeof startWorker>>;
   let writer: string;
@@ -62,7 +76,11 @@ describe('pushes, with the ingest worker running', () => {
     // Known at once on the api that accepted it: decided, waiting only for the projector.
     expect(['running', 'succeeded']).toContain((await call(`${api.url}/api/v1/tasks/${taskId}`, writer)).json.status);
     const task = await waitForTask(api.url, writer, taskId);
-    expect(task).toMatchObject({ status: 'succeeded', result: { points_accepted: 20, rows_rejected: 0, metrics: ['push.one'] }, progress: { rows_done: 20, rows_total: 20 } });
+    expect(task).toMatchObject({
+      status: 'succeeded',
+      result: { points_accepted: 20, rows_rejected: 0, metrics: ['push.one'] },
+      progress: { rows_done: 20, rows_total: 20 },
+    });
     // The command and its outcome in one event, then the projector's announcement: no start, no parse by a worker.
     expect(await eventTypes(api, settings.MERIDIAN_TOPIC_PREFIX, taskId, 2)).toEqual(['MetricsPushed', 'UploadSegmentProjected']);
     expect(await staged(api, `staging/uploads/${taskId}/`)).toEqual([]);
@@ -75,10 +93,7 @@ describe('pushes, with the ingest worker running', () => {
     expect(refused.status).toBe(400);
     expect(refused.headers.get('content-type')).toMatch(/problem\+json/);
     expect(refused.json).toMatchObject({ type: '/problems/validation', detail: expect.stringContaining('2 invalid rows') });
-    expect(refused.json.errors).toEqual([
-      expect.objectContaining({ row: 4, field: 'timestamp' }),
-      expect.objectContaining({ row: 5, field: 'value' }),
-    ]);
+    expect(refused.json.errors).toEqual([expect.objectContaining({ row: 4, field: 'timestamp' }), expect.objectContaining({ row: 5, field: 'value' })]);
     const tasks = (await call(`${api.url}/api/v1/tasks?limit=50`, writer)).json.tasks as Array<{ result: { metrics: string[] } | null }>;
     expect(tasks.filter((t) => t.result?.metrics.includes('push.bad'))).toEqual([]);
 
@@ -124,7 +139,9 @@ describe('pushes, with the ingest worker running', () => {
     const res = await push('push.big', big);
     expect(res.status).toBe(202);
     expect((await waitForTask(api.url, writer, res.json.task_id as string)).status).toBe('succeeded');
-    expect(await eventTypes(api, settings.MERIDIAN_TOPIC_PREFIX, res.json.task_id as string, 4)).toEqual(expect.arrayContaining(['MetricsUploadRequested', 'TaskStarted', 'UploadParsed']));
+    expect(await eventTypes(api, settings.MERIDIAN_TOPIC_PREFIX, res.json.task_id as string, 4)).toEqual(
+      expect.arrayContaining(['MetricsUploadRequested', 'TaskStarted', 'UploadParsed']),
+    );
     expect(await pointsOfMetric(settings, 'push.big')).toBe(100);
   });
 });
@@ -149,7 +166,7 @@ describe('pushes while nothing is projected', () => {
     await api?.close();
   });
 
-  it('accepts pushes past the user\'s backlog up to the lag, then 429 with Retry-After; once projected, accepts again', async () => {
+  it("accepts pushes past the user's backlog up to the lag, then 429 with Retry-After; once projected, accepts again", async () => {
     const push = (i: number) => call(`${api.url}/api/v1/metrics/upload`, writer, { method: 'POST', body: { metric_name: `lag.${i}`, values: values(20) } });
     const accepted: string[] = [];
     for (let i = 0; i < 3; i++) {

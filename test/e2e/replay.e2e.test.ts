@@ -54,43 +54,59 @@ const scalar = async (sql: string): Promise<number> => {
   return Number(rows[0]!.v);
 };
 const rowsOf = async <T>(sql: string): Promise<T[]> => (await api.platform.clickhouse.query({ query: sql, format: 'JSONEachRow' })).json<T>();
-const catalog = () => rowsOf<{ metric_name: string; points: string; first_ts: string; last_ts: string }>(
-  'SELECT metric_name, toString(countMerge(points)) AS points, toString(minMerge(first_ts)) AS first_ts, toString(maxMerge(last_ts)) AS last_ts FROM metric_catalog GROUP BY metric_name ORDER BY metric_name',
-);
+const catalog = () =>
+  rowsOf<{ metric_name: string; points: string; first_ts: string; last_ts: string }>(
+    'SELECT metric_name, toString(countMerge(points)) AS points, toString(minMerge(first_ts)) AS first_ts, toString(maxMerge(last_ts)) AS last_ts FROM metric_catalog GROUP BY metric_name ORDER BY metric_name',
+  );
 /** A rollup table's buckets, every aggregate printed (migration 010). */
-const rollupOf = (table: string) => rowsOf<Record<string, string>>(
-  `SELECT metric_name, toString(bucket) AS b, toString(countMerge(rows)) AS n, toString(uniqExactMerge(timestamps)) AS d, toString(minMerge(min_value)) AS lo, toString(maxMerge(max_value)) AS hi, toString(sumMerge(sum_value)) AS s, toString(argMaxMerge(last_value)) AS last FROM ${table} GROUP BY metric_name, bucket ORDER BY metric_name, bucket`,
-);
-const rollupCounts = (table: string) => rowsOf<{ metric_name: string; points: string }>(`SELECT metric_name, toString(countMerge(rows)) AS points FROM ${table} GROUP BY metric_name ORDER BY metric_name`);
-const pointsPerMetric = () => rowsOf<{ metric_name: string; points: string; first_ts: string; last_ts: string }>(
-  'SELECT metric_name, toString(count()) AS points, toString(min(ts)) AS first_ts, toString(max(ts)) AS last_ts FROM points GROUP BY metric_name ORDER BY metric_name',
-);
+const rollupOf = (table: string) =>
+  rowsOf<Record<string, string>>(
+    `SELECT metric_name, toString(bucket) AS b, toString(countMerge(rows)) AS n, toString(uniqExactMerge(timestamps)) AS d, toString(minMerge(min_value)) AS lo, toString(maxMerge(max_value)) AS hi, toString(sumMerge(sum_value)) AS s, toString(argMaxMerge(last_value)) AS last FROM ${table} GROUP BY metric_name, bucket ORDER BY metric_name, bucket`,
+  );
+const rollupCounts = (table: string) =>
+  rowsOf<{ metric_name: string; points: string }>(
+    `SELECT metric_name, toString(countMerge(rows)) AS points FROM ${table} GROUP BY metric_name ORDER BY metric_name`,
+  );
+const pointsPerMetric = () =>
+  rowsOf<{ metric_name: string; points: string; first_ts: string; last_ts: string }>(
+    'SELECT metric_name, toString(count()) AS points, toString(min(ts)) AS first_ts, toString(max(ts)) AS last_ts FROM points GROUP BY metric_name ORDER BY metric_name',
+  );
 
 /** A CSV file upload of `count` points of one metric; resolves with the task id once accepted. */
 async function uploadFile(metric: string, first: number, count: number): Promise<string> {
-  const body = Readable.from((function* () {
-    for (let i = first; i < first + count;) {
-      const lines: string[] = [];
-      for (let k = 0; k < 10_000 && i < first + count; k++, i++) lines.push(`${formatTimestamp(T0 + i * 1000)},${i / 4}`);
-      yield `${lines.join('\n')}\n`;
-    }
-  })());
+  const body = Readable.from(
+    (function* () {
+      for (let i = first; i < first + count;) {
+        const lines: string[] = [];
+        for (let k = 0; k < 10_000 && i < first + count; k++, i++) lines.push(`${formatTimestamp(T0 + i * 1000)},${i / 4}`);
+        yield `${lines.join('\n')}\n`;
+      }
+    })(),
+  );
   const res = await fetch(`${api.url}/api/v1/metrics_file_upload?metric_name=${encodeURIComponent(metric)}`, {
-    method: 'POST', headers: { Authorization: `Bearer ${admin}` }, body: Readable.toWeb(body) as never, duplex: 'half',
+    method: 'POST',
+    headers: { Authorization: `Bearer ${admin}` },
+    body: Readable.toWeb(body) as never,
+    duplex: 'half',
   });
   expect(res.status).toBe(202);
   return ((await res.json()) as { task_id: string }).task_id;
 }
 
 async function uploadJson(metric: string, values: Array<[number, number]>): Promise<string> {
-  const res = await call(`${api.url}/api/v1/metrics/upload`, admin, { method: 'POST', body: { metric_name: metric, values: values.map(([ts, value]) => ({ timestamp: formatTimestamp(ts), value })) } });
+  const res = await call(`${api.url}/api/v1/metrics/upload`, admin, {
+    method: 'POST',
+    body: { metric_name: metric, values: values.map(([ts, value]) => ({ timestamp: formatTimestamp(ts), value })) },
+  });
   expect(res.status, res.text).toBe(202);
   return res.json.task_id as string;
 }
 
 /** SHA-256 and size of a download, streamed (the 1M-row CSV is never held). */
 async function downloadDigest(qs: Record<string, string>, key = analyst): Promise<{ status: number; sha256: string; bytes: number; lines: number }> {
-  const res = await fetch(`${api.url}/api/v1/metrics/download?${new URLSearchParams(qs)}`, { headers: { Authorization: `Bearer ${key}`, 'Accept-Encoding': 'identity' } });
+  const res = await fetch(`${api.url}/api/v1/metrics/download?${new URLSearchParams(qs)}`, {
+    headers: { Authorization: `Bearer ${key}`, 'Accept-Encoding': 'identity' },
+  });
   const hash = createHash('sha256');
   let bytes = 0;
   let lines = 0;
@@ -141,12 +157,14 @@ describe('rebuilding the points projection', () => {
     const uploads = POINTS / PER_UPLOAD;
     let next = 0;
     const ids: string[] = [];
-    await Promise.all(Array.from({ length: 4 }, async () => {
-      while (next < uploads) {
-        const u = next++;
-        ids.push(await uploadFile(`rp.m${u % METRICS}`, u * PER_UPLOAD, PER_UPLOAD));
-      }
-    }));
+    await Promise.all(
+      Array.from({ length: 4 }, async () => {
+        while (next < uploads) {
+          const u = next++;
+          ids.push(await uploadFile(`rp.m${u % METRICS}`, u * PER_UPLOAD, PER_UPLOAD));
+        }
+      }),
+    );
     for (const id of ids) {
       const task = await waitForTask(api.url, admin, id, 600_000);
       expect(task.status).toBe('succeeded');
@@ -161,7 +179,9 @@ describe('rebuilding the points projection', () => {
   it('two rebuilds of the same range give identical tables, equal to the live one', async () => {
     const live = await tableChecksums(api.platform.clickhouse, 'points');
     const first = await rebuildPoints(api.platform);
-    const second = await rebuildPoints(api.platform, { to: { kind: 'offsets', offsets: new Map(Object.entries(first.ends).map(([p, e]) => [Number(p), e - 1])) } });
+    const second = await rebuildPoints(api.platform, {
+      to: { kind: 'offsets', offsets: new Map(Object.entries(first.ends).map(([p, e]) => [Number(p), e - 1])) },
+    });
     expect(first.verification?.ok).toBe(true);
     expect(first.verification?.mismatched_metrics).toBe(0);
     expect(first.stats.points).toBe(POINTS);
@@ -186,21 +206,30 @@ describe('rebuilding the points projection', () => {
     expect(partial.stats.points).toBe(POINTS - partial.copiedRows);
     expect(partial.verification?.ok).toBe(true);
     expect(await tableChecksums(api.platform.clickhouse, partial.table)).toEqual(live);
-    for (const g of [first.generation!, second.generation!, partial.generation!]) expect((await cli(['replay', 'drop', String(g)])).stdout).toContain(`dropped generation ${g}`);
+    for (const g of [first.generation!, second.generation!, partial.generation!])
+      expect((await cli(['replay', 'drop', String(g)])).stdout).toContain(`dropped generation ${g}`);
   });
 
   it('a rebuild is a background task: GET /api/v1/tasks/{id} follows it from the log', async () => {
     const run = await cli(['replay', 'rebuild', 'points', '--detach', '--json']);
     const { task_id: taskId } = JSON.parse(run.stdout) as { task_id: string };
     const seen = new Set<string>();
-    const task = await waitFor('the rebuild task to finish', async () => {
-      const res = await call(`${api.url}/api/v1/tasks/${taskId}`, admin);
-      if (res.status !== 200) return undefined;
-      seen.add(res.json.status as string);
-      return res.json.status === 'succeeded' || res.json.status === 'failed' ? res.json : undefined;
-    }, 300_000, 50);
+    const task = await waitFor(
+      'the rebuild task to finish',
+      async () => {
+        const res = await call(`${api.url}/api/v1/tasks/${taskId}`, admin);
+        if (res.status !== 200) return undefined;
+        seen.add(res.json.status as string);
+        return res.json.status === 'succeeded' || res.json.status === 'failed' ? res.json : undefined;
+      },
+      300_000,
+      50,
+    );
     expect(task).toMatchObject({
-      task_id: taskId, kind: 'points_rebuild', status: 'succeeded', progress: { rows_done: POINTS, rows_total: POINTS },
+      task_id: taskId,
+      kind: 'points_rebuild',
+      status: 'succeeded',
+      progress: { rows_done: POINTS, rows_total: POINTS },
       result: { points: POINTS, verified: true, swapped: false, database: settings.CLICKHOUSE_DATABASE, table: expect.stringMatching(/^points_g\d+$/) },
     });
     expect(seen).toContain('running');
@@ -217,7 +246,9 @@ describe('rebuilding the points projection', () => {
     expect(JSON.parse((await cli(['replay', 'verify', String(g), '--json'])).stdout)).toMatchObject({ ok: true, mismatched_metrics: 0 });
     expect(JSON.parse((await cli(['replay', 'list', '--json'])).stdout)).toContainEqual(expect.objectContaining({ generation: g, state: 'built' }));
     // One row more in the generation, inside the compared range: verify names its metric.
-    await api.platform.clickhouse.command({ query: `INSERT INTO points_g${g} (metric_name, ts, value, updated_at, task_id, kafka_partition, kafka_offset, row_in_batch) VALUES ('rp.m0', 1, 1, 1, 'tampered', 0, 0, 99999)` });
+    await api.platform.clickhouse.command({
+      query: `INSERT INTO points_g${g} (metric_name, ts, value, updated_at, task_id, kafka_partition, kafka_offset, row_in_batch) VALUES ('rp.m0', 1, 1, 1, 'tampered', 0, 0, 99999)`,
+    });
     const tampered = JSON.parse((await cli(['replay', 'verify', String(g), '--json'])).stdout) as { ok: boolean; mismatches: Array<{ metric_name: string }> };
     expect(tampered.ok).toBe(false);
     expect(tampered.mismatches.map((m) => m.metric_name)).toEqual(['rp.m0']);
@@ -225,7 +256,9 @@ describe('rebuilding the points projection', () => {
 
     await skipUnlessSwappable(ctx, api.platform);
     // A live table that differs from the log: --swap-if-verified leaves it in place and says why.
-    await api.platform.clickhouse.command({ query: `INSERT INTO points (metric_name, ts, value, updated_at, task_id, kafka_partition, kafka_offset, row_in_batch) VALUES ('rp.m1', 1, 1, 1, 'tampered', 0, 0, 99999)` });
+    await api.platform.clickhouse.command({
+      query: `INSERT INTO points (metric_name, ts, value, updated_at, task_id, kafka_partition, kafka_offset, row_in_batch) VALUES ('rp.m1', 1, 1, 1, 'tampered', 0, 0, 99999)`,
+    });
     const refused = JSON.parse((await cli(['replay', 'rebuild', 'points', '--swap-if-verified', '--json'])).stdout) as Rebuilt;
     expect(refused.swap).toBeNull();
     expect(refused.notSwapped).toBe('verification failed');
@@ -273,13 +306,26 @@ describe('a rebuild while uploads keep arriving', () => {
     const writer = (async () => {
       while (!stop) {
         const base = 10_000_000 + k * 1000;
-        const id = await uploadJson(`rp.live${k % 3}`, Array.from({ length: 400 }, (_, i) => [T0 + (base + i) * 1000, k + i / 1000] as [number, number]));
+        const id = await uploadJson(
+          `rp.live${k % 3}`,
+          Array.from({ length: 400 }, (_, i) => [T0 + (base + i) * 1000, k + i / 1000] as [number, number]),
+        );
         uploaded.set(id, 400);
         k++;
       }
-    })().catch((e: unknown) => { failed = e; });
-    const writing = (enough: () => boolean) => () => { if (failed) throw failed; return enough() ? true : undefined; };
-    await waitFor('some uploads before the rebuild', writing(() => uploaded.size >= 5), 60_000, 50);
+    })().catch((e: unknown) => {
+      failed = e;
+    });
+    const writing = (enough: () => boolean) => () => {
+      if (failed) throw failed;
+      return enough() ? true : undefined;
+    };
+    await waitFor(
+      'some uploads before the rebuild',
+      writing(() => uploaded.size >= 5),
+      60_000,
+      50,
+    );
 
     let frozen: Awaited<ReturnType<typeof downloadDigest>> | null = null;
     let frozenInsert: string | null = null;
@@ -289,15 +335,26 @@ describe('a rebuild while uploads keep arriving', () => {
         // Live writes are held: downloads still read the (frozen) live rows, inserts are refused,
         // uploads are still accepted, and the live projector keeps retrying meanwhile.
         frozen = await downloadDigest({ metrics: 'rp.m0', max_rows: String(POINTS) });
-        frozenInsert = await api.platform.clickhouse.command({ query: "INSERT INTO points (metric_name) VALUES ('x')" }).then(() => 'accepted', (e: Error) => e.message);
-        const during = await uploadJson('rp.frozen', [[T0, 1], [T0 + 1000, 2]]);
+        frozenInsert = await api.platform.clickhouse.command({ query: "INSERT INTO points (metric_name) VALUES ('x')" }).then(
+          () => 'accepted',
+          (e: Error) => e.message,
+        );
+        const during = await uploadJson('rp.frozen', [
+          [T0, 1],
+          [T0 + 1000, 2],
+        ]);
         uploaded.set(during, 2);
         await new Promise((r) => setTimeout(r, 1500));
         expect(await scalar(`SELECT count() FROM points WHERE task_id = '${during}'`)).toBe(0);
       },
     });
     afterSwap = k;
-    await waitFor('uploads after the swap', writing(() => k >= afterSwap + 5), 60_000, 50);
+    await waitFor(
+      'uploads after the swap',
+      writing(() => k >= afterSwap + 5),
+      60_000,
+      50,
+    );
     stop = true;
     await writer;
     expect(failed).toBeNull();
@@ -317,7 +374,9 @@ describe('a rebuild while uploads keep arriving', () => {
     const total = POINTS + [...uploaded.values()].reduce((a, b) => a + b, 0);
     expect(await scalar('SELECT count() FROM points')).toBe(total);
     expect(await scalar('SELECT uniqExact(kafka_partition, kafka_offset, row_in_batch) FROM points')).toBe(total);
-    const perTask = await rowsOf<{ task_id: string; n: string }>("SELECT task_id, toString(count()) AS n FROM points WHERE metric_name LIKE 'rp.live%' OR metric_name = 'rp.frozen' GROUP BY task_id");
+    const perTask = await rowsOf<{ task_id: string; n: string }>(
+      "SELECT task_id, toString(count()) AS n FROM points WHERE metric_name LIKE 'rp.live%' OR metric_name = 'rp.frozen' GROUP BY task_id",
+    );
     expect(perTask).toHaveLength(uploaded.size);
     for (const row of perTask) expect(Number(row.n), row.task_id).toBe(uploaded.get(row.task_id));
     // The catalog view feeds on `points` by name: after the swap it is the new generation's catalog, kept current.
@@ -330,7 +389,7 @@ describe('a rebuild while uploads keep arriving', () => {
     expect(listing.find((g) => g.generation === result.swap!.retired)).toMatchObject({ state: 'retired', table: `points_g${result.swap!.retired}` });
     const listed = (await cli(['replay', 'list'])).stdout;
     expect(listed).toMatch(new RegExp(`g${result.generation}\\s+live\\s+points\\s`));
-    expect((await cli(['replay', 'drop', String(result.generation)]).catch((e: Error) => e.message))).toMatch(/is live/);
+    expect(await cli(['replay', 'drop', String(result.generation)]).catch((e: Error) => e.message)).toMatch(/is live/);
     expect((await cli(['replay', 'drop', String(result.swap!.retired)])).stdout).toContain(`points_g${result.swap!.retired}`);
     // The live projector's group is the one the swap would nudge.
     expect(projectorGroupId(settings.MERIDIAN_TOPIC_PREFIX)).toBe(`${settings.MERIDIAN_TOPIC_PREFIX}ingest-projector`);
@@ -342,7 +401,11 @@ describe('replay into a separate database up to a point in time', () => {
     await new Promise((r) => setTimeout(r, 50));
     const cut = Date.now();
     await new Promise((r) => setTimeout(r, 50));
-    const late = await uploadJson('rp.late', [[T0, 1], [T0 + 1000, 2], [T0 + 2000, 3]]);
+    const late = await uploadJson('rp.late', [
+      [T0, 1],
+      [T0 + 1000, 2],
+      [T0 + 2000, 3],
+    ]);
     expect((await waitForTask(api.url, admin, late, 120_000)).status).toBe('succeeded');
     const live = await scalar('SELECT count() FROM points');
     const liveGenerations = await listGenerations(api.platform.clickhouse);
@@ -356,7 +419,10 @@ describe('replay into a separate database up to a point in time', () => {
       // Its catalog was kept by its own view, from the same migrations.
       expect(await scalar(`SELECT countMerge(points) FROM ${db}.metric_catalog`)).toBe(live - 3);
       // Same rows as the live ones up to then.
-      const sums = (table: string) => rowsOf<{ s: string }>(`SELECT toString(sum(cityHash64(metric_name, ts, value, updated_at, task_id, kafka_partition, kafka_offset, row_in_batch))) AS s FROM ${table} WHERE metric_name != 'rp.late'`);
+      const sums = (table: string) =>
+        rowsOf<{ s: string }>(
+          `SELECT toString(sum(cityHash64(metric_name, ts, value, updated_at, task_id, kafka_partition, kafka_offset, row_in_batch))) AS s FROM ${table} WHERE metric_name != 'rp.late'`,
+        );
       expect(await sums(`${db}.points`)).toEqual(await sums('points'));
       expect(await scalar('SELECT count() FROM points')).toBe(live);
       expect(await listGenerations(api.platform.clickhouse)).toEqual(liveGenerations);
@@ -385,12 +451,14 @@ describe('a point in time that falls inside an upload', () => {
     const straddled = [...firstBatch].find(([task, ts]) => ts < (lastSeal.get(task) ?? -Infinity));
     expect(straddled, 'an upload whose first batch was written before its last seal').toBeDefined();
     const to = { kind: 'time', ms: straddled![1] } as const;
-    const perMetric = (table: string) => rowsOf<Record<string, string>>(
-      `SELECT metric_name, toString(count()) AS points, toString(min(ts)) AS first_ts, toString(max(ts)) AS last_ts FROM ${table} GROUP BY metric_name ORDER BY metric_name`,
-    );
-    const catalogOf = (table: string) => rowsOf<Record<string, string>>(
-      `SELECT metric_name, toString(countMerge(points)) AS points, toString(minMerge(first_ts)) AS first_ts, toString(maxMerge(last_ts)) AS last_ts FROM ${table} GROUP BY metric_name ORDER BY metric_name`,
-    );
+    const perMetric = (table: string) =>
+      rowsOf<Record<string, string>>(
+        `SELECT metric_name, toString(count()) AS points, toString(min(ts)) AS first_ts, toString(max(ts)) AS last_ts FROM ${table} GROUP BY metric_name ORDER BY metric_name`,
+      );
+    const catalogOf = (table: string) =>
+      rowsOf<Record<string, string>>(
+        `SELECT metric_name, toString(countMerge(points)) AS points, toString(minMerge(first_ts)) AS first_ts, toString(maxMerge(last_ts)) AS last_ts FROM ${table} GROUP BY metric_name ORDER BY metric_name`,
+      );
 
     const generation = await rebuildPoints(api.platform, { to });
     let kept: Record<string, string>[];
@@ -426,7 +494,11 @@ async function everyEvent(): Promise<LoggedEvent[]> {
     const remaining = new Map([...end].filter(([, e]) => e > 0));
     const got: LoggedEvent[] = [];
     if (remaining.size > 0) {
-      const consumer = kafka.consumer({ groupId: `${settings.MERIDIAN_TOPIC_PREFIX}check-${short}-${Date.now()}`, readUncommitted: false, maxWaitTimeInMs: 100 });
+      const consumer = kafka.consumer({
+        groupId: `${settings.MERIDIAN_TOPIC_PREFIX}check-${short}-${Date.now()}`,
+        readUncommitted: false,
+        maxWaitTimeInMs: 100,
+      });
       await consumer.connect();
       await consumer.subscribe({ topic: topics[short], fromBeginning: true });
       const done = new Promise<void>((resolve) => {
@@ -439,7 +511,16 @@ async function everyEvent(): Promise<LoggedEvent[]> {
               const writer = header && registry.byPrint(header.fingerprint);
               if (writer) {
                 const { type, ...event } = codec.decode(m.value!) as EventLike & Record<string, unknown>;
-                got.push({ topic: short, partition: batch.partition, offset, timestamp: Number(m.timestamp), key: m.key ? m.key.toString() : null, type, schema_version: writer.version, event });
+                got.push({
+                  topic: short,
+                  partition: batch.partition,
+                  offset,
+                  timestamp: Number(m.timestamp),
+                  key: m.key ? m.key.toString() : null,
+                  type,
+                  schema_version: writer.version,
+                  event,
+                });
               }
             }
             if (Number(batch.lastOffset()) + 1 >= end.get(batch.partition)!) remaining.delete(batch.partition);
@@ -466,14 +547,20 @@ function decodeAvroFile(bytes: Buffer): Promise<{ schema: unknown; records: Logg
   return new Promise((resolve, reject) => {
     const records: LoggedEvent[] = [];
     let schema: unknown = null;
-    avro.createFileDecoder(path)
-      .on('metadata', (type: avro.Type) => { schema = type.schema(); })
+    avro
+      .createFileDecoder(path)
+      .on('metadata', (type: avro.Type) => {
+        schema = type.schema();
+      })
       .on('data', (r: LoggedEvent & { event: Record<string, unknown> }) => {
         const keys = Object.keys(r.event);
         const event = keys.length === 1 && keys[0]!.startsWith('meridian.') ? (r.event[keys[0]!] as Record<string, unknown>) : r.event;
         records.push({ ...r, event: { ...event } });
       })
-      .on('end', () => { rmSync(dir, { recursive: true, force: true }); resolve({ schema, records }); })
+      .on('end', () => {
+        rmSync(dir, { recursive: true, force: true });
+        resolve({ schema, records });
+      })
       .on('error', reject);
   });
 }
@@ -504,10 +591,17 @@ describe('exporting the event history', () => {
     await new Promise((r) => setTimeout(r, 50));
     from = Date.now();
     await new Promise((r) => setTimeout(r, 50));
-    const id = await uploadJson('rp.export', [[T0, 1.5], [T0 + 1000, -2]]);
+    const id = await uploadJson('rp.export', [
+      [T0, 1.5],
+      [T0 + 1000, -2],
+    ]);
     expect((await waitForTask(api.url, admin, id, 120_000)).status).toBe('succeeded');
     // A file too, so that the range holds a worker's run (its command, start and outcome) beside a push.
-    const file = await fetch(`${api.url}/api/v1/metrics_file_upload?metric_name=rp.export.file`, { method: 'POST', headers: { Authorization: `Bearer ${admin}` }, body: `${formatTimestamp(T0)},3\n` });
+    const file = await fetch(`${api.url}/api/v1/metrics_file_upload?metric_name=rp.export.file`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${admin}` },
+      body: `${formatTimestamp(T0)},3\n`,
+    });
     expect(file.status).toBe(202);
     expect((await waitForTask(api.url, admin, ((await file.json()) as { task_id: string }).task_id, 120_000)).status).toBe('succeeded');
     await createUser(api.url, admin, 'exported', [{ match: 'exact', value: 'rp.export', access: 'r' }]);
@@ -518,13 +612,24 @@ describe('exporting the event history', () => {
     expect((await waitForTask(api.url, admin, outside, 120_000)).status).toBe('succeeded');
     inRange = (await everyEvent()).filter((e) => e.timestamp >= from && e.timestamp <= to);
     const types = new Set(inRange.map((e) => e.type));
-    for (const t of ['MetricsPushed', 'MetricsUploadRequested', 'TaskStarted', 'UploadParsed', 'UploadSegmentProjected', 'PointBatch', 'UploadSealed', 'UserCreated', 'MetricEntitlementGranted']) expect(types, t).toContain(t);
+    for (const t of [
+      'MetricsPushed',
+      'MetricsUploadRequested',
+      'TaskStarted',
+      'UploadParsed',
+      'UploadSegmentProjected',
+      'PointBatch',
+      'UploadSealed',
+      'UserCreated',
+      'MetricEntitlementGranted',
+    ])
+      expect(types, t).toContain(t);
   });
 
   const url = (qs: Record<string, string>) => `${api.url}/api/v1/events?${new URLSearchParams(qs)}`;
   const iso = (ms: number) => new Date(ms).toISOString();
 
-  it('the Avro file of a range decodes with avsc\'s file decoder to exactly the events of that range', async () => {
+  it("the Avro file of a range decodes with avsc's file decoder to exactly the events of that range", async () => {
     const res = await fetch(url({ from: iso(from), to: iso(to) }), { headers: { Authorization: `Bearer ${admin}` } });
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toBe('application/avro');
@@ -533,7 +638,11 @@ describe('exporting the event history', () => {
     expect((schema as { name: string }).name).toBe('meridian.export.LoggedEvent');
     expect(plain(asDecoded(records))).toEqual(plain(inRange));
     const head = await fetch(url({ from: iso(from), to: iso(to) }), { method: 'HEAD', headers: { Authorization: `Bearer ${admin}` } });
-    expect([head.status, head.headers.get('content-type'), head.headers.get('content-disposition')]).toEqual([200, 'application/avro', res.headers.get('content-disposition')]);
+    expect([head.status, head.headers.get('content-type'), head.headers.get('content-disposition')]).toEqual([
+      200,
+      'application/avro',
+      res.headers.get('content-disposition'),
+    ]);
     expect((await head.arrayBuffer()).byteLength).toBe(0);
     const batches = records.filter((r) => r.type === 'PointBatch').map((r) => r.event);
     expect(batches).toContainEqual(expect.objectContaining({ metric_name: 'rp.export', timestamps: [T0, T0 + 1000], values: [1.5, -2] }));
@@ -544,8 +653,13 @@ describe('exporting the event history', () => {
     const wanted = inRange.filter((e) => types.split(',').includes(e.type));
     const one = await fetch(url({ from: iso(from), to: iso(to), types, format: 'ndjson' }), { headers: { Authorization: `Bearer ${admin}` } });
     expect(one.headers.get('content-type')).toMatch(/^application\/x-ndjson/);
-    const lines = (await one.text()).trimEnd().split('\n').map((l) => JSON.parse(l) as LoggedEvent & { timestamp: string });
-    expect(lines.map((l) => [l.topic, l.partition, l.offset, l.type, l.timestamp])).toEqual(wanted.map((e) => [e.topic, e.partition, e.offset, e.type, iso(e.timestamp)]));
+    const lines = (await one.text())
+      .trimEnd()
+      .split('\n')
+      .map((l) => JSON.parse(l) as LoggedEvent & { timestamp: string });
+    expect(lines.map((l) => [l.topic, l.partition, l.offset, l.type, l.timestamp])).toEqual(
+      wanted.map((e) => [e.topic, e.partition, e.offset, e.type, iso(e.timestamp)]),
+    );
     expect(lines.find((l) => l.type === 'UserCreated')!.event).toMatchObject({ user_name: 'exported', secret_sha256: expect.stringMatching(/^[0-9a-f]{64}$/) });
 
     // Pages of at most 2 offsets, followed through X-Next-Cursor / Link, add up to the whole range.
@@ -581,7 +695,12 @@ describe('exporting the event history', () => {
       const { records } = await decodeAvroFile(readFileSync(file));
       expect(plain(asDecoded(records))).toEqual(plain(inRange));
       const nd = await cli(['events', 'export', '--from', iso(from), '--to', iso(to), '--types', 'UserCreated', '--format', 'ndjson']);
-      expect(nd.stdout.trimEnd().split('\n').map((l) => (JSON.parse(l) as LoggedEvent).event.user_name)).toEqual(['exported']);
+      expect(
+        nd.stdout
+          .trimEnd()
+          .split('\n')
+          .map((l) => (JSON.parse(l) as LoggedEvent).event.user_name),
+      ).toEqual(['exported']);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
@@ -589,7 +708,13 @@ describe('exporting the event history', () => {
     expect(denied.status).toBe(404);
     expect(denied.headers.get('content-type')).toMatch(/problem\+json/);
     expect(denied.json.detail).toBe((await call(`${api.url}/api/v1/nothing-here`, analyst)).json.detail.replace('/api/v1/nothing-here', '/api/v1/events'));
-    for (const [qs, field] of [[{ from: 'yesterday' }, 'from'], [{ types: 'NoSuchEvent' }, 'types'], [{ max_events: '0' }, 'max_events'], [{ cursor: 'x!' }, 'cursor'], [{ format: 'xml' }, 'format']] as const) {
+    for (const [qs, field] of [
+      [{ from: 'yesterday' }, 'from'],
+      [{ types: 'NoSuchEvent' }, 'types'],
+      [{ max_events: '0' }, 'max_events'],
+      [{ cursor: 'x!' }, 'cursor'],
+      [{ format: 'xml' }, 'format'],
+    ] as const) {
       const res = await call(url(qs), admin);
       expect(res.status, JSON.stringify(qs)).toBe(400);
       expect(JSON.stringify(res.json.errors), JSON.stringify(qs)).toContain(field);
@@ -606,10 +731,16 @@ describe('recorded events of older schema versions, on a log of their own', () =
   // A newer PointBatch (test only: schemas/ is untouched), so that the recorded v1 bytes are an older version.
   const nextType = avro.Type.forSchema(JSON.parse(readFileSync(join(fixtureDir, 'next-schemas/PointBatch/v5.avsc'), 'utf8')) as avro.Schema);
   const live = SchemaRegistry.loadFromDirectory();
-  const withNext = new SchemaRegistry([...live.names().flatMap((n) => live.versionsOf(n)), { name: 'PointBatch', version: 5, type: nextType, fingerprint: fingerprintOf(nextType) }]);
+  const withNext = new SchemaRegistry([
+    ...live.names().flatMap((n) => live.versionsOf(n)),
+    { name: 'PointBatch', version: 5, type: nextType, fingerprint: fingerprintOf(nextType) },
+  ]);
   const nextCodec = createEventCodec<PointsFact>(withNext);
   const pointsCodec = createEventCodec<PointsFact>();
-  const count = async (table = 'points') => Number((await (await platform.clickhouse.query({ query: `SELECT toString(count()) AS n FROM ${table}`, format: 'JSONEachRow' })).json<{ n: string }>())[0]!.n);
+  const count = async (table = 'points') =>
+    Number(
+      (await (await platform.clickhouse.query({ query: `SELECT toString(count()) AS n FROM ${table}`, format: 'JSONEachRow' })).json<{ n: string }>())[0]!.n,
+    );
 
   /** Writes messages to partition 0 of the points topic in one transaction, as the upload handler does; returns their offsets. */
   async function write(values: Buffer[], key = 'fixture'): Promise<number> {
@@ -638,30 +769,77 @@ describe('recorded events of older schema versions, on a log of their own', () =
   it('a v1 PointBatch and a v5 one rebuild to the expected rows through the same code', async () => {
     const v1 = fixture('PointBatch');
     const value = fromFixtureJson(v1.value) as { task_id: string; metric_name: string; updated_at: number; timestamps: number[]; values: number[] };
-    const nextBytes = nextCodec.encode({ type: 'PointBatch', task_id: 'task-v5', metric_name: 'fixture.v5', updated_at: 1_704_067_300_000, timestamps: [1_704_067_301_000], values: [-3.5], source_row: 12 } as unknown as PointsFact);
+    const nextBytes = nextCodec.encode({
+      type: 'PointBatch',
+      task_id: 'task-v5',
+      metric_name: 'fixture.v5',
+      updated_at: 1_704_067_300_000,
+      timestamps: [1_704_067_301_000],
+      values: [-3.5],
+      source_row: 12,
+    } as unknown as PointsFact);
     expect(parseHeader(nextBytes)!.fingerprint).toBe(fingerprintOf(nextType));
     const first = await write([Buffer.from(v1.bytes, 'base64'), Buffer.from(fixture('UploadSealed').bytes, 'base64'), nextBytes, sealed('task-v5', 1)]);
 
     await platform.clickhouse.command({ query: 'CREATE TABLE points_fixtures AS points' });
     const { end, low } = await platform.log.offsets(platform.topics.points);
     const stats = await rebuildRange({
-      log: platform.log, topic: platform.topics.points, groupPrefix: own.MERIDIAN_TOPIC_PREFIX,
-      clickhouse: platform.clickhouse, table: 'points_fixtures', starts: low, ends: end, batchRows: 1000, codec: nextCodec,
+      log: platform.log,
+      topic: platform.topics.points,
+      groupPrefix: own.MERIDIAN_TOPIC_PREFIX,
+      clickhouse: platform.clickhouse,
+      table: 'points_fixtures',
+      starts: low,
+      ends: end,
+      batchRows: 1000,
+      codec: nextCodec,
     });
     expect(stats).toMatchObject({ batches: 2, points: 3, seals: 2, rejected: 0, undecodable: 0 });
-    const rows = await (await platform.clickhouse.query({ query: 'SELECT metric_name, ts, value, updated_at, task_id, kafka_partition, kafka_offset, row_in_batch FROM points_fixtures ORDER BY kafka_offset, row_in_batch', format: 'JSONEachRow' })).json<Record<string, unknown>>();
+    const rows = await (
+      await platform.clickhouse.query({
+        query:
+          'SELECT metric_name, ts, value, updated_at, task_id, kafka_partition, kafka_offset, row_in_batch FROM points_fixtures ORDER BY kafka_offset, row_in_batch',
+        format: 'JSONEachRow',
+      })
+    ).json<Record<string, unknown>>();
     expect(rows.map((r) => ({ ...r, ts: Number(r.ts), updated_at: Number(r.updated_at), kafka_offset: Number(r.kafka_offset) }))).toEqual([
-      ...value.timestamps.map((ts, i) => ({ metric_name: value.metric_name, ts, value: value.values[i], updated_at: value.updated_at, task_id: value.task_id, kafka_partition: 0, kafka_offset: first, row_in_batch: i })),
-      { metric_name: 'fixture.v5', ts: 1_704_067_301_000, value: -3.5, updated_at: 1_704_067_300_000, task_id: 'task-v5', kafka_partition: 0, kafka_offset: first + 2, row_in_batch: 0 },
+      ...value.timestamps.map((ts, i) => ({
+        metric_name: value.metric_name,
+        ts,
+        value: value.values[i],
+        updated_at: value.updated_at,
+        task_id: value.task_id,
+        kafka_partition: 0,
+        kafka_offset: first,
+        row_in_batch: i,
+      })),
+      {
+        metric_name: 'fixture.v5',
+        ts: 1_704_067_301_000,
+        value: -3.5,
+        updated_at: 1_704_067_300_000,
+        task_id: 'task-v5',
+        kafka_partition: 0,
+        kafka_offset: first + 2,
+        row_in_batch: 0,
+      },
     ]);
     // The live schemas read v1 the same way (no v5 there): the live projector and a plain rebuild agree.
     await platform.clickhouse.command({ query: 'CREATE TABLE points_fixtures_live AS points' });
     const v1Only = await rebuildRange({
-      log: platform.log, topic: platform.topics.points, groupPrefix: own.MERIDIAN_TOPIC_PREFIX,
-      clickhouse: platform.clickhouse, table: 'points_fixtures_live', starts: low, ends: new Map([...end].map(([p, e]) => [p, p === 0 ? first + 2 : e])), batchRows: 1000,
+      log: platform.log,
+      topic: platform.topics.points,
+      groupPrefix: own.MERIDIAN_TOPIC_PREFIX,
+      clickhouse: platform.clickhouse,
+      table: 'points_fixtures_live',
+      starts: low,
+      ends: new Map([...end].map(([p, e]) => [p, p === 0 ? first + 2 : e])),
+      batchRows: 1000,
     });
     expect(v1Only.points).toBe(2);
-    expect(await tableChecksums(platform.clickhouse, 'points_fixtures_live')).toEqual(new Map([...(await tableChecksums(platform.clickhouse, 'points_fixtures'))].filter(([m]) => m !== 'fixture.v5')));
+    expect(await tableChecksums(platform.clickhouse, 'points_fixtures_live')).toEqual(
+      new Map([...(await tableChecksums(platform.clickhouse, 'points_fixtures'))].filter(([m]) => m !== 'fixture.v5')),
+    );
   });
 
   it('a swap when the new generation is ahead of a live projector holding rows in memory: no row lost or doubled', async (ctx) => {
@@ -669,7 +847,15 @@ describe('recorded events of older schema versions, on a log of their own', () =
     worker = await startWorker(own);
     // Only v1 events on the live log from here on (the live projector reads schemas/, which has no v5).
     await waitFor('the live projector to catch up', async () => ((await count()) === 2 ? true : undefined), 60_000, 100);
-    const batch = (task: string, n: number, at: number) => pointsCodec.encode({ type: 'PointBatch', task_id: task, metric_name: 'fixture.live', updated_at: at, timestamps: Array.from({ length: n }, (_, i) => at + i), values: Array.from({ length: n }, (_, i) => i) });
+    const batch = (task: string, n: number, at: number) =>
+      pointsCodec.encode({
+        type: 'PointBatch',
+        task_id: task,
+        metric_name: 'fixture.live',
+        updated_at: at,
+        timestamps: Array.from({ length: n }, (_, i) => at + i),
+        values: Array.from({ length: n }, (_, i) => i),
+      });
     await write([batch('task-a', 5, 1_704_067_400_000), sealed('task-a', 5)]);
     await waitFor('task-a live', async () => ((await count()) === 7 ? true : undefined), 60_000, 100);
     // A batch without its seal: the live projector buffers it and waits for more (it is in its memory, not in ClickHouse).
@@ -688,7 +874,18 @@ describe('recorded events of older schema versions, on a log of their own', () =
     await waitFor('task-c live', async () => ((await count()) === 14 ? true : undefined), 60_000, 100);
     await new Promise((r) => setTimeout(r, 1500));
     expect(await count()).toBe(14);
-    expect(Number((await (await platform.clickhouse.query({ query: 'SELECT toString(uniqExact(kafka_partition, kafka_offset, row_in_batch)) AS n FROM points', format: 'JSONEachRow' })).json<{ n: string }>())[0]!.n)).toBe(14);
+    expect(
+      Number(
+        (
+          await (
+            await platform.clickhouse.query({
+              query: 'SELECT toString(uniqExact(kafka_partition, kafka_offset, row_in_batch)) AS n FROM points',
+              format: 'JSONEachRow',
+            })
+          ).json<{ n: string }>()
+        )[0]!.n,
+      ),
+    ).toBe(14);
   });
 });
 
@@ -707,12 +904,23 @@ describe('staged uploads, rebuilt as the live projector seals them', () => {
   const rows = async <R>(sql: string): Promise<R[]> => (await platform.clickhouse.query({ query: sql, format: 'JSONEachRow' })).json<R>();
   const count = async (sql: string): Promise<number> => Number((await rows<{ n: string }>(`SELECT toString((${sql})) AS n`))[0]!.n);
   const write = (upload: HandUpload) => writeUpload(platform.kafka, platform.topics.points, own.MERIDIAN_TOPIC_PREFIX, upload);
-  const catalogOf = (table: string) => rows(`SELECT metric_name, toString(countMerge(points)) AS points, toString(minMerge(first_ts)) AS first_ts, toString(maxMerge(last_ts)) AS last_ts FROM ${table} GROUP BY metric_name ORDER BY metric_name`);
-  const perMetric = (table: string) => rows(`SELECT metric_name, toString(count()) AS points, toString(min(ts)) AS first_ts, toString(max(ts)) AS last_ts FROM ${table} GROUP BY metric_name ORDER BY metric_name`);
-  const sealsOf = (table: string) => rows(`SELECT kafka_partition, toString(seal_offset) AS seal_offset, task_id, attempt FROM ${table} ORDER BY kafka_partition, seal_offset`);
+  const catalogOf = (table: string) =>
+    rows(
+      `SELECT metric_name, toString(countMerge(points)) AS points, toString(minMerge(first_ts)) AS first_ts, toString(maxMerge(last_ts)) AS last_ts FROM ${table} GROUP BY metric_name ORDER BY metric_name`,
+    );
+  const perMetric = (table: string) =>
+    rows(
+      `SELECT metric_name, toString(count()) AS points, toString(min(ts)) AS first_ts, toString(max(ts)) AS last_ts FROM ${table} GROUP BY metric_name ORDER BY metric_name`,
+    );
+  const sealsOf = (table: string) =>
+    rows(`SELECT kafka_partition, toString(seal_offset) AS seal_offset, task_id, attempt FROM ${table} ORDER BY kafka_partition, seal_offset`);
   const stagesIn = (database: string) => count(`SELECT count() FROM system.tables WHERE database = '${database}' AND match(name, '_stage_')`);
   const pointsOf = (table: string, task: string) => count(`SELECT count() FROM ${table} WHERE task_id = '${task}'`);
-  const batch = (partition: number, metric: string, first: number, n: number): HandBatch => ({ partition, metric, points: Array.from({ length: n }, (_, i) => [T + (first + i) * 1000, first + i / 8] as const) });
+  const batch = (partition: number, metric: string, first: number, n: number): HandBatch => ({
+    partition,
+    metric,
+    points: Array.from({ length: n }, (_, i) => [T + (first + i) * 1000, first + i / 8] as const),
+  });
   let total = 0;
   const waitForLive = (what: string) => waitFor(what, async () => ((await count('SELECT count() FROM points')) === total ? true : undefined), 60_000, 100);
   /** A restarted worker's live projector reaches `total` from the new table's positions, and stays there: each point once, the catalog exact. */
@@ -743,7 +951,9 @@ describe('staged uploads, rebuilt as the live projector seals them', () => {
     const staged = await write({
       staged: true,
       batches: [batch(0, 'st.a', 10, 4), batch(1, 'st.c', 10, 3), batch(0, 'st.d', 10, 1), batch(2, 'st.a', 20, 2)],
-      between: async () => { inside = await write({ batches: [batch(0, 'st.a', 50, 2)] }); },
+      between: async () => {
+        inside = await write({ batches: [batch(0, 'st.a', 50, 2)] });
+      },
     });
     const second = await write({ staged: true, batches: [batch(1, 'st.e', 0, 5)] });
     total = direct.points + inside!.points + staged.points + second.points;
@@ -764,8 +974,16 @@ describe('staged uploads, rebuilt as the live projector seals them', () => {
     // Rebuilt again from where it is (a resumed rebuild): its positions count the seals, so nothing is sealed twice.
     const { low, end } = await platform.log.offsets(platform.topics.points);
     const again = await rebuildRange({
-      log: platform.log, topic: platform.topics.points, groupPrefix: own.MERIDIAN_TOPIC_PREFIX,
-      clickhouse: platform.clickhouse, table: `points_g${g}`, seals: `points_seals_g${g}`, catalog: `metric_catalog_g${g}`, starts: low, ends: end, batchRows: 1000,
+      log: platform.log,
+      topic: platform.topics.points,
+      groupPrefix: own.MERIDIAN_TOPIC_PREFIX,
+      clickhouse: platform.clickhouse,
+      table: `points_g${g}`,
+      seals: `points_seals_g${g}`,
+      catalog: `metric_catalog_g${g}`,
+      starts: low,
+      ends: end,
+      batchRows: 1000,
     });
     expect(again).toMatchObject({ events: 0, stagedSeals: 0 });
     expect(await count(`SELECT count() FROM points_g${g}`)).toBe(total);
@@ -773,10 +991,23 @@ describe('staged uploads, rebuilt as the live projector seals them', () => {
     // A rebuild that died between a share's ATTACH and its seal's record (partition 0's seal row
     // gone): resumed, it reads the seal again, finds the share attached and only records it.
     await platform.clickhouse.command({ query: `ALTER TABLE points_seals_g${g} DELETE WHERE kafka_partition = 0` });
-    await waitFor('the seal row deleted', async () => ((await count(`SELECT count() FROM points_seals_g${g} WHERE kafka_partition = 0`)) === 0 ? true : undefined), 30_000, 100);
+    await waitFor(
+      'the seal row deleted',
+      async () => ((await count(`SELECT count() FROM points_seals_g${g} WHERE kafka_partition = 0`)) === 0 ? true : undefined),
+      30_000,
+      100,
+    );
     const resumed = await rebuildRange({
-      log: platform.log, topic: platform.topics.points, groupPrefix: own.MERIDIAN_TOPIC_PREFIX,
-      clickhouse: platform.clickhouse, table: `points_g${g}`, seals: `points_seals_g${g}`, catalog: `metric_catalog_g${g}`, starts: low, ends: end, batchRows: 1000,
+      log: platform.log,
+      topic: platform.topics.points,
+      groupPrefix: own.MERIDIAN_TOPIC_PREFIX,
+      clickhouse: platform.clickhouse,
+      table: `points_g${g}`,
+      seals: `points_seals_g${g}`,
+      catalog: `metric_catalog_g${g}`,
+      starts: low,
+      ends: end,
+      batchRows: 1000,
     });
     expect(resumed).toMatchObject({ stagedSeals: 1, batches: 0 });
     expect(await tableChecksums(platform.clickhouse, `points_g${g}`)).toEqual(await tableChecksums(platform.clickhouse, 'points'));
@@ -812,15 +1043,25 @@ describe('staged uploads, rebuilt as the live projector seals them', () => {
     const pending = await write({
       staged: true,
       batches: [batch(0, 'st.f', 0, 3), batch(1, 'st.f', 10, 2)],
-      between: async () => { inside = await write({ batches: [batch(0, 'st.g', 0, 2)] }); },
+      between: async () => {
+        inside = await write({ batches: [batch(0, 'st.g', 0, 2)] });
+      },
     });
     // The live projector, stopped past the direct upload inside the staged one's range and before
     // its seals (played by the projector's own pieces: rebuildRange into points with its seals).
     const { low, end } = await platform.log.offsets(topic);
     const stopped = new Map([...end].map(([p, e]) => [p, pending.seals.get(p) ?? e]));
     await rebuildRange({
-      log: platform.log, topic, groupPrefix: own.MERIDIAN_TOPIC_PREFIX,
-      clickhouse: platform.clickhouse, table: 'points', seals: 'points_seals', catalog: 'metric_catalog', starts: low, ends: stopped, batchRows: 1000,
+      log: platform.log,
+      topic,
+      groupPrefix: own.MERIDIAN_TOPIC_PREFIX,
+      clickhouse: platform.clickhouse,
+      table: 'points',
+      seals: 'points_seals',
+      catalog: 'metric_catalog',
+      starts: low,
+      ends: stopped,
+      batchRows: 1000,
     });
     total += inside!.points;
     expect(await count('SELECT count() FROM points')).toBe(total);
@@ -830,10 +1071,21 @@ describe('staged uploads, rebuilt as the live projector seals them', () => {
     const sealsBefore = await count('SELECT count() FROM points_seals');
     let frozen: { seals: number; refused: boolean } | null = null;
     const result = await rebuildPoints(platform, {
-      to: { kind: 'offsets', offsets: new Map([...stopped].map(([p, e]) => [p, e - 1])) }, swap: 'always', waitForLiveMs: 0,
+      to: { kind: 'offsets', offsets: new Map([...stopped].map(([p, e]) => [p, e - 1])) },
+      swap: 'always',
+      waitForLiveMs: 0,
       // While frozen, the seals stay readable and no seal can be recorded (its ATTACH is held too).
       whileFrozen: async () => {
-        const refused = await platform.clickhouse.insert({ table: 'points_seals', format: 'JSONEachRow', values: [{ kafka_partition: 0, seal_offset: 1e9, task_id: 'frozen', attempt: '0000000000000000' }] }).then(() => false, () => true);
+        const refused = await platform.clickhouse
+          .insert({
+            table: 'points_seals',
+            format: 'JSONEachRow',
+            values: [{ kafka_partition: 0, seal_offset: 1e9, task_id: 'frozen', attempt: '0000000000000000' }],
+          })
+          .then(
+            () => false,
+            () => true,
+          );
         frozen = { seals: await count('SELECT count() FROM points_seals'), refused };
       },
     });
@@ -842,10 +1094,14 @@ describe('staged uploads, rebuilt as the live projector seals them', () => {
     // The first test's staged batches and this upload's two are passed over; only the first test's shares are sealed.
     expect(result.stats).toMatchObject({ stagedBatches: 5 + 2, stagedSeals: 4 });
     expect(await pointsOf('points', pending.taskId)).toBe(0);
-    const tables = await rows<{ name: string; engine: string }>("SELECT name, engine FROM system.tables WHERE database = currentDatabase() AND name LIKE 'points%' ORDER BY name");
+    const tables = await rows<{ name: string; engine: string }>(
+      "SELECT name, engine FROM system.tables WHERE database = currentDatabase() AND name LIKE 'points%' ORDER BY name",
+    );
     expect(tables).toEqual([
-      { name: 'points', engine: 'MergeTree' }, { name: 'points_g1', engine: 'MergeTree' },
-      { name: 'points_seals', engine: 'MergeTree' }, { name: 'points_seals_g1', engine: 'MergeTree' },
+      { name: 'points', engine: 'MergeTree' },
+      { name: 'points_g1', engine: 'MergeTree' },
+      { name: 'points_seals', engine: 'MergeTree' },
+      { name: 'points_seals_g1', engine: 'MergeTree' },
     ]);
 
     // The live projector goes on from the new table's positions and seals the share there, once.
@@ -889,19 +1145,48 @@ describe('staged uploads, rebuilt as the live projector seals them', () => {
     await skipUnlessSwappable(ctx, platform);
     const sealsBefore = await sealsOf('points_seals');
     const pointsBefore = await tableChecksums(platform.clickhouse, 'points');
-    await expect(rebuildPoints(platform, { swap: 'always', waitForLiveMs: 0, whileFrozen: async () => { throw new Error('stopped while frozen'); } })).rejects.toThrow(/stopped while frozen/);
-    const tables = await rows<{ name: string; engine: string }>("SELECT name, engine FROM system.tables WHERE database = currentDatabase() AND (name IN ('points', 'points_seals') OR name LIKE '%frozen%') ORDER BY name");
-    expect(tables).toEqual([{ name: 'points', engine: 'MergeTree' }, { name: 'points_seals', engine: 'MergeTree' }]);
+    await expect(
+      rebuildPoints(platform, {
+        swap: 'always',
+        waitForLiveMs: 0,
+        whileFrozen: async () => {
+          throw new Error('stopped while frozen');
+        },
+      }),
+    ).rejects.toThrow(/stopped while frozen/);
+    const tables = await rows<{ name: string; engine: string }>(
+      "SELECT name, engine FROM system.tables WHERE database = currentDatabase() AND (name IN ('points', 'points_seals') OR name LIKE '%frozen%') ORDER BY name",
+    );
+    expect(tables).toEqual([
+      { name: 'points', engine: 'MergeTree' },
+      { name: 'points_seals', engine: 'MergeTree' },
+    ]);
     expect(await sealsOf('points_seals')).toEqual(sealsBefore);
     expect(await tableChecksums(platform.clickhouse, 'points')).toEqual(pointsBefore);
   });
 
-  it('a point in time between a staged upload\'s batches and its seal leaves it out; between two partitions\' seals, exactly the sealed shares', async () => {
+  it("a point in time between a staged upload's batches and its seal leaves it out; between two partitions' seals, exactly the sealed shares", async () => {
     if (!worker) worker = await startWorker(own);
     const base = Date.now() + 5_000; // after every record written so far
     // Batches at base, seals at base + 2; the second upload's batches at base + 4, its seal in partition 0 at base + 5, in 1 at base + 7.
-    const early = await write({ staged: true, batches: [batch(0, 'st.h', 0, 2), batch(1, 'st.h', 5, 3)], batchesAt: base, sealsAt: new Map([[0, base + 2], [1, base + 2]]) });
-    const split = await write({ staged: true, batches: [batch(0, 'st.i', 0, 4), batch(1, 'st.j', 0, 3)], batchesAt: base + 4, sealsAt: new Map([[0, base + 5], [1, base + 7]]) });
+    const early = await write({
+      staged: true,
+      batches: [batch(0, 'st.h', 0, 2), batch(1, 'st.h', 5, 3)],
+      batchesAt: base,
+      sealsAt: new Map([
+        [0, base + 2],
+        [1, base + 2],
+      ]),
+    });
+    const split = await write({
+      staged: true,
+      batches: [batch(0, 'st.i', 0, 4), batch(1, 'st.j', 0, 3)],
+      batchesAt: base + 4,
+      sealsAt: new Map([
+        [0, base + 5],
+        [1, base + 7],
+      ]),
+    });
     total += early.points + split.points;
     await waitForLive('both staged uploads sealed live');
     const others = await count(`SELECT count() FROM points WHERE task_id NOT IN ('${early.taskId}', '${split.taskId}')`);
@@ -918,11 +1203,12 @@ describe('staged uploads, rebuilt as the live projector seals them', () => {
         expect([await share(early.taskId, 0), await share(early.taskId, 1)], `cut ${i}`).toEqual(cut.early);
         expect([await share(split.taskId, 0), await share(split.taskId, 1)], `cut ${i}`).toEqual(cut.split);
         expect(await count(`SELECT count() FROM ${db}.points WHERE task_id NOT IN ('${early.taskId}', '${split.taskId}')`)).toBe(others);
-        const sealed = (await sealsOf(`${db}.points_seals`)).map((s) => `${(s as { task_id: string }).task_id}/${(s as { kafka_partition: number }).kafka_partition}`);
-        expect(sealed.filter((s) => s.startsWith(early.taskId) || s.startsWith(split.taskId)).sort(), `cut ${i}`).toEqual([
-          ...(cut.early[0]! > 0 ? [`${early.taskId}/0`, `${early.taskId}/1`] : []),
-          ...(cut.split[0]! > 0 ? [`${split.taskId}/0`] : []),
-        ].sort());
+        const sealed = (await sealsOf(`${db}.points_seals`)).map(
+          (s) => `${(s as { task_id: string }).task_id}/${(s as { kafka_partition: number }).kafka_partition}`,
+        );
+        expect(sealed.filter((s) => s.startsWith(early.taskId) || s.startsWith(split.taskId)).sort(), `cut ${i}`).toEqual(
+          [...(cut.early[0]! > 0 ? [`${early.taskId}/0`, `${early.taskId}/1`] : []), ...(cut.split[0]! > 0 ? [`${split.taskId}/0`] : [])].sort(),
+        );
         expect(await catalogOf(`${db}.metric_catalog`)).toEqual(await perMetric(`${db}.points`));
         expect(await stagesIn(db)).toBe(0);
       } finally {

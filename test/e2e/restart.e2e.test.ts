@@ -44,7 +44,10 @@ async function define(url: string, key: string, content: string, name: string): 
 
 const blobExists = async (content: string) => {
   const name = `blobs/sha256/${createHash('sha256').update(content).digest('hex')}`;
-  return platform.storage.client.statObject(platform.storage.bucket, name).then(() => true, () => false);
+  return platform.storage.client.statObject(platform.storage.bucket, name).then(
+    () => true,
+    () => false,
+  );
 };
 
 /** Everything a user sees: their task list, each task, their files, and each file's bytes. */
@@ -52,7 +55,9 @@ async function seenBy(url: string, key: string, taskIds: readonly string[]) {
   const tasks = (await call(`${url}/api/v1/tasks?limit=100`, key)).json as { tasks: TaskBody[] };
   const each = await Promise.all(taskIds.map(async (id) => (await call(`${url}/api/v1/tasks/${id}`, key)).json as TaskBody));
   const files = (await call(`${url}/api/v1/files`, key)).json as { files_list: Array<{ file_id: string }> };
-  const bytes = await Promise.all(files.files_list.map(async (f) => (await fetch(`${url}/api/v1/file/download/${f.file_id}`, { headers: { Authorization: `Bearer ${key}` } })).text()));
+  const bytes = await Promise.all(
+    files.files_list.map(async (f) => (await fetch(`${url}/api/v1/file/download/${f.file_id}`, { headers: { Authorization: `Bearer ${key}` } })).text()),
+  );
   return { tasks, each, files, bytes };
 }
 
@@ -86,7 +91,10 @@ describe('a restart of every process', () => {
     const { url } = running!;
     const taskIds: string[] = [];
     for (let i = 0; i < 30; i++) {
-      const res = await call(`${url}/api/v1/metrics/upload`, ada, { method: 'POST', body: { metric_name: `restart.m${i % 3}`, values: [{ timestamp: '2024-01-01T00:00:00Z', value: i }] } });
+      const res = await call(`${url}/api/v1/metrics/upload`, ada, {
+        method: 'POST',
+        body: { metric_name: `restart.m${i % 3}`, values: [{ timestamp: '2024-01-01T00:00:00Z', value: i }] },
+      });
       expect(res.status).toBe(202);
       taskIds.push(res.json.task_id as string);
     }
@@ -99,7 +107,14 @@ describe('a restart of every process', () => {
 
     // Everything so far is in the files read model (the delete below decides on it).
     const filesEnd = (await platform.admin.fetchTopicOffsets(platform.topics.files))[0]!;
-    const covered = async () => (await (await fetch(`${settings.CLICKHOUSE_URL}/?database=${settings.CLICKHOUSE_DATABASE}&query=${encodeURIComponent('SELECT max(kafka_offset) FROM files_positions')}`)).text()).trim();
+    const covered = async () =>
+      (
+        await (
+          await fetch(
+            `${settings.CLICKHOUSE_URL}/?database=${settings.CLICKHOUSE_DATABASE}&query=${encodeURIComponent('SELECT max(kafka_offset) FROM files_positions')}`,
+          )
+        ).text()
+      ).trim();
     await waitFor('the files read model to cover the log', async () => (Number(await covered()) >= Number(filesEnd.high) - 1 ? true : undefined), 60_000, 100);
 
     // The worker stops; the file is deleted meanwhile (the api answers once its wait for the
@@ -113,9 +128,13 @@ describe('a restart of every process', () => {
     // Both start again, as deployed.
     running = await startBoth();
     const after = running.url;
-    await waitFor('the deletion to be projected', async () =>
-      ((await call(`${after}/api/v1/files/${gone}`, ada)).status === 404 ? true : undefined), 60_000, 100);
-    await waitFor('the deleted file\'s blob to leave storage', async () => (!(await blobExists(doomed)) ? true : undefined), 60_000, 200);
+    await waitFor(
+      'the deletion to be projected',
+      async () => ((await call(`${after}/api/v1/files/${gone}`, ada)).status === 404 ? true : undefined),
+      60_000,
+      100,
+    );
+    await waitFor("the deleted file's blob to leave storage", async () => (!(await blobExists(doomed)) ? true : undefined), 60_000, 200);
     expect(await blobExists(kept)).toBe(true);
 
     const now = { ada: await seenBy(after, ada, taskIds), bob: await seenBy(after, bob, []) };
@@ -140,7 +159,10 @@ describe('a restart of every process', () => {
     expect(apiTasksRead).toBeLessThan(history / 10);
 
     // And the restarted pair works as before.
-    const res = await call(`${after}/api/v1/metrics/upload`, ada, { method: 'POST', body: { metric_name: 'restart.after', values: [{ timestamp: '2024-01-01T00:00:00Z', value: 1 }] } });
+    const res = await call(`${after}/api/v1/metrics/upload`, ada, {
+      method: 'POST',
+      body: { metric_name: 'restart.after', values: [{ timestamp: '2024-01-01T00:00:00Z', value: 1 }] },
+    });
     expect((await waitForTask(after, ada, res.json.task_id as string)).status).toBe('succeeded');
   }, 300_000);
 });

@@ -19,7 +19,10 @@ let admin: string;
 let user: string;
 
 async function upload(metric: string, timestamps: readonly number[]): Promise<void> {
-  const res = await call(`${api.url}/api/v1/metrics/upload`, admin, { method: 'POST', body: { metric_name: metric, values: timestamps.map((ts, i) => ({ timestamp: formatTimestamp(ts), value: i })) } });
+  const res = await call(`${api.url}/api/v1/metrics/upload`, admin, {
+    method: 'POST',
+    body: { metric_name: metric, values: timestamps.map((ts, i) => ({ timestamp: formatTimestamp(ts), value: i })) },
+  });
   expect(res.status, res.text).toBe(202);
   expect((await waitForTask(api.url, admin, res.json.task_id, 120_000)).status).toBe('succeeded');
 }
@@ -47,7 +50,9 @@ describe('retention per pattern', () => {
   it('is for admins: 403 to a user, 400 for a rule that cannot be, 404 removing one that does not exist', async () => {
     expect((await call(`${api.url}/api/v1/retention`, user)).status).toBe(403);
     expect((await call(`${api.url}/api/v1/retention`, user, { method: 'PUT', body: { match: 'prefix', value: 'ret_', seconds: 3 } })).status).toBe(403);
-    expect((await call(`${api.url}/api/v1/retention`, admin, { method: 'PUT', body: { match: 'prefix', value: 'ret_', seconds: 3, days: 1 } })).status).toBe(400);
+    expect((await call(`${api.url}/api/v1/retention`, admin, { method: 'PUT', body: { match: 'prefix', value: 'ret_', seconds: 3, days: 1 } })).status).toBe(
+      400,
+    );
     expect((await call(`${api.url}/api/v1/retention`, admin, { method: 'PUT', body: { match: 'glob', value: 'ret_', seconds: 3 } })).status).toBe(400);
     expect((await call(`${api.url}/api/v1/retention?match=prefix&value=nothing`, admin, { method: 'DELETE' })).status).toBe(404);
   });
@@ -67,12 +72,24 @@ describe('retention per pattern', () => {
     expect(await timestamps('ret_a')).toEqual(fresh.map(formatTimestamp));
     expect(await timestamps('other_b')).toHaveLength(old.length);
     const catalog = await call(`${api.url}/api/v1/metrics?${new URLSearchParams({ metrics: 'ret_a' })}`, admin);
-    expect(catalog.json.metrics).toEqual([{ metric_name: 'ret_a', points: 2, first_timestamp: formatTimestamp(fresh[0]!), last_timestamp: formatTimestamp(fresh[1]!) }]);
+    expect(catalog.json.metrics).toEqual([
+      { metric_name: 'ret_a', points: 2, first_timestamp: formatTimestamp(fresh[0]!), last_timestamp: formatTimestamp(fresh[1]!) },
+    ]);
     // The pass was a deletion in the log, by user "retention", with the rule as its reason.
     const events = await call(`${api.url}/api/v1/events?${new URLSearchParams({ types: 'MetricsDeleted', format: 'ndjson' })}`, admin);
     expect(events.status, events.text).toBe(200);
-    const deletions = events.text.trimEnd().split('\n').map((l) => (JSON.parse(l) as { event: Record<string, unknown> }).event);
-    expect(deletions).toEqual([expect.objectContaining({ user_name: 'retention', metrics: ['ret_a'], points: old.length, reason: expect.stringContaining('retention rule prefix "ret_"') })]);
+    const deletions = events.text
+      .trimEnd()
+      .split('\n')
+      .map((l) => (JSON.parse(l) as { event: Record<string, unknown> }).event);
+    expect(deletions).toEqual([
+      expect.objectContaining({
+        user_name: 'retention',
+        metrics: ['ret_a'],
+        points: old.length,
+        reason: expect.stringContaining('retention rule prefix "ret_"'),
+      }),
+    ]);
 
     // Removed: new old points are kept from now on.
     expect((await call(`${api.url}/api/v1/retention?match=prefix&value=ret_`, admin, { method: 'DELETE' })).status).toBe(204);
@@ -82,7 +99,7 @@ describe('retention per pattern', () => {
     expect(await timestamps('ret_a')).toHaveLength(fresh.length + 1);
   });
 
-  it('meridian retention set, ls and rm with an admin key; a user\'s key is refused', async () => {
+  it("meridian retention set, ls and rm with an admin key; a user's key is refused", async () => {
     const env = (key: string) => ({ PATH: process.env.PATH ?? '', HOME: '/nonexistent', MERIDIAN_URL: api.url, MERIDIAN_API_KEY: key });
     const set = await userCli(['retention', 'set', '--metric', 'cli_x', '--days', '30', '--json'], env(admin));
     expect(set.code, set.stderr).toBe(0);

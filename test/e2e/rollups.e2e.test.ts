@@ -26,13 +26,18 @@ const NAMES = ['ru.a', 'ru.semi;colon,"q'];
 type Rollup = { metric_name: string; bucket: string; count: number; min: number; max: number; sum: number; avg: number; last: number };
 
 async function upload(metric: string, values: Array<[number, number]>): Promise<void> {
-  const res = await call(`${api.url}/api/v1/metrics/upload`, admin, { method: 'POST', body: { metric_name: metric, values: values.map(([ts, value]) => ({ timestamp: formatTimestamp(ts), value })) } });
+  const res = await call(`${api.url}/api/v1/metrics/upload`, admin, {
+    method: 'POST',
+    body: { metric_name: metric, values: values.map(([ts, value]) => ({ timestamp: formatTimestamp(ts), value })) },
+  });
   expect(res.status, res.text).toBe(202);
   expect((await waitForTask(api.url, admin, res.json.task_id, 120_000)).status).toBe('succeeded');
 }
 
 async function download(qs: Record<string, string>, key = analyst) {
-  const res = await fetch(`${api.url}/api/v1/metrics/download?${new URLSearchParams(qs)}`, { headers: { Authorization: `Bearer ${key}`, 'Accept-Encoding': 'identity' } });
+  const res = await fetch(`${api.url}/api/v1/metrics/download?${new URLSearchParams(qs)}`, {
+    headers: { Authorization: `Bearer ${key}`, 'Accept-Encoding': 'identity' },
+  });
   return { status: res.status, headers: res.headers, bytes: Buffer.from(await res.arrayBuffer()) };
 }
 
@@ -71,9 +76,16 @@ beforeAll(async () => {
   await api.api.accounts.syncToEnd();
   analyst = await createUser(api.url, admin, 'analyst', [{ match: 'prefix', value: 'ru.', access: 'r' }]);
   // 400 points 37 s apart (about four hours), values in quarters: every sum is exact in any order.
-  for (const [m, name] of NAMES.entries()) await upload(name, Array.from({ length: 400 }, (_, i) => [T0 + i * 37_000 + m, (i % 50) / 4 - m]));
+  for (const [m, name] of NAMES.entries())
+    await upload(
+      name,
+      Array.from({ length: 400 }, (_, i) => [T0 + i * 37_000 + m, (i % 50) / 4 - m]),
+    );
   // Some of them uploaded again with other values: the newest counts, once.
-  await upload(NAMES[0]!, Array.from({ length: 40 }, (_, i) => [T0 + i * 10 * 37_000, 1000 + i / 4]));
+  await upload(
+    NAMES[0]!,
+    Array.from({ length: 40 }, (_, i) => [T0 + i * 10 * 37_000, 1000 + i / 4]),
+  );
 }, 300_000);
 afterAll(async () => {
   await ingest?.close();
@@ -81,7 +93,10 @@ afterAll(async () => {
 });
 
 describe('downloads at resolution 1m and 1h', () => {
-  for (const [resolution, stepMs] of [['1m', 60_000], ['1h', 3_600_000]] as const) {
+  for (const [resolution, stepMs] of [
+    ['1m', 60_000],
+    ['1h', 3_600_000],
+  ] as const) {
     it(`${resolution}: every bucket equals the aggregates of the deduplicated raw points, as JSON and CSV`, async () => {
       const want = await expected(stepMs);
       const json = await download({ ...selection, resolution, format: 'json', max_rows: '10000' });
@@ -109,9 +124,27 @@ describe('downloads at resolution 1m and 1h', () => {
     const want = (await expected(60_000)).map((r) => ({ ...r, bucket: Date.parse(r.bucket.replace(/\+0000$/, 'Z')) }));
     const arrow = tableFromIPC((await download({ ...selection, resolution: '1m', format: 'arrow', max_rows: '10000' })).bytes);
     expect(arrow.schema.fields.map((f) => `${f.name}:${String(f.type)}`)).toEqual([
-      'metric_name:Utf8', 'bucket:Timestamp<MILLISECOND, UTC>', 'count:Int64', 'min:Float64', 'max:Float64', 'sum:Float64', 'avg:Float64', 'last:Float64',
+      'metric_name:Utf8',
+      'bucket:Timestamp<MILLISECOND, UTC>',
+      'count:Int64',
+      'min:Float64',
+      'max:Float64',
+      'sum:Float64',
+      'avg:Float64',
+      'last:Float64',
     ]);
-    expect([...arrow].map((r) => ({ metric_name: r.metric_name, bucket: Number(r.bucket), count: Number(r.count), min: r.min, max: r.max, sum: r.sum, avg: r.avg, last: r.last }))).toEqual(want);
+    expect(
+      [...arrow].map((r) => ({
+        metric_name: r.metric_name,
+        bucket: Number(r.bucket),
+        count: Number(r.count),
+        min: r.min,
+        max: r.max,
+        sum: r.sum,
+        avg: r.avg,
+        last: r.last,
+      })),
+    ).toEqual(want);
     const parquet = (await download({ ...selection, resolution: '1m', format: 'parquet', max_rows: '10000' })).bytes;
     const file = parquet.buffer.slice(parquet.byteOffset, parquet.byteOffset + parquet.length);
     const objects = await parquetReadObjects({ file });
@@ -141,7 +174,10 @@ describe('downloads at resolution 1m and 1h', () => {
   });
 
   it('points uploaded later join their buckets; an unreadable metric is a 404 as in a raw download', async () => {
-    await upload(NAMES[1]!, [[T0 + 59_999, -100], [T0 + 3 * 3_600_000 + 1, 100]]);
+    await upload(NAMES[1]!, [
+      [T0 + 59_999, -100],
+      [T0 + 3 * 3_600_000 + 1, 100],
+    ]);
     const want = await expected(3_600_000);
     const got = JSON.parse((await download({ ...selection, resolution: '1h', format: 'json' })).bytes.toString()) as Rollup[];
     expect(got).toEqual(want);

@@ -21,11 +21,23 @@ const BIG_STEP = Math.floor(FOUR_MONTHS / BIG); // 10,454 ms: the last point on 
 const LAST = T0 + (BIG - 1) * BIG_STEP;
 
 type Series = { metric_name: string; t: number[]; min: number[]; max: number[]; avg: number[]; count: number[] };
-type Answer = { start: string | null; end: string | null; start_ms: number | null; end_ms: number | null; step_ms: number | null; rollup: string | null; series: Series[] };
+type Answer = {
+  start: string | null;
+  end: string | null;
+  start_ms: number | null;
+  end_ms: number | null;
+  step_ms: number | null;
+  rollup: string | null;
+  series: Series[];
+};
 
 async function series(qs: Record<string, string>, key = analyst) {
   const res = await call(`${api.url}/api/v1/metrics/series?${new URLSearchParams(qs)}`, key);
-  return { status: res.status, type: res.headers.get('content-type'), body: res.json as Answer & { detail?: string; errors?: Array<{ field: string; reason: string }> } };
+  return {
+    status: res.status,
+    type: res.headers.get('content-type'),
+    body: res.json as Answer & { detail?: string; errors?: Array<{ field: string; reason: string }> },
+  };
 }
 
 beforeAll(async () => {
@@ -39,7 +51,10 @@ beforeAll(async () => {
   await seedPoints(settings, { metric: 'ser.two.b', count: 50, fromMs: T0 + 1_800_000, stepMs: 7_200_000, value: '-number' });
   await seedPoints(settings, { metric: 'secret.big', count: 10, fromMs: T0, stepMs: 1000, value: 'number' });
   // A name no SQL text could hold unescaped: a quote, a tab, a backslash and a comment.
-  await clickhouse(settings, `INSERT INTO points SELECT 'ser.it\\'s\\t\\\\ -- name', ${T0} + number * 1000, toFloat64(number), ${T0}, 'test-seed', 65535, 0, toUInt32(number) FROM numbers(7)`);
+  await clickhouse(
+    settings,
+    `INSERT INTO points SELECT 'ser.it\\'s\\t\\\\ -- name', ${T0} + number * 1000, toFloat64(number), ${T0}, 'test-seed', 65535, 0, toUInt32(number) FROM numbers(7)`,
+  );
 }, 180_000);
 afterAll(async () => {
   await api?.close();
@@ -108,7 +123,16 @@ describe('GET /api/v1/metrics/series', () => {
     const name = "ser.it's\t\\ -- name";
     const { status, body } = await series({ metrics: name, step: '1000' });
     expect(status, JSON.stringify(body)).toBe(200);
-    expect(body.series).toEqual([{ metric_name: name, t: Array.from({ length: 7 }, (_, i) => T0 + i * 1000), min: [0, 1, 2, 3, 4, 5, 6], max: [0, 1, 2, 3, 4, 5, 6], avg: [0, 1, 2, 3, 4, 5, 6], count: [1, 1, 1, 1, 1, 1, 1] }]);
+    expect(body.series).toEqual([
+      {
+        metric_name: name,
+        t: Array.from({ length: 7 }, (_, i) => T0 + i * 1000),
+        min: [0, 1, 2, 3, 4, 5, 6],
+        max: [0, 1, 2, 3, 4, 5, 6],
+        avg: [0, 1, 2, 3, 4, 5, 6],
+        count: [1, 1, 1, 1, 1, 1, 1],
+      },
+    ]);
     expect((await series({ metrics: "it's\t", pattern: 'contains', step: '1000' })).body.series.map((s) => s.metric_name)).toEqual([name]);
   });
 

@@ -1,16 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { Producer } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  accountsCodec,
-  blobKeyOf,
-  composeApiKey,
-  foldAccounts,
-  foldFiles,
-  retentionKey,
-  type AccountEvent,
-  type FileEvent,
-} from '@meridian/domain';
+import { accountsCodec, blobKeyOf, composeApiKey, foldAccounts, foldFiles, retentionKey, type AccountEvent, type FileEvent } from '@meridian/domain';
 import { createEventCodec } from '@meridian/events';
 import { createProducer } from '@meridian/kafka';
 import { createLogger } from '@meridian/observability';
@@ -47,7 +38,15 @@ const keys = new Map<string, string>();
 async function writeAccounts(events: AccountEvent[]): Promise<void> {
   for (let i = 0; i < events.length; i += 500) {
     const chunk = events.slice(i, i + 500);
-    await producer.send({ topic: platform.topics.accounts, acks: -1, messages: chunk.map((e) => ({ key: 'user_name' in e ? e.user_name : retentionKey(e.match, e.value), value: accountCodec.encode(e), headers: { type: e.type } })) });
+    await producer.send({
+      topic: platform.topics.accounts,
+      acks: -1,
+      messages: chunk.map((e) => ({
+        key: 'user_name' in e ? e.user_name : retentionKey(e.match, e.value),
+        value: accountCodec.encode(e),
+        headers: { type: e.type },
+      })),
+    });
   }
   accountEvents.push(...events);
   written.accounts += events.length;
@@ -57,7 +56,11 @@ async function writeAccounts(events: AccountEvent[]): Promise<void> {
 async function writeFiles(events: FileEvent[]): Promise<void> {
   for (let i = 0; i < events.length; i += 100) {
     const tx = await txProducer.transaction();
-    await tx.send({ topic: platform.topics.files, acks: -1, messages: events.slice(i, i + 100).map((e) => ({ key: e.file_id, value: fileCodec.encode(e), headers: { type: e.type } })) });
+    await tx.send({
+      topic: platform.topics.files,
+      acks: -1,
+      messages: events.slice(i, i + 100).map((e) => ({ key: e.file_id, value: fileCodec.encode(e), headers: { type: e.type } })),
+    });
     await tx.commit();
     written.files += Math.min(100, events.length - i) + 1;
   }
@@ -73,8 +76,17 @@ function user(name: string, isAdmin = false): AccountEvent {
 function file(owner: string, n: number): FileEvent {
   const sha256 = randomBytes(32);
   return {
-    type: 'FileDefined', file_id: randomUUID(), task_id: randomUUID(), user_name: owner, at: 1_700_000_000_000 + n, file_name: `f${n}.csv`,
-    description: `file ${n}`, content_type: 'text/csv', size: 10 + n, sha256, blob_key: blobKeyOf(sha256.toString('hex')),
+    type: 'FileDefined',
+    file_id: randomUUID(),
+    task_id: randomUUID(),
+    user_name: owner,
+    at: 1_700_000_000_000 + n,
+    file_name: `f${n}.csv`,
+    description: `file ${n}`,
+    content_type: 'text/csv',
+    size: 10 + n,
+    sha256,
+    blob_key: blobKeyOf(sha256.toString('hex')),
   };
 }
 
@@ -126,10 +138,24 @@ describe('a fold starts from the newest snapshot plus the tail of its log', () =
 
     // History: 3,001 users, 300 metric grants; 1,200 files, 300 shares, 400 deletions.
     await writeAccounts([user('root', true), ...Array.from({ length: 3000 }, (_, i) => user(`u${String(i).padStart(4, '0')}`))]);
-    await writeAccounts(Array.from({ length: 300 }, (_, i) => ({ type: 'MetricEntitlementGranted', user_name: ownerOf(i), match: 'prefix', value: `m${i}.`, access: 'r', at: Date.now(), actor: 'root' })));
+    await writeAccounts(
+      Array.from({ length: 300 }, (_, i) => ({
+        type: 'MetricEntitlementGranted',
+        user_name: ownerOf(i),
+        match: 'prefix',
+        value: `m${i}.`,
+        access: 'r',
+        at: Date.now(),
+        actor: 'root',
+      })),
+    );
     const defined = Array.from({ length: 1200 }, (_, i) => file(ownerOf(i), i)) as Array<Extract<FileEvent, { type: 'FileDefined' }>>;
     await writeFiles(defined);
-    await writeFiles(defined.slice(0, 300).map((f, i) => ({ type: 'FileAccessGranted', file_id: f.file_id, user_name: ownerOf(i + 1), access: 'rw', at: Date.now(), actor: f.user_name })));
+    await writeFiles(
+      defined
+        .slice(0, 300)
+        .map((f, i) => ({ type: 'FileAccessGranted', file_id: f.file_id, user_name: ownerOf(i + 1), access: 'rw', at: Date.now(), actor: f.user_name })),
+    );
     await writeFiles(defined.slice(200, 600).map((f) => ({ type: 'FileDeleted', file_id: f.file_id, at: Date.now(), actor: f.user_name })));
 
     // The worker folds the accounts log and writes snapshots as it goes (files: it folds none, the
@@ -139,15 +165,33 @@ describe('a fold starts from the newest snapshot plus the tail of its log', () =
     for (const name of ['accounts'] as const) {
       const store = stores[name];
       const end = await endOf(name);
-      await waitFor(`a ${name} snapshot within ${EVERY} offsets of the end (${end})`, async () => ((await store.positions())[0] ?? 0) > end - EVERY ? true : undefined, 120_000, 250);
+      await waitFor(
+        `a ${name} snapshot within ${EVERY} offsets of the end (${end})`,
+        async () => (((await store.positions())[0] ?? 0) > end - EVERY ? true : undefined),
+        120_000,
+        250,
+      );
       expect((await store.positions()).length).toBeLessThanOrEqual(settings.MERIDIAN_SNAPSHOT_KEEP);
     }
 
     // The tail after the snapshots: more grants, a file shared, defined and deleted.
-    await writeAccounts(Array.from({ length: 40 }, (_, i) => ({ type: 'MetricEntitlementGranted', user_name: ownerOf(i), match: 'exact', value: `tail${i}`, access: 'rw', at: Date.now(), actor: 'root' })));
+    await writeAccounts(
+      Array.from({ length: 40 }, (_, i) => ({
+        type: 'MetricEntitlementGranted',
+        user_name: ownerOf(i),
+        match: 'exact',
+        value: `tail${i}`,
+        access: 'rw',
+        at: Date.now(),
+        actor: 'root',
+      })),
+    );
     const late = Array.from({ length: 20 }, (_, i) => file(ownerOf(i), 5000 + i)) as Array<Extract<FileEvent, { type: 'FileDefined' }>>;
-    await writeFiles([...late, ...late.slice(0, 5).map((f): FileEvent => ({ type: 'FileDeleted', file_id: f.file_id, at: Date.now(), actor: f.user_name })),
-      { type: 'FileAccessGranted', file_id: defined[700]!.file_id, user_name: 'u0009', access: 'r', at: Date.now(), actor: defined[700]!.user_name }]);
+    await writeFiles([
+      ...late,
+      ...late.slice(0, 5).map((f): FileEvent => ({ type: 'FileDeleted', file_id: f.file_id, at: Date.now(), actor: f.user_name })),
+      { type: 'FileAccessGranted', file_id: defined[700]!.file_id, user_name: 'u0009', access: 'r', at: Date.now(), actor: defined[700]!.user_name },
+    ]);
 
     const newest = { accounts: (await stores.accounts.positions())[0]! };
     const ends = { accounts: await endOf('accounts') };
@@ -159,8 +203,14 @@ describe('a fold starts from the newest snapshot plus the tail of its log', () =
     await waitFor('the new api to be ready', async () => ((await fetch(`${url}/readyz`).catch(() => null))?.status === 200 ? true : undefined), 120_000, 250);
 
     // Its start, as it logs it and as /metrics shows it.
-    const starts = new Map(restarted.output().split('\n').filter((l) => l.includes('"fold caught up')).map((l) => JSON.parse(l) as { topic: string; snapshot: number | null; events_read: number })
-      .map((l) => [l.topic, l]));
+    const starts = new Map(
+      restarted
+        .output()
+        .split('\n')
+        .filter((l) => l.includes('"fold caught up'))
+        .map((l) => JSON.parse(l) as { topic: string; snapshot: number | null; events_read: number })
+        .map((l) => [l.topic, l]),
+    );
     const metrics = await (await fetch(`http://127.0.0.1:${adminPort}/metrics`)).text();
     // The api folds accounts only: files are the files read model's.
     for (const name of ['accounts'] as const) {
@@ -181,7 +231,7 @@ describe('a fold starts from the newest snapshot plus the tail of its log', () =
     expect(accountsCodec.toJSON(fromZero.api.accounts.state)).toEqual(accountsCodec.toJSON(foldAccounts(accountEvents)));
     expect(await fromZero.api.files.current()).toBe(true);
     const folded = listFiles(foldFiles(fileEvents), { user_name: 'root', is_admin: true }, { limit: 100_000 }).files.map(({ file }) => file.file_id);
-    expect((await allFiles(fromZero.url, keys.get('root')!) as Array<{ file_id: string }>).map((f) => f.file_id)).toEqual(folded);
+    expect(((await allFiles(fromZero.url, keys.get('root')!)) as Array<{ file_id: string }>).map((f) => f.file_id)).toEqual(folded);
 
     // And the new one answers exactly as it does: users (keys, rules, file usage) and files, for an admin and for users.
     const root = keys.get('root')!;

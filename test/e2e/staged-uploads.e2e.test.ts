@@ -18,7 +18,13 @@ import { waitFor } from '../support/wait.ts';
  * each stage takes several.
  */
 describe.each(['on', 'auto'] as const)('staged uploads, MERIDIAN_UPLOAD_STAGING=%s', (staging) => {
-  const settings = isolatedSettings({ ...(staging === 'on' ? { MERIDIAN_UPLOAD_STAGING: staging } : {}), MERIDIAN_STAGE_MIN_BYTES: '1', MERIDIAN_POINT_BATCH_SIZE: '5000', MERIDIAN_PROJECTOR_BATCH_ROWS: '20000', MERIDIAN_MAX_UPLOAD_BYTES: '20000000' });
+  const settings = isolatedSettings({
+    ...(staging === 'on' ? { MERIDIAN_UPLOAD_STAGING: staging } : {}),
+    MERIDIAN_STAGE_MIN_BYTES: '1',
+    MERIDIAN_POINT_BATCH_SIZE: '5000',
+    MERIDIAN_PROJECTOR_BATCH_ROWS: '20000',
+    MERIDIAN_MAX_UPLOAD_BYTES: '20000000',
+  });
   let api: RunningApi;
   let ingest: Awaited<ReturnType<typeof startWorker>>;
   let writer: string;
@@ -48,7 +54,9 @@ describe.each(['on', 'auto'] as const)('staged uploads, MERIDIAN_UPLOAD_STAGING=
 
   /** Rows per metric in one download of every metric starting with `prefix` (one ClickHouse query). */
   async function downloadedPerMetric(prefix: string): Promise<Map<string, number>> {
-    const res = await fetch(`${api.url}/api/v1/metrics/download?${new URLSearchParams({ metrics: prefix, pattern: 'starts_with', max_rows: '1000000' })}`, { headers: { Authorization: `Bearer ${writer}`, 'Accept-Encoding': 'identity' } });
+    const res = await fetch(`${api.url}/api/v1/metrics/download?${new URLSearchParams({ metrics: prefix, pattern: 'starts_with', max_rows: '1000000' })}`, {
+      headers: { Authorization: `Bearer ${writer}`, 'Accept-Encoding': 'identity' },
+    });
     expect(res.status).toBe(200);
     const perMetric = new Map<string, number>();
     for (const line of (await res.text()).trimEnd().split('\n').slice(1)) {
@@ -76,7 +84,14 @@ describe.each(['on', 'auto'] as const)('staged uploads, MERIDIAN_UPLOAD_STAGING=
     await api.api.accounts.syncToEnd();
     writer = await createUser(api.url, root, 'writer', [{ match: 'prefix', value: 'up.', access: 'rw' }]);
     // auto asks the projector group, which answers once its first join is over.
-    if (staging === 'auto') await waitFor('the projector group to advertise that it reads staged uploads', async () => ((await ingest.platform.log.groupAdvertises(consumerGroupsFor(settings.MERIDIAN_TOPIC_PREFIX).projector, READS_STAGED_UPLOADS)) ? true : undefined), 60_000, 200);
+    if (staging === 'auto')
+      await waitFor(
+        'the projector group to advertise that it reads staged uploads',
+        async () =>
+          (await ingest.platform.log.groupAdvertises(consumerGroupsFor(settings.MERIDIAN_TOPIC_PREFIX).projector, READS_STAGED_UPLOADS)) ? true : undefined,
+        60_000,
+        200,
+      );
   });
   afterAll(async () => {
     await ingest?.close();
@@ -115,7 +130,10 @@ describe.each(['on', 'auto'] as const)('staged uploads, MERIDIAN_UPLOAD_STAGING=
 
     it('a bad last row of a large staged file: failed, none of it ever visible, its stages dropped', async () => {
       const n = 100_000;
-      const { seen, task: failed } = await pollWhileRunning((await uploadFile(file(n, `${METRICS[0]},${iso(n)},not-a-number,${iso(0)}`))).task_id, 'up.staged.');
+      const { seen, task: failed } = await pollWhileRunning(
+        (await uploadFile(file(n, `${METRICS[0]},${iso(n)},not-a-number,${iso(0)}`))).task_id,
+        'up.staged.',
+      );
       expect(failed).toMatchObject({ status: 'failed', reason: '1 invalid rows: nothing was stored' });
       // Only the first test's points of these metrics, in every download while it ran.
       for (const download of seen) expect([...download.values()].reduce((a, b) => a + b, 0)).toBe(100_000);

@@ -42,7 +42,10 @@ afterAll(async () => {
   await healthy?.close();
 });
 
-function expectUnavailable(answer: { status: number; headers: Record<string, string | string[] | undefined>; json: { type?: string; detail?: string } }, what: string) {
+function expectUnavailable(
+  answer: { status: number; headers: Record<string, string | string[] | undefined>; json: { type?: string; detail?: string } },
+  what: string,
+) {
   expect(answer.status).toBe(503);
   expect(answer.headers['content-type']).toMatch(/^application\/problem\+json/);
   expect(answer.headers['retry-after']).toBe('1');
@@ -52,7 +55,9 @@ function expectUnavailable(answer: { status: number; headers: Record<string, str
 
 function multipart(fields: Record<string, string>, file: string, boundary = 'xMeridianBoundary'): { body: Buffer; contentType: string } {
   const parts = Object.entries(fields).map(([name, value]) => `--${boundary}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`);
-  parts.push(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="points.csv"\r\nContent-Type: text/csv\r\n\r\n${file}\r\n--${boundary}--\r\n`);
+  parts.push(
+    `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="points.csv"\r\nContent-Type: text/csv\r\n\r\n${file}\r\n--${boundary}--\r\n`,
+  );
   return { body: Buffer.from(parts.join('')), contentType: `multipart/form-data; boundary=${boundary}` };
 }
 
@@ -63,24 +68,43 @@ describe('storage unreachable while a body is staged', () => {
 
   it('a file upload (multipart) answers 503', async () => {
     const form = multipart({}, csvPoints(100));
-    expectUnavailable(await send(`${served.url}/api/v1/metrics_file_upload?metric_name=st.form`, { method: 'POST', key, body: form.body, headers: { 'Content-Type': form.contentType } }), 'the upload');
+    expectUnavailable(
+      await send(`${served.url}/api/v1/metrics_file_upload?metric_name=st.form`, {
+        method: 'POST',
+        key,
+        body: form.body,
+        headers: { 'Content-Type': form.contentType },
+      }),
+      'the upload',
+    );
   });
 
   it('a JSON upload to be staged answers 503; a push, which needs no storage, is accepted', async () => {
     const values = (n: number) => Array.from({ length: n }, (_, i) => ({ timestamp: new Date(Date.UTC(2024, 0, 1) + i * 1000).toISOString(), value: i }));
     const staged = JSON.stringify({ metric_name: 'st.json', values: values(200) });
     expect(staged.length).toBeGreaterThan(4096);
-    expectUnavailable(await send(`${served.url}/api/v1/metrics/upload`, { method: 'POST', key, body: staged, headers: { 'Content-Type': 'application/json' } }), 'the upload');
-    const pushed = await send(`${served.url}/api/v1/metrics/upload`, { method: 'POST', key, body: JSON.stringify({ metric_name: 'st.push', values: values(1) }), headers: { 'Content-Type': 'application/json' } });
+    expectUnavailable(
+      await send(`${served.url}/api/v1/metrics/upload`, { method: 'POST', key, body: staged, headers: { 'Content-Type': 'application/json' } }),
+      'the upload',
+    );
+    const pushed = await send(`${served.url}/api/v1/metrics/upload`, {
+      method: 'POST',
+      key,
+      body: JSON.stringify({ metric_name: 'st.push', values: values(1) }),
+      headers: { 'Content-Type': 'application/json' },
+    });
     expect(pushed.status).toBe(202);
   });
 
   it('a file definition answers 503', async () => {
     const form = multipart({ file_description: 'points' }, csvPoints(100));
-    expectUnavailable(await send(`${served.url}/api/v1/files`, { method: 'POST', key, body: form.body, headers: { 'Content-Type': form.contentType } }), 'the file');
+    expectUnavailable(
+      await send(`${served.url}/api/v1/files`, { method: 'POST', key, body: form.body, headers: { 'Content-Type': form.contentType } }),
+      'the file',
+    );
   });
 
-  it('the same upload to an api whose storage answers is accepted (the 503s were storage\'s)', async () => {
+  it("the same upload to an api whose storage answers is accepted (the 503s were storage's)", async () => {
     expect((await uploadFile(healthy.url, key, csvPoints(100), { metric_name: 'st.raw' })).status).toBe(202);
   });
 });

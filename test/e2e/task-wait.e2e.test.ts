@@ -21,7 +21,10 @@ let queued: string; // a task of writer's, queued until the worker starts
 const taskUrl = (id: string, wait?: number) => `${api.url}/api/v1/tasks/${id}${wait === undefined ? '' : `?wait=${wait}`}`;
 
 async function upload(): Promise<string> {
-  const res = await call(`${api.url}/api/v1/metrics/upload`, writer, { method: 'POST', body: { metric_name: 'wait.a', values: [{ timestamp: '2024-01-01T00:00:00Z', value: 1 }] } });
+  const res = await call(`${api.url}/api/v1/metrics/upload`, writer, {
+    method: 'POST',
+    body: { metric_name: 'wait.a', values: [{ timestamp: '2024-01-01T00:00:00Z', value: 1 }] },
+  });
   expect(res.status).toBe(202);
   return res.json.task_id as string;
 }
@@ -49,7 +52,7 @@ describe('waiting for a task to end', () => {
     expect(api.api.tasks.ends.size).toBe(0);
   });
 
-  it('someone else\'s task and an unknown one answer 404 without waiting, as without wait', async () => {
+  it("someone else's task and an unknown one answer 404 without waiting, as without wait", async () => {
     for (const url of [taskUrl(queued, 600), taskUrl('00000000-0000-4000-8000-000000000000', 600)]) {
       const res = await call(url, other);
       expect(res.status).toBe(404);
@@ -98,7 +101,9 @@ describe('waiting for a task to end', () => {
     expect(res.status).toBe(200);
     expect(res.json).toMatchObject({ task_id: queued, status: 'succeeded' });
     const gap = at - polled.endedAt!;
-    console.log(`long-poll answered ${gap.toFixed(1)} ms after a fast poll first saw the end (negative: before it), ${wall - Date.parse(res.json.updated_at as string)} ms after the task's updated_at`);
+    console.log(
+      `long-poll answered ${gap.toFixed(1)} ms after a fast poll first saw the end (negative: before it), ${wall - Date.parse(res.json.updated_at as string)} ms after the task's updated_at`,
+    );
     expect(gap).toBeLessThanOrEqual(100);
     expect(api.api.tasks.ends.size).toBe(0);
   });
@@ -111,7 +116,7 @@ describe('waiting for a task to end', () => {
   });
 });
 
-describe('the server\'s own bounds around a wait', () => {
+describe("the server's own bounds around a wait", () => {
   // A second api on the same logs, with a request timeout and an idle timeout shorter than the waits.
   let tight: RunningApi;
   beforeAll(async () => {

@@ -13,7 +13,12 @@ import { waitFor } from '../support/wait.ts';
  * unfinished and start from the read model plus the tasks log's tail.
  */
 const settings = isolatedSettings({ MERIDIAN_TASK_RELEASE_INTERVAL_MS: '100' });
-const readModel = clickhouseTaskReadModel({ url: settings.CLICKHOUSE_URL, username: settings.CLICKHOUSE_USER, password: settings.CLICKHOUSE_PASSWORD, database: settings.CLICKHOUSE_DATABASE });
+const readModel = clickhouseTaskReadModel({
+  url: settings.CLICKHOUSE_URL,
+  username: settings.CLICKHOUSE_USER,
+  password: settings.CLICKHOUSE_PASSWORD,
+  database: settings.CLICKHOUSE_DATABASE,
+});
 let api: RunningApi;
 let other: RunningApi | null = null;
 let ingest: Awaited<ReturnType<typeof startWorker>>;
@@ -24,8 +29,11 @@ const upload = (url: string, metric: string, values: unknown[], key = writer, he
 
 /** A file with a bad row: its task is run by the ingest worker, and fails (a push with one is refused at once). */
 const uploadBadFile = (url: string, metric: string) =>
-  fetch(`${url}/api/v1/metrics_file_upload?metric_name=${metric}`, { method: 'POST', headers: { Authorization: `Bearer ${writer}` }, body: 'not a time,1\n' })
-    .then(async (res) => ({ status: res.status, json: (await res.json()) as { task_id: string } }));
+  fetch(`${url}/api/v1/metrics_file_upload?metric_name=${metric}`, {
+    method: 'POST',
+    headers: { Authorization: `Bearer ${writer}` },
+    body: 'not a time,1\n',
+  }).then(async (res) => ({ status: res.status, json: (await res.json()) as { task_id: string } }));
 
 /** Events in the tasks topic now: the history a start from offset 0 would read. */
 async function tasksHistory(): Promise<number> {
@@ -52,7 +60,8 @@ describe('tasks from the read model', () => {
   it('finished tasks leave memory once the read model has them, and are served from it unchanged', async () => {
     const ids: string[] = [];
     for (let i = 0; i < 20; i++) {
-      const res = i % 4 === 3 ? await uploadBadFile(api.url, `trm.m${i}`) : await upload(api.url, `trm.m${i}`, [{ timestamp: '2024-01-01T00:00:00Z', value: i }]);
+      const res =
+        i % 4 === 3 ? await uploadBadFile(api.url, `trm.m${i}`) : await upload(api.url, `trm.m${i}`, [{ timestamp: '2024-01-01T00:00:00Z', value: i }]);
       expect(res.status).toBe(202);
       ids.push(res.json.task_id as string);
     }
@@ -82,7 +91,12 @@ describe('tasks from the read model', () => {
     expect(all.map((t) => t.task_id)).toEqual([fresh.json.task_id, ...finished.map((t) => t.task_id).reverse()]);
     expect(pages).toBe(4);
     const failed = await call(`${api.url}/api/v1/tasks?status=failed&kind=metrics_upload`, writer);
-    expect((failed.json.tasks as TaskBody[]).map((t) => t.task_id)).toEqual(finished.filter((t) => t.status === 'failed').map((t) => t.task_id).reverse());
+    expect((failed.json.tasks as TaskBody[]).map((t) => t.task_id)).toEqual(
+      finished
+        .filter((t) => t.status === 'failed')
+        .map((t) => t.task_id)
+        .reverse(),
+    );
     expect((await call(`${api.url}/api/v1/tasks?kind=file_definition`, writer)).json).toEqual({ tasks: [] });
     expect((await call(`${api.url}/api/v1/tasks?cursor=forged`, writer)).status).toBe(400);
     await waitForTask(api.url, writer, fresh.json.task_id as string);
@@ -101,7 +115,12 @@ describe('tasks from the read model', () => {
     // A retry under the same Idempotency-Key, on the other instance, after the task finished and left memory.
     const first = await upload(api.url, 'trm.idem', [{ timestamp: '2024-01-01T00:00:00Z', value: 1 }], writer, { 'Idempotency-Key': 'trm-1' });
     const done = await waitForTask(api.url, writer, first.json.task_id as string);
-    await waitFor('the task to leave both memories', () => (![api, other!].some((a) => a.api.tasks.state.has(first.json.task_id as string)) ? true : undefined), 30_000, 100);
+    await waitFor(
+      'the task to leave both memories',
+      () => (![api, other!].some((a) => a.api.tasks.state.has(first.json.task_id as string)) ? true : undefined),
+      30_000,
+      100,
+    );
     const retry = await upload(other.url, 'trm.idem', [{ timestamp: '2024-01-01T00:00:00Z', value: 1 }], writer, { 'Idempotency-Key': 'trm-1' });
     expect(retry.status).toBe(202);
     expect(retry.json.task_id).toBe(first.json.task_id);
@@ -110,7 +129,7 @@ describe('tasks from the read model', () => {
     other = null;
   });
 
-  it('tasks survive a restart of api and ingest, and a new api reads only the log\'s tail', async () => {
+  it("tasks survive a restart of api and ingest, and a new api reads only the log's tail", async () => {
     const before = await Promise.all(finished.map(async (t) => (await call(`${api.url}/api/v1/tasks/${t.task_id}`, writer)).json as TaskBody));
     const history = await tasksHistory();
     await ingest.close();
@@ -138,10 +157,15 @@ describe('tasks from the read model', () => {
     };
     // The live read model first covers the log as it is (the rebuild reads to the end too).
     const ends = await api.platform.admin.fetchTopicOffsets(api.platform.topics.tasks);
-    await waitFor('the live read model to cover the log', async () => {
-      const at = await readModel.positions();
-      return ends.every((e) => Number(e.high) === 0 || (at.get(e.partition) ?? -1) >= Number(e.high) - 1) ? true : undefined;
-    }, 30_000, 100);
+    await waitFor(
+      'the live read model to cover the log',
+      async () => {
+        const at = await readModel.positions();
+        return ends.every((e) => Number(e.high) === 0 || (at.get(e.partition) ?? -1) >= Number(e.high) - 1) ? true : undefined;
+      },
+      30_000,
+      100,
+    );
     const run = await meridian(settings, ['replay', 'rebuild', 'tasks', '--json']);
     expect(run.code, run.stderr).toBe(0);
     const result = JSON.parse(run.stdout) as { rows: number; verification: { compared: number; differing: number; verified: boolean } };
@@ -152,7 +176,9 @@ describe('tasks from the read model', () => {
     expect(await rows('tasks_rebuilt')).toBe(await rows('tasks'));
     // A live row altered in place (same version, other state) is found.
     const id = finished[0]!.task_id;
-    await sql(`INSERT INTO tasks SELECT task_id, user_name, kind, status, created_at, updated_at, replaceOne(state, '"status"', '"tampered":1,"status"'), kafka_partition, kafka_offset FROM tasks FINAL WHERE task_id = '${id}'`);
+    await sql(
+      `INSERT INTO tasks SELECT task_id, user_name, kind, status, created_at, updated_at, replaceOne(state, '"status"', '"tampered":1,"status"'), kafka_partition, kafka_offset FROM tasks FINAL WHERE task_id = '${id}'`,
+    );
     const again = JSON.parse((await meridian(settings, ['replay', 'rebuild', 'tasks', '--json'])).stdout) as typeof result;
     expect(again.verification).toMatchObject({ differing: 1, verified: false });
     // Asked to swap only if verified: refused, the command fails. Swapped regardless: the damage is gone.

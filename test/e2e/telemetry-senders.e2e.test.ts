@@ -35,12 +35,22 @@ async function download(prefix: string): Promise<Row[]> {
   const qs = new URLSearchParams({ metrics: prefix, pattern: 'starts_with', file_format: 'json', max_rows: '10000' });
   const res = await fetch(`${api.url}/api/v1/metrics/download?${qs}`, { headers: { authorization: `Bearer ${sender}`, 'accept-encoding': 'identity' } });
   expect(res.status).toBe(200);
-  return ((await res.json()) as Row[]).sort((a, b) => (a.metric_name < b.metric_name ? -1 : a.metric_name > b.metric_name ? 1 : a.timestamp < b.timestamp ? -1 : 1));
+  return ((await res.json()) as Row[]).sort((a, b) =>
+    a.metric_name < b.metric_name ? -1 : a.metric_name > b.metric_name ? 1 : a.timestamp < b.timestamp ? -1 : 1,
+  );
 }
 
 /** Polls the download until it has at least `count` rows. */
 const downloaded = (prefix: string, count: number, timeoutMs = 30_000) =>
-  waitFor(`${count} rows of ${prefix}*`, async () => { const rows = await download(prefix); return rows.length >= count ? rows : undefined; }, timeoutMs, 200);
+  waitFor(
+    `${count} rows of ${prefix}*`,
+    async () => {
+      const rows = await download(prefix);
+      return rows.length >= count ? rows : undefined;
+    },
+    timeoutMs,
+    200,
+  );
 
 beforeAll(async () => {
   api = await startApi(settings);
@@ -65,7 +75,13 @@ function keeping(inner: PushMetricExporter): { exporter: PushMetricExporter; res
   const results: ExportResult[] = [];
   const exported: ResourceMetrics[] = [];
   const exporter: PushMetricExporter = {
-    export: (metrics, done) => { exported.push(metrics); inner.export(metrics, (result) => { results.push(result); done(result); }); },
+    export: (metrics, done) => {
+      exported.push(metrics);
+      inner.export(metrics, (result) => {
+        results.push(result);
+        done(result);
+      });
+    },
     forceFlush: () => inner.forceFlush(),
     shutdown: () => inner.shutdown(),
     selectAggregationTemporality: inner.selectAggregationTemporality?.bind(inner),
@@ -98,7 +114,10 @@ describe('the OpenTelemetry JS SDK exports over OTLP/HTTP', () => {
       await provider.shutdown();
       const after = Date.now();
       expect(kept.results.length).toBeGreaterThan(0);
-      expect(kept.results.map((r) => r.code), String(kept.results.find((r) => r.error)?.error)).toEqual(kept.results.map(() => SUCCESS));
+      expect(
+        kept.results.map((r) => r.code),
+        String(kept.results.find((r) => r.error)?.error),
+      ).toEqual(kept.results.map(() => SUCCESS));
 
       const labels = 'instance="pod-7",job="shop"';
       const expected: Array<[string, number]> = [
@@ -126,13 +145,17 @@ describe('the OpenTelemetry JS SDK exports over OTLP/HTTP', () => {
 });
 
 describe('line protocol from the Influx JS client and from curl', () => {
-  it('the Influx client\'s v2 writes (Token auth) are downloadable with their fields\' values', async () => {
+  it("the Influx client's v2 writes (Token auth) are downloadable with their fields' values", async () => {
     const client = new InfluxDB({ url: api.url, token: sender });
     const write = client.getWriteApi('meridian', 'metrics', 'ms', { maxRetries: 0, gzipThreshold: 64 });
     const t = Date.UTC(2026, 0, 2, 3, 4, 5, 678);
     write.writePoints([
       new Point('live_influx').tag('host', 'h1').floatField('temp', 21.5).intField('fans', 3).timestamp(new Date(t)),
-      new Point('live_influx').tag('host', 'h1').floatField('temp', 22.75).intField('fans', 4).timestamp(new Date(t + 1000)),
+      new Point('live_influx')
+        .tag('host', 'h1')
+        .floatField('temp', 22.75)
+        .intField('fans', 4)
+        .timestamp(new Date(t + 1000)),
       new Point('live_influx').tag('host', 'h 2').booleanField('up', true).timestamp(new Date(t)),
     ]);
     await write.close();
@@ -146,14 +169,20 @@ describe('line protocol from the Influx JS client and from curl', () => {
     ]);
   });
 
-  it('curl\'s v1 write (precision=s, basic auth with the key as the password) is downloadable', async () => {
+  it("curl's v1 write (precision=s, basic auth with the key as the password) is downloadable", async () => {
     const url = `${api.url}/write?db=telegraf&precision=s`;
     const body = 'live_curl,host=h3 load=0.5,procs=12i 1767323045\nlive_curl,host=h3 load=0.75 1767323046\n';
     // Spawned, not spawnSync: the api serves from this process's event loop.
-    const curl = spawn('curl', ['-sS', '-o', '/dev/null', '-w', '%{http_code}', '-u', `telegraf:${sender}`, '--data-binary', '@-', url], { stdio: ['pipe', 'pipe', 'pipe'] });
+    const curl = spawn('curl', ['-sS', '-o', '/dev/null', '-w', '%{http_code}', '-u', `telegraf:${sender}`, '--data-binary', '@-', url], {
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
     let out = '';
-    curl.stdout.on('data', (d: Buffer) => { out += d.toString(); });
-    curl.stderr.on('data', (d: Buffer) => { out += d.toString(); });
+    curl.stdout.on('data', (d: Buffer) => {
+      out += d.toString();
+    });
+    curl.stderr.on('data', (d: Buffer) => {
+      out += d.toString();
+    });
     curl.stdin.end(body);
     await new Promise((resolve) => curl.once('exit', resolve));
     expect(out).toBe('204');
@@ -168,49 +197,78 @@ describe('line protocol from the Influx JS client and from curl', () => {
 
 const prometheusBin = spawnSync('prometheus', ['--version'], { encoding: 'utf8' }).status === 0;
 
-describe('Debian\'s Prometheus remote-writes to the api', () => {
-  it.runIf(prometheusBin)('its scraped series are downloadable under their canonical names, with the values it scraped', async () => {
-    const target = createServer((_req, res) => {
-      res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' });
-      res.end('# TYPE live_prom_gauge gauge\nlive_prom_gauge{room="a b"} 42.5\n# TYPE live_prom_total counter\nlive_prom_total{path="/q\\"x\\""} 7\n');
-    });
-    await new Promise<void>((resolve) => target.listen(0, '127.0.0.1', resolve));
-    const instance = `127.0.0.1:${(target.address() as { port: number }).port}`;
-    const dir = mkdtempSync(join(tmpdir(), 'meridian-e2e-prometheus-'));
-    writeFileSync(join(dir, 'prometheus.yml'), [
-      'global:', '  scrape_interval: 1s',
-      'scrape_configs:', '  - job_name: e2e', '    static_configs:', `      - targets: ['${instance}']`,
-      'remote_write:', `  - url: ${api.url}/api/v1/write`, '    authorization:', `      credentials: ${sender}`,
-      '    metadata_config:', '      send: false', '    queue_config:', '      batch_send_deadline: 1s', '',
-    ].join('\n'));
-    const child = spawn('prometheus', [`--config.file=${join(dir, 'prometheus.yml')}`, `--storage.tsdb.path=${join(dir, 'data')}`, '--web.listen-address=127.0.0.1:0', '--log.level=warn'], { stdio: ['ignore', 'ignore', 'pipe'] });
-    let stderr = '';
-    child.stderr.on('data', (d: Buffer) => { stderr += d.toString(); });
-    try {
-      const gauge = `live_prom_gauge{instance="${instance}",job="e2e",room="a b"}`;
-      const counter = `live_prom_total{instance="${instance}",job="e2e",path="/q\\"x\\""}`;
-      const rows = await waitFor('two scrapes of both series', async () => {
-        const got = await download('live_prom_');
-        return got.filter((r) => r.metric_name === gauge).length >= 2 && got.some((r) => r.metric_name === counter) ? got : undefined;
-      }, 60_000, 500);
-      expect(new Set(rows.map((r) => r.metric_name))).toEqual(new Set([gauge, counter]));
-      expect(rows.filter((r) => r.metric_name === gauge).every((r) => r.metric_numeric_value === 42.5)).toBe(true);
-      expect(rows.filter((r) => r.metric_name === counter).every((r) => r.metric_numeric_value === 7)).toBe(true);
-      // Scrapes a second apart: the timestamps are Prometheus' scrape times, distinct and ordered.
-      const times = rows.filter((r) => r.metric_name === gauge).map((r) => r.timestamp);
-      expect(new Set(times).size).toBe(times.length);
-      const up = await download(`up{instance="${instance}"`);
-      expect(up.length).toBeGreaterThan(0);
-      expect(up.every((r) => r.metric_numeric_value === 1)).toBe(true);
-    } catch (error) {
-      console.log(`prometheus said: ${stderr.slice(-2000)}`);
-      throw error;
-    } finally {
-      child.kill('SIGTERM');
-      await new Promise((resolve) => child.once('exit', resolve));
-      target.close();
-      rmSync(dir, { recursive: true, force: true });
-    }
-  }, 90_000);
-  it.skipIf(prometheusBin)('needs Debian\'s prometheus on PATH (deploy/local/install.sh test-tools installs it)', () => undefined);
+describe("Debian's Prometheus remote-writes to the api", () => {
+  it.runIf(prometheusBin)(
+    'its scraped series are downloadable under their canonical names, with the values it scraped',
+    async () => {
+      const target = createServer((_req, res) => {
+        res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' });
+        res.end('# TYPE live_prom_gauge gauge\nlive_prom_gauge{room="a b"} 42.5\n# TYPE live_prom_total counter\nlive_prom_total{path="/q\\"x\\""} 7\n');
+      });
+      await new Promise<void>((resolve) => target.listen(0, '127.0.0.1', resolve));
+      const instance = `127.0.0.1:${(target.address() as { port: number }).port}`;
+      const dir = mkdtempSync(join(tmpdir(), 'meridian-e2e-prometheus-'));
+      writeFileSync(
+        join(dir, 'prometheus.yml'),
+        [
+          'global:',
+          '  scrape_interval: 1s',
+          'scrape_configs:',
+          '  - job_name: e2e',
+          '    static_configs:',
+          `      - targets: ['${instance}']`,
+          'remote_write:',
+          `  - url: ${api.url}/api/v1/write`,
+          '    authorization:',
+          `      credentials: ${sender}`,
+          '    metadata_config:',
+          '      send: false',
+          '    queue_config:',
+          '      batch_send_deadline: 1s',
+          '',
+        ].join('\n'),
+      );
+      const child = spawn(
+        'prometheus',
+        [`--config.file=${join(dir, 'prometheus.yml')}`, `--storage.tsdb.path=${join(dir, 'data')}`, '--web.listen-address=127.0.0.1:0', '--log.level=warn'],
+        { stdio: ['ignore', 'ignore', 'pipe'] },
+      );
+      let stderr = '';
+      child.stderr.on('data', (d: Buffer) => {
+        stderr += d.toString();
+      });
+      try {
+        const gauge = `live_prom_gauge{instance="${instance}",job="e2e",room="a b"}`;
+        const counter = `live_prom_total{instance="${instance}",job="e2e",path="/q\\"x\\""}`;
+        const rows = await waitFor(
+          'two scrapes of both series',
+          async () => {
+            const got = await download('live_prom_');
+            return got.filter((r) => r.metric_name === gauge).length >= 2 && got.some((r) => r.metric_name === counter) ? got : undefined;
+          },
+          60_000,
+          500,
+        );
+        expect(new Set(rows.map((r) => r.metric_name))).toEqual(new Set([gauge, counter]));
+        expect(rows.filter((r) => r.metric_name === gauge).every((r) => r.metric_numeric_value === 42.5)).toBe(true);
+        expect(rows.filter((r) => r.metric_name === counter).every((r) => r.metric_numeric_value === 7)).toBe(true);
+        // Scrapes a second apart: the timestamps are Prometheus' scrape times, distinct and ordered.
+        const times = rows.filter((r) => r.metric_name === gauge).map((r) => r.timestamp);
+        expect(new Set(times).size).toBe(times.length);
+        const up = await download(`up{instance="${instance}"`);
+        expect(up.length).toBeGreaterThan(0);
+        expect(up.every((r) => r.metric_numeric_value === 1)).toBe(true);
+      } catch (error) {
+        console.log(`prometheus said: ${stderr.slice(-2000)}`);
+        throw error;
+      } finally {
+        child.kill('SIGTERM');
+        await new Promise((resolve) => child.once('exit', resolve));
+        target.close();
+        rmSync(dir, { recursive: true, force: true });
+      }
+    },
+    90_000,
+  );
+  it.skipIf(prometheusBin)("needs Debian's prometheus on PATH (deploy/local/install.sh test-tools installs it)", () => undefined);
 });

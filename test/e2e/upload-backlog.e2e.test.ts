@@ -45,14 +45,17 @@ describe('the backlog of each user, bounded at the api (MERIDIAN_UPLOAD_BACKLOG_
     await api?.close();
   });
 
-  it('holds a user\'s next upload past their backlog until one of their tasks ends, while a retry and other users go through at once', async () => {
+  it("holds a user's next upload past their backlog until one of their tasks ends, while a retry and other users go through at once", async () => {
     const first = await upload(api.url, ann, 'bl.a', { 'Idempotency-Key': 'a' });
     expect(first.status).toBe(202);
     // The 202 comes once this api's fold holds the task: ann's backlog is full after the second.
     expect((await upload(api.url, ann, 'bl.b')).status).toBe(202);
     // Full: ann's third waits (no worker runs, nothing ends) ...
     let answered = false;
-    const third = upload(api.url, ann, 'bl.c').then((res) => { answered = true; return res; });
+    const third = upload(api.url, ann, 'bl.c').then((res) => {
+      answered = true;
+      return res;
+    });
     // ... while a retry of her first task is answered at once (it adds nothing to the backlog),
     expect((await upload(api.url, ann, 'bl.a', { 'Idempotency-Key': 'a' })).json.task_id).toBe(first.json.task_id);
     // and another user's uploads do not queue behind hers.
@@ -67,7 +70,7 @@ describe('the backlog of each user, bounded at the api (MERIDIAN_UPLOAD_BACKLOG_
 });
 
 describe('an upload held at its backlog whose client goes away', () => {
-  it('gives its in-flight slot back at once, so the user\'s next upload waits for room instead of being refused', async () => {
+  it("gives its in-flight slot back at once, so the user's next upload waits for room instead of being refused", async () => {
     const settings = isolatedSettings({ ...base, MERIDIAN_UPLOAD_BACKLOG_WAIT_MS: '120000', MERIDIAN_MAX_UPLOADS_IN_FLIGHT_PER_USER: '1' });
     const api = await startApi(settings);
     let worker: Awaited<ReturnType<typeof startWorker>> | undefined;
@@ -76,7 +79,9 @@ describe('an upload held at its backlog whose client goes away', () => {
       // The third waits, holding the user's one slot; then its client goes away.
       const leaving = new AbortController();
       const left = fetch(`${api.url}/api/v1/metrics/upload`, {
-        method: 'POST', signal: leaving.signal, headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json' },
+        method: 'POST',
+        signal: leaving.signal,
+        headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json' },
         body: JSON.stringify(pointOf('bl.c')),
       }).catch((e: unknown) => e);
       await new Promise((r) => setTimeout(r, 300));
@@ -84,7 +89,10 @@ describe('an upload held at its backlog whose client goes away', () => {
       await left;
       // Had the slot stayed with the gone request, this one would be refused at once (429, in flight).
       let answered = false;
-      const next = upload(api.url, key, 'bl.d').then((res) => { answered = true; return res; });
+      const next = upload(api.url, key, 'bl.d').then((res) => {
+        answered = true;
+        return res;
+      });
       await new Promise((r) => setTimeout(r, 500));
       expect(answered).toBe(false);
       worker = await startWorker(settings);

@@ -51,7 +51,9 @@ describe('upload bounds in the real ingest process', () => {
 
     const bombTask = await waitForTask(api.url, writer, await uploadFile(bomb, null));
     expect(bombTask.status).toBe('failed');
-    expect(bombTask.reason).toMatch(/^the upload expands to more than 200× its compressed size \(MERIDIAN_MAX_EXPANSION_RATIO; stopped at (\d+) bytes from \d+\); nothing was stored$/);
+    expect(bombTask.reason).toMatch(
+      /^the upload expands to more than 200× its compressed size \(MERIDIAN_MAX_EXPANSION_RATIO; stopped at (\d+) bytes from \d+\); nothing was stored$/,
+    );
     // Stopped just past the 16 MiB from which the ratio applies, not after decompressing 6 GiB.
     expect(Number(/stopped at (\d+) bytes/.exec(bombTask.reason!)![1])).toBeLessThan(32 * 1024 * 1024);
     expect(bombTask.errors).toEqual([{ row: 0, column: 'row', reason: bombTask.reason }]);
@@ -88,10 +90,14 @@ describe('the per-upload time budget', () => {
   it('an upload that runs past it is aborted and its task fails naming the budget; the next upload succeeds', async () => {
     const rows = gzipSync('2024-01-01T00:00:00Z,1\n'.repeat(10_000_000));
     const slow = await waitForTask(slowApi.url, key, await uploadFile(rows, 'bounds.slow', to));
-    expect(slow).toMatchObject({ status: 'failed', reason: 'the upload took longer than its time budget of 1000 ms (MERIDIAN_UPLOAD_TIME_BUDGET_MS); nothing was stored' });
+    expect(slow).toMatchObject({
+      status: 'failed',
+      reason: 'the upload took longer than its time budget of 1000 ms (MERIDIAN_UPLOAD_TIME_BUDGET_MS); nothing was stored',
+    });
     const good = await waitForTask(slowApi.url, key, await uploadFile('2024-01-01T00:00:00Z,1\n', 'bounds.quick', to));
     expect(good).toMatchObject({ status: 'succeeded', result: { points_accepted: 1 } });
-    const download = (metric: string) => fetch(`${slowApi.url}/api/v1/metrics/download?metrics=${metric}`, { headers: { Authorization: `Bearer ${key}`, 'Accept-Encoding': 'identity' } });
+    const download = (metric: string) =>
+      fetch(`${slowApi.url}/api/v1/metrics/download?metrics=${metric}`, { headers: { Authorization: `Bearer ${key}`, 'Accept-Encoding': 'identity' } });
     await waitFor('the good upload to be queryable', async () => ((await download('bounds.quick')).status === 200 ? true : undefined), 30_000);
     // The aborted upload's batches never show: its metric is still unknown.
     const slowDownload = await download('bounds.slow');

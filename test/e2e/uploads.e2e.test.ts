@@ -12,7 +12,11 @@ import { waitForTask } from '../support/tasks.ts';
 import { runOverdueTimers, waitFor } from '../support/wait.ts';
 import { incompleteUploads } from '../support/incomplete-uploads.ts';
 
-const settings = isolatedSettings({ MERIDIAN_MAX_JSON_BODY_BYTES: '3000000', MERIDIAN_MAX_UPLOAD_BYTES: '20000000', MERIDIAN_MAX_POINTS_PER_JSON_UPLOAD: '20000' });
+const settings = isolatedSettings({
+  MERIDIAN_MAX_JSON_BODY_BYTES: '3000000',
+  MERIDIAN_MAX_UPLOAD_BYTES: '20000000',
+  MERIDIAN_MAX_POINTS_PER_JSON_UPLOAD: '20000',
+});
 let api: RunningApi;
 let ingest: Awaited<ReturnType<typeof startWorker>>;
 let writer: string; // rw on up.*
@@ -24,16 +28,19 @@ const iso = (i: number) => formatTimestamp(T0 + i * 1000);
 
 async function rowsOf(metric: string): Promise<number> {
   // Names go as ClickHouse external data, never into the SQL text.
-  const res = await fetch(`${settings.CLICKHOUSE_URL}/?database=${settings.CLICKHOUSE_DATABASE}&query=${encodeURIComponent('SELECT count() FROM points WHERE metric_name IN (SELECT name FROM wanted)')}`, {
-    method: 'POST',
-    body: (() => {
-      const form = new FormData();
-      form.set('wanted_structure', 'name String');
-      form.set('wanted_format', 'TabSeparated');
-      form.set('wanted', new Blob([`${metric.replace(/\\/g, '\\\\').replace(/\t/g, '\\t')}\n`]), 'wanted.tsv');
-      return form;
-    })(),
-  });
+  const res = await fetch(
+    `${settings.CLICKHOUSE_URL}/?database=${settings.CLICKHOUSE_DATABASE}&query=${encodeURIComponent('SELECT count() FROM points WHERE metric_name IN (SELECT name FROM wanted)')}`,
+    {
+      method: 'POST',
+      body: (() => {
+        const form = new FormData();
+        form.set('wanted_structure', 'name String');
+        form.set('wanted_format', 'TabSeparated');
+        form.set('wanted', new Blob([`${metric.replace(/\\/g, '\\\\').replace(/\t/g, '\\t')}\n`]), 'wanted.tsv');
+        return form;
+      })(),
+    },
+  );
   return Number((await res.text()).trim());
 }
 
@@ -61,7 +68,11 @@ afterAll(async () => {
 
 describe('metric uploads', () => {
   it('a JSON upload is accepted with 202, readable at once, and queryable exactly once when it succeeds', async () => {
-    const values = [{ timestamp: '2024-01-01T00:00:00+0000', value: 1.5 }, { timestamp: '2024-01-01T00:00:01.250-0130', value: -2 }, { timestamp: '2024-01-01T00:00:00+0000', value: 3 }];
+    const values = [
+      { timestamp: '2024-01-01T00:00:00+0000', value: 1.5 },
+      { timestamp: '2024-01-01T00:00:01.250-0130', value: -2 },
+      { timestamp: '2024-01-01T00:00:00+0000', value: 3 },
+    ];
     const res = await call(`${api.url}/api/v1/metrics/upload`, writer, { method: 'POST', body: { metric_name: 'up.json:a', values } });
     expect(res.status).toBe(202);
     expect(res.headers.get('location')).toBe(`/api/v1/tasks/${res.json.task_id}`);
@@ -69,37 +80,52 @@ describe('metric uploads', () => {
     expect(first.status).toBe(200);
     expect(['queued', 'running', 'succeeded']).toContain(first.json.status);
     const task = await waitForTask(api.url, writer, res.json.task_id);
-    expect(task).toMatchObject({ status: 'succeeded', progress: { rows_done: 3, rows_total: 3 }, result: { points_accepted: 3, rows_rejected: 0, metrics: ['up.json:a'] }, errors: [] });
+    expect(task).toMatchObject({
+      status: 'succeeded',
+      progress: { rows_done: 3, rows_total: 3 },
+      result: { points_accepted: 3, rows_rejected: 0, metrics: ['up.json:a'] },
+      errors: [],
+    });
     expect(await rowsOf('up.json:a')).toBe(3);
   });
 
   it('says what is wrong with a body: two file parts, a file part without a filename, UTF-16 JSON, a key given twice; a UTF-8 BOM is accepted', async () => {
     const boundary = 'b0und';
-    const form = (...parts: string[]) => fetch(`${api.url}/api/v1/metrics_file_upload?metric_name=up.form`, {
-      method: 'POST',
-      headers: { Authorization: `Bearer ${writer}`, 'Content-Type': `multipart/form-data; boundary=${boundary}` },
-      body: `${parts.join('')}--${boundary}--\r\n`,
-    });
+    const form = (...parts: string[]) =>
+      fetch(`${api.url}/api/v1/metrics_file_upload?metric_name=up.form`, {
+        method: 'POST',
+        headers: { Authorization: `Bearer ${writer}`, 'Content-Type': `multipart/form-data; boundary=${boundary}` },
+        body: `${parts.join('')}--${boundary}--\r\n`,
+      });
     const part = (disposition: string, body: string) => `--${boundary}\r\nContent-Disposition: form-data; ${disposition}\r\n\r\n${body}\r\n`;
     const detail = async (res: Response) => `${res.status} ${((await res.json()) as { detail: string }).detail}`;
     const csv = `${iso(0)},1\n`;
-    expect(await detail(await form(part('name="file"; filename="a.csv"', csv), part('name="file"; filename="b.csv"', csv)))).toMatch(/^400 .*more than one part named "file"/);
+    expect(await detail(await form(part('name="file"; filename="a.csv"', csv), part('name="file"; filename="b.csv"', csv)))).toMatch(
+      /^400 .*more than one part named "file"/,
+    );
     expect(await detail(await form(part('name="file"', csv)))).toMatch(/^400 .*"file" has no filename/);
     const fields = Array.from({ length: 25 }, (_, i) => part(`name="f${i}"`, 'x'));
     expect(await detail(await form(...fields, part('name="file"; filename="a.csv"', csv)))).toMatch(/^400 .*more than 20 text fields/);
 
-    const json = (body: Buffer) => fetch(`${api.url}/api/v1/metrics/upload`, { method: 'POST', headers: { Authorization: `Bearer ${writer}`, 'Content-Type': 'application/json' }, body });
+    const json = (body: Buffer) =>
+      fetch(`${api.url}/api/v1/metrics/upload`, { method: 'POST', headers: { Authorization: `Bearer ${writer}`, 'Content-Type': 'application/json' }, body });
     const text = JSON.stringify({ metric_name: 'up.bom', values: [{ timestamp: iso(0), value: 1 }] });
     const withBom = await json(Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(text)]));
     expect(withBom.status).toBe(202);
     expect(await waitForTask(api.url, writer, ((await withBom.json()) as { task_id: string }).task_id)).toMatchObject({ status: 'succeeded' });
-    expect(await detail(await json(Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(text, 'utf16le')])))).toBe('400 the body is UTF-16LE; send JSON as UTF-8');
+    expect(await detail(await json(Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(text, 'utf16le')])))).toBe(
+      '400 the body is UTF-16LE; send JSON as UTF-8',
+    );
     expect(await detail(await json(Buffer.from(text, 'utf16le')))).toBe('400 the body is UTF-16LE; send JSON as UTF-8');
-    expect(await detail(await json(Buffer.from('{"metric_name":"up.a","values":[],"metric_name":"up.b"}')))).toMatch(/^400 the body gives "metric_name" more than once/);
-    expect(await detail(await json(Buffer.from(`{"metric_name":"up.a","values":[{"timestamp":"${iso(0)}","value":1}],"values":[]}`)))).toMatch(/^400 the body gives "values" more than once/);
+    expect(await detail(await json(Buffer.from('{"metric_name":"up.a","values":[],"metric_name":"up.b"}')))).toMatch(
+      /^400 the body gives "metric_name" more than once/,
+    );
+    expect(await detail(await json(Buffer.from(`{"metric_name":"up.a","values":[{"timestamp":"${iso(0)}","value":1}],"values":[]}`)))).toMatch(
+      /^400 the body gives "values" more than once/,
+    );
   });
 
-  it('accepts the seed\'s sample: JSON text declared as multipart/form-data', async () => {
+  it("accepts the seed's sample: JSON text declared as multipart/form-data", async () => {
     const res = await fetch(`${api.url}/api/v1/metrics/upload`, {
       method: 'POST',
       headers: { Authorization: `Bearer ${writer}`, 'Content-Type': 'multipart/form-data' },
@@ -182,7 +208,8 @@ describe('metric uploads', () => {
   });
 
   it('refuses what it must with the right 4xx problem, never a 5xx', async () => {
-    const upload = (key: string | null, body: unknown, headers: Record<string, string> = {}) => call(`${api.url}/api/v1/metrics/upload`, key, { method: 'POST', body, headers });
+    const upload = (key: string | null, body: unknown, headers: Record<string, string> = {}) =>
+      call(`${api.url}/api/v1/metrics/upload`, key, { method: 'POST', body, headers });
     const okBody = { metric_name: 'up.x', values: [{ timestamp: iso(0), value: 1 }] };
     expect((await upload(reader, okBody)).status).toBe(403);
     expect((await upload(writer, { ...okBody, metric_name: 'elsewhere' })).status).toBe(403);
@@ -194,12 +221,24 @@ describe('metric uploads', () => {
     expect(badKey.json.errors).toEqual([{ field: 'header.idempotency-key', reason: 'must be 1 to 200 visible ASCII characters' }]);
     const tooMany = { metric_name: 'up.x', values: Array.from({ length: 20_001 }, () => ({ timestamp: iso(0), value: 1 })) };
     expect((await upload(writer, tooMany)).status).toBe(413);
-    const huge = await fetch(`${api.url}/api/v1/metrics/upload`, { method: 'POST', headers: { Authorization: `Bearer ${writer}`, 'Content-Type': 'application/json' }, body: 'x'.repeat(3_000_001) });
+    const huge = await fetch(`${api.url}/api/v1/metrics/upload`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${writer}`, 'Content-Type': 'application/json' },
+      body: 'x'.repeat(3_000_001),
+    });
     expect(huge.status).toBe(413);
-    const malformed = await fetch(`${api.url}/api/v1/metrics/upload`, { method: 'POST', headers: { Authorization: `Bearer ${writer}`, 'Content-Type': 'application/json' }, body: '{"metric_name": "up.x", "values": [' });
+    const malformed = await fetch(`${api.url}/api/v1/metrics/upload`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${writer}`, 'Content-Type': 'application/json' },
+      body: '{"metric_name": "up.x", "values": [',
+    });
     expect(malformed.status).toBe(400);
     expect(malformed.headers.get('content-type')).toMatch(/problem\+json/);
-    const badMultipart = await fetch(`${api.url}/api/v1/metrics_file_upload?metric_name=up.x`, { method: 'POST', headers: { Authorization: `Bearer ${writer}`, 'Content-Type': 'multipart/form-data; boundary=zzz' }, body: '--zzz\r\nContent-Disposition: form-data; name="other"\r\n\r\nx\r\n--zzz--\r\n' });
+    const badMultipart = await fetch(`${api.url}/api/v1/metrics_file_upload?metric_name=up.x`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${writer}`, 'Content-Type': 'multipart/form-data; boundary=zzz' },
+      body: '--zzz\r\nContent-Disposition: form-data; name="other"\r\n\r\nx\r\n--zzz--\r\n',
+    });
     expect(badMultipart.status).toBe(400);
     const staged = async () => {
       const { client, bucket } = api.platform.storage;
@@ -221,7 +260,8 @@ describe('metric uploads', () => {
     const target = new URL(settings.S3_ENDPOINT);
     const begun: string[] = [];
     const proxy = createServer((req, res) => {
-      if (req.method === 'POST' && /[?&]uploads(=|&|$)/.test(req.url!)) begun.push(decodeURIComponent(new URL(req.url!, 'http://x').pathname.split('/').slice(2).join('/')));
+      if (req.method === 'POST' && /[?&]uploads(=|&|$)/.test(req.url!))
+        begun.push(decodeURIComponent(new URL(req.url!, 'http://x').pathname.split('/').slice(2).join('/')));
       const out = request({ host: target.hostname, port: target.port, method: req.method, path: req.url, headers: req.headers }, (answer) => {
         res.writeHead(answer.statusCode!, answer.headers);
         answer.pipe(res);
@@ -234,14 +274,22 @@ describe('metric uploads', () => {
     try {
       const { client, bucket } = api.platform.storage;
       // 19 MB of a declared 19.5 MB: two 8 MiB parts go to storage (both in flight, or stored) before the client vanishes.
-      const req = request(`${viaProxy.url}/api/v1/metrics_file_upload?metric_name=up.cut`, { method: 'POST', headers: { Authorization: `Bearer ${writer}`, 'Content-Type': 'text/csv', 'Content-Length': '19500000' } });
+      const req = request(`${viaProxy.url}/api/v1/metrics_file_upload?metric_name=up.cut`, {
+        method: 'POST',
+        headers: { Authorization: `Bearer ${writer}`, 'Content-Type': 'text/csv', 'Content-Length': '19500000' },
+      });
       req.on('error', () => undefined);
       const line = Buffer.from('2024-01-01T00:00:00.000Z,1\n'.repeat(40_000));
       for (let sent = 0; sent < 19_000_000; sent += line.length) if (!req.write(line)) await new Promise((r) => req.once('drain', r));
       const key = await waitFor('a multipart upload of the body', () => begun[0]);
       await waitFor('its first part', async () => ((await incompleteUploads(client, bucket, key)).length > 0 ? true : undefined));
       req.destroy();
-      await waitFor('no unfinished upload of the cut body', async () => ((await incompleteUploads(client, bucket, key)).length === 0 ? true : undefined), 30_000, 200);
+      await waitFor(
+        'no unfinished upload of the cut body',
+        async () => ((await incompleteUploads(client, bucket, key)).length === 0 ? true : undefined),
+        30_000,
+        200,
+      );
       await expect(client.statObject(bucket, key)).rejects.toMatchObject({ code: 'NotFound' });
       expect(begun).toEqual([key]);
     } finally {
@@ -258,7 +306,11 @@ describe('metric uploads', () => {
     expect(again.json.task_id).toBe(first.json.task_id);
     await waitForTask(api.url, writer, first.json.task_id);
     expect(await rowsOf('up.idem')).toBe(1);
-    const other = await call(`${api.url}/api/v1/metrics/upload`, writer, { method: 'POST', body: { ...body, values: [] }, headers: { 'Idempotency-Key': 'abc-1' } });
+    const other = await call(`${api.url}/api/v1/metrics/upload`, writer, {
+      method: 'POST',
+      body: { ...body, values: [] },
+      headers: { 'Idempotency-Key': 'abc-1' },
+    });
     expect(other.status).toBe(409);
   });
 
@@ -267,7 +319,11 @@ describe('metric uploads', () => {
     const file = (metric: string, query = '') => {
       const form = new FormData();
       form.set('file', new Blob([csv]), 'points.csv');
-      return fetch(`${api.url}/api/v1/metrics_file_upload?metric_name=${metric}${query}`, { method: 'POST', headers: { Authorization: `Bearer ${writer}`, 'Idempotency-Key': 'params-1' }, body: form });
+      return fetch(`${api.url}/api/v1/metrics_file_upload?metric_name=${metric}${query}`, {
+        method: 'POST',
+        headers: { Authorization: `Bearer ${writer}`, 'Idempotency-Key': 'params-1' },
+        body: form,
+      });
     };
     const first = await file('up.params.a');
     expect(first.status).toBe(202);
@@ -281,7 +337,12 @@ describe('metric uploads', () => {
   });
 
   it('concurrent requests under one Idempotency-Key with different bodies: one task, the other a conflict', async () => {
-    const send = (value: number) => call(`${api.url}/api/v1/metrics/upload`, writer, { method: 'POST', body: { metric_name: 'up.race', values: [{ timestamp: iso(1), value }] }, headers: { 'Idempotency-Key': 'race-1' } });
+    const send = (value: number) =>
+      call(`${api.url}/api/v1/metrics/upload`, writer, {
+        method: 'POST',
+        body: { metric_name: 'up.race', values: [{ timestamp: iso(1), value }] },
+        headers: { 'Idempotency-Key': 'race-1' },
+      });
     const results = await Promise.all([send(1), send(2)]);
     expect(results.map((r) => r.status).sort()).toEqual([202, 409]);
     const won = results.find((r) => r.status === 202)!;
@@ -289,7 +350,7 @@ describe('metric uploads', () => {
     expect(await rowsOf('up.race')).toBe(1);
   });
 
-  it('someone else\'s task and an unknown one answer the same problem and headers', async () => {
+  it("someone else's task and an unknown one answer the same problem and headers", async () => {
     const res = await call(`${api.url}/api/v1/metrics/upload`, writer, { method: 'POST', body: { metric_name: 'up.notyours', values: [] } });
     await waitForTask(api.url, writer, res.json.task_id);
     const ask = async (taskId: string) => {

@@ -21,16 +21,25 @@ const iso = (i: number) => formatTimestamp(Date.UTC(2024, 0, 1) + i * 1000);
 async function uploadFile(key: string, body: string, query: Record<string, string> = {}): Promise<string> {
   const form = new FormData();
   form.set('file', new Blob([body]), 'points.csv');
-  const res = await fetch(`${api.url}/api/v1/metrics_file_upload?${new URLSearchParams(query)}`, { method: 'POST', headers: { Authorization: `Bearer ${key}` }, body: form });
+  const res = await fetch(`${api.url}/api/v1/metrics_file_upload?${new URLSearchParams(query)}`, {
+    method: 'POST',
+    headers: { Authorization: `Bearer ${key}` },
+    body: form,
+  });
   expect(res.status).toBe(202);
   return ((await res.json()) as { task_id: string }).task_id;
 }
 
 /** The CSV lines of a download of every metric under `prefix`, as an admin sees it (header left out). */
 async function downloaded(prefix: string): Promise<string[]> {
-  const res = await fetch(`${api.url}/api/v1/metrics/download?${new URLSearchParams({ metrics: prefix, pattern: 'starts_with', max_rows: '1000' })}`, { headers: { Authorization: `Bearer ${root}` } });
+  const res = await fetch(`${api.url}/api/v1/metrics/download?${new URLSearchParams({ metrics: prefix, pattern: 'starts_with', max_rows: '1000' })}`, {
+    headers: { Authorization: `Bearer ${root}` },
+  });
   expect(res.status).toBe(200);
-  return (await res.text()).split('\n').slice(1).filter((l) => l !== '');
+  return (await res.text())
+    .split('\n')
+    .slice(1)
+    .filter((l) => l !== '');
 }
 
 /** A good upload by another user is stored: the worker is alive and its partitions move. */
@@ -66,7 +75,10 @@ describe('authorization in the worker', () => {
   });
 
   it('a per-row upload fails at the first name the caller may not write, even with on_error=skip, and stores nothing', async () => {
-    const writer = await createUser(api.url, root, 'writer', [{ match: 'prefix', value: 'wa.w.', access: 'rw' }, { match: 'prefix', value: 'wa.ro.', access: 'r' }]);
+    const writer = await createUser(api.url, root, 'writer', [
+      { match: 'prefix', value: 'wa.w.', access: 'rw' },
+      { match: 'prefix', value: 'wa.ro.', access: 'r' },
+    ]);
     ingest ??= await startWorker(settings);
     const rows = [
       `wa.w.a,${iso(1)},1,${iso(1)}`,

@@ -30,13 +30,29 @@ describe(`api killed with SIGKILL ${KILLS} times while ${PRODUCERS} producers pu
 
   const startApi = async () => {
     api = startApp('api', settings);
-    await waitFor('the api to be ready', async () => ((await fetch(`${url}/readyz`).then((r) => r.status, () => 0)) === 200 ? true : undefined), 60_000, 100);
+    await waitFor(
+      'the api to be ready',
+      async () =>
+        (await fetch(`${url}/readyz`).then(
+          (r) => r.status,
+          () => 0,
+        )) === 200
+          ? true
+          : undefined,
+      60_000,
+      100,
+    );
   };
 
   beforeAll(async () => {
     const port = await freePort();
     url = `http://127.0.0.1:${port}`;
-    settings = isolatedSettings({ MERIDIAN_API_PORT: String(port), MERIDIAN_API_INSTANCE: `fault-api-${port}`, MERIDIAN_RATE_LIMIT_PER_SECOND: '0', MERIDIAN_MAX_UPLOADS_IN_FLIGHT_PER_USER: '64' });
+    settings = isolatedSettings({
+      MERIDIAN_API_PORT: String(port),
+      MERIDIAN_API_INSTANCE: `fault-api-${port}`,
+      MERIDIAN_RATE_LIMIT_PER_SECOND: '0',
+      MERIDIAN_MAX_UPLOADS_IN_FLIGHT_PER_USER: '64',
+    });
     ingest = await startWorker(settings);
     const root = await bootstrapAdmin(settings);
     await startApi();
@@ -53,7 +69,10 @@ describe(`api killed with SIGKILL ${KILLS} times while ${PRODUCERS} producers pu
     let retried = 0;
     const pushOnce = async (producer: number, n: number): Promise<string | null> => {
       const first = (producer * PUSHES_PER_PRODUCER + n) * POINTS;
-      const values = Array.from({ length: POINTS }, (_, i) => ({ timestamp: formatTimestamp(Date.UTC(2024, 0, 1) + (n * POINTS + i) * 1000), value: first + i }));
+      const values = Array.from({ length: POINTS }, (_, i) => ({
+        timestamp: formatTimestamp(Date.UTC(2024, 0, 1) + (n * POINTS + i) * 1000),
+        value: first + i,
+      }));
       try {
         const res = await fetch(`${url}/api/v1/metrics/upload`, {
           method: 'POST',
@@ -77,7 +96,9 @@ describe(`api killed with SIGKILL ${KILLS} times while ${PRODUCERS} producers pu
         taskIds.set(`${p}-${n}`, id);
       }
     };
-    const producers = Promise.all(Array.from({ length: PRODUCERS }, (_, p) => producer(p))).finally(() => { running = false; });
+    const producers = Promise.all(Array.from({ length: PRODUCERS }, (_, p) => producer(p))).finally(() => {
+      running = false;
+    });
 
     let kills = 0;
     while (running && kills < KILLS) {
@@ -94,7 +115,10 @@ describe(`api killed with SIGKILL ${KILLS} times while ${PRODUCERS} producers pu
     for (const id of new Set(taskIds.values())) expect((await waitForTask(url, writer, id, 120_000)).status).toBe('succeeded');
 
     const total = PRODUCERS * PUSHES_PER_PRODUCER * POINTS;
-    const [count, unique, min, max] = (await clickhouse(settings, 'SELECT count(), uniqExact(value), min(value), max(value) FROM points FORMAT TabSeparated')).trim().split('\t').map(Number);
+    const [count, unique, min, max] = (await clickhouse(settings, 'SELECT count(), uniqExact(value), min(value), max(value) FROM points FORMAT TabSeparated'))
+      .trim()
+      .split('\t')
+      .map(Number);
     expect({ count, unique, min, max }).toEqual({ count: total, unique: total, min: 0, max: total - 1 });
   });
 });

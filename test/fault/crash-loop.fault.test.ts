@@ -55,16 +55,33 @@ describe.each(['off', 'on'] as const)(`a command that stops the worker ${MAX_STA
   async function upload(body: Buffer, metric: string, idempotencyKey: string): Promise<string> {
     const form = new FormData();
     form.set('file', new Blob([body]), 'points.csv');
-    const res = await fetch(`${api.url}/api/v1/metrics_file_upload?metric_name=${metric}`, { method: 'POST', headers: { Authorization: `Bearer ${key}`, 'Idempotency-Key': idempotencyKey }, body: form });
+    const res = await fetch(`${api.url}/api/v1/metrics_file_upload?metric_name=${metric}`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${key}`, 'Idempotency-Key': idempotencyKey },
+      body: form,
+    });
     expect(res.status).toBe(202);
     return ((await res.json()) as { task_id: string }).task_id;
   }
 
   /** What every ingest process said about commands: shown when the test fails. */
-  const journal = () => processes.map((p, i) => `process ${i + 1}:\n${p.output().split('\n').filter((l) => /command|upload|Kafka|error/i.test(l)).join('\n')}`).join('\n');
+  const journal = () =>
+    processes
+      .map(
+        (p, i) =>
+          `process ${i + 1}:\n${p
+            .output()
+            .split('\n')
+            .filter((l) => /command|upload|Kafka|error/i.test(l))
+            .join('\n')}`,
+      )
+      .join('\n');
   /** How many times `proc` logged `msg` about `taskId` (a run's start is logged once its TaskStarted is acknowledged). */
   const logged = (proc: AppProcess, msg: string, taskId: string) =>
-    proc.output().split('\n').filter((line) => line.includes(`"msg":"${msg}"`) && line.includes(`"task_id":"${taskId}"`)).length;
+    proc
+      .output()
+      .split('\n')
+      .filter((line) => line.includes(`"msg":"${msg}"`) && line.includes(`"task_id":"${taskId}"`)).length;
   const hasStarted = (proc: AppProcess, taskId: string) => logged(proc, 'command run started', taskId) > 0;
   /** In a run: one started and not released (a run ends with the task, or with a release). */
   const inRun = (proc: AppProcess, taskId: string) => logged(proc, 'command run started', taskId) > logged(proc, 'command run released: it runs again', taskId);
@@ -95,12 +112,17 @@ describe.each(['off', 'on'] as const)(`a command that stops the worker ${MAX_STA
       last = startApp('ingest', settings);
       processes.push(last);
       const proc = last;
-      const outcome = await waitFor('a run of the bad upload to start, or its task to end', async () => {
-        if (inRun(proc, bad)) return 'in a run' as const;
-        if (proc.child.exitCode !== null) throw new Error(`ingest exited by itself:\n${proc.output()}`);
-        const { status } = (await call(`${api.url}/api/v1/tasks/${bad}`, key)).json as { status: string };
-        return status === 'failed' || status === 'succeeded' ? ('ended' as const) : undefined;
-      }, 120_000, 20);
+      const outcome = await waitFor(
+        'a run of the bad upload to start, or its task to end',
+        async () => {
+          if (inRun(proc, bad)) return 'in a run' as const;
+          if (proc.child.exitCode !== null) throw new Error(`ingest exited by itself:\n${proc.output()}`);
+          const { status } = (await call(`${api.url}/api/v1/tasks/${bad}`, key)).json as { status: string };
+          return status === 'failed' || status === 'succeeded' ? ('ended' as const) : undefined;
+        },
+        120_000,
+        20,
+      );
       if (outcome === 'ended') break;
       expect(deaths, `a run started after ${deaths} deaths:\n${journal()}`).toBeLessThan(MAX_STARTS);
       await proc.stop('SIGKILL');
@@ -118,18 +140,25 @@ describe.each(['off', 'on'] as const)(`a command that stops the worker ${MAX_STA
     expect(hasStarted(last, bad)).toBe(false);
 
     const dead = await deadLetters(settings.MERIDIAN_TOPIC_PREFIX);
-    expect(dead.map(({ source_partition, reason }) => ({ source_partition, reason }))).toEqual([{ source_partition: String(partition), reason: `processing stopped ${MAX_STARTS} times; the upload was not stored` }]);
+    expect(dead.map(({ source_partition, reason }) => ({ source_partition, reason }))).toEqual([
+      { source_partition: String(partition), reason: `processing stopped ${MAX_STARTS} times; the upload was not stored` },
+    ]);
     // The dead letter is the command as it was read: its key and value byte-exact.
     const at = { topic: api.platform.topics.tasks, partition, start: dead[0]!.source_offset, end: dead[0]!.source_offset + 1 };
     let source: { key: Buffer | null; value: Buffer | null } | undefined;
-    for await (const batch of api.platform.log.readRanges([at], { groupId: `${settings.MERIDIAN_TOPIC_PREFIX}test-source-${randomUUID()}`, sequential: true })) source ??= batch.messages[0];
+    for await (const batch of api.platform.log.readRanges([at], { groupId: `${settings.MERIDIAN_TOPIC_PREFIX}test-source-${randomUUID()}`, sequential: true }))
+      source ??= batch.messages[0];
     expect(source!.key?.toString()).toBe(bad);
     expect(dead[0]!.key?.equals(source!.key!), 'the key as read').toBe(true);
     expect(dead[0]!.value?.equals(source!.value!), 'the value as read').toBe(true);
 
-    const stored = await fetch(`${api.url}/api/v1/metrics/download?metrics=loop.&pattern=starts_with&max_rows=10`, { headers: { Authorization: `Bearer ${key}` } });
+    const stored = await fetch(`${api.url}/api/v1/metrics/download?metrics=loop.&pattern=starts_with&max_rows=10`, {
+      headers: { Authorization: `Bearer ${key}` },
+    });
     expect((await stored.text()).split('\n').filter((l) => l.startsWith('loop.bad'))).toEqual([]);
-    const stages = await fetch(`${settings.CLICKHOUSE_URL}/?database=${settings.CLICKHOUSE_DATABASE}&query=${encodeURIComponent("SELECT name FROM system.tables WHERE database = currentDatabase() AND startsWith(name, 'points_stage_')")}`);
+    const stages = await fetch(
+      `${settings.CLICKHOUSE_URL}/?database=${settings.CLICKHOUSE_DATABASE}&query=${encodeURIComponent("SELECT name FROM system.tables WHERE database = currentDatabase() AND startsWith(name, 'points_stage_')")}`,
+    );
     expect((await stages.text()).trim()).toBe('');
   });
 
@@ -144,7 +173,13 @@ describe.each(['off', 'on'] as const)(`a command that stops the worker ${MAX_STA
       await consumer.subscribe({ topic: api.platform.topics.deadLetter, fromBeginning: true });
       await consumer.run({
         eachMessage: async ({ message }) => {
-          seen.push({ source_partition: String(message.headers?.source_partition), source_offset: Number(String(message.headers?.source_offset)), reason: String(message.headers?.reason), key: message.key, value: message.value });
+          seen.push({
+            source_partition: String(message.headers?.source_partition),
+            source_offset: Number(String(message.headers?.source_offset)),
+            reason: String(message.headers?.reason),
+            key: message.key,
+            value: message.value,
+          });
         },
       });
       await waitFor('the dead letter', () => (seen.length > 0 ? true : undefined), 30_000);

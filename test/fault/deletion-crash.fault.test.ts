@@ -22,16 +22,24 @@ describe('ingest killed with SIGKILL during deletions', () => {
   let api: RunningApi;
   let key: string;
   const processes: AppProcess[] = [];
-  const query = async (sql: string) => (await (await fetch(`${settings.CLICKHOUSE_URL}/?database=${settings.CLICKHOUSE_DATABASE}&query=${encodeURIComponent(sql)}`)).text()).trim();
-  const mutationsOf = async (table: string) => Number(await query(`SELECT count() FROM system.mutations WHERE database = '${settings.CLICKHOUSE_DATABASE}' AND table = '${table}'`));
+  const query = async (sql: string) =>
+    (await (await fetch(`${settings.CLICKHOUSE_URL}/?database=${settings.CLICKHOUSE_DATABASE}&query=${encodeURIComponent(sql)}`)).text()).trim();
+  const mutationsOf = async (table: string) =>
+    Number(await query(`SELECT count() FROM system.mutations WHERE database = '${settings.CLICKHOUSE_DATABASE}' AND table = '${table}'`));
 
   async function upload(metric: string, seconds: readonly number[], value: (s: number) => number): Promise<string> {
-    const res = await call(`${api.url}/api/v1/metrics/upload`, key, { method: 'POST', body: { metric_name: metric, values: seconds.map((s) => ({ timestamp: formatTimestamp(T(s)), value: value(s) })) } });
+    const res = await call(`${api.url}/api/v1/metrics/upload`, key, {
+      method: 'POST',
+      body: { metric_name: metric, values: seconds.map((s) => ({ timestamp: formatTimestamp(T(s)), value: value(s) })) },
+    });
     expect(res.status, res.text).toBe(202);
     return res.json.task_id as string;
   }
   async function deletion(metrics: string[], from: number, to: number): Promise<string> {
-    const res = await call(`${api.url}/api/v1/metrics/delete`, key, { method: 'POST', body: { metrics, start_date: formatTimestamp(T(from)), end_date: formatTimestamp(T(to)), reason: 'fault test' } });
+    const res = await call(`${api.url}/api/v1/metrics/delete`, key, {
+      method: 'POST',
+      body: { metrics, start_date: formatTimestamp(T(from)), end_date: formatTimestamp(T(to)), reason: 'fault test' },
+    });
     expect(res.status, res.text).toBe(202);
     return res.json.task_id as string;
   }
@@ -80,13 +88,23 @@ describe('ingest killed with SIGKILL during deletions', () => {
     for (const id of [...deletions, ...tasks]) expect((await waitForTask(api.url, key, id, 180_000)).status).toBe('succeeded');
 
     const kept = (m: number) => POINTS - 3000 + (m === 0 ? later.length : 0);
-    expect(await query('SELECT metric_name, count() FROM points GROUP BY metric_name ORDER BY metric_name FORMAT TabSeparated'))
-      .toBe(names.map((n, m) => `${n}\t${kept(m)}`).join('\n'));
+    expect(await query('SELECT metric_name, count() FROM points GROUP BY metric_name ORDER BY metric_name FORMAT TabSeparated')).toBe(
+      names.map((n, m) => `${n}\t${kept(m)}`).join('\n'),
+    );
     expect(Number(await query('SELECT count() FROM points WHERE ts >= ' + T(1000) + ' AND ts <= ' + T(3999) + ' AND value >= 0'))).toBe(0);
-    expect((await query(`SELECT arraySort(groupArray(value)) FROM points WHERE metric_name = 'dcrash_0' AND value < 0`))).toBe(`[${later.map((s) => -s).sort((a, b) => a - b).join(',')}]`);
+    expect(await query(`SELECT arraySort(groupArray(value)) FROM points WHERE metric_name = 'dcrash_0' AND value < 0`)).toBe(
+      `[${later
+        .map((s) => -s)
+        .sort((a, b) => a - b)
+        .join(',')}]`,
+    );
     // The catalog counts what points holds, with the same first and last.
-    const catalog = await query('SELECT metric_name, countMerge(points), minMerge(first_ts), maxMerge(last_ts) FROM metric_catalog GROUP BY metric_name ORDER BY metric_name FORMAT TabSeparated');
-    expect(catalog).toBe(await query('SELECT metric_name, count(), min(ts), max(ts) FROM points GROUP BY metric_name ORDER BY metric_name FORMAT TabSeparated'));
+    const catalog = await query(
+      'SELECT metric_name, countMerge(points), minMerge(first_ts), maxMerge(last_ts) FROM metric_catalog GROUP BY metric_name ORDER BY metric_name FORMAT TabSeparated',
+    );
+    expect(catalog).toBe(
+      await query('SELECT metric_name, count(), min(ts), max(ts) FROM points GROUP BY metric_name ORDER BY metric_name FORMAT TabSeparated'),
+    );
     // Each marker is recorded once per partition whatever the kills: the position never moved back.
     expect(Number(await query(`SELECT count() FROM points_seals WHERE attempt = ''`))).toBeGreaterThanOrEqual(rounds.length);
   }, 600_000);

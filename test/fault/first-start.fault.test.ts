@@ -23,7 +23,8 @@ const kafkaEnv = { ...process.env, MERIDIAN_VAR: privateVar, KAFKA_PORT: '29092'
 
 function stack(cmd: 'up' | 'down'): void {
   const run = spawnSync(stackSh, [cmd, 'kafka'], { env: kafkaEnv, encoding: 'utf8', timeout: 150_000 });
-  if (run.status !== 0) throw new Error(`the private Kafka could not ${cmd} (needs the local stack installed and ports 29092-29093 free): ${run.stderr.slice(-2000)}`);
+  if (run.status !== 0)
+    throw new Error(`the private Kafka could not ${cmd} (needs the local stack installed and ports 29092-29093 free): ${run.stderr.slice(-2000)}`);
 }
 
 /** Resolves once `ok` holds, or fails naming what the process printed when it exited or the time ran out. */
@@ -72,7 +73,9 @@ describe('a first start on a wiped stack', () => {
       const retries = (api.output() + ingest.output()).split('failed; retrying').length - 1;
       rounds.push({ round, kafka_ms: t1 - t0, apps_ms: Date.now() - t1, retries });
     }
-    console.log(`first starts on a wiped Kafka (time to start Kafka, then until api ready and ingest running):\n${rounds.map((r) => `  round ${r.round}: kafka ${r.kafka_ms} ms, apps ${r.apps_ms} ms, start-up retries ${r.retries}`).join('\n')}`);
+    console.log(
+      `first starts on a wiped Kafka (time to start Kafka, then until api ready and ingest running):\n${rounds.map((r) => `  round ${r.round}: kafka ${r.kafka_ms} ms, apps ${r.apps_ms} ms, start-up retries ${r.retries}`).join('\n')}`,
+    );
     expect(rounds).toHaveLength(ROUNDS);
   });
 });

@@ -14,12 +14,20 @@ let ingest: Awaited<ReturnType<typeof startWorker>>;
 let writer: string;
 
 const upload = (metric: string, i: number, headers: Record<string, string> = {}) =>
-  call(`${api.url}/api/v1/metrics/upload`, writer, { method: 'POST', headers, body: { metric_name: metric, values: [{ timestamp: formatTimestamp(Date.UTC(2024, 0, 1) + i), value: i }] } });
+  call(`${api.url}/api/v1/metrics/upload`, writer, {
+    method: 'POST',
+    headers,
+    body: { metric_name: metric, values: [{ timestamp: formatTimestamp(Date.UTC(2024, 0, 1) + i), value: i }] },
+  });
 
 async function uploadFile(metric: string, key: string) {
   const form = new FormData();
   form.set('file', new Blob([`${formatTimestamp(Date.UTC(2024, 0, 2))},11\n${formatTimestamp(Date.UTC(2024, 0, 3))},12\n`]), 'points.csv');
-  const res = await fetch(`${api.url}/api/v1/metrics_file_upload?metric_name=${metric}`, { method: 'POST', headers: { Authorization: `Bearer ${writer}`, 'Idempotency-Key': key }, body: form });
+  const res = await fetch(`${api.url}/api/v1/metrics_file_upload?metric_name=${metric}`, {
+    method: 'POST',
+    headers: { Authorization: `Bearer ${writer}`, 'Idempotency-Key': key },
+    body: form,
+  });
   return { status: res.status, json: (await res.json()) as { task_id: string } };
 }
 
@@ -79,19 +87,29 @@ describe.runIf(onLocalStack())('Kafka outage', () => {
 
     await waitFor('the api to be ready again', async () => ((await call(`${api.url}/readyz`, null)).status === 200 ? true : undefined), 90_000, 500);
     // The client retries its refused upload with the same key: it is stored exactly once.
-    const retried = await waitFor('the retried upload to be accepted', async () => {
-      const r = await upload('ko.during', 2, { 'Idempotency-Key': 'during-1' });
-      return r.status === 202 ? r : undefined;
-    }, 60_000, 500);
+    const retried = await waitFor(
+      'the retried upload to be accepted',
+      async () => {
+        const r = await upload('ko.during', 2, { 'Idempotency-Key': 'during-1' });
+        return r.status === 202 ? r : undefined;
+      },
+      60_000,
+      500,
+    );
     const again = await upload('ko.during', 2, { 'Idempotency-Key': 'during-1' });
     expect(again.json.task_id).toBe(retried.json.task_id);
     expect((await waitForTask(api.url, writer, retried.json.task_id, 120_000)).status).toBe('succeeded');
     // The refused file upload retried with its key: stored once, from the bytes of the retry.
-    const file = await waitFor('the retried file upload', async () => {
-      const r = await uploadFile('ko.file', 'file-1');
-      return r.status === 202 ? r : undefined;
-    }, 60_000, 500);
-    expect((await waitForTask(api.url, writer, file.json.task_id, 120_000))).toMatchObject({ status: 'succeeded', result: { points_accepted: 2 } });
+    const file = await waitFor(
+      'the retried file upload',
+      async () => {
+        const r = await uploadFile('ko.file', 'file-1');
+        return r.status === 202 ? r : undefined;
+      },
+      60_000,
+      500,
+    );
+    expect(await waitForTask(api.url, writer, file.json.task_id, 120_000)).toMatchObject({ status: 'succeeded', result: { points_accepted: 2 } });
     expect((await defineFile()).status).toBe(202);
     const after = await upload('ko.after', 3);
     expect(after.status).toBe(202);
@@ -99,7 +117,9 @@ describe.runIf(onLocalStack())('Kafka outage', () => {
     const tasks = (await call(`${api.url}/api/v1/tasks?limit=1000`, writer)).json.tasks as Array<{ result: { metrics?: string[] } | null }>;
     const during = tasks.filter((t) => t.result?.metrics?.includes('ko.during'));
     expect(during).toHaveLength(1);
-    const stored = await fetch(`${settings.CLICKHOUSE_URL}/?database=${settings.CLICKHOUSE_DATABASE}&query=${encodeURIComponent("SELECT count() FROM points WHERE task_id IN (SELECT task_id FROM points WHERE value = 2)")}`);
+    const stored = await fetch(
+      `${settings.CLICKHOUSE_URL}/?database=${settings.CLICKHOUSE_DATABASE}&query=${encodeURIComponent('SELECT count() FROM points WHERE task_id IN (SELECT task_id FROM points WHERE value = 2)')}`,
+    );
     expect((await stored.text()).trim()).toBe('1'); // the refused-then-retried point, once
   });
 });

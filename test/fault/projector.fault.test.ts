@@ -60,7 +60,11 @@ describe(`projector killed with SIGKILL ${KILLS} times while projecting ${TOTAL.
         touched.set(meta!.partition, (touched.get(meta!.partition) ?? 0) + POINTS_PER_BATCH);
       }
       for (const [partition, points] of touched) {
-        await t.send({ topic: platform.topics.points, acks: -1, messages: [{ partition, key: task_id, value: pointsCodec.encode({ type: 'UploadSealed', task_id, points }) }] });
+        await t.send({
+          topic: platform.topics.points,
+          acks: -1,
+          messages: [{ partition, key: task_id, value: pointsCodec.encode({ type: 'UploadSealed', task_id, points }) }],
+        });
         sealed.add(`${task_id}/${partition}`);
       }
       await t.commit();
@@ -114,13 +118,17 @@ describe(`projector killed with SIGKILL ${KILLS} times while projecting ${TOTAL.
     expect(await count()).toBe(TOTAL);
     expect(await scalar('SELECT uniqExact(task_id, ts, value) FROM points')).toBe(TOTAL);
     expect(await scalar('SELECT uniqExact(kafka_partition, kafka_offset, row_in_batch) FROM points')).toBe(TOTAL);
-    const perTask = await (await platform.clickhouse.query({ query: 'SELECT task_id, count() AS n FROM points GROUP BY task_id ORDER BY task_id', format: 'JSONEachRow' })).json<{ task_id: string; n: string }>();
+    const perTask = await (
+      await platform.clickhouse.query({ query: 'SELECT task_id, count() AS n FROM points GROUP BY task_id ORDER BY task_id', format: 'JSONEachRow' })
+    ).json<{ task_id: string; n: string }>();
     expect(perTask).toHaveLength(UPLOADS);
     expect(perTask.every((r) => Number(r.n) === POINTS_PER_UPLOAD)).toBe(true);
     expect(await scalar('SELECT countMerge(points) FROM metric_catalog')).toBe(TOTAL);
     expect([...sealed].filter((s) => !announced.has(s))).toEqual([]);
     expect(await last.stop('SIGTERM')).toBe(0);
-    console.log(`projector fault test: ${KILLS} SIGKILLs at ${killedAt.join(', ')} rows; ${TOTAL} rows exactly once after ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    console.log(
+      `projector fault test: ${KILLS} SIGKILLs at ${killedAt.join(', ')} rows; ${TOTAL} rows exactly once after ${((Date.now() - started) / 1000).toFixed(1)} s`,
+    );
   });
 });
 
@@ -136,7 +144,8 @@ describe('projector handing partitions over in rebalances (a second member joins
   const running: RunningProjector[] = [];
   const uploads = 40;
   const total = uploads * POINTS_PER_UPLOAD;
-  const count = async () => Number((await (await platform.clickhouse.query({ query: 'SELECT count() AS n FROM points', format: 'JSONEachRow' })).json<{ n: string }>())[0]!.n);
+  const count = async () =>
+    Number((await (await platform.clickhouse.query({ query: 'SELECT count() AS n FROM points', format: 'JSONEachRow' })).json<{ n: string }>())[0]!.n);
 
   afterAll(async () => {
     await Promise.allSettled(running.map((r) => r.stop()));
@@ -160,10 +169,24 @@ describe('projector handing partitions over in rebalances (a second member joins
         for (let m = 0; m < METRICS_PER_UPLOAD; m++) {
           const metric_name = `rebalance.metric.${(u + m) % 9}`;
           const timestamps = Array.from({ length: POINTS_PER_BATCH }, (_, i) => m * 1_000_000 + i);
-          const [meta] = await t.send({ topic: platform.topics.points, acks: -1, messages: [{ key: metric_name, value: codec.encode({ type: 'PointBatch', task_id, metric_name, updated_at: u, timestamps, values: timestamps.map((ts) => ts + u / 8) }) }] });
+          const [meta] = await t.send({
+            topic: platform.topics.points,
+            acks: -1,
+            messages: [
+              {
+                key: metric_name,
+                value: codec.encode({ type: 'PointBatch', task_id, metric_name, updated_at: u, timestamps, values: timestamps.map((ts) => ts + u / 8) }),
+              },
+            ],
+          });
           touched.add(meta!.partition);
         }
-        for (const partition of touched) await t.send({ topic: platform.topics.points, acks: -1, messages: [{ partition, key: task_id, value: codec.encode({ type: 'UploadSealed', task_id, points: 0 }) }] });
+        for (const partition of touched)
+          await t.send({
+            topic: platform.topics.points,
+            acks: -1,
+            messages: [{ partition, key: task_id, value: codec.encode({ type: 'UploadSealed', task_id, points: 0 }) }],
+          });
         await t.commit();
       }
     };
@@ -189,7 +212,12 @@ describe('projector handing partitions over in rebalances (a second member joins
     await waitFor('every row', async () => ((await count()) >= total ? true : undefined), 90_000, 100);
     await new Promise((r) => setTimeout(r, 1000));
     expect(await count()).toBe(total);
-    const unique = await (await platform.clickhouse.query({ query: 'SELECT uniqExact(task_id, ts, value) AS a, uniqExact(kafka_partition, kafka_offset, row_in_batch) AS b FROM points', format: 'JSONEachRow' })).json<{ a: string; b: string }>();
+    const unique = await (
+      await platform.clickhouse.query({
+        query: 'SELECT uniqExact(task_id, ts, value) AS a, uniqExact(kafka_partition, kafka_offset, row_in_batch) AS b FROM points',
+        format: 'JSONEachRow',
+      })
+    ).json<{ a: string; b: string }>();
     expect(unique[0]).toEqual({ a: String(total), b: String(total) });
   });
 });

@@ -33,7 +33,15 @@ const DROP_STAGE = /DROP TABLE IF EXISTS points_stage_/;
 const STAGE_INSERT = /^INSERT INTO points_stage_\w+ \(.*\) FORMAT Native/;
 
 function harness(overrides: Record<string, string>) {
-  const settings = isolatedSettings({ MERIDIAN_UPLOAD_STAGING: 'on', MERIDIAN_STAGE_MIN_BYTES: '1', MERIDIAN_POINT_BATCH_SIZE: '5000', MERIDIAN_PROJECTOR_BATCH_ROWS: '20000', KAFKA_SESSION_TIMEOUT_MS: '6000', MERIDIAN_MAX_UPLOAD_BYTES: '20000000', ...overrides });
+  const settings = isolatedSettings({
+    MERIDIAN_UPLOAD_STAGING: 'on',
+    MERIDIAN_STAGE_MIN_BYTES: '1',
+    MERIDIAN_POINT_BATCH_SIZE: '5000',
+    MERIDIAN_PROJECTOR_BATCH_ROWS: '20000',
+    KAFKA_SESSION_TIMEOUT_MS: '6000',
+    MERIDIAN_MAX_UPLOAD_BYTES: '20000000',
+    ...overrides,
+  });
   const h = {
     settings,
     api: undefined as unknown as RunningApi,
@@ -96,7 +104,12 @@ function harness(overrides: Record<string, string>) {
 
 const exited = (proc: AppProcess) => (proc.child.exitCode !== null || proc.child.signalCode !== null ? true : undefined);
 /** The `how` of each staged seal a process logged (stage.ts SealOutcome). */
-const sealOutcomes = (proc: AppProcess) => proc.output().split('\n').filter((l) => l.includes('"msg":"staged upload sealed into points"')).map((l) => (JSON.parse(l) as { how: string; refilled: boolean }));
+const sealOutcomes = (proc: AppProcess) =>
+  proc
+    .output()
+    .split('\n')
+    .filter((l) => l.includes('"msg":"staged upload sealed into points"'))
+    .map((l) => JSON.parse(l) as { how: string; refilled: boolean });
 
 describe('staged uploads: the ingest killed at each step of a seal', () => {
   const h = harness({});
@@ -114,9 +127,15 @@ describe('staged uploads: the ingest killed at each step of a seal', () => {
    * only announced (and its stage dropped) and the others attached ('recorded').
    */
   const steps: Array<{ step: string; rule: Omit<GateRule, 'then'>; left: (s: AtKill) => void; then: 'attached' | 'found attached' | 'recorded' }> = [
-    { step: 'before the ATTACH reaches the server', rule: { match: ATTACH, action: 'crash_before' }, left: (s) => expect(s).toEqual({ points: 0, cataloged: 0, seals: 0, stageOfRecordedSeal: 0 }), then: 'attached' },
     {
-      step: 'after the ATTACH (rows visible, the catalog short)', rule: { match: ATTACH, action: 'crash_after' },
+      step: 'before the ATTACH reaches the server',
+      rule: { match: ATTACH, action: 'crash_before' },
+      left: (s) => expect(s).toEqual({ points: 0, cataloged: 0, seals: 0, stageOfRecordedSeal: 0 }),
+      then: 'attached',
+    },
+    {
+      step: 'after the ATTACH (rows visible, the catalog short)',
+      rule: { match: ATTACH, action: 'crash_after' },
       left: (s) => {
         oneShare(s);
         expect(s).toEqual({ points: s.points, cataloged: 0, seals: 0, stageOfRecordedSeal: 0 });
@@ -124,7 +143,8 @@ describe('staged uploads: the ingest killed at each step of a seal', () => {
       then: 'found attached',
     },
     {
-      step: 'after the catalog insert (no seal row)', rule: { match: CATALOG, action: 'crash_after' },
+      step: 'after the catalog insert (no seal row)',
+      rule: { match: CATALOG, action: 'crash_after' },
       left: (s) => {
         oneShare(s);
         expect(s).toEqual({ points: s.points, cataloged: s.points, seals: 0, stageOfRecordedSeal: 0 });
@@ -132,7 +152,8 @@ describe('staged uploads: the ingest killed at each step of a seal', () => {
       then: 'found attached',
     },
     {
-      step: 'after the seal row (the stage not dropped)', rule: { match: SEAL_ROW, action: 'crash_after' },
+      step: 'after the seal row (the stage not dropped)',
+      rule: { match: SEAL_ROW, action: 'crash_after' },
       left: (s) => {
         oneShare(s);
         expect(s).toEqual({ points: s.points, cataloged: s.points, seals: 1, stageOfRecordedSeal: 1 });
@@ -140,7 +161,8 @@ describe('staged uploads: the ingest killed at each step of a seal', () => {
       then: 'recorded',
     },
     {
-      step: 'after the stage is dropped (the seal not announced)', rule: { match: DROP_STAGE, after: SEAL_ROW, action: 'crash_after' },
+      step: 'after the stage is dropped (the seal not announced)',
+      rule: { match: DROP_STAGE, after: SEAL_ROW, action: 'crash_after' },
       left: (s) => {
         oneShare(s);
         expect(s).toEqual({ points: s.points, cataloged: s.points, seals: 1, stageOfRecordedSeal: 0 });
@@ -149,37 +171,48 @@ describe('staged uploads: the ingest killed at each step of a seal', () => {
     },
   ];
 
-  it.each(steps.map((s, i) => ({ ...s, i })))('killed $step: after a restart every point once, the catalog exact, the seals recorded, no stage left', async ({ i, rule, left, then }) => {
-    const prefix = `seal${i}`;
-    let proc: AppProcess | null = null;
-    h.gate.set({ ...rule, once: true, then: () => proc?.child.kill('SIGKILL') });
-    proc = h.ingest();
-    const taskId = await h.upload(prefix);
-    await waitFor('the ingest killed at the step', () => exited(proc), 120_000, 50).catch((error: unknown) => {
-      throw new Error(`${(error as Error).message}\n${proc.output().slice(-3000)}`);
-    });
-    expect(h.gate.hits()).toEqual([1]);
-    const [recorded] = (await h.query(`SELECT attempt, kafka_partition FROM points_seals WHERE task_id = '${taskId}' FORMAT TSV`)).split('\n').filter(Boolean).map((l) => l.split('\t'));
-    left({
-      points: await h.number(`SELECT count() FROM points WHERE task_id = '${taskId}'`),
-      cataloged: await h.number(`SELECT countMerge(points) FROM metric_catalog WHERE startsWith(metric_name, '${prefix}.')`),
-      seals: await h.number(`SELECT count() FROM points_seals WHERE task_id = '${taskId}'`),
-      stageOfRecordedSeal: recorded === undefined ? 0 : await h.number(`SELECT count() FROM system.tables WHERE database = currentDatabase() AND endsWith(name, '_${recorded[0]}_p${recorded[1]}')`),
-    });
+  it.each(steps.map((s, i) => ({ ...s, i })))(
+    'killed $step: after a restart every point once, the catalog exact, the seals recorded, no stage left',
+    async ({ i, rule, left, then }) => {
+      const prefix = `seal${i}`;
+      let proc: AppProcess | null = null;
+      h.gate.set({ ...rule, once: true, then: () => proc?.child.kill('SIGKILL') });
+      proc = h.ingest();
+      const taskId = await h.upload(prefix);
+      await waitFor('the ingest killed at the step', () => exited(proc), 120_000, 50).catch((error: unknown) => {
+        throw new Error(`${(error as Error).message}\n${proc.output().slice(-3000)}`);
+      });
+      expect(h.gate.hits()).toEqual([1]);
+      const [recorded] = (await h.query(`SELECT attempt, kafka_partition FROM points_seals WHERE task_id = '${taskId}' FORMAT TSV`))
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => l.split('\t'));
+      left({
+        points: await h.number(`SELECT count() FROM points WHERE task_id = '${taskId}'`),
+        cataloged: await h.number(`SELECT countMerge(points) FROM metric_catalog WHERE startsWith(metric_name, '${prefix}.')`),
+        seals: await h.number(`SELECT count() FROM points_seals WHERE task_id = '${taskId}'`),
+        stageOfRecordedSeal:
+          recorded === undefined
+            ? 0
+            : await h.number(`SELECT count() FROM system.tables WHERE database = currentDatabase() AND endsWith(name, '_${recorded[0]}_p${recorded[1]}')`),
+      });
 
-    h.gate.set();
-    const restarted = h.ingest();
-    try {
-      const partitions = await h.expectExact(taskId, prefix);
-      const hows = sealOutcomes(restarted).map((o) => o.how).sort();
-      if (then === 'recorded') expect(hows).toEqual(Array(partitions - 1).fill('attached'));
-      else if (then === 'attached') expect(hows).toEqual(Array(partitions).fill('attached'));
-      else expect(hows).toEqual([...Array(partitions - 1).fill('attached'), 'found attached']);
-    } catch (error) {
-      throw new Error(`${(error as Error).message}\nrestarted process:\n${restarted.output().slice(-4000)}`);
-    }
-    expect(await restarted.stop('SIGTERM')).toBe(0);
-  });
+      h.gate.set();
+      const restarted = h.ingest();
+      try {
+        const partitions = await h.expectExact(taskId, prefix);
+        const hows = sealOutcomes(restarted)
+          .map((o) => o.how)
+          .sort();
+        if (then === 'recorded') expect(hows).toEqual(Array(partitions - 1).fill('attached'));
+        else if (then === 'attached') expect(hows).toEqual(Array(partitions).fill('attached'));
+        else expect(hows).toEqual([...Array(partitions - 1).fill('attached'), 'found attached']);
+      } catch (error) {
+        throw new Error(`${(error as Error).message}\nrestarted process:\n${restarted.output().slice(-4000)}`);
+      }
+      expect(await restarted.stop('SIGTERM')).toBe(0);
+    },
+  );
 });
 
 describe('staged uploads: ClickHouse refusing or not answering the stage inserts', () => {
@@ -196,7 +229,16 @@ describe('staged uploads: ClickHouse refusing or not answering the stage inserts
     const taskId = await h.upload(prefix);
     // The job's inserts meet the fault until its transaction is committed; the seals' refills
     // (retried by the projector meanwhile) then get through.
-    const written = await waitFor('the upload written to the log', () => proc.output().split('\n').find((l) => l.includes('"msg":"upload written to the log"')), 120_000, 50);
+    const written = await waitFor(
+      'the upload written to the log',
+      () =>
+        proc
+          .output()
+          .split('\n')
+          .find((l) => l.includes('"msg":"upload written to the log"')),
+      120_000,
+      50,
+    );
     const [met] = h.gate.hits();
     h.gate.set();
     try {

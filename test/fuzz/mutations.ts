@@ -71,8 +71,11 @@ function withHeaders(req: Req, headers: ReadonlyArray<readonly [string, string]>
 function withBody(req: Req, body: Buffer, multipart: Multipart | null = null, contentType?: string): Req {
   const headers = req.headers
     .filter(([n]) => !/^(content-length|transfer-encoding)$/i.test(n))
-    .map(([n, v]) => (contentType !== undefined && /^content-type$/i.test(n) ? [n, contentType] as const : [n, v] as const));
-  const at = Math.max(0, headers.findIndex(([n]) => /^connection$/i.test(n)));
+    .map(([n, v]) => (contentType !== undefined && /^content-type$/i.test(n) ? ([n, contentType] as const) : ([n, v] as const)));
+  const at = Math.max(
+    0,
+    headers.findIndex(([n]) => /^connection$/i.test(n)),
+  );
   return { ...req, body, multipart, headers: [...headers.slice(0, at), ['Content-Length', String(body.length)], ...headers.slice(at)] };
 }
 
@@ -113,9 +116,21 @@ export function mutations(req: Req, seed: number, limits: Limits): Mutation[] {
 
   // Each header dropped, doubled, and doubled with another value.
   for (const [i, [name, value]] of req.headers.entries()) {
-    add(`drop ${name}`, withHeaders(req, req.headers.filter((_h, j) => j !== i)));
+    add(
+      `drop ${name}`,
+      withHeaders(
+        req,
+        req.headers.filter((_h, j) => j !== i),
+      ),
+    );
     add(`duplicate ${name}`, withHeaders(req, [...req.headers.slice(0, i + 1), [name, value], ...req.headers.slice(i + 1)]));
-    const other = /^content-length$/i.test(name) ? String(Number(value) + 1) : /^host$/i.test(name) ? 'other.example' : /^authorization$/i.test(name) ? 'Bearer mrd_0000000000000000_not-a-key' : `${value}, ${value}`;
+    const other = /^content-length$/i.test(name)
+      ? String(Number(value) + 1)
+      : /^host$/i.test(name)
+        ? 'other.example'
+        : /^authorization$/i.test(name)
+          ? 'Bearer mrd_0000000000000000_not-a-key'
+          : `${value}, ${value}`;
     add(`duplicate ${name} with another value`, withHeaders(req, [...req.headers.slice(0, i + 1), [name, other], ...req.headers.slice(i + 1)]));
   }
 
@@ -135,7 +150,10 @@ export function mutations(req: Req, seed: number, limits: Limits): Mutation[] {
   add('head over the header limit', withHeaders(req, [...req.headers, ['X-Fuzz-Pad', 'p'.repeat(limits.maxHeaderBytes + 1)]]));
   add('target over the URL limit', { ...req, target: `${req.target}${req.target.includes('?') ? '&' : '?'}pad=${'u'.repeat(limits.maxUrlBytes + 1)}` });
   add('Authorization not Bearer', withHeaders(req, [...req.headers.filter(([n]) => !/^authorization$/i.test(n)), ['Authorization', 'Basic ZnV6ejpmdXp6']]));
-  add('Authorization Bearer of 8 KiB', withHeaders(req, [...req.headers.filter(([n]) => !/^authorization$/i.test(n)), ['Authorization', `Bearer ${'k'.repeat(8192)}`]]));
+  add(
+    'Authorization Bearer of 8 KiB',
+    withHeaders(req, [...req.headers.filter(([n]) => !/^authorization$/i.test(n)), ['Authorization', `Bearer ${'k'.repeat(8192)}`]]),
+  );
   add('Expect: 100-continue', withHeaders(req, [...req.headers, ['Expect', '100-continue']]));
   add('Expect: unknown', withHeaders(req, [...req.headers, ['Expect', 'fuzz']]));
   add('two requests pipelined', Buffer.concat([valid, valid]));
@@ -146,7 +164,11 @@ export function mutations(req: Req, seed: number, limits: Limits): Mutation[] {
     add('a body on a route that takes none', withBody(req, Buffer.from('{"unexpected":true}'), null));
     add('Content-Length: 0 on a route that takes no body', Buffer.concat([valid.subarray(0, head - 2), Buffer.from('Content-Length: 0\r\n\r\n')]));
   } else {
-    const cl = (value: string) => withHeaders(req, req.headers.map(([n, v]) => (/^content-length$/i.test(n) ? [n, value] as const : [n, v] as const)));
+    const cl = (value: string) =>
+      withHeaders(
+        req,
+        req.headers.map(([n, v]) => (/^content-length$/i.test(n) ? ([n, value] as const) : ([n, v] as const))),
+      );
     add('Content-Length one short (a byte left over as the next request)', cl(String(body.length - 1)));
     add('Content-Length not a number', cl('12abc'));
     add('Content-Length negative', cl('-1'));
@@ -155,16 +177,40 @@ export function mutations(req: Req, seed: number, limits: Limits): Mutation[] {
     add('chunked body', chunked(req, pieces(body, 3), '0\r\n\r\n'));
     add('chunked body, one byte a chunk (first 64)', chunked(req, pieces(body.subarray(0, Math.min(64, body.length)), 64), '0\r\n\r\n'));
     add('chunked body with an invalid chunk size', chunked(req, [body], 'zz\r\n\r\n'));
-    add('chunked body with a chunk size over 2^53', Buffer.concat([chunked(req, [], ''), Buffer.from(`fffffffffffffffff\r\n${body.toString('latin1')}\r\n0\r\n\r\n`, 'latin1')]));
+    add(
+      'chunked body with a chunk size over 2^53',
+      Buffer.concat([chunked(req, [], ''), Buffer.from(`fffffffffffffffff\r\n${body.toString('latin1')}\r\n0\r\n\r\n`, 'latin1')]),
+    );
     add('chunked body with a trailer', chunked(req, [body], '0\r\nX-Trailer: t\r\n\r\n'));
-    add('Transfer-Encoding and Content-Length both', serialize({ ...req, headers: [...req.headers, ['Transfer-Encoding', 'chunked']], body: Buffer.concat([Buffer.from(`${body.length.toString(16)}\r\n`), body, Buffer.from('\r\n0\r\n\r\n')]) }));
-    add('Transfer-Encoding: gzip, chunked', Buffer.from(chunked(req, [body], '0\r\n\r\n').toString('latin1').replace('Transfer-Encoding: chunked', 'Transfer-Encoding: gzip, chunked'), 'latin1'));
+    add(
+      'Transfer-Encoding and Content-Length both',
+      serialize({
+        ...req,
+        headers: [...req.headers, ['Transfer-Encoding', 'chunked']],
+        body: Buffer.concat([Buffer.from(`${body.length.toString(16)}\r\n`), body, Buffer.from('\r\n0\r\n\r\n')]),
+      }),
+    );
+    add(
+      'Transfer-Encoding: gzip, chunked',
+      Buffer.from(chunked(req, [body], '0\r\n\r\n').toString('latin1').replace('Transfer-Encoding: chunked', 'Transfer-Encoding: gzip, chunked'), 'latin1'),
+    );
     add('Content-Encoding: gzip on a body that is not', withHeaders(req, [...req.headers, ['Content-Encoding', 'gzip']]));
     add('empty body', withBody(req, Buffer.alloc(0), null));
 
     const type = req.headers.find(([n]) => /^content-type$/i.test(n))?.[1] ?? '';
-    const wrongTypes = ['text/plain', 'application/json', 'application/x-www-form-urlencoded', 'multipart/form-data', `multipart/form-data; boundary=other-${'b'.repeat(8)}`, 'multipart/mixed; boundary=x', 'application/octet-stream', ';;;/ /', `${type}; charset=utf-16`];
-    for (const t of wrongTypes.filter((t) => t !== type)) add(`Content-Type ${t.length > 48 ? `${t.slice(0, 45)}...` : t}`, withBody(req, body, req.multipart, t));
+    const wrongTypes = [
+      'text/plain',
+      'application/json',
+      'application/x-www-form-urlencoded',
+      'multipart/form-data',
+      `multipart/form-data; boundary=other-${'b'.repeat(8)}`,
+      'multipart/mixed; boundary=x',
+      'application/octet-stream',
+      ';;;/ /',
+      `${type}; charset=utf-16`,
+    ];
+    for (const t of wrongTypes.filter((t) => t !== type))
+      add(`Content-Type ${t.length > 48 ? `${t.slice(0, 45)}...` : t}`, withBody(req, body, req.multipart, t));
 
     if (req.multipart) {
       out.push(...multipartMutations(req, req.multipart));
@@ -172,10 +218,16 @@ export function mutations(req: Req, seed: number, limits: Limits): Mutation[] {
       const text = body.toString('latin1');
       add('JSON null', withBody(req, Buffer.from('null')));
       add('JSON array', withBody(req, Buffer.from('[]')));
-      add('JSON duplicate keys', withBody(req, Buffer.from(text.replace('{', `{${text.slice(1, text.indexOf(',') > 0 ? text.indexOf(',') : text.length - 1)},`), 'latin1')));
+      add(
+        'JSON duplicate keys',
+        withBody(req, Buffer.from(text.replace('{', `{${text.slice(1, text.indexOf(',') > 0 ? text.indexOf(',') : text.length - 1)},`), 'latin1')),
+      );
       add('JSON nested 100,000 deep', withBody(req, Buffer.concat([Buffer.alloc(100_000, '['), Buffer.alloc(100_000, ']')])));
       add('JSON with a 100 KiB string field', withBody(req, Buffer.from(text.replace('{', `{"fuzz_pad":"${'s'.repeat(100 * 1024)}",`), 'latin1')));
-      add('JSON with invalid UTF-8', withBody(req, Buffer.concat([Buffer.from(text.slice(0, -1), 'latin1'), Buffer.from(',"x":"'), Buffer.from([0xc3, 0x28, 0xff]), Buffer.from('"}')])));
+      add(
+        'JSON with invalid UTF-8',
+        withBody(req, Buffer.concat([Buffer.from(text.slice(0, -1), 'latin1'), Buffer.from(',"x":"'), Buffer.from([0xc3, 0x28, 0xff]), Buffer.from('"}')])),
+      );
       add('JSON with a BOM', withBody(req, Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), body])));
       add('JSON then trailing garbage', withBody(req, Buffer.concat([body, Buffer.from('}}]]garbage')])));
       add('JSON number 1e999', withBody(req, Buffer.from(text.replace(/:(\d+)([,}])/, ':1e999$2'), 'latin1')));
@@ -190,7 +242,8 @@ export function mutations(req: Req, seed: number, limits: Limits): Mutation[] {
 function multipartMutations(req: Req, m: Multipart): Mutation[] {
   const out: Mutation[] = [];
   const b = m.boundary;
-  const typeWith = (boundary: string) => req.headers.map(([n, v]) => (/^content-type$/i.test(n) ? [n, `multipart/form-data; boundary=${boundary}`] as const : [n, v] as const));
+  const typeWith = (boundary: string) =>
+    req.headers.map(([n, v]) => (/^content-type$/i.test(n) ? ([n, `multipart/form-data; boundary=${boundary}`] as const) : ([n, v] as const)));
   const add = (name: string, body: Buffer, headers = req.headers) => out.push({ name, bytes: serialize(withBody({ ...req, headers }, body, m)) });
   const full = multipartBytes(m);
   const close = Buffer.from(`--${b}--\r\n`);
@@ -203,7 +256,10 @@ function multipartMutations(req: Req, m: Multipart): Mutation[] {
   add('multipart closing delimiter cut to half the boundary', Buffer.concat([open, Buffer.from(`--${b.slice(0, b.length >> 1)}`)]));
   add('multipart closing delimiter without its CRLF', Buffer.concat([open, Buffer.from(`--${b}--`)]));
   add('multipart closing delimiter twice', Buffer.concat([full, close]));
-  add('multipart every delimiter doubled (empty parts between)', Buffer.from(full.toString('latin1').replaceAll(`--${b}\r\n`, `--${b}\r\n--${b}\r\n`), 'latin1'));
+  add(
+    'multipart every delimiter doubled (empty parts between)',
+    Buffer.from(full.toString('latin1').replaceAll(`--${b}\r\n`, `--${b}\r\n--${b}\r\n`), 'latin1'),
+  );
   add('multipart delimiters without CRLF after them', Buffer.from(full.toString('latin1').replaceAll(`--${b}\r\n`, `--${b}`), 'latin1'));
   add('multipart with bare LF line ends', Buffer.from(full.toString('latin1').replaceAll('\r\n', '\n'), 'latin1'));
   add('multipart with a preamble and an epilogue', Buffer.concat([Buffer.from('preamble text\r\n'), full, Buffer.from('epilogue text\r\n'.repeat(10))]));
@@ -215,7 +271,10 @@ function multipartMutations(req: Req, m: Multipart): Mutation[] {
   add('multipart boundary of 71 characters (over RFC 2046)', multipartBytes({ boundary: 'q'.repeat(71), parts: m.parts }), typeWith('q'.repeat(71)));
   add('multipart boundary of 2,000 characters', multipartBytes({ boundary: 'w'.repeat(2000), parts: m.parts }), typeWith('w'.repeat(2000)));
   add('multipart empty boundary', multipartBytes({ boundary: '', parts: m.parts }), typeWith(''));
-  add('multipart boundary text inside the data, not after a CRLF', multipartBytes({ boundary: b, parts: m.parts.map((p) => ({ ...p, data: Buffer.concat([p.data, Buffer.from(`x--${b}--y`)]) })) }));
+  add(
+    'multipart boundary text inside the data, not after a CRLF',
+    multipartBytes({ boundary: b, parts: m.parts.map((p) => ({ ...p, data: Buffer.concat([p.data, Buffer.from(`x--${b}--y`)]) })) }),
+  );
 
   const withParts = (parts: Part[]) => multipartBytes({ boundary: b, parts });
   const file = m.parts.find((p) => p.headers[0]!.includes('filename=')) ?? m.parts[0]!;
@@ -226,20 +285,48 @@ function multipartMutations(req: Req, m: Multipart): Mutation[] {
   add('multipart file part last, closing delimiter cut to "--B"', Buffer.concat([fileLastOpen, Buffer.from(`--${b}`)]));
   add('multipart file part last, ends inside its data', fileLastOpen.subarray(0, fileLastOpen.length - 6));
   add('multipart part without Content-Disposition', withParts(m.parts.map((p) => (p === file ? { headers: ['Content-Type: text/csv'], data: p.data } : p))));
-  add('multipart file part without a filename', withParts(m.parts.map((p) => (p === file ? { headers: ['Content-Disposition: form-data; name="file"'], data: p.data } : p))));
+  add(
+    'multipart file part without a filename',
+    withParts(m.parts.map((p) => (p === file ? { headers: ['Content-Disposition: form-data; name="file"'], data: p.data } : p))),
+  );
   add('multipart file part twice', withParts([...m.parts, file]));
   add('multipart file part only, the fields dropped', withParts([file]));
-  add('multipart fields only, no file part', withParts(m.parts.filter((p) => p !== file).length > 0 ? m.parts.filter((p) => p !== file) : [field('note', 'no file')]));
+  add(
+    'multipart fields only, no file part',
+    withParts(m.parts.filter((p) => p !== file).length > 0 ? m.parts.filter((p) => p !== file) : [field('note', 'no file')]),
+  );
   add('multipart file part first, then the fields', withParts([file, ...m.parts.filter((p) => p !== file)]));
-  add('multipart field of 70 KiB before the file', withParts([field('file_description', 'd'.repeat(70 * 1024)), ...m.parts.filter((p) => !p.headers[0]!.includes('"file_description"'))]));
-  add('multipart field of 10,001 characters', withParts([field('file_description', 'd'.repeat(10_001)), ...m.parts.filter((p) => !p.headers[0]!.includes('"file_description"'))]));
+  add(
+    'multipart field of 70 KiB before the file',
+    withParts([field('file_description', 'd'.repeat(70 * 1024)), ...m.parts.filter((p) => !p.headers[0]!.includes('"file_description"'))]),
+  );
+  add(
+    'multipart field of 10,001 characters',
+    withParts([field('file_description', 'd'.repeat(10_001)), ...m.parts.filter((p) => !p.headers[0]!.includes('"file_description"'))]),
+  );
   add('multipart filename of 64 KiB', withParts(m.parts.map((p) => (p === file ? filePart('file', 'n'.repeat(64 * 1024), 'text/csv', p.data) : p))));
-  add('multipart part head of 20 KiB', withParts(m.parts.map((p) => (p === file ? { headers: [...p.headers, `X-Pad: ${'h'.repeat(20 * 1024)}`], data: p.data } : p))));
+  add(
+    'multipart part head of 20 KiB',
+    withParts(m.parts.map((p) => (p === file ? { headers: [...p.headers, `X-Pad: ${'h'.repeat(20 * 1024)}`], data: p.data } : p))),
+  );
   add('multipart 40 parts (over the parts limit)', withParts([...Array.from({ length: 39 }, (_v, i) => field(`f${i}`, String(i))), file]));
-  add('multipart the same field twice', withParts([field('file_description', 'one'), field('file_description', 'two'), ...m.parts.filter((p) => !p.headers[0]!.includes('"file_description"'))]));
+  add(
+    'multipart the same field twice',
+    withParts([field('file_description', 'one'), field('file_description', 'two'), ...m.parts.filter((p) => !p.headers[0]!.includes('"file_description"'))]),
+  );
   add('multipart field names of 300 bytes', withParts([field('n'.repeat(300), 'v'), ...m.parts]));
-  add('multipart filename*=UTF-8 with an invalid escape', withParts(m.parts.map((p) => (p === file ? { headers: ['Content-Disposition: form-data; name="file"; filename*=UTF-8\'\'%ZZ%C3', 'Content-Type: text/csv'], data: p.data } : p))));
-  add('multipart part Content-Transfer-Encoding: base64', withParts(m.parts.map((p) => (p === file ? { headers: [...p.headers, 'Content-Transfer-Encoding: base64'], data: p.data } : p))));
+  add(
+    'multipart filename*=UTF-8 with an invalid escape',
+    withParts(
+      m.parts.map((p) =>
+        p === file ? { headers: ['Content-Disposition: form-data; name="file"; filename*=UTF-8\'\'%ZZ%C3', 'Content-Type: text/csv'], data: p.data } : p,
+      ),
+    ),
+  );
+  add(
+    'multipart part Content-Transfer-Encoding: base64',
+    withParts(m.parts.map((p) => (p === file ? { headers: [...p.headers, 'Content-Transfer-Encoding: base64'], data: p.data } : p))),
+  );
   add('multipart file of 0 bytes', withParts(m.parts.map((p) => (p === file ? { headers: p.headers, data: Buffer.alloc(0) } : p))));
   return out;
 }

@@ -69,7 +69,15 @@ const METRIC = 'fuzz.m';
 
 type Kind = 'baseline' | 'cut' | 'abort' | 'mutation';
 type Case = { readonly variant: Variant; readonly kind: Kind; readonly name: string; readonly bytes: Buffer; readonly ending: Ending };
-type Crash = { readonly route: string; readonly at: number; readonly what: string; readonly suspects: string; culprit: string | null; repro: string | null; stack: string };
+type Crash = {
+  readonly route: string;
+  readonly at: number;
+  readonly what: string;
+  readonly suspects: string;
+  culprit: string | null;
+  repro: string | null;
+  stack: string;
+};
 type RouteRow = { variants: string[]; cases: Record<Kind, number>; outcomes: Map<string, number>; restarts: number; canary: string };
 
 const rows = new Map<string, RouteRow>();
@@ -93,7 +101,10 @@ const describeCase = (c: Case) => `${c.variant.route} [${c.variant.name}] ${c.ki
 
 /** The bytes of a case, readable: printable ASCII as is, the rest escaped; long runs shortened; API keys not printed. */
 function printable(bytes: Buffer): string {
-  const text = bytes.toString('latin1').replace(/Bearer mrd_[\w-]+/g, (k) => `Bearer <${k === `Bearer ${userKey}` ? 'the fuzzing user\'s key' : 'a key'}>`).replace(/[^\x20-\x7e]/g, (ch) => (ch === '\r' ? '\\r' : ch === '\n' ? '\\n' : `\\x${ch.charCodeAt(0).toString(16).padStart(2, '0')}`));
+  const text = bytes
+    .toString('latin1')
+    .replace(/Bearer mrd_[\w-]+/g, (k) => `Bearer <${k === `Bearer ${userKey}` ? "the fuzzing user's key" : 'a key'}>`)
+    .replace(/[^\x20-\x7e]/g, (ch) => (ch === '\r' ? '\\r' : ch === '\n' ? '\\n' : `\\x${ch.charCodeAt(0).toString(16).padStart(2, '0')}`));
   return text.replace(/(.)\1{63,}/g, (run, ch: string) => `${ch}{×${run.length}}`).slice(0, 1500);
 }
 
@@ -113,7 +124,11 @@ function logOf(head: string): string {
   if (!line) return `nothing logged for ${id}`;
   try {
     const entry = JSON.parse(line) as { msg?: string; err?: { type?: string; message?: string; stack?: string } };
-    return `${entry.msg ?? ''} ${entry.err?.stack ?? entry.err?.message ?? ''}`.split('\n').slice(0, 8).join(' | ').replace(/\/\S*?\/(apps|libs|node_modules)\//g, '$1/');
+    return `${entry.msg ?? ''} ${entry.err?.stack ?? entry.err?.message ?? ''}`
+      .split('\n')
+      .slice(0, 8)
+      .join(' | ')
+      .replace(/\/\S*?\/(apps|libs|node_modules)\//g, '$1/');
   } catch {
     return line.slice(0, 600);
   }
@@ -148,7 +163,11 @@ function stackTraceOf(output: string): string {
   const lines = output.trim().split('\n');
   // Node's report of an uncaught exception starts at the source line it quotes, or at the error.
   const start = lines.findLastIndex((l) => /^(file:\/\/|node:|\/)\S+:\d+$|Unhandled 'error' event|^\w*Error\b|uncaught/i.test(l));
-  return lines.slice(Math.max(0, start < 0 ? lines.length - 25 : start - 1)).slice(0, 30).join('\n').replace(/\/\S*?\/(apps|libs|node_modules)\//g, '$1/');
+  return lines
+    .slice(Math.max(0, start < 0 ? lines.length - 25 : start - 1))
+    .slice(0, 30)
+    .join('\n')
+    .replace(/\/\S*?\/(apps|libs|node_modules)\//g, '$1/');
 }
 
 async function run(c: Case): Promise<Outcome> {
@@ -159,13 +178,18 @@ async function run(c: Case): Promise<Outcome> {
 const casesFile = process.env.FUZZ_CASES_FILE;
 
 function record(c: Case, o: Outcome): void {
-  if (casesFile) appendFileSync(casesFile, `${JSON.stringify({ case: describeCase(c), outcome: o.label, statuses: o.statuses, answer: o.head.slice(0, 300) })}\n`);
+  if (casesFile)
+    appendFileSync(casesFile, `${JSON.stringify({ case: describeCase(c), outcome: o.label, statuses: o.statuses, answer: o.head.slice(0, 300) })}\n`);
   const row = rows.get(c.variant.route)!;
   row.cases[c.kind]++;
   row.outcomes.set(o.label, (row.outcomes.get(o.label) ?? 0) + 1);
   for (const status of o.statuses) {
     // The api's log of it is looked up when the report is written: by then it has arrived.
-    if (status >= 500 && status !== 503) bad.push(() => `${status}: ${describeCase(c)}\n      answer: ${printable(Buffer.from(o.head, 'latin1')).slice(0, 400)}\n      request: ${printable(c.bytes)}\n      api log: ${logOf(o.head)}`);
+    if (status >= 500 && status !== 503)
+      bad.push(
+        () =>
+          `${status}: ${describeCase(c)}\n      answer: ${printable(Buffer.from(o.head, 'latin1')).slice(0, 400)}\n      request: ${printable(c.bytes)}\n      api log: ${logOf(o.head)}`,
+      );
     if (status === 503) unavailable.push(`${describeCase(c)}: ${o.head.split('\r\n\r\n')[1]?.slice(0, 200) ?? ''}`);
   }
   if (o.label === 'timeout') bad.push(() => `timeout (no answer, no close in ${CASE_TIMEOUT_MS} ms): ${describeCase(c)}`);
@@ -185,7 +209,15 @@ async function onUnhealthy(route: string, batch: Case[], previous: Case[], probl
   const died = await exited(3000);
   // Alive but not answering /healthz for seconds: hung. Its output is kept and it is killed.
   if (!died) await stack.api.stop('SIGKILL');
-  const crash: Crash = { route, at: Date.now(), what: died ? 'exited' : `hung (${problem}), killed`, suspects: batch.map(describeCase).join('\n        '), culprit: null, repro: null, stack: stackTraceOf(stack.api.output()) };
+  const crash: Crash = {
+    route,
+    at: Date.now(),
+    what: died ? 'exited' : `hung (${problem}), killed`,
+    suspects: batch.map(describeCase).join('\n        '),
+    culprit: null,
+    repro: null,
+    stack: stackTraceOf(stack.api.output()),
+  };
   crashes.push(crash);
   rows.get(route)!.restarts++;
   await stack.restartDead();
@@ -211,11 +243,16 @@ function casesOf(v: Variant): Case[] {
   const bytes = serialize(req);
   const out: Case[] = [];
   for (const at of cutOffsets(bytes, req, v.huge)) out.push({ variant: v, kind: 'cut', name: `at ${at}/${bytes.length}`, bytes, ending: { kind: 'cut', at } });
-  for (const at of abortOffsets(bytes, req, v.huge)) out.push({ variant: v, kind: 'abort', name: `at ${at}/${bytes.length}`, bytes, ending: { kind: 'abort', at } });
+  for (const at of abortOffsets(bytes, req, v.huge))
+    out.push({ variant: v, kind: 'abort', name: `at ${at}/${bytes.length}`, bytes, ending: { kind: 'abort', at } });
   if (v.huge) return out;
   let seed = SEED;
   for (const ch of `${v.route} ${v.name}`) seed = (Math.imul(seed, 31) + ch.charCodeAt(0)) >>> 0;
-  for (const m of mutations(req, seed, { maxHeaderBytes: stack.settings.MERIDIAN_MAX_HEADER_BYTES, maxUrlBytes: stack.settings.MERIDIAN_MAX_URL_BYTES, port: Number(new URL(stack.apiUrl).port) })) {
+  for (const m of mutations(req, seed, {
+    maxHeaderBytes: stack.settings.MERIDIAN_MAX_HEADER_BYTES,
+    maxUrlBytes: stack.settings.MERIDIAN_MAX_URL_BYTES,
+    port: Number(new URL(stack.apiUrl).port),
+  })) {
     out.push({ variant: v, kind: 'mutation', name: m.name, bytes: m.bytes, ending: { kind: 'whole' } });
   }
   return out;
@@ -224,7 +261,10 @@ function casesOf(v: Variant): Case[] {
 beforeAll(async () => {
   await stack.start();
   adminKeyOf = () => stack.adminKey;
-  userKey = await stack.user('fuzzer', [{ match: 'prefix', value: 'fuzz.', access: 'rw' }, { match: 'prefix', value: 'fuzz_', access: 'rw' }]);
+  userKey = await stack.user('fuzzer', [
+    { match: 'prefix', value: 'fuzz.', access: 'rw' },
+    { match: 'prefix', value: 'fuzz_', access: 'rw' },
+  ]);
   for (const name of ['fuzz-friend', 'fuzz-subject', 'fuzz-victim']) await stack.user(name, []);
   const upload = await uploadFile(stack.apiUrl, userKey, csvPoints(10), { metric_name: METRIC });
   expect(upload.status, upload.text).toBe(202);
@@ -232,7 +272,10 @@ beforeAll(async () => {
   expect((await waitForTask(stack.apiUrl, userKey, taskId, 60_000)).status).toBe('succeeded');
   const defineFile = async (name: string) => {
     const boundary = 'fuzz-setup-boundary';
-    const body = multipartBytes({ boundary, parts: [field('file_description', 'a fixture of the fuzz tier'), filePart('file', name, 'text/csv', Buffer.from(csvPoints(20)))] });
+    const body = multipartBytes({
+      boundary,
+      parts: [field('file_description', 'a fixture of the fuzz tier'), filePart('file', name, 'text/csv', Buffer.from(csvPoints(20)))],
+    });
     const res = await send(`${stack.apiUrl}/api/v1/files`, { key: userKey, body, headers: { 'Content-Type': `multipart/form-data; boundary=${boundary}` } });
     expect(res.status, res.text).toBe(202);
     expect((await waitForTask(stack.apiUrl, userKey, res.json.task_id as string, 60_000)).status).toBe('succeeded');
@@ -252,7 +295,10 @@ beforeAll(async () => {
     victim: 'fuzz-victim',
   };
   // Shared already, so unsharing is valid whichever route runs first.
-  const shared = await call(`${stack.apiUrl}/api/v1/files/${fixtures.fileId}/entitlements/${fixtures.shareWith}`, userKey, { method: 'PUT', body: { access: 'r' } });
+  const shared = await call(`${stack.apiUrl}/api/v1/files/${fixtures.fileId}/entitlements/${fixtures.shareWith}`, userKey, {
+    method: 'PUT',
+    body: { access: 'r' },
+  });
   expect(shared.status, shared.text).toBe(200);
   const doc = await call(`${stack.apiUrl}/api/v1/openapi.json`, null);
   expect(doc.status).toBe(200);
@@ -272,7 +318,10 @@ describe('every route of the OpenAPI document, cut, aborted and mangled at the b
     const port = Number(new URL(stack.apiUrl).port);
     const documented = [...new Set(variants.map((v) => v.route))];
     const routes = documented.filter((r) => ONLY.test(r));
-    routesNote = routes.length === documented.length ? `all ${routes.length} routes of the document` : `ONLY ${routes.length} of the document's ${documented.length} routes (FUZZ_ROUTES=${ONLY.source})`;
+    routesNote =
+      routes.length === documented.length
+        ? `all ${routes.length} routes of the document`
+        : `ONLY ${routes.length} of the document's ${documented.length} routes (FUZZ_ROUTES=${ONLY.source})`;
     for (const route of routes) {
       const row: RouteRow = { variants: [], cases: { baseline: 0, cut: 0, abort: 0, mutation: 0 }, outcomes: new Map(), restarts: 0, canary: '' };
       rows.set(route, row);
@@ -286,7 +335,8 @@ describe('every route of the OpenAPI document, cut, aborted and mangled at the b
           const forAdmins = probe.label === '403' || (probe.label === '404' && probe.head.includes('no route for'));
           if (forAdmins) v.who = 'admin';
           else record({ variant: v, kind: 'baseline', name: 'valid request', bytes: serialize(v.req(userKey)), ending: { kind: 'whole' } }, probe);
-          if (!forAdmins && !/^2\d\d$/.test(probe.label)) baselines.push(`${route} [${v.name}]: ${probe.label} ${probe.head.split('\r\n\r\n')[1]?.slice(0, 300) ?? ''}`);
+          if (!forAdmins && !/^2\d\d$/.test(probe.label))
+            baselines.push(`${route} [${v.name}]: ${probe.label} ${probe.head.split('\r\n\r\n')[1]?.slice(0, 300) ?? ''}`);
         }
         if (v.who !== 'user') {
           const bytes = serialize(v.req(v.who === 'admin' ? stack.adminKey : null));
@@ -326,7 +376,9 @@ describe('every route of the OpenAPI document, cut, aborted and mangled at the b
       const checks = await stack.checkAfter(ingestBefore);
       row.canary = checks.canaryMs === null ? 'NO' : `${(checks.canaryMs / 1000).toFixed(1)} s`;
       if (checks.failures.length > 0) canaryFailures.push(`${route}: ${checks.failures.join('; ')}`);
-      process.stderr.write(`fuzz: ${route}: ${Object.values(row.cases).reduce((a, b) => a + b, 0)} cases, ${((performance.now() - t0) / 1000).toFixed(0)} s into the run\n`);
+      process.stderr.write(
+        `fuzz: ${route}: ${Object.values(row.cases).reduce((a, b) => a + b, 0)} cases, ${((performance.now() - t0) / 1000).toFixed(0)} s into the run\n`,
+      );
       if (stack.api.child.pid !== apiPid) {
         // checkAfter started a dead api again: a crash its own checks found.
         row.restarts++;
@@ -336,12 +388,21 @@ describe('every route of the OpenAPI document, cut, aborted and mangled at the b
     }
     elapsedS = (performance.now() - t0) / 1000;
 
-    expect(crashes.map((c) => `${c.culprit ?? `one of: ${c.suspects}`}\n${c.stack}`), 'api crashes and hangs (each one a restart)').toEqual([]);
-    expect(bad.map((b) => b()), 'answers that must not be').toEqual([]);
+    expect(
+      crashes.map((c) => `${c.culprit ?? `one of: ${c.suspects}`}\n${c.stack}`),
+      'api crashes and hangs (each one a restart)',
+    ).toEqual([]);
+    expect(
+      bad.map((b) => b()),
+      'answers that must not be',
+    ).toEqual([]);
     expect(notSent, 'cases not sent (after repeated crashes)').toEqual([]);
     expect(baselines, 'valid requests that did not succeed').toEqual([]);
     expect(canaryFailures, 'the canary after each route').toEqual([]);
-    expect([...rows.values()].reduce((n, r) => n + r.restarts, 0), 'restarts').toBe(0);
+    expect(
+      [...rows.values()].reduce((n, r) => n + r.restarts, 0),
+      'restarts',
+    ).toBe(0);
   });
 
   it('every accepted upload ends, and nothing cut or aborted is left staged in the bucket', async () => {
@@ -352,17 +413,24 @@ describe('every route of the OpenAPI document, cut, aborted and mangled at the b
         const { name, size, lastModified } = o as { name: string; size: number; lastModified: Date };
         // An api that crashed while staging leaves what it staged: named, as it is no fault of the cleanup.
         const crash = crashes.find((c) => c.at >= lastModified.getTime() - 1000 && c.at <= lastModified.getTime() + 10_000);
-        found.push(`object ${name} (${size} bytes, ${lastModified.toISOString()}${crash ? `; the api crashed ${((crash.at - lastModified.getTime()) / 1000).toFixed(1)} s later` : ''})`);
+        found.push(
+          `object ${name} (${size} bytes, ${lastModified.toISOString()}${crash ? `; the api crashed ${((crash.at - lastModified.getTime()) / 1000).toFixed(1)} s later` : ''})`,
+        );
       }
       for (const u of await incompleteUploads(stack.storage.client, stack.storage.bucket, STAGING_PREFIX)) found.push(`unfinished multipart upload ${u.key}`);
       return found;
     };
     // Cleanup of a refused upload runs after its answer: give it a moment to settle.
     let left: string[] = [];
-    await waitFor('the staging prefix to be empty', async () => {
-      left = await staged();
-      return left.length === 0 ? true : undefined;
-    }, 20_000, 500).catch(() => undefined);
+    await waitFor(
+      'the staging prefix to be empty',
+      async () => {
+        left = await staged();
+        return left.length === 0 ? true : undefined;
+      },
+      20_000,
+      500,
+    ).catch(() => undefined);
     expect(left, `left under ${STAGING_PREFIX} after ${accepted.length} accepted uploads ended`).toEqual([]);
   });
 
@@ -376,7 +444,15 @@ describe('every route of the OpenAPI document, cut, aborted and mangled at the b
     const metrics = await (await fetch(`${stack.apiUrl}/metrics`)).text();
     const line = metrics.split('\n').find((l) => l.startsWith('meridian_unhandled_rejections_total '));
     expect(line, 'the api exposes meridian_unhandled_rejections_total').toBeDefined();
-    expect(Number(line!.split(' ')[1]), stack.api.output().split('\n').filter((l) => l.includes('nothing handled')).slice(0, 3).join('\n')).toBe(0);
+    expect(
+      Number(line!.split(' ')[1]),
+      stack.api
+        .output()
+        .split('\n')
+        .filter((l) => l.includes('nothing handled'))
+        .slice(0, 3)
+        .join('\n'),
+    ).toBe(0);
   });
 });
 
@@ -389,16 +465,27 @@ function printReport(): void {
     const n = kinds.reduce((s, k) => s + r.cases[k], 0);
     total.cases += n;
     total.restarts += r.restarts;
-    const outcomes = [...r.outcomes].sort((a, b) => b[1] - a[1]).map(([label, count]) => `${label}×${count}`).join(' ');
+    const outcomes = [...r.outcomes]
+      .sort((a, b) => b[1] - a[1])
+      .map(([label, count]) => `${label}×${count}`)
+      .join(' ');
     return [route, `${n} (${kinds.map((k) => r.cases[k]).join('/')})`, outcomes, String(r.restarts), r.canary];
   });
   const widths = header.map((h, i) => Math.min(i === 2 ? 70 : 60, Math.max(h.length, ...table.map((row) => row[i]!.length))));
   const fmt = (row: string[]) => row.map((cell, i) => cell.padEnd(widths[i]!)).join('  ');
-  lines.push(`Request fuzz tier, ${routesNote}: ${total.cases} cases in ${elapsedS.toFixed(0)} s, ${BATCH} at a time, seed ${SEED}; head cut every ${HEAD_STRIDE} bytes and around each line end, bodies ≤ ${SMALL_BODY} bytes at every byte, larger at ${SPREAD + 1} spread offsets and around each multipart delimiter, 12 MiB ones at ${HUGE_SPREAD} and around each 5 MiB storage part; aborts wait ${ABORT_AFTER_MS} ms before the RST`);
-  lines.push(`Outcomes: the status of the answer; closed: the server closed without one; aborted: the client reset before one came; timeout: neither answer nor close in ${CASE_TIMEOUT_MS / 1000} s; not sent: skipped after repeated crashes (named below). Restarts must be 0.`);
+  lines.push(
+    `Request fuzz tier, ${routesNote}: ${total.cases} cases in ${elapsedS.toFixed(0)} s, ${BATCH} at a time, seed ${SEED}; head cut every ${HEAD_STRIDE} bytes and around each line end, bodies ≤ ${SMALL_BODY} bytes at every byte, larger at ${SPREAD + 1} spread offsets and around each multipart delimiter, 12 MiB ones at ${HUGE_SPREAD} and around each 5 MiB storage part; aborts wait ${ABORT_AFTER_MS} ms before the RST`,
+  );
+  lines.push(
+    `Outcomes: the status of the answer; closed: the server closed without one; aborted: the client reset before one came; timeout: neither answer nor close in ${CASE_TIMEOUT_MS / 1000} s; not sent: skipped after repeated crashes (named below). Restarts must be 0.`,
+  );
   lines.push(fmt(header), widths.map((w) => '-'.repeat(w)).join('  '));
   for (const row of table) lines.push(fmt(row));
-  lines.push(`${rows.size} routes, ${total.cases} cases, ${total.restarts} restarts`, '', 'Variants fuzzed per route (each: its valid request, cuts, aborts and mutations):');
+  lines.push(
+    `${rows.size} routes, ${total.cases} cases, ${total.restarts} restarts`,
+    '',
+    'Variants fuzzed per route (each: its valid request, cuts, aborts and mutations):',
+  );
   for (const [route, r] of rows) lines.push(`  ${route}: ${r.variants.join('; ')}`);
   if (unavailable.length > 0) lines.push('', `503 answers (${unavailable.length}):`, ...unavailable.slice(0, 20).map((u) => `  ${u}`));
   if (crashes.length > 0) {
@@ -409,9 +496,19 @@ function printReport(): void {
     for (const [signature, group] of groups) {
       const first = group.find((c) => c.culprit) ?? group[0]!;
       lines.push(`  ${signature} — ${group.length} restart(s); the api ${first.what}`);
-      lines.push(`    cases that did it: ${group.map((c) => c.culprit ?? `one of [${c.suspects.replace(/\s+/g, ' ')}]`).join('; ').slice(0, 3000)}`);
+      lines.push(
+        `    cases that did it: ${group
+          .map((c) => c.culprit ?? `one of [${c.suspects.replace(/\s+/g, ' ')}]`)
+          .join('; ')
+          .slice(0, 3000)}`,
+      );
       if (first.repro) lines.push(`    reproduction (${first.culprit}): ${first.repro}`);
-      lines.push(`    api output:\n${first.stack.split('\n').map((l) => `      ${l}`).join('\n')}`);
+      lines.push(
+        `    api output:\n${first.stack
+          .split('\n')
+          .map((l) => `      ${l}`)
+          .join('\n')}`,
+      );
     }
   }
   if (notSent.length > 0) lines.push('', 'NOT SENT (after repeated crashes of the same kind):', ...notSent.map((n) => `  ${n}`));

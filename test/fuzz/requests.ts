@@ -92,7 +92,14 @@ function knownQuery(op: string, name: string, f: Fixtures): string | undefined {
     limit: '10',
   };
   if (op.startsWith('prometheus')) {
-    const prometheus: Record<string, string> = { query: 'rate(fuzz_requests_total[5m])', time: '1704067200', start: '1704067200', end: '1704070800', step: '60', 'match[]': 'fuzz_requests_total' };
+    const prometheus: Record<string, string> = {
+      query: 'rate(fuzz_requests_total[5m])',
+      time: '1704067200',
+      start: '1704067200',
+      end: '1704070800',
+      step: '60',
+      'match[]': 'fuzz_requests_total',
+    };
     if (name in prometheus) return prometheus[name];
   }
   if (op === 'exportEvents' && name === 'format') return 'ndjson';
@@ -107,12 +114,15 @@ const LEFT_OUT = new Set(['cursor', 'after', 'from', 'to', 'types']);
 
 function pathValue(op: string, name: string, f: Fixtures, schema: Schema): string {
   switch (name) {
-    case 'file_id': return op === 'deleteFile' ? f.doomedFileId : f.fileId;
-    case 'task_id': return f.taskId;
+    case 'file_id':
+      return op === 'deleteFile' ? f.doomedFileId : f.fileId;
+    case 'task_id':
+      return f.taskId;
     case 'name':
       if (op === 'prometheusLabelValues') return 'job';
       break;
-    case 'key_id': return f.spareKeyId;
+    case 'key_id':
+      return f.spareKeyId;
     case 'user_name':
       if (op === 'shareFile' || op === 'unshareFile') return f.shareWith;
       if (op === 'disableUser') return f.victim;
@@ -147,7 +157,10 @@ function csv(bytes: number): Buffer {
 }
 
 function jsonValues(metric: string, count: number): Buffer {
-  const values = Array.from({ length: count }, (_, i) => ({ timestamp: new Date(Date.UTC(2024, 0, 1) + i * 1000).toISOString().replace('.000Z', 'Z'), value: i }));
+  const values = Array.from({ length: count }, (_, i) => ({
+    timestamp: new Date(Date.UTC(2024, 0, 1) + i * 1000).toISOString().replace('.000Z', 'Z'),
+    value: i,
+  }));
   return Buffer.from(JSON.stringify({ metric_name: metric, values }));
 }
 
@@ -198,7 +211,11 @@ function bodies(op: string, contentType: string, f: Fixtures): Body[] {
       ];
     case 'uploadMetricsFile multipart/form-data':
       return [
-        multipart('multipart: field, file, field', [field('note', 'before the file'), filePart('file', 'points.csv', 'text/csv', small), field('comment', 'after the file')]),
+        multipart('multipart: field, file, field', [
+          field('note', 'before the file'),
+          filePart('file', 'points.csv', 'text/csv', small),
+          field('comment', 'after the file'),
+        ]),
         // The file part last: a body cut or left open inside it reaches the staging stream.
         multipart(`multipart: field, file (${LARGE_BYTES / 1024} KiB)`, [field('note', 'before the file'), filePart('file', 'points.csv', 'text/csv', large)]),
       ];
@@ -221,7 +238,11 @@ function bodies(op: string, contentType: string, f: Fixtures): Body[] {
         ...(op === 'defineFileAtFiles'
           ? [
               multipart(`multipart: field, file, fields (${LARGE_BYTES / 1024} KiB)`, parts(large)),
-              multipart(`multipart: field, file (${HUGE_BYTES >> 20} MiB)`, [field('file_description', 'a huge file of the fuzz tier'), filePart('file', 'huge.csv', 'text/csv', huge())], true),
+              multipart(
+                `multipart: field, file (${HUGE_BYTES >> 20} MiB)`,
+                [field('file_description', 'a huge file of the fuzz tier'), filePart('file', 'huge.csv', 'text/csv', huge())],
+                true,
+              ),
             ]
           : []),
       ];
@@ -233,7 +254,14 @@ function bodies(op: string, contentType: string, f: Fixtures): Body[] {
     case 'prometheusSeriesPost application/x-www-form-urlencoded':
     case 'prometheusLabelsPost application/x-www-form-urlencoded':
     case 'prometheusQueryExemplarsPost application/x-www-form-urlencoded': {
-      const form = { query: 'sum by (job) (rate(fuzz_requests_total[5m]))', time: '1704067200', start: '1704067200', end: '1704070800', step: '60', 'match[]': 'fuzz_requests_total' };
+      const form = {
+        query: 'sum by (job) (rate(fuzz_requests_total[5m]))',
+        time: '1704067200',
+        start: '1704067200',
+        end: '1704070800',
+        step: '60',
+        'match[]': 'fuzz_requests_total',
+      };
       return [{ name: contentType, contentType, body: Buffer.from(new URLSearchParams(form).toString()) }];
     }
     case 'downloadMetricsPost application/json':
@@ -241,7 +269,24 @@ function bodies(op: string, contentType: string, f: Fixtures): Body[] {
     // The telemetry protocols, under names the fuzzing user may write (fuzz_*).
     case 'prometheusRemoteWrite application/x-protobuf':
     case 'prometheusRemoteWrite application/octet-stream':
-      return [{ name: `snappy protobuf as ${contentType}`, contentType, body: remoteWriteBody([{ labels: [['__name__', 'fuzz_rw'], ['job', 'fuzz']], samples: [[T0, 1.5], [T0 + 1000, 2.5]] }]) }];
+      return [
+        {
+          name: `snappy protobuf as ${contentType}`,
+          contentType,
+          body: remoteWriteBody([
+            {
+              labels: [
+                ['__name__', 'fuzz_rw'],
+                ['job', 'fuzz'],
+              ],
+              samples: [
+                [T0, 1.5],
+                [T0 + 1000, 2.5],
+              ],
+            },
+          ]),
+        },
+      ];
     case 'otlpMetrics application/x-protobuf':
     case 'otlpMetricsUnderApi application/x-protobuf':
       return [{ name: contentType, contentType, body: otlpGaugeBody('fuzz_otlp', 'fuzz', T0, 3.25, 'protobuf') }];
@@ -251,14 +296,21 @@ function bodies(op: string, contentType: string, f: Fixtures): Body[] {
     case 'influxWriteV1 text/plain':
     case 'influxWriteV2 text/plain':
       return [{ name: 'line protocol', contentType, body: Buffer.from(`fuzz_lp,host=a value=1.5 ${T0}000000\nfuzz_lp,host=b value=2i ${T0 + 1000}000000\n`) }];
-    case 'describeFile application/json': return json({ file_description: 'described by the fuzz tier' });
-    case 'shareFile application/json': return json({ access: 'r' });
-    case 'createUser application/json': return json({ user_name: 'fuzz-made' });
-    case 'replaceEntitlements application/json': return json({ metrics: [{ match: 'prefix', value: 'fuzz.', access: 'r' }] });
-    case 'setFileQuota application/json': return json({ quota_bytes: 50_000_000 });
+    case 'describeFile application/json':
+      return json({ file_description: 'described by the fuzz tier' });
+    case 'shareFile application/json':
+      return json({ access: 'r' });
+    case 'createUser application/json':
+      return json({ user_name: 'fuzz-made' });
+    case 'replaceEntitlements application/json':
+      return json({ metrics: [{ match: 'prefix', value: 'fuzz.', access: 'r' }] });
+    case 'setFileQuota application/json':
+      return json({ quota_bytes: 50_000_000 });
     // A range that holds none of the fixtures' points, and a rule for metrics nobody writes: the other routes' data stays.
-    case 'deleteMetricPoints application/json': return json({ metrics: f.metric, start_date: '1999-01-01', end_date: '1999-01-01', reason: 'the fuzz tier' });
-    case 'setRetentionRule application/json': return json({ match: 'prefix', value: 'fuzz_none.', days: 365 });
+    case 'deleteMetricPoints application/json':
+      return json({ metrics: f.metric, start_date: '1999-01-01', end_date: '1999-01-01', reason: 'the fuzz tier' });
+    case 'setRetentionRule application/json':
+      return json({ match: 'prefix', value: 'fuzz_none.', days: 365 });
     default:
       if (contentType === 'extra') return [];
       throw new Error(`${op}: no valid body for ${contentType}`);
@@ -279,7 +331,9 @@ export function variantsOf(doc: OpenApi, f: Fixtures): Variant[] {
     for (const [method, op] of Object.entries(ops)) {
       const id = op.operationId;
       const params = op.parameters ?? [];
-      let target = path.replace(/\{(\w+)\}/g, (_m, name: string) => encodeURIComponent(pathValue(id, name, f, params.find((p) => p.name === name)?.schema ?? {})));
+      let target = path.replace(/\{(\w+)\}/g, (_m, name: string) =>
+        encodeURIComponent(pathValue(id, name, f, params.find((p) => p.name === name)?.schema ?? {})),
+      );
       const query = new URLSearchParams();
       for (const p of params.filter((q) => q.in === 'query')) {
         const value = queryValue(id, p.name, f, p.schema, p.required);

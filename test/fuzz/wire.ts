@@ -29,9 +29,20 @@ export async function exchange(port: number, bytes: Buffer, ending: Ending, time
   const chunks: Buffer[] = [];
   let closed = false;
   let onProgress: () => void = () => undefined;
-  socket.on('data', (d: Buffer) => { chunks.push(d); onProgress(); });
-  socket.on('error', () => { /* a reset by the server is an outcome, read from what came */ });
-  const closedP = new Promise<void>((resolve) => socket.once('close', () => { closed = true; onProgress(); resolve(); }));
+  socket.on('data', (d: Buffer) => {
+    chunks.push(d);
+    onProgress();
+  });
+  socket.on('error', () => {
+    /* a reset by the server is an outcome, read from what came */
+  });
+  const closedP = new Promise<void>((resolve) =>
+    socket.once('close', () => {
+      closed = true;
+      onProgress();
+      resolve();
+    }),
+  );
   try {
     await new Promise<void>((resolve, reject) => {
       socket.once('connect', resolve);
@@ -45,11 +56,17 @@ export async function exchange(port: number, bytes: Buffer, ending: Ending, time
   const flushed = new Promise<void>((resolve) => (sent.length > 0 ? socket.write(sent, () => resolve()) : resolve()));
 
   let timedOut = false;
-  const deadline = setTimeout(() => { timedOut = true; onProgress(); }, timeoutMs);
-  const until = (done: () => boolean) => new Promise<void>((resolve) => {
-    onProgress = () => { if (done() || closed || timedOut) resolve(); };
+  const deadline = setTimeout(() => {
+    timedOut = true;
     onProgress();
-  });
+  }, timeoutMs);
+  const until = (done: () => boolean) =>
+    new Promise<void>((resolve) => {
+      onProgress = () => {
+        if (done() || closed || timedOut) resolve();
+      };
+      onProgress();
+    });
   if (ending.kind === 'cut') {
     socket.end();
     await until(() => false); // the server answers and closes, or only closes
@@ -91,6 +108,7 @@ function firstAnswerComplete(raw: Buffer): boolean {
   if (status === 204 || status === 304) return true;
   const length = /\r\ncontent-length: *(\d+)/i.exec(head)?.[1];
   if (length !== undefined) return raw.length - (end + 4) >= Number(length);
-  if (/\r\ntransfer-encoding: *chunked/i.test(head)) return raw.subarray(end + 4).includes('\r\n0\r\n\r\n') || raw.subarray(end + 4, end + 9).toString() === '0\r\n\r\n';
+  if (/\r\ntransfer-encoding: *chunked/i.test(head))
+    return raw.subarray(end + 4).includes('\r\n0\r\n\r\n') || raw.subarray(end + 4, end + 9).toString() === '0\r\n\r\n';
   return false; // read to the close
 }

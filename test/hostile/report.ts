@@ -38,7 +38,13 @@ export class HostileReport {
     const unknown = settings.filter((s) => this.stack.unknownSettings({ [s]: '' }).includes(s));
     if (unknown.length > 0) outcome += ` [not in this build: ${unknown.join(', ')}]`;
     const checks = await this.stack.checkAfter(ingestBefore);
-    this.rows.push({ id, name, verdict: error === null && checks.failures.length === 0 ? 'pass' : 'FAIL', outcome: `${outcome} (${seconds} s)`, checks: describeChecks(checks) });
+    this.rows.push({
+      id,
+      name,
+      verdict: error === null && checks.failures.length === 0 ? 'pass' : 'FAIL',
+      outcome: `${outcome} (${seconds} s)`,
+      checks: describeChecks(checks),
+    });
     if (error !== null) throw error;
     if (checks.failures.length > 0) throw new Error(`after the case: ${checks.failures.join('; ')}`);
   }
@@ -46,7 +52,9 @@ export class HostileReport {
   print(): void {
     const header = `Hostile tier: after each case /healthz ≤ ${AFTER_EACH.healthzMs} ms, the same ingest PID, ${AFTER_EACH.canaryPoints} canary points downloadable ≤ ${AFTER_EACH.canaryMs / 1000} s`;
     const lines = this.rows.map((r) => `${r.id}. ${r.verdict.padEnd(4)} ${r.name}\n      outcome: ${r.outcome}\n      checks:  ${r.checks}`);
-    console.log(`\n${header}\n${'-'.repeat(header.length)}\n${lines.join('\n')}\n${this.rows.filter((r) => r.verdict === 'pass').length} of ${this.rows.length} cases passed\n`);
+    console.log(
+      `\n${header}\n${'-'.repeat(header.length)}\n${lines.join('\n')}\n${this.rows.filter((r) => r.verdict === 'pass').length} of ${this.rows.length} cases passed\n`,
+    );
   }
 }
 

@@ -60,7 +60,12 @@ async function staged(): Promise<Set<string>> {
 }
 
 /** The task's failure in words: its reason, else its first row errors. */
-const failureText = (task: TaskBody) => task.reason ?? task.errors.slice(0, 3).map((e) => `row ${e.row}: ${e.reason}`).join('; ');
+const failureText = (task: TaskBody) =>
+  task.reason ??
+  task.errors
+    .slice(0, 3)
+    .map((e) => `row ${e.row}: ${e.reason}`)
+    .join('; ');
 
 /** Accepted (202), then the task must fail within `withinMs` with a reason matching `reason`. */
 async function expectFailedTask(answer: Answer, key: string, withinMs: number, reason: RegExp): Promise<string> {
@@ -77,12 +82,14 @@ async function expectFailedTask(answer: Answer, key: string, withinMs: number, r
 async function bounded<T>(count: number, width: number, job: (i: number) => Promise<T>): Promise<T[]> {
   const results = new Array<T>(count);
   let next = 0;
-  await Promise.all(Array.from({ length: width }, async () => {
-    while (next < count) {
-      const i = next++;
-      results[i] = await job(i);
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: width }, async () => {
+      while (next < count) {
+        const i = next++;
+        results[i] = await job(i);
+      }
+    }),
+  );
   return results;
 }
 
@@ -105,13 +112,27 @@ async function slowUpload(url: string, head: string, { everyMs }: { everyMs: num
   const socket = connect(Number(new URL(url).port), '127.0.0.1');
   let answer = '';
   let closedAt: number | null = null;
-  socket.on('data', (d: Buffer) => { answer += d.toString('latin1'); });
-  socket.on('error', () => { /* a reset is a cut too */ });
-  const closed = new Promise<void>((resolve) => socket.on('close', () => { closedAt = performance.now(); resolve(); }));
+  socket.on('data', (d: Buffer) => {
+    answer += d.toString('latin1');
+  });
+  socket.on('error', () => {
+    /* a reset is a cut too */
+  });
+  const closed = new Promise<void>((resolve) =>
+    socket.on('close', () => {
+      closedAt = performance.now();
+      resolve();
+    }),
+  );
   await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
   const start = performance.now();
   socket.write(`${head}2024-01-01T00:00:00Z,0\n`);
-  const timer = everyMs === null ? undefined : setInterval(() => { if (!socket.destroyed) socket.write('x'.repeat(20)); }, everyMs);
+  const timer =
+    everyMs === null
+      ? undefined
+      : setInterval(() => {
+          if (!socket.destroyed) socket.write('x'.repeat(20));
+        }, everyMs);
   await Promise.race([closed, new Promise((r) => setTimeout(r, IDLE_MS + 10_000))]);
   clearInterval(timer);
   socket.destroy();
@@ -125,11 +146,20 @@ type RawAnswer = { status: number | null; body: string; apiPid: number | undefin
  * (the server must answer) or destroys the socket after `abortAfterMs`, as a client that gives
  * up or loses its network does. The status of any answer, and the api's PID after it.
  */
-async function rawUpload(url: string, head: string, body: Buffer, { chunk, everyMs, abortAfterMs }: { chunk: number; everyMs: number; abortAfterMs: number | null }): Promise<RawAnswer> {
+async function rawUpload(
+  url: string,
+  head: string,
+  body: Buffer,
+  { chunk, everyMs, abortAfterMs }: { chunk: number; everyMs: number; abortAfterMs: number | null },
+): Promise<RawAnswer> {
   const socket = connect(Number(new URL(url).port), '127.0.0.1');
   let answer = '';
-  socket.on('data', (d: Buffer) => { answer += d.toString('latin1'); });
-  socket.on('error', () => { /* our own abort, or the server's reset */ });
+  socket.on('data', (d: Buffer) => {
+    answer += d.toString('latin1');
+  });
+  socket.on('error', () => {
+    /* our own abort, or the server's reset */
+  });
   const closed = new Promise<void>((resolve) => socket.on('close', () => resolve()));
   await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
   const start = performance.now();
@@ -155,7 +185,10 @@ beforeAll(async () => {
   writer = await stack.user('writer', [{ match: 'prefix', value: 'hostile.', access: 'rw' }]);
   // Shaped as the projector writes points, on a points partition no consumer has (65535), so
   // the projector's resume positions (max offset of its own partitions) are not moved.
-  await clickhouse(stack.settings, `INSERT INTO points SELECT concat('${SEED.prefix}', toString(intDiv(number, ${SEED.pointsEach}))), ${Date.UTC(2024, 0, 1)} + (number % ${SEED.pointsEach}) * 1000, toFloat64(number), ${Date.UTC(2024, 0, 1)}, 'hostile-seed', 65535, 0, toUInt32(number % ${SEED.pointsEach}) FROM numbers(${SEED.metrics * SEED.pointsEach})`);
+  await clickhouse(
+    stack.settings,
+    `INSERT INTO points SELECT concat('${SEED.prefix}', toString(intDiv(number, ${SEED.pointsEach}))), ${Date.UTC(2024, 0, 1)} + (number % ${SEED.pointsEach}) * 1000, toFloat64(number), ${Date.UTC(2024, 0, 1)}, 'hostile-seed', 65535, 0, toUInt32(number % ${SEED.pointsEach}) FROM numbers(${SEED.metrics * SEED.pointsEach})`,
+  );
 });
 
 afterAll(async () => {
@@ -180,10 +213,15 @@ describe('hostile input cannot stop or starve the service', () => {
   });
 
   it('a2. the same bomb by a user with rw on a prefix: the task fails on the expansion bound within seconds', async () => {
-    await report.runCase('a2', 'gzip JSON bomb, 6 GiB of spaces, no metric_name, user with rw on hostile.*', ['MERIDIAN_MAX_EXPANSION_RATIO', 'MERIDIAN_MAX_DECOMPRESSED_BYTES'], async () => {
-      const { gzip } = jsonBomb();
-      return expectFailedTask(await uploadFile(stack.apiUrl, writer, gzip), writer, 30_000, /expan|ratio|decompress/i);
-    });
+    await report.runCase(
+      'a2',
+      'gzip JSON bomb, 6 GiB of spaces, no metric_name, user with rw on hostile.*',
+      ['MERIDIAN_MAX_EXPANSION_RATIO', 'MERIDIAN_MAX_DECOMPRESSED_BYTES'],
+      async () => {
+        const { gzip } = jsonBomb();
+        return expectFailedTask(await uploadFile(stack.apiUrl, writer, gzip), writer, 30_000, /expan|ratio|decompress/i);
+      },
+    );
   });
 
   it('b. gzip CSV bomb (2 GB of rows) with on_error=skip: the task fails on the expansion ratio', async () => {
@@ -202,18 +240,27 @@ describe('hostile input cannot stop or starve the service', () => {
       const body = Buffer.alloc(2 * depth, '[');
       body.fill(']', depth);
       // A clear reason is a sentence for the user, not the text of an exception inside the worker.
-      return expectFailedTask(await uploadFile(stack.apiUrl, writer, body, { metric_name: 'hostile.nested' }), writer, 60_000, /^(?![\s\S]*(heap|RangeError|TypeError|call stack|undefined|internal error))[\s\S]*\w/i);
+      return expectFailedTask(
+        await uploadFile(stack.apiUrl, writer, body, { metric_name: 'hostile.nested' }),
+        writer,
+        60_000,
+        /^(?![\s\S]*(heap|RangeError|TypeError|call stack|undefined|internal error))[\s\S]*\w/i,
+      );
     });
   });
 
   it('d. a 16 MiB JSON body to an account route while a download streams: 413, and the download completes', async () => {
     await report.runCase('d', '16 MiB JSON body to POST /api/v1/users while a 1M-row download streams', ['MERIDIAN_MAX_SMALL_JSON_BODY_BYTES'], async () => {
       const metric = `${SEED.prefix}0`;
-      const download = await fetch(`${stack.apiUrl}/api/v1/metrics/download?${new URLSearchParams({ metrics: metric, max_rows: String(SEED.pointsEach) })}`, { headers: { Authorization: `Bearer ${writer}`, 'Accept-Encoding': 'identity' } });
+      const download = await fetch(`${stack.apiUrl}/api/v1/metrics/download?${new URLSearchParams({ metrics: metric, max_rows: String(SEED.pointsEach) })}`, {
+        headers: { Authorization: `Bearer ${writer}`, 'Accept-Encoding': 'identity' },
+      });
       expect(download.status).toBe(200);
       const reader = download.body!.getReader();
       let newlines = 0;
-      const count = (chunk: Uint8Array) => { for (const byte of chunk) if (byte === 10) newlines++; };
+      const count = (chunk: Uint8Array) => {
+        for (const byte of chunk) if (byte === 10) newlines++;
+      };
       const first = await reader.read();
       count(first.value ?? new Uint8Array());
 
@@ -257,7 +304,9 @@ describe('hostile input cannot stop or starve the service', () => {
     await report.runCase('f', '10,000 empty files defined by one user (64 at a time)', ['MERIDIAN_MAX_FILES_PER_USER'], async () => {
       const key = await stack.user('filer', []);
       const boundary = 'hostile-boundary-7d1f';
-      const body = Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="empty.txt"\r\nContent-Type: text/plain\r\n\r\n\r\n--${boundary}--\r\n`);
+      const body = Buffer.from(
+        `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="empty.txt"\r\nContent-Type: text/plain\r\n\r\n\r\n--${boundary}--\r\n`,
+      );
       const accepted: string[] = [];
       const answers = await bounded(10_000, 64, async () => {
         const a = await send(`${stack.apiUrl}/api/v1/files`, { key, body, headers: { 'Content-Type': `multipart/form-data; boundary=${boundary}` } });
@@ -274,15 +323,22 @@ describe('hostile input cannot stop or starve the service', () => {
     });
   });
 
-  it('g. 100 concurrent HEAD downloads of 10M rows: the GET\'s headers, promptly, and no download query runs', async () => {
+  it("g. 100 concurrent HEAD downloads of 10M rows: the GET's headers, promptly, and no download query runs", async () => {
     await report.runCase('g', '100 concurrent HEAD downloads of 10M rows by one user', ['MERIDIAN_MAX_DOWNLOADS_PER_USER'], async () => {
       const url = `${stack.apiUrl}/api/v1/metrics/download?${new URLSearchParams({ metrics: SEED.prefix, pattern: 'starts_with', max_rows: String(SEED.metrics * SEED.pointsEach) })}`;
       const headers = { Authorization: `Bearer ${writer}`, 'Accept-Encoding': 'identity' };
       const apiPid = stack.api.child.pid!;
       /** The download queries (they read `points`) this api process has running in ClickHouse now. */
       const runningDownloads = async () => {
-        const rows = (await clickhouse(stack.settings, `SELECT query_id, port FROM system.processes WHERE query LIKE '%FROM points%' AND query NOT LIKE '%system.processes%' FORMAT JSONEachRow`))
-          .split('\n').filter(Boolean).map((l) => JSON.parse(l) as { query_id: string; port: number });
+        const rows = (
+          await clickhouse(
+            stack.settings,
+            `SELECT query_id, port FROM system.processes WHERE query LIKE '%FROM points%' AND query NOT LIKE '%system.processes%' FORMAT JSONEachRow`,
+          )
+        )
+          .split('\n')
+          .filter(Boolean)
+          .map((l) => JSON.parse(l) as { query_id: string; port: number });
         const ports = localPortsOf(apiPid);
         return rows.filter((r) => ports.has(r.port)).map((r) => r.query_id);
       };
@@ -291,9 +347,9 @@ describe('hostile input cannot stop or starve the service', () => {
       const aborter = new AbortController();
       const get = await withTimeout(fetch(url, { headers, signal: aborter.signal }), 30_000, 'the GET');
       expect(get.status).toBe(200);
-      await waitFor('the GET\'s query in system.processes', async () => ((await runningDownloads()).length > 0 ? true : undefined), 20_000, 50);
+      await waitFor("the GET's query in system.processes", async () => ((await runningDownloads()).length > 0 ? true : undefined), 20_000, 50);
       aborter.abort();
-      await waitFor('the GET\'s query to be cancelled', async () => ((await runningDownloads()).length === 0 ? true : undefined), 20_000, 100);
+      await waitFor("the GET's query to be cancelled", async () => ((await runningDownloads()).length === 0 ? true : undefined), 20_000, 100);
 
       const seen = new Set<string>();
       let burstDone = false;
@@ -304,14 +360,16 @@ describe('hostile input cannot stop or starve the service', () => {
         }
       })();
       const t0 = performance.now();
-      const heads = await Promise.all(Array.from({ length: 100 }, async () => {
-        try {
-          const res = await fetch(url, { method: 'HEAD', headers, signal: AbortSignal.timeout(20_000) });
-          return { res, ms: performance.now() - t0 };
-        } catch (error) {
-          return { error: String(error), ms: performance.now() - t0 };
-        }
-      }));
+      const heads = await Promise.all(
+        Array.from({ length: 100 }, async () => {
+          try {
+            const res = await fetch(url, { method: 'HEAD', headers, signal: AbortSignal.timeout(20_000) });
+            return { res, ms: performance.now() - t0 };
+          } catch (error) {
+            return { error: String(error), ms: performance.now() - t0 };
+          }
+        }),
+      );
       burstDone = true;
       await watch;
 
@@ -332,105 +390,157 @@ describe('hostile input cannot stop or starve the service', () => {
   });
 
   it(`h. a slow client trickling an upload, and one gone silent: the api cuts both once MERIDIAN_HTTP_IDLE_TIMEOUT_MS (${IDLE_MS} ms) has passed`, async () => {
-    await report.runCase('h', `slow clients on an upload: one trickling 20 bytes every 500 ms, one silent after its first bytes (api with MERIDIAN_HTTP_IDLE_TIMEOUT_MS=${IDLE_MS})`, ['MERIDIAN_HTTP_IDLE_TIMEOUT_MS'], async () => {
-      const edge = await stack.startExtraApi({ MERIDIAN_HTTP_IDLE_TIMEOUT_MS: String(IDLE_MS) });
-      try {
-        const head = `POST /api/v1/metrics_file_upload?metric_name=hostile.slow HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${writer}\r\nContent-Type: text/csv\r\nContent-Length: 1000000\r\n\r\n`;
-        const [trickle, silent] = await Promise.all([
-          slowUpload(edge.url, head, { everyMs: 500 }),
-          slowUpload(edge.url, head, { everyMs: null }),
-        ]);
-        // Never idle for the timeout, the trickle is cut for its rate once the timeout has passed; the silent one by the timeout.
-        for (const [what, cut] of [['the trickle', trickle], ['the silent client', silent]] as const) {
-          expect(cut.cutAfterMs, `${what} was never cut`).not.toBeNull();
-          expect(cut.cutAfterMs!, `${what} cut before the idle timeout`).toBeGreaterThanOrEqual(IDLE_MS - 100);
-          expect(cut.cutAfterMs!, `${what} cut late`).toBeLessThan(IDLE_MS + 5000);
+    await report.runCase(
+      'h',
+      `slow clients on an upload: one trickling 20 bytes every 500 ms, one silent after its first bytes (api with MERIDIAN_HTTP_IDLE_TIMEOUT_MS=${IDLE_MS})`,
+      ['MERIDIAN_HTTP_IDLE_TIMEOUT_MS'],
+      async () => {
+        const edge = await stack.startExtraApi({ MERIDIAN_HTTP_IDLE_TIMEOUT_MS: String(IDLE_MS) });
+        try {
+          const head = `POST /api/v1/metrics_file_upload?metric_name=hostile.slow HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${writer}\r\nContent-Type: text/csv\r\nContent-Length: 1000000\r\n\r\n`;
+          const [trickle, silent] = await Promise.all([slowUpload(edge.url, head, { everyMs: 500 }), slowUpload(edge.url, head, { everyMs: null })]);
+          // Never idle for the timeout, the trickle is cut for its rate once the timeout has passed; the silent one by the timeout.
+          for (const [what, cut] of [
+            ['the trickle', trickle],
+            ['the silent client', silent],
+          ] as const) {
+            expect(cut.cutAfterMs, `${what} was never cut`).not.toBeNull();
+            expect(cut.cutAfterMs!, `${what} cut before the idle timeout`).toBeGreaterThanOrEqual(IDLE_MS - 100);
+            expect(cut.cutAfterMs!, `${what} cut late`).toBeLessThan(IDLE_MS + 5000);
+          }
+          expect(await stack.healthzMedianMs(edge.url)).toBeLessThan(1000);
+          expect(edge.process.child.exitCode).toBeNull();
+          const show = (c: Cut) => `${(c.cutAfterMs! / 1000).toFixed(1)} s${c.status ? ` (answered ${c.status})` : ' (no answer)'}`;
+          return `trickle cut after ${show(trickle)}, silent client cut after ${show(silent)}; that api healthy`;
+        } finally {
+          await edge.process.stop();
         }
-        expect(await stack.healthzMedianMs(edge.url)).toBeLessThan(1000);
-        expect(edge.process.child.exitCode).toBeNull();
-        const show = (c: Cut) => `${(c.cutAfterMs! / 1000).toFixed(1)} s${c.status ? ` (answered ${c.status})` : ' (no answer)'}`;
-        return `trickle cut after ${show(trickle)}, silent client cut after ${show(silent)}; that api healthy`;
-      } finally {
-        await edge.process.stop();
-      }
-    });
+      },
+    );
   });
 
   it('i. multipart uploads cut off before their closing boundary, and 64 MB uploads whose client goes away after 2 s: 400 or a quiet close, the same api process, nothing staged', async () => {
-    await report.runCase('i', 'cut-off multipart bodies (no closing boundary) and clients aborting a 64 MB upload after 2 s, on both multipart routes and as a raw body', [], async () => {
-      // A user of its own: the writer may be at the files cap after f.
-      const cutter = await stack.user('cutter', [{ match: 'prefix', value: 'hostile.cut', access: 'rw' }]);
-      const pid = stack.api.child.pid;
-      const before = await staged();
-      const part = Buffer.from('--cutcutcut\r\nContent-Disposition: form-data; name="file"; filename="points.csv"\r\nContent-Type: text/csv\r\n\r\n');
-      const rows = Buffer.from('2024-01-01T00:00:00Z,1\n'.repeat(1000));
-      const outcomes: string[] = [];
-      for (const path of ['/api/v1/metrics_file_upload?metric_name=hostile.cut', '/api/v1/files']) {
-        // The whole declared body arrives, but it ends inside the file part.
-        const cut = Buffer.concat([part, rows]);
-        const answer = await rawUpload(stack.apiUrl, multipartHead(path, cutter, cut.length), cut, { chunk: cut.length, everyMs: 0, abortAfterMs: null });
-        expect(answer.status, answer.body).toBe(400);
-        expect(answer.body).toMatch(/closing boundary/);
-        expect(answer.apiPid).toBe(pid);
-        // 64 MB declared, sent at about 10 MB/s, the socket destroyed after 2 s.
-        const big = Buffer.concat([part, Buffer.alloc(64 * MiB - part.length, rows)]);
-        const aborted = await rawUpload(stack.apiUrl, multipartHead(path, cutter, big.length), big, { chunk: MiB, everyMs: 100, abortAfterMs: 2000 });
-        expect(stack.api.child.exitCode, stack.api.output().slice(-2000)).toBeNull();
-        expect(aborted.apiPid).toBe(pid);
-        outcomes.push(`${path.split('?')[0]}: cut-off body → ${answer.status}, aborted after 2 s → ${aborted.status ?? 'closed without answer'}`);
-      }
-      const rawHead = `POST /api/v1/metrics_file_upload?metric_name=hostile.cut HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${cutter}\r\nContent-Type: text/csv\r\nContent-Length: ${64 * MiB}\r\n\r\n`;
-      const rawAborted = await rawUpload(stack.apiUrl, rawHead, Buffer.alloc(64 * MiB, rows), { chunk: MiB, everyMs: 100, abortAfterMs: 2000 });
-      expect(rawAborted.apiPid).toBe(pid);
-      outcomes.push(`raw body aborted after 2 s → ${rawAborted.status ?? 'closed without answer'}`);
-      // Whatever reached storage is removed once each request has ended.
-      // (Uploads of the other cases may still end and have theirs removed meanwhile.)
-      const left = async () => [...(await staged())].filter((k) => !before.has(k));
-      await waitFor('nothing left staged by the cut uploads', async () => ((await left()).length === 0 ? true : undefined), 30_000, 200);
-      expect(stack.api.child.pid).toBe(pid);
-      return `${outcomes.join('; ')}; api pid ${pid} alive, nothing staged`;
-    });
+    await report.runCase(
+      'i',
+      'cut-off multipart bodies (no closing boundary) and clients aborting a 64 MB upload after 2 s, on both multipart routes and as a raw body',
+      [],
+      async () => {
+        // A user of its own: the writer may be at the files cap after f.
+        const cutter = await stack.user('cutter', [{ match: 'prefix', value: 'hostile.cut', access: 'rw' }]);
+        const pid = stack.api.child.pid;
+        const before = await staged();
+        const part = Buffer.from('--cutcutcut\r\nContent-Disposition: form-data; name="file"; filename="points.csv"\r\nContent-Type: text/csv\r\n\r\n');
+        const rows = Buffer.from('2024-01-01T00:00:00Z,1\n'.repeat(1000));
+        const outcomes: string[] = [];
+        for (const path of ['/api/v1/metrics_file_upload?metric_name=hostile.cut', '/api/v1/files']) {
+          // The whole declared body arrives, but it ends inside the file part.
+          const cut = Buffer.concat([part, rows]);
+          const answer = await rawUpload(stack.apiUrl, multipartHead(path, cutter, cut.length), cut, { chunk: cut.length, everyMs: 0, abortAfterMs: null });
+          expect(answer.status, answer.body).toBe(400);
+          expect(answer.body).toMatch(/closing boundary/);
+          expect(answer.apiPid).toBe(pid);
+          // 64 MB declared, sent at about 10 MB/s, the socket destroyed after 2 s.
+          const big = Buffer.concat([part, Buffer.alloc(64 * MiB - part.length, rows)]);
+          const aborted = await rawUpload(stack.apiUrl, multipartHead(path, cutter, big.length), big, { chunk: MiB, everyMs: 100, abortAfterMs: 2000 });
+          expect(stack.api.child.exitCode, stack.api.output().slice(-2000)).toBeNull();
+          expect(aborted.apiPid).toBe(pid);
+          outcomes.push(`${path.split('?')[0]}: cut-off body → ${answer.status}, aborted after 2 s → ${aborted.status ?? 'closed without answer'}`);
+        }
+        const rawHead = `POST /api/v1/metrics_file_upload?metric_name=hostile.cut HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${cutter}\r\nContent-Type: text/csv\r\nContent-Length: ${64 * MiB}\r\n\r\n`;
+        const rawAborted = await rawUpload(stack.apiUrl, rawHead, Buffer.alloc(64 * MiB, rows), { chunk: MiB, everyMs: 100, abortAfterMs: 2000 });
+        expect(rawAborted.apiPid).toBe(pid);
+        outcomes.push(`raw body aborted after 2 s → ${rawAborted.status ?? 'closed without answer'}`);
+        // Whatever reached storage is removed once each request has ended.
+        // (Uploads of the other cases may still end and have theirs removed meanwhile.)
+        const left = async () => [...(await staged())].filter((k) => !before.has(k));
+        await waitFor('nothing left staged by the cut uploads', async () => ((await left()).length === 0 ? true : undefined), 30_000, 200);
+        expect(stack.api.child.pid).toBe(pid);
+        return `${outcomes.join('; ')}; api pid ${pid} alive, nothing staged`;
+      },
+    );
   });
 
   it('j. telemetry bombs, forged lengths, floods and labels past every bound: each a 4xx with a reason or a partial answer, from the same api process', async () => {
-    await report.runCase('j', 'telemetry protocols: snappy and gzip bombs, a forged protobuf length, 100,000 series, a 10 MB line, labels at and past their bounds', ['MERIDIAN_PROTOCOL_MAX_BYTES', 'MERIDIAN_PROTOCOL_MAX_SERIES', 'MERIDIAN_PUSH_MAX_BYTES'], async () => {
-      const pid = stack.api.child.pid!;
-      const outcomes: string[] = [];
-      const expectRefused = (label: string, answer: Answer, status: number, reason: RegExp) => {
-        expect(answer.status, `${label}: ${answer.text.slice(0, 300)}`).toBe(status);
-        expect(answer.text, label).toMatch(reason);
-        outcomes.push(`${label} ${answer.status}`);
-      };
-      // A snappy block whose preamble declares 1 GiB, followed by a few bytes.
-      const snappyBomb = Buffer.from([0x80, 0x80, 0x80, 0x80, 0x04, 0x00, 0x61]);
-      expectRefused('snappy bomb', await send(`${stack.apiUrl}/api/v1/write`, { key: writer, body: snappyBomb, headers: { 'Content-Type': 'application/x-protobuf', 'Content-Encoding': 'snappy' } }), 413, /bytes|larger|decompress/i);
-      const { gzip } = gzipBomb({ head: '{"resourceMetrics":[', block: Buffer.alloc(MiB, ' '), repeats: 1024, tail: ']}' });
-      expectRefused('gzip OTLP bomb (1 GiB)', await send(`${stack.apiUrl}/v1/metrics`, { key: writer, body: gzip, headers: { 'Content-Type': 'application/json', 'Content-Encoding': 'gzip' } }), 413, /bytes|larger/i);
-      // A WriteRequest whose first field claims 2 GiB of timeseries.
-      const forged = compressSync(Buffer.from([0x0a, 0x80, 0x80, 0x80, 0x80, 0x08, 0x0a, 0x00]));
-      expectRefused('forged protobuf length', await send(`${stack.apiUrl}/api/v1/write`, { key: writer, body: forged, headers: { 'Content-Type': 'application/x-protobuf', 'Content-Encoding': 'snappy' } }), 400, /length|truncat|malformed|protobuf/i);
-      const flood = gzipSync(Buffer.from(Array.from({ length: 100_000 }, (_, i) => `hostile_flood,host=h${i} v=1 1704067200000000000`).join('\n')));
-      expectRefused('100,000 series', await send(`${stack.apiUrl}/api/v2/write?precision=ns`, { key: writer, body: flood, headers: { 'Content-Encoding': 'gzip' } }), 413, /series/i);
-      const longLine = gzipSync(Buffer.concat([Buffer.from('hostile_long,host=a v='), Buffer.alloc(10 * MiB, '1'), Buffer.from(' 1704067200000000000\n')]));
-      expectRefused('a 10 MB line', await send(`${stack.apiUrl}/api/v2/write?precision=ns`, { key: writer, body: longLine, headers: { 'Content-Encoding': 'gzip' } }), 413, /bytes|larger/i);
-      // Labels: a label name at its bound, and a name at its bound (256 characters), are stored;
-      // 33 labels, a label name one character longer, a name one character longer, refused by series.
-      const name = ['__name__', 'hostile.labels'] as [string, string];
-      const series: Array<Array<[string, string]>> = [
-        [name, [`n${'x'.repeat(127)}`, 'y']],
-        [name, ['v', 'y'.repeat(256 - 'hostile.labels{v=""}'.length)]],
-        [name, ...Array.from({ length: 33 }, (_, i): [string, string] => [`l${i}`, 'v'])],
-        [name, [`n${'x'.repeat(128)}`, 'y']],
-        [name, ['v', 'y'.repeat(257 - 'hostile.labels{v=""}'.length)]],
-      ];
-      const mixed = remoteWriteBody(series.map((labels) => ({ labels, samples: [[Date.UTC(2024, 0, 1), 1]] })));
-      const partial = await send(`${stack.apiUrl}/api/v1/write`, { key: writer, body: mixed, headers: { 'Content-Type': 'application/x-protobuf', 'Content-Encoding': 'snappy' } });
-      expect(partial.status, partial.text).toBe(400);
-      expect(partial.headers['x-prometheus-remote-write-samples-written']).toBe('2');
-      expect(partial.text).toMatch(/3 of 5 samples refused/);
-      outcomes.push('labels and name at their bounds stored, 3 series past them refused (400, partial)');
-      expect(stack.api.child.pid).toBe(pid);
-      return `${outcomes.join('; ')}; api pid ${pid} alive`;
-    });
+    await report.runCase(
+      'j',
+      'telemetry protocols: snappy and gzip bombs, a forged protobuf length, 100,000 series, a 10 MB line, labels at and past their bounds',
+      ['MERIDIAN_PROTOCOL_MAX_BYTES', 'MERIDIAN_PROTOCOL_MAX_SERIES', 'MERIDIAN_PUSH_MAX_BYTES'],
+      async () => {
+        const pid = stack.api.child.pid!;
+        const outcomes: string[] = [];
+        const expectRefused = (label: string, answer: Answer, status: number, reason: RegExp) => {
+          expect(answer.status, `${label}: ${answer.text.slice(0, 300)}`).toBe(status);
+          expect(answer.text, label).toMatch(reason);
+          outcomes.push(`${label} ${answer.status}`);
+        };
+        // A snappy block whose preamble declares 1 GiB, followed by a few bytes.
+        const snappyBomb = Buffer.from([0x80, 0x80, 0x80, 0x80, 0x04, 0x00, 0x61]);
+        expectRefused(
+          'snappy bomb',
+          await send(`${stack.apiUrl}/api/v1/write`, {
+            key: writer,
+            body: snappyBomb,
+            headers: { 'Content-Type': 'application/x-protobuf', 'Content-Encoding': 'snappy' },
+          }),
+          413,
+          /bytes|larger|decompress/i,
+        );
+        const { gzip } = gzipBomb({ head: '{"resourceMetrics":[', block: Buffer.alloc(MiB, ' '), repeats: 1024, tail: ']}' });
+        expectRefused(
+          'gzip OTLP bomb (1 GiB)',
+          await send(`${stack.apiUrl}/v1/metrics`, { key: writer, body: gzip, headers: { 'Content-Type': 'application/json', 'Content-Encoding': 'gzip' } }),
+          413,
+          /bytes|larger/i,
+        );
+        // A WriteRequest whose first field claims 2 GiB of timeseries.
+        const forged = compressSync(Buffer.from([0x0a, 0x80, 0x80, 0x80, 0x80, 0x08, 0x0a, 0x00]));
+        expectRefused(
+          'forged protobuf length',
+          await send(`${stack.apiUrl}/api/v1/write`, {
+            key: writer,
+            body: forged,
+            headers: { 'Content-Type': 'application/x-protobuf', 'Content-Encoding': 'snappy' },
+          }),
+          400,
+          /length|truncat|malformed|protobuf/i,
+        );
+        const flood = gzipSync(Buffer.from(Array.from({ length: 100_000 }, (_, i) => `hostile_flood,host=h${i} v=1 1704067200000000000`).join('\n')));
+        expectRefused(
+          '100,000 series',
+          await send(`${stack.apiUrl}/api/v2/write?precision=ns`, { key: writer, body: flood, headers: { 'Content-Encoding': 'gzip' } }),
+          413,
+          /series/i,
+        );
+        const longLine = gzipSync(Buffer.concat([Buffer.from('hostile_long,host=a v='), Buffer.alloc(10 * MiB, '1'), Buffer.from(' 1704067200000000000\n')]));
+        expectRefused(
+          'a 10 MB line',
+          await send(`${stack.apiUrl}/api/v2/write?precision=ns`, { key: writer, body: longLine, headers: { 'Content-Encoding': 'gzip' } }),
+          413,
+          /bytes|larger/i,
+        );
+        // Labels: a label name at its bound, and a name at its bound (256 characters), are stored;
+        // 33 labels, a label name one character longer, a name one character longer, refused by series.
+        const name = ['__name__', 'hostile.labels'] as [string, string];
+        const series: Array<Array<[string, string]>> = [
+          [name, [`n${'x'.repeat(127)}`, 'y']],
+          [name, ['v', 'y'.repeat(256 - 'hostile.labels{v=""}'.length)]],
+          [name, ...Array.from({ length: 33 }, (_, i): [string, string] => [`l${i}`, 'v'])],
+          [name, [`n${'x'.repeat(128)}`, 'y']],
+          [name, ['v', 'y'.repeat(257 - 'hostile.labels{v=""}'.length)]],
+        ];
+        const mixed = remoteWriteBody(series.map((labels) => ({ labels, samples: [[Date.UTC(2024, 0, 1), 1]] })));
+        const partial = await send(`${stack.apiUrl}/api/v1/write`, {
+          key: writer,
+          body: mixed,
+          headers: { 'Content-Type': 'application/x-protobuf', 'Content-Encoding': 'snappy' },
+        });
+        expect(partial.status, partial.text).toBe(400);
+        expect(partial.headers['x-prometheus-remote-write-samples-written']).toBe('2');
+        expect(partial.text).toMatch(/3 of 5 samples refused/);
+        outcomes.push('labels and name at their bounds stored, 3 series past them refused (400, partial)');
+        expect(stack.api.child.pid).toBe(pid);
+        return `${outcomes.join('; ')}; api pid ${pid} alive`;
+      },
+    );
   });
 });

@@ -36,7 +36,13 @@ export class HostileStack {
   constructor(env: Record<string, string>) {
     this.settings = isolatedSettings();
     this.env = { LOG_LEVEL: 'warn', ...env };
-    this.storage = createStorage({ endpoint: this.settings.S3_ENDPOINT, accessKey: this.settings.S3_ACCESS_KEY, secretKey: this.settings.S3_SECRET_KEY, region: this.settings.S3_REGION, bucket: this.settings.S3_BUCKET });
+    this.storage = createStorage({
+      endpoint: this.settings.S3_ENDPOINT,
+      accessKey: this.settings.S3_ACCESS_KEY,
+      secretKey: this.settings.S3_SECRET_KEY,
+      region: this.settings.S3_REGION,
+      bucket: this.settings.S3_BUCKET,
+    });
   }
 
   /** The settings this tier lowers or raises that this build does not know (their feature is not in it). */
@@ -46,14 +52,21 @@ export class HostileStack {
 
   async start(): Promise<void> {
     // A test worker that ends before afterAll ran (a timed-out hook) must not leave its apps running.
-    process.once('exit', () => { for (const p of this.started) p.child.kill('SIGKILL'); });
+    process.once('exit', () => {
+      for (const p of this.started) p.child.kill('SIGKILL');
+    });
     const port = await freePort();
     this.apiUrl = `http://127.0.0.1:${port}`;
     this.api = this.spawn('api', { MERIDIAN_API_PORT: String(port) });
     this.ingest = this.spawn('ingest');
     await waitForReady(this.apiUrl, this.api);
     this.adminKey = await bootstrapAdmin(this.settings);
-    await waitFor('the api to know the admin', async () => ((await call(`${this.apiUrl}/api/v1/users`, this.adminKey)).status === 200 ? true : undefined), 30_000, 100);
+    await waitFor(
+      'the api to know the admin',
+      async () => ((await call(`${this.apiUrl}/api/v1/users`, this.adminKey)).status === 200 ? true : undefined),
+      30_000,
+      100,
+    );
     this.canaryKey = await this.user('canary', [{ match: 'prefix', value: 'canary.', access: 'rw' }]);
   }
 
@@ -87,7 +100,10 @@ export class HostileStack {
     if (healthzMs > AFTER_EACH.healthzMs) failures.push(`/healthz took ${healthzMs.toFixed(0)} ms (limit ${AFTER_EACH.healthzMs})`);
     const ingestSamePid = this.ingest === ingestBefore && alive(ingestBefore);
     const ingestPid = ingestBefore.child.pid ?? -1;
-    if (!ingestSamePid) failures.push(`the ingest process ${ingestPid} died (exit ${ingestBefore.child.exitCode ?? ingestBefore.child.signalCode}): ${lastLines(ingestBefore.output())}`);
+    if (!ingestSamePid)
+      failures.push(
+        `the ingest process ${ingestPid} died (exit ${ingestBefore.child.exitCode ?? ingestBefore.child.signalCode}): ${lastLines(ingestBefore.output())}`,
+      );
     if (!alive(this.api)) failures.push(`the api process died: ${lastLines(this.api.output())}`);
     await this.restartDead();
     const canaryMs = await withTimeout(this.canary(), 20_000, 'the canary').catch((e: unknown) => {
@@ -116,9 +132,18 @@ export class HostileStack {
     const t0 = performance.now();
     const res = await uploadFile(this.apiUrl, this.canaryKey, csvPoints(AFTER_EACH.canaryPoints), { metric_name: metric });
     if (res.status !== 202) throw new Error(`the upload was answered ${res.status} ${res.text.slice(0, 200)}`);
-    const rows = () => withTimeout(call(`${this.apiUrl}/api/v1/metrics/download?${new URLSearchParams({ metrics: metric, max_rows: '10000' })}`, this.canaryKey), 2000, 'a canary download')
-      .then((r) => (r.status === 200 ? r.text.trim().split('\n').length - 1 : 0));
-    await waitFor(`${AFTER_EACH.canaryPoints} canary points to be downloadable`, async () => ((await rows()) === AFTER_EACH.canaryPoints ? true : undefined), AFTER_EACH.canaryMs, 100);
+    const rows = () =>
+      withTimeout(
+        call(`${this.apiUrl}/api/v1/metrics/download?${new URLSearchParams({ metrics: metric, max_rows: '10000' })}`, this.canaryKey),
+        2000,
+        'a canary download',
+      ).then((r) => (r.status === 200 ? r.text.trim().split('\n').length - 1 : 0));
+    await waitFor(
+      `${AFTER_EACH.canaryPoints} canary points to be downloadable`,
+      async () => ((await rows()) === AFTER_EACH.canaryPoints ? true : undefined),
+      AFTER_EACH.canaryMs,
+      100,
+    );
     return performance.now() - t0;
   }
 
@@ -151,9 +176,14 @@ function lastLines(output: string): string {
 }
 
 async function waitForReady(url: string, process: AppProcess): Promise<void> {
-  await waitFor(`the api at ${url} to be ready`, async () => {
-    if (!alive(process)) throw new Error(`the api exited: ${lastLines(process.output())}`);
-    const res = await fetch(`${url}/readyz`).catch(() => null);
-    return res?.status === 200 ? true : undefined;
-  }, 60_000, 200);
+  await waitFor(
+    `the api at ${url} to be ready`,
+    async () => {
+      if (!alive(process)) throw new Error(`the api exited: ${lastLines(process.output())}`);
+      const res = await fetch(`${url}/readyz`).catch(() => null);
+      return res?.status === 200 ? true : undefined;
+    },
+    60_000,
+    200,
+  );
 }

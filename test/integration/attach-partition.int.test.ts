@@ -13,22 +13,47 @@ import { isolatedSettings } from '../support/settings.ts';
  */
 describe('ATTACH PARTITION FROM a stage into points', () => {
   const settings = isolatedSettings();
-  const options = { url: settings.CLICKHOUSE_URL, username: settings.CLICKHOUSE_USER, password: settings.CLICKHOUSE_PASSWORD, database: settings.CLICKHOUSE_DATABASE };
+  const options = {
+    url: settings.CLICKHOUSE_URL,
+    username: settings.CLICKHOUSE_USER,
+    password: settings.CLICKHOUSE_PASSWORD,
+    database: settings.CLICKHOUSE_DATABASE,
+  };
   const client = createClickHouse(options);
 
   const rowsOf = async <T>(sql: string): Promise<T[]> => (await client.query({ query: sql, format: 'JSONEachRow' })).json<T>();
   const count = async (table: string) => Number((await rowsOf<{ n: string }>(`SELECT toString(count()) AS n FROM ${table}`))[0]!.n);
-  const parts = async (table: string) => Number((await rowsOf<{ n: string }>(`SELECT toString(count()) AS n FROM system.parts WHERE database = currentDatabase() AND table = '${table}' AND active`))[0]!.n);
+  const parts = async (table: string) =>
+    Number(
+      (await rowsOf<{ n: string }>(`SELECT toString(count()) AS n FROM system.parts WHERE database = currentDatabase() AND table = '${table}' AND active`))[0]!
+        .n,
+    );
   /** Every row, in a fixed order, as text: what a download or a checksum sees. */
-  const contents = (table: string) => rowsOf<Record<string, string>>(`SELECT metric_name, toString(ts) AS ts, toString(value) AS value, toString(updated_at) AS u, task_id, toString(kafka_partition) AS p, toString(kafka_offset) AS o, toString(row_in_batch) AS r FROM ${table} ORDER BY kafka_partition, kafka_offset, row_in_batch`);
-  const catalog = () => rowsOf('SELECT metric_name, toString(countMerge(points)) AS n, toString(minMerge(first_ts)) AS first_ts, toString(maxMerge(last_ts)) AS last_ts FROM metric_catalog GROUP BY metric_name ORDER BY metric_name');
-  const pointsPerMetric = () => rowsOf('SELECT metric_name, toString(count()) AS n, toString(min(ts)) AS first_ts, toString(max(ts)) AS last_ts FROM points GROUP BY metric_name ORDER BY metric_name');
+  const contents = (table: string) =>
+    rowsOf<Record<string, string>>(
+      `SELECT metric_name, toString(ts) AS ts, toString(value) AS value, toString(updated_at) AS u, task_id, toString(kafka_partition) AS p, toString(kafka_offset) AS o, toString(row_in_batch) AS r FROM ${table} ORDER BY kafka_partition, kafka_offset, row_in_batch`,
+    );
+  const catalog = () =>
+    rowsOf(
+      'SELECT metric_name, toString(countMerge(points)) AS n, toString(minMerge(first_ts)) AS first_ts, toString(maxMerge(last_ts)) AS last_ts FROM metric_catalog GROUP BY metric_name ORDER BY metric_name',
+    );
+  const pointsPerMetric = () =>
+    rowsOf(
+      'SELECT metric_name, toString(count()) AS n, toString(min(ts)) AS first_ts, toString(max(ts)) AS last_ts FROM points GROUP BY metric_name ORDER BY metric_name',
+    );
 
   /** One upload's batch at `offset` of partition 1, 500 points of `metric`. */
   const segment = (offset: number, metric: string): Segment => ({
     partition: 1,
     offset,
-    batch: { type: 'PointBatch', task_id: 'staged', metric_name: metric, updated_at: 7, timestamps: Array.from({ length: 500 }, (_, i) => 1_000 + offset * 1_000 + i), values: Array.from({ length: 500 }, (_, i) => i / 3) },
+    batch: {
+      type: 'PointBatch',
+      task_id: 'staged',
+      metric_name: metric,
+      updated_at: 7,
+      timestamps: Array.from({ length: 500 }, (_, i) => 1_000 + offset * 1_000 + i),
+      values: Array.from({ length: 500 }, (_, i) => i / 3),
+    },
   });
 
   /** A stage shaped like points, filled by the sink in `inserts` inserts (one part each). */
@@ -39,7 +64,10 @@ describe('ATTACH PARTITION FROM a stage into points', () => {
   }
 
   /** The stage's share of the catalog, as the seal procedure adds it after the attach. */
-  const catalogShare = (stageTable: string) => client.command({ query: `INSERT INTO metric_catalog SELECT metric_name, countState() AS points, minState(ts) AS first_ts, maxState(ts) AS last_ts FROM ${stageTable} GROUP BY metric_name` });
+  const catalogShare = (stageTable: string) =>
+    client.command({
+      query: `INSERT INTO metric_catalog SELECT metric_name, countState() AS points, minState(ts) AS first_ts, maxState(ts) AS last_ts FROM ${stageTable} GROUP BY metric_name`,
+    });
 
   beforeAll(async () => {
     await ensureDatabase(options);
@@ -110,7 +138,10 @@ describe('ATTACH PARTITION FROM a stage into points', () => {
   });
 
   it('refuses a stage whose structure differs from points, and changes nothing', async () => {
-    await client.command({ query: 'CREATE TABLE points_stage_e_p1 (metric_name String, ts Int64, value Float64, updated_at Int64, task_id String, kafka_partition UInt16, kafka_offset UInt64) ENGINE = MergeTree() PARTITION BY tuple() ORDER BY (metric_name, ts, updated_at)' });
+    await client.command({
+      query:
+        'CREATE TABLE points_stage_e_p1 (metric_name String, ts Int64, value Float64, updated_at Int64, task_id String, kafka_partition UInt16, kafka_offset UInt64) ENGINE = MergeTree() PARTITION BY tuple() ORDER BY (metric_name, ts, updated_at)',
+    });
     await client.command({ query: "INSERT INTO points_stage_e_p1 VALUES ('m.bad', 1, 1, 1, 'staged', 1, 40)" });
     const before = await contents('points');
     await expect(client.command({ query: 'ALTER TABLE points ATTACH PARTITION tuple() FROM points_stage_e_p1' })).rejects.toThrow(/structure/i);

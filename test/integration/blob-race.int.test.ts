@@ -61,8 +61,18 @@ describe('blob collection against a definition on another worker (real Kafka, Cl
     const staged = `staging/${fileId}`;
     const sha256 = createHash('sha256').update(bytes).digest();
     const command: FileDefinitionRequested = {
-      type: 'FileDefinitionRequested', task_id: taskId, file_id: fileId, user_name: 'ada', at: Date.now(), file_name: `${fileId}.bin`,
-      description: '', content_type: 'application/octet-stream', staged_object: staged, size: bytes.length, sha256, enforce_schema: false,
+      type: 'FileDefinitionRequested',
+      task_id: taskId,
+      file_id: fileId,
+      user_name: 'ada',
+      at: Date.now(),
+      file_name: `${fileId}.bin`,
+      description: '',
+      content_type: 'application/octet-stream',
+      staged_object: staged,
+      size: bytes.length,
+      sha256,
+      enforce_schema: false,
     };
     const event = fileDefinedFrom(command);
     return {
@@ -75,12 +85,17 @@ describe('blob collection against a definition on another worker (real Kafka, Cl
       },
       /** Claims, looks, then awaits `gate` before committing (appending its FileDefined). */
       run(gate: Promise<void> = Promise.resolve(), looked: () => void = () => undefined) {
-        return promoteUnderClaim(platform.blobs, { sha256Hex: sha256.toString('hex'), taskId, stagedKey: staged, size: bytes.length }, claimRules, async (committing) => {
-          looked();
-          await gate;
-          committing();
-          await append(event);
-        });
+        return promoteUnderClaim(
+          platform.blobs,
+          { sha256Hex: sha256.toString('hex'), taskId, stagedKey: staged, size: bytes.length },
+          claimRules,
+          async (committing) => {
+            looked();
+            await gate;
+            committing();
+            await append(event);
+          },
+        );
       },
       /** A run whose transaction is fenced before it commits (another worker runs the task): `during` runs after its look. */
       runFenced(during: () => Promise<void>) {
@@ -98,9 +113,15 @@ describe('blob collection against a definition on another worker (real Kafka, Cl
    */
   function startCollector(options: { storage?: BlobStore; references?: BlobReferences; removalLeaseMs?: number } = {}): BlobCollector {
     const c = new BlobCollector({
-      storage: options.storage ?? bucketOfA, references: options.references ?? platform.blobReferences, tasks: platform.taskReadModel,
-      logEnds: () => platform.log.endOffsets(platform.topics.files), logger, waitMs: 60_000, intervalMs: 100,
-      removalLeaseMs: options.removalLeaseMs ?? settings.MERIDIAN_BLOB_REMOVAL_LEASE_MS, claimTtlMs: settings.MERIDIAN_BLOB_CLAIM_TTL_MS,
+      storage: options.storage ?? bucketOfA,
+      references: options.references ?? platform.blobReferences,
+      tasks: platform.taskReadModel,
+      logEnds: () => platform.log.endOffsets(platform.topics.files),
+      logger,
+      waitMs: 60_000,
+      intervalMs: 100,
+      removalLeaseMs: options.removalLeaseMs ?? settings.MERIDIAN_BLOB_REMOVAL_LEASE_MS,
+      claimTtlMs: settings.MERIDIAN_BLOB_CLAIM_TTL_MS,
     });
     collectors.push(c);
     c.start();
@@ -111,13 +132,18 @@ describe('blob collection against a definition on another worker (real Kafka, Cl
   /** Until a collection has handled every deletion now in the files log. */
   async function untilSwept(): Promise<void> {
     const ends = await platform.log.endOffsets(platform.topics.files);
-    await waitFor('the collector to sweep to the log\'s end', async () => {
-      const swept = await platform.blobReferences.swept();
-      return [...ends].every(([p, end]) => end === 0 || (swept.get(p) ?? -1) >= end - 1) ? true : undefined;
-    }, 120_000, 50);
+    await waitFor(
+      "the collector to sweep to the log's end",
+      async () => {
+        const swept = await platform.blobReferences.swept();
+        return [...ends].every(([p, end]) => end === 0 || (swept.get(p) ?? -1) >= end - 1) ? true : undefined;
+      },
+      120_000,
+      50,
+    );
   }
 
-  const leftovers = async () => [...await platform.blobs.list('_blob-claims/'), ...await platform.blobs.list('_blob-removals/')];
+  const leftovers = async () => [...(await platform.blobs.list('_blob-claims/')), ...(await platform.blobs.list('_blob-removals/'))];
 
   beforeAll(async () => {
     await platform.prepare();
@@ -178,7 +204,7 @@ describe('blob collection against a definition on another worker (real Kafka, Cl
 
   // Finding 1 of the review: a second collection, whole, while the first has kept a blob's bytes
   // aside and not yet removed it; a definition claimed the blob just before and found it present.
-  it('two collections at once: the second leaves the first one\'s kept bytes alone, and the first puts back the blob a definition claimed', async () => {
+  it("two collections at once: the second leaves the first one's kept bytes alone, and the first puts back the blob a definition claimed", async () => {
     const bytes = randomBytes(64 * 1024);
     const blob = blobKeyOf(createHash('sha256').update(bytes).digest('hex'));
     const a = definition(bytes);
@@ -204,10 +230,15 @@ describe('blob collection against a definition on another worker (real Kafka, Cl
     };
     let firstDone!: () => void;
     const firstRecorded = new Promise<void>((r) => (firstDone = r));
-    startCollector({ references: { ...platform.blobReferences, recordSwept: async (positions) => {
-      await platform.blobReferences.recordSwept(positions);
-      firstDone();
-    } } });
+    startCollector({
+      references: {
+        ...platform.blobReferences,
+        recordSwept: async (positions) => {
+          await platform.blobReferences.recordSwept(positions);
+          firstDone();
+        },
+      },
+    });
     await firstRecorded;
     expect(secondRan).toBe(true);
     expect(await platform.blobs.size(blob)).toBe(bytes.length); // A put the bytes back from its own kept copy
@@ -224,7 +255,7 @@ describe('blob collection against a definition on another worker (real Kafka, Cl
   // Review 2, finding 1: worker W1 was kicked from the group while defining b, W2 reruns the task.
   // W1 is fenced after W2 claimed and found the bytes present; then A collects the blob (a's file
   // deleted) before W2 commits. W2's claim must still be there for A to see.
-  it('two runs of one task: the fenced run releases only its own claim, so the other run\'s claim keeps the blob until it commits', async () => {
+  it("two runs of one task: the fenced run releases only its own claim, so the other run's claim keeps the blob until it commits", async () => {
     const bytes = randomBytes(64 * 1024);
     const blob = blobKeyOf(createHash('sha256').update(bytes).digest('hex'));
     const a = definition(bytes);
@@ -237,11 +268,13 @@ describe('blob collection against a definition on another worker (real Kafka, Cl
     let openGate!: () => void;
     const gate = new Promise<void>((r) => (openGate = r));
     let onW2: Promise<'copied' | 'present'> | null = null;
-    await expect(b.runFenced(async () => {
-      await new Promise<void>((looked) => {
-        onW2 = b.run(gate, looked); // W2 claims and finds the bytes present
-      });
-    })).rejects.toThrow('fenced');
+    await expect(
+      b.runFenced(async () => {
+        await new Promise<void>((looked) => {
+          onW2 = b.run(gate, looked); // W2 claims and finds the bytes present
+        });
+      }),
+    ).rejects.toThrow('fenced');
     startCollectorOfA();
     await untilSwept(); // A saw W2's claim before any removal, and left the blob in place
     expect(await platform.blobs.size(blob)).toBe(bytes.length);
@@ -252,7 +285,7 @@ describe('blob collection against a definition on another worker (real Kafka, Cl
     for (const c of collectors.splice(0)) await c.stop();
   });
 
-  it('crash leftovers: bytes a dead collection kept aside go back to a live file once past the lease; a failed definition\'s claim goes with its blob', async () => {
+  it("crash leftovers: bytes a dead collection kept aside go back to a live file once past the lease; a failed definition's claim goes with its blob", async () => {
     const bytes = randomBytes(4096);
     const a = definition(bytes);
     await a.stage();
@@ -270,7 +303,12 @@ describe('blob collection against a definition on another worker (real Kafka, Cl
       c.command,
       { type: 'TaskFailed', task_id: c.taskId, reason: 'the file could not be stored', rows_total: 0, rows_rejected: 0, errors: [], at: Date.now() },
     ]);
-    await waitFor('the tasks read model to show c failed', async () => ((await platform.taskReadModel.finishedAmong([c.taskId])).size === 1 ? true : undefined), 60_000, 50);
+    await waitFor(
+      'the tasks read model to show c failed',
+      async () => ((await platform.taskReadModel.finishedAmong([c.taskId])).size === 1 ? true : undefined),
+      60_000,
+      50,
+    );
     // A worker with a short lease, started once the kept bytes are older than it (the claim is younger than its TTL).
     const lease = 6000;
     await new Promise((r) => setTimeout(r, lease + 500));

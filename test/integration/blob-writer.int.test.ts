@@ -46,7 +46,13 @@ class GatedClient extends Client {
 
 describe('BlobWriter against a real MinIO', () => {
   const settings = isolatedSettings();
-  const options = { endpoint: settings.S3_ENDPOINT, accessKey: settings.S3_ACCESS_KEY, secretKey: settings.S3_SECRET_KEY, region: settings.S3_REGION, bucket: settings.S3_BUCKET };
+  const options = {
+    endpoint: settings.S3_ENDPOINT,
+    accessKey: settings.S3_ACCESS_KEY,
+    secretKey: settings.S3_SECRET_KEY,
+    region: settings.S3_REGION,
+    bucket: settings.S3_BUCKET,
+  };
   const storage = createStorage(options);
   const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
   const read = async (key: string) => {
@@ -62,13 +68,28 @@ describe('BlobWriter against a real MinIO', () => {
   };
   const gated = (): { client: GatedClient; storage: Storage } => {
     const url = new URL(settings.S3_ENDPOINT);
-    const client = new GatedClient({ endPoint: url.hostname, port: Number(url.port), useSSL: false, accessKey: options.accessKey, secretKey: options.secretKey, region: options.region, pathStyle: true });
+    const client = new GatedClient({
+      endPoint: url.hostname,
+      port: Number(url.port),
+      useSSL: false,
+      accessKey: options.accessKey,
+      secretKey: options.secretKey,
+      region: options.region,
+      pathStyle: true,
+    });
     return { client, storage: { client, bucket: storage.bucket } };
   };
   /** Settles once `p` has (true) or after a few turns of the event loop while it has not (false). */
   const settledSoon = async (p: Promise<unknown>) => {
     let done = false;
-    void p.then(() => { done = true; }, () => { done = true; });
+    void p.then(
+      () => {
+        done = true;
+      },
+      () => {
+        done = true;
+      },
+    );
     for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r));
     return done;
   };
@@ -91,15 +112,18 @@ describe('BlobWriter against a real MinIO', () => {
     await storage.client.removeBucket(storage.bucket);
   });
 
-  it.each([0, 1, PART - 1, PART, PART + 1, 2 * PART + 17, 5 * PART + 3])('stores %i bytes exactly, in odd-sized chunks, leaving no unfinished upload', async (size) => {
-    const data = randomBytes(size);
-    const key = `w/${size}`;
-    const writer = new BlobWriter(storage, key, { partBytes: PART, partsInFlight: 3 });
-    for (let i = 0; i < data.length; i += 100_003) await writer.write(data.subarray(i, i + 100_003));
-    await writer.end();
-    expect(sha(await read(key))).toBe(sha(data));
-    expect(await incomplete(key)).toEqual([]);
-  });
+  it.each([0, 1, PART - 1, PART, PART + 1, 2 * PART + 17, 5 * PART + 3])(
+    'stores %i bytes exactly, in odd-sized chunks, leaving no unfinished upload',
+    async (size) => {
+      const data = randomBytes(size);
+      const key = `w/${size}`;
+      const writer = new BlobWriter(storage, key, { partBytes: PART, partsInFlight: 3 });
+      for (let i = 0; i < data.length; i += 100_003) await writer.write(data.subarray(i, i + 100_003));
+      await writer.end();
+      expect(sha(await read(key))).toBe(sha(data));
+      expect(await incomplete(key)).toEqual([]);
+    },
+  );
 
   it('abort in the middle of a multipart upload leaves neither an object nor an unfinished upload', async () => {
     const writer = new BlobWriter(storage, 'w/aborted', { partBytes: PART, partsInFlight: 1 });

@@ -4,7 +4,12 @@ import { isolatedSettings } from '../support/settings.ts';
 
 describe('ClickHouse adapter against a real server', () => {
   const settings = isolatedSettings();
-  const options = { url: settings.CLICKHOUSE_URL, username: settings.CLICKHOUSE_USER, password: settings.CLICKHOUSE_PASSWORD, database: settings.CLICKHOUSE_DATABASE };
+  const options = {
+    url: settings.CLICKHOUSE_URL,
+    username: settings.CLICKHOUSE_USER,
+    password: settings.CLICKHOUSE_PASSWORD,
+    database: settings.CLICKHOUSE_DATABASE,
+  };
   const client = createClickHouse(options);
   afterAll(async () => {
     await client.command({ query: `DROP DATABASE IF EXISTS ${settings.CLICKHOUSE_DATABASE}` });
@@ -25,11 +30,31 @@ describe('ClickHouse adapter against a real server', () => {
       table: 'points',
       format: 'JSONEachRow',
       values: [
-        { metric_name: 'cpu:load', ts: 1_700_000_000_000, value: 0.5, updated_at: 1_700_000_001_000, task_id: 't1', kafka_partition: 0, kafka_offset: 7, row_in_batch: 0 },
-        { metric_name: 'cpu:load', ts: 1_700_000_060_000, value: 1.25, updated_at: 1_700_000_001_000, task_id: 't1', kafka_partition: 0, kafka_offset: 7, row_in_batch: 1 },
+        {
+          metric_name: 'cpu:load',
+          ts: 1_700_000_000_000,
+          value: 0.5,
+          updated_at: 1_700_000_001_000,
+          task_id: 't1',
+          kafka_partition: 0,
+          kafka_offset: 7,
+          row_in_batch: 0,
+        },
+        {
+          metric_name: 'cpu:load',
+          ts: 1_700_000_060_000,
+          value: 1.25,
+          updated_at: 1_700_000_001_000,
+          task_id: 't1',
+          kafka_partition: 0,
+          kafka_offset: 7,
+          row_in_batch: 1,
+        },
       ],
     });
-    const rows = await (await client.query({ query: 'SELECT metric_name, ts, value FROM points ORDER BY ts', format: 'JSONEachRow' })).json<Record<string, unknown>>();
+    const rows = await (
+      await client.query({ query: 'SELECT metric_name, ts, value FROM points ORDER BY ts', format: 'JSONEachRow' })
+    ).json<Record<string, unknown>>();
     expect(rows).toEqual([
       { metric_name: 'cpu:load', ts: '1700000000000', value: 0.5 },
       { metric_name: 'cpu:load', ts: '1700000060000', value: 1.25 },

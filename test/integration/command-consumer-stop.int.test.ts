@@ -11,7 +11,7 @@ import { isolatedSettings } from '../support/settings.ts';
  * collector) must stop when the shutdown starts, not after the consumer's grace: a removal it
  * started in the grace and a SIGKILL cut would leave a committed file without its bytes.
  */
-describe('the command consumer\'s shutdown (real Kafka)', () => {
+describe("the command consumer's shutdown (real Kafka)", () => {
   const settings = isolatedSettings();
   const logger = createLogger({ name: 'consumer-stop-int', level: settings.LOG_LEVEL });
   const platform: Platform = createPlatform(settings, logger, 'consumer-stop-int');
@@ -24,7 +24,7 @@ describe('the command consumer\'s shutdown (real Kafka)', () => {
     await platform.close();
   });
 
-  it('stops the handlers\' work beside the commands before the group consumer has stopped', async () => {
+  it("stops the handlers' work beside the commands before the group consumer has stopped", async () => {
     const order: string[] = [];
     // The worker's log, its group consumer telling when its stop has ended.
     const log = new Proxy(platform.log, {

@@ -11,16 +11,30 @@ import { isolatedSettings } from '../support/settings.ts';
  */
 describe('applyDeletion', () => {
   const settings = isolatedSettings();
-  const options = { url: settings.CLICKHOUSE_URL, username: settings.CLICKHOUSE_USER, password: settings.CLICKHOUSE_PASSWORD, database: settings.CLICKHOUSE_DATABASE };
+  const options = {
+    url: settings.CLICKHOUSE_URL,
+    username: settings.CLICKHOUSE_USER,
+    password: settings.CLICKHOUSE_PASSWORD,
+    database: settings.CLICKHOUSE_DATABASE,
+  };
   const client = createClickHouse(options);
   const sink = createPointsSink(client, 'points', { sealsTable: 'points_seals' });
-  const odd = "del'\\x{a=\"b\"}";
+  const odd = 'del\'\\x{a="b"}';
 
-  const segment = (partition: number, offset: number, metric: string, timestamps: number[]): Segment =>
-    ({ partition, offset, batch: { type: 'PointBatch', task_id: 't', metric_name: metric, updated_at: 5, timestamps, values: timestamps.map((t) => t / 2) } });
+  const segment = (partition: number, offset: number, metric: string, timestamps: number[]): Segment => ({
+    partition,
+    offset,
+    batch: { type: 'PointBatch', task_id: 't', metric_name: metric, updated_at: 5, timestamps, values: timestamps.map((t) => t / 2) },
+  });
   const rowsOf = async <T>(sql: string): Promise<T[]> => (await client.query({ query: sql, format: 'JSONEachRow' })).json<T>();
-  const pointsPerMetric = () => rowsOf('SELECT metric_name, toString(count()) AS n, toString(min(ts)) AS first_ts, toString(max(ts)) AS last_ts FROM points GROUP BY metric_name ORDER BY metric_name');
-  const catalog = () => rowsOf('SELECT metric_name, toString(countMerge(points)) AS n, toString(minMerge(first_ts)) AS first_ts, toString(maxMerge(last_ts)) AS last_ts FROM metric_catalog GROUP BY metric_name ORDER BY metric_name');
+  const pointsPerMetric = () =>
+    rowsOf(
+      'SELECT metric_name, toString(count()) AS n, toString(min(ts)) AS first_ts, toString(max(ts)) AS last_ts FROM points GROUP BY metric_name ORDER BY metric_name',
+    );
+  const catalog = () =>
+    rowsOf(
+      'SELECT metric_name, toString(countMerge(points)) AS n, toString(minMerge(first_ts)) AS first_ts, toString(maxMerge(last_ts)) AS last_ts FROM metric_catalog GROUP BY metric_name ORDER BY metric_name',
+    );
   const range = (from: number, n: number) => Array.from({ length: n }, (_, i) => from + i);
 
   beforeAll(async () => {
@@ -34,10 +48,13 @@ describe('applyDeletion', () => {
     await client.close();
   });
 
-  it('deletes its metrics\' range below its offset, rewrites their catalog rows and records its offset; again changes nothing', async () => {
+  it("deletes its metrics' range below its offset, rewrites their catalog rows and records its offset; again changes nothing", async () => {
     const deletion = { taskId: 'd', partition: 0, offset: 15, metrics: [odd], fromMs: 0, toMs: 49 };
     await applyDeletion(client, LIVE_DELETION_TARGETS, deletion);
-    const after = [{ metric_name: odd, n: '60', first_ts: '0', last_ts: '99' }, { metric_name: 'keep', n: '100', first_ts: '0', last_ts: '99' }];
+    const after = [
+      { metric_name: odd, n: '60', first_ts: '0', last_ts: '99' },
+      { metric_name: 'keep', n: '100', first_ts: '0', last_ts: '99' },
+    ];
     expect(await pointsPerMetric()).toEqual(after);
     expect(await rowsOf('SELECT toString(count()) AS n FROM points WHERE kafka_offset = 10 AND ts < 50')).toEqual([{ n: '0' }]);
     expect(await catalog()).toEqual(after);
@@ -47,7 +64,7 @@ describe('applyDeletion', () => {
     expect(await catalog()).toEqual(after);
   });
 
-  it('a deletion of every row of a metric, the position\'s highest batch among them: the metric leaves the catalog, the position stays at the marker', async () => {
+  it("a deletion of every row of a metric, the position's highest batch among them: the metric leaves the catalog, the position stays at the marker", async () => {
     await applyDeletion(client, LIVE_DELETION_TARGETS, { taskId: 'e', partition: 0, offset: 30, metrics: [odd], fromMs: 0, toMs: 1000 });
     expect(await pointsPerMetric()).toEqual([{ metric_name: 'keep', n: '100', first_ts: '0', last_ts: '99' }]);
     expect(await catalog()).toEqual(await pointsPerMetric());
@@ -58,7 +75,15 @@ describe('applyDeletion', () => {
     const names = Array.from({ length: 1500 }, (_, i) => `many.${'x'.repeat(60)}.${i}`);
     await sink.insert(names.map((name, i) => segment(1, 100 + i, name, [1, 2, 3])));
     await applyDeletion(client, LIVE_DELETION_TARGETS, { taskId: 'f', partition: 1, offset: 5000, metrics: names, fromMs: 2, toMs: 3 });
-    expect(await rowsOf("SELECT toString(count()) AS n, toString(uniqExact(metric_name)) AS m, toString(max(ts)) AS last FROM points WHERE startsWith(metric_name, 'many.')")).toEqual([{ n: '1500', m: '1500', last: '1' }]);
-    expect(await rowsOf("SELECT toString(sum(n)) AS n FROM (SELECT countMerge(points) AS n FROM metric_catalog WHERE startsWith(metric_name, 'many.') GROUP BY metric_name)")).toEqual([{ n: '1500' }]);
+    expect(
+      await rowsOf(
+        "SELECT toString(count()) AS n, toString(uniqExact(metric_name)) AS m, toString(max(ts)) AS last FROM points WHERE startsWith(metric_name, 'many.')",
+      ),
+    ).toEqual([{ n: '1500', m: '1500', last: '1' }]);
+    expect(
+      await rowsOf(
+        "SELECT toString(sum(n)) AS n FROM (SELECT countMerge(points) AS n FROM metric_catalog WHERE startsWith(metric_name, 'many.') GROUP BY metric_name)",
+      ),
+    ).toEqual([{ n: '1500' }]);
   });
 });

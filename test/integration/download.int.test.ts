@@ -60,7 +60,12 @@ const EXPECTED_CSV =
   '"we""ird\\name %_:ü日本🎉",2023-11-14T22:13:20.005+0000,3,2023-11-14T22:13:21+0000\n' +
   `"x'); DROP TABLE points; --",2023-11-14T22:13:20+0000,42,2023-11-14T22:13:21+0000\n`;
 
-const row = (metric_name: string, timestamp: string, metric_numeric_value: number, updated_at: string) => ({ metric_name, timestamp, metric_numeric_value, updated_at });
+const row = (metric_name: string, timestamp: string, metric_numeric_value: number, updated_at: string) => ({
+  metric_name,
+  timestamp,
+  metric_numeric_value,
+  updated_at,
+});
 const EXPECTED_JSON = [
   row(CPU, '1970-01-01T00:00:00+0000', -3, '1970-01-01T00:00:00.999+0000'),
   row(CPU, '2023-11-14T22:13:20+0000', 0.5, '2023-11-14T22:13:21+0000'),
@@ -92,7 +97,25 @@ const ORDERED = ['order:Z', 'order:z', 'order:ü', 'order:日', 'order:～', 'or
 
 /** Values whose shortest form is tricky; inserted bit for bit. */
 /* eslint-disable no-loss-of-precision -- the literals' rounding is what the test is about */
-const TRICKY = [0.1, 1 / 3, 1e21, 1e-7, 123456789012345680000, -0, 5e-324, 1.7976931348623157e308, 3, 0.1 + 0.2, 1e-6, 1.5e-323, 2.2250738585072014e-308, -1e-300, 9007199254740993, 1e22, 123.456];
+const TRICKY = [
+  0.1,
+  1 / 3,
+  1e21,
+  1e-7,
+  123456789012345680000,
+  -0,
+  5e-324,
+  1.7976931348623157e308,
+  3,
+  0.1 + 0.2,
+  1e-6,
+  1.5e-323,
+  2.2250738585072014e-308,
+  -1e-300,
+  9007199254740993,
+  1e22,
+  123.456,
+];
 /* eslint-enable no-loss-of-precision */
 
 const TIMES = [0, 1, 999, 1000, 59_999, 86_399_999, 86_400_000, 951_782_400_000, 1_583_020_799_999, 4_291_747_199_000, 4_291_747_199_999];
@@ -103,7 +126,12 @@ const BIG = Array.from({ length: 100 }, (_, i) => `big:${String(i).padStart(2, '
 
 describe('metrics download against a real ClickHouse', () => {
   const settings = isolatedSettings();
-  const conn = { url: settings.CLICKHOUSE_URL, username: settings.CLICKHOUSE_USER, password: settings.CLICKHOUSE_PASSWORD, database: settings.CLICKHOUSE_DATABASE };
+  const conn = {
+    url: settings.CLICKHOUSE_URL,
+    username: settings.CLICKHOUSE_USER,
+    password: settings.CLICKHOUSE_PASSWORD,
+    database: settings.CLICKHOUSE_DATABASE,
+  };
   const client = createClickHouse(conn);
 
   beforeAll(async () => {
@@ -159,7 +187,10 @@ describe('metrics download against a real ClickHouse', () => {
   }
 
   /** Every page of a download (at most 10), following `next` through the encoded cursor, as a client would. */
-  async function allPages(open: (change: Partial<DownloadRequest>) => Promise<{ body: Buffer; next: DownloadCursor | null }>, change: Partial<DownloadRequest>): Promise<{ lines: string[]; sizes: number[] }> {
+  async function allPages(
+    open: (change: Partial<DownloadRequest>) => Promise<{ body: Buffer; next: DownloadCursor | null }>,
+    change: Partial<DownloadRequest>,
+  ): Promise<{ lines: string[]; sizes: number[] }> {
     const lines: string[] = [];
     const sizes: number[] = [];
     let after: DownloadCursor | null = null;
@@ -184,7 +215,9 @@ describe('metrics download against a real ClickHouse', () => {
   }
 
   async function running(queryId: string): Promise<number> {
-    const rows = await (await client.query({ query: `SELECT count() AS n FROM system.processes WHERE query_id LIKE '${queryId}%'`, format: 'JSONEachRow' })).json<{ n: string }>();
+    const rows = await (
+      await client.query({ query: `SELECT count() AS n FROM system.processes WHERE query_id LIKE '${queryId}%'`, format: 'JSONEachRow' })
+    ).json<{ n: string }>();
     return Number(rows[0]!.n);
   }
 
@@ -200,7 +233,7 @@ describe('metrics download against a real ClickHouse', () => {
     expect(JSON.parse(body.toString('utf8'))).toEqual(EXPECTED_JSON);
   });
 
-  it('quotes a name holding a semicolon, so a \';\'-separated spreadsheet keeps it in one cell', async () => {
+  it("quotes a name holding a semicolon, so a ';'-separated spreadsheet keeps it in one cell", async () => {
     const csv = (await page({ metricNames: SEMI })).body.toString('utf8');
     expect(csv).toBe(
       HEADER +
@@ -215,7 +248,9 @@ describe('metrics download against a real ClickHouse', () => {
     expect(csv).toBe(`${HEADER}"x'); DROP TABLE points; --",2023-11-14T22:13:20+0000,42,2023-11-14T22:13:21+0000\n`);
     const json = JSON.parse((await page({ metricNames: [EVIL], format: 'json' })).body.toString('utf8')) as unknown[];
     expect(json).toEqual([EXPECTED_JSON[8]]);
-    const rows = await (await client.query({ query: `SELECT count() AS n FROM points WHERE metric_name = 'other'`, format: 'JSONEachRow' })).json<{ n: string }>();
+    const rows = await (
+      await client.query({ query: `SELECT count() AS n FROM points WHERE metric_name = 'other'`, format: 'JSONEachRow' })
+    ).json<{ n: string }>();
     expect(rows[0]!.n).toBe('1');
   });
 
@@ -332,8 +367,15 @@ describe('metrics download against a real ClickHouse', () => {
     expect(rows.at(-1)!.metric_name).toBe('big:06');
   });
 
-  it('split into parts, one query per group of metrics, a page is byte for byte the single query\'s', async () => {
-    for (const change of [{}, { format: 'json' as const }, { latestOnly: true }, { latestOnly: true, format: 'json' as const }, { metricNames: ORDERED.toReversed() }, { metricNames: [...PAGED, 'no such metric', CPU] }]) {
+  it("split into parts, one query per group of metrics, a page is byte for byte the single query's", async () => {
+    for (const change of [
+      {},
+      { format: 'json' as const },
+      { latestOnly: true },
+      { latestOnly: true, format: 'json' as const },
+      { metricNames: ORDERED.toReversed() },
+      { metricNames: [...PAGED, 'no such metric', CPU] },
+    ]) {
       const whole = await page(change);
       const parts = await pageInParts(change);
       expect(parts.body.toString('utf8'), JSON.stringify(change)).toBe(whole.body.toString('utf8'));
@@ -346,7 +388,7 @@ describe('metrics download against a real ClickHouse', () => {
     expect(JSON.parse((await pageInParts({ metricNames: ['a', 'b', 'c'], format: 'json' })).body.toString('utf8'))).toEqual([]);
   });
 
-  it('gives typed columns (Native blocks of max_block_size rows) holding exactly the CSV\'s rows, whole or in parts, with latestOnly too', async () => {
+  it("gives typed columns (Native blocks of max_block_size rows) holding exactly the CSV's rows, whole or in parts, with latestOnly too", async () => {
     const columns = async (body: NodeJS.ReadableStream) => {
       const rows: Array<[string, number, number, number]> = [];
       const sizes: number[] = [];
@@ -371,7 +413,9 @@ describe('metrics download against a real ClickHouse', () => {
       const whole = await columns((await streamDownload(conn, req, { plan })).body);
       expect(whole.rows, JSON.stringify(change)).toEqual(csv);
       expect(Math.max(...whole.sizes)).toBeLessThanOrEqual(4);
-      const parts = await columns((await streamDownload(conn, { ...req, queryId: randomUUID() }, { plan, chunks: { rowsOf: () => 1, sizes: { firstRows: 1, maxRows: 2 } } })).body);
+      const parts = await columns(
+        (await streamDownload(conn, { ...req, queryId: randomUUID() }, { plan, chunks: { rowsOf: () => 1, sizes: { firstRows: 1, maxRows: 2 } } })).body,
+      );
       expect(parts.rows).toEqual(csv);
     }
   });
@@ -381,16 +425,20 @@ describe('metrics download against a real ClickHouse', () => {
     expect((await allPages(pageInParts, { metricNames: PAGED, maxRows: 10 })).lines).toEqual(all);
   });
 
-  itOnServer('queries running side by side, seen in system.processes', 'split into parts, cancel() stops every part\'s query, the running and the next', async () => {
-    const req = request({ metricNames: BIG, maxRows: 10_000_000 });
-    // Parts of 50 of the 100 metrics, each far more than the socket buffers hold.
-    const stream = await streamDownload(conn, req, { plan: { next: null }, chunks: { rowsOf: () => 1, sizes: { firstRows: 50, maxRows: 50 } } });
-    stream.body.on('error', () => {});
-    // Nothing is read: the first part blocks on its socket, the next one was started beside it.
-    await waitFor('two parts on the server', async () => ((await running(req.queryId)) === 2 ? true : undefined), 10_000, 10);
-    await stream.cancel();
-    await waitFor('every part to leave system.processes', async () => ((await running(req.queryId)) === 0 ? true : undefined), 10_000);
-  });
+  itOnServer(
+    'queries running side by side, seen in system.processes',
+    "split into parts, cancel() stops every part's query, the running and the next",
+    async () => {
+      const req = request({ metricNames: BIG, maxRows: 10_000_000 });
+      // Parts of 50 of the 100 metrics, each far more than the socket buffers hold.
+      const stream = await streamDownload(conn, req, { plan: { next: null }, chunks: { rowsOf: () => 1, sizes: { firstRows: 50, maxRows: 50 } } });
+      stream.body.on('error', () => {});
+      // Nothing is read: the first part blocks on its socket, the next one was started beside it.
+      await waitFor('two parts on the server', async () => ((await running(req.queryId)) === 2 ? true : undefined), 10_000, 10);
+      await stream.cancel();
+      await waitFor('every part to leave system.processes', async () => ((await running(req.queryId)) === 0 ? true : undefined), 10_000);
+    },
+  );
 
   itOnServer('a streamed answer (it buffers answers whole) seen in system.processes', 'cancel() stops a streaming query on the server', async () => {
     const req = request({ metricNames: BIG, maxRows: 10_000_000 });
@@ -403,16 +451,20 @@ describe('metrics download against a real ClickHouse', () => {
     await stream.cancel(); // twice is harmless
   });
 
-  itOnServer('a running query seen in system.processes from another connection', 'an aborted signal stops the query while ClickHouse is still sorting, before any byte', async () => {
-    const req = request({ metricNames: BIG, maxRows: 10_000_000 });
-    const controller = new AbortController();
-    const pending = streamDownload(conn, req, { plan: { next: null }, signal: controller.signal });
-    pending.catch(() => {});
-    await waitFor('the query to run', async () => ((await running(req.queryId)) === 1 ? true : undefined), 10_000, 10);
-    controller.abort(new Error('client went away'));
-    await expect(pending).rejects.toThrow('client went away');
-    await waitFor('the query to leave system.processes', async () => ((await running(req.queryId)) === 0 ? true : undefined), 10_000);
-  });
+  itOnServer(
+    'a running query seen in system.processes from another connection',
+    'an aborted signal stops the query while ClickHouse is still sorting, before any byte',
+    async () => {
+      const req = request({ metricNames: BIG, maxRows: 10_000_000 });
+      const controller = new AbortController();
+      const pending = streamDownload(conn, req, { plan: { next: null }, signal: controller.signal });
+      pending.catch(() => {});
+      await waitFor('the query to run', async () => ((await running(req.queryId)) === 1 ? true : undefined), 10_000, 10);
+      controller.abort(new Error('client went away'));
+      await expect(pending).rejects.toThrow('client went away');
+      await waitFor('the query to leave system.processes', async () => ((await running(req.queryId)) === 0 ? true : undefined), 10_000);
+    },
+  );
 
   itOnServer('KILL QUERY of a query running beside it', 'cancelDownload stops every query of a download; an aborted plan rejects', async () => {
     const req = request({ metricNames: BIG, maxRows: 10_000_000 });

@@ -14,11 +14,26 @@ import { waitFor } from '../support/wait.ts';
 
 const codec = createEventCodec<FileEvent>();
 const users = ['ada', 'bob', 'carol'];
-const callers: Caller[] = [...users.map((user_name) => ({ user_name, is_admin: false })), { user_name: 'root', is_admin: true }, { user_name: 'nobody', is_admin: false }];
-const defined = (file_id: string, owner: string, at: number, name = `${file_id.slice(0, 8)}.csv`): FileEvent => fileDefinedFrom({
-  type: 'FileDefinitionRequested', task_id: randomUUID(), file_id, user_name: owner, at, file_name: name, description: `about ${file_id}`,
-  content_type: 'text/csv', staged_object: 'staging/x', size: 100 + (at % 50), sha256: Buffer.alloc(32, at % 256), enforce_schema: false,
-});
+const callers: Caller[] = [
+  ...users.map((user_name) => ({ user_name, is_admin: false })),
+  { user_name: 'root', is_admin: true },
+  { user_name: 'nobody', is_admin: false },
+];
+const defined = (file_id: string, owner: string, at: number, name = `${file_id.slice(0, 8)}.csv`): FileEvent =>
+  fileDefinedFrom({
+    type: 'FileDefinitionRequested',
+    task_id: randomUUID(),
+    file_id,
+    user_name: owner,
+    at,
+    file_name: name,
+    description: `about ${file_id}`,
+    content_type: 'text/csv',
+    staged_object: 'staging/x',
+    size: 100 + (at % 50),
+    sha256: Buffer.alloc(32, at % 256),
+    enforce_schema: false,
+  });
 
 describe('files projector: files topic → the files read model, exactly once', () => {
   const settings = isolatedSettings({ KAFKA_SESSION_TIMEOUT_MS: '6000' });
@@ -60,10 +75,15 @@ describe('files projector: files topic → the files read model, exactly once', 
 
   async function untilCovered(): Promise<void> {
     const ends = await platform.admin.fetchTopicOffsets(platform.topics.files);
-    await waitFor('the read model to cover the log', async () => {
-      const positions = await readModel.positions();
-      return ends.every((e) => Number(e.high) === 0 || (positions.get(e.partition) ?? -1) >= Number(e.high) - 1) ? true : undefined;
-    }, 60_000, 100);
+    await waitFor(
+      'the read model to cover the log',
+      async () => {
+        const positions = await readModel.positions();
+        return ends.every((e) => Number(e.high) === 0 || (positions.get(e.partition) ?? -1) >= Number(e.high) - 1) ? true : undefined;
+      },
+      60_000,
+      100,
+    );
   }
 
   /** Every page of a caller's list, as the api pages it. */
@@ -72,7 +92,9 @@ describe('files projector: files topic → the files read model, exactly once', 
     let cursor: number | undefined;
     for (;;) {
       const page = await readModel.list(caller, { limit, cursor, name_contains });
-      out.push(...page.files.map(({ file, access }) => `${file.file_id} ${access} ${file.owner} ${file.file_name} ${file.description} ${file.created_at} ${file.seq}`));
+      out.push(
+        ...page.files.map(({ file, access }) => `${file.file_id} ${access} ${file.owner} ${file.file_name} ${file.description} ${file.created_at} ${file.seq}`),
+      );
       if (page.next_cursor === null) return out;
       cursor = page.next_cursor;
     }
@@ -110,11 +132,17 @@ describe('files projector: files topic → the files read model, exactly once', 
       expect(got && { ...got, grants: [...got.grants] }, id).toEqual(file && { ...file, grants: [...file.grants] });
     }
     const rows = await readModel.rows(ids);
-    expect(rows.filter((r) => r.deleted).map((r) => r.file.file_id).sort()).toEqual(ids.filter((id) => folded.deleted.has(id)).sort());
+    expect(
+      rows
+        .filter((r) => r.deleted)
+        .map((r) => r.file.file_id)
+        .sort(),
+    ).toEqual(ids.filter((id) => folded.deleted.has(id)).sort());
     for (const caller of callers) {
       for (const needle of [undefined, 'report', 'REPORT-1', 'nothing like it', "' OR 1=1 --"]) {
-        const expected = listFiles(folded, caller, { limit: 100_000, name_contains: needle }).files
-          .map(({ file, access }) => `${file.file_id} ${access} ${file.owner} ${file.file_name} ${file.description} ${file.created_at} ${file.seq}`);
+        const expected = listFiles(folded, caller, { limit: 100_000, name_contains: needle }).files.map(
+          ({ file, access }) => `${file.file_id} ${access} ${file.owner} ${file.file_name} ${file.description} ${file.created_at} ${file.seq}`,
+        );
         expect(await allPages(caller, needle), `${caller.user_name} ${needle}`).toEqual(expected);
       }
     }
@@ -147,7 +175,9 @@ describe('files projector: files topic → the files read model, exactly once', 
     // A read model projected before migration 006: its backfill gives the same references.
     await platform.clickhouse.command({ query: 'TRUNCATE TABLE file_blobs' });
     expect(await references.referenced(every)).toEqual(new Set());
-    const backfill = readMigrations().find((m) => m.version === 6)!.statements.find((s) => s.startsWith('INSERT'))!;
+    const backfill = readMigrations()
+      .find((m) => m.version === 6)!
+      .statements.find((s) => s.startsWith('INSERT'))!;
     await platform.clickhouse.command({ query: backfill });
     expect([...(await references.referenced(every))].sort()).toEqual(live);
     expect(await references.released(0, -1, end, 100_000)).toEqual(deletions);

@@ -34,7 +34,15 @@ describe('a topic follower on a log with transactions', () => {
     await write('b', false); // the log now ends in an abort marker after an aborted record
 
     const seen: string[] = [];
-    const follower = new TopicFollower<TaskStarted>({ kafka, admin, topic: topics.files, groupPrefix: `${settings.MERIDIAN_TOPIC_PREFIX}int-`, codec, logger, apply: (e) => seen.push(e.task_id) });
+    const follower = new TopicFollower<TaskStarted>({
+      kafka,
+      admin,
+      topic: topics.files,
+      groupPrefix: `${settings.MERIDIAN_TOPIC_PREFIX}int-`,
+      codec,
+      logger,
+      apply: (e) => seen.push(e.task_id),
+    });
     followers.push(follower);
     await follower.start();
     await Promise.race([follower.caughtUp, new Promise((_, reject) => setTimeout(() => reject(new Error('never caught up')), 15_000))]);
@@ -58,18 +66,32 @@ describe('a topic follower on a log with transactions', () => {
     expect(seen).toEqual(['a', 'c', 'd']);
   });
 
-  it('starts where it is told (a snapshot\'s next offsets), and a rejoin of its group resumes there, not at offset 0', async () => {
+  it("starts where it is told (a snapshot's next offsets), and a rejoin of its group resumes there, not at offset 0", async () => {
     await admin.connect();
     await ensureTopics(admin, topicSpecs(topics, { pointsPartitions: 1, tasksPartitions: 3, replicationFactor: 1, minInsyncReplicas: 1 }));
     await producer.connect();
     const tx = await producer.transaction();
-    await tx.send({ topic: topics.accounts, acks: -1, messages: ['a', 'b', 'c', 'd'].map((id) => ({ key: id, value: codec.encode({ type: 'TaskStarted', task_id: id, at: 1 }) })) });
+    await tx.send({
+      topic: topics.accounts,
+      acks: -1,
+      messages: ['a', 'b', 'c', 'd'].map((id) => ({ key: id, value: codec.encode({ type: 'TaskStarted', task_id: id, at: 1 }) })),
+    });
     await tx.commit(); // offsets 0-3, the marker at 4
     // The end a read-committed client is told can lag the commit marker for a moment.
-    await waitFor('the commit to show in the end offset', async () => (Number((await admin.fetchTopicOffsets(topics.accounts))[0]!.high) === 5 ? true : undefined));
+    await waitFor('the commit to show in the end offset', async () =>
+      Number((await admin.fetchTopicOffsets(topics.accounts))[0]!.high) === 5 ? true : undefined,
+    );
 
     const seen: string[] = [];
-    const follower = new TopicFollower<TaskStarted>({ kafka, admin, topic: topics.accounts, groupPrefix: `${settings.MERIDIAN_TOPIC_PREFIX}int-`, codec, logger, apply: (e) => seen.push(e.task_id) });
+    const follower = new TopicFollower<TaskStarted>({
+      kafka,
+      admin,
+      topic: topics.accounts,
+      groupPrefix: `${settings.MERIDIAN_TOPIC_PREFIX}int-`,
+      codec,
+      logger,
+      apply: (e) => seen.push(e.task_id),
+    });
     followers.push(follower);
     const consumer = (follower as unknown as { consumer: Consumer }).consumer;
     const firstOffsets: number[] = [];
@@ -86,7 +108,9 @@ describe('a topic follower on a log with transactions', () => {
     const { groupId } = await consumer.describeGroup();
     const intruder = kafka.consumer({ groupId, sessionTimeout: 10_000 });
     let joins = 0;
-    consumer.on(consumer.events.GROUP_JOIN, () => { joins++; });
+    consumer.on(consumer.events.GROUP_JOIN, () => {
+      joins++;
+    });
     await intruder.connect();
     await intruder.subscribe({ topic: topics.accounts, fromBeginning: true });
     await intruder.run({ autoCommit: false, eachMessage: async () => undefined });
@@ -96,7 +120,9 @@ describe('a topic follower on a log with transactions', () => {
     await write2(producer, topics.accounts, codec, 'e'); // offset 5, its marker at 6
     // syncToEnd follows the stable end (kafkajs' admin reads it read-committed): a commit whose
     // marker is not written yet is not part of it, so wait for the marker as above.
-    await waitFor('the second commit to show in the end offset', async () => (Number((await admin.fetchTopicOffsets(topics.accounts))[0]!.high) === 7 ? true : undefined));
+    await waitFor('the second commit to show in the end offset', async () =>
+      Number((await admin.fetchTopicOffsets(topics.accounts))[0]!.high) === 7 ? true : undefined,
+    );
     await follower.syncToEnd(15_000);
     expect(seen).toEqual(['c', 'd', 'e']);
     // After the rejoins no record already applied is fetched again (kafkajs may fetch the commit
@@ -106,7 +132,12 @@ describe('a topic follower on a log with transactions', () => {
   });
 });
 
-async function write2(producer: ReturnType<typeof createProducer>, topic: string, codec: ReturnType<typeof createEventCodec<TaskStarted>>, id: string): Promise<void> {
+async function write2(
+  producer: ReturnType<typeof createProducer>,
+  topic: string,
+  codec: ReturnType<typeof createEventCodec<TaskStarted>>,
+  id: string,
+): Promise<void> {
   const tx = await producer.transaction();
   await tx.send({ topic, acks: -1, messages: [{ key: id, value: codec.encode({ type: 'TaskStarted', task_id: id, at: 1 }) }] });
   await tx.commit();

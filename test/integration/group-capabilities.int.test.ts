@@ -14,7 +14,11 @@ import { waitFor } from '../support/wait.ts';
  */
 describe('consumer group capabilities', () => {
   const settings = isolatedSettings();
-  const log = new KafkaEventLog({ brokers: settings.KAFKA_BROKERS.split(','), clientId: 'int-capabilities', logger: createLogger({ name: 't', level: 'silent' }) });
+  const log = new KafkaEventLog({
+    brokers: settings.KAFKA_BROKERS.split(','),
+    clientId: 'int-capabilities',
+    logger: createLogger({ name: 't', level: 'silent' }),
+  });
   const topic = `${settings.MERIDIAN_TOPIC_PREFIX}capabilities`;
   const group = `${settings.MERIDIAN_TOPIC_PREFIX}projector`;
   const options = { groupId: group, sessionTimeoutMs: 6000, heartbeatIntervalMs: 500, maxWaitTimeMs: 100 };
@@ -45,10 +49,15 @@ describe('consumer group capabilities', () => {
     // An older release's member: kafkajs' round robin under the same protocol name, no capabilities.
     const older = log.consumer(options);
     await older.run(topic, idle);
-    await waitFor('the group to count the older member and answer no', async () => {
-      const { groups } = await log.admin.describeGroups([group]);
-      return groups[0]!.state === 'Stable' && groups[0]!.members.length === 2 && !(await advertises()) ? true : undefined;
-    }, 30_000, 100);
+    await waitFor(
+      'the group to count the older member and answer no',
+      async () => {
+        const { groups } = await log.admin.describeGroups([group]);
+        return groups[0]!.state === 'Stable' && groups[0]!.members.length === 2 && !(await advertises()) ? true : undefined;
+      },
+      30_000,
+      100,
+    );
 
     await older.stop();
     await waitFor('the group without the older member to answer yes again', async () => ((await advertises()) ? true : undefined), 30_000, 100);

@@ -41,7 +41,10 @@ describe('Kafka adapter against a real broker', () => {
   it('creates every topic with the replication factor and min.insync.replicas of the settings (single-node defaults: 1 and 1)', async () => {
     await admin.connect();
     const names = Object.values(topics);
-    const configs = await admin.describeConfigs({ includeSynonyms: false, resources: names.map((name) => ({ type: 2, name, configNames: ['min.insync.replicas'] })) });
+    const configs = await admin.describeConfigs({
+      includeSynonyms: false,
+      resources: names.map((name) => ({ type: 2, name, configNames: ['min.insync.replicas'] })),
+    });
     const meta = await admin.fetchTopicMetadata({ topics: names });
     for (const name of names) {
       const minInsync = configs.resources.find((r) => r.resourceName === name)!.configEntries.find((e) => e.configName === 'min.insync.replicas')!;
@@ -69,14 +72,26 @@ describe('Kafka adapter against a real broker', () => {
 
   it('produces an Avro event with the idempotent producer and consumes it back', async () => {
     const codec = createEventCodec<UserCreated>();
-    const event: UserCreated = { type: 'UserCreated', user_name: 'ada', is_admin: true, key_id: '0123456789abcdef', secret_sha256: Buffer.alloc(32, 7), at: 1_700_000_000_123, actor: 'cli' };
+    const event: UserCreated = {
+      type: 'UserCreated',
+      user_name: 'ada',
+      is_admin: true,
+      key_id: '0123456789abcdef',
+      secret_sha256: Buffer.alloc(32, 7),
+      at: 1_700_000_000_123,
+      actor: 'cli',
+    };
     await producer.connect();
     await producer.send({ topic: topics.accounts, acks: -1, messages: [{ key: event.user_name, value: codec.encode(event) }] });
 
     const received: UserCreated[] = [];
     await consumer.connect();
     await consumer.subscribe({ topic: topics.accounts, fromBeginning: true });
-    await consumer.run({ eachMessage: async ({ message }) => { received.push(codec.decode(message.value!)); } });
+    await consumer.run({
+      eachMessage: async ({ message }) => {
+        received.push(codec.decode(message.value!));
+      },
+    });
     await waitFor('the event to come back', () => (received.length > 0 ? received : undefined), 30_000);
     expect(received).toEqual([event]);
   });
@@ -96,7 +111,8 @@ describe('compressed record batches against a real broker', () => {
     const transactional = createProducer(kafka, { compression, transactionalId: `${topic}-tx` });
     const consumer = kafka.consumer({ groupId: `${topic}-reader` });
     try {
-      const messages = (from: number) => Array.from({ length: 500 }, (_, i) => ({ key: 'k', value: Buffer.from(`point ${from + i} of a batch that compresses`) }));
+      const messages = (from: number) =>
+        Array.from({ length: 500 }, (_, i) => ({ key: 'k', value: Buffer.from(`point ${from + i} of a batch that compresses`) }));
       await plain.connect();
       await plain.send({ topic, acks: -1, messages: messages(0) });
       await transactional.connect();
@@ -106,7 +122,11 @@ describe('compressed record batches against a real broker', () => {
       const received: string[] = [];
       await consumer.connect();
       await consumer.subscribe({ topic, fromBeginning: true });
-      await consumer.run({ eachMessage: async ({ message }) => { received.push(message.value!.toString()); } });
+      await consumer.run({
+        eachMessage: async ({ message }) => {
+          received.push(message.value!.toString());
+        },
+      });
       await waitFor('every record to come back', () => (received.length >= 1000 ? received : undefined), 30_000);
       expect(received).toEqual([...messages(0), ...messages(500)].map((m) => m.value.toString()));
     } finally {
@@ -161,7 +181,11 @@ describe('read_committed consumers against a real broker', () => {
     const received: string[] = [];
     await consumer.connect();
     await consumer.subscribe({ topic, fromBeginning: true });
-    await consumer.run({ eachMessage: async ({ message }) => { received.push(message.value!.toString()); } });
+    await consumer.run({
+      eachMessage: async ({ message }) => {
+        received.push(message.value!.toString());
+      },
+    });
     await waitFor('the last message', () => (received.includes('end') ? received : undefined), 30_000);
     expect(received).toEqual(['other-committed', 'end']);
   });
@@ -176,7 +200,11 @@ describe('read_committed consumers against a real broker', () => {
  */
 describe('a transaction of the log against a real broker', () => {
   const settings = isolatedSettings();
-  const log = new KafkaEventLog({ brokers: settings.KAFKA_BROKERS.split(','), clientId: 'int-test-tx-requests', logger: createLogger({ name: 't', level: 'silent' }) });
+  const log = new KafkaEventLog({
+    brokers: settings.KAFKA_BROKERS.split(','),
+    clientId: 'int-test-tx-requests',
+    logger: createLogger({ name: 't', level: 'silent' }),
+  });
   const points = `${settings.MERIDIAN_TOPIC_PREFIX}tx-points`;
   const tasks = `${settings.MERIDIAN_TOPIC_PREFIX}tx-tasks`;
   const group = `${settings.MERIDIAN_TOPIC_PREFIX}tx-commands`;
@@ -196,15 +224,31 @@ describe('a transaction of the log against a real broker', () => {
 
   it('sends two topics in one produce request and asks for its coordinators once, not per transaction; all of it commits', async () => {
     await log.admin.connect();
-    await log.admin.createTopics({ waitForLeaders: true, topics: [{ topic: points, numPartitions: 3, replicationFactor: -1 }, { topic: tasks, numPartitions: 1, replicationFactor: -1 }] });
+    await log.admin.createTopics({
+      waitForLeaders: true,
+      topics: [
+        { topic: points, numPartitions: 3, replicationFactor: -1 },
+        { topic: tasks, numPartitions: 1, replicationFactor: -1 },
+      ],
+    });
     await transactional.connect();
     const acks = [];
     for (let i = 0; i < 3; i++) {
       const tx = await transactional.transaction();
-      acks.push(await tx.sendAll([
-        { topic: points, acks: -1, messages: [{ key: 'm', value: Buffer.from(`batch ${i}`), partition: 0 }, { key: 'm', value: Buffer.from(`seal ${i}`), partition: 0 }, { key: 'n', value: Buffer.from(`seal ${i}`), partition: 2 }] },
-        { topic: tasks, acks: -1, messages: [{ key: 't', value: Buffer.from(`parsed ${i}`) }] },
-      ]));
+      acks.push(
+        await tx.sendAll([
+          {
+            topic: points,
+            acks: -1,
+            messages: [
+              { key: 'm', value: Buffer.from(`batch ${i}`), partition: 0 },
+              { key: 'm', value: Buffer.from(`seal ${i}`), partition: 0 },
+              { key: 'n', value: Buffer.from(`seal ${i}`), partition: 2 },
+            ],
+          },
+          { topic: tasks, acks: -1, messages: [{ key: 't', value: Buffer.from(`parsed ${i}`) }] },
+        ]),
+      );
       await tx.commitConsumed(group, { topic: tasks, partition: 0, offset: i });
       await tx.commit();
     }
@@ -216,14 +260,31 @@ describe('a transaction of the log against a real broker', () => {
     // nothing is retried (kafkajs unpatched asks 4 times per transaction: 13 in all), never more than 2 per transaction.
     expect(count('GroupCoordinator')).toBeLessThanOrEqual(6);
     // Each earlier transaction left a record and its commit marker in a partition.
-    expect(acks[2]!.map((a) => [a.topic, a.partition, a.baseOffset]).sort()).toEqual([[points, 0, '6'], [points, 2, '4'], [tasks, 0, '4']].sort());
+    expect(acks[2]!.map((a) => [a.topic, a.partition, a.baseOffset]).sort()).toEqual(
+      [
+        [points, 0, '6'],
+        [points, 2, '4'],
+        [tasks, 0, '4'],
+      ].sort(),
+    );
 
     const received: string[] = [];
     await consumer.connect();
     await consumer.subscribe({ topics: [points, tasks], fromBeginning: true });
-    await consumer.run({ eachMessage: async ({ topic, partition, message }) => { received.push(`${topic === tasks ? 'tasks' : 'points'}/${partition} ${message.value!.toString()}`); } });
+    await consumer.run({
+      eachMessage: async ({ topic, partition, message }) => {
+        received.push(`${topic === tasks ? 'tasks' : 'points'}/${partition} ${message.value!.toString()}`);
+      },
+    });
     await waitFor('every record', () => (received.length === 12 ? received : undefined), 30_000);
-    expect(received.filter((r) => r.startsWith('points/0'))).toEqual(['points/0 batch 0', 'points/0 seal 0', 'points/0 batch 1', 'points/0 seal 1', 'points/0 batch 2', 'points/0 seal 2']);
+    expect(received.filter((r) => r.startsWith('points/0'))).toEqual([
+      'points/0 batch 0',
+      'points/0 seal 0',
+      'points/0 batch 1',
+      'points/0 seal 1',
+      'points/0 batch 2',
+      'points/0 seal 2',
+    ]);
     expect(received.filter((r) => r.startsWith('tasks/0'))).toEqual(['tasks/0 parsed 0', 'tasks/0 parsed 1', 'tasks/0 parsed 2']);
     const [committed] = await log.admin.fetchOffsets({ groupId: group, topics: [tasks] });
     expect(committed!.partitions).toEqual([{ partition: 0, offset: '3', metadata: null }]);
@@ -232,7 +293,11 @@ describe('a transaction of the log against a real broker', () => {
 
 describe('the end offsets of a topic against a real broker', () => {
   const settings = isolatedSettings();
-  const log = new KafkaEventLog({ brokers: settings.KAFKA_BROKERS.split(','), clientId: 'int-test-end-offsets', logger: createLogger({ name: 't', level: 'silent' }) });
+  const log = new KafkaEventLog({
+    brokers: settings.KAFKA_BROKERS.split(','),
+    clientId: 'int-test-end-offsets',
+    logger: createLogger({ name: 't', level: 'silent' }),
+  });
   const topic = `${settings.MERIDIAN_TOPIC_PREFIX}ends`;
   const later = `${settings.MERIDIAN_TOPIC_PREFIX}ends-later`;
   const producer = createProducer(log.kafka);
@@ -244,8 +309,22 @@ describe('the end offsets of a topic against a real broker', () => {
     await log.admin.connect();
     await log.admin.createTopics({ waitForLeaders: true, topics: [{ topic, numPartitions: 3, replicationFactor: -1 }] });
     await producer.connect();
-    await producer.send({ topic, acks: -1, messages: [{ value: 'a', partition: 0 }, { value: 'b', partition: 0 }, { value: 'c', partition: 2 }] });
-    expect(await log.endOffsets(topic)).toEqual(new Map([[0, 2], [1, 0], [2, 1]]));
+    await producer.send({
+      topic,
+      acks: -1,
+      messages: [
+        { value: 'a', partition: 0 },
+        { value: 'b', partition: 0 },
+        { value: 'c', partition: 2 },
+      ],
+    });
+    expect(await log.endOffsets(topic)).toEqual(
+      new Map([
+        [0, 2],
+        [1, 0],
+        [2, 1],
+      ]),
+    );
 
     const requests: string[] = [];
     const off = log.admin.on(log.admin.events.REQUEST, (e) => requests.push(e.payload.apiName));
@@ -262,6 +341,11 @@ describe('the end offsets of a topic against a real broker', () => {
 
     await log.admin.createTopics({ waitForLeaders: true, topics: [{ topic: later, numPartitions: 2, replicationFactor: -1 }] });
     await producer.send({ topic: later, acks: -1, messages: [{ value: 'e', partition: 1 }] });
-    expect(await log.endOffsets(later)).toEqual(new Map([[0, 0], [1, 1]]));
+    expect(await log.endOffsets(later)).toEqual(
+      new Map([
+        [0, 0],
+        [1, 1],
+      ]),
+    );
   });
 });

@@ -1,6 +1,17 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createClickHouse, createPointsSink, createPointsStages, ensureDatabase, LIVE_STAGE_TARGETS, migrate, rollupStatesSql, type ClickHouseClient, type PointsSink, type StagedShare } from '@meridian/clickhouse';
+import {
+  createClickHouse,
+  createPointsSink,
+  createPointsStages,
+  ensureDatabase,
+  LIVE_STAGE_TARGETS,
+  migrate,
+  rollupStatesSql,
+  type ClickHouseClient,
+  type PointsSink,
+  type StagedShare,
+} from '@meridian/clickhouse';
 import type { Segment } from '@meridian/projection';
 import { itOnServer } from '../support/clickhouse-front.ts';
 import { isolatedSettings } from '../support/settings.ts';
@@ -10,7 +21,10 @@ type Call = { readonly query?: string; readonly table?: string; readonly query_i
  * The client with its query/command/insert calls passed through `around` (which forwards them,
  * holds them, or plays a failed connection): the server stays real, only the timing is the test's.
  */
-function intercepted(client: ClickHouseClient, around: (method: string, params: Call, forward: (params: Call) => Promise<unknown>) => Promise<unknown>): ClickHouseClient {
+function intercepted(
+  client: ClickHouseClient,
+  around: (method: string, params: Call, forward: (params: Call) => Promise<unknown>) => Promise<unknown>,
+): ClickHouseClient {
   return new Proxy(client, {
     get(target, prop) {
       const value: unknown = Reflect.get(target, prop, target);
@@ -36,17 +50,33 @@ function latch(): { promise: Promise<void>; open: () => void } {
  */
 describe('staged shares sealed into points', () => {
   const settings = isolatedSettings();
-  const options = { url: settings.CLICKHOUSE_URL, username: settings.CLICKHOUSE_USER, password: settings.CLICKHOUSE_PASSWORD, database: settings.CLICKHOUSE_DATABASE };
+  const options = {
+    url: settings.CLICKHOUSE_URL,
+    username: settings.CLICKHOUSE_USER,
+    password: settings.CLICKHOUSE_PASSWORD,
+    database: settings.CLICKHOUSE_DATABASE,
+  };
   const client = createClickHouse(options);
   const stages = createPointsStages(client);
 
   const rowsOf = async <T>(sql: string): Promise<T[]> => (await client.query({ query: sql, format: 'JSONEachRow' })).json<T>();
   const number = async (sql: string) => Number((await rowsOf<{ n: string }>(`SELECT toString((${sql})) AS n`))[0]!.n);
-  const catalog = () => rowsOf('SELECT metric_name, toString(countMerge(points)) AS n, toString(minMerge(first_ts)) AS first_ts, toString(maxMerge(last_ts)) AS last_ts FROM metric_catalog GROUP BY metric_name ORDER BY metric_name');
-  const pointsPerMetric = () => rowsOf<{ metric_name: string; n: string }>('SELECT metric_name, toString(count()) AS n, toString(min(ts)) AS first_ts, toString(max(ts)) AS last_ts FROM points GROUP BY metric_name ORDER BY metric_name');
+  const catalog = () =>
+    rowsOf(
+      'SELECT metric_name, toString(countMerge(points)) AS n, toString(minMerge(first_ts)) AS first_ts, toString(maxMerge(last_ts)) AS last_ts FROM metric_catalog GROUP BY metric_name ORDER BY metric_name',
+    );
+  const pointsPerMetric = () =>
+    rowsOf<{ metric_name: string; n: string }>(
+      'SELECT metric_name, toString(count()) AS n, toString(min(ts)) AS first_ts, toString(max(ts)) AS last_ts FROM points GROUP BY metric_name ORDER BY metric_name',
+    );
   const rowsAt = (table: string, partition: number, offsets: readonly number[]) =>
-    rowsOf(`SELECT metric_name, toString(ts) AS ts, toString(value) AS value, toString(updated_at) AS u, task_id, toString(kafka_offset) AS o, toString(row_in_batch) AS r FROM ${table} WHERE kafka_partition = ${partition} AND kafka_offset IN (${offsets.join(', ')}) ORDER BY kafka_offset, row_in_batch`);
-  const stageTables = async () => (await rowsOf<{ name: string }>("SELECT name FROM system.tables WHERE database = currentDatabase() AND startsWith(name, 'points_stage_') ORDER BY name")).map((r) => r.name);
+    rowsOf(
+      `SELECT metric_name, toString(ts) AS ts, toString(value) AS value, toString(updated_at) AS u, task_id, toString(kafka_offset) AS o, toString(row_in_batch) AS r FROM ${table} WHERE kafka_partition = ${partition} AND kafka_offset IN (${offsets.join(', ')}) ORDER BY kafka_offset, row_in_batch`,
+    );
+  const stageTables = async () =>
+    (
+      await rowsOf<{ name: string }>("SELECT name FROM system.tables WHERE database = currentDatabase() AND startsWith(name, 'points_stage_') ORDER BY name")
+    ).map((r) => r.name);
 
   let nextOffset = 100;
   /** A fresh upload's share of partition 1: three batches (two of one metric), 1,500 points, and its seal after them. */
@@ -57,7 +87,14 @@ describe('staged shares sealed into points', () => {
     const segments = ['s.a', 's.b', 's.a'].map((metric, i): Segment => ({
       partition: 1,
       offset: first + i,
-      batch: { type: 'PointBatch', task_id: `task-${attempt}`, metric_name: metric, updated_at: 9, timestamps: Array.from({ length: 500 }, (_, k) => (first + i) * 10_000 + k), values: Array.from({ length: 500 }, (_, k) => k / 7) },
+      batch: {
+        type: 'PointBatch',
+        task_id: `task-${attempt}`,
+        metric_name: metric,
+        updated_at: 9,
+        timestamps: Array.from({ length: 500 }, (_, k) => (first + i) * 10_000 + k),
+        values: Array.from({ length: 500 }, (_, k) => k / 7),
+      },
     }));
     return { share: { partition: 1, sealOffset: first + 3, taskId: `task-${attempt}`, attempt, points: 1_500, batches: 3 }, segments };
   }
@@ -83,9 +120,15 @@ describe('staged shares sealed into points', () => {
     // ATTACH runs no view: the rollups (migration 010) got the share's states explicitly, as the catalog did.
     const perMetric = (await pointsPerMetric()).map(({ metric_name, n }) => ({ metric_name, n }));
     for (const rollup of ['points_1m', 'points_1h']) {
-      expect(await rowsOf(`SELECT metric_name, toString(countMerge(rows)) AS n FROM ${rollup} GROUP BY metric_name ORDER BY metric_name`), rollup).toEqual(perMetric);
+      expect(await rowsOf(`SELECT metric_name, toString(countMerge(rows)) AS n FROM ${rollup} GROUP BY metric_name ORDER BY metric_name`), rollup).toEqual(
+        perMetric,
+      );
     }
-    expect(await number(`SELECT count() FROM points_seals WHERE kafka_partition = ${share.partition} AND seal_offset = ${share.sealOffset} AND attempt = '${share.attempt}'`)).toBe(1);
+    expect(
+      await number(
+        `SELECT count() FROM points_seals WHERE kafka_partition = ${share.partition} AND seal_offset = ${share.sealOffset} AND attempt = '${share.attempt}'`,
+      ),
+    ).toBe(1);
     expect(await stageTables()).toEqual([]);
   }
 
@@ -93,7 +136,13 @@ describe('staged shares sealed into points', () => {
     await ensureDatabase(options);
     await migrate(client);
     // Points of the same metrics projected directly before: a seal adds to them.
-    await createPointsSink(client).insert([{ partition: 1, offset: 1, batch: { type: 'PointBatch', task_id: 'direct', metric_name: 's.a', updated_at: 1, timestamps: [1, 2, 3], values: [1, 2, 3] } }]);
+    await createPointsSink(client).insert([
+      {
+        partition: 1,
+        offset: 1,
+        batch: { type: 'PointBatch', task_id: 'direct', metric_name: 's.a', updated_at: 1, timestamps: [1, 2, 3], values: [1, 2, 3] },
+      },
+    ]);
   });
   afterAll(async () => {
     await client.command({ query: `DROP DATABASE IF EXISTS ${settings.CLICKHOUSE_DATABASE}` });
@@ -111,7 +160,12 @@ describe('staged shares sealed into points', () => {
     expect(await number('SELECT count() FROM points')).toBe(before + 1_500);
     await expectSealed(up);
     // The position counts the recorded seal: every record up to it is handled, the seal included.
-    expect(await createPointsSink(client, 'points', { sealsTable: 'points_seals' }).maxOffsets([1, 2])).toEqual(new Map([[1, up.share.sealOffset], [2, -1]]));
+    expect(await createPointsSink(client, 'points', { sealsTable: 'points_seals' }).maxOffsets([1, 2])).toEqual(
+      new Map([
+        [1, up.share.sealOffset],
+        [2, -1],
+      ]),
+    );
     expect(await createPointsSink(client).maxOffsets([1])).toEqual(new Map([[1, up.share.sealOffset - 1]]));
   });
 
@@ -120,7 +174,9 @@ describe('staged shares sealed into points', () => {
     const sink = await stages.open(up.share.taskId, up.share.attempt, 1);
     const stage = stages.tableOf(up.share.taskId, up.share.attempt, 1);
     const defaults = await rowsOf<{ name: string; default_type: string; default_expression: string }>(`DESCRIBE TABLE ${stage}`);
-    expect(defaults.filter((c) => c.default_type !== '').map((c) => [c.name, c.default_type, c.default_expression.replace(/^CAST\((\d+), 'UInt16'\)$/, '$1')])).toEqual([
+    expect(
+      defaults.filter((c) => c.default_type !== '').map((c) => [c.name, c.default_type, c.default_expression.replace(/^CAST\((\d+), 'UInt16'\)$/, '$1')]),
+    ).toEqual([
       ['task_id', 'DEFAULT', `'${up.share.taskId}'`],
       ['kafka_partition', 'DEFAULT', '1'],
     ]);
@@ -158,12 +214,16 @@ describe('staged shares sealed into points', () => {
     const overFull = upload();
     const sink = await stages.open(overFull.share.taskId, overFull.share.attempt, 1);
     await fill(sink, overFull.segments);
-    await createPointsSink(client, stages.tableOf(overFull.share.taskId, overFull.share.attempt, 1)).insert([{ ...overFull.segments[0]!, offset: overFull.segments[0]!.offset + 5 }]);
+    await createPointsSink(client, stages.tableOf(overFull.share.taskId, overFull.share.attempt, 1)).insert([
+      { ...overFull.segments[0]!, offset: overFull.segments[0]!.offset + 5 },
+    ]);
     expect(await stages.seal(overFull.share, (s) => fill(s, overFull.segments))).toEqual({ how: 'attached', refilled: true, points: 1_500 });
     await expectSealed(overFull);
 
     const reshaped = upload();
-    await client.command({ query: `CREATE TABLE ${stages.tableOf(reshaped.share.taskId, reshaped.share.attempt, 1)} (metric_name String, ts Int64) ENGINE = MergeTree() ORDER BY metric_name` });
+    await client.command({
+      query: `CREATE TABLE ${stages.tableOf(reshaped.share.taskId, reshaped.share.attempt, 1)} (metric_name String, ts Int64) ENGINE = MergeTree() ORDER BY metric_name`,
+    });
     expect(await stages.seal(reshaped.share, (s) => fill(s, reshaped.segments))).toEqual({ how: 'attached', refilled: true, points: 1_500 });
     await expectSealed(reshaped);
   });
@@ -171,24 +231,30 @@ describe('staged shares sealed into points', () => {
   it('a refill that leaves out a bad batch (dead-lettered by the caller) is checked against the seal less that batch', async () => {
     const bad = upload();
     const kept = [bad.segments[0]!, bad.segments[2]!];
-    expect(await stages.seal(bad.share, async (sink) => {
-      await sink.insert(kept);
-      return { points: 500, batches: 1 };
-    })).toEqual({ how: 'attached', refilled: true, points: 1_000 });
+    expect(
+      await stages.seal(bad.share, async (sink) => {
+        await sink.insert(kept);
+        return { points: 500, batches: 1 };
+      }),
+    ).toEqual({ how: 'attached', refilled: true, points: 1_000 });
     await expectSealed({ share: bad.share, segments: kept });
     // Left out wrongly (the stage then holds more than the seal less the omitted), the seal fails rather than attach.
     const wrong = upload();
-    await expect(stages.seal(wrong.share, async (sink) => {
-      await fill(sink, wrong.segments);
-      return { points: 500, batches: 1 };
-    })).rejects.toThrow(/does not hold/);
+    await expect(
+      stages.seal(wrong.share, async (sink) => {
+        await fill(sink, wrong.segments);
+        return { points: 500, batches: 1 };
+      }),
+    ).rejects.toThrow(/does not hold/);
     await stages.drop(wrong.share.taskId);
   });
 
   it('after a crash past the ATTACH, does not attach again: completes the catalog (or finds it complete) and records the seal', async () => {
     const beforeCatalog = upload();
     await fill(await stages.open(beforeCatalog.share.taskId, beforeCatalog.share.attempt, 1), beforeCatalog.segments);
-    await client.command({ query: `ALTER TABLE points ATTACH PARTITION tuple() FROM ${stages.tableOf(beforeCatalog.share.taskId, beforeCatalog.share.attempt, 1)}` });
+    await client.command({
+      query: `ALTER TABLE points ATTACH PARTITION tuple() FROM ${stages.tableOf(beforeCatalog.share.taskId, beforeCatalog.share.attempt, 1)}`,
+    });
     expect(await catalog()).not.toEqual(await pointsPerMetric());
     expect(await stages.seal(beforeCatalog.share, noRefill)).toEqual({ how: 'found attached', refilled: false, points: 0 });
     await expectSealed(beforeCatalog);
@@ -197,7 +263,9 @@ describe('staged shares sealed into points', () => {
     const stage = stages.tableOf(beforeRecord.share.taskId, beforeRecord.share.attempt, 1);
     await fill(await stages.open(beforeRecord.share.taskId, beforeRecord.share.attempt, 1), beforeRecord.segments);
     await client.command({ query: `ALTER TABLE points ATTACH PARTITION tuple() FROM ${stage}` });
-    await client.command({ query: `INSERT INTO metric_catalog SELECT metric_name, countState() AS points, minState(ts) AS first_ts, maxState(ts) AS last_ts FROM ${stage} GROUP BY metric_name` });
+    await client.command({
+      query: `INSERT INTO metric_catalog SELECT metric_name, countState() AS points, minState(ts) AS first_ts, maxState(ts) AS last_ts FROM ${stage} GROUP BY metric_name`,
+    });
     // The 1m rollup's share was written before the crash too, the 1h one not: each is completed or found complete.
     await client.command({ query: `INSERT INTO points_1m ${rollupStatesSql('1m', stage)}` });
     expect(await stages.seal(beforeRecord.share, noRefill)).toEqual({ how: 'found attached', refilled: false, points: 0 });
@@ -222,10 +290,12 @@ describe('staged shares sealed into points', () => {
   it('fails, attaching nothing, when even a refill does not hold what the seal states', async () => {
     const up = upload();
     const before = await number('SELECT count() FROM points');
-    await expect(stages.seal(up.share, async (sink) => {
-      await sink.insert(up.segments.slice(1));
-      return { points: 0, batches: 0 };
-    })).rejects.toThrow(/does not hold the 1500 points in 3 batches/);
+    await expect(
+      stages.seal(up.share, async (sink) => {
+        await sink.insert(up.segments.slice(1));
+        return { points: 0, batches: 0 };
+      }),
+    ).rejects.toThrow(/does not hold the 1500 points in 3 batches/);
     expect(await number('SELECT count() FROM points')).toBe(before);
     expect(await number('SELECT count() FROM points_seals WHERE kafka_partition = 1 AND seal_offset = ' + up.share.sealOffset)).toBe(0);
     await stages.drop(up.share.taskId);
@@ -277,7 +347,12 @@ describe('staged shares sealed into points', () => {
       }
       return forward(params);
     });
-    const a = createPointsStages(clientA).seal(up.share, noRefill, fenceOf('A')).then(() => 'sealed', (error: unknown) => String(error));
+    const a = createPointsStages(clientA)
+      .seal(up.share, noRefill, fenceOf('A'))
+      .then(
+        () => 'sealed',
+        (error: unknown) => String(error),
+      );
     await aCounted.promise;
     owner = 'B';
     const b = createPointsStages(clientB).seal(up.share, noRefill, fenceOf('B'));
@@ -290,49 +365,62 @@ describe('staged shares sealed into points', () => {
     await expectSealed(up);
   });
 
-  itOnServer('queries side by side', 'a catalog insert whose connection failed while the server runs on is waited for before the seal fails, so its retry adds nothing twice', async () => {
-    const up = upload();
-    await fill(await stages.open(up.share.taskId, up.share.attempt, 1), up.segments);
-    let failed = false;
-    let slowDone: Promise<unknown> = Promise.resolve();
-    // The server is slow on the catalog's share (1 ms a row, played by sleepEachRow) and the client's connection drops after 200 ms.
-    const flaky = intercepted(client, async (method, params, forward) => {
-      if (failed || method !== 'command' || !params.query?.startsWith('INSERT INTO `metric_catalog`')) return forward(params);
-      failed = true;
-      const slowed = params.query.replace(/ FROM (\S+) GROUP BY/, ' FROM (SELECT * FROM $1 WHERE sleepEachRow(0.001) = 0) GROUP BY');
-      slowDone = forward({ ...params, query: slowed }).catch(() => {});
-      await new Promise((r) => setTimeout(r, 200));
-      throw new Error('socket hang up');
-    });
-    await expect(createPointsStages(flaky).seal(up.share, noRefill)).rejects.toThrow(/socket hang up/);
-    expect(failed).toBe(true);
-    // The retry (as the projector's persist does) finds the share attached and completes what the catalog lacks.
-    expect(await stages.seal(up.share, noRefill)).toEqual({ how: 'found attached', refilled: false, points: 0 });
-    await slowDone;
-    await expectSealed(up);
-  });
+  itOnServer(
+    'queries side by side',
+    'a catalog insert whose connection failed while the server runs on is waited for before the seal fails, so its retry adds nothing twice',
+    async () => {
+      const up = upload();
+      await fill(await stages.open(up.share.taskId, up.share.attempt, 1), up.segments);
+      let failed = false;
+      let slowDone: Promise<unknown> = Promise.resolve();
+      // The server is slow on the catalog's share (1 ms a row, played by sleepEachRow) and the client's connection drops after 200 ms.
+      const flaky = intercepted(client, async (method, params, forward) => {
+        if (failed || method !== 'command' || !params.query?.startsWith('INSERT INTO `metric_catalog`')) return forward(params);
+        failed = true;
+        const slowed = params.query.replace(/ FROM (\S+) GROUP BY/, ' FROM (SELECT * FROM $1 WHERE sleepEachRow(0.001) = 0) GROUP BY');
+        slowDone = forward({ ...params, query: slowed }).catch(() => {});
+        await new Promise((r) => setTimeout(r, 200));
+        throw new Error('socket hang up');
+      });
+      await expect(createPointsStages(flaky).seal(up.share, noRefill)).rejects.toThrow(/socket hang up/);
+      expect(failed).toBe(true);
+      // The retry (as the projector's persist does) finds the share attached and completes what the catalog lacks.
+      expect(await stages.seal(up.share, noRefill)).toEqual({ how: 'found attached', refilled: false, points: 0 });
+      await slowDone;
+      await expectSealed(up);
+    },
+  );
 
-  itOnServer('queries side by side', 'a catalog repair (after a crash past the ATTACH) whose connection failed while the server runs on is waited for, so its retry adds nothing twice', async () => {
-    const up = upload();
-    await fill(await stages.open(up.share.taskId, up.share.attempt, 1), up.segments);
-    await client.command({ query: `ALTER TABLE points ATTACH PARTITION tuple() FROM ${stages.tableOf(up.share.taskId, up.share.attempt, 1)}` });
-    let failed = false;
-    let slowDone: Promise<unknown> = Promise.resolve();
-    // The server is slow on the repair (1 ms a missing point) and the client's connection drops after 200 ms.
-    const flaky = intercepted(client, async (method, params, forward) => {
-      if (failed || method !== 'command' || !params.query?.startsWith('INSERT INTO `metric_catalog` SELECT metric_name, countState() AS points, minState(first)')) return forward(params);
-      failed = true;
-      const slowed = params.query.replace(/ GROUP BY metric_name$/, ' WHERE sleepEachRow(0.001) = 0 GROUP BY metric_name');
-      slowDone = forward({ ...params, query: slowed }).catch(() => {});
-      await new Promise((r) => setTimeout(r, 200));
-      throw new Error('socket hang up');
-    });
-    await expect(createPointsStages(flaky).seal(up.share, noRefill)).rejects.toThrow(/socket hang up/);
-    expect(failed).toBe(true);
-    expect(await stages.seal(up.share, noRefill)).toEqual({ how: 'found attached', refilled: false, points: 0 });
-    await slowDone;
-    await expectSealed(up);
-  });
+  itOnServer(
+    'queries side by side',
+    'a catalog repair (after a crash past the ATTACH) whose connection failed while the server runs on is waited for, so its retry adds nothing twice',
+    async () => {
+      const up = upload();
+      await fill(await stages.open(up.share.taskId, up.share.attempt, 1), up.segments);
+      await client.command({ query: `ALTER TABLE points ATTACH PARTITION tuple() FROM ${stages.tableOf(up.share.taskId, up.share.attempt, 1)}` });
+      let failed = false;
+      let slowDone: Promise<unknown> = Promise.resolve();
+      // The server is slow on the repair (1 ms a missing point) and the client's connection drops after 200 ms.
+      const flaky = intercepted(client, async (method, params, forward) => {
+        if (
+          failed ||
+          method !== 'command' ||
+          !params.query?.startsWith('INSERT INTO `metric_catalog` SELECT metric_name, countState() AS points, minState(first)')
+        )
+          return forward(params);
+        failed = true;
+        const slowed = params.query.replace(/ GROUP BY metric_name$/, ' WHERE sleepEachRow(0.001) = 0 GROUP BY metric_name');
+        slowDone = forward({ ...params, query: slowed }).catch(() => {});
+        await new Promise((r) => setTimeout(r, 200));
+        throw new Error('socket hang up');
+      });
+      await expect(createPointsStages(flaky).seal(up.share, noRefill)).rejects.toThrow(/socket hang up/);
+      expect(failed).toBe(true);
+      expect(await stages.seal(up.share, noRefill)).toEqual({ how: 'found attached', refilled: false, points: 0 });
+      await slowDone;
+      await expectSealed(up);
+    },
+  );
 
   it('after a crash past the ATTACH of a refill that left out a bad batch, completes the seal without a second stage for a rest', async () => {
     const bad = upload();
@@ -359,23 +447,36 @@ describe('staged shares sealed into points', () => {
     await expectSealed({ share: bad.share, segments: kept });
   });
 
-  itOnServer('KILL QUERY, queries side by side', 'kills an insert into the stage that still runs on the server past the wait, and refills the stage', async () => {
-    const up = upload();
-    const stage = stages.tableOf(up.share.taskId, up.share.attempt, 1);
-    await fill(await stages.open(up.share.taskId, up.share.attempt, 1), up.segments);
-    // A stage insert hung on the server (a writer gave it up): it writes a row a second, for two minutes.
-    const hung = `points-insert:${stage}:${randomUUID()}`;
-    const running = client.command({ query: `INSERT INTO ${stage} (metric_name, kafka_partition) SELECT 's.z', 1 FROM numbers(120) WHERE sleepEachRow(1) = 0 SETTINGS max_block_size = 1`, query_id: hung }).then(() => 'done', (error: unknown) => String(error));
-    try {
-      while (await number(`SELECT count() FROM system.processes WHERE query_id = '${hung}'`) === 0) await new Promise((r) => setTimeout(r, 50));
-      const waiting = createPointsStages(client, LIVE_STAGE_TARGETS, { insertWaitMs: 1_000 });
-      expect(await waiting.seal(up.share, (sink) => fill(sink, up.segments))).toEqual({ how: 'attached', refilled: true, points: 1_500 });
-      expect(await running).not.toBe('done');
-      expect(await number(`SELECT count() FROM system.processes WHERE query_id = '${hung}'`)).toBe(0);
-      expect(await number(`SELECT count() FROM points WHERE task_id = '${up.share.taskId}'`)).toBe(1_500);
-      await expectSealed(up);
-    } finally {
-      await client.command({ query: `KILL QUERY WHERE query_id = '${hung}' SYNC` });
-    }
-  }, 60_000);
+  itOnServer(
+    'KILL QUERY, queries side by side',
+    'kills an insert into the stage that still runs on the server past the wait, and refills the stage',
+    async () => {
+      const up = upload();
+      const stage = stages.tableOf(up.share.taskId, up.share.attempt, 1);
+      await fill(await stages.open(up.share.taskId, up.share.attempt, 1), up.segments);
+      // A stage insert hung on the server (a writer gave it up): it writes a row a second, for two minutes.
+      const hung = `points-insert:${stage}:${randomUUID()}`;
+      const running = client
+        .command({
+          query: `INSERT INTO ${stage} (metric_name, kafka_partition) SELECT 's.z', 1 FROM numbers(120) WHERE sleepEachRow(1) = 0 SETTINGS max_block_size = 1`,
+          query_id: hung,
+        })
+        .then(
+          () => 'done',
+          (error: unknown) => String(error),
+        );
+      try {
+        while ((await number(`SELECT count() FROM system.processes WHERE query_id = '${hung}'`)) === 0) await new Promise((r) => setTimeout(r, 50));
+        const waiting = createPointsStages(client, LIVE_STAGE_TARGETS, { insertWaitMs: 1_000 });
+        expect(await waiting.seal(up.share, (sink) => fill(sink, up.segments))).toEqual({ how: 'attached', refilled: true, points: 1_500 });
+        expect(await running).not.toBe('done');
+        expect(await number(`SELECT count() FROM system.processes WHERE query_id = '${hung}'`)).toBe(0);
+        expect(await number(`SELECT count() FROM points WHERE task_id = '${up.share.taskId}'`)).toBe(1_500);
+        await expectSealed(up);
+      } finally {
+        await client.command({ query: `KILL QUERY WHERE query_id = '${hung}' SYNC` });
+      }
+    },
+    60_000,
+  );
 });

@@ -14,7 +14,16 @@ import { isolatedSettings } from '../support/settings.ts';
 import { waitFor } from '../support/wait.ts';
 
 /** A row of `points` as the test expects it; 64-bit integers as strings, as ClickHouse's JSON gives them. */
-type Row = { metric_name: string; ts: string; value: number; updated_at: string; task_id: string; kafka_partition: number; kafka_offset: string; row_in_batch: number };
+type Row = {
+  metric_name: string;
+  ts: string;
+  value: number;
+  updated_at: string;
+  task_id: string;
+  kafka_partition: number;
+  kafka_offset: string;
+  row_in_batch: number;
+};
 type Upload = { task_id: string; batches: Array<{ metric: string; points: Array<[number, number]> }> };
 
 const pointsCodec = createEventCodec<PointsFact>();
@@ -42,17 +51,37 @@ describe('projector: points topic → ClickHouse, exactly once', () => {
     const rows: Row[] = [];
     const partitions = new Map<number, number>();
     for (const b of u.batches) {
-      const batch: PointBatch = { type: 'PointBatch', task_id: u.task_id, metric_name: b.metric, updated_at, timestamps: b.points.map(([ts]) => ts), values: b.points.map(([, v]) => v) };
+      const batch: PointBatch = {
+        type: 'PointBatch',
+        task_id: u.task_id,
+        metric_name: b.metric,
+        updated_at,
+        timestamps: b.points.map(([ts]) => ts),
+        values: b.points.map(([, v]) => v),
+      };
       const [meta] = await t.send({ topic: platform.topics.points, acks: -1, messages: [{ key: b.metric, value: pointsCodec.encode(batch) }] });
       const partition = meta!.partition;
       const offset = String(meta!.baseOffset);
       partitions.set(partition, (partitions.get(partition) ?? 0) + b.points.length);
       b.points.forEach(([ts, value], i) =>
-        rows.push({ metric_name: b.metric, ts: String(ts), value, updated_at: String(updated_at), task_id: u.task_id, kafka_partition: partition, kafka_offset: offset, row_in_batch: i }),
+        rows.push({
+          metric_name: b.metric,
+          ts: String(ts),
+          value,
+          updated_at: String(updated_at),
+          task_id: u.task_id,
+          kafka_partition: partition,
+          kafka_offset: offset,
+          row_in_batch: i,
+        }),
       );
     }
     for (const [partition, points] of partitions) {
-      await t.send({ topic: platform.topics.points, acks: -1, messages: [{ partition, key: u.task_id, value: pointsCodec.encode({ type: 'UploadSealed', task_id: u.task_id, points }) }] });
+      await t.send({
+        topic: platform.topics.points,
+        acks: -1,
+        messages: [{ partition, key: u.task_id, value: pointsCodec.encode({ type: 'UploadSealed', task_id: u.task_id, points }) }],
+      });
     }
     if (outcome === 'abort') {
       await t.abort();
@@ -83,7 +112,8 @@ describe('projector: points topic → ClickHouse, exactly once', () => {
   /** The metric catalog as catalogOf computes it from rows. */
   async function storedCatalog(): Promise<ReturnType<typeof catalogOf>> {
     const result = await platform.clickhouse.query({
-      query: 'SELECT metric_name, toString(countMerge(points)) AS points, toString(minMerge(first_ts)) AS first_ts, toString(maxMerge(last_ts)) AS last_ts FROM metric_catalog GROUP BY metric_name ORDER BY metric_name',
+      query:
+        'SELECT metric_name, toString(countMerge(points)) AS points, toString(minMerge(first_ts)) AS first_ts, toString(maxMerge(last_ts)) AS last_ts FROM metric_catalog GROUP BY metric_name ORDER BY metric_name',
       format: 'JSONEachRow',
     });
     return result.json();
@@ -122,8 +152,30 @@ describe('projector: points topic → ClickHouse, exactly once', () => {
     const touched = await upload({
       task_id: 'task-1',
       batches: [
-        ...metrics.map((metric, m) => ({ metric, points: [[1_000 + m, 0.5], [1_000 + m, 0.5], [2_000, -1.25], [3_000, 1e-300], [3_000, 0.1 + 0.2]] as Array<[number, number]> })),
-        { metric: 'cpu:load', points: [[4_000, 7], [4_000, 8], [5_000, 9], [6_000, 10], [7_000, 11], [8_000, 12], [9_000, 13], [10_000, 14], [11_000, 15]] },
+        ...metrics.map((metric, m) => ({
+          metric,
+          points: [
+            [1_000 + m, 0.5],
+            [1_000 + m, 0.5],
+            [2_000, -1.25],
+            [3_000, 1e-300],
+            [3_000, 0.1 + 0.2],
+          ] as Array<[number, number]>,
+        })),
+        {
+          metric: 'cpu:load',
+          points: [
+            [4_000, 7],
+            [4_000, 8],
+            [5_000, 9],
+            [6_000, 10],
+            [7_000, 11],
+            [8_000, 12],
+            [9_000, 13],
+            [10_000, 14],
+            [11_000, 15],
+          ],
+        },
       ],
     });
     expect(touched.size, 'the fixture spans several points partitions').toBeGreaterThan(1);
@@ -142,14 +194,39 @@ describe('projector: points topic → ClickHouse, exactly once', () => {
     await plain.send({
       topic: platform.topics.points,
       acks: -1,
-      messages: [{ partition: garbagePartition, value: pointsCodec.encode({ type: 'PointBatch', task_id: 'task-poison', metric_name: 'cpu:load', updated_at: 1, timestamps: [1, 2], values: [1] }) }],
+      messages: [
+        {
+          partition: garbagePartition,
+          value: pointsCodec.encode({ type: 'PointBatch', task_id: 'task-poison', metric_name: 'cpu:load', updated_at: 1, timestamps: [1, 2], values: [1] }),
+        },
+      ],
     });
     // upload 2, after the garbage
-    await upload({ task_id: 'task-2', batches: metrics.map((metric, m) => ({ metric, points: [[-5_000, m], [1_700_000_000_000 + m, -m - 0.5], [1_700_000_000_000 + m, -m - 0.5]] })) });
+    await upload({
+      task_id: 'task-2',
+      batches: metrics.map((metric, m) => ({
+        metric,
+        points: [
+          [-5_000, m],
+          [1_700_000_000_000 + m, -m - 0.5],
+          [1_700_000_000_000 + m, -m - 0.5],
+        ],
+      })),
+    });
 
     projector = await startProjector(platform);
-    await waitFor('the committed rows in ClickHouse', async () => ((await scalar('SELECT count() FROM points')) >= expected.length ? true : undefined), 45_000, 200);
-    await waitFor('every sealed segment announced', () => (sealed.size > 0 && [...sealed].every((k) => announcedKeys().includes(k)) ? true : undefined), 20_000, 100);
+    await waitFor(
+      'the committed rows in ClickHouse',
+      async () => ((await scalar('SELECT count() FROM points')) >= expected.length ? true : undefined),
+      45_000,
+      200,
+    );
+    await waitFor(
+      'every sealed segment announced',
+      () => (sealed.size > 0 && [...sealed].every((k) => announcedKeys().includes(k)) ? true : undefined),
+      20_000,
+      100,
+    );
 
     expect(await storedRows()).toEqual(sortRows(expected));
     expect(await scalar(`SELECT count() FROM points WHERE task_id = 'task-aborted'`)).toBe(0);
@@ -173,10 +250,15 @@ describe('projector: points topic → ClickHouse, exactly once', () => {
   });
 
   it('resumes from the sink, not from Kafka: with the committed offsets deleted, nothing is written twice', async () => {
-    await waitFor('committed offsets of the projector', async () => {
-      const offsets = await platform.admin.fetchOffsets({ groupId, topics: [platform.topics.points] });
-      return offsets[0]!.partitions.some((p) => Number(p.offset) > 0) ? true : undefined;
-    }, 10_000, 100);
+    await waitFor(
+      'committed offsets of the projector',
+      async () => {
+        const offsets = await platform.admin.fetchOffsets({ groupId, topics: [platform.topics.points] });
+        return offsets[0]!.partitions.some((p) => Number(p.offset) > 0) ? true : undefined;
+      },
+      10_000,
+      100,
+    );
     await projector!.stop();
     projector = null;
     await platform.admin.deleteGroups([groupId]);
@@ -186,8 +268,25 @@ describe('projector: points topic → ClickHouse, exactly once', () => {
     const before = announced.length;
     projector = await startProjector(platform);
     // a new upload after the restart shows when the restarted projector has read everything
-    await upload({ task_id: 'task-3', batches: [{ metric: 'cpu:load', points: [[12_000, 1], [12_000, 1]] }, { metric: 'net/rx', points: [[12_000, 2]] }] });
-    await waitFor('the upload after the restart', async () => ((await scalar(`SELECT count() FROM points WHERE task_id = 'task-3'`)) === 3 ? true : undefined), 45_000, 200);
+    await upload({
+      task_id: 'task-3',
+      batches: [
+        {
+          metric: 'cpu:load',
+          points: [
+            [12_000, 1],
+            [12_000, 1],
+          ],
+        },
+        { metric: 'net/rx', points: [[12_000, 2]] },
+      ],
+    });
+    await waitFor(
+      'the upload after the restart',
+      async () => ((await scalar(`SELECT count() FROM points WHERE task_id = 'task-3'`)) === 3 ? true : undefined),
+      45_000,
+      200,
+    );
     await waitFor('its segments announced', () => ([...sealed].every((k) => announcedKeys().includes(k)) ? true : undefined), 20_000, 100);
 
     expect(await storedRows()).toEqual(sortRows(expected));
@@ -205,16 +304,42 @@ describe('projector: points topic → ClickHouse, exactly once', () => {
     projector = null;
     // A previous owner's last insert: its points stored, the catalog's share lost ("while pushing
     // to view"), and the owner killed before repairing it. The view is detached while the points go in.
-    await upload({ task_id: 'task-4', batches: [{ metric: 'cpu:load', points: [[13_000, 1], [14_000, 2], [13_500, 3]] }] });
+    await upload({
+      task_id: 'task-4',
+      batches: [
+        {
+          metric: 'cpu:load',
+          points: [
+            [13_000, 1],
+            [14_000, 2],
+            [13_500, 3],
+          ],
+        },
+      ],
+    });
     const lost = expected.filter((r) => r.task_id === 'task-4');
     const segments: Segment[] = [...new Set(lost.map((r) => `${r.kafka_partition}/${r.kafka_offset}`))].map((key) => {
       const rows = lost.filter((r) => `${r.kafka_partition}/${r.kafka_offset}` === key);
       const { task_id, metric_name, updated_at, kafka_partition, kafka_offset } = rows[0]!;
-      return { partition: kafka_partition, offset: Number(kafka_offset), batch: { type: 'PointBatch', task_id, metric_name, updated_at: Number(updated_at), timestamps: rows.map((r) => Number(r.ts)), values: rows.map((r) => r.value) } };
+      return {
+        partition: kafka_partition,
+        offset: Number(kafka_offset),
+        batch: {
+          type: 'PointBatch',
+          task_id,
+          metric_name,
+          updated_at: Number(updated_at),
+          timestamps: rows.map((r) => Number(r.ts)),
+          values: rows.map((r) => r.value),
+        },
+      };
     });
     // The view that feeds the catalog: metric_catalog itself on 18.16 (a view with an inner table);
     // metric_catalog_feed (TO metric_catalog) on Atomic databases (migration 002's modern form).
-    const feed = (await scalar("SELECT count() FROM system.tables WHERE database = currentDatabase() AND name = 'metric_catalog_feed'")) === 1 ? 'metric_catalog_feed' : 'metric_catalog';
+    const feed =
+      (await scalar("SELECT count() FROM system.tables WHERE database = currentDatabase() AND name = 'metric_catalog_feed'")) === 1
+        ? 'metric_catalog_feed'
+        : 'metric_catalog';
     await platform.clickhouse.command({ query: `DETACH TABLE ${feed}` });
     try {
       await createPointsSink(platform.clickhouse).insert(segments);
@@ -224,7 +349,12 @@ describe('projector: points topic → ClickHouse, exactly once', () => {
     expect(await scalar('SELECT countMerge(points) FROM metric_catalog')).toBe(expected.length - lost.length);
 
     projector = await startProjector(platform);
-    await waitFor('the catalog completed', async () => ((await scalar('SELECT countMerge(points) FROM metric_catalog')) >= expected.length ? true : undefined), 45_000, 200);
+    await waitFor(
+      'the catalog completed',
+      async () => ((await scalar('SELECT countMerge(points) FROM metric_catalog')) >= expected.length ? true : undefined),
+      45_000,
+      200,
+    );
     await waitFor('the seals of task-4 announced', () => ([...sealed].every((k) => announcedKeys().includes(k)) ? true : undefined), 20_000, 100);
     expect(await storedRows()).toEqual(sortRows(expected)); // the stored batches were skipped, not written again
     const catalog = await storedCatalog();
@@ -245,56 +375,148 @@ describe('projector: points topic → ClickHouse, exactly once', () => {
     const direct = createProducer(platform.kafka, { transactionalId: `${settings.MERIDIAN_TOPIC_PREFIX}test-direct` });
     await direct.connect();
     try {
-      const staged = async (taskId: string, attempt: string, batches: Array<{ metric: string; points: Array<[number, number]> }>, hooks: { between?: () => Promise<void>; beforeCommit?: (segments: Segment[]) => Promise<void> } = {}) => {
+      const staged = async (
+        taskId: string,
+        attempt: string,
+        batches: Array<{ metric: string; points: Array<[number, number]> }>,
+        hooks: { between?: () => Promise<void>; beforeCommit?: (segments: Segment[]) => Promise<void> } = {},
+      ) => {
         const t = await tx.transaction();
         const updated_at = 1_710_000_000_000 + expected.length;
         const segments: Segment[] = [];
         for (const [i, b] of batches.entries()) {
-          const batch: PointBatch = { type: 'PointBatch', task_id: taskId, metric_name: b.metric, updated_at, timestamps: b.points.map(([ts]) => ts), values: b.points.map(([, v]) => v), stage: attempt };
-          const [meta] = await t.send({ topic: platform.topics.points, acks: -1, messages: [{ partition, key: b.metric, value: pointsCodec.encode(batch), headers: { [STAGE_HEADER]: attempt } }] });
+          const batch: PointBatch = {
+            type: 'PointBatch',
+            task_id: taskId,
+            metric_name: b.metric,
+            updated_at,
+            timestamps: b.points.map(([ts]) => ts),
+            values: b.points.map(([, v]) => v),
+            stage: attempt,
+          };
+          const [meta] = await t.send({
+            topic: platform.topics.points,
+            acks: -1,
+            messages: [{ partition, key: b.metric, value: pointsCodec.encode(batch), headers: { [STAGE_HEADER]: attempt } }],
+          });
           segments.push({ partition, offset: Number(meta!.baseOffset), batch });
           if (i === 0) await hooks.between?.();
         }
         const points = batches.reduce((n, b) => n + b.points.length, 0);
-        const seal: PointsFact = { type: 'UploadSealed', task_id: taskId, points, stage: { attempt, first_offset: segments[0]!.offset, batches: segments.length } };
+        const seal: PointsFact = {
+          type: 'UploadSealed',
+          task_id: taskId,
+          points,
+          stage: { attempt, first_offset: segments[0]!.offset, batches: segments.length },
+        };
         await t.send({ topic: platform.topics.points, acks: -1, messages: [{ partition, key: taskId, value: pointsCodec.encode(seal) }] });
         await hooks.beforeCommit?.(segments);
         await t.commit();
         sealed.add(`${taskId}/${partition}`);
         return segments;
       };
-      const rowsOf = (segments: Segment[]): Row[] => segments.flatMap((s) => s.batch.timestamps.map((ts, i) => ({
-        metric_name: s.batch.metric_name, ts: String(ts), value: s.batch.values[i]!, updated_at: String(s.batch.updated_at), task_id: s.batch.task_id, kafka_partition: partition, kafka_offset: String(s.offset), row_in_batch: i,
-      })));
+      const rowsOf = (segments: Segment[]): Row[] =>
+        segments.flatMap((s) =>
+          s.batch.timestamps.map((ts, i) => ({
+            metric_name: s.batch.metric_name,
+            ts: String(ts),
+            value: s.batch.values[i]!,
+            updated_at: String(s.batch.updated_at),
+            task_id: s.batch.task_id,
+            kafka_partition: partition,
+            kafka_offset: String(s.offset),
+            row_in_batch: i,
+          })),
+        );
 
       // 1. No stage: refilled from the log. Another upload's batch (direct) is committed inside its range.
       let directRows: Row[] = [];
-      const refilled = await staged('task-s1', '5151515151515151', [
-        { metric: 'staged.a', points: [[1, 1], [2, 2], [2, 2]] },
-        { metric: 'staged.b', points: [[3, 3]] },
-        { metric: 'staged.a', points: [[4, 4], [5, 5]] },
-      ], { between: async () => {
-        const t = await direct.transaction();
-        const batch: PointBatch = { type: 'PointBatch', task_id: 'task-d1', metric_name: 'staged.a', updated_at: 7, timestamps: [9, 10], values: [0.5, 0.25] };
-        const [meta] = await t.send({ topic: platform.topics.points, acks: -1, messages: [{ partition, key: 'staged.a', value: pointsCodec.encode(batch) }] });
-        await t.send({ topic: platform.topics.points, acks: -1, messages: [{ partition, key: 'task-d1', value: pointsCodec.encode({ type: 'UploadSealed', task_id: 'task-d1', points: 2 }) }] });
-        await t.commit();
-        sealed.add(`task-d1/${partition}`);
-        directRows = rowsOf([{ partition, offset: Number(meta!.baseOffset), batch }]);
-      } });
+      const refilled = await staged(
+        'task-s1',
+        '5151515151515151',
+        [
+          {
+            metric: 'staged.a',
+            points: [
+              [1, 1],
+              [2, 2],
+              [2, 2],
+            ],
+          },
+          { metric: 'staged.b', points: [[3, 3]] },
+          {
+            metric: 'staged.a',
+            points: [
+              [4, 4],
+              [5, 5],
+            ],
+          },
+        ],
+        {
+          between: async () => {
+            const t = await direct.transaction();
+            const batch: PointBatch = {
+              type: 'PointBatch',
+              task_id: 'task-d1',
+              metric_name: 'staged.a',
+              updated_at: 7,
+              timestamps: [9, 10],
+              values: [0.5, 0.25],
+            };
+            const [meta] = await t.send({
+              topic: platform.topics.points,
+              acks: -1,
+              messages: [{ partition, key: 'staged.a', value: pointsCodec.encode(batch) }],
+            });
+            await t.send({
+              topic: platform.topics.points,
+              acks: -1,
+              messages: [{ partition, key: 'task-d1', value: pointsCodec.encode({ type: 'UploadSealed', task_id: 'task-d1', points: 2 }) }],
+            });
+            await t.commit();
+            sealed.add(`task-d1/${partition}`);
+            directRows = rowsOf([{ partition, offset: Number(meta!.baseOffset), batch }]);
+          },
+        },
+      );
       expected.push(...directRows, ...rowsOf(refilled));
-      await waitFor('the staged upload sealed', async () => ((await scalar(`SELECT count() FROM points WHERE task_id = 'task-s1'`)) === 6 ? true : undefined), 45_000, 200);
+      await waitFor(
+        'the staged upload sealed',
+        async () => ((await scalar(`SELECT count() FROM points WHERE task_id = 'task-s1'`)) === 6 ? true : undefined),
+        45_000,
+        200,
+      );
 
       // 2. A stage written by the job while its transaction is open (here by hand, its values
       // shifted): attached as it is.
       const attempt = '7272727272727272';
       let asStaged: Segment[] = [];
-      await staged('task-s2', attempt, [{ metric: 'staged.c', points: [[6, 6], [7, 7]] }], { beforeCommit: async (segments) => {
-        asStaged = segments.map((s) => ({ ...s, batch: { ...s.batch, values: s.batch.values.map((v) => v + 1000) } }));
-        await (await stages.open('task-s2', attempt, partition)).insert(asStaged);
-      } });
+      await staged(
+        'task-s2',
+        attempt,
+        [
+          {
+            metric: 'staged.c',
+            points: [
+              [6, 6],
+              [7, 7],
+            ],
+          },
+        ],
+        {
+          beforeCommit: async (segments) => {
+            asStaged = segments.map((s) => ({ ...s, batch: { ...s.batch, values: s.batch.values.map((v) => v + 1000) } }));
+            await (await stages.open('task-s2', attempt, partition)).insert(asStaged);
+          },
+        },
+      );
       expected.push(...rowsOf(asStaged));
-      await waitFor('the written stage sealed', async () => ((await scalar(`SELECT count() FROM points WHERE task_id = 'task-s2'`)) === 2 ? true : undefined), 45_000, 200);
+      await waitFor(
+        'the written stage sealed',
+        async () => ((await scalar(`SELECT count() FROM points WHERE task_id = 'task-s2'`)) === 2 ? true : undefined),
+        45_000,
+        200,
+      );
       await waitFor('every sealed segment announced', () => ([...sealed].every((k) => announcedKeys().includes(k)) ? true : undefined), 20_000, 100);
 
       expect(await storedRows()).toEqual(sortRows(expected));
@@ -308,7 +530,12 @@ describe('projector: points topic → ClickHouse, exactly once', () => {
       await platform.admin.deleteGroups([groupId]);
       projector = await startProjector(platform);
       await upload({ task_id: 'task-5', batches: [{ metric: 'staged.a', points: [[20, 1]] }] });
-      await waitFor('the upload after the restart', async () => ((await scalar(`SELECT count() FROM points WHERE task_id = 'task-5'`)) === 1 ? true : undefined), 45_000, 200);
+      await waitFor(
+        'the upload after the restart',
+        async () => ((await scalar(`SELECT count() FROM points WHERE task_id = 'task-5'`)) === 1 ? true : undefined),
+        45_000,
+        200,
+      );
       expect(await storedRows()).toEqual(sortRows(expected));
       expect(await scalar(`SELECT count() FROM points_seals WHERE task_id IN ('task-s1', 'task-s2')`)).toBe(2);
     } finally {
@@ -324,7 +551,7 @@ describe('projector: points topic → ClickHouse, exactly once', () => {
    * second member's join starts: the fence the projector gave it then throws, the held seal
    * attaches nothing, and after the rebalance the share is sealed once.
    */
-  it('a seal whose consumer is rebalanced meanwhile writes nothing; the partition\'s owner after the rebalance seals it once', async () => {
+  it("a seal whose consumer is rebalanced meanwhile writes nothing; the partition's owner after the rebalance seals it once", async () => {
     await projector!.stop();
     projector = null;
     const taskId = 'task-rebalanced';
@@ -353,16 +580,59 @@ describe('projector: points topic → ClickHouse, exactly once', () => {
     const partition = 2;
     const attempt = '9a9a9a9a9a9a9a9a';
     const t = await tx.transaction();
-    const batch: PointBatch = { type: 'PointBatch', task_id: taskId, metric_name: 'staged.r', updated_at: 1_720_000_000_000, timestamps: [1, 2, 3], values: [1, 2, 3], stage: attempt };
-    const [meta] = await t.send({ topic: platform.topics.points, acks: -1, messages: [{ partition, key: 'staged.r', value: pointsCodec.encode(batch), headers: { [STAGE_HEADER]: attempt } }] });
-    await t.send({ topic: platform.topics.points, acks: -1, messages: [{ partition, key: taskId, value: pointsCodec.encode({ type: 'UploadSealed', task_id: taskId, points: 3, stage: { attempt, first_offset: Number(meta!.baseOffset), batches: 1 } }) }] });
+    const batch: PointBatch = {
+      type: 'PointBatch',
+      task_id: taskId,
+      metric_name: 'staged.r',
+      updated_at: 1_720_000_000_000,
+      timestamps: [1, 2, 3],
+      values: [1, 2, 3],
+      stage: attempt,
+    };
+    const [meta] = await t.send({
+      topic: platform.topics.points,
+      acks: -1,
+      messages: [{ partition, key: 'staged.r', value: pointsCodec.encode(batch), headers: { [STAGE_HEADER]: attempt } }],
+    });
+    await t.send({
+      topic: platform.topics.points,
+      acks: -1,
+      messages: [
+        {
+          partition,
+          key: taskId,
+          value: pointsCodec.encode({
+            type: 'UploadSealed',
+            task_id: taskId,
+            points: 3,
+            stage: { attempt, first_offset: Number(meta!.baseOffset), batches: 1 },
+          }),
+        },
+      ],
+    });
     await t.commit();
     sealed.add(`${taskId}/${partition}`);
-    expected.push(...batch.timestamps.map((ts, i): Row => ({ metric_name: 'staged.r', ts: String(ts), value: batch.values[i]!, updated_at: String(batch.updated_at), task_id: taskId, kafka_partition: partition, kafka_offset: String(meta!.baseOffset), row_in_batch: i })));
+    expected.push(
+      ...batch.timestamps.map((ts, i): Row => ({
+        metric_name: 'staged.r',
+        ts: String(ts),
+        value: batch.values[i]!,
+        updated_at: String(batch.updated_at),
+        task_id: taskId,
+        kafka_partition: partition,
+        kafka_offset: String(meta!.baseOffset),
+        row_in_batch: i,
+      })),
+    );
     await sealingStarted;
     const second = await startProjector(platform);
     try {
-      await waitFor('the share sealed after the rebalance', async () => ((await scalar(`SELECT count() FROM points_seals WHERE task_id = '${taskId}'`)) === 1 ? true : undefined), 60_000, 200);
+      await waitFor(
+        'the share sealed after the rebalance',
+        async () => ((await scalar(`SELECT count() FROM points_seals WHERE task_id = '${taskId}'`)) === 1 ? true : undefined),
+        60_000,
+        200,
+      );
       expect(fenced).toBe(true);
       expect(await scalar(`SELECT count() FROM points WHERE task_id = '${taskId}'`)).toBe(3);
       await waitFor('its seal announced', () => (announcedKeys().includes(`${taskId}/${partition}`) ? true : undefined), 20_000, 100);
@@ -383,9 +653,17 @@ describe('projector sink: one insert is all or nothing, even when the client die
   const segments: Segment[] = [0, 1, 2].map((partition) => ({
     partition,
     offset: 10 + partition,
-    batch: { type: 'PointBatch', task_id: `cut-${partition}`, metric_name: `m${partition}`, updated_at: 5, timestamps: Array.from({ length: 3000 }, (_, i) => i), values: Array.from({ length: 3000 }, (_, i) => i / 7) },
+    batch: {
+      type: 'PointBatch',
+      task_id: `cut-${partition}`,
+      metric_name: `m${partition}`,
+      updated_at: 5,
+      timestamps: Array.from({ length: 3000 }, (_, i) => i),
+      values: Array.from({ length: 3000 }, (_, i) => i / 7),
+    },
   }));
-  const count = async () => Number((await (await platform.clickhouse.query({ query: 'SELECT count() AS n FROM points', format: 'JSONEachRow' })).json<{ n: string }>())[0]!.n);
+  const count = async () =>
+    Number((await (await platform.clickhouse.query({ query: 'SELECT count() AS n FROM points', format: 'JSONEachRow' })).json<{ n: string }>())[0]!.n);
 
   beforeAll(async () => {
     await ensureDb(platform);
@@ -403,14 +681,26 @@ describe('projector sink: one insert is all or nothing, even when the client die
     await new Promise<void>((resolve, reject) => {
       const socket = connect(Number(url.port), url.hostname, () => {
         socket.write(`POST ${path} HTTP/1.1\r\nHost: ${url.host}\r\nContent-Length: ${body.length}\r\n\r\n`);
-        socket.write(body.subarray(0, cut), () => setTimeout(() => { socket.destroy(); resolve(); }, 50));
+        socket.write(body.subarray(0, cut), () =>
+          setTimeout(() => {
+            socket.destroy();
+            resolve();
+          }, 50),
+        );
       });
       socket.on('error', reject);
     });
-    await waitFor('the cut insert to end on the server', async () => {
-      const rows = await (await platform.clickhouse.query({ query: `SELECT count() AS n FROM system.processes WHERE query_id = '${queryId}'`, format: 'JSONEachRow' })).json<{ n: string }>();
-      return Number(rows[0]!.n) === 0 ? true : undefined;
-    }, 10_000, 50);
+    await waitFor(
+      'the cut insert to end on the server',
+      async () => {
+        const rows = await (
+          await platform.clickhouse.query({ query: `SELECT count() AS n FROM system.processes WHERE query_id = '${queryId}'`, format: 'JSONEachRow' })
+        ).json<{ n: string }>();
+        return Number(rows[0]!.n) === 0 ? true : undefined;
+      },
+      10_000,
+      50,
+    );
   }
 
   it('writes nothing from a body cut anywhere, and every row from a whole one', async () => {
@@ -420,7 +710,14 @@ describe('projector sink: one insert is all or nothing, even when the client die
     expect(await count()).toBe(0);
     await sink.insert(segments);
     expect(await count()).toBe(9000);
-    expect(await sink.maxOffsets([0, 1, 2, 3])).toEqual(new Map([[0, 10], [1, 11], [2, 12], [3, -1]]));
+    expect(await sink.maxOffsets([0, 1, 2, 3])).toEqual(
+      new Map([
+        [0, 10],
+        [1, 11],
+        [2, 12],
+        [3, -1],
+      ]),
+    );
   });
 });
 
@@ -431,7 +728,14 @@ async function ensureDb(platform: Platform): Promise<void> {
 }
 
 function sortRows(rows: Row[]): Row[] {
-  const norm = rows.map((r) => ({ ...r, kafka_partition: Number(r.kafka_partition), row_in_batch: Number(r.row_in_batch), kafka_offset: String(r.kafka_offset), ts: String(r.ts), updated_at: String(r.updated_at) }));
+  const norm = rows.map((r) => ({
+    ...r,
+    kafka_partition: Number(r.kafka_partition),
+    row_in_batch: Number(r.row_in_batch),
+    kafka_offset: String(r.kafka_offset),
+    ts: String(r.ts),
+    updated_at: String(r.updated_at),
+  }));
   return norm.sort((a, b) => a.kafka_partition - b.kafka_partition || Number(a.kafka_offset) - Number(b.kafka_offset) || a.row_in_batch - b.row_in_batch);
 }
 

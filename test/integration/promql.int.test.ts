@@ -1,5 +1,15 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { completeSeriesLabels, createClickHouse, ensureDatabase, migrate, readAggregated, readSamples, readWindowStats, readWindowValues, seriesByLabels } from '@meridian/clickhouse';
+import {
+  completeSeriesLabels,
+  createClickHouse,
+  ensureDatabase,
+  migrate,
+  readAggregated,
+  readSamples,
+  readWindowStats,
+  readWindowValues,
+  seriesByLabels,
+} from '@meridian/clickhouse';
 import { evalRangeFunction, evalWindowStats, WINDOW_STATS_FUNCTIONS, type WindowStats } from '@meridian/domain';
 import { isolatedSettings } from '../support/settings.ts';
 
@@ -9,15 +19,38 @@ import { isolatedSettings } from '../support/settings.ts';
  * reduced per series and step giving every reducible function exactly what the samples give.
  */
 const settings = isolatedSettings();
-const conn = { url: settings.CLICKHOUSE_URL, username: settings.CLICKHOUSE_USER, password: settings.CLICKHOUSE_PASSWORD, database: settings.CLICKHOUSE_DATABASE };
+const conn = {
+  url: settings.CLICKHOUSE_URL,
+  username: settings.CLICKHOUSE_USER,
+  password: settings.CLICKHOUSE_PASSWORD,
+  database: settings.CLICKHOUSE_DATABASE,
+};
 const client = createClickHouse(conn);
 
 const T = 1_700_000_000_000;
 const COUNTER = 'requests_total{job="a\\"b"}';
 const GAUGE = 'temp{room="lab"}';
-type Row = { metric_name: string; ts: number; value: number; updated_at: number; task_id: string; kafka_partition: number; kafka_offset: number; row_in_batch: number };
+type Row = {
+  metric_name: string;
+  ts: number;
+  value: number;
+  updated_at: number;
+  task_id: string;
+  kafka_partition: number;
+  kafka_offset: number;
+  row_in_batch: number;
+};
 const rows: Row[] = [];
-const row = (metric_name: string, ts: number, value: number, updated_at = T): Row => ({ metric_name, ts, value, updated_at, task_id: 't', kafka_partition: 0, kafka_offset: rows.length, row_in_batch: 0 });
+const row = (metric_name: string, ts: number, value: number, updated_at = T): Row => ({
+  metric_name,
+  ts,
+  value,
+  updated_at,
+  task_id: 't',
+  kafka_partition: 0,
+  kafka_offset: rows.length,
+  row_in_batch: 0,
+});
 
 beforeAll(async () => {
   await ensureDatabase(conn);
@@ -53,7 +86,13 @@ describe('PromQL samples from ClickHouse', () => {
 
   it('answers too_many past the bound, and only the samples some sparse step sees', async () => {
     expect(await readSamples(conn, { names: [GAUGE], fromMs: T, toMs: T + 10_000_000, sparse: null, maxSamples: 10 })).toBe('too_many');
-    const sparse = await readSamples(conn, { names: [GAUGE], fromMs: T, toMs: T + 3_600_000, sparse: { firstRefMs: T + 600_000, stepMs: 600_000, widthMs: 60_000 }, maxSamples: 1000 });
+    const sparse = await readSamples(conn, {
+      names: [GAUGE],
+      fromMs: T,
+      toMs: T + 3_600_000,
+      sparse: { firstRefMs: T + 600_000, stepMs: 600_000, widthMs: 60_000 },
+      maxSamples: 1000,
+    });
     const ts = (sparse as Array<{ ts: number[] }>)[0]!.ts;
     for (const t of ts) expect((((T + 600_000 - t) % 600_000) + 600_000) % 600_000).toBeLessThanOrEqual(60_000);
     expect(ts.length).toBeGreaterThan(10);
@@ -62,7 +101,13 @@ describe('PromQL samples from ClickHouse', () => {
   // 45 s steps: each sample joined to its windows; 60 s steps: the range is 5 steps, so grouped by step first (samples on step ends included).
   it.each([45_000, 60_000])('reduces windows per series and step to what the samples give, for every reducible function (steps of %i ms)', async (stepMs) => {
     const reduce = { firstRefMs: T + 300_000, stepMs, steps: 80, rangeMs: 300_000 };
-    const request = { names: [COUNTER, GAUGE], fromMs: reduce.firstRefMs - reduce.rangeMs, toMs: reduce.firstRefMs + (reduce.steps - 1) * reduce.stepMs, sparse: null, maxSamples: 100_000 };
+    const request = {
+      names: [COUNTER, GAUGE],
+      fromMs: reduce.firstRefMs - reduce.rangeMs,
+      toMs: reduce.firstRefMs + (reduce.steps - 1) * reduce.stepMs,
+      sparse: null,
+      maxSamples: 100_000,
+    };
     const stats = new Map<string, WindowStats>();
     const read = await readWindowStats(conn, { ...request, reduce }, (name, k, s) => stats.set(`${name} ${k}`, s));
     expect(typeof read).toBe('number');
@@ -89,9 +134,15 @@ describe('PromQL samples from ClickHouse', () => {
     expect(compared).toBeGreaterThan(1000);
   });
 
-  it.each([45_000, 60_000])('computes each function\'s values in ClickHouse as from the reduction (steps of %i ms)', async (stepMs) => {
+  it.each([45_000, 60_000])("computes each function's values in ClickHouse as from the reduction (steps of %i ms)", async (stepMs) => {
     const reduce = { firstRefMs: T + 300_000, stepMs, steps: 80, rangeMs: 300_000 };
-    const request = { names: [COUNTER, GAUGE], fromMs: reduce.firstRefMs - reduce.rangeMs, toMs: reduce.firstRefMs + (reduce.steps - 1) * reduce.stepMs, sparse: null, maxSamples: 100_000 };
+    const request = {
+      names: [COUNTER, GAUGE],
+      fromMs: reduce.firstRefMs - reduce.rangeMs,
+      toMs: reduce.firstRefMs + (reduce.steps - 1) * reduce.stepMs,
+      sparse: null,
+      maxSamples: 100_000,
+    };
     const stats = new Map<string, WindowStats>();
     await readWindowStats(conn, { ...request, reduce }, (name, k, st) => stats.set(`${name} ${k}`, st));
     for (const func of WINDOW_STATS_FUNCTIONS) {
@@ -111,7 +162,13 @@ describe('PromQL samples from ClickHouse', () => {
 
   it('aggregates the reduced values by group in ClickHouse as the api would', async () => {
     const reduce = { firstRefMs: T + 600_000, stepMs: 60_000, steps: 60, rangeMs: 600_000 };
-    const request = { names: [COUNTER, GAUGE], fromMs: reduce.firstRefMs - reduce.rangeMs, toMs: reduce.firstRefMs + (reduce.steps - 1) * reduce.stepMs, sparse: null, maxSamples: 100_000 };
+    const request = {
+      names: [COUNTER, GAUGE],
+      fromMs: reduce.firstRefMs - reduce.rangeMs,
+      toMs: reduce.firstRefMs + (reduce.steps - 1) * reduce.stepMs,
+      sparse: null,
+      maxSamples: 100_000,
+    };
     for (const func of WINDOW_STATS_FUNCTIONS) {
       const perSeries = new Map<number, number[]>();
       await readWindowStats(conn, { ...request, reduce }, (_name, k, st) => {
@@ -148,13 +205,19 @@ describe('series chosen by their labels in ClickHouse (series_labels)', () => {
     await client.insert({ table: 'points', values: [UP1, UP2, NOTE, PLAIN, UNSORTED].map((n, i) => row(n, T + i, i)), format: 'JSONEachRow' });
   });
 
-  it('adds the labels of the catalog\'s names it lacks, once', async () => {
+  it("adds the labels of the catalog's names it lacks, once", async () => {
     expect(await completeSeriesLabels(conn)).toBeGreaterThanOrEqual(names.length);
     expect(await completeSeriesLabels(conn)).toBe(0);
   });
 
   it('equality and inequality on any label, __name__ included; a missing label is the empty value', async () => {
-    const by = async (...m: Array<[string, boolean, string]>) => (await seriesByLabels(conn, m.map(([name, equal, value]) => ({ name, equal, value })))).sort();
+    const by = async (...m: Array<[string, boolean, string]>) =>
+      (
+        await seriesByLabels(
+          conn,
+          m.map(([name, equal, value]) => ({ name, equal, value })),
+        )
+      ).sort();
     expect(await by(['job', true, 'node'])).toEqual([UP1, UP2]);
     expect(await by(['__name__', true, 'up'], ['instance', false, 'h:1'])).toEqual([UP2]);
     expect(await by(['job', true, 'a"b'])).toEqual([COUNTER]);

@@ -67,7 +67,9 @@ async function exportAll(vm: VictoriaMetricsProcess, labelName: (name: string) =
     const named = seriesName(metric!, labels);
     if (!named.ok) throw new Error(`VictoriaMetrics' series ${line.slice(0, 200)} has no Meridian name: ${named.reason}`);
     // Stale markers come back as NaN (null in JSON): Meridian does not store them.
-    const pairs = e.timestamps.map((t, i) => [t, e.values[i]] as [number, number | null]).filter((p): p is [number, number] => typeof p[1] === 'number' && Number.isFinite(p[1]));
+    const pairs = e.timestamps
+      .map((t, i) => [t, e.values[i]] as [number, number | null])
+      .filter((p): p is [number, number] => typeof p[1] === 'number' && Number.isFinite(p[1]));
     if (pairs.length > 0) out.set(named.name, dedupe([...(out.get(named.name) ?? []), ...pairs]));
   }
   return out;
@@ -117,26 +119,33 @@ describe('conformance of names, values and timestamps with VictoriaMetrics', () 
   });
 
   const otlpBin = process.env.VICTORIA_METRICS_OTLP_BIN;
-  it.skipIf(!otlpBin)('OTLP protobuf: the same series as VictoriaMetrics 1.92+ with -opentelemetry.usePrometheusNaming (needs VICTORIA_METRICS_OTLP_BIN)', async () => {
-    const vmOtlp = await startVictoriaMetricsProcess(['-opentelemetry.usePrometheusNaming'], otlpBin);
-    try {
-      const requests = manifest.requests.filter((r) => r.sender === 'otlp-proto');
-      for (const r of requests) {
-        const res = await fetch(`${vmOtlp.base}/opentelemetry/v1/metrics`, { method: 'POST', headers: r.headers, body: body(r) });
-        expect(res.status).toBe(200);
+  it.skipIf(!otlpBin)(
+    'OTLP protobuf: the same series as VictoriaMetrics 1.92+ with -opentelemetry.usePrometheusNaming (needs VICTORIA_METRICS_OTLP_BIN)',
+    async () => {
+      const vmOtlp = await startVictoriaMetricsProcess(['-opentelemetry.usePrometheusNaming'], otlpBin);
+      try {
+        const requests = manifest.requests.filter((r) => r.sender === 'otlp-proto');
+        for (const r of requests) {
+          const res = await fetch(`${vmOtlp.base}/opentelemetry/v1/metrics`, { method: 'POST', headers: r.headers, body: body(r) });
+          expect(res.status).toBe(200);
+        }
+        const ours = pointsOf(requests.map((r) => decodeOtlpMetrics(body(r), 'protobuf')));
+        // VictoriaMetrics keeps the service attributes as labels; Meridian makes job and instance of them.
+        const theirs = await exportAll(
+          vmOtlp,
+          (name) => name,
+          (labels) => {
+            const get = (name: string) => labels.find(([k]) => k === name)?.[1] ?? '';
+            const service = labels.filter(([k]) => !k.startsWith('service_'));
+            const job = get('service_namespace') !== '' ? `${get('service_namespace')}/${get('service_name')}` : get('service_name');
+            return [...service, ['job', job], ['instance', get('service_instance_id')]];
+          },
+        );
+        expect(sortedEntries(theirs)).toEqual(sortedEntries(ours));
+        expect(ours.size).toBe(9);
+      } finally {
+        await vmOtlp.stop();
       }
-      const ours = pointsOf(requests.map((r) => decodeOtlpMetrics(body(r), 'protobuf')));
-      // VictoriaMetrics keeps the service attributes as labels; Meridian makes job and instance of them.
-      const theirs = await exportAll(vmOtlp, (name) => name, (labels) => {
-        const get = (name: string) => labels.find(([k]) => k === name)?.[1] ?? '';
-        const service = labels.filter(([k]) => !k.startsWith('service_'));
-        const job = get('service_namespace') !== '' ? `${get('service_namespace')}/${get('service_name')}` : get('service_name');
-        return [...service, ['job', job], ['instance', get('service_instance_id')]];
-      });
-      expect(sortedEntries(theirs)).toEqual(sortedEntries(ours));
-      expect(ours.size).toBe(9);
-    } finally {
-      await vmOtlp.stop();
-    }
-  });
+    },
+  );
 });

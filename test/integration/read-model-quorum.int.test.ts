@@ -1,6 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { clickhouseFileReadModel, clickhouseFileReadModelWriter, clickhouseTaskReadModel, clickhouseTaskReadModelWriter, createClickHouse, LIVE_FILE_TABLES, LIVE_TASK_TABLES, type ClickHouseClient } from '@meridian/clickhouse';
+import {
+  clickhouseFileReadModel,
+  clickhouseFileReadModelWriter,
+  clickhouseTaskReadModel,
+  clickhouseTaskReadModelWriter,
+  createClickHouse,
+  LIVE_FILE_TABLES,
+  LIVE_TASK_TABLES,
+  type ClickHouseClient,
+} from '@meridian/clickhouse';
 import { fileDefinedFrom, foldFileBatch, foldTasks, type TaskEvent } from '@meridian/domain';
 import { createLogger } from '@meridian/observability';
 import { createPlatform, type Platform } from '../support/platform.ts';
@@ -49,8 +58,18 @@ describe('read models under an insert quorum', () => {
     const writer = clickhouseTaskReadModelWriter(client, LIVE_TASK_TABLES, quorum);
     const id = randomUUID();
     const event: TaskEvent = {
-      type: 'MetricsUploadRequested', task_id: id, user_name: 'q', at: 1, metric_name: 'cpu', on_error: 'fail', source: 'json_body',
-      payload: Buffer.from('{}'), staged_object: null, payload_bytes: 2, payload_sha256: Buffer.alloc(32, 1), idempotency_key: 'k',
+      type: 'MetricsUploadRequested',
+      task_id: id,
+      user_name: 'q',
+      at: 1,
+      metric_name: 'cpu',
+      on_error: 'fail',
+      source: 'json_body',
+      payload: Buffer.from('{}'),
+      staged_object: null,
+      payload_bytes: 2,
+      payload_sha256: Buffer.alloc(32, 1),
+      idempotency_key: 'k',
     };
     const task = JSON.parse(JSON.stringify(foldTasks([event]).get(id)));
     await writer.write([{ task, partition: 0, offset: 7 }], new Map([[0, 7]]));
@@ -74,8 +93,18 @@ describe('read models under an insert quorum', () => {
     const writer = clickhouseFileReadModelWriter(client, LIVE_FILE_TABLES, quorum);
     const id = randomUUID();
     const event = fileDefinedFrom({
-      type: 'FileDefinitionRequested', task_id: randomUUID(), file_id: id, user_name: 'q', at: 1, file_name: 'q.csv', description: '',
-      content_type: 'text/csv', staged_object: 'staging/q', size: 5, sha256: Buffer.alloc(32, 2), enforce_schema: false,
+      type: 'FileDefinitionRequested',
+      task_id: randomUUID(),
+      file_id: id,
+      user_name: 'q',
+      at: 1,
+      file_name: 'q.csv',
+      description: '',
+      content_type: 'text/csv',
+      staged_object: 'staging/q',
+      size: 5,
+      sha256: Buffer.alloc(32, 2),
+      enforce_schema: false,
     });
     const { changes } = foldFileBatch([], [{ event, partition: 0, offset: 3 }], 0);
     await writer.write(changes, new Map([[0, 3]]));

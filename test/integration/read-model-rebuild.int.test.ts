@@ -23,16 +23,28 @@ function taskLives(n: number): TaskEvent[] {
   for (let i = 0; i < n; i++) {
     const task_id = randomUUID();
     const requested: MetricsUploadRequested = {
-      type: 'MetricsUploadRequested', task_id, user_name: `u${i % 3}`, at: clock++, metric_name: 'cpu', on_error: 'fail', source: 'json_body',
-      payload: Buffer.from('{}'), staged_object: null, payload_bytes: 2, payload_sha256: Buffer.alloc(32, 1), idempotency_key: 'k',
+      type: 'MetricsUploadRequested',
+      task_id,
+      user_name: `u${i % 3}`,
+      at: clock++,
+      metric_name: 'cpu',
+      on_error: 'fail',
+      source: 'json_body',
+      payload: Buffer.from('{}'),
+      staged_object: null,
+      payload_bytes: 2,
+      payload_sha256: Buffer.alloc(32, 1),
+      idempotency_key: 'k',
     };
     events.push(requested);
     if (i % 4 === 0) continue;
     events.push({ type: 'TaskStarted', task_id, at: clock++ });
     if (i % 4 === 1) continue;
-    events.push(i % 4 === 2
-      ? { type: 'TaskFailed', task_id, reason: 'bad', rows_total: 1, rows_rejected: 1, errors: [], at: clock++ }
-      : { type: 'UploadParsed', task_id, rows_total: 3, points_accepted: 3, rows_rejected: 0, errors: [], partitions: [], metrics: ['cpu'], at: clock++ });
+    events.push(
+      i % 4 === 2
+        ? { type: 'TaskFailed', task_id, reason: 'bad', rows_total: 1, rows_rejected: 1, errors: [], at: clock++ }
+        : { type: 'UploadParsed', task_id, rows_total: 3, points_accepted: 3, rows_rejected: 0, errors: [], partitions: [], metrics: ['cpu'], at: clock++ },
+    );
   }
   return events;
 }
@@ -42,10 +54,22 @@ function fileLives(n: number): FileEvent[] {
   for (let i = 0; i < n; i++) {
     const file_id = randomUUID();
     const owner = `u${i % 3}`;
-    events.push(fileDefinedFrom({
-      type: 'FileDefinitionRequested', task_id: randomUUID(), file_id, user_name: owner, at: clock++, file_name: `f${i}.csv`, description: '',
-      content_type: 'text/csv', staged_object: 'staging/x', size: 10 + i, sha256: Buffer.alloc(32, i % 256), enforce_schema: false,
-    }));
+    events.push(
+      fileDefinedFrom({
+        type: 'FileDefinitionRequested',
+        task_id: randomUUID(),
+        file_id,
+        user_name: owner,
+        at: clock++,
+        file_name: `f${i}.csv`,
+        description: '',
+        content_type: 'text/csv',
+        staged_object: 'staging/x',
+        size: 10 + i,
+        sha256: Buffer.alloc(32, i % 256),
+        enforce_schema: false,
+      }),
+    );
     if (i % 2 === 0) events.push({ type: 'FileAccessGranted', file_id, user_name: `u${(i + 1) % 3}`, access: 'r', at: clock++, actor: owner });
     if (i % 3 === 0) events.push({ type: 'FileDescriptionChanged', file_id, description: `d${i}`, at: clock++, actor: owner });
     if (i % 5 === 0) events.push({ type: 'FileDeleted', file_id, at: clock++, actor: owner });
@@ -62,7 +86,12 @@ describe('replay rebuild tasks|files: rebuilt, verified and swapped in while the
   const fileLog: FileEvent[] = [];
   const projectors: RunningReadModelProjector[] = [];
 
-  async function send<E extends EventLike & { task_id?: string; file_id?: string }>(topic: string, codec: ReturnType<typeof createEventCodec<E>>, events: E[], log: E[]) {
+  async function send<E extends EventLike & { task_id?: string; file_id?: string }>(
+    topic: string,
+    codec: ReturnType<typeof createEventCodec<E>>,
+    events: E[],
+    log: E[],
+  ) {
     const producer = await platform.producer();
     for (const e of events) {
       await appendEvents(producer, codec, topic, (e.task_id ?? e.file_id)!, [e]);
@@ -74,17 +103,28 @@ describe('replay rebuild tasks|files: rebuilt, verified and swapped in while the
 
   async function covered(topic: string, positions: () => Promise<Map<number, number>>): Promise<void> {
     const ends = await platform.admin.fetchTopicOffsets(topic);
-    await waitFor(`the read model to cover ${topic}`, async () => {
-      const at = await positions();
-      return ends.every((e) => Number(e.high) === 0 || (at.get(e.partition) ?? -1) >= Number(e.high) - 1) ? true : undefined;
-    }, 60_000, 100);
+    await waitFor(
+      `the read model to cover ${topic}`,
+      async () => {
+        const at = await positions();
+        return ends.every((e) => Number(e.high) === 0 || (at.get(e.partition) ?? -1) >= Number(e.high) - 1) ? true : undefined;
+      },
+      60_000,
+      100,
+    );
   }
-  const sql = async (query: string) => (await (await platform.clickhouse.query({ query, format: 'TabSeparated' })).text());
+  const sql = async (query: string) => await (await platform.clickhouse.query({ query, format: 'TabSeparated' })).text();
   const insert = (query: string) => platform.clickhouse.command({ query });
   /** A read model's tables as text, every row after the merge (of the listing, those that give access), in a fixed order. */
-  const dump = async (kind: ReadModelKind, tables = kind.live) => kind.name === 'tasks'
-    ? sql(`SELECT task_id, state FROM ${tables.tasks} FINAL ORDER BY task_id`)
-    : [await sql(`SELECT file_id, state, deleted FROM ${tables.files} FINAL ORDER BY file_id`), await sql(`SELECT * FROM (SELECT user_name, seq, file_id, access, description FROM ${tables.listing} FINAL) WHERE access != '' ORDER BY user_name, seq`)].join('\n--\n');
+  const dump = async (kind: ReadModelKind, tables = kind.live) =>
+    kind.name === 'tasks'
+      ? sql(`SELECT task_id, state FROM ${tables.tasks} FINAL ORDER BY task_id`)
+      : [
+          await sql(`SELECT file_id, state, deleted FROM ${tables.files} FINAL ORDER BY file_id`),
+          await sql(
+            `SELECT * FROM (SELECT user_name, seq, file_id, access, description FROM ${tables.listing} FINAL) WHERE access != '' ORDER BY user_name, seq`,
+          ),
+        ].join('\n--\n');
 
   beforeAll(async () => {
     await platform.prepare();
@@ -112,10 +152,14 @@ describe('replay rebuild tasks|files: rebuilt, verified and swapped in while the
 
   it('a damaged live row fails verification (no swap if-verified); a swap replaces it while events keep arriving, and nothing is lost', async () => {
     const task = taskLog.find((e) => e.type === 'UploadParsed')!.task_id;
-    await insert(`INSERT INTO tasks SELECT task_id, user_name, kind, status, created_at, updated_at, replaceOne(state, '"status"', '"tampered":1,"status"'), kafka_partition, kafka_offset FROM tasks FINAL WHERE task_id = '${task}'`);
+    await insert(
+      `INSERT INTO tasks SELECT task_id, user_name, kind, status, created_at, updated_at, replaceOne(state, '"status"', '"tampered":1,"status"'), kafka_partition, kafka_offset FROM tasks FINAL WHERE task_id = '${task}'`,
+    );
     const live = foldFiles(fileLog);
     const file = fileLog.find((e) => e.type === 'FileDescriptionChanged' && live.files.has(e.file_id))!.file_id;
-    await insert(`INSERT INTO file_listing SELECT user_name, seq, file_id, access, owner, file_name, name_lower, 'tampered', size, created_at, kafka_partition, kafka_offset FROM file_listing FINAL WHERE file_id = '${file}'`);
+    await insert(
+      `INSERT INTO file_listing SELECT user_name, seq, file_id, access, owner, file_name, name_lower, 'tampered', size, created_at, kafka_partition, kafka_offset FROM file_listing FINAL WHERE file_id = '${file}'`,
+    );
     for (const kind of [TASKS_READ_MODEL, FILES_READ_MODEL]) {
       const refused = await rebuildReadModel(platform, kind, 'if-verified');
       expect(refused.verification.verified, kind.name).toBe(false);
@@ -153,14 +197,19 @@ describe('replay rebuild tasks|files: rebuilt, verified and swapped in while the
     for (const user of ['u0', 'u1', 'u2']) {
       const caller = { user_name: user, is_admin: false };
       const expected = listFiles(foldedFiles, caller, { limit: 100_000 }).files.map(({ file: f, access }) => [f.file_id, access, f.description, f.seq]);
-      expect((await files.list(caller, { limit: 1000 })).files.map(({ file: f, access }) => [f.file_id, access, f.description, f.seq]), user).toEqual(expected);
+      expect(
+        (await files.list(caller, { limit: 1000 })).files.map(({ file: f, access }) => [f.file_id, access, f.description, f.seq]),
+        user,
+      ).toEqual(expected);
     }
     expect(await files.nextSeq()).toBe(foldedFiles.defined);
     // The replaced tables are kept beside the live ones.
-    expect(await sql(`SELECT count() FROM system.tables WHERE database = currentDatabase() AND name IN ('tasks_retired', 'files_retired', 'file_listing_retired')`)).toBe('3\n');
+    expect(
+      await sql(`SELECT count() FROM system.tables WHERE database = currentDatabase() AND name IN ('tasks_retired', 'files_retired', 'file_listing_retired')`),
+    ).toBe('3\n');
   });
 
-  it('a share written into the live files read model just before the swap survives it, and the file\'s next change keeps it', async () => {
+  it("a share written into the live files read model just before the swap survives it, and the file's next change keeps it", async () => {
     const [defined] = fileLives(1);
     await sendFiles([defined!]);
     const file = defined!.file_id;

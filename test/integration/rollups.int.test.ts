@@ -1,5 +1,21 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createClickHouse, createPointsSink, ensureDatabase, migrate, queryText, readRollupPage, ROLLUPS, seriesFromRollupSql, seriesSql, serverCapabilities, synchronousInsertSettings, untilMutationsDone, type ClickHouseClient, type Resolution, type RollupRow } from '@meridian/clickhouse';
+import {
+  createClickHouse,
+  createPointsSink,
+  ensureDatabase,
+  migrate,
+  queryText,
+  readRollupPage,
+  ROLLUPS,
+  seriesFromRollupSql,
+  seriesSql,
+  serverCapabilities,
+  synchronousInsertSettings,
+  untilMutationsDone,
+  type ClickHouseClient,
+  type Resolution,
+  type RollupRow,
+} from '@meridian/clickhouse';
 import { isolatedSettings } from '../support/settings.ts';
 
 /**
@@ -9,7 +25,16 @@ import { isolatedSettings } from '../support/settings.ts';
  * with points replaced by later inserts and repeated inside one insert.
  */
 
-type Row = { metric_name: string; ts: number; value: number; updated_at: number; task_id: string; kafka_partition: number; kafka_offset: number; row_in_batch: number };
+type Row = {
+  metric_name: string;
+  ts: number;
+  value: number;
+  updated_at: number;
+  task_id: string;
+  kafka_partition: number;
+  kafka_offset: number;
+  row_in_batch: number;
+};
 
 const T = 1_700_000_000_000 - (1_700_000_000_000 % 3_600_000); // an hour's start
 const METRICS = ['cpu:load', 'we"ird\\name ü', "x'); DROP TABLE points; --"];
@@ -32,18 +57,31 @@ function blocks(): Row[][] {
   let offset = 0;
   const block = (points: { name: string; ts: number; updated_at: number }[]): Row[] => {
     offset += 1;
-    return points.map((p, i) => ({ metric_name: p.name, ts: p.ts, value: value(), updated_at: p.updated_at, task_id: 't', kafka_partition: 0, kafka_offset: offset, row_in_batch: i }));
+    return points.map((p, i) => ({
+      metric_name: p.name,
+      ts: p.ts,
+      value: value(),
+      updated_at: p.updated_at,
+      task_id: 't',
+      kafka_partition: 0,
+      kafka_offset: offset,
+      row_in_batch: i,
+    }));
   };
   const first = Array.from({ length: 20_000 }, () => ({ name: METRICS[Math.floor(rnd() * 3)]!, ts: T + Math.floor(rnd() * 3 * 3_600_000), updated_at: T }));
   const replaced = first.filter(() => rnd() < 0.01).map((p) => ({ ...p, updated_at: T + 10_000 }));
-  const repeated = first.slice(0, 50).flatMap((p) => [{ ...p, updated_at: T + 20_000 }, { ...p, updated_at: T + 20_000 }]);
+  const repeated = first.slice(0, 50).flatMap((p) => [
+    { ...p, updated_at: T + 20_000 },
+    { ...p, updated_at: T + 20_000 },
+  ]);
   const fresh = Array.from({ length: 500 }, () => ({ name: METRICS[0]!, ts: T + 3 * 3_600_000 + Math.floor(rnd() * 3_600_000), updated_at: T + 30_000 }));
   return [block(first.slice(0, 12_000)), block(first.slice(12_000)), block(replaced), block(repeated), block(fresh)];
 }
 
 /** The reference: the deduplicated points (downloads' LIMIT 1 BY), aggregated per bucket by a plain query. */
 function referenceSql(stepMs: number): string {
-  const latest = 'SELECT metric_name, ts, value FROM points ORDER BY metric_name, ts, updated_at DESC, kafka_partition DESC, kafka_offset DESC, row_in_batch DESC LIMIT 1 BY metric_name, ts';
+  const latest =
+    'SELECT metric_name, ts, value FROM points ORDER BY metric_name, ts, updated_at DESC, kafka_partition DESC, kafka_offset DESC, row_in_batch DESC LIMIT 1 BY metric_name, ts';
   return (
     `SELECT metric_name, intDiv(ts, ${stepMs}) * ${stepMs} AS bucket, count() AS n, min(value) AS lo, max(value) AS hi, sum(value) AS total, argMax(value, ts) AS last ` +
     `FROM (${latest}) GROUP BY metric_name, bucket ORDER BY metric_name, bucket FORMAT JSONEachRow`
@@ -56,7 +94,12 @@ function referenceSql(stepMs: number): string {
  */
 function scratchDatabase(seed: (client: ClickHouseClient) => Promise<void> = async () => {}) {
   const settings = isolatedSettings();
-  const conn = { url: settings.CLICKHOUSE_URL, username: settings.CLICKHOUSE_USER, password: settings.CLICKHOUSE_PASSWORD, database: settings.CLICKHOUSE_DATABASE };
+  const conn = {
+    url: settings.CLICKHOUSE_URL,
+    username: settings.CLICKHOUSE_USER,
+    password: settings.CLICKHOUSE_PASSWORD,
+    database: settings.CLICKHOUSE_DATABASE,
+  };
   const client = createClickHouse(conn);
   beforeAll(async () => {
     await ensureDatabase(conn);
@@ -81,10 +124,22 @@ describe('rollups (migration 010)', () => {
 
   async function reference(resolution: Resolution): Promise<RollupRow[]> {
     const text = await queryText(conn, { sql: referenceSql(ROLLUPS[resolution].stepMs) });
-    return text.split('\n').filter((l) => l.length > 0).map((l) => {
-      const r = JSON.parse(l) as { metric_name: string; bucket: string | number; n: string | number; lo: number; hi: number; total: number; last: number };
-      return { metric_name: r.metric_name, bucket: Number(r.bucket), count: Number(r.n), min: r.lo, max: r.hi, sum: r.total, avg: r.total / Number(r.n), last: r.last };
-    });
+    return text
+      .split('\n')
+      .filter((l) => l.length > 0)
+      .map((l) => {
+        const r = JSON.parse(l) as { metric_name: string; bucket: string | number; n: string | number; lo: number; hi: number; total: number; last: number };
+        return {
+          metric_name: r.metric_name,
+          bucket: Number(r.bucket),
+          count: Number(r.n),
+          min: r.lo,
+          max: r.hi,
+          sum: r.total,
+          avg: r.total / Number(r.n),
+          last: r.last,
+        };
+      });
   }
 
   const all = { metricNames: METRICS, fromMs: T, toMs: T + 4 * 3_600_000 - 1 };
@@ -97,7 +152,9 @@ describe('rollups (migration 010)', () => {
       expect(page.rows.length).toBe(expected.length);
       expect(page.rows).toEqual(expected);
       // The replacements and repeats left buckets the rollup alone cannot answer: the test covers both paths.
-      const dirty = await queryText(conn, { sql: `SELECT count() FROM (SELECT countMerge(rows) AS n, uniqExactMerge(timestamps) AS d FROM ${ROLLUPS[resolution].table} GROUP BY metric_name, bucket) WHERE n != d` });
+      const dirty = await queryText(conn, {
+        sql: `SELECT count() FROM (SELECT countMerge(rows) AS n, uniqExactMerge(timestamps) AS d FROM ${ROLLUPS[resolution].table} GROUP BY metric_name, bucket) WHERE n != d`,
+      });
       expect(Number(dirty.trim())).toBeGreaterThan(0);
     });
 
@@ -116,7 +173,14 @@ describe('rollups (migration 010)', () => {
   }
 
   it('reads whole buckets overlapping the range, of the metrics asked for only', async () => {
-    const page = await readRollupPage(conn, { resolution: '1h', metricNames: [METRICS[2]!], fromMs: T + 3_600_000 + 5, toMs: T + 3_600_000 + 6, after: null, maxRows: 10 });
+    const page = await readRollupPage(conn, {
+      resolution: '1h',
+      metricNames: [METRICS[2]!],
+      fromMs: T + 3_600_000 + 5,
+      toMs: T + 3_600_000 + 6,
+      after: null,
+      maxRows: 10,
+    });
     const expected = (await reference('1h')).filter((r) => r.metric_name === METRICS[2] && r.bucket === T + 3_600_000);
     expect(page.rows).toEqual(expected);
   });
@@ -144,10 +208,24 @@ describe('sampled series from the rollups', () => {
 
   const names = [{ name: 'names', structure: 'name String', rows: METRICS.map((m) => [m]) }];
   /** Rows with the mean rounded: a sum in another order may differ in its last bits. */
-  const rows = (text: string) => text.trimEnd().split('\n').map((l) => l.split('\t').map((f, i) => (i === 4 ? Number(f).toPrecision(12) : f)).join('\t'));
+  const rows = (text: string) =>
+    text
+      .trimEnd()
+      .split('\n')
+      .map((l) =>
+        l
+          .split('\t')
+          .map((f, i) => (i === 4 ? Number(f).toPrecision(12) : f))
+          .join('\t'),
+      );
 
   // Ranges with partial buckets at either end (read from points) and whole ones between (from a rollup).
-  for (const [fromMs, toMs, stepMs] of [[T + 1234, T + 4 * 3_600_000 - 777, 7_200_000], [T + 59_999, T + 3 * 3_600_000 + 5, 3_600_000], [T + 1, T + 2 * 3_600_000 + 61_000, 300_000], [T, T + 4 * 3_600_000 - 1, 60_000]] as const) {
+  for (const [fromMs, toMs, stepMs] of [
+    [T + 1234, T + 4 * 3_600_000 - 777, 7_200_000],
+    [T + 59_999, T + 3 * 3_600_000 + 5, 3_600_000],
+    [T + 1, T + 2 * 3_600_000 + 61_000, 300_000],
+    [T, T + 4 * 3_600_000 - 1, 60_000],
+  ] as const) {
     it(`step ${stepMs} ms over ${fromMs - T}..${toMs - T}: the same buckets as the query on every row of points`, async () => {
       const fromRollup = seriesFromRollupSql(fromMs, toMs, stepMs);
       expect(fromRollup).toContain(stepMs % 3_600_000 === 0 ? 'FROM points_1h' : 'FROM points_1m');
@@ -166,11 +244,28 @@ describe('sampled series from the rollups', () => {
 describe('the rollups of a block whose views did not run', () => {
   const { conn, client } = scratchDatabase();
 
-  const counts = (table: string) => queryText(conn, { sql: `SELECT metric_name, bucket, countMerge(rows), minMerge(min_value), maxMerge(max_value), sumMerge(sum_value) FROM ${table} GROUP BY metric_name, bucket ORDER BY metric_name, bucket FORMAT TabSeparated` });
-  const fromPoints = (w: number) => queryText(conn, { sql: `SELECT metric_name, intDiv(ts, ${w}) * ${w} AS bucket, count(), min(value), max(value), sum(value) FROM points GROUP BY metric_name, bucket ORDER BY metric_name, bucket FORMAT TabSeparated` });
+  const counts = (table: string) =>
+    queryText(conn, {
+      sql: `SELECT metric_name, bucket, countMerge(rows), minMerge(min_value), maxMerge(max_value), sumMerge(sum_value) FROM ${table} GROUP BY metric_name, bucket ORDER BY metric_name, bucket FORMAT TabSeparated`,
+    });
+  const fromPoints = (w: number) =>
+    queryText(conn, {
+      sql: `SELECT metric_name, intDiv(ts, ${w}) * ${w} AS bucket, count(), min(value), max(value), sum(value) FROM points GROUP BY metric_name, bucket ORDER BY metric_name, bucket FORMAT TabSeparated`,
+    });
 
-  it('the sink\'s repair after a server died between the points and their views adds exactly what each rollup lacks, once', async () => {
-    const batch = (offset: number, first: number) => ({ partition: 3, offset, batch: { type: 'PointBatch' as const, task_id: 't', metric_name: 'r.a', updated_at: 1, timestamps: Array.from({ length: 90 }, (_, i) => T + first + i * 1000), values: Array.from({ length: 90 }, (_, i) => i / 4) } });
+  it("the sink's repair after a server died between the points and their views adds exactly what each rollup lacks, once", async () => {
+    const batch = (offset: number, first: number) => ({
+      partition: 3,
+      offset,
+      batch: {
+        type: 'PointBatch' as const,
+        task_id: 't',
+        metric_name: 'r.a',
+        updated_at: 1,
+        timestamps: Array.from({ length: 90 }, (_, i) => T + first + i * 1000),
+        values: Array.from({ length: 90 }, (_, i) => i / 4),
+      },
+    });
     // A block stored with its views, then one stored without them (ATTACH runs none), in the same buckets.
     await createPointsSink(client).insert([batch(1, 0)]);
     await client.command({ query: 'CREATE TABLE points_aside AS points' });
@@ -181,7 +276,10 @@ describe('the rollups of a block whose views did not run', () => {
     expect(await counts('points_1m')).toBe(await fromPoints(60_000));
     expect(await counts('points_1h')).toBe(await fromPoints(3_600_000));
     // Asked again (a repair retried, or of a block whose views did run): nothing added.
-    await createPointsSink(client).repairCatalog([{ partition: 3, offset: 2 }, { partition: 3, offset: 1 }]);
+    await createPointsSink(client).repairCatalog([
+      { partition: 3, offset: 2 },
+      { partition: 3, offset: 1 },
+    ]);
     expect(await counts('points_1m')).toBe(await fromPoints(60_000));
     expect(await counts('points_1h')).toBe(await fromPoints(3_600_000));
   });

@@ -7,13 +7,36 @@ import { isolatedSettings } from '../support/settings.ts';
 
 describe('snapshots in MinIO', () => {
   const settings = isolatedSettings();
-  const storage = createStorage({ endpoint: settings.S3_ENDPOINT, accessKey: settings.S3_ACCESS_KEY, secretKey: settings.S3_SECRET_KEY, region: settings.S3_REGION, bucket: settings.S3_BUCKET });
+  const storage = createStorage({
+    endpoint: settings.S3_ENDPOINT,
+    accessKey: settings.S3_ACCESS_KEY,
+    secretKey: settings.S3_SECRET_KEY,
+    region: settings.S3_REGION,
+    bucket: settings.S3_BUCKET,
+  });
   const topic = `${settings.MERIDIAN_TOPIC_PREFIX}accounts`;
   const store = createSnapshotStore(storage, topic);
   const lines: Array<Record<string, unknown>> = [];
-  const logger = createLogger({ name: 't', level: 'warn', destination: { write: (l: string) => { lines.push(JSON.parse(l) as Record<string, unknown>); } } });
-  const created = (name: string): AccountEvent => ({ type: 'UserCreated', user_name: name, is_admin: false, key_id: `k-${name}`, secret_sha256: Buffer.alloc(32, 1), at: 1, actor: 'root' });
-  const snapshotAt = (position: number, names: string[]) => encodeSnapshot(accountsCodec, topic, { offsets: new Map([[0, position]]), state: foldAccounts(names.map(created)) });
+  const logger = createLogger({
+    name: 't',
+    level: 'warn',
+    destination: {
+      write: (l: string) => {
+        lines.push(JSON.parse(l) as Record<string, unknown>);
+      },
+    },
+  });
+  const created = (name: string): AccountEvent => ({
+    type: 'UserCreated',
+    user_name: name,
+    is_admin: false,
+    key_id: `k-${name}`,
+    secret_sha256: Buffer.alloc(32, 1),
+    at: 1,
+    actor: 'root',
+  });
+  const snapshotAt = (position: number, names: string[]) =>
+    encodeSnapshot(accountsCodec, topic, { offsets: new Map([[0, position]]), state: foldAccounts(names.map(created)) });
   afterAll(async () => {
     const names: string[] = [];
     for await (const o of storage.client.listObjectsV2(storage.bucket, '', true)) names.push((o as { name: string }).name);
@@ -35,7 +58,7 @@ describe('snapshots in MinIO', () => {
     expect(await store.positions()).toEqual([1000, 120, 9]);
   });
 
-  it('a start skips, with a warning, a snapshot that is damaged, of another version, or past the log\'s end, for the next older one', async () => {
+  it("a start skips, with a warning, a snapshot that is damaged, of another version, or past the log's end, for the next older one", async () => {
     await store.put(3000, snapshotAt(3000, ['a', 'b', 'c'])); // past the end below
     await storage.client.putObject(storage.bucket, `_snapshots/${topic}/00000000000000002000.json.gz`, Buffer.from('not gzip'));
     await store.put(1500, snapshotAt(1500, ['a', 'b']).replace('"version":1', '"version":99'));
@@ -44,7 +67,13 @@ describe('snapshots in MinIO', () => {
     expect([...found!.state.users.keys()]).toEqual(['a']);
     expect(lines.filter((l) => l.msg === 'snapshot skipped: it cannot be read').map((l) => l.position)).toEqual([3000, 2000, 1500]);
     expect(await newestReadableSnapshot(createSnapshotStore(storage, `${topic}-none`), accountsCodec, `${topic}-none`, new Map(), logger, 5000)).toBeNull();
-    const noBucket = createStorage({ endpoint: settings.S3_ENDPOINT, accessKey: settings.S3_ACCESS_KEY, secretKey: settings.S3_SECRET_KEY, region: settings.S3_REGION, bucket: `${settings.S3_BUCKET}-none` });
+    const noBucket = createStorage({
+      endpoint: settings.S3_ENDPOINT,
+      accessKey: settings.S3_ACCESS_KEY,
+      secretKey: settings.S3_SECRET_KEY,
+      region: settings.S3_REGION,
+      bucket: `${settings.S3_BUCKET}-none`,
+    });
     expect(await createSnapshotStore(noBucket, topic).positions()).toEqual([]);
   });
 });

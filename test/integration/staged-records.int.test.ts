@@ -27,16 +27,24 @@ describe('staged point records through the log', () => {
     const staged: PointsFact = { type: 'PointBatch', task_id: 't1', metric_name: 'm', updated_at: 5, timestamps: [1, 2], values: [0.5, 1.5], stage: attempt };
     const direct: PointsFact = { type: 'PointBatch', task_id: 't0', metric_name: 'm', updated_at: 4, timestamps: [3], values: [2.5] };
     const tx = await writer.transaction();
-    await tx.send({ topic: topics.points, acks: -1, messages: [
-      { key: 'm', value: codec.encode(direct), partition: 0 },
-      { key: 'm', value: codec.encode(staged), headers: { [STAGE_HEADER]: attempt }, partition: 0 },
-    ] });
+    await tx.send({
+      topic: topics.points,
+      acks: -1,
+      messages: [
+        { key: 'm', value: codec.encode(direct), partition: 0 },
+        { key: 'm', value: codec.encode(staged), headers: { [STAGE_HEADER]: attempt }, partition: 0 },
+      ],
+    });
     const seal: PointsFact = { type: 'UploadSealed', task_id: 't1', points: 2, stage: { attempt, first_offset: 1, batches: 1 } };
     await tx.send({ topic: topics.points, acks: -1, messages: [{ key: 't1', value: codec.encode(seal), partition: 0 }] });
     await tx.commit();
 
     const read = [];
-    for await (const batch of log.readRanges([{ topic: topics.points, partition: 0, start: 0, end: 3 }], { groupId: `${settings.MERIDIAN_TOPIC_PREFIX}int-staged-read`, sequential: true })) read.push(...batch.messages);
+    for await (const batch of log.readRanges([{ topic: topics.points, partition: 0, start: 0, end: 3 }], {
+      groupId: `${settings.MERIDIAN_TOPIC_PREFIX}int-staged-read`,
+      sequential: true,
+    }))
+      read.push(...batch.messages);
     expect(read.map((m) => m.offset)).toEqual(['0', '1', '2']);
     expect(read[0]!.headers?.[STAGE_HEADER]).toBeUndefined();
     expect(String(read[1]!.headers?.[STAGE_HEADER])).toBe(attempt);

@@ -6,7 +6,13 @@ import { isolatedSettings } from '../support/settings.ts';
 
 describe('MinIO adapter against a real server', () => {
   const settings = isolatedSettings();
-  const storage = createStorage({ endpoint: settings.S3_ENDPOINT, accessKey: settings.S3_ACCESS_KEY, secretKey: settings.S3_SECRET_KEY, region: settings.S3_REGION, bucket: settings.S3_BUCKET });
+  const storage = createStorage({
+    endpoint: settings.S3_ENDPOINT,
+    accessKey: settings.S3_ACCESS_KEY,
+    secretKey: settings.S3_SECRET_KEY,
+    region: settings.S3_REGION,
+    bucket: settings.S3_BUCKET,
+  });
   afterAll(async () => {
     const names: string[] = [];
     for await (const o of storage.client.listObjectsV2(storage.bucket, '', true)) names.push((o as { name: string }).name);
@@ -29,7 +35,14 @@ describe('MinIO adapter against a real server', () => {
       const rule = (await storage.client.getBucketLifecycle(storage.bucket).catch(() => null))?.Rule as unknown;
       return Array.isArray(rule) ? rule : rule ? [rule] : [];
     };
-    expect(await rules()).toEqual([expect.objectContaining({ ID: 'meridian-staging-expiry', Status: 'Enabled', Filter: expect.objectContaining({ Prefix: 'staging/' }), Expiration: expect.objectContaining({ Days: 7 }) })]);
+    expect(await rules()).toEqual([
+      expect.objectContaining({
+        ID: 'meridian-staging-expiry',
+        Status: 'Enabled',
+        Filter: expect.objectContaining({ Prefix: 'staging/' }),
+        Expiration: expect.objectContaining({ Days: 7 }),
+      }),
+    ]);
     await expireStaging(storage, 0);
     expect(await rules()).toEqual([]);
   });
@@ -38,7 +51,13 @@ describe('MinIO adapter against a real server', () => {
     await ensureBucket(storage, settings.S3_REGION);
     const proxy = await startFaultProxy(settings.S3_ENDPOINT);
     try {
-      const viaProxy = createStorage({ endpoint: proxy.url, accessKey: settings.S3_ACCESS_KEY, secretKey: settings.S3_SECRET_KEY, region: settings.S3_REGION, bucket: settings.S3_BUCKET });
+      const viaProxy = createStorage({
+        endpoint: proxy.url,
+        accessKey: settings.S3_ACCESS_KEY,
+        secretKey: settings.S3_SECRET_KEY,
+        region: settings.S3_REGION,
+        bucket: settings.S3_BUCKET,
+      });
       const blobs = blobStoreOver(viaProxy, settings.S3_REGION);
       const bytes = randomBytes(100_000);
       for (const blip of ['reset', 'hang_up'] as const) {

@@ -12,14 +12,42 @@ import { waitFor } from '../support/wait.ts';
 
 const codec = createEventCodec<TaskEvent>();
 const requested = (task_id: string, user_name: string, at: number): MetricsUploadRequested => ({
-  type: 'MetricsUploadRequested', task_id, user_name, at, metric_name: 'cpu', on_error: 'fail', source: 'json_body',
-  payload: Buffer.from('{}'), staged_object: null, payload_bytes: 2, payload_sha256: Buffer.alloc(32, 1), idempotency_key: 'k',
+  type: 'MetricsUploadRequested',
+  task_id,
+  user_name,
+  at,
+  metric_name: 'cpu',
+  on_error: 'fail',
+  source: 'json_body',
+  payload: Buffer.from('{}'),
+  staged_object: null,
+  payload_bytes: 2,
+  payload_sha256: Buffer.alloc(32, 1),
+  idempotency_key: 'k',
 });
 const started = (task_id: string, at: number): TaskEvent => ({ type: 'TaskStarted', task_id, at });
-const parsed = (task_id: string, at: number): TaskEvent => ({ type: 'UploadParsed', task_id, rows_total: 3, points_accepted: 3, rows_rejected: 0, errors: [], partitions: [], metrics: ['cpu'], at });
-const failed = (task_id: string, at: number): TaskEvent => ({ type: 'TaskFailed', task_id, reason: 'bad row', rows_total: 1, rows_rejected: 1, errors: [{ row: 1, column: 'value', reason: 'x' }], at });
+const parsed = (task_id: string, at: number): TaskEvent => ({
+  type: 'UploadParsed',
+  task_id,
+  rows_total: 3,
+  points_accepted: 3,
+  rows_rejected: 0,
+  errors: [],
+  partitions: [],
+  metrics: ['cpu'],
+  at,
+});
+const failed = (task_id: string, at: number): TaskEvent => ({
+  type: 'TaskFailed',
+  task_id,
+  reason: 'bad row',
+  rows_total: 1,
+  rows_rejected: 1,
+  errors: [{ row: 1, column: 'value', reason: 'x' }],
+  at,
+});
 /** A task as JSON gives it back (the read model stores the fold's value as JSON). */
-const asStored = (task: Task | undefined) => (task === undefined ? undefined : JSON.parse(JSON.stringify(task)) as Task);
+const asStored = (task: Task | undefined) => (task === undefined ? undefined : (JSON.parse(JSON.stringify(task)) as Task));
 
 describe('tasks projector: tasks topic → the tasks read model, exactly once', () => {
   const settings = isolatedSettings({ KAFKA_SESSION_TIMEOUT_MS: '6000', MERIDIAN_TASK_RETENTION_INTERVAL_MS: '3600000' });
@@ -47,7 +75,10 @@ describe('tasks projector: tasks topic → the tasks read model, exactly once', 
       events.push(requested(id, user, clock++));
       if (i % 5 === 0) continue; // stays queued
       events.push(started(id, clock++));
-      if (i % 5 === 1) { events.push(started(id, clock++)); continue; } // running, two runs open
+      if (i % 5 === 1) {
+        events.push(started(id, clock++));
+        continue;
+      } // running, two runs open
       if (i % 5 === 2) events.push(requested(id, user, clock++)); // a repeat before the end
       events.push(i % 5 === 3 ? failed(id, clock++) : parsed(id, clock++));
       if (i % 2 === 0) events.push(requested(id, user, clock++)); // a repeat after the end: must not reopen it
@@ -57,10 +88,15 @@ describe('tasks projector: tasks topic → the tasks read model, exactly once', 
 
   async function untilCovered(): Promise<void> {
     const ends = await platform.admin.fetchTopicOffsets(platform.topics.tasks);
-    await waitFor('the read model to cover the log', async () => {
-      const positions = await readModel.positions();
-      return ends.every((e) => Number(e.high) === 0 || (positions.get(e.partition) ?? -1) >= Number(e.high) - 1) ? true : undefined;
-    }, 60_000, 100);
+    await waitFor(
+      'the read model to cover the log',
+      async () => {
+        const positions = await readModel.positions();
+        return ends.every((e) => Number(e.high) === 0 || (positions.get(e.partition) ?? -1) >= Number(e.high) - 1) ? true : undefined;
+      },
+      60_000,
+      100,
+    );
   }
 
   beforeAll(async () => {
@@ -72,7 +108,7 @@ describe('tasks projector: tasks topic → the tasks read model, exactly once', 
     await platform.close();
   });
 
-  it('each task\'s row equals the fold of the log, across restarts, a stop mid-stream and a row written ahead of its position', async () => {
+  it("each task's row equals the fold of the log, across restarts, a stop mid-stream and a row written ahead of its position", async () => {
     await send(lives(30));
     projector = await startTasksProjector(platform, readModel, writer);
     await untilCovered();
@@ -82,7 +118,13 @@ describe('tasks projector: tasks topic → the tasks read model, exactly once', 
     await send(lives(30));
     const before = await readModel.positions();
     projector = await startTasksProjector(platform, readModel, writer);
-    await waitFor('the projector to move', async () => ((await readModel.positions()).size > before.size || [...(await readModel.positions())].some(([p, o]) => o > (before.get(p) ?? -1)) ? true : undefined), 60_000, 10);
+    await waitFor(
+      'the projector to move',
+      async () =>
+        (await readModel.positions()).size > before.size || [...(await readModel.positions())].some(([p, o]) => o > (before.get(p) ?? -1)) ? true : undefined,
+      60_000,
+      10,
+    );
     await projector.stop();
     projector = null;
 
@@ -110,17 +152,27 @@ describe('tasks projector: tasks topic → the tasks read model, exactly once', 
     }
     // The unfinished ones, as a starting process reads them.
     const unfinished = (await readModel.unfinished()).map((r) => r.task.task_id).sort();
-    expect(unfinished).toEqual([...folded.values()].filter((t) => t.status === 'queued' || t.status === 'running').map((t) => t.task_id).sort());
+    expect(unfinished).toEqual(
+      [...folded.values()]
+        .filter((t) => t.status === 'queued' || t.status === 'running')
+        .map((t) => t.task_id)
+        .sort(),
+    );
   });
 
-  it('commits its group\'s offsets with the batches, so that a new process does not fetch the topic again from offset 0', async () => {
+  it("commits its group's offsets with the batches, so that a new process does not fetch the topic again from offset 0", async () => {
     // The projector of the test above runs and covers the log; its events came from an idempotent producer (no markers).
     const ends = await platform.admin.fetchTopicOffsets(platform.topics.tasks);
-    await waitFor('the group\'s committed offsets to reach the log\'s end', async () => {
-      const [committed] = await platform.admin.fetchOffsets({ groupId: platform.groups.tasksProjector, topics: [platform.topics.tasks] });
-      const at = new Map(committed!.partitions.map((p) => [p.partition, Number(p.offset)]));
-      return ends.every((e) => Number(e.high) === 0 || at.get(e.partition) === Number(e.high)) ? true : undefined;
-    }, 30_000, 100);
+    await waitFor(
+      "the group's committed offsets to reach the log's end",
+      async () => {
+        const [committed] = await platform.admin.fetchOffsets({ groupId: platform.groups.tasksProjector, topics: [platform.topics.tasks] });
+        const at = new Map(committed!.partitions.map((p) => [p.partition, Number(p.offset)]));
+        return ends.every((e) => Number(e.high) === 0 || at.get(e.partition) === Number(e.high)) ? true : undefined;
+      },
+      30_000,
+      100,
+    );
   });
 
   it('a command repeated after its task finished does not reopen the row, also when it arrives long after', async () => {
@@ -154,7 +206,9 @@ describe('tasks projector: tasks topic → the tasks read model, exactly once', 
     const oldQueued = randomUUID();
     const recentFinished = randomUUID();
     const task = (task_id: string, status: Task['status'], updated_at: number): Task => ({
-      ...asStored(foldTasks([requested(task_id, 'r', now - 40 * day)]).get(task_id))!, status, updated_at,
+      ...asStored(foldTasks([requested(task_id, 'r', now - 40 * day)]).get(task_id))!,
+      status,
+      updated_at,
     });
     const rows: TaskRow[] = [
       { task: task(oldFinished, 'queued', now - 40 * day), partition: 0, offset: 1 },
@@ -167,7 +221,12 @@ describe('tasks projector: tasks topic → the tasks read model, exactly once', 
     // Each table's DELETE is a mutation of its own, run in the background (18.16 has no
     // mutations_sync): the lookup (tasks_by_id) and the list (tasks) lose the task each in its turn.
     const listed = async () => (await readModel.list({ user_name: 'r', limit: 10 })).map((t) => t.task_id);
-    await waitFor('the expired task to go', async () => ((await readModel.get(oldFinished)) === undefined && !(await listed()).includes(oldFinished) ? true : undefined), 30_000, 100);
+    await waitFor(
+      'the expired task to go',
+      async () => ((await readModel.get(oldFinished)) === undefined && !(await listed()).includes(oldFinished) ? true : undefined),
+      30_000,
+      100,
+    );
     expect((await readModel.get(oldQueued))?.status).toBe('queued');
     expect((await readModel.get(recentFinished))?.status).toBe('failed');
     expect((await listed()).sort()).toEqual([oldQueued, recentFinished].sort());

@@ -37,7 +37,10 @@ function run(script: string, args: string[], extraEnv: Record<string, string> = 
 beforeAll(() => {
   cache = mkdtempSync(join(tmpdir(), 'meridian-go-cache-'));
   // The PATH without every directory that has a `go`.
-  noGoPath = (process.env.PATH ?? '').split(':').filter((d) => d && !existsSync(join(d, 'go'))).join(':');
+  noGoPath = (process.env.PATH ?? '')
+    .split(':')
+    .filter((d) => d && !existsSync(join(d, 'go')))
+    .join(':');
   expect(spawnSync('bash', ['-c', 'command -v go'], { env: { PATH: noGoPath }, stdio: 'ignore' }).status, 'go is still on the PATH').not.toBe(0);
 });
 afterAll(() => {
@@ -57,7 +60,11 @@ describe('install.sh where Go is missing', () => {
     const r = run('deploy/local/install.sh', ['go']);
     expect(r.code, r.err).toBe(0);
     timings.push(`toolchain download, unpack and check: ${r.seconds.toFixed(1)} s`);
-    expect(r.err).toMatch(new RegExp(`installing Go ${goVersion.replaceAll('.', '\\.')} \\(no go on PATH\\): golang\\.org/toolchain@v0\\.0\\.1-go\\S+ from the Go module proxy, 76 MB.*\\(about .*once\\)`));
+    expect(r.err).toMatch(
+      new RegExp(
+        `installing Go ${goVersion.replaceAll('.', '\\.')} \\(no go on PATH\\): golang\\.org/toolchain@v0\\.0\\.1-go\\S+ from the Go module proxy, 76 MB.*\\(about .*once\\)`,
+      ),
+    );
     const goHome = join(cache, `go-${goVersion}`);
     expect(readdirSync(cache).filter((f) => f.startsWith('go-'))).toEqual([`go-${goVersion}`]);
     const version = spawnSync(join(goHome, 'bin/go'), ['version'], { encoding: 'utf8', env: { PATH: noGoPath, HOME: process.env.HOME ?? '' } });
@@ -68,13 +75,19 @@ describe('install.sh where Go is missing', () => {
     expect(again.err).toBe('');
   });
 
-  it('builds a Go program with go install where go is missing, and where the machine\'s go is too old', () => {
+  it("builds a Go program with go install where go is missing, and where the machine's go is too old", () => {
     // A `go` that says it is 1.19 (Debian's golang): too old, so the cache's toolchain is used.
     const oldGoDir = join(cache, 'old-go');
     mkdirSync(oldGoDir);
-    writeFileSync(join(oldGoDir, 'go'), '#!/bin/sh\nif [ "$1 $2" = "env GOVERSION" ]; then echo go1.19.8; exit 0; fi\necho "go version go1.19.8 linux/amd64"; exit 1\n');
+    writeFileSync(
+      join(oldGoDir, 'go'),
+      '#!/bin/sh\nif [ "$1 $2" = "env GOVERSION" ]; then echo go1.19.8; exit 0; fi\necho "go version go1.19.8 linux/amd64"; exit 1\n',
+    );
     chmodSync(join(oldGoDir, 'go'), 0o755);
-    for (const [label, path] of [['no go', noGoPath], ['go 1.19', `${oldGoDir}:${noGoPath}`]] as const) {
+    for (const [label, path] of [
+      ['no go', noGoPath],
+      ['go 1.19', `${oldGoDir}:${noGoPath}`],
+    ] as const) {
       const bin = join(cache, label.replace(' ', '-'), 'bin/hello');
       // go_install, the function the MinIO and helm steps use, called on its own (install.sh sourced).
       const r = run('-c', [`source deploy/local/install.sh && with_cache_lock go_install "$1" "${HELLO}" "a small program" "seconds"`, '_', bin], {}, path);
@@ -83,7 +96,10 @@ describe('install.sh where Go is missing', () => {
       expect(r.err).toMatch(/building a small program with go install golang\.org\/x\/example\/hello@\S+ \(seconds, once\)/);
       expect(spawnSync(bin, [], { encoding: 'utf8' }).stdout.trim()).toBe('Hello, world!');
       // Built by the cache's toolchain (the build records its Go version).
-      const built = spawnSync(join(cache, `go-${goVersion}`, 'bin/go'), ['version', bin], { encoding: 'utf8', env: { PATH: noGoPath, HOME: process.env.HOME ?? '' } });
+      const built = spawnSync(join(cache, `go-${goVersion}`, 'bin/go'), ['version', bin], {
+        encoding: 'utf8',
+        env: { PATH: noGoPath, HOME: process.env.HOME ?? '' },
+      });
       expect(built.stdout.trim()).toBe(`${bin}: go${goVersion}`);
     }
   });

@@ -24,7 +24,12 @@ import { freePort } from '../support/ports.ts';
 const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
 type Service = 'kafka' | 'clickhouse' | 'minio';
 
-type Run = { child: ChildProcessByStdio<null, Readable, Readable>; pid: number; output(): string; exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }> };
+type Run = {
+  child: ChildProcessByStdio<null, Readable, Readable>;
+  pid: number;
+  output(): string;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+};
 
 let varDir: string;
 let env: Record<string, string>;
@@ -37,17 +42,28 @@ function startRun(): Run {
   // No `detached`: a kill reaches run.sh alone, as `kill PID` from a shell would.
   const child = spawn('bash', ['deploy/local/run.sh'], { cwd: repoRoot, env, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
-  child.stdout.on('data', (d: Buffer) => { output += d.toString(); });
-  child.stderr.on('data', (d: Buffer) => { output += d.toString(); });
+  child.stdout.on('data', (d: Buffer) => {
+    output += d.toString();
+  });
+  child.stderr.on('data', (d: Buffer) => {
+    output += d.toString();
+  });
   // 'exit', not 'close': after a kill -9 the apps it left keep its pipes open.
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once('exit', (code, signal) => resolve({ code, signal })),
+  );
   const run = { child, pid: child.pid!, output: () => output, exited };
   runs.push(run);
   return run;
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const tail = (s: string) => s.split('\n').filter((l) => !l.startsWith('{')).slice(-40).join('\n');
+const tail = (s: string) =>
+  s
+    .split('\n')
+    .filter((l) => !l.startsWith('{'))
+    .slice(-40)
+    .join('\n');
 
 /** Alive and not a zombie. */
 function alive(pid: number): boolean {
@@ -64,19 +80,34 @@ const pidFile = (name: string) => Number(readFileSync(join(varDir, 'run', `${nam
 function portOpen(port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const socket = connect(port, '127.0.0.1');
-    socket.once('connect', () => { socket.destroy(); resolve(true); });
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
     socket.once('error', () => resolve(false));
   });
 }
 
 function stack(...args: string[]): string {
-  const r = spawnSync('bash', ['deploy/local/stack.sh', ...args], { cwd: repoRoot, env, encoding: 'utf8', timeout: 600_000, stdio: ['ignore', 'pipe', 'pipe'] });
+  const r = spawnSync('bash', ['deploy/local/stack.sh', ...args], {
+    cwd: repoRoot,
+    env,
+    encoding: 'utf8',
+    timeout: 600_000,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   if (r.status !== 0) throw new Error(`stack.sh ${args.join(' ')} failed: ${r.stderr}`);
   return r.stdout;
 }
 function status(): Record<Service, { state: string; pid?: number }> {
-  const lines = stack('status').trim().split('\n').map((l) => l.trim().split(/\s+/));
-  return Object.fromEntries(lines.map(([name, state, , pid]) => [name, { state, pid: pid ? Number(pid) : undefined }])) as Record<Service, { state: string; pid?: number }>;
+  const lines = stack('status')
+    .trim()
+    .split('\n')
+    .map((l) => l.trim().split(/\s+/));
+  return Object.fromEntries(lines.map(([name, state, , pid]) => [name, { state, pid: pid ? Number(pid) : undefined }])) as Record<
+    Service,
+    { state: string; pid?: number }
+  >;
 }
 
 async function readyz(): Promise<number> {
@@ -94,7 +125,9 @@ async function readyz(): Promise<number> {
 async function becomesReady(run: Run, label: string, timeoutMs = 240_000): Promise<void> {
   const begin = Date.now();
   let exited = false;
-  void run.exited.then(() => { exited = true; });
+  void run.exited.then(() => {
+    exited = true;
+  });
   while (!run.output().includes('Meridian is running at')) {
     if (exited) throw new Error(`${label} exited before it was ready:\n${tail(run.output())}`);
     if (Date.now() - begin > timeoutMs) throw new Error(`${label} not ready after ${timeoutMs / 1000} s:\n${tail(run.output())}`);
@@ -106,14 +139,27 @@ async function becomesReady(run: Run, label: string, timeoutMs = 240_000): Promi
 }
 
 async function exitOf(run: Run, timeoutMs = 90_000) {
-  return Promise.race([run.exited, sleep(timeoutMs).then(() => { throw new Error(`run did not exit in ${timeoutMs / 1000} s:\n${tail(run.output())}`); })]);
+  return Promise.race([
+    run.exited,
+    sleep(timeoutMs).then(() => {
+      throw new Error(`run did not exit in ${timeoutMs / 1000} s:\n${tail(run.output())}`);
+    }),
+  ]);
 }
 
 beforeAll(async () => {
   varDir = mkdtempSync(join(tmpdir(), 'meridian-make-run-'));
   ports = {};
   const taken = new Set<number>();
-  for (const name of ['KAFKA_PORT', 'KAFKA_CONTROLLER_PORT', 'CLICKHOUSE_HTTP_PORT', 'CLICKHOUSE_TCP_PORT', 'MINIO_PORT', 'MINIO_CONSOLE_PORT', 'MERIDIAN_API_PORT']) {
+  for (const name of [
+    'KAFKA_PORT',
+    'KAFKA_CONTROLLER_PORT',
+    'CLICKHOUSE_HTTP_PORT',
+    'CLICKHOUSE_TCP_PORT',
+    'MINIO_PORT',
+    'MINIO_CONSOLE_PORT',
+    'MERIDIAN_API_PORT',
+  ]) {
     let p = await freePort();
     while (taken.has(p)) p = await freePort();
     taken.add(p);

@@ -34,7 +34,13 @@ export default async function setup(project: TestProject): Promise<() => Promise
   front.removeAllListeners('exit');
   const stop = await stackSetup({
     provide: (key: 'stack', value: StackEndpoints) =>
-      project.provide(key, { ...value, CLICKHOUSE_URL: `http://127.0.0.1:${port}`, CLICKHOUSE_USER: 'default', CLICKHOUSE_PASSWORD: '', CLICKHOUSE_FRONT: 'chdb' }),
+      project.provide(key, {
+        ...value,
+        CLICKHOUSE_URL: `http://127.0.0.1:${port}`,
+        CLICKHOUSE_USER: 'default',
+        CLICKHOUSE_PASSWORD: '',
+        CLICKHOUSE_FRONT: 'chdb',
+      }),
   } as unknown as TestProject);
   return async () => {
     front.kill('SIGTERM');

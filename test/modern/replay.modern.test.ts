@@ -1,6 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createClickHouse, createPointsStages, ensureDatabase, migrate, planDownload, readMigrations, streamDownload, type DownloadRequest } from '@meridian/clickhouse';
+import {
+  createClickHouse,
+  createPointsStages,
+  ensureDatabase,
+  migrate,
+  planDownload,
+  readMigrations,
+  streamDownload,
+  type DownloadRequest,
+} from '@meridian/clickhouse';
 import type { PointsFact } from '@meridian/domain';
 import { createEventCodec } from '@meridian/events';
 import { createProducer } from '@meridian/kafka';
@@ -37,12 +46,28 @@ describe('replay on an Atomic database (chDB front)', () => {
     try {
       const tx = await producer.transaction();
       const timestamps = Array.from({ length: count }, (_, i) => T0 + (first + i) * 1000);
-      const batch = codec.encode({ type: 'PointBatch', task_id: task, metric_name: metric, updated_at: T0, timestamps, values: timestamps.map((_, i) => (first + i) / 4) });
+      const batch = codec.encode({
+        type: 'PointBatch',
+        task_id: task,
+        metric_name: metric,
+        updated_at: T0,
+        timestamps,
+        values: timestamps.map((_, i) => (first + i) / 4),
+      });
       const partition = Math.floor(first / 100) % 3; // spread over the topic's partitions (3 by default)
-      await tx.send({ topic: platform.topics.points, acks: -1, messages: [
-        { partition, key: task, value: batch, ...(at === undefined ? {} : { timestamp: String(at) }) },
-        { partition, key: task, value: codec.encode({ type: 'UploadSealed', task_id: task, points: count }), ...(at === undefined ? {} : { timestamp: String(at + 1) }) },
-      ] });
+      await tx.send({
+        topic: platform.topics.points,
+        acks: -1,
+        messages: [
+          { partition, key: task, value: batch, ...(at === undefined ? {} : { timestamp: String(at) }) },
+          {
+            partition,
+            key: task,
+            value: codec.encode({ type: 'UploadSealed', task_id: task, points: count }),
+            ...(at === undefined ? {} : { timestamp: String(at + 1) }),
+          },
+        ],
+      });
       await tx.commit();
     } finally {
       await producer.disconnect();
@@ -56,23 +81,57 @@ describe('replay on an Atomic database (chDB front)', () => {
    * so a pass may stop short of it; the next one resumes.
    */
   async function projectLive(total: number): Promise<void> {
-    await waitFor(`${total} points projected`, async () => {
-      const { end, low } = await platform.log.offsets(platform.topics.points);
-      await rebuildRange({
-        log: platform.log, topic: platform.topics.points, groupPrefix: settings.MERIDIAN_TOPIC_PREFIX,
-        clickhouse: platform.clickhouse, table: 'points', seals: 'points_seals', catalog: 'metric_catalog', starts: low, ends: end, batchRows: 1000,
-      });
-      return (await scalarCount()) === total ? true : undefined;
-    }, 60_000, 200);
+    await waitFor(
+      `${total} points projected`,
+      async () => {
+        const { end, low } = await platform.log.offsets(platform.topics.points);
+        await rebuildRange({
+          log: platform.log,
+          topic: platform.topics.points,
+          groupPrefix: settings.MERIDIAN_TOPIC_PREFIX,
+          clickhouse: platform.clickhouse,
+          table: 'points',
+          seals: 'points_seals',
+          catalog: 'metric_catalog',
+          starts: low,
+          ends: end,
+          batchRows: 1000,
+        });
+        return (await scalarCount()) === total ? true : undefined;
+      },
+      60_000,
+      200,
+    );
   }
 
   const rowsOf = async <T>(sql: string): Promise<T[]> => (await platform.clickhouse.query({ query: sql, format: 'JSONEachRow' })).json<T>();
-  const catalog = () => rowsOf('SELECT metric_name, toString(countMerge(points)) AS points, toString(minMerge(first_ts)) AS first_ts, toString(maxMerge(last_ts)) AS last_ts FROM metric_catalog GROUP BY metric_name ORDER BY metric_name');
-  const pointsPerMetric = () => rowsOf('SELECT metric_name, toString(count()) AS points, toString(min(ts)) AS first_ts, toString(max(ts)) AS last_ts FROM points GROUP BY metric_name ORDER BY metric_name');
+  const catalog = () =>
+    rowsOf(
+      'SELECT metric_name, toString(countMerge(points)) AS points, toString(minMerge(first_ts)) AS first_ts, toString(maxMerge(last_ts)) AS last_ts FROM metric_catalog GROUP BY metric_name ORDER BY metric_name',
+    );
+  const pointsPerMetric = () =>
+    rowsOf(
+      'SELECT metric_name, toString(count()) AS points, toString(min(ts)) AS first_ts, toString(max(ts)) AS last_ts FROM points GROUP BY metric_name ORDER BY metric_name',
+    );
 
   async function download(format: 'csv' | 'json'): Promise<Buffer> {
-    const conn = { url: settings.CLICKHOUSE_URL, username: settings.CLICKHOUSE_USER, password: settings.CLICKHOUSE_PASSWORD, database: settings.CLICKHOUSE_DATABASE };
-    const req: DownloadRequest = { metricNames: ['mo.a', 'mo.b', 'mo.c'], fromMs: 0, toMs: 4_291_747_199_999, maxRows: 100_000, after: null, format, latestOnly: false, gzip: false, queryId: randomUUID() };
+    const conn = {
+      url: settings.CLICKHOUSE_URL,
+      username: settings.CLICKHOUSE_USER,
+      password: settings.CLICKHOUSE_PASSWORD,
+      database: settings.CLICKHOUSE_DATABASE,
+    };
+    const req: DownloadRequest = {
+      metricNames: ['mo.a', 'mo.b', 'mo.c'],
+      fromMs: 0,
+      toMs: 4_291_747_199_999,
+      maxRows: 100_000,
+      after: null,
+      format,
+      latestOnly: false,
+      gzip: false,
+      queryId: randomUUID(),
+    };
     const stream = await streamDownload(conn, req, { plan: await planDownload(conn, req) });
     const parts: Buffer[] = [];
     for await (const chunk of stream.body as AsyncIterable<Buffer>) parts.push(chunk);
@@ -91,8 +150,13 @@ describe('replay on an Atomic database (chDB front)', () => {
   });
 
   it('the migrations make the catalog an explicit table fed by a view writing TO it', async () => {
-    const tables = await rowsOf<{ name: string; engine: string }>("SELECT name, engine FROM system.tables WHERE database = currentDatabase() AND name LIKE 'metric_catalog%' ORDER BY name");
-    expect(tables).toEqual([{ name: 'metric_catalog', engine: 'AggregatingMergeTree' }, { name: 'metric_catalog_feed', engine: 'MaterializedView' }]);
+    const tables = await rowsOf<{ name: string; engine: string }>(
+      "SELECT name, engine FROM system.tables WHERE database = currentDatabase() AND name LIKE 'metric_catalog%' ORDER BY name",
+    );
+    expect(tables).toEqual([
+      { name: 'metric_catalog', engine: 'AggregatingMergeTree' },
+      { name: 'metric_catalog_feed', engine: 'MaterializedView' },
+    ]);
     expect(await scalarCount()).toBe(500);
     expect(await catalog()).toEqual(await pointsPerMetric());
   });
@@ -107,17 +171,37 @@ describe('replay on an Atomic database (chDB front)', () => {
     expect(result.verification?.ok).toBe(true);
     expect(result.swap).toMatchObject({ generation: 2, retired: 1, nudged: false });
     const generations = await listGenerations(platform.clickhouse);
-    expect(generations.map((g) => [g.generation, g.state, g.table, g.rows])).toEqual([[1, 'retired', 'points_g1', 500], [2, 'live', 'points', 500]]);
+    expect(generations.map((g) => [g.generation, g.state, g.table, g.rows])).toEqual([
+      [1, 'retired', 'points_g1', 500],
+      [2, 'live', 'points', 500],
+    ]);
     const left = await rowsOf<{ name: string; engine: string }>('SELECT name, engine FROM system.tables WHERE database = currentDatabase() ORDER BY name');
     // points_seals (staged uploads' seals, migration 007) is exchanged with points: the retired generation keeps its own.
     // The rollups (migration 010) are exchanged with the catalog: the live view feeds the new ones, the retired generation keeps its own.
     expect(left.map((t) => t.name).filter((n) => /^(points|metric_catalog)/.test(n))).toEqual([
-      'metric_catalog', 'metric_catalog_feed', 'metric_catalog_g1', 'points', 'points_1h', 'points_1h_feed', 'points_1h_g1', 'points_1m', 'points_1m_feed', 'points_1m_g1', 'points_g1', 'points_seals', 'points_seals_g1',
+      'metric_catalog',
+      'metric_catalog_feed',
+      'metric_catalog_g1',
+      'points',
+      'points_1h',
+      'points_1h_feed',
+      'points_1h_g1',
+      'points_1m',
+      'points_1m_feed',
+      'points_1m_g1',
+      'points_g1',
+      'points_seals',
+      'points_seals_g1',
     ]);
     const perMetricCounts = (await pointsPerMetric()).map((r) => [(r as { metric_name: string }).metric_name, (r as { points: string }).points]);
     for (const rollup of ['points_1m', 'points_1h']) {
-      const counts = await rowsOf<{ metric_name: string; n: string }>(`SELECT metric_name, toString(countMerge(rows)) AS n FROM ${rollup} GROUP BY metric_name ORDER BY metric_name`);
-      expect(counts.map((r) => [r.metric_name, r.n]), rollup).toEqual(perMetricCounts);
+      const counts = await rowsOf<{ metric_name: string; n: string }>(
+        `SELECT metric_name, toString(countMerge(rows)) AS n FROM ${rollup} GROUP BY metric_name ORDER BY metric_name`,
+      );
+      expect(
+        counts.map((r) => [r.metric_name, r.n]),
+        rollup,
+      ).toEqual(perMetricCounts);
     }
 
     expect(await download('csv')).toEqual(csv);
@@ -132,10 +216,18 @@ describe('replay on an Atomic database (chDB front)', () => {
     // The retired catalog is left as it was.
     expect(await rowsOf('SELECT toString(countMerge(points)) AS n FROM metric_catalog_g1')).toEqual([{ n: '500' }]);
     // The generation's tables, live now, keep insert tokens as the migrated ones did (migration 004).
-    expect(await rowsOf("SELECT name, extract(engine_full, 'non_replicated_deduplication_window = (\\d+)') AS window FROM system.tables WHERE database = currentDatabase() AND name IN ('points', 'metric_catalog') ORDER BY name"))
-      .toEqual([{ name: 'metric_catalog', window: '1000' }, { name: 'points', window: '1000' }]);
+    expect(
+      await rowsOf(
+        "SELECT name, extract(engine_full, 'non_replicated_deduplication_window = (\\d+)') AS window FROM system.tables WHERE database = currentDatabase() AND name IN ('points', 'metric_catalog') ORDER BY name",
+      ),
+    ).toEqual([
+      { name: 'metric_catalog', window: '1000' },
+      { name: 'points', window: '1000' },
+    ]);
     // The rebuilt points, live now, has the column codecs migration 009 gave the migrated one.
-    const codecs = await rowsOf<{ table: string; name: string; codec: string }>("SELECT table, name, compression_codec AS codec FROM system.columns WHERE database = currentDatabase() AND table IN ('points', 'points_g1') ORDER BY table, position");
+    const codecs = await rowsOf<{ table: string; name: string; codec: string }>(
+      "SELECT table, name, compression_codec AS codec FROM system.columns WHERE database = currentDatabase() AND table IN ('points', 'points_g1') ORDER BY table, position",
+    );
     const of = (table: string) => codecs.filter((c) => c.table === table).map(({ name, codec }) => ({ name, codec }));
     expect(of('points')).toHaveLength(8);
     for (const { codec } of of('points')) expect(codec).toMatch(/ZSTD\(3\)\)$/);
@@ -149,16 +241,28 @@ describe('replay on an Atomic database (chDB front)', () => {
     const db = `${settings.CLICKHOUSE_DATABASE}_cut`;
     try {
       // Until the upload's commit is visible to a read-committed reader (see projectLive), a rebuild does not see its batch.
-      const result = await waitFor('a rebuild that sees the cut upload', async () => {
-        await platform.clickhouse.command({ query: `DROP DATABASE IF EXISTS ${db}` });
-        const run = await rebuildPoints(platform, { to: { kind: 'time', ms: at }, database: db });
-        return run.stats.batches === 8 ? run : undefined; // the 7 uploads before and the cut one
-      }, 60_000, 200);
+      const result = await waitFor(
+        'a rebuild that sees the cut upload',
+        async () => {
+          await platform.clickhouse.command({ query: `DROP DATABASE IF EXISTS ${db}` });
+          const run = await rebuildPoints(platform, { to: { kind: 'time', ms: at }, database: db });
+          return run.stats.batches === 8 ? run : undefined; // the 7 uploads before and the cut one
+        },
+        60_000,
+        200,
+      );
       expect(result.stats.unsealedBatches).toBe(1);
-      const perMetric = (table: string) => rowsOf(`SELECT metric_name, toString(count()) AS points, toString(min(ts)) AS first_ts, toString(max(ts)) AS last_ts FROM ${table} GROUP BY metric_name ORDER BY metric_name`);
+      const perMetric = (table: string) =>
+        rowsOf(
+          `SELECT metric_name, toString(count()) AS points, toString(min(ts)) AS first_ts, toString(max(ts)) AS last_ts FROM ${table} GROUP BY metric_name ORDER BY metric_name`,
+        );
       const copy = await perMetric(`${db}.points`);
       expect(copy).toEqual(await pointsPerMetric());
-      expect(await rowsOf(`SELECT metric_name, toString(countMerge(points)) AS points, toString(minMerge(first_ts)) AS first_ts, toString(maxMerge(last_ts)) AS last_ts FROM ${db}.metric_catalog GROUP BY metric_name ORDER BY metric_name`)).toEqual(copy);
+      expect(
+        await rowsOf(
+          `SELECT metric_name, toString(countMerge(points)) AS points, toString(minMerge(first_ts)) AS first_ts, toString(maxMerge(last_ts)) AS last_ts FROM ${db}.metric_catalog GROUP BY metric_name ORDER BY metric_name`,
+        ),
+      ).toEqual(copy);
     } finally {
       await platform.clickhouse.command({ query: `DROP DATABASE IF EXISTS ${db}` });
     }
@@ -177,15 +281,31 @@ describe('replay on an Atomic database (chDB front)', () => {
       const topic = platform.topics.points;
       // 10 rows a block: every batch (7 points or more) is an insert of its own, so the cut upload's
       // block is the same, with the same token, when it is projected again.
-      const base = { log: platform.log, topic, groupPrefix: settings.MERIDIAN_TOPIC_PREFIX, clickhouse: target, table: 'points', catalog: 'metric_catalog', starts: (await platform.log.offsets(topic)).low, batchRows: 10 };
+      const base = {
+        log: platform.log,
+        topic,
+        groupPrefix: settings.MERIDIAN_TOPIC_PREFIX,
+        clickhouse: target,
+        table: 'points',
+        catalog: 'metric_catalog',
+        starts: (await platform.log.offsets(topic)).low,
+        batchRows: 10,
+      };
       const cut = await rebuildRange({ ...base, ends: await resolveEnds(platform.log, topic, { kind: 'time', ms: at }), sealedOnly: true });
       expect(cut.unsealedBatches).toBe(1);
       await rebuildRange({ ...base, ends: (await platform.log.offsets(topic)).end });
-      const perMetric = (from: string) => rowsOf(`SELECT metric_name, toString(count()) AS points, toString(min(ts)) AS first_ts, toString(max(ts)) AS last_ts FROM ${from} GROUP BY metric_name ORDER BY metric_name`);
+      const perMetric = (from: string) =>
+        rowsOf(
+          `SELECT metric_name, toString(count()) AS points, toString(min(ts)) AS first_ts, toString(max(ts)) AS last_ts FROM ${from} GROUP BY metric_name ORDER BY metric_name`,
+        );
       const copy = await perMetric(`${db}.points`);
       expect(copy).toEqual(await pointsPerMetric());
       expect(copy).toContainEqual({ metric_name: 'mo.again', points: '10', first_ts: String(T0 + 7_000_000), last_ts: String(T0 + 7_009_000) });
-      expect(await rowsOf(`SELECT metric_name, toString(countMerge(points)) AS points, toString(minMerge(first_ts)) AS first_ts, toString(maxMerge(last_ts)) AS last_ts FROM ${db}.metric_catalog GROUP BY metric_name ORDER BY metric_name`)).toEqual(copy);
+      expect(
+        await rowsOf(
+          `SELECT metric_name, toString(countMerge(points)) AS points, toString(minMerge(first_ts)) AS first_ts, toString(maxMerge(last_ts)) AS last_ts FROM ${db}.metric_catalog GROUP BY metric_name ORDER BY metric_name`,
+        ),
+      ).toEqual(copy);
     } finally {
       await target.command({ query: `DROP DATABASE IF EXISTS ${db}` });
       await target.close();
@@ -198,16 +318,37 @@ describe('replay on an Atomic database (chDB front)', () => {
     const legacy = createClickHouse(options);
     try {
       // Migrations 001 and 002 as written, as a deployment migrated on Atomic before would have them.
-      for (const statement of readMigrations().filter((m) => m.version <= 2).flatMap((m) => m.statements)) await legacy.command({ query: statement });
+      for (const statement of readMigrations()
+        .filter((m) => m.version <= 2)
+        .flatMap((m) => m.statements))
+        await legacy.command({ query: statement });
       // A built generation 2 beside it (its tables as a rebuild makes them).
       await legacy.command({ query: 'CREATE TABLE points_g2 AS points' });
-      await legacy.command({ query: 'CREATE TABLE metric_catalog_g2 ENGINE = AggregatingMergeTree() ORDER BY metric_name AS SELECT metric_name, countState() AS points, minState(ts) AS first_ts, maxState(ts) AS last_ts FROM points_g2 WHERE 0 GROUP BY metric_name' });
-      await expect(swapIn({
-        log: platform.log, topic: platform.topics.points, topicPrefix: settings.MERIDIAN_TOPIC_PREFIX,
-        clickhouse: legacy, database: options.database, generation: 2, batchRows: 1000,
-      })).rejects.toThrow(/metric_catalog is a view with an inner table.*see docs\/operating\/clickhouse-versions\.md to convert/);
-      const tables = await (await legacy.query({ query: 'SELECT name FROM system.tables WHERE database = currentDatabase() ORDER BY name', format: 'JSONEachRow' })).json<{ name: string }>();
-      expect(tables.map((t) => t.name).filter((n) => !n.startsWith('.inner'))).toEqual(['metric_catalog', 'metric_catalog_g2', 'points', 'points_g2', 'replay_generations']);
+      await legacy.command({
+        query:
+          'CREATE TABLE metric_catalog_g2 ENGINE = AggregatingMergeTree() ORDER BY metric_name AS SELECT metric_name, countState() AS points, minState(ts) AS first_ts, maxState(ts) AS last_ts FROM points_g2 WHERE 0 GROUP BY metric_name',
+      });
+      await expect(
+        swapIn({
+          log: platform.log,
+          topic: platform.topics.points,
+          topicPrefix: settings.MERIDIAN_TOPIC_PREFIX,
+          clickhouse: legacy,
+          database: options.database,
+          generation: 2,
+          batchRows: 1000,
+        }),
+      ).rejects.toThrow(/metric_catalog is a view with an inner table.*see docs\/operating\/clickhouse-versions\.md to convert/);
+      const tables = await (
+        await legacy.query({ query: 'SELECT name FROM system.tables WHERE database = currentDatabase() ORDER BY name', format: 'JSONEachRow' })
+      ).json<{ name: string }>();
+      expect(tables.map((t) => t.name).filter((n) => !n.startsWith('.inner'))).toEqual([
+        'metric_catalog',
+        'metric_catalog_g2',
+        'points',
+        'points_g2',
+        'replay_generations',
+      ]);
     } finally {
       await legacy.command({ query: `DROP DATABASE IF EXISTS ${options.database}` });
       await legacy.close();
@@ -221,11 +362,23 @@ describe('replay on an Atomic database (chDB front)', () => {
    */
   it('staged uploads: a rebuild seals them as live does, a swap with one pending doubles nothing, cuts in time keep only sealed shares', async () => {
     const write = (upload: HandUpload) => writeUpload(platform.kafka, platform.topics.points, settings.MERIDIAN_TOPIC_PREFIX, upload);
-    const batch = (partition: number, metric: string, first: number, n: number): HandBatch => ({ partition, metric, points: Array.from({ length: n }, (_, i) => [T0 + (first + i) * 1000, first + i / 8] as const) });
-    const sealsOf = (table: string, task?: string) => rowsOf<{ kafka_partition: number; task_id: string }>(`SELECT kafka_partition, toString(seal_offset) AS seal_offset, task_id, attempt FROM ${table} ${task ? `WHERE task_id = '${task}'` : ''} ORDER BY kafka_partition, seal_offset`);
-    const catalogOf = (table: string) => rowsOf(`SELECT metric_name, toString(countMerge(points)) AS points, toString(minMerge(first_ts)) AS first_ts, toString(maxMerge(last_ts)) AS last_ts FROM ${table} GROUP BY metric_name ORDER BY metric_name`);
-    const pointsOf = async (table: string, task: string) => Number((await rowsOf<{ n: string }>(`SELECT toString(count()) AS n FROM ${table} WHERE task_id = '${task}'`))[0]!.n);
-    const stagesLeft = async (database: string) => (await rowsOf(`SELECT name FROM system.tables WHERE database = '${database}' AND match(name, '_stage_')`)).length;
+    const batch = (partition: number, metric: string, first: number, n: number): HandBatch => ({
+      partition,
+      metric,
+      points: Array.from({ length: n }, (_, i) => [T0 + (first + i) * 1000, first + i / 8] as const),
+    });
+    const sealsOf = (table: string, task?: string) =>
+      rowsOf<{ kafka_partition: number; task_id: string }>(
+        `SELECT kafka_partition, toString(seal_offset) AS seal_offset, task_id, attempt FROM ${table} ${task ? `WHERE task_id = '${task}'` : ''} ORDER BY kafka_partition, seal_offset`,
+      );
+    const catalogOf = (table: string) =>
+      rowsOf(
+        `SELECT metric_name, toString(countMerge(points)) AS points, toString(minMerge(first_ts)) AS first_ts, toString(maxMerge(last_ts)) AS last_ts FROM ${table} GROUP BY metric_name ORDER BY metric_name`,
+      );
+    const pointsOf = async (table: string, task: string) =>
+      Number((await rowsOf<{ n: string }>(`SELECT toString(count()) AS n FROM ${table} WHERE task_id = '${task}'`))[0]!.n);
+    const stagesLeft = async (database: string) =>
+      (await rowsOf(`SELECT name FROM system.tables WHERE database = '${database}' AND match(name, '_stage_')`)).length;
 
     const staged = await write({ staged: true, batches: [batch(0, 'mo.s', 0, 4), batch(1, 'mo.t', 0, 3), batch(0, 'mo.t', 10, 2)] });
     let total = (await scalarCount()) + staged.points;
@@ -235,7 +388,11 @@ describe('replay on an Atomic database (chDB front)', () => {
     // Committed, not sealed live yet: the generation is built to where live is, and swapped in.
     const { end } = await platform.log.offsets(platform.topics.points);
     const pending = await write({ staged: true, batches: [batch(0, 'mo.u', 0, 5), batch(2, 'mo.u', 10, 1)] });
-    const result = await rebuildPoints(platform, { to: { kind: 'offsets', offsets: new Map([...end].map(([p, e]) => [p, e - 1])) }, swap: 'always', waitForLiveMs: 0 });
+    const result = await rebuildPoints(platform, {
+      to: { kind: 'offsets', offsets: new Map([...end].map(([p, e]) => [p, e - 1])) },
+      swap: 'always',
+      waitForLiveMs: 0,
+    });
     expect(result.verification?.ok).toBe(true);
     expect(result.stats).toMatchObject({ stagedBatches: 3, stagedSeals: 2 });
     const retired = result.swap!.retired;
@@ -262,7 +419,11 @@ describe('replay on an Atomic database (chDB front)', () => {
     await (await stages.open(held.taskId, held.attempt!, 1)).insert(held.segments);
     await platform.clickhouse.command({ query: `ALTER TABLE points ATTACH PARTITION tuple() FROM ${stages.tableOf(held.taskId, held.attempt!, 1)}` });
     const { end: now } = await platform.log.offsets(platform.topics.points);
-    const swapped = await rebuildPoints(platform, { to: { kind: 'offsets', offsets: new Map([...now].map(([p, e]) => [p, (held.seals.get(p) ?? e) - 1])) }, swap: 'always', waitForLiveMs: 0 });
+    const swapped = await rebuildPoints(platform, {
+      to: { kind: 'offsets', offsets: new Map([...now].map(([p, e]) => [p, (held.seals.get(p) ?? e) - 1])) },
+      swap: 'always',
+      waitForLiveMs: 0,
+    });
     expect(swapped.swap).toMatchObject({ nudged: false });
     expect(await pointsOf('points', held.taskId)).toBe(0);
     total += held.points;
@@ -274,20 +435,38 @@ describe('replay on an Atomic database (chDB front)', () => {
 
     // Cuts in time: between the batches and the seals, nothing of it; between its two seals, partition 0's share.
     const base = Date.now() + 5_000;
-    const split = await write({ staged: true, batches: [batch(0, 'mo.v', 0, 3), batch(2, 'mo.w', 0, 2)], batchesAt: base, sealsAt: new Map([[0, base + 1], [2, base + 3]]) });
+    const split = await write({
+      staged: true,
+      batches: [batch(0, 'mo.v', 0, 3), batch(2, 'mo.w', 0, 2)],
+      batchesAt: base,
+      sealsAt: new Map([
+        [0, base + 1],
+        [2, base + 3],
+      ]),
+    });
     total += split.points;
     await projectLive(total);
-    for (const [at, shares] of [[base, [0, 0]], [base + 2, [3, 0]]] as const) {
+    for (const [at, shares] of [
+      [base, [0, 0]],
+      [base + 2, [3, 0]],
+    ] as const) {
       const db = `${settings.CLICKHOUSE_DATABASE}_staged_cut`;
       try {
         await platform.clickhouse.command({ query: `DROP DATABASE IF EXISTS ${db}` });
         const cut = await rebuildPoints(platform, { to: { kind: 'time', ms: at }, database: db });
         expect(cut.stats.unsealedBatches).toBe(0);
-        const share = async (p: number) => Number((await rowsOf<{ n: string }>(`SELECT toString(count()) AS n FROM ${db}.points WHERE task_id = '${split.taskId}' AND kafka_partition = ${p}`))[0]!.n);
+        const share = async (p: number) =>
+          Number(
+            (await rowsOf<{ n: string }>(`SELECT toString(count()) AS n FROM ${db}.points WHERE task_id = '${split.taskId}' AND kafka_partition = ${p}`))[0]!.n,
+          );
         expect([await share(0), await share(2)], `cut at ${at - base}`).toEqual(shares);
         expect((await sealsOf(`${db}.points_seals`, split.taskId)).map((s) => Number(s.kafka_partition))).toEqual(shares[0] > 0 ? [0] : []);
         expect(await pointsOf(`${db}.points`, pending.taskId)).toBe(pending.points);
-        expect(await catalogOf(`${db}.metric_catalog`)).toEqual(await rowsOf(`SELECT metric_name, toString(count()) AS points, toString(min(ts)) AS first_ts, toString(max(ts)) AS last_ts FROM ${db}.points GROUP BY metric_name ORDER BY metric_name`));
+        expect(await catalogOf(`${db}.metric_catalog`)).toEqual(
+          await rowsOf(
+            `SELECT metric_name, toString(count()) AS points, toString(min(ts)) AS first_ts, toString(max(ts)) AS last_ts FROM ${db}.points GROUP BY metric_name ORDER BY metric_name`,
+          ),
+        );
         expect(await stagesLeft(db)).toBe(0);
       } finally {
         await platform.clickhouse.command({ query: `DROP DATABASE IF EXISTS ${db}` });
@@ -299,9 +478,22 @@ describe('replay on an Atomic database (chDB front)', () => {
     const seals = () => rowsOf('SELECT kafka_partition, toString(seal_offset) AS seal_offset, task_id FROM points_seals ORDER BY kafka_partition, seal_offset');
     const sealsBefore = await seals();
     const pointsBefore = await tableChecksums(platform.clickhouse, 'points');
-    await expect(rebuildPoints(platform, { swap: 'always', waitForLiveMs: 0, whileFrozen: async () => { throw new Error('stopped while frozen'); } })).rejects.toThrow(/stopped while frozen/);
-    const tables = await rowsOf("SELECT name, engine FROM system.tables WHERE database = currentDatabase() AND (name IN ('points', 'points_seals') OR name LIKE '%frozen%') ORDER BY name");
-    expect(tables).toEqual([{ name: 'points', engine: 'MergeTree' }, { name: 'points_seals', engine: 'MergeTree' }]);
+    await expect(
+      rebuildPoints(platform, {
+        swap: 'always',
+        waitForLiveMs: 0,
+        whileFrozen: async () => {
+          throw new Error('stopped while frozen');
+        },
+      }),
+    ).rejects.toThrow(/stopped while frozen/);
+    const tables = await rowsOf(
+      "SELECT name, engine FROM system.tables WHERE database = currentDatabase() AND (name IN ('points', 'points_seals') OR name LIKE '%frozen%') ORDER BY name",
+    );
+    expect(tables).toEqual([
+      { name: 'points', engine: 'MergeTree' },
+      { name: 'points_seals', engine: 'MergeTree' },
+    ]);
     expect(await seals()).toEqual(sealsBefore);
     expect(await tableChecksums(platform.clickhouse, 'points')).toEqual(pointsBefore);
   });

@@ -10,7 +10,12 @@ export async function bootstrapAdmin(settings: Settings, name = 'root'): Promise
 }
 
 /** Creates a user with the given metric rules through the api; returns its key. */
-export async function createUser(apiUrl: string, adminKey: string, name: string, metrics: Array<{ match: 'exact' | 'prefix'; value: string; access: 'r' | 'rw' }>): Promise<string> {
+export async function createUser(
+  apiUrl: string,
+  adminKey: string,
+  name: string,
+  metrics: Array<{ match: 'exact' | 'prefix'; value: string; access: 'r' | 'rw' }>,
+): Promise<string> {
   const created = await call(`${apiUrl}/api/v1/users`, adminKey, { method: 'POST', body: { user_name: name } });
   if (created.status !== 201) throw new Error(`create user ${name}: ${created.status} ${created.text}`);
   const granted = await call(`${apiUrl}/api/v1/users/${name}/entitlements`, adminKey, { method: 'PUT', body: { metrics } });

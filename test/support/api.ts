@@ -5,11 +5,21 @@ import { createPlatform, type Platform } from './platform.ts';
 import { serve, type Served } from './http.ts';
 
 /** An api instance in this test process, on an ephemeral port, following the run's logs; `logs` holds what it logged. */
-export type RunningApi = { readonly url: string; readonly api: Api; readonly platform: Platform; logs(): readonly Record<string, unknown>[]; close(): Promise<void> };
+export type RunningApi = {
+  readonly url: string;
+  readonly api: Api;
+  readonly platform: Platform;
+  logs(): readonly Record<string, unknown>[];
+  close(): Promise<void>;
+};
 
 export async function startApi(settings: Settings): Promise<RunningApi> {
   const lines: string[] = [];
-  const destination = { write: (line: string) => { lines.push(line); } };
+  const destination = {
+    write: (line: string) => {
+      lines.push(line);
+    },
+  };
   const platform = createPlatform(settings, createLogger({ name: 'api', level: settings.LOG_LEVEL, destination }), 'api');
   await platform.prepare();
   const api = await buildApi(platform);

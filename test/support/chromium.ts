@@ -9,15 +9,26 @@ export const CHROMIUM = '/usr/bin/chromium';
  * resolves to nothing and goes through a dead proxy, so a page that fetched anything from
  * elsewhere would fail visibly. `options` adds to the launch (downloads, viewport).
  */
-export async function offlineChromium(profileDir: string, options: { acceptDownloads?: boolean; downloadsPath?: string; viewport?: { width: number; height: number } } = {}): Promise<BrowserContext> {
+export async function offlineChromium(
+  profileDir: string,
+  options: { acceptDownloads?: boolean; downloadsPath?: string; viewport?: { width: number; height: number } } = {},
+): Promise<BrowserContext> {
   if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: run deploy/local/install.sh chromium (make test does)`);
   return chromium.launchPersistentContext(profileDir, {
     executablePath: CHROMIUM,
     headless: true,
     args: [
-      '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-      '--disable-background-networking', '--disable-component-update', '--disable-sync',
-      '--disable-default-apps', '--disable-domain-reliability', '--no-pings',
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--disable-default-apps',
+      '--disable-domain-reliability',
+      '--no-pings',
       '--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1',
       '--proxy-server=http://127.0.0.1:9', // loopback (the api) bypasses a proxy by default
     ],

@@ -56,15 +56,22 @@ export async function openConsoleBrowser(apiUrl: string, options: ConsoleBrowser
   await recordCspViolations(page);
   page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
   const { asked } = options;
-  page.on('console', (m) => { if (m.type() === 'error' && !asked?.(m.location().url)) problems.push(`console: ${m.text()} (${m.location().url})`); });
-  if (asked) page.on('response', (r) => { if (r.status() >= 400 && !asked(r.url())) problems.push(`${r.status()} ${r.url()}`); });
+  page.on('console', (m) => {
+    if (m.type() === 'error' && !asked?.(m.location().url)) problems.push(`console: ${m.text()} (${m.location().url})`);
+  });
+  if (asked)
+    page.on('response', (r) => {
+      if (r.status() >= 400 && !asked(r.url())) problems.push(`${r.status()} ${r.url()}`);
+    });
   return {
     context,
     page,
     downloads,
     offOrigin,
     problems,
-    shot: async (name, fullPage = true) => { await page.screenshot({ path: join(CONSOLE_SHOTS, `${name}.png`), fullPage }); },
+    shot: async (name, fullPage = true) => {
+      await page.screenshot({ path: join(CONSOLE_SHOTS, `${name}.png`), fullPage });
+    },
     async close() {
       await context.close();
       await cleanUp();

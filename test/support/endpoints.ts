@@ -1,7 +1,12 @@
 /** The settings a cluster's environment sets beyond the endpoints (cluster.sh env). */
 export const TOPOLOGY_SETTINGS = [
-  'KAFKA_REPLICATION_FACTOR', 'KAFKA_MIN_INSYNC_REPLICAS',
-  'CLICKHOUSE_CLUSTER', 'CLICKHOUSE_REPLICA_PATH', 'CLICKHOUSE_URLS', 'CLICKHOUSE_INSERT_QUORUM', 'CLICKHOUSE_INSERT_QUORUM_TIMEOUT_MS',
+  'KAFKA_REPLICATION_FACTOR',
+  'KAFKA_MIN_INSYNC_REPLICAS',
+  'CLICKHOUSE_CLUSTER',
+  'CLICKHOUSE_REPLICA_PATH',
+  'CLICKHOUSE_URLS',
+  'CLICKHOUSE_INSERT_QUORUM',
+  'CLICKHOUSE_INSERT_QUORUM_TIMEOUT_MS',
 ] as const;
 
 /** Where the real services of a test run are; provided by the global setup to every test file. */

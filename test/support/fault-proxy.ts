@@ -64,18 +64,20 @@ export async function startFaultProxy(target: string): Promise<FaultProxy> {
     client.pipe(server);
   });
 
-  const listen = (port: number) => new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, '127.0.0.1', () => {
-      server.off('error', reject);
-      resolve();
+  const listen = (port: number) =>
+    new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(port, '127.0.0.1', () => {
+        server.off('error', reject);
+        resolve();
+      });
     });
-  });
-  const stopListening = () => new Promise<void>((resolve) => {
-    for (const socket of open) socket.destroy();
-    if (!server.listening) return resolve();
-    server.close(() => resolve());
-  });
+  const stopListening = () =>
+    new Promise<void>((resolve) => {
+      for (const socket of open) socket.destroy();
+      if (!server.listening) return resolve();
+      server.close(() => resolve());
+    });
 
   await listen(0);
   const { port } = server.address() as AddressInfo;

@@ -1,4 +1,14 @@
-import { fileAccess, isLive, type Access, type Caller, type FileListPage, type FileListQuery, type FileRecord, type FilesState, type FileUsage } from '@meridian/domain';
+import {
+  fileAccess,
+  isLive,
+  type Access,
+  type Caller,
+  type FileListPage,
+  type FileListQuery,
+  type FileRecord,
+  type FilesState,
+  type FileUsage,
+} from '@meridian/domain';
 
 /**
  * The files read model's answers computed from the pure fold (foldFiles), in memory: the

@@ -57,7 +57,12 @@ function startLocalStack(project: TestProject, runId: string): Teardown {
   // names them in STACK_STARTED_FILE (a service another command was stopping is started anew).
   const startedFile = join(mkdtempSync(join(tmpdir(), 'meridian-stack-')), 'started');
   execFileSync(stack, ['up'], { stdio: 'inherit', env: { ...process.env, STACK_STARTED_FILE: startedFile } });
-  const stopped = existsSync(startedFile) ? readFileSync(startedFile, 'utf8').split('\n').filter(Boolean).map((l) => l.split(' ')[0]!) : [];
+  const stopped = existsSync(startedFile)
+    ? readFileSync(startedFile, 'utf8')
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => l.split(' ')[0]!)
+    : [];
   rmSync(dirname(startedFile), { recursive: true, force: true });
   const exported = Object.fromEntries(
     execFileSync(stack, ['env'], { encoding: 'utf8' })

@@ -4,7 +4,12 @@ import { Socket } from 'node:net';
 /** A request listener, such as a Koa app's callback() (which returns a promise). */
 export type Listener = (req: IncomingMessage, res: ServerResponse) => unknown;
 
-export type Injected = { readonly status: number; readonly headers: Record<string, string | string[] | number | undefined>; readonly body: Buffer; json(): any };
+export type Injected = {
+  readonly status: number;
+  readonly headers: Record<string, string | string[] | number | undefined>;
+  readonly body: Buffer;
+  json(): any;
+};
 
 /**
  * One request through a Node request listener (a Koa app's callback()) with no server and no
@@ -12,7 +17,10 @@ export type Injected = { readonly status: number; readonly headers: Record<strin
  * route tests that need no real service; what depends on sockets (timeouts, a client that goes
  * away, framing) stays with the tests that serve on a port.
  */
-export async function inject(listener: Listener, request: { method?: string; url: string; headers?: IncomingHttpHeaders; body?: string | Buffer }): Promise<Injected> {
+export async function inject(
+  listener: Listener,
+  request: { method?: string; url: string; headers?: IncomingHttpHeaders; body?: string | Buffer },
+): Promise<Injected> {
   const req = new IncomingMessage(new Socket());
   req.method = request.method ?? 'GET';
   req.url = request.url;

@@ -4,7 +4,14 @@ import { adapterOptions, type Settings } from '@meridian/config';
 import { composeIngest, type IngestDeps } from '@meridian/ingest';
 import type { KafkaEventLog } from '@meridian/kafka';
 import type { Logger } from '@meridian/observability';
-import { createAdapters, createPlatform as createStartup, foldContext, type FoldContext, type Platform as Startup, type UntilDoneOptions } from '@meridian/platform';
+import {
+  createAdapters,
+  createPlatform as createStartup,
+  foldContext,
+  type FoldContext,
+  type Platform as Startup,
+  type UntilDoneOptions,
+} from '@meridian/platform';
 import { createStorage, type Storage } from '@meridian/storage';
 import { composeCli, type CliServices } from '../../apps/cli/src/cli-services.ts';
 
@@ -13,14 +20,18 @@ import { composeCli, type CliServices } from '../../apps/cli/src/cli-services.ts
  * the CLI and the folds are built on (composed as each main.ts does), and the raw clients the
  * tests reach past the adapters with (tests may; the apps may not).
  */
-export type Platform = Startup & IngestDeps & ApiServices & CliServices & FoldContext & {
-  readonly kafka: KafkaEventLog['kafka'];
-  readonly admin: KafkaEventLog['admin'];
-  /** The bucket's client, for checks of what is stored. */
-  readonly storage: Storage;
-  /** The process's idempotent producer. */
-  producer(): Promise<Producer>;
-};
+export type Platform = Startup &
+  IngestDeps &
+  ApiServices &
+  CliServices &
+  FoldContext & {
+    readonly kafka: KafkaEventLog['kafka'];
+    readonly admin: KafkaEventLog['admin'];
+    /** The bucket's client, for checks of what is stored. */
+    readonly storage: Storage;
+    /** The process's idempotent producer. */
+    producer(): Promise<Producer>;
+  };
 
 export function createPlatform(settings: Settings, logger: Logger, component: string, startRetry: UntilDoneOptions = {}): Platform {
   const options = adapterOptions(settings, component);

@@ -17,12 +17,23 @@ export type AppProcess = {
 export function startApp(app: 'api' | 'ingest', settings: Settings, extraEnv: Record<string, string> = {}): AppProcess {
   const child = spawn(process.execPath, [...(app === 'api' ? API_NODE_FLAGS : []), `${repoRoot}apps/${app}/src/main.ts`], {
     cwd: repoRoot,
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...(app === 'api' ? API_NODE_ENV : {}), ...settingsEnv(settings), LOG_LEVEL: 'info', ...extraEnv },
+    env: {
+      PATH: process.env.PATH ?? '',
+      HOME: process.env.HOME ?? '',
+      ...(app === 'api' ? API_NODE_ENV : {}),
+      ...settingsEnv(settings),
+      LOG_LEVEL: 'info',
+      ...extraEnv,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
-  child.stdout.on('data', (d: Buffer) => { output += d.toString(); });
-  child.stderr.on('data', (d: Buffer) => { output += d.toString(); });
+  child.stdout.on('data', (d: Buffer) => {
+    output += d.toString();
+  });
+  child.stderr.on('data', (d: Buffer) => {
+    output += d.toString();
+  });
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   return {
     child,

@@ -9,7 +9,10 @@ const ROOT = resolve(import.meta.dirname, '../..');
 
 /** Debian's prometheus and promtool (2.42) as deploy/local/install.sh unpacks them into the cache (installed on first use: seconds). */
 export function prometheusBinaries(): { prometheus: string; promtool: string } {
-  const where = () => spawnSync('bash', ['-c', '. deploy/local/lib.sh && echo "$PROMETHEUS_BIN" && echo "$PROMTOOL_BIN"'], { cwd: ROOT, encoding: 'utf8' }).stdout.trim().split('\n');
+  const where = () =>
+    spawnSync('bash', ['-c', '. deploy/local/lib.sh && echo "$PROMETHEUS_BIN" && echo "$PROMTOOL_BIN"'], { cwd: ROOT, encoding: 'utf8' })
+      .stdout.trim()
+      .split('\n');
   let [prometheus, promtool] = where();
   if (!prometheus || !existsSync(prometheus) || !promtool || !existsSync(promtool)) {
     const installed = spawnSync('deploy/local/install.sh', ['prometheus'], { cwd: ROOT, encoding: 'utf8' });
@@ -34,20 +37,36 @@ export async function startPrometheus(openMetrics: string): Promise<RunningProme
   const backfill = spawnSync(bins.promtool, ['tsdb', 'create-blocks-from', 'openmetrics', join(dir, 'input.om'), join(dir, 'data')], { encoding: 'utf8' });
   if (backfill.status !== 0) throw new Error(`promtool backfill failed: ${backfill.stderr}${backfill.stdout}`);
   const port = await freePort();
-  const child: ChildProcess = spawn(bins.prometheus, [
-    `--config.file=${join(dir, 'prometheus.yml')}`,
-    `--storage.tsdb.path=${join(dir, 'data')}`,
-    '--storage.tsdb.retention.time=100y',
-    `--web.listen-address=127.0.0.1:${port}`,
-    '--log.level=warn',
-  ], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const child: ChildProcess = spawn(
+    bins.prometheus,
+    [
+      `--config.file=${join(dir, 'prometheus.yml')}`,
+      `--storage.tsdb.path=${join(dir, 'data')}`,
+      '--storage.tsdb.retention.time=100y',
+      `--web.listen-address=127.0.0.1:${port}`,
+      '--log.level=warn',
+    ],
+    { stdio: ['ignore', 'ignore', 'pipe'] },
+  );
   let stderr = '';
-  child.stderr?.on('data', (b: Buffer) => { stderr += b.toString(); });
+  child.stderr?.on('data', (b: Buffer) => {
+    stderr += b.toString();
+  });
   const url = `http://127.0.0.1:${port}`;
-  await waitFor('prometheus ready', async () => {
-    if (child.exitCode !== null) throw new Error(`prometheus exited: ${stderr}`);
-    return (await fetch(`${url}/-/ready`).then((r) => r.ok, () => false)) || undefined;
-  }, 60_000, 100);
+  await waitFor(
+    'prometheus ready',
+    async () => {
+      if (child.exitCode !== null) throw new Error(`prometheus exited: ${stderr}`);
+      return (
+        (await fetch(`${url}/-/ready`).then(
+          (r) => r.ok,
+          () => false,
+        )) || undefined
+      );
+    },
+    60_000,
+    100,
+  );
   return {
     url,
     async close() {

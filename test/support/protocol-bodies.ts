@@ -36,7 +36,16 @@ export function remoteWriteBody(series: readonly SeriesSamples[]): Buffer {
 export function otlpGaugeBody(name: string, service: string, unixMs: number, value: number, format: 'protobuf' | 'json'): Buffer {
   if (format === 'json') {
     const timeUnixNano = `${unixMs}000000`;
-    return Buffer.from(JSON.stringify({ resourceMetrics: [{ resource: { attributes: [{ key: 'service.name', value: { stringValue: service } }] }, scopeMetrics: [{ metrics: [{ name, gauge: { dataPoints: [{ timeUnixNano, asDouble: value }] } }] }] }] }));
+    return Buffer.from(
+      JSON.stringify({
+        resourceMetrics: [
+          {
+            resource: { attributes: [{ key: 'service.name', value: { stringValue: service } }] },
+            scopeMetrics: [{ metrics: [{ name, gauge: { dataPoints: [{ timeUnixNano, asDouble: value }] } }] }],
+          },
+        ],
+      }),
+    );
   }
   const w = protobuf.Writer.create();
   tag(w, 1, LEN).fork(); // resource_metrics

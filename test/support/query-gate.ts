@@ -55,12 +55,14 @@ export async function startQueryGate(target: string): Promise<QueryGate> {
     req.on('end', () => {
       const body = Buffer.concat(chunks);
       const text = `${url.searchParams.get('query') ?? ''}\n${body.subarray(0, KEPT_BODY_BYTES).toString('latin1')}`;
-      const entry = rules.find(({ rule, hits }) => rule.match.test(text) && !(rule.once === true && hits > 0) && (rule.after === undefined || passed.some((q) => rule.after!.test(q))));
+      const entry = rules.find(
+        ({ rule, hits }) => rule.match.test(text) && !(rule.once === true && hits > 0) && (rule.after === undefined || passed.some((q) => rule.after!.test(q))),
+      );
       if (entry !== undefined) entry.hits += 1;
       const action = entry?.rule.action;
       if (action === 'refuse') {
         res.writeHead(500, { 'content-type': 'text/plain', 'x-clickhouse-exception-code': '999' });
-        res.end('Code: 999, e.displayText() = DB::Exception: refused by the test\'s query gate\n');
+        res.end("Code: 999, e.displayText() = DB::Exception: refused by the test's query gate\n");
         return;
       }
       if (action === 'hold') {
@@ -86,7 +88,9 @@ export async function startQueryGate(target: string): Promise<QueryGate> {
         answer.on('end', () => passed.push(text));
       });
       forward.on('error', () => res.destroy());
-      res.on('close', () => { if (!res.writableFinished && action !== 'crash_after') forward.destroy(); });
+      res.on('close', () => {
+        if (!res.writableFinished && action !== 'crash_after') forward.destroy();
+      });
       forward.end(body);
     });
   });
@@ -101,9 +105,10 @@ export async function startQueryGate(target: string): Promise<QueryGate> {
       held.clear();
     },
     hits: () => rules.map((r) => r.hits),
-    close: () => new Promise<void>((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }

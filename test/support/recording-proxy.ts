@@ -31,7 +31,9 @@ export async function startRecordingProxy(target: string): Promise<RecordingProx
       answer.pipe(res);
     });
     forward.on('error', () => res.destroy());
-    res.on('close', () => { if (!res.writableFinished) forward.destroy(); });
+    res.on('close', () => {
+      if (!res.writableFinished) forward.destroy();
+    });
     req.on('data', (chunk: Buffer) => {
       if (keptBytes < KEPT_BODY_BYTES) kept.push(chunk);
       keptBytes += chunk.length;
@@ -49,9 +51,10 @@ export async function startRecordingProxy(target: string): Promise<RecordingProx
     url: `http://127.0.0.1:${port}`,
     queries: () => [...seen],
     params: () => [...seenParams],
-    close: () => new Promise<void>((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }

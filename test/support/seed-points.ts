@@ -11,5 +11,8 @@ import { clickhouse } from './clickhouse.ts';
 export async function seedPoints(settings: Settings, seed: { metric: string; count: number; fromMs: number; stepMs: number; value: string }): Promise<void> {
   if (!/^[a-z0-9._-]+$/.test(seed.metric)) throw new Error(`a test metric name, not ${seed.metric}`);
   for (const n of [seed.count, seed.fromMs, seed.stepMs]) if (!Number.isSafeInteger(n)) throw new Error(`not a safe integer: ${n}`);
-  await clickhouse(settings, `INSERT INTO points SELECT '${seed.metric}', ${seed.fromMs} + number * ${seed.stepMs}, toFloat64(${seed.value}), ${seed.fromMs}, 'test-seed', 65535, 0, toUInt32(number) FROM numbers(${seed.count})`);
+  await clickhouse(
+    settings,
+    `INSERT INTO points SELECT '${seed.metric}', ${seed.fromMs} + number * ${seed.stepMs}, toFloat64(${seed.value}), ${seed.fromMs}, 'test-seed', 65535, 0, toUInt32(number) FROM numbers(${seed.count})`,
+  );
 }

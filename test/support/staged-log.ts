@@ -55,10 +55,27 @@ export async function writeUpload(kafka: Kafka, topic: string, transactionalPref
     const time = (at: number | undefined) => (at === undefined ? {} : { timestamp: String(at) });
     for (const [i, b] of upload.batches.entries()) {
       const batch: PointBatch = {
-        type: 'PointBatch', task_id: taskId, metric_name: b.metric, updated_at,
-        timestamps: b.points.map(([ts]) => ts), values: b.points.map(([, v]) => v), ...(attempt === null ? {} : { stage: attempt }),
+        type: 'PointBatch',
+        task_id: taskId,
+        metric_name: b.metric,
+        updated_at,
+        timestamps: b.points.map(([ts]) => ts),
+        values: b.points.map(([, v]) => v),
+        ...(attempt === null ? {} : { stage: attempt }),
       };
-      const [meta] = await tx.send({ topic, acks: -1, messages: [{ partition: b.partition, key: taskId, value: codec.encode(batch), ...time(upload.batchesAt), ...(attempt === null ? {} : { headers: { [STAGE_HEADER]: attempt } }) }] });
+      const [meta] = await tx.send({
+        topic,
+        acks: -1,
+        messages: [
+          {
+            partition: b.partition,
+            key: taskId,
+            value: codec.encode(batch),
+            ...time(upload.batchesAt),
+            ...(attempt === null ? {} : { headers: { [STAGE_HEADER]: attempt } }),
+          },
+        ],
+      });
       const offset = Number(meta!.baseOffset);
       offsets.push(offset);
       segments.push({ partition: b.partition, offset, batch });
@@ -68,8 +85,17 @@ export async function writeUpload(kafka: Kafka, topic: string, transactionalPref
     }
     const seals = new Map<number, number>();
     for (const [partition, share] of shares) {
-      const seal: PointsFact = { type: 'UploadSealed', task_id: taskId, points: share.points, ...(attempt === null ? {} : { stage: { attempt, first_offset: share.first, batches: share.batches } }) };
-      const [meta] = await tx.send({ topic, acks: -1, messages: [{ partition, key: taskId, value: codec.encode(seal), ...time(upload.sealsAt?.get(partition) ?? upload.batchesAt) }] });
+      const seal: PointsFact = {
+        type: 'UploadSealed',
+        task_id: taskId,
+        points: share.points,
+        ...(attempt === null ? {} : { stage: { attempt, first_offset: share.first, batches: share.batches } }),
+      };
+      const [meta] = await tx.send({
+        topic,
+        acks: -1,
+        messages: [{ partition, key: taskId, value: codec.encode(seal), ...time(upload.sealsAt?.get(partition) ?? upload.batchesAt) }],
+      });
       seals.set(partition, Number(meta!.baseOffset));
     }
     await tx.commit();

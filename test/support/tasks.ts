@@ -13,11 +13,16 @@ export type TaskBody = {
 
 /** Polls a task until it is succeeded or failed. */
 export async function waitForTask(apiUrl: string, key: string, taskId: string, timeoutMs = 60_000): Promise<TaskBody> {
-  return waitFor(`task ${taskId} to finish`, async () => {
-    const res = await call(`${apiUrl}/api/v1/tasks/${taskId}`, key);
-    const task = res.json as TaskBody;
-    return task.status === 'succeeded' || task.status === 'failed' ? task : undefined;
-  }, timeoutMs, 100);
+  return waitFor(
+    `task ${taskId} to finish`,
+    async () => {
+      const res = await call(`${apiUrl}/api/v1/tasks/${taskId}`, key);
+      const task = res.json as TaskBody;
+      return task.status === 'succeeded' || task.status === 'failed' ? task : undefined;
+    },
+    timeoutMs,
+    100,
+  );
 }
 
 /**
@@ -31,7 +36,11 @@ export async function taskMessages(api: RunningApi, topicPrefix: string, taskId:
   await consumer.connect();
   try {
     await consumer.subscribe({ topic: topics.tasks, fromBeginning: true });
-    await consumer.run({ eachMessage: async ({ message }) => { if (message.key?.toString() === taskId && message.value) found.push(message.value); } });
+    await consumer.run({
+      eachMessage: async ({ message }) => {
+        if (message.key?.toString() === taskId && message.value) found.push(message.value);
+      },
+    });
     return await waitFor(`${atLeast} messages of ${taskId} on the tasks topic`, () => (found.length >= atLeast ? [...found] : undefined), 30_000, 100);
   } finally {
     await consumer.disconnect();

@@ -14,31 +14,49 @@ export function send(url: string, init: { method?: string; key?: string | null; 
   const body = init.body === undefined ? undefined : Buffer.from(init.body);
   return new Promise((resolve, reject) => {
     let answered = false;
-    const req = request(url, {
-      method: init.method ?? 'POST',
-      headers: {
-        ...(init.key ? { Authorization: `Bearer ${init.key}` } : {}),
-        ...(body ? { 'Content-Length': String(body.length) } : {}),
-        ...init.headers,
+    const req = request(
+      url,
+      {
+        method: init.method ?? 'POST',
+        headers: {
+          ...(init.key ? { Authorization: `Bearer ${init.key}` } : {}),
+          ...(body ? { 'Content-Length': String(body.length) } : {}),
+          ...init.headers,
+        },
       },
-    }, (res) => {
-      answered = true;
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('error', () => { /* cut after the head: the head is the answer */ });
-      res.on('close', () => {
-        const text = Buffer.concat(chunks).toString('utf8');
-        let json: any;
-        try { json = text ? JSON.parse(text) : undefined; } catch { json = undefined; }
-        resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json });
-        req.destroy(); // a body the server did not want is not sent on
+      (res) => {
+        answered = true;
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('error', () => {
+          /* cut after the head: the head is the answer */
+        });
+        res.on('close', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          let json: any;
+          try {
+            json = text ? JSON.parse(text) : undefined;
+          } catch {
+            json = undefined;
+          }
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json });
+          req.destroy(); // a body the server did not want is not sent on
+        });
+      },
+    );
+    req.on('error', (error) => {
+      if (!answered) reject(error);
+    });
+    const drained = () =>
+      new Promise<void>((r) => {
+        const done = () => {
+          req.off('drain', done);
+          req.off('response', done);
+          req.off('close', done);
+          r();
+        };
+        req.on('drain', done).on('response', done).on('close', done);
       });
-    });
-    req.on('error', (error) => { if (!answered) reject(error); });
-    const drained = () => new Promise<void>((r) => {
-      const done = () => { req.off('drain', done); req.off('response', done); req.off('close', done); r(); };
-      req.on('drain', done).on('response', done).on('close', done);
-    });
     void (async () => {
       const CHUNK = 64 * 1024;
       for (let at = 0; body && at < body.length; at += CHUNK) {

@@ -28,14 +28,18 @@ export async function startVictoriaMetricsProcess(extraFlags: readonly string[] 
   if (!existsSync(bin)) throw new Error(`${bin} is missing: run deploy/local/install.sh victoria-metrics (make test installs it with the test tools)`);
   const dataDir = mkdtempSync(join(tmpdir(), 'meridian-vm-'));
   const port = await freePort();
-  const child = spawn(bin, [
-    `-storageDataPath=${dataDir}`,
-    `-httpListenAddr=127.0.0.1:${port}`,
-    '-retentionPeriod=100y', // fixtures may be older than the default month
-    '-search.disableCache', // a read right after a write must see it
-    '-loggerLevel=ERROR',
-    ...extraFlags,
-  ], { stdio: ['ignore', 'ignore', 'inherit'] });
+  const child = spawn(
+    bin,
+    [
+      `-storageDataPath=${dataDir}`,
+      `-httpListenAddr=127.0.0.1:${port}`,
+      '-retentionPeriod=100y', // fixtures may be older than the default month
+      '-search.disableCache', // a read right after a write must see it
+      '-loggerLevel=ERROR',
+      ...extraFlags,
+    ],
+    { stdio: ['ignore', 'ignore', 'inherit'] },
+  );
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const base = `http://127.0.0.1:${port}`;
   const stop = async () => {

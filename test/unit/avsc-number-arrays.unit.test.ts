@@ -24,10 +24,13 @@ function arrayBytes<T>(items: readonly T[], type: avro.Type): Buffer {
 }
 
 describe('avsc arrays of longs and doubles (patched)', () => {
-  it('writes the bytes of avsc\'s item types, for every kind of number and for empty arrays', () => {
+  it("writes the bytes of avsc's item types, for every kind of number and for empty arrays", () => {
     const longs = [0, 1, -1, 63, 64, -65, 2 ** 31, -(2 ** 31) - 1, 1_704_067_200_000, 9_007_199_254_740_990, -(2 ** 52)];
     const doubles = [0, -0, 0.1, -1.25, 1e-300, 1.7976931348623157e308, Number.MIN_VALUE, 12, Number.POSITIVE_INFINITY];
-    for (const value of [{ longs, doubles, names: ['a', 'é'] }, { longs: [], doubles: [], names: [] }]) {
+    for (const value of [
+      { longs, doubles, names: ['a', 'é'] },
+      { longs: [], doubles: [], names: [] },
+    ]) {
       const bytes = record.toBuffer(value);
       expect(bytes.equals(Buffer.concat([arrayBytes(value.longs, long), arrayBytes(value.doubles, double), arrayBytes(value.names, string)]))).toBe(true);
       expect({ ...(record.fromBuffer(bytes) as object) }).toEqual(value);
@@ -40,7 +43,7 @@ describe('avsc arrays of longs and doubles (patched)', () => {
     for (const bad of ['1', null, {}]) expect(() => record.toBuffer({ ...ok, doubles: [bad] })).toThrow(/invalid "double"/);
   });
 
-  it('leaves arrays of a custom long type to that type\'s own writer', () => {
+  it("leaves arrays of a custom long type to that type's own writer", () => {
     // A long type of bigints (avsc's LongType.__with): not a plain LongType, so not the patch's loop.
     const bigints = avro.types.LongType.__with({
       fromBuffer: (buf: Buffer) => buf.readBigInt64LE(),

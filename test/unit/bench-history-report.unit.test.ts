@@ -15,7 +15,9 @@ describe('bench-history report', () => {
       row(1_000_000, { api_ready_ms: 'died: heap', api_rss_mb: NOT_MEASURED }),
     ]);
     expect(lines).toHaveLength(4);
-    expect(lines[0]).toMatch(/^\s+tasks\s+api ready\s+api RSS\s+GET \/tasks\/\{id\} p99\s+GET \/tasks p99\s+GET \/files p99\s+ingest ready\s+ingest RSS\s+api read at start\s+ingest read at start$/);
+    expect(lines[0]).toMatch(
+      /^\s+tasks\s+api ready\s+api RSS\s+GET \/tasks\/\{id\} p99\s+GET \/tasks p99\s+GET \/files p99\s+ingest ready\s+ingest RSS\s+api read at start\s+ingest read at start$/,
+    );
     expect(lines[2]).toMatch(/^\s+0\s+1\.50 s\s+150 MB\s+—\s+6\.0 ms\s+7\.0 ms\s+1\.20 s\s+120 MB\s+accounts 0, tasks 1,234\s+—$/);
     expect(lines[3]).toMatch(/^1,000,000\s+died: heap\s+—\s+5\.0 ms/);
     expect(new Set(lines.map((l) => l.length)).size).toBe(1);

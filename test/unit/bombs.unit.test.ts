@@ -3,7 +3,7 @@ import { Readable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { gzipBomb, rowsBlock } from '../support/bombs.ts';
 
-describe('gzipBomb, the hostile tier\'s decompression bombs', () => {
+describe("gzipBomb, the hostile tier's decompression bombs", () => {
   it('expands, through a standard gunzip (CRC and length checked), to head + block × repeats + tail', () => {
     const block = rowsBlock('2024-01-01T00:00:00Z,x\n', 4096);
     const { gzip, expandedBytes } = gzipBomb({ head: '{"values":[', block, repeats: 37, tail: ']}' });

@@ -4,10 +4,19 @@ import { parse } from 'yaml';
 import { loadSettings } from '@meridian/config';
 
 const dir = new URL('../../deploy/compose/', import.meta.url).pathname;
-type Service = { image?: string; build?: { context: string; dockerfile: string }; command?: string[]; environment?: Record<string, unknown>; depends_on?: Record<string, unknown> };
+type Service = {
+  image?: string;
+  build?: { context: string; dockerfile: string };
+  command?: string[];
+  environment?: Record<string, unknown>;
+  depends_on?: Record<string, unknown>;
+};
 
 describe('deploy/compose', () => {
-  const compose = parse(readFileSync(`${dir}docker-compose.yml`, 'utf8'), { merge: true }) as { services: Record<string, Service>; volumes: Record<string, unknown> };
+  const compose = parse(readFileSync(`${dir}docker-compose.yml`, 'utf8'), { merge: true }) as {
+    services: Record<string, Service>;
+    volumes: Record<string, unknown>;
+  };
 
   it('defines the three services and the two apps', () => {
     expect(Object.keys(compose.services).sort()).toEqual(['api', 'clickhouse', 'ingest', 'kafka', 'minio']);

@@ -141,7 +141,12 @@ describe('links of the README and the docs', () => {
     expect(slugify('The `meridian` CLI')).toBe('the-meridian-cli');
     expect(slugify('2026-11-24')).toBe('_2026-11-24');
     expect(slugify('Exactly-once with replicas')).toBe('exactly-once-with-replicas');
-    expect([...headingIds('# A\n## The `x` part\n## The x part\n```\n## not a heading\n```\n### Custom {#mine}\n')]).toEqual(['a', 'the-x-part', 'the-x-part-1', 'mine']);
+    expect([...headingIds('# A\n## The `x` part\n## The x part\n```\n## not a heading\n```\n### Custom {#mine}\n')]).toEqual([
+      'a',
+      'the-x-part',
+      'the-x-part-1',
+      'mine',
+    ]);
   });
 
   it('find a link to a missing page and one to a missing anchor', () => {
@@ -152,7 +157,10 @@ describe('links of the README and the docs', () => {
     const dir = mkdtempSync(join(tmpdir(), 'docs-links-'));
     try {
       writeFileSync(join(dir, 'a.md'), '# A\n\n## Per user\n');
-      writeFileSync(join(dir, 'b.md'), '[ok](./a.md#per-user) [self](#b) [gone](./missing.md) [wrong](./a.md#per-users) [web](https://example.com/x.md)\n\n# B\n');
+      writeFileSync(
+        join(dir, 'b.md'),
+        '[ok](./a.md#per-user) [self](#b) [gone](./missing.md) [wrong](./a.md#per-users) [web](https://example.com/x.md)\n\n# B\n',
+      );
       const problems = brokenLinks([join(dir, 'b.md')]);
       expect(problems).toHaveLength(2);
       expect(problems[0]).toMatch(/\.\/missing\.md: no such file/);

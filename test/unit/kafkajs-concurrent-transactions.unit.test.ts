@@ -30,7 +30,9 @@ function coordinator(errors: number[]) {
     initProducerId: async () => ({ producerId: 7, producerEpoch: 0 }),
     addPartitionsToTxn: answer('addPartitionsToTxn'),
     addOffsetsToTxn: answer('addOffsetsToTxn'),
-    txnOffsetCommit: async () => { calls.txnOffsetCommit++; },
+    txnOffsetCommit: async () => {
+      calls.txnOffsetCommit++;
+    },
   };
   const cluster = {
     retry: { retries: 0 },

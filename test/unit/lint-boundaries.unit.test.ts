@@ -25,29 +25,35 @@ async function rulesBroken(filePath: string, code: string): Promise<string[]> {
 // machine (the first loads them), not a timing assertion.
 describe('lint: boundaries', { timeout: 30_000 }, () => {
   it('libs/domain importing an adapter lib fails', async () => {
-    expect(await rulesBroken('libs/domain/src/x.ts', "import { appendEvents } from '@meridian/kafka';\nexport const append = appendEvents;\n"))
-      .toEqual(['import/no-extraneous-dependencies', 'import/no-restricted-paths']);
+    expect(await rulesBroken('libs/domain/src/x.ts', "import { appendEvents } from '@meridian/kafka';\nexport const append = appendEvents;\n")).toEqual([
+      'import/no-extraneous-dependencies',
+      'import/no-restricted-paths',
+    ]);
   });
 
   it('libs/domain doing Node I/O fails; a pure Node module passes', async () => {
-    expect(await rulesBroken('libs/domain/src/x.ts', "import { readFileSync } from 'node:fs';\nexport const read = readFileSync;\n"))
-      .toEqual(['import/no-nodejs-modules']);
+    expect(await rulesBroken('libs/domain/src/x.ts', "import { readFileSync } from 'node:fs';\nexport const read = readFileSync;\n")).toEqual([
+      'import/no-nodejs-modules',
+    ]);
     expect(await rulesBroken('libs/domain/src/x.ts', "import { createHash } from 'node:crypto';\nexport const hash = createHash;\n")).toEqual([]);
   });
 
   it('libs/protocols doing Node I/O fails; only its gunzip helper may use zlib', async () => {
-    expect(await rulesBroken('libs/protocols/src/x.ts', "import { readFileSync } from 'node:fs';\nexport const read = readFileSync;\n"))
-      .toEqual(['import/no-nodejs-modules']);
-    expect(await rulesBroken('libs/protocols/src/x.ts', "import { gunzip } from 'node:zlib';\nexport const g = gunzip;\n"))
-      .toEqual(['import/no-nodejs-modules']);
+    expect(await rulesBroken('libs/protocols/src/x.ts', "import { readFileSync } from 'node:fs';\nexport const read = readFileSync;\n")).toEqual([
+      'import/no-nodejs-modules',
+    ]);
+    expect(await rulesBroken('libs/protocols/src/x.ts', "import { gunzip } from 'node:zlib';\nexport const g = gunzip;\n")).toEqual([
+      'import/no-nodejs-modules',
+    ]);
     expect(await rulesBroken('libs/protocols/src/gunzip.ts', "import { gunzip } from 'node:zlib';\nexport const g = gunzip;\n")).toEqual([]);
   });
 
   it('a lib importing an app fails, by name or by relative path', async () => {
-    expect(await rulesBroken('libs/kafka/src/x.ts', "import { x } from '@meridian/api';\nexport const y = x;\n"))
-      .toContain('import/no-restricted-paths');
-    expect(await rulesBroken('libs/kafka/src/x.ts', "import { x } from '../../../apps/api/src/main.ts';\nexport const y = x;\n"))
-      .toEqual(['import/no-relative-packages', 'import/no-restricted-paths']);
+    expect(await rulesBroken('libs/kafka/src/x.ts', "import { x } from '@meridian/api';\nexport const y = x;\n")).toContain('import/no-restricted-paths');
+    expect(await rulesBroken('libs/kafka/src/x.ts', "import { x } from '../../../apps/api/src/main.ts';\nexport const y = x;\n")).toEqual([
+      'import/no-relative-packages',
+      'import/no-restricted-paths',
+    ]);
   });
 
   it('an app importing a client library fails unless it is an adapter lib', async () => {
@@ -57,21 +63,29 @@ describe('lint: boundaries', { timeout: 30_000 }, () => {
   });
 
   it('an app importing a client only for its types fails too, and so does libs/platform (it composes adapters, not clients)', async () => {
-    expect(await rulesBroken('apps/ingest/src/x.ts', "import type { Transaction } from 'kafkajs';\nexport type T = Transaction;\n")).toEqual(['no-restricted-imports']);
-    expect(await rulesBroken('libs/platform/src/x.ts', "import type { Producer } from 'kafkajs';\nexport type P = Producer;\n")).toEqual(['no-restricted-imports']);
-    expect(await rulesBroken('libs/platform/src/x.ts', "import type { ClickHouseClient } from '@clickhouse/client';\nexport type C = ClickHouseClient;\n")).toEqual(['no-restricted-imports']);
+    expect(await rulesBroken('apps/ingest/src/x.ts', "import type { Transaction } from 'kafkajs';\nexport type T = Transaction;\n")).toEqual([
+      'no-restricted-imports',
+    ]);
+    expect(await rulesBroken('libs/platform/src/x.ts', "import type { Producer } from 'kafkajs';\nexport type P = Producer;\n")).toEqual([
+      'no-restricted-imports',
+    ]);
+    expect(
+      await rulesBroken('libs/platform/src/x.ts', "import type { ClickHouseClient } from '@clickhouse/client';\nexport type C = ClickHouseClient;\n"),
+    ).toEqual(['no-restricted-imports']);
   });
 
   it('an import cycle fails', async () => {
     // libs/domain/src/index.ts re-exports errors.ts: errors.ts importing the index closes a cycle.
-    expect(await rulesBroken('libs/domain/src/errors.ts', "import { taskTransitions } from './index.ts';\nexport const t = taskTransitions;\n"))
-      .toEqual(['import/no-cycle']);
+    expect(await rulesBroken('libs/domain/src/errors.ts', "import { taskTransitions } from './index.ts';\nexport const t = taskTransitions;\n")).toEqual([
+      'import/no-cycle',
+    ]);
   });
 
   it('a workspace package importing one its package.json does not declare fails', async () => {
     // libs/events declares no workspace dependency.
-    expect(await rulesBroken('libs/events/src/x.ts', "import { DomainError } from '@meridian/domain';\nexport const e = DomainError;\n"))
-      .toEqual(['import/no-extraneous-dependencies']);
+    expect(await rulesBroken('libs/events/src/x.ts', "import { DomainError } from '@meridian/domain';\nexport const e = DomainError;\n")).toEqual([
+      'import/no-extraneous-dependencies',
+    ]);
     expect(await rulesBroken('libs/clickhouse/src/x.ts', "import { DomainError } from '@meridian/domain';\nexport const e = DomainError;\n")).toEqual([]);
   });
 });

@@ -38,23 +38,23 @@ describe('fixtures of the real senders', () => {
     ];
   };
 
-  it.each([['otlp-proto', 'protobuf', 'application/x-protobuf'], ['otlp-json', 'json', 'application/json']] as const)(
-    '%s: the OpenTelemetry SDK exporter\'s gauge, counter and histogram',
-    (sender, format, contentType) => {
-      expect(of(sender).length).toBeGreaterThan(0);
-      for (const r of of(sender)) {
-        expect(r.headers).toMatchObject({ 'content-type': contentType, authorization: 'Bearer fixture-api-key' });
-        const push = decodeOtlpMetrics(body(r), format);
-        expect(pairs(push)).toEqual(otlp('shop/checkout', 'pod-1'));
-        expect(push).toMatchObject({ rejected: [], rejectedPoints: 0, samples: 9 });
-        inRecording(push);
-        // One collection: every point of a request has the same time.
-        expect(new Set(push.series.flatMap((s) => s.timestamps)).size).toBe(1);
-      }
-    },
-  );
+  it.each([
+    ['otlp-proto', 'protobuf', 'application/x-protobuf'],
+    ['otlp-json', 'json', 'application/json'],
+  ] as const)("%s: the OpenTelemetry SDK exporter's gauge, counter and histogram", (sender, format, contentType) => {
+    expect(of(sender).length).toBeGreaterThan(0);
+    for (const r of of(sender)) {
+      expect(r.headers).toMatchObject({ 'content-type': contentType, authorization: 'Bearer fixture-api-key' });
+      const push = decodeOtlpMetrics(body(r), format);
+      expect(pairs(push)).toEqual(otlp('shop/checkout', 'pod-1'));
+      expect(push).toMatchObject({ rejected: [], rejectedPoints: 0, samples: 9 });
+      inRecording(push);
+      // One collection: every point of a request has the same time.
+      expect(new Set(push.series.flatMap((s) => s.timestamps)).size).toBe(1);
+    }
+  });
 
-  it('influx: the Influx client\'s points, escapes, booleans and a dropped string', () => {
+  it("influx: the Influx client's points, escapes, booleans and a dropped string", () => {
     const [r] = of('influx');
     expect(r!.path).toBe('/api/v2/write?org=meridian&bucket=metrics&precision=ns');
     expect(r!.headers.authorization).toBe('Token fixture-api-key');

@@ -15,9 +15,11 @@ describe('source comments', () => {
     expect(files.length).toBeGreaterThan(100);
     const found: string[] = [];
     for (const file of files) {
-      readFileSync(`${root}/${file}`, 'utf8').split('\n').forEach((line, i) => {
-        if (/\bissues? \d+\b/i.test(line)) found.push(`${file}:${i + 1}: ${line.trim()}`);
-      });
+      readFileSync(`${root}/${file}`, 'utf8')
+        .split('\n')
+        .forEach((line, i) => {
+          if (/\bissues? \d+\b/i.test(line)) found.push(`${file}:${i + 1}: ${line.trim()}`);
+        });
     }
     expect(found).toEqual([]);
   });

@@ -29,8 +29,12 @@ export function createAdminApp(deps: AdminDeps): Koa {
   app.use(requestContext(deps.logger));
   app.use(problemMiddleware(deps.logger));
   const router = new Router();
-  const noUsers = () => { throw new DomainError('unauthenticated', 'the admin listener has no authenticated routes'); };
-  const noBodies: RouterMiddleware = () => { throw new DomainError('validation', 'the admin listener takes no request bodies'); };
+  const noUsers = () => {
+    throw new DomainError('unauthenticated', 'the admin listener has no authenticated routes');
+  };
+  const noBodies: RouterMiddleware = () => {
+    throw new DomainError('validation', 'the admin listener takes no request bodies');
+  };
   mountRoutes(router, [metricsRoute(() => deps.metrics?.registry), detailedReadinessRoute(deps.probes, deps.readyTimeoutMs)], noUsers, noBodies);
   app.use(router.routes());
   app.use(router.allowedMethods());

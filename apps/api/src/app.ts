@@ -114,7 +114,10 @@ export function buildRouter(deps: ApiDeps): Router {
   const router = new Router();
   // Only small JSON bodies go through here (accounts, file metadata): the uploads read their own bodies.
   const jsonBody = smallJsonBody(deps.smallJsonBodyBytes);
-  const authenticate = bearerAuthenticator(() => deps.accounts.state, () => deps.accounts.ready);
+  const authenticate = bearerAuthenticator(
+    () => deps.accounts.state,
+    () => deps.accounts.ready,
+  );
   const limits = deps.limits;
   mountRoutes(router, apiRoutes(deps), authenticate, jsonBody, {
     ...(limits ? { timeout: requestTimeout(limits.requestTimeoutMs, deps.logger) as unknown as RouterMiddleware } : {}),
@@ -140,7 +143,9 @@ function smallJsonBody(limit: number): RouterMiddleware {
       });
     } catch (error) {
       if (parsed || !/^Z_/.test(String((error as { code?: unknown }).code))) throw error;
-      throw validationError(`the body does not decode as its Content-Encoding (${ctx.get('Content-Encoding')}) says`, [{ field: 'Content-Encoding', reason: 'the body is not in this encoding' }]);
+      throw validationError(`the body does not decode as its Content-Encoding (${ctx.get('Content-Encoding')}) says`, [
+        { field: 'Content-Encoding', reason: 'the body is not in this encoding' },
+      ]);
     }
   };
 }

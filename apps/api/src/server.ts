@@ -42,7 +42,12 @@ export type Api = {
 
 /** A readiness check that a folded log has caught up (the api serves from it). */
 function caughtUp(name: string, store: { readonly ready: boolean }) {
-  return { name, check: async () => { if (!store.ready) throw new Error(`catching up with the ${name} log`); } };
+  return {
+    name,
+    check: async () => {
+      if (!store.ready) throw new Error(`catching up with the ${name} log`);
+    },
+  };
 }
 
 /**
@@ -52,9 +57,13 @@ function caughtUp(name: string, store: { readonly ready: boolean }) {
 function topicPartitions(services: ApiServices): () => Promise<{ points: number; tasks: number }> {
   let counts: Promise<{ points: number; tasks: number }> | null = null;
   return () => {
-    counts ??= Promise.all([services.log.endOffsets(services.topics.points), services.log.endOffsets(services.topics.tasks)])
-      .then(([points, tasks]) => ({ points: points.size, tasks: tasks.size }));
-    counts.catch(() => { counts = null; });
+    counts ??= Promise.all([services.log.endOffsets(services.topics.points), services.log.endOffsets(services.topics.tasks)]).then(([points, tasks]) => ({
+      points: points.size,
+      tasks: tasks.size,
+    }));
+    counts.catch(() => {
+      counts = null;
+    });
     return counts;
   };
 }
@@ -84,9 +93,15 @@ function sharedParts(services: ApiServices): ApiParts {
     taskCodec,
     cursors: cursorSealFromSetting(settings.MERIDIAN_CURSOR_SECRET, logger),
     slots: {
-      uploads: new PerUserSlots(settings.MERIDIAN_MAX_UPLOADS_IN_FLIGHT_PER_USER, { setting: 'MERIDIAN_MAX_UPLOADS_IN_FLIGHT_PER_USER', noun: 'uploads in progress' }),
+      uploads: new PerUserSlots(settings.MERIDIAN_MAX_UPLOADS_IN_FLIGHT_PER_USER, {
+        setting: 'MERIDIAN_MAX_UPLOADS_IN_FLIGHT_PER_USER',
+        noun: 'uploads in progress',
+      }),
       downloads: new PerUserSlots(settings.MERIDIAN_MAX_DOWNLOADS_PER_USER, { setting: 'MERIDIAN_MAX_DOWNLOADS_PER_USER', noun: 'downloads streaming' }),
-      taskWaits: new PerUserSlots(settings.MERIDIAN_MAX_TASK_WAITERS_PER_USER, { setting: 'MERIDIAN_MAX_TASK_WAITERS_PER_USER', noun: 'task waits (GET /api/v1/tasks/{task_id}?wait=N)' }),
+      taskWaits: new PerUserSlots(settings.MERIDIAN_MAX_TASK_WAITERS_PER_USER, {
+        setting: 'MERIDIAN_MAX_TASK_WAITERS_PER_USER',
+        noun: 'task waits (GET /api/v1/tasks/{task_id}?wait=N)',
+      }),
     },
     metrics,
     partitions,
@@ -114,7 +129,11 @@ export async function buildApi(services: ApiServices): Promise<Api> {
   const pushPath = createPushPath(parts);
   const push = pushPath.deps;
   const deletions = createDeletions(parts, pushPath.pointsCodec);
-  const jsonChecker = jsonCheckPool({ workers: settings.MERIDIAN_JSON_UPLOAD_CHECK_WORKERS, heapMb: settings.MERIDIAN_JSON_UPLOAD_CHECK_HEAP_MB, maxValues: settings.MERIDIAN_MAX_POINTS_PER_JSON_UPLOAD });
+  const jsonChecker = jsonCheckPool({
+    workers: settings.MERIDIAN_JSON_UPLOAD_CHECK_WORKERS,
+    heapMb: settings.MERIDIAN_JSON_UPLOAD_CHECK_HEAP_MB,
+    maxValues: settings.MERIDIAN_MAX_POINTS_PER_JSON_UPLOAD,
+  });
   const probes = [...services.probes, caughtUp('accounts', accounts), caughtUp('tasks', tasks)];
   const adminListener = settings.MERIDIAN_ADMIN_PORT !== '';
   const app = createApp({
@@ -153,7 +172,10 @@ export async function buildApi(services: ApiServices): Promise<Api> {
       pushPath.connect();
       deletions.connect();
       await Promise.all([accounts.start(), tasks.start()]);
-      logger.info({ users: accounts.state.users.size, tasks: tasks.state.size, tasks_events_read: tasks.eventsReadAtStart }, 'caught up with the accounts and tasks logs');
+      logger.info(
+        { users: accounts.state.users.size, tasks: tasks.state.size, tasks_events_read: tasks.eventsReadAtStart },
+        'caught up with the accounts and tasks logs',
+      );
     },
     async stop() {
       // Long-polls answer now with their task as it is, instead of holding the shutdown.

@@ -25,9 +25,12 @@ async function main(): Promise<void> {
     logger.info({ url: `http://${settings.MERIDIAN_API_HOST}:${settings.MERIDIAN_API_PORT}` }, 'api listening');
   });
   const adminPort = settings.MERIDIAN_ADMIN_PORT;
-  const adminServer = api.adminApp && adminPort !== '' ? createHttpServer(serverOptions, api.adminApp, logger).listen(adminPort, settings.MERIDIAN_ADMIN_HOST, () => {
-    logger.info({ url: `http://${settings.MERIDIAN_ADMIN_HOST}:${adminPort}` }, 'admin listener (/metrics, /readyz) listening');
-  }) : null;
+  const adminServer =
+    api.adminApp && adminPort !== ''
+      ? createHttpServer(serverOptions, api.adminApp, logger).listen(adminPort, settings.MERIDIAN_ADMIN_HOST, () => {
+          logger.info({ url: `http://${settings.MERIDIAN_ADMIN_HOST}:${adminPort}` }, 'admin listener (/metrics, /readyz) listening');
+        })
+      : null;
   untilDone('preparing topics, tables and bucket', () => platform.prepare(), logger)
     .then(() => api.start())
     .catch((error: unknown) => {

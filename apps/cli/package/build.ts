@@ -33,30 +33,39 @@ await build({
   // kafkajs' checksum tries this native module and falls back to its own code when it is absent.
   external: ['@node-rs/crc32'],
   // The event codec reads every Avro schema from schemas/, which the package carries beside bin/.
-  plugins: [{
-    name: 'schemas-beside-bin',
-    setup(b) {
-      b.onLoad({ filter: /libs\/events\/src\/registry\.ts$/ }, (args) => {
-        const source = readFileSync(args.path, 'utf8');
-        const inRepo = "new URL('../../../schemas/', import.meta.url)";
-        if (!source.includes(inRepo)) throw new Error(`${args.path} no longer finds schemas/ as ${inRepo}: update this plugin`);
-        return { contents: source.replace(inRepo, "new URL('../schemas/', import.meta.url)"), loader: 'ts' };
-      });
+  plugins: [
+    {
+      name: 'schemas-beside-bin',
+      setup(b) {
+        b.onLoad({ filter: /libs\/events\/src\/registry\.ts$/ }, (args) => {
+          const source = readFileSync(args.path, 'utf8');
+          const inRepo = "new URL('../../../schemas/', import.meta.url)";
+          if (!source.includes(inRepo)) throw new Error(`${args.path} no longer finds schemas/ as ${inRepo}: update this plugin`);
+          return { contents: source.replace(inRepo, "new URL('../schemas/', import.meta.url)"), loader: 'ts' };
+        });
+      },
     },
-  }],
+  ],
   logLevel: 'warning',
 });
 cpSync(join(repo, 'schemas'), join(stage, 'schemas'), { recursive: true });
 chmodSync(join(stage, 'bin/meridian.mjs'), 0o755);
-writeFileSync(join(stage, 'package.json'), `${JSON.stringify({
-  name: 'meridian-cli',
-  version,
-  description: 'The meridian command: upload, download, tasks, files and the admin commands of a Meridian service',
-  type: 'module',
-  bin: { meridian: 'bin/meridian.mjs' },
-  engines: { node: '>=22' },
-  license: 'UNLICENSED',
-}, null, 2)}\n`);
+writeFileSync(
+  join(stage, 'package.json'),
+  `${JSON.stringify(
+    {
+      name: 'meridian-cli',
+      version,
+      description: 'The meridian command: upload, download, tasks, files and the admin commands of a Meridian service',
+      type: 'module',
+      bin: { meridian: 'bin/meridian.mjs' },
+      engines: { node: '>=22' },
+      license: 'UNLICENSED',
+    },
+    null,
+    2,
+  )}\n`,
+);
 writeFileSync(join(stage, 'README.md'), readFileSync(join(repo, 'apps/cli/README.md')));
 const tgz = execFileSync('npm', ['pack', '--silent', '--pack-destination', out], { cwd: stage, encoding: 'utf8' }).trim().split('\n').at(-1)!;
 console.log(join(out, tgz));

@@ -39,12 +39,18 @@ export async function runCommand(services: CliServices, argv: readonly string[])
   const command = single ? group! : `${group ?? ''} ${verb ?? ''}`.trim();
   const args = single ? [verb ?? '', ...rest].filter(Boolean) : rest;
   switch (command) {
-    case 'users add': return withAccounts(services, (s) => usersAdd(s, args));
-    case 'users list': return withAccounts(services, (s) => usersList(s, args));
-    case 'keys revoke': return withAccounts(services, (s) => keysRevoke(s, args));
-    case 'grant': return withAccounts(services, (s) => grant(s, args));
-    case 'quota': return withAccounts(services, (s) => quota(s, args));
-    case 'events export': return usage_(() => runEventsExport(services, args));
+    case 'users add':
+      return withAccounts(services, (s) => usersAdd(s, args));
+    case 'users list':
+      return withAccounts(services, (s) => usersList(s, args));
+    case 'keys revoke':
+      return withAccounts(services, (s) => keysRevoke(s, args));
+    case 'grant':
+      return withAccounts(services, (s) => grant(s, args));
+    case 'quota':
+      return withAccounts(services, (s) => quota(s, args));
+    case 'events export':
+      return usage_(() => runEventsExport(services, args));
     default:
       if (group === 'replay' && verb) return usage_(() => runReplay(services, verb, args));
       throw new UsageError(command ? `unknown command: ${command}` : 'no command given');
@@ -100,7 +106,10 @@ async function usersList(s: Session, args: string[]): Promise<string> {
   if (values.json) return JSON.stringify(rows);
   if (rows.length === 0) return 'no users';
   return rows
-    .map((r) => `${r.user_name}${r.is_admin ? ' (admin)' : ''}${r.disabled ? ' [disabled]' : ''}  keys: ${r.active_keys.join(', ') || '-'}  metrics: ${r.metrics.map((m) => `${m.match}:${m.value}=${m.access}`).join(', ') || '-'}`)
+    .map(
+      (r) =>
+        `${r.user_name}${r.is_admin ? ' (admin)' : ''}${r.disabled ? ' [disabled]' : ''}  keys: ${r.active_keys.join(', ') || '-'}  metrics: ${r.metrics.map((m) => `${m.match}:${m.value}=${m.access}`).join(', ') || '-'}`,
+    )
     .join('\n');
 }
 
@@ -123,9 +132,10 @@ async function grant(s: Session, args: string[]): Promise<string> {
   if (!userName) throw new UsageError('grant needs a user name');
   if ((values.prefix === undefined) === (values.exact === undefined)) throw new UsageError('grant needs exactly one of --prefix or --exact');
   if (values.access !== 'r' && values.access !== 'rw') throw new UsageError('--access must be r or rw');
-  const rule: MetricRule = values.prefix !== undefined
-    ? { match: 'prefix', value: values.prefix, access: values.access }
-    : { match: 'exact', value: values.exact!, access: values.access };
+  const rule: MetricRule =
+    values.prefix !== undefined
+      ? { match: 'prefix', value: values.prefix, access: values.access }
+      : { match: 'exact', value: values.exact!, access: values.access };
   // The rule set is read and replaced inside the command, so it is the log's latest, and
   // validated as the api validates it (an empty prefix would match every metric).
   await s.execute(userName, (state) => {

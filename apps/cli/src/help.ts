@@ -19,7 +19,14 @@ const TIMES = `Times: 2024-01-02, 2024-01-02T03:04:05Z (or +hh:mm), now, or rela
 const OUTPUT = `Output files: an existing file is refused unless --force. The bytes go to FILE.meridian-partial
   and replace FILE only once complete: a failed or interrupted command leaves FILE as it was.`;
 
-type Help = { readonly usage: string; readonly brief: string; readonly about: string; readonly options?: string; readonly notes?: string; readonly examples: readonly string[] };
+type Help = {
+  readonly usage: string;
+  readonly brief: string;
+  readonly about: string;
+  readonly options?: string;
+  readonly notes?: string;
+  readonly examples: readonly string[];
+};
 
 /** Per command, by its words (`files get`). */
 const COMMANDS: Record<string, Help> = {
@@ -42,7 +49,8 @@ into a second task.`,
   },
   download: {
     brief: 'download points into one file (or stdout)',
-    usage: 'meridian download --metric NAME [--pattern P] [--from T] [--to T] [--format csv|json] [--latest-only]\n                  [-o FILE] [--force] [--resume] [--page-rows N] [--json]',
+    usage:
+      'meridian download --metric NAME [--pattern P] [--from T] [--to T] [--format csv|json] [--latest-only]\n                  [-o FILE] [--force] [--resume] [--page-rows N] [--json]',
     about: 'Download points, page by page, into one file (or stdout).',
     options: `  --metric TEXT      a metric name, a comma-separated list (--pattern list) or the text a pattern
                      applies to (alias --metrics)
@@ -63,7 +71,8 @@ into a second task.`,
   delete: {
     brief: 'delete a range of points (rw access needed) and wait until they are gone',
     usage: 'meridian delete --metric TEXT [--pattern P] --from T --to T --reason TEXT [--no-wait] [--json]',
-    about: 'Delete the points of the selected metrics in a time range, as an event in the log (who, when, what, why), and wait until downloads, the catalog and the Prometheus API no longer show them. Points uploaded afterwards are kept, in the range or not.',
+    about:
+      'Delete the points of the selected metrics in a time range, as an event in the log (who, when, what, why), and wait until downloads, the catalog and the Prometheus API no longer show them. Points uploaded afterwards are kept, in the range or not.',
     options: `  --metric TEXT      a metric name, a comma-separated list (--pattern list) or the text a pattern
                      applies to, as in a download (alias --metrics); a pattern reaches the metrics you may write
   --pattern P        single (default), list, contains, starts_with, ends_with
@@ -86,7 +95,8 @@ A deletion selects at most the api's MERIDIAN_DELETE_MAX_POINTS points; it is no
   'retention set': {
     brief: 'keep the raw points of a prefix or a metric so long (admin)',
     usage: 'meridian retention set (--prefix P | --metric NAME) (--days N | --seconds N) [--json]',
-    about: 'Set how long raw points are kept; older ones are deleted by the ingest worker every MERIDIAN_POINTS_RETENTION_INTERVAL_MS, each time as a deletion in the log. A metric follows its exact rule, else its longest prefix.',
+    about:
+      'Set how long raw points are kept; older ones are deleted by the ingest worker every MERIDIAN_POINTS_RETENTION_INTERVAL_MS, each time as a deletion in the log. A metric follows its exact rule, else its longest prefix.',
     examples: ['meridian retention set --prefix lab. --days 30', 'meridian retention set --metric cpu:load --days 365'],
   },
   'retention rm': {
@@ -123,7 +133,7 @@ A deletion selects at most the api's MERIDIAN_DELETE_MAX_POINTS points; it is no
   'files info': {
     brief: "show one file's size, hash, owner and grants",
     usage: 'meridian files info FILE_ID [--json]',
-    about: 'One file\'s entry: name, size, SHA-256, type, owner and (yours) who it is shared with.',
+    about: "One file's entry: name, size, SHA-256, type, owner and (yours) who it is shared with.",
     examples: ['meridian files info 0b7d…41'],
   },
   'files get': {
@@ -185,7 +195,7 @@ export function topHelp(): string {
   return [
     'usage: meridian COMMAND [ARGS] [--help]',
     '',
-    'Meridian\'s command line: metrics and files over the api, with an API key.',
+    "Meridian's command line: metrics and files over the api, with an API key.",
     '',
     'Commands:',
     ...Object.keys(COMMANDS).map(line),
@@ -204,7 +214,7 @@ export function topHelp(): string {
     'Exit codes: 0 done; 1 a task failed, the api refused or an output file exists;',
     '  2 a usage error or the api could not be reached; 130 interrupted (Ctrl-C).',
     '',
-    'meridian help COMMAND (or COMMAND --help) for a command\'s options and examples; meridian --version.',
+    "meridian help COMMAND (or COMMAND --help) for a command's options and examples; meridian --version.",
   ].join('\n');
 }
 
@@ -216,10 +226,18 @@ export function helpFor(words: readonly string[]): string | null {
   if (COMMANDS[first]) return render(COMMANDS[first]);
   if (GROUPS[first] !== undefined) {
     const subs = Object.keys(COMMANDS).filter((k) => k.startsWith(`${first} `));
-    return [`usage: meridian ${first} (${GROUPS[first]}) ...`, '', ...subs.map((k) => `  meridian ${COMMANDS[k]!.usage.slice('meridian '.length)}\n      ${COMMANDS[k]!.about}`), '', `meridian help ${first} SUBCOMMAND for options and examples.`].join('\n');
+    return [
+      `usage: meridian ${first} (${GROUPS[first]}) ...`,
+      '',
+      ...subs.map((k) => `  meridian ${COMMANDS[k]!.usage.slice('meridian '.length)}\n      ${COMMANDS[k]!.about}`),
+      '',
+      `meridian help ${first} SUBCOMMAND for options and examples.`,
+    ].join('\n');
   }
-  if (ADMIN_GROUPS.has(first)) return `Admin commands (they talk to Kafka directly, with the services' MERIDIAN_* settings):\n${adminUsage}\n\nExamples:\n  meridian users add ada\n  meridian grant ada --prefix cpu: --access rw\n  meridian quota ada 50000000000`;
-  if (first === 'replay' || first === 'events') return `usage:\n${replayUsage}\n\nExamples:\n  meridian replay list\n  meridian replay rebuild points --swap-if-verified\n  meridian events export --from -1h --format ndjson --out events.ndjson`;
+  if (ADMIN_GROUPS.has(first))
+    return `Admin commands (they talk to Kafka directly, with the services' MERIDIAN_* settings):\n${adminUsage}\n\nExamples:\n  meridian users add ada\n  meridian grant ada --prefix cpu: --access rw\n  meridian quota ada 50000000000`;
+  if (first === 'replay' || first === 'events')
+    return `usage:\n${replayUsage}\n\nExamples:\n  meridian replay list\n  meridian replay rebuild points --swap-if-verified\n  meridian events export --from -1h --format ndjson --out events.ndjson`;
   return null;
 }
 
@@ -244,7 +262,5 @@ export function helpRequest(argv: readonly string[]): HelpAnswer {
   if (asked === null) return null;
   if (asked.length === 0) return { text: topHelp(), code: 0, toStderr: false };
   const text = helpFor(asked);
-  return text === null
-    ? { text: `meridian: no command ${asked.join(' ')}\n\n${topHelp()}`, code: 2, toStderr: true }
-    : { text, code: 0, toStderr: false };
+  return text === null ? { text: `meridian: no command ${asked.join(' ')}\n\n${topHelp()}`, code: 2, toStderr: true } : { text, code: 0, toStderr: false };
 }

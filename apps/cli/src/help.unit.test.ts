@@ -25,7 +25,7 @@ describe('help and version', () => {
     expect(helpRequest(['upload', '--', '-h'])).toBeNull();
   });
 
-  it('--version prints the version of the CLI\'s package.json', () => {
+  it("--version prints the version of the CLI's package.json", () => {
     const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
     expect(helpRequest(['--version'])).toEqual({ text: `meridian ${version}`, code: 0, toStderr: false });
   });

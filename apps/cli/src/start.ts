@@ -75,7 +75,10 @@ async function userMain(argv: string[], settings: Settings): Promise<number> {
   }
 }
 
-main().then((code) => process.exit(code), (error: unknown) => {
-  process.stderr.write(`meridian: ${(error as Error).stack ?? String(error)}\n`);
-  process.exit(1);
-});
+main().then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    process.stderr.write(`meridian: ${(error as Error).stack ?? String(error)}\n`);
+    process.exit(1);
+  },
+);

@@ -1,5 +1,20 @@
 import type { AdapterOptions, Settings } from '@meridian/config';
-import { applyDeletion, catalogFirsts, clickhouseBlobReferences, countOlder, clickhouseFileReadModel, clickhouseFileReadModelWriter, clickhouseTaskReadModel, clickhouseTaskReadModelWriter, createPointsSink, createPointsStages, LIVE_DELETION_TARGETS, LIVE_FILE_TABLES, LIVE_STAGE_TARGETS, LIVE_TASK_TABLES } from '@meridian/clickhouse';
+import {
+  applyDeletion,
+  catalogFirsts,
+  clickhouseBlobReferences,
+  countOlder,
+  clickhouseFileReadModel,
+  clickhouseFileReadModelWriter,
+  clickhouseTaskReadModel,
+  clickhouseTaskReadModelWriter,
+  createPointsSink,
+  createPointsStages,
+  LIVE_DELETION_TARGETS,
+  LIVE_FILE_TABLES,
+  LIVE_STAGE_TARGETS,
+  LIVE_TASK_TABLES,
+} from '@meridian/clickhouse';
 import type { Logger } from '@meridian/observability';
 import { sharedServices, type Adapters } from '@meridian/platform';
 import type { IngestDeps } from './ingest-deps.ts';

@@ -21,15 +21,17 @@ export async function sendToDeadLetter(producer: LogWriter, deadLetterTopic: str
   await producer.send({
     topic: deadLetterTopic,
     acks: -1,
-    messages: [{
-      key: rejected.key,
-      value: rejected.value,
-      headers: {
-        source_topic: rejected.topic,
-        source_partition: String(rejected.partition),
-        source_offset: String(rejected.offset),
-        reason: rejected.reason,
+    messages: [
+      {
+        key: rejected.key,
+        value: rejected.value,
+        headers: {
+          source_topic: rejected.topic,
+          source_partition: String(rejected.partition),
+          source_offset: String(rejected.offset),
+          reason: rejected.reason,
+        },
       },
-    }],
+    ],
   });
 }

@@ -13,15 +13,16 @@ export type Persist = <T>(what: string, attempt: () => Promise<T>) => Promise<T>
  * consumer throws Stopping out of the loop (catch it where the handler returns).
  */
 export function persistWhileRunning(logger: Logger, consumer: { isRunning(): boolean; heartbeat(): Promise<void> }): Persist {
-  return (what, attempt) => retry(attempt, {
-    ...RETRY_POLICIES.projector,
-    retriable: () => {
-      if (!consumer.isRunning()) throw new Stopping(`${what}: stopping`);
-      return true;
-    },
-    onRetry: (error, n, delay) => logger.warn({ err: error, attempt: n, retry_in_ms: delay }, `${what} failed; retrying`),
-    wait: (ms) => sleepWithHeartbeat(ms, () => consumer.heartbeat()),
-  });
+  return (what, attempt) =>
+    retry(attempt, {
+      ...RETRY_POLICIES.projector,
+      retriable: () => {
+        if (!consumer.isRunning()) throw new Stopping(`${what}: stopping`);
+        return true;
+      },
+      onRetry: (error, n, delay) => logger.warn({ err: error, attempt: n, retry_in_ms: delay }, `${what} failed; retrying`),
+      wait: (ms) => sleepWithHeartbeat(ms, () => consumer.heartbeat()),
+    });
 }
 
 /** Waits `ms` inside a consumer's handler, heartbeating every second so the group keeps the member. */

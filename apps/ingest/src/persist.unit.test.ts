@@ -8,7 +8,12 @@ describe('persistWhileRunning', () => {
   it('retries a failing attempt, heartbeating between attempts, until it succeeds', async () => {
     let heartbeats = 0;
     let attempts = 0;
-    const persist = persistWhileRunning(logger, { isRunning: () => true, heartbeat: async () => { heartbeats += 1; } });
+    const persist = persistWhileRunning(logger, {
+      isRunning: () => true,
+      heartbeat: async () => {
+        heartbeats += 1;
+      },
+    });
     const result = await persist('reading', async () => {
       attempts += 1;
       if (attempts < 3) throw new Error('ClickHouse down');
@@ -34,8 +39,18 @@ describe('persistWhileRunning', () => {
 
   it('gives up when a heartbeat fails (the partition was lost to a rebalance)', async () => {
     let attempts = 0;
-    const persist = persistWhileRunning(logger, { isRunning: () => true, heartbeat: async () => { throw new Error('The group is rebalancing'); } });
-    await expect(persist('reading', async () => { attempts += 1; throw new Error('ClickHouse down'); })).rejects.toThrow(/rebalancing/);
+    const persist = persistWhileRunning(logger, {
+      isRunning: () => true,
+      heartbeat: async () => {
+        throw new Error('The group is rebalancing');
+      },
+    });
+    await expect(
+      persist('reading', async () => {
+        attempts += 1;
+        throw new Error('ClickHouse down');
+      }),
+    ).rejects.toThrow(/rebalancing/);
     expect(attempts).toBe(1);
   });
 });

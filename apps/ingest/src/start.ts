@@ -16,16 +16,17 @@ async function main(): Promise<void> {
   const platform = createPlatform(adapters, options, logger);
   let worker: RunningWorker | null = null;
   // Up before the waiting below, so a probe sees a worker that is alive but not ready yet.
-  const health = settings.MERIDIAN_INGEST_HEALTH_PORT === ''
-    ? null
-    : await startHealthServer({
-      host: settings.MERIDIAN_INGEST_HEALTH_HOST,
-      port: settings.MERIDIAN_INGEST_HEALTH_PORT,
-      probes: platform.probes,
-      consumers: () => worker?.consumers ?? [],
-      readyTimeoutMs: settings.MERIDIAN_READY_TIMEOUT_MS,
-      logger,
-    });
+  const health =
+    settings.MERIDIAN_INGEST_HEALTH_PORT === ''
+      ? null
+      : await startHealthServer({
+          host: settings.MERIDIAN_INGEST_HEALTH_HOST,
+          port: settings.MERIDIAN_INGEST_HEALTH_PORT,
+          probes: platform.probes,
+          consumers: () => worker?.consumers ?? [],
+          readyTimeoutMs: settings.MERIDIAN_READY_TIMEOUT_MS,
+          logger,
+        });
   if (health) logger.info({ host: settings.MERIDIAN_INGEST_HEALTH_HOST, port: health.port }, 'ingest probe listener up');
   // A dependency still starting, or the api creating the same topics at this moment, is waited out.
   await untilDone('preparing topics, tables and bucket', () => platform.prepare(), logger);
@@ -41,8 +42,14 @@ async function main(): Promise<void> {
     await health?.close();
     process.exit(code);
   };
-  process.once('SIGINT', () => { logger.info({ signal: 'SIGINT' }, 'ingest stopping'); void stop(0); });
-  process.once('SIGTERM', () => { logger.info({ signal: 'SIGTERM' }, 'ingest stopping'); void stop(0); });
+  process.once('SIGINT', () => {
+    logger.info({ signal: 'SIGINT' }, 'ingest stopping');
+    void stop(0);
+  });
+  process.once('SIGTERM', () => {
+    logger.info({ signal: 'SIGTERM' }, 'ingest stopping');
+    void stop(0);
+  });
   // A consumer kafkajs gave up on (restart=false) ends the process, rather than leaving it alive
   // and idle for /healthz to report: nothing in the process would run that consumer again, a
   // fresh process (new connections, new group member) is the retry, and an exit reaches every

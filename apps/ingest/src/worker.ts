@@ -61,7 +61,9 @@ async function startCommandHandlers(ingest: IngestDeps, { tasks, user }: Handler
   // until answered: right after the api created the topic its partitions may still be electing
   // a leader, which kafkajs' offsets request gives up on at once (NOT_LEADER_FOR_PARTITION).
   const [fileCommands, progressProducer, pointsPartitions] = await Promise.all([
-    startFileCommands(ingest, tasks), log.writer(), untilDone('reading the points topic\'s partitions', () => log.endOffsets(topics.points), logger).then((ends) => ends.size),
+    startFileCommands(ingest, tasks),
+    log.writer(),
+    untilDone("reading the points topic's partitions", () => log.endOffsets(topics.points), logger).then((ends) => ends.size),
   ]);
   return {
     handlers: {
@@ -81,7 +83,10 @@ async function startCommandHandlers(ingest: IngestDeps, { tasks, user }: Handler
         user,
         attempts: settings.MERIDIAN_UPLOAD_ATTEMPTS,
         stage: staging === 'off' ? null : ingest.pointsStages,
-        mayStage: staging === 'off' ? () => Promise.resolve(false) : stagingGate(staging, settings.MERIDIAN_STAGE_MIN_BYTES, ingest.log, ingest.groups.projector, logger.child({ component: 'uploads' })),
+        mayStage:
+          staging === 'off'
+            ? () => Promise.resolve(false)
+            : stagingGate(staging, settings.MERIDIAN_STAGE_MIN_BYTES, ingest.log, ingest.groups.projector, logger.child({ component: 'uploads' })),
         stageBatchRows: settings.MERIDIAN_PROJECTOR_BATCH_ROWS,
         stageFinishTimeoutMs: settings.MERIDIAN_STAGE_FINISH_TIMEOUT_MS,
       }),

@@ -4,7 +4,14 @@ import { capabilities, deduplicatedInsertSettings, parseVersion, quorumInsertSet
 describe('server capabilities by version', () => {
   it('18.16 (our local server, Ordinary database): no EXCHANGE, no async_insert, no deduplication token', () => {
     const caps = capabilities('18.16.1.1', 'Ordinary');
-    expect(caps).toMatchObject({ atomicDatabase: false, exchangeTables: false, knowsAsyncInsert: false, insertDeduplicationToken: false, deduplicatedInserts: false, columnCodecs: false });
+    expect(caps).toMatchObject({
+      atomicDatabase: false,
+      exchangeTables: false,
+      knowsAsyncInsert: false,
+      insertDeduplicationToken: false,
+      deduplicatedInserts: false,
+      columnCodecs: false,
+    });
     expect(synchronousInsertSettings(caps)).toEqual({});
     expect(deduplicatedInsertSettings(caps, 'points:0=1-2')).toEqual({});
   });
@@ -15,9 +22,20 @@ describe('server capabilities by version', () => {
 
   it('25.8 on an Atomic database: EXCHANGE TABLES, async_insert turned off on inserts', () => {
     const caps = capabilities('25.8.3.1', 'Atomic');
-    expect(caps).toMatchObject({ atomicDatabase: true, exchangeTables: true, knowsAsyncInsert: true, insertDeduplicationToken: true, deduplicatedInserts: true, columnCodecs: true });
+    expect(caps).toMatchObject({
+      atomicDatabase: true,
+      exchangeTables: true,
+      knowsAsyncInsert: true,
+      insertDeduplicationToken: true,
+      deduplicatedInserts: true,
+      columnCodecs: true,
+    });
     expect(synchronousInsertSettings(caps)).toEqual({ async_insert: 0 });
-    expect(deduplicatedInsertSettings(caps, 'points:0=1-2')).toEqual({ insert_deduplicate: 1, insert_deduplication_token: 'points:0=1-2', deduplicate_blocks_in_dependent_materialized_views: 1 });
+    expect(deduplicatedInsertSettings(caps, 'points:0=1-2')).toEqual({
+      insert_deduplicate: 1,
+      insert_deduplication_token: 'points:0=1-2',
+      deduplicate_blocks_in_dependent_materialized_views: 1,
+    });
   });
 
   it('26.9 (chDB) on an Atomic database', () => {
@@ -29,7 +47,13 @@ describe('server capabilities by version', () => {
 
   it('26.9 on an Ordinary database: no EXCHANGE TABLES (it needs Atomic), no insert tokens (its catalog view cannot keep them)', () => {
     const caps = capabilities('26.9.2.1', 'Ordinary');
-    expect(caps).toMatchObject({ atomicDatabase: false, exchangeTables: false, knowsAsyncInsert: true, insertDeduplicationToken: true, deduplicatedInserts: false });
+    expect(caps).toMatchObject({
+      atomicDatabase: false,
+      exchangeTables: false,
+      knowsAsyncInsert: true,
+      insertDeduplicationToken: true,
+      deduplicatedInserts: false,
+    });
     expect(deduplicatedInsertSettings(caps, 'points:0=1-2')).toEqual({});
   });
 

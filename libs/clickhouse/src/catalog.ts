@@ -46,8 +46,10 @@ async function listCatalog(conn: ConnOptions): Promise<CatalogEntry[]> {
 /** The catalog entries of exactly these names (the ones that exist). */
 async function catalogEntries(conn: ConnOptions, names: readonly string[]): Promise<CatalogEntry[]> {
   if (names.length === 0) return [];
-  return parse(await queryText(conn, {
-    sql: `${SELECT} WHERE metric_name IN (SELECT name FROM wanted) GROUP BY metric_name FORMAT JSONEachRow`,
-    tables: [{ name: 'wanted', structure: 'name String', rows: names.map((n) => [n]) }],
-  }));
+  return parse(
+    await queryText(conn, {
+      sql: `${SELECT} WHERE metric_name IN (SELECT name FROM wanted) GROUP BY metric_name FORMAT JSONEachRow`,
+      tables: [{ name: 'wanted', structure: 'name String', rows: names.map((n) => [n]) }],
+    }),
+  );
 }

@@ -26,11 +26,21 @@ export type ClickHouseOptions = {
 function clientLoggerClass(logger: Logger): new () => ClientLogger {
   const log = logger.child({ component: 'clickhouse-client' });
   return class {
-    trace(p: { message: string }) { log.trace(p.message); }
-    debug(p: { message: string }) { log.debug(p.message); }
-    info(p: { message: string }) { log.info(p.message); }
-    warn(p: { message: string; err?: Error }) { log.warn({ err: p.err }, p.message); }
-    error(p: { message: string; err: Error }) { log.debug({ err: p.err }, p.message); }
+    trace(p: { message: string }) {
+      log.trace(p.message);
+    }
+    debug(p: { message: string }) {
+      log.debug(p.message);
+    }
+    info(p: { message: string }) {
+      log.info(p.message);
+    }
+    warn(p: { message: string; err?: Error }) {
+      log.warn({ err: p.err }, p.message);
+    }
+    error(p: { message: string; err: Error }) {
+      log.debug({ err: p.err }, p.message);
+    }
   };
 }
 
@@ -44,9 +54,7 @@ export function createClickHouse(options: ClickHouseOptions, database: string | 
     username: options.username,
     password: options.password,
     ...(database ? { database } : {}),
-    log: options.logger
-      ? { LoggerClass: clientLoggerClass(options.logger), level: ClickHouseLogLevel.WARN }
-      : { level: ClickHouseLogLevel.OFF },
+    log: options.logger ? { LoggerClass: clientLoggerClass(options.logger), level: ClickHouseLogLevel.WARN } : { level: ClickHouseLogLevel.OFF },
     request_timeout: 300_000,
     compression: { request: false, response: false },
     max_open_connections: 16,

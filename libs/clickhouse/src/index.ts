@@ -1,6 +1,13 @@
 export { createClickHouse, ensureDatabase, pingClickHouse, quoteIdentifier, type ClickHouseClient, type ClickHouseOptions } from './client.ts';
 export {
-  capabilities, deduplicatedInsertSettings, parseVersion, quorumReadSettings, serverCapabilities, synchronousInsertSettings, type Capabilities, type InsertQuorum,
+  capabilities,
+  deduplicatedInsertSettings,
+  parseVersion,
+  quorumReadSettings,
+  serverCapabilities,
+  synchronousInsertSettings,
+  type Capabilities,
+  type InsertQuorum,
 } from './capabilities.ts';
 export { migrate, readMigrations, statementsFor, replicated, replicationOf, MIGRATIONS_DIR, type Migration, type Replication } from './migrate.ts';
 export {
@@ -29,7 +36,16 @@ export { countPoints } from './points/count.ts';
 export { clickhouseFileReadModel, clickhouseFileReadModelWriter, LIVE_FILE_TABLES, type FileTables } from './files/read-model.ts';
 export { clickhouseBlobReferences } from './files/blob-references.ts';
 export { createPointsSink, refusedBeforeWriting, type BatchPosition, type PointsSink } from './points/sink.ts';
-export { createPointsStages, LIVE_STAGE_TARGETS, type Fence, type PointsStages, type PointsStagesOptions, type SealOutcome, type StageTargets, type StagedShare } from './points/stage.ts';
+export {
+  createPointsStages,
+  LIVE_STAGE_TARGETS,
+  type Fence,
+  type PointsStages,
+  type PointsStagesOptions,
+  type SealOutcome,
+  type StageTargets,
+  type StagedShare,
+} from './points/stage.ts';
 export { untilMutationsDone } from './server-work.ts';
 export { applyDeletion, deletionWhere, deleteRowsSql, hexString, LIVE_DELETION_TARGETS, type DeletionTargets, type PointsDeletion } from './points/delete.ts';
 export { parseSeries, readSeries, seriesFromRollupSql, seriesRollup, seriesSql, type SeriesColumns, type SeriesRequest } from './series.ts';

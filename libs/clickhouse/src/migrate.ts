@@ -56,8 +56,11 @@ export function replicationOf(replicaPath: string, database: string): Replicatio
 export function replicated(statement: string, replication: Replication): string {
   const table = /^CREATE (?:TABLE|MATERIALIZED VIEW) IF NOT EXISTS (\w+)/.exec(statement)?.[1];
   if (table === undefined) return statement;
-  return statement.replace(/\bENGINE\s*=\s*(?!Replicated)(\w*MergeTree)\(([^)]*)\)/, (_, engine: string, args: string) =>
-    `ENGINE = Replicated${engine}('${replication.path}/${table}', '{replica}'${args.trim() === '' ? '' : `, ${args.trim()}`})`);
+  return statement.replace(
+    /\bENGINE\s*=\s*(?!Replicated)(\w*MergeTree)\(([^)]*)\)/,
+    (_, engine: string, args: string) =>
+      `ENGINE = Replicated${engine}('${replication.path}/${table}', '{replica}'${args.trim() === '' ? '' : `, ${args.trim()}`})`,
+  );
 }
 
 type MigrationCapabilities = Pick<Capabilities, 'atomicDatabase' | 'deduplicatedInserts' | 'columnCodecs'>;
@@ -120,7 +123,9 @@ export async function migrate(
     for (const statement of m.statements.flatMap((s) => statementsFor(s, caps!, replication))) {
       // Said with the migration's name: the server's message alone does not say which one stopped the start.
       await client.command({ query: statement }).catch((error: unknown) => {
-        throw new Error(`migration ${String(m.version).padStart(3, '0')}_${m.name} failed: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+        throw new Error(`migration ${String(m.version).padStart(3, '0')}_${m.name} failed: ${error instanceof Error ? error.message : String(error)}`, {
+          cause: error,
+        });
       });
     }
     await client.insert({

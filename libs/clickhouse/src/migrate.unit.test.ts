@@ -16,7 +16,16 @@ describe('migration statements per server and kind of database', () => {
   });
 
   it('migration 009 gives every column of points a codec, where the server has codecs (20.1+)', () => {
-    expect(pointsCodecs().map((s) => /^ALTER TABLE points MODIFY COLUMN (\w+) /.exec(s)?.[1])).toEqual(['metric_name', 'ts', 'value', 'updated_at', 'task_id', 'kafka_partition', 'kafka_offset', 'row_in_batch']);
+    expect(pointsCodecs().map((s) => /^ALTER TABLE points MODIFY COLUMN (\w+) /.exec(s)?.[1])).toEqual([
+      'metric_name',
+      'ts',
+      'value',
+      'updated_at',
+      'task_id',
+      'kafka_partition',
+      'kafka_offset',
+      'row_in_batch',
+    ]);
     for (const s of pointsCodecs()) {
       expect(s).toMatch(/ CODEC\([\w(), ]+\)$/);
       expect(statementsFor(s, ch26)).toEqual([s]);
@@ -30,8 +39,14 @@ describe('migration statements per server and kind of database', () => {
       const view = all().find((s) => s.startsWith(`CREATE MATERIALIZED VIEW IF NOT EXISTS ${name}\n`))!;
       const [table, feed, ...rest] = statementsFor(view, ch26);
       expect(rest).toEqual([]);
-      expect(table).toMatch(new RegExp(`^CREATE TABLE IF NOT EXISTS ${name} ENGINE = AggregatingMergeTree\\(\\)\\s+ORDER BY \\(metric_name, bucket\\) AS SELECT[\\s\\S]*FROM points\\s+WHERE 0 GROUP BY metric_name, bucket$`));
-      expect(feed).toMatch(new RegExp(`^CREATE MATERIALIZED VIEW IF NOT EXISTS ${name}_feed TO ${name} AS SELECT[\\s\\S]*uniqExactState\\(ts\\) AS timestamps`));
+      expect(table).toMatch(
+        new RegExp(
+          `^CREATE TABLE IF NOT EXISTS ${name} ENGINE = AggregatingMergeTree\\(\\)\\s+ORDER BY \\(metric_name, bucket\\) AS SELECT[\\s\\S]*FROM points\\s+WHERE 0 GROUP BY metric_name, bucket$`,
+        ),
+      );
+      expect(feed).toMatch(
+        new RegExp(`^CREATE MATERIALIZED VIEW IF NOT EXISTS ${name}_feed TO ${name} AS SELECT[\\s\\S]*uniqExactState\\(ts\\) AS timestamps`),
+      );
       const window = `ALTER TABLE ${name} MODIFY SETTING non_replicated_deduplication_window = 1000`;
       expect(all()).toContain(window);
       expect(statementsFor(window, ch26)).toEqual([window]);
@@ -55,8 +70,12 @@ describe('migration statements per server and kind of database', () => {
   it('an Atomic database gets the catalog as an explicit table of the same name and a view writing TO it', () => {
     const [table, view, ...rest] = statementsFor(catalogView(), ch26);
     expect(rest).toEqual([]);
-    expect(table).toMatch(/^CREATE TABLE IF NOT EXISTS metric_catalog ENGINE = AggregatingMergeTree\(\)\s+ORDER BY metric_name AS SELECT[\s\S]*FROM points\s+WHERE 0 GROUP BY metric_name$/);
-    expect(view).toMatch(/^CREATE MATERIALIZED VIEW IF NOT EXISTS metric_catalog_feed TO metric_catalog AS SELECT[\s\S]*countState\(\) AS points[\s\S]*FROM points\s+GROUP BY metric_name$/);
+    expect(table).toMatch(
+      /^CREATE TABLE IF NOT EXISTS metric_catalog ENGINE = AggregatingMergeTree\(\)\s+ORDER BY metric_name AS SELECT[\s\S]*FROM points\s+WHERE 0 GROUP BY metric_name$/,
+    );
+    expect(view).toMatch(
+      /^CREATE MATERIALIZED VIEW IF NOT EXISTS metric_catalog_feed TO metric_catalog AS SELECT[\s\S]*countState\(\) AS points[\s\S]*FROM points\s+GROUP BY metric_name$/,
+    );
   });
 
   it('other statements are the same on an Atomic database', () => {
@@ -80,7 +99,9 @@ describe('migration statements on a cluster (replicated tables)', () => {
       /^CREATE MATERIALIZED VIEW IF NOT EXISTS metric_catalog\s+ENGINE = ReplicatedAggregatingMergeTree\('\/clickhouse\/tables\/\{shard\}\/meridian\/metric_catalog', '\{replica\}'\)\s+ORDER BY metric_name/,
     );
     const [table, view] = statementsFor(catalogView(), ch26, cluster);
-    expect(table).toMatch(/^CREATE TABLE IF NOT EXISTS metric_catalog ENGINE = ReplicatedAggregatingMergeTree\('\/clickhouse\/tables\/\{shard\}\/meridian\/metric_catalog', '\{replica\}'\)/);
+    expect(table).toMatch(
+      /^CREATE TABLE IF NOT EXISTS metric_catalog ENGINE = ReplicatedAggregatingMergeTree\('\/clickhouse\/tables\/\{shard\}\/meridian\/metric_catalog', '\{replica\}'\)/,
+    );
     expect(view).toBe(statementsFor(catalogView(), ch26)[1]);
   });
 

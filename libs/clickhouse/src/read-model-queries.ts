@@ -24,7 +24,10 @@ export function rowsQuery(conn: ConnOptions, quorum: InsertQuorum): RowsQuery {
       if (signal.aborted) throw unavailable('clickhouse', `ClickHouse did not answer a read-model query within ${timeoutMs} ms; retry later`, cause);
       throw cause;
     }
-    return text.split('\n').filter((l) => l.length > 0).map((l) => JSON.parse(l) as T);
+    return text
+      .split('\n')
+      .filter((l) => l.length > 0)
+      .map((l) => JSON.parse(l) as T);
   };
 }
 
@@ -32,10 +35,16 @@ export function rowsQuery(conn: ConnOptions, quorum: InsertQuorum): RowsQuery {
 const READ_MODEL_QUERY_TIMEOUT_MS = 5000;
 
 /** One column of strings as an external table (ids, names): data, never SQL text. */
-export const stringsTable = (name: string, column: string, values: readonly string[]): ExternalTable => ({ name, structure: `${column} String`, rows: values.map((v) => [v]) });
+export const stringsTable = (name: string, column: string, values: readonly string[]): ExternalTable => ({
+  name,
+  structure: `${column} String`,
+  rows: values.map((v) => [v]),
+});
 
 /** Per partition, the last offset a positions table (kafka_partition, kafka_offset) records. */
 export async function readPositions(query: RowsQuery, positionsTable: string): Promise<Map<number, number>> {
-  const rows = await query<{ p: number; o: string }>(`SELECT kafka_partition AS p, toString(max(kafka_offset)) AS o FROM ${positionsTable} GROUP BY kafka_partition`);
+  const rows = await query<{ p: number; o: string }>(
+    `SELECT kafka_partition AS p, toString(max(kafka_offset)) AS o FROM ${positionsTable} GROUP BY kafka_partition`,
+  );
   return new Map(rows.map((r) => [Number(r.p), Number(r.o)]));
 }

@@ -15,23 +15,27 @@ export type LabelEquality = { readonly name: string; readonly equal: boolean; re
 export const MAX_NAMES_ADDED = 100_000;
 
 /** The catalog names series_labels lacks, at most MAX_NAMES_ADDED. */
-const MISSING_SQL = 'SELECT DISTINCT metric_name FROM metric_catalog WHERE metric_name NOT IN (SELECT name FROM series_labels) '
-  + `LIMIT ${MAX_NAMES_ADDED} FORMAT TabSeparated`;
+const MISSING_SQL =
+  'SELECT DISTINCT metric_name FROM metric_catalog WHERE metric_name NOT IN (SELECT name FROM series_labels) ' + `LIMIT ${MAX_NAMES_ADDED} FORMAT TabSeparated`;
 
 /**
  * A row per (name, label) in, one row per name out. The two groupArray of one group see its
  * rows in the same order, so names and values stay paired; arraySort orders them by name.
  */
-const INSERT_SQL = 'INSERT INTO series_labels (name, metric, label_names, label_values) '
-  + 'SELECT name, any(metric), arrayMap(p -> p.1, arraySort(groupArray((label, value)))), arrayMap(p -> p.2, arraySort(groupArray((label, value)))) '
-  + 'FROM pairs GROUP BY name';
+const INSERT_SQL =
+  'INSERT INTO series_labels (name, metric, label_names, label_values) ' +
+  'SELECT name, any(metric), arrayMap(p -> p.1, arraySort(groupArray((label, value)))), arrayMap(p -> p.2, arraySort(groupArray((label, value)))) ' +
+  'FROM pairs GROUP BY name';
 
 /**
  * Adds the labels of the catalog's names that series_labels does not have yet (names new since
  * the last read; all of them on a new or replayed database). Returns how many it added.
  */
 export async function completeSeriesLabels(conn: ConnOptions): Promise<number> {
-  const missing = (await queryText(conn, { sql: MISSING_SQL })).split('\n').filter((l) => l.length > 0).map(unescape);
+  const missing = (await queryText(conn, { sql: MISSING_SQL }))
+    .split('\n')
+    .filter((l) => l.length > 0)
+    .map(unescape);
   if (missing.length === 0) return 0;
   const rows = missing.flatMap((name) => {
     const labels = seriesLabels(name);
@@ -61,5 +65,8 @@ export async function seriesByLabels(conn: ConnOptions, matchers: readonly Label
     sql: seriesByLabelsSql(matchers),
     tables: [{ name: 'matchers', structure: 'i UInt32, name String, value String', rows: matchers.map((m, i) => [String(i), m.name, m.value]) }],
   });
-  return text.split('\n').filter((l) => l.length > 0).map(unescape);
+  return text
+    .split('\n')
+    .filter((l) => l.length > 0)
+    .map(unescape);
 }

@@ -88,7 +88,10 @@ export function float(text: string): number {
 
 /** TabSeparated escapes of a String field undone. */
 export function unescape(text: string): string {
-  return text.replace(/\\(.)/g, (_, c: string) => ({ t: '\t', n: '\n', r: '\r', '0': '\0', b: '\b', f: '\f', "'": "'", '\\': '\\' } as Record<string, string>)[c] ?? c);
+  return text.replace(
+    /\\(.)/g,
+    (_, c: string) => (({ t: '\t', n: '\n', r: '\r', '0': '\0', b: '\b', f: '\f', "'": "'", '\\': '\\' }) as Record<string, string>)[c] ?? c,
+  );
 }
 
 /** The answer as columns per metric, every name asked for present (an empty series when it has no point in the range), in the order given. */

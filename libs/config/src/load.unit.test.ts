@@ -50,25 +50,39 @@ describe('loadSettings', () => {
 
   it('takes a min.insync.replicas up to the replication factor and refuses one above it, naming both', () => {
     expect(loadSettings({})).toMatchObject({ KAFKA_REPLICATION_FACTOR: 1, KAFKA_MIN_INSYNC_REPLICAS: 1 });
-    expect(loadSettings({ KAFKA_REPLICATION_FACTOR: '3', KAFKA_MIN_INSYNC_REPLICAS: '2' })).toMatchObject({ KAFKA_REPLICATION_FACTOR: 3, KAFKA_MIN_INSYNC_REPLICAS: 2 });
+    expect(loadSettings({ KAFKA_REPLICATION_FACTOR: '3', KAFKA_MIN_INSYNC_REPLICAS: '2' })).toMatchObject({
+      KAFKA_REPLICATION_FACTOR: 3,
+      KAFKA_MIN_INSYNC_REPLICAS: 2,
+    });
     expect(loadSettings({ KAFKA_REPLICATION_FACTOR: '3', KAFKA_MIN_INSYNC_REPLICAS: '3' }).KAFKA_MIN_INSYNC_REPLICAS).toBe(3);
     expect(() => loadSettings({ KAFKA_MIN_INSYNC_REPLICAS: '2' })).toThrow(ConfigError);
-    expect(() => loadSettings({ KAFKA_REPLICATION_FACTOR: '3', KAFKA_MIN_INSYNC_REPLICAS: '4' })).toThrow(/KAFKA_MIN_INSYNC_REPLICAS: at most KAFKA_REPLICATION_FACTOR/);
+    expect(() => loadSettings({ KAFKA_REPLICATION_FACTOR: '3', KAFKA_MIN_INSYNC_REPLICAS: '4' })).toThrow(
+      /KAFKA_MIN_INSYNC_REPLICAS: at most KAFKA_REPLICATION_FACTOR/,
+    );
   });
 
   it('refuses a point batch size whose batches may encode past the bound of one request per partition', () => {
     expect(loadSettings({}).MERIDIAN_POINT_BATCH_SIZE * 18 + 4096).toBeLessThanOrEqual(loadSettings({}).MERIDIAN_UPLOAD_SEND_BYTES_PER_PARTITION);
-    expect(() => loadSettings({ MERIDIAN_POINT_BATCH_SIZE: '60000' })).toThrow(/MERIDIAN_POINT_BATCH_SIZE: a point batch of this many points may encode to more than MERIDIAN_UPLOAD_SEND_BYTES_PER_PARTITION/);
+    expect(() => loadSettings({ MERIDIAN_POINT_BATCH_SIZE: '60000' })).toThrow(
+      /MERIDIAN_POINT_BATCH_SIZE: a point batch of this many points may encode to more than MERIDIAN_UPLOAD_SEND_BYTES_PER_PARTITION/,
+    );
     const raised = String(500_000 * 18 + 4096);
-    expect(loadSettings({ MERIDIAN_POINT_BATCH_SIZE: '500000', MERIDIAN_UPLOAD_SEND_BYTES_PER_PARTITION: raised, MERIDIAN_UPLOAD_SEND_BYTES_PER_REQUEST: raised }).MERIDIAN_POINT_BATCH_SIZE).toBe(500_000);
+    expect(
+      loadSettings({ MERIDIAN_POINT_BATCH_SIZE: '500000', MERIDIAN_UPLOAD_SEND_BYTES_PER_PARTITION: raised, MERIDIAN_UPLOAD_SEND_BYTES_PER_REQUEST: raised })
+        .MERIDIAN_POINT_BATCH_SIZE,
+    ).toBe(500_000);
   });
 
   it("refuses a request bound below one partition's", () => {
-    expect(() => loadSettings({ MERIDIAN_UPLOAD_SEND_BYTES_PER_REQUEST: '500000' })).toThrow(/MERIDIAN_UPLOAD_SEND_BYTES_PER_PARTITION: at most MERIDIAN_UPLOAD_SEND_BYTES_PER_REQUEST/);
+    expect(() => loadSettings({ MERIDIAN_UPLOAD_SEND_BYTES_PER_REQUEST: '500000' })).toThrow(
+      /MERIDIAN_UPLOAD_SEND_BYTES_PER_PARTITION: at most MERIDIAN_UPLOAD_SEND_BYTES_PER_REQUEST/,
+    );
   });
 
   it('refuses staged uploads on a cluster (a replicated points table)', () => {
-    expect(() => loadSettings({ MERIDIAN_UPLOAD_STAGING: 'on', CLICKHOUSE_CLUSTER: 'c1' })).toThrow(/MERIDIAN_UPLOAD_STAGING: not on when CLICKHOUSE_CLUSTER is set/);
+    expect(() => loadSettings({ MERIDIAN_UPLOAD_STAGING: 'on', CLICKHOUSE_CLUSTER: 'c1' })).toThrow(
+      /MERIDIAN_UPLOAD_STAGING: not on when CLICKHOUSE_CLUSTER is set/,
+    );
     expect(loadSettings({ MERIDIAN_UPLOAD_STAGING: 'on' }).MERIDIAN_UPLOAD_STAGING).toBe('on');
     // auto with a cluster is allowed: the worker then stages nothing (apps/ingest/src/worker.ts).
     expect(loadSettings({ CLICKHOUSE_CLUSTER: 'c1' }).MERIDIAN_UPLOAD_STAGING).toBe('auto');
@@ -81,13 +95,17 @@ describe('loadSettings', () => {
   });
 
   it('refuses a blob removal lease under four read-model waits, and a claim TTL under the upload time budget', () => {
-    expect(() => loadSettings({ MERIDIAN_BLOB_REMOVAL_LEASE_MS: '39999' })).toThrow(/MERIDIAN_BLOB_REMOVAL_LEASE_MS: at least 4 × MERIDIAN_FILES_READ_MODEL_WAIT_MS/);
+    expect(() => loadSettings({ MERIDIAN_BLOB_REMOVAL_LEASE_MS: '39999' })).toThrow(
+      /MERIDIAN_BLOB_REMOVAL_LEASE_MS: at least 4 × MERIDIAN_FILES_READ_MODEL_WAIT_MS/,
+    );
     expect(loadSettings({ MERIDIAN_BLOB_REMOVAL_LEASE_MS: '40000' }).MERIDIAN_BLOB_REMOVAL_LEASE_MS).toBe(40_000);
     expect(() => loadSettings({ MERIDIAN_BLOB_CLAIM_TTL_MS: '3599999' })).toThrow(/MERIDIAN_BLOB_CLAIM_TTL_MS: at least MERIDIAN_UPLOAD_TIME_BUDGET_MS/);
   });
 
-  it('refuses a storage part size too small for the largest upload in 10,000 parts, or below S3\'s 5 MiB', () => {
-    expect(() => loadSettings({ MERIDIAN_MAX_UPLOAD_BYTES: String(10_000 * 8388608 + 1) })).toThrow(/MERIDIAN_STORAGE_PART_BYTES: at least MERIDIAN_MAX_UPLOAD_BYTES \/ 10,000/);
+  it("refuses a storage part size too small for the largest upload in 10,000 parts, or below S3's 5 MiB", () => {
+    expect(() => loadSettings({ MERIDIAN_MAX_UPLOAD_BYTES: String(10_000 * 8388608 + 1) })).toThrow(
+      /MERIDIAN_STORAGE_PART_BYTES: at least MERIDIAN_MAX_UPLOAD_BYTES \/ 10,000/,
+    );
     expect(loadSettings({ MERIDIAN_MAX_UPLOAD_BYTES: String(10_000 * 8388608) }).MERIDIAN_STORAGE_PART_BYTES).toBe(8388608);
     expect(() => loadSettings({ MERIDIAN_STORAGE_PART_BYTES: String(5 * 1024 * 1024 - 1) })).toThrow(/MERIDIAN_STORAGE_PART_BYTES/);
   });

@@ -24,14 +24,18 @@ export const settingGroups = [
   { title: 'The event log (Kafka)', about: 'The brokers, the topics and how writes to them are acknowledged.', definitions: kafkaSettings },
   { title: 'ClickHouse', about: 'The server or replicas holding the projections.', definitions: clickhouseSettings },
   { title: 'Object storage (S3)', about: 'The bucket holding staged uploads and file blobs.', definitions: storageSettings },
-  { title: 'The api\'s HTTP edge', about: 'What one request may send and how long it may take, before any route sees it.', definitions: httpSettings },
+  { title: "The api's HTTP edge", about: 'What one request may send and how long it may take, before any route sees it.', definitions: httpSettings },
   { title: 'Uploads', about: 'Receiving uploads in the api, and running staged ones in the ingest worker.', definitions: uploadsSettings },
-  { title: 'The push path and the telemetry protocols', about: 'Small uploads and agents\' writes, decided in the api and written to the log at once.', definitions: pushSettings },
+  {
+    title: 'The push path and the telemetry protocols',
+    about: "Small uploads and agents' writes, decided in the api and written to the log at once.",
+    definitions: pushSettings,
+  },
   { title: 'Downloads, series and the catalog', about: 'What one read may ask for and stream.', definitions: readsSettings },
   { title: 'The Prometheus query API', about: 'What one PromQL query may cost.', definitions: prometheusSettings },
   { title: 'Deleting points and retention', about: 'Deleting ranges of points, and the retention rules applied as deletions.', definitions: deletionsSettings },
   { title: 'Files', about: 'Defined files: quotas, sharing, and the collection of blobs no file references.', definitions: filesSettings },
-  { title: 'Tasks and the folds', about: 'Following tasks, the folds\' snapshots, and the read models in ClickHouse.', definitions: tasksSettings },
+  { title: 'Tasks and the folds', about: "Following tasks, the folds' snapshots, and the read models in ClickHouse.", definitions: tasksSettings },
   { title: 'The CLI', about: 'Read by `meridian` only.', definitions: cliSettings },
 ] as const;
 
@@ -51,7 +55,6 @@ export const settingDefinitions = {
   ...cliSettings,
 } as const;
 
-
 export type SettingName = keyof typeof settingDefinitions;
 
 /**
@@ -59,22 +62,39 @@ export type SettingName = keyof typeof settingDefinitions;
  * over the parsed values); a broken rule is reported at start like an invalid value.
  */
 export const settingRules = z
-  .object({ KAFKA_REPLICATION_FACTOR: z.number(), KAFKA_MIN_INSYNC_REPLICAS: z.number(), MERIDIAN_POINT_BATCH_SIZE: z.number(), MERIDIAN_UPLOAD_SEND_BYTES_PER_PARTITION: z.number(), MERIDIAN_UPLOAD_SEND_BYTES_PER_REQUEST: z.number(), MERIDIAN_UPLOAD_STAGING: z.string(), CLICKHOUSE_CLUSTER: z.string(), MERIDIAN_STAGE_TTL_MS: z.number(), MERIDIAN_UPLOAD_TIME_BUDGET_MS: z.number(), MERIDIAN_FILES_READ_MODEL_WAIT_MS: z.number(), MERIDIAN_BLOB_REMOVAL_LEASE_MS: z.number(), MERIDIAN_BLOB_CLAIM_TTL_MS: z.number(), MERIDIAN_MAX_UPLOAD_BYTES: z.number(), MERIDIAN_STORAGE_PART_BYTES: z.number() })
+  .object({
+    KAFKA_REPLICATION_FACTOR: z.number(),
+    KAFKA_MIN_INSYNC_REPLICAS: z.number(),
+    MERIDIAN_POINT_BATCH_SIZE: z.number(),
+    MERIDIAN_UPLOAD_SEND_BYTES_PER_PARTITION: z.number(),
+    MERIDIAN_UPLOAD_SEND_BYTES_PER_REQUEST: z.number(),
+    MERIDIAN_UPLOAD_STAGING: z.string(),
+    CLICKHOUSE_CLUSTER: z.string(),
+    MERIDIAN_STAGE_TTL_MS: z.number(),
+    MERIDIAN_UPLOAD_TIME_BUDGET_MS: z.number(),
+    MERIDIAN_FILES_READ_MODEL_WAIT_MS: z.number(),
+    MERIDIAN_BLOB_REMOVAL_LEASE_MS: z.number(),
+    MERIDIAN_BLOB_CLAIM_TTL_MS: z.number(),
+    MERIDIAN_MAX_UPLOAD_BYTES: z.number(),
+    MERIDIAN_STORAGE_PART_BYTES: z.number(),
+  })
   .refine((s) => s.KAFKA_MIN_INSYNC_REPLICAS <= s.KAFKA_REPLICATION_FACTOR, {
     path: ['KAFKA_MIN_INSYNC_REPLICAS'],
     message: 'at most KAFKA_REPLICATION_FACTOR: a topic with fewer replicas than min.insync.replicas refuses every acknowledged write',
   })
   .refine((s) => maxPointBatchBytes(s.MERIDIAN_POINT_BATCH_SIZE) <= s.MERIDIAN_UPLOAD_SEND_BYTES_PER_PARTITION, {
     path: ['MERIDIAN_POINT_BATCH_SIZE'],
-    message: 'a point batch of this many points may encode to more than MERIDIAN_UPLOAD_SEND_BYTES_PER_PARTITION (18 bytes a point + 4 KiB): lower it, or raise that bound together with the broker\'s message.max.bytes, which refuses a larger record',
+    message:
+      "a point batch of this many points may encode to more than MERIDIAN_UPLOAD_SEND_BYTES_PER_PARTITION (18 bytes a point + 4 KiB): lower it, or raise that bound together with the broker's message.max.bytes, which refuses a larger record",
   })
   .refine((s) => s.MERIDIAN_UPLOAD_SEND_BYTES_PER_PARTITION <= s.MERIDIAN_UPLOAD_SEND_BYTES_PER_REQUEST, {
     path: ['MERIDIAN_UPLOAD_SEND_BYTES_PER_PARTITION'],
-    message: 'at most MERIDIAN_UPLOAD_SEND_BYTES_PER_REQUEST: a request holds at least one partition\'s share',
+    message: "at most MERIDIAN_UPLOAD_SEND_BYTES_PER_REQUEST: a request holds at least one partition's share",
   })
   .refine((s) => s.MERIDIAN_UPLOAD_STAGING !== 'on' || s.CLICKHOUSE_CLUSTER === '', {
     path: ['MERIDIAN_UPLOAD_STAGING'],
-    message: 'not on when CLICKHOUSE_CLUSTER is set (auto stages nothing then): an ATTACH into a replicated points table reaches the other replicas outside the insert quorum',
+    message:
+      'not on when CLICKHOUSE_CLUSTER is set (auto stages nothing then): an ATTACH into a replicated points table reaches the other replicas outside the insert quorum',
   })
   .refine((s) => s.MERIDIAN_STAGE_TTL_MS >= s.MERIDIAN_UPLOAD_TIME_BUDGET_MS, {
     path: ['MERIDIAN_STAGE_TTL_MS'],
@@ -82,11 +102,12 @@ export const settingRules = z
   })
   .refine((s) => s.MERIDIAN_BLOB_REMOVAL_LEASE_MS >= 4 * s.MERIDIAN_FILES_READ_MODEL_WAIT_MS, {
     path: ['MERIDIAN_BLOB_REMOVAL_LEASE_MS'],
-    message: 'at least 4 × MERIDIAN_FILES_READ_MODEL_WAIT_MS: a collection\'s check after its removals waits that long for the read model, within a quarter of the lease',
+    message:
+      "at least 4 × MERIDIAN_FILES_READ_MODEL_WAIT_MS: a collection's check after its removals waits that long for the read model, within a quarter of the lease",
   })
   .refine((s) => s.MERIDIAN_BLOB_CLAIM_TTL_MS >= s.MERIDIAN_UPLOAD_TIME_BUDGET_MS, {
     path: ['MERIDIAN_BLOB_CLAIM_TTL_MS'],
-    message: 'at least MERIDIAN_UPLOAD_TIME_BUDGET_MS: a claim younger than the time a definition may take is never taken for a dead one\'s',
+    message: "at least MERIDIAN_UPLOAD_TIME_BUDGET_MS: a claim younger than the time a definition may take is never taken for a dead one's",
   })
   .refine((s) => s.MERIDIAN_MAX_UPLOAD_BYTES <= 10_000 * s.MERIDIAN_STORAGE_PART_BYTES, {
     path: ['MERIDIAN_STORAGE_PART_BYTES'],

@@ -58,4 +58,5 @@ export class InfrastructureError extends Error {
 }
 
 /** A dependency that did not answer in time or at all: asking again later may succeed. */
-export const unavailable = (dependency: Dependency, message: string, cause?: unknown) => new InfrastructureError(dependency, message, { retriable: true, cause });
+export const unavailable = (dependency: Dependency, message: string, cause?: unknown) =>
+  new InfrastructureError(dependency, message, { retriable: true, cause });

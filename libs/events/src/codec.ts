@@ -106,7 +106,10 @@ export type CodecOptions = {
  * the newest. Decoding reads the writer fingerprint and resolves that version into the newest
  * one, so old events replay through the same code as new ones.
  */
-export function createEventCodec<E extends EventLike>(registry: SchemaRegistry = SchemaRegistry.loadFromDirectory(), options: CodecOptions = {}): EventCodec<E> {
+export function createEventCodec<E extends EventLike>(
+  registry: SchemaRegistry = SchemaRegistry.loadFromDirectory(),
+  options: CodecOptions = {},
+): EventCodec<E> {
   const writeDeltas = options.writeDeltas ?? true;
   const resolvers = new Map<bigint, { reader: SchemaVersion; resolver: avro.Resolver | null; deltas: DeltaField[] }>();
   const writers = new Map<string, { candidates: Writer[]; deltas: DeltaField[] }>();

@@ -25,7 +25,10 @@ describe('event codec', () => {
   });
 
   it('writes each event once into a reused buffer, byte for byte what avsc writes, and hands out copies', () => {
-    const batch = version('Series', 1, [{ name: 'id', type: 'string' }, { name: 'ts', type: { type: 'array', items: 'long' } }]);
+    const batch = version('Series', 1, [
+      { name: 'id', type: 'string' },
+      { name: 'ts', type: { type: 'array', items: 'long' } },
+    ]);
     const codec = createEventCodec<{ type: 'Series'; id: string; ts: number[] }>(new SchemaRegistry([batch]));
     // Small, past the first scratch (64 KiB), past what is kept (4 MiB), then small again.
     const sizes = [3, 20_000, 800_000, 10];
@@ -42,7 +45,10 @@ describe('event codec', () => {
   it('writes the oldest version that carries the event whole, so readers of only that version still read it', () => {
     const codec = createEventCodec<{ type: 'Thing'; id: string; size?: number }>(new SchemaRegistry([v1, v2]));
     const oldReader = createEventCodec<{ type: 'Thing'; id: string }>(new SchemaRegistry([v1]));
-    for (const event of [{ type: 'Thing' as const, id: 'a', size: 0 }, { type: 'Thing' as const, id: 'b' }]) {
+    for (const event of [
+      { type: 'Thing' as const, id: 'a', size: 0 },
+      { type: 'Thing' as const, id: 'b' },
+    ]) {
       const bytes = codec.encode(event);
       expect(parseHeader(bytes)?.fingerprint).toBe(v1.fingerprint);
       expect(codec.decode(bytes)).toEqual({ type: 'Thing', id: event.id, size: 0 });
@@ -52,7 +58,10 @@ describe('event codec', () => {
 
   it('uses the newest version for an event that needs it, by a union field left at null or set', () => {
     const n1 = version('Batch', 1, [{ name: 'id', type: 'string' }]);
-    const n2 = version('Batch', 2, [{ name: 'id', type: 'string' }, { name: 'stage', type: ['null', 'string'], default: null }]);
+    const n2 = version('Batch', 2, [
+      { name: 'id', type: 'string' },
+      { name: 'stage', type: ['null', 'string'], default: null },
+    ]);
     const codec = createEventCodec<{ type: 'Batch'; id: string; stage: string | null }>(new SchemaRegistry([n1, n2]));
     expect(parseHeader(codec.encode({ type: 'Batch', id: 'a', stage: null }))?.fingerprint).toBe(n1.fingerprint);
     const staged = codec.encode({ type: 'Batch', id: 'a', stage: 'x' });
@@ -63,7 +72,10 @@ describe('event codec', () => {
   it('never writes an older version whose fields differ from the newest ones', () => {
     const o1 = version('Odd', 1, [{ name: 'id', type: 'int' }]);
     const o2 = version('Odd', 2, [{ name: 'id', type: 'long' }]);
-    const o3 = version('Odd', 3, [{ name: 'id', type: 'long' }, { name: 'note', type: 'string' }]);
+    const o3 = version('Odd', 3, [
+      { name: 'id', type: 'long' },
+      { name: 'note', type: 'string' },
+    ]);
     const changed = createEventCodec<{ type: 'Odd'; id: number }>(new SchemaRegistry([o1, o2]));
     expect(parseHeader(changed.encode({ type: 'Odd', id: 1 }))?.fingerprint).toBe(o2.fingerprint);
     // A field added without a default: no older reader could stand in for it.
@@ -122,9 +134,16 @@ describe('arrays of longs written as differences', () => {
   const registry = SchemaRegistry.loadFromDirectory();
   const codec = createEventCodec<{ type: string }>(registry);
   const scrapes = Array.from({ length: 1000 }, (_, i) => 1_704_067_200_000 + i * 15_000 + ((i * 7) % 11) - 5);
-  const batch = { type: 'PointBatch', task_id: 't', metric_name: 'm', updated_at: 1_704_067_200_000, timestamps: scrapes, values: scrapes.map((_, i) => i / 3) };
+  const batch = {
+    type: 'PointBatch',
+    task_id: 't',
+    metric_name: 'm',
+    updated_at: 1_704_067_200_000,
+    timestamps: scrapes,
+    values: scrapes.map((_, i) => i / 3),
+  };
 
-  it('writes a PointBatch\'s timestamps as differences with the newest version, and reads back the timestamps themselves', () => {
+  it("writes a PointBatch's timestamps as differences with the newest version, and reads back the timestamps themselves", () => {
     const bytes = codec.encode(batch);
     const v4 = registry.versionsOf('PointBatch').find((v) => v.version === 4)!;
     expect(parseHeader(bytes)!.fingerprint).toBe(v4.fingerprint);
@@ -149,4 +168,3 @@ describe('arrays of longs written as differences', () => {
     expect(batch).toEqual(copy);
   });
 });
-

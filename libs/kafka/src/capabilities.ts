@@ -35,7 +35,10 @@ export function advertisingAssigner(capabilities: readonly string[]): PartitionA
     return {
       ...roundRobin,
       protocol({ topics }) {
-        return { name: roundRobin.name, metadata: AssignerProtocol.MemberMetadata.encode({ version: roundRobin.version, topics, userData: encode(capabilities) }) };
+        return {
+          name: roundRobin.name,
+          metadata: AssignerProtocol.MemberMetadata.encode({ version: roundRobin.version, topics, userData: encode(capabilities) }),
+        };
       },
     };
   };

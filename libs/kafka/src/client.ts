@@ -1,4 +1,15 @@
-import { Kafka, Partitioners, logLevel, type Admin, type CompressionTypes, type Producer, type LogEntry, type ProducerBatch, type ProducerRecord, type Transaction } from 'kafkajs';
+import {
+  Kafka,
+  Partitioners,
+  logLevel,
+  type Admin,
+  type CompressionTypes,
+  type Producer,
+  type LogEntry,
+  type ProducerBatch,
+  type ProducerRecord,
+  type Transaction,
+} from 'kafkajs';
 import type { Logger } from '@meridian/observability';
 import { compressionType, type LogCompression } from './compression.ts';
 import { topicMismatches, type TopicMismatch, type TopicSpec } from './topics.ts';
@@ -43,11 +54,13 @@ export function createKafka(options: KafkaOptions): Kafka {
     retry: { initialRetryTime: 200, retries: 8 },
     // kafkajs logs through pino, at warn and above: its info lines are per-connection noise.
     logLevel: logLevel.WARN,
-    logCreator: () => ({ namespace, level, log: entry }: LogEntry) => {
-      const { message, ...extra } = entry;
-      const expected = DELIBERATE.test(message) || NOT_YET.test(String((extra as { error?: unknown }).error ?? ''));
-      log[expected ? 'debug' : (levels[level] ?? 'info')]({ namespace, ...extra }, message);
-    },
+    logCreator:
+      () =>
+      ({ namespace, level, log: entry }: LogEntry) => {
+        const { message, ...extra } = entry;
+        const expected = DELIBERATE.test(message) || NOT_YET.test(String((extra as { error?: unknown }).error ?? ''));
+        log[expected ? 'debug' : (levels[level] ?? 'info')]({ namespace, ...extra }, message);
+      },
   });
 }
 
@@ -55,17 +68,23 @@ export function createKafka(options: KafkaOptions): Kafka {
  * The only producer configuration Meridian uses: idempotent, acks from all in-sync
  * replicas, one request in flight so retries can never reorder a key's events.
  */
-export function createProducer(kafka: Kafka, options: { transactionalId?: string; transactionTimeoutMs?: number; firstRetryMs?: number; compression?: LogCompression } = {}): Producer {
-  return compressing(options.compression ?? DEFAULT_LOG_COMPRESSION, kafka.producer({
-    ...(options.firstRetryMs === undefined ? {} : { retry: { initialRetryTime: options.firstRetryMs, retries: 12 } }),
-    idempotent: true,
-    maxInFlightRequests: 1,
-    createPartitioner: Partitioners.DefaultPartitioner,
-    // An upload is one transaction: give it the broker's default ceiling (transaction.max.timeout.ms)
-    // unless the writer's transactions are short (pushes), where a dead writer's open one should not
-    // hold its partitions' readers back that long.
-    ...(options.transactionalId ? { transactionalId: options.transactionalId, transactionTimeout: options.transactionTimeoutMs ?? 900_000 } : {}),
-  }));
+export function createProducer(
+  kafka: Kafka,
+  options: { transactionalId?: string; transactionTimeoutMs?: number; firstRetryMs?: number; compression?: LogCompression } = {},
+): Producer {
+  return compressing(
+    options.compression ?? DEFAULT_LOG_COMPRESSION,
+    kafka.producer({
+      ...(options.firstRetryMs === undefined ? {} : { retry: { initialRetryTime: options.firstRetryMs, retries: 12 } }),
+      idempotent: true,
+      maxInFlightRequests: 1,
+      createPartitioner: Partitioners.DefaultPartitioner,
+      // An upload is one transaction: give it the broker's default ceiling (transaction.max.timeout.ms)
+      // unless the writer's transactions are short (pushes), where a dead writer's open one should not
+      // hold its partitions' readers back that long.
+      ...(options.transactionalId ? { transactionalId: options.transactionalId, transactionTimeout: options.transactionTimeoutMs ?? 900_000 } : {}),
+    }),
+  );
 }
 
 /**
@@ -139,4 +158,3 @@ async function describeExisting(admin: Admin, specs: readonly TopicSpec[]): Prom
     });
   });
 }
-

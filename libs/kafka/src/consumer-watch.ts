@@ -9,9 +9,7 @@ export type ConsumerState =
   /** Crashed on an error kafkajs does not retry (restart=false): nothing in the process runs it again. */
   | { readonly kind: 'failed'; readonly error: string };
 
-export type ConsumerEvent =
-  | { readonly type: 'joined' }
-  | { readonly type: 'crashed'; readonly error: string; readonly restart: boolean };
+export type ConsumerEvent = { readonly type: 'joined' } | { readonly type: 'crashed'; readonly error: string; readonly restart: boolean };
 
 /** The next state after an event. A failure is final: a later event cannot make it look healthy. */
 export function nextConsumerState(state: ConsumerState, event: ConsumerEvent): ConsumerState {
@@ -52,7 +50,9 @@ export class ConsumerWatch {
 
   constructor(name: string, consumer: Consumer) {
     this.name = name;
-    this.failed = new Promise((resolve) => { this.onFailed = resolve; });
+    this.failed = new Promise((resolve) => {
+      this.onFailed = resolve;
+    });
     const { GROUP_JOIN, CRASH } = consumer.events;
     consumer.on(GROUP_JOIN, () => this.apply({ type: 'joined' }));
     consumer.on(CRASH, (e) => this.apply({ type: 'crashed', error: errorText(e.payload.error), restart: e.payload.restart }));

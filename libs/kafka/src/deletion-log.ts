@@ -52,7 +52,7 @@ export class DeletionLog {
     const commit = this.commit(deletion);
     commit.catch(() => undefined);
     try {
-      return await withTimeout(commit, this.deps.deadlineMs, 'a deletion\'s transaction');
+      return await withTimeout(commit, this.deps.deadlineMs, "a deletion's transaction");
     } catch (error) {
       // Its outcome is unknown until the writer is renewed (a commit cut short may land yet).
       await withTimeout(this.deps.writer.renew(), this.deps.deadlineMs, 'renewing the deletion writer').catch(() => undefined);
@@ -65,7 +65,13 @@ export class DeletionLog {
     const counts = await this.deps.partitions();
     const byPartition = metricsByPartition(deletion.metrics, counts.points);
     const markers: LogMessage[] = [...byPartition].map(([partition, metrics]) => ({
-      ...eventMessage(pointsCodec, deletion.task_id, { type: 'PointsDeleted', task_id: deletion.task_id, metrics, from_ms: deletion.from_ms, to_ms: deletion.to_ms }),
+      ...eventMessage(pointsCodec, deletion.task_id, {
+        type: 'PointsDeleted',
+        task_id: deletion.task_id,
+        metrics,
+        from_ms: deletion.from_ms,
+        to_ms: deletion.to_ms,
+      }),
       partition,
     }));
     const event: MetricsDeleted = { type: 'MetricsDeleted', ...deletion, partitions: [...byPartition.keys()] };

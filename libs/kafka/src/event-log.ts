@@ -1,5 +1,18 @@
 import type { Admin, Consumer, Kafka, Producer } from 'kafkajs';
-import type { ConsumedPosition, ConsumerRun, GroupConsumer, GroupConsumerOptions, LogRanges, LogTransaction, LogWriter, Offsets, PartitionRange, RangeBatch, RangeReadOptions, TransactionalLog } from '@meridian/domain';
+import type {
+  ConsumedPosition,
+  ConsumerRun,
+  GroupConsumer,
+  GroupConsumerOptions,
+  LogRanges,
+  LogTransaction,
+  LogWriter,
+  Offsets,
+  PartitionRange,
+  RangeBatch,
+  RangeReadOptions,
+  TransactionalLog,
+} from '@meridian/domain';
 import type { EventLike } from '@meridian/events';
 import { withTimeout } from '@meridian/observability';
 import { createKafka, createProducer, ensureTopics, type KafkaOptions } from './client.ts';
@@ -14,10 +27,11 @@ import type { TopicMismatch, TopicSpec } from './topics.ts';
 /** Connects once, on first use; a failed connect is tried again at the next use. */
 function connectOnce(connect: () => Promise<void>): () => Promise<void> {
   let connected: Promise<void> | null = null;
-  return () => (connected ??= connect().catch((e: unknown) => {
-    connected = null;
-    throw e;
-  }));
+  return () =>
+    (connected ??= connect().catch((e: unknown) => {
+      connected = null;
+      throw e;
+    }));
 }
 
 /**
@@ -50,7 +64,10 @@ export class KafkaTransactionalLog implements TransactionalLog {
         return acks.map(({ topicName, partition, baseOffset }) => ({ topic: topicName, partition, ...(baseOffset === undefined ? {} : { baseOffset }) }));
       },
       async commitConsumed(groupId: string, at: ConsumedPosition) {
-        await tx.sendOffsets({ consumerGroupId: groupId, topics: [{ topic: at.topic, partitions: [{ partition: at.partition, offset: String(at.offset + 1) }] }] });
+        await tx.sendOffsets({
+          consumerGroupId: groupId,
+          topics: [{ topic: at.topic, partitions: [{ partition: at.partition, offset: String(at.offset + 1) }] }],
+        });
       },
       commit: () => tx.commit(),
       abort: () => tx.abort(),
@@ -140,21 +157,25 @@ export class KafkaEventLog implements LogRanges {
    * retry of a retriable answer, doubling after (the client's 200 ms by default).
    */
   transactional(transactionalId: string, options: { transactionTimeoutMs?: number; firstRetryMs?: number } = {}): KafkaTransactionalLog {
-    return new KafkaTransactionalLog(new TransactionalProducer(this.kafka, transactionalId, () => createProducer(this.kafka, { transactionalId, compression: this.compression, ...options })));
+    return new KafkaTransactionalLog(
+      new TransactionalProducer(this.kafka, transactionalId, () => createProducer(this.kafka, { transactionalId, compression: this.compression, ...options })),
+    );
   }
 
   consumer(options: GroupConsumerOptions): KafkaGroupConsumer {
-    return new KafkaGroupConsumer(this.kafka.consumer({
-      groupId: options.groupId,
-      sessionTimeout: options.sessionTimeoutMs,
-      maxWaitTimeInMs: options.maxWaitTimeMs,
-      ...(options.minBytes === undefined ? {} : { minBytes: options.minBytes }),
-      ...(options.heartbeatIntervalMs === undefined ? {} : { heartbeatInterval: options.heartbeatIntervalMs }),
-      ...(options.maxBytesPerPartition === undefined ? {} : { maxBytesPerPartition: options.maxBytesPerPartition }),
-      ...(options.maxBytes === undefined ? {} : { maxBytes: options.maxBytes }),
-      ...(options.readUncommitted === undefined ? {} : { readUncommitted: options.readUncommitted }),
-      ...(options.advertise === undefined ? {} : { partitionAssigners: [advertisingAssigner(options.advertise)] }),
-    }));
+    return new KafkaGroupConsumer(
+      this.kafka.consumer({
+        groupId: options.groupId,
+        sessionTimeout: options.sessionTimeoutMs,
+        maxWaitTimeInMs: options.maxWaitTimeMs,
+        ...(options.minBytes === undefined ? {} : { minBytes: options.minBytes }),
+        ...(options.heartbeatIntervalMs === undefined ? {} : { heartbeatInterval: options.heartbeatIntervalMs }),
+        ...(options.maxBytesPerPartition === undefined ? {} : { maxBytesPerPartition: options.maxBytesPerPartition }),
+        ...(options.maxBytes === undefined ? {} : { maxBytes: options.maxBytes }),
+        ...(options.readUncommitted === undefined ? {} : { readUncommitted: options.readUncommitted }),
+        ...(options.advertise === undefined ? {} : { partitionAssigners: [advertisingAssigner(options.advertise)] }),
+      }),
+    );
   }
 
   /** Whether the group has members and every one advertises `capability` (capabilities.ts). */

@@ -153,7 +153,13 @@ export class TopicFollower<E extends EventLike> {
     if (position === null || this.hasApplied(position)) return Promise.resolve();
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`event ${position.partition}/${position.offset} not applied within ${timeoutMs} ms`)), timeoutMs);
-      this.waiters.push({ position, resolve: () => { clearTimeout(timer); resolve(); } });
+      this.waiters.push({
+        position,
+        resolve: () => {
+          clearTimeout(timer);
+          resolve();
+        },
+      });
     });
   }
 
@@ -165,8 +171,9 @@ export class TopicFollower<E extends EventLike> {
   async syncToEnd(timeoutMs = 10_000, partitions?: readonly number[]): Promise<void> {
     let previous = '';
     for (let round = 0; round < 4; round++) {
-      const ends = [...(await topicEnds(this.options.admin, this.options.topic))]
-        .filter(([partition, end]) => end > 0 && (partitions === undefined || partitions.includes(partition)));
+      const ends = [...(await topicEnds(this.options.admin, this.options.topic))].filter(
+        ([partition, end]) => end > 0 && (partitions === undefined || partitions.includes(partition)),
+      );
       const key = ends.map(([partition, end]) => `${partition}:${end}`).join(',');
       if (key === previous) return;
       previous = key;

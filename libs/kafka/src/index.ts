@@ -1,6 +1,18 @@
 export { createKafka, createProducer, ensureTopics, DEFAULT_LOG_COMPRESSION, type KafkaOptions } from './client.ts';
 export { LOG_COMPRESSIONS, type LogCompression } from './compression.ts';
-export { topicsFor, consumerGroupsFor, topicSpecs, replicationWarning, WHY_KEPT, type ConsumerGroups, type Topics, type TopicLayout, type TopicSpec, type ExistingTopic, type TopicMismatch } from './topics.ts';
+export {
+  topicsFor,
+  consumerGroupsFor,
+  topicSpecs,
+  replicationWarning,
+  WHY_KEPT,
+  type ConsumerGroups,
+  type Topics,
+  type TopicLayout,
+  type TopicSpec,
+  type ExistingTopic,
+  type TopicMismatch,
+} from './topics.ts';
 export { appendEvents, eventMessage } from './append.ts';
 export { TopicFollower, type FollowerOptions } from './follow.ts';
 export { ConsumerWatch, notServing, type ConsumerState, type ConsumerEvent } from './consumer-watch.ts';

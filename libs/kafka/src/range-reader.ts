@@ -176,7 +176,9 @@ export async function* readRanges(kafka: Kafka, admin: Admin, ranges: readonly P
           const done = reached >= range.end || last + 1 >= range.end;
           // Wait until the caller is done with the batch, keeping the group membership alive meanwhile
           // (a rebalance is harmless: positions are kept here and offsets are committed as we go).
-          const beat = setInterval(() => { heartbeat().catch(() => undefined); }, 3000);
+          const beat = setInterval(() => {
+            heartbeat().catch(() => undefined);
+          }, 3000);
           try {
             await handoff.offer({ topic: batch.topic, partition: batch.partition, messages, done });
           } finally {
@@ -256,7 +258,9 @@ export async function offsetsAtTime(admin: Admin, topic: string, ms: number): Pr
 export async function nudgeGroup(kafka: Kafka, groupId: string, topic: string, timeoutMs = 120_000): Promise<void> {
   const consumer = kafka.consumer({ groupId, sessionTimeout: 30_000, rebalanceTimeout: 60_000, heartbeatInterval: 3000 });
   let joined!: () => void;
-  const done = new Promise<void>((resolve) => { joined = resolve; });
+  const done = new Promise<void>((resolve) => {
+    joined = resolve;
+  });
   consumer.on(consumer.events.GROUP_JOIN, () => joined());
   await consumer.connect();
   try {
@@ -264,10 +268,17 @@ export async function nudgeGroup(kafka: Kafka, groupId: string, topic: string, t
     await consumer.run({
       autoCommit: false,
       eachBatchAutoResolve: false,
-      eachBatch: async ({ pause }) => { pause(); },
+      eachBatch: async ({ pause }) => {
+        pause();
+      },
     });
     let timer: NodeJS.Timeout | undefined;
-    await Promise.race([done, new Promise((_, reject) => { timer = setTimeout(() => reject(new Error(`the group ${groupId} did not rebalance within ${timeoutMs} ms`)), timeoutMs); })]);
+    await Promise.race([
+      done,
+      new Promise((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`the group ${groupId} did not rebalance within ${timeoutMs} ms`)), timeoutMs);
+      }),
+    ]);
     clearTimeout(timer);
   } finally {
     await consumer.disconnect();

@@ -102,7 +102,7 @@ export type TopicMismatch = {
 /** Why an existing topic that differs from its spec is kept as it is, and what an operator can do. */
 export const WHY_KEPT: Readonly<Record<TopicMismatch['property'], string>> = {
   partitions: "adding partitions would move a key's later events away from its earlier ones and break their order (create a new topic prefix to get more)",
-  'replication factor': 'changing it is a partition reassignment (kafka-reassign-partitions), an operator\'s job',
+  'replication factor': "changing it is a partition reassignment (kafka-reassign-partitions), an operator's job",
   'min.insync.replicas': 'an operator changes it with kafka-configs --alter --entity-type topics --add-config min.insync.replicas=N',
 };
 

@@ -46,7 +46,9 @@ describe('replicationWarning', () => {
   });
 
   it('warns when a cluster of several brokers gets topics with fewer replicas, naming the settings', () => {
-    expect(replicationWarning(1, 3)).toMatch(/Kafka has 3 brokers but Meridian creates its topics with 1 replica\(s\).*KAFKA_REPLICATION_FACTOR=3 and KAFKA_MIN_INSYNC_REPLICAS=2/);
+    expect(replicationWarning(1, 3)).toMatch(
+      /Kafka has 3 brokers but Meridian creates its topics with 1 replica\(s\).*KAFKA_REPLICATION_FACTOR=3 and KAFKA_MIN_INSYNC_REPLICAS=2/,
+    );
     expect(replicationWarning(2, 5)).not.toBeNull();
     expect(replicationWarning(1, 2)).not.toBeNull();
   });

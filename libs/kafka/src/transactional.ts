@@ -112,7 +112,11 @@ export class TransactionalProducer {
   async disconnect(): Promise<void> {
     const current = this.current;
     this.current = null;
-    if (current) await current.then((p) => p.disconnect(), () => undefined);
+    if (current)
+      await current.then(
+        (p) => p.disconnect(),
+        () => undefined,
+      );
   }
 
   /** Connected on first use; a failed connect is not kept, so the next call tries again. */

@@ -22,19 +22,34 @@ function fakeProducers(failures: { commit?: number[]; abort?: number[]; fencedSe
       if (kind === 'commit') state.commits++;
     };
     return {
-      connect: async () => { state.connected = true; },
-      disconnect: async () => { state.disconnected = true; },
+      connect: async () => {
+        state.connected = true;
+      },
+      disconnect: async () => {
+        state.disconnected = true;
+      },
       transaction: async () => {
         if (stuck) throw Object.assign(new Error('Transaction state exception: Invalid transition'), { name: 'KafkaJSNonRetriableError', retriable: false });
         const send = async () => {
           if (failures.fencedSends && made.length === 1) {
             // kafkajs' shape: a non-retriable error wrapping the broker's answer.
-            const answer = Object.assign(new Error('Producer attempted an operation with an old epoch'), { name: 'KafkaJSProtocolError', type: 'INVALID_PRODUCER_EPOCH', retriable: false });
+            const answer = Object.assign(new Error('Producer attempted an operation with an old epoch'), {
+              name: 'KafkaJSProtocolError',
+              type: 'INVALID_PRODUCER_EPOCH',
+              retriable: false,
+            });
             throw Object.assign(new Error(answer.message), { name: 'KafkaJSNonRetriableError', retriable: false, originalError: answer });
           }
           return [];
         };
-        return { send, sendBatch: async () => [], sendOffsets: async () => undefined, isActive: () => true, commit: end('commit'), abort: end('abort') } as unknown as Transaction;
+        return {
+          send,
+          sendBatch: async () => [],
+          sendOffsets: async () => undefined,
+          isActive: () => true,
+          commit: end('commit'),
+          abort: end('abort'),
+        } as unknown as Transaction;
       },
     } as unknown as Producer;
   };

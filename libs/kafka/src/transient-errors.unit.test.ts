@@ -8,7 +8,13 @@ const protocol = (type: string, retriable: boolean) => new KafkaJSProtocolError(
 // The classifier (libs/retry) on the errors kafkajs really builds: the Kafka adapter is where they meet.
 describe('waitingMayCure on kafkajs errors', () => {
   it('retries what a fresh Kafka answers while it elects leaders and loads coordinators', () => {
-    for (const type of ['NOT_LEADER_FOR_PARTITION', 'LEADER_NOT_AVAILABLE', 'UNKNOWN_TOPIC_OR_PARTITION', 'GROUP_COORDINATOR_NOT_AVAILABLE', 'GROUP_LOAD_IN_PROGRESS']) {
+    for (const type of [
+      'NOT_LEADER_FOR_PARTITION',
+      'LEADER_NOT_AVAILABLE',
+      'UNKNOWN_TOPIC_OR_PARTITION',
+      'GROUP_COORDINATOR_NOT_AVAILABLE',
+      'GROUP_LOAD_IN_PROGRESS',
+    ]) {
       expect(waitingMayCure(protocol(type, true)), type).toBe(true);
     }
     expect(waitingMayCure(new KafkaJSConnectionError('Connection error: connect ECONNREFUSED 127.0.0.1:1'))).toBe(true);

@@ -29,13 +29,16 @@ const redactPaths = [
 ];
 
 export function createLogger(options: LoggerOptions): Logger {
-  return pino({
-    name: options.name,
-    level: options.level,
-    redact: { paths: redactPaths, censor: '[redacted]' },
-    timestamp: pino.stdTimeFunctions.isoTime,
-    formatters: { level: (label) => ({ level: label }) },
-  }, options.destination ?? (options.pretty ? prettyStream(options.name) : pino.destination({ dest: options.stream === 'stderr' ? 2 : 1, sync: true })));
+  return pino(
+    {
+      name: options.name,
+      level: options.level,
+      redact: { paths: redactPaths, censor: '[redacted]' },
+      timestamp: pino.stdTimeFunctions.isoTime,
+      formatters: { level: (label) => ({ level: label }) },
+    },
+    options.destination ?? (options.pretty ? prettyStream(options.name) : pino.destination({ dest: options.stream === 'stderr' ? 2 : 1, sync: true })),
+  );
 }
 
 /** A tiny dependency-free pretty printer: `HH:MM:SS level name msg {extra}`. */

@@ -6,9 +6,9 @@
  */
 export function silenceKnownWarnings(): void {
   const emit = process.emitWarning.bind(process);
-  process.emitWarning = ((warning: string | Error, ...rest: unknown[]) => {
+  process.emitWarning = (warning: string | Error, ...rest: unknown[]) => {
     const type = typeof rest[0] === 'string' ? rest[0] : (rest[0] as { type?: string } | undefined)?.type;
     if (type === 'TimeoutNegativeWarning') return;
     (emit as (w: string | Error, ...r: unknown[]) => void)(warning, ...rest);
-  });
+  };
 }

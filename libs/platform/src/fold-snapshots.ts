@@ -7,7 +7,12 @@ import { withTimeout, type Logger } from '@meridian/observability';
  * name) is skipped with a warning for the next older one; with none, the fold starts at offset 0.
  */
 export async function newestReadableSnapshot<S>(
-  store: SnapshotStore, codec: StateCodec<S>, topic: string, ends: ReadonlyMap<number, number>, logger: Logger, listTimeoutMs: number,
+  store: SnapshotStore,
+  codec: StateCodec<S>,
+  topic: string,
+  ends: ReadonlyMap<number, number>,
+  logger: Logger,
+  listTimeoutMs: number,
 ): Promise<(Snapshot<S> & { position: number }) | null> {
   let positions: number[];
   try {

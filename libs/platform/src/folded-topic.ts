@@ -83,36 +83,46 @@ export class FoldedTopic<E extends EventLike, S> {
     const store = snapshots ? this.context.snapshots(topic) : null;
     let from: ReadonlyMap<number, number> = new Map();
     let position: number | null = null;
-    await untilDone(`following ${topic}`, async () => {
-      await this.context.log.connectAdmin();
-      if (store && snapshots && position === null) {
-        const ends = await this.context.log.endOffsets(topic);
-        const snapshot = await newestReadableSnapshot(store, snapshots.codec, topic, ends, logger, limits.readyTimeoutMs);
-        if (snapshot) {
-          this.current = snapshot.state;
-          from = snapshot.offsets;
-          position = snapshot.position;
+    await untilDone(
+      `following ${topic}`,
+      async () => {
+        await this.context.log.connectAdmin();
+        if (store && snapshots && position === null) {
+          const ends = await this.context.log.endOffsets(topic);
+          const snapshot = await newestReadableSnapshot(store, snapshots.codec, topic, ends, logger, limits.readyTimeoutMs);
+          if (snapshot) {
+            this.current = snapshot.state;
+            from = snapshot.offsets;
+            position = snapshot.position;
+          }
         }
-      }
-      await this.follower.start(from);
-    }, logger, this.context.startRetry);
+        await this.follower.start(from);
+      },
+      logger,
+      this.context.startRetry,
+    );
     if (store && snapshots?.writes) {
-      this.writer = new SnapshotWriter<S>({
-        store,
-        codec: snapshots.codec,
-        topic,
-        logger,
-        everyEvents: limits.snapshotEveryEvents,
-        minIntervalMs: limits.snapshotMinIntervalMs,
-        keep: limits.snapshotKeep,
-        capture: () => ({ state: this.current, offsets: this.follower.nextOffsets() }),
-        position: () => snapshotPosition(this.follower.nextOffsets()),
-      }, position ?? 0);
+      this.writer = new SnapshotWriter<S>(
+        {
+          store,
+          codec: snapshots.codec,
+          topic,
+          logger,
+          everyEvents: limits.snapshotEveryEvents,
+          minIntervalMs: limits.snapshotMinIntervalMs,
+          keep: limits.snapshotKeep,
+          capture: () => ({ state: this.current, offsets: this.follower.nextOffsets() }),
+          position: () => snapshotPosition(this.follower.nextOffsets()),
+        },
+        position ?? 0,
+      );
     }
     await this.follower.caughtUp;
     this.started = { snapshotPosition: position, offsets: Object.fromEntries(from), eventsRead: this.follower.readAtStart };
-    logger.info({ topic, snapshot: position, snapshot_offsets: this.started.offsets, events_read: this.started.eventsRead, ms: Math.round(performance.now() - began) },
-      position === null ? 'fold caught up from offset 0' : 'fold caught up from a snapshot');
+    logger.info(
+      { topic, snapshot: position, snapshot_offsets: this.started.offsets, events_read: this.started.eventsRead, ms: Math.round(performance.now() - began) },
+      position === null ? 'fold caught up from offset 0' : 'fold caught up from a snapshot',
+    );
   }
 
   /** Resolves once the event at `position` has been folded here. */

@@ -1,4 +1,14 @@
-import { ensureDatabase, migrate, pingClickHouse, queryText, replicationOf, serverCapabilities, createClickHouse, type ClickHouseClient, type ClickHouseOptions } from '@meridian/clickhouse';
+import {
+  ensureDatabase,
+  migrate,
+  pingClickHouse,
+  queryText,
+  replicationOf,
+  serverCapabilities,
+  createClickHouse,
+  type ClickHouseClient,
+  type ClickHouseOptions,
+} from '@meridian/clickhouse';
 import { consumerGroupsFor, KafkaEventLog, replicationWarning, topicsFor, topicSpecs, WHY_KEPT, type KafkaOptions, type TopicLayout } from '@meridian/kafka';
 import { createBlobStore, type MinioBlobStore, type StorageOptions } from '@meridian/storage';
 import type { Logger } from '@meridian/observability';
@@ -85,17 +95,14 @@ export function createPlatform(adapters: Adapters, options: PlatformOptions, log
       const { mismatches, brokers } = await untilDone('creating topics', () => log.prepareTopics(topicSpecs(topics, layout)), logger, startRetry);
       const underReplicated = replicationWarning(layout.replicationFactor, brokers);
       if (underReplicated) logger.warn({ brokers, replicationFactor: layout.replicationFactor }, underReplicated);
-      for (const m of mismatches) logger.warn(m, `topic ${m.topic} has ${m.property} ${m.actual}, not the ${m.wanted} set; kept as it is: ${WHY_KEPT[m.property]}`);
+      for (const m of mismatches)
+        logger.warn(m, `topic ${m.topic} has ${m.property} ${m.actual}, not the ${m.wanted} set; kept as it is: ${WHY_KEPT[m.property]}`);
     },
     async prepare() {
       // The three stores are independent: prepared side by side, a start waits for the slowest
       // round trips instead of their sum. Every step is idempotent; all are settled before a
       // failure is thrown, so a retry of prepare() never overlaps one still running.
-      const steps = await Promise.allSettled([
-        this.prepareTopics(),
-        prepareClickHouse(),
-        prepareBucket(),
-      ]);
+      const steps = await Promise.allSettled([this.prepareTopics(), prepareClickHouse(), prepareBucket()]);
       const failed = steps.find((step): step is PromiseRejectedResult => step.status === 'rejected');
       if (failed) throw failed.reason;
     },
@@ -119,7 +126,10 @@ export function foldContext(adapters: Adapters, options: PlatformOptions, logger
 }
 
 /** The adapters from their plain options (libs/config's adapterOptions); `logger` takes the clients' own log lines. */
-export function createAdapters(options: { readonly kafka: Omit<KafkaOptions, 'logger'>; readonly clickhouse: Omit<ClickHouseOptions, 'logger'>; readonly storage: StorageOptions }, logger: Logger): Adapters {
+export function createAdapters(
+  options: { readonly kafka: Omit<KafkaOptions, 'logger'>; readonly clickhouse: Omit<ClickHouseOptions, 'logger'>; readonly storage: StorageOptions },
+  logger: Logger,
+): Adapters {
   return {
     log: new KafkaEventLog({ ...options.kafka, logger }),
     clickhouse: createClickHouse({ ...options.clickhouse, logger }),

@@ -6,7 +6,12 @@ describe('checkReadiness', () => {
     const result = await checkReadiness(
       [
         { name: 'a', check: async () => {} },
-        { name: 'b', check: async () => { throw new Error('connection refused'); } },
+        {
+          name: 'b',
+          check: async () => {
+            throw new Error('connection refused');
+          },
+        },
       ],
       100,
     );

@@ -34,7 +34,8 @@ export class TasksStore {
       logger: context.logger.child({ component: context.topics.tasks }),
       prepare: async (events) => {
         const ids = this.live.commandsToCheck(events.map(({ event, position }) => ({ event, ...position })));
-        this.finishedElsewhere = ids.length === 0 ? new Set() : await untilDone('asking the tasks read model for finished tasks', () => readModel.finishedAmong(ids), context.logger);
+        this.finishedElsewhere =
+          ids.length === 0 ? new Set() : await untilDone('asking the tasks read model for finished tasks', () => readModel.finishedAmong(ids), context.logger);
       },
       apply: (event, position) => {
         const task = this.live.apply({ event, ...position }, this.finishedElsewhere);
@@ -85,13 +86,18 @@ export class TasksStore {
     const positions = await untilDone('reading the tasks read model positions', () => this.readModel.positions(), logger, startRetry);
     const rows = await untilDone('reading the unfinished tasks', () => this.readModel.unfinished(), logger, startRetry);
     this.live.seed(rows);
-    await untilDone(`following ${topics.tasks}`, async () => {
-      await log.connectAdmin();
-      // The read model's positions are the last offsets it covers: the tail starts right after them.
-      await this.follower.start(new Map([...positions].map(([partition, offset]) => [partition, offset + 1])));
-    }, logger, startRetry);
+    await untilDone(
+      `following ${topics.tasks}`,
+      async () => {
+        await log.connectAdmin();
+        // The read model's positions are the last offsets it covers: the tail starts right after them.
+        await this.follower.start(new Map([...positions].map(([partition, offset]) => [partition, offset + 1])));
+      },
+      logger,
+      startRetry,
+    );
     await this.follower.caughtUp;
-    logger.info({ unfinished_rows: rows.length, tail_events: this.follower.readAtStart }, 'tasks: started from the read model and the log\'s tail');
+    logger.info({ unfinished_rows: rows.length, tail_events: this.follower.readAtStart }, "tasks: started from the read model and the log's tail");
     this.releaseTimer = setInterval(() => void this.release(), limits.taskReleaseIntervalMs);
     this.releaseTimer.unref();
   }

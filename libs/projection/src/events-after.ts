@@ -5,7 +5,12 @@ import type { EventCodec, EventLike } from '@meridian/events';
  * position: the first step of every read-model projection (tasks, files). Undecodable records
  * change nothing there (the command consumer sends what cannot be decoded to the dead-letter topic).
  */
-export function eventsAfter<E extends EventLike>(codec: EventCodec<E>, partition: number, messages: ReadonlyArray<{ offset: string; value: Buffer | null }>, after: number): Array<{ event: E; partition: number; offset: number }> {
+export function eventsAfter<E extends EventLike>(
+  codec: EventCodec<E>,
+  partition: number,
+  messages: ReadonlyArray<{ offset: string; value: Buffer | null }>,
+  after: number,
+): Array<{ event: E; partition: number; offset: number }> {
   const events: Array<{ event: E; partition: number; offset: number }> = [];
   for (const message of messages) {
     const offset = Number(message.offset);

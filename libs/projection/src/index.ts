@@ -8,7 +8,17 @@
  * the points table's sink is libs/clickhouse's (createPointsSink); a staged share's refill
  * (points/refill.ts) reads the log and writes the stage through ports it is given.
  */
-export { batchProblem, BlockBuffer, encodePointsBlock, INSERT_POINTS_SQL, insertPointsSql, insertToken, segmentRows, STAGE_BLOCK_COLUMNS, type Segment } from './points/rows.ts';
+export {
+  batchProblem,
+  BlockBuffer,
+  encodePointsBlock,
+  INSERT_POINTS_SQL,
+  insertPointsSql,
+  insertToken,
+  segmentRows,
+  STAGE_BLOCK_COLUMNS,
+  type Segment,
+} from './points/rows.ts';
 export { Projection, type Deletion, type Seal, type StagedSeal } from './points/state.ts';
 export { refillStage, stageHeader, type Omitted, type RefillDeps, type StageSink } from './points/refill.ts';
 export { projectTaskBatch, type TaskProjection } from './tasks/project.ts';

@@ -85,8 +85,10 @@ export class SeriesCollector {
     if (labels.length > maxLabels) return { ok: false, reason: `has ${labels.length} labels, more than ${maxLabels}` };
     for (const [name, value] of labels) {
       // Code points are at most UTF-16 units: count them only past the bound.
-      if (name.length > maxLabelNameLength && codePointLength(name) > maxLabelNameLength) return { ok: false, reason: `label name ${JSON.stringify(name.slice(0, 40))}... is longer than ${maxLabelNameLength} characters` };
-      if (value.length > maxLabelValueLength && codePointLength(value) > maxLabelValueLength) return { ok: false, reason: `the value of label ${name} is longer than ${maxLabelValueLength} characters` };
+      if (name.length > maxLabelNameLength && codePointLength(name) > maxLabelNameLength)
+        return { ok: false, reason: `label name ${JSON.stringify(name.slice(0, 40))}... is longer than ${maxLabelNameLength} characters` };
+      if (value.length > maxLabelValueLength && codePointLength(value) > maxLabelValueLength)
+        return { ok: false, reason: `the value of label ${name} is longer than ${maxLabelValueLength} characters` };
     }
     const named = seriesName(metric, labels);
     if (!named.ok) return named;
@@ -177,6 +179,12 @@ export class SeriesCollector {
   result(): DecodedPush {
     const series: DecodedSeries[] = [];
     for (const s of this.byName.values()) if (s.values.length > 0) series.push(s);
-    return { series, rejected: this.rejected, rejectedPoints: this.rejectedPoints, samples: this.written, dropped: { staleMarkers: this.stale, stringFields: this.strings } };
+    return {
+      series,
+      rejected: this.rejected,
+      rejectedPoints: this.rejectedPoints,
+      samples: this.written,
+      dropped: { staleMarkers: this.stale, stringFields: this.strings },
+    };
   }
 }

@@ -10,7 +10,10 @@ describe('gunzipBounded', () => {
   it('refuses a gzip bomb at the bound (413), having written no more than it', async () => {
     const bomb = gzipSync(Buffer.alloc(64 * 1024 * 1024)); // 64 MiB of zeros in about 64 KiB
     expect(bomb.length).toBeLessThan(128 * 1024);
-    await expect(gunzipBounded(bomb, 1024 * 1024)).rejects.toMatchObject({ code: 'payload_too_large', message: 'the body is more than 1048576 bytes once gunzipped' });
+    await expect(gunzipBounded(bomb, 1024 * 1024)).rejects.toMatchObject({
+      code: 'payload_too_large',
+      message: 'the body is more than 1048576 bytes once gunzipped',
+    });
   });
 
   it('refuses a body that is not gzip (400)', async () => {

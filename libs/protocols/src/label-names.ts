@@ -32,7 +32,14 @@ export function labelsFromAttributes(pairs: ReadonlyArray<readonly [string, stri
   const labels: Label[] = [];
   for (const [label, same] of byLabel) {
     if (same.length === 1) labels.push([label, same[0]![1]]);
-    else labels.push([label, [...same].sort((a, b) => compareCodePoints(a[0], b[0])).map((p) => p[1]).join(';')]);
+    else
+      labels.push([
+        label,
+        [...same]
+          .sort((a, b) => compareCodePoints(a[0], b[0]))
+          .map((p) => p[1])
+          .join(';'),
+      ]);
   }
   return labels;
 }

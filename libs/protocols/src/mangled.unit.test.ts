@@ -34,12 +34,14 @@ function mangle(bytes: Uint8Array, random: (n: number) => number): Uint8Array {
       return out;
     case 1: // cut
       return out.subarray(0, random(out.length));
-    case 2: { // splice in random bytes
+    case 2: {
+      // splice in random bytes
       const at = random(out.length);
       const extra = Uint8Array.from({ length: 1 + random(16) }, () => random(256));
       return Uint8Array.from([...out.subarray(0, at), ...extra, ...out.subarray(at)]);
     }
-    case 3: { // repeat a slice
+    case 3: {
+      // repeat a slice
       const from = random(out.length);
       const to = from + random(out.length - from);
       return Uint8Array.from([...out, ...out.subarray(from, to)]);
@@ -56,7 +58,11 @@ const names = new SeriesNameCache(1000);
 
 const decoders: Array<[string, Uint8Array, (b: Uint8Array) => DecodedPush]> = [
   ['remote write body (snappy)', read('prometheus/01.snappy'), (b) => decodeRemoteWriteBody(b, '1.0', limits)],
-  ['remote write (protobuf), names cached across cases', uncompressSync(read('prometheus/04.snappy'), { asBuffer: true }) as Buffer, (b) => decodeRemoteWrite(b, { ...limits, names })],
+  [
+    'remote write (protobuf), names cached across cases',
+    uncompressSync(read('prometheus/04.snappy'), { asBuffer: true }) as Buffer,
+    (b) => decodeRemoteWrite(b, { ...limits, names }),
+  ],
   ['remote write (protobuf)', uncompressSync(read('prometheus/03.snappy'), { asBuffer: true }) as Buffer, (b) => decodeRemoteWrite(b, limits)],
   ['remote write 2.0 read from a 1.0 body', uncompressSync(read('prometheus/02.snappy'), { asBuffer: true }) as Buffer, (b) => decodeRemoteWriteV2(b, limits)],
   ['OTLP protobuf', read('otlp-proto/01.pb'), (b) => decodeOtlpMetrics(b, 'protobuf', limits)],

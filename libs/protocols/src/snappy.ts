@@ -29,7 +29,8 @@ export function snappyUncompressBounded(block: Uint8Array, maxBytes: number): Ui
   const declared = snappyDeclaredLength(block);
   if (declared < 0) throw malformed('the body is not a snappy block (bad length preamble)');
   if (declared > maxBytes) throw tooLarge(`the body declares ${declared} bytes uncompressed, more than ${maxBytes}`);
-  if (declared > block.length * MAX_EXPANSION + 64) throw malformed(`the body declares ${declared} bytes uncompressed, more than a snappy block of ${block.length} bytes can hold`);
+  if (declared > block.length * MAX_EXPANSION + 64)
+    throw malformed(`the body declares ${declared} bytes uncompressed, more than a snappy block of ${block.length} bytes can hold`);
   try {
     return uncompressSync(block, { asBuffer: true }) as Buffer;
   } catch (error) {

@@ -51,7 +51,7 @@ export async function resolveStarts(log: LogRanges, topic: string, bound: Bound 
   const out: Offsets = new Map();
   for (const [p, lo] of low) {
     const hi = end.get(p)!;
-    const want = bound.kind === 'time' ? at!.get(p) ?? hi : bound.kind === 'offset' ? bound.offset : bound.offsets.get(p) ?? lo;
+    const want = bound.kind === 'time' ? (at!.get(p) ?? hi) : bound.kind === 'offset' ? bound.offset : (bound.offsets.get(p) ?? lo);
     out.set(p, clamp(want, lo, hi));
   }
   return out;
@@ -64,12 +64,16 @@ export async function resolveEnds(log: LogRanges, topic: string, bound: Bound | 
   const at = bound.kind === 'time' ? await log.offsetsAtTime(topic, bound.ms + 1) : null;
   const out: Offsets = new Map();
   for (const [p, hi] of end) {
-    const want = bound.kind === 'time' ? at!.get(p) ?? hi : bound.kind === 'offset' ? bound.offset + 1 : (bound.offsets.has(p) ? bound.offsets.get(p)! + 1 : hi);
+    const want =
+      bound.kind === 'time' ? (at!.get(p) ?? hi) : bound.kind === 'offset' ? bound.offset + 1 : bound.offsets.has(p) ? bound.offsets.get(p)! + 1 : hi;
     out.set(p, clamp(want, low.get(p)!, hi));
   }
   return out;
 }
 
 export function describeOffsets(offsets: ReadonlyMap<number, number>): string {
-  return [...offsets].sort((a, b) => a[0] - b[0]).map(([p, o]) => `${p}:${o}`).join(',');
+  return [...offsets]
+    .sort((a, b) => a[0] - b[0])
+    .map(([p, o]) => `${p}:${o}`)
+    .join(',');
 }

@@ -48,7 +48,8 @@ export function dedupeNamedTypes(schemas: readonly Json[]): Json[] {
       const ns = name.includes('.') ? name.slice(0, name.lastIndexOf('.')) : undefined;
       const out: { [k: string]: Json } = { ...s, name };
       delete out.namespace;
-      if (Array.isArray(s.fields)) out.fields = s.fields.map((f) => (f && typeof f === 'object' && !Array.isArray(f) ? { ...f, type: walk(f.type ?? null, ns) } : f));
+      if (Array.isArray(s.fields))
+        out.fields = s.fields.map((f) => (f && typeof f === 'object' && !Array.isArray(f) ? { ...f, type: walk(f.type ?? null, ns) } : f));
       return out;
     }
     if (s.type === 'array') return { ...s, items: walk(s.items ?? null, namespace) };
@@ -79,7 +80,11 @@ export function envelopeSchema(registry: SchemaRegistry, types: readonly string[
       { name: 'timestamp', type: { type: 'long', logicalType: 'timestamp-millis' }, doc: 'Kafka record timestamp, epoch ms' },
       { name: 'key', type: ['null', 'string'], default: null },
       { name: 'type', type: 'string', doc: 'the event type: the name of its schema in schemas/' },
-      { name: 'schema_version', type: 'int', doc: 'the schemas/<type>/v<N>.avsc version that wrote the event; the event field holds it resolved into the newest version' },
+      {
+        name: 'schema_version',
+        type: 'int',
+        doc: 'the schemas/<type>/v<N>.avsc version that wrote the event; the event field holds it resolved into the newest version',
+      },
       { name: 'event', type: dedupeNamedTypes(branches) },
     ],
   };

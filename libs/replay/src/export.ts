@@ -108,7 +108,11 @@ export function resolveTypes(registry: SchemaRegistry, types: readonly string[] 
 }
 
 /** Cuts ranges (in export order) into one page of at most `maxEvents` offsets after `after` (pure). */
-export function pageRanges<R extends PartitionRange & { short: ExportTopic }>(ranges: readonly R[], after: ExportCursor | null, maxEvents: number): { ranges: R[]; next: ExportCursor | null } {
+export function pageRanges<R extends PartitionRange & { short: ExportTopic }>(
+  ranges: readonly R[],
+  after: ExportCursor | null,
+  maxEvents: number,
+): { ranges: R[]; next: ExportCursor | null } {
   const order = (r: { short: ExportTopic; partition: number }) => EXPORT_TOPICS.indexOf(r.short) * 65536 + r.partition;
   const sorted = [...ranges].sort((a, b) => order(a) - order(b));
   const out: R[] = [];
@@ -169,7 +173,8 @@ function jsonLine(e: LoggedEvent): string {
   return `${JSON.stringify({ ...e, timestamp: new Date(e.timestamp).toISOString() }, (_k, v: unknown) =>
     v && typeof v === 'object' && (v as { type?: string }).type === 'Buffer' && Array.isArray((v as { data?: unknown }).data)
       ? Buffer.from((v as { data: number[] }).data).toString('hex')
-      : v)}\n`;
+      : v,
+  )}\n`;
 }
 
 /**
@@ -204,7 +209,16 @@ export function streamExport(deps: ExportDeps, plan: ExportPlan, request: Export
     const writer = header ? registry.byPrint(header.fingerprint) : undefined;
     if (!writer || !wanted.has(writer.name)) return null; // not an event of ours (the dead-letter topic is not exported), or not asked for
     const { type, ...event } = codec.decode(value) as EventLike & Record<string, unknown>;
-    return { topic: short, partition, offset: Number(message.offset), timestamp, key: message.key ? message.key.toString('utf8') : null, type, schema_version: writer.version, event };
+    return {
+      topic: short,
+      partition,
+      offset: Number(message.offset),
+      timestamp,
+      key: message.key ? message.key.toString('utf8') : null,
+      type,
+      schema_version: writer.version,
+      event,
+    };
   }
 
   const source = Readable.from(events(), { objectMode: true });

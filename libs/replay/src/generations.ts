@@ -1,4 +1,14 @@
-import { readMigrations, ROLLUPS, serverCapabilities, statementsFor, synchronousInsertSettings, type Capabilities, type ClickHouseClient, type Migration, type Resolution } from '@meridian/clickhouse';
+import {
+  readMigrations,
+  ROLLUPS,
+  serverCapabilities,
+  statementsFor,
+  synchronousInsertSettings,
+  type Capabilities,
+  type ClickHouseClient,
+  type Migration,
+  type Resolution,
+} from '@meridian/clickhouse';
 
 /**
  * Generations of the points projection. The live one is always the table named `points` (what
@@ -38,7 +48,10 @@ export const rollupFeed = (view: string, g: number) => `${view}_feed_g${checkGen
 /** The live rollup view's own table on an Ordinary database (18.16), as LIVE_CATALOG_DATA. */
 export const liveRollupData = (view: string) => `.inner.${view}`;
 /** A generation's rollup tables by resolution, where a staged share's states go (stage.ts). */
-export const rollupTablesOf = (g: number): Record<Resolution, string> => ({ '1m': rollupTable(ROLLUPS['1m'].table, g), '1h': rollupTable(ROLLUPS['1h'].table, g) });
+export const rollupTablesOf = (g: number): Record<Resolution, string> => ({
+  '1m': rollupTable(ROLLUPS['1m'].table, g),
+  '1h': rollupTable(ROLLUPS['1h'].table, g),
+});
 /** The read-only stand-in for `points` while a swap holds live writes (a Merge table over the frozen generation). */
 export const frozenStandIn = (g: number) => `points_frozen_g${checkGeneration(g)}`;
 
@@ -80,7 +93,10 @@ export function catalogDefinition(migrations: readonly Migration[] = readMigrati
 /** A view on points' engine clause and SELECT (the catalog's, a rollup's), from its migration, for another source table. */
 export function viewDefinition(view: string, migrations: readonly Migration[] = readMigrations()): { engine: string; select: (source: string) => string } {
   const head = new RegExp(`^CREATE MATERIALIZED VIEW IF NOT EXISTS ${view}\\s+(ENGINE[\\s\\S]*?)\\s+AS\\s+(SELECT[\\s\\S]*)$`);
-  const m = migrations.flatMap((x) => x.statements).map((s) => head.exec(s)).find((x) => x !== null);
+  const m = migrations
+    .flatMap((x) => x.statements)
+    .map((s) => head.exec(s))
+    .find((x) => x !== null);
   if (!m || !/\bFROM points\b/.test(m[2]!)) throw new Error(`no ${view} view reading FROM points in the migrations`);
   const select = m[2]!;
   return { engine: m[1]!, select: (source) => select.replace(/\bFROM points\b/, `FROM ${q(source)}`) };
@@ -94,7 +110,13 @@ export type GenerationCapabilities = Pick<Capabilities, 'atomicDatabase' | 'dedu
  * deduplication window), as statements for another points table and its derived tables, where
  * this server takes them. `rollups` maps each rollup view to the other table (none: left out).
  */
-export function tableSettingsSql(points: string, catalog: string, caps: GenerationCapabilities, migrations: readonly Migration[] = readMigrations(), rollups: Readonly<Record<string, string>> = {}): string[] {
+export function tableSettingsSql(
+  points: string,
+  catalog: string,
+  caps: GenerationCapabilities,
+  migrations: readonly Migration[] = readMigrations(),
+  rollups: Readonly<Record<string, string>> = {},
+): string[] {
   const target: Record<string, string> = { ...rollups, points, metric_catalog: catalog };
   return migrations
     .flatMap((m) => m.statements)
@@ -110,7 +132,13 @@ export function tableSettingsSql(points: string, catalog: string, caps: Generati
  * the kept tokens (measured on 26.9; ALTER DELETE and TRUNCATE leave them), then the
  * migration's window starts again empty. Nothing where the server keeps none.
  */
-export function forgetInsertTokensSql(points: string, catalog: string, caps: GenerationCapabilities, migrations?: readonly Migration[], rollups: Readonly<Record<string, string>> = {}): string[] {
+export function forgetInsertTokensSql(
+  points: string,
+  catalog: string,
+  caps: GenerationCapabilities,
+  migrations?: readonly Migration[],
+  rollups: Readonly<Record<string, string>> = {},
+): string[] {
   const restore = tableSettingsSql(points, catalog, caps, migrations, rollups);
   return [...restore.map((s) => s.replace(/=\s*\d+\s*$/, '= 0')), ...restore];
 }
@@ -142,7 +170,9 @@ export const generationRollups = (g: number): Record<string, string> => Object.f
 
 /** The views feeding generation g's rollup tables from its points table. */
 export function rollupFeedsSql(g: number, migrations?: readonly Migration[]): string[] {
-  return ROLLUP_VIEWS.map((view) => `CREATE MATERIALIZED VIEW ${q(rollupFeed(view, g))} TO ${q(rollupTable(view, g))} AS ${viewDefinition(view, migrations).select(pointsTable(g))}`);
+  return ROLLUP_VIEWS.map(
+    (view) => `CREATE MATERIALIZED VIEW ${q(rollupFeed(view, g))} TO ${q(rollupTable(view, g))} AS ${viewDefinition(view, migrations).select(pointsTable(g))}`,
+  );
 }
 
 export type RegistryEvent = 'created' | 'built' | 'verified' | 'live' | 'retired' | 'dropped';
@@ -225,13 +255,23 @@ export async function ensureRegistry(client: ClickHouseClient): Promise<void> {
 export async function record(client: ClickHouseClient, generation: number, event: RegistryEvent, detail: Record<string, unknown> = {}): Promise<void> {
   // Read back at once by the next step: never left in the server's async insert buffer.
   const settings = synchronousInsertSettings(await serverCapabilities(client));
-  await client.insert({ table: REGISTRY, values: [{ generation: checkGeneration(generation), event, at: Date.now(), detail: JSON.stringify(detail) }], format: 'JSONEachRow', clickhouse_settings: settings });
+  await client.insert({
+    table: REGISTRY,
+    values: [{ generation: checkGeneration(generation), event, at: Date.now(), detail: JSON.stringify(detail) }],
+    format: 'JSONEachRow',
+    clickhouse_settings: settings,
+  });
 }
 
 export async function readRegistry(client: ClickHouseClient): Promise<Map<number, Generation>> {
   await ensureRegistry(client);
-  const raw = await rows<{ generation: number; event: RegistryEvent; at: string; detail: string }>(client, `SELECT generation, event, toString(at) AS at, detail FROM ${REGISTRY}`);
-  return foldRegistry(raw.map((r) => ({ generation: Number(r.generation), event: r.event, at: Number(r.at), detail: JSON.parse(r.detail) as Record<string, unknown> })));
+  const raw = await rows<{ generation: number; event: RegistryEvent; at: string; detail: string }>(
+    client,
+    `SELECT generation, event, toString(at) AS at, detail FROM ${REGISTRY}`,
+  );
+  return foldRegistry(
+    raw.map((r) => ({ generation: Number(r.generation), event: r.event, at: Number(r.at), detail: JSON.parse(r.detail) as Record<string, unknown> })),
+  );
 }
 
 /** Engine of each table of the database (MergeTree, Merge, MaterializedView, ...). */
@@ -277,7 +317,10 @@ export async function nextGeneration(client: ClickHouseClient): Promise<number> 
   let max = 1;
   for (const g of registered.keys()) max = Math.max(max, g);
   for (const name of tables.keys()) {
-    const m = /^(?:points|metric_catalog|metric_catalog_feed|points_frozen|points_seals|points_seals_frozen|points_1m|points_1h|points_1m_feed|points_1h_feed)_g(\d+)(?:_stage_.*)?$/.exec(name);
+    const m =
+      /^(?:points|metric_catalog|metric_catalog_feed|points_frozen|points_seals|points_seals_frozen|points_1m|points_1h|points_1m_feed|points_1h_feed)_g(\d+)(?:_stage_.*)?$/.exec(
+        name,
+      );
     if (m) max = Math.max(max, Number(m[1]));
   }
   return max + 1;
@@ -302,7 +345,8 @@ export async function listGenerations(client: ClickHouseClient): Promise<Generat
   const tables = await tableEngines(client);
   const out: GenerationListing[] = [];
   for (const gen of [...generations.values()].sort((a, b) => a.generation - b.generation)) {
-    const table = gen.state === 'live' ? (tables.has(LIVE_POINTS) ? LIVE_POINTS : null) : tables.has(pointsTable(gen.generation)) ? pointsTable(gen.generation) : null;
+    const table =
+      gen.state === 'live' ? (tables.has(LIVE_POINTS) ? LIVE_POINTS : null) : tables.has(pointsTable(gen.generation)) ? pointsTable(gen.generation) : null;
     const count = table && tables.get(table) !== 'Merge' ? await countRows(client, table) : null;
     out.push({ ...gen, table, rows: count });
   }

@@ -41,6 +41,12 @@ export {
 } from './export.ts';
 export { envelopeSchema, envelopeType, ENVELOPE_NAME } from './export-schema.ts';
 export { requestRebuildTask, rebuildTask, type RebuildTask, type RebuildTaskRequest } from './task.ts';
-export { rebuildReadModel, type ReadModelKind, type ReadModelRebuildResult, type ReadModelSwapMode, type ReadModelVerification } from './read-models/rebuild.ts';
+export {
+  rebuildReadModel,
+  type ReadModelKind,
+  type ReadModelRebuildResult,
+  type ReadModelSwapMode,
+  type ReadModelVerification,
+} from './read-models/rebuild.ts';
 export { TASKS_READ_MODEL, verifyTasks } from './tasks/rebuild.ts';
 export { FILES_READ_MODEL, verifyFiles } from './files/rebuild.ts';

@@ -1,5 +1,16 @@
 import { randomBytes } from 'node:crypto';
-import { applyDeletion, createPointsSink, createPointsStages, quoteIdentifier, ROLLUPS, serverCapabilities, untilMutationsDone, type ClickHouseClient, type PointsStages, type Resolution } from '@meridian/clickhouse';
+import {
+  applyDeletion,
+  createPointsSink,
+  createPointsStages,
+  quoteIdentifier,
+  ROLLUPS,
+  serverCapabilities,
+  untilMutationsDone,
+  type ClickHouseClient,
+  type PointsStages,
+  type Resolution,
+} from '@meridian/clickhouse';
 import { isUuid, type LogRanges, type Offsets, type PartitionRange, type PointsFact } from '@meridian/domain';
 import { createEventCodec, UndecodableEventError, type EventCodec } from '@meridian/events';
 import type { Logger } from '@meridian/observability';
@@ -138,10 +149,15 @@ export async function rebuildRange(input: RebuildInput): Promise<RebuildStats> {
     if (input.measureLag && !lagBusy && now - lastLag >= 2000) {
       lagBusy = true;
       lastLag = now;
-      input.log.offsets(input.topic)
-        .then(({ end }) => { lag = [...end].reduce((n, [p, e]) => n + Math.max(0, e - (position.get(p) ?? e)), 0); })
+      input.log
+        .offsets(input.topic)
+        .then(({ end }) => {
+          lag = [...end].reduce((n, [p, e]) => n + Math.max(0, e - (position.get(p) ?? e)), 0);
+        })
         .catch(() => undefined)
-        .finally(() => { lagBusy = false; });
+        .finally(() => {
+          lagBusy = false;
+        });
     }
     if (!input.onProgress || (!force && now - lastReport < (input.progressEveryMs ?? 1000))) return;
     lastReport = now;
@@ -152,21 +168,24 @@ export async function rebuildRange(input: RebuildInput): Promise<RebuildStats> {
   async function insert(segments: readonly Segment[]): Promise<void> {
     const last = new Map<number, number>();
     for (const s of segments) last.set(s.partition, Math.max(last.get(s.partition) ?? -1, s.offset));
-    await retry(async () => {
-      try {
-        await sink.insert(segments);
-      } catch (error) {
-        // The insert may have landed whole or not at all (one Native block): ask the table.
-        await sink.settle().catch(() => undefined);
-        const now = await sink.maxOffsets([...last.keys()]).catch(() => null);
-        if (!now || ![...last].every(([p, o]) => (now.get(p) ?? -1) >= o)) throw error;
-      }
-    }, {
-      ...RETRY_POLICIES.rebuildInsert,
-      retriable: () => true,
-      ...(input.signal ? { signal: input.signal } : {}),
-      onRetry: (error, attempt) => input.logger?.warn({ err: error, attempt }, `insert into ${input.table} failed; retrying`),
-    });
+    await retry(
+      async () => {
+        try {
+          await sink.insert(segments);
+        } catch (error) {
+          // The insert may have landed whole or not at all (one Native block): ask the table.
+          await sink.settle().catch(() => undefined);
+          const now = await sink.maxOffsets([...last.keys()]).catch(() => null);
+          if (!now || ![...last].every(([p, o]) => (now.get(p) ?? -1) >= o)) throw error;
+        }
+      },
+      {
+        ...RETRY_POLICIES.rebuildInsert,
+        retriable: () => true,
+        ...(input.signal ? { signal: input.signal } : {}),
+        onRetry: (error, attempt) => input.logger?.warn({ err: error, attempt }, `insert into ${input.table} failed; retrying`),
+      },
+    );
     inserts++;
   }
   /** Hands the buffered rows to the insert after the one in flight; waits for that one first. */
@@ -186,31 +205,53 @@ export async function rebuildRange(input: RebuildInput): Promise<RebuildStats> {
   /** Moves a staged share into the table, as the live projector does into `points` (every row before it is stored first). */
   async function sealStaged(seal: StagedSeal): Promise<void> {
     if (input.seals === undefined || input.catalog === undefined) {
-      throw new Error(`points partition ${seal.partition} offset ${seal.offset} seals a staged upload: a rebuild into ${input.table} needs its seals and catalog tables`);
+      throw new Error(
+        `points partition ${seal.partition} offset ${seal.offset} seals a staged upload: a rebuild into ${input.table} needs its seals and catalog tables`,
+      );
     }
     await flush();
     await inflight;
-    stages ??= createPointsStages(input.clickhouse, { points: input.table, catalog: input.catalog, seals: input.seals, ...(input.rollups ? { rollups: input.rollups } : {}) });
+    stages ??= createPointsStages(input.clickhouse, {
+      points: input.table,
+      catalog: input.catalog,
+      seals: input.seals,
+      ...(input.rollups ? { rollups: input.rollups } : {}),
+    });
     const into = stages;
-    const share = { partition: seal.partition, sealOffset: seal.offset, taskId: seal.task_id, attempt: seal.attempt, points: seal.points, batches: seal.batches };
+    const share = {
+      partition: seal.partition,
+      sealOffset: seal.offset,
+      taskId: seal.task_id,
+      attempt: seal.attempt,
+      points: seal.points,
+      batches: seal.batches,
+    };
     const refill = {
-      log: input.log, codec, topic: input.topic, batchRows: input.batchRows,
+      log: input.log,
+      codec,
+      topic: input.topic,
+      batchRows: input.batchRows,
       groupId: `${input.groupPrefix}replay-${input.table}-refill-${randomBytes(4).toString('hex')}`,
       // The live projector dead-letters such a batch and fails its task; either way no table holds it.
-      bad: async () => { bad++; },
+      bad: async () => {
+        bad++;
+      },
     };
     let bad = 0;
     // The rows the seal moved in: not the share's rows a --from copied from live already.
     let moved = 0;
-    await retry(async () => {
-      bad = 0;
-      ({ points: moved } = await into.seal(share, (stage) => refillStage(refill, seal, stage)));
-    }, {
-      ...RETRY_POLICIES.rebuildInsert,
-      retriable: () => true,
-      ...(input.signal ? { signal: input.signal } : {}),
-      onRetry: (error, attempt) => input.logger?.warn({ err: error, attempt }, `sealing a staged upload into ${input.table} failed; retrying`),
-    });
+    await retry(
+      async () => {
+        bad = 0;
+        ({ points: moved } = await into.seal(share, (stage) => refillStage(refill, seal, stage)));
+      },
+      {
+        ...RETRY_POLICIES.rebuildInsert,
+        retriable: () => true,
+        ...(input.signal ? { signal: input.signal } : {}),
+        onRetry: (error, attempt) => input.logger?.warn({ err: error, attempt }, `sealing a staged upload into ${input.table} failed; retrying`),
+      },
+    );
     rejected += bad;
     projection.sealed(seal);
     stagedSeals++;
@@ -220,7 +261,9 @@ export async function rebuildRange(input: RebuildInput): Promise<RebuildStats> {
   /** Applies a deletion's marker to the table, as the live projector does to `points` (every row before it is stored first). */
   async function applyMarker(deletion: Deletion): Promise<void> {
     if (input.seals === undefined || input.catalog === undefined) {
-      throw new Error(`points partition ${deletion.partition} offset ${deletion.offset} deletes points: a rebuild into ${input.table} needs its seals and catalog tables`);
+      throw new Error(
+        `points partition ${deletion.partition} offset ${deletion.offset} deletes points: a rebuild into ${input.table} needs its seals and catalog tables`,
+      );
     }
     await flush();
     await inflight;
@@ -332,7 +375,21 @@ export async function rebuildRange(input: RebuildInput): Promise<RebuildStats> {
   }
   report(true);
   const positions = await sink.maxOffsets(partitions);
-  return { events, points, batches, seals, stagedBatches, stagedSeals, deletions, rejected, undecodable, inserts, unsealedBatches, ms: performance.now() - started, positions };
+  return {
+    events,
+    points,
+    batches,
+    seals,
+    stagedBatches,
+    stagedSeals,
+    deletions,
+    rejected,
+    undecodable,
+    inserts,
+    unsealedBatches,
+    ms: performance.now() - started,
+    positions,
+  };
 }
 
 /**

@@ -92,11 +92,36 @@ export async function rebuildPoints(deps: ReplayDeps, options: RebuildPointsOpti
       if ((await countRows(target, LIVE_POINTS)) > 0) throw new Error(`${options.database}.points holds rows already: choose a new database`);
       options.onPhase?.(`projecting into ${options.database}.points`);
       const stats = await rebuildRange({
-        log, topic: topics.points, groupPrefix: deps.topicPrefix,
-        clickhouse: target, table: LIVE_POINTS, seals: LIVE_SEALS, catalog: await liveCatalogData(target), rollups: await liveRollupsData(target), starts, ends, batchRows, sealedOnly, measureLag: false,
-        logger: deps.logger, ...progress('rebuild'), ...(options.signal ? { signal: options.signal } : {}), ...(options.codec ? { codec: options.codec } : {}),
+        log,
+        topic: topics.points,
+        groupPrefix: deps.topicPrefix,
+        clickhouse: target,
+        table: LIVE_POINTS,
+        seals: LIVE_SEALS,
+        catalog: await liveCatalogData(target),
+        rollups: await liveRollupsData(target),
+        starts,
+        ends,
+        batchRows,
+        sealedOnly,
+        measureLag: false,
+        logger: deps.logger,
+        ...progress('rebuild'),
+        ...(options.signal ? { signal: options.signal } : {}),
+        ...(options.codec ? { codec: options.codec } : {}),
       });
-      return { generation: null, database: options.database, table: LIVE_POINTS, starts: record_(starts), ends: record_(ends), copiedRows: 0, stats, verification: null, swap: null, notSwapped: null };
+      return {
+        generation: null,
+        database: options.database,
+        table: LIVE_POINTS,
+        starts: record_(starts),
+        ends: record_(ends),
+        copiedRows: 0,
+        stats,
+        verification: null,
+        swap: null,
+        notSwapped: null,
+      };
     } finally {
       await target.close();
     }
@@ -110,7 +135,12 @@ export async function rebuildPoints(deps: ReplayDeps, options: RebuildPointsOpti
   const g = await nextGeneration(clickhouse);
   const table = pointsTable(g);
   options.onPhase?.(`building generation ${g} (${table})`);
-  await createGeneration(clickhouse, g, { from: options.from ? describeBound(options.from) : null, to: options.to ? describeBound(options.to) : null, starts: record_(starts), ends: record_(ends) });
+  await createGeneration(clickhouse, g, {
+    from: options.from ? describeBound(options.from) : null,
+    to: options.to ? describeBound(options.to) : null,
+    starts: record_(starts),
+    ends: record_(ends),
+  });
 
   let copiedRows = 0;
   if (options.from) {
@@ -118,9 +148,23 @@ export async function rebuildPoints(deps: ReplayDeps, options: RebuildPointsOpti
     copiedRows = await copyBefore(clickhouse, table, sealsTable(g), starts);
   }
   const stats = await rebuildRange({
-    log, topic: topics.points, groupPrefix: deps.topicPrefix,
-    clickhouse, table, seals: sealsTable(g), catalog: catalogTable(g), rollups: rollupTablesOf(g), starts, ends, batchRows, sealedOnly, measureLag: true,
-    logger: deps.logger, ...progress('rebuild'), ...(options.signal ? { signal: options.signal } : {}), ...(options.codec ? { codec: options.codec } : {}),
+    log,
+    topic: topics.points,
+    groupPrefix: deps.topicPrefix,
+    clickhouse,
+    table,
+    seals: sealsTable(g),
+    catalog: catalogTable(g),
+    rollups: rollupTablesOf(g),
+    starts,
+    ends,
+    batchRows,
+    sealedOnly,
+    measureLag: true,
+    logger: deps.logger,
+    ...progress('rebuild'),
+    ...(options.signal ? { signal: options.signal } : {}),
+    ...(options.codec ? { codec: options.codec } : {}),
   });
   await record(clickhouse, g, 'built', { ...statsDetail(stats), copied_rows: copiedRows });
 
@@ -136,8 +180,15 @@ export async function rebuildPoints(deps: ReplayDeps, options: RebuildPointsOpti
   let notSwapped: string | null = null;
   if (mode === 'always' || (mode === 'if-verified' && verification?.ok)) {
     swap = await swapIn({
-      log, topic: topics.points, topicPrefix: deps.topicPrefix, clickhouse,
-      database, generation: g, batchRows, starts, logger: deps.logger,
+      log,
+      topic: topics.points,
+      topicPrefix: deps.topicPrefix,
+      clickhouse,
+      database,
+      generation: g,
+      batchRows,
+      starts,
+      logger: deps.logger,
       ...(options.onProgress ? { onProgress: options.onProgress } : {}),
       ...(options.onPhase ? { onPhase: options.onPhase } : {}),
       ...(options.whileFrozen ? { whileFrozen: options.whileFrozen } : {}),
@@ -151,13 +202,22 @@ export async function rebuildPoints(deps: ReplayDeps, options: RebuildPointsOpti
 }
 
 /** `meridian replay swap <generation>`: catches a built generation up and swaps it in. */
-export async function swapGeneration(deps: ReplayDeps, generation: number, options: Pick<RebuildPointsOptions, 'onProgress' | 'onPhase' | 'batchRows' | 'whileFrozen'> = {}): Promise<SwapResult> {
+export async function swapGeneration(
+  deps: ReplayDeps,
+  generation: number,
+  options: Pick<RebuildPointsOptions, 'onProgress' | 'onPhase' | 'batchRows' | 'whileFrozen'> = {},
+): Promise<SwapResult> {
   const registry = await readRegistry(deps.clickhouse);
   const starts = registry.get(generation)?.detail.starts as Record<string, number> | undefined;
   return swapIn({
-    log: deps.log, topic: deps.topics.points, topicPrefix: deps.topicPrefix,
-    clickhouse: deps.clickhouse, database: deps.clickhouseOptions.database, generation,
-    batchRows: options.batchRows ?? deps.projectorBatchRows, logger: deps.logger,
+    log: deps.log,
+    topic: deps.topics.points,
+    topicPrefix: deps.topicPrefix,
+    clickhouse: deps.clickhouse,
+    database: deps.clickhouseOptions.database,
+    generation,
+    batchRows: options.batchRows ?? deps.projectorBatchRows,
+    logger: deps.logger,
     ...(starts ? { starts: new Map(Object.entries(starts).map(([p, o]) => [Number(p), o])) } : {}),
     ...(options.onProgress ? { onProgress: options.onProgress } : {}),
     ...(options.onPhase ? { onPhase: options.onPhase } : {}),
@@ -172,10 +232,13 @@ export async function swapGeneration(deps: ReplayDeps, generation: number, optio
  * rows, and the rebuild's seal of it then attaches only the batches the generation lacks (stage.ts).
  */
 async function copyBefore(client: ClickHouseClient, table: string, seals: string, starts: Offsets): Promise<number> {
-  const before = (column: string) => [...starts].filter(([, o]) => o > 0).map(([p, o]) => {
-    if (!Number.isSafeInteger(p) || !Number.isSafeInteger(o)) throw new Error(`not a position: ${p}/${o}`);
-    return `(kafka_partition = ${p} AND ${column} < ${o})`;
-  });
+  const before = (column: string) =>
+    [...starts]
+      .filter(([, o]) => o > 0)
+      .map(([p, o]) => {
+        if (!Number.isSafeInteger(p) || !Number.isSafeInteger(o)) throw new Error(`not a position: ${p}/${o}`);
+        return `(kafka_partition = ${p} AND ${column} < ${o})`;
+      });
   const parts = before('kafka_offset');
   if (parts.length === 0) return 0;
   await client.command({ query: `INSERT INTO ${q(table)} SELECT * FROM ${q(LIVE_POINTS)} WHERE ${parts.join(' OR ')}` });
@@ -191,7 +254,18 @@ export function describeBound(b: Bound): string {
 
 export function statsDetail(s: RebuildStats): Record<string, unknown> {
   return {
-    events: s.events, points: s.points, batches: s.batches, seals: s.seals, staged_batches: s.stagedBatches, staged_seals: s.stagedSeals, deletions: s.deletions, rejected: s.rejected, undecodable: s.undecodable,
-    inserts: s.inserts, unsealed_batches: s.unsealedBatches, ms: Math.round(s.ms), positions: record_(s.positions),
+    events: s.events,
+    points: s.points,
+    batches: s.batches,
+    seals: s.seals,
+    staged_batches: s.stagedBatches,
+    staged_seals: s.stagedSeals,
+    deletions: s.deletions,
+    rejected: s.rejected,
+    undecodable: s.undecodable,
+    inserts: s.inserts,
+    unsealed_batches: s.unsealedBatches,
+    ms: Math.round(s.ms),
+    positions: record_(s.positions),
   };
 }

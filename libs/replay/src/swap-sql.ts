@@ -1,5 +1,19 @@
 import type { Capabilities } from '@meridian/clickhouse';
-import { catalogTable, frozenSealsStandIn, frozenStandIn, LIVE_CATALOG, LIVE_CATALOG_DATA, LIVE_POINTS, LIVE_SEALS, liveRollupData, pointsTable, q, ROLLUP_VIEWS, rollupTable, sealsTable } from './generations.ts';
+import {
+  catalogTable,
+  frozenSealsStandIn,
+  frozenStandIn,
+  LIVE_CATALOG,
+  LIVE_CATALOG_DATA,
+  LIVE_POINTS,
+  LIVE_SEALS,
+  liveRollupData,
+  pointsTable,
+  q,
+  ROLLUP_VIEWS,
+  rollupTable,
+  sealsTable,
+} from './generations.ts';
 
 /**
  * The statements of a swap, per kind of database: the one place where the swap decides by the
@@ -53,26 +67,40 @@ export type SwapSql = {
    * With the stand-in as `points`: the statement that puts the frozen live tables back (the seals
    * too when sealsFrozen), and where the stand-ins are then.
    */
-  unfreeze(m: number, n: number, aside: { readonly points: string; readonly seals: string }, sealsFrozen: boolean): { readonly statement: string; readonly standIns: readonly string[] };
+  unfreeze(
+    m: number,
+    n: number,
+    aside: { readonly points: string; readonly seals: string },
+    sealsFrozen: boolean,
+  ): { readonly statement: string; readonly standIns: readonly string[] };
 };
 
-const standIn = (name: string, like: string, database: string, over: string) => `CREATE TABLE ${q(name)} AS ${q(like)} ENGINE = Merge('${database}', '^${over}$')`;
+const standIn = (name: string, like: string, database: string, over: string) =>
+  `CREATE TABLE ${q(name)} AS ${q(like)} ENGINE = Merge('${database}', '^${over}$')`;
 
 const ordinary: SwapSql = {
   liveCatalogData: LIVE_CATALOG_DATA,
   frozenData: (m) => pointsTable(m),
   frozenSeals: (m) => sealsTable(m),
-  prepareFreeze: (m, n, database) => [standIn(frozenStandIn(n), LIVE_POINTS, database, pointsTable(m)), standIn(frozenSealsStandIn(n), LIVE_SEALS, database, sealsTable(m))],
-  freeze: (m, n) => `RENAME TABLE ${q(LIVE_POINTS)} TO ${q(pointsTable(m))}, ${q(frozenStandIn(n))} TO ${q(LIVE_POINTS)}, ${q(LIVE_SEALS)} TO ${q(sealsTable(m))}, ${q(frozenSealsStandIn(n))} TO ${q(LIVE_SEALS)}`,
-  swapIn: (m, n, standInPlace, seals) => `RENAME TABLE ${[
-    ...(standInPlace ? [`${q(LIVE_POINTS)} TO ${q(frozenStandIn(n))}`] : []),
-    `${q(pointsTable(n))} TO ${q(LIVE_POINTS)}`,
-    ...(seals === 'standIn' ? [`${q(LIVE_SEALS)} TO ${q(frozenSealsStandIn(n))}`] : seals === 'live' ? [`${q(LIVE_SEALS)} TO ${q(sealsTable(m))}`] : []),
-    `${q(sealsTable(n))} TO ${q(LIVE_SEALS)}`,
-    `${q(LIVE_CATALOG_DATA)} TO ${q(catalogTable(m))}`,
-    `${q(catalogTable(n))} TO ${q(LIVE_CATALOG_DATA)}`,
-    ...ROLLUP_VIEWS.flatMap((view) => [`${q(liveRollupData(view))} TO ${q(rollupTable(view, m))}`, `${q(rollupTable(view, n))} TO ${q(liveRollupData(view))}`]),
-  ].join(', ')}`,
+  prepareFreeze: (m, n, database) => [
+    standIn(frozenStandIn(n), LIVE_POINTS, database, pointsTable(m)),
+    standIn(frozenSealsStandIn(n), LIVE_SEALS, database, sealsTable(m)),
+  ],
+  freeze: (m, n) =>
+    `RENAME TABLE ${q(LIVE_POINTS)} TO ${q(pointsTable(m))}, ${q(frozenStandIn(n))} TO ${q(LIVE_POINTS)}, ${q(LIVE_SEALS)} TO ${q(sealsTable(m))}, ${q(frozenSealsStandIn(n))} TO ${q(LIVE_SEALS)}`,
+  swapIn: (m, n, standInPlace, seals) =>
+    `RENAME TABLE ${[
+      ...(standInPlace ? [`${q(LIVE_POINTS)} TO ${q(frozenStandIn(n))}`] : []),
+      `${q(pointsTable(n))} TO ${q(LIVE_POINTS)}`,
+      ...(seals === 'standIn' ? [`${q(LIVE_SEALS)} TO ${q(frozenSealsStandIn(n))}`] : seals === 'live' ? [`${q(LIVE_SEALS)} TO ${q(sealsTable(m))}`] : []),
+      `${q(sealsTable(n))} TO ${q(LIVE_SEALS)}`,
+      `${q(LIVE_CATALOG_DATA)} TO ${q(catalogTable(m))}`,
+      `${q(catalogTable(n))} TO ${q(LIVE_CATALOG_DATA)}`,
+      ...ROLLUP_VIEWS.flatMap((view) => [
+        `${q(liveRollupData(view))} TO ${q(rollupTable(view, m))}`,
+        `${q(rollupTable(view, n))} TO ${q(liveRollupData(view))}`,
+      ]),
+    ].join(', ')}`,
   afterSwap: (_m, n) => [`DROP TABLE IF EXISTS ${q(frozenStandIn(n))}`, `DROP TABLE IF EXISTS ${q(frozenSealsStandIn(n))}`],
   unfreeze: (m, _n, aside, sealsFrozen) => ({
     statement: `RENAME TABLE ${q(LIVE_POINTS)} TO ${q(aside.points)}, ${q(pointsTable(m))} TO ${q(LIVE_POINTS)}${sealsFrozen ? `, ${q(LIVE_SEALS)} TO ${q(aside.seals)}, ${q(sealsTable(m))} TO ${q(LIVE_SEALS)}` : ''}`,
@@ -85,10 +113,16 @@ const atomic: SwapSql = {
   frozenData: (_m, n) => frozenStandIn(n),
   frozenSeals: (_m, n) => frozenSealsStandIn(n),
   // A Merge table leaves itself out of its own regex: it reads the live rows once the names are exchanged.
-  prepareFreeze: (_m, n, database) => [standIn(frozenStandIn(n), LIVE_POINTS, database, frozenStandIn(n)), standIn(frozenSealsStandIn(n), LIVE_SEALS, database, frozenSealsStandIn(n))],
+  prepareFreeze: (_m, n, database) => [
+    standIn(frozenStandIn(n), LIVE_POINTS, database, frozenStandIn(n)),
+    standIn(frozenSealsStandIn(n), LIVE_SEALS, database, frozenSealsStandIn(n)),
+  ],
   freeze: (_m, n) => `EXCHANGE TABLES ${q(LIVE_POINTS)} AND ${q(frozenStandIn(n))}, ${q(LIVE_SEALS)} AND ${q(frozenSealsStandIn(n))}`,
   swapIn: (_m, n, standInPlace, seals) => {
-    if (!standInPlace || seals !== 'standIn') throw new Error(`on an Atomic database the swap exchanges ${LIVE_POINTS} and ${LIVE_SEALS} with generation ${n}'s: there must be frozen ones to exchange with`);
+    if (!standInPlace || seals !== 'standIn')
+      throw new Error(
+        `on an Atomic database the swap exchanges ${LIVE_POINTS} and ${LIVE_SEALS} with generation ${n}'s: there must be frozen ones to exchange with`,
+      );
     const rollups = ROLLUP_VIEWS.map((view) => `, ${q(view)} AND ${q(rollupTable(view, n))}`).join('');
     return `EXCHANGE TABLES ${q(LIVE_POINTS)} AND ${q(pointsTable(n))}, ${q(LIVE_CATALOG)} AND ${q(catalogTable(n))}${rollups}, ${q(LIVE_SEALS)} AND ${q(sealsTable(n))}`;
   },
@@ -109,5 +143,7 @@ const atomic: SwapSql = {
 export function swapSql(caps: Pick<Capabilities, 'atomicDatabase' | 'exchangeTables' | 'databaseEngine'>): SwapSql {
   if (caps.atomicDatabase && caps.exchangeTables) return atomic;
   if (caps.databaseEngine === 'Ordinary') return ordinary;
-  throw new Error(`the swap knows Ordinary databases (views bound to names, ClickHouse 18.16) and Atomic ones with EXCHANGE TABLES; this one is ${caps.databaseEngine}`);
+  throw new Error(
+    `the swap knows Ordinary databases (views bound to names, ClickHouse 18.16) and Atomic ones with EXCHANGE TABLES; this one is ${caps.databaseEngine}`,
+  );
 }

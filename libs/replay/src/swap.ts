@@ -113,7 +113,9 @@ export async function swapIn(input: SwapInput): Promise<SwapResult> {
   const catalogEngine = tables.get(sql.liveCatalogData);
   if (catalogEngine === undefined || catalogEngine === 'MaterializedView') {
     // An Atomic database migrated before the catalog took the explicit-table form there: its data hides in `.inner_id.<uuid>`.
-    throw new Error(`${sql.liveCatalogData} is ${catalogEngine === undefined ? 'missing' : 'a view with an inner table'}: the swap needs the live catalog's data as a table${caps.atomicDatabase ? ' (on an Atomic database, metric_catalog fed by the view metric_catalog_feed: see docs/operating/clickhouse-versions.md to convert)' : ''}`);
+    throw new Error(
+      `${sql.liveCatalogData} is ${catalogEngine === undefined ? 'missing' : 'a view with an inner table'}: the swap needs the live catalog's data as a table${caps.atomicDatabase ? ' (on an Atomic database, metric_catalog fed by the view metric_catalog_feed: see docs/operating/clickhouse-versions.md to convert)' : ''}`,
+    );
   }
   if (tables.has(catalogTable(m))) throw new Error(`${catalogTable(m)} exists already: drop generation ${m} first`);
   for (const view of ROLLUP_VIEWS) if (tables.has(rollupTable(view, m))) throw new Error(`${rollupTable(view, m)} exists already: drop generation ${m} first`);
@@ -199,10 +201,13 @@ export async function swapIn(input: SwapInput): Promise<SwapResult> {
       const mine = await newSink.maxOffsets(partitions);
       const behind = partitions.filter((p) => (mine.get(p) ?? -1) < (final.get(p) ?? -1));
       if (behind.length > 0) {
-        throw new Error(`generation ${n} cannot reach the live table's positions in partitions ${behind.join(', ')} (${behind.map((p) => `${mine.get(p)} < ${final.get(p)}`).join('; ')})`);
+        throw new Error(
+          `generation ${n} cannot reach the live table's positions in partitions ${behind.join(', ')} (${behind.map((p) => `${mine.get(p)} < ${final.get(p)}`).join('; ')})`,
+        );
       }
       if (partitions.some((p) => (mine.get(p) ?? -1) > (final.get(p) ?? -1))) {
-        if (caps.atomicDatabase) throw new Error(`generation ${n} is ahead of the live table (a stopped or stuck projector): on an Atomic database this swap is not implemented yet`);
+        if (caps.atomicDatabase)
+          throw new Error(`generation ${n} is ahead of the live table (a stopped or stuck projector): on an Atomic database this swap is not implemented yet`);
         // Ahead of the frozen table (the live projector was stopped or stuck): positions in memory
         // would be wrong for the new table. Take `points` away, so no member can read positions or
         // insert, and make every member rejoin (and so forget its positions) before N comes in.
@@ -248,7 +253,9 @@ async function ensureRollups(client: ClickHouseClient, n: number, tables: Readon
     throw new Error(`generation ${n} has some of its rollup tables only: drop it and build it again`);
   }
   const caps = await serverCapabilities(client);
-  const settings = tableSettingsSql(pointsTable(n), catalogTable(n), caps, undefined, generationRollups(n)).filter((s) => ROLLUP_VIEWS.some((view) => s.includes(q(rollupTable(view, n)))));
+  const settings = tableSettingsSql(pointsTable(n), catalogTable(n), caps, undefined, generationRollups(n)).filter((s) =>
+    ROLLUP_VIEWS.some((view) => s.includes(q(rollupTable(view, n)))),
+  );
   for (const view of ROLLUP_VIEWS) await client.command({ query: derivedTableSql(viewDefinition(view), rollupTable(view, n), pointsTable(n)) });
   for (const statement of [...settings, ...rollupFeedsSql(n)]) await client.command({ query: statement });
   for (const view of ROLLUP_VIEWS) await client.command({ query: `INSERT INTO ${q(rollupTable(view, n))} ${viewDefinition(view).select(pointsTable(n))}` });
@@ -265,14 +272,22 @@ async function frozenPositions(client: ClickHouseClient, table: string, seals: s
   const positions = await createPointsSink(client, table, seals === undefined ? {} : { sealsTable: seals }).maxOffsets(partitions);
   const stages = await createPointsStages(client).list();
   if (stages.length === 0 || partitions.length === 0) return positions;
-  const list = partitions.map((p) => {
-    if (!Number.isInteger(p) || p < 0 || p > 65535) throw new Error(`not a partition number: ${p}`);
-    return String(p);
-  }).join(', ');
-  const max = async (sql: string) => new Map((await (await client.query({ query: sql, format: 'JSONEachRow' })).json<{ p: number; o: string }>()).map((r) => [Number(r.p), Number(r.o)]));
+  const list = partitions
+    .map((p) => {
+      if (!Number.isInteger(p) || p < 0 || p > 65535) throw new Error(`not a partition number: ${p}`);
+      return String(p);
+    })
+    .join(', ');
+  const max = async (sql: string) =>
+    new Map((await (await client.query({ query: sql, format: 'JSONEachRow' })).json<{ p: number; o: string }>()).map((r) => [Number(r.p), Number(r.o)]));
   const attached = stages.map((stage) => `SELECT kafka_partition, kafka_offset FROM ${q(stage)}`).join(' UNION ALL ');
-  const direct = await max(`SELECT kafka_partition AS p, toString(max(kafka_offset)) AS o FROM ${q(table)} WHERE kafka_partition IN (${list}) AND (kafka_partition, kafka_offset) NOT IN (${attached}) GROUP BY kafka_partition`);
-  const sealed = seals === undefined ? new Map<number, number>() : await max(`SELECT kafka_partition AS p, toString(max(seal_offset)) AS o FROM ${q(seals)} WHERE kafka_partition IN (${list}) GROUP BY kafka_partition`);
+  const direct = await max(
+    `SELECT kafka_partition AS p, toString(max(kafka_offset)) AS o FROM ${q(table)} WHERE kafka_partition IN (${list}) AND (kafka_partition, kafka_offset) NOT IN (${attached}) GROUP BY kafka_partition`,
+  );
+  const sealed =
+    seals === undefined
+      ? new Map<number, number>()
+      : await max(`SELECT kafka_partition AS p, toString(max(seal_offset)) AS o FROM ${q(seals)} WHERE kafka_partition IN (${list}) GROUP BY kafka_partition`);
   return new Map(partitions.map((p) => [p, Math.max(direct.get(p) ?? -1, sealed.get(p) ?? -1)]));
 }
 
@@ -288,12 +303,15 @@ export async function unfreeze(client: ClickHouseClient, live: number, standInGe
   if (current === 'MergeTree') return false;
   if (current !== undefined && current !== 'Merge') throw new Error(`${LIVE_POINTS} is a ${current}`);
   // The generation whose swap froze the live table: given, or the one whose frozen rows are found.
-  const n = standInGeneration ?? [...tables].map(([name, engine]) => (engine === 'MergeTree' ? /^points_frozen_g(\d+)$/.exec(name) : null)).find((x) => x !== null)?.[1];
+  const n =
+    standInGeneration ??
+    [...tables].map(([name, engine]) => (engine === 'MergeTree' ? /^points_frozen_g(\d+)$/.exec(name) : null)).find((x) => x !== null)?.[1];
   const frozen = n !== undefined && tables.get(sql.frozenData(live, Number(n))) === 'MergeTree' ? sql.frozenData(live, Number(n)) : pointsTable(live);
   if (tables.get(frozen) !== 'MergeTree') throw new Error(`the live generation ${live} is not aside as ${frozen}`);
-  const aside = standInGeneration !== null
-    ? { points: frozenStandIn(standInGeneration), seals: frozenSealsStandIn(standInGeneration) }
-    : { points: `points_frozen_${Date.now()}`, seals: `points_seals_frozen_${Date.now()}` };
+  const aside =
+    standInGeneration !== null
+      ? { points: frozenStandIn(standInGeneration), seals: frozenSealsStandIn(standInGeneration) }
+      : { points: `points_frozen_${Date.now()}`, seals: `points_seals_frozen_${Date.now()}` };
   let standIns = [aside.points];
   // The seals are frozen with points (unless a swap of an older version froze points alone).
   const frozenSeals = sql.frozenSeals(live, Number(n ?? live));
@@ -308,7 +326,8 @@ export async function unfreeze(client: ClickHouseClient, live: number, standInGe
     if (sealsFrozen) standIns.push(aside.seals);
   }
   for (const standIn of standIns) await client.command({ query: `DROP TABLE IF EXISTS ${q(standIn)}` });
-  for (const [name, engine] of tables) if (/^points_(seals_)?frozen_g\d+$/.test(name) && engine === 'Merge') await client.command({ query: `DROP TABLE IF EXISTS ${q(name)}` });
+  for (const [name, engine] of tables)
+    if (/^points_(seals_)?frozen_g\d+$/.test(name) && engine === 'Merge') await client.command({ query: `DROP TABLE IF EXISTS ${q(name)}` });
   return true;
 }
 
@@ -319,7 +338,9 @@ export async function unfreeze(client: ClickHouseClient, live: number, standInGe
  */
 export function refuseReplicated(liveEngine: string | undefined, table: string = LIVE_POINTS): void {
   if (liveEngine?.startsWith('Replicated')) {
-    throw new Error(`${table} is a ${liveEngine} (CLICKHOUSE_CLUSTER): replay and swap do not run on replicated tables yet; rebuild into another database with --database`);
+    throw new Error(
+      `${table} is a ${liveEngine} (CLICKHOUSE_CLUSTER): replay and swap do not run on replicated tables yet; rebuild into another database with --database`,
+    );
   }
 }
 

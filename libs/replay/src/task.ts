@@ -24,7 +24,11 @@ const codec = createEventCodec<TaskEvent>();
 export type RebuildTaskRequest = Omit<RebuildRequested, 'type' | 'task_id' | 'at'>;
 
 /** Writes the command that queues a rebuild task; returns its id. */
-export async function requestRebuildTask(deps: Pick<ReplayDeps, 'log' | 'topics'>, request: RebuildTaskRequest, taskId: string = randomUUID()): Promise<string> {
+export async function requestRebuildTask(
+  deps: Pick<ReplayDeps, 'log' | 'topics'>,
+  request: RebuildTaskRequest,
+  taskId: string = randomUUID(),
+): Promise<string> {
   await append(deps, taskId, [{ type: 'RebuildRequested', task_id: taskId, at: Date.now(), ...request }]);
   return taskId;
 }
@@ -51,10 +55,20 @@ export function rebuildTask(deps: Pick<ReplayDeps, 'log' | 'topics'>, taskId: st
     },
     async succeeded(r) {
       await pending;
-      await append(deps, taskId, [{
-        type: 'RebuildSucceeded', task_id: taskId, generation: r.generation, database: r.database, table: r.swap ? 'points' : r.table,
-        events: r.stats.events, points: r.stats.points, verified: r.verification ? r.verification.ok : null, swapped: r.swap !== null, at: Date.now(),
-      }]);
+      await append(deps, taskId, [
+        {
+          type: 'RebuildSucceeded',
+          task_id: taskId,
+          generation: r.generation,
+          database: r.database,
+          table: r.swap ? 'points' : r.table,
+          events: r.stats.events,
+          points: r.stats.points,
+          verified: r.verification ? r.verification.ok : null,
+          swapped: r.swap !== null,
+          at: Date.now(),
+        },
+      ]);
     },
     async failed(reason) {
       await pending;

@@ -19,20 +19,35 @@ const codec = createEventCodec<{ type: string }>(registry);
 function fixtures(): EventFixture[] {
   return readdirSync(FIXTURES, { withFileTypes: true })
     .filter((d) => d.isDirectory() && d.name !== 'next-schemas')
-    .flatMap((d) => readdirSync(join(FIXTURES, d.name)).filter((f) => /^v\d+\.json$/.test(f)).map((f) => JSON.parse(readFileSync(join(FIXTURES, d.name, f), 'utf8')) as EventFixture));
+    .flatMap((d) =>
+      readdirSync(join(FIXTURES, d.name))
+        .filter((f) => /^v\d+\.json$/.test(f))
+        .map((f) => JSON.parse(readFileSync(join(FIXTURES, d.name, f), 'utf8')) as EventFixture),
+    );
 }
 
 describe('recorded events of every schema version', () => {
   const all = fixtures();
 
   it('exist for every version in schemas/, and only for those', () => {
-    const versions = registry.names().flatMap((n) => registry.versionsOf(n).map((v) => `${n} v${v.version}`)).sort();
+    const versions = registry
+      .names()
+      .flatMap((n) => registry.versionsOf(n).map((v) => `${n} v${v.version}`))
+      .sort();
     const recorded = all.map((f) => `${f.schema} v${f.version}`).sort();
     expect(recorded, 'missing fixtures: run node test/fixtures/events/record.ts').toEqual(versions);
   });
 
   it('were written by the schema file as it is now (a written schema version never changes)', () => {
-    for (const f of all) expect(registry.versionsOf(f.schema).find((v) => v.version === f.version)!.fingerprint.toString(16).padStart(16, '0'), `${f.schema} v${f.version}`).toBe(f.fingerprint);
+    for (const f of all)
+      expect(
+        registry
+          .versionsOf(f.schema)
+          .find((v) => v.version === f.version)!
+          .fingerprint.toString(16)
+          .padStart(16, '0'),
+        `${f.schema} v${f.version}`,
+      ).toBe(f.fingerprint);
   });
 
   it('decode, whatever version wrote them, into the newest version as recorded', () => {
@@ -66,19 +81,42 @@ describe('an older PointBatch replays through the same projection as a newer one
   const v5: SchemaVersion = { name: 'PointBatch', version: 5, type: v5type, fingerprint: fingerprintOf(v5type) };
   const withNext = new SchemaRegistry([...registry.names().flatMap((n) => registry.versionsOf(n)), v5]);
   const nextCodec = createEventCodec<PointsFact>(withNext);
-  const [v1, v2, v3, v4] = [1, 2, 3, 4].map((v) => JSON.parse(readFileSync(join(FIXTURES, `PointBatch/v${v}.json`), 'utf8')) as EventFixture) as [EventFixture, EventFixture, EventFixture, EventFixture];
+  const [v1, v2, v3, v4] = [1, 2, 3, 4].map((v) => JSON.parse(readFileSync(join(FIXTURES, `PointBatch/v${v}.json`), 'utf8')) as EventFixture) as [
+    EventFixture,
+    EventFixture,
+    EventFixture,
+    EventFixture,
+  ];
 
-  it('the v1 to v4 bytes decode into v5 with the new fields at their defaults, v4\'s timestamps from their differences', () => {
+  it("the v1 to v4 bytes decode into v5 with the new fields at their defaults, v4's timestamps from their differences", () => {
     expect(existsSync(join(SCHEMAS_DIR, 'PointBatch/v5.avsc')), 'this test assumes the live PointBatch is v4').toBe(false);
-    expect(nextCodec.decode(Buffer.from(v1.bytes, 'base64'))).toEqual({ type: 'PointBatch', ...(fromFixtureJson(v1.value) as object), stage: null, names: [], name_index: [], source_row: null });
-    expect(nextCodec.decode(Buffer.from(v2.bytes, 'base64'))).toEqual({ type: 'PointBatch', ...(fromFixtureJson(v2.value) as object), names: [], name_index: [], source_row: null });
+    expect(nextCodec.decode(Buffer.from(v1.bytes, 'base64'))).toEqual({
+      type: 'PointBatch',
+      ...(fromFixtureJson(v1.value) as object),
+      stage: null,
+      names: [],
+      name_index: [],
+      source_row: null,
+    });
+    expect(nextCodec.decode(Buffer.from(v2.bytes, 'base64'))).toEqual({
+      type: 'PointBatch',
+      ...(fromFixtureJson(v2.value) as object),
+      names: [],
+      name_index: [],
+      source_row: null,
+    });
     expect(nextCodec.decode(Buffer.from(v3.bytes, 'base64'))).toEqual({ type: 'PointBatch', ...(fromFixtureJson(v3.value) as object), source_row: null });
     const { timestamps_delta: _flag, ...v4value } = fromFixtureJson(v4.value) as { timestamps: number[]; timestamps_delta: boolean };
-    expect(nextCodec.decode(Buffer.from(v4.bytes, 'base64'))).toEqual({ type: 'PointBatch', ...v4value, timestamps: [1_704_067_204_000, 1_704_067_205_000], source_row: null });
+    expect(nextCodec.decode(Buffer.from(v4.bytes, 'base64'))).toEqual({
+      type: 'PointBatch',
+      ...v4value,
+      timestamps: [1_704_067_204_000, 1_704_067_205_000],
+      source_row: null,
+    });
     expect(v4value.timestamps).toEqual([1_704_067_204_000, 1000]);
   });
 
-  it('v1 and v5 events become the same rows through the projector\'s decisions and Native encoding', () => {
+  it("v1 and v5 events become the same rows through the projector's decisions and Native encoding", () => {
     const fromV1 = nextCodec.decode(Buffer.from(v1.bytes, 'base64'));
     const fromV3 = nextCodec.decode(nextCodec.encode({ ...(fromV1 as object), source_row: 17 } as unknown as PointsFact));
     const rows = (fact: PointsFact, offset: number) => {

@@ -49,7 +49,11 @@ export function perMetricSql(table: string, where: string): string {
 }
 
 /** Compares per-metric sums (pure). */
-export function compareSums(expected: ReadonlyMap<string, MetricSum>, actual: ReadonlyMap<string, MetricSum>, keep = 20): { mismatched: number; mismatches: Mismatch[] } {
+export function compareSums(
+  expected: ReadonlyMap<string, MetricSum>,
+  actual: ReadonlyMap<string, MetricSum>,
+  keep = 20,
+): { mismatched: number; mismatches: Mismatch[] } {
   const names = [...new Set([...expected.keys(), ...actual.keys()])].sort();
   const mismatches: Mismatch[] = [];
   let mismatched = 0;
@@ -64,12 +68,16 @@ export function compareSums(expected: ReadonlyMap<string, MetricSum>, actual: Re
 }
 
 async function sums(client: ClickHouseClient, table: string, where: string): Promise<Map<string, MetricSum>> {
-  const found = await (await client.query({ query: perMetricSql(table, where), format: 'JSONEachRow' })).json<{ metric_name: string; rows: string; checksum: string }>();
+  const found = await (
+    await client.query({ query: perMetricSql(table, where), format: 'JSONEachRow' })
+  ).json<{ metric_name: string; rows: string; checksum: string }>();
   return new Map(found.map((r) => [r.metric_name, { rows: Number(r.rows), checksum: r.checksum }]));
 }
 
 async function count(client: ClickHouseClient, table: string, where: string): Promise<number> {
-  const found = await (await client.query({ query: `SELECT toString(count()) AS n FROM ${q(table)} WHERE ${where}`, format: 'JSONEachRow' })).json<{ n: string }>();
+  const found = await (
+    await client.query({ query: `SELECT toString(count()) AS n FROM ${q(table)} WHERE ${where}`, format: 'JSONEachRow' })
+  ).json<{ n: string }>();
   return Number(found[0]?.n ?? 0);
 }
 
@@ -88,8 +96,17 @@ export function sealedAfterCondition(upTo: ReadonlyMap<number, number>, seals: r
 export type ComparedTable = { readonly points: string; readonly seals?: string };
 
 /** Verifies `actual` (a rebuild) against `expected` (usually the live `points`) on the range both cover. */
-export async function verifyTables(client: ClickHouseClient, expected: ComparedTable, actual: ComparedTable, partitions: readonly number[]): Promise<Verification> {
-  const existing = new Set((await (await client.query({ query: 'SELECT name FROM system.tables WHERE database = currentDatabase()', format: 'JSONEachRow' })).json<{ name: string }>()).map((t) => t.name));
+export async function verifyTables(
+  client: ClickHouseClient,
+  expected: ComparedTable,
+  actual: ComparedTable,
+  partitions: readonly number[],
+): Promise<Verification> {
+  const existing = new Set(
+    (
+      await (await client.query({ query: 'SELECT name FROM system.tables WHERE database = currentDatabase()', format: 'JSONEachRow' })).json<{ name: string }>()
+    ).map((t) => t.name),
+  );
   const sealsOf = (t: ComparedTable) => (t.seals !== undefined && existing.has(t.seals) ? t.seals : undefined);
   const sinkOf = (t: ComparedTable) => {
     const seals = sealsOf(t);
@@ -99,7 +116,11 @@ export async function verifyTables(client: ClickHouseClient, expected: ComparedT
   const upTo = new Map(partitions.map((p) => [p, Math.min(e.get(p) ?? -1, a.get(p) ?? -1)]));
   const seals = [sealsOf(expected), sealsOf(actual)].filter((t) => t !== undefined);
   const where = `(${rangeCondition(upTo)}) AND ${sealedAfterCondition(upTo, seals)}`;
-  const [se, sa, all] = await Promise.all([sums(client, expected.points, where), sums(client, actual.points, where), Promise.all([count(client, expected.points, '1'), count(client, actual.points, '1')])]);
+  const [se, sa, all] = await Promise.all([
+    sums(client, expected.points, where),
+    sums(client, actual.points, where),
+    Promise.all([count(client, expected.points, '1'), count(client, actual.points, '1')]),
+  ]);
   const { mismatched, mismatches } = compareSums(se, sa);
   const rowsExpected = [...se.values()].reduce((n, s) => n + s.rows, 0);
   const rowsActual = [...sa.values()].reduce((n, s) => n + s.rows, 0);
@@ -123,7 +144,11 @@ export async function tableChecksums(client: ClickHouseClient, table: string): P
 
 export function formatVerification(v: Verification): string {
   const lines = [
-    `verification ${v.ok ? 'PASSED' : 'FAILED'}: ${v.metrics.toLocaleString('en')} metrics, ${v.rows_actual.toLocaleString('en')} rows rebuilt vs ${v.rows_expected.toLocaleString('en')} live in the compared range (batches up to ${Object.entries(v.compared_up_to).map(([p, o]) => `${p}:${o}`).join(',') || 'none'})`,
+    `verification ${v.ok ? 'PASSED' : 'FAILED'}: ${v.metrics.toLocaleString('en')} metrics, ${v.rows_actual.toLocaleString('en')} rows rebuilt vs ${v.rows_expected.toLocaleString('en')} live in the compared range (batches up to ${
+      Object.entries(v.compared_up_to)
+        .map(([p, o]) => `${p}:${o}`)
+        .join(',') || 'none'
+    })`,
     `  outside the compared range: ${v.rows_beyond_actual.toLocaleString('en')} rebuilt, ${v.rows_beyond_expected.toLocaleString('en')} live`,
   ];
   if (v.mismatched_metrics > 0) {

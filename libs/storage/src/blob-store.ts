@@ -58,7 +58,10 @@ export function blobStoreOver(storage: Storage, region: string, parts: PartOptio
       // 503) cut short is sent again, a few times within a fraction of a second, before the
       // caller sees the failure (the api answers 503 to its client). Only such outages: a refusal
       // (access denied, no such bucket) is the caller's at once, as the CLI's retries decide.
-      await retry(() => client.putObject(bucket, key, bytes, bytes.length), { ...RETRY_POLICIES.storagePut, retriable: (error) => classify(error) === 'transient' });
+      await retry(() => client.putObject(bucket, key, bytes, bytes.length), {
+        ...RETRY_POLICIES.storagePut,
+        retriable: (error) => classify(error) === 'transient',
+      });
     },
     stage: (key) => new BlobWriter(storage, key, parts),
     open: (key, range) => (range ? client.getPartialObject(bucket, key, range.start, range.length) : client.getObject(bucket, key)),

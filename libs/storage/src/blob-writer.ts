@@ -73,15 +73,18 @@ export class BlobWriter {
     const part = ++this.shipped;
     this.buffer = null;
     this.filled = 0;
-    const upload: Promise<void> = client.uploadPart({ bucketName: bucket, objectName: this.key, uploadID: this.uploadId, partNumber: part, headers: {} }, body).then(
-      (r) => {
-        this.etags.push({ part, etag: r.etag });
-        this.spare.push(full);
-      },
-      (error: unknown) => {
-        this.failure ??= { error };
-      },
-    ).finally(() => this.inflight.delete(upload));
+    const upload: Promise<void> = client
+      .uploadPart({ bucketName: bucket, objectName: this.key, uploadID: this.uploadId, partNumber: part, headers: {} }, body)
+      .then(
+        (r) => {
+          this.etags.push({ part, etag: r.etag });
+          this.spare.push(full);
+        },
+        (error: unknown) => {
+          this.failure ??= { error };
+        },
+      )
+      .finally(() => this.inflight.delete(upload));
     this.inflight.add(upload);
   }
 
@@ -96,7 +99,12 @@ export class BlobWriter {
     await this.settled();
     this.release();
     this.throwIfFailed();
-    await client.completeMultipartUpload(bucket, this.key, this.uploadId, [...this.etags].sort((a, b) => a.part - b.part));
+    await client.completeMultipartUpload(
+      bucket,
+      this.key,
+      this.uploadId,
+      [...this.etags].sort((a, b) => a.part - b.part),
+    );
   }
 
   /** Waits for the parts in flight, then removes the multipart upload: nothing is left behind. */

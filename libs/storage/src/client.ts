@@ -57,7 +57,15 @@ export async function expireStaging(storage: Storage, days: number): Promise<voi
     return;
   }
   await storage.client.setBucketLifecycle(storage.bucket, {
-    Rule: [{ ID: 'meridian-staging-expiry', Status: 'Enabled', Filter: { Prefix: STAGING_PREFIX }, Expiration: { Days: days }, AbortIncompleteMultipartUpload: { DaysAfterInitiation: days } }],
+    Rule: [
+      {
+        ID: 'meridian-staging-expiry',
+        Status: 'Enabled',
+        Filter: { Prefix: STAGING_PREFIX },
+        Expiration: { Days: days },
+        AbortIncompleteMultipartUpload: { DaysAfterInitiation: days },
+      },
+    ],
   });
 }
 

@@ -57,7 +57,11 @@ export function createSnapshotStore(storage: Storage, topic: string): SnapshotSt
     },
     async prune(keep) {
       const old = (await positions()).slice(keep);
-      if (old.length > 0) await client.removeObjects(bucket, old.map((p) => prefix + nameOf(p)));
+      if (old.length > 0)
+        await client.removeObjects(
+          bucket,
+          old.map((p) => prefix + nameOf(p)),
+        );
     },
   };
 }

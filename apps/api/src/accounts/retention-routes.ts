@@ -16,10 +16,20 @@ const ruleView = z.object({
 const rulesView = z.object({ rules: z.array(ruleView) });
 const selector = z.object({ match: z.enum(['exact', 'prefix']), value: z.string().min(1).max(1000) });
 
-const view = (r: RetentionRule) => ({ match: r.match, value: r.value, keep_seconds: Math.round(r.keep_ms / 1000), days: r.keep_ms / DAY_MS, set_at: formatTimestamp(r.set_at), set_by: r.actor });
-const rulesOf = (accounts: AccountsCommands) => ({ rules: [...accounts.state.retention.values()].sort((a, b) => (a.match + a.value).localeCompare(b.match + b.value)).map(view) });
+const view = (r: RetentionRule) => ({
+  match: r.match,
+  value: r.value,
+  keep_seconds: Math.round(r.keep_ms / 1000),
+  days: r.keep_ms / DAY_MS,
+  set_at: formatTimestamp(r.set_at),
+  set_by: r.actor,
+});
+const rulesOf = (accounts: AccountsCommands) => ({
+  rules: [...accounts.state.retention.values()].sort((a, b) => (a.match + a.value).localeCompare(b.match + b.value)).map(view),
+});
 
-const ABOUT = 'Retention per pattern: the raw points of the metrics a rule matches (exact name, or prefix, as entitlements) whose timestamp is older than the rule keeps are deleted by the ingest worker every MERIDIAN_POINTS_RETENTION_INTERVAL_MS, each time as a deletion in the log (a points_deletion task by user "retention"). A metric follows its exact rule, else its longest prefix rule; metrics without a rule keep every point.';
+const ABOUT =
+  'Retention per pattern: the raw points of the metrics a rule matches (exact name, or prefix, as entitlements) whose timestamp is older than the rule keeps are deleted by the ingest worker every MERIDIAN_POINTS_RETENTION_INTERVAL_MS, each time as a deletion in the log (a points_deletion task by user "retention"). A metric follows its exact rule, else its longest prefix rule; metrics without a rule keep every point.';
 
 /** GET, PUT and DELETE /api/v1/retention: the rules, events on the accounts topic (admins only). */
 export function retentionRoutes(accounts: AccountsCommands): RouteDef[] {
@@ -33,7 +43,9 @@ export function retentionRoutes(accounts: AccountsCommands): RouteDef[] {
       tags: ['metrics'],
       auth: 'admin',
       responses: { 200: { description: 'Every rule', schema: rulesView } },
-      handler: (ctx) => { ctx.body = rulesOf(accounts); },
+      handler: (ctx) => {
+        ctx.body = rulesOf(accounts);
+      },
     }),
     defineRoute({
       method: 'PUT',
@@ -50,9 +62,12 @@ export function retentionRoutes(accounts: AccountsCommands): RouteDef[] {
       responses: { 200: { description: 'Every rule, after the change', schema: rulesView } },
       problems: ['validation'],
       handler: async (ctx, { body, user }) => {
-        if ((body.days === undefined) === (body.seconds === undefined)) throw validationError('give days or seconds (one of them)', [{ field: 'days', reason: 'exactly one of days and seconds' }]);
+        if ((body.days === undefined) === (body.seconds === undefined))
+          throw validationError('give days or seconds (one of them)', [{ field: 'days', reason: 'exactly one of days and seconds' }]);
         const keepMs = body.days !== undefined ? Math.round(body.days * DAY_MS) : body.seconds! * 1000;
-        await accounts.execute(retentionKey(body.match, body.value), (s) => decideSetRetention(s.retention, { match: body.match, value: body.value, keep_ms: keepMs, at: Date.now(), actor: user.user_name }));
+        await accounts.execute(retentionKey(body.match, body.value), (s) =>
+          decideSetRetention(s.retention, { match: body.match, value: body.value, keep_ms: keepMs, at: Date.now(), actor: user.user_name }),
+        );
         ctx.body = rulesOf(accounts);
       },
     }),
@@ -68,7 +83,9 @@ export function retentionRoutes(accounts: AccountsCommands): RouteDef[] {
       responses: { 204: { description: 'Removed' } },
       problems: ['not_found'],
       handler: async (ctx, { query, user }) => {
-        await accounts.execute(retentionKey(query.match, query.value), (s) => decideRemoveRetention(s.retention, { match: query.match, value: query.value, at: Date.now(), actor: user.user_name }));
+        await accounts.execute(retentionKey(query.match, query.value), (s) =>
+          decideRemoveRetention(s.retention, { match: query.match, value: query.value, at: Date.now(), actor: user.user_name }),
+        );
         ctx.status = 204;
       },
     }),

@@ -24,7 +24,7 @@ export function userRoutes(accounts: AccountsCommands): RouteDef[] {
       path: '/api/v1/users',
       operationId: 'listUsers',
       summary: 'The caller, or every user for an admin',
-      description: 'The seed\'s authentication example. A normal user sees exactly itself; an admin sees every user, disabled ones included.',
+      description: "The seed's authentication example. A normal user sees exactly itself; an admin sees every user, disabled ones included.",
       tags: ['users'],
       auth: 'user',
       responses: { 200: { description: 'Users', schema: z.object({ users: z.array(userViewSchema) }) } },
@@ -54,7 +54,9 @@ export function userRoutes(accounts: AccountsCommands): RouteDef[] {
       handler: async (ctx, { body, user }) => {
         const key = composeApiKey(randomBytes(8), randomBytes(32));
         const at = Date.now();
-        await accounts.execute(body.user_name, (s) => decideCreateUser(s, { user_name: body.user_name, is_admin: body.is_admin, key, at, actor: user.user_name }));
+        await accounts.execute(body.user_name, (s) =>
+          decideCreateUser(s, { user_name: body.user_name, is_admin: body.is_admin, key, at, actor: user.user_name }),
+        );
         confirmUserCreated(accounts.state, body.user_name, key.key_id);
         answerWithNewKey(ctx, { user_name: body.user_name, key_id: key.key_id, api_key: key.api_key, created_at: formatTimestamp(at) });
       },
@@ -63,7 +65,7 @@ export function userRoutes(accounts: AccountsCommands): RouteDef[] {
       method: 'PUT',
       path: '/api/v1/users/{user_name}/entitlements',
       operationId: 'replaceEntitlements',
-      summary: 'Replace a user\'s metric access rules (admin)',
+      summary: "Replace a user's metric access rules (admin)",
       tags: ['users'],
       auth: 'admin',
       params: userNameParam,
@@ -72,8 +74,14 @@ export function userRoutes(accounts: AccountsCommands): RouteDef[] {
       problems: ['not_found'],
       handler: async (ctx, { params, body, user }) => {
         const rules = parseMetricRules(body.metrics);
-        await accounts.execute(params.user_name, (s) => decideReplaceEntitlements(s, { user_name: params.user_name, rules, at: Date.now(), actor: user.user_name }));
-        ctx.body = userView(accounts.state, accounts.state.users.get(params.user_name)!, (await accounts.fileUsage?.([params.user_name]))?.get(params.user_name));
+        await accounts.execute(params.user_name, (s) =>
+          decideReplaceEntitlements(s, { user_name: params.user_name, rules, at: Date.now(), actor: user.user_name }),
+        );
+        ctx.body = userView(
+          accounts.state,
+          accounts.state.users.get(params.user_name)!,
+          (await accounts.fileUsage?.([params.user_name]))?.get(params.user_name),
+        );
       },
     }),
     defineRoute({
@@ -81,16 +89,25 @@ export function userRoutes(accounts: AccountsCommands): RouteDef[] {
       path: '/api/v1/users/{user_name}/file_quota',
       operationId: 'setFileQuota',
       summary: 'Set how many bytes of files a user may keep (admin)',
-      description: 'The user\'s own quota replaces the default (MERIDIAN_FILE_QUOTA_BYTES) for them alone; null goes back to the default. A quota below what the user keeps already deletes nothing: their new definitions get 413 until they are under it.',
+      description:
+        "The user's own quota replaces the default (MERIDIAN_FILE_QUOTA_BYTES) for them alone; null goes back to the default. A quota below what the user keeps already deletes nothing: their new definitions get 413 until they are under it.",
       tags: ['users'],
       auth: 'admin',
       params: userNameParam,
-      body: z.object({ quota_bytes: z.number().int().min(0).max(MAX_FILE_QUOTA_BYTES).nullable().describe('bytes (1,000,000 bytes = 1 MB); null: the default') }),
+      body: z.object({
+        quota_bytes: z.number().int().min(0).max(MAX_FILE_QUOTA_BYTES).nullable().describe('bytes (1,000,000 bytes = 1 MB); null: the default'),
+      }),
       responses: { 200: { description: 'The user after the change; files.quota_bytes is the quota that now applies', schema: userViewSchema } },
       problems: ['not_found'],
       handler: async (ctx, { params, body, user }) => {
-        await accounts.execute(params.user_name, (s) => decideSetFileQuota(s, { user_name: params.user_name, quota_bytes: body.quota_bytes, at: Date.now(), actor: user.user_name }));
-        ctx.body = userView(accounts.state, accounts.state.users.get(params.user_name)!, (await accounts.fileUsage?.([params.user_name]))?.get(params.user_name));
+        await accounts.execute(params.user_name, (s) =>
+          decideSetFileQuota(s, { user_name: params.user_name, quota_bytes: body.quota_bytes, at: Date.now(), actor: user.user_name }),
+        );
+        ctx.body = userView(
+          accounts.state,
+          accounts.state.users.get(params.user_name)!,
+          (await accounts.fileUsage?.([params.user_name]))?.get(params.user_name),
+        );
       },
     }),
     defineRoute({

@@ -19,10 +19,12 @@ export const userViewSchema = z.object({
   disabled: z.boolean(),
   entitlements: z.object({ metrics: z.array(metricRuleSchema) }),
   api_keys: z.array(apiKeyViewSchema).describe('active keys only'),
-  files: z.object({
-    bytes_used: z.number().int().describe('bytes of the user\'s live files'),
-    quota_bytes: z.number().int().describe('bytes the user may keep: their own quota when an admin set one, else MERIDIAN_FILE_QUOTA_BYTES'),
-  }).optional(),
+  files: z
+    .object({
+      bytes_used: z.number().int().describe("bytes of the user's live files"),
+      quota_bytes: z.number().int().describe('bytes the user may keep: their own quota when an admin set one, else MERIDIAN_FILE_QUOTA_BYTES'),
+    })
+    .optional(),
 });
 
 export type UserView = z.infer<typeof userViewSchema>;

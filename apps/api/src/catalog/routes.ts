@@ -22,17 +22,30 @@ const CATALOG_PATH = '/api/v1/metrics';
 const DEFAULT_LIMIT = 100;
 
 const querySchema = z.object({
-  metrics: z.string().min(1).optional().describe('A metric name, a comma-separated list (pattern=list), or the text a substring pattern applies to, as in a download. Left out: every metric you may read'),
-  pattern: z.enum(PATTERNS as [Pattern, ...Pattern[]]).optional().describe('single (default when metrics is given), list, contains, starts_with, ends_with: the download\'s patterns'),
-  limit: z.string().regex(/^\d{1,10}$/, 'must be a positive integer').optional().describe(`Metrics per page; default ${DEFAULT_LIMIT}, at most MERIDIAN_MAX_CATALOG_PAGE (default 1000)`),
-  after: z.string().min(1).optional().describe('The previous page\'s next_after: this page starts after that name'),
+  metrics: z
+    .string()
+    .min(1)
+    .optional()
+    .describe(
+      'A metric name, a comma-separated list (pattern=list), or the text a substring pattern applies to, as in a download. Left out: every metric you may read',
+    ),
+  pattern: z
+    .enum(PATTERNS as [Pattern, ...Pattern[]])
+    .optional()
+    .describe("single (default when metrics is given), list, contains, starts_with, ends_with: the download's patterns"),
+  limit: z
+    .string()
+    .regex(/^\d{1,10}$/, 'must be a positive integer')
+    .optional()
+    .describe(`Metrics per page; default ${DEFAULT_LIMIT}, at most MERIDIAN_MAX_CATALOG_PAGE (default 1000)`),
+  after: z.string().min(1).optional().describe("The previous page's next_after: this page starts after that name"),
 });
 
 const entrySchema = z.object({
   metric_name: z.string(),
   points: z.number().int().describe('Points stored, duplicates (same timestamp, several updated_at) included: the rows a download without latest_only returns'),
-  first_timestamp: z.string().describe('The earliest point\'s timestamp, UTC, as in a download'),
-  last_timestamp: z.string().describe('The latest point\'s timestamp'),
+  first_timestamp: z.string().describe("The earliest point's timestamp, UTC, as in a download"),
+  last_timestamp: z.string().describe("The latest point's timestamp"),
 });
 const pageSchema = z.object({
   metrics: z.array(entrySchema).describe('Ordered by metric_name (bytewise, as downloads order rows)'),
@@ -50,24 +63,39 @@ async function select(deps: CatalogDeps, query: Query, user: UserRecord): Promis
   const may = (name: string) => canRead(user, name);
   if (query.metrics === undefined) {
     const catalog = await deps.catalog.list();
-    const names = resolveMetricNames('contains', '', catalog.map((c) => c.metric_name), may);
+    const names = resolveMetricNames(
+      'contains',
+      '',
+      catalog.map((c) => c.metric_name),
+      may,
+    );
     return { names, entries: new Map(catalog.map((c) => [c.metric_name, c])) };
   }
   const pattern = query.pattern ?? 'single';
   const exact = pattern === 'single' ? [query.metrics] : pattern === 'list' ? query.metrics.split(',') : null;
   if (exact && exact.length > deps.maxListNames) {
-    throw validationError(`metrics names more than ${deps.maxListNames} metrics`, [{ field: 'metrics', reason: `names more than ${deps.maxListNames} metrics (MERIDIAN_MAX_DOWNLOAD_NAMES)` }]);
+    throw validationError(`metrics names more than ${deps.maxListNames} metrics`, [
+      { field: 'metrics', reason: `names more than ${deps.maxListNames} metrics (MERIDIAN_MAX_DOWNLOAD_NAMES)` },
+    ]);
   }
   // Exact names are looked up as external data; substrings are matched here, on names the caller may read.
   const catalog = await (exact ? deps.catalog.entries(exact) : deps.catalog.list());
-  const names = resolveMetricNames(pattern, query.metrics, catalog.map((c) => c.metric_name), may);
+  const names = resolveMetricNames(
+    pattern,
+    query.metrics,
+    catalog.map((c) => c.metric_name),
+    may,
+  );
   return { names, entries: new Map(catalog.map((c) => [c.metric_name, c])) };
 }
 
 function limitOf(query: Query, ceiling: number): number {
   if (query.limit === undefined) return Math.min(DEFAULT_LIMIT, ceiling);
   const limit = Number(query.limit);
-  if (limit < 1 || limit > ceiling) throw validationError(`limit must be between 1 and ${ceiling}`, [{ field: 'limit', reason: `must be between 1 and ${ceiling} (MERIDIAN_MAX_CATALOG_PAGE)` }]);
+  if (limit < 1 || limit > ceiling)
+    throw validationError(`limit must be between 1 and ${ceiling}`, [
+      { field: 'limit', reason: `must be between 1 and ${ceiling} (MERIDIAN_MAX_CATALOG_PAGE)` },
+    ]);
   return limit;
 }
 

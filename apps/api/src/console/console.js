@@ -33,7 +33,9 @@ async function api(path, init = {}) {
     try {
       const problem = await response.json();
       detail = problem.detail ?? problem.title ?? detail;
-    } catch { /* not JSON: keep the status line */ }
+    } catch {
+      /* not JSON: keep the status line */
+    }
     const error = new Error(detail);
     error.status = response.status;
     throw error;
@@ -96,7 +98,13 @@ function bytes(n) {
 }
 
 function duration(ms) {
-  const units = [['d', 86_400_000], ['h', 3_600_000], ['min', 60_000], ['s', 1000], ['ms', 1]];
+  const units = [
+    ['d', 86_400_000],
+    ['h', 3_600_000],
+    ['min', 60_000],
+    ['s', 1000],
+    ['ms', 1],
+  ];
   for (const [name, size] of units) if (ms >= size && ms % size === 0) return `${ms / size} ${name}`;
   return `${ms} ms`;
 }
@@ -210,7 +218,13 @@ function chooseMetric(m, row) {
 const LAST_MS = { '1h': 3_600_000, '24h': 86_400_000, '7d': 7 * 86_400_000, '30d': 30 * 86_400_000 };
 
 function viewFromForm() {
-  return { metrics: $('chart-metrics').value.trim(), pattern: $('chart-pattern').value, from: $('chart-from').value.trim(), to: $('chart-to').value.trim(), last: '' };
+  return {
+    metrics: $('chart-metrics').value.trim(),
+    pattern: $('chart-pattern').value,
+    from: $('chart-from').value.trim(),
+    to: $('chart-to').value.trim(),
+    last: '',
+  };
 }
 
 function viewToHash(view) {
@@ -234,7 +248,8 @@ function showView(view) {
   $('chart-pattern').value = view.pattern;
   $('chart-from').value = view.from;
   $('chart-to').value = view.to;
-  for (const b of $('chart-presets').querySelectorAll('button')) b.classList.toggle('active', b.dataset.last === (view.last || (!view.from && !view.to ? 'all' : '')));
+  for (const b of $('chart-presets').querySelectorAll('button'))
+    b.classList.toggle('active', b.dataset.last === (view.last || (!view.from && !view.to ? 'all' : '')));
 }
 
 /** The last point of the view's metrics, from the catalog (epoch ms), or null when none matches. */
@@ -269,7 +284,9 @@ function align(answer) {
   const at = new Map(xs.map((x, i) => [x, i]));
   const column = (s, field) => {
     const out = new Array(xs.length).fill(null);
-    s.t.forEach((t, i) => { out[at.get(t)] = s[field][i]; });
+    s.t.forEach((t, i) => {
+      out[at.get(t)] = s[field][i];
+    });
     return out;
   };
   return {
@@ -404,20 +421,22 @@ function render(answer) {
     hooks: {
       drawAxes: [(u) => drawBands(u, aligned)],
       // A stretch dragged across: that stretch becomes the view, drawn from the api at full detail.
-      setSelect: [(u) => {
-        if (u.select.width < 3) return;
-        let from = Math.floor(u.posToVal(u.select.left, 'x') * 1000);
-        let to = Math.ceil(u.posToVal(u.select.left + u.select.width, 'x') * 1000);
-        // Whole seconds, unless the stretch is shorter than a minute.
-        if (to - from >= 60_000) {
-          from = Math.floor(from / 1000) * 1000;
-          to = Math.ceil(to / 1000) * 1000;
-        }
-        u.setSelect({ left: 0, top: 0, width: 0, height: 0 }, false);
-        clearErrors();
-        const view = { ...currentView, from: iso(Math.max(0, from)), to: iso(to), last: '' };
-        void drawChart(view, { scroll: false });
-      }],
+      setSelect: [
+        (u) => {
+          if (u.select.width < 3) return;
+          let from = Math.floor(u.posToVal(u.select.left, 'x') * 1000);
+          let to = Math.ceil(u.posToVal(u.select.left + u.select.width, 'x') * 1000);
+          // Whole seconds, unless the stretch is shorter than a minute.
+          if (to - from >= 60_000) {
+            from = Math.floor(from / 1000) * 1000;
+            to = Math.ceil(to / 1000) * 1000;
+          }
+          u.setSelect({ left: 0, top: 0, width: 0, height: 0 }, false);
+          clearErrors();
+          const view = { ...currentView, from: iso(Math.max(0, from)), to: iso(to), last: '' };
+          void drawChart(view, { scroll: false });
+        },
+      ],
     },
   };
   chart = new uPlot(opts, [aligned.xs.map((t) => t / 1000), ...aligned.avg], el);
@@ -499,7 +518,8 @@ async function drawChart(view, { push = true, scroll = false } = {}) {
     return;
   }
   const steps = Math.max(...answer.series.map((s) => s.t.length));
-  $('chart-status').textContent = `${answer.series.length} series from ${answer.start} to ${answer.end}: ${total.toLocaleString('en')} points in steps of ${duration(answer.step_ms)} (${steps.toLocaleString('en')} drawn per series)${answer.rollup ? `, read from the ${answer.rollup} rollups` : ''}.`;
+  $('chart-status').textContent =
+    `${answer.series.length} series from ${answer.start} to ${answer.end}: ${total.toLocaleString('en')} points in steps of ${duration(answer.step_ms)} (${steps.toLocaleString('en')} drawn per series)${answer.rollup ? `, read from the ${answer.rollup} rollups` : ''}.`;
   render(answer);
   renderTable(view, answer);
   if (scroll) $('chart-section').scrollIntoView({ block: 'start' });
@@ -569,7 +589,8 @@ async function download() {
     const response = await api(`/api/v1/metrics/download?${downloadQuery()}`);
     const more = response.headers.has('X-Next-Cursor');
     const size = await save(response, `metrics.${$('dl-format').value}`);
-    $('dl-status').textContent = `${size.toLocaleString('en')} bytes saved.${more ? ' More rows remain past this page: the CLI command below fetches them all.' : ''}`;
+    $('dl-status').textContent =
+      `${size.toLocaleString('en')} bytes saved.${more ? ' More rows remain past this page: the CLI command below fetches them all.' : ''}`;
   } catch (error) {
     $('dl-status').textContent = '';
     showError('dl-error', error);
@@ -584,7 +605,8 @@ async function downloadView(e) {
     const response = await api($('chart-download').getAttribute('href'));
     const more = response.headers.has('X-Next-Cursor');
     const size = await save(response, 'metrics.csv');
-    $('chart-download-status').textContent = `${size.toLocaleString('en')} bytes saved.${more ? ' More rows remain: use the CLI command below for all of them.' : ''}`;
+    $('chart-download-status').textContent =
+      `${size.toLocaleString('en')} bytes saved.${more ? ' More rows remain: use the CLI command below for all of them.' : ''}`;
   } catch (error) {
     $('chart-download-status').textContent = '';
     showError('chart-error', error);
@@ -638,7 +660,9 @@ async function copyText(text, b) {
   } catch {
     b.textContent = 'Select and copy';
   }
-  setTimeout(() => { b.textContent = 'Copy'; }, 1500);
+  setTimeout(() => {
+    b.textContent = 'Copy';
+  }, 1500);
 }
 
 /** Rows are kept per task and updated in place: a button under the pointer stays where it is. */
@@ -676,8 +700,14 @@ async function pollTasks() {
     const body = $('task-rows');
     const rows = tasks.map(taskRow);
     const shown = new Set(tasks.map((t) => t.task_id));
-    for (const [id, row] of taskRows) if (!shown.has(id)) { row.remove(); taskRows.delete(id); }
-    rows.forEach((row, i) => { if (body.rows[i] !== row) body.insertBefore(row, body.rows[i] ?? null); });
+    for (const [id, row] of taskRows)
+      if (!shown.has(id)) {
+        row.remove();
+        taskRows.delete(id);
+      }
+    rows.forEach((row, i) => {
+      if (body.rows[i] !== row) body.insertBefore(row, body.rows[i] ?? null);
+    });
     if (tasks.some((t) => t.kind === 'file_definition' && t.status === 'succeeded' && !knownFiles.has(t.result?.file_id))) await refreshFiles();
   } catch (error) {
     if (error.status === 401) return signOut();
@@ -693,10 +723,16 @@ const fileSizes = new Map();
 
 async function sizeOf(fileId) {
   if (!fileSizes.has(fileId)) {
-    fileSizes.set(fileId, api(`/api/v1/files/${encodeURIComponent(fileId)}`).then((r) => r.json()).then((f) => f.size).catch((error) => {
-      fileSizes.delete(fileId);
-      throw error;
-    }));
+    fileSizes.set(
+      fileId,
+      api(`/api/v1/files/${encodeURIComponent(fileId)}`)
+        .then((r) => r.json())
+        .then((f) => f.size)
+        .catch((error) => {
+          fileSizes.delete(fileId);
+          throw error;
+        }),
+    );
   }
   return fileSizes.get(fileId);
 }
@@ -715,7 +751,11 @@ function shareForm(f, row) {
   user.setAttribute('aria-label', 'Share with user');
   const access = document.createElement('select');
   access.setAttribute('aria-label', 'Access');
-  for (const [value, text] of [['r', 'may read'], ['rw', 'may read and edit']]) access.add(new Option(text, value));
+  for (const [value, text] of [
+    ['r', 'may read'],
+    ['rw', 'may read and edit'],
+  ])
+    access.add(new Option(text, value));
   const ok = document.createElement('button');
   ok.type = 'submit';
   ok.textContent = 'Share';
@@ -768,18 +808,29 @@ async function refreshFiles() {
     cell(row, f.created_at);
     const actions = row.insertCell();
     actions.className = 'actions';
-    actions.append(button('Download', async () => {
-      try {
-        await save(await api(`/api/v1/file/download/${encodeURIComponent(f.file_id)}`), f.file_name);
-      } catch (error) {
-        showError('files-error', `Could not download ${f.file_name}: ${error.message}`);
-      }
-    }));
+    actions.append(
+      button('Download', async () => {
+        try {
+          await save(await api(`/api/v1/file/download/${encodeURIComponent(f.file_id)}`), f.file_name);
+        } catch (error) {
+          showError('files-error', `Could not download ${f.file_name}: ${error.message}`);
+        }
+      }),
+    );
     // Sharing and deleting are the owner's (or an admin's).
     if (me && (me.is_admin || me.user_name === f.user_name)) {
-      actions.append(' ', button('Share', () => {
-        if (!row.querySelector('.share-form')) shareForm(f, row);
-      }, 'share'), ' ', button('Delete', () => void deleteFile(f), 'delete'));
+      actions.append(
+        ' ',
+        button(
+          'Share',
+          () => {
+            if (!row.querySelector('.share-form')) shareForm(f, row);
+          },
+          'share',
+        ),
+        ' ',
+        button('Delete', () => void deleteFile(f), 'delete'),
+      );
     }
   }
   await inBatches(sizes, 4, async ([fileId, td]) => {
@@ -820,7 +871,11 @@ function upload(file) {
   });
   xhr.addEventListener('load', () => {
     let answer = {};
-    try { answer = JSON.parse(xhr.responseText); } catch { /* not JSON */ }
+    try {
+      answer = JSON.parse(xhr.responseText);
+    } catch {
+      /* not JSON */
+    }
     if (xhr.status === 202) {
       bar.value = bar.max;
       label.textContent = ` ${file.name}: accepted, task ${answer.task_id}`;
@@ -841,7 +896,13 @@ function upload(file) {
 // ---- wiring --------------------------------------------------------------------------------
 
 // Any action (a click on a button or a link, a form sent) starts with a clean slate of errors.
-document.addEventListener('click', (e) => { if (e.target.closest?.('button, a')) clearErrors(); }, true);
+document.addEventListener(
+  'click',
+  (e) => {
+    if (e.target.closest?.('button, a')) clearErrors();
+  },
+  true,
+);
 document.addEventListener('submit', clearErrors, true);
 
 $('sign-in-form').addEventListener('submit', (e) => {

@@ -18,7 +18,12 @@ function pixels(): Uint8Array {
     }
   }
   // A line through (2, 12), (6, 8), (9, 10), (13, 3): a chart going up.
-  const line: Array<[number, number]> = [[2, 12], [6, 8], [9, 10], [13, 3]];
+  const line: Array<[number, number]> = [
+    [2, 12],
+    [6, 8],
+    [9, 10],
+    [13, 3],
+  ];
   for (let k = 0; k < line.length - 1; k++) {
     const [x0, y0] = line[k]!;
     const [x1, y1] = line[k + 1]!;

@@ -31,7 +31,9 @@ export function colour(k) {
 export function seriesName(metric) {
   const { __name__: name = '', ...labels } = metric;
   const escape = (v) => v.replace(/[\\"\n]/g, (c) => (c === '\n' ? '\\n' : `\\${c}`));
-  const pairs = Object.keys(labels).sort().map((k) => `${k}="${escape(labels[k])}"`);
+  const pairs = Object.keys(labels)
+    .sort()
+    .map((k) => `${k}="${escape(labels[k])}"`);
   return pairs.length === 0 && name ? name : `${name}{${pairs.join(',')}}`;
 }
 
@@ -89,7 +91,11 @@ async function prometheus(path, params, apiKey, signal) {
     signal,
   });
   let body = null;
-  try { body = await response.json(); } catch { /* not JSON: the status line below */ }
+  try {
+    body = await response.json();
+  } catch {
+    /* not JSON: the status line below */
+  }
   if (body?.status === 'success') return body.data;
   // Prometheus' envelope ({"errorType","error"}), or the api's own problem+json (401, 429).
   const error = new Error(body?.error ?? body?.detail ?? body?.title ?? `${response.status} ${response.statusText}`);
@@ -133,28 +139,35 @@ function drawGraph(result, start, end) {
   const { xs, ys } = align(result);
   const names = result.map((s) => seriesName(s.metric));
   el.dataset.series = String(result.length);
-  chart = new uPlot({
-    width: Math.max(300, el.clientWidth || 800),
-    height: HEIGHT,
-    padding: [12, 40, 0, 0],
-    series: [
-      { label: 'Time (UTC)', value: (u, v) => (v === null || v === undefined ? '' : iso(v)) },
-      ...names.map((label, k) => ({ label, stroke: colour(k), width: 1.5, spanGaps: false, points: { show: xs.length < 120 }, value: (u, v) => number(v) })),
-    ],
-    axes: [
-      { font: AXIS_FONT, space: 90, size: 44, values: (u, splits, i, space, incr) => splits.map((s) => (incr >= 86_400 ? iso(s).slice(0, 10) : iso(s).slice(11, incr >= 60 ? 16 : 19))) },
-      { font: AXIS_FONT, size: 70, values: (u, splits) => splits.map(number) },
-    ],
-    scales: { x: { time: true, range: () => [start, end] } },
-    tzDate: (ts) => uPlot.tzDate(new Date(ts * 1000), 'Etc/UTC'),
-  }, [xs, ...ys], el);
+  chart = new uPlot(
+    {
+      width: Math.max(300, el.clientWidth || 800),
+      height: HEIGHT,
+      padding: [12, 40, 0, 0],
+      series: [
+        { label: 'Time (UTC)', value: (u, v) => (v === null || v === undefined ? '' : iso(v)) },
+        ...names.map((label, k) => ({ label, stroke: colour(k), width: 1.5, spanGaps: false, points: { show: xs.length < 120 }, value: (u, v) => number(v) })),
+      ],
+      axes: [
+        {
+          font: AXIS_FONT,
+          space: 90,
+          size: 44,
+          values: (u, splits, i, space, incr) => splits.map((s) => (incr >= 86_400 ? iso(s).slice(0, 10) : iso(s).slice(11, incr >= 60 ? 16 : 19))),
+        },
+        { font: AXIS_FONT, size: 70, values: (u, splits) => splits.map(number) },
+      ],
+      scales: { x: { time: true, range: () => [start, end] } },
+      tzDate: (ts) => uPlot.tzDate(new Date(ts * 1000), 'Etc/UTC'),
+    },
+    [xs, ...ys],
+    el,
+  );
 }
 
 function drawTable(data) {
   const body = $('query-rows');
-  const rows = data.resultType === 'vector'
-    ? data.result.map((s) => [seriesName(s.metric), s.value[1]])
-    : [[data.resultType, data.result[1]]];
+  const rows = data.resultType === 'vector' ? data.result.map((s) => [seriesName(s.metric), s.value[1]]) : [[data.resultType, data.result[1]]];
   for (const [name, value] of rows) {
     const row = body.insertRow();
     row.insertCell().textContent = name;
@@ -190,9 +203,10 @@ async function run(apiKey) {
       $('query-status').textContent = `${data.resultType === 'vector' ? `${data.result.length} series` : `a ${data.resultType}`} at ${iso(end)} (${ms} ms).`;
     } else {
       if (data.result.length > 0) drawGraph(data.result, start, end);
-      $('query-status').textContent = data.result.length === 0
-        ? 'No series: the expression matches nothing you may read in this range.'
-        : `${data.result.length} series from ${iso(start)} to ${iso(end)}, step ${step} s (${ms} ms).`;
+      $('query-status').textContent =
+        data.result.length === 0
+          ? 'No series: the expression matches nothing you may read in this range.'
+          : `${data.result.length} series from ${iso(start)} to ${iso(end)}, step ${step} s (${ms} ms).`;
     }
   } catch (error) {
     if (mine !== running || error.name === 'AbortError') return;
@@ -214,7 +228,10 @@ export function wireQueryBox(apiKey) {
     e.preventDefault();
     void run(apiKey);
   });
-  for (const id of ['query-view-graph', 'query-view-table']) $(id).addEventListener('change', () => { if ($('query-expr').value.trim()) void run(apiKey); });
+  for (const id of ['query-view-graph', 'query-view-table'])
+    $(id).addEventListener('change', () => {
+      if ($('query-expr').value.trim()) void run(apiKey);
+    });
   new ResizeObserver(() => {
     const width = Math.max(300, $('query-chart').clientWidth || 800);
     if (chart && Math.abs(chart.width - width) > 1) chart.setSize({ width, height: HEIGHT });

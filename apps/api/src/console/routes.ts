@@ -36,7 +36,7 @@ export function consoleRoutes(): RouteDef[] {
       method: 'GET',
       path: '/favicon.ico',
       operationId: 'favicon',
-      summary: 'The site\'s icon (the one browsers ask for by themselves)',
+      summary: "The site's icon (the one browsers ask for by themselves)",
       tags: ['operations'],
       auth: 'public',
       responses: { 200: { description: 'A 16×16 icon', contentType: 'image/x-icon', schema: z.string() } },

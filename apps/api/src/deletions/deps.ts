@@ -7,7 +7,10 @@ import { instanceWriter } from '../uploads/push-path.ts';
 import type { DeletionDeps } from './routes.ts';
 
 /** The deletion routes' dependencies, and their writer: deletions go through a transactional writer of their own, one transaction at a time. */
-export function createDeletions(parts: ApiParts, pointsCodec: EventCodec<PointsFact>): { readonly deps: DeletionDeps; connect(): void; disconnect(): Promise<void> } {
+export function createDeletions(
+  parts: ApiParts,
+  pointsCodec: EventCodec<PointsFact>,
+): { readonly deps: DeletionDeps; connect(): void; disconnect(): Promise<void> } {
   const { services, settings, tasks, taskCodec, partitions } = parts;
   const { writer, handle } = instanceWriter(parts, 'delete');
   const log = new DeletionLog({
@@ -29,7 +32,9 @@ export function createDeletions(parts: ApiParts, pointsCodec: EventCodec<PointsF
       tasks: { unfinished: () => tasks.unfinished, max: settings.MERIDIAN_MAX_QUEUED_TASKS_PER_USER },
     },
     connect() {
-      writer.connect().catch((error: unknown) => services.logger.warn({ err: error }, 'the deletion writer could not connect yet; its first deletion tries again'));
+      writer
+        .connect()
+        .catch((error: unknown) => services.logger.warn({ err: error }, 'the deletion writer could not connect yet; its first deletion tries again'));
     },
     disconnect: () => writer.disconnect(),
   };

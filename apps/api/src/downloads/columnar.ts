@@ -65,16 +65,20 @@ const { schemaMessage, endOfStream } = (() => {
  * client: 183 MB more RSS in a 10M-row download.)
  */
 function arrowStream(batches: AsyncIterable<PointColumns>): Readable {
-  return Readable.from((async function* () {
-    yield Buffer.from(schemaMessage);
-    for await (const c of batches) {
-      // A stream of this one batch: the same schema message, the batch's message, the end marker.
-      const stream = RecordBatchStreamWriter.writeAll([recordBatch(c)]).toUint8Array(true);
-      if (Buffer.compare(stream.subarray(0, schemaMessage.length), schemaMessage) !== 0) throw new Error('apache-arrow wrote another schema message for the same schema');
-      yield Buffer.from(stream.buffer, stream.byteOffset + schemaMessage.length, stream.length - schemaMessage.length - endOfStream.length);
-    }
-    yield Buffer.from(endOfStream);
-  })(), { objectMode: false });
+  return Readable.from(
+    (async function* () {
+      yield Buffer.from(schemaMessage);
+      for await (const c of batches) {
+        // A stream of this one batch: the same schema message, the batch's message, the end marker.
+        const stream = RecordBatchStreamWriter.writeAll([recordBatch(c)]).toUint8Array(true);
+        if (Buffer.compare(stream.subarray(0, schemaMessage.length), schemaMessage) !== 0)
+          throw new Error('apache-arrow wrote another schema message for the same schema');
+        yield Buffer.from(stream.buffer, stream.byteOffset + schemaMessage.length, stream.length - schemaMessage.length - endOfStream.length);
+      }
+      yield Buffer.from(endOfStream);
+    })(),
+    { objectMode: false },
+  );
 }
 
 const TIMESTAMP_MS_UTC = { type: 'INT64', logical_type: { type: 'TIMESTAMP', isAdjustedToUTC: true, unit: 'MILLIS' }, repetition_type: 'REQUIRED' } as const;

@@ -6,7 +6,11 @@ export function downloadDeps({ services, settings, cursors, slots }: ApiParts): 
   return {
     conn: services.clickhouseOptions,
     catalog: services.catalog,
-    limits: { maxRowsCeiling: settings.MERIDIAN_MAX_ROWS_CEILING, maxListNames: settings.MERIDIAN_MAX_DOWNLOAD_NAMES, maxRollupRows: settings.MERIDIAN_MAX_ROLLUP_ROWS },
+    limits: {
+      maxRowsCeiling: settings.MERIDIAN_MAX_ROWS_CEILING,
+      maxListNames: settings.MERIDIAN_MAX_DOWNLOAD_NAMES,
+      maxRollupRows: settings.MERIDIAN_MAX_ROLLUP_ROWS,
+    },
     batchRows: settings.MERIDIAN_DOWNLOAD_BATCH_ROWS,
     maxBodyBytes: settings.MERIDIAN_MAX_DOWNLOAD_BODY_BYTES,
     cursors,

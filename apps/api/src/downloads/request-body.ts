@@ -1,6 +1,16 @@
 import type { Context } from 'koa';
 import { z } from 'zod';
-import { DomainError, DOWNLOAD_FORMATS, PATTERNS, RESOLUTIONS, validationError, type DownloadFormat, type FieldError, type RawDownloadQuery, type Resolution } from '@meridian/domain';
+import {
+  DomainError,
+  DOWNLOAD_FORMATS,
+  PATTERNS,
+  RESOLUTIONS,
+  validationError,
+  type DownloadFormat,
+  type FieldError,
+  type RawDownloadQuery,
+  type Resolution,
+} from '@meridian/domain';
 import { readBody } from '../uploads/read-body.ts';
 
 /**
@@ -8,15 +18,40 @@ import { readBody } from '../uploads/read-body.ts';
  * form body. Every value is text, as in a URL.
  */
 export const downloadQuerySchema = z.object({
-  metrics: z.string().describe('A metric name, a comma-separated list of names (pattern=list), or the text a substring pattern applies to. URL-encode special characters.'),
-  pattern: z.enum(PATTERNS as [string, ...string[]]).optional().describe('single (default): exact name; list: each element an exact name you may read; contains / starts_with / ends_with: applied to the metrics you may read'),
+  metrics: z
+    .string()
+    .describe('A metric name, a comma-separated list of names (pattern=list), or the text a substring pattern applies to. URL-encode special characters.'),
+  pattern: z
+    .enum(PATTERNS as [string, ...string[]])
+    .optional()
+    .describe(
+      'single (default): exact name; list: each element an exact name you may read; contains / starts_with / ends_with: applied to the metrics you may read',
+    ),
   start_date: z.string().optional().describe('Inclusive. YYYY-MM-DD (from 00:00:00 UTC) or an ISO 8601 date-time with Z, +hh:mm or +hhmm'),
   end_date: z.string().optional().describe('Inclusive. YYYY-MM-DD (to the end of that UTC day) or an ISO 8601 date-time'),
-  max_rows: z.string().optional().describe('Default 1000; at most the configured ceiling (MERIDIAN_MAX_ROWS_CEILING, default 10,000,000). When it cuts the result, X-Next-Cursor (and, on GET, Link rel="next") continue after the last row'),
-  file_format: z.enum(DOWNLOAD_FORMATS as [DownloadFormat, ...DownloadFormat[]]).optional().describe('csv (default), json, arrow (an Arrow IPC stream) or parquet: arrow and parquet carry typed columns (metric_name string, timestamp and updated_at as timestamp[ms, UTC], metric_numeric_value float64) for data frames, never gzipped'),
-  format: z.enum(DOWNLOAD_FORMATS as [DownloadFormat, ...DownloadFormat[]]).optional().describe('Alias of file_format (the seed\'s sample request uses it)'),
+  max_rows: z
+    .string()
+    .optional()
+    .describe(
+      'Default 1000; at most the configured ceiling (MERIDIAN_MAX_ROWS_CEILING, default 10,000,000). When it cuts the result, X-Next-Cursor (and, on GET, Link rel="next") continue after the last row',
+    ),
+  file_format: z
+    .enum(DOWNLOAD_FORMATS as [DownloadFormat, ...DownloadFormat[]])
+    .optional()
+    .describe(
+      'csv (default), json, arrow (an Arrow IPC stream) or parquet: arrow and parquet carry typed columns (metric_name string, timestamp and updated_at as timestamp[ms, UTC], metric_numeric_value float64) for data frames, never gzipped',
+    ),
+  format: z
+    .enum(DOWNLOAD_FORMATS as [DownloadFormat, ...DownloadFormat[]])
+    .optional()
+    .describe("Alias of file_format (the seed's sample request uses it)"),
   latest_only: z.enum(['true', 'false']).optional().describe('true: only the newest updated_at of each (metric_name, timestamp)'),
-  resolution: z.enum(RESOLUTIONS as [Resolution, ...Resolution[]]).optional().describe('raw (default): the stored rows. 1m or 1h: one row per metric and minute or hour bucket (aligned to the epoch, every bucket overlapping start_date..end_date, whole) with the count, min, max, sum, avg (sum / count) and last value of its points, a timestamp uploaded more than once counting once with its newest value (as latest_only=true); columns metric_name, bucket, count, min, max, sum, avg, last; max_rows counts buckets and is at most MERIDIAN_MAX_ROLLUP_ROWS'),
+  resolution: z
+    .enum(RESOLUTIONS as [Resolution, ...Resolution[]])
+    .optional()
+    .describe(
+      'raw (default): the stored rows. 1m or 1h: one row per metric and minute or hour bucket (aligned to the epoch, every bucket overlapping start_date..end_date, whole) with the count, min, max, sum, avg (sum / count) and last value of its points, a timestamp uploaded more than once counting once with its newest value (as latest_only=true); columns metric_name, bucket, count, min, max, sum, avg, last; max_rows counts buckets and is at most MERIDIAN_MAX_ROLLUP_ROWS',
+    ),
   cursor: z.string().optional().describe('The opaque X-Next-Cursor of the previous page'),
 });
 
@@ -26,12 +61,24 @@ export const downloadQuerySchema = z.object({
  * form; max_rows may be a number and latest_only a boolean.
  */
 export const downloadJsonSchema = downloadQuerySchema.extend({
-  metrics: z.union([
-    z.string(),
-    z.array(z.string().min(1).regex(/^[^,]*$/, 'a name holding a comma cannot be part of a list; ask for it with pattern single or a substring pattern')).min(1),
-  ]).describe('A string as in the form, or an array of exact metric names (a list: pattern list or left out)'),
+  metrics: z
+    .union([
+      z.string(),
+      z
+        .array(
+          z
+            .string()
+            .min(1)
+            .regex(/^[^,]*$/, 'a name holding a comma cannot be part of a list; ask for it with pattern single or a substring pattern'),
+        )
+        .min(1),
+    ])
+    .describe('A string as in the form, or an array of exact metric names (a list: pattern list or left out)'),
   max_rows: z.union([z.string(), z.number()]).optional().describe('As in the form; also a JSON number'),
-  latest_only: z.union([z.enum(['true', 'false']), z.boolean()]).optional().describe('As in the form; also a JSON boolean'),
+  latest_only: z
+    .union([z.enum(['true', 'false']), z.boolean()])
+    .optional()
+    .describe('As in the form; also a JSON boolean'),
 });
 
 const FORM = /^application\/x-www-form-urlencoded\s*(;|$)/i;
@@ -63,7 +110,9 @@ function jsonQuery(text: string): RawDownloadQuery {
   if (!parsed.success) throw invalid(parsed.error);
   const { metrics, max_rows: maxRows, latest_only: latestOnly, ...rest } = parsed.data;
   if (Array.isArray(metrics) && rest.pattern !== undefined && rest.pattern !== 'list') {
-    throw validationError('metrics is an array of names: pattern must be list or left out', [{ field: 'body.pattern', reason: 'must be list when metrics is an array' }]);
+    throw validationError('metrics is an array of names: pattern must be list or left out', [
+      { field: 'body.pattern', reason: 'must be list when metrics is an array' },
+    ]);
   }
   return {
     ...rest,
@@ -83,7 +132,9 @@ function jsonQuery(text: string): RawDownloadQuery {
  */
 export async function downloadBodyQuery(ctx: Context, limitBytes: number): Promise<RawDownloadQuery> {
   if (ctx.querystring !== '') {
-    throw validationError('POST /api/v1/metrics/download takes its parameters in the body only', [{ field: 'query', reason: 'not read on POST: move the parameters into the body' }]);
+    throw validationError('POST /api/v1/metrics/download takes its parameters in the body only', [
+      { field: 'query', reason: 'not read on POST: move the parameters into the body' },
+    ]);
   }
   const contentType = ctx.get('Content-Type');
   const form = FORM.test(contentType);
@@ -92,7 +143,10 @@ export async function downloadBodyQuery(ctx: Context, limitBytes: number): Promi
   }
   const bytes = await readBody(ctx.req, limitBytes).catch((error: unknown) => {
     if (error instanceof DomainError && error.code === 'payload_too_large') {
-      throw new DomainError('payload_too_large', `the body is larger than ${limitBytes} bytes (MERIDIAN_MAX_DOWNLOAD_BODY_BYTES); split the list into several downloads`);
+      throw new DomainError(
+        'payload_too_large',
+        `the body is larger than ${limitBytes} bytes (MERIDIAN_MAX_DOWNLOAD_BODY_BYTES); split the list into several downloads`,
+      );
     }
     throw error;
   });

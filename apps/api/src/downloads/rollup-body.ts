@@ -1,5 +1,17 @@
 import { Readable } from 'node:stream';
-import { Field, Float64, Int64, makeData, RecordBatch, RecordBatchStreamWriter, Schema, Struct, TimestampMillisecond, Utf8, vectorFromArray } from 'apache-arrow';
+import {
+  Field,
+  Float64,
+  Int64,
+  makeData,
+  RecordBatch,
+  RecordBatchStreamWriter,
+  Schema,
+  Struct,
+  TimestampMillisecond,
+  Utf8,
+  vectorFromArray,
+} from 'apache-arrow';
 import { ByteWriter, ParquetWriter } from 'hyparquet-writer';
 import type { RollupRow } from '@meridian/clickhouse';
 import { formatTimestamp } from '@meridian/domain';
@@ -23,12 +35,25 @@ function csvName(name: string): string {
 const num = (n: number) => String(n);
 
 export function rollupCsv(rows: readonly RollupRow[]): string {
-  const lines = rows.map((r) => `${csvName(r.metric_name)},${formatTimestamp(r.bucket)},${r.count},${num(r.min)},${num(r.max)},${num(r.sum)},${num(r.avg)},${num(r.last)}`);
+  const lines = rows.map(
+    (r) => `${csvName(r.metric_name)},${formatTimestamp(r.bucket)},${r.count},${num(r.min)},${num(r.max)},${num(r.sum)},${num(r.avg)},${num(r.last)}`,
+  );
   return `${[ROLLUP_CSV_HEADER, ...lines].join('\n')}\n`;
 }
 
 export function rollupJson(rows: readonly RollupRow[]): string {
-  return JSON.stringify(rows.map((r) => ({ metric_name: r.metric_name, bucket: formatTimestamp(r.bucket), count: r.count, min: r.min, max: r.max, sum: r.sum, avg: r.avg, last: r.last })));
+  return JSON.stringify(
+    rows.map((r) => ({
+      metric_name: r.metric_name,
+      bucket: formatTimestamp(r.bucket),
+      count: r.count,
+      min: r.min,
+      max: r.max,
+      sum: r.sum,
+      avg: r.avg,
+      last: r.last,
+    })),
+  );
 }
 
 const DOUBLES = ['min', 'max', 'sum', 'avg', 'last'] as const;
@@ -44,7 +69,10 @@ function arrowBytes(rows: readonly RollupRow[]): Uint8Array {
   const n = rows.length;
   const int64 = (values: (r: RollupRow) => number) => BigInt64Array.from(rows, (r) => BigInt(values(r)));
   const children = [
-    vectorFromArray(rows.map((r) => r.metric_name), new Utf8()).data[0]!,
+    vectorFromArray(
+      rows.map((r) => r.metric_name),
+      new Utf8(),
+    ).data[0]!,
     makeData({ type: new TimestampMillisecond('UTC'), length: n, nullCount: 0, data: int64((r) => r.bucket) }),
     makeData({ type: new Int64(), length: n, nullCount: 0, data: int64((r) => r.count) }),
     ...DOUBLES.map((name) => makeData({ type: new Float64(), length: n, nullCount: 0, data: Float64Array.from(rows, (r) => r[name]) })),
@@ -94,7 +122,8 @@ export function encodeRollupCursor(c: { metric_name: string; bucket: number }): 
 export function decodeRollupCursor(text: string): { metric_name: string; bucket: number } | null {
   try {
     const v = JSON.parse(text) as unknown;
-    if (Array.isArray(v) && v.length === 3 && v[0] === 'rollup' && typeof v[1] === 'string' && Number.isSafeInteger(v[2])) return { metric_name: v[1], bucket: v[2] as number };
+    if (Array.isArray(v) && v.length === 3 && v[0] === 'rollup' && typeof v[1] === 'string' && Number.isSafeInteger(v[2]))
+      return { metric_name: v[1], bucket: v[2] as number };
   } catch {
     // not ours: answered as any cursor this query did not issue
   }

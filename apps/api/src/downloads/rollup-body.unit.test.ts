@@ -10,7 +10,9 @@ describe('rollup download bodies', () => {
   });
 
   it('JSON: an array of objects with the same eight fields', () => {
-    expect(JSON.parse(rollupJson([row]))).toEqual([{ metric_name: 'a,b"c', bucket: '2024-01-01T01:00:00+0000', count: 3, min: -1.5, max: 1e21, sum: 0.30000000000000004, avg: 0.1, last: 2 }]);
+    expect(JSON.parse(rollupJson([row]))).toEqual([
+      { metric_name: 'a,b"c', bucket: '2024-01-01T01:00:00+0000', count: 3, min: -1.5, max: 1e21, sum: 0.30000000000000004, avg: 0.1, last: 2 },
+    ]);
     expect(rollupJson([])).toBe('[]');
   });
 

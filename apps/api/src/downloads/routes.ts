@@ -13,7 +13,18 @@ import {
   type ConnOptions,
   type DownloadRequest,
 } from '@meridian/clickhouse';
-import { canRead, DomainError, parseDownloadParams, resolveMetricNames, validationError, type DownloadFormat, type DownloadLimits, type DownloadParams, type RawDownloadQuery, type UserRecord } from '@meridian/domain';
+import {
+  canRead,
+  DomainError,
+  parseDownloadParams,
+  resolveMetricNames,
+  validationError,
+  type DownloadFormat,
+  type DownloadLimits,
+  type DownloadParams,
+  type RawDownloadQuery,
+  type UserRecord,
+} from '@meridian/domain';
 import { columnarBody, COLUMNAR_MEDIA, isColumnar } from './columnar.ts';
 import { decodeRollupCursor, encodeRollupCursor, rollupColumnar, rollupCsv, rollupJson } from './rollup-body.ts';
 import { downloadBodyQuery, downloadJsonSchema, downloadQuerySchema } from './request-body.ts';
@@ -46,13 +57,17 @@ const CSV_HEADER = 'metric_name,timestamp,metric_numeric_value,updated_at';
 
 const csvExample = `${CSV_HEADER}\ncpu:load,2024-01-02T03:04:05+0000,0.75,2024-01-02T03:05:00.125+0000\n`;
 /** file_format=json: the CSV's four fields, same formats, as an array streamed object by object. */
-const jsonRows = z.array(z.object({
-  metric_name: z.string(),
-  timestamp: z.string().describe('UTC, YYYY-MM-DDTHH:MM:SS[.sss]+0000'),
-  metric_numeric_value: z.number().describe('the shortest decimal that reads back to the same double'),
-  updated_at: z.string().describe('when the point was accepted, same format'),
-}));
-const jsonExample = [{ metric_name: 'cpu:load', timestamp: '2024-01-02T03:04:05+0000', metric_numeric_value: 0.75, updated_at: '2024-01-02T03:05:00.125+0000' }];
+const jsonRows = z.array(
+  z.object({
+    metric_name: z.string(),
+    timestamp: z.string().describe('UTC, YYYY-MM-DDTHH:MM:SS[.sss]+0000'),
+    metric_numeric_value: z.number().describe('the shortest decimal that reads back to the same double'),
+    updated_at: z.string().describe('when the point was accepted, same format'),
+  }),
+);
+const jsonExample = [
+  { metric_name: 'cpu:load', timestamp: '2024-01-02T03:04:05+0000', metric_numeric_value: 0.75, updated_at: '2024-01-02T03:05:00.125+0000' },
+];
 
 /**
  * The metrics the download reads: the pattern applied to the catalog and the caller's
@@ -61,7 +76,12 @@ const jsonExample = [{ metric_name: 'cpu:load', timestamp: '2024-01-02T03:04:05+
 async function resolve(deps: DownloadDeps, params: DownloadParams, user: UserRecord): Promise<{ names: string[]; entries: Map<string, CatalogEntry> }> {
   const exact = params.pattern === 'single' ? [params.metrics] : params.pattern === 'list' ? params.metrics.split(',') : null;
   const catalog = exact ? await deps.catalog.entries(exact) : await deps.catalog.list();
-  const names = resolveMetricNames(params.pattern, params.metrics, catalog.map((c) => c.metric_name), (name) => canRead(user, name));
+  const names = resolveMetricNames(
+    params.pattern,
+    params.metrics,
+    catalog.map((c) => c.metric_name),
+    (name) => canRead(user, name),
+  );
   return { names, entries: new Map(catalog.map((c) => [c.metric_name, c])) };
 }
 
@@ -105,7 +125,16 @@ function rollupBody(format: DownloadFormat, rows: Parameters<typeof rollupCsv>[0
  */
 function cursorContext(params: DownloadParams, user: UserRecord): unknown[] {
   // A raw download's context is unchanged (its cursors stay valid); a rollup's names its resolution.
-  return ['download', user.user_name, params.pattern, params.metrics, params.fromMs, params.toMs, params.latestOnly, ...(params.resolution === 'raw' ? [] : [params.resolution])];
+  return [
+    'download',
+    user.user_name,
+    params.pattern,
+    params.metrics,
+    params.fromMs,
+    params.toMs,
+    params.latestOnly,
+    ...(params.resolution === 'raw' ? [] : [params.resolution]),
+  ];
 }
 
 function nextLink(ctx: Context, cursor: string): string {
@@ -121,7 +150,7 @@ const DESCRIPTION = [
   'A single or list name that does not exist or that you may not read: 404, the same for both. A pattern that matches nothing: 200 with only the CSV header, or [].',
   'JSON: an array of objects with the same four fields.',
   'A list names at most MERIDIAN_MAX_DOWNLOAD_NAMES metrics (400 above).',
-  'resolution=1m or 1h: the rollups, one row per metric and bucket in (metric_name, bucket) order, with the columns metric_name, bucket (the bucket\'s start, same timestamp format), count, min, max, sum, avg and last, of the points deduplicated as latest_only=true keeps them; in Arrow and Parquet bucket is timestamp[ms, UTC], count int64, the others float64. Pages of at most MERIDIAN_MAX_ROLLUP_ROWS buckets, continued by the same cursor rules.',
+  "resolution=1m or 1h: the rollups, one row per metric and bucket in (metric_name, bucket) order, with the columns metric_name, bucket (the bucket's start, same timestamp format), count, min, max, sum, avg and last, of the points deduplicated as latest_only=true keeps them; in Arrow and Parquet bucket is timestamp[ms, UTC], count int64, the others float64. Pages of at most MERIDIAN_MAX_ROLLUP_ROWS buckets, continued by the same cursor rules.",
 ].join(' ');
 
 function okResponse(link: boolean) {
@@ -133,10 +162,15 @@ function okResponse(link: boolean) {
     alsoAs: {
       'application/json': { schema: jsonRows, example: jsonExample },
       [COLUMNAR_MEDIA.arrow.type]: { schema: z.string().describe('format=arrow: an Arrow IPC stream, a record batch per MERIDIAN_DOWNLOAD_BATCH_ROWS rows') },
-      [COLUMNAR_MEDIA.parquet.type]: { schema: z.string().describe('format=parquet: a Parquet file, a row group per MERIDIAN_DOWNLOAD_BATCH_ROWS rows, Snappy') },
+      [COLUMNAR_MEDIA.parquet.type]: {
+        schema: z.string().describe('format=parquet: a Parquet file, a row group per MERIDIAN_DOWNLOAD_BATCH_ROWS rows, Snappy'),
+      },
     },
     headers: {
-      'X-Next-Cursor': { description: `Opaque: pass as cursor${link ? '' : ' in the next POST\'s body (with the same other parameters)'} to get the rows after this page`, schema: z.string() },
+      'X-Next-Cursor': {
+        description: `Opaque: pass as cursor${link ? '' : " in the next POST's body (with the same other parameters)"} to get the rows after this page`,
+        schema: z.string(),
+      },
       ...(link ? { Link: { description: '<same query with cursor>; rel="next"', schema: z.string() } } : {}),
     },
   };
@@ -151,7 +185,8 @@ export function downloadRoutes(deps: DownloadDeps): RouteDef[] {
     const rollup = params.resolution !== 'raw';
     const after = sealed === null || rollup ? null : decodeCursor(sealed);
     const rollupAfter = sealed === null || !rollup ? null : decodeRollupCursor(sealed);
-    if (params.cursor !== null && after === null && rollupAfter === null) throw validationError('cursor is not one this service issued for this query', [{ field: 'cursor', reason: 'not a cursor of this query' }]);
+    if (params.cursor !== null && after === null && rollupAfter === null)
+      throw validationError('cursor is not one this service issued for this query', [{ field: 'cursor', reason: 'not a cursor of this query' }]);
     const { names, entries } = await resolve(deps, params, user);
 
     ctx.set('Content-Disposition', `attachment; filename="${fileName(params)}"`);
@@ -173,7 +208,9 @@ export function downloadRoutes(deps: DownloadDeps): RouteDef[] {
     }
     // The client going away cancels the query on the server (KILL QUERY), not only the socket.
     const abort = new AbortController();
-    const onClose = () => { if (!ctx.res.writableFinished) abort.abort(new Error('client disconnected')); };
+    const onClose = () => {
+      if (!ctx.res.writableFinished) abort.abort(new Error('client disconnected'));
+    };
     ctx.req.on('close', onClose);
     ctx.res.on('close', onClose);
     if (params.resolution !== 'raw') {
@@ -202,7 +239,11 @@ export function downloadRoutes(deps: DownloadDeps): RouteDef[] {
       // measured: on 2 cores the two queries share the cores, and the first byte of 10M rows
       // came later, 450 ms against 310 ms.)
       plan = await planDownload(deps.conn, request, { signal: abort.signal });
-      stream = await streamDownload(deps.conn, request, { plan, signal: abort.signal, chunks: { rowsOf: (name) => rowsInWindowOf(entries.get(name)), sizes: PART_SIZES } });
+      stream = await streamDownload(deps.conn, request, {
+        plan,
+        signal: abort.signal,
+        chunks: { rowsOf: (name) => rowsInWindowOf(entries.get(name)), sizes: PART_SIZES },
+      });
     } catch (cause) {
       if (abort.signal.aborted) return; // nobody is listening any more
       throw new DomainError('unavailable', 'the metric store did not answer; retry later', [], { cause });
@@ -221,12 +262,28 @@ export function downloadRoutes(deps: DownloadDeps): RouteDef[] {
    * A download at a resolution: a page of rollup rows (at most MERIDIAN_MAX_ROLLUP_ROWS, read
    * whole), encoded in the asked format; the cursor continues after its last (metric, bucket).
    */
-  const answerRollups = async (ctx: Context, params: DownloadParams, user: UserRecord, names: string[], after: { metric_name: string; bucket: number } | null, signal: AbortSignal): Promise<void> => {
+  const answerRollups = async (
+    ctx: Context,
+    params: DownloadParams,
+    user: UserRecord,
+    names: string[],
+    after: { metric_name: string; bucket: number } | null,
+    signal: AbortSignal,
+  ): Promise<void> => {
     const queryId = randomUUID();
     ctx.state.log.info({ clickhouse_query_id: queryId, resolution: params.resolution }, 'rollup download query');
     let page;
     try {
-      page = await readRollupPage(deps.conn, { resolution: params.resolution as '1m' | '1h', metricNames: names, fromMs: params.fromMs, toMs: params.toMs, after, maxRows: params.maxRows, queryId, signal });
+      page = await readRollupPage(deps.conn, {
+        resolution: params.resolution as '1m' | '1h',
+        metricNames: names,
+        fromMs: params.fromMs,
+        toMs: params.toMs,
+        after,
+        maxRows: params.maxRows,
+        queryId,
+        signal,
+      });
     } catch (cause) {
       if (signal.aborted) return; // nobody is listening any more
       throw new DomainError('unavailable', 'the metric store did not answer; retry later', [], { cause });
@@ -260,7 +317,7 @@ export function downloadRoutes(deps: DownloadDeps): RouteDef[] {
       operationId: 'downloadMetricsPost',
       summary: 'Download metric data points, the parameters in the body (for long lists)',
       description: [
-        'The GET\'s parameters as an application/x-www-form-urlencoded body (exactly its query string) or a JSON object, where metrics may also be an array of exact names (a list).',
+        "The GET's parameters as an application/x-www-form-urlencoded body (exactly its query string) or a JSON object, where metrics may also be an array of exact names (a list).",
         'Same rows, bytes and headers as the GET, except Link: the next page is this POST again with the X-Next-Cursor value as cursor in the body (a cursor continues the same parameters in either form).',
         `The body is at most MERIDIAN_MAX_DOWNLOAD_BODY_BYTES (413 above); parameters in the query string are refused (400). ${DESCRIPTION}`,
       ].join(' '),

@@ -1,7 +1,18 @@
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { cancelDownload, readSeries, seriesRollup, type ConnOptions } from '@meridian/clickhouse';
-import { canRead, DomainError, formatTimestamp, parseSeriesParams, PATTERNS, resolveMetricNames, seriesWindow, type SeriesLimits, type SeriesParams, type UserRecord } from '@meridian/domain';
+import {
+  canRead,
+  DomainError,
+  formatTimestamp,
+  parseSeriesParams,
+  PATTERNS,
+  resolveMetricNames,
+  seriesWindow,
+  type SeriesLimits,
+  type SeriesParams,
+  type UserRecord,
+} from '@meridian/domain';
 import type { MetricCatalog } from '../catalog/routes.ts';
 import { defineRoute, type RouteDef } from '../http/route.ts';
 
@@ -16,16 +27,30 @@ export const SERIES_PATH = '/api/v1/metrics/series';
 
 const querySchema = z.object({
   metrics: z.string().describe('As in a download: a metric name, a comma-separated list (pattern=list), or the text a substring pattern applies to'),
-  pattern: z.enum(PATTERNS as [string, ...string[]]).optional().describe('As in a download: single (default), list, contains, starts_with, ends_with'),
-  start_date: z.string().optional().describe('Inclusive, as in a download (YYYY-MM-DD or an ISO 8601 date-time with an offset). Left out: the first point of the chosen metrics'),
+  pattern: z
+    .enum(PATTERNS as [string, ...string[]])
+    .optional()
+    .describe('As in a download: single (default), list, contains, starts_with, ends_with'),
+  start_date: z
+    .string()
+    .optional()
+    .describe('Inclusive, as in a download (YYYY-MM-DD or an ISO 8601 date-time with an offset). Left out: the first point of the chosen metrics'),
   end_date: z.string().optional().describe('Inclusive, as in a download. Left out: the last point of the chosen metrics'),
-  points: z.string().optional().describe('Most buckets per series: the step is the smallest round width (1, 2, 5 ms … 1 s, 5 s, 1 min … 1 h … 1 day, then whole days) that covers the whole range in at most this many. Default 1000; at most MERIDIAN_MAX_SERIES_POINTS (default 10,000)'),
-  step: z.string().optional().describe('The bucket width in milliseconds, instead of points; 400 when it makes more than MERIDIAN_MAX_SERIES_POINTS buckets over the range'),
+  points: z
+    .string()
+    .optional()
+    .describe(
+      'Most buckets per series: the step is the smallest round width (1, 2, 5 ms … 1 s, 5 s, 1 min … 1 h … 1 day, then whole days) that covers the whole range in at most this many. Default 1000; at most MERIDIAN_MAX_SERIES_POINTS (default 10,000)',
+    ),
+  step: z
+    .string()
+    .optional()
+    .describe('The bucket width in milliseconds, instead of points; 400 when it makes more than MERIDIAN_MAX_SERIES_POINTS buckets over the range'),
 });
 
 const seriesSchema = z.object({
   metric_name: z.string(),
-  t: z.array(z.number().int()).describe('Each bucket\'s start, epoch milliseconds (a multiple of step_ms); only buckets holding points, ascending'),
+  t: z.array(z.number().int()).describe("Each bucket's start, epoch milliseconds (a multiple of step_ms); only buckets holding points, ascending"),
   min: z.array(z.number()).describe('The smallest value in each bucket'),
   max: z.array(z.number()).describe('The largest value in each bucket'),
   avg: z.array(z.number()).describe('The mean value in each bucket'),
@@ -33,13 +58,25 @@ const seriesSchema = z.object({
 });
 
 const answerSchema = z.object({
-  start: z.string().nullable().describe('The range charted, inclusive, UTC as in a download: start_date, or the first point of the chosen metrics; null when nothing matched and no range was given'),
+  start: z
+    .string()
+    .nullable()
+    .describe(
+      'The range charted, inclusive, UTC as in a download: start_date, or the first point of the chosen metrics; null when nothing matched and no range was given',
+    ),
   end: z.string().nullable(),
   start_ms: z.number().int().nullable().describe('start as epoch milliseconds'),
   end_ms: z.number().int().nullable(),
   step_ms: z.number().int().nullable().describe('The bucket width; buckets are aligned to the epoch (bucket = floor(timestamp / step_ms) × step_ms)'),
-  rollup: z.enum(['1m', '1h']).nullable().describe('The rollup the buckets wholly inside the range were read from (a step of whole minutes or hours), or null: every bucket from the points. The figures are the same either way'),
-  series: z.array(seriesSchema).describe('One per metric, ordered by name (bytewise, as downloads order rows); a metric without points in the range has empty arrays'),
+  rollup: z
+    .enum(['1m', '1h'])
+    .nullable()
+    .describe(
+      'The rollup the buckets wholly inside the range were read from (a step of whole minutes or hours), or null: every bucket from the points. The figures are the same either way',
+    ),
+  series: z
+    .array(seriesSchema)
+    .describe('One per metric, ordered by name (bytewise, as downloads order rows); a metric without points in the range has empty arrays'),
 });
 
 const example = {
@@ -49,21 +86,40 @@ const example = {
   end_ms: 1704067379000,
   step_ms: 60000,
   rollup: '1m',
-  series: [{ metric_name: 'cpu:load', t: [1704067200000, 1704067260000, 1704067320000], min: [0.5, 0.25, 0.75], max: [0.9, 0.5, 1], avg: [0.7, 0.4, 0.8], count: [60, 60, 60] }],
+  series: [
+    {
+      metric_name: 'cpu:load',
+      t: [1704067200000, 1704067260000, 1704067320000],
+      min: [0.5, 0.25, 0.75],
+      max: [0.9, 0.5, 1],
+      avg: [0.7, 0.4, 0.8],
+      count: [60, 60, 60],
+    },
+  ],
 };
 
 /** The readable metrics the parameters choose, exactly as a download resolves them (same 404s), and their extent. */
-async function resolve(deps: SeriesDeps, params: SeriesParams, user: UserRecord): Promise<{ names: string[]; extent: { firstMs: number; lastMs: number } | null }> {
+async function resolve(
+  deps: SeriesDeps,
+  params: SeriesParams,
+  user: UserRecord,
+): Promise<{ names: string[]; extent: { firstMs: number; lastMs: number } | null }> {
   const exact = params.pattern === 'single' ? [params.metrics] : params.pattern === 'list' ? params.metrics.split(',') : null;
   const catalog = exact ? await deps.catalog.entries(exact) : await deps.catalog.list();
-  const names = resolveMetricNames(params.pattern, params.metrics, catalog.map((c) => c.metric_name), (name) => canRead(user, name));
+  const names = resolveMetricNames(
+    params.pattern,
+    params.metrics,
+    catalog.map((c) => c.metric_name),
+    (name) => canRead(user, name),
+  );
   const chosen = new Set(names);
   let extent: { firstMs: number; lastMs: number } | null = null;
   for (const entry of catalog) {
     if (!chosen.has(entry.metric_name)) continue;
-    extent = extent === null
-      ? { firstMs: entry.first_ts, lastMs: entry.last_ts }
-      : { firstMs: Math.min(extent.firstMs, entry.first_ts), lastMs: Math.max(extent.lastMs, entry.last_ts) };
+    extent =
+      extent === null
+        ? { firstMs: entry.first_ts, lastMs: entry.last_ts }
+        : { firstMs: Math.min(extent.firstMs, entry.first_ts), lastMs: Math.max(extent.lastMs, entry.last_ts) };
   }
   return { names, extent };
 }
@@ -113,11 +169,20 @@ export function seriesRoute(deps: SeriesDeps): RouteDef {
       };
       const timedOut = ctx.state.signal as AbortSignal | undefined;
       timedOut?.addEventListener('abort', stop, { once: true });
-      const onClose = () => { if (!ctx.res.writableFinished) stop(); };
+      const onClose = () => {
+        if (!ctx.res.writableFinished) stop();
+      };
       ctx.res.on('close', onClose);
       let series;
       try {
-        series = await readSeries(deps.conn, { metricNames: names, fromMs: window.fromMs, toMs: window.toMs, stepMs: window.stepMs, queryId, signal: abort.signal });
+        series = await readSeries(deps.conn, {
+          metricNames: names,
+          fromMs: window.fromMs,
+          toMs: window.toMs,
+          stepMs: window.stepMs,
+          queryId,
+          signal: abort.signal,
+        });
       } catch (cause) {
         throw new DomainError('unavailable', 'the metric store did not answer; retry later', [], { cause });
       } finally {

@@ -2,13 +2,7 @@ import type { Readable } from 'node:stream';
 import type { Context } from 'koa';
 import { z } from 'zod';
 import { DomainError, parseDateBound, validationError, type FieldError } from '@meridian/domain';
-import {
-  decodeExportCursor,
-  encodeExportCursor,
-  ExportRequestError,
-  type ExportPlan,
-  type ExportRequest,
-} from '@meridian/replay';
+import { decodeExportCursor, encodeExportCursor, ExportRequestError, type ExportPlan, type ExportRequest } from '@meridian/replay';
 import type { CursorSeal } from '../http/cursor-seal.ts';
 import { holdWhileResponding, type PerUserSlots } from '../http/per-user-slots.ts';
 import { defineRoute, type RouteDef } from '../http/route.ts';
@@ -26,11 +20,24 @@ export type EventsDeps = {
 const DEFAULT_MAX_EVENTS = 100_000;
 
 const query = z.object({
-  from: z.string().optional().describe('Inclusive, on the Kafka record timestamp (when the event was written). YYYY-MM-DD (from 00:00:00 UTC) or an ISO 8601 date-time with an offset. Default: the beginning of the log'),
+  from: z
+    .string()
+    .optional()
+    .describe(
+      'Inclusive, on the Kafka record timestamp (when the event was written). YYYY-MM-DD (from 00:00:00 UTC) or an ISO 8601 date-time with an offset. Default: the beginning of the log',
+    ),
   to: z.string().optional().describe('Inclusive. YYYY-MM-DD (to the end of that UTC day) or an ISO 8601 date-time with an offset. Default: now'),
   types: z.string().optional().describe('Comma-separated event types (the schema names in schemas/, e.g. UserCreated,PointBatch). Default: all'),
-  format: z.enum(['avro', 'ndjson']).optional().describe('avro (default): an Avro object container file, readable by any Avro tool; ndjson: one JSON object per line'),
-  max_events: z.string().optional().describe(`Most log offsets one page covers (default ${DEFAULT_MAX_EVENTS}; at most the configured ceiling). Markers of transactions and events of other types or times take offsets too, so a page may hold fewer events. When the range goes on: X-Next-Cursor and Link rel="next"`),
+  format: z
+    .enum(['avro', 'ndjson'])
+    .optional()
+    .describe('avro (default): an Avro object container file, readable by any Avro tool; ndjson: one JSON object per line'),
+  max_events: z
+    .string()
+    .optional()
+    .describe(
+      `Most log offsets one page covers (default ${DEFAULT_MAX_EVENTS}; at most the configured ceiling). Markers of transactions and events of other types or times take offsets too, so a page may hold fewer events. When the range goes on: X-Next-Cursor and Link rel="next"`,
+    ),
   cursor: z.string().optional().describe('The opaque X-Next-Cursor of the previous page'),
 });
 
@@ -60,7 +67,13 @@ function parse(q: Query, ceiling: number, cursors: CursorSeal, userName: string)
     maxEvents = /^\d{1,12}$/.test(q.max_events) ? Number(q.max_events) : NaN;
     if (!(maxEvents >= 1 && maxEvents <= ceiling)) errors.push({ field: 'max_events', reason: `an integer from 1 to at most ${ceiling}` });
   }
-  const types = q.types === undefined ? null : q.types.split(',').map((t) => t.trim()).filter((t) => t.length > 0);
+  const types =
+    q.types === undefined
+      ? null
+      : q.types
+          .split(',')
+          .map((t) => t.trim())
+          .filter((t) => t.length > 0);
   const sealed = q.cursor === undefined ? null : cursors.open(q.cursor, cursorContext(userName, fromMs, toMs, types));
   const after = sealed === null ? null : decodeExportCursor(sealed);
   if (q.cursor !== undefined && after === null) errors.push({ field: 'cursor', reason: 'not a cursor this service issued for this range' });
@@ -132,7 +145,9 @@ export function eventsRoute(deps: EventsDeps): RouteDef {
         return;
       }
       const abort = new AbortController();
-      const onClose = () => { if (!ctx.res.writableFinished) abort.abort(new Error('client disconnected')); };
+      const onClose = () => {
+        if (!ctx.res.writableFinished) abort.abort(new Error('client disconnected'));
+      };
       ctx.req.on('close', onClose);
       ctx.res.on('close', onClose);
       ctx.body = deps.stream(plan, request, abort.signal);

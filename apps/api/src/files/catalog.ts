@@ -1,4 +1,15 @@
-import { applyFileEvent, catalogOf, DomainError, InfrastructureError, unavailable, type Caller, type FileEvent, type FileListQuery, type FileReadModel, type FilesState } from '@meridian/domain';
+import {
+  applyFileEvent,
+  catalogOf,
+  DomainError,
+  InfrastructureError,
+  unavailable,
+  type Caller,
+  type FileEvent,
+  type FileListQuery,
+  type FileReadModel,
+  type FilesState,
+} from '@meridian/domain';
 import type { Position } from '@meridian/domain';
 import { withTimeout, type Logger } from '@meridian/observability';
 
@@ -81,7 +92,7 @@ export class FileCatalog {
   async current(): Promise<boolean> {
     const ends = await answered(this.deps.logEnds());
     const covered = await this.covers(new Map([...ends].filter(([, end]) => end > 0).map(([p, end]) => [p, end - 1])));
-    if (!covered) this.deps.logger.warn({ ends: Object.fromEntries(ends) }, 'the files read model did not reach the files log\'s end in time');
+    if (!covered) this.deps.logger.warn({ ends: Object.fromEntries(ends) }, "the files read model did not reach the files log's end in time");
     return covered;
   }
 

@@ -13,7 +13,9 @@ function catalog(append: (fileId: string, events: readonly FileEvent[]) => Promi
 
 function deferred<T>() {
   let resolve!: (value: T) => void;
-  const promise = new Promise<T>((r) => { resolve = r; });
+  const promise = new Promise<T>((r) => {
+    resolve = r;
+  });
   return { promise, resolve };
 }
 

@@ -22,16 +22,23 @@ import { submitCommand } from '../tasks/submit-command.ts';
 
 const accepted = z.object({ task_id: z.uuid(), file_id: z.uuid().describe('the id the file has once the task succeeds') });
 const defineForm = z.object({
-  file: z.string().describe('the file (binary); its part\'s filename becomes file_name (directories and control characters removed), its Content-Type the served type'),
+  file: z
+    .string()
+    .describe("the file (binary); its part's filename becomes file_name (directories and control characters removed), its Content-Type the served type"),
   file_description: z.string().max(10_000).optional().describe('free text'),
   file_size_limit: z.string().regex(/^\d+$/).optional().describe('integer bytes (1,000,000 bytes = 1 MB): a larger file is refused with 413'),
-  enforce_schema: z.enum(['true', 'false']).optional().describe('true: the file must be well-formed CSV with a header row and the same number of fields on every row, or JSON, or NDJSON; otherwise the task fails naming the line. Default false: any bytes'),
+  enforce_schema: z
+    .enum(['true', 'false'])
+    .optional()
+    .describe(
+      'true: the file must be well-formed CSV with a header row and the same number of fields on every row, or JSON, or NDJSON; otherwise the task fails naming the line. Default false: any bytes',
+    ),
 });
 
 const DEFINE_DESCRIPTION = [
   'Multipart form: `file` (required), `file_description`, `file_size_limit`, `enforce_schema`; the text fields may come before or after the file.',
   'The bytes are streamed into storage while their SHA-256 and size are computed, never held in memory.',
-  'The file may not be larger than the smallest of `file_size_limit`, the largest upload (MERIDIAN_MAX_UPLOAD_BYTES) and what is left of the account\'s quota (its own, set by an admin with PUT /api/v1/users/{user_name}/file_quota, else MERIDIAN_FILE_QUOTA_BYTES; less its files and the definitions still in progress); over it the answer is 413 as soon as the limit is passed, and nothing is kept (for the quota, the detail says how many bytes are left).',
+  "The file may not be larger than the smallest of `file_size_limit`, the largest upload (MERIDIAN_MAX_UPLOAD_BYTES) and what is left of the account's quota (its own, set by an admin with PUT /api/v1/users/{user_name}/file_quota, else MERIDIAN_FILE_QUOTA_BYTES; less its files and the definitions still in progress); over it the answer is 413 as soon as the limit is passed, and nothing is kept (for the quota, the detail says how many bytes are left).",
   'An empty file is refused (400). A user holds at most MERIDIAN_MAX_FILES_PER_USER files (live ones plus definitions in progress); past it the answer is 409 /problems/limit-reached, before the body is read.',
   'Answers 202 once the command is durably in the event log; the file appears in GET /api/v1/files when the task succeeds (its result carries the file_id).',
   'POST /api/v1/file/new and POST /api/v1/files are the same operation (the seed names the first; its sample request uses the second).',
@@ -42,7 +49,9 @@ function parseSizeLimit(value: string | undefined): number | null {
   const text = value.trim();
   const n = Number(text);
   if (!/^\d+$/.test(text) || !Number.isSafeInteger(n)) {
-    throw validationError(`file_size_limit must be a whole number of bytes from 0 to ${Number.MAX_SAFE_INTEGER} (the upload limit and your quota apply too)`, [{ field: 'file_size_limit', reason: `not an integer from 0 to ${Number.MAX_SAFE_INTEGER}` }]);
+    throw validationError(`file_size_limit must be a whole number of bytes from 0 to ${Number.MAX_SAFE_INTEGER} (the upload limit and your quota apply too)`, [
+      { field: 'file_size_limit', reason: `not an integer from 0 to ${Number.MAX_SAFE_INTEGER}` },
+    ]);
   }
   return n;
 }
@@ -50,7 +59,8 @@ function parseSizeLimit(value: string | undefined): number | null {
 function parseEnforceSchema(value: string | undefined): boolean {
   if (value === undefined) return false;
   const text = value.trim().toLowerCase();
-  if (text !== 'true' && text !== 'false') throw validationError('enforce_schema must be true or false', [{ field: 'enforce_schema', reason: 'not true or false' }]);
+  if (text !== 'true' && text !== 'false')
+    throw validationError('enforce_schema must be true or false', [{ field: 'enforce_schema', reason: 'not true or false' }]);
   return text === 'true';
 }
 
@@ -63,11 +73,24 @@ function parseDescription(value: string | undefined): string {
 
 /** The three bounds on a file's size, each with the 413 it answers past it. */
 const limits = {
-  sizeLimit: (n: number): FileLimit => ({ bytes: n, tooLarge: () => new DomainError('payload_too_large', `the file is larger than its file_size_limit of ${n} bytes`, [{ field: 'file_size_limit', reason: `${n} bytes` }]) }),
-  upload: (uploadBytes: number): FileLimit => ({ bytes: uploadBytes, tooLarge: () => new DomainError('payload_too_large', `the file is larger than the largest upload of ${uploadBytes} bytes`, [{ field: 'file', reason: `at most ${uploadBytes} bytes` }]) }),
+  sizeLimit: (n: number): FileLimit => ({
+    bytes: n,
+    tooLarge: () =>
+      new DomainError('payload_too_large', `the file is larger than its file_size_limit of ${n} bytes`, [{ field: 'file_size_limit', reason: `${n} bytes` }]),
+  }),
+  upload: (uploadBytes: number): FileLimit => ({
+    bytes: uploadBytes,
+    tooLarge: () =>
+      new DomainError('payload_too_large', `the file is larger than the largest upload of ${uploadBytes} bytes`, [
+        { field: 'file', reason: `at most ${uploadBytes} bytes` },
+      ]),
+  }),
   quota: ({ quota, left }: { quota: number; left: number }): FileLimit => ({
     bytes: left,
-    tooLarge: () => new DomainError('payload_too_large', `the file does not fit in the account's quota: ${left} bytes left of ${quota}`, [{ field: 'file', reason: `${left} bytes of quota left` }]),
+    tooLarge: () =>
+      new DomainError('payload_too_large', `the file does not fit in the account's quota: ${left} bytes left of ${quota}`, [
+        { field: 'file', reason: `${left} bytes of quota left` },
+      ]),
   }),
 };
 const smallest = (...candidates: Array<FileLimit | null>): FileLimit =>
@@ -167,20 +190,27 @@ export function defineFileRoutes(deps: FileDeps): RouteDef[] {
     ctx.body = { task_id: taskId, file_id: fileId };
   };
 
-  const defineRouteAt = (path: string, operationId: string, summary: string) => defineRoute({
-    method: 'POST',
-    path,
-    operationId,
-    summary,
-    description: DEFINE_DESCRIPTION,
-    tags: ['files'],
-    auth: 'user',
-    requestBodyDoc: { contentTypes: { 'multipart/form-data': defineForm } },
-    responses: { 202: { description: 'Accepted; follow the task (Location header)', schema: accepted, example: { task_id: '4a3c6f8e-0f5e-4d1a-9a53-3c1f0e9b2d7a', file_id: '0d7c3e2a-5b6f-4e1d-8c9a-1f2e3d4c5b6a' } } },
-    problems: ['validation', 'payload_too_large', 'limit_reached', 'unavailable'],
-    streaming: true,
-    handler: defineFile,
-  });
+  const defineRouteAt = (path: string, operationId: string, summary: string) =>
+    defineRoute({
+      method: 'POST',
+      path,
+      operationId,
+      summary,
+      description: DEFINE_DESCRIPTION,
+      tags: ['files'],
+      auth: 'user',
+      requestBodyDoc: { contentTypes: { 'multipart/form-data': defineForm } },
+      responses: {
+        202: {
+          description: 'Accepted; follow the task (Location header)',
+          schema: accepted,
+          example: { task_id: '4a3c6f8e-0f5e-4d1a-9a53-3c1f0e9b2d7a', file_id: '0d7c3e2a-5b6f-4e1d-8c9a-1f2e3d4c5b6a' },
+        },
+      },
+      problems: ['validation', 'payload_too_large', 'limit_reached', 'unavailable'],
+      streaming: true,
+      handler: defineFile,
+    });
 
   return [
     defineRouteAt('/api/v1/file/new', 'defineFile', 'Define a file: upload it (background task)'),

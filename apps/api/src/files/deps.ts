@@ -35,6 +35,11 @@ export function fileDeps({ services, settings, tasks, submit }: ApiParts, files:
     files,
     tasks: () => tasks.state,
     submit,
-    limits: { uploadBytes: settings.MERIDIAN_MAX_UPLOAD_BYTES, defaultQuotaBytes: settings.MERIDIAN_FILE_QUOTA_BYTES, filesPerUser: settings.MERIDIAN_MAX_FILES_PER_USER, grantsPerFile: settings.MERIDIAN_MAX_GRANTS_PER_FILE },
+    limits: {
+      uploadBytes: settings.MERIDIAN_MAX_UPLOAD_BYTES,
+      defaultQuotaBytes: settings.MERIDIAN_FILE_QUOTA_BYTES,
+      filesPerUser: settings.MERIDIAN_MAX_FILES_PER_USER,
+      grantsPerFile: settings.MERIDIAN_MAX_GRANTS_PER_FILE,
+    },
   };
 }

@@ -30,14 +30,19 @@ export function downloadFileRoute(deps: Pick<FileDeps, 'files' | 'storage'>): Ro
       200: {
         description: 'The whole file',
         contentType: 'application/octet-stream',
-        schema: z.string().describe('the file\'s bytes'),
+        schema: z.string().describe("the file's bytes"),
         headers: {
           ETag: { description: 'quoted hex SHA-256 of the bytes', schema: z.string() },
           'Content-Disposition': { description: 'attachment; filename="…"; filename*=UTF-8\'\'…', schema: z.string() },
           'Accept-Ranges': { description: 'bytes', schema: z.string() },
         },
       },
-      206: { description: 'The requested byte range', contentType: 'application/octet-stream', schema: z.string(), headers: { 'Content-Range': { description: 'bytes a-b/size', schema: z.string() } } },
+      206: {
+        description: 'The requested byte range',
+        contentType: 'application/octet-stream',
+        schema: z.string(),
+        headers: { 'Content-Range': { description: 'bytes a-b/size', schema: z.string() } },
+      },
       304: { description: 'Not modified: If-None-Match matched the ETag' },
     },
     problems: ['not_found', 'range_not_satisfiable'],

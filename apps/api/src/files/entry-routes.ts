@@ -11,7 +11,7 @@ export function getFileRoute(files: FileCatalog): RouteDef {
     method: 'GET',
     path: '/api/v1/files/{file_id}',
     operationId: 'getFile',
-    summary: 'One file\'s entry, with its size, hash, type and (for its owner) who it is shared with',
+    summary: "One file's entry, with its size, hash, type and (for its owner) who it is shared with",
     tags: ['files'],
     auth: 'user',
     params: fileIdParam,
@@ -30,7 +30,7 @@ export function describeFileRoute(files: FileCatalog): RouteDef {
     method: 'PATCH',
     path: '/api/v1/files/{file_id}',
     operationId: 'describeFile',
-    summary: 'Replace a file\'s description (rw access)',
+    summary: "Replace a file's description (rw access)",
     tags: ['files'],
     auth: 'user',
     params: fileIdParam,
@@ -39,7 +39,11 @@ export function describeFileRoute(files: FileCatalog): RouteDef {
     problems: ['not_found', 'forbidden'],
     handler: async (ctx, { params, body, user }) => {
       await findFile(files, params.file_id, user);
-      const after = await files.execute(params.file_id, (s) => decideDescribeFile(s, { file_id: params.file_id, description: body.file_description, caller: user, at: Date.now() }), ctx.state.signal as AbortSignal | undefined);
+      const after = await files.execute(
+        params.file_id,
+        (s) => decideDescribeFile(s, { file_id: params.file_id, description: body.file_description, caller: user, at: Date.now() }),
+        ctx.state.signal as AbortSignal | undefined,
+      );
       const { file, access } = visibleFile(after, params.file_id, user);
       ctx.body = fileDetail(file, access, user.is_admin || file.owner === user.user_name);
     },
@@ -53,7 +57,8 @@ export function deleteFileRoute(files: FileCatalog): RouteDef {
     path: '/api/v1/files/{file_id}',
     operationId: 'deleteFile',
     summary: 'Delete a file (its owner or an admin)',
-    description: 'Once answered, the deletion is in the log: every later command on the file gets 404 (or 503 while the read model catches up). Lists, lookups and downloads stop showing it once the files read model has projected the deletion: normally before this answer (the api waits up to MERIDIAN_FILES_READ_MODEL_WAIT_MS for it), later only when the read model lags past that bound. Its bytes are removed from storage once no other file has the same content. A reader or rw grantee gets 403.',
+    description:
+      'Once answered, the deletion is in the log: every later command on the file gets 404 (or 503 while the read model catches up). Lists, lookups and downloads stop showing it once the files read model has projected the deletion: normally before this answer (the api waits up to MERIDIAN_FILES_READ_MODEL_WAIT_MS for it), later only when the read model lags past that bound. Its bytes are removed from storage once no other file has the same content. A reader or rw grantee gets 403.',
     tags: ['files'],
     auth: 'user',
     params: fileIdParam,
@@ -61,7 +66,11 @@ export function deleteFileRoute(files: FileCatalog): RouteDef {
     problems: ['not_found', 'forbidden'],
     handler: async (ctx, { params, user }) => {
       await findFile(files, params.file_id, user);
-      await files.execute(params.file_id, (s) => decideDeleteFile(s, { file_id: params.file_id, caller: user, at: Date.now() }), ctx.state.signal as AbortSignal | undefined);
+      await files.execute(
+        params.file_id,
+        (s) => decideDeleteFile(s, { file_id: params.file_id, caller: user, at: Date.now() }),
+        ctx.state.signal as AbortSignal | undefined,
+      );
       ctx.status = 204;
     },
   });

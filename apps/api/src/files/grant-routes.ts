@@ -14,7 +14,8 @@ export function shareFileRoute(files: FileCatalog, grantsPerFile: number | undef
     path: '/api/v1/files/{file_id}/entitlements/{user_name}',
     operationId: 'shareFile',
     summary: 'Give another user r or rw access to a file (its owner or an admin)',
-    description: 'r: the user lists and downloads the file. rw: also replaces its description. Only the owner (or an admin) shares, unshares and deletes. Granting again replaces the access. Any well-formed user name is granted, whether or not such a user exists or is enabled (the answer does not tell): the grant gives access to no one while no enabled user holds the name. A file is shared with at most MERIDIAN_MAX_GRANTS_PER_FILE users (409 /problems/limit-reached past it).',
+    description:
+      'r: the user lists and downloads the file. rw: also replaces its description. Only the owner (or an admin) shares, unshares and deletes. Granting again replaces the access. Any well-formed user name is granted, whether or not such a user exists or is enabled (the answer does not tell): the grant gives access to no one while no enabled user holds the name. A file is shared with at most MERIDIAN_MAX_GRANTS_PER_FILE users (409 /problems/limit-reached past it).',
     tags: ['files'],
     auth: 'user',
     params: grantParams,
@@ -24,7 +25,19 @@ export function shareFileRoute(files: FileCatalog, grantsPerFile: number | undef
     handler: async (ctx, { params, body, user }) => {
       await findFile(files, params.file_id, user);
       // Not looked up among the users: an unknown or disabled name is granted like any other (decideGrantFileAccess).
-      const after = await files.execute(params.file_id, (s) => decideGrantFileAccess(s, { file_id: params.file_id, grantee: params.user_name, access: body.access, max_grants: grantsPerFile ?? Number.POSITIVE_INFINITY, caller: user, at: Date.now() }), ctx.state.signal as AbortSignal | undefined);
+      const after = await files.execute(
+        params.file_id,
+        (s) =>
+          decideGrantFileAccess(s, {
+            file_id: params.file_id,
+            grantee: params.user_name,
+            access: body.access,
+            max_grants: grantsPerFile ?? Number.POSITIVE_INFINITY,
+            caller: user,
+            at: Date.now(),
+          }),
+        ctx.state.signal as AbortSignal | undefined,
+      );
       const { file, access } = visibleFile(after, params.file_id, user);
       ctx.body = fileDetail(file, access, true);
     },
@@ -37,7 +50,7 @@ export function unshareFileRoute(files: FileCatalog): RouteDef {
     method: 'DELETE',
     path: '/api/v1/files/{file_id}/entitlements/{user_name}',
     operationId: 'unshareFile',
-    summary: 'Take a user\'s access to a file (its owner or an admin)',
+    summary: "Take a user's access to a file (its owner or an admin)",
     tags: ['files'],
     auth: 'user',
     params: grantParams,
@@ -45,7 +58,11 @@ export function unshareFileRoute(files: FileCatalog): RouteDef {
     problems: ['not_found', 'forbidden'],
     handler: async (ctx, { params, user }) => {
       await findFile(files, params.file_id, user);
-      await files.execute(params.file_id, (s) => decideRevokeFileAccess(s, { file_id: params.file_id, grantee: params.user_name, caller: user, at: Date.now() }), ctx.state.signal as AbortSignal | undefined);
+      await files.execute(
+        params.file_id,
+        (s) => decideRevokeFileAccess(s, { file_id: params.file_id, grantee: params.user_name, caller: user, at: Date.now() }),
+        ctx.state.signal as AbortSignal | undefined,
+      );
       ctx.status = 204;
     },
   });

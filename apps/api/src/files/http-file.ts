@@ -6,8 +6,7 @@ import { sanitizeFileName } from '@meridian/domain';
  */
 
 // RFC 5987 attr-char: ALPHA / DIGIT / "!" / "#" / "$" / "&" / "+" / "-" / "." / "^" / "_" / "`" / "|" / "~"
-const encodeExtValue = (s: string) =>
-  encodeURIComponent(s).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+const encodeExtValue = (s: string) => encodeURIComponent(s).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
 
 /**
  * `attachment; filename="<ASCII stand-in>"; filename*=UTF-8''<percent-encoded>`. The name
@@ -18,7 +17,10 @@ const encodeExtValue = (s: string) =>
  */
 export function contentDisposition(fileName: string): string {
   const name = sanitizeFileName(fileName);
-  const ascii = name.normalize('NFD').replace(/\p{M}/gu, '').replace(/[^\x20-\x7e]|["\\%]/g, '_');
+  const ascii = name
+    .normalize('NFD')
+    .replace(/\p{M}/gu, '')
+    .replace(/[^\x20-\x7e]|["\\%]/g, '_');
   return `attachment; filename="${ascii}"; filename*=UTF-8''${encodeExtValue(name)}`;
 }
 
@@ -44,9 +46,7 @@ export function ifRangeHolds(header: string | undefined, etag: string): boolean 
 }
 
 export type RangeRequest =
-  | { readonly kind: 'whole' }
-  | { readonly kind: 'range'; readonly start: number; readonly end: number }
-  | { readonly kind: 'unsatisfiable' };
+  { readonly kind: 'whole' } | { readonly kind: 'range'; readonly start: number; readonly end: number } | { readonly kind: 'unsatisfiable' };
 
 /**
  * One `Range: bytes=a-b` (also `a-` and the suffix form `-n`) against a file of `size`

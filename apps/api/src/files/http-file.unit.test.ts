@@ -23,7 +23,13 @@ describe('Content-Disposition', () => {
 describe('entity tags', () => {
   const etag = '"abc"';
   it.each([
-    ['"abc"', true], ['W/"abc"', true], ['"x", "abc"', true], ['*', true], ['"abcd"', false], ['abc', false], ['', false],
+    ['"abc"', true],
+    ['W/"abc"', true],
+    ['"x", "abc"', true],
+    ['*', true],
+    ['"abcd"', false],
+    ['abc', false],
+    ['', false],
   ])('If-None-Match %j → %s', (header, hit) => expect(noneMatchHits(header, etag)).toBe(hit));
   it('If-Range needs the exact strong tag', () => {
     expect(ifRangeHolds(undefined, etag)).toBe(true);

@@ -20,14 +20,31 @@ import { listFilesRoute } from './list-route.ts';
  * listFiles) in memory, and a log whose appends it folds at once.
  */
 const logger = createLogger({ name: 'test', level: 'silent' });
-const person = (user_name: string, is_admin = false): UserRecord => ({ user_name, is_admin, created_at: 0, disabled_at: null, key_ids: [], entitlements: [], file_quota_bytes: null });
+const person = (user_name: string, is_admin = false): UserRecord => ({
+  user_name,
+  is_admin,
+  created_at: 0,
+  disabled_at: null,
+  key_ids: [],
+  entitlements: [],
+  file_quota_bytes: null,
+});
 const users = new Map(['ada', 'bob', 'cy'].map((name) => [name, person(name)]));
 
 const ADA_FILE = '0d7c3e2a-5b6f-4e1d-8c9a-1f2e3d4c5b6a';
 const UNKNOWN = '7e1d2c3b-4a59-4687-9a0b-1c2d3e4f5a6b';
 const defined = (file_id: string, user_name: string): FileDefined => ({
-  type: 'FileDefined', file_id, task_id: file_id, user_name, at: Date.UTC(2024, 0, 2), file_name: `${user_name}.csv`, description: '',
-  content_type: 'text/csv', size: 3, sha256: Buffer.alloc(32, 1), blob_key: `blobs/${file_id}`,
+  type: 'FileDefined',
+  file_id,
+  task_id: file_id,
+  user_name,
+  at: Date.UTC(2024, 0, 2),
+  file_name: `${user_name}.csv`,
+  description: '',
+  content_type: 'text/csv',
+  size: 3,
+  sha256: Buffer.alloc(32, 1),
+  blob_key: `blobs/${file_id}`,
 });
 
 function catalog(events: FileEvent[]) {
@@ -75,7 +92,14 @@ function appOf(files: FileCatalog): Listener {
     return user;
   };
   const jsonBody = koaBody({ json: true, jsonStrict: true, jsonLimit: 64 * 1024, urlencoded: false, text: false, multipart: false });
-  const routes = [listFilesRoute({ files, tasks: initialTasks }), getFileRoute(files), describeFileRoute(files), deleteFileRoute(files), shareFileRoute(files, 2), unshareFileRoute(files)];
+  const routes = [
+    listFilesRoute({ files, tasks: initialTasks }),
+    getFileRoute(files),
+    describeFileRoute(files),
+    deleteFileRoute(files),
+    shareFileRoute(files, 2),
+    unshareFileRoute(files),
+  ];
   mountRoutes(router, routes, authenticate, jsonBody);
   app.use(router.routes());
   app.use(router.allowedMethods());
@@ -84,7 +108,12 @@ function appOf(files: FileCatalog): Listener {
 
 function client(app: Listener) {
   const call = (user: string, method: string, url: string, body?: unknown) =>
-    inject(app, { method, url, headers: { 'x-test-user': user, ...(body === undefined ? {} : { 'content-type': 'application/json' }) }, ...(body === undefined ? {} : { body: typeof body === 'string' ? body : JSON.stringify(body) }) });
+    inject(app, {
+      method,
+      url,
+      headers: { 'x-test-user': user, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      ...(body === undefined ? {} : { body: typeof body === 'string' ? body : JSON.stringify(body) }),
+    });
   return {
     get: (user: string, url: string) => call(user, 'GET', url),
     patch: (user: string, url: string, body: unknown) => call(user, 'PATCH', url, body),
@@ -98,7 +127,7 @@ const problemOf = (r: { json(): any }) => {
   return { type, title, status, detail };
 };
 
-describe('file routes through Koa\'s callback (no port, the catalog in memory)', () => {
+describe("file routes through Koa's callback (no port, the catalog in memory)", () => {
   it('a file the caller may not see is the same 404 as an unknown id and a malformed one, for every route', async () => {
     const { files, state } = catalog([defined(ADA_FILE, 'ada')]);
     const api = client(appOf(files));
@@ -117,7 +146,7 @@ describe('file routes through Koa\'s callback (no port, the catalog in memory)',
     expect((await api.get('ada', `/api/v1/files/${ADA_FILE}`)).status).toBe(200);
   });
 
-  it('an id the read model does not show waits once for the projection to reach the files log\'s end before answering; a malformed one does not', async () => {
+  it("an id the read model does not show waits once for the projection to reach the files log's end before answering; a malformed one does not", async () => {
     const { files, calls } = catalog([]);
     const api = client(appOf(files));
     await api.get('ada', `/api/v1/files/${UNKNOWN}`);
@@ -150,7 +179,7 @@ describe('file routes through Koa\'s callback (no port, the catalog in memory)',
     expect((await api.get('ada', url)).status).toBe(404);
   });
 
-  it('the list holds the caller\'s own files and those shared with them, nothing else', async () => {
+  it("the list holds the caller's own files and those shared with them, nothing else", async () => {
     const bobs = '1b2c3d4e-5f60-4718-8293-a4b5c6d7e8f9';
     const { files } = catalog([defined(ADA_FILE, 'ada'), defined(bobs, 'bob')]);
     const api = client(appOf(files));

@@ -4,7 +4,7 @@ import { formatTimestamp, type Access, type FileListEntry, type FileRecord } fro
 /** One element of files_list: exactly the seed's fields. */
 export const fileEntrySchema = z.object({
   created_at: z.string().describe('ISO 8601 with a +hhmm offset, e.g. 2024-01-02T03:04:05+0000'),
-  entitlement: z.enum(['rw', 'r']).describe('the caller\'s access: rw for the owner, an rw grantee or an admin; r for a reader'),
+  entitlement: z.enum(['rw', 'r']).describe("the caller's access: rw for the owner, an rw grantee or an admin; r for a reader"),
   file_description: z.string(),
   file_id: z.uuid(),
   file_name: z.string(),
@@ -13,9 +13,12 @@ export const fileEntrySchema = z.object({
 
 export const fileDetailSchema = fileEntrySchema.extend({
   size: z.number().int().describe('bytes'),
-  sha256: z.string().describe('hex SHA-256 of the bytes; the download\'s ETag'),
+  sha256: z.string().describe("hex SHA-256 of the bytes; the download's ETag"),
   content_type: z.string(),
-  shared_with: z.array(z.object({ user_name: z.string(), access: z.enum(['r', 'rw']) })).optional().describe('shown to the owner and admins only'),
+  shared_with: z
+    .array(z.object({ user_name: z.string(), access: z.enum(['r', 'rw']) }))
+    .optional()
+    .describe('shown to the owner and admins only'),
 });
 
 export type FileEntry = z.infer<typeof fileEntrySchema>;
@@ -38,6 +41,8 @@ export function fileDetail(file: FileRecord, access: Access, showGrants: boolean
     size: file.size,
     sha256: file.sha256,
     content_type: file.content_type,
-    ...(showGrants ? { shared_with: [...file.grants].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([user_name, a]) => ({ user_name, access: a })) } : {}),
+    ...(showGrants
+      ? { shared_with: [...file.grants].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([user_name, a]) => ({ user_name, access: a })) }
+      : {}),
   };
 }

@@ -13,7 +13,12 @@ import { detailedReadinessRoute, healthRoutes } from './routes.ts';
 const logger = createLogger({ name: 'test', level: 'silent' });
 const SECRET = 'connect ECONNREFUSED 10.1.2.3:9092';
 const probes = [
-  { name: 'kafka', check: async () => { throw new Error(SECRET); } },
+  {
+    name: 'kafka',
+    check: async () => {
+      throw new Error(SECRET);
+    },
+  },
   { name: 'clickhouse', check: async () => {} },
 ];
 
@@ -23,12 +28,17 @@ function appOf(routes: RouteDef[]): Listener {
   app.use(requestContext(logger));
   app.use(problemMiddleware(logger));
   const router = new Router();
-  mountRoutes(router, routes, () => ({}) as UserRecord, async (_ctx, next) => next());
+  mountRoutes(
+    router,
+    routes,
+    () => ({}) as UserRecord,
+    async (_ctx, next) => next(),
+  );
   app.use(router.routes());
   return app.callback();
 }
 
-describe('health routes through Koa\'s callback', () => {
+describe("health routes through Koa's callback", () => {
   it('/healthz answers while a dependency is down; /readyz names it down, with no address or error text', async () => {
     const app = appOf(healthRoutes(probes, 1000, logger));
     const live = await inject(app, { url: '/healthz' });
@@ -40,7 +50,7 @@ describe('health routes through Koa\'s callback', () => {
     expect(ready.body.toString()).not.toContain('10.1.2.3');
   });
 
-  it('the admin listener\'s /readyz says why', async () => {
+  it("the admin listener's /readyz says why", async () => {
     const ready = await inject(appOf([detailedReadinessRoute(probes, 1000)]), { url: '/readyz' });
     expect(ready.status).toBe(503);
     expect(ready.json().checks.kafka).toEqual({ status: 'down', error: SECRET });

@@ -4,7 +4,7 @@ import { presentedKey } from './authenticate.ts';
 describe('the API key an Authorization header carries', () => {
   const basic = (text: string) => `Basic ${Buffer.from(text).toString('base64')}`;
 
-  it('reads Bearer, Influx\'s Token, and Basic with the key as the password', () => {
+  it("reads Bearer, Influx's Token, and Basic with the key as the password", () => {
     expect(presentedKey('Bearer mrd_abc')).toBe('mrd_abc');
     expect(presentedKey('token mrd_abc')).toBe('mrd_abc');
     expect(presentedKey(basic('telegraf:mrd_abc'))).toBe('mrd_abc');

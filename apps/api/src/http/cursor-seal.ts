@@ -56,6 +56,8 @@ export function createCursorSeal(secret: string | Buffer): CursorSeal {
  */
 export function cursorSealFromSetting(secret: string, logger: Logger): CursorSeal {
   if (secret !== '') return createCursorSeal(secret);
-  logger.warn('MERIDIAN_CURSOR_SECRET is not set: cursors are sealed with a random secret of this process; set the same secret on every api instance so cursors work across instances and restarts');
+  logger.warn(
+    'MERIDIAN_CURSOR_SECRET is not set: cursors are sealed with a random secret of this process; set the same secret on every api instance so cursors work across instances and restarts',
+  );
   return createCursorSeal(randomBytes(32));
 }

@@ -50,7 +50,15 @@ describe('cursor seal', () => {
 
   it('with no secret set, seals with a random one of the process and says so', () => {
     const lines: string[] = [];
-    const logger = createLogger({ name: 't', level: 'warn', destination: { write: (l: string) => { lines.push(l); } } });
+    const logger = createLogger({
+      name: 't',
+      level: 'warn',
+      destination: {
+        write: (l: string) => {
+          lines.push(l);
+        },
+      },
+    });
     const one = cursorSealFromSetting('', logger);
     const two = cursorSealFromSetting('', logger);
     const token = one.seal('x', context);

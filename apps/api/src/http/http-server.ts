@@ -45,12 +45,15 @@ export function createHttpServer(options: HttpServerOptions, app: Koa, logger?: 
   // Koa's callback catches its own rejections (its error handling answers them).
   // eslint-disable-next-line @typescript-eslint/no-misused-promises
   const handler: (req: IncomingMessage, res: ServerResponse) => void = app.callback();
-  const server = createServer({
-    maxHeaderSize: options.maxHeaderBytes,
-    headersTimeout: options.headersTimeoutMs,
-    requestTimeout: 0,
-    connectionsCheckingInterval: Math.min(1000, options.headersTimeoutMs),
-  }, handler);
+  const server = createServer(
+    {
+      maxHeaderSize: options.maxHeaderBytes,
+      headersTimeout: options.headersTimeoutMs,
+      requestTimeout: 0,
+      connectionsCheckingInterval: Math.min(1000, options.headersTimeoutMs),
+    },
+    handler,
+  );
   server.keepAliveTimeout = options.keepAliveTimeoutMs;
   server.timeout = options.idleTimeoutMs; // with no 'timeout' listener, Node destroys the idle socket
   server.on('clientError', (error: Error & { code?: string }, socket: Duplex) => answerClientError(error, socket, options.maxHeaderBytes));
@@ -94,12 +97,16 @@ function answerClientError(error: Error & { code?: string }, socket: Duplex, max
     return;
   }
   const [type, detail]: [ProblemType, string] =
-    error.code === 'HPE_HEADER_OVERFLOW' ? ['header_too_large', headerOverflowDetail(maxHeaderBytes)]
-    : error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? ['request_timeout', 'the request line and headers did not arrive in time']
-    : ['validation', 'the request is not well-formed HTTP/1.1'];
+    error.code === 'HPE_HEADER_OVERFLOW'
+      ? ['header_too_large', headerOverflowDetail(maxHeaderBytes)]
+      : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? ['request_timeout', 'the request line and headers did not arrive in time']
+        : ['validation', 'the request is not well-formed HTTP/1.1'];
   const { status, title } = problemTypes[type];
   const body = JSON.stringify({ type: problemTypeUri(type), title, status, detail });
-  socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/problem+json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/problem+json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+  );
   // Read what the client is still sending, so the close does not reset the connection before
   // it reads the answer; the idle timeout ends a client that never stops.
   socket.resume();
@@ -128,7 +135,10 @@ function watchBodyRates(server: Server, options: HttpServerOptions, logger: Logg
       const rate = (req.socket.bytesRead - bytesBefore) / (elapsedMs / 1000);
       if (rate >= options.minBodyBytesPerSecond) continue;
       open.delete(req);
-      logger?.warn({ method: req.method, path: req.url?.split('?')[0], bytes_per_second: Math.round(rate) }, 'request body slower than MERIDIAN_HTTP_MIN_BODY_BYTES_PER_SECOND; connection closed');
+      logger?.warn(
+        { method: req.method, path: req.url?.split('?')[0], bytes_per_second: Math.round(rate) },
+        'request body slower than MERIDIAN_HTTP_MIN_BODY_BYTES_PER_SECOND; connection closed',
+      );
       req.socket.destroy();
     }
   }, BODY_RATE_CHECK_MS);

@@ -42,7 +42,11 @@ export function readForm<T>(body: Readable, headers: IncomingHttpHeaders, option
       // busboy counts a file part against `files` too: ours are bounded by `parts`.
       parser = multipartParser(headers, { fields: limits.fields, fieldSize: limits.fieldBytes, fieldNameSize: 200, parts: limits.parts, files: limits.parts });
     } catch (error) {
-      reject(validationError(`malformed multipart body: ${(error as Error).message}`, [{ field: 'Content-Type', reason: 'multipart/form-data needs a boundary parameter' }]));
+      reject(
+        validationError(`malformed multipart body: ${(error as Error).message}`, [
+          { field: 'Content-Type', reason: 'multipart/form-data needs a boundary parameter' },
+        ]),
+      );
       return;
     }
     const fields = new Map<string, string>();
@@ -56,7 +60,12 @@ export function readForm<T>(body: Readable, headers: IncomingHttpHeaders, option
       body.unpipe(parser);
       // Read what is left (and drop it) so the answer can follow; a body already gone stays so.
       if (!body.destroyed) body.resume();
-      void (received ?? Promise.resolve()).then(() => undefined, () => undefined).then(outcome);
+      void (received ?? Promise.resolve())
+        .then(
+          () => undefined,
+          () => undefined,
+        )
+        .then(outcome);
     };
     const fail = (error: unknown) => finish(() => reject(asFormError(error)));
     const failAndStop = (error: unknown) => {
@@ -69,9 +78,14 @@ export function readForm<T>(body: Readable, headers: IncomingHttpHeaders, option
       if (settled || !name) return; // a part without a name is no field of ours
       if (info.nameTruncated || info.valueTruncated) {
         const hint = name === 'file' ? ': a part named "file" needs a filename in its Content-Disposition to be read as the file (curl -F file=@path)' : '';
-        return failAndStop(validationError(`the form field ${JSON.stringify(name.slice(0, 200))} is longer than ${limits.fieldBytes} bytes${hint}`, [{ field: name, reason: 'too long' }]));
+        return failAndStop(
+          validationError(`the form field ${JSON.stringify(name.slice(0, 200))} is longer than ${limits.fieldBytes} bytes${hint}`, [
+            { field: name, reason: 'too long' },
+          ]),
+        );
       }
-      if (fields.has(name)) return failAndStop(validationError(`the form field ${JSON.stringify(name)} is given twice`, [{ field: name, reason: 'duplicate' }]));
+      if (fields.has(name))
+        return failAndStop(validationError(`the form field ${JSON.stringify(name)} is given twice`, [{ field: name, reason: 'duplicate' }]));
       fields.set(name, value);
     });
     parser.on('file', (name, stream, info) => {
@@ -85,21 +99,39 @@ export function readForm<T>(body: Readable, headers: IncomingHttpHeaders, option
       }
       if (received) {
         stream.resume();
-        return failAndStop(validationError('the form has more than one part named "file"; send one file per request', [{ field: 'file', reason: 'only one file per request' }]));
+        return failAndStop(
+          validationError('the form has more than one part named "file"; send one file per request', [{ field: 'file', reason: 'only one file per request' }]),
+        );
       }
       part = { stream, filename: formDataFileName(info.filename), mimeType: info.mimeType ?? null };
       received = options.receive(part, new Map(fields));
       received.catch(failAndStop); // over a limit, or storage failing: answer at once
     });
-    parser.on('partsLimit', () => failAndStop(validationError(`the form has more than ${limits.parts} parts`, [{ field: 'body', reason: `at most ${limits.parts} parts` }])));
-    parser.on('filesLimit', () => failAndStop(validationError(`the form has more than ${limits.parts} file parts`, [{ field: 'body', reason: `at most ${limits.parts} parts` }])));
-    parser.on('fieldsLimit', () => failAndStop(validationError(`the form has more than ${limits.fields} text fields (the file part must come within the first ${limits.parts} parts)`, [{ field: 'body', reason: `at most ${limits.fields} fields` }])));
+    parser.on('partsLimit', () =>
+      failAndStop(validationError(`the form has more than ${limits.parts} parts`, [{ field: 'body', reason: `at most ${limits.parts} parts` }])),
+    );
+    parser.on('filesLimit', () =>
+      failAndStop(validationError(`the form has more than ${limits.parts} file parts`, [{ field: 'body', reason: `at most ${limits.parts} parts` }])),
+    );
+    parser.on('fieldsLimit', () =>
+      failAndStop(
+        validationError(`the form has more than ${limits.fields} text fields (the file part must come within the first ${limits.parts} parts)`, [
+          { field: 'body', reason: `at most ${limits.fields} fields` },
+        ]),
+      ),
+    );
     parser.on('error', fail);
     parser.on('close', () => {
       if (settled) return;
       if (!received) {
         if (!options.requireFile) return finish(() => resolve({ fields, file: null }));
-        if (fields.has('file')) return fail(validationError('the part named "file" has no filename in its Content-Disposition, so it reads as a text field; send the file as a file part (curl -F file=@path)', [{ field: 'file', reason: 'no filename' }]));
+        if (fields.has('file'))
+          return fail(
+            validationError(
+              'the part named "file" has no filename in its Content-Disposition, so it reads as a text field; send the file as a file part (curl -F file=@path)',
+              [{ field: 'file', reason: 'no filename' }],
+            ),
+          );
         return fail(validationError('the multipart body has no part named "file"', [{ field: 'file', reason: 'required' }]));
       }
       received.then((file) => finish(() => resolve({ fields, file })), fail);
@@ -108,7 +140,9 @@ export function readForm<T>(body: Readable, headers: IncomingHttpHeaders, option
     // fails the part in turn; a body that ends normally ends the parser (`pipe`).
     const interrupted = () => failAndStop(validationError('the upload was interrupted before its end'));
     body.on('error', interrupted);
-    body.on('close', () => { if (!body.readableEnded) interrupted(); });
+    body.on('close', () => {
+      if (!body.readableEnded) interrupted();
+    });
     // Not pipeline(): a parser failure must leave the body open, to be drained and answered.
     // eslint-disable-next-line no-restricted-syntax -- both ends' errors are heard above
     body.pipe(parser);

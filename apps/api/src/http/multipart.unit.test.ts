@@ -14,7 +14,10 @@ function partFileName(disposition: Buffer): Promise<string | undefined> {
   return new Promise((resolve, reject) => {
     const parser = multipartParser({ 'content-type': `multipart/form-data; boundary=${boundary}` }, { files: 1 });
     let name: string | undefined;
-    parser.on('file', (_field, stream, info) => { name = info.filename; stream.resume(); });
+    parser.on('file', (_field, stream, info) => {
+      name = info.filename;
+      stream.resume();
+    });
     parser.on('close', () => resolve(name));
     parser.on('error', reject);
     parser.end(body);
@@ -70,11 +73,17 @@ describe('the multipart reader', () => {
   it('reads the file part and the text fields before and after it', async () => {
     const form = await read(field('a', '1') + filePart('x,y\n') + field('b', '2') + end);
     expect(form.file).toEqual({ text: 'x,y\n', filename: 'a.csv' });
-    expect([...form.fields]).toEqual([['a', '1'], ['b', '2']]);
+    expect([...form.fields]).toEqual([
+      ['a', '1'],
+      ['b', '2'],
+    ]);
   });
 
   it('refuses a body that ends before its closing boundary, as cut off', async () => {
-    await expect(read(field('a', '1') + filePart('x,y\n').slice(0, -10))).rejects.toMatchObject({ code: 'validation', message: expect.stringMatching(/closing boundary/) });
+    await expect(read(field('a', '1') + filePart('x,y\n').slice(0, -10))).rejects.toMatchObject({
+      code: 'validation',
+      message: expect.stringMatching(/closing boundary/),
+    });
     await expect(read(field('a', '1'))).rejects.toMatchObject({ code: 'validation', message: expect.stringMatching(/closing boundary/) });
   });
 
@@ -112,7 +121,7 @@ describe('the multipart reader', () => {
     await expect(read(files + end)).rejects.toMatchObject({ message: expect.stringMatching(`more than ${FORM_LIMITS.parts}`) });
   });
 
-  it('answers with the consumer\'s own error, after the consumer has let go of its part', async () => {
+  it("answers with the consumer's own error, after the consumer has let go of its part", async () => {
     const order: string[] = [];
     const reading = readForm(Readable.from([Buffer.from(filePart('x'.repeat(100_000)) + end)]), headers, {
       requireFile: true,
@@ -130,7 +139,11 @@ describe('the multipart reader', () => {
   });
 
   it('refuses a Content-Type without a boundary, and malformed part headers', async () => {
-    await expect(readForm(Readable.from([Buffer.from('x')]), { 'content-type': 'multipart/form-data' }, { requireFile: true, receive: async () => null })).rejects.toMatchObject({ code: 'validation' });
-    await expect(read(`--${B}\r\nContent-Disposition: form-data; name="file"; filename="a"\r\n${'x'.repeat(100_000)}`)).rejects.toMatchObject({ code: 'validation' });
+    await expect(
+      readForm(Readable.from([Buffer.from('x')]), { 'content-type': 'multipart/form-data' }, { requireFile: true, receive: async () => null }),
+    ).rejects.toMatchObject({ code: 'validation' });
+    await expect(read(`--${B}\r\nContent-Disposition: form-data; name="file"; filename="a"\r\n${'x'.repeat(100_000)}`)).rejects.toMatchObject({
+      code: 'validation',
+    });
   });
 });

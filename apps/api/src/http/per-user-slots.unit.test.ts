@@ -9,7 +9,14 @@ describe('PerUserSlots', () => {
     const s = slots(2);
     s.acquire('ada');
     s.acquire('ada');
-    const refused = (() => { try { s.acquire('ada'); } catch (e) { return e; } return null; })();
+    const refused = (() => {
+      try {
+        s.acquire('ada');
+      } catch (e) {
+        return e;
+      }
+      return null;
+    })();
     expect(refused).toBeInstanceOf(DomainError);
     expect((refused as DomainError).code).toBe('too_many');
     expect((refused as DomainError).message).toContain('MERIDIAN_MAX_X');

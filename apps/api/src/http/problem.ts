@@ -84,8 +84,12 @@ export function problemMiddleware(logger: Logger) {
         return;
       }
       if (error instanceof InfrastructureError) {
-        (ctx.state.log as Logger | undefined ?? logger).warn({ err: error, dependency: error.dependency }, 'a dependency failed the request');
-        writeProblem(ctx, error.retriable ? 'unavailable' : 'internal', error.retriable ? error.message : 'an internal error occurred; see the logs with this request id');
+        ((ctx.state.log as Logger | undefined) ?? logger).warn({ err: error, dependency: error.dependency }, 'a dependency failed the request');
+        writeProblem(
+          ctx,
+          error.retriable ? 'unavailable' : 'internal',
+          error.retriable ? error.message : 'an internal error occurred; see the logs with this request id',
+        );
         return;
       }
       const err = error as HttpishError;
@@ -95,8 +99,12 @@ export function problemMiddleware(logger: Logger) {
         for (const [k, v] of Object.entries(err.headers ?? {})) ctx.set(k, v);
         return;
       }
-      (ctx.state.log as Logger | undefined ?? logger).error({ err }, 'request failed');
-      writeProblem(ctx, status === 503 ? 'unavailable' : 'internal', status === 503 ? err.message : 'an internal error occurred; see the logs with this request id');
+      ((ctx.state.log as Logger | undefined) ?? logger).error({ err }, 'request failed');
+      writeProblem(
+        ctx,
+        status === 503 ? 'unavailable' : 'internal',
+        status === 503 ? err.message : 'an internal error occurred; see the logs with this request id',
+      );
     }
   };
 }

@@ -116,7 +116,10 @@ export function rateLimiter(options: RateLimitOptions): RateLimiter {
     ctx.set('RateLimit-Policy', policy);
     if (!d.allowed) {
       ctx.set('Retry-After', String(d.retryAfterSeconds));
-      throw new DomainError('rate_limited', `more than ${options.ratePerSecond} requests per second (burst ${options.burst}) for this user; retry after ${d.retryAfterSeconds} s`);
+      throw new DomainError(
+        'rate_limited',
+        `more than ${options.ratePerSecond} requests per second (burst ${options.burst}) for this user; retry after ${d.retryAfterSeconds} s`,
+      );
     }
   };
 }

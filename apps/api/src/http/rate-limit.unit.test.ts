@@ -5,14 +5,23 @@ import { rateLimiter, TokenBuckets } from './rate-limit.ts';
 
 function clock(start = 1_000) {
   let t = start;
-  return { now: () => t, advance: (ms: number) => { t += ms; } };
+  return {
+    now: () => t,
+    advance: (ms: number) => {
+      t += ms;
+    },
+  };
 }
 
 describe('token buckets', () => {
   it('lets a burst through at once, then refuses with the time until the next token', () => {
     const c = clock();
     const buckets = new TokenBuckets({ ratePerSecond: 2, burst: 3, now: c.now });
-    expect([1, 2, 3].map(() => buckets.take('ada')).map((d) => [d.allowed, d.remaining])).toEqual([[true, 2], [true, 1], [true, 0]]);
+    expect([1, 2, 3].map(() => buckets.take('ada')).map((d) => [d.allowed, d.remaining])).toEqual([
+      [true, 2],
+      [true, 1],
+      [true, 0],
+    ]);
     const refused = buckets.take('ada');
     expect(refused).toMatchObject({ allowed: false, limit: 3, remaining: 0, retryAfterSeconds: 1 });
     expect(refused.resetSeconds).toBe(2); // 3 tokens at 2/s
@@ -81,7 +90,14 @@ describe('token buckets', () => {
 describe('rate limit middleware', () => {
   const fakeCtx = () => {
     const headers: Record<string, string> = {};
-    return { headers, ctx: { set: (k: string, v: string) => { headers[k] = v; } } as unknown as Context };
+    return {
+      headers,
+      ctx: {
+        set: (k: string, v: string) => {
+          headers[k] = v;
+        },
+      } as unknown as Context,
+    };
   };
 
   it('puts the RateLimit headers on every answer and refuses with rate_limited and Retry-After', () => {

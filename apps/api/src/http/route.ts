@@ -82,7 +82,13 @@ export type MountOptions = {
 };
 
 /** Registers routes on a router: timeout, authentication, rate limit, then validation of query, path, headers and body, then the handler. */
-export function mountRoutes(router: Router, defs: readonly RouteDef[], authenticate: Authenticator, jsonBody: RouterMiddleware, options: MountOptions = {}): void {
+export function mountRoutes(
+  router: Router,
+  defs: readonly RouteDef[],
+  authenticate: Authenticator,
+  jsonBody: RouterMiddleware,
+  options: MountOptions = {},
+): void {
   for (const def of defs) {
     const limits: RouterMiddleware[] = options.timeout && !def.streaming ? [options.timeout] : [];
     const parse: RouterMiddleware[] = def.body ? [jsonBody] : [];
@@ -96,15 +102,25 @@ export function mountRoutes(router: Router, defs: readonly RouteDef[], authentic
       }
       await next();
     };
-    router.register(koaPath(def.path), [def.method], [...limits, guard, ...parse, async (ctx: Context) => {
-      const user = (def.auth === 'public' ? undefined : ctx.state.userRecord) as UserRecord;
-      const errors: FieldError[] = [];
-      const query = parsePart(def.query, ctx.query, 'query', errors);
-      const params = parsePart(def.params, ctx.params, 'path', errors);
-      const headers = parsePart(def.headers, ctx.headers, 'header', errors);
-      const body = parsePart(def.body, (ctx.request as { body?: unknown }).body, 'body', errors);
-      if (errors.length > 0) throw new DomainError('validation', `invalid request: ${errors.map((e) => `${e.field} ${e.reason}`).join('; ')}`, errors);
-      await def.handler(ctx, { query, params, body, headers, user });
-    }], { name: def.operationId });
+    router.register(
+      koaPath(def.path),
+      [def.method],
+      [
+        ...limits,
+        guard,
+        ...parse,
+        async (ctx: Context) => {
+          const user = (def.auth === 'public' ? undefined : ctx.state.userRecord) as UserRecord;
+          const errors: FieldError[] = [];
+          const query = parsePart(def.query, ctx.query, 'query', errors);
+          const params = parsePart(def.params, ctx.params, 'path', errors);
+          const headers = parsePart(def.headers, ctx.headers, 'header', errors);
+          const body = parsePart(def.body, (ctx.request as { body?: unknown }).body, 'body', errors);
+          if (errors.length > 0) throw new DomainError('validation', `invalid request: ${errors.map((e) => `${e.field} ${e.reason}`).join('; ')}`, errors);
+          await def.handler(ctx, { query, params, body, headers, user });
+        },
+      ],
+      { name: def.operationId },
+    );
   }
 }

@@ -44,7 +44,12 @@ export function staticAssetRoute(def: {
     description: `One of: ${Object.keys(assets).join(', ')}.${def.description ? ` ${def.description}` : ''}`,
     tags: ['operations'],
     auth: 'public',
-    params: z.object({ asset: z.string().max(64).meta({ examples: [...def.examples] }) }),
+    params: z.object({
+      asset: z
+        .string()
+        .max(64)
+        .meta({ examples: [...def.examples] }),
+    }),
     responses: { 200: { description: 'The file', contentType: '*/*', schema: z.string() } },
     problems: ['not_found'],
     handler: async (ctx, { params }) => {

@@ -43,7 +43,7 @@ beforeAll(async () => {
 afterAll(() => served.close());
 
 describe('a streamed body that fails after the route returned', () => {
-  it('before its first byte: 503 problem+json with Retry-After and the request id, not Koa\'s text/plain 500', async () => {
+  it("before its first byte: 503 problem+json with Retry-After and the request id, not Koa's text/plain 500", async () => {
     const res = await fetch(`${served.url}/before-head`);
     expect(res.status).toBe(503);
     expect(res.headers.get('content-type')).toMatch(/^application\/problem\+json/);

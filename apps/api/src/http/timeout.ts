@@ -23,7 +23,9 @@ export function requestTimeout(ms: number, logger: Logger) {
     let deadline = performance.now() + ms;
     // Armed before the route runs: a handler may extend the deadline before its first await.
     const expired = new Promise<'expired'>((resolve) => {
-      const arm = () => { timer = setTimeout(() => resolve('expired'), Math.max(0, deadline - performance.now())); };
+      const arm = () => {
+        timer = setTimeout(() => resolve('expired'), Math.max(0, deadline - performance.now()));
+      };
       arm();
       // A route that waits on purpose (a long-poll) moves its deadline on by the wait it allows.
       ctx.state.extendTimeout = (extraMs: number) => {
@@ -38,7 +40,7 @@ export function requestTimeout(ms: number, logger: Logger) {
       if (outcome === 'expired') {
         controller.abort(new Error(`request timed out after ${ms} ms`));
         // The handler may still fail later: log it, never leave it unhandled.
-        done.catch((error: unknown) => (ctx.state.log as Logger | undefined ?? logger).warn({ err: error }, 'request failed after its timeout'));
+        done.catch((error: unknown) => ((ctx.state.log as Logger | undefined) ?? logger).warn({ err: error }, 'request failed after its timeout'));
         writeProblem(ctx, 'timeout', `the request did not complete within ${ms} ms; retry later`);
       }
     } finally {

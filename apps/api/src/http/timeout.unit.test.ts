@@ -16,7 +16,9 @@ let served: Served;
 const seen: { aborted?: boolean; lateError?: boolean } = {};
 // /slow is held until the test lets it go, so an answer that arrives first can only be the timeout's.
 let releaseSlow!: () => void;
-const slowHeld = new Promise<void>((resolve) => { releaseSlow = resolve; });
+const slowHeld = new Promise<void>((resolve) => {
+  releaseSlow = resolve;
+});
 let slowDone: Promise<void>;
 
 beforeAll(async () => {
@@ -24,65 +26,117 @@ beforeAll(async () => {
   app.silent = true;
   const router = new Router();
   const user = { user_name: 'ada', is_admin: false } as unknown as UserRecord;
-  mountRoutes(router, [
-    defineRoute({
-      method: 'GET', path: '/slow', operationId: 'slow', summary: '', tags: [], auth: 'public', responses: {},
-      handler: async (ctx) => {
-        const signal = ctx.state.signal as AbortSignal;
-        slowDone = slowHeld.then(() => { seen.aborted = signal.aborted; });
-        await slowDone;
-        ctx.body = { late: true };
-      },
-    }),
-    defineRoute({
-      method: 'GET', path: '/slow-fail', operationId: 'slowFail', summary: '', tags: [], auth: 'public', responses: {},
-      handler: async () => {
-        await sleep(200);
-        seen.lateError = true;
-        throw new Error('SELECT 1 failed late');
-      },
-    }),
-    defineRoute({
-      method: 'GET', path: '/stream', operationId: 'stream', summary: '', tags: [], auth: 'public', responses: {}, streaming: true,
-      handler: async (ctx) => {
-        await sleep(300);
-        ctx.body = { streamed: true };
-      },
-    }),
-    defineRoute({
-      method: 'GET', path: '/waits', operationId: 'waits', summary: '', tags: [], auth: 'public', responses: {},
-      handler: async (ctx) => {
-        // Extends before its first await, as the long-poll does when the task is at hand.
-        (ctx.state.extendTimeout as (ms: number) => void)(400);
-        await sleep(300);
-        ctx.body = { waited: true };
-      },
-    }),
-    defineRoute({
-      method: 'GET', path: '/fast', operationId: 'fast', summary: '', tags: [], auth: 'public', responses: {},
-      handler: (ctx) => {
-        ctx.body = { ok: true };
-      },
-    }),
-    defineRoute({
-      method: 'GET', path: '/mine', operationId: 'mine', summary: '', tags: [], auth: 'user', responses: {},
-      handler: (ctx) => {
-        ctx.body = { ok: true };
-      },
-    }),
-    defineRoute({
-      method: 'GET', path: '/stream-mine', operationId: 'streamMine', summary: '', tags: [], auth: 'user', responses: {}, streaming: true,
-      handler: (ctx) => {
-        ctx.body = { ok: true };
-      },
-    }),
-  ], (ctx) => {
-    if (ctx.get('Authorization') !== 'Bearer k') throw new DomainError('unauthenticated', 'no');
-    return user;
-  }, (async (_ctx: unknown, next: () => Promise<void>) => next()) as RouterMiddleware, {
-    timeout: requestTimeout(100, logger) as unknown as RouterMiddleware,
-    rateLimit: rateLimiter({ ratePerSecond: 0.001, burst: 2 }),
-  });
+  mountRoutes(
+    router,
+    [
+      defineRoute({
+        method: 'GET',
+        path: '/slow',
+        operationId: 'slow',
+        summary: '',
+        tags: [],
+        auth: 'public',
+        responses: {},
+        handler: async (ctx) => {
+          const signal = ctx.state.signal as AbortSignal;
+          slowDone = slowHeld.then(() => {
+            seen.aborted = signal.aborted;
+          });
+          await slowDone;
+          ctx.body = { late: true };
+        },
+      }),
+      defineRoute({
+        method: 'GET',
+        path: '/slow-fail',
+        operationId: 'slowFail',
+        summary: '',
+        tags: [],
+        auth: 'public',
+        responses: {},
+        handler: async () => {
+          await sleep(200);
+          seen.lateError = true;
+          throw new Error('SELECT 1 failed late');
+        },
+      }),
+      defineRoute({
+        method: 'GET',
+        path: '/stream',
+        operationId: 'stream',
+        summary: '',
+        tags: [],
+        auth: 'public',
+        responses: {},
+        streaming: true,
+        handler: async (ctx) => {
+          await sleep(300);
+          ctx.body = { streamed: true };
+        },
+      }),
+      defineRoute({
+        method: 'GET',
+        path: '/waits',
+        operationId: 'waits',
+        summary: '',
+        tags: [],
+        auth: 'public',
+        responses: {},
+        handler: async (ctx) => {
+          // Extends before its first await, as the long-poll does when the task is at hand.
+          (ctx.state.extendTimeout as (ms: number) => void)(400);
+          await sleep(300);
+          ctx.body = { waited: true };
+        },
+      }),
+      defineRoute({
+        method: 'GET',
+        path: '/fast',
+        operationId: 'fast',
+        summary: '',
+        tags: [],
+        auth: 'public',
+        responses: {},
+        handler: (ctx) => {
+          ctx.body = { ok: true };
+        },
+      }),
+      defineRoute({
+        method: 'GET',
+        path: '/mine',
+        operationId: 'mine',
+        summary: '',
+        tags: [],
+        auth: 'user',
+        responses: {},
+        handler: (ctx) => {
+          ctx.body = { ok: true };
+        },
+      }),
+      defineRoute({
+        method: 'GET',
+        path: '/stream-mine',
+        operationId: 'streamMine',
+        summary: '',
+        tags: [],
+        auth: 'user',
+        responses: {},
+        streaming: true,
+        handler: (ctx) => {
+          ctx.body = { ok: true };
+        },
+      }),
+    ],
+    (ctx) => {
+      if (ctx.get('Authorization') !== 'Bearer k') throw new DomainError('unauthenticated', 'no');
+      return user;
+    },
+    (async (_ctx: unknown, next: () => Promise<void>) => next()) as RouterMiddleware,
+    {
+      timeout: requestTimeout(100, logger) as unknown as RouterMiddleware,
+      rateLimit: rateLimiter({ ratePerSecond: 0.001, burst: 2 }),
+    },
+  );
   app.use(requestContext(logger));
   app.use(problemMiddleware(logger));
   app.use(router.routes()).use(router.allowedMethods());

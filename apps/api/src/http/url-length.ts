@@ -33,5 +33,8 @@ function postFormDetail(what: string, path: string): string {
  * path is known, and the long selectors are most likely a download's list: named here.
  */
 export function headerOverflowDetail(maxHeaderBytes: number): string {
-  return longTargetDetail(`the request line and headers are larger than ${maxHeaderBytes} bytes`) + ' (a metrics download: the same parameters as a POST /api/v1/metrics/download body)';
+  return (
+    longTargetDetail(`the request line and headers are larger than ${maxHeaderBytes} bytes`) +
+    ' (a metrics download: the same parameters as a POST /api/v1/metrics/download body)'
+  );
 }

@@ -11,9 +11,13 @@ export async function ingestLag(services: ApiServices) {
     { group: g.filesProjector, topic: t.files },
   ];
   try {
-    return await withTimeout(Promise.all(groups.map(async ({ group, topic }) =>
-      (await services.log.groupLag(group, topic)).map(({ partition, lag }) => ({ group, topic, partition, lag })),
-    )), 2000, 'kafka').then((lists) => lists.flat());
+    return await withTimeout(
+      Promise.all(
+        groups.map(async ({ group, topic }) => (await services.log.groupLag(group, topic)).map(({ partition, lag }) => ({ group, topic, partition, lag }))),
+      ),
+      2000,
+      'kafka',
+    ).then((lists) => lists.flat());
   } catch {
     return [];
   }

@@ -68,7 +68,7 @@ function requestMetrics(registry: Registry): ApiMetrics['observeRequests'] {
   });
   const duration = new Histogram({
     name: 'meridian_http_request_duration_seconds',
-    help: 'Time from a request\'s arrival until its response was sent (streams included), by method, route template and status.',
+    help: "Time from a request's arrival until its response was sent (streams included), by method, route template and status.",
     labelNames: ['method', 'route', 'status'] as const,
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300],
     registers: [registry],
@@ -147,7 +147,7 @@ function readAtScrape(registry: Registry, options: ApiMetricsOptions): void {
   if (awaitingProjection) {
     new Gauge({
       name: 'meridian_points_awaiting_projection',
-      help: 'Points of uploads in the event log and not yet stored in ClickHouse, as this process\'s tasks fold counts them; pushes get 429 past MERIDIAN_PUSH_MAX_LAG_POINTS.',
+      help: "Points of uploads in the event log and not yet stored in ClickHouse, as this process's tasks fold counts them; pushes get 429 past MERIDIAN_PUSH_MAX_LAG_POINTS.",
       registers: [registry],
       collect() {
         this.set(awaitingProjection());
@@ -172,7 +172,7 @@ function readAtScrape(registry: Registry, options: ApiMetricsOptions): void {
   if (folds) {
     new Gauge({
       name: 'meridian_fold_start_events_read',
-      help: 'Events each folded log (accounts, tasks, files) read at this process\'s start before it caught up: the tail after the snapshot it started from (tasks: after the read model\'s positions), or the whole log without one.',
+      help: "Events each folded log (accounts, tasks, files) read at this process's start before it caught up: the tail after the snapshot it started from (tasks: after the read model's positions), or the whole log without one.",
       labelNames: ['fold'] as const,
       registers: [registry],
       collect() {
@@ -195,7 +195,8 @@ function taskMetrics(registry: Registry, options: ApiMetricsOptions): void {
       registers: [registry],
       collect() {
         const counts = new Map<TaskStatus, number>(TASK_STATUSES.map((s) => [s, 0]));
-        for (const task of tasks().values()) if (task.status === 'queued' || task.status === 'running') counts.set(task.status, (counts.get(task.status) ?? 0) + 1);
+        for (const task of tasks().values())
+          if (task.status === 'queued' || task.status === 'running') counts.set(task.status, (counts.get(task.status) ?? 0) + 1);
         const finished = finishedTasks();
         counts.set('succeeded', finished.succeeded);
         counts.set('failed', finished.failed);
@@ -222,7 +223,8 @@ function taskMetrics(registry: Registry, options: ApiMetricsOptions): void {
       collect() {
         let oldest: number | null = null;
         for (const task of tasks().values()) {
-          if (task.kind === 'metrics_upload' && task.status === 'running' && task.result !== null) oldest = Math.min(oldest ?? task.created_at, task.created_at);
+          if (task.kind === 'metrics_upload' && task.status === 'running' && task.result !== null)
+            oldest = Math.min(oldest ?? task.created_at, task.created_at);
         }
         this.set(oldest === null ? 0 : Math.max(0, (now() - oldest) / 1000));
       },

@@ -9,9 +9,21 @@ import { createApiMetrics, type ApiMetrics } from './metrics.ts';
 const tasks = initialTasks();
 let finished = { succeeded: 0, failed: 0, points: 0 };
 const task = (id: string, status: Task['status'], points: number | null): Task => ({
-  task_id: id, kind: 'metrics_upload', user_name: 'ada', status, created_at: 0, updated_at: 0, rows_done: 0, rows_total: null,
-  result: points === null ? null : { points_accepted: points, rows_rejected: 0, metrics: [] }, errors: [], reason: null,
-  pending_partitions: [], open_runs: 0, idempotency_key: null, payload_sha256: '',
+  task_id: id,
+  kind: 'metrics_upload',
+  user_name: 'ada',
+  status,
+  created_at: 0,
+  updated_at: 0,
+  rows_done: 0,
+  rows_total: null,
+  result: points === null ? null : { points_accepted: points, rows_rejected: 0, metrics: [] },
+  errors: [],
+  reason: null,
+  pending_partitions: [],
+  open_runs: 0,
+  idempotency_key: null,
+  payload_sha256: '',
 });
 let metrics: ApiMetrics;
 let served: Served;
@@ -38,10 +50,15 @@ describe('api metrics', () => {
     await fetch(`${served.url}/nowhere/${Math.random()}`);
     await fetch(`${served.url}/api/v1/tasks/c`, { method: 'DELETE' });
     // A request is recorded once its response has been sent in full ('close'), a moment after the client has it.
-    const text = await waitFor('four requests recorded', async () => {
-      const t = await scrape();
-      return t.includes('status="405"} 1') ? t : undefined;
-    }, 2000, 10);
+    const text = await waitFor(
+      'four requests recorded',
+      async () => {
+        const t = await scrape();
+        return t.includes('status="405"} 1') ? t : undefined;
+      },
+      2000,
+      10,
+    );
     expect(text).toContain('meridian_http_requests_total{method="GET",route="/api/v1/tasks/{task_id}",status="200"} 2');
     expect(text).toContain('meridian_http_requests_total{method="GET",route="(unmatched)",status="404"} 1');
     expect(text).toContain('meridian_http_requests_total{method="DELETE",route="(unmatched)",status="405"} 1');
@@ -91,7 +108,13 @@ describe('projection freshness', () => {
 
   it('shows the events each fold read at start, once it has caught up', async () => {
     let files: number | null = null;
-    const m = createApiMetrics({ processMetrics: false, folds: () => [{ fold: 'accounts', eventsReadAtStart: 12 }, { fold: 'files', eventsReadAtStart: files }] });
+    const m = createApiMetrics({
+      processMetrics: false,
+      folds: () => [
+        { fold: 'accounts', eventsReadAtStart: 12 },
+        { fold: 'files', eventsReadAtStart: files },
+      ],
+    });
     const text = await m.registry.metrics();
     expect(text).toMatch(/^meridian_fold_start_events_read\{fold="accounts"\} 12$/m);
     expect(text).not.toContain('fold="files"');

@@ -73,7 +73,7 @@ export function docsRoutes(): RouteDef[] {
       method: 'GET',
       path: '/docs',
       operationId: 'docs',
-      summary: 'This API\'s documentation page (Swagger UI over /api/v1/openapi.json)',
+      summary: "This API's documentation page (Swagger UI over /api/v1/openapi.json)",
       tags: ['operations'],
       auth: 'public',
       responses: { 200: { description: 'The HTML page', contentType: 'text/html', schema: z.string() } },

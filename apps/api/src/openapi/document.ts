@@ -36,7 +36,11 @@ function problemsOf(def: RouteDef): ProblemType[] {
 
 function parameters(def: RouteDef): Json[] {
   const params: Json[] = [];
-  for (const [where, schema] of [['query', def.query], ['path', def.params], ['header', def.headers]] as const) {
+  for (const [where, schema] of [
+    ['query', def.query],
+    ['path', def.params],
+    ['header', def.headers],
+  ] as const) {
     if (!schema) continue;
     const s = jsonSchema(schema, 'input') as { properties?: Record<string, Json>; required?: string[] };
     for (const [name, prop] of Object.entries(s.properties ?? {})) {
@@ -71,12 +75,26 @@ function responses(def: RouteDef): Json {
     const contentType = doc.contentType ?? 'application/json';
     out[status] = {
       description: doc.description,
-      ...(doc.headers ? { headers: Object.fromEntries(Object.entries(doc.headers).map(([h, d]) => [h, { description: d.description, schema: jsonSchema(d.schema, 'output') }])) } : {}),
+      ...(doc.headers
+        ? {
+            headers: Object.fromEntries(
+              Object.entries(doc.headers).map(([h, d]) => [h, { description: d.description, schema: jsonSchema(d.schema, 'output') }]),
+            ),
+          }
+        : {}),
       ...(doc.schema || doc.example !== undefined
         ? {
             content: {
-              [contentType]: { ...(doc.schema ? { schema: jsonSchema(doc.schema, 'output') } : {}), ...(doc.example !== undefined ? { example: doc.example } : {}) },
-              ...Object.fromEntries(Object.entries(doc.alsoAs ?? {}).map(([type, alt]) => [type, { schema: jsonSchema(alt.schema, 'output'), ...(alt.example !== undefined ? { example: alt.example } : {}) }])),
+              [contentType]: {
+                ...(doc.schema ? { schema: jsonSchema(doc.schema, 'output') } : {}),
+                ...(doc.example !== undefined ? { example: doc.example } : {}),
+              },
+              ...Object.fromEntries(
+                Object.entries(doc.alsoAs ?? {}).map(([type, alt]) => [
+                  type,
+                  { schema: jsonSchema(alt.schema, 'output'), ...(alt.example !== undefined ? { example: alt.example } : {}) },
+                ]),
+              ),
             },
           }
         : {}),
@@ -96,7 +114,9 @@ function responses(def: RouteDef): Json {
     fromProblems.add(key);
     out[key] = {
       description: described,
-      ...(status === 429 || status === 503 ? { headers: { 'Retry-After': { description: 'Seconds to wait before retrying', schema: { type: 'integer', minimum: 0 } } } } : {}),
+      ...(status === 429 || status === 503
+        ? { headers: { 'Retry-After': { description: 'Seconds to wait before retrying', schema: { type: 'integer', minimum: 0 } } } }
+        : {}),
       content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } },
     };
   }
@@ -106,7 +126,12 @@ function responses(def: RouteDef): Json {
       if (key === '401') continue;
       response.headers = {
         ...response.headers,
-        ...Object.fromEntries(Object.entries(rateLimitHeaderDocs).map(([h, description]) => [h, { description, schema: h === 'RateLimit-Policy' ? { type: 'string' } : { type: 'integer', minimum: 0 } }])),
+        ...Object.fromEntries(
+          Object.entries(rateLimitHeaderDocs).map(([h, description]) => [
+            h,
+            { description, schema: h === 'RateLimit-Policy' ? { type: 'string' } : { type: 'integer', minimum: 0 } },
+          ]),
+        ),
       };
     }
   }

@@ -7,14 +7,19 @@ import { inertApiDeps } from './inert-deps.ts';
 const deps = inertApiDeps();
 
 describe('the OpenAPI document', () => {
-  const doc = buildOpenApi(apiRoutes(deps), '1.0.0') as { openapi: string; paths: Record<string, Record<string, { responses: Record<string, unknown>; operationId: string }>> };
+  const doc = buildOpenApi(apiRoutes(deps), '1.0.0') as {
+    openapi: string;
+    paths: Record<string, Record<string, { responses: Record<string, unknown>; operationId: string }>>;
+  };
 
   it('covers exactly the routes the router serves', () => {
     const router = buildRouter(deps);
     const served = router.stack
       .flatMap((layer) => layer.methods.filter((m) => m !== 'HEAD').map((m) => `${m} ${String(layer.path).replace(/:(\w+)/g, '{$1}')}`))
       .sort();
-    const documented = Object.entries(doc.paths).flatMap(([path, ops]) => Object.keys(ops).map((m) => `${m.toUpperCase()} ${path}`)).sort();
+    const documented = Object.entries(doc.paths)
+      .flatMap(([path, ops]) => Object.keys(ops).map((m) => `${m.toUpperCase()} ${path}`))
+      .sort();
     expect(served.length).toBeGreaterThan(10);
     expect(documented).toEqual(served);
   });
@@ -41,15 +46,27 @@ describe('the OpenAPI document', () => {
   it('documents the headers routes read and every content type a route answers with', () => {
     type Op = { parameters?: Array<{ name: string; in: string }>; responses: Record<string, { content?: Record<string, unknown> }> };
     const op = (path: string, method: string) => (doc.paths[path] as unknown as Record<string, Op>)[method]!;
-    const headers = (o: Op) => (o.parameters ?? []).filter((p) => p.in === 'header').map((p) => p.name).sort();
+    const headers = (o: Op) =>
+      (o.parameters ?? [])
+        .filter((p) => p.in === 'header')
+        .map((p) => p.name)
+        .sort();
     expect(headers(op('/api/v1/metrics/upload', 'post'))).toEqual(['idempotency-key']);
     expect(headers(op('/api/v1/metrics_file_upload', 'post'))).toEqual(['idempotency-key']);
     expect(headers(op('/api/v1/file/download/{file_id}', 'get'))).toEqual(['if-none-match', 'if-range', 'range']);
-    expect(Object.keys(op('/api/v1/metrics/download', 'get').responses['200']!.content!).sort()).toEqual(['application/json', 'application/vnd.apache.arrow.stream', 'application/vnd.apache.parquet', 'text/csv']);
+    expect(Object.keys(op('/api/v1/metrics/download', 'get').responses['200']!.content!).sort()).toEqual([
+      'application/json',
+      'application/vnd.apache.arrow.stream',
+      'application/vnd.apache.parquet',
+      'text/csv',
+    ]);
   });
 
   it('documents the POST form of the download: form and JSON bodies, 413 and 415, X-Next-Cursor without Link', () => {
-    type Op = { requestBody?: { content: Record<string, { schema: { properties?: Record<string, unknown> } }> }; responses: Record<string, { headers?: Record<string, unknown> }> };
+    type Op = {
+      requestBody?: { content: Record<string, { schema: { properties?: Record<string, unknown> } }> };
+      responses: Record<string, { headers?: Record<string, unknown> }>;
+    };
     const post = (doc.paths['/api/v1/metrics/download'] as unknown as Record<string, Op>).post!;
     expect(Object.keys(post.requestBody!.content).sort()).toEqual(['application/json', 'application/x-www-form-urlencoded']);
     expect(Object.keys(post.requestBody!.content['application/json']!.schema.properties!)).toContain('metrics');

@@ -13,22 +13,68 @@ import { PerUserSlots } from '../http/per-user-slots.ts';
  */
 export function inertApiDeps(): ApiDeps {
   const cursors = createCursorSeal('inert secret of a structure-only test');
-  const inert = async (): Promise<never> => { throw new Error('inert'); };
+  const inert = async (): Promise<never> => {
+    throw new Error('inert');
+  };
   return {
     logger: createLogger({ name: 't', level: 'silent' }),
     probes: [],
     readyTimeoutMs: 100,
     smallJsonBodyBytes: 16384,
     accounts: { state: initialAccounts(), ready: true, execute: async () => [] },
-    tasks: { live: () => initialTasks(), find: async () => undefined, readModel: { list: async () => [] }, syncToEnd: async () => {}, cursors, waits: { untilEnded: async () => {}, slots: new PerUserSlots(1, { setting: 'x', noun: 'x' }), maxSeconds: 0 } },
-    download: { conn: { url: 'http://127.0.0.1:1', username: 'x', password: '', database: 'x' }, catalog: { list: async () => [], entries: async () => [] }, limits: { maxRowsCeiling: 10, maxListNames: 10, maxRollupRows: 10 }, batchRows: 65536, maxBodyBytes: 1024, cursors },
-    deletions: { catalog: { list: async () => [], entries: async () => [] }, maxListNames: 10, maxPoints: 10, count: inert, append: inert, applied: async () => {}, tasks: { unfinished: () => new Map(), max: 1 } },
-    series: { conn: { url: 'http://127.0.0.1:1', username: 'x', password: '', database: 'x' }, catalog: { list: async () => [], entries: async () => [] }, limits: { maxPoints: 10, maxSeries: 1 } },
+    tasks: {
+      live: () => initialTasks(),
+      find: async () => undefined,
+      readModel: { list: async () => [] },
+      syncToEnd: async () => {},
+      cursors,
+      waits: { untilEnded: async () => {}, slots: new PerUserSlots(1, { setting: 'x', noun: 'x' }), maxSeconds: 0 },
+    },
+    download: {
+      conn: { url: 'http://127.0.0.1:1', username: 'x', password: '', database: 'x' },
+      catalog: { list: async () => [], entries: async () => [] },
+      limits: { maxRowsCeiling: 10, maxListNames: 10, maxRollupRows: 10 },
+      batchRows: 65536,
+      maxBodyBytes: 1024,
+      cursors,
+    },
+    deletions: {
+      catalog: { list: async () => [], entries: async () => [] },
+      maxListNames: 10,
+      maxPoints: 10,
+      count: inert,
+      append: inert,
+      applied: async () => {},
+      tasks: { unfinished: () => new Map(), max: 1 },
+    },
+    series: {
+      conn: { url: 'http://127.0.0.1:1', username: 'x', password: '', database: 'x' },
+      catalog: { list: async () => [], entries: async () => [] },
+      limits: { maxPoints: 10, maxSeries: 1 },
+    },
     uploads: {
       storage: {} as BlobStore,
       limits: { jsonBodyBytes: 1, uploadBytes: 1, pointsPerJsonUpload: 1 },
-      jsonChecker: { check: async () => { throw new Error('inert'); } },
-      submit: { producer: async () => { throw new Error('inert'); }, codec: { encode: () => Buffer.alloc(0), decode: () => { throw new Error('inert'); } }, topic: 't', ackTimeoutMs: 1, find: async () => undefined, applied: async () => {} },
+      jsonChecker: {
+        check: async () => {
+          throw new Error('inert');
+        },
+      },
+      submit: {
+        producer: async () => {
+          throw new Error('inert');
+        },
+        codec: {
+          encode: () => Buffer.alloc(0),
+          decode: () => {
+            throw new Error('inert');
+          },
+        },
+        topic: 't',
+        ackTimeoutMs: 1,
+        find: async () => undefined,
+        applied: async () => {},
+      },
     },
     files: {
       storage: {} as BlobStore,
@@ -41,9 +87,31 @@ export function inertApiDeps(): ApiDeps {
         logger: createLogger({ name: 't', level: 'silent' }),
       }),
       tasks: () => initialTasks(),
-      submit: { producer: async () => { throw new Error('inert'); }, codec: { encode: () => Buffer.alloc(0), decode: () => { throw new Error('inert'); } }, topic: 't', ackTimeoutMs: 1, applied: async () => {} },
+      submit: {
+        producer: async () => {
+          throw new Error('inert');
+        },
+        codec: {
+          encode: () => Buffer.alloc(0),
+          decode: () => {
+            throw new Error('inert');
+          },
+        },
+        topic: 't',
+        ackTimeoutMs: 1,
+        applied: async () => {},
+      },
       limits: { uploadBytes: 1, defaultQuotaBytes: 1 },
     },
-    events: { plan: async () => { throw new Error('inert'); }, stream: () => { throw new Error('inert'); }, maxEventsCeiling: 1, cursors },
+    events: {
+      plan: async () => {
+        throw new Error('inert');
+      },
+      stream: () => {
+        throw new Error('inert');
+      },
+      maxEventsCeiling: 1,
+      cursors,
+    },
   };
 }

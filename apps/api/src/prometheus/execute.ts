@@ -2,8 +2,18 @@ import { randomUUID } from 'node:crypto';
 import type { Context } from 'koa';
 import { cancelDownload, readAggregated, readSamples, readWindowValues, type ConnOptions } from '@meridian/clickhouse';
 import {
-  evalInstant, evalRange, execution, planWindows, PromqlError,
-  type Expr, type Labels, type QueryResult, type SampleWindow, type SeriesData, type StepValues, type UserRecord,
+  evalInstant,
+  evalRange,
+  execution,
+  planWindows,
+  PromqlError,
+  type Expr,
+  type Labels,
+  type QueryResult,
+  type SampleWindow,
+  type SeriesData,
+  type StepValues,
+  type UserRecord,
 } from '@meridian/domain';
 import type { Logger } from '@meridian/observability';
 import type { MetricCatalog } from '../catalog/routes.ts';
@@ -52,27 +62,48 @@ export async function runQuery(deps: PromqlDeps, ctx: Context, user: UserRecord,
     abort.abort(reason);
     void cancelDownload(deps.conn, queryId).catch(() => {});
   };
-  const timer = setTimeout(() => stop(new PromqlError('timeout', `query timed out in query execution after ${timeoutMs} ms (MERIDIAN_PROMQL_TIMEOUT_MS or the timeout parameter)`)), timeoutMs);
+  const timer = setTimeout(
+    () => stop(new PromqlError('timeout', `query timed out in query execution after ${timeoutMs} ms (MERIDIAN_PROMQL_TIMEOUT_MS or the timeout parameter)`)),
+    timeoutMs,
+  );
   const requestSignal = ctx.state.signal as AbortSignal | undefined;
   const onRequestTimeout = () => stop(new PromqlError('timeout', 'the request timed out'));
-  const onClose = () => { if (!ctx.res.writableFinished) stop(new PromqlError('canceled', 'the client went away')); };
+  const onClose = () => {
+    if (!ctx.res.writableFinished) stop(new PromqlError('canceled', 'the client went away'));
+  };
   requestSignal?.addEventListener('abort', onRequestTimeout, { once: true });
   ctx.res.on('close', onClose);
   try {
     const series = await readableSeries(deps.catalog, user);
     const labelsOf = new Map(series.map((s) => [s.name, s.labels]));
     const windows = planWindows(expr, series, times.startMs, times.endMs, times.stepMs, LOOKBACK_MS, deps.reduceRatio);
-    (ctx.state.log as Logger).info({ clickhouse_query_id: queryId, selectors: windows.length, reduced: windows.filter((w) => w.reduce).length }, 'promql query');
+    (ctx.state.log as Logger).info(
+      { clickhouse_query_id: queryId, selectors: windows.length, reduced: windows.filter((w) => w.reduce).length },
+      'promql query',
+    );
     const fetched = new Map<number, SeriesData[]>();
     const reduced = new Map<number, StepValues[]>();
     const reducedAggregates = new Map<number, StepValues[]>();
     let samples = 0;
-    const tooMany = () => execution(`query processing would load too many samples into memory in query execution: more than ${limits.maxSamples} (MERIDIAN_PROMQL_MAX_SAMPLES); narrow the selectors or the range`);
+    const tooMany = () =>
+      execution(
+        `query processing would load too many samples into memory in query execution: more than ${limits.maxSamples} (MERIDIAN_PROMQL_MAX_SAMPLES); narrow the selectors or the range`,
+      );
     for (const [i, w] of windows.entries()) {
       if (w.names.length > limits.maxSeries) {
-        throw execution(`a selector matches ${w.names.length} series, more than ${limits.maxSeries} (MERIDIAN_PROMQL_MAX_SERIES); narrow it with more label matchers`);
+        throw execution(
+          `a selector matches ${w.names.length} series, more than ${limits.maxSeries} (MERIDIAN_PROMQL_MAX_SERIES); narrow it with more label matchers`,
+        );
       }
-      const request = { names: w.names, fromMs: w.fromMs, toMs: w.toMs, sparse: w.sparse, maxSamples: limits.maxSamples - samples, queryId: `${queryId}-${i}`, signal: abort.signal };
+      const request = {
+        names: w.names,
+        fromMs: w.fromMs,
+        toMs: w.toMs,
+        sparse: w.sparse,
+        maxSamples: limits.maxSamples - samples,
+        queryId: `${queryId}-${i}`,
+        signal: abort.signal,
+      };
       try {
         if (w.reduce?.aggregate) {
           const { values, read } = await readStoreAggregated(deps.conn, w, request);
@@ -91,7 +122,10 @@ export async function runQuery(deps: PromqlDeps, ctx: Context, user: UserRecord,
         const read = await readSamples(deps.conn, request);
         if (read === 'too_many') throw tooMany();
         samples += read.reduce((n, s) => n + s.ts.length, 0);
-        fetched.set(w.selectorId, read.map((s) => ({ labels: labelsOf.get(s.name)!, ts: s.ts, vs: s.vs })));
+        fetched.set(
+          w.selectorId,
+          read.map((s) => ({ labels: labelsOf.get(s.name)!, ts: s.ts, vs: s.vs })),
+        );
       } catch (cause) {
         if (stopped.why) throw stopped.why;
         if (cause instanceof PromqlError) throw cause;
@@ -101,15 +135,29 @@ export async function runQuery(deps: PromqlDeps, ctx: Context, user: UserRecord,
     const readMs = performance.now() - (deadline - timeoutMs);
     const checkpoint = () => {
       if (stopped.why) throw stopped.why;
-      if (performance.now() > deadline) throw new PromqlError('timeout', `query timed out in expression evaluation after ${timeoutMs} ms (MERIDIAN_PROMQL_TIMEOUT_MS or the timeout parameter)`);
+      if (performance.now() > deadline)
+        throw new PromqlError(
+          'timeout',
+          `query timed out in expression evaluation after ${timeoutMs} ms (MERIDIAN_PROMQL_TIMEOUT_MS or the timeout parameter)`,
+        );
     };
     const options = { lookbackMs: LOOKBACK_MS, checkpoint, reduced, reducedAggregates };
     const result = times.instant
       ? evalInstant(expr, fetched, times.startMs, options)
       : evalRange(expr, fetched, times.startMs, times.endMs, times.stepMs, options);
     const count = result.resultType === 'vector' ? result.samples.length : result.resultType === 'matrix' ? result.series.length : 1;
-    (ctx.state.log as Logger).info({ clickhouse_query_id: queryId, samples, read_ms: Math.round(readMs), eval_ms: Math.round(performance.now() - (deadline - timeoutMs) - readMs), series: count }, 'promql query evaluated');
-    if (count > limits.maxSeries) throw execution(`the query answers ${count} series, more than ${limits.maxSeries} (MERIDIAN_PROMQL_MAX_SERIES); aggregate or narrow it`);
+    (ctx.state.log as Logger).info(
+      {
+        clickhouse_query_id: queryId,
+        samples,
+        read_ms: Math.round(readMs),
+        eval_ms: Math.round(performance.now() - (deadline - timeoutMs) - readMs),
+        series: count,
+      },
+      'promql query evaluated',
+    );
+    if (count > limits.maxSeries)
+      throw execution(`the query answers ${count} series, more than ${limits.maxSeries} (MERIDIAN_PROMQL_MAX_SERIES); aggregate or narrow it`);
     return result;
   } finally {
     clearTimeout(timer);
@@ -139,7 +187,11 @@ async function readReduced(
 }
 
 /** An aggregation of a reduced function, done by ClickHouse: each group's value at every step. */
-async function readStoreAggregated(conn: ConnOptions, w: SampleWindow, request: Parameters<typeof readSamples>[1]): Promise<{ values: StepValues[]; read: number | 'too_many' }> {
+async function readStoreAggregated(
+  conn: ConnOptions,
+  w: SampleWindow,
+  request: Parameters<typeof readSamples>[1],
+): Promise<{ values: StepValues[]; read: number | 'too_many' }> {
   const reduce = w.reduce!;
   const aggregate = reduce.aggregate!;
   const groups = aggregate.labels.map((labels) => ({ labels, present: new Uint8Array(reduce.steps), values: new Float64Array(reduce.steps) }));

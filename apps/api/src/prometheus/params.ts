@@ -15,7 +15,8 @@ export async function requestParams(ctx: Context, maxBodyBytes: number): Promise
   const values = new Map<string, string[]>();
   if (ctx.method === 'POST') {
     const contentType = ctx.get('Content-Type');
-    if (!FORM.test(contentType)) throw new DomainError('unsupported_media_type', 'the body must be application/x-www-form-urlencoded, as Prometheus\' API takes it');
+    if (!FORM.test(contentType))
+      throw new DomainError('unsupported_media_type', "the body must be application/x-www-form-urlencoded, as Prometheus' API takes it");
     const bytes = await readBody(ctx.req, maxBodyBytes);
     collect(values, new URLSearchParams(bytes.toString('utf8')));
   }

@@ -46,7 +46,11 @@ export async function readableSeries(catalog: MetricCatalog, user: UserRecord): 
  * RE2 the query evaluation uses, on those. `readable` is what the caller may read (entitled,
  * within the range): a name ClickHouse chooses that is not in it is not seen.
  */
-export async function selectSeries(conn: ConnOptions, selectors: ReadonlyArray<readonly Matcher[]>, readable: readonly ReadableSeries[]): Promise<ReadableSeries[]> {
+export async function selectSeries(
+  conn: ConnOptions,
+  selectors: ReadonlyArray<readonly Matcher[]>,
+  readable: readonly ReadableSeries[],
+): Promise<ReadableSeries[]> {
   const chosen = new Set<ReadableSeries>();
   for (const matchers of selectors) {
     const equalities = matchers.filter((m) => m.op === '=' || m.op === '!=').map((m) => ({ name: m.name, equal: m.op === '=', value: m.value }));

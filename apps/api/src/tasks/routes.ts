@@ -1,5 +1,15 @@
 import { z } from 'zod';
-import { DomainError, hasEnded, notFound, validationError, type Task, type TaskListKey, type TaskReadModel, type TasksState, type UserRecord } from '@meridian/domain';
+import {
+  DomainError,
+  hasEnded,
+  notFound,
+  validationError,
+  type Task,
+  type TaskListKey,
+  type TaskReadModel,
+  type TasksState,
+  type UserRecord,
+} from '@meridian/domain';
 import type { CursorSeal } from '../http/cursor-seal.ts';
 import { holdOpen } from '../http/hold-open.ts';
 import type { PerUserSlots } from '../http/per-user-slots.ts';
@@ -56,7 +66,7 @@ export function taskRoutes(tasks: TaskReads): RouteDef[] {
       operationId: 'getTask',
       summary: 'Follow a background task',
       description: [
-        'Answers at once after the 202 that returned the id. Only the task\'s owner and admins see it; anyone else gets 404, as for a task that does not exist.',
+        "Answers at once after the 202 that returned the id. Only the task's owner and admins see it; anyone else gets 404, as for a task that does not exist.",
         'With `wait=N` (a long-poll) the answer is held until the task has succeeded or failed, or N seconds have passed, whichever comes first, and is then the task as it is (200 either way): clients need not poll.',
         `N above the server's cap (MERIDIAN_TASK_MAX_WAIT_SECONDS, 30 by default) is shortened to the cap. Each user may hold a few waits at once per api instance (MERIDIAN_MAX_TASK_WAITERS_PER_USER, 16 by default); one more gets 429.`,
         'Finished tasks are kept for MERIDIAN_TASK_RETENTION_DAYS after their last change.',
@@ -65,8 +75,14 @@ export function taskRoutes(tasks: TaskReads): RouteDef[] {
       auth: 'user',
       params: z.object({ task_id: z.string() }),
       query: z.object({
-        wait: z.coerce.number().int().min(0).optional()
-          .describe('Seconds to wait for the task to end before answering (a long-poll); 0 or absent answers at once. Shortened to the server\'s cap (MERIDIAN_TASK_MAX_WAIT_SECONDS).'),
+        wait: z.coerce
+          .number()
+          .int()
+          .min(0)
+          .optional()
+          .describe(
+            "Seconds to wait for the task to end before answering (a long-poll); 0 or absent answers at once. Shortened to the server's cap (MERIDIAN_TASK_MAX_WAIT_SECONDS).",
+          ),
       }),
       responses: { 200: { description: 'The task: ended, or as it is when the wait ran out', schema: taskViewSchema } },
       problems: ['not_found', 'too_many', 'unavailable'],
@@ -105,7 +121,7 @@ export function taskRoutes(tasks: TaskReads): RouteDef[] {
       method: 'GET',
       path: '/api/v1/tasks',
       operationId: 'listTasks',
-      summary: 'The caller\'s tasks, newest first',
+      summary: "The caller's tasks, newest first",
       description: 'Pages: when more tasks follow, X-Next-Cursor holds an opaque cursor; pass it as `cursor` with the same filters for the next page.',
       tags: ['tasks'],
       auth: 'user',
@@ -128,18 +144,28 @@ export function taskRoutes(tasks: TaskReads): RouteDef[] {
         let before: TaskListKey | undefined;
         if (query.cursor !== undefined) {
           const opened = tasks.cursors.open(query.cursor, context);
-          if (opened === null) throw validationError('invalid request: cursor not a cursor this service issued for this list', [{ field: 'cursor', reason: 'not a cursor this service issued for this list' }]);
+          if (opened === null)
+            throw validationError('invalid request: cursor not a cursor this service issued for this list', [
+              { field: 'cursor', reason: 'not a cursor this service issued for this list' },
+            ]);
           before = JSON.parse(opened) as TaskListKey;
         }
-        const stored = await tasks.readModel.list({ user_name: user.user_name, status: query.status, kind: query.kind, limit: query.limit, before })
-          .catch((e: unknown) => { throw unavailable(e); });
+        const stored = await tasks.readModel
+          .list({ user_name: user.user_name, status: query.status, kind: query.kind, limit: query.limit, before })
+          .catch((e: unknown) => {
+            throw unavailable(e);
+          });
         // Memory is ahead of the read model for the tasks it holds (a task accepted a moment ago
         // is there first): its version replaces the stored one. When the stored page is full,
         // memory adds only tasks no older than its last row, so the next page misses nothing.
         const live = tasks.live();
         const floor = stored.length === query.limit ? stored[stored.length - 1] : undefined;
-        const mine = (t: Task) => t.user_name === user.user_name && (query.status === undefined || t.status === query.status) && (query.kind === undefined || t.kind === query.kind)
-          && (before === undefined || olderThan(t, before)) && (floor === undefined || !olderThan(t, floor));
+        const mine = (t: Task) =>
+          t.user_name === user.user_name &&
+          (query.status === undefined || t.status === query.status) &&
+          (query.kind === undefined || t.kind === query.kind) &&
+          (before === undefined || olderThan(t, before)) &&
+          (floor === undefined || !olderThan(t, floor));
         const merged = new Map<string, Task>();
         for (const t of stored) {
           const held = live.get(t.task_id);

@@ -8,7 +8,11 @@ export function telemetryDeps({ settings, submit, slots }: ApiParts, push: PushD
   return {
     submit,
     push,
-    limits: compileLimits({ maxBytes: settings.MERIDIAN_PROTOCOL_MAX_BYTES, maxSeries: settings.MERIDIAN_PROTOCOL_MAX_SERIES, maxSamples: settings.MERIDIAN_PROTOCOL_MAX_SAMPLES }),
+    limits: compileLimits({
+      maxBytes: settings.MERIDIAN_PROTOCOL_MAX_BYTES,
+      maxSeries: settings.MERIDIAN_PROTOCOL_MAX_SERIES,
+      maxSamples: settings.MERIDIAN_PROTOCOL_MAX_SAMPLES,
+    }),
     maxBodyBytes: settings.MERIDIAN_PUSH_MAX_BYTES,
     pointsCodec: path.pointsCodec,
     inFlight: slots.uploads,

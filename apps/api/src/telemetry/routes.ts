@@ -50,12 +50,24 @@ async function pushSeries(deps: TelemetryDeps, user: UserRecord, source: string,
     throw new DomainError('unavailable', 'the event log is not reachable; nothing was stored, retry later', [], { cause });
   });
   const { decision, refused, refusedPoints } = decideSeriesPush(decoded, user, {
-    taskId, at, batchPoints: deps.push.parse.batchPoints, pointsPartitions, partitionOf: partitionFor, codec: deps.pointsCodec,
+    taskId,
+    at,
+    batchPoints: deps.push.parse.batchPoints,
+    pointsPartitions,
+    partitionOf: partitionFor,
+    codec: deps.pointsCodec,
   });
   if (decision.points_accepted > 0) {
     const request = {
-      task_id: taskId, user_name: user.user_name, at, metric_name: null, on_error: 'skip' as const, source,
-      payload_bytes: body.length, payload_sha256: createHash('sha256').update(body).digest(), idempotency_key: null,
+      task_id: taskId,
+      user_name: user.user_name,
+      at,
+      metric_name: null,
+      on_error: 'skip' as const,
+      source,
+      payload_bytes: body.length,
+      payload_sha256: createHash('sha256').update(body).digest(),
+      idempotency_key: null,
     };
     await submitPush(deps.submit, deps.push, request, decision);
   }
@@ -64,7 +76,10 @@ async function pushSeries(deps: TelemetryDeps, user: UserRecord, source: string,
 
 /** The first refusals in one line, for an answer's message. */
 function refusalSummary(o: Outcome): string {
-  const first = o.refused.slice(0, 3).map((r) => `${r.where}: ${r.reason}`).join('; ');
+  const first = o.refused
+    .slice(0, 3)
+    .map((r) => `${r.where}: ${r.reason}`)
+    .join('; ');
   return `${o.refusedPoints} of ${o.stored + o.refusedPoints} samples refused${first === '' ? '' : ` (${first}${o.refused.length > 3 ? '; ...' : ''})`}`;
 }
 
@@ -92,8 +107,16 @@ export function telemetryRoutes(deps: TelemetryDeps): RouteDef[] {
     tags: ['telemetry'],
     auth: 'user',
     // Read whatever its Content-Type says (only the 2.0 parameter is looked at): Prometheus sends x-protobuf.
-    requestBodyDoc: { contentTypes: { 'application/x-protobuf': z.string().describe('snappy-compressed WriteRequest'), 'application/octet-stream': z.string().describe('the same bytes, however labelled') } },
-    responses: { 204: { description: 'Every sample stored' }, 400: { description: 'Some samples refused (the rest stored), or the body is malformed', contentType: 'text/plain' } },
+    requestBodyDoc: {
+      contentTypes: {
+        'application/x-protobuf': z.string().describe('snappy-compressed WriteRequest'),
+        'application/octet-stream': z.string().describe('the same bytes, however labelled'),
+      },
+    },
+    responses: {
+      204: { description: 'Every sample stored' },
+      400: { description: 'Some samples refused (the rest stored), or the body is malformed', contentType: 'text/plain' },
+    },
     problems: ['validation', 'payload_too_large', 'too_many', 'unavailable'],
     streaming: true,
     handler: async (ctx, { user }) => {
@@ -112,67 +135,94 @@ export function telemetryRoutes(deps: TelemetryDeps): RouteDef[] {
     },
   });
 
-  const otlp = (path: string, operationId: string) => defineRoute({
-    method: 'POST',
-    path,
-    operationId,
-    summary: 'OpenTelemetry OTLP/HTTP metrics (protobuf or JSON, gzip)',
-    description: `An ExportMetricsServiceRequest as application/x-protobuf or application/json, gzip or not. Gauges, sums (a monotonic cumulative sum is named with _total; a delta sum is stored as sent), histograms (_bucket{le}, _sum, _count) and summaries (quantiles, _sum, _count). 200 with partial_success naming the refused data points when some were refused (the rest are stored). ${pushSummary}`,
-    tags: ['telemetry'],
-    auth: 'user',
-    requestBodyDoc: { contentTypes: { 'application/x-protobuf': z.string().describe('ExportMetricsServiceRequest'), 'application/json': z.object({ resourceMetrics: z.array(z.unknown()) }) } },
-    responses: { 200: { description: 'ExportMetricsServiceResponse, in the request\'s encoding' } },
-    problems: ['validation', 'payload_too_large', 'unsupported_media_type', 'too_many', 'unavailable'],
-    streaming: true,
-    handler: async (ctx, { user }) => {
-      const type = ctx.get('Content-Type').toLowerCase();
-      const format = type.startsWith('application/json') ? 'json' : type.startsWith('application/x-protobuf') || type.startsWith('application/protobuf') ? 'protobuf' : null;
-      if (format === null) throw new DomainError('unsupported_media_type', 'send OTLP as application/x-protobuf or application/json');
-      holdSlot(ctx, user);
-      const body = await readBody(ctx.req, deps.maxBodyBytes);
-      const decoded = decodeOtlpMetrics(await decompressed(ctx, body, deps.limits), format, deps.limits);
-      const outcome = await pushSeries(deps, user, 'otlp', body, decoded);
-      const decoderPartial = otlpPartialSuccess(decoded);
-      // The decoder counts OTLP data points it refused; series the caller may not write add their samples.
-      const accessRefused = outcome.refusedPoints - decoded.rejectedPoints;
-      const rejected = (decoderPartial?.rejectedDataPoints ?? 0) + accessRefused;
-      const partial = rejected === 0 ? null : { rejectedDataPoints: rejected, errorMessage: refusalSummary(outcome) };
-      ctx.status = 200;
-      ctx.type = format === 'json' ? 'application/json' : 'application/x-protobuf';
-      const answer = otlpExportResponse(partial, format);
-      ctx.body = typeof answer === 'string' ? answer : Buffer.from(answer.buffer, answer.byteOffset, answer.byteLength);
-    },
-  });
+  const otlp = (path: string, operationId: string) =>
+    defineRoute({
+      method: 'POST',
+      path,
+      operationId,
+      summary: 'OpenTelemetry OTLP/HTTP metrics (protobuf or JSON, gzip)',
+      description: `An ExportMetricsServiceRequest as application/x-protobuf or application/json, gzip or not. Gauges, sums (a monotonic cumulative sum is named with _total; a delta sum is stored as sent), histograms (_bucket{le}, _sum, _count) and summaries (quantiles, _sum, _count). 200 with partial_success naming the refused data points when some were refused (the rest are stored). ${pushSummary}`,
+      tags: ['telemetry'],
+      auth: 'user',
+      requestBodyDoc: {
+        contentTypes: {
+          'application/x-protobuf': z.string().describe('ExportMetricsServiceRequest'),
+          'application/json': z.object({ resourceMetrics: z.array(z.unknown()) }),
+        },
+      },
+      responses: { 200: { description: "ExportMetricsServiceResponse, in the request's encoding" } },
+      problems: ['validation', 'payload_too_large', 'unsupported_media_type', 'too_many', 'unavailable'],
+      streaming: true,
+      handler: async (ctx, { user }) => {
+        const type = ctx.get('Content-Type').toLowerCase();
+        const format = type.startsWith('application/json')
+          ? 'json'
+          : type.startsWith('application/x-protobuf') || type.startsWith('application/protobuf')
+            ? 'protobuf'
+            : null;
+        if (format === null) throw new DomainError('unsupported_media_type', 'send OTLP as application/x-protobuf or application/json');
+        holdSlot(ctx, user);
+        const body = await readBody(ctx.req, deps.maxBodyBytes);
+        const decoded = decodeOtlpMetrics(await decompressed(ctx, body, deps.limits), format, deps.limits);
+        const outcome = await pushSeries(deps, user, 'otlp', body, decoded);
+        const decoderPartial = otlpPartialSuccess(decoded);
+        // The decoder counts OTLP data points it refused; series the caller may not write add their samples.
+        const accessRefused = outcome.refusedPoints - decoded.rejectedPoints;
+        const rejected = (decoderPartial?.rejectedDataPoints ?? 0) + accessRefused;
+        const partial = rejected === 0 ? null : { rejectedDataPoints: rejected, errorMessage: refusalSummary(outcome) };
+        ctx.status = 200;
+        ctx.type = format === 'json' ? 'application/json' : 'application/x-protobuf';
+        const answer = otlpExportResponse(partial, format);
+        ctx.body = typeof answer === 'string' ? answer : Buffer.from(answer.buffer, answer.byteOffset, answer.byteLength);
+      },
+    });
 
-  const influx = (path: string, operationId: string, version: 'v1' | 'v2') => defineRoute({
-    method: 'POST',
-    path,
-    operationId,
-    summary: `Influx line protocol (${version === 'v1' ? 'InfluxDB 1.x /write' : 'InfluxDB 2.x /api/v2/write'})`,
-    description: `Line protocol, gzip or not; ${version === 'v1' ? '`db` and `rp` are accepted and not used (access decides what a caller may write); `precision` n, u, ms, s, m or h' : '`org` and `bucket` are accepted and not used (access decides what a caller may write); `precision` ns, us, ms or s'} (default ns). A series is named measurement_field{tag="value",...}. 204 when every line is stored; 400 with Influx's error body naming the first refused line when some were refused (the rest are stored). ${pushSummary}`,
-    tags: ['telemetry'],
-    auth: 'user',
-    query: z.object({ precision: z.string().optional(), db: z.string().optional(), rp: z.string().optional(), org: z.string().optional(), bucket: z.string().optional(), orgID: z.string().optional() }),
-    requestBodyDoc: { contentTypes: { 'text/plain': z.string().describe('line protocol') } },
-    responses: { 204: { description: 'Every line stored' }, 400: { description: 'Some lines refused (the rest stored)', schema: z.object({ code: z.string().optional(), message: z.string().optional(), error: z.string().optional() }) } },
-    problems: ['validation', 'payload_too_large', 'unsupported_media_type', 'too_many', 'unavailable'],
-    streaming: true,
-    handler: async (ctx, { user, query }) => {
-      const precision = parseInfluxPrecision(query.precision);
-      if (precision === null) throw new DomainError('validation', `precision ${JSON.stringify(query.precision)} is not one of ns, us, ms, s (v1 also n, u, m, h)`, [{ field: 'query.precision', reason: 'unknown precision' }]);
-      holdSlot(ctx, user);
-      const body = await readBody(ctx.req, deps.maxBodyBytes);
-      const decoded = decodeInfluxLines(await decompressed(ctx, body, deps.limits), { ...deps.limits, precision, receivedAtMs: Date.now() });
-      const outcome = await pushSeries(deps, user, 'influx', body, decoded);
-      if (outcome.refusedPoints === 0) {
-        ctx.status = 204;
-        return;
-      }
-      const message = `partial write: ${refusalSummary(outcome)}`;
-      ctx.status = 400;
-      ctx.body = version === 'v1' ? { error: message } : { code: 'invalid', message };
-    },
-  });
+  const influx = (path: string, operationId: string, version: 'v1' | 'v2') =>
+    defineRoute({
+      method: 'POST',
+      path,
+      operationId,
+      summary: `Influx line protocol (${version === 'v1' ? 'InfluxDB 1.x /write' : 'InfluxDB 2.x /api/v2/write'})`,
+      description: `Line protocol, gzip or not; ${version === 'v1' ? '`db` and `rp` are accepted and not used (access decides what a caller may write); `precision` n, u, ms, s, m or h' : '`org` and `bucket` are accepted and not used (access decides what a caller may write); `precision` ns, us, ms or s'} (default ns). A series is named measurement_field{tag="value",...}. 204 when every line is stored; 400 with Influx's error body naming the first refused line when some were refused (the rest are stored). ${pushSummary}`,
+      tags: ['telemetry'],
+      auth: 'user',
+      query: z.object({
+        precision: z.string().optional(),
+        db: z.string().optional(),
+        rp: z.string().optional(),
+        org: z.string().optional(),
+        bucket: z.string().optional(),
+        orgID: z.string().optional(),
+      }),
+      requestBodyDoc: { contentTypes: { 'text/plain': z.string().describe('line protocol') } },
+      responses: {
+        204: { description: 'Every line stored' },
+        400: {
+          description: 'Some lines refused (the rest stored)',
+          schema: z.object({ code: z.string().optional(), message: z.string().optional(), error: z.string().optional() }),
+        },
+      },
+      problems: ['validation', 'payload_too_large', 'unsupported_media_type', 'too_many', 'unavailable'],
+      streaming: true,
+      handler: async (ctx, { user, query }) => {
+        const precision = parseInfluxPrecision(query.precision);
+        if (precision === null)
+          throw new DomainError('validation', `precision ${JSON.stringify(query.precision)} is not one of ns, us, ms, s (v1 also n, u, m, h)`, [
+            { field: 'query.precision', reason: 'unknown precision' },
+          ]);
+        holdSlot(ctx, user);
+        const body = await readBody(ctx.req, deps.maxBodyBytes);
+        const decoded = decodeInfluxLines(await decompressed(ctx, body, deps.limits), { ...deps.limits, precision, receivedAtMs: Date.now() });
+        const outcome = await pushSeries(deps, user, 'influx', body, decoded);
+        if (outcome.refusedPoints === 0) {
+          ctx.status = 204;
+          return;
+        }
+        const message = `partial write: ${refusalSummary(outcome)}`;
+        ctx.status = 400;
+        ctx.body = version === 'v1' ? { error: message } : { code: 'invalid', message };
+      },
+    });
 
   return [
     remoteWrite,

@@ -9,11 +9,16 @@ export type UploadCaps = {
   readonly queuedTasks: number;
   readonly unfinished: () => UnfinishedTasks;
   /** Unfinished tasks of a user from which their next upload waits for one to end (MERIDIAN_UPLOAD_BACKLOG_PER_USER), at most `waitMs`. */
-  readonly backlog: { readonly perUser: number; readonly waitMs: number; readonly untilOneEnds: (userName: string, ms: number, signal: AbortSignal) => Promise<void> };
+  readonly backlog: {
+    readonly perUser: number;
+    readonly waitMs: number;
+    readonly untilOneEnds: (userName: string, ms: number, signal: AbortSignal) => Promise<void>;
+  };
 };
 
 /** What the upload routes' OpenAPI descriptions say of the per-user backlog. */
-export const BACKLOG_DOC = 'While the caller has MERIDIAN_UPLOAD_BACKLOG_PER_USER (default 8) unfinished tasks, a new upload waits, before its body is read, until one of them ends, at most MERIDIAN_UPLOAD_BACKLOG_WAIT_MS (default 10 s), then 429 with Retry-After: a producer faster than ingest gets slower answers, and what it has accepted stays fresh.';
+export const BACKLOG_DOC =
+  'While the caller has MERIDIAN_UPLOAD_BACKLOG_PER_USER (default 8) unfinished tasks, a new upload waits, before its body is read, until one of them ends, at most MERIDIAN_UPLOAD_BACKLOG_WAIT_MS (default 10 s), then 429 with Retry-After: a producer faster than ingest gets slower answers, and what it has accepted stays fresh.';
 
 /**
  * Runs an upload under its user's caps, checked before its body is read: a new task past the
@@ -46,7 +51,11 @@ export class UploadAdmission {
     // Only a user at the cap (or at the backlog) pays for the lookup of the task (memory, else
     // the read model), once: a retry of a task that exists is no new task.
     let found: Promise<boolean> | undefined;
-    const exists = () => (found ??= this.#find(taskId).then((task) => task !== undefined, () => false));
+    const exists = () =>
+      (found ??= this.#find(taskId).then(
+        (task) => task !== undefined,
+        () => false,
+      ));
     const unfinished = () => caps.unfinished().get(user.user_name) ?? 0;
     try {
       assertTaskRoom(caps.unfinished(), user.user_name, caps.queuedTasks);
@@ -79,7 +88,10 @@ async function untilBacklogRoom(ctx: Context, backlog: UploadCaps['backlog'], us
     while (unfinished() >= backlog.perUser) {
       const left = deadline - Date.now();
       if (left <= 0) {
-        throw new DomainError('too_many', `you have ${unfinished()} unfinished tasks (MERIDIAN_UPLOAD_BACKLOG_PER_USER is ${backlog.perUser}) and none ended within ${backlog.waitMs} ms; retry later`);
+        throw new DomainError(
+          'too_many',
+          `you have ${unfinished()} unfinished tasks (MERIDIAN_UPLOAD_BACKLOG_PER_USER is ${backlog.perUser}) and none ended within ${backlog.waitMs} ms; retry later`,
+        );
       }
       await backlog.untilOneEnds(userName, left, gone);
       // A 4xx no one reads, rather than an error: the slot is given back, nothing was accepted.

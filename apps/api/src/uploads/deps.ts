@@ -3,7 +3,11 @@ import type { JsonUploadChecker } from './json-check-pool.ts';
 import type { PushDeps } from './push-submit.ts';
 import type { UploadDeps } from './routes.ts';
 
-export function uploadDeps({ services, settings, tasks, slots, submit, metrics }: ApiParts, push: PushDeps | undefined, jsonChecker: JsonUploadChecker): UploadDeps {
+export function uploadDeps(
+  { services, settings, tasks, slots, submit, metrics }: ApiParts,
+  push: PushDeps | undefined,
+  jsonChecker: JsonUploadChecker,
+): UploadDeps {
   return {
     storage: services.blobs,
     limits: {

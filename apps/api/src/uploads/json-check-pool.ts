@@ -46,7 +46,11 @@ export function jsonCheckPool(options: JsonCheckPoolOptions): JsonUploadChecker 
   let closed = false;
 
   function start(): Worker {
-    const worker = new Worker(workerUrl, { workerData: { maxValues: options.maxValues }, resourceLimits: { maxOldGenerationSizeMb: options.heapMb }, execArgv: [] });
+    const worker = new Worker(workerUrl, {
+      workerData: { maxValues: options.maxValues },
+      resourceLimits: { maxOldGenerationSizeMb: options.heapMb },
+      execArgv: [],
+    });
     worker.unref(); // an idle pool never keeps the process alive
     // Heard while idle too (run() hears it for a job): an idle worker that fails leaves the pool
     // rather than ending the process with an unheard 'error' event.
@@ -74,16 +78,33 @@ export function jsonCheckPool(options: JsonCheckPoolOptions): JsonUploadChecker 
       }
       next();
     };
-    const onMessage = (result: { bytes: Uint8Array; sha256: Uint8Array; check: JsonUploadCheck; decision: PushDecision | null }) => done(() => job.resolve({
-      body: Buffer.from(result.bytes.buffer, result.bytes.byteOffset, result.bytes.byteLength),
-      sha256: Buffer.from(result.sha256.buffer, result.sha256.byteOffset, result.sha256.byteLength),
-      check: result.check,
-      decision: result.decision,
-    }), true);
+    const onMessage = (result: { bytes: Uint8Array; sha256: Uint8Array; check: JsonUploadCheck; decision: PushDecision | null }) =>
+      done(
+        () =>
+          job.resolve({
+            body: Buffer.from(result.bytes.buffer, result.bytes.byteOffset, result.bytes.byteLength),
+            sha256: Buffer.from(result.sha256.buffer, result.sha256.byteOffset, result.sha256.byteLength),
+            check: result.check,
+            decision: result.decision,
+          }),
+        true,
+      );
     // A worker that dies on a body (out of its heap) is the body's fault: 413, never a 500.
-    const onError = (error: Error & { code?: string }) => done(() => job.reject(error.code === 'ERR_WORKER_OUT_OF_MEMORY'
-      ? new DomainError('payload_too_large', 'the JSON upload needs more memory to check than MERIDIAN_JSON_UPLOAD_CHECK_HEAP_MB allows; send it as a file', [], { cause: error })
-      : new DomainError('unavailable', 'the JSON upload check failed; retry', [], { cause: error })), false);
+    const onError = (error: Error & { code?: string }) =>
+      done(
+        () =>
+          job.reject(
+            error.code === 'ERR_WORKER_OUT_OF_MEMORY'
+              ? new DomainError(
+                  'payload_too_large',
+                  'the JSON upload needs more memory to check than MERIDIAN_JSON_UPLOAD_CHECK_HEAP_MB allows; send it as a file',
+                  [],
+                  { cause: error },
+                )
+              : new DomainError('unavailable', 'the JSON upload check failed; retry', [], { cause: error }),
+          ),
+        false,
+      );
     const onExit = () => done(() => job.reject(new DomainError('unavailable', 'the JSON upload check stopped; retry')), false);
     worker.on('message', onMessage);
     worker.once('error', onError);

@@ -30,7 +30,9 @@ describe('the JSON upload check pool', () => {
     expect((await pool.check(bomb)).check).toEqual({ kind: 'too_many_values' });
     const eleven = Buffer.from(`{"metric_name":"cpu","values":[${'1,'.repeat(10)}1]}`);
     expect((await pool.check(eleven)).check).toEqual({ kind: 'too_many_values' });
-    const ten = Buffer.from(`{"metric_name":"cpu","values":[${'{"timestamp":"2024-01-01T00:00:00Z","value":1},'.repeat(9)}{"timestamp":"2024-01-01T00:00:00Z","value":1}]}`);
+    const ten = Buffer.from(
+      `{"metric_name":"cpu","values":[${'{"timestamp":"2024-01-01T00:00:00Z","value":1},'.repeat(9)}{"timestamp":"2024-01-01T00:00:00Z","value":1}]}`,
+    );
     expect((await pool.check(ten)).check).toEqual({ kind: 'ok', metric_name: 'cpu', values: 10 });
   });
 
@@ -48,7 +50,7 @@ describe('the JSON upload check pool', () => {
     expect(results.map((r) => r.check)).toEqual([1, 2, 3].map((n) => ({ kind: 'ok', metric_name: `m${n}`, values: n + 1 })));
   });
 
-  it('a body that exhausts a worker\'s heap is a 413 problem, not a 500; the pool goes on with a new worker', async () => {
+  it("a body that exhausts a worker's heap is a 413 problem, not a 500; the pool goes on with a new worker", async () => {
     // The setting's least heap (32 MB): below it, a worker loading its modules on a loaded machine
     // can run out before its first job, which is no body's fault.
     const small = jsonCheckPool({ workers: 1, heapMb: 32, maxValues: 10_000_000 });

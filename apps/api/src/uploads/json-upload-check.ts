@@ -30,7 +30,11 @@ export function checkJsonUpload(bytes: Uint8Array, maxValues: number): JsonUploa
   // A well-formed body is vouched for without building it; anything else is parsed, to say what is wrong.
   const scanned = scanJsonUpload(bytes);
   if (scanned !== null && 'duplicate' in scanned) {
-    return { kind: 'invalid', message: `the body gives "${scanned.duplicate}" more than once; give it once`, errors: [{ field: `body.${scanned.duplicate}`, reason: 'duplicate key' }] };
+    return {
+      kind: 'invalid',
+      message: `the body gives "${scanned.duplicate}" more than once; give it once`,
+      errors: [{ field: `body.${scanned.duplicate}`, reason: 'duplicate key' }],
+    };
   }
   if (scanned !== null) return scanned.values > maxValues ? { kind: 'too_many_values' } : { kind: 'ok', ...scanned };
   let punctuation = 0;

@@ -158,7 +158,8 @@ function stringEnd(b: Uint8Array, i: number): number {
       continue;
     }
     const e = b[j + 1];
-    if (e === 0x75) { // \uXXXX
+    if (e === 0x75) {
+      // \uXXXX
       for (let k = j + 2; k < j + 6; k++) if (!isHex(b[k])) return -1;
       j += 6;
     } else if (e !== undefined && SIMPLE_ESCAPES.has(e)) {
@@ -190,7 +191,8 @@ function numberEnd(b: Uint8Array, i: number): number {
     if (!isDigit(b[j])) return -1;
     while (isDigit(b[j])) j++;
   }
-  if (b[j] === 0x65 || b[j] === 0x45) { // e E
+  if (b[j] === 0x65 || b[j] === 0x45) {
+    // e E
     j++;
     if (b[j] === PLUS || b[j] === MINUS) j++;
     if (!isDigit(b[j])) return -1;

@@ -95,7 +95,13 @@ function mutate(r: () => number, text: string): string {
 
 describe('scanJsonUpload', () => {
   it('finds the metric name and counts the values of a body without parsing it', () => {
-    const body = JSON.stringify({ metric_name: 'cpu.load "é"', values: [{ timestamp: '2024-01-01T00:00:00Z', value: 1 }, { timestamp: '2024-01-01T00:00:01Z', value: -2.5e3 }] });
+    const body = JSON.stringify({
+      metric_name: 'cpu.load "é"',
+      values: [
+        { timestamp: '2024-01-01T00:00:00Z', value: 1 },
+        { timestamp: '2024-01-01T00:00:01Z', value: -2.5e3 },
+      ],
+    });
     expect(scanJsonUpload(bytes(body))).toEqual({ metric_name: 'cpu.load "é"', values: 2 });
     expect(scanJsonUpload(bytes(' {"values":[], "metric_name":"m"}\n'))).toEqual({ metric_name: 'm', values: 0 });
     expect(scanJsonUpload(bytes('{"values":[[1,[2]],{"a":[3]}],"metric_name":"m","other":{"values":[1,2,3]}}'))).toEqual({ metric_name: 'm', values: 2 });
@@ -121,11 +127,28 @@ describe('scanJsonUpload', () => {
 
   it('vouches for nothing JSON.parse refuses, nor for a body of another shape', () => {
     for (const text of [
-      '', '{}', '[]', '{"metric_name":"m"}', '{"values":[]}', '{"metric_name":1,"values":[]}', '{"metric_name":"m","values":{}}',
-      '{"metric_name":"m","values":[]', '{"metric_name":"m","values":[],}', '{"metric_name":"m","values":[1,]}', '{"metric_name":"m","values":[01]}',
-      '{"metric_name":"m","values":[1.]}', '{"metric_name":"m","values":[.5]}', '{"metric_name":"m","values":[+1]}', '{"metric_name":"m","values":[tru]}',
-      '{"metric_name":"m\u0001","values":[]}', '{"metric_name":"\\x","values":[]}', '{"metric_name":"\\u12g4","values":[]}', '{"metric_name":"m","values":[]} x',
-      '\ufeff{"metric_name":"m","values":[]}', '{"metric_name":"m"\u00a0,"values":[]}', '{"metric_name":"m","values":[]}{}',
+      '',
+      '{}',
+      '[]',
+      '{"metric_name":"m"}',
+      '{"values":[]}',
+      '{"metric_name":1,"values":[]}',
+      '{"metric_name":"m","values":{}}',
+      '{"metric_name":"m","values":[]',
+      '{"metric_name":"m","values":[],}',
+      '{"metric_name":"m","values":[1,]}',
+      '{"metric_name":"m","values":[01]}',
+      '{"metric_name":"m","values":[1.]}',
+      '{"metric_name":"m","values":[.5]}',
+      '{"metric_name":"m","values":[+1]}',
+      '{"metric_name":"m","values":[tru]}',
+      '{"metric_name":"m\u0001","values":[]}',
+      '{"metric_name":"\\x","values":[]}',
+      '{"metric_name":"\\u12g4","values":[]}',
+      '{"metric_name":"m","values":[]} x',
+      '\ufeff{"metric_name":"m","values":[]}',
+      '{"metric_name":"m"\u00a0,"values":[]}',
+      '{"metric_name":"m","values":[]}{}',
     ]) {
       expect(scanJsonUpload(bytes(text)), text).toBeNull();
     }

@@ -18,7 +18,9 @@ export async function jsonUploadText(raw: Buffer, contentType: string): Promise<
     const part = await jsonPart(body, contentType);
     if (part) return jsonUploadText(part, 'application/json');
   }
-  throw validationError('the body must be a JSON object {"metric_name": ..., "values": [{"timestamp": ..., "value": ...}]}', [{ field: 'body', reason: 'not JSON' }]);
+  throw validationError('the body must be a JSON object {"metric_name": ..., "values": [{"timestamp": ..., "value": ...}]}', [
+    { field: 'body', reason: 'not JSON' },
+  ]);
 }
 
 function withoutUtf8Bom(raw: Buffer): Buffer {
@@ -50,16 +52,20 @@ function firstNonSpace(buf: Buffer): number | undefined {
 }
 
 async function jsonPart(raw: Buffer, contentType: string): Promise<Buffer | null> {
-  const form = await readForm(Readable.from([raw]), { 'content-type': contentType }, {
-    // The body is held already (within its own limit): a text field may be all of it.
-    limits: { ...FORM_LIMITS, fieldBytes: raw.length },
-    requireFile: false,
-    receive: async (part) => {
-      const chunks: Buffer[] = [];
-      for await (const chunk of part.stream as AsyncIterable<Buffer>) chunks.push(chunk);
-      return Buffer.concat(chunks);
+  const form = await readForm(
+    Readable.from([raw]),
+    { 'content-type': contentType },
+    {
+      // The body is held already (within its own limit): a text field may be all of it.
+      limits: { ...FORM_LIMITS, fieldBytes: raw.length },
+      requireFile: false,
+      receive: async (part) => {
+        const chunks: Buffer[] = [];
+        for await (const chunk of part.stream as AsyncIterable<Buffer>) chunks.push(chunk);
+        return Buffer.concat(chunks);
+      },
     },
-  });
+  );
   if (form.file) return form.file;
   const text = form.fields.get('file') ?? (form.fields.size === 1 ? [...form.fields.values()][0]! : undefined);
   return text === undefined ? null : Buffer.from(text);

@@ -26,14 +26,14 @@ export type EncodedBatch = { readonly key: string; readonly points: number; read
 /** A push decided: stored (its encoded batches and counts) or refused whole (its errors). */
 export type PushDecision =
   | {
-    readonly kind: 'stored';
-    readonly batches: readonly EncodedBatch[];
-    readonly rows_total: number;
-    readonly points_accepted: number;
-    readonly rows_rejected: number;
-    readonly errors: readonly RowError[];
-    readonly metrics: readonly string[];
-  }
+      readonly kind: 'stored';
+      readonly batches: readonly EncodedBatch[];
+      readonly rows_total: number;
+      readonly points_accepted: number;
+      readonly rows_rejected: number;
+      readonly errors: readonly RowError[];
+      readonly metrics: readonly string[];
+    }
   | { readonly kind: 'refused'; readonly end: UploadFailed };
 
 /** The codecs by whether they write timestamps as differences. */
@@ -45,7 +45,13 @@ const pointsCodecs = new Map([true, false].map((writeDeltas) => [writeDeltas, cr
  * run on the check pool's worker thread, so the event loop only sends what comes back.
  */
 export async function decidePush(bytes: Uint8Array, request: PushRequest): Promise<PushDecision> {
-  const start = { on_error: request.on_error, user: () => request.user, batchPoints: request.batchPoints, maxBufferedPoints: request.batchPoints, groupOf: (name: string) => partitionFor(name, request.pointsPartitions) };
+  const start = {
+    on_error: request.on_error,
+    user: () => request.user,
+    batchPoints: request.batchPoints,
+    maxBufferedPoints: request.batchPoints,
+    groupOf: (name: string) => partitionFor(name, request.pointsPartitions),
+  };
   const { end, batches } = await decideWholeUpload(oneChunk(bytes), start, {
     maxErrors: Number.MAX_SAFE_INTEGER,
     maxLineLength: request.maxLineLength,
@@ -55,7 +61,11 @@ export async function decidePush(bytes: Uint8Array, request: PushRequest): Promi
   if (end.type === 'UploadFailed') return { kind: 'refused', end };
   return {
     kind: 'stored',
-    batches: batches.map((b) => ({ key: batchKey(b), points: b.timestamps.length, value: ownMemory(pointsCodecs.get(request.timestampDeltas)!.encode(pointBatchOf(request.task_id, request.at, b))) })),
+    batches: batches.map((b) => ({
+      key: batchKey(b),
+      points: b.timestamps.length,
+      value: ownMemory(pointsCodecs.get(request.timestampDeltas)!.encode(pointBatchOf(request.task_id, request.at, b))),
+    })),
     rows_total: end.rows_total,
     points_accepted: end.points_accepted,
     rows_rejected: end.rows_rejected,

@@ -37,7 +37,12 @@ export type PushWriter = { transaction(): Promise<LogTransaction>; renew(): Prom
 type Waiting = { readonly push: PushToLog; readonly bytes: number; resolve(at: Position): void; reject(error: unknown): void };
 
 /** One produce request of a transaction: its records per topic, and where each push's task event sits in it. */
-type Request = { readonly points: LogMessage[]; readonly tasks: LogMessage[]; readonly bytesByPartition: Map<number, number>; readonly taskSlots: Array<{ readonly waiting: Waiting; readonly partition: number; readonly index: number }> };
+type Request = {
+  readonly points: LogMessage[];
+  readonly tasks: LogMessage[];
+  readonly bytesByPartition: Map<number, number>;
+  readonly taskSlots: Array<{ readonly waiting: Waiting; readonly partition: number; readonly index: number }>;
+};
 
 /**
  * Writes pushes to the log, each whole or not at all, in transactions shared by the pushes that
@@ -79,17 +84,24 @@ export class PushLog {
     while (this.queue.length > 0 && this.idle.length > 0) {
       const writer = this.idle.pop()!;
       const group = this.takeGroup();
-      void this.commitWithin(writer, group).then((positions) => {
-        this.deps.committed?.(group.length);
-        group.forEach((w, i) => w.resolve(positions[i]!));
-      }, async (error: unknown) => {
-        this.deps.logger.warn({ err: error, pushes: group.length }, 'a transaction of pushes failed; its writer is renewed, which settles it');
-        await withTimeout(writer.renew(), this.deps.deadlineMs, 'renewing a push writer').catch((renewal: unknown) => this.deps.logger.warn({ err: renewal }, 'a push writer could not be renewed yet; its next transaction tries again'));
-        for (const w of group) w.reject(error);
-      }).finally(() => {
-        this.idle.push(writer);
-        this.drain();
-      });
+      void this.commitWithin(writer, group)
+        .then(
+          (positions) => {
+            this.deps.committed?.(group.length);
+            group.forEach((w, i) => w.resolve(positions[i]!));
+          },
+          async (error: unknown) => {
+            this.deps.logger.warn({ err: error, pushes: group.length }, 'a transaction of pushes failed; its writer is renewed, which settles it');
+            await withTimeout(writer.renew(), this.deps.deadlineMs, 'renewing a push writer').catch((renewal: unknown) =>
+              this.deps.logger.warn({ err: renewal }, 'a push writer could not be renewed yet; its next transaction tries again'),
+            );
+            for (const w of group) w.reject(error);
+          },
+        )
+        .finally(() => {
+          this.idle.push(writer);
+          this.drain();
+        });
     }
   }
 
@@ -119,7 +131,8 @@ export class PushLog {
         const records: LogRecord[] = [{ topic: topics.tasks, acks: -1, messages: request.tasks }];
         if (request.points.length > 0) records.unshift({ topic: topics.points, acks: -1, messages: request.points });
         const acks = await tx.sendAll(records);
-        for (const slot of request.taskSlots) positions.set(slot.waiting, { partition: slot.partition, offset: baseOffset(acks, topics.tasks, slot.partition) + slot.index });
+        for (const slot of request.taskSlots)
+          positions.set(slot.waiting, { partition: slot.partition, offset: baseOffset(acks, topics.tasks, slot.partition) + slot.index });
       }
       await tx.commit();
     } catch (error) {
@@ -153,8 +166,13 @@ export class PushLog {
         tasksIndex.clear();
       }
       for (const [partition, share] of [...perPartition].sort(([a], [b]) => a - b)) {
-        for (const b of share.batches) current.points.push({ key: b.key, value: Buffer.from(b.value.buffer, b.value.byteOffset, b.value.byteLength), partition });
-        current.points.push({ key: pushed.task_id, value: pointsCodec.encode({ type: 'UploadSealed', task_id: pushed.task_id, points: share.points }), partition });
+        for (const b of share.batches)
+          current.points.push({ key: b.key, value: Buffer.from(b.value.buffer, b.value.byteOffset, b.value.byteLength), partition });
+        current.points.push({
+          key: pushed.task_id,
+          value: pointsCodec.encode({ type: 'UploadSealed', task_id: pushed.task_id, points: share.points }),
+          partition,
+        });
         current.bytesByPartition.set(partition, (current.bytesByPartition.get(partition) ?? 0) + share.bytes);
       }
       const event: MetricsPushed = { type: 'MetricsPushed', ...pushed, partitions: [...perPartition.keys()].sort((a, b) => a - b) };

@@ -20,7 +20,13 @@ export function instanceWriter({ services, settings, instance }: ApiParts, role:
   const writer = services.log.transactional(id, { transactionTimeoutMs: settings.MERIDIAN_PUSH_TRANSACTION_TIMEOUT_MS, firstRetryMs: PUSH_FIRST_RETRY_MS });
   return {
     writer,
-    handle: { transaction: () => writer.transaction(), renew: async () => { await writer.disconnect(); await writer.connect(); } },
+    handle: {
+      transaction: () => writer.transaction(),
+      renew: async () => {
+        await writer.disconnect();
+        await writer.connect();
+      },
+    },
   };
 }
 
@@ -51,27 +57,31 @@ export function createPushPath(parts: ApiParts): PushPath {
     logger: logger.child({ component: 'push' }),
     committed: (pushes) => metrics.pushesCommitted(pushes),
   });
-  const deps: PushDeps | undefined = settings.MERIDIAN_PUSH_MAX_BYTES > 0 ? {
-    maxBytes: settings.MERIDIAN_PUSH_MAX_BYTES,
-    log: pushLog,
-    maxLagPoints: settings.MERIDIAN_PUSH_MAX_LAG_POINTS,
-    awaitingProjection: () => tasks.pointsAwaitingProjection,
-    pointsPartitions: async () => (await partitions()).points,
-    parse: {
-      batchPoints: settings.MERIDIAN_POINT_BATCH_SIZE,
-      maxLineLength: settings.MERIDIAN_MAX_LINE_BYTES,
-      maxColumns: settings.MERIDIAN_MAX_COLUMNS,
-      maxJsonDocumentLength: settings.MERIDIAN_MAX_JSON_DOCUMENT_BYTES,
-      timestampDeltas: settings.MERIDIAN_POINT_BATCH_DELTAS,
-    },
-  } : undefined;
+  const deps: PushDeps | undefined =
+    settings.MERIDIAN_PUSH_MAX_BYTES > 0
+      ? {
+          maxBytes: settings.MERIDIAN_PUSH_MAX_BYTES,
+          log: pushLog,
+          maxLagPoints: settings.MERIDIAN_PUSH_MAX_LAG_POINTS,
+          awaitingProjection: () => tasks.pointsAwaitingProjection,
+          pointsPartitions: async () => (await partitions()).points,
+          parse: {
+            batchPoints: settings.MERIDIAN_POINT_BATCH_SIZE,
+            maxLineLength: settings.MERIDIAN_MAX_LINE_BYTES,
+            maxColumns: settings.MERIDIAN_MAX_COLUMNS,
+            maxJsonDocumentLength: settings.MERIDIAN_MAX_JSON_DOCUMENT_BYTES,
+            timestampDeltas: settings.MERIDIAN_POINT_BATCH_DELTAS,
+          },
+        }
+      : undefined;
   return {
     deps,
     pointsCodec,
     connect() {
       // The writers connect first: an id fences a transaction a predecessor under the same instance
       // name left open, which would otherwise hold the tasks fold's catch-up until it times out.
-      for (const { writer } of writers) writer.connect().catch((error: unknown) => logger.warn({ err: error }, 'a push writer could not connect yet; its first push tries again'));
+      for (const { writer } of writers)
+        writer.connect().catch((error: unknown) => logger.warn({ err: error }, 'a push writer could not connect yet; its first push tries again'));
     },
     async disconnect() {
       await Promise.all(writers.map(({ writer }) => writer.disconnect()));

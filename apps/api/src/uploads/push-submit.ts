@@ -1,4 +1,13 @@
-import { DomainError, uploadRequest, validationError, type MetricsPushed, type MetricsUploadRequested, type Position, type Task, type UploadFailed } from '@meridian/domain';
+import {
+  DomainError,
+  uploadRequest,
+  validationError,
+  type MetricsPushed,
+  type MetricsUploadRequested,
+  type Position,
+  type Task,
+  type UploadFailed,
+} from '@meridian/domain';
 import { withTimeout } from '@meridian/observability';
 import type { PushDecision, PushRequest } from './push-decision.ts';
 import type { PushLog } from './push-log.ts';
@@ -34,7 +43,10 @@ export type PushDeps = {
 };
 
 /** What a push's MetricsPushed says of its request, before its outcome. */
-export type PushedRequest = Pick<MetricsPushed, 'task_id' | 'user_name' | 'at' | 'metric_name' | 'on_error' | 'source' | 'payload_bytes' | 'payload_sha256' | 'idempotency_key'>;
+export type PushedRequest = Pick<
+  MetricsPushed,
+  'task_id' | 'user_name' | 'at' | 'metric_name' | 'on_error' | 'source' | 'payload_bytes' | 'payload_sha256' | 'idempotency_key'
+>;
 
 /**
  * Writes a decided push to the log, its task's event with it, and answers as an upload does:
@@ -56,7 +68,10 @@ export async function submitPush(submit: SubmitDeps, push: PushDeps, request: Pu
   if (decision.kind === 'refused') throw refusedRows(decision.end);
   const lag = push.awaitingProjection();
   if (lag > push.maxLagPoints) {
-    throw new DomainError('too_many', `${lag} accepted points are waiting to be stored (MERIDIAN_PUSH_MAX_LAG_POINTS is ${push.maxLagPoints}); retry in a moment`);
+    throw new DomainError(
+      'too_many',
+      `${lag} accepted points are waiting to be stored (MERIDIAN_PUSH_MAX_LAG_POINTS is ${push.maxLagPoints}); retry in a moment`,
+    );
   }
   const { batches, rows_total, points_accepted, rows_rejected, errors, metrics } = decision;
   let position: Position;
@@ -70,7 +85,9 @@ export async function submitPush(submit: SubmitDeps, push: PushDeps, request: Pu
       assertSameUpload(landed, request);
       return 'written';
     }
-    throw new DomainError('unavailable', 'the event log is not reachable; the upload was not accepted, retry later with the same Idempotency-Key', [], { cause });
+    throw new DomainError('unavailable', 'the event log is not reachable; the upload was not accepted, retry later with the same Idempotency-Key', [], {
+      cause,
+    });
   }
   await submit.applied(position).catch(() => undefined);
   const kept = keyed ? await submit.find(request.task_id).catch(() => undefined) : undefined;
@@ -83,20 +100,30 @@ async function storedTask(submit: SubmitDeps, taskId: string): Promise<Task | un
   try {
     if (submit.settled) await withTimeout(submit.settled(taskId), submit.ackTimeoutMs, 'the tasks log');
   } catch (cause) {
-    throw new DomainError('unavailable', 'the event log is not reachable; the upload was not accepted, retry later with the same Idempotency-Key', [], { cause });
+    throw new DomainError('unavailable', 'the event log is not reachable; the upload was not accepted, retry later with the same Idempotency-Key', [], {
+      cause,
+    });
   }
   return submit.find(taskId);
 }
 
 /** A push with invalid rows under on_error=fail (or a metric it may not write): 400 with the rows, as its task would have failed. */
 function refusedRows(end: UploadFailed): DomainError {
-  const errors = end.errors.map(({ row, column, reason }) => (row > 0 ? { field: column, reason, row } : { field: column === 'row' ? 'body' : column, reason }));
+  const errors = end.errors.map(({ row, column, reason }) =>
+    row > 0 ? { field: column, reason, row } : { field: column === 'row' ? 'body' : column, reason },
+  );
   return validationError(end.reason, errors);
 }
 
-
-export function assertSameUpload(task: Task, command: Pick<MetricsUploadRequested, 'user_name' | 'payload_sha256' | 'metric_name' | 'on_error'> & { readonly source: string }): void {
-  if (task.user_name !== command.user_name || task.payload_sha256 !== command.payload_sha256.toString('hex') || task.upload_request !== uploadRequest(command)) {
+export function assertSameUpload(
+  task: Task,
+  command: Pick<MetricsUploadRequested, 'user_name' | 'payload_sha256' | 'metric_name' | 'on_error'> & { readonly source: string },
+): void {
+  if (
+    task.user_name !== command.user_name ||
+    task.payload_sha256 !== command.payload_sha256.toString('hex') ||
+    task.upload_request !== uploadRequest(command)
+  ) {
     throw new DomainError('conflict', 'this Idempotency-Key was used for a different upload (body or parameters)');
   }
 }

@@ -51,34 +51,57 @@ export async function receiveJsonUpload(r: Receivers, ctx: Context, request: Upl
   // A push waits in no backlog: it queues nothing in front of the ingest worker (its bound is the projector's lag).
   const declared = ctx.get('Content-Length');
   const likelyPush = push !== undefined && declared !== '' && Number(declared) <= push.maxBytes;
-  await r.admission.run(ctx, user, taskId, async () => {
-    const text = await jsonUploadText(await readBody(ctx.req, r.limits.jsonBodyBytes), ctx.get('Content-Type'));
-    const at = Date.now();
-    const pushRequest = push !== undefined && text.length <= push.maxBytes
-      ? { task_id: taskId, at, on_error: request.on_error, user, pointsPartitions: await pointsPartitions(push), ...push.parse }
-      : undefined;
-    // Parsed and hashed on a worker thread: a 16 MiB body must not hold every other request.
-    const { body: raw, sha256, check, decision } = await r.jsonChecker.check(text, pushRequest);
-    if (check.kind === 'invalid') throw validationError(check.message, check.errors);
-    if (check.kind === 'too_many_values') {
-      throw new DomainError('payload_too_large', `at most ${r.limits.pointsPerJsonUpload} values per JSON upload; send larger sets as a file to /api/v1/metrics_file_upload`);
-    }
-    assertWritable(user, check.metric_name, 'body.metric_name');
-    const described = { metric_name: check.metric_name, on_error: request.on_error, source: 'json_body', payload_bytes: raw.length, payload_sha256: sha256, idempotency_key: idempotency ?? null } as const;
-    let outcome: 'written' | 'repeated';
-    if (push !== undefined && decision !== null) {
-      const pushed = { task_id: taskId, user_name: user.user_name, at, ...described };
-      const submit = () => submitPush(r.submit, push, pushed, decision);
-      outcome = idempotency === undefined ? await submit() : await r.keyedPushes.run(taskId, submit);
-    } else {
-      // Staged like a file: the command carries only the reference, so reading the tasks log stays cheap.
-      const stagedKey = stagedUploadKey(taskId);
-      await stageBytes(r.storage, stagedKey, raw);
-      outcome = await submitStaged(r, taskId, { user_name: user.user_name, at, ...described, payload: null, staged_object: stagedKey } satisfies UploadCommand);
-    }
-    if (outcome === 'written') r.metrics?.uploadAccepted('json_body', raw.length, check.values);
-    accepted(ctx, taskId);
-  }, !likelyPush);
+  await r.admission.run(
+    ctx,
+    user,
+    taskId,
+    async () => {
+      const text = await jsonUploadText(await readBody(ctx.req, r.limits.jsonBodyBytes), ctx.get('Content-Type'));
+      const at = Date.now();
+      const pushRequest =
+        push !== undefined && text.length <= push.maxBytes
+          ? { task_id: taskId, at, on_error: request.on_error, user, pointsPartitions: await pointsPartitions(push), ...push.parse }
+          : undefined;
+      // Parsed and hashed on a worker thread: a 16 MiB body must not hold every other request.
+      const { body: raw, sha256, check, decision } = await r.jsonChecker.check(text, pushRequest);
+      if (check.kind === 'invalid') throw validationError(check.message, check.errors);
+      if (check.kind === 'too_many_values') {
+        throw new DomainError(
+          'payload_too_large',
+          `at most ${r.limits.pointsPerJsonUpload} values per JSON upload; send larger sets as a file to /api/v1/metrics_file_upload`,
+        );
+      }
+      assertWritable(user, check.metric_name, 'body.metric_name');
+      const described = {
+        metric_name: check.metric_name,
+        on_error: request.on_error,
+        source: 'json_body',
+        payload_bytes: raw.length,
+        payload_sha256: sha256,
+        idempotency_key: idempotency ?? null,
+      } as const;
+      let outcome: 'written' | 'repeated';
+      if (push !== undefined && decision !== null) {
+        const pushed = { task_id: taskId, user_name: user.user_name, at, ...described };
+        const submit = () => submitPush(r.submit, push, pushed, decision);
+        outcome = idempotency === undefined ? await submit() : await r.keyedPushes.run(taskId, submit);
+      } else {
+        // Staged like a file: the command carries only the reference, so reading the tasks log stays cheap.
+        const stagedKey = stagedUploadKey(taskId);
+        await stageBytes(r.storage, stagedKey, raw);
+        outcome = await submitStaged(r, taskId, {
+          user_name: user.user_name,
+          at,
+          ...described,
+          payload: null,
+          staged_object: stagedKey,
+        } satisfies UploadCommand);
+      }
+      if (outcome === 'written') r.metrics?.uploadAccepted('json_body', raw.length, check.values);
+      accepted(ctx, taskId);
+    },
+    !likelyPush,
+  );
 }
 
 /** POST /api/v1/metrics_file_upload: the file streamed to staging, its command to the log. */
@@ -91,7 +114,9 @@ export async function receiveFileUpload(r: Receivers, ctx: Context, request: Upl
     const limit: FileLimit = { bytes: r.limits.uploadBytes, tooLarge: () => tooLarge(r.limits.uploadBytes, 'the file') };
     assertDeclaredSize(ctx.req, limit);
     const key = stagedUploadKey(taskId);
-    const staged = isMultipart(ctx.req) ? await stageForm(ctx.req, r.storage, key, 'the upload', () => limit) : await stageBody(ctx.req, r.storage, key, 'the upload', limit);
+    const staged = isMultipart(ctx.req)
+      ? await stageForm(ctx.req, r.storage, key, 'the upload', () => limit)
+      : await stageBody(ctx.req, r.storage, key, 'the upload', limit);
     // An empty file stages nothing (stageForm, stageBody): refused without a command.
     if (staged.bytes === 0) throw validationError('the file is empty', [{ field: 'file', reason: 'empty' }]);
     const command = {
@@ -134,6 +159,8 @@ async function pointsPartitions(push: PushDeps): Promise<number> {
   try {
     return await push.pointsPartitions();
   } catch (cause) {
-    throw new DomainError('unavailable', 'the event log is not reachable; the upload was not accepted, retry later with the same Idempotency-Key', [], { cause });
+    throw new DomainError('unavailable', 'the event log is not reachable; the upload was not accepted, retry later with the same Idempotency-Key', [], {
+      cause,
+    });
   }
 }

@@ -24,19 +24,29 @@ export type UploadDeps = {
 };
 
 const taskAccepted = z.object({ task_id: z.uuid() });
-const onError = z.enum(['fail', 'skip']).default('fail').describe('fail: one invalid row fails the whole upload and nothing is stored; skip: valid rows are stored and the rejected ones reported');
+const onError = z
+  .enum(['fail', 'skip'])
+  .default('fail')
+  .describe('fail: one invalid row fails the whole upload and nothing is stored; skip: valid rows are stored and the rejected ones reported');
 /** The optional Idempotency-Key header: a retry with the same key, parameters and body gets the same task. */
 const uploadHeaders = z.object({
-  'idempotency-key': z.string().regex(/^[\x21-\x7e]{1,200}$/, 'must be 1 to 200 visible ASCII characters').optional()
-    .describe('Idempotency-Key: a retry with the same key, parameters and body answers with the same task and stores nothing twice; anything else under the key → 409'),
+  'idempotency-key': z
+    .string()
+    .regex(/^[\x21-\x7e]{1,200}$/, 'must be 1 to 200 visible ASCII characters')
+    .optional()
+    .describe(
+      'Idempotency-Key: a retry with the same key, parameters and body answers with the same task and stores nothing twice; anything else under the key → 409',
+    ),
 });
 
 const jsonUploadBody = z.object({
   metric_name: z.string().describe('The metric all values belong to.'),
-  values: z.array(z.object({
-    timestamp: z.string().describe('YYYY-MM-DDTHH:MM:SS with an offset: +hhmm, -hhmm, +hh:mm or Z; fractional seconds up to milliseconds'),
-    value: z.number().describe('A finite number'),
-  })),
+  values: z.array(
+    z.object({
+      timestamp: z.string().describe('YYYY-MM-DDTHH:MM:SS with an offset: +hhmm, -hhmm, +hh:mm or Z; fractional seconds up to milliseconds'),
+      value: z.number().describe('A finite number'),
+    }),
+  ),
 });
 
 export function uploadRoutes(deps: UploadDeps): RouteDef[] {
@@ -56,7 +66,10 @@ export function uploadRoutes(deps: UploadDeps): RouteDef[] {
       path: '/api/v1/metrics/upload',
       operationId: 'uploadMetricsJson',
       summary: 'Upload metric values as JSON (background task)',
-      description: 'The body is JSON, sent as application/json or — as the seed\'s sample request does — declared multipart/form-data with the JSON text as the body. A body of at most MERIDIAN_PUSH_MAX_BYTES (1 MiB) is a push: every value is validated here, an invalid row (on_error=fail) is answered 400 naming the rows and nothing is stored, and 202 comes once its points and task are durably in the event log; past MERIDIAN_PUSH_MAX_LAG_POINTS points not yet stored, 429. A larger body is staged: its shape is checked here, every value by the task (all or nothing unless on_error=skip), and 202 comes once the command is durably in the event log. ' + BACKLOG_DOC + ' (Staged uploads only: a push waits in no backlog.)',
+      description:
+        "The body is JSON, sent as application/json or — as the seed's sample request does — declared multipart/form-data with the JSON text as the body. A body of at most MERIDIAN_PUSH_MAX_BYTES (1 MiB) is a push: every value is validated here, an invalid row (on_error=fail) is answered 400 naming the rows and nothing is stored, and 202 comes once its points and task are durably in the event log; past MERIDIAN_PUSH_MAX_LAG_POINTS points not yet stored, 429. A larger body is staged: its shape is checked here, every value by the task (all or nothing unless on_error=skip), and 202 comes once the command is durably in the event log. " +
+        BACKLOG_DOC +
+        ' (Staged uploads only: a push waits in no backlog.)',
       tags: ['metrics'],
       auth: 'user',
       query: z.object({ on_error: onError }),
@@ -80,7 +93,7 @@ export function uploadRoutes(deps: UploadDeps): RouteDef[] {
       tags: ['metrics'],
       auth: 'user',
       query: z.object({
-        metric_name: z.string().optional().describe('URL-encoded metric name; required unless the file names each row\'s metric'),
+        metric_name: z.string().optional().describe("URL-encoded metric name; required unless the file names each row's metric"),
         on_error: onError,
       }),
       headers: uploadHeaders,
@@ -88,7 +101,8 @@ export function uploadRoutes(deps: UploadDeps): RouteDef[] {
       responses: { 202: { description: 'Accepted; follow the task', schema: taskAccepted } },
       problems: ['forbidden', 'payload_too_large', 'conflict', 'too_many', 'unavailable'],
       streaming: true,
-      handler: (ctx, { query, headers, user }) => receiveFileUpload(r, ctx, { user, on_error: query.on_error, idempotency: headers['idempotency-key'], metric_name: query.metric_name }),
+      handler: (ctx, { query, headers, user }) =>
+        receiveFileUpload(r, ctx, { user, on_error: query.on_error, idempotency: headers['idempotency-key'], metric_name: query.metric_name }),
     }),
   ];
 }

@@ -42,14 +42,24 @@ export const isMultipart = (req: IncomingMessage): boolean => /^multipart\/form-
  * unfinished multipart upload. The api never holds the file: the staging writer keeps
  * MERIDIAN_STORAGE_PARTS_IN_FLIGHT + 1 parts in memory at most.
  */
-export async function stageForm(req: IncomingMessage, storage: BlobStore, objectKey: string, what: string, limitFor: (fields: ReadonlyMap<string, string>) => FileLimit): Promise<StagedForm> {
+export async function stageForm(
+  req: IncomingMessage,
+  storage: BlobStore,
+  objectKey: string,
+  what: string,
+  limitFor: (fields: ReadonlyMap<string, string>) => FileLimit,
+): Promise<StagedForm> {
   if (!isMultipart(req)) {
     throw validationError('the body must be multipart/form-data with a part named "file"', [{ field: 'file', reason: 'required' }]);
   }
   try {
     const form = await readForm(req, req.headers, {
       requireFile: true,
-      receive: async (part, fields) => ({ ...(await streamToBucket(part.stream, storage, objectKey, what, limitFor(fields))), filename: part.filename, mimeType: part.mimeType }),
+      receive: async (part, fields) => ({
+        ...(await streamToBucket(part.stream, storage, objectKey, what, limitFor(fields))),
+        filename: part.filename,
+        mimeType: part.mimeType,
+      }),
     });
     return { ...form.file!, objectKey, fields: form.fields };
   } catch (error) {
@@ -74,7 +84,13 @@ export async function stageBody(req: IncomingMessage, storage: BlobStore, object
 }
 
 /** `what` names the request in a 503 ("the upload", "the file"). */
-async function streamToBucket(stream: Readable, storage: BlobStore, objectKey: string, what: string, limit: FileLimit): Promise<{ bytes: number; sha256: Buffer }> {
+async function streamToBucket(
+  stream: Readable,
+  storage: BlobStore,
+  objectKey: string,
+  what: string,
+  limit: FileLimit,
+): Promise<{ bytes: number; sha256: Buffer }> {
   const hash = createHash('sha256');
   const writer = storage.stage(objectKey);
   let bytes = 0;

@@ -115,10 +115,14 @@ function generationArg(positionals: string[], verb: string): number {
 
 export async function runReplay(services: CliServices, verb: string, args: readonly string[], io: Io = processIo): Promise<string> {
   switch (verb) {
-    case 'rebuild': return rebuild(services, args, io);
-    case 'list': return list(services, args);
-    case 'verify': return verify(services, args);
-    case 'swap': return swap(services, args, io);
+    case 'rebuild':
+      return rebuild(services, args, io);
+    case 'list':
+      return list(services, args);
+    case 'verify':
+      return verify(services, args);
+    case 'swap':
+      return swap(services, args, io);
     case 'drop': {
       const { positionals } = parseArgs({ args: [...args], allowPositionals: true });
       const g = generationArg(positionals, 'drop');
@@ -139,24 +143,34 @@ async function rebuild(services: CliServices, args: readonly string[], io: Io): 
     args: [...args],
     allowPositionals: true,
     options: {
-      from: { type: 'string' }, to: { type: 'string' }, swap: { type: 'boolean' }, 'swap-if-verified': { type: 'boolean' },
-      database: { type: 'string' }, 'batch-rows': { type: 'string' }, json: { type: 'boolean' }, quiet: { type: 'boolean' },
-      detach: { type: 'boolean' }, 'task-id': { type: 'string' },
+      from: { type: 'string' },
+      to: { type: 'string' },
+      swap: { type: 'boolean' },
+      'swap-if-verified': { type: 'boolean' },
+      database: { type: 'string' },
+      'batch-rows': { type: 'string' },
+      json: { type: 'boolean' },
+      quiet: { type: 'boolean' },
+      detach: { type: 'boolean' },
+      'task-id': { type: 'string' },
     },
   });
   const [projection] = positionals;
   if (positionals.length !== 1) throw new ReplayUsageError('replay rebuild needs one projection: points or tasks');
   if (projection === 'catalog') throw new ReplayUsageError('the metric catalog is rebuilt with the points: replay rebuild points');
-  if (projection === 'tasks' || projection === 'files') return rebuildReadModelCommand(services, projection === 'tasks' ? TASKS_READ_MODEL : FILES_READ_MODEL, values, io);
+  if (projection === 'tasks' || projection === 'files')
+    return rebuildReadModelCommand(services, projection === 'tasks' ? TASKS_READ_MODEL : FILES_READ_MODEL, values, io);
   if (projection === 'accounts') {
-    throw new ReplayUsageError('accounts are not stored in ClickHouse: every api and ingest process folds them from their newest snapshot and the log\'s tail');
+    throw new ReplayUsageError("accounts are not stored in ClickHouse: every api and ingest process folds them from their newest snapshot and the log's tail");
   }
-  if (projection !== 'points' && projection !== 'all') throw new ReplayUsageError(`unknown projection ${projection}: points (with its catalog) is the one stored in ClickHouse`);
+  if (projection !== 'points' && projection !== 'all')
+    throw new ReplayUsageError(`unknown projection ${projection}: points (with its catalog) is the one stored in ClickHouse`);
   if (values.swap && values['swap-if-verified']) throw new ReplayUsageError('give --swap or --swap-if-verified, not both');
   if (values.database !== undefined && (values.swap || values['swap-if-verified'])) throw new ReplayUsageError('a rebuild into --database is never swapped in');
   if (values.database !== undefined && !/^[A-Za-z_][A-Za-z0-9_]*$/.test(values.database)) throw new ReplayUsageError('--database must be an identifier');
   const batchRows = values['batch-rows'] === undefined ? undefined : Number(values['batch-rows']);
-  if (batchRows !== undefined && (!Number.isInteger(batchRows) || batchRows < 1 || batchRows > 1_000_000)) throw new ReplayUsageError('--batch-rows must be 1 to 1000000');
+  if (batchRows !== undefined && (!Number.isInteger(batchRows) || batchRows < 1 || batchRows > 1_000_000))
+    throw new ReplayUsageError('--batch-rows must be 1 to 1000000');
   const mode: SwapMode = values.swap ? 'always' : values['swap-if-verified'] ? 'if-verified' : 'never';
   const from = bound(values.from, 'from');
   const to = bound(values.to, 'to');
@@ -165,16 +179,26 @@ async function rebuild(services: CliServices, args: readonly string[], io: Io): 
   // parent of a detached run, which passes --task-id), its progress and end follow.
   const taskIdGiven = values['task-id'];
   if (taskIdGiven !== undefined && !isUuid(taskIdGiven)) throw new ReplayUsageError('--task-id must be a task id');
-  const taskId = taskIdGiven ?? await requestRebuildTask(services, {
-    user_name: 'cli', projection: 'points', from: values.from ?? null, to: values.to ?? null, database: values.database ?? null,
-    swap: mode === 'if-verified' ? 'if_verified' : mode,
-  });
+  const taskId =
+    taskIdGiven ??
+    (await requestRebuildTask(services, {
+      user_name: 'cli',
+      projection: 'points',
+      from: values.from ?? null,
+      to: values.to ?? null,
+      database: values.database ?? null,
+      swap: mode === 'if-verified' ? 'if_verified' : mode,
+    }));
   if (values.detach) {
-    const child = spawn(process.execPath, [fileURLToPath(new URL('../main.ts', import.meta.url)), 'replay', 'rebuild', ...args.filter((a) => a !== '--detach'), '--task-id', taskId, '--quiet'], {
-      detached: true,
-      stdio: 'ignore',
-      env: process.env,
-    });
+    const child = spawn(
+      process.execPath,
+      [fileURLToPath(new URL('../main.ts', import.meta.url)), 'replay', 'rebuild', ...args.filter((a) => a !== '--detach'), '--task-id', taskId, '--quiet'],
+      {
+        detached: true,
+        stdio: 'ignore',
+        env: process.env,
+      },
+    );
     child.unref();
     return values.json ? JSON.stringify({ task_id: taskId }) : `rebuild running in the background as task ${taskId} (GET /api/v1/tasks/${taskId})`;
   }
@@ -207,7 +231,12 @@ async function rebuild(services: CliServices, args: readonly string[], io: Io): 
 }
 
 /** A read model (tasks, files) rebuilt beside the live one, verified, and swapped in when asked; no task of its own. */
-async function rebuildReadModelCommand(services: CliServices, kind: ReadModelKind, values: Record<string, string | boolean | undefined>, io: Io): Promise<string> {
+async function rebuildReadModelCommand(
+  services: CliServices,
+  kind: ReadModelKind,
+  values: Record<string, string | boolean | undefined>,
+  io: Io,
+): Promise<string> {
   const given = ['from', 'to', 'database', 'batch-rows', 'detach', 'task-id'].filter((o) => values[o] !== undefined);
   if (given.length > 0) throw new ReplayUsageError(`replay rebuild ${kind.name} takes no --${given[0]}: it rebuilds the whole log beside the live tables`);
   if (values.swap && values['swap-if-verified']) throw new ReplayUsageError('give --swap or --swap-if-verified, not both');
@@ -228,8 +257,14 @@ async function rebuildReadModelCommand(services: CliServices, kind: ReadModelKin
   const v = r.verification;
   return [
     `${kind.name} rebuilt into ${Object.values(r.tables).join(', ')}: ${n(r.rows)} rows written from ${n(r.events)} events in ${(r.ms / 1000).toFixed(1)} s`,
-    v.verified ? `verified: the ${n(v.compared)} live rows inside the rebuilt range are identical` : `NOT verified: ${n(v.differing)} of ${n(v.compared)} live rows differ or are missing`,
-    ...(r.swapped ? [`swapped in: the rebuilt tables are live; the replaced ones are kept as ${Object.values(r.swapped.retired).join(', ')} until the next swap (live writes held ${Math.round(r.swapped.frozenMs)} ms, ${n(r.swapped.eventsFrozen)} events projected meanwhile${r.swapped.nudged ? '; the live projector was made to re-read its positions' : ''})`] : []),
+    v.verified
+      ? `verified: the ${n(v.compared)} live rows inside the rebuilt range are identical`
+      : `NOT verified: ${n(v.differing)} of ${n(v.compared)} live rows differ or are missing`,
+    ...(r.swapped
+      ? [
+          `swapped in: the rebuilt tables are live; the replaced ones are kept as ${Object.values(r.swapped.retired).join(', ')} until the next swap (live writes held ${Math.round(r.swapped.frozenMs)} ms, ${n(r.swapped.eventsFrozen)} events projected meanwhile${r.swapped.nudged ? '; the live projector was made to re-read its positions' : ''})`,
+        ]
+      : []),
   ].join('\n');
 }
 
@@ -238,22 +273,31 @@ function describeRebuild(r: RebuildPointsResult): string {
   const rate = s.ms > 0 ? (s.points * 1000) / s.ms : 0;
   const lines = [
     `${r.generation === null ? `rebuilt ${r.database}.${r.table}` : `generation ${r.generation} built as ${r.table}`}: ${n(s.points)} points from ${n(s.batches)} batches, ${n(s.events)} events read in ${(s.ms / 1000).toFixed(1)} s (${n(rate)} points/s, ${n(s.ms > 0 ? (s.events * 1000) / s.ms : 0)} events/s)`,
-    `  range: ${Object.entries(r.starts).map(([p, o]) => `${p}:${o}-${(r.ends[p] ?? 0) - 1}`).join(', ')}${r.copiedRows > 0 ? `; ${n(r.copiedRows)} rows before it copied from the live table` : ''}`,
+    `  range: ${Object.entries(r.starts)
+      .map(([p, o]) => `${p}:${o}-${(r.ends[p] ?? 0) - 1}`)
+      .join(', ')}${r.copiedRows > 0 ? `; ${n(r.copiedRows)} rows before it copied from the live table` : ''}`,
   ];
   if (s.rejected + s.undecodable + s.unsealedBatches > 0) {
-    lines.push(`  skipped: ${s.rejected} batches that cannot be projected, ${s.undecodable} undecodable records, ${s.unsealedBatches} batches of uploads not sealed in the range`);
+    lines.push(
+      `  skipped: ${s.rejected} batches that cannot be projected, ${s.undecodable} undecodable records, ${s.unsealedBatches} batches of uploads not sealed in the range`,
+    );
   }
   if (r.verification) lines.push(formatVerification(r.verification));
   if (r.swap) lines.push(describeSwap(r.swap));
   else if (r.notSwapped) lines.push(`not swapped in: ${r.notSwapped}`);
-  else if (r.generation !== null) lines.push(`not swapped in (swap it with: meridian replay swap ${r.generation}; drop it with: meridian replay drop ${r.generation})`);
+  else if (r.generation !== null)
+    lines.push(`not swapped in (swap it with: meridian replay swap ${r.generation}; drop it with: meridian replay drop ${r.generation})`);
   return lines.join('\n');
 }
 
 function describeSwap(s: SwapResult): string {
   return [
     `swapped in: ${LIVE_POINTS} is generation ${s.generation} now; generation ${s.retired} is kept as ${pointsTable(s.retired)} (drop it with: meridian replay drop ${s.retired})`,
-    `  live writes held for ${(s.frozenMs / 1000).toFixed(2)} s${s.nudged ? '; the live projector was made to re-read its positions' : ''}; positions at the swap ${Object.entries(s.positions).map(([p, o]) => `${p}:${o}`).join(',')}`,
+    `  live writes held for ${(s.frozenMs / 1000).toFixed(2)} s${s.nudged ? '; the live projector was made to re-read its positions' : ''}; positions at the swap ${Object.entries(
+      s.positions,
+    )
+      .map(([p, o]) => `${p}:${o}`)
+      .join(',')}`,
   ].join('\n');
 }
 
@@ -273,7 +317,9 @@ async function list(services: CliServices, args: readonly string[]): Promise<str
         g.detail.from || g.detail.to ? ` from ${String(g.detail.from ?? 'the beginning')} to ${String(g.detail.to ?? 'the end')}` : '',
         g.verified === null ? '' : g.verified ? ' verified' : ' VERIFICATION FAILED',
         built?.ms ? ` (${n(((built.points ?? 0) * 1000) / built.ms)} points/s)` : '',
-      ].join(' ').trimEnd();
+      ]
+        .join(' ')
+        .trimEnd();
     })
     .join('\n');
 }
@@ -302,8 +348,13 @@ export async function runEventsExport(services: CliServices, args: readonly stri
   const { values } = parseArgs({
     args: [...args],
     options: {
-      from: { type: 'string' }, to: { type: 'string' }, types: { type: 'string' }, format: { type: 'string' },
-      out: { type: 'string' }, 'max-events': { type: 'string' }, cursor: { type: 'string' },
+      from: { type: 'string' },
+      to: { type: 'string' },
+      types: { type: 'string' },
+      format: { type: 'string' },
+      out: { type: 'string' },
+      'max-events': { type: 'string' },
+      cursor: { type: 'string' },
     },
   });
   const time = (text: string | undefined, which: 'start' | 'end') => {
@@ -321,7 +372,13 @@ export async function runEventsExport(services: CliServices, args: readonly stri
   const request = {
     fromMs: time(values.from, 'start'),
     toMs: time(values.to, 'end'),
-    types: values.types === undefined ? null : values.types.split(',').map((t) => t.trim()).filter(Boolean),
+    types:
+      values.types === undefined
+        ? null
+        : values.types
+            .split(',')
+            .map((t) => t.trim())
+            .filter(Boolean),
     format,
     maxEvents,
     after,
@@ -349,5 +406,7 @@ export async function runEventsExport(services: CliServices, args: readonly stri
   }
   if (plan.next) io.err.write(`next cursor: ${encodeExportCursor(plan.next)}\n`);
   // Written to a file: a summary on stdout. Written to stdout: nothing more may follow the bytes.
-  return toStdout ? '' : `exported ${n(bytes)} bytes of ${format} to ${values.out}${plan.next ? ` (more after this page: --cursor ${encodeExportCursor(plan.next)})` : ''}`;
+  return toStdout
+    ? ''
+    : `exported ${n(bytes)} bytes of ${format} to ${values.out}${plan.next ? ` (more after this page: --cursor ${encodeExportCursor(plan.next)})` : ''}`;
 }

@@ -21,7 +21,12 @@ const FLAGS: Record<string, string> = {
 };
 
 /** In prose only the names no sentence uses (start_date, not metrics) are replaced. */
-const IN_PROSE = new RegExp(`(?<![\\w-])(?:query\\.|body\\.)?(${Object.keys(FLAGS).filter((k) => k.includes('_')).join('|')})(?![\\w-])`, 'g');
+const IN_PROSE = new RegExp(
+  `(?<![\\w-])(?:query\\.|body\\.)?(${Object.keys(FLAGS)
+    .filter((k) => k.includes('_'))
+    .join('|')})(?![\\w-])`,
+  'g',
+);
 
 export function inFlags(text: string): string {
   return text.replace(IN_PROSE, (_m, name: string) => FLAGS[name]!);

@@ -25,7 +25,11 @@ export function joinDashValues(args: readonly string[], options: Options): strin
   for (let i = 0; i < args.length; i++) {
     const arg = args[i]!;
     const next = args[i + 1];
-    const name = arg.startsWith('--') ? arg.slice(2) : arg.length === 2 && arg.startsWith('-') ? Object.keys(options).find((k) => options[k]!.short === arg[1]) : undefined;
+    const name = arg.startsWith('--')
+      ? arg.slice(2)
+      : arg.length === 2 && arg.startsWith('-')
+        ? Object.keys(options).find((k) => options[k]!.short === arg[1])
+        : undefined;
     if (name !== undefined && options[name]?.type === 'string' && next !== undefined && /^-\d/.test(next)) {
       out.push(`${arg}=${next}`.replace(/^-(\w)=/, '-$1'));
       i++;
@@ -75,5 +79,8 @@ export function parseCommand<O extends Options>(command: string, args: readonly 
     values[name] = values[alias];
     delete values[alias];
   }
-  return { values: values as ReturnType<typeof parseArgs<{ options: O & typeof COMMON; allowPositionals: true; strict: true }>>['values'], positionals: parsed.positionals };
+  return {
+    values: values as ReturnType<typeof parseArgs<{ options: O & typeof COMMON; allowPositionals: true; strict: true }>>['values'],
+    positionals: parsed.positionals,
+  };
 }

@@ -18,13 +18,21 @@ export const USER_COMMANDS = new Set(['upload', 'download', 'delete', 'tasks', '
 export async function runUserCommand(argv: readonly string[], io: UserIo): Promise<number> {
   const [command, ...args] = argv;
   switch (command) {
-    case 'upload': return upload(args, io);
-    case 'download': return downloadCommand(args, io);
-    case 'delete': return deleteCommand(args, io);
-    case 'tasks': return tasks(args, io);
-    case 'files': return files(args, io);
-    case 'metrics': return metrics(args, io);
-    case 'retention': return retention(args, io);
-    default: throw new UserUsageError(`unknown command: ${command}`);
+    case 'upload':
+      return upload(args, io);
+    case 'download':
+      return downloadCommand(args, io);
+    case 'delete':
+      return deleteCommand(args, io);
+    case 'tasks':
+      return tasks(args, io);
+    case 'files':
+      return files(args, io);
+    case 'metrics':
+      return metrics(args, io);
+    case 'retention':
+      return retention(args, io);
+    default:
+      throw new UserUsageError(`unknown command: ${command}`);
   }
 }

@@ -100,7 +100,8 @@ export async function download(client: ApiClient, options: DownloadOptions, prog
   const file = options.output === null ? null : outputFile(options.output, options.force);
   const statePath = options.output === null ? null : resumeStatePath(options.output);
   const state = statePath && options.resume ? await readState(statePath) : null;
-  if (state && !sameQuery(state.query, options.query)) throw new Error(`${statePath} is the resume state of another download (${JSON.stringify(state.query)}); run that one, or remove it to start over`);
+  if (state && !sameQuery(state.query, options.query))
+    throw new Error(`${statePath} is the resume state of another download (${JSON.stringify(state.query)}); run that one, or remove it to start over`);
   if (state && file && !existsSync(file.partial)) throw new Error(`${statePath} has no partial download beside it (${file.partial}); remove it to start over`);
   // Without --resume a state left by an earlier run describes bytes this run writes over.
   if (statePath && !state) await rm(statePath, { force: true });
@@ -139,7 +140,11 @@ async function leaveBehind(file: OutputFile | null, statePath: string | null, er
 }
 
 async function pages(
-  client: ApiClient, options: DownloadOptions, progress: Progress, handle: FileHandle | null, state: ResumeState | null,
+  client: ApiClient,
+  options: DownloadOptions,
+  progress: Progress,
+  handle: FileHandle | null,
+  state: ResumeState | null,
   saveState: (state: ResumeState) => Promise<void>,
 ): Promise<DownloadSummary> {
   const { query } = options;

@@ -16,7 +16,10 @@ export async function listFiles(client: ApiClient, nameContains: string | undefi
   const all: FileEntry[] = [];
   let cursor: string | undefined;
   do {
-    const page = await client.json<{ files_list: FileEntry[]; next_cursor: string | null }>('/api/v1/files', { idempotent: true, query: { name_contains: nameContains, cursor } });
+    const page = await client.json<{ files_list: FileEntry[]; next_cursor: string | null }>('/api/v1/files', {
+      idempotent: true,
+      query: { name_contains: nameContains, cursor },
+    });
     all.push(...page.files_list);
     cursor = page.next_cursor ?? undefined;
   } while (cursor !== undefined);
@@ -45,7 +48,13 @@ export function dispositionName(header: string | null): string | null {
  * The bytes go to a partial file beside the target, renamed into place once complete; an
  * existing target is refused unless `force` (before the request when the name is known).
  */
-export async function getFile(client: ApiClient, fileId: string, output: string | undefined, force: boolean, progress: Progress): Promise<{ file_id: string; output: string; bytes: number }> {
+export async function getFile(
+  client: ApiClient,
+  fileId: string,
+  output: string | undefined,
+  force: boolean,
+  progress: Progress,
+): Promise<{ file_id: string; output: string; bytes: number }> {
   if (output !== undefined && output !== '-') assertWritable(output, force);
   const res = await client.send(`/api/v1/file/download/${encodeURIComponent(fileId)}`, { idempotent: true });
   const target = output ?? dispositionName(res.headers.get('Content-Disposition')) ?? fileId;
@@ -81,7 +90,13 @@ export async function getFile(client: ApiClient, fileId: string, output: string 
 }
 
 /** Defines a file (multipart, streamed from disk) and waits for its definition task. */
-export async function putFile(client: ApiClient, path: string, description: string | undefined, taskWaitSeconds: number, progress: Progress): Promise<{ file_id: string; task: TaskView }> {
+export async function putFile(
+  client: ApiClient,
+  path: string,
+  description: string | undefined,
+  taskWaitSeconds: number,
+  progress: Progress,
+): Promise<{ file_id: string; task: TaskView }> {
   const blob = await openAsBlob(path);
   const name = basename(path);
   const line = progress.line(`${name}  sending ${formatBytes(blob.size)}`);
@@ -103,16 +118,13 @@ export async function putFile(client: ApiClient, path: string, description: stri
 /** Gives a user r or rw access to a file, or (access null) takes it away. */
 export async function shareFile(client: ApiClient, fileId: string, userName: string, access: 'r' | 'rw' | null): Promise<unknown> {
   const path = `/api/v1/files/${encodeURIComponent(fileId)}/entitlements/${encodeURIComponent(userName)}`;
-  return access === null
-    ? client.json(path, { method: 'DELETE', idempotent: true })
-    : client.json(path, { method: 'PUT', idempotent: true, json: { access } });
+  return access === null ? client.json(path, { method: 'DELETE', idempotent: true }) : client.json(path, { method: 'PUT', idempotent: true, json: { access } });
 }
 
 /** GET /api/v1/files/{file_id}: one file's entry. */
 export type FileInfo = FileEntry & { size: number; sha256: string; content_type: string; shared_with?: Array<{ user_name: string; access: 'r' | 'rw' }> };
 
-export const fileInfo = (client: ApiClient, fileId: string) =>
-  client.json<FileInfo>(`/api/v1/files/${encodeURIComponent(fileId)}`, { idempotent: true });
+export const fileInfo = (client: ApiClient, fileId: string) => client.json<FileInfo>(`/api/v1/files/${encodeURIComponent(fileId)}`, { idempotent: true });
 
 /** DELETE /api/v1/files/{file_id}: repeated after a cut connection, a delete that went through answers 404. */
 export async function deleteFile(client: ApiClient, fileId: string): Promise<void> {

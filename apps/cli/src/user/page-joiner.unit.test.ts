@@ -24,7 +24,7 @@ describe('PageJoiner', () => {
     expect(join('csv', csvPages, cut)).toBe(`${HEADER}\na,1,1,u\na,2,2,u\na,3,3,u\nb,1,4,u\n`);
   });
 
-  it.each([1, 4, 1000])('JSON: one array in the api\'s own layout, an empty page adding nothing (pieces of %i)', (cut) => {
+  it.each([1, 4, 1000])("JSON: one array in the api's own layout, an empty page adding nothing (pieces of %i)", (cut) => {
     const file = join('json', jsonPages, cut);
     expect(file).toBe('[\n{"v":1}\n,{"v":2}\n,{"v":3}\n,{"v":4}\n]\n');
     expect(JSON.parse(file)).toHaveLength(4);

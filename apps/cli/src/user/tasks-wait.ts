@@ -14,7 +14,10 @@ export type TaskView = {
 };
 
 export const getTask = (client: ApiClient, taskId: string, waitSeconds?: number) =>
-  client.json<TaskView>(`/api/v1/tasks/${encodeURIComponent(taskId)}`, { idempotent: true, query: { wait: waitSeconds === undefined ? undefined : String(waitSeconds) } });
+  client.json<TaskView>(`/api/v1/tasks/${encodeURIComponent(taskId)}`, {
+    idempotent: true,
+    query: { wait: waitSeconds === undefined ? undefined : String(waitSeconds) },
+  });
 
 /**
  * Follows a task until it has succeeded or failed, with the api's long-poll: each request is
@@ -31,5 +34,7 @@ export async function waitForTask(client: ApiClient, taskId: string, waitSeconds
 
 /** A task's row errors as lines a person reads: `row 3, value: not a number`. */
 export function rowErrorLines(task: Pick<TaskView, 'errors'>): string[] {
-  return task.errors.map((e) => e.row === -1 ? `  … ${e.reason}` : `  ${e.row === 0 ? 'upload' : `row ${e.row}`}${e.column ? `, ${e.column}` : ''}: ${e.reason}`);
+  return task.errors.map((e) =>
+    e.row === -1 ? `  … ${e.reason}` : `  ${e.row === 0 ? 'upload' : `row ${e.row}`}${e.column ? `, ${e.column}` : ''}: ${e.reason}`,
+  );
 }

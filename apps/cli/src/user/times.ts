@@ -9,7 +9,8 @@ const UNIT_MS: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000, d: 8
 
 const RELATIVE = /^(now)?(?:([+-])(\d{1,9})([smhdw]))?$/;
 
-export const TIME_FORMS = 'expected a date (2024-01-02), a date-time with an offset (2024-01-02T03:04:05Z), now, or a time relative to now (-1h, now-7d; units s m h d w)';
+export const TIME_FORMS =
+  'expected a date (2024-01-02), a date-time with an offset (2024-01-02T03:04:05Z), now, or a time relative to now (-1h, now-7d; units s m h d w)';
 
 /** The time to send the api, or why `text` is not one. */
 export function resolveTime(text: string, now: number): { ok: true; value: string } | { ok: false; reason: string } {

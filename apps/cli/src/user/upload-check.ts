@@ -50,7 +50,12 @@ export async function needsMetric(path: string): Promise<string | null> {
     return whole && !start.includes('"metric_name"') ? 'its rows do not name their metric (no "metric_name")' : null;
   }
   const firstLine = start.split(/\r?\n/, 1)[0]!;
-  const columns = firstLine.split(',').map((c) => c.trim().replace(/^"(.*)"$/, '$1').toLowerCase());
+  const columns = firstLine.split(',').map((c) =>
+    c
+      .trim()
+      .replace(/^"(.*)"$/, '$1')
+      .toLowerCase(),
+  );
   if (columns[0] === 'metric_name') return null;
   return `its rows do not name their metric (first line: ${JSON.stringify(firstLine.slice(0, 80))})`;
 }

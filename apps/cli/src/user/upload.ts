@@ -38,7 +38,9 @@ export type UploadOutcome = {
  * stores nothing twice, while another metric or on_error is a new upload.
  */
 export function idempotencyKey(contentSha256: string, metric: string | undefined, onError: string): string {
-  return `meridian-cli-${createHash('sha256').update(`${contentSha256}\n${metric ?? ''}\n${onError}`).digest('hex')}`;
+  return `meridian-cli-${createHash('sha256')
+    .update(`${contentSha256}\n${metric ?? ''}\n${onError}`)
+    .digest('hex')}`;
 }
 
 async function fingerprint(path: string): Promise<{ size: number; sha256: string; gzipped: boolean }> {
@@ -105,7 +107,7 @@ async function uploadOne(client: ApiClient, path: string, options: UploadOptions
         };
       },
     });
-    const { task_id } = await res.json() as { task_id: string };
+    const { task_id } = (await res.json()) as { task_id: string };
     const startedAt = serverTimeAtSend(res, sentAt);
     line.set(`${name}  sent ${formatBytes(file.size)}, task ${task_id}`);
     if (!options.wait) {
@@ -113,15 +115,31 @@ async function uploadOne(client: ApiClient, path: string, options: UploadOptions
       return { file: path, task_id, status: 'accepted', result: null, errors: [], reason: null, already_uploaded: createdBefore(task, startedAt) };
     }
     // The rows stay on the line once the task has succeeded: a task shorter than one wait shows only its end.
-    const rows = (t: TaskView) => `${bar(t.progress.rows_done, t.progress.rows_total)} ${t.progress.rows_done}${t.progress.rows_total === null ? '' : `/${t.progress.rows_total}`} rows`;
+    const rows = (t: TaskView) =>
+      `${bar(t.progress.rows_done, t.progress.rows_total)} ${t.progress.rows_done}${t.progress.rows_total === null ? '' : `/${t.progress.rows_total}`} rows`;
     const task = await waitForTask(client, task_id, options.taskWaitSeconds, (t) => line.set(`${name}  ${t.status} ${rows(t)}`));
     line.set(`${name}  ${task.status}${task.status === 'failed' ? `: ${task.reason ?? ''}` : ` ${rows(task)}`}`);
-    return { file: path, task_id: task.task_id, status: task.status, result: task.result, errors: task.errors, reason: task.reason, already_uploaded: createdBefore(task, startedAt) };
+    return {
+      file: path,
+      task_id: task.task_id,
+      status: task.status,
+      result: task.result,
+      errors: task.errors,
+      reason: task.reason,
+      already_uploaded: createdBefore(task, startedAt),
+    };
   } catch (error) {
     if (options.signal?.aborted) throw error;
     const reason = error instanceof Error ? error.message : String(error);
     line.set(`${name}  refused: ${reason}`);
-    const errors = error instanceof ApiError ? (error.problem?.errors ?? []).map((e) => ({ row: 0, column: String((e as { field?: string }).field ?? ''), reason: String((e as { reason?: string }).reason ?? '') })) : [];
+    const errors =
+      error instanceof ApiError
+        ? (error.problem?.errors ?? []).map((e) => ({
+            row: 0,
+            column: String((e as { field?: string }).field ?? ''),
+            reason: String((e as { reason?: string }).reason ?? ''),
+          }))
+        : [];
     return { file: path, task_id: null, status: 'refused', result: null, errors, reason, already_uploaded: false };
   }
 }

@@ -54,10 +54,16 @@ export async function startCommandConsumer(ingest: IngestDeps, startHandlers: (c
   const codec = createEventCodec<TaskEvent>();
   const taskEvents = taskLog(topics.tasks, codec, groupId);
   const [, , registry, progressProducer] = await Promise.all([
-    accounts.start(), tasks.start(), startHandlers({ tasks: taskEvents, user: (name) => accounts.state.users.get(name) }), log.writer(),
+    accounts.start(),
+    tasks.start(),
+    startHandlers({ tasks: taskEvents, user: (name) => accounts.state.users.get(name) }),
+    log.writer(),
   ]);
   // As the accounts fold logs its own: what this start read of the tasks topic (the tail past the read model).
-  logger.info({ topic: topics.tasks, events_read: tasks.eventsReadAtStart, unfinished: tasks.state.size }, 'tasks fold caught up after the read model positions');
+  logger.info(
+    { topic: topics.tasks, events_read: tasks.eventsReadAtStart, unfinished: tasks.state.size },
+    'tasks fold caught up after the read model positions',
+  );
   const runner = new CommandRunner({ log, groupId, accounts, tasks, taskEvents, progressProducer, maxStarts: settings.MERIDIAN_MAX_COMMAND_STARTS, logger });
   // Set before the consumer is stopped, so a command waiting on a read (decide) gives up and stop() returns.
   let stopping = false;
@@ -73,14 +79,20 @@ export async function startCommandConsumer(ingest: IngestDeps, startHandlers: (c
   const consumer = log.consumer({ groupId, sessionTimeoutMs: settings.KAFKA_SESSION_TIMEOUT_MS, maxWaitTimeMs: 250 });
   consumer.onJoin((e) => logger.info({ group: e.groupId, assignment: e.assignment }, 'joined consumer group'));
   const watch: ConsumerWatch = consumer.watch('commands');
-  await runConsumer(consumer, topics.tasks, {
-    // Every tasks partition at once: an upload spends much of its time waiting on Kafka round
-    // trips (transaction, offsets, commit), which other partitions' uploads fill. Each partition
-    // has its own transactional producer, and a task's commands all share its partition.
-    partitionsConsumedConcurrently: settings.KAFKA_TASKS_PARTITIONS,
-    eachBatchAutoResolve: false,
-    eachBatch: (payload) => dispatchBatch(dispatch, payload),
-  }, logger, ingest.startRetry);
+  await runConsumer(
+    consumer,
+    topics.tasks,
+    {
+      // Every tasks partition at once: an upload spends much of its time waiting on Kafka round
+      // trips (transaction, offsets, commit), which other partitions' uploads fill. Each partition
+      // has its own transactional producer, and a task's commands all share its partition.
+      partitionsConsumedConcurrently: settings.KAFKA_TASKS_PARTITIONS,
+      eachBatchAutoResolve: false,
+      eachBatch: (payload) => dispatchBatch(dispatch, payload),
+    },
+    logger,
+    ingest.startRetry,
+  );
 
   return {
     watch,

@@ -66,7 +66,15 @@ export function handlerOf(handlers: CommandHandlers, type: string): CommandHandl
 export type TaskFailure = Pick<UploadFailed, 'reason' | 'rows_total' | 'rows_rejected' | 'errors'>;
 
 /** The event that ends a task in failure. */
-export const taskFailed = (taskId: string, { reason, rows_total, rows_rejected, errors }: TaskFailure): TaskEvent => ({ type: 'TaskFailed', task_id: taskId, reason, rows_total, rows_rejected, errors, at: Date.now() });
+export const taskFailed = (taskId: string, { reason, rows_total, rows_rejected, errors }: TaskFailure): TaskEvent => ({
+  type: 'TaskFailed',
+  task_id: taskId,
+  reason,
+  rows_total,
+  rows_rejected,
+  errors,
+  at: Date.now(),
+});
 
 /** A failure before any row was read. */
 export const failedUnread = (reason: string): TaskFailure => ({ reason, rows_total: 0, rows_rejected: 0, errors: [] });
@@ -93,10 +101,11 @@ export function taskLog(tasksTopic: string, codec: EventCodec<TaskEvent>, consum
     message,
     send,
     commitCommand,
-    fail: (producer, at, taskId, failure) => inTransaction(producer, async (tx) => {
-      await send(tx, [taskFailed(taskId, failure)]);
-      await commitCommand(tx, at);
-    }),
+    fail: (producer, at, taskId, failure) =>
+      inTransaction(producer, async (tx) => {
+        await send(tx, [taskFailed(taskId, failure)]);
+        await commitCommand(tx, at);
+      }),
   };
 }
 
@@ -128,13 +137,19 @@ export async function runCommand(
 ): Promise<void> {
   let attempts = 0;
   try {
-    await retry((n) => { attempts = n; return attempt(); }, {
-      ...(rule.policy ?? RETRY_POLICIES.upload),
-      attempts: rule.attempts,
-      retriable: (error) => commandFailure(error) === 'retry',
-      onRetry: (error, n, delay) => rule.logger.warn({ err: error, task_id: taskId, attempt: n, retry_in_ms: delay }, 'command run failed; retrying'),
-      wait: (ms) => sleepWithHeartbeat(ms, run.heartbeat),
-    });
+    await retry(
+      (n) => {
+        attempts = n;
+        return attempt();
+      },
+      {
+        ...(rule.policy ?? RETRY_POLICIES.upload),
+        attempts: rule.attempts,
+        retriable: (error) => commandFailure(error) === 'retry',
+        onRetry: (error, n, delay) => rule.logger.warn({ err: error, task_id: taskId, attempt: n, retry_in_ms: delay }, 'command run failed; retrying'),
+        wait: (ms) => sleepWithHeartbeat(ms, run.heartbeat),
+      },
+    );
   } catch (error) {
     if (commandFailure(error) === 'redeliver') throw error;
     const message = (error as Error)?.message ?? String(error);

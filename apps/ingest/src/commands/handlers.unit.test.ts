@@ -15,8 +15,9 @@ describe('the command registry', () => {
     expect(handlerOf(handlers, 'FileDefinitionRequested')).toBe(handlers.FileDefinitionRequested);
   });
 
-  it('has none for the lifecycle events, a rebuild, or a name that only an object\'s prototype holds', () => {
-    for (const type of ['TaskStarted', 'UploadParsed', 'TaskFailed', 'RebuildRequested', 'toString', '__proto__', 'constructor']) expect(handlerOf(handlers, type), type).toBeUndefined();
+  it("has none for the lifecycle events, a rebuild, or a name that only an object's prototype holds", () => {
+    for (const type of ['TaskStarted', 'UploadParsed', 'TaskFailed', 'RebuildRequested', 'toString', '__proto__', 'constructor'])
+      expect(handlerOf(handlers, type), type).toBeUndefined();
   });
 });
 
@@ -36,17 +37,37 @@ describe('runCommand: the one rule for a failed run, for every handler', () => {
         const moved: unknown[] = [];
         let active = true;
         const tx: LogTransaction = {
-          async send(record: LogRecord) { for (const m of record.messages) events.push(codec.decode(m.value as Buffer)); return []; },
-          async sendAll(records: readonly LogRecord[]) { for (const r of records) await tx.send(r); return []; },
-          async commitConsumed(group: string, at: ConsumedPosition) { moved.push({ group, ...at }); },
-          async commit() { active = false; committed.push({ events, moved }); },
-          async abort() { active = false; },
+          async send(record: LogRecord) {
+            for (const m of record.messages) events.push(codec.decode(m.value as Buffer));
+            return [];
+          },
+          async sendAll(records: readonly LogRecord[]) {
+            for (const r of records) await tx.send(r);
+            return [];
+          },
+          async commitConsumed(group: string, at: ConsumedPosition) {
+            moved.push({ group, ...at });
+          },
+          async commit() {
+            active = false;
+            committed.push({ events, moved });
+          },
+          async abort() {
+            active = false;
+          },
           isActive: () => active,
         };
         return tx;
       },
     };
-    const run: CommandRun = { at: { topic: 't.tasks', partition: 2, offset: 7 }, producer, heartbeat: async () => undefined, setAside: async (reason) => { setAside.push(reason); } };
+    const run: CommandRun = {
+      at: { topic: 't.tasks', partition: 2, offset: 7 },
+      producer,
+      heartbeat: async () => undefined,
+      setAside: async (reason) => {
+        setAside.push(reason);
+      },
+    };
     return { committed, setAside, run };
   }
 
@@ -54,16 +75,36 @@ describe('runCommand: the one rule for a failed run, for every handler', () => {
     const { committed, setAside, run } = fakes();
     let attempts = 0;
     let cleaned = false;
-    await runCommand('task-1', run, tasks, rule, async () => {
-      attempts++;
-      throw Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' });
-    }, async () => { cleaned = true; });
+    await runCommand(
+      'task-1',
+      run,
+      tasks,
+      rule,
+      async () => {
+        attempts++;
+        throw Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' });
+      },
+      async () => {
+        cleaned = true;
+      },
+    );
     expect(attempts).toBe(3);
     expect(setAside).toEqual(['connect ECONNREFUSED']);
-    expect(committed).toEqual([{
-      events: [expect.objectContaining({ type: 'TaskFailed', task_id: 'task-1', reason: 'the thing could not be done: connect ECONNREFUSED', rows_total: 0, rows_rejected: 0, errors: [] })],
-      moved: [{ group: 't.commands', topic: 't.tasks', partition: 2, offset: 7 }],
-    }]);
+    expect(committed).toEqual([
+      {
+        events: [
+          expect.objectContaining({
+            type: 'TaskFailed',
+            task_id: 'task-1',
+            reason: 'the thing could not be done: connect ECONNREFUSED',
+            rows_total: 0,
+            rows_rejected: 0,
+            errors: [],
+          }),
+        ],
+        moved: [{ group: 't.commands', topic: 't.tasks', partition: 2, offset: 7 }],
+      },
+    ]);
     expect(cleaned).toBe(true);
   });
 
@@ -76,17 +117,24 @@ describe('runCommand: the one rule for a failed run, for every handler', () => {
     expect([attempts, committed, setAside]).toEqual([2, [], []]);
   });
 
-  it('fails a final error at once, and throws Kafka\'s trouble for redelivery without failing the task', async () => {
+  it("fails a final error at once, and throws Kafka's trouble for redelivery without failing the task", async () => {
     const final = fakes();
     let attempts = 0;
-    await runCommand('task-3', final.run, tasks, rule, async () => { attempts++; throw new TypeError('x is not a function'); });
+    await runCommand('task-3', final.run, tasks, rule, async () => {
+      attempts++;
+      throw new TypeError('x is not a function');
+    });
     expect(attempts).toBe(1);
     expect(final.setAside).toEqual(['x is not a function']);
     expect(final.committed).toHaveLength(1);
 
     const kafka = fakes();
     const cut = Object.assign(new Error('the commit failed on its way'), { name: 'TransactionOutcomeUnknown', retriable: true });
-    await expect(runCommand('task-4', kafka.run, tasks, rule, async () => { throw cut; })).rejects.toBe(cut);
+    await expect(
+      runCommand('task-4', kafka.run, tasks, rule, async () => {
+        throw cut;
+      }),
+    ).rejects.toBe(cut);
     expect([kafka.committed, kafka.setAside]).toEqual([[], []]);
   });
 });

@@ -100,7 +100,7 @@ export class CommandRunner {
     else logger.info({ tasks: taskIds, offsets: items.map(({ run }) => run.at.offset), partition }, 'command runs started together');
     let done: boolean;
     try {
-      done = items.length > 1 && await handler.runGroup!(items);
+      done = items.length > 1 && (await handler.runGroup!(items));
     } catch (error) {
       return this.#released(taskIds, error, { tasks: taskIds, partition });
     }

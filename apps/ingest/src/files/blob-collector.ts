@@ -216,7 +216,8 @@ export class BlobCollector {
         removed.delete(sha);
       }
       if (lost > 0) throw new Error(`${lost} needed blob(s) could not be put back: their kept bytes were gone`);
-      if (late > 0) throw new Error(`the check after the removals ran past half of the removal lease (${removalLeaseMs} ms) for ${late} blob(s): they are put back`);
+      if (late > 0)
+        throw new Error(`the check after the removals ran past half of the removal lease (${removalLeaseMs} ms) for ${late} blob(s): they are put back`);
     } catch (error) {
       await this.putBack(removed);
       // Released ones come back from the read model (the sweep position has not moved); others from the candidates.

@@ -168,8 +168,16 @@ const CLAIM_TTL_MS = 7_200_000;
 /** A collector on these fakes, reading the bucket's clock. */
 function collector(references: FakeReferences, storage: FakeStorage, logEnd: () => number, options: { tasks?: FakeTasks; log?: typeof logger } = {}) {
   const c = new BlobCollector({
-    storage: storage.store, references, tasks: options.tasks ?? new FakeTasks(), logger: options.log ?? logger, waitMs: 200, intervalMs: 5,
-    logEnds: async () => new Map([[0, logEnd()]]), removalLeaseMs: LEASE_MS, claimTtlMs: CLAIM_TTL_MS, now: storage.now,
+    storage: storage.store,
+    references,
+    tasks: options.tasks ?? new FakeTasks(),
+    logger: options.log ?? logger,
+    waitMs: 200,
+    intervalMs: 5,
+    logEnds: async () => new Map([[0, logEnd()]]),
+    removalLeaseMs: LEASE_MS,
+    claimTtlMs: CLAIM_TTL_MS,
+    now: storage.now,
   });
   running.push(c);
   return c;
@@ -207,7 +215,7 @@ describe('BlobCollector (asks the files read model, holds no file)', () => {
     expect(storage.removed).toEqual([blobKeyOf(sha(1)), blobKeyOf(sha(2))]);
   });
 
-  it('removes nothing while the read model does not cover the files log\'s end, and catches up once it does', async () => {
+  it("removes nothing while the read model does not cover the files log's end, and catches up once it does", async () => {
     const refs = new FakeReferences();
     const storage = new FakeStorage();
     refs.define('a', sha(1), 0);
@@ -315,7 +323,7 @@ describe('BlobCollector (asks the files read model, holds no file)', () => {
       expect(storage.blobs.has(claim)).toBe(false);
     });
 
-    it('a claim older than its TTL is a dead definition\'s: deleted, the blob goes', async () => {
+    it("a claim older than its TTL is a dead definition's: deleted, the blob goes", async () => {
       const { refs, storage } = setup();
       storage.addAged(claim, CLAIM_TTL_MS + 1); // its task unknown to the tasks read model (expired, or not projected)
       collector(refs, storage, () => end).start();
@@ -336,7 +344,7 @@ describe('BlobCollector (asks the files read model, holds no file)', () => {
 
   // Collections on two workers at once, the second one whole while the first is between keeping
   // a blob's bytes aside and removing it; a definition claimed the blob and found it present.
-  it('two collections at once: the second leaves the first one\'s kept bytes alone, so the first can put back a blob a definition claimed', async () => {
+  it("two collections at once: the second leaves the first one's kept bytes alone, so the first can put back a blob a definition claimed", async () => {
     const refs = new FakeReferences();
     const storage = new FakeStorage();
     const blob = blobKeyOf(sha(7));
@@ -487,7 +495,9 @@ describe('BlobCollector (asks the files read model, holds no file)', () => {
     collector(refs, storage, () => 4, { log }).start();
     await until('the sweep', () => refs.sweep === 3);
     expect(storage.removed).toEqual([]); // every copy dated too old: nothing removed
-    expect(errors).toContain('blob not removed: the bucket dates the bytes kept aside for it past a quarter of the removal lease (a long copy, or clocks apart); decided again later');
+    expect(errors).toContain(
+      'blob not removed: the bucket dates the bytes kept aside for it past a quarter of the removal lease (a long copy, or clocks apart); decided again later',
+    );
     expect(warnings).toEqual([]); // no failed collection
     storage.keptDatedEarlierMs = 0; // the clocks agree again: both are decided again, from memory
     await until('both removed', () => storage.removed.length === 2);
@@ -599,7 +609,7 @@ describe('BlobCollector (asks the files read model, holds no file)', () => {
     expect(refs.sweeps).toEqual([1]); // recorded once, after the removal succeeded
   });
 
-  it('handles a long run of deletions a page at a time, each page\'s sweep recorded after its removals', async () => {
+  it("handles a long run of deletions a page at a time, each page's sweep recorded after its removals", async () => {
     const refs = new FakeReferences();
     const storage = new FakeStorage();
     for (let i = 0; i < 2500; i += 1) refs.define(`f${i}`, sha(i), i);

@@ -94,7 +94,9 @@ export async function promoteUnderClaim(
     await commit(() => {
       const age = Date.now() - claimedAt;
       if (age > rules.claimTtlMs / 2) {
-        throw new ClaimTooOldError(`the claim on blob ${target.sha256Hex} was ${age} ms old at the commit, past half of MERIDIAN_BLOB_CLAIM_TTL_MS (${rules.claimTtlMs} ms): not committed, claimed and looked at again`);
+        throw new ClaimTooOldError(
+          `the claim on blob ${target.sha256Hex} was ${age} ms old at the commit, past half of MERIDIAN_BLOB_CLAIM_TTL_MS (${rules.claimTtlMs} ms): not committed, claimed and looked at again`,
+        );
       }
       committing = true;
     });
@@ -111,7 +113,9 @@ export async function promoteUnderClaim(
  * collector finds its task finished or the claim past MERIDIAN_BLOB_CLAIM_TTL_MS.
  */
 async function releaseClaim(storage: BlobStore, claim: string, logger: Logger): Promise<void> {
-  await storage.remove(claim).catch((err: unknown) => logger.warn({ err, claim }, 'blob claim not removed; a blob collector drops it once its task has finished'));
+  await storage
+    .remove(claim)
+    .catch((err: unknown) => logger.warn({ err, claim }, 'blob claim not removed; a blob collector drops it once its task has finished'));
 }
 
 /**

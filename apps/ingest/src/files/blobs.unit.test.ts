@@ -44,7 +44,7 @@ function recordingLogger() {
   return { warnings, logger };
 }
 
-describe('promoteUnderClaim (a definition\'s claim, look and commit)', () => {
+describe("promoteUnderClaim (a definition's claim, look and commit)", () => {
   it('claims before the look and releases the claim after the commit', async () => {
     const { keys, store, claims } = bucket();
     const seen: unknown[] = [];
@@ -76,9 +76,11 @@ describe('promoteUnderClaim (a definition\'s claim, look and commit)', () => {
     const { state, store } = bucket();
     const { logger } = recordingLogger();
     state.failRemovals = true;
-    await expect(promoteUnderClaim(store, TARGET, { claimTtlMs: 60_000, logger }, async () => {
-      throw new Error('the transaction could not start');
-    })).rejects.toThrow('the transaction could not start');
+    await expect(
+      promoteUnderClaim(store, TARGET, { claimTtlMs: 60_000, logger }, async () => {
+        throw new Error('the transaction could not start');
+      }),
+    ).rejects.toThrow('the transaction could not start');
   });
 
   // Review 2, finding 7: a collector's TTL cleanup that listed the first pass's claim as old must not delete the claim the commit follows.
@@ -101,7 +103,7 @@ describe('promoteUnderClaim (a definition\'s claim, look and commit)', () => {
 
   // Review 2, finding 1: W1 was kicked from the group while running the task, W2 reruns it; W1's
   // transaction is fenced before it commits, and W1 releases its claim while W2 is still to commit.
-  it('two runs of one task: the run that fails before committing releases its own claim, not the other run\'s', async () => {
+  it("two runs of one task: the run that fails before committing releases its own claim, not the other run's", async () => {
     const { store, claims } = bucket();
     const rules = { claimTtlMs: 60_000, logger: recordingLogger().logger };
     let w1Done!: () => void;
@@ -144,11 +146,13 @@ describe('promoteUnderClaim (a definition\'s claim, look and commit)', () => {
     expect(claims()).toEqual([]);
     keys.delete(blobKeyOf(SHA)); // a collector removed the blob meanwhile: the retry's look copies it again
     const seen: boolean[] = [];
-    expect(await promoteUnderClaim(store, TARGET, rules, async (committing) => {
-      seen.push(keys.has(blobKeyOf(SHA)));
-      committing();
-      commits += 1;
-    })).toBe('copied');
+    expect(
+      await promoteUnderClaim(store, TARGET, rules, async (committing) => {
+        seen.push(keys.has(blobKeyOf(SHA)));
+        committing();
+        commits += 1;
+      }),
+    ).toBe('copied');
     expect(seen).toEqual([true]);
     expect(commits).toBe(1);
   });

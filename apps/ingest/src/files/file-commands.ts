@@ -1,12 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Readable } from 'node:stream';
-import {
-  checkSchema,
-  fileDefinedFrom,
-  type FileDefinitionRequested,
-  type FileEvent,
-  type RowError,
-} from '@meridian/domain';
+import { checkSchema, fileDefinedFrom, type FileDefinitionRequested, type FileEvent, type RowError } from '@meridian/domain';
 import { createEventCodec } from '@meridian/events';
 import { eventMessage } from '@meridian/kafka';
 import { isNotFound } from '@meridian/storage';
@@ -89,7 +83,11 @@ export async function startFileCommands(ingest: IngestDeps, tasks: TaskLog): Pro
         const verdict = await checkSchema(counted(), schemaLimits);
         if (!verdict.ok) {
           const what = verdict.format === null ? 'CSV, JSON or NDJSON' : verdict.format.toUpperCase();
-          return { ok: false, reason: `the file is not well-formed ${what}: line ${verdict.line}: ${verdict.reason}`, errors: [{ row: verdict.line, column: verdict.format ?? 'file', reason: verdict.reason }] };
+          return {
+            ok: false,
+            reason: `the file is not well-formed ${what}: line ${verdict.line}: ${verdict.reason}`,
+            errors: [{ row: verdict.line, column: verdict.format ?? 'file', reason: verdict.reason }],
+          };
         }
       } else {
         for await (const _ of counted()) {
@@ -117,12 +115,16 @@ export async function startFileCommands(ingest: IngestDeps, tasks: TaskLog): Pro
     }
     const defined = fileDefinedFrom(cmd);
     const target = { sha256Hex: cmd.sha256.toString('hex'), taskId: cmd.task_id, stagedKey: cmd.staged_object, size: cmd.size };
-    const how = await promoteUnderClaim(storage, target, claimRules, (committing) => inTransaction(producer, async (tx) => {
-      await tx.send({ topic: topics.files, acks: -1, messages: [eventMessage(fileCodec, cmd.file_id, defined)] });
-      await tasks.send(tx, [{ type: 'FileDefinitionSucceeded', task_id: cmd.task_id, file_id: cmd.file_id, size: cmd.size, sha256: cmd.sha256, at: Date.now() }]);
-      await tasks.commitCommand(tx, at);
-      committing(); // throws when the claim is too old: the transaction aborts, the run claims again
-    }));
+    const how = await promoteUnderClaim(storage, target, claimRules, (committing) =>
+      inTransaction(producer, async (tx) => {
+        await tx.send({ topic: topics.files, acks: -1, messages: [eventMessage(fileCodec, cmd.file_id, defined)] });
+        await tasks.send(tx, [
+          { type: 'FileDefinitionSucceeded', task_id: cmd.task_id, file_id: cmd.file_id, size: cmd.size, sha256: cmd.sha256, at: Date.now() },
+        ]);
+        await tasks.commitCommand(tx, at);
+        committing(); // throws when the claim is too old: the transaction aborts, the run claims again
+      }),
+    );
     log.info({ size: cmd.size, blob: how }, 'file defined');
     await removeStagedOf(cmd);
   }
@@ -132,11 +134,18 @@ export async function startFileCommands(ingest: IngestDeps, tasks: TaskLog): Pro
       // Reading and copying a large file takes longer than a session timeout: keep the membership alive.
       const beat = setInterval(() => void run.heartbeat().catch(() => undefined), HEARTBEAT_MS);
       try {
-        await runCommand(cmd.task_id, run, tasks, rule, () => define(cmd, run), async () => {
-          await releaseClaimsOf(cmd); // best effort: a claim left behind goes once a collector sees the task failed
-          await removeStagedOf(cmd);
-          collector.enqueue(cmd.sha256.toString('hex')); // a promoted blob nothing references
-        });
+        await runCommand(
+          cmd.task_id,
+          run,
+          tasks,
+          rule,
+          () => define(cmd, run),
+          async () => {
+            await releaseClaimsOf(cmd); // best effort: a claim left behind goes once a collector sees the task failed
+            await removeStagedOf(cmd);
+            collector.enqueue(cmd.sha256.toString('hex')); // a promoted blob nothing references
+          },
+        );
       } finally {
         clearInterval(beat);
       }

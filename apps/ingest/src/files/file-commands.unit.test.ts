@@ -12,8 +12,18 @@ import { startFileCommands } from './file-commands.ts';
 
 const sha256 = createHash('sha256').update('abc').digest();
 const cmd: FileDefinitionRequested = {
-  type: 'FileDefinitionRequested', task_id: 'task-1', file_id: 'file-1', user_name: 'ada', at: 0, file_name: 'a.csv', description: '',
-  content_type: 'text/csv', staged_object: 'staging/file-1', size: 3, sha256, enforce_schema: false,
+  type: 'FileDefinitionRequested',
+  task_id: 'task-1',
+  file_id: 'file-1',
+  user_name: 'ada',
+  at: 0,
+  file_name: 'a.csv',
+  description: '',
+  content_type: 'text/csv',
+  staged_object: 'staging/file-1',
+  size: 3,
+  sha256,
+  enforce_schema: false,
 };
 const claims = claimsOfTask(sha256.toString('hex'), 'task-1');
 
@@ -39,7 +49,9 @@ async function handlerWithStorageDown(up: ReadonlySet<'open' | 'size' | 'copy' |
     list: (prefix) => call('list', prefix, async () => []),
   };
   const tasks: TaskLog = {
-    message: () => { throw new Error('not used'); },
+    message: () => {
+      throw new Error('not used');
+    },
     send: async () => undefined,
     commitCommand: async () => undefined,
     fail: async (_producer, _at, taskId, failure) => void steps.push(`fail ${taskId}: ${failure.reason}`),

@@ -22,24 +22,30 @@ export type HealthServerOptions = {
  * the api's public /readyz.
  */
 export async function startHealthServer(options: HealthServerOptions): Promise<{ readonly port: number; close(): Promise<void> }> {
-  const consumerProbes = (): Probe[] => options.consumers().map((watch) => ({
-    name: `${watch.name} consumer`,
-    check: async () => {
-      const why = notServing(watch.name, watch.state);
-      if (why !== null) throw new Error(why);
-    },
-  }));
+  const consumerProbes = (): Probe[] =>
+    options.consumers().map((watch) => ({
+      name: `${watch.name} consumer`,
+      check: async () => {
+        const why = notServing(watch.name, watch.state);
+        if (why !== null) throw new Error(why);
+      },
+    }));
   const server: Server = createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
-    if (req.method !== 'GET' && req.method !== 'HEAD') return problem(res, 405, 'Method not allowed', `${req.method ?? ''} is not served here; use GET`, { Allow: 'GET, HEAD' });
+    if (req.method !== 'GET' && req.method !== 'HEAD')
+      return problem(res, 405, 'Method not allowed', `${req.method ?? ''} is not served here; use GET`, { Allow: 'GET, HEAD' });
     if (path === '/healthz') {
-      const failed = options.consumers().map((w) => (w.state.kind === 'failed' ? notServing(w.name, w.state) : null)).filter((why) => why !== null);
+      const failed = options
+        .consumers()
+        .map((w) => (w.state.kind === 'failed' ? notServing(w.name, w.state) : null))
+        .filter((why) => why !== null);
       if (failed.length === 0) return json(res, 200, { status: 'ok' });
       return problem(res, 503, 'Dependency unavailable', failed.join('; '), { 'Retry-After': '1' });
     }
     if (path === '/readyz') {
       // The consumers are not running yet while the worker prepares topics and tables: not ready.
-      const starting: Probe[] = options.consumers().length === 0 ? [{ name: 'consumers', check: () => Promise.reject(new Error('the worker is still starting')) }] : [];
+      const starting: Probe[] =
+        options.consumers().length === 0 ? [{ name: 'consumers', check: () => Promise.reject(new Error('the worker is still starting')) }] : [];
       void checkReadiness([...options.probes, ...consumerProbes(), ...starting], options.readyTimeoutMs).then((result) => {
         if (!result.ready) options.logger.warn({ checks: result.checks }, 'not ready');
         json(res, result.ready ? 200 : 503, { status: result.ready ? 'ready' : 'unavailable', checks: publicChecks(result) });
@@ -54,7 +60,11 @@ export async function startHealthServer(options: HealthServerOptions): Promise<{
   });
   return {
     port: (server.address() as AddressInfo).port,
-    close: () => new Promise((resolve) => { server.close(() => resolve()); server.closeAllConnections(); }),
+    close: () =>
+      new Promise((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
   };
 }
 

@@ -120,7 +120,10 @@ export async function startProjector(ingest: IngestDeps): Promise<RunningProject
       for (const [p, o] of max) projection.setSinkMax(p, o);
       logger.info({ sink_max_offsets: Object.fromEntries(max) }, 'projector resumes after the sink positions');
     });
-    await repairCatalog([...max].filter(([, o]) => o >= 0).map(([partition, offset]) => ({ partition, offset })), ctx);
+    await repairCatalog(
+      [...max].filter(([, o]) => o >= 0).map(([partition, offset]) => ({ partition, offset })),
+      ctx,
+    );
   }
 
   /** Adds to the metric catalog what it lacks of the metrics of these stored batches. */
@@ -181,7 +184,14 @@ export async function startProjector(ingest: IngestDeps): Promise<RunningProject
   async function reject(ctx: Ctx, partition: number, message: ConsumedMessage, reason: string): Promise<void> {
     logger.warn({ partition, offset: message.offset, reason }, 'points message sent to the dead-letter topic');
     await persist('dead-lettering a points message', ctx, () =>
-      sendToDeadLetter(producer, topics.deadLetter, { topic: topics.points, partition, offset: Number(message.offset), key: message.key, value: message.value, reason }),
+      sendToDeadLetter(producer, topics.deadLetter, {
+        topic: topics.points,
+        partition,
+        offset: Number(message.offset),
+        key: message.key,
+        value: message.value,
+        reason,
+      }),
     );
   }
 
@@ -199,15 +209,28 @@ export async function startProjector(ingest: IngestDeps): Promise<RunningProject
       errors: [],
       at: Date.now(),
     };
-    await persist('failing the task of a rejected point batch', ctx, async () => { await appendEvents(producer, taskCodec, topics.tasks, taskId, [failed]); });
+    await persist('failing the task of a rejected point batch', ctx, async () => {
+      await appendEvents(producer, taskCodec, topics.tasks, taskId, [failed]);
+    });
   }
 
   /** Moves a staged share into points (the buffered rows before it are flushed), then it counts in the position. */
   async function sealStaged(ctx: Ctx, seal: StagedSeal): Promise<void> {
     const started = performance.now();
-    const share = { partition: seal.partition, sealOffset: seal.offset, taskId: seal.task_id, attempt: seal.attempt, points: seal.points, batches: seal.batches };
+    const share = {
+      partition: seal.partition,
+      sealOffset: seal.offset,
+      taskId: seal.task_id,
+      attempt: seal.attempt,
+      points: seal.points,
+      batches: seal.batches,
+    };
     const refill = {
-      log, codec: pointsCodec, topic: topics.points, groupId: `${groupId}-refill-${randomBytes(4).toString('hex')}`, batchRows: settings.MERIDIAN_PROJECTOR_BATCH_ROWS,
+      log,
+      codec: pointsCodec,
+      topic: topics.points,
+      groupId: `${groupId}-refill-${randomBytes(4).toString('hex')}`,
+      batchRows: settings.MERIDIAN_PROJECTOR_BATCH_ROWS,
       bad: async (message: ConsumedMessage, taskId: string, reason: string) => {
         await reject(ctx, seal.partition, message, reason);
         await failUpload(ctx, seal.partition, Number(message.offset), taskId, reason);
@@ -216,8 +239,24 @@ export async function startProjector(ingest: IngestDeps): Promise<RunningProject
     await persist('sealing a staged upload', ctx, async () => {
       // A seal is several queries, some long (a refill, waits for inserts): each write of it is
       // fenced, so one that outlasted this member's ownership cannot attach the share a second time.
-      const outcome = await stages.seal(share, (stage) => refillStage(refill, seal, stage), () => stillOwned(ctx, 'sealing a staged upload'));
-      logger.info({ task_id: seal.task_id, partition: seal.partition, offset: seal.offset, points: seal.points, how: outcome.how, refilled: outcome.refilled, moved: outcome.points, ms: Math.round(performance.now() - started) }, 'staged upload sealed into points');
+      const outcome = await stages.seal(
+        share,
+        (stage) => refillStage(refill, seal, stage),
+        () => stillOwned(ctx, 'sealing a staged upload'),
+      );
+      logger.info(
+        {
+          task_id: seal.task_id,
+          partition: seal.partition,
+          offset: seal.offset,
+          points: seal.points,
+          how: outcome.how,
+          refilled: outcome.refilled,
+          moved: outcome.points,
+          ms: Math.round(performance.now() - started),
+        },
+        'staged upload sealed into points',
+      );
     });
     projection.sealed(seal);
   }
@@ -228,12 +267,19 @@ export async function startProjector(ingest: IngestDeps): Promise<RunningProject
     const { task_id: taskId, partition, offset, metrics, fromMs, toMs } = deletion;
     await persist('deleting points', ctx, () => ingest.deletePoints({ taskId, partition, offset, metrics, fromMs, toMs }));
     projection.deleted(deletion);
-    logger.info({ task_id: taskId, partition, offset, metrics: metrics.length, from_ms: fromMs, to_ms: toMs, ms: Math.round(performance.now() - started) }, 'points deleted');
+    logger.info(
+      { task_id: taskId, partition, offset, metrics: metrics.length, from_ms: fromMs, to_ms: toMs, ms: Math.round(performance.now() - started) },
+      'points deleted',
+    );
   }
 
   /** Best effort: a stage left by a crash after its seal was recorded (the sweeper drops it otherwise). */
   async function dropSealedStage(seal: Seal, attempt: string): Promise<void> {
-    await stages.dropSealed(seal.task_id, attempt, seal.partition).catch((error: unknown) => logger.warn({ err: error, task_id: seal.task_id, partition: seal.partition }, 'dropping the stage of a recorded seal failed; the sweeper will'));
+    await stages
+      .dropSealed(seal.task_id, attempt, seal.partition)
+      .catch((error: unknown) =>
+        logger.warn({ err: error, task_id: seal.task_id, partition: seal.partition }, 'dropping the stage of a recorded seal failed; the sweeper will'),
+      );
   }
 
   async function eachBatch(payload: BatchPayload): Promise<void> {
@@ -242,7 +288,10 @@ export async function startProjector(ingest: IngestDeps): Promise<RunningProject
     const ctx: Ctx = { ...payload, heart: new Heart(payload.heartbeat) };
     try {
       if (!projection.knows(partition)) {
-        await loadSinkPositions([...new Set([...assigned, partition])].filter((p) => !projection.knows(p)), ctx);
+        await loadSinkPositions(
+          [...new Set([...assigned, partition])].filter((p) => !projection.knows(p)),
+          ctx,
+        );
       }
       for (const message of batch.messages) {
         if (!isRunning()) return;
@@ -300,10 +349,21 @@ export async function startProjector(ingest: IngestDeps): Promise<RunningProject
     }
   }
 
-  await runConsumer(consumer, topics.points, { autoCommit: false, eachBatchAutoResolve: false, partitionsConsumedConcurrently: 1, eachBatch }, logger, ingest.startRetry);
+  await runConsumer(
+    consumer,
+    topics.points,
+    { autoCommit: false, eachBatchAutoResolve: false, partitionsConsumedConcurrently: 1, eachBatch },
+    logger,
+    ingest.startRetry,
+  );
   logger.info({ group: groupId, batch_rows: settings.MERIDIAN_PROJECTOR_BATCH_ROWS }, 'projector started');
   // Staged uploads' abandoned stages, whether staging is on now or was before.
-  const sweeper = startStageSweeper({ sweep: (age) => stages.sweep(age), ttlMs: settings.MERIDIAN_STAGE_TTL_MS, intervalMs: settings.MERIDIAN_STAGE_SWEEP_INTERVAL_MS, logger });
+  const sweeper = startStageSweeper({
+    sweep: (age) => stages.sweep(age),
+    ttlMs: settings.MERIDIAN_STAGE_TTL_MS,
+    intervalMs: settings.MERIDIAN_STAGE_SWEEP_INTERVAL_MS,
+    logger,
+  });
 
   return {
     watch,

@@ -8,9 +8,13 @@ describe('stage sweeper', () => {
   it('sweeps at its interval with its ttl, goes on after a failed sweep, and stops', async () => {
     const ages: number[] = [];
     let enough!: () => void;
-    const thrice = new Promise<void>((r) => { enough = r; });
+    const thrice = new Promise<void>((r) => {
+      enough = r;
+    });
     const sweeper = startStageSweeper({
-      ttlMs: 7_200_000, intervalMs: 1, logger,
+      ttlMs: 7_200_000,
+      intervalMs: 1,
+      logger,
       sweep: async (age) => {
         ages.push(age);
         if (ages.length === 3) enough();

@@ -17,7 +17,9 @@ export async function startFilesProjector(ingest: IngestDeps, readModel: FileRea
     name: 'files',
     groupId: ingest.groups.filesProjector,
     topic: ingest.topics.files,
-    reset: () => { seq.next = 0; },
+    reset: () => {
+      seq.next = 0;
+    },
     async load(_partitions, persist) {
       const [stored, next] = await persist('reading the files read model', async () => [await readModel.positions(), await readModel.nextSeq()] as const);
       seq.next = next;

@@ -60,7 +60,13 @@ export async function startReadModelProjector(ingest: IngestDeps, projection: Re
     projection.writePositions(due).catch((error: unknown) => logger.debug({ err: error }, 'recording a position past transaction markers failed'));
   };
 
-  const consumer = log.consumer({ groupId, sessionTimeoutMs: settings.KAFKA_SESSION_TIMEOUT_MS, maxWaitTimeMs: 250, ...(projection.fetchMinBytes === undefined ? {} : { minBytes: projection.fetchMinBytes }), readUncommitted: false });
+  const consumer = log.consumer({
+    groupId,
+    sessionTimeoutMs: settings.KAFKA_SESSION_TIMEOUT_MS,
+    maxWaitTimeMs: 250,
+    ...(projection.fetchMinBytes === undefined ? {} : { minBytes: projection.fetchMinBytes }),
+    readUncommitted: false,
+  });
   const watch: ConsumerWatch = consumer.watch(`${name} projector`);
   consumer.onJoin((e) => {
     // kafkajs resumes from the committed offsets after a join: what the projection holds is read again.
@@ -122,7 +128,13 @@ export async function startReadModelProjector(ingest: IngestDeps, projection: Re
     }
   }
 
-  await runConsumer(consumer, topic, { autoCommit: false, eachBatchAutoResolve: false, partitionsConsumedConcurrently: 1, eachBatch }, logger, ingest.startRetry);
+  await runConsumer(
+    consumer,
+    topic,
+    { autoCommit: false, eachBatchAutoResolve: false, partitionsConsumedConcurrently: 1, eachBatch },
+    logger,
+    ingest.startRetry,
+  );
   logger.info({ group: groupId }, `${name} projector started`);
   return {
     watch,

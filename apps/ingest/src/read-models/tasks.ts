@@ -37,9 +37,14 @@ export async function startTasksProjector(ingest: IngestDeps, readModel: TaskRea
     // of its own; batched, five interleaved pairs of the JSON bench went from a median of 160k to
     // 186k points/s (less Kafka and ClickHouse CPU), freshness unchanged.
     fetchMinBytes: TASKS_FETCH_MIN_BYTES,
-    reset: () => { live = new LiveTasks(); },
+    reset: () => {
+      live = new LiveTasks();
+    },
     async load(partitions, persist) {
-      const [stored, rows] = await persist('reading the tasks read model', async () => [await readModel.positions(), await readModel.unfinished(partitions)] as const);
+      const [stored, rows] = await persist(
+        'reading the tasks read model',
+        async () => [await readModel.positions(), await readModel.unfinished(partitions)] as const,
+      );
       live.seed(rows);
       return stored;
     },
@@ -51,7 +56,9 @@ export async function startTasksProjector(ingest: IngestDeps, readModel: TaskRea
 
   const retentionMs = settings.MERIDIAN_TASK_RETENTION_DAYS * DAY_MS;
   const expiry = setInterval(() => {
-    writer.expire(Date.now() - retentionMs).catch((error: unknown) => ingest.logger.warn({ err: error }, 'removing expired tasks from the read model failed; tried again at the next interval'));
+    writer
+      .expire(Date.now() - retentionMs)
+      .catch((error: unknown) => ingest.logger.warn({ err: error }, 'removing expired tasks from the read model failed; tried again at the next interval'));
   }, settings.MERIDIAN_TASK_RETENTION_INTERVAL_MS);
   expiry.unref();
 

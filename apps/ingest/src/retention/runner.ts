@@ -36,10 +36,16 @@ export async function applyRetention(deps: RetentionDeps): Promise<number> {
       const points = await deps.countOlder(run, cutoff);
       if (points === 0) continue;
       await deps.append({
-        task_id: randomUUID(), user_name: 'retention', at: now,
+        task_id: randomUUID(),
+        user_name: 'retention',
+        at: now,
         reason: `retention rule ${rule.match} ${JSON.stringify(rule.value)}: raw points are kept ${rule.keep_ms / 1000} s`,
-        pattern: rule.match === 'exact' ? 'single' : 'starts_with', selection: rule.value,
-        from_ms: MIN_TIMESTAMP_MS, to_ms: cutoff - 1, metrics: run, points,
+        pattern: rule.match === 'exact' ? 'single' : 'starts_with',
+        selection: rule.value,
+        from_ms: MIN_TIMESTAMP_MS,
+        to_ms: cutoff - 1,
+        metrics: run,
+        points,
       });
       deps.logger.info({ rule: `${rule.match}:${rule.value}`, metrics: run.length, points, cutoff }, 'retention: points past their rule deleted');
       deletions++;

@@ -20,7 +20,13 @@ export function startRetentionRunner(ingest: IngestDeps, leads: () => boolean): 
   const writer = log.transactional(`${settings.MERIDIAN_TOPIC_PREFIX}ingest-retention-${randomBytes(6).toString('hex')}`);
   const partitions = async () => ({ points: (await log.endOffsets(topics.points)).size, tasks: (await log.endOffsets(topics.tasks)).size });
   const deletions = new DeletionLog({
-    writer: { transaction: () => writer.transaction(), renew: async () => { await writer.disconnect(); await writer.connect(); } },
+    writer: {
+      transaction: () => writer.transaction(),
+      renew: async () => {
+        await writer.disconnect();
+        await writer.connect();
+      },
+    },
     topics: { points: topics.points, tasks: topics.tasks },
     partitions,
     pointsCodec: createEventCodec<PointsFact>(),

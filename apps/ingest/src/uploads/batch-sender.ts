@@ -73,7 +73,8 @@ export class PointBatchSender {
     const partition = partitionFor(key, this.options.partitions);
     const headerBytes = staged === undefined ? 0 : Object.entries(staged.headers).reduce((n, [k, v]) => n + Buffer.byteLength(k) + Buffer.byteLength(v) + 2, 0);
     const bytes = Buffer.byteLength(key) + value.length + headerBytes + RECORD_FRAMING;
-    const full = (this.queuedBytes.get(partition) ?? 0) + bytes > this.options.maxBytesPerPartition || this.queuedTotal + bytes > this.options.maxBytesPerRequest;
+    const full =
+      (this.queuedBytes.get(partition) ?? 0) + bytes > this.options.maxBytesPerPartition || this.queuedTotal + bytes > this.options.maxBytesPerRequest;
     if (this.queued.length > 0 && full) await this.sendQueued();
     this.queued.push(staged === undefined ? { key, value, points, partition } : { key, value, points, partition, staged });
     this.queuedBytes.set(partition, (this.queuedBytes.get(partition) ?? 0) + bytes);
@@ -118,7 +119,9 @@ export class PointBatchSender {
     this.queuedTotal = 0;
     await this.inFlight;
     const { topic } = this.options;
-    const messages = group.map(({ key, value, partition, staged }) => (staged === undefined ? { key, value, partition } : { key, value, partition, headers: staged.headers }));
+    const messages = group.map(({ key, value, partition, staged }) =>
+      staged === undefined ? { key, value, partition } : { key, value, partition, headers: staged.headers },
+    );
     const records = [
       { topic, acks: -1 as const, messages: [...messages, ...tail.filter((r) => r.topic === topic).flatMap((r) => r.messages)] },
       ...tail.filter((r) => r.topic !== topic),

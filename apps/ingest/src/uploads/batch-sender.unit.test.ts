@@ -13,22 +13,26 @@ function manualTx() {
   const requests: Array<{ records: readonly LogRecord[]; record: LogRecord; ack: () => void; fail: (e: Error) => void }> = [];
   const next = new Map<string, number>();
   const tx: Pick<LogTransaction, 'sendAll'> = {
-    sendAll: (records) => new Promise((resolve, reject) => {
-      requests.push({
-        records,
-        record: records[0]!,
-        ack: () => resolve(records.flatMap(({ topic, messages }) => {
-          const counts = new Map<number, number>();
-          for (const m of messages) counts.set(m.partition ?? 0, (counts.get(m.partition ?? 0) ?? 0) + 1);
-          return [...counts].map(([partition, n]) => {
-            const baseOffset = next.get(`${topic}/${partition}`) ?? 100 * partition;
-            next.set(`${topic}/${partition}`, baseOffset + n);
-            return { topic, partition, baseOffset: String(baseOffset) };
-          });
-        })),
-        fail: reject,
-      });
-    }),
+    sendAll: (records) =>
+      new Promise((resolve, reject) => {
+        requests.push({
+          records,
+          record: records[0]!,
+          ack: () =>
+            resolve(
+              records.flatMap(({ topic, messages }) => {
+                const counts = new Map<number, number>();
+                for (const m of messages) counts.set(m.partition ?? 0, (counts.get(m.partition ?? 0) ?? 0) + 1);
+                return [...counts].map(([partition, n]) => {
+                  const baseOffset = next.get(`${topic}/${partition}`) ?? 100 * partition;
+                  next.set(`${topic}/${partition}`, baseOffset + n);
+                  return { topic, partition, baseOffset: String(baseOffset) };
+                });
+              }),
+            ),
+          fail: reject,
+        });
+      }),
   };
   return { tx, requests, keys: (i: number) => requests[i]!.record.messages.map((m) => m.key) };
 }
@@ -36,7 +40,10 @@ function manualTx() {
 const tick = () => new Promise((r) => setImmediate(r));
 const PARTITIONS = 3;
 /** Metric names by the partition partitionFor gives them. */
-const keysOf = (partition: number, n: number) => Array.from({ length: 1000 }, (_, i) => `m${i}`).filter((k) => partitionFor(k, PARTITIONS) === partition).slice(0, n);
+const keysOf = (partition: number, n: number) =>
+  Array.from({ length: 1000 }, (_, i) => `m${i}`)
+    .filter((k) => partitionFor(k, PARTITIONS) === partition)
+    .slice(0, n);
 const [a0, b0, c0] = keysOf(0, 3) as [string, string, string];
 const [a1] = keysOf(1, 1) as [string];
 /** A batch value that, with its key and framing, takes `bytes` of a partition's bound. */
@@ -121,10 +128,12 @@ describe('PointBatchSender', () => {
     await tick();
     requests[1]!.ack(); // partition 0 at offset 2
     await flushed;
-    expect(sender.shares).toEqual(new Map([
-      [0, { points: 37, batches: 3, firstOffset: 0, lastOffset: 2 }],
-      [1, { points: 5, batches: 1, firstOffset: 100, lastOffset: 100 }],
-    ]));
+    expect(sender.shares).toEqual(
+      new Map([
+        [0, { points: 37, batches: 3, firstOffset: 0, lastOffset: 2 }],
+        [1, { points: 5, batches: 1, firstOffset: 100, lastOffset: 100 }],
+      ]),
+    );
   });
 
   it("sends the tail in the last group's request, after the group in each partition, and counts what was queued before any acknowledgement", async () => {
@@ -133,20 +142,33 @@ describe('PointBatchSender', () => {
     await sender.send(a0, sized(a0, 300), 10);
     await sender.send(a1, sized(a1, 300), 5);
     expect(requests).toHaveLength(0);
-    expect(sender.counts).toEqual(new Map([[0, { points: 10, batches: 1 }], [1, { points: 5, batches: 1 }]]));
+    expect(sender.counts).toEqual(
+      new Map([
+        [0, { points: 10, batches: 1 }],
+        [1, { points: 5, batches: 1 }],
+      ]),
+    );
     const seal = { key: 'task', value: Buffer.from('seal'), partition: 0 };
     const parsed = { key: 'task', value: Buffer.from('parsed') };
-    const flushed = sender.flush([{ topic: 'points', messages: [seal] }, { topic: 'tasks', messages: [parsed] }]);
+    const flushed = sender.flush([
+      { topic: 'points', messages: [seal] },
+      { topic: 'tasks', messages: [parsed] },
+    ]);
     await tick();
     expect(requests).toHaveLength(1); // one request for both topics
-    expect(requests[0]!.records.map((r) => [r.topic, r.messages.map((m) => m.key)])).toEqual([['points', [a0, a1, 'task']], ['tasks', ['task']]]);
+    expect(requests[0]!.records.map((r) => [r.topic, r.messages.map((m) => m.key)])).toEqual([
+      ['points', [a0, a1, 'task']],
+      ['tasks', ['task']],
+    ]);
     requests[0]!.ack();
     await flushed;
     // The seal after partition 0's batch does not move the batch's offset; the tasks topic's acknowledgement is not the points'.
-    expect(sender.shares).toEqual(new Map([
-      [0, { points: 10, batches: 1, firstOffset: 0, lastOffset: 0 }],
-      [1, { points: 5, batches: 1, firstOffset: 100, lastOffset: 100 }],
-    ]));
+    expect(sender.shares).toEqual(
+      new Map([
+        [0, { points: 10, batches: 1, firstOffset: 0, lastOffset: 0 }],
+        [1, { points: 5, batches: 1, firstOffset: 100, lastOffset: 100 }],
+      ]),
+    );
   });
 
   it('sends a tail alone when nothing is queued', async () => {
@@ -186,7 +208,9 @@ describe('PointBatchSender', () => {
     await sender.send(b0, sized(b0, 100), 1); // the first group is in flight, the second queued
     expect(requests).toHaveLength(1);
     let discarded = false;
-    const discarding = sender.discard().then(() => { discarded = true; });
+    const discarding = sender.discard().then(() => {
+      discarded = true;
+    });
     await tick();
     expect(discarded).toBe(false); // the request in flight has not ended
     requests[0]!.fail(new Error('broker gone'));
@@ -204,8 +228,12 @@ describe('the bound on a point batch (settings: MERIDIAN_POINT_BATCH_SIZE × 18 
     const name = '😀'.repeat(MAX_METRIC_NAME_LENGTH); // the longest name: 256 characters of 4 UTF-8 bytes each
     expect(metricNameProblem(name)).toBeNull();
     const value = createEventCodec<PointsFact>().encode({
-      type: 'PointBatch', task_id: '00000000-0000-0000-0000-000000000000', metric_name: name, updated_at: longest,
-      timestamps: Array.from({ length: points }, () => longest), values: Array.from({ length: points }, () => Math.PI),
+      type: 'PointBatch',
+      task_id: '00000000-0000-0000-0000-000000000000',
+      metric_name: name,
+      updated_at: longest,
+      timestamps: Array.from({ length: points }, () => longest),
+      values: Array.from({ length: points }, () => Math.PI),
     });
     expect(Buffer.byteLength(name) + value.length + 40).toBeLessThanOrEqual(settings.MERIDIAN_UPLOAD_SEND_BYTES_PER_PARTITION);
   });

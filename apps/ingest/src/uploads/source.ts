@@ -58,7 +58,8 @@ export async function* gunzipIfNeeded(source: Readable, limits: DecompressionLim
     try {
       for await (const chunk of replay()) {
         out += chunk.length;
-        if (out > limits.maxDecompressedBytes) throw new UploadLimitExceeded(`the upload is larger than ${limits.maxDecompressedBytes} bytes (MERIDIAN_MAX_DECOMPRESSED_BYTES); nothing was stored`);
+        if (out > limits.maxDecompressedBytes)
+          throw new UploadLimitExceeded(`the upload is larger than ${limits.maxDecompressedBytes} bytes (MERIDIAN_MAX_DECOMPRESSED_BYTES); nothing was stored`);
         yield chunk;
       }
     } finally {
@@ -73,11 +74,15 @@ export async function* gunzipIfNeeded(source: Readable, limits: DecompressionLim
     for await (const chunk of gunzip as AsyncIterable<Buffer>) {
       out += chunk.length;
       if (out > limits.maxDecompressedBytes) {
-        throw new UploadLimitExceeded(`the upload expands to more than ${limits.maxDecompressedBytes} bytes (MERIDIAN_MAX_DECOMPRESSED_BYTES); nothing was stored`);
+        throw new UploadLimitExceeded(
+          `the upload expands to more than ${limits.maxDecompressedBytes} bytes (MERIDIAN_MAX_DECOMPRESSED_BYTES); nothing was stored`,
+        );
       }
       // bytesWritten: the compressed bytes gunzip has consumed so far, not just the ones read ahead.
       if (out > RATIO_APPLIES_FROM_BYTES && out > limits.maxExpansionRatio * gunzip.bytesWritten) {
-        throw new UploadLimitExceeded(`the upload expands to more than ${limits.maxExpansionRatio}× its compressed size (MERIDIAN_MAX_EXPANSION_RATIO; stopped at ${out} bytes from ${gunzip.bytesWritten}); nothing was stored`);
+        throw new UploadLimitExceeded(
+          `the upload expands to more than ${limits.maxExpansionRatio}× its compressed size (MERIDIAN_MAX_EXPANSION_RATIO; stopped at ${out} bytes from ${gunzip.bytesWritten}); nothing was stored`,
+        );
       }
       yield chunk;
     }

@@ -59,7 +59,9 @@ describe('gunzipIfNeeded', () => {
       return null;
     })();
     expect(error).toBeInstanceOf(UploadLimitExceeded);
-    expect((error as Error).message).toMatch(/^the upload expands to more than 200× its compressed size \(MERIDIAN_MAX_EXPANSION_RATIO; stopped at \d+ bytes from \d+\); nothing was stored$/);
+    expect((error as Error).message).toMatch(
+      /^the upload expands to more than 200× its compressed size \(MERIDIAN_MAX_EXPANSION_RATIO; stopped at \d+ bytes from \d+\); nothing was stored$/,
+    );
     expect(out).toBeGreaterThanOrEqual(RATIO_APPLIES_FROM_BYTES - 1024 * 1024);
     expect(out).toBeLessThan(2 * RATIO_APPLIES_FROM_BYTES);
     expect(read()).toBeLessThan(bomb.length / 4);

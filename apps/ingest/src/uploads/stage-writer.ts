@@ -35,7 +35,11 @@ export type StageWriterOptions = {
 const BEAT_EVERY_MS = 1000;
 
 /** Whether `event`, which never rejects, happens within `ms`. */
-const within = (event: Promise<unknown>, ms: number): Promise<boolean> => withTimeout(event, ms, 'a stage insert').then(() => true, () => false);
+const within = (event: Promise<unknown>, ms: number): Promise<boolean> =>
+  withTimeout(event, ms, 'a stage insert').then(
+    () => true,
+    () => false,
+  );
 
 /**
  * Writes waiting for their turn that one partition may have (besides the one under way) while
@@ -96,7 +100,9 @@ export class StageWriter {
     this.options = options;
     this.attempt = options.attempt;
     this.logger = logger;
-    this.inFlight = stage.drop(options.taskId).catch((error: unknown) => logger.warn({ err: error }, 'dropping the stages of this task\'s earlier runs failed; the sweeper will'));
+    this.inFlight = stage
+      .drop(options.taskId)
+      .catch((error: unknown) => logger.warn({ err: error }, "dropping the stages of this task's earlier runs failed; the sweeper will"));
   }
 
   /** Partitions whose stage took a failed insert: their seals will refill them. */
@@ -165,7 +171,9 @@ export class StageWriter {
   async abandon(): Promise<void> {
     this.buffers.clear();
     await this.settled('abandoning');
-    await this.stage.drop(this.options.taskId).catch((error: unknown) => this.logger.warn({ err: error, attempt: this.attempt }, 'dropping an aborted upload\'s stages failed; the sweeper will'));
+    await this.stage
+      .drop(this.options.taskId)
+      .catch((error: unknown) => this.logger.warn({ err: error, attempt: this.attempt }, "dropping an aborted upload's stages failed; the sweeper will"));
   }
 
   /** Waits for every insert, at most finishTimeoutMs, calling `heartbeat` every BEAT_EVERY_MS; past it gives every stage up. */
@@ -195,7 +203,10 @@ export class StageWriter {
     this.waiting.clear();
     this.buffers.clear();
     this.giveUp.abort(error);
-    this.logger.warn({ err: error, attempt: this.attempt, partitions: [...this.writing.keys()], while: what }, 'staging inserts given up (MERIDIAN_STAGE_FINISH_TIMEOUT_MS); these partitions\' stages will be refilled from the log at the seal');
+    this.logger.warn(
+      { err: error, attempt: this.attempt, partitions: [...this.writing.keys()], while: what },
+      "staging inserts given up (MERIDIAN_STAGE_FINISH_TIMEOUT_MS); these partitions' stages will be refilled from the log at the seal",
+    );
   }
 
   private opened(partition: number): Promise<StageInserts> {
@@ -214,7 +225,10 @@ export class StageWriter {
       this.broken.add(partition);
       this.waiting.delete(partition);
       this.buffers.delete(partition);
-      this.logger.warn({ attempt: this.attempt, partition }, 'staging inserts fall behind the upload; this partition\'s stage is given up and will be refilled from the log at the seal');
+      this.logger.warn(
+        { attempt: this.attempt, partition },
+        "staging inserts fall behind the upload; this partition's stage is given up and will be refilled from the log at the seal",
+      );
       return;
     }
     waiting.push(segments);
@@ -228,7 +242,10 @@ export class StageWriter {
         await (await this.opened(partition)).insert(rows, this.giveUp.signal);
       } catch (error) {
         this.broken.add(partition);
-        this.logger.warn({ err: error, attempt: this.attempt, partition }, 'staging insert failed; this partition\'s stage will be refilled from the log at the seal');
+        this.logger.warn(
+          { err: error, attempt: this.attempt, partition },
+          "staging insert failed; this partition's stage will be refilled from the log at the seal",
+        );
       } finally {
         const left = this.writing.get(partition)! - 1;
         if (left === 0) this.writing.delete(partition);

@@ -6,7 +6,15 @@ import { MOST_WAITING_PER_PARTITION, StageWriter, type UploadStage } from './sta
 
 const logger = createLogger({ name: 't', level: 'silent' });
 const segment = (partition: number, offset: number, points: number): Segment => {
-  const batch: PointBatch = { type: 'PointBatch', task_id: 't', metric_name: 'm', updated_at: 1, timestamps: Array.from({ length: points }, (_, i) => i), values: Array.from({ length: points }, () => 1), stage: 'aaaaaaaaaaaaaaaa' };
+  const batch: PointBatch = {
+    type: 'PointBatch',
+    task_id: 't',
+    metric_name: 'm',
+    updated_at: 1,
+    timestamps: Array.from({ length: points }, (_, i) => i),
+    values: Array.from({ length: points }, () => 1),
+    stage: 'aaaaaaaaaaaaaaaa',
+  };
   return { batch, partition, offset };
 };
 
@@ -28,10 +36,12 @@ function fakeStage(refuse: (partition: number, call: number) => boolean = () => 
           mostAtOnce = Math.max(mostAtOnce, running);
           if (hang(partition)) {
             // As a request ClickHouse never answers: only the writer's signal ends it.
-            await new Promise((_, reject) => signal!.addEventListener('abort', () => {
-              givenUp.push(partition);
-              reject(new Error('aborted'));
-            }));
+            await new Promise((_, reject) =>
+              signal!.addEventListener('abort', () => {
+                givenUp.push(partition);
+                reject(new Error('aborted'));
+              }),
+            );
           }
           await new Promise((r) => setImmediate(r));
           running--;
@@ -101,7 +111,7 @@ describe('stage writer', () => {
     expect(f.events.filter((e) => e.startsWith('open')).sort()).toEqual(['open task-1 aaaaaaaaaaaaaaaa 0', 'open task-1 aaaaaaaaaaaaaaaa 1']);
   });
 
-  it('a failed insert breaks only its partition\'s stage: no retry, no more inserts there, never an error to the upload', async () => {
+  it("a failed insert breaks only its partition's stage: no retry, no more inserts there, never an error to the upload", async () => {
     const f = fakeStage((partition, call) => partition === 0 && call === 1);
     const w = new StageWriter(f.stage, options('aaaaaaaaaaaaaaaa', 5), logger);
     w.add([segment(0, 1, 5), segment(0, 2, 5), segment(1, 1, 5), segment(0, 3, 5)]);
@@ -110,7 +120,7 @@ describe('stage writer', () => {
     expect([...w.brokenPartitions]).toEqual([0]);
   });
 
-  it('abandon waits for the insert in flight and drops the task\'s stages', async () => {
+  it("abandon waits for the insert in flight and drops the task's stages", async () => {
     const f = fakeStage();
     const w = new StageWriter(f.stage, options('bbbbbbbbbbbbbbbb', 1), logger);
     w.add([segment(0, 1, 2), segment(0, 2, 2)]);
@@ -119,7 +129,7 @@ describe('stage writer', () => {
     expect(f.dropped).toEqual(['task-1', 'task-1']);
   });
 
-  it('drops the stages of the task\'s earlier runs before its first insert', async () => {
+  it("drops the stages of the task's earlier runs before its first insert", async () => {
     const f = fakeStage();
     const w = new StageWriter(f.stage, options('cccccccccccccccc', 10), logger);
     w.add([segment(2, 1, 20)]);
@@ -129,7 +139,10 @@ describe('stage writer', () => {
   });
 
   it('finish gives up inserts that do not end within finishTimeoutMs: their partitions count as broken, the others are written', async () => {
-    const f = fakeStage(() => false, (partition) => partition === 1);
+    const f = fakeStage(
+      () => false,
+      (partition) => partition === 1,
+    );
     const w = new StageWriter(f.stage, options('dddddddddddddddd', 5, 50), logger);
     // Queued: 0:1, then 1:1 (never answered), then at finish 0:2, 1:2, 2:1 behind it.
     w.add([segment(0, 1, 5), segment(0, 2, 5), segment(1, 1, 5), segment(1, 2, 5), segment(2, 1, 5)]);
@@ -151,7 +164,9 @@ describe('stage writer', () => {
     await w.room(); // one waiting: still room
     w.add([segment(0, 4, 5)]); // 0:3 waits too: crowded
     let roomy = false;
-    const room = w.room().then(() => { roomy = true; });
+    const room = w.room().then(() => {
+      roomy = true;
+    });
     await turn();
     await turn();
     expect(roomy, 'room() waits while two writes wait behind a held insert').toBe(false);
@@ -164,7 +179,10 @@ describe('stage writer', () => {
   });
 
   it('room() waits at most finishTimeoutMs: then every insert is given up and every stage, even one not written yet, counts as broken', async () => {
-    const f = fakeStage(() => false, (partition) => partition === 0);
+    const f = fakeStage(
+      () => false,
+      (partition) => partition === 0,
+    );
     const w = new StageWriter(f.stage, options('abababababababab', 5, 50), logger);
     for (let offset = 1; offset <= 4; offset++) w.add([segment(0, offset, 5)]); // 0:1 never answered, 0:2 and 0:3 wait
     await new Promise((r) => setImmediate(r));
@@ -198,10 +216,19 @@ describe('stage writer', () => {
     await w.finish();
   });
 
-  it('heartbeats the command\'s consumer while it holds the upload, waiting for room or for its last inserts', async () => {
+  it("heartbeats the command's consumer while it holds the upload, waiting for room or for its last inserts", async () => {
     const { stage, release, releaseAll } = heldStage();
     let beats = 0;
-    const w = new StageWriter(stage, { ...options('bcbcbcbcbcbcbcbc', 5), heartbeat: async () => { beats++; } }, logger);
+    const w = new StageWriter(
+      stage,
+      {
+        ...options('bcbcbcbcbcbcbcbc', 5),
+        heartbeat: async () => {
+          beats++;
+        },
+      },
+      logger,
+    );
     for (let offset = 1; offset <= 4; offset++) w.add([segment(0, offset, 5)]); // one under way, two waiting: crowded
     await new Promise((r) => setImmediate(r));
     setTimeout(release, 1200); // past a heartbeat interval

@@ -15,7 +15,13 @@ export const GATE_ANSWER_MS = 5000;
  * one question at a time. A question that fails answers no: the upload is then projected
  * after its commit, as with staging off, which is always correct, only later.
  */
-export function stagingGate(mode: 'on' | 'auto', minBytes: number, log: Pick<EventLog, 'groupAdvertises'>, projectorGroup: string, logger: Logger): (bytes: number) => Promise<boolean> {
+export function stagingGate(
+  mode: 'on' | 'auto',
+  minBytes: number,
+  log: Pick<EventLog, 'groupAdvertises'>,
+  projectorGroup: string,
+  logger: Logger,
+): (bytes: number) => Promise<boolean> {
   if (mode === 'on') return (bytes) => Promise.resolve(bytes >= minBytes);
   let answer: { readonly at: number; readonly staged: Promise<boolean> } | null = null;
   let last: boolean | null = null;
@@ -24,7 +30,13 @@ export function stagingGate(mode: 'on' | 'auto', minBytes: number, log: Pick<Eve
       logger.warn({ err: error, group: projectorGroup }, 'could not ask the projector group whether it reads staged uploads; this upload is not staged');
       return false;
     });
-    if (staged !== last) logger.info({ group: projectorGroup, staged }, staged ? 'every points projector reads staged uploads: large uploads are staged' : 'not every points projector is known to read staged uploads: uploads are projected after their commit');
+    if (staged !== last)
+      logger.info(
+        { group: projectorGroup, staged },
+        staged
+          ? 'every points projector reads staged uploads: large uploads are staged'
+          : 'not every points projector is known to read staged uploads: uploads are projected after their commit',
+      );
     last = staged;
     return staged;
   };

@@ -8,11 +8,21 @@ const logger = createLogger({ name: 't', level: 'silent' });
 /** A projector group whose answer the test sets, counting the questions. */
 function group(answer: () => Promise<boolean>) {
   const asked: Array<[string, string]> = [];
-  return { asked, log: { groupAdvertises: (groupId: string, capability: string) => { asked.push([groupId, capability]); return answer(); } } };
+  return {
+    asked,
+    log: {
+      groupAdvertises: (groupId: string, capability: string) => {
+        asked.push([groupId, capability]);
+        return answer();
+      },
+    },
+  };
 }
 
 describe('staging gate', () => {
-  afterEach(() => { vi.useRealTimers(); });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
 
   it('stages nothing below MERIDIAN_STAGE_MIN_BYTES, and does not ask', async () => {
     const g = group(() => Promise.resolve(true));

@@ -95,7 +95,11 @@ export function uploadCommands(deps: UploadCommandsDeps): CommandHandler<Metrics
     groups: groupable,
     /** Small uploads of one tasks partition in one transaction (runUploadGroup). */
     async runGroup(items) {
-      const done = await runUploadGroup(items.map(({ cmd, run }) => ({ cmd, at: run.at })), items[0]!.run.producer, deps);
+      const done = await runUploadGroup(
+        items.map(({ cmd, run }) => ({ cmd, at: run.at })),
+        items[0]!.run.producer,
+        deps,
+      );
       if (done) for (const { cmd, run } of items) await ended(cmd, run.at.partition);
       return done;
     },
@@ -103,7 +107,9 @@ export function uploadCommands(deps: UploadCommandsDeps): CommandHandler<Metrics
       await tasks.fail(producer, at, cmd.task_id, failedUnread(reason));
       await ended(cmd, at.partition);
       // A command refused after its runs died (the crash-loop breaker) leaves their stages: no run will drop them now.
-      await deps.stage?.drop(cmd.task_id).catch((error: unknown) => logger.warn({ err: error, task_id: cmd.task_id }, 'dropping the stages of a refused upload failed; the sweeper will'));
+      await deps.stage
+        ?.drop(cmd.task_id)
+        .catch((error: unknown) => logger.warn({ err: error, task_id: cmd.task_id }, 'dropping the stages of a refused upload failed; the sweeper will'));
     },
   };
 }
@@ -124,7 +130,8 @@ function groupable(cmd: MetricsUploadRequested): boolean {
  */
 function timeBudget(limits: UploadLimits, source: () => Readable | null): { check(): void; end(): void } {
   const deadline = Date.now() + limits.timeBudgetMs;
-  const exceeded = () => new UploadLimitExceeded(`the upload took longer than its time budget of ${limits.timeBudgetMs} ms (MERIDIAN_UPLOAD_TIME_BUDGET_MS); nothing was stored`);
+  const exceeded = () =>
+    new UploadLimitExceeded(`the upload took longer than its time budget of ${limits.timeBudgetMs} ms (MERIDIAN_UPLOAD_TIME_BUDGET_MS); nothing was stored`);
   const timer = setTimeout(() => source()?.destroy(exceeded()), limits.timeBudgetMs);
   return {
     check() {
@@ -155,7 +162,10 @@ const uploadStart = (cmd: MetricsUploadRequested, deps: UploadCommandsDeps): Upl
 });
 
 const senderOptions = (deps: UploadCommandsDeps) => ({
-  topic: deps.topics.points, partitions: deps.pointsPartitions, maxBytesPerPartition: deps.sendBytesPerPartition, maxBytesPerRequest: deps.sendBytesPerRequest,
+  topic: deps.topics.points,
+  partitions: deps.pointsPartitions,
+  maxBytesPerPartition: deps.sendBytesPerPartition,
+  maxBytesPerRequest: deps.sendBytesPerRequest,
 });
 
 /**
@@ -173,7 +183,13 @@ const senderOptions = (deps: UploadCommandsDeps) => ({
  * nothing, the error cap, skip mode, write access per row). The committed batches reach
  * ClickHouse through the projector (apps/ingest/src/projector/projector.ts).
  */
-async function runUpload(cmd: MetricsUploadRequested, at: CommandPosition, producer: TransactionalLog, deps: UploadCommandsDeps, heartbeat: () => Promise<void>): Promise<'succeeded' | 'failed'> {
+async function runUpload(
+  cmd: MetricsUploadRequested,
+  at: CommandPosition,
+  producer: TransactionalLog,
+  deps: UploadCommandsDeps,
+  heartbeat: () => Promise<void>,
+): Promise<'succeeded' | 'failed'> {
   const log = deps.logger.child({ task_id: cmd.task_id });
   const now = () => Date.now();
   const run = startUpload(uploadStart(cmd, deps));
@@ -198,7 +214,21 @@ async function runUpload(cmd: MetricsUploadRequested, at: CommandPosition, produ
   const act = async (facts: readonly UploadFact[], inputEnded: boolean): Promise<UploadComplete | UploadFailed | null> => {
     for (const fact of facts) {
       if (fact.type !== 'BatchReady') return fact;
-      if (staging === undefined) staging = inputEnded || deps.stage === null || !(await deps.mayStage(cmd.payload_bytes)) ? null : new StageWriter(deps.stage, { taskId: cmd.task_id, attempt: randomBytes(8).toString('hex'), batchRows: deps.stageBatchRows, finishTimeoutMs: deps.stageFinishTimeoutMs, heartbeat }, log);
+      if (staging === undefined)
+        staging =
+          inputEnded || deps.stage === null || !(await deps.mayStage(cmd.payload_bytes))
+            ? null
+            : new StageWriter(
+                deps.stage,
+                {
+                  taskId: cmd.task_id,
+                  attempt: randomBytes(8).toString('hex'),
+                  batchRows: deps.stageBatchRows,
+                  finishTimeoutMs: deps.stageFinishTimeoutMs,
+                  heartbeat,
+                },
+                log,
+              );
       const b = fact.batch;
       const batch = pointBatchOf(cmd.task_id, cmd.at, b, staging?.attempt);
       const value = deps.pointsCodec.encode(batch);
@@ -244,13 +274,31 @@ async function runUpload(cmd: MetricsUploadRequested, at: CommandPosition, produ
     const { counts, shares } = sender;
     const attempt = staging?.attempt;
     // A staged seal names its share.
-    const { seals, parsed } = uploadEnd(cmd, end, counts, deps, attempt === undefined ? undefined : (partition, batches) => ({ attempt, first_offset: shares.get(partition)!.firstOffset, batches }));
+    const { seals, parsed } = uploadEnd(
+      cmd,
+      end,
+      counts,
+      deps,
+      attempt === undefined ? undefined : (partition, batches) => ({ attempt, first_offset: shares.get(partition)!.firstOffset, batches }),
+    );
     // The last point batches, the seals (after them in each partition) and UploadParsed in one request.
-    await sender.flush([{ topic: deps.topics.points, acks: -1, messages: seals }, { topic: deps.topics.tasks, acks: -1, messages: [parsed] }]);
+    await sender.flush([
+      { topic: deps.topics.points, acks: -1, messages: seals },
+      { topic: deps.topics.tasks, acks: -1, messages: [parsed] },
+    ]);
     await tx.commit();
     // Where each partition's batches sit: [first, last] offsets, to find them in the log.
     const offsets = Object.fromEntries([...shares].map(([partition, s]) => [partition, { batches: s.batches, first: s.firstOffset, last: s.lastOffset }]));
-    log.info({ points: end.points_accepted, rejected: end.rows_rejected, partitions: shares.size, offsets, ...(attempt === undefined ? {} : { staged: attempt, broken_stages: [...staging!.brokenPartitions] }) }, 'upload written to the log');
+    log.info(
+      {
+        points: end.points_accepted,
+        rejected: end.rows_rejected,
+        partitions: shares.size,
+        offsets,
+        ...(attempt === undefined ? {} : { staged: attempt, broken_stages: [...staging!.brokenPartitions] }),
+      },
+      'upload written to the log',
+    );
     return 'succeeded';
   } catch (error) {
     await sender.discard();
@@ -279,8 +327,14 @@ function uploadEnd(
   stage?: (partition: number, batches: number) => NonNullable<UploadSealed['stage']>,
 ): { seals: LogMessage[]; parsed: LogMessage } {
   const seals = [...written].map(([partition, { points, batches }]) => ({
-    partition, key: cmd.task_id,
-    value: deps.pointsCodec.encode({ type: 'UploadSealed', task_id: cmd.task_id, points, ...(stage === undefined ? {} : { stage: stage(partition, batches) }) }),
+    partition,
+    key: cmd.task_id,
+    value: deps.pointsCodec.encode({
+      type: 'UploadSealed',
+      task_id: cmd.task_id,
+      points,
+      ...(stage === undefined ? {} : { stage: stage(partition, batches) }),
+    }),
   }));
   const parsed = deps.tasks.message({
     type: 'UploadParsed',
@@ -323,7 +377,11 @@ async function parseWhole(cmd: MetricsUploadRequested, deps: UploadCommandsDeps)
  * any other trouble before the commit the transaction is aborted and false returned, and the
  * caller runs each upload alone under the one rule for failures.
  */
-async function runUploadGroup(items: ReadonlyArray<{ readonly cmd: MetricsUploadRequested; readonly at: CommandPosition }>, producer: TransactionalLog, deps: UploadCommandsDeps): Promise<boolean> {
+async function runUploadGroup(
+  items: ReadonlyArray<{ readonly cmd: MetricsUploadRequested; readonly at: CommandPosition }>,
+  producer: TransactionalLog,
+  deps: UploadCommandsDeps,
+): Promise<boolean> {
   const tx = await producer.transaction();
   const offsetMoved = deps.tasks.commitCommand(tx, items[items.length - 1]!.at);
   offsetMoved.catch(() => undefined); // awaited below; observed here should a body fail first
@@ -343,20 +401,33 @@ async function runUploadGroup(items: ReadonlyArray<{ readonly cmd: MetricsUpload
       const before = new Map([...sender.counts].map(([partition, count]) => [partition, { ...count }]));
       for (const b of batches) await sender.send(batchKey(b), deps.pointsCodec.encode(pointBatchOf(cmd.task_id, cmd.at, b)), b.timestamps.length);
       // What this upload added to each partition the sender counts.
-      const written = new Map([...sender.counts]
-        .map(([partition, count]): [number, PartitionCount] => [partition, { points: count.points - (before.get(partition)?.points ?? 0), batches: count.batches - (before.get(partition)?.batches ?? 0) }])
-        .filter(([, count]) => count.batches > 0));
+      const written = new Map(
+        [...sender.counts]
+          .map(([partition, count]): [number, PartitionCount] => [
+            partition,
+            { points: count.points - (before.get(partition)?.points ?? 0), batches: count.batches - (before.get(partition)?.batches ?? 0) },
+          ])
+          .filter(([, count]) => count.batches > 0),
+      );
       const ended = uploadEnd(cmd, end, written, deps);
       seals.push(...ended.seals);
       events.push(ended.parsed);
     }
-    await sender.flush([{ topic: deps.topics.points, acks: -1, messages: seals }, { topic: deps.topics.tasks, acks: -1, messages: events }]);
+    await sender.flush([
+      { topic: deps.topics.points, acks: -1, messages: seals },
+      { topic: deps.topics.tasks, acks: -1, messages: events },
+    ]);
     committing = true;
     await tx.commit();
-    deps.logger.info({ tasks: items.map(({ cmd }, i) => {
-      const { end } = parsed[i]!;
-      return end.type === 'UploadComplete' ? { task_id: cmd.task_id, points: end.points_accepted } : { task_id: cmd.task_id, failed: end.reason };
-    }) }, 'uploads written to the log in one transaction');
+    deps.logger.info(
+      {
+        tasks: items.map(({ cmd }, i) => {
+          const { end } = parsed[i]!;
+          return end.type === 'UploadComplete' ? { task_id: cmd.task_id, points: end.points_accepted } : { task_id: cmd.task_id, failed: end.reason };
+        }),
+      },
+      'uploads written to the log in one transaction',
+    );
     return true;
   } catch (error) {
     await sender.discard();

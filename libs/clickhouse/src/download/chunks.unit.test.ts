@@ -16,7 +16,10 @@ describe('download chunks', () => {
 
   it('never splits a metric, and takes each name once', () => {
     const rows: Record<string, number> = { a: 5, big: 1000, c: 5, d: 5 };
-    expect(chunkNames(['d', 'a', 'big', 'c', 'a'], (n) => rows[n]!, { firstRows: 10, maxRows: 40 })).toEqual([['a', 'big'], ['c', 'd']]);
+    expect(chunkNames(['d', 'a', 'big', 'c', 'a'], (n) => rows[n]!, { firstRows: 10, maxRows: 40 })).toEqual([
+      ['a', 'big'],
+      ['c', 'd'],
+    ]);
   });
 
   it('gives one group when everything fits the first', () => {
@@ -24,7 +27,7 @@ describe('download chunks', () => {
     expect(chunkNames([], () => 1, { firstRows: 100, maxRows: 1000 })).toEqual([]);
   });
 
-  it('estimates a metric\'s rows in a time window as if spread evenly', () => {
+  it("estimates a metric's rows in a time window as if spread evenly", () => {
     const entry = { points: 1000, first_ts: 0, last_ts: 999 };
     expect(rowsInWindow(entry, 0, 999)).toBe(1000);
     expect(rowsInWindow(entry, -5, 5000)).toBe(1000);

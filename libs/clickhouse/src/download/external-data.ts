@@ -28,7 +28,10 @@ export function tsvRows(rows: readonly (readonly string[])[]): string {
 export function externalTableParams(tables: readonly ExternalTable[]): [string, string][] {
   return tables.flatMap((t) => {
     if (!IDENTIFIER.test(t.name)) throw new Error(`not an external table name: ${t.name}`);
-    return [[`${t.name}_structure`, t.structure], [`${t.name}_format`, 'TabSeparated']] as [string, string][];
+    return [
+      [`${t.name}_structure`, t.structure],
+      [`${t.name}_format`, 'TabSeparated'],
+    ] as [string, string][];
   });
 }
 
@@ -40,8 +43,7 @@ export function multipartBody(tables: readonly ExternalTable[]): { body: Buffer;
   while (files.some((f) => f.data.includes(boundary)));
   const parts = files.flatMap((f) => [
     Buffer.from(
-      `--${boundary}\r\nContent-Disposition: form-data; name="${f.name}"; filename="${f.name}"\r\n` +
-        'Content-Type: application/octet-stream\r\n\r\n',
+      `--${boundary}\r\nContent-Disposition: form-data; name="${f.name}"; filename="${f.name}"\r\n` + 'Content-Type: application/octet-stream\r\n\r\n',
     ),
     f.data,
     Buffer.from('\r\n'),

@@ -5,7 +5,12 @@ describe('external data', () => {
   it('escapes what TabSeparated reads specially and nothing else', () => {
     expect(tsvField('a\\b\tc\nd\re')).toBe('a\\\\b\\tc\\nd\\re');
     expect(tsvField(`x'); DROP TABLE points; -- "q" %_:ü🎉`)).toBe(`x'); DROP TABLE points; -- "q" %_:ü🎉`);
-    expect(tsvRows([['a', 'b'], ['c\\', 'd']])).toBe('a\tb\nc\\\\\td\n');
+    expect(
+      tsvRows([
+        ['a', 'b'],
+        ['c\\', 'd'],
+      ]),
+    ).toBe('a\tb\nc\\\\\td\n');
   });
 
   it('describes each table with a structure and a format parameter', () => {

@@ -38,17 +38,13 @@ export function filterSql(f: FilterInput): Filter {
   if (f.after) {
     tables.push(nameTable('after_name', f.after.metric_name));
     const a = scalarName('after_name');
-    const sameName = f.latestOnly
-      ? `ts > ${int(f.after.ts)}`
-      : `ts >= ${int(f.after.ts)} AND ${TIE_BREAK} > ${tieBreakOf(f.after)}`;
+    const sameName = f.latestOnly ? `ts > ${int(f.after.ts)}` : `ts >= ${int(f.after.ts)} AND ${TIE_BREAK} > ${tieBreakOf(f.after)}`;
     conditions.push(`(metric_name > ${a} OR (metric_name = ${a} AND ${sameName}))`);
   }
   if (f.until) {
     tables.push(nameTable('until_name', f.until.metric_name));
     const u = scalarName('until_name');
-    const sameName = f.latestOnly
-      ? `ts <= ${int(f.until.ts)}`
-      : `ts <= ${int(f.until.ts)} AND ${TIE_BREAK} <= ${tieBreakOf(f.until)}`;
+    const sameName = f.latestOnly ? `ts <= ${int(f.until.ts)}` : `ts <= ${int(f.until.ts)} AND ${TIE_BREAK} <= ${tieBreakOf(f.until)}`;
     conditions.push(`(metric_name < ${u} OR (metric_name = ${u} AND ${sameName}))`);
   }
   return { where: conditions.join(' AND '), tables };

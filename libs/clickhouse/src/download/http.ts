@@ -74,7 +74,8 @@ const UNREACHABLE = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'ENO
  */
 export function startQuery(conn: ConnOptions, q: QueryRequest): StartedQuery {
   // A stale kept-alive socket makes the query go twice: harmless for a read, not for a write.
-  if (q.reuseConnection && !READ_ONLY_STATEMENT.test(q.sql)) throw new Error('a kept-alive connection (reuseConnection) is for SELECT queries only: a write sent again after a stale socket could run twice');
+  if (q.reuseConnection && !READ_ONLY_STATEMENT.test(q.sql))
+    throw new Error('a kept-alive connection (reuseConnection) is for SELECT queries only: a write sent again after a stale socket could run twice');
   const [first, ...rest] = [conn.url, ...(conn.fallbackUrls ?? [])];
   let current!: StartedQuery;
   // A query sent on a stale kept-alive socket never ran: it is sent once more on a new connection.
@@ -87,10 +88,11 @@ export function startQuery(conn: ConnOptions, q: QueryRequest): StartedQuery {
     });
   };
   const response = rest.reduce<Promise<IncomingMessage>>(
-    (answered, url) => answered.catch((error: unknown) => {
-      if (!UNREACHABLE.has(String((error as NodeJS.ErrnoException).code)) || q.signal?.aborted) throw error;
-      return startAt(url);
-    }),
+    (answered, url) =>
+      answered.catch((error: unknown) => {
+        if (!UNREACHABLE.has(String((error as NodeJS.ErrnoException).code)) || q.signal?.aborted) throw error;
+        return startAt(url);
+      }),
     startAt(first),
   );
   return { response, abort: () => current.abort() };

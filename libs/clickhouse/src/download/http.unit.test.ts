@@ -105,7 +105,8 @@ describe('kept-alive connections (reuseConnection)', () => {
   it('are taken for a SELECT, with or without a WITH clause', async () => {
     const server = await replica('ok', 200);
     try {
-      for (const sql of ['SELECT 1', '  select 1', 'WITH 1 AS x SELECT x']) expect(await queryText({ ...conn, url: server.url }, { sql, reuseConnection: true })).toBe('ok');
+      for (const sql of ['SELECT 1', '  select 1', 'WITH 1 AS x SELECT x'])
+        expect(await queryText({ ...conn, url: server.url }, { sql, reuseConnection: true })).toBe('ok');
     } finally {
       await server.close();
     }

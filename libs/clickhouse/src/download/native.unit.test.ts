@@ -28,14 +28,23 @@ async function rowsOf(batches: AsyncIterable<PointColumns>) {
   for await (const b of batches) {
     sizes.push(b.rows);
     for (let i = 0; i < b.rows; i++) {
-      rows.push([Buffer.from(b.nameBytes.subarray(b.nameOffsets[i], b.nameOffsets[i + 1])).toString('utf8'), Number(b.timestamps[i]), b.values[i]!, Number(b.updatedAt[i])]);
+      rows.push([
+        Buffer.from(b.nameBytes.subarray(b.nameOffsets[i], b.nameOffsets[i + 1])).toString('utf8'),
+        Number(b.timestamps[i]),
+        b.values[i]!,
+        Number(b.updatedAt[i]),
+      ]);
     }
   }
   return { rows, sizes };
 }
 
 describe('the columnar download decoder', () => {
-  const first: Array<[string, number, number, number]> = [['cpu:a', 1_700_000_000_000, 0.5, 1_700_000_000_123], ['cpu:a', 1_700_000_001_000, -1e300, 1], ['mémoire ✓', 0, 5e-324, 4_102_444_799_999]];
+  const first: Array<[string, number, number, number]> = [
+    ['cpu:a', 1_700_000_000_000, 0.5, 1_700_000_000_123],
+    ['cpu:a', 1_700_000_001_000, -1e300, 1],
+    ['mémoire ✓', 0, 5e-324, 4_102_444_799_999],
+  ];
   const second: Array<[string, number, number, number]> = Array.from({ length: 1000 }, (_, i) => [`m${i % 7}`, i * 1000, i / 3, i]);
   const bytes = Buffer.concat([block(first), block([]), block(second)]);
 
@@ -52,7 +61,11 @@ describe('the columnar download decoder', () => {
 
   it('refuses a stream that ends inside a block, and a block of other columns', async () => {
     await expect(rowsOf(nativePointColumns(chunked(bytes.subarray(0, bytes.length - 5), () => 100)))).rejects.toThrow(/ended inside a block/);
-    const other = encodePointsBlock([{ batch: { type: 'PointBatch', task_id: 't', metric_name: 'x', updated_at: 1, timestamps: [1], values: [1] }, partition: 0, offset: 0 }], undefined, ['metric_name', 'ts', 'value', 'task_id']);
+    const other = encodePointsBlock(
+      [{ batch: { type: 'PointBatch', task_id: 't', metric_name: 'x', updated_at: 1, timestamps: [1], values: [1] }, partition: 0, offset: 0 }],
+      undefined,
+      ['metric_name', 'ts', 'value', 'task_id'],
+    );
     await expect(rowsOf(nativePointColumns(chunked(other, () => 1000)))).rejects.toThrow(/task_id String where updated_at Int64 belongs/);
   });
 });

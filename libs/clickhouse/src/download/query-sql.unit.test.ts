@@ -70,7 +70,9 @@ describe('download queries', () => {
   });
 
   it('stream the rows in key order, the newest of each (metric_name, ts) with latestOnly', () => {
-    expect(streamSql('csv', false, where, null)).toContain('ORDER BY rank, ts, updated_at, kafka_partition, kafka_offset, row_in_batch) FORMAT TabSeparatedRaw');
+    expect(streamSql('csv', false, where, null)).toContain(
+      'ORDER BY rank, ts, updated_at, kafka_partition, kafka_offset, row_in_batch) FORMAT TabSeparatedRaw',
+    );
     expect(streamSql('csv', true, where, null)).toContain(
       'ORDER BY rank, ts, updated_at DESC, kafka_partition DESC, kafka_offset DESC, row_in_batch DESC LIMIT 1 BY rank, ts)',
     );

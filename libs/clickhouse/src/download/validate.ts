@@ -2,7 +2,6 @@ import { isUuid } from '@meridian/domain';
 import { isCursor } from './cursor.ts';
 import type { DownloadRequest } from './types.ts';
 
-
 /**
  * Checks everything that ends up in SQL text (numbers, the query id) or decides its shape.
  * A failure is the caller's bug, not the user's: the api validates user input first.

@@ -14,7 +14,12 @@ const SWEEPS_TABLE = 'blob_sweeps';
  * by the files projector) and its sweep position (`blob_sweeps`). Blob hashes travel as external
  * data, never as SQL text.
  */
-export function clickhouseBlobReferences(conn: ConnOptions, client: ClickHouseClient, tables: FileTables = LIVE_FILE_TABLES, quorum: InsertQuorum = NO_QUORUM): BlobReferences {
+export function clickhouseBlobReferences(
+  conn: ConnOptions,
+  client: ClickHouseClient,
+  tables: FileTables = LIVE_FILE_TABLES,
+  quorum: InsertQuorum = NO_QUORUM,
+): BlobReferences {
   const blobs = quoteIdentifier(tables.blobs);
   const query = rowsQuery(conn, quorum);
   return {
@@ -35,8 +40,8 @@ export function clickhouseBlobReferences(conn: ConnOptions, client: ClickHouseCl
       // order: it reads the three narrow columns of the table (once per collection that has
       // deletions to handle, never at a lookup).
       const found = await query<{ sha256: string; o: string }>(
-        `SELECT sha256, toString(kafka_offset) AS o FROM ${blobs} WHERE live = 0 AND kafka_partition = ${int(partition)}`
-        + `${after < 0 ? '' : ` AND kafka_offset > ${int(after)}`} AND kafka_offset <= ${int(upTo)} ORDER BY kafka_offset LIMIT ${int(limit)}`,
+        `SELECT sha256, toString(kafka_offset) AS o FROM ${blobs} WHERE live = 0 AND kafka_partition = ${int(partition)}` +
+          `${after < 0 ? '' : ` AND kafka_offset > ${int(after)}`} AND kafka_offset <= ${int(upTo)} ORDER BY kafka_offset LIMIT ${int(limit)}`,
       );
       return found.map((r) => ({ sha256: r.sha256, offset: Number(r.o) }));
     },
@@ -46,7 +51,12 @@ export function clickhouseBlobReferences(conn: ConnOptions, client: ClickHouseCl
     async recordSwept(positions) {
       if (positions.size === 0) return;
       const settings = { ...synchronousInsertSettings(await serverCapabilities(client)), ...quorumInsertSettings(quorum.replicas, quorum.timeoutMs) };
-      await client.insert({ table: SWEEPS_TABLE, values: [...positions].map(([kafka_partition, kafka_offset]) => ({ kafka_partition, kafka_offset })), format: 'JSONEachRow', clickhouse_settings: settings });
+      await client.insert({
+        table: SWEEPS_TABLE,
+        values: [...positions].map(([kafka_partition, kafka_offset]) => ({ kafka_partition, kafka_offset })),
+        format: 'JSONEachRow',
+        clickhouse_settings: settings,
+      });
     },
   };
 }

@@ -67,7 +67,10 @@ async function untilDone(client: ClickHouseClient, table: string): Promise<void>
   quotedTable(table);
   const deadline = Date.now() + MUTATION_TIMEOUT_MS;
   for (;;) {
-    const [row] = await rows<{ n: string }>(client, `SELECT toString(count()) AS n FROM system.mutations WHERE database = currentDatabase() AND table = '${table}' AND is_done = 0`);
+    const [row] = await rows<{ n: string }>(
+      client,
+      `SELECT toString(count()) AS n FROM system.mutations WHERE database = currentDatabase() AND table = '${table}' AND is_done = 0`,
+    );
     if (Number(row?.n ?? 0) === 0) return;
     if (Date.now() > deadline) throw new Error(`mutations of ${table} not done within ${MUTATION_TIMEOUT_MS} ms`);
     await new Promise((r) => setTimeout(r, 100));
@@ -101,7 +104,11 @@ async function catalogStorage(client: ClickHouseClient, catalog: string): Promis
 export async function applyDeletion(client: ClickHouseClient, targets: DeletionTargets, d: PointsDeletion): Promise<void> {
   const caps = await serverCapabilities(client);
   for (const metrics of nameRuns(d.metrics, SQL_NAME_BYTES)) await deleteRun(client, targets, { ...d, metrics }, caps);
-  await client.insert({ table: targets.seals, format: 'JSONEachRow', values: [{ kafka_partition: d.partition, seal_offset: d.offset, task_id: d.taskId, attempt: '' }] });
+  await client.insert({
+    table: targets.seals,
+    format: 'JSONEachRow',
+    values: [{ kafka_partition: d.partition, seal_offset: d.offset, task_id: d.taskId, attempt: '' }],
+  });
 }
 
 /** The statements of one run of a deletion's names: its points, then its metrics' catalog rows. */

@@ -1,14 +1,16 @@
 import { describe, expect, it } from 'vitest';
 import { deleteRowsSql, deletionWhere, hexString } from './delete.ts';
 
-describe('a deletion\'s SQL', () => {
+describe("a deletion's SQL", () => {
   it('carries metric names as hex digits only, whatever they hold', () => {
     const evil = "x') OR 1=1 --\\'";
     expect(hexString(evil)).toMatch(/^unhex\('[0-9a-f]+'\)$/);
     expect(Buffer.from(/'([0-9a-f]+)'/.exec(hexString(evil))![1]!, 'hex').toString('utf8')).toBe(evil);
     const where = deletionWhere({ taskId: 't', partition: 3, offset: 42, metrics: [evil, 'cpu{a="b"}'], fromMs: 10, toMs: 20 });
     expect(where).not.toContain('OR 1=1');
-    expect(where).toBe(`metric_name IN (${hexString(evil)}, ${hexString('cpu{a="b"}')}) AND ts >= 10 AND ts <= 20 AND kafka_partition = 3 AND kafka_offset < 42`);
+    expect(where).toBe(
+      `metric_name IN (${hexString(evil)}, ${hexString('cpu{a="b"}')}) AND ts >= 10 AND ts <= 20 AND kafka_partition = 3 AND kafka_offset < 42`,
+    );
   });
 
   it('is a mutation on 18.16 and a lightweight DELETE where the server has it; only our table names', () => {

@@ -3,14 +3,16 @@ import { int } from '../download/filter-sql.ts';
 import { nameRuns } from '@meridian/domain';
 import { hexString, SQL_NAME_BYTES } from './delete.ts';
 
-
 async function rows<T>(client: ClickHouseClient, query: string): Promise<T[]> {
   return (await client.query({ query, format: 'JSONEachRow' })).json<T>();
 }
 
 /** Every metric of the catalog with its first timestamp: what retention may reach. */
 export async function catalogFirsts(client: ClickHouseClient): Promise<Map<string, number>> {
-  const found = await rows<{ name: string; first: string }>(client, 'SELECT metric_name AS name, toString(minMerge(first_ts)) AS first FROM metric_catalog GROUP BY metric_name');
+  const found = await rows<{ name: string; first: string }>(
+    client,
+    'SELECT metric_name AS name, toString(minMerge(first_ts)) AS first FROM metric_catalog GROUP BY metric_name',
+  );
   return new Map(found.map((r) => [r.name, Number(r.first)]));
 }
 

@@ -1,7 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { BlockBuffer, encodePointsBlock, insertPointsSql, insertToken, STAGE_BLOCK_COLUMNS, type Segment } from '@meridian/projection';
-import { deduplicatedInsertSettings, NO_QUORUM, quorumInsertSettings, quorumReadSettings, serverCapabilities, synchronousInsertSettings, type InsertQuorum } from '../capabilities.ts';
+import {
+  deduplicatedInsertSettings,
+  NO_QUORUM,
+  quorumInsertSettings,
+  quorumReadSettings,
+  serverCapabilities,
+  synchronousInsertSettings,
+  type InsertQuorum,
+} from '../capabilities.ts';
 import type { ClickHouseClient } from '../client.ts';
 import { noneRunningWithin } from '../server-work.ts';
 import { ROLLUPS, rollupStatesSql, type Resolution } from '../rollups/sql.ts';
@@ -102,7 +110,8 @@ export function createPointsSink(client: ClickHouseClient, table = 'points', opt
     return (await client.query({ query, format: 'JSONEachRow', clickhouse_settings: settings })).json<T>();
   }
 
-  const rollupTables: Readonly<Partial<Record<Resolution, string>>> = options.rollupTables ?? (table === 'points' ? { '1m': ROLLUPS['1m'].table, '1h': ROLLUPS['1h'].table } : {});
+  const rollupTables: Readonly<Partial<Record<Resolution, string>>> =
+    options.rollupTables ?? (table === 'points' ? { '1m': ROLLUPS['1m'].table, '1h': ROLLUPS['1h'].table } : {});
 
   /**
    * The rollups' share of stored blocks whose views did not run (as for the catalog, below): per
@@ -156,8 +165,13 @@ export function createPointsSink(client: ClickHouseClient, table = 'points', opt
       // still commit: the positions are only true once every insert already under way is done.
       // So may an ATTACH of a staged share, whose seal is recorded only after it.
       const prefixes = options.sealsTable === undefined ? [idPrefix] : [idPrefix, attachPrefix];
-      const underWay = await rows<{ id: string }>(`SELECT query_id AS id FROM system.processes WHERE ${prefixes.map((p) => `startsWith(query_id, '${p}')`).join(' OR ')}`);
-      await awaitGone(underWay.map((r) => r.id), 300_000);
+      const underWay = await rows<{ id: string }>(
+        `SELECT query_id AS id FROM system.processes WHERE ${prefixes.map((p) => `startsWith(query_id, '${p}')`).join(' OR ')}`,
+      );
+      await awaitGone(
+        underWay.map((r) => r.id),
+        300_000,
+      );
       const found = await rows<{ p: number; o: string }>(
         `SELECT kafka_partition AS p, toString(max(kafka_offset)) AS o FROM ${table} WHERE kafka_partition IN (${list.join(', ')}) GROUP BY kafka_partition`,
         // Under a quorum, a block not yet on every replica is not counted as stored: its retry,
@@ -166,7 +180,10 @@ export function createPointsSink(client: ClickHouseClient, table = 'points', opt
       );
       for (const { p, o } of found) result.set(Number(p), Number(o));
       if (options.sealsTable !== undefined) {
-        const sealed = await rows<{ p: number; o: string }>(`SELECT kafka_partition AS p, toString(max(seal_offset)) AS o FROM ${options.sealsTable} WHERE kafka_partition IN (${list.join(', ')}) GROUP BY kafka_partition`, quorumReadSettings(quorum.replicas));
+        const sealed = await rows<{ p: number; o: string }>(
+          `SELECT kafka_partition AS p, toString(max(seal_offset)) AS o FROM ${options.sealsTable} WHERE kafka_partition IN (${list.join(', ')}) GROUP BY kafka_partition`,
+          quorumReadSettings(quorum.replicas),
+        );
         for (const { p, o } of sealed) result.set(Number(p), Math.max(result.get(Number(p))!, Number(o)));
       }
       return result;
@@ -175,7 +192,10 @@ export function createPointsSink(client: ClickHouseClient, table = 'points', opt
     async insert(segments, signal) {
       if (share !== undefined) {
         const other = segments.find((s) => s.batch.task_id !== share.taskId || s.partition !== share.partition);
-        if (other !== undefined) throw new Error(`${table} holds task ${share.taskId} on partition ${share.partition} only, not task ${other.batch.task_id} on partition ${other.partition}`);
+        if (other !== undefined)
+          throw new Error(
+            `${table} holds task ${share.taskId} on partition ${share.partition} only, not task ${other.batch.task_id} on partition ${other.partition}`,
+          );
       }
       const queryId = `${idPrefix}${randomUUID()}`;
       const caps = await serverCapabilities(client);
@@ -191,9 +211,17 @@ export function createPointsSink(client: ClickHouseClient, table = 'points', opt
       const body = encodePointsBlock(segments, blocks, columns);
       let answered = false;
       try {
-        const result = await client.exec({ query: insertSql, query_id: queryId, values: Readable.from([body]), clickhouse_settings: settings, ...(signal === undefined ? {} : { abort_signal: signal }) });
+        const result = await client.exec({
+          query: insertSql,
+          query_id: queryId,
+          values: Readable.from([body]),
+          clickhouse_settings: settings,
+          ...(signal === undefined ? {} : { abort_signal: signal }),
+        });
         // The answer to an INSERT is empty; drain it so the socket goes back to the pool.
-        for await (const _ of result.stream) { /* empty */ }
+        for await (const _ of result.stream) {
+          /* empty */
+        }
         answered = true;
       } finally {
         blocks.giveBack(body, answered);

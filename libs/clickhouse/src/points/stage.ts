@@ -110,7 +110,12 @@ export type StageTargets = {
   readonly rollups?: Readonly<Record<Resolution, string>>;
 };
 
-export const LIVE_STAGE_TARGETS: StageTargets = { points: 'points', catalog: 'metric_catalog', seals: 'points_seals', rollups: { '1m': ROLLUPS['1m'].table, '1h': ROLLUPS['1h'].table } };
+export const LIVE_STAGE_TARGETS: StageTargets = {
+  points: 'points',
+  catalog: 'metric_catalog',
+  seals: 'points_seals',
+  rollups: { '1m': ROLLUPS['1m'].table, '1h': ROLLUPS['1h'].table },
+};
 
 const IDENTIFIER = /^[.A-Za-z_][.A-Za-z0-9_]*$/;
 /** Back-quoted (the 18.16 catalog's data table is `.inner.metric_catalog`). */
@@ -175,7 +180,8 @@ export function createPointsStages(client: ClickHouseClient, targets: StageTarge
   };
   /** Names are made by tableOf (validated), never from user text. */
   /** A MergeTree table: a stage made `AS points` while a replay swap had `points` frozen is a Merge over other rows. */
-  const isMergeTree = async (table: string) => (await number(`SELECT count() FROM system.tables WHERE database = currentDatabase() AND name = '${table}' AND engine = 'MergeTree'`)) === 1;
+  const isMergeTree = async (table: string) =>
+    (await number(`SELECT count() FROM system.tables WHERE database = currentDatabase() AND name = '${table}' AND engine = 'MergeTree'`)) === 1;
   /** Columns in order (DESCRIBE: 18.16's system.columns has no position). */
   const columns = async (table: string) => (await rows<{ name: string; type: string }>(`DESCRIBE TABLE ${table}`)).map((c) => `${c.name} ${c.type}`).join(', ');
 
@@ -191,7 +197,8 @@ export function createPointsStages(client: ClickHouseClient, targets: StageTarge
     );
     if (Number(held!.n) !== share.points - omitted.points || Number(held!.b) !== share.batches - omitted.batches || Number(held!.other) !== 0) return null;
     const span = { first: Number(held!.first), last: Number(held!.last) };
-    if (!Number.isSafeInteger(span.first) || !Number.isSafeInteger(span.last)) throw new Error(`stage ${stage} spans ${held!.first}..${held!.last}, not integer milliseconds`);
+    if (!Number.isSafeInteger(span.first) || !Number.isSafeInteger(span.last))
+      throw new Error(`stage ${stage} spans ${held!.first}..${held!.last}, not integer milliseconds`);
     return span;
   }
 
@@ -243,7 +250,11 @@ export function createPointsStages(client: ClickHouseClient, targets: StageTarge
   const dropTable = (table: string) => client.command({ query: `DROP TABLE IF EXISTS ${table}` });
 
   async function stageTables(filter: string): Promise<string[]> {
-    return (await rows<{ name: string }>(`SELECT name FROM system.tables WHERE database = currentDatabase() AND match(name, '${stageTable}') AND ${filter} ORDER BY name`)).map((r) => r.name);
+    return (
+      await rows<{ name: string }>(
+        `SELECT name FROM system.tables WHERE database = currentDatabase() AND match(name, '${stageTable}') AND ${filter} ORDER BY name`,
+      )
+    ).map((r) => r.name);
   }
 
   async function open(taskId: string, attempt: string, partition: number, blocks?: BlockBuffer): Promise<PointsSink> {
@@ -254,7 +265,9 @@ export function createPointsStages(client: ClickHouseClient, targets: StageTarge
     // inserts need not carry them (ATTACH PARTITION FROM compares names and types, not defaults,
     // on 18.16 and 26.9 alike, and points keeps its own columns). Again on every open: a process
     // killed between the two statements left the stage without them.
-    await client.command({ query: `ALTER TABLE ${stage} MODIFY COLUMN task_id String DEFAULT '${taskId}', MODIFY COLUMN kafka_partition UInt16 DEFAULT ${partition}` });
+    await client.command({
+      query: `ALTER TABLE ${stage} MODIFY COLUMN task_id String DEFAULT '${taskId}', MODIFY COLUMN kafka_partition UInt16 DEFAULT ${partition}`,
+    });
     return createPointsSink(client, stage, { share: { taskId, partition }, ...(blocks === undefined ? {} : { blocks }) });
   }
 
@@ -287,7 +300,8 @@ export function createPointsStages(client: ClickHouseClient, targets: StageTarge
         refilled = true;
         held = share.points - omitted.points;
         span = await heldShare(stage, share, omitted);
-        if (span === null) throw new Error(`stage ${stage} does not hold the ${share.points} points in ${share.batches} batches its seal states, even refilled from the log`);
+        if (span === null)
+          throw new Error(`stage ${stage} does not hold the ${share.points} points in ${share.batches} batches its seal states, even refilled from the log`);
       }
 
       const attached = await number(`SELECT count() FROM (${inPoints(stage, share.partition, span)})`);
@@ -327,7 +341,11 @@ export function createPointsStages(client: ClickHouseClient, targets: StageTarge
         await sink.repairCatalog(offsets.map((r) => ({ partition: share.partition, offset: Number(r.o) })));
       }
       fence();
-      await client.insert({ table: targets.seals, format: 'JSONEachRow', values: [{ kafka_partition: share.partition, seal_offset: share.sealOffset, task_id: share.taskId, attempt: share.attempt }] });
+      await client.insert({
+        table: targets.seals,
+        format: 'JSONEachRow',
+        values: [{ kafka_partition: share.partition, seal_offset: share.sealOffset, task_id: share.taskId, attempt: share.attempt }],
+      });
       await dropTable(stage);
       await dropTable(rest);
       return { how, refilled, points: moved };

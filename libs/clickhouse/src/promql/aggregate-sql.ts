@@ -13,7 +13,12 @@ import { NAMES, statsSelectSql, type WindowStatsRequest } from './window-stats.t
  * external table `names` (name, grp); one row per group and step comes back.
  */
 export type AggregatedRequest = WindowStatsRequest & {
-  readonly aggregate: { readonly op: 'sum' | 'avg' | 'min' | 'max' | 'count'; readonly func: WindowStatsFunction; readonly groupOf: readonly number[]; readonly labels: readonly Labels[] };
+  readonly aggregate: {
+    readonly op: 'sum' | 'avg' | 'min' | 'max' | 'count';
+    readonly func: WindowStatsFunction;
+    readonly groupOf: readonly number[];
+    readonly labels: readonly Labels[];
+  };
 };
 
 /** The grp of the row that carries the count of samples read, not a group's value. */
@@ -44,14 +49,22 @@ function valueSql(func: WindowStatsFunction, rangeMs: number, we: string): { val
     }
     case 'irate':
       return { value: '(if(v1 < vp1, v1, v1 - vp1) / ((t1 - tp1) / 1000))', when: 'n >= 2 AND t1 != tp1' };
-    case 'resets': return { value: 'toFloat64(resets)', when: '1' };
-    case 'changes': return { value: 'toFloat64(changes)', when: '1' };
-    case 'count_over_time': return { value: 'toFloat64(n)', when: '1' };
-    case 'sum_over_time': return { value: 'total', when: '1' };
-    case 'avg_over_time': return { value: '(total / n)', when: '1' };
-    case 'min_over_time': return { value: 'lo', when: '1' };
-    case 'max_over_time': return { value: 'hi', when: '1' };
-    case 'last_over_time': return { value: 'v1', when: '1' };
+    case 'resets':
+      return { value: 'toFloat64(resets)', when: '1' };
+    case 'changes':
+      return { value: 'toFloat64(changes)', when: '1' };
+    case 'count_over_time':
+      return { value: 'toFloat64(n)', when: '1' };
+    case 'sum_over_time':
+      return { value: 'total', when: '1' };
+    case 'avg_over_time':
+      return { value: '(total / n)', when: '1' };
+    case 'min_over_time':
+      return { value: 'lo', when: '1' };
+    case 'max_over_time':
+      return { value: 'hi', when: '1' };
+    case 'last_over_time':
+      return { value: 'v1', when: '1' };
     default: {
       const never: never = func;
       return never;
@@ -90,7 +103,11 @@ export function windowValuesSql(req: ValuesRequest): string {
 }
 
 /** Each series' values (to onSeries: its name, steps and values), and the samples read, or 'too_many' past maxSamples. */
-export async function readWindowValues(conn: ConnOptions, req: ValuesRequest, onSeries: (name: string, ks: readonly number[], values: readonly number[]) => void): Promise<number | 'too_many'> {
+export async function readWindowValues(
+  conn: ConnOptions,
+  req: ValuesRequest,
+  onSeries: (name: string, ks: readonly number[], values: readonly number[]) => void,
+): Promise<number | 'too_many'> {
   if (req.names.length === 0 || req.toMs < req.fromMs) return 0;
   const rows = await namesQueryRows(conn, req, windowValuesSql(req), { structure: 'name String', rows: req.names.map((n) => [n]) }, 4);
   let samples = 0;
@@ -105,9 +122,19 @@ export async function readWindowValues(conn: ConnOptions, req: ValuesRequest, on
 }
 
 /** Each group's value per step (to onRow), and the samples read, or 'too_many' past maxSamples. */
-export async function readAggregated(conn: ConnOptions, req: AggregatedRequest, onRow: (group: number, k: number, value: number) => void): Promise<number | 'too_many'> {
+export async function readAggregated(
+  conn: ConnOptions,
+  req: AggregatedRequest,
+  onRow: (group: number, k: number, value: number) => void,
+): Promise<number | 'too_many'> {
   if (req.names.length === 0 || req.toMs < req.fromMs) return 0;
-  const rows = await namesQueryRows(conn, req, aggregatedSql(req), { structure: 'name String, grp UInt32', rows: req.names.map((n, i) => [n, String(req.aggregate.groupOf[i]!)]) }, 3);
+  const rows = await namesQueryRows(
+    conn,
+    req,
+    aggregatedSql(req),
+    { structure: 'name String, grp UInt32', rows: req.names.map((n, i) => [n, String(req.aggregate.groupOf[i]!)]) },
+    3,
+  );
   let samples = 0;
   for (const f of rows) {
     const group = Number(f[0]);

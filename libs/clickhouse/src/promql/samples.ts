@@ -124,12 +124,16 @@ export function answerBound(names: readonly string[], maxSamples: number, perRow
 /** The samples, or 'too_many' when there are more than maxSamples. */
 export async function readSamples(conn: ConnOptions, req: SamplesRequest): Promise<SeriesSamples[] | 'too_many'> {
   if (req.names.length === 0 || req.toMs < req.fromMs) return [];
-  const text = await boundedText(conn, {
-    sql: samplesSql(req),
-    tables: [{ name: 'names', structure: 'name String', rows: req.names.map((n) => [n]) }],
-    ...(req.queryId ? { queryId: req.queryId } : {}),
-    ...(req.signal ? { signal: req.signal } : {}),
-  }, answerBound(req.names, req.maxSamples, 16));
+  const text = await boundedText(
+    conn,
+    {
+      sql: samplesSql(req),
+      tables: [{ name: 'names', structure: 'name String', rows: req.names.map((n) => [n]) }],
+      ...(req.queryId ? { queryId: req.queryId } : {}),
+      ...(req.signal ? { signal: req.signal } : {}),
+    },
+    answerBound(req.names, req.maxSamples, 16),
+  );
   if (text === null) return 'too_many';
   const series = parseSamples(text);
   const total = series.reduce((n, s) => n + s.ts.length, 0);

@@ -44,8 +44,18 @@ function pairedSql(req: Pick<WindowStatsRequest, 'fromMs' | 'toMs' | 'sparse'>, 
 type Column = 'first' | 'prev' | 'drops' | 'resets' | 'changes' | 'total' | 'lo' | 'hi';
 /** The columns each function reads besides n, t1 and v1 (functions.ts' evalWindowStats, aggregate-sql.ts' valueSql); the others are 0. */
 const READS: Record<WindowStatsFunction, readonly Column[]> = {
-  rate: ['first', 'drops'], increase: ['first', 'drops'], delta: ['first'], irate: ['prev'], resets: ['resets'], changes: ['changes'],
-  count_over_time: [], sum_over_time: ['total'], avg_over_time: ['total'], min_over_time: ['lo'], max_over_time: ['hi'], last_over_time: [],
+  rate: ['first', 'drops'],
+  increase: ['first', 'drops'],
+  delta: ['first'],
+  irate: ['prev'],
+  resets: ['resets'],
+  changes: ['changes'],
+  count_over_time: [],
+  sum_over_time: ['total'],
+  avg_over_time: ['total'],
+  min_over_time: ['lo'],
+  max_over_time: ['hi'],
+  last_over_time: [],
 };
 const ALL: readonly Column[] = ['first', 'prev', 'drops', 'resets', 'changes', 'total', 'lo', 'hi'];
 /** The columns that read the sample before each one. */
@@ -150,15 +160,29 @@ function bucketedStatsSql(req: Pick<WindowStatsRequest, 'fromMs' | 'toMs' | 'spa
 }
 
 /** Hands each row (series name, step, its window's reduction) to onRow; answers the samples read, or 'too_many' past maxSamples. */
-export function parseWindowStats(rows: readonly (readonly string[])[], maxSamples: number, onRow: (name: string, k: number, stats: WindowStats) => void): number | 'too_many' {
+export function parseWindowStats(
+  rows: readonly (readonly string[])[],
+  maxSamples: number,
+  onRow: (name: string, k: number, stats: WindowStats) => void,
+): number | 'too_many' {
   const lengths = new Map<string, number>();
   for (const f of rows) {
     const name = unescape(f[0]!);
     lengths.set(name, Number(f[15]));
     onRow(name, Number(f[1]), {
-      n: Number(f[2]), tFirst: Number(f[3]), vFirst: float(f[4]!), tLast: Number(f[5]), vLast: float(f[6]!),
-      tPrev: Number(f[7]), vPrev: float(f[8]!), drops: float(f[9]!), resets: Number(f[10]), changes: Number(f[11]),
-      sum: float(f[12]!), min: float(f[13]!), max: float(f[14]!),
+      n: Number(f[2]),
+      tFirst: Number(f[3]),
+      vFirst: float(f[4]!),
+      tLast: Number(f[5]),
+      vLast: float(f[6]!),
+      tPrev: Number(f[7]),
+      vPrev: float(f[8]!),
+      drops: float(f[9]!),
+      resets: Number(f[10]),
+      changes: Number(f[11]),
+      sum: float(f[12]!),
+      min: float(f[13]!),
+      max: float(f[14]!),
     });
   }
   let total = 0;
@@ -166,7 +190,11 @@ export function parseWindowStats(rows: readonly (readonly string[])[], maxSample
   return total > maxSamples ? 'too_many' : total;
 }
 
-export async function readWindowStats(conn: ConnOptions, req: WindowStatsRequest, onRow: (name: string, k: number, stats: WindowStats) => void): Promise<number | 'too_many'> {
+export async function readWindowStats(
+  conn: ConnOptions,
+  req: WindowStatsRequest,
+  onRow: (name: string, k: number, stats: WindowStats) => void,
+): Promise<number | 'too_many'> {
   if (req.names.length === 0 || req.toMs < req.fromMs) return 0;
   const rows = await namesQueryRows(conn, req, windowStatsSql(req), { structure: 'name String', rows: req.names.map((n) => [n]) }, 16);
   return parseWindowStats(rows, req.maxSamples, onRow);

@@ -44,7 +44,17 @@ export function parseRollupRows(text: string): Parsed[] {
     if (f.length !== 8) throw new Error(`ClickHouse answered a row of ${f.length} fields`);
     const count = Number(f[3]);
     const sum = float(f[6]!);
-    out.push({ metric_name: unescape(f[0]!), bucket: Number(f[1]), clean: f[2] === '1', count, min: float(f[4]!), max: float(f[5]!), sum, avg: sum / count, last: float(f[7]!) });
+    out.push({
+      metric_name: unescape(f[0]!),
+      bucket: Number(f[1]),
+      clean: f[2] === '1',
+      count,
+      min: float(f[4]!),
+      max: float(f[5]!),
+      sum,
+      avg: sum / count,
+      last: float(f[7]!),
+    });
   }
   return out;
 }

@@ -29,7 +29,8 @@ const UNFINISHED = `('queued', 'running')`;
 
 const idsTable = (ids: readonly string[]): ExternalTable => stringsTable('wanted', 'task_id', ids);
 /** Rows of `tasks` whose key tasks_by_id gives for the wanted ids: a point read on both tables. */
-const byIdOf = (byId: string) => `(user_name, created_at, task_id) IN (SELECT user_name, created_at, task_id FROM ${byId} WHERE task_id IN (SELECT task_id FROM wanted))`;
+const byIdOf = (byId: string) =>
+  `(user_name, created_at, task_id) IN (SELECT user_name, created_at, task_id FROM ${byId} WHERE task_id IN (SELECT task_id FROM wanted))`;
 
 export function clickhouseTaskReadModel(conn: ConnOptions, tables: TaskTables = LIVE_TASK_TABLES, quorum: InsertQuorum = NO_QUORUM): TaskReadModel {
   const t = quoted(tables);
@@ -54,9 +55,9 @@ export function clickhouseTaskReadModel(conn: ConnOptions, tables: TaskTables = 
         : '';
       // FINAL first, filters on status and kind after: rows of one task not merged yet differ in status.
       const rows = await query<{ state: string }>(
-        `SELECT state FROM (SELECT state, status, kind, created_at, task_id FROM ${t.tasks} FINAL WHERE user_name = ${arg('user_name')}${before})`
-        + ` WHERE (${arg('status')} = '' OR status = ${arg('status')}) AND (${arg('kind')} = '' OR kind = ${arg('kind')})`
-        + ` ORDER BY created_at DESC, task_id DESC LIMIT ${int(q.limit)}`,
+        `SELECT state FROM (SELECT state, status, kind, created_at, task_id FROM ${t.tasks} FINAL WHERE user_name = ${arg('user_name')}${before})` +
+          ` WHERE (${arg('status')} = '' OR status = ${arg('status')}) AND (${arg('kind')} = '' OR kind = ${arg('kind')})` +
+          ` ORDER BY created_at DESC, task_id DESC LIMIT ${int(q.limit)}`,
         [args],
       );
       return rows.map((r) => JSON.parse(r.state) as Task);
@@ -76,15 +77,19 @@ export function clickhouseTaskReadModel(conn: ConnOptions, tables: TaskTables = 
       // argMax rather than FINAL: the candidates are found by a scan of two small columns, and only
       // their rows' states are read.
       const rows = await query<{ state: string; p: number; o: string }>(
-        `SELECT argMax(state, kafka_offset) AS state, any(kafka_partition) AS p, toString(max(kafka_offset)) AS o, argMax(status, kafka_offset) AS s FROM ${t.tasks}`
-        + ` WHERE task_id IN (SELECT task_id FROM ${t.tasks} WHERE status IN ${UNFINISHED}${only}) GROUP BY task_id HAVING s IN ${UNFINISHED}`,
+        `SELECT argMax(state, kafka_offset) AS state, any(kafka_partition) AS p, toString(max(kafka_offset)) AS o, argMax(status, kafka_offset) AS s FROM ${t.tasks}` +
+          ` WHERE task_id IN (SELECT task_id FROM ${t.tasks} WHERE status IN ${UNFINISHED}${only}) GROUP BY task_id HAVING s IN ${UNFINISHED}`,
       );
       return rows.map((r) => ({ task: JSON.parse(r.state) as Task, partition: Number(r.p), offset: Number(r.o) }));
     },
   };
 }
 
-export function clickhouseTaskReadModelWriter(client: ClickHouseClient, tables: TaskTables = LIVE_TASK_TABLES, quorum: InsertQuorum = NO_QUORUM): TaskReadModelWriter {
+export function clickhouseTaskReadModelWriter(
+  client: ClickHouseClient,
+  tables: TaskTables = LIVE_TASK_TABLES,
+  quorum: InsertQuorum = NO_QUORUM,
+): TaskReadModelWriter {
   const t = quoted(tables);
   return {
     async write(rows: readonly TaskRow[], positions) {
@@ -130,7 +135,13 @@ export function clickhouseTaskReadModelWriter(client: ClickHouseClient, tables: 
       // TTL, and a mutation works the same on every version.
       const due = `status IN ${FINISHED} AND updated_at < ${int(beforeMs)}`;
       // A mutation rewrites parts: none is started when nothing is due.
-      const [found] = await (await client.query({ query: `SELECT toString(count()) AS n FROM ${t.tasks} WHERE ${due}`, format: 'JSONEachRow', clickhouse_settings: quorumReadSettings(quorum.replicas) })).json<{ n: string }>();
+      const [found] = await (
+        await client.query({
+          query: `SELECT toString(count()) AS n FROM ${t.tasks} WHERE ${due}`,
+          format: 'JSONEachRow',
+          clickhouse_settings: quorumReadSettings(quorum.replicas),
+        })
+      ).json<{ n: string }>();
       if (Number(found?.n ?? 0) === 0) return;
       const expired = `task_id IN (SELECT task_id FROM ${t.tasks} WHERE ${due})`;
       // tasks_by_id's set is read from tasks as its parts are rewritten: tasks is mutated only

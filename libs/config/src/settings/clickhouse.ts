@@ -19,7 +19,7 @@ export const clickhouseSettings = {
   CLICKHOUSE_REPLICA_PATH: {
     schema: z.string().regex(/^\/[A-Za-z0-9_{}./-]*[^/]$/, 'a ZooKeeper path such as /clickhouse/tables/{shard}'),
     default: '/clickhouse/tables/{shard}',
-    doc: 'ZooKeeper path under which each replicated table keeps its replicas\' state, as `<path>/<database>/<table>`; `{shard}` and the replica name `{replica}` come from each server\'s macros. Only with CLICKHOUSE_CLUSTER.',
+    doc: "ZooKeeper path under which each replicated table keeps its replicas' state, as `<path>/<database>/<table>`; `{shard}` and the replica name `{replica}` come from each server's macros. Only with CLICKHOUSE_CLUSTER.",
   },
   CLICKHOUSE_URLS: {
     schema: z.union([z.literal(''), z.string().regex(/^https?:\/\/[^,\s]+(,https?:\/\/[^,\s]+)*$/, 'comma-separated http(s) URLs')]),

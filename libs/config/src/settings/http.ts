@@ -26,7 +26,7 @@ export const httpSettings = {
   MERIDIAN_HTTP_MIN_BODY_BYTES_PER_SECOND: {
     schema: z.coerce.number().int().min(0),
     default: '16384',
-    doc: 'Slowest average rate at which a request body may arrive, counted from the request\'s start once MERIDIAN_HTTP_IDLE_TIMEOUT_MS has passed; a slower body has its connection closed (0 turns it off). Bounds a client trickling an upload just under the idle timeout, without a cap on how long a legitimate large upload may take.',
+    doc: "Slowest average rate at which a request body may arrive, counted from the request's start once MERIDIAN_HTTP_IDLE_TIMEOUT_MS has passed; a slower body has its connection closed (0 turns it off). Bounds a client trickling an upload just under the idle timeout, without a cap on how long a legitimate large upload may take.",
   },
   MERIDIAN_MAX_URL_BYTES: {
     schema: positiveInt,
@@ -36,7 +36,7 @@ export const httpSettings = {
   MERIDIAN_MAX_HEADER_BYTES: {
     schema: z.coerce.number().int().min(1024).max(1_048_576),
     default: '16384',
-    doc: 'Largest request line plus headers, in bytes (Node\'s maxHeaderSize); larger gets 431 problem+json and the connection is closed.',
+    doc: "Largest request line plus headers, in bytes (Node's maxHeaderSize); larger gets 431 problem+json and the connection is closed.",
   },
   MERIDIAN_REQUEST_TIMEOUT_MS: {
     schema: positiveInt,

@@ -28,7 +28,7 @@ export const kafkaSettings = {
   KAFKA_TASKS_PARTITIONS: {
     schema: z.coerce.number().int().min(1).max(1000),
     default: '3',
-    doc: 'Partitions of the tasks topic when it is created, and the commands the ingest worker runs at once. An existing topic with fewer partitions is kept as it is (a warning says so): adding partitions would move a task\'s later events away from its earlier ones.',
+    doc: "Partitions of the tasks topic when it is created, and the commands the ingest worker runs at once. An existing topic with fewer partitions is kept as it is (a warning says so): adding partitions would move a task's later events away from its earlier ones.",
   },
   KAFKA_SESSION_TIMEOUT_MS: {
     schema: z.coerce.number().int().min(6000),
@@ -38,7 +38,7 @@ export const kafkaSettings = {
   KAFKA_REPLICATION_FACTOR: {
     schema: z.coerce.number().int().min(1).max(32767),
     default: '1',
-    doc: 'Replicas of every partition of every topic Meridian creates (3 on a cluster of 3 or more brokers; no more than the brokers there are). An existing topic with another replication factor is kept as it is, with a warning at start: changing it is a partition reassignment, an operator\'s job.',
+    doc: "Replicas of every partition of every topic Meridian creates (3 on a cluster of 3 or more brokers; no more than the brokers there are). An existing topic with another replication factor is kept as it is, with a warning at start: changing it is a partition reassignment, an operator's job.",
   },
   KAFKA_MIN_INSYNC_REPLICAS: {
     schema: z.coerce.number().int().min(1).max(32767),

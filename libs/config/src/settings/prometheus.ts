@@ -16,7 +16,7 @@ export const prometheusSettings = {
   MERIDIAN_PROMQL_MAX_POINTS_PER_SERIES: {
     schema: z.coerce.number().int().min(10).max(1_000_000),
     default: '11000',
-    doc: 'Most steps of a PromQL range query ((end − start) / step); more gets 400 (errorType bad_data) with Prometheus\' own message, whose bound is the same 11,000 by default.',
+    doc: "Most steps of a PromQL range query ((end − start) / step); more gets 400 (errorType bad_data) with Prometheus' own message, whose bound is the same 11,000 by default.",
   },
   MERIDIAN_PROMQL_REDUCE_RATIO: {
     schema: z.coerce.number().min(0).max(1e12),
@@ -26,6 +26,6 @@ export const prometheusSettings = {
   MERIDIAN_PROMQL_TIMEOUT_MS: {
     schema: positiveInt,
     default: '20000',
-    doc: 'Longest one PromQL query may run, its ClickHouse reads (stopped with KILL QUERY) and its evaluation included; past it: 503 (errorType timeout). Keep it below MERIDIAN_REQUEST_TIMEOUT_MS so the answer is Prometheus\' error, not the api\'s. A smaller `timeout` parameter of the request wins.',
+    doc: "Longest one PromQL query may run, its ClickHouse reads (stopped with KILL QUERY) and its evaluation included; past it: 503 (errorType timeout). Keep it below MERIDIAN_REQUEST_TIMEOUT_MS so the answer is Prometheus' error, not the api's. A smaller `timeout` parameter of the request wins.",
   },
 } as const;

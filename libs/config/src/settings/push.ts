@@ -4,7 +4,11 @@ import { positiveInt } from './schemas.ts';
 /** Small uploads and agents' writes, decided in the api and written to the log at once. */
 export const pushSettings = {
   MERIDIAN_PUSH_MAX_BYTES: {
-    schema: z.coerce.number().int().min(0).max(16 * 1024 * 1024),
+    schema: z.coerce
+      .number()
+      .int()
+      .min(0)
+      .max(16 * 1024 * 1024),
     default: '1048576',
     doc: 'Largest JSON upload body that takes the push path: decided in the api (an invalid one is answered 400 with its rows at once) and written to the log with its task in one transaction shared with the pushes arriving beside it, with no staging and no ingest worker run. Larger bodies, and files, are staged for the ingest worker. 0: every upload is staged.',
   },
@@ -16,7 +20,7 @@ export const pushSettings = {
   MERIDIAN_PUSH_WRITERS: {
     schema: z.coerce.number().int().min(1).max(16),
     default: '2',
-    doc: 'Transactional writers of pushes in one api instance, each with one transaction under way at a time: the pushes that arrive while every writer is busy go together in the next transaction that starts. Two keep one transaction filling while the last one\'s commit completes on the broker.',
+    doc: "Transactional writers of pushes in one api instance, each with one transaction under way at a time: the pushes that arrive while every writer is busy go together in the next transaction that starts. Two keep one transaction filling while the last one's commit completes on the broker.",
   },
   MERIDIAN_PUSH_TRANSACTION_TIMEOUT_MS: {
     schema: z.coerce.number().int().min(1000).max(900_000),
@@ -24,7 +28,11 @@ export const pushSettings = {
     doc: 'How long Kafka lets a transaction of pushes stay open before it aborts it: an api instance that dies mid-transaction and is not restarted under the same MERIDIAN_API_INSTANCE holds back the readers of the partitions it wrote (the projector reads committed data only) at most this long.',
   },
   MERIDIAN_PROTOCOL_MAX_BYTES: {
-    schema: z.coerce.number().int().min(65_536).max(64 * 1024 * 1024),
+    schema: z.coerce
+      .number()
+      .int()
+      .min(65_536)
+      .max(64 * 1024 * 1024),
     default: '8388608',
     doc: 'Bytes of one telemetry protocol request (remote write, OTLP, line protocol) once decompressed: a snappy body declaring more is refused before anything is allocated, a gzip body is cut at it; 413. The body as sent is bounded by MERIDIAN_PUSH_MAX_BYTES.',
   },

@@ -8,7 +8,7 @@ export const serviceSettings = {
   MERIDIAN_API_INSTANCE: {
     schema: z.string().regex(/^[A-Za-z0-9._-]*$/, 'letters, digits, . _ -'),
     default: '',
-    doc: 'This api instance\'s name, unique among the live instances and kept across its restarts (a StatefulSet pod\'s name, a service unit\'s): its push writer\'s Kafka transactional id derives from it, so a restarted instance ends at once a transaction its predecessor left open. Empty: the host name and a random suffix, and a dead instance\'s open transaction ends at MERIDIAN_PUSH_TRANSACTION_TIMEOUT_MS. Two live instances must never share a name: they would fence each other\'s pushes.',
+    doc: "This api instance's name, unique among the live instances and kept across its restarts (a StatefulSet pod's name, a service unit's): its push writer's Kafka transactional id derives from it, so a restarted instance ends at once a transaction its predecessor left open. Empty: the host name and a random suffix, and a dead instance's open transaction ends at MERIDIAN_PUSH_TRANSACTION_TIMEOUT_MS. Two live instances must never share a name: they would fence each other's pushes.",
   },
   LOG_LEVEL: {
     schema: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
@@ -34,12 +34,12 @@ export const serviceSettings = {
   MERIDIAN_INGEST_HEALTH_HOST: {
     schema: z.string().min(1),
     default: '127.0.0.1',
-    doc: 'Address of the ingest worker\'s probe listener (/healthz, /readyz; used only when MERIDIAN_INGEST_HEALTH_PORT is set). In a pod: 0.0.0.0, so the kubelet reaches it.',
+    doc: "Address of the ingest worker's probe listener (/healthz, /readyz; used only when MERIDIAN_INGEST_HEALTH_PORT is set). In a pod: 0.0.0.0, so the kubelet reaches it.",
   },
   MERIDIAN_INGEST_HEALTH_PORT: {
     schema: z.literal('').or(port),
     default: '',
-    doc: 'Port of the ingest worker\'s probe listener: /healthz (no consumer failed for good) and /readyz (Kafka, ClickHouse, MinIO answer and its consumers (commands, points projector, tasks projector, files projector) joined their groups). Unset: no listener (several workers on one machine need no ports); a consumer that fails for good ends the process either way.',
+    doc: "Port of the ingest worker's probe listener: /healthz (no consumer failed for good) and /readyz (Kafka, ClickHouse, MinIO answer and its consumers (commands, points projector, tasks projector, files projector) joined their groups). Unset: no listener (several workers on one machine need no ports); a consumer that fails for good ends the process either way.",
   },
   MERIDIAN_CURSOR_SECRET: {
     schema: z.string().refine((v) => v === '' || v.length >= 32, 'at least 32 characters (or empty: a random secret per process)'),

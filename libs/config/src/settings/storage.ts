@@ -17,13 +17,17 @@ export const storageSettings = {
     doc: 'Days after which staged bytes left behind (an upload refused with 503, a crash) expire in the bucket; 0 keeps them. Applied as a bucket lifecycle rule at start.',
   },
   MERIDIAN_STORAGE_PART_BYTES: {
-    schema: z.coerce.number().int().min(5 * 1024 * 1024).max(5 * 1024 ** 3),
+    schema: z.coerce
+      .number()
+      .int()
+      .min(5 * 1024 * 1024)
+      .max(5 * 1024 ** 3),
     default: '8388608',
     doc: 'Size of each part of a multipart upload when the api streams a file (a metrics file or a defined file) into the bucket; S3 allows 5 MiB to 5 GiB and 10,000 parts, so MERIDIAN_MAX_UPLOAD_BYTES must fit in 10,000 of them. The api holds (MERIDIAN_STORAGE_PARTS_IN_FLIGHT + 1) parts per upload it is receiving.',
   },
   MERIDIAN_STORAGE_PARTS_IN_FLIGHT: {
     schema: z.coerce.number().int().min(1).max(64),
     default: '3',
-    doc: 'Most parts of one file the api uploads to the bucket at once while it reads the next: reading the request and MinIO\'s storing overlap. Past it the api stops reading the request until a part is stored (backpressure on the client).',
+    doc: "Most parts of one file the api uploads to the bucket at once while it reads the next: reading the request and MinIO's storing overlap. Past it the api stops reading the request until a part is stored (backpressure on the client).",
   },
 } as const;

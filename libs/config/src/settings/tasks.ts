@@ -6,7 +6,7 @@ export const tasksSettings = {
   MERIDIAN_TASK_MAX_WAIT_SECONDS: {
     schema: z.coerce.number().int().min(0).max(3600),
     default: '30',
-    doc: 'Longest GET /api/v1/tasks/{task_id}?wait=N holds its answer waiting for the task to end; a larger wait is shortened to it (0 turns waiting off). The request timeout and the connection\'s idle timeout are extended by the wait.',
+    doc: "Longest GET /api/v1/tasks/{task_id}?wait=N holds its answer waiting for the task to end; a larger wait is shortened to it (0 turns waiting off). The request timeout and the connection's idle timeout are extended by the wait.",
   },
   MERIDIAN_MAX_TASK_WAITERS_PER_USER: {
     schema: positiveInt,
@@ -41,12 +41,12 @@ export const tasksSettings = {
   MERIDIAN_TASK_RELEASE_INTERVAL_MS: {
     schema: z.coerce.number().int().min(50),
     default: '1000',
-    doc: 'How often api and ingest processes read the tasks read model\'s positions to let go of finished tasks it covers: how long a finished task stays in their memory after the read model has it.',
+    doc: "How often api and ingest processes read the tasks read model's positions to let go of finished tasks it covers: how long a finished task stays in their memory after the read model has it.",
   },
   MERIDIAN_READ_MODEL_MARKER_FLUSH_MS: {
     schema: positiveInt,
     default: '100',
-    doc: 'How long the tasks and files projectors gather positions past transaction markers (every committed transaction ends in a fetch of markers only) before writing them as one row per partition: fewer tiny parts in ClickHouse, at the cost of this much delay before the positions reach the log\'s end.',
+    doc: "How long the tasks and files projectors gather positions past transaction markers (every committed transaction ends in a fetch of markers only) before writing them as one row per partition: fewer tiny parts in ClickHouse, at the cost of this much delay before the positions reach the log's end.",
   },
   MERIDIAN_READ_MODEL_QUERY_TIMEOUT_MS: {
     schema: positiveInt,

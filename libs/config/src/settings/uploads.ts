@@ -31,7 +31,7 @@ export const uploadsSettings = {
   MERIDIAN_MAX_UPLOADS_IN_FLIGHT_PER_USER: {
     schema: positiveInt,
     default: '8',
-    doc: 'Metric uploads (both upload routes, and the telemetry protocols\' routes) whose bodies one api instance receives at once for one user; the next gets 429 /problems/too-many before its body is read.',
+    doc: "Metric uploads (both upload routes, and the telemetry protocols' routes) whose bodies one api instance receives at once for one user; the next gets 429 /problems/too-many before its body is read.",
   },
   MERIDIAN_MAX_QUEUED_TASKS_PER_USER: {
     schema: positiveInt,
@@ -41,12 +41,12 @@ export const uploadsSettings = {
   MERIDIAN_UPLOAD_BACKLOG_PER_USER: {
     schema: positiveInt,
     default: '8',
-    doc: 'Unfinished (queued or running) tasks of one user from which their next upload waits, before its body is read, until one of them ends: what one user can queue in front of the ingest worker, and so the freshness of what they upload (about this many over the uploads ingest finishes per second), stays bounded, and other users\' uploads do not queue behind it. A producer faster than ingest gets slower 202s instead of a queue that grows with the run. At or above MERIDIAN_MAX_QUEUED_TASKS_PER_USER nothing waits: that cap refuses first.',
+    doc: "Unfinished (queued or running) tasks of one user from which their next upload waits, before its body is read, until one of them ends: what one user can queue in front of the ingest worker, and so the freshness of what they upload (about this many over the uploads ingest finishes per second), stays bounded, and other users' uploads do not queue behind it. A producer faster than ingest gets slower 202s instead of a queue that grows with the run. At or above MERIDIAN_MAX_QUEUED_TASKS_PER_USER nothing waits: that cap refuses first.",
   },
   MERIDIAN_UPLOAD_BACKLOG_WAIT_MS: {
     schema: positiveInt,
     default: '10000',
-    doc: 'Longest an upload waits under MERIDIAN_UPLOAD_BACKLOG_PER_USER (holding one of the user\'s MERIDIAN_MAX_UPLOADS_IN_FLIGHT_PER_USER slots); then 429 /problems/too-many with Retry-After.',
+    doc: "Longest an upload waits under MERIDIAN_UPLOAD_BACKLOG_PER_USER (holding one of the user's MERIDIAN_MAX_UPLOADS_IN_FLIGHT_PER_USER slots); then 429 /problems/too-many with Retry-After.",
   },
   MERIDIAN_MAX_DECOMPRESSED_BYTES: {
     schema: positiveInt,
@@ -81,7 +81,7 @@ export const uploadsSettings = {
   MERIDIAN_UPLOAD_ATTEMPTS: {
     schema: z.coerce.number().int().min(1).max(100),
     default: '5',
-    doc: 'Attempts at an upload or a file definition that stops on an error other than Kafka\'s or its own rows (storage or network trouble, say), with backoff, before its task fails.',
+    doc: "Attempts at an upload or a file definition that stops on an error other than Kafka's or its own rows (storage or network trouble, say), with backoff, before its task fails.",
   },
   MERIDIAN_MAX_COMMAND_STARTS: {
     schema: z.coerce.number().int().min(1).max(100),
@@ -99,14 +99,22 @@ export const uploadsSettings = {
     doc: 'Points per point-batch event written to the points topic.',
   },
   MERIDIAN_UPLOAD_SEND_BYTES_PER_PARTITION: {
-    schema: z.coerce.number().int().min(65_536).max(64 * 1024 * 1024),
+    schema: z.coerce
+      .number()
+      .int()
+      .min(65_536)
+      .max(64 * 1024 * 1024),
     default: '921600',
-    doc: 'Most bytes of encoded point batches per points partition in one produce request of an upload: batches are sent grouped up to it, one request in flight. Keep it under the broker\'s message.max.bytes (1 MiB by default), which refuses a larger record batch; the default leaves a margin. One point batch must fit in it (MERIDIAN_POINT_BATCH_SIZE × 18 bytes + 4 KiB, checked at start).',
+    doc: "Most bytes of encoded point batches per points partition in one produce request of an upload: batches are sent grouped up to it, one request in flight. Keep it under the broker's message.max.bytes (1 MiB by default), which refuses a larger record batch; the default leaves a margin. One point batch must fit in it (MERIDIAN_POINT_BATCH_SIZE × 18 bytes + 4 KiB, checked at start).",
   },
   MERIDIAN_UPLOAD_SEND_BYTES_PER_REQUEST: {
-    schema: z.coerce.number().int().min(65_536).max(64 * 1024 * 1024),
+    schema: z.coerce
+      .number()
+      .int()
+      .min(65_536)
+      .max(64 * 1024 * 1024),
     default: '8388608',
-    doc: 'Most bytes of encoded point batches in one produce request of an upload, all points partitions together: what one upload holds in memory for its next request, and under the broker\'s socket.request.max.bytes (100 MiB by default) with many partitions. At least MERIDIAN_UPLOAD_SEND_BYTES_PER_PARTITION.',
+    doc: "Most bytes of encoded point batches in one produce request of an upload, all points partitions together: what one upload holds in memory for its next request, and under the broker's socket.request.max.bytes (100 MiB by default) with many partitions. At least MERIDIAN_UPLOAD_SEND_BYTES_PER_PARTITION.",
   },
   MERIDIAN_PROJECTOR_BATCH_ROWS: {
     schema: z.coerce.number().int().min(1).max(1_000_000),
@@ -121,7 +129,7 @@ export const uploadsSettings = {
   MERIDIAN_STAGE_TTL_MS: {
     schema: positiveInt,
     default: '7200000',
-    doc: 'Stage tables of staged uploads made at least this long ago are dropped by the projector\'s sweeper (a crashed upload\'s; one still needed is refilled from the log at its seal). At least MERIDIAN_UPLOAD_TIME_BUDGET_MS, so a stage an upload is still writing is kept.',
+    doc: "Stage tables of staged uploads made at least this long ago are dropped by the projector's sweeper (a crashed upload's; one still needed is refilled from the log at its seal). At least MERIDIAN_UPLOAD_TIME_BUDGET_MS, so a stage an upload is still writing is kept.",
   },
   MERIDIAN_STAGE_SWEEP_INTERVAL_MS: {
     schema: positiveInt,
@@ -141,6 +149,6 @@ export const uploadsSettings = {
   MERIDIAN_STAGE_INSERT_WAIT_MS: {
     schema: positiveInt,
     default: '30000',
-    doc: 'Longest the projector waits, at a staged upload\'s seal, for inserts into that upload\'s stage still running on ClickHouse (ones its writer gave up). Past it they are killed (KILL QUERY) and the stage is refilled from the log, so a hung insert into a stage, which is only a cache, holds that partition\'s projection at most this long.',
+    doc: "Longest the projector waits, at a staged upload's seal, for inserts into that upload's stage still running on ClickHouse (ones its writer gave up). Past it they are killed (KILL QUERY) and the stage is refilled from the log, so a hung insert into a stage, which is only a cache, holds that partition's projection at most this long.",
   },
 } as const;

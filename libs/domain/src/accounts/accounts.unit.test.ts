@@ -1,7 +1,16 @@
 import { describe, expect, it } from 'vitest';
 import { DomainError } from '../errors.ts';
 import { authenticate, canRead, canWrite, canWriteSomeMetric, fileQuotaOf, metricAccess } from './access.ts';
-import { decideCreateUser, decideDisableUser, decideIssueKey, decideReplaceEntitlements, decideRevokeKey, decideSetFileQuota, MAX_FILE_QUOTA_BYTES, parseMetricRules } from './decide.ts';
+import {
+  decideCreateUser,
+  decideDisableUser,
+  decideIssueKey,
+  decideReplaceEntitlements,
+  decideRevokeKey,
+  decideSetFileQuota,
+  MAX_FILE_QUOTA_BYTES,
+  parseMetricRules,
+} from './decide.ts';
 import type { AccountEvent } from './events.ts';
 import { composeApiKey, keyIdOf } from './keys.ts';
 import { userNameProblem } from './names.ts';
@@ -53,24 +62,32 @@ describe('API keys', () => {
 });
 
 describe('user names', () => {
-  it.each([['ada', null], ['a.b_c-1', null], ['x'.repeat(64), null]])('accepts %s', (n, p) => expect(userNameProblem(n)).toBe(p));
+  it.each([
+    ['ada', null],
+    ['a.b_c-1', null],
+    ['x'.repeat(64), null],
+  ])('accepts %s', (n, p) => expect(userNameProblem(n)).toBe(p));
   it.each(['', 'x'.repeat(65), 'has space', 'slash/y', 'ünï', 42])('rejects %j', (n) => expect(userNameProblem(n)).not.toBeNull());
 });
 
 describe('account decisions', () => {
   it('creates a user with its first key', () => {
-    given([]).when((s) => decideCreateUser(s, { user_name: 'ada', is_admin: true, key: keyA, ...meta(5) })).then([
-      { type: 'UserCreated', user_name: 'ada', is_admin: true, key_id: keyA.key_id, secret_sha256: keyA.secret_sha256, at: 5, actor: 'cli' },
-    ]);
+    given([])
+      .when((s) => decideCreateUser(s, { user_name: 'ada', is_admin: true, key: keyA, ...meta(5) }))
+      .then([{ type: 'UserCreated', user_name: 'ada', is_admin: true, key_id: keyA.key_id, secret_sha256: keyA.secret_sha256, at: 5, actor: 'cli' }]);
   });
   it('refuses a duplicate user (409) and a bad name (400)', () => {
-    given(created('ada')).when((s) => decideCreateUser(s, { user_name: 'ada', is_admin: false, key: keyB, ...meta(2) })).thenFails('conflict');
-    given([]).when((s) => decideCreateUser(s, { user_name: 'bad name', is_admin: false, key: keyB, ...meta(2) })).thenFails('validation');
+    given(created('ada'))
+      .when((s) => decideCreateUser(s, { user_name: 'ada', is_admin: false, key: keyB, ...meta(2) }))
+      .thenFails('conflict');
+    given([])
+      .when((s) => decideCreateUser(s, { user_name: 'bad name', is_admin: false, key: keyB, ...meta(2) }))
+      .thenFails('validation');
   });
   it('issues further keys only to active users', () => {
-    given(created('ada')).when((s) => decideIssueKey(s, { user_name: 'ada', key: keyB, max_keys: 100, ...meta(3) })).then([
-      { type: 'ApiKeyIssued', user_name: 'ada', key_id: keyB.key_id, secret_sha256: keyB.secret_sha256, at: 3, actor: 'cli' },
-    ]);
+    given(created('ada'))
+      .when((s) => decideIssueKey(s, { user_name: 'ada', key: keyB, max_keys: 100, ...meta(3) }))
+      .then([{ type: 'ApiKeyIssued', user_name: 'ada', key_id: keyB.key_id, secret_sha256: keyB.secret_sha256, at: 3, actor: 'cli' }]);
     given([...created('ada'), { type: 'UserDisabled', user_name: 'ada', ...meta(2) }])
       .when((s) => decideIssueKey(s, { user_name: 'ada', key: keyB, max_keys: 100, ...meta(3) }))
       .thenFails('not_found');
@@ -78,27 +95,35 @@ describe('account decisions', () => {
   it('issues no key past the per-user limit; revoked keys do not count', () => {
     const keyC = composeApiKey(bytes(8, 5), bytes(32, 6));
     const two = [...created('ada'), { type: 'ApiKeyIssued' as const, user_name: 'ada', key_id: keyB.key_id, secret_sha256: keyB.secret_sha256, ...meta(2) }];
-    given(two).when((s) => decideIssueKey(s, { user_name: 'ada', key: keyC, max_keys: 2, ...meta(3) })).thenFails('limit_reached');
-    given(two).when((s) => decideIssueKey(s, { user_name: 'ada', key: keyC, max_keys: 3, ...meta(3) })).then([
-      { type: 'ApiKeyIssued', user_name: 'ada', key_id: keyC.key_id, secret_sha256: keyC.secret_sha256, at: 3, actor: 'cli' },
-    ]);
+    given(two)
+      .when((s) => decideIssueKey(s, { user_name: 'ada', key: keyC, max_keys: 2, ...meta(3) }))
+      .thenFails('limit_reached');
+    given(two)
+      .when((s) => decideIssueKey(s, { user_name: 'ada', key: keyC, max_keys: 3, ...meta(3) }))
+      .then([{ type: 'ApiKeyIssued', user_name: 'ada', key_id: keyC.key_id, secret_sha256: keyC.secret_sha256, at: 3, actor: 'cli' }]);
     given([...two, { type: 'ApiKeyRevoked', user_name: 'ada', key_id: keyA.key_id, ...meta(3) }])
       .when((s) => decideIssueKey(s, { user_name: 'ada', key: keyC, max_keys: 2, ...meta(4) }))
       .then([{ type: 'ApiKeyIssued', user_name: 'ada', key_id: keyC.key_id, secret_sha256: keyC.secret_sha256, at: 4, actor: 'cli' }]);
   });
-  it('revokes only the caller\'s own active keys; anything else is not found', () => {
+  it("revokes only the caller's own active keys; anything else is not found", () => {
     const history = [...created('ada'), ...created('bob', false, keyB)];
-    given(history).when((s) => decideRevokeKey(s, { user_name: 'ada', key_id: keyA.key_id, ...meta(4) })).then([
-      { type: 'ApiKeyRevoked', user_name: 'ada', key_id: keyA.key_id, at: 4, actor: 'cli' },
-    ]);
-    given(history).when((s) => decideRevokeKey(s, { user_name: 'ada', key_id: keyB.key_id, ...meta(4) })).thenFails('not_found');
+    given(history)
+      .when((s) => decideRevokeKey(s, { user_name: 'ada', key_id: keyA.key_id, ...meta(4) }))
+      .then([{ type: 'ApiKeyRevoked', user_name: 'ada', key_id: keyA.key_id, at: 4, actor: 'cli' }]);
+    given(history)
+      .when((s) => decideRevokeKey(s, { user_name: 'ada', key_id: keyB.key_id, ...meta(4) }))
+      .thenFails('not_found');
     given([...history, { type: 'ApiKeyRevoked', user_name: 'ada', key_id: keyA.key_id, ...meta(4) }])
       .when((s) => decideRevokeKey(s, { user_name: 'ada', key_id: keyA.key_id, ...meta(5) }))
       .thenFails('not_found');
   });
   it('disables an active user once', () => {
-    given(created('ada')).when((s) => decideDisableUser(s, { user_name: 'ada', ...meta(9) })).then([{ type: 'UserDisabled', user_name: 'ada', at: 9, actor: 'cli' }]);
-    given([]).when((s) => decideDisableUser(s, { user_name: 'ghost', ...meta(9) })).thenFails('not_found');
+    given(created('ada'))
+      .when((s) => decideDisableUser(s, { user_name: 'ada', ...meta(9) }))
+      .then([{ type: 'UserDisabled', user_name: 'ada', at: 9, actor: 'cli' }]);
+    given([])
+      .when((s) => decideDisableUser(s, { user_name: 'ghost', ...meta(9) }))
+      .thenFails('not_found');
   });
   it('replaces entitlements with the smallest set of revocations and grants', () => {
     const history: AccountEvent[] = [
@@ -107,34 +132,51 @@ describe('account decisions', () => {
       { type: 'MetricEntitlementGranted', user_name: 'ada', match: 'exact', value: 'mem', access: 'rw', ...meta(2) },
     ];
     given(history)
-      .when((s) => decideReplaceEntitlements(s, { user_name: 'ada', rules: [{ match: 'prefix', value: 'cpu:', access: 'rw' }, { match: 'exact', value: 'disk', access: 'r' }], ...meta(3) }))
+      .when((s) =>
+        decideReplaceEntitlements(s, {
+          user_name: 'ada',
+          rules: [
+            { match: 'prefix', value: 'cpu:', access: 'rw' },
+            { match: 'exact', value: 'disk', access: 'r' },
+          ],
+          ...meta(3),
+        }),
+      )
       .then([
         { type: 'MetricEntitlementRevoked', user_name: 'ada', match: 'exact', value: 'mem', at: 3, actor: 'cli' },
         { type: 'MetricEntitlementGranted', user_name: 'ada', match: 'prefix', value: 'cpu:', access: 'rw', at: 3, actor: 'cli' },
         { type: 'MetricEntitlementGranted', user_name: 'ada', match: 'exact', value: 'disk', access: 'r', at: 3, actor: 'cli' },
       ]);
   });
-  it('sets a user\'s file quota, or sends it back to the default; the same value again appends nothing', () => {
-    given(created('ada')).when((s) => decideSetFileQuota(s, { user_name: 'ada', quota_bytes: 5_000, ...meta(3) })).then([
-      { type: 'FileQuotaSet', user_name: 'ada', quota_bytes: 5_000, at: 3, actor: 'cli' },
-    ]);
+  it("sets a user's file quota, or sends it back to the default; the same value again appends nothing", () => {
+    given(created('ada'))
+      .when((s) => decideSetFileQuota(s, { user_name: 'ada', quota_bytes: 5_000, ...meta(3) }))
+      .then([{ type: 'FileQuotaSet', user_name: 'ada', quota_bytes: 5_000, at: 3, actor: 'cli' }]);
     for (const q of [0, MAX_FILE_QUOTA_BYTES]) {
-      given(created('ada')).when((s) => decideSetFileQuota(s, { user_name: 'ada', quota_bytes: q, ...meta(3) })).then([
-        { type: 'FileQuotaSet', user_name: 'ada', quota_bytes: q, at: 3, actor: 'cli' },
-      ]);
+      given(created('ada'))
+        .when((s) => decideSetFileQuota(s, { user_name: 'ada', quota_bytes: q, ...meta(3) }))
+        .then([{ type: 'FileQuotaSet', user_name: 'ada', quota_bytes: q, at: 3, actor: 'cli' }]);
     }
     const limited: AccountEvent[] = [...created('ada'), { type: 'FileQuotaSet', user_name: 'ada', quota_bytes: 5_000, ...meta(2) }];
-    given(limited).when((s) => decideSetFileQuota(s, { user_name: 'ada', quota_bytes: null, ...meta(3) })).then([
-      { type: 'FileQuotaSet', user_name: 'ada', quota_bytes: null, at: 3, actor: 'cli' },
-    ]);
-    given(limited).when((s) => decideSetFileQuota(s, { user_name: 'ada', quota_bytes: 5_000, ...meta(3) })).then([]);
-    given(created('ada')).when((s) => decideSetFileQuota(s, { user_name: 'ada', quota_bytes: null, ...meta(3) })).then([]);
+    given(limited)
+      .when((s) => decideSetFileQuota(s, { user_name: 'ada', quota_bytes: null, ...meta(3) }))
+      .then([{ type: 'FileQuotaSet', user_name: 'ada', quota_bytes: null, at: 3, actor: 'cli' }]);
+    given(limited)
+      .when((s) => decideSetFileQuota(s, { user_name: 'ada', quota_bytes: 5_000, ...meta(3) }))
+      .then([]);
+    given(created('ada'))
+      .when((s) => decideSetFileQuota(s, { user_name: 'ada', quota_bytes: null, ...meta(3) }))
+      .then([]);
   });
   it.each([-1, 1.5, Number.NaN, MAX_FILE_QUOTA_BYTES + 1, Number.MAX_SAFE_INTEGER])('refuses the file quota %s (400)', (q) => {
-    given(created('ada')).when((s) => decideSetFileQuota(s, { user_name: 'ada', quota_bytes: q, ...meta(3) })).thenFails('validation');
+    given(created('ada'))
+      .when((s) => decideSetFileQuota(s, { user_name: 'ada', quota_bytes: q, ...meta(3) }))
+      .thenFails('validation');
   });
   it('sets a file quota only for an active user', () => {
-    given([]).when((s) => decideSetFileQuota(s, { user_name: 'ghost', quota_bytes: 1, ...meta(3) })).thenFails('not_found');
+    given([])
+      .when((s) => decideSetFileQuota(s, { user_name: 'ghost', quota_bytes: 1, ...meta(3) }))
+      .thenFails('not_found');
     given([...created('ada'), { type: 'UserDisabled', user_name: 'ada', ...meta(2) }])
       .when((s) => decideSetFileQuota(s, { user_name: 'ada', quota_bytes: 1, ...meta(3) }))
       .thenFails('not_found');
@@ -142,7 +184,11 @@ describe('account decisions', () => {
   it('validates rule lists and names every bad field', () => {
     expect(() => parseMetricRules('x')).toThrow(DomainError);
     try {
-      parseMetricRules([{ match: 'glob', value: '', access: 'x' }, { match: 'exact', value: 'a', access: 'r' }, { match: 'exact', value: 'a', access: 'rw' }]);
+      parseMetricRules([
+        { match: 'glob', value: '', access: 'x' },
+        { match: 'exact', value: 'a', access: 'r' },
+        { match: 'exact', value: 'a', access: 'rw' },
+      ]);
       expect.unreachable();
     } catch (e) {
       expect((e as DomainError).errors.map((x) => x.field)).toEqual(['metrics[0].match', 'metrics[0].value', 'metrics[0].access', 'metrics[2]']);

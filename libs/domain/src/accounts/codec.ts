@@ -14,7 +14,13 @@ const user = z.object({
   entitlements: z.array(z.object({ match: z.enum(['exact', 'prefix']), value: z.string(), access })),
   file_quota_bytes: z.number().int().nonnegative().nullable(),
 });
-const retentionRule = z.object({ match: z.enum(['exact', 'prefix']), value: z.string(), keep_ms: z.number().int().positive(), set_at: time, actor: z.string() });
+const retentionRule = z.object({
+  match: z.enum(['exact', 'prefix']),
+  value: z.string(),
+  keep_ms: z.number().int().positive(),
+  set_at: time,
+  actor: z.string(),
+});
 const key = z.object({
   key_id: z.string(),
   user_name: z.string(),

@@ -30,7 +30,9 @@ export function decideCreateUser(state: AccountsState, cmd: Meta & { user_name: 
   if (problem) throw validationError(`invalid user_name: ${problem}`, [{ field: 'user_name', reason: problem }]);
   const user_name = cmd.user_name as string;
   if (state.users.has(user_name)) throw conflict(`user ${JSON.stringify(user_name)} already exists`);
-  return [{ type: 'UserCreated', user_name, is_admin: cmd.is_admin, key_id: cmd.key.key_id, secret_sha256: cmd.key.secret_sha256, at: cmd.at, actor: cmd.actor }];
+  return [
+    { type: 'UserCreated', user_name, is_admin: cmd.is_admin, key_id: cmd.key.key_id, secret_sha256: cmd.key.secret_sha256, at: cmd.at, actor: cmd.actor },
+  ];
 }
 
 /**
@@ -79,7 +81,9 @@ export function decideSetFileQuota(state: AccountsState, cmd: Meta & { user_name
   const user = activeUser(state, cmd.user_name);
   const q = cmd.quota_bytes;
   if (q !== null && !(Number.isInteger(q) && q >= 0 && q <= MAX_FILE_QUOTA_BYTES)) {
-    throw validationError(`quota_bytes must be a whole number of bytes from 0 to ${MAX_FILE_QUOTA_BYTES}, or null for the default`, [{ field: 'quota_bytes', reason: `not an integer from 0 to ${MAX_FILE_QUOTA_BYTES} or null` }]);
+    throw validationError(`quota_bytes must be a whole number of bytes from 0 to ${MAX_FILE_QUOTA_BYTES}, or null for the default`, [
+      { field: 'quota_bytes', reason: `not an integer from 0 to ${MAX_FILE_QUOTA_BYTES} or null` },
+    ]);
   }
   if (user.file_quota_bytes === q) return [];
   return [{ type: 'FileQuotaSet', user_name: user.user_name, quota_bytes: q, at: cmd.at, actor: cmd.actor }];
@@ -128,4 +132,3 @@ export function decideReplaceEntitlements(state: AccountsState, cmd: Meta & { us
   }
   return events;
 }
-

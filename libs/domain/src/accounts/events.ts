@@ -33,4 +33,5 @@ export type MetricEntitlementRevoked = Meta & {
 /** null: the user goes back to the default quota (MERIDIAN_FILE_QUOTA_BYTES). */
 export type FileQuotaSet = Meta & { readonly type: 'FileQuotaSet'; readonly user_name: string; readonly quota_bytes: number | null };
 
-export type AccountEvent = UserCreated | UserDisabled | ApiKeyIssued | ApiKeyRevoked | MetricEntitlementGranted | MetricEntitlementRevoked | FileQuotaSet | RetentionEvent;
+export type AccountEvent =
+  UserCreated | UserDisabled | ApiKeyIssued | ApiKeyRevoked | MetricEntitlementGranted | MetricEntitlementRevoked | FileQuotaSet | RetentionEvent;

@@ -15,7 +15,15 @@ const fieldsOf = (fn: () => unknown) => {
 describe('download parameters', () => {
   it('applies the seed defaults', () => {
     expect(parseDownloadParams({ metrics: 'cpu' }, { maxRowsCeiling: 10_000_000, maxListNames: 5, maxRollupRows: 100_000 })).toEqual({
-      metrics: 'cpu', pattern: 'single', fromMs: 0, toMs: 4_291_747_199_999, maxRows: 1000, format: 'csv', latestOnly: false, resolution: 'raw', cursor: null,
+      metrics: 'cpu',
+      pattern: 'single',
+      fromMs: 0,
+      toMs: 4_291_747_199_999,
+      maxRows: 1000,
+      format: 'csv',
+      latestOnly: false,
+      resolution: 'raw',
+      cursor: null,
     });
   });
 
@@ -44,17 +52,40 @@ describe('download parameters', () => {
 
   it('takes format as an alias of file_format, and both when they agree', () => {
     expect(parseDownloadParams({ metrics: 'm', format: 'json' }, { maxRowsCeiling: 10, maxListNames: 5, maxRollupRows: 100_000 }).format).toBe('json');
-    expect(parseDownloadParams({ metrics: 'm', file_format: 'json', format: 'json' }, { maxRowsCeiling: 10, maxListNames: 5, maxRollupRows: 100_000 }).format).toBe('json');
-    expect(fieldsOf(() => parseDownloadParams({ metrics: 'm', file_format: 'csv', format: 'json' }, { maxRowsCeiling: 10, maxListNames: 5, maxRollupRows: 100_000 }))).toEqual(['format']);
+    expect(
+      parseDownloadParams({ metrics: 'm', file_format: 'json', format: 'json' }, { maxRowsCeiling: 10, maxListNames: 5, maxRollupRows: 100_000 }).format,
+    ).toBe('json');
+    expect(
+      fieldsOf(() =>
+        parseDownloadParams({ metrics: 'm', file_format: 'csv', format: 'json' }, { maxRowsCeiling: 10, maxListNames: 5, maxRollupRows: 100_000 }),
+      ),
+    ).toEqual(['format']);
   });
 
   it('names every bad parameter at once', () => {
-    expect(fieldsOf(() => parseDownloadParams({ pattern: 'glob', start_date: 'x', max_rows: '0', format: 'xml', latest_only: 'yes' }, { maxRowsCeiling: 10, maxListNames: 5, maxRollupRows: 100_000 }))).toEqual([
-      'metrics', 'pattern', 'start_date', 'max_rows', 'format', 'latest_only',
+    expect(
+      fieldsOf(() =>
+        parseDownloadParams(
+          { pattern: 'glob', start_date: 'x', max_rows: '0', format: 'xml', latest_only: 'yes' },
+          { maxRowsCeiling: 10, maxListNames: 5, maxRollupRows: 100_000 },
+        ),
+      ),
+    ).toEqual(['metrics', 'pattern', 'start_date', 'max_rows', 'format', 'latest_only']);
+    expect(
+      fieldsOf(() =>
+        parseDownloadParams(
+          { metrics: 'm', start_date: '2024-02-02', end_date: '2024-02-01' },
+          { maxRowsCeiling: 10, maxListNames: 5, maxRollupRows: 100_000 },
+        ),
+      ),
+    ).toEqual(['start_date']);
+    expect(fieldsOf(() => parseDownloadParams({ metrics: 'm', max_rows: '1.5' }, { maxRowsCeiling: 10, maxListNames: 5, maxRollupRows: 100_000 }))).toEqual([
+      'max_rows',
     ]);
-    expect(fieldsOf(() => parseDownloadParams({ metrics: 'm', start_date: '2024-02-02', end_date: '2024-02-01' }, { maxRowsCeiling: 10, maxListNames: 5, maxRollupRows: 100_000 }))).toEqual(['start_date']);
-    expect(fieldsOf(() => parseDownloadParams({ metrics: 'm', max_rows: '1.5' }, { maxRowsCeiling: 10, maxListNames: 5, maxRollupRows: 100_000 }))).toEqual(['max_rows']);
-    expect(fieldsOf(() => parseDownloadParams({ metrics: ['a', 'b'] }, { maxRowsCeiling: 10, maxListNames: 5, maxRollupRows: 100_000 }))).toEqual(['metrics', 'metrics']);
+    expect(fieldsOf(() => parseDownloadParams({ metrics: ['a', 'b'] }, { maxRowsCeiling: 10, maxListNames: 5, maxRollupRows: 100_000 }))).toEqual([
+      'metrics',
+      'metrics',
+    ]);
   });
 
   it('caps the names of a list (MERIDIAN_MAX_DOWNLOAD_NAMES), counted before any lookup', () => {
@@ -108,8 +139,16 @@ describe('pattern resolution', () => {
     expect(missing).toThrow(DomainError);
     let a: DomainError | undefined;
     let b: DomainError | undefined;
-    try { missing(); } catch (e) { a = e as DomainError; }
-    try { hidden(); } catch (e) { b = e as DomainError; }
+    try {
+      missing();
+    } catch (e) {
+      a = e as DomainError;
+    }
+    try {
+      hidden();
+    } catch (e) {
+      b = e as DomainError;
+    }
     expect([a!.code, a!.message]).toEqual([b!.code, b!.message]);
     expect(() => resolveMetricNames('list', 'cpu:a,secret:a', catalog, canRead)).toThrow(/no such metric/);
     expect(() => resolveMetricNames('list', 'cpu:a,', catalog, canRead)).toThrow(/no such metric/);

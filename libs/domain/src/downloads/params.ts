@@ -74,12 +74,14 @@ export function queryReader(query: RawDownloadQuery, errors: FieldError[]) {
   /** The metrics text and its pattern (single by default); a list longer than `maxListNames` is named with `tooLong`. */
   const selection = (maxListNames: number, tooLong: string): { metrics: string | undefined; pattern: Pattern | null } => {
     const metrics = one('metrics');
-    if (metrics === undefined || metrics.length === 0) errors.push({ field: 'metrics', reason: 'required: a metric name, a comma-separated list, or the text a pattern applies to' });
+    if (metrics === undefined || metrics.length === 0)
+      errors.push({ field: 'metrics', reason: 'required: a metric name, a comma-separated list, or the text a pattern applies to' });
     const patternText = one('pattern') ?? 'single';
     const pattern = (PATTERNS as readonly string[]).includes(patternText) ? (patternText as Pattern) : null;
     if (!pattern) errors.push({ field: 'pattern', reason: `must be one of ${PATTERNS.join(', ')}` });
     // Counted on the text, before any lookup: the catalog query and the external data grow with it.
-    if (pattern === 'list' && metrics && countListNames(metrics) > maxListNames) errors.push({ field: 'metrics', reason: `names more than ${maxListNames} metrics ${tooLong}` });
+    if (pattern === 'list' && metrics && countListNames(metrics) > maxListNames)
+      errors.push({ field: 'metrics', reason: `names more than ${maxListNames} metrics ${tooLong}` });
     return { metrics, pattern };
   };
   /** start_date or end_date in epoch milliseconds; null when left out or invalid. */
@@ -110,7 +112,8 @@ export function parseDownloadParams(query: RawDownloadQuery, limits: DownloadLim
   let maxRows = DEFAULT_MAX_ROWS;
   if (maxRowsText !== undefined) {
     if (!/^\d+$/.test(maxRowsText) || Number(maxRowsText) < 1) errors.push({ field: 'max_rows', reason: `must be a whole number from 1 to ${maxRowsCeiling}` });
-    else if (Number(maxRowsText) > maxRowsCeiling) errors.push({ field: 'max_rows', reason: `must be at most ${maxRowsCeiling}; page through larger results with the cursor` });
+    else if (Number(maxRowsText) > maxRowsCeiling)
+      errors.push({ field: 'max_rows', reason: `must be at most ${maxRowsCeiling}; page through larger results with the cursor` });
     else maxRows = Number(maxRowsText);
   }
 
@@ -129,7 +132,10 @@ export function parseDownloadParams(query: RawDownloadQuery, limits: DownloadLim
   const resolution = (RESOLUTIONS as readonly string[]).includes(resolutionText) ? (resolutionText as Resolution) : null;
   if (!resolution) errors.push({ field: 'resolution', reason: `must be one of ${RESOLUTIONS.join(', ')}` });
   else if (resolution !== 'raw' && maxRows > limits.maxRollupRows) {
-    errors.push({ field: 'max_rows', reason: `must be at most ${limits.maxRollupRows} with resolution ${resolution} (MERIDIAN_MAX_ROLLUP_ROWS); page through larger results with the cursor` });
+    errors.push({
+      field: 'max_rows',
+      reason: `must be at most ${limits.maxRollupRows} with resolution ${resolution} (MERIDIAN_MAX_ROLLUP_ROWS); page through larger results with the cursor`,
+    });
   }
 
   const cursor = one('cursor') ?? null;

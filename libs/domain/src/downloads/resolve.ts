@@ -7,12 +7,7 @@ import type { Pattern } from './params.ts';
  * one that does not exist or that the caller may not read gives the same 404 (existence is
  * never revealed). The substring patterns only ever see readable metrics, and may match none.
  */
-export function resolveMetricNames(
-  pattern: Pattern,
-  text: string,
-  catalog: Iterable<string>,
-  canRead: (name: string) => boolean,
-): string[] {
+export function resolveMetricNames(pattern: Pattern, text: string, catalog: Iterable<string>, canRead: (name: string) => boolean): string[] {
   const known = new Set(catalog);
   const pick = (test: (name: string) => boolean) => [...known].filter((n) => canRead(n) && test(n));
   let names: string[];

@@ -82,8 +82,10 @@ export function fileDefinedFrom(cmd: FileDefinitionRequested): FileDefined {
 export function assertFileRoom(cmd: { owned: number; pending: number; max_files: number }): void {
   const held = cmd.owned + cmd.pending;
   if (held >= cmd.max_files) {
-    throw new DomainError('limit_reached', `at most ${cmd.max_files} files per user (MERIDIAN_MAX_FILES_PER_USER), definitions in progress included; delete one first`, [
-      { field: 'MERIDIAN_MAX_FILES_PER_USER', reason: `${held} of ${cmd.max_files} files held` },
-    ]);
+    throw new DomainError(
+      'limit_reached',
+      `at most ${cmd.max_files} files per user (MERIDIAN_MAX_FILES_PER_USER), definitions in progress included; delete one first`,
+      [{ field: 'MERIDIAN_MAX_FILES_PER_USER', reason: `${held} of ${cmd.max_files} files held` }],
+    );
   }
 }

@@ -91,7 +91,11 @@ export function foldFileBatch(stored: readonly FileRow[], events: readonly Posit
   }
   const changes = [...changed.values()].map((c) => {
     const seen = [...(granted.get(c.file.file_id) ?? [])];
-    const lost = c.deleted ? fileViewers(c.file).map(([user]) => user).concat(seen) : seen.filter((user) => !c.file.grants.has(user));
+    const lost = c.deleted
+      ? fileViewers(c.file)
+          .map(([user]) => user)
+          .concat(seen)
+      : seen.filter((user) => !c.file.grants.has(user));
     return { ...c, file: { ...c.file, grants: new Map(c.file.grants) }, lostAccess: [...new Set(lost)].sort() };
   });
   return { changes, nextSeq: state.defined };

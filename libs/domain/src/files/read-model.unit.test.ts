@@ -4,16 +4,30 @@ import type { FileEvent } from './events.ts';
 import { fileViewers, foldFileBatch, type FileChange, type FileRow } from './read-model.ts';
 import { foldFiles, isLive } from './state.ts';
 
-const defined = (id: string, owner: string, at: number): FileEvent => fileDefinedFrom({
-  type: 'FileDefinitionRequested', task_id: `t-${id}`, file_id: id, user_name: owner, at, file_name: `${id}.csv`, description: `about ${id}`,
-  content_type: 'text/csv', staged_object: `staging/files/${id}`, size: 10 + at, sha256: Buffer.alloc(32, at % 256), enforce_schema: false,
-});
+const defined = (id: string, owner: string, at: number): FileEvent =>
+  fileDefinedFrom({
+    type: 'FileDefinitionRequested',
+    task_id: `t-${id}`,
+    file_id: id,
+    user_name: owner,
+    at,
+    file_name: `${id}.csv`,
+    description: `about ${id}`,
+    content_type: 'text/csv',
+    staged_object: `staging/files/${id}`,
+    size: 10 + at,
+    sha256: Buffer.alloc(32, at % 256),
+    enforce_schema: false,
+  });
 
 /** A deterministic mix: definitions (some repeated), shares, revokes, descriptions, deletions, events on unknown and deleted files. */
 function history(n: number): FileEvent[] {
   const events: FileEvent[] = [];
   let seed = 7;
-  const next = (k: number) => { seed = (seed * 1103515245 + 12345) % 2 ** 31; return seed % k; };
+  const next = (k: number) => {
+    seed = (seed * 1103515245 + 12345) % 2 ** 31;
+    return seed % k;
+  };
   const users = ['ada', 'bob', 'carol', 'dan'];
   for (let i = 0; i < n; i++) {
     const id = `f${next(Math.max(1, Math.floor(n / 6)))}`;
@@ -64,7 +78,12 @@ describe('the files projection folds batches onto stored rows as the catalog fol
   const events = history(600);
   const full = foldFiles(events);
 
-  for (const [name, sizes] of [['one event a batch', () => 1], ['batches of 7', () => 7], ['varied batches', (b: number) => 1 + ((b * 13) % 29)], ['one batch', () => 10_000]] as const) {
+  for (const [name, sizes] of [
+    ['one event a batch', () => 1],
+    ['batches of 7', () => 7],
+    ['varied batches', (b: number) => 1 + ((b * 13) % 29)],
+    ['one batch', () => 10_000],
+  ] as const) {
     it(`${name}: every file's row and every listing access equal the full fold`, () => {
       const { rows, listing, seq } = project(events, sizes, events.length - 40);
       expect(seq).toBe(full.defined);
@@ -76,8 +95,14 @@ describe('the files projection folds batches onto stored rows as the catalog fol
       for (const id of full.deleted) expect(rows.get(id)?.deleted, id).toBe(true);
       expect(rows.size).toBe(full.files.size + full.deleted.size);
       // Whoever sees a file in the listing sees it in the fold, with the same access, and the other way round.
-      const visible = [...listing].filter(([, access]) => access !== '').map(([key, access]) => `${key} ${access}`).sort();
-      const expected = full.order.filter((f) => isLive(full, f)).flatMap((f) => fileViewers(f).map(([user, access]) => `${user} ${f.file_id} ${access}`)).sort();
+      const visible = [...listing]
+        .filter(([, access]) => access !== '')
+        .map(([key, access]) => `${key} ${access}`)
+        .sort();
+      const expected = full.order
+        .filter((f) => isLive(full, f))
+        .flatMap((f) => fileViewers(f).map(([user, access]) => `${user} ${f.file_id} ${access}`))
+        .sort();
       expect(visible).toEqual(expected);
     });
   }

@@ -118,7 +118,8 @@ export class CsvChecker implements Checker {
   /** Keeps a character of a header name; the names of a header longer than the bound are not kept. */
   private keep(text: string, i: number): Problem | null {
     if (this.header === null) return null;
-    if (++this.headerLength > this.limits.maxHeaderLength) return { line: 1, reason: `the header row is longer than ${this.limits.maxHeaderLength} characters` };
+    if (++this.headerLength > this.limits.maxHeaderLength)
+      return { line: 1, reason: `the header row is longer than ${this.limits.maxHeaderLength} characters` };
     this.field += text[i];
     return null;
   }
@@ -482,7 +483,7 @@ export async function checkSchema(bytes: AsyncIterable<Uint8Array>, limits: Sche
     const problem = checker.feed(text);
     return problem && checker instanceof JsonChecker ? { ...problem, line: problem.line + line - 1 } : problem;
   };
-  const verdict = (problem: Problem): SchemaVerdict => ({ ok: false, format: (checker)?.format ?? null, ...problem });
+  const verdict = (problem: Problem): SchemaVerdict => ({ ok: false, format: checker?.format ?? null, ...problem });
   for await (const chunk of bytes) {
     const { text, invalid } = decoder.decode(chunk);
     const problem = run(text);

@@ -42,7 +42,11 @@ describe('CSV', () => {
   });
 
   it('rejects bytes that are not UTF-8 with their line', async () => {
-    expect(await check(Buffer.concat([Buffer.from('a,b\n1,2\n'), Buffer.from([0x66, 0xff, 0x2c, 0x31, 0x0a])]), 1024)).toMatchObject({ ok: false, line: 3, reason: /UTF-8/ });
+    expect(await check(Buffer.concat([Buffer.from('a,b\n1,2\n'), Buffer.from([0x66, 0xff, 0x2c, 0x31, 0x0a])]), 1024)).toMatchObject({
+      ok: false,
+      line: 3,
+      reason: /UTF-8/,
+    });
   });
 });
 
@@ -85,9 +89,24 @@ describe('JSON and NDJSON', () => {
     async function* chunks(text: string) {
       for (let i = 0; i < text.length; i += 7) yield Buffer.from(text.slice(i, i + 7));
     }
-    expect(await checkSchema(chunks(`${'a'.repeat(101)}\n1\n`), limits)).toEqual({ ok: false, format: 'csv', line: 1, reason: 'the header row is longer than 100 characters' });
-    expect(await checkSchema(chunks(`"${'a\n'.repeat(60)}"\n1\n`), limits)).toEqual({ ok: false, format: 'csv', line: 1, reason: 'the header row is longer than 100 characters' });
-    expect(await checkSchema(chunks(`${'a,'.repeat(8)}b\n1\n`), limits)).toEqual({ ok: false, format: 'csv', line: 1, reason: 'the header has more than 8 columns' });
+    expect(await checkSchema(chunks(`${'a'.repeat(101)}\n1\n`), limits)).toEqual({
+      ok: false,
+      format: 'csv',
+      line: 1,
+      reason: 'the header row is longer than 100 characters',
+    });
+    expect(await checkSchema(chunks(`"${'a\n'.repeat(60)}"\n1\n`), limits)).toEqual({
+      ok: false,
+      format: 'csv',
+      line: 1,
+      reason: 'the header row is longer than 100 characters',
+    });
+    expect(await checkSchema(chunks(`${'a,'.repeat(8)}b\n1\n`), limits)).toEqual({
+      ok: false,
+      format: 'csv',
+      line: 1,
+      reason: 'the header has more than 8 columns',
+    });
     expect(await checkSchema(chunks(`${'a'.repeat(100)}\n1\n`), limits)).toEqual({ ok: true, format: 'csv', records: 1 });
     expect(await checkSchema(chunks('a,b,c,d,e,f,g,h\n1,2,3,4,5,6,7,8\n'), limits)).toEqual({ ok: true, format: 'csv', records: 1 });
   });

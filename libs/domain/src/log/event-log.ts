@@ -64,7 +64,9 @@ export type ConsumedMessage = {
 };
 
 /** Offsets per topic and partition, as a consumer resolves and commits them. */
-export type TopicOffsets = { readonly topics: ReadonlyArray<{ readonly topic: string; readonly partitions: ReadonlyArray<{ readonly partition: number; readonly offset: string }> }> };
+export type TopicOffsets = {
+  readonly topics: ReadonlyArray<{ readonly topic: string; readonly partitions: ReadonlyArray<{ readonly partition: number; readonly offset: string }> }>;
+};
 
 /** One fetched batch of a partition, with the consumer's controls while it is handled. */
 export type BatchPayload = {

@@ -55,8 +55,7 @@ export function labelNameProblem(name: string): string | null {
 
 /** The name, and the labels it holds (sorted, empty values left out), or why there is none. */
 export type SeriesNameResult =
-  | { readonly ok: true; readonly name: string; readonly labels: readonly Label[] }
-  | { readonly ok: false; readonly reason: string };
+  { readonly ok: true; readonly name: string; readonly labels: readonly Label[] } | { readonly ok: false; readonly reason: string };
 
 /**
  * The canonical name of the series `metric` with `labels` (any order), or why there is none:

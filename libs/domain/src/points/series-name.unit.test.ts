@@ -18,9 +18,13 @@ describe('seriesName', () => {
   });
 
   it('sorts labels by name and quotes values', () => {
-    expect(name('http_requests_total', [['method', 'GET'], ['code', '200'], ['job', 'api']])).toBe(
-      'http_requests_total{code="200",job="api",method="GET"}',
-    );
+    expect(
+      name('http_requests_total', [
+        ['method', 'GET'],
+        ['code', '200'],
+        ['job', 'api'],
+      ]),
+    ).toBe('http_requests_total{code="200",job="api",method="GET"}');
   });
 
   it('escapes backslash, quote and line feed as the exposition format does', () => {
@@ -28,11 +32,22 @@ describe('seriesName', () => {
   });
 
   it('keeps commas, braces and equals signs in values (they are quoted)', () => {
-    expect(name('m', [['a', 'x,y'], ['b', '{}='], ['c', 'k="v",z']])).toBe('m{a="x,y",b="{}=",c="k=\\"v\\",z"}');
+    expect(
+      name('m', [
+        ['a', 'x,y'],
+        ['b', '{}='],
+        ['c', 'k="v",z'],
+      ]),
+    ).toBe('m{a="x,y",b="{}=",c="k=\\"v\\",z"}');
   });
 
   it('leaves out labels with an empty value (Prometheus: empty means absent)', () => {
-    expect(name('m', [['a', ''], ['b', '1']])).toBe('m{b="1"}');
+    expect(
+      name('m', [
+        ['a', ''],
+        ['b', '1'],
+      ]),
+    ).toBe('m{b="1"}');
     expect(name('m', [['a', '']])).toBe('m');
   });
 
@@ -40,7 +55,13 @@ describe('seriesName', () => {
     expect(compareCodePoints('\uffff', '😀')).toBeLessThan(0);
     expect(compareCodePoints('a', 'ab')).toBeLessThan(0);
     expect(compareCodePoints('B', 'a')).toBeLessThan(0);
-    expect(name('m', [['b', '1'], ['B', '2'], ['_a', '3']])).toBe('m{B="2",_a="3",b="1"}');
+    expect(
+      name('m', [
+        ['b', '1'],
+        ['B', '2'],
+        ['_a', '3'],
+      ]),
+    ).toBe('m{B="2",_a="3",b="1"}');
   });
 
   it('refuses a name past 256 characters and never truncates', () => {
@@ -55,7 +76,14 @@ describe('seriesName', () => {
     ['m', [['a.b', '1']], 'label name "a.b" must match [A-Za-z_][A-Za-z0-9_]*'],
     ['m', [['1a', '1']], 'label name "1a" must match [A-Za-z_][A-Za-z0-9_]*'],
     ['m', [['__name__', 'x']], 'the label __name__ is the metric name, not a label'],
-    ['m', [['a', '1'], ['a', '2']], 'label a is repeated'],
+    [
+      'm',
+      [
+        ['a', '1'],
+        ['a', '2'],
+      ],
+      'label a is repeated',
+    ],
     ['m', [['a', 'tab\there']], 'series name must not contain control characters (U+0009 at character 9)'],
     ['=cmd', [], 'series name must not start with "=" (spreadsheet formula injection)'],
   ])('refuses %j %j', (metric, labels, why) => {
@@ -70,9 +98,27 @@ describe('seriesName', () => {
 describe('parseSeriesName', () => {
   it.each<[string, Label[]]>([
     ['up', []],
-    ['http_requests_total', [['code', '200'], ['method', 'GET']]],
-    ['m', [['path', 'C:\\dir "x"\nnext'], ['z', ',={}']]],
-    ['cpu_usage_user', [['cpu', 'cpu-total'], ['host', 'h1']]],
+    [
+      'http_requests_total',
+      [
+        ['code', '200'],
+        ['method', 'GET'],
+      ],
+    ],
+    [
+      'm',
+      [
+        ['path', 'C:\\dir "x"\nnext'],
+        ['z', ',={}'],
+      ],
+    ],
+    [
+      'cpu_usage_user',
+      [
+        ['cpu', 'cpu-total'],
+        ['host', 'h1'],
+      ],
+    ],
     ['指标', [['名', '值']].map(([a, b]) => [a!.replace(/./g, 'x'), b!] as Label)],
   ])('reads back what seriesName writes: %s', (metric, labels) => {
     const text = name(metric, labels);
@@ -83,18 +129,10 @@ describe('parseSeriesName', () => {
     expect(parseSeriesName('a,b c')).toEqual({ metric: 'a,b c', labels: [] });
   });
 
-  it.each([
-    'a{b',
-    '{a="1"}',
-    'm{}',
-    'm{a="1",}',
-    'm{a="1"',
-    'm{a=1}',
-    'm{a="1"b="2"}',
-    'm{a="\\t"}',
-    'm{a.b="1"}',
-    'm{a="1"}x',
-  ])('is null for %j, which is not the grammar', (text) => {
-    expect(parseSeriesName(text)).toBeNull();
-  });
+  it.each(['a{b', '{a="1"}', 'm{}', 'm{a="1",}', 'm{a="1"', 'm{a=1}', 'm{a="1"b="2"}', 'm{a="\\t"}', 'm{a.b="1"}', 'm{a="1"}x'])(
+    'is null for %j, which is not the grammar',
+    (text) => {
+      expect(parseSeriesName(text)).toBeNull();
+    },
+  );
 });

@@ -83,7 +83,8 @@ export class TimestampReader {
       const yearOfCentury = two(text, start + 2);
       month = two(text, start + 5);
       day = two(text, start + 8);
-      if ((century | yearOfCentury | month | day) < 0 || text.charCodeAt(start + 4) !== 45 || text.charCodeAt(start + 7) !== 45) return this.fail(FORMAT_REASON); // -
+      if ((century | yearOfCentury | month | day) < 0 || text.charCodeAt(start + 4) !== 45 || text.charCodeAt(start + 7) !== 45)
+        return this.fail(FORMAT_REASON); // -
       year = century * 100 + yearOfCentury;
     }
     const hour = two(text, start + 11);

@@ -55,7 +55,7 @@ export function aggregate(e: Aggregate, input: Vector, param: number, t: number)
       case 'avg': {
         group.count += 1;
         if (!Number.isFinite(group.mean) && !Number.isNaN(group.mean)) {
-          if (!Number.isFinite(s.v) && !Number.isNaN(s.v) && (group.mean > 0) === (s.v > 0)) break;
+          if (!Number.isFinite(s.v) && !Number.isNaN(s.v) && group.mean > 0 === s.v > 0) break;
           if (Number.isFinite(s.v)) break;
         }
         group.mean += s.v / group.count - group.mean / group.count;
@@ -106,7 +106,14 @@ export function aggregate(e: Aggregate, input: Vector, param: number, t: number)
         out.push({ labels: g.labels, v: g.value / g.count, t });
         break;
       case 'quantile':
-        out.push({ labels: g.labels, v: quantile(param, g.members.map((m) => m.v)), t });
+        out.push({
+          labels: g.labels,
+          v: quantile(
+            param,
+            g.members.map((m) => m.v),
+          ),
+          t,
+        });
         break;
       case 'topk':
       case 'bottomk': {

@@ -18,13 +18,42 @@ export type VectorSelector = {
 export type MatrixSelector = { readonly kind: 'matrix'; readonly selector: VectorSelector; readonly rangeMs: number };
 
 export const RANGE_FUNCTIONS = [
-  'rate', 'irate', 'increase', 'delta', 'deriv', 'resets', 'changes',
-  'avg_over_time', 'min_over_time', 'max_over_time', 'sum_over_time', 'count_over_time', 'last_over_time', 'quantile_over_time',
-  'idelta', 'predict_linear', 'absent_over_time',
+  'rate',
+  'irate',
+  'increase',
+  'delta',
+  'deriv',
+  'resets',
+  'changes',
+  'avg_over_time',
+  'min_over_time',
+  'max_over_time',
+  'sum_over_time',
+  'count_over_time',
+  'last_over_time',
+  'quantile_over_time',
+  'idelta',
+  'predict_linear',
+  'absent_over_time',
 ] as const;
 /** Functions of one value each: the value of every element, its name dropped. */
 export const MATH_FUNCTIONS = ['abs', 'ceil', 'floor', 'sqrt', 'exp', 'ln', 'log2', 'log10', 'sgn'] as const;
-export const INSTANT_FUNCTIONS = [...MATH_FUNCTIONS, 'clamp_min', 'clamp_max', 'round', 'timestamp', 'histogram_quantile', 'time', 'scalar', 'vector', 'sort', 'sort_desc', 'absent', 'label_replace', 'label_join'] as const;
+export const INSTANT_FUNCTIONS = [
+  ...MATH_FUNCTIONS,
+  'clamp_min',
+  'clamp_max',
+  'round',
+  'timestamp',
+  'histogram_quantile',
+  'time',
+  'scalar',
+  'vector',
+  'sort',
+  'sort_desc',
+  'absent',
+  'label_replace',
+  'label_join',
+] as const;
 export type RangeFunction = (typeof RANGE_FUNCTIONS)[number];
 export type InstantFunction = (typeof INSTANT_FUNCTIONS)[number];
 export type FunctionName = RangeFunction | InstantFunction;

@@ -13,18 +13,30 @@ function pow(x: number, y: number): number {
 /** vectorElemBinop: the value and whether the element stays (comparisons filter, keeping the left value). */
 function elem(op: BinaryOp, l: number, r: number): [number, boolean] {
   switch (op) {
-    case '+': return [l + r, true];
-    case '-': return [l - r, true];
-    case '*': return [l * r, true];
-    case '/': return [l / r, true];
-    case '%': return [l % r, true];
-    case '^': return [pow(l, r), true];
-    case '==': return [l, l === r];
-    case '!=': return [l, l !== r];
-    case '>': return [l, l > r];
-    case '<': return [l, l < r];
-    case '>=': return [l, l >= r];
-    case '<=': return [l, l <= r];
+    case '+':
+      return [l + r, true];
+    case '-':
+      return [l - r, true];
+    case '*':
+      return [l * r, true];
+    case '/':
+      return [l / r, true];
+    case '%':
+      return [l % r, true];
+    case '^':
+      return [pow(l, r), true];
+    case '==':
+      return [l, l === r];
+    case '!=':
+      return [l, l !== r];
+    case '>':
+      return [l, l > r];
+    case '<':
+      return [l, l < r];
+    case '>=':
+      return [l, l >= r];
+    case '<=':
+      return [l, l <= r];
     case 'and':
     case 'or':
     case 'unless':
@@ -153,7 +165,9 @@ function vectorVector(e: Binary, left: Vector, right: Vector, t: number): Sample
   for (const s of rhs) {
     const sig = signature(s.labels, e);
     if (one.has(sig)) {
-      throw execution(`found duplicate series for the match group on the ${swapped ? 'left' : 'right'} hand-side of the operation; many-to-many matching not allowed: matching labels must be unique on one side`);
+      throw execution(
+        `found duplicate series for the match group on the ${swapped ? 'left' : 'right'} hand-side of the operation; many-to-many matching not allowed: matching labels must be unique on one side`,
+      );
     }
     one.set(sig, s);
   }

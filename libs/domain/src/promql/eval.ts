@@ -80,7 +80,12 @@ class Evaluator {
   constructor(fetched: Fetched, options: EvalOptions, startMs: number, stepMs: number) {
     this.fetched = fetched;
     this.lookbackMs = options.lookbackMs;
-    this.reduced = new Map([...(options.reduced ?? new Map<number, readonly StepValues[]>())].map(([id, values]) => [id, [...values].sort((a, b) => compareLabels(a.labels, b.labels))]));
+    this.reduced = new Map(
+      [...(options.reduced ?? new Map<number, readonly StepValues[]>())].map(([id, values]) => [
+        id,
+        [...values].sort((a, b) => compareLabels(a.labels, b.labels)),
+      ]),
+    );
     this.reducedAggregates = options.reducedAggregates ?? new Map();
     this.startMs = startMs;
     this.stepMs = stepMs;
@@ -201,7 +206,12 @@ class Evaluator {
       const other = e.args.find((a) => a !== m);
       const param = other ? this.scalar(other, t) : Number.NaN;
       for (const w of this.windows(m, t)) {
-        const v = evalRangeFunction(func, { ts: w.data.ts, vs: w.data.vs, lo: w.lo, hi: w.hi }, { rangeStartMs: w.start, rangeEndMs: w.end, rangeSeconds: m.rangeMs / 1000, evalMs: t }, param);
+        const v = evalRangeFunction(
+          func,
+          { ts: w.data.ts, vs: w.data.vs, lo: w.lo, hi: w.hi },
+          { rangeStartMs: w.start, rangeEndMs: w.end, rangeSeconds: m.rangeMs / 1000, evalMs: t },
+          param,
+        );
         if (v !== null) samples.push({ labels: labelsOf(w.data.labels), v, t });
       }
       assertUniqueLabelsets(samples);
@@ -248,7 +258,9 @@ class Evaluator {
       case 'sort_desc': {
         // Keeps the labels; the order shows in an instant query's answer only.
         const dir = e.func === 'sort' ? 1 : -1;
-        const samples = [...this.vector(e.args[0]!, t)].map((s) => ({ ...s, t })).sort((a, b) => (Number.isNaN(a.v) ? 1 : Number.isNaN(b.v) ? -1 : dir * (a.v - b.v)));
+        const samples = [...this.vector(e.args[0]!, t)]
+          .map((s) => ({ ...s, t }))
+          .sort((a, b) => (Number.isNaN(a.v) ? 1 : Number.isNaN(b.v) ? -1 : dir * (a.v - b.v)));
         return { type: 'vector', samples };
       }
       case 'clamp_min': {
@@ -339,7 +351,7 @@ function labelReplacer([dst, replacement, src, regex]: [string, string, string, 
  */
 export function expandTemplate(template: string, group: (g: number | string) => string, groups: number, names: Readonly<Record<string, number>>): string {
   let out = '';
-  for (let i = 0; i < template.length; ) {
+  for (let i = 0; i < template.length;) {
     const c = template[i]!;
     if (c !== '$') {
       out += c;

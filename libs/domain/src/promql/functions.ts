@@ -104,8 +104,18 @@ function extrapolate(n: number, tFirst: number, vFirst: number, tLast: number, i
  * sample. deriv and quantile_over_time need every sample of a window and are evaluated here.
  */
 export const WINDOW_STATS_FUNCTIONS = [
-  'rate', 'increase', 'delta', 'irate', 'resets', 'changes',
-  'avg_over_time', 'min_over_time', 'max_over_time', 'sum_over_time', 'count_over_time', 'last_over_time',
+  'rate',
+  'increase',
+  'delta',
+  'irate',
+  'resets',
+  'changes',
+  'avg_over_time',
+  'min_over_time',
+  'max_over_time',
+  'sum_over_time',
+  'count_over_time',
+  'last_over_time',
 ] as const satisfies readonly RangeFunction[];
 export type WindowStatsFunction = (typeof WINDOW_STATS_FUNCTIONS)[number];
 
@@ -134,7 +144,9 @@ export function evalWindowStats(func: WindowStatsFunction, w: WindowStats, b: Wi
     case 'rate':
     case 'increase':
     case 'delta':
-      return w.n < 2 ? null : extrapolate(w.n, w.tFirst, w.vFirst, w.tLast, w.vLast - w.vFirst + (func === 'delta' ? 0 : w.drops), b, func !== 'delta', func === 'rate');
+      return w.n < 2
+        ? null
+        : extrapolate(w.n, w.tFirst, w.vFirst, w.tLast, w.vLast - w.vFirst + (func === 'delta' ? 0 : w.drops), b, func !== 'delta', func === 'rate');
     case 'irate': {
       if (w.n < 2 || w.tLast === w.tPrev) return null;
       const resultValue = w.vLast < w.vPrev ? w.vLast : w.vLast - w.vPrev;
@@ -178,8 +190,8 @@ function instantRate(w: Window, isRate: boolean): number | null {
 /** Kahan-Babuška-Neumaier summation step, as Prometheus' kahanSumInc. */
 function kahanSumInc(inc: number, sum: number, c: number): [number, number] {
   const t = sum + inc;
-  if (Math.abs(sum) >= Math.abs(inc)) c += (sum - t) + inc;
-  else c += (inc - t) + sum;
+  if (Math.abs(sum) >= Math.abs(inc)) c += sum - t + inc;
+  else c += inc - t + sum;
   return [t, c];
 }
 
@@ -187,7 +199,14 @@ function kahanSumInc(inc: number, sum: number, c: number): [number, number] {
 function linearRegression(w: Window, interceptTime: number): [slope: number, intercept: number] {
   const { ts, vs, lo, hi } = w;
   let n = 0;
-  let sumX = 0, cX = 0, sumY = 0, cY = 0, sumXY = 0, cXY = 0, sumX2 = 0, cX2 = 0;
+  let sumX = 0,
+    cX = 0,
+    sumY = 0,
+    cY = 0,
+    sumXY = 0,
+    cXY = 0,
+    sumX2 = 0,
+    cX2 = 0;
   const initY = vs[lo]!;
   let constY = true;
   for (let i = lo; i <= hi; i += 1) {
@@ -242,7 +261,7 @@ function avgOverTime(w: Window): number {
     const v = w.vs[i]!;
     count += 1;
     if (!Number.isFinite(mean) && !Number.isNaN(mean)) {
-      if (!Number.isFinite(v) && !Number.isNaN(v) && (mean > 0) === (v > 0)) continue;
+      if (!Number.isFinite(v) && !Number.isNaN(v) && mean > 0 === v > 0) continue;
       if (Number.isFinite(v)) continue;
     }
     [mean, c] = kahanSumInc(v / count - mean / count, mean, c);

@@ -3,7 +3,10 @@ import { evalRangeFunction, evalWindowStats, WINDOW_STATS_FUNCTIONS, type Window
 
 /** A window's reduction computed the way the ClickHouse query does it: each sample paired with the one before it. */
 function reduce(ts: number[], vs: number[], lo: number, hi: number): WindowStats {
-  let drops = 0, resets = 0, changes = 0, sum = 0;
+  let drops = 0,
+    resets = 0,
+    changes = 0,
+    sum = 0;
   for (let i = lo + 1; i <= hi; i++) {
     if (vs[i]! < vs[i - 1]!) {
       drops += vs[i - 1]!;
@@ -14,15 +17,26 @@ function reduce(ts: number[], vs: number[], lo: number, hi: number): WindowStats
   for (let i = lo; i <= hi; i++) sum += vs[i]!;
   const window = vs.slice(lo, hi + 1);
   return {
-    n: hi - lo + 1, tFirst: ts[lo]!, vFirst: vs[lo]!, tLast: ts[hi]!, vLast: vs[hi]!, tPrev: ts[hi - 1] ?? 0, vPrev: vs[hi - 1] ?? 0,
-    drops, resets, changes, sum, min: Math.min(...window), max: Math.max(...window),
+    n: hi - lo + 1,
+    tFirst: ts[lo]!,
+    vFirst: vs[lo]!,
+    tLast: ts[hi]!,
+    vLast: vs[hi]!,
+    tPrev: ts[hi - 1] ?? 0,
+    vPrev: vs[hi - 1] ?? 0,
+    drops,
+    resets,
+    changes,
+    sum,
+    min: Math.min(...window),
+    max: Math.max(...window),
   };
 }
 
 describe('range functions from a window reduced in the store', () => {
   it('give what the samples give, for every reducible function', () => {
     let seed = 7;
-    const rnd = () => ((seed = (seed * 16807) % 2147483647) / 2147483647);
+    const rnd = () => (seed = (seed * 16807) % 2147483647) / 2147483647;
     const ts: number[] = [];
     const vs: number[] = [];
     let v = 100;

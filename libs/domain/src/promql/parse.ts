@@ -3,8 +3,21 @@ import { parser } from '@prometheus-io/lezer-promql';
 import { RE2JS } from 're2js';
 import { LABEL_NAME_RE } from '../series/labels.ts';
 import {
-  AGGREGATIONS, INSTANT_FUNCTIONS, RANGE_FUNCTIONS, isComparison, isSetOperator, typeOf,
-  type AggregateOp, type BinaryOp, type Expr, type FunctionName, type MatchOp, type Matcher, type ValueType, type VectorMatching, type VectorSelector,
+  AGGREGATIONS,
+  INSTANT_FUNCTIONS,
+  RANGE_FUNCTIONS,
+  isComparison,
+  isSetOperator,
+  typeOf,
+  type AggregateOp,
+  type BinaryOp,
+  type Expr,
+  type FunctionName,
+  type MatchOp,
+  type Matcher,
+  type ValueType,
+  type VectorMatching,
+  type VectorSelector,
 } from './ast.ts';
 import { parseDurationMs } from './durations.ts';
 import { badData, unsupported } from './errors.ts';
@@ -46,28 +59,80 @@ const TYPE_NAMES: Record<ValueType, string> = { scalar: 'scalar', vector: 'insta
 
 /** The argument types of each supported function; a trailing `?` marks optional ones. */
 const SIGNATURES: Record<FunctionName, readonly (ValueType | `${ValueType}?`)[]> = {
-  rate: ['matrix'], irate: ['matrix'], increase: ['matrix'], delta: ['matrix'], deriv: ['matrix'], resets: ['matrix'], changes: ['matrix'],
-  avg_over_time: ['matrix'], min_over_time: ['matrix'], max_over_time: ['matrix'], sum_over_time: ['matrix'], count_over_time: ['matrix'],
-  last_over_time: ['matrix'], quantile_over_time: ['scalar', 'matrix'],
-  idelta: ['matrix'], predict_linear: ['matrix', 'scalar'], absent_over_time: ['matrix'], absent: ['vector'],
-  abs: ['vector'], ceil: ['vector'], floor: ['vector'], sqrt: ['vector'], exp: ['vector'], ln: ['vector'], log2: ['vector'], log10: ['vector'], sgn: ['vector'],
-  clamp_min: ['vector', 'scalar'], clamp_max: ['vector', 'scalar'], round: ['vector', 'scalar?'], timestamp: ['vector'],
-  histogram_quantile: ['scalar', 'vector'], time: [], scalar: ['vector'], vector: ['scalar'], sort: ['vector'], sort_desc: ['vector'],
+  rate: ['matrix'],
+  irate: ['matrix'],
+  increase: ['matrix'],
+  delta: ['matrix'],
+  deriv: ['matrix'],
+  resets: ['matrix'],
+  changes: ['matrix'],
+  avg_over_time: ['matrix'],
+  min_over_time: ['matrix'],
+  max_over_time: ['matrix'],
+  sum_over_time: ['matrix'],
+  count_over_time: ['matrix'],
+  last_over_time: ['matrix'],
+  quantile_over_time: ['scalar', 'matrix'],
+  idelta: ['matrix'],
+  predict_linear: ['matrix', 'scalar'],
+  absent_over_time: ['matrix'],
+  absent: ['vector'],
+  abs: ['vector'],
+  ceil: ['vector'],
+  floor: ['vector'],
+  sqrt: ['vector'],
+  exp: ['vector'],
+  ln: ['vector'],
+  log2: ['vector'],
+  log10: ['vector'],
+  sgn: ['vector'],
+  clamp_min: ['vector', 'scalar'],
+  clamp_max: ['vector', 'scalar'],
+  round: ['vector', 'scalar?'],
+  timestamp: ['vector'],
+  histogram_quantile: ['scalar', 'vector'],
+  time: [],
+  scalar: ['vector'],
+  vector: ['scalar'],
+  sort: ['vector'],
+  sort_desc: ['vector'],
   label_replace: ['vector', 'string', 'string', 'string', 'string'],
   // label_join takes any number of source labels: checked in call().
   label_join: ['vector', 'string', 'string'],
 };
 
 const OPERATORS: Record<string, BinaryOp> = {
-  '+': '+', '-': '-', '*': '*', '/': '/', '%': '%', '^': '^',
-  '==': '==', '!=': '!=', '>': '>', '<': '<', '>=': '>=', '<=': '<=',
-  and: 'and', or: 'or', unless: 'unless',
+  '+': '+',
+  '-': '-',
+  '*': '*',
+  '/': '/',
+  '%': '%',
+  '^': '^',
+  '==': '==',
+  '!=': '!=',
+  '>': '>',
+  '<': '<',
+  '>=': '>=',
+  '<=': '<=',
+  and: 'and',
+  or: 'or',
+  unless: 'unless',
 };
 
 /** Node names that are expressions (the rest are tokens and modifiers). */
 const EXPRESSIONS = new Set([
-  'AggregateExpr', 'BinaryExpr', 'FunctionCall', 'MatrixSelector', 'NumberDurationLiteral', 'OffsetExpr', 'ParenExpr',
-  'StringLiteral', 'SubqueryExpr', 'UnaryExpr', 'VectorSelector', 'StepInvariantExpr',
+  'AggregateExpr',
+  'BinaryExpr',
+  'FunctionCall',
+  'MatrixSelector',
+  'NumberDurationLiteral',
+  'OffsetExpr',
+  'ParenExpr',
+  'StringLiteral',
+  'SubqueryExpr',
+  'UnaryExpr',
+  'VectorSelector',
+  'StepInvariantExpr',
 ]);
 
 function children(node: SyntaxNode): SyntaxNode[] {
@@ -206,11 +271,17 @@ class Builder {
     }
     const func = name as FunctionName;
     // A string literal is an argument here, never an expression of its own.
-    const args = body ? children(body).filter((c) => EXPRESSIONS.has(c.name)).map((c): Expr => (c.name === 'StringLiteral' ? { kind: 'string', value: unquote(this.src(c)) } : this.expr(c))) : [];
+    const args = body
+      ? children(body)
+          .filter((c) => EXPRESSIONS.has(c.name))
+          .map((c): Expr => (c.name === 'StringLiteral' ? { kind: 'string', value: unquote(this.src(c)) } : this.expr(c)))
+      : [];
     const signature = func === 'label_join' ? [...SIGNATURES.label_join, ...args.slice(3).map(() => 'string' as const)] : SIGNATURES[func];
     const required = signature.filter((t) => !t.endsWith('?')).length;
     if (args.length < required || args.length > signature.length) {
-      throw badData(`expected ${required === signature.length ? required : `${required} to ${signature.length}`} argument(s) in call to "${func}", got ${args.length}`);
+      throw badData(
+        `expected ${required === signature.length ? required : `${required} to ${signature.length}`} argument(s) in call to "${func}", got ${args.length}`,
+      );
     }
     args.forEach((arg, i) => {
       const want = signature[i]!.replace('?', '') as ValueType;
@@ -236,10 +307,15 @@ class Builder {
     }
     // Refused by its name before its arguments are read (count_values' string is not the news).
     if (!(AGGREGATIONS as readonly string[]).includes(opName)) throw unsupported(`the aggregation ${opName}`);
-    const args = body ? children(body).filter((a) => EXPRESSIONS.has(a.name)).map((a) => this.expr(a)) : [];
+    const args = body
+      ? children(body)
+          .filter((a) => EXPRESSIONS.has(a.name))
+          .map((a) => this.expr(a))
+      : [];
     const op = opName as AggregateOp;
     const wantsParam = op === 'topk' || op === 'bottomk' || op === 'quantile';
-    if (args.length !== (wantsParam ? 2 : 1)) throw badData(`wrong number of arguments for aggregate expression provided, expected ${wantsParam ? 2 : 1}, got ${args.length}`);
+    if (args.length !== (wantsParam ? 2 : 1))
+      throw badData(`wrong number of arguments for aggregate expression provided, expected ${wantsParam ? 2 : 1}, got ${args.length}`);
     const expr = args[args.length - 1]!;
     const param = wantsParam ? args[0]! : null;
     if (typeOf(expr) !== 'vector') throw badData(`expected type instant vector in aggregation expression, got ${TYPE_NAMES[typeOf(expr)]}`);

@@ -57,7 +57,9 @@ function fetchesOf(e: Expr): Fetch[] {
       return [{ selector: e.selector, rangeMs: e.rangeMs, func: null, aggregate: null }];
     case 'call': {
       const reducible = (WINDOW_STATS_FUNCTIONS as readonly string[]).includes(e.func) ? (e.func as WindowStatsFunction) : null;
-      return e.args.flatMap((arg) => (arg.kind === 'matrix' && reducible ? [{ selector: arg.selector, rangeMs: arg.rangeMs, func: reducible, aggregate: null }] : fetchesOf(arg)));
+      return e.args.flatMap((arg) =>
+        arg.kind === 'matrix' && reducible ? [{ selector: arg.selector, rangeMs: arg.rangeMs, func: reducible, aggregate: null }] : fetchesOf(arg),
+      );
     }
     case 'aggregate': {
       const inner = [...(e.param ? fetchesOf(e.param) : []), ...fetchesOf(e.expr)];
@@ -111,7 +113,15 @@ export function matchSeries(matchers: readonly Matcher[], series: readonly Catal
  * samples it would read are at least `reduceRatio` times the rows it answers instead (series ×
  * steps); null never reduces (the evaluation then computes every function from the samples).
  */
-export function planWindows(e: Expr, series: readonly CatalogSeries[], startMs: number, endMs: number, stepMs: number, lookbackMs: number, reduceRatio: number | null = null): SampleWindow[] {
+export function planWindows(
+  e: Expr,
+  series: readonly CatalogSeries[],
+  startMs: number,
+  endMs: number,
+  stepMs: number,
+  lookbackMs: number,
+  reduceRatio: number | null = null,
+): SampleWindow[] {
   const steps = endMs > startMs ? Math.floor((endMs - startMs) / stepMs) + 1 : 1;
   return fetchesOf(e).map(({ selector, rangeMs, func, aggregate }) => {
     const width = rangeMs > 0 ? rangeMs : lookbackMs;
@@ -121,15 +131,23 @@ export function planWindows(e: Expr, series: readonly CatalogSeries[], startMs: 
     const names = chosen.map((s) => s.name);
     const sparse = endMs > startMs && stepMs > width + 1 ? { firstRefMs: firstRef, stepMs, widthMs: width } : null;
     const fromMs = firstRef - width;
-    if (!Number.isSafeInteger(fromMs) || !Number.isSafeInteger(lastRef)) throw badData('the times the query reads (time, minus offsets and ranges) are out of range');
-    const worthIt = reduceRatio !== null && func !== null && (reduceRatio === 0 || estimatedSamples(chosen, fromMs, lastRef) >= reduceRatio * chosen.length * steps);
-    const reduce = worthIt ? { func, firstRefMs: firstRef, stepMs: steps > 1 ? stepMs : 1, steps, rangeMs, aggregate: aggregate ? groupsOf(aggregate, chosen, func) : null } : null;
+    if (!Number.isSafeInteger(fromMs) || !Number.isSafeInteger(lastRef))
+      throw badData('the times the query reads (time, minus offsets and ranges) are out of range');
+    const worthIt =
+      reduceRatio !== null && func !== null && (reduceRatio === 0 || estimatedSamples(chosen, fromMs, lastRef) >= reduceRatio * chosen.length * steps);
+    const reduce = worthIt
+      ? { func, firstRefMs: firstRef, stepMs: steps > 1 ? stepMs : 1, steps, rangeMs, aggregate: aggregate ? groupsOf(aggregate, chosen, func) : null }
+      : null;
     return { selectorId: selector.id, names, fromMs, toMs: lastRef, sparse, reduce };
   });
 }
 
 /** Each series' group under an aggregation of a range function's results (whose labels lose the name but last_over_time's). */
-function groupsOf(e: Aggregate, series: readonly CatalogSeries[], func: WindowStatsFunction): { op: StoreAggregateOp; groupOf: number[]; labels: Labels[] } | null {
+function groupsOf(
+  e: Aggregate,
+  series: readonly CatalogSeries[],
+  func: WindowStatsFunction,
+): { op: StoreAggregateOp; groupOf: number[]; labels: Labels[] } | null {
   const grouping = new Set(e.grouping);
   const without = new Set([...e.grouping, METRIC_NAME]);
   const index = new Map<string, number>();

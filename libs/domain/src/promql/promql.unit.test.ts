@@ -73,7 +73,10 @@ describe('PromQL parsing', () => {
 describe('regular expressions', () => {
   it('are RE2, anchored, and linear in time: a pattern that would backtrack for ever in JavaScript answers at once', async () => {
     const { matchSeries } = await import('./plan.ts');
-    const catalog = [{ name: 'x', labels: parseSeriesName(`x{a="${'a'.repeat(5000)}b"}`) }, { name: 'y', labels: parseSeriesName('y{a="500"}') }];
+    const catalog = [
+      { name: 'x', labels: parseSeriesName(`x{a="${'a'.repeat(5000)}b"}`) },
+      { name: 'y', labels: parseSeriesName('y{a="500"}') },
+    ];
     const started = performance.now();
     expect(matchSeries([{ name: 'a', op: '=~', value: '(a+)+$' }], catalog)).toEqual([]);
     expect(performance.now() - started).toBeLessThan(1000);
@@ -84,7 +87,7 @@ describe('regular expressions', () => {
 });
 
 describe('label_replace templates', () => {
-  it('expand as Go\'s Regexp.Expand', async () => {
+  it("expand as Go's Regexp.Expand", async () => {
     const { expandTemplate } = await import('./eval.ts');
     const groups = ['whole', 'ab', 'cd'];
     const group = (g: number | string) => (typeof g === 'number' ? groups[g]! : g === 'host' ? 'ab' : '');
@@ -126,9 +129,14 @@ describe('PromQL evaluation', () => {
   it('aggregates, matches vectors and answers histogram quantiles', () => {
     expect(run('sum by (job) (http_requests_total)', 150_000)).toEqual({
       resultType: 'vector',
-      result: [{ metric: { job: 'api' }, value: [150, '110'] }, { metric: { job: 'web' }, value: [150, '30'] }],
+      result: [
+        { metric: { job: 'api' }, value: [150, '110'] },
+        { metric: { job: 'web' }, value: [150, '30'] },
+      ],
     });
-    const ratio = run('http_requests_total{code="500"} / ignoring(code) http_requests_total{code="200",job="api"}', 150_000) as { result: { metric: object; value: unknown[] }[] };
+    const ratio = run('http_requests_total{code="500"} / ignoring(code) http_requests_total{code="200",job="api"}', 150_000) as {
+      result: { metric: object; value: unknown[] }[];
+    };
     expect(ratio.result).toEqual([{ metric: { job: 'api' }, value: [150, '0.1'] }]);
     const q = run('histogram_quantile(0.5, lat_bucket)', 150_000) as { result: { value: [number, string] }[] };
     // 40 observations, rank 20: in (0.1, 1], 10 of 20 in it → 0.1 + 0.9 × 10/20.
@@ -140,15 +148,46 @@ describe('PromQL evaluation', () => {
     const e = parsePromql('temp');
     const fetched: Fetched = new Map([[0, [S.data.get('temp{room="a"}')!]]]);
     const r = evalRange(e, fetched, 0, 60_000, 30_000, { lookbackMs: LOOKBACK });
-    expect(queryData(r)).toEqual({ resultType: 'matrix', result: [{ metric: { __name__: 'temp', room: 'a' }, values: [[0, '20'], [30, '22'], [60, '20']] }] });
+    expect(queryData(r)).toEqual({
+      resultType: 'matrix',
+      result: [
+        {
+          metric: { __name__: 'temp', room: 'a' },
+          values: [
+            [0, '20'],
+            [30, '22'],
+            [60, '20'],
+          ],
+        },
+      ],
+    });
     expect(queryDataJson(r)).toBe(JSON.stringify(queryData(r)));
     // Several series, fractional seconds, special floats and a label value JSON must escape.
-    const several = { resultType: 'matrix' as const, series: [
-      { labels: [['job', 'a"\\b']] as [string, string][], points: [[1500, Number.NaN], [3000, Number.POSITIVE_INFINITY]] as [number, number][] },
-      { labels: [] as [string, string][], points: [[0, 1e-7], [1, -0], [2, 1e21]] as [number, number][] },
-    ] };
+    const several = {
+      resultType: 'matrix' as const,
+      series: [
+        {
+          labels: [['job', 'a"\\b']] as [string, string][],
+          points: [
+            [1500, Number.NaN],
+            [3000, Number.POSITIVE_INFINITY],
+          ] as [number, number][],
+        },
+        {
+          labels: [] as [string, string][],
+          points: [
+            [0, 1e-7],
+            [1, -0],
+            [2, 1e21],
+          ] as [number, number][],
+        },
+      ],
+    };
     expect(queryDataJson(several)).toBe(JSON.stringify(queryData(several)));
-    expect(JSON.parse(queryDataJson(several)).result[0].values).toEqual([[1.5, 'NaN'], [3, '+Inf']]);
+    expect(JSON.parse(queryDataJson(several)).result[0].values).toEqual([
+      [1.5, 'NaN'],
+      [3, '+Inf'],
+    ]);
   });
 
   it('has the store reduce the windows of the functions it can, and read samples for the others', () => {
@@ -156,12 +195,19 @@ describe('PromQL evaluation', () => {
     expect(windows.map((w) => w.reduce)).toEqual([{ func: 'rate', firstRefMs: 0, stepMs: 60_000, steps: 61, rangeMs: 300_000, aggregate: null }, null, null]);
   });
 
-  it('has the store aggregate a reduced function too, with each series\' group', () => {
+  it("has the store aggregate a reduced function too, with each series' group", () => {
     const [w] = planWindows(parsePromql('sum by (job) (rate(http_requests_total[5m]))'), S.catalog, 0, 600_000, 60_000, LOOKBACK, 0);
-    expect(w!.names).toEqual(['http_requests_total{code="200",job="api"}', 'http_requests_total{code="500",job="api"}', 'http_requests_total{code="200",job="web"}']);
+    expect(w!.names).toEqual([
+      'http_requests_total{code="200",job="api"}',
+      'http_requests_total{code="500",job="api"}',
+      'http_requests_total{code="200",job="web"}',
+    ]);
     expect(w!.reduce!.aggregate).toEqual({ op: 'sum', groupOf: [0, 0, 1], labels: [[['job', 'api']], [['job', 'web']]] });
     // Not when the function's results would clash (Prometheus' error), nor for topk, nor past one function.
-    const alike = [{ name: 'a{x="1"}', labels: parseSeriesName('a{x="1"}') }, { name: 'b{x="1"}', labels: parseSeriesName('b{x="1"}') }];
+    const alike = [
+      { name: 'a{x="1"}', labels: parseSeriesName('a{x="1"}') },
+      { name: 'b{x="1"}', labels: parseSeriesName('b{x="1"}') },
+    ];
     expect(planWindows(parsePromql('sum(rate({__name__=~"a|b"}[5m]))'), alike, 0, 600_000, 60_000, LOOKBACK, 0)[0]!.reduce!.aggregate).toBeNull();
     expect(planWindows(parsePromql('topk(1, rate(temp[5m]))'), S.catalog, 0, 600_000, 60_000, LOOKBACK, 0)[0]!.reduce!.aggregate).toBeNull();
     expect(planWindows(parsePromql('sum(abs(rate(temp[5m])))'), S.catalog, 0, 600_000, 60_000, LOOKBACK, 0)[0]!.reduce!.aggregate).toBeNull();
@@ -177,7 +223,14 @@ describe('PromQL evaluation', () => {
 
   it('plans sparse windows when steps are wider than the range', () => {
     const [w] = planWindows(parsePromql('rate(temp[1m] offset 1m)'), S.catalog, 3_600_000, 7_200_000, 600_000, LOOKBACK);
-    expect(w).toEqual({ selectorId: 0, names: ['temp{room="a"}'], fromMs: 3_480_000, toMs: 7_140_000, sparse: { firstRefMs: 3_540_000, stepMs: 600_000, widthMs: 60_000 }, reduce: null });
+    expect(w).toEqual({
+      selectorId: 0,
+      names: ['temp{room="a"}'],
+      fromMs: 3_480_000,
+      toMs: 7_140_000,
+      sparse: { firstRefMs: 3_540_000, stepMs: 600_000, widthMs: 60_000 },
+      reduce: null,
+    });
   });
 });
 
@@ -195,7 +248,9 @@ describe('the API parameters and formats', () => {
     expect(parseRangeParams({ query: 'x', start: '0', end: '1', step: '0.25' }, 11_000).stepMs).toBe(250);
     expect(() => parseRangeParams({ start: '10', end: '0', step: '1' }, 11_000)).toThrow('end timestamp must not be before start time');
     expect(() => parseRangeParams({ start: '0', end: '1', step: '0' }, 11_000)).toThrow(/zero or negative/);
-    expect(() => parseRangeParams({ start: '0', end: '20000', step: '1' }, 11_000)).toThrow('exceeded maximum resolution of 11,000 points per timeseries. Try decreasing the query resolution (?step=XX)');
+    expect(() => parseRangeParams({ start: '0', end: '20000', step: '1' }, 11_000)).toThrow(
+      'exceeded maximum resolution of 11,000 points per timeseries. Try decreasing the query resolution (?step=XX)',
+    );
   });
 
   it('writes values as Go does', () => {

@@ -3,7 +3,14 @@ import type { DomainError } from '../errors.ts';
 import { applyRetentionEvent, decideRemoveRetention, decideSetRetention, retentionPlan, ruleOf, type RetentionRule, type RetentionRules } from './rules.ts';
 
 const rule = (match: 'exact' | 'prefix', value: string, keep_ms: number): RetentionRule => ({ match, value, keep_ms, set_at: 0, actor: 'a' });
-const codeOf = (f: () => unknown) => { try { f(); return null; } catch (e) { return (e as DomainError).code; } };
+const codeOf = (f: () => unknown) => {
+  try {
+    f();
+    return null;
+  } catch (e) {
+    return (e as DomainError).code;
+  }
+};
 
 describe('retention rules', () => {
   it('are set, replaced and removed by events; an unchanged rule writes none', () => {

@@ -8,19 +8,36 @@ describe('canonical series names', () => {
   });
 
   it('reads labels, sorted, with the name first', () => {
-    expect(parseSeriesName('up{instance="a:9090",job="api"}')).toEqual([['__name__', 'up'], ['instance', 'a:9090'], ['job', 'api']]);
+    expect(parseSeriesName('up{instance="a:9090",job="api"}')).toEqual([
+      ['__name__', 'up'],
+      ['instance', 'a:9090'],
+      ['job', 'api'],
+    ]);
   });
 
   it('sorts the labels bytewise, __name__ among them, as Prometheus does', () => {
-    expect(parseSeriesName('m{Zone="a",b="c"}')).toEqual([['Zone', 'a'], ['__name__', 'm'], ['b', 'c']]);
+    expect(parseSeriesName('m{Zone="a",b="c"}')).toEqual([
+      ['Zone', 'a'],
+      ['__name__', 'm'],
+      ['b', 'c'],
+    ]);
   });
 
   it('undoes the three escapes', () => {
-    expect(parseSeriesName('m{path="C:\\\\x",q="say \\"hi\\"",t="a\\nb"}')).toEqual([['__name__', 'm'], ['path', 'C:\\x'], ['q', 'say "hi"'], ['t', 'a\nb']]);
+    expect(parseSeriesName('m{path="C:\\\\x",q="say \\"hi\\"",t="a\\nb"}')).toEqual([
+      ['__name__', 'm'],
+      ['path', 'C:\\x'],
+      ['q', 'say "hi"'],
+      ['t', 'a\nb'],
+    ]);
   });
 
   it('keeps braces, commas and equals signs inside values', () => {
-    expect(parseSeriesName('m{a="x,y=\\"{}\\"",b="}"}')).toEqual([['__name__', 'm'], ['a', 'x,y="{}"'], ['b', '}']]);
+    expect(parseSeriesName('m{a="x,y=\\"{}\\"",b="}"}')).toEqual([
+      ['__name__', 'm'],
+      ['a', 'x,y="{}"'],
+      ['b', '}'],
+    ]);
   });
 
   it.each([
@@ -41,9 +58,15 @@ describe('canonical series names', () => {
     expect(parseSeriesName(name)).toEqual([['__name__', name]]);
   });
 
-  it('reads every name the protocols\' writer writes, whatever its metric name', () => {
-    expect(parseSeriesName('cpu load{a="1"}')).toEqual([['__name__', 'cpu load'], ['a', '1']]);
-    expect(parseSeriesName('http.server.duration{le="0.5"}')).toEqual([['__name__', 'http.server.duration'], ['le', '0.5']]);
+  it("reads every name the protocols' writer writes, whatever its metric name", () => {
+    expect(parseSeriesName('cpu load{a="1"}')).toEqual([
+      ['__name__', 'cpu load'],
+      ['a', '1'],
+    ]);
+    expect(parseSeriesName('http.server.duration{le="0.5"}')).toEqual([
+      ['__name__', 'http.server.duration'],
+      ['le', '0.5'],
+    ]);
   });
 
   it('reads any other string whole as the metric name', () => {
@@ -52,8 +75,16 @@ describe('canonical series names', () => {
   });
 
   it('round-trips what the writer writes', () => {
-    const written = seriesName('m', [['job', 'a"b'], ['env', ''], ['b', 'x\\y\nz']]);
+    const written = seriesName('m', [
+      ['job', 'a"b'],
+      ['env', ''],
+      ['b', 'x\\y\nz'],
+    ]);
     expect(written).toMatchObject({ ok: true, name: 'm{b="x\\\\y\\nz",job="a\\"b"}' });
-    expect(parseSeriesName((written as { name: string }).name)).toEqual([['__name__', 'm'], ['b', 'x\\y\nz'], ['job', 'a"b']]);
+    expect(parseSeriesName((written as { name: string }).name)).toEqual([
+      ['__name__', 'm'],
+      ['b', 'x\\y\nz'],
+      ['job', 'a"b'],
+    ]);
   });
 });

@@ -34,10 +34,33 @@ const MINUTE = 60 * SECOND;
 const HOUR = 60 * MINUTE;
 const DAY_MS = 24 * HOUR;
 export const NICE_STEPS_MS: readonly number[] = [
-  1, 2, 5, 10, 20, 50, 100, 200, 500,
-  SECOND, 2 * SECOND, 5 * SECOND, 10 * SECOND, 15 * SECOND, 30 * SECOND,
-  MINUTE, 2 * MINUTE, 5 * MINUTE, 10 * MINUTE, 15 * MINUTE, 30 * MINUTE,
-  HOUR, 2 * HOUR, 3 * HOUR, 6 * HOUR, 12 * HOUR, DAY_MS,
+  1,
+  2,
+  5,
+  10,
+  20,
+  50,
+  100,
+  200,
+  500,
+  SECOND,
+  2 * SECOND,
+  5 * SECOND,
+  10 * SECOND,
+  15 * SECOND,
+  30 * SECOND,
+  MINUTE,
+  2 * MINUTE,
+  5 * MINUTE,
+  10 * MINUTE,
+  15 * MINUTE,
+  30 * MINUTE,
+  HOUR,
+  2 * HOUR,
+  3 * HOUR,
+  6 * HOUR,
+  12 * HOUR,
+  DAY_MS,
 ];
 
 /**
@@ -127,11 +150,18 @@ export type SeriesWindow = { readonly fromMs: number; readonly toMs: number; rea
  * more buckets than MERIDIAN_MAX_SERIES_POINTS, or of more series than MERIDIAN_MAX_SERIES_PER_REQUEST.
  * Null when there is nothing to chart and no range to chart it in (no metric, no bounds).
  */
-export function seriesWindow(params: SeriesParams, extent: { firstMs: number; lastMs: number } | null, seriesCount: number, limits: SeriesLimits): SeriesWindow | null {
+export function seriesWindow(
+  params: SeriesParams,
+  extent: { firstMs: number; lastMs: number } | null,
+  seriesCount: number,
+  limits: SeriesLimits,
+): SeriesWindow | null {
   if (seriesCount > limits.maxSeries) {
-    throw new DomainError('validation', `the pattern matches ${seriesCount} metrics; at most ${limits.maxSeries} are charted at once (MERIDIAN_MAX_SERIES_PER_REQUEST)`, [
-      { field: 'metrics', reason: `matches ${seriesCount} metrics, more than ${limits.maxSeries} (MERIDIAN_MAX_SERIES_PER_REQUEST); narrow the pattern` },
-    ]);
+    throw new DomainError(
+      'validation',
+      `the pattern matches ${seriesCount} metrics; at most ${limits.maxSeries} are charted at once (MERIDIAN_MAX_SERIES_PER_REQUEST)`,
+      [{ field: 'metrics', reason: `matches ${seriesCount} metrics, more than ${limits.maxSeries} (MERIDIAN_MAX_SERIES_PER_REQUEST); narrow the pattern` }],
+    );
   }
   let fromMs = params.fromMs ?? extent?.firstMs ?? params.toMs;
   let toMs = params.toMs ?? extent?.lastMs ?? params.fromMs;
@@ -144,9 +174,16 @@ export function seriesWindow(params: SeriesParams, extent: { firstMs: number; la
   if (params.stepMs === null) return { fromMs, toMs, stepMs: stepForPoints(fromMs, toMs, params.points!) };
   const buckets = bucketCount(fromMs, toMs, params.stepMs);
   if (buckets > limits.maxPoints) {
-    throw new DomainError('validation', `a step of ${params.stepMs} ms makes ${buckets} points over the range; at most ${limits.maxPoints} (MERIDIAN_MAX_SERIES_POINTS)`, [
-      { field: 'step', reason: `makes ${buckets} points per series, more than ${limits.maxPoints} (MERIDIAN_MAX_SERIES_POINTS); widen the step or narrow the range` },
-    ]);
+    throw new DomainError(
+      'validation',
+      `a step of ${params.stepMs} ms makes ${buckets} points over the range; at most ${limits.maxPoints} (MERIDIAN_MAX_SERIES_POINTS)`,
+      [
+        {
+          field: 'step',
+          reason: `makes ${buckets} points per series, more than ${limits.maxPoints} (MERIDIAN_MAX_SERIES_POINTS); widen the step or narrow the range`,
+        },
+      ],
+    );
   }
   return { fromMs, toMs, stepMs: params.stepMs };
 }

@@ -40,7 +40,14 @@ describe('the step of a sampled series', () => {
 
   it('never makes more buckets than asked for, edges included', () => {
     // Ranges that start just before a bucket boundary and end just after one.
-    for (const [from, to, points] of [[999, 2000, 2], [59_999, 120_001, 2], [0, 0, 1], [5, 5, 1], [1, 10, 10], [7, 8_000_000_007, 997]] as const) {
+    for (const [from, to, points] of [
+      [999, 2000, 2],
+      [59_999, 120_001, 2],
+      [0, 0, 1],
+      [5, 5, 1],
+      [1, 10, 10],
+      [7, 8_000_000_007, 997],
+    ] as const) {
       const step = stepForPoints(from, to, points);
       expect(bucketCount(from, to, step), `${from}..${to} in ${points}`).toBeLessThanOrEqual(points);
     }
@@ -60,7 +67,12 @@ describe('series parameters', () => {
     expect(parseSeriesParams({ metrics: 'cpu' }, limits)).toEqual({ metrics: 'cpu', pattern: 'single', fromMs: null, toMs: null, points: 1000, stepMs: null });
     expect(parseSeriesParams({ metrics: 'cpu' }, { maxPoints: 50, maxSeries: 1 }).points).toBe(50);
     expect(parseSeriesParams({ metrics: 'c', pattern: 'contains', start_date: '2024-01-02', step: '60000' }, limits)).toEqual({
-      metrics: 'c', pattern: 'contains', fromMs: Date.UTC(2024, 0, 2), toMs: null, points: null, stepMs: 60_000,
+      metrics: 'c',
+      pattern: 'contains',
+      fromMs: Date.UTC(2024, 0, 2),
+      toMs: null,
+      points: null,
+      stepMs: 60_000,
     });
   });
 
@@ -78,7 +90,9 @@ describe('series parameters', () => {
   it('reports every bad parameter at once', () => {
     const e = problem(() => parseSeriesParams({ pattern: 'glob', start_date: 'x', points: '0', step: '1.5' }, limits));
     expect(e.errors.map((x) => x.field)).toEqual(['metrics', 'pattern', 'start_date', 'step', 'points', 'step']);
-    expect(problem(() => parseSeriesParams({ metrics: 'm', start_date: '2024-02-02', end_date: '2024-02-01' }, limits)).errors.map((x) => x.field)).toEqual(['start_date']);
+    expect(problem(() => parseSeriesParams({ metrics: 'm', start_date: '2024-02-02', end_date: '2024-02-01' }, limits)).errors.map((x) => x.field)).toEqual([
+      'start_date',
+    ]);
     expect(problem(() => parseSeriesParams({ metrics: ['a', 'b'] }, limits)).errors.map((x) => x.field)).toEqual(['metrics', 'metrics']);
   });
 });
@@ -88,7 +102,11 @@ describe('the window charted', () => {
   const extent = { firstMs: Date.UTC(2024, 0, 1), lastMs: Date.UTC(2024, 4, 1) - 1 };
 
   it('takes the bounds left out from the data', () => {
-    expect(seriesWindow(p({}), extent, 1, limits)).toEqual({ fromMs: extent.firstMs, toMs: extent.lastMs, stepMs: stepForPoints(extent.firstMs, extent.lastMs, 1000) });
+    expect(seriesWindow(p({}), extent, 1, limits)).toEqual({
+      fromMs: extent.firstMs,
+      toMs: extent.lastMs,
+      stepMs: stepForPoints(extent.firstMs, extent.lastMs, 1000),
+    });
     expect(seriesWindow(p({ fromMs: Date.UTC(2024, 3, 1) }), extent, 1, limits)?.fromMs).toBe(Date.UTC(2024, 3, 1));
     // Nothing to chart and no range: null; a range without data: kept as given.
     expect(seriesWindow(p({}), null, 0, limits)).toBeNull();

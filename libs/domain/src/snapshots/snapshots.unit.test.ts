@@ -24,25 +24,52 @@ function accountHistory(seed: number, length: number): AccountEvent[] {
     const meta = { at: 1000 + i, actor: 'root' };
     const key_id = (pick(40) + 1).toString(16).padStart(16, '0');
     const digest = Buffer.alloc(32, pick(256));
-    const match = pick(2) === 0 ? 'exact' as const : 'prefix' as const;
+    const match = pick(2) === 0 ? ('exact' as const) : ('prefix' as const);
     const value = `m${pick(5)}`;
     switch (pick(7)) {
-      case 0: events.push({ type: 'UserCreated', user_name, is_admin: pick(5) === 0, key_id, secret_sha256: digest, ...meta }); break;
-      case 1: events.push({ type: 'UserDisabled', user_name, ...meta }); break;
-      case 2: events.push({ type: 'ApiKeyIssued', user_name, key_id, secret_sha256: digest, ...meta }); break;
-      case 3: events.push({ type: 'ApiKeyRevoked', user_name, key_id, ...meta }); break;
-      case 4: events.push({ type: 'MetricEntitlementGranted', user_name, match, value, access: pick(2) === 0 ? 'r' : 'rw', ...meta }); break;
-      case 5: events.push({ type: 'MetricEntitlementRevoked', user_name, match, value, ...meta }); break;
-      default: events.push({ type: 'FileQuotaSet', user_name, quota_bytes: pick(3) === 0 ? null : pick(10_000), ...meta });
+      case 0:
+        events.push({ type: 'UserCreated', user_name, is_admin: pick(5) === 0, key_id, secret_sha256: digest, ...meta });
+        break;
+      case 1:
+        events.push({ type: 'UserDisabled', user_name, ...meta });
+        break;
+      case 2:
+        events.push({ type: 'ApiKeyIssued', user_name, key_id, secret_sha256: digest, ...meta });
+        break;
+      case 3:
+        events.push({ type: 'ApiKeyRevoked', user_name, key_id, ...meta });
+        break;
+      case 4:
+        events.push({ type: 'MetricEntitlementGranted', user_name, match, value, access: pick(2) === 0 ? 'r' : 'rw', ...meta });
+        break;
+      case 5:
+        events.push({ type: 'MetricEntitlementRevoked', user_name, match, value, ...meta });
+        break;
+      default:
+        events.push({ type: 'FileQuotaSet', user_name, quota_bytes: pick(3) === 0 ? null : pick(10_000), ...meta });
     }
   }
   return events;
 }
 
-type Case<S, E> = { name: string; codec: StateCodec<S>; fold: (events: E[]) => S; apply: (state: S, event: E) => unknown; history: (seed: number) => E[]; picture: (s: S) => unknown };
+type Case<S, E> = {
+  name: string;
+  codec: StateCodec<S>;
+  fold: (events: E[]) => S;
+  apply: (state: S, event: E) => unknown;
+  history: (seed: number) => E[];
+  picture: (s: S) => unknown;
+};
 
 const cases = [
-  { name: 'accounts', codec: accountsCodec, fold: foldAccounts, apply: applyAccountEvent, history: (seed: number) => accountHistory(seed, 300), picture: (s: unknown) => s },
+  {
+    name: 'accounts',
+    codec: accountsCodec,
+    fold: foldAccounts,
+    apply: applyAccountEvent,
+    history: (seed: number) => accountHistory(seed, 300),
+    picture: (s: unknown) => s,
+  },
 ] as const;
 
 describe.each(cases as unknown as Array<Case<unknown, unknown>>)('the $name snapshot codec', ({ codec, fold, apply, history, picture }) => {
@@ -75,7 +102,10 @@ describe.each(cases as unknown as Array<Case<unknown, unknown>>)('the $name snap
 
 describe('a snapshot document', () => {
   const state = foldAccounts(accountHistory(3, 100));
-  const offsets = new Map([[1, 40], [0, 17]]);
+  const offsets = new Map([
+    [1, 40],
+    [0, 17],
+  ]);
 
   it('carries the state and the next offsets of its topic; its position is their sum', () => {
     const document = encodeSnapshot(accountsCodec, 'p.accounts', { offsets, state });

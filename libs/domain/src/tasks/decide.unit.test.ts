@@ -6,8 +6,18 @@ import { decideStart, type StartDecision } from './decide.ts';
 import { foldTasks } from './state.ts';
 
 const upload: MetricsUploadRequested = {
-  type: 'MetricsUploadRequested', task_id: 't1', user_name: 'ada', at: 1000, metric_name: null, on_error: 'skip', source: 'file',
-  payload: null, staged_object: 'staging/t1', payload_bytes: 10, payload_sha256: Buffer.alloc(32, 1), idempotency_key: null,
+  type: 'MetricsUploadRequested',
+  task_id: 't1',
+  user_name: 'ada',
+  at: 1000,
+  metric_name: null,
+  on_error: 'skip',
+  source: 'file',
+  payload: null,
+  staged_object: 'staging/t1',
+  payload_bytes: 10,
+  payload_sha256: Buffer.alloc(32, 1),
+  idempotency_key: null,
 };
 const start = (at: number): TaskEvent => ({ type: 'TaskStarted', task_id: 't1', at });
 const release = (at: number): TaskEvent => ({ type: 'TaskReleased', task_id: 't1', at });
@@ -61,14 +71,28 @@ describe('deciding whether to run a command', () => {
 
   it('says the file was not stored for a file definition', () => {
     const define: TaskEvent = {
-      type: 'FileDefinitionRequested', task_id: 't1', file_id: 'f1', user_name: 'ada', at: 1000, file_name: 'a.csv', description: '',
-      content_type: 'text/csv', staged_object: 'staging/files/f1', size: 5, sha256: Buffer.alloc(32, 2), enforce_schema: true,
+      type: 'FileDefinitionRequested',
+      task_id: 't1',
+      file_id: 'f1',
+      user_name: 'ada',
+      at: 1000,
+      file_name: 'a.csv',
+      description: '',
+      content_type: 'text/csv',
+      staged_object: 'staging/files/f1',
+      size: 5,
+      sha256: Buffer.alloc(32, 2),
+      enforce_schema: true,
     };
     given([define, start(1), start(2), start(3)]).then({ kind: 'fail', reason: 'processing stopped 3 times; the file was not stored', deadLetter: true });
   });
 
   it('fails the command of a user disabled after sending it, without setting it aside', () => {
-    given([upload], { ...ada, disabled_at: 1500 }).then({ kind: 'fail', reason: 'the account that sent it is disabled; the upload was not stored', deadLetter: false });
+    given([upload], { ...ada, disabled_at: 1500 }).then({
+      kind: 'fail',
+      reason: 'the account that sent it is disabled; the upload was not stored',
+      deadLetter: false,
+    });
   });
 
   it('fails the command of a user the accounts do not know', () => {
@@ -76,11 +100,21 @@ describe('deciding whether to run a command', () => {
   });
 
   it('sets aside a command that kills workers whoever sent it', () => {
-    given([upload, start(1), start(2), start(3)], { ...ada, disabled_at: 1500 }).then({ kind: 'fail', reason: 'processing stopped 3 times; the upload was not stored', deadLetter: true });
+    given([upload, start(1), start(2), start(3)], { ...ada, disabled_at: 1500 }).then({
+      kind: 'fail',
+      reason: 'processing stopped 3 times; the upload was not stored',
+      deadLetter: true,
+    });
   });
 
   it('skips a task that has ended (a command sent twice)', () => {
     given([upload, start(1), { type: 'TaskFailed', task_id: 't1', reason: 'x', rows_total: 0, rows_rejected: 0, errors: [], at: 2 }]).then({ kind: 'skip' });
-    given([upload, start(1), start(2), start(3), { type: 'UploadParsed', task_id: 't1', rows_total: 1, points_accepted: 1, rows_rejected: 0, errors: [], partitions: [0], metrics: ['m'], at: 4 }]).then({ kind: 'skip' });
+    given([
+      upload,
+      start(1),
+      start(2),
+      start(3),
+      { type: 'UploadParsed', task_id: 't1', rows_total: 1, points_accepted: 1, rows_rejected: 0, errors: [], partitions: [0], metrics: ['m'], at: 4 },
+    ]).then({ kind: 'skip' });
   });
 });

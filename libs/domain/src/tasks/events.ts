@@ -80,8 +80,20 @@ export type RebuildSucceeded = {
   readonly at: number;
 };
 
-export type TaskEvent = MetricsUploadRequested | MetricsPushed | TaskStarted | TaskReleased | TaskProgress | UploadParsed | UploadSegmentProjected | TaskFailed
-  | FileDefinitionRequested | FileDefinitionSucceeded | RebuildRequested | RebuildSucceeded | MetricsDeleted;
+export type TaskEvent =
+  | MetricsUploadRequested
+  | MetricsPushed
+  | TaskStarted
+  | TaskReleased
+  | TaskProgress
+  | UploadParsed
+  | UploadSegmentProjected
+  | TaskFailed
+  | FileDefinitionRequested
+  | FileDefinitionSucceeded
+  | RebuildRequested
+  | RebuildSucceeded
+  | MetricsDeleted;
 
 /** The events that create a task: commands a worker runs, and pushes, which arrive decided. */
 export type TaskCommand = MetricsUploadRequested | MetricsPushed | FileDefinitionRequested | RebuildRequested | MetricsDeleted;

@@ -12,7 +12,7 @@ const mayRepeat = (e: TaskCommand): boolean => !((e.type === 'MetricsUploadReque
 
 /** Points of a task that are in the log and not yet projected: an upload parsed (or pushed) and still running. */
 const awaitingProjection = (task: Task | undefined): number =>
-  task !== undefined && task.status === 'running' && task.kind === 'metrics_upload' && task.result !== null ? task.result.points_accepted ?? 0 : 0;
+  task !== undefined && task.status === 'running' && task.kind === 'metrics_upload' && task.result !== null ? (task.result.points_accepted ?? 0) : 0;
 
 /**
  * The tasks fold bounded by what is live: queued and running tasks, and finished ones until the
@@ -105,4 +105,3 @@ export class LiveTasks {
     queue.push({ offset, taskId });
   }
 }
-

@@ -6,12 +6,30 @@ import { finishedStatus, type TaskRow } from './read-model.ts';
 import { applyTaskEvent, initialTasks, type Task, type TasksState } from './state.ts';
 
 const requested = (task_id: string, user_name = 'ada'): MetricsUploadRequested => ({
-  type: 'MetricsUploadRequested', task_id, user_name, at: 1, metric_name: 'cpu', on_error: 'fail', source: 'json_body',
-  payload: Buffer.from('{}'), staged_object: null, payload_bytes: 2, payload_sha256: Buffer.alloc(32, 1), idempotency_key: 'k',
+  type: 'MetricsUploadRequested',
+  task_id,
+  user_name,
+  at: 1,
+  metric_name: 'cpu',
+  on_error: 'fail',
+  source: 'json_body',
+  payload: Buffer.from('{}'),
+  staged_object: null,
+  payload_bytes: 2,
+  payload_sha256: Buffer.alloc(32, 1),
+  idempotency_key: 'k',
 });
 const started = (task_id: string): TaskEvent => ({ type: 'TaskStarted', task_id, at: 2 });
 const parsed = (task_id: string, partitions: number[]): TaskEvent => ({
-  type: 'UploadParsed', task_id, rows_total: 1, points_accepted: 1, rows_rejected: 0, errors: [], partitions, metrics: ['cpu'], at: 3,
+  type: 'UploadParsed',
+  task_id,
+  rows_total: 1,
+  points_accepted: 1,
+  rows_rejected: 0,
+  errors: [],
+  partitions,
+  metrics: ['cpu'],
+  at: 3,
 });
 const projected = (task_id: string, partition: number): TaskEvent => ({ type: 'UploadSegmentProjected', task_id, partition, at: 4 });
 const failed = (task_id: string): TaskEvent => ({ type: 'TaskFailed', task_id, reason: 'x', rows_total: 0, rows_rejected: 0, errors: [], at: 5 });
@@ -43,13 +61,26 @@ function feed(live: LiveTasks, events: PositionedEvent[], finished: (ids: string
 
 function randomLog(seed: number, tasks: number): TaskEvent[] {
   let s = seed;
-  const random = (n: number) => ((s = (s * 1103515245 + 12345) % 2 ** 31) % n);
+  const random = (n: number) => (s = (s * 1103515245 + 12345) % 2 ** 31) % n;
   const log: TaskEvent[] = [];
   for (let step = 0; step < tasks * 6; step++) {
     const id = `t${random(tasks)}`;
     const pick = random(7);
-    log.push(pick === 0 ? requested(id, `u${random(3)}`) : pick === 1 ? started(id) : pick === 2 ? parsed(id, random(2) === 0 ? [] : [0, 1])
-      : pick === 3 ? projected(id, random(2)) : pick === 4 ? failed(id) : pick === 5 ? requested(id) : started(id));
+    log.push(
+      pick === 0
+        ? requested(id, `u${random(3)}`)
+        : pick === 1
+          ? started(id)
+          : pick === 2
+            ? parsed(id, random(2) === 0 ? [] : [0, 1])
+            : pick === 3
+              ? projected(id, random(2))
+              : pick === 4
+                ? failed(id)
+                : pick === 5
+                  ? requested(id)
+                  : started(id),
+    );
   }
   return log;
 }
@@ -66,7 +97,17 @@ describe('the live tasks fold, bounded by what is unfinished', () => {
         const live = new LiveTasks();
         live.seed([...model.rows.values()].filter((r) => !finishedStatus(r.task.status)).map((r) => ({ ...r, task: structuredClone(r.task) })));
         // The duplicate check answers from the read model as it was: it only grows.
-        feed(live, log.slice(cut + 1), (ids) => new Set(ids.filter((id) => { const t = model.state.get(id); return t !== undefined && finishedStatus(t.status); })));
+        feed(
+          live,
+          log.slice(cut + 1),
+          (ids) =>
+            new Set(
+              ids.filter((id) => {
+                const t = model.state.get(id);
+                return t !== undefined && finishedStatus(t.status);
+              }),
+            ),
+        );
         for (const [id, task] of unfinishedOf(full)) expect(live.state.get(id), `seed ${seed}, cut ${cut}, ${id}`).toEqual(task);
         for (const [id, task] of live.state) expect(full.get(id), `seed ${seed}, cut ${cut}, ${id}`).toEqual(task);
         const counts = new Map<string, number>();

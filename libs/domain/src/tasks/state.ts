@@ -3,19 +3,49 @@ import type { RowError, TaskCommand, TaskEvent } from './events.ts';
 export type TaskStatus = 'queued' | 'running' | 'succeeded' | 'failed';
 export type TaskKind = 'metrics_upload' | 'file_definition' | 'points_rebuild' | 'points_deletion';
 
-export type MetricsUploadResult = { points_accepted: number; rows_rejected: number; metrics: readonly string[]; file_id?: never; generation?: never; points_selected?: never };
+export type MetricsUploadResult = {
+  points_accepted: number;
+  rows_rejected: number;
+  metrics: readonly string[];
+  file_id?: never;
+  generation?: never;
+  points_selected?: never;
+};
 /** A defined file: its id (for GET /file/download/{file_id}), size and hex SHA-256. */
-export type FileDefinitionResult = { file_id: string; size: number; sha256: string; points_accepted?: never; rows_rejected?: never; metrics?: never; generation?: never; points_selected?: never };
+export type FileDefinitionResult = {
+  file_id: string;
+  size: number;
+  sha256: string;
+  points_accepted?: never;
+  rows_rejected?: never;
+  metrics?: never;
+  generation?: never;
+  points_selected?: never;
+};
 /** A finished rebuild: the generation (null: a separate database) and table it wrote, its counts, its verification, whether it is live. */
 export type PointsRebuildResult = {
-  generation: number | null; database: string; table: string; events: number; points: number; verified: boolean | null; swapped: boolean;
-  points_accepted?: never; rows_rejected?: never; metrics?: never; file_id?: never; points_selected?: never;
+  generation: number | null;
+  database: string;
+  table: string;
+  events: number;
+  points: number;
+  verified: boolean | null;
+  swapped: boolean;
+  points_accepted?: never;
+  rows_rejected?: never;
+  metrics?: never;
+  file_id?: never;
+  points_selected?: never;
 };
 
 /** A deletion: the metrics it reached and the points it selected when accepted (points projected before its markers go too). */
 export type PointsDeletionResult = {
-  points_selected: number; metrics: readonly string[];
-  points_accepted?: never; rows_rejected?: never; file_id?: never; generation?: never;
+  points_selected: number;
+  metrics: readonly string[];
+  points_accepted?: never;
+  rows_rejected?: never;
+  file_id?: never;
+  generation?: never;
 };
 
 export type Task = {
@@ -54,7 +84,9 @@ export type Task = {
  * move a finished task. Each TaskStarted is one run of the command (the worker writes it once
  * per run), so starts are counted; replaying the log counts the same.
  */
-export const taskTransitions: Readonly<Record<Exclude<TaskEvent['type'], TaskCommand['type']>, { from: readonly TaskStatus[]; to: TaskStatus | 'same' | 'decided' }>> = {
+export const taskTransitions: Readonly<
+  Record<Exclude<TaskEvent['type'], TaskCommand['type']>, { from: readonly TaskStatus[]; to: TaskStatus | 'same' | 'decided' }>
+> = {
   // A second start is a new run after a crash or a release: counted, the status stays.
   TaskStarted: { from: ['queued', 'running'], to: 'running' },
   TaskReleased: { from: ['running'], to: 'same' },
@@ -122,7 +154,15 @@ export function applyTaskEvent(state: TasksState, event: TaskEvent): TasksState 
       task.status = 'succeeded';
       task.rows_done = Math.max(task.rows_done, event.points);
       task.rows_total = task.rows_done;
-      task.result = { generation: event.generation, database: event.database, table: event.table, events: event.events, points: event.points, verified: event.verified, swapped: event.swapped };
+      task.result = {
+        generation: event.generation,
+        database: event.database,
+        table: event.table,
+        events: event.events,
+        points: event.points,
+        verified: event.verified,
+        swapped: event.swapped,
+      };
       break;
     case 'FileDefinitionSucceeded':
       task.status = 'succeeded';
@@ -147,7 +187,13 @@ export function applyTaskEvent(state: TasksState, event: TaskEvent): TasksState 
 
 /** Whether the event creates a task (a second one for the same id is ignored). */
 export function isTaskCommand(event: TaskEvent): event is TaskCommand {
-  return event.type === 'MetricsUploadRequested' || event.type === 'MetricsPushed' || event.type === 'FileDefinitionRequested' || event.type === 'RebuildRequested' || event.type === 'MetricsDeleted';
+  return (
+    event.type === 'MetricsUploadRequested' ||
+    event.type === 'MetricsPushed' ||
+    event.type === 'FileDefinitionRequested' ||
+    event.type === 'RebuildRequested' ||
+    event.type === 'MetricsDeleted'
+  );
 }
 
 function queuedTask(event: TaskCommand): Task {
@@ -172,7 +218,14 @@ function queuedTask(event: TaskCommand): Task {
     return { ...common, kind: 'points_rebuild', idempotency_key: null, payload_sha256: '', payload_bytes: 0, file_id: null };
   }
   if (event.type === 'FileDefinitionRequested') {
-    return { ...common, kind: 'file_definition', idempotency_key: null, payload_sha256: event.sha256.toString('hex'), payload_bytes: event.size, file_id: event.file_id };
+    return {
+      ...common,
+      kind: 'file_definition',
+      idempotency_key: null,
+      payload_sha256: event.sha256.toString('hex'),
+      payload_bytes: event.size,
+      file_id: event.file_id,
+    };
   }
   return {
     ...common,

@@ -6,12 +6,30 @@ import { initialTasks, type TasksState } from './state.ts';
 import { applyTaskEventCounting, assertTaskRoom, type UnfinishedTasks } from './unfinished.ts';
 
 const requested = (task_id: string, user_name: string): MetricsUploadRequested => ({
-  type: 'MetricsUploadRequested', task_id, user_name, at: 1, metric_name: 'cpu', on_error: 'fail', source: 'json_body',
-  payload: Buffer.from('{}'), staged_object: null, payload_bytes: 2, payload_sha256: Buffer.alloc(32, 1), idempotency_key: null,
+  type: 'MetricsUploadRequested',
+  task_id,
+  user_name,
+  at: 1,
+  metric_name: 'cpu',
+  on_error: 'fail',
+  source: 'json_body',
+  payload: Buffer.from('{}'),
+  staged_object: null,
+  payload_bytes: 2,
+  payload_sha256: Buffer.alloc(32, 1),
+  idempotency_key: null,
 });
 const started = (task_id: string): TaskEvent => ({ type: 'TaskStarted', task_id, at: 2 });
 const parsed = (task_id: string, partitions: number[]): TaskEvent => ({
-  type: 'UploadParsed', task_id, rows_total: 1, points_accepted: 1, rows_rejected: 0, errors: [], partitions, metrics: ['cpu'], at: 3,
+  type: 'UploadParsed',
+  task_id,
+  rows_total: 1,
+  points_accepted: 1,
+  rows_rejected: 0,
+  errors: [],
+  partitions,
+  metrics: ['cpu'],
+  at: 3,
 });
 const projected = (task_id: string, partition: number): TaskEvent => ({ type: 'UploadSegmentProjected', task_id, partition, at: 4 });
 const failed = (task_id: string): TaskEvent => ({ type: 'TaskFailed', task_id, reason: 'x', rows_total: 0, rows_rejected: 0, errors: [], at: 5 });
@@ -28,14 +46,19 @@ describe('the unfinished-task counts beside the task fold', () => {
     const state = initialTasks();
     const counts: UnfinishedTasks = new Map();
     for (const e of [requested('a1', 'ada'), requested('a2', 'ada'), requested('b1', 'bob'), started('a1')]) applyTaskEventCounting(state, counts, e);
-    expect(counts).toEqual(new Map([['ada', 2], ['bob', 1]]));
+    expect(counts).toEqual(
+      new Map([
+        ['ada', 2],
+        ['bob', 1],
+      ]),
+    );
     for (const e of [parsed('a1', [0]), projected('a1', 0), failed('a2'), failed('b1')]) applyTaskEventCounting(state, counts, e);
     expect(counts).toEqual(new Map());
   });
 
   it('agrees with a scan after any sequence, redeliveries and late events included', () => {
     let seed = 7;
-    const random = (n: number) => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) % n);
+    const random = (n: number) => (seed = (seed * 1103515245 + 12345) % 2 ** 31) % n;
     const state = initialTasks();
     const counts: UnfinishedTasks = new Map();
     for (let i = 0; i < 5000; i++) {

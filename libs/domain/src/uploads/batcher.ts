@@ -21,7 +21,15 @@ export type ColumnBatch = {
 /** A batch as its PointBatch event carries it: one metric by its name alone, several with each point's index. */
 export function pointBatchOf(taskId: string, updatedAt: number, b: ColumnBatch, stage?: string): PointBatch {
   const names = b.names.length === 1 ? { metric_name: b.names[0]! } : { metric_name: '', names: b.names, name_index: b.nameIndex };
-  return { type: 'PointBatch', task_id: taskId, ...names, updated_at: updatedAt, timestamps: b.timestamps, values: b.values, ...(stage === undefined ? {} : { stage }) };
+  return {
+    type: 'PointBatch',
+    task_id: taskId,
+    ...names,
+    updated_at: updatedAt,
+    timestamps: b.timestamps,
+    values: b.values,
+    ...(stage === undefined ? {} : { stage }),
+  };
 }
 
 /** The record key of a batch: one of its metrics, which all go to the partition the key does. */

@@ -11,7 +11,11 @@ function feed(batcher: PointBatcher, points: Array<[string, number]>): ColumnBat
 
 describe('the point batcher', () => {
   it('batches per metric without a partition rule', () => {
-    const batches = feed(new PointBatcher(100, 1000), [['a', 1], ['b', 2], ['a', 3]]);
+    const batches = feed(new PointBatcher(100, 1000), [
+      ['a', 1],
+      ['b', 2],
+      ['a', 3],
+    ]);
     expect(batches).toEqual([
       { names: ['a'], nameIndex: [], timestamps: [1, 3], values: [0.1, 0.3] },
       { names: ['b'], nameIndex: [], timestamps: [2], values: [0.2] },
@@ -30,7 +34,7 @@ describe('the point batcher', () => {
     expect(batches.map(batchKey)).toEqual(['0.a', '1.b']);
   });
 
-  it('hands out a partition\'s batch when it is full, and the largest when too many points wait', () => {
+  it("hands out a partition's batch when it is full, and the largest when too many points wait", () => {
     const full = new PointBatcher(2, 1000, partitionOf);
     expect(full.add('0.a', 1, 0)).toEqual([]);
     expect(full.add('0.b', 2, 0)).toEqual([{ names: ['0.a', '0.b'], nameIndex: [0, 1], timestamps: [1, 2], values: [0, 0] }]);
@@ -41,9 +45,24 @@ describe('the point batcher', () => {
   });
 
   it('writes a batch of one metric by its name alone, and one of several with their indexes', () => {
-    expect(pointBatchOf('t', 5, { names: ['a'], nameIndex: [], timestamps: [1], values: [2] })).toEqual({ type: 'PointBatch', task_id: 't', metric_name: 'a', updated_at: 5, timestamps: [1], values: [2] });
+    expect(pointBatchOf('t', 5, { names: ['a'], nameIndex: [], timestamps: [1], values: [2] })).toEqual({
+      type: 'PointBatch',
+      task_id: 't',
+      metric_name: 'a',
+      updated_at: 5,
+      timestamps: [1],
+      values: [2],
+    });
     expect(pointBatchOf('t', 5, { names: ['a', 'b'], nameIndex: [1, 0], timestamps: [1, 2], values: [2, 3] }, '00ff00ff00ff00ff')).toEqual({
-      type: 'PointBatch', task_id: 't', metric_name: '', names: ['a', 'b'], name_index: [1, 0], updated_at: 5, timestamps: [1, 2], values: [2, 3], stage: '00ff00ff00ff00ff',
+      type: 'PointBatch',
+      task_id: 't',
+      metric_name: '',
+      names: ['a', 'b'],
+      name_index: [1, 0],
+      updated_at: 5,
+      timestamps: [1, 2],
+      values: [2, 3],
+      stage: '00ff00ff00ff00ff',
     });
   });
 });

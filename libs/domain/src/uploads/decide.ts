@@ -102,7 +102,12 @@ function decideItems(run: UploadRun, items: readonly UploadItem[]): readonly Upl
       recordError(run, item.row, item.column, item.reason);
       if (run.fatal !== null) return end(failed(run, `the upload cannot be read: ${run.fatal}; nothing was stored`));
       if (allOrNothing && run.errors.length >= MAX_REPORTED_ERRORS) {
-        return end(failed(run, `reading stopped after row ${run.lastRejectedRow}, at the first ${run.errors.length} errors: at least ${run.rejectedRows} invalid rows; nothing was stored`));
+        return end(
+          failed(
+            run,
+            `reading stopped after row ${run.lastRejectedRow}, at the first ${run.errors.length} errors: at least ${run.rejectedRows} invalid rows; nothing was stored`,
+          ),
+        );
       }
     }
   }

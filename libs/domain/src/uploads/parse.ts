@@ -28,7 +28,14 @@ import { UploadOutput } from './parse/output.ts';
 import { withText } from './parse/text.ts';
 import { Utf8Decoder } from '../points/utf8.ts';
 
-export { DEFAULT_MAX_JSON_DOCUMENT_LENGTH, DEFAULT_MAX_UPLOAD_ERRORS, MAX_JSON_NESTING, type ParseUploadOptions, type UploadItem, type UploadLayout } from './parse/items.ts';
+export {
+  DEFAULT_MAX_JSON_DOCUMENT_LENGTH,
+  DEFAULT_MAX_UPLOAD_ERRORS,
+  MAX_JSON_NESTING,
+  type ParseUploadOptions,
+  type UploadItem,
+  type UploadLayout,
+} from './parse/items.ts';
 
 const INVALID_UTF8_REASON = 'invalid UTF-8: the upload must be UTF-8 encoded';
 const TRUNCATED_UTF8_REASON = 'invalid UTF-8: the upload ends inside a multi-byte character';
@@ -109,7 +116,10 @@ class UploadParser {
     } else {
       this.out.layout(layout);
       if (layout === 'json-array' && !this.names.require(layout)) return;
-      this.reader = layout === 'ndjson' ? new NdjsonUpload(this.out, this.names, this.maxLineLength) : new JsonDocumentUpload(this.out, this.names, layout, this.maxJsonDocumentLength);
+      this.reader =
+        layout === 'ndjson'
+          ? new NdjsonUpload(this.out, this.names, this.maxLineLength)
+          : new JsonDocumentUpload(this.out, this.names, layout, this.maxJsonDocumentLength);
     }
     this.reader.feed(head);
   }

@@ -96,7 +96,8 @@ describe('parseUploadBatches: CSV layouts', () => {
   });
 
   it('download-csv: with an upload metric name, rows of another metric are errors', async () => {
-    const text = 'metric_name,timestamp,metric_numeric_value,updated_at\ncpu,2024-01-01T00:00:00Z,1,2024-01-01T00:00:00Z\nmem,2024-01-01T00:00:00Z,2,2024-01-01T00:00:00Z\n';
+    const text =
+      'metric_name,timestamp,metric_numeric_value,updated_at\ncpu,2024-01-01T00:00:00Z,1,2024-01-01T00:00:00Z\nmem,2024-01-01T00:00:00Z,2,2024-01-01T00:00:00Z\n';
     expect(await collect(text, M)).toEqual([
       layout('download-csv'),
       point(2, 'cpu', T0, 1),
@@ -242,7 +243,8 @@ describe('parseUploadBatches: JSON layouts', () => {
   });
 
   it('json-array: overflow and underflow literals are errors, zero is a value', async () => {
-    const text = '[{"timestamp":"2024-01-01T00:00:00Z","value":1e999},{"timestamp":"2024-01-01T00:00:00Z","value":1e-400},{"timestamp":"2024-01-01T00:00:00Z","value":0},{"timestamp":"2024-01-01T00:00:00Z","value":-0.0e5}]';
+    const text =
+      '[{"timestamp":"2024-01-01T00:00:00Z","value":1e999},{"timestamp":"2024-01-01T00:00:00Z","value":1e-400},{"timestamp":"2024-01-01T00:00:00Z","value":0},{"timestamp":"2024-01-01T00:00:00Z","value":-0.0e5}]';
     expect(await collect(text, M)).toEqual([
       layout('json-array'),
       error(1, 'value', 'is out of the range of a 64-bit float'),
@@ -282,7 +284,8 @@ describe('parseUploadBatches: JSON layouts', () => {
   });
 
   it('json-body: the body metric name is used', async () => {
-    const text = '{\n  "metric_name": "cpu",\n  "values": [\n    {"timestamp": "2024-01-01T00:00:00.5+01:00", "value": 2},\n    {"timestamp": "2024-01-01T00:00:00", "value": 3}\n  ]\n}\n';
+    const text =
+      '{\n  "metric_name": "cpu",\n  "values": [\n    {"timestamp": "2024-01-01T00:00:00.5+01:00", "value": 2},\n    {"timestamp": "2024-01-01T00:00:00", "value": 3}\n  ]\n}\n';
     expect(await collect(text)).toEqual([
       layout('json-body'),
       point(1, 'cpu', T0 - 3600 * S + 500, 2),
@@ -312,7 +315,10 @@ describe('parseUploadBatches: JSON layouts', () => {
       error(0, 'metric_name', 'must not start with "=" (spreadsheet formula injection); got "=x"'),
     ]);
     expect(await collect('{"metric_name":7,"values":[]}')).toEqual([layout('json-body'), error(0, 'metric_name', 'must be a string, not a number')]);
-    expect(await collect('{"metric_name":"cpu"}')).toEqual([layout('json-body'), error(0, 'row', 'values is required: an array of {timestamp, value} objects')]);
+    expect(await collect('{"metric_name":"cpu"}')).toEqual([
+      layout('json-body'),
+      error(0, 'row', 'values is required: an array of {timestamp, value} objects'),
+    ]);
     expect(await collect('{"metric_name":"cpu","values":{}}')).toEqual([
       layout('json-body'),
       error(0, 'row', 'values must be an array of {timestamp, value} objects, not an object'),
@@ -355,7 +361,8 @@ describe('parseUploadBatches: JSON layouts', () => {
   });
 
   it('ndjson: lines name their metric when the upload does not', async () => {
-    const text = '{"metric_name":"cpu","timestamp":"2024-01-01T00:00:00Z","value":1}\n{"metric_name":"mem","timestamp":"2024-01-01T00:00:00Z","value":2}\n{"timestamp":"2024-01-01T00:00:00Z","value":3}\n{"metric_name":"a,b","timestamp":"2024-01-01T00:00:00Z","value":4}\n';
+    const text =
+      '{"metric_name":"cpu","timestamp":"2024-01-01T00:00:00Z","value":1}\n{"metric_name":"mem","timestamp":"2024-01-01T00:00:00Z","value":2}\n{"timestamp":"2024-01-01T00:00:00Z","value":3}\n{"metric_name":"a,b","timestamp":"2024-01-01T00:00:00Z","value":4}\n';
     expect(await collect(text)).toEqual([
       layout('ndjson'),
       point(1, 'cpu', T0, 1),
@@ -419,21 +426,38 @@ describe('parseUploadBatches: detection and the whole upload', () => {
   });
 
   it('invalid UTF-8 stops the upload with one error naming the line', async () => {
-    const bytes = new Uint8Array([...enc.encode('2024-01-01T00:00:00Z,1\n2024-01-01T00:00:01Z,2\n2024-01-01T00:00:02Z,'), 0xff, ...enc.encode('\n2024-01-01T00:00:03Z,4\n')]);
-    const expected = [layout('csv'), point(1, 'cpu', T0, 1), point(2, 'cpu', T0 + S, 2), error(0, 'row', 'invalid UTF-8: the upload must be UTF-8 encoded (line 3)')];
+    const bytes = new Uint8Array([
+      ...enc.encode('2024-01-01T00:00:00Z,1\n2024-01-01T00:00:01Z,2\n2024-01-01T00:00:02Z,'),
+      0xff,
+      ...enc.encode('\n2024-01-01T00:00:03Z,4\n'),
+    ]);
+    const expected = [
+      layout('csv'),
+      point(1, 'cpu', T0, 1),
+      point(2, 'cpu', T0 + S, 2),
+      error(0, 'row', 'invalid UTF-8: the upload must be UTF-8 encoded (line 3)'),
+    ];
     expect(await collect(bytes, M)).toEqual(expected);
     for (let i = 1; i < bytes.length; i++) expect(await collect([bytes.subarray(0, i), bytes.subarray(i)], M)).toEqual(expected);
   });
 
   it('Latin-1 text is not silently decoded', async () => {
-    const latin1 = new Uint8Array([...enc.encode('metric_name,timestamp,metric_numeric_value,updated_at\ntemp'), 0xe9, ...enc.encode('rature,2024-01-01T00:00:00Z,1,2024-01-01T00:00:00Z\n')]);
+    const latin1 = new Uint8Array([
+      ...enc.encode('metric_name,timestamp,metric_numeric_value,updated_at\ntemp'),
+      0xe9,
+      ...enc.encode('rature,2024-01-01T00:00:00Z,1,2024-01-01T00:00:00Z\n'),
+    ]);
     expect(await collect(latin1)).toEqual([layout('download-csv'), error(0, 'row', 'invalid UTF-8: the upload must be UTF-8 encoded (line 2)')]);
   });
 
   it('an upload ending inside a multi-byte character is an error', async () => {
     const euro = enc.encode('€'); // E2 82 AC
     const bytes = new Uint8Array([...enc.encode('2024-01-01T00:00:00Z,1\n'), euro[0]!, euro[1]!]);
-    expect(await collect(bytes, M)).toEqual([layout('csv'), point(1, 'cpu', T0, 1), error(0, 'row', 'invalid UTF-8: the upload ends inside a multi-byte character (line 2)')]);
+    expect(await collect(bytes, M)).toEqual([
+      layout('csv'),
+      point(1, 'cpu', T0, 1),
+      error(0, 'row', 'invalid UTF-8: the upload ends inside a multi-byte character (line 2)'),
+    ]);
   });
 
   it('invalid UTF-8 in a JSON document', async () => {
@@ -534,7 +558,11 @@ describe('parseUploadBatches: error limit', () => {
   });
 
   it('says "1 more error" and nothing when the limit is not passed', async () => {
-    expect(await collect(rows(2), { ...M, maxErrors: 1 })).toEqual([layout('csv'), error(1, 'value', `${VALUE_FORMAT}; got "v0"`), error(-1, 'row', '1 more error not shown')]);
+    expect(await collect(rows(2), { ...M, maxErrors: 1 })).toEqual([
+      layout('csv'),
+      error(1, 'value', `${VALUE_FORMAT}; got "v0"`),
+      error(-1, 'row', '1 more error not shown'),
+    ]);
     expect(await collect(rows(2), { ...M, maxErrors: 2 })).toHaveLength(3);
     expect(await collect(rows(2), { ...M, maxErrors: 0 })).toEqual([layout('csv'), error(-1, 'row', '2 more errors not shown')]);
   });
@@ -591,7 +619,11 @@ describe('parseUploadBatches: bounds', () => {
 
   it('csv: a line longer than maxLineLength is a row error, and the next line still parses', async () => {
     const text = `${'1'.repeat(150)},1\n${OK_ROW}`;
-    expect(await collect(text, { ...M, maxLineLength: 100 })).toEqual([layout('csv'), error(1, 'row', 'the line is longer than 100 characters'), point(2, 'cpu', T0, 1)]);
+    expect(await collect(text, { ...M, maxLineLength: 100 })).toEqual([
+      layout('csv'),
+      error(1, 'row', 'the line is longer than 100 characters'),
+      point(2, 'cpu', T0, 1),
+    ]);
   });
 
   it('csv: a quoted field that runs past maxLineLength, across chunks and lines, is one row error and its text is not kept', async () => {
@@ -606,7 +638,11 @@ describe('parseUploadBatches: bounds', () => {
 
   it('csv: a quoted field that never closes is one error for its line, however long the rest', async () => {
     const { chunks } = stream(`${OK_ROW}2024-01-01T00:00:01Z,"`, 'x,\n', 5_000_000);
-    expect(await collectFrom(chunks, { ...M, maxLineLength: 1000 })).toEqual([layout('csv'), point(1, 'cpu', T0, 1), error(2, 'row', 'the line is longer than 1000 characters')]);
+    expect(await collectFrom(chunks, { ...M, maxLineLength: 1000 })).toEqual([
+      layout('csv'),
+      point(1, 'cpu', T0, 1),
+      error(2, 'row', 'the line is longer than 1000 characters'),
+    ]);
   });
 
   it('csv: a line of a million commas is one row error', async () => {
@@ -759,7 +795,17 @@ describe('parseUploadBatches: the per-run caches (a date, a metric name) change 
   });
 
   it('2-column layout: dates changing, invalid rows after a cached prefix', async () => {
-    const rows = ['2024-01-31T23:59:59Z,1', '2024-02-01T00:00:00Z,2', '2024-02-01T00:00:01+0000,3', '2024-02-01T24:00:00Z,4', '2024-02-01T00:00:02Z,', '2024-02-01T00:00:03.1234Z,5', '2024-02-29T00:00:00Z,6', '2023-02-29T00:00:00Z,7', '2024-02-01T00:00:04Z,8'];
+    const rows = [
+      '2024-01-31T23:59:59Z,1',
+      '2024-02-01T00:00:00Z,2',
+      '2024-02-01T00:00:01+0000,3',
+      '2024-02-01T24:00:00Z,4',
+      '2024-02-01T00:00:02Z,',
+      '2024-02-01T00:00:03.1234Z,5',
+      '2024-02-29T00:00:00Z,6',
+      '2023-02-29T00:00:00Z,7',
+      '2024-02-01T00:00:04Z,8',
+    ];
     const whole = await sameAsAlone('', rows, M);
     expect(whole).toContainEqual(point(2, 'cpu', Date.UTC(2024, 1, 1), 2));
     expect(whole).toContainEqual(point(7, 'cpu', Date.UTC(2024, 1, 29), 6));

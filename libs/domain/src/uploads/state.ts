@@ -80,5 +80,9 @@ export function reportedErrors(run: UploadRun): RowError[] {
 
 /** The metrics the upload was allowed to write, sorted, the first MAX_LISTED_METRICS. */
 export function writtenMetrics(run: UploadRun): string[] {
-  return [...run.writable].filter(([, ok]) => ok).map(([m]) => m).sort().slice(0, MAX_LISTED_METRICS);
+  return [...run.writable]
+    .filter(([, ok]) => ok)
+    .map(([m]) => m)
+    .sort()
+    .slice(0, MAX_LISTED_METRICS);
 }

@@ -98,7 +98,8 @@ export function batchProblem(batch: PointBatch): string | null {
   const names = batch.names ?? [];
   if (names.length > 0) {
     const index = batch.name_index ?? [];
-    if (index.length !== batch.timestamps.length) return `PointBatch has ${names.length} names and ${index.length} name indexes for ${batch.timestamps.length} points`;
+    if (index.length !== batch.timestamps.length)
+      return `PointBatch has ${names.length} names and ${index.length} name indexes for ${batch.timestamps.length} points`;
     for (const i of index) if (!Number.isInteger(i) || i < 0 || i >= names.length) return `PointBatch name index ${i} is not one of its ${names.length} names`;
   } else if ((batch.name_index ?? []).length > 0) {
     return 'PointBatch has name indexes without names';
@@ -200,10 +201,13 @@ function writeInt64(view: DataView, pos: number, x: number): void {
  */
 export function encodePointsBlock(segments: readonly Segment[], into?: BlockBuffer, columns: readonly PointColumn[] = ALL_COLUMNS): Buffer {
   const written = POINT_COLUMNS.filter(([name]) => columns.includes(name));
-  if (written.length !== columns.length || written.some(([name], i) => name !== columns[i])) throw new Error(`not points columns in their order: ${columns.join(', ')}`);
+  if (written.length !== columns.length || written.some(([name], i) => name !== columns[i]))
+    throw new Error(`not points columns in their order: ${columns.join(', ')}`);
   const withNames = columns.includes('metric_name');
   // Per segment its names as Native writes them: one (every row's), or a batch's several.
-  const names = withNames ? segments.map((s) => (s.batch.names !== undefined && s.batch.names.length > 0 ? s.batch.names : [s.batch.metric_name]).map(nativeString)) : [];
+  const names = withNames
+    ? segments.map((s) => (s.batch.names !== undefined && s.batch.names.length > 0 ? s.batch.names : [s.batch.metric_name]).map(nativeString))
+    : [];
   const tasks = columns.includes('task_id') ? segments.map((s) => nativeString(s.batch.task_id)) : [];
   let rows = 0;
   let stringBytes = 0;
@@ -241,10 +245,18 @@ export function encodePointsBlock(segments: readonly Segment[], into?: BlockBuff
       }
     },
     ts: () => {
-      for (const s of segments) for (const ts of s.batch.timestamps) { writeInt64(view, pos, ts); pos += 8; }
+      for (const s of segments)
+        for (const ts of s.batch.timestamps) {
+          writeInt64(view, pos, ts);
+          pos += 8;
+        }
     },
     value: () => {
-      for (const s of segments) for (const v of s.batch.values) { view.setFloat64(pos, v, true); pos += 8; }
+      for (const s of segments)
+        for (const v of s.batch.values) {
+          view.setFloat64(pos, v, true);
+          pos += 8;
+        }
     },
     updated_at: () => perSegment64((s) => s.batch.updated_at),
     task_id: () => {
@@ -253,14 +265,20 @@ export function encodePointsBlock(segments: readonly Segment[], into?: BlockBuff
     kafka_partition: () => {
       for (const s of segments) {
         const n = segmentRows(s);
-        for (let r = 0; r < n; r++) { view.setUint16(pos, s.partition, true); pos += 2; }
+        for (let r = 0; r < n; r++) {
+          view.setUint16(pos, s.partition, true);
+          pos += 2;
+        }
       }
     },
     kafka_offset: () => perSegment64((s) => s.offset),
     row_in_batch: () => {
       for (const s of segments) {
         const n = segmentRows(s);
-        for (let r = 0; r < n; r++) { view.setUint32(pos, r, true); pos += 4; }
+        for (let r = 0; r < n; r++) {
+          view.setUint32(pos, r, true);
+          pos += 4;
+        }
       }
     },
   };

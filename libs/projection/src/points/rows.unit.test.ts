@@ -1,6 +1,17 @@
 import { describe, expect, it } from 'vitest';
 import type { PointBatch } from '@meridian/domain';
-import { batchProblem, BlockBuffer, encodePointsBlock, INSERT_POINTS_SQL, insertPointsSql, insertToken, POINT_COLUMNS, STAGE_BLOCK_COLUMNS, type PointRow, type Segment } from './rows.ts';
+import {
+  batchProblem,
+  BlockBuffer,
+  encodePointsBlock,
+  INSERT_POINTS_SQL,
+  insertPointsSql,
+  insertToken,
+  POINT_COLUMNS,
+  STAGE_BLOCK_COLUMNS,
+  type PointRow,
+  type Segment,
+} from './rows.ts';
 
 /** A reader of the Native block, as ClickHouse reads it, written independently of the encoder. */
 function decodeBlock(buf: Buffer): { columns: Array<[string, string]>; rows: PointRow[] } {
@@ -32,13 +43,31 @@ function decodeBlock(buf: Buffer): { columns: Array<[string, string]>; rows: Poi
     const values: unknown[] = [];
     for (let r = 0; r < nrows; r++) {
       switch (type) {
-        case 'String': values.push(str()); break;
-        case 'Int64': values.push(Number(buf.readBigInt64LE(pos))); pos += 8; break;
-        case 'UInt64': values.push(Number(buf.readBigUInt64LE(pos))); pos += 8; break;
-        case 'Float64': values.push(buf.readDoubleLE(pos)); pos += 8; break;
-        case 'UInt32': values.push(buf.readUInt32LE(pos)); pos += 4; break;
-        case 'UInt16': values.push(buf.readUInt16LE(pos)); pos += 2; break;
-        default: throw new Error(`unexpected type ${type}`);
+        case 'String':
+          values.push(str());
+          break;
+        case 'Int64':
+          values.push(Number(buf.readBigInt64LE(pos)));
+          pos += 8;
+          break;
+        case 'UInt64':
+          values.push(Number(buf.readBigUInt64LE(pos)));
+          pos += 8;
+          break;
+        case 'Float64':
+          values.push(buf.readDoubleLE(pos));
+          pos += 8;
+          break;
+        case 'UInt32':
+          values.push(buf.readUInt32LE(pos));
+          pos += 4;
+          break;
+        case 'UInt16':
+          values.push(buf.readUInt16LE(pos));
+          pos += 2;
+          break;
+        default:
+          throw new Error(`unexpected type ${type}`);
       }
     }
     data[name] = values;
@@ -76,10 +105,33 @@ function expectedRows(segments: readonly Segment[]): PointRow[] {
 describe('points rows as one Native block', () => {
   it('holds every point of every segment, with its partition, offset and row number', () => {
     const segments: Segment[] = [
-      { batch: batch('task-1', 'cpu:load', 1_700_000_000_123, [[1_700_000_000_000, 0.5], [1_700_000_060_000, -1.25], [1_700_000_060_000, -1.25]]), partition: 2, offset: 41 },
-      { batch: batch('task-2', 'température "intérieure" \\ 東京 😀', 1_700_000_000_999, [[-86_400_000, 1e-300], [0, -0], [8_640_000_000_000_000, 1.7976931348623157e308]]), partition: 65535, offset: 2 ** 53 - 1 },
+      {
+        batch: batch('task-1', 'cpu:load', 1_700_000_000_123, [
+          [1_700_000_000_000, 0.5],
+          [1_700_000_060_000, -1.25],
+          [1_700_000_060_000, -1.25],
+        ]),
+        partition: 2,
+        offset: 41,
+      },
+      {
+        batch: batch('task-2', 'température "intérieure" \\ 東京 😀', 1_700_000_000_999, [
+          [-86_400_000, 1e-300],
+          [0, -0],
+          [8_640_000_000_000_000, 1.7976931348623157e308],
+        ]),
+        partition: 65535,
+        offset: 2 ** 53 - 1,
+      },
       { batch: batch('task-3', 'empty', 5, []), partition: 0, offset: 7 },
-      { batch: batch('t', 'x\ty\nz', -1, [[-1, Number.MIN_VALUE], [-(2 ** 53) + 1, 0.1 + 0.2]]), partition: 1, offset: 0 },
+      {
+        batch: batch('t', 'x\ty\nz', -1, [
+          [-1, Number.MIN_VALUE],
+          [-(2 ** 53) + 1, 0.1 + 0.2],
+        ]),
+        partition: 1,
+        offset: 0,
+      },
     ];
     const { columns, rows } = decodeBlock(encodePointsBlock(segments));
     expect(columns).toEqual(POINT_COLUMNS.map(([n, t]) => [n, t]));
@@ -88,9 +140,23 @@ describe('points rows as one Native block', () => {
   });
 
   it('keeps duplicate timestamps and values of one upload as separate rows', () => {
-    const segments: Segment[] = [{ batch: batch('dup', 'm', 1, [[10, 1], [10, 1], [10, 1]]), partition: 0, offset: 3 }];
+    const segments: Segment[] = [
+      {
+        batch: batch('dup', 'm', 1, [
+          [10, 1],
+          [10, 1],
+          [10, 1],
+        ]),
+        partition: 0,
+        offset: 3,
+      },
+    ];
     const { rows } = decodeBlock(encodePointsBlock(segments));
-    expect(rows.map((r) => [r.ts, r.value, r.row_in_batch])).toEqual([[10, 1, 0], [10, 1, 1], [10, 1, 2]]);
+    expect(rows.map((r) => [r.ts, r.value, r.row_in_batch])).toEqual([
+      [10, 1, 0],
+      [10, 1, 1],
+      [10, 1, 2],
+    ]);
   });
 
   it('encodes large segments exactly (the repeated columns are filled by doubling copies)', () => {
@@ -105,17 +171,40 @@ describe('points rows as one Native block', () => {
   });
 
   it('names each point of a batch of several metrics by its index, beside batches of one', () => {
-    const several: PointBatch = { ...batch('task-m', '', 7, [[1, 1], [1, 2], [2, 3], [2, 4], [3, 5]]), names: ['cpu{host="a"}', 'mem', 'é'], name_index: [0, 1, 2, 0, 1] };
+    const several: PointBatch = {
+      ...batch('task-m', '', 7, [
+        [1, 1],
+        [1, 2],
+        [2, 3],
+        [2, 4],
+        [3, 5],
+      ]),
+      names: ['cpu{host="a"}', 'mem', 'é'],
+      name_index: [0, 1, 2, 0, 1],
+    };
     const segments: Segment[] = [
       { batch: batch('task-1', 'one', 1, [[5, 5]]), partition: 0, offset: 3 },
       { batch: several, partition: 0, offset: 4 },
-      { batch: batch('task-2', 'two', 2, [[6, 6], [7, 7]]), partition: 0, offset: 5 },
+      {
+        batch: batch('task-2', 'two', 2, [
+          [6, 6],
+          [7, 7],
+        ]),
+        partition: 0,
+        offset: 5,
+      },
     ];
     const { rows } = decodeBlock(encodePointsBlock(segments));
     expect(rows).toEqual(expectedRows(segments));
     expect(rows.map((r) => r.metric_name)).toEqual(['one', 'cpu{host="a"}', 'mem', 'é', 'cpu{host="a"}', 'mem', 'two', 'two']);
     // A stage's block leaves the names out entirely, as it does task and partition.
-    const staged = decodeBlock(encodePointsBlock(segments, undefined, STAGE_BLOCK_COLUMNS.filter((c) => c !== 'metric_name')));
+    const staged = decodeBlock(
+      encodePointsBlock(
+        segments,
+        undefined,
+        STAGE_BLOCK_COLUMNS.filter((c) => c !== 'metric_name'),
+      ),
+    );
     expect(staged.rows.map((r) => r.ts)).toEqual([5, 1, 1, 2, 2, 3, 6, 7]);
   });
 
@@ -125,23 +214,37 @@ describe('points rows as one Native block', () => {
   });
 
   it('names the columns in the INSERT in block order', () => {
-    expect(INSERT_POINTS_SQL).toBe('INSERT INTO points (metric_name, ts, value, updated_at, task_id, kafka_partition, kafka_offset, row_in_batch) FORMAT Native');
+    expect(INSERT_POINTS_SQL).toBe(
+      'INSERT INTO points (metric_name, ts, value, updated_at, task_id, kafka_partition, kafka_offset, row_in_batch) FORMAT Native',
+    );
   });
 
   it("leaves a stage's task and partition out of its blocks and of its INSERT, and keeps every other column exact", () => {
     const segments: Segment[] = [
-      { batch: batch('task-1', 'cpu:load', 7, [[1_700_000_000_000, 0.5], [1_700_000_060_000, -1.25]]), partition: 2, offset: 41 },
+      {
+        batch: batch('task-1', 'cpu:load', 7, [
+          [1_700_000_000_000, 0.5],
+          [1_700_000_060_000, -1.25],
+        ]),
+        partition: 2,
+        offset: 41,
+      },
       { batch: batch('task-1', 'mem', 8, [[5, 6]]), partition: 2, offset: 42 },
     ];
     const { columns, rows } = decodeBlock(encodePointsBlock(segments, undefined, STAGE_BLOCK_COLUMNS));
     expect(columns.map(([name]) => name)).toEqual(['metric_name', 'ts', 'value', 'updated_at', 'kafka_offset', 'row_in_batch']);
     expect(rows).toEqual(expectedRows(segments).map(({ task_id: _t, kafka_partition: _p, ...rest }) => rest));
-    expect(insertPointsSql('points_stage_x', STAGE_BLOCK_COLUMNS)).toBe('INSERT INTO points_stage_x (metric_name, ts, value, updated_at, kafka_offset, row_in_batch) FORMAT Native');
+    expect(insertPointsSql('points_stage_x', STAGE_BLOCK_COLUMNS)).toBe(
+      'INSERT INTO points_stage_x (metric_name, ts, value, updated_at, kafka_offset, row_in_batch) FORMAT Native',
+    );
     expect(() => encodePointsBlock(segments, undefined, ['ts', 'metric_name'])).toThrow(/in their order/);
   });
 
   it('rejects a batch of several metrics whose indexes do not name one of them for every point', () => {
-    const base = batch('t', '', 1, [[1, 1], [2, 2]]);
+    const base = batch('t', '', 1, [
+      [1, 1],
+      [2, 2],
+    ]);
     expect(batchProblem({ ...base, names: ['a', 'b'], name_index: [0, 1] })).toBeNull();
     expect(batchProblem({ ...base, names: ['a', 'b'], name_index: [0] })).toMatch(/2 names and 1 name indexes for 2 points/);
     expect(batchProblem({ ...base, names: ['a', 'b'], name_index: [0, 2] })).toMatch(/index 2 is not one of its 2 names/);
@@ -159,7 +262,16 @@ describe('points rows as one Native block', () => {
 
 describe('a BlockBuffer', () => {
   const at = (offset: number, n: number): Segment[] => [
-    { batch: batch(`task-${offset}`, `m.${offset}`, offset, Array.from({ length: n }, (_, i): [number, number] => [i * 1000 + offset, i / 4])), partition: offset % 3, offset },
+    {
+      batch: batch(
+        `task-${offset}`,
+        `m.${offset}`,
+        offset,
+        Array.from({ length: n }, (_, i): [number, number] => [i * 1000 + offset, i / 4]),
+      ),
+      partition: offset % 3,
+      offset,
+    },
   ];
 
   it('encodes the same bytes as a block of its own, into one buffer again once the insert ended', () => {
@@ -202,16 +314,36 @@ describe('a BlockBuffer', () => {
 });
 
 describe('the insert token of a block', () => {
-  const at = (partition: number, offset: number, points: Array<[number, number]> = [[1, 1]]): Segment => ({ batch: batch('t', 'm', 1, points), partition, offset });
+  const at = (partition: number, offset: number, points: Array<[number, number]> = [[1, 1]]): Segment => ({
+    batch: batch('t', 'm', 1, points),
+    partition,
+    offset,
+  });
 
   it('names the table and, per partition in order, the first and last batch offset', () => {
     expect(insertToken('points', [at(2, 95), at(0, 120), at(0, 150), at(0, 180)])).toBe('points:0=120-180,2=95-95');
     expect(insertToken('points_g2', [at(0, 120), at(0, 180), at(2, 95)])).toBe('points_g2:0=120-180,2=95-95');
   });
 
-  it('is the same for a retried block, and another for equal points at other offsets (a user\'s duplicate upload)', () => {
-    const block = [at(1, 7, [[10, 1], [10, 1]]), at(1, 9, [[11, 2]])];
-    expect(insertToken('points', block)).toBe(insertToken('points', block.map((s) => ({ ...s }))));
-    expect(insertToken('points', block.map((s) => ({ ...s, offset: s.offset + 10 })))).not.toBe(insertToken('points', block));
+  it("is the same for a retried block, and another for equal points at other offsets (a user's duplicate upload)", () => {
+    const block = [
+      at(1, 7, [
+        [10, 1],
+        [10, 1],
+      ]),
+      at(1, 9, [[11, 2]]),
+    ];
+    expect(insertToken('points', block)).toBe(
+      insertToken(
+        'points',
+        block.map((s) => ({ ...s })),
+      ),
+    );
+    expect(
+      insertToken(
+        'points',
+        block.map((s) => ({ ...s, offset: s.offset + 10 })),
+      ),
+    ).not.toBe(insertToken('points', block));
   });
 });

@@ -113,10 +113,23 @@ export class Projection {
         const seal = { task_id: fact.task_id, partition, offset };
         if (fact.stage == null) return { kind: 'seal', seal };
         // At or below the position a staged seal is recorded: only its announcement, and the drop of its stage, may be missing.
-        if (this.inSink(partition, offset)) return ATTEMPT.test(fact.stage.attempt) ? { kind: 'seal', seal, leftStage: fact.stage.attempt } : { kind: 'seal', seal };
+        if (this.inSink(partition, offset))
+          return ATTEMPT.test(fact.stage.attempt) ? { kind: 'seal', seal, leftStage: fact.stage.attempt } : { kind: 'seal', seal };
         const { attempt, first_offset: firstOffset, batches } = fact.stage;
-        if (!ATTEMPT.test(attempt) || !Number.isSafeInteger(firstOffset) || firstOffset < 0 || firstOffset + batches > offset || !Number.isSafeInteger(batches) || batches < 1 || !Number.isSafeInteger(fact.points) || fact.points < 0) {
-          return { kind: 'reject', reason: `a staged seal that cannot be: attempt ${JSON.stringify(attempt)}, ${batches} batches from offset ${firstOffset}, ${fact.points} points, at offset ${offset}` };
+        if (
+          !ATTEMPT.test(attempt) ||
+          !Number.isSafeInteger(firstOffset) ||
+          firstOffset < 0 ||
+          firstOffset + batches > offset ||
+          !Number.isSafeInteger(batches) ||
+          batches < 1 ||
+          !Number.isSafeInteger(fact.points) ||
+          fact.points < 0
+        ) {
+          return {
+            kind: 'reject',
+            reason: `a staged seal that cannot be: attempt ${JSON.stringify(attempt)}, ${batches} batches from offset ${firstOffset}, ${fact.points} points, at offset ${offset}`,
+          };
         }
         return { kind: 'stagedSeal', seal: { ...seal, attempt, points: fact.points, batches, firstOffset } };
       }
@@ -188,13 +201,15 @@ export class Projection {
 
   /** Records that a staged share is in the sink at its seal's offset (the seal procedure is done). */
   sealed(seal: StagedSeal): void {
-    if (this.segments.some((s) => s.partition === seal.partition)) throw new Error(`staged seal ${seal.partition}/${seal.offset} with rows of its partition still buffered`);
+    if (this.segments.some((s) => s.partition === seal.partition))
+      throw new Error(`staged seal ${seal.partition}/${seal.offset} with rows of its partition still buffered`);
     if ((this.sinkMax.get(seal.partition) ?? -1) < seal.offset) this.sinkMax.set(seal.partition, seal.offset);
   }
 
   /** Records that a deletion is applied and recorded at its marker's offset (the buffer was flushed before it). */
   deleted(deletion: Deletion): void {
-    if (this.segments.some((s) => s.partition === deletion.partition)) throw new Error(`deletion ${deletion.partition}/${deletion.offset} with rows of its partition still buffered`);
+    if (this.segments.some((s) => s.partition === deletion.partition))
+      throw new Error(`deletion ${deletion.partition}/${deletion.offset} with rows of its partition still buffered`);
     if ((this.sinkMax.get(deletion.partition) ?? -1) < deletion.offset) this.sinkMax.set(deletion.partition, deletion.offset);
   }
 

@@ -91,7 +91,12 @@ describe('projector state', () => {
 
 describe('projector state: staged uploads', () => {
   const attempt = '0123456789abcdef';
-  const sealed = (stage: { attempt: string; first_offset: number; batches: number } | null, points = 30) => ({ type: 'UploadSealed' as const, task_id: 'a', points, stage });
+  const sealed = (stage: { attempt: string; first_offset: number; batches: number } | null, points = 30) => ({
+    type: 'UploadSealed' as const,
+    task_id: 'a',
+    points,
+    stage,
+  });
 
   it('never buffers a staged batch: after the position it waits for its seal, at or below it it is done; the header alone says the same', () => {
     const p = new Projection(10);
@@ -105,13 +110,18 @@ describe('projector state: staged uploads', () => {
     expect(p.decide(0, 7, { ...batch(2), stage: null })).toMatchObject({ kind: 'buffer' });
   });
 
-  it('a staged seal after the position is a share to move in; at or below it (recorded) only its announcement and its stage\'s drop are repeated', () => {
+  it("a staged seal after the position is a share to move in; at or below it (recorded) only its announcement and its stage's drop are repeated", () => {
     const p = new Projection(10);
     p.setSinkMax(1, 20);
     expect(p.decide(1, 40, sealed({ attempt, first_offset: 30, batches: 3 }))).toEqual({
-      kind: 'stagedSeal', seal: { task_id: 'a', partition: 1, offset: 40, attempt, points: 30, batches: 3, firstOffset: 30 },
+      kind: 'stagedSeal',
+      seal: { task_id: 'a', partition: 1, offset: 40, attempt, points: 30, batches: 3, firstOffset: 30 },
     });
-    expect(p.decide(1, 20, sealed({ attempt, first_offset: 10, batches: 3 }))).toEqual({ kind: 'seal', seal: { task_id: 'a', partition: 1, offset: 20 }, leftStage: attempt });
+    expect(p.decide(1, 20, sealed({ attempt, first_offset: 10, batches: 3 }))).toEqual({
+      kind: 'seal',
+      seal: { task_id: 'a', partition: 1, offset: 20 },
+      leftStage: attempt,
+    });
     expect(p.decide(1, 40, sealed(null))).toEqual({ kind: 'seal', seal: { task_id: 'a', partition: 1, offset: 40 } });
   });
 
@@ -125,11 +135,15 @@ describe('projector state: staged uploads', () => {
       [{ attempt: `${attempt}0`, first_offset: 30, batches: 3 }, 30],
       [{ attempt, first_offset: -1, batches: 3 }, 30],
       [{ attempt, first_offset: 30, batches: 3 }, -1],
-    ] as const) expect(p.decide(1, 40, sealed(stage, points)), JSON.stringify(stage)).toMatchObject({ kind: 'reject', reason: expect.stringMatching(/staged seal that cannot be/) });
+    ] as const)
+      expect(p.decide(1, 40, sealed(stage, points)), JSON.stringify(stage)).toMatchObject({
+        kind: 'reject',
+        reason: expect.stringMatching(/staged seal that cannot be/),
+      });
     expect(p.decide(1, 40, sealed({ attempt, first_offset: 37, batches: 3 }))).toMatchObject({ kind: 'stagedSeal' });
   });
 
-  it('a sealed share moves the position to its seal, never back, and only once the partition\'s rows before it are flushed', () => {
+  it("a sealed share moves the position to its seal, never back, and only once the partition's rows before it are flushed", () => {
     const p = new Projection(10);
     p.setSinkMax(1, 20);
     const share = { task_id: 'a', partition: 1, offset: 40, attempt, points: 30, batches: 3, firstOffset: 30 };
@@ -145,7 +159,7 @@ describe('projector state: staged uploads', () => {
   });
 });
 
-describe('a deletion\'s marker', () => {
+describe("a deletion's marker", () => {
   const marker = { type: 'PointsDeleted', task_id: 'd', metrics: ['m'], from_ms: 10, to_ms: 20 } as const;
 
   it('is applied above the position, announced only at or below it (applied and recorded before)', () => {
@@ -156,7 +170,7 @@ describe('a deletion\'s marker', () => {
     expect(p.decide(0, 8, { ...marker, from_ms: 30 })).toMatchObject({ kind: 'reject' });
   });
 
-  it('moves the position to its offset once applied, and only with its partition\'s rows flushed', () => {
+  it("moves the position to its offset once applied, and only with its partition's rows flushed", () => {
     const p = new Projection(10);
     p.setSinkMax(0, 5);
     p.add({ batch: batch(2), partition: 0, offset: 6 }, 0);

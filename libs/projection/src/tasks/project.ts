@@ -19,7 +19,8 @@ export type TaskProjection = {
 export async function projectTaskBatch(p: TaskProjection, partition: number, events: readonly PositionedEvent[], lastOffset: number): Promise<number> {
   // A command for a task not held may repeat one that finished: the read model says which.
   const unknown = p.live.commandsToCheck(events);
-  const finished = unknown.length === 0 ? new Set<string>() : await p.persist('asking the read model for finished tasks', () => p.readModel.finishedAmong(unknown));
+  const finished =
+    unknown.length === 0 ? new Set<string>() : await p.persist('asking the read model for finished tasks', () => p.readModel.finishedAmong(unknown));
   const changed = new Map<string, TaskRow>();
   for (const e of events) {
     const task = p.live.apply(e, finished);

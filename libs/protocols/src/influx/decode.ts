@@ -23,7 +23,15 @@ import { compileLimits, type ProtocolLimits } from '../limits.ts';
 export type InfluxPrecision = 'ns' | 'us' | 'ms' | 's' | 'm' | 'h';
 
 const PRECISIONS: Readonly<Record<string, InfluxPrecision>> = {
-  ns: 'ns', n: 'ns', us: 'us', u: 'us', 'µs': 'us', ms: 'ms', s: 's', m: 'm', h: 'h',
+  ns: 'ns',
+  n: 'ns',
+  us: 'us',
+  u: 'us',
+  µs: 'us',
+  ms: 'ms',
+  s: 's',
+  m: 'm',
+  h: 'h',
 };
 
 /** The precision a `precision` parameter names (null when it names none; absent means ns). */
@@ -113,7 +121,8 @@ function fieldValue(text: string, key: string): ParsedField {
     const digits = text.slice(0, -1);
     if (!INTEGER.test(digits)) throw new LineError(`field ${key}: invalid integer ${JSON.stringify(text)}`);
     const negative = digits.startsWith('-');
-    if (!atMost(digits.replace(/^[+-]/, ''), negative ? INT64_MIN_MAGNITUDE : INT64_MAX)) throw new LineError(`field ${key}: integer ${digits} is out of the range of a 64-bit integer`);
+    if (!atMost(digits.replace(/^[+-]/, ''), negative ? INT64_MIN_MAGNITUDE : INT64_MAX))
+      throw new LineError(`field ${key}: integer ${digits} is out of the range of a 64-bit integer`);
     return { key, kind: 'number', value: Number(digits) };
   }
   if (last === 117 /* u */) {
@@ -237,7 +246,11 @@ export function decodeInfluxLines(bytes: Uint8Array, options: InfluxOptions): De
       const ms = influxTimestampMs(parsed.timestamp, precision);
       if (ms === null) {
         collector.countSamples(parsed.fields.length);
-        collector.refusePoints(where, `invalid timestamp ${JSON.stringify(parsed.timestamp.slice(0, 40))}: an integer of ${precision} is expected`, parsed.fields.length);
+        collector.refusePoints(
+          where,
+          `invalid timestamp ${JSON.stringify(parsed.timestamp.slice(0, 40))}: an integer of ${precision} is expected`,
+          parsed.fields.length,
+        );
         continue;
       }
       timestampMs = ms;

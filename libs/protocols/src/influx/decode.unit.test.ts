@@ -2,18 +2,37 @@ import { describe, expect, it } from 'vitest';
 import { decodeInfluxLines, influxTimestampMs, parseInfluxPrecision } from './decode.ts';
 
 const NOW = 1_764_300_000_123;
-const decode = (text: string, options: Record<string, unknown> = {}) =>
-  decodeInfluxLines(Buffer.from(text), { receivedAtMs: NOW, ...options });
+const decode = (text: string, options: Record<string, unknown> = {}) => decodeInfluxLines(Buffer.from(text), { receivedAtMs: NOW, ...options });
 
 describe('decodeInfluxLines', () => {
   it('makes measurement_field{tags} series of every numeric field', () => {
-    const push = decode([
-      'cpu,host=h1,cpu=cpu-total usage_user=1.5,usage_system=2i 1764300000000000000',
-      'cpu,host=h1,cpu=cpu-total usage_user=2.5,usage_system=3u 1764300010000000000',
-    ].join('\n'));
+    const push = decode(
+      [
+        'cpu,host=h1,cpu=cpu-total usage_user=1.5,usage_system=2i 1764300000000000000',
+        'cpu,host=h1,cpu=cpu-total usage_user=2.5,usage_system=3u 1764300010000000000',
+      ].join('\n'),
+    );
     expect(push.series).toEqual([
-      { name: 'cpu_usage_user{cpu="cpu-total",host="h1"}', metric: 'cpu_usage_user', labels: [['cpu', 'cpu-total'], ['host', 'h1']], timestamps: [1_764_300_000_000, 1_764_300_010_000], values: [1.5, 2.5] },
-      { name: 'cpu_usage_system{cpu="cpu-total",host="h1"}', metric: 'cpu_usage_system', labels: [['cpu', 'cpu-total'], ['host', 'h1']], timestamps: [1_764_300_000_000, 1_764_300_010_000], values: [2, 3] },
+      {
+        name: 'cpu_usage_user{cpu="cpu-total",host="h1"}',
+        metric: 'cpu_usage_user',
+        labels: [
+          ['cpu', 'cpu-total'],
+          ['host', 'h1'],
+        ],
+        timestamps: [1_764_300_000_000, 1_764_300_010_000],
+        values: [1.5, 2.5],
+      },
+      {
+        name: 'cpu_usage_system{cpu="cpu-total",host="h1"}',
+        metric: 'cpu_usage_system',
+        labels: [
+          ['cpu', 'cpu-total'],
+          ['host', 'h1'],
+        ],
+        timestamps: [1_764_300_000_000, 1_764_300_010_000],
+        values: [2, 3],
+      },
     ]);
     expect(push.rejected).toEqual([]);
   });
@@ -38,18 +57,20 @@ describe('decodeInfluxLines', () => {
   });
 
   it('reports each bad line by number and reason and writes the good ones (partial write)', () => {
-    const push = decode([
-      'm v=1 1764300000000000000',
-      'm v=abc 1764300000000000000',
-      'm',
-      'm,t v=1',
-      'm v=1,w=2 notanumber',
-      'm v=1 1764300000000000000 extra',
-      'm v="unterminated',
-      ',t=1 v=1',
-      'm v=1e999',
-      'm v=1 1764300001000000000',
-    ].join('\n'));
+    const push = decode(
+      [
+        'm v=1 1764300000000000000',
+        'm v=abc 1764300000000000000',
+        'm',
+        'm,t v=1',
+        'm v=1,w=2 notanumber',
+        'm v=1 1764300000000000000 extra',
+        'm v="unterminated',
+        ',t=1 v=1',
+        'm v=1e999',
+        'm v=1 1764300001000000000',
+      ].join('\n'),
+    );
     expect(push.series[0]!.values).toEqual([1, 1]);
     expect(push.rejected).toEqual([
       { where: 'line 2', reason: 'field v: invalid value "abc"', points: 1 },
@@ -111,7 +132,19 @@ describe('influxTimestampMs', () => {
   });
 
   it('reads v1 and v2 precision names', () => {
-    expect(['n', 'ns', 'u', 'us', 'µs', 'ms', 's', 'm', 'h', undefined, 'd'].map((p) => parseInfluxPrecision(p))).toEqual(['ns', 'ns', 'us', 'us', 'us', 'ms', 's', 'm', 'h', 'ns', null]);
+    expect(['n', 'ns', 'u', 'us', 'µs', 'ms', 's', 'm', 'h', undefined, 'd'].map((p) => parseInfluxPrecision(p))).toEqual([
+      'ns',
+      'ns',
+      'us',
+      'us',
+      'us',
+      'ms',
+      's',
+      'm',
+      'h',
+      'ns',
+      null,
+    ]);
   });
 });
 
@@ -119,8 +152,12 @@ describe('integer fields', () => {
   it('accepts the 64-bit bounds and refuses past them', () => {
     const push = decode('m a=9223372036854775807i,b=-9223372036854775808i,c=18446744073709551615u 1', { precision: 'ms' });
     expect(push.rejected).toEqual([]);
-    expect(decode('m a=9223372036854775808i 1', { precision: 'ms' }).rejected[0]!.reason).toBe('field a: integer 9223372036854775808 is out of the range of a 64-bit integer');
-    expect(decode('m a=18446744073709551616u 1', { precision: 'ms' }).rejected[0]!.reason).toBe('field a: unsigned integer 18446744073709551616 is out of the range of a 64-bit unsigned integer');
+    expect(decode('m a=9223372036854775808i 1', { precision: 'ms' }).rejected[0]!.reason).toBe(
+      'field a: integer 9223372036854775808 is out of the range of a 64-bit integer',
+    );
+    expect(decode('m a=18446744073709551616u 1', { precision: 'ms' }).rejected[0]!.reason).toBe(
+      'field a: unsigned integer 18446744073709551616 is out of the range of a 64-bit unsigned integer',
+    );
     expect(decode('m a=-1u 1', { precision: 'ms' }).rejected[0]!.reason).toBe('field a: invalid unsigned integer "-1u"');
   });
 });

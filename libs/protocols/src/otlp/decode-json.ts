@@ -118,10 +118,12 @@ function anyValue(v: unknown, depth: number): AnyValue {
   if (a !== undefined) return { array: list(object(a, 'arrayValue'), 'values').map((x) => anyValue(x, depth + 1)) };
   const m = get(o, 'kvlistValue', 'kvlist_value');
   if (m !== undefined) {
-    return { map: list(object(m, 'kvlistValue'), 'values').map((kv) => {
-      const e = object(kv, 'a kvlistValue entry');
-      return [text(e, 'key'), anyValue(e.value, depth + 1)] as const;
-    }) };
+    return {
+      map: list(object(m, 'kvlistValue'), 'values').map((kv) => {
+        const e = object(kv, 'a kvlistValue entry');
+        return [text(e, 'key'), anyValue(e.value, depth + 1)] as const;
+      }),
+    };
   }
   const bytes = get(o, 'bytesValue', 'bytes_value');
   if (typeof bytes === 'string') return { bytes: Uint8Array.from(Buffer.from(bytes, 'base64')) };
@@ -170,7 +172,12 @@ function readMetric(m: Json, budget: ReadBudget, limits: ProtocolLimits): OtlpMe
     data = { kind: 'gauge', points: points(object(gauge, 'gauge')).map((p) => numberPoint(p, budget, limits)) };
   } else if (sum != null) {
     const o = object(sum, 'sum');
-    data = { kind: 'sum', monotonic: get(o, 'isMonotonic', 'is_monotonic') === true, temporality: temporality(o), points: points(o).map((p) => numberPoint(p, budget, limits)) };
+    data = {
+      kind: 'sum',
+      monotonic: get(o, 'isMonotonic', 'is_monotonic') === true,
+      temporality: temporality(o),
+      points: points(o).map((p) => numberPoint(p, budget, limits)),
+    };
   } else if (histogram != null) {
     const o = object(histogram, 'histogram');
     data = { kind: 'histogram', temporality: temporality(o), points: points(o).map((p) => histogramPoint(p, budget, limits)) };
@@ -233,4 +240,3 @@ function summaryPoint(p: Json, budget: ReadBudget, limits: ProtocolLimits): Summ
     }),
   };
 }
-

@@ -135,9 +135,15 @@ function readData(r: Reader, field: number, end: number, budget: ReadBudget, lim
         skipField(r, WIRE_BYTES);
         continue;
       }
-      points.push(within(r, end, (pointEnd) => (field === 9 ? readHistogramPoint(r, pointEnd, budget, limits)
-        : field === 11 ? readSummaryPoint(r, pointEnd, budget, limits)
-          : readNumberPoint(r, pointEnd, budget, limits))));
+      points.push(
+        within(r, end, (pointEnd) =>
+          field === 9
+            ? readHistogramPoint(r, pointEnd, budget, limits)
+            : field === 11
+              ? readSummaryPoint(r, pointEnd, budget, limits)
+              : readNumberPoint(r, pointEnd, budget, limits),
+        ),
+      );
     } else if (tag === ((2 << 3) | WIRE_VARINT) && field !== 5 && field !== 11) {
       const t = r.uint32();
       temporality = t === 1 || t === 2 ? t : 0;
@@ -146,11 +152,16 @@ function readData(r: Reader, field: number, end: number, budget: ReadBudget, lim
     } else skipField(r, tag & 7);
   }
   switch (field) {
-    case 5: return { kind: 'gauge', points: points as NumberPoint[] };
-    case 7: return { kind: 'sum', monotonic, temporality, points: points as NumberPoint[] };
-    case 9: return { kind: 'histogram', temporality, points: points as HistogramPoint[] };
-    case 10: return { kind: 'exponential_histogram', points: exponential };
-    default: return { kind: 'summary', points: points as SummaryPoint[] };
+    case 5:
+      return { kind: 'gauge', points: points as NumberPoint[] };
+    case 7:
+      return { kind: 'sum', monotonic, temporality, points: points as NumberPoint[] };
+    case 9:
+      return { kind: 'histogram', temporality, points: points as HistogramPoint[] };
+    case 10:
+      return { kind: 'exponential_histogram', points: exponential };
+    default:
+      return { kind: 'summary', points: points as SummaryPoint[] };
   }
 }
 
@@ -237,7 +248,8 @@ function readHistogramPoint(r: Reader, end: number, budget: ReadBudget, limits: 
     const field = tag >>> 3;
     if (readPointHead(r, tag, end, head, 9, 10, limits.maxLabels)) continue;
     if (tag === ((4 << 3) | WIRE_FIXED64)) count = readUint64(r);
-    else if (tag === ((5 << 3) | WIRE_FIXED64)) sum = r.double(); else if (field === 6) readRepeated64(r, tag, end, bucketCounts, budget, false);
+    else if (tag === ((5 << 3) | WIRE_FIXED64)) sum = r.double();
+    else if (field === 6) readRepeated64(r, tag, end, bucketCounts, budget, false);
     else if (field === 7) readRepeated64(r, tag, end, bounds, budget, true);
     else skipField(r, tag & 7);
   }
@@ -257,17 +269,19 @@ function readSummaryPoint(r: Reader, end: number, budget: ReadBudget, limits: Pr
     else if (tag === ((5 << 3) | WIRE_FIXED64)) sum = r.double();
     else if (tag === ((6 << 3) | WIRE_BYTES)) {
       budget.points(1);
-      quantiles.push(within(r, end, (qEnd) => {
-        let quantile = 0;
-        let value = 0;
-        while (r.pos < qEnd) {
-          const t = r.uint32();
-          if (t === ((1 << 3) | WIRE_FIXED64)) quantile = r.double();
-          else if (t === ((2 << 3) | WIRE_FIXED64)) value = r.double();
-          else skipField(r, t & 7);
-        }
-        return [quantile, value] as const;
-      }));
+      quantiles.push(
+        within(r, end, (qEnd) => {
+          let quantile = 0;
+          let value = 0;
+          while (r.pos < qEnd) {
+            const t = r.uint32();
+            if (t === ((1 << 3) | WIRE_FIXED64)) quantile = r.double();
+            else if (t === ((2 << 3) | WIRE_FIXED64)) value = r.double();
+            else skipField(r, t & 7);
+          }
+          return [quantile, value] as const;
+        }),
+      );
     } else skipField(r, tag & 7);
   }
   return { ...head, count, sum, quantiles };
@@ -284,14 +298,29 @@ function readAny(r: Reader, end: number, depth: number): AnyValue {
   while (r.pos < end) {
     const tag = r.uint32();
     switch (tag) {
-      case (1 << 3) | WIRE_BYTES: value = { string: r.string() }; break;
-      case (2 << 3) | WIRE_VARINT: value = { bool: r.bool() }; break;
-      case (3 << 3) | WIRE_VARINT: value = { int: String(r.int64()) }; break;
-      case (4 << 3) | WIRE_FIXED64: value = { double: r.double() }; break;
-      case (5 << 3) | WIRE_BYTES: value = { array: within(r, end, (listEnd) => readList(r, listEnd, depth, false) as AnyValue[]) }; break;
-      case (6 << 3) | WIRE_BYTES: value = { map: within(r, end, (listEnd) => readList(r, listEnd, depth, true) as Array<[string, AnyValue]>) }; break;
-      case (7 << 3) | WIRE_BYTES: value = { bytes: r.bytes() }; break;
-      default: skipField(r, tag & 7);
+      case (1 << 3) | WIRE_BYTES:
+        value = { string: r.string() };
+        break;
+      case (2 << 3) | WIRE_VARINT:
+        value = { bool: r.bool() };
+        break;
+      case (3 << 3) | WIRE_VARINT:
+        value = { int: String(r.int64()) };
+        break;
+      case (4 << 3) | WIRE_FIXED64:
+        value = { double: r.double() };
+        break;
+      case (5 << 3) | WIRE_BYTES:
+        value = { array: within(r, end, (listEnd) => readList(r, listEnd, depth, false) as AnyValue[]) };
+        break;
+      case (6 << 3) | WIRE_BYTES:
+        value = { map: within(r, end, (listEnd) => readList(r, listEnd, depth, true) as Array<[string, AnyValue]>) };
+        break;
+      case (7 << 3) | WIRE_BYTES:
+        value = { bytes: r.bytes() };
+        break;
+      default:
+        skipField(r, tag & 7);
     }
   }
   return value;

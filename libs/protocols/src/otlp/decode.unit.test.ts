@@ -28,19 +28,33 @@ const names = (push: ReturnType<typeof both>) => push.series.map((s) => [s.name,
 
 describe('decodeOtlpMetrics', () => {
   it('a gauge: its name with the unit, attributes and job/instance as labels', () => {
-    const push = both(request([{
-      name: 'process.memory.usage', unit: 'By',
-      gauge: { dataPoints: [{ attributes: [attr('memory.type', 'heap')], timeUnixNano: NS, asDouble: 1024.5 }] },
-    }]));
+    const push = both(
+      request([
+        {
+          name: 'process.memory.usage',
+          unit: 'By',
+          gauge: { dataPoints: [{ attributes: [attr('memory.type', 'heap')], timeUnixNano: NS, asDouble: 1024.5 }] },
+        },
+      ]),
+    );
     expect(names(push)).toEqual([['process_memory_usage_bytes{instance="pod-1",job="checkout",memory_type="heap"}', [MS], [1024.5]]]);
   });
 
   it('a monotonic cumulative sum ends in _total; a non-monotonic one does not; int values', () => {
-    const push = both(request([
-      { name: 'http.server.requests', unit: '{request}', sum: { aggregationTemporality: 2, isMonotonic: true, dataPoints: [{ timeUnixNano: NS, asInt: '42' }] } },
-      { name: 'queue.depth', unit: '1', sum: { aggregationTemporality: 2, isMonotonic: false, dataPoints: [{ timeUnixNano: NS, asInt: 7 }] } },
-      { name: 'cpu.utilization', unit: '1', gauge: { dataPoints: [{ timeUnixNano: NS, asDouble: 0.25 }] } },
-    ], []));
+    const push = both(
+      request(
+        [
+          {
+            name: 'http.server.requests',
+            unit: '{request}',
+            sum: { aggregationTemporality: 2, isMonotonic: true, dataPoints: [{ timeUnixNano: NS, asInt: '42' }] },
+          },
+          { name: 'queue.depth', unit: '1', sum: { aggregationTemporality: 2, isMonotonic: false, dataPoints: [{ timeUnixNano: NS, asInt: 7 }] } },
+          { name: 'cpu.utilization', unit: '1', gauge: { dataPoints: [{ timeUnixNano: NS, asDouble: 0.25 }] } },
+        ],
+        [],
+      ),
+    );
     expect(names(push)).toEqual([
       ['http_server_requests_total', [MS], [42]],
       ['queue_depth', [MS], [7]],
@@ -49,15 +63,36 @@ describe('decodeOtlpMetrics', () => {
   });
 
   it('a delta sum is stored as sent, named without _total', () => {
-    const push = both(request([{ name: 'jobs.done', sum: { aggregationTemporality: 'AGGREGATION_TEMPORALITY_DELTA', isMonotonic: true, dataPoints: [{ timeUnixNano: NS, asInt: '3' }] } }], []));
+    const push = both(
+      request(
+        [
+          {
+            name: 'jobs.done',
+            sum: { aggregationTemporality: 'AGGREGATION_TEMPORALITY_DELTA', isMonotonic: true, dataPoints: [{ timeUnixNano: NS, asInt: '3' }] },
+          },
+        ],
+        [],
+      ),
+    );
     expect(names(push)).toEqual([['jobs_done', [MS], [3]]]);
   });
 
   it('a histogram: cumulative _bucket{le}, +Inf the count, _sum and _count', () => {
-    const push = both(request([{
-      name: 'http.server.duration', unit: 'ms',
-      histogram: { aggregationTemporality: 2, dataPoints: [{ timeUnixNano: NS, count: '6', sum: 123.5, bucketCounts: ['1', '2', '3'], explicitBounds: [0.0000001, 100] }] },
-    }], [attr('service.name', 'api'), attr('service.namespace', 'shop')]));
+    const push = both(
+      request(
+        [
+          {
+            name: 'http.server.duration',
+            unit: 'ms',
+            histogram: {
+              aggregationTemporality: 2,
+              dataPoints: [{ timeUnixNano: NS, count: '6', sum: 123.5, bucketCounts: ['1', '2', '3'], explicitBounds: [0.0000001, 100] }],
+            },
+          },
+        ],
+        [attr('service.name', 'api'), attr('service.namespace', 'shop')],
+      ),
+    );
     expect(names(push)).toEqual([
       ['http_server_duration_milliseconds_bucket{job="shop/api",le="0.0000001"}', [MS], [1]],
       ['http_server_duration_milliseconds_bucket{job="shop/api",le="100"}', [MS], [3]],
@@ -68,10 +103,30 @@ describe('decodeOtlpMetrics', () => {
   });
 
   it('a summary: quantile series, _sum and _count', () => {
-    const push = both(request([{
-      name: 'rpc.latency', unit: 's',
-      summary: { dataPoints: [{ timeUnixNano: NS, count: '10', sum: 2.5, quantileValues: [{ quantile: 0.5, value: 0.2 }, { quantile: 0.99, value: 0.9 }] }] },
-    }], []));
+    const push = both(
+      request(
+        [
+          {
+            name: 'rpc.latency',
+            unit: 's',
+            summary: {
+              dataPoints: [
+                {
+                  timeUnixNano: NS,
+                  count: '10',
+                  sum: 2.5,
+                  quantileValues: [
+                    { quantile: 0.5, value: 0.2 },
+                    { quantile: 0.99, value: 0.9 },
+                  ],
+                },
+              ],
+            },
+          },
+        ],
+        [],
+      ),
+    );
     expect(names(push)).toEqual([
       ['rpc_latency_seconds{quantile="0.5"}', [MS], [0.2]],
       ['rpc_latency_seconds{quantile="0.99"}', [MS], [0.9]],
@@ -81,12 +136,33 @@ describe('decodeOtlpMetrics', () => {
   });
 
   it('sanitises attribute names and writes non-string values as text', () => {
-    const push = both(request([{
-      name: 'm', gauge: { dataPoints: [{
-        timeUnixNano: NS, asDouble: 1,
-        attributes: [attr('http.status_code', { intValue: '200' }), attr('ok', { boolValue: true }), attr('ratio', { doubleValue: 0.5 }), attr('2xx', 'yes'), attr('a.b', '1'), attr('a_b', '2'), attr('tags', { arrayValue: { values: [{ stringValue: 'x' }, { intValue: '1' }] } })],
-      }] },
-    }], []));
+    const push = both(
+      request(
+        [
+          {
+            name: 'm',
+            gauge: {
+              dataPoints: [
+                {
+                  timeUnixNano: NS,
+                  asDouble: 1,
+                  attributes: [
+                    attr('http.status_code', { intValue: '200' }),
+                    attr('ok', { boolValue: true }),
+                    attr('ratio', { doubleValue: 0.5 }),
+                    attr('2xx', 'yes'),
+                    attr('a.b', '1'),
+                    attr('a_b', '2'),
+                    attr('tags', { arrayValue: { values: [{ stringValue: 'x' }, { intValue: '1' }] } }),
+                  ],
+                },
+              ],
+            },
+          },
+        ],
+        [],
+      ),
+    );
     expect(push.series[0]!.name).toBe('m{a_b="1;2",http_status_code="200",key_2xx="yes",ok="true",ratio="0.5",tags="[\\"x\\",1]"}');
   });
 
@@ -96,11 +172,34 @@ describe('decodeOtlpMetrics', () => {
   });
 
   it('drops points with no recorded value, refuses exponential histograms, unspecified temporality and bad values', () => {
-    const push = both(request([
-      { name: 'g', gauge: { dataPoints: [{ timeUnixNano: NS, asDouble: 1 }, { timeUnixNano: NS, asDouble: 0, flags: 1 }, { timeUnixNano: NS, asDouble: 'NaN' }] } },
-      { name: 'e', exponentialHistogram: { aggregationTemporality: 2, dataPoints: [{ timeUnixNano: NS, count: '1' }, { timeUnixNano: NS, count: '1' }] } },
-      { name: 's', sum: { aggregationTemporality: 0, isMonotonic: true, dataPoints: [{ timeUnixNano: NS, asInt: '1' }] } },
-    ], []));
+    const push = both(
+      request(
+        [
+          {
+            name: 'g',
+            gauge: {
+              dataPoints: [
+                { timeUnixNano: NS, asDouble: 1 },
+                { timeUnixNano: NS, asDouble: 0, flags: 1 },
+                { timeUnixNano: NS, asDouble: 'NaN' },
+              ],
+            },
+          },
+          {
+            name: 'e',
+            exponentialHistogram: {
+              aggregationTemporality: 2,
+              dataPoints: [
+                { timeUnixNano: NS, count: '1' },
+                { timeUnixNano: NS, count: '1' },
+              ],
+            },
+          },
+          { name: 's', sum: { aggregationTemporality: 0, isMonotonic: true, dataPoints: [{ timeUnixNano: NS, asInt: '1' }] } },
+        ],
+        [],
+      ),
+    );
     expect(names(push)).toEqual([['g', [MS], [1]]]);
     expect(push.dropped.staleMarkers).toBe(1);
     expect(push.rejected).toEqual([
@@ -110,18 +209,30 @@ describe('decodeOtlpMetrics', () => {
     ]);
     expect(otlpPartialSuccess(push)).toEqual({
       rejectedDataPoints: 4,
-      errorMessage: '4 data points refused: metric "g" data point 2: value NaN is not a finite number; metric "e": exponential histograms are not stored (configure the sender for explicit-bucket histograms); metric "s": aggregation temporality is unspecified',
+      errorMessage:
+        '4 data points refused: metric "g" data point 2: value NaN is not a finite number; metric "e": exponential histograms are not stored (configure the sender for explicit-bucket histograms); metric "s": aggregation temporality is unspecified',
     });
   });
 
   it('counts a histogram data point refused as one data point, its samples as samples', () => {
-    const push = both(request([{
-      name: 'h', histogram: { aggregationTemporality: 2, dataPoints: [
-        { timeUnixNano: NS, count: '2', sum: 1, bucketCounts: ['1', '1'], explicitBounds: [1] },
-        { timeUnixNano: NS, count: '2', sum: 'NaN', bucketCounts: ['1', '1'], explicitBounds: [1], attributes: [attr('k', 'v')] },
-        { timeUnixNano: NS, count: '2', bucketCounts: ['1'], explicitBounds: [1, 2], attributes: [attr('k', 'w')] },
-      ] },
-    }], []));
+    const push = both(
+      request(
+        [
+          {
+            name: 'h',
+            histogram: {
+              aggregationTemporality: 2,
+              dataPoints: [
+                { timeUnixNano: NS, count: '2', sum: 1, bucketCounts: ['1', '1'], explicitBounds: [1] },
+                { timeUnixNano: NS, count: '2', sum: 'NaN', bucketCounts: ['1', '1'], explicitBounds: [1], attributes: [attr('k', 'v')] },
+                { timeUnixNano: NS, count: '2', bucketCounts: ['1'], explicitBounds: [1, 2], attributes: [attr('k', 'w')] },
+              ],
+            },
+          },
+        ],
+        [],
+      ),
+    );
     expect(push.rejectedPoints).toBe(1 + 5);
     expect(push.rejectedDataPoints).toBe(2);
     expect(otlpPartialSuccess(push)!.rejectedDataPoints).toBe(2);
@@ -135,15 +246,30 @@ describe('decodeOtlpMetrics', () => {
   });
 
   it('refuses a request past the samples bound, counting histogram buckets', () => {
-    const json = request([{ name: 'h', histogram: { aggregationTemporality: 2, dataPoints: [{ timeUnixNano: NS, count: '1', bucketCounts: Array(100).fill('0'), explicitBounds: Array.from({ length: 99 }, (_, i) => i) }] } }], []);
+    const json = request(
+      [
+        {
+          name: 'h',
+          histogram: {
+            aggregationTemporality: 2,
+            dataPoints: [{ timeUnixNano: NS, count: '1', bucketCounts: Array(100).fill('0'), explicitBounds: Array.from({ length: 99 }, (_, i) => i) }],
+          },
+        },
+      ],
+      [],
+    );
     expect(() => decodeOtlpMetrics(toProtobuf(json), 'protobuf', { maxSamples: 50 })).toThrow(expect.objectContaining({ code: 'payload_too_large' }));
-    expect(() => decodeOtlpMetrics(Buffer.from(JSON.stringify(json)), 'json', { maxSamples: 50 })).toThrow(expect.objectContaining({ code: 'payload_too_large' }));
+    expect(() => decodeOtlpMetrics(Buffer.from(JSON.stringify(json)), 'json', { maxSamples: 50 })).toThrow(
+      expect.objectContaining({ code: 'payload_too_large' }),
+    );
   });
 
   it('refuses a body over the byte bound before reading it', () => {
     const json = request([{ name: 'm', gauge: { dataPoints: [{ timeUnixNano: NS, asDouble: 1 }] } }]);
     expect(() => decodeOtlpMetrics(toProtobuf(json), 'protobuf', { maxBytes: 16 })).toThrow(expect.objectContaining({ code: 'payload_too_large' }));
-    expect(() => decodeOtlpMetrics(Buffer.from(JSON.stringify(json)), 'json', { maxBytes: 16 })).toThrow(expect.objectContaining({ code: 'payload_too_large' }));
+    expect(() => decodeOtlpMetrics(Buffer.from(JSON.stringify(json)), 'json', { maxBytes: 16 })).toThrow(
+      expect.objectContaining({ code: 'payload_too_large' }),
+    );
   });
 
   it('refuses an attribute value nested past the depth bound', () => {
@@ -155,18 +281,30 @@ describe('decodeOtlpMetrics', () => {
   });
 
   it('refuses a huge repeated field of empty metrics by the series bound', () => {
-    const json = request(Array.from({ length: 2000 }, () => ({})), []);
+    const json = request(
+      Array.from({ length: 2000 }, () => ({})),
+      [],
+    );
     expect(() => decodeOtlpMetrics(toProtobuf(json), 'protobuf', { maxSeries: 1000 })).toThrow(expect.objectContaining({ code: 'payload_too_large' }));
   });
 
   it('refuses malformed bodies: a forged length, bad JSON, a wrong JSON type', () => {
     expect(() => decodeOtlpMetrics(Uint8Array.from([0x0a, 0xff, 0xff, 0x03, 0x12]), 'protobuf')).toThrow(expect.objectContaining({ code: 'validation' }));
     expect(() => decodeOtlpMetrics(Buffer.from('{"resourceMetrics": ['), 'json')).toThrow(expect.objectContaining({ code: 'validation' }));
-    expect(() => decodeOtlpMetrics(Buffer.from('{"resourceMetrics": {}}'), 'json')).toThrow(expect.objectContaining({ code: 'validation', message: 'resourceMetrics must be an array' }));
+    expect(() => decodeOtlpMetrics(Buffer.from('{"resourceMetrics": {}}'), 'json')).toThrow(
+      expect.objectContaining({ code: 'validation', message: 'resourceMetrics must be an array' }),
+    );
   });
 
   it('reads snake_case names as a proto3 JSON parser does', () => {
-    const push = decodeOtlpMetrics(Buffer.from(JSON.stringify({ resource_metrics: [{ scope_metrics: [{ metrics: [{ name: 'm', gauge: { data_points: [{ time_unix_nano: NS, as_double: 2 }] } }] }] }] })), 'json');
+    const push = decodeOtlpMetrics(
+      Buffer.from(
+        JSON.stringify({
+          resource_metrics: [{ scope_metrics: [{ metrics: [{ name: 'm', gauge: { data_points: [{ time_unix_nano: NS, as_double: 2 }] } }] }] }],
+        }),
+      ),
+      'json',
+    );
     expect(names(push)).toEqual([['m', [MS], [2]]]);
   });
 });
@@ -195,7 +333,15 @@ describe('otlpMetricName', () => {
 });
 
 describe('formatFloat', () => {
-  it.each<[number, string]>([[0.005, '0.005'], [1e-7, '0.0000001'], [1e21, '1000000000000000000000'], [-2.5e-8, '-0.000000025'], [1.5e22, '15000000000000000000000'], [Infinity, '+Inf'], [100, '100']])('%s is %s', (v, text) => {
+  it.each<[number, string]>([
+    [0.005, '0.005'],
+    [1e-7, '0.0000001'],
+    [1e21, '1000000000000000000000'],
+    [-2.5e-8, '-0.000000025'],
+    [1.5e22, '15000000000000000000000'],
+    [Infinity, '+Inf'],
+    [100, '100'],
+  ])('%s is %s', (v, text) => {
     expect(formatFloat(v)).toBe(text);
   });
 });

@@ -11,21 +11,52 @@
 export type OtlpNameKind = 'gauge' | 'monotonic_counter' | 'counter' | 'histogram' | 'summary';
 
 const UNITS: Readonly<Record<string, string>> = {
-  d: 'days', h: 'hours', min: 'minutes', s: 'seconds', ms: 'milliseconds', us: 'microseconds', ns: 'nanoseconds',
-  By: 'bytes', KiBy: 'kibibytes', MiBy: 'mebibytes', GiBy: 'gibibytes', TiBy: 'tibibytes',
-  KBy: 'kilobytes', MBy: 'megabytes', GBy: 'gigabytes', TBy: 'terabytes',
-  m: 'meters', V: 'volts', A: 'amperes', J: 'joules', W: 'watts', g: 'grams',
-  Cel: 'celsius', Hz: 'hertz', '1': '', '%': 'percent',
+  d: 'days',
+  h: 'hours',
+  min: 'minutes',
+  s: 'seconds',
+  ms: 'milliseconds',
+  us: 'microseconds',
+  ns: 'nanoseconds',
+  By: 'bytes',
+  KiBy: 'kibibytes',
+  MiBy: 'mebibytes',
+  GiBy: 'gibibytes',
+  TiBy: 'tibibytes',
+  KBy: 'kilobytes',
+  MBy: 'megabytes',
+  GBy: 'gigabytes',
+  TBy: 'terabytes',
+  m: 'meters',
+  V: 'volts',
+  A: 'amperes',
+  J: 'joules',
+  W: 'watts',
+  g: 'grams',
+  Cel: 'celsius',
+  Hz: 'hertz',
+  '1': '',
+  '%': 'percent',
 };
 
 const PER_UNITS: Readonly<Record<string, string>> = {
-  s: 'second', m: 'minute', h: 'hour', d: 'day', w: 'week', mo: 'month', y: 'year',
+  s: 'second',
+  m: 'minute',
+  h: 'hour',
+  d: 'day',
+  w: 'week',
+  mo: 'month',
+  y: 'year',
 };
 
 const words = (text: string): string[] => text.split(/[^A-Za-z0-9:]+/).filter((w) => w !== '');
 
 /** A unit word in the name's alphabet: other characters as `_`, runs of `_` as one, no leading `_`. */
-const cleanUnit = (unit: string): string => unit.replace(/[^A-Za-z0-9:]/g, '_').replace(/_+/g, '_').replace(/^_/, '');
+const cleanUnit = (unit: string): string =>
+  unit
+    .replace(/[^A-Za-z0-9:]/g, '_')
+    .replace(/_+/g, '_')
+    .replace(/^_/, '');
 
 /** The main and per parts of a unit as name words (`By/s` → ['bytes', 'per_second']). */
 export function unitSuffixes(unit: string): [main: string, per: string] {

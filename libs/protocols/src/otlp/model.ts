@@ -69,7 +69,8 @@ export class ReadBudget {
   }
 
   item(): void {
-    if (++this.items > this.limits.maxSeries) throw tooLarge(`more than ${this.limits.maxSeries} resources, scopes and metrics in one request: send fewer per request`);
+    if (++this.items > this.limits.maxSeries)
+      throw tooLarge(`more than ${this.limits.maxSeries} resources, scopes and metrics in one request: send fewer per request`);
   }
 
   points(n: number): void {

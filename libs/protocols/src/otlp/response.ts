@@ -8,7 +8,10 @@ export type OtlpPartialSuccess = { readonly rejectedDataPoints: number; readonly
  * its partial_success (rejected_data_points, error_message). OTLP/JSON writes int64 as a string.
  */
 export function otlpExportResponse(partial: OtlpPartialSuccess | null, format: 'protobuf' | 'json'): Uint8Array | string {
-  if (format === 'json') return JSON.stringify(partial === null ? {} : { partialSuccess: { rejectedDataPoints: String(partial.rejectedDataPoints), errorMessage: partial.errorMessage } });
+  if (format === 'json')
+    return JSON.stringify(
+      partial === null ? {} : { partialSuccess: { rejectedDataPoints: String(partial.rejectedDataPoints), errorMessage: partial.errorMessage } },
+    );
   const writer = protobuf.Writer.create();
   if (partial !== null) {
     writer.uint32((1 << 3) | 2).fork(); // partial_success

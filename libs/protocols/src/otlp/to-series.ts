@@ -23,9 +23,7 @@ export function otlpToSeries(resources: readonly OtlpResourceMetrics[], limits: 
   const collector = new SeriesCollector(limits);
   const refused = { dataPoints: 0 };
   for (const resource of resources) {
-    const job = resource.serviceNamespace !== '' && resource.serviceName !== ''
-      ? `${resource.serviceNamespace}/${resource.serviceName}`
-      : resource.serviceName;
+    const job = resource.serviceNamespace !== '' && resource.serviceName !== '' ? `${resource.serviceNamespace}/${resource.serviceName}` : resource.serviceName;
     const target: Label[] = [];
     if (job !== '') target.push(['job', job]);
     if (resource.serviceInstanceId !== '') target.push(['instance', resource.serviceInstanceId]);
@@ -50,11 +48,16 @@ function pointLabels(point: NumberPoint | HistogramPoint | SummaryPoint, target:
 
 function nameKind(metric: OtlpMetric): OtlpNameKind | null {
   switch (metric.data.kind) {
-    case 'gauge': return 'gauge';
-    case 'sum': return metric.data.monotonic && metric.data.temporality === 2 ? 'monotonic_counter' : 'counter';
-    case 'histogram': return 'histogram';
-    case 'summary': return 'summary';
-    default: return null;
+    case 'gauge':
+      return 'gauge';
+    case 'sum':
+      return metric.data.monotonic && metric.data.temporality === 2 ? 'monotonic_counter' : 'counter';
+    case 'histogram':
+      return 'histogram';
+    case 'summary':
+      return 'summary';
+    default:
+      return null;
   }
 }
 
@@ -86,8 +89,12 @@ function emitMetric(collector: SeriesCollector, metric: OtlpMetric, target: read
   for (let i = 0; i < points.length; i++) {
     const point = points[i]!;
     const refusedBefore = collector.refusedSoFar;
-    const samples = data.kind === 'histogram' ? (point as HistogramPoint).bounds.length + 2 + ((point as HistogramPoint).sum === null ? 0 : 1)
-      : data.kind === 'summary' ? (point as SummaryPoint).quantiles.length + 2 : 1;
+    const samples =
+      data.kind === 'histogram'
+        ? (point as HistogramPoint).bounds.length + 2 + ((point as HistogramPoint).sum === null ? 0 : 1)
+        : data.kind === 'summary'
+          ? (point as SummaryPoint).quantiles.length + 2
+          : 1;
     if (point.noValue) {
       for (let k = 0; k < samples; k++) collector.staleMarker();
       continue;
@@ -125,7 +132,11 @@ function write(collector: SeriesCollector, metric: string, labels: readonly Labe
 function emitHistogram(collector: SeriesCollector, name: string, labels: readonly Label[], point: HistogramPoint, where: string): void {
   const { bounds, bucketCounts } = point;
   if (bucketCounts.length !== 0 && bucketCounts.length !== bounds.length + 1) {
-    collector.refuseSeries(where, `has ${bucketCounts.length} bucket counts for ${bounds.length} bounds (there must be one more count than bounds)`, bounds.length + 3);
+    collector.refuseSeries(
+      where,
+      `has ${bucketCounts.length} bucket counts for ${bounds.length} bounds (there must be one more count than bounds)`,
+      bounds.length + 3,
+    );
     return;
   }
   // The buckets are cumulative in Prometheus: each counts every value up to its bound.
@@ -153,7 +164,10 @@ function emitSummary(collector: SeriesCollector, name: string, labels: readonly 
  */
 export function otlpPartialSuccess(push: OtlpDecodedPush): { rejectedDataPoints: number; errorMessage: string } | null {
   if (push.rejectedDataPoints === 0) return null;
-  const first = push.rejected.slice(0, 3).map((r) => `${r.where}: ${r.reason}`).join('; ');
+  const first = push.rejected
+    .slice(0, 3)
+    .map((r) => `${r.where}: ${r.reason}`)
+    .join('; ');
   const more = push.rejected.length > 3 || push.rejectedPoints > push.rejected.reduce((n, r) => n + r.points, 0) ? '; ...' : '';
   return { rejectedDataPoints: push.rejectedDataPoints, errorMessage: `${push.rejectedDataPoints} data points refused: ${first}${more}` };
 }

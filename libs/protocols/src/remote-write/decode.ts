@@ -260,7 +260,8 @@ export function decodeRemoteWriteV2(bytes: Uint8Array, options: Partial<Protocol
       for (let i = 0; i < refs.length; i += 2) {
         const name = symbols[refs[i]!];
         const value = symbols[refs[i + 1]!];
-        if (name === undefined || value === undefined) throw malformed(`a label refers to symbol ${name === undefined ? refs[i] : refs[i + 1]}, past the ${symbols.length} symbols`);
+        if (name === undefined || value === undefined)
+          throw malformed(`a label refers to symbol ${name === undefined ? refs[i] : refs[i + 1]}, past the ${symbols.length} symbols`);
         if (name === METRIC_LABEL) head.metric = value;
         else {
           head.labelCount++;

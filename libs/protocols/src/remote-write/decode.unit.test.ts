@@ -14,42 +14,74 @@ const v2 = protobuf.loadSync(fileURLToPath(new URL('./remote-write-v2.proto', im
 type Sample = [number, number] | { timestamp: number; value: number };
 type Series = { labels: Record<string, string>; samples: Sample[] };
 const encode = (series: Series[]): Uint8Array =>
-  v1.encode(v1.fromObject({
-    timeseries: series.map((s) => ({
-      labels: Object.entries(s.labels).map(([name, value]) => ({ name, value })),
-      samples: s.samples.map((p) => (Array.isArray(p) ? { timestamp: p[0], value: p[1] } : p)),
-    })),
-  })).finish();
+  v1
+    .encode(
+      v1.fromObject({
+        timeseries: series.map((s) => ({
+          labels: Object.entries(s.labels).map(([name, value]) => ({ name, value })),
+          samples: s.samples.map((p) => (Array.isArray(p) ? { timestamp: p[0], value: p[1] } : p)),
+        })),
+      }),
+    )
+    .finish();
 
 const STALE = new Float64Array(new BigUint64Array([0x7ff0000000000002n]).buffer)[0]!;
 const T = 1_764_300_000_000;
 
 describe('decodeRemoteWrite', () => {
   it('names each series canonically and keeps its samples as columns', () => {
-    const push = decodeRemoteWrite(encode([
-      { labels: { __name__: 'http_requests_total', job: 'api', code: '200' }, samples: [[T, 1], [T + 15_000, 2.5]] },
-      { labels: { __name__: 'up', instance: 'localhost:9100', job: 'node' }, samples: [[T, 1]] },
-    ]));
+    const push = decodeRemoteWrite(
+      encode([
+        {
+          labels: { __name__: 'http_requests_total', job: 'api', code: '200' },
+          samples: [
+            [T, 1],
+            [T + 15_000, 2.5],
+          ],
+        },
+        { labels: { __name__: 'up', instance: 'localhost:9100', job: 'node' }, samples: [[T, 1]] },
+      ]),
+    );
     expect(push.series).toEqual([
-      { name: 'http_requests_total{code="200",job="api"}', metric: 'http_requests_total', labels: [['code', '200'], ['job', 'api']], timestamps: [T, T + 15_000], values: [1, 2.5] },
-      { name: 'up{instance="localhost:9100",job="node"}', metric: 'up', labels: [['instance', 'localhost:9100'], ['job', 'node']], timestamps: [T], values: [1] },
+      {
+        name: 'http_requests_total{code="200",job="api"}',
+        metric: 'http_requests_total',
+        labels: [
+          ['code', '200'],
+          ['job', 'api'],
+        ],
+        timestamps: [T, T + 15_000],
+        values: [1, 2.5],
+      },
+      {
+        name: 'up{instance="localhost:9100",job="node"}',
+        metric: 'up',
+        labels: [
+          ['instance', 'localhost:9100'],
+          ['job', 'node'],
+        ],
+        timestamps: [T],
+        values: [1],
+      },
     ]);
     expect(push).toMatchObject({ rejected: [], rejectedPoints: 0, samples: 3, dropped: { staleMarkers: 0, stringFields: 0 } });
   });
 
   it('merges a series sent twice and keeps labels whatever their order on the wire', () => {
-    const push = decodeRemoteWrite(encode([
-      { labels: { b: '2', __name__: 'm', a: '1' }, samples: [[T, 1]] },
-      { labels: { __name__: 'm', a: '1', b: '2' }, samples: [[T + 1, 2]] },
-    ]));
+    const push = decodeRemoteWrite(
+      encode([
+        { labels: { b: '2', __name__: 'm', a: '1' }, samples: [[T, 1]] },
+        { labels: { __name__: 'm', a: '1', b: '2' }, samples: [[T + 1, 2]] },
+      ]),
+    );
     expect(push.series).toHaveLength(1);
     expect(push.series[0]).toMatchObject({ name: 'm{a="1",b="2"}', timestamps: [T, T + 1], values: [1, 2] });
   });
 
   it('drops stale markers and counts them; refuses other NaNs and infinities per point', () => {
-    const push = decodeRemoteWrite(encode([
-      { labels: { __name__: 'm' }, samples: [[T, 1], { timestamp: T + 1, value: STALE }, [T + 2, Number.NaN], [T + 3, Infinity]] },
-    ]));
+    const push = decodeRemoteWrite(
+      encode([{ labels: { __name__: 'm' }, samples: [[T, 1], { timestamp: T + 1, value: STALE }, [T + 2, Number.NaN], [T + 3, Infinity]] }]),
+    );
     expect(push.series[0]).toMatchObject({ timestamps: [T], values: [1] });
     expect(push.dropped.staleMarkers).toBe(1);
     expect(push.rejected).toEqual([
@@ -59,12 +91,20 @@ describe('decodeRemoteWrite', () => {
   });
 
   it('refuses a series without a name, with a bad label name or too long a name, and keeps the others', () => {
-    const push = decodeRemoteWrite(encode([
-      { labels: { job: 'x' }, samples: [[T, 1]] },
-      { labels: { __name__: 'm', 'a.b': 'x' }, samples: [[T, 1], [T + 1, 2]] },
-      { labels: { __name__: 'm', a: 'v'.repeat(250) }, samples: [[T, 1]] },
-      { labels: { __name__: 'ok' }, samples: [[T, 1]] },
-    ]));
+    const push = decodeRemoteWrite(
+      encode([
+        { labels: { job: 'x' }, samples: [[T, 1]] },
+        {
+          labels: { __name__: 'm', 'a.b': 'x' },
+          samples: [
+            [T, 1],
+            [T + 1, 2],
+          ],
+        },
+        { labels: { __name__: 'm', a: 'v'.repeat(250) }, samples: [[T, 1]] },
+        { labels: { __name__: 'ok' }, samples: [[T, 1]] },
+      ]),
+    );
     expect(push.series.map((s) => s.name)).toEqual(['ok']);
     expect(push.rejected.map((r) => [r.reason, r.points])).toEqual([
       ['the series has no __name__ label', 1],
@@ -76,14 +116,26 @@ describe('decodeRemoteWrite', () => {
   });
 
   it('refuses timestamps outside 1970 to 2105', () => {
-    const push = decodeRemoteWrite(encode([{ labels: { __name__: 'm' }, samples: [[-1, 1], [4_291_747_200_000, 1]] }]));
+    const push = decodeRemoteWrite(
+      encode([
+        {
+          labels: { __name__: 'm' },
+          samples: [
+            [-1, 1],
+            [4_291_747_200_000, 1],
+          ],
+        },
+      ]),
+    );
     expect(push.series).toEqual([]);
     expect(push.rejectedPoints).toBe(2);
   });
 
   it('refuses a whole request past the series or samples bound (413) and a forged length (400)', () => {
     const many = Array.from({ length: 11 }, (_, i) => ({ labels: { __name__: `m${i}` }, samples: [[T, 1]] as Sample[] }));
-    expect(() => decodeRemoteWrite(encode(many), { maxSeries: 10 })).toThrow(expect.objectContaining({ code: 'payload_too_large', message: 'more than 10 series in one request: send fewer per request' }));
+    expect(() => decodeRemoteWrite(encode(many), { maxSeries: 10 })).toThrow(
+      expect.objectContaining({ code: 'payload_too_large', message: 'more than 10 series in one request: send fewer per request' }),
+    );
     expect(() => decodeRemoteWrite(encode(many), { maxSamples: 10 })).toThrow(expect.objectContaining({ code: 'payload_too_large' }));
     const forged = Uint8Array.from([0x0a, 0xff, 0xff, 0xff, 0xff, 0x0f, 0x0a, 0x00]);
     expect(() => decodeRemoteWrite(forged)).toThrow(expect.objectContaining({ code: 'validation' }));
@@ -99,11 +151,14 @@ describe('decodeRemoteWrite', () => {
   });
 
   it('refuses label names and values past their length bounds', () => {
-    const push = decodeRemoteWrite(encode([
-      { labels: { __name__: 'm', ['n'.repeat(9)]: 'x' }, samples: [[T, 1]] },
-      { labels: { __name__: 'm', a: 'v'.repeat(9) }, samples: [[T, 1]] },
-      { labels: { __name__: 'm', ['n'.repeat(8)]: 'v'.repeat(8) }, samples: [[T, 1]] },
-    ]), { maxLabelNameLength: 8, maxLabelValueLength: 8 });
+    const push = decodeRemoteWrite(
+      encode([
+        { labels: { __name__: 'm', ['n'.repeat(9)]: 'x' }, samples: [[T, 1]] },
+        { labels: { __name__: 'm', a: 'v'.repeat(9) }, samples: [[T, 1]] },
+        { labels: { __name__: 'm', ['n'.repeat(8)]: 'v'.repeat(8) }, samples: [[T, 1]] },
+      ]),
+      { maxLabelNameLength: 8, maxLabelValueLength: 8 },
+    );
     expect(push.rejected.map((r) => r.reason)).toEqual([
       'label name "nnnnnnnnn"... is longer than 8 characters',
       'the value of label a is longer than 8 characters',
@@ -112,7 +167,9 @@ describe('decodeRemoteWrite', () => {
   });
 
   it('refuses an uncompressed body over the byte bound', () => {
-    expect(() => decodeRemoteWrite(encode([{ labels: { __name__: 'm' }, samples: [[T, 1]] }]), { maxBytes: 8 })).toThrow(expect.objectContaining({ code: 'payload_too_large' }));
+    expect(() => decodeRemoteWrite(encode([{ labels: { __name__: 'm' }, samples: [[T, 1]] }]), { maxBytes: 8 })).toThrow(
+      expect.objectContaining({ code: 'payload_too_large' }),
+    );
   });
 
   it('a huge repeated field of empty series is refused by the series bound, not held', () => {
@@ -172,7 +229,9 @@ describe('decodeRemoteWriteBody', () => {
   it('refuses a snappy bomb by its declared length before allocating', () => {
     // A preamble declaring 1 GiB and a few bytes of stream.
     const bomb = Uint8Array.from([0x80, 0x80, 0x80, 0x80, 0x04, 0x00, 0x61]);
-    expect(() => decodeRemoteWriteBody(bomb, '1.0')).toThrow(expect.objectContaining({ code: 'payload_too_large', message: 'the body declares 1073741824 bytes uncompressed, more than 8388608' }));
+    expect(() => decodeRemoteWriteBody(bomb, '1.0')).toThrow(
+      expect.objectContaining({ code: 'payload_too_large', message: 'the body declares 1073741824 bytes uncompressed, more than 8388608' }),
+    );
     const forged = Uint8Array.from([0x80, 0x80, 0x10, 0x00, 0x61]); // 256 KiB from 5 bytes
     expect(() => decodeRemoteWriteBody(forged, '1.0')).toThrow(expect.objectContaining({ code: 'validation' }));
   });
@@ -188,22 +247,45 @@ describe('decodeRemoteWriteBody', () => {
   });
 
   it('reads remote write 2.0 with its symbols table', () => {
-    const bytes = v2.encode(v2.fromObject({
-      symbols: ['', '__name__', 'http_requests_total', 'job', 'api', 'code', '200'],
-      timeseries: [
-        { labelsRefs: [1, 2, 5, 6, 3, 4], samples: [{ value: 3, timestamp: T }, { value: STALE, timestamp: T + 1 }] },
-      ],
-    })).finish();
+    const bytes = v2
+      .encode(
+        v2.fromObject({
+          symbols: ['', '__name__', 'http_requests_total', 'job', 'api', 'code', '200'],
+          timeseries: [
+            {
+              labelsRefs: [1, 2, 5, 6, 3, 4],
+              samples: [
+                { value: 3, timestamp: T },
+                { value: STALE, timestamp: T + 1 },
+              ],
+            },
+          ],
+        }),
+      )
+      .finish();
     const push = decodeRemoteWriteV2(bytes);
     expect(push.series).toEqual([
-      { name: 'http_requests_total{code="200",job="api"}', metric: 'http_requests_total', labels: [['code', '200'], ['job', 'api']], timestamps: [T], values: [3] },
+      {
+        name: 'http_requests_total{code="200",job="api"}',
+        metric: 'http_requests_total',
+        labels: [
+          ['code', '200'],
+          ['job', 'api'],
+        ],
+        timestamps: [T],
+        values: [3],
+      },
     ]);
     expect(push.dropped.staleMarkers).toBe(1);
     expect(decodeRemoteWriteBody(compress(Buffer.from(bytes)), '2.0').samples).toBe(1);
   });
 
   it('refuses a 2.0 label reference past the symbols', () => {
-    const bytes = v2.encode(v2.fromObject({ symbols: ['', '__name__', 'm'], timeseries: [{ labelsRefs: [1, 9], samples: [{ value: 1, timestamp: T }] }] })).finish();
-    expect(() => decodeRemoteWriteV2(bytes)).toThrow(expect.objectContaining({ code: 'validation', message: 'a label refers to symbol 9, past the 3 symbols' }));
+    const bytes = v2
+      .encode(v2.fromObject({ symbols: ['', '__name__', 'm'], timeseries: [{ labelsRefs: [1, 9], samples: [{ value: 1, timestamp: T }] }] }))
+      .finish();
+    expect(() => decodeRemoteWriteV2(bytes)).toThrow(
+      expect.objectContaining({ code: 'validation', message: 'a label refers to symbol 9, past the 3 symbols' }),
+    );
   });
 });

@@ -36,15 +36,16 @@ export const FILES_READ_MODEL: ReadModelKind = {
  */
 export async function verifyFiles(deps: Pick<ReplayDeps, 'clickhouse'>, rebuilt: FileTables, ends: Offsets): Promise<ReadModelVerification> {
   const compare = (key: string, value: string, live: string, copy: string) =>
-    `SELECT count() AS compared, countIf(r.rebuilt != l.value) AS differing FROM `
-    + `(SELECT ${key} AS k, ${value} AS value FROM (SELECT * FROM ${quoteIdentifier(live)} FINAL) WHERE ${inRange(ends)}) AS l `
-    + `ANY LEFT JOIN (SELECT ${key} AS k, ${value} AS rebuilt FROM ${quoteIdentifier(copy)} FINAL) AS r USING k`;
-  const query = `SELECT toString(sum(compared)) AS compared, toString(sum(differing)) AS differing FROM (`
-    + `${compare('file_id', `concat(state, '|', toString(deleted))`, LIVE_FILE_TABLES.files, rebuilt.files)} UNION ALL `
+    `SELECT count() AS compared, countIf(r.rebuilt != l.value) AS differing FROM ` +
+    `(SELECT ${key} AS k, ${value} AS value FROM (SELECT * FROM ${quoteIdentifier(live)} FINAL) WHERE ${inRange(ends)}) AS l ` +
+    `ANY LEFT JOIN (SELECT ${key} AS k, ${value} AS rebuilt FROM ${quoteIdentifier(copy)} FINAL) AS r USING k`;
+  const query =
+    `SELECT toString(sum(compared)) AS compared, toString(sum(differing)) AS differing FROM (` +
+    `${compare('file_id', `concat(state, '|', toString(deleted))`, LIVE_FILE_TABLES.files, rebuilt.files)} UNION ALL ` +
     // A row of someone who lost sight of a file is bookkeeping (which file state it carries, or
     // whether a grant given and revoked inside one batch left one, depends on the batches): it
     // compares as empty, as a row the other side lacks does.
-    + `${compare(`concat(user_name, '|', toString(seq))`, `if(access = '', '', concat(file_id, '|', access, '|', owner, '|', file_name, '|', name_lower, '|', description, '|', toString(size), '|', toString(created_at)))`, LIVE_FILE_TABLES.listing, rebuilt.listing)})`;
+    `${compare(`concat(user_name, '|', toString(seq))`, `if(access = '', '', concat(file_id, '|', access, '|', owner, '|', file_name, '|', name_lower, '|', description, '|', toString(size), '|', toString(created_at)))`, LIVE_FILE_TABLES.listing, rebuilt.listing)})`;
   const [row] = await (await deps.clickhouse.query({ query, format: 'JSONEachRow' })).json<{ compared: string; differing: string }>();
   const compared = Number(row?.compared ?? 0);
   const differing = Number(row?.differing ?? 0);

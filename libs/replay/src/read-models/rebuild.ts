@@ -109,7 +109,10 @@ export type ReadModelRebuildResult = {
  * re-reads its positions and fold from the new tables, before they come in.
  */
 export async function rebuildReadModel(
-  deps: ReplayDeps, kind: ReadModelKind, swap: ReadModelSwapMode, options: ReadModelRebuildOptions = {},
+  deps: ReplayDeps,
+  kind: ReadModelKind,
+  swap: ReadModelSwapMode,
+  options: ReadModelRebuildOptions = {},
 ): Promise<ReadModelRebuildResult> {
   const { onProgress, waitForLiveMs = 20_000 } = options;
   const started = performance.now();
@@ -125,10 +128,11 @@ export async function rebuildReadModel(
     await clickhouse.command({ query: `DROP TABLE IF EXISTS ${quoteIdentifier(kind.rebuilt[role]!)}` });
     await clickhouse.command({ query: `CREATE TABLE ${quoteIdentifier(kind.rebuilt[role]!)} AS ${quoteIdentifier(kind.live[role]!)}` });
   }
-  const persist: Persist = (what, attempt) => retry(attempt, {
-    ...RETRY_POLICIES.rebuildInsert,
-    onRetry: (error, n, delay) => deps.logger.warn({ err: error, attempt: n, retry_in_ms: delay }, `${what} failed; retrying`),
-  });
+  const persist: Persist = (what, attempt) =>
+    retry(attempt, {
+      ...RETRY_POLICIES.rebuildInsert,
+      onRetry: (error, n, delay) => deps.logger.warn({ err: error, attempt: n, retry_in_ms: delay }, `${what} failed; retrying`),
+    });
   const project = kind.start(deps, persist);
   let events = 0;
   let rows = 0;
@@ -176,7 +180,8 @@ export async function rebuildReadModel(
   const result = { name: kind.name, tables: kind.rebuilt, ms: 0, verification, ends: range, swapped: null, notSwapped: null };
   const done = (extra: Partial<ReadModelRebuildResult>): ReadModelRebuildResult => ({ ...result, events, rows, ...extra, ms: performance.now() - started });
   if (swap === 'never') return done({});
-  if (swap === 'if-verified' && !verification.verified) return done({ notSwapped: `verification failed: ${verification.differing} of ${verification.compared} live rows differ` });
+  if (swap === 'if-verified' && !verification.verified)
+    return done({ notSwapped: `verification failed: ${verification.differing} of ${verification.compared} live rows differ` });
 
   // A rebuild to the log's end may be ahead of a live projector that lags: give it time to pass.
   const reached = (theirs: ReadonlyMap<number, number>) => [...covered].every(([p, c]) => (theirs.get(p) ?? 0) >= c);
@@ -188,9 +193,13 @@ export async function rebuildReadModel(
   for (const role of roles) {
     await clickhouse.command({ query: `DROP TABLE IF EXISTS ${q(role, kind.retired)}` });
     await clickhouse.command({ query: `DROP TABLE IF EXISTS ${q(role, kind.frozen)}` });
-    await clickhouse.command({ query: `CREATE TABLE ${q(role, kind.frozen)} AS ${q(role, kind.live)} ENGINE = Merge('${database}', '^${kind.retired[role]!}$')` });
+    await clickhouse.command({
+      query: `CREATE TABLE ${q(role, kind.frozen)} AS ${q(role, kind.live)} ENGINE = Merge('${database}', '^${kind.retired[role]!}$')`,
+    });
   }
-  await clickhouse.command({ query: `RENAME TABLE ${roles.map((role) => `${q(role, kind.live)} TO ${q(role, kind.retired)}, ${q(role, kind.frozen)} TO ${q(role, kind.live)}`).join(', ')}` });
+  await clickhouse.command({
+    query: `RENAME TABLE ${roles.map((role) => `${q(role, kind.live)} TO ${q(role, kind.retired)}, ${q(role, kind.frozen)} TO ${q(role, kind.live)}`).join(', ')}`,
+  });
   const frozenAt = performance.now();
   let standInPlace = true;
   let nudged = false;
@@ -208,10 +217,11 @@ export async function rebuildReadModel(
       await nudgeGroup(deps.log, kind.groupId(deps), topic, deps.logger);
       nudged = true;
     }
-    await clickhouse.command({ query: `RENAME TABLE ${roles.flatMap((role) => [
-      ...(standInPlace ? [`${q(role, kind.live)} TO ${q(role, kind.frozen)}`] : []),
-      `${q(role, kind.rebuilt)} TO ${q(role, kind.live)}`,
-    ]).join(', ')}` });
+    await clickhouse.command({
+      query: `RENAME TABLE ${roles
+        .flatMap((role) => [...(standInPlace ? [`${q(role, kind.live)} TO ${q(role, kind.frozen)}`] : []), `${q(role, kind.rebuilt)} TO ${q(role, kind.live)}`])
+        .join(', ')}`,
+    });
   } catch (error) {
     await unfreezeReadModel(deps, kind, standInPlace).catch((e: unknown) => deps.logger.error({ err: e }, `could not put the live ${kind.name} tables back`));
     throw error;
@@ -231,7 +241,8 @@ async function unfreezeReadModel(deps: ReplayDeps, kind: ReadModelKind, standInP
   await deps.clickhouse.command({ query: `RENAME TABLE ${moves.join(', ')}` });
   const engines = await tableEngines(deps.clickhouse);
   for (const [name, engine] of engines) {
-    if (engine === 'Merge' && roles.some((role) => name.startsWith(kind.frozen[role]!))) await deps.clickhouse.command({ query: `DROP TABLE IF EXISTS ${quoteIdentifier(name)}` });
+    if (engine === 'Merge' && roles.some((role) => name.startsWith(kind.frozen[role]!)))
+      await deps.clickhouse.command({ query: `DROP TABLE IF EXISTS ${quoteIdentifier(name)}` });
   }
 }
 

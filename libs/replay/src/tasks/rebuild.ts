@@ -36,10 +36,11 @@ export const TASKS_READ_MODEL: ReadModelKind = {
 export async function verifyTasks(deps: Pick<ReplayDeps, 'clickhouse'>, rebuilt: TaskTables, ends: Offsets): Promise<ReadModelVerification> {
   const live = quoteIdentifier(LIVE_TASK_TABLES.tasks);
   const copy = quoteIdentifier(rebuilt.tasks);
-  const query = `SELECT toString(count()) AS compared, toString(countIf(r.rebuilt_state != l.state)) AS differing FROM `
+  const query =
+    `SELECT toString(count()) AS compared, toString(countIf(r.rebuilt_state != l.state)) AS differing FROM ` +
     // The range is applied after FINAL: a task's newest row decides whether it is compared.
-    + `(SELECT task_id, state FROM (SELECT task_id, state, kafka_partition, kafka_offset FROM ${live} FINAL) WHERE ${inRange(ends)}) AS l `
-    + `ANY LEFT JOIN (SELECT task_id, state AS rebuilt_state FROM ${copy} FINAL) AS r USING task_id`;
+    `(SELECT task_id, state FROM (SELECT task_id, state, kafka_partition, kafka_offset FROM ${live} FINAL) WHERE ${inRange(ends)}) AS l ` +
+    `ANY LEFT JOIN (SELECT task_id, state AS rebuilt_state FROM ${copy} FINAL) AS r USING task_id`;
   const [row] = await (await deps.clickhouse.query({ query, format: 'JSONEachRow' })).json<{ compared: string; differing: string }>();
   const compared = Number(row?.compared ?? 0);
   const differing = Number(row?.differing ?? 0);

@@ -10,10 +10,19 @@ type Accepted = { task_id: string; metrics: string[]; points_selected: number };
 
 /** meridian delete: POST /api/v1/metrics/delete, then wait until the points are gone. */
 export async function deleteCommand(args: string[], io: UserIo): Promise<number> {
-  const { values, positionals } = parseCommand('delete', args, {
-    metric: { type: 'string' }, pattern: { type: 'string' }, from: { type: 'string' }, to: { type: 'string' },
-    reason: { type: 'string' }, 'no-wait': { type: 'boolean' },
-  }, { metrics: 'metric' });
+  const { values, positionals } = parseCommand(
+    'delete',
+    args,
+    {
+      metric: { type: 'string' },
+      pattern: { type: 'string' },
+      from: { type: 'string' },
+      to: { type: 'string' },
+      reason: { type: 'string' },
+      'no-wait': { type: 'boolean' },
+    },
+    { metrics: 'metric' },
+  );
   const usage = (message: string) => new UserUsageError(message, 'delete');
   if (positionals.length > 0) throw usage(`delete takes no positional arguments: ${positionals.join(' ')}`);
   if (!values.metric) throw usage('delete needs --metric');
@@ -26,7 +35,13 @@ export async function deleteCommand(args: string[], io: UserIo): Promise<number>
     if (!resolved.ok) throw usage(`${flag} ${JSON.stringify(text)}: ${resolved.reason}`);
     return resolved.value;
   };
-  const body = { metrics: values.metric, pattern: values.pattern, start_date: time('--from', values.from), end_date: time('--to', values.to), reason: values.reason };
+  const body = {
+    metrics: values.metric,
+    pattern: values.pattern,
+    start_date: time('--from', values.from),
+    end_date: time('--to', values.to),
+    reason: values.reason,
+  };
   const client = await clientFor(values, io);
   let accepted: Accepted;
   try {
@@ -42,7 +57,11 @@ export async function deleteCommand(args: string[], io: UserIo): Promise<number>
   }
   const task = await waitForTask(client, accepted.task_id, io.settings.MERIDIAN_CLI_TASK_WAIT_SECONDS, () => undefined);
   if (values.json) print(io, JSON.stringify({ ...accepted, status: task.status, reason: task.reason }));
-  else if (task.status === 'succeeded') print(io, `deleted: ${accepted.points_selected} points of ${accepted.metrics.length} metrics (${accepted.metrics.slice(0, 5).join(', ')}${accepted.metrics.length > 5 ? ', …' : ''}); task ${accepted.task_id}`);
+  else if (task.status === 'succeeded')
+    print(
+      io,
+      `deleted: ${accepted.points_selected} points of ${accepted.metrics.length} metrics (${accepted.metrics.slice(0, 5).join(', ')}${accepted.metrics.length > 5 ? ', …' : ''}); task ${accepted.task_id}`,
+    );
   else io.stderr.write(`deletion ${accepted.task_id} failed: ${task.reason ?? 'no reason given'}\n`);
   return task.status === 'succeeded' ? 0 : 1;
 }

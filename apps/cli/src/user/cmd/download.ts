@@ -27,11 +27,23 @@ function timeOf(flag: string, text: string | undefined, now: number): string | u
 
 /** meridian download: every page into one file (or stdout). */
 export async function downloadCommand(args: string[], io: UserIo): Promise<number> {
-  const { values, positionals } = parseCommand('download', args, {
-    metric: { type: 'string' }, pattern: { type: 'string' }, from: { type: 'string' }, to: { type: 'string' },
-    format: { type: 'string' }, 'latest-only': { type: 'boolean' }, output: { type: 'string', short: 'o' },
-    force: { type: 'boolean' }, resume: { type: 'boolean' }, 'page-rows': { type: 'string' },
-  }, { metrics: 'metric' });
+  const { values, positionals } = parseCommand(
+    'download',
+    args,
+    {
+      metric: { type: 'string' },
+      pattern: { type: 'string' },
+      from: { type: 'string' },
+      to: { type: 'string' },
+      format: { type: 'string' },
+      'latest-only': { type: 'boolean' },
+      output: { type: 'string', short: 'o' },
+      force: { type: 'boolean' },
+      resume: { type: 'boolean' },
+      'page-rows': { type: 'string' },
+    },
+    { metrics: 'metric' },
+  );
   const usage = (message: string) => new UserUsageError(message, 'download');
   if (positionals.length > 0) throw usage(`download takes no positional arguments: ${positionals.join(' ')}`);
   if (!values.metric) throw usage('download needs --metric');
@@ -49,13 +61,25 @@ export async function downloadCommand(args: string[], io: UserIo): Promise<numbe
   const client = await clientFor(values, io);
   const progress = progressFor(io, values.json);
   try {
-    const summary = await download(client, {
-      query: { metrics: values.metric, pattern: values.pattern, start_date: from, end_date: to, format, latest_only: values['latest-only'] ?? false, typed: { from: values.from, to: values.to } },
-      output,
-      force: values.force ?? false,
-      resume: values.resume ?? false,
-      pageRows,
-    }, progress).catch((error: unknown) => rethrowIfInterrupted(io.signal, withFlagNames(error), downloadHint(output)));
+    const summary = await download(
+      client,
+      {
+        query: {
+          metrics: values.metric,
+          pattern: values.pattern,
+          start_date: from,
+          end_date: to,
+          format,
+          latest_only: values['latest-only'] ?? false,
+          typed: { from: values.from, to: values.to },
+        },
+        output,
+        force: values.force ?? false,
+        resume: values.resume ?? false,
+        pageRows,
+      },
+      progress,
+    ).catch((error: unknown) => rethrowIfInterrupted(io.signal, withFlagNames(error), downloadHint(output)));
     progress.stop();
     if (values.json) print(io, JSON.stringify(summary));
     else if (output !== null) io.stderr.write(`${output}: ${summary.rows} rows, ${summary.bytes} bytes, ${summary.pages} pages\n`);

@@ -39,6 +39,9 @@ export async function metrics(args: string[], io: UserIo): Promise<number> {
   }
   const width = Math.min(60, Math.max(...all.map((m) => m.metric_name.length)));
   const pointsWidth = Math.max(...all.map((m) => String(m.points).length));
-  print(io, all.map((m) => `${m.metric_name.padEnd(width)}  ${String(m.points).padStart(pointsWidth)} points  ${m.first_timestamp}  ${m.last_timestamp}`).join('\n'));
+  print(
+    io,
+    all.map((m) => `${m.metric_name.padEnd(width)}  ${String(m.points).padStart(pointsWidth)} points  ${m.first_timestamp}  ${m.last_timestamp}`).join('\n'),
+  );
   return 0;
 }

@@ -8,14 +8,21 @@ const selectorOptions = { prefix: { type: 'string' }, metric: { type: 'string' }
 
 /** --prefix P or --metric NAME: the rule's match and value. */
 function selectorOf(command: string, values: { prefix?: string; metric?: string }): { match: 'exact' | 'prefix'; value: string } {
-  if ((values.prefix === undefined) === (values.metric === undefined)) throw new UserUsageError(`${command} needs --prefix P or --metric NAME (one of them)`, command);
+  if ((values.prefix === undefined) === (values.metric === undefined))
+    throw new UserUsageError(`${command} needs --prefix P or --metric NAME (one of them)`, command);
   return values.prefix !== undefined ? { match: 'prefix', value: values.prefix } : { match: 'exact', value: values.metric! };
 }
 
 function show(io: UserIo, rules: readonly Rule[], json: boolean | undefined): void {
   if (json) print(io, JSON.stringify(rules));
   else if (rules.length === 0) print(io, 'no retention rules: every point is kept');
-  else print(io, rules.map((r) => `${r.match.padEnd(6)}  ${r.value}  keeps ${r.days >= 1 ? `${r.days} days` : `${r.keep_seconds} s`}  (set ${r.set_at} by ${r.set_by})`).join('\n'));
+  else
+    print(
+      io,
+      rules
+        .map((r) => `${r.match.padEnd(6)}  ${r.value}  keeps ${r.days >= 1 ? `${r.days} days` : `${r.keep_seconds} s`}  (set ${r.set_at} by ${r.set_by})`)
+        .join('\n'),
+    );
 }
 
 /** meridian retention ls | set | rm: the retention rules over GET/PUT/DELETE /api/v1/retention (an admin's key). */
@@ -32,11 +39,16 @@ export async function retention(args: string[], io: UserIo): Promise<number> {
       case 'set': {
         const { values } = parseCommand(command, rest, { ...selectorOptions, days: { type: 'string' }, seconds: { type: 'string' } });
         const selector = selectorOf(command, values);
-        if ((values.days === undefined) === (values.seconds === undefined)) throw new UserUsageError('retention set needs --days N or --seconds N (one of them)', command);
+        if ((values.days === undefined) === (values.seconds === undefined))
+          throw new UserUsageError('retention set needs --days N or --seconds N (one of them)', command);
         const keep = values.days !== undefined ? { days: Number(values.days) } : { seconds: Number(values.seconds) };
         if (!Object.values(keep).every((n) => Number.isFinite(n) && n > 0)) throw new UserUsageError('--days and --seconds are positive numbers', command);
         const client = await clientFor(values, io);
-        show(io, (await client.json<{ rules: Rule[] }>('/api/v1/retention', { method: 'PUT', idempotent: true, json: { ...selector, ...keep } })).rules, values.json);
+        show(
+          io,
+          (await client.json<{ rules: Rule[] }>('/api/v1/retention', { method: 'PUT', idempotent: true, json: { ...selector, ...keep } })).rules,
+          values.json,
+        );
         return 0;
       }
       case 'rm': {

@@ -12,13 +12,19 @@ const ended = (t: TaskView) => t.status === 'succeeded' || t.status === 'failed'
 
 function taskLine(t: TaskView): string {
   const { rows_done, rows_total } = t.progress;
-  return [t.task_id, t.kind.padEnd(15), t.status.padEnd(9), t.created_at, `${rows_done}${rows_total === null ? '' : `/${rows_total}`} rows`, t.reason ?? ''].join('  ').trimEnd();
+  return [t.task_id, t.kind.padEnd(15), t.status.padEnd(9), t.created_at, `${rows_done}${rows_total === null ? '' : `/${rows_total}`} rows`, t.reason ?? '']
+    .join('  ')
+    .trimEnd();
 }
 
 /** meridian tasks [TASK_ID]: a list (filtered), one task, --watch, or --wait for one task's end. */
 export async function tasks(args: string[], io: UserIo): Promise<number> {
   const { values, positionals } = parseCommand('tasks', args, {
-    watch: { type: 'boolean' }, wait: { type: 'boolean' }, limit: { type: 'string' }, status: { type: 'string' }, kind: { type: 'string' },
+    watch: { type: 'boolean' },
+    wait: { type: 'boolean' },
+    limit: { type: 'string' },
+    status: { type: 'string' },
+    kind: { type: 'string' },
   });
   const usage = (message: string) => new UserUsageError(message, 'tasks');
   if (positionals.length > 1) throw usage('tasks takes at most one task id');
@@ -46,9 +52,15 @@ export async function tasks(args: string[], io: UserIo): Promise<number> {
     show([task]);
     return result(task);
   }
-  const fetchOnce = async (): Promise<TaskView[]> => id
-    ? [await getTask(client, id)]
-    : (await client.json<{ tasks: TaskView[] }>('/api/v1/tasks', { idempotent: true, query: { limit: values.limit, status: values.status, kind: values.kind } })).tasks;
+  const fetchOnce = async (): Promise<TaskView[]> =>
+    id
+      ? [await getTask(client, id)]
+      : (
+          await client.json<{ tasks: TaskView[] }>('/api/v1/tasks', {
+            idempotent: true,
+            query: { limit: values.limit, status: values.status, kind: values.kind },
+          })
+        ).tasks;
   if (!values.watch) {
     show(await fetchOnce());
     return 0;

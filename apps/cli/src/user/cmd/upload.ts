@@ -17,7 +17,12 @@ function outcomeLine(o: UploadOutcome): string {
 
 /** meridian upload FILE... : checks every file before the first byte is sent, then uploads them. */
 export async function upload(args: string[], io: UserIo): Promise<number> {
-  const { values, positionals } = parseCommand('upload', args, { metric: { type: 'string' }, 'on-error': { type: 'string' }, 'no-wait': { type: 'boolean' } }, { metrics: 'metric' });
+  const { values, positionals } = parseCommand(
+    'upload',
+    args,
+    { metric: { type: 'string' }, 'on-error': { type: 'string' }, 'no-wait': { type: 'boolean' } },
+    { metrics: 'metric' },
+  );
   if (positionals.length === 0) throw new UserUsageError('upload needs at least one file', 'upload');
   const onError = values['on-error'] ?? 'fail';
   if (onError !== 'fail' && onError !== 'skip') throw new UserUsageError('--on-error is fail or skip', 'upload');
@@ -34,14 +39,19 @@ export async function upload(args: string[], io: UserIo): Promise<number> {
   const progress = progressFor(io, values.json);
   let outcomes: UploadOutcome[];
   try {
-    outcomes = await uploadFiles(client, positionals, {
-      metric: values.metric,
-      onError,
-      wait: !values['no-wait'],
-      concurrency: io.settings.MERIDIAN_CLI_UPLOADS_AT_ONCE,
-      taskWaitSeconds: io.settings.MERIDIAN_CLI_TASK_WAIT_SECONDS,
-      signal: io.signal,
-    }, progress);
+    outcomes = await uploadFiles(
+      client,
+      positionals,
+      {
+        metric: values.metric,
+        onError,
+        wait: !values['no-wait'],
+        concurrency: io.settings.MERIDIAN_CLI_UPLOADS_AT_ONCE,
+        taskWaitSeconds: io.settings.MERIDIAN_CLI_TASK_WAIT_SECONDS,
+        signal: io.signal,
+      },
+      progress,
+    );
   } catch (error) {
     if (io.signal?.aborted) throw new Interrupted(RESUME_HINT);
     throw error;
@@ -52,9 +62,11 @@ export async function upload(args: string[], io: UserIo): Promise<number> {
   if (values.json) print(io, JSON.stringify(outcomes, null, 2));
   else {
     for (const o of outcomes) print(io, outcomeLine(o));
-    for (const o of bad) if (o.errors.length > 0) io.stderr.write(`${o.file}: ${o.status === 'refused' ? 'refused' : 'row errors'}\n${rowErrorLines(o).join('\n')}\n`);
+    for (const o of bad)
+      if (o.errors.length > 0) io.stderr.write(`${o.file}: ${o.status === 'refused' ? 'refused' : 'row errors'}\n${rowErrorLines(o).join('\n')}\n`);
     // on_error=skip: the stored file still had rows rejected; show them too.
-    for (const o of outcomes) if (o.status === 'succeeded' && o.errors.length > 0) io.stderr.write(`${o.file}: rows rejected\n${rowErrorLines(o).join('\n')}\n`);
+    for (const o of outcomes)
+      if (o.status === 'succeeded' && o.errors.length > 0) io.stderr.write(`${o.file}: rows rejected\n${rowErrorLines(o).join('\n')}\n`);
   }
   return bad.length > 0 ? 1 : 0;
 }

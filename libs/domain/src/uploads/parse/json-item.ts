@@ -44,7 +44,15 @@ export function hasZeroValue(items: unknown): boolean {
  * One {timestamp, value} object (with metric_name too when perRowName). `name` is the metric
  * for an object without its own. Reports every problem of the object, in field order.
  */
-export function readJsonItem(out: UploadOutput, names: MetricNames, item: unknown, row: number, name: string | undefined, perRowName: boolean, underflow: boolean): void {
+export function readJsonItem(
+  out: UploadOutput,
+  names: MetricNames,
+  item: unknown,
+  row: number,
+  name: string | undefined,
+  perRowName: boolean,
+  underflow: boolean,
+): void {
   const allowed = perRowName ? 'timestamp, value, metric_name' : 'timestamp, value';
   if (!isObject(item)) {
     out.error(row, 'row', `must be an object with ${allowed}, not ${kindOf(item)}`);
