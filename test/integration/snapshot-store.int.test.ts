@@ -61,7 +61,7 @@ describe('snapshots in MinIO', () => {
   it("a start skips, with a warning, a snapshot that is damaged, of another version, or past the log's end, for the next older one", async () => {
     await store.put(3000, snapshotAt(3000, ['a', 'b', 'c'])); // past the end below
     await storage.client.putObject(storage.bucket, `_snapshots/${topic}/00000000000000002000.json.gz`, Buffer.from('not gzip'));
-    await store.put(1500, snapshotAt(1500, ['a', 'b']).replace('"version":1', '"version":99'));
+    await store.put(1500, snapshotAt(1500, ['a', 'b']).replace(`"version":${accountsCodec.version}`, '"version":99'));
     const found = await newestReadableSnapshot(store, accountsCodec, topic, new Map([[0, 2500]]), logger, 5000);
     expect(found?.position).toBe(1000);
     expect([...found!.state.users.keys()]).toEqual(['a']);
