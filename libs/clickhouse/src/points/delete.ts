@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { serverCapabilities, synchronousInsertSettings, type Capabilities } from '../capabilities.ts';
 import { quoteIdentifier, type ClickHouseClient } from '../client.ts';
 import { nameRuns } from '@meridian/domain';
@@ -104,10 +105,12 @@ async function catalogStorage(client: ClickHouseClient, catalog: string): Promis
 export async function applyDeletion(client: ClickHouseClient, targets: DeletionTargets, d: PointsDeletion): Promise<void> {
   const caps = await serverCapabilities(client);
   for (const metrics of nameRuns(d.metrics, SQL_NAME_BYTES)) await deleteRun(client, targets, { ...d, metrics }, caps);
+  // Named as a staged seal's record is: a swap's freeze waits for every write of a seal under way (replay's freezeLive).
   await client.insert({
     table: targets.seals,
     format: 'JSONEachRow',
     values: [{ kafka_partition: d.partition, seal_offset: d.offset, task_id: d.taskId, attempt: '' }],
+    query_id: `points-attach:${targets.points}:${randomUUID()}`,
   });
 }
 
