@@ -1,12 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  completeSeriesLabels,
-  createClickHouse,
-  ensureDatabase,
-  migrate,
-  readSamples,
-  seriesByLabels,
-} from '@meridian/clickhouse';
+import { completeSeriesLabels, createClickHouse, ensureDatabase, migrate, readSamples, seriesByLabels } from '@meridian/clickhouse';
 import { isolatedSettings } from '../support/settings.ts';
 
 /**

@@ -31,7 +31,13 @@ describe('PromQL samples', () => {
       const rows: unknown[] = [];
       await forEachBinaryRow(chunks, ['Int64', 'Float64'], (r) => rows.push(r));
       expect(rows, `chunks of ${cut}`).toEqual([
-        { id: 3, arrays: [[-5, 2 ** 53 - 1, 1_700_000_000_123], [Number.NaN, -0.5, Number.NEGATIVE_INFINITY]] },
+        {
+          id: 3,
+          arrays: [
+            [-5, 2 ** 53 - 1, 1_700_000_000_123],
+            [Number.NaN, -0.5, Number.NEGATIVE_INFINITY],
+          ],
+        },
         { id: 0, arrays: [[], []] },
       ]);
     }
@@ -47,7 +53,10 @@ describe('PromQL samples', () => {
     });
     expect(timeSorted([3, 4, 1, 3], [1, 2, 3, 4])).toEqual({ ts: [1, 3, 3, 4], vs: [3, 1, 4, 2], repeats: true });
     const ts = Array.from({ length: 1000 }, (_, i) => (i * 7919) % 1000);
-    const sorted = timeSorted(ts, ts.map((t) => t * 2));
+    const sorted = timeSorted(
+      ts,
+      ts.map((t) => t * 2),
+    );
     expect(sorted.ts).toEqual(Array.from({ length: 1000 }, (_, i) => i));
     expect(sorted.vs).toEqual(sorted.ts.map((t) => t * 2));
   });

@@ -54,11 +54,7 @@ export function timeSorted(ts: number[], vs: number[]): TimeSorted {
  * the greatest (updated_at, Kafka partition, offset, row in batch). For the few series where a
  * timestamp repeats (timeSorted says so), read again with their versions.
  */
-export function newestPerTimestamp(
-  ts: readonly number[],
-  vs: readonly number[],
-  versions: readonly (readonly number[])[],
-): { ts: number[]; vs: number[] } {
+export function newestPerTimestamp(ts: readonly number[], vs: readonly number[], versions: readonly (readonly number[])[]): { ts: number[]; vs: number[] } {
   const newerFirst = (i: number, j: number): number => {
     if (ts[i] !== ts[j]) return ts[i]! - ts[j]!;
     for (const v of versions) if (v[i] !== v[j]) return v[j]! - v[i]!;

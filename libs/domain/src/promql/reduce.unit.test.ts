@@ -40,7 +40,10 @@ describe('range functions reduced per series as the samples arrive', () => {
           const end = r.firstRefMs + k * stepMs;
           const lo = ts.findIndex((t) => t >= end - rangeMs);
           const hi = ts.findLastIndex((t) => t <= end);
-          const want = lo < 0 || hi < lo ? null : evalRangeFunction(func, { ts, vs, lo, hi }, { rangeStartMs: end - rangeMs, rangeEndMs: end, rangeSeconds: rangeMs / 1000 }, Number.NaN);
+          const want =
+            lo < 0 || hi < lo
+              ? null
+              : evalRangeFunction(func, { ts, vs, lo, hi }, { rangeStartMs: end - rangeMs, rangeEndMs: end, rangeSeconds: rangeMs / 1000 }, Number.NaN);
           expect(got.present[k], `${func} step ${k}`).toBe(want === null ? 0 : 1);
           if (want !== null) expect(got.values[k], `${func} step ${k}`).toBe(want);
         }
