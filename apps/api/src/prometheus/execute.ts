@@ -34,7 +34,7 @@ export type PromqlDeps = {
   readonly conn: ConnOptions;
   readonly catalog: MetricCatalog;
   readonly limits: PromqlLimits;
-  /** MERIDIAN_PROMQL_REDUCE_RATIO: when ClickHouse reduces the windows of the range functions it can. */
+  /** MERIDIAN_PROMQL_REDUCE_RATIO: when the range functions that can be are reduced per series as their samples arrive. */
   readonly reduceRatio: number;
   /** Largest form body of a POST (MERIDIAN_MAX_SMALL_JSON_BODY_BYTES). */
   readonly maxBodyBytes: number;
@@ -48,7 +48,8 @@ export type QueryTimes = { readonly startMs: number; readonly endMs: number; rea
 /**
  * One query's run: the readable series matched by each selector (in the api, against the
  * parsed catalog names), their samples read from ClickHouse (names as external data; the
- * window, the sparse steps and the deduplication there), then the evaluation. Every read is
+ * window and the sparse steps there; time order and deduplication here), reduced per series as
+ * they arrive where planned, then the evaluation. Every read is
  * bounded (samples, series), and the whole query by a deadline: past it, or when the client
  * goes away or the request times out, the ClickHouse queries are killed by their id prefix.
  */

@@ -13,15 +13,15 @@ export type SeriesData = { readonly labels: Labels; readonly ts: readonly number
 export type Fetched = ReadonlyMap<number, readonly SeriesData[]>;
 
 /**
- * A range function's value per step for one series, as reduced by the metric store (see
+ * A range function's value per step for one series, as reduced when its samples were read (see
  * SampleWindow.reduce): step k is the k-th evaluation time of the query.
  */
 export type StepValues = { readonly labels: Labels; readonly present: Uint8Array; readonly values: Float64Array };
 
 export type EvalOptions = {
-  /** The selectors whose function the store computed per step, by selector id. */
+  /** The selectors whose function was reduced per step, by selector id. */
   readonly reduced?: ReadonlyMap<number, readonly StepValues[]>;
-  /** The aggregations of such a function the store did too, per group, by the selector id of their range argument. */
+  /** The aggregations of such a function folded too, per group, by the selector id of their range argument. */
   readonly reducedAggregates?: ReadonlyMap<number, readonly StepValues[]>;
   /** How far back an instant selector looks for a series' latest sample (Prometheus' default: 5 minutes). */
   readonly lookbackMs: number;
@@ -163,7 +163,7 @@ class Evaluator {
     }
   }
 
-  /** The values the store computed for the step at t. */
+  /** The reduced values of the step at t. */
   private atStep(series: readonly StepValues[], t: number): Sample[] {
     const k = Math.round((t - this.startMs) / this.stepMs);
     const out: Sample[] = [];
@@ -484,7 +484,7 @@ export function evalRange(e: Expr, fetched: Fetched, startMs: number, endMs: num
 
 /**
  * The series of a query that is all one reduced function (rate(x[5m])) or one aggregation of it
- * (sum by (job) (rate(x[5m]))), with their answer's labels: the store's values already are the
+ * (sum by (job) (rate(x[5m]))), with their answer's labels: the reduced values already are the
  * answer at every step, so no step is evaluated. null otherwise, or when two series would share
  * their labels without the name (then each step is evaluated, and raises Prometheus' error where
  * both have a value).
