@@ -49,9 +49,7 @@ export {
 export { untilMutationsDone } from './server-work.ts';
 export { applyDeletion, deletionWhere, deleteRowsSql, hexString, LIVE_DELETION_TARGETS, type DeletionTargets, type PointsDeletion } from './points/delete.ts';
 export { parseSeries, readSeries, seriesFromRollupSql, seriesRollup, seriesSql, type SeriesColumns, type SeriesRequest } from './series.ts';
-export { parseSamples, readSamples, samplesSql, type SamplesRequest, type SeriesSamples } from './promql/samples.ts';
-export { parseWindowStats, readWindowStats, windowStatsSql, type WindowStatsRequest } from './promql/window-stats.ts';
-export { aggregatedSql, readAggregated, readWindowValues, windowValuesSql, type AggregatedRequest, type ValuesRequest } from './promql/aggregate-sql.ts';
+export { readSamples, samplesSql, streamSamples, type SamplesRequest, type SeriesSamples } from './promql/samples.ts';
 export { catalogFirsts, countOlder } from './points/retention.ts';
 export { readRollupPage, parseRollupRows, type RollupPage, type RollupRequest, type RollupRow } from './rollups/read.ts';
 export { bucketRange, dedupedBucketsSql, rollupPageSql, rollupStatesSql, ROLLUPS, type Resolution, type RollupCursor } from './rollups/sql.ts';
