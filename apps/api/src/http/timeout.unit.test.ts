@@ -83,8 +83,9 @@ beforeAll(async () => {
         auth: 'public',
         responses: {},
         handler: async (ctx) => {
-          // Extends before its first await, as the long-poll does when the task is at hand.
-          (ctx.state.extendTimeout as (ms: number) => void)(400);
+          // Extends before its first await, as the long-poll does when the task is at hand; it waits
+          // three times the 100 ms deadline and extends by far more, so a busy machine cannot make it late.
+          (ctx.state.extendTimeout as (ms: number) => void)(60_000);
           await sleep(300);
           ctx.body = { waited: true };
         },
