@@ -1,5 +1,5 @@
 import type { ConsumedMessage } from '@meridian/domain';
-import { refillStage, type Seal, type StagedSeal } from '@meridian/projection';
+import { refillStage, sealedShare, type Seal, type StagedSeal } from '@meridian/projection';
 import { randomBytes } from 'node:crypto';
 import { persist, stillOwned, type BatchContext, type ProjectorWork } from './batch-context.ts';
 import { failUpload, reject } from './reject.ts';
@@ -9,14 +9,7 @@ export async function sealStaged(work: ProjectorWork, ctx: BatchContext, seal: S
   const { logger, stages, projection, pointsCodec, groupId } = work;
   const { log, topics, settings } = work.ingest;
   const started = performance.now();
-  const share = {
-    partition: seal.partition,
-    sealOffset: seal.offset,
-    taskId: seal.task_id,
-    attempt: seal.attempt,
-    points: seal.points,
-    batches: seal.batches,
-  };
+  const share = sealedShare(seal);
   const refill = {
     log,
     codec: pointsCodec,

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { applyDeletion, createPointsStages, type PointsStages } from '@meridian/clickhouse';
 import type { PointsFact } from '@meridian/domain';
 import type { EventCodec } from '@meridian/events';
-import { refillStage, type Deletion, type Projection, type StagedSeal } from '@meridian/projection';
+import { refillStage, sealedShare, type Deletion, type Projection, type StagedSeal } from '@meridian/projection';
 import { retry, RETRY_POLICIES } from '@meridian/retry';
 import type { RebuildInput } from '../rebuild.ts';
 import type { RebuildCounts, RebuildWriter } from './writer.ts';
@@ -39,14 +39,7 @@ export function rebuildMarkers(
       ...(input.rollups ? { rollups: input.rollups } : {}),
     });
     const into = stages;
-    const share = {
-      partition: seal.partition,
-      sealOffset: seal.offset,
-      taskId: seal.task_id,
-      attempt: seal.attempt,
-      points: seal.points,
-      batches: seal.batches,
-    };
+    const share = sealedShare(seal);
     const refill = {
       log: input.log,
       codec,
