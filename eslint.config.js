@@ -1,4 +1,4 @@
-// ESLint for `make lint` (run by `make test` before the tests). Two jobs:
+// ESLint for `make lint` (run by `make test` before the tests). Three jobs:
 //  1. TypeScript correctness the compiler does not see: typescript-eslint's type-aware
 //     recommended set, with no-floating-promises (a promise nobody awaits loses its
 //     rejection) and consistent-type-imports.
@@ -7,6 +7,7 @@
 //     no import cycles; only the adapter libs speak to kafkajs, minio and
 //     @clickhouse/client; a workspace package imports only the workspace packages its
 //     package.json declares, by name (never by a relative path into another package).
+//  3. Small functions: none over 120 lines in the apps and libs.
 // Boundaries use eslint-plugin-import rather than dependency-cruiser: one tool, one pass and
 // one Node API (a unit test lints deliberate violations through it), and its rules resolve
 // each import (./eslint.resolver.cjs: as Node does), so a relative path cannot slip past them.
@@ -130,6 +131,15 @@ export default tseslint.config(
         },
       ],
     },
+  },
+  {
+    // No function over 120 lines in the apps and libs, so each has one job a reader can hold.
+    // Blank lines and comments are not counted: a comment saying why must never be what pushes
+    // a function over, nor a blank line between its steps. Test files are left out: a describe's
+    // callback is a list of cases, not a function with logic of its own.
+    files: ['apps/**/*.ts', 'libs/**/*.ts'],
+    ignores: ['**/*.test.ts'],
+    rules: { 'max-lines-per-function': ['error', { max: 120, skipBlankLines: true, skipComments: true, IIFEs: true }] },
   },
   {
     files: adapterLibs.map((dir) => `${dir}/**/*.ts`),

@@ -3,12 +3,10 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compileErrors, validate } from '@readme/openapi-parser';
 import { buildApi, createApp } from '@meridian/api';
-import { formatTimestamp, initialAccounts, initialTasks } from '@meridian/domain';
+import { formatTimestamp } from '@meridian/domain';
 import { createLogger } from '@meridian/observability';
 import { createPlatform } from '../support/platform.ts';
-import type { BlobStore } from '../../apps/api/src/blob-store.ts';
 import { createApiMetrics } from '../../apps/api/src/observability/metrics.ts';
-import { PerUserSlots } from '../../apps/api/src/http/per-user-slots.ts';
 import { bootstrapAdmin, createUser } from '../support/accounts.ts';
 import { call, startApi, type RunningApi } from '../support/api.ts';
 import { serve } from '../support/http.ts';
@@ -16,7 +14,7 @@ import { startWorker } from '../support/ingest.ts';
 import { isolatedSettings } from '../support/settings.ts';
 import { waitForTask } from '../support/tasks.ts';
 import { waitFor } from '../support/wait.ts';
-import { createCursorSeal } from '../../apps/api/src/http/cursor-seal.ts';
+import { inertApiDeps } from '../../apps/api/src/openapi/inert-deps.ts';
 
 // A small bucket so a burst is cheap to provoke: 20 at once, 5 per second after that.
 const settings = isolatedSettings({ MERIDIAN_RATE_LIMIT_PER_SECOND: '5', MERIDIAN_RATE_LIMIT_BURST: '20' });
@@ -246,44 +244,10 @@ describe('the contract', () => {
         throw failure;
       },
     });
+    // The inert dependencies the OpenAPI document is built on: only the /metrics route runs here.
     const app = createApp({
+      ...inertApiDeps(),
       logger,
-      probes: [],
-      readyTimeoutMs: 100,
-      smallJsonBodyBytes: 16384,
-      accounts: { state: initialAccounts(), ready: true, execute: async () => [] },
-      tasks: {
-        live: () => initialTasks(),
-        find: async () => undefined,
-        readModel: { list: async () => [] },
-        syncToEnd: async () => {},
-        cursors: createCursorSeal('contract'),
-        waits: { untilEnded: async () => {}, slots: new PerUserSlots(1, { setting: 'x', noun: 'x' }), maxSeconds: 0 },
-      },
-      uploads: {
-        storage: {} as BlobStore,
-        limits: { jsonBodyBytes: 1, uploadBytes: 1, pointsPerJsonUpload: 1 },
-        jsonChecker: {
-          check: async () => {
-            throw new Error('inert');
-          },
-        },
-        submit: {
-          producer: async () => {
-            throw new Error('inert');
-          },
-          codec: {
-            encode: () => Buffer.alloc(0),
-            decode: () => {
-              throw new Error('inert');
-            },
-          },
-          topic: 't',
-          ackTimeoutMs: 1,
-          find: async () => undefined,
-          applied: async () => {},
-        },
-      },
       metrics,
     });
     const served = await serve(app);

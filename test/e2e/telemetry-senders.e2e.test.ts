@@ -1,5 +1,5 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,6 +13,7 @@ import { formatTimestamp } from '@meridian/domain';
 import { bootstrapAdmin, createUser } from '../support/accounts.ts';
 import { startApi, type RunningApi } from '../support/api.ts';
 import { startWorker } from '../support/ingest.ts';
+import { spawnRemoteWriter } from '../support/prometheus.ts';
 import { isolatedSettings } from '../support/settings.ts';
 import { waitFor } from '../support/wait.ts';
 
@@ -208,33 +209,9 @@ describe("Debian's Prometheus remote-writes to the api", () => {
       await new Promise<void>((resolve) => target.listen(0, '127.0.0.1', resolve));
       const instance = `127.0.0.1:${(target.address() as { port: number }).port}`;
       const dir = mkdtempSync(join(tmpdir(), 'meridian-e2e-prometheus-'));
-      writeFileSync(
-        join(dir, 'prometheus.yml'),
-        [
-          'global:',
-          '  scrape_interval: 1s',
-          'scrape_configs:',
-          '  - job_name: e2e',
-          '    static_configs:',
-          `      - targets: ['${instance}']`,
-          'remote_write:',
-          `  - url: ${api.url}/api/v1/write`,
-          '    authorization:',
-          `      credentials: ${sender}`,
-          '    metadata_config:',
-          '      send: false',
-          '    queue_config:',
-          '      batch_send_deadline: 1s',
-          '',
-        ].join('\n'),
-      );
-      const child = spawn(
-        'prometheus',
-        [`--config.file=${join(dir, 'prometheus.yml')}`, `--storage.tsdb.path=${join(dir, 'data')}`, '--web.listen-address=127.0.0.1:0', '--log.level=warn'],
-        { stdio: ['ignore', 'ignore', 'pipe'] },
-      );
+      const child = spawnRemoteWriter(dir, { job: 'e2e', target: instance, writeUrl: `${api.url}/api/v1/write`, credentials: sender }, 'pipe');
       let stderr = '';
-      child.stderr.on('data', (d: Buffer) => {
+      child.stderr!.on('data', (d: Buffer) => {
         stderr += d.toString();
       });
       try {

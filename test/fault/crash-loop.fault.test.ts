@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { Partitioners, type PartitionMetadata } from 'kafkajs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { formatTimestamp } from '@meridian/domain';
 import { taskIdFor } from '../../apps/api/src/uploads/task-id.ts';
-import { bootstrapAdmin } from '../support/accounts.ts';
-import { call, startApi, type RunningApi } from '../support/api.ts';
+import { call } from '../support/api.ts';
 import { startApp, type AppProcess } from '../support/processes.ts';
+import { faultWorld } from '../support/fault-setup.ts';
 import { isolatedSettings } from '../support/settings.ts';
 import { waitForTask } from '../support/tasks.ts';
 import { waitFor } from '../support/wait.ts';
@@ -33,31 +33,19 @@ describe.each(['off', 'on'] as const)(`a command that stops the worker ${MAX_STA
     KAFKA_SESSION_TIMEOUT_MS: '6000',
     MERIDIAN_MAX_UPLOAD_BYTES: '200000000',
   });
-  let api: RunningApi;
-  let key: string;
-  const processes: AppProcess[] = [];
-
-  beforeAll(async () => {
-    api = await startApi(settings);
-    key = await bootstrapAdmin(settings);
-    await api.api.accounts.syncToEnd();
-  });
-  afterAll(async () => {
-    await Promise.all(processes.map((p) => p.stop('SIGKILL')));
-    await api?.close();
-  });
+  const world = faultWorld(settings);
 
   /** The tasks partition kafkajs's default partitioner gives a task id (the command's key). */
   const partitioner = Partitioners.DefaultPartitioner();
   const partitionMetadata = Array.from({ length: TASKS_PARTITIONS }, (_, i) => ({ partitionId: i, leader: 0 }) as PartitionMetadata);
-  const partitionOf = (taskId: string) => partitioner({ topic: api.platform.topics.tasks, partitionMetadata, message: { key: taskId, value: null } });
+  const partitionOf = (taskId: string) => partitioner({ topic: world.api.platform.topics.tasks, partitionMetadata, message: { key: taskId, value: null } });
 
   async function upload(body: Buffer, metric: string, idempotencyKey: string): Promise<string> {
     const form = new FormData();
     form.set('file', new Blob([body]), 'points.csv');
-    const res = await fetch(`${api.url}/api/v1/metrics_file_upload?metric_name=${metric}`, {
+    const res = await fetch(`${world.api.url}/api/v1/metrics_file_upload?metric_name=${metric}`, {
       method: 'POST',
-      headers: { Authorization: `Bearer ${key}`, 'Idempotency-Key': idempotencyKey },
+      headers: { Authorization: `Bearer ${world.key}`, 'Idempotency-Key': idempotencyKey },
       body: form,
     });
     expect(res.status).toBe(202);
@@ -66,7 +54,7 @@ describe.each(['off', 'on'] as const)(`a command that stops the worker ${MAX_STA
 
   /** What every ingest process said about commands: shown when the test fails. */
   const journal = () =>
-    processes
+    world.processes
       .map(
         (p, i) =>
           `process ${i + 1}:\n${p
@@ -110,14 +98,14 @@ describe.each(['off', 'on'] as const)(`a command that stops the worker ${MAX_STA
     let last: AppProcess;
     for (;;) {
       last = startApp('ingest', settings);
-      processes.push(last);
+      world.processes.push(last);
       const proc = last;
       const outcome = await waitFor(
         'a run of the bad upload to start, or its task to end',
         async () => {
           if (inRun(proc, bad)) return 'in a run' as const;
           if (proc.child.exitCode !== null) throw new Error(`ingest exited by itself:\n${proc.output()}`);
-          const { status } = (await call(`${api.url}/api/v1/tasks/${bad}`, key)).json as { status: string };
+          const { status } = (await call(`${world.api.url}/api/v1/tasks/${bad}`, world.key)).json as { status: string };
           return status === 'failed' || status === 'succeeded' ? ('ended' as const) : undefined;
         },
         120_000,
@@ -128,13 +116,13 @@ describe.each(['off', 'on'] as const)(`a command that stops the worker ${MAX_STA
       await proc.stop('SIGKILL');
       await new Promise((r) => (proc.child.stdout!.readableEnded ? r(null) : proc.child.stdout!.once('end', r)));
       if (inRun(proc, bad)) deaths++;
-      const task = await call(`${api.url}/api/v1/tasks/${bad}`, key);
-      expect(['queued', 'running'], `after kill ${processes.length}`).toContain(task.json.status); // killed in the run, not after it
+      const task = await call(`${world.api.url}/api/v1/tasks/${bad}`, world.key);
+      expect(['queued', 'running'], `after kill ${world.processes.length}`).toContain(task.json.status); // killed in the run, not after it
     }
     expect(deaths, journal()).toBe(MAX_STARTS);
-    const failed = await waitForTask(api.url, key, bad);
+    const failed = await waitForTask(world.api.url, world.key, bad);
     expect(failed, journal()).toMatchObject({ status: 'failed', reason: `processing stopped ${MAX_STARTS} times; the upload was not stored`, result: null });
-    expect((await waitForTask(api.url, key, good, 60_000)).status).toBe('succeeded');
+    expect((await waitForTask(world.api.url, world.key, good, 60_000)).status).toBe('succeeded');
     expect(last.child.exitCode).toBeNull();
     expect(hasStarted(last, good)).toBe(true);
     expect(hasStarted(last, bad)).toBe(false);
@@ -144,16 +132,19 @@ describe.each(['off', 'on'] as const)(`a command that stops the worker ${MAX_STA
       { source_partition: String(partition), reason: `processing stopped ${MAX_STARTS} times; the upload was not stored` },
     ]);
     // The dead letter is the command as it was read: its key and value byte-exact.
-    const at = { topic: api.platform.topics.tasks, partition, start: dead[0]!.source_offset, end: dead[0]!.source_offset + 1 };
+    const at = { topic: world.api.platform.topics.tasks, partition, start: dead[0]!.source_offset, end: dead[0]!.source_offset + 1 };
     let source: { key: Buffer | null; value: Buffer | null } | undefined;
-    for await (const batch of api.platform.log.readRanges([at], { groupId: `${settings.MERIDIAN_TOPIC_PREFIX}test-source-${randomUUID()}`, sequential: true }))
+    for await (const batch of world.api.platform.log.readRanges([at], {
+      groupId: `${settings.MERIDIAN_TOPIC_PREFIX}test-source-${randomUUID()}`,
+      sequential: true,
+    }))
       source ??= batch.messages[0];
     expect(source!.key?.toString()).toBe(bad);
     expect(dead[0]!.key?.equals(source!.key!), 'the key as read').toBe(true);
     expect(dead[0]!.value?.equals(source!.value!), 'the value as read').toBe(true);
 
-    const stored = await fetch(`${api.url}/api/v1/metrics/download?metrics=loop.&pattern=starts_with&max_rows=10`, {
-      headers: { Authorization: `Bearer ${key}` },
+    const stored = await fetch(`${world.api.url}/api/v1/metrics/download?metrics=loop.&pattern=starts_with&max_rows=10`, {
+      headers: { Authorization: `Bearer ${world.key}` },
     });
     expect((await stored.text()).split('\n').filter((l) => l.startsWith('loop.bad'))).toEqual([]);
     const stages = await fetch(
@@ -166,11 +157,11 @@ describe.each(['off', 'on'] as const)(`a command that stops the worker ${MAX_STA
 
   /** Every message in the dead-letter topic: where it came from, why, and its bytes. */
   async function deadLetters(prefix: string): Promise<DeadLetter[]> {
-    const consumer = api.platform.kafka.consumer({ groupId: `${prefix}test-dead-letters-${randomUUID()}` });
+    const consumer = world.api.platform.kafka.consumer({ groupId: `${prefix}test-dead-letters-${randomUUID()}` });
     const seen: DeadLetter[] = [];
     await consumer.connect();
     try {
-      await consumer.subscribe({ topic: api.platform.topics.deadLetter, fromBeginning: true });
+      await consumer.subscribe({ topic: world.api.platform.topics.deadLetter, fromBeginning: true });
       await consumer.run({
         eachMessage: async ({ message }) => {
           seen.push({

@@ -1,8 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { formatTimestamp } from '@meridian/domain';
-import { bootstrapAdmin } from '../support/accounts.ts';
-import { call, startApi, type RunningApi } from '../support/api.ts';
-import { startApp, type AppProcess } from '../support/processes.ts';
+import { call } from '../support/api.ts';
+import { startApp } from '../support/processes.ts';
+import { faultWorld } from '../support/fault-setup.ts';
 import { isolatedSettings } from '../support/settings.ts';
 import { waitForTask } from '../support/tasks.ts';
 import { waitFor } from '../support/wait.ts';
@@ -19,16 +19,14 @@ const T = (s: number) => Date.UTC(2024, 0, 1) + s * 1000;
  */
 describe('ingest killed with SIGKILL during deletions', () => {
   const settings = isolatedSettings({ KAFKA_SESSION_TIMEOUT_MS: '6000', MERIDIAN_RATE_LIMIT_PER_SECOND: '0' });
-  let api: RunningApi;
-  let key: string;
-  const processes: AppProcess[] = [];
+  const world = faultWorld(settings);
   const query = async (sql: string) =>
     (await (await fetch(`${settings.CLICKHOUSE_URL}/?database=${settings.CLICKHOUSE_DATABASE}&query=${encodeURIComponent(sql)}`)).text()).trim();
   const mutationsOf = async (table: string) =>
     Number(await query(`SELECT count() FROM system.mutations WHERE database = '${settings.CLICKHOUSE_DATABASE}' AND table = '${table}'`));
 
   async function upload(metric: string, seconds: readonly number[], value: (s: number) => number): Promise<string> {
-    const res = await call(`${api.url}/api/v1/metrics/upload`, key, {
+    const res = await call(`${world.api.url}/api/v1/metrics/upload`, world.key, {
       method: 'POST',
       body: { metric_name: metric, values: seconds.map((s) => ({ timestamp: formatTimestamp(T(s)), value: value(s) })) },
     });
@@ -36,7 +34,7 @@ describe('ingest killed with SIGKILL during deletions', () => {
     return res.json.task_id as string;
   }
   async function deletion(metrics: string[], from: number, to: number): Promise<string> {
-    const res = await call(`${api.url}/api/v1/metrics/delete`, key, {
+    const res = await call(`${world.api.url}/api/v1/metrics/delete`, world.key, {
       method: 'POST',
       body: { metrics, start_date: formatTimestamp(T(from)), end_date: formatTimestamp(T(to)), reason: 'fault test' },
     });
@@ -44,23 +42,13 @@ describe('ingest killed with SIGKILL during deletions', () => {
     return res.json.task_id as string;
   }
 
-  beforeAll(async () => {
-    api = await startApi(settings);
-    key = await bootstrapAdmin(settings);
-    await api.api.accounts.syncToEnd();
-  });
-  afterAll(async () => {
-    await Promise.all(processes.map((p) => p.stop('SIGKILL')));
-    await api?.close();
-  });
-
   it('ends with exactly the selected points gone, later points kept, the catalog equal to the points', async () => {
     const names = Array.from({ length: METRICS }, (_, m) => `dcrash_${m}`);
     const all = Array.from({ length: POINTS }, (_, s) => s);
     const tasks: string[] = [];
     for (const [m, name] of names.entries()) tasks.push(await upload(name, all, (s) => m * POINTS + s));
-    processes.push(startApp('ingest', settings));
-    for (const id of tasks) expect((await waitForTask(api.url, key, id, 120_000)).status).toBe('succeeded');
+    world.processes.push(startApp('ingest', settings));
+    for (const id of tasks) expect((await waitForTask(world.api.url, world.key, id, 120_000)).status).toBe('succeeded');
 
     // Each round: a deletion, a kill at one step of it, an upload into its range after it (kept), a restart.
     const rounds: Array<{ from: number; to: number; killAt: string }> = [
@@ -76,16 +64,16 @@ describe('ingest killed with SIGKILL during deletions', () => {
       deletions.push(await deletion(names, round.from, round.to));
       if (round.killAt === 'random') await new Promise((r) => setTimeout(r, Math.floor(Math.random() * 400)));
       else await waitFor(`a mutation of ${table}`, async () => ((await mutationsOf(table)) > before ? true : undefined), 60_000, 10);
-      await processes.at(-1)!.stop('SIGKILL');
+      await world.processes.at(-1)!.stop('SIGKILL');
       // Accepted after the deletion: kept, in its range.
       const s = round.from + 500;
       later.push(s);
       tasks.push(await upload(names[0]!, [s], () => -s));
-      processes.push(startApp('ingest', settings));
+      world.processes.push(startApp('ingest', settings));
       // The catalog lacks the metrics while their rows are written anew: the next round selects them once this one is done.
-      expect((await waitForTask(api.url, key, deletions.at(-1)!, 180_000)).status).toBe('succeeded');
+      expect((await waitForTask(world.api.url, world.key, deletions.at(-1)!, 180_000)).status).toBe('succeeded');
     }
-    for (const id of [...deletions, ...tasks]) expect((await waitForTask(api.url, key, id, 180_000)).status).toBe('succeeded');
+    for (const id of [...deletions, ...tasks]) expect((await waitForTask(world.api.url, world.key, id, 180_000)).status).toBe('succeeded');
 
     const kept = (m: number) => POINTS - 3000 + (m === 0 ? later.length : 0);
     expect(await query('SELECT metric_name, count() FROM points GROUP BY metric_name ORDER BY metric_name FORMAT TabSeparated')).toBe(

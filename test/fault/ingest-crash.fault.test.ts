@@ -1,8 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { formatTimestamp } from '@meridian/domain';
-import { bootstrapAdmin } from '../support/accounts.ts';
-import { startApi, type RunningApi } from '../support/api.ts';
-import { startApp, type AppProcess } from '../support/processes.ts';
+import { startApp } from '../support/processes.ts';
+import { faultWorld } from '../support/fault-setup.ts';
 import { isolatedSettings } from '../support/settings.ts';
 import { waitForTask } from '../support/tasks.ts';
 import { waitFor } from '../support/wait.ts';
@@ -33,27 +32,15 @@ describe.each(['off', 'on'] as const)(
       KAFKA_SESSION_TIMEOUT_MS: '6000',
       MERIDIAN_MAX_COMMAND_STARTS: String(KILLS + 1),
     });
-    let api: RunningApi;
-    let key: string;
-    const processes: AppProcess[] = [];
-
-    beforeAll(async () => {
-      api = await startApi(settings);
-      key = await bootstrapAdmin(settings);
-      await api.api.accounts.syncToEnd();
-    });
-    afterAll(async () => {
-      await Promise.all(processes.map((p) => p.stop('SIGKILL')));
-      await api?.close();
-    });
+    const world = faultWorld(settings);
 
     it('stores every accepted point exactly once', async () => {
       const taskIds: string[] = [];
       for (let u = 0; u < UPLOADS; u++) {
         const lines = Array.from({ length: POINTS_PER_UPLOAD }, (_, i) => `${formatTimestamp(Date.UTC(2024, 0, 1) + i * 1000)},${u * POINTS_PER_UPLOAD + i}`);
-        const res = await fetch(`${api.url}/api/v1/metrics_file_upload?metric_name=crash.${u}`, {
+        const res = await fetch(`${world.api.url}/api/v1/metrics_file_upload?metric_name=crash.${u}`, {
           method: 'POST',
-          headers: { Authorization: `Bearer ${key}` },
+          headers: { Authorization: `Bearer ${world.key}` },
           body: `${lines.join('\n')}\n`,
         });
         expect(res.status).toBe(202);
@@ -67,7 +54,7 @@ describe.each(['off', 'on'] as const)(
       let kills = 0;
       for (let k = 0; k < KILLS; k++) {
         const proc = startApp('ingest', settings);
-        processes.push(proc);
+        world.processes.push(proc);
         // Let it get into the work (consumer group joined, some rows written), then crash it.
         const before = await count();
         await waitFor(
@@ -83,8 +70,8 @@ describe.each(['off', 'on'] as const)(
       }
       expect(kills).toBeGreaterThanOrEqual(3);
       const last = startApp('ingest', settings);
-      processes.push(last);
-      for (const id of taskIds) expect((await waitForTask(api.url, key, id, 300_000)).status).toBe('succeeded');
+      world.processes.push(last);
+      for (const id of taskIds) expect((await waitForTask(world.api.url, world.key, id, 300_000)).status).toBe('succeeded');
 
       const query = async (sql: string) =>
         (await (await fetch(`${settings.CLICKHOUSE_URL}/?database=${settings.CLICKHOUSE_DATABASE}&query=${encodeURIComponent(sql)}`)).text()).trim();

@@ -79,3 +79,40 @@ export async function startPrometheus(openMetrics: string): Promise<RunningProme
     },
   };
 }
+
+/**
+ * Debian's prometheus (`prometheus` on PATH) scraping one target every second and remote-writing
+ * what it scrapes (no metadata, a batch at least every second), its configuration and TSDB in
+ * `dir`. Used by the e2e test of the real sender and by the recorder of its fixtures.
+ */
+export function spawnRemoteWriter(
+  dir: string,
+  o: { readonly job: string; readonly target: string; readonly writeUrl: string; readonly credentials: string },
+  stdio: 'pipe' | 'inherit',
+): ChildProcess {
+  writeFileSync(
+    join(dir, 'prometheus.yml'),
+    [
+      'global:',
+      '  scrape_interval: 1s',
+      'scrape_configs:',
+      `  - job_name: ${o.job}`,
+      '    static_configs:',
+      `      - targets: ['${o.target}']`,
+      'remote_write:',
+      `  - url: ${o.writeUrl}`,
+      '    authorization:',
+      `      credentials: ${o.credentials}`,
+      '    metadata_config:',
+      '      send: false',
+      '    queue_config:',
+      '      batch_send_deadline: 1s',
+      '',
+    ].join('\n'),
+  );
+  return spawn(
+    'prometheus',
+    [`--config.file=${join(dir, 'prometheus.yml')}`, `--storage.tsdb.path=${join(dir, 'data')}`, '--web.listen-address=127.0.0.1:0', '--log.level=warn'],
+    { stdio: ['ignore', stdio === 'pipe' ? 'ignore' : 'inherit', stdio] },
+  );
+}

@@ -89,3 +89,23 @@ describe('lint: boundaries', { timeout: 30_000 }, () => {
     expect(await rulesBroken('libs/clickhouse/src/x.ts', "import { DomainError } from '@meridian/domain';\nexport const e = DomainError;\n")).toEqual([]);
   });
 });
+
+/** A function of `statements` one-line statements, with `padding` comment and blank lines between them. */
+function functionOf(statements: number, padding = 0): string {
+  const body = Array.from({ length: statements }, (_, i) => `  n += ${i};${i < padding ? '\n  // why\n' : ''}`).join('\n');
+  return `export function f(): number {\n  let n = 0;\n${body}\n  return n;\n}\n`;
+}
+
+describe('lint: function length', { timeout: 30_000 }, () => {
+  // functionOf(n) spans n + 4 lines: its declaration, `let`, n statements, `return` and the brace.
+  it('a function over 120 lines in libs or apps fails; one of 120 passes', async () => {
+    expect(await rulesBroken('libs/domain/src/x.ts', functionOf(116))).toEqual([]);
+    expect(await rulesBroken('libs/domain/src/x.ts', functionOf(117))).toEqual(['max-lines-per-function']);
+    expect(await rulesBroken('apps/ingest/src/x.ts', functionOf(117))).toEqual(['max-lines-per-function']);
+  });
+
+  it("comments and blank lines do not count, nor do test files' describe callbacks", async () => {
+    expect(await rulesBroken('libs/domain/src/x.ts', functionOf(116, 50))).toEqual([]);
+    expect(await rulesBroken('libs/domain/src/x.unit.test.ts', functionOf(200))).toEqual([]);
+  });
+});

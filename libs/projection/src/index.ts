@@ -20,7 +20,7 @@ export {
   type Segment,
 } from './points/rows.ts';
 export { Projection, type Deletion, type Seal, type StagedSeal } from './points/state.ts';
-export { refillStage, stageHeader, type Omitted, type RefillDeps, type StageSink } from './points/refill.ts';
+export { refillStage, sealedShare, stageHeader, type Omitted, type RefillDeps, type StageSink } from './points/refill.ts';
 export { projectTaskBatch, type TaskProjection } from './tasks/project.ts';
 export { projectFileBatch, type FileProjection } from './files/project.ts';
 export { eventsAfter } from './events-after.ts';

@@ -82,50 +82,7 @@ export async function rebuildPoints(deps: ReplayDeps, options: RebuildPointsOpti
   const sealedOnly = options.to?.kind === 'time';
   const progress = (phase: string) => (options.onProgress ? { onProgress: (p: RebuildProgress) => options.onProgress!(phase, p) } : {});
 
-  if (options.database !== undefined) {
-    if (options.database === database) throw new Error('--database must name another database than the live one');
-    if (options.swap && options.swap !== 'never') throw new Error('a rebuild into another database is never swapped in');
-    await ensureDatabase({ ...deps.clickhouseOptions, database: options.database });
-    const target = createClickHouse({ ...deps.clickhouseOptions, database: options.database });
-    try {
-      await migrate(target);
-      if ((await countRows(target, LIVE_POINTS)) > 0) throw new Error(`${options.database}.points holds rows already: choose a new database`);
-      options.onPhase?.(`projecting into ${options.database}.points`);
-      const stats = await rebuildRange({
-        log,
-        topic: topics.points,
-        groupPrefix: deps.topicPrefix,
-        clickhouse: target,
-        table: LIVE_POINTS,
-        seals: LIVE_SEALS,
-        catalog: await liveCatalogData(target),
-        rollups: await liveRollupsData(target),
-        starts,
-        ends,
-        batchRows,
-        sealedOnly,
-        measureLag: false,
-        logger: deps.logger,
-        ...progress('rebuild'),
-        ...(options.signal ? { signal: options.signal } : {}),
-        ...(options.codec ? { codec: options.codec } : {}),
-      });
-      return {
-        generation: null,
-        database: options.database,
-        table: LIVE_POINTS,
-        starts: record_(starts),
-        ends: record_(ends),
-        copiedRows: 0,
-        stats,
-        verification: null,
-        swap: null,
-        notSwapped: null,
-      };
-    } finally {
-      await target.close();
-    }
-  }
+  if (options.database !== undefined) return rebuildIntoDatabase(deps, { ...options, database: options.database }, { starts, ends, batchRows, sealedOnly });
 
   const tables = await tableEngines(clickhouse);
   refuseReplicated(tables.get(LIVE_POINTS));
@@ -199,6 +156,62 @@ export async function rebuildPoints(deps: ReplayDeps, options: RebuildPointsOpti
     notSwapped = verification ? 'verification failed' : 'there is no live table to verify against (use --swap)';
   }
   return { generation: g, database, table, starts: record_(starts), ends: record_(ends), copiedRows, stats, verification, swap, notSwapped };
+}
+
+/** The range a rebuild projects, resolved from its bounds. */
+type ResolvedRange = { readonly starts: Offsets; readonly ends: Offsets; readonly batchRows: number; readonly sealedOnly: boolean };
+
+/** `--database`: projects into `points` of a separate database (a point-in-time copy), created with the migrations; never swapped in. */
+async function rebuildIntoDatabase(
+  deps: ReplayDeps,
+  options: RebuildPointsOptions & { readonly database: string },
+  { starts, ends, batchRows, sealedOnly }: ResolvedRange,
+): Promise<RebuildPointsResult> {
+  const { topics, log } = deps;
+  const database = deps.clickhouseOptions.database;
+  const progress = (phase: string) => (options.onProgress ? { onProgress: (p: RebuildProgress) => options.onProgress!(phase, p) } : {});
+  if (options.database === database) throw new Error('--database must name another database than the live one');
+  if (options.swap && options.swap !== 'never') throw new Error('a rebuild into another database is never swapped in');
+  await ensureDatabase({ ...deps.clickhouseOptions, database: options.database });
+  const target = createClickHouse({ ...deps.clickhouseOptions, database: options.database });
+  try {
+    await migrate(target);
+    if ((await countRows(target, LIVE_POINTS)) > 0) throw new Error(`${options.database}.points holds rows already: choose a new database`);
+    options.onPhase?.(`projecting into ${options.database}.points`);
+    const stats = await rebuildRange({
+      log,
+      topic: topics.points,
+      groupPrefix: deps.topicPrefix,
+      clickhouse: target,
+      table: LIVE_POINTS,
+      seals: LIVE_SEALS,
+      catalog: await liveCatalogData(target),
+      rollups: await liveRollupsData(target),
+      starts,
+      ends,
+      batchRows,
+      sealedOnly,
+      measureLag: false,
+      logger: deps.logger,
+      ...progress('rebuild'),
+      ...(options.signal ? { signal: options.signal } : {}),
+      ...(options.codec ? { codec: options.codec } : {}),
+    });
+    return {
+      generation: null,
+      database: options.database,
+      table: LIVE_POINTS,
+      starts: record_(starts),
+      ends: record_(ends),
+      copiedRows: 0,
+      stats,
+      verification: null,
+      swap: null,
+      notSwapped: null,
+    };
+  } finally {
+    await target.close();
+  }
 }
 
 /** `meridian replay swap <generation>`: catches a built generation up and swaps it in. */

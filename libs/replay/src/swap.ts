@@ -1,4 +1,4 @@
-import { createPointsSink, createPointsStages, serverCapabilities, type ClickHouseClient } from '@meridian/clickhouse';
+import { createPointsSink, createPointsStages, serverCapabilities, type Capabilities, type ClickHouseClient, type PointsSink } from '@meridian/clickhouse';
 import type { LogRanges, Offsets, PointsFact } from '@meridian/domain';
 import type { EventCodec } from '@meridian/events';
 import type { Logger } from '@meridian/observability';
@@ -29,7 +29,8 @@ import {
 } from './generations.ts';
 import type { RebuildProgress } from './progress.ts';
 import { rebuildRange, type RebuildStats } from './rebuild.ts';
-import { swapSql, type SealsPlace } from './swap-sql.ts';
+import { swapSql, type SealsPlace, type SwapSql } from './swap-sql.ts';
+import { refuseUnswappableGeneration, refuseUnswappableLive } from './swap-checks.ts';
 
 /** The live projector's consumer group (apps/ingest/src/projector/projector.ts names it so). */
 export const projectorGroupId = (topicPrefix: string) => consumerGroupsFor(topicPrefix).projector;
@@ -108,17 +109,62 @@ export async function swapIn(input: SwapInput): Promise<SwapResult> {
   if (m === n) throw new Error(`generation ${n} is live already`);
   const tables = await tableEngines(client);
   const newTable = pointsTable(n);
-  if (tables.get(newTable) !== 'MergeTree') throw new Error(`no table ${newTable}: build generation ${n} first`);
-  if (!tables.has(catalogTable(n))) throw new Error(`no table ${catalogTable(n)}: generation ${n} has no catalog`);
-  const catalogEngine = tables.get(sql.liveCatalogData);
-  if (catalogEngine === undefined || catalogEngine === 'MaterializedView') {
-    // An Atomic database migrated before the catalog took the explicit-table form there: its data hides in `.inner_id.<uuid>`.
-    throw new Error(
-      `${sql.liveCatalogData} is ${catalogEngine === undefined ? 'missing' : 'a view with an inner table'}: the swap needs the live catalog's data as a table${caps.atomicDatabase ? ' (on an Atomic database, metric_catalog fed by the view metric_catalog_feed: see docs/operating/clickhouse-versions.md to convert)' : ''}`,
-    );
+  const { live, alreadyFrozen } = await prepareSwap(client, caps, sql, tables, m, n);
+
+  const { end } = await input.log.offsets(input.topic);
+  const partitions = [...end.keys()].sort((a, b) => a - b);
+  const catchUp: RebuildStats[] = [];
+  const project = catchUpProjector(input, partitions, catchUp);
+
+  let frozenAt: number | null = null;
+  const newSink = createPointsSink(client, newTable, { sealsTable: sealsTable(n) });
+  if (live === 'MergeTree') {
+    frozenAt = await catchUpAndFreeze(input, sql, tables, m, partitions, newSink, project);
+  } else if (alreadyFrozen) {
+    frozenAt = performance.now();
   }
-  if (tables.has(catalogTable(m))) throw new Error(`${catalogTable(m)} exists already: drop generation ${m} first`);
-  for (const view of ROLLUP_VIEWS) if (tables.has(rollupTable(view, m))) throw new Error(`${rollupTable(view, m)} exists already: drop generation ${m} first`);
+
+  const sealsEngine = tables.get(LIVE_SEALS);
+  const seals: SealsPlace = frozenAt !== null && (live === 'MergeTree' || sealsEngine === 'Merge') ? 'standIn' : sealsEngine === 'MergeTree' ? 'live' : 'none';
+  let reached: Reached;
+  try {
+    reached =
+      frozenAt !== null
+        ? await reachFrozenPositions(input, caps, sql, m, partitions, newSink, project, seals)
+        : await reachEndOfLog(input, partitions, newSink, project);
+    if (input.whileFrozen) await input.whileFrozen();
+
+    phase('swapping the tables');
+    for (const feed of [catalogFeed(n), ...ROLLUP_VIEWS.map((view) => rollupFeed(view, n))]) await client.command({ query: `DROP TABLE IF EXISTS ${q(feed)}` });
+    await client.command({ query: sql.swapIn(m, n, reached.standInPlace, seals) });
+  } catch (error) {
+    if (frozenAt !== null) await unfreeze(client, m, n).catch((e: unknown) => input.logger?.error({ err: e }, 'could not put the live table back'));
+    throw error;
+  }
+  const { positions, nudged } = reached;
+  const frozenMs = frozenAt === null ? 0 : performance.now() - frozenAt;
+  for (const statement of sql.afterSwap(m, n)) await client.command({ query: statement });
+  await record(client, m, 'retired', { table: pointsTable(m), catalog: catalogTable(m), by: n });
+  await record(client, n, 'live', { positions: Object.fromEntries(positions), frozen_ms: Math.round(frozenMs), nudged });
+  return { generation: n, retired: m, frozenMs, positions: Object.fromEntries([...positions].map(([p, o]) => [String(p), o])), catchUp, nudged };
+}
+
+type SwapStatements = SwapSql;
+type Project = (label: string, ends: Offsets) => Promise<RebuildStats>;
+/** Where the new generation stands when the tables change names, and how it got there. */
+type Reached = { positions: Offsets; standInPlace: boolean; nudged: boolean };
+const plusOne = (o: Offsets) => new Map([...o].map(([p, x]) => [p, x + 1]));
+
+/** Refuses a swap the tables do not allow, and gives generation N what it lacks of today's tables (rollups, seals). */
+async function prepareSwap(
+  client: ClickHouseClient,
+  caps: Capabilities,
+  sql: SwapStatements,
+  tables: ReadonlyMap<string, string>,
+  m: number,
+  n: number,
+): Promise<{ live: string | undefined; alreadyFrozen: boolean }> {
+  refuseUnswappableGeneration(tables, caps, sql, m, n);
   await ensureRollups(client, n, tables);
   if (tables.has(sealsTable(m))) throw new Error(`${sealsTable(m)} exists already: drop generation ${m} first`);
   if (!tables.has(sealsTable(n))) {
@@ -128,27 +174,22 @@ export async function swapIn(input: SwapInput): Promise<SwapResult> {
   }
   const live = tables.get(LIVE_POINTS);
   refuseReplicated(live);
-  if (live !== undefined && live !== 'MergeTree' && live !== 'Merge') throw new Error(`${LIVE_POINTS} is a ${live}, not a table this swap knows`);
-  const alreadyFrozen = live === 'Merge';
-  if (live === 'MergeTree' && tables.has(pointsTable(m))) throw new Error(`${pointsTable(m)} exists already: drop generation ${m} first`);
-  if (alreadyFrozen && !tables.has(sql.frozenData(m, n))) throw new Error(`${LIVE_POINTS} is a stand-in but ${sql.frozenData(m, n)} is missing`);
-  if (caps.atomicDatabase && live !== 'MergeTree' && !alreadyFrozen) {
-    // Renaming N in where `points` is missing would leave the live catalog view behind (RENAME takes it along on Atomic).
-    throw new Error(`on an Atomic database the swap needs a live ${LIVE_POINTS} table to exchange with; there is none (not implemented yet)`);
-  }
+  return { live, alreadyFrozen: refuseUnswappableLive(tables, caps, sql, m, n) };
+}
 
-  const { end } = await input.log.offsets(input.topic);
-  const partitions = [...end.keys()].sort((a, b) => a - b);
+/** Projects the log into generation N up to `ends` (exclusive), collecting each round's stats. */
+function catchUpProjector(input: SwapInput, partitions: readonly number[], catchUp: RebuildStats[]): Project {
+  const { clickhouse: client, generation: n } = input;
+  const phase = (p: string) => input.onPhase?.(p);
   const starts = input.starts ?? new Map(partitions.map((p) => [p, 0]));
-  const catchUp: RebuildStats[] = [];
-  const project = async (label: string, ends: Offsets) => {
+  return async (label: string, ends: Offsets) => {
     phase(label);
     const stats = await rebuildRange({
       log: input.log,
       topic: input.topic,
       groupPrefix: input.topicPrefix,
       clickhouse: client,
-      table: newTable,
+      table: pointsTable(n),
       // Staged shares are sealed into N as the live projector seals them into `points`.
       seals: sealsTable(n),
       catalog: catalogTable(n),
@@ -164,79 +205,34 @@ export async function swapIn(input: SwapInput): Promise<SwapResult> {
     catchUp.push(stats);
     return stats;
   };
-  const plusOne = (o: Offsets) => new Map([...o].map(([p, x]) => [p, x + 1]));
+}
 
-  let frozenAt: number | null = null;
-  let nudged = false;
-  const newSink = createPointsSink(client, newTable, { sealsTable: sealsTable(n) });
-  if (live === 'MergeTree') {
-    if (tables.get(LIVE_SEALS) !== 'MergeTree') throw new Error(`${LIVE_SEALS} is ${tables.get(LIVE_SEALS) ?? 'missing'}: run the migrations first`);
-    const liveSink = createPointsSink(client, LIVE_POINTS, { sealsTable: LIVE_SEALS });
-    for (const round of [1, 2]) await project(`catching up with the live table (round ${round})`, plusOne(await liveSink.maxOffsets(partitions)));
-    // A generation built to the end of the log may be ahead of a live projector that lingers: give it time to pass.
-    phase('waiting for the live projector to reach the new generation');
-    const mine = await newSink.maxOffsets(partitions);
-    const deadline = Date.now() + (input.waitForLiveMs ?? 20_000);
-    while (Date.now() < deadline) {
-      const theirs = await liveSink.maxOffsets(partitions);
-      if (partitions.every((p) => (theirs.get(p) ?? -1) >= (mine.get(p) ?? -1))) break;
-      await new Promise((r) => setTimeout(r, 250));
-    }
-    phase('freezing the live table');
-    frozenAt = await freezeLive(client, { m, n, database: input.database, partitions }, input.logger);
-  } else if (alreadyFrozen) {
-    frozenAt = performance.now();
+/** Steps 1 and 2: N catches up with the live table (twice), the live projector is given time to pass N, then the live table is frozen. Returns when. */
+async function catchUpAndFreeze(
+  input: SwapInput,
+  sql: SwapStatements,
+  tables: ReadonlyMap<string, string>,
+  m: number,
+  partitions: readonly number[],
+  newSink: PointsSink,
+  project: Project,
+): Promise<number> {
+  const { clickhouse: client, generation: n } = input;
+  const phase = (p: string) => input.onPhase?.(p);
+  if (tables.get(LIVE_SEALS) !== 'MergeTree') throw new Error(`${LIVE_SEALS} is ${tables.get(LIVE_SEALS) ?? 'missing'}: run the migrations first`);
+  const liveSink = createPointsSink(client, LIVE_POINTS, { sealsTable: LIVE_SEALS });
+  for (const round of [1, 2]) await project(`catching up with the live table (round ${round})`, plusOne(await liveSink.maxOffsets(partitions)));
+  // A generation built to the end of the log may be ahead of a live projector that lingers: give it time to pass.
+  phase('waiting for the live projector to reach the new generation');
+  const mine = await newSink.maxOffsets(partitions);
+  const deadline = Date.now() + (input.waitForLiveMs ?? 20_000);
+  while (Date.now() < deadline) {
+    const theirs = await liveSink.maxOffsets(partitions);
+    if (partitions.every((p) => (theirs.get(p) ?? -1) >= (mine.get(p) ?? -1))) break;
+    await new Promise((r) => setTimeout(r, 250));
   }
-
-  let positions: Offsets;
-  let standInPlace = frozenAt !== null;
-  const sealsEngine = tables.get(LIVE_SEALS);
-  const seals: SealsPlace = frozenAt !== null && (live === 'MergeTree' || sealsEngine === 'Merge') ? 'standIn' : sealsEngine === 'MergeTree' ? 'live' : 'none';
-  try {
-    if (frozenAt !== null) {
-      const final = await frozenPositions(client, sql.frozenData(m, n), seals === 'standIn' ? sql.frozenSeals(m, n) : undefined, partitions);
-      await project('catching up with the frozen live table', plusOne(final));
-      const mine = await newSink.maxOffsets(partitions);
-      const behind = partitions.filter((p) => (mine.get(p) ?? -1) < (final.get(p) ?? -1));
-      if (behind.length > 0) {
-        throw new Error(
-          `generation ${n} cannot reach the live table's positions in partitions ${behind.join(', ')} (${behind.map((p) => `${mine.get(p)} < ${final.get(p)}`).join('; ')})`,
-        );
-      }
-      if (partitions.some((p) => (mine.get(p) ?? -1) > (final.get(p) ?? -1))) {
-        if (caps.atomicDatabase)
-          throw new Error(`generation ${n} is ahead of the live table (a stopped or stuck projector): on an Atomic database this swap is not implemented yet`);
-        // Ahead of the frozen table (the live projector was stopped or stuck): positions in memory
-        // would be wrong for the new table. Take `points` away, so no member can read positions or
-        // insert, and make every member rejoin (and so forget its positions) before N comes in.
-        phase('the new generation is ahead of the live table: making the live projector re-read its positions');
-        await client.command({ query: `RENAME TABLE ${q(LIVE_POINTS)} TO ${q(frozenStandIn(n))}` });
-        standInPlace = false;
-        await nudgeGroup(input.log, projectorGroupId(input.topicPrefix), input.topic, input.logger);
-        nudged = true;
-      }
-      positions = mine;
-    } else {
-      await project('catching up with the end of the log (no live table)', (await input.log.offsets(input.topic)).end);
-      phase('making the live projector re-read its positions');
-      await nudgeGroup(input.log, projectorGroupId(input.topicPrefix), input.topic, input.logger);
-      nudged = true;
-      positions = await newSink.maxOffsets(partitions);
-    }
-    if (input.whileFrozen) await input.whileFrozen();
-
-    phase('swapping the tables');
-    for (const feed of [catalogFeed(n), ...ROLLUP_VIEWS.map((view) => rollupFeed(view, n))]) await client.command({ query: `DROP TABLE IF EXISTS ${q(feed)}` });
-    await client.command({ query: sql.swapIn(m, n, standInPlace, seals) });
-  } catch (error) {
-    if (frozenAt !== null) await unfreeze(client, m, n).catch((e: unknown) => input.logger?.error({ err: e }, 'could not put the live table back'));
-    throw error;
-  }
-  const frozenMs = frozenAt === null ? 0 : performance.now() - frozenAt;
-  for (const statement of sql.afterSwap(m, n)) await client.command({ query: statement });
-  await record(client, m, 'retired', { table: pointsTable(m), catalog: catalogTable(m), by: n });
-  await record(client, n, 'live', { positions: Object.fromEntries(positions), frozen_ms: Math.round(frozenMs), nudged });
-  return { generation: n, retired: m, frozenMs, positions: Object.fromEntries([...positions].map(([p, o]) => [String(p), o])), catchUp, nudged };
+  phase('freezing the live table');
+  return freezeLive(client, { m, n, database: input.database, partitions }, input.logger);
 }
 
 /**
@@ -268,6 +264,54 @@ export async function freezeLive(
     throw error;
   }
   return frozenAt;
+}
+
+/** Step 3: N catches up exactly to the frozen live table's positions; ahead of them, the live projector is made to re-read its positions. */
+async function reachFrozenPositions(
+  input: SwapInput,
+  caps: Capabilities,
+  sql: SwapStatements,
+  m: number,
+  partitions: readonly number[],
+  newSink: PointsSink,
+  project: Project,
+  seals: SealsPlace,
+): Promise<Reached> {
+  const { clickhouse: client, generation: n } = input;
+  const phase = (p: string) => input.onPhase?.(p);
+  let standInPlace = true;
+  let nudged = false;
+  const final = await frozenPositions(client, sql.frozenData(m, n), seals === 'standIn' ? sql.frozenSeals(m, n) : undefined, partitions);
+  await project('catching up with the frozen live table', plusOne(final));
+  const mine = await newSink.maxOffsets(partitions);
+  const behind = partitions.filter((p) => (mine.get(p) ?? -1) < (final.get(p) ?? -1));
+  if (behind.length > 0) {
+    throw new Error(
+      `generation ${n} cannot reach the live table's positions in partitions ${behind.join(', ')} (${behind.map((p) => `${mine.get(p)} < ${final.get(p)}`).join('; ')})`,
+    );
+  }
+  if (partitions.some((p) => (mine.get(p) ?? -1) > (final.get(p) ?? -1))) {
+    if (caps.atomicDatabase)
+      throw new Error(`generation ${n} is ahead of the live table (a stopped or stuck projector): on an Atomic database this swap is not implemented yet`);
+    // Ahead of the frozen table (the live projector was stopped or stuck): positions in memory
+    // would be wrong for the new table. Take `points` away, so no member can read positions or
+    // insert, and make every member rejoin (and so forget its positions) before N comes in.
+    phase('the new generation is ahead of the live table: making the live projector re-read its positions');
+    await client.command({ query: `RENAME TABLE ${q(LIVE_POINTS)} TO ${q(frozenStandIn(n))}` });
+    standInPlace = false;
+    await nudgeGroup(input.log, projectorGroupId(input.topicPrefix), input.topic, input.logger);
+    nudged = true;
+  }
+  return { positions: mine, standInPlace, nudged };
+}
+
+/** With no live table: N catches up to the end of the log, and the live projector's group re-reads its positions. */
+async function reachEndOfLog(input: SwapInput, partitions: readonly number[], newSink: PointsSink, project: Project): Promise<Reached> {
+  const phase = (p: string) => input.onPhase?.(p);
+  await project('catching up with the end of the log (no live table)', (await input.log.offsets(input.topic)).end);
+  phase('making the live projector re-read its positions');
+  await nudgeGroup(input.log, projectorGroupId(input.topicPrefix), input.topic, input.logger);
+  return { positions: await newSink.maxOffsets(partitions), standInPlace: false, nudged: true };
 }
 
 /**

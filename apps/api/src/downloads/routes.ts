@@ -176,126 +176,127 @@ function okResponse(link: boolean) {
   };
 }
 
-export function downloadRoutes(deps: DownloadDeps): RouteDef[] {
-  /** Both forms: parameters from the query string (GET, HEAD) or the body (POST), then the same answer. */
-  const answer = async (ctx: Context, user: UserRecord, raw: () => Promise<RawDownloadQuery> | RawDownloadQuery): Promise<void> => {
-    if (deps.streams) holdWhileResponding(ctx, deps.streams, user.user_name);
-    const params = parseDownloadParams(await raw(), deps.limits);
-    const sealed = params.cursor === null ? null : deps.cursors.open(params.cursor, cursorContext(params, user));
-    const rollup = params.resolution !== 'raw';
-    const after = sealed === null || rollup ? null : decodeCursor(sealed);
-    const rollupAfter = sealed === null || !rollup ? null : decodeRollupCursor(sealed);
-    if (params.cursor !== null && after === null && rollupAfter === null)
-      throw validationError('cursor is not one this service issued for this query', [{ field: 'cursor', reason: 'not a cursor of this query' }]);
-    const { names, entries } = await resolve(deps, params, user);
+/** Both forms: parameters from the query string (GET, HEAD) or the body (POST), then the same answer. */
+async function answer(deps: DownloadDeps, ctx: Context, user: UserRecord, raw: () => Promise<RawDownloadQuery> | RawDownloadQuery): Promise<void> {
+  if (deps.streams) holdWhileResponding(ctx, deps.streams, user.user_name);
+  const params = parseDownloadParams(await raw(), deps.limits);
+  const sealed = params.cursor === null ? null : deps.cursors.open(params.cursor, cursorContext(params, user));
+  const rollup = params.resolution !== 'raw';
+  const after = sealed === null || rollup ? null : decodeCursor(sealed);
+  const rollupAfter = sealed === null || !rollup ? null : decodeRollupCursor(sealed);
+  if (params.cursor !== null && after === null && rollupAfter === null)
+    throw validationError('cursor is not one this service issued for this query', [{ field: 'cursor', reason: 'not a cursor of this query' }]);
+  const { names, entries } = await resolve(deps, params, user);
 
-    ctx.set('Content-Disposition', `attachment; filename="${fileName(params)}"`);
-    const columnar = isColumnar(params.format) ? params.format : null;
-    ctx.type = MEDIA[params.format].type;
-    ctx.set('Vary', 'Accept-Encoding');
-    if (names.length === 0) {
-      ctx.body = emptyBody(params);
-      return;
-    }
-    // Arrow and Parquet are binary and Parquet compresses its own pages: neither is gzipped.
-    const gzip = columnar === null && /\bgzip\b/i.test(ctx.get('Accept-Encoding'));
-    // HEAD (served by the GET route): the status and headers a GET answers, without its
-    // queries. X-Next-Cursor is left out: finding the page's end is a query (a sort, at worst).
-    if (ctx.method === 'HEAD') {
-      if (gzip) ctx.set('Content-Encoding', 'gzip');
-      ctx.status = 200;
-      return;
-    }
-    // The client going away cancels the query on the server (KILL QUERY), not only the socket.
-    const abort = new AbortController();
-    const onClose = () => {
-      if (!ctx.res.writableFinished) abort.abort(new Error('client disconnected'));
-    };
-    ctx.req.on('close', onClose);
-    ctx.res.on('close', onClose);
-    if (params.resolution !== 'raw') {
-      await answerRollups(ctx, params, user, names, rollupAfter, abort.signal);
-      return;
-    }
-    const request: DownloadRequest = {
+  ctx.set('Content-Disposition', `attachment; filename="${fileName(params)}"`);
+  const columnar = isColumnar(params.format) ? params.format : null;
+  ctx.type = MEDIA[params.format].type;
+  ctx.set('Vary', 'Accept-Encoding');
+  if (names.length === 0) {
+    ctx.body = emptyBody(params);
+    return;
+  }
+  // Arrow and Parquet are binary and Parquet compresses its own pages: neither is gzipped.
+  const gzip = columnar === null && /\bgzip\b/i.test(ctx.get('Accept-Encoding'));
+  // HEAD (served by the GET route): the status and headers a GET answers, without its
+  // queries. X-Next-Cursor is left out: finding the page's end is a query (a sort, at worst).
+  if (ctx.method === 'HEAD') {
+    if (gzip) ctx.set('Content-Encoding', 'gzip');
+    ctx.status = 200;
+    return;
+  }
+  // The client going away cancels the query on the server (KILL QUERY), not only the socket.
+  const abort = new AbortController();
+  const onClose = () => {
+    if (!ctx.res.writableFinished) abort.abort(new Error('client disconnected'));
+  };
+  ctx.req.on('close', onClose);
+  ctx.res.on('close', onClose);
+  if (params.resolution !== 'raw') {
+    await answerRollups(deps, ctx, params, user, names, rollupAfter, abort.signal);
+    return;
+  }
+  const request: DownloadRequest = {
+    metricNames: names,
+    fromMs: params.fromMs,
+    toMs: params.toMs,
+    maxRows: params.maxRows,
+    after,
+    format: queryFormat(params.format),
+    latestOnly: params.latestOnly,
+    gzip,
+    ...(columnar ? { batchRows: deps.batchRows } : {}),
+    // Always our own id: a caller's X-Request-Id may repeat, and a cancel kills by query id.
+    queryId: randomUUID(),
+  };
+  ctx.state.log.info({ clickhouse_query_id: request.queryId }, 'download query');
+  const rowsInWindowOf = (entry: CatalogEntry | undefined) => (entry ? rowsInWindow(entry, params.fromMs, params.toMs) : 0);
+  let plan;
+  let stream;
+  try {
+    // The plan first, then the stream. (Starting the first part beside the plan's count was
+    // measured: on 2 cores the two queries share the cores, and the first byte of 10M rows
+    // came later, 450 ms against 310 ms.)
+    plan = await planDownload(deps.conn, request, { signal: abort.signal });
+    stream = await streamDownload(deps.conn, request, {
+      plan,
+      signal: abort.signal,
+      chunks: { rowsOf: (name) => rowsInWindowOf(entries.get(name)), sizes: PART_SIZES },
+    });
+  } catch (cause) {
+    if (abort.signal.aborted) return; // nobody is listening any more
+    throw new DomainError('unavailable', 'the metric store did not answer; retry later', [], { cause });
+  }
+  if (plan.next) {
+    const token = deps.cursors.seal(encodeCursor(plan.next), cursorContext(params, user));
+    ctx.set('X-Next-Cursor', token);
+    // A link is a GET: a POST's next page is the same body with this cursor, which no URL holds.
+    if (ctx.method === 'GET') ctx.set('Link', `<${nextLink(ctx, token)}>; rel="next"`);
+  }
+  if (stream.contentEncoding) ctx.set('Content-Encoding', stream.contentEncoding);
+  ctx.body = columnar ? columnarBody(columnar, nativePointColumns(stream.body as AsyncIterable<Buffer>)) : stream.body;
+}
+
+/**
+ * A download at a resolution: a page of rollup rows (at most MERIDIAN_MAX_ROLLUP_ROWS, read
+ * whole), encoded in the asked format; the cursor continues after its last (metric, bucket).
+ */
+async function answerRollups(
+  deps: DownloadDeps,
+  ctx: Context,
+  params: DownloadParams,
+  user: UserRecord,
+  names: string[],
+  after: { metric_name: string; bucket: number } | null,
+  signal: AbortSignal,
+): Promise<void> {
+  const queryId = randomUUID();
+  ctx.state.log.info({ clickhouse_query_id: queryId, resolution: params.resolution }, 'rollup download query');
+  let page;
+  try {
+    page = await readRollupPage(deps.conn, {
+      resolution: params.resolution as '1m' | '1h',
       metricNames: names,
       fromMs: params.fromMs,
       toMs: params.toMs,
-      maxRows: params.maxRows,
       after,
-      format: queryFormat(params.format),
-      latestOnly: params.latestOnly,
-      gzip,
-      ...(columnar ? { batchRows: deps.batchRows } : {}),
-      // Always our own id: a caller's X-Request-Id may repeat, and a cancel kills by query id.
-      queryId: randomUUID(),
-    };
-    ctx.state.log.info({ clickhouse_query_id: request.queryId }, 'download query');
-    const rowsInWindowOf = (entry: CatalogEntry | undefined) => (entry ? rowsInWindow(entry, params.fromMs, params.toMs) : 0);
-    let plan;
-    let stream;
-    try {
-      // The plan first, then the stream. (Starting the first part beside the plan's count was
-      // measured: on 2 cores the two queries share the cores, and the first byte of 10M rows
-      // came later, 450 ms against 310 ms.)
-      plan = await planDownload(deps.conn, request, { signal: abort.signal });
-      stream = await streamDownload(deps.conn, request, {
-        plan,
-        signal: abort.signal,
-        chunks: { rowsOf: (name) => rowsInWindowOf(entries.get(name)), sizes: PART_SIZES },
-      });
-    } catch (cause) {
-      if (abort.signal.aborted) return; // nobody is listening any more
-      throw new DomainError('unavailable', 'the metric store did not answer; retry later', [], { cause });
-    }
-    if (plan.next) {
-      const token = deps.cursors.seal(encodeCursor(plan.next), cursorContext(params, user));
-      ctx.set('X-Next-Cursor', token);
-      // A link is a GET: a POST's next page is the same body with this cursor, which no URL holds.
-      if (ctx.method === 'GET') ctx.set('Link', `<${nextLink(ctx, token)}>; rel="next"`);
-    }
-    if (stream.contentEncoding) ctx.set('Content-Encoding', stream.contentEncoding);
-    ctx.body = columnar ? columnarBody(columnar, nativePointColumns(stream.body as AsyncIterable<Buffer>)) : stream.body;
-  };
+      maxRows: params.maxRows,
+      queryId,
+      signal,
+    });
+  } catch (cause) {
+    if (signal.aborted) return; // nobody is listening any more
+    throw new DomainError('unavailable', 'the metric store did not answer; retry later', [], { cause });
+  }
+  if (page.next) {
+    const token = deps.cursors.seal(encodeRollupCursor(page.next), cursorContext(params, user));
+    ctx.set('X-Next-Cursor', token);
+    if (ctx.method === 'GET') ctx.set('Link', `<${nextLink(ctx, token)}>; rel="next"`);
+  }
+  ctx.body = rollupBody(params.format, page.rows);
+}
 
-  /**
-   * A download at a resolution: a page of rollup rows (at most MERIDIAN_MAX_ROLLUP_ROWS, read
-   * whole), encoded in the asked format; the cursor continues after its last (metric, bucket).
-   */
-  const answerRollups = async (
-    ctx: Context,
-    params: DownloadParams,
-    user: UserRecord,
-    names: string[],
-    after: { metric_name: string; bucket: number } | null,
-    signal: AbortSignal,
-  ): Promise<void> => {
-    const queryId = randomUUID();
-    ctx.state.log.info({ clickhouse_query_id: queryId, resolution: params.resolution }, 'rollup download query');
-    let page;
-    try {
-      page = await readRollupPage(deps.conn, {
-        resolution: params.resolution as '1m' | '1h',
-        metricNames: names,
-        fromMs: params.fromMs,
-        toMs: params.toMs,
-        after,
-        maxRows: params.maxRows,
-        queryId,
-        signal,
-      });
-    } catch (cause) {
-      if (signal.aborted) return; // nobody is listening any more
-      throw new DomainError('unavailable', 'the metric store did not answer; retry later', [], { cause });
-    }
-    if (page.next) {
-      const token = deps.cursors.seal(encodeRollupCursor(page.next), cursorContext(params, user));
-      ctx.set('X-Next-Cursor', token);
-      if (ctx.method === 'GET') ctx.set('Link', `<${nextLink(ctx, token)}>; rel="next"`);
-    }
-    ctx.body = rollupBody(params.format, page.rows);
-  };
-
+export function downloadRoutes(deps: DownloadDeps): RouteDef[] {
   return [
     defineRoute({
       method: 'GET',
@@ -309,7 +310,7 @@ export function downloadRoutes(deps: DownloadDeps): RouteDef[] {
       query: downloadQuerySchema,
       responses: { 200: okResponse(true) },
       problems: ['not_found', 'too_many', 'unavailable'],
-      handler: (ctx, { user }) => answer(ctx, user, () => ctx.query),
+      handler: (ctx, { user }) => answer(deps, ctx, user, () => ctx.query),
     }),
     defineRoute({
       method: 'POST',
@@ -327,7 +328,7 @@ export function downloadRoutes(deps: DownloadDeps): RouteDef[] {
       requestBodyDoc: { contentTypes: { 'application/x-www-form-urlencoded': downloadQuerySchema, 'application/json': downloadJsonSchema } },
       responses: { 200: okResponse(false) },
       problems: ['not_found', 'too_many', 'unavailable', 'payload_too_large', 'unsupported_media_type'],
-      handler: (ctx, { user }) => answer(ctx, user, () => downloadBodyQuery(ctx, deps.maxBodyBytes)),
+      handler: (ctx, { user }) => answer(deps, ctx, user, () => downloadBodyQuery(ctx, deps.maxBodyBytes)),
     }),
   ];
 }

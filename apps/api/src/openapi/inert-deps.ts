@@ -16,6 +16,18 @@ export function inertApiDeps(): ApiDeps {
   const inert = async (): Promise<never> => {
     throw new Error('inert');
   };
+  const submit = {
+    producer: inert,
+    codec: {
+      encode: () => Buffer.alloc(0),
+      decode: (): never => {
+        throw new Error('inert');
+      },
+    },
+    topic: 't',
+    ackTimeoutMs: 1,
+    applied: async () => {},
+  };
   return {
     logger: createLogger({ name: 't', level: 'silent' }),
     probes: [],
@@ -60,21 +72,7 @@ export function inertApiDeps(): ApiDeps {
           throw new Error('inert');
         },
       },
-      submit: {
-        producer: async () => {
-          throw new Error('inert');
-        },
-        codec: {
-          encode: () => Buffer.alloc(0),
-          decode: () => {
-            throw new Error('inert');
-          },
-        },
-        topic: 't',
-        ackTimeoutMs: 1,
-        find: async () => undefined,
-        applied: async () => {},
-      },
+      submit: { ...submit, find: async () => undefined },
     },
     files: {
       storage: {} as BlobStore,
@@ -87,20 +85,7 @@ export function inertApiDeps(): ApiDeps {
         logger: createLogger({ name: 't', level: 'silent' }),
       }),
       tasks: () => initialTasks(),
-      submit: {
-        producer: async () => {
-          throw new Error('inert');
-        },
-        codec: {
-          encode: () => Buffer.alloc(0),
-          decode: () => {
-            throw new Error('inert');
-          },
-        },
-        topic: 't',
-        ackTimeoutMs: 1,
-        applied: async () => {},
-      },
+      submit,
       limits: { uploadBytes: 1, defaultQuotaBytes: 1 },
     },
     events: {

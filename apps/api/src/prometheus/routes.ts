@@ -159,6 +159,11 @@ function both(
 
 /** Every route of the Prometheus query API. */
 export function prometheusRoutes(deps: PromqlDeps): RouteDef[] {
+  return [...queryRoutes(deps), ...seriesRoutes(deps), ...infoRoutes(deps)];
+}
+
+/** The PromQL queries: instant and range. */
+function queryRoutes(deps: PromqlDeps): RouteDef[] {
   return [
     ...both(
       '/query',
@@ -189,6 +194,12 @@ export function prometheusRoutes(deps: PromqlDeps): RouteDef[] {
       },
       (ctx, user) => rangeQuery(deps, ctx, user),
     ),
+  ];
+}
+
+/** The series, their label names and one label's values. */
+function seriesRoutes(deps: PromqlDeps): RouteDef[] {
+  return [
     ...both(
       '/series',
       'prometheusSeries',
@@ -244,6 +255,12 @@ export function prometheusRoutes(deps: PromqlDeps): RouteDef[] {
           answer(ctx, bounded(deps, [...values].sort(byBytes), 'label values'));
         }),
     }),
+  ];
+}
+
+/** What Meridian answers as Prometheus does without keeping it (exemplars, metadata), and its build information. */
+function infoRoutes(deps: PromqlDeps): RouteDef[] {
+  return [
     ...both(
       '/query_exemplars',
       'prometheusQueryExemplars',

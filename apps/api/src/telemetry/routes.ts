@@ -96,12 +96,13 @@ async function decompressed(ctx: Context, body: Buffer, limits: ProtocolLimits):
 
 const pushSummary = 'Answered once every written sample is durably in the event log; what the caller may not write is refused by series, and reported.';
 
-export function telemetryRoutes(deps: TelemetryDeps): RouteDef[] {
-  // A request's body, decoded series and batches are held until it is answered: each holds one of the user's upload slots.
-  const holdSlot = (ctx: Context, user: UserRecord) => {
-    if (deps.inFlight) holdWhileResponding(ctx, deps.inFlight, user.user_name);
-  };
-  const remoteWrite = defineRoute({
+// A request's body, decoded series and batches are held until it is answered: each holds one of the user's upload slots.
+function holdSlot(deps: TelemetryDeps, ctx: Context, user: UserRecord): void {
+  if (deps.inFlight) holdWhileResponding(ctx, deps.inFlight, user.user_name);
+}
+/** Prometheus remote write, 1.0 and 2.0. */
+function remoteWriteRoute(deps: TelemetryDeps): RouteDef {
+  return defineRoute({
     method: 'POST',
     path: '/api/v1/write',
     operationId: 'prometheusRemoteWrite',
@@ -123,7 +124,7 @@ export function telemetryRoutes(deps: TelemetryDeps): RouteDef[] {
     problems: ['validation', 'payload_too_large', 'too_many', 'unavailable'],
     streaming: true,
     handler: async (ctx, { user }) => {
-      holdSlot(ctx, user);
+      holdSlot(deps, ctx, user);
       const body = await readBody(ctx.req, deps.maxBodyBytes);
       const version = /proto=io\.prometheus\.write\.v2\.Request/i.test(ctx.get('Content-Type')) ? '2.0' : '1.0';
       const outcome = await pushSeries(deps, user, 'remote_write', body, decodeRemoteWriteBody(body, version, { ...deps.limits, names: deps.names }));
@@ -137,101 +138,107 @@ export function telemetryRoutes(deps: TelemetryDeps): RouteDef[] {
       ctx.body = `${refusalSummary(outcome)}\n`;
     },
   });
+}
 
-  const otlp = (path: string, operationId: string) =>
-    defineRoute({
-      method: 'POST',
-      path,
-      operationId,
-      summary: 'OpenTelemetry OTLP/HTTP metrics (protobuf or JSON, gzip)',
-      description: `An ExportMetricsServiceRequest as application/x-protobuf or application/json, gzip or not. Gauges, sums (a monotonic cumulative sum is named with _total; a delta sum is stored as sent), histograms (_bucket{le}, _sum, _count) and summaries (quantiles, _sum, _count). 200 with partial_success naming the refused data points when some were refused (the rest are stored). ${pushSummary}`,
-      tags: ['telemetry'],
-      auth: 'user',
-      requestBodyDoc: {
-        contentTypes: {
-          'application/x-protobuf': z.string().describe('ExportMetricsServiceRequest'),
-          'application/json': z.object({ resourceMetrics: z.array(z.unknown()) }),
-        },
+/** OTLP/HTTP metrics, at one of its paths. */
+function otlpRoute(deps: TelemetryDeps, path: string, operationId: string): RouteDef {
+  return defineRoute({
+    method: 'POST',
+    path,
+    operationId,
+    summary: 'OpenTelemetry OTLP/HTTP metrics (protobuf or JSON, gzip)',
+    description: `An ExportMetricsServiceRequest as application/x-protobuf or application/json, gzip or not. Gauges, sums (a monotonic cumulative sum is named with _total; a delta sum is stored as sent), histograms (_bucket{le}, _sum, _count) and summaries (quantiles, _sum, _count). 200 with partial_success naming the refused data points when some were refused (the rest are stored). ${pushSummary}`,
+    tags: ['telemetry'],
+    auth: 'user',
+    requestBodyDoc: {
+      contentTypes: {
+        'application/x-protobuf': z.string().describe('ExportMetricsServiceRequest'),
+        'application/json': z.object({ resourceMetrics: z.array(z.unknown()) }),
       },
-      responses: { 200: { description: "ExportMetricsServiceResponse, in the request's encoding" } },
-      problems: ['validation', 'payload_too_large', 'unsupported_media_type', 'too_many', 'unavailable'],
-      streaming: true,
-      handler: async (ctx, { user }) => {
-        const type = ctx.get('Content-Type').toLowerCase();
-        const format = type.startsWith('application/json')
-          ? 'json'
-          : type.startsWith('application/x-protobuf') || type.startsWith('application/protobuf')
-            ? 'protobuf'
-            : null;
-        if (format === null) throw new DomainError('unsupported_media_type', 'send OTLP as application/x-protobuf or application/json');
-        holdSlot(ctx, user);
-        const body = await readBody(ctx.req, deps.maxBodyBytes);
-        const decoded = decodeOtlpMetrics(await decompressed(ctx, body, deps.limits), format, deps.limits);
-        const outcome = await pushSeries(deps, user, 'otlp', body, decoded);
-        const decoderPartial = otlpPartialSuccess(decoded);
-        // The decoder counts OTLP data points it refused; series the caller may not write add their samples.
-        const accessRefused = outcome.refusedPoints - decoded.rejectedPoints;
-        const rejected = (decoderPartial?.rejectedDataPoints ?? 0) + accessRefused;
-        const partial = rejected === 0 ? null : { rejectedDataPoints: rejected, errorMessage: refusalSummary(outcome) };
-        ctx.status = 200;
-        ctx.type = format === 'json' ? 'application/json' : 'application/x-protobuf';
-        const answer = otlpExportResponse(partial, format);
-        ctx.body = typeof answer === 'string' ? answer : Buffer.from(answer.buffer, answer.byteOffset, answer.byteLength);
-      },
-    });
+    },
+    responses: { 200: { description: "ExportMetricsServiceResponse, in the request's encoding" } },
+    problems: ['validation', 'payload_too_large', 'unsupported_media_type', 'too_many', 'unavailable'],
+    streaming: true,
+    handler: async (ctx, { user }) => {
+      const type = ctx.get('Content-Type').toLowerCase();
+      const format = type.startsWith('application/json')
+        ? 'json'
+        : type.startsWith('application/x-protobuf') || type.startsWith('application/protobuf')
+          ? 'protobuf'
+          : null;
+      if (format === null) throw new DomainError('unsupported_media_type', 'send OTLP as application/x-protobuf or application/json');
+      holdSlot(deps, ctx, user);
+      const body = await readBody(ctx.req, deps.maxBodyBytes);
+      const decoded = decodeOtlpMetrics(await decompressed(ctx, body, deps.limits), format, deps.limits);
+      const outcome = await pushSeries(deps, user, 'otlp', body, decoded);
+      const decoderPartial = otlpPartialSuccess(decoded);
+      // The decoder counts OTLP data points it refused; series the caller may not write add their samples.
+      const accessRefused = outcome.refusedPoints - decoded.rejectedPoints;
+      const rejected = (decoderPartial?.rejectedDataPoints ?? 0) + accessRefused;
+      const partial = rejected === 0 ? null : { rejectedDataPoints: rejected, errorMessage: refusalSummary(outcome) };
+      ctx.status = 200;
+      ctx.type = format === 'json' ? 'application/json' : 'application/x-protobuf';
+      const answer = otlpExportResponse(partial, format);
+      ctx.body = typeof answer === 'string' ? answer : Buffer.from(answer.buffer, answer.byteOffset, answer.byteLength);
+    },
+  });
+}
 
-  const influx = (path: string, operationId: string, version: 'v1' | 'v2') =>
-    defineRoute({
-      method: 'POST',
-      path,
-      operationId,
-      summary: `Influx line protocol (${version === 'v1' ? 'InfluxDB 1.x /write' : 'InfluxDB 2.x /api/v2/write'})`,
-      description: `Line protocol, gzip or not; ${version === 'v1' ? '`db` and `rp` are accepted and not used (access decides what a caller may write); `precision` n, u, ms, s, m or h' : '`org` and `bucket` are accepted and not used (access decides what a caller may write); `precision` ns, us, ms or s'} (default ns). A series is named measurement_field{tag="value",...}. 204 when every line is stored; 400 with Influx's error body naming the first refused line when some were refused (the rest are stored). ${pushSummary}`,
-      tags: ['telemetry'],
-      auth: 'user',
-      query: z.object({
-        precision: z.string().optional(),
-        db: z.string().optional(),
-        rp: z.string().optional(),
-        org: z.string().optional(),
-        bucket: z.string().optional(),
-        orgID: z.string().optional(),
-      }),
-      requestBodyDoc: { contentTypes: { 'text/plain': z.string().describe('line protocol') } },
-      responses: {
-        204: { description: 'Every line stored' },
-        400: {
-          description: 'Some lines refused (the rest stored)',
-          schema: z.object({ code: z.string().optional(), message: z.string().optional(), error: z.string().optional() }),
-        },
+/** Influx line protocol, as InfluxDB 1.x or 2.x takes it. */
+function influxRoute(deps: TelemetryDeps, path: string, operationId: string, version: 'v1' | 'v2'): RouteDef {
+  return defineRoute({
+    method: 'POST',
+    path,
+    operationId,
+    summary: `Influx line protocol (${version === 'v1' ? 'InfluxDB 1.x /write' : 'InfluxDB 2.x /api/v2/write'})`,
+    description: `Line protocol, gzip or not; ${version === 'v1' ? '`db` and `rp` are accepted and not used (access decides what a caller may write); `precision` n, u, ms, s, m or h' : '`org` and `bucket` are accepted and not used (access decides what a caller may write); `precision` ns, us, ms or s'} (default ns). A series is named measurement_field{tag="value",...}. 204 when every line is stored; 400 with Influx's error body naming the first refused line when some were refused (the rest are stored). ${pushSummary}`,
+    tags: ['telemetry'],
+    auth: 'user',
+    query: z.object({
+      precision: z.string().optional(),
+      db: z.string().optional(),
+      rp: z.string().optional(),
+      org: z.string().optional(),
+      bucket: z.string().optional(),
+      orgID: z.string().optional(),
+    }),
+    requestBodyDoc: { contentTypes: { 'text/plain': z.string().describe('line protocol') } },
+    responses: {
+      204: { description: 'Every line stored' },
+      400: {
+        description: 'Some lines refused (the rest stored)',
+        schema: z.object({ code: z.string().optional(), message: z.string().optional(), error: z.string().optional() }),
       },
-      problems: ['validation', 'payload_too_large', 'unsupported_media_type', 'too_many', 'unavailable'],
-      streaming: true,
-      handler: async (ctx, { user, query }) => {
-        const precision = parseInfluxPrecision(query.precision);
-        if (precision === null)
-          throw new DomainError('validation', `precision ${JSON.stringify(query.precision)} is not one of ns, us, ms, s (v1 also n, u, m, h)`, [
-            { field: 'query.precision', reason: 'unknown precision' },
-          ]);
-        holdSlot(ctx, user);
-        const body = await readBody(ctx.req, deps.maxBodyBytes);
-        const decoded = decodeInfluxLines(await decompressed(ctx, body, deps.limits), { ...deps.limits, precision, receivedAtMs: Date.now() });
-        const outcome = await pushSeries(deps, user, 'influx', body, decoded);
-        if (outcome.refusedPoints === 0) {
-          ctx.status = 204;
-          return;
-        }
-        const message = `partial write: ${refusalSummary(outcome)}`;
-        ctx.status = 400;
-        ctx.body = version === 'v1' ? { error: message } : { code: 'invalid', message };
-      },
-    });
+    },
+    problems: ['validation', 'payload_too_large', 'unsupported_media_type', 'too_many', 'unavailable'],
+    streaming: true,
+    handler: async (ctx, { user, query }) => {
+      const precision = parseInfluxPrecision(query.precision);
+      if (precision === null)
+        throw new DomainError('validation', `precision ${JSON.stringify(query.precision)} is not one of ns, us, ms, s (v1 also n, u, m, h)`, [
+          { field: 'query.precision', reason: 'unknown precision' },
+        ]);
+      holdSlot(deps, ctx, user);
+      const body = await readBody(ctx.req, deps.maxBodyBytes);
+      const decoded = decodeInfluxLines(await decompressed(ctx, body, deps.limits), { ...deps.limits, precision, receivedAtMs: Date.now() });
+      const outcome = await pushSeries(deps, user, 'influx', body, decoded);
+      if (outcome.refusedPoints === 0) {
+        ctx.status = 204;
+        return;
+      }
+      const message = `partial write: ${refusalSummary(outcome)}`;
+      ctx.status = 400;
+      ctx.body = version === 'v1' ? { error: message } : { code: 'invalid', message };
+    },
+  });
+}
 
+export function telemetryRoutes(deps: TelemetryDeps): RouteDef[] {
   return [
-    remoteWrite,
-    otlp('/v1/metrics', 'otlpMetrics'),
-    otlp('/api/v1/otlp/v1/metrics', 'otlpMetricsUnderApi'),
-    influx('/write', 'influxWriteV1', 'v1'),
-    influx('/api/v2/write', 'influxWriteV2', 'v2'),
+    remoteWriteRoute(deps),
+    otlpRoute(deps, '/v1/metrics', 'otlpMetrics'),
+    otlpRoute(deps, '/api/v1/otlp/v1/metrics', 'otlpMetricsUnderApi'),
+    influxRoute(deps, '/write', 'influxWriteV1', 'v1'),
+    influxRoute(deps, '/api/v2/write', 'influxWriteV2', 'v2'),
   ];
 }

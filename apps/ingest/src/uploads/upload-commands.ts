@@ -2,11 +2,12 @@ import { randomBytes } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import {
   batchKey,
+  type ColumnBatch,
   decideUpload,
   decideWholeUpload,
   pointBatchOf,
   type DecidedUpload,
-  parseUploadBatches,
+  readUpload,
   STAGE_HEADER,
   rowsRead,
   startUpload,
@@ -16,7 +17,6 @@ import {
   type PointsFact,
   type TransactionalLog,
   type UploadComplete,
-  type UploadFact,
   type UploadFailed,
   type UploadSealed,
   type UploadStart,
@@ -210,50 +210,43 @@ async function runUpload(
   let source: Readable | null = null;
   const budget = timeBudget(limits, () => source);
 
-  /** Sends the decided batches in the transaction; returns the upload's end once decided. */
-  const act = async (facts: readonly UploadFact[], inputEnded: boolean): Promise<UploadComplete | UploadFailed | null> => {
-    for (const fact of facts) {
-      if (fact.type !== 'BatchReady') return fact;
-      if (staging === undefined)
-        staging =
-          inputEnded || deps.stage === null || !(await deps.mayStage(cmd.payload_bytes))
-            ? null
-            : new StageWriter(
-                deps.stage,
-                {
-                  taskId: cmd.task_id,
-                  attempt: randomBytes(8).toString('hex'),
-                  batchRows: deps.stageBatchRows,
-                  finishTimeoutMs: deps.stageFinishTimeoutMs,
-                  heartbeat,
-                },
-                log,
-              );
-      const b = fact.batch;
-      const batch = pointBatchOf(cmd.task_id, cmd.at, b, staging?.attempt);
-      const value = deps.pointsCodec.encode(batch);
-      await sender.send(batchKey(b), value, b.timestamps.length, staging === null ? undefined : { batch, headers: { [STAGE_HEADER]: staging.attempt } });
-      // At ClickHouse's pace while the stages fall behind: a stage given up costs a refill at its seal.
-      await staging?.room();
-    }
-    return null;
+  /** Sends a decided batch in the transaction (the first one decides whether the run is staged). */
+  const send = async (b: ColumnBatch, inputEnded: boolean): Promise<void> => {
+    if (staging === undefined)
+      staging =
+        inputEnded || deps.stage === null || !(await deps.mayStage(cmd.payload_bytes))
+          ? null
+          : new StageWriter(
+              deps.stage,
+              {
+                taskId: cmd.task_id,
+                attempt: randomBytes(8).toString('hex'),
+                batchRows: deps.stageBatchRows,
+                finishTimeoutMs: deps.stageFinishTimeoutMs,
+                heartbeat,
+              },
+              log,
+            );
+    const batch = pointBatchOf(cmd.task_id, cmd.at, b, staging?.attempt);
+    const value = deps.pointsCodec.encode(batch);
+    await sender.send(batchKey(b), value, b.timestamps.length, staging === null ? undefined : { batch, headers: { [STAGE_HEADER]: staging.attempt } });
+    // At ClickHouse's pace while the stages fall behind: a stage given up costs a refill at its seal.
+    await staging?.room();
   };
 
   try {
     source = await openUploadBytes(cmd, deps.storage);
     await offsetMoved;
-    let end: UploadComplete | UploadFailed | null = null;
-    for await (const items of parseUploadBatches(gunzipIfNeeded(source, limits), parseOptionsOf(cmd, limits))) {
-      budget.check();
-      end = await act(decideUpload(run, { type: 'ItemsParsed', items }), false);
-      if (end !== null) break;
-      if (now() - lastProgress >= PROGRESS_EVERY_MS) {
+    const end = await readUpload(gunzipIfNeeded(source, limits), run, parseOptionsOf(cmd, limits), {
+      before: () => budget.check(),
+      batch: send,
+      after: async () => {
+        if (now() - lastProgress < PROGRESS_EVERY_MS) return;
         lastProgress = now();
         await deps.tasks.send(deps.progressProducer, [{ type: 'TaskProgress', task_id: cmd.task_id, rows_done: rowsRead(run), at: lastProgress }]);
         await heartbeat();
-      }
-    }
-    end ??= (await act(decideUpload(run, { type: 'InputEnded' }), true))!; // the end of the input always ends the upload
+      },
+    });
 
     if (end.type === 'UploadFailed') {
       await sender.discard();

@@ -1,18 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { BlockBuffer, encodePointsBlock, insertPointsSql, insertToken, STAGE_BLOCK_COLUMNS, type Segment } from '@meridian/projection';
-import {
-  deduplicatedInsertSettings,
-  NO_QUORUM,
-  quorumInsertSettings,
-  quorumReadSettings,
-  serverCapabilities,
-  synchronousInsertSettings,
-  type InsertQuorum,
-} from '../capabilities.ts';
+import { deduplicatedInsertSettings, quorumInsertSettings, serverCapabilities, synchronousInsertSettings, type InsertQuorum } from '../capabilities.ts';
 import type { ClickHouseClient } from '../client.ts';
-import { noneRunningWithin } from '../server-work.ts';
-import { ROLLUPS, rollupStatesSql, type Resolution } from '../rollups/sql.ts';
+import type { Resolution } from '../rollups/sql.ts';
+import { INSERT_ID, sinkContext } from './sink-context.ts';
+import { maxOffsets } from './sink-positions.ts';
+import { repairCatalog } from './sink-repair.ts';
 
 /**
  * The ClickHouse side of the projector: the points table is the authority on what has been
@@ -61,13 +55,6 @@ export function refusedBeforeWriting(error: unknown): boolean {
   return /\bCode: 28[56]\b/.test(message) && !message.includes('while pushing to view');
 }
 
-/**
- * Every projector insert is named `points-insert:<table>:<uuid>`, and every staged share's
- * attach (and the catalog insert after it) `points-attach:<table>:<uuid>` (stage.ts), so those
- * still running can be found.
- */
-const INSERT_ID = /^points-(insert|attach):[A-Za-z_][A-Za-z0-9_]*:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-
 export type PointsSinkOptions = {
   readonly quorum?: InsertQuorum;
   /**
@@ -97,97 +84,16 @@ export type PointsSinkOptions = {
 
 /** `table` is `points` for the live projector, a generation table (points_g<N>) for a rebuild. */
 export function createPointsSink(client: ClickHouseClient, table = 'points', options: PointsSinkOptions = {}): PointsSink {
-  const quorum = options.quorum ?? NO_QUORUM;
+  const ctx = sinkContext(client, table, options);
+  const { quorum, idPrefix, awaitGone } = ctx;
   const blocks = options.blocks ?? new BlockBuffer();
   const share = options.share;
   const columns = share === undefined ? undefined : STAGE_BLOCK_COLUMNS;
   const insertSql = insertPointsSql(table, columns);
   let unsettled: string | null = null;
-  const idPrefix = `points-insert:${table}:`;
-  const attachPrefix = `points-attach:${table}:`;
-
-  async function rows<T>(query: string, settings: Record<string, number> = {}): Promise<T[]> {
-    return (await client.query({ query, format: 'JSONEachRow', clickhouse_settings: settings })).json<T>();
-  }
-
-  const rollupTables: Readonly<Partial<Record<Resolution, string>>> =
-    options.rollupTables ?? (table === 'points' ? { '1m': ROLLUPS['1m'].table, '1h': ROLLUPS['1h'].table } : {});
-
-  /**
-   * The rollups' share of stored blocks whose views did not run (as for the catalog, below): per
-   * bucket the blocks' rows touch, a rollup counting the points' rows less the blocks' lacks
-   * exactly them, and gets their states; one counting them all is complete. `blocks` is a list of
-   * (partition, offset) integer pairs.
-   */
-  async function repairRollups(blocks: string): Promise<void> {
-    for (const [resolution, rollup] of Object.entries(rollupTables) as [Resolution, string][]) {
-      if (!/^[.A-Za-z_][.A-Za-z0-9_]*$/.test(rollup)) throw new Error(`not a rollup table: ${rollup}`);
-      const w = ROLLUPS[resolution].stepMs;
-      const ofBlocks = `FROM ${table} WHERE (kafka_partition, kafka_offset) IN (${blocks})`;
-      const touched = `SELECT metric_name, intDiv(ts, ${w}) * ${w} AS bucket, count() AS b ${ofBlocks} GROUP BY metric_name, bucket`;
-      const keys = `SELECT metric_name, bucket FROM (${touched})`;
-      const stored = `SELECT metric_name, intDiv(ts, ${w}) * ${w} AS bucket, count() AS p FROM ${table} WHERE (metric_name, intDiv(ts, ${w}) * ${w}) IN (${keys}) GROUP BY metric_name, bucket`;
-      const counted = `SELECT metric_name, bucket, countMerge(rows) AS r FROM \`${rollup}\` WHERE (metric_name, bucket) IN (${keys}) GROUP BY metric_name, bucket`;
-      const lacking = `SELECT metric_name, bucket FROM (SELECT metric_name, bucket, b, p FROM (${touched}) AS k ANY LEFT JOIN (${stored}) AS s USING metric_name, bucket) AS ks ANY LEFT JOIN (${counted}) AS c USING metric_name, bucket WHERE r = p - b`;
-      const queryId = `${idPrefix}${randomUUID()}`;
-      try {
-        await client.command({
-          query: `INSERT INTO \`${rollup}\` ${rollupStatesSql(resolution, `(SELECT * ${ofBlocks} AND (metric_name, intDiv(ts, ${w}) * ${w}) IN (${lacking}))`)}`,
-          query_id: queryId,
-          clickhouse_settings: quorumInsertSettings(quorum.replicas, quorum.timeoutMs),
-        });
-      } catch (error) {
-        await awaitGone([queryId], 300_000);
-        throw error;
-      }
-    }
-  }
-
-  /** Waits until none of the given inserts is running any more (their outcome is then final). */
-  async function awaitGone(ids: readonly string[], timeoutMs: number): Promise<void> {
-    const waiting = ids.filter((id) => INSERT_ID.test(id));
-    if (waiting.length === 0) return;
-    if (!(await noneRunningWithin(client, `query_id IN (${waiting.map((id) => `'${id}'`).join(', ')})`, timeoutMs))) {
-      throw new Error(`inserts among ${waiting.join(', ')} still running after ${timeoutMs} ms`);
-    }
-  }
 
   return {
-    async maxOffsets(partitions) {
-      const result = new Map<number, number>(partitions.map((p) => [p, -1]));
-      if (partitions.length === 0) return result;
-      // Partitions are validated integers (never user text), so they may be part of the SQL.
-      const list = partitions.map((p) => {
-        if (!Number.isInteger(p) || p < 0 || p > 65535) throw new Error(`not a partition number: ${p}`);
-        return String(p);
-      });
-      // An insert sent by a process that then died (SIGKILL) keeps running in ClickHouse and may
-      // still commit: the positions are only true once every insert already under way is done.
-      // So may an ATTACH of a staged share, whose seal is recorded only after it.
-      const prefixes = options.sealsTable === undefined ? [idPrefix] : [idPrefix, attachPrefix];
-      const underWay = await rows<{ id: string }>(
-        `SELECT query_id AS id FROM system.processes WHERE ${prefixes.map((p) => `startsWith(query_id, '${p}')`).join(' OR ')}`,
-      );
-      await awaitGone(
-        underWay.map((r) => r.id),
-        300_000,
-      );
-      const found = await rows<{ p: number; o: string }>(
-        `SELECT kafka_partition AS p, toString(max(kafka_offset)) AS o FROM ${table} WHERE kafka_partition IN (${list.join(', ')}) GROUP BY kafka_partition`,
-        // Under a quorum, a block not yet on every replica is not counted as stored: its retry,
-        // the same block, is then dropped by the replicas' block deduplication if it did land.
-        quorumReadSettings(quorum.replicas),
-      );
-      for (const { p, o } of found) result.set(Number(p), Number(o));
-      if (options.sealsTable !== undefined) {
-        const sealed = await rows<{ p: number; o: string }>(
-          `SELECT kafka_partition AS p, toString(max(seal_offset)) AS o FROM ${options.sealsTable} WHERE kafka_partition IN (${list.join(', ')}) GROUP BY kafka_partition`,
-          quorumReadSettings(quorum.replicas),
-        );
-        for (const { p, o } of sealed) result.set(Number(p), Math.max(result.get(Number(p))!, Number(o)));
-      }
-      return result;
-    },
+    maxOffsets: (partitions) => maxOffsets(ctx, partitions),
 
     async insert(segments, signal) {
       if (share !== undefined) {
@@ -229,53 +135,7 @@ export function createPointsSink(client: ClickHouseClient, table = 'points', opt
       unsettled = null;
     },
 
-    /**
-     * The catalog (migration 002) is a view written by the points' own INSERT, on the server,
-     * after the points part (and after its quorum wait). A server killed between the two leaves
-     * the points stored and the catalog short of that block; the retry of the same block is then
-     * dropped as a duplicate, and a duplicate runs no view. The projector is the only writer of
-     * its partitions' metrics and has settled its inserts, so for those metrics the catalog must
-     * count what `points` counts: the difference is added as one aggregate state per metric (a
-     * count of the missing points, the metric's first and last timestamps, which merge without
-     * harm). Metrics are found from the batches' positions (integers), never named in the SQL.
-     */
-    async repairCatalog(batches) {
-      const catalog = options.catalogTable ?? (table === 'points' ? 'metric_catalog' : null);
-      if (catalog === null || batches.length === 0) return 0;
-      if (!/^[.A-Za-z_][.A-Za-z0-9_]*$/.test(catalog)) throw new Error(`not a catalog table: ${catalog}`);
-      if (quorum.replicas >= 2) {
-        // The writer holds every part the replication log has (its own and the other replicas').
-        for (const t of ['points', '`.inner.metric_catalog`']) await client.command({ query: `SYSTEM SYNC REPLICA ${t}` });
-      }
-      const blocks = batches.map((s) => {
-        if (!Number.isInteger(s.partition) || !Number.isInteger(s.offset)) throw new Error('not a segment position');
-        return `(${s.partition}, ${s.offset})`;
-      });
-      const metrics = `SELECT DISTINCT metric_name FROM ${table} WHERE (kafka_partition, kafka_offset) IN (${blocks.join(', ')})`;
-      const short = `SELECT metric_name, p.n - c.n AS missing, first, last FROM
-          (SELECT metric_name, count() AS n, min(ts) AS first, max(ts) AS last FROM ${table} WHERE metric_name IN (${metrics}) GROUP BY metric_name) AS p
-          ANY LEFT JOIN (SELECT metric_name, countMerge(points) AS n FROM \`${catalog}\` WHERE metric_name IN (${metrics}) GROUP BY metric_name) AS c
-          USING metric_name WHERE p.n > c.n`;
-      await repairRollups(blocks.join(', '));
-      const missing = await rows<{ missing: string }>(short);
-      const total = missing.reduce((sum, r) => sum + Number(r.missing), 0);
-      if (total === 0) return 0;
-      // Named like an insert, so the positions wait for one still running after its client died,
-      // and its outcome is known before this fails: a retry must not add the difference again.
-      const queryId = `${idPrefix}${randomUUID()}`;
-      try {
-        await client.command({
-          query: `INSERT INTO \`${catalog}\` SELECT metric_name, countState() AS points, minState(first) AS first_ts, maxState(last) AS last_ts
-            FROM (SELECT metric_name, first, last, arrayJoin(range(toUInt64(missing))) AS k FROM (${short})) GROUP BY metric_name`,
-          query_id: queryId,
-          clickhouse_settings: quorumInsertSettings(quorum.replicas, quorum.timeoutMs),
-        });
-      } catch (error) {
-        await awaitGone([queryId], 300_000);
-        throw error;
-      }
-      return total;
-    },
+    repairCatalog: (batches) => repairCatalog(ctx, batches),
 
     async settle(timeoutMs = 300_000) {
       const queryId = unsettled;

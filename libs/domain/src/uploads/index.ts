@@ -5,3 +5,4 @@ export * from './batcher.ts';
 export * from './state.ts';
 export * from './decide.ts';
 export * from './whole.ts';
+export * from './read.ts';

@@ -1,6 +1,7 @@
 import type { ColumnBatch } from './batcher.ts';
-import { decideUpload, type UploadComplete, type UploadFact, type UploadFailed } from './decide.ts';
-import { parseUploadBatches, type ParseUploadOptions } from './parse.ts';
+import { decideUpload, type UploadComplete, type UploadFailed } from './decide.ts';
+import type { ParseUploadOptions } from './parse.ts';
+import { readUpload } from './read.ts';
 import { startUpload, type UploadStart } from './state.ts';
 
 /** A small upload decided to its end before any of it is written: how it ends and, when it holds, its batches. */
@@ -21,21 +22,9 @@ export async function decideWholeUpload(
 ): Promise<DecidedUpload> {
   const run = startUpload(start);
   const batches: ColumnBatch[] = [];
-  const take = (facts: readonly UploadFact[]): UploadComplete | UploadFailed | null => {
-    for (const fact of facts) {
-      if (fact.type !== 'BatchReady') return fact;
-      batches.push(fact.batch);
-    }
-    return null;
-  };
   const ended = (end: UploadComplete | UploadFailed): DecidedUpload => ({ end, batches: end.type === 'UploadFailed' ? [] : batches });
   try {
-    for await (const items of parseUploadBatches(chunks, options)) {
-      between?.();
-      const end = take(decideUpload(run, { type: 'ItemsParsed', items }));
-      if (end !== null) return ended(end);
-    }
-    return ended(take(decideUpload(run, { type: 'InputEnded' }))!); // the end of the input always ends the upload
+    return ended(await readUpload(chunks, run, options, { ...(between ? { before: between } : {}), batch: (batch) => void batches.push(batch) }));
   } catch (error) {
     const reason = limitReason?.(error) ?? null;
     if (reason === null) throw error;

@@ -19,6 +19,18 @@ export function stageHeader(message: Pick<ConsumedMessage, 'headers'>): string |
   return first === undefined ? undefined : first.toString();
 }
 
+/** A staged seal as the stages' seal takes it (libs/clickhouse's StagedShare has this shape). */
+export function sealedShare(seal: StagedSeal) {
+  return {
+    partition: seal.partition,
+    sealOffset: seal.offset,
+    taskId: seal.task_id,
+    attempt: seal.attempt,
+    points: seal.points,
+    batches: seal.batches,
+  };
+}
+
 export type RefillDeps = {
   readonly log: Pick<LogRanges, 'readRanges'>;
   readonly codec: EventCodec<PointsFact>;
