@@ -198,7 +198,7 @@ install_victoria_metrics() {
   mv "$VICTORIA_METRICS_HOME.partial" "$VICTORIA_METRICS_HOME"
 }
 
-# The OTLP conformance test's peer (test/integration/protocols-victoria-metrics.int.test.ts):
+# The OTLP conformance test's peer (test/e2e/protocols-victoria-metrics.e2e.test.ts):
 # VictoriaMetrics built with `go install` from the Go module proxy, pinned, like MinIO.
 install_victoria_metrics_otlp() {
   [ -x "$VICTORIA_METRICS_OTLP_BIN" ] && return 0

@@ -3,6 +3,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { seriesName, type Label } from '@meridian/domain';
 import { freePort } from './ports.ts';
 import { waitFor } from './wait.ts';
 
@@ -70,4 +71,40 @@ export async function startVictoriaMetricsProcess(
     throw error;
   }
   return { base, pid: child.pid!, dataDir, stop };
+}
+
+/** Series name → its [timestamp, value] pairs. */
+export type SeriesPoints = Map<string, Array<[number, number]>>;
+
+type Exported = { metric: Record<string, string>; values: Array<number | null>; timestamps: number[] };
+
+/**
+ * Everything a VictoriaMetrics holds, through /api/v1/export, named by Meridian's rule (its
+ * label names through `labelName`, its label sets through `mapLabels`). Stale markers come
+ * back as NaN (null in JSON): Meridian does not store them, so they are apart, in `stale`
+ * (name → their timestamps).
+ */
+export async function victoriaMetricsPoints(
+  vm: VictoriaMetricsProcess,
+  labelName: (name: string) => string,
+  mapLabels: (labels: Label[]) => Label[] = (l) => l,
+): Promise<{ points: SeriesPoints; stale: Map<string, number[]> }> {
+  const flushed = await fetch(`${vm.base}/internal/force_flush`);
+  if (!flushed.ok) throw new Error(`VictoriaMetrics' force_flush answered ${flushed.status}`);
+  const res = await fetch(`${vm.base}/api/v1/export?match[]=${encodeURIComponent('{__name__!=""}')}&start=0`);
+  if (res.status !== 200) throw new Error(`VictoriaMetrics' export answered ${res.status}: ${await res.text()}`);
+  const out: SeriesPoints = new Map();
+  const stale = new Map<string, number[]>();
+  for (const line of (await res.text()).split('\n').filter(Boolean)) {
+    const e = JSON.parse(line) as Exported;
+    const { __name__: metric, ...rest } = e.metric;
+    const named = seriesName(metric!, mapLabels(Object.entries(rest).map(([k, v]): Label => [labelName(k), v])));
+    if (!named.ok) throw new Error(`VictoriaMetrics' series ${line.slice(0, 200)} has no Meridian name: ${named.reason}`);
+    const pairs = e.timestamps.map((t, i) => [t, e.values[i]] as [number, number | null]);
+    const finite = pairs.filter((p): p is [number, number] => typeof p[1] === 'number' && Number.isFinite(p[1]));
+    const markers = pairs.filter((p) => !finite.includes(p as [number, number])).map(([t]) => t);
+    if (finite.length > 0) out.set(named.name, [...(out.get(named.name) ?? []), ...finite]);
+    if (markers.length > 0) stale.set(named.name, [...(stale.get(named.name) ?? []), ...markers]);
+  }
+  return { points: out, stale };
 }
