@@ -9,10 +9,11 @@ import { adminKey, benchApi, dropBenchScope, fmt, repoRoot, startProcess, waitUn
  * as CSV and JSON, plain and gzip, Arrow and Parquet, with starts_with (10M rows) and list (1M
  * rows) — each against the same query read straight from ClickHouse's HTTP interface in this
  * process (for Arrow and Parquet: the Native columns the api encodes). Then the same 10M rows to
- * a pandas DataFrame three ways, each in a Python process of its own (test/bench/frames.py): CSV
- * and pd.read_csv, Parquet and pd.read_parquet, Arrow through the Python client; seconds to the
- * frame, the Python process's peak RSS and the api's, side by side.
- *   BENCH_ROWS=10000000 BENCH_REPEAT=3 BENCH_SCENARIOS=<regexp of labels, then no frames> make bench-download
+ * a pandas DataFrame four ways, each in a Python process of its own (test/bench/frames.py): CSV
+ * and pd.read_csv, Parquet and pd.read_parquet, Arrow through the Python client in one page and
+ * in its default pages; seconds to the frame (and when the body was read), the Python
+ * process's peak RSS and the api's, side by side.
+ *   BENCH_ROWS=10000000 BENCH_REPEAT=3 BENCH_SCENARIOS=<regexp of labels, then no frames unless BENCH_FRAMES=1> make bench-download
  */
 const ROWS = Number(process.env.BENCH_ROWS ?? 10_000_000);
 const REPEAT = Number(process.env.BENCH_REPEAT ?? 3);
@@ -109,6 +110,8 @@ async function main(): Promise<void> {
     console.log(
       `\nbench-download (${fmt(ROWS)} points over ${METRICS} metrics; api = real api process, straight = the same query from ClickHouse's HTTP interface)`,
     );
+    // Ready, the admin key known, no download yet: what every download's growth is counted from.
+    console.log(`  api RSS idle, every route loaded: ${api.rssMb()} MB`);
     const rate = (m: Measure) => (m.rows * 1000) / m.ms;
     const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
     let growth = 0;
@@ -117,12 +120,16 @@ async function main(): Promise<void> {
       // Alternating runs, medians: one run on a shared 2-core machine varies by a fifth.
       const direct: Measure[] = [];
       const viaApiRuns: Measure[] = [];
+      // The api's CPU-seconds a million rows (from /proc): what a busy machine disturbs least.
+      const apiCpu: number[] = [];
       let scenarioGrowth = 0;
       for (let r = 0; r < REPEAT; r++) {
         direct.push(await straight(metricNames, format, gzip, rows));
         const before = api.rssMb();
         api.mark();
+        const cpuBefore = api.cpuSeconds();
         viaApiRuns.push(await viaApi(key, qs, gzip, rows));
+        apiCpu.push(((api.cpuSeconds() - cpuBefore) * 1e6) / rows);
         scenarioGrowth = Math.max(scenarioGrowth, api.windowPeakMb() - before);
       }
       if (rows === ROWS) growth = Math.max(growth, scenarioGrowth);
@@ -130,13 +137,13 @@ async function main(): Promise<void> {
       const directRate = median(direct.map(rate));
       console.log(
         `  ${label.padEnd(24)} ${fmt(rows).padStart(10)} rows  api ${fmt(apiRate).padStart(9)} rows/s, first byte ${median(viaApiRuns.map((m) => m.ttfbMs)).toFixed(0)} ms, ${(viaApiRuns[0]!.bytes / 1e6).toFixed(0)} MB` +
-          ` | straight ${fmt(directRate).padStart(9)} rows/s, first byte ${median(direct.map((m) => m.ttfbMs)).toFixed(0)} ms | ratio ${(apiRate / directRate).toFixed(2)} | api RSS +${scenarioGrowth} MB`,
+          ` | straight ${fmt(directRate).padStart(9)} rows/s, first byte ${median(direct.map((m) => m.ttfbMs)).toFixed(0)} ms | ratio ${(apiRate / directRate).toFixed(2)} | api ${median(apiCpu).toFixed(2)} CPU-s/M rows | api RSS +${scenarioGrowth} MB`,
       );
     }
     console.log(
       `  medians of ${REPEAT} runs each; peak api RSS: ${api.peakRssMb()} MB; most RSS growth during a ${fmt(ROWS)}-row download: ${growth} MB (goal < 50 MB)`,
     );
-    if (!only) await frames(api, key);
+    if (!only || process.env.BENCH_FRAMES === '1') await frames(api, key);
   } finally {
     await api.stop();
     await client.close();
@@ -144,16 +151,16 @@ async function main(): Promise<void> {
   }
 }
 
-type Frame = { way: string; rows: number; seconds: number; peak_rss_mb: number; dtypes: Record<string, string> };
+type Frame = { way: string; rows: number; seconds: number; pages: number; last_page_s: number; peak_rss_mb: number; dtypes: Record<string, string> };
 
-/** The same rows to a pandas DataFrame three ways, alternating, REPEAT times each (medians). */
+/** The same rows to a pandas DataFrame four ways, alternating, REPEAT times each (medians). */
 async function frames(api: Proc, key: string): Promise<void> {
   const python = process.env.BENCH_PYTHON;
   if (!python) {
     console.log("\nframes: not measured (BENCH_PYTHON unset: make bench-download sets it to the Python client's virtualenv)");
     return;
   }
-  const ways = ['csv', 'parquet', 'arrow'] as const;
+  const ways = ['csv', 'parquet', 'arrow', 'arrow_pages'] as const;
   const runs = new Map<string, Array<Frame & { apiPeakMb: number }>>(ways.map((w) => [w, []]));
   for (let r = 0; r < REPEAT; r++) {
     for (const way of ways) {
@@ -176,7 +183,8 @@ async function frames(api: Proc, key: string): Promise<void> {
     const seconds = fs.map((f) => f.seconds);
     const range = (xs: number[], digits: number) => `[${Math.min(...xs).toFixed(digits)}–${Math.max(...xs).toFixed(digits)}]`;
     console.log(
-      `  ${way.padEnd(8)} ${median(seconds).toFixed(2).padStart(7)} s ${range(seconds, 2)}  ${(csvSeconds / median(seconds)).toFixed(1).padStart(5)}× the CSV way` +
+      `  ${way.padEnd(11)} ${median(seconds).toFixed(2).padStart(7)} s ${range(seconds, 2)}  ${(csvSeconds / median(seconds)).toFixed(1).padStart(5)}× the CSV way` +
+        `  (${fs[0]!.pages} page${fs[0]!.pages === 1 ? '' : 's'}, body read and decoded at ${median(fs.map((f) => f.last_page_s)).toFixed(2)} s)` +
         `  python peak RSS ${median(fs.map((f) => f.peak_rss_mb))} MB ${range(
           fs.map((f) => f.peak_rss_mb),
           0,

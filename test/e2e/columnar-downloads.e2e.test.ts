@@ -95,7 +95,7 @@ describe('Arrow and Parquet downloads', () => {
     expect(arrow.headers.get('content-disposition')).toBe('attachment; filename="metrics-starts_with.arrows"');
     const a = arrowRows(arrow.bytes);
     expect(a.types).toEqual([
-      'metric_name:Utf8',
+      'metric_name:Dictionary<Int32, Utf8>',
       'timestamp:Timestamp<MILLISECOND, UTC>',
       'metric_numeric_value:Float64',
       'updated_at:Timestamp<MILLISECOND, UTC>',

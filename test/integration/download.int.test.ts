@@ -8,6 +8,7 @@ import {
   encodeCursor,
   ensureDatabase,
   migrate,
+  nameOf,
   nativePointColumns,
   planDownload,
   streamDownload,
@@ -395,7 +396,7 @@ describe('metrics download against a real ClickHouse', () => {
       for await (const b of nativePointColumns(body as AsyncIterable<Buffer>)) {
         sizes.push(b.rows);
         for (let i = 0; i < b.rows; i++) {
-          const name = Buffer.from(b.nameBytes.subarray(b.nameOffsets[i], b.nameOffsets[i + 1])).toString('utf8');
+          const name = nameOf(b, i);
           rows.push([name, Number(b.timestamps[i]), b.values[i]!, Number(b.updatedAt[i])]);
         }
       }

@@ -22,7 +22,7 @@ def test_the_async_client_uploads_downloads_and_keeps_files(async_client: AsyncC
                 client.download(prefix, pattern="starts_with"),
             )
             assert isinstance(frames[0], pl.DataFrame) and len(frames[0]) == 2500
-            pd.testing.assert_frame_equal(frames[1].drop(columns="updated_at"), df.rename(columns={"value": "metric_numeric_value"}), check_dtype=False)
+            pd.testing.assert_frame_equal(frames[1].drop(columns="updated_at").astype({"metric_name": "str"}), df.rename(columns={"value": "metric_numeric_value"}), check_dtype=False)
             result = await client.download_to(tmp_path / "m.parquet", f"{prefix}m", page_rows=1000)
             assert result.pages == 3 and read_file(result.path).num_rows == 2500
             assert (await client.task(task.task_id)).succeeded

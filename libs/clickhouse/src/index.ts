@@ -14,6 +14,7 @@ export {
   cancelDownload,
   decodeCursor,
   encodeCursor,
+  nameOf,
   nativePointColumns,
   planDownload,
   rowsInWindow,

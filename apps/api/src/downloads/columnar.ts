@@ -1,7 +1,21 @@
 import { Readable } from 'node:stream';
-import { Field, Float64, makeData, RecordBatch, RecordBatchStreamWriter, Schema, Struct, TimestampMillisecond, Utf8 } from 'apache-arrow';
+import {
+  Dictionary,
+  Field,
+  Float64,
+  Int32,
+  makeData,
+  makeVector,
+  RecordBatch,
+  RecordBatchStreamWriter,
+  Schema,
+  Struct,
+  TimestampMillisecond,
+  Utf8,
+} from 'apache-arrow';
 import { ByteWriter, ParquetWriter } from 'hyparquet-writer';
 import type { PointColumns } from '@meridian/clickhouse';
+import { writeRowGroup } from './parquet-row-group.ts';
 
 /**
  * The typed formats of a download, for data frames: the CSV's four columns, typed, written
@@ -26,8 +40,15 @@ export function columnarBody(format: ColumnarFormat, batches: AsyncIterable<Poin
   return format === 'arrow' ? arrowStream(batches) : Readable.from(parquetChunks(batches), { objectMode: false });
 }
 
+/**
+ * metric_name is dictionary-encoded: each record batch carries its own dictionary (a replacement
+ * of the one before, which the streaming format allows) of the batch's runs of names, and a
+ * 4-byte index a row. A reader keeps names as a category (pandas) or Categorical (polars)
+ * rather than one string object per row. The dictionary's id is 0.
+ */
+const NAME_TYPE = new Dictionary(new Utf8(), new Int32(), 0);
 const ARROW_SCHEMA = new Schema([
-  new Field('metric_name', new Utf8(), false),
+  new Field('metric_name', NAME_TYPE, false),
   new Field('timestamp', new TimestampMillisecond('UTC'), false),
   new Field('metric_numeric_value', new Float64(), false),
   new Field('updated_at', new TimestampMillisecond('UTC'), false),
@@ -35,8 +56,10 @@ const ARROW_SCHEMA = new Schema([
 
 function recordBatch(c: PointColumns): RecordBatch {
   const n = c.rows;
+  const entries = c.dictionaryOffsets.length - 1;
+  const names = makeData({ type: new Utf8(), length: entries, nullCount: 0, valueOffsets: c.dictionaryOffsets, data: c.dictionaryBytes });
   const children = [
-    makeData({ type: new Utf8(), length: n, nullCount: 0, valueOffsets: c.nameOffsets, data: c.nameBytes }),
+    makeData({ type: NAME_TYPE, length: n, nullCount: 0, data: c.nameIndex, dictionary: makeVector(names) }),
     makeData({ type: new TimestampMillisecond('UTC'), length: n, nullCount: 0, data: c.timestamps }),
     makeData({ type: new Float64(), length: n, nullCount: 0, data: c.values }),
     makeData({ type: new TimestampMillisecond('UTC'), length: n, nullCount: 0, data: c.updatedAt }),
@@ -69,7 +92,7 @@ function arrowStream(batches: AsyncIterable<PointColumns>): Readable {
     (async function* () {
       yield Buffer.from(schemaMessage);
       for await (const c of batches) {
-        // A stream of this one batch: the same schema message, the batch's message, the end marker.
+        // A stream of this one batch: the same schema message, the batch's dictionary and record batch messages, the end marker.
         const stream = RecordBatchStreamWriter.writeAll([recordBatch(c)]).toUint8Array(true);
         if (Buffer.compare(stream.subarray(0, schemaMessage.length), schemaMessage) !== 0)
           throw new Error('apache-arrow wrote another schema message for the same schema');
@@ -92,8 +115,8 @@ const PARQUET_SCHEMA = [
 
 /**
  * A Parquet file, a row group per block: the writer's bytes leave after each row group (its
- * flush), so the api holds one row group's encoding, never the file. Names repeat in runs (rows
- * come sorted by name), so each run shares one byte array and dictionary encoding finds it.
+ * flush), so the api holds one row group's encoding, never the file. The row groups are
+ * written from the typed columns (parquet-row-group.ts).
  */
 async function* parquetChunks(batches: AsyncIterable<PointColumns>): AsyncGenerator<Buffer> {
   const writer = new FlushingWriter();
@@ -101,15 +124,8 @@ async function* parquetChunks(batches: AsyncIterable<PointColumns>): AsyncGenera
   const parquet = new ParquetWriter({ writer, schema: PARQUET_SCHEMA as never, codec: 'SNAPPY' });
   for await (const c of batches) {
     if (c.rows === 0) continue;
-    void parquet.write({
-      columnData: [
-        { name: 'metric_name', data: nameRuns(c) },
-        { name: 'timestamp', data: c.timestamps },
-        { name: 'metric_numeric_value', data: c.values },
-        { name: 'updated_at', data: c.updatedAt },
-      ],
-      rowGroupSize: c.rows,
-    });
+    writeRowGroup(parquet, c);
+    writer.flush();
     yield* out.splice(0);
   }
   void parquet.finish();
@@ -117,7 +133,7 @@ async function* parquetChunks(batches: AsyncIterable<PointColumns>): AsyncGenera
   yield* out.splice(0);
 }
 
-/** A ByteWriter whose bytes leave at each flush (the Parquet writer's, after each row group) and are taken from `chunks`. */
+/** A ByteWriter whose bytes leave at each flush (after each row group) and are taken from `chunks`. */
 class FlushingWriter extends ByteWriter {
   readonly chunks: Buffer[] = [];
 
@@ -125,22 +141,4 @@ class FlushingWriter extends ByteWriter {
     this.chunks.push(Buffer.from(this.buffer.slice(0, this.index)));
     this.index = 0;
   }
-}
-
-/** The batch's names, one Uint8Array per row, the same object for each row of a run of one name. */
-function nameRuns(c: PointColumns): Uint8Array[] {
-  const names = new Array<Uint8Array>(c.rows);
-  let previous: Uint8Array = new Uint8Array(0);
-  for (let i = 0; i < c.rows; i++) {
-    const name = c.nameBytes.subarray(c.nameOffsets[i], c.nameOffsets[i + 1]);
-    if (i === 0 || !sameBytes(previous, name)) previous = name;
-    names[i] = previous;
-  }
-  return names;
-}
-
-function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
-  if (a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
-  return true;
 }

@@ -33,15 +33,21 @@ DOWNLOAD_PATH = "/api/v1/metrics/download"
 DEFAULT_PAGE_ROWS = 1_000_000
 
 _UTC_MS = pa.timestamp("ms", tz="UTC")
+#: metric_name as the service's Arrow sends it: a dictionary (a category in pandas, a
+#: Categorical in polars), each name once per record batch rather than once per row.
+NAME_TYPE = pa.dictionary(pa.int32(), pa.string())
 #: The columns of every download, in the service's order.
 SCHEMA = pa.schema(
     [
-        pa.field("metric_name", pa.string()),
+        pa.field("metric_name", NAME_TYPE),
         pa.field("timestamp", _UTC_MS),
         pa.field("metric_numeric_value", pa.float64()),
         pa.field("updated_at", _UTC_MS),
     ]
 )
+#: The columns of a file download_to writes: names as plain strings, so each record batch is
+#: whole on its own (a batch serialized alone carries no dictionary).
+FILE_SCHEMA = SCHEMA.set(0, pa.field("metric_name", pa.string()))
 _ARROW_EOS = b"\xff\xff\xff\xff\x00\x00\x00\x00"
 
 Bound = Union[str, dt.date, dt.datetime, None]
@@ -149,7 +155,7 @@ def _page_call(query: Query, wire: str, cursor: Optional[str]) -> Call:
 
 
 def decode_page(content: bytes, wire: str) -> pa.Table:
-    """One page's rows as a Table of SCHEMA, from an Arrow IPC stream or the CSV layout."""
+    """One page's rows as a Table of SCHEMA, from an Arrow IPC stream or the CSV layout (its names dictionary-encoded as they are read)."""
     if wire == "arrow":
         table = pa_ipc.open_stream(pa.py_buffer(content)).read_all()
     else:
@@ -191,7 +197,16 @@ def table_flow(query: Query, wires: WireState, wire: str = "auto", on_page: Opti
         if on_page is not None:
             on_page(PageInfo(len(tables), table.num_rows, total, cursor is not None))
         if cursor is None:
-            return pa.concat_tables(tables) if tables else SCHEMA.empty_table()
+            return one_dictionary(pa.concat_tables(tables)) if tables else SCHEMA.empty_table()
+
+
+def one_dictionary(table: pa.Table) -> pa.Table:
+    """
+    The table with one dictionary of names for all its batches (each batch of the service
+    brings its own): pandas then makes its category without merging hundreds of them, and two
+    tables of the same rows compare equal whatever their batches were.
+    """
+    return table.unify_dictionaries()
 
 
 def to_output(table: pa.Table, output: str) -> Any:
@@ -270,7 +285,7 @@ def file_flow(query: Query, path: Union[str, "os.PathLike[str]"], wires: WireSta
             out.truncate(int(state["offset"]))
             out.seek(int(state["offset"]))
         elif kind != "csv":
-            out.write(SCHEMA.serialize().to_pybytes())
+            out.write(FILE_SCHEMA.serialize().to_pybytes())
         while True:
             reply, used, cursor = yield from _pages(query, wires, "csv" if kind == "csv" else "auto", cursor)
             if kind == "csv":
@@ -280,7 +295,7 @@ def file_flow(query: Query, path: Union[str, "os.PathLike[str]"], wires: WireSta
                 page_rows = data.count(b"\n") - (1 if pages == 0 else 0)
                 out.write(data)
             else:
-                table = decode_page(reply.content, used)
+                table = decode_page(reply.content, used).cast(FILE_SCHEMA)
                 page_rows = table.num_rows
                 for batch in table.to_batches():
                     out.write(batch.serialize().to_pybytes())
@@ -309,7 +324,7 @@ def _arrow_stream_to_parquet(source: Path, target: Path) -> None:
     import pyarrow.parquet as pq
 
     tmp = target.with_name(target.name + ".tmp")
-    with pa.memory_map(str(source)) as f, pq.ParquetWriter(str(tmp), SCHEMA) as writer:
+    with pa.memory_map(str(source)) as f, pq.ParquetWriter(str(tmp), FILE_SCHEMA) as writer:
         reader = pa_ipc.open_stream(f)
         for batch in reader:
             writer.write_batch(batch)
@@ -317,14 +332,16 @@ def _arrow_stream_to_parquet(source: Path, target: Path) -> None:
 
 
 def read_file(path: Union[str, "os.PathLike[str]"]) -> pa.Table:
-    """A file written by download_to, back as a Table (csv, parquet or Arrow stream, by suffix)."""
+    """A file written by download_to, back as a Table of SCHEMA (csv, parquet or Arrow stream, by suffix)."""
     target = Path(path)
     kind = file_kind(target)
     if kind == "arrow":
         with pa.memory_map(str(target)) as f:
-            return pa_ipc.open_stream(f).read_all()
-    if kind == "parquet":
+            table = pa_ipc.open_stream(f).read_all()
+    elif kind == "parquet":
         import pyarrow.parquet as pq
 
-        return pq.read_table(str(target))
-    return decode_page(target.read_bytes(), "csv")
+        table = pq.read_table(str(target))
+    else:
+        table = decode_page(target.read_bytes(), "csv")
+    return one_dictionary(table.cast(SCHEMA))

@@ -5,4 +5,4 @@ export { streamDownload, type DownloadStream, type StreamOptions } from './strea
 export { cancelDownload } from './cancel.ts';
 export { rowsInWindow } from './chunks.ts';
 export type { ConnOptions } from './http.ts';
-export { nativePointColumns, type PointColumns } from './native.ts';
+export { nameOf, nativePointColumns, type PointColumns } from './native.ts';

@@ -1,21 +1,34 @@
 /**
  * The rows of a columnar download (format 'columns'), as ClickHouse writes them in its Native
  * format over HTTP: blocks of `metric_name String, ts Int64, value Float64, updated_at Int64`,
- * each block's columns one after the other. A block becomes one batch of typed columns as they
- * lie on the wire: names as UTF-8 bytes with offsets (Arrow's layout), the numbers copied whole
- * into typed arrays. Nothing is parsed per row but the names' lengths.
+ * each block's columns one after the other. A block becomes one batch of typed columns in
+ * Arrow's layouts: names dictionary-encoded (rows come sorted by name, so a block of 65,536
+ * rows holds a few runs of one name each, and each run's name is kept once), the numbers
+ * copied whole into typed arrays. Nothing is parsed per row but the names' lengths and bytes.
  */
 export type PointColumns = {
   readonly rows: number;
-  /** Row i's name is nameBytes[nameOffsets[i] .. nameOffsets[i + 1]), UTF-8. */
-  readonly nameOffsets: Int32Array;
-  readonly nameBytes: Uint8Array;
+  /** Row i's name is the dictionary's entry nameIndex[i]. */
+  readonly nameIndex: Int32Array;
+  /** Entry k of the dictionary is dictionaryBytes[dictionaryOffsets[k] .. dictionaryOffsets[k + 1]), UTF-8: the block's runs of names, in order. */
+  readonly dictionaryOffsets: Int32Array;
+  readonly dictionaryBytes: Uint8Array;
   /** Epoch milliseconds. */
   readonly timestamps: BigInt64Array;
   readonly values: Float64Array;
   /** Epoch milliseconds. */
   readonly updatedAt: BigInt64Array;
 };
+
+/** Row `row`'s name, as a string (for checks and tests: the encoders work on the bytes). */
+export function nameOf(c: PointColumns, row: number): string {
+  const k = c.nameIndex[row]!;
+  return Buffer.from(
+    c.dictionaryBytes.buffer,
+    c.dictionaryBytes.byteOffset + c.dictionaryOffsets[k]!,
+    c.dictionaryOffsets[k + 1]! - c.dictionaryOffsets[k]!,
+  ).toString('utf8');
+}
 
 /** The columns a columnar download selects, in order, with their types. */
 export const COLUMNAR_SELECT = [
@@ -27,6 +40,9 @@ export const COLUMNAR_SELECT = [
 
 /** At most what a column's name and type take in a block (`updated_at` and `Float64`, with their lengths). */
 const HEADER_BYTES = 32;
+
+/** What the headers of the three fixed-width columns take: each its name and type, with their one-byte lengths. */
+const FIXED_HEADERS_BYTES = COLUMNAR_SELECT.slice(1).reduce((sum, [name, type]) => sum + 2 + name.length + type.length, 0);
 
 /** The block is not whole yet: wait for more bytes. */
 class Incomplete extends Error {}
@@ -66,7 +82,7 @@ export async function* nativePointColumns(body: AsyncIterable<Buffer>): AsyncGen
   }
   if (heldBytes > 0) pending = Buffer.concat([pending, ...held]);
   if (pending.length > 0) {
-    const read = readBlock(pending);
+    const read = readBlock(pending, true);
     if (read.kind === 'incomplete' || read.end !== pending.length) throw new Error('the columnar download ended inside a block');
     if (read.columns.rows > 0) yield read.columns;
   }
@@ -74,7 +90,7 @@ export async function* nativePointColumns(body: AsyncIterable<Buffer>): AsyncGen
 
 type BlockRead = { kind: 'block'; columns: PointColumns; end: number } | { kind: 'incomplete'; atLeast: number };
 
-function readBlock(buf: Buffer): BlockRead {
+function readBlock(buf: Buffer, final = false): BlockRead {
   const r = new Reader(buf);
   try {
     const columnCount = r.varint();
@@ -84,11 +100,14 @@ function readBlock(buf: Buffer): BlockRead {
     const atLeast = r.pos + rows * 25;
     if (buf.length < atLeast) return { kind: 'incomplete', atLeast };
     r.header(0);
-    const nameOffsets = new Int32Array(rows + 1);
     const nameStarts = r.pos;
-    // Names are copied without their length prefixes into one contiguous run.
-    const lengths = new Int32Array(rows);
-    let total = 0;
+    const nameIndex = new Int32Array(rows);
+    // Where each run's name lies in buf, and its length: a row whose name equals the run's
+    // joins it, compared byte by byte (names are short) with no string made.
+    const runStarts: number[] = [];
+    const runLengths: number[] = [];
+    let runStart = -1;
+    let runLength = -1;
     let i = 0;
     try {
       for (; i < rows; i++) {
@@ -101,10 +120,15 @@ function readBlock(buf: Buffer): BlockRead {
         } else {
           len = r.varint();
         }
-        lengths[i] = len;
+        const start = r.pos;
         r.skip(len);
-        total += len;
-        nameOffsets[i + 1] = total;
+        if (len !== runLength || !sameBytes(buf, start, runStart, len)) {
+          runStart = start;
+          runLength = len;
+          runStarts.push(start);
+          runLengths.push(len);
+        }
+        nameIndex[i] = runStarts.length - 1;
       }
     } catch (error) {
       if (!(error instanceof Incomplete) || i === 0) throw error;
@@ -113,22 +137,19 @@ function readBlock(buf: Buffer): BlockRead {
       const namesBytes = Math.ceil(((r.pos - nameStarts) / i) * rows);
       return { kind: 'incomplete', atLeast: nameStarts + namesBytes + rows * 24 + 3 * HEADER_BYTES };
     }
-    const nameBytes = new Uint8Array(total);
-    // Byte by byte: names are short, and a view per name (subarray) would cost more than its copy.
-    let from = nameStarts;
-    let to = 0;
-    for (let row = 0; row < rows; row++) {
-      const len = lengths[row]!;
-      from += len < 0x80 ? 1 : varintSize(len);
-      for (const end = from + len; from < end; from++) nameBytes[to++] = buf[from]!;
-    }
+    // The rest of the block is fixed-width: its end is known now, so a block cut there is not
+    // read again (names and all) at every chunk that follows. (At the stream's end the headers
+    // are read all the same, so a block of other columns is named as such.)
+    const end = r.pos + FIXED_HEADERS_BYTES + rows * 24;
+    if (buf.length < end && !final) return { kind: 'incomplete', atLeast: end };
+    const { dictionaryOffsets, dictionaryBytes } = dictionary(buf, runStarts, runLengths);
     r.header(1);
     const timestamps = new BigInt64Array(r.copy(rows * 8));
     r.header(2);
     const values = new Float64Array(r.copy(rows * 8));
     r.header(3);
     const updatedAt = new BigInt64Array(r.copy(rows * 8));
-    return { kind: 'block', columns: { rows, nameOffsets, nameBytes, timestamps, values, updatedAt }, end: r.pos };
+    return { kind: 'block', columns: { rows, nameIndex, dictionaryOffsets, dictionaryBytes, timestamps, values, updatedAt }, end: r.pos };
   } catch (error) {
     // Cut within the fixed-width columns or a header: they are at most a few headers away.
     if (error instanceof Incomplete) return { kind: 'incomplete', atLeast: buf.length + 1 };
@@ -136,13 +157,20 @@ function readBlock(buf: Buffer): BlockRead {
   }
 }
 
-function varintSize(n: number): number {
-  let size = 1;
-  while (n >= 0x80) {
-    n = Math.floor(n / 128);
-    size++;
-  }
-  return size;
+/** Whether buf holds the same len bytes at a and at b. */
+function sameBytes(buf: Buffer, a: number, b: number, len: number): boolean {
+  for (let k = 0; k < len; k++) if (buf[a + k] !== buf[b + k]) return false;
+  return true;
+}
+
+/** The runs' names copied into one contiguous run of bytes, with Arrow's offsets. */
+function dictionary(buf: Buffer, starts: readonly number[], lengths: readonly number[]): { dictionaryOffsets: Int32Array; dictionaryBytes: Uint8Array } {
+  const dictionaryOffsets = new Int32Array(starts.length + 1);
+  let total = 0;
+  for (let k = 0; k < starts.length; k++) dictionaryOffsets[k + 1] = total += lengths[k]!;
+  const dictionaryBytes = new Uint8Array(total);
+  for (let k = 0; k < starts.length; k++) dictionaryBytes.set(buf.subarray(starts[k], starts[k]! + lengths[k]!), dictionaryOffsets[k]);
+  return { dictionaryOffsets, dictionaryBytes };
 }
 
 class Reader {

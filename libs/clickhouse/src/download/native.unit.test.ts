@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { encodePointsBlock, type Segment } from '@meridian/projection';
-import { COLUMNAR_SELECT, nativePointColumns, type PointColumns } from './native.ts';
+import { COLUMNAR_SELECT, nameOf, nativePointColumns, type PointColumns } from './native.ts';
 
 const COLUMNS = COLUMNAR_SELECT.map(([name]) => name);
 
@@ -28,12 +28,7 @@ async function rowsOf(batches: AsyncIterable<PointColumns>) {
   for await (const b of batches) {
     sizes.push(b.rows);
     for (let i = 0; i < b.rows; i++) {
-      rows.push([
-        Buffer.from(b.nameBytes.subarray(b.nameOffsets[i], b.nameOffsets[i + 1])).toString('utf8'),
-        Number(b.timestamps[i]),
-        b.values[i]!,
-        Number(b.updatedAt[i]),
-      ]);
+      rows.push([nameOf(b, i), Number(b.timestamps[i]), b.values[i]!, Number(b.updatedAt[i])]);
     }
   }
   return { rows, sizes };
