@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   completeSeriesLabels,
-  createClickHouse,
   ensureDatabase,
   migrate,
   readAggregated,
@@ -11,21 +10,14 @@ import {
   seriesByLabels,
 } from '@meridian/clickhouse';
 import { evalRangeFunction, evalWindowStats, WINDOW_STATS_FUNCTIONS, type WindowStats } from '@meridian/domain';
-import { isolatedSettings } from '../support/settings.ts';
+import { scratchConnection } from '../support/scratch-database.ts';
 
 /**
  * The PromQL reads against a real ClickHouse (18.16 here, 26.9 in the modern tier): samples
  * deduplicated to the newest row of a timestamp and sorted, the sparse steps, and the windows
  * reduced per series and step giving every reducible function exactly what the samples give.
  */
-const settings = isolatedSettings();
-const conn = {
-  url: settings.CLICKHOUSE_URL,
-  username: settings.CLICKHOUSE_USER,
-  password: settings.CLICKHOUSE_PASSWORD,
-  database: settings.CLICKHOUSE_DATABASE,
-};
-const client = createClickHouse(conn);
+const { settings, conn, client } = scratchConnection();
 
 const T = 1_700_000_000_000;
 const COUNTER = 'requests_total{job="a\\"b"}';

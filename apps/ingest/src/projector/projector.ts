@@ -264,11 +264,11 @@ export async function startProjector(ingest: IngestDeps): Promise<RunningProject
   /** Applies a deletion's marker (the buffered rows before it are flushed), then it counts in the position. */
   async function applyDeletion(ctx: Ctx, deletion: Deletion): Promise<void> {
     const started = performance.now();
-    const { task_id: taskId, partition, offset, metrics, fromMs, toMs } = deletion;
-    await persist('deleting points', ctx, () => ingest.deletePoints({ taskId, partition, offset, metrics, fromMs, toMs }));
+    const { task_id: taskId, partition, offset, metrics, fromMs, toMs, rollups } = deletion;
+    await persist('deleting points', ctx, () => ingest.deletePoints({ taskId, partition, offset, metrics, fromMs, toMs, rollups }));
     projection.deleted(deletion);
     logger.info(
-      { task_id: taskId, partition, offset, metrics: metrics.length, from_ms: fromMs, to_ms: toMs, ms: Math.round(performance.now() - started) },
+      { task_id: taskId, partition, offset, metrics: metrics.length, from_ms: fromMs, to_ms: toMs, rollups, ms: Math.round(performance.now() - started) },
       'points deleted',
     );
   }
