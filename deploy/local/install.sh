@@ -8,7 +8,8 @@
 #               Go module proxy (golang.org/toolchain), checked against its go.sum hash
 #   test tools: chromium (Debian), schemathesis, kubernetes-validate and the Python client's
 #               test libraries (PyPI, virtualenvs), helm (`go install`, Go module proxy),
-#               VictoriaMetrics (the protocols' conformance test)
+#               VictoriaMetrics (the protocols' conformance test: Debian's, and for OTLP a current one
+#               built with `go install` from the Go module proxy, pinned)
 # Each step prints one line: what it installs and roughly how long that takes (on 2 cores).
 #   VictoriaMetrics (bench-ingest's peer, the protocols' conformance test): Debian's victoria-metrics, unpacked into the cache
 #   Prometheus (the PromQL conformance test's reference engine and promtool): Debian's prometheus, unpacked alike
@@ -197,6 +198,15 @@ install_victoria_metrics() {
   mv "$VICTORIA_METRICS_HOME.partial" "$VICTORIA_METRICS_HOME"
 }
 
+# The OTLP conformance test's peer (test/integration/protocols-victoria-metrics.int.test.ts):
+# VictoriaMetrics built with `go install` from the Go module proxy, pinned, like MinIO.
+install_victoria_metrics_otlp() {
+  [ -x "$VICTORIA_METRICS_OTLP_BIN" ] && return 0
+  go_install "$VICTORIA_METRICS_OTLP_BIN" \
+    "github.com/VictoriaMetrics/VictoriaMetrics/app/victoria-metrics@$VICTORIA_METRICS_OTLP_VERSION" \
+    "VictoriaMetrics $VICTORIA_METRICS_OTLP_VERSION" "about a minute on 2 cores"
+}
+
 # The reference the PromQL conformance test compares Meridian with, and promtool, its client:
 # Debian's prometheus package (2.42), unpacked into the cache the same way (no service started).
 install_prometheus() {
@@ -241,6 +251,7 @@ install_test_tools() {
   install_kubernetes_validate
   install_python_client
   install_victoria_metrics
+  install_victoria_metrics_otlp
   install_prometheus
 }
 
@@ -256,7 +267,7 @@ install_all() {
 case "${1:-all}" in
   all) with_cache_lock install_all ;;
   go) with_cache_lock find_go ;;
-  kafka|clickhouse|minio|chromium|schemathesis|chdb|helm|kubernetes-validate|python-client|victoria-metrics|prometheus|zookeeper|haproxy|cluster) with_cache_lock "install_${1//-/_}" ;;
+  kafka|clickhouse|minio|chromium|schemathesis|chdb|helm|kubernetes-validate|python-client|victoria-metrics|victoria-metrics-otlp|prometheus|zookeeper|haproxy|cluster) with_cache_lock "install_${1//-/_}" ;;
   test-tools) with_cache_lock install_test_tools ;;
-  *) die "usage: install.sh [all|cluster|zookeeper|haproxy|kafka|clickhouse|minio|go|chromium|schemathesis|chdb|helm|kubernetes-validate|python-client|victoria-metrics|prometheus|test-tools]" ;;
+  *) die "usage: install.sh [all|cluster|zookeeper|haproxy|kafka|clickhouse|minio|go|chromium|schemathesis|chdb|helm|kubernetes-validate|python-client|victoria-metrics|victoria-metrics-otlp|prometheus|test-tools]" ;;
 esac

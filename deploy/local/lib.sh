@@ -41,6 +41,10 @@ HELM_BIN="$MERIDIAN_CACHE/helm-$HELM_VERSION/bin/helm"
 KUBERNETES_VALIDATE_HOME="$MERIDIAN_CACHE/kubernetes-validate-$KUBERNETES_VALIDATE_VERSION"
 VICTORIA_METRICS_HOME="$MERIDIAN_CACHE/victoria-metrics"
 VICTORIA_METRICS_BIN="$VICTORIA_METRICS_HOME/usr/bin/victoria-metrics"
+# The OTLP conformance test's peer: Debian's 1.79 predates OpenTelemetry ingestion (1.92), so a
+# current VictoriaMetrics is built from the Go module proxy (newer than 1.153 needs Go 1.27).
+VICTORIA_METRICS_OTLP_VERSION="${VICTORIA_METRICS_OTLP_VERSION:-v1.151.0}"
+VICTORIA_METRICS_OTLP_BIN="$MERIDIAN_CACHE/victoria-metrics-otlp/$VICTORIA_METRICS_OTLP_VERSION/bin/victoria-metrics"
 # The reference engine of the PromQL conformance test: Debian's prometheus (2.42), prometheus and promtool.
 PROMETHEUS_HOME="$MERIDIAN_CACHE/prometheus"
 PROMETHEUS_BIN="$PROMETHEUS_HOME/usr/bin/prometheus"

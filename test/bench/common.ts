@@ -12,6 +12,7 @@ import { formatTimestamp } from '@meridian/domain';
 import { createLogger, silenceKnownWarnings } from '@meridian/observability';
 import { createPlatform, type Platform } from '../support/platform.ts';
 import { API_NODE_ENV, API_NODE_FLAGS } from '../../apps/api/src/node-flags.ts';
+import { commandLine, listeningPid, portOf } from './listeners.ts';
 
 /** Shared pieces of the benchmarks: real api and ingest processes on a fresh scope of the local stack. */
 export const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
@@ -52,24 +53,51 @@ export function processCpuSeconds(pid: number | undefined): number {
 /** Where the local stack (deploy/local) keeps its pid files and data: MERIDIAN_VAR, `.var` by default. */
 const stackVar = () => process.env.MERIDIAN_VAR ?? `${repoRoot}.var`;
 
+/** Where the stack's services listen, from the endpoints in the environment (deploy/local/stack.sh env). */
+const STACK_ENDPOINTS: ReadonlyArray<readonly [name: string, env: string]> = [
+  ['kafka', 'KAFKA_BROKERS'],
+  ['clickhouse', 'CLICKHOUSE_URL'],
+  ['minio', 'S3_ENDPOINT'],
+];
+
 /**
- * The local stack's services (deploy/local: pid files under MERIDIAN_VAR/run, `.var` by default),
- * for the CPU they spend while a bench case runs. Empty when the bench runs against services
- * that are not the local stack's processes (their CPU is then not measured here).
+ * The pid of a stack service: the process listening on its endpoint's port when that is on this
+ * machine (any checkout's stack: the services are shared), else the pid file of this checkout's
+ * stack (deploy/local: MERIDIAN_VAR/run, `.var` by default).
+ */
+function stackPid(name: string, env: string): number | undefined {
+  const endpoint = process.env[env]?.split(',')[0];
+  if (endpoint && /(^|\/\/)(127\.0\.0\.1|localhost)[:/]/.test(endpoint)) {
+    const pid = listeningPid(portOf(endpoint));
+    if (pid !== undefined) return pid;
+  }
+  try {
+    return Number(readFileSync(`${stackVar()}/run/${name}.pid`, 'utf8').trim());
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The local stack's services, for the CPU they spend while a bench case runs. A service not
+ * found (not on this machine, not this user's) is named on stderr: its CPU is then not in the
+ * figures, which would understate Meridian's.
  */
 export function stackProcesses(): Array<{ name: string; cpuSeconds(): number }> {
-  const runDir = `${stackVar()}/run`;
   const out: Array<{ name: string; cpuSeconds(): number }> = [];
-  for (const name of ['kafka', 'clickhouse', 'minio']) {
-    let pid: number;
-    try {
-      pid = Number(readFileSync(`${runDir}/${name}.pid`, 'utf8').trim());
-    } catch {
-      continue;
-    }
-    if (Number.isFinite(processCpuSeconds(pid))) out.push({ name, cpuSeconds: () => processCpuSeconds(pid) });
+  for (const [name, env] of STACK_ENDPOINTS) {
+    const pid = stackPid(name, env);
+    if (pid !== undefined && Number.isFinite(processCpuSeconds(pid))) out.push({ name, cpuSeconds: () => processCpuSeconds(pid) });
+    else console.error(`bench: no local process of ${name} found (${env}=${process.env[env] ?? ''}): its CPU is not counted`);
   }
   return out;
+}
+
+/** The arguments of a stack service's process, or none when it is not found here. */
+function stackArgs(name: string): string[] {
+  const env = STACK_ENDPOINTS.find(([n]) => n === name)![1];
+  const pid = stackPid(name, env);
+  return pid === undefined ? [] : commandLine(pid);
 }
 
 /** What the processes spent between cpuSplit() and end(): one line of it, the sum, and one process's share. */
@@ -126,10 +154,11 @@ export function dirBytes(dir: string, keep: (name: string) => boolean = () => tr
   return bytes;
 }
 
-/** The local stack's Kafka log directories (its server.properties); none when the broker is not the local stack's. */
+/** The local stack's Kafka log directories (the server.properties its broker runs with); none when the broker is not on this machine. */
 export function kafkaLogDirs(): string[] {
+  const properties = stackArgs('kafka').find((a) => a.endsWith('server.properties')) ?? `${stackVar()}/kafka/server.properties`;
   try {
-    return (/^log\.dirs=(.*)$/m.exec(readFileSync(`${stackVar()}/kafka/server.properties`, 'utf8'))?.[1]?.split(',') ?? []).map((d) => d.trim());
+    return (/^log\.dirs=(.*)$/m.exec(readFileSync(properties, 'utf8'))?.[1]?.split(',') ?? []).map((d) => d.trim());
   } catch {
     return [];
   }
@@ -164,7 +193,9 @@ export function kafkaTopicBytes(prefix: string): Map<string, number> {
  * a service that is not the local stack's (its directories are not on this machine).
  */
 export async function scopeDataBytes(settings: Settings): Promise<{ kafka: number; clickhouse: number; minio: number }> {
-  const varDir = stackVar();
+  const minioArgs = stackArgs('minio');
+  const server = minioArgs.indexOf('server');
+  const minioData = (server >= 0 ? minioArgs[server + 1] : undefined) ?? `${stackVar()}/minio/data`;
   const logDirs = kafkaLogDirs();
   const kafka = logDirs.length === 0 ? NaN : logDirs.reduce((sum, d) => sum + (dirBytes(d, (name) => name.startsWith(settings.MERIDIAN_TOPIC_PREFIX)) || 0), 0);
   const query = `SELECT sum(bytes_on_disk) FROM system.parts WHERE active AND database = '${settings.CLICKHOUSE_DATABASE}'`;
@@ -172,7 +203,7 @@ export async function scopeDataBytes(settings: Settings): Promise<{ kafka: numbe
     async (r) => (r.ok ? Number((await r.text()).trim()) : NaN),
     () => NaN,
   );
-  return { kafka, clickhouse, minio: dirBytes(`${varDir}/minio/data/${settings.S3_BUCKET}`) };
+  return { kafka, clickhouse, minio: dirBytes(`${minioData}/${settings.S3_BUCKET}`) };
 }
 
 /**

@@ -1,4 +1,5 @@
 import { loadavg } from 'node:os';
+import { resolve } from 'node:path';
 import { Readable } from 'node:stream';
 import { formatTimestamp, parseSeriesName } from '@meridian/domain';
 import { remoteWriteBody } from '../support/protocol-bodies.ts';
@@ -10,6 +11,7 @@ import {
   fmt,
   percentile,
   postStream,
+  repoRoot,
   scopeDataBytes,
   stackProcesses,
   startProcess,
@@ -35,8 +37,11 @@ import { startVictoriaMetrics, type VictoriaMetrics } from './victoria-metrics.t
  *   BENCH_POINTS=1000000        points per case (rounded to whole bodies per producer, at least one each)
  *   BENCH_CASES=p4,p64-1x1000   only these cases: ids (p4-1x10000, p64-100x100, p4-500x4-rw …) or any part of one (rw: the remote write cases)
  *   BENCH_RUNS=1                runs of every case; the table then shows each figure's range
- *   BENCH_FRESHNESS_SAMPLES=50  pushes per case whose freshness is followed (evenly spread; at most one in four)
+ *   BENCH_FRESHNESS_SAMPLES=50  pushes per case whose freshness is followed (evenly spread; at most one in four); 0: none,
+ *                               so the CPU is the writes' alone (a read-back of a remote write body reads the whole catalog)
  *   BENCH_SYSTEMS=meridian,victoria-metrics
+ *   BENCH_MERIDIAN_ROOTS=.      the checkouts whose api and ingest run as Meridian, each a system of the table
+ *                               (`../before,.` measures a change side by side with what it changes, in one run)
  * The api's per-user caps are its settings' defaults (MERIDIAN_* in the environment override
  * them) but for rate limiting, off unless MERIDIAN_RATE_LIMIT_PER_SECOND is set: the bench's own
  * task and download reads would count against it. The caps in force are printed.
@@ -45,6 +50,7 @@ const POINTS = Number(process.env.BENCH_POINTS ?? 1_000_000);
 const RUNS = Number(process.env.BENCH_RUNS ?? 1);
 const CASE_FILTER = (process.env.BENCH_CASES ?? '').split(',').filter(Boolean);
 const SYSTEMS = (process.env.BENCH_SYSTEMS ?? 'meridian,victoria-metrics').split(',').filter(Boolean);
+const MERIDIAN_ROOTS = (process.env.BENCH_MERIDIAN_ROOTS ?? '.').split(',').filter(Boolean);
 const SAMPLES = Number(process.env.BENCH_FRESHNESS_SAMPLES ?? 50);
 /**
  * A scrape every second, from 2024 on (VictoriaMetrics runs with a retention long enough for it),
@@ -185,10 +191,12 @@ async function getJson<T>(url: string, key: string): Promise<{ status: number; b
   return { status: res.status, body: (await res.json()) as T };
 }
 
-async function meridianSystem(): Promise<{ system: System; caps: string; stop(): Promise<void> }> {
+/** Meridian from a checkout (this one: '.'), named after it when it is another. */
+async function meridianSystem(checkout: string): Promise<{ system: System; caps: string; stop(): Promise<void> }> {
   const { settings, base } = benchApi({ MERIDIAN_RATE_LIMIT_PER_SECOND: process.env.MERIDIAN_RATE_LIMIT_PER_SECOND ?? '0' });
-  const api = startProcess('apps/api/src/main.ts', settings);
-  const ingest = startProcess('apps/ingest/src/main.ts', settings);
+  const root = `${resolve(repoRoot, checkout)}/`;
+  const api = startProcess('apps/api/src/main.ts', settings, {}, root);
+  const ingest = startProcess('apps/ingest/src/main.ts', settings, {}, root);
   const stop = async () => {
     await Promise.all([api.stop(), ingest.stop()]);
     await dropBenchScope(settings);
@@ -250,7 +258,7 @@ async function meridianSystem(): Promise<{ system: System; caps: string; stop():
     .map(([k, v]) => `${k}=${String(v)}`)
     .join(', ');
   const system: System = {
-    name: 'Meridian',
+    name: root === repoRoot ? 'Meridian' : `Meridian ${checkout}`,
     processes: [{ name: 'api', cpuSeconds: api.cpuSeconds }, { name: 'ingest', cpuSeconds: ingest.cpuSeconds }, ...stackProcesses()],
     encode(body, protocol) {
       // One metric: the JSON upload. Several: Prometheus remote write, the protocol that carries many series a request.
@@ -424,7 +432,7 @@ async function runCase(system: System, c: Case, seq: number, bodies: Series[][][
   // Every `every`-th push in send order (round by round across producers) has its freshness
   // followed; at most one in four, since reading a body back costs Meridian about what writing it
   // does (measured: the floor printed beside the CPU), and a case of few pushes would mostly measure that.
-  const every = Math.max(4, Math.floor(pushes / SAMPLES));
+  const every = SAMPLES > 0 ? Math.max(4, Math.floor(pushes / SAMPLES)) : 0;
 
   const before = await system.dataBytes();
   system.markRss();
@@ -454,7 +462,7 @@ async function runCase(system: System, c: Case, seq: number, bodies: Series[][][
       if (answer.status < 200 || answer.status > 299) throw new Error(`${system.name} ${c.id}: push ${j} of producer ${p}: ${answer.status} ${answer.text}`);
       const acked = performance.now();
       acks.push(acked - sent);
-      if ((j * c.producers + p) % every === 0) {
+      if (every > 0 && (j * c.producers + p) % every === 0) {
         sampled.push(() => system.readable(p, bodies[p]![j]!, answer));
         following.push(
           system.readable(p, bodies[p]![j]!, answer).then(
@@ -631,8 +639,8 @@ async function main(): Promise<void> {
   const stops: Array<() => Promise<void>> = [];
   let caps = '';
   try {
-    if (SYSTEMS.includes('meridian')) {
-      const meridian = await meridianSystem();
+    for (const checkout of SYSTEMS.includes('meridian') ? MERIDIAN_ROOTS : []) {
+      const meridian = await meridianSystem(checkout);
       systems.push(meridian.system);
       stops.push(meridian.stop);
       caps = meridian.caps;
@@ -697,7 +705,7 @@ async function main(): Promise<void> {
         'points/s acked: first request → last ack; readable: → every point readable (Meridian: no task of the case queued or running; VictoriaMetrics: a query counts them all); × is against VictoriaMetrics in the same run.',
         `Before a case is timed, each of its series gets one point ${FIRST_POINT_MS / 1000} s before its first, the same day, on both systems: the pushes go to series that exist.`,
         `ack: request sent → its 2xx, including waits after a 429 or 503. freshness: ack → the body's points read back (Meridian: its task long-polled until it ended, then a download of its points; VictoriaMetrics: /api/v1/export), on ${SAMPLES} pushes or so per case (at most one in four; the p99 of fewer than 100 is about the largest), polled every ${POLL_MS} ms, then less often as a wait grows.`,
-        "CPU: utime+stime from /proc over the same span, the bench's own reads included (their count per case is in the lines above the table; \"the bench's reads ≥\" is what sending them once more after the case cost, a floor); Kafka, ClickHouse and MinIO are the shared local stack's, so other work on it counts too.",
+        "CPU: utime+stime from /proc over the same span, the bench's own reads included (their count per case is in the lines above the table; \"the bench's reads ≥\" is what sending them once more after the case cost, a floor); Kafka, ClickHouse and MinIO are the local stack's processes, found by the ports of their endpoints (other work on a shared stack counts too).",
         "bytes: growth of the bench's own topics' log dirs, its database's active ClickHouse parts and its MinIO bucket, against VictoriaMetrics' data dir after a forced flush.",
         `Meridian's caps in force: ${caps || '(Meridian not run)'}.`,
       ].join('\n'),

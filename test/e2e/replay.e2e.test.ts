@@ -294,6 +294,8 @@ describe('rebuilding the points projection', () => {
 });
 
 describe('a rebuild while uploads keep arriving', () => {
+  /** Pushes a writer may have unfinished (the freeze holds them all): well under MERIDIAN_MAX_QUEUED_TASKS_PER_USER. */
+  const WINDOW = 200;
   it('swaps in without losing or doubling a point; the catalog follows the swap', async (ctx) => {
     await skipUnlessSwappable(ctx, api.platform);
     const uploaded = new Map<string, number>();
@@ -301,14 +303,18 @@ describe('a rebuild while uploads keep arriving', () => {
     let k = 0;
     let afterSwap = -1;
     let failed: unknown = null;
+    const ids: string[] = [];
     const writer = (async () => {
       while (!stop) {
+        // At most WINDOW pushes unfinished: however slow the machine, the writer stays under the per-user bound of unfinished tasks.
+        if (k >= WINDOW) await waitForTask(api.url, admin, ids[k - WINDOW]!, 180_000);
         const base = 10_000_000 + k * 1000;
         const id = await uploadJson(
           `rp.live${k % 3}`,
           Array.from({ length: 400 }, (_, i) => [T0 + (base + i) * 1000, k + i / 1000] as [number, number]),
         );
         uploaded.set(id, 400);
+        ids.push(id);
         k++;
       }
     })().catch((e: unknown) => {

@@ -21,7 +21,7 @@ export {
   type GenerationListing,
 } from './generations.ts';
 export { verifyTables, tableChecksums, formatVerification, ROW_HASH, type ComparedTable, type Verification } from './verify.ts';
-export { swapIn, unfreeze, nudgeGroup, projectorGroupId, type SwapInput, type SwapResult } from './swap.ts';
+export { swapIn, freezeLive, unfreeze, nudgeGroup, projectorGroupId, type SwapInput, type SwapResult } from './swap.ts';
 export type { ReplayDeps } from './deps.ts';
 export { rebuildPoints, swapGeneration, describeBound, type RebuildPointsOptions, type RebuildPointsResult, type SwapMode } from './replay.ts';
 export {

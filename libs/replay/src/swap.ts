@@ -83,10 +83,10 @@ export type SwapResult = {
  *
  *   1. Catch up: project into N up to the live table's positions (twice: the second round takes
  *      what the live projector wrote during the first), never past them.
- *   2. Freeze: one statement puts the live table aside and a read-only stand-in in its place
- *      (a Merge table over it): downloads keep reading the same rows, inserts fail, and the live
- *      projector retries them. The statement waits for an insert in flight, so the old table's
- *      positions are final once it returns.
+ *   2. Freeze (freezeLive): one statement puts the live table aside and a read-only stand-in in
+ *      its place (a Merge table over it): downloads keep reading the same rows, inserts fail, and
+ *      the live projector retries them. The old table's positions are final once every live write
+ *      under way at the freeze is done, which freezeLive waits for.
  *   3. Catch up N exactly to those positions, and check they are equal.
  *   4. Swap in: one statement moves the stand-in out, N in as `points`, the live catalog's data
  *      out and N's catalog in, so the live catalog view from then on feeds on N's inserts into
@@ -183,9 +183,7 @@ export async function swapIn(input: SwapInput): Promise<SwapResult> {
       await new Promise((r) => setTimeout(r, 250));
     }
     phase('freezing the live table');
-    for (const statement of sql.prepareFreeze(m, n, checkDatabase(input.database))) await client.command({ query: statement });
-    frozenAt = performance.now();
-    await client.command({ query: sql.freeze(m, n) });
+    frozenAt = await freezeLive(client, { m, n, database: input.database, partitions }, input.logger);
   } else if (alreadyFrozen) {
     frozenAt = performance.now();
   }
@@ -239,6 +237,37 @@ export async function swapIn(input: SwapInput): Promise<SwapResult> {
   await record(client, m, 'retired', { table: pointsTable(m), catalog: catalogTable(m), by: n });
   await record(client, n, 'live', { positions: Object.fromEntries(positions), frozen_ms: Math.round(frozenMs), nudged });
   return { generation: n, retired: m, frozenMs, positions: Object.fromEntries([...positions].map(([p, o]) => [String(p), o])), catchUp, nudged };
+}
+
+/**
+ * Freezes the live table: read-only stand-ins take the names `points` and `points_seals`, the live
+ * generation's tables are put aside, and once this returns nothing can write into them any more.
+ * Returns when the freeze statement began: live writes are held from then on.
+ *
+ * The freeze statement waits for the writes holding the live tables' locks, but not for a write
+ * that resolved the table while it waited: ClickHouse grants the statement the lock first, and
+ * that write then goes into the table put aside, after the statement has returned. Its rows must
+ * count in the positions the new generation catches up to (else the live projector, told the
+ * write succeeded, never repeats it, and the swap loses it). So every live insert and attach under
+ * way once the statement returns is waited for: the live sink's positions wait for them (what they
+ * read through the stand-in is not used). A write that comes later finds the stand-in and is refused.
+ */
+export async function freezeLive(
+  client: ClickHouseClient,
+  at: { readonly m: number; readonly n: number; readonly database: string; readonly partitions: readonly number[] },
+  logger?: Logger,
+): Promise<number> {
+  const sql = swapSql(await serverCapabilities(client));
+  for (const statement of sql.prepareFreeze(at.m, at.n, checkDatabase(at.database))) await client.command({ query: statement });
+  const frozenAt = performance.now();
+  await client.command({ query: sql.freeze(at.m, at.n) });
+  try {
+    await createPointsSink(client, LIVE_POINTS, { sealsTable: LIVE_SEALS }).maxOffsets(at.partitions);
+  } catch (error) {
+    await unfreeze(client, at.m, at.n).catch((e: unknown) => logger?.error({ err: e }, 'could not put the live table back'));
+    throw error;
+  }
+  return frozenAt;
 }
 
 /**

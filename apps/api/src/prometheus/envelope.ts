@@ -1,3 +1,4 @@
+import { Readable } from 'node:stream';
 import type { Context } from 'koa';
 import { DomainError, InfrastructureError, PromqlError, type PromqlErrorType } from '@meridian/domain';
 import type { Logger } from '@meridian/observability';
@@ -15,12 +16,18 @@ export function answer(ctx: Context, data: unknown): void {
   ctx.body = { status: 'success', data };
 }
 
-/** The same answer with its data already JSON text (queryDataJson). */
-export function answerJson(ctx: Context, dataJson: string): void {
+/** The same answer with its data as JSON text in parts (queryDataJsonParts), sent as they are written. */
+export function answerJson(ctx: Context, dataJson: Iterable<string>): void {
   ctx.status = 200;
   ctx.set('Cache-Control', 'no-store');
   ctx.type = 'application/json';
-  ctx.body = `{"status":"success","data":${dataJson}}`;
+  ctx.body = Readable.from(
+    (function* () {
+      yield '{"status":"success","data":';
+      yield* dataJson;
+      yield '}';
+    })(),
+  );
 }
 
 function writeError(ctx: Context, type: PromqlErrorType, message: string): void {

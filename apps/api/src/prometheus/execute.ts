@@ -1,10 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import type { Context } from 'koa';
-import { cancelDownload, readAggregated, readSamples, readWindowValues, type ConnOptions } from '@meridian/clickhouse';
+import { cancelDownload, readSamples, streamSamples, type ConnOptions } from '@meridian/clickhouse';
 import {
   evalInstant,
   evalRange,
   execution,
+  compareLabels,
+  foldGroups,
   planWindows,
   PromqlError,
   type Expr,
@@ -13,6 +15,7 @@ import {
   type SampleWindow,
   type SeriesData,
   type StepValues,
+  seriesStepValues,
   type UserRecord,
 } from '@meridian/domain';
 import type { Logger } from '@meridian/observability';
@@ -31,7 +34,7 @@ export type PromqlDeps = {
   readonly conn: ConnOptions;
   readonly catalog: MetricCatalog;
   readonly limits: PromqlLimits;
-  /** MERIDIAN_PROMQL_REDUCE_RATIO: when ClickHouse reduces the windows of the range functions it can. */
+  /** MERIDIAN_PROMQL_REDUCE_RATIO: when the range functions that can be are reduced per series as their samples arrive. */
   readonly reduceRatio: number;
   /** Largest form body of a POST (MERIDIAN_MAX_SMALL_JSON_BODY_BYTES). */
   readonly maxBodyBytes: number;
@@ -45,7 +48,8 @@ export type QueryTimes = { readonly startMs: number; readonly endMs: number; rea
 /**
  * One query's run: the readable series matched by each selector (in the api, against the
  * parsed catalog names), their samples read from ClickHouse (names as external data; the
- * window, the sparse steps and the deduplication there), then the evaluation. Every read is
+ * window and the sparse steps there; time order and deduplication here), reduced per series as
+ * they arrive where planned, then the evaluation. Every read is
  * bounded (samples, series), and the whole query by a deadline: past it, or when the client
  * goes away or the request times out, the ClickHouse queries are killed by their id prefix.
  */
@@ -106,7 +110,7 @@ export async function runQuery(deps: PromqlDeps, ctx: Context, user: UserRecord,
       };
       try {
         if (w.reduce?.aggregate) {
-          const { values, read } = await readStoreAggregated(deps.conn, w, request);
+          const { values, read } = await readStoreAggregated(deps.conn, w, request, labelsOf);
           if (read === 'too_many') throw tooMany();
           samples += read;
           reducedAggregates.set(w.selectorId, values);
@@ -116,7 +120,10 @@ export async function runQuery(deps: PromqlDeps, ctx: Context, user: UserRecord,
           const { values, read } = await readReduced(deps.conn, w, request, labelsOf);
           if (read === 'too_many') throw tooMany();
           samples += read;
-          reduced.set(w.selectorId, values);
+          reduced.set(
+            w.selectorId,
+            values.map((v) => v.values),
+          );
           continue;
         }
         const read = await readSamples(deps.conn, request);
@@ -166,40 +173,41 @@ export async function runQuery(deps: PromqlDeps, ctx: Context, user: UserRecord,
   }
 }
 
-/** A reduced selector's function value at every step of every series, computed by ClickHouse from its windows. */
+/** A reduced selector's function value at every step of every series, computed as each series' samples arrive (none is kept). */
 async function readReduced(
+  conn: ConnOptions,
+  w: SampleWindow,
+  request: Parameters<typeof readSamples>[1],
+  labelsOf: ReadonlyMap<string, Labels>,
+): Promise<{ values: Array<{ name: string; values: StepValues }>; read: number | 'too_many' }> {
+  const reduce = w.reduce!;
+  const values: Array<{ name: string; values: StepValues }> = [];
+  const read = await streamSamples(conn, request, (s) =>
+    values.push({ name: s.name, values: seriesStepValues(reduce.func, labelsOf.get(s.name)!, s.ts, s.vs, reduce) }),
+  );
+  return { values, read };
+}
+
+/** An aggregation of a reduced function: each series reduced as it arrives, then folded into its group in the evaluation's order. */
+async function readStoreAggregated(
   conn: ConnOptions,
   w: SampleWindow,
   request: Parameters<typeof readSamples>[1],
   labelsOf: ReadonlyMap<string, Labels>,
 ): Promise<{ values: StepValues[]; read: number | 'too_many' }> {
   const reduce = w.reduce!;
-  const values: StepValues[] = [];
-  const read = await readWindowValues(conn, { ...request, reduce, func: reduce.func }, (name, ks, vs) => {
-    const s = { labels: labelsOf.get(name)!, present: new Uint8Array(reduce.steps), values: new Float64Array(reduce.steps) };
-    for (let i = 0; i < ks.length; i++) {
-      s.present[ks[i]!] = 1;
-      s.values[ks[i]!] = vs[i]!;
-    }
-    values.push(s);
-  });
-  return { values, read };
-}
-
-/** An aggregation of a reduced function, done by ClickHouse: each group's value at every step. */
-async function readStoreAggregated(
-  conn: ConnOptions,
-  w: SampleWindow,
-  request: Parameters<typeof readSamples>[1],
-): Promise<{ values: StepValues[]; read: number | 'too_many' }> {
-  const reduce = w.reduce!;
   const aggregate = reduce.aggregate!;
-  const groups = aggregate.labels.map((labels) => ({ labels, present: new Uint8Array(reduce.steps), values: new Float64Array(reduce.steps) }));
-  const read = await readAggregated(conn, { ...request, reduce, aggregate: { ...aggregate, func: reduce.func } }, (group, k, value) => {
-    const g = groups[group];
-    if (!g) throw new Error('ClickHouse answered a group that was not asked for');
-    g.present[k] = 1;
-    g.values[k] = value;
-  });
-  return { values: groups, read };
+  const groupOf = new Map(w.names.map((name, i) => [name, aggregate.groupOf[i]!]));
+  const { values, read } = await readReduced(conn, w, request, labelsOf);
+  if (read === 'too_many') return { values: [], read };
+  // The evaluation adds a step's vector in the order of its series' labels: the same order here, so the same floats.
+  values.sort((a, b) => compareLabels(a.values.labels, b.values.labels));
+  const folded = foldGroups(
+    aggregate.op,
+    values.map((v) => v.values),
+    values.map((v) => groupOf.get(v.name)!),
+    aggregate.labels,
+    reduce.steps,
+  );
+  return { values: folded, read };
 }

@@ -15,6 +15,7 @@ import {
   type DecodedPush,
   type ProtocolLimits,
   type Rejected,
+  type SeriesNameCache,
 } from '@meridian/protocols';
 import { holdWhileResponding, type PerUserSlots } from '../http/per-user-slots.ts';
 import { defineRoute, type RouteDef } from '../http/route.ts';
@@ -32,6 +33,8 @@ export type TelemetryDeps = {
   readonly push: PushDeps;
   /** What one request may hold once decompressed, and in series and samples (MERIDIAN_PROTOCOL_*). */
   readonly limits: ProtocolLimits;
+  /** Remote write's series names kept across requests, whoever sent them (a name is the labels' bytes' alone; MERIDIAN_PROTOCOL_NAME_CACHE_ENTRIES). */
+  readonly names?: SeriesNameCache;
   /** Largest request body as sent, compressed or not (MERIDIAN_PUSH_MAX_BYTES). */
   readonly maxBodyBytes: number;
   readonly pointsCodec: EventCodec<PointsFact>;
@@ -123,7 +126,7 @@ export function telemetryRoutes(deps: TelemetryDeps): RouteDef[] {
       holdSlot(ctx, user);
       const body = await readBody(ctx.req, deps.maxBodyBytes);
       const version = /proto=io\.prometheus\.write\.v2\.Request/i.test(ctx.get('Content-Type')) ? '2.0' : '1.0';
-      const outcome = await pushSeries(deps, user, 'remote_write', body, decodeRemoteWriteBody(body, version, deps.limits));
+      const outcome = await pushSeries(deps, user, 'remote_write', body, decodeRemoteWriteBody(body, version, { ...deps.limits, names: deps.names }));
       ctx.set('X-Prometheus-Remote-Write-Samples-Written', String(outcome.stored));
       if (outcome.refusedPoints === 0) {
         ctx.status = 204;

@@ -5,7 +5,7 @@ import { int } from '../download/filter-sql.ts';
 import { recomputeRollupBuckets } from '../rollups/follow-deletion.ts';
 import type { Resolution } from '../rollups/sql.ts';
 import { LIVE_STAGE_TARGETS } from './stage.ts';
-import { countWhere, deleteRows, deleteRowsSql, namesIn, quotedTable, rewriteInsertSettings, storageOf, untilDone } from './delete-rows.ts';
+import { countWhere, deleteRows, deleteRowsSql, deletionWriteId, namesIn, quotedTable, rewriteInsertSettings, storageOf, untilDone } from './delete-rows.ts';
 
 export { deleteRowsSql, hexString } from './delete-rows.ts';
 
@@ -67,10 +67,12 @@ export function deletionWhere(d: PointsDeletion): string {
 export async function applyDeletion(client: ClickHouseClient, targets: DeletionTargets, d: PointsDeletion): Promise<void> {
   const caps = await serverCapabilities(client);
   for (const metrics of nameRuns(d.metrics, SQL_NAME_BYTES)) await deleteRun(client, targets, { ...d, metrics }, caps);
+  // Named as a staged seal's record is: a swap's freeze waits for every write of a seal under way (replay's freezeLive).
   await client.insert({
     table: targets.seals,
     format: 'JSONEachRow',
     values: [{ kafka_partition: d.partition, seal_offset: d.offset, task_id: d.taskId, attempt: '' }],
+    query_id: deletionWriteId(targets.points),
   });
 }
 
@@ -89,6 +91,7 @@ async function deleteRun(client: ClickHouseClient, targets: DeletionTargets, d: 
     query: `INSERT INTO ${quotedTable(targets.catalog)} SELECT metric_name, countState() AS points, minState(ts) AS first_ts, maxState(ts) AS last_ts
       FROM ${quotedTable(targets.points)} WHERE ${namesIn(d.metrics)} GROUP BY metric_name`,
     clickhouse_settings: rewriteInsertSettings(caps),
+    query_id: deletionWriteId(targets.points),
   });
   if (!caps.lightweightDelete) await untilDone(client, storage);
   if (d.rollups !== true || targets.rollups === undefined) return;

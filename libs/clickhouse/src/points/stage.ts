@@ -341,10 +341,12 @@ export function createPointsStages(client: ClickHouseClient, targets: StageTarge
         await sink.repairCatalog(offsets.map((r) => ({ partition: share.partition, offset: Number(r.o) })));
       }
       fence();
+      // Named like the attach: a swap's freeze waits for every write of a seal under way (replay's freezeLive).
       await client.insert({
         table: targets.seals,
         format: 'JSONEachRow',
         values: [{ kafka_partition: share.partition, seal_offset: share.sealOffset, task_id: share.taskId, attempt: share.attempt }],
+        query_id: `${attachPrefix}${randomUUID()}`,
       });
       await dropTable(stage);
       await dropTable(rest);

@@ -1,14 +1,16 @@
-import { float, unescape } from '../series.ts';
 import { int } from '../download/filter-sql.ts';
-import { queryText, startQuery, type ConnOptions, type QueryRequest } from '../download/http.ts';
+import { startQuery, type ConnOptions } from '../download/http.ts';
+import { forEachBinaryRow, type ArrayType } from './row-binary.ts';
+import { newestPerTimestamp, timeSorted } from './time-order.ts';
 
 /**
  * The samples of a PromQL selector: the points of some series between two times, one per
  * (series, timestamp): where a timestamp was uploaded more than once, the newest row, as a
  * download with latest_only keeps it. The names travel as the external table `names`, never
- * in the SQL; the numbers are checked safe integers. ClickHouse does the selection, the time
- * window (with the sparse steps of a range query) and the deduplication, and hands back one
- * row per series with its timestamps and values as arrays.
+ * in the SQL; the numbers are checked safe integers. ClickHouse does the selection and the time
+ * window (with the sparse steps of a range query) and hands back one row per series: its place
+ * in `names`, its timestamps and values as arrays, in RowBinary; the api puts them in time order
+ * and hands each series over as it arrives.
  */
 export type SamplesRequest = {
   readonly names: readonly string[];
@@ -24,10 +26,6 @@ export type SamplesRequest = {
 
 export type SeriesSamples = { readonly name: string; readonly ts: number[]; readonly vs: number[] };
 
-export function samplesSql(req: Pick<SamplesRequest, 'fromMs' | 'toMs' | 'sparse'>): string {
-  return `SELECT metric_name, t, v FROM (${seriesArraysSql(req)}) FORMAT TabSeparated`;
-}
-
 /** The conditions on a row of points for the request's window (and sparse steps), numbers only. */
 export function windowConditions(req: Pick<SamplesRequest, 'fromMs' | 'toMs' | 'sparse'>): string {
   const conditions = ['metric_name IN (SELECT name FROM names)', `ts >= ${int(req.fromMs)}`, `ts <= ${int(req.toMs)}`];
@@ -39,130 +37,86 @@ export function windowConditions(req: Pick<SamplesRequest, 'fromMs' | 'toMs' | '
   return conditions.join(' AND ');
 }
 
-/**
- * The samples as one row per series: metric_name, t (timestamps, ascending), v (the values),
- * len (their count). Where a timestamp was uploaded more than once, only the newest row is kept
- * (updated_at, then Kafka partition, offset and row in batch, as a download with latest_only).
- *
- * The deduplication is done in each series' arrays, not by sorting the rows: an ORDER BY over
- * every row compares the long metric names and took most of a query's time (19 s of 10 million
- * rows against 1.6 s for the arrays, in bench-query). The timestamps are sorted as numbers; only
- * a series with a repeated timestamp (arrayDifference finds a 0) sorts by the whole version
- * tuple and keeps each timestamp's first (newest) row; the others pass empty arrays to that
- * path (18.16's if() computes both branches).
- */
-export function seriesArraysSql(req: Pick<SamplesRequest, 'fromMs' | 'toMs' | 'sparse'>): string {
-  const only = (column: string, empty: string) => `if(dup, ${column}, ${empty}())`;
-  const version =
-    'arrayMap((a, b, c, d, e) -> (a, -b, -toInt64(c), -toInt64(d), -toInt64(e)), ' +
-    `${only('at', 'emptyArrayInt64')}, ${only('groupArray(updated_at)', 'emptyArrayInt64')}, ${only('groupArray(kafka_partition)', 'emptyArrayUInt16')}, ` +
-    `${only('groupArray(kafka_offset)', 'emptyArrayUInt64')}, ${only('groupArray(row_in_batch)', 'emptyArrayUInt32')})`;
-  return (
-    'SELECT metric_name, groupArray(ts) AS at, groupArray(value) AS av, arraySort(at) AS st, has(arrayPopFront(arrayDifference(st)), 0) AS dup, ' +
-    `${version} AS vk, arraySort(vk) AS sk, arrayEnumerateUniq(arrayMap(x -> x.1, sk)) AS firsts, ` +
-    'if(dup, arrayFilter((x, f) -> f = 1, arrayMap(x -> x.1, sk), firsts), st) AS t, ' +
-    `if(dup, arrayFilter((x, f) -> f = 1, arraySort((x, y) -> y, ${only('av', 'emptyArrayFloat64')}, vk), firsts), arraySort((x, y) -> y, av, at)) AS v, ` +
-    `length(t) AS len FROM points WHERE ${windowConditions(req)} GROUP BY metric_name`
-  );
-}
+/** The request's names, in the order of the external table: a series is its 0-based place there. */
+const SERIES_ID = 'toUInt32(indexOf((SELECT groupArray(name) FROM names), metric_name) - 1)';
 
-/** A ClickHouse array of numbers in TabSeparated ([1,2,3]). */
-export function arrayOf(text: string, read: (item: string) => number): number[] {
-  if (text.length < 2 || text[0] !== '[' || text[text.length - 1] !== ']') throw new Error('ClickHouse answered a malformed array');
-  const body = text.slice(1, -1);
-  return body === '' ? [] : body.split(',').map(read);
-}
-
-/** The rows, each series' samples in time order (groupArray keeps no order of its own). */
-export function parseSamples(text: string): SeriesSamples[] {
-  const out: SeriesSamples[] = [];
-  for (const line of text.split('\n')) {
-    if (line.length === 0) continue;
-    const fields = line.split('\t');
-    if (fields.length !== 3) throw new Error(`ClickHouse answered a row of ${fields.length} fields`);
-    let ts = arrayOf(fields[1]!, Number);
-    let vs = arrayOf(fields[2]!, float);
-    if (ts.length !== vs.length) throw new Error('ClickHouse answered arrays of different lengths');
-    if (ts.some((t, i) => i > 0 && t < ts[i - 1]!)) {
-      const order = ts.map((_, i) => i).sort((a, b) => ts[a]! - ts[b]!);
-      ts = order.map((i) => ts[i]!);
-      vs = order.map((i) => vs[i]!);
-    }
-    out.push({ name: unescape(fields[0]!), ts, vs });
-  }
-  return out;
-}
-
-/** Most bytes one sample takes in the answer: a 13-digit timestamp, a float of at most 24 characters, two commas. */
-const MAX_SAMPLE_BYTES = 48;
+/** The columns after the series' place: timestamps and values; with the versions of the rows when asked. */
+const SAMPLE_ARRAYS: readonly ArrayType[] = ['Int64', 'Float64'];
+const VERSIONED_ARRAYS: readonly ArrayType[] = [...SAMPLE_ARRAYS, 'Int64', 'UInt16', 'UInt64', 'UInt32'];
 
 /**
- * A query's answer as text, or null once it passes maxBytes (the query is then stopped):
- * the samples are no longer cut by a LIMIT on rows, so their bound is kept on the answer.
+ * One row per series in the window, in RowBinary. groupArray, not a sort: the rows arrive in the
+ * order the parts are read, and the api merges those runs (time-order.ts). The versions of the
+ * rows (updated_at, partition, offset, row in batch) are read only for the series where a
+ * timestamp repeats, in a second query: every query reading them for every row cost a third
+ * more of ClickHouse's time.
  */
-export async function boundedText(conn: ConnOptions, q: QueryRequest, maxBytes: number): Promise<string | null> {
-  const started = startQuery(conn, q);
+export function samplesSql(req: Pick<SamplesRequest, 'fromMs' | 'toMs' | 'sparse'>, versions: boolean): string {
+  const extra = versions ? ', groupArray(updated_at), groupArray(kafka_partition), groupArray(kafka_offset), groupArray(row_in_batch)' : '';
+  return `SELECT ${SERIES_ID}, groupArray(ts), groupArray(value)${extra} FROM points WHERE ${windowConditions(req)} GROUP BY metric_name FORMAT RowBinary`;
+}
+
+/** Reads the names' rows; each to onRow with its arrays; stops at more than `budget` samples ('too_many'). */
+async function readRows(
+  conn: ConnOptions,
+  req: SamplesRequest,
+  names: readonly string[],
+  versions: boolean,
+  budget: number,
+  onRow: (name: string, arrays: readonly number[][]) => void,
+): Promise<number | 'too_many'> {
+  const started = startQuery(conn, {
+    sql: samplesSql(req, versions),
+    tables: [{ name: 'names', structure: 'name String', rows: names.map((n) => [n]) }],
+    ...(req.queryId ? { queryId: `${req.queryId}${versions ? '-versions' : ''}` } : {}),
+    ...(req.signal ? { signal: req.signal } : {}),
+  });
   const res = await started.response;
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of res as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > maxBytes) {
-      started.abort();
-      return null;
-    }
-    chunks.push(chunk);
+  let read = 0;
+  let over = false;
+  try {
+    await forEachBinaryRow(res as AsyncIterable<Buffer>, versions ? VERSIONED_ARRAYS : SAMPLE_ARRAYS, ({ id, arrays }) => {
+      const name = names[id];
+      if (name === undefined) throw new Error(`ClickHouse answered series ${id} of ${names.length}`);
+      if (arrays.some((a) => a.length !== arrays[0]!.length)) throw new Error('ClickHouse answered arrays of different lengths');
+      read += arrays[0]!.length;
+      if (read > budget) {
+        over = true;
+        throw new Error('too many samples');
+      }
+      onRow(name, arrays);
+    });
+  } catch (error) {
+    started.abort();
+    if (over) return 'too_many';
+    throw error;
   }
-  return Buffer.concat(chunks).toString('utf8');
+  return read;
 }
 
-/** The bytes an answer of at most maxSamples samples of these names can take (each name escaped, at most twice as long). */
-export function answerBound(names: readonly string[], maxSamples: number, perRow: number): number {
-  return names.reduce((n, name) => n + 2 * Buffer.byteLength(name) + perRow, 0) + (maxSamples + 1) * MAX_SAMPLE_BYTES;
+/**
+ * Each series' samples, in time order and one per timestamp, to onSeries as they arrive (a series
+ * with a repeated timestamp after the others, once its versions are read); answers the samples
+ * read, or 'too_many' once they pass maxSamples (the query is then stopped).
+ */
+export async function streamSamples(conn: ConnOptions, req: SamplesRequest, onSeries: (s: SeriesSamples) => void): Promise<number | 'too_many'> {
+  if (req.names.length === 0 || req.toMs < req.fromMs) return 0;
+  const repeated: string[] = [];
+  const read = await readRows(conn, req, req.names, false, req.maxSamples, (name, [ts, vs]) => {
+    const sorted = timeSorted(ts!, vs!);
+    if (sorted.repeats) repeated.push(name);
+    else onSeries({ name, ts: sorted.ts, vs: sorted.vs });
+  });
+  if (read === 'too_many' || repeated.length === 0) return read;
+  const again = await readRows(conn, req, repeated, true, Number.POSITIVE_INFINITY, (name, [ts, vs, ...versions]) =>
+    onSeries({ name, ...newestPerTimestamp(ts!, vs!, versions) }),
+  );
+  return again === 'too_many' ? again : read;
 }
 
 /** The samples, or 'too_many' when there are more than maxSamples. */
 export async function readSamples(conn: ConnOptions, req: SamplesRequest): Promise<SeriesSamples[] | 'too_many'> {
-  if (req.names.length === 0 || req.toMs < req.fromMs) return [];
-  const text = await boundedText(
-    conn,
-    {
-      sql: samplesSql(req),
-      tables: [{ name: 'names', structure: 'name String', rows: req.names.map((n) => [n]) }],
-      ...(req.queryId ? { queryId: req.queryId } : {}),
-      ...(req.signal ? { signal: req.signal } : {}),
-    },
-    answerBound(req.names, req.maxSamples, 16),
-  );
-  if (text === null) return 'too_many';
-  const series = parseSamples(text);
-  const total = series.reduce((n, s) => n + s.ts.length, 0);
-  return total > req.maxSamples ? 'too_many' : series;
-}
-
-/**
- * Runs a reduction with the request's names as the external table `names` (structure and rows
- * given): the answer's TabSeparated rows, each checked to hold `fields` fields.
- */
-export async function namesQueryRows(
-  conn: ConnOptions,
-  req: Pick<SamplesRequest, 'queryId' | 'signal'>,
-  sql: string,
-  names: { readonly structure: string; readonly rows: readonly (readonly string[])[] },
-  fields: number,
-): Promise<string[][]> {
-  const text = await queryText(conn, {
-    sql,
-    tables: [{ name: 'names', structure: names.structure, rows: names.rows }],
-    ...(req.queryId ? { queryId: req.queryId } : {}),
-    ...(req.signal ? { signal: req.signal } : {}),
-  });
-  const rows: string[][] = [];
-  for (const line of text.split('\n')) {
-    if (line.length === 0) continue;
-    const f = line.split('\t');
-    if (f.length !== fields) throw new Error(`ClickHouse answered a row of ${f.length} fields`);
-    rows.push(f);
-  }
-  return rows;
+  const out: SeriesSamples[] = [];
+  const read = await streamSamples(conn, req, (s) => out.push(s));
+  return read === 'too_many' ? read : out;
 }

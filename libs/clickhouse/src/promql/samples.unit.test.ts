@@ -1,45 +1,73 @@
 import { describe, expect, it } from 'vitest';
-import { parseSamples, samplesSql } from './samples.ts';
+import { forEachBinaryRow } from './row-binary.ts';
+import { samplesSql } from './samples.ts';
+import { newestPerTimestamp, timeSorted } from './time-order.ts';
 
 describe('PromQL samples', () => {
   it('reads the names from the external table only, the window and the sparse steps as numbers', () => {
-    const sql = samplesSql({ fromMs: 1000, toMs: 5000, sparse: { firstRefMs: 2000, stepMs: 600, widthMs: 100 } });
+    const sql = samplesSql({ fromMs: 1000, toMs: 5000, sparse: { firstRefMs: 2000, stepMs: 600, widthMs: 100 } }, false);
     expect(sql).toContain('metric_name IN (SELECT name FROM names) AND ts >= 1000 AND ts <= 5000');
     expect(sql).toContain('((2000 - ts) % 600 + 600) % 600 <= 100');
-    // Deduplicated in each series' arrays: the newest row of a timestamp by the version tuple.
-    expect(sql).toContain('arrayEnumerateUniq');
+    expect(sql).not.toContain('updated_at');
     expect(sql).not.toContain('ORDER BY');
-    expect(() => samplesSql({ fromMs: 0.5, toMs: 1, sparse: null })).toThrow(TypeError);
+    expect(samplesSql({ fromMs: 1, toMs: 2, sparse: null }, true)).toContain('groupArray(kafka_offset), groupArray(row_in_batch)');
+    expect(() => samplesSql({ fromMs: 0.5, toMs: 1, sparse: null }, false)).toThrow(TypeError);
   });
 
-  it('parses arrays, special floats and escaped names, and sorts by time', () => {
-    const rows = parseSamples('m{a="x\\ty"}\t[3000,1000,2000]\t[3,nan,-inf]\nn\t[5]\t[1e-7]\n');
-    expect(rows).toEqual([
-      { name: 'm{a="x\ty"}', ts: [1000, 2000, 3000], vs: [Number.NaN, Number.NEGATIVE_INFINITY, 3] },
-      { name: 'n', ts: [5], vs: [1e-7] },
-    ]);
+  it('reads RowBinary rows cut anywhere, 64-bit integers exact below 2^53, and refuses a cut row', async () => {
+    const row = (id: number, ts: bigint[], vs: number[]) => {
+      const b = Buffer.alloc(4 + 1 + ts.length * 8 + 1 + vs.length * 8);
+      let p = b.writeUInt32LE(id, 0);
+      p = b.writeUInt8(ts.length, p);
+      for (const t of ts) p = b.writeBigInt64LE(t, p);
+      p = b.writeUInt8(vs.length, p);
+      for (const v of vs) p = b.writeDoubleLE(v, p);
+      return b;
+    };
+    const body = Buffer.concat([row(3, [-5n, 2n ** 53n - 1n, 1_700_000_000_123n], [Number.NaN, -0.5, Number.NEGATIVE_INFINITY]), row(0, [], [])]);
+    for (const cut of [1, 3, 7, 20, body.length]) {
+      const chunks = [];
+      for (let i = 0; i < body.length; i += cut) chunks.push(body.subarray(i, i + cut));
+      const rows: unknown[] = [];
+      await forEachBinaryRow(chunks, ['Int64', 'Float64'], (r) => rows.push(r));
+      expect(rows, `chunks of ${cut}`).toEqual([
+        {
+          id: 3,
+          arrays: [
+            [-5, 2 ** 53 - 1, 1_700_000_000_123],
+            [Number.NaN, -0.5, Number.NEGATIVE_INFINITY],
+          ],
+        },
+        { id: 0, arrays: [[], []] },
+      ]);
+    }
+    await expect(forEachBinaryRow([body.subarray(0, body.length - 3)], ['Int64', 'Float64'], () => {})).rejects.toThrow(/ended inside a row/);
   });
-});
 
-describe('PromQL windows reduced in ClickHouse', () => {
-  it('joins each sample to the steps whose windows hold it, clipped to the query, with only numbers in the SQL', async () => {
-    const { windowStatsSql } = await import('./window-stats.ts');
-    // A range between steps: sample by sample.
-    const sql = windowStatsSql({ fromMs: 0, toMs: 3_600_000, sparse: null, reduce: { firstRefMs: 300_000, stepMs: 60_000, steps: 56, rangeMs: 330_000 } });
-    // Shifted 6 steps (ceil(5 min / 1 min) + 1) so intDiv, which truncates, sees positive numerators.
-    expect(sql).toContain('greatest(intDiv(ts - 300000 + 420000 + 60000 - 1, 60000) - 7, 0) AS kmin');
-    expect(sql).toContain('least(intDiv(ts - 300000 + 420000 + 330000, 60000) - 7, 55) AS kmax');
-    expect(sql).toContain('metric_name IN (SELECT name FROM names)');
-    expect(sql).toContain('GROUP BY sid, k');
+  it('merges the runs of a series into time order, stable, and says whether a timestamp repeats', () => {
+    expect(timeSorted([1, 2, 3], [10, 20, 30])).toEqual({ ts: [1, 2, 3], vs: [10, 20, 30], repeats: false });
+    expect(timeSorted([5, 6, 1, 2, 9, 3, 4], [50, 60, 10, 20, 90, 30, 40])).toEqual({
+      ts: [1, 2, 3, 4, 5, 6, 9],
+      vs: [10, 20, 30, 40, 50, 60, 90],
+      repeats: false,
+    });
+    expect(timeSorted([3, 4, 1, 3], [1, 2, 3, 4])).toEqual({ ts: [1, 3, 3, 4], vs: [3, 1, 4, 2], repeats: true });
+    const ts = Array.from({ length: 1000 }, (_, i) => (i * 7919) % 1000);
+    const sorted = timeSorted(
+      ts,
+      ts.map((t) => t * 2),
+    );
+    expect(sorted.ts).toEqual(Array.from({ length: 1000 }, (_, i) => i));
+    expect(sorted.vs).toEqual(sorted.ts.map((t) => t * 2));
   });
 
-  it('groups by step first when the range is whole steps, then joins each step to the windows holding it', async () => {
-    const { windowStatsSql } = await import('./window-stats.ts');
-    const sql = windowStatsSql({ fromMs: 0, toMs: 3_600_000, sparse: null, reduce: { firstRefMs: 300_000, stepMs: 60_000, steps: 56, rangeMs: 300_000 } });
-    // Bucket j holds F + (j − 1)·step < ts ≤ F + j·step; window k the buckets k − 4 … k and the edge sample of bucket k − 5.
-    expect(sql).toContain('intDiv(ts - 300000 + 360000 + 60000 - 1, 60000) - 6 AS j');
-    expect(sql).toContain('GROUP BY sid, j');
-    expect(sql).toContain('k < j + 5 AS whole');
-    expect(sql).toContain('WHERE whole OR bt1 = 300000 + j * 60000 GROUP BY sid, k');
+  it('keeps the newest row of a repeated timestamp: updated_at, then partition, offset, row in batch', () => {
+    const ts = [2000, 1000, 2000, 2000, 1000];
+    const vs = [1, 2, 3, 4, 5];
+    const updatedAt = [10, 10, 11, 11, 9];
+    const partition = [0, 0, 0, 0, 0];
+    const offset = [5, 6, 7, 8, 9];
+    const rowInBatch = [0, 0, 0, 0, 0];
+    expect(newestPerTimestamp(ts, vs, [updatedAt, partition, offset, rowInBatch])).toEqual({ ts: [1000, 2000], vs: [2, 4] });
   });
 });

@@ -20,8 +20,8 @@ export const prometheusSettings = {
   },
   MERIDIAN_PROMQL_REDUCE_RATIO: {
     schema: z.coerce.number().min(0).max(1e12),
-    default: '4',
-    doc: 'When ClickHouse reduces the windows of a PromQL range function (rate, increase, delta, irate, resets, changes, the _over_time functions but quantile_over_time) itself, answering one row per series and step, rather than sending the samples: when the samples in range (estimated from the catalog) are at least this many times those rows. 0 always reduces; a huge value never does. Reducing pays when windows hold many samples (rate over an hour of 15 s samples); with few samples per window, the samples are smaller.',
+    default: '0',
+    doc: 'When a PromQL range function (rate, increase, delta, irate, resets, changes, the _over_time functions but quantile_over_time) is reduced per series as its samples arrive, to its value at every step, rather than its samples kept and evaluated step by step: when the samples in range (estimated from the catalog) are at least this many times the values it answers (series × steps). 0 always reduces (both ways give the same answer; reducing is the cheaper); a huge value never does.',
   },
   MERIDIAN_PROMQL_TIMEOUT_MS: {
     schema: positiveInt,

@@ -41,6 +41,11 @@ export const pushSettings = {
     default: '10000',
     doc: 'Distinct series one telemetry protocol request may write; more is a 413 for the whole request (Prometheus sends at most a few thousand a request by default).',
   },
+  MERIDIAN_PROTOCOL_NAME_CACHE_ENTRIES: {
+    schema: z.coerce.number().int().min(0).max(10_000_000),
+    default: '100000',
+    doc: "Series names an api instance keeps across remote write requests, keyed by the bytes of a series' labels as sent, so a series sent again (every scrape) is not named again: its labels are neither read nor sorted. Emptied when full; 0 keeps none. An entry holds its labels twice (as sent and as the name), a few hundred bytes for a scrape's series.",
+  },
   MERIDIAN_PROTOCOL_MAX_SAMPLES: {
     schema: z.coerce.number().int().min(1).max(10_000_000),
     default: '100000',

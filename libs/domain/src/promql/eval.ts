@@ -13,15 +13,15 @@ export type SeriesData = { readonly labels: Labels; readonly ts: readonly number
 export type Fetched = ReadonlyMap<number, readonly SeriesData[]>;
 
 /**
- * A range function's value per step for one series, as reduced by the metric store (see
+ * A range function's value per step for one series, as reduced when its samples were read (see
  * SampleWindow.reduce): step k is the k-th evaluation time of the query.
  */
 export type StepValues = { readonly labels: Labels; readonly present: Uint8Array; readonly values: Float64Array };
 
 export type EvalOptions = {
-  /** The selectors whose function the store computed per step, by selector id. */
+  /** The selectors whose function was reduced per step, by selector id. */
   readonly reduced?: ReadonlyMap<number, readonly StepValues[]>;
-  /** The aggregations of such a function the store did too, per group, by the selector id of their range argument. */
+  /** The aggregations of such a function folded too, per group, by the selector id of their range argument. */
   readonly reducedAggregates?: ReadonlyMap<number, readonly StepValues[]>;
   /** How far back an instant selector looks for a series' latest sample (Prometheus' default: 5 minutes). */
   readonly lookbackMs: number;
@@ -30,7 +30,29 @@ export type EvalOptions = {
 };
 
 export type Point = readonly [t: number, v: number];
-export type SeriesResult = { readonly labels: Labels; readonly points: Point[] };
+/** A series of a range query's answer; `steps` when its values are a reduction's at regular steps (written out from there, no point built). */
+export type SeriesResult = { readonly labels: Labels; readonly points: Point[]; readonly steps?: RegularSteps };
+/** Values at startMs + k·stepMs where present[k] is 1. */
+export type RegularSteps = { readonly startMs: number; readonly stepMs: number; readonly values: StepValues };
+
+/** A reduced series of an answer: its points are built only when something asks for them (the JSON is written from the steps). */
+class RegularSeries implements SeriesResult {
+  readonly labels: Labels;
+  readonly steps: RegularSteps;
+  private built: Point[] | null = null;
+  constructor(labels: Labels, steps: RegularSteps) {
+    this.labels = labels;
+    this.steps = steps;
+  }
+
+  get points(): Point[] {
+    if (this.built) return this.built;
+    const { startMs, stepMs, values } = this.steps;
+    this.built = [];
+    for (let k = 0; k < values.present.length; k++) if (values.present[k] === 1) this.built.push([startMs + k * stepMs, values.values[k]!]);
+    return this.built;
+  }
+}
 export type QueryResult =
   | { readonly resultType: 'scalar'; readonly t: number; readonly v: number }
   | { readonly resultType: 'vector'; readonly t: number; readonly samples: readonly { labels: Labels; v: number }[] }
@@ -141,7 +163,7 @@ class Evaluator {
     }
   }
 
-  /** The values the store computed for the step at t. */
+  /** The reduced values of the step at t. */
   private atStep(series: readonly StepValues[], t: number): Sample[] {
     const k = Math.round((t - this.startMs) / this.stepMs);
     const out: Sample[] = [];
@@ -442,6 +464,8 @@ export function rangeSteps(startMs: number, endMs: number, stepMs: number): numb
 /** A range query: the expression at every step, one series per label set (a scalar becomes one series without labels). */
 export function evalRange(e: Expr, fetched: Fetched, startMs: number, endMs: number, stepMs: number, options: EvalOptions): QueryResult {
   if (e.kind === 'matrix') throw execution('invalid expression type "range vector" for range query, must be Scalar or instant Vector');
+  const whole = reducedSeries(e, options);
+  if (whole) return { resultType: 'matrix', series: matrixOf(whole, startMs, stepMs, options.checkpoint) };
   const ev = new Evaluator(fetched, options, startMs, stepMs);
   const out = new Map<string, SeriesResult>();
   for (const t of rangeSteps(startMs, endMs, stepMs)) {
@@ -456,4 +480,35 @@ export function evalRange(e: Expr, fetched: Fetched, startMs: number, endMs: num
     }
   }
   return { resultType: 'matrix', series: [...out.values()].sort((a, b) => compareLabels(a.labels, b.labels)) };
+}
+
+/**
+ * The series of a query that is all one reduced function (rate(x[5m])) or one aggregation of it
+ * (sum by (job) (rate(x[5m]))), with their answer's labels: the reduced values already are the
+ * answer at every step, so no step is evaluated. null otherwise, or when two series would share
+ * their labels without the name (then each step is evaluated, and raises Prometheus' error where
+ * both have a value).
+ */
+function reducedSeries(e: Expr, options: EvalOptions): Array<{ labels: Labels; values: StepValues }> | null {
+  const arg = e.kind === 'call' || (e.kind === 'aggregate' && e.expr.kind === 'call') ? (e.kind === 'call' ? e : (e.expr as Call)).args[0] : undefined;
+  if (arg?.kind !== 'matrix') return null;
+  if (e.kind === 'aggregate') {
+    const groups = options.reducedAggregates?.get(arg.selector.id);
+    return groups ? groups.map((g) => ({ labels: g.labels, values: g })) : null;
+  }
+  const series = (e as Call).args.length === 1 ? options.reduced?.get(arg.selector.id) : undefined;
+  if (!series) return null;
+  const keep = (e as Call).func === 'last_over_time';
+  const out = series.map((s) => ({ labels: keep ? s.labels : dropMetricName(s.labels), values: s }));
+  return new Set(out.map((s) => labelsKey(s.labels))).size === out.length ? out : null;
+}
+
+/** Each series where it has a value, the series sorted by labels; one without any is left out. */
+function matrixOf(series: ReadonlyArray<{ labels: Labels; values: StepValues }>, startMs: number, stepMs: number, checkpoint?: () => void): SeriesResult[] {
+  const out: SeriesResult[] = [];
+  for (const { labels, values } of series) {
+    checkpoint?.();
+    if (values.present.includes(1)) out.push(new RegularSeries(labels, { startMs, stepMs, values }));
+  }
+  return out.sort((a, b) => compareLabels(a.labels, b.labels));
 }

@@ -56,14 +56,39 @@ export function queryData(r: QueryResult): { resultType: string; result: unknown
  * to walk was a large part of its time. Equal to JSON.stringify(queryData(r)).
  */
 export function queryDataJson(r: QueryResult): string {
-  if (r.resultType !== 'matrix') return JSON.stringify(queryData(r));
-  const parts: string[] = ['{"resultType":"matrix","result":['];
-  r.series.forEach((s, i) => {
-    const values = new Array<string>(s.points.length);
+  return [...queryDataJsonParts(r)].join('');
+}
+
+/**
+ * queryDataJson in parts, a series each, for an answer sent as it is written: the answer of a
+ * large range query (50 MB for 1.44 million points) is never one string. A series the store
+ * reduced (RegularSteps) is written from its typed arrays, without a point each; every step's
+ * time is written once.
+ */
+export function* queryDataJsonParts(r: QueryResult): Generator<string> {
+  if (r.resultType !== 'matrix') {
+    yield JSON.stringify(queryData(r));
+    return;
+  }
+  yield '{"resultType":"matrix","result":[';
+  const times = new Map<number, string>();
+  const timeText = (t: number) => {
+    let text = times.get(t);
+    if (text === undefined) times.set(t, (text = `[${formatTime(t)},"`));
+    return text;
+  };
+  let first = true;
+  for (const s of r.series) {
     // Times are numbers and values digits, '.', '-', NaN or ±Inf: nothing to escape.
-    for (let k = 0; k < s.points.length; k++) values[k] = `[${formatTime(s.points[k]![0])},"${formatValue(s.points[k]![1])}"]`;
-    parts.push(`${i === 0 ? '' : ','}{"metric":${JSON.stringify(labelsObject(s.labels))},"values":[${values.join(',')}]}`);
-  });
-  parts.push(']}');
-  return parts.join('');
+    const values: string[] = [];
+    if (s.steps) {
+      const { startMs, stepMs, values: v } = s.steps;
+      for (let k = 0; k < v.present.length; k++) if (v.present[k] === 1) values.push(`${timeText(startMs + k * stepMs)}${formatValue(v.values[k]!)}"]`);
+    } else {
+      for (const [t, v] of s.points) values.push(`${timeText(t)}${formatValue(v)}"]`);
+    }
+    yield `${first ? '' : ','}{"metric":${JSON.stringify(labelsObject(s.labels))},"values":[${values.join(',')}]}`;
+    first = false;
+  }
+  yield ']}';
 }

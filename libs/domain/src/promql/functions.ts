@@ -99,9 +99,9 @@ function extrapolate(n: number, tFirst: number, vFirst: number, tLast: number, i
 }
 
 /**
- * The range functions ClickHouse reduces each window for (per series and step, with plain SQL
- * aggregates 18.16 has), so only one row per series and step comes back rather than every
- * sample. deriv and quantile_over_time need every sample of a window and are evaluated here.
+ * The range functions a range query reduces per series as the samples arrive (reduce.ts), so a
+ * series' samples are not kept past its reduction. The others (deriv, quantile_over_time, …)
+ * are evaluated step by step from the kept samples.
  */
 export const WINDOW_STATS_FUNCTIONS = [
   'rate',
@@ -118,62 +118,6 @@ export const WINDOW_STATS_FUNCTIONS = [
   'last_over_time',
 ] as const satisfies readonly RangeFunction[];
 export type WindowStatsFunction = (typeof WINDOW_STATS_FUNCTIONS)[number];
-
-/** What ClickHouse answers for one window of one series. `prev` is the sample before the last one (irate). */
-export type WindowStats = {
-  readonly n: number;
-  readonly tFirst: number;
-  readonly vFirst: number;
-  readonly tLast: number;
-  readonly vLast: number;
-  readonly tPrev: number;
-  readonly vPrev: number;
-  /** Sum of the value before each decrease between two samples of the window (counter resets). */
-  readonly drops: number;
-  readonly resets: number;
-  readonly changes: number;
-  readonly sum: number;
-  readonly min: number;
-  readonly max: number;
-};
-
-/** A range function's value from its window's reduction, as evalRangeFunction computes it from the samples. */
-export function evalWindowStats(func: WindowStatsFunction, w: WindowStats, b: WindowBounds): number | null {
-  if (w.n < 1) return null;
-  switch (func) {
-    case 'rate':
-    case 'increase':
-    case 'delta':
-      return w.n < 2
-        ? null
-        : extrapolate(w.n, w.tFirst, w.vFirst, w.tLast, w.vLast - w.vFirst + (func === 'delta' ? 0 : w.drops), b, func !== 'delta', func === 'rate');
-    case 'irate': {
-      if (w.n < 2 || w.tLast === w.tPrev) return null;
-      const resultValue = w.vLast < w.vPrev ? w.vLast : w.vLast - w.vPrev;
-      return resultValue / ((w.tLast - w.tPrev) / 1000);
-    }
-    case 'resets':
-      return w.resets;
-    case 'changes':
-      return w.changes;
-    case 'avg_over_time':
-      return w.sum / w.n;
-    case 'min_over_time':
-      return w.min;
-    case 'max_over_time':
-      return w.max;
-    case 'sum_over_time':
-      return w.sum;
-    case 'count_over_time':
-      return w.n;
-    case 'last_over_time':
-      return w.vLast;
-    default: {
-      const never: never = func;
-      return never;
-    }
-  }
-}
 
 /** irate (a counter's last two samples, per second) and idelta (their difference), as Prometheus' instantValue. */
 function instantRate(w: Window, isRate: boolean): number | null {

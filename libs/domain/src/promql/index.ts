@@ -6,4 +6,5 @@ export * from './eval.ts';
 export * from './plan.ts';
 export * from './params.ts';
 export * from './format.ts';
-export { WINDOW_STATS_FUNCTIONS, evalRangeFunction, evalWindowStats, type WindowBounds, type WindowStats, type WindowStatsFunction } from './functions.ts';
+export { WINDOW_STATS_FUNCTIONS, evalRangeFunction, type WindowBounds, type WindowStatsFunction } from './functions.ts';
+export { foldGroups, seriesStepValues, type ReduceSteps } from './reduce.ts';

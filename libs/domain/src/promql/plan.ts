@@ -21,9 +21,9 @@ export type SampleWindow = {
   /** When not null: keep a sample at ts only if (firstRefMs − ts) mod stepMs (taken non-negative) <= widthMs. */
   readonly sparse: { readonly firstRefMs: number; readonly stepMs: number; readonly widthMs: number } | null;
   /**
-   * When not null, the selector is the range argument of this function, which ClickHouse
-   * reduces window by window: it answers one row of WindowStats per series and step (step k
-   * ends at firstRefMs + k·stepMs and spans rangeMs) instead of the samples.
+   * When not null, the selector is the range argument of this function, and each series is
+   * reduced to the function's value per step as its samples arrive (reduce.ts; step k ends at
+   * firstRefMs + k·stepMs and spans rangeMs) instead of its samples being kept.
    */
   readonly reduce: {
     readonly func: WindowStatsFunction;
@@ -32,20 +32,20 @@ export type SampleWindow = {
     readonly steps: number;
     readonly rangeMs: number;
     /**
-     * When not null, the function is the whole argument of this aggregation, which ClickHouse
-     * does too: each name's group (an index into `labels`), and one row per group and step comes back.
+     * When not null, the function is the whole argument of this aggregation, which is folded from
+     * the reduced values too: each name's group (an index into `labels`), one value per group and step.
      */
     readonly aggregate: { readonly op: StoreAggregateOp; readonly groupOf: readonly number[]; readonly labels: readonly Labels[] } | null;
   } | null;
 };
 
-/** The aggregations ClickHouse does over a reduced function's values (none takes a parameter). */
+/** The aggregations folded from a reduced function's values (none takes a parameter). */
 export const STORE_AGGREGATIONS = ['sum', 'avg', 'min', 'max', 'count'] as const;
 export type StoreAggregateOp = (typeof STORE_AGGREGATIONS)[number];
 
 type Fetch = { selector: VectorSelector; rangeMs: number; func: WindowStatsFunction | null; aggregate: Aggregate | null };
 
-/** Every selector of a query, with its range and the function it is the range argument of when ClickHouse can reduce for it. */
+/** Every selector of a query, with its range and the function it is the range argument of when that function can be reduced per series. */
 function fetchesOf(e: Expr): Fetch[] {
   switch (e.kind) {
     case 'number':
@@ -63,7 +63,7 @@ function fetchesOf(e: Expr): Fetch[] {
     }
     case 'aggregate': {
       const inner = [...(e.param ? fetchesOf(e.param) : []), ...fetchesOf(e.expr)];
-      // sum by (…) (rate(x[5m])): the store may aggregate what it reduced.
+      // sum by (…) (rate(x[5m])): what is reduced may be folded per group as well.
       const direct = e.expr.kind === 'call' && e.expr.args.length === 1 && e.expr.args[0]!.kind === 'matrix';
       const storable = (STORE_AGGREGATIONS as readonly string[]).includes(e.op);
       return direct && storable && inner.length === 1 && inner[0]!.func ? [{ ...inner[0]!, aggregate: e }] : inner;
@@ -109,7 +109,7 @@ export function matchSeries(matchers: readonly Matcher[], series: readonly Catal
 
 /**
  * The windows of every selector of a query evaluated from startMs to endMs every stepMs (an
- * instant query: start = end). A reducible function's windows are reduced in the store when the
+ * instant query: start = end). A reducible function is reduced per series as its samples arrive when the
  * samples it would read are at least `reduceRatio` times the rows it answers instead (series ×
  * steps); null never reduces (the evaluation then computes every function from the samples).
  */

@@ -1,0 +1,115 @@
+/**
+ * Rows of ClickHouse's RowBinary format made of one UInt32 and arrays of fixed-width numbers
+ * (the PromQL samples: a series number, then its timestamps, values and, when asked, the
+ * versions of its rows), read as the bytes arrive: a row is handed over once whole, so a
+ * reader holds about one row. Every number is read as a JS number: 64-bit integers as their
+ * two halves (exact below 2^53, which timestamps, versions and offsets are).
+ */
+export type ArrayType = 'Int64' | 'UInt64' | 'UInt32' | 'UInt16' | 'Float64';
+
+const WIDTH: Record<ArrayType, number> = { Int64: 8, UInt64: 8, UInt32: 4, UInt16: 2, Float64: 8 };
+
+/** One row: its UInt32, then each array as numbers. */
+export type BinaryRow = { readonly id: number; readonly arrays: readonly number[][] };
+
+/** The row is not whole yet: at least this many bytes (from the row's start) are needed. */
+type Incomplete = { readonly atLeast: number };
+
+/** The end of a LEB128 length at `pos` and its value, or null when it is cut. */
+function varint(buf: Buffer, pos: number): { value: number; end: number } | null {
+  let value = 0;
+  let scale = 1;
+  for (let p = pos; p < buf.length; p++) {
+    const b = buf[p]!;
+    value += (b & 0x7f) * scale;
+    if (b < 0x80) return { value, end: p + 1 };
+    scale *= 128;
+  }
+  return null;
+}
+
+function readArray(view: DataView, start: number, n: number, type: ArrayType): number[] {
+  const out = new Array<number>(n);
+  switch (type) {
+    case 'Float64':
+      for (let i = 0, p = start; i < n; i++, p += 8) out[i] = view.getFloat64(p, true);
+      break;
+    case 'Int64':
+      for (let i = 0, p = start; i < n; i++, p += 8) out[i] = view.getInt32(p + 4, true) * 4294967296 + view.getUint32(p, true);
+      break;
+    case 'UInt64':
+      for (let i = 0, p = start; i < n; i++, p += 8) out[i] = view.getUint32(p + 4, true) * 4294967296 + view.getUint32(p, true);
+      break;
+    case 'UInt32':
+      for (let i = 0, p = start; i < n; i++, p += 4) out[i] = view.getUint32(p, true);
+      break;
+    case 'UInt16':
+      for (let i = 0, p = start; i < n; i++, p += 2) out[i] = view.getUint16(p, true);
+      break;
+    default: {
+      const never: never = type;
+      return never;
+    }
+  }
+  return out;
+}
+
+/** The row starting at `pos`, or what it needs when it is cut. */
+function readRow(buf: Buffer, pos: number, types: readonly ArrayType[]): { row: BinaryRow; end: number } | Incomplete {
+  if (buf.length < pos + 4) return { atLeast: 4 };
+  const view = new DataView(buf.buffer, buf.byteOffset, buf.length);
+  const id = view.getUint32(pos, true);
+  // First only the lengths, so a cut row is found before anything is copied.
+  const starts: number[] = [];
+  const lengths: number[] = [];
+  let p = pos + 4;
+  for (const type of types) {
+    const len = varint(buf, p);
+    if (len === null) return { atLeast: p - pos + 10 };
+    starts.push(len.end);
+    lengths.push(len.value);
+    p = len.end + len.value * WIDTH[type];
+    if (p > buf.length) return { atLeast: p - pos };
+  }
+  return { row: { id, arrays: types.map((type, i) => readArray(view, starts[i]!, lengths[i]!, type)) }, end: p };
+}
+
+/**
+ * Hands each whole row of the body to onRow. Chunks are joined only when the row they complete
+ * is whole, so a row spread over many chunks is copied once. A body that ends inside a row (an
+ * error ClickHouse wrote after the first rows, a cut connection) is an error.
+ */
+export async function forEachBinaryRow(
+  body: AsyncIterable<Buffer> | Iterable<Buffer>,
+  types: readonly ArrayType[],
+  onRow: (row: BinaryRow) => void,
+): Promise<void> {
+  let held: Buffer[] = [];
+  let heldBytes = 0;
+  let needed = 0;
+  // Reads the whole rows of what is held; keeps the rest, and how much the row it starts needs at least.
+  const drain = () => {
+    const buf = held.length === 1 ? held[0]! : Buffer.concat(held, heldBytes);
+    let pos = 0;
+    for (;;) {
+      const read = readRow(buf, pos, types);
+      if ('atLeast' in read) {
+        needed = read.atLeast;
+        break;
+      }
+      onRow(read.row);
+      pos = read.end;
+    }
+    const rest = buf.subarray(pos);
+    held = rest.length > 0 ? [rest] : [];
+    heldBytes = rest.length;
+  };
+  for await (const chunk of body) {
+    held.push(chunk);
+    heldBytes += chunk.length;
+    if (heldBytes >= needed) drain();
+  }
+  // `needed` may be more than a short last row takes (a length cut in its middle is assumed long).
+  if (heldBytes > 0) drain();
+  if (heldBytes > 0) throw new Error(`ClickHouse's answer ended inside a row (${heldBytes} bytes left over)`);
+}
