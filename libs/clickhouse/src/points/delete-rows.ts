@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { synchronousInsertSettings, type Capabilities } from '../capabilities.ts';
 import { quoteIdentifier, type ClickHouseClient } from '../client.ts';
 
@@ -82,3 +83,11 @@ export async function storageOf(client: ClickHouseClient, table: string): Promis
 export function rewriteInsertSettings(caps: Capabilities): Record<string, 0> {
   return { ...synchronousInsertSettings(caps), ...(caps.deduplicatedInserts ? { insert_deduplicate: 0 } : {}) };
 }
+
+/**
+ * The name of a deletion's write into `points`' derived tables (its catalog rows, its rollup
+ * buckets) or its seals: named as a staged seal's writes are, so that a projector taking the
+ * partition over after a crash (the sink's settle) and a swap's freeze wait for one still running
+ * in ClickHouse, which could otherwise land after the deletion was done again.
+ */
+export const deletionWriteId = (points: string) => `points-attach:${points}:${randomUUID()}`;

@@ -1,7 +1,7 @@
 import type { Capabilities } from '../capabilities.ts';
 import type { ClickHouseClient } from '../client.ts';
 import { int } from '../download/filter-sql.ts';
-import { countWhere, deleteRowsSql, namesIn, quotedTable, rewriteInsertSettings, storageOf, untilDone } from '../points/delete-rows.ts';
+import { countWhere, deleteRowsSql, deletionWriteId, namesIn, quotedTable, rewriteInsertSettings, storageOf, untilDone } from '../points/delete-rows.ts';
 import { bucketRange, ROLLUPS, rollupStatesSql, type Resolution } from './sql.ts';
 
 /** A user's deletion as the rollups take it: its metrics and inclusive range, the points table it was applied to. */
@@ -44,6 +44,7 @@ export async function recomputeRollupBuckets(
   await client.command({
     query: `INSERT INTO ${quotedTable(table)} ${rollupStatesSql(resolution, quotedTable(d.points), bucketsWhere(resolution, d, 'ts'))}`,
     clickhouse_settings: rewriteInsertSettings(caps),
+    query_id: deletionWriteId(d.points),
   });
   if (asked && !caps.lightweightDelete) await untilDone(client, storage);
 }
