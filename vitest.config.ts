@@ -87,6 +87,7 @@ export default defineConfig({
             'test/integration/points-stages.int.test.ts',
             'test/integration/clickhouse.int.test.ts',
             'test/integration/deletions.int.test.ts',
+            'test/integration/rollup-deletions.int.test.ts',
             'test/integration/download.int.test.ts',
             'test/integration/projector.int.test.ts',
             'test/integration/promql.int.test.ts',

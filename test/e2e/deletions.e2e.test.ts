@@ -4,6 +4,7 @@ import { bootstrapAdmin, createUser } from '../support/accounts.ts';
 import { call, startApi, type RunningApi } from '../support/api.ts';
 import { meridian, userCli } from '../support/cli.ts';
 import { startWorker } from '../support/ingest.ts';
+import { rollupDumpSql } from '../support/rollup-reference.ts';
 import { isolatedSettings } from '../support/settings.ts';
 import { waitForTask } from '../support/tasks.ts';
 
@@ -209,6 +210,11 @@ describe('POST /api/v1/metrics/delete', () => {
         })
       ).text();
     expect(await catalogOf(`metric_catalog_g${built.generation}`)).toBe(await catalogOf('metric_catalog'));
+    // The rollups too: the user's deletions took their points out of the buckets, live and in the rebuild alike.
+    const rollupOf = async (table: string) => (await api.platform.clickhouse.query({ query: rollupDumpSql(table), format: 'JSONEachRow' })).json();
+    for (const view of ['points_1m', 'points_1h']) expect(await rollupOf(`${view}_g${built.generation}`), view).toEqual(await rollupOf(view));
+    const rows1m = await rollupOf('points_1m');
+    expect(rows1m).toContainEqual(expect.objectContaining({ metric_name: 'del_w_a', b: String(T(0)), n: '5', d: '5' }));
     await meridian(settings, ['replay', 'drop', String(built.generation)]);
   });
 

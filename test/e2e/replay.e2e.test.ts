@@ -26,6 +26,7 @@ import { bootstrapAdmin, createUser } from '../support/accounts.ts';
 import { call, startApi, type RunningApi } from '../support/api.ts';
 import { meridian } from '../support/cli.ts';
 import { startWorker } from '../support/ingest.ts';
+import { rollupDumpSql } from '../support/rollup-reference.ts';
 import { isolatedSettings } from '../support/settings.ts';
 import { waitForTask } from '../support/tasks.ts';
 import { waitFor } from '../support/wait.ts';
@@ -59,10 +60,7 @@ const catalog = () =>
     'SELECT metric_name, toString(countMerge(points)) AS points, toString(minMerge(first_ts)) AS first_ts, toString(maxMerge(last_ts)) AS last_ts FROM metric_catalog GROUP BY metric_name ORDER BY metric_name',
   );
 /** A rollup table's buckets, every aggregate printed (migration 010). */
-const rollupOf = (table: string) =>
-  rowsOf<Record<string, string>>(
-    `SELECT metric_name, toString(bucket) AS b, toString(countMerge(rows)) AS n, toString(uniqExactMerge(timestamps)) AS d, toString(minMerge(min_value)) AS lo, toString(maxMerge(max_value)) AS hi, toString(sumMerge(sum_value)) AS s, toString(argMaxMerge(last_value)) AS last FROM ${table} GROUP BY metric_name, bucket ORDER BY metric_name, bucket`,
-  );
+const rollupOf = (table: string) => rowsOf<Record<string, string>>(rollupDumpSql(table));
 const rollupCounts = (table: string) =>
   rowsOf<{ metric_name: string; points: string }>(
     `SELECT metric_name, toString(countMerge(rows)) AS points FROM ${table} GROUP BY metric_name ORDER BY metric_name`,

@@ -63,6 +63,20 @@ describe('retention per pattern', () => {
     const fresh = [now + 3_600_000, now + 7_200_000];
     await upload('ret_a', [...old, ...fresh]);
     await upload('other_b', old);
+    const hourly = async () => {
+      const qs = {
+        metrics: 'ret_a',
+        start_date: formatTimestamp(now - 7_200_000),
+        end_date: formatTimestamp(now + 7_200_000),
+        resolution: '1h',
+        format: 'json',
+      };
+      const res = await call(`${api.url}/api/v1/metrics/download?${new URLSearchParams(qs)}`, admin);
+      expect(res.status, res.text).toBe(200);
+      return res.json as Array<{ bucket: string; count: number }>;
+    };
+    const rollupsBefore = await hourly();
+    expect(rollupsBefore.reduce((n, r) => n + r.count, 0)).toBe(old.length + fresh.length);
     const set = await call(`${api.url}/api/v1/retention`, admin, { method: 'PUT', body: { match: 'prefix', value: 'ret_', seconds: 5 } });
     expect(set.status, set.text).toBe(200);
     expect(set.json.rules).toEqual([expect.objectContaining({ match: 'prefix', value: 'ret_', keep_seconds: 5, set_by: 'root' })]);
@@ -71,6 +85,8 @@ describe('retention per pattern', () => {
     await waitFor('the old points of ret_a to leave', async () => ((await timestamps('ret_a', true)).length === fresh.length ? true : undefined), 60_000, 200);
     expect(await timestamps('ret_a')).toEqual(fresh.map(formatTimestamp));
     expect(await timestamps('other_b')).toHaveLength(old.length);
+    // The rollups outlive the raw points: retention's markers leave them whole.
+    expect(await hourly()).toEqual(rollupsBefore);
     const catalog = await call(`${api.url}/api/v1/metrics?${new URLSearchParams({ metrics: 'ret_a' })}`, admin);
     expect(catalog.json.metrics).toEqual([
       { metric_name: 'ret_a', points: 2, first_timestamp: formatTimestamp(fresh[0]!), last_timestamp: formatTimestamp(fresh[1]!) },

@@ -185,6 +185,49 @@ describe('downloads at resolution 1m and 1h', () => {
     expect((await download({ metrics: 'secret.x', resolution: '1h' })).status).toBe(404);
   });
 
+  it("a user's deletion of a range cutting buckets: downloads at raw, 1m and 1h agree after it", async () => {
+    // Points are 37 s apart: the range's first and last minutes, and its two hours, keep points outside it.
+    const [from, to] = [T0 + 2_980_000, T0 + 7_992_000];
+    const bucketOf = (ms: number, step: number) => formatTimestamp(ms - (ms % step));
+    const countIn = (rows: Rollup[], ms: number, step: number) => rows.find((r) => r.metric_name === NAMES[0] && r.bucket === bucketOf(ms, step))?.count;
+    const before = JSON.parse((await download({ ...selection, resolution: '1m', format: 'json', max_rows: '10000' })).bytes.toString()) as Rollup[];
+    const res = await call(`${api.url}/api/v1/metrics/delete`, admin, {
+      method: 'POST',
+      body: { metrics: NAMES[0], start_date: formatTimestamp(from), end_date: formatTimestamp(to), reason: 'rollups follow' },
+    });
+    expect(res.status, res.text).toBe(202);
+    expect(res.json.points_selected).toBe(136 + 13); // the stored rows: 13 of the 136 points were uploaded twice
+    expect((await waitForTask(api.url, admin, res.json.task_id, 120_000)).status).toBe('succeeded');
+    const raw = await download({ metrics: NAMES[0]!, start_date: formatTimestamp(from), end_date: formatTimestamp(to), format: 'json' });
+    expect(JSON.parse(raw.bytes.toString())).toEqual([]);
+    for (const [resolution, stepMs] of [
+      ['1m', 60_000],
+      ['1h', 3_600_000],
+    ] as const) {
+      const got = JSON.parse((await download({ ...selection, resolution, format: 'json', max_rows: '10000' })).bytes.toString()) as Rollup[];
+      expect(got, resolution).toEqual(await expected(stepMs));
+      expect(
+        got.some((r) => r.metric_name === NAMES[0] && r.bucket === bucketOf(from + 120_000, stepMs)),
+        resolution,
+      ).toBe(resolution === '1h');
+    }
+    const after = JSON.parse((await download({ ...selection, resolution: '1m', format: 'json', max_rows: '10000' })).bytes.toString()) as Rollup[];
+    for (const edge of [from, to]) expect(countIn(after, edge, 60_000)).toBe(countIn(before, edge, 60_000)! - 1);
+    // The console's charts read the 1h rollup for whole hours: they count the rows that remain (charts count every stored row).
+    const day = { metrics: NAMES[0]!, start_date: '2024-01-01', end_date: '2024-01-01' };
+    const chart = await call(`${api.url}/api/v1/metrics/series?${new URLSearchParams({ ...day, step: '3600000' })}`, analyst);
+    expect(chart.status, chart.text).toBe(200);
+    expect(chart.json.rollup).toBe('1h');
+    const [s] = chart.json.series as Array<{ t: number[]; count: number[] }>;
+    const rows = JSON.parse((await download({ ...day, format: 'json', max_rows: '100000' })).bytes.toString()) as Array<{ timestamp: string }>;
+    const perHour = new Map<number, number>();
+    for (const r of rows) {
+      const ts = Date.parse(r.timestamp.replace(/\+0000$/, 'Z'));
+      perHour.set(ts - (ts % 3_600_000), (perHour.get(ts - (ts % 3_600_000)) ?? 0) + 1);
+    }
+    expect(new Map(s!.t.map((t, i) => [t, s!.count[i]!] as const).filter(([, n]) => n > 0))).toEqual(perHour);
+  });
+
   it('a year of a million points at 1h: 8,784 buckets, timed', async () => {
     const year = Date.UTC(2025, 0, 1) - T0; // 2024 is a leap year
     await seedPoints(settings, { metric: 'ru.year', count: 1_000_000, fromMs: T0, stepMs: Math.floor(year / 1_000_000), value: 'number % 1000' });

@@ -3,7 +3,6 @@ import { gunzipSync, inflateRawSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   cancelDownload,
-  createClickHouse,
   decodeCursor,
   encodeCursor,
   ensureDatabase,
@@ -16,7 +15,7 @@ import {
   type DownloadRequest,
 } from '@meridian/clickhouse';
 import { formatTimestamp } from '@meridian/domain';
-import { isolatedSettings } from '../support/settings.ts';
+import { scratchConnection } from '../support/scratch-database.ts';
 import { itOnServer } from '../support/clickhouse-front.ts';
 import { waitFor } from '../support/wait.ts';
 
@@ -126,14 +125,7 @@ for (let i = 0; i < 200; i++) TIMES.push(Math.floor(((i * 7919) % 200) * 21_458_
 const BIG = Array.from({ length: 100 }, (_, i) => `big:${String(i).padStart(2, '0')}`);
 
 describe('metrics download against a real ClickHouse', () => {
-  const settings = isolatedSettings();
-  const conn = {
-    url: settings.CLICKHOUSE_URL,
-    username: settings.CLICKHOUSE_USER,
-    password: settings.CLICKHOUSE_PASSWORD,
-    database: settings.CLICKHOUSE_DATABASE,
-  };
-  const client = createClickHouse(conn);
+  const { settings, conn, client } = scratchConnection();
 
   beforeAll(async () => {
     await ensureDatabase(conn);

@@ -1,9 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
-  createClickHouse,
   createPointsSink,
-  ensureDatabase,
-  migrate,
   queryText,
   readRollupPage,
   ROLLUPS,
@@ -16,7 +13,8 @@ import {
   type Resolution,
   type RollupRow,
 } from '@meridian/clickhouse';
-import { isolatedSettings } from '../support/settings.ts';
+import { referenceRollups } from '../support/rollup-reference.ts';
+import { scratchDatabase } from '../support/scratch-database.ts';
 
 /**
  * The rollups of migration 010 against a real ClickHouse: every 1m and 1h bucket read through
@@ -78,41 +76,6 @@ function blocks(): Row[][] {
   return [block(first.slice(0, 12_000)), block(first.slice(12_000)), block(replaced), block(repeated), block(fresh)];
 }
 
-/** The reference: the deduplicated points (downloads' LIMIT 1 BY), aggregated per bucket by a plain query. */
-function referenceSql(stepMs: number): string {
-  const latest =
-    'SELECT metric_name, ts, value FROM points ORDER BY metric_name, ts, updated_at DESC, kafka_partition DESC, kafka_offset DESC, row_in_batch DESC LIMIT 1 BY metric_name, ts';
-  return (
-    `SELECT metric_name, intDiv(ts, ${stepMs}) * ${stepMs} AS bucket, count() AS n, min(value) AS lo, max(value) AS hi, sum(value) AS total, argMax(value, ts) AS last ` +
-    `FROM (${latest}) GROUP BY metric_name, bucket ORDER BY metric_name, bucket FORMAT JSONEachRow`
-  );
-}
-
-/**
- * A database of its own for one describe, migrated before its tests (then seeded) and dropped
- * after them.
- */
-function scratchDatabase(seed: (client: ClickHouseClient) => Promise<void> = async () => {}) {
-  const settings = isolatedSettings();
-  const conn = {
-    url: settings.CLICKHOUSE_URL,
-    username: settings.CLICKHOUSE_USER,
-    password: settings.CLICKHOUSE_PASSWORD,
-    database: settings.CLICKHOUSE_DATABASE,
-  };
-  const client = createClickHouse(conn);
-  beforeAll(async () => {
-    await ensureDatabase(conn);
-    await migrate(client);
-    await seed(client);
-  });
-  afterAll(async () => {
-    await client.command({ query: `DROP DATABASE IF EXISTS ${settings.CLICKHOUSE_DATABASE}` });
-    await client.close();
-  });
-  return { conn, client };
-}
-
 /** The blocks of blocks(), inserted as the projector inserts them. */
 async function insertBlocks(client: ClickHouseClient): Promise<void> {
   const settings = synchronousInsertSettings(await serverCapabilities(client));
@@ -122,25 +85,7 @@ async function insertBlocks(client: ClickHouseClient): Promise<void> {
 describe('rollups (migration 010)', () => {
   const { conn, client } = scratchDatabase(insertBlocks);
 
-  async function reference(resolution: Resolution): Promise<RollupRow[]> {
-    const text = await queryText(conn, { sql: referenceSql(ROLLUPS[resolution].stepMs) });
-    return text
-      .split('\n')
-      .filter((l) => l.length > 0)
-      .map((l) => {
-        const r = JSON.parse(l) as { metric_name: string; bucket: string | number; n: string | number; lo: number; hi: number; total: number; last: number };
-        return {
-          metric_name: r.metric_name,
-          bucket: Number(r.bucket),
-          count: Number(r.n),
-          min: r.lo,
-          max: r.hi,
-          sum: r.total,
-          avg: r.total / Number(r.n),
-          last: r.last,
-        };
-      });
-  }
+  const reference = (resolution: Resolution) => referenceRollups(conn, resolution);
 
   const all = { metricNames: METRICS, fromMs: T, toMs: T + 4 * 3_600_000 - 1 };
 

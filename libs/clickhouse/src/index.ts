@@ -49,6 +49,7 @@ export {
 } from './points/stage.ts';
 export { untilMutationsDone } from './server-work.ts';
 export { applyDeletion, deletionWhere, deleteRowsSql, hexString, LIVE_DELETION_TARGETS, type DeletionTargets, type PointsDeletion } from './points/delete.ts';
+export { bucketsWhere } from './rollups/follow-deletion.ts';
 export { parseSeries, readSeries, seriesFromRollupSql, seriesRollup, seriesSql, type SeriesColumns, type SeriesRequest } from './series.ts';
 export { readSamples, samplesSql, streamSamples, type SamplesRequest, type SeriesSamples } from './promql/samples.ts';
 export { catalogFirsts, countOlder } from './points/retention.ts';

@@ -15,6 +15,11 @@ export type DeletionLogDeps = {
   readonly taskCodec: EventCodec<TaskEvent>;
   /** Longest a transaction may take (MERIDIAN_KAFKA_ACK_TIMEOUT_MS); past it the writer is renewed, which ends it. */
   readonly deadlineMs: number;
+  /**
+   * Whether the markers take the rollups along (PointsDeleted.rollups): true for a user's
+   * deletions, false for retention's, whose rollups outlive the raw points.
+   */
+  readonly rollups: boolean;
 };
 
 /** The metrics of a deletion grouped by the points partition each lives in (its name is the batches' key). */
@@ -71,6 +76,7 @@ export class DeletionLog {
         metrics,
         from_ms: deletion.from_ms,
         to_ms: deletion.to_ms,
+        rollups: this.deps.rollups,
       }),
       partition,
     }));

@@ -20,6 +20,7 @@ export function createDeletions(
     pointsCodec,
     taskCodec,
     deadlineMs: settings.MERIDIAN_KAFKA_ACK_TIMEOUT_MS,
+    rollups: true, // a user's deletion reaches the rollups of its range
   });
   return {
     deps: {

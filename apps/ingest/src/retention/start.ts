@@ -32,6 +32,7 @@ export function startRetentionRunner(ingest: IngestDeps, leads: () => boolean): 
     pointsCodec: createEventCodec<PointsFact>(),
     taskCodec: createEventCodec<TaskEvent>(),
     deadlineMs: settings.MERIDIAN_KAFKA_ACK_TIMEOUT_MS,
+    rollups: false, // rollups outlive the raw points retention deletes
   });
   const runner = startRetention({
     rules: async () => {

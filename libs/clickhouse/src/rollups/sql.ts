@@ -22,12 +22,12 @@ const VERSION = 'tuple(updated_at, kafka_partition, kafka_offset, row_in_batch)'
  * The states the migration's views write, from any table of points' structure (`source` is a
  * checked table name): what an insert that runs no view (an ATTACH of a staged upload) adds itself.
  */
-export function rollupStatesSql(resolution: Resolution, source: string): string {
+export function rollupStatesSql(resolution: Resolution, source: string, where?: string): string {
   const step = int(ROLLUPS[resolution].stepMs);
   return (
     `SELECT metric_name, intDiv(ts, ${step}) * ${step} AS bucket, countState() AS rows, uniqExactState(ts) AS timestamps, ` +
     'minState(value) AS min_value, maxState(value) AS max_value, sumState(value) AS sum_value, ' +
-    `argMaxState(value, ts) AS last_value FROM ${source} GROUP BY metric_name, bucket`
+    `argMaxState(value, ts) AS last_value FROM ${source} ${where === undefined ? '' : `WHERE ${where} `}GROUP BY metric_name, bucket`
   );
 }
 

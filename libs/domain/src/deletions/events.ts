@@ -34,4 +34,10 @@ export type PointsDeleted = {
   readonly metrics: readonly string[];
   readonly from_ms: number;
   readonly to_ms: number;
+  /**
+   * Whether the rollups follow (v2): a user's deletion takes the deleted points out of the 1m and
+   * 1h buckets it overlaps; retention's leaves the rollups whole (they outlive the raw points).
+   * A v1 marker reads as false: rollups were left alone when it was applied, and a replay does the same.
+   */
+  readonly rollups: boolean;
 };

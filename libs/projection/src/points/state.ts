@@ -15,7 +15,13 @@ export type StagedSeal = Seal & { readonly attempt: string; readonly points: num
  * A deletion's marker seen at `offset` of `partition`: the rows of `metrics` in [fromMs, toMs]
  * from this partition's earlier offsets leave the table; the marker is then announced like a seal.
  */
-export type Deletion = Seal & { readonly metrics: readonly string[]; readonly fromMs: number; readonly toMs: number };
+export type Deletion = Seal & {
+  readonly metrics: readonly string[];
+  readonly fromMs: number;
+  readonly toMs: number;
+  /** Whether the rollups' buckets overlapping the range are computed again (a user's deletion), or kept (retention's). */
+  readonly rollups: boolean;
+};
 
 /** What to do with one decoded message of the points topic. */
 export type Decision =
@@ -140,7 +146,7 @@ export class Projection {
         if (!Number.isSafeInteger(fact.from_ms) || !Number.isSafeInteger(fact.to_ms) || fact.from_ms > fact.to_ms) {
           return { kind: 'reject', reason: `a deletion that cannot be: from ${fact.from_ms} to ${fact.to_ms}, at offset ${offset}` };
         }
-        return { kind: 'delete', deletion: { ...seal, metrics: fact.metrics, fromMs: fact.from_ms, toMs: fact.to_ms } };
+        return { kind: 'delete', deletion: { ...seal, metrics: fact.metrics, fromMs: fact.from_ms, toMs: fact.to_ms, rollups: fact.rollups } };
       }
       default: {
         if (this.inSink(partition, offset)) return { kind: 'skip', why: 'already handled' };

@@ -160,12 +160,17 @@ describe('projector state: staged uploads', () => {
 });
 
 describe("a deletion's marker", () => {
-  const marker = { type: 'PointsDeleted', task_id: 'd', metrics: ['m'], from_ms: 10, to_ms: 20 } as const;
+  const marker = { type: 'PointsDeleted', task_id: 'd', metrics: ['m'], from_ms: 10, to_ms: 20, rollups: true } as const;
 
   it('is applied above the position, announced only at or below it (applied and recorded before)', () => {
     const p = new Projection(10);
     p.setSinkMax(0, 5);
-    expect(p.decide(0, 7, marker)).toEqual({ kind: 'delete', deletion: { task_id: 'd', partition: 0, offset: 7, metrics: ['m'], fromMs: 10, toMs: 20 } });
+    expect(p.decide(0, 7, marker)).toEqual({
+      kind: 'delete',
+      deletion: { task_id: 'd', partition: 0, offset: 7, metrics: ['m'], fromMs: 10, toMs: 20, rollups: true },
+    });
+    // Retention's marker (and every v1 marker) leaves the rollups alone.
+    expect(p.decide(0, 9, { ...marker, rollups: false })).toMatchObject({ kind: 'delete', deletion: { rollups: false } });
     expect(p.decide(0, 5, marker)).toEqual({ kind: 'seal', seal: { task_id: 'd', partition: 0, offset: 5 } });
     expect(p.decide(0, 8, { ...marker, from_ms: 30 })).toMatchObject({ kind: 'reject' });
   });
@@ -174,7 +179,7 @@ describe("a deletion's marker", () => {
     const p = new Projection(10);
     p.setSinkMax(0, 5);
     p.add({ batch: batch(2), partition: 0, offset: 6 }, 0);
-    const deletion = { task_id: 'd', partition: 0, offset: 7, metrics: ['m'], fromMs: 10, toMs: 20 };
+    const deletion = { task_id: 'd', partition: 0, offset: 7, metrics: ['m'], fromMs: 10, toMs: 20, rollups: true };
     expect(() => p.deleted(deletion)).toThrow(/still buffered/);
     p.clearBuffer();
     p.deleted(deletion);

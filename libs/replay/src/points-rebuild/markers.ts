@@ -80,9 +80,9 @@ export function rebuildMarkers(
     }
     await writer.flush();
     await writer.inflight();
-    const targets = { points: input.table, catalog: input.catalog, seals: input.seals };
-    const { task_id: taskId, partition, offset, metrics, fromMs, toMs } = deletion;
-    await retry(() => applyDeletion(input.clickhouse, targets, { taskId, partition, offset, metrics, fromMs, toMs }), {
+    const targets = { points: input.table, catalog: input.catalog, seals: input.seals, ...(input.rollups ? { rollups: input.rollups } : {}) };
+    const { task_id: taskId, partition, offset, metrics, fromMs, toMs, rollups } = deletion;
+    await retry(() => applyDeletion(input.clickhouse, targets, { taskId, partition, offset, metrics, fromMs, toMs, rollups }), {
       ...RETRY_POLICIES.rebuildInsert,
       retriable: () => true,
       ...(input.signal ? { signal: input.signal } : {}),

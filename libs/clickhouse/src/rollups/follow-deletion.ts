@@ -1,0 +1,50 @@
+import type { Capabilities } from '../capabilities.ts';
+import type { ClickHouseClient } from '../client.ts';
+import { int } from '../download/filter-sql.ts';
+import { countWhere, deleteRowsSql, deletionWriteId, namesIn, quotedTable, rewriteInsertSettings, storageOf, untilDone } from '../points/delete-rows.ts';
+import { bucketRange, ROLLUPS, rollupStatesSql, type Resolution } from './sql.ts';
+
+/** A user's deletion as the rollups take it: its metrics and inclusive range, the points table it was applied to. */
+export type RollupDeletion = { readonly metrics: readonly string[]; readonly fromMs: number; readonly toMs: number; readonly points: string };
+
+/** The rows of a rollup (or of points, by `column`) in the buckets overlapping [fromMs, toMs] of these metrics. */
+export function bucketsWhere(resolution: Resolution, d: Omit<RollupDeletion, 'points'>, column: 'bucket' | 'ts'): string {
+  const { first, last } = bucketRange(resolution, d.fromMs, d.toMs);
+  const end = last + ROLLUPS[resolution].stepMs;
+  return `${namesIn(d.metrics)} AND ${column} >= ${int(first)} AND ${column} < ${int(end)}`;
+}
+
+/**
+ * Makes a rollup's buckets overlapping a deletion's range equal to the states of the points rows
+ * that remain in them, as the view would have written them had the deleted rows never come: the
+ * rows of those buckets leave the rollup, and the states of the points' rows in them (the whole
+ * bucket, its part outside the range too) go in; a bucket with no row left is gone. Replaced
+ * points stay as the view keeps them (every row, a bucket's rows above its distinct timestamps),
+ * so the readers still tell those buckets and compute them from points.
+ *
+ * Runs after the points' rows are deleted, and can run again: it only reads points, which the
+ * deletion's partition alone writes meanwhile. Batches a crashed projector re-reads before the
+ * marker hold only rows the deletion removes (any other row would have kept the position past
+ * them), so the states their views add fall in these buckets and are rewritten here again.
+ */
+export async function recomputeRollupBuckets(
+  client: ClickHouseClient,
+  resolution: Resolution,
+  table: string,
+  d: RollupDeletion,
+  caps: Capabilities,
+): Promise<void> {
+  const storage = await storageOf(client, table);
+  const old = bucketsWhere(resolution, d, 'bucket');
+  // On 18.16 a mutation rewrites every part of the rollup: none is asked when it holds nothing here.
+  const asked = (await countWhere(client, storage, old)) > 0;
+  // As for the catalog: a mutation reaches only the parts that exist when it is asked, so the
+  // new states are inserted right after asking and the mutation is waited for after the insert.
+  if (asked) await client.command({ query: deleteRowsSql(storage, old, caps) });
+  await client.command({
+    query: `INSERT INTO ${quotedTable(table)} ${rollupStatesSql(resolution, quotedTable(d.points), bucketsWhere(resolution, d, 'ts'))}`,
+    clickhouse_settings: rewriteInsertSettings(caps),
+    query_id: deletionWriteId(d.points),
+  });
+  if (asked && !caps.lightweightDelete) await untilDone(client, storage);
+}
