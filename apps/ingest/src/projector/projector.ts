@@ -226,7 +226,8 @@ export async function startProjector(ingest: IngestDeps): Promise<RunningProject
       batches: seal.batches,
     };
     const refill = {
-      log,
+      // A share's batches may be older than the brokers' window: read as archive plus brokers.
+      log: ingest.archive.history,
       codec: pointsCodec,
       topic: topics.points,
       groupId: `${groupId}-refill-${randomBytes(4).toString('hex')}`,
