@@ -71,13 +71,27 @@ export class ArchivedLog implements LogRanges {
       // One partition after the other, each its archived part then its live part.
       for (const s of splits) {
         if (s.archived) yield* this.#readArchived(s.archived, s.live === null, options.signal);
-        if (s.live) yield* this.#live.readRanges([s.live], options);
+        if (s.live) yield* this.#readLive([s.live], options);
       }
       return;
     }
     for (const s of splits) if (s.archived) yield* this.#readArchived(s.archived, s.live === null, options.signal);
     const rest = lives(splits);
-    if (rest.length > 0) yield* this.#live.readRanges(rest, options);
+    if (rest.length > 0) yield* this.#readLive(rest, options);
+  }
+
+  /**
+   * The brokers' part, checked afterwards: a trim that moved a partition's first offset past
+   * where its part began, while it was read, may have made the consumer skip to the new first
+   * offset; the read then fails (run it again) rather than miss records.
+   */
+  async *#readLive(ranges: readonly PartitionRange[], options: RangeReadOptions): AsyncGenerator<RangeBatch> {
+    yield* this.#live.readRanges(ranges, options);
+    for (const t of new Set(ranges.map((r) => r.topic))) {
+      const { low } = await this.#live.offsets(t);
+      const cut = ranges.find((r) => r.topic === t && (low.get(r.partition) ?? 0) > r.start);
+      if (cut) throw new Error(`${t}/${cut.partition}: the brokers' log was trimmed past ${cut.start} while it was read; run the read again`);
+    }
   }
 
   nudgeGroup(groupId: string, topic: string, timeoutMs?: number): Promise<void> {
