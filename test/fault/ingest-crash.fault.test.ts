@@ -17,7 +17,9 @@ const KILLS = 4;
  * (command handler and projector) is killed with SIGKILL while it works and started again.
  * Every accepted point must be stored exactly once. Run with staging off (every upload
  * projected after its commit) and on (each 100k-point upload is staged, 20 batches,
- * so kills land in its stage inserts, before and after its commit, and inside its seals).
+ * so kills land in its stage inserts, before and after its commit, and inside its seals). The
+ * archiver is on, with a window of one second: the brokers drop what it archived while the
+ * projector works, and a seal's refill reads the archive when the brokers no longer hold its batches.
  */
 describe.each(['off', 'on'] as const)(
   `ingest killed with SIGKILL ${KILLS} times during a ${TOTAL.toLocaleString('en')}-point ingest, staging %s`,
@@ -32,6 +34,11 @@ describe.each(['off', 'on'] as const)(
       MERIDIAN_PROJECTOR_BATCH_ROWS: '20000',
       KAFKA_SESSION_TIMEOUT_MS: '6000',
       MERIDIAN_MAX_COMMAND_STARTS: String(KILLS + 1),
+      // The archiver runs in the killed process too, trimming a window of one second behind the projector.
+      MERIDIAN_ARCHIVE: 'true',
+      MERIDIAN_ARCHIVE_RETENTION_MS: '1000',
+      MERIDIAN_ARCHIVE_INTERVAL_MS: '200',
+      MERIDIAN_ARCHIVE_SEGMENT_BYTES: '1048576',
     });
     let api: RunningApi;
     let key: string;
