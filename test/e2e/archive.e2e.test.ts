@@ -101,5 +101,13 @@ describe('the brokers hold a bounded window', () => {
     expect(live.size).toBe(METRICS);
     expect(await tableChecksums(api.platform.clickhouse, result.table)).toEqual(live);
     expect(await scalar(`SELECT count() FROM ${result.table}`)).toBe(points);
+
+    // The events export reads the same history: every point batch once, the archived ones included.
+    const res = await fetch(`${api.url}/api/v1/events?${new URLSearchParams({ types: 'PointBatch', format: 'ndjson', max_events: '1000000' })}`, {
+      headers: { Authorization: `Bearer ${admin}` },
+    });
+    expect(res.status).toBe(200);
+    const lines = (await res.text()).split('\n').filter((l) => l !== '');
+    expect(lines.length).toBe(await scalar('SELECT uniqExact(kafka_partition, kafka_offset) FROM points'));
   }, 300_000);
 });

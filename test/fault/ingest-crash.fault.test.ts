@@ -102,6 +102,13 @@ describe.each(['off', 'on'] as const)(
       expect(Number(await query('SELECT max(value) FROM points'))).toBe(TOTAL - 1);
       expect(await query('SELECT metric_name, count() FROM points GROUP BY metric_name HAVING count() != 100000')).toBe('');
       expect(Number(await query('SELECT countMerge(points) FROM metric_catalog'))).toBe(TOTAL);
+      // The window was in effect: the brokers' points logs no longer begin at 0.
+      await waitFor(
+        'the archiver to trim the brokers',
+        async () => ([...(await api.platform.log.offsets(api.platform.topics.points)).low.values()].some((low) => low > 0) ? true : undefined),
+        60_000,
+        200,
+      );
       if (staging === 'on') {
         // Every upload was staged (one metric: one partition, one seal); the stages of killed runs
         // were dropped by their task's next run, the committed runs' by their seals.
