@@ -180,4 +180,15 @@ describe('the points archive', () => {
       ),
     ).rejects.toThrow(/neither on the brokers .* nor in the archive/);
   });
+
+  it('a read of the brokers whose records are trimmed away under it fails, rather than wait for ever or skip them', async () => {
+    const { end } = await platform.log.offsets(topic());
+    const ranges = [{ topic: topic(), partition: 1, start: 0, end: end.get(1)! }];
+    // Planned from 0, then everything of partition 1 leaves the brokers before the read begins.
+    await platform.log.deleteRecordsBelow(topic(), new Map([[1, end.get(1)!]]));
+    const read = async () => {
+      for await (const batch of platform.log.readRanges(ranges, { groupId: `${settings.MERIDIAN_TOPIC_PREFIX}int-gone`, sequential: false })) void batch;
+    };
+    await expect(read()).rejects.toThrow(/\/1: offsets from 0 left the brokers while they were read/);
+  }, 60_000);
 });
