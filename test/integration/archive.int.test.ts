@@ -41,7 +41,16 @@ async function write(partition: number, from: number, count: number): Promise<st
 }
 
 const pass = (extra: Partial<Parameters<typeof archivePass>[0]> = {}) =>
-  archivePass({ log: platform.log, objects, topic: topic(), groupId: `${settings.MERIDIAN_TOPIC_PREFIX}int-archive`, segmentBytes: 2048, logger, ...extra });
+  archivePass({
+    log: platform.log,
+    objects,
+    topic: topic(),
+    groupId: `${settings.MERIDIAN_TOPIC_PREFIX}int-archive`,
+    segmentBytes: 2048,
+    tailAgeMs: 0,
+    logger,
+    ...extra,
+  });
 
 /** Every record of [0, end) of each partition, read through `log`. */
 async function readAll(log: Pick<ArchivedLog, 'readRanges' | 'offsets'>, sequential: boolean): Promise<Map<number, RangeMessage[]>> {
@@ -102,6 +111,10 @@ describe('the points archive', () => {
       expect(values(read.get(0))).toEqual(written.get(0));
       expect(values(read.get(1))).toEqual(written.get(1));
     }
+    // A few new records, less than a segment: cut only once the first of them is tailAgeMs old.
+    written.set(1, [...written.get(1)!, ...(await write(1, 100, 3))]);
+    expect((await pass({ tailAgeMs: 3_600_000 })).segments).toBe(0);
+    expect((await pass({ tailAgeMs: 3_600_000, now: () => Date.now() + 3_600_000 })).segments).toBe(1);
     // Byte for byte what the brokers give: offsets, keys, headers, timestamps.
     const live = await readAll(platform.log, false);
     const again = await readAll(archived, false);

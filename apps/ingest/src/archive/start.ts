@@ -24,6 +24,8 @@ export function startArchiver(ingest: IngestDeps, leads: () => boolean): { stop(
         topic: topics.points,
         groupId: `${ingest.groups.projector}-archive`,
         segmentBytes: settings.MERIDIAN_ARCHIVE_SEGMENT_BYTES,
+        // Half the window: a partial segment waits that long to fill, and is archived well before the trim wants it gone.
+        tailAgeMs: settings.MERIDIAN_ARCHIVE_RETENTION_MS / 2,
         logger,
         signal: abort.signal,
       });

@@ -22,7 +22,14 @@ export type ArchiverDeps = {
   readonly groupId: string;
   /** A segment is cut once its records' framing reaches this many bytes (the pass's memory bound). */
   readonly segmentBytes: number;
+  /**
+   * A segment smaller than `segmentBytes` is cut at the end of a pass only once its first record is
+   * this old (ms): a lightly written topic is not cut into a segment a pass, and what stays is read
+   * again by the next pass (at most `segmentBytes` a partition).
+   */
+  readonly tailAgeMs: number;
   readonly logger: Logger;
+  readonly now?: () => number;
   readonly signal?: AbortSignal;
   /** Between a segment's object and its index entry (tests crash here). */
   readonly beforeIndex?: (ref: SegmentRef) => Promise<void>;
@@ -59,14 +66,24 @@ export async function archivePass(deps: ArchiverDeps): Promise<ArchivePass> {
     ends.set(s.partition, at);
     return { partition: s.partition, first: at, records: [], bytes: 0 };
   };
+  const now = (deps.now ?? Date.now)();
+  // The read's last segment of a partition reaches its range's end, covering the transaction
+  // markers after its last record (a partition's log always ends with one), once it is old enough.
+  const cutTail = async (s: Pending): Promise<Pending> => {
+    const end = ranges.find((r) => r.partition === s.partition)!.end;
+    const first = s.records[0];
+    return first && s.first < end && now - Number(first.timestamp) >= deps.tailAgeMs ? cut(s, end) : s;
+  };
   // Sequential: a partition's turn comes once the one before is read to its range's end.
   const pending = new Map<number, Pending>();
   for await (const batch of deps.log.readRanges(ranges, { groupId: deps.groupId, sequential: true, ...(deps.signal ? { signal: deps.signal } : {}) })) {
     const range = ranges.find((r) => r.partition === batch.partition)!;
-    // The partition before is read to its end: its tail is written now, so one segment at most is held.
+    // The partition before is read to its end: its tail is written now or dropped (the next pass
+    // reads it again), so at most one segment is held.
     for (const [p, before] of pending) {
-      if (p !== batch.partition && before.first < ranges.find((r) => r.partition === p)!.end)
-        pending.set(p, await cut(before, ranges.find((r) => r.partition === p)!.end));
+      if (p === batch.partition) continue;
+      await cutTail(before);
+      pending.delete(p);
     }
     let s: Pending = pending.get(batch.partition) ?? { partition: batch.partition, first: range.start, records: [], bytes: 0 };
     for (const m of batch.messages) {
@@ -76,12 +93,7 @@ export async function archivePass(deps: ArchiverDeps): Promise<ArchivePass> {
     }
     pending.set(batch.partition, s);
   }
-  // The read ends only once every range is read to its end: each last segment reaches it, covering
-  // the transaction markers after its last record (a partition's log always ends with one).
-  for (const r of ranges) {
-    const s = pending.get(r.partition) ?? { partition: r.partition, first: r.start, records: [], bytes: 0 };
-    if (s.first < r.end) await cut(s, r.end);
-  }
+  for (const s of pending.values()) await cutTail(s);
   return { segments, records, ends };
 }
 
