@@ -16,7 +16,9 @@ const KILLS = 4;
  * (command handler and projector) is killed with SIGKILL while it works and started again.
  * Every accepted point must be stored exactly once. Run with staging off (every upload
  * projected after its commit) and on (each 100k-point upload is staged, 20 batches,
- * so kills land in its stage inserts, before and after its commit, and inside its seals).
+ * so kills land in its stage inserts, before and after its commit, and inside its seals). The
+ * archiver is on, with a window of one second: the brokers drop what it archived while the
+ * projector works, and a seal's refill reads the archive when the brokers no longer hold its batches.
  */
 describe.each(['off', 'on'] as const)(
   `ingest killed with SIGKILL ${KILLS} times during a ${TOTAL.toLocaleString('en')}-point ingest, staging %s`,
@@ -31,6 +33,11 @@ describe.each(['off', 'on'] as const)(
       MERIDIAN_PROJECTOR_BATCH_ROWS: '20000',
       KAFKA_SESSION_TIMEOUT_MS: '6000',
       MERIDIAN_MAX_COMMAND_STARTS: String(KILLS + 1),
+      // The archiver runs in the killed process too, trimming a window of one second behind the projector.
+      MERIDIAN_ARCHIVE: 'true',
+      MERIDIAN_ARCHIVE_RETENTION_MS: '1000',
+      MERIDIAN_ARCHIVE_INTERVAL_MS: '200',
+      MERIDIAN_ARCHIVE_SEGMENT_BYTES: '1048576',
     });
     const world = faultWorld(settings);
 
@@ -82,6 +89,13 @@ describe.each(['off', 'on'] as const)(
       expect(Number(await query('SELECT max(value) FROM points'))).toBe(TOTAL - 1);
       expect(await query('SELECT metric_name, count() FROM points GROUP BY metric_name HAVING count() != 100000')).toBe('');
       expect(Number(await query('SELECT countMerge(points) FROM metric_catalog'))).toBe(TOTAL);
+      // The window was in effect: the brokers' points logs no longer begin at 0.
+      await waitFor(
+        'the archiver to trim the brokers',
+        async () => ([...(await world.api.platform.log.offsets(world.api.platform.topics.points)).low.values()].some((low) => low > 0) ? true : undefined),
+        60_000,
+        200,
+      );
       if (staging === 'on') {
         // Every upload was staged (one metric: one partition, one seal); the stages of killed runs
         // were dropped by their task's next run, the committed runs' by their seals.

@@ -1,6 +1,6 @@
 import type { Settings } from '@meridian/config';
 import type { ConnOptions } from '@meridian/clickhouse';
-import type { FileReadModel, TaskReadModel } from '@meridian/domain';
+import type { FileReadModel, LogRanges, TaskReadModel } from '@meridian/domain';
 import type { ConsumerGroups, KafkaEventLog, Topics } from '@meridian/kafka';
 import type { Logger } from '@meridian/observability';
 import type { FoldContext, Probe } from '@meridian/platform';
@@ -14,8 +14,10 @@ export type ApiServices = {
   readonly topics: Topics;
   /** The ingest worker's groups, whose lag /metrics reports. */
   readonly groups: ConsumerGroups;
-  /** Appends commands, reports the ingest groups' lag, and is read by the events export. */
+  /** Appends commands and reports the ingest groups' lag. */
   readonly log: KafkaEventLog;
+  /** The log's history as the events export reads it: the points archive, then the brokers. */
+  readonly history: LogRanges;
   readonly blobs: BlobStore;
   /** What the accounts and tasks folds are built on. */
   readonly folds: FoldContext;

@@ -1,7 +1,8 @@
 import type { AdapterOptions, Settings } from '@meridian/config';
 import { clickhouseFileReadModel, clickhouseMetricCatalog, clickhouseTaskReadModel, LIVE_FILE_TABLES, LIVE_TASK_TABLES } from '@meridian/clickhouse';
 import type { Logger } from '@meridian/observability';
-import { sharedServices, type Adapters, type Platform } from '@meridian/platform';
+import { archivedLog, sharedServices, type Adapters, type Platform } from '@meridian/platform';
+import { topicsFor } from '@meridian/kafka';
 import type { ApiServices } from './api-services.ts';
 
 /** The api's services over the process's adapters (main.ts; tests build the api the same way). */
@@ -15,5 +16,6 @@ export function composeApi(settings: Settings, logger: Logger, adapters: Adapter
     taskReadModel: clickhouseTaskReadModel(options.clickhouse, LIVE_TASK_TABLES, options.pointsQuorum),
     fileReadModel: clickhouseFileReadModel(options.clickhouse, LIVE_FILE_TABLES, options.pointsQuorum),
     probes: platform.probes,
+    history: archivedLog(adapters, topicsFor(options.topicPrefix)),
   };
 }

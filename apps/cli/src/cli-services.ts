@@ -1,7 +1,7 @@
 import type { AdapterOptions } from '@meridian/config';
 import { topicsFor } from '@meridian/kafka';
 import type { Logger } from '@meridian/observability';
-import { foldContext, type Adapters, type FoldContext, type Platform, type UntilDoneOptions } from '@meridian/platform';
+import { archivedLog, foldContext, type Adapters, type FoldContext, type Platform, type UntilDoneOptions } from '@meridian/platform';
 import type { ReplayDeps } from '@meridian/replay';
 
 /** What the admin commands run on: replay's dependencies and the accounts fold's. */
@@ -9,9 +9,12 @@ export type CliServices = ReplayDeps & { readonly folds: FoldContext };
 
 /** The CLI's services over the process's adapters (main.ts; tests run commands the same way). */
 export function composeCli(logger: Logger, adapters: Adapters, options: AdapterOptions, platform: Platform, startRetry: UntilDoneOptions): CliServices {
+  const topics = topicsFor(options.topicPrefix);
+  // Replay reads history as the archive plus the brokers; appends go to the brokers.
+  const history = archivedLog(adapters, topics);
   return {
-    log: adapters.log,
-    topics: topicsFor(options.topicPrefix),
+    log: Object.assign(history, { writer: () => adapters.log.writer() }),
+    topics,
     topicPrefix: options.topicPrefix,
     clickhouse: adapters.clickhouse,
     clickhouseOptions: { ...options.clickhouse, logger },

@@ -16,7 +16,8 @@ import {
   LIVE_TASK_TABLES,
 } from '@meridian/clickhouse';
 import type { Logger } from '@meridian/observability';
-import { sharedServices, type Adapters } from '@meridian/platform';
+import { archivedLog, archiveObjects, sharedServices, type Adapters } from '@meridian/platform';
+import { topicsFor } from '@meridian/kafka';
 import type { IngestDeps } from './ingest-deps.ts';
 
 /** The worker's dependencies over the process's adapters (main.ts; tests start the worker the same way). */
@@ -34,6 +35,7 @@ export function composeIngest(settings: Settings, logger: Logger, adapters: Adap
     deletePoints: (deletion) => applyDeletion(adapters.clickhouse, LIVE_DELETION_TARGETS, deletion),
     pointsStages: createPointsStages(adapters.clickhouse, LIVE_STAGE_TARGETS, { insertWaitMs: settings.MERIDIAN_STAGE_INSERT_WAIT_MS }),
     retentionQueries: { catalog: () => catalogFirsts(adapters.clickhouse), countOlder: (metrics, cutoff) => countOlder(adapters.clickhouse, metrics, cutoff) },
+    archive: { objects: archiveObjects(adapters.blobs), log: adapters.log, history: archivedLog(adapters, topicsFor(options.topicPrefix)) },
     startRetry: {},
   };
 }

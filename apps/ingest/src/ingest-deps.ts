@@ -1,6 +1,6 @@
-import type { BlobReferences, FileReadModel, FileReadModelWriter, TaskReadModel, TaskReadModelWriter } from '@meridian/domain';
+import type { LogRanges, BlobReferences, FileReadModel, FileReadModelWriter, TaskReadModel, TaskReadModelWriter } from '@meridian/domain';
 import type { Settings } from '@meridian/config';
-import type { ConsumerGroups, Topics } from '@meridian/kafka';
+import type { ArchiveObjects, ConsumerGroups, Topics, TrimLog } from '@meridian/kafka';
 import type { Logger } from '@meridian/observability';
 import type { FoldContext, UntilDoneOptions } from '@meridian/platform';
 import type { BlobStore } from './blob-store.ts';
@@ -31,6 +31,15 @@ export type IngestDeps = {
   readonly deletePoints: (deletion: PointsDeletion) => Promise<void>;
   /** What retention reads of ClickHouse: the catalog's metrics with their first timestamps, and the points older than a cutoff. */
   readonly retentionQueries: { catalog(): Promise<Map<string, number>>; countOlder(metrics: readonly string[], cutoff: number): Promise<number> };
+  /**
+   * The points topic's archive: its objects; the log as the archiver reads and trims it; and the
+   * log's history as archive plus brokers, for whatever reads old offsets (a staged upload's refill).
+   */
+  readonly archive: {
+    readonly objects: ArchiveObjects;
+    readonly log: TrimLog & Pick<LogRanges, 'readRanges'>;
+    readonly history: Pick<LogRanges, 'readRanges'>;
+  };
   /** How start-up work (running a consumer) retries. */
   readonly startRetry: UntilDoneOptions;
 };

@@ -5,6 +5,7 @@ import type { ConsumerWatch } from '@meridian/kafka';
 import type { IngestDeps } from './ingest-deps.ts';
 import { startProjector } from './projector/index.ts';
 import { startRetentionRunner } from './retention/start.ts';
+import { startArchiver } from './archive/start.ts';
 import { startFilesProjector } from './read-models/files.ts';
 import { startTasksProjector } from './read-models/tasks.ts';
 import { startCommandConsumer, type HandlerContext, type RunningHandlers } from './commands/consumer.ts';
@@ -42,10 +43,12 @@ export async function startIngest(ingest: IngestDeps): Promise<RunningWorker> {
   const pieces = [commands, projector, tasksProjector, filesProjector];
   // Retention writes deletions to the log; the member projecting points partition 0 runs it, one per deployment.
   const retention = startRetentionRunner(ingest, () => projector.owns(0));
+  // The archiver too: one per deployment, whose trim waits for this worker's projector group.
+  const archiver = startArchiver(ingest, () => projector.owns(0));
   return {
     consumers: pieces.map((p) => p.watch),
     async stop() {
-      await retention.stop();
+      await Promise.all([retention.stop(), archiver.stop()]);
       await Promise.all(pieces.map((p) => p.stop()));
     },
   };

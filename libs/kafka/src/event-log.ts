@@ -222,6 +222,19 @@ export class KafkaEventLog implements LogRanges {
     return ends.map((e) => ({ partition: e.partition, lag: Math.max(0, Number(e.high) - Math.max(0, done.get(e.partition) ?? 0)) }));
   }
 
+  /** The offsets a consumer group has committed on a topic; a partition it has none for is absent. */
+  async committedOffsets(groupId: string, topic: string): Promise<Offsets> {
+    await this.connectAdmin();
+    const [committed] = await this.admin.fetchOffsets({ groupId, topics: [topic] });
+    return new Map((committed?.partitions ?? []).filter((p) => Number(p.offset) >= 0).map((p) => [p.partition, Number(p.offset)]));
+  }
+
+  /** Makes each listed partition's log begin at its offset (DeleteRecords): the brokers drop what lies before. */
+  async deleteRecordsBelow(topic: string, below: Offsets): Promise<void> {
+    await this.connectAdmin();
+    await this.admin.deleteTopicRecords({ topic, partitions: [...below].map(([partition, offset]) => ({ partition, offset: String(offset) })) });
+  }
+
   /** Creates the missing topics (ensureTopics); returns how existing ones differ and how many brokers answer. */
   async prepareTopics(specs: readonly TopicSpec[]): Promise<{ mismatches: TopicMismatch[]; brokers: number }> {
     await this.connectAdmin();

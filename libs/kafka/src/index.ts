@@ -20,3 +20,7 @@ export { KafkaEventLog } from './event-log.ts';
 export { partitionFor } from './partition.ts';
 export { advertisingAssigner, capabilitiesOf } from './capabilities.ts';
 export { DeletionLog, metricsByPartition, type DeletionLogDeps, type DeletionWriter } from './deletion-log.ts';
+export { ArchivedLog } from './archive/archived-log.ts';
+export { archivePass, type ArchivePass, type ArchiverDeps } from './archive/archiver.ts';
+export { trimPass, type TrimDeps, type TrimLog } from './archive/trim.ts';
+export { archiveChains, archivePrefix, chainSpan, type ArchiveObjects, type SegmentEntry, type SegmentRef } from './archive/archive-index.ts';

@@ -39,6 +39,11 @@ class RangeProgress {
     return this.#position.get(key(range.topic, range.partition))!;
   }
 
+  /** The ranges not read to their end yet, with their positions. */
+  unfinished(): Array<{ readonly range: PartitionRange; readonly position: number }> {
+    return [...this.#ranges].filter(([k]) => !this.#finished.has(k)).map(([k, range]) => ({ range, position: this.#position.get(k)! }));
+  }
+
   get allDone(): boolean {
     return this.#finished.size === this.#ranges.size;
   }
@@ -152,6 +157,7 @@ export async function* readRanges(kafka: Kafka, admin: Admin, ranges: readonly P
     if (!e.payload.restart) handoff.fail(e.payload.error);
   });
 
+  let checkedAt = Date.now();
   await consumer.connect();
   try {
     for (const topic of new Set(todo.map((r) => r.topic))) await consumer.subscribe({ topic, fromBeginning: true });
@@ -217,10 +223,31 @@ export async function* readRanges(kafka: Kafka, admin: Admin, ranges: readonly P
       }
       if (progress.allDone) return;
       await handoff.wait(options.signal);
+      if (Date.now() - checkedAt >= GONE_CHECK_MS) {
+        checkedAt = Date.now();
+        await failIfGone(admin, progress);
+      }
     }
   } finally {
     await consumer.disconnect().catch(() => undefined);
     await admin.deleteGroups([options.groupId]).catch(() => undefined);
+  }
+}
+
+/** How long a read waits without a batch before it asks whether its records are still on the brokers. */
+const GONE_CHECK_MS = 3000;
+
+/**
+ * A partition whose log now begins past the read's position lost records the read had not reached
+ * (a trim of the points topic, DeleteRecords): the consumer would have skipped to the new first
+ * offset, or waited for ever when that is past the range's end. The read fails instead.
+ */
+async function failIfGone(admin: Admin, progress: RangeProgress): Promise<void> {
+  const open = progress.unfinished();
+  for (const topic of new Set(open.map((o) => o.range.topic))) {
+    const { low } = await topicOffsets(admin, topic);
+    const gone = open.find((o) => o.range.topic === topic && (low.get(o.range.partition) ?? 0) > o.position);
+    if (gone) throw new Error(`${topic}/${gone.range.partition}: offsets from ${gone.position} left the brokers while they were read`);
   }
 }
 

@@ -7,3 +7,4 @@ export { TaskEndWaiters } from './task-end-waiters.ts';
 export { untilDone, type UntilDoneOptions } from './until-done.ts';
 export { runConsumer } from './run-consumer.ts';
 export { checkReadiness, publicChecks, type Probe, type ProbeResult, type Readiness } from './readiness.ts';
+export { archiveObjects, archivedLog } from './archive.ts';

@@ -3,7 +3,7 @@ import type { ApiParts } from '../api-parts.ts';
 import type { EventsDeps } from './routes.ts';
 
 export function eventsDeps({ services, settings, cursors, slots }: ApiParts): EventsDeps {
-  const exportDeps: ExportDeps = { log: services.log, topics: services.topics, topicPrefix: settings.MERIDIAN_TOPIC_PREFIX };
+  const exportDeps: ExportDeps = { log: services.history, topics: services.topics, topicPrefix: settings.MERIDIAN_TOPIC_PREFIX };
   return {
     plan: (request) => planExport(exportDeps, request),
     stream: (plan, request, signal) => streamExport(exportDeps, plan, request, signal),

@@ -7,11 +7,12 @@ import { failUpload, reject } from './reject.ts';
 /** Moves a staged share into points (the buffered rows before it are flushed), then it counts in the position. */
 export async function sealStaged(work: ProjectorWork, ctx: BatchContext, seal: StagedSeal): Promise<void> {
   const { logger, stages, projection, pointsCodec, groupId } = work;
-  const { log, topics, settings } = work.ingest;
+  const { topics, settings } = work.ingest;
   const started = performance.now();
   const share = sealedShare(seal);
   const refill = {
-    log,
+    // A share's batches may be older than the brokers' window: read as archive plus brokers.
+    log: work.ingest.archive.history,
     codec: pointsCodec,
     topic: topics.points,
     groupId: `${groupId}-refill-${randomBytes(4).toString('hex')}`,

@@ -1,0 +1,51 @@
+import { archivePass, trimPass } from '@meridian/kafka';
+import type { IngestDeps } from '../ingest-deps.ts';
+import { startPeriodic } from '../periodic.ts';
+
+/**
+ * The archiver of this worker, with MERIDIAN_ARCHIVE on: every MERIDIAN_ARCHIVE_INTERVAL_MS,
+ * while `leads` says so (the member projecting points partition 0, one per deployment), a pass
+ * archives the points topic to its last stable offset, then removes from the brokers what is
+ * archived, projected and past MERIDIAN_ARCHIVE_RETENTION_MS. A failed pass is logged and the
+ * next one starts again from the archive's index, so a crash anywhere repeats work and never
+ * skips or doubles a record.
+ */
+export function startArchiver(ingest: IngestDeps, leads: () => boolean): { stop(): Promise<void> } {
+  const { settings, topics } = ingest;
+  if (!settings.MERIDIAN_ARCHIVE) return { stop: () => Promise.resolve() };
+  const logger = ingest.logger.child({ component: 'archive' });
+  const abort = new AbortController();
+  const periodic = startPeriodic(async () => {
+    if (!leads()) return;
+    try {
+      const pass = await archivePass({
+        log: ingest.archive.log,
+        objects: ingest.archive.objects,
+        topic: topics.points,
+        groupId: `${ingest.groups.projector}-archive`,
+        segmentBytes: settings.MERIDIAN_ARCHIVE_SEGMENT_BYTES,
+        // Half the window: a partial segment waits that long to fill, and is archived well before the trim wants it gone.
+        tailAgeMs: settings.MERIDIAN_ARCHIVE_RETENTION_MS / 2,
+        logger,
+        signal: abort.signal,
+      });
+      if (pass.segments > 0) logger.info({ segments: pass.segments, records: pass.records, ends: Object.fromEntries(pass.ends) }, 'points archived');
+      await trimPass({
+        log: ingest.archive.log,
+        objects: ingest.archive.objects,
+        topic: topics.points,
+        projectorGroup: ingest.groups.projector,
+        retentionMs: settings.MERIDIAN_ARCHIVE_RETENTION_MS,
+        logger,
+      });
+    } catch (error) {
+      if (!abort.signal.aborted) logger.warn({ err: error }, 'archiving the points topic failed; the next pass starts again from the archive index');
+    }
+  }, settings.MERIDIAN_ARCHIVE_INTERVAL_MS);
+  return {
+    async stop() {
+      abort.abort();
+      await periodic.stop();
+    },
+  };
+}

@@ -1,0 +1,36 @@
+import { z } from 'zod';
+import { bool } from './schemas.ts';
+
+const DAY_MS = 86_400_000;
+
+/** The points topic's archive in object storage, and the window the brokers keep. */
+export const archiveSettings = {
+  MERIDIAN_ARCHIVE: {
+    schema: bool,
+    default: 'false',
+    doc: 'Whether the ingest worker that projects points partition 0 archives the points topic into the service bucket (`_archive/<topic>/`) and removes from the brokers what is archived, projected and older than MERIDIAN_ARCHIVE_RETENTION_MS. Off: the brokers keep every point batch for ever. Replay reads the archive whenever it holds anything, whatever this setting says.',
+  },
+  MERIDIAN_ARCHIVE_RETENTION_MS: {
+    schema: z.coerce
+      .number()
+      .int()
+      .min(1000)
+      .max(3650 * DAY_MS),
+    default: String(7 * DAY_MS),
+    doc: 'With MERIDIAN_ARCHIVE on: how long (by record timestamp) point batches stay on the brokers once archived; 1 s to 10 years. A batch the live projector has not committed, or the archive does not hold yet, stays whatever its age.',
+  },
+  MERIDIAN_ARCHIVE_SEGMENT_BYTES: {
+    schema: z.coerce
+      .number()
+      .int()
+      .min(1024)
+      .max(512 * 1024 * 1024),
+    default: String(64 * 1024 * 1024),
+    doc: "Records' bytes (keys and values, before zstd) after which an archive segment is cut (a partition's last, smaller one once its first record is half of MERIDIAN_ARCHIVE_RETENTION_MS old); 1 KiB to 512 MiB. One segment is held in the archiver's memory while it is written and checked, and a replay holds one while it reads it.",
+  },
+  MERIDIAN_ARCHIVE_INTERVAL_MS: {
+    schema: z.coerce.number().int().min(100).max(DAY_MS),
+    default: '60000',
+    doc: 'With MERIDIAN_ARCHIVE on: the pause between two archiving passes (each archives the points topic to its last stable offset, then removes from the brokers what may go); 100 ms to 1 day.',
+  },
+} as const;

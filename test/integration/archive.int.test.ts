@@ -1,0 +1,207 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { RangeMessage } from '@meridian/domain';
+import { archiveChains, archivePass, ArchivedLog, archivePrefix, createProducer, trimPass, type ArchiveObjects } from '@meridian/kafka';
+import { createLogger } from '@meridian/observability';
+import { archiveObjects } from '@meridian/platform';
+import { createPlatform, type Platform } from '../support/platform.ts';
+import { isolatedSettings } from '../support/settings.ts';
+
+/**
+ * The points topic's archive against the real Kafka and MinIO: a pass that dies between a
+ * segment's object and its index entry, passes after it, reading archive and brokers as one
+ * history, and the trim that removes from the brokers only what is archived, projected and old.
+ */
+const settings = isolatedSettings({ KAFKA_POINTS_PARTITIONS: '2' });
+const logger = createLogger({ name: 'archive', level: 'silent' });
+let platform: Platform;
+let objects: ArchiveObjects;
+const topic = () => platform.topics.points;
+const projectorGroup = () => platform.groups.projector;
+
+/** Records written in transactions, every third one aborted: the archive must hold the committed ones only. */
+async function write(partition: number, from: number, count: number): Promise<string[]> {
+  const producer = createProducer(platform.kafka, { transactionalId: `${settings.MERIDIAN_TOPIC_PREFIX}int-archive-${partition}-${from}` });
+  await producer.connect();
+  const committed: string[] = [];
+  try {
+    for (let i = from; i < from + count; i++) {
+      const tx = await producer.transaction();
+      const value = `p${partition}-r${i}-${'x'.repeat(200)}`;
+      await tx.send({ topic: topic(), acks: -1, messages: [{ key: `k${i}`, value, partition, headers: { n: String(i) } }] });
+      if (i % 3 === 2) await tx.abort();
+      else {
+        await tx.commit();
+        committed.push(value);
+      }
+    }
+  } finally {
+    await producer.disconnect();
+  }
+  return committed;
+}
+
+const pass = (extra: Partial<Parameters<typeof archivePass>[0]> = {}) =>
+  archivePass({
+    log: platform.log,
+    objects,
+    topic: topic(),
+    groupId: `${settings.MERIDIAN_TOPIC_PREFIX}int-archive`,
+    segmentBytes: 2048,
+    tailAgeMs: 0,
+    logger,
+    ...extra,
+  });
+
+/** Every record of [0, end) of each partition, read through `log`. */
+async function readAll(log: Pick<ArchivedLog, 'readRanges' | 'offsets'>, sequential: boolean): Promise<Map<number, RangeMessage[]>> {
+  const { low, end } = await log.offsets(topic());
+  const ranges = [...end].map(([partition, hi]) => ({ topic: topic(), partition, start: low.get(partition)!, end: hi }));
+  const out = new Map<number, RangeMessage[]>();
+  for await (const batch of log.readRanges(ranges, { groupId: `${settings.MERIDIAN_TOPIC_PREFIX}int-read`, sequential })) {
+    out.set(batch.partition, [...(out.get(batch.partition) ?? []), ...batch.messages]);
+  }
+  return out;
+}
+
+const values = (records: readonly RangeMessage[] | undefined) => (records ?? []).map((r) => r.value!.toString());
+
+beforeAll(async () => {
+  platform = createPlatform(settings, logger, 'int-archive');
+  await platform.prepare();
+  objects = archiveObjects(platform.blobs);
+}, 120_000);
+
+afterAll(async () => {
+  await platform?.close();
+});
+
+describe('the points archive', () => {
+  const written = new Map<number, string[]>();
+
+  it('a pass that dies between a segment and its index entry leaves nothing the archive counts; the next writes each record once', async () => {
+    written.set(0, await write(0, 0, 30));
+    written.set(1, await write(1, 0, 12));
+    await expect(
+      pass({
+        beforeIndex: () => Promise.reject(new Error('killed between the object and its entry')),
+      }),
+    ).rejects.toThrow('killed between');
+    // The object is there, no entry names it: the archive is still empty.
+    expect((await objects.list(`${archivePrefix(topic())}segments/`)).length).toBe(1);
+    expect((await archiveChains(objects, topic())).size).toBe(0);
+
+    // More records arrive before the next pass: its first segment starts where the dead one did, with another end.
+    written.set(0, [...written.get(0)!, ...(await write(0, 30, 9))]);
+    const done = await pass();
+    const { end } = await platform.log.offsets(topic());
+    expect(done.ends).toEqual(end);
+    expect(done.records).toBe(written.get(0)!.length + written.get(1)!.length);
+    expect(done.segments).toBeGreaterThan(2);
+    // The dead pass's object is gone: every object has its entry.
+    const segments = await objects.list(`${archivePrefix(topic())}segments/`);
+    const entries = await objects.list(`${archivePrefix(topic())}index/`);
+    expect(segments.map((k) => k.replace('/segments/', '/index/').replace(/\.zst$/, '.json')).sort()).toEqual([...entries].sort());
+    // A pass with nothing new writes nothing.
+    expect((await pass()).segments).toBe(0);
+
+    // Archive alone (the brokers still hold everything, the archive covers it all), in both read modes.
+    const archived = new ArchivedLog(platform.log, objects, [topic()]);
+    for (const sequential of [true, false]) {
+      const read = await readAll(archived, sequential);
+      expect(values(read.get(0))).toEqual(written.get(0));
+      expect(values(read.get(1))).toEqual(written.get(1));
+    }
+    // A few new records, less than a segment: cut only once the first of them is tailAgeMs old.
+    written.set(1, [...written.get(1)!, ...(await write(1, 100, 3))]);
+    expect((await pass({ tailAgeMs: 3_600_000 })).segments).toBe(0);
+    expect((await pass({ tailAgeMs: 3_600_000, now: () => Date.now() + 3_600_000 })).segments).toBe(1);
+    // Byte for byte what the brokers give: offsets, keys, headers, timestamps.
+    const live = await readAll(platform.log, false);
+    const again = await readAll(archived, false);
+    for (const p of [0, 1]) {
+      expect(again.get(p)!.map((r) => [r.offset, r.timestamp, r.key?.toString(), r.headers?.n?.toString()])).toEqual(
+        live.get(p)!.map((r) => [r.offset, r.timestamp, r.key?.toString(), r.headers?.n?.toString()]),
+      );
+    }
+  });
+
+  it('trims only below what is archived, projected and older than the retention; replay reads across the cut', async () => {
+    const { end } = await platform.log.offsets(topic());
+    // The projector has committed half of partition 0 and all of partition 1.
+    const half = Math.floor(end.get(0)! / 2);
+    await platform.admin.setOffsets({
+      groupId: projectorGroup(),
+      topic: topic(),
+      partitions: [
+        { partition: 0, offset: String(half) },
+        { partition: 1, offset: String(end.get(1)!) },
+      ],
+    });
+    const trim = (retentionMs: number, now = Date.now()) =>
+      trimPass({ log: platform.log, objects, topic: topic(), projectorGroup: projectorGroup(), retentionMs, logger, now: () => now });
+
+    // Nothing is older than an hour: nothing moves.
+    expect(await trim(3_600_000)).toEqual(
+      new Map([
+        [0, 0],
+        [1, 0],
+      ]),
+    );
+    // Records newer than the archive's end stay (partition 1 gets more, not archived yet).
+    written.set(1, [...written.get(1)!, ...(await write(1, 12, 6))]);
+    await platform.admin.setOffsets({
+      groupId: projectorGroup(),
+      topic: topic(),
+      partitions: [{ partition: 1, offset: String((await platform.log.offsets(topic())).end.get(1)!) }],
+    });
+    const low = await trim(1, Date.now() + 60_000);
+    expect(low.get(0)).toBe(half);
+    expect(low.get(1)).toBe(end.get(1));
+    const brokers = await platform.log.offsets(topic());
+    expect(brokers.low).toEqual(low);
+
+    // The brokers alone no longer have the start; archive + brokers still read the whole history once.
+    const archived = new ArchivedLog(platform.log, objects, [topic()]);
+    expect((await archived.offsets(topic())).low).toEqual(
+      new Map([
+        [0, 0],
+        [1, 0],
+      ]),
+    );
+    for (const sequential of [true, false]) {
+      const read = await readAll(archived, sequential);
+      expect(values(read.get(0))).toEqual(written.get(0));
+      expect(values(read.get(1))).toEqual(written.get(1));
+    }
+    // A time before every record lies in the archive now.
+    expect((await archived.offsetsAtTime(topic(), 0)).get(0)).toBe(0);
+    // Below the brokers' start and outside the archive is an error, never a silent gap.
+    const bare = new ArchivedLog(platform.log, objects, []);
+    await expect(
+      readAll(
+        {
+          offsets: async (t) => ({
+            ...(await bare.offsets(t)),
+            low: new Map([
+              [0, 0],
+              [1, 0],
+            ]),
+          }),
+          readRanges: (r, o) => bare.readRanges(r, o),
+        },
+        true,
+      ),
+    ).rejects.toThrow(/neither on the brokers .* nor in the archive/);
+  });
+
+  it('a read of the brokers whose records are trimmed away under it fails, rather than wait for ever or skip them', async () => {
+    const { end } = await platform.log.offsets(topic());
+    const ranges = [{ topic: topic(), partition: 1, start: 0, end: end.get(1)! }];
+    // Planned from 0, then everything of partition 1 leaves the brokers before the read begins.
+    await platform.log.deleteRecordsBelow(topic(), new Map([[1, end.get(1)!]]));
+    const read = async () => {
+      for await (const batch of platform.log.readRanges(ranges, { groupId: `${settings.MERIDIAN_TOPIC_PREFIX}int-gone`, sequential: false })) void batch;
+    };
+    await expect(read()).rejects.toThrow(/\/1: offsets from 0 left the brokers while they were read/);
+  }, 60_000);
+});
