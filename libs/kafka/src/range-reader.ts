@@ -1,4 +1,4 @@
-import type { Admin, Consumer, Kafka } from 'kafkajs';
+import type { Admin, Consumer, EachBatchPayload, Kafka } from 'kafkajs';
 import type { Offsets, PartitionRange, RangeBatch, RangeReadOptions } from '@meridian/domain';
 
 const key = (topic: string, partition: number) => `${topic}\u0000${partition}`;
@@ -124,6 +124,44 @@ function rangeConsumer(kafka: Kafka, options: RangeReadOptions): Consumer {
 }
 
 /**
+ * The read's batch handler: hands the caller the messages of a batch within its partition's range,
+ * in turn, then moves the partition's position to the batch's end.
+ */
+function eachRangeBatch(progress: RangeProgress, handoff: Handoff, advance: (range: PartitionRange, reached: number) => boolean) {
+  return async ({ batch, resolveOffset, heartbeat, pause, isRunning }: EachBatchPayload): Promise<void> => {
+    const range = progress.open(batch.topic, batch.partition);
+    // Not wanted, or not its turn yet (resumed when it comes).
+    if (!range || !progress.isTurnOf(range)) {
+      pause();
+      return;
+    }
+    const from = progress.position(range);
+    const messages = batch.messages.filter((m) => Number(m.offset) >= from && Number(m.offset) < range.end);
+    const last = Number(batch.lastOffset());
+    if (messages.length > 0) {
+      const reached = Number(messages[messages.length - 1]!.offset) + 1;
+      const done = reached >= range.end || last + 1 >= range.end;
+      // Wait until the caller is done with the batch, keeping the group membership alive meanwhile
+      // (a rebalance is harmless: positions are kept here and offsets are committed as we go).
+      const beat = setInterval(() => {
+        heartbeat().catch(() => undefined);
+      }, 3000);
+      try {
+        await handoff.offer({ topic: batch.topic, partition: batch.partition, messages, done });
+      } finally {
+        clearInterval(beat);
+      }
+      if (!isRunning()) return;
+      advance(range, reached);
+    }
+    advance(range, last + 1);
+    resolveOffset(batch.lastOffset());
+    await heartbeat();
+    handoff.notify();
+  };
+}
+
+/**
  * Reads fixed offset ranges of the log, read-committed (aborted upload transactions and
  * transaction markers are never seen), as an async iterator with backpressure: the consumer
  * waits while the caller works on a batch, heartbeating.
@@ -167,37 +205,7 @@ export async function* readRanges(kafka: Kafka, admin: Admin, ranges: readonly P
       autoCommitInterval: 5000,
       eachBatchAutoResolve: false,
       partitionsConsumedConcurrently: 1,
-      eachBatch: async ({ batch, resolveOffset, heartbeat, pause, isRunning }) => {
-        const range = progress.open(batch.topic, batch.partition);
-        // Not wanted, or not its turn yet (resumed when it comes).
-        if (!range || !progress.isTurnOf(range)) {
-          pause();
-          return;
-        }
-        const from = progress.position(range);
-        const messages = batch.messages.filter((m) => Number(m.offset) >= from && Number(m.offset) < range.end);
-        const last = Number(batch.lastOffset());
-        if (messages.length > 0) {
-          const reached = Number(messages[messages.length - 1]!.offset) + 1;
-          const done = reached >= range.end || last + 1 >= range.end;
-          // Wait until the caller is done with the batch, keeping the group membership alive meanwhile
-          // (a rebalance is harmless: positions are kept here and offsets are committed as we go).
-          const beat = setInterval(() => {
-            heartbeat().catch(() => undefined);
-          }, 3000);
-          try {
-            await handoff.offer({ topic: batch.topic, partition: batch.partition, messages, done });
-          } finally {
-            clearInterval(beat);
-          }
-          if (!isRunning()) return;
-          advance(range, reached);
-        }
-        advance(range, last + 1);
-        resolveOffset(batch.lastOffset());
-        await heartbeat();
-        handoff.notify();
-      },
+      eachBatch: eachRangeBatch(progress, handoff, advance),
     });
 
     // run() resolves once the group is joined; a seek made now applies before the first fetch is

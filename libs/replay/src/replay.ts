@@ -70,6 +70,9 @@ const record_ = (o: Offsets) => Object.fromEntries([...o].sort((a, b) => a[0] - 
  * `from` (a time or offsets) rebuilds only the log after it: the rows of earlier batches are
  * copied from the live table, so the generation is complete. `to` as a time keeps only uploads
  * sealed by then (an upload is all or nothing).
+ *
+ * Stays one function: its phases (create, copy, rebuild, verify, swap) are named calls already; what is left
+ * here is their order and the bounds and generation they share.
  */
 export async function rebuildPoints(deps: ReplayDeps, options: RebuildPointsOptions = {}): Promise<RebuildPointsResult> {
   const { topics, clickhouse } = deps;

@@ -355,6 +355,22 @@ function chartWidth() {
   return Math.max(300, $('chart').clientWidth || 800);
 }
 
+/** A stretch dragged across the chart: that stretch becomes the view, drawn from the api at full detail. */
+function zoomToSelection(u) {
+  if (u.select.width < 3) return;
+  let from = Math.floor(u.posToVal(u.select.left, 'x') * 1000);
+  let to = Math.ceil(u.posToVal(u.select.left + u.select.width, 'x') * 1000);
+  // Whole seconds, unless the stretch is shorter than a minute.
+  if (to - from >= 60_000) {
+    from = Math.floor(from / 1000) * 1000;
+    to = Math.ceil(to / 1000) * 1000;
+  }
+  u.setSelect({ left: 0, top: 0, width: 0, height: 0 }, false);
+  clearErrors();
+  const view = { ...currentView, from: iso(Math.max(0, from)), to: iso(to), last: '' };
+  void drawChart(view, { scroll: false });
+}
+
 function render(answer) {
   chart?.destroy();
   chart = null;
@@ -420,23 +436,7 @@ function render(answer) {
     tzDate: (ts) => uPlot.tzDate(new Date(ts * 1000), 'Etc/UTC'),
     hooks: {
       drawAxes: [(u) => drawBands(u, aligned)],
-      // A stretch dragged across: that stretch becomes the view, drawn from the api at full detail.
-      setSelect: [
-        (u) => {
-          if (u.select.width < 3) return;
-          let from = Math.floor(u.posToVal(u.select.left, 'x') * 1000);
-          let to = Math.ceil(u.posToVal(u.select.left + u.select.width, 'x') * 1000);
-          // Whole seconds, unless the stretch is shorter than a minute.
-          if (to - from >= 60_000) {
-            from = Math.floor(from / 1000) * 1000;
-            to = Math.ceil(to / 1000) * 1000;
-          }
-          u.setSelect({ left: 0, top: 0, width: 0, height: 0 }, false);
-          clearErrors();
-          const view = { ...currentView, from: iso(Math.max(0, from)), to: iso(to), last: '' };
-          void drawChart(view, { scroll: false });
-        },
-      ],
+      setSelect: [zoomToSelection],
     },
   };
   chart = new uPlot(opts, [aligned.xs.map((t) => t / 1000), ...aligned.avg], el);

@@ -12,6 +12,7 @@ import {
   type Position,
   type RawDownloadQuery,
   type UnfinishedTasks,
+  type UserRecord,
 } from '@meridian/domain';
 import type { MetricCatalog } from '../catalog/routes.ts';
 import { defineRoute, type RouteDef } from '../http/route.ts';
@@ -73,6 +74,50 @@ const DESCRIPTION = [
   'A selection of more than MERIDIAN_DELETE_MAX_POINTS points, or of metrics whose names add up to more than 256 KiB, is refused (400): delete a narrower range or fewer metrics.',
 ].join(' ');
 
+/**
+ * The selection a deletion request reaches, checked against every bound before anything is
+ * appended: the request's form, the user's task room, the names' size and the points' count.
+ */
+async function selectDeletion(deps: DeletionDeps, body: z.infer<typeof deleteBody>, user: UserRecord) {
+  if (Array.isArray(body.metrics) && body.pattern !== undefined && body.pattern !== 'list') {
+    throw new DomainError('validation', 'metrics is an array of names: pattern must be list or left out', [
+      { field: 'body.pattern', reason: 'must be list when metrics is an array' },
+    ]);
+  }
+  const raw: RawDownloadQuery = {
+    ...body,
+    metrics: Array.isArray(body.metrics) ? body.metrics.join(',') : body.metrics,
+    ...(Array.isArray(body.metrics) ? { pattern: 'list' } : {}),
+  };
+  const request = parseDeletionRequest(raw, deps.maxListNames);
+  assertTaskRoom(deps.tasks.unfinished(), user.user_name, deps.tasks.max);
+  const exact = request.pattern === 'single' ? [request.metrics] : request.pattern === 'list' ? request.metrics.split(',') : null;
+  const catalog = exact ? await deps.catalog.entries(exact) : await deps.catalog.list();
+  const metrics = resolveDeletionNames(
+    request,
+    catalog.map((c) => c.metric_name),
+    user,
+  );
+  if (nameRuns(metrics, MAX_DELETION_NAME_BYTES).length > 1) {
+    throw new DomainError(
+      'validation',
+      `the selection reaches metrics whose names add up to more than ${MAX_DELETION_NAME_BYTES} bytes, more than one deletion carries: split it`,
+      [{ field: 'metrics', reason: `names past ${MAX_DELETION_NAME_BYTES} bytes` }],
+    );
+  }
+  const points = await deps.count(metrics, request.fromMs, request.toMs).catch((cause: unknown) => {
+    throw new DomainError('unavailable', 'the metric store did not answer; retry later', [], { cause });
+  });
+  if (points > deps.maxPoints) {
+    throw new DomainError(
+      'validation',
+      `the selection holds ${points} points, more than one deletion may select (MERIDIAN_DELETE_MAX_POINTS, ${deps.maxPoints}): delete a narrower range or fewer metrics`,
+      [{ field: 'end_date', reason: `selects ${points} points, at most ${deps.maxPoints}` }],
+    );
+  }
+  return { request, metrics, points };
+}
+
 export function deletionRoutes(deps: DeletionDeps): RouteDef[] {
   return [
     defineRoute({
@@ -93,42 +138,7 @@ export function deletionRoutes(deps: DeletionDeps): RouteDef[] {
       },
       problems: ['validation', 'forbidden', 'not_found', 'too_many', 'unavailable'],
       handler: async (ctx, { body, user }) => {
-        if (Array.isArray(body.metrics) && body.pattern !== undefined && body.pattern !== 'list') {
-          throw new DomainError('validation', 'metrics is an array of names: pattern must be list or left out', [
-            { field: 'body.pattern', reason: 'must be list when metrics is an array' },
-          ]);
-        }
-        const raw: RawDownloadQuery = {
-          ...body,
-          metrics: Array.isArray(body.metrics) ? body.metrics.join(',') : body.metrics,
-          ...(Array.isArray(body.metrics) ? { pattern: 'list' } : {}),
-        };
-        const request = parseDeletionRequest(raw, deps.maxListNames);
-        assertTaskRoom(deps.tasks.unfinished(), user.user_name, deps.tasks.max);
-        const exact = request.pattern === 'single' ? [request.metrics] : request.pattern === 'list' ? request.metrics.split(',') : null;
-        const catalog = exact ? await deps.catalog.entries(exact) : await deps.catalog.list();
-        const metrics = resolveDeletionNames(
-          request,
-          catalog.map((c) => c.metric_name),
-          user,
-        );
-        if (nameRuns(metrics, MAX_DELETION_NAME_BYTES).length > 1) {
-          throw new DomainError(
-            'validation',
-            `the selection reaches metrics whose names add up to more than ${MAX_DELETION_NAME_BYTES} bytes, more than one deletion carries: split it`,
-            [{ field: 'metrics', reason: `names past ${MAX_DELETION_NAME_BYTES} bytes` }],
-          );
-        }
-        const points = await deps.count(metrics, request.fromMs, request.toMs).catch((cause: unknown) => {
-          throw new DomainError('unavailable', 'the metric store did not answer; retry later', [], { cause });
-        });
-        if (points > deps.maxPoints) {
-          throw new DomainError(
-            'validation',
-            `the selection holds ${points} points, more than one deletion may select (MERIDIAN_DELETE_MAX_POINTS, ${deps.maxPoints}): delete a narrower range or fewer metrics`,
-            [{ field: 'end_date', reason: `selects ${points} points, at most ${deps.maxPoints}` }],
-          );
-        }
+        const { request, metrics, points } = await selectDeletion(deps, body, user);
         const taskId = randomUUID();
         const position = await deps
           .append({

@@ -96,6 +96,30 @@ const limits = {
 const smallest = (...candidates: Array<FileLimit | null>): FileLimit =>
   candidates.filter((c): c is FileLimit => c !== null).reduce((a, b) => (b.bytes < a.bytes ? b : a));
 
+/** The route that defines a file, at one of its two paths. */
+function defineRouteAt(path: string, operationId: string, summary: string, handler: (ctx: Context, args: { user: UserRecord }) => Promise<void>): RouteDef {
+  return defineRoute({
+    method: 'POST',
+    path,
+    operationId,
+    summary,
+    description: DEFINE_DESCRIPTION,
+    tags: ['files'],
+    auth: 'user',
+    requestBodyDoc: { contentTypes: { 'multipart/form-data': defineForm } },
+    responses: {
+      202: {
+        description: 'Accepted; follow the task (Location header)',
+        schema: accepted,
+        example: { task_id: '4a3c6f8e-0f5e-4d1a-9a53-3c1f0e9b2d7a', file_id: '0d7c3e2a-5b6f-4e1d-8c9a-1f2e3d4c5b6a' },
+      },
+    },
+    problems: ['validation', 'payload_too_large', 'limit_reached', 'unavailable'],
+    streaming: true,
+    handler,
+  });
+}
+
 /**
  * POST /api/v1/file/new and POST /api/v1/files: stage the form's file, then submit its
  * definition. Both paths share one set of this process's quota reservations.
@@ -190,30 +214,8 @@ export function defineFileRoutes(deps: FileDeps): RouteDef[] {
     ctx.body = { task_id: taskId, file_id: fileId };
   };
 
-  const defineRouteAt = (path: string, operationId: string, summary: string) =>
-    defineRoute({
-      method: 'POST',
-      path,
-      operationId,
-      summary,
-      description: DEFINE_DESCRIPTION,
-      tags: ['files'],
-      auth: 'user',
-      requestBodyDoc: { contentTypes: { 'multipart/form-data': defineForm } },
-      responses: {
-        202: {
-          description: 'Accepted; follow the task (Location header)',
-          schema: accepted,
-          example: { task_id: '4a3c6f8e-0f5e-4d1a-9a53-3c1f0e9b2d7a', file_id: '0d7c3e2a-5b6f-4e1d-8c9a-1f2e3d4c5b6a' },
-        },
-      },
-      problems: ['validation', 'payload_too_large', 'limit_reached', 'unavailable'],
-      streaming: true,
-      handler: defineFile,
-    });
-
   return [
-    defineRouteAt('/api/v1/file/new', 'defineFile', 'Define a file: upload it (background task)'),
-    defineRouteAt('/api/v1/files', 'defineFileAtFiles', 'Define a file: upload it (background task); same as POST /api/v1/file/new'),
+    defineRouteAt('/api/v1/file/new', 'defineFile', 'Define a file: upload it (background task)', defineFile),
+    defineRouteAt('/api/v1/files', 'defineFileAtFiles', 'Define a file: upload it (background task); same as POST /api/v1/file/new', defineFile),
   ];
 }

@@ -33,6 +33,9 @@ export type FormOptions<T> = {
  * 400 naming what is wrong, or with `receive`'s own error (a 413, a 503 from storage). The rest of
  * a refused body is drained, not parsed, so the connection can carry the answer; and the answer
  * waits until `receive` has finished with its part, so whatever it staged is cleaned up first.
+ *
+ * Stays one function: the parser's handlers share one settled flag, the part and its receipt, so that the
+ * promise settles once; split, that state would be passed between them.
  */
 export function readForm<T>(body: Readable, headers: IncomingHttpHeaders, options: FormOptions<T>): Promise<Form<T>> {
   const limits = options.limits ?? FORM_LIMITS;

@@ -10,6 +10,9 @@ import { PerUserSlots } from '../http/per-user-slots.ts';
  * Dependencies of the api that answer nothing: enough to build its routes, and so its OpenAPI
  * document, without Kafka, ClickHouse or MinIO (the document's unit test, and the docs build,
  * which renders the API reference from it). A handler that ran on them would throw.
+ *
+ * Stays one function: one object literal, field for field ApiDeps' shape; split, its pieces would only mirror
+ * that type's parts.
  */
 export function inertApiDeps(): ApiDeps {
   const cursors = createCursorSeal('inert secret of a structure-only test');

@@ -85,60 +85,7 @@ export async function runQuery(deps: PromqlDeps, ctx: Context, user: UserRecord,
       { clickhouse_query_id: queryId, selectors: windows.length, reduced: windows.filter((w) => w.reduce).length },
       'promql query',
     );
-    const fetched = new Map<number, SeriesData[]>();
-    const reduced = new Map<number, StepValues[]>();
-    const reducedAggregates = new Map<number, StepValues[]>();
-    let samples = 0;
-    const tooMany = () =>
-      execution(
-        `query processing would load too many samples into memory in query execution: more than ${limits.maxSamples} (MERIDIAN_PROMQL_MAX_SAMPLES); narrow the selectors or the range`,
-      );
-    for (const [i, w] of windows.entries()) {
-      if (w.names.length > limits.maxSeries) {
-        throw execution(
-          `a selector matches ${w.names.length} series, more than ${limits.maxSeries} (MERIDIAN_PROMQL_MAX_SERIES); narrow it with more label matchers`,
-        );
-      }
-      const request = {
-        names: w.names,
-        fromMs: w.fromMs,
-        toMs: w.toMs,
-        sparse: w.sparse,
-        maxSamples: limits.maxSamples - samples,
-        queryId: `${queryId}-${i}`,
-        signal: abort.signal,
-      };
-      try {
-        if (w.reduce?.aggregate) {
-          const { values, read } = await readStoreAggregated(deps.conn, w, request, labelsOf);
-          if (read === 'too_many') throw tooMany();
-          samples += read;
-          reducedAggregates.set(w.selectorId, values);
-          continue;
-        }
-        if (w.reduce) {
-          const { values, read } = await readReduced(deps.conn, w, request, labelsOf);
-          if (read === 'too_many') throw tooMany();
-          samples += read;
-          reduced.set(
-            w.selectorId,
-            values.map((v) => v.values),
-          );
-          continue;
-        }
-        const read = await readSamples(deps.conn, request);
-        if (read === 'too_many') throw tooMany();
-        samples += read.reduce((n, s) => n + s.ts.length, 0);
-        fetched.set(
-          w.selectorId,
-          read.map((s) => ({ labels: labelsOf.get(s.name)!, ts: s.ts, vs: s.vs })),
-        );
-      } catch (cause) {
-        if (stopped.why) throw stopped.why;
-        if (cause instanceof PromqlError) throw cause;
-        throw new PromqlError('unavailable', 'the metric store did not answer; retry later', { cause });
-      }
-    }
+    const { fetched, reduced, reducedAggregates, samples } = await readWindows(deps, windows, labelsOf, queryId, abort.signal, stopped);
     const readMs = performance.now() - (deadline - timeoutMs);
     const checkpoint = () => {
       if (stopped.why) throw stopped.why;
@@ -171,6 +118,77 @@ export async function runQuery(deps: PromqlDeps, ctx: Context, user: UserRecord,
     requestSignal?.removeEventListener('abort', onRequestTimeout);
     ctx.res.off('close', onClose);
   }
+}
+
+/**
+ * Reads every window the plan asks for, in order, within the query's bounds: its series count,
+ * and the samples left of the query's cap. A read that fails once the query was stopped answers
+ * why it was stopped.
+ */
+async function readWindows(
+  deps: PromqlDeps,
+  windows: readonly SampleWindow[],
+  labelsOf: ReadonlyMap<string, Labels>,
+  queryId: string,
+  signal: AbortSignal,
+  stopped: { readonly why: PromqlError | null },
+) {
+  const { limits } = deps;
+  const fetched = new Map<number, SeriesData[]>();
+  const reduced = new Map<number, StepValues[]>();
+  const reducedAggregates = new Map<number, StepValues[]>();
+  let samples = 0;
+  const tooMany = () =>
+    execution(
+      `query processing would load too many samples into memory in query execution: more than ${limits.maxSamples} (MERIDIAN_PROMQL_MAX_SAMPLES); narrow the selectors or the range`,
+    );
+  for (const [i, w] of windows.entries()) {
+    if (w.names.length > limits.maxSeries) {
+      throw execution(
+        `a selector matches ${w.names.length} series, more than ${limits.maxSeries} (MERIDIAN_PROMQL_MAX_SERIES); narrow it with more label matchers`,
+      );
+    }
+    const request = {
+      names: w.names,
+      fromMs: w.fromMs,
+      toMs: w.toMs,
+      sparse: w.sparse,
+      maxSamples: limits.maxSamples - samples,
+      queryId: `${queryId}-${i}`,
+      signal,
+    };
+    try {
+      if (w.reduce?.aggregate) {
+        const { values, read } = await readStoreAggregated(deps.conn, w, request, labelsOf);
+        if (read === 'too_many') throw tooMany();
+        samples += read;
+        reducedAggregates.set(w.selectorId, values);
+        continue;
+      }
+      if (w.reduce) {
+        const { values, read } = await readReduced(deps.conn, w, request, labelsOf);
+        if (read === 'too_many') throw tooMany();
+        samples += read;
+        reduced.set(
+          w.selectorId,
+          values.map((v) => v.values),
+        );
+        continue;
+      }
+      const read = await readSamples(deps.conn, request);
+      if (read === 'too_many') throw tooMany();
+      samples += read.reduce((n, s) => n + s.ts.length, 0);
+      fetched.set(
+        w.selectorId,
+        read.map((s) => ({ labels: labelsOf.get(s.name)!, ts: s.ts, vs: s.vs })),
+      );
+    } catch (cause) {
+      if (stopped.why) throw stopped.why;
+      if (cause instanceof PromqlError) throw cause;
+      throw new PromqlError('unavailable', 'the metric store did not answer; retry later', { cause });
+    }
+  }
+  return { fetched, reduced, reducedAggregates, samples };
 }
 
 /** A reduced selector's function value at every step of every series, computed as each series' samples arrive (none is kept). */

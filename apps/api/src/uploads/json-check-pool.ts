@@ -38,6 +38,9 @@ const workerUrl = new URL('./json-check-worker.ts', import.meta.url);
  * at a time; more bodies wait in order. A worker that fails is replaced. (Its heap limit is a
  * backstop only: V8 cannot stop a JSON.parse midway, so checkJsonUpload bounds what a parse may
  * allocate before it starts.)
+ *
+ * Stays one function: start, run and next are named already and share the pool's state (idle, all, waiting,
+ * closed) by closure; as a class it would be the same lines.
  */
 export function jsonCheckPool(options: JsonCheckPoolOptions): JsonUploadChecker {
   const idle: Worker[] = [];

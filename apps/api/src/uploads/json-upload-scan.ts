@@ -44,6 +44,9 @@ const VALUES = Buffer.from('values');
 /** The characters a backslash may escape in a JSON string, besides `u`. */
 const SIMPLE_ESCAPES = new Set([QUOTE, BACKSLASH, 0x2f, 0x62, 0x66, 0x6e, 0x72, 0x74]); // " \ / b f n r t
 
+// Stays one function: one pass of a byte-level state machine whose state (open containers, the name and
+// values found, the key) the loop updates at every value; split, that state would go in and out of every call
+// on the hot path.
 export function scanJsonUpload(b: Uint8Array): ScannedUpload | DuplicateKey | null {
   const open: number[] = []; // the containers open around the current position, outermost first
   let i = skipSpace(b, 0);

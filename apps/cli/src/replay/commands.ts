@@ -138,6 +138,8 @@ export async function runReplay(services: CliServices, verb: string, args: reado
   }
 }
 
+// Stays one function: one command's steps in order (its options checked, the task queued, then detached or
+// run to its end); split, which check precedes the task being queued would be scattered.
 async function rebuild(services: CliServices, args: readonly string[], io: Io): Promise<string> {
   const { values, positionals } = parseArgs({
     args: [...args],

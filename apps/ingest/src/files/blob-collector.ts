@@ -128,7 +128,12 @@ export class BlobCollector {
     );
   }
 
-  /** One collection; true when deletions are left past a full page or past the run's removal time. */
+  /**
+   * One collection; true when deletions are left past a full page or past the run's removal time.
+   * Stays one method: one collection's steps in order (leftovers restored, the sweep read, blobs
+   * removed within the lease, the check after, the sweep recorded), and its catch puts back exactly
+   * what its try removed.
+   */
   private async collect(): Promise<boolean> {
     const { references, storage, logger, removalLeaseMs } = this.deps;
     const now = this.deps.now ?? Date.now;

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Readable } from 'node:stream';
-import { checkSchema, fileDefinedFrom, type FileDefinitionRequested, type FileEvent, type RowError } from '@meridian/domain';
+import { checkSchema, fileDefinedFrom, type FileDefinitionRequested, type FileEvent, type RowError, type SchemaLimits } from '@meridian/domain';
 import { createEventCodec } from '@meridian/events';
 import { eventMessage } from '@meridian/kafka';
 import { isNotFound } from '@meridian/storage';
@@ -17,6 +17,49 @@ import { promoteUnderClaim, releaseClaimsOfTask } from './blobs.ts';
 export type FileCommands = CommandHandler<FileDefinitionRequested> & { stop(): Promise<void> };
 
 type Verdict = { ok: true } | { ok: false; reason: string; errors: RowError[] };
+
+/** One pass over the staged bytes: they must be what the api hashed, and fit the schema when asked. */
+async function inspect(storage: IngestDeps['blobs'], schemaLimits: SchemaLimits, cmd: FileDefinitionRequested): Promise<Verdict> {
+  let stream: Readable;
+  try {
+    stream = await storage.open(cmd.staged_object);
+  } catch (error) {
+    if (isNotFound(error)) return { ok: false, reason: 'the uploaded bytes are no longer in storage; upload the file again', errors: [] };
+    throw error;
+  }
+  const hash = createHash('sha256');
+  let size = 0;
+  async function* counted(): AsyncGenerator<Uint8Array> {
+    for await (const chunk of stream as AsyncIterable<Buffer>) {
+      size += chunk.length;
+      hash.update(chunk);
+      yield chunk;
+    }
+  }
+  try {
+    if (cmd.enforce_schema) {
+      const verdict = await checkSchema(counted(), schemaLimits);
+      if (!verdict.ok) {
+        const what = verdict.format === null ? 'CSV, JSON or NDJSON' : verdict.format.toUpperCase();
+        return {
+          ok: false,
+          reason: `the file is not well-formed ${what}: line ${verdict.line}: ${verdict.reason}`,
+          errors: [{ row: verdict.line, column: verdict.format ?? 'file', reason: verdict.reason }],
+        };
+      }
+    } else {
+      for await (const _ of counted()) {
+        // read to the end: the size and hash are checked below
+      }
+    }
+  } finally {
+    stream.destroy();
+  }
+  if (size !== cmd.size || !hash.digest().equals(cmd.sha256)) {
+    return { ok: false, reason: 'the stored bytes differ from the upload (size or SHA-256); upload the file again', errors: [] };
+  }
+  return { ok: true };
+}
 
 const HEARTBEAT_MS = 2000;
 
@@ -52,7 +95,7 @@ export async function startFileCommands(ingest: IngestDeps, tasks: TaskLog): Pro
   });
   const claimRules = { claimTtlMs: ingest.settings.MERIDIAN_BLOB_CLAIM_TTL_MS, logger };
   collector.start();
-  const schemaLimits = { maxHeaderLength: ingest.settings.MERIDIAN_MAX_LINE_BYTES, maxColumns: ingest.settings.MERIDIAN_MAX_COLUMNS };
+  const schemaLimits: SchemaLimits = { maxHeaderLength: ingest.settings.MERIDIAN_MAX_LINE_BYTES, maxColumns: ingest.settings.MERIDIAN_MAX_COLUMNS };
 
   const rule = { attempts: ingest.settings.MERIDIAN_UPLOAD_ATTEMPTS, logger, what: 'the file could not be stored' };
 
@@ -60,53 +103,10 @@ export async function startFileCommands(ingest: IngestDeps, tasks: TaskLog): Pro
   // Every run's claim: by then the task has failed, and its other runs are fenced.
   const releaseClaimsOf = (cmd: FileDefinitionRequested) => releaseClaimsOfTask(storage, cmd.sha256.toString('hex'), cmd.task_id, logger);
 
-  /** One pass over the staged bytes: they must be what the api hashed, and fit the schema when asked. */
-  async function inspect(cmd: FileDefinitionRequested): Promise<Verdict> {
-    let stream: Readable;
-    try {
-      stream = await storage.open(cmd.staged_object);
-    } catch (error) {
-      if (isNotFound(error)) return { ok: false, reason: 'the uploaded bytes are no longer in storage; upload the file again', errors: [] };
-      throw error;
-    }
-    const hash = createHash('sha256');
-    let size = 0;
-    async function* counted(): AsyncGenerator<Uint8Array> {
-      for await (const chunk of stream as AsyncIterable<Buffer>) {
-        size += chunk.length;
-        hash.update(chunk);
-        yield chunk;
-      }
-    }
-    try {
-      if (cmd.enforce_schema) {
-        const verdict = await checkSchema(counted(), schemaLimits);
-        if (!verdict.ok) {
-          const what = verdict.format === null ? 'CSV, JSON or NDJSON' : verdict.format.toUpperCase();
-          return {
-            ok: false,
-            reason: `the file is not well-formed ${what}: line ${verdict.line}: ${verdict.reason}`,
-            errors: [{ row: verdict.line, column: verdict.format ?? 'file', reason: verdict.reason }],
-          };
-        }
-      } else {
-        for await (const _ of counted()) {
-          // read to the end: the size and hash are checked below
-        }
-      }
-    } finally {
-      stream.destroy();
-    }
-    if (size !== cmd.size || !hash.digest().equals(cmd.sha256)) {
-      return { ok: false, reason: 'the stored bytes differ from the upload (size or SHA-256); upload the file again', errors: [] };
-    }
-    return { ok: true };
-  }
-
   /** One run of a definition, safe to repeat: a crash or a retry before the commit runs it whole again (the promotion is idempotent). */
   async function define(cmd: FileDefinitionRequested, { at, producer }: CommandRun): Promise<void> {
     const log = logger.child({ task_id: cmd.task_id, file_id: cmd.file_id });
-    const verdict = await inspect(cmd);
+    const verdict = await inspect(storage, schemaLimits, cmd);
     if (!verdict.ok) {
       await tasks.fail(producer, at, cmd.task_id, { ...failedUnread(verdict.reason), errors: verdict.errors });
       await removeStagedOf(cmd);

@@ -41,6 +41,9 @@ export type ReadModelProjection = {
  *   model restored to behind the committed offsets is not caught up from the log: seeking to the
  *   position on assignment would do it (not built).
  * - Every write and read is retried until it succeeds, heartbeating, until the consumer stops.
+ *
+ * Stays one function: the join, batch-end and batch handlers share this assignment's positions and pending
+ * markers by closure, each handler named; the state has one owner.
  */
 export async function startReadModelProjector(ingest: IngestDeps, projection: ReadModelProjection): Promise<RunningReadModelProjector> {
   const { log, settings } = ingest;

@@ -182,6 +182,10 @@ const senderOptions = (deps: UploadCommandsDeps) => ({
  * decider (decideUpload, libs/domain/src/uploads) makes of them, which holds the rules (all or
  * nothing, the error cap, skip mode, write access per row). The committed batches reach
  * ClickHouse through the projector (apps/ingest/src/projector/projector.ts).
+ *
+ * Stays one function: one transaction's steps in order (the command's offset joined, the body read and sent,
+ * the seals and UploadParsed, the commit), and its catch undoes exactly those; split, that order would be
+ * scattered.
  */
 async function runUpload(
   cmd: MetricsUploadRequested,

@@ -189,6 +189,8 @@ export class CsvReader {
     this.field = '';
   }
 
+  // Stays one method: the tokenizer's state machine, one case per state, so the transitions read side by side;
+  // it runs for every character of every CSV upload, where a call per state would cost.
   private run(text: string, start: number): number {
     const len = text.length;
     let pos = start;

@@ -1,5 +1,5 @@
 import { labelsKey, METRIC_NAME, onlyLabels, withoutLabels, type Labels } from '../series/labels.ts';
-import type { Aggregate } from './ast.ts';
+import type { Aggregate, AggregateOp } from './ast.ts';
 import { quantile } from './functions.ts';
 import type { Sample, Vector } from './vector.ts';
 
@@ -48,83 +48,90 @@ export function aggregate(e: Aggregate, input: Vector, param: number, t: number)
       groups.set(key, { labels, value: e.op === 'stddev' || e.op === 'stdvar' ? 0 : s.v, mean: s.v, count: 1, members: [s] });
       continue;
     }
-    switch (e.op) {
-      case 'sum':
-        group.value += s.v;
-        break;
-      case 'avg': {
-        group.count += 1;
-        if (!Number.isFinite(group.mean) && !Number.isNaN(group.mean)) {
-          if (!Number.isFinite(s.v) && !Number.isNaN(s.v) && group.mean > 0 === s.v > 0) break;
-          if (Number.isFinite(s.v)) break;
-        }
-        group.mean += s.v / group.count - group.mean / group.count;
-        break;
-      }
-      case 'count':
-        group.count += 1;
-        break;
-      case 'stddev':
-      case 'stdvar': {
-        // Welford's running variance, as Prometheus: value holds the sum of squared deviations.
-        group.count += 1;
-        const delta = s.v - group.mean;
-        group.mean += delta / group.count;
-        group.value += delta * (s.v - group.mean);
-        break;
-      }
-      case 'max':
-        if (group.value < s.v || Number.isNaN(group.value)) group.value = s.v;
-        break;
-      case 'min':
-        if (group.value > s.v || Number.isNaN(group.value)) group.value = s.v;
-        break;
-      case 'topk':
-      case 'bottomk':
-      case 'quantile':
-        group.members.push(s);
-        break;
-      default: {
-        const never: never = e.op;
-        return never;
-      }
-    }
+    addToGroup(e.op, group, s);
   }
   const out: Sample[] = [];
-  for (const g of groups.values()) {
-    switch (e.op) {
-      case 'avg':
-        out.push({ labels: g.labels, v: g.mean, t });
-        break;
-      case 'count':
-        out.push({ labels: g.labels, v: g.count, t });
-        break;
-      case 'stddev':
-        out.push({ labels: g.labels, v: Math.sqrt(g.value / g.count), t });
-        break;
-      case 'stdvar':
-        out.push({ labels: g.labels, v: g.value / g.count, t });
-        break;
-      case 'quantile':
-        out.push({
-          labels: g.labels,
-          v: quantile(
-            param,
-            g.members.map((m) => m.v),
-          ),
-          t,
-        });
-        break;
-      case 'topk':
-      case 'bottomk': {
-        const op = e.op;
-        const kept = [...g.members].sort((a, b) => (better(op, a.v, b.v) ? -1 : better(op, b.v, a.v) ? 1 : 0)).slice(0, k);
-        for (const s of kept) out.push({ labels: s.labels, v: s.v, t });
-        break;
+  for (const g of groups.values()) pushGroupResult(out, e.op, g, param, k, t);
+  return out;
+}
+
+/** Folds one more sample into its group, in input order, with Prometheus' float operations. */
+function addToGroup(op: AggregateOp, group: Group, s: Sample): void {
+  switch (op) {
+    case 'sum':
+      group.value += s.v;
+      break;
+    case 'avg': {
+      group.count += 1;
+      if (!Number.isFinite(group.mean) && !Number.isNaN(group.mean)) {
+        if (!Number.isFinite(s.v) && !Number.isNaN(s.v) && group.mean > 0 === s.v > 0) break;
+        if (Number.isFinite(s.v)) break;
       }
-      default:
-        out.push({ labels: g.labels, v: g.value, t });
+      group.mean += s.v / group.count - group.mean / group.count;
+      break;
+    }
+    case 'count':
+      group.count += 1;
+      break;
+    case 'stddev':
+    case 'stdvar': {
+      // Welford's running variance, as Prometheus: value holds the sum of squared deviations.
+      group.count += 1;
+      const delta = s.v - group.mean;
+      group.mean += delta / group.count;
+      group.value += delta * (s.v - group.mean);
+      break;
+    }
+    case 'max':
+      if (group.value < s.v || Number.isNaN(group.value)) group.value = s.v;
+      break;
+    case 'min':
+      if (group.value > s.v || Number.isNaN(group.value)) group.value = s.v;
+      break;
+    case 'topk':
+    case 'bottomk':
+    case 'quantile':
+      group.members.push(s);
+      break;
+    default: {
+      const never: never = op;
+      return never;
     }
   }
-  return out;
+}
+
+/** The group's result at `t`: one sample, or for topk/bottomk its k kept members. */
+function pushGroupResult(out: Sample[], op: AggregateOp, g: Group, param: number, k: number, t: number): void {
+  switch (op) {
+    case 'avg':
+      out.push({ labels: g.labels, v: g.mean, t });
+      break;
+    case 'count':
+      out.push({ labels: g.labels, v: g.count, t });
+      break;
+    case 'stddev':
+      out.push({ labels: g.labels, v: Math.sqrt(g.value / g.count), t });
+      break;
+    case 'stdvar':
+      out.push({ labels: g.labels, v: g.value / g.count, t });
+      break;
+    case 'quantile':
+      out.push({
+        labels: g.labels,
+        v: quantile(
+          param,
+          g.members.map((m) => m.v),
+        ),
+        t,
+      });
+      break;
+    case 'topk':
+    case 'bottomk': {
+      const kept = [...g.members].sort((a, b) => (better(op, a.v, b.v) ? -1 : better(op, b.v, a.v) ? 1 : 0)).slice(0, k);
+      for (const s of kept) out.push({ labels: s.labels, v: s.v, t });
+      break;
+    }
+    default:
+      out.push({ labels: g.labels, v: g.value, t });
+  }
 }

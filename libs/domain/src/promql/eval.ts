@@ -209,36 +209,7 @@ class Evaluator {
   }
 
   private call(e: Call, t: number): Value {
-    const samples: Sample[] = [];
-    if ((RANGE_FUNCTIONS as readonly string[]).includes(e.func)) {
-      const func = e.func as RangeFunction;
-      const m = e.args.find((a) => a.kind === 'matrix') as MatrixSelector;
-      if (func === 'absent_over_time') {
-        const absent = this.windows(m, t).length === 0;
-        return { type: 'vector', samples: absent ? [{ labels: absentLabels(m.selector.matchers), v: 1, t }] : [] };
-      }
-      // Prometheus 2.42 drops the metric name from every range function's result but last_over_time's.
-      const labelsOf = (l: Labels) => (func === 'last_over_time' ? l : dropMetricName(l));
-      const reduced = this.reduced.get(m.selector.id);
-      if (reduced) {
-        const out = this.atStep(reduced, t).map((s) => ({ ...s, labels: labelsOf(s.labels) }));
-        assertUniqueLabelsets(out);
-        return { type: 'vector', samples: out };
-      }
-      const other = e.args.find((a) => a !== m);
-      const param = other ? this.scalar(other, t) : Number.NaN;
-      for (const w of this.windows(m, t)) {
-        const v = evalRangeFunction(
-          func,
-          { ts: w.data.ts, vs: w.data.vs, lo: w.lo, hi: w.hi },
-          { rangeStartMs: w.start, rangeEndMs: w.end, rangeSeconds: m.rangeMs / 1000, evalMs: t },
-          param,
-        );
-        if (v !== null) samples.push({ labels: labelsOf(w.data.labels), v, t });
-      }
-      assertUniqueLabelsets(samples);
-      return { type: 'vector', samples };
-    }
+    if ((RANGE_FUNCTIONS as readonly string[]).includes(e.func)) return this.rangeCall(e, t);
     switch (e.func) {
       case 'time':
         return { type: 'scalar', v: t / 1000 };
@@ -308,6 +279,38 @@ class Evaluator {
       default:
         throw execution(`function ${e.func} is not evaluated here`);
     }
+  }
+
+  /** A function over a range vector (rate, *_over_time, ...): one sample per window with a value. */
+  private rangeCall(e: Call, t: number): Value {
+    const samples: Sample[] = [];
+    const func = e.func as RangeFunction;
+    const m = e.args.find((a) => a.kind === 'matrix') as MatrixSelector;
+    if (func === 'absent_over_time') {
+      const absent = this.windows(m, t).length === 0;
+      return { type: 'vector', samples: absent ? [{ labels: absentLabels(m.selector.matchers), v: 1, t }] : [] };
+    }
+    // Prometheus 2.42 drops the metric name from every range function's result but last_over_time's.
+    const labelsOf = (l: Labels) => (func === 'last_over_time' ? l : dropMetricName(l));
+    const reduced = this.reduced.get(m.selector.id);
+    if (reduced) {
+      const out = this.atStep(reduced, t).map((s) => ({ ...s, labels: labelsOf(s.labels) }));
+      assertUniqueLabelsets(out);
+      return { type: 'vector', samples: out };
+    }
+    const other = e.args.find((a) => a !== m);
+    const param = other ? this.scalar(other, t) : Number.NaN;
+    for (const w of this.windows(m, t)) {
+      const v = evalRangeFunction(
+        func,
+        { ts: w.data.ts, vs: w.data.vs, lo: w.lo, hi: w.hi },
+        { rangeStartMs: w.start, rangeEndMs: w.end, rangeSeconds: m.rangeMs / 1000, evalMs: t },
+        param,
+      );
+      if (v !== null) samples.push({ labels: labelsOf(w.data.labels), v, t });
+    }
+    assertUniqueLabelsets(samples);
+    return { type: 'vector', samples };
   }
 
   /** New labels for each element, its name and value kept (label_replace, label_join). */

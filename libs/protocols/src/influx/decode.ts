@@ -197,6 +197,32 @@ export function parseLine(line: string): ParsedLine {
   return { measurement, seriesKey, tags, fields, timestamp };
 }
 
+/** A parsed line's numeric fields, one series each (its measurement, the field's key and its tags), at the line's time. */
+function addFields(collector: SeriesCollector, known: Map<string, DecodedSeries | string>, parsed: ParsedLine, where: string, timestampMs: number): void {
+  let labels: Label[] | null = null;
+  for (const field of parsed.fields) {
+    if (field.kind === 'string') {
+      collector.stringField();
+      continue;
+    }
+    const key = `${parsed.seriesKey} ${field.key}`;
+    let series = known.get(key);
+    if (series === undefined) {
+      labels ??= labelsFromAttributes(parsed.tags);
+      const opened = collector.open(`${parsed.measurement}_${field.key}`, labels);
+      series = opened.ok ? opened.series : opened.reason;
+      known.set(key, series);
+    }
+    if (typeof series === 'string') {
+      collector.countSamples(1);
+      collector.refusePoints(`${where} field ${field.key}`, series, 1);
+      continue;
+    }
+    const reason = collector.add(series, timestampMs, field.value);
+    if (reason !== null) collector.refusePoints(`${where} field ${field.key}`, reason, 1);
+  }
+}
+
 /** Decodes a line protocol body (uncompressed bytes, UTF-8). */
 export function decodeInfluxLines(bytes: Uint8Array, options: InfluxOptions): DecodedPush {
   const limits = compileLimits(stripOptions(options));
@@ -255,28 +281,7 @@ export function decodeInfluxLines(bytes: Uint8Array, options: InfluxOptions): De
       }
       timestampMs = ms;
     }
-    let labels: Label[] | null = null;
-    for (const field of parsed.fields) {
-      if (field.kind === 'string') {
-        collector.stringField();
-        continue;
-      }
-      const key = `${parsed.seriesKey} ${field.key}`;
-      let series = known.get(key);
-      if (series === undefined) {
-        labels ??= labelsFromAttributes(parsed.tags);
-        const opened = collector.open(`${parsed.measurement}_${field.key}`, labels);
-        series = opened.ok ? opened.series : opened.reason;
-        known.set(key, series);
-      }
-      if (typeof series === 'string') {
-        collector.countSamples(1);
-        collector.refusePoints(`${where} field ${field.key}`, series, 1);
-        continue;
-      }
-      const reason = collector.add(series, timestampMs, field.value);
-      if (reason !== null) collector.refusePoints(`${where} field ${field.key}`, reason, 1);
-    }
+    addFields(collector, known, parsed, where, timestampMs);
   }
   return collector.result();
 }

@@ -107,6 +107,9 @@ export type ReadModelRebuildResult = {
  * positions in memory would be wrong for the new tables: the stand-ins are taken away (a read or
  * write of the read model then fails, briefly) and its group is made to rebalance, so every member
  * re-reads its positions and fold from the new tables, before they come in.
+ *
+ * Stays one function: the numbered steps above, in order, sharing what the rebuild has covered so far; split,
+ * the order of the catch-up, the freeze and the swap would be scattered across calls.
  */
 export async function rebuildReadModel(
   deps: ReplayDeps,
