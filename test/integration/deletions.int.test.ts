@@ -36,6 +36,15 @@ describe('applyDeletion', () => {
       'SELECT metric_name, toString(countMerge(points)) AS n, toString(minMerge(first_ts)) AS first_ts, toString(maxMerge(last_ts)) AS last_ts FROM metric_catalog GROUP BY metric_name ORDER BY metric_name',
     );
   const range = (from: number, n: number) => Array.from({ length: n }, (_, i) => from + i);
+  /** Mutations (lightweight deletes included) of the catalog's storage: one per rewrite of its rows. */
+  const catalogMutations = async () =>
+    Number(
+      (
+        await rowsOf<{ n: string }>(
+          `SELECT toString(count()) AS n FROM system.mutations WHERE database = currentDatabase() AND table IN ('metric_catalog', '.inner.metric_catalog')`,
+        )
+      )[0]!.n,
+    );
 
   beforeAll(async () => {
     await ensureDatabase(options);
@@ -59,9 +68,12 @@ describe('applyDeletion', () => {
     expect(await rowsOf('SELECT toString(count()) AS n FROM points WHERE kafka_offset = 10 AND ts < 50')).toEqual([{ n: '0' }]);
     expect(await catalog()).toEqual(after);
     expect(await sink.maxOffsets([0])).toEqual(new Map([[0, 20]]));
+    const rewrites = await catalogMutations();
     await applyDeletion(client, LIVE_DELETION_TARGETS, deletion);
     expect(await pointsPerMetric()).toEqual(after);
     expect(await catalog()).toEqual(after);
+    // It selected nothing and the catalog agreed: its rows were left alone, never hidden from a reader by a rewrite.
+    expect(await catalogMutations()).toBe(rewrites);
   });
 
   it("a deletion of every row of a metric, the position's highest batch among them: the metric leaves the catalog, the position stays at the marker", async () => {

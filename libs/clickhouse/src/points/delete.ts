@@ -5,7 +5,18 @@ import { int } from '../download/filter-sql.ts';
 import { recomputeRollupBuckets } from '../rollups/follow-deletion.ts';
 import type { Resolution } from '../rollups/sql.ts';
 import { LIVE_STAGE_TARGETS } from './stage.ts';
-import { countWhere, deleteRows, deleteRowsSql, deletionWriteId, namesIn, quotedTable, rewriteInsertSettings, storageOf, untilDone } from './delete-rows.ts';
+import {
+  countWhere,
+  deleteRows,
+  deleteRowsSql,
+  deletionWriteId,
+  namesIn,
+  quotedTable,
+  rewriteInsertSettings,
+  rows,
+  storageOf,
+  untilDone,
+} from './delete-rows.ts';
 
 export { deleteRowsSql, hexString } from './delete-rows.ts';
 
@@ -81,21 +92,47 @@ async function deleteRun(client: ClickHouseClient, targets: DeletionTargets, d: 
   // On 18.16 a mutation rewrites every part of the table, matching rows or not: a deletion that
   // selects nothing now (an empty range, or one applied again after a crash) asks for none. The
   // catalog is written anew all the same: a crash may have come between the two.
-  if ((await countWhere(client, targets.points, deletionWhere(d))) > 0) await deleteRows(client, targets.points, deletionWhere(d), caps);
-  // The catalog's old rows are deleted and the new ones inserted right after: a mutation reaches
-  // only the parts that existed when it was asked, so on 18.16 it is waited for after the insert
-  // (the metrics are missing from the catalog for the insert's time, not the mutation's).
-  const storage = await storageOf(client, targets.catalog);
-  await client.command({ query: deleteRowsSql(storage, namesIn(d.metrics), caps) });
-  await client.command({
-    query: `INSERT INTO ${quotedTable(targets.catalog)} SELECT metric_name, countState() AS points, minState(ts) AS first_ts, maxState(ts) AS last_ts
-      FROM ${quotedTable(targets.points)} WHERE ${namesIn(d.metrics)} GROUP BY metric_name`,
-    clickhouse_settings: rewriteInsertSettings(caps),
-    query_id: deletionWriteId(targets.points),
-  });
-  if (!caps.lightweightDelete) await untilDone(client, storage);
+  const selected = await countWhere(client, targets.points, deletionWhere(d));
+  if (selected > 0) await deleteRows(client, targets.points, deletionWhere(d), caps);
+  // Rewritten only when it does not count what points holds (rows left now, or a crash came between
+  // the two): a rewrite hides the metrics from listings and downloads for the insert's time, which a
+  // deletion that selects nothing (an empty range, one applied again) must not do to them.
+  if (selected > 0 || !(await catalogAgrees(client, targets, d.metrics))) await rewriteCatalog(client, targets, d.metrics, caps);
   if (d.rollups !== true || targets.rollups === undefined) return;
   for (const [resolution, table] of Object.entries(targets.rollups) as [Resolution, string][]) {
     await recomputeRollupBuckets(client, resolution, table, { metrics: d.metrics, fromMs: d.fromMs, toMs: d.toMs, points: targets.points }, caps);
   }
+}
+
+/**
+ * The metrics' catalog rows deleted and written anew from points. The old rows are deleted and the
+ * new ones inserted right after: a mutation reaches only the parts that existed when it was asked,
+ * so on 18.16 it is waited for after the insert (the metrics are missing from the catalog for the
+ * insert's time, not the mutation's).
+ */
+async function rewriteCatalog(client: ClickHouseClient, targets: DeletionTargets, metrics: readonly string[], caps: Capabilities): Promise<void> {
+  const storage = await storageOf(client, targets.catalog);
+  await client.command({ query: deleteRowsSql(storage, namesIn(metrics), caps) });
+  await client.command({
+    query: `INSERT INTO ${quotedTable(targets.catalog)} SELECT metric_name, countState() AS points, minState(ts) AS first_ts, maxState(ts) AS last_ts
+      FROM ${quotedTable(targets.points)} WHERE ${namesIn(metrics)} GROUP BY metric_name`,
+    clickhouse_settings: rewriteInsertSettings(caps),
+    query_id: deletionWriteId(targets.points),
+  });
+  if (!caps.lightweightDelete) await untilDone(client, storage);
+}
+
+/** Whether the catalog counts exactly what points holds of these metrics (points, first and last timestamp). */
+async function catalogAgrees(client: ClickHouseClient, targets: DeletionTargets, metrics: readonly string[]): Promise<boolean> {
+  type Row = { metric_name: string; n: string; lo: string; hi: string };
+  const of = (sql: string) => rows<Row>(client, sql).then((r) => JSON.stringify(r));
+  const [catalog, points] = await Promise.all([
+    of(
+      `SELECT metric_name, toString(countMerge(points)) AS n, toString(minMerge(first_ts)) AS lo, toString(maxMerge(last_ts)) AS hi FROM ${quotedTable(targets.catalog)} WHERE ${namesIn(metrics)} GROUP BY metric_name HAVING countMerge(points) > 0 ORDER BY metric_name`,
+    ),
+    of(
+      `SELECT metric_name, toString(count()) AS n, toString(min(ts)) AS lo, toString(max(ts)) AS hi FROM ${quotedTable(targets.points)} WHERE ${namesIn(metrics)} GROUP BY metric_name ORDER BY metric_name`,
+    ),
+  ]);
+  return catalog === points;
 }
