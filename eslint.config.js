@@ -21,8 +21,8 @@ const workspaces = ['apps', 'libs'].flatMap((dir) => readdirSync(dir).map((name)
 
 // The adapters: the only code that may import the clients of Kafka, MinIO and ClickHouse.
 // The apps reach them through ports they or libs/domain own; libs/platform (folds, start-up
-// work) and libs/replay (rebuilds, swaps, exports: the log by ranges through the LogRanges port)
-// use the adapters, not the clients.
+// work), libs/replay (rebuilds, swaps) and libs/export (the log by ranges through the LogRanges
+// port) use the adapters, not the clients.
 const adapterLibs = ['libs/kafka', 'libs/clickhouse', 'libs/storage'];
 const clientModules = ['kafkajs', 'minio', '@clickhouse/client'];
 
@@ -117,6 +117,11 @@ export default tseslint.config(
               target: './libs/projection',
               from: [...adapterLibs, 'libs/replay', 'libs/platform'].map((dir) => `./${dir}`),
               message: "libs/projection is pure: the points sink that writes its blocks is libs/clickhouse's.",
+            },
+            {
+              target: './apps/api',
+              from: './libs/replay',
+              message: "the api does not import libs/replay (rebuilds and swaps are the CLI's): the events export it serves is libs/export.",
             },
           ],
         },

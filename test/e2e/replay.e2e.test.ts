@@ -11,16 +11,8 @@ import { createEventCodec, fingerprintOf, parseHeader, SchemaRegistry, type Even
 import { createProducer } from '@meridian/kafka';
 import { createLogger } from '@meridian/observability';
 import { createPlatform, type Platform } from '../support/platform.ts';
-import {
-  decodeExportCursor,
-  dropGeneration,
-  listGenerations,
-  projectorGroupId,
-  rebuildPoints,
-  rebuildRange,
-  tableChecksums,
-  type LoggedEvent,
-} from '@meridian/replay';
+import { dropGeneration, listGenerations, projectorGroupId, rebuildPoints, rebuildRange, tableChecksums } from '@meridian/replay';
+import { decodeExportCursor, type LoggedEvent } from '@meridian/export';
 import { fromFixtureJson, type EventFixture } from '../fixtures/events/fixture.ts';
 import { bootstrapAdmin, createUser } from '../support/accounts.ts';
 import { call, startApi, type RunningApi } from '../support/api.ts';

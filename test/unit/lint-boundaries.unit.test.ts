@@ -56,6 +56,14 @@ describe('lint: boundaries', { timeout: 30_000 }, () => {
     ]);
   });
 
+  it('the api importing libs/replay fails; the CLI may', async () => {
+    expect(await rulesBroken('apps/api/src/x.ts', "import { swapIn } from '@meridian/replay';\nexport const s = swapIn;\n")).toEqual([
+      'import/no-extraneous-dependencies',
+      'import/no-restricted-paths',
+    ]);
+    expect(await rulesBroken('apps/cli/src/x.ts', "import { swapIn } from '@meridian/replay';\nexport const s = swapIn;\n")).toEqual([]);
+  });
+
   it('an app importing a client library fails unless it is an adapter lib', async () => {
     expect(await rulesBroken('apps/api/src/x.ts', "import { Kafka } from 'kafkajs';\nexport const k = Kafka;\n")).toEqual(['no-restricted-imports']);
     expect(await rulesBroken('apps/ingest/src/x.ts', "import { Client } from 'minio';\nexport const c = Client;\n")).toEqual(['no-restricted-imports']);

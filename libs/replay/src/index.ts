@@ -24,22 +24,6 @@ export { verifyTables, tableChecksums, formatVerification, ROW_HASH, type Compar
 export { swapIn, freezeLive, unfreeze, nudgeGroup, projectorGroupId, type SwapInput, type SwapResult } from './swap.ts';
 export type { ReplayDeps } from './deps.ts';
 export { rebuildPoints, swapGeneration, describeBound, type RebuildPointsOptions, type RebuildPointsResult, type SwapMode } from './replay.ts';
-export {
-  planExport,
-  streamExport,
-  encodeExportCursor,
-  decodeExportCursor,
-  resolveTypes,
-  ExportRequestError,
-  EXPORT_TOPICS,
-  type ExportCursor,
-  type ExportDeps,
-  type ExportFormat,
-  type ExportPlan,
-  type ExportRequest,
-  type LoggedEvent,
-} from './export.ts';
-export { envelopeSchema, envelopeType, ENVELOPE_NAME } from './export-schema.ts';
 export { requestRebuildTask, rebuildTask, type RebuildTask, type RebuildTaskRequest } from './task.ts';
 export {
   rebuildReadModel,

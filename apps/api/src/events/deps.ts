@@ -1,4 +1,4 @@
-import { planExport, streamExport, type ExportDeps } from '@meridian/replay';
+import { planExport, streamExport, type ExportDeps } from '@meridian/export';
 import type { ApiParts } from '../api-parts.ts';
 import type { EventsDeps } from './routes.ts';
 

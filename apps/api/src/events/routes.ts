@@ -2,7 +2,7 @@ import type { Readable } from 'node:stream';
 import type { Context } from 'koa';
 import { z } from 'zod';
 import { DomainError, parseDateBound, validationError, type FieldError } from '@meridian/domain';
-import { decodeExportCursor, encodeExportCursor, ExportRequestError, type ExportPlan, type ExportRequest } from '@meridian/replay';
+import { decodeExportCursor, encodeExportCursor, ExportRequestError, type ExportPlan, type ExportRequest } from '@meridian/export';
 import type { CursorSeal } from '../http/cursor-seal.ts';
 import { holdWhileResponding, type PerUserSlots } from '../http/per-user-slots.ts';
 import { defineRoute, type RouteDef } from '../http/route.ts';

@@ -8,22 +8,18 @@ import { isUuid, parseDateBound } from '@meridian/domain';
 import type { CliServices } from '../cli-services.ts';
 import {
   BoundError,
-  decodeExportCursor,
   dropGeneration,
-  encodeExportCursor,
   formatProgress,
   formatVerification,
   listGenerations,
   parseBound,
   parseGeneration,
-  planExport,
   rebuildPoints,
   rebuildTask,
   rebuildReadModel,
   FILES_READ_MODEL,
   TASKS_READ_MODEL,
   requestRebuildTask,
-  streamExport,
   swapGeneration,
   unfreeze,
   verifyTables,
@@ -32,8 +28,6 @@ import {
   sealsTable,
   LIVE_POINTS,
   LIVE_SEALS,
-  ExportRequestError,
-  type ExportFormat,
   type RebuildProgress,
   type RebuildPointsResult,
   type ReadModelKind,
@@ -41,6 +35,7 @@ import {
   type SwapMode,
   type SwapResult,
 } from '@meridian/replay';
+import { decodeExportCursor, encodeExportCursor, ExportRequestError, planExport, streamExport, type ExportFormat } from '@meridian/export';
 
 export const replayUsage = `  meridian replay rebuild points [--from <time|offset>] [--to <time|offset>] [--swap | --swap-if-verified]
                                    [--database <name>] [--batch-rows <n>] [--detach] [--json] [--quiet]
