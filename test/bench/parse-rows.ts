@@ -10,7 +10,7 @@ import {
   type UploadFact,
   type UserRecord,
 } from '@meridian/domain';
-import { encodePointsBlock } from '@meridian/projection';
+import { encodePointsBlock } from '@meridian/clickhouse';
 import { csvPoints, downloadPoints, fmt } from './common.ts';
 
 /**

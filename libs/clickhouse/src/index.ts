@@ -36,6 +36,7 @@ export { queryText } from './download/http.ts';
 export { countPoints } from './points/count.ts';
 export { clickhouseFileReadModel, clickhouseFileReadModelWriter, LIVE_FILE_TABLES, type FileTables } from './files/read-model.ts';
 export { clickhouseBlobReferences } from './files/blob-references.ts';
+export { BlockBuffer, encodePointsBlock, INSERT_POINTS_SQL, insertPointsSql, insertToken, STAGE_BLOCK_COLUMNS } from './points/native-block.ts';
 export { createPointsSink, refusedBeforeWriting, type BatchPosition, type PointsSink } from './points/sink.ts';
 export {
   createPointsStages,

@@ -82,7 +82,7 @@ export type RebuildStats = {
 
 /**
  * Projects a range of the points topic into a table, with the live projector's own pieces:
- * the same decisions (state.ts), the same rows (rows.ts, one Native block per insert) and the
+ * the same decisions (state.ts), the same rows (native-block.ts, one Native block per insert) and the
  * same exactly-once sink (the table's max(kafka_offset) per partition is where a resumed
  * rebuild continues). Nothing else: no clock, no random value and no side effect reaches the
  * rows (no dead-lettering, no announcing), so the rows are a pure function of the range.

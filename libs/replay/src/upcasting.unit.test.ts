@@ -5,7 +5,8 @@ import { describe, expect, it } from 'vitest';
 import { createEventCodec, fingerprintOf, SchemaRegistry, SCHEMAS_DIR, type SchemaVersion } from '@meridian/events';
 import type { PointsFact } from '@meridian/domain';
 import { fromFixtureJson, type EventFixture } from '../../../test/fixtures/events/fixture.ts';
-import { encodePointsBlock, Projection, type Segment } from '@meridian/projection';
+import { Projection, type Segment } from '@meridian/projection';
+import { encodePointsBlock } from '@meridian/clickhouse';
 
 /**
  * Upcasting, proven on recorded bytes: test/fixtures/events holds one event encoded by every

@@ -1,5 +1,6 @@
 import { withTimeout, type Logger } from '@meridian/observability';
-import { BlockBuffer, segmentRows, type Segment } from '@meridian/projection';
+import { segmentRows, type Segment } from '@meridian/projection';
+import { BlockBuffer } from '@meridian/clickhouse';
 
 /** Where a staged upload's rows are written aside (libs/clickhouse's PointsStages implements it). */
 export interface UploadStage {

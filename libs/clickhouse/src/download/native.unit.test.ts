@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { encodePointsBlock, type Segment } from '@meridian/projection';
+import type { Segment } from '@meridian/projection';
+import { encodePointsBlock } from '../points/native-block.ts';
 import { COLUMNAR_SELECT, nameOf, nativePointColumns, type PointColumns } from './native.ts';
 
 const COLUMNS = COLUMNAR_SELECT.map(([name]) => name);

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
-import { BlockBuffer, encodePointsBlock, insertPointsSql, insertToken, STAGE_BLOCK_COLUMNS, type Segment } from '@meridian/projection';
+import type { Segment } from '@meridian/projection';
+import { BlockBuffer, encodePointsBlock, insertPointsSql, insertToken, STAGE_BLOCK_COLUMNS } from './native-block.ts';
 import { deduplicatedInsertSettings, quorumInsertSettings, serverCapabilities, synchronousInsertSettings, type InsertQuorum } from '../capabilities.ts';
 import type { ClickHouseClient } from '../client.ts';
 import type { Resolution } from '../rollups/sql.ts';

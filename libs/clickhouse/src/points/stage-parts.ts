@@ -1,5 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
-import type { BlockBuffer, Omitted } from '@meridian/projection';
+import type { Omitted } from '@meridian/projection';
+import type { BlockBuffer } from './native-block.ts';
 import { deduplicatedInsertSettings, serverCapabilities } from '../capabilities.ts';
 import type { ClickHouseSettings } from '@clickhouse/client';
 import type { ClickHouseClient } from '../client.ts';

@@ -1,4 +1,5 @@
-import type { BlockBuffer, Omitted } from '@meridian/projection';
+import type { Omitted } from '@meridian/projection';
+import type { BlockBuffer } from './native-block.ts';
 import type { ClickHouseClient } from '../client.ts';
 import type { PointsSink } from './sink.ts';
 import { ROLLUPS, type Resolution } from '../rollups/sql.ts';

@@ -1,6 +1,6 @@
 import { STAGE_HEADER, type ConsumedMessage, type LogRanges, type PointsFact } from '@meridian/domain';
 import type { EventCodec } from '@meridian/events';
-import { batchProblem, segmentRows, type Segment } from './rows.ts';
+import { batchProblem, segmentRows, type Segment } from './segment.ts';
 import type { StagedSeal } from './state.ts';
 
 /** Where a refill writes: a stage's sink (libs/clickhouse's PointsSink has this shape). */

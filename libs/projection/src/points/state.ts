@@ -1,5 +1,5 @@
 import type { PointsFact } from '@meridian/domain';
-import { batchProblem, segmentRows, type Segment } from './rows.ts';
+import { batchProblem, segmentRows, type Segment } from './segment.ts';
 
 /** An UploadSealed marker seen at `offset` of `partition`, waiting to be announced. */
 export type Seal = { readonly task_id: string; readonly partition: number; readonly offset: number };

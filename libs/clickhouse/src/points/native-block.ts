@@ -1,4 +1,4 @@
-import type { PointBatch } from '@meridian/domain';
+import { segmentRows, type Segment } from '@meridian/projection';
 
 /**
  * Shared by the live projector (apps/ingest) and rebuilds (libs/replay): one definition of
@@ -15,9 +15,6 @@ import type { PointBatch } from '@meridian/domain';
  * short body is rejected whole ("Cannot read all data") and nothing is written.
  * One block is written as one part, so a crash leaves the whole insert or none of it.
  */
-
-/** One PointBatch fact and where it sits in the points topic. */
-export type Segment = { readonly batch: PointBatch; readonly partition: number; readonly offset: number };
 
 /** The columns written, in order, with their ClickHouse types (see migrations/001_points.sql). */
 export const POINT_COLUMNS = [
@@ -82,31 +79,6 @@ export type PointRow = {
   readonly kafka_offset: number;
   readonly row_in_batch: number;
 };
-
-/** Rows a segment contributes: one per point. */
-export function segmentRows(segment: Segment): number {
-  return segment.batch.timestamps.length;
-}
-
-/** Why a decoded batch cannot be projected, or null when it can. */
-export function batchProblem(batch: PointBatch): string | null {
-  if (batch.timestamps.length !== batch.values.length) {
-    return `PointBatch has ${batch.timestamps.length} timestamps but ${batch.values.length} values`;
-  }
-  if (batch.timestamps.length > 0xffffffff) return 'PointBatch has more rows than row_in_batch (UInt32) can number';
-  for (const ts of batch.timestamps) if (!Number.isSafeInteger(ts)) return `PointBatch timestamp ${ts} is not an integer of ms`;
-  const names = batch.names ?? [];
-  if (names.length > 0) {
-    const index = batch.name_index ?? [];
-    if (index.length !== batch.timestamps.length)
-      return `PointBatch has ${names.length} names and ${index.length} name indexes for ${batch.timestamps.length} points`;
-    for (const i of index) if (!Number.isInteger(i) || i < 0 || i >= names.length) return `PointBatch name index ${i} is not one of its ${names.length} names`;
-  } else if ((batch.name_index ?? []).length > 0) {
-    return 'PointBatch has name indexes without names';
-  }
-  if (!Number.isSafeInteger(batch.updated_at)) return `PointBatch updated_at ${batch.updated_at} is not an integer of ms`;
-  return null;
-}
 
 const TWO_32 = 4294967296;
 

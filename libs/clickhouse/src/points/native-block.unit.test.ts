@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
+import { pointBatch } from '../../../../test/support/point-batch.ts';
 import type { PointBatch } from '@meridian/domain';
+import type { Segment } from '@meridian/projection';
 import {
-  batchProblem,
   BlockBuffer,
   encodePointsBlock,
   INSERT_POINTS_SQL,
@@ -10,8 +11,7 @@ import {
   POINT_COLUMNS,
   STAGE_BLOCK_COLUMNS,
   type PointRow,
-  type Segment,
-} from './rows.ts';
+} from './native-block.ts';
 
 /** A reader of the Native block, as ClickHouse reads it, written independently of the encoder. */
 function decodeBlock(buf: Buffer): { columns: Array<[string, string]>; rows: PointRow[] } {
@@ -77,14 +77,7 @@ function decodeBlock(buf: Buffer): { columns: Array<[string, string]>; rows: Poi
   return { columns, rows };
 }
 
-const batch = (task_id: string, metric_name: string, updated_at: number, points: Array<[number, number]>): PointBatch => ({
-  type: 'PointBatch',
-  task_id,
-  metric_name,
-  updated_at,
-  timestamps: points.map(([ts]) => ts),
-  values: points.map(([, v]) => v),
-});
+const batch = pointBatch;
 
 /** The rows a segment list must become, written the obvious way. */
 function expectedRows(segments: readonly Segment[]): PointRow[] {
@@ -238,25 +231,6 @@ describe('points rows as one Native block', () => {
       'INSERT INTO points_stage_x (metric_name, ts, value, updated_at, kafka_offset, row_in_batch) FORMAT Native',
     );
     expect(() => encodePointsBlock(segments, undefined, ['ts', 'metric_name'])).toThrow(/in their order/);
-  });
-
-  it('rejects a batch of several metrics whose indexes do not name one of them for every point', () => {
-    const base = batch('t', '', 1, [
-      [1, 1],
-      [2, 2],
-    ]);
-    expect(batchProblem({ ...base, names: ['a', 'b'], name_index: [0, 1] })).toBeNull();
-    expect(batchProblem({ ...base, names: ['a', 'b'], name_index: [0] })).toMatch(/2 names and 1 name indexes for 2 points/);
-    expect(batchProblem({ ...base, names: ['a', 'b'], name_index: [0, 2] })).toMatch(/index 2 is not one of its 2 names/);
-    expect(batchProblem({ ...base, names: ['a'], name_index: [0, -1] })).toMatch(/index -1/);
-    expect(batchProblem({ ...base, name_index: [0, 0] })).toMatch(/indexes without names/);
-  });
-
-  it('rejects batches whose columns disagree or whose times are not integer ms', () => {
-    expect(batchProblem(batch('t', 'm', 1, [[1, 2]]))).toBeNull();
-    expect(batchProblem({ ...batch('t', 'm', 1, [[1, 2]]), values: [] })).toMatch(/1 timestamps but 0 values/);
-    expect(batchProblem(batch('t', 'm', 1, [[1.5, 2]]))).toMatch(/not an integer/);
-    expect(batchProblem(batch('t', 'm', 1.5, [[1, 2]]))).toMatch(/updated_at/);
   });
 });
 
