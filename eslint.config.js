@@ -20,9 +20,9 @@ import { fileURLToPath } from 'node:url';
 const workspaces = ['apps', 'libs'].flatMap((dir) => readdirSync(dir).map((name) => `${dir}/${name}`));
 
 // The adapters: the only code that may import the clients of Kafka, MinIO and ClickHouse.
-// The apps reach them through ports they or libs/domain own; libs/platform (folds, start-up
-// work), libs/replay (rebuilds, swaps) and libs/export (the log by ranges through the LogRanges
-// port) use the adapters, not the clients.
+// The apps reach them through ports they or libs/domain own; libs/platform (start-up work),
+// libs/folds (the read models' folds), libs/replay (rebuilds, swaps) and libs/export (the log by
+// ranges through the LogRanges port) use the adapters, not the clients.
 const adapterLibs = ['libs/kafka', 'libs/clickhouse', 'libs/storage'];
 const clientModules = ['kafkajs', 'minio', '@clickhouse/client'];
 
@@ -110,12 +110,12 @@ export default tseslint.config(
             { target: './libs', from: './apps', message: 'libs never import apps.' },
             {
               target: './libs/domain',
-              from: [...adapterLibs, 'libs/replay', 'libs/platform'].map((dir) => `./${dir}`),
-              message: 'libs/domain is pure: it imports no adapter (kafka, clickhouse, storage), nor replay or the platform.',
+              from: [...adapterLibs, 'libs/replay', 'libs/platform', 'libs/folds', 'libs/runtime'].map((dir) => `./${dir}`),
+              message: 'libs/domain is pure: it imports no adapter (kafka, clickhouse, storage), nor replay, the platform, the folds or the runtime.',
             },
             {
               target: './libs/projection',
-              from: [...adapterLibs, 'libs/replay', 'libs/platform'].map((dir) => `./${dir}`),
+              from: [...adapterLibs, 'libs/replay', 'libs/platform', 'libs/folds', 'libs/runtime'].map((dir) => `./${dir}`),
               message: "libs/projection is pure: the points sink that writes its blocks is libs/clickhouse's.",
             },
             {

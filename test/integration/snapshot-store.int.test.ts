@@ -2,7 +2,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { accountsCodec, encodeSnapshot, foldAccounts, type AccountEvent } from '@meridian/domain';
 import { createLogger } from '@meridian/observability';
 import { createSnapshotStore, createStorage, ensureBucket, snapshotPrefix } from '@meridian/storage';
-import { newestReadableSnapshot } from '../../libs/platform/src/fold-snapshots.ts';
+import { newestReadableSnapshot } from '../../libs/folds/src/fold-snapshots.ts';
 import { isolatedSettings } from '../support/settings.ts';
 
 describe('snapshots in MinIO', () => {

@@ -4,14 +4,9 @@ import { adapterOptions, type Settings } from '@meridian/config';
 import { composeIngest, type IngestDeps } from '@meridian/ingest';
 import type { KafkaEventLog } from '@meridian/kafka';
 import type { Logger } from '@meridian/observability';
-import {
-  createAdapters,
-  createPlatform as createStartup,
-  foldContext,
-  type FoldContext,
-  type Platform as Startup,
-  type UntilDoneOptions,
-} from '@meridian/platform';
+import type { FoldContext } from '@meridian/folds';
+import { createAdapters, createPlatform as createStartup, foldContext, type Platform as Startup } from '@meridian/platform';
+import type { UntilDoneOptions } from '@meridian/runtime';
 import { createStorage, type Storage } from '@meridian/storage';
 import { composeCli, type CliServices } from '../../apps/cli/src/cli-services.ts';
 

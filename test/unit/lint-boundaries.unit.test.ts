@@ -70,7 +70,7 @@ describe('lint: boundaries', { timeout: 30_000 }, () => {
     expect(await rulesBroken('libs/kafka/src/x.ts', "import { Kafka } from 'kafkajs';\nexport const k = Kafka;\n")).toEqual([]);
   });
 
-  it('an app importing a client only for its types fails too, and so does libs/platform (it composes adapters, not clients)', async () => {
+  it('an app importing a client only for its types fails too, and so do libs/platform (it composes adapters, not clients) and libs/folds', async () => {
     expect(await rulesBroken('apps/ingest/src/x.ts', "import type { Transaction } from 'kafkajs';\nexport type T = Transaction;\n")).toEqual([
       'no-restricted-imports',
     ]);
@@ -80,6 +80,9 @@ describe('lint: boundaries', { timeout: 30_000 }, () => {
     expect(
       await rulesBroken('libs/platform/src/x.ts', "import type { ClickHouseClient } from '@clickhouse/client';\nexport type C = ClickHouseClient;\n"),
     ).toEqual(['no-restricted-imports']);
+    expect(await rulesBroken('libs/folds/src/x.ts', "import type { Producer } from 'kafkajs';\nexport type P = Producer;\n")).toEqual([
+      'no-restricted-imports',
+    ]);
   });
 
   it('an import cycle fails', async () => {

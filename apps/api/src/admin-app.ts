@@ -3,7 +3,7 @@ import Router, { type RouterMiddleware } from '@koa/router';
 import type { Logger } from '@meridian/observability';
 import { DomainError } from '@meridian/domain';
 import { problemMiddleware } from './http/problem.ts';
-import type { Probe } from '@meridian/platform';
+import type { Probe } from '@meridian/runtime';
 import { requestContext } from './http/request-context.ts';
 import { mountRoutes } from './http/route.ts';
 import type { ApiMetrics } from './observability/metrics.ts';

@@ -1,7 +1,7 @@
 import type { Settings } from '@meridian/config';
 import type { TaskEvent } from '@meridian/domain';
 import type { EventCodec } from '@meridian/events';
-import type { AccountsStore, TasksStore } from '@meridian/platform';
+import type { AccountsStore, TasksStore } from '@meridian/folds';
 import type { ApiServices } from './api-services.ts';
 import type { CursorSeal } from './http/cursor-seal.ts';
 import type { PerUserSlots } from './http/per-user-slots.ts';

@@ -3,7 +3,8 @@ import type { ConnOptions } from '@meridian/clickhouse';
 import type { FileReadModel, LogRanges, TaskReadModel } from '@meridian/domain';
 import type { ConsumerGroups, KafkaEventLog, Topics } from '@meridian/kafka';
 import type { Logger } from '@meridian/observability';
-import type { FoldContext, Probe } from '@meridian/platform';
+import type { FoldContext } from '@meridian/folds';
+import type { Probe } from '@meridian/runtime';
 import type { BlobStore } from './blob-store.ts';
 import type { MetricCatalog } from './catalog/routes.ts';
 

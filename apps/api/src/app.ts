@@ -7,7 +7,7 @@ import type { AccountsCommands } from './accounts/commands.ts';
 import { bearerAuthenticator } from './http/authenticate.ts';
 import { problemMiddleware } from './http/problem.ts';
 import { answerStreamFailures } from './http/stream-failure.ts';
-import type { Probe } from '@meridian/platform';
+import type { Probe } from '@meridian/runtime';
 import { requestContext } from './http/request-context.ts';
 import { mountRoutes, type RouteDef } from './http/route.ts';
 import { rateLimiter } from './http/rate-limit.ts';

@@ -4,7 +4,7 @@ import type Koa from 'koa';
 import type { TaskEvent } from '@meridian/domain';
 import { createEventCodec } from '@meridian/events';
 import { partitionFor } from '@meridian/kafka';
-import { AccountsStore, TasksStore } from '@meridian/platform';
+import { AccountsStore, TasksStore } from '@meridian/folds';
 import { accountsCommands } from './accounts/deps.ts';
 import type { ApiParts } from './api-parts.ts';
 import type { ApiServices } from './api-services.ts';

@@ -1,6 +1,7 @@
 import { adapterOptions, loadSettingsOrExit } from '@meridian/config';
 import { createLogger, logUnhandledRejections, silenceKnownWarnings } from '@meridian/observability';
-import { createAdapters, createPlatform, untilDone } from '@meridian/platform';
+import { createAdapters, createPlatform } from '@meridian/platform';
+import { untilDone } from '@meridian/runtime';
 import { composeApi } from './compose.ts';
 import { createHttpServer, httpServerOptions } from './http/http-server.ts';
 import { buildApi } from './server.ts';

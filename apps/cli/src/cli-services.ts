@@ -1,7 +1,9 @@
 import type { AdapterOptions } from '@meridian/config';
 import { topicsFor } from '@meridian/kafka';
 import type { Logger } from '@meridian/observability';
-import { archivedLog, foldContext, type Adapters, type FoldContext, type Platform, type UntilDoneOptions } from '@meridian/platform';
+import type { FoldContext } from '@meridian/folds';
+import { archivedLog, foldContext, type Adapters, type Platform } from '@meridian/platform';
+import type { UntilDoneOptions } from '@meridian/runtime';
 import type { ReplayDeps } from '@meridian/replay';
 
 /** What the admin commands run on: replay's dependencies and the accounts fold's. */

@@ -11,7 +11,7 @@ import {
   parseMetricRules,
   type MetricRule,
 } from '@meridian/domain';
-import { AccountsStore } from '@meridian/platform';
+import { AccountsStore } from '@meridian/folds';
 import type { CliServices } from './cli-services.ts';
 import { replayUsage, ReplayUsageError, runEventsExport, runReplay } from './replay/commands.ts';
 

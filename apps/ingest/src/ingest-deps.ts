@@ -2,7 +2,8 @@ import type { LogRanges, BlobReferences, FileReadModel, FileReadModelWriter, Tas
 import type { Settings } from '@meridian/config';
 import type { ArchiveObjects, ConsumerGroups, Topics, TrimLog } from '@meridian/kafka';
 import type { Logger } from '@meridian/observability';
-import type { FoldContext, UntilDoneOptions } from '@meridian/platform';
+import type { FoldContext } from '@meridian/folds';
+import type { UntilDoneOptions } from '@meridian/runtime';
 import type { BlobStore } from './blob-store.ts';
 import type { EventLog } from './event-log.ts';
 import type { PointsDeletion, PointsSink, PointsStages } from '@meridian/clickhouse';

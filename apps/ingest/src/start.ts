@@ -1,6 +1,7 @@
 import { adapterOptions, loadSettingsOrExit } from '@meridian/config';
 import { createLogger, silenceKnownWarnings, withTimeout } from '@meridian/observability';
-import { createAdapters, createPlatform, untilDone } from '@meridian/platform';
+import { createAdapters, createPlatform } from '@meridian/platform';
+import { untilDone } from '@meridian/runtime';
 import { composeIngest } from './compose.ts';
 import { startHealthServer } from './health/health-server.ts';
 import { startIngest, type RunningWorker } from './worker.ts';

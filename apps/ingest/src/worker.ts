@@ -1,6 +1,6 @@
 import type { PointsFact } from '@meridian/domain';
 import { createEventCodec } from '@meridian/events';
-import { untilDone } from '@meridian/platform';
+import { untilDone } from '@meridian/runtime';
 import type { ConsumerWatch } from '@meridian/kafka';
 import type { IngestDeps } from './ingest-deps.ts';
 import { startProjector } from './projector/index.ts';

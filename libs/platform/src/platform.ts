@@ -12,8 +12,8 @@ import {
 import { consumerGroupsFor, KafkaEventLog, replicationWarning, topicsFor, topicSpecs, WHY_KEPT, type KafkaOptions, type TopicLayout } from '@meridian/kafka';
 import { createBlobStore, type MinioBlobStore, type StorageOptions } from '@meridian/storage';
 import type { Logger } from '@meridian/observability';
-import type { FoldContext, FoldLimits } from './fold-context.ts';
-import { untilDone, type UntilDoneOptions } from './until-done.ts';
+import type { FoldContext, FoldLimits } from '@meridian/folds';
+import { untilDone, type UntilDoneOptions } from '@meridian/runtime';
 
 /** The adapters a process is composed of (main.ts builds them from plain options). */
 export type Adapters = {

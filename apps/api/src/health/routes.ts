@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { Logger } from '@meridian/observability';
 import { defineRoute, type RouteDef } from '../http/route.ts';
-import { checkReadiness, publicChecks, type Probe } from '@meridian/platform';
+import { checkReadiness, publicChecks, type Probe } from '@meridian/runtime';
 
 const status = z.enum(['ready', 'unavailable']);
 /** The public answer: dependency names and up/down, never an address or an error text. */

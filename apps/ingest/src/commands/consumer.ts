@@ -1,7 +1,8 @@
 import type { TaskEvent, UserRecord } from '@meridian/domain';
 import { createEventCodec } from '@meridian/events';
 import type { ConsumerWatch } from '@meridian/kafka';
-import { AccountsStore, runConsumer, TasksStore } from '@meridian/platform';
+import { AccountsStore, TasksStore } from '@meridian/folds';
+import { runConsumer } from '@meridian/runtime';
 import { dispatchBatch, type DispatchDeps } from './dispatch.ts';
 import { taskLog, type CommandHandlers, type TaskLog } from './handlers.ts';
 import { CommandRunner } from './runner.ts';

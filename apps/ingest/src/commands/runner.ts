@@ -1,5 +1,5 @@
 import { decideStart, type LogWriter, type StartDecision, type TaskEvent } from '@meridian/domain';
-import type { AccountsStore, TasksStore } from '@meridian/platform';
+import type { AccountsStore, TasksStore } from '@meridian/folds';
 import type { Logger } from '@meridian/observability';
 import type { CommandHandler, CommandRun, TaskLog, WorkerCommand } from './handlers.ts';
 import type { Persist } from '../persist.ts';

@@ -2,7 +2,7 @@ import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { notServing, type ConsumerWatch } from '@meridian/kafka';
 import type { Logger } from '@meridian/observability';
-import { checkReadiness, publicChecks, type Probe } from '@meridian/platform';
+import { checkReadiness, publicChecks, type Probe } from '@meridian/runtime';
 
 export type HealthServerOptions = {
   readonly host: string;

@@ -1,7 +1,7 @@
 import { READS_STAGED_UPLOADS, type PointsFact, type TaskEvent } from '@meridian/domain';
 import { createEventCodec } from '@meridian/events';
 import type { ConsumerWatch } from '@meridian/kafka';
-import { runConsumer } from '@meridian/platform';
+import { runConsumer } from '@meridian/runtime';
 import { Projection } from '@meridian/projection';
 import type { ProjectorWork } from './batch-context.ts';
 import { projectBatches } from './each-batch.ts';

@@ -1,6 +1,6 @@
 import type { BatchPayload, ConsumedMessage } from '@meridian/domain';
 import type { ConsumerWatch } from '@meridian/kafka';
-import { runConsumer } from '@meridian/platform';
+import { runConsumer } from '@meridian/runtime';
 import { persistWhileRunning, Stopping, type Persist } from '../persist.ts';
 import type { IngestDeps } from '../ingest-deps.ts';
 

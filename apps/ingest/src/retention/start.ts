@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { PointsFact, TaskEvent } from '@meridian/domain';
 import { createEventCodec } from '@meridian/events';
 import { DeletionLog } from '@meridian/kafka';
-import { AccountsStore } from '@meridian/platform';
+import { AccountsStore } from '@meridian/folds';
 import type { IngestDeps } from '../ingest-deps.ts';
 import { startRetention } from './runner.ts';
 

@@ -4,7 +4,7 @@ import { appendEvents, type TopicFollower } from '@meridian/kafka';
 import { withTimeout } from '@meridian/observability';
 import { newestReadableSnapshot, SnapshotWriter } from './fold-snapshots.ts';
 import type { FoldContext } from './fold-context.ts';
-import { untilDone } from './until-done.ts';
+import { untilDone } from '@meridian/runtime';
 
 /** Opt-in per fold: start from the newest snapshot plus the log's tail, and (a writer) write snapshots. */
 export type FoldSnapshots<S> = {

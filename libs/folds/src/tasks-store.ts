@@ -3,7 +3,7 @@ import { createEventCodec } from '@meridian/events';
 import type { TopicFollower } from '@meridian/kafka';
 import type { FoldContext } from './fold-context.ts';
 import { TaskEndWaiters } from './task-end-waiters.ts';
-import { untilDone } from './until-done.ts';
+import { untilDone } from '@meridian/runtime';
 
 /**
  * Task state for one process, bounded by what is live: the queued and running

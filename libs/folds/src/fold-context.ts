@@ -1,7 +1,7 @@
 import type { SnapshotStore } from '@meridian/domain';
 import type { KafkaEventLog, Topics } from '@meridian/kafka';
 import type { Logger } from '@meridian/observability';
-import type { UntilDoneOptions } from './until-done.ts';
+import type { UntilDoneOptions } from '@meridian/runtime';
 
 /** The bounds and cadences of the folds (main.ts maps them from the settings). */
 export type FoldLimits = {
