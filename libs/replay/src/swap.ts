@@ -119,7 +119,7 @@ export async function swapIn(input: SwapInput): Promise<SwapResult> {
   let frozenAt: number | null = null;
   const newSink = createPointsSink(client, newTable, { sealsTable: sealsTable(n) });
   if (live === 'MergeTree') {
-    frozenAt = await catchUpAndFreeze(input, sql, tables, m, partitions, newSink, project);
+    frozenAt = await catchUpAndFreeze(input, tables, m, partitions, newSink, project);
   } else if (alreadyFrozen) {
     frozenAt = performance.now();
   }
@@ -210,7 +210,6 @@ function catchUpProjector(input: SwapInput, partitions: readonly number[], catch
 /** Steps 1 and 2: N catches up with the live table (twice), the live projector is given time to pass N, then the live table is frozen. Returns when. */
 async function catchUpAndFreeze(
   input: SwapInput,
-  sql: SwapStatements,
   tables: ReadonlyMap<string, string>,
   m: number,
   partitions: readonly number[],
