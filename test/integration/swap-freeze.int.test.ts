@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createClickHouse, createPointsSink, ensureDatabase, migrate } from '@meridian/clickhouse';
+import { describe, expect, it } from 'vitest';
+import { createPointsSink } from '@meridian/clickhouse';
 import type { Segment } from '@meridian/projection';
 import { freezeLive, unfreeze } from '@meridian/replay';
-import { isolatedSettings } from '../support/settings.ts';
+import { scratchDatabase } from '../support/scratch-database.ts';
 import { waitFor } from '../support/wait.ts';
 
 /**
@@ -14,26 +14,10 @@ import { waitFor } from '../support/wait.ts';
  * positions must count it: the live projector was told its insert succeeded and never repeats it.
  */
 describe('freezing the live table', () => {
-  const settings = isolatedSettings();
-  const options = {
-    url: settings.CLICKHOUSE_URL,
-    username: settings.CLICKHOUSE_USER,
-    password: settings.CLICKHOUSE_PASSWORD,
-    database: settings.CLICKHOUSE_DATABASE,
-  };
-  const client = createClickHouse(options);
+  const { conn, client } = scratchDatabase();
   const sink = createPointsSink(client, 'points', { sealsTable: 'points_seals' });
   const rowsOf = async <T>(sql: string): Promise<T[]> => (await client.query({ query: sql, format: 'JSONEachRow' })).json<T>();
   const running = async (where: string) => Number((await rowsOf<{ n: string }>(`SELECT toString(count()) AS n FROM system.processes WHERE ${where}`))[0]!.n);
-
-  beforeAll(async () => {
-    await ensureDatabase(options);
-    await migrate(client);
-  });
-  afterAll(async () => {
-    await client.command({ query: `DROP DATABASE IF EXISTS ${settings.CLICKHOUSE_DATABASE}` });
-    await client.close();
-  });
 
   it('waits for a live insert that took the table while the freeze waited, and its rows count in the frozen positions', async () => {
     // A: a live insert (named as the projector names them) that holds the table until released.
@@ -77,7 +61,7 @@ describe('freezing the live table', () => {
       await new Promise((r) => setTimeout(r, 300)); // it holds the table from its first block on
 
       // The freeze waits for A. B, the projector's next insert, takes the table meanwhile and queues behind the freeze.
-      freezing = freezeLive(client, { m: 1, n: 2, database: settings.CLICKHOUSE_DATABASE, partitions: [0] });
+      freezing = freezeLive(client, { m: 1, n: 2, database: conn.database, partitions: [0] });
       await waitFor('the freeze waiting', async () => ((await running(`query LIKE 'RENAME TABLE%'`)) > 0 ? true : undefined), 30_000, 20);
       b = sink.insert([segment]);
       await waitFor(
