@@ -32,9 +32,11 @@ import { removeStaged } from '../staging.ts';
 import { PointBatchSender, type PartitionCount } from './batch-sender.ts';
 import { StageWriter, type UploadStage } from './stage-writer.ts';
 import { UploadLimitExceeded, type UploadLimits } from './limits.ts';
+import type { UploadRunOptions } from './options.ts';
 import { gunzipIfNeeded, openUploadBytes } from './source.ts';
 
-export type UploadCommandsDeps = {
+/** What the upload handler runs on: its options (options.ts) and the worker's parts it writes to and reads. */
+export type UploadCommandsDeps = UploadRunOptions & {
   readonly topics: Topics;
   readonly storage: BlobStore;
   readonly logger: Logger;
@@ -43,27 +45,14 @@ export type UploadCommandsDeps = {
   readonly pointsCodec: EventCodec<PointsFact>;
   /** Non-transactional, for started/progress events that must show while the upload runs. */
   readonly progressProducer: LogWriter;
-  readonly batchPoints: number;
   /** Partitions of the points topic, as the broker has them. */
   readonly pointsPartitions: number;
-  /** Most point-batch bytes per points partition in one produce request (MERIDIAN_UPLOAD_SEND_BYTES_PER_PARTITION). */
-  readonly sendBytesPerPartition: number;
-  /** Most point-batch bytes in one produce request (MERIDIAN_UPLOAD_SEND_BYTES_PER_REQUEST). */
-  readonly sendBytesPerRequest: number;
-  readonly maxBufferedPoints: number;
-  readonly limits: UploadLimits;
   /** The accounts fold, read to its end before the upload was handed over (decideStart). */
   readonly user: (name: string) => UserRecord | undefined;
-  /** Runs of one upload that stop on storage or network trouble before its task fails (MERIDIAN_UPLOAD_ATTEMPTS). */
-  readonly attempts: number;
   /** Where large uploads' rows are written aside while they are parsed; null: staging off (MERIDIAN_UPLOAD_STAGING). */
   readonly stage: UploadStage | null;
   /** Whether a run of an upload of this many bytes may stage now (staging-gate.ts: large enough, and with auto while every points projector reads staged uploads). */
   readonly mayStage: (bytes: number) => Promise<boolean>;
-  /** Most rows per staging insert (MERIDIAN_PROJECTOR_BATCH_ROWS, as the projector's). */
-  readonly stageBatchRows: number;
-  /** Longest wait for the staging inserts before the commit (MERIDIAN_STAGE_FINISH_TIMEOUT_MS). */
-  readonly stageFinishTimeoutMs: number;
 };
 
 /**
