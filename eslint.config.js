@@ -6,7 +6,8 @@
 //     libs never import apps; libs/domain, libs/projection and libs/protocols do no Node I/O;
 //     no import cycles; only the adapter libs speak to kafkajs, minio and
 //     @clickhouse/client; a workspace package imports only the workspace packages its
-//     package.json declares, by name (never by a relative path into another package).
+//     package.json declares, by name (never by a relative path into another package); the
+//     ingest worker's components read no settings (they take their options).
 //  3. Small functions: none over 120 lines in the apps and libs.
 // Boundaries use eslint-plugin-import rather than dependency-cruiser: one tool, one pass and
 // one Node API (a unit test lints deliberate violations through it), and its rules resolve
