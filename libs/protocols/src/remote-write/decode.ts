@@ -7,8 +7,7 @@ import {
   eachMessage,
   expectEnd,
   fieldEnd,
-  isStaleNaNBits,
-  peekDoubleBits,
+  peekStaleNaN,
   readerOf,
   readInt64,
   skipField,
@@ -83,8 +82,7 @@ function writePoints(r: Reader, collector: SeriesCollector, series: DecodedSerie
     while (r.pos < sampleEnd) {
       const t = r.uint32();
       if (t === ((1 << 3) | WIRE_FIXED64)) {
-        const [high, low] = peekDoubleBits(r);
-        stale = isStaleNaNBits(high, low);
+        stale = peekStaleNaN(r);
         value = r.double();
       } else if (t === ((2 << 3) | WIRE_VARINT)) {
         timestamp = readInt64(r);
