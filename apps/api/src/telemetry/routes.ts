@@ -75,7 +75,8 @@ async function pushSeries(deps: TelemetryDeps, user: UserRecord, source: string,
       payload_sha256: createHash('sha256').update(body).digest(),
       idempotency_key: null,
     };
-    await submitPush(deps.submit, deps.push, request, decision);
+    // The answer names no task (idempotency_key is null too): it waits for the commit alone.
+    await submitPush(deps.submit, deps.push, request, decision, false);
   }
   return { stored: decision.points_accepted, refused, refusedPoints };
 }
