@@ -1,7 +1,6 @@
 import {
   batchKey,
   canWrite,
-  MAX_LISTED_METRICS,
   MAX_REPORTED_ERRORS,
   pointBatchOf,
   type ColumnBatch,
@@ -11,6 +10,14 @@ import {
 import type { EventCodec } from '@meridian/events';
 import type { DecodedPush, Rejected } from '@meridian/protocols';
 import type { PushDecision } from '../uploads/push-decision.ts';
+
+/**
+ * The series a protocol push's task names: the first, sorted. An agent's push names hundreds of
+ * series, again every scrape; listing them all (up to MAX_LISTED_METRICS, as an upload's task
+ * does) made each task event larger than the push's points, paid by the log, both folds and the
+ * tasks read model, for a task no agent reads (its answer carries no task id).
+ */
+export const MAX_LISTED_SERIES = 16;
 
 export type SeriesPushOptions = {
   readonly taskId: string;
@@ -59,7 +66,7 @@ export function decideSeriesPush(push: DecodedPush, user: UserRecord, o: SeriesP
       points_accepted: points,
       rows_rejected: refusedPoints,
       errors: refused.slice(0, MAX_REPORTED_ERRORS).map((r) => ({ row: 0, column: r.where, reason: `${r.reason} (${r.points} points)` })),
-      metrics: written.sort().slice(0, MAX_LISTED_METRICS),
+      metrics: written.sort().slice(0, MAX_LISTED_SERIES),
     },
     refused,
     refusedPoints,

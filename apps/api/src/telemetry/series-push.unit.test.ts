@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { PointBatcher, type PointsFact, type UserRecord } from '@meridian/domain';
 import { createEventCodec } from '@meridian/events';
 import type { DecodedPush } from '@meridian/protocols';
-import { decideSeriesPush } from './series-push.ts';
+import { decideSeriesPush, MAX_LISTED_SERIES } from './series-push.ts';
 
 const codec = createEventCodec<PointsFact>();
 const user: UserRecord = {
@@ -28,6 +28,15 @@ function push(lengths: readonly number[]): DecodedPush {
 }
 
 describe('decideSeriesPush', () => {
+  it("names the first MAX_LISTED_SERIES written series in the task, sorted, however many the push wrote", () => {
+    const decoded = push(Array.from({ length: 60 }, () => 1));
+    const { decision } = decideSeriesPush(decoded, user, { taskId: 't', at: 5, batchPoints: 100, pointsPartitions: 3, partitionOf, codec });
+    const written = decoded.series.map((s) => s.name).filter((n) => n.startsWith('ok_'));
+    expect(written.length).toBeGreaterThan(MAX_LISTED_SERIES);
+    expect(decision.metrics).toEqual([...written].sort().slice(0, MAX_LISTED_SERIES));
+    expect(decision.points_accepted).toBe(written.length);
+  });
+
   it('batches whole series as PointBatcher batches their points one at a time, per partition and within the batch size', () => {
     const decoded = push([3, 7, 1, 12, 5, 2, 9, 4, 4, 15, 1, 6]);
     const { decision, refusedPoints } = decideSeriesPush(decoded, user, { taskId: 't', at: 5, batchPoints: 5, pointsPartitions: 3, partitionOf, codec });
