@@ -206,6 +206,14 @@ export async function scopeDataBytes(settings: Settings): Promise<{ kafka: numbe
   return { kafka, clickhouse, minio: dirBytes(`${minioData}/${settings.S3_BUCKET}`) };
 }
 
+/** The points archive's objects (segments and index) on the local MinIO's disk: `_archive/` of the scope's bucket; NaN when MinIO is not here. */
+export function archiveDataBytes(settings: Settings): number {
+  const minioArgs = stackArgs('minio');
+  const server = minioArgs.indexOf('server');
+  const minioData = (server >= 0 ? minioArgs[server + 1] : undefined) ?? `${stackVar()}/minio/data`;
+  return dirBytes(`${minioData}/${settings.S3_BUCKET}/_archive`);
+}
+
 /**
  * Starts an app as its own process (from this checkout, or another `root`) and samples its
  * resident memory until it stops. With `onLine`, its standard output (its log, JSON lines) goes

@@ -1,7 +1,19 @@
 import { Readable } from 'node:stream';
 import type { Settings } from '@meridian/config';
 import { remoteWriteBody } from '../support/protocol-bodies.ts';
-import { adminKey, benchApi, cpuSplit, dropBenchScope, fmt, kafkaTopicBytes, postStream, stackProcesses, startProcess, waitUntil } from './common.ts';
+import {
+  adminKey,
+  archiveDataBytes,
+  benchApi,
+  cpuSplit,
+  dropBenchScope,
+  fmt,
+  kafkaTopicBytes,
+  postStream,
+  stackProcesses,
+  startProcess,
+  waitUntil,
+} from './common.ts';
 import { pointBatchCodecFigures } from './point-batch-codec.ts';
 import type { Series } from './telemetry.ts';
 import { telemetryFleet, type Fleet } from './telemetry-fleet.ts';
@@ -21,7 +33,8 @@ import { startVictoriaMetrics } from './victoria-metrics.ts';
  * a flush, once still.
  *   BENCH_POINTS=10000000   points of the fleet
  *   BENCH_SERIES=1000       series of the fleet
- *   BENCH_SYSTEMS=victoria-metrics,before,after   (also: deltas, zstd: each change alone)
+ *   BENCH_SYSTEMS=victoria-metrics,before,after   (also: deltas, zstd: each change alone; archive,
+ *     archive-window: as after, with the points archive on)
  */
 const POINTS = Number(process.env.BENCH_POINTS ?? 10_000_000);
 const SERIES = Number(process.env.BENCH_SERIES ?? 1000);
@@ -156,19 +169,48 @@ async function meridian(fleet: Fleet, name: string, env: Record<string, string>)
     const topics = [...kafkaTopicBytes(settings.MERIDIAN_TOPIC_PREFIX)]
       .filter(([, b]) => b > 0)
       .map(([t, b]): [string, number] => [`Kafka ${t.slice(settings.MERIDIAN_TOPIC_PREFIX.length)}`, b]);
-    return { system: name, bytes: [...topics, ...(await tableBytes(settings))], cpu: processes.map((p) => [p.name, spent.of(p.name)]), seconds };
+    // The archive (MERIDIAN_ARCHIVE) holds the points topic's history in the bucket; what is trimmed from the brokers lives on there.
+    const archive = archiveDataBytes(settings);
+    const archived: Array<[string, number]> = archive > 0 ? [['MinIO points archive', archive]] : [];
+    return { system: name, bytes: [...topics, ...archived, ...(await tableBytes(settings))], cpu: processes.map((p) => [p.name, spent.of(p.name)]), seconds };
   } finally {
     await Promise.all([api.stop(), ingest.stop()]);
     await dropBenchScope(settings);
   }
 }
 
+// The compression cases keep the archive off, as they were measured before it existed.
 const MERIDIANS: Record<string, { readonly label: string; readonly env: Record<string, string> }> = {
-  before: { label: 'Meridian before (uncompressed, v3)', env: { MERIDIAN_LOG_COMPRESSION: 'none', MERIDIAN_POINT_BATCH_DELTAS: 'false' } },
-  after: { label: 'Meridian now (zstd, v4)', env: { MERIDIAN_LOG_COMPRESSION: 'zstd', MERIDIAN_POINT_BATCH_DELTAS: 'true' } },
+  before: {
+    label: 'Meridian before (uncompressed, v3)',
+    env: { MERIDIAN_LOG_COMPRESSION: 'none', MERIDIAN_POINT_BATCH_DELTAS: 'false', MERIDIAN_ARCHIVE: 'false' },
+  },
+  after: {
+    label: 'Meridian now (zstd, v4), archive off',
+    env: { MERIDIAN_LOG_COMPRESSION: 'zstd', MERIDIAN_POINT_BATCH_DELTAS: 'true', MERIDIAN_ARCHIVE: 'false' },
+  },
+  // The points archive on, as shipped (a pass a minute, a 7-day window: it reads back the unarchived tail each pass, cuts little).
+  archive: {
+    label: 'Meridian now, archive on (defaults)',
+    env: { MERIDIAN_LOG_COMPRESSION: 'zstd', MERIDIAN_POINT_BATCH_DELTAS: 'true', MERIDIAN_ARCHIVE: 'true' },
+  },
+  // The archive on with a window short enough that it archives and trims during the run.
+  'archive-window': {
+    label: 'Meridian now, archive on (a pass every 2 s, a 20 s window)',
+    env: {
+      MERIDIAN_LOG_COMPRESSION: 'zstd',
+      MERIDIAN_POINT_BATCH_DELTAS: 'true',
+      MERIDIAN_ARCHIVE: 'true',
+      MERIDIAN_ARCHIVE_INTERVAL_MS: '2000',
+      MERIDIAN_ARCHIVE_RETENTION_MS: '20000',
+    },
+  },
   // Each change alone.
-  deltas: { label: 'Meridian with v4 alone (uncompressed)', env: { MERIDIAN_LOG_COMPRESSION: 'none', MERIDIAN_POINT_BATCH_DELTAS: 'true' } },
-  zstd: { label: 'Meridian with zstd alone (v3)', env: { MERIDIAN_LOG_COMPRESSION: 'zstd', MERIDIAN_POINT_BATCH_DELTAS: 'false' } },
+  deltas: {
+    label: 'Meridian with v4 alone (uncompressed)',
+    env: { MERIDIAN_LOG_COMPRESSION: 'none', MERIDIAN_POINT_BATCH_DELTAS: 'true', MERIDIAN_ARCHIVE: 'false' },
+  },
+  zstd: { label: 'Meridian with zstd alone (v3)', env: { MERIDIAN_LOG_COMPRESSION: 'zstd', MERIDIAN_POINT_BATCH_DELTAS: 'false', MERIDIAN_ARCHIVE: 'false' } },
 };
 
 function print(rows: readonly Row[], points: number): void {
@@ -200,7 +242,7 @@ async function main(): Promise<void> {
     console.log(`\n${system}: pushing…`);
     if (system === 'victoria-metrics') rows.push(await victoriaMetrics(fleet));
     else if (MERIDIANS[system]) rows.push(await meridian(fleet, MERIDIANS[system].label, MERIDIANS[system].env));
-    else throw new Error(`unknown system ${system} (BENCH_SYSTEMS: victoria-metrics, before, after, deltas, zstd)`);
+    else throw new Error(`unknown system ${system} (BENCH_SYSTEMS: victoria-metrics, before, after, archive, archive-window, deltas, zstd)`);
   }
   print(rows, fleet.points);
   console.log("\nThe machine is shared: the stack's CPU (kafka, clickhouse, minio) includes other work on it.");

@@ -18,6 +18,7 @@ import type { FileCatalog } from './files/catalog.ts';
 import { createFileCatalog, fileDeps } from './files/deps.ts';
 import { cursorSealFromSetting } from './http/cursor-seal.ts';
 import { PerUserSlots } from './http/per-user-slots.ts';
+import { pointsArchiveLag } from './observability/archive-lag.ts';
 import { ingestLag } from './observability/ingest-lag.ts';
 import { createApiMetrics } from './observability/metrics.ts';
 import { promqlDeps } from './prometheus/deps.ts';
@@ -79,6 +80,7 @@ function sharedParts(services: ApiServices): ApiParts {
     tasks: () => tasks.state,
     finishedTasks: () => tasks.finished,
     consumerLag: () => ingestLag(services),
+    archiveLag: () => pointsArchiveLag(services),
     awaitingProjection: () => tasks.pointsAwaitingProjection,
     folds: () => [
       { fold: 'accounts', eventsReadAtStart: accounts.startup?.eventsRead ?? null },

@@ -22,7 +22,7 @@ export function startArchiver(ingest: IngestDeps, leads: () => boolean): { stop(
         log: ingest.archive.log,
         objects: ingest.archive.objects,
         topic: topics.points,
-        groupId: `${ingest.groups.projector}-archive`,
+        groupPrefix: `${ingest.groups.projector}-archive-pass-`,
         segmentBytes: settings.MERIDIAN_ARCHIVE_SEGMENT_BYTES,
         // Half the window: a partial segment waits that long to fill, and is archived well before the trim wants it gone.
         tailAgeMs: settings.MERIDIAN_ARCHIVE_RETENTION_MS / 2,

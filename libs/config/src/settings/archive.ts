@@ -7,8 +7,8 @@ const DAY_MS = 86_400_000;
 export const archiveSettings = {
   MERIDIAN_ARCHIVE: {
     schema: bool,
-    default: 'false',
-    doc: 'Whether the ingest worker that projects points partition 0 archives the points topic into the service bucket (`_archive/<topic>/`) and removes from the brokers what is archived, projected and older than MERIDIAN_ARCHIVE_RETENTION_MS. Off: the brokers keep every point batch for ever. Replay reads the archive whenever it holds anything, whatever this setting says.',
+    default: 'true',
+    doc: 'Whether the ingest worker that projects points partition 0 archives the points topic into the service bucket (`_archive/<topic>/`) and removes from the brokers what is archived, projected and older than MERIDIAN_ARCHIVE_RETENTION_MS (on by default). Off: the brokers keep every point batch for ever. Replay reads the archive whenever it holds anything, whatever this setting says.',
   },
   MERIDIAN_ARCHIVE_RETENTION_MS: {
     schema: z.coerce

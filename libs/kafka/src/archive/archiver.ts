@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { LogRanges, Offsets, RangeMessage } from '@meridian/domain';
 import type { Logger } from '@meridian/observability';
 import {
@@ -12,14 +13,25 @@ import {
   type SegmentEntry,
   type SegmentRef,
 } from './archive-index.ts';
+import { writeArchiveStatus } from './lag.ts';
 import { compressSegment, decodeRecords, decompressSegment, encodeRecords, sha256 } from './segment.ts';
 
+export type ArchiverLog = Pick<LogRanges, 'offsets' | 'readRanges'> & {
+  /** Deletes the consumer groups named with a prefix that have no member left. */
+  deleteIdleGroups(prefix: string): Promise<number>;
+};
+
 export type ArchiverDeps = {
-  readonly log: Pick<LogRanges, 'offsets' | 'readRanges'>;
+  readonly log: ArchiverLog;
   readonly objects: ArchiveObjects;
   readonly topic: string;
-  /** The consumer group of each pass's read (deleted after it). */
-  readonly groupId: string;
+  /**
+   * Each pass reads in a consumer group of its own, this prefix and a random id, deleted after
+   * it. A group shared by every pass made the pass after a killed one wait for the dead member's
+   * session to time out (30 s) before it could join; a pass's own group has no one to wait for.
+   * The groups of killed passes are deleted by the next passes once their dead member has gone.
+   */
+  readonly groupPrefix: string;
   /** A segment is cut once its records' framing reaches this many bytes (the pass's memory bound). */
   readonly segmentBytes: number;
   /**
@@ -41,9 +53,14 @@ export type ArchivePass = { readonly segments: number; readonly records: number;
  * One archiving pass: per partition, the log from where its archive ends (where the brokers' log
  * begins, the first time) to the last stable offset now, read read-committed (aborted records
  * and transaction markers never reach the archive), one partition after the other so that at
- * most one segment is held in memory, cut into segments of about `segmentBytes`.
+ * most one segment is held in memory, cut into segments of about `segmentBytes`. It ends by
+ * writing what it left unarchived (lag.ts: the archive's lag on /metrics).
  */
 export async function archivePass(deps: ArchiverDeps): Promise<ArchivePass> {
+  await deps.log
+    .deleteIdleGroups(deps.groupPrefix)
+    .catch((error: unknown) => deps.logger.debug({ err: error }, 'deleting the groups of earlier archive passes failed'));
+  const groupId = `${deps.groupPrefix}${randomUUID()}`;
   const chains = await archiveChains(deps.objects, deps.topic);
   const { low, end } = await deps.log.offsets(deps.topic);
   const ranges = [...end]
@@ -69,14 +86,17 @@ export async function archivePass(deps: ArchiverDeps): Promise<ArchivePass> {
   const now = (deps.now ?? Date.now)();
   // The read's last segment of a partition reaches its range's end, covering the transaction
   // markers after its last record (a partition's log always ends with one), once it is old enough.
+  const left = new Map<number, number>(); // partition → timestamp of the first record read and left unarchived
   const cutTail = async (s: Pending): Promise<Pending> => {
     const end = ranges.find((r) => r.partition === s.partition)!.end;
     const first = s.records[0];
-    return first && s.first < end && now - Number(first.timestamp) >= deps.tailAgeMs ? cut(s, end) : s;
+    if (first && s.first < end && now - Number(first.timestamp) >= deps.tailAgeMs) return cut(s, end);
+    if (first) left.set(s.partition, Number(first.timestamp));
+    return s;
   };
   // Sequential: a partition's turn comes once the one before is read to its range's end.
   const pending = new Map<number, Pending>();
-  for await (const batch of deps.log.readRanges(ranges, { groupId: deps.groupId, sequential: true, ...(deps.signal ? { signal: deps.signal } : {}) })) {
+  for await (const batch of deps.log.readRanges(ranges, { groupId, sequential: true, ...(deps.signal ? { signal: deps.signal } : {}) })) {
     const range = ranges.find((r) => r.partition === batch.partition)!;
     // The partition before is read to its end: its tail is written now or dropped (the next pass
     // reads it again), so at most one segment is held.
@@ -94,6 +114,11 @@ export async function archivePass(deps: ArchiverDeps): Promise<ArchivePass> {
     pending.set(batch.partition, s);
   }
   for (const s of pending.values()) await cutTail(s);
+  await writeArchiveStatus(deps.objects, {
+    topic: deps.topic,
+    at: (deps.now ?? Date.now)(),
+    partitions: [...ends].map(([partition, at]) => ({ partition, end: at, oldestUnarchived: left.get(partition) ?? null })),
+  });
   return { segments, records, ends };
 }
 
