@@ -160,6 +160,30 @@ describe('the points archive', () => {
     expect((await lag(Date.now()))?.[0]).toEqual({ partition: 0, offsets: 0, oldestUnarchivedAgeMs: 0 });
   });
 
+  it('a pass hands the tail it left to the next, which reads only the new records, and the segment is the log byte for byte', async () => {
+    await pass();
+    // Three transactions, one aborted, twice: two committed records each time.
+    written.set(1, [...written.get(1)!, ...(await write(1, 300, 3))]);
+    const first = await pass({ tailAgeMs: 3_600_000 });
+    expect([first.segments, first.read, [...first.tails.keys()]]).toEqual([0, 2, [1]]);
+    written.set(1, [...written.get(1)!, ...(await write(1, 303, 3))]);
+    const second = await pass({ tailAgeMs: 3_600_000, tails: first.tails });
+    expect([second.segments, second.read, second.tails.get(1)?.records.length]).toEqual([0, 2, 4]);
+    // A tail the archive no longer ends at (another pass archived it meanwhile) is not used: read again.
+    const elsewhere = await pass({ tailAgeMs: 3_600_000, tails: new Map([[1, { ...second.tails.get(1)!, first: 0 }]]) });
+    expect(elsewhere.read).toBe(4);
+    // Old enough: cut with nothing read.
+    const third = await pass({ tailAgeMs: 3_600_000, tails: second.tails, now: () => Date.now() + 3_600_000 });
+    expect([third.segments, third.read, third.tails.size]).toEqual([1, 0, 0]);
+    const { end } = await platform.log.offsets(topic());
+    expect(third.ends.get(1)).toBe(end.get(1));
+    const live = await readAll(platform.log, false);
+    const again = await readAll(new ArchivedLog(platform.log, objects, [topic()]), false);
+    const shape = (records: RangeMessage[]) => records.map((r) => [r.offset, r.timestamp, r.key?.toString(), r.value?.toString()]);
+    expect(shape(again.get(1)!)).toEqual(shape(live.get(1)!));
+    expect(values(again.get(1))).toEqual(written.get(1));
+  });
+
   it('trims only below what is archived, projected and older than the retention; replay reads across the cut', async () => {
     const { end } = await platform.log.offsets(topic());
     // The projector has committed half of partition 0 and all of partition 1.

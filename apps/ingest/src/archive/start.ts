@@ -1,4 +1,4 @@
-import { archivePass, trimPass } from '@meridian/kafka';
+import { archivePass, trimPass, type ArchivePass } from '@meridian/kafka';
 import type { IngestDeps } from '../ingest-deps.ts';
 import { startPeriodic } from '../periodic.ts';
 
@@ -15,8 +15,13 @@ export function startArchiver(ingest: IngestDeps, leads: () => boolean): { stop(
   if (!settings.MERIDIAN_ARCHIVE) return { stop: () => Promise.resolve() };
   const logger = ingest.logger.child({ component: 'archive' });
   const abort = new AbortController();
+  // Each pass hands the partial tails it read and left to the next, which reads only what is new.
+  let tails: ArchivePass['tails'] = new Map();
   const periodic = startPeriodic(async () => {
-    if (!leads()) return;
+    if (!leads()) {
+      tails = new Map();
+      return;
+    }
     try {
       const pass = await archivePass({
         log: ingest.archive.log,
@@ -28,7 +33,9 @@ export function startArchiver(ingest: IngestDeps, leads: () => boolean): { stop(
         tailAgeMs: settings.MERIDIAN_ARCHIVE_RETENTION_MS / 2,
         logger,
         signal: abort.signal,
+        tails,
       });
+      tails = pass.tails;
       if (pass.segments > 0) logger.info({ segments: pass.segments, records: pass.records, ends: Object.fromEntries(pass.ends) }, 'points archived');
       await trimPass({
         log: ingest.archive.log,
@@ -39,6 +46,7 @@ export function startArchiver(ingest: IngestDeps, leads: () => boolean): { stop(
         logger,
       });
     } catch (error) {
+      tails = new Map();
       if (!abort.signal.aborted) logger.warn({ err: error }, 'archiving the points topic failed; the next pass starts again from the archive index');
     }
   }, settings.MERIDIAN_ARCHIVE_INTERVAL_MS);
