@@ -19,7 +19,9 @@ const ROWS = Number(process.env.BENCH_ROWS ?? 10_000_000);
 const REPEAT = Number(process.env.BENCH_REPEAT ?? 3);
 const METRICS = 1000;
 const T = 1_600_000_000_000;
-const { settings, base } = benchApi({ MERIDIAN_MAX_ROWS_CEILING: String(ROWS) });
+// A gzip CSV download of 10M rows is one query whose first byte follows the whole sort: on a
+// loaded machine that passed the api's 60 s idle timeout and the connection was closed.
+const { settings, base } = benchApi({ MERIDIAN_MAX_ROWS_CEILING: String(ROWS), MERIDIAN_HTTP_IDLE_TIMEOUT_MS: '600000' });
 const conn = {
   url: settings.CLICKHOUSE_URL,
   username: settings.CLICKHOUSE_USER,
@@ -77,17 +79,18 @@ async function main(): Promise<void> {
   const client = createClickHouse(conn);
   await ensureDatabase(conn);
   await migrate(client);
-  const loadStarted = performance.now();
-  await client.command({
-    query: `INSERT INTO points SELECT concat('bench.m', leftPadZeros) AS metric_name, ts, value, updated_at, task_id, kafka_partition, kafka_offset, row_in_batch FROM (
-              SELECT substring(toString(10000 + number % ${METRICS}), 2) AS leftPadZeros, ${T} + intDiv(number, ${METRICS}) * 60000 AS ts,
-              (number % 1000003) / 7.0 AS value, ${T} AS updated_at, 'bench' AS task_id, toUInt16(number % 3) AS kafka_partition,
-              intDiv(number, ${METRICS}) AS kafka_offset, toUInt32(number % ${METRICS}) AS row_in_batch FROM system.numbers LIMIT ${ROWS})`,
-  });
-  console.log(`loaded ${fmt(ROWS)} points over ${METRICS} metrics in ${((performance.now() - loadStarted) / 1000).toFixed(1)} s`);
-
-  const api = startProcess('apps/api/src/main.ts', settings);
+  // The scope is dropped however the run ends, a load cut short too (10M rows are left behind otherwise).
+  let api: Proc | null = null;
   try {
+    const loadStarted = performance.now();
+    await client.command({
+      query: `INSERT INTO points SELECT concat('bench.m', leftPadZeros) AS metric_name, ts, value, updated_at, task_id, kafka_partition, kafka_offset, row_in_batch FROM (
+                SELECT substring(toString(10000 + number % ${METRICS}), 2) AS leftPadZeros, ${T} + intDiv(number, ${METRICS}) * 60000 AS ts,
+                (number % 1000003) / 7.0 AS value, ${T} AS updated_at, 'bench' AS task_id, toUInt16(number % 3) AS kafka_partition,
+                intDiv(number, ${METRICS}) AS kafka_offset, toUInt32(number % ${METRICS}) AS row_in_batch FROM system.numbers LIMIT ${ROWS})`,
+    });
+    console.log(`loaded ${fmt(ROWS)} points over ${METRICS} metrics in ${((performance.now() - loadStarted) / 1000).toFixed(1)} s`);
+    api = startProcess('apps/api/src/main.ts', settings);
     await waitUntil('the api', async () => ((await fetch(`${base}/readyz`)).ok ? true : undefined), 120_000, 250);
     const key = await adminKey(settings);
     await waitUntil(
@@ -145,7 +148,7 @@ async function main(): Promise<void> {
     );
     if (!only || process.env.BENCH_FRAMES === '1') await frames(api, key);
   } finally {
-    await api.stop();
+    await api?.stop();
     await client.close();
     await dropBenchScope(settings);
   }

@@ -9,8 +9,8 @@ csv      GET format=csv (gzip on the wire), pd.read_csv, then both timestamp col
 parquet  GET format=parquet, pd.read_parquet.
 arrow    the Python client (clients/python): Client.download(..., wire="arrow"), one page of ROWS
          rows; metric_name comes as a dictionary, so the frame's is a category.
-arrow_pages  the same with the client's default page size (1,000,000 rows a page, one request
-         after another, each its own query).
+arrow_pages  the same with the client's default page size (1,000,000 rows a page, each its own
+         request and query; the next asked as soon as a page's headers name its cursor).
 
 Prints one JSON line: {"way", "rows", "seconds", "pages", "last_page_s", "peak_rss_mb", "dtypes"}:
 last_page_s is when the last page was read and decoded (for csv and parquet, the body read),

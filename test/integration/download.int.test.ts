@@ -296,6 +296,43 @@ describe('metrics download against a real ClickHouse', () => {
     expect((await allPages(page, { metricNames: PAGED, latestOnly: true, maxRows: 4 })).lines).toEqual(all);
   });
 
+  it('planned by groups of metrics from an estimate, right, too low or too high, pages end where counting every row ends them', async () => {
+    const exact = (name: string) => (name === 'page:a' ? 9 : 8);
+    const estimates = [exact, () => 1, () => 1000, () => 0];
+    for (const latestOnly of [false, true]) {
+      for (const maxRows of [1, 4, 8, 9, 10, 16, 17, 24, 25, 26]) {
+        const ends = async (rowsOf?: (name: string) => number) => {
+          const cursors: Array<DownloadCursor | null> = [];
+          let after: DownloadCursor | null = null;
+          for (let i = 0; i < 30; i++) {
+            const { next } = await planDownload(conn, request({ metricNames: PAGED, maxRows, latestOnly, after }), rowsOf ? { rowsOf } : {});
+            cursors.push(next);
+            if (next === null) break;
+            after = next;
+          }
+          return cursors;
+        };
+        const counted = await ends();
+        for (const rowsOf of estimates) expect(await ends(rowsOf), `maxRows ${maxRows}, latestOnly ${latestOnly}`).toEqual(counted);
+      }
+    }
+  });
+
+  it('planned by groups, pages of 10 through 25 rows give every row once and in order, no page empty', async () => {
+    const all = dataLines((await page({ metricNames: PAGED })).body);
+    const grouped = async (change: Partial<DownloadRequest>) => {
+      const req = request(change);
+      const plan = await planDownload(conn, req, { rowsOf: () => 3 });
+      const stream = await streamDownload(conn, req, { plan });
+      return { body: await readAll(stream.body), next: plan.next };
+    };
+    for (const maxRows of [9, 17]) {
+      const { lines, sizes } = await allPages(grouped, { metricNames: PAGED, maxRows });
+      expect(lines).toEqual(all);
+      expect(sizes.every((n) => n > 0)).toBe(true);
+    }
+  });
+
   it('without a plan, streams the first maxRows rows after the cursor', async () => {
     const req = request({ metricNames: PAGED, maxRows: 10 });
     const planned = await page({ metricNames: PAGED, maxRows: 10 });

@@ -104,12 +104,28 @@ class Reply:
     status: int
     headers: httpx.Headers
     content: bytes
+    #: The call a Chained step started in the background from this reply's headers (see _ahead.py).
+    ahead: Any = None
 
     def json(self) -> Any:
         return json.loads(self.content)
 
 
-Flow = Generator[Call, Reply, T]
+@dataclass(frozen=True)
+class Chained:
+    """
+    A step that sends ``call`` (a Call, or the handle of one a Chained step already started) and,
+    as soon as that call's 2xx headers arrive, starts ``follow(headers)`` (when it gives a Call)
+    in the background: the Reply's ``ahead``, to be given back as the ``call`` of a later Chained
+    step. So at most one call runs ahead of the one being read. A driver without a background
+    (``run``) sends ``call`` alone and ``ahead`` stays None.
+    """
+
+    call: Any
+    follow: Callable[[httpx.Headers], Optional[Call]]
+
+
+Flow = Generator[Union[Call, Chained], Reply, T]
 
 
 def problem_error(status: int, headers: httpx.Headers, content: bytes, call: Call) -> ApiError:
@@ -190,8 +206,8 @@ class Transport:
             kwargs["data"] = dict(call.form or {})
         return self.http.build_request(call.method, call.path, **kwargs), opened
 
-    def send(self, call: Call) -> Reply:
-        """Sends the call, retrying as the policy says; an error answer raises ApiError."""
+    def send(self, call: Call, on_headers: Optional[Callable[[httpx.Headers], None]] = None) -> Reply:
+        """Sends the call, retrying as the policy says; an error answer raises ApiError. ``on_headers`` sees a 2xx answer's headers before its body is read."""
         start = _sink_start(call)
         for attempt in range(self.retry.attempts):
             last = attempt == self.retry.attempts - 1
@@ -199,6 +215,8 @@ class Transport:
             try:
                 response = self.http.send(request, stream=True)
                 try:
+                    if on_headers is not None and 200 <= response.status_code < 300:
+                        on_headers(response.headers)
                     if response.status_code in RETRY_STATUSES and not last:
                         response.read()
                         delay = self.retry.delay(attempt, response.headers.get("Retry-After"))
@@ -225,8 +243,11 @@ class Transport:
         raise MeridianError("unreachable")  # the last attempt returns or raises
 
     def run(self, flow: Flow[T]) -> T:
-        """Drives a flow: each Call it yields is sent; its reply, or the error, goes back in."""
-        return run(flow, self.send)
+        """Drives a flow: each Call it yields is sent; its reply, or the error, goes back in. A Chained step may start one call in a thread beside it."""
+        from ._ahead import ThreadedAhead
+
+        with ThreadedAhead(self.send) as ahead:
+            return run(flow, ahead.send)
 
 
 class AsyncTransport:
@@ -260,8 +281,8 @@ class AsyncTransport:
             kwargs["data"] = dict(call.form or {})
         return self.http.build_request(call.method, call.path, **kwargs), opened
 
-    async def send(self, call: Call) -> Reply:
-        """Sends the call, retrying as the policy says; an error answer raises ApiError."""
+    async def send(self, call: Call, on_headers: Optional[Callable[[httpx.Headers], None]] = None) -> Reply:
+        """Sends the call, retrying as the policy says; an error answer raises ApiError. ``on_headers`` sees a 2xx answer's headers before its body is read."""
         start = _sink_start(call)
         for attempt in range(self.retry.attempts):
             last = attempt == self.retry.attempts - 1
@@ -269,6 +290,8 @@ class AsyncTransport:
             try:
                 response = await self.http.send(request, stream=True)
                 try:
+                    if on_headers is not None and 200 <= response.status_code < 300:
+                        on_headers(response.headers)
                     if response.status_code in RETRY_STATUSES and not last:
                         await response.aread()
                         delay = self.retry.delay(attempt, response.headers.get("Retry-After"))
@@ -295,15 +318,18 @@ class AsyncTransport:
         raise MeridianError("unreachable")
 
     async def run(self, flow: Flow[T]) -> T:
-        """Drives a flow as Transport.run does, awaiting each call."""
-        done, step = advance(flow, None)
-        while not done:
-            try:
-                outcome: Union[Reply, MeridianError] = await self.send(step)
-            except MeridianError as error:
-                outcome = error
-            done, step = advance(flow, outcome)
-        return step  # type: ignore[no-any-return]
+        """Drives a flow as Transport.run does, awaiting each call (a Chained step's background call is a task)."""
+        from ._ahead import TaskAhead
+
+        async with TaskAhead(self.send) as ahead:
+            done, step = advance(flow, None)
+            while not done:
+                try:
+                    outcome: Union[Reply, MeridianError] = await ahead.send(step)
+                except MeridianError as error:
+                    outcome = error
+                done, step = advance(flow, outcome)
+            return step  # type: ignore[no-any-return]
 
 
 async def _chunks(f: BinaryIO) -> AsyncIterator[bytes]:
@@ -314,8 +340,8 @@ async def _chunks(f: BinaryIO) -> AsyncIterator[bytes]:
         yield chunk
 
 
-def run(flow: Flow[T], send: Callable[[Call], Reply]) -> T:
-    """Drives a flow with a sync ``send``: replies go back in with ``send``, errors with ``throw``."""
+def run(flow: Flow[T], send: Callable[[Any], Reply]) -> T:
+    """Drives a flow with a sync ``send``: replies go back in with ``send``, errors with ``throw``. A plain Call ``send`` gets a Chained step's call alone."""
     done, step = advance(flow, None)
     while not done:
         try:

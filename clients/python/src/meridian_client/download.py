@@ -5,7 +5,9 @@ page to a file that a later call resumes after an interruption.
 
 Pages are asked with POST /api/v1/metrics/download (the parameters in a JSON body, so a long
 list of names fits) and followed with X-Next-Cursor. Each page is read whole and checked
-before it counts, so a page cut off midway is asked again, never half-kept.
+before it counts, so a page cut off midway is asked again, never half-kept. The next page is
+asked as soon as the current one's headers name its cursor (one page ahead at most, _ahead.py),
+so the service plans and sorts it while this one is read.
 """
 
 from __future__ import annotations
@@ -14,15 +16,17 @@ import datetime as dt
 import io
 import json
 import os
+from functools import partial
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence, Union
 
+import httpx
 import pyarrow as pa
 import pyarrow.csv as pa_csv
 import pyarrow.ipc as pa_ipc
 
-from ._http import Call, Flow, Reply
+from ._http import Call, Chained, Flow, Reply
 from .errors import ApiError
 
 PATTERNS = ("single", "list", "contains", "starts_with", "ends_with")
@@ -168,14 +172,20 @@ def decode_page(content: bytes, wire: str) -> pa.Table:
     return table if table.schema.equals(SCHEMA) else table.cast(SCHEMA)
 
 
-def _pages(query: Query, wires: WireState, wire: str, cursor: Optional[str] = None) -> Flow[tuple[Reply, str, Optional[str]]]:
-    """One page: its reply, the wire format it came in, and the cursor of the next page (None: the last)."""
+def _pages(query: Query, wires: WireState, wire: str, cursor: Optional[str] = None, ahead: Any = None) -> Flow[tuple[Reply, str, Optional[str]]]:
+    """
+    One page: its reply, the wire format it came in, and the cursor of the next page (None: the
+    last). The next page is asked as soon as this one's headers name its cursor (the reply's
+    ``ahead``; pass it back as ``ahead`` for the next page), so the service prepares it while
+    this body is read and decoded: one page ahead at most.
+    """
     while True:
         use = wire if wire != "auto" else ("csv" if wires.arrow is False else "arrow")
+        follow = partial(_next_page, query, use)
         try:
-            reply = yield _page_call(query, use, cursor)
+            reply = yield Chained(ahead if ahead is not None else _page_call(query, use, cursor), follow)
         except ApiError as error:
-            if wire == "auto" and use == "arrow" and _refuses_arrow(error):
+            if ahead is None and wire == "auto" and use == "arrow" and _refuses_arrow(error):
                 wires.arrow = False
                 continue
             raise
@@ -184,13 +194,21 @@ def _pages(query: Query, wires: WireState, wire: str, cursor: Optional[str] = No
         return reply, use, reply.headers.get("X-Next-Cursor") or None
 
 
+def _next_page(query: Query, wire: str, headers: httpx.Headers) -> Optional[Call]:
+    """The call of the page after the one whose headers these are; None after the last."""
+    cursor = headers.get("X-Next-Cursor")
+    return _page_call(query, wire, cursor) if cursor else None
+
+
 def table_flow(query: Query, wires: WireState, wire: str = "auto", on_page: Optional[Callable[[PageInfo], None]] = None) -> Flow[pa.Table]:
     """Every page of the query, concatenated into one Table of SCHEMA."""
     tables: list[pa.Table] = []
     cursor: Optional[str] = None
+    ahead: Any = None
     total = 0
     while True:
-        reply, used, cursor = yield from _pages(query, wires, wire, cursor)
+        reply, used, cursor = yield from _pages(query, wires, wire, cursor, ahead)
+        ahead = reply.ahead
         table = decode_page(reply.content, used)
         tables.append(table)
         total += table.num_rows
@@ -279,6 +297,7 @@ def file_flow(query: Query, path: Union[str, "os.PathLike[str]"], wires: WireSta
     cursor: Optional[str] = state["cursor"] if state else None
     rows = int(state["rows"]) if state else 0
     pages = resumed_after
+    ahead: Any = None
     target.parent.mkdir(parents=True, exist_ok=True)
     with open(partial, "r+b" if state else "wb") as out:
         if state:
@@ -287,7 +306,8 @@ def file_flow(query: Query, path: Union[str, "os.PathLike[str]"], wires: WireSta
         elif kind != "csv":
             out.write(FILE_SCHEMA.serialize().to_pybytes())
         while True:
-            reply, used, cursor = yield from _pages(query, wires, "csv" if kind == "csv" else "auto", cursor)
+            reply, used, cursor = yield from _pages(query, wires, "csv" if kind == "csv" else "auto", cursor, ahead)
+            ahead = reply.ahead
             if kind == "csv":
                 data = reply.content
                 if pages > 0:  # every page repeats the header line

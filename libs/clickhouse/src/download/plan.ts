@@ -1,22 +1,34 @@
 import { cancelDownload, planQueryId } from './cancel.ts';
 import { filterSql } from './filter-sql.ts';
 import { queryText, type ConnOptions, type QueryRequest } from './http.ts';
-import { boundaryInMetricSql, countPerMetricSql, countSql } from './query-sql.ts';
+import { byteOrder } from './chunks.ts';
+import { anyRowSql, boundaryInMetricSql, countPerMetricSql, countSql } from './query-sql.ts';
 import type { DownloadCursor, DownloadPlan, DownloadRequest } from './types.ts';
 import { assertValidRequest } from './validate.ts';
 
 export type PlanOptions = {
   /** Aborting it stops the plan's running query on the server and rejects with the signal's reason. */
   signal?: AbortSignal;
+  /**
+   * A metric's rows in the window, estimated (rowsInWindow of its catalog entry). With it the
+   * plan counts only the metrics the page may reach, not every row after the cursor; it sizes
+   * the groups counted, never decides where the page ends.
+   */
+  rowsOf?: (metricName: string) => number;
 };
 
 /**
  * Decides where the page ends, before any byte is streamed (the cursor goes into a header):
- *   1. count() of the rows after the cursor: cheap (no sort); most pages end here, next = null;
- *   2. otherwise rows per metric in name order, to find the metric holding the page's last row;
+ *   1. when the estimate says the rest fits in the page (or there is none), count() of the
+ *      rows after the cursor: cheap (no sort); most such pages end here, next = null;
+ *   2. otherwise rows per metric in name order, for a group of metrics the estimate says holds
+ *      the page's rows (one more group at a time while it falls short), to find the metric
+ *      holding the page's last row;
  *   3. that row's key, by sorting only that metric's rows (the primary key skips the others).
  * On 18.16 this beats one ORDER BY ... LIMIT 1 OFFSET over all metrics, which sorts every
- * row after the cursor (measured on 10M rows: 0.44–0.55 s against 1.4–2.6 s).
+ * row after the cursor (measured on 10M rows: 0.44–0.55 s against 1.4–2.6 s). Counting by
+ * groups keeps a page's plan to about the page's own rows: counting every row after the cursor
+ * at every page read about 55M rows to plan 10 pages of 1M.
  */
 export async function planDownload(conn: ConnOptions, req: DownloadRequest, options: PlanOptions = {}): Promise<DownloadPlan> {
   assertValidRequest(req);
@@ -24,37 +36,73 @@ export async function planDownload(conn: ConnOptions, req: DownloadRequest, opti
   const onAbort = () => void cancelDownload(conn, req.queryId).catch(() => {}); // the caller sees the abort itself
   signal?.addEventListener('abort', onAbort, { once: true });
   try {
-    return await plan(conn, req, signal);
+    return await plan(conn, req, signal, options.rowsOf);
   } finally {
     signal?.removeEventListener('abort', onAbort);
   }
 }
 
-async function plan(conn: ConnOptions, req: DownloadRequest, signal: AbortSignal | undefined): Promise<DownloadPlan> {
-  const filter = filterSql({ ...req, until: null });
-  const run = (step: string, sql: string, tables: QueryRequest['tables'] = filter.tables) =>
-    queryText(conn, { sql, tables, queryId: planQueryId(req.queryId, step), ...(signal ? { signal } : {}) });
+/** Estimated rows of a group beyond the rows the page still needs: a catalog a little stale costs no second count. */
+const GROUP_SLACK = 1.25;
 
-  const total = toCount(await run('count', countSql(filter.where)));
-  if (total <= req.maxRows) return { next: null };
+type Run = (step: string, names: readonly string[], sql: (where: string) => string, extra?: QueryRequest['tables']) => Promise<string>;
 
-  const perMetric = parseRows(await run('per-metric', countPerMetricSql(req.latestOnly, filter.where)));
+async function plan(conn: ConnOptions, req: DownloadRequest, signal: AbortSignal | undefined, rowsOf?: (name: string) => number): Promise<DownloadPlan> {
+  let queries = 0;
+  const run: Run = (step, names, sql, extra = []) => {
+    const filter = filterSql({ ...req, metricNames: names, until: null });
+    const queryId = planQueryId(req.queryId, `${step}${queries++}`);
+    return queryText(conn, { sql: sql(filter.where), tables: [...filter.tables, ...extra], queryId, ...(signal ? { signal } : {}) });
+  };
+  const names = namesFromCursor(req);
+  // Without an estimate one group holds every name.
+  const estimate = (n: string) => (rowsOf ? Math.max(0, rowsOf(n)) : 0);
+  if (!rowsOf || names.reduce((sum, n) => sum + estimate(n), 0) <= req.maxRows) {
+    const total = toCount(await run('count', names, countSql));
+    if (total <= req.maxRows) return { next: null };
+  }
   let before = 0;
-  for (const [i, row] of perMetric.entries()) {
-    const n = toCount(row.n);
-    if (before + n < req.maxRows) {
-      before += n;
-      continue;
+  for (let start = 0; start < names.length;) {
+    const group = groupOf(names, start, (req.maxRows - before) * GROUP_SLACK, estimate);
+    start += group.length;
+    const perMetric = parseRows(await run('per-metric', group, (where) => countPerMetricSql(req.latestOnly, where)));
+    for (const [i, row] of perMetric.entries()) {
+      const n = toCount(row.n);
+      if (before + n < req.maxRows) {
+        before += n;
+        continue;
+      }
+      const position = req.maxRows - before;
+      if (typeof row.metric_name !== 'string') throw new Error('ClickHouse answered a row without metric_name');
+      // The page ends with the metric's last row: the last of the download unless a later metric holds one.
+      if (position === n && i === perMetric.length - 1 && !(await anyRow(run, names.slice(start)))) return { next: null };
+      const only = [{ name: 'only_name', structure: 'name String', rows: [[row.metric_name]] }];
+      const [last] = parseRows(await run('boundary', group, (where) => boundaryInMetricSql(req.latestOnly, where, position), only));
+      if (!last) throw new Error('ClickHouse found no boundary row (rows changed between the count and the boundary query)');
+      return { next: toCursor(row.metric_name, last) };
     }
-    const position = req.maxRows - before;
-    if (position === n && i === perMetric.length - 1) return { next: null }; // the page ends with the last row
-    if (typeof row.metric_name !== 'string') throw new Error('ClickHouse answered a row without metric_name');
-    const tables = [...filter.tables, { name: 'only_name', structure: 'name String', rows: [[row.metric_name]] }];
-    const [last] = parseRows(await run('boundary', boundaryInMetricSql(req.latestOnly, filter.where, position), tables));
-    if (!last) throw new Error('ClickHouse found no boundary row (rows changed between the count and the boundary query)');
-    return { next: toCursor(row.metric_name, last) };
   }
   return { next: null }; // latestOnly: fewer distinct (metric_name, ts) than rows
+}
+
+/** The request's metrics the page may read, in ClickHouse's order: none before the cursor's. */
+function namesFromCursor(req: DownloadRequest): string[] {
+  const after = req.after?.metric_name;
+  return [...new Set(req.metricNames)].filter((n) => after === undefined || byteOrder(n, after) >= 0).sort(byteOrder);
+}
+
+/** Names from `start` on, up to the first whose estimated rows reach `target` (at least one). */
+function groupOf(names: readonly string[], start: number, target: number, estimate: (name: string) => number): string[] {
+  let rows = 0;
+  let end = start;
+  while (end < names.length && rows < target) rows += estimate(names[end++]!);
+  return names.slice(start, Math.max(end, start + 1));
+}
+
+/** Whether any of `names` holds a row of the window: found by a LIMIT, without counting them. */
+async function anyRow(run: Run, names: readonly string[]): Promise<boolean> {
+  if (names.length === 0) return false;
+  return (await run('any', names, anyRowSql)).trim().length > 0;
 }
 
 function toCursor(metricName: string, row: Record<string, unknown>): DownloadCursor {

@@ -96,6 +96,11 @@ export function countSql(where: string): string {
   return `SELECT count() FROM points WHERE ${where} FORMAT TabSeparated`;
 }
 
+/** One row, or none, matching `where`: whether any row is left, without counting them. */
+export function anyRowSql(where: string): string {
+  return `SELECT 1 FROM points WHERE ${where} LIMIT 1 FORMAT TabSeparated`;
+}
+
 /**
  * The key of the `position`-th (1-based) row of the one metric in the external table
  * `only_name`: the page's last row, found inside a single metric so the sort stays small.
