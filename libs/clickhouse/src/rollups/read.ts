@@ -1,6 +1,16 @@
 import { queryText, type ConnOptions } from '../download/http.ts';
 import { float, unescape } from '../series.ts';
-import { afterTable, bucketRange, bucketsTable, dedupedBucketsSql, namesTable, rollupPageSql, type Resolution, type RollupCursor } from './sql.ts';
+import {
+  afterTable,
+  bucketRange,
+  bucketsTable,
+  dedupedBucketsSql,
+  exactBucketsSql,
+  namesTable,
+  rollupPageSql,
+  type Resolution,
+  type RollupCursor,
+} from './sql.ts';
 
 /** One bucket of one metric: the aggregates of its deduplicated points (avg = sum / count). */
 export type RollupRow = {
@@ -64,8 +74,10 @@ const key = (r: { metric_name: string; bucket: number }) => `${r.bucket}\u0000${
 /**
  * A page of rollup rows: the rollup table answers every bucket where no timestamp was uploaded
  * twice; the others (replaced points) are computed again from points, newest row per timestamp,
- * in a second query over those buckets only. Both answers are the aggregates of the
- * deduplicated points; sums may differ in the last bits from a sum in another order.
+ * in a last query over those buckets only. Which buckets are clean the spans tell for most at
+ * once; the rest are asked of the rollup's distinct timestamps, in a query over themselves only.
+ * Both answers are the aggregates of the deduplicated points; sums may differ in the last bits
+ * from a sum in another order.
  */
 export async function readRollupPage(conn: ConnOptions, req: RollupRequest): Promise<RollupPage> {
   if (req.metricNames.length === 0 || req.maxRows < 1) return { rows: [], next: null };
@@ -75,18 +87,28 @@ export async function readRollupPage(conn: ConnOptions, req: RollupRequest): Pro
   const page = parseRollupRows(await queryText(conn, { sql: rollupPageSql(req.resolution, first, last, req.after, req.maxRows + 1), tables, ...common }));
   const more = page.length > req.maxRows;
   const rows = more ? page.slice(0, req.maxRows) : page;
-  const dirty = rows.filter((r) => !r.clean);
-  if (dirty.length > 0) {
-    const buckets = dirty.map((d) => d.bucket);
-    const sql = dedupedBucketsSql(req.resolution, Math.min(...buckets), Math.max(...buckets), req.source);
-    const fixed = new Map(parseRollupRows(await queryText(conn, { sql, tables: [bucketsTable(dirty)], ...common })).map((r) => [key(r), r]));
-    for (const [i, r] of rows.entries()) {
-      if (r.clean) continue;
-      // No raw point left in the bucket (retention removed them, the rollup outlives them): the
-      // rollup's aggregates of every row it was given are all there is.
-      rows[i] = fixed.get(key(r)) ?? r;
-    }
-  }
+  const replace = async (buckets: readonly Parsed[], sql: (first: number, last: number) => string) => {
+    if (buckets.length === 0) return;
+    const at = buckets.map((d) => d.bucket);
+    const fixed = new Map(
+      parseRollupRows(await queryText(conn, { sql: sql(Math.min(...at), Math.max(...at)), tables: [bucketsTable(buckets)], ...common })).map((r) => [
+        key(r),
+        r,
+      ]),
+    );
+    // A bucket the query leaves out keeps its row: from points, one with no raw point left
+    // (retention removed them, the rollup outlives them), where the rollup's aggregates of every
+    // row it was given are all there is.
+    for (const [i, r] of rows.entries()) if (!r.clean) rows[i] = fixed.get(key(r)) ?? r;
+  };
+  await replace(
+    rows.filter((r) => !r.clean),
+    (lo, hi) => exactBucketsSql(req.resolution, lo, hi),
+  );
+  await replace(
+    rows.filter((r) => !r.clean),
+    (lo, hi) => dedupedBucketsSql(req.resolution, lo, hi, req.source),
+  );
   const tail = rows[rows.length - 1];
   return { rows: rows.map(({ clean: _, ...r }) => r), next: more && tail ? { metric_name: tail.metric_name, bucket: tail.bucket } : null };
 }
