@@ -60,8 +60,8 @@ export function rollupPageSql(resolution: Resolution, first: number, last: numbe
     'SELECT metric_name, bucket, countMerge(rows) AS n, minMerge(min_value) AS lo, maxMerge(max_value) AS hi, sumMerge(sum_value) AS total, ' +
     `argMaxMerge(last_value) AS last FROM ${ROLLUPS[resolution].table} WHERE ${where} GROUP BY metric_name, bucket ORDER BY metric_name, bucket LIMIT ${int(limit)}`;
   return (
-    `SELECT metric_name, bucket, spans_rows = n AND spans_apart AS clean, n, lo, hi, total, last FROM (${states}) ` +
-    `ANY LEFT JOIN (${spansOfBucketsSql(ROLLUPS[resolution].spans, where)}) USING (metric_name, bucket) ORDER BY metric_name, bucket FORMAT TabSeparated`
+    `SELECT metric_name, bucket, spans_rows = n AND spans_apart AS clean, n, lo, hi, total, last FROM (${states}) AS r ` +
+    `ANY LEFT JOIN (${spansOfBucketsSql(ROLLUPS[resolution].spans, where)}) AS s USING (metric_name, bucket) ORDER BY metric_name, bucket FORMAT TabSeparated`
   );
 }
 
@@ -81,18 +81,20 @@ export function exactBucketsSql(resolution: Resolution, first: number, last: num
 
 /**
  * The same aggregates of the deduplicated points (the newest row of each timestamp) of some
- * buckets, from points: for the buckets a rollup cannot answer. Reads the external table
+ * buckets, from points: for the buckets a rollup cannot answer. In place of `clean`, `stored`:
+ * the rows points holds in the bucket, replaced ones included (all the rollup was given, unless
+ * retention took some). Reads the external table
  * `buckets` (name, bucket); [first, last] bound the scan by the primary key.
  */
 export function dedupedBucketsSql(resolution: Resolution, first: number, last: number, source = 'points'): string {
   if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(source)) throw new Error(`not a points table: ${source}`);
   const step = int(ROLLUPS[resolution].stepMs);
   const latest =
-    `SELECT metric_name, ts, argMax(value, ${VERSION}) AS v FROM ${source} ` +
+    `SELECT metric_name, ts, argMax(value, ${VERSION}) AS v, count() AS copies FROM ${source} ` +
     `WHERE metric_name IN (SELECT DISTINCT name FROM buckets) AND ts >= ${int(first)} AND ts < ${int(last + ROLLUPS[resolution].stepMs)} ` +
     `AND (metric_name, intDiv(ts, ${step}) * ${step}) IN (SELECT name, bucket FROM buckets) GROUP BY metric_name, ts`;
   return (
-    `SELECT metric_name, intDiv(ts, ${step}) * ${step} AS bucket, 1 AS clean, count() AS n, min(v) AS lo, max(v) AS hi, sum(v) AS total, argMax(v, ts) AS last ` +
+    `SELECT metric_name, intDiv(ts, ${step}) * ${step} AS bucket, sum(copies) AS stored, count() AS n, min(v) AS lo, max(v) AS hi, sum(v) AS total, argMax(v, ts) AS last ` +
     `FROM (${latest}) GROUP BY metric_name, bucket ORDER BY metric_name, bucket FORMAT TabSeparated`
   );
 }

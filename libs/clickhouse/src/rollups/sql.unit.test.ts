@@ -14,7 +14,7 @@ describe('rollup SQL', () => {
     expect(sql).not.toContain("x')");
     expect(sql).toContain('(metric_name > (SELECT any(name) FROM after_name) OR (metric_name = (SELECT any(name) FROM after_name) AND bucket > 3600000))');
     expect(sql).toMatch(
-      /FROM points_1h WHERE .* LIMIT 11\) ANY LEFT JOIN \(SELECT .* FROM points_1h_spans WHERE .*\) USING \(metric_name, bucket\) .*FORMAT TabSeparated$/,
+      /FROM points_1h WHERE .* LIMIT 11\) AS r ANY LEFT JOIN \(SELECT .* FROM points_1h_spans WHERE .*\) AS s USING \(metric_name, bucket\) .*FORMAT TabSeparated$/,
     );
     expect(rollupPageSql('1m', 0, 0, null, 1)).not.toContain('after_name');
   });
