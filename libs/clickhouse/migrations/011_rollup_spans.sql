@@ -10,8 +10,9 @@
 -- Two rows of one (metric, ts) in a bucket are then impossible: in one block the span's distinct
 -- count would fall short of its rows; in two blocks both spans hold ts and overlap. Any other
 -- bucket (overlapping spans, a block lost by a crash before its views ran, rows from before this
--- migration: then the spans count fewer rows than the rollup) is checked as before, by the
--- rollup's distinct timestamps, only for itself (libs/clickhouse/src/rollups).
+-- migration: then the spans count fewer rows than the rollup) is computed from points, or where
+-- retention took rows of it, told by the rollup's distinct timestamps, only for itself
+-- (libs/clickhouse/src/rollups).
 --
 -- Rows, not aggregate states: ClickHouse 18.16 runs a view's outer SELECT on the inserted block
 -- itself, so a view cannot aggregate per block and then per bucket; the reader groups the rows.

@@ -6,8 +6,8 @@ import { int } from '../download/filter-sql.ts';
  * spans count all of its rollup's rows, each span without a repeated timestamp and no two spans
  * overlapping, holds no replaced point: two rows of one timestamp would be in one span (its
  * distinct count short of its rows) or in two spans that both contain it. The converse does not
- * hold (two blocks may interleave without sharing a timestamp): such buckets are checked by the
- * rollup's distinct timestamps instead, so the spans only ever save work, never decide a bucket
+ * hold (two blocks may interleave without sharing a timestamp): such buckets are answered as
+ * before the spans existed (read.ts), so the spans only ever save work, never decide a bucket
  * dirty.
  */
 

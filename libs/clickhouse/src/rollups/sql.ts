@@ -46,7 +46,7 @@ export type RollupCursor = { readonly metric_name: string; readonly bucket: numb
  * One page of rollup rows, in (metric_name, bucket) order, at most `limit`: the aggregates of
  * every row and `clean` = 1 where the bucket's spans (migration 011, spans.ts) show that no
  * timestamp repeats (then they are the deduplicated points'); 0 where they do not show it, which
- * the reader settles with exactBucketsSql. Reads the external tables `names` and, with a cursor,
+ * the reader settles from points (read.ts). Reads the external tables `names` and, with a cursor,
  * `after_name`.
  */
 export function rollupPageSql(resolution: Resolution, first: number, last: number, after: RollupCursor | null, limit: number): string {
@@ -67,8 +67,8 @@ export function rollupPageSql(resolution: Resolution, first: number, last: numbe
 
 /**
  * Whether each of some buckets (the external table `buckets`) holds no replaced point, by the
- * rollup's distinct timestamps: for the buckets whose spans could not tell. As rollupPageSql's
- * rows, `clean` and the aggregates.
+ * rollup's distinct timestamps: for the buckets neither their spans nor points can tell (retention
+ * took rows of them). As rollupPageSql's rows, `clean` and the aggregates.
  */
 export function exactBucketsSql(resolution: Resolution, first: number, last: number): string {
   return (
