@@ -137,7 +137,7 @@ async function main(): Promise<void> {
     for (const resolution of ['1h', '1m'] as const) {
       const r = await checkEqual(resolution);
       console.log(
-        `  ${resolution}: ${fmt(r.buckets)} buckets equal (${fmt(r.dirty)} of them hold a replaced point, answered from points; ${fmt(r.unproven)} not shown clean by their spans, checked by their distinct timestamps), read in ${fmt(r.ms)} ms`,
+        `  ${resolution}: ${fmt(r.buckets)} buckets equal (${fmt(r.dirty)} of them hold a replaced point, answered from points; ${fmt(r.unproven)} not shown clean by their spans), read in ${fmt(r.ms)} ms`,
       );
     }
 
