@@ -1,6 +1,6 @@
 import { LiveTasks, type TaskEvent, type TaskReadModel, type TaskReadModelWriter } from '@meridian/domain';
 import { createEventCodec } from '@meridian/events';
-import { eventsAfter, projectTaskBatch } from '@meridian/projection';
+import { eventsAfter, foldTaskBatch, PendingTaskWrites, writeTaskBatches } from '@meridian/projection';
 import type { IngestDeps } from '../ingest-deps.ts';
 import { startReadModelProjector, type RunningReadModelProjector } from './projector.ts';
 
@@ -26,6 +26,7 @@ export async function startTasksProjector(ingest: IngestDeps, readModel: TaskRea
   const { settings } = ingest;
   const codec = createEventCodec<TaskEvent>();
   let live = new LiveTasks();
+  let pending = new PendingTaskWrites();
   const running = await startReadModelProjector(ingest, {
     name: 'tasks',
     groupId: ingest.groups.tasksProjector,
@@ -39,6 +40,7 @@ export async function startTasksProjector(ingest: IngestDeps, readModel: TaskRea
     fetchMinBytes: TASKS_FETCH_MIN_BYTES,
     reset: () => {
       live = new LiveTasks();
+      pending = new PendingTaskWrites();
     },
     async load(partitions, persist) {
       const [stored, rows] = await persist(
@@ -49,7 +51,10 @@ export async function startTasksProjector(ingest: IngestDeps, readModel: TaskRea
       return stored;
     },
     async project(partition, messages, after, last, persist) {
-      await projectTaskBatch({ live, readModel, writer, persist }, partition, eventsAfter(codec, partition, messages, after), last);
+      await foldTaskBatch({ live, readModel, persist }, pending, partition, eventsAfter(codec, partition, messages, after), last);
+    },
+    async flush(persist) {
+      await writeTaskBatches({ live, writer, persist }, pending);
     },
     writePositions: (positions) => writer.write([], positions),
   });
