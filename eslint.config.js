@@ -6,7 +6,8 @@
 //     libs never import apps; libs/domain, libs/projection and libs/protocols do no Node I/O;
 //     no import cycles; only the adapter libs speak to kafkajs, minio and
 //     @clickhouse/client; a workspace package imports only the workspace packages its
-//     package.json declares, by name (never by a relative path into another package).
+//     package.json declares, by name (never by a relative path into another package); the
+//     ingest worker's components read no settings (they take their options).
 //  3. Small functions: none over 120 lines in the apps and libs.
 // Boundaries use eslint-plugin-import rather than dependency-cruiser: one tool, one pass and
 // one Node API (a unit test lints deliberate violations through it), and its rules resolve
@@ -28,6 +29,24 @@ const clientModules = ['kafkajs', 'minio', '@clickhouse/client'];
 
 // libs/domain and libs/projection are pure: of Node's modules only these, which do no I/O.
 const pureNodeModules = ['crypto', 'node:crypto', 'util', 'node:util', 'buffer', 'node:buffer'];
+
+// A stream joined with .pipe() passes no error along: the source's failure is heard by no
+// one (an unheard 'error' event ends the process) and the destination waits forever.
+const noBarePipe = {
+  selector: "CallExpression[callee.property.name='pipe'][arguments.length=1]",
+  message: "stream.pipe() passes no error along: use pipeline() from node:stream (or for await), so every stream's error has an owner.",
+};
+
+// The ingest worker's components take their own options (each component's options.ts, compiled
+// once in compose.ts), never the settings: reading `settings.X`, `x.settings` or destructuring
+// `settings` is what this forbids. The composition (compose.ts, start.ts) and the options files
+// compile them; the points projector is exempt until it compiles its own.
+const settingsMessage = 'an ingest component takes its options (its options.ts, compiled in compose.ts), never the settings.';
+const noSettingsInIngest = [
+  { selector: "MemberExpression[object.name='settings']", message: settingsMessage },
+  { selector: "MemberExpression[property.name='settings']", message: settingsMessage },
+  { selector: "ObjectPattern > Property[key.name='settings']", message: settingsMessage },
+];
 
 export default tseslint.config(
   {
@@ -93,15 +112,7 @@ export default tseslint.config(
       'import/extensions': ['.ts', '.js'],
     },
     rules: {
-      // A stream joined with .pipe() passes no error along: the source's failure is heard by no
-      // one (an unheard 'error' event ends the process) and the destination waits forever.
-      'no-restricted-syntax': [
-        'error',
-        {
-          selector: "CallExpression[callee.property.name='pipe'][arguments.length=1]",
-          message: "stream.pipe() passes no error along: use pipeline() from node:stream (or for await), so every stream's error has an owner.",
-        },
-      ],
+      'no-restricted-syntax': ['error', noBarePipe],
       'import/no-cycle': ['error', { ignoreExternal: true }],
       'import/no-restricted-paths': [
         'error',
@@ -145,6 +156,12 @@ export default tseslint.config(
     files: ['apps/**/*.ts', 'libs/**/*.ts'],
     ignores: ['**/*.test.ts'],
     rules: { 'max-lines-per-function': ['error', { max: 120, skipBlankLines: true, skipComments: true, IIFEs: true }] },
+  },
+  {
+    // Overrides the rule above for these files, so it repeats the pipe check.
+    files: ['apps/ingest/src/**/*.ts'],
+    ignores: ['**/*.test.ts', 'apps/ingest/src/compose.ts', 'apps/ingest/src/start.ts', 'apps/ingest/src/**/options.ts', 'apps/ingest/src/projector/**'],
+    rules: { 'no-restricted-syntax': ['error', noBarePipe, ...noSettingsInIngest] },
   },
   {
     files: adapterLibs.map((dir) => `${dir}/**/*.ts`),

@@ -84,6 +84,7 @@ export default defineConfig({
           name: 'modern',
           include: [
             'test/integration/attach-partition.int.test.ts',
+            'test/integration/catalog-families.int.test.ts',
             'test/integration/points-stages.int.test.ts',
             'test/integration/clickhouse.int.test.ts',
             'test/integration/deletions.int.test.ts',

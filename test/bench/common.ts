@@ -206,6 +206,12 @@ export async function scopeDataBytes(settings: Settings): Promise<{ kafka: numbe
   return { kafka, clickhouse, minio: dirBytes(`${minioData}/${settings.S3_BUCKET}`) };
 }
 
+/** The V8 flags and environment a checkout's api is started with (its apps/api/src/node-flags.ts). */
+export async function apiNodeOf(root: string): Promise<{ readonly flags: readonly string[]; readonly env: Readonly<Record<string, string>> }> {
+  const own = (await import(`${root}apps/api/src/node-flags.ts`)) as { API_NODE_FLAGS: readonly string[]; API_NODE_ENV: Readonly<Record<string, string>> };
+  return { flags: own.API_NODE_FLAGS, env: own.API_NODE_ENV };
+}
+
 /**
  * Blocks written into each table of the scope's database so far: its highest block number (a
  * MergeTree numbers every insert's part, and a mutation; merges number none), so the difference
@@ -227,7 +233,8 @@ export async function scopeInserts(settings: Settings): Promise<Record<string, n
 /**
  * Starts an app as its own process (from this checkout, or another `root`) and samples its
  * resident memory until it stops. With `onLine`, its standard output (its log, JSON lines) goes
- * to that function line by line instead of to this process's.
+ * to that function line by line instead of to this process's. `apiNode`: the api's V8 flags and
+ * environment, this checkout's unless given (another checkout's api runs with its own: apiNodeOf).
  */
 export function startProcess(
   script: string,
@@ -235,10 +242,11 @@ export function startProcess(
   extraEnv: Record<string, string> = {},
   root = repoRoot,
   onLine?: (line: string) => void,
+  apiNode: { readonly flags: readonly string[]; readonly env: Readonly<Record<string, string>> } = { flags: API_NODE_FLAGS, env: API_NODE_ENV },
 ): Proc {
   const api = script === 'apps/api/src/main.ts';
-  const env = { ...process.env, ...(api ? API_NODE_ENV : {}), ...Object.fromEntries(Object.entries(settings).map(([k, v]) => [k, String(v)])), ...extraEnv };
-  const flags = api ? API_NODE_FLAGS : [];
+  const env = { ...process.env, ...(api ? apiNode.env : {}), ...Object.fromEntries(Object.entries(settings).map(([k, v]) => [k, String(v)])), ...extraEnv };
+  const flags = api ? apiNode.flags : [];
   const child = spawn(process.execPath, [...flags, `${root}${script}`], { env, stdio: ['ignore', onLine ? 'pipe' : 'inherit', 'inherit'] });
   if (onLine && child.stdout) createInterface({ input: child.stdout, crlfDelay: Infinity }).on('line', onLine);
   let peak = 0;

@@ -5,6 +5,7 @@ import { formatTimestamp, parseSeriesName } from '@meridian/domain';
 import { remoteWriteBody } from '../support/protocol-bodies.ts';
 import {
   adminKey,
+  apiNodeOf,
   benchApi,
   cpuSplit,
   dropBenchScope,
@@ -198,7 +199,7 @@ async function getJson<T>(url: string, key: string): Promise<{ status: number; b
 async function meridianSystem(checkout: string): Promise<{ system: System; caps: string; stop(): Promise<void> }> {
   const { settings, base } = benchApi({ MERIDIAN_RATE_LIMIT_PER_SECOND: process.env.MERIDIAN_RATE_LIMIT_PER_SECOND ?? '0' });
   const root = `${resolve(repoRoot, checkout)}/`;
-  const api = startProcess('apps/api/src/main.ts', settings, {}, root);
+  const api = startProcess('apps/api/src/main.ts', settings, {}, root, undefined, await apiNodeOf(root));
   const ingest = startProcess('apps/ingest/src/main.ts', settings, {}, root);
   const stop = async () => {
     await Promise.all([api.stop(), ingest.stop()]);

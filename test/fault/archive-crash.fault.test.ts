@@ -15,6 +15,7 @@ const UPLOADS = 8;
 const POINTS_PER_UPLOAD = 50_000;
 const TOTAL = UPLOADS * POINTS_PER_UPLOAD;
 const KILLS = 4;
+const UPLOADS_PER_START = UPLOADS / KILLS;
 
 /**
  * The archiver killed with SIGKILL mid-segment, again and again, while it archives and trims a
@@ -55,7 +56,7 @@ describe(`ingest with the archiver killed with SIGKILL ${KILLS} times during a $
 
   it('stores every accepted point once, archives every record once, and rebuilds the live table from archive and log', async () => {
     const taskIds: string[] = [];
-    for (let u = 0; u < UPLOADS; u++) {
+    const upload = async (u: number) => {
       const lines = Array.from({ length: POINTS_PER_UPLOAD }, (_, i) => `${formatTimestamp(Date.UTC(2024, 0, 1) + i * 1000)},${u * POINTS_PER_UPLOAD + i}`);
       const res = await fetch(`${api.url}/api/v1/metrics_file_upload?metric_name=arcrash.${u}`, {
         method: 'POST',
@@ -64,14 +65,17 @@ describe(`ingest with the archiver killed with SIGKILL ${KILLS} times during a $
       });
       expect(res.status).toBe(202);
       taskIds.push(((await res.json()) as { task_id: string }).task_id);
-    }
+    };
 
     let kills = 0;
     for (let k = 0; k < KILLS; k++) {
+      // Each start gets points no worker has produced yet: the run before may have archived
+      // everything it had, and a new segment must still come for the kill to land in a pass.
+      const before = await entries();
+      for (let u = k * UPLOADS_PER_START; u < (k + 1) * UPLOADS_PER_START; u++) await upload(u);
       const proc = startApp('ingest', settings);
       processes.push(proc);
-      // Into the archiving (a new index entry since it started), then a crash at a random moment of a pass.
-      const before = await entries();
+      // Into the archiving (a new index entry since the last kill), then a crash at a random moment of a pass.
       await waitFor('the archiver to write a segment', async () => ((await entries()) > before ? true : undefined), 90_000, 20);
       await new Promise((r) => setTimeout(r, Math.floor(Math.random() * 200)));
       await proc.stop('SIGKILL');

@@ -1,7 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createClickHouse, createPointsSink, ensureDatabase, migrate } from '@meridian/clickhouse';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { createPointsSink } from '@meridian/clickhouse';
 import type { Segment } from '@meridian/projection';
-import { isolatedSettings } from '../support/settings.ts';
+import { scratchDatabase } from '../support/scratch-database.ts';
 
 /**
  * The go/no-go of the staging design (write-aside stages attached at an upload's seal;
@@ -12,14 +12,7 @@ import { isolatedSettings } from '../support/settings.ts';
  * are byte for byte what a direct projection writes), one part per insert.
  */
 describe('ATTACH PARTITION FROM a stage into points', () => {
-  const settings = isolatedSettings();
-  const options = {
-    url: settings.CLICKHOUSE_URL,
-    username: settings.CLICKHOUSE_USER,
-    password: settings.CLICKHOUSE_PASSWORD,
-    database: settings.CLICKHOUSE_DATABASE,
-  };
-  const client = createClickHouse(options);
+  const { client } = scratchDatabase();
 
   const rowsOf = async <T>(sql: string): Promise<T[]> => (await client.query({ query: sql, format: 'JSONEachRow' })).json<T>();
   const count = async (table: string) => Number((await rowsOf<{ n: string }>(`SELECT toString(count()) AS n FROM ${table}`))[0]!.n);
@@ -70,14 +63,8 @@ describe('ATTACH PARTITION FROM a stage into points', () => {
     });
 
   beforeAll(async () => {
-    await ensureDatabase(options);
-    await migrate(client);
     // Rows projected the direct way, before any attach: an attach adds to them.
     await createPointsSink(client).insert([segment(1, 'direct')]);
-  });
-  afterAll(async () => {
-    await client.command({ query: `DROP DATABASE IF EXISTS ${settings.CLICKHOUSE_DATABASE}` });
-    await client.close();
   });
 
   it('attaches every part of a multi-part stage at once, rows unchanged; the stage keeps its own copy', async () => {

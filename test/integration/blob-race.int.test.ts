@@ -147,8 +147,13 @@ describe('blob collection against a definition on another worker (real Kafka, Cl
 
   beforeAll(async () => {
     await platform.prepare();
-    projector = await startFilesProjector(platform, clickhouseFileReadModel(platform.clickhouseOptions), clickhouseFileReadModelWriter(platform.clickhouse));
-    tasksProjector = await startTasksProjector(platform, platform.taskReadModel, platform.taskReadModelWriter);
+    projector = await startFilesProjector(
+      platform,
+      platform.options.filesReadModel,
+      clickhouseFileReadModel(platform.clickhouseOptions),
+      clickhouseFileReadModelWriter(platform.clickhouse),
+    );
+    tasksProjector = await startTasksProjector(platform, platform.options.tasksReadModel, platform.taskReadModel, platform.taskReadModelWriter);
   });
   afterAll(async () => {
     for (const c of collectors) await c.stop();

@@ -1,20 +1,9 @@
-import { afterAll, describe, expect, it } from 'vitest';
-import { createClickHouse, ensureDatabase, migrate, readMigrations } from '@meridian/clickhouse';
-import { isolatedSettings } from '../support/settings.ts';
+import { describe, expect, it } from 'vitest';
+import { ensureDatabase, migrate, readMigrations } from '@meridian/clickhouse';
+import { unmigratedScratchDatabase } from '../support/scratch-database.ts';
 
 describe('ClickHouse adapter against a real server', () => {
-  const settings = isolatedSettings();
-  const options = {
-    url: settings.CLICKHOUSE_URL,
-    username: settings.CLICKHOUSE_USER,
-    password: settings.CLICKHOUSE_PASSWORD,
-    database: settings.CLICKHOUSE_DATABASE,
-  };
-  const client = createClickHouse(options);
-  afterAll(async () => {
-    await client.command({ query: `DROP DATABASE IF EXISTS ${settings.CLICKHOUSE_DATABASE}` });
-    await client.close();
-  });
+  const { conn: options, client } = unmigratedScratchDatabase();
 
   it('creates the database and applies every migration once', async () => {
     await ensureDatabase(options);

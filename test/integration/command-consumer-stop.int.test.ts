@@ -47,7 +47,7 @@ describe("the command consumer's shutdown (real Kafka)", () => {
       },
     });
     const deps: IngestDeps = { ...platform, log };
-    const worker = await startCommandConsumer(deps, async () => ({
+    const worker = await startCommandConsumer(deps, deps.options.commands, async () => ({
       handlers: {} as CommandHandlers, // no command is sent: only the shutdown's order is looked at
       async stop() {
         order.push('handlers stopping');

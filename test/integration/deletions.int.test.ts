@@ -1,7 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { applyDeletion, createClickHouse, createPointsSink, ensureDatabase, LIVE_DELETION_TARGETS, migrate } from '@meridian/clickhouse';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { applyDeletion, createPointsSink, LIVE_DELETION_TARGETS } from '@meridian/clickhouse';
 import type { Segment } from '@meridian/projection';
-import { isolatedSettings } from '../support/settings.ts';
+import { scratchDatabase } from '../support/scratch-database.ts';
 
 /**
  * A deletion's marker applied to the live tables, on this server (18.16: a mutation, waited
@@ -10,14 +10,7 @@ import { isolatedSettings } from '../support/settings.ts';
  * and applying it again changes nothing. Names with quotes and backslashes reach the SQL as hex.
  */
 describe('applyDeletion', () => {
-  const settings = isolatedSettings();
-  const options = {
-    url: settings.CLICKHOUSE_URL,
-    username: settings.CLICKHOUSE_USER,
-    password: settings.CLICKHOUSE_PASSWORD,
-    database: settings.CLICKHOUSE_DATABASE,
-  };
-  const client = createClickHouse(options);
+  const { client } = scratchDatabase();
   const sink = createPointsSink(client, 'points', { sealsTable: 'points_seals' });
   const odd = 'del\'\\x{a="b"}';
 
@@ -47,14 +40,8 @@ describe('applyDeletion', () => {
     );
 
   beforeAll(async () => {
-    await ensureDatabase(options);
-    await migrate(client);
     await sink.insert([segment(0, 10, odd, range(0, 100)), segment(0, 11, 'keep', range(0, 100))]);
     await sink.insert([segment(0, 20, odd, range(0, 10))]); // after the marker (offset 15): kept
-  });
-  afterAll(async () => {
-    await client.command({ query: `DROP DATABASE IF EXISTS ${settings.CLICKHOUSE_DATABASE}` });
-    await client.close();
   });
 
   it("deletes its metrics' range below its offset, rewrites their catalog rows and records its offset; again changes nothing", async () => {

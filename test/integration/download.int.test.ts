@@ -1,12 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { gunzipSync, inflateRawSync } from 'node:zlib';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import {
   cancelDownload,
   decodeCursor,
   encodeCursor,
-  ensureDatabase,
-  migrate,
   nameOf,
   nativePointColumns,
   planDownload,
@@ -15,9 +13,9 @@ import {
   type DownloadRequest,
 } from '@meridian/clickhouse';
 import { formatTimestamp } from '@meridian/domain';
-import { scratchConnection } from '../support/scratch-database.ts';
 import { itOnServer } from '../support/clickhouse-front.ts';
 import { waitFor } from '../support/wait.ts';
+import { scratchDatabase } from '../support/scratch-database.ts';
 
 /**
  * The query side of GET /api/v1/metrics/download against a real ClickHouse: exact bytes,
@@ -125,11 +123,9 @@ for (let i = 0; i < 200; i++) TIMES.push(Math.floor(((i * 7919) % 200) * 21_458_
 const BIG = Array.from({ length: 100 }, (_, i) => `big:${String(i).padStart(2, '0')}`);
 
 describe('metrics download against a real ClickHouse', () => {
-  const { settings, conn, client } = scratchConnection();
+  const { conn, client } = scratchDatabase();
 
   beforeAll(async () => {
-    await ensureDatabase(conn);
-    await migrate(client);
     await insertRowBinary([
       ...fixture,
       ...paged,
@@ -143,11 +139,6 @@ describe('metrics download against a real ClickHouse', () => {
               number / 3 AS value, ${T} AS updated_at, 'big' AS task_id, toUInt16(0) AS kafka_partition, number AS kafka_offset, toUInt32(0) AS row_in_batch
               FROM system.numbers LIMIT 3000000`,
     });
-  });
-
-  afterAll(async () => {
-    await client.command({ query: `DROP DATABASE IF EXISTS ${settings.CLICKHOUSE_DATABASE}` });
-    await client.close();
   });
 
   const request = (change: Partial<DownloadRequest> = {}): DownloadRequest => ({

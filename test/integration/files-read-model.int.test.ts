@@ -111,17 +111,17 @@ describe('files projector: files topic → the files read model, exactly once', 
 
   it('rows, lists, usage and the next seq equal the fold of the log, across a restart and a stop mid-stream', async () => {
     await send(lives(30));
-    projector = await startFilesProjector(platform, readModel, writer);
+    projector = await startFilesProjector(platform, platform.options.filesReadModel, readModel, writer);
     await untilCovered();
     await projector.stop();
 
     await send(lives(30));
     const before = (await readModel.positions()).get(0) ?? -1;
-    projector = await startFilesProjector(platform, readModel, writer);
+    projector = await startFilesProjector(platform, platform.options.filesReadModel, readModel, writer);
     await waitFor('the projector to move', async () => (((await readModel.positions()).get(0) ?? -1) > before ? true : undefined), 60_000, 10);
     await projector.stop();
     await send(lives(10));
-    projector = await startFilesProjector(platform, readModel, writer);
+    projector = await startFilesProjector(platform, platform.options.filesReadModel, readModel, writer);
     await untilCovered();
 
     const folded = foldFiles(log);

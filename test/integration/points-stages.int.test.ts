@@ -1,12 +1,9 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import {
-  createClickHouse,
   createPointsSink,
   createPointsStages,
-  ensureDatabase,
   LIVE_STAGE_TARGETS,
-  migrate,
   rollupStatesSql,
   type ClickHouseClient,
   type PointsSink,
@@ -14,7 +11,7 @@ import {
 } from '@meridian/clickhouse';
 import type { Segment } from '@meridian/projection';
 import { itOnServer } from '../support/clickhouse-front.ts';
-import { isolatedSettings } from '../support/settings.ts';
+import { scratchDatabase } from '../support/scratch-database.ts';
 
 type Call = { readonly query?: string; readonly table?: string; readonly query_id?: string };
 /**
@@ -49,14 +46,7 @@ function latch(): { promise: Promise<void>; open: () => void } {
  * each step of it (the states are made by hand here: what each step would have left).
  */
 describe('staged shares sealed into points', () => {
-  const settings = isolatedSettings();
-  const options = {
-    url: settings.CLICKHOUSE_URL,
-    username: settings.CLICKHOUSE_USER,
-    password: settings.CLICKHOUSE_PASSWORD,
-    database: settings.CLICKHOUSE_DATABASE,
-  };
-  const client = createClickHouse(options);
+  const { client } = scratchDatabase();
   const stages = createPointsStages(client);
 
   const rowsOf = async <T>(sql: string): Promise<T[]> => (await client.query({ query: sql, format: 'JSONEachRow' })).json<T>();
@@ -133,8 +123,6 @@ describe('staged shares sealed into points', () => {
   }
 
   beforeAll(async () => {
-    await ensureDatabase(options);
-    await migrate(client);
     // Points of the same metrics projected directly before: a seal adds to them.
     await createPointsSink(client).insert([
       {
@@ -143,10 +131,6 @@ describe('staged shares sealed into points', () => {
         batch: { type: 'PointBatch', task_id: 'direct', metric_name: 's.a', updated_at: 1, timestamps: [1, 2, 3], values: [1, 2, 3] },
       },
     ]);
-  });
-  afterAll(async () => {
-    await client.command({ query: `DROP DATABASE IF EXISTS ${settings.CLICKHOUSE_DATABASE}` });
-    await client.close();
   });
 
   it('attaches a complete stage, adds its catalog share, records the seal and drops the stage; a seal read again changes nothing', async () => {

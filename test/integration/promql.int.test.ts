@@ -1,20 +1,13 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { completeSeriesLabels, createClickHouse, ensureDatabase, migrate, readSamples, seriesByLabels } from '@meridian/clickhouse';
-import { isolatedSettings } from '../support/settings.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { completeSeriesLabels, readSamples, seriesByLabels } from '@meridian/clickhouse';
+import { scratchDatabase } from '../support/scratch-database.ts';
 
 /**
  * The PromQL reads against a real ClickHouse (18.16 here, 26.9 in the modern tier): samples
  * deduplicated to the newest row of a timestamp and sorted, the bound on samples and the sparse
  * steps.
  */
-const settings = isolatedSettings();
-const conn = {
-  url: settings.CLICKHOUSE_URL,
-  username: settings.CLICKHOUSE_USER,
-  password: settings.CLICKHOUSE_PASSWORD,
-  database: settings.CLICKHOUSE_DATABASE,
-};
-const client = createClickHouse(conn);
+const { conn, client } = scratchDatabase();
 
 const T = 1_700_000_000_000;
 const COUNTER = 'requests_total{job="a\\"b"}';
@@ -42,8 +35,6 @@ const row = (metric_name: string, ts: number, value: number, updated_at = T): Ro
 });
 
 beforeAll(async () => {
-  await ensureDatabase(conn);
-  await migrate(client);
   let v = 0;
   for (let i = 0; i < 300; i++) {
     // A counter with resets and uneven spacing; a gauge that goes up and down.
@@ -60,10 +51,6 @@ beforeAll(async () => {
   await client.insert({ table: 'points', values: shuffled.slice(0, 300), format: 'JSONEachRow' });
   await client.insert({ table: 'points', values: shuffled.slice(300), format: 'JSONEachRow' });
 }, 120_000);
-afterAll(async () => {
-  await client.command({ query: `DROP DATABASE IF EXISTS ${settings.CLICKHOUSE_DATABASE}` });
-  await client.close();
-});
 
 describe('PromQL samples from ClickHouse', () => {
   it('one per timestamp (the newest row), sorted, names as external data', async () => {

@@ -129,8 +129,8 @@ describe('replay rebuild tasks|files: rebuilt, verified and swapped in while the
   beforeAll(async () => {
     await platform.prepare();
     await platform.admin.connect();
-    projectors.push(await startTasksProjector(platform, tasks, clickhouseTaskReadModelWriter(platform.clickhouse)));
-    projectors.push(await startFilesProjector(platform, files, clickhouseFileReadModelWriter(platform.clickhouse)));
+    projectors.push(await startTasksProjector(platform, platform.options.tasksReadModel, tasks, clickhouseTaskReadModelWriter(platform.clickhouse)));
+    projectors.push(await startFilesProjector(platform, platform.options.filesReadModel, files, clickhouseFileReadModelWriter(platform.clickhouse)));
   });
   afterAll(async () => {
     await Promise.all(projectors.map((p) => p.stop()));
@@ -241,7 +241,7 @@ describe('replay rebuild tasks|files: rebuilt, verified and swapped in while the
     await sendFiles([defined!, { type: 'FileAccessGranted', file_id: defined!.file_id, user_name: 'while-stopped', access: 'r', at: clock++, actor: 'u0' }]);
     const swapped = await rebuildReadModel(platform, FILES_READ_MODEL, 'always', { waitForLiveMs: 500 });
     expect(swapped.swapped).toMatchObject({ nudged: true });
-    projectors.push(await startFilesProjector(platform, files, clickhouseFileReadModelWriter(platform.clickhouse)));
+    projectors.push(await startFilesProjector(platform, platform.options.filesReadModel, files, clickhouseFileReadModelWriter(platform.clickhouse)));
     await sendFiles([{ type: 'FileDescriptionChanged', file_id: defined!.file_id, description: 'after the restart', at: clock++, actor: 'u0' }]);
     await covered(platform.topics.files, () => files.positions());
     const [row] = await files.rows([defined!.file_id]);

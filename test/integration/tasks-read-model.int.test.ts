@@ -110,14 +110,14 @@ describe('tasks projector: tasks topic → the tasks read model, exactly once', 
 
   it("each task's row equals the fold of the log, across restarts, a stop mid-stream and a row written ahead of its position", async () => {
     await send(lives(30));
-    projector = await startTasksProjector(platform, readModel, writer);
+    projector = await startTasksProjector(platform, platform.options.tasksReadModel, readModel, writer);
     await untilCovered();
     await projector.stop();
 
     // Stopped as soon as it has moved: wherever that is, the next one resumes from the read model.
     await send(lives(30));
     const before = await readModel.positions();
-    projector = await startTasksProjector(platform, readModel, writer);
+    projector = await startTasksProjector(platform, platform.options.tasksReadModel, readModel, writer);
     await waitFor(
       'the projector to move',
       async () =>
@@ -138,7 +138,7 @@ describe('tasks projector: tasks topic → the tasks read model, exactly once', 
     const aheadRow: TaskRow = { task: ahead.get(id)!, partition: last.partition, offset: last.offset };
     await writer.write([aheadRow], new Map());
 
-    projector = await startTasksProjector(platform, readModel, writer);
+    projector = await startTasksProjector(platform, platform.options.tasksReadModel, readModel, writer);
     await untilCovered();
 
     const folded = foldTasks(log.map((e) => e.event));
@@ -191,7 +191,7 @@ describe('tasks projector: tasks topic → the tasks read model, exactly once', 
     await send(lives(12));
     expect(new Set(log.slice(sent).map((e) => e.position.partition)).size).toBeGreaterThan(1);
 
-    projector = await startTasksProjector(platform, readModel, writer);
+    projector = await startTasksProjector(platform, platform.options.tasksReadModel, readModel, writer);
     await untilCovered();
     const folded = foldTasks(log.map((e) => e.event));
     for (const { event } of log.slice(sent)) expect(await readModel.get(event.task_id), event.task_id).toEqual(asStored(folded.get(event.task_id)));
@@ -272,7 +272,7 @@ describe('tasks projector: retention on its timer', () => {
   });
 
   it('removes a finished task once MERIDIAN_TASK_RETENTION_DAYS have passed since its last change; an unfinished one stays', async () => {
-    projector = await startTasksProjector(platform, readModel, clickhouseTaskReadModelWriter(platform.clickhouse));
+    projector = await startTasksProjector(platform, platform.options.tasksReadModel, readModel, clickhouseTaskReadModelWriter(platform.clickhouse));
     const done = randomUUID();
     const open = randomUUID();
     const producer = await platform.producer();

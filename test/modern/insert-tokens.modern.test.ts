@@ -1,7 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createClickHouse, createPointsSink, ensureDatabase, migrate, readMigrations } from '@meridian/clickhouse';
 import type { Segment } from '@meridian/projection';
-import { isolatedSettings } from '../support/settings.ts';
+import { scratchDatabase } from '../support/scratch-database.ts';
 
 /**
  * The sink's second guard on current ClickHouse (26.9 on the chDB front, an Atomic database):
@@ -11,14 +11,7 @@ import { isolatedSettings } from '../support/settings.ts';
  * directly, without asking the positions in between).
  */
 describe('insert tokens on current ClickHouse (chDB front)', () => {
-  const settings = isolatedSettings();
-  const options = {
-    url: settings.CLICKHOUSE_URL,
-    username: settings.CLICKHOUSE_USER,
-    password: settings.CLICKHOUSE_PASSWORD,
-    database: settings.CLICKHOUSE_DATABASE,
-  };
-  const client = createClickHouse(options);
+  const { settings, conn: options, client } = scratchDatabase();
   const sink = createPointsSink(client);
 
   /** One upload's batch per partition, the same points whatever the offset. */
@@ -55,15 +48,6 @@ describe('insert tokens on current ClickHouse (chDB front)', () => {
     return all.filter((i) => i.database === settings.CLICKHOUSE_DATABASE && i.query_id.startsWith('points-insert:')).map((i) => i.insert_deduplication_token);
   }
   const count = async () => Number((await rowsOf<{ n: string }>('SELECT toString(count()) AS n FROM points'))[0]!.n);
-
-  beforeAll(async () => {
-    await ensureDatabase(options);
-    await migrate(client);
-  });
-  afterAll(async () => {
-    await client.command({ query: `DROP DATABASE IF EXISTS ${settings.CLICKHOUSE_DATABASE}` });
-    await client.close();
-  });
 
   it('migration 004 gives points and its catalog a deduplication window of 1000 blocks', async () => {
     const tables = await rowsOf<{ name: string; window: string }>(

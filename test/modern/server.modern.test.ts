@@ -1,21 +1,14 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createClickHouse, createPointsSink, ensureDatabase, migrate, serverCapabilities } from '@meridian/clickhouse';
+import { describe, expect, it } from 'vitest';
+import { createPointsSink, serverCapabilities } from '@meridian/clickhouse';
 import type { Segment } from '@meridian/projection';
-import { isolatedSettings } from '../support/settings.ts';
+import { scratchDatabase } from '../support/scratch-database.ts';
 
 /**
  * What the adapter does differently on current ClickHouse, proven on the chDB front (26.9) whose
  * profile buffers inserts by default (`async_insert=1`, as every release from 26.2 does).
  */
 describe('the adapter on current ClickHouse (chDB front)', () => {
-  const settings = isolatedSettings();
-  const options = {
-    url: settings.CLICKHOUSE_URL,
-    username: settings.CLICKHOUSE_USER,
-    password: settings.CLICKHOUSE_PASSWORD,
-    database: settings.CLICKHOUSE_DATABASE,
-  };
-  const client = createClickHouse(options);
+  const { settings, client } = scratchDatabase();
   const segments: Segment[] = [0, 1].map((partition) => ({
     partition,
     offset: 40 + partition,
@@ -28,15 +21,6 @@ describe('the adapter on current ClickHouse (chDB front)', () => {
       values: Array.from({ length: 500 }, (_, i) => i / 3),
     },
   }));
-
-  beforeAll(async () => {
-    await ensureDatabase(options);
-    await migrate(client);
-  });
-  afterAll(async () => {
-    await client.command({ query: `DROP DATABASE IF EXISTS ${settings.CLICKHOUSE_DATABASE}` });
-    await client.close();
-  });
 
   /** The value of async_insert each INSERT of this database ran with, as the front recorded it (the engine itself has no insert queue). */
   async function insertsRanWith(queryIdPrefix: string): Promise<string[]> {

@@ -15,19 +15,28 @@ export function scratchConnection() {
 }
 
 /**
+ * A database of its own for one describe that its tests create themselves (the migrations' own
+ * test does), dropped after them.
+ */
+export function unmigratedScratchDatabase() {
+  const scratch = scratchConnection();
+  afterAll(async () => {
+    await scratch.client.command({ query: `DROP DATABASE IF EXISTS ${scratch.settings.CLICKHOUSE_DATABASE}` });
+    await scratch.client.close();
+  });
+  return scratch;
+}
+
+/**
  * A database of its own for one describe, migrated before its tests (then seeded) and dropped
  * after them.
  */
 export function scratchDatabase(seed: (client: ClickHouseClient) => Promise<void> = async () => {}) {
-  const { settings, conn, client } = scratchConnection();
+  const scratch = unmigratedScratchDatabase();
   beforeAll(async () => {
-    await ensureDatabase(conn);
-    await migrate(client);
-    await seed(client);
+    await ensureDatabase(scratch.conn);
+    await migrate(scratch.client);
+    await seed(scratch.client);
   });
-  afterAll(async () => {
-    await client.command({ query: `DROP DATABASE IF EXISTS ${settings.CLICKHOUSE_DATABASE}` });
-    await client.close();
-  });
-  return { conn, client };
+  return scratch;
 }

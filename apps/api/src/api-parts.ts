@@ -3,6 +3,7 @@ import type { TaskEvent } from '@meridian/domain';
 import type { EventCodec } from '@meridian/events';
 import type { AccountsStore, TasksStore } from '@meridian/folds';
 import type { ApiServices } from './api-services.ts';
+import type { BodyBudget } from './http/body-budget.ts';
 import type { CursorSeal } from './http/cursor-seal.ts';
 import type { PerUserSlots } from './http/per-user-slots.ts';
 import type { ApiMetrics } from './observability/metrics.ts';
@@ -21,6 +22,8 @@ export type ApiParts = {
   readonly cursors: CursorSeal;
   /** Per instance: what this process is receiving or streaming for each user right now. */
   readonly slots: { readonly uploads: PerUserSlots; readonly downloads: PerUserSlots; readonly taskWaits: PerUserSlots };
+  /** Per instance, over every user: the bytes of bodies held whole in memory (JSON uploads, pushes). */
+  readonly bodies: BodyBudget;
   readonly metrics: ApiMetrics;
   /** The points and tasks topics' partition counts, read once (topic-partitions.ts). */
   readonly partitions: () => Promise<{ readonly points: number; readonly tasks: number }>;

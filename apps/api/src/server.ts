@@ -16,6 +16,7 @@ import { downloadDeps, seriesDeps } from './downloads/deps.ts';
 import { eventsDeps } from './events/deps.ts';
 import type { FileCatalog } from './files/catalog.ts';
 import { createFileCatalog, fileDeps } from './files/deps.ts';
+import { BodyBudget } from './http/body-budget.ts';
 import { cursorSealFromSetting } from './http/cursor-seal.ts';
 import { PerUserSlots } from './http/per-user-slots.ts';
 import { ingestLag } from './observability/ingest-lag.ts';
@@ -75,7 +76,9 @@ function sharedParts(services: ApiServices): ApiParts {
   const tasks = new TasksStore(services.folds, 'api', services.taskReadModel);
   const taskCodec = createEventCodec<TaskEvent>();
   const partitions = topicPartitions(services);
+  const bodies = new BodyBudget(settings.MERIDIAN_BODY_BYTES_IN_FLIGHT, settings.MERIDIAN_BODY_WAIT_MS);
   const metrics = createApiMetrics({
+    bodies: () => ({ held: bodies.held, waiting: bodies.waiting }),
     tasks: () => tasks.state,
     finishedTasks: () => tasks.finished,
     consumerLag: () => ingestLag(services),
@@ -92,6 +95,7 @@ function sharedParts(services: ApiServices): ApiParts {
     tasks,
     taskCodec,
     cursors: cursorSealFromSetting(settings.MERIDIAN_CURSOR_SECRET, logger),
+    bodies,
     slots: {
       uploads: new PerUserSlots(settings.MERIDIAN_MAX_UPLOADS_IN_FLIGHT_PER_USER, {
         setting: 'MERIDIAN_MAX_UPLOADS_IN_FLIGHT_PER_USER',

@@ -19,11 +19,13 @@ import type { Logger } from '@meridian/observability';
 import { archivedLog, archiveObjects, sharedServices, type Adapters } from '@meridian/platform';
 import { topicsFor } from '@meridian/kafka';
 import type { IngestDeps } from './ingest-deps.ts';
+import { ingestOptions } from './options.ts';
 
 /** The worker's dependencies over the process's adapters (main.ts; tests start the worker the same way). */
 export function composeIngest(settings: Settings, logger: Logger, adapters: Adapters, options: AdapterOptions): IngestDeps {
   return {
     ...sharedServices(adapters, options, logger),
+    options: ingestOptions(settings),
     settings,
     // On a cluster the read models write and read under the points sink's quorum (docs/operating/cluster.md: exactly-once with replicas).
     taskReadModel: clickhouseTaskReadModel(options.clickhouse, LIVE_TASK_TABLES, options.pointsQuorum),

@@ -7,9 +7,13 @@ import type { UntilDoneOptions } from '@meridian/runtime';
 import type { BlobStore } from './blob-store.ts';
 import type { EventLog } from './event-log.ts';
 import type { PointsDeletion, PointsSink, PointsStages } from '@meridian/clickhouse';
+import type { IngestOptions } from './options.ts';
 
-/** The adapters and settings the worker runs on, composed in main.ts. */
+/** The adapters and options the worker runs on, composed in compose.ts. */
 export type IngestDeps = {
+  /** Each component's options, compiled once from the settings (options.ts): the worker hands each its own. */
+  readonly options: IngestOptions;
+  /** The settings themselves, read by the points projector alone until it compiles its own options as the other components do. */
   readonly settings: Settings;
   readonly logger: Logger;
   readonly topics: Topics;

@@ -10,7 +10,6 @@ import { startFilesProjector } from './read-models/files.ts';
 import { startTasksProjector } from './read-models/tasks.ts';
 import { startCommandConsumer, type HandlerContext, type RunningHandlers } from './commands/consumer.ts';
 import { startFileCommands } from './files/file-commands.ts';
-import { uploadLimitsFrom } from './uploads/limits.ts';
 import { stagingGate } from './uploads/staging-gate.ts';
 import { uploadCommands } from './uploads/upload-commands.ts';
 
@@ -34,17 +33,18 @@ type Piece = { readonly watch: ConsumerWatch; stop(): Promise<void> };
  * (the probe listener's /readyz) only once every piece has started.
  */
 export async function startIngest(ingest: IngestDeps): Promise<RunningWorker> {
+  const { options } = ingest;
   const [commands, projector, tasksProjector, filesProjector] = await startAll([
-    startCommandConsumer(ingest, (context) => startCommandHandlers(ingest, context)),
+    startCommandConsumer(ingest, options.commands, (context) => startCommandHandlers(ingest, context)),
     startProjector(ingest),
-    startTasksProjector(ingest, ingest.taskReadModel, ingest.taskReadModelWriter),
-    startFilesProjector(ingest, ingest.fileReadModel, ingest.fileReadModelWriter),
+    startTasksProjector(ingest, options.tasksReadModel, ingest.taskReadModel, ingest.taskReadModelWriter),
+    startFilesProjector(ingest, options.filesReadModel, ingest.fileReadModel, ingest.fileReadModelWriter),
   ]);
   const pieces = [commands, projector, tasksProjector, filesProjector];
   // Retention writes deletions to the log; the member projecting points partition 0 runs it, one per deployment.
-  const retention = startRetentionRunner(ingest, () => projector.owns(0));
+  const retention = startRetentionRunner(ingest, options.retention, () => projector.owns(0));
   // The archiver too: one per deployment, whose trim waits for this worker's projector group.
-  const archiver = startArchiver(ingest, () => projector.owns(0));
+  const archiver = startArchiver(ingest, options.archive, () => projector.owns(0));
   return {
     consumers: pieces.map((p) => p.watch),
     async stop() {
@@ -56,42 +56,34 @@ export async function startIngest(ingest: IngestDeps): Promise<RunningWorker> {
 
 /** The command registry: each command type of the tasks topic and its handler. */
 async function startCommandHandlers(ingest: IngestDeps, { tasks, user }: HandlerContext): Promise<RunningHandlers> {
-  const { log, topics, settings, logger } = ingest;
-  // auto stages nothing into a replicated points table (settings.ts says why); otherwise it asks the projector group.
-  const staging = settings.MERIDIAN_UPLOAD_STAGING === 'auto' && settings.CLICKHOUSE_CLUSTER !== '' ? 'off' : settings.MERIDIAN_UPLOAD_STAGING;
+  const { log, topics, logger } = ingest;
+  const { staging, stageMinBytes, pointBatchDeltas, ...run } = ingest.options.uploads;
   // The points topic's partitions, as the broker has them (more than KAFKA_POINTS_PARTITIONS if an
   // operator made it larger): an upload puts each batch in its metric's partition itself. Asked
   // until answered: right after the api created the topic its partitions may still be electing
   // a leader, which kafkajs' offsets request gives up on at once (NOT_LEADER_FOR_PARTITION).
   const [fileCommands, progressProducer, pointsPartitions] = await Promise.all([
-    startFileCommands(ingest, tasks),
+    startFileCommands(ingest, ingest.options.files, tasks),
     log.writer(),
     untilDone("reading the points topic's partitions", () => log.endOffsets(topics.points), logger).then((ends) => ends.size),
   ]);
   return {
     handlers: {
       MetricsUploadRequested: uploadCommands({
+        ...run,
         topics,
         storage: ingest.blobs,
         logger: logger.child({ component: 'uploads' }),
         tasks,
-        pointsCodec: createEventCodec<PointsFact>(undefined, { writeDeltas: settings.MERIDIAN_POINT_BATCH_DELTAS }),
+        pointsCodec: createEventCodec<PointsFact>(undefined, { writeDeltas: pointBatchDeltas }),
         progressProducer,
-        batchPoints: settings.MERIDIAN_POINT_BATCH_SIZE,
         pointsPartitions,
-        sendBytesPerPartition: settings.MERIDIAN_UPLOAD_SEND_BYTES_PER_PARTITION,
-        sendBytesPerRequest: settings.MERIDIAN_UPLOAD_SEND_BYTES_PER_REQUEST,
-        maxBufferedPoints: settings.MERIDIAN_POINT_BATCH_SIZE * 8,
-        limits: uploadLimitsFrom(settings),
         user,
-        attempts: settings.MERIDIAN_UPLOAD_ATTEMPTS,
         stage: staging === 'off' ? null : ingest.pointsStages,
         mayStage:
           staging === 'off'
             ? () => Promise.resolve(false)
-            : stagingGate(staging, settings.MERIDIAN_STAGE_MIN_BYTES, ingest.log, ingest.groups.projector, logger.child({ component: 'uploads' })),
-        stageBatchRows: settings.MERIDIAN_PROJECTOR_BATCH_ROWS,
-        stageFinishTimeoutMs: settings.MERIDIAN_STAGE_FINISH_TIMEOUT_MS,
+            : stagingGate(staging, stageMinBytes, ingest.log, ingest.groups.projector, logger.child({ component: 'uploads' })),
       }),
       FileDefinitionRequested: fileCommands,
     },

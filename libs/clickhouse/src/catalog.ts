@@ -26,8 +26,16 @@ const SELECT = 'SELECT metric_name, countMerge(points) AS points, minMerge(first
  * with Retry-After), so no route that looks names up before its own queries (the catalog, a
  * download's name resolution, HEAD) lets a transport error through as a 500.
  */
-export function clickhouseMetricCatalog(conn: ConnOptions): { list(): Promise<CatalogEntry[]>; entries(names: readonly string[]): Promise<CatalogEntry[]> } {
-  return { list: () => answered(listCatalog(conn)), entries: (names) => answered(catalogEntries(conn, names)) };
+export function clickhouseMetricCatalog(conn: ConnOptions): {
+  list(): Promise<CatalogEntry[]>;
+  entries(names: readonly string[]): Promise<CatalogEntry[]>;
+  families(metrics: readonly string[]): Promise<CatalogEntry[]>;
+} {
+  return {
+    list: () => answered(listCatalog(conn)),
+    entries: (names) => answered(catalogEntries(conn, names)),
+    families: (metrics) => answered(catalogFamilies(conn, metrics)),
+  };
 }
 
 async function answered(read: Promise<CatalogEntry[]>): Promise<CatalogEntry[]> {
@@ -50,6 +58,27 @@ async function catalogEntries(conn: ConnOptions, names: readonly string[]): Prom
     await queryText(conn, {
       sql: `${SELECT} WHERE metric_name IN (SELECT name FROM wanted) GROUP BY metric_name FORMAT JSONEachRow`,
       tables: [{ name: 'wanted', structure: 'name String', rows: names.map((n) => [n]) }],
+    }),
+  );
+}
+
+/**
+ * The metric a catalog name is a series of: the text before its first `{` (the whole name when
+ * it has none), the only text a series name's __name__ label can be besides the whole name.
+ */
+const FAMILY = "substring(metric_name, 1, position(concat(metric_name, '{'), '{') - 1)";
+
+/**
+ * The entries whose series' __name__ can be one of these metrics: the name itself, or the name
+ * before its labels (`x` and `x{job="a"}` for x). Filtered before the states are merged, so a
+ * query naming one metric does not read the catalog of every other.
+ */
+async function catalogFamilies(conn: ConnOptions, metrics: readonly string[]): Promise<CatalogEntry[]> {
+  if (metrics.length === 0) return [];
+  return parse(
+    await queryText(conn, {
+      sql: `${SELECT} WHERE metric_name IN (SELECT name FROM wanted) OR ${FAMILY} IN (SELECT name FROM wanted) GROUP BY metric_name FORMAT JSONEachRow`,
+      tables: [{ name: 'wanted', structure: 'name String', rows: metrics.map((n) => [n]) }],
     }),
   );
 }

@@ -110,6 +110,17 @@ describe('loadSettings', () => {
     expect(() => loadSettings({ MERIDIAN_STORAGE_PART_BYTES: String(5 * 1024 * 1024 - 1) })).toThrow(/MERIDIAN_STORAGE_PART_BYTES/);
   });
 
+  it('refuses a budget of bodies in flight smaller than a body the routes accept', () => {
+    expect(loadSettings({}).MERIDIAN_BODY_BYTES_IN_FLIGHT).toBeGreaterThanOrEqual(loadSettings({}).MERIDIAN_MAX_JSON_BODY_BYTES);
+    expect(() => loadSettings({ MERIDIAN_BODY_BYTES_IN_FLIGHT: String(8 * 1024 * 1024) })).toThrow(
+      /MERIDIAN_BODY_BYTES_IN_FLIGHT: at least MERIDIAN_MAX_JSON_BODY_BYTES and MERIDIAN_PUSH_MAX_BYTES/,
+    );
+    expect(() =>
+      loadSettings({ MERIDIAN_BODY_BYTES_IN_FLIGHT: '2097152', MERIDIAN_MAX_JSON_BODY_BYTES: '1048576', MERIDIAN_PUSH_MAX_BYTES: '4194304' }),
+    ).toThrow(/MERIDIAN_BODY_BYTES_IN_FLIGHT/);
+    expect(loadSettings({ MERIDIAN_BODY_BYTES_IN_FLIGHT: '1048576', MERIDIAN_MAX_JSON_BODY_BYTES: '1048576' }).MERIDIAN_BODY_BYTES_IN_FLIGHT).toBe(1048576);
+  });
+
   it('checks the rules between settings only once each setting is valid on its own', () => {
     expect(() => loadSettings({ KAFKA_REPLICATION_FACTOR: '0', KAFKA_MIN_INSYNC_REPLICAS: '2' })).toThrow(/KAFKA_REPLICATION_FACTOR="0"/);
   });

@@ -80,6 +80,9 @@ export const settingRules = z
     MERIDIAN_BLOB_CLAIM_TTL_MS: z.number(),
     MERIDIAN_MAX_UPLOAD_BYTES: z.number(),
     MERIDIAN_STORAGE_PART_BYTES: z.number(),
+    MERIDIAN_BODY_BYTES_IN_FLIGHT: z.number(),
+    MERIDIAN_MAX_JSON_BODY_BYTES: z.number(),
+    MERIDIAN_PUSH_MAX_BYTES: z.number(),
   })
   .refine((s) => s.KAFKA_MIN_INSYNC_REPLICAS <= s.KAFKA_REPLICATION_FACTOR, {
     path: ['KAFKA_MIN_INSYNC_REPLICAS'],
@@ -115,6 +118,10 @@ export const settingRules = z
   .refine((s) => s.MERIDIAN_MAX_UPLOAD_BYTES <= 10_000 * s.MERIDIAN_STORAGE_PART_BYTES, {
     path: ['MERIDIAN_STORAGE_PART_BYTES'],
     message: 'at least MERIDIAN_MAX_UPLOAD_BYTES / 10,000: a multipart upload has at most 10,000 parts',
+  })
+  .refine((s) => s.MERIDIAN_BODY_BYTES_IN_FLIGHT >= Math.max(s.MERIDIAN_MAX_JSON_BODY_BYTES, s.MERIDIAN_PUSH_MAX_BYTES), {
+    path: ['MERIDIAN_BODY_BYTES_IN_FLIGHT'],
+    message: 'at least MERIDIAN_MAX_JSON_BODY_BYTES and MERIDIAN_PUSH_MAX_BYTES: a body the routes accept must fit in the budget alone',
   });
 
 /**

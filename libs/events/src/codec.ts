@@ -51,6 +51,9 @@ function writersOf(registry: SchemaRegistry, name: string): Writer[] {
 /** Whether a value is a field's default (unset counts as the default: the encoder would write it). */
 function defaultTest(fallback: unknown): (value: unknown) => boolean {
   if (fallback === null || typeof fallback !== 'object') return (value) => value === undefined || value === fallback;
+  // An empty list by its length: a point batch's names and name index are checked at every encode,
+  // and writing them as JSON to compare cost more than encoding them.
+  if (Array.isArray(fallback) && fallback.length === 0) return (value) => value === undefined || (Array.isArray(value) && value.length === 0);
   const json = JSON.stringify(fallback);
   return (value) => value === undefined || JSON.stringify(value) === json;
 }

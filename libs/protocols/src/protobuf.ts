@@ -39,8 +39,24 @@ export function skipField(r: Reader, wireType: number): void {
 
 type LongLike = { toNumber(): number; low: number; high: number };
 
-/** An int64 varint as a number (exact below 2^53, which millisecond timestamps are). */
+/**
+ * An int64 varint as a number (exact below 2^53, which millisecond timestamps are). One of up to
+ * seven bytes (below 2^49: any millisecond timestamp of this era) is read here without the Long
+ * protobufjs makes of every int64; a longer one (a negative, or a larger number) goes through it.
+ */
 export function readInt64(r: Reader): number {
+  const b = r.buf;
+  const end = Math.min(r.pos + 7, r.len);
+  let value = 0;
+  let scale = 1;
+  for (let p = r.pos; p < end; p++, scale *= 128) {
+    const byte = b[p]!;
+    value += (byte & 0x7f) * scale;
+    if (byte < 0x80) {
+      r.pos = p + 1;
+      return value;
+    }
+  }
   const v = r.int64() as unknown as LongLike | number;
   return typeof v === 'number' ? v : v.toNumber();
 }
@@ -68,19 +84,12 @@ export function nanosToMillis(high: number, low: number): number {
   return high * 4294 + Math.floor(highRest / 1e6);
 }
 
-/** The raw bits of the double at the reader's position (not advanced): [high word, low word]. */
-export function peekDoubleBits(r: Reader): [number, number] {
+/** Whether the double at the reader's position (not advanced) is Prometheus' stale marker, the NaN 0x7ff0000000000002. */
+export function peekStaleNaN(r: Reader): boolean {
   if (r.pos + 8 > r.len) throw malformed('a protobuf double runs past the end of the body');
   const b = r.buf;
   const p = r.pos;
-  const low = (b[p]! | (b[p + 1]! << 8) | (b[p + 2]! << 16) | (b[p + 3]! << 24)) >>> 0;
-  const high = (b[p + 4]! | (b[p + 5]! << 8) | (b[p + 6]! << 16) | (b[p + 7]! << 24)) >>> 0;
-  return [high, low];
-}
-
-/** Prometheus' stale marker: the NaN with the bits 0x7ff0000000000002 (value.StaleNaN). */
-export function isStaleNaNBits(high: number, low: number): boolean {
-  return high === 0x7ff00000 && low === 2;
+  return b[p] === 2 && b[p + 1] === 0 && b[p + 2] === 0 && b[p + 3] === 0 && b[p + 4] === 0 && b[p + 5] === 0 && b[p + 6] === 0xf0 && b[p + 7] === 0x7f;
 }
 
 /** Runs a decoder and turns protobufjs' own errors (index out of range, bad wire type) into a malformed body. */

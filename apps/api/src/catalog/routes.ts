@@ -10,6 +10,8 @@ export interface MetricCatalog {
   list(): Promise<CatalogEntry[]>;
   /** The entries of exactly these names (the ones that exist). */
   entries(names: readonly string[]): Promise<CatalogEntry[]>;
+  /** The entries of these metrics' series: each name, and the names made of it and labels (`x{job="a"}` for x). */
+  families(metrics: readonly string[]): Promise<CatalogEntry[]>;
 }
 
 /**

@@ -39,6 +39,8 @@ export type ApiMetricsOptions = {
   readonly folds?: () => ReadonlyArray<{ readonly fold: string; readonly eventsReadAtStart: number | null }>;
   /** Points of uploads in the log and not yet projected (what MERIDIAN_PUSH_MAX_LAG_POINTS bounds), read at each scrape. */
   readonly awaitingProjection?: () => number;
+  /** Bytes of request bodies reserved under MERIDIAN_BODY_BYTES_IN_FLIGHT, and the requests waiting for room, read at each scrape. */
+  readonly bodies?: () => { readonly held: number; readonly waiting: number };
   /** The clock, for ages (tests pass their own). */
   readonly now?: () => number;
 };
@@ -151,6 +153,25 @@ function readAtScrape(registry: Registry, options: ApiMetricsOptions): void {
       registers: [registry],
       collect() {
         this.set(awaitingProjection());
+      },
+    });
+  }
+  const bodies = options.bodies;
+  if (bodies) {
+    new Gauge({
+      name: 'meridian_body_bytes_held',
+      help: 'Bytes of JSON upload and push bodies this api instance holds now (reserved before each is read, until it is answered), of MERIDIAN_BODY_BYTES_IN_FLIGHT.',
+      registers: [registry],
+      collect() {
+        this.set(bodies().held);
+      },
+    });
+    new Gauge({
+      name: 'meridian_bodies_waiting',
+      help: 'JSON uploads and pushes waiting, unread, for room under MERIDIAN_BODY_BYTES_IN_FLIGHT.',
+      registers: [registry],
+      collect() {
+        this.set(bodies().waiting);
       },
     });
   }

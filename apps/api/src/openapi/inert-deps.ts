@@ -47,14 +47,14 @@ export function inertApiDeps(): ApiDeps {
     },
     download: {
       conn: { url: 'http://127.0.0.1:1', username: 'x', password: '', database: 'x' },
-      catalog: { list: async () => [], entries: async () => [] },
+      catalog: { list: async () => [], entries: async () => [], families: async () => [] },
       limits: { maxRowsCeiling: 10, maxListNames: 10, maxRollupRows: 10 },
       batchRows: 65536,
       maxBodyBytes: 1024,
       cursors,
     },
     deletions: {
-      catalog: { list: async () => [], entries: async () => [] },
+      catalog: { list: async () => [], entries: async () => [], families: async () => [] },
       maxListNames: 10,
       maxPoints: 10,
       count: inert,
@@ -64,7 +64,7 @@ export function inertApiDeps(): ApiDeps {
     },
     series: {
       conn: { url: 'http://127.0.0.1:1', username: 'x', password: '', database: 'x' },
-      catalog: { list: async () => [], entries: async () => [] },
+      catalog: { list: async () => [], entries: async () => [], families: async () => [] },
       limits: { maxPoints: 10, maxSeries: 1 },
     },
     uploads: {

@@ -16,6 +16,7 @@ import {
   type SeriesData,
   type StepValues,
   seriesStepValues,
+  selectorMetricNames,
   type UserRecord,
 } from '@meridian/domain';
 import type { Logger } from '@meridian/observability';
@@ -78,7 +79,7 @@ export async function runQuery(deps: PromqlDeps, ctx: Context, user: UserRecord,
   requestSignal?.addEventListener('abort', onRequestTimeout, { once: true });
   ctx.res.on('close', onClose);
   try {
-    const series = await readableSeries(deps.catalog, user);
+    const series = await readableSeries(deps.catalog, user, selectorMetricNames(expr));
     const labelsOf = new Map(series.map((s) => [s.name, s.labels]));
     const windows = planWindows(expr, series, times.startMs, times.endMs, times.stepMs, LOOKBACK_MS, deps.reduceRatio);
     (ctx.state.log as Logger).info(

@@ -4,7 +4,7 @@ import type { PushPath } from '../uploads/push-path.ts';
 import type { PushDeps } from '../uploads/push-submit.ts';
 import type { TelemetryDeps } from './routes.ts';
 
-export function telemetryDeps({ settings, submit, slots }: ApiParts, push: PushDeps, path: PushPath): TelemetryDeps {
+export function telemetryDeps({ settings, submit, slots, bodies }: ApiParts, push: PushDeps, path: PushPath): TelemetryDeps {
   return {
     submit,
     push,
@@ -17,5 +17,6 @@ export function telemetryDeps({ settings, submit, slots }: ApiParts, push: PushD
     maxBodyBytes: settings.MERIDIAN_PUSH_MAX_BYTES,
     pointsCodec: path.pointsCodec,
     inFlight: slots.uploads,
+    bodies,
   };
 }

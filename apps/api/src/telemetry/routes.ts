@@ -19,6 +19,7 @@ import {
 } from '@meridian/protocols';
 import { holdWhileResponding, type PerUserSlots } from '../http/per-user-slots.ts';
 import { defineRoute, type RouteDef } from '../http/route.ts';
+import type { BodyBudget } from '../http/body-budget.ts';
 import { readBody } from '../uploads/read-body.ts';
 import { submitPush, type PushDeps, type SubmitDeps } from '../uploads/push-submit.ts';
 import { decideSeriesPush } from './series-push.ts';
@@ -40,6 +41,8 @@ export type TelemetryDeps = {
   readonly pointsCodec: EventCodec<PointsFact>;
   /** Bodies one user has in flight on this instance (MERIDIAN_MAX_UPLOADS_IN_FLIGHT_PER_USER, shared with the uploads): 429 past it. */
   readonly inFlight?: PerUserSlots;
+  /** Bytes of bodies held whole on this instance, over every user (MERIDIAN_BODY_BYTES_IN_FLIGHT): past it a request waits, then 503. */
+  readonly bodies?: BodyBudget;
 };
 
 /** What the push stored, and what it refused (the decoder's refusals and the series the caller may not write). */
@@ -72,7 +75,8 @@ async function pushSeries(deps: TelemetryDeps, user: UserRecord, source: string,
       payload_sha256: createHash('sha256').update(body).digest(),
       idempotency_key: null,
     };
-    await submitPush(deps.submit, deps.push, request, decision);
+    // The answer names no task (idempotency_key is null too): it waits for the commit alone.
+    await submitPush(deps.submit, deps.push, request, decision, false);
   }
   return { stored: decision.points_accepted, refused, refusedPoints };
 }
@@ -100,6 +104,12 @@ const pushSummary = 'Answered once every written sample is durably in the event 
 function holdSlot(deps: TelemetryDeps, ctx: Context, user: UserRecord): void {
   if (deps.inFlight) holdWhileResponding(ctx, deps.inFlight, user.user_name);
 }
+
+/** The body as sent, read once it has room under the instance's budget (held until answered). */
+async function readHeld(deps: TelemetryDeps, ctx: Context): Promise<Buffer> {
+  await deps.bodies?.holdWhileResponding(ctx, deps.maxBodyBytes);
+  return readBody(ctx.req, deps.maxBodyBytes);
+}
 /** Prometheus remote write, 1.0 and 2.0. */
 function remoteWriteRoute(deps: TelemetryDeps): RouteDef {
   return defineRoute({
@@ -125,7 +135,7 @@ function remoteWriteRoute(deps: TelemetryDeps): RouteDef {
     streaming: true,
     handler: async (ctx, { user }) => {
       holdSlot(deps, ctx, user);
-      const body = await readBody(ctx.req, deps.maxBodyBytes);
+      const body = await readHeld(deps, ctx);
       const version = /proto=io\.prometheus\.write\.v2\.Request/i.test(ctx.get('Content-Type')) ? '2.0' : '1.0';
       const outcome = await pushSeries(deps, user, 'remote_write', body, decodeRemoteWriteBody(body, version, { ...deps.limits, names: deps.names }));
       ctx.set('X-Prometheus-Remote-Write-Samples-Written', String(outcome.stored));
@@ -168,7 +178,7 @@ function otlpRoute(deps: TelemetryDeps, path: string, operationId: string): Rout
           : null;
       if (format === null) throw new DomainError('unsupported_media_type', 'send OTLP as application/x-protobuf or application/json');
       holdSlot(deps, ctx, user);
-      const body = await readBody(ctx.req, deps.maxBodyBytes);
+      const body = await readHeld(deps, ctx);
       const decoded = decodeOtlpMetrics(await decompressed(ctx, body, deps.limits), format, deps.limits);
       const outcome = await pushSeries(deps, user, 'otlp', body, decoded);
       const decoderPartial = otlpPartialSuccess(decoded);
@@ -219,7 +229,7 @@ function influxRoute(deps: TelemetryDeps, path: string, operationId: string, ver
           { field: 'query.precision', reason: 'unknown precision' },
         ]);
       holdSlot(deps, ctx, user);
-      const body = await readBody(ctx.req, deps.maxBodyBytes);
+      const body = await readHeld(deps, ctx);
       const decoded = decodeInfluxLines(await decompressed(ctx, body, deps.limits), { ...deps.limits, precision, receivedAtMs: Date.now() });
       const outcome = await pushSeries(deps, user, 'influx', body, decoded);
       if (outcome.refusedPoints === 0) {

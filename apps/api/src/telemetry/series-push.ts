@@ -1,7 +1,23 @@
-import { batchKey, canWrite, MAX_LISTED_METRICS, MAX_REPORTED_ERRORS, PointBatcher, pointBatchOf, type PointsFact, type UserRecord } from '@meridian/domain';
+import {
+  batchKey,
+  canWrite,
+  MAX_REPORTED_ERRORS,
+  pointBatchOf,
+  type ColumnBatch,
+  type PointsFact,
+  type UserRecord,
+} from '@meridian/domain';
 import type { EventCodec } from '@meridian/events';
 import type { DecodedPush, Rejected } from '@meridian/protocols';
 import type { PushDecision } from '../uploads/push-decision.ts';
+
+/**
+ * The series a protocol push's task names: the first, sorted. An agent's push names hundreds of
+ * series, again every scrape; listing them all (up to MAX_LISTED_METRICS, as an upload's task
+ * does) made each task event larger than the push's points, paid by the log, both folds and the
+ * tasks read model, for a task no agent reads (its answer carries no task id).
+ */
+export const MAX_LISTED_SERIES = 16;
 
 export type SeriesPushOptions = {
   readonly taskId: string;
@@ -29,8 +45,7 @@ export type SeriesPush = {
 export function decideSeriesPush(push: DecodedPush, user: UserRecord, o: SeriesPushOptions): SeriesPush {
   const refused: Rejected[] = [...push.rejected];
   let refusedPoints = push.rejectedPoints;
-  const batcher = new PointBatcher(o.batchPoints, Number.MAX_SAFE_INTEGER, (name) => o.partitionOf(name, o.pointsPartitions));
-  const batches = [];
+  const batches = new SeriesBatches(o.batchPoints);
   const written: string[] = [];
   let points = 0;
   for (const series of push.series) {
@@ -40,21 +55,68 @@ export function decideSeriesPush(push: DecodedPush, user: UserRecord, o: SeriesP
       continue;
     }
     written.push(series.name);
-    for (let i = 0; i < series.values.length; i++) batches.push(...batcher.add(series.name, series.timestamps[i]!, series.values[i]!));
+    batches.add(o.partitionOf(series.name, o.pointsPartitions), series);
     points += series.values.length;
   }
-  batches.push(...batcher.drain());
   return {
     decision: {
       kind: 'stored',
-      batches: batches.map((b) => ({ key: batchKey(b), points: b.timestamps.length, value: o.codec.encode(pointBatchOf(o.taskId, o.at, b)) })),
+      batches: batches.drain().map((b) => ({ key: batchKey(b), points: b.timestamps.length, value: o.codec.encode(pointBatchOf(o.taskId, o.at, b)) })),
       rows_total: points + refusedPoints,
       points_accepted: points,
       rows_rejected: refusedPoints,
       errors: refused.slice(0, MAX_REPORTED_ERRORS).map((r) => ({ row: 0, column: r.where, reason: `${r.reason} (${r.points} points)` })),
-      metrics: written.sort().slice(0, MAX_LISTED_METRICS),
+      metrics: written.sort().slice(0, MAX_LISTED_SERIES),
     },
     refused,
     refusedPoints,
   };
+}
+
+/**
+ * A push's series in column batches, one open batch per points partition, as PointBatcher
+ * makes them from single points, but a series at a time: a decoded series' points are already
+ * columns, and each series of a push is distinct (the decoder merged repeats), so its name is
+ * new to its batch. A batch is handed out once it holds `batchPoints` points; a series that
+ * fills one goes on in the next.
+ */
+class SeriesBatches {
+  private readonly open = new Map<number, ColumnBatch>();
+  private readonly full: ColumnBatch[] = [];
+  private readonly batchPoints: number;
+
+  constructor(batchPoints: number) {
+    this.batchPoints = batchPoints;
+  }
+
+  add(partition: number, series: { readonly name: string; readonly timestamps: readonly number[]; readonly values: readonly number[] }): void {
+    const n = series.timestamps.length;
+    for (let from = 0; from < n;) {
+      let batch = this.open.get(partition);
+      if (batch === undefined) this.open.set(partition, (batch = { names: [], nameIndex: [], timestamps: [], values: [] }));
+      const index = batch.names.length;
+      batch.names.push(series.name);
+      // The second metric: the points so far were all the first's.
+      if (index === 1) for (let i = 0; i < batch.timestamps.length; i++) batch.nameIndex.push(0);
+      const to = Math.min(n, from + this.batchPoints - batch.timestamps.length);
+      for (let i = from; i < to; i++) {
+        batch.timestamps.push(series.timestamps[i]!);
+        batch.values.push(series.values[i]!);
+        if (index > 0) batch.nameIndex.push(index);
+      }
+      from = to;
+      if (batch.timestamps.length >= this.batchPoints) {
+        this.full.push(batch);
+        this.open.delete(partition);
+      }
+    }
+  }
+
+  /** The full batches in the order they filled, then the open ones in the order they opened. */
+  drain(): ColumnBatch[] {
+    const all = [...this.full, ...this.open.values()];
+    this.full.length = 0;
+    this.open.clear();
+    return all;
+  }
 }

@@ -4,7 +4,7 @@ import type { PushDeps } from './push-submit.ts';
 import type { UploadDeps } from './routes.ts';
 
 export function uploadDeps(
-  { services, settings, tasks, slots, submit, metrics }: ApiParts,
+  { services, settings, tasks, slots, bodies, submit, metrics }: ApiParts,
   push: PushDeps | undefined,
   jsonChecker: JsonUploadChecker,
 ): UploadDeps {
@@ -27,6 +27,7 @@ export function uploadDeps(
         untilOneEnds: (user, ms, signal) => tasks.ends.waitForUser(user, ms, signal),
       },
     },
+    bodies,
     submit,
     metrics,
   };

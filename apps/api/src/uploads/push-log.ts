@@ -82,7 +82,9 @@ export class PushLog {
    */
   private drain(): void {
     while (this.queue.length > 0 && this.idle.length > 0) {
-      const writer = this.idle.pop()!;
+      // The writer idle longest: the broker completes a commit after answering it, and a writer's
+      // next transaction begun before that is refused as concurrent and retried after a wait.
+      const writer = this.idle.shift()!;
       const group = this.takeGroup();
       void this.commitWithin(writer, group)
         .then(

@@ -55,8 +55,18 @@ export type PushedRequest = Pick<
  * 409 for anything else under that key. A push refused whole by its rows is a 400 naming them,
  * at once: there is nothing for a task to follow. Past the bound on points not yet projected,
  * 429 with Retry-After: the producer slows down, and what was accepted stays fresh.
+ * `namesTask`: whether the answer gives the task's id (a JSON upload's 202), so that the task
+ * must be found on this instance at once: the answer then also waits for this process's fold
+ * to have read its MetricsPushed. A protocol's answer names no task: it is answered once the
+ * commit is durable, which is what it promises, and saves the fold's round trip.
  */
-export async function submitPush(submit: SubmitDeps, push: PushDeps, request: PushedRequest, decision: PushDecision): Promise<'written' | 'repeated'> {
+export async function submitPush(
+  submit: SubmitDeps,
+  push: PushDeps,
+  request: PushedRequest,
+  decision: PushDecision,
+  namesTask = true,
+): Promise<'written' | 'repeated'> {
   const keyed = request.idempotency_key !== null;
   // A first attempt under the key may be in the log and not yet folded here (it came to another
   // instance, or its answer was lost): the fold reads the task's partition to its end first.
@@ -89,6 +99,7 @@ export async function submitPush(submit: SubmitDeps, push: PushDeps, request: Pu
       cause,
     });
   }
+  if (!namesTask) return 'written';
   await submit.applied(position).catch(() => undefined);
   const kept = keyed ? await submit.find(request.task_id).catch(() => undefined) : undefined;
   if (kept) assertSameUpload(kept, request);

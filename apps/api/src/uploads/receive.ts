@@ -1,6 +1,7 @@
 import type { Context } from 'koa';
 import { canWrite, canWriteSomeMetric, DomainError, metricNameProblem, validationError, type UserRecord } from '@meridian/domain';
 import type { BlobStore } from '../blob-store.ts';
+import type { BodyBudget } from '../http/body-budget.ts';
 import type { OneAtATime } from '../http/one-at-a-time.ts';
 import type { ApiMetrics } from '../observability/metrics.ts';
 import type { UploadAdmission } from './admission.ts';
@@ -38,6 +39,7 @@ export type Receivers = {
    */
   readonly keyedPushes: OneAtATime;
   readonly metrics: Pick<ApiMetrics, 'uploadAccepted'> | undefined;
+  readonly bodies: BodyBudget | undefined;
 };
 
 export type UploadRequest = { readonly user: UserRecord; readonly on_error: 'fail' | 'skip'; readonly idempotency: string | undefined };
@@ -56,6 +58,7 @@ export async function receiveJsonUpload(r: Receivers, ctx: Context, request: Upl
     user,
     taskId,
     async () => {
+      await r.bodies?.holdWhileResponding(ctx, r.limits.jsonBodyBytes);
       const text = await jsonUploadText(await readBody(ctx.req, r.limits.jsonBodyBytes), ctx.get('Content-Type'));
       const at = Date.now();
       const pushRequest =

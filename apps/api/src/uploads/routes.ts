@@ -1,6 +1,7 @@
 import type { Task } from '@meridian/domain';
 import { z } from 'zod';
 import type { BlobStore } from '../blob-store.ts';
+import type { BodyBudget } from '../http/body-budget.ts';
 import { OneAtATime } from '../http/one-at-a-time.ts';
 import { defineRoute, type RouteDef } from '../http/route.ts';
 import type { ApiMetrics } from '../observability/metrics.ts';
@@ -20,6 +21,8 @@ export type UploadDeps = {
   /** Parses and hashes JSON upload bodies off the event loop (uploads/json-check-pool.ts). */
   readonly jsonChecker: Pick<JsonUploadChecker, 'check'>;
   readonly caps?: UploadCaps;
+  /** Bytes of bodies held whole on this instance, over every user (MERIDIAN_BODY_BYTES_IN_FLIGHT); absent: unbounded (the contract test's inert deps). */
+  readonly bodies?: BodyBudget;
   readonly metrics?: Pick<ApiMetrics, 'uploadAccepted'>;
 };
 
@@ -58,6 +61,7 @@ export function uploadRoutes(deps: UploadDeps): RouteDef[] {
     jsonChecker: deps.jsonChecker,
     admission: new UploadAdmission(deps.caps, (taskId: string): Promise<Task | undefined> => deps.submit.find(taskId)),
     keyedPushes: new OneAtATime(),
+    bodies: deps.bodies,
     metrics: deps.metrics,
   };
   return [

@@ -1,6 +1,7 @@
 import { archivePass, trimPass } from '@meridian/kafka';
 import type { IngestDeps } from '../ingest-deps.ts';
 import { startPeriodic } from '../periodic.ts';
+import type { ArchiveOptions } from './options.ts';
 
 /**
  * The archiver of this worker, with MERIDIAN_ARCHIVE on: every MERIDIAN_ARCHIVE_INTERVAL_MS,
@@ -10,9 +11,9 @@ import { startPeriodic } from '../periodic.ts';
  * next one starts again from the archive's index, so a crash anywhere repeats work and never
  * skips or doubles a record.
  */
-export function startArchiver(ingest: IngestDeps, leads: () => boolean): { stop(): Promise<void> } {
-  const { settings, topics } = ingest;
-  if (!settings.MERIDIAN_ARCHIVE) return { stop: () => Promise.resolve() };
+export function startArchiver(ingest: IngestDeps, options: ArchiveOptions | null, leads: () => boolean): { stop(): Promise<void> } {
+  const { topics } = ingest;
+  if (options === null) return { stop: () => Promise.resolve() };
   const logger = ingest.logger.child({ component: 'archive' });
   const abort = new AbortController();
   const periodic = startPeriodic(async () => {
@@ -23,9 +24,9 @@ export function startArchiver(ingest: IngestDeps, leads: () => boolean): { stop(
         objects: ingest.archive.objects,
         topic: topics.points,
         groupId: `${ingest.groups.projector}-archive`,
-        segmentBytes: settings.MERIDIAN_ARCHIVE_SEGMENT_BYTES,
+        segmentBytes: options.segmentBytes,
         // Half the window: a partial segment waits that long to fill, and is archived well before the trim wants it gone.
-        tailAgeMs: settings.MERIDIAN_ARCHIVE_RETENTION_MS / 2,
+        tailAgeMs: options.retentionMs / 2,
         logger,
         signal: abort.signal,
       });
@@ -35,13 +36,13 @@ export function startArchiver(ingest: IngestDeps, leads: () => boolean): { stop(
         objects: ingest.archive.objects,
         topic: topics.points,
         projectorGroup: ingest.groups.projector,
-        retentionMs: settings.MERIDIAN_ARCHIVE_RETENTION_MS,
+        retentionMs: options.retentionMs,
         logger,
       });
     } catch (error) {
       if (!abort.signal.aborted) logger.warn({ err: error }, 'archiving the points topic failed; the next pass starts again from the archive index');
     }
-  }, settings.MERIDIAN_ARCHIVE_INTERVAL_MS);
+  }, options.intervalMs);
   return {
     async stop() {
       abort.abort();

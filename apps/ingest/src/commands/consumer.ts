@@ -8,6 +8,7 @@ import { taskLog, type CommandHandlers, type TaskLog } from './handlers.ts';
 import { CommandRunner } from './runner.ts';
 import { sendToDeadLetter } from '../dead-letter.ts';
 import type { IngestDeps } from '../ingest-deps.ts';
+import type { CommandConsumerOptions } from './options.ts';
 
 export type RunningWorker = { readonly watch: ConsumerWatch; stop(): Promise<void> };
 
@@ -43,8 +44,12 @@ export type RunningHandlers = { readonly handlers: CommandHandlers; stop(): Prom
  * up to MERIDIAN_UPLOAD_GROUP_MAX, and started together (one TaskStarted request); a command that
  * cannot join runs after them, and an offset is resolved only once everything before it ended.
  */
-export async function startCommandConsumer(ingest: IngestDeps, startHandlers: (context: HandlerContext) => Promise<RunningHandlers>): Promise<RunningWorker> {
-  const { log, topics, settings, logger } = ingest;
+export async function startCommandConsumer(
+  ingest: IngestDeps,
+  options: CommandConsumerOptions,
+  startHandlers: (context: HandlerContext) => Promise<RunningHandlers>,
+): Promise<RunningWorker> {
+  const { log, topics, logger } = ingest;
   const groupId = ingest.groups.commands;
   const accounts = new AccountsStore(ingest.folds, 'ingest', { writesSnapshots: true });
   const tasks = new TasksStore(ingest.folds, 'ingest', ingest.taskReadModel);
@@ -65,7 +70,7 @@ export async function startCommandConsumer(ingest: IngestDeps, startHandlers: (c
     { topic: topics.tasks, events_read: tasks.eventsReadAtStart, unfinished: tasks.state.size },
     'tasks fold caught up after the read model positions',
   );
-  const runner = new CommandRunner({ log, groupId, accounts, tasks, taskEvents, progressProducer, maxStarts: settings.MERIDIAN_MAX_COMMAND_STARTS, logger });
+  const runner = new CommandRunner({ log, groupId, accounts, tasks, taskEvents, progressProducer, maxStarts: options.maxStarts, logger });
   // Set before the consumer is stopped, so a command waiting on a read (decide) gives up and stop() returns.
   let stopping = false;
   const dispatch: DispatchDeps = {
@@ -73,11 +78,11 @@ export async function startCommandConsumer(ingest: IngestDeps, startHandlers: (c
     handlers: registry.handlers,
     codec,
     logger,
-    groupMax: settings.MERIDIAN_UPLOAD_GROUP_MAX,
+    groupMax: options.groupMax,
     setAside: async (at, message, reason) => sendToDeadLetter(await log.writer(), topics.deadLetter, { ...at, key: message.key, value: message.value, reason }),
     running: () => !stopping,
   };
-  const consumer = log.consumer({ groupId, sessionTimeoutMs: settings.KAFKA_SESSION_TIMEOUT_MS, maxWaitTimeMs: 250 });
+  const consumer = log.consumer({ groupId, sessionTimeoutMs: options.sessionTimeoutMs, maxWaitTimeMs: 250 });
   consumer.onJoin((e) => logger.info({ group: e.groupId, assignment: e.assignment }, 'joined consumer group'));
   const watch: ConsumerWatch = consumer.watch('commands');
   await runConsumer(
@@ -87,7 +92,7 @@ export async function startCommandConsumer(ingest: IngestDeps, startHandlers: (c
       // Every tasks partition at once: an upload spends much of its time waiting on Kafka round
       // trips (transaction, offsets, commit), which other partitions' uploads fill. Each partition
       // has its own transactional producer, and a task's commands all share its partition.
-      partitionsConsumedConcurrently: settings.KAFKA_TASKS_PARTITIONS,
+      partitionsConsumedConcurrently: options.partitionsConsumedConcurrently,
       eachBatchAutoResolve: false,
       eachBatch: (payload) => dispatchBatch(dispatch, payload),
     },

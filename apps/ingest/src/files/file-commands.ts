@@ -7,6 +7,7 @@ import { isNotFound } from '@meridian/storage';
 import { failedUnread, inTransaction, runCommand, type CommandHandler, type CommandRun, type TaskLog } from '../commands/handlers.ts';
 import { removeStaged } from '../staging.ts';
 import type { IngestDeps } from '../ingest-deps.ts';
+import type { FileCommandsOptions } from './options.ts';
 import { BlobCollector } from './blob-collector.ts';
 import { promoteUnderClaim, releaseClaimsOfTask } from './blobs.ts';
 
@@ -78,7 +79,7 @@ const HEARTBEAT_MS = 2000;
  * then sees the claim or the FileDefined and puts the bytes back; one that removed it before the
  * look leaves nothing to find, and the definition copies its own staged bytes.
  */
-export async function startFileCommands(ingest: IngestDeps, tasks: TaskLog): Promise<FileCommands> {
+export async function startFileCommands(ingest: IngestDeps, options: FileCommandsOptions, tasks: TaskLog): Promise<FileCommands> {
   const { blobs: storage, topics, logger: rootLogger } = ingest;
   const logger = rootLogger.child({ component: 'files' });
   const fileCodec = createEventCodec<FileEvent>();
@@ -88,16 +89,16 @@ export async function startFileCommands(ingest: IngestDeps, tasks: TaskLog): Pro
     tasks: ingest.taskReadModel,
     logEnds: () => ingest.log.endOffsets(topics.files),
     logger,
-    waitMs: ingest.settings.MERIDIAN_FILES_READ_MODEL_WAIT_MS,
-    intervalMs: ingest.settings.MERIDIAN_BLOB_SWEEP_INTERVAL_MS,
-    removalLeaseMs: ingest.settings.MERIDIAN_BLOB_REMOVAL_LEASE_MS,
-    claimTtlMs: ingest.settings.MERIDIAN_BLOB_CLAIM_TTL_MS,
+    waitMs: options.readModelWaitMs,
+    intervalMs: options.sweepIntervalMs,
+    removalLeaseMs: options.removalLeaseMs,
+    claimTtlMs: options.claimTtlMs,
   });
-  const claimRules = { claimTtlMs: ingest.settings.MERIDIAN_BLOB_CLAIM_TTL_MS, logger };
+  const claimRules = { claimTtlMs: options.claimTtlMs, logger };
   collector.start();
-  const schemaLimits: SchemaLimits = { maxHeaderLength: ingest.settings.MERIDIAN_MAX_LINE_BYTES, maxColumns: ingest.settings.MERIDIAN_MAX_COLUMNS };
+  const { schemaLimits } = options;
 
-  const rule = { attempts: ingest.settings.MERIDIAN_UPLOAD_ATTEMPTS, logger, what: 'the file could not be stored' };
+  const rule = { attempts: options.attempts, logger, what: 'the file could not be stored' };
 
   const removeStagedOf = (cmd: FileDefinitionRequested) => removeStaged(storage, cmd.staged_object, logger);
   // Every run's claim: by then the task has failed, and its other runs are fenced.

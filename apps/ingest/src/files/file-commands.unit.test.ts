@@ -9,6 +9,7 @@ import type { CommandRun, TaskLog } from '../commands/handlers.ts';
 import type { IngestDeps } from '../ingest-deps.ts';
 import { claimsOfTask } from './blobs.ts';
 import { startFileCommands } from './file-commands.ts';
+import { fileCommandsOptions } from './options.ts';
 
 const sha256 = createHash('sha256').update('abc').digest();
 const cmd: FileDefinitionRequested = {
@@ -57,7 +58,6 @@ async function handlerWithStorageDown(up: ReadonlySet<'open' | 'size' | 'copy' |
     fail: async (_producer, _at, taskId, failure) => void steps.push(`fail ${taskId}: ${failure.reason}`),
   };
   const ingest = {
-    settings: loadSettings({ MERIDIAN_UPLOAD_ATTEMPTS: '1', MERIDIAN_BLOB_SWEEP_INTERVAL_MS: '3600000' }),
     logger: createLogger({ name: 'test', level: 'silent' }),
     topics: { files: 'files', tasks: 'tasks' },
     log: { endOffsets: async () => new Map() },
@@ -65,7 +65,8 @@ async function handlerWithStorageDown(up: ReadonlySet<'open' | 'size' | 'copy' |
     blobReferences: {},
     taskReadModel: { finishedAmong: async () => new Set() },
   } as unknown as IngestDeps;
-  const handler = await startFileCommands(ingest, tasks);
+  const options = fileCommandsOptions(loadSettings({ MERIDIAN_UPLOAD_ATTEMPTS: '1', MERIDIAN_BLOB_SWEEP_INTERVAL_MS: '3600000' }));
+  const handler = await startFileCommands(ingest, options, tasks);
   const producer = { transaction: () => Promise.reject(new Error('the transaction could not start')) } as unknown as TransactionalLog;
   const run: CommandRun = { at: { topic: 'tasks', partition: 0, offset: 7 }, producer, heartbeat: async () => undefined, setAside: async () => undefined };
   /** The steps but the collector's own tries at start (it lists kept bytes first). */

@@ -2,6 +2,7 @@ import type { FileEvent, FileReadModel, FileReadModelWriter } from '@meridian/do
 import { createEventCodec } from '@meridian/events';
 import { eventsAfter, projectFileBatch } from '@meridian/projection';
 import type { IngestDeps } from '../ingest-deps.ts';
+import type { ReadModelOptions } from './options.ts';
 import { startReadModelProjector, type RunningReadModelProjector } from './projector.ts';
 
 /**
@@ -10,10 +11,15 @@ import { startReadModelProjector, type RunningReadModelProjector } from './proje
  * (projectFileBatch); between batches only the next definition's seq is held, read back with the
  * positions after every (re)join.
  */
-export async function startFilesProjector(ingest: IngestDeps, readModel: FileReadModel, writer: FileReadModelWriter): Promise<RunningReadModelProjector> {
+export async function startFilesProjector(
+  ingest: IngestDeps,
+  options: ReadModelOptions,
+  readModel: FileReadModel,
+  writer: FileReadModelWriter,
+): Promise<RunningReadModelProjector> {
   const codec = createEventCodec<FileEvent>();
   const seq = { next: 0 };
-  return startReadModelProjector(ingest, {
+  return startReadModelProjector(ingest, options, {
     name: 'files',
     groupId: ingest.groups.filesProjector,
     topic: ingest.topics.files,

@@ -3,6 +3,7 @@ import type { ConsumerWatch } from '@meridian/kafka';
 import { runConsumer } from '@meridian/runtime';
 import { persistWhileRunning, Stopping, type Persist } from '../persist.ts';
 import type { IngestDeps } from '../ingest-deps.ts';
+import type { ReadModelOptions } from './options.ts';
 
 export type RunningReadModelProjector = { readonly watch: ConsumerWatch; stop(): Promise<void> };
 
@@ -51,8 +52,12 @@ export type ReadModelProjection = {
  * Stays one function: the join, batch-end and batch handlers share this assignment's positions and pending
  * markers by closure, each handler named; the state has one owner.
  */
-export async function startReadModelProjector(ingest: IngestDeps, projection: ReadModelProjection): Promise<RunningReadModelProjector> {
-  const { log, settings } = ingest;
+export async function startReadModelProjector(
+  ingest: IngestDeps,
+  options: ReadModelOptions,
+  projection: ReadModelProjection,
+): Promise<RunningReadModelProjector> {
+  const { log } = ingest;
   const { topic, name, groupId } = projection;
   const logger = ingest.logger.child({ component: `${name}-projector` });
   /** Per partition of this assignment, the last offset the read model covers. */
@@ -71,7 +76,7 @@ export async function startReadModelProjector(ingest: IngestDeps, projection: Re
 
   const consumer = log.consumer({
     groupId,
-    sessionTimeoutMs: settings.KAFKA_SESSION_TIMEOUT_MS,
+    sessionTimeoutMs: options.sessionTimeoutMs,
     maxWaitTimeMs: 250,
     ...(projection.fetchMinBytes === undefined ? {} : { minBytes: projection.fetchMinBytes }),
     readUncommitted: false,
@@ -99,7 +104,7 @@ export async function startReadModelProjector(ingest: IngestDeps, projection: Re
     positions.set(payload.partition, last);
     markers.set(payload.partition, last);
     if (markerFlush === null) {
-      markerFlush = setTimeout(flushMarkers, settings.MERIDIAN_READ_MODEL_MARKER_FLUSH_MS);
+      markerFlush = setTimeout(flushMarkers, options.markerFlushMs);
       markerFlush.unref();
     }
   });

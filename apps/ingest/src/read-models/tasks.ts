@@ -2,11 +2,11 @@ import { LiveTasks, type TaskEvent, type TaskReadModel, type TaskReadModelWriter
 import { createEventCodec } from '@meridian/events';
 import { eventsAfter, foldTaskBatch, PendingTaskWrites, writeTaskBatches } from '@meridian/projection';
 import type { IngestDeps } from '../ingest-deps.ts';
+import type { TasksReadModelOptions } from './options.ts';
 import { startReadModelProjector, type RunningReadModelProjector } from './projector.ts';
 
 export type RunningTasksProjector = RunningReadModelProjector;
 
-const DAY_MS = 86_400_000;
 /** More than a busy second of the tasks topic's events (about 1 KB per upload): the 250 ms wait is what ends a fetch. */
 const TASKS_FETCH_MIN_BYTES = 64 * 1024;
 
@@ -22,12 +22,16 @@ const TASKS_FETCH_MIN_BYTES = 64 * 1024;
  *   asked (one query per batch) and such a command is ignored, so it never reverts a finished row.
  * - Finished tasks older than MERIDIAN_TASK_RETENTION_DAYS are removed on a timer.
  */
-export async function startTasksProjector(ingest: IngestDeps, readModel: TaskReadModel, writer: TaskReadModelWriter): Promise<RunningTasksProjector> {
-  const { settings } = ingest;
+export async function startTasksProjector(
+  ingest: IngestDeps,
+  options: TasksReadModelOptions,
+  readModel: TaskReadModel,
+  writer: TaskReadModelWriter,
+): Promise<RunningTasksProjector> {
   const codec = createEventCodec<TaskEvent>();
   let live = new LiveTasks();
   let pending = new PendingTaskWrites();
-  const running = await startReadModelProjector(ingest, {
+  const running = await startReadModelProjector(ingest, options, {
     name: 'tasks',
     groupId: ingest.groups.tasksProjector,
     topic: ingest.topics.tasks,
@@ -59,12 +63,11 @@ export async function startTasksProjector(ingest: IngestDeps, readModel: TaskRea
     writePositions: (positions) => writer.write([], positions),
   });
 
-  const retentionMs = settings.MERIDIAN_TASK_RETENTION_DAYS * DAY_MS;
   const expiry = setInterval(() => {
     writer
-      .expire(Date.now() - retentionMs)
+      .expire(Date.now() - options.retentionMs)
       .catch((error: unknown) => ingest.logger.warn({ err: error }, 'removing expired tasks from the read model failed; tried again at the next interval'));
-  }, settings.MERIDIAN_TASK_RETENTION_INTERVAL_MS);
+  }, options.expiryIntervalMs);
   expiry.unref();
 
   return {

@@ -5,19 +5,20 @@ import { DeletionLog } from '@meridian/kafka';
 import { AccountsStore } from '@meridian/folds';
 import type { IngestDeps } from '../ingest-deps.ts';
 import { startRetention } from './runner.ts';
+import type { RetentionOptions } from './options.ts';
 
 /**
  * The retention runner of this worker: its own accounts fold (the rules), a transactional writer
  * for its deletions, and the pass every MERIDIAN_POINTS_RETENTION_INTERVAL_MS while `leads` says so.
  */
-export function startRetentionRunner(ingest: IngestDeps, leads: () => boolean): { stop(): Promise<void> } {
-  const { log, topics, settings } = ingest;
+export function startRetentionRunner(ingest: IngestDeps, options: RetentionOptions, leads: () => boolean): { stop(): Promise<void> } {
+  const { log, topics } = ingest;
   const logger = ingest.logger.child({ component: 'retention' });
   const accounts = new AccountsStore(ingest.folds, 'ingest-retention', { writesSnapshots: false });
   // Not awaited: the worker is ready without it; the first pass waits for the fold.
   const started = accounts.start();
   started.catch((error: unknown) => logger.warn({ err: error }, 'the retention rules could not be read yet; the next pass tries again'));
-  const writer = log.transactional(`${settings.MERIDIAN_TOPIC_PREFIX}ingest-retention-${randomBytes(6).toString('hex')}`);
+  const writer = log.transactional(`${options.writerIdPrefix}${randomBytes(6).toString('hex')}`);
   const partitions = async () => ({ points: (await log.endOffsets(topics.points)).size, tasks: (await log.endOffsets(topics.tasks)).size });
   const deletions = new DeletionLog({
     writer: {
@@ -31,7 +32,7 @@ export function startRetentionRunner(ingest: IngestDeps, leads: () => boolean): 
     partitions,
     pointsCodec: createEventCodec<PointsFact>(),
     taskCodec: createEventCodec<TaskEvent>(),
-    deadlineMs: settings.MERIDIAN_KAFKA_ACK_TIMEOUT_MS,
+    deadlineMs: options.ackTimeoutMs,
     rollups: false, // rollups outlive the raw points retention deletes
   });
   const runner = startRetention({
@@ -44,7 +45,7 @@ export function startRetentionRunner(ingest: IngestDeps, leads: () => boolean): 
     countOlder: (metrics, cutoff) => ingest.retentionQueries.countOlder(metrics, cutoff),
     append: (deletion) => deletions.append(deletion),
     leads,
-    intervalMs: settings.MERIDIAN_POINTS_RETENTION_INTERVAL_MS,
+    intervalMs: options.intervalMs,
     logger,
   });
   return {

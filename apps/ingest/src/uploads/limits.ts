@@ -1,6 +1,4 @@
-import type { Settings } from '@meridian/config';
-
-/** What one upload may make the worker decompress, hold and spend in time. */
+/** What one upload may make the worker decompress, hold and spend in time (compiled from the settings in options.ts). */
 export type UploadLimits = {
   readonly maxDecompressedBytes: number;
   readonly maxExpansionRatio: number;
@@ -9,17 +7,6 @@ export type UploadLimits = {
   readonly maxJsonDocumentLength: number;
   readonly timeBudgetMs: number;
 };
-
-export function uploadLimitsFrom(settings: Settings): UploadLimits {
-  return {
-    maxDecompressedBytes: settings.MERIDIAN_MAX_DECOMPRESSED_BYTES,
-    maxExpansionRatio: settings.MERIDIAN_MAX_EXPANSION_RATIO,
-    maxLineLength: settings.MERIDIAN_MAX_LINE_BYTES,
-    maxColumns: settings.MERIDIAN_MAX_COLUMNS,
-    maxJsonDocumentLength: settings.MERIDIAN_MAX_JSON_DOCUMENT_BYTES,
-    timeBudgetMs: settings.MERIDIAN_UPLOAD_TIME_BUDGET_MS,
-  };
-}
 
 /**
  * An upload went past one of its limits. Final: running it again would only do the same

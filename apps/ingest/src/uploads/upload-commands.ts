@@ -29,12 +29,15 @@ import { commandFailure } from '@meridian/retry';
 import type { BlobStore } from '../blob-store.ts';
 import { failedUnread, runCommand, taskFailed, type CommandHandler, type CommandPosition, type TaskLog } from '../commands/handlers.ts';
 import { removeStaged } from '../staging.ts';
-import { PointBatchSender, type PartitionCount } from './batch-sender.ts';
+import type { PartitionCount } from './batch-sender.ts';
 import { StageWriter, type UploadStage } from './stage-writer.ts';
 import { UploadLimitExceeded, type UploadLimits } from './limits.ts';
+import { openUploadTransaction } from './upload-transaction.ts';
+import type { UploadRunOptions } from './options.ts';
 import { gunzipIfNeeded, openUploadBytes } from './source.ts';
 
-export type UploadCommandsDeps = {
+/** What the upload handler runs on: its options (options.ts) and the worker's parts it writes to and reads. */
+export type UploadCommandsDeps = UploadRunOptions & {
   readonly topics: Topics;
   readonly storage: BlobStore;
   readonly logger: Logger;
@@ -43,27 +46,14 @@ export type UploadCommandsDeps = {
   readonly pointsCodec: EventCodec<PointsFact>;
   /** Non-transactional, for started/progress events that must show while the upload runs. */
   readonly progressProducer: LogWriter;
-  readonly batchPoints: number;
   /** Partitions of the points topic, as the broker has them. */
   readonly pointsPartitions: number;
-  /** Most point-batch bytes per points partition in one produce request (MERIDIAN_UPLOAD_SEND_BYTES_PER_PARTITION). */
-  readonly sendBytesPerPartition: number;
-  /** Most point-batch bytes in one produce request (MERIDIAN_UPLOAD_SEND_BYTES_PER_REQUEST). */
-  readonly sendBytesPerRequest: number;
-  readonly maxBufferedPoints: number;
-  readonly limits: UploadLimits;
   /** The accounts fold, read to its end before the upload was handed over (decideStart). */
   readonly user: (name: string) => UserRecord | undefined;
-  /** Runs of one upload that stop on storage or network trouble before its task fails (MERIDIAN_UPLOAD_ATTEMPTS). */
-  readonly attempts: number;
   /** Where large uploads' rows are written aside while they are parsed; null: staging off (MERIDIAN_UPLOAD_STAGING). */
   readonly stage: UploadStage | null;
   /** Whether a run of an upload of this many bytes may stage now (staging-gate.ts: large enough, and with auto while every points projector reads staged uploads). */
   readonly mayStage: (bytes: number) => Promise<boolean>;
-  /** Most rows per staging insert (MERIDIAN_PROJECTOR_BATCH_ROWS, as the projector's). */
-  readonly stageBatchRows: number;
-  /** Longest wait for the staging inserts before the commit (MERIDIAN_STAGE_FINISH_TIMEOUT_MS). */
-  readonly stageFinishTimeoutMs: number;
 };
 
 /**
@@ -197,18 +187,14 @@ async function runUpload(
   const log = deps.logger.child({ task_id: cmd.task_id });
   const now = () => Date.now();
   const run = startUpload(uploadStart(cmd, deps));
-  const tx = await producer.transaction();
-  // The command's offset joins the transaction first, while the body is being opened: two round
-  // trips off the command's path, and the transaction holds the tasks partition (whose committed
-  // end the api's fold waits for before its 202) only from its last send to its commit.
-  const offsetMoved = deps.tasks.commitCommand(tx, at);
-  offsetMoved.catch(() => undefined); // awaited below; observed here should the body fail first
   // Staged when staging is on and the upload's first batch comes before the
   // end of its input (it did not fit the decider's buffer): its rows are then written aside into
   // stages while it is parsed, and the projector attaches them at its seals. Small uploads stay
   // direct (no DDL for them). Decided once per run: all of a run's batches are staged or none.
   let staging = (deps.stage === null ? null : undefined) as StageWriter | null | undefined;
-  const sender = new PointBatchSender(tx, { ...senderOptions(deps), placed: (segments) => staging?.add(segments) });
+  // The command's offset joins the transaction while the body is being opened (upload-transaction.ts).
+  const tx = await openUploadTransaction(producer, deps.tasks, at, { ...senderOptions(deps), placed: (segments) => staging?.add(segments) });
+  const { sender } = tx;
   let lastProgress = now();
   const { limits } = deps;
   let source: Readable | null = null;
@@ -240,7 +226,7 @@ async function runUpload(
 
   try {
     source = await openUploadBytes(cmd, deps.storage);
-    await offsetMoved;
+    await tx.offsetJoined;
     const end = await readUpload(gunzipIfNeeded(source, limits), run, parseOptionsOf(cmd, limits), {
       before: () => budget.check(),
       batch: send,
@@ -253,7 +239,6 @@ async function runUpload(
     });
 
     if (end.type === 'UploadFailed') {
-      await sender.discard();
       await tx.abort();
       await staging?.abandon();
       await deps.tasks.fail(producer, at, cmd.task_id, end);
@@ -279,11 +264,10 @@ async function runUpload(
       attempt === undefined ? undefined : (partition, batches) => ({ attempt, first_offset: shares.get(partition)!.firstOffset, batches }),
     );
     // The last point batches, the seals (after them in each partition) and UploadParsed in one request.
-    await sender.flush([
+    await tx.finish([
       { topic: deps.topics.points, acks: -1, messages: seals },
       { topic: deps.topics.tasks, acks: -1, messages: [parsed] },
     ]);
-    await tx.commit();
     // Where each partition's batches sit: [first, last] offsets, to find them in the log.
     const offsets = Object.fromEntries([...shares].map(([partition, s]) => [partition, { batches: s.batches, first: s.firstOffset, last: s.lastOffset }]));
     log.info(
@@ -298,9 +282,7 @@ async function runUpload(
     );
     return 'succeeded';
   } catch (error) {
-    await sender.discard();
-    await offsetMoved.catch(() => undefined); // a transaction is aborted after its last request ends
-    if (tx.isActive()) await tx.abort().catch(() => undefined);
+    await tx.undo();
     await staging?.abandon();
     if (!(error instanceof UploadLimitExceeded)) throw error;
     const [failed] = decideUpload(run, { type: 'LimitReached', reason: error.message }) as [UploadFailed];
@@ -379,14 +361,12 @@ async function runUploadGroup(
   producer: TransactionalLog,
   deps: UploadCommandsDeps,
 ): Promise<boolean> {
-  const tx = await producer.transaction();
-  const offsetMoved = deps.tasks.commitCommand(tx, items[items.length - 1]!.at);
-  offsetMoved.catch(() => undefined); // awaited below; observed here should a body fail first
-  const sender = new PointBatchSender(tx, senderOptions(deps));
-  let committing = false;
+  // The group's transaction is opened as one upload's is, and commits the last command's offset.
+  const tx = await openUploadTransaction(producer, deps.tasks, items[items.length - 1]!.at, senderOptions(deps));
+  const { sender } = tx;
   try {
     const parsed = await Promise.all(items.map(({ cmd }) => parseWhole(cmd, deps)));
-    await offsetMoved;
+    await tx.offsetJoined;
     const seals: LogMessage[] = [];
     const events: LogMessage[] = [];
     for (const [i, { cmd }] of items.entries()) {
@@ -410,12 +390,10 @@ async function runUploadGroup(
       seals.push(...ended.seals);
       events.push(ended.parsed);
     }
-    await sender.flush([
+    await tx.finish([
       { topic: deps.topics.points, acks: -1, messages: seals },
       { topic: deps.topics.tasks, acks: -1, messages: events },
     ]);
-    committing = true;
-    await tx.commit();
     deps.logger.info(
       {
         tasks: items.map(({ cmd }, i) => {
@@ -427,11 +405,9 @@ async function runUploadGroup(
     );
     return true;
   } catch (error) {
-    await sender.discard();
-    await offsetMoved.catch(() => undefined); // a transaction is aborted after its last request ends
-    if (tx.isActive()) await tx.abort().catch(() => undefined);
+    await tx.undo();
     // A commit that failed may have landed: the consumer reads the tasks log again before any rerun.
-    if (committing || commandFailure(error) === 'redeliver') throw error;
+    if (tx.committing || commandFailure(error) === 'redeliver') throw error;
     deps.logger.warn({ err: error, tasks: items.map(({ cmd }) => cmd.task_id) }, 'a group of uploads met trouble; each runs alone');
     return false;
   }

@@ -8,6 +8,16 @@ export const httpSettings = {
     default: '16384',
     doc: 'Largest JSON body of an account or file-metadata request, in bytes (413 as soon as Content-Length or the bytes read pass it); only the JSON upload takes MERIDIAN_MAX_JSON_BODY_BYTES.',
   },
+  MERIDIAN_BODY_BYTES_IN_FLIGHT: {
+    schema: z.coerce.number().int().min(1_048_576),
+    default: '33554432',
+    doc: "Bytes of request bodies one api instance holds whole in memory at once, over every user: JSON uploads and the telemetry protocols' pushes reserve their Content-Length (without one, their route's limit) before their body is read, until they are answered. Past it a request waits, unread, at most MERIDIAN_BODY_WAIT_MS, then gets 503 with Retry-After. What a body holds while decoded is a few times its bytes, so this bounds most of the api's memory under many producers. At least MERIDIAN_MAX_JSON_BODY_BYTES and MERIDIAN_PUSH_MAX_BYTES (checked at start).",
+  },
+  MERIDIAN_BODY_WAIT_MS: {
+    schema: positiveInt,
+    default: '10000',
+    doc: 'Longest a JSON upload or a push waits for room under MERIDIAN_BODY_BYTES_IN_FLIGHT before its 503.',
+  },
   MERIDIAN_HTTP_HEADERS_TIMEOUT_MS: {
     schema: positiveInt,
     default: '20000',

@@ -8,3 +8,4 @@ export * from './params.ts';
 export * from './format.ts';
 export { WINDOW_STATS_FUNCTIONS, evalRangeFunction, type WindowBounds, type WindowStatsFunction } from './functions.ts';
 export { foldGroups, seriesStepValues, type ReduceSteps } from './reduce.ts';
+export { selectorMetricNames } from './names.ts';

@@ -79,6 +79,11 @@ function fetchesOf(e: Expr): Fetch[] {
   }
 }
 
+/** Every vector selector of a query, those of range selectors included. */
+export function querySelectors(e: Expr): VectorSelector[] {
+  return fetchesOf(e).map((f) => f.selector);
+}
+
 /**
  * A series the caller may read: its catalog name and the labels it parses to; with its points
  * and extent (epoch ms) when known, from which the samples a window reads are estimated.

@@ -7,8 +7,7 @@ import {
   eachMessage,
   expectEnd,
   fieldEnd,
-  isStaleNaNBits,
-  peekDoubleBits,
+  peekStaleNaN,
   readerOf,
   readInt64,
   skipField,
@@ -83,8 +82,7 @@ function writePoints(r: Reader, collector: SeriesCollector, series: DecodedSerie
     while (r.pos < sampleEnd) {
       const t = r.uint32();
       if (t === ((1 << 3) | WIRE_FIXED64)) {
-        const [high, low] = peekDoubleBits(r);
-        stale = isStaleNaNBits(high, low);
+        stale = peekStaleNaN(r);
         value = r.double();
       } else if (t === ((2 << 3) | WIRE_VARINT)) {
         timestamp = readInt64(r);
@@ -175,11 +173,6 @@ function readLabels(r: Reader, end: number, head: SeriesHead, maxLabels: number)
   }
 }
 
-/** The bytes of a series' labels as a Map key (latin1 keeps each byte as one character). */
-function labelsKey(bytes: Uint8Array, start: number, end: number): string {
-  return Buffer.from(bytes.buffer, bytes.byteOffset + start, end - start).toString('latin1');
-}
-
 export type RemoteWriteOptions = Partial<ProtocolLimits> & {
   /** Names kept across requests (the caller's), so that a series sent again is not named again. */
   readonly names?: SeriesNameCache;
@@ -198,7 +191,7 @@ export function decodeRemoteWrite(bytes: Uint8Array, options: RemoteWriteOptions
       const start = r.pos;
       const head: SeriesHead = { metric: null, labels: [], labelCount: 0, samples: 0, histograms: 0 };
       const prefixEnd = scanSeries(r, end, head);
-      const key = names !== undefined && prefixEnd > start ? labelsKey(bytes, start, prefixEnd) : null;
+      const key = names !== undefined && prefixEnd > start ? { bytes, start, end: prefixEnd } : null;
       const known = key === null ? undefined : names!.get(key);
       if (known !== undefined) {
         writePoints(r, collector, collector.openNamed(known), head, start, end, 2);

@@ -195,6 +195,14 @@ describe('a SeriesNameCache kept across requests', () => {
     expect(names.size).toBe(2);
   });
 
+  it('tells series apart by their bytes when their hashes collide', () => {
+    const names = new SeriesNameCache(1000, () => 7);
+    const without = decodeRemoteWrite(encode(series));
+    expect(decodeRemoteWrite(encode(series), { names })).toEqual(without);
+    expect(decodeRemoteWrite(encode(series), { names })).toEqual(without);
+    expect(names.size).toBe(2);
+  });
+
   it('is emptied when the limits change, and when full', () => {
     const names = new SeriesNameCache(1);
     decodeRemoteWrite(encode(series), { names });

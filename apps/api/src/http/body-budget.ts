@@ -1,0 +1,105 @@
+import type { Context } from 'koa';
+import { DomainError } from '@meridian/domain';
+
+type Waiter = { readonly bytes: number; readonly grant: () => void };
+
+/**
+ * The bytes of request bodies one api instance holds whole in memory at once, across every user
+ * (the per-user slots bound one user, not how many users push at the same moment). A request
+ * reserves its declared Content-Length (without one, its route's limit) before a byte of its body
+ * is read, and gives it back when its response closes: its decoded points and encoded batches
+ * live until then, a few times the body's bytes. Past the budget it waits its turn, first come
+ * first served, unread (the socket's own flow control holds the sender), at most `waitMs`; then
+ * 503 with Retry-After, which every pushing agent retries.
+ */
+export class BodyBudget {
+  readonly #total: number;
+  readonly #waitMs: number;
+  #free: number;
+  readonly #queue: Waiter[] = [];
+
+  constructor(totalBytes: number, waitMs: number) {
+    this.#total = totalBytes;
+    this.#free = totalBytes;
+    this.#waitMs = waitMs;
+  }
+
+  /** Bytes reserved by requests now (for the metrics and the tests). */
+  get held(): number {
+    return this.#total - this.#free;
+  }
+
+  get waiting(): number {
+    return this.#queue.length;
+  }
+
+  /**
+   * Reserves the request's body until its response closes; rejects with 503 past the wait, or
+   * when the client goes away while waiting. A body larger than the budget is refused by its
+   * route's limit first (the settings rule keeps every limit within the budget).
+   */
+  async holdWhileResponding(ctx: Context, limit: number): Promise<void> {
+    const declared = Number(ctx.get('Content-Length'));
+    const bytes = Math.min(Number.isFinite(declared) && ctx.get('Content-Length') !== '' ? declared : limit, limit, this.#total);
+    await this.#reserve(bytes, ctx);
+    let released = false;
+    const release = () => {
+      if (released) return;
+      released = true;
+      this.#free += bytes;
+      this.#grant();
+    };
+    if (ctx.res.closed) release();
+    else ctx.res.once('close', release);
+  }
+
+  #reserve(bytes: number, ctx: Context): Promise<void> {
+    if (this.#queue.length === 0 && bytes <= this.#free) {
+      this.#free -= bytes;
+      return Promise.resolve();
+    }
+    return new Promise<void>((resolve, reject) => {
+      const leave = (error: DomainError) => {
+        clearTimeout(timer);
+        ctx.res.off('close', gone);
+        const at = this.#queue.indexOf(waiter);
+        if (at >= 0) this.#queue.splice(at, 1);
+        // The head leaving may let the next one in.
+        this.#grant();
+        reject(error);
+      };
+      const waiter: Waiter = {
+        bytes,
+        grant: () => {
+          clearTimeout(timer);
+          ctx.res.off('close', gone);
+          resolve();
+        },
+      };
+      const timer = setTimeout(
+        () =>
+          leave(
+            new DomainError(
+              'unavailable',
+              `this api instance holds its budget of request bodies (MERIDIAN_BODY_BYTES_IN_FLIGHT, ${this.#total} bytes); retry shortly`,
+              [{ field: 'MERIDIAN_BODY_BYTES_IN_FLIGHT', reason: `waited ${this.#waitMs} ms for ${bytes} bytes` }],
+            ),
+          ),
+        this.#waitMs,
+      );
+      const gone = () => leave(new DomainError('unavailable', 'the client went away while its body waited for room'));
+      ctx.res.once('close', gone);
+      this.#queue.push(waiter);
+      this.#grant();
+    });
+  }
+
+  /** Lets in waiters from the head while they fit: one too large for now holds those behind it, so none starves. */
+  #grant(): void {
+    while (this.#queue.length > 0 && this.#queue[0]!.bytes <= this.#free) {
+      const next = this.#queue.shift()!;
+      this.#free -= next.bytes;
+      next.grant();
+    }
+  }
+}
