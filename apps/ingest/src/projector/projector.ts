@@ -6,7 +6,6 @@ import { Projection } from '@meridian/projection';
 import type { ProjectorWork } from './batch-context.ts';
 import { projectBatches } from './each-batch.ts';
 import { InsertLog } from './insert-log.ts';
-import { projectorOptions } from './options.ts';
 import { startStageSweeper } from './stage-sweeper.ts';
 import type { IngestDeps } from '../ingest-deps.ts';
 
@@ -43,7 +42,7 @@ const MAX_BYTES = 24 * 1024 * 1024;
  */
 export async function startProjector(ingest: IngestDeps): Promise<RunningProjector> {
   const { log, topics } = ingest;
-  const options = projectorOptions(ingest.settings);
+  const options = ingest.options.projector;
   const logger = ingest.logger.child({ component: 'projector' });
   const groupId = ingest.groups.projector;
   const sink = ingest.pointsSink;
