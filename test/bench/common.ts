@@ -206,6 +206,14 @@ export async function scopeDataBytes(settings: Settings): Promise<{ kafka: numbe
   return { kafka, clickhouse, minio: dirBytes(`${minioData}/${settings.S3_BUCKET}`) };
 }
 
+/** The points archive's objects (segments and index) on the local MinIO's disk: `_archive/` of the scope's bucket; NaN when MinIO is not here. */
+export function archiveDataBytes(settings: Settings): number {
+  const minioArgs = stackArgs('minio');
+  const server = minioArgs.indexOf('server');
+  const minioData = (server >= 0 ? minioArgs[server + 1] : undefined) ?? `${stackVar()}/minio/data`;
+  return dirBytes(`${minioData}/${settings.S3_BUCKET}/_archive`);
+}
+
 /** The V8 flags and environment a checkout's api is started with (its apps/api/src/node-flags.ts). */
 export async function apiNodeOf(root: string): Promise<{ readonly flags: readonly string[]; readonly env: Readonly<Record<string, string>> }> {
   const own = (await import(`${root}apps/api/src/node-flags.ts`)) as { API_NODE_FLAGS: readonly string[]; API_NODE_ENV: Readonly<Record<string, string>> };

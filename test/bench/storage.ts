@@ -1,7 +1,19 @@
 import { Readable } from 'node:stream';
 import type { Settings } from '@meridian/config';
 import { remoteWriteBody } from '../support/protocol-bodies.ts';
-import { adminKey, benchApi, cpuSplit, dropBenchScope, fmt, kafkaTopicBytes, postStream, stackProcesses, startProcess, waitUntil } from './common.ts';
+import {
+  adminKey,
+  archiveDataBytes,
+  benchApi,
+  cpuSplit,
+  dropBenchScope,
+  fmt,
+  kafkaTopicBytes,
+  postStream,
+  stackProcesses,
+  startProcess,
+  waitUntil,
+} from './common.ts';
 import { pointBatchCodecFigures } from './point-batch-codec.ts';
 import type { Series } from './telemetry.ts';
 import { telemetryFleet, type Fleet } from './telemetry-fleet.ts';
@@ -21,10 +33,13 @@ import { startVictoriaMetrics } from './victoria-metrics.ts';
  * a flush, once still.
  *   BENCH_POINTS=10000000   points of the fleet
  *   BENCH_SERIES=1000       series of the fleet
- *   BENCH_SYSTEMS=victoria-metrics,before,after   (also: deltas, zstd: each change alone)
+ *   BENCH_IDLE_S=0            seconds of each Meridian left idle once every point is in, its CPU a minute printed
+ *   BENCH_SYSTEMS=victoria-metrics,before,after   (also: deltas, zstd: each change alone; archive,
+ *     archive-window: as after, with the points archive on)
  */
 const POINTS = Number(process.env.BENCH_POINTS ?? 10_000_000);
 const SERIES = Number(process.env.BENCH_SERIES ?? 1000);
+const IDLE_S = Number(process.env.BENCH_IDLE_S ?? 0);
 const SYSTEMS = (process.env.BENCH_SYSTEMS ?? 'victoria-metrics,before,after').split(',').filter(Boolean);
 /** Two minutes of scrapes a push: about 7,300 points of 1,000 series, as an agent batching its sends. */
 const WINDOW_MS = 120_000;
@@ -37,6 +52,8 @@ type Row = {
   readonly bytes: ReadonlyArray<readonly [string, number]>;
   readonly cpu: ReadonlyArray<readonly [string, number]>;
   readonly seconds: number;
+  /** CPU-seconds a minute of each process once every point is in, the system idle (BENCH_IDLE_S): what background passes cost. */
+  readonly idle?: ReadonlyArray<readonly [string, number]>;
 };
 
 const bodyOf = (window: readonly Series[]) =>
@@ -124,6 +141,15 @@ const quiet = (line: string) => {
   if (/"level":"(error|fatal)"/.test(line) && !line.includes('"path":"/readyz"')) console.log(line);
 };
 
+/** Each process's CPU-seconds a minute over BENCH_IDLE_S seconds with nothing sent (none when 0). */
+async function idleCpu(processes: Array<{ name: string; cpuSeconds(): number }>): Promise<Array<[string, number]> | undefined> {
+  if (IDLE_S <= 0) return undefined;
+  const split = cpuSplit(processes);
+  await new Promise((r) => setTimeout(r, IDLE_S * 1000));
+  const spent = split.end();
+  return processes.map((p) => [p.name, (spent.of(p.name) * 60) / IDLE_S]);
+}
+
 async function meridian(fleet: Fleet, name: string, env: Record<string, string>): Promise<Row> {
   const { settings, base } = benchApi(env);
   const api = startProcess('apps/api/src/main.ts', settings, {}, undefined, quiet);
@@ -153,22 +179,58 @@ async function meridian(fleet: Fleet, name: string, env: Record<string, string>)
     const seconds = (performance.now() - started) / 1000;
     const spent = split.end();
     console.log(`  ${name}: ${spent.line}`);
+    const idle = await idleCpu(processes);
     const topics = [...kafkaTopicBytes(settings.MERIDIAN_TOPIC_PREFIX)]
       .filter(([, b]) => b > 0)
       .map(([t, b]): [string, number] => [`Kafka ${t.slice(settings.MERIDIAN_TOPIC_PREFIX.length)}`, b]);
-    return { system: name, bytes: [...topics, ...(await tableBytes(settings))], cpu: processes.map((p) => [p.name, spent.of(p.name)]), seconds };
+    // The archive (MERIDIAN_ARCHIVE) holds the points topic's history in the bucket; what is trimmed from the brokers lives on there.
+    const archive = archiveDataBytes(settings);
+    const archived: Array<[string, number]> = archive > 0 ? [['MinIO points archive', archive]] : [];
+    return {
+      system: name,
+      bytes: [...topics, ...archived, ...(await tableBytes(settings))],
+      cpu: processes.map((p) => [p.name, spent.of(p.name)]),
+      seconds,
+      ...(idle ? { idle } : {}),
+    };
   } finally {
     await Promise.all([api.stop(), ingest.stop()]);
     await dropBenchScope(settings);
   }
 }
 
+// The compression cases keep the archive off, as they were measured before it existed.
 const MERIDIANS: Record<string, { readonly label: string; readonly env: Record<string, string> }> = {
-  before: { label: 'Meridian before (uncompressed, v3)', env: { MERIDIAN_LOG_COMPRESSION: 'none', MERIDIAN_POINT_BATCH_DELTAS: 'false' } },
-  after: { label: 'Meridian now (zstd, v4)', env: { MERIDIAN_LOG_COMPRESSION: 'zstd', MERIDIAN_POINT_BATCH_DELTAS: 'true' } },
+  before: {
+    label: 'Meridian before (uncompressed, v3)',
+    env: { MERIDIAN_LOG_COMPRESSION: 'none', MERIDIAN_POINT_BATCH_DELTAS: 'false', MERIDIAN_ARCHIVE: 'false' },
+  },
+  after: {
+    label: 'Meridian now (zstd, v4), archive off',
+    env: { MERIDIAN_LOG_COMPRESSION: 'zstd', MERIDIAN_POINT_BATCH_DELTAS: 'true', MERIDIAN_ARCHIVE: 'false' },
+  },
+  // The points archive on, as shipped (a pass a minute, a 7-day window: it reads back the unarchived tail each pass, cuts little).
+  archive: {
+    label: 'Meridian now, archive on (defaults)',
+    env: { MERIDIAN_LOG_COMPRESSION: 'zstd', MERIDIAN_POINT_BATCH_DELTAS: 'true', MERIDIAN_ARCHIVE: 'true' },
+  },
+  // The archive on with a window short enough that it archives and trims during the run.
+  'archive-window': {
+    label: 'Meridian now, archive on (a pass every 2 s, a 20 s window)',
+    env: {
+      MERIDIAN_LOG_COMPRESSION: 'zstd',
+      MERIDIAN_POINT_BATCH_DELTAS: 'true',
+      MERIDIAN_ARCHIVE: 'true',
+      MERIDIAN_ARCHIVE_INTERVAL_MS: '2000',
+      MERIDIAN_ARCHIVE_RETENTION_MS: '20000',
+    },
+  },
   // Each change alone.
-  deltas: { label: 'Meridian with v4 alone (uncompressed)', env: { MERIDIAN_LOG_COMPRESSION: 'none', MERIDIAN_POINT_BATCH_DELTAS: 'true' } },
-  zstd: { label: 'Meridian with zstd alone (v3)', env: { MERIDIAN_LOG_COMPRESSION: 'zstd', MERIDIAN_POINT_BATCH_DELTAS: 'false' } },
+  deltas: {
+    label: 'Meridian with v4 alone (uncompressed)',
+    env: { MERIDIAN_LOG_COMPRESSION: 'none', MERIDIAN_POINT_BATCH_DELTAS: 'true', MERIDIAN_ARCHIVE: 'false' },
+  },
+  zstd: { label: 'Meridian with zstd alone (v3)', env: { MERIDIAN_LOG_COMPRESSION: 'zstd', MERIDIAN_POINT_BATCH_DELTAS: 'false', MERIDIAN_ARCHIVE: 'false' } },
 };
 
 function print(rows: readonly Row[], points: number): void {
@@ -180,6 +242,7 @@ function print(rows: readonly Row[], points: number): void {
     console.log(`\n${row.system}: ${(total / points).toFixed(2)} bytes a point in all${against}, ${fmt(points / row.seconds)} points/s`);
     for (const [where, bytes] of row.bytes) console.log(`  ${where.padEnd(40)} ${(bytes / points).toFixed(3).padStart(8)} B/point  ${fmt(bytes / 1024)} KiB`);
     console.log(`  CPU-seconds a million points: ${row.cpu.map(([p, s]) => `${p} ${((s * 1e6) / points).toFixed(2)}`).join(', ')}`);
+    if (row.idle) console.log(`  idle, CPU-seconds a minute: ${row.idle.map(([p, s]) => `${p} ${s.toFixed(2)}`).join(', ')}`);
   }
 }
 
@@ -200,7 +263,7 @@ async function main(): Promise<void> {
     console.log(`\n${system}: pushing…`);
     if (system === 'victoria-metrics') rows.push(await victoriaMetrics(fleet));
     else if (MERIDIANS[system]) rows.push(await meridian(fleet, MERIDIANS[system].label, MERIDIANS[system].env));
-    else throw new Error(`unknown system ${system} (BENCH_SYSTEMS: victoria-metrics, before, after, deltas, zstd)`);
+    else throw new Error(`unknown system ${system} (BENCH_SYSTEMS: victoria-metrics, before, after, archive, archive-window, deltas, zstd)`);
   }
   print(rows, fleet.points);
   console.log("\nThe machine is shared: the stack's CPU (kafka, clickhouse, minio) includes other work on it.");

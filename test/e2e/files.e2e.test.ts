@@ -11,6 +11,9 @@ import { waitForTask } from '../support/tasks.ts';
 import { waitFor } from '../support/wait.ts';
 import { incompleteUploads } from '../support/incomplete-uploads.ts';
 
+/** Where every topic's points archive lives in the bucket (archivePrefix). */
+const ARCHIVE_ROOT = '_archive/';
+
 const MB = 1_000_000;
 /** The big file's size in MiB; FILES_E2E_BIG_MB=600 shows the api's memory does not grow with it. */
 const BIG_MIB = Number(process.env.FILES_E2E_BIG_MB ?? 200);
@@ -86,13 +89,14 @@ const sha256 = (b: Buffer | string) => createHash('sha256').update(b).digest('he
  * The bucket's objects a request could leave behind (staged bytes, blobs) and its unfinished
  * multipart uploads. The blob collector's own keys (its removals' kept bytes and definitions'
  * claims) are left out: they come and go as the worker collects what earlier tests deleted,
- * whenever its sweep runs, and no refused request writes one.
+ * whenever its sweep runs, and no refused request writes one. So is the points archive (its
+ * passes write their status whenever they run).
  */
 async function bucketContents(storage: Storage): Promise<{ objects: Set<string>; incomplete: Set<string> }> {
   const objects = new Set<string>();
   for await (const o of storage.client.listObjectsV2(storage.bucket, '', true)) {
     const name = (o as { name: string }).name;
-    if (!name.startsWith(REMOVALS_PREFIX) && !name.startsWith(CLAIMS_PREFIX)) objects.add(name);
+    if (!name.startsWith(REMOVALS_PREFIX) && !name.startsWith(CLAIMS_PREFIX) && !name.startsWith(ARCHIVE_ROOT)) objects.add(name);
   }
   const incomplete = new Set<string>();
   for (const u of await incompleteUploads(storage.client, storage.bucket, '')) incomplete.add(`${u.key} ${u.uploadId}`);

@@ -1,6 +1,16 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RangeMessage } from '@meridian/domain';
-import { archiveChains, archivePass, ArchivedLog, archivePrefix, createProducer, trimPass, type ArchiveObjects } from '@meridian/kafka';
+import {
+  archiveChains,
+  archiveLag,
+  archivePass,
+  ArchivedLog,
+  archivePrefix,
+  createProducer,
+  readArchiveStatus,
+  trimPass,
+  type ArchiveObjects,
+} from '@meridian/kafka';
 import { createLogger } from '@meridian/observability';
 import { archiveObjects } from '@meridian/platform';
 import { createPlatform, type Platform } from '../support/platform.ts';
@@ -45,7 +55,7 @@ const pass = (extra: Partial<Parameters<typeof archivePass>[0]> = {}) =>
     log: platform.log,
     objects,
     topic: topic(),
-    groupId: `${settings.MERIDIAN_TOPIC_PREFIX}int-archive`,
+    groupPrefix: `${settings.MERIDIAN_TOPIC_PREFIX}int-archive-pass-`,
     segmentBytes: 2048,
     tailAgeMs: 0,
     logger,
@@ -123,6 +133,55 @@ describe('the points archive', () => {
         live.get(p)!.map((r) => [r.offset, r.timestamp, r.key?.toString(), r.headers?.n?.toString()]),
       );
     }
+  });
+
+  it("reports the archive's lag per partition: the offsets not archived yet and the age of the oldest record among them", async () => {
+    const lag = (now: number) => archiveLag(platform.log, objects, topic(), now);
+    await pass();
+    const t = Date.now();
+    expect(await lag(t)).toEqual([
+      { partition: 0, offsets: 0, oldestUnarchivedAgeMs: 0 },
+      { partition: 1, offsets: 0, oldestUnarchivedAgeMs: 0 },
+    ]);
+    // New records after the pass (three transactions, one aborted: six offsets with their markers), not read by any pass yet: aged from the pass.
+    const archivedEnd = (await platform.log.offsets(topic())).end.get(0)!;
+    written.set(0, [...written.get(0)!, ...(await write(0, 200, 3))]);
+    const status = (await readArchiveStatus(objects, topic()))!;
+    expect((await lag(status.at + 5000))?.[0]).toEqual({ partition: 0, offsets: 6, oldestUnarchivedAgeMs: 5000 });
+    // A pass reads them and leaves them (a tail younger than an hour): aged from the first one's timestamp.
+    expect((await pass({ tailAgeMs: 3_600_000 })).segments).toBe(0);
+    const first = (await readAll(platform.log, false)).get(0)!.find((r) => Number(r.offset) >= archivedEnd)!;
+    expect(await lag(Number(first.timestamp) + 7000)).toEqual([
+      { partition: 0, offsets: 6, oldestUnarchivedAgeMs: 7000 },
+      { partition: 1, offsets: 0, oldestUnarchivedAgeMs: 0 },
+    ]);
+    // Archived: no lag again.
+    await pass();
+    expect((await lag(Date.now()))?.[0]).toEqual({ partition: 0, offsets: 0, oldestUnarchivedAgeMs: 0 });
+  });
+
+  it('a pass hands the tail it left to the next, which reads only the new records, and the segment is the log byte for byte', async () => {
+    await pass();
+    // Three transactions, one aborted, twice: two committed records each time.
+    written.set(1, [...written.get(1)!, ...(await write(1, 300, 3))]);
+    const first = await pass({ tailAgeMs: 3_600_000 });
+    expect([first.segments, first.read, [...first.tails.keys()]]).toEqual([0, 2, [1]]);
+    written.set(1, [...written.get(1)!, ...(await write(1, 303, 3))]);
+    const second = await pass({ tailAgeMs: 3_600_000, tails: first.tails });
+    expect([second.segments, second.read, second.tails.get(1)?.records.length]).toEqual([0, 2, 4]);
+    // A tail the archive no longer ends at (another pass archived it meanwhile) is not used: read again.
+    const elsewhere = await pass({ tailAgeMs: 3_600_000, tails: new Map([[1, { ...second.tails.get(1)!, first: 0 }]]) });
+    expect(elsewhere.read).toBe(4);
+    // Old enough: cut with nothing read.
+    const third = await pass({ tailAgeMs: 3_600_000, tails: second.tails, now: () => Date.now() + 3_600_000 });
+    expect([third.segments, third.read, third.tails.size]).toEqual([1, 0, 0]);
+    const { end } = await platform.log.offsets(topic());
+    expect(third.ends.get(1)).toBe(end.get(1));
+    const live = await readAll(platform.log, false);
+    const again = await readAll(new ArchivedLog(platform.log, objects, [topic()]), false);
+    const shape = (records: RangeMessage[]) => records.map((r) => [r.offset, r.timestamp, r.key?.toString(), r.value?.toString()]);
+    expect(shape(again.get(1)!)).toEqual(shape(live.get(1)!));
+    expect(values(again.get(1))).toEqual(written.get(1));
   });
 
   it('trims only below what is archived, projected and older than the retention; replay reads across the cut', async () => {

@@ -1,7 +1,7 @@
 import type { Settings } from '@meridian/config';
 import type { ConnOptions } from '@meridian/clickhouse';
 import type { FileReadModel, LogRanges, TaskReadModel } from '@meridian/domain';
-import type { ConsumerGroups, KafkaEventLog, Topics } from '@meridian/kafka';
+import type { ArchiveObjects, ConsumerGroups, KafkaEventLog, Topics } from '@meridian/kafka';
 import type { Logger } from '@meridian/observability';
 import type { FoldContext } from '@meridian/folds';
 import type { Probe } from '@meridian/runtime';
@@ -19,6 +19,8 @@ export type ApiServices = {
   readonly log: KafkaEventLog;
   /** The log's history as the events export reads it: the points archive, then the brokers. */
   readonly history: LogRanges;
+  /** The points archive's objects, whose last pass's status /metrics reports as the archive's lag. */
+  readonly archiveObjects: ArchiveObjects;
   readonly blobs: BlobStore;
   /** What the accounts and tasks folds are built on. */
   readonly folds: FoldContext;

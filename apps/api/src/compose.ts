@@ -1,7 +1,7 @@
 import type { AdapterOptions, Settings } from '@meridian/config';
 import { clickhouseFileReadModel, clickhouseMetricCatalog, clickhouseTaskReadModel, LIVE_FILE_TABLES, LIVE_TASK_TABLES } from '@meridian/clickhouse';
 import type { Logger } from '@meridian/observability';
-import { archivedLog, sharedServices, type Adapters, type Platform } from '@meridian/platform';
+import { archivedLog, archiveObjects, sharedServices, type Adapters, type Platform } from '@meridian/platform';
 import { topicsFor } from '@meridian/kafka';
 import type { ApiServices } from './api-services.ts';
 
@@ -17,5 +17,6 @@ export function composeApi(settings: Settings, logger: Logger, adapters: Adapter
     fileReadModel: clickhouseFileReadModel(options.clickhouse, LIVE_FILE_TABLES, options.pointsQuorum),
     probes: platform.probes,
     history: archivedLog(adapters, topicsFor(options.topicPrefix)),
+    archiveObjects: archiveObjects(adapters.blobs),
   };
 }

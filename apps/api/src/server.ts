@@ -19,6 +19,7 @@ import { createFileCatalog, fileDeps } from './files/deps.ts';
 import { BodyBudget } from './http/body-budget.ts';
 import { cursorSealFromSetting } from './http/cursor-seal.ts';
 import { PerUserSlots } from './http/per-user-slots.ts';
+import { pointsArchiveLag } from './observability/archive-lag.ts';
 import { ingestLag } from './observability/ingest-lag.ts';
 import { createApiMetrics } from './observability/metrics.ts';
 import { promqlDeps } from './prometheus/deps.ts';
@@ -82,6 +83,7 @@ function sharedParts(services: ApiServices): ApiParts {
     tasks: () => tasks.state,
     finishedTasks: () => tasks.finished,
     consumerLag: () => ingestLag(services),
+    archiveLag: () => pointsArchiveLag(services),
     awaitingProjection: () => tasks.pointsAwaitingProjection,
     folds: () => [
       { fold: 'accounts', eventsReadAtStart: accounts.startup?.eventsRead ?? null },

@@ -1,5 +1,5 @@
 import type { LogRanges, BlobReferences, FileReadModel, FileReadModelWriter, TaskReadModel, TaskReadModelWriter } from '@meridian/domain';
-import type { ArchiveObjects, ConsumerGroups, Topics, TrimLog } from '@meridian/kafka';
+import type { ArchiveObjects, ArchiverLog, ConsumerGroups, Topics, TrimLog } from '@meridian/kafka';
 import type { Logger } from '@meridian/observability';
 import type { FoldContext } from '@meridian/folds';
 import type { UntilDoneOptions } from '@meridian/runtime';
@@ -39,7 +39,7 @@ export type IngestDeps = {
    */
   readonly archive: {
     readonly objects: ArchiveObjects;
-    readonly log: TrimLog & Pick<LogRanges, 'readRanges'>;
+    readonly log: TrimLog & ArchiverLog;
     readonly history: Pick<LogRanges, 'readRanges'>;
   };
   /** How start-up work (running a consumer) retries. */

@@ -10,7 +10,8 @@ describe("the ingest components' options", () => {
   });
 
   it('the archiver has no options while MERIDIAN_ARCHIVE is off', () => {
-    expect(ingestOptions(loadSettings({})).archive).toBeNull();
+    expect(ingestOptions(loadSettings({ MERIDIAN_ARCHIVE: 'false' })).archive).toBeNull();
+    expect(ingestOptions(loadSettings({})).archive).toMatchObject({ intervalMs: 60_000 });
     expect(ingestOptions(loadSettings({ MERIDIAN_ARCHIVE: 'true', MERIDIAN_ARCHIVE_INTERVAL_MS: '500' })).archive).toMatchObject({ intervalMs: 500 });
   });
 

@@ -1,4 +1,4 @@
-import type { Admin, Consumer, Kafka, Producer } from 'kafkajs';
+import type { Admin, Consumer, Kafka, KafkaJSDeleteGroupsError, Producer } from 'kafkajs';
 import type {
   ConsumedPosition,
   ConsumerRun,
@@ -227,6 +227,25 @@ export class KafkaEventLog implements LogRanges {
     await this.connectAdmin();
     const [committed] = await this.admin.fetchOffsets({ groupId, topics: [topic] });
     return new Map((committed?.partitions ?? []).filter((p) => Number(p.offset) >= 0).map((p) => [p.partition, Number(p.offset)]));
+  }
+
+  /**
+   * Deletes the consumer groups named with `prefix` that have no member left (Kafka refuses to
+   * delete one that has: a read still running keeps its group). Returns how many went.
+   */
+  async deleteIdleGroups(prefix: string): Promise<number> {
+    await this.connectAdmin();
+    const named = (await this.admin.listGroups()).groups.map((g) => g.groupId).filter((id) => id.startsWith(prefix));
+    if (named.length === 0) return 0;
+    const idle = (await this.admin.describeGroups(named)).groups.filter((g) => g.state === 'Empty' || g.state === 'Dead').map((g) => g.groupId);
+    if (idle.length === 0) return 0;
+    const results = await this.admin.deleteGroups(idle).catch((error: unknown) => {
+      // A group that gained a member since it was described is refused; the others are deleted all the same.
+      // (By name: kafkajs's error classes are no named exports an ES module can import.)
+      if (error instanceof Error && error.name === 'KafkaJSDeleteGroupsError') return (error as KafkaJSDeleteGroupsError).groups;
+      throw error;
+    });
+    return results.filter((r) => (r.errorCode ?? 0) === 0).length;
   }
 
   /** Makes each listed partition's log begin at its offset (DeleteRecords): the brokers drop what lies before. */

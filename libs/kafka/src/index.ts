@@ -21,6 +21,7 @@ export { partitionFor } from './partition.ts';
 export { advertisingAssigner, capabilitiesOf } from './capabilities.ts';
 export { DeletionLog, metricsByPartition, type DeletionLogDeps, type DeletionWriter } from './deletion-log.ts';
 export { ArchivedLog } from './archive/archived-log.ts';
-export { archivePass, type ArchivePass, type ArchiverDeps } from './archive/archiver.ts';
+export { archivePass, type ArchivePass, type ArchiverDeps, type ArchiverLog, type ArchiveTail } from './archive/archiver.ts';
+export { archiveLag, readArchiveStatus, type ArchiveStatus, type PartitionArchiveLag } from './archive/lag.ts';
 export { trimPass, type TrimDeps, type TrimLog } from './archive/trim.ts';
 export { archiveChains, archivePrefix, chainSpan, type ArchiveObjects, type SegmentEntry, type SegmentRef } from './archive/archive-index.ts';

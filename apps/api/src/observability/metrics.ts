@@ -35,6 +35,8 @@ export type ApiMetricsOptions = {
   readonly processMetrics?: boolean;
   /** The ingest consumer groups' lag per partition, read from Kafka at each scrape. */
   readonly consumerLag?: () => Promise<ReadonlyArray<{ group: string; topic: string; partition: number; lag: number }>>;
+  /** The points archive's lag per partition (offsets not archived yet, the age of the oldest of them), read at each scrape. */
+  readonly archiveLag?: () => Promise<ReadonlyArray<{ topic: string; partition: number; offsets: number; oldestUnarchivedAgeMs: number }>>;
   /** The folded logs (accounts, tasks, files): events each read at start after its snapshot (tasks: after the read model's positions), once caught up. */
   readonly folds?: () => ReadonlyArray<{ readonly fold: string; readonly eventsReadAtStart: number | null }>;
   /** Points of uploads in the log and not yet projected (what MERIDIAN_PUSH_MAX_LAG_POINTS bounds), read at each scrape. */
@@ -189,6 +191,7 @@ function readAtScrape(registry: Registry, options: ApiMetricsOptions): void {
       },
     });
   }
+  if (options.archiveLag) archiveMetrics(registry, options.archiveLag);
   const folds = options.folds;
   if (folds) {
     new Gauge({
@@ -202,6 +205,39 @@ function readAtScrape(registry: Registry, options: ApiMetricsOptions): void {
       },
     });
   }
+}
+
+/** The points archive's lag behind the log, per partition, read at each scrape (both gauges from one read). */
+function archiveMetrics(registry: Registry, archiveLag: NonNullable<ApiMetricsOptions['archiveLag']>): void {
+  // A scrape collects both gauges: the first to ask starts the read, the second takes the same one.
+  let shared: { readonly read: ReturnType<typeof archiveLag>; takers: number } | null = null;
+  const once = () => {
+    shared ??= { read: archiveLag(), takers: 0 };
+    const { read } = shared;
+    if (++shared.takers === 2) shared = null;
+    return read;
+  };
+  const labelNames = ['topic', 'partition'] as const;
+  new Gauge({
+    name: 'meridian_archive_lag_offsets',
+    help: "Offsets of the points topic not archived yet, per partition: from the archive's end (as the last archiving pass left it) to the log's last stable offset.",
+    labelNames,
+    registers: [registry],
+    async collect() {
+      this.reset();
+      for (const l of await once()) this.set({ topic: l.topic, partition: String(l.partition) }, l.offsets);
+    },
+  });
+  new Gauge({
+    name: 'meridian_archive_oldest_unarchived_seconds',
+    help: 'Age of the oldest record of the points topic not archived yet, per partition (0 when all are); past MERIDIAN_ARCHIVE_RETENTION_MS the brokers keep records longer than the window.',
+    labelNames,
+    registers: [registry],
+    async collect() {
+      this.reset();
+      for (const l of await once()) this.set({ topic: l.topic, partition: String(l.partition) }, l.oldestUnarchivedAgeMs / 1000);
+    },
+  });
 }
 
 /** Tasks by status, points ingested, and the projection's freshness, from the tasks fold. */

@@ -121,4 +121,31 @@ describe('projection freshness', () => {
     files = 0;
     expect(await m.registry.metrics()).toMatch(/^meridian_fold_start_events_read\{fold="files"\} 0$/m);
   });
+
+  it("shows the points archive's lag per partition from one read a scrape, and nothing before a pass has ended", async () => {
+    let reads = 0;
+    let lag: Array<{ topic: string; partition: number; offsets: number; oldestUnarchivedAgeMs: number }> = [];
+    const m = createApiMetrics({
+      processMetrics: false,
+      archiveLag: () => {
+        reads++;
+        return Promise.resolve(lag);
+      },
+    });
+    expect(await m.registry.metrics()).not.toMatch(/^meridian_archive_lag_offsets\{/m);
+    lag = [
+      { topic: 'p.points', partition: 0, offsets: 0, oldestUnarchivedAgeMs: 0 },
+      { topic: 'p.points', partition: 1, offsets: 42, oldestUnarchivedAgeMs: 90_500 },
+    ];
+    const before = reads;
+    const text = await m.registry.metrics();
+    expect(reads - before).toBe(1);
+    expect(text).toMatch(/^meridian_archive_lag_offsets\{topic="p.points",partition="0"\} 0$/m);
+    expect(text).toMatch(/^meridian_archive_lag_offsets\{topic="p.points",partition="1"\} 42$/m);
+    expect(text).toMatch(/^meridian_archive_oldest_unarchived_seconds\{topic="p.points",partition="0"\} 0$/m);
+    expect(text).toMatch(/^meridian_archive_oldest_unarchived_seconds\{topic="p.points",partition="1"\} 90.5$/m);
+    // The next scrape reads again.
+    lag = [{ topic: 'p.points', partition: 1, offsets: 7, oldestUnarchivedAgeMs: 1000 }];
+    expect(await m.registry.metrics()).toMatch(/^meridian_archive_lag_offsets\{topic="p.points",partition="1"\} 7$/m);
+  });
 });

@@ -20,7 +20,7 @@ export function metricsRoute(registry: () => Registry | undefined): RouteDef {
     operationId: 'metrics',
     summary: 'Prometheus metrics of this api instance',
     description:
-      "Prometheus text format 0.0.4: http request counts and latency histograms by route template and status, uploads accepted, points ingested, tasks by status, the ingest consumer groups' lag per partition (meridian_consumer_lag, read from Kafka at each scrape), projection freshness (meridian_projection_pending_seconds: the age of the oldest upload whose points are not all queryable yet), and the Node process.",
+      "Prometheus text format 0.0.4: http request counts and latency histograms by route template and status, uploads accepted, points ingested, tasks by status, the ingest consumer groups' lag per partition (meridian_consumer_lag, read from Kafka at each scrape), the points archive's lag per partition (meridian_archive_lag_offsets, meridian_archive_oldest_unarchived_seconds), projection freshness (meridian_projection_pending_seconds: the age of the oldest upload whose points are not all queryable yet), and the Node process.",
     tags: ['operations'],
     auth: 'public',
     responses: { 200: { description: 'The metrics', contentType: 'text/plain', schema: z.string(), example } },

@@ -1,12 +1,4 @@
-import {
-  batchKey,
-  canWrite,
-  MAX_REPORTED_ERRORS,
-  pointBatchOf,
-  type ColumnBatch,
-  type PointsFact,
-  type UserRecord,
-} from '@meridian/domain';
+import { batchKey, canWrite, MAX_REPORTED_ERRORS, pointBatchOf, type ColumnBatch, type PointsFact, type UserRecord } from '@meridian/domain';
 import type { EventCodec } from '@meridian/events';
 import type { DecodedPush, Rejected } from '@meridian/protocols';
 import type { PushDecision } from '../uploads/push-decision.ts';

@@ -28,7 +28,7 @@ function push(lengths: readonly number[]): DecodedPush {
 }
 
 describe('decideSeriesPush', () => {
-  it("names the first MAX_LISTED_SERIES written series in the task, sorted, however many the push wrote", () => {
+  it('names the first MAX_LISTED_SERIES written series in the task, sorted, however many the push wrote', () => {
     const decoded = push(Array.from({ length: 60 }, () => 1));
     const { decision } = decideSeriesPush(decoded, user, { taskId: 't', at: 5, batchPoints: 100, pointsPartitions: 3, partitionOf, codec });
     const written = decoded.series.map((s) => s.name).filter((n) => n.startsWith('ok_'));

@@ -1,6 +1,6 @@
 import type { Settings } from '@meridian/config';
 
-/** The archiver's options, compiled once at start; null when MERIDIAN_ARCHIVE is off (the default). */
+/** The archiver's options, compiled once at start; null when MERIDIAN_ARCHIVE is off (it is on by default). */
 export type ArchiveOptions = {
   /** Records' bytes after which a segment is cut (MERIDIAN_ARCHIVE_SEGMENT_BYTES, 64 MiB). */
   readonly segmentBytes: number;

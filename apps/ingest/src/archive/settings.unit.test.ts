@@ -2,9 +2,9 @@ import { describe, expect, it } from 'vitest';
 import { ConfigError, loadSettings } from '@meridian/config';
 
 describe('the archive settings', () => {
-  it('default to off, a 7-day window, 64 MiB segments and a pass a minute', () => {
+  it('default to on, a 7-day window, 64 MiB segments and a pass a minute', () => {
     const s = loadSettings({});
-    expect(s.MERIDIAN_ARCHIVE).toBe(false);
+    expect(s.MERIDIAN_ARCHIVE).toBe(true);
     expect(s.MERIDIAN_ARCHIVE_RETENTION_MS).toBe(7 * 86_400_000);
     expect(s.MERIDIAN_ARCHIVE_SEGMENT_BYTES).toBe(64 * 1024 * 1024);
     expect(s.MERIDIAN_ARCHIVE_INTERVAL_MS).toBe(60_000);

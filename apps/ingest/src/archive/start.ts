@@ -1,4 +1,4 @@
-import { archivePass, trimPass } from '@meridian/kafka';
+import { archivePass, trimPass, type ArchivePass } from '@meridian/kafka';
 import type { IngestDeps } from '../ingest-deps.ts';
 import { startPeriodic } from '../periodic.ts';
 import type { ArchiveOptions } from './options.ts';
@@ -16,20 +16,27 @@ export function startArchiver(ingest: IngestDeps, options: ArchiveOptions | null
   if (options === null) return { stop: () => Promise.resolve() };
   const logger = ingest.logger.child({ component: 'archive' });
   const abort = new AbortController();
+  // Each pass hands the partial tails it read and left to the next, which reads only what is new.
+  let tails: ArchivePass['tails'] = new Map();
   const periodic = startPeriodic(async () => {
-    if (!leads()) return;
+    if (!leads()) {
+      tails = new Map();
+      return;
+    }
     try {
       const pass = await archivePass({
         log: ingest.archive.log,
         objects: ingest.archive.objects,
         topic: topics.points,
-        groupId: `${ingest.groups.projector}-archive`,
+        groupPrefix: `${ingest.groups.projector}-archive-pass-`,
         segmentBytes: options.segmentBytes,
         // Half the window: a partial segment waits that long to fill, and is archived well before the trim wants it gone.
         tailAgeMs: options.retentionMs / 2,
         logger,
         signal: abort.signal,
+        tails,
       });
+      tails = pass.tails;
       if (pass.segments > 0) logger.info({ segments: pass.segments, records: pass.records, ends: Object.fromEntries(pass.ends) }, 'points archived');
       await trimPass({
         log: ingest.archive.log,
@@ -40,6 +47,7 @@ export function startArchiver(ingest: IngestDeps, options: ArchiveOptions | null
         logger,
       });
     } catch (error) {
+      tails = new Map();
       if (!abort.signal.aborted) logger.warn({ err: error }, 'archiving the points topic failed; the next pass starts again from the archive index');
     }
   }, options.intervalMs);

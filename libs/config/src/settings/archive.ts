@@ -7,8 +7,8 @@ const DAY_MS = 86_400_000;
 export const archiveSettings = {
   MERIDIAN_ARCHIVE: {
     schema: bool,
-    default: 'false',
-    doc: 'Whether the ingest worker that projects points partition 0 archives the points topic into the service bucket (`_archive/<topic>/`) and removes from the brokers what is archived, projected and older than MERIDIAN_ARCHIVE_RETENTION_MS. Off: the brokers keep every point batch for ever. Replay reads the archive whenever it holds anything, whatever this setting says.',
+    default: 'true',
+    doc: 'Whether the ingest worker that projects points partition 0 archives the points topic into the service bucket (`_archive/<topic>/`) and removes from the brokers what is archived, projected and older than MERIDIAN_ARCHIVE_RETENTION_MS (on by default). Off: the brokers keep every point batch for ever. Replay reads the archive whenever it holds anything, whatever this setting says.',
   },
   MERIDIAN_ARCHIVE_RETENTION_MS: {
     schema: z.coerce
@@ -26,7 +26,7 @@ export const archiveSettings = {
       .min(1024)
       .max(512 * 1024 * 1024),
     default: String(64 * 1024 * 1024),
-    doc: "Records' bytes (keys and values, before zstd) after which an archive segment is cut (a partition's last, smaller one once its first record is half of MERIDIAN_ARCHIVE_RETENTION_MS old); 1 KiB to 512 MiB. One segment is held in the archiver's memory while it is written and checked, and a replay holds one while it reads it.",
+    doc: "Records' bytes (keys and values, before zstd) after which an archive segment is cut (a partition's last, smaller one once its first record is half of MERIDIAN_ARCHIVE_RETENTION_MS old); 1 KiB to 512 MiB. The archiver holds up to two segments' bytes: the one it writes and checks, and the partial last segments it keeps for its next pass (so that it reads only what is new); a replay holds one while it reads it.",
   },
   MERIDIAN_ARCHIVE_INTERVAL_MS: {
     schema: z.coerce.number().int().min(100).max(DAY_MS),

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { LogRanges, Offsets, RangeMessage } from '@meridian/domain';
 import type { Logger } from '@meridian/observability';
 import {
@@ -12,53 +13,91 @@ import {
   type SegmentEntry,
   type SegmentRef,
 } from './archive-index.ts';
+import { writeArchiveStatus } from './lag.ts';
 import { compressSegment, decodeRecords, decompressSegment, encodeRecords, sha256 } from './segment.ts';
 
+export type ArchiverLog = Pick<LogRanges, 'offsets' | 'readRanges'> & {
+  /** Deletes the consumer groups named with a prefix that have no member left. */
+  deleteIdleGroups(prefix: string): Promise<number>;
+};
+
 export type ArchiverDeps = {
-  readonly log: Pick<LogRanges, 'offsets' | 'readRanges'>;
+  readonly log: ArchiverLog;
   readonly objects: ArchiveObjects;
   readonly topic: string;
-  /** The consumer group of each pass's read (deleted after it). */
-  readonly groupId: string;
-  /** A segment is cut once its records' framing reaches this many bytes (the pass's memory bound). */
+  /**
+   * Each pass reads in a consumer group of its own, this prefix and a random id, deleted after
+   * it. A group shared by every pass made the pass after a killed one wait for the dead member's
+   * session to time out (30 s) before it could join; a pass's own group has no one to wait for.
+   * The groups of killed passes are deleted by the next passes once their dead member has gone.
+   */
+  readonly groupPrefix: string;
+  /**
+   * A segment is cut once its records' framing reaches this many bytes. The pass's memory bound:
+   * the segment being written, and the kept tails (`tails`), at most this many bytes in all.
+   */
   readonly segmentBytes: number;
   /**
    * A segment smaller than `segmentBytes` is cut at the end of a pass only once its first record is
-   * this old (ms): a lightly written topic is not cut into a segment a pass, and what stays is read
-   * again by the next pass (at most `segmentBytes` a partition).
+   * this old (ms): a lightly written topic is not cut into a segment a pass; what stays is kept
+   * for the next pass (`tails`) or, past the bound, read again by it.
    */
   readonly tailAgeMs: number;
   readonly logger: Logger;
   readonly now?: () => number;
   readonly signal?: AbortSignal;
+  /**
+   * The partial tails the pass before kept (its `tails`): a partition's is used when the archive
+   * still ends where it begins, and the log is read only from where that pass stopped.
+   */
+  readonly tails?: ReadonlyMap<number, ArchiveTail>;
   /** Between a segment's object and its index entry (tests crash here). */
   readonly beforeIndex?: (ref: SegmentRef) => Promise<void>;
 };
 
-export type ArchivePass = { readonly segments: number; readonly records: number; readonly ends: Offsets };
+/** Records of one partition from `first` on, read and not cut into a segment yet. */
+type Pending = { partition: number; first: number; records: RangeMessage[]; bytes: number };
+
+/**
+ * A partition's partial last segment, read and left unarchived (younger than `tailAgeMs`): the
+ * committed records of [first, until), handed to the next pass so that it does not read them again.
+ */
+export type ArchiveTail = Readonly<Pending> & { readonly until: number };
+
+/** What a pass archived, where the archive ends, the records it read, and the tails it kept (at most `segmentBytes` in all). */
+export type ArchivePass = Readonly<{ segments: number; records: number; ends: Offsets; read: number; tails: Map<number, ArchiveTail> }>;
 
 /**
  * One archiving pass: per partition, the log from where its archive ends (where the brokers' log
  * begins, the first time) to the last stable offset now, read read-committed (aborted records
  * and transaction markers never reach the archive), one partition after the other so that at
- * most one segment is held in memory, cut into segments of about `segmentBytes`.
+ * most one segment is being written, cut into segments of about `segmentBytes`; a partition's
+ * partial last segment is kept for the next pass, which then reads only what came after it. It
+ * ends by writing what it left unarchived (lag.ts: the archive's lag on /metrics).
  */
 export async function archivePass(deps: ArchiverDeps): Promise<ArchivePass> {
+  await deps.log
+    .deleteIdleGroups(deps.groupPrefix)
+    .catch((error: unknown) => deps.logger.debug({ err: error }, 'deleting the groups of earlier archive passes failed'));
+  const groupId = `${deps.groupPrefix}${randomUUID()}`;
   const chains = await archiveChains(deps.objects, deps.topic);
   const { low, end } = await deps.log.offsets(deps.topic);
+  const archivedEnd = (p: number) => chainSpan(chains.get(p))?.end ?? low.get(p)!;
+  // A kept tail still continues the archive only if no other pass archived past its start since.
+  const carried = new Map([...(deps.tails ?? [])].filter(([p, t]) => end.has(p) && archivedEnd(p) === t.first && t.until <= end.get(p)!));
   const ranges = [...end]
     .sort((a, b) => a[0] - b[0])
-    .map(([partition, hi]) => ({ topic: deps.topic, partition, start: chainSpan(chains.get(partition))?.end ?? low.get(partition)!, end: hi }))
+    .map(([partition, hi]) => ({ topic: deps.topic, partition, start: carried.get(partition)?.until ?? archivedEnd(partition), end: hi }))
     .filter((r) => r.end > r.start);
   for (const r of ranges) {
     // Only this archive's trim removes records, below what it holds; anything else (a retention.ms set by hand) lost them.
     if (r.start < low.get(r.partition)!)
       throw new Error(`${deps.topic}/${r.partition}: offsets ${r.start}–${low.get(r.partition)! - 1} left the log before they were archived`);
   }
-  const ends: Offsets = new Map([...end].map(([p]) => [p, chainSpan(chains.get(p))?.end ?? low.get(p)!]));
+  const ends: Offsets = new Map([...end].map(([p]) => [p, archivedEnd(p)]));
   let segments = 0;
   let records = 0;
-  type Pending = { partition: number; first: number; records: RangeMessage[]; bytes: number };
+  let read = 0;
   const cut = async (s: Pending, at: number): Promise<Pending> => {
     await writeSegment(deps, { partition: s.partition, first: s.first, end: at }, s.records);
     segments++;
@@ -67,25 +106,46 @@ export async function archivePass(deps: ArchiverDeps): Promise<ArchivePass> {
     return { partition: s.partition, first: at, records: [], bytes: 0 };
   };
   const now = (deps.now ?? Date.now)();
+  const tails = new Map<number, ArchiveTail>();
+  let tailBytes = 0;
+  const left = new Map<number, number>(); // partition → timestamp of the first record read and left unarchived
   // The read's last segment of a partition reaches its range's end, covering the transaction
-  // markers after its last record (a partition's log always ends with one), once it is old enough.
-  const cutTail = async (s: Pending): Promise<Pending> => {
-    const end = ranges.find((r) => r.partition === s.partition)!.end;
+  // markers after its last record (a partition's log always ends with one), once it is old enough;
+  // else it is kept for the next pass while the kept tails and those not taken up yet fit in one
+  // segment's bytes (beyond, the next pass reads it again).
+  const cutTail = async (s: Pending): Promise<void> => {
+    const until = end.get(s.partition)!;
     const first = s.records[0];
-    return first && s.first < end && now - Number(first.timestamp) >= deps.tailAgeMs ? cut(s, end) : s;
+    if (!first || s.first >= until) return;
+    if (now - Number(first.timestamp) >= deps.tailAgeMs) {
+      await cut(s, until);
+      return;
+    }
+    left.set(s.partition, Number(first.timestamp));
+    const waiting = [...carried.values()].reduce((n, t) => n + t.bytes, 0);
+    if (tailBytes + waiting + s.bytes <= deps.segmentBytes) {
+      tails.set(s.partition, { partition: s.partition, first: s.first, until, records: s.records, bytes: s.bytes });
+      tailBytes += s.bytes;
+    }
+  };
+  const startOf = (p: number, start: number): Pending => {
+    const t = carried.get(p);
+    carried.delete(p);
+    return t ? { partition: p, first: t.first, records: [...t.records], bytes: t.bytes } : { partition: p, first: start, records: [], bytes: 0 };
   };
   // Sequential: a partition's turn comes once the one before is read to its range's end.
   const pending = new Map<number, Pending>();
-  for await (const batch of deps.log.readRanges(ranges, { groupId: deps.groupId, sequential: true, ...(deps.signal ? { signal: deps.signal } : {}) })) {
+  for await (const batch of deps.log.readRanges(ranges, { groupId, sequential: true, ...(deps.signal ? { signal: deps.signal } : {}) })) {
     const range = ranges.find((r) => r.partition === batch.partition)!;
-    // The partition before is read to its end: its tail is written now or dropped (the next pass
-    // reads it again), so at most one segment is held.
+    // The partition before is read to its end: its tail is written now, kept or dropped, so at
+    // most one segment is held besides the kept tails.
     for (const [p, before] of pending) {
       if (p === batch.partition) continue;
       await cutTail(before);
       pending.delete(p);
     }
-    let s: Pending = pending.get(batch.partition) ?? { partition: batch.partition, first: range.start, records: [], bytes: 0 };
+    let s: Pending = pending.get(batch.partition) ?? startOf(batch.partition, range.start);
+    read += batch.messages.length;
     for (const m of batch.messages) {
       s.records.push(m);
       s.bytes += 32 + (m.key?.length ?? 0) + (m.value?.length ?? 0);
@@ -94,7 +154,14 @@ export async function archivePass(deps: ArchiverDeps): Promise<ArchivePass> {
     pending.set(batch.partition, s);
   }
   for (const s of pending.values()) await cutTail(s);
-  return { segments, records, ends };
+  // Kept tails with nothing new read after them: cut now if old enough, or kept again.
+  for (const p of [...carried.keys()]) await cutTail(startOf(p, archivedEnd(p)));
+  await writeArchiveStatus(deps.objects, {
+    topic: deps.topic,
+    at: (deps.now ?? Date.now)(),
+    partitions: [...ends].map(([partition, at]) => ({ partition, end: at, oldestUnarchived: left.get(partition) ?? null })),
+  });
+  return { segments, records, ends, read, tails };
 }
 
 /**
