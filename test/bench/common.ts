@@ -221,6 +221,24 @@ export async function apiNodeOf(root: string): Promise<{ readonly flags: readonl
 }
 
 /**
+ * Blocks written into each table of the scope's database so far: its highest block number (a
+ * MergeTree numbers every insert's part, and a mutation; merges number none), so the difference
+ * over a case is the inserts it made. Empty for a server this cannot ask.
+ */
+export async function scopeInserts(settings: Settings): Promise<Record<string, number>> {
+  const query = `SELECT table, max(max_block_number) FROM system.parts WHERE database = '${settings.CLICKHOUSE_DATABASE}' GROUP BY table FORMAT TSV`;
+  const text = await fetch(`${settings.CLICKHOUSE_URL}/?query=${encodeURIComponent(query)}`).then(
+    async (r) => (r.ok ? r.text() : ''),
+    () => '',
+  );
+  const rows = text
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => line.split('\t'));
+  return Object.fromEntries(rows.map(([table, blocks]) => [table!, Number(blocks)]));
+}
+
+/**
  * Starts an app as its own process (from this checkout, or another `root`) and samples its
  * resident memory until it stops. With `onLine`, its standard output (its log, JSON lines) goes
  * to that function line by line instead of to this process's. `apiNode`: the api's V8 flags and

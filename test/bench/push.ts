@@ -14,6 +14,7 @@ import {
   postStream,
   repoRoot,
   scopeDataBytes,
+  scopeInserts,
   stackProcesses,
   startProcess,
   waitUntil,
@@ -178,6 +179,8 @@ type System = {
   assertNoneFailed(producers: number): Promise<void>;
   /** Bytes on disk of each of its data directories, once what it holds in memory is written. */
   dataBytes(): Promise<Record<string, number>>;
+  /** Inserts so far per ClickHouse table (Meridian only). */
+  inserts?(): Promise<Record<string, number>>;
   /** Starts a window of its processes' peak resident memory; peakRss() reads it, in MB. */
   markRss(): void;
   peakRss(): Record<string, number>;
@@ -316,6 +319,7 @@ async function meridianSystem(checkout: string): Promise<{ system: System; caps:
       const { kafka, clickhouse, minio } = await scopeDataBytes(settings);
       return { Kafka: kafka, ClickHouse: clickhouse, MinIO: minio };
     },
+    inserts: () => scopeInserts(settings),
     markRss() {
       api.mark();
       ingest.mark();
@@ -417,6 +421,8 @@ type Figures = {
   /** What the bench's read-backs cost the system, measured by sending them once more after the case (a floor: during it some were polls sent again and again). */
   readonly readsCpu: number;
   readonly bytes: Record<string, number>;
+  /** ClickHouse inserts of the case per table, those with any (Meridian). */
+  readonly inserts: ReadonlyArray<readonly [string, number]>;
   readonly rss: Record<string, number>;
   readonly load: readonly [number, number];
 };
@@ -436,6 +442,7 @@ async function runCase(system: System, c: Case, seq: number, bodies: Series[][][
   const every = SAMPLES > 0 ? Math.max(4, Math.floor(pushes / SAMPLES)) : 0;
 
   const before = await system.dataBytes();
+  const insertsBefore = (await system.inserts?.()) ?? {};
   system.markRss();
   const loadBefore = loadavg()[0]!;
   const split = cpuSplit(system.processes);
@@ -485,6 +492,7 @@ async function runCase(system: System, c: Case, seq: number, bodies: Series[][][
   const readsDuring = reads - readsBefore;
   await system.assertNoneFailed(c.producers);
   const after = await system.dataBytes();
+  const insertsAfter = (await system.inserts?.()) ?? {};
   const again = cpuSplit(system.processes);
   await Promise.all(sampled.map((read) => read()));
   await system.drained(c.producers, seq, points, lastTs);
@@ -502,9 +510,17 @@ async function runCase(system: System, c: Case, seq: number, bodies: Series[][][
     reads: readsDuring,
     readsCpu,
     bytes: Object.fromEntries(Object.keys(after).map((k) => [k, after[k]! - (before[k] ?? NaN)])),
+    inserts: Object.entries(insertsAfter)
+      .map(([table, n]) => [table, n - (insertsBefore[table] ?? 0)] as const)
+      .filter(([, n]) => n > 0),
     rss: system.peakRss(),
     load: [loadBefore, loadavg()[0]!],
   };
+}
+
+/** The ClickHouse inserts of a case, per table, for its run's line (none for a system that does not count them). */
+function insertsLine(inserts: ReadonlyArray<readonly [string, number]>): string {
+  return inserts.length === 0 ? '' : ` ClickHouse inserts ${inserts.map(([table, n]) => `${table} ${n}`).join(', ')},`;
 }
 
 /** Each producer sends its warm-up bodies one after the other, then all are followed until readable; untimed. Skipped for bodies the system takes in no single request. */
@@ -675,7 +691,7 @@ async function main(): Promise<void> {
           const line =
             typeof figures === 'string'
               ? figures
-              : `${fmt((figures.points * 1000) / figures.ms)} points/s, ${figures.cpuTotal.toFixed(1)} CPU-s, bench client ${figures.clientCpu.toFixed(1)} CPU-s and ${figures.reads} reads, load ${figures.load[0].toFixed(1)} → ${figures.load[1].toFixed(1)}`;
+              : `${fmt((figures.points * 1000) / figures.ms)} points/s, ${figures.cpuTotal.toFixed(1)} CPU-s, bench client ${figures.clientCpu.toFixed(1)} CPU-s and ${figures.reads} reads,${insertsLine(figures.inserts)} load ${figures.load[0].toFixed(1)} → ${figures.load[1].toFixed(1)}`;
           console.error(`bench-push: run ${run + 1} ${c.id} ${system.name}: ${line}`);
         }
       }

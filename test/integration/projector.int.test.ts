@@ -644,6 +644,30 @@ describe('projector: points topic → ClickHouse, exactly once', () => {
       projector = second;
     }
   }, 120_000);
+
+  /**
+   * A fetch hands the projector one batch per partition, and an upload seals its share in each
+   * partition it wrote to. The seals wait for the fetch's last batch (patches/kafkajs marks it),
+   * so the fetch's rows go in one insert: one part, where a flush at each seal made one per
+   * partition.
+   */
+  it("writes the rows of every partition of one fetch in one insert, and announces each partition's seal", async () => {
+    await projector?.stop();
+    projector = null;
+    const inserted = () => scalar(`SELECT max(max_block_number) FROM system.parts WHERE database = '${settings.CLICKHOUSE_DATABASE}' AND table = 'points'`);
+    const before = await inserted();
+    const metrics = ['cpu:load', 'mem.used', 'disk io', 'net/rx', 'température', 'queue_depth'];
+    // Six rows, within the seven of an insert here, written while no projector runs: one fetch takes them all.
+    const partitions = await upload({ task_id: 'task-one-fetch', batches: metrics.map((metric, m) => ({ metric, points: [[30_000 + m, m]] })) });
+    expect(partitions.size).toBeGreaterThan(1);
+
+    projector = await startProjector(platform);
+    const keys = [...partitions].map((p) => `task-one-fetch/${p}`);
+    await waitFor('its seals announced', () => (keys.every((k) => announcedKeys().includes(k)) ? true : undefined), 30_000, 100);
+    expect(await storedRows()).toEqual(sortRows(expected));
+    expect(await storedCatalog()).toEqual(catalogOf(expected));
+    expect((await inserted()) - before).toBe(1);
+  }, 60_000);
 });
 
 describe('projector sink: one insert is all or nothing, even when the client dies while sending it', () => {

@@ -175,6 +175,30 @@ describe('tasks projector: tasks topic → the tasks read model, exactly once', 
     );
   });
 
+  it("writes a fetch's batches of every partition together: one insert per table", async () => {
+    await projector?.stop();
+    projector = null;
+    const blocks = async (): Promise<Map<string, number>> => {
+      const result = await platform.clickhouse.query({
+        query: `SELECT table, toString(max(max_block_number)) AS n FROM system.parts WHERE database = '${settings.CLICKHOUSE_DATABASE}' AND table IN ('tasks', 'tasks_by_id', 'tasks_positions') GROUP BY table`,
+        format: 'JSONEachRow',
+      });
+      return new Map((await result.json<{ table: string; n: string }>()).map((r) => [r.table, Number(r.n)]));
+    };
+    const before = await blocks();
+    const sent = log.length;
+    // Written while no projector runs: one fetch takes them all, from every partition.
+    await send(lives(12));
+    expect(new Set(log.slice(sent).map((e) => e.position.partition)).size).toBeGreaterThan(1);
+
+    projector = await startTasksProjector(platform, platform.options.tasksReadModel, readModel, writer);
+    await untilCovered();
+    const folded = foldTasks(log.map((e) => e.event));
+    for (const { event } of log.slice(sent)) expect(await readModel.get(event.task_id), event.task_id).toEqual(asStored(folded.get(event.task_id)));
+    const after = await blocks();
+    expect(Object.fromEntries([...after].map(([table, n]) => [table, n - (before.get(table) ?? 0)]))).toEqual({ tasks: 1, tasks_by_id: 1, tasks_positions: 1 });
+  });
+
   it('a command repeated after its task finished does not reopen the row, also when it arrives long after', async () => {
     const id = randomUUID();
     await send([requested(id, 'u1', clock++), started(id, clock++), parsed(id, clock++)]);

@@ -26,7 +26,6 @@ export function composeIngest(settings: Settings, logger: Logger, adapters: Adap
   return {
     ...sharedServices(adapters, options, logger),
     options: ingestOptions(settings),
-    settings,
     // On a cluster the read models write and read under the points sink's quorum (docs/operating/cluster.md: exactly-once with replicas).
     taskReadModel: clickhouseTaskReadModel(options.clickhouse, LIVE_TASK_TABLES, options.pointsQuorum),
     taskReadModelWriter: clickhouseTaskReadModelWriter(adapters.clickhouse, LIVE_TASK_TABLES, options.pointsQuorum),

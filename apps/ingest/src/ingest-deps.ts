@@ -1,5 +1,4 @@
 import type { LogRanges, BlobReferences, FileReadModel, FileReadModelWriter, TaskReadModel, TaskReadModelWriter } from '@meridian/domain';
-import type { Settings } from '@meridian/config';
 import type { ArchiveObjects, ArchiverLog, ConsumerGroups, Topics, TrimLog } from '@meridian/kafka';
 import type { Logger } from '@meridian/observability';
 import type { FoldContext } from '@meridian/folds';
@@ -13,8 +12,6 @@ import type { IngestOptions } from './options.ts';
 export type IngestDeps = {
   /** Each component's options, compiled once from the settings (options.ts): the worker hands each its own. */
   readonly options: IngestOptions;
-  /** The settings themselves, read by the points projector alone until it compiles its own options as the other components do. */
-  readonly settings: Settings;
   readonly logger: Logger;
   readonly topics: Topics;
   readonly groups: ConsumerGroups;

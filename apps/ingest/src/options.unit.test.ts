@@ -20,4 +20,12 @@ describe("the ingest components' options", () => {
     expect(options.tasksReadModel.retentionMs).toBe(2 * 86_400_000);
     expect(options.uploads.maxBufferedPoints).toBe(8000);
   });
+
+  it("the projector's heartbeat is a third of the session timeout, at most 3 s", () => {
+    expect(ingestOptions(loadSettings({ KAFKA_SESSION_TIMEOUT_MS: '6000' })).projector).toMatchObject({ sessionTimeoutMs: 6000, heartbeatIntervalMs: 2000 });
+    expect(ingestOptions(loadSettings({ KAFKA_SESSION_TIMEOUT_MS: '30000', MERIDIAN_PROJECTOR_BATCH_ROWS: '7' })).projector).toMatchObject({
+      heartbeatIntervalMs: 3000,
+      batchRows: 7,
+    });
+  });
 });

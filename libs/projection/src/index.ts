@@ -11,6 +11,6 @@
 export { batchProblem, segmentRows, type Segment } from './points/segment.ts';
 export { Projection, type Deletion, type Seal, type StagedSeal } from './points/state.ts';
 export { refillStage, sealedShare, stageHeader, type Omitted, type RefillDeps, type StageSink } from './points/refill.ts';
-export { projectTaskBatch, type TaskProjection } from './tasks/project.ts';
+export { foldTaskBatch, PendingTaskWrites, projectTaskBatch, writeTaskBatches, type TaskProjection } from './tasks/project.ts';
 export { projectFileBatch, type FileProjection } from './files/project.ts';
 export { eventsAfter } from './events-after.ts';

@@ -6,11 +6,13 @@ import { retry, RETRY_POLICIES, type RetryPolicy } from '@meridian/retry';
 import { Stopping } from '../persist.ts';
 import type { Heart } from './heart.ts';
 import type { InsertLog } from './insert-log.ts';
+import type { ProjectorOptions } from './options.ts';
 import type { IngestDeps } from '../ingest-deps.ts';
 
 /** What one projector's pieces share for its whole life: its adapters, codecs and buffer. */
 export type ProjectorWork = {
   readonly ingest: IngestDeps;
+  readonly options: ProjectorOptions;
   readonly logger: Logger;
   readonly groupId: string;
   readonly sink: IngestDeps['pointsSink'];

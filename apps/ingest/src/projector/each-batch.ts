@@ -1,6 +1,6 @@
 import type { BatchPayload, PointsFact } from '@meridian/domain';
 import { UndecodableEventError } from '@meridian/events';
-import { stageHeader } from '@meridian/projection';
+import { stageHeader, type Projection } from '@meridian/projection';
 import { Stopping } from '../persist.ts';
 import type { BatchContext, ProjectorWork } from './batch-context.ts';
 import { applyDeletion } from './deletion.ts';
@@ -12,6 +12,17 @@ import { dropSealedStage, sealStaged } from './staged-seal.ts';
 
 /** Rows waiting longer than this are written at the end of the batch even without a seal. */
 const LINGER_MS = 1000;
+
+/**
+ * Whether the buffer is written when a batch ends. A fetch hands over one batch per partition,
+ * and a push seals its share in each partition it wrote to: flushing at every seal made one
+ * insert (one part, merges after) per partition of every fetch. Seals wait for the fetch's last
+ * batch instead, so its partitions' rows go in one insert; a full buffer or one lingering too
+ * long is written at once.
+ */
+export function flushesAtBatchEnd(projection: Pick<Projection, 'hasSeals' | 'isFull' | 'age'>, lastOfFetch: boolean, now: number): boolean {
+  return (projection.hasSeals && lastOfFetch) || projection.isFull || projection.age(now) >= LINGER_MS;
+}
 
 /** The projector's eachBatch: each message decided (state.ts) and acted on, in offset order. `assigned`: the partitions of the last join. */
 export function projectBatches(work: ProjectorWork, assigned: () => readonly number[]): (payload: BatchPayload) => Promise<void> {
@@ -76,7 +87,7 @@ export function projectBatches(work: ProjectorWork, assigned: () => readonly num
         resolveOffset(message.offset);
         await ctx.heart.beat();
       }
-      if (projection.hasSeals || projection.isFull || projection.age(Date.now()) >= LINGER_MS) await flush(work, ctx);
+      if (flushesAtBatchEnd(projection, batch.lastOfFetch ?? true, Date.now())) await flush(work, ctx);
       else await commitDone(work, ctx);
     } catch (error) {
       if (error instanceof Stopping) return;

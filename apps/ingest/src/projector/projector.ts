@@ -41,7 +41,8 @@ const MAX_BYTES = 24 * 1024 * 1024;
  *   markers announced); they save re-reading, never decide what is written.
  */
 export async function startProjector(ingest: IngestDeps): Promise<RunningProjector> {
-  const { log, topics, settings } = ingest;
+  const { log, topics } = ingest;
+  const options = ingest.options.projector;
   const logger = ingest.logger.child({ component: 'projector' });
   const groupId = ingest.groups.projector;
   const sink = ingest.pointsSink;
@@ -49,14 +50,14 @@ export async function startProjector(ingest: IngestDeps): Promise<RunningProject
   const pointsCodec = createEventCodec<PointsFact>();
   const taskCodec = createEventCodec<TaskEvent>();
   const producer = await log.writer();
-  const projection = new Projection(settings.MERIDIAN_PROJECTOR_BATCH_ROWS);
+  const projection = new Projection(options.batchRows);
   const inserts = new InsertLog(logger);
   let assigned: number[] = [];
 
   const consumer = log.consumer({
     groupId,
-    sessionTimeoutMs: settings.KAFKA_SESSION_TIMEOUT_MS,
-    heartbeatIntervalMs: Math.min(3000, Math.floor(settings.KAFKA_SESSION_TIMEOUT_MS / 3)),
+    sessionTimeoutMs: options.sessionTimeoutMs,
+    heartbeatIntervalMs: options.heartbeatIntervalMs,
     maxBytesPerPartition: MAX_BYTES_PER_PARTITION,
     maxBytes: MAX_BYTES,
     maxWaitTimeMs: 500,
@@ -75,7 +76,7 @@ export async function startProjector(ingest: IngestDeps): Promise<RunningProject
   });
   const watch: ConsumerWatch = consumer.watch('projector');
 
-  const work: ProjectorWork = { ingest, logger, groupId, sink, stages, pointsCodec, taskCodec, producer, projection, inserts };
+  const work: ProjectorWork = { ingest, options, logger, groupId, sink, stages, pointsCodec, taskCodec, producer, projection, inserts };
   const eachBatch = projectBatches(work, () => assigned);
 
   await runConsumer(
@@ -85,12 +86,12 @@ export async function startProjector(ingest: IngestDeps): Promise<RunningProject
     logger,
     ingest.startRetry,
   );
-  logger.info({ group: groupId, batch_rows: settings.MERIDIAN_PROJECTOR_BATCH_ROWS }, 'projector started');
+  logger.info({ group: groupId, batch_rows: options.batchRows }, 'projector started');
   // Staged uploads' abandoned stages, whether staging is on now or was before.
   const sweeper = startStageSweeper({
     sweep: (age) => stages.sweep(age),
-    ttlMs: settings.MERIDIAN_STAGE_TTL_MS,
-    intervalMs: settings.MERIDIAN_STAGE_SWEEP_INTERVAL_MS,
+    ttlMs: options.stageTtlMs,
+    intervalMs: options.stageSweepIntervalMs,
     logger,
   });
 

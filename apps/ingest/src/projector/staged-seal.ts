@@ -7,7 +7,7 @@ import { failUpload, reject } from './reject.ts';
 /** Moves a staged share into points (the buffered rows before it are flushed), then it counts in the position. */
 export async function sealStaged(work: ProjectorWork, ctx: BatchContext, seal: StagedSeal): Promise<void> {
   const { logger, stages, projection, pointsCodec, groupId } = work;
-  const { topics, settings } = work.ingest;
+  const { topics } = work.ingest;
   const started = performance.now();
   const share = sealedShare(seal);
   const refill = {
@@ -16,7 +16,7 @@ export async function sealStaged(work: ProjectorWork, ctx: BatchContext, seal: S
     codec: pointsCodec,
     topic: topics.points,
     groupId: `${groupId}-refill-${randomBytes(4).toString('hex')}`,
-    batchRows: settings.MERIDIAN_PROJECTOR_BATCH_ROWS,
+    batchRows: work.options.batchRows,
     bad: async (message: ConsumedMessage, taskId: string, reason: string) => {
       await reject(work, ctx, seal.partition, message, reason);
       await failUpload(work, ctx, seal.partition, Number(message.offset), taskId, reason);

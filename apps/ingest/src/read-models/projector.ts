@@ -23,8 +23,13 @@ export type ReadModelProjection = {
   reset(): void;
   /** On the first batch after a (re)join: per partition asked, the last offset the read model covers, and whatever else it needs to resume. */
   load(partitions: readonly number[], persist: Persist): Promise<Map<number, number>>;
-  /** Projects the messages of one batch after `after`, the batch ending at `last` (markers included): rows, then the position. */
+  /**
+   * Projects the messages of one batch after `after`, the batch ending at `last` (markers
+   * included): rows, then the position; or folds them, for `flush` to write.
+   */
   project(partition: number, messages: readonly ConsumedMessage[], after: number, last: number, persist: Persist): Promise<void>;
+  /** At the end of a fetch: writes what `project` folded from its batches (rows, then positions) at once. */
+  flush?(persist: Persist): Promise<void>;
   /** Records positions alone (fetches that held transaction markers only). */
   writePositions(positions: ReadonlyMap<number, number>): Promise<void>;
 };
@@ -35,7 +40,8 @@ export type ReadModelProjection = {
  *
  * - Each fetched batch is handed to the projection, which writes idempotent rows (a row at a later
  *   offset wins; one written twice is the same row), then the partition's position (the batch's
- *   last offset).
+ *   last offset); a projection with `flush` folds the batches of a fetch and writes them at its
+ *   last batch, rows then positions, in one write.
  * - On every assignment the positions are read back from the read model; the consumer resumes from
  *   its committed offsets, which are committed only after the batch's rows and position are
  *   written (so never past the position), and events at or below the position are skipped. A read
@@ -119,16 +125,20 @@ export async function startReadModelProjector(
       if (last > after) {
         await projection.project(partition, batch.messages, after, last, persist);
         positions.set(partition, last);
-        // Its position is written with the batch, past any marker's still waiting.
+        // Its position is written with the fetch's rows, past any marker's still waiting.
         markers.delete(partition);
       }
       payload.resolveOffset(batch.lastOffset());
-      // Named explicitly: with autoCommit off, kafkajs's commitOffsetsIfNecessary() without
-      // offsets commits only on an autoCommit interval or threshold, none set here, so it never
-      // committed, and every new process fetched the whole topic again from offset 0, skipping it
-      // by position after being ready: its memory grew with the history.
-      const uncommitted = payload.uncommittedOffsets();
-      if (uncommitted.topics.length > 0) await payload.commitOffsetsIfNecessary(uncommitted);
+      // A fetch's batches (one per partition) are written together, at its last; its offsets are committed after.
+      if (batch.lastOfFetch ?? true) {
+        await projection.flush?.(persist);
+        // Named explicitly: with autoCommit off, kafkajs's commitOffsetsIfNecessary() without
+        // offsets commits only on an autoCommit interval or threshold, none set here, so it never
+        // committed, and every new process fetched the whole topic again from offset 0, skipping it
+        // by position after being ready: its memory grew with the history.
+        const uncommitted = payload.uncommittedOffsets();
+        if (uncommitted.topics.length > 0) await payload.commitOffsetsIfNecessary(uncommitted);
+      }
       await payload.heartbeat();
     } catch (error) {
       if (error instanceof Stopping) return;

@@ -1,6 +1,6 @@
 import { LiveTasks, type TaskEvent, type TaskReadModel, type TaskReadModelWriter } from '@meridian/domain';
 import { createEventCodec } from '@meridian/events';
-import { eventsAfter, projectTaskBatch } from '@meridian/projection';
+import { eventsAfter, foldTaskBatch, PendingTaskWrites, writeTaskBatches } from '@meridian/projection';
 import type { IngestDeps } from '../ingest-deps.ts';
 import type { TasksReadModelOptions } from './options.ts';
 import { startReadModelProjector, type RunningReadModelProjector } from './projector.ts';
@@ -30,6 +30,7 @@ export async function startTasksProjector(
 ): Promise<RunningTasksProjector> {
   const codec = createEventCodec<TaskEvent>();
   let live = new LiveTasks();
+  let pending = new PendingTaskWrites();
   const running = await startReadModelProjector(ingest, options, {
     name: 'tasks',
     groupId: ingest.groups.tasksProjector,
@@ -43,6 +44,7 @@ export async function startTasksProjector(
     fetchMinBytes: TASKS_FETCH_MIN_BYTES,
     reset: () => {
       live = new LiveTasks();
+      pending = new PendingTaskWrites();
     },
     async load(partitions, persist) {
       const [stored, rows] = await persist(
@@ -53,7 +55,10 @@ export async function startTasksProjector(
       return stored;
     },
     async project(partition, messages, after, last, persist) {
-      await projectTaskBatch({ live, readModel, writer, persist }, partition, eventsAfter(codec, partition, messages, after), last);
+      await foldTaskBatch({ live, readModel, persist }, pending, partition, eventsAfter(codec, partition, messages, after), last);
+    },
+    async flush(persist) {
+      await writeTaskBatches({ live, writer, persist }, pending);
     },
     writePositions: (positions) => writer.write([], positions),
   });

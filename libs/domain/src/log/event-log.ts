@@ -70,7 +70,17 @@ export type TopicOffsets = {
 
 /** One fetched batch of a partition, with the consumer's controls while it is handled. */
 export type BatchPayload = {
-  readonly batch: { readonly topic: string; readonly partition: number; readonly messages: readonly ConsumedMessage[]; lastOffset(): string };
+  readonly batch: {
+    readonly topic: string;
+    readonly partition: number;
+    readonly messages: readonly ConsumedMessage[];
+    lastOffset(): string;
+    /**
+     * The last batch of its fetch handed to a handler (patches/kafkajs: a fetch's batches, one
+     * per partition, are handled one after the other). Absent: not known, take it as the last.
+     */
+    readonly lastOfFetch?: boolean;
+  };
   resolveOffset(offset: string): void;
   heartbeat(): Promise<void>;
   isRunning(): boolean;
