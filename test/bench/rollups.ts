@@ -1,14 +1,4 @@
-import {
-  createClickHouse,
-  ensureDatabase,
-  migrate,
-  queryText,
-  readRollupPage,
-  rollupPageSql,
-  ROLLUPS,
-  serverCapabilities,
-  type Resolution,
-} from '@meridian/clickhouse';
+import { createClickHouse, ensureDatabase, migrate, queryText, readRollupPage, ROLLUPS, serverCapabilities, type Resolution } from '@meridian/clickhouse';
 import { adminKey, benchApi, cpuSplit, dropBenchScope, fmt, percentile, stackProcesses, startProcess, waitUntil } from './common.ts';
 
 /**
@@ -21,9 +11,7 @@ import { adminKey, benchApi, cpuSplit, dropBenchScope, fmt, percentile, stackPro
  *      buckets holding replaced points) equals the aggregates of the deduplicated raw points
  *      computed by a query (newest row per timestamp, LIMIT 1 BY, as downloads choose it);
  *   3. a download at 1h over the year through a real api (JSON, p50 and max of BENCH_REPEAT), beside
- *      the same aggregates computed by a query from the raw points, the baseline without rollups;
- *      and the page query alone, clean buckets told by their spans (migration 011) beside the
- *      query asked before them (every bucket's distinct timestamps merged), in the same run.
+ *      the same aggregates computed by a query from the raw points, the baseline without rollups.
  *   BENCH_POINTS=1000000 BENCH_REPEAT=3 make bench-rollups
  */
 const POINTS = Number(process.env.BENCH_POINTS ?? 10_000_000);
@@ -54,7 +42,7 @@ const referenceSql = (stepMs: number) =>
   `(SELECT ts, value FROM points WHERE metric_name = '${METRIC}' ORDER BY ts, updated_at DESC, kafka_partition DESC, kafka_offset DESC, row_in_batch DESC LIMIT 1 BY ts) ` +
   'GROUP BY bucket ORDER BY toInt64(bucket) FORMAT TabSeparated';
 
-async function checkEqual(resolution: Resolution): Promise<{ buckets: number; dirty: number; unproven: number; ms: number }> {
+async function checkEqual(resolution: Resolution): Promise<{ buckets: number; dirty: number; ms: number }> {
   const expected = (await queryText(conn, { sql: referenceSql(ROLLUPS[resolution].stepMs) })).trimEnd().split('\n');
   const started = performance.now();
   let after = null;
@@ -77,20 +65,8 @@ async function checkEqual(resolution: Resolution): Promise<{ buckets: number; di
       sql: `SELECT count() FROM (SELECT countMerge(rows) = uniqExactMerge(timestamps) AS clean FROM ${table} GROUP BY metric_name, bucket) WHERE NOT clean`,
     }),
   );
-  const unproven = Number(
-    await queryText(conn, {
-      sql: `SELECT count() FROM (${rollupPageSql(resolution, T0, T0 + YEAR, null, 1_000_000).replace(/ FORMAT TabSeparated$/, '')}) WHERE NOT clean`,
-      tables: [{ name: 'names', structure: 'name String', rows: [[METRIC]] }],
-    }),
-  );
-  return { buckets: i, dirty, unproven, ms };
+  return { buckets: i, dirty, ms };
 }
-
-/** The page query the api asked before migration 011: every bucket's distinct timestamps merged to tell it clean. */
-const exactPageSql = () =>
-  'SELECT metric_name, bucket, countMerge(rows) = uniqExactMerge(timestamps) AS clean, countMerge(rows) AS n, minMerge(min_value) AS lo, maxMerge(max_value) AS hi, ' +
-  `sumMerge(sum_value) AS total, argMaxMerge(last_value) AS last FROM points_1h WHERE metric_name IN (SELECT name FROM names) AND bucket >= ${T0} AND bucket <= ${T0 + YEAR - 3_600_000} ` +
-  'GROUP BY metric_name, bucket ORDER BY metric_name, bucket LIMIT 10001 FORMAT TabSeparated';
 
 async function timed(what: () => Promise<void>): Promise<{ p50: number; max: number }> {
   const ms: number[] = [];
@@ -137,7 +113,7 @@ async function main(): Promise<void> {
     for (const resolution of ['1h', '1m'] as const) {
       const r = await checkEqual(resolution);
       console.log(
-        `  ${resolution}: ${fmt(r.buckets)} buckets equal (${fmt(r.dirty)} of them hold a replaced point, answered from points; ${fmt(r.unproven)} not shown clean by their spans), read in ${fmt(r.ms)} ms`,
+        `  ${resolution}: ${fmt(r.buckets)} buckets equal (${fmt(r.dirty)} of them hold a replaced point, answered from points), read in ${fmt(r.ms)} ms`,
       );
     }
 
@@ -151,21 +127,11 @@ async function main(): Promise<void> {
       if (res.status !== 200) throw new Error(`download: ${res.status} ${await res.text()}`);
       rows = ((await res.json()) as unknown[]).length;
     });
-    const pageOf = (sql: string) => async () => void (await queryText(conn, { sql, tables: [{ name: 'names', structure: 'name String', rows: [[METRIC]] }] }));
-    const exactPage = await timed(pageOf(exactPageSql()));
-    const spansPage = await timed(pageOf(rollupPageSql('1h', T0, T0 + YEAR - 3_600_000, null, 10_001)));
     const raw = await timed(async () => void (await queryText(conn, { sql: referenceSql(3_600_000) })));
     console.log(`\na download at 1h over the year (${fmt(rows)} buckets of ${fmt(POINTS)} points), ${REPEAT} runs`);
     console.log(`  GET /api/v1/metrics/download?resolution=1h (rollups)      p50 ${fmt(viaApi.p50).padStart(6)} ms   max ${fmt(viaApi.max).padStart(6)} ms`);
     console.log(
       `  the same aggregates by a query on the raw points          p50 ${fmt(raw.p50).padStart(6)} ms   max ${fmt(raw.max).padStart(6)} ms   (${(raw.p50 / viaApi.p50).toFixed(1)}x)`,
-    );
-    console.log('the rollup page query alone (aggregates and which buckets are clean), the same 8,784 buckets');
-    console.log(
-      `  clean by the spans of migration 011 (now)                 p50 ${fmt(spansPage.p50).padStart(6)} ms   max ${fmt(spansPage.max).padStart(6)} ms`,
-    );
-    console.log(
-      `  clean by the distinct timestamps, uniqExactMerge (before) p50 ${fmt(exactPage.p50).padStart(6)} ms   max ${fmt(exactPage.max).padStart(6)} ms   (${(exactPage.p50 / spansPage.p50).toFixed(1)}x)`,
     );
   } finally {
     await api.stop();

@@ -3,8 +3,6 @@ import {
   createPointsSink,
   queryText,
   readRollupPage,
-  rollupPageSql,
-  rollupStatesSql,
   ROLLUPS,
   seriesFromRollupSql,
   seriesSql,
@@ -150,95 +148,6 @@ describe('rollups (migration 010)', () => {
   });
 });
 
-/** Each 1h bucket's verdict of the page query: clean by its spans (migration 011) or not shown so. */
-async function spansVerdicts(conn: Parameters<typeof queryText>[0], names: readonly string[]): Promise<Map<string, boolean>> {
-  const text = await queryText(conn, {
-    sql: `SELECT metric_name, bucket, clean FROM (${rollupPageSql('1h', 0, T + 100 * 3_600_000, null, 100_000).replace(/ FORMAT TabSeparated$/, '')}) FORMAT TabSeparated`,
-    tables: [{ name: 'names', structure: 'name String', rows: names.map((n) => [n]) }],
-  });
-  const out = new Map<string, boolean>();
-  for (const line of text.trimEnd().split('\n')) {
-    const [name, bucket, clean] = line.split('\t');
-    out.set(`${name} ${Number(bucket) - T}`, clean === '1');
-  }
-  return out;
-}
-
-describe('spans (migration 011): which buckets they show clean', () => {
-  const H = 3_600_000;
-  const row = (name: string, ts: number, offset: number, updatedAt = 1) => ({
-    metric_name: name,
-    ts,
-    value: (ts % 1000) / 4,
-    updated_at: updatedAt,
-    task_id: 't',
-    kafka_partition: 0,
-    kafka_offset: offset,
-    row_in_batch: 0,
-  });
-  const seconds = (from: number, to: number) => Array.from({ length: (to - from) / 1000 }, (_, i) => T + from + i * 1000);
-  const { conn, client } = scratchDatabase(async (c) => {
-    const settings = synchronousInsertSettings(await serverCapabilities(c));
-    const insert = (values: ReturnType<typeof row>[]) => c.insert({ table: 'points', values, format: 'JSONEachRow', clickhouse_settings: settings });
-    // in.order: an hour in two time-ordered blocks (spans apart).
-    await insert(seconds(0, 1_800_000).map((ts) => row('in.order', ts, 1)));
-    await insert(seconds(1_800_000, H).map((ts) => row('in.order', ts, 2)));
-    // replaced: the same, then one timestamp of the first half again in a later block.
-    await insert(seconds(0, 1_800_000).map((ts) => row('replaced', ts, 3)));
-    await insert(seconds(1_800_000, H).map((ts) => row('replaced', ts, 4)));
-    await insert([row('replaced', T + 900_000, 5, 2)]);
-    // repeated: one block holding one timestamp twice.
-    await insert([...seconds(0, 60_000).map((ts) => row('repeated', ts, 6)), row('repeated', T + 30_000, 6, 2)]);
-    // interleaved: two blocks of odd and even seconds, no timestamp shared (spans overlap all the same).
-    await insert(
-      seconds(0, 60_000)
-        .filter((ts) => ts % 2000 === 0)
-        .map((ts) => row('interleaved', ts, 7)),
-    );
-    await insert(
-      seconds(0, 60_000)
-        .filter((ts) => ts % 2000 !== 0)
-        .map((ts) => row('interleaved', ts, 8)),
-    );
-    // touching: the second block starts at the first one's last timestamp, replacing it.
-    await insert(seconds(0, 10_000).map((ts) => row('touching', ts, 9)));
-    await insert(seconds(9_000, 20_000).map((ts) => row('touching', ts, 10, 2)));
-  });
-  const NAMES = ['in.order', 'replaced', 'repeated', 'interleaved', 'touching'];
-
-  it('shows clean only buckets without a replaced point: not one holding a timestamp twice, in one block or across two', async () => {
-    expect(Object.fromEntries(await spansVerdicts(conn, NAMES))).toEqual({
-      'in.order 0': true,
-      'replaced 0': false,
-      'repeated 0': false,
-      'interleaved 0': false,
-      'touching 0': false,
-    });
-  });
-
-  it('every bucket, shown clean or not, still equals the aggregates of the deduplicated raw points', async () => {
-    const page = await readRollupPage(conn, { resolution: '1h', metricNames: NAMES, fromMs: T, toMs: T + H - 1, after: null, maxRows: 100 });
-    expect(page.rows).toEqual((await referenceRollups(conn, '1h')).filter((r) => NAMES.includes(r.metric_name)));
-    // interleaved is clean (the distinct timestamps tell it): its figures are the rollup's, every row once.
-    expect(page.rows.find((r) => r.metric_name === 'interleaved')!.count).toBe(60);
-  });
-
-  it('a bucket retention cut (points hold fewer rows than its rollup) is answered by its rollup where its distinct timestamps show it clean', async () => {
-    // Half of interleaved's raw points leave, as retention's would; the bucket had no replaced point.
-    await client.command({ query: `ALTER TABLE points DELETE WHERE metric_name = 'interleaved' AND ts % 2000 = 0` });
-    await untilMutationsDone(client, 'points', 60_000);
-    const page = await readRollupPage(conn, { resolution: '1h', metricNames: ['interleaved'], fromMs: T, toMs: T + H - 1, after: null, maxRows: 10 });
-    expect(page.rows.map((r) => r.count)).toEqual([60]);
-  });
-
-  it('a bucket whose rows the spans do not all count (states written before migration 011) is not shown clean', async () => {
-    // States the rollup holds and the spans do not: as from an insert made before the spans existed.
-    const before011 = `(SELECT 'in.order' AS metric_name, toInt64(${T + H - 500}) AS ts, toFloat64(1) AS value)`;
-    await client.command({ query: `INSERT INTO points_1h ${rollupStatesSql('1h', before011)}` });
-    expect((await spansVerdicts(conn, ['in.order'])).get('in.order 0')).toBe(false);
-  });
-});
-
 describe('sampled series from the rollups', () => {
   const { conn } = scratchDatabase(insertBlocks);
 
@@ -289,17 +198,6 @@ describe('the rollups of a block whose views did not run', () => {
       sql: `SELECT metric_name, intDiv(ts, ${w}) * ${w} AS bucket, count(), min(value), max(value), sum(value) FROM points GROUP BY metric_name, bucket ORDER BY metric_name, bucket FORMAT TabSeparated`,
     });
 
-  /** Rows per bucket as a spans table (migration 011) counts them and as points hold them. */
-  const spanRows = (w: number) =>
-    Promise.all([
-      queryText(conn, {
-        sql: `SELECT metric_name, bucket, sum(rows) FROM points_1${w === 60_000 ? 'm' : 'h'}_spans GROUP BY metric_name, bucket ORDER BY metric_name, bucket FORMAT TabSeparated`,
-      }),
-      queryText(conn, {
-        sql: `SELECT metric_name, intDiv(ts, ${w}) * ${w} AS bucket, count() FROM points GROUP BY metric_name, bucket ORDER BY metric_name, bucket FORMAT TabSeparated`,
-      }),
-    ]);
-
   it("the sink's repair after a server died between the points and their views adds exactly what each rollup lacks, once", async () => {
     const batch = (offset: number, first: number) => ({
       partition: 3,
@@ -329,10 +227,5 @@ describe('the rollups of a block whose views did not run', () => {
     ]);
     expect(await counts('points_1m')).toBe(await fromPoints(60_000));
     expect(await counts('points_1h')).toBe(await fromPoints(3_600_000));
-    // The spans likewise: they count every row again, so their buckets can be shown clean.
-    for (const w of [60_000, 3_600_000]) {
-      const [spans, points] = await spanRows(w);
-      expect(spans).toBe(points);
-    }
   });
 });

@@ -177,7 +177,7 @@ describe('replay on an Atomic database (chDB front)', () => {
     ]);
     const left = await rowsOf<{ name: string; engine: string }>('SELECT name, engine FROM system.tables WHERE database = currentDatabase() ORDER BY name');
     // points_seals (staged uploads' seals, migration 007) is exchanged with points: the retired generation keeps its own.
-    // The rollups (migration 010) and their spans (011) are exchanged with the catalog: the live views feed the new ones, the retired generation keeps its own.
+    // The rollups (migration 010) are exchanged with the catalog: the live view feeds the new ones, the retired generation keeps its own.
     expect(left.map((t) => t.name).filter((n) => /^(points|metric_catalog)/.test(n))).toEqual([
       'metric_catalog',
       'metric_catalog_feed',
@@ -186,15 +186,9 @@ describe('replay on an Atomic database (chDB front)', () => {
       'points_1h',
       'points_1h_feed',
       'points_1h_g1',
-      'points_1h_spans',
-      'points_1h_spans_feed',
-      'points_1h_spans_g1',
       'points_1m',
       'points_1m_feed',
       'points_1m_g1',
-      'points_1m_spans',
-      'points_1m_spans_feed',
-      'points_1m_spans_g1',
       'points_g1',
       'points_seals',
       'points_seals_g1',
@@ -207,13 +201,6 @@ describe('replay on an Atomic database (chDB front)', () => {
       expect(
         counts.map((r) => [r.metric_name, r.n]),
         rollup,
-      ).toEqual(perMetricCounts);
-      const spans = await rowsOf<{ metric_name: string; n: string }>(
-        `SELECT metric_name, toString(sum(rows)) AS n FROM ${rollup}_spans GROUP BY metric_name ORDER BY metric_name`,
-      );
-      expect(
-        spans.map((r) => [r.metric_name, r.n]),
-        `${rollup}_spans`,
       ).toEqual(perMetricCounts);
     }
 

@@ -55,5 +55,4 @@ export { parseSeries, readSeries, seriesFromRollupSql, seriesRollup, seriesSql, 
 export { readSamples, samplesSql, streamSamples, type SamplesRequest, type SeriesSamples } from './promql/samples.ts';
 export { catalogFirsts, countOlder } from './points/retention.ts';
 export { readRollupPage, parseRollupRows, type RollupPage, type RollupRequest, type RollupRow } from './rollups/read.ts';
-export { spansOfBucketsSql, spansStatesSql, spansTableOf } from './rollups/spans.ts';
-export { bucketRange, dedupedBucketsSql, exactBucketsSql, rollupPageSql, rollupStatesSql, ROLLUPS, type Resolution, type RollupCursor } from './rollups/sql.ts';
+export { bucketRange, dedupedBucketsSql, rollupPageSql, rollupStatesSql, ROLLUPS, type Resolution, type RollupCursor } from './rollups/sql.ts';

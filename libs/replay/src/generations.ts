@@ -39,11 +39,10 @@ export const stagesOf = (g: number) => new RegExp(`^${pointsTable(g)}_stage_[0-9
 /** The view that feeds a generation's catalog from its points while it is built. */
 export const catalogFeed = (g: number) => `metric_catalog_feed_g${checkGeneration(g)}`;
 /**
- * The rollups (migration 010) and their spans (011), views on `points` as the catalog is: a
- * generation keeps each as `<view>_g<N>`, fed by `<view>_feed_g<N>` while it is built, and they
- * move with its catalog.
+ * The rollups (migration 010), views on `points` as the catalog is: a generation keeps each as
+ * `<view>_g<N>`, fed by `<view>_feed_g<N>` while it is built, and they move with its catalog.
  */
-export const ROLLUP_VIEWS: readonly string[] = Object.values(ROLLUPS).flatMap((r) => [r.table, r.spans]);
+export const ROLLUP_VIEWS: readonly string[] = Object.values(ROLLUPS).map((r) => r.table);
 export const rollupTable = (view: string, g: number) => `${view}_g${checkGeneration(g)}`;
 export const rollupFeed = (view: string, g: number) => `${view}_feed_g${checkGeneration(g)}`;
 /** The live rollup view's own table on an Ordinary database (18.16), as LIVE_CATALOG_DATA. */
@@ -319,7 +318,7 @@ export async function nextGeneration(client: ClickHouseClient): Promise<number> 
   for (const g of registered.keys()) max = Math.max(max, g);
   for (const name of tables.keys()) {
     const m =
-      /^(?:points|metric_catalog|metric_catalog_feed|points_frozen|points_seals|points_seals_frozen|points_1m|points_1h|points_1m_feed|points_1h_feed|points_1m_spans|points_1h_spans|points_1m_spans_feed|points_1h_spans_feed)_g(\d+)(?:_stage_.*)?$/.exec(
+      /^(?:points|metric_catalog|metric_catalog_feed|points_frozen|points_seals|points_seals_frozen|points_1m|points_1h|points_1m_feed|points_1h_feed)_g(\d+)(?:_stage_.*)?$/.exec(
         name,
       );
     if (m) max = Math.max(max, Number(m[1]));

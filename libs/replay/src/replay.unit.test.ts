@@ -66,11 +66,7 @@ describe('generations', () => {
     const catalog = catalogDefinition();
     expect(catalog.engine).toBe('ENGINE = AggregatingMergeTree()\nORDER BY metric_name');
     expect(catalog.select('points_g2')).toMatch(/countState\(\) AS points[\s\S]*FROM `points_g2`\nGROUP BY metric_name$/);
-    const [table, seals, catalogTable, rollup1m, spans1m, rollup1h, spans1h, feed, feed1m, feedSpans1m, feed1h, feedSpans1h, ...rest] = createGenerationSql(
-      2,
-      true,
-      capabilities('18.16.1', 'Ordinary'),
-    );
+    const [table, seals, catalogTable, rollup1m, rollup1h, feed, feed1m, feed1h, ...rest] = createGenerationSql(2, true, capabilities('18.16.1', 'Ordinary'));
     expect(rest).toEqual([]);
     // The rollups (migration 010) as the catalog: a table of their states, fed by their own view.
     expect(rollup1m).toMatch(
@@ -79,15 +75,6 @@ describe('generations', () => {
     expect(rollup1h).toMatch(/^CREATE TABLE `points_1h_g2` [\s\S]*intDiv\(ts, 3600000\)[\s\S]*WHERE 0 GROUP BY metric_name, bucket$/);
     expect(feed1m).toMatch(/^CREATE MATERIALIZED VIEW `points_1m_feed_g2` TO `points_1m_g2` AS SELECT[\s\S]*FROM `points_g2`\nGROUP BY metric_name, bucket$/);
     expect(feed1h).toMatch(/^CREATE MATERIALIZED VIEW `points_1h_feed_g2` TO `points_1h_g2` AS /);
-    // Their spans (migration 011): rows per block, a plain table fed by its own view.
-    expect(spans1m).toMatch(
-      /^CREATE TABLE `points_1m_spans_g2` ENGINE = MergeTree\(\)\nORDER BY \(metric_name, bucket\) AS SELECT[\s\S]*uniqExact\(ts\) AS distinct_ts[\s\S]*WHERE 0 GROUP BY/,
-    );
-    expect(spans1h).toMatch(/^CREATE TABLE `points_1h_spans_g2` [\s\S]*intDiv\(ts, 3600000\)/);
-    expect(feedSpans1m).toMatch(
-      /^CREATE MATERIALIZED VIEW `points_1m_spans_feed_g2` TO `points_1m_spans_g2` AS SELECT[\s\S]*FROM `points_g2`\nGROUP BY metric_name, bucket$/,
-    );
-    expect(feedSpans1h).toMatch(/^CREATE MATERIALIZED VIEW `points_1h_spans_feed_g2` TO `points_1h_spans_g2` AS /);
     expect(table).toBe('CREATE TABLE `points_g2` AS `points`');
     // Its staged seals, which count in its positions: migration 007's table under its name.
     expect(seals).toMatch(/^CREATE TABLE `points_seals_g2` \(\n\s+kafka_partition UInt16,[\s\S]*ORDER BY \(kafka_partition, seal_offset\)\s*$/);
@@ -115,18 +102,14 @@ describe('generations', () => {
 
   it("gives a generation's tables the deduplication window of migration 004 where the server keeps insert tokens, before its feed exists", () => {
     const ch26 = capabilities('26.9.2.1', 'Atomic');
-    expect(createGenerationSql(2, true, ch26).slice(7)).toEqual([
+    expect(createGenerationSql(2, true, ch26).slice(5)).toEqual([
       'ALTER TABLE `points_g2` MODIFY SETTING non_replicated_deduplication_window = 1000',
       'ALTER TABLE `metric_catalog_g2` MODIFY SETTING non_replicated_deduplication_window = 1000',
       'ALTER TABLE `points_1m_g2` MODIFY SETTING non_replicated_deduplication_window = 1000',
       'ALTER TABLE `points_1h_g2` MODIFY SETTING non_replicated_deduplication_window = 1000',
-      'ALTER TABLE `points_1m_spans_g2` MODIFY SETTING non_replicated_deduplication_window = 1000',
-      'ALTER TABLE `points_1h_spans_g2` MODIFY SETTING non_replicated_deduplication_window = 1000',
       expect.stringMatching(/^CREATE MATERIALIZED VIEW `metric_catalog_feed_g2` TO `metric_catalog_g2`/),
       expect.stringMatching(/^CREATE MATERIALIZED VIEW `points_1m_feed_g2` TO `points_1m_g2`/),
-      expect.stringMatching(/^CREATE MATERIALIZED VIEW `points_1m_spans_feed_g2` TO `points_1m_spans_g2`/),
       expect.stringMatching(/^CREATE MATERIALIZED VIEW `points_1h_feed_g2` TO `points_1h_g2`/),
-      expect.stringMatching(/^CREATE MATERIALIZED VIEW `points_1h_spans_feed_g2` TO `points_1h_spans_g2`/),
     ]);
     expect(forgetInsertTokensSql('points_g2', 'metric_catalog_g2', ch26)).toEqual([
       'ALTER TABLE `points_g2` MODIFY SETTING non_replicated_deduplication_window = 0',
@@ -135,7 +118,7 @@ describe('generations', () => {
       'ALTER TABLE `metric_catalog_g2` MODIFY SETTING non_replicated_deduplication_window = 1000',
     ]);
     for (const older of [capabilities('18.16.1', 'Ordinary'), capabilities('26.9.2.1', 'Ordinary')]) {
-      expect(createGenerationSql(2, true, older)).toHaveLength(12);
+      expect(createGenerationSql(2, true, older)).toHaveLength(8);
       expect(forgetInsertTokensSql('points', '.inner.metric_catalog', older)).toEqual([]);
     }
   });

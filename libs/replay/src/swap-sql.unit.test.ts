@@ -16,11 +16,11 @@ describe('the swap statements, chosen by the server', () => {
     );
     expect(sql.frozenSeals(1, 2)).toBe('points_seals_g1');
     expect(sql.swapIn(1, 2, true, 'standIn')).toBe(
-      'RENAME TABLE `points` TO `points_frozen_g2`, `points_g2` TO `points`, `points_seals` TO `points_seals_frozen_g2`, `points_seals_g2` TO `points_seals`, `.inner.metric_catalog` TO `metric_catalog_g1`, `metric_catalog_g2` TO `.inner.metric_catalog`, `.inner.points_1m` TO `points_1m_g1`, `points_1m_g2` TO `.inner.points_1m`, `.inner.points_1m_spans` TO `points_1m_spans_g1`, `points_1m_spans_g2` TO `.inner.points_1m_spans`, `.inner.points_1h` TO `points_1h_g1`, `points_1h_g2` TO `.inner.points_1h`, `.inner.points_1h_spans` TO `points_1h_spans_g1`, `points_1h_spans_g2` TO `.inner.points_1h_spans`',
+      'RENAME TABLE `points` TO `points_frozen_g2`, `points_g2` TO `points`, `points_seals` TO `points_seals_frozen_g2`, `points_seals_g2` TO `points_seals`, `.inner.metric_catalog` TO `metric_catalog_g1`, `metric_catalog_g2` TO `.inner.metric_catalog`, `.inner.points_1m` TO `points_1m_g1`, `points_1m_g2` TO `.inner.points_1m`, `.inner.points_1h` TO `points_1h_g1`, `points_1h_g2` TO `.inner.points_1h`',
     );
     // No live points table to freeze: the live seals go aside as generation 1's.
     expect(sql.swapIn(1, 2, false, 'live')).toBe(
-      'RENAME TABLE `points_g2` TO `points`, `points_seals` TO `points_seals_g1`, `points_seals_g2` TO `points_seals`, `.inner.metric_catalog` TO `metric_catalog_g1`, `metric_catalog_g2` TO `.inner.metric_catalog`, `.inner.points_1m` TO `points_1m_g1`, `points_1m_g2` TO `.inner.points_1m`, `.inner.points_1m_spans` TO `points_1m_spans_g1`, `points_1m_spans_g2` TO `.inner.points_1m_spans`, `.inner.points_1h` TO `points_1h_g1`, `points_1h_g2` TO `.inner.points_1h`, `.inner.points_1h_spans` TO `points_1h_spans_g1`, `points_1h_spans_g2` TO `.inner.points_1h_spans`',
+      'RENAME TABLE `points_g2` TO `points`, `points_seals` TO `points_seals_g1`, `points_seals_g2` TO `points_seals`, `.inner.metric_catalog` TO `metric_catalog_g1`, `metric_catalog_g2` TO `.inner.metric_catalog`, `.inner.points_1m` TO `points_1m_g1`, `points_1m_g2` TO `.inner.points_1m`, `.inner.points_1h` TO `points_1h_g1`, `points_1h_g2` TO `.inner.points_1h`',
     );
     expect(sql.afterSwap(1, 2)).toEqual(['DROP TABLE IF EXISTS `points_frozen_g2`', 'DROP TABLE IF EXISTS `points_seals_frozen_g2`']);
     expect(sql.unfreeze(1, 2, { points: 'a', seals: 'b' }, true)).toEqual({
@@ -40,12 +40,12 @@ describe('the swap statements, chosen by the server', () => {
     expect(sql.frozenData(1, 2)).toBe('points_frozen_g2');
     expect(sql.frozenSeals(1, 2)).toBe('points_seals_frozen_g2');
     expect(sql.swapIn(1, 2, true, 'standIn')).toBe(
-      'EXCHANGE TABLES `points` AND `points_g2`, `metric_catalog` AND `metric_catalog_g2`, `points_1m` AND `points_1m_g2`, `points_1m_spans` AND `points_1m_spans_g2`, `points_1h` AND `points_1h_g2`, `points_1h_spans` AND `points_1h_spans_g2`, `points_seals` AND `points_seals_g2`',
+      'EXCHANGE TABLES `points` AND `points_g2`, `metric_catalog` AND `metric_catalog_g2`, `points_1m` AND `points_1m_g2`, `points_1h` AND `points_1h_g2`, `points_seals` AND `points_seals_g2`',
     );
     expect(sql.afterSwap(1, 2)).toEqual([
       'DROP TABLE `points_g2`',
       'DROP TABLE `points_seals_g2`',
-      'RENAME TABLE `points_frozen_g2` TO `points_g1`, `metric_catalog_g2` TO `metric_catalog_g1`, `points_1m_g2` TO `points_1m_g1`, `points_1m_spans_g2` TO `points_1m_spans_g1`, `points_1h_g2` TO `points_1h_g1`, `points_1h_spans_g2` TO `points_1h_spans_g1`, `points_seals_frozen_g2` TO `points_seals_g1`',
+      'RENAME TABLE `points_frozen_g2` TO `points_g1`, `metric_catalog_g2` TO `metric_catalog_g1`, `points_1m_g2` TO `points_1m_g1`, `points_1h_g2` TO `points_1h_g1`, `points_seals_frozen_g2` TO `points_seals_g1`',
     ]);
     expect(sql.unfreeze(1, 2, { points: 'a', seals: 'b' }, true).statement).toBe(
       'EXCHANGE TABLES `points` AND `points_frozen_g2`, `points_seals` AND `points_seals_frozen_g2`',

@@ -314,25 +314,23 @@ async function reachEndOfLog(input: SwapInput, partitions: readonly number[], ne
 }
 
 /**
- * A generation built before the rollups existed (migration 010), or before their spans (011),
- * gets what it lacks before its catch-up: tables and feeding views as a new generation's, filled
- * from its rows. Nothing else writes into points_g<N> before the catch-up, so no row is aggregated
- * twice or missed.
+ * A generation built before the rollups existed (migration 010) gets them before its catch-up:
+ * tables and feeding views as a new generation's, filled from its rows. Nothing else writes into
+ * points_g<N> before the catch-up, so no row is aggregated twice or missed.
  */
 async function ensureRollups(client: ClickHouseClient, n: number, tables: ReadonlyMap<string, string>): Promise<void> {
   const missing = ROLLUP_VIEWS.filter((view) => !tables.has(rollupTable(view, n)));
   if (missing.length === 0) return;
-  if (missing.some((view) => tables.has(rollupFeed(view, n)))) {
+  if (missing.length !== ROLLUP_VIEWS.length || ROLLUP_VIEWS.some((view) => tables.has(rollupFeed(view, n)))) {
     throw new Error(`generation ${n} has some of its rollup tables only: drop it and build it again`);
   }
   const caps = await serverCapabilities(client);
   const settings = tableSettingsSql(pointsTable(n), catalogTable(n), caps, undefined, generationRollups(n)).filter((s) =>
-    missing.some((view) => s.includes(q(rollupTable(view, n)))),
+    ROLLUP_VIEWS.some((view) => s.includes(q(rollupTable(view, n)))),
   );
-  for (const view of missing) await client.command({ query: derivedTableSql(viewDefinition(view), rollupTable(view, n), pointsTable(n)) });
-  const feeds = rollupFeedsSql(n).filter((s) => missing.some((view) => s.includes(q(rollupFeed(view, n)))));
-  for (const statement of [...settings, ...feeds]) await client.command({ query: statement });
-  for (const view of missing) await client.command({ query: `INSERT INTO ${q(rollupTable(view, n))} ${viewDefinition(view).select(pointsTable(n))}` });
+  for (const view of ROLLUP_VIEWS) await client.command({ query: derivedTableSql(viewDefinition(view), rollupTable(view, n), pointsTable(n)) });
+  for (const statement of [...settings, ...rollupFeedsSql(n)]) await client.command({ query: statement });
+  for (const view of ROLLUP_VIEWS) await client.command({ query: `INSERT INTO ${q(rollupTable(view, n))} ${viewDefinition(view).select(pointsTable(n))}` });
 }
 
 /**

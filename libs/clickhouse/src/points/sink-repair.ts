@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import { quorumInsertSettings } from '../capabilities.ts';
-import { spansStatesSql, spansTableOf } from '../rollups/spans.ts';
 import { ROLLUPS, rollupStatesSql, type Resolution } from '../rollups/sql.ts';
 import type { SinkContext } from './sink-context.ts';
 import type { BatchPosition } from './sink.ts';
@@ -57,44 +56,32 @@ export async function repairCatalog(ctx: SinkContext, batches: readonly BatchPos
 /**
  * The rollups' share of stored blocks whose views did not run (as for the catalog, below): per
  * bucket the blocks' rows touch, a rollup counting the points' rows less the blocks' lacks
- * exactly them, and gets their states; one counting them all is complete. Their spans (migration
- * 011) likewise, counted by their rows. `blocks` is a list of (partition, offset) integer pairs.
+ * exactly them, and gets their states; one counting them all is complete. `blocks` is a list of
+ * (partition, offset) integer pairs.
  */
 export async function repairRollups(ctx: SinkContext, blocks: string): Promise<void> {
-  const { table, options } = ctx;
+  const { client, table, options, quorum, idPrefix, awaitGone } = ctx;
   const rollupTables: Readonly<Partial<Record<Resolution, string>>> =
     options.rollupTables ?? (table === 'points' ? { '1m': ROLLUPS['1m'].table, '1h': ROLLUPS['1h'].table } : {});
   for (const [resolution, rollup] of Object.entries(rollupTables) as [Resolution, string][]) {
+    if (!/^[.A-Za-z_][.A-Za-z0-9_]*$/.test(rollup)) throw new Error(`not a rollup table: ${rollup}`);
     const w = ROLLUPS[resolution].stepMs;
-    await repairBuckets(ctx, blocks, w, { table: rollup, rows: 'countMerge(rows)', states: (source) => rollupStatesSql(resolution, source) });
-    await repairBuckets(ctx, blocks, w, { table: spansTableOf(rollup), rows: 'sum(rows)', states: (source) => spansStatesSql(w, source) });
-  }
-}
-
-/** One derived table of buckets of width `w` (a rollup, its spans) given the blocks' rows in the buckets it lacks them in. */
-async function repairBuckets(
-  ctx: SinkContext,
-  blocks: string,
-  w: number,
-  derived: { readonly table: string; readonly rows: string; readonly states: (source: string) => string },
-): Promise<void> {
-  const { client, table, quorum, idPrefix, awaitGone } = ctx;
-  if (!/^[.A-Za-z_][.A-Za-z0-9_]*$/.test(derived.table)) throw new Error(`not a rollup table: ${derived.table}`);
-  const ofBlocks = `FROM ${table} WHERE (kafka_partition, kafka_offset) IN (${blocks})`;
-  const touched = `SELECT metric_name, intDiv(ts, ${w}) * ${w} AS bucket, count() AS b ${ofBlocks} GROUP BY metric_name, bucket`;
-  const keys = `SELECT metric_name, bucket FROM (${touched})`;
-  const stored = `SELECT metric_name, intDiv(ts, ${w}) * ${w} AS bucket, count() AS p FROM ${table} WHERE (metric_name, intDiv(ts, ${w}) * ${w}) IN (${keys}) GROUP BY metric_name, bucket`;
-  const counted = `SELECT metric_name, bucket, ${derived.rows} AS r FROM \`${derived.table}\` WHERE (metric_name, bucket) IN (${keys}) GROUP BY metric_name, bucket`;
-  const lacking = `SELECT metric_name, bucket FROM (SELECT metric_name, bucket, b, p FROM (${touched}) AS k ANY LEFT JOIN (${stored}) AS s USING metric_name, bucket) AS ks ANY LEFT JOIN (${counted}) AS c USING metric_name, bucket WHERE r = p - b`;
-  const queryId = `${idPrefix}${randomUUID()}`;
-  try {
-    await client.command({
-      query: `INSERT INTO \`${derived.table}\` ${derived.states(`(SELECT * ${ofBlocks} AND (metric_name, intDiv(ts, ${w}) * ${w}) IN (${lacking}))`)}`,
-      query_id: queryId,
-      clickhouse_settings: quorumInsertSettings(quorum.replicas, quorum.timeoutMs),
-    });
-  } catch (error) {
-    await awaitGone([queryId], 300_000);
-    throw error;
+    const ofBlocks = `FROM ${table} WHERE (kafka_partition, kafka_offset) IN (${blocks})`;
+    const touched = `SELECT metric_name, intDiv(ts, ${w}) * ${w} AS bucket, count() AS b ${ofBlocks} GROUP BY metric_name, bucket`;
+    const keys = `SELECT metric_name, bucket FROM (${touched})`;
+    const stored = `SELECT metric_name, intDiv(ts, ${w}) * ${w} AS bucket, count() AS p FROM ${table} WHERE (metric_name, intDiv(ts, ${w}) * ${w}) IN (${keys}) GROUP BY metric_name, bucket`;
+    const counted = `SELECT metric_name, bucket, countMerge(rows) AS r FROM \`${rollup}\` WHERE (metric_name, bucket) IN (${keys}) GROUP BY metric_name, bucket`;
+    const lacking = `SELECT metric_name, bucket FROM (SELECT metric_name, bucket, b, p FROM (${touched}) AS k ANY LEFT JOIN (${stored}) AS s USING metric_name, bucket) AS ks ANY LEFT JOIN (${counted}) AS c USING metric_name, bucket WHERE r = p - b`;
+    const queryId = `${idPrefix}${randomUUID()}`;
+    try {
+      await client.command({
+        query: `INSERT INTO \`${rollup}\` ${rollupStatesSql(resolution, `(SELECT * ${ofBlocks} AND (metric_name, intDiv(ts, ${w}) * ${w}) IN (${lacking}))`)}`,
+        query_id: queryId,
+        clickhouse_settings: quorumInsertSettings(quorum.replicas, quorum.timeoutMs),
+      });
+    } catch (error) {
+      await awaitGone([queryId], 300_000);
+      throw error;
+    }
   }
 }

@@ -6,8 +6,7 @@ import type { ClickHouseSettings } from '@clickhouse/client';
 import type { ClickHouseClient } from '../client.ts';
 import { noneRunningWithin } from '../server-work.ts';
 import { createPointsSink, type PointsSink } from './sink.ts';
-import { spansStatesSql, spansTableOf } from '../rollups/spans.ts';
-import { ROLLUPS, rollupStatesSql, type Resolution } from '../rollups/sql.ts';
+import { rollupStatesSql, type Resolution } from '../rollups/sql.ts';
 import type { Fence, StagedShare, StageTargets } from './stage.ts';
 
 const ATTEMPT = /^[0-9a-f]{16}$/;
@@ -121,23 +120,13 @@ export function stageWrites(client: ClickHouseClient, targets: StageTargets, nam
   const sink = createPointsSink(client, targets.points, { catalogTable: targets.catalog, rollupTables: targets.rollups ?? {} });
   const rollupTargets = (Object.entries(targets.rollups ?? {}) as [Resolution, string][]).map(([resolution, table]) => ({ resolution, table }));
 
-  /**
-   * A stage's share of a rollup's states and of its spans (ATTACH runs no view; the share is one
-   * span a bucket), each under a token of its seal where the table keeps tokens.
-   */
+  /** A stage's share of a rollup's states (ATTACH runs no view), under a token of its seal where the rollup keeps tokens. */
   async function addRollupShare(rollup: { resolution: Resolution; table: string }, stage: string, share: StagedShare, fence: Fence): Promise<void> {
-    const spans = spansTableOf(rollup.table);
-    const writes = [
-      { table: rollup.table, select: rollupStatesSql(rollup.resolution, stage) },
-      { table: spans, select: spansStatesSql(ROLLUPS[rollup.resolution].stepMs, stage) },
-    ];
-    for (const { table, select } of writes) {
-      fence();
-      await named(
-        `INSERT INTO ${quoted(table)} ${select}`,
-        deduplicatedInsertSettings(await serverCapabilities(client), `${table}:seal:${share.partition}=${share.sealOffset}`),
-      );
-    }
+    fence();
+    await named(
+      `INSERT INTO ${quoted(rollup.table)} ${rollupStatesSql(rollup.resolution, stage)}`,
+      deduplicatedInsertSettings(await serverCapabilities(client), `${rollup.table}:seal:${share.partition}=${share.sealOffset}`),
+    );
   }
 
   /**

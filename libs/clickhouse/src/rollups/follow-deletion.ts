@@ -2,7 +2,6 @@ import type { Capabilities } from '../capabilities.ts';
 import type { ClickHouseClient } from '../client.ts';
 import { int } from '../download/filter-sql.ts';
 import { countWhere, deleteRowsSql, deletionWriteId, namesIn, quotedTable, rewriteInsertSettings, storageOf, untilDone } from '../points/delete-rows.ts';
-import { spansStatesSql, spansTableOf } from './spans.ts';
 import { bucketRange, ROLLUPS, rollupStatesSql, type Resolution } from './sql.ts';
 
 /** A user's deletion as the rollups take it: its metrics and inclusive range, the points table it was applied to. */
@@ -21,8 +20,7 @@ export function bucketsWhere(resolution: Resolution, d: Omit<RollupDeletion, 'po
  * rows of those buckets leave the rollup, and the states of the points' rows in them (the whole
  * bucket, its part outside the range too) go in; a bucket with no row left is gone. Replaced
  * points stay as the view keeps them (every row, a bucket's rows above its distinct timestamps),
- * so the readers still tell those buckets and compute them from points. Their spans are
- * rewritten the same way.
+ * so the readers still tell those buckets and compute them from points.
  *
  * Runs after the points' rows are deleted, and can run again: it only reads points, which the
  * deletion's partition alone writes meanwhile. Batches a crashed projector re-reads before the
@@ -36,23 +34,6 @@ export async function recomputeRollupBuckets(
   d: RollupDeletion,
   caps: Capabilities,
 ): Promise<void> {
-  const source = quotedTable(d.points);
-  const where = bucketsWhere(resolution, d, 'ts');
-  await rewriteBuckets(client, table, resolution, d, caps, rollupStatesSql(resolution, source, where));
-  // The spans (migration 011) of those buckets likewise, one span a bucket over its remaining
-  // rows: exact, as a span over all of a bucket's rows is clean exactly when the bucket is.
-  await rewriteBuckets(client, spansTableOf(table), resolution, d, caps, spansStatesSql(ROLLUPS[resolution].stepMs, source, where));
-}
-
-/** Deletes the rows of `table` in the buckets the deletion overlaps and inserts `select`'s rows for them. */
-async function rewriteBuckets(
-  client: ClickHouseClient,
-  table: string,
-  resolution: Resolution,
-  d: RollupDeletion,
-  caps: Capabilities,
-  select: string,
-): Promise<void> {
   const storage = await storageOf(client, table);
   const old = bucketsWhere(resolution, d, 'bucket');
   // On 18.16 a mutation rewrites every part of the rollup: none is asked when it holds nothing here.
@@ -61,7 +42,7 @@ async function rewriteBuckets(
   // new states are inserted right after asking and the mutation is waited for after the insert.
   if (asked) await client.command({ query: deleteRowsSql(storage, old, caps) });
   await client.command({
-    query: `INSERT INTO ${quotedTable(table)} ${select}`,
+    query: `INSERT INTO ${quotedTable(table)} ${rollupStatesSql(resolution, quotedTable(d.points), bucketsWhere(resolution, d, 'ts'))}`,
     clickhouse_settings: rewriteInsertSettings(caps),
     query_id: deletionWriteId(d.points),
   });

@@ -1,16 +1,6 @@
 import { queryText, type ConnOptions } from '../download/http.ts';
 import { float, unescape } from '../series.ts';
-import {
-  afterTable,
-  bucketRange,
-  bucketsTable,
-  dedupedBucketsSql,
-  exactBucketsSql,
-  namesTable,
-  rollupPageSql,
-  type Resolution,
-  type RollupCursor,
-} from './sql.ts';
+import { afterTable, bucketRange, bucketsTable, dedupedBucketsSql, namesTable, rollupPageSql, type Resolution, type RollupCursor } from './sql.ts';
 
 /** One bucket of one metric: the aggregates of its deduplicated points (avg = sum / count). */
 export type RollupRow = {
@@ -44,8 +34,7 @@ export type RollupRequest = {
 /** A page, and where the next one starts (null: this was the last). */
 export type RollupPage = { readonly rows: RollupRow[]; readonly next: RollupCursor | null };
 
-/** A row and its third column: 1 or 0 for clean (a rollup's row), the rows stored (points'). */
-type Parsed = RollupRow & { readonly clean: boolean; readonly third: number };
+type Parsed = RollupRow & { readonly clean: boolean };
 
 export function parseRollupRows(text: string): Parsed[] {
   const out: Parsed[] = [];
@@ -59,7 +48,6 @@ export function parseRollupRows(text: string): Parsed[] {
       metric_name: unescape(f[0]!),
       bucket: Number(f[1]),
       clean: f[2] === '1',
-      third: Number(f[2]),
       count,
       min: float(f[4]!),
       max: float(f[5]!),
@@ -75,13 +63,9 @@ const key = (r: { metric_name: string; bucket: number }) => `${r.bucket}\u0000${
 
 /**
  * A page of rollup rows: the rollup table answers every bucket where no timestamp was uploaded
- * twice, which the spans tell for most buckets at once. The others are computed from points,
- * newest row per timestamp, in a second query over those buckets only: exact wherever points
- * still holds every row the rollup was given (then it is the deduplicated points' answer, clean
- * or not). Where retention took some (a rollup outlives the raw points), the rollup's distinct
- * timestamps decide, for those buckets only: a clean one is answered by its rollup, a dirty one
- * by the points that remain, or by its rollup where none remain. Both answers are the aggregates
- * of the deduplicated points; sums may differ in the last bits from a sum in another order.
+ * twice; the others (replaced points) are computed again from points, newest row per timestamp,
+ * in a second query over those buckets only. Both answers are the aggregates of the
+ * deduplicated points; sums may differ in the last bits from a sum in another order.
  */
 export async function readRollupPage(conn: ConnOptions, req: RollupRequest): Promise<RollupPage> {
   if (req.metricNames.length === 0 || req.maxRows < 1) return { rows: [], next: null };
@@ -91,22 +75,18 @@ export async function readRollupPage(conn: ConnOptions, req: RollupRequest): Pro
   const page = parseRollupRows(await queryText(conn, { sql: rollupPageSql(req.resolution, first, last, req.after, req.maxRows + 1), tables, ...common }));
   const more = page.length > req.maxRows;
   const rows = more ? page.slice(0, req.maxRows) : page;
-  const ask = async (buckets: readonly Parsed[], sql: (first: number, last: number) => string) => {
-    const at = buckets.map((d) => d.bucket);
-    const text = await queryText(conn, { sql: sql(Math.min(...at), Math.max(...at)), tables: [bucketsTable(buckets)], ...common });
-    return new Map(parseRollupRows(text).map((r) => [key(r), r]));
-  };
-  const unsure = rows.filter((r) => !r.clean);
-  if (unsure.length > 0) {
-    const fromPoints = await ask(unsure, (lo, hi) => dedupedBucketsSql(req.resolution, lo, hi, req.source));
-    const whole = (r: Parsed) => fromPoints.get(key(r))?.third === r.count;
-    const cut = unsure.filter((r) => !whole(r));
-    const exact = cut.length > 0 ? await ask(cut, (lo, hi) => exactBucketsSql(req.resolution, lo, hi)) : new Map<string, Parsed>();
+  const dirty = rows.filter((r) => !r.clean);
+  if (dirty.length > 0) {
+    const buckets = dirty.map((d) => d.bucket);
+    const sql = dedupedBucketsSql(req.resolution, Math.min(...buckets), Math.max(...buckets), req.source);
+    const fixed = new Map(parseRollupRows(await queryText(conn, { sql, tables: [bucketsTable(dirty)], ...common })).map((r) => [key(r), r]));
     for (const [i, r] of rows.entries()) {
       if (r.clean) continue;
-      if (whole(r) || exact.get(key(r))?.clean !== true) rows[i] = fromPoints.get(key(r)) ?? r;
+      // No raw point left in the bucket (retention removed them, the rollup outlives them): the
+      // rollup's aggregates of every row it was given are all there is.
+      rows[i] = fixed.get(key(r)) ?? r;
     }
   }
   const tail = rows[rows.length - 1];
-  return { rows: rows.map(({ clean: _, third: __, ...r }) => r), next: more && tail ? { metric_name: tail.metric_name, bucket: tail.bucket } : null };
+  return { rows: rows.map(({ clean: _, ...r }) => r), next: more && tail ? { metric_name: tail.metric_name, bucket: tail.bucket } : null };
 }

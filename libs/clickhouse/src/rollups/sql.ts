@@ -1,20 +1,18 @@
 import { int } from '../download/filter-sql.ts';
 import type { ExternalTable } from '../download/external-data.ts';
-import { spansOfBucketsSql } from './spans.ts';
 
 /**
  * The rollups of migration 010: per (metric, bucket) states of every row of points, with the
- * distinct timestamps that tell a bucket holding a replaced point (rows > timestamps), and their
- * spans of migration 011, which tell most clean buckets far more cheaply. The SQL is built from
- * constant text and checked integers; metric names travel as external tables.
+ * distinct timestamps that tell a bucket holding a replaced point (rows > timestamps). The SQL is
+ * built from constant text and checked integers; metric names travel as external tables.
  */
 
 export type Resolution = '1m' | '1h';
 
 /** Each rollup's bucket width (ms) and table. */
-export const ROLLUPS: Readonly<Record<Resolution, { readonly stepMs: number; readonly table: string; readonly spans: string }>> = {
-  '1m': { stepMs: 60_000, table: 'points_1m', spans: 'points_1m_spans' },
-  '1h': { stepMs: 3_600_000, table: 'points_1h', spans: 'points_1h_spans' },
+export const ROLLUPS: Readonly<Record<Resolution, { readonly stepMs: number; readonly table: string }>> = {
+  '1m': { stepMs: 60_000, table: 'points_1m' },
+  '1h': { stepMs: 3_600_000, table: 'points_1h' },
 };
 
 /** The version of a row: the newest of a (metric_name, ts) wins, as in a download with latest_only. */
@@ -44,10 +42,8 @@ export type RollupCursor = { readonly metric_name: string; readonly bucket: numb
 
 /**
  * One page of rollup rows, in (metric_name, bucket) order, at most `limit`: the aggregates of
- * every row and `clean` = 1 where the bucket's spans (migration 011, spans.ts) show that no
- * timestamp repeats (then they are the deduplicated points'); 0 where they do not show it, which
- * the reader settles from points (read.ts). Reads the external tables `names` and, with a cursor,
- * `after_name`.
+ * every row and `clean` = 1 where no timestamp repeats (then they are the deduplicated points').
+ * Reads the external tables `names` and, with a cursor, `after_name`.
  */
 export function rollupPageSql(resolution: Resolution, first: number, last: number, after: RollupCursor | null, limit: number): string {
   const conditions = ['metric_name IN (SELECT name FROM names)', `bucket >= ${int(first)}`, `bucket <= ${int(last)}`];
@@ -55,46 +51,28 @@ export function rollupPageSql(resolution: Resolution, first: number, last: numbe
     const a = '(SELECT any(name) FROM after_name)';
     conditions.push(`(metric_name > ${a} OR (metric_name = ${a} AND bucket > ${int(after.bucket)}))`);
   }
-  const where = conditions.join(' AND ');
-  const states =
-    'SELECT metric_name, bucket, countMerge(rows) AS n, minMerge(min_value) AS lo, maxMerge(max_value) AS hi, sumMerge(sum_value) AS total, ' +
-    `argMaxMerge(last_value) AS last FROM ${ROLLUPS[resolution].table} WHERE ${where} GROUP BY metric_name, bucket ORDER BY metric_name, bucket LIMIT ${int(limit)}`;
-  return (
-    `SELECT metric_name, bucket, spans_rows = n AND spans_apart AS clean, n, lo, hi, total, last FROM (${states}) AS r ` +
-    `ANY LEFT JOIN (${spansOfBucketsSql(ROLLUPS[resolution].spans, where)}) AS s USING (metric_name, bucket) ORDER BY metric_name, bucket FORMAT TabSeparated`
-  );
-}
-
-/**
- * Whether each of some buckets (the external table `buckets`) holds no replaced point, by the
- * rollup's distinct timestamps: for the buckets neither their spans nor points can tell (retention
- * took rows of them). As rollupPageSql's rows, `clean` and the aggregates.
- */
-export function exactBucketsSql(resolution: Resolution, first: number, last: number): string {
   return (
     'SELECT metric_name, bucket, countMerge(rows) = uniqExactMerge(timestamps) AS clean, countMerge(rows) AS n, ' +
     'minMerge(min_value) AS lo, maxMerge(max_value) AS hi, sumMerge(sum_value) AS total, argMaxMerge(last_value) AS last ' +
-    `FROM ${ROLLUPS[resolution].table} WHERE bucket >= ${int(first)} AND bucket <= ${int(last)} AND (metric_name, bucket) IN (SELECT name, bucket FROM buckets) ` +
-    'GROUP BY metric_name, bucket ORDER BY metric_name, bucket FORMAT TabSeparated'
+    `FROM ${ROLLUPS[resolution].table} WHERE ${conditions.join(' AND ')} ` +
+    `GROUP BY metric_name, bucket ORDER BY metric_name, bucket LIMIT ${int(limit)} FORMAT TabSeparated`
   );
 }
 
 /**
  * The same aggregates of the deduplicated points (the newest row of each timestamp) of some
- * buckets, from points: for the buckets a rollup cannot answer. In place of `clean`, `stored`:
- * the rows points holds in the bucket, replaced ones included (all the rollup was given, unless
- * retention took some). Reads the external table
+ * buckets, from points: for the buckets a rollup cannot answer. Reads the external table
  * `buckets` (name, bucket); [first, last] bound the scan by the primary key.
  */
 export function dedupedBucketsSql(resolution: Resolution, first: number, last: number, source = 'points'): string {
   if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(source)) throw new Error(`not a points table: ${source}`);
   const step = int(ROLLUPS[resolution].stepMs);
   const latest =
-    `SELECT metric_name, ts, argMax(value, ${VERSION}) AS v, count() AS copies FROM ${source} ` +
+    `SELECT metric_name, ts, argMax(value, ${VERSION}) AS v FROM ${source} ` +
     `WHERE metric_name IN (SELECT DISTINCT name FROM buckets) AND ts >= ${int(first)} AND ts < ${int(last + ROLLUPS[resolution].stepMs)} ` +
     `AND (metric_name, intDiv(ts, ${step}) * ${step}) IN (SELECT name, bucket FROM buckets) GROUP BY metric_name, ts`;
   return (
-    `SELECT metric_name, intDiv(ts, ${step}) * ${step} AS bucket, sum(copies) AS stored, count() AS n, min(v) AS lo, max(v) AS hi, sum(v) AS total, argMax(v, ts) AS last ` +
+    `SELECT metric_name, intDiv(ts, ${step}) * ${step} AS bucket, 1 AS clean, count() AS n, min(v) AS lo, max(v) AS hi, sum(v) AS total, argMax(v, ts) AS last ` +
     `FROM (${latest}) GROUP BY metric_name, bucket ORDER BY metric_name, bucket FORMAT TabSeparated`
   );
 }

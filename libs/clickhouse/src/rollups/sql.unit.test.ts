@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { spansOfBucketsSql, spansTableOf } from './spans.ts';
-import { bucketRange, dedupedBucketsSql, exactBucketsSql, rollupPageSql, rollupStatesSql } from './sql.ts';
+import { bucketRange, dedupedBucketsSql, rollupPageSql, rollupStatesSql } from './sql.ts';
 
 describe('rollup SQL', () => {
   it('reads every bucket overlapping the range, whole', () => {
@@ -13,9 +12,7 @@ describe('rollup SQL', () => {
     const sql = rollupPageSql('1h', 0, 3_600_000, { metric_name: "x') OR 1 --", bucket: 3_600_000 }, 11);
     expect(sql).not.toContain("x')");
     expect(sql).toContain('(metric_name > (SELECT any(name) FROM after_name) OR (metric_name = (SELECT any(name) FROM after_name) AND bucket > 3600000))');
-    expect(sql).toMatch(
-      /FROM points_1h WHERE .* LIMIT 11\) AS r ANY LEFT JOIN \(SELECT .* FROM points_1h_spans WHERE .*\) AS s USING \(metric_name, bucket\) .*FORMAT TabSeparated$/,
-    );
+    expect(sql).toMatch(/FROM points_1h WHERE .* LIMIT 11 FORMAT TabSeparated$/);
     expect(rollupPageSql('1m', 0, 0, null, 1)).not.toContain('after_name');
   });
 
@@ -23,19 +20,6 @@ describe('rollup SQL', () => {
     expect(() => rollupPageSql('1m', 0.5, 1, null, 1)).toThrow(/safe integer/);
     expect(() => dedupedBucketsSql('1m', 0, 1, 'points; DROP TABLE x')).toThrow(/not a points table/);
     expect(() => rollupStatesSql('1h', 'points_g2_stage_x')).not.toThrow();
-  });
-
-  it('tells clean buckets by their spans, and asks the distinct timestamps only of the buckets given', () => {
-    const sql = rollupPageSql('1m', 0, 60_000, null, 5);
-    expect(sql).not.toContain('uniqExactMerge');
-    expect(sql).toContain('spans_rows = n AND spans_apart AS clean');
-    expect(spansOfBucketsSql('points_1m_spans', '1')).toContain('min(rows = distinct_ts) AND arrayAll((a, b) -> a.1 > b.2');
-    expect(exactBucketsSql('1h', 0, 3_600_000)).toMatch(
-      /uniqExactMerge\(timestamps\) AS clean, .*\(metric_name, bucket\) IN \(SELECT name, bucket FROM buckets\)/,
-    );
-    expect(spansTableOf('.inner.points_1h')).toBe('.inner.points_1h_spans');
-    expect(spansTableOf('points_1m_g12')).toBe('points_1m_spans_g12');
-    expect(() => spansTableOf('points')).toThrow(/not a rollup table/);
   });
 
   it('computes dirty buckets from the newest row of each timestamp, within the buckets asked for', () => {

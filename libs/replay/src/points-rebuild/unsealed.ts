@@ -1,4 +1,4 @@
-import { quoteIdentifier, ROLLUPS, serverCapabilities, spansTableOf, untilMutationsDone, type ClickHouseClient, type Resolution } from '@meridian/clickhouse';
+import { quoteIdentifier, ROLLUPS, serverCapabilities, untilMutationsDone, type ClickHouseClient, type Resolution } from '@meridian/clickhouse';
 import { isUuid } from '@meridian/domain';
 import { catalogDefinition, forgetInsertTokensSql, q, viewDefinition } from '../generations.ts';
 
@@ -55,10 +55,7 @@ export async function removeUnsealed(
     await deleteUploads(input.clickhouse, input.table, [...doomed]);
     // The positions are back before the deleted batches: a catch-up projects them again, in
     // blocks whose tokens the table and its catalog must not hold any more.
-    const rollups = Object.entries(input.rollups ?? {}).flatMap(([resolution, table]) => [
-      { view: ROLLUPS[resolution as Resolution].table, table },
-      { view: ROLLUPS[resolution as Resolution].spans, table: spansTableOf(table) },
-    ]);
+    const rollups = Object.entries(input.rollups ?? {}).map(([resolution, table]) => ({ view: ROLLUPS[resolution as Resolution].table, table }));
     const rollupTargets = Object.fromEntries(rollups.map((r) => [r.view, r.table]));
     for (const statement of forgetInsertTokensSql(input.table, input.catalog, await serverCapabilities(input.clickhouse), undefined, rollupTargets)) {
       await input.clickhouse.command({ query: statement });
@@ -79,7 +76,7 @@ async function recomputeCatalog(client: ClickHouseClient, table: string, catalog
   await recomputeDerived(client, catalog, catalogDefinition().select(table));
 }
 
-/** A table derived from a points table by a view (its catalog, a rollup, its spans) rewritten from the view's own SELECT, as recomputeCatalog. */
+/** A table derived from a points table by a view (its catalog, a rollup) rewritten from the view's own SELECT, as recomputeCatalog. */
 async function recomputeDerived(client: ClickHouseClient, derived: string, select: string): Promise<void> {
   await client.command({ query: `TRUNCATE TABLE ${q(derived)}` });
   await client.command({ query: `INSERT INTO ${q(derived)} ${select}` });
