@@ -11,6 +11,7 @@ import { loadSettings, type Settings } from '@meridian/config';
 import { formatTimestamp } from '@meridian/domain';
 import { createLogger, silenceKnownWarnings } from '@meridian/observability';
 import { createPlatform, type Platform } from '../support/platform.ts';
+import { freePort } from '../support/ports.ts';
 import { API_NODE_ENV, API_NODE_FLAGS } from '../../apps/api/src/node-flags.ts';
 import { commandLine, listeningPid, portOf } from './listeners.ts';
 
@@ -22,9 +23,10 @@ export function benchSettings(extra: Record<string, string> = {}): Settings {
   return loadSettings({ ...process.env, MERIDIAN_TOPIC_PREFIX: `${scope}.`, CLICKHOUSE_DATABASE: scope, S3_BUCKET: scope, LOG_LEVEL: 'warn', ...extra });
 }
 
-/** Settings for a bench api on a random free-ish port, and the base URL it will answer on. */
-export function benchApi(extra: Record<string, string> = {}): { settings: Settings; base: string } {
-  const port = 18_500 + Math.floor(Math.random() * 400);
+/** Settings for a bench api on a loopback port free when asked, and the base URL it will answer on. */
+export async function benchApi(extra: Record<string, string> = {}): Promise<{ settings: Settings; base: string }> {
+  // A port free now, not a random one: a run died on one another process held.
+  const port = await freePort();
   return { settings: benchSettings({ MERIDIAN_API_PORT: String(port), ...extra }), base: `http://127.0.0.1:${port}` };
 }
 

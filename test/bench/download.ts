@@ -21,7 +21,7 @@ const METRICS = 1000;
 const T = 1_600_000_000_000;
 // A gzip CSV download of 10M rows is one query whose first byte follows the whole sort: on a
 // loaded machine that passed the api's 60 s idle timeout and the connection was closed.
-const { settings, base } = benchApi({ MERIDIAN_MAX_ROWS_CEILING: String(ROWS), MERIDIAN_HTTP_IDLE_TIMEOUT_MS: '600000' });
+const { settings, base } = await benchApi({ MERIDIAN_MAX_ROWS_CEILING: String(ROWS), MERIDIAN_HTTP_IDLE_TIMEOUT_MS: '600000' });
 const conn = {
   url: settings.CLICKHOUSE_URL,
   username: settings.CLICKHOUSE_USER,

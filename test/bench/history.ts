@@ -325,7 +325,7 @@ async function warmUp(settings: Settings, platform: Platform): Promise<number> {
 
 async function measure(tasks: number): Promise<HistoryRow> {
   // Rate limiting off: the lookups measure the routes, not the per-user token bucket.
-  const { settings, base } = benchApi({ MERIDIAN_RATE_LIMIT_PER_SECOND: '0' });
+  const { settings, base } = await benchApi({ MERIDIAN_RATE_LIMIT_PER_SECOND: '0' });
   const platform = createPlatform(settings, createLogger({ name: 'bench', level: 'warn' }), 'bench');
   try {
     await platform.prepare();

@@ -54,7 +54,7 @@ const T0 = Date.UTC(2024, 0, 1);
 /** BENCH_ONLY=json (make bench-ingest-json): the ClickHouse baseline and the JSON case, nothing else. */
 const ONLY_JSON = process.env.BENCH_ONLY === 'json';
 // No rate limit: the bench follows every pending task by polling it, which is not what is measured.
-const { settings, base } = benchApi({ MERIDIAN_RATE_LIMIT_PER_SECOND: '0' });
+const { settings, base } = await benchApi({ MERIDIAN_RATE_LIMIT_PER_SECOND: '0' });
 const csvFile = join(tmpdir(), `meridian-bench-${process.pid}.csv`);
 const tsvFile = join(tmpdir(), `meridian-bench-${process.pid}.tsv`);
 const downloadFile = join(tmpdir(), `meridian-bench-${process.pid}.download.csv`);

@@ -24,7 +24,7 @@ type Target = { name: string; base: string; proc: Proc; key: string; ms: number[
 
 async function start(name: string, root?: string): Promise<Target> {
   // No rate limit: the bench sends as fast as the answers come.
-  const { settings, base } = benchApi({ MERIDIAN_RATE_LIMIT_PER_SECOND: '0' });
+  const { settings, base } = await benchApi({ MERIDIAN_RATE_LIMIT_PER_SECOND: '0' });
   const proc = startProcess('apps/api/src/main.ts', settings, {}, root);
   await waitUntil(`the ${name} api`, async () => ((await fetch(`${base}/readyz`)).ok ? true : undefined), 120_000, 250);
   return { name, base, proc, key: await adminKey(settings), ms: [], settings };

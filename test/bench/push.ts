@@ -189,15 +189,28 @@ type System = {
 /** Requests the bench itself sends to read back (tasks, downloads, exports, counts): their cost is in the systems' CPU. */
 let reads = 0;
 
+/**
+ * A read as a client sends it: a 429 or 503 (the api busy, its budget or a dependency) is asked
+ * again after its Retry-After, a few times; any other failure ends the run naming it, rather than
+ * a figure read from an error's body.
+ */
 async function getJson<T>(url: string, key: string): Promise<{ status: number; body: T }> {
-  reads++;
-  const res = await fetch(url, { headers: { Authorization: `Bearer ${key}` } });
-  return { status: res.status, body: (await res.json()) as T };
+  for (let attempt = 1; ; attempt++) {
+    reads++;
+    const res = await fetch(url, { headers: { Authorization: `Bearer ${key}` } });
+    if ((res.status === 429 || res.status === 503) && attempt < 5) {
+      await res.body?.cancel();
+      await new Promise((r) => setTimeout(r, 1000 * Number(res.headers.get('retry-after') ?? 1)));
+      continue;
+    }
+    if (!res.ok) throw new Error(`GET ${url} answered ${res.status}: ${(await res.text()).slice(0, 300)}`);
+    return { status: res.status, body: (await res.json()) as T };
+  }
 }
 
 /** Meridian from a checkout (this one: '.'), named after it when it is another. */
 async function meridianSystem(checkout: string): Promise<{ system: System; caps: string; stop(): Promise<void> }> {
-  const { settings, base } = benchApi({ MERIDIAN_RATE_LIMIT_PER_SECOND: process.env.MERIDIAN_RATE_LIMIT_PER_SECOND ?? '0' });
+  const { settings, base } = await benchApi({ MERIDIAN_RATE_LIMIT_PER_SECOND: process.env.MERIDIAN_RATE_LIMIT_PER_SECOND ?? '0' });
   const root = `${resolve(repoRoot, checkout)}/`;
   const api = startProcess('apps/api/src/main.ts', settings, {}, root, undefined, await apiNodeOf(root));
   const ingest = startProcess('apps/ingest/src/main.ts', settings, {}, root);

@@ -83,7 +83,7 @@ async function timed(url: string, headers: Record<string, string>, cpu: Cpu): Pr
 }
 
 async function main(): Promise<void> {
-  const { settings, base } = benchApi({
+  const { settings, base } = await benchApi({
     MERIDIAN_PROMQL_MAX_SAMPLES: '100000000',
     MERIDIAN_PROMQL_TIMEOUT_MS: '600000',
     MERIDIAN_REQUEST_TIMEOUT_MS: '600000',

@@ -38,7 +38,7 @@ const API_ROOTS = (process.env.BENCH_API_ROOTS ?? repoRoot).split(',').map((entr
   const [root, ...env] = entry.split('+');
   return { root: `${resolve(root!)}/`, env: Object.fromEntries(env.map((e) => e.split('=') as [string, string])), name: entry };
 });
-const { settings } = benchApi({ MERIDIAN_RATE_LIMIT_PER_SECOND: '0' });
+const { settings } = await benchApi({ MERIDIAN_RATE_LIMIT_PER_SECOND: '0' });
 const downloadFile = join(tmpdir(), `meridian-bench-${process.pid}.receive.csv`);
 const T0 = Date.UTC(2024, 0, 1);
 

@@ -14,7 +14,7 @@ const PER_UPLOAD = Number(process.env.BENCH_UPLOAD ?? 100_000);
 const CONCURRENCY = 2;
 const METRICS = 20;
 const T0 = Date.UTC(2024, 0, 1);
-const { settings, base } = benchApi();
+const { settings, base } = await benchApi();
 async function main(): Promise<void> {
   const api = startProcess('apps/api/src/main.ts', settings);
   const ingest = startProcess('apps/ingest/src/main.ts', settings);

@@ -20,7 +20,7 @@ const T0 = Date.UTC(2024, 0, 1);
 const YEAR = Date.UTC(2025, 0, 1) - T0;
 const STEP = Math.floor(YEAR / POINTS);
 const METRIC = 'bench.rollups';
-const { settings, base } = benchApi({ MERIDIAN_MAX_ROLLUP_ROWS: '1000000' });
+const { settings, base } = await benchApi({ MERIDIAN_MAX_ROLLUP_ROWS: '1000000' });
 const conn = {
   url: settings.CLICKHOUSE_URL,
   username: settings.CLICKHOUSE_USER,

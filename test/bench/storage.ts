@@ -151,7 +151,7 @@ async function idleCpu(processes: Array<{ name: string; cpuSeconds(): number }>)
 }
 
 async function meridian(fleet: Fleet, name: string, env: Record<string, string>): Promise<Row> {
-  const { settings, base } = benchApi(env);
+  const { settings, base } = await benchApi(env);
   const api = startProcess('apps/api/src/main.ts', settings, {}, undefined, quiet);
   const ingest = startProcess('apps/ingest/src/main.ts', settings, {}, undefined, quiet);
   try {
