@@ -1,3 +1,4 @@
+import { randomInt } from 'node:crypto';
 import type { Label } from '@meridian/domain';
 import type { ProtocolLimits } from './limits.ts';
 
@@ -9,12 +10,25 @@ export type KeyBytes = { readonly bytes: Uint8Array; readonly start: number; rea
 
 type Entry = { readonly key: Uint8Array; readonly named: NamedSeries; readonly next: Entry | undefined };
 
-/** FNV-1a of the bytes: cheap, and spread enough to tell a few hundred thousand label sets apart (the bytes are compared too). */
-function fnv1a(bytes: Uint8Array, start: number, end: number): number {
-  let h = 0x811c9dc5;
-  for (let i = start; i < end; i++) h = Math.imul(h ^ bytes[i]!, 0x01000193);
-  return h >>> 0;
+/**
+ * FNV-1a of the bytes from a basis drawn per cache: cheap, and spread enough to tell a few hundred
+ * thousand label sets apart (the bytes are compared too). The random basis keeps a sender from
+ * preparing label sets that collide here; the chain bound below holds whatever they do.
+ */
+function seededFnv1a(seed: number): (bytes: Uint8Array, start: number, end: number) => number {
+  const basis = (0x811c9dc5 ^ seed) >>> 0;
+  return (bytes, start, end) => {
+    let h = basis;
+    for (let i = start; i < end; i++) h = Math.imul(h ^ bytes[i]!, 0x01000193);
+    return h >>> 0;
+  };
 }
+
+/**
+ * Names kept under one hash at most: past it a name is not cached (it is made again when sent
+ * again), so a lookup compares at most this many keys, however many label sets collide.
+ */
+export const MAX_CHAIN = 8;
 
 function sameBytes(key: Uint8Array, bytes: Uint8Array, start: number, end: number): boolean {
   if (key.length !== end - start) return false;
@@ -40,7 +54,7 @@ export class SeriesNameCache {
   private readonly hash: (bytes: Uint8Array, start: number, end: number) => number;
 
   /** `hash`: the tests' way to make keys collide. */
-  constructor(maxEntries = 100_000, hash = fnv1a) {
+  constructor(maxEntries = 100_000, hash = seededFnv1a(randomInt(0, 2 ** 32))) {
     this.maxEntries = maxEntries;
     this.hash = hash;
   }
@@ -63,8 +77,12 @@ export class SeriesNameCache {
   set({ bytes, start, end }: KeyBytes, named: NamedSeries): void {
     if (this.entries >= this.maxEntries) this.clear();
     const h = this.hash(bytes, start, end);
+    const chain = this.byHash.get(h);
+    let length = 0;
+    for (let e = chain; e !== undefined; e = e.next) length++;
+    if (length >= MAX_CHAIN) return;
     const key = Uint8Array.prototype.slice.call(bytes, start, end);
-    this.byHash.set(h, { key, named: { name: named.name, metric: named.metric, labels: named.labels }, next: this.byHash.get(h) });
+    this.byHash.set(h, { key, named: { name: named.name, metric: named.metric, labels: named.labels }, next: chain });
     this.entries++;
   }
 

@@ -10,13 +10,16 @@ type Waiter = { readonly bytes: number; readonly grant: () => void };
  * is read, and gives it back when its response closes: its decoded points and encoded batches
  * live until then, a few times the body's bytes. Past the budget it waits its turn, first come
  * first served, unread (the socket's own flow control holds the sender), at most `waitMs`; then
- * 503 with Retry-After, which every pushing agent retries.
+ * 503 with Retry-After, which every pushing agent retries. One user holds at most half of it
+ * beside their first body (past it: 429 at once, not a wait at the head of everyone's queue), so
+ * a user sending slowly cannot hold the whole instance's room.
  */
 export class BodyBudget {
   readonly #total: number;
   readonly #waitMs: number;
   #free: number;
   readonly #queue: Waiter[] = [];
+  readonly #byUser = new Map<string, number>();
 
   constructor(totalBytes: number, waitMs: number) {
     this.#total = totalBytes;
@@ -35,22 +38,45 @@ export class BodyBudget {
 
   /**
    * Reserves the request's body until its response closes; rejects with 503 past the wait, or
-   * when the client goes away while waiting. A body larger than the budget is refused by its
-   * route's limit first (the settings rule keeps every limit within the budget).
+   * when the client goes away while waiting, and with 429 past the user's share. A body declared
+   * larger than its route's limit takes nothing and waits for nothing: its route answers 413 at once.
    */
-  async holdWhileResponding(ctx: Context, limit: number): Promise<void> {
-    const declared = Number(ctx.get('Content-Length'));
-    const bytes = Math.min(Number.isFinite(declared) && ctx.get('Content-Length') !== '' ? declared : limit, limit, this.#total);
-    await this.#reserve(bytes, ctx);
+  async holdWhileResponding(ctx: Context, limit: number, userName: string): Promise<void> {
+    const header = ctx.get('Content-Length');
+    const declared = header === '' ? limit : Number(header);
+    if (!Number.isFinite(declared) || declared > limit) return;
+    const bytes = Math.min(declared, this.#total);
+    const mine = this.#byUser.get(userName) ?? 0;
+    if (mine > 0 && mine + bytes > this.#total / 2) {
+      throw new DomainError(
+        'too_many',
+        `one user's bodies may hold at most half of this api instance's MERIDIAN_BODY_BYTES_IN_FLIGHT (${this.#total} bytes) beside their first; retry when one has been answered`,
+        [{ field: 'MERIDIAN_BODY_BYTES_IN_FLIGHT', reason: `${mine} bytes held by this user` }],
+      );
+    }
+    this.#byUser.set(userName, mine + bytes);
+    try {
+      await this.#reserve(bytes, ctx);
+    } catch (refusal) {
+      this.#forget(userName, bytes);
+      throw refusal;
+    }
     let released = false;
     const release = () => {
       if (released) return;
       released = true;
       this.#free += bytes;
+      this.#forget(userName, bytes);
       this.#grant();
     };
     if (ctx.res.closed) release();
     else ctx.res.once('close', release);
+  }
+
+  #forget(userName: string, bytes: number): void {
+    const left = (this.#byUser.get(userName) ?? 0) - bytes;
+    if (left > 0) this.#byUser.set(userName, left);
+    else this.#byUser.delete(userName);
   }
 
   #reserve(bytes: number, ctx: Context): Promise<void> {

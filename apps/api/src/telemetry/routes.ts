@@ -106,8 +106,8 @@ function holdSlot(deps: TelemetryDeps, ctx: Context, user: UserRecord): void {
 }
 
 /** The body as sent, read once it has room under the instance's budget (held until answered). */
-async function readHeld(deps: TelemetryDeps, ctx: Context): Promise<Buffer> {
-  await deps.bodies?.holdWhileResponding(ctx, deps.maxBodyBytes);
+async function readHeld(deps: TelemetryDeps, ctx: Context, user: UserRecord): Promise<Buffer> {
+  await deps.bodies?.holdWhileResponding(ctx, deps.maxBodyBytes, user.user_name);
   return readBody(ctx.req, deps.maxBodyBytes);
 }
 /** Prometheus remote write, 1.0 and 2.0. */
@@ -135,7 +135,7 @@ function remoteWriteRoute(deps: TelemetryDeps): RouteDef {
     streaming: true,
     handler: async (ctx, { user }) => {
       holdSlot(deps, ctx, user);
-      const body = await readHeld(deps, ctx);
+      const body = await readHeld(deps, ctx, user);
       const version = /proto=io\.prometheus\.write\.v2\.Request/i.test(ctx.get('Content-Type')) ? '2.0' : '1.0';
       const outcome = await pushSeries(deps, user, 'remote_write', body, decodeRemoteWriteBody(body, version, { ...deps.limits, names: deps.names }));
       ctx.set('X-Prometheus-Remote-Write-Samples-Written', String(outcome.stored));
@@ -178,7 +178,7 @@ function otlpRoute(deps: TelemetryDeps, path: string, operationId: string): Rout
           : null;
       if (format === null) throw new DomainError('unsupported_media_type', 'send OTLP as application/x-protobuf or application/json');
       holdSlot(deps, ctx, user);
-      const body = await readHeld(deps, ctx);
+      const body = await readHeld(deps, ctx, user);
       const decoded = decodeOtlpMetrics(await decompressed(ctx, body, deps.limits), format, deps.limits);
       const outcome = await pushSeries(deps, user, 'otlp', body, decoded);
       const decoderPartial = otlpPartialSuccess(decoded);
@@ -229,7 +229,7 @@ function influxRoute(deps: TelemetryDeps, path: string, operationId: string, ver
           { field: 'query.precision', reason: 'unknown precision' },
         ]);
       holdSlot(deps, ctx, user);
-      const body = await readHeld(deps, ctx);
+      const body = await readHeld(deps, ctx, user);
       const decoded = decodeInfluxLines(await decompressed(ctx, body, deps.limits), { ...deps.limits, precision, receivedAtMs: Date.now() });
       const outcome = await pushSeries(deps, user, 'influx', body, decoded);
       if (outcome.refusedPoints === 0) {

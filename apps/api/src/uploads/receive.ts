@@ -58,7 +58,7 @@ export async function receiveJsonUpload(r: Receivers, ctx: Context, request: Upl
     user,
     taskId,
     async () => {
-      await r.bodies?.holdWhileResponding(ctx, r.limits.jsonBodyBytes);
+      await r.bodies?.holdWhileResponding(ctx, r.limits.jsonBodyBytes, user.user_name);
       const text = await jsonUploadText(await readBody(ctx.req, r.limits.jsonBodyBytes), ctx.get('Content-Type'));
       const at = Date.now();
       const pushRequest =

@@ -11,7 +11,7 @@ export const httpSettings = {
   MERIDIAN_BODY_BYTES_IN_FLIGHT: {
     schema: z.coerce.number().int().min(1_048_576),
     default: '33554432',
-    doc: "Bytes of request bodies one api instance holds whole in memory at once, over every user: JSON uploads and the telemetry protocols' pushes reserve their Content-Length (without one, their route's limit) before their body is read, until they are answered. Past it a request waits, unread, at most MERIDIAN_BODY_WAIT_MS, then gets 503 with Retry-After. What a body holds while decoded is a few times its bytes, so this bounds most of the api's memory under many producers. At least MERIDIAN_MAX_JSON_BODY_BYTES and MERIDIAN_PUSH_MAX_BYTES (checked at start).",
+    doc: "Bytes of request bodies one api instance holds whole in memory at once, over every user: JSON uploads and the telemetry protocols' pushes reserve their Content-Length (without one, their route's limit) before their body is read, until they are answered. Past it a request waits, unread, at most MERIDIAN_BODY_WAIT_MS, then gets 503 with Retry-After; one user holds at most half of it beside their first body (429 past that). What a body holds while decoded is a few times its bytes, so this bounds most of the api's memory under many producers. At least MERIDIAN_MAX_JSON_BODY_BYTES and MERIDIAN_PUSH_MAX_BYTES (checked at start).",
   },
   MERIDIAN_BODY_WAIT_MS: {
     schema: positiveInt,

@@ -2,7 +2,7 @@ import { fileURLToPath } from 'node:url';
 import protobuf from 'protobufjs';
 import { compressSync as compress } from 'snappy';
 import { describe, expect, it } from 'vitest';
-import { SeriesNameCache } from '../name-cache.ts';
+import { MAX_CHAIN, SeriesNameCache } from '../name-cache.ts';
 import { decodeRemoteWrite, decodeRemoteWriteBody, decodeRemoteWriteV2 } from './decode.ts';
 
 // The tests encode with the .proto files the decoder follows, through protobufjs' reflection.
@@ -201,6 +201,26 @@ describe('a SeriesNameCache kept across requests', () => {
     expect(decodeRemoteWrite(encode(series), { names })).toEqual(without);
     expect(decodeRemoteWrite(encode(series), { names })).toEqual(without);
     expect(names.size).toBe(2);
+  });
+
+  it('keeps at most MAX_CHAIN names under one hash: label sets made to collide are named again, not chained', () => {
+    const names = new SeriesNameCache(1000, () => 7);
+    const many: Series[] = Array.from({ length: MAX_CHAIN + 5 }, (_, i) => ({ labels: { __name__: 'm', i: String(i) }, samples: [[T, i]] }));
+    const without = decodeRemoteWrite(encode(many));
+    expect(decodeRemoteWrite(encode(many), { names })).toEqual(without);
+    expect(names.size).toBe(MAX_CHAIN);
+    expect(decodeRemoteWrite(encode(many), { names })).toEqual(without);
+    expect(names.size).toBe(MAX_CHAIN);
+  });
+
+  it('draws its hash per cache: the same label bytes land under other hashes in two caches', () => {
+    const bytes = new TextEncoder().encode('job=api');
+    const hashes = new Set(
+      Array.from({ length: 8 }, () =>
+        (new SeriesNameCache() as unknown as { hash: (b: Uint8Array, s: number, e: number) => number }).hash(bytes, 0, bytes.length),
+      ),
+    );
+    expect(hashes.size).toBeGreaterThan(1);
   });
 
   it('is emptied when the limits change, and when full', () => {
