@@ -191,7 +191,7 @@ function readAtScrape(registry: Registry, options: ApiMetricsOptions): void {
       },
     });
   }
-  if (options.archiveLag) archiveMetrics(registry, options.archiveLag);
+  if (options.archiveLag) archiveMetrics(registry, options.archiveLag, options.now ?? Date.now);
   const folds = options.folds;
   if (folds) {
     new Gauge({
@@ -208,14 +208,14 @@ function readAtScrape(registry: Registry, options: ApiMetricsOptions): void {
 }
 
 /** The points archive's lag behind the log, per partition, read at each scrape (both gauges from one read). */
-function archiveMetrics(registry: Registry, archiveLag: NonNullable<ApiMetricsOptions['archiveLag']>): void {
-  // A scrape collects both gauges: the first to ask starts the read, the second takes the same one.
-  let shared: { readonly read: ReturnType<typeof archiveLag>; takers: number } | null = null;
+function archiveMetrics(registry: Registry, archiveLag: NonNullable<ApiMetricsOptions['archiveLag']>, clock: () => number): void {
+  // A scrape collects both gauges: one read serves every collect within a second (counting the
+  // collects instead would pair the wrong ones for good after a registry asked for one gauge alone).
+  let shared: { readonly read: ReturnType<typeof archiveLag>; readonly at: number } | null = null;
   const once = () => {
-    shared ??= { read: archiveLag(), takers: 0 };
-    const { read } = shared;
-    if (++shared.takers === 2) shared = null;
-    return read;
+    const now = clock();
+    if (shared === null || now - shared.at >= 1000) shared = { read: archiveLag(), at: now };
+    return shared.read;
   };
   const labelNames = ['topic', 'partition'] as const;
   new Gauge({

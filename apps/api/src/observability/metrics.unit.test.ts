@@ -125,14 +125,17 @@ describe('projection freshness', () => {
   it("shows the points archive's lag per partition from one read a scrape, and nothing before a pass has ended", async () => {
     let reads = 0;
     let lag: Array<{ topic: string; partition: number; offsets: number; oldestUnarchivedAgeMs: number }> = [];
+    let clock = 0;
     const m = createApiMetrics({
       processMetrics: false,
+      now: () => clock,
       archiveLag: () => {
         reads++;
         return Promise.resolve(lag);
       },
     });
     expect(await m.registry.metrics()).not.toMatch(/^meridian_archive_lag_offsets\{/m);
+    clock += 1000;
     lag = [
       { topic: 'p.points', partition: 0, offsets: 0, oldestUnarchivedAgeMs: 0 },
       { topic: 'p.points', partition: 1, offsets: 42, oldestUnarchivedAgeMs: 90_500 },
@@ -144,7 +147,10 @@ describe('projection freshness', () => {
     expect(text).toMatch(/^meridian_archive_lag_offsets\{topic="p.points",partition="1"\} 42$/m);
     expect(text).toMatch(/^meridian_archive_oldest_unarchived_seconds\{topic="p.points",partition="0"\} 0$/m);
     expect(text).toMatch(/^meridian_archive_oldest_unarchived_seconds\{topic="p.points",partition="1"\} 90.5$/m);
-    // The next scrape reads again.
+    // A gauge collected alone shares that read; the next scrape, a second later, reads again.
+    expect(await m.registry.getSingleMetricAsString('meridian_archive_lag_offsets')).toMatch(/partition="1"\} 42$/m);
+    expect(reads - before).toBe(1);
+    clock += 1000;
     lag = [{ topic: 'p.points', partition: 1, offsets: 7, oldestUnarchivedAgeMs: 1000 }];
     expect(await m.registry.metrics()).toMatch(/^meridian_archive_lag_offsets\{topic="p.points",partition="1"\} 7$/m);
   });

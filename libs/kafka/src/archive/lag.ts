@@ -48,14 +48,15 @@ export async function archiveLag(
   topic: string,
   now = Date.now(),
 ): Promise<PartitionArchiveLag[] | null> {
-  const [status, { end }] = await Promise.all([readArchiveStatus(objects, topic), log.offsets(topic)]);
+  const [status, { low, end }] = await Promise.all([readArchiveStatus(objects, topic), log.offsets(topic)]);
   if (status === null) return null;
   const seen = new Map(status.partitions.map((p) => [p.partition, p]));
   return [...end]
     .sort((a, b) => a[0] - b[0])
     .map(([partition, lso]) => {
       const last = seen.get(partition);
-      const offsets = Math.max(0, lso - (last?.end ?? 0));
+      // A partition the last pass did not list (added since) has archived nothing: it lags from where its log begins.
+      const offsets = Math.max(0, lso - (last?.end ?? low.get(partition) ?? 0));
       if (offsets === 0) return { partition, offsets, oldestUnarchivedAgeMs: 0 };
       const since = last?.oldestUnarchived ?? status.at;
       return { partition, offsets, oldestUnarchivedAgeMs: Math.max(0, now - since) };
