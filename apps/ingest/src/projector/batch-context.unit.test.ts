@@ -74,7 +74,7 @@ describe('projector batch context', () => {
     const projection = new Projection(10);
     await commitDone({ projection }, ctx);
     expect(commits).toHaveLength(1);
-    projection.addSeal({ task_id: 't', partition: 0, offset: 4 });
+    projection.addSeal({ task_id: 't', partition: 0, offset: 4 }, 0);
     await commitDone({ projection }, ctx);
     expect(commits).toHaveLength(1);
   });

@@ -63,7 +63,7 @@ export function projectBatches(work: ProjectorWork, assigned: () => readonly num
             projection.add(decision.segment, Date.now());
             break;
           case 'seal':
-            projection.addSeal(decision.seal);
+            projection.addSeal(decision.seal, Date.now());
             if (decision.leftStage !== undefined) await dropSealedStage(work, decision.seal, decision.leftStage);
             break;
           case 'reject':
@@ -76,12 +76,12 @@ export function projectBatches(work: ProjectorWork, assigned: () => readonly num
           case 'stagedSeal':
             await flush(work, ctx);
             await sealStaged(work, ctx, decision.seal);
-            projection.addSeal({ task_id: decision.seal.task_id, partition, offset });
+            projection.addSeal({ task_id: decision.seal.task_id, partition, offset }, Date.now());
             break;
           case 'delete':
             await flush(work, ctx);
             await applyDeletion(work, ctx, decision.deletion);
-            projection.addSeal({ task_id: decision.deletion.task_id, partition, offset });
+            projection.addSeal({ task_id: decision.deletion.task_id, partition, offset }, Date.now());
             break;
         }
         resolveOffset(message.offset);

@@ -168,8 +168,10 @@ export class Projection {
     this.bufferedSince ??= now;
   }
 
-  addSeal(seal: Seal): void {
+  /** A seal waits like a row: one alone in the buffer is written once it has lingered, whatever ends the next batch. */
+  addSeal(seal: Seal, now: number): void {
     this.seals.push(seal);
+    this.bufferedSince ??= now;
   }
 
   get rows(): number {
@@ -188,7 +190,7 @@ export class Projection {
     return this.bufferedRows >= this.batchRows;
   }
 
-  /** How long the oldest buffered row has waited. */
+  /** How long the oldest buffered row or seal has waited. */
   age(now: number): number {
     return this.bufferedSince === null ? 0 : now - this.bufferedSince;
   }
@@ -223,7 +225,7 @@ export class Projection {
   dropStored(): void {
     this.segments = this.segments.filter((s) => !this.inSink(s.partition, s.offset));
     this.bufferedRows = this.segments.reduce((n, s) => n + segmentRows(s), 0);
-    if (this.segments.length === 0) this.bufferedSince = null;
+    if (this.isEmpty) this.bufferedSince = null;
   }
 
   clearBuffer(): void {

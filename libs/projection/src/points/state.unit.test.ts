@@ -64,7 +64,7 @@ describe('projector state', () => {
     const b = { batch: batch(2), partition: 1, offset: 9 };
     p.add(a, 0);
     p.add(b, 0);
-    p.addSeal({ task_id: 't', partition: 0, offset: 5 });
+    p.addSeal({ task_id: 't', partition: 0, offset: 5 }, 0);
     // the insert failed, then the sink says it landed after all
     p.setSinkMax(0, 4);
     p.setSinkMax(1, 9);
@@ -75,6 +75,18 @@ describe('projector state', () => {
     p.stored([{ batch: batch(1), partition: 0, offset: 20 }]);
     expect(p.sinkPosition(0)).toBe(20);
     expect(p.isEmpty).toBe(true);
+  });
+
+  it('ages a seal alone in the buffer as it ages rows, so it is written once it has lingered', () => {
+    const p = new Projection(100);
+    p.setSinkMax(0, -1);
+    expect(p.age(5_000)).toBe(0);
+    p.addSeal({ task_id: 't', partition: 0, offset: 5 }, 1_000);
+    expect(p.age(2_500)).toBe(1_500);
+    p.dropStored();
+    expect(p.age(2_500)).toBe(1_500);
+    p.clearBuffer();
+    expect(p.age(2_500)).toBe(0);
   });
 
   it('forgets positions and buffer on reset (a rebalance)', () => {
