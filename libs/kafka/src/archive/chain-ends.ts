@@ -32,7 +32,7 @@ export async function chainEnds(objects: ArchiveObjects, topic: string, partitio
     }
     return ends;
   }
-  for (const p of partitions) {
+  for (const p of [...partitions].sort((a, b) => a - b)) {
     const known = kept.get(p);
     const added = await partitionRefs(objects, topic, p, known && indexKey(topic, known));
     let chain = chainOf(known ? [known, ...added] : added);
