@@ -1,16 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { LogRanges, Offsets, RangeMessage } from '@meridian/domain';
 import type { Logger } from '@meridian/observability';
-import {
-  indexKey,
-  indexOf,
-  parseRef,
-  segmentKey,
-  segmentsOf,
-  type ArchiveObjects,
-  type SegmentEntry,
-  type SegmentRef,
-} from './archive-index.ts';
+import { indexKey, indexOf, parseRef, segmentKey, segmentsOf, type ArchiveObjects, type SegmentEntry, type SegmentRef } from './archive-index.ts';
 import { chainEnds, type ChainEnds } from './chain-ends.ts';
 import { writeArchiveStatus } from './lag.ts';
 import { compressSegment, decodeRecords, decompressSegment, encodeRecords, sha256 } from './segment.ts';
