@@ -184,6 +184,69 @@ describe('the points archive', () => {
     expect(values(again.get(1))).toEqual(written.get(1));
   });
 
+  it("lists only the index keys written since the chain ends it kept; another archiver's segments are still found", async () => {
+    // The port as the archive sees it, counting the listings of the index a pass builds its chains from.
+    const listings: { prefix: string; startAfter: string | undefined; keys: number }[] = [];
+    const counted: ArchiveObjects = {
+      ...objects,
+      async list(prefix, startAfter) {
+        const keys = await objects.list(prefix, startAfter);
+        if (/\/index\/(\d+\/)?$/.test(prefix)) listings.push({ prefix: prefix.replace(archivePrefix(topic()), ''), startAfter, keys: keys.length });
+        return keys;
+      },
+    };
+    const counting = async (extra: Partial<Parameters<typeof archivePass>[0]> = {}) => {
+      listings.length = 0;
+      const done = await pass({ objects: counted, ...extra });
+      return { done, listings: [...listings], keys: listings.reduce((n, l) => n + l.keys, 0) };
+    };
+    const indexKeys = async () => (await objects.list(`${archivePrefix(topic())}index/`)).length;
+    const logEnd = async () => (await platform.log.offsets(topic())).end;
+
+    // Without kept ends: the whole index, once.
+    const start = await counting();
+    expect(start.listings).toEqual([{ prefix: 'index/', startAfter: undefined, keys: await indexKeys() }]);
+    expect(start.keys).toBeGreaterThan(5);
+
+    // Several segments later, the next pass lists one key range per partition after its kept end,
+    // and gets back none: its own segments it knows, nothing else was written.
+    written.set(0, [...written.get(0)!, ...(await write(0, 400, 30))]);
+    const own = await counting({ chainEnds: start.done.chainEnds });
+    expect(own.done.segments).toBeGreaterThan(2);
+    expect(own.listings.map((l) => [l.prefix, l.startAfter !== undefined, l.keys])).toEqual([
+      ['index/0/', true, 0],
+      ['index/1/', true, 0],
+    ]);
+
+    // Another archiver (no kept ends) archives what came next: this one's next pass finds its
+    // segments among the keys after its ends, exactly those, and archives nothing again.
+    written.set(0, [...written.get(0)!, ...(await write(0, 430, 30))]);
+    const other = await pass();
+    expect(other.segments).toBeGreaterThan(2);
+    const after = await counting({ chainEnds: own.done.chainEnds });
+    expect([after.keys, after.done.segments, after.done.read]).toEqual([other.segments, 0, 0]);
+    expect(after.done.ends).toEqual(await logEnd());
+
+    // Kept ends that are stale (from two passes before) still continue into what was written since.
+    const stale = await counting({ chainEnds: start.done.chainEnds });
+    expect([stale.keys, stale.done.segments, stale.done.ends]).toEqual([own.done.segments + other.segments, 0, await logEnd()]);
+
+    // A kept end the index does not continue from (it names no segment the chain takes): its partition is listed whole again.
+    const wrong = await counting({ chainEnds: new Map([...after.done.chainEnds, [0, { partition: 0, first: 0, end: 1 }]]) });
+    expect(wrong.listings.map((l) => [l.prefix, l.startAfter !== undefined])).toEqual([
+      ['index/0/', true],
+      ['index/0/', false],
+      ['index/1/', true],
+    ]);
+    expect([wrong.done.segments, wrong.done.ends]).toEqual([0, await logEnd()]);
+    expect(wrong.done.chainEnds).toEqual(after.done.chainEnds);
+
+    // The archive and the brokers still read as one history.
+    const again = await readAll(new ArchivedLog(platform.log, objects, [topic()]), false);
+    expect(values(again.get(0))).toEqual(written.get(0));
+    expect(values(again.get(1))).toEqual(written.get(1));
+  });
+
   it('trims only below what is archived, projected and older than the retention; replay reads across the cut', async () => {
     const { end } = await platform.log.offsets(topic());
     // The projector has committed half of partition 0 and all of partition 1.

@@ -23,7 +23,10 @@ describe('a topic follower on a log with transactions', () => {
 
   it('catches up, and syncs to the end, when the last record of a partition is a commit or abort marker', async () => {
     await admin.connect();
-    await ensureTopics(admin, topicSpecs(topics, { pointsPartitions: 1, tasksPartitions: 3, replicationFactor: 1, minInsyncReplicas: 1 }));
+    await ensureTopics(
+      admin,
+      topicSpecs(topics, { pointsPartitions: 1, tasksPartitions: 3, replicationFactor: 1, minInsyncReplicas: 1, pointsRetentionMs: 3_600_000 }),
+    );
     await producer.connect();
     const write = async (id: string, commit: boolean) => {
       const tx = await producer.transaction();
@@ -68,7 +71,10 @@ describe('a topic follower on a log with transactions', () => {
 
   it("starts where it is told (a snapshot's next offsets), and a rejoin of its group resumes there, not at offset 0", async () => {
     await admin.connect();
-    await ensureTopics(admin, topicSpecs(topics, { pointsPartitions: 1, tasksPartitions: 3, replicationFactor: 1, minInsyncReplicas: 1 }));
+    await ensureTopics(
+      admin,
+      topicSpecs(topics, { pointsPartitions: 1, tasksPartitions: 3, replicationFactor: 1, minInsyncReplicas: 1, pointsRetentionMs: 3_600_000 }),
+    );
     await producer.connect();
     const tx = await producer.transaction();
     await tx.send({

@@ -25,6 +25,7 @@ describe('Kafka adapter against a real broker', () => {
     tasksPartitions: settings.KAFKA_TASKS_PARTITIONS,
     replicationFactor: settings.KAFKA_REPLICATION_FACTOR,
     minInsyncReplicas: settings.KAFKA_MIN_INSYNC_REPLICAS,
+    pointsRetentionMs: settings.MERIDIAN_ARCHIVE_RETENTION_MS,
   };
 
   it('creates the topics with infinite retention, idempotently', async () => {
@@ -54,6 +55,22 @@ describe('Kafka adapter against a real broker', () => {
       expect(partitions.length, name).toBeGreaterThan(0);
       for (const p of partitions) expect(p.replicas, name).toHaveLength(1);
     }
+  });
+
+  it("creates the points topic with segments of a tenth of the brokers' window, set on the topic; the other topics keep the broker's", async () => {
+    await admin.connect();
+    const configs = await admin.describeConfigs({
+      includeSynonyms: false,
+      resources: [topics.points, topics.tasks].map((name) => ({ type: 2, name, configNames: ['segment.ms'] })),
+    });
+    const segmentMs = (name: string) => configs.resources.find((r) => r.resourceName === name)!.configEntries.find((e) => e.configName === 'segment.ms')!;
+    // The default window is 7 days: segments of 16.8 hours, not the broker's 7 days.
+    expect(settings.MERIDIAN_ARCHIVE_RETENTION_MS).toBe(7 * 86_400_000);
+    expect({ value: segmentMs(topics.points).configValue, isDefault: segmentMs(topics.points).isDefault }).toEqual({ value: '60480000', isDefault: false });
+    expect(segmentMs(topics.tasks).isDefault).toBe(true);
+    // An existing points topic with other segments is kept, and the difference reported.
+    const shorter = await ensureTopics(admin, topicSpecs(topics, { ...layout, pointsRetentionMs: 86_400_000 }));
+    expect(shorter).toEqual([{ topic: topics.points, property: 'segment.ms', actual: 60_480_000, wanted: 8_640_000 }]);
   });
 
   it('keeps an existing topic with fewer partitions or another replication than asked, and reports each difference', async () => {

@@ -22,7 +22,9 @@ describe('staged point records through the log', () => {
   });
 
   it('keep the stage header and fields, read by range', async () => {
-    await log.prepareTopics(topicSpecs(topics, { pointsPartitions: 1, tasksPartitions: 1, replicationFactor: 1, minInsyncReplicas: 1 }));
+    await log.prepareTopics(
+      topicSpecs(topics, { pointsPartitions: 1, tasksPartitions: 1, replicationFactor: 1, minInsyncReplicas: 1, pointsRetentionMs: 3_600_000 }),
+    );
     const attempt = '0123456789abcdef';
     const staged: PointsFact = { type: 'PointBatch', task_id: 't1', metric_name: 'm', updated_at: 5, timestamps: [1, 2], values: [0.5, 1.5], stage: attempt };
     const direct: PointsFact = { type: 'PointBatch', task_id: 't0', metric_name: 'm', updated_at: 4, timestamps: [3], values: [2.5] };

@@ -16,6 +16,7 @@ export function adapterOptions(settings: Settings, component: string) {
       tasksPartitions: settings.KAFKA_TASKS_PARTITIONS,
       replicationFactor: settings.KAFKA_REPLICATION_FACTOR,
       minInsyncReplicas: settings.KAFKA_MIN_INSYNC_REPLICAS,
+      pointsRetentionMs: settings.MERIDIAN_ARCHIVE_RETENTION_MS,
     },
     clickhouse: {
       url: settings.CLICKHOUSE_URL,

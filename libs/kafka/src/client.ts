@@ -109,6 +109,7 @@ function compressing(compression: LogCompression, producer: Producer): Producer 
 // kafkajs is CommonJS and its ConfigResourceTypes is not importable by name from ESM.
 const TOPIC_RESOURCE = 2;
 const MIN_INSYNC = 'min.insync.replicas';
+const SEGMENT_MS = 'segment.ms';
 
 /**
  * Creates missing topics; never alters existing ones. Retention is infinite: the log is the
@@ -135,26 +136,28 @@ export async function ensureTopics(admin: Admin, specs: readonly TopicSpec[]): P
         { name: 'retention.bytes', value: '-1' },
         { name: 'cleanup.policy', value: 'delete' },
         { name: MIN_INSYNC, value: String(s.minInsyncReplicas) },
+        ...(s.segmentMs === undefined ? [] : [{ name: SEGMENT_MS, value: String(s.segmentMs) }]),
       ],
     })),
   });
   return mismatches;
 }
 
-/** Partitions, replication and min.insync.replicas of existing topics, against their specs. */
+/** Partitions, replication, min.insync.replicas and segment.ms of existing topics, against their specs. */
 async function describeExisting(admin: Admin, specs: readonly TopicSpec[]): Promise<TopicMismatch[]> {
   const names = specs.map((s) => s.topic);
   const [{ topics }, { resources }] = await Promise.all([
     admin.fetchTopicMetadata({ topics: names }),
-    admin.describeConfigs({ includeSynonyms: false, resources: names.map((name) => ({ type: TOPIC_RESOURCE, name, configNames: [MIN_INSYNC] })) }),
+    admin.describeConfigs({ includeSynonyms: false, resources: names.map((name) => ({ type: TOPIC_RESOURCE, name, configNames: [MIN_INSYNC, SEGMENT_MS] })) }),
   ]);
   return specs.flatMap((spec) => {
     const partitions = topics.find((t) => t.name === spec.topic)?.partitions ?? [];
-    const minInsync = resources.find((r) => r.resourceName === spec.topic)?.configEntries.find((e) => e.configName === MIN_INSYNC)?.configValue;
+    const config = (name: string) => resources.find((r) => r.resourceName === spec.topic)?.configEntries.find((e) => e.configName === name)?.configValue;
     return topicMismatches(spec, {
       partitions: partitions.length,
       replicationFactor: Math.min(...partitions.map((p) => p.replicas.length)),
-      minInsyncReplicas: Number(minInsync),
+      minInsyncReplicas: Number(config(MIN_INSYNC)),
+      segmentMs: Number(config(SEGMENT_MS)),
     });
   });
 }

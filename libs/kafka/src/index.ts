@@ -24,4 +24,5 @@ export { ArchivedLog } from './archive/archived-log.ts';
 export { archivePass, type ArchivePass, type ArchiverDeps, type ArchiverLog, type ArchiveTail } from './archive/archiver.ts';
 export { archiveLag, readArchiveStatus, type ArchiveStatus, type PartitionArchiveLag } from './archive/lag.ts';
 export { trimPass, type TrimDeps, type TrimLog } from './archive/trim.ts';
+export type { ChainEnds } from './archive/chain-ends.ts';
 export { archiveChains, archivePrefix, chainSpan, type ArchiveObjects, type SegmentEntry, type SegmentRef } from './archive/archive-index.ts';

@@ -56,6 +56,8 @@ export type TopicLayout = {
   readonly tasksPartitions: number;
   readonly replicationFactor: number;
   readonly minInsyncReplicas: number;
+  /** How long archived point batches stay on the brokers (MERIDIAN_ARCHIVE_RETENTION_MS): sizes the points topic's segments. */
+  readonly pointsRetentionMs: number;
 };
 
 export type TopicSpec = {
@@ -63,7 +65,22 @@ export type TopicSpec = {
   readonly partitions: number;
   readonly replicationFactor: number;
   readonly minInsyncReplicas: number;
+  /** The topic's segment.ms where Meridian sets it (points only); absent: the broker's default. */
+  readonly segmentMs?: number;
 };
+
+const HOUR_MS = 3_600_000;
+
+/**
+ * The points topic's segment.ms: a tenth of the brokers' window, at least an hour. Kafka deletes
+ * a segment file only once all of it lies below the log's start (where the trim moved it), and
+ * rolls a segment at 1 GiB or 7 days by default: a 7-day window could then hold about 14 days
+ * on disk. Segments of a tenth of the window hold at most 10% more than it; an hour is the floor
+ * so that a short window does not cut the log into many small files.
+ */
+export function pointsSegmentMs(retentionMs: number): number {
+  return Math.max(HOUR_MS, Math.floor(retentionMs / 10));
+}
 
 /**
  * The topics as they are created. Accounts and files stay at one partition: every process folds
@@ -76,7 +93,7 @@ export function topicSpecs(topics: Topics, layout: TopicLayout): TopicSpec[] {
   return [
     { topic: topics.accounts, partitions: 1, ...replication },
     { topic: topics.tasks, partitions: layout.tasksPartitions, ...replication },
-    { topic: topics.points, partitions: layout.pointsPartitions, ...replication },
+    { topic: topics.points, partitions: layout.pointsPartitions, ...replication, segmentMs: pointsSegmentMs(layout.pointsRetentionMs) },
     { topic: topics.files, partitions: 1, ...replication },
     { topic: topics.deadLetter, partitions: 1, ...replication },
   ];
@@ -89,12 +106,14 @@ export type ExistingTopic = {
   readonly replicationFactor: number;
   /** Its min.insync.replicas (its own, or the broker's default it inherits). */
   readonly minInsyncReplicas: number;
+  /** Its segment.ms (its own, or the broker's default it inherits). */
+  readonly segmentMs: number;
 };
 
 /** A property of an existing topic that differs from what the settings would create. */
 export type TopicMismatch = {
   readonly topic: string;
-  readonly property: 'partitions' | 'replication factor' | 'min.insync.replicas';
+  readonly property: 'partitions' | 'replication factor' | 'min.insync.replicas' | 'segment.ms';
   readonly actual: number;
   readonly wanted: number;
 };
@@ -104,6 +123,9 @@ export const WHY_KEPT: Readonly<Record<TopicMismatch['property'], string>> = {
   partitions: "adding partitions would move a key's later events away from its earlier ones and break their order (create a new topic prefix to get more)",
   'replication factor': "changing it is a partition reassignment (kafka-reassign-partitions), an operator's job",
   'min.insync.replicas': 'an operator changes it with kafka-configs --alter --entity-type topics --add-config min.insync.replicas=N',
+  // kafkajs has only the non-incremental AlterConfigs, which would reset every other config of the topic (retention.ms=-1 among them).
+  'segment.ms':
+    'until it is set, the brokers keep trimmed point batches on disk until their whole segment is trimmed; an operator sets it with kafka-configs --alter --entity-type topics --add-config segment.ms=N',
 };
 
 /**
@@ -120,6 +142,9 @@ export function topicMismatches(spec: TopicSpec, existing: ExistingTopic): Topic
   }
   if (existing.minInsyncReplicas !== spec.minInsyncReplicas) {
     found.push({ topic: spec.topic, property: 'min.insync.replicas', actual: existing.minInsyncReplicas, wanted: spec.minInsyncReplicas });
+  }
+  if (spec.segmentMs !== undefined && existing.segmentMs !== spec.segmentMs) {
+    found.push({ topic: spec.topic, property: 'segment.ms', actual: existing.segmentMs, wanted: spec.segmentMs });
   }
   return found;
 }

@@ -10,7 +10,7 @@ export function archiveObjects(blobs: Pick<Adapters['blobs'], 'put' | 'open' | '
       for await (const chunk of await blobs.open(key)) chunks.push(chunk as Buffer);
       return Buffer.concat(chunks);
     },
-    list: async (prefix) => (await blobs.list(prefix)).map((k) => k.key),
+    list: async (prefix, startAfter) => (await blobs.list(prefix, startAfter)).map((k) => k.key),
     remove: (key) => blobs.remove(key),
   };
 }

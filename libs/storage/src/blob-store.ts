@@ -23,8 +23,12 @@ export type MinioBlobStore = {
   /** Copies an object of `size` bytes to another key, server-side. */
   copy(fromKey: string, toKey: string, size: number): Promise<void>;
   remove(key: string): Promise<void>;
-  /** The objects under `prefix`: each key and when it was last written (the bucket's clock). */
-  list(prefix: string): Promise<StoredKey[]>;
+  /**
+   * The objects under `prefix`: each key and when it was last written (the bucket's clock); with
+   * `startAfter`, only the keys after it in key order (S3's StartAfter), so a caller that knows
+   * where it stopped lists only what came since.
+   */
+  list(prefix: string, startAfter?: string): Promise<StoredKey[]>;
   /** Removes an unfinished multipart upload of `key` (a staging that stopped half-way). */
   removeUnfinished(key: string): Promise<void>;
   /** The snapshots of one topic's fold. */
@@ -75,10 +79,10 @@ export function blobStoreOver(storage: Storage, region: string, parts: PartOptio
     },
     copy: (fromKey, toKey, size) => copyObject(storage, fromKey, toKey, size),
     remove: (key) => client.removeObject(bucket, key),
-    async list(prefix) {
+    async list(prefix, startAfter) {
       const keys: StoredKey[] = [];
       // An object listed without its time counts as just written: never old enough for a collector to take over.
-      for await (const item of client.listObjectsV2(bucket, prefix, true) as AsyncIterable<{ name?: string; lastModified?: Date }>) {
+      for await (const item of client.listObjectsV2(bucket, prefix, true, startAfter ?? '') as AsyncIterable<{ name?: string; lastModified?: Date }>) {
         if (item.name) keys.push({ key: item.name, writtenAtMs: item.lastModified?.getTime() ?? Date.now() });
       }
       return keys;

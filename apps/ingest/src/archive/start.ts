@@ -7,8 +7,9 @@ import type { ArchiveOptions } from './options.ts';
  * The archiver of this worker, with MERIDIAN_ARCHIVE on: every MERIDIAN_ARCHIVE_INTERVAL_MS,
  * while `leads` says so (the member projecting points partition 0, one per deployment), a pass
  * archives the points topic to its last stable offset, then removes from the brokers what is
- * archived, projected and past MERIDIAN_ARCHIVE_RETENTION_MS. A failed pass is logged and the
- * next one starts again from the archive's index, so a crash anywhere repeats work and never
+ * archived, projected and past MERIDIAN_ARCHIVE_RETENTION_MS. A pass lists only the index keys
+ * written since the one before; a failed pass is logged and the next one starts again from the
+ * whole archive index, so a crash anywhere repeats work and never
  * skips or doubles a record.
  */
 export function startArchiver(ingest: IngestDeps, options: ArchiveOptions | null, leads: () => boolean): { stop(): Promise<void> } {
@@ -18,9 +19,12 @@ export function startArchiver(ingest: IngestDeps, options: ArchiveOptions | null
   const abort = new AbortController();
   // Each pass hands the partial tails it read and left to the next, which reads only what is new.
   let tails: ArchivePass['tails'] = new Map();
+  // And where the archive ended, so that a pass lists only the index keys written since (chain-ends.ts).
+  let chainEnds: ArchivePass['chainEnds'] | undefined;
   const periodic = startPeriodic(async () => {
     if (!leads()) {
       tails = new Map();
+      chainEnds = undefined;
       return;
     }
     try {
@@ -35,8 +39,10 @@ export function startArchiver(ingest: IngestDeps, options: ArchiveOptions | null
         logger,
         signal: abort.signal,
         tails,
+        ...(chainEnds ? { chainEnds } : {}),
       });
       tails = pass.tails;
+      chainEnds = pass.chainEnds;
       if (pass.segments > 0) logger.info({ segments: pass.segments, records: pass.records, ends: Object.fromEntries(pass.ends) }, 'points archived');
       await trimPass({
         log: ingest.archive.log,
@@ -45,9 +51,11 @@ export function startArchiver(ingest: IngestDeps, options: ArchiveOptions | null
         projectorGroup: ingest.groups.projector,
         retentionMs: options.retentionMs,
         logger,
+        chainEnds,
       });
     } catch (error) {
       tails = new Map();
+      chainEnds = undefined;
       if (!abort.signal.aborted) logger.warn({ err: error }, 'archiving the points topic failed; the next pass starts again from the archive index');
     }
   }, options.intervalMs);

@@ -17,7 +17,7 @@ export const archiveSettings = {
       .min(1000)
       .max(3650 * DAY_MS),
     default: String(7 * DAY_MS),
-    doc: 'With MERIDIAN_ARCHIVE on: how long (by record timestamp) point batches stay on the brokers once archived; 1 s to 10 years. A batch the live projector has not committed, or the archive does not hold yet, stays whatever its age.',
+    doc: "With MERIDIAN_ARCHIVE on: how long (by record timestamp) point batches stay on the brokers once archived; 1 s to 10 years. A batch the live projector has not committed, or the archive does not hold yet, stays whatever its age. A tenth of it (at least an hour) is the points topic's segment.ms when Meridian creates the topic, so that the brokers' disk shrinks after a trim.",
   },
   MERIDIAN_ARCHIVE_SEGMENT_BYTES: {
     schema: z.coerce

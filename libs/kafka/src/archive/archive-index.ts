@@ -6,8 +6,8 @@ export type ArchiveObjects = {
   put(key: string, bytes: Buffer): Promise<void>;
   /** The object's bytes; rejects when there is none. */
   get(key: string): Promise<Buffer>;
-  /** Every key under `prefix`. */
-  list(prefix: string): Promise<string[]>;
+  /** Every key under `prefix`, in key order; with `startAfter`, only those after it. */
+  list(prefix: string, startAfter?: string): Promise<string[]>;
   remove(key: string): Promise<void>;
 };
 
@@ -74,13 +74,22 @@ export async function archiveChains(objects: ArchiveObjects, topic: string): Pro
   return chains;
 }
 
+/**
+ * One sweep over the refs sorted by first offset: a ref passed over at one position ends no
+ * further than the one taken there, so it can never extend the chain later (the index of a
+ * long-lived archive holds many thousands of refs; a scan per step would be quadratic).
+ */
 export function chainOf(refs: readonly SegmentRef[]): SegmentRef[] {
   const sorted = [...refs].sort((a, b) => a.first - b.first || b.end - a.end);
   const chain: SegmentRef[] = [];
   let at = sorted[0]?.first ?? 0;
+  let i = 0;
   for (;;) {
     let best: SegmentRef | undefined;
-    for (const r of sorted) if (r.first <= at && r.end > at && (!best || r.end > best.end)) best = r;
+    for (; i < sorted.length && sorted[i]!.first <= at; i++) {
+      const r = sorted[i]!;
+      if (r.end > at && (!best || r.end > best.end)) best = r;
+    }
     if (!best) return chain;
     chain.push(best);
     at = best.end;

@@ -24,6 +24,7 @@ export class ArchivedLog implements LogRanges {
     this.#archived = new Set(archived);
   }
 
+  // The whole index, listed once per read: a replay is a one-off, unlike the archiver's passes (chain-ends.ts).
   async #chains(topic: string): Promise<Map<number, SegmentRef[]>> {
     return this.#archived.has(topic) ? archiveChains(this.#objects, topic) : new Map();
   }

@@ -1,18 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { LogRanges, Offsets, RangeMessage } from '@meridian/domain';
 import type { Logger } from '@meridian/observability';
-import {
-  archiveChains,
-  chainSpan,
-  indexKey,
-  indexOf,
-  parseRef,
-  segmentKey,
-  segmentsOf,
-  type ArchiveObjects,
-  type SegmentEntry,
-  type SegmentRef,
-} from './archive-index.ts';
+import { indexKey, indexOf, parseRef, segmentKey, segmentsOf, type ArchiveObjects, type SegmentEntry, type SegmentRef } from './archive-index.ts';
+import { chainEnds, type ChainEnds } from './chain-ends.ts';
 import { writeArchiveStatus } from './lag.ts';
 import { compressSegment, decodeRecords, decompressSegment, encodeRecords, sha256 } from './segment.ts';
 
@@ -51,6 +41,11 @@ export type ArchiverDeps = {
    * still ends where it begins, and the log is read only from where that pass stopped.
    */
   readonly tails?: ReadonlyMap<number, ArchiveTail>;
+  /**
+   * Where the archive ended after the pass before (its `chainEnds`): this pass lists only the
+   * index keys after them (chain-ends.ts). Absent: the whole index is listed.
+   */
+  readonly chainEnds?: ChainEnds;
   /** Between a segment's object and its index entry (tests crash here). */
   readonly beforeIndex?: (ref: SegmentRef) => Promise<void>;
 };
@@ -64,8 +59,11 @@ type Pending = { partition: number; first: number; records: RangeMessage[]; byte
  */
 export type ArchiveTail = Readonly<Pending> & { readonly until: number };
 
-/** What a pass archived, where the archive ends, the records it read, and the tails it kept (at most `segmentBytes` in all). */
-export type ArchivePass = Readonly<{ segments: number; records: number; ends: Offsets; read: number; tails: Map<number, ArchiveTail> }>;
+/**
+ * What a pass archived, where the archive ends (as offsets, and as each chain's last segment for
+ * the next pass and the trim), the records it read, and the tails it kept (at most `segmentBytes` in all).
+ */
+export type ArchivePass = Readonly<{ segments: number; records: number; ends: Offsets; read: number; tails: Map<number, ArchiveTail>; chainEnds: ChainEnds }>;
 
 /**
  * One archiving pass: per partition, the log from where its archive ends (where the brokers' log
@@ -80,9 +78,9 @@ export async function archivePass(deps: ArchiverDeps): Promise<ArchivePass> {
     .deleteIdleGroups(deps.groupPrefix)
     .catch((error: unknown) => deps.logger.debug({ err: error }, 'deleting the groups of earlier archive passes failed'));
   const groupId = `${deps.groupPrefix}${randomUUID()}`;
-  const chains = await archiveChains(deps.objects, deps.topic);
   const { low, end } = await deps.log.offsets(deps.topic);
-  const archivedEnd = (p: number) => chainSpan(chains.get(p))?.end ?? low.get(p)!;
+  const lasts = await chainEnds(deps.objects, deps.topic, end.keys(), deps.chainEnds);
+  const archivedEnd = (p: number) => lasts.get(p)?.end ?? low.get(p)!;
   // A kept tail still continues the archive only if no other pass archived past its start since.
   const carried = new Map([...(deps.tails ?? [])].filter(([p, t]) => end.has(p) && archivedEnd(p) === t.first && t.until <= end.get(p)!));
   const ranges = [...end]
@@ -99,7 +97,10 @@ export async function archivePass(deps: ArchiverDeps): Promise<ArchivePass> {
   let records = 0;
   let read = 0;
   const cut = async (s: Pending, at: number): Promise<Pending> => {
-    await writeSegment(deps, { partition: s.partition, first: s.first, end: at }, s.records);
+    const ref = { partition: s.partition, first: s.first, end: at };
+    await writeSegment(deps, ref, s.records);
+    // Its index entry is written: the chain now ends with it, for the next pass to list after.
+    lasts.set(s.partition, ref);
     segments++;
     records += s.records.length;
     ends.set(s.partition, at);
@@ -161,7 +162,7 @@ export async function archivePass(deps: ArchiverDeps): Promise<ArchivePass> {
     at: (deps.now ?? Date.now)(),
     partitions: [...ends].map(([partition, at]) => ({ partition, end: at, oldestUnarchived: left.get(partition) ?? null })),
   });
-  return { segments, records, ends, read, tails };
+  return { segments, records, ends, read, tails, chainEnds: lasts };
 }
 
 /**

@@ -1,6 +1,7 @@
 import type { LogRanges, Offsets } from '@meridian/domain';
 import type { Logger } from '@meridian/observability';
 import { archiveChains, chainSpan, type ArchiveObjects } from './archive-index.ts';
+import type { ChainEnds } from './chain-ends.ts';
 
 export type TrimLog = Pick<LogRanges, 'offsets' | 'offsetsAtTime'> & {
   /** The offsets a consumer group has committed on a topic (absent: none). */
@@ -18,6 +19,12 @@ export type TrimDeps = {
   readonly retentionMs: number;
   readonly logger: Logger;
   readonly now?: () => number;
+  /**
+   * Where the archive ends, as the archive pass just before saw it and wrote it (its
+   * `chainEnds`): the index is then not listed. At most the true end (the index only grows), so
+   * the trim may keep more, never remove what is not archived. Absent: the whole index is listed.
+   */
+  readonly chainEnds?: ChainEnds;
 };
 
 /**
@@ -28,15 +35,15 @@ export type TrimDeps = {
  */
 export async function trimPass(deps: TrimDeps): Promise<Offsets> {
   const now = (deps.now ?? Date.now)();
-  const [{ low }, old, projected, chains] = await Promise.all([
+  const [{ low }, old, projected, archivedEnds] = await Promise.all([
     deps.log.offsets(deps.topic),
     deps.log.offsetsAtTime(deps.topic, now - deps.retentionMs),
     deps.log.committedOffsets(deps.projectorGroup, deps.topic),
-    archiveChains(deps.objects, deps.topic),
+    deps.chainEnds ? new Map([...deps.chainEnds].map(([p, last]) => [p, last.end])) : listedEnds(deps.objects, deps.topic),
   ]);
   const below: Offsets = new Map();
   for (const [p, lo] of low) {
-    const archived = chainSpan(chains.get(p))?.end ?? 0;
+    const archived = archivedEnds.get(p) ?? 0;
     const target = Math.min(archived, projected.get(p) ?? 0, old.get(p) ?? 0);
     if (target > lo) below.set(p, target);
   }
@@ -45,4 +52,10 @@ export async function trimPass(deps: TrimDeps): Promise<Offsets> {
     deps.logger.info({ topic: deps.topic, below: Object.fromEntries(below) }, 'archived records older than the retention left the brokers');
   }
   return new Map([...low].map(([p, lo]) => [p, below.get(p) ?? lo]));
+}
+
+async function listedEnds(objects: ArchiveObjects, topic: string): Promise<Offsets> {
+  const ends: Offsets = new Map();
+  for (const [p, chain] of await archiveChains(objects, topic)) ends.set(p, chainSpan(chain)?.end ?? 0);
+  return ends;
 }
