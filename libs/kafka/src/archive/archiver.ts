@@ -125,7 +125,7 @@ export async function archivePass(deps: ArchiverDeps): Promise<ArchivePass> {
     left.set(s.partition, Number(first.timestamp));
     const waiting = [...carried.values()].reduce((n, t) => n + t.bytes, 0);
     if (tailBytes + waiting + s.bytes <= deps.segmentBytes) {
-      tails.set(s.partition, { partition: s.partition, first: s.first, until, records: s.records, bytes: s.bytes });
+      tails.set(s.partition, { partition: s.partition, first: s.first, until, records: s.records.map(ownCopy), bytes: s.bytes });
       tailBytes += s.bytes;
     }
   };
@@ -205,4 +205,18 @@ async function writeSegment(deps: ArchiverDeps, ref: SegmentRef, records: readon
     'archive segment written',
   );
   return entry;
+}
+
+/**
+ * A record kept between passes, in buffers of its own: the client's keys, values and headers are
+ * views into the whole fetch response they came in, which a kept view would hold, a fetch's
+ * bytes for a record's, past the tails' bound.
+ */
+function ownCopy(m: RangeMessage): RangeMessage {
+  const copy = (b: Buffer | null) => (b === null ? null : Buffer.from(b));
+  const header = (v: Buffer | string) => (Buffer.isBuffer(v) ? Buffer.from(v) : v);
+  const headers =
+    m.headers &&
+    Object.fromEntries(Object.entries(m.headers).map(([k, v]) => [k, Array.isArray(v) ? v.map(header) : v === undefined ? v : header(v as Buffer | string)]));
+  return { ...m, key: copy(m.key), value: copy(m.value), ...(headers ? { headers } : {}) };
 }
