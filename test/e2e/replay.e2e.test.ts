@@ -738,18 +738,26 @@ describe('recorded events of older schema versions, on a log of their own', () =
       (await (await platform.clickhouse.query({ query: `SELECT toString(count()) AS n FROM ${table}`, format: 'JSONEachRow' })).json<{ n: string }>())[0]!.n,
     );
 
-  /** Writes messages to partition 0 of the points topic in one transaction, as the upload handler does; returns their offsets. */
+  /**
+   * Writes messages to partition 0 of the points topic in one transaction, as the upload handler
+   * does, and returns their first offset once they are stable: a commit is answered before its
+   * markers are written, so the log's last stable offset read at once may still end before them.
+   */
   async function write(values: Buffer[], key = 'fixture'): Promise<number> {
     const producer = createProducer(platform.kafka, { transactionalId: `${own.MERIDIAN_TOPIC_PREFIX}fixture-${Date.now()}` });
     await producer.connect();
+    let base: number;
     try {
       const tx = await producer.transaction();
       const [meta] = await tx.send({ topic: platform.topics.points, acks: -1, messages: values.map((value) => ({ partition: 0, key, value })) });
       await tx.commit();
-      return Number(meta!.baseOffset);
+      base = Number(meta!.baseOffset);
     } finally {
       await producer.disconnect();
     }
+    const stable = async () => ((await platform.log.offsets(platform.topics.points)).end.get(0)! > base + values.length - 1 ? true : undefined);
+    await waitFor('the written records to be stable', stable, 10_000, 20);
+    return base;
   }
   const sealed = (task: string, points: number) => pointsCodec.encode({ type: 'UploadSealed', task_id: task, points });
 

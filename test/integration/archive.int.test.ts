@@ -15,6 +15,7 @@ import { createLogger } from '@meridian/observability';
 import { archiveObjects } from '@meridian/platform';
 import { createPlatform, type Platform } from '../support/platform.ts';
 import { isolatedSettings } from '../support/settings.ts';
+import { waitFor } from '../support/wait.ts';
 
 /**
  * The points topic's archive against the real Kafka and MinIO: a pass that dies between a
@@ -28,16 +29,22 @@ let objects: ArchiveObjects;
 const topic = () => platform.topics.points;
 const projectorGroup = () => platform.groups.projector;
 
-/** Records written in transactions, every third one aborted: the archive must hold the committed ones only. */
+/**
+ * Records written in transactions, every third one aborted: the archive must hold the committed
+ * ones only. Returned once the last transaction's marker is in the log: an end is answered before
+ * its marker is written, and a read to the last stable offset at once could stop short of it.
+ */
 async function write(partition: number, from: number, count: number): Promise<string[]> {
   const producer = createProducer(platform.kafka, { transactionalId: `${settings.MERIDIAN_TOPIC_PREFIX}int-archive-${partition}-${from}` });
   await producer.connect();
   const committed: string[] = [];
+  let last = -1;
   try {
     for (let i = from; i < from + count; i++) {
       const tx = await producer.transaction();
       const value = `p${partition}-r${i}-${'x'.repeat(200)}`;
-      await tx.send({ topic: topic(), acks: -1, messages: [{ key: `k${i}`, value, partition, headers: { n: String(i) } }] });
+      const [meta] = await tx.send({ topic: topic(), acks: -1, messages: [{ key: `k${i}`, value, partition, headers: { n: String(i) } }] });
+      last = Number(meta!.baseOffset);
       if (i % 3 === 2) await tx.abort();
       else {
         await tx.commit();
@@ -47,6 +54,9 @@ async function write(partition: number, from: number, count: number): Promise<st
   } finally {
     await producer.disconnect();
   }
+  // The marker follows the last record: the log is stable once its end passes both.
+  const stable = async () => ((await platform.log.offsets(topic())).end.get(partition)! >= last + 2 ? true : undefined);
+  await waitFor('the written transactions to be stable', stable, 10_000, 20);
   return committed;
 }
 
