@@ -1,5 +1,6 @@
 import type { Context } from 'koa';
 import { DomainError } from '@meridian/domain';
+import { onResponseClosed } from './per-user-slots.ts';
 
 type Waiter = { readonly bytes: number; readonly grant: () => void };
 
@@ -61,16 +62,11 @@ export class BodyBudget {
       this.#forget(userName, bytes);
       throw refusal;
     }
-    let released = false;
-    const release = () => {
-      if (released) return;
-      released = true;
+    onResponseClosed(ctx, () => {
       this.#free += bytes;
       this.#forget(userName, bytes);
       this.#grant();
-    };
-    if (ctx.res.closed) release();
-    else ctx.res.once('close', release);
+    });
   }
 
   #forget(userName: string, bytes: number): void {

@@ -49,7 +49,11 @@ export class PerUserSlots {
  */
 export function holdWhileResponding(ctx: Context, slots: PerUserSlots, userName: string): void {
   if (ctx.method === 'HEAD') return;
-  const release = slots.acquire(userName);
+  onResponseClosed(ctx, slots.acquire(userName));
+}
+
+/** Runs `release` once the response has closed (at once if it already has): Node emits 'close' once for every response. */
+export function onResponseClosed(ctx: Context, release: () => void): void {
   if (ctx.res.closed) release();
   else ctx.res.once('close', release);
 }

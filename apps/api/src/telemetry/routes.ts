@@ -20,7 +20,7 @@ import {
 import { holdWhileResponding, type PerUserSlots } from '../http/per-user-slots.ts';
 import { defineRoute, type RouteDef } from '../http/route.ts';
 import type { BodyBudget } from '../http/body-budget.ts';
-import { readBody } from '../uploads/read-body.ts';
+import { readHeldBody } from '../uploads/read-body.ts';
 import { submitPush, type PushDeps, type SubmitDeps } from '../uploads/push-submit.ts';
 import { decideSeriesPush } from './series-push.ts';
 
@@ -105,11 +105,6 @@ function holdSlot(deps: TelemetryDeps, ctx: Context, user: UserRecord): void {
   if (deps.inFlight) holdWhileResponding(ctx, deps.inFlight, user.user_name);
 }
 
-/** The body as sent, read once it has room under the instance's budget (held until answered). */
-async function readHeld(deps: TelemetryDeps, ctx: Context, user: UserRecord): Promise<Buffer> {
-  await deps.bodies?.holdWhileResponding(ctx, deps.maxBodyBytes, user.user_name);
-  return readBody(ctx.req, deps.maxBodyBytes);
-}
 /** Prometheus remote write, 1.0 and 2.0. */
 function remoteWriteRoute(deps: TelemetryDeps): RouteDef {
   return defineRoute({
@@ -135,7 +130,7 @@ function remoteWriteRoute(deps: TelemetryDeps): RouteDef {
     streaming: true,
     handler: async (ctx, { user }) => {
       holdSlot(deps, ctx, user);
-      const body = await readHeld(deps, ctx, user);
+      const body = await readHeldBody(ctx, deps.maxBodyBytes, deps.bodies, user.user_name);
       const version = /proto=io\.prometheus\.write\.v2\.Request/i.test(ctx.get('Content-Type')) ? '2.0' : '1.0';
       const outcome = await pushSeries(deps, user, 'remote_write', body, decodeRemoteWriteBody(body, version, { ...deps.limits, names: deps.names }));
       ctx.set('X-Prometheus-Remote-Write-Samples-Written', String(outcome.stored));
@@ -178,7 +173,7 @@ function otlpRoute(deps: TelemetryDeps, path: string, operationId: string): Rout
           : null;
       if (format === null) throw new DomainError('unsupported_media_type', 'send OTLP as application/x-protobuf or application/json');
       holdSlot(deps, ctx, user);
-      const body = await readHeld(deps, ctx, user);
+      const body = await readHeldBody(ctx, deps.maxBodyBytes, deps.bodies, user.user_name);
       const decoded = decodeOtlpMetrics(await decompressed(ctx, body, deps.limits), format, deps.limits);
       const outcome = await pushSeries(deps, user, 'otlp', body, decoded);
       const decoderPartial = otlpPartialSuccess(decoded);
@@ -229,7 +224,7 @@ function influxRoute(deps: TelemetryDeps, path: string, operationId: string, ver
           { field: 'query.precision', reason: 'unknown precision' },
         ]);
       holdSlot(deps, ctx, user);
-      const body = await readHeld(deps, ctx, user);
+      const body = await readHeldBody(ctx, deps.maxBodyBytes, deps.bodies, user.user_name);
       const decoded = decodeInfluxLines(await decompressed(ctx, body, deps.limits), { ...deps.limits, precision, receivedAtMs: Date.now() });
       const outcome = await pushSeries(deps, user, 'influx', body, decoded);
       if (outcome.refusedPoints === 0) {

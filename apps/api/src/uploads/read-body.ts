@@ -1,5 +1,7 @@
 import type { IncomingMessage } from 'node:http';
+import type { Context } from 'koa';
 import { DomainError } from '@meridian/domain';
+import type { BodyBudget } from '../http/body-budget.ts';
 
 /** Reads a whole request body up to `limit` bytes; beyond it, a 413 before reading further. */
 export async function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
@@ -16,6 +18,12 @@ export async function readBody(req: IncomingMessage, limit: number): Promise<Buf
     chunks.push(chunk as Buffer);
   }
   return Buffer.concat(chunks, size);
+}
+
+/** A whole body read once it has room under the instance's budget, which holds it until answered (no budget: at once). */
+export async function readHeldBody(ctx: Context, limit: number, budget: BodyBudget | undefined, userName: string): Promise<Buffer> {
+  await budget?.holdWhileResponding(ctx, limit, userName);
+  return readBody(ctx.req, limit);
 }
 
 export function tooLarge(limit: number, what = 'the request body'): DomainError {

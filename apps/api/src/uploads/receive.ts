@@ -8,7 +8,7 @@ import type { UploadAdmission } from './admission.ts';
 import type { JsonUploadChecker } from './json-check-pool.ts';
 import { jsonUploadText } from './json-upload.ts';
 import { submitPush, type PushDeps, type SubmitDeps } from './push-submit.ts';
-import { readBody, tooLarge } from './read-body.ts';
+import { readHeldBody, tooLarge } from './read-body.ts';
 import { assertDeclaredSize, isMultipart, stageBody, stageBytes, stageForm, type FileLimit } from './stage-file.ts';
 import { stagedUploadKey, submitStaged, type UploadCommand } from './staged-submit.ts';
 import { taskIdFor } from './task-id.ts';
@@ -58,8 +58,7 @@ export async function receiveJsonUpload(r: Receivers, ctx: Context, request: Upl
     user,
     taskId,
     async () => {
-      await r.bodies?.holdWhileResponding(ctx, r.limits.jsonBodyBytes, user.user_name);
-      const text = await jsonUploadText(await readBody(ctx.req, r.limits.jsonBodyBytes), ctx.get('Content-Type'));
+      const text = await jsonUploadText(await readHeldBody(ctx, r.limits.jsonBodyBytes, r.bodies, user.user_name), ctx.get('Content-Type'));
       const at = Date.now();
       const pushRequest =
         push !== undefined && text.length <= push.maxBytes
