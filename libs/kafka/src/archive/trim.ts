@@ -1,7 +1,7 @@
 import type { LogRanges, Offsets } from '@meridian/domain';
 import type { Logger } from '@meridian/observability';
-import { archiveChains, chainSpan, type ArchiveObjects } from './archive-index.ts';
-import type { ChainEnds } from './chain-ends.ts';
+import type { ArchiveObjects } from './archive-index.ts';
+import { chainEnds, type ChainEnds } from './chain-ends.ts';
 
 export type TrimLog = Pick<LogRanges, 'offsets' | 'offsetsAtTime'> & {
   /** The offsets a consumer group has committed on a topic (absent: none). */
@@ -39,11 +39,11 @@ export async function trimPass(deps: TrimDeps): Promise<Offsets> {
     deps.log.offsets(deps.topic),
     deps.log.offsetsAtTime(deps.topic, now - deps.retentionMs),
     deps.log.committedOffsets(deps.projectorGroup, deps.topic),
-    deps.chainEnds ? new Map([...deps.chainEnds].map(([p, last]) => [p, last.end])) : listedEnds(deps.objects, deps.topic),
+    deps.chainEnds ?? chainEnds(deps.objects, deps.topic, []),
   ]);
   const below: Offsets = new Map();
   for (const [p, lo] of low) {
-    const archived = archivedEnds.get(p) ?? 0;
+    const archived = archivedEnds.get(p)?.end ?? 0;
     const target = Math.min(archived, projected.get(p) ?? 0, old.get(p) ?? 0);
     if (target > lo) below.set(p, target);
   }
@@ -52,10 +52,4 @@ export async function trimPass(deps: TrimDeps): Promise<Offsets> {
     deps.logger.info({ topic: deps.topic, below: Object.fromEntries(below) }, 'archived records older than the retention left the brokers');
   }
   return new Map([...low].map(([p, lo]) => [p, below.get(p) ?? lo]));
-}
-
-async function listedEnds(objects: ArchiveObjects, topic: string): Promise<Offsets> {
-  const ends: Offsets = new Map();
-  for (const [p, chain] of await archiveChains(objects, topic)) ends.set(p, chainSpan(chain)?.end ?? 0);
-  return ends;
 }
