@@ -12,6 +12,7 @@ export function promqlDeps({ services, settings }: ApiParts): PromqlDeps {
       timeoutMs: settings.MERIDIAN_PROMQL_TIMEOUT_MS,
     },
     reduceRatio: settings.MERIDIAN_PROMQL_REDUCE_RATIO,
+    rollupMinRangeMs: settings.MERIDIAN_PROMQL_ROLLUP_MIN_RANGE,
     maxBodyBytes: settings.MERIDIAN_MAX_SMALL_JSON_BODY_BYTES,
   };
 }

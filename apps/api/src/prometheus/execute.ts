@@ -10,7 +10,6 @@ import {
   planWindows,
   PromqlError,
   type Expr,
-  type Labels,
   type QueryResult,
   type SampleWindow,
   type SeriesData,
@@ -21,6 +20,7 @@ import {
 } from '@meridian/domain';
 import type { Logger } from '@meridian/observability';
 import type { MetricCatalog } from '../catalog/routes.ts';
+import { readRollupWindow, type KnownSeries } from './rollup-read.ts';
 import { readableSeries } from './select.ts';
 
 /** MERIDIAN_PROMQL_*: what one query may cost. */
@@ -37,6 +37,8 @@ export type PromqlDeps = {
   readonly limits: PromqlLimits;
   /** MERIDIAN_PROMQL_REDUCE_RATIO: when the range functions that can be are reduced per series as their samples arrive. */
   readonly reduceRatio: number;
+  /** MERIDIAN_PROMQL_ROLLUP_MIN_RANGE: the shortest range a window is read from the rollups at; null never. */
+  readonly rollupMinRangeMs: number | null;
   /** Largest form body of a POST (MERIDIAN_MAX_SMALL_JSON_BODY_BYTES). */
   readonly maxBodyBytes: number;
 };
@@ -80,13 +82,18 @@ export async function runQuery(deps: PromqlDeps, ctx: Context, user: UserRecord,
   ctx.res.on('close', onClose);
   try {
     const series = await readableSeries(deps.catalog, user, selectorMetricNames(expr));
-    const labelsOf = new Map(series.map((s) => [s.name, s.labels]));
-    const windows = planWindows(expr, series, times.startMs, times.endMs, times.stepMs, LOOKBACK_MS, deps.reduceRatio);
+    const known = new Map(series.map((s) => [s.name, s]));
+    const windows = planWindows(expr, series, times.startMs, times.endMs, times.stepMs, LOOKBACK_MS, deps.reduceRatio, deps.rollupMinRangeMs);
     (ctx.state.log as Logger).info(
-      { clickhouse_query_id: queryId, selectors: windows.length, reduced: windows.filter((w) => w.reduce).length },
+      {
+        clickhouse_query_id: queryId,
+        selectors: windows.length,
+        reduced: windows.filter((w) => w.reduce).length,
+        rollups: windows.filter((w) => w.rollup).map((w) => w.rollup!.bucketMs),
+      },
       'promql query',
     );
-    const { fetched, reduced, reducedAggregates, samples } = await readWindows(deps, windows, labelsOf, queryId, abort.signal, stopped);
+    const { fetched, reduced, reducedAggregates, samples } = await readWindows(deps, windows, known, queryId, abort.signal, stopped);
     const readMs = performance.now() - (deadline - timeoutMs);
     const checkpoint = () => {
       if (stopped.why) throw stopped.why;
@@ -129,7 +136,7 @@ export async function runQuery(deps: PromqlDeps, ctx: Context, user: UserRecord,
 async function readWindows(
   deps: PromqlDeps,
   windows: readonly SampleWindow[],
-  labelsOf: ReadonlyMap<string, Labels>,
+  known: ReadonlyMap<string, KnownSeries>,
   queryId: string,
   signal: AbortSignal,
   stopped: { readonly why: PromqlError | null },
@@ -160,14 +167,14 @@ async function readWindows(
     };
     try {
       if (w.reduce?.aggregate) {
-        const { values, read } = await readStoreAggregated(deps.conn, w, request, labelsOf);
+        const { values, read } = await readStoreAggregated(deps.conn, w, request, known);
         if (read === 'too_many') throw tooMany();
         samples += read;
         reducedAggregates.set(w.selectorId, values);
         continue;
       }
       if (w.reduce) {
-        const { values, read } = await readReduced(deps.conn, w, request, labelsOf);
+        const { values, read } = await readStepValues(deps.conn, w, request, known);
         if (read === 'too_many') throw tooMany();
         samples += read;
         reduced.set(
@@ -181,7 +188,7 @@ async function readWindows(
       samples += read.reduce((n, s) => n + s.ts.length, 0);
       fetched.set(
         w.selectorId,
-        read.map((s) => ({ labels: labelsOf.get(s.name)!, ts: s.ts, vs: s.vs })),
+        read.map((s) => ({ labels: known.get(s.name)!.labels, ts: s.ts, vs: s.vs })),
       );
     } catch (cause) {
       if (stopped.why) throw stopped.why;
@@ -192,17 +199,26 @@ async function readWindows(
   return { fetched, reduced, reducedAggregates, samples };
 }
 
-/** A reduced selector's function value at every step of every series, computed as each series' samples arrive (none is kept). */
-async function readReduced(
+type StepValuesRead = { values: Array<{ name: string; values: StepValues }>; read: number | 'too_many' };
+
+/**
+ * A reduced selector's function value at every step of every series: from the rollup where the
+ * plan says its windows are whole buckets, else computed as each series' samples arrive (none is kept).
+ */
+async function readStepValues(
   conn: ConnOptions,
   w: SampleWindow,
   request: Parameters<typeof readSamples>[1],
-  labelsOf: ReadonlyMap<string, Labels>,
-): Promise<{ values: Array<{ name: string; values: StepValues }>; read: number | 'too_many' }> {
+  known: ReadonlyMap<string, KnownSeries>,
+): Promise<StepValuesRead> {
+  if (w.rollup) {
+    const fromRollup = await readRollupWindow(conn, w, request, known);
+    if (fromRollup !== 'raw') return fromRollup;
+  }
   const reduce = w.reduce!;
   const values: Array<{ name: string; values: StepValues }> = [];
   const read = await streamSamples(conn, request, (s) =>
-    values.push({ name: s.name, values: seriesStepValues(reduce.func, labelsOf.get(s.name)!, s.ts, s.vs, reduce) }),
+    values.push({ name: s.name, values: seriesStepValues(reduce.func, known.get(s.name)!.labels, s.ts, s.vs, reduce) }),
   );
   return { values, read };
 }
@@ -212,12 +228,12 @@ async function readStoreAggregated(
   conn: ConnOptions,
   w: SampleWindow,
   request: Parameters<typeof readSamples>[1],
-  labelsOf: ReadonlyMap<string, Labels>,
+  known: ReadonlyMap<string, KnownSeries>,
 ): Promise<{ values: StepValues[]; read: number | 'too_many' }> {
   const reduce = w.reduce!;
   const aggregate = reduce.aggregate!;
   const groupOf = new Map(w.names.map((name, i) => [name, aggregate.groupOf[i]!]));
-  const { values, read } = await readReduced(conn, w, request, labelsOf);
+  const { values, read } = await readStepValues(conn, w, request, known);
   if (read === 'too_many') return { values: [], read };
   // The evaluation adds a step's vector in the order of its series' labels: the same order here, so the same floats.
   values.sort((a, b) => compareLabels(a.values.labels, b.values.labels));

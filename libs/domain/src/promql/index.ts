@@ -9,3 +9,12 @@ export * from './format.ts';
 export { WINDOW_STATS_FUNCTIONS, evalRangeFunction, type WindowBounds, type WindowStatsFunction } from './functions.ts';
 export { foldGroups, seriesStepValues, type ReduceSteps } from './reduce.ts';
 export { selectorMetricNames } from './names.ts';
+export {
+  ROLLUP_FUNCTIONS,
+  isRollupFunction,
+  rollupBucketMs,
+  rollupStepValues,
+  type BucketAggregates,
+  type RollupFunction,
+  type RollupSeries,
+} from './rollup-windows.ts';

@@ -3,6 +3,7 @@ import type { Aggregate, Expr, Matcher, VectorSelector } from './ast.ts';
 import { WINDOW_STATS_FUNCTIONS, type WindowStatsFunction } from './functions.ts';
 import { badData } from './errors.ts';
 import { matcherTest } from './parse.ts';
+import { rollupBucketMs } from './rollup-windows.ts';
 
 /**
  * What the metric store is asked for one selector: the series it chose and the samples of
@@ -37,6 +38,11 @@ export type SampleWindow = {
      */
     readonly aggregate: { readonly op: StoreAggregateOp; readonly groupOf: readonly number[]; readonly labels: readonly Labels[] } | null;
   } | null;
+  /**
+   * When not null (reduce is then set too), every step's window is whole buckets of this width
+   * and the sample at the step's time: the buckets are read from the rollup of that width.
+   */
+  readonly rollup: { readonly bucketMs: number } | null;
 };
 
 /** The aggregations folded from a reduced function's values (none takes a parameter). */
@@ -117,6 +123,8 @@ export function matchSeries(matchers: readonly Matcher[], series: readonly Catal
  * instant query: start = end). A reducible function is reduced per series as its samples arrive when the
  * samples it would read are at least `reduceRatio` times the rows it answers instead (series ×
  * steps); null never reduces (the evaluation then computes every function from the samples).
+ * A function a rollup answers, over windows of whole buckets (rollupBucketMs), is read from the
+ * rollup when its range is at least rollupMinRangeMs (null: never).
  */
 export function planWindows(
   e: Expr,
@@ -126,6 +134,7 @@ export function planWindows(
   stepMs: number,
   lookbackMs: number,
   reduceRatio: number | null = null,
+  rollupMinRangeMs: number | null = null,
 ): SampleWindow[] {
   const steps = endMs > startMs ? Math.floor((endMs - startMs) / stepMs) + 1 : 1;
   return fetchesOf(e).map(({ selector, rangeMs, func, aggregate }) => {
@@ -138,12 +147,16 @@ export function planWindows(
     const fromMs = firstRef - width;
     if (!Number.isSafeInteger(fromMs) || !Number.isSafeInteger(lastRef))
       throw badData('the times the query reads (time, minus offsets and ranges) are out of range');
+    const reduceStep = steps > 1 ? stepMs : 1;
+    const bucketMs = func === null ? null : rollupBucketMs(func, rangeMs, { firstRefMs: firstRef, stepMs: reduceStep, steps }, rollupMinRangeMs);
     const worthIt =
-      reduceRatio !== null && func !== null && (reduceRatio === 0 || estimatedSamples(chosen, fromMs, lastRef) >= reduceRatio * chosen.length * steps);
-    const reduce = worthIt
-      ? { func, firstRefMs: firstRef, stepMs: steps > 1 ? stepMs : 1, steps, rangeMs, aggregate: aggregate ? groupsOf(aggregate, chosen, func) : null }
-      : null;
-    return { selectorId: selector.id, names, fromMs, toMs: lastRef, sparse, reduce };
+      bucketMs !== null ||
+      (reduceRatio !== null && func !== null && (reduceRatio === 0 || estimatedSamples(chosen, fromMs, lastRef) >= reduceRatio * chosen.length * steps));
+    const reduce =
+      worthIt && func !== null
+        ? { func, firstRefMs: firstRef, stepMs: reduceStep, steps, rangeMs, aggregate: aggregate ? groupsOf(aggregate, chosen, func) : null }
+        : null;
+    return { selectorId: selector.id, names, fromMs, toMs: lastRef, sparse, reduce, rollup: bucketMs === null ? null : { bucketMs } };
   });
 }
 

@@ -230,6 +230,7 @@ describe('PromQL evaluation', () => {
       toMs: 7_140_000,
       sparse: { firstRefMs: 3_540_000, stepMs: 600_000, widthMs: 60_000 },
       reduce: null,
+      rollup: null,
     });
   });
 });
