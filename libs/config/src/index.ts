@@ -2,3 +2,4 @@ export { loadSettings, loadSettingsOrExit, ConfigError, type Settings } from './
 export { settingDefinitions, type SettingName } from './settings.ts';
 export { settingsTable } from './table.ts';
 export { adapterOptions, type AdapterOptions } from './adapter-options.ts';
+export { rollupMinRangeMs } from './settings/prometheus.ts';

@@ -1,3 +1,4 @@
+import { rollupMinRangeMs } from '@meridian/config';
 import type { ApiParts } from '../api-parts.ts';
 import type { PromqlDeps } from './execute.ts';
 
@@ -12,7 +13,7 @@ export function promqlDeps({ services, settings }: ApiParts): PromqlDeps {
       timeoutMs: settings.MERIDIAN_PROMQL_TIMEOUT_MS,
     },
     reduceRatio: settings.MERIDIAN_PROMQL_REDUCE_RATIO,
-    rollupMinRangeMs: settings.MERIDIAN_PROMQL_ROLLUP_MIN_RANGE,
+    rollupMinRangeMs: rollupMinRangeMs(settings.MERIDIAN_PROMQL_ROLLUP_MIN_RANGE),
     maxBodyBytes: settings.MERIDIAN_MAX_SMALL_JSON_BODY_BYTES,
   };
 }

@@ -24,10 +24,7 @@ export const prometheusSettings = {
     doc: 'When a PromQL range function (rate, increase, delta, irate, resets, changes, the _over_time functions but quantile_over_time) is reduced per series as its samples arrive, to its value at every step, rather than its samples kept and evaluated step by step: when the samples in range (estimated from the catalog) are at least this many times the values it answers (series × steps). 0 always reduces (both ways give the same answer; reducing is the cheaper); a huge value never does.',
   },
   MERIDIAN_PROMQL_ROLLUP_MIN_RANGE: {
-    schema: z
-      .string()
-      .regex(/^(off|[1-9]\d{0,5}[mhd])$/, 'a number of minutes, hours or days (30m, 1h, 2d), or off')
-      .transform((v) => (v === 'off' ? null : Number(v.slice(0, -1)) * { m: 60_000, h: 3_600_000, d: 86_400_000 }[v.slice(-1) as 'm' | 'h' | 'd'])),
+    schema: z.string().regex(/^(off|[1-9]\d{0,5}[mhd])$/, 'a number of minutes, hours or days (30m, 1h, 2d), or off'),
     default: '1h',
     doc: 'The shortest range of a min_over_time, max_over_time, sum_over_time, count_over_time, avg_over_time or last_over_time window read from the per-minute or per-hour rollups instead of the raw points, when the range and every evaluation time (offset applied) are multiples of the bucket: the answer is the same (sum and avg up to the rounding of a sum added in another order), at one row a bucket. `off` reads every window from the raw points.',
   },
@@ -37,3 +34,9 @@ export const prometheusSettings = {
     doc: "Longest one PromQL query may run, its ClickHouse reads (stopped with KILL QUERY) and its evaluation included; past it: 503 (errorType timeout). Keep it below MERIDIAN_REQUEST_TIMEOUT_MS so the answer is Prometheus' error, not the api's. A smaller `timeout` parameter of the request wins.",
   },
 } as const;
+
+/** MERIDIAN_PROMQL_ROLLUP_MIN_RANGE in milliseconds, null for off. */
+export function rollupMinRangeMs(setting: string): number | null {
+  if (setting === 'off') return null;
+  return Number(setting.slice(0, -1)) * { m: 60_000, h: 3_600_000, d: 86_400_000 }[setting.slice(-1) as 'm' | 'h' | 'd'];
+}
