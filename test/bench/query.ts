@@ -1,5 +1,6 @@
 import { Readable } from 'node:stream';
 import { clickhouse } from '../support/clickhouse.ts';
+import { freePort } from '../support/ports.ts';
 import { adminKey, benchApi, dropBenchScope, fmt, percentile, stackProcesses, startProcess, waitUntil } from './common.ts';
 import { startVictoriaMetrics } from './victoria-metrics.ts';
 
@@ -11,6 +12,10 @@ import { startVictoriaMetrics } from './victoria-metrics.ts';
  *   rate:   rate(bench_requests_total[5m]) over the 24 h at 1 m steps
  *   sum by: sum by (job) (rate(bench_requests_total[5m])) over the same
  *   30 d:   the single gauge over 30 days at 1 h steps
+ *   max_over_time(…[1h]) at 1 h steps, of a dense gauge (one point every BENCH_DENSE_STEP_MS,
+ *           default 1 s) over 30 days and of the counters over the 24 h: each twice, from the raw
+ *           points (an api with MERIDIAN_PROMQL_ROLLUP_MIN_RANGE=off) and from the hourly rollup
+ *           (the default), both beside VictoriaMetrics
  * With them, the CPU-seconds per million points in the query's range each side spent (from
  * /proc): Meridian's the api's and ClickHouse's (the local stack's process, which other work on
  * a shared machine adds to), VictoriaMetrics' its own.
@@ -27,13 +32,23 @@ const PER_SERIES = Math.floor(POINTS / SERIES);
 const STEP_MS = Math.floor(DAY / PER_SERIES);
 const GAUGE_STEP_MS = 60_000;
 const GAUGE_POINTS = (30 * DAY) / GAUGE_STEP_MS;
+const DENSE_STEP_MS = Number(process.env.BENCH_DENSE_STEP_MS ?? 1000);
+const DENSE_POINTS = Math.floor((30 * DAY) / DENSE_STEP_MS);
 
 /** Series i's canonical name: labels sorted (instance < job). */
 const counterName = (i: number) => `bench_requests_total{instance="i${i}",job="j${i % 10}"}`;
 /** Point k of series i: a counter rising by 1 to 4 per sample, the same on both sides. */
 const counterValue = (i: number, k: number) => k * 2 + (k % 3) + (i % 7);
 
-const SCENARIOS: Array<{ name: string; points: number; params: Record<string, string> }> = [
+const maxOverHours = (selector: string, days: number) => ({
+  query: `max_over_time(${selector}[1h])`,
+  start: String(T0 / 1000 + 3600),
+  end: String((T0 + days * DAY) / 1000),
+  step: '3600',
+});
+
+/** raw: asked of the api that reads every window from the raw points. */
+const SCENARIOS: Array<{ name: string; points: number; params: Record<string, string>; raw?: boolean }> = [
   {
     name: `rate ${fmt(SERIES)} series, 24 h, 1 m`,
     points: SERIES * PER_SERIES,
@@ -49,6 +64,10 @@ const SCENARIOS: Array<{ name: string; points: number; params: Record<string, st
     points: GAUGE_POINTS,
     params: { query: 'bench_gauge', start: String(T0 / 1000), end: String((T0 + 30 * DAY) / 1000), step: '3600' },
   },
+  { name: 'max_over_time dense, 30 d, raw', points: DENSE_POINTS, params: maxOverHours('bench_dense', 30), raw: true },
+  { name: 'max_over_time dense, 30 d, rollup', points: DENSE_POINTS, params: maxOverHours('bench_dense', 30) },
+  { name: `max_over_time ${fmt(SERIES)} s, 24 h, raw`, points: SERIES * PER_SERIES, params: maxOverHours('bench_requests_total', 1), raw: true },
+  { name: `max_over_time ${fmt(SERIES)} s, 24 h, rollup`, points: SERIES * PER_SERIES, params: maxOverHours('bench_requests_total', 1) },
 ];
 
 function prometheusText(): Readable {
@@ -62,6 +81,11 @@ function prometheusText(): Readable {
       const gauge: string[] = [];
       for (let k = 0; k < GAUGE_POINTS; k++) gauge.push(`bench_gauge ${(k % 1000) / 8} ${T0 + k * GAUGE_STEP_MS}`);
       yield `${gauge.join('\n')}\n`;
+      for (let from = 0; from < DENSE_POINTS; from += 100_000) {
+        const dense: string[] = [];
+        for (let k = from; k < Math.min(DENSE_POINTS, from + 100_000); k++) dense.push(`bench_dense ${k % 977} ${T0 + k * DENSE_STEP_MS}`);
+        yield `${dense.join('\n')}\n`;
+      }
     })(),
   );
 }
@@ -91,12 +115,15 @@ async function main(): Promise<void> {
     LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn',
   });
   const api = startProcess('apps/api/src/main.ts', settings);
+  const rawPort = await freePort();
+  const rawBase = `http://127.0.0.1:${rawPort}`;
+  const rawApi = startProcess('apps/api/src/main.ts', settings, { MERIDIAN_API_PORT: String(rawPort), MERIDIAN_PROMQL_ROLLUP_MIN_RANGE: 'off' });
   const vm = await startVictoriaMetrics();
   try {
-    await waitUntil('the api', async () => ((await fetch(`${base}/readyz`)).ok ? true : undefined), 120_000, 250);
+    for (const url of [base, rawBase]) await waitUntil('the api', async () => ((await fetch(`${url}/readyz`)).ok ? true : undefined), 120_000, 250);
     const key = await adminKey(settings);
     console.log(
-      `bench-query: ${fmt(SERIES * PER_SERIES)} counter points (${fmt(SERIES)} series, one every ${STEP_MS} ms over 24 h) and a gauge of ${fmt(GAUGE_POINTS)} points over 30 days`,
+      `bench-query: ${fmt(SERIES * PER_SERIES)} counter points (${fmt(SERIES)} series, one every ${STEP_MS} ms over 24 h), a gauge of ${fmt(GAUGE_POINTS)} points and a dense one of ${fmt(DENSE_POINTS)} over 30 days`,
     );
     // Generated by ClickHouse itself: i = the series, k = the point, as counterName and counterValue.
     const i = `intDiv(number, ${PER_SERIES})`;
@@ -109,10 +136,15 @@ async function main(): Promise<void> {
       settings,
       `INSERT INTO points SELECT 'bench_gauge', ${T0} + number * ${GAUGE_STEP_MS}, (number % 1000) / 8, ${T0}, 'bench', 65535, 1, toUInt32(number) FROM numbers(${GAUGE_POINTS})`,
     );
+    await clickhouse(
+      settings,
+      `INSERT INTO points SELECT 'bench_dense', ${T0} + number * ${DENSE_STEP_MS}, toFloat64(number % 977), ${T0}, 'bench', 65535, 2, toUInt32(number) FROM numbers(${DENSE_POINTS})`,
+    );
     await vm.importPrometheus(prometheusText());
     const clickhouseProc = stackProcesses().filter((p) => p.name === 'clickhouse');
-    const meridianCpu: Cpu = () => api.cpuSeconds() + clickhouseProc.reduce((n, p) => n + p.cpuSeconds(), 0);
+    const meridianCpu: Cpu = () => api.cpuSeconds() + rawApi.cpuSeconds() + clickhouseProc.reduce((n, p) => n + p.cpuSeconds(), 0);
     const rows: string[] = [];
+    const p50s = new Map<string, number>();
     for (const s of SCENARIOS) {
       const qs = new URLSearchParams(s.params).toString();
       const ours: number[] = [];
@@ -120,7 +152,7 @@ async function main(): Promise<void> {
       let counts = '';
       let [ourCpu, theirCpu] = [0, 0];
       for (let r = 0; r < REPEAT; r++) {
-        const m = await timed(`${base}/prometheus/api/v1/query_range?${qs}`, { Authorization: `Bearer ${key}` }, meridianCpu);
+        const m = await timed(`${s.raw ? rawBase : base}/prometheus/api/v1/query_range?${qs}`, { Authorization: `Bearer ${key}` }, meridianCpu);
         const v = await timed(`${vm.url}/api/v1/query_range?${qs}`, {}, vm.cpuSeconds);
         ours.push(m.ms);
         theirs.push(v.ms);
@@ -132,6 +164,7 @@ async function main(): Promise<void> {
       ours.sort((a, b) => a - b);
       theirs.sort((a, b) => a - b);
       const [m50, m99, v50, v99] = [percentile(ours, 50), percentile(ours, 99), percentile(theirs, 50), percentile(theirs, 99)];
+      p50s.set(s.name, m50);
       rows.push(
         `${s.name.padEnd(32)} ${fmt(m50).padStart(7)} ${fmt(m99).padStart(7)}   ${fmt(v50).padStart(7)} ${fmt(v99).padStart(7)}   ${(m50 / v50).toFixed(1).padStart(5)}× ${(m99 / v99).toFixed(1).padStart(5)}×   ${perMillion(ourCpu)} ${perMillion(theirCpu)}   ${counts}`,
       );
@@ -140,9 +173,14 @@ async function main(): Promise<void> {
       `\n${'query'.padEnd(32)} ${'Meridian p50/p99 ms'.padStart(15)}   ${'VictoriaMetrics p50/p99 ms'.padStart(15)}   p50, p99 ratio (goal ≤ 2×)   CPU-s per M points (Meridian: api + ClickHouse; VM)`,
     );
     for (const row of rows) console.log(row);
+    for (const [name, m50] of p50s) {
+      const raw = p50s.get(name.replace(/ rollup$/, ' raw'));
+      if (name.endsWith(' rollup') && raw !== undefined) console.log(`${name}: p50 ${(raw / m50).toFixed(1)}× faster than from the raw points`);
+    }
   } finally {
     await vm.stop();
     await api.stop();
+    await rawApi.stop();
     await dropBenchScope(settings);
   }
 }

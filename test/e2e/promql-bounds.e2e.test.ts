@@ -47,8 +47,8 @@ async function running(id: string): Promise<number> {
   return Number((await clickhouse(settings, `SELECT count() FROM system.processes WHERE query_id LIKE '${id}%'`)).trim());
 }
 
-/** Every sample of the 2M in 60 windows: tens of seconds of ClickHouse work unless stopped. */
-const SLOW = { query: 'max_over_time(big[1h])', start: String(T0 / 1000), end: String(T0 / 1000 + BIG), step: '60' };
+/** Every sample of the 2M in 60 windows: tens of seconds of ClickHouse work unless stopped (a second off the minutes: not from the rollups). */
+const SLOW = { query: 'max_over_time(big[1h])', start: String(T0 / 1000 + 1), end: String(T0 / 1000 + BIG), step: '60' };
 
 beforeAll(async () => {
   [api, unbounded] = await Promise.all([
@@ -78,9 +78,14 @@ describe('PromQL bounds', () => {
   });
 
   it('refuses a query reading more samples than MERIDIAN_PROMQL_MAX_SAMPLES: 422', async () => {
-    const r = await query('query', { query: 'count_over_time(big[1d])', time: String(T0 / 1000 + 86_400) });
+    // A second off the hours: the day's 86,401 raw points are read, not its rollup.
+    const r = await query('query', { query: 'count_over_time(big[1d])', time: String(T0 / 1000 + 86_401) });
     expect(r.status).toBe(422);
     expect(r.body).toMatchObject({ status: 'error', errorType: 'execution', error: expect.stringContaining('MERIDIAN_PROMQL_MAX_SAMPLES') });
+    // On the hour, the same window is 24 hourly buckets and the point at its end.
+    const hourly = await query('query', { query: 'count_over_time(big[1d])', time: String(T0 / 1000 + 86_400) });
+    expect(hourly.status, JSON.stringify(hourly.body)).toBe(200);
+    expect(hourly.body.data!.result).toEqual([{ metric: {}, value: [T0 / 1000 + 86_400, '86401'] }]);
   });
 
   it('refuses a selector or an answer of more series than MERIDIAN_PROMQL_MAX_SERIES: 422', async () => {

@@ -17,9 +17,11 @@ import { uploadFile } from '../support/uploads.ts';
  * the same timestamps and values within 1e-9 relative, both with ClickHouse reducing every
  * reducible window and with every sample read. Then promtool, a real client, queries Meridian.
  */
-const settings = isolatedSettings({ MERIDIAN_RATE_LIMIT_PER_SECOND: '0', MERIDIAN_PROMQL_REDUCE_RATIO: '0' });
+// Windows of whole minutes from 5 minutes on read the rollups here, so the table's _over_time
+// queries at times on the minute compare the rollups with Prometheus too.
+const settings = isolatedSettings({ MERIDIAN_RATE_LIMIT_PER_SECOND: '0', MERIDIAN_PROMQL_REDUCE_RATIO: '0', MERIDIAN_PROMQL_ROLLUP_MIN_RANGE: '5m' });
 let api: RunningApi;
-/** The same data through an api that never has ClickHouse reduce windows: both ways are compared with Prometheus. */
+/** The same data through an api that never reduces windows nor reads rollups: both ways are compared with Prometheus. */
 let fromSamples: RunningApi;
 let ingest: Awaited<ReturnType<typeof startWorker>>;
 let prom: RunningPrometheus;
@@ -261,6 +263,13 @@ const QUERIES = [
   'label_replace(http_requests_total, "inst", "${1}_$2x", "instance", "(a|b)(.*)")',
   'label_join(http_requests_total, "key", "/", "job", "code", "instance")',
   'sum by (floor) (label_replace(temperature, "floor", "$1", "room", "(.).*"))',
+  // Ranges of whole hours: from the hourly rollup at times on the hour, else the minutes'.
+  'max_over_time(temperature[1h])',
+  'min_over_time(up[1h])',
+  'sum_over_time(http_requests_total{job="api"}[1h])',
+  'avg_over_time(temperature[2h])',
+  'count_over_time(queue_depth[2h] offset 1h)',
+  'last_over_time(queue_depth[1h])',
 ];
 
 type Answer = { status: string; errorType?: string; error?: string; data?: { resultType: string; result: unknown } };
@@ -309,7 +318,7 @@ beforeAll(async () => {
   [prom, api, fromSamples, ingest] = await Promise.all([
     startPrometheus(openMetrics(series)),
     startApi(settings),
-    startApi({ ...settings, MERIDIAN_PROMQL_REDUCE_RATIO: 1e12 }),
+    startApi({ ...settings, MERIDIAN_PROMQL_REDUCE_RATIO: 1e12, MERIDIAN_PROMQL_ROLLUP_MIN_RANGE: 'off' }),
     startWorker(settings),
   ]);
   admin = await bootstrapAdmin(settings);
