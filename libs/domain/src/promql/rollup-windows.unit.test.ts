@@ -1,4 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import { parsePromql } from './parse.ts';
+import { planWindows } from './plan.ts';
 import { seriesStepValues } from './reduce.ts';
 import { ROLLUP_FUNCTIONS, rollupBucketMs, rollupStepValues, type BucketAggregates } from './rollup-windows.ts';
 
@@ -81,5 +83,24 @@ describe('range functions over rollup buckets', () => {
     expect(rollupBucketMs('max_over_time', HOUR, r(5 * HOUR, HOUR), null)).toBeNull();
     expect(rollupBucketMs('rate', HOUR, r(5 * HOUR, HOUR), HOUR)).toBeNull();
     expect(rollupBucketMs('count_over_time', HOUR, r(5 * HOUR, 1, 1), HOUR)).toBe(HOUR);
+  });
+
+  it('plans a window on a rollup reduced per series even where the reduce ratio would not reduce it', () => {
+    const catalog = [
+      {
+        name: 'temp{room="a"}',
+        labels: [
+          ['__name__', 'temp'],
+          ['room', 'a'],
+        ] as [string, string][],
+      },
+    ];
+    const plan = (q: string, start: number, minRange: number | null) =>
+      planWindows(parsePromql(q), catalog, start, start + 10 * HOUR, HOUR, 300_000, null, minRange)[0]!;
+    const onRollup = plan('max_over_time(temp[1h] offset 2h)', 5 * HOUR, HOUR);
+    expect(onRollup.rollup).toEqual({ bucketMs: HOUR });
+    expect(onRollup.reduce).toMatchObject({ func: 'max_over_time', firstRefMs: 3 * HOUR, stepMs: HOUR, steps: 11, rangeMs: HOUR });
+    expect(plan('max_over_time(temp[1h])', 5 * HOUR + 1, HOUR)).toMatchObject({ rollup: null, reduce: null });
+    expect(plan('max_over_time(temp[1h])', 5 * HOUR, null)).toMatchObject({ rollup: null, reduce: null });
   });
 });
