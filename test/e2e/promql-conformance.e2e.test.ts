@@ -19,7 +19,12 @@ import { uploadFile } from '../support/uploads.ts';
  */
 // Windows of whole minutes from 5 minutes on read the rollups here, so the table's _over_time
 // queries at times on the minute compare the rollups with Prometheus too.
-const settings = isolatedSettings({ MERIDIAN_RATE_LIMIT_PER_SECOND: '0', MERIDIAN_PROMQL_REDUCE_RATIO: '0', MERIDIAN_PROMQL_ROLLUP_MIN_RANGE: '5m' });
+const settings = isolatedSettings({
+  MERIDIAN_RATE_LIMIT_PER_SECOND: '0',
+  MERIDIAN_PROMQL_REDUCE_RATIO: '0',
+  MERIDIAN_PROMQL_ROLLUP_MIN_RANGE: '5m',
+  MERIDIAN_PROMQL_ROLLUP_MIN_POINTS_PER_BUCKET: '0',
+});
 let api: RunningApi;
 /** The same data through an api that never reduces windows nor reads rollups: both ways are compared with Prometheus. */
 let fromSamples: RunningApi;

@@ -15,7 +15,8 @@ import { uploadFile } from '../support/uploads.ts';
  * every series, timestamp and value; misaligned windows take the raw path; an unentitled series
  * stays invisible; buckets count against the samples bound.
  */
-const settings = isolatedSettings({ MERIDIAN_RATE_LIMIT_PER_SECOND: '0', LOG_LEVEL: 'info' });
+// The test's series are sparse (a dozen points an hour): rollups are read whatever the points per bucket.
+const settings = isolatedSettings({ MERIDIAN_RATE_LIMIT_PER_SECOND: '0', LOG_LEVEL: 'info', MERIDIAN_PROMQL_ROLLUP_MIN_POINTS_PER_BUCKET: '0' });
 let rollups: RunningApi;
 let raw: RunningApi;
 /** Reads rollups under a samples bound the hourly buckets fit in and the minutes do not. */

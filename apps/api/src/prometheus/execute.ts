@@ -11,6 +11,7 @@ import {
   PromqlError,
   type Expr,
   type QueryResult,
+  type RollupPolicy,
   type SampleWindow,
   type SeriesData,
   type StepValues,
@@ -37,8 +38,8 @@ export type PromqlDeps = {
   readonly limits: PromqlLimits;
   /** MERIDIAN_PROMQL_REDUCE_RATIO: when the range functions that can be are reduced per series as their samples arrive. */
   readonly reduceRatio: number;
-  /** MERIDIAN_PROMQL_ROLLUP_MIN_RANGE: the shortest range a window is read from the rollups at; null never. */
-  readonly rollupMinRangeMs: number | null;
+  /** MERIDIAN_PROMQL_ROLLUP_MIN_RANGE and _MIN_POINTS_PER_BUCKET: when a window is read from the rollups; null never. */
+  readonly rollups: RollupPolicy | null;
   /** Largest form body of a POST (MERIDIAN_MAX_SMALL_JSON_BODY_BYTES). */
   readonly maxBodyBytes: number;
 };
@@ -83,7 +84,7 @@ export async function runQuery(deps: PromqlDeps, ctx: Context, user: UserRecord,
   try {
     const series = await readableSeries(deps.catalog, user, selectorMetricNames(expr));
     const known = new Map(series.map((s) => [s.name, s]));
-    const windows = planWindows(expr, series, times.startMs, times.endMs, times.stepMs, LOOKBACK_MS, deps.reduceRatio, deps.rollupMinRangeMs);
+    const windows = planWindows(expr, series, times.startMs, times.endMs, times.stepMs, LOOKBACK_MS, deps.reduceRatio, deps.rollups);
     (ctx.state.log as Logger).info(
       {
         clickhouse_query_id: queryId,

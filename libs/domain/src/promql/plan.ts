@@ -124,7 +124,8 @@ export function matchSeries(matchers: readonly Matcher[], series: readonly Catal
  * samples it would read are at least `reduceRatio` times the rows it answers instead (series ×
  * steps); null never reduces (the evaluation then computes every function from the samples).
  * A function a rollup answers, over windows of whole buckets (rollupBucketMs), is read from the
- * rollup when its range is at least rollupMinRangeMs (null: never).
+ * rollup when its range is at least rollups.minRangeMs and the samples in range (estimated from
+ * the catalog) are at least rollups.minPointsPerBucket times the buckets it would read (null: never).
  */
 export function planWindows(
   e: Expr,
@@ -134,7 +135,7 @@ export function planWindows(
   stepMs: number,
   lookbackMs: number,
   reduceRatio: number | null = null,
-  rollupMinRangeMs: number | null = null,
+  rollups: RollupPolicy | null = null,
 ): SampleWindow[] {
   const steps = endMs > startMs ? Math.floor((endMs - startMs) / stepMs) + 1 : 1;
   return fetchesOf(e).map(({ selector, rangeMs, func, aggregate }) => {
@@ -148,7 +149,8 @@ export function planWindows(
     if (!Number.isSafeInteger(fromMs) || !Number.isSafeInteger(lastRef))
       throw badData('the times the query reads (time, minus offsets and ranges) are out of range');
     const reduceStep = steps > 1 ? stepMs : 1;
-    const bucketMs = func === null ? null : rollupBucketMs(func, rangeMs, { firstRefMs: firstRef, stepMs: reduceStep, steps }, rollupMinRangeMs);
+    const aligned = func === null || !rollups ? null : rollupBucketMs(func, rangeMs, { firstRefMs: firstRef, stepMs: reduceStep, steps }, rollups.minRangeMs);
+    const bucketMs = aligned !== null && rollupWorthIt(rollups!, chosen, fromMs, lastRef, aligned) ? aligned : null;
     const worthIt =
       bucketMs !== null ||
       (reduceRatio !== null && func !== null && (reduceRatio === 0 || estimatedSamples(chosen, fromMs, lastRef) >= reduceRatio * chosen.length * steps));
@@ -158,6 +160,19 @@ export function planWindows(
         : null;
     return { selectorId: selector.id, names, fromMs, toMs: lastRef, sparse, reduce, rollup: bucketMs === null ? null : { bucketMs } };
   });
+}
+
+/** When the rollups are read: the least range, and the least samples per bucket read (0: whatever the samples). */
+export type RollupPolicy = { readonly minRangeMs: number; readonly minPointsPerBucket: number };
+
+/**
+ * Whether the samples in range are enough per bucket for a rollup read to be the cheaper: reading
+ * a bucket costs far more than reading a sample, so sparse series are read raw.
+ */
+function rollupWorthIt(policy: RollupPolicy, chosen: readonly CatalogSeries[], fromMs: number, toMs: number, bucketMs: number): boolean {
+  if (policy.minPointsPerBucket === 0) return true;
+  const buckets = chosen.length * Math.ceil((toMs - fromMs) / bucketMs);
+  return estimatedSamples(chosen, fromMs, toMs) >= policy.minPointsPerBucket * buckets;
 }
 
 /** Each series' group under an aggregation of a range function's results (whose labels lose the name but last_over_time's). */

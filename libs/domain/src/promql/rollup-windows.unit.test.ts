@@ -96,11 +96,41 @@ describe('range functions over rollup buckets', () => {
       },
     ];
     const plan = (q: string, start: number, minRange: number | null) =>
-      planWindows(parsePromql(q), catalog, start, start + 10 * HOUR, HOUR, 300_000, null, minRange)[0]!;
+      planWindows(
+        parsePromql(q),
+        catalog,
+        start,
+        start + 10 * HOUR,
+        HOUR,
+        300_000,
+        null,
+        minRange === null ? null : { minRangeMs: minRange, minPointsPerBucket: 0 },
+      )[0]!;
     const onRollup = plan('max_over_time(temp[1h] offset 2h)', 5 * HOUR, HOUR);
     expect(onRollup.rollup).toEqual({ bucketMs: HOUR });
     expect(onRollup.reduce).toMatchObject({ func: 'max_over_time', firstRefMs: 3 * HOUR, stepMs: HOUR, steps: 11, rangeMs: HOUR });
     expect(plan('max_over_time(temp[1h])', 5 * HOUR + 1, HOUR)).toMatchObject({ rollup: null, reduce: null });
     expect(plan('max_over_time(temp[1h])', 5 * HOUR, null)).toMatchObject({ rollup: null, reduce: null });
+  });
+
+  it('reads sparse series raw: a rollup only where the catalog counts enough points per bucket', () => {
+    const withPoints = (points: number) => [
+      {
+        name: 'temp{room="a"}',
+        labels: [
+          ['__name__', 'temp'],
+          ['room', 'a'],
+        ] as [string, string][],
+        extent: { points, firstMs: 0, lastMs: 100 * HOUR },
+      },
+    ];
+    const plan = (points: number) =>
+      planWindows(parsePromql('max_over_time(temp[1h])'), withPoints(points), 10 * HOUR, 20 * HOUR, HOUR, 300_000, null, {
+        minRangeMs: HOUR,
+        minPointsPerBucket: 500,
+      })[0]!;
+    // 11 buckets read over the 11 hours from 9 h to 20 h.
+    expect(plan(100 * 600).rollup).toEqual({ bucketMs: HOUR });
+    expect(plan(100 * 400).rollup).toBeNull();
   });
 });
