@@ -1,11 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { formatTimestamp } from '@meridian/domain';
 import { bootstrapAdmin, createUser } from '../support/accounts.ts';
-import { startApi, type RunningApi } from '../support/api.ts';
+import { call, startApi, type RunningApi } from '../support/api.ts';
 import { startWorker } from '../support/ingest.ts';
 import { isolatedSettings } from '../support/settings.ts';
 import { waitForTask } from '../support/tasks.ts';
 import { uploadFile } from '../support/uploads.ts';
+import { waitFor } from '../support/wait.ts';
 
 /**
  * The Prometheus API reading the rollups (points_1h, points_1m) for windows of whole buckets,
@@ -16,7 +17,12 @@ import { uploadFile } from '../support/uploads.ts';
  * stays invisible; buckets count against the samples bound.
  */
 // The test's series are sparse (a dozen points an hour): rollups are read whatever the points per bucket.
-const settings = isolatedSettings({ MERIDIAN_RATE_LIMIT_PER_SECOND: '0', LOG_LEVEL: 'info', MERIDIAN_PROMQL_ROLLUP_MIN_POINTS_PER_BUCKET: '0' });
+const settings = isolatedSettings({
+  MERIDIAN_RATE_LIMIT_PER_SECOND: '0',
+  LOG_LEVEL: 'info',
+  MERIDIAN_PROMQL_ROLLUP_MIN_POINTS_PER_BUCKET: '0',
+  MERIDIAN_POINTS_RETENTION_INTERVAL_MS: '500',
+});
 let rollups: RunningApi;
 let raw: RunningApi;
 /** Reads rollups under a samples bound the hourly buckets fit in and the minutes do not. */
@@ -194,5 +200,41 @@ describe('PromQL windows from the rollups', () => {
     expect(lastRollups(tight)).toEqual([60_000]);
     expect(minutes.status).toBe(422);
     expect(minutes.body).toMatchObject({ errorType: 'execution', error: expect.stringContaining('MERIDIAN_PROMQL_MAX_SAMPLES') });
+  });
+
+  it('never reads a bucket before the raw points retention left, and reads the bucket of the first one raw', async () => {
+    const MIN = 60_000;
+    const now = Math.floor(Date.now() / MIN) * MIN;
+    // Seconds 7, 12, … 57 of each minute: the first point retention leaves is never on the minute.
+    const minutes = (from: number, to: number) =>
+      Array.from({ length: to - from }, (_, m) => Array.from({ length: 11 }, (_, k) => now + (from + m) * MIN + 7000 + 5000 * k)).flat();
+    const old = minutes(-30, -10);
+    const fresh = minutes(10, 40);
+    await upload(
+      [...old, ...fresh].map((t, i): Row => ['rq_ret', t, (i * 37) % 101]),
+      now,
+    );
+    const set = await call(`${rollups.url}/api/v1/retention`, admin, { method: 'PUT', body: { match: 'prefix', value: 'rq_ret', seconds: 5 } });
+    expect(set.status, set.text).toBe(200);
+    await waitFor(
+      'the catalog to start at the first point retention left',
+      async () => {
+        const catalog = await call(`${rollups.url}/api/v1/metrics?${new URLSearchParams({ metrics: 'rq_ret' })}`, admin);
+        const entry = (catalog.json?.metrics as Array<{ first_timestamp: string }> | undefined)?.[0];
+        return entry?.first_timestamp === formatTimestamp(fresh[0]!) ? true : undefined;
+      },
+      60_000,
+      200,
+    );
+    // Windows of 1 h every minute over both: the minute buckets of the old points are still in the rollup.
+    for (const func of ['count_over_time', 'min_over_time', 'last_over_time', 'sum_over_time']) {
+      const params = { query: `${func}(rq_ret[1h])`, start: s(now - 40 * MIN), end: s(now + 60 * MIN), step: '60' };
+      const [a, b] = [await query(rollups, params, admin), await query(raw, params, admin)];
+      expect(lastRollups(rollups).length, func).toBe(1);
+      expect(a.status, JSON.stringify(a.body)).toBe(200);
+      expect(JSON.stringify(a.body.data), func).toBe(JSON.stringify(b.body.data));
+    }
+    const counted = await query(rollups, { query: 'count_over_time(rq_ret[1h])', time: s(now + 60 * MIN) }, admin);
+    expect(counted.body.data!.result).toEqual([{ metric: {}, value: [(now + 60 * MIN) / 1000, String(fresh.length)] }]);
   });
 });
