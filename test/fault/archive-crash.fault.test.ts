@@ -76,7 +76,10 @@ describe(`ingest with the archiver killed with SIGKILL ${KILLS} times during a $
       const proc = startApp('ingest', settings);
       processes.push(proc);
       // Into the archiving (a new index entry since the last kill), then a crash at a random moment of a pass.
-      await waitFor('the archiver to write a segment', async () => ((await entries()) > before ? true : undefined), 90_000, 20);
+      await waitFor('the archiver to write a segment', async () => ((await entries()) > before ? true : undefined), 90_000, 20).catch((error: unknown) => {
+        // What the worker said is what tells why no segment came: kept in the failure.
+        throw new Error(`${String(error)}\nstart ${k + 1}; the worker's last output:\n${proc.output().split('\n').slice(-60).join('\n')}`);
+      });
       await new Promise((r) => setTimeout(r, Math.floor(Math.random() * 200)));
       await proc.stop('SIGKILL');
       kills++;

@@ -8,6 +8,8 @@ export type ArchiveOptions = {
   readonly retentionMs: number;
   /** The pause between two passes (MERIDIAN_ARCHIVE_INTERVAL_MS, 60000). */
   readonly intervalMs: number;
+  /** The longest a pass may take before it is abandoned (MERIDIAN_ARCHIVE_PASS_TIMEOUT_MS, 15 minutes). */
+  readonly passTimeoutMs: number;
 };
 
 export function archiveOptions(settings: Settings): ArchiveOptions | null {
@@ -16,5 +18,6 @@ export function archiveOptions(settings: Settings): ArchiveOptions | null {
     segmentBytes: settings.MERIDIAN_ARCHIVE_SEGMENT_BYTES,
     retentionMs: settings.MERIDIAN_ARCHIVE_RETENTION_MS,
     intervalMs: settings.MERIDIAN_ARCHIVE_INTERVAL_MS,
+    passTimeoutMs: settings.MERIDIAN_ARCHIVE_PASS_TIMEOUT_MS,
   };
 }

@@ -1,4 +1,5 @@
 import { archivePass, trimPass, type ArchivePass } from '@meridian/kafka';
+import { withDeadline } from '@meridian/observability';
 import type { IngestDeps } from '../ingest-deps.ts';
 import { startPeriodic } from '../periodic.ts';
 import type { ArchiveOptions } from './options.ts';
@@ -8,9 +9,10 @@ import type { ArchiveOptions } from './options.ts';
  * while `leads` says so (the member projecting points partition 0, one per deployment), a pass
  * archives the points topic to its last stable offset, then removes from the brokers what is
  * archived, projected and past MERIDIAN_ARCHIVE_RETENTION_MS. A pass lists only the index keys
- * written since the one before; a failed pass is logged and the next one starts again from the
- * whole archive index, so a crash anywhere repeats work and never
- * skips or doubles a record.
+ * written since the one before; a failed pass, or one past MERIDIAN_ARCHIVE_PASS_TIMEOUT_MS, is
+ * logged and the next one starts again from the whole archive index, so a crash or a hang
+ * anywhere repeats work and never skips or doubles a record (an abandoned pass's last request
+ * may still land: two archivers overlapping is a race the archive already takes).
  */
 export function startArchiver(ingest: IngestDeps, options: ArchiveOptions | null, leads: () => boolean): { stop(): Promise<void> } {
   const { topics } = ingest;
@@ -28,31 +30,40 @@ export function startArchiver(ingest: IngestDeps, options: ArchiveOptions | null
       return;
     }
     try {
-      const pass = await archivePass({
-        log: ingest.archive.log,
-        objects: ingest.archive.objects,
-        topic: topics.points,
-        groupPrefix: `${ingest.groups.projector}-archive-pass-`,
-        segmentBytes: options.segmentBytes,
-        // Half the window: a partial segment waits that long to fill, and is archived well before the trim wants it gone.
-        tailAgeMs: options.retentionMs / 2,
-        logger,
-        signal: abort.signal,
-        tails,
-        ...(chainEnds ? { chainEnds } : {}),
-      });
-      tails = pass.tails;
-      chainEnds = pass.chainEnds;
-      if (pass.segments > 0) logger.info({ segments: pass.segments, records: pass.records, ends: Object.fromEntries(pass.ends) }, 'points archived');
-      await trimPass({
-        log: ingest.archive.log,
-        objects: ingest.archive.objects,
-        topic: topics.points,
-        projectorGroup: ingest.groups.projector,
-        retentionMs: options.retentionMs,
-        logger,
-        chainEnds,
-      });
+      await withDeadline(
+        async (signal) => {
+          const pass = await archivePass({
+            log: ingest.archive.log,
+            objects: ingest.archive.objects,
+            topic: topics.points,
+            groupPrefix: `${ingest.groups.projector}-archive-pass-`,
+            segmentBytes: options.segmentBytes,
+            // Half the window: a partial segment waits that long to fill, and is archived well before the trim wants it gone.
+            tailAgeMs: options.retentionMs / 2,
+            logger,
+            signal,
+            tails,
+            ...(chainEnds ? { chainEnds } : {}),
+          });
+          // A pass abandoned at its deadline may still end; what it kept is not the next pass's.
+          signal.throwIfAborted();
+          tails = pass.tails;
+          chainEnds = pass.chainEnds;
+          if (pass.segments > 0) logger.info({ segments: pass.segments, records: pass.records, ends: Object.fromEntries(pass.ends) }, 'points archived');
+          await trimPass({
+            log: ingest.archive.log,
+            objects: ingest.archive.objects,
+            topic: topics.points,
+            projectorGroup: ingest.groups.projector,
+            retentionMs: options.retentionMs,
+            logger,
+            chainEnds,
+          });
+        },
+        options.passTimeoutMs,
+        'an archiving pass',
+        abort.signal,
+      );
     } catch (error) {
       tails = new Map();
       chainEnds = undefined;

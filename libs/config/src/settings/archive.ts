@@ -33,4 +33,9 @@ export const archiveSettings = {
     default: '60000',
     doc: 'With MERIDIAN_ARCHIVE on: the pause between two archiving passes (each archives the points topic to its last stable offset, then removes from the brokers what may go); 100 ms to 1 day.',
   },
+  MERIDIAN_ARCHIVE_PASS_TIMEOUT_MS: {
+    schema: z.coerce.number().int().min(1000).max(DAY_MS),
+    default: String(15 * 60_000),
+    doc: "With MERIDIAN_ARCHIVE on: the longest one archiving pass (archive, then trim) may take; 1 s to 1 day. Past it the pass's reads are cancelled, a warning is logged and the next pass starts again from the archive index: a read or a request that hangs delays archiving by this much, never for good. Segments written before stay, so a pass over a long backlog that runs out of time is continued by the next one.",
+  },
 } as const;
