@@ -20,6 +20,7 @@ import {
 import { holdWhileResponding, type PerUserSlots } from '../http/per-user-slots.ts';
 import { defineRoute, type RouteDef } from '../http/route.ts';
 import type { BodyBudget } from '../http/body-budget.ts';
+import { releaseNow } from '../http/release-memory.ts';
 import { readHeldBody } from '../uploads/read-body.ts';
 import { submitPush, type PushDeps, type SubmitDeps } from '../uploads/push-submit.ts';
 import { decideSeriesPush } from './series-push.ts';
@@ -132,7 +133,12 @@ function remoteWriteRoute(deps: TelemetryDeps): RouteDef {
       holdSlot(deps, ctx, user);
       const body = await readHeldBody(ctx, deps.maxBodyBytes, deps.bodies, user.user_name);
       const version = /proto=io\.prometheus\.write\.v2\.Request/i.test(ctx.get('Content-Type')) ? '2.0' : '1.0';
-      const outcome = await pushSeries(deps, user, 'remote_write', body, decodeRemoteWriteBody(body, version, { ...deps.limits, names: deps.names }));
+      let outcome: Outcome;
+      try {
+        outcome = await pushSeries(deps, user, 'remote_write', body, decodeRemoteWriteBody(body, version, { ...deps.limits, names: deps.names }));
+      } finally {
+        releaseNow([body]); // snappy-compressed: what was decoded from it was copied out of it
+      }
       ctx.set('X-Prometheus-Remote-Write-Samples-Written', String(outcome.stored));
       if (outcome.refusedPoints === 0) {
         ctx.status = 204;

@@ -9,6 +9,7 @@ import {
   type UploadFailed,
 } from '@meridian/domain';
 import { withTimeout } from '@meridian/observability';
+import { releaseNow } from '../http/release-memory.ts';
 import type { PushDecision, PushRequest } from './push-decision.ts';
 import type { PushLog } from './push-log.ts';
 import type { CommandLog } from '../tasks/submit-command.ts';
@@ -88,6 +89,9 @@ export async function submitPush(
   try {
     // Bounded by the push log (MERIDIAN_KAFKA_ACK_TIMEOUT_MS), which settles a transaction it gives up on before it says so.
     position = await push.log.append({ batches, pushed: { ...request, rows_total, points_accepted, rows_rejected, errors, metrics } });
+    // Committed: the log client has sent its copy, so the batches are done with. Not on a failure,
+    // where a transaction cut short by the deadline may still be encoding them.
+    releaseNow(batches.map((b) => b.value));
   } catch (cause) {
     // A commit cut short may have landed after all: then the push is stored, and says so.
     const landed = await storedTask(submit, request.task_id).catch(() => undefined);

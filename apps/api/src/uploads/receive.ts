@@ -2,6 +2,7 @@ import type { Context } from 'koa';
 import { canWrite, canWriteSomeMetric, DomainError, metricNameProblem, validationError, type UserRecord } from '@meridian/domain';
 import type { BlobStore } from '../blob-store.ts';
 import type { BodyBudget } from '../http/body-budget.ts';
+import { releaseNow } from '../http/release-memory.ts';
 import type { OneAtATime } from '../http/one-at-a-time.ts';
 import type { ApiMetrics } from '../observability/metrics.ts';
 import type { UploadAdmission } from './admission.ts';
@@ -86,7 +87,11 @@ export async function receiveJsonUpload(r: Receivers, ctx: Context, request: Upl
       if (push !== undefined && decision !== null) {
         const pushed = { task_id: taskId, user_name: user.user_name, at, ...described };
         const submit = () => submitPush(r.submit, push, pushed, decision);
-        outcome = idempotency === undefined ? await submit() : await r.keyedPushes.run(taskId, submit);
+        try {
+          outcome = idempotency === undefined ? await submit() : await r.keyedPushes.run(taskId, submit);
+        } finally {
+          releaseNow([raw]); // a push's body is not in the log (its batches are): only its length and hash are kept
+        }
       } else {
         // Staged like a file: the command carries only the reference, so reading the tasks log stays cheap.
         const stagedKey = stagedUploadKey(taskId);
@@ -99,7 +104,7 @@ export async function receiveJsonUpload(r: Receivers, ctx: Context, request: Upl
           staged_object: stagedKey,
         } satisfies UploadCommand);
       }
-      if (outcome === 'written') r.metrics?.uploadAccepted('json_body', raw.length, check.values);
+      if (outcome === 'written') r.metrics?.uploadAccepted('json_body', described.payload_bytes, check.values);
       accepted(ctx, taskId);
     },
     !likelyPush,
