@@ -1,4 +1,4 @@
-import { ByteReader, ByteWriter, CorruptBytesError } from './varint.ts';
+import { ByteReader, ByteWriter, CorruptBytesError, putInt } from './varint.ts';
 
 /**
  * A point batch's points packed by series, for the log's compression (PointBatch v5's `columns`):
@@ -40,7 +40,9 @@ function groupBySeries(nameIndex: ArrayLike<number>, points: number, series: num
   const start = new Int32Array(series + 1);
   if (nameIndex.length === 0) {
     start[1] = points;
-    return { order: Int32Array.from({ length: points }, (_, i) => i), start };
+    const order = new Int32Array(points);
+    for (let i = 0; i < points; i++) order[i] = i;
+    return { order, start };
   }
   for (let i = 0; i < points; i++) start[nameIndex[i]! + 1]!++;
   for (let s = 0; s < series; s++) start[s + 1]! += start[s]!;
@@ -78,8 +80,13 @@ function readRuns(r: ByteReader, points: number, series: number): number[] {
   return nameIndex;
 }
 
+function withinLimit(ts: readonly number[]): boolean {
+  for (let i = 0; i < ts.length; i++) if (!(Math.abs(ts[i]!) < LIMIT)) return false;
+  return true;
+}
+
 function writeTimestamps(w: ByteWriter, ts: readonly number[], g: Grouping): void {
-  if (ts.some((t) => !(Math.abs(t) < LIMIT))) {
+  if (!withinLimit(ts)) {
     w.byte(RAW);
     for (let i = 0; i < g.order.length; i++) {
       w.buf.writeBigInt64LE(BigInt(ts[g.order[i]!]!), w.pos);
@@ -88,22 +95,26 @@ function writeTimestamps(w: ByteWriter, ts: readonly number[], g: Grouping): voi
     return;
   }
   w.byte(0);
+  const { buf } = w;
+  const { order, start } = g;
+  let pos = w.pos;
   let lastFirst = 0;
-  for (let s = 0; s + 1 < g.start.length; s++) {
-    const from = g.start[s]!;
-    const to = g.start[s + 1]!;
+  for (let s = 0; s + 1 < start.length; s++) {
+    const from = start[s]!;
+    const to = start[s + 1]!;
     if (from === to) continue;
-    let last = ts[g.order[from]!]!;
-    w.int(last - lastFirst);
+    let last = ts[order[from]!]!;
+    pos = putInt(buf, pos, last - lastFirst);
     lastFirst = last;
     let interval = 0;
     for (let k = from + 1; k < to; k++) {
-      const t = ts[g.order[k]!]!;
-      w.int(t - last - interval);
+      const t = ts[order[k]!]!;
+      pos = putInt(buf, pos, t - last - interval);
       interval = t - last;
       last = t;
     }
   }
+  w.pos = pos;
 }
 
 function readTimestamps(r: ByteReader, out: number[], g: Grouping): void {
@@ -174,19 +185,13 @@ function writeValues(w: ByteWriter, values: readonly number[], g: Grouping): voi
     const from = g.start[s]!;
     const to = g.start[s + 1]!;
     if (from === to) continue;
-    const mark = w.pos;
     if (writeDecimals(w, values, g.order, from, to)) continue;
-    w.pos = mark;
     writeRawValues(w, values, g.order, from, to);
   }
 }
 
-/** The mantissa of `v` at k decimals when it gives `v` back exactly, else NaN. */
-function mantissaOf(v: number, k: number): number {
-  // + 0: -0 becomes 0, which does not come back as -0, so a -0 makes its series raw.
-  const m = Math.round(v * POW10[k]!) + 0;
-  return Math.abs(m) <= LIMIT && Object.is(m / POW10[k]!, v) ? m : NaN;
-}
+/** Whether m / 10^k gives `v` back bit for bit (m = round(v × 10^k)); a -0 never comes back, its m being 0. */
+const exact = (m: number, scale: number, v: number) => m / scale === v && Math.abs(m) <= LIMIT && !(m === 0 && 1 / v < 0);
 
 /**
  * The series as decimal integers at the fewest decimals k ≤ 15 that give every value back; false
@@ -194,23 +199,28 @@ function mantissaOf(v: number, k: number): number {
  * before starts the series again at its k: a value exact at k decimals is exact at more.
  */
 function writeDecimals(w: ByteWriter, values: readonly number[], order: Int32Array, from: number, to: number): boolean {
-  const mark = w.pos;
+  const { buf } = w;
   let k = 0;
   for (;;) {
-    w.pos = mark;
-    w.byte(k);
+    const scale = POW10[k]!;
+    buf[w.pos] = k;
+    let pos = w.pos + 1;
     let last = 0;
     let i = from;
     for (; i < to; i++) {
-      const m = mantissaOf(values[order[i]!]!, k);
-      if (Number.isNaN(m)) break;
-      w.int(m - last);
+      const v = values[order[i]!]!;
+      const m = Math.round(v * scale);
+      if (!exact(m, scale, v)) break;
+      pos = putInt(buf, pos, m - last);
       last = m;
     }
-    if (i === to) return true;
+    if (i === to) {
+      w.pos = pos;
+      return true;
+    }
     const v = values[order[i]!]!;
     do k++;
-    while (k <= MAX_DECIMALS && Number.isNaN(mantissaOf(v, k)));
+    while (k <= MAX_DECIMALS && !exact(Math.round(v * POW10[k]!), POW10[k]!, v));
     if (k > MAX_DECIMALS) return false;
   }
 }

@@ -2,6 +2,23 @@
  * Unsigned LEB128 varints of JS numbers up to 2^53, and zigzag for signed ones up to ±2^52,
  * written by arithmetic above 2^31 (bit operators stop at 32 bits).
  */
+/** Writes `v`, an integer in [0, 2^53], at `pos`; returns the position after it. */
+export function putUint(buf: Uint8Array, pos: number, v: number): number {
+  while (v > 0x7fffffff) {
+    buf[pos++] = (v % 128) | 0x80;
+    v = Math.floor(v / 128);
+  }
+  while (v > 0x7f) {
+    buf[pos++] = (v & 0x7f) | 0x80;
+    v >>>= 7;
+  }
+  buf[pos++] = v;
+  return pos;
+}
+
+/** Writes `v`, an integer in [-2^52, 2^52), zigzag: 0, -1, 1, -2… as 0, 1, 2, 3… */
+export const putInt = (buf: Uint8Array, pos: number, v: number): number => putUint(buf, pos, v >= 0 ? v * 2 : -v * 2 - 1);
+
 /** The scratch writers write into; it keeps the largest size needed, up to this. */
 const MAX_KEPT_SCRATCH = 4 * 1024 * 1024;
 let scratch = Buffer.allocUnsafe(64 * 1024);
@@ -28,23 +45,12 @@ export class ByteWriter {
 
   /** `v`: an integer in [0, 2^53]. */
   uint(v: number): void {
-    const buf = this.buf;
-    let pos = this.pos;
-    while (v > 0x7fffffff) {
-      buf[pos++] = (v % 128) | 0x80;
-      v = Math.floor(v / 128);
-    }
-    while (v > 0x7f) {
-      buf[pos++] = (v & 0x7f) | 0x80;
-      v >>>= 7;
-    }
-    buf[pos++] = v;
-    this.pos = pos;
+    this.pos = putUint(this.buf, this.pos, v);
   }
 
   /** `v`: an integer in [-2^52, 2^52). */
   int(v: number): void {
-    this.uint(v >= 0 ? v * 2 : -v * 2 - 1);
+    this.pos = putInt(this.buf, this.pos, v);
   }
 
   /** A copy of what was written: the scratch is the next writer's. */
