@@ -8,7 +8,8 @@ import type { Series } from './telemetry.ts';
 /**
  * The points topic's bytes and the CPU of their encoding and decoding, in this process alone:
  * a fleet's windows batched as a push batches them (the metrics of one points partition in a
- * batch), each batch encoded as PointBatch v3 (timestamps as they are) and v4 (as differences),
+ * batch), each batch encoded as PointBatch v3 (timestamps as they are), v4 (as differences) and
+ * v5 (packed by series: intervals' differences, values as decimal integers where exact),
  * and each encoded batch compressed as the producer compresses a record batch (none, gzip,
  * zstd level 3). Per layout: bytes a point as the brokers keep them, and CPU µs a point of
  * encode + compress and of decompress + decode (thread CPU, so other processes do not count).
@@ -48,11 +49,12 @@ export async function pointBatchCodecFigures(windows: Iterable<Series[]>, option
   const events = batchesOf(windows, options.batchPoints, options.partitions);
   const points = events.reduce((n, e) => n + e.timestamps.length, 0);
   const figures: CodecFigures[] = [];
-  for (const [version, writeDeltas] of [
-    ['v3', false],
-    ['v4', true],
+  for (const [version, writeDeltas, writePacked] of [
+    ['v3', false, false],
+    ['v4', true, false],
+    ['v5', true, true],
   ] as const) {
-    const codec = createEventCodec<PointsFact>(undefined, { writeDeltas });
+    const codec = createEventCodec<PointsFact>(undefined, { writeDeltas, writePacked });
     for (const c of COMPRESSIONS) {
       let start = cpuUs();
       const stored: Buffer[] = [];

@@ -24,7 +24,7 @@ import { startVictoriaMetrics } from './victoria-metrics.ts';
  * telemetry (telemetry-fleet.ts: walks, counters, levels and noisy gauges, scraped every 10, 15
  * or 60 s), pushed as Prometheus remote write, window by window, to VictoriaMetrics and to
  * Meridian twice in one run: as before (point batches uncompressed, PointBatch v3) and as now
- * (zstd, PointBatch v4). First the point batches alone, in this process (the codec table).
+ * (zstd, PointBatch v5). First the point batches alone, in this process (the codec table).
  *
  * Meridian's bytes: each topic's log segments in Kafka's log dir (the local stack's), each
  * ClickHouse table's active parts after OPTIMIZE FINAL (system.parts bytes_on_disk); Meridian's
@@ -35,7 +35,8 @@ import { startVictoriaMetrics } from './victoria-metrics.ts';
  *   BENCH_SERIES=1000       series of the fleet
  *   BENCH_IDLE_S=0            seconds of each Meridian left idle once every point is in, its CPU a minute printed
  *   BENCH_SYSTEMS=victoria-metrics,before,after   (also: deltas, zstd: each change alone; archive,
- *     archive-window: as after, with the points archive on)
+ *     archive-window: as after, with the points archive on; v4, archive-window-v4: point batches
+ *     not packed, as before v5)
  */
 const POINTS = Number(process.env.BENCH_POINTS ?? 10_000_000);
 const SERIES = Number(process.env.BENCH_SERIES ?? 1000);
@@ -52,6 +53,8 @@ type Row = {
   readonly bytes: ReadonlyArray<readonly [string, number]>;
   readonly cpu: ReadonlyArray<readonly [string, number]>;
   readonly seconds: number;
+  /** `points`' compressed bytes by column (Meridian's rows). */
+  readonly columns?: ReadonlyArray<readonly [string, number]>;
   /** CPU-seconds a minute of each process once every point is in, the system idle (BENCH_IDLE_S): what background passes cost. */
   readonly idle?: ReadonlyArray<readonly [string, number]>;
 };
@@ -136,6 +139,19 @@ async function tableBytes(settings: Settings): Promise<Array<[string, number]>> 
   return rows.map((line) => line.split('\t')).map(([table, bytes]) => [`ClickHouse ${table!}`, Number(bytes)]);
 }
 
+/** `points`' compressed bytes by column once merged to one part (system.columns, which 18.16 has). */
+async function pointsColumnBytes(settings: Settings): Promise<Array<[string, number]>> {
+  const rows = await clickhouse(
+    settings,
+    `SELECT name, data_compressed_bytes FROM system.columns WHERE database = currentDatabase() AND table = 'points' FORMAT TabSeparated`,
+  );
+  return rows
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => line.split('\t'))
+    .map(([column, bytes]) => [column!, Number(bytes)]);
+}
+
 /** The apps' log lines at error and above, but for the readiness probe's answers while they start. */
 const quiet = (line: string) => {
   if (/"level":"(error|fatal)"/.test(line) && !line.includes('"path":"/readyz"')) console.log(line);
@@ -189,6 +205,7 @@ async function meridian(fleet: Fleet, name: string, env: Record<string, string>)
     return {
       system: name,
       bytes: [...topics, ...archived, ...(await tableBytes(settings))],
+      columns: await pointsColumnBytes(settings),
       cpu: processes.map((p) => [p.name, spent.of(p.name)]),
       seconds,
       ...(idle ? { idle } : {}),
@@ -200,37 +217,26 @@ async function meridian(fleet: Fleet, name: string, env: Record<string, string>)
 }
 
 // The compression cases keep the archive off, as they were measured before it existed.
+const V3 = { MERIDIAN_POINT_BATCH_DELTAS: 'false', MERIDIAN_POINT_BATCH_PACKED: 'false' };
+const V4 = { MERIDIAN_POINT_BATCH_DELTAS: 'true', MERIDIAN_POINT_BATCH_PACKED: 'false' };
+const V5 = { MERIDIAN_POINT_BATCH_DELTAS: 'true', MERIDIAN_POINT_BATCH_PACKED: 'true' };
+/** The archive on with a window short enough that it archives and trims during the run. */
+const ARCHIVE_WINDOW = { MERIDIAN_ARCHIVE: 'true', MERIDIAN_ARCHIVE_INTERVAL_MS: '2000', MERIDIAN_ARCHIVE_RETENTION_MS: '20000' };
 const MERIDIANS: Record<string, { readonly label: string; readonly env: Record<string, string> }> = {
-  before: {
-    label: 'Meridian before (uncompressed, v3)',
-    env: { MERIDIAN_LOG_COMPRESSION: 'none', MERIDIAN_POINT_BATCH_DELTAS: 'false', MERIDIAN_ARCHIVE: 'false' },
-  },
-  after: {
-    label: 'Meridian now (zstd, v4), archive off',
-    env: { MERIDIAN_LOG_COMPRESSION: 'zstd', MERIDIAN_POINT_BATCH_DELTAS: 'true', MERIDIAN_ARCHIVE: 'false' },
-  },
+  before: { label: 'Meridian before (uncompressed, v3)', env: { MERIDIAN_LOG_COMPRESSION: 'none', ...V3, MERIDIAN_ARCHIVE: 'false' } },
+  after: { label: 'Meridian now (zstd, v5), archive off', env: { MERIDIAN_LOG_COMPRESSION: 'zstd', ...V5, MERIDIAN_ARCHIVE: 'false' } },
   // The points archive on, as shipped (a pass a minute, a 7-day window: it reads back the unarchived tail each pass, cuts little).
-  archive: {
-    label: 'Meridian now, archive on (defaults)',
-    env: { MERIDIAN_LOG_COMPRESSION: 'zstd', MERIDIAN_POINT_BATCH_DELTAS: 'true', MERIDIAN_ARCHIVE: 'true' },
-  },
-  // The archive on with a window short enough that it archives and trims during the run.
+  archive: { label: 'Meridian now, archive on (defaults)', env: { MERIDIAN_LOG_COMPRESSION: 'zstd', ...V5, MERIDIAN_ARCHIVE: 'true' } },
   'archive-window': {
     label: 'Meridian now, archive on (a pass every 2 s, a 20 s window)',
-    env: {
-      MERIDIAN_LOG_COMPRESSION: 'zstd',
-      MERIDIAN_POINT_BATCH_DELTAS: 'true',
-      MERIDIAN_ARCHIVE: 'true',
-      MERIDIAN_ARCHIVE_INTERVAL_MS: '2000',
-      MERIDIAN_ARCHIVE_RETENTION_MS: '20000',
-    },
+    env: { MERIDIAN_LOG_COMPRESSION: 'zstd', ...V5, ...ARCHIVE_WINDOW },
   },
+  // Point batches as before v5 (not packed), beside the cases above.
+  v4: { label: 'Meridian with v4 (zstd), archive off', env: { MERIDIAN_LOG_COMPRESSION: 'zstd', ...V4, MERIDIAN_ARCHIVE: 'false' } },
+  'archive-window-v4': { label: 'Meridian with v4, archive on (2 s, 20 s)', env: { MERIDIAN_LOG_COMPRESSION: 'zstd', ...V4, ...ARCHIVE_WINDOW } },
   // Each change alone.
-  deltas: {
-    label: 'Meridian with v4 alone (uncompressed)',
-    env: { MERIDIAN_LOG_COMPRESSION: 'none', MERIDIAN_POINT_BATCH_DELTAS: 'true', MERIDIAN_ARCHIVE: 'false' },
-  },
-  zstd: { label: 'Meridian with zstd alone (v3)', env: { MERIDIAN_LOG_COMPRESSION: 'zstd', MERIDIAN_POINT_BATCH_DELTAS: 'false', MERIDIAN_ARCHIVE: 'false' } },
+  deltas: { label: 'Meridian with v4 alone (uncompressed)', env: { MERIDIAN_LOG_COMPRESSION: 'none', ...V4, MERIDIAN_ARCHIVE: 'false' } },
+  zstd: { label: 'Meridian with zstd alone (v3)', env: { MERIDIAN_LOG_COMPRESSION: 'zstd', ...V3, MERIDIAN_ARCHIVE: 'false' } },
 };
 
 function print(rows: readonly Row[], points: number): void {
@@ -242,6 +248,7 @@ function print(rows: readonly Row[], points: number): void {
     console.log(`\n${row.system}: ${(total / points).toFixed(2)} bytes a point in all${against}, ${fmt(points / row.seconds)} points/s`);
     for (const [where, bytes] of row.bytes) console.log(`  ${where.padEnd(40)} ${(bytes / points).toFixed(3).padStart(8)} B/point  ${fmt(bytes / 1024)} KiB`);
     console.log(`  CPU-seconds a million points: ${row.cpu.map(([p, s]) => `${p} ${((s * 1e6) / points).toFixed(2)}`).join(', ')}`);
+    if (row.columns) console.log(`  ClickHouse points by column, B/point: ${row.columns.map(([c, b]) => `${c} ${(b / points).toFixed(3)}`).join(', ')}`);
     if (row.idle) console.log(`  idle, CPU-seconds a minute: ${row.idle.map(([p, s]) => `${p} ${s.toFixed(2)}`).join(', ')}`);
   }
 }
@@ -263,7 +270,7 @@ async function main(): Promise<void> {
     console.log(`\n${system}: pushing…`);
     if (system === 'victoria-metrics') rows.push(await victoriaMetrics(fleet));
     else if (MERIDIANS[system]) rows.push(await meridian(fleet, MERIDIANS[system].label, MERIDIANS[system].env));
-    else throw new Error(`unknown system ${system} (BENCH_SYSTEMS: victoria-metrics, before, after, archive, archive-window, deltas, zstd)`);
+    else throw new Error(`unknown system ${system} (BENCH_SYSTEMS: ${Object.keys(MERIDIANS).join(', ')}, victoria-metrics)`);
   }
   print(rows, fleet.points);
   console.log("\nThe machine is shared: the stack's CPU (kafka, clickhouse, minio) includes other work on it.");

@@ -62,13 +62,13 @@ const pointsPerMetric = () =>
     'SELECT metric_name, toString(count()) AS points, toString(min(ts)) AS first_ts, toString(max(ts)) AS last_ts FROM points GROUP BY metric_name ORDER BY metric_name',
   );
 
-/** A CSV file upload of `count` points of one metric; resolves with the task id once accepted. */
-async function uploadFile(metric: string, first: number, count: number): Promise<string> {
+/** A CSV file upload of `count` points of one metric, the i-th valued `valueOf(i)`; resolves with the task id once accepted. */
+async function uploadFile(metric: string, first: number, count: number, valueOf = (i: number) => i / 4): Promise<string> {
   const body = Readable.from(
     (function* () {
       for (let i = first; i < first + count;) {
         const lines: string[] = [];
-        for (let k = 0; k < 10_000 && i < first + count; k++, i++) lines.push(`${formatTimestamp(T0 + i * 1000)},${i / 4}`);
+        for (let k = 0; k < 10_000 && i < first + count; k++, i++) lines.push(`${formatTimestamp(T0 + i * 1000)},${valueOf(i)}`);
         yield `${lines.join('\n')}\n`;
       }
     })(),
@@ -433,8 +433,10 @@ describe('a point in time that falls inside an upload', () => {
     // A cut after one of an upload's batches and before its seal: the rebuild projects the
     // batch, finds the upload unsealed and deletes it again; its catalog must forget it too.
     // An upload that fits one produce request sends its batches and seals together (one
-    // timestamp, no cut between them): three batches of one partition take at least two.
-    const cut = await uploadFile('rp.cut', 0, 150_000);
+    // timestamp, no cut between them): three batches of one partition take at least two, of
+    // values that PointBatch v5 cannot write as decimals (8 bytes each: 400 KB a batch, where
+    // quarters take a byte and three batches fit one request).
+    const cut = await uploadFile('rp.cut', 0, 150_000, (i) => i / 7);
     expect((await waitForTask(api.url, admin, cut, 300_000)).status).toBe('succeeded');
     const points = (await everyEvent()).filter((e) => e.topic === 'points');
     const firstBatch = new Map<string, number>();
@@ -566,14 +568,15 @@ const plain = (events: readonly LoggedEvent[]) => JSON.parse(JSON.stringify(even
 
 /**
  * An Avro file's events as the log's decoder gives them: the file writes each event with its
- * newest schema, so a PointBatch carries v4's timestamps_delta, always false (a file holds the
- * timestamps themselves), which the decoder leaves out.
+ * newest schema, so a PointBatch carries v4's timestamps_delta, always false, and v5's columns,
+ * always empty (a file holds the timestamps and values themselves), which the decoder leaves out.
  */
 function asDecoded(records: readonly LoggedEvent[]): LoggedEvent[] {
   return records.map((r) => {
     if (r.type !== 'PointBatch') return r;
-    const { timestamps_delta: flag, ...event } = r.event;
+    const { timestamps_delta: flag, columns, ...event } = r.event as typeof r.event & { columns: Uint8Array };
     expect(flag).toBe(false);
+    expect(columns.length).toBe(0);
     return { ...r, event };
   });
 }
@@ -725,11 +728,11 @@ describe('recorded events of older schema versions, on a log of their own', () =
   const fixtureDir = new URL('../fixtures/events/', import.meta.url).pathname;
   const fixture = (name: string) => JSON.parse(readFileSync(join(fixtureDir, name, 'v1.json'), 'utf8')) as EventFixture;
   // A newer PointBatch (test only: schemas/ is untouched), so that the recorded v1 bytes are an older version.
-  const nextType = avro.Type.forSchema(JSON.parse(readFileSync(join(fixtureDir, 'next-schemas/PointBatch/v5.avsc'), 'utf8')) as avro.Schema);
+  const nextType = avro.Type.forSchema(JSON.parse(readFileSync(join(fixtureDir, 'next-schemas/PointBatch/v6.avsc'), 'utf8')) as avro.Schema);
   const live = SchemaRegistry.loadFromDirectory();
   const withNext = new SchemaRegistry([
     ...live.names().flatMap((n) => live.versionsOf(n)),
-    { name: 'PointBatch', version: 5, type: nextType, fingerprint: fingerprintOf(nextType) },
+    { name: 'PointBatch', version: 6, type: nextType, fingerprint: fingerprintOf(nextType) },
   ]);
   const nextCodec = createEventCodec<PointsFact>(withNext);
   const pointsCodec = createEventCodec<PointsFact>();
@@ -770,20 +773,20 @@ describe('recorded events of older schema versions, on a log of their own', () =
     await platform?.close();
   });
 
-  it('a v1 PointBatch and a v5 one rebuild to the expected rows through the same code', async () => {
+  it('a v1 PointBatch and a v6 one rebuild to the expected rows through the same code', async () => {
     const v1 = fixture('PointBatch');
     const value = fromFixtureJson(v1.value) as { task_id: string; metric_name: string; updated_at: number; timestamps: number[]; values: number[] };
     const nextBytes = nextCodec.encode({
       type: 'PointBatch',
-      task_id: 'task-v5',
-      metric_name: 'fixture.v5',
+      task_id: 'task-v6',
+      metric_name: 'fixture.v6',
       updated_at: 1_704_067_300_000,
       timestamps: [1_704_067_301_000],
       values: [-3.5],
       source_row: 12,
     } as unknown as PointsFact);
     expect(parseHeader(nextBytes)!.fingerprint).toBe(fingerprintOf(nextType));
-    const first = await write([Buffer.from(v1.bytes, 'base64'), Buffer.from(fixture('UploadSealed').bytes, 'base64'), nextBytes, sealed('task-v5', 1)]);
+    const first = await write([Buffer.from(v1.bytes, 'base64'), Buffer.from(fixture('UploadSealed').bytes, 'base64'), nextBytes, sealed('task-v6', 1)]);
 
     await platform.clickhouse.command({ query: 'CREATE TABLE points_fixtures AS points' });
     const { end, low } = await platform.log.offsets(platform.topics.points);
@@ -818,17 +821,17 @@ describe('recorded events of older schema versions, on a log of their own', () =
         row_in_batch: i,
       })),
       {
-        metric_name: 'fixture.v5',
+        metric_name: 'fixture.v6',
         ts: 1_704_067_301_000,
         value: -3.5,
         updated_at: 1_704_067_300_000,
-        task_id: 'task-v5',
+        task_id: 'task-v6',
         kafka_partition: 0,
         kafka_offset: first + 2,
         row_in_batch: 0,
       },
     ]);
-    // The live schemas read v1 the same way (no v5 there): the live projector and a plain rebuild agree.
+    // The live schemas read v1 the same way (no v6 there): the live projector and a plain rebuild agree.
     await platform.clickhouse.command({ query: 'CREATE TABLE points_fixtures_live AS points' });
     const v1Only = await rebuildRange({
       log: platform.log,
@@ -842,14 +845,14 @@ describe('recorded events of older schema versions, on a log of their own', () =
     });
     expect(v1Only.points).toBe(2);
     expect(await tableChecksums(platform.clickhouse, 'points_fixtures_live')).toEqual(
-      new Map([...(await tableChecksums(platform.clickhouse, 'points_fixtures'))].filter(([m]) => m !== 'fixture.v5')),
+      new Map([...(await tableChecksums(platform.clickhouse, 'points_fixtures'))].filter(([m]) => m !== 'fixture.v6')),
     );
   });
 
   it('a swap when the new generation is ahead of a live projector holding rows in memory: no row lost or doubled', async (ctx) => {
     await skipUnlessSwappable(ctx, platform);
     worker = await startWorker(own);
-    // Only v1 events on the live log from here on (the live projector reads schemas/, which has no v5).
+    // Only v1 events on the live log from here on (the live projector reads schemas/, which has no v6).
     await waitFor('the live projector to catch up', async () => ((await count()) === 2 ? true : undefined), 60_000, 100);
     const batch = (task: string, n: number, at: number) =>
       pointsCodec.encode({
@@ -868,7 +871,7 @@ describe('recorded events of older schema versions, on a log of their own', () =
     expect(await count()).toBe(7);
 
     const result = await rebuildPoints(platform, { swap: 'always', waitForLiveMs: 1000 });
-    // The v1 fixture, task-a and task-b; with the live schemas (no v5) the v5 batch is undecodable and skipped, as live.
+    // The v1 fixture, task-a and task-b; with the live schemas (no v6) the v6 batch is undecodable and skipped, as live.
     expect(result.stats).toMatchObject({ points: 2 + 5 + 4, undecodable: 1 });
     expect(result.swap!.nudged).toBe(true);
     expect(await count()).toBe(11);

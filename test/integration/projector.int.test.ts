@@ -27,6 +27,7 @@ type Row = {
 type Upload = { task_id: string; batches: Array<{ metric: string; points: Array<[number, number]> }> };
 
 const pointsCodec = createEventCodec<PointsFact>();
+const unpackedCodec = createEventCodec<PointsFact>(undefined, { writePacked: false });
 const taskCodec = createEventCodec<TaskEvent>();
 
 describe('projector: points topic → ClickHouse, exactly once', () => {
@@ -190,14 +191,15 @@ describe('projector: points topic → ClickHouse, exactly once', () => {
       acks: -1,
       messages: [{ partition: garbagePartition, value: taskCodec.encode({ type: 'UploadSegmentProjected', task_id: 'x', partition: 0, at: 1 }) }],
     });
-    // a point batch that cannot be stored (two timestamps, one value): dead-lettered, and its task fails
+    // a point batch that cannot be stored (two timestamps, one value): dead-lettered, and its task fails.
+    // Written as v4: v5's encoder refuses columns of different lengths, an older release's did not.
     await plain.send({
       topic: platform.topics.points,
       acks: -1,
       messages: [
         {
           partition: garbagePartition,
-          value: pointsCodec.encode({ type: 'PointBatch', task_id: 'task-poison', metric_name: 'cpu:load', updated_at: 1, timestamps: [1, 2], values: [1] }),
+          value: unpackedCodec.encode({ type: 'PointBatch', task_id: 'task-poison', metric_name: 'cpu:load', updated_at: 1, timestamps: [1, 2], values: [1] }),
         },
       ],
     });

@@ -57,7 +57,7 @@ export async function startIngest(ingest: IngestDeps): Promise<RunningWorker> {
 /** The command registry: each command type of the tasks topic and its handler. */
 async function startCommandHandlers(ingest: IngestDeps, { tasks, user }: HandlerContext): Promise<RunningHandlers> {
   const { log, topics, logger } = ingest;
-  const { staging, stageMinBytes, pointBatchDeltas, ...run } = ingest.options.uploads;
+  const { staging, stageMinBytes, pointBatchDeltas, pointBatchPacked, ...run } = ingest.options.uploads;
   // The points topic's partitions, as the broker has them (more than KAFKA_POINTS_PARTITIONS if an
   // operator made it larger): an upload puts each batch in its metric's partition itself. Asked
   // until answered: right after the api created the topic its partitions may still be electing
@@ -75,7 +75,7 @@ async function startCommandHandlers(ingest: IngestDeps, { tasks, user }: Handler
         storage: ingest.blobs,
         logger: logger.child({ component: 'uploads' }),
         tasks,
-        pointsCodec: createEventCodec<PointsFact>(undefined, { writeDeltas: pointBatchDeltas }),
+        pointsCodec: createEventCodec<PointsFact>(undefined, { writeDeltas: pointBatchDeltas, writePacked: pointBatchPacked }),
         progressProducer,
         pointsPartitions,
         user,

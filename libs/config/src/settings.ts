@@ -126,7 +126,8 @@ export const settingRules = z
 
 /**
  * The most bytes one point batch of `points` points takes in the points topic: per point a
- * timestamp (an Avro long, at most 10 bytes) and a value (a double, 8); the rest (the metric
+ * timestamp (an Avro long, at most 10 bytes) and a value (a double, 8), or, packed (PointBatch
+ * v5), at most 8 and 8 and a byte a series; the rest (the metric
  * name in the key and the value, at most 256 characters of up to 4 UTF-8 bytes each; the task
  * id; the record's framing) stays under 4 KiB.
  */

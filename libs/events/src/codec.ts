@@ -1,4 +1,5 @@
 import type avro from 'avsc';
+import { packingsOf, type Packing } from './packings.ts';
 import { SchemaRegistry, type SchemaVersion } from './registry.ts';
 import { encodeSingleObject, parseHeader } from './single-object.ts';
 
@@ -99,6 +100,12 @@ export type CodecOptions = {
    * a release that predates that version still reads: for a rolling upgrade from one.
    */
   readonly writeDeltas?: boolean;
+  /**
+   * Whether fields a newest version can pack (packings.ts: a point batch's points by series,
+   * PointBatch v5) are written packed (true by default). False writes the version before, as
+   * `writeDeltas` says: for a rolling upgrade from a release that predates the packed version.
+   */
+  readonly writePacked?: boolean;
 };
 
 /**
@@ -114,14 +121,20 @@ export function createEventCodec<E extends EventLike>(
   options: CodecOptions = {},
 ): EventCodec<E> {
   const writeDeltas = options.writeDeltas ?? true;
-  const resolvers = new Map<bigint, { reader: SchemaVersion; resolver: avro.Resolver | null; deltas: DeltaField[] }>();
-  const writers = new Map<string, { candidates: Writer[]; deltas: DeltaField[] }>();
+  const writePacked = options.writePacked ?? true;
+  const resolvers = new Map<bigint, { reader: SchemaVersion; resolver: avro.Resolver | null; deltas: DeltaField[]; packings: Packing[] }>();
+  const writers = new Map<string, { candidates: Writer[]; deltas: DeltaField[]; packings: Packing[] }>();
 
   function readerFor(writer: SchemaVersion) {
     let entry = resolvers.get(writer.fingerprint);
     if (!entry) {
       const reader = registry.latest(writer.name)!;
-      entry = { reader, resolver: reader === writer ? null : reader.type.createResolver(writer.type), deltas: deltaFieldsOf(reader) };
+      entry = {
+        reader,
+        resolver: reader === writer ? null : reader.type.createResolver(writer.type),
+        deltas: deltaFieldsOf(reader),
+        packings: packingsOf(reader.type.schema() as RecordSchema),
+      };
       resolvers.set(writer.fingerprint, entry);
     }
     return entry;
@@ -132,16 +145,23 @@ export function createEventCodec<E extends EventLike>(
       let entry = writers.get(event.type);
       if (!entry) {
         const latest = registry.latest(event.type);
-        entry = { candidates: writersOf(registry, event.type), deltas: latest === undefined || !writeDeltas ? [] : deltaFieldsOf(latest) };
+        entry = {
+          candidates: writersOf(registry, event.type),
+          deltas: latest === undefined || !writeDeltas ? [] : deltaFieldsOf(latest),
+          packings: latest === undefined || !writePacked ? [] : packingsOf(latest.type.schema() as RecordSchema),
+        };
         writers.set(event.type, entry);
       }
-      const { candidates, deltas } = entry;
+      const { candidates, deltas, packings } = entry;
       if (candidates.length === 0) throw new Error(`no schema for event type ${event.type}`);
       const { type: _type, ...fields }: Record<string, unknown> = event;
-      for (const d of deltas) {
-        fields[d.values] = toDeltas(fields[d.values] as number[]);
-        fields[d.flag] = true;
-      }
+      for (const p of packings) p.pack(fields);
+      // Packed arrays are empty: nothing left to write as differences.
+      if (packings.length === 0)
+        for (const d of deltas) {
+          fields[d.values] = toDeltas(fields[d.values] as number[]);
+          fields[d.flag] = true;
+        }
       const { schema } = candidates.find((w) => w.absent.every((f) => f.isDefault(fields[f.name])))!;
       return encodeSingleObject(schema.fingerprint, schema.type, fields);
     },
@@ -150,7 +170,7 @@ export function createEventCodec<E extends EventLike>(
       if (!parsed) throw new UndecodableEventError('message is not Avro single-object encoded');
       const writer = registry.byPrint(parsed.fingerprint);
       if (!writer) throw new UndecodableEventError(`unknown schema fingerprint ${parsed.fingerprint.toString(16)}`);
-      const { reader, resolver, deltas } = readerFor(writer);
+      const { reader, resolver, deltas, packings } = readerFor(writer);
       let record: Record<string, unknown>;
       try {
         record = (resolver ? reader.type.fromBuffer(parsed.body, resolver) : reader.type.fromBuffer(parsed.body)) as Record<string, unknown>;
@@ -160,6 +180,11 @@ export function createEventCodec<E extends EventLike>(
       for (const d of deltas) {
         if (record[d.flag] === true) fromDeltas(record[d.values] as number[]);
         delete record[d.flag];
+      }
+      try {
+        for (const p of packings) p.unpack(record);
+      } catch (cause) {
+        throw new UndecodableEventError(`corrupt ${writer.name} v${writer.version} ${packings.map((p) => p.field).join(', ')}`, { cause });
       }
       return { type: writer.name, ...record } as E;
     },

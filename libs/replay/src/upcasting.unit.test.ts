@@ -73,24 +73,25 @@ describe('recorded events of every schema version', () => {
 
 /**
  * A newer version of PointBatch that exists only in the test fixtures (next-schemas/): with it
- * as the newest, the recorded v1 to v4 bytes are older versions, and must still project to
+ * as the newest, the recorded v1 to v5 bytes are older versions, and must still project to
  * the rows they always did. The live schemas are not touched.
  */
 describe('an older PointBatch replays through the same projection as a newer one', () => {
-  const next = JSON.parse(readFileSync(join(FIXTURES, 'next-schemas/PointBatch/v5.avsc'), 'utf8')) as avro.Schema;
-  const v5type = avro.Type.forSchema(next);
-  const v5: SchemaVersion = { name: 'PointBatch', version: 5, type: v5type, fingerprint: fingerprintOf(v5type) };
-  const withNext = new SchemaRegistry([...registry.names().flatMap((n) => registry.versionsOf(n)), v5]);
+  const next = JSON.parse(readFileSync(join(FIXTURES, 'next-schemas/PointBatch/v6.avsc'), 'utf8')) as avro.Schema;
+  const v6type = avro.Type.forSchema(next);
+  const v6: SchemaVersion = { name: 'PointBatch', version: 6, type: v6type, fingerprint: fingerprintOf(v6type) };
+  const withNext = new SchemaRegistry([...registry.names().flatMap((n) => registry.versionsOf(n)), v6]);
   const nextCodec = createEventCodec<PointsFact>(withNext);
-  const [v1, v2, v3, v4] = [1, 2, 3, 4].map((v) => JSON.parse(readFileSync(join(FIXTURES, `PointBatch/v${v}.json`), 'utf8')) as EventFixture) as [
+  const [v1, v2, v3, v4, v5] = [1, 2, 3, 4, 5].map((v) => JSON.parse(readFileSync(join(FIXTURES, `PointBatch/v${v}.json`), 'utf8')) as EventFixture) as [
+    EventFixture,
     EventFixture,
     EventFixture,
     EventFixture,
     EventFixture,
   ];
 
-  it("the v1 to v4 bytes decode into v5 with the new fields at their defaults, v4's timestamps from their differences", () => {
-    expect(existsSync(join(SCHEMAS_DIR, 'PointBatch/v5.avsc')), 'this test assumes the live PointBatch is v4').toBe(false);
+  it("the v1 to v5 bytes decode into v6 with the new fields at their defaults, v4's timestamps from their differences, v5's columns unpacked", () => {
+    expect(existsSync(join(SCHEMAS_DIR, 'PointBatch/v6.avsc')), 'this test assumes the live PointBatch is v5').toBe(false);
     expect(nextCodec.decode(Buffer.from(v1.bytes, 'base64'))).toEqual({
       type: 'PointBatch',
       ...(fromFixtureJson(v1.value) as object),
@@ -115,9 +116,19 @@ describe('an older PointBatch replays through the same projection as a newer one
       source_row: null,
     });
     expect(v4value.timestamps).toEqual([1_704_067_204_000, 1000]);
+    // v5's sample holds its points packed in `columns`; decoded, they are the columns v4 gives.
+    const { timestamps_delta: _f5, columns, ...v5value } = fromFixtureJson(v5.value) as { columns: Buffer; timestamps: number[]; timestamps_delta: boolean };
+    expect(columns.length).toBeGreaterThan(0);
+    expect(v5value.timestamps).toEqual([]);
+    expect(nextCodec.decode(Buffer.from(v5.bytes, 'base64'))).toEqual({
+      type: 'PointBatch',
+      ...(fromFixtureJson(v5.decoded_by['5']!) as object),
+      source_row: null,
+    });
+    expect(nextCodec.decode(Buffer.from(v5.bytes, 'base64'))).toMatchObject({ timestamps: [1_704_067_204_000, 1_704_067_205_000] });
   });
 
-  it("v1 and v5 events become the same rows through the projector's decisions and Native encoding", () => {
+  it("v1 and v6 events become the same rows through the projector's decisions and Native encoding", () => {
     const fromV1 = nextCodec.decode(Buffer.from(v1.bytes, 'base64'));
     const fromV3 = nextCodec.decode(nextCodec.encode({ ...(fromV1 as object), source_row: 17 } as unknown as PointsFact));
     const rows = (fact: PointsFact, offset: number) => {

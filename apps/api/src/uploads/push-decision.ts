@@ -18,6 +18,8 @@ export type PushRequest = {
   readonly maxJsonDocumentLength: number;
   /** Timestamps written as differences (PointBatch v4; MERIDIAN_POINT_BATCH_DELTAS). */
   readonly timestampDeltas: boolean;
+  /** Points packed by series (PointBatch v5; MERIDIAN_POINT_BATCH_PACKED): then timestampDeltas does not matter. */
+  readonly packedPoints: boolean;
 };
 
 /** One point batch of a push, encoded for the points topic under its key (a metric of the batch: every one goes to the key's partition). */
@@ -36,8 +38,15 @@ export type PushDecision =
     }
   | { readonly kind: 'refused'; readonly end: UploadFailed };
 
-/** The codecs by whether they write timestamps as differences. */
-const pointsCodecs = new Map([true, false].map((writeDeltas) => [writeDeltas, createEventCodec<PointsFact>(undefined, { writeDeltas })]));
+/** The codecs by the layout they write: v5 (packed), v4 (timestamps as differences) or v3. */
+const pointsCodecs = new Map(
+  [
+    [true, true],
+    [true, false],
+    [false, false],
+  ].map(([writePacked, writeDeltas]) => [`${writePacked}/${writeDeltas}`, createEventCodec<PointsFact>(undefined, { writeDeltas, writePacked })]),
+);
+const codecFor = (request: PushRequest) => pointsCodecs.get(request.packedPoints ? 'true/true' : `false/${request.timestampDeltas}`)!;
 
 /**
  * Decides a push whole, by the same parser and upload rules the ingest worker applies to a
@@ -64,7 +73,7 @@ export async function decidePush(bytes: Uint8Array, request: PushRequest): Promi
     batches: batches.map((b) => ({
       key: batchKey(b),
       points: b.timestamps.length,
-      value: ownMemory(pointsCodecs.get(request.timestampDeltas)!.encode(pointBatchOf(request.task_id, request.at, b))),
+      value: ownMemory(codecFor(request).encode(pointBatchOf(request.task_id, request.at, b))),
     })),
     rows_total: end.rows_total,
     points_accepted: end.points_accepted,

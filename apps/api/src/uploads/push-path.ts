@@ -44,7 +44,10 @@ export function createPushPath(parts: ApiParts): PushPath {
   const { services, settings, tasks, taskCodec, metrics, partitions } = parts;
   const { logger } = services;
   const writers = Array.from({ length: settings.MERIDIAN_PUSH_WRITERS }, (_, k) => instanceWriter(parts, 'push', k));
-  const pointsCodec = createEventCodec<PointsFact>(undefined, { writeDeltas: settings.MERIDIAN_POINT_BATCH_DELTAS });
+  const pointsCodec = createEventCodec<PointsFact>(undefined, {
+    writeDeltas: settings.MERIDIAN_POINT_BATCH_DELTAS,
+    writePacked: settings.MERIDIAN_POINT_BATCH_PACKED,
+  });
   const pushLog = new PushLog({
     writers: writers.map((w) => w.handle),
     deadlineMs: settings.MERIDIAN_KAFKA_ACK_TIMEOUT_MS,
@@ -71,6 +74,7 @@ export function createPushPath(parts: ApiParts): PushPath {
             maxColumns: settings.MERIDIAN_MAX_COLUMNS,
             maxJsonDocumentLength: settings.MERIDIAN_MAX_JSON_DOCUMENT_BYTES,
             timestampDeltas: settings.MERIDIAN_POINT_BATCH_DELTAS,
+            packedPoints: settings.MERIDIAN_POINT_BATCH_PACKED,
           },
         }
       : undefined;

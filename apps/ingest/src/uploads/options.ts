@@ -33,6 +33,8 @@ export type UploadOptions = UploadRunOptions & {
   readonly stageMinBytes: number;
   /** Point batches written with their timestamps as differences, PointBatch v4 (MERIDIAN_POINT_BATCH_DELTAS, true). */
   readonly pointBatchDeltas: boolean;
+  /** Point batches written packed by series, PointBatch v5 (MERIDIAN_POINT_BATCH_PACKED, true). */
+  readonly pointBatchPacked: boolean;
 };
 
 export function uploadOptions(settings: Settings): UploadOptions {
@@ -55,5 +57,6 @@ export function uploadOptions(settings: Settings): UploadOptions {
     staging: settings.MERIDIAN_UPLOAD_STAGING === 'auto' && settings.CLICKHOUSE_CLUSTER !== '' ? 'off' : settings.MERIDIAN_UPLOAD_STAGING,
     stageMinBytes: settings.MERIDIAN_STAGE_MIN_BYTES,
     pointBatchDeltas: settings.MERIDIAN_POINT_BATCH_DELTAS,
+    pointBatchPacked: settings.MERIDIAN_POINT_BATCH_PACKED,
   };
 }
