@@ -80,8 +80,12 @@ export function readAhead(
     queryId: `${queryId}-${PART}`,
     signal: AbortSignal.any([signal, own.signal]),
   });
+  let settled = false;
   // Awaited only when taken; a dropped read's failure (its abort) is nobody's.
-  read.catch(() => {});
+  read.then(
+    () => (settled = true),
+    () => (settled = true),
+  );
   let state: 'pending' | 'taken' | 'dropped' = 'pending';
   return {
     take(w, budget) {
@@ -93,6 +97,8 @@ export function readAhead(
     drop() {
       if (state !== 'pending') return;
       state = 'dropped';
+      // A read already answered (a name that does not exist is answered at once) has nothing left to stop.
+      if (settled) return;
       own.abort();
       void cancelQueryPart(conn, queryId, PART).catch(() => {});
     },
