@@ -17,6 +17,7 @@ function parse(text: string): CatalogEntry[] {
     });
 }
 
+/** Kept-alive connections (reuseConnection): every PromQL query and name lookup starts with a catalog read, small and read-only. */
 const SELECT = 'SELECT metric_name, countMerge(points) AS points, minMerge(first_ts) AS first_ts, maxMerge(last_ts) AS last_ts FROM metric_catalog';
 
 /**
@@ -48,7 +49,7 @@ async function answered(read: Promise<CatalogEntry[]>): Promise<CatalogEntry[]> 
 
 /** Every metric in the catalog. */
 async function listCatalog(conn: ConnOptions): Promise<CatalogEntry[]> {
-  return parse(await queryText(conn, { sql: `${SELECT} GROUP BY metric_name FORMAT JSONEachRow` }));
+  return parse(await queryText(conn, { sql: `${SELECT} GROUP BY metric_name FORMAT JSONEachRow`, reuseConnection: true }));
 }
 
 /** The catalog entries of exactly these names (the ones that exist). */
@@ -58,6 +59,7 @@ async function catalogEntries(conn: ConnOptions, names: readonly string[]): Prom
     await queryText(conn, {
       sql: `${SELECT} WHERE metric_name IN (SELECT name FROM wanted) GROUP BY metric_name FORMAT JSONEachRow`,
       tables: [{ name: 'wanted', structure: 'name String', rows: names.map((n) => [n]) }],
+      reuseConnection: true,
     }),
   );
 }
@@ -79,6 +81,7 @@ async function catalogFamilies(conn: ConnOptions, metrics: readonly string[]): P
     await queryText(conn, {
       sql: `${SELECT} WHERE metric_name IN (SELECT name FROM wanted) OR ${FAMILY} IN (SELECT name FROM wanted) GROUP BY metric_name FORMAT JSONEachRow`,
       tables: [{ name: 'wanted', structure: 'name String', rows: metrics.map((n) => [n]) }],
+      reuseConnection: true,
     }),
   );
 }

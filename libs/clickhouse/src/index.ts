@@ -12,6 +12,7 @@ export {
 export { migrate, readMigrations, statementsFor, replicated, replicationOf, MIGRATIONS_DIR, type Migration, type Replication } from './migrate.ts';
 export {
   cancelDownload,
+  cancelQueryPart,
   decodeCursor,
   encodeCursor,
   nameOf,

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Context } from 'koa';
-import { cancelDownload, readSamples, streamSamples, type ConnOptions } from '@meridian/clickhouse';
+import { cancelDownload, readSamples, streamSamples, type ConnOptions, type SeriesSamples } from '@meridian/clickhouse';
 import {
   evalInstant,
   evalRange,
@@ -21,6 +21,7 @@ import {
 } from '@meridian/domain';
 import type { Logger } from '@meridian/observability';
 import type { MetricCatalog } from '../catalog/routes.ts';
+import { readAhead } from './ahead.ts';
 import { readRollupWindow, type KnownSeries } from './rollup-read.ts';
 import { readableSeries } from './select.ts';
 
@@ -81,20 +82,26 @@ export async function runQuery(deps: PromqlDeps, ctx: Context, user: UserRecord,
   };
   requestSignal?.addEventListener('abort', onRequestTimeout, { once: true });
   ctx.res.on('close', onClose);
+  const ahead = readAhead(deps.conn, expr, times, LOOKBACK_MS, limits.maxSamples, queryId, abort.signal);
   try {
     const series = await readableSeries(deps.catalog, user, selectorMetricNames(expr));
+    const catalogMs = performance.now() - (deadline - timeoutMs);
     const known = new Map(series.map((s) => [s.name, s]));
     const windows = planWindows(expr, series, times.startMs, times.endMs, times.stepMs, LOOKBACK_MS, deps.reduceRatio, deps.rollups);
+    const first = windows.length === 1 ? (ahead?.take(windows[0]!, limits.maxSamples) ?? null) : null;
+    ahead?.drop();
     (ctx.state.log as Logger).info(
       {
         clickhouse_query_id: queryId,
         selectors: windows.length,
         reduced: windows.filter((w) => w.reduce).length,
         rollups: windows.filter((w) => w.rollup).map((w) => w.rollup!.bucketMs),
+        catalog_ms: Number(catalogMs.toFixed(1)),
+        read_ahead: first !== null,
       },
       'promql query',
     );
-    const { fetched, reduced, reducedAggregates, samples } = await readWindows(deps, windows, known, queryId, abort.signal, stopped);
+    const { fetched, reduced, reducedAggregates, samples } = await readWindows(deps, windows, known, queryId, abort.signal, stopped, first);
     const readMs = performance.now() - (deadline - timeoutMs);
     const checkpoint = () => {
       if (stopped.why) throw stopped.why;
@@ -123,6 +130,7 @@ export async function runQuery(deps: PromqlDeps, ctx: Context, user: UserRecord,
       throw execution(`the query answers ${count} series, more than ${limits.maxSeries} (MERIDIAN_PROMQL_MAX_SERIES); aggregate or narrow it`);
     return result;
   } finally {
+    ahead?.drop();
     clearTimeout(timer);
     requestSignal?.removeEventListener('abort', onRequestTimeout);
     ctx.res.off('close', onClose);
@@ -141,6 +149,8 @@ async function readWindows(
   queryId: string,
   signal: AbortSignal,
   stopped: { readonly why: PromqlError | null },
+  /** The first window's samples when they were read ahead (ahead.ts). */
+  readFirst: Promise<SeriesSamples[] | 'too_many'> | null = null,
 ) {
   const { limits } = deps;
   const fetched = new Map<number, SeriesData[]>();
@@ -184,7 +194,7 @@ async function readWindows(
         );
         continue;
       }
-      const read = await readSamples(deps.conn, request);
+      const read = await ((i === 0 ? readFirst : null) ?? readSamples(deps.conn, request));
       if (read === 'too_many') throw tooMany();
       samples += read.reduce((n, s) => n + s.ts.length, 0);
       fetched.set(

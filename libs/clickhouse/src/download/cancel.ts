@@ -23,3 +23,13 @@ export async function cancelDownload(conn: ConnOptions, queryId: string): Promis
 
 /** Query ids of the plan's steps: distinct, because 18.16 refuses an id that is still registered. */
 export const planQueryId = (queryId: string, step: string) => `${queryId}-${step}`;
+
+/**
+ * Stops the queries of one part of a request (query id = queryId-part, and that with a suffix),
+ * leaving its other queries running: a read started ahead and then not needed. Not SYNC: nothing
+ * waits for it. The part is checked to be lower-case letters and digits, so it can be inlined.
+ */
+export async function cancelQueryPart(conn: ConnOptions, queryId: string, part: string): Promise<void> {
+  if (!isUuid(queryId) || !/^[a-z0-9]+$/.test(part)) throw new TypeError('queryId must be a UUID and part letters or digits');
+  await queryText(conn, { sql: `KILL QUERY WHERE query_id LIKE '${queryId}-${part}%' FORMAT Null` });
+}

@@ -68,6 +68,8 @@ async function readRows(
   const started = startQuery(conn, {
     sql: samplesSql(req, versions),
     tables: [{ name: 'names', structure: 'name String', rows: names.map((n) => [n]) }],
+    // A query's fixed cost: a connection set up per read was a round trip and a server thread's start before every answer.
+    reuseConnection: true,
     ...(req.queryId ? { queryId: `${req.queryId}${versions ? '-versions' : ''}` } : {}),
     ...(req.signal ? { signal: req.signal } : {}),
   });
