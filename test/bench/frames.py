@@ -12,9 +12,10 @@ arrow    the Python client (clients/python): Client.download(..., wire="arrow"),
 arrow_pages  the same with the client's default page size (1,000,000 rows a page, each its own
          request and query; the next asked as soon as a page's headers name its cursor).
 
-Prints one JSON line: {"way", "rows", "seconds", "pages", "last_page_s", "peak_rss_mb", "dtypes"}:
-last_page_s is when the last page was read and decoded (for csv and parquet, the body read),
-the rest of the seconds the conversion to the frame.
+Prints one JSON line: {"way", "rows", "seconds", "pages", "last_page_s", "peak_rss_mb", "cpu_s",
+"dtypes"}: last_page_s is when the last page was read and decoded (for csv and parquet, the body
+read), the rest of the seconds the conversion to the frame; cpu_s the process's own CPU-seconds
+(user and system, all its threads) over those seconds.
 """
 import io
 import json
@@ -42,6 +43,7 @@ def main() -> None:
     way, url, key, metrics, pattern, rows = sys.argv[1:7]
     params = {"metrics": metrics, "pattern": pattern, "max_rows": rows}
     started = time.perf_counter()
+    cpu_started = time.process_time()
     pages: list[float] = []
     if way == "csv":
         body = fetch(url, key, {**params, "format": "csv"}, True)
@@ -62,6 +64,7 @@ def main() -> None:
     else:
         raise SystemExit(f"unknown way {way}")
     seconds = time.perf_counter() - started
+    cpu_s = time.process_time() - cpu_started
     peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     print(json.dumps({
         "way": way,
@@ -70,6 +73,7 @@ def main() -> None:
         "pages": len(pages),
         "last_page_s": round(pages[-1], 3),
         "peak_rss_mb": round(peak_kb / 1024),
+        "cpu_s": round(cpu_s, 3),
         "dtypes": {name: str(dtype) for name, dtype in frame.dtypes.items()},
     }))
 

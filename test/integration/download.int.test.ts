@@ -410,10 +410,10 @@ describe('metrics download against a real ClickHouse', () => {
   });
 
   it("gives typed columns (Native blocks of max_block_size rows) holding exactly the CSV's rows, whole or in parts, with latestOnly too", async () => {
-    const columns = async (body: NodeJS.ReadableStream) => {
+    const columns = async ({ body, names }: { body: NodeJS.ReadableStream; names: readonly string[] }) => {
       const rows: Array<[string, number, number, number]> = [];
       const sizes: number[] = [];
-      for await (const b of nativePointColumns(body as AsyncIterable<Buffer>)) {
+      for await (const b of nativePointColumns(body as AsyncIterable<Buffer>, names)) {
         sizes.push(b.rows);
         for (let i = 0; i < b.rows; i++) {
           const name = nameOf(b, i);
@@ -431,11 +431,11 @@ describe('metrics download against a real ClickHouse', () => {
       });
       const req = request({ ...change, format: 'columns', batchRows: 4 });
       const plan = await planDownload(conn, req);
-      const whole = await columns((await streamDownload(conn, req, { plan })).body);
+      const whole = await columns(await streamDownload(conn, req, { plan }));
       expect(whole.rows, JSON.stringify(change)).toEqual(csv);
       expect(Math.max(...whole.sizes)).toBeLessThanOrEqual(4);
       const parts = await columns(
-        (await streamDownload(conn, { ...req, queryId: randomUUID() }, { plan, chunks: { rowsOf: () => 1, sizes: { firstRows: 1, maxRows: 2 } } })).body,
+        await streamDownload(conn, { ...req, queryId: randomUUID() }, { plan, chunks: { rowsOf: () => 1, sizes: { firstRows: 1, maxRows: 2 } } }),
       );
       expect(parts.rows).toEqual(csv);
     }

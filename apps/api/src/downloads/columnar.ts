@@ -1,5 +1,6 @@
 import { Readable } from 'node:stream';
 import {
+  AsyncByteQueue,
   Dictionary,
   Field,
   Float64,
@@ -12,7 +13,9 @@ import {
   Struct,
   TimestampMillisecond,
   Utf8,
+  type Vector,
 } from 'apache-arrow';
+import type { ArrayBufferViewInput } from 'apache-arrow/util/buffer';
 import { ByteWriter, ParquetWriter } from 'hyparquet-writer';
 import type { PointColumns } from '@meridian/clickhouse';
 import { writeRowGroup } from './parquet-row-group.ts';
@@ -41,10 +44,11 @@ export function columnarBody(format: ColumnarFormat, batches: AsyncIterable<Poin
 }
 
 /**
- * metric_name is dictionary-encoded: each record batch carries its own dictionary (a replacement
- * of the one before, which the streaming format allows) of the batch's runs of names, and a
- * 4-byte index a row. A reader keeps names as a category (pandas) or Categorical (polars)
- * rather than one string object per row. The dictionary's id is 0.
+ * metric_name is dictionary-encoded: a 4-byte index a row into a dictionary of names, which a
+ * reader keeps as a category (pandas) or Categorical (polars) rather than one string object per
+ * row. A download's batches share the page's dictionary, sent once before the first batch; a
+ * batch with another dictionary sends it as a replacement (the streaming format allows it).
+ * The dictionary's id is 0.
  */
 const NAME_TYPE = new Dictionary(new Utf8(), new Int32(), 0);
 const ARROW_SCHEMA = new Schema([
@@ -54,12 +58,24 @@ const ARROW_SCHEMA = new Schema([
   new Field('updated_at', new TimestampMillisecond('UTC'), false),
 ]);
 
-function recordBatch(c: PointColumns): RecordBatch {
+/** The dictionary of a batch's names as a Vector, the same object for batches sharing their dictionary's bytes (so it is written once). */
+function namesVector(): (c: PointColumns) => Vector<Utf8> {
+  let bytes: Uint8Array | null = null;
+  let vector: Vector<Utf8> | null = null;
+  return (c) => {
+    if (c.dictionaryBytes !== bytes || vector === null) {
+      const length = c.dictionaryOffsets.length - 1;
+      vector = makeVector(makeData({ type: new Utf8(), length, nullCount: 0, valueOffsets: c.dictionaryOffsets, data: c.dictionaryBytes }));
+      bytes = c.dictionaryBytes;
+    }
+    return vector;
+  };
+}
+
+function recordBatch(c: PointColumns, names: Vector<Utf8>): RecordBatch {
   const n = c.rows;
-  const entries = c.dictionaryOffsets.length - 1;
-  const names = makeData({ type: new Utf8(), length: entries, nullCount: 0, valueOffsets: c.dictionaryOffsets, data: c.dictionaryBytes });
   const children = [
-    makeData({ type: NAME_TYPE, length: n, nullCount: 0, data: c.nameIndex, dictionary: makeVector(names) }),
+    makeData({ type: NAME_TYPE, length: n, nullCount: 0, data: c.nameIndex, dictionary: names }),
     makeData({ type: new TimestampMillisecond('UTC'), length: n, nullCount: 0, data: c.timestamps }),
     makeData({ type: new Float64(), length: n, nullCount: 0, data: c.values }),
     makeData({ type: new TimestampMillisecond('UTC'), length: n, nullCount: 0, data: c.updatedAt }),
@@ -67,38 +83,45 @@ function recordBatch(c: PointColumns): RecordBatch {
   return new RecordBatch(ARROW_SCHEMA, makeData({ type: new Struct(ARROW_SCHEMA.fields), length: n, nullCount: 0, children }));
 }
 
-/**
- * The IPC stream's framing (Arrow's columnar format spec, "IPC Streaming Format"): the schema
- * message, then record batch messages, then the end-of-stream marker (0xFFFFFFFF, then a zero
- * length). Found once from the writer itself: a stream of the schema alone.
- */
-const { schemaMessage, endOfStream } = (() => {
-  const writer = new RecordBatchStreamWriter();
-  writer.reset(undefined, ARROW_SCHEMA);
-  writer.finish();
-  const bytes = writer.toUint8Array(true);
-  return { schemaMessage: bytes.subarray(0, bytes.length - 8), endOfStream: bytes.subarray(bytes.length - 8) };
-})();
+/** The writer's sink: the pieces of bytes it wrote since they were last taken, not a queue that waits for a reader. */
+class TakenBytes extends AsyncByteQueue {
+  private pieces: Uint8Array[] = [];
+
+  override write(value: ArrayBufferViewInput | Uint8Array): void {
+    this.pieces.push(value as Uint8Array);
+  }
+
+  /** What was written since the last take, as one Buffer (one write to the socket). */
+  take(): Buffer {
+    const out = Buffer.concat(this.pieces);
+    this.pieces = [];
+    return out;
+  }
+}
 
 /**
- * An Arrow IPC stream: the schema, a record batch message per block, the end marker. Each
- * batch is encoded when the response asks for more bytes, so a slow client holds the download
- * back one batch at a time. (apache-arrow's own Node duplex acknowledges a batch as soon as it is
+ * An Arrow IPC stream (Arrow's columnar format spec, "IPC Streaming Format"): the schema, a
+ * dictionary message when the names change, a record batch message per block, the end marker.
+ * One writer for the whole stream, so a dictionary shared by the batches goes once. Each batch
+ * is encoded when the response asks for more bytes, so a slow client holds the download back
+ * one batch at a time. (apache-arrow's own Node duplex acknowledges a batch as soon as it is
  * queued, so its queue of encoded bytes grows without bound when ClickHouse is faster than the
- * client: 183 MB more RSS in a 10M-row download.)
+ * client: 183 MB more RSS in a 10M-row download; the sink here holds one batch's bytes.)
  */
 function arrowStream(batches: AsyncIterable<PointColumns>): Readable {
   return Readable.from(
     (async function* () {
-      yield Buffer.from(schemaMessage);
+      const sink = new TakenBytes();
+      const writer = new RecordBatchStreamWriter();
+      writer.reset(sink, ARROW_SCHEMA);
+      yield sink.take();
+      const names = namesVector();
       for await (const c of batches) {
-        // A stream of this one batch: the same schema message, the batch's dictionary and record batch messages, the end marker.
-        const stream = RecordBatchStreamWriter.writeAll([recordBatch(c)]).toUint8Array(true);
-        if (Buffer.compare(stream.subarray(0, schemaMessage.length), schemaMessage) !== 0)
-          throw new Error('apache-arrow wrote another schema message for the same schema');
-        yield Buffer.from(stream.buffer, stream.byteOffset + schemaMessage.length, stream.length - schemaMessage.length - endOfStream.length);
+        writer.write(recordBatch(c, names(c)));
+        yield sink.take();
       }
-      yield Buffer.from(endOfStream);
+      writer.finish();
+      yield sink.take();
     })(),
     { objectMode: false },
   );

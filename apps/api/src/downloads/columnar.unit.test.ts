@@ -69,6 +69,16 @@ describe('the columnar encoders', () => {
     expect(rows.map((o) => [o.metric_name, ms(o.timestamp), o.metric_numeric_value, ms(o.updated_at)])).toEqual(expected);
   });
 
+  it("write a page's shared dictionary once, before the first of the batches that use it", async () => {
+    const page = batch(['cpu', 'mém ✓', 'zz'], 2, 1_700_000_000_000);
+    const later = { ...page, nameIndex: page.nameIndex.map((k) => 2 - k), timestamps: page.timestamps.map((t) => t + 1000n) };
+    const bytes = await bytesOf('arrow', [page, later]);
+    expect(bytes.toString('latin1').split('zz').length - 1).toBe(1);
+    const table = tableFromIPC(bytes);
+    expect(table.batches).toHaveLength(2);
+    expect([...table].map((r) => r.metric_name as string)).toEqual(['cpu', 'cpu', 'mém ✓', 'mém ✓', 'zz', 'zz', 'zz', 'zz', 'mém ✓', 'mém ✓', 'cpu', 'cpu']);
+  });
+
   it('an empty download is a stream and a file that carry the schema', async () => {
     expect(tableFromIPC(await bytesOf('arrow', [])).schema.fields).toHaveLength(4);
     const bytes = await bytesOf('parquet', []);

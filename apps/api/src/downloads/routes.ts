@@ -251,7 +251,7 @@ async function answer(deps: DownloadDeps, ctx: Context, user: UserRecord, raw: (
     if (ctx.method === 'GET') ctx.set('Link', `<${nextLink(ctx, token)}>; rel="next"`);
   }
   if (stream.contentEncoding) ctx.set('Content-Encoding', stream.contentEncoding);
-  ctx.body = columnar ? columnarBody(columnar, nativePointColumns(stream.body as AsyncIterable<Buffer>)) : stream.body;
+  ctx.body = columnar ? columnarBody(columnar, nativePointColumns(stream.body as AsyncIterable<Buffer>, stream.names)) : stream.body;
 }
 
 /**

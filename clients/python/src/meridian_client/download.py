@@ -228,7 +228,13 @@ def one_dictionary(table: pa.Table) -> pa.Table:
 
 
 def to_output(table: pa.Table, output: str) -> Any:
-    """The table as asked: a pyarrow Table, a pandas DataFrame or a polars DataFrame."""
+    """
+    The table as asked: a pyarrow Table, a pandas DataFrame or a polars DataFrame. For pandas
+    the table is given up as it converts (``self_destruct``: each column's Arrow memory is freed
+    once converted, so the peak is about one copy of the rows, not two) and each column stays a
+    block of its own (``split_blocks``: no copy into consolidated 2-D blocks); the table must
+    not be used after.
+    """
     if output == "arrow":
         return table
     if output == "pandas":
@@ -236,7 +242,7 @@ def to_output(table: pa.Table, output: str) -> Any:
             import pandas  # noqa: F401
         except ImportError as e:
             raise ImportError("output='pandas' needs pandas: pip install 'meridian-metrics-client[pandas]'") from e
-        return table.to_pandas()
+        return table.to_pandas(self_destruct=True, split_blocks=True)
     if output == "polars":
         try:
             import polars

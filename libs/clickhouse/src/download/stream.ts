@@ -12,6 +12,8 @@ export type DownloadStream = {
   /** The response body exactly as ClickHouse wrote it (gzip included): pipe it to the client. */
   body: NodeJS.ReadableStream;
   contentEncoding: 'gzip' | null;
+  /** Format 'columns': the names the blocks' name_index counts in (nativePointColumns' `names`); empty otherwise. */
+  names: readonly string[];
   /** Stops the query on the server too; safe to call more than once and after the end. */
   cancel(): Promise<void>;
 };
@@ -53,6 +55,13 @@ export async function streamDownload(conn: ConnOptions, req: DownloadRequest, op
   signal?.addEventListener('abort', onAbort, { once: true });
   const done = () => signal?.removeEventListener('abort', onAbort);
 
+  // A single query reads the request's names; split, each group its own (consecutive in the same
+  // order: a group's name_index starts after the names of the groups before it).
+  const single = !groups || groups.length <= 1;
+  const singleNames = groups?.[0] ?? req.metricNames;
+  const names = req.format !== 'columns' ? [] : single ? [...new Set(singleNames)].sort(byteOrder) : groups.flat();
+  const offsets = groups ? groups.map((_, i) => groups.slice(0, i).reduce((n, g) => n + g.length, 0)) : [];
+
   const start = (names: readonly string[], part: number, frame: Frame): StartedQuery => {
     const filter = filterSql({ ...req, metricNames: names, until: plan?.next ?? null });
     const sql = streamSql(req.format, req.latestOnly, filter.where, plan ? null : req.maxRows, frame);
@@ -65,12 +74,12 @@ export async function streamDownload(conn: ConnOptions, req: DownloadRequest, op
   };
 
   try {
-    if (!groups || groups.length <= 1) {
-      const body = await start(req.metricNames, 0, { head: true, tail: true }).response;
+    if (single) {
+      const body = await start(singleNames, 0, { head: true, tail: true }).response;
       body.once('close', done);
-      return { body, contentEncoding: body.headers['content-encoding'] === 'gzip' ? 'gzip' : null, cancel };
+      return { body, contentEncoding: body.headers['content-encoding'] === 'gzip' ? 'gzip' : null, names, cancel };
     }
-    const parts = groups.map((names, i) => () => start(names, i, { head: i === 0, tail: i === groups.length - 1 }));
+    const parts = groups.map((group, i) => () => start(group, i, { head: i === 0, tail: i === groups.length - 1, nameOffset: offsets[i]! }));
     const first = await parts[0]!().response;
     const body = new PassThrough();
     body.once('close', done);
@@ -78,7 +87,7 @@ export async function streamDownload(conn: ConnOptions, req: DownloadRequest, op
       void cancel().catch(() => {});
       body.destroy(error as Error);
     });
-    return { body, contentEncoding: null, cancel };
+    return { body, contentEncoding: null, names, cancel };
   } catch (err) {
     done();
     for (const q of running) q.abort();

@@ -11,7 +11,7 @@ export const readsSettings = {
   MERIDIAN_DOWNLOAD_BATCH_ROWS: {
     schema: z.coerce.number().int().min(1024).max(1_048_576),
     default: '65536',
-    doc: "Rows per Arrow record batch and Parquet row group of a format=arrow or format=parquet download (ClickHouse's max_block_size for its query): the api holds about one batch per such download: its Native block as it arrives and once joined (36 bytes a row each), its typed columns and the encoded batch, some 130 bytes a row at the most (8.5 MB at the default).",
+    doc: "Rows per Arrow record batch and Parquet row group of a format=arrow or format=parquet download (ClickHouse's max_block_size for its query): the api holds about one batch per such download: its Native block as it arrives and once joined (28 bytes a row each: a name comes as a 4-byte index into the page's names), its typed columns and the encoded batch, some 115 bytes a row at the most (7.5 MB at the default), beside the page's names once.",
   },
   MERIDIAN_MAX_DOWNLOADS_PER_USER: {
     schema: positiveInt,
