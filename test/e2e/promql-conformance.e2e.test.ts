@@ -8,6 +8,7 @@ import { prometheusBinaries, startPrometheus, type RunningPrometheus } from '../
 import { isolatedSettings } from '../support/settings.ts';
 import { waitForTask } from '../support/tasks.ts';
 import { uploadFile } from '../support/uploads.ts';
+import { seededRandom } from '../support/random.ts';
 
 /**
  * The PromQL API against Prometheus itself (Debian's 2.42): the same points go into Meridian
@@ -36,17 +37,6 @@ let roomsOnly: string;
 const T0 = Date.UTC(2024, 0, 1) / 1000; // seconds: OpenMetrics timestamps are seconds
 const HOURS = 3;
 
-/** A deterministic generator (mulberry32), so every run compares the same points. */
-function random(seed: number): () => number {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 type Series = { labels: Labels; points: Array<[seconds: number, value: string]> };
 
 /** Whole-second timestamps, about every `every` seconds with a jitter, over [from, to). */
@@ -57,7 +47,7 @@ function times(rnd: () => number, from: number, to: number, every: number): numb
 }
 
 function dataset(): Series[] {
-  const rnd = random(42);
+  const rnd = seededRandom(42);
   const end = T0 + HOURS * 3600;
   const out: Series[] = [];
   const labels = (name: string, rest: Record<string, string>): Labels => [['__name__', name], ...Object.entries(rest).sort(([a], [b]) => (a < b ? -1 : 1))];

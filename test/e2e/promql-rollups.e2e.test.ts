@@ -7,6 +7,7 @@ import { isolatedSettings } from '../support/settings.ts';
 import { waitForTask } from '../support/tasks.ts';
 import { uploadFile } from '../support/uploads.ts';
 import { waitFor } from '../support/wait.ts';
+import { seededRandom } from '../support/random.ts';
 
 /**
  * The Prometheus API reading the rollups (points_1h, points_1m) for windows of whole buckets,
@@ -36,17 +37,6 @@ const T0 = Date.UTC(2024, 2, 1);
 const DAYS = 3;
 const ROOMS = ['a', 'b', 'c'];
 
-/** A deterministic generator (mulberry32). */
-function random(seed: number): () => number {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 type Row = [name: string, ts: number, value: number];
 
 /**
@@ -55,7 +45,7 @@ type Row = [name: string, ts: number, value: number];
  * room of two decimals; room c has a gap of 7 hours.
  */
 function firstUpload(): Row[] {
-  const rnd = random(7);
+  const rnd = seededRandom(7);
   const rows: Row[] = [];
   for (const room of ROOMS) {
     for (let t = T0 + 1000 * Math.floor(rnd() * 600); t < T0 + DAYS * 24 * HOUR;) {
