@@ -54,5 +54,7 @@ export { bucketsWhere } from './rollups/follow-deletion.ts';
 export { parseSeries, readSeries, seriesFromRollupSql, seriesRollup, seriesSql, type SeriesColumns, type SeriesRequest } from './series.ts';
 export { readSamples, samplesSql, streamSamples, type SamplesRequest, type SeriesSamples } from './promql/samples.ts';
 export { catalogFirsts, countOlder } from './points/retention.ts';
+export { createSealPass, type SealPassOptions, type SealPassStats } from './rollups/seal-pass.ts';
+export { SEALED } from './rollups/sealed-sql.ts';
 export { readRollupPage, parseRollupRows, type RollupPage, type RollupRequest, type RollupRow } from './rollups/read.ts';
 export { bucketRange, dedupedBucketsSql, rollupPageSql, rollupStatesSql, ROLLUPS, type Resolution, type RollupCursor } from './rollups/sql.ts';
