@@ -154,4 +154,23 @@ describe('sealed rollup buckets', () => {
     expect(closed.map((s) => s.buckets)).toEqual([1, 1]);
     await expectExact();
   });
+
+  it("retention's deletion leaves the rollups, so their seals stay at their counts and answer as before", async () => {
+    await pass();
+    const before = { '1m': await every('1m'), '1h': await every('1h') };
+    // B's first hour, replaced points included, leaves points (rollups: false, as retention's markers are).
+    await applyDeletion(client, LIVE_DELETION_TARGETS, {
+      taskId: 'r',
+      partition: 0,
+      offset: offset++,
+      metrics: [B],
+      fromMs: T,
+      toMs: T + H - 1,
+      rollups: false,
+    });
+    const [gone] = await query<{ n: string }>(`SELECT toString(count()) AS n FROM points WHERE metric_name = '${B}' AND ts < ${T + H}`);
+    expect(gone?.n).toBe('0');
+    expect((await pass()).map((s) => s.metricsBehind)).toEqual([0, 0]);
+    for (const resolution of ['1m', '1h'] as const) expect(await every(resolution), resolution).toEqual(before[resolution]);
+  });
 });
