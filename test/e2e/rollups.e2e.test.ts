@@ -50,7 +50,7 @@ const selection = { metrics: 'ru.', pattern: 'starts_with', start_date: '2024-01
 async function unsealed(resolution: '1m' | '1h'): Promise<number> {
   const counted = `SELECT metric_name, bucket, countMerge(rows) AS n FROM points_${resolution} GROUP BY metric_name, bucket`;
   const sealed = `SELECT metric_name, bucket, rows AS n, 1 AS s FROM points_${resolution}_sealed`;
-  return Number(await clickhouse(settings, `SELECT count() FROM (${counted}) ANY LEFT JOIN (${sealed}) USING (metric_name, bucket, n) WHERE s = 0`));
+  return Number(await clickhouse(settings, `SELECT count() FROM (${counted}) AS r ANY LEFT JOIN (${sealed}) AS j USING (metric_name, bucket, n) WHERE s = 0`));
 }
 
 /** Waits until the worker's seal pass has sealed every bucket of these rollups at its count. */

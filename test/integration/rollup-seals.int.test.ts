@@ -52,7 +52,7 @@ describe('sealed rollup buckets', () => {
   const sealedRows = async (resolution: Resolution): Promise<RollupRow[]> => {
     const rows = await query<{ metric_name: string; b: string; points: string; lo: number; hi: number; total: number; last: number }>(
       `SELECT s.metric_name AS metric_name, toString(s.bucket) AS b, toString(points) AS points, min_value AS lo, max_value AS hi, sum_value AS total, last_value AS last
-       FROM ${SEALED[resolution]} AS s ANY INNER JOIN (SELECT metric_name, bucket, countMerge(rows) AS rows FROM points_${resolution} GROUP BY metric_name, bucket) USING (metric_name, bucket, rows)
+       FROM ${SEALED[resolution]} AS s ANY INNER JOIN (SELECT metric_name, bucket, countMerge(rows) AS rows FROM points_${resolution} GROUP BY metric_name, bucket) AS r USING (metric_name, bucket, rows)
        ORDER BY metric_name, b`,
     );
     return rows.map((r) => ({

@@ -37,7 +37,7 @@ export function sealedPageSql(resolution: Resolution, first: number, last: numbe
     `FROM ${SEALED[resolution]} WHERE ${where}`;
   return (
     'SELECT metric_name, bucket, sealed, n, lo, hi, total, last, s_points, s_lo, s_hi, s_total, s_last ' +
-    `FROM (${rollup}) ANY LEFT JOIN (${sealed}) USING (metric_name, bucket, n) ORDER BY metric_name, bucket FORMAT TabSeparated`
+    `FROM (${rollup}) AS r ANY LEFT JOIN (${sealed}) AS s USING (metric_name, bucket, n) ORDER BY metric_name, bucket FORMAT TabSeparated`
   );
 }
 
@@ -67,7 +67,7 @@ export function sealTotalsSql(resolution: Resolution, closedBefore: number): str
   const sealed =
     `SELECT metric_name, sum(top) AS sealed FROM (SELECT metric_name, bucket, max(rows) AS top FROM ${SEALED[resolution]} WHERE ${before} ` +
     'GROUP BY metric_name, bucket) GROUP BY metric_name';
-  return `SELECT metric_name FROM (${counted}) ANY LEFT JOIN (${sealed}) USING (metric_name) WHERE counted != sealed ORDER BY metric_name FORMAT TabSeparated`;
+  return `SELECT metric_name FROM (${counted}) AS r ANY LEFT JOIN (${sealed}) AS s USING (metric_name) WHERE counted != sealed ORDER BY metric_name FORMAT TabSeparated`;
 }
 
 /**
@@ -79,7 +79,7 @@ export function sealCandidatesSql(resolution: Resolution, closedBefore: number, 
   const counted = `SELECT metric_name, bucket, countMerge(rows) AS n FROM ${ROLLUPS[resolution].table} WHERE ${where} GROUP BY metric_name, bucket`;
   const sealed = `SELECT metric_name, bucket, rows AS n, 1 AS sealed FROM ${SEALED[resolution]} WHERE ${where}`;
   return (
-    `SELECT metric_name, bucket, n FROM (${counted}) ANY LEFT JOIN (${sealed}) USING (metric_name, bucket, n) ` +
+    `SELECT metric_name, bucket, n FROM (${counted}) AS r ANY LEFT JOIN (${sealed}) AS s USING (metric_name, bucket, n) ` +
     `WHERE sealed = 0 ORDER BY metric_name, bucket LIMIT ${int(limit)} FORMAT TabSeparated`
   );
 }
@@ -105,7 +105,7 @@ export function insertMergedSealsSql(resolution: Resolution, first: number, last
     `AND (metric_name, bucket) IN (SELECT name, bucket FROM counts)${gone} GROUP BY metric_name, bucket`;
   return (
     `INSERT INTO ${SEALED[resolution]} SELECT metric_name, bucket, n, n, lo, hi, total, last ` +
-    `FROM (${merged}) ANY INNER JOIN (SELECT name AS metric_name, bucket, rows AS n FROM counts) USING (metric_name, bucket, n)`
+    `FROM (${merged}) AS r ANY INNER JOIN (SELECT name AS metric_name, bucket, rows AS n FROM counts) AS c USING (metric_name, bucket, n)`
   );
 }
 
@@ -123,7 +123,7 @@ function pointsSource(source: string): string {
 export function insertDedupedSealsSql(resolution: Resolution, first: number, last: number, source = 'points'): string {
   return (
     `INSERT INTO ${SEALED[resolution]} SELECT metric_name, bucket, rows, n, lo, hi, total, last ` +
-    `FROM (${dedupedBucketsSelect(resolution, first, last, source, 'counts')}) ANY INNER JOIN (SELECT name AS metric_name, bucket, rows FROM counts) USING (metric_name, bucket)`
+    `FROM (${dedupedBucketsSelect(resolution, first, last, source, 'counts')}) AS d ANY INNER JOIN (SELECT name AS metric_name, bucket, rows FROM counts) AS c USING (metric_name, bucket)`
   );
 }
 
