@@ -1,7 +1,7 @@
 import { queryText, type ConnOptions } from '../download/http.ts';
 import { float, unescape } from '../series.ts';
 import { checkedBucketsSql, sealedPageSql } from './sealed-sql.ts';
-import { afterTable, bucketRange, bucketsTable, dedupedBucketsSql, namesTable, type Resolution, type RollupCursor } from './sql.ts';
+import { afterTable, bucketRange, bucketSpan, bucketsTable, dedupedBucketsSql, namesTable, type Resolution, type RollupCursor } from './sql.ts';
 
 /** One bucket of one metric: the aggregates of its deduplicated points (avg = sum / count). */
 export type RollupRow = {
@@ -94,8 +94,7 @@ export function parseSealedPage(text: string): Parsed[] {
 /** The exactness check of some buckets: each one's aggregates of every row, its count, and whether no timestamp repeats in it. */
 export async function checkBuckets(conn: ConnOptions, resolution: Resolution, buckets: readonly RollupCursor[], common: Common = {}): Promise<Parsed[]> {
   if (buckets.length === 0) return [];
-  const b = buckets.map((r) => r.bucket);
-  const sql = checkedBucketsSql(resolution, Math.min(...b), Math.max(...b));
+  const sql = checkedBucketsSql(resolution, ...bucketSpan(buckets));
   return parseRollupRows(await queryText(conn, { sql, tables: [bucketsTable(buckets)], ...common }));
 }
 
@@ -107,8 +106,7 @@ export async function checkBuckets(conn: ConnOptions, resolution: Resolution, bu
 async function exactRows(conn: ConnOptions, resolution: Resolution, rows: readonly Parsed[], source: string | undefined, common: Common): Promise<Parsed[]> {
   const dirty = rows.filter((r) => !r.clean);
   if (dirty.length === 0) return [...rows];
-  const buckets = dirty.map((d) => d.bucket);
-  const sql = dedupedBucketsSql(resolution, Math.min(...buckets), Math.max(...buckets), source);
+  const sql = dedupedBucketsSql(resolution, ...bucketSpan(dirty), source);
   const fixed = new Map(parseRollupRows(await queryText(conn, { sql, tables: [bucketsTable(dirty)], ...common })).map((r) => [key(r), r]));
   return rows.map((r) => (r.clean ? r : (fixed.get(key(r)) ?? r)));
 }

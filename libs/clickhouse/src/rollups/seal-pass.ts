@@ -2,7 +2,7 @@ import { queryText, type ConnOptions } from '../download/http.ts';
 import { unescape } from '../series.ts';
 import { checkBuckets } from './read.ts';
 import { countsTable, insertDedupedSealsSql, insertMergedSealsSql, sealCandidatesSql, sealTotalsSql, type BucketCount } from './sealed-sql.ts';
-import { namesTable, ROLLUPS, type Resolution } from './sql.ts';
+import { bucketSpan, namesTable, ROLLUPS, type Resolution } from './sql.ts';
 
 /** What one pass did, per resolution. */
 export type SealPassStats = {
@@ -53,10 +53,9 @@ async function sealChunk(
   const checked = await checkBuckets(conn, resolution, chunk);
   const counts = (clean: boolean) => checked.filter((c) => c.clean === clean).map((c) => ({ metric_name: c.metric_name, bucket: c.bucket, rows: c.count }));
   const [clean, replaced] = [counts(true), counts(false)];
-  const range = (b: readonly BucketCount[]) => [Math.min(...b.map((r) => r.bucket)), Math.max(...b.map((r) => r.bucket))] as const;
-  if (clean.length > 0) await queryText(conn, { sql: insertMergedSealsSql(resolution, ...range(clean)), tables: [countsTable(clean)] });
+  if (clean.length > 0) await queryText(conn, { sql: insertMergedSealsSql(resolution, ...bucketSpan(clean)), tables: [countsTable(clean)] });
   if (replaced.length > 0) {
-    const [first, last] = range(replaced);
+    const [first, last] = bucketSpan(replaced);
     await queryText(conn, { sql: insertDedupedSealsSql(resolution, first, last, source), tables: [countsTable(replaced)] });
     await queryText(conn, { sql: insertMergedSealsSql(resolution, first, last, { source }), tables: [countsTable(replaced)] });
   }

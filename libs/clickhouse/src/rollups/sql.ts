@@ -37,6 +37,13 @@ export function bucketRange(resolution: Resolution, fromMs: number, toMs: number
   return { first: Math.floor(fromMs / step) * step, last: Math.floor(toMs / step) * step };
 }
 
+/** The first and last bucket of some rows (a loop: a spread of a page's buckets overflows the stack). */
+export function bucketSpan(rows: readonly { readonly bucket: number }[]): [number, number] {
+  let [first, last] = [Infinity, -Infinity];
+  for (const { bucket } of rows) [first, last] = [Math.min(first, bucket), Math.max(last, bucket)];
+  return [first, last];
+}
+
 /** Continue strictly after this (metric_name, bucket). */
 export type RollupCursor = { readonly metric_name: string; readonly bucket: number };
 
