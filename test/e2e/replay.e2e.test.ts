@@ -1121,8 +1121,10 @@ describe('staged uploads, rebuilt as the live projector seals them', () => {
       { name: 'points', engine: 'MergeTree' },
       { name: 'points_1h', engine: 'MaterializedView' },
       { name: 'points_1h_g1', engine: 'AggregatingMergeTree' },
+      { name: 'points_1h_sealed', engine: 'MergeTree' }, // the sealed buckets stay, emptied by the swap
       { name: 'points_1m', engine: 'MaterializedView' },
       { name: 'points_1m_g1', engine: 'AggregatingMergeTree' },
+      { name: 'points_1m_sealed', engine: 'MergeTree' },
       { name: 'points_g1', engine: 'MergeTree' },
       { name: 'points_seals', engine: 'MergeTree' },
       { name: 'points_seals_g1', engine: 'MergeTree' },
