@@ -89,6 +89,7 @@ export default defineConfig({
             'test/integration/clickhouse.int.test.ts',
             'test/integration/deletions.int.test.ts',
             'test/integration/rollup-deletions.int.test.ts',
+            'test/integration/rollup-seals.int.test.ts',
             'test/integration/download.int.test.ts',
             'test/integration/projector.int.test.ts',
             'test/integration/promql.int.test.ts',

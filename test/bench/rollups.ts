@@ -1,4 +1,14 @@
-import { createClickHouse, ensureDatabase, migrate, queryText, readRollupPage, ROLLUPS, serverCapabilities, type Resolution } from '@meridian/clickhouse';
+import {
+  createClickHouse,
+  createSealPass,
+  ensureDatabase,
+  migrate,
+  queryText,
+  readRollupPage,
+  ROLLUPS,
+  serverCapabilities,
+  type Resolution,
+} from '@meridian/clickhouse';
 import { adminKey, benchApi, cpuSplit, dropBenchScope, fmt, percentile, stackProcesses, startProcess, waitUntil } from './common.ts';
 
 /**
@@ -11,7 +21,11 @@ import { adminKey, benchApi, cpuSplit, dropBenchScope, fmt, percentile, stackPro
  *      buckets holding replaced points) equals the aggregates of the deduplicated raw points
  *      computed by a query (newest row per timestamp, LIMIT 1 BY, as downloads choose it);
  *   3. a download at 1h over the year through a real api (JSON, p50 and max of BENCH_REPEAT), beside
- *      the same aggregates computed by a query from the raw points, the baseline without rollups.
+ *      the same aggregates computed by a query from the raw points, the baseline without rollups;
+ *   4. the seal pass (migration 011) run as the ingest worker runs it, pass after pass of at most
+ *      MERIDIAN_ROLLUP_SEAL_MAX_BUCKETS buckets per resolution until none is left, with its wall
+ *      time and CPU; then one more pass with nothing to seal (what finding candidates costs), every
+ *      bucket checked again against the raw points, and the download of 3 again, sealed, beside it.
  *   BENCH_POINTS=1000000 BENCH_REPEAT=3 make bench-rollups
  */
 const POINTS = Number(process.env.BENCH_POINTS ?? 10_000_000);
@@ -128,10 +142,42 @@ async function main(): Promise<void> {
       rows = ((await res.json()) as unknown[]).length;
     });
     const raw = await timed(async () => void (await queryText(conn, { sql: referenceSql(3_600_000) })));
-    console.log(`\na download at 1h over the year (${fmt(rows)} buckets of ${fmt(POINTS)} points), ${REPEAT} runs`);
-    console.log(`  GET /api/v1/metrics/download?resolution=1h (rollups)      p50 ${fmt(viaApi.p50).padStart(6)} ms   max ${fmt(viaApi.max).padStart(6)} ms`);
+
+    // 4. The seal pass, as the worker runs it, then the same download again.
     console.log(
-      `  the same aggregates by a query on the raw points          p50 ${fmt(raw.p50).padStart(6)} ms   max ${fmt(raw.max).padStart(6)} ms   (${(raw.p50 / viaApi.p50).toFixed(1)}x)`,
+      `\nthe seal pass (MERIDIAN_ROLLUP_SEAL_MAX_BUCKETS ${fmt(settings.MERIDIAN_ROLLUP_SEAL_MAX_BUCKETS)} per resolution a pass), until nothing is left`,
+    );
+    const pass = createSealPass(conn, { maxBuckets: settings.MERIDIAN_ROLLUP_SEAL_MAX_BUCKETS });
+    for (let n = 1; ; n++) {
+      const cpu = cpuSplit(procs);
+      const mine = process.cpuUsage();
+      const started = performance.now();
+      const stats = await pass.run();
+      const ms = performance.now() - started;
+      const spent = cpu.end();
+      const own = (process.cpuUsage(mine).user + process.cpuUsage(mine).system) / 1e6;
+      const sealed = stats.map((st) => `${st.resolution} ${fmt(st.buckets)} (${fmt(st.replaced)} replaced)`).join(', ');
+      console.log(
+        `  pass ${n}: ${sealed.padEnd(40)} ${fmt(ms).padStart(7)} ms   ClickHouse CPU-s ${spent.of('clickhouse').toFixed(2)}, the pass's own ${own.toFixed(2)}`,
+      );
+      if (stats.every((st) => st.buckets === 0) || n > 50) break;
+    }
+    console.log('\nevery bucket against the deduplicated raw points, sealed');
+    for (const resolution of ['1h', '1m'] as const) {
+      const r = await checkEqual(resolution);
+      console.log(`  ${resolution}: ${fmt(r.buckets)} buckets equal, read in ${fmt(r.ms)} ms`);
+    }
+    const sealedApi = await timed(async () => {
+      const res = await fetch(url, { headers: { Authorization: `Bearer ${key}` } });
+      if (res.status !== 200) throw new Error(`download: ${res.status} ${await res.text()}`);
+    });
+    console.log(`\na download at 1h over the year (${fmt(rows)} buckets of ${fmt(POINTS)} points), ${REPEAT} runs`);
+    console.log(`  GET /api/v1/metrics/download?resolution=1h, not sealed    p50 ${fmt(viaApi.p50).padStart(6)} ms   max ${fmt(viaApi.max).padStart(6)} ms`);
+    console.log(
+      `  the same, every bucket sealed                            p50 ${fmt(sealedApi.p50).padStart(6)} ms   max ${fmt(sealedApi.max).padStart(6)} ms   (${(viaApi.p50 / sealedApi.p50).toFixed(1)}x faster)`,
+    );
+    console.log(
+      `  the same aggregates by a query on the raw points          p50 ${fmt(raw.p50).padStart(6)} ms   max ${fmt(raw.max).padStart(6)} ms   (${(raw.p50 / sealedApi.p50).toFixed(1)}x the sealed)`,
     );
   } finally {
     await api.stop();

@@ -5,6 +5,7 @@ import { formatTimestamp } from '@meridian/domain';
 import { bootstrapAdmin, createUser } from '../support/accounts.ts';
 import { call, startApi, type RunningApi } from '../support/api.ts';
 import { startWorker } from '../support/ingest.ts';
+import { clickhouse } from '../support/clickhouse.ts';
 import { seedPoints } from '../support/seed-points.ts';
 import { isolatedSettings } from '../support/settings.ts';
 import { waitForTask } from '../support/tasks.ts';
@@ -15,7 +16,9 @@ import { waitForTask } from '../support/tasks.ts';
  * exactly the aggregates of the deduplicated raw points (computed here from a raw download with
  * latest_only=true), in every format, paged by the cursor; points uploaded later join their buckets.
  */
-const settings = isolatedSettings({ MERIDIAN_MAX_ROLLUP_ROWS: '10000' });
+// The worker seals closed buckets every half second (migration 011): the reads below are answered from sealed rows once
+// sealedAll() has seen every bucket sealed at its count, and through the exactness check before.
+const settings = isolatedSettings({ MERIDIAN_MAX_ROLLUP_ROWS: '10000', MERIDIAN_ROLLUP_SEAL_INTERVAL_MS: '500', MERIDIAN_ROLLUP_SEAL_MAX_BUCKETS: '1000000' });
 let api: RunningApi;
 let ingest: Awaited<ReturnType<typeof startWorker>>;
 let admin: string;
@@ -42,6 +45,24 @@ async function download(qs: Record<string, string>, key = analyst) {
 }
 
 const selection = { metrics: 'ru.', pattern: 'starts_with', start_date: '2024-01-01', end_date: '2024-01-01' };
+
+/** Buckets of a rollup with no sealed row at their count. */
+async function unsealed(resolution: '1m' | '1h'): Promise<number> {
+  const counted = `SELECT metric_name, bucket, countMerge(rows) AS n FROM points_${resolution} GROUP BY metric_name, bucket`;
+  const sealed = `SELECT metric_name, bucket, rows AS n, 1 AS s FROM points_${resolution}_sealed`;
+  return Number(await clickhouse(settings, `SELECT count() FROM (${counted}) AS r ANY LEFT JOIN (${sealed}) AS j USING (metric_name, bucket, n) WHERE s = 0`));
+}
+
+/** Waits until the worker's seal pass has sealed every bucket of these rollups at its count. */
+async function sealedAll(resolutions: readonly ('1m' | '1h')[] = ['1m', '1h']): Promise<void> {
+  const deadline = Date.now() + 120_000;
+  for (const resolution of resolutions) {
+    while ((await unsealed(resolution)) > 0) {
+      if (Date.now() > deadline) throw new Error(`the ${resolution} rollup was not sealed within 120 s`);
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  }
+}
 
 /** The reference: a raw download with latest_only=true, aggregated per (metric, bucket) here. */
 async function expected(stepMs: number): Promise<Rollup[]> {
@@ -97,7 +118,8 @@ describe('downloads at resolution 1m and 1h', () => {
     ['1m', 60_000],
     ['1h', 3_600_000],
   ] as const) {
-    it(`${resolution}: every bucket equals the aggregates of the deduplicated raw points, as JSON and CSV`, async () => {
+    it(`${resolution}: every bucket equals the aggregates of the deduplicated raw points, as JSON and CSV, answered from sealed rows`, async () => {
+      await sealedAll();
       const want = await expected(stepMs);
       const json = await download({ ...selection, resolution, format: 'json', max_rows: '10000' });
       expect(json.status, json.bytes.toString()).toBe(200);
@@ -182,6 +204,9 @@ describe('downloads at resolution 1m and 1h', () => {
     const got = JSON.parse((await download({ ...selection, resolution: '1h', format: 'json' })).bytes.toString()) as Rollup[];
     expect(got).toEqual(want);
     expect(got.find((r) => r.metric_name === NAMES[1] && r.bucket === formatTimestamp(T0))!.min).toBe(-100);
+    // Sealed again at their new counts: the same answer.
+    await sealedAll();
+    expect(JSON.parse((await download({ ...selection, resolution: '1h', format: 'json' })).bytes.toString())).toEqual(want);
     expect((await download({ metrics: 'secret.x', resolution: '1h' })).status).toBe(404);
   });
 
@@ -211,6 +236,14 @@ describe('downloads at resolution 1m and 1h', () => {
         resolution,
       ).toBe(resolution === '1h');
     }
+    // Once the pass has sealed the rewritten buckets anew, the same answers; the range uploaded again is kept, and counted.
+    await sealedAll();
+    for (const stepMs of [60_000, 3_600_000]) {
+      const resolution = stepMs === 60_000 ? '1m' : '1h';
+      expect(JSON.parse((await download({ ...selection, resolution, format: 'json', max_rows: '10000' })).bytes.toString()), resolution).toEqual(
+        await expected(stepMs),
+      );
+    }
     const after = JSON.parse((await download({ ...selection, resolution: '1m', format: 'json', max_rows: '10000' })).bytes.toString()) as Rollup[];
     for (const edge of [from, to]) expect(countIn(after, edge, 60_000)).toBe(countIn(before, edge, 60_000)! - 1);
     // The console's charts read the 1h rollup for whole hours: they count the rows that remain (charts count every stored row).
@@ -231,13 +264,20 @@ describe('downloads at resolution 1m and 1h', () => {
   it('a year of a million points at 1h: 8,784 buckets, timed', async () => {
     const year = Date.UTC(2025, 0, 1) - T0; // 2024 is a leap year
     await seedPoints(settings, { metric: 'ru.year', count: 1_000_000, fromMs: T0, stepMs: Math.floor(year / 1_000_000), value: 'number % 1000' });
-    const started = performance.now();
-    const res = await download({ metrics: 'ru.year', resolution: '1h', format: 'json', max_rows: '10000' });
-    const ms = performance.now() - started;
-    expect(res.status).toBe(200);
-    const rows = JSON.parse(res.bytes.toString()) as Rollup[];
-    expect(rows).toHaveLength(8784);
-    expect(rows.reduce((a, r) => a + r.count, 0)).toBe(1_000_000);
-    console.log(`a year of 1M points at 1h, 8784 buckets: ${ms.toFixed(0)} ms`);
+    const timed = async () => {
+      const started = performance.now();
+      const res = await download({ metrics: 'ru.year', resolution: '1h', format: 'json', max_rows: '10000' });
+      const ms = performance.now() - started;
+      expect(res.status).toBe(200);
+      const rows = JSON.parse(res.bytes.toString()) as Rollup[];
+      expect(rows).toHaveLength(8784);
+      expect(rows.reduce((a, r) => a + r.count, 0)).toBe(1_000_000);
+      return { ms, rows };
+    };
+    const first = await timed(); // right after the insert: the pass may have sealed some hours already, not all
+    await sealedAll(['1h']);
+    const sealed = await timed();
+    expect(sealed.rows).toEqual(first.rows);
+    console.log(`a year of 1M points at 1h, 8784 buckets: ${first.ms.toFixed(0)} ms right after the insert, ${sealed.ms.toFixed(0)} ms sealed`);
   });
 });

@@ -167,9 +167,12 @@ describe('replay on an Atomic database (chDB front)', () => {
     expect(csv.toString().split('\n')).toHaveLength(502);
     const catalogBefore = await catalog();
 
+    // A sealed bucket of the live generation (migration 011): the swap empties the sealed tables.
+    await platform.clickhouse.command({ query: "INSERT INTO points_1h_sealed VALUES ('mo.sealed', 0, 1, 1, 0, 0, 0, 0)" });
     const result = await rebuildPoints(platform, { swap: 'if-verified', waitForLiveMs: 0 });
     expect(result.verification?.ok).toBe(true);
     expect(result.swap).toMatchObject({ generation: 2, retired: 1, nudged: false });
+    expect(await rowsOf('SELECT toString(count()) AS n FROM points_1h_sealed')).toEqual([{ n: '0' }]);
     const generations = await listGenerations(platform.clickhouse);
     expect(generations.map((g) => [g.generation, g.state, g.table, g.rows])).toEqual([
       [1, 'retired', 'points_g1', 500],
@@ -186,9 +189,11 @@ describe('replay on an Atomic database (chDB front)', () => {
       'points_1h',
       'points_1h_feed',
       'points_1h_g1',
+      'points_1h_sealed',
       'points_1m',
       'points_1m_feed',
       'points_1m_g1',
+      'points_1m_sealed',
       'points_g1',
       'points_seals',
       'points_seals_g1',

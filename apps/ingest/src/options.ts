@@ -5,6 +5,7 @@ import { fileCommandsOptions, type FileCommandsOptions } from './files/options.t
 import { projectorOptions, type ProjectorOptions } from './projector/options.ts';
 import { readModelOptions, tasksReadModelOptions, type ReadModelOptions, type TasksReadModelOptions } from './read-models/options.ts';
 import { retentionOptions, type RetentionOptions } from './retention/options.ts';
+import { rollupSealOptions, type RollupSealOptions } from './rollup-seals/options.ts';
 import { uploadOptions, type UploadOptions } from './uploads/options.ts';
 
 /**
@@ -22,6 +23,7 @@ export type IngestOptions = {
   readonly tasksReadModel: TasksReadModelOptions;
   readonly filesReadModel: ReadModelOptions;
   readonly retention: RetentionOptions;
+  readonly rollupSeals: RollupSealOptions;
   /** Null: MERIDIAN_ARCHIVE is off. */
   readonly archive: ArchiveOptions | null;
 };
@@ -35,6 +37,7 @@ export function ingestOptions(settings: Settings): IngestOptions {
     tasksReadModel: tasksReadModelOptions(settings),
     filesReadModel: readModelOptions(settings),
     retention: retentionOptions(settings),
+    rollupSeals: rollupSealOptions(settings),
     archive: archiveOptions(settings),
   };
 }

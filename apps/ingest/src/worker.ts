@@ -5,6 +5,7 @@ import type { ConsumerWatch } from '@meridian/kafka';
 import type { IngestDeps } from './ingest-deps.ts';
 import { startProjector } from './projector/index.ts';
 import { startRetentionRunner } from './retention/start.ts';
+import { startRollupSeals } from './rollup-seals/start.ts';
 import { startArchiver } from './archive/start.ts';
 import { startFilesProjector } from './read-models/files.ts';
 import { startTasksProjector } from './read-models/tasks.ts';
@@ -43,12 +44,14 @@ export async function startIngest(ingest: IngestDeps): Promise<RunningWorker> {
   const pieces = [commands, projector, tasksProjector, filesProjector];
   // Retention writes deletions to the log; the member projecting points partition 0 runs it, one per deployment.
   const retention = startRetentionRunner(ingest, options.retention, () => projector.owns(0));
+  // The seal pass of the rollups: one per deployment too.
+  const seals = startRollupSeals(ingest, options.rollupSeals, () => projector.owns(0));
   // The archiver too: one per deployment, whose trim waits for this worker's projector group.
   const archiver = startArchiver(ingest, options.archive, () => projector.owns(0));
   return {
     consumers: pieces.map((p) => p.watch),
     async stop() {
-      await Promise.all([retention.stop(), archiver.stop()]);
+      await Promise.all([retention.stop(), seals.stop(), archiver.stop()]);
       await Promise.all(pieces.map((p) => p.stop()));
     },
   };

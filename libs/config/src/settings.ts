@@ -9,6 +9,7 @@ import { pushSettings } from './settings/push.ts';
 import { readsSettings } from './settings/reads.ts';
 import { prometheusSettings } from './settings/prometheus.ts';
 import { deletionsSettings } from './settings/deletions.ts';
+import { rollupsSettings } from './settings/rollups.ts';
 import { archiveSettings } from './settings/archive.ts';
 import { filesSettings } from './settings/files.ts';
 import { tasksSettings } from './settings/tasks.ts';
@@ -34,6 +35,7 @@ export const settingGroups = [
   },
   { title: 'Downloads, series and the catalog', about: 'What one read may ask for and stream.', definitions: readsSettings },
   { title: 'The Prometheus query API', about: 'What one PromQL query may cost.', definitions: prometheusSettings },
+  { title: 'Sealed rollup buckets', about: "The ingest worker's pass that seals the closed buckets of the rollups for reads.", definitions: rollupsSettings },
   { title: 'Deleting points and retention', about: 'Deleting ranges of points, and the retention rules applied as deletions.', definitions: deletionsSettings },
   { title: 'The archive', about: "The points topic's archive in object storage, and the window the brokers keep.", definitions: archiveSettings },
   { title: 'Files', about: 'Defined files: quotas, sharing, and the collection of blobs no file references.', definitions: filesSettings },
@@ -51,6 +53,7 @@ export const settingDefinitions = {
   ...pushSettings,
   ...readsSettings,
   ...prometheusSettings,
+  ...rollupsSettings,
   ...deletionsSettings,
   ...archiveSettings,
   ...filesSettings,

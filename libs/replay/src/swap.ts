@@ -1,4 +1,12 @@
-import { createPointsSink, createPointsStages, serverCapabilities, type Capabilities, type ClickHouseClient, type PointsSink } from '@meridian/clickhouse';
+import {
+  createPointsSink,
+  createPointsStages,
+  SEALED,
+  serverCapabilities,
+  type Capabilities,
+  type ClickHouseClient,
+  type PointsSink,
+} from '@meridian/clickhouse';
 import type { LogRanges, Offsets, PointsFact } from '@meridian/domain';
 import type { EventCodec } from '@meridian/events';
 import type { Logger } from '@meridian/observability';
@@ -144,6 +152,8 @@ export async function swapIn(input: SwapInput): Promise<SwapResult> {
   const { positions, nudged } = reached;
   const frozenMs = frozenAt === null ? 0 : performance.now() - frozenAt;
   for (const statement of sql.afterSwap(m, n)) await client.command({ query: statement });
+  // Sealed buckets (migration 011) speak of the old generation's rollups: the seal pass seals N's anew.
+  for (const table of Object.values(SEALED)) await client.command({ query: `TRUNCATE TABLE IF EXISTS ${q(table)}` });
   await record(client, m, 'retired', { table: pointsTable(m), catalog: catalogTable(m), by: n });
   await record(client, n, 'live', { positions: Object.fromEntries(positions), frozen_ms: Math.round(frozenMs), nudged });
   return { generation: n, retired: m, frozenMs, positions: Object.fromEntries([...positions].map(([p, o]) => [String(p), o])), catchUp, nudged };

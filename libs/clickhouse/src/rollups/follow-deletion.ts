@@ -1,7 +1,18 @@
 import type { Capabilities } from '../capabilities.ts';
 import type { ClickHouseClient } from '../client.ts';
 import { int } from '../download/filter-sql.ts';
-import { countWhere, deleteRowsSql, deletionWriteId, namesIn, quotedTable, rewriteInsertSettings, storageOf, untilDone } from '../points/delete-rows.ts';
+import {
+  countWhere,
+  deleteRows,
+  deleteRowsSql,
+  deletionWriteId,
+  namesIn,
+  quotedTable,
+  rewriteInsertSettings,
+  storageOf,
+  untilDone,
+} from '../points/delete-rows.ts';
+import { SEALED } from './sealed-sql.ts';
 import { bucketRange, ROLLUPS, rollupStatesSql, type Resolution } from './sql.ts';
 
 /** A user's deletion as the rollups take it: its metrics and inclusive range, the points table it was applied to. */
@@ -47,4 +58,20 @@ export async function recomputeRollupBuckets(
     query_id: deletionWriteId(d.points),
   });
   if (asked && !caps.lightweightDelete) await untilDone(client, storage);
+  await unsealBuckets(client, resolution, table, d, caps);
+}
+
+/**
+ * Removes the sealed rows (migration 011) of the buckets a deletion rewrote, waited for before
+ * the deletion is done: their counts went down, and a later insert bringing a bucket back to a
+ * sealed count with other points would otherwise be answered from the seal. Only the live
+ * rollups have seals (the seal pass reads those); a rebuild's generation has none until its swap.
+ */
+async function unsealBuckets(client: ClickHouseClient, resolution: Resolution, table: string, d: RollupDeletion, caps: Capabilities): Promise<void> {
+  if (table !== ROLLUPS[resolution].table) return;
+  const sealed = SEALED[resolution];
+  const where = bucketsWhere(resolution, d, 'bucket');
+  // On 18.16 a mutation rewrites every part: none when no seal is there.
+  if ((await countWhere(client, sealed, where)) === 0) return;
+  await deleteRows(client, sealed, where, caps);
 }

@@ -37,6 +37,13 @@ export function bucketRange(resolution: Resolution, fromMs: number, toMs: number
   return { first: Math.floor(fromMs / step) * step, last: Math.floor(toMs / step) * step };
 }
 
+/** The first and last bucket of some rows (a loop: a spread of a page's buckets overflows the stack). */
+export function bucketSpan(rows: readonly { readonly bucket: number }[]): [number, number] {
+  let [first, last] = [Infinity, -Infinity];
+  for (const { bucket } of rows) [first, last] = [Math.min(first, bucket), Math.max(last, bucket)];
+  return [first, last];
+}
+
 /** Continue strictly after this (metric_name, bucket). */
 export type RollupCursor = { readonly metric_name: string; readonly bucket: number };
 
@@ -65,15 +72,20 @@ export function rollupPageSql(resolution: Resolution, first: number, last: numbe
  * `buckets` (name, bucket); [first, last] bound the scan by the primary key.
  */
 export function dedupedBucketsSql(resolution: Resolution, first: number, last: number, source = 'points'): string {
+  return `${dedupedBucketsSelect(resolution, first, last, source, 'buckets')} ORDER BY metric_name, bucket FORMAT TabSeparated`;
+}
+
+/** dedupedBucketsSql's SELECT, unordered, over the buckets of the external table `table` (name, bucket, ...). */
+export function dedupedBucketsSelect(resolution: Resolution, first: number, last: number, source: string, table: string): string {
   if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(source)) throw new Error(`not a points table: ${source}`);
   const step = int(ROLLUPS[resolution].stepMs);
   const latest =
     `SELECT metric_name, ts, argMax(value, ${VERSION}) AS v FROM ${source} ` +
-    `WHERE metric_name IN (SELECT DISTINCT name FROM buckets) AND ts >= ${int(first)} AND ts < ${int(last + ROLLUPS[resolution].stepMs)} ` +
-    `AND (metric_name, intDiv(ts, ${step}) * ${step}) IN (SELECT name, bucket FROM buckets) GROUP BY metric_name, ts`;
+    `WHERE metric_name IN (SELECT DISTINCT name FROM ${table}) AND ts >= ${int(first)} AND ts < ${int(last + ROLLUPS[resolution].stepMs)} ` +
+    `AND (metric_name, intDiv(ts, ${step}) * ${step}) IN (SELECT name, bucket FROM ${table}) GROUP BY metric_name, ts`;
   return (
     `SELECT metric_name, intDiv(ts, ${step}) * ${step} AS bucket, 1 AS clean, count() AS n, min(v) AS lo, max(v) AS hi, sum(v) AS total, argMax(v, ts) AS last ` +
-    `FROM (${latest}) GROUP BY metric_name, bucket ORDER BY metric_name, bucket FORMAT TabSeparated`
+    `FROM (${latest}) GROUP BY metric_name, bucket`
   );
 }
 

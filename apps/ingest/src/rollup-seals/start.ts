@@ -1,0 +1,23 @@
+import type { IngestDeps } from '../ingest-deps.ts';
+import { startPeriodic } from '../periodic.ts';
+import type { RollupSealOptions } from './options.ts';
+
+/**
+ * The seal pass of the rollups every MERIDIAN_ROLLUP_SEAL_INTERVAL_MS while `leads` says so (one
+ * per deployment): the closed buckets not sealed at their count get their sealed row, at most
+ * MERIDIAN_ROLLUP_SEAL_MAX_BUCKETS per resolution. A failed pass is logged and tried again next time.
+ */
+export function startRollupSeals(ingest: IngestDeps, options: RollupSealOptions, leads: () => boolean): { stop(): Promise<void> } {
+  const logger = ingest.logger.child({ component: 'rollup-seals' });
+  const pass = ingest.sealRollups(options.maxBuckets);
+  return startPeriodic(async () => {
+    try {
+      if (!leads()) return;
+      const started = performance.now();
+      const stats = await pass.run();
+      if (stats.some((s) => s.buckets > 0)) logger.info({ stats, ms: Math.round(performance.now() - started) }, 'rollup buckets sealed');
+    } catch (error) {
+      logger.warn({ err: error }, 'sealing rollup buckets failed; trying again at the next interval');
+    }
+  }, options.intervalMs);
+}

@@ -1,0 +1,106 @@
+import { queryText, type ConnOptions } from '../download/http.ts';
+import { unescape } from '../series.ts';
+import { checkBuckets } from './read.ts';
+import { countsTable, insertDedupedSealsSql, insertMergedSealsSql, sealCandidatesSql, sealTotalsSql, type BucketCount } from './sealed-sql.ts';
+import { bucketSpan, namesTable, ROLLUPS, type Resolution } from './sql.ts';
+
+/** What one pass did, per resolution. */
+export type SealPassStats = {
+  readonly resolution: Resolution;
+  /** Metrics with a closed bucket not sealed at its count, when the pass began. */
+  readonly metricsBehind: number;
+  /** Buckets the pass looked at (at most maxBuckets). */
+  readonly buckets: number;
+  /** Of them, those the exactness check found clean (sealed from the rollup's states). */
+  readonly clean: number;
+  /** Those where a timestamp repeats (sealed from the deduplicated raw points). */
+  readonly replaced: number;
+};
+
+export type SealPassOptions = {
+  /** Most buckets one pass seals, per resolution. */
+  readonly maxBuckets: number;
+  /** The deduplicated points replaced buckets are computed from (`points`). */
+  readonly source?: string;
+  /** Epoch ms; a bucket still open at this time (its end after it) is left for a later pass. */
+  readonly now?: () => number;
+};
+
+/** Buckets per statement: the external tables and the IN sets stay small. */
+const CHUNK = 20_000;
+
+const parseCandidates = (text: string): BucketCount[] =>
+  text
+    .split('\n')
+    .filter((l) => l.length > 0)
+    .map((l) => {
+      const [name, bucket, rows] = l.split('\t');
+      return { metric_name: unescape(name!), bucket: Number(bucket), rows: Number(rows) };
+    });
+
+/**
+ * Seals a chunk of one metric's buckets: the exactness check read first (with it each bucket's
+ * count), then the clean ones written from the rollup's states where the count has not moved, the
+ * others from the raw points with the count read before them (a point inserted meanwhile raises
+ * the rollup's count above the seal's, which then never matches).
+ */
+async function sealChunk(
+  conn: ConnOptions,
+  resolution: Resolution,
+  chunk: readonly BucketCount[],
+  source: string,
+): Promise<{ clean: number; replaced: number }> {
+  const checked = await checkBuckets(conn, resolution, chunk);
+  const counts = (clean: boolean) => checked.filter((c) => c.clean === clean).map((c) => ({ metric_name: c.metric_name, bucket: c.bucket, rows: c.count }));
+  const [clean, replaced] = [counts(true), counts(false)];
+  if (clean.length > 0) await queryText(conn, { sql: insertMergedSealsSql(resolution, ...bucketSpan(clean)), tables: [countsTable(clean)] });
+  if (replaced.length > 0) {
+    const [first, last] = bucketSpan(replaced);
+    await queryText(conn, { sql: insertDedupedSealsSql(resolution, first, last, source), tables: [countsTable(replaced)] });
+    await queryText(conn, { sql: insertMergedSealsSql(resolution, first, last, { source }), tables: [countsTable(replaced)] });
+  }
+  return { clean: clean.length, replaced: replaced.length };
+}
+
+/**
+ * The seal pass (migration 011): for each rollup, the metrics whose closed buckets are not all
+ * sealed at their count (one query over the rollup's and the sealed table's counts), and, from
+ * the metric after the one the last pass ended on, their unsealed buckets, at most maxBuckets in
+ * all, sealed. A bucket sealed at a count stays answered from its sealed row until an insert
+ * raises the count or a deletion removes the seal.
+ */
+export function createSealPass(conn: ConnOptions, options: SealPassOptions): { run(): Promise<SealPassStats[]> } {
+  const source = options.source ?? 'points';
+  const now = options.now ?? Date.now;
+  const lastMetric = new Map<Resolution, string>();
+  const sealResolution = async (resolution: Resolution): Promise<SealPassStats> => {
+    const step = ROLLUPS[resolution].stepMs;
+    const closedBefore = Math.floor(now() / step) * step;
+    const behind = parseCandidates(await queryText(conn, { sql: sealTotalsSql(resolution, closedBefore) })).map((r) => r.metric_name);
+    // Round the metrics from the last one's successor: a metric that can never be sealed whole does not starve the others.
+    const after = lastMetric.get(resolution);
+    const order = after === undefined ? behind : [...behind.filter((m) => m > after), ...behind.filter((m) => m <= after)];
+    let budget = options.maxBuckets;
+    const stats = { resolution, metricsBehind: behind.length, buckets: 0, clean: 0, replaced: 0 };
+    for (const metric of order) {
+      if (budget <= 0) break;
+      const candidates = parseCandidates(await queryText(conn, { sql: sealCandidatesSql(resolution, closedBefore, budget), tables: [namesTable([metric])] }));
+      budget -= candidates.length;
+      stats.buckets += candidates.length;
+      for (let i = 0; i < candidates.length; i += CHUNK) {
+        const done = await sealChunk(conn, resolution, candidates.slice(i, i + CHUNK), source);
+        stats.clean += done.clean;
+        stats.replaced += done.replaced;
+      }
+      lastMetric.set(resolution, metric);
+    }
+    return stats;
+  };
+  return {
+    async run() {
+      const out: SealPassStats[] = [];
+      for (const resolution of ['1h', '1m'] as const) out.push(await sealResolution(resolution));
+      return out;
+    },
+  };
+}
