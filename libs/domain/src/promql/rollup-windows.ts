@@ -5,10 +5,12 @@ import type { ReduceSteps } from './reduce.ts';
 /**
  * Range functions whose value over a window is a function of per-bucket aggregates of the
  * window's samples (count, min, max, sum, the last value), so a rollup of whole buckets answers
- * them: min, max and count and last exactly; sum and avg as the same values added in another
- * grouping (equal to the last bits for integers and most sums; see docs on the query API).
+ * them: min, max and count and last exactly; sum as the same values added in another grouping
+ * (equal for integers; see docs on the query API). Not avg: the raw path keeps Prometheus'
+ * running mean, which a sum over a count does not give bit for bit (and overflows where the
+ * mean does not: two points of 1e308).
  */
-export const ROLLUP_FUNCTIONS = ['min_over_time', 'max_over_time', 'sum_over_time', 'count_over_time', 'avg_over_time', 'last_over_time'] as const;
+export const ROLLUP_FUNCTIONS = ['min_over_time', 'max_over_time', 'sum_over_time', 'count_over_time', 'last_over_time'] as const;
 export type RollupFunction = (typeof ROLLUP_FUNCTIONS)[number];
 
 /** The rollups' bucket widths, widest first: a window is read from the widest that tiles it. */
@@ -84,8 +86,6 @@ function valueOf(func: RollupFunction, a: Acc): number {
       return sum;
     case 'count_over_time':
       return a.count;
-    case 'avg_over_time':
-      return sum / a.count;
     case 'last_over_time':
       return a.last;
     default: {
