@@ -19,12 +19,12 @@ const T0 = Date.UTC(2024, 0, 1);
 
 type Answer = { status: string; data?: { resultType: string; result: Array<{ metric: Record<string, string>; values?: unknown[] }> } };
 
-async function rangeQuery(query: string, key = admin, end = T0 / 1000 + 6000): Promise<{ status: number; body: Answer; readAhead: boolean }> {
+async function rangeQuery(query: string, key = admin, end = T0 / 1000 + 6000): Promise<{ status: number; body: Answer; readAhead: string }> {
   const params = new URLSearchParams({ query, start: String(T0 / 1000), end: String(end), step: '60' });
   const res = await fetch(`${api.url}/prometheus/api/v1/query_range?${params}`, { headers: { Authorization: `Bearer ${key}` } });
   const body = (await res.json()) as Answer;
   const logged = api.logs().filter((l) => l.msg === 'promql query');
-  return { status: res.status, body, readAhead: logged.at(-1)?.read_ahead === true };
+  return { status: res.status, body, readAhead: String(logged.at(-1)?.read_ahead) };
 }
 
 /** Points of one series (test-made names: no quote or backslash inside the SQL's string). */
@@ -52,34 +52,37 @@ afterAll(async () => {
 describe('PromQL read ahead of a single series', () => {
   it('answers as the read after the catalog does', async () => {
     const ahead = await rangeQuery('solo{job="a"}');
-    expect(ahead.readAhead).toBe(true);
+    expect(ahead.readAhead).toBe('taken');
     // A regular expression is never read ahead: the same series through the plan alone.
     const planned = await rangeQuery('solo{job=~"a"}');
-    expect(planned.readAhead).toBe(false);
+    expect(planned.readAhead).toBe('none');
     expect(ahead.status).toBe(200);
     expect(ahead.body).toEqual(planned.body);
     expect(ahead.body.data!.result).toHaveLength(1);
     expect(ahead.body.data!.result[0]!.values!.length).toBeGreaterThan(90);
     const bare = await rangeQuery('lone * 2');
-    expect(bare.readAhead).toBe(true);
+    expect(bare.readAhead).toBe('taken');
     expect(bare.body).toEqual((await rangeQuery('{__name__=~"lone"} * 2')).body);
   });
 
   it('is not used when the selector chooses other series than the one it names', async () => {
     // `solo` names the series without labels, which does not exist; both labelled ones match.
     const r = await rangeQuery('solo');
-    expect(r.readAhead).toBe(false);
+    expect(r.readAhead).toBe('dropped');
     expect(r.body.data!.result.map((s) => s.metric.job).sort()).toEqual(['a', 'b']);
   });
 
   it('shows a series the caller may not read as one that does not exist', async () => {
     const hidden = await rangeQuery('solo{job="b"}', jobA);
     const missing = await rangeQuery('solo{job="z"}', jobA);
-    expect(hidden.readAhead).toBe(false);
+    // No name the caller may not read is read ahead, whether it exists or not: nothing tells them apart.
+    expect(hidden.readAhead).toBe('none');
     expect(hidden).toEqual(missing);
     expect(hidden.body.data).toEqual({ resultType: 'matrix', result: [] });
+    // An admin's query of a name that does not exist is read ahead, then dropped.
+    expect((await rangeQuery('solo{job="z"}')).readAhead).toBe('dropped');
     const own = await rangeQuery('solo{job="a"}', jobA);
-    expect(own.readAhead).toBe(true);
+    expect(own.readAhead).toBe('taken');
     expect(own.body.data!.result).toHaveLength(1);
   });
 
@@ -88,7 +91,7 @@ describe('PromQL read ahead of a single series', () => {
     expect((await rangeQuery('fresh', admin, end)).body.data!.result).toEqual([]);
     await insert('fresh', 10, T0, '1');
     const first = await rangeQuery('fresh', admin, end);
-    expect(first.readAhead).toBe(true);
+    expect(first.readAhead).toBe('taken');
     const stepsOf = (a: Answer) => a.data!.result[0]?.values?.length ?? 0;
     const before = stepsOf(first.body);
     expect(before).toBeGreaterThan(0);

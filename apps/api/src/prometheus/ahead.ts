@@ -1,5 +1,5 @@
 import { cancelQueryPart, readSamples, type ConnOptions, type SeriesSamples } from '@meridian/clickhouse';
-import { METRIC_NAME, planWindows, querySelectors, seriesName, type Expr, type SampleWindow } from '@meridian/domain';
+import { canRead, METRIC_NAME, planWindows, querySelectors, seriesName, type Expr, type SampleWindow, type UserRecord } from '@meridian/domain';
 
 /** A query's times, as runQuery takes them. */
 type Times = { readonly startMs: number; readonly endMs: number; readonly stepMs: number };
@@ -15,8 +15,10 @@ type Times = { readonly startMs: number; readonly endMs: number; readonly stepMs
  * caller's entitlements, reads exactly that series over exactly the times read, unreduced: so it
  * answers only what the read after the catalog would have, with the same bound on samples.
  * Otherwise (the series is not readable or does not exist, other series match, the plan reduces
- * the function) it is stopped (the socket closed and its query killed) and never awaited, so a
- * series the caller may not read costs the answer no time of its own.
+ * the function) it is stopped (the socket closed and its query killed) and never awaited. A name
+ * the caller may not read is never read ahead at all: its samples would cost the server, and the
+ * event loop the catalog's answer shares, work that a name that does not exist does not (a
+ * difference in time a caller could measure).
  */
 export type ReadAhead = {
   /** The read ahead when it is this window's read within this budget of samples; null otherwise. A read is taken once. */
@@ -60,6 +62,7 @@ const sameTimes = (a: SampleWindow, b: SampleWindow) =>
 /** Starts the read ahead of a single-series query, or null when the query is not one. */
 export function readAhead(
   conn: ConnOptions,
+  user: UserRecord,
   expr: Expr,
   times: Times,
   lookbackMs: number,
@@ -68,7 +71,7 @@ export function readAhead(
   signal: AbortSignal,
 ): ReadAhead | null {
   const guess = namedSeries(expr, times, lookbackMs);
-  if (!guess) return null;
+  if (!guess || !canRead(user, guess.name)) return null;
   const own = new AbortController();
   const { fromMs, toMs, sparse } = guess.window;
   const read = readSamples(conn, {

@@ -82,7 +82,7 @@ export async function runQuery(deps: PromqlDeps, ctx: Context, user: UserRecord,
   };
   requestSignal?.addEventListener('abort', onRequestTimeout, { once: true });
   ctx.res.on('close', onClose);
-  const ahead = readAhead(deps.conn, expr, times, LOOKBACK_MS, limits.maxSamples, queryId, abort.signal);
+  const ahead = readAhead(deps.conn, user, expr, times, LOOKBACK_MS, limits.maxSamples, queryId, abort.signal);
   try {
     const series = await readableSeries(deps.catalog, user, selectorMetricNames(expr));
     const catalogMs = performance.now() - (deadline - timeoutMs);
@@ -97,7 +97,8 @@ export async function runQuery(deps: PromqlDeps, ctx: Context, user: UserRecord,
         reduced: windows.filter((w) => w.reduce).length,
         rollups: windows.filter((w) => w.rollup).map((w) => w.rollup!.bucketMs),
         catalog_ms: Number(catalogMs.toFixed(1)),
-        read_ahead: first !== null,
+        // taken; dropped (started, then not the series the plan reads); none (not one series, or one the caller may not read)
+        read_ahead: first !== null ? 'taken' : ahead ? 'dropped' : 'none',
       },
       'promql query',
     );
