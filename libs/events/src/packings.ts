@@ -32,7 +32,8 @@ const pointColumns: Packing = {
     const { timestamps, values, nameIndex } = unpackPointColumns(packed, names.length === 0 ? 1 : names.length);
     record.timestamps = timestamps;
     record.values = values;
-    record.name_index = nameIndex;
+    // One name in `names` packs no index (every point is its); as written, each point says so.
+    record.name_index = names.length === 1 ? timestamps.map(() => 0) : nameIndex;
   },
 };
 

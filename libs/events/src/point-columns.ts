@@ -251,6 +251,8 @@ export function packPointColumns(c: PointColumns, series: number): Buffer {
   if (c.values.length !== points || (c.nameIndex.length !== 0 && c.nameIndex.length !== points)) throw new Error('columns of different lengths');
   if (series > 1 && c.nameIndex.length === 0) throw new Error('a batch of several series without a name index');
   for (const s of c.nameIndex) if (!(s >= 0 && s < series)) throw new Error(`name index ${s} out of ${series}`);
+  // As the decoder refuses them: a fraction would come back changed, a timestamp past 2^53 not at all.
+  for (const t of c.timestamps) if (!Number.isSafeInteger(t)) throw new Error(`a timestamp that is not a safe integer: ${t}`);
   const g = groupBySeries(c.nameIndex, points, series);
   // At most: the header and runs (8-byte varints), 8 bytes a timestamp, a byte a series and 8 bytes a value.
   const w = new ByteWriter(48 + 32 * points + series);

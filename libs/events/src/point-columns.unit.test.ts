@@ -72,6 +72,11 @@ describe('point columns (PointBatch v5)', () => {
     expect(() => packPointColumns({ timestamps: [1, 2], values: [1], nameIndex: [] }, 1)).toThrow(/lengths/);
     expect(() => packPointColumns({ timestamps: [1, 2], values: [1, 2], nameIndex: [0, 2] }, 2)).toThrow(/out of/);
   });
+
+  it('refuses timestamps it could not give back: fractions and past 2^53', () => {
+    expect(() => packPointColumns({ timestamps: [1.5, 2.7], values: [1, 2], nameIndex: [] }, 1)).toThrow(/safe integer/);
+    expect(() => packPointColumns({ timestamps: [2 ** 60], values: [1], nameIndex: [] }, 1)).toThrow(/safe integer/);
+  });
 });
 
 describe('PointBatch v5 through the event codec', () => {
@@ -101,6 +106,13 @@ describe('PointBatch v5 through the event codec', () => {
     expect(versionOf(v4)).toBe(4);
     expect(bytes.length).toBeLessThan(v4.length * 0.6);
     expect(codec.decode(v4)).toEqual(codec.decode(bytes));
+  });
+
+  it('gives back the name index of a batch whose names hold one name, as v4 does', () => {
+    const single = { ...batch, names: ['a'], name_index: timestamps.map(() => 0) };
+    const v4 = createEventCodec<{ type: string }>(registry, { writePacked: false });
+    expect(codec.decode(codec.encode(single))).toEqual(v4.decode(v4.encode(single)));
+    expect((codec.decode(codec.encode(single)) as typeof single).name_index).toEqual(single.name_index);
   });
 
   it('writes one metric by its name alone, and an upgrade still writes v4 or v3 when told', () => {
