@@ -8,26 +8,27 @@ export function withTimeout<T>(promise: Promise<T>, ms: number, what: string): P
 }
 
 /**
- * Runs `work` with a signal that aborts after `ms` or with `parent`, and rejects then even if
+ * Runs `work` with a signal that aborts after `ms` or with `parent`, and rejects at `ms` even if
  * `work` does not heed its signal (a step that takes none, hung): the caller moves on, and what
- * `work` still does in the background must be safe to overlap with the next run.
+ * `work` still does in the background must be safe to overlap with the next run. A `parent`
+ * abort (a stop) is only passed on: `work` ends as it heeds it, and the caller waits for that, so
+ * a stop does not leave work running under clients being closed.
  */
 export async function withDeadline<T>(work: (signal: AbortSignal) => Promise<T>, ms: number, what: string, parent?: AbortSignal): Promise<T> {
   const own = new AbortController();
   const timer = setTimeout(() => own.abort(new Error(`${what} took longer than ${ms} ms`)), ms);
   const signal = parent ? AbortSignal.any([own.signal, parent]) : own.signal;
-  let onAbort: (() => void) | undefined;
-  const aborted = new Promise<never>((_, reject) => {
-    onAbort = () => reject(signal.reason instanceof Error ? signal.reason : new Error(`${what} was stopped`));
-    if (signal.aborted) onAbort();
-    else signal.addEventListener('abort', onAbort, { once: true });
+  let onLate: (() => void) | undefined;
+  const late = new Promise<never>((_, reject) => {
+    onLate = () => reject(own.signal.reason as Error);
+    own.signal.addEventListener('abort', onLate, { once: true });
   });
   const running = work(signal);
   running.catch(() => undefined); // a failure after the deadline has nobody left to tell
   try {
-    return await Promise.race([running, aborted]);
+    return await Promise.race([running, late]);
   } finally {
     clearTimeout(timer);
-    signal.removeEventListener('abort', onAbort!);
+    own.signal.removeEventListener('abort', onLate!);
   }
 }
