@@ -18,7 +18,9 @@ const TIE_BREAK = ['updated_at', 'kafka_partition', 'kafka_offset', 'row_in_batc
  * order is exactly its string order (UTF-8 bytes), the one the cursor conditions compare with.
  * The '' in front is there because transform refuses empty arrays; no metric is named ''.
  */
-const SORTED_NAMES = "arrayPushFront((SELECT groupArray(name) FROM (SELECT DISTINCT name FROM names ORDER BY name)), '')";
+// Sorted by arraySort, not by an ORDER BY under groupArray: an aggregate's order of rows is not
+// guaranteed, and a row's name index into the page's names must be exactly this order.
+const SORTED_NAMES = "arrayPushFront((SELECT arraySort(groupUniqArray(name)) FROM names), '')";
 const RANK = `transform(metric_name, ${SORTED_NAMES}, arrayEnumerate(${SORTED_NAMES}), toUInt32(0))`;
 /** Ranks of the rows that carry the constant text before and after the data rows. */
 const FIRST = 0;
