@@ -18,7 +18,12 @@ import { waitForTask } from '../support/tasks.ts';
  */
 // The worker seals closed buckets every half second (migration 011): the reads below are answered from sealed rows once
 // sealedAll() has seen every bucket sealed at its count, and through the exactness check before.
-const settings = isolatedSettings({ MERIDIAN_MAX_ROLLUP_ROWS: '10000', MERIDIAN_ROLLUP_SEAL_INTERVAL_MS: '500', MERIDIAN_ROLLUP_SEAL_MAX_BUCKETS: '1000000' });
+const settings = isolatedSettings({
+  MERIDIAN_MAX_ROLLUP_ROWS: '10000',
+  MERIDIAN_ROLLUP_SEAL_INTERVAL_MS: '500',
+  MERIDIAN_ROLLUP_SEAL_MAX_BUCKETS: '1000000',
+  MERIDIAN_ROLLUP_SEAL_RESOLUTIONS: '1h,1m',
+});
 let api: RunningApi;
 let ingest: Awaited<ReturnType<typeof startWorker>>;
 let admin: string;

@@ -36,7 +36,7 @@ export function composeIngest(settings: Settings, logger: Logger, adapters: Adap
     pointsSink: createPointsSink(adapters.clickhouse, 'points', { quorum: options.pointsQuorum, sealsTable: 'points_seals' }),
     deletePoints: (deletion) => applyDeletion(adapters.clickhouse, LIVE_DELETION_TARGETS, deletion),
     pointsStages: createPointsStages(adapters.clickhouse, LIVE_STAGE_TARGETS, { insertWaitMs: settings.MERIDIAN_STAGE_INSERT_WAIT_MS }),
-    sealRollups: (maxBuckets) => createSealPass(options.clickhouse, { maxBuckets }),
+    sealRollups: (maxBuckets, resolutions) => createSealPass(options.clickhouse, { maxBuckets, resolutions }),
     retentionQueries: { catalog: () => catalogFirsts(adapters.clickhouse), countOlder: (metrics, cutoff) => countOlder(adapters.clickhouse, metrics, cutoff) },
     archive: { objects: archiveObjects(adapters.blobs), log: adapters.log, history: archivedLog(adapters, topicsFor(options.topicPrefix)) },
     startRetry: {},

@@ -5,7 +5,7 @@ import type { FoldContext } from '@meridian/folds';
 import type { UntilDoneOptions } from '@meridian/runtime';
 import type { BlobStore } from './blob-store.ts';
 import type { EventLog } from './event-log.ts';
-import type { PointsDeletion, PointsSink, PointsStages, SealPassStats } from '@meridian/clickhouse';
+import type { PointsDeletion, PointsSink, PointsStages, Resolution, SealPassStats } from '@meridian/clickhouse';
 import type { IngestOptions } from './options.ts';
 
 /** The adapters and options the worker runs on, composed in compose.ts. */
@@ -32,7 +32,7 @@ export type IngestDeps = {
   /** Applies a deletion's marker to the live points table and its catalog, and records it in the position. */
   readonly deletePoints: (deletion: PointsDeletion) => Promise<void>;
   /** The seal pass of the live rollups, at most this many buckets per resolution a run (it remembers where it stopped). */
-  readonly sealRollups: (maxBuckets: number) => { run(): Promise<SealPassStats[]> };
+  readonly sealRollups: (maxBuckets: number, resolutions: readonly Resolution[]) => { run(): Promise<SealPassStats[]> };
   /** What retention reads of ClickHouse: the catalog's metrics with their first timestamps, and the points older than a cutoff. */
   readonly retentionQueries: { catalog(): Promise<Map<string, number>>; countOlder(metrics: readonly string[], cutoff: number): Promise<number> };
   /**

@@ -3,13 +3,15 @@ import { startPeriodic } from '../periodic.ts';
 import type { RollupSealOptions } from './options.ts';
 
 /**
- * The seal pass of the rollups every MERIDIAN_ROLLUP_SEAL_INTERVAL_MS while `leads` says so (one
+ * The seal pass of the rollups MERIDIAN_ROLLUP_SEAL_RESOLUTIONS names (none when off) every
+ * MERIDIAN_ROLLUP_SEAL_INTERVAL_MS while `leads` says so (one
  * per deployment): the closed buckets not sealed at their count get their sealed row, at most
  * MERIDIAN_ROLLUP_SEAL_MAX_BUCKETS per resolution. A failed pass is logged and tried again next time.
  */
 export function startRollupSeals(ingest: IngestDeps, options: RollupSealOptions, leads: () => boolean): { stop(): Promise<void> } {
+  if (options.resolutions.length === 0) return { stop: () => Promise.resolve() };
   const logger = ingest.logger.child({ component: 'rollup-seals' });
-  const pass = ingest.sealRollups(options.maxBuckets);
+  const pass = ingest.sealRollups(options.maxBuckets, options.resolutions);
   return startPeriodic(async () => {
     try {
       if (!leads()) return;

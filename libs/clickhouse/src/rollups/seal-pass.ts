@@ -20,6 +20,8 @@ export type SealPassStats = {
 export type SealPassOptions = {
   /** Most buckets one pass seals, per resolution. */
   readonly maxBuckets: number;
+  /** The rollups it seals (both by default). */
+  readonly resolutions?: readonly Resolution[];
   /** The deduplicated points replaced buckets are computed from (`points`). */
   readonly source?: string;
   /** Epoch ms; a bucket still open at this time (its end after it) is left for a later pass. */
@@ -99,7 +101,7 @@ export function createSealPass(conn: ConnOptions, options: SealPassOptions): { r
   return {
     async run() {
       const out: SealPassStats[] = [];
-      for (const resolution of ['1h', '1m'] as const) out.push(await sealResolution(resolution));
+      for (const resolution of options.resolutions ?? (['1h', '1m'] as const)) out.push(await sealResolution(resolution));
       return out;
     },
   };
