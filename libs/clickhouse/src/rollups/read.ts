@@ -37,27 +37,27 @@ export type RollupPage = { readonly rows: RollupRow[]; readonly next: RollupCurs
 
 type Parsed = RollupRow & { readonly clean: boolean };
 
-export function parseRollupRows(text: string): Parsed[] {
-  const out: Parsed[] = [];
+/** The tab-separated rows of an answer, each of exactly `width` fields. */
+function tsvRows(text: string, width: number): string[][] {
+  const rows: string[][] = [];
   for (const line of text.split('\n')) {
     if (line.length === 0) continue;
     const f = line.split('\t');
-    if (f.length !== 8) throw new Error(`ClickHouse answered a row of ${f.length} fields`);
-    const count = Number(f[3]);
-    const sum = float(f[6]!);
-    out.push({
-      metric_name: unescape(f[0]!),
-      bucket: Number(f[1]),
-      clean: f[2] === '1',
-      count,
-      min: float(f[4]!),
-      max: float(f[5]!),
-      sum,
-      avg: sum / count,
-      last: float(f[7]!),
-    });
+    if (f.length !== width) throw new Error(`ClickHouse answered a row of ${f.length} fields`);
+    rows.push(f);
   }
-  return out;
+  return rows;
+}
+
+/** A bucket's row from its name and bucket (fields 0 and 1) and its count, min, max, sum and last. */
+function parsedRow(f: readonly string[], clean: boolean, [n, lo, hi, total, last]: readonly string[]): Parsed {
+  const count = Number(n);
+  const sum = float(total!);
+  return { metric_name: unescape(f[0]!), bucket: Number(f[1]), clean, count, min: float(lo!), max: float(hi!), sum, avg: sum / count, last: float(last!) };
+}
+
+export function parseRollupRows(text: string): Parsed[] {
+  return tsvRows(text, 8).map((f) => parsedRow(f, f[2] === '1', f.slice(3, 8)));
 }
 
 const key = (r: { metric_name: string; bucket: number }) => `${r.bucket}\u0000${r.metric_name}`;
@@ -66,29 +66,11 @@ type Common = { readonly queryId?: string; readonly signal?: AbortSignal };
 
 /** The rows of sealedPageSql: a sealed bucket's row (`clean`: answered), the rollup's aggregates of every row elsewhere (not checked yet). */
 export function parseSealedPage(text: string): Parsed[] {
-  const out: Parsed[] = [];
-  for (const line of text.split('\n')) {
-    if (line.length === 0) continue;
-    const f = line.split('\t');
-    if (f.length !== 13) throw new Error(`ClickHouse answered a row of ${f.length} fields`);
+  return tsvRows(text, 13).map((f) => {
     const sealed = f[2] === '1';
     // The sealed row's fields (8 to 12) where there is one, the rollup's (3 to 7) elsewhere.
-    const [n, lo, hi, total, last] = sealed ? f.slice(8, 13) : f.slice(3, 8);
-    const count = Number(n);
-    const sum = float(total!);
-    out.push({
-      metric_name: unescape(f[0]!),
-      bucket: Number(f[1]),
-      clean: sealed,
-      count,
-      min: float(lo!),
-      max: float(hi!),
-      sum,
-      avg: sum / count,
-      last: float(last!),
-    });
-  }
-  return out;
+    return parsedRow(f, sealed, sealed ? f.slice(8, 13) : f.slice(3, 8));
+  });
 }
 
 /** The exactness check of some buckets: each one's aggregates of every row, its count, and whether no timestamp repeats in it. */
