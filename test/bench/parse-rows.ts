@@ -93,7 +93,7 @@ const ADMIN: UserRecord = { user_name: 'bench', is_admin: true, created_at: 0, d
 
 /** The upload job's per-row work (runUpload in apps/ingest/src/uploads/upload-commands.ts): parse, decide (write access, batch per metric), Avro-encode each batch. */
 async function parseBatchEncode(bytes: Buffer, metricName: string | undefined, keep: ColumnBatch[] | null): Promise<number> {
-  const run = startUpload({ on_error: 'fail', user: () => ADMIN, batchPoints: 10_000, maxBufferedPoints: 1_000_000 });
+  const run = startUpload({ on_error: 'fail', user: () => ADMIN, batch: { points: 10_000, bytes: 921_600 }, maxBufferedPoints: 1_000_000 });
   const write = (facts: readonly UploadFact[]) => {
     for (const fact of facts) {
       if (fact.type !== 'BatchReady') continue;

@@ -38,7 +38,7 @@ const cpuUs = () => {
 function batchesOf(windows: Iterable<Series[]>, batchPoints: number, partitions: number) {
   const batches = [];
   for (const window of windows) {
-    const batcher = new PointBatcher(batchPoints, Number.MAX_SAFE_INTEGER, (name) => partitionFor(name, partitions));
+    const batcher = new PointBatcher({ points: batchPoints, bytes: 921_600 }, Number.MAX_SAFE_INTEGER, (name) => partitionFor(name, partitions));
     for (const s of window) for (let i = 0; i < s.timestamps.length; i++) batches.push(...batcher.add(s.name, s.timestamps[i]!, s.values[i]!));
     batches.push(...batcher.drain());
   }

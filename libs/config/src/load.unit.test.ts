@@ -61,18 +61,6 @@ describe('loadSettings', () => {
     );
   });
 
-  it('refuses a point batch size whose batches may encode past the bound of one request per partition', () => {
-    expect(loadSettings({}).MERIDIAN_POINT_BATCH_SIZE * 18 + 4096).toBeLessThanOrEqual(loadSettings({}).MERIDIAN_UPLOAD_SEND_BYTES_PER_PARTITION);
-    expect(() => loadSettings({ MERIDIAN_POINT_BATCH_SIZE: '60000' })).toThrow(
-      /MERIDIAN_POINT_BATCH_SIZE: a point batch of this many points may encode to more than MERIDIAN_UPLOAD_SEND_BYTES_PER_PARTITION/,
-    );
-    const raised = String(500_000 * 18 + 4096);
-    expect(
-      loadSettings({ MERIDIAN_POINT_BATCH_SIZE: '500000', MERIDIAN_UPLOAD_SEND_BYTES_PER_PARTITION: raised, MERIDIAN_UPLOAD_SEND_BYTES_PER_REQUEST: raised })
-        .MERIDIAN_POINT_BATCH_SIZE,
-    ).toBe(500_000);
-  });
-
   it("refuses a request bound below one partition's", () => {
     expect(() => loadSettings({ MERIDIAN_UPLOAD_SEND_BYTES_PER_REQUEST: '500000' })).toThrow(
       /MERIDIAN_UPLOAD_SEND_BYTES_PER_PARTITION: at most MERIDIAN_UPLOAD_SEND_BYTES_PER_REQUEST/,

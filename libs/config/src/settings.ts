@@ -91,11 +91,6 @@ export const settingRules = z
     path: ['KAFKA_MIN_INSYNC_REPLICAS'],
     message: 'at most KAFKA_REPLICATION_FACTOR: a topic with fewer replicas than min.insync.replicas refuses every acknowledged write',
   })
-  .refine((s) => maxPointBatchBytes(s.MERIDIAN_POINT_BATCH_SIZE) <= s.MERIDIAN_UPLOAD_SEND_BYTES_PER_PARTITION, {
-    path: ['MERIDIAN_POINT_BATCH_SIZE'],
-    message:
-      "a point batch of this many points may encode to more than MERIDIAN_UPLOAD_SEND_BYTES_PER_PARTITION (18 bytes a point + 4 KiB): lower it, or raise that bound together with the broker's message.max.bytes, which refuses a larger record",
-  })
   .refine((s) => s.MERIDIAN_UPLOAD_SEND_BYTES_PER_PARTITION <= s.MERIDIAN_UPLOAD_SEND_BYTES_PER_REQUEST, {
     path: ['MERIDIAN_UPLOAD_SEND_BYTES_PER_PARTITION'],
     message: "at most MERIDIAN_UPLOAD_SEND_BYTES_PER_REQUEST: a request holds at least one partition's share",
@@ -126,14 +121,3 @@ export const settingRules = z
     path: ['MERIDIAN_BODY_BYTES_IN_FLIGHT'],
     message: 'at least MERIDIAN_MAX_JSON_BODY_BYTES and MERIDIAN_PUSH_MAX_BYTES: a body the routes accept must fit in the budget alone',
   });
-
-/**
- * The most bytes one point batch of `points` points takes in the points topic: per point a
- * timestamp (an Avro long, at most 10 bytes) and a value (a double, 8), or, packed (PointBatch
- * v5), at most 8 and 8 and a byte a series; the rest (the metric
- * name in the key and the value, at most 256 characters of up to 4 UTF-8 bytes each; the task
- * id; the record's framing) stays under 4 KiB.
- */
-function maxPointBatchBytes(points: number): number {
-  return points * 18 + 4096;
-}

@@ -59,7 +59,7 @@ async function pushSeries(deps: TelemetryDeps, user: UserRecord, source: string,
   const { decision, refused, refusedPoints } = decideSeriesPush(decoded, user, {
     taskId,
     at,
-    batchPoints: deps.push.parse.batchPoints,
+    batch: deps.push.parse.batch,
     pointsPartitions,
     partitionOf: partitionFor,
     codec: deps.pointsCodec,

@@ -1,4 +1,15 @@
-import { batchKey, canWrite, MAX_REPORTED_ERRORS, pointBatchOf, type ColumnBatch, type PointsFact, type UserRecord } from '@meridian/domain';
+import {
+  batchBytes,
+  batchKey,
+  canWrite,
+  MAX_REPORTED_ERRORS,
+  nameBytes,
+  pointBatchOf,
+  type BatchBounds,
+  type ColumnBatch,
+  type PointsFact,
+  type UserRecord,
+} from '@meridian/domain';
 import type { EventCodec } from '@meridian/events';
 import type { DecodedPush, Rejected } from '@meridian/protocols';
 import type { PushDecision } from '../uploads/push-decision.ts';
@@ -15,7 +26,7 @@ export type SeriesPushOptions = {
   readonly taskId: string;
   /** Accepted at: every point's updated_at. */
   readonly at: number;
-  readonly batchPoints: number;
+  readonly batch: BatchBounds;
   readonly pointsPartitions: number;
   readonly partitionOf: (name: string, partitions: number) => number;
   readonly codec: EventCodec<PointsFact>;
@@ -37,7 +48,7 @@ export type SeriesPush = {
 export function decideSeriesPush(push: DecodedPush, user: UserRecord, o: SeriesPushOptions): SeriesPush {
   const refused: Rejected[] = [...push.rejected];
   let refusedPoints = push.rejectedPoints;
-  const batches = new SeriesBatches(o.batchPoints);
+  const batches = new SeriesBatches(o.batch);
   const written: string[] = [];
   let points = 0;
   for (const series of push.series) {
@@ -69,46 +80,68 @@ export function decideSeriesPush(push: DecodedPush, user: UserRecord, o: SeriesP
  * A push's series in column batches, one open batch per points partition, as PointBatcher
  * makes them from single points, but a series at a time: a decoded series' points are already
  * columns, and each series of a push is distinct (the decoder merged repeats), so its name is
- * new to its batch. A batch is handed out once it holds `batchPoints` points; a series that
- * fills one goes on in the next.
+ * new to its batch. A batch is handed out once it holds `bounds.points` points, or before a
+ * point that could take it past `bounds.bytes`; a series that fills one goes on in the next.
  */
 class SeriesBatches {
-  private readonly open = new Map<number, ColumnBatch>();
+  private readonly open = new Map<number, ColumnBatch & { namesBytes: number }>();
   private readonly full: ColumnBatch[] = [];
-  private readonly batchPoints: number;
+  private readonly bounds: BatchBounds;
 
-  constructor(batchPoints: number) {
-    this.batchPoints = batchPoints;
+  constructor(bounds: BatchBounds) {
+    this.bounds = bounds;
   }
 
   add(partition: number, series: { readonly name: string; readonly timestamps: readonly number[]; readonly values: readonly number[] }): void {
     const n = series.timestamps.length;
+    const seriesBytes = nameBytes(series.name);
     for (let from = 0; from < n;) {
       let batch = this.open.get(partition);
-      if (batch === undefined) this.open.set(partition, (batch = { names: [], nameIndex: [], timestamps: [], values: [] }));
+      if (batch !== undefined && this.room(batch, seriesBytes) === 0) {
+        this.close(partition, batch);
+        batch = undefined;
+      }
+      if (batch === undefined) this.open.set(partition, (batch = { names: [], nameIndex: [], timestamps: [], values: [], namesBytes: 0 }));
+      const to = Math.min(n, from + this.room(batch, seriesBytes));
       const index = batch.names.length;
       batch.names.push(series.name);
+      batch.namesBytes += seriesBytes;
       // The second metric: the points so far were all the first's.
       if (index === 1) for (let i = 0; i < batch.timestamps.length; i++) batch.nameIndex.push(0);
-      const to = Math.min(n, from + this.batchPoints - batch.timestamps.length);
       for (let i = from; i < to; i++) {
         batch.timestamps.push(series.timestamps[i]!);
         batch.values.push(series.values[i]!);
         if (index > 0) batch.nameIndex.push(index);
       }
       from = to;
-      if (batch.timestamps.length >= this.batchPoints) {
-        this.full.push(batch);
-        this.open.delete(partition);
-      }
+      if (to < n || batch.timestamps.length >= this.bounds.points) this.close(partition, batch);
     }
   }
 
   /** The full batches in the order they filled, then the open ones in the order they opened. */
   drain(): ColumnBatch[] {
-    const all = [...this.full, ...this.open.values()];
+    const all = [...this.full, ...this.open.values()].map(({ names, nameIndex, timestamps, values }) => ({ names, nameIndex, timestamps, values }));
     this.full.length = 0;
     this.open.clear();
     return all;
+  }
+
+  /**
+   * How many points of a series new to `batch` it takes within both bounds (at least one when
+   * empty: a point of the longest name fits the smallest byte budget the settings allow).
+   */
+  private room(batch: ColumnBatch & { readonly namesBytes: number }, seriesBytes: number): number {
+    const held = batch.timestamps.length;
+    const names = batch.names.length + 1;
+    const fixed = batchBytes(batch.namesBytes + seriesBytes, names, 0);
+    const perPoint = batchBytes(0, names, 1) - batchBytes(0, names, 0);
+    const byBytes = Math.floor((this.bounds.bytes - fixed) / perPoint) - held;
+    const room = Math.min(this.bounds.points - held, byBytes);
+    return held === 0 ? Math.max(1, room) : Math.max(0, room);
+  }
+
+  private close(partition: number, batch: ColumnBatch & { namesBytes: number }): void {
+    this.full.push(batch);
+    this.open.delete(partition);
   }
 }

@@ -1,4 +1,14 @@
-import { batchKey, decideWholeUpload, pointBatchOf, type OnError, type PointsFact, type RowError, type UploadFailed, type UserRecord } from '@meridian/domain';
+import {
+  batchKey,
+  decideWholeUpload,
+  type BatchBounds,
+  pointBatchOf,
+  type OnError,
+  type PointsFact,
+  type RowError,
+  type UploadFailed,
+  type UserRecord,
+} from '@meridian/domain';
 import { createEventCodec } from '@meridian/events';
 import { partitionFor } from '@meridian/kafka';
 
@@ -10,7 +20,8 @@ export type PushRequest = {
   readonly on_error: OnError;
   /** The caller's record as the accounts fold holds it now: write access is decided on it, per metric. */
   readonly user: UserRecord;
-  readonly batchPoints: number;
+  /** Where a batch is cut: its points (MERIDIAN_POINT_BATCH_SIZE) and its bytes (MERIDIAN_UPLOAD_SEND_BYTES_PER_PARTITION). */
+  readonly batch: BatchBounds;
   /** Partitions of the points topic: a batch holds the metrics of one. */
   readonly pointsPartitions: number;
   readonly maxLineLength: number;
@@ -57,8 +68,8 @@ export async function decidePush(bytes: Uint8Array, request: PushRequest): Promi
   const start = {
     on_error: request.on_error,
     user: () => request.user,
-    batchPoints: request.batchPoints,
-    maxBufferedPoints: request.batchPoints,
+    batch: request.batch,
+    maxBufferedPoints: request.batch.points,
     groupOf: (name: string) => partitionFor(name, request.pointsPartitions),
   };
   const { end, batches } = await decideWholeUpload(oneChunk(bytes), start, {

@@ -144,48 +144,66 @@ export class PushLog {
     return group.map((w) => positions.get(w)!);
   }
 
-  /** The group's records in produce requests, each within the broker's bound per points partition. */
+  /**
+   * The group's records in produce requests, each within the broker's bound per points
+   * partition. A push starts a request of its own when it does not fit whole in the one being
+   * filled, and goes on into the next ones when it is larger than the bound itself (its batches
+   * are each within it: the batchers cut them at it); its seal in a partition follows its last
+   * batch there, and its MetricsPushed is in the last request it takes. The requests go in order
+   * in one transaction, so a push split over several is still written whole or not at all.
+   */
   private requests(group: readonly Waiting[], partitions: { readonly points: number; readonly tasks: number }): Request[] {
-    const { pointsCodec, taskCodec, bytesPerPartition } = this.deps;
+    const { taskCodec, bytesPerPartition } = this.deps;
     const requests: Request[] = [];
     let current: Request | null = null;
     const tasksIndex = new Map<number, number>();
+    const next = (): Request => {
+      current = { points: [], tasks: [], bytesByPartition: new Map(), taskSlots: [] };
+      requests.push(current);
+      tasksIndex.clear();
+      return current;
+    };
     for (const waiting of group) {
-      const { batches, pushed } = waiting.push;
-      const perPartition = new Map<number, { points: number; bytes: number; batches: EncodedBatch[] }>();
-      for (const b of batches) {
-        const p = partitionFor(b.key, partitions.points);
-        let share = perPartition.get(p);
-        if (!share) perPartition.set(p, (share = { points: 0, bytes: 0, batches: [] }));
-        share.points += b.points;
-        share.bytes += b.value.byteLength;
-        share.batches.push(b);
+      const { pushed } = waiting.push;
+      const shares = sharesByPartition(waiting.push.batches, partitions.points);
+      const fits = (r: Request) => [...shares].every(([p, share]) => (r.bytesByPartition.get(p) ?? 0) + share.bytes <= bytesPerPartition);
+      let request: Request = current === null || !fits(current) ? next() : current;
+      for (const [partition, share] of [...shares].sort(([a], [b]) => a - b)) {
+        for (const b of share.batches) {
+          const held = request.bytesByPartition.get(partition) ?? 0;
+          if (held > 0 && held + b.value.byteLength > bytesPerPartition) request = next();
+          request.points.push({ key: b.key, value: Buffer.from(b.value.buffer, b.value.byteOffset, b.value.byteLength), partition });
+          request.bytesByPartition.set(partition, (request.bytesByPartition.get(partition) ?? 0) + b.value.byteLength);
+        }
+        request.points.push({ key: pushed.task_id, value: this.sealOf(pushed.task_id, share.points), partition });
       }
-      const fits = (r: Request) => [...perPartition].every(([p, share]) => (r.bytesByPartition.get(p) ?? 0) + share.bytes <= bytesPerPartition);
-      if (current === null || !fits(current)) {
-        current = { points: [], tasks: [], bytesByPartition: new Map(), taskSlots: [] };
-        requests.push(current);
-        tasksIndex.clear();
-      }
-      for (const [partition, share] of [...perPartition].sort(([a], [b]) => a - b)) {
-        for (const b of share.batches)
-          current.points.push({ key: b.key, value: Buffer.from(b.value.buffer, b.value.byteOffset, b.value.byteLength), partition });
-        current.points.push({
-          key: pushed.task_id,
-          value: pointsCodec.encode({ type: 'UploadSealed', task_id: pushed.task_id, points: share.points }),
-          partition,
-        });
-        current.bytesByPartition.set(partition, (current.bytesByPartition.get(partition) ?? 0) + share.bytes);
-      }
-      const event: MetricsPushed = { type: 'MetricsPushed', ...pushed, partitions: [...perPartition.keys()].sort((a, b) => a - b) };
+      const event: MetricsPushed = { type: 'MetricsPushed', ...pushed, partitions: [...shares.keys()].sort((a, b) => a - b) };
       const taskPartition = partitionFor(pushed.task_id, partitions.tasks);
       const index = tasksIndex.get(taskPartition) ?? 0;
       tasksIndex.set(taskPartition, index + 1);
-      current.tasks.push({ ...eventMessage(taskCodec, pushed.task_id, event), partition: taskPartition });
-      current.taskSlots.push({ waiting, partition: taskPartition, index });
+      request.tasks.push({ ...eventMessage(taskCodec, pushed.task_id, event), partition: taskPartition });
+      request.taskSlots.push({ waiting, partition: taskPartition, index });
     }
     return requests;
   }
+
+  private sealOf(taskId: string, points: number): Buffer {
+    return this.deps.pointsCodec.encode({ type: 'UploadSealed', task_id: taskId, points });
+  }
+}
+
+/** A push's batches by the points partition their keys go to, with their points and bytes there. */
+function sharesByPartition(batches: readonly EncodedBatch[], partitions: number): Map<number, { points: number; bytes: number; batches: EncodedBatch[] }> {
+  const shares = new Map<number, { points: number; bytes: number; batches: EncodedBatch[] }>();
+  for (const b of batches) {
+    const p = partitionFor(b.key, partitions);
+    let share = shares.get(p);
+    if (!share) shares.set(p, (share = { points: 0, bytes: 0, batches: [] }));
+    share.points += b.points;
+    share.bytes += b.value.byteLength;
+    share.batches.push(b);
+  }
+  return shares;
 }
 
 function baseOffset(acks: readonly TopicAcknowledgement[], topic: string, partition: number): number {

@@ -69,7 +69,7 @@ export function createPushPath(parts: ApiParts): PushPath {
           awaitingProjection: () => tasks.pointsAwaitingProjection,
           pointsPartitions: async () => (await partitions()).points,
           parse: {
-            batchPoints: settings.MERIDIAN_POINT_BATCH_SIZE,
+            batch: { points: settings.MERIDIAN_POINT_BATCH_SIZE, bytes: settings.MERIDIAN_UPLOAD_SEND_BYTES_PER_PARTITION },
             maxLineLength: settings.MERIDIAN_MAX_LINE_BYTES,
             maxColumns: settings.MERIDIAN_MAX_COLUMNS,
             maxJsonDocumentLength: settings.MERIDIAN_MAX_JSON_DOCUMENT_BYTES,

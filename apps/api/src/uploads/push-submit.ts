@@ -40,7 +40,7 @@ export type PushDeps = {
   /** Partitions of the points topic as the broker has them (a push's batches each hold one partition's metrics). */
   readonly pointsPartitions: () => Promise<number>;
   /** How a push is parsed and batched: as the ingest worker does a staged upload. */
-  readonly parse: Pick<PushRequest, 'batchPoints' | 'maxLineLength' | 'maxColumns' | 'maxJsonDocumentLength' | 'timestampDeltas' | 'packedPoints'>;
+  readonly parse: Pick<PushRequest, 'batch' | 'maxLineLength' | 'maxColumns' | 'maxJsonDocumentLength' | 'timestampDeltas' | 'packedPoints'>;
 };
 
 /** What a push's MetricsPushed says of its request, before its outcome. */

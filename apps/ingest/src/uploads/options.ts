@@ -1,10 +1,11 @@
 import type { Settings } from '@meridian/config';
+import type { BatchBounds } from '@meridian/domain';
 import type { UploadLimits } from './limits.ts';
 
 /** How one upload runs (upload-commands.ts), compiled once at start. */
 export type UploadRunOptions = {
-  /** Points per point-batch event (MERIDIAN_POINT_BATCH_SIZE, 50000). */
-  readonly batchPoints: number;
+  /** Where a point-batch event is cut: its points (MERIDIAN_POINT_BATCH_SIZE, 50000) and bytes (MERIDIAN_UPLOAD_SEND_BYTES_PER_PARTITION). */
+  readonly batch: BatchBounds;
   /** Most point-batch bytes per points partition in one produce request (MERIDIAN_UPLOAD_SEND_BYTES_PER_PARTITION, 921600). */
   readonly sendBytesPerPartition: number;
   /** Most point-batch bytes in one produce request (MERIDIAN_UPLOAD_SEND_BYTES_PER_REQUEST, 8 MiB). */
@@ -39,7 +40,7 @@ export type UploadOptions = UploadRunOptions & {
 
 export function uploadOptions(settings: Settings): UploadOptions {
   return {
-    batchPoints: settings.MERIDIAN_POINT_BATCH_SIZE,
+    batch: { points: settings.MERIDIAN_POINT_BATCH_SIZE, bytes: settings.MERIDIAN_UPLOAD_SEND_BYTES_PER_PARTITION },
     sendBytesPerPartition: settings.MERIDIAN_UPLOAD_SEND_BYTES_PER_PARTITION,
     sendBytesPerRequest: settings.MERIDIAN_UPLOAD_SEND_BYTES_PER_REQUEST,
     maxBufferedPoints: settings.MERIDIAN_POINT_BATCH_SIZE * 8,

@@ -146,7 +146,7 @@ function parseOptionsOf(cmd: MetricsUploadRequested, limits: UploadLimits) {
 const uploadStart = (cmd: MetricsUploadRequested, deps: UploadCommandsDeps): UploadStart => ({
   on_error: cmd.on_error,
   user: () => deps.user(cmd.user_name),
-  batchPoints: deps.batchPoints,
+  batch: deps.batch,
   maxBufferedPoints: deps.maxBufferedPoints,
   groupOf: (name) => partitionFor(name, deps.pointsPartitions),
 });

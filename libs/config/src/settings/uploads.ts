@@ -96,7 +96,7 @@ export const uploadsSettings = {
   MERIDIAN_POINT_BATCH_SIZE: {
     schema: z.coerce.number().int().min(100).max(500_000),
     default: '50000',
-    doc: 'Points per point-batch event written to the points topic.',
+    doc: 'Most points of a point-batch event written to the points topic: a batch is cut sooner when its names and points could encode past MERIDIAN_UPLOAD_SEND_BYTES_PER_PARTITION.',
   },
   MERIDIAN_UPLOAD_SEND_BYTES_PER_PARTITION: {
     schema: z.coerce
@@ -105,7 +105,7 @@ export const uploadsSettings = {
       .min(65_536)
       .max(64 * 1024 * 1024),
     default: '921600',
-    doc: "Most bytes of encoded point batches per points partition in one produce request of an upload: batches are sent grouped up to it, one request in flight. Keep it under the broker's message.max.bytes (1 MiB by default), which refuses a larger record batch; the default leaves a margin. One point batch must fit in it (MERIDIAN_POINT_BATCH_SIZE × 18 bytes + 4 KiB, checked at start).",
+    doc: "Most bytes of encoded point batches per points partition in one produce request of an upload: batches are sent grouped up to it, one request in flight. Keep it under the broker's message.max.bytes (1 MiB by default), which refuses a larger record batch; the default leaves a margin. Point batches are cut to fit it, counting each name's bytes and 18–24 bytes a point before compression, so a push of thousands of long-labelled series is several batches, not one the broker refuses.",
   },
   MERIDIAN_UPLOAD_SEND_BYTES_PER_REQUEST: {
     schema: z.coerce

@@ -1,3 +1,4 @@
+import { batchBytes, nameBytes, type BatchBounds } from './batch-bytes.ts';
 import type { PointBatch } from './events.ts';
 
 /**
@@ -5,8 +6,9 @@ import type { PointBatch } from './events.ts';
  * the caller says which partition a name goes to, else per metric. A batch of a partition holds
  * the points of many metrics (their names once, and each point's index among them), so a file
  * written time-major (every metric at one timestamp, then the next), or a push of many metrics,
- * makes as few batches as one written metric by metric. A batch is handed out when it is full;
- * when too many points wait across groups, the largest batch goes first, so memory stays bounded
+ * makes as few batches as one written metric by metric. A batch is handed out when it is full
+ * (its points, or its bytes: a point that could take it past them starts the next batch); when
+ * too many points wait across groups, the largest batch goes first, so memory stays bounded
  * whatever the mix of metrics in a file.
  */
 export type ColumnBatch = {
@@ -38,7 +40,7 @@ export const batchKey = (b: ColumnBatch): string => b.names[0]!;
 /** What add() returns for most points: one shared empty list, not a new one per point. */
 const NONE: readonly ColumnBatch[] = Object.freeze([]);
 
-type OpenBatch = ColumnBatch & { readonly group: number | string; readonly indexOf: Map<string, number> };
+type OpenBatch = ColumnBatch & { readonly group: number | string; readonly indexOf: Map<string, number>; namesBytes: number };
 
 export class PointBatcher {
   private readonly open = new Map<number | string, OpenBatch>();
@@ -46,13 +48,13 @@ export class PointBatcher {
   private buffered = 0;
   private last: OpenBatch | null = null;
   private lastName: string | null = null;
-  private readonly batchPoints: number;
+  private readonly bounds: BatchBounds;
   private readonly maxBuffered: number;
   private readonly groupOf: ((metricName: string) => number) | undefined;
 
   /** `groupOf`: the points partition of a metric (batches then hold one partition's metrics); absent, one metric a batch. */
-  constructor(batchPoints: number, maxBuffered: number, groupOf?: (metricName: string) => number) {
-    this.batchPoints = batchPoints;
+  constructor(bounds: BatchBounds, maxBuffered: number, groupOf?: (metricName: string) => number) {
+    this.bounds = bounds;
     this.maxBuffered = maxBuffered;
     this.groupOf = groupOf;
   }
@@ -63,19 +65,24 @@ export class PointBatcher {
     let batch = this.lastName === metricName ? this.last : null;
     if (batch === null) {
       const group = this.group(metricName);
-      batch = this.open.get(group) ?? null;
-      if (batch === null) {
-        batch = { group, names: [metricName], nameIndex: [], timestamps: [], values: [], indexOf: new Map([[metricName, 0]]) };
-        this.open.set(group, batch);
-      }
+      batch = this.open.get(group) ?? this.opened(group, metricName);
       this.last = batch;
       this.lastName = metricName;
     }
+    let ready = NONE;
     let index = batch.indexOf.get(metricName);
+    if (this.wouldOverflow(batch, index === undefined ? metricName : null)) {
+      ready = [this.take(batch.group)];
+      batch = this.opened(batch.group, metricName);
+      this.last = batch;
+      this.lastName = metricName;
+      index = 0;
+    }
     if (index === undefined) {
       index = batch.names.length;
       batch.names.push(metricName);
       batch.indexOf.set(metricName, index);
+      batch.namesBytes += nameBytes(metricName);
       // The second metric: the points so far were all the first's.
       if (index === 1) for (let i = 0; i < batch.timestamps.length; i++) batch.nameIndex.push(0);
     }
@@ -83,14 +90,40 @@ export class PointBatcher {
     batch.timestamps.push(ts);
     batch.values.push(value);
     this.buffered++;
-    if (batch.timestamps.length >= this.batchPoints) return [this.take(batch.group)];
-    if (this.buffered > this.maxBuffered) return [this.take(this.largest())];
-    return NONE;
+    if (batch.timestamps.length >= this.bounds.points) return [...ready, this.take(batch.group)];
+    if (this.buffered > this.maxBuffered) return [...ready, this.take(this.largest())];
+    return ready;
   }
 
   /** Everything still buffered, in first-seen group order. */
   drain(): ColumnBatch[] {
     return [...this.open.keys()].map((group) => this.take(group));
+  }
+
+  private opened(group: number | string, metricName: string): OpenBatch {
+    const batch: OpenBatch = {
+      group,
+      names: [metricName],
+      nameIndex: [],
+      timestamps: [],
+      values: [],
+      indexOf: new Map([[metricName, 0]]),
+      namesBytes: nameBytes(metricName),
+    };
+    this.open.set(group, batch);
+    return batch;
+  }
+
+  /**
+   * Whether one more point, of `newName` when that is new to the batch (else of a metric it
+   * holds), could take a batch holding points past its bytes. An empty batch takes its point: a
+   * point of the longest name fits the smallest budget the settings allow.
+   */
+  private wouldOverflow(batch: OpenBatch, newName: string | null): boolean {
+    if (batch.timestamps.length === 0) return false;
+    const names = batch.names.length + (newName === null ? 0 : 1);
+    const namesBytes = batch.namesBytes + (newName === null ? 0 : nameBytes(newName));
+    return batchBytes(namesBytes, names, batch.timestamps.length + 1) > this.bounds.bytes;
   }
 
   private group(metricName: string): number | string {

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { batchBytes, nameBytes } from './batch-bytes.ts';
 import { batchKey, PointBatcher, pointBatchOf, type ColumnBatch } from './batcher.ts';
 
 const partitionOf = (name: string) => Number(name.split('.')[0]);
@@ -11,7 +12,7 @@ function feed(batcher: PointBatcher, points: Array<[string, number]>): ColumnBat
 
 describe('the point batcher', () => {
   it('batches per metric without a partition rule', () => {
-    const batches = feed(new PointBatcher(100, 1000), [
+    const batches = feed(new PointBatcher({ points: 100, bytes: 921_600 }, 1000), [
       ['a', 1],
       ['b', 2],
       ['a', 3],
@@ -26,7 +27,7 @@ describe('the point batcher', () => {
     // 4 metrics over 2 partitions, every metric at one timestamp, then the next.
     const points: Array<[string, number]> = [];
     for (let t = 1; t <= 3; t++) for (const m of ['0.a', '1.b', '0.c', '1.d']) points.push([m, t]);
-    const batches = feed(new PointBatcher(100, 1000, partitionOf), points);
+    const batches = feed(new PointBatcher({ points: 100, bytes: 921_600 }, 1000, partitionOf), points);
     expect(batches).toEqual([
       { names: ['0.a', '0.c'], nameIndex: [0, 1, 0, 1, 0, 1], timestamps: [1, 1, 2, 2, 3, 3], values: [0.1, 0.1, 0.2, 0.2, 0.3, 0.3] },
       { names: ['1.b', '1.d'], nameIndex: [0, 1, 0, 1, 0, 1], timestamps: [1, 1, 2, 2, 3, 3], values: [0.1, 0.1, 0.2, 0.2, 0.3, 0.3] },
@@ -35,13 +36,34 @@ describe('the point batcher', () => {
   });
 
   it("hands out a partition's batch when it is full, and the largest when too many points wait", () => {
-    const full = new PointBatcher(2, 1000, partitionOf);
+    const full = new PointBatcher({ points: 2, bytes: 921_600 }, 1000, partitionOf);
     expect(full.add('0.a', 1, 0)).toEqual([]);
     expect(full.add('0.b', 2, 0)).toEqual([{ names: ['0.a', '0.b'], nameIndex: [0, 1], timestamps: [1, 2], values: [0, 0] }]);
-    const crowded = new PointBatcher(100, 2, partitionOf);
+    const crowded = new PointBatcher({ points: 100, bytes: 921_600 }, 2, partitionOf);
     crowded.add('0.a', 1, 0);
     crowded.add('1.a', 2, 0);
     expect(crowded.add('1.b', 3, 0)).toEqual([{ names: ['1.a', '1.b'], nameIndex: [0, 1], timestamps: [2, 3], values: [0, 0] }]);
+  });
+
+  it('cuts a batch before a point that could take it past its bytes, whatever its names, and keeps every point in order', () => {
+    const BYTES = 65_536;
+    // 400 metrics of 250 characters over 2 partitions, time-major: one batch a partition by points, about 50 KB of names each.
+    const names = Array.from({ length: 400 }, (_, m) => `${m % 2}.${String(m).padStart(248, 'n')}`);
+    const points: Array<[string, number]> = [];
+    for (let t = 1; t <= 3; t++) for (const name of names) points.push([name, t]);
+    const batches = feed(new PointBatcher({ points: 100_000, bytes: BYTES }, Number.MAX_SAFE_INTEGER, partitionOf), points);
+    expect(batches.length).toBeGreaterThan(2);
+    for (const b of batches) {
+      const estimate = batchBytes(
+        b.names.reduce((n, name) => n + nameBytes(name), 0),
+        b.names.length,
+        b.timestamps.length,
+      );
+      expect(estimate).toBeLessThanOrEqual(BYTES);
+    }
+    const back = batches.flatMap((b) => b.timestamps.map((ts, i) => [b.names[b.names.length === 1 ? 0 : b.nameIndex[i]!]!, ts] as [string, number]));
+    for (const partition of ['0', '1'])
+      expect(back.filter(([name]) => name.startsWith(partition))).toEqual(points.filter(([name]) => name.startsWith(partition)));
   });
 
   it('writes a batch of one metric by its name alone, and one of several with their indexes', () => {

@@ -23,7 +23,7 @@ const rows = (from: number, to: number) =>
 
 describe('the one upload read loop', () => {
   it('hands each released batch to the reader, says which the end of the input released, and runs before and after each chunk', async () => {
-    const run = startUpload({ on_error: 'fail', user: () => writer, batchPoints: 2, maxBufferedPoints: 2 });
+    const run = startUpload({ on_error: 'fail', user: () => writer, batch: { points: 2, bytes: 921_600 }, maxBufferedPoints: 2 });
     const seen: Array<[number, boolean]> = [];
     const calls: string[] = [];
     const end = await readUpload(
@@ -48,7 +48,7 @@ describe('the one upload read loop', () => {
   });
 
   it("a reader's error is thrown out of the loop", async () => {
-    const run = startUpload({ on_error: 'fail', user: () => writer, batchPoints: 2, maxBufferedPoints: 2 });
+    const run = startUpload({ on_error: 'fail', user: () => writer, batch: { points: 2, bytes: 921_600 }, maxBufferedPoints: 2 });
     const full = new Error('no room');
     const reading = readUpload(
       chunks([rows(0, 3)]),

@@ -1,5 +1,6 @@
 import type { UserRecord } from '../accounts/state.ts';
 import type { RowError } from '../tasks/events.ts';
+import type { BatchBounds } from './batch-bytes.ts';
 import { PointBatcher } from './batcher.ts';
 import type { OnError } from './events.ts';
 
@@ -23,8 +24,8 @@ export type UploadStart = {
    * first row of each metric; the answer holds for the rest of the upload.
    */
   readonly user: () => UserRecord | undefined;
-  /** Points per PointBatch, and most points held across metrics before the largest batch goes out. */
-  readonly batchPoints: number;
+  /** Where a PointBatch is cut (its points, its bytes), and most points held across metrics before the largest batch goes out. */
+  readonly batch: BatchBounds;
   readonly maxBufferedPoints: number;
   /** The points partition of a metric: batches then hold one partition's metrics. Absent: one metric a batch. */
   readonly groupOf?: (metricName: string) => number;
@@ -58,7 +59,7 @@ export function startUpload(start: UploadStart): UploadRun {
     status: 'reading',
     start,
     writable: new Map(),
-    batcher: new PointBatcher(start.batchPoints, start.maxBufferedPoints, start.groupOf),
+    batcher: new PointBatcher(start.batch, start.maxBufferedPoints, start.groupOf),
     points: 0,
     rejectedRows: 0,
     lastRejectedRow: 0,

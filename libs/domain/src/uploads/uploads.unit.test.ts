@@ -27,7 +27,8 @@ const batch = (metric_name: string, rows: number[]): UploadFact => ({
 });
 
 type Options = Partial<UploadStart>;
-const run = (options: Options = {}): UploadRun => startUpload({ on_error: 'fail', user: () => writer, batchPoints: 1000, maxBufferedPoints: 8000, ...options });
+const run = (options: Options = {}): UploadRun =>
+  startUpload({ on_error: 'fail', user: () => writer, batch: { points: 1000, bytes: 921_600 }, maxBufferedPoints: 8000, ...options });
 
 /**
  * given(inputs).when(input).then(facts | error): each rule of an upload's run in one line.
@@ -68,7 +69,7 @@ describe('an upload that holds', () => {
   });
 
   it("hands out a metric's batch as soon as it is full", () => {
-    given([items(point(2))], { batchPoints: 2 })
+    given([items(point(2))], { batch: { points: 2, bytes: 921_600 } })
       .when(items(point(3), point(4)))
       .then([batch('m.a', [2, 3])]);
   });
@@ -107,10 +108,10 @@ describe('all or nothing (on_error=fail)', () => {
   });
 
   it('counts the points after the first error but batches none of them', () => {
-    given([items(error(2))], { batchPoints: 1 })
+    given([items(error(2))], { batch: { points: 1, bytes: 921_600 } })
       .when(items(point(3), point(4)))
       .then([]);
-    given([items(point(2))], { batchPoints: 2 })
+    given([items(point(2))], { batch: { points: 2, bytes: 921_600 } })
       .when(items(point(3)))
       .then([batch('m.a', [2, 3])]);
   });
@@ -259,13 +260,13 @@ describe('write access, per row', () => {
   ];
 
   it.each(['fail', 'skip'] as const)('the first name the uploader may not write fails the upload with on_error=%s, naming the row', (on_error) => {
-    given([items(point(2, 'm.a'))], { on_error, batchPoints: 1 })
+    given([items(point(2, 'm.a'))], { on_error, batch: { points: 1, bytes: 921_600 } })
       .when(items(point(3, 'ro'), point(4, 'elsewhere')))
       .then(refused(3, 'ro', 2));
   });
 
   it('fails after the points batched before it, which the caller abandons', () => {
-    given([], { batchPoints: 1 })
+    given([], { batch: { points: 1, bytes: 921_600 } })
       .when(items(point(2, 'm.a'), point(3, 'other')))
       .then([batch('m.a', [2]), ...refused(3, 'other', 2)]);
   });
