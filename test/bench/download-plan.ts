@@ -1,3 +1,4 @@
+import { adapterOptions } from '@meridian/config';
 import { randomUUID } from 'node:crypto';
 import { createClickHouse, ensureDatabase, migrate, planDownload, type DownloadCursor, type DownloadRequest } from '@meridian/clickhouse';
 import { benchSettings, dropBenchScope } from './common.ts';
@@ -14,12 +15,7 @@ const METRICS = 200;
 const PAGE = 200_000;
 const T = 1_600_000_000_000;
 const settings = benchSettings();
-const conn = {
-  url: settings.CLICKHOUSE_URL,
-  username: settings.CLICKHOUSE_USER,
-  password: settings.CLICKHOUSE_PASSWORD,
-  database: settings.CLICKHOUSE_DATABASE,
-};
+const conn = adapterOptions(settings, 'bench-download-plan').clickhouse;
 const names = Array.from({ length: METRICS }, (_, i) => `p.m${String(i).padStart(4, '0')}`);
 
 async function pages(rowsOf?: (n: string) => number): Promise<{ ms: number; pages: number }> {

@@ -1,3 +1,4 @@
+import { adapterOptions } from '@meridian/config';
 import { randomUUID } from 'node:crypto';
 import { loadavg } from 'node:os';
 import { resolve } from 'node:path';
@@ -33,12 +34,7 @@ const API_ROOTS = (process.env.BENCH_API_ROOTS ?? repoRoot).split(',').map((entr
   return { root: `${resolve(root!)}/`, env: Object.fromEntries(env.map((e) => e.split('=') as [string, string])), name: entry };
 });
 const { settings } = await benchApi({ MERIDIAN_MAX_ROWS_CEILING: String(ROWS), MERIDIAN_HTTP_IDLE_TIMEOUT_MS: '600000' });
-const conn = {
-  url: settings.CLICKHOUSE_URL,
-  username: settings.CLICKHOUSE_USER,
-  password: settings.CLICKHOUSE_PASSWORD,
-  database: settings.CLICKHOUSE_DATABASE,
-};
+const conn = adapterOptions(settings, 'bench-download').clickhouse;
 const names = Array.from({ length: METRICS }, (_, i) => `bench.m${String(i).padStart(4, '0')}`);
 
 type Measure = { rows: number; bytes: number; ms: number; ttfbMs: number };

@@ -1,3 +1,4 @@
+import { adapterOptions } from '@meridian/config';
 import {
   createClickHouse,
   createSealPass,
@@ -35,12 +36,7 @@ const YEAR = Date.UTC(2025, 0, 1) - T0;
 const STEP = Math.floor(YEAR / POINTS);
 const METRIC = 'bench.rollups';
 const { settings, base } = await benchApi({ MERIDIAN_MAX_ROLLUP_ROWS: '1000000' });
-const conn = {
-  url: settings.CLICKHOUSE_URL,
-  username: settings.CLICKHOUSE_USER,
-  password: settings.CLICKHOUSE_PASSWORD,
-  database: settings.CLICKHOUSE_DATABASE,
-};
+const conn = adapterOptions(settings, 'bench-rollups').clickhouse;
 
 /** The points of one day (2024-03-01): uploaded again, as a producer that sends a day's file twice. */
 const DAY = { first: Math.ceil((Date.UTC(2024, 2, 1) - T0) / STEP), count: Math.floor(86_400_000 / STEP) };

@@ -1,3 +1,4 @@
+import { adapterOptions } from '@meridian/config';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clickhouseTaskReadModel } from '@meridian/clickhouse';
 import { bootstrapAdmin, createUser } from '../support/accounts.ts';
@@ -13,12 +14,7 @@ import { waitFor } from '../support/wait.ts';
  * unfinished and start from the read model plus the tasks log's tail.
  */
 const settings = isolatedSettings({ MERIDIAN_TASK_RELEASE_INTERVAL_MS: '100' });
-const readModel = clickhouseTaskReadModel({
-  url: settings.CLICKHOUSE_URL,
-  username: settings.CLICKHOUSE_USER,
-  password: settings.CLICKHOUSE_PASSWORD,
-  database: settings.CLICKHOUSE_DATABASE,
-});
+const readModel = clickhouseTaskReadModel(adapterOptions(settings, 'test').clickhouse);
 let api: RunningApi;
 let other: RunningApi | null = null;
 let ingest: Awaited<ReturnType<typeof startWorker>>;

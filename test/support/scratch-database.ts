@@ -1,16 +1,12 @@
 import { beforeAll, afterAll } from 'vitest';
 import { createClickHouse, ensureDatabase, migrate, type ClickHouseClient } from '@meridian/clickhouse';
+import { adapterOptions } from '@meridian/config';
 import { isolatedSettings } from './settings.ts';
 
 /** The settings of a database of its own (isolatedSettings), its connection options and a client of it. */
 export function scratchConnection() {
   const settings = isolatedSettings();
-  const conn = {
-    url: settings.CLICKHOUSE_URL,
-    username: settings.CLICKHOUSE_USER,
-    password: settings.CLICKHOUSE_PASSWORD,
-    database: settings.CLICKHOUSE_DATABASE,
-  };
+  const conn = adapterOptions(settings, 'test').clickhouse;
   return { settings, conn, client: createClickHouse(conn) };
 }
 
