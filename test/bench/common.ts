@@ -370,6 +370,24 @@ export async function adminKey(settings: Settings): Promise<string> {
   return (JSON.parse((await meridian(settings, ['users', 'add', 'bench', '--admin', '--json'])).stdout) as { api_key: string }).api_key;
 }
 
+/**
+ * Waits for each api to be ready, makes the admin key, and waits until each api accepts it: the
+ * CLI writes the new user to the log, and an api knows it only once its accounts fold has read
+ * that far, so a request sent at once may be answered 401.
+ */
+export async function readyAdminKey(settings: Settings, ...bases: readonly string[]): Promise<string> {
+  for (const base of bases) await waitUntil('the api', async () => ((await fetch(`${base}/readyz`).catch(() => null))?.ok ? true : undefined), 120_000, 250);
+  const key = await adminKey(settings);
+  for (const base of bases)
+    await waitUntil(
+      'the api to know the admin key',
+      async () => ((await fetch(`${base}/api/v1/users`, { headers: { Authorization: `Bearer ${key}` } })).ok ? true : undefined),
+      30_000,
+      100,
+    );
+  return key;
+}
+
 /** `timestamp,value` CSV lines for points first..first+count-1, one second apart from t0, generated as they are read. */
 export function csvPoints(first: number, count: number, t0: number): Readable {
   return Readable.from(

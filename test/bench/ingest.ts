@@ -4,7 +4,6 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import {
-  adminKey,
   benchApi,
   cpuSplit,
   dropBenchScope,
@@ -17,6 +16,7 @@ import {
   stackProcesses,
   startProcess,
   waitUntil,
+  readyAdminKey,
 } from './common.ts';
 import { benchJsonUploads, jsonFigureLines } from './json-uploads.ts';
 import { benchParseRows } from './parse-rows.ts';
@@ -125,8 +125,7 @@ async function endToEnd(): Promise<void> {
   });
   const processes = [{ name: 'api', cpuSeconds: api.cpuSeconds }, { name: 'ingest', cpuSeconds: ingest.cpuSeconds }, ...stackProcesses()];
   try {
-    await waitUntil('the api', async () => ((await fetch(`${base}/readyz`)).ok ? true : undefined), 120_000, 250);
-    const key = await adminKey(settings);
+    const key = await readyAdminKey(settings, base);
     const auth = { Authorization: `Bearer ${key}` };
 
     // 0. Baseline, first, on a quiet machine: the same number of rows straight into ClickHouse as

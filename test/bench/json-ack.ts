@@ -1,6 +1,6 @@
 import { formatTimestamp } from '@meridian/domain';
 import type { Settings } from '@meridian/config';
-import { adminKey, benchApi, dropBenchScope, fmt, percentile, startProcess, waitUntil, type Proc } from './common.ts';
+import { benchApi, dropBenchScope, fmt, percentile, startProcess, type Proc, readyAdminKey } from './common.ts';
 
 /**
  * make bench-json-ack: the ack latency of JSON uploads (the time from sending the request to its
@@ -26,8 +26,7 @@ async function start(name: string, root?: string): Promise<Target> {
   // No rate limit: the bench sends as fast as the answers come.
   const { settings, base } = await benchApi({ MERIDIAN_RATE_LIMIT_PER_SECOND: '0' });
   const proc = startProcess('apps/api/src/main.ts', settings, {}, root);
-  await waitUntil(`the ${name} api`, async () => ((await fetch(`${base}/readyz`)).ok ? true : undefined), 120_000, 250);
-  return { name, base, proc, key: await adminKey(settings), ms: [], settings };
+  return { name, base, proc, key: await readyAdminKey(settings, base), ms: [], settings };
 }
 
 function body(n: number): string {

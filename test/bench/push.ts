@@ -4,7 +4,6 @@ import { Readable } from 'node:stream';
 import { formatTimestamp, parseSeriesName } from '@meridian/domain';
 import { remoteWriteBody } from '../support/protocol-bodies.ts';
 import {
-  adminKey,
   apiNodeOf,
   benchApi,
   cpuSplit,
@@ -18,6 +17,7 @@ import {
   stackProcesses,
   startProcess,
   waitUntil,
+  readyAdminKey,
 } from './common.ts';
 import { telemetrySeries, type Series } from './telemetry.ts';
 import { startVictoriaMetrics, type VictoriaMetrics } from './victoria-metrics.ts';
@@ -220,8 +220,7 @@ async function meridianSystem(checkout: string): Promise<{ system: System; caps:
   };
   const keys: string[] = [];
   try {
-    await waitUntil('the api', async () => ((await fetch(`${base}/readyz`)).ok ? true : undefined), 120_000, 250);
-    const admin = { Authorization: `Bearer ${await adminKey(settings)}`, 'Content-Type': 'application/json' };
+    const admin = { Authorization: `Bearer ${await readyAdminKey(settings, base)}`, 'Content-Type': 'application/json' };
     for (let p = 0; p < Math.max(...CASES.map((c) => c.producers)); p++) {
       const user = `push-p${pad2(p)}`;
       const created = await fetch(`${base}/api/v1/users`, { method: 'POST', headers: admin, body: JSON.stringify({ user_name: user }) });

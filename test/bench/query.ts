@@ -1,7 +1,7 @@
 import { Readable } from 'node:stream';
 import { clickhouse } from '../support/clickhouse.ts';
 import { freePort } from '../support/ports.ts';
-import { adminKey, benchApi, dropBenchScope, fmt, percentile, stackProcesses, startProcess, waitUntil } from './common.ts';
+import { benchApi, dropBenchScope, fmt, percentile, stackProcesses, startProcess, readyAdminKey } from './common.ts';
 import { startVictoriaMetrics } from './victoria-metrics.ts';
 
 /**
@@ -120,8 +120,7 @@ async function main(): Promise<void> {
   const rawApi = startProcess('apps/api/src/main.ts', settings, { MERIDIAN_API_PORT: String(rawPort), MERIDIAN_PROMQL_ROLLUP_MIN_RANGE: 'off' });
   const vm = await startVictoriaMetrics();
   try {
-    for (const url of [base, rawBase]) await waitUntil('the api', async () => ((await fetch(`${url}/readyz`)).ok ? true : undefined), 120_000, 250);
-    const key = await adminKey(settings);
+    const key = await readyAdminKey(settings, base, rawBase);
     console.log(
       `bench-query: ${fmt(SERIES * PER_SERIES)} counter points (${fmt(SERIES)} series, one every ${STEP_MS} ms over 24 h), a gauge of ${fmt(GAUGE_POINTS)} points and a dense one of ${fmt(DENSE_POINTS)} over 30 days`,
     );

@@ -5,7 +5,6 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createBlobStore } from '@meridian/storage';
 import {
-  adminKey,
   benchApi,
   cpuSplit,
   dropBenchScope,
@@ -16,7 +15,7 @@ import {
   repoRoot,
   stackProcesses,
   startProcess,
-  waitUntil,
+  readyAdminKey,
 } from './common.ts';
 
 /**
@@ -74,8 +73,7 @@ async function main(): Promise<void> {
         const api = startProcess('apps/api/src/main.ts', { ...settings, MERIDIAN_API_PORT: port }, env, root);
         const processes = [{ name: 'api', cpuSeconds: api.cpuSeconds }, ...stackProcesses().filter((p) => p.name === 'minio'), clientCpu];
         try {
-          await waitUntil('the api', async () => ((await fetch(`${base}/readyz`)).ok ? true : undefined), 120_000, 250);
-          auth ??= { Authorization: `Bearer ${await adminKey(settings)}` };
+          auth ??= { Authorization: `Bearer ${await readyAdminKey(settings, base)}` };
           /** Sends one body as a file upload and times it to the 202; the staged object is removed after, so runs do not fill the disk. */
           const receive = async (what: string, query: string, bytes: number, body: () => Readable) => {
             api.mark();

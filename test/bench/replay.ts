@@ -1,5 +1,5 @@
 import { Readable } from 'node:stream';
-import { adminKey, benchApi, csvPoints, dropBenchScope, fmt, meridian, startProcess, waitUntil } from './common.ts';
+import { benchApi, csvPoints, dropBenchScope, fmt, meridian, startProcess, waitUntil, readyAdminKey } from './common.ts';
 
 /**
  * make bench-replay: ingests BENCH_POINTS points through a real api and ingest (CSV file uploads
@@ -19,8 +19,7 @@ async function main(): Promise<void> {
   const api = startProcess('apps/api/src/main.ts', settings);
   const ingest = startProcess('apps/ingest/src/main.ts', settings);
   try {
-    await waitUntil('the api', async () => ((await fetch(`${base}/readyz`)).ok ? true : undefined), 120_000, 250);
-    const key = await adminKey(settings);
+    const key = await readyAdminKey(settings, base);
     const auth = { Authorization: `Bearer ${key}` };
 
     // 1. Live: uploads through the api until every point is queryable.

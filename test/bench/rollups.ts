@@ -10,7 +10,7 @@ import {
   serverCapabilities,
   type Resolution,
 } from '@meridian/clickhouse';
-import { adminKey, benchApi, cpuSplit, dropBenchScope, fmt, percentile, stackProcesses, startProcess, waitUntil } from './common.ts';
+import { benchApi, cpuSplit, dropBenchScope, fmt, percentile, stackProcesses, startProcess, readyAdminKey } from './common.ts';
 
 /**
  * make bench-rollups: BENCH_POINTS points (10M by default) of one metric over the year 2024,
@@ -128,8 +128,7 @@ async function main(): Promise<void> {
     }
 
     // 3. A year at 1h through the api, beside the same aggregates by a query on the raw points.
-    await waitUntil('the api', async () => ((await fetch(`${base}/readyz`)).ok ? true : undefined), 120_000, 250);
-    const key = await adminKey(settings);
+    const key = await readyAdminKey(settings, base);
     const url = `${base}/api/v1/metrics/download?${new URLSearchParams({ metrics: METRIC, start_date: '2024-01-01', end_date: '2024-12-31', resolution: '1h', format: 'json', max_rows: '10000' })}`;
     let rows = 0;
     const viaApi = await timed(async () => {

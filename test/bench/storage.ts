@@ -2,7 +2,6 @@ import { Readable } from 'node:stream';
 import type { Settings } from '@meridian/config';
 import { remoteWriteBody } from '../support/protocol-bodies.ts';
 import {
-  adminKey,
   archiveDataBytes,
   benchApi,
   cpuSplit,
@@ -13,6 +12,7 @@ import {
   stackProcesses,
   startProcess,
   waitUntil,
+  readyAdminKey,
 } from './common.ts';
 import { pointBatchCodecFigures } from './point-batch-codec.ts';
 import type { Series } from './telemetry.ts';
@@ -171,8 +171,7 @@ async function meridian(fleet: Fleet, name: string, env: Record<string, string>)
   const api = startProcess('apps/api/src/main.ts', settings, {}, undefined, quiet);
   const ingest = startProcess('apps/ingest/src/main.ts', settings, {}, undefined, quiet);
   try {
-    await waitUntil('the api', async () => ((await fetch(`${base}/readyz`).catch(() => null))?.ok ? true : undefined), 120_000, 250);
-    const admin = { Authorization: `Bearer ${await adminKey(settings)}`, 'Content-Type': 'application/json' };
+    const admin = { Authorization: `Bearer ${await readyAdminKey(settings, base)}`, 'Content-Type': 'application/json' };
     const created = await fetch(`${base}/api/v1/users`, { method: 'POST', headers: admin, body: JSON.stringify({ user_name: 'storage' }) });
     if (created.status !== 201) throw new Error(`creating the user: ${created.status} ${await created.text()}`);
     const key = ((await created.json()) as { api_key: string }).api_key;
