@@ -158,7 +158,7 @@ ready_api() { curl -fsS "http://127.0.0.1:${API_PORTS[$(($1 - 1))]}/readyz" >/de
 start_ingest() { # N
   cd "$REPO_ROOT"
   # shellcheck disable=SC2046
-  spawn "ingest$1" env $(app_env) node apps/ingest/src/main.ts
+  spawn "ingest$1" env $(app_env) node --max-semi-space-size=8 apps/ingest/src/main.ts # INGEST_NODE_FLAGS (apps/ingest/src/node-flags.ts)
 }
 # The ingest worker has no port: ready once its projector has started (after its topics, tables and groups).
 ready_ingest() { grep -q '"msg":"projector started"' "$(logfile "ingest$1")" 2>/dev/null; }

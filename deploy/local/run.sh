@@ -95,7 +95,7 @@ export MERIDIAN_DEV_LOGS="${MERIDIAN_DEV_LOGS:-true}"
 export MERIDIAN_API_INSTANCE="${MERIDIAN_API_INSTANCE:-local}"
 
 record_app() { echo "$2" > "$(pidfile "$1")"; proc_start "$2" > "$(startfile "$1")"; pids+=("$2"); }
-node apps/ingest/src/main.ts 8>&- & record_app ingest $!
+node --max-semi-space-size=8 apps/ingest/src/main.ts 8>&- & record_app ingest $! # INGEST_NODE_FLAGS (apps/ingest/src/node-flags.ts)
 MALLOC_ARENA_MAX=2 node --max-semi-space-size=1 apps/api/src/main.ts 8>&- & record_app api $! # API_NODE_ENV, API_NODE_FLAGS (apps/api/src/node-flags.ts)
 app_of() { case $1 in "${pids[0]}") echo ingest ;; "${pids[1]}") echo api ;; *) echo "an app" ;; esac; }
 

@@ -1,6 +1,6 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { createReadStream, readdirSync, readFileSync, statSync } from 'node:fs';
+import { createReadStream, existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { request, type IncomingMessage } from 'node:http';
@@ -13,6 +13,7 @@ import { createLogger, silenceKnownWarnings } from '@meridian/observability';
 import { createPlatform, type Platform } from '../support/platform.ts';
 import { freePort } from '../support/ports.ts';
 import { API_NODE_ENV, API_NODE_FLAGS } from '../../apps/api/src/node-flags.ts';
+import { INGEST_NODE_FLAGS } from '../../apps/ingest/src/node-flags.ts';
 import { commandLine, listeningPid, portOf } from './listeners.ts';
 
 /** Shared pieces of the benchmarks: real api and ingest processes on a fresh scope of the local stack. */
@@ -217,10 +218,21 @@ export function archiveDataBytes(settings: Settings): number {
 }
 
 /** The V8 flags and environment a checkout's api is started with (its apps/api/src/node-flags.ts). */
-export async function apiNodeOf(root: string): Promise<{ readonly flags: readonly string[]; readonly env: Readonly<Record<string, string>> }> {
+export async function apiNodeOf(root: string): Promise<AppNode> {
   const own = (await import(`${root}apps/api/src/node-flags.ts`)) as { API_NODE_FLAGS: readonly string[]; API_NODE_ENV: Readonly<Record<string, string>> };
   return { flags: own.API_NODE_FLAGS, env: own.API_NODE_ENV };
 }
+
+/** The V8 flags a checkout's ingest worker is started with (its apps/ingest/src/node-flags.ts; none in a checkout from before that file). */
+export async function ingestNodeOf(root: string): Promise<AppNode> {
+  const file = `${root}apps/ingest/src/node-flags.ts`;
+  if (!existsSync(file)) return { flags: [], env: {} };
+  const own = (await import(file)) as { INGEST_NODE_FLAGS: readonly string[] };
+  return { flags: own.INGEST_NODE_FLAGS, env: {} };
+}
+
+/** An app's V8 flags and the environment it is started with beside them. */
+export type AppNode = { readonly flags: readonly string[]; readonly env: Readonly<Record<string, string>> };
 
 /**
  * Blocks written into each table of the scope's database so far: its highest block number (a
@@ -243,8 +255,8 @@ export async function scopeInserts(settings: Settings): Promise<Record<string, n
 /**
  * Starts an app as its own process (from this checkout, or another `root`) and samples its
  * resident memory until it stops. With `onLine`, its standard output (its log, JSON lines) goes
- * to that function line by line instead of to this process's. `apiNode`: the api's V8 flags and
- * environment, this checkout's unless given (another checkout's api runs with its own: apiNodeOf).
+ * to that function line by line instead of to this process's. `node`: the app's V8 flags and
+ * environment, this checkout's unless given (another checkout's apps run with their own: apiNodeOf, ingestNodeOf).
  */
 export function startProcess(
   script: string,
@@ -252,12 +264,14 @@ export function startProcess(
   extraEnv: Record<string, string> = {},
   root = repoRoot,
   onLine?: (line: string) => void,
-  apiNode: { readonly flags: readonly string[]; readonly env: Readonly<Record<string, string>> } = { flags: API_NODE_FLAGS, env: API_NODE_ENV },
+  node: AppNode = script === 'apps/api/src/main.ts'
+    ? { flags: API_NODE_FLAGS, env: API_NODE_ENV }
+    : script === 'apps/ingest/src/main.ts'
+      ? { flags: INGEST_NODE_FLAGS, env: {} }
+      : { flags: [], env: {} },
 ): Proc {
-  const api = script === 'apps/api/src/main.ts';
-  const env = { ...process.env, ...(api ? apiNode.env : {}), ...Object.fromEntries(Object.entries(settings).map(([k, v]) => [k, String(v)])), ...extraEnv };
-  const flags = api ? apiNode.flags : [];
-  const child = spawn(process.execPath, [...flags, `${root}${script}`], { env, stdio: ['ignore', onLine ? 'pipe' : 'inherit', 'inherit'] });
+  const env = { ...process.env, ...node.env, ...Object.fromEntries(Object.entries(settings).map(([k, v]) => [k, String(v)])), ...extraEnv };
+  const child = spawn(process.execPath, [...node.flags, `${root}${script}`], { env, stdio: ['ignore', onLine ? 'pipe' : 'inherit', 'inherit'] });
   if (onLine && child.stdout) createInterface({ input: child.stdout, crlfDelay: Infinity }).on('line', onLine);
   let peak = 0;
   let rss = 0;

@@ -9,6 +9,7 @@ import { createLogger, silenceKnownWarnings } from '@meridian/observability';
 import { createPlatform, type Platform } from '../support/platform.ts';
 import { createSnapshotStore } from '@meridian/storage';
 import { API_NODE_ENV, API_NODE_FLAGS } from '../../apps/api/src/node-flags.ts';
+import { INGEST_NODE_FLAGS } from '../../apps/ingest/src/node-flags.ts';
 import { benchApi, dropScope, fmt, percentile, repoRoot, settingsEnv } from './common.ts';
 import { writeHistory, type WrittenHistory } from './history-log.ts';
 import { historyGoals, historyTable, NOT_MEASURED, type Figure, type HistoryRow, type ReadAtStart } from './history-report.ts';
@@ -55,13 +56,13 @@ type Launched = {
 };
 
 /**
- * Spawns an app as every launcher does (api with API_NODE_FLAGS, no heap flag: the V8 default),
+ * Spawns an app as every launcher does (api with API_NODE_FLAGS, ingest with INGEST_NODE_FLAGS, no heap limit flag: the V8 default),
  * keeping its last output and, from its log, the events each fold read at start (the line a
  * fold logs once caught up: its topic and events_read).
  */
 function launch(app: 'api' | 'ingest', env: NodeJS.ProcessEnv): Launched {
   const startedAt = performance.now();
-  const child = spawn(process.execPath, [...(app === 'api' ? API_NODE_FLAGS : []), `${repoRoot}apps/${app}/src/main.ts`], {
+  const child = spawn(process.execPath, [...(app === 'api' ? API_NODE_FLAGS : INGEST_NODE_FLAGS), `${repoRoot}apps/${app}/src/main.ts`], {
     cwd: repoRoot,
     env: { ...(app === 'api' ? API_NODE_ENV : {}), ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

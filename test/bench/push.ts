@@ -9,6 +9,7 @@ import {
   cpuSplit,
   dropBenchScope,
   fmt,
+  ingestNodeOf,
   percentile,
   postStream,
   repoRoot,
@@ -213,7 +214,7 @@ async function meridianSystem(checkout: string): Promise<{ system: System; caps:
   const { settings, base } = await benchApi({ MERIDIAN_RATE_LIMIT_PER_SECOND: process.env.MERIDIAN_RATE_LIMIT_PER_SECOND ?? '0' });
   const root = `${resolve(repoRoot, checkout)}/`;
   const api = startProcess('apps/api/src/main.ts', settings, {}, root, undefined, await apiNodeOf(root));
-  const ingest = startProcess('apps/ingest/src/main.ts', settings, {}, root);
+  const ingest = startProcess('apps/ingest/src/main.ts', settings, {}, root, undefined, await ingestNodeOf(root));
   const stop = async () => {
     await Promise.all([api.stop(), ingest.stop()]);
     await dropBenchScope(settings);

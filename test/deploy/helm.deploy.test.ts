@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, parseAllDocuments } from 'yaml';
 import { settingDefinitions } from '@meridian/config';
 import { API_NODE_FLAGS } from '../../apps/api/src/node-flags.ts';
+import { INGEST_NODE_FLAGS } from '../../apps/ingest/src/node-flags.ts';
 
 /**
  * The Helm chart (deploy/helm/meridian), rendered with `helm template` for its default values
@@ -149,9 +150,9 @@ describe('the Helm chart', () => {
     expect(api.command).toEqual(['node', ...API_NODE_FLAGS, 'apps/api/src/main.ts']);
   });
 
-  it("runs the ingest worker from its entry point, probed on its probe listener's /healthz and /readyz", () => {
+  it("runs the ingest worker from its entry point with INGEST_NODE_FLAGS, probed on its probe listener's /healthz and /readyz", () => {
     const ingest = find<Deployment>(render().manifests, 'Deployment', 'rel-meridian-ingest').spec.template.spec.containers[0]!;
-    expect(ingest.command).toEqual(['node', 'apps/ingest/src/main.ts']);
+    expect(ingest.command).toEqual(['node', ...INGEST_NODE_FLAGS, 'apps/ingest/src/main.ts']);
     expect(existsSync(join(repoRoot, 'apps/ingest/src/main.ts'))).toBe(true);
     expect(ingest.ports).toEqual([{ name: 'health', containerPort: 8089, protocol: 'TCP' }]);
     expect(ingest.livenessProbe!.httpGet).toEqual({ path: '/healthz', port: 'health' });

@@ -3,6 +3,7 @@ import { fileURLToPath } from 'node:url';
 import type { Settings } from '@meridian/config';
 import { settingsEnv } from './settings.ts';
 import { API_NODE_ENV, API_NODE_FLAGS } from '../../apps/api/src/node-flags.ts';
+import { INGEST_NODE_FLAGS } from '../../apps/ingest/src/node-flags.ts';
 
 const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -15,7 +16,7 @@ export type AppProcess = {
 };
 
 export function startApp(app: 'api' | 'ingest', settings: Settings, extraEnv: Record<string, string> = {}): AppProcess {
-  const child = spawn(process.execPath, [...(app === 'api' ? API_NODE_FLAGS : []), `${repoRoot}apps/${app}/src/main.ts`], {
+  const child = spawn(process.execPath, [...(app === 'api' ? API_NODE_FLAGS : INGEST_NODE_FLAGS), `${repoRoot}apps/${app}/src/main.ts`], {
     cwd: repoRoot,
     env: {
       PATH: process.env.PATH ?? '',

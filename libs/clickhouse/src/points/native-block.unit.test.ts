@@ -285,6 +285,24 @@ describe('a BlockBuffer', () => {
     const large = encodePointsBlock(at(2, 20_000), blocks);
     expect(decodeBlock(large).rows).toEqual(expectedRows(at(2, 20_000)));
   });
+
+  it('frees the smaller buffer at once when it grows, and never a lent one or one whose insert failed', () => {
+    const blocks = new BlockBuffer();
+    const small = encodePointsBlock(at(1, 1000), blocks);
+    blocks.giveBack(small, true);
+    const large = encodePointsBlock(at(2, 20_000), blocks);
+    expect((small.buffer as ArrayBuffer).detached).toBe(true);
+    expect(decodeBlock(large).rows).toEqual(expectedRows(at(2, 20_000)));
+    // Lent while a larger block is asked for: that one gets a buffer of its own, the lent one stays.
+    const larger = encodePointsBlock(at(3, 40_000), blocks);
+    expect((large.buffer as ArrayBuffer).detached).toBe(false);
+    expect(decodeBlock(larger).rows).toEqual(expectedRows(at(3, 40_000)));
+    blocks.giveBack(larger, true);
+    blocks.giveBack(large, false);
+    expect(encodePointsBlock(at(4, 40_000), blocks).buffer).not.toBe(large.buffer);
+    expect((large.buffer as ArrayBuffer).detached).toBe(false);
+    expect(decodeBlock(large).rows).toEqual(expectedRows(at(2, 20_000)));
+  });
 });
 
 describe('the insert token of a block', () => {
