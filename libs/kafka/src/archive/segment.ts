@@ -105,7 +105,7 @@ export const sha256 = (b: Buffer): string => createHash('sha256').update(b).dige
 /**
  * zstd level 9: a segment is written once and kept for ever, so a higher level than the log's
  * batches (3) pays. On the bench's telemetry (make bench-storage, 2M and 10M points) level 9 stored
- * 4.19–4.20 bytes a point against level 3's 4.36–4.37, for about 0.07 CPU-seconds a million points
+ * 4.19–4.21 bytes a point against level 3's 4.36–4.38, for 0.05–0.1 CPU-seconds a million points
  * more in the archive pass (which spends about 1 in all); levels above 9 cost several times that
  * for a few hundredths of a byte, and long-distance matching over a 128 MiB window found nothing
  * more. Segments of any level decompress alike.
