@@ -22,18 +22,12 @@ export type PointsVariant = {
   readonly columns: ReadonlyArray<readonly [table: string, column: string, bytes: number]>;
   /** The server's CPU-seconds over the copy and the merges. */
   readonly cpuSeconds: number;
-  /** Distinct task ids a block of `task_id` holds (ClickHouse's max_compress_block_size), on average, in the sort order. */
+  /** Distinct task ids a 1 MiB block of `task_id` holds (ClickHouse's max_compress_block_size), on average, in the sort order. */
   readonly taskIdsPerBlock: number;
 };
 
 /** A zstd case for parts whose merged size reaches `minPartBytes` (the merge's compressed input). */
-export type ZstdCase = {
-  readonly name: string;
-  readonly level?: number;
-  readonly minPartBytes?: number;
-  /** The server's max_compress_block_size (1 MiB by default): the bytes of a column zstd sees at once. */
-  readonly blockBytes?: number;
-};
+export type ZstdCase = { readonly name: string; readonly level?: number; readonly minPartBytes?: number };
 
 const COLUMNS = `metric_name String, ts Int64, value Float64, updated_at Int64, %TASK%, kafka_partition UInt16, kafka_offset UInt64, row_in_batch UInt32`;
 const ENGINE = 'ENGINE = MergeTree() PARTITION BY tuple() ORDER BY (metric_name, ts, updated_at)';
@@ -66,9 +60,7 @@ async function startServer(zstd: ZstdCase): Promise<{ url: string; cpuSeconds():
   const dir = mkdtempSync(join(tmpdir(), 'points-variant-'));
   const [http, tcp] = [await freePort(), await freePort()];
   writeFileSync(join(dir, 'config.xml'), configOf(dir, http, tcp, zstd));
-  const users = readFileSync(join(repoRoot, 'deploy/local/templates/clickhouse-users.xml'), 'utf8');
-  const block = zstd.blockBytes === undefined ? '' : `<max_compress_block_size>${zstd.blockBytes}</max_compress_block_size>`;
-  writeFileSync(join(dir, 'users.xml'), users.replace('<default>', `<default>${block}`));
+  writeFileSync(join(dir, 'users.xml'), readFileSync(join(repoRoot, 'deploy/local/templates/clickhouse-users.xml'), 'utf8'));
   const child = spawn('clickhouse-server', [`--config-file=${join(dir, 'config.xml')}`], { cwd: dir, stdio: 'ignore' });
   const url = `http://127.0.0.1:${http}`;
   await waitUntil('the private ClickHouse', async () => ((await fetch(`${url}/ping`).catch(() => null))?.ok ? true : undefined), 60_000, 200);
@@ -125,7 +117,7 @@ export async function pointsVariants(settings: Settings, cases: readonly ZstdCas
         .map(([table, column, bytes]) => [table!, column!, Number(bytes)] as const);
       const ids = await query(
         server.url,
-        `SELECT avg(u) FROM (SELECT intDiv(rowNumberInAllBlocks(), intDiv(${zstd.blockBytes ?? 1048576}, 37)) AS block, uniqExact(task_id) AS u FROM (SELECT task_id FROM points_string ORDER BY metric_name, ts, updated_at) GROUP BY block)`,
+        `SELECT avg(u) FROM (SELECT intDiv(rowNumberInAllBlocks(), intDiv(1048576, 37)) AS block, uniqExact(task_id) AS u FROM (SELECT task_id FROM points_string ORDER BY metric_name, ts, updated_at) GROUP BY block)`,
       );
       out.push({ name: zstd.name, columns, cpuSeconds, taskIdsPerBlock: Number(ids) });
     } finally {

@@ -41,7 +41,7 @@ import { startVictoriaMetrics } from './victoria-metrics.ts';
  *     not packed, as before v5)
  *   BENCH_ZSTD_LEVELS=        zstd levels for merged parts of a private ClickHouse fed each Meridian's `points`
  *     (`default`: zstd's default level for every part, as before; e.g. default,6,9), beside `task_id`
- *     as a UUID: points-variants.ts; `level:bytes` also sets the server's max_compress_block_size
+ *     as a UUID: points-variants.ts
  *   BENCH_ARCHIVE_LEVELS=0    1: the archive's segments compressed again per zstd level and long mode (archive-variants.ts)
  *   BENCH_ZSTD_MIN_PART=0     the compressed bytes a merge's parts must reach for that level
  */
@@ -51,14 +51,15 @@ const IDLE_S = Number(process.env.BENCH_IDLE_S ?? 0);
 const ZSTD_CASES: ZstdCase[] = (process.env.BENCH_ZSTD_LEVELS ?? '')
   .split(',')
   .filter(Boolean)
-  .map((entry) => {
-    const [l, block] = entry.split(':');
-    const blocks = block === undefined ? {} : { blockBytes: Number(block) };
-    const blockName = block === undefined ? '' : `, ${block} B blocks`;
-    if (l === 'default') return { name: `zstd, default level${blockName}`, ...blocks };
-    const minPartBytes = Number(process.env.BENCH_ZSTD_MIN_PART ?? 0);
-    return { name: `zstd level ${l} from ${minPartBytes} B${blockName}`, level: Number(l), minPartBytes, ...blocks };
-  });
+  .map((l) =>
+    l === 'default'
+      ? { name: 'zstd, default level' }
+      : {
+          name: `zstd level ${l} from ${process.env.BENCH_ZSTD_MIN_PART ?? 0} B`,
+          level: Number(l),
+          minPartBytes: Number(process.env.BENCH_ZSTD_MIN_PART ?? 0),
+        },
+  );
 const ARCHIVE_LEVELS = process.env.BENCH_ARCHIVE_LEVELS === '1';
 const SYSTEMS = (process.env.BENCH_SYSTEMS ?? 'victoria-metrics,before,after').split(',').filter(Boolean);
 /** Two minutes of scrapes a push: about 7,300 points of 1,000 series, as an agent batching its sends. */
@@ -278,7 +279,7 @@ function printArchiveCases(a: Awaited<ReturnType<typeof archiveVariants>>, point
 
 function printVariant(v: PointsVariant, points: number): void {
   console.log(
-    `  ${v.name} (private ClickHouse, ${v.cpuSeconds.toFixed(2)} CPU-s copy and merge, ${((v.cpuSeconds * 1e6) / points).toFixed(2)} a million points; ${v.taskIdsPerBlock.toFixed(0)} task ids a block):`,
+    `  ${v.name} (private ClickHouse, ${v.cpuSeconds.toFixed(2)} CPU-s copy and merge, ${((v.cpuSeconds * 1e6) / points).toFixed(2)} a million points; ${v.taskIdsPerBlock.toFixed(0)} task ids a 1 MiB block):`,
   );
   for (const table of ['points_string', 'points_uuid']) {
     const cols = v.columns.filter(([t]) => t === table);
