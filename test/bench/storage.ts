@@ -14,7 +14,9 @@ import {
   waitUntil,
   readyAdminKey,
 } from './common.ts';
+import { archiveVariants } from './archive-variants.ts';
 import { pointBatchCodecFigures } from './point-batch-codec.ts';
+import { pointsVariants, type PointsVariant, type ZstdCase } from './points-variants.ts';
 import type { Series } from './telemetry.ts';
 import { telemetryFleet, type Fleet } from './telemetry-fleet.ts';
 import { startVictoriaMetrics } from './victoria-metrics.ts';
@@ -37,10 +39,28 @@ import { startVictoriaMetrics } from './victoria-metrics.ts';
  *   BENCH_SYSTEMS=victoria-metrics,before,after   (also: deltas, zstd: each change alone; archive,
  *     archive-window: as after, with the points archive on; v4, archive-window-v4: point batches
  *     not packed, as before v5)
+ *   BENCH_ZSTD_LEVELS=        zstd levels for merged parts of a private ClickHouse fed each Meridian's `points`
+ *     (`default`: zstd's default level for every part, as before; e.g. default,6,9), beside `task_id`
+ *     as a UUID: points-variants.ts
+ *   BENCH_ARCHIVE_LEVELS=0    1: the archive's segments compressed again per zstd level and long mode (archive-variants.ts)
+ *   BENCH_ZSTD_MIN_PART=0     the compressed bytes a merge's parts must reach for that level
  */
 const POINTS = Number(process.env.BENCH_POINTS ?? 10_000_000);
 const SERIES = Number(process.env.BENCH_SERIES ?? 1000);
 const IDLE_S = Number(process.env.BENCH_IDLE_S ?? 0);
+const ZSTD_CASES: ZstdCase[] = (process.env.BENCH_ZSTD_LEVELS ?? '')
+  .split(',')
+  .filter(Boolean)
+  .map((l) =>
+    l === 'default'
+      ? { name: 'zstd, default level' }
+      : {
+          name: `zstd level ${l} from ${process.env.BENCH_ZSTD_MIN_PART ?? 0} B`,
+          level: Number(l),
+          minPartBytes: Number(process.env.BENCH_ZSTD_MIN_PART ?? 0),
+        },
+  );
+const ARCHIVE_LEVELS = process.env.BENCH_ARCHIVE_LEVELS === '1';
 const SYSTEMS = (process.env.BENCH_SYSTEMS ?? 'victoria-metrics,before,after').split(',').filter(Boolean);
 /** Two minutes of scrapes a push: about 7,300 points of 1,000 series, as an agent batching its sends. */
 const WINDOW_MS = 120_000;
@@ -57,6 +77,10 @@ type Row = {
   readonly columns?: ReadonlyArray<readonly [string, number]>;
   /** CPU-seconds a minute of each process once every point is in, the system idle (BENCH_IDLE_S): what background passes cost. */
   readonly idle?: ReadonlyArray<readonly [string, number]>;
+  /** `points` copied into a private ClickHouse per zstd case, as String and UUID task ids (BENCH_ZSTD_LEVELS). */
+  readonly variants?: readonly PointsVariant[];
+  /** The archive's segments compressed per case (BENCH_ARCHIVE_LEVELS). */
+  readonly archiveCases?: Awaited<ReturnType<typeof archiveVariants>>;
 };
 
 const bodyOf = (window: readonly Series[]) =>
@@ -201,6 +225,8 @@ async function meridian(fleet: Fleet, name: string, env: Record<string, string>)
     // The archive (MERIDIAN_ARCHIVE) holds the points topic's history in the bucket; what is trimmed from the brokers lives on there.
     const archive = archiveDataBytes(settings);
     const archived: Array<[string, number]> = archive > 0 ? [['MinIO points archive', archive]] : [];
+    const variants = ZSTD_CASES.length > 0 ? await pointsVariants(settings, ZSTD_CASES) : undefined;
+    const archiveCases = ARCHIVE_LEVELS && archive > 0 ? await archiveVariants(settings) : undefined;
     return {
       system: name,
       bytes: [...topics, ...archived, ...(await tableBytes(settings))],
@@ -208,6 +234,8 @@ async function meridian(fleet: Fleet, name: string, env: Record<string, string>)
       cpu: processes.map((p) => [p.name, spent.of(p.name)]),
       seconds,
       ...(idle ? { idle } : {}),
+      ...(variants ? { variants } : {}),
+      ...(archiveCases ? { archiveCases } : {}),
     };
   } finally {
     await Promise.all([api.stop(), ingest.stop()]);
@@ -238,6 +266,27 @@ const MERIDIANS: Record<string, { readonly label: string; readonly env: Record<s
   zstd: { label: 'Meridian with zstd alone (v3)', env: { MERIDIAN_LOG_COMPRESSION: 'zstd', ...V3, MERIDIAN_ARCHIVE: 'false' } },
 };
 
+function printArchiveCases(a: Awaited<ReturnType<typeof archiveVariants>>, points: number): void {
+  console.log(
+    `  the archive's ${a.segments} segments (${(a.framingBytes / points).toFixed(2)} B/point of framing) compressed again, B/point, CPU-s a million points compress / decompress:`,
+  );
+  for (const v of a.variants)
+    console.log(
+      `    ${v.name.padEnd(30)} ${(v.storedBytes / points).toFixed(3).padStart(7)}  ${((v.compressCpuSeconds * 1e6) / points).toFixed(3)} / ${((v.decompressCpuSeconds * 1e6) / points).toFixed(3)}`,
+    );
+}
+
+function printVariant(v: PointsVariant, points: number): void {
+  console.log(
+    `  ${v.name} (private ClickHouse, ${v.cpuSeconds.toFixed(2)} CPU-s copy and merge, ${((v.cpuSeconds * 1e6) / points).toFixed(2)} a million points; ${v.taskIdsPerBlock.toFixed(0)} task ids a 1 MiB block):`,
+  );
+  for (const table of ['points_string', 'points_uuid']) {
+    const cols = v.columns.filter(([t]) => t === table);
+    const total = cols.reduce((n, [, , b]) => n + b, 0);
+    console.log(`    ${table.padEnd(14)} ${(total / points).toFixed(3)} B/point: ${cols.map(([, c, b]) => `${c} ${(b / points).toFixed(3)}`).join(', ')}`);
+  }
+}
+
 function print(rows: readonly Row[], points: number): void {
   const vm = rows.find((r) => r.system === 'VictoriaMetrics');
   const vmPerPoint = vm === undefined ? NaN : vm.bytes.reduce((n, [, b]) => n + b, 0) / points;
@@ -248,6 +297,8 @@ function print(rows: readonly Row[], points: number): void {
     for (const [where, bytes] of row.bytes) console.log(`  ${where.padEnd(40)} ${(bytes / points).toFixed(3).padStart(8)} B/point  ${fmt(bytes / 1024)} KiB`);
     console.log(`  CPU-seconds a million points: ${row.cpu.map(([p, s]) => `${p} ${((s * 1e6) / points).toFixed(2)}`).join(', ')}`);
     if (row.columns) console.log(`  ClickHouse points by column, B/point: ${row.columns.map(([c, b]) => `${c} ${(b / points).toFixed(3)}`).join(', ')}`);
+    for (const v of row.variants ?? []) printVariant(v, points);
+    if (row.archiveCases) printArchiveCases(row.archiveCases, points);
     if (row.idle) console.log(`  idle, CPU-seconds a minute: ${row.idle.map(([p, s]) => `${p} ${s.toFixed(2)}`).join(', ')}`);
   }
 }

@@ -1,3 +1,4 @@
+import zlib from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { compressSegment, decodeRecords, decompressSegment, encodeRecords } from './segment.ts';
 import { chainOf, parseRef, segmentKey } from './archive-index.ts';
@@ -22,6 +23,14 @@ describe('archive segments', () => {
     const back = decodeRecords(await decompressSegment(await compressSegment(encodeRecords(records))));
     expect(back).toEqual(records);
     expect(decodeRecords(encodeRecords([]))).toEqual([]);
+  });
+
+  it('read back segments an archiver stored at zstd level 3 (before level 9) byte for byte', async () => {
+    const records = [record(0), record(1, { value: Buffer.alloc(5000, 3) })];
+    const raw = encodeRecords(records);
+    const before = zlib.zstdCompressSync(raw, { params: { [zlib.constants.ZSTD_c_compressionLevel]: 3 } });
+    expect(await decompressSegment(before)).toEqual(raw);
+    expect(decodeRecords(await decompressSegment(before))).toEqual(records);
   });
 
   it('refuse another format and a cut segment', () => {
