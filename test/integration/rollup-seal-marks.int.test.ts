@@ -45,12 +45,14 @@ describe('a seal written after a deletion that came between its reads', () => {
     };
     return sink.insert([segment]);
   };
-  const hour = () =>
-    readRollupPage(conn, { resolution: '1h', metricNames: [M], fromMs: T, toMs: T + H - 1, after: null, maxRows: 10 }).then((p) => p.rows);
+  const hour = () => readRollupPage(conn, { resolution: '1h', metricNames: [M], fromMs: T, toMs: T + H - 1, after: null, maxRows: 10 }).then((p) => p.rows);
   const reference = async () => (await referenceRollups(conn, '1h')).filter((r) => r.metric_name === M && r.bucket === T);
   const sealsOfHour = async () => {
     const text = await (
-      await client.query({ query: `SELECT toString(rows) AS rows, toString(marks) AS marks FROM ${SEALED['1h']} WHERE bucket = ${T} ORDER BY rows, marks`, format: 'JSONEachRow' })
+      await client.query({
+        query: `SELECT toString(rows) AS rows, toString(marks) AS marks FROM ${SEALED['1h']} WHERE bucket = ${T} ORDER BY rows, marks`,
+        format: 'JSONEachRow',
+      })
     ).json<{ rows: string; marks: string }>();
     return text.map((r) => [Number(r.rows), Number(r.marks)]);
   };
@@ -70,7 +72,15 @@ describe('a seal written after a deletion that came between its reads', () => {
     expect(read.replaced.map((c) => [c.rows, c.marks])).toEqual([[366, 0]]);
 
     // The deletion, whole, in the other worker: the first half hour (180 points and the 6 replaced rows).
-    await applyDeletion(client, LIVE_DELETION_TARGETS, { taskId: 'd', partition: 0, offset: offset++, metrics: [M], fromMs: T, toMs: T + H / 2 - 1, rollups: true });
+    await applyDeletion(client, LIVE_DELETION_TARGETS, {
+      taskId: 'd',
+      partition: 0,
+      offset: offset++,
+      metrics: [M],
+      fromMs: T,
+      toMs: T + H / 2 - 1,
+      rollups: true,
+    });
     expect((await hour())[0]!.count).toBe(180);
 
     // The pass's last step, late: a seal at the count it read (366), of the points there are now.
@@ -96,12 +106,16 @@ describe('a seal written after a deletion that came between its reads', () => {
   it("a rebuild's swap between the pass reading a bucket and writing its seal: a mark of every metric voids it", async () => {
     await upload(times(1_000, 60_000, 10_000), 4, () => 7.75);
     const read = await readHour();
-    const [{ n: before } = { n: '' }] = await (await client.query({ query: `SELECT toString(count()) AS n FROM ${MARKS}`, format: 'JSONEachRow' })).json<{ n: string }>();
+    const [{ n: before } = { n: '' }] = await (
+      await client.query({ query: `SELECT toString(count()) AS n FROM ${MARKS}`, format: 'JSONEachRow' })
+    ).json<{ n: string }>();
     await voidEverySeal(client, await serverCapabilities(client), 'swap:test');
     expect(await sealsOfHour()).toEqual([]);
     await writeSeals(conn, '1h', read, 'points');
     expect(await sealsOfHour()).toEqual([[371, 1]]);
-    const [{ n: after } = { n: '' }] = await (await client.query({ query: `SELECT toString(count()) AS n FROM ${MARKS}`, format: 'JSONEachRow' })).json<{ n: string }>();
+    const [{ n: after } = { n: '' }] = await (
+      await client.query({ query: `SELECT toString(count()) AS n FROM ${MARKS}`, format: 'JSONEachRow' })
+    ).json<{ n: string }>();
     expect(Number(after) - Number(before)).toBe(1);
     // The seal is at the bucket's count, yet the pass finds the bucket unsealed and seals it at its marks.
     expect((await createSealPass(conn, { maxBuckets: 100, resolutions: ['1h'] }).run())[0]!.buckets).toBe(1);

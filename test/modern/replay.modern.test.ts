@@ -168,7 +168,10 @@ describe('replay on an Atomic database (chDB front)', () => {
     const catalogBefore = await catalog();
 
     // A sealed bucket of the live generation (migration 011): the swap empties the sealed tables.
-    await platform.clickhouse.command({ query: "INSERT INTO points_1h_sealed (metric_name, bucket, rows, points, min_value, max_value, sum_value, last_value) VALUES ('mo.sealed', 0, 1, 1, 0, 0, 0, 0)" });
+    await platform.clickhouse.command({
+      query:
+        "INSERT INTO points_1h_sealed (metric_name, bucket, rows, points, min_value, max_value, sum_value, last_value) VALUES ('mo.sealed', 0, 1, 1, 0, 0, 0, 0)",
+    });
     const result = await rebuildPoints(platform, { swap: 'if-verified', waitForLiveMs: 0 });
     expect(result.verification?.ok).toBe(true);
     expect(result.swap).toMatchObject({ generation: 2, retired: 1, nudged: false });

@@ -102,7 +102,8 @@ async function deleteRun(client: ClickHouseClient, targets: DeletionTargets, d: 
   for (const [resolution, table] of Object.entries(targets.rollups) as [Resolution, string][]) {
     await recomputeRollupBuckets(client, resolution, table, { metrics: d.metrics, fromMs: d.fromMs, toMs: d.toMs, points: targets.points }, caps);
   }
-  if (liveRollups(targets.rollups)) await markRewrittenBuckets(client, { metrics: d.metrics, fromMs: d.fromMs, toMs: d.toMs, points: targets.points }, caps, d.taskId);
+  if (liveRollups(targets.rollups))
+    await markRewrittenBuckets(client, { metrics: d.metrics, fromMs: d.fromMs, toMs: d.toMs, points: targets.points }, caps, d.taskId);
 }
 
 /**

@@ -26,6 +26,6 @@ export function withMarks(resolution: Resolution, inner: string, columns: string
   const every = `(SELECT count() FROM ${MARKS} WHERE metric_name = '')`;
   return (
     `SELECT ${columns}, toUInt64(arrayCount((f, t) -> f < bucket + ${step} AND t >= bucket, mark_from, mark_to) + ${every}) AS m ` +
-    `FROM (${inner}) ANY LEFT JOIN (${perMetric}) USING (metric_name)`
+    `FROM (${inner}) AS b ANY LEFT JOIN (${perMetric}) AS k USING (metric_name)`
   );
 }

@@ -12,7 +12,7 @@ describe('sealed rollup SQL', () => {
     expect(sql).toContain('USING (metric_name, bucket, n, m)');
     // The marks of the page's metrics only, counted per bucket after the page's LIMIT.
     expect(sql).toContain("FROM rollup_marks WHERE metric_name != '' AND metric_name IN (SELECT name FROM names)");
-    expect(sql).toMatch(/LIMIT 11\) ANY LEFT JOIN \(SELECT metric_name, groupArray\(from_ms\)/);
+    expect(sql).toMatch(/LIMIT 11\) AS b ANY LEFT JOIN \(SELECT metric_name, groupArray\(from_ms\)/);
   });
 
   it('a pass looks at closed buckets only, at most its bound', () => {
