@@ -2,6 +2,7 @@ import {
   createClickHouse,
   createSealPass,
   ensureDatabase,
+  MARKS,
   migrate,
   queryText,
   readRollupPage,
@@ -30,6 +31,8 @@ import { adminKey, benchApi, cpuSplit, dropBenchScope, fmt, percentile, stackPro
  */
 const POINTS = Number(process.env.BENCH_POINTS ?? 10_000_000);
 const REPEAT = Number(process.env.BENCH_REPEAT ?? 5);
+/** Deletions' marks of the metric the last download is read beside (BENCH_MARKS, 1000). */
+const BENCH_MARKS = Number(process.env.BENCH_MARKS ?? 1000);
 const T0 = Date.UTC(2024, 0, 1);
 const YEAR = Date.UTC(2025, 0, 1) - T0;
 const STEP = Math.floor(YEAR / POINTS);
@@ -167,14 +170,31 @@ async function main(): Promise<void> {
       const r = await checkEqual(resolution);
       console.log(`  ${resolution}: ${fmt(r.buckets)} buckets equal, read in ${fmt(r.ms)} ms`);
     }
-    const sealedApi = await timed(async () => {
+    const download = async () => {
       const res = await fetch(url, { headers: { Authorization: `Bearer ${key}` } });
       if (res.status !== 200) throw new Error(`download: ${res.status} ${await res.text()}`);
+    };
+    const sealedApi = await timed(download);
+    // 5. The same with deletions' marks of the metric (migration 012), each compared with every
+    // bucket of the page: ranges in 2023, so every bucket stays sealed and only their cost shows.
+    await client.insert({
+      table: MARKS,
+      format: 'JSONEachRow',
+      values: Array.from({ length: BENCH_MARKS }, (_, i) => ({
+        metric_name: METRIC,
+        from_ms: T0 - (i + 2) * 3_600_000,
+        to_ms: T0 - (i + 1) * 3_600_000,
+        cause: 'bench',
+      })),
     });
+    const markedApi = await timed(download);
     console.log(`\na download at 1h over the year (${fmt(rows)} buckets of ${fmt(POINTS)} points), ${REPEAT} runs`);
     console.log(`  GET /api/v1/metrics/download?resolution=1h, not sealed    p50 ${fmt(viaApi.p50).padStart(6)} ms   max ${fmt(viaApi.max).padStart(6)} ms`);
     console.log(
       `  the same, every bucket sealed                            p50 ${fmt(sealedApi.p50).padStart(6)} ms   max ${fmt(sealedApi.max).padStart(6)} ms   (${(viaApi.p50 / sealedApi.p50).toFixed(1)}x faster)`,
+    );
+    console.log(
+      `  the same, sealed, beside ${fmt(BENCH_MARKS)} marks of the metric  p50 ${fmt(markedApi.p50).padStart(6)} ms   max ${fmt(markedApi.max).padStart(6)} ms   (${(markedApi.p50 / sealedApi.p50).toFixed(2)}x the sealed)`,
     );
     console.log(
       `  the same aggregates by a query on the raw points          p50 ${fmt(raw.p50).padStart(6)} ms   max ${fmt(raw.max).padStart(6)} ms   (${(raw.p50 / sealedApi.p50).toFixed(1)}x the sealed)`,
