@@ -15,14 +15,16 @@ export const EVERY_METRIC = '';
  * `inner` (a subquery with metric_name and bucket columns, among `columns`) with a column `m`, the
  * number of marks covering each row's bucket: the metric's ranges overlapping it, as arrays joined
  * per metric (18.16 has no range join) and counted per row, plus the marks of every metric.
- * `names` restricts the metrics whose marks are read (a condition on metric_name). A row costs one
- * comparison per mark of its metric: marks grow with deletions only.
+ * `names` restricts the metrics whose marks are read (a condition on metric_name), `buckets` the
+ * buckets `inner` holds (from `first`, when known, to before `end`): only the marks overlapping them
+ * are read. A row costs one comparison per such mark of its metric: marks grow with deletions only.
  */
-export function withMarks(resolution: Resolution, inner: string, columns: string, names: string): string {
+export function withMarks(resolution: Resolution, inner: string, columns: string, names: string, buckets: { first?: number; end: number }): string {
   const step = int(ROLLUPS[resolution].stepMs);
+  const overlapping = `from_ms < ${int(buckets.end)}${buckets.first === undefined ? '' : ` AND to_ms >= ${int(buckets.first)}`}`;
   const perMetric =
     `SELECT metric_name, groupArray(from_ms) AS mark_from, groupArray(to_ms) AS mark_to FROM ${MARKS} ` +
-    `WHERE metric_name != '' AND ${names} GROUP BY metric_name`;
+    `WHERE metric_name != '' AND ${names} AND ${overlapping} GROUP BY metric_name`;
   const every = `(SELECT count() FROM ${MARKS} WHERE metric_name = '')`;
   return (
     `SELECT ${columns}, toUInt64(arrayCount((f, t) -> f < bucket + ${step} AND t >= bucket, mark_from, mark_to) + ${every}) AS m ` +

@@ -37,7 +37,10 @@ export function sealedPageSql(resolution: Resolution, first: number, last: numbe
   const rollup =
     `SELECT metric_name, bucket, countMerge(rows) AS n, ${AGGREGATES} FROM ${ROLLUPS[resolution].table} WHERE ${where} ` +
     `GROUP BY metric_name, bucket ORDER BY metric_name, bucket LIMIT ${int(limit)}`;
-  const marked = withMarks(resolution, rollup, 'metric_name, bucket, n, lo, hi, total, last', 'metric_name IN (SELECT name FROM names)');
+  const marked = withMarks(resolution, rollup, 'metric_name, bucket, n, lo, hi, total, last', 'metric_name IN (SELECT name FROM names)', {
+    first,
+    end: last + ROLLUPS[resolution].stepMs,
+  });
   const sealed =
     'SELECT metric_name, bucket, rows AS n, marks AS m, 1 AS sealed, points AS s_points, min_value AS s_lo, max_value AS s_hi, sum_value AS s_total, last_value AS s_last ' +
     `FROM ${SEALED[resolution]} WHERE ${where}`;
@@ -76,6 +79,7 @@ export function sealTotalsSql(resolution: Resolution, closedBefore: number): str
     `SELECT metric_name, bucket, rows, marks FROM ${SEALED[resolution]} WHERE ${before}`,
     'metric_name, bucket, rows, marks',
     '1',
+    { end: closedBefore },
   );
   const sealed =
     `SELECT metric_name, sum(top) AS sealed FROM (SELECT metric_name, bucket, max(rows) AS top FROM (${seals}) WHERE marks = m ` +
@@ -92,7 +96,7 @@ export function sealTotalsSql(resolution: Resolution, closedBefore: number): str
 export function sealCandidatesSql(resolution: Resolution, closedBefore: number, limit: number): string {
   const where = `metric_name IN (SELECT name FROM names) AND bucket < ${int(closedBefore)}`;
   const counted = `SELECT metric_name, bucket, countMerge(rows) AS n FROM ${ROLLUPS[resolution].table} WHERE ${where} GROUP BY metric_name, bucket`;
-  const marked = withMarks(resolution, counted, 'metric_name, bucket, n', 'metric_name IN (SELECT name FROM names)');
+  const marked = withMarks(resolution, counted, 'metric_name, bucket, n', 'metric_name IN (SELECT name FROM names)', { end: closedBefore });
   const sealed = `SELECT metric_name, bucket, rows AS n, marks AS m, 1 AS sealed FROM ${SEALED[resolution]} WHERE ${where}`;
   return (
     `SELECT metric_name, bucket, n, m FROM (${marked}) AS r ANY LEFT JOIN (${sealed}) AS s USING (metric_name, bucket, n, m) ` +
