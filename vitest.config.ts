@@ -90,6 +90,7 @@ export default defineConfig({
             'test/integration/deletions.int.test.ts',
             'test/integration/rollup-deletions.int.test.ts',
             'test/integration/rollup-seals.int.test.ts',
+            'test/integration/rollup-seal-marks.int.test.ts',
             'test/integration/download.int.test.ts',
             'test/integration/projector.int.test.ts',
             'test/integration/promql.int.test.ts',

@@ -14,6 +14,28 @@ describe('ClickHouse adapter against a real server', () => {
     expect(Number(rows[0]!.n)).toBe(first.length);
   });
 
+  it('a migration adding a column runs again over the column it added (two processes migrating at once), on this server', async () => {
+    const marks = readMigrations().filter((m) => m.name === 'rollup_marks');
+    expect(marks.map((m) => m.version)).toEqual([12]);
+    // Not recorded as done: the statements run again, their columns already there.
+    expect(
+      await migrate(
+        client,
+        marks.map((m) => ({ ...m, version: 1012 })),
+      ),
+    ).toEqual([1012]);
+    const columns = await (
+      await client.query({
+        query: "SELECT table, type FROM system.columns WHERE database = currentDatabase() AND name = 'marks' ORDER BY table",
+        format: 'JSONEachRow',
+      })
+    ).json<Record<string, unknown>>();
+    expect(columns).toEqual([
+      { table: 'points_1h_sealed', type: 'UInt64' },
+      { table: 'points_1m_sealed', type: 'UInt64' },
+    ]);
+  });
+
   it('inserts points and selects them back', async () => {
     await client.insert({
       table: 'points',

@@ -93,7 +93,7 @@ describe('sealed rollup buckets', () => {
     await truncate();
     const bogus = (rows: number, sum: number) =>
       client.command({
-        query: `INSERT INTO ${SEALED['1h']} SELECT metric_name, bucket, ${rows}, ${rows}, 0, 0, ${sum}, 0 FROM (SELECT '${'rs.a "q\\\''}' AS metric_name, toInt64(${hour!.bucket}) AS bucket)`,
+        query: `INSERT INTO ${SEALED['1h']} (metric_name, bucket, rows, points, min_value, max_value, sum_value, last_value) SELECT metric_name, bucket, ${rows}, ${rows}, 0, 0, ${sum}, 0 FROM (SELECT '${'rs.a "q\\\''}' AS metric_name, toInt64(${hour!.bucket}) AS bucket)`,
       });
     await bogus(hour!.count + 1, 1e9); // a count the bucket does not have: not used
     expect((await every('1h'))[0]).toEqual(hour);

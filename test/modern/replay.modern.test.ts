@@ -167,12 +167,17 @@ describe('replay on an Atomic database (chDB front)', () => {
     expect(csv.toString().split('\n')).toHaveLength(502);
     const catalogBefore = await catalog();
 
-    // A sealed bucket of the live generation (migration 011): the swap empties the sealed tables.
-    await platform.clickhouse.command({ query: "INSERT INTO points_1h_sealed VALUES ('mo.sealed', 0, 1, 1, 0, 0, 0, 0)" });
+    // A sealed bucket of the live generation (migration 011): the swap empties the sealed tables
+    await platform.clickhouse.command({
+      query:
+        "INSERT INTO points_1h_sealed (metric_name, bucket, rows, points, min_value, max_value, sum_value, last_value) VALUES ('mo.sealed', 0, 1, 1, 0, 0, 0, 0)",
+    });
     const result = await rebuildPoints(platform, { swap: 'if-verified', waitForLiveMs: 0 });
     expect(result.verification?.ok).toBe(true);
     expect(result.swap).toMatchObject({ generation: 2, retired: 1, nudged: false });
     expect(await rowsOf('SELECT toString(count()) AS n FROM points_1h_sealed')).toEqual([{ n: '0' }]);
+    // and marks every metric (migration 012) first, so a seal pass under way writes only void seals.
+    expect(await rowsOf("SELECT metric_name, cause FROM rollup_marks WHERE metric_name = ''")).toEqual([{ metric_name: '', cause: 'swap:2' }]);
     const generations = await listGenerations(platform.clickhouse);
     expect(generations.map((g) => [g.generation, g.state, g.table, g.rows])).toEqual([
       [1, 'retired', 'points_g1', 500],

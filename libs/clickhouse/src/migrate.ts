@@ -63,6 +63,15 @@ export function replicated(statement: string, replication: Replication): string 
   );
 }
 
+/**
+ * `ALTER TABLE t ADD COLUMN IF NOT EXISTS c ...`: 18.16 does not know the IF NOT EXISTS of a
+ * column, so the statement is run without it on every server, and migrate() takes the server's
+ * refusal of a column that exists (another process migrating at once, or a replica of a
+ * replicated table) as done: the same statement either way, whatever the version.
+ */
+const ADD_COLUMN_IF_NOT_EXISTS = /^(ALTER TABLE \S+ ADD COLUMN) IF NOT EXISTS\b/;
+const COLUMN_EXISTS = /column with this name already exists/i;
+
 type MigrationCapabilities = Pick<Capabilities, 'atomicDatabase' | 'deduplicatedInserts' | 'columnCodecs'>;
 
 /**
@@ -85,6 +94,7 @@ export function statementsFor(statement: string, caps: MigrationCapabilities, re
 }
 
 function forServer(statement: string, caps: MigrationCapabilities, replication: Replication | null): string[] {
+  if (ADD_COLUMN_IF_NOT_EXISTS.test(statement)) return [statement.replace(ADD_COLUMN_IF_NOT_EXISTS, '$1')];
   const setting = /^ALTER TABLE \S+ MODIFY SETTING (\w+)\s*=/.exec(statement)?.[1];
   const needs = setting === undefined ? undefined : TABLE_SETTINGS_NEEDING[setting];
   if (needs && !needs(caps, replication)) return [];
@@ -123,6 +133,7 @@ export async function migrate(
     for (const statement of m.statements.flatMap((s) => statementsFor(s, caps!, replication))) {
       // Said with the migration's name: the server's message alone does not say which one stopped the start.
       await client.command({ query: statement }).catch((error: unknown) => {
+        if (/^ALTER TABLE \S+ ADD COLUMN /.test(statement) && error instanceof Error && COLUMN_EXISTS.test(error.message)) return;
         throw new Error(`migration ${String(m.version).padStart(3, '0')}_${m.name} failed: ${error instanceof Error ? error.message : String(error)}`, {
           cause: error,
         });

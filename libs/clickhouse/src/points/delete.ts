@@ -2,7 +2,7 @@ import { serverCapabilities, type Capabilities } from '../capabilities.ts';
 import type { ClickHouseClient } from '../client.ts';
 import { nameRuns } from '@meridian/domain';
 import { int } from '../download/filter-sql.ts';
-import { recomputeRollupBuckets } from '../rollups/follow-deletion.ts';
+import { liveRollups, markRewrittenBuckets, recomputeRollupBuckets } from '../rollups/follow-deletion.ts';
 import type { Resolution } from '../rollups/sql.ts';
 import { LIVE_STAGE_TARGETS } from './stage.ts';
 import {
@@ -102,6 +102,8 @@ async function deleteRun(client: ClickHouseClient, targets: DeletionTargets, d: 
   for (const [resolution, table] of Object.entries(targets.rollups) as [Resolution, string][]) {
     await recomputeRollupBuckets(client, resolution, table, { metrics: d.metrics, fromMs: d.fromMs, toMs: d.toMs, points: targets.points }, caps);
   }
+  if (liveRollups(targets.rollups))
+    await markRewrittenBuckets(client, { metrics: d.metrics, fromMs: d.fromMs, toMs: d.toMs, points: targets.points }, caps, d.taskId);
 }
 
 /**

@@ -12,6 +12,7 @@ import {
   storageOf,
   untilDone,
 } from '../points/delete-rows.ts';
+import { markDeletion } from './marks.ts';
 import { SEALED } from './sealed-sql.ts';
 import { bucketRange, ROLLUPS, rollupStatesSql, type Resolution } from './sql.ts';
 
@@ -58,17 +59,24 @@ export async function recomputeRollupBuckets(
     query_id: deletionWriteId(d.points),
   });
   if (asked && !caps.lightweightDelete) await untilDone(client, storage);
-  await unsealBuckets(client, resolution, table, d, caps);
 }
 
+/** Whether these are the live rollups, the only ones with seals (a rebuild's generation has none until its swap voids every seal). */
+export const liveRollups = (rollups: Readonly<Record<Resolution, string>>): boolean =>
+  (Object.entries(rollups) as [Resolution, string][]).every(([resolution, table]) => table === ROLLUPS[resolution].table);
+
 /**
- * Removes the sealed rows (migration 011) of the buckets a deletion rewrote, waited for before
- * the deletion is done: their counts went down, and a later insert bringing a bucket back to a
- * sealed count with other points would otherwise be answered from the seal. Only the live
- * rollups have seals (the seal pass reads those); a rebuild's generation has none until its swap.
+ * Once a deletion has rewritten the live rollups' buckets: marks its range (marks.ts), which voids
+ * every seal of those buckets a pass read before, whenever it writes it; then removes the sealed
+ * rows of those buckets, which only frees them (a void seal is never read, and one a pass under way
+ * writes after this is void all the same).
  */
-async function unsealBuckets(client: ClickHouseClient, resolution: Resolution, table: string, d: RollupDeletion, caps: Capabilities): Promise<void> {
-  if (table !== ROLLUPS[resolution].table) return;
+export async function markRewrittenBuckets(client: ClickHouseClient, d: RollupDeletion, caps: Capabilities, cause: string): Promise<void> {
+  await markDeletion(client, caps, { metrics: d.metrics, fromMs: d.fromMs, toMs: d.toMs, cause }, deletionWriteId(d.points));
+  for (const resolution of Object.keys(ROLLUPS) as Resolution[]) await unsealBuckets(client, resolution, d, caps);
+}
+
+async function unsealBuckets(client: ClickHouseClient, resolution: Resolution, d: RollupDeletion, caps: Capabilities): Promise<void> {
   const sealed = SEALED[resolution];
   const where = bucketsWhere(resolution, d, 'bucket');
   // On 18.16 a mutation rewrites every part: none when no seal is there.

@@ -36,40 +36,53 @@ const parseCandidates = (text: string): BucketCount[] =>
     .split('\n')
     .filter((l) => l.length > 0)
     .map((l) => {
-      const [name, bucket, rows] = l.split('\t');
-      return { metric_name: unescape(name!), bucket: Number(bucket), rows: Number(rows) };
+      const [name, bucket, rows, marks] = l.split('\t');
+      return { metric_name: unescape(name!), bucket: Number(bucket), rows: Number(rows), marks: Number(marks ?? 0) };
     });
 
 /**
- * Seals a chunk of one metric's buckets: the exactness check read first (with it each bucket's
- * count), then the clean ones written from the rollup's states where the count has not moved, the
- * others from the raw points with the count read before them (a point inserted meanwhile raises
- * the rollup's count above the seal's, which then never matches).
+ * The pass's first step for one metric: its closed buckets (bucket < closedBefore) not sealed at
+ * their count and marks, at most `limit`, each with the marks covering it, read now: before the
+ * count the seals are written with (checkChunk's).
  */
-async function sealChunk(
-  conn: ConnOptions,
-  resolution: Resolution,
-  chunk: readonly BucketCount[],
-  source: string,
-): Promise<{ clean: number; replaced: number }> {
-  const checked = await checkBuckets(conn, resolution, chunk);
-  const counts = (clean: boolean) => checked.filter((c) => c.clean === clean).map((c) => ({ metric_name: c.metric_name, bucket: c.bucket, rows: c.count }));
-  const [clean, replaced] = [counts(true), counts(false)];
+export async function sealCandidates(conn: ConnOptions, resolution: Resolution, metric: string, closedBefore: number, limit: number): Promise<BucketCount[]> {
+  return parseCandidates(await queryText(conn, { sql: sealCandidatesSql(resolution, closedBefore, limit), tables: [namesTable([metric])] }));
+}
+
+/** A chunk of buckets checked: each with the count the check read and the marks read before it. */
+export type CheckedChunk = { readonly clean: BucketCount[]; readonly replaced: BucketCount[] };
+
+/** The second step: the exactness check of some candidates, which reads each bucket's count (after its marks). */
+export async function checkChunk(conn: ConnOptions, resolution: Resolution, chunk: readonly BucketCount[]): Promise<CheckedChunk> {
+  const marks = new Map(chunk.map((c) => [`${c.bucket}\u0000${c.metric_name}`, c.marks]));
+  const checked = (await checkBuckets(conn, resolution, chunk)).map((c) => ({
+    clean: c.clean,
+    count: { metric_name: c.metric_name, bucket: c.bucket, rows: c.count, marks: marks.get(`${c.bucket}\u0000${c.metric_name}`)! },
+  }));
+  return { clean: checked.filter((c) => c.clean).map((c) => c.count), replaced: checked.filter((c) => !c.clean).map((c) => c.count) };
+}
+
+/**
+ * The last step: the seals, the clean buckets written from the rollup's states where the count has
+ * not moved, the others from the raw points with the count read before them (a point inserted
+ * meanwhile raises the rollup's count above the seal's, which then never matches; a deletion
+ * meanwhile adds a mark, and the seal's marks, read before, are then fewer than the bucket's).
+ */
+export async function writeSeals(conn: ConnOptions, resolution: Resolution, { clean, replaced }: CheckedChunk, source: string): Promise<void> {
   if (clean.length > 0) await queryText(conn, { sql: insertMergedSealsSql(resolution, ...bucketSpan(clean)), tables: [countsTable(clean)] });
   if (replaced.length > 0) {
     const [first, last] = bucketSpan(replaced);
     await queryText(conn, { sql: insertDedupedSealsSql(resolution, first, last, source), tables: [countsTable(replaced)] });
     await queryText(conn, { sql: insertMergedSealsSql(resolution, first, last, { source }), tables: [countsTable(replaced)] });
   }
-  return { clean: clean.length, replaced: replaced.length };
 }
 
 /**
  * The seal pass (migration 011): for each rollup, the metrics whose closed buckets are not all
  * sealed at their count (one query over the rollup's and the sealed table's counts), and, from
  * the metric after the one the last pass ended on, their unsealed buckets, at most maxBuckets in
- * all, sealed. A bucket sealed at a count stays answered from its sealed row until an insert
- * raises the count or a deletion removes the seal.
+ * all, sealed. A bucket sealed at a count and marks stays answered from its sealed row until an
+ * insert raises the count or a deletion's mark (migration 012) covers it.
  */
 export function createSealPass(conn: ConnOptions, options: SealPassOptions): { run(): Promise<SealPassStats[]> } {
   const source = options.source ?? 'points';
@@ -86,13 +99,14 @@ export function createSealPass(conn: ConnOptions, options: SealPassOptions): { r
     const stats = { resolution, metricsBehind: behind.length, buckets: 0, clean: 0, replaced: 0 };
     for (const metric of order) {
       if (budget <= 0) break;
-      const candidates = parseCandidates(await queryText(conn, { sql: sealCandidatesSql(resolution, closedBefore, budget), tables: [namesTable([metric])] }));
+      const candidates = await sealCandidates(conn, resolution, metric, closedBefore, budget);
       budget -= candidates.length;
       stats.buckets += candidates.length;
       for (let i = 0; i < candidates.length; i += CHUNK) {
-        const done = await sealChunk(conn, resolution, candidates.slice(i, i + CHUNK), source);
-        stats.clean += done.clean;
-        stats.replaced += done.replaced;
+        const checked = await checkChunk(conn, resolution, candidates.slice(i, i + CHUNK));
+        await writeSeals(conn, resolution, checked, source);
+        stats.clean += checked.clean.length;
+        stats.replaced += checked.replaced.length;
       }
       lastMetric.set(resolution, metric);
     }
