@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { gunzipSync, inflateRawSync } from 'node:zlib';
 import { beforeAll, describe, expect, it } from 'vitest';
 import {
-  cancelDownload,
+  cancelQueries,
   decodeCursor,
   encodeCursor,
   nameOf,
@@ -487,12 +487,12 @@ describe('metrics download against a real ClickHouse', () => {
     },
   );
 
-  itOnServer('KILL QUERY of a query running beside it', 'cancelDownload stops every query of a download; an aborted plan rejects', async () => {
+  itOnServer('KILL QUERY of a query running beside it', 'cancelQueries stops every query of a download; an aborted plan rejects', async () => {
     const req = request({ metricNames: BIG, maxRows: 10_000_000 });
     const pending = streamDownload(conn, req, { plan: { next: null } });
     pending.catch(() => {});
     await waitFor('the query to run', async () => ((await running(req.queryId)) === 1 ? true : undefined), 10_000, 10);
-    await cancelDownload(conn, req.queryId);
+    await cancelQueries(conn, req.queryId);
     await expect(pending).rejects.toThrow(/ClickHouse answered|socket hang up|cancelled/);
     expect(await running(req.queryId)).toBe(0);
     const controller = new AbortController();

@@ -11,8 +11,10 @@ import {
   type RollupRow,
 } from '@meridian/clickhouse';
 import type { Segment } from '@meridian/projection';
+import { startQueryGate } from '../support/query-gate.ts';
 import { referenceRollups } from '../support/rollup-reference.ts';
 import { scratchDatabase } from '../support/scratch-database.ts';
+import { waitFor } from '../support/wait.ts';
 
 /**
  * Sealed rollup buckets (migration 011) and the seal pass, on this server (18.16; the modern
@@ -172,5 +174,30 @@ describe('sealed rollup buckets', () => {
     expect(gone?.n).toBe('0');
     expect((await pass()).map((s) => s.metricsBehind)).toEqual([0, 0]);
     for (const resolution of ['1m', '1h'] as const) expect(await every(resolution), resolution).toEqual(before[resolution]);
+  });
+
+  it('a pass stopped while a statement of it hangs ends at once; the next pass seals what it left', async () => {
+    // Unseal everything A has: a point in each of its closed hours.
+    for (let h = 0; h < 3; h++) await sink.insert([segment(offset++, A, [T + h * H + 500], 9, () => 1)]);
+    const gate = await startQueryGate(conn.url);
+    try {
+      // Its first statement never answers (as a server too loaded to): without the stop, the pass
+      // would wait for ever. The stop's KILL QUERY goes through to the server.
+      gate.set({ match: /^(?!KILL QUERY)/, action: 'hold' });
+      const abort = new AbortController();
+      const running = createSealPass({ ...conn, url: gate.url }, { maxBuckets: 100, resolutions: ['1h'], now: () => T + 4 * H }).run(abort.signal);
+      const stopped = running.then(
+        () => 'ended',
+        (error: unknown) => (abort.signal.aborted ? 'stopped' : `failed: ${String(error)}`),
+      );
+      await waitFor('the pass to reach its held statement', () => (gate.hits()[0]! > 0 ? true : undefined), 30_000);
+      abort.abort(new Error('stopping'));
+      expect(await stopped).toBe('stopped');
+    } finally {
+      await gate.close();
+    }
+    // A's hours and minutes were left unsealed by the stopped pass; the next seals them, and then none is behind.
+    expect((await pass()).map((s) => s.metricsBehind)).toEqual([1, 1]);
+    expect((await pass()).map((s) => s.metricsBehind)).toEqual([0, 0]);
   });
 });

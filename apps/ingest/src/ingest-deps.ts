@@ -32,7 +32,7 @@ export type IngestDeps = {
   /** Applies a deletion's marker to the live points table and its catalog, and records it in the position. */
   readonly deletePoints: (deletion: PointsDeletion) => Promise<void>;
   /** The seal pass of the live rollups, at most this many buckets per resolution a run (it remembers where it stopped). */
-  readonly sealRollups: (maxBuckets: number, resolutions: readonly Resolution[]) => { run(): Promise<SealPassStats[]> };
+  readonly sealRollups: (maxBuckets: number, resolutions: readonly Resolution[]) => { run(signal?: AbortSignal): Promise<SealPassStats[]> };
   /** What retention reads of ClickHouse: the catalog's metrics with their first timestamps, and the points older than a cutoff. */
   readonly retentionQueries: { catalog(): Promise<Map<string, number>>; countOlder(metrics: readonly string[], cutoff: number): Promise<number> };
   /**

@@ -11,7 +11,7 @@ export {
 } from './capabilities.ts';
 export { migrate, readMigrations, statementsFor, replicated, replicationOf, MIGRATIONS_DIR, type Migration, type Replication } from './migrate.ts';
 export {
-  cancelDownload,
+  cancelQueries,
   cancelQueryPart,
   decodeCursor,
   encodeCursor,

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
-import { cancelDownload, readSeries, seriesRollup, type ConnOptions } from '@meridian/clickhouse';
+import { cancelQueries, readSeries, seriesRollup, type ConnOptions } from '@meridian/clickhouse';
 import {
   canRead,
   DomainError,
@@ -165,7 +165,7 @@ export function seriesRoute(deps: SeriesDeps): RouteDef {
       const stop = () => {
         if (abort.signal.aborted) return;
         abort.abort(new Error('the request ended'));
-        void cancelDownload(deps.conn, queryId).catch(() => {});
+        void cancelQueries(deps.conn, queryId).catch(() => {});
       };
       const timedOut = ctx.state.signal as AbortSignal | undefined;
       timedOut?.addEventListener('abort', stop, { once: true });

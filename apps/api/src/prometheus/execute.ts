@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Context } from 'koa';
-import { cancelDownload, readSamples, streamSamples, type ConnOptions, type SeriesSamples } from '@meridian/clickhouse';
+import { cancelQueries, readSamples, streamSamples, type ConnOptions, type SeriesSamples } from '@meridian/clickhouse';
 import {
   evalInstant,
   evalRange,
@@ -69,7 +69,7 @@ export async function runQuery(deps: PromqlDeps, ctx: Context, user: UserRecord,
     if (abort.signal.aborted) return;
     stopped.why = reason;
     abort.abort(reason);
-    void cancelDownload(deps.conn, queryId).catch(() => {});
+    void cancelQueries(deps.conn, queryId).catch(() => {});
   };
   const timer = setTimeout(
     () => stop(new PromqlError('timeout', `query timed out in query execution after ${timeoutMs} ms (MERIDIAN_PROMQL_TIMEOUT_MS or the timeout parameter)`)),

@@ -12,14 +12,24 @@ export function startRollupSeals(ingest: IngestDeps, options: RollupSealOptions,
   if (options.resolutions.length === 0) return { stop: () => Promise.resolve() };
   const logger = ingest.logger.child({ component: 'rollup-seals' });
   const pass = ingest.sealRollups(options.maxBuckets, options.resolutions);
-  return startPeriodic(async () => {
+  // A pass over a large scope runs for minutes: stopping the worker abandons it (and kills its
+  // statements on the server) rather than waiting for its end.
+  const abort = new AbortController();
+  const periodic = startPeriodic(async () => {
     try {
       if (!leads()) return;
       const started = performance.now();
-      const stats = await pass.run();
+      const stats = await pass.run(abort.signal);
       if (stats.some((s) => s.buckets > 0)) logger.info({ stats, ms: Math.round(performance.now() - started) }, 'rollup buckets sealed');
     } catch (error) {
-      logger.warn({ err: error }, 'sealing rollup buckets failed; trying again at the next interval');
+      if (abort.signal.aborted) logger.info('a seal pass was stopped with the worker; the next start seals what it left');
+      else logger.warn({ err: error }, 'sealing rollup buckets failed; trying again at the next interval');
     }
   }, options.intervalMs);
+  return {
+    async stop() {
+      abort.abort(new Error('the ingest worker is stopping'));
+      await periodic.stop();
+    },
+  };
 }

@@ -2,21 +2,22 @@ import { queryText, type ConnOptions } from './http.ts';
 import { isUuid } from '@meridian/domain';
 
 /**
- * Stops every query of one download on the server: the stream's parts (query id = the
- * request's queryId, then queryId + a suffix) and the plan's (queryId + a suffix). Closing the
- * connection is not enough: 18.16 notices only at its next write, and a sort writes nothing
- * until it is done. The id is checked to be a UUID, so it can be inlined (a UUID holds no LIKE
+ * Stops on the server every query whose id is `queryId` or starts with it: a download's (the
+ * stream's parts: the request's queryId, then queryId + a suffix; the plan's: queryId + a
+ * suffix) or a background pass's. Closing the connection is not enough: 18.16 notices only at
+ * its next write, and a sort or an INSERT … SELECT writes nothing to it until it is done. The id is checked to be a UUID, so it can be inlined (a UUID holds no LIKE
  * wildcard). SYNC: resolves once the queries are gone.
  *
- * Two passes: a part prefetched just before the client went away may have its request on the
+ * Two passes: a query (a part prefetched) started just before the abort may have its request on the
  * way while the first KILL runs, and register only after it; its request went out before the
  * first KILL's, so by the time that one has answered it has registered, and the second pass
  * stops it. (No part starts after the abort: a request started with an aborted signal is
- * never sent.)
+ * never sent.) `signal` bounds the wait, for a caller that must not hang on a server that does not
+ * answer.
  */
-export async function cancelDownload(conn: ConnOptions, queryId: string): Promise<void> {
+export async function cancelQueries(conn: ConnOptions, queryId: string, signal?: AbortSignal): Promise<void> {
   if (!isUuid(queryId)) throw new TypeError('queryId must be a UUID');
-  const kill = () => queryText(conn, { sql: `KILL QUERY WHERE query_id LIKE '${queryId}%' SYNC FORMAT Null` });
+  const kill = () => queryText(conn, { sql: `KILL QUERY WHERE query_id LIKE '${queryId}%' SYNC FORMAT Null`, ...(signal ? { signal } : {}) });
   await kill();
   await kill();
 }

@@ -2,7 +2,7 @@ export type { DownloadCursor, DownloadFormat, DownloadPlan, DownloadRequest } fr
 export { decodeCursor, encodeCursor } from './cursor.ts';
 export { planDownload, type PlanOptions } from './plan.ts';
 export { streamDownload, type DownloadStream, type StreamOptions } from './stream.ts';
-export { cancelDownload, cancelQueryPart } from './cancel.ts';
+export { cancelQueries, cancelQueryPart } from './cancel.ts';
 export { rowsInWindow } from './chunks.ts';
 export type { ConnOptions } from './http.ts';
 export { nameOf, nativePointColumns, type PointColumns } from './native.ts';

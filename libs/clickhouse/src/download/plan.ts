@@ -1,4 +1,4 @@
-import { cancelDownload, planQueryId } from './cancel.ts';
+import { cancelQueries, planQueryId } from './cancel.ts';
 import { filterSql } from './filter-sql.ts';
 import { queryText, type ConnOptions, type QueryRequest } from './http.ts';
 import { byteOrder } from './chunks.ts';
@@ -33,7 +33,7 @@ export type PlanOptions = {
 export async function planDownload(conn: ConnOptions, req: DownloadRequest, options: PlanOptions = {}): Promise<DownloadPlan> {
   assertValidRequest(req);
   const { signal } = options;
-  const onAbort = () => void cancelDownload(conn, req.queryId).catch(() => {}); // the caller sees the abort itself
+  const onAbort = () => void cancelQueries(conn, req.queryId).catch(() => {}); // the caller sees the abort itself
   signal?.addEventListener('abort', onAbort, { once: true });
   try {
     return await plan(conn, req, signal, options.rowsOf);

@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import { PassThrough } from 'node:stream';
-import { cancelDownload, planQueryId } from './cancel.ts';
+import { cancelQueries, planQueryId } from './cancel.ts';
 import { byteOrder, chunkNames, type ChunkSizes } from './chunks.ts';
 import { filterSql } from './filter-sql.ts';
 import { startQuery, type ConnOptions, type StartedQuery } from './http.ts';
@@ -44,7 +44,7 @@ export async function streamDownload(conn: ConnOptions, req: DownloadRequest, op
   const { plan, signal } = options;
   const groups = plan && options.chunks && !req.gzip ? chunkNames(namesInPage(req, plan), options.chunks.rowsOf, options.chunks.sizes) : null;
   let killed: Promise<void> | null = null;
-  const kill = () => (killed ??= cancelDownload(conn, req.queryId));
+  const kill = () => (killed ??= cancelQueries(conn, req.queryId));
   const running: StartedQuery[] = [];
   const cancel = () => {
     for (const q of running) q.abort();
