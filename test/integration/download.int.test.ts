@@ -461,6 +461,42 @@ describe('metrics download against a real ClickHouse', () => {
     },
   );
 
+  itOnServer(
+    'queries running side by side, seen in system.processes',
+    'split into many parts, one part runs ahead of the one streaming and never more: at most two queries, every row once and in order',
+    async () => {
+      // 900k rows in 6 parts of 5 metrics (4 MB each), read slowly: each part ahead is sorted and waits.
+      const req = request({ metricNames: BIG.slice(0, 30), maxRows: 10_000_000, format: 'columns', batchRows: 8192 });
+      const stream = await streamDownload(conn, req, { plan: { next: null }, chunks: { rowsOf: () => 1, sizes: { firstRows: 5, maxRows: 5 } } });
+      const seen: number[] = [];
+      let reading = true;
+      const watching = (async () => {
+        while (reading) {
+          seen.push(await running(req.queryId));
+          await new Promise((resolve) => setTimeout(resolve, 20));
+        }
+      })();
+      let rows = 0;
+      let last = [-1, -Infinity];
+      let ordered = true;
+      for await (const batch of nativePointColumns(stream.body as AsyncIterable<Buffer>, stream.names)) {
+        for (let i = 0; i < batch.rows; i++) {
+          const key = [batch.nameIndex[i]!, Number(batch.timestamps[i])];
+          if (key[0]! < last[0]! || (key[0] === last[0] && key[1]! <= last[1]!)) ordered = false;
+          last = key;
+        }
+        rows += batch.rows;
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+      reading = false;
+      await watching;
+      expect(rows).toBe(900_000);
+      expect(ordered).toBe(true);
+      expect(Math.max(...seen)).toBe(2); // the one streaming and the one ahead: never a third
+      await waitFor('every part to leave system.processes', async () => ((await running(req.queryId)) === 0 ? true : undefined), 10_000);
+    },
+  );
+
   itOnServer('a streamed answer (it buffers answers whole) seen in system.processes', 'cancel() stops a streaming query on the server', async () => {
     const req = request({ metricNames: BIG, maxRows: 10_000_000 });
     const stream = await streamDownload(conn, req, { plan: { next: null } });

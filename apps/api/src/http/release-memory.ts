@@ -10,7 +10,7 @@
  * slice of the pool or of another buffer's memory), is released; the caller gives only what
  * nothing reads again: every view of it is empty afterwards.
  */
-export function releaseNow(buffers: Iterable<Uint8Array>): void {
+export function releaseNow(buffers: Iterable<ArrayBufferView>): void {
   for (const bytes of buffers) {
     const memory = bytes.buffer;
     if (!(memory instanceof ArrayBuffer) || memory.detached) continue;
