@@ -5,9 +5,9 @@ import { loadavg } from 'node:os';
 import type { AddressInfo } from 'node:net';
 import { createClickHouse, ensureDatabase, migrate, nativePointColumns, planDownload, streamDownload, type DownloadRequest } from '@meridian/clickhouse';
 import { columnarBody } from '../../apps/api/src/downloads/columnar.ts';
-import { releaseNow } from '../../apps/api/src/http/release-memory.ts';
+import { releaseReadChunks } from '../../apps/api/src/http/release-memory.ts';
 import { API_NODE_ENV, API_NODE_FLAGS } from '../../apps/api/src/node-flags.ts';
-import { benchSettings, dropBenchScope, fmt } from './common.ts';
+import { benchSettings, fmt } from './common.ts';
 
 /**
  * Where an Arrow download's api memory goes, and whether freeing its buffers early bounds it:
@@ -55,7 +55,7 @@ async function child(release: boolean): Promise<void> {
       const plan = await planDownload(settings, req, { rowsOf });
       const stream = await streamDownload(settings, req, { plan, chunks: { rowsOf, sizes: { firstRows: 50_000, maxRows: 5_000_000 } } });
       const body = stream.body as AsyncIterable<Buffer>;
-      const batches = release ? nativePointColumns(body, stream.names, { consumed: releaseNow }) : nativePointColumns(body, stream.names);
+      const batches = release ? nativePointColumns(body, stream.names, { consumed: releaseReadChunks }) : nativePointColumns(body, stream.names);
       columnarBody('arrow', batches, release ? res : undefined).pipe(res);
     })();
   });
@@ -122,8 +122,9 @@ async function main(): Promise<void> {
       }
     }
   } finally {
+    // Only a database was made: no topics or bucket to drop.
+    await client.command({ query: `DROP DATABASE IF EXISTS ${conn.database}` });
     await client.close();
-    await dropBenchScope(settings);
   }
 }
 

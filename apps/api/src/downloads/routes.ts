@@ -31,7 +31,7 @@ import { downloadBodyQuery, downloadJsonSchema, downloadQuerySchema } from './re
 import type { MetricCatalog } from '../catalog/routes.ts';
 import type { CursorSeal } from '../http/cursor-seal.ts';
 import { holdWhileResponding, type PerUserSlots } from '../http/per-user-slots.ts';
-import { releaseNow } from '../http/release-memory.ts';
+import { releaseReadChunks } from '../http/release-memory.ts';
 import { defineRoute, type RouteDef } from '../http/route.ts';
 
 /**
@@ -256,7 +256,7 @@ async function answer(deps: DownloadDeps, ctx: Context, user: UserRecord, raw: (
   }
   if (stream.contentEncoding) ctx.set('Content-Encoding', stream.contentEncoding);
   // The body's chunks and the encoded batches are this response's alone: freed once read, and once sent.
-  const batches = () => nativePointColumns(stream.body as AsyncIterable<Buffer>, stream.names, { consumed: releaseNow });
+  const batches = () => nativePointColumns(stream.body as AsyncIterable<Buffer>, stream.names, { consumed: releaseReadChunks });
   ctx.body = columnar ? columnarBody(columnar, batches(), ctx.res) : stream.body;
 }
 
