@@ -2,6 +2,7 @@ import { execFileSync, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
 import { loadavg } from 'node:os';
+import { pipeline } from 'node:stream';
 import type { AddressInfo } from 'node:net';
 import { createClickHouse, ensureDatabase, migrate, nativePointColumns, planDownload, streamDownload, type DownloadRequest } from '@meridian/clickhouse';
 import { columnarBody } from '../../apps/api/src/downloads/columnar.ts';
@@ -56,7 +57,7 @@ async function child(release: boolean): Promise<void> {
       const stream = await streamDownload(settings, req, { plan, chunks: { rowsOf, sizes: { firstRows: 50_000, maxRows: 5_000_000 } } });
       const body = stream.body as AsyncIterable<Buffer>;
       const batches = release ? nativePointColumns(body, stream.names, { consumed: releaseReadChunks }) : nativePointColumns(body, stream.names);
-      columnarBody('arrow', batches, release ? res : undefined).pipe(res);
+      pipeline(columnarBody('arrow', batches, release ? res : undefined), res, () => undefined); // curl's exit code tells a failure
     })();
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

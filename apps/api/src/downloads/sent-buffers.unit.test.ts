@@ -1,5 +1,6 @@
 import { createServer, get, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { pipeline } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { releasedOnceSent } from './sent-buffers.ts';
 
@@ -12,16 +13,14 @@ async function serve(made: Buffer[]): Promise<{ url: string; close(): void; fini
   const finished = new Promise<void>((resolve) => (finish = resolve));
   const server = createServer((_req, res) => {
     res.once('finish', () => setImmediate(finish));
-    releasedOnceSent(
-      (async function* () {
-        for (let i = 0; i < PIECES; i++) {
-          const piece = Buffer.alloc(PIECE_BYTES, i);
-          made.push(piece);
-          yield piece;
-        }
-      })(),
-      res,
-    ).pipe(res);
+    const pieces = (async function* () {
+      for (let i = 0; i < PIECES; i++) {
+        const piece = Buffer.alloc(PIECE_BYTES, i);
+        made.push(piece);
+        yield piece;
+      }
+    })();
+    pipeline(releasedOnceSent(pieces, res), res, () => undefined); // a failure shows as missing bytes below
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/`, close: () => server.close(), finished };
