@@ -15,7 +15,7 @@ export const readsSettings = {
   },
   MERIDIAN_DOWNLOAD_PART_ROWS: {
     schema: z.coerce.number().int().min(10_000).max(100_000_000),
-    default: '2000000',
+    default: '1000000',
     doc: "Most rows (estimated from the catalog) of one part of an uncompressed download: a page is read in parts of whole metrics, one ClickHouse query each, the first of about 50,000 rows and each next up to four times the one before, up to this. The part after the one streaming is already running (ClickHouse reads and sorts it meanwhile), so a download holds at most two parts' queries on the server, the one ahead at most this many rows (ClickHouse's memory for a sort, some 85 bytes a row). A metric larger than this is a part of its own.",
   },
   MERIDIAN_MAX_DOWNLOADS_PER_USER: {
