@@ -461,6 +461,48 @@ describe('metrics download against a real ClickHouse', () => {
     },
   );
 
+  itOnServer(
+    'queries running side by side, seen in system.processes',
+    'split into many parts, one part runs ahead of the one streaming and never more: at most two queries, every row once and in order',
+    async () => {
+      // 3M rows in 5 parts of 20 metrics, 17 MB each: more than the sockets hold, so a part ahead
+      // that is sorted stays on the server until it is read.
+      const req = request({ metricNames: BIG, maxRows: 10_000_000, format: 'columns', batchRows: 65_536 });
+      const stream = await streamDownload(conn, req, { plan: { next: null }, chunks: { rowsOf: () => 1, sizes: { firstRows: 20, maxRows: 20 } } });
+      const seen: number[] = [];
+      let reading = true;
+      const watching = (async () => {
+        while (reading) {
+          seen.push(await running(req.queryId));
+          await new Promise((resolve) => setTimeout(resolve, 20));
+        }
+      })();
+      let rows = 0;
+      let last = [-1, -Infinity];
+      let ordered = true;
+      for await (const batch of nativePointColumns(stream.body as AsyncIterable<Buffer>, stream.names)) {
+        // After the first batch, the part ahead runs beside the one streaming (which waits on this reader).
+        if (rows === 0) {
+          await waitFor('the part ahead beside the one streaming', async () => ((await running(req.queryId)) === 2 ? true : undefined), 30_000, 10);
+          await new Promise((resolve) => setTimeout(resolve, 300));
+          expect(await running(req.queryId)).toBe(2); // and no third while this reader waits
+        }
+        for (let i = 0; i < batch.rows; i++) {
+          const key = [batch.nameIndex[i]!, Number(batch.timestamps[i])];
+          if (key[0]! < last[0]! || (key[0] === last[0] && key[1]! <= last[1]!)) ordered = false;
+          last = key;
+        }
+        rows += batch.rows;
+      }
+      reading = false;
+      await watching;
+      expect(rows).toBe(3_000_000);
+      expect(ordered).toBe(true);
+      expect(Math.max(...seen)).toBeLessThanOrEqual(2); // the one streaming and the one ahead: never a third
+      await waitFor('every part to leave system.processes', async () => ((await running(req.queryId)) === 0 ? true : undefined), 10_000);
+    },
+  );
+
   itOnServer('a streamed answer (it buffers answers whole) seen in system.processes', 'cancel() stops a streaming query on the server', async () => {
     const req = request({ metricNames: BIG, maxRows: 10_000_000 });
     const stream = await streamDownload(conn, req, { plan: { next: null } });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { releaseNow } from '../../apps/api/src/http/release-memory.ts';
+import { releaseNow, releaseReadChunks } from '../../apps/api/src/http/release-memory.ts';
 
 describe('releaseNow', () => {
   it('frees a large buffer of its own at once, without a collection', () => {
@@ -25,5 +25,18 @@ describe('releaseNow', () => {
     const big = Buffer.allocUnsafeSlow(1 << 20);
     releaseNow([big, big]);
     expect(() => releaseNow([big])).not.toThrow();
+  });
+
+  it("frees a read chunk smaller than Node's pool with a floor (releaseReadChunks), never the pool's memory seen whole", () => {
+    const chunk = Buffer.allocUnsafeSlow(65_408).fill(3); // what Node's HTTP parser hands over a read
+    const small = Buffer.allocUnsafeSlow(1024).fill(4);
+    const pooled = Buffer.from('a small body');
+    const pool = Buffer.from(pooled.buffer); // every pooled buffer's memory, seen whole
+    releaseReadChunks([chunk, small, pool]);
+    expect(chunk.length).toBe(0);
+    expect(small[0]).toBe(4); // under the floor
+    expect(pool.length).toBe(pooled.buffer.byteLength);
+    expect(pooled.toString()).toBe('a small body');
+    releaseNow([Buffer.allocUnsafeSlow(65_408)]); // the default floor is above the pool: kept, no throw
   });
 });

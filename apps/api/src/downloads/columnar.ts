@@ -1,3 +1,4 @@
+import type { ServerResponse } from 'node:http';
 import { Readable } from 'node:stream';
 import {
   AsyncByteQueue,
@@ -19,6 +20,8 @@ import type { ArrayBufferViewInput } from 'apache-arrow/util/buffer';
 import { ByteWriter, ParquetWriter } from 'hyparquet-writer';
 import type { PointColumns } from '@meridian/clickhouse';
 import { writeRowGroup } from './parquet-row-group.ts';
+import { releasedOnceSent } from './sent-buffers.ts';
+import { releaseNow } from '../http/release-memory.ts';
 
 /**
  * The typed formats of a download, for data frames: the CSV's four columns, typed, written
@@ -38,10 +41,18 @@ export const COLUMNAR_MEDIA: Record<ColumnarFormat, { readonly type: string; rea
 
 export const isColumnar = (format: string): format is ColumnarFormat => format === 'arrow' || format === 'parquet';
 
-/** The download's body in `format`, from its batches; a download without rows is a valid empty stream or file. */
-export function columnarBody(format: ColumnarFormat, batches: AsyncIterable<PointColumns>): Readable {
-  return format === 'arrow' ? arrowStream(batches) : Readable.from(parquetChunks(batches), { objectMode: false });
+/**
+ * The download's body in `format`, from its batches; a download without rows is a valid empty
+ * stream or file. The batches are the body's: each batch's columns are freed once encoded. With
+ * `response`, each encoded piece is freed once the socket has written it (sent-buffers.ts).
+ */
+export function columnarBody(format: ColumnarFormat, batches: AsyncIterable<PointColumns>, response?: ServerResponse): Readable {
+  const chunks = format === 'arrow' ? arrowChunks(batches) : parquetChunks(batches);
+  return response ? releasedOnceSent(chunks, response) : Readable.from(chunks, { objectMode: false });
 }
+
+/** A batch's own columns, once encoded (the dictionary is the page's, shared by every batch: kept). */
+const releaseColumns = (c: PointColumns) => releaseNow([c.nameIndex, c.timestamps, c.values, c.updatedAt]);
 
 /**
  * metric_name is dictionary-encoded: a 4-byte index a row into a dictionary of names, which a
@@ -108,23 +119,20 @@ class TakenBytes extends AsyncByteQueue {
  * queued, so its queue of encoded bytes grows without bound when ClickHouse is faster than the
  * client: 183 MB more RSS in a 10M-row download; the sink here holds one batch's bytes.)
  */
-function arrowStream(batches: AsyncIterable<PointColumns>): Readable {
-  return Readable.from(
-    (async function* () {
-      const sink = new TakenBytes();
-      const writer = new RecordBatchStreamWriter();
-      writer.reset(sink, ARROW_SCHEMA);
-      yield sink.take();
-      const names = namesVector();
-      for await (const c of batches) {
-        writer.write(recordBatch(c, names(c)));
-        yield sink.take();
-      }
-      writer.finish();
-      yield sink.take();
-    })(),
-    { objectMode: false },
-  );
+async function* arrowChunks(batches: AsyncIterable<PointColumns>): AsyncGenerator<Buffer> {
+  const sink = new TakenBytes();
+  const writer = new RecordBatchStreamWriter();
+  writer.reset(sink, ARROW_SCHEMA);
+  yield sink.take();
+  const names = namesVector();
+  for await (const c of batches) {
+    writer.write(recordBatch(c, names(c)));
+    const encoded = sink.take();
+    releaseColumns(c);
+    yield encoded;
+  }
+  writer.finish();
+  yield sink.take();
 }
 
 const TIMESTAMP_MS_UTC = { type: 'INT64', logical_type: { type: 'TIMESTAMP', isAdjustedToUTC: true, unit: 'MILLIS' }, repetition_type: 'REQUIRED' } as const;
@@ -149,6 +157,7 @@ async function* parquetChunks(batches: AsyncIterable<PointColumns>): AsyncGenera
     if (c.rows === 0) continue;
     writeRowGroup(parquet, c);
     writer.flush();
+    releaseColumns(c);
     yield* out.splice(0);
   }
   void parquet.finish();

@@ -12,6 +12,7 @@ export function downloadDeps({ services, settings, cursors, slots }: ApiParts): 
       maxRollupRows: settings.MERIDIAN_MAX_ROLLUP_ROWS,
     },
     batchRows: settings.MERIDIAN_DOWNLOAD_BATCH_ROWS,
+    partRows: settings.MERIDIAN_DOWNLOAD_PART_ROWS,
     maxBodyBytes: settings.MERIDIAN_MAX_DOWNLOAD_BODY_BYTES,
     cursors,
     streams: slots.downloads,

@@ -31,6 +31,7 @@ import { downloadBodyQuery, downloadJsonSchema, downloadQuerySchema } from './re
 import type { MetricCatalog } from '../catalog/routes.ts';
 import type { CursorSeal } from '../http/cursor-seal.ts';
 import { holdWhileResponding, type PerUserSlots } from '../http/per-user-slots.ts';
+import { releaseReadChunks } from '../http/release-memory.ts';
 import { defineRoute, type RouteDef } from '../http/route.ts';
 
 /**
@@ -45,6 +46,8 @@ export type DownloadDeps = {
   readonly limits: DownloadLimits;
   /** Rows per Arrow batch and Parquet row group (MERIDIAN_DOWNLOAD_BATCH_ROWS). */
   readonly batchRows: number;
+  /** Most estimated rows of one part of a page (MERIDIAN_DOWNLOAD_PART_ROWS), so of the part read ahead. */
+  readonly partRows: number;
   readonly maxBodyBytes: number;
   readonly cursors: CursorSeal;
   readonly streams?: PerUserSlots;
@@ -89,9 +92,10 @@ async function resolve(deps: DownloadDeps, params: DownloadParams, user: UserRec
  * An uncompressed download is read in parts of whole metrics (one query each): the first of
  * about 50k rows (estimated from the catalog within the time window), so the first byte
  * comes after sorting those rather than the whole page (18.16 sorts all it reads); later
- * parts grow fourfold up to 5M rows.
+ * parts grow fourfold up to MERIDIAN_DOWNLOAD_PART_ROWS, one part running ahead of the one streaming.
  */
-const PART_SIZES = { firstRows: 50_000, maxRows: 5_000_000 };
+const FIRST_PART_ROWS = 50_000;
+const partSizes = (partRows: number) => ({ firstRows: Math.min(FIRST_PART_ROWS, partRows), maxRows: partRows });
 
 function fileName(params: DownloadParams): string {
   const stem = params.pattern === 'single' ? params.metrics : `metrics-${params.pattern}`;
@@ -239,7 +243,7 @@ async function answer(deps: DownloadDeps, ctx: Context, user: UserRecord, raw: (
     // came later, 450 ms against 310 ms.)
     const rowsOf = (name: string) => rowsInWindowOf(entries.get(name));
     plan = await planDownload(deps.conn, request, { signal: abort.signal, rowsOf });
-    stream = await streamDownload(deps.conn, request, { plan, signal: abort.signal, chunks: { rowsOf, sizes: PART_SIZES } });
+    stream = await streamDownload(deps.conn, request, { plan, signal: abort.signal, chunks: { rowsOf, sizes: partSizes(deps.partRows) } });
   } catch (cause) {
     if (abort.signal.aborted) return; // nobody is listening any more
     throw new DomainError('unavailable', 'the metric store did not answer; retry later', [], { cause });
@@ -251,7 +255,9 @@ async function answer(deps: DownloadDeps, ctx: Context, user: UserRecord, raw: (
     if (ctx.method === 'GET') ctx.set('Link', `<${nextLink(ctx, token)}>; rel="next"`);
   }
   if (stream.contentEncoding) ctx.set('Content-Encoding', stream.contentEncoding);
-  ctx.body = columnar ? columnarBody(columnar, nativePointColumns(stream.body as AsyncIterable<Buffer>, stream.names)) : stream.body;
+  // The body's chunks and the encoded batches are this response's alone: freed once read, and once sent.
+  const batches = () => nativePointColumns(stream.body as AsyncIterable<Buffer>, stream.names, { consumed: releaseReadChunks });
+  ctx.body = columnar ? columnarBody(columnar, batches(), ctx.res) : stream.body;
 }
 
 /**

@@ -50,6 +50,7 @@ export function inertApiDeps(): ApiDeps {
       catalog: { list: async () => [], entries: async () => [], families: async () => [] },
       limits: { maxRowsCeiling: 10, maxListNames: 10, maxRollupRows: 10 },
       batchRows: 65536,
+      partRows: 1_000_000,
       maxBodyBytes: 1024,
       cursors,
     },

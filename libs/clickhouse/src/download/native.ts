@@ -64,9 +64,16 @@ export function nameDictionary(names: readonly string[]): { dictionaryOffsets: I
  * until it is whole (MERIDIAN_DOWNLOAD_BATCH_ROWS rows bounds it, as ClickHouse's
  * max_block_size); a stream that ends inside a block is an error.
  */
-export async function* nativePointColumns(body: AsyncIterable<Buffer>, names: readonly string[]): AsyncGenerator<PointColumns> {
+export async function* nativePointColumns(
+  body: AsyncIterable<Buffer>,
+  names: readonly string[],
+  options: NativeReadOptions = {},
+): AsyncGenerator<PointColumns> {
+  const { consumed } = options;
   const dictionary = nameDictionary(names);
   let pending: Buffer = Buffer.alloc(0);
+  // The joined buffer `pending` is a view of: handed to `consumed` once its rest is joined anew.
+  let joined: Buffer | null = null;
   // Chunks not yet joined to `pending`: joined only once a whole block has arrived (a block
   // is a fixed size once its row count is read), so a block's bytes are copied once.
   let held: Buffer[] = [];
@@ -77,6 +84,8 @@ export async function* nativePointColumns(body: AsyncIterable<Buffer>, names: re
     heldBytes += chunk.length;
     if (pending.length + heldBytes < needed) continue;
     pending = Buffer.concat(pending.length === 0 ? held : [pending, ...held]);
+    consumed?.(joined ? [joined, ...held] : held);
+    joined = pending;
     held = [];
     heldBytes = 0;
     for (;;) {
@@ -97,7 +106,17 @@ export async function* nativePointColumns(body: AsyncIterable<Buffer>, names: re
     if (read.kind === 'incomplete' || read.end !== pending.length) throw new Error('the columnar download ended inside a block');
     if (read.columns.rows > 0) yield read.columns;
   }
+  consumed?.(joined ? [joined, ...held] : held);
 }
+
+export type NativeReadOptions = {
+  /**
+   * Called with the body's chunks and the decoder's own joined buffers once nothing decoded
+   * reads them any more (every block's columns are copies): a caller that owns the body may
+   * free their memory at once rather than when V8 next collects.
+   */
+  readonly consumed?: (buffers: readonly Buffer[]) => void;
+};
 
 type BlockRead = { kind: 'block'; columns: PointColumns; end: number } | { kind: 'incomplete'; atLeast: number };
 type Dictionary = { readonly dictionaryOffsets: Int32Array; readonly dictionaryBytes: Uint8Array };

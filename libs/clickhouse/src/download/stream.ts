@@ -80,10 +80,13 @@ export async function streamDownload(conn: ConnOptions, req: DownloadRequest, op
       return { body, contentEncoding: body.headers['content-encoding'] === 'gzip' ? 'gzip' : null, names, cancel };
     }
     const parts = groups.map((group, i) => () => start(group, i, { head: i === 0, tail: i === groups.length - 1, nameOffset: offsets[i]! }));
-    const first = await parts[0]!().response;
+    // The first two parts start together: ClickHouse reads and sorts the second beside the first.
+    const first = parts[0]!().response;
+    const ahead = parts[1]!().response;
+    ahead.catch(() => undefined); // awaited in pipeParts; until then a failure must not count as unhandled
     const body = new PassThrough();
     body.once('close', done);
-    pipeParts(first, parts, req.format === 'json', body).catch((error: unknown) => {
+    pipeParts(await first, ahead, parts, req.format === 'json', body).catch((error: unknown) => {
       void cancel().catch(() => {});
       body.destroy(error as Error);
     });
@@ -103,19 +106,24 @@ function namesInPage(req: DownloadRequest, plan: DownloadPlan): string[] {
 }
 
 /**
- * Writes the parts one after the other into `out`. The next part's query starts as soon as the
- * current one answers, so ClickHouse sorts it while the current one streams. JSON: a part's
- * first object gets the comma that separates it from an object of an earlier part.
+ * Writes the parts one after the other into `out`, with one part ahead: while part i streams,
+ * part i + 1 is already running (started with part i, or when part i - 1 was done), so
+ * ClickHouse reads and sorts it on another core meanwhile; part i + 2 starts once part i is
+ * written. At most two queries of a download run at once, the part ahead holding at most one
+ * part's rows (PART_ROWS bounds a part). JSON: a part's first object gets the comma that
+ * separates it from an object of an earlier part.
  */
-async function pipeParts(first: IncomingMessage, parts: ReadonlyArray<() => StartedQuery>, json: boolean, out: PassThrough): Promise<void> {
+async function pipeParts(
+  first: IncomingMessage,
+  ahead: Promise<IncomingMessage>,
+  parts: ReadonlyArray<() => StartedQuery>,
+  json: boolean,
+  out: PassThrough,
+): Promise<void> {
   let objects = false;
   let current = first;
+  let next: Promise<IncomingMessage> | null = ahead;
   for (let i = 0; i < parts.length; i++) {
-    let next: Promise<IncomingMessage> | null = null;
-    if (i + 1 < parts.length) {
-      next = parts[i + 1]!().response;
-      next.catch(() => undefined); // awaited below; until then a failure must not count as unhandled
-    }
     let firstBytes = true;
     for await (const chunk of current as AsyncIterable<Buffer>) {
       if (out.destroyed) return; // the client went away: the caller's abort cancels the queries
@@ -124,7 +132,15 @@ async function pipeParts(first: IncomingMessage, parts: ReadonlyArray<() => Star
       if (json && !objects && chunk.includes(0x7b)) objects = true;
       if (!out.write(chunk)) await drainedOrClosed(out);
     }
-    if (next) current = await next;
+    if (out.destroyed) return;
+    if (!next) break;
+    const following = next;
+    next = null;
+    if (i + 2 < parts.length) {
+      next = parts[i + 2]!().response;
+      next.catch(() => undefined); // awaited at the next part; until then a failure must not count as unhandled
+    }
+    current = await following;
   }
   out.end();
 }

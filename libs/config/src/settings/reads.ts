@@ -13,6 +13,11 @@ export const readsSettings = {
     default: '65536',
     doc: "Rows per Arrow record batch and Parquet row group of a format=arrow or format=parquet download (ClickHouse's max_block_size for its query): the api holds about one batch per such download: its Native block as it arrives and once joined (28 bytes a row each: a name comes as a 4-byte index into the page's names), its typed columns and the encoded batch, some 115 bytes a row at the most (7.5 MB at the default), beside the page's names once.",
   },
+  MERIDIAN_DOWNLOAD_PART_ROWS: {
+    schema: z.coerce.number().int().min(10_000).max(100_000_000),
+    default: '1000000',
+    doc: "Most rows (estimated from the catalog) of one part of an uncompressed download: a page is read in parts of whole metrics, one ClickHouse query each, the first of about 50,000 rows and each next up to four times the one before, up to this. The part after the one streaming is already running (ClickHouse reads and sorts it meanwhile), so a download holds at most two parts' queries on the server, the one ahead at most this many rows (ClickHouse's memory for a sort, some 85 bytes a row). A metric larger than this is a part of its own.",
+  },
   MERIDIAN_MAX_DOWNLOADS_PER_USER: {
     schema: positiveInt,
     default: '4',
