@@ -1,3 +1,4 @@
+import { adapterOptions } from '@meridian/config';
 import { execFileSync, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
@@ -54,7 +55,10 @@ async function child(release: boolean): Promise<void> {
       };
       const rowsOf = () => ROWS / METRICS;
       const plan = await planDownload(settings, req, { rowsOf });
-      const stream = await streamDownload(settings, req, { plan, chunks: { rowsOf, sizes: { firstRows: 50_000, maxRows: 5_000_000 } } });
+      const stream = await streamDownload(settings, req, {
+        plan,
+        chunks: { rowsOf, sizes: { firstRows: 50_000, maxRows: Number(process.env.BENCH_PART_ROWS) } },
+      });
       const body = stream.body as AsyncIterable<Buffer>;
       const batches = release ? nativePointColumns(body, stream.names, { consumed: releaseReadChunks }) : nativePointColumns(body, stream.names);
       pipeline(columnarBody('arrow', batches, release ? res : undefined), res, () => undefined); // curl's exit code tells a failure
@@ -88,12 +92,7 @@ async function child(release: boolean): Promise<void> {
 
 async function main(): Promise<void> {
   const settings = benchSettings();
-  const conn = {
-    url: settings.CLICKHOUSE_URL,
-    username: settings.CLICKHOUSE_USER,
-    password: settings.CLICKHOUSE_PASSWORD,
-    database: settings.CLICKHOUSE_DATABASE,
-  };
+  const conn = adapterOptions(settings, 'bench-download-memory').clickhouse;
   const client = createClickHouse(conn);
   try {
     await ensureDatabase(conn);
@@ -108,7 +107,13 @@ async function main(): Promise<void> {
         const load = loadavg()[0]!.toFixed(1);
         const out = execFileSync(process.execPath, [...API_NODE_FLAGS, new URL(import.meta.url).pathname, way], {
           encoding: 'utf8',
-          env: { ...process.env, ...API_NODE_ENV, BENCH_SETTINGS: JSON.stringify(conn), BENCH_ROWS: String(ROWS) },
+          env: {
+            ...process.env,
+            ...API_NODE_ENV,
+            BENCH_SETTINGS: JSON.stringify(conn),
+            BENCH_ROWS: String(ROWS),
+            BENCH_PART_ROWS: String(settings.MERIDIAN_DOWNLOAD_PART_ROWS),
+          },
           maxBuffer: 1 << 20,
         });
         const report = JSON.parse(out.trim().split('\n').at(-1)!) as Report;

@@ -37,6 +37,9 @@ describe('releaseNow', () => {
     expect(small[0]).toBe(4); // under the floor
     expect(pool.length).toBe(pooled.buffer.byteLength);
     expect(pooled.toString()).toBe('a small body');
-    releaseNow([Buffer.allocUnsafeSlow(65_408)]); // the default floor is above the pool: kept, no throw
+    const kept = Buffer.allocUnsafeSlow(65_408).fill(5);
+    releaseNow([kept]); // the default floor is above the pool: kept, no throw
+    expect(kept.length).toBe(65_408);
+    expect(kept[0]).toBe(5);
   });
 });

@@ -130,14 +130,18 @@ export async function migrate(
   const pending = migrations.filter((m) => !applied.has(m.version));
   const caps = pending.length > 0 ? await serverCapabilities(client) : null;
   for (const m of pending) {
-    for (const statement of m.statements.flatMap((s) => statementsFor(s, caps!, replication))) {
-      // Said with the migration's name: the server's message alone does not say which one stopped the start.
-      await client.command({ query: statement }).catch((error: unknown) => {
-        if (/^ALTER TABLE \S+ ADD COLUMN /.test(statement) && error instanceof Error && COLUMN_EXISTS.test(error.message)) return;
-        throw new Error(`migration ${String(m.version).padStart(3, '0')}_${m.name} failed: ${error instanceof Error ? error.message : String(error)}`, {
-          cause: error,
+    for (const source of m.statements) {
+      // Only a column the migration adds IF NOT EXISTS may be there already; any other refusal stops the start.
+      const mayExist = ADD_COLUMN_IF_NOT_EXISTS.test(source);
+      for (const statement of statementsFor(source, caps!, replication)) {
+        // Said with the migration's name: the server's message alone does not say which one stopped the start.
+        await client.command({ query: statement }).catch((error: unknown) => {
+          if (mayExist && error instanceof Error && COLUMN_EXISTS.test(error.message)) return;
+          throw new Error(`migration ${String(m.version).padStart(3, '0')}_${m.name} failed: ${error instanceof Error ? error.message : String(error)}`, {
+            cause: error,
+          });
         });
-      });
+      }
     }
     await client.insert({
       table: 'schema_migrations',

@@ -1,10 +1,10 @@
 import {
-  batchBytes,
   batchKey,
   canWrite,
   MAX_REPORTED_ERRORS,
   nameBytes,
   pointBatchOf,
+  pointsWithin,
   type BatchBounds,
   type ColumnBatch,
   type PointsFact,
@@ -132,12 +132,8 @@ class SeriesBatches {
    */
   private room(batch: ColumnBatch & { readonly namesBytes: number }, seriesBytes: number): number {
     const held = batch.timestamps.length;
-    const names = batch.names.length + 1;
-    const fixed = batchBytes(batch.namesBytes + seriesBytes, names, 0);
-    const perPoint = batchBytes(0, names, 1) - batchBytes(0, names, 0);
-    const byBytes = Math.floor((this.bounds.bytes - fixed) / perPoint) - held;
-    const room = Math.min(this.bounds.points - held, byBytes);
-    return held === 0 ? Math.max(1, room) : Math.max(0, room);
+    const room = Math.min(this.bounds.points - held, pointsWithin(this.bounds.bytes, batch.namesBytes + seriesBytes, batch.names.length + 1, held));
+    return held === 0 ? Math.max(1, room) : room;
   }
 
   private close(partition: number, batch: ColumnBatch & { namesBytes: number }): void {

@@ -130,7 +130,8 @@ export class PushLog {
     const positions = new Map<Waiting, Position>();
     try {
       for (const request of requests) {
-        const records: LogRecord[] = [{ topic: topics.tasks, acks: -1, messages: request.tasks }];
+        // A request of a split push's middle batches holds no task event.
+        const records: LogRecord[] = request.tasks.length > 0 ? [{ topic: topics.tasks, acks: -1, messages: request.tasks }] : [];
         if (request.points.length > 0) records.unshift({ topic: topics.points, acks: -1, messages: request.points });
         const acks = await tx.sendAll(records);
         for (const slot of request.taskSlots)

@@ -23,5 +23,14 @@ export function batchBytes(namesBytes: number, names: number, points: number): n
   return BATCH_BASE_BYTES + namesBytes + points * (names > 1 ? INDEXED_POINT_BYTES : POINT_BYTES);
 }
 
+/**
+ * How many more points a batch of `points` points over `names` metrics (their nameBytes summing to
+ * `namesBytes`) takes within `bytes`: the one rule both batchers cut by.
+ */
+export function pointsWithin(bytes: number, namesBytes: number, names: number, points: number): number {
+  const perPoint = batchBytes(0, names, 1) - batchBytes(0, names, 0);
+  return Math.max(0, Math.floor((bytes - batchBytes(namesBytes, names, 0)) / perPoint) - points);
+}
+
 /** When a batch is cut: at `points` points, or before a point that would take it past `bytes` (its estimate above). */
 export type BatchBounds = { readonly points: number; readonly bytes: number };

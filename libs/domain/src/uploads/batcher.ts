@@ -1,4 +1,4 @@
-import { batchBytes, nameBytes, type BatchBounds } from './batch-bytes.ts';
+import { nameBytes, pointsWithin, type BatchBounds } from './batch-bytes.ts';
 import type { PointBatch } from './events.ts';
 
 /**
@@ -123,7 +123,7 @@ export class PointBatcher {
     if (batch.timestamps.length === 0) return false;
     const names = batch.names.length + (newName === null ? 0 : 1);
     const namesBytes = batch.namesBytes + (newName === null ? 0 : nameBytes(newName));
-    return batchBytes(namesBytes, names, batch.timestamps.length + 1) > this.bounds.bytes;
+    return pointsWithin(this.bounds.bytes, namesBytes, names, batch.timestamps.length) === 0;
   }
 
   private group(metricName: string): number | string {
