@@ -21,12 +21,6 @@ describe("the ingest components' options", () => {
     expect(options.uploads.maxBufferedPoints).toBe(8000);
   });
 
-  it("the tasks read model's fetch waits 1 s by default, 10 to 5000 ms when set", () => {
-    expect(ingestOptions(loadSettings({})).tasksReadModel.fetchWaitMs).toBe(1000);
-    expect(ingestOptions(loadSettings({ MERIDIAN_TASKS_READ_MODEL_FETCH_WAIT_MS: '250' })).tasksReadModel.fetchWaitMs).toBe(250);
-    for (const bad of ['9', '5001', 'later']) expect(() => loadSettings({ MERIDIAN_TASKS_READ_MODEL_FETCH_WAIT_MS: bad }), bad).toThrow();
-  });
-
   it("the projector's heartbeat is a third of the session timeout, at most 3 s", () => {
     expect(ingestOptions(loadSettings({ KAFKA_SESSION_TIMEOUT_MS: '6000' })).projector).toMatchObject({ sessionTimeoutMs: 6000, heartbeatIntervalMs: 2000 });
     expect(ingestOptions(loadSettings({ KAFKA_SESSION_TIMEOUT_MS: '30000', MERIDIAN_PROJECTOR_BATCH_ROWS: '7' })).projector).toMatchObject({

@@ -4,10 +4,6 @@ import type { Settings } from '@meridian/config';
 export type ProjectorOptions = {
   /** Rows of one insert at most, one Native block, one part (MERIDIAN_PROJECTOR_BATCH_ROWS, 500000). */
   readonly batchRows: number;
-  /** Bytes a fetch waits for before Kafka answers it (MERIDIAN_PROJECTOR_FETCH_MIN_BYTES, 1 MiB). */
-  readonly fetchMinBytes: number;
-  /** Longest a fetch waits for them (MERIDIAN_PROJECTOR_FETCH_WAIT_MS, 250). */
-  readonly fetchWaitMs: number;
   /** The consumer group's session timeout (KAFKA_SESSION_TIMEOUT_MS, 10000). */
   readonly sessionTimeoutMs: number;
   /** A third of the session timeout, at most 3 s: three heartbeats may fail before the group gives up on the member. */
@@ -21,8 +17,6 @@ export type ProjectorOptions = {
 export function projectorOptions(settings: Settings): ProjectorOptions {
   return {
     batchRows: settings.MERIDIAN_PROJECTOR_BATCH_ROWS,
-    fetchMinBytes: settings.MERIDIAN_PROJECTOR_FETCH_MIN_BYTES,
-    fetchWaitMs: settings.MERIDIAN_PROJECTOR_FETCH_WAIT_MS,
     sessionTimeoutMs: settings.KAFKA_SESSION_TIMEOUT_MS,
     heartbeatIntervalMs: Math.min(3000, Math.floor(settings.KAFKA_SESSION_TIMEOUT_MS / 3)),
     stageTtlMs: settings.MERIDIAN_STAGE_TTL_MS,

@@ -25,9 +25,6 @@ const MAX_BYTES = 24 * 1024 * 1024;
  * - Rows are buffered across messages and written as ONE insert of at most
  *   MERIDIAN_PROJECTOR_BATCH_ROWS rows, one Native block, which ClickHouse writes as one part:
  *   after a crash the whole insert is there or none of it. A PointBatch is never split.
- * - A fetch waits for MERIDIAN_PROJECTOR_FETCH_MIN_BYTES of the topic, or
- *   MERIDIAN_PROJECTOR_FETCH_WAIT_MS, so small pushes arriving together share one fetch and one
- *   insert: what the log holds and when it is acknowledged do not change, only when it is read.
  * - An UploadSealed marker is announced (UploadSegmentProjected on the tasks topic) only once
  *   every row before it is in ClickHouse; markers of one fetched batch share one insert.
  * - A staged upload's batches (known by their meridian-stage header, not decoded)
@@ -63,10 +60,7 @@ export async function startProjector(ingest: IngestDeps): Promise<RunningProject
     heartbeatIntervalMs: options.heartbeatIntervalMs,
     maxBytesPerPartition: MAX_BYTES_PER_PARTITION,
     maxBytes: MAX_BYTES,
-    // A fetch waits for a share of bytes (or the wait): a push's points are inserted with those
-    // of the pushes beside it, not each in an insert of its own (a part in each of four tables).
-    maxWaitTimeMs: options.fetchWaitMs,
-    minBytes: options.fetchMinBytes,
+    maxWaitTimeMs: 500,
     readUncommitted: false, // only committed upload transactions are projected
     advertise: [READS_STAGED_UPLOADS],
   });

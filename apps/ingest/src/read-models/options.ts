@@ -16,8 +16,6 @@ export type TasksReadModelOptions = ReadModelOptions & {
   readonly retentionMs: number;
   /** The pause between two removals of expired tasks (MERIDIAN_TASK_RETENTION_INTERVAL_MS, 3600000). */
   readonly expiryIntervalMs: number;
-  /** Longest a fetch of the tasks topic waits for more events (MERIDIAN_TASKS_READ_MODEL_FETCH_WAIT_MS, 1000). */
-  readonly fetchWaitMs: number;
 };
 
 export function readModelOptions(settings: Settings): ReadModelOptions {
@@ -29,6 +27,5 @@ export function tasksReadModelOptions(settings: Settings): TasksReadModelOptions
     ...readModelOptions(settings),
     retentionMs: settings.MERIDIAN_TASK_RETENTION_DAYS * DAY_MS,
     expiryIntervalMs: settings.MERIDIAN_TASK_RETENTION_INTERVAL_MS,
-    fetchWaitMs: settings.MERIDIAN_TASKS_READ_MODEL_FETCH_WAIT_MS,
   };
 }

@@ -14,13 +14,11 @@ export type ReadModelProjection = {
   readonly groupId: string;
   readonly topic: string;
   /**
-   * Bytes a fetch waits for, up to fetchWaitMs, before it answers (1 when absent: at
+   * Bytes a fetch waits for, up to the consumer's 250 ms, before it answers (1 when absent: at
    * once). A read model no request waits for can take a busy topic's events in fewer, larger
    * batches: fewer ClickHouse rounds and Kafka fetches per event.
    */
   readonly fetchMinBytes?: number;
-  /** Longest a fetch waits for fetchMinBytes (250 ms when absent). */
-  readonly fetchWaitMs?: number;
   /** Forgets what the projection holds between batches: the group was (re)joined. */
   reset(): void;
   /** On the first batch after a (re)join: per partition asked, the last offset the read model covers, and whatever else it needs to resume. */
@@ -79,7 +77,7 @@ export async function startReadModelProjector(
   const consumer = log.consumer({
     groupId,
     sessionTimeoutMs: options.sessionTimeoutMs,
-    maxWaitTimeMs: projection.fetchWaitMs ?? 250,
+    maxWaitTimeMs: 250,
     ...(projection.fetchMinBytes === undefined ? {} : { minBytes: projection.fetchMinBytes }),
     readUncommitted: false,
   });

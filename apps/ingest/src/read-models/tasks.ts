@@ -7,8 +7,8 @@ import { startReadModelProjector, type RunningReadModelProjector } from './proje
 
 export type RunningTasksProjector = RunningReadModelProjector;
 
-/** More than a busy second of the tasks topic's events (about 1 KB per upload): the wait is what ends a fetch. */
-const TASKS_FETCH_MIN_BYTES = 256 * 1024;
+/** More than a busy second of the tasks topic's events (about 1 KB per upload): the 250 ms wait is what ends a fetch. */
+const TASKS_FETCH_MIN_BYTES = 64 * 1024;
 
 /**
  * Projects the tasks topic into the tasks read model, exactly once (the machinery:
@@ -41,11 +41,7 @@ export async function startTasksProjector(
     // JSON uploads, a fetch per upload cost a ClickHouse round of four queries and Kafka fetches
     // of its own; batched, five interleaved pairs of the JSON bench went from a median of 160k to
     // 186k points/s (less Kafka and ClickHouse CPU), freshness unchanged.
-    // A push is two events apart by the projector's insert (pushed, then projected): a wait
-    // longer than that puts both in one fetch, so the task is written once, not twice, and
-    // the three tables take one insert each a wait (MERIDIAN_TASKS_READ_MODEL_FETCH_WAIT_MS).
     fetchMinBytes: TASKS_FETCH_MIN_BYTES,
-    fetchWaitMs: options.fetchWaitMs,
     reset: () => {
       live = new LiveTasks();
       pending = new PendingTaskWrites();

@@ -48,11 +48,6 @@ export const tasksSettings = {
     default: '100',
     doc: "How long the tasks and files projectors gather positions past transaction markers (every committed transaction ends in a fetch of markers only) before writing them as one row per partition: fewer tiny parts in ClickHouse, at the cost of this much delay before the positions reach the log's end.",
   },
-  MERIDIAN_TASKS_READ_MODEL_FETCH_WAIT_MS: {
-    schema: z.coerce.number().int().min(10).max(5000),
-    default: '1000',
-    doc: "Longest a fetch of the tasks read model's projector waits for more events of the tasks topic (10 to 5000 ms; it answers at once past 256 KiB): a push's two events (pushed, then projected) then come in one fetch, so its task is written once, and the read model's three tables take an insert each per wait, not per push. Requests do not wait for it (the api answers a task from its own fold until the read model covers it); a task list, which the read model answers, can be this much later, and finished tasks stay this much longer in the api's memory.",
-  },
   MERIDIAN_READ_MODEL_QUERY_TIMEOUT_MS: {
     schema: positiveInt,
     default: '5000',

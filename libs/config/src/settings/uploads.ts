@@ -121,20 +121,6 @@ export const uploadsSettings = {
     default: '500000',
     doc: 'Most rows the projector writes to ClickHouse in one INSERT (one atomic block; at most 1000000). A single point batch larger than this is written alone.',
   },
-  MERIDIAN_PROJECTOR_FETCH_MIN_BYTES: {
-    schema: z.coerce
-      .number()
-      .int()
-      .min(1)
-      .max(16 * 1024 * 1024),
-    default: '1048576',
-    doc: "Bytes of the points topic a fetch of the projector waits for, up to MERIDIAN_PROJECTOR_FETCH_WAIT_MS, before Kafka answers it (at most 16 MiB, under the fetch's own 24 MiB bound). Small pushes then reach ClickHouse many to an insert, one fetch and one insert (a part of each of four tables, merged later) every wait at most, instead of one per push or two: less CPU in ClickHouse, Kafka and the ingest worker per point. 1: a fetch answers as soon as anything is there (each push is projected at once, at that cost).",
-  },
-  MERIDIAN_PROJECTOR_FETCH_WAIT_MS: {
-    schema: z.coerce.number().int().min(10).max(5000),
-    default: '250',
-    doc: "Longest a fetch of the projector waits for MERIDIAN_PROJECTOR_FETCH_MIN_BYTES (10 to 5000 ms): what a push's points may wait in the log, at a low rate of pushes, before their insert starts (a push is acknowledged when the log has it, not then), and how often an idle projector asks Kafka. Past the bytes, a fetch answers at once.",
-  },
   MERIDIAN_UPLOAD_STAGING: {
     schema: z.enum(['auto', 'on', 'off']),
     default: 'auto',
