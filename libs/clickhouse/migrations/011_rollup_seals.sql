@@ -4,8 +4,9 @@
 -- grows with inserts (a view adds every row it is given), so a reader that finds the rollup's count
 -- equal to a sealed row's `rows` knows nothing came since and answers from the sealed row, without
 -- merging the bucket's distinct timestamps (the exactness check of migration 010, nearly all of a
--- long read's time). A deletion lowers counts, so it removes the sealed rows of the buckets it
--- rewrites (src/rollups/follow-deletion.ts); a rebuild's swap empties these tables.
+-- long read's time). A deletion lowers counts, so a seal is also checked against the deletions
+-- that came after it (the seal marks, src/rollups/marks.ts); a rebuild's swap voids
+-- every seal.
 --
 -- Plain tables, not views: nothing writes them at insert. A bucket sealed again after an insert
 -- has several rows, each with the count it saw; the reader takes the one whose `rows` equals the
