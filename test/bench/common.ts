@@ -7,7 +7,8 @@ import { request, type IncomingMessage } from 'node:http';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { fileURLToPath } from 'node:url';
-import { loadSettings, type Settings } from '@meridian/config';
+import { adapterOptions, loadSettings, type Settings } from '@meridian/config';
+import { createClickHouse, ensureDatabase, migrate, quoteIdentifier, type ClickHouseClient, type ConnOptions } from '@meridian/clickhouse';
 import { formatTimestamp } from '@meridian/domain';
 import { createLogger, silenceKnownWarnings } from '@meridian/observability';
 import { createPlatform, type Platform } from '../support/platform.ts';
@@ -468,6 +469,23 @@ export async function dropScope(platform: Platform): Promise<void> {
     await storage.client.removeBucket(storage.bucket);
   };
   await emptied().catch((e: unknown) => console.warn(`bench: bucket not removed: ${String(e)}`));
+}
+
+/**
+ * A migrated ClickHouse database of the bench's own (from bench settings) for `work`, dropped
+ * after it: for a bench of ClickHouse reads alone, with no topic or bucket to drop.
+ */
+export async function withBenchDatabase(component: string, work: (conn: ConnOptions, client: ClickHouseClient) => Promise<void>): Promise<void> {
+  const conn = adapterOptions(benchSettings(), component).clickhouse;
+  const client = createClickHouse(conn);
+  await ensureDatabase(conn);
+  await migrate(client);
+  try {
+    await work(conn, client);
+  } finally {
+    await client.command({ query: `DROP DATABASE IF EXISTS ${quoteIdentifier(conn.database)}` });
+    await client.close();
+  }
 }
 
 /** dropScope with a platform of its own, for a bench that has none. */

@@ -1,7 +1,6 @@
-import { adapterOptions } from '@meridian/config';
 import { randomUUID } from 'node:crypto';
-import { createClickHouse, ensureDatabase, migrate, planDownload, type DownloadCursor, type DownloadRequest } from '@meridian/clickhouse';
-import { benchSettings, dropBenchScope } from './common.ts';
+import { planDownload, type ConnOptions, type DownloadCursor, type DownloadRequest } from '@meridian/clickhouse';
+import { withBenchDatabase } from './common.ts';
 
 /**
  * The plan of a paged download alone, two ways side by side in one run: counting every row after
@@ -14,11 +13,9 @@ const ROWS = 2_000_000;
 const METRICS = 200;
 const PAGE = 200_000;
 const T = 1_600_000_000_000;
-const settings = benchSettings();
-const conn = adapterOptions(settings, 'bench-download-plan').clickhouse;
 const names = Array.from({ length: METRICS }, (_, i) => `p.m${String(i).padStart(4, '0')}`);
 
-async function pages(rowsOf?: (n: string) => number): Promise<{ ms: number; pages: number }> {
+async function pages(conn: ConnOptions, rowsOf?: (n: string) => number): Promise<{ ms: number; pages: number }> {
   const started = performance.now();
   let after: DownloadCursor | null = null;
   let n = 0;
@@ -42,27 +39,18 @@ async function pages(rowsOf?: (n: string) => number): Promise<{ ms: number; page
   return { ms: performance.now() - started, pages: n };
 }
 
-async function main(): Promise<void> {
-  const client = createClickHouse(conn);
-  await ensureDatabase(conn);
-  await migrate(client);
-  try {
-    await client.command({
-      query: `INSERT INTO points SELECT concat('p.m', substring(toString(10000 + number % ${METRICS}), 2)), ${T} + intDiv(number, ${METRICS}) * 60000, number / 7.0, ${T}, 'b', toUInt16(0), number, toUInt32(0) FROM system.numbers LIMIT ${ROWS}`,
-    });
-    for (let r = 0; r < 3; r++) {
-      const all = await pages();
-      const grouped = await pages(() => ROWS / METRICS);
-      console.log(
-        `run ${r + 1}: ${all.pages} pages of ${PAGE}: counting every row after the cursor ${all.ms.toFixed(0)} ms, by groups ${grouped.ms.toFixed(0)} ms, ratio ${(all.ms / grouped.ms).toFixed(2)}`,
-      );
-    }
-  } finally {
-    await client.close();
-    await dropBenchScope(settings);
+withBenchDatabase('bench-download-plan', async (conn, client) => {
+  await client.command({
+    query: `INSERT INTO points SELECT concat('p.m', substring(toString(10000 + number % ${METRICS}), 2)), ${T} + intDiv(number, ${METRICS}) * 60000, number / 7.0, ${T}, 'b', toUInt16(0), number, toUInt32(0) FROM system.numbers LIMIT ${ROWS}`,
+  });
+  for (let r = 0; r < 3; r++) {
+    const all = await pages(conn);
+    const grouped = await pages(conn, () => ROWS / METRICS);
+    console.log(
+      `run ${r + 1}: ${all.pages} pages of ${PAGE}: counting every row after the cursor ${all.ms.toFixed(0)} ms, by groups ${grouped.ms.toFixed(0)} ms, ratio ${(all.ms / grouped.ms).toFixed(2)}`,
+    );
   }
-}
-main().then(
+}).then(
   () => process.exit(0),
   (e: unknown) => {
     console.error(e);

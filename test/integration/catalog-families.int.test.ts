@@ -1,6 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { clickhouseMetricCatalog } from '@meridian/clickhouse';
+import { clickhouseMetricCatalog, type NameMatch } from '@meridian/clickhouse';
 import { scratchDatabase } from '../support/scratch-database.ts';
+
+/** What the api's resolveMetricNames tests for each substring pattern. */
+const TESTS: Record<NameMatch, (name: string, text: string) => boolean> = {
+  contains: (name, text) => name.includes(text),
+  starts_with: (name, text) => name.startsWith(text),
+  ends_with: (name, text) => name.endsWith(text),
+};
 
 /**
  * The catalog read of a PromQL query whose selectors all name their metric: the entries of
@@ -8,7 +15,18 @@ import { scratchDatabase } from '../support/scratch-database.ts';
  * well-formed series name is its own __name__), never a series of another metric.
  */
 describe("the catalog's entries of some metrics", () => {
-  const names = ['up', 'up{job="a"}', 'up{job="b"}', 'upper{job="a"}', 'up_total{job="a"}', 'a{b', 'apple', "x'); DROP TABLE points; --"];
+  const names = [
+    'up',
+    'up{job="a"}',
+    'up{job="b"}',
+    'upper{job="a"}',
+    'up_total{job="a"}',
+    'a{b',
+    'apple',
+    "x'); DROP TABLE points; --",
+    'température{site="Orléans"}',
+    '50%_done',
+  ];
   const { conn, client } = scratchDatabase(async (c) => {
     const rows = names.flatMap((metric_name, i) =>
       [1000, 2000, 3000].slice(0, 1 + (i % 3)).map((ts, j) => ({
@@ -49,5 +67,53 @@ describe("the catalog's entries of some metrics", () => {
     expect(await namesOf(['nothing', "x'"])).toEqual([]);
     expect((await catalog.list()).length).toBe(names.length);
     await expect(client.query({ query: 'SELECT count() FROM points' })).resolves.toBeDefined();
+  });
+});
+
+describe("the catalog's entries matching a download's pattern", () => {
+  const names = ['up', 'up{job="a"}', 'upper', 'température{site="Orléans"}', '50%_done', "x'); DROP TABLE points; --", 'a\\b', 'tab\there\nand\u0000nul'];
+  const { conn } = scratchDatabase(async (c) => {
+    const rows = names.map((metric_name, i) => ({
+      metric_name,
+      ts: 1000 * (i + 1),
+      value: i,
+      updated_at: 1,
+      task_id: 't',
+      kafka_partition: 0,
+      kafka_offset: i,
+      row_in_batch: 0,
+    }));
+    await c.insert({ table: 'points', values: rows, format: 'JSONEachRow' });
+  });
+  const catalog = clickhouseMetricCatalog(conn);
+
+  it('reads the names the api would pick from the whole catalog, and no other, with their extents', async () => {
+    const whole = await catalog.list();
+    const texts = [
+      'up',
+      'u',
+      '{job="a"}',
+      'é',
+      'Orléans"}',
+      '%',
+      '_',
+      '%_',
+      "'",
+      '\\',
+      'points; --',
+      'nothing',
+      'upper{',
+      '\t',
+      '\n',
+      '\u0000',
+      'e\nand\u0000n',
+    ];
+    for (const match of Object.keys(TESTS) as NameMatch[]) {
+      for (const text of texts) {
+        const expected = whole.filter((e) => TESTS[match](e.metric_name, text)).sort((a, b) => a.metric_name.localeCompare(b.metric_name));
+        const read = (await catalog.matching(match, text)).sort((a, b) => a.metric_name.localeCompare(b.metric_name));
+        expect(read, `${match} ${text}`).toEqual(expected);
+      }
+    }
   });
 });

@@ -31,11 +31,13 @@ export function clickhouseMetricCatalog(conn: ConnOptions): {
   list(): Promise<CatalogEntry[]>;
   entries(names: readonly string[]): Promise<CatalogEntry[]>;
   families(metrics: readonly string[]): Promise<CatalogEntry[]>;
+  matching(match: NameMatch, text: string): Promise<CatalogEntry[]>;
 } {
   return {
     list: () => answered(listCatalog(conn)),
     entries: (names) => answered(catalogEntries(conn, names)),
     families: (metrics) => answered(catalogFamilies(conn, metrics)),
+    matching: (match, text) => answered(catalogMatching(conn, match, text)),
   };
 }
 
@@ -81,6 +83,30 @@ async function catalogFamilies(conn: ConnOptions, metrics: readonly string[]): P
     await queryText(conn, {
       sql: `${SELECT} WHERE metric_name IN (SELECT name FROM wanted) OR ${FAMILY} IN (SELECT name FROM wanted) GROUP BY metric_name FORMAT JSONEachRow`,
       tables: [{ name: 'wanted', structure: 'name String', rows: metrics.map((n) => [n]) }],
+      reuseConnection: true,
+    }),
+  );
+}
+
+/** How a download's substring pattern matches a name. */
+export type NameMatch = 'contains' | 'starts_with' | 'ends_with';
+
+/** The api's tests, on UTF-8 bytes rather than UTF-16 code units: the same answer for any well-formed text. */
+const MATCH_SQL: Record<NameMatch, (text: string) => string> = {
+  contains: (text) => `position(metric_name, ${text}) > 0`,
+  starts_with: (text) => `startsWith(metric_name, ${text})`,
+  ends_with: (text) => `endsWith(metric_name, ${text})`,
+};
+
+/**
+ * The entries whose name matches `text` as a download's pattern does, filtered before the states
+ * are merged: a download of one prefix reads and parses its own metrics, not the whole catalog.
+ */
+async function catalogMatching(conn: ConnOptions, match: NameMatch, text: string): Promise<CatalogEntry[]> {
+  return parse(
+    await queryText(conn, {
+      sql: `${SELECT} WHERE ${MATCH_SQL[match]('(SELECT any(text) FROM wanted)')} GROUP BY metric_name FORMAT JSONEachRow`,
+      tables: [{ name: 'wanted', structure: 'text String', rows: [[text]] }],
       reuseConnection: true,
     }),
   );

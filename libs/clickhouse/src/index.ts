@@ -30,7 +30,7 @@ export {
   type PointColumns,
   type StreamOptions,
 } from './download/index.ts';
-export { clickhouseMetricCatalog, type CatalogEntry } from './catalog.ts';
+export { clickhouseMetricCatalog, type CatalogEntry, type NameMatch } from './catalog.ts';
 export { completeSeriesLabels, seriesByLabels, seriesByLabelsSql, type LabelEquality } from './series-labels.ts';
 export { clickhouseTaskReadModel, clickhouseTaskReadModelWriter, LIVE_TASK_TABLES, type TaskTables } from './tasks/read-model.ts';
 export { queryText } from './download/http.ts';

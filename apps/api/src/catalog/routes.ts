@@ -1,6 +1,6 @@
 import type { Context } from 'koa';
 import { z } from 'zod';
-import type { CatalogEntry } from '@meridian/clickhouse';
+import type { CatalogEntry, NameMatch } from '@meridian/clickhouse';
 import { canRead, formatTimestamp, PATTERNS, resolveMetricNames, validationError, type Pattern, type UserRecord } from '@meridian/domain';
 import { defineRoute, type RouteDef } from '../http/route.ts';
 
@@ -12,6 +12,19 @@ export interface MetricCatalog {
   entries(names: readonly string[]): Promise<CatalogEntry[]>;
   /** The entries of these metrics' series: each name, and the names made of it and labels (`x{job="a"}` for x). */
   families(metrics: readonly string[]): Promise<CatalogEntry[]>;
+  /** The entries whose name contains, starts or ends with `text`. */
+  matching(match: NameMatch, text: string): Promise<CatalogEntry[]>;
+}
+
+/**
+ * The entries a download's selection can name, read as narrowly as the pattern allows: exact
+ * names looked up, a substring matched by the store. The caller resolves the names from them
+ * (resolveMetricNames: the same test, and the entitlements).
+ */
+export function patternEntries(catalog: MetricCatalog, pattern: Pattern, metrics: string): Promise<CatalogEntry[]> {
+  if (pattern === 'single') return catalog.entries([metrics]);
+  if (pattern === 'list') return catalog.entries(metrics.split(','));
+  return catalog.matching(pattern, metrics);
 }
 
 /**
@@ -74,14 +87,12 @@ async function select(deps: CatalogDeps, query: Query, user: UserRecord): Promis
     return { names, entries: new Map(catalog.map((c) => [c.metric_name, c])) };
   }
   const pattern = query.pattern ?? 'single';
-  const exact = pattern === 'single' ? [query.metrics] : pattern === 'list' ? query.metrics.split(',') : null;
-  if (exact && exact.length > deps.maxListNames) {
+  if (pattern === 'list' && query.metrics.split(',').length > deps.maxListNames) {
     throw validationError(`metrics names more than ${deps.maxListNames} metrics`, [
       { field: 'metrics', reason: `names more than ${deps.maxListNames} metrics (MERIDIAN_MAX_DOWNLOAD_NAMES)` },
     ]);
   }
-  // Exact names are looked up as external data; substrings are matched here, on names the caller may read.
-  const catalog = await (exact ? deps.catalog.entries(exact) : deps.catalog.list());
+  const catalog = await patternEntries(deps.catalog, pattern, query.metrics);
   const names = resolveMetricNames(
     pattern,
     query.metrics,

@@ -1,8 +1,9 @@
 /**
  * Reads of the whole catalog asked while one is under way share the next one: a route that
- * resolves a pattern holds the catalog's entries while it works, so N downloads by pattern at
- * once held N copies (64 producers' benches parsed 0.7 GB of catalog). Now at most two reads run
- * or wait at a time whatever the concurrency. A caller never gets a read that began before it
+ * reads the whole catalog (the catalog page without a selection, a PromQL selector naming no
+ * metric) holds its entries while it works, so N such requests at once held N copies (64
+ * producers' downloads by pattern parsed 0.7 GB of catalog when they read it whole). Now at most
+ * two reads run or wait at a time whatever the concurrency. A caller never gets a read that began before it
  * asked: one that joins a read under way could miss a metric whose task succeeded just before
  * it asked (a succeeded upload is downloadable), so callers arriving during a read wait for the
  * one after it, which every one of them shares.

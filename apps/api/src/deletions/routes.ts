@@ -14,7 +14,7 @@ import {
   type UnfinishedTasks,
   type UserRecord,
 } from '@meridian/domain';
-import type { MetricCatalog } from '../catalog/routes.ts';
+import { patternEntries, type MetricCatalog } from '../catalog/routes.ts';
 import { defineRoute, type RouteDef } from '../http/route.ts';
 
 /**
@@ -91,8 +91,7 @@ async function selectDeletion(deps: DeletionDeps, body: z.infer<typeof deleteBod
   };
   const request = parseDeletionRequest(raw, deps.maxListNames);
   assertTaskRoom(deps.tasks.unfinished(), user.user_name, deps.tasks.max);
-  const exact = request.pattern === 'single' ? [request.metrics] : request.pattern === 'list' ? request.metrics.split(',') : null;
-  const catalog = exact ? await deps.catalog.entries(exact) : await deps.catalog.list();
+  const catalog = await patternEntries(deps.catalog, request.pattern, request.metrics);
   const metrics = resolveDeletionNames(
     request,
     catalog.map((c) => c.metric_name),

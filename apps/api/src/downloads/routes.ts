@@ -28,7 +28,7 @@ import {
 import { columnarBody, COLUMNAR_MEDIA, isColumnar } from './columnar.ts';
 import { decodeRollupCursor, encodeRollupCursor, rollupColumnar, rollupCsv, rollupJson } from './rollup-body.ts';
 import { downloadBodyQuery, downloadJsonSchema, downloadQuerySchema } from './request-body.ts';
-import type { MetricCatalog } from '../catalog/routes.ts';
+import { patternEntries, type MetricCatalog } from '../catalog/routes.ts';
 import type { CursorSeal } from '../http/cursor-seal.ts';
 import { holdWhileResponding, type PerUserSlots } from '../http/per-user-slots.ts';
 import { releaseReadChunks } from '../http/release-memory.ts';
@@ -77,8 +77,7 @@ const jsonExample = [
  * entitlements; with their catalog entries, which size the parts of the download.
  */
 async function resolve(deps: DownloadDeps, params: DownloadParams, user: UserRecord): Promise<{ names: string[]; entries: Map<string, CatalogEntry> }> {
-  const exact = params.pattern === 'single' ? [params.metrics] : params.pattern === 'list' ? params.metrics.split(',') : null;
-  const catalog = exact ? await deps.catalog.entries(exact) : await deps.catalog.list();
+  const catalog = await patternEntries(deps.catalog, params.pattern, params.metrics);
   const names = resolveMetricNames(
     params.pattern,
     params.metrics,

@@ -13,7 +13,7 @@ import {
   type SeriesParams,
   type UserRecord,
 } from '@meridian/domain';
-import type { MetricCatalog } from '../catalog/routes.ts';
+import { patternEntries, type MetricCatalog } from '../catalog/routes.ts';
 import { defineRoute, type RouteDef } from '../http/route.ts';
 
 /** limits: MERIDIAN_MAX_SERIES_POINTS and MERIDIAN_MAX_SERIES_PER_REQUEST. */
@@ -104,8 +104,7 @@ async function resolve(
   params: SeriesParams,
   user: UserRecord,
 ): Promise<{ names: string[]; extent: { firstMs: number; lastMs: number } | null }> {
-  const exact = params.pattern === 'single' ? [params.metrics] : params.pattern === 'list' ? params.metrics.split(',') : null;
-  const catalog = exact ? await deps.catalog.entries(exact) : await deps.catalog.list();
+  const catalog = await patternEntries(deps.catalog, params.pattern, params.metrics);
   const names = resolveMetricNames(
     params.pattern,
     params.metrics,

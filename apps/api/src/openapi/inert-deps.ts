@@ -47,7 +47,7 @@ export function inertApiDeps(): ApiDeps {
     },
     download: {
       conn: { url: 'http://127.0.0.1:1', username: 'x', password: '', database: 'x' },
-      catalog: { list: async () => [], entries: async () => [], families: async () => [] },
+      catalog: { list: async () => [], entries: async () => [], families: async () => [], matching: async () => [] },
       limits: { maxRowsCeiling: 10, maxListNames: 10, maxRollupRows: 10 },
       batchRows: 65536,
       partRows: 1_000_000,
@@ -55,7 +55,7 @@ export function inertApiDeps(): ApiDeps {
       cursors,
     },
     deletions: {
-      catalog: { list: async () => [], entries: async () => [], families: async () => [] },
+      catalog: { list: async () => [], entries: async () => [], families: async () => [], matching: async () => [] },
       maxListNames: 10,
       maxPoints: 10,
       count: inert,
@@ -65,7 +65,7 @@ export function inertApiDeps(): ApiDeps {
     },
     series: {
       conn: { url: 'http://127.0.0.1:1', username: 'x', password: '', database: 'x' },
-      catalog: { list: async () => [], entries: async () => [], families: async () => [] },
+      catalog: { list: async () => [], entries: async () => [], families: async () => [], matching: async () => [] },
       limits: { maxPoints: 10, maxSeries: 1 },
     },
     uploads: {
