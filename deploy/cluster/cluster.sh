@@ -21,16 +21,17 @@ TEMPLATES="$REPO_ROOT/deploy/cluster/templates"
 NODE_BIN_DIR=$("$REPO_ROOT/deploy/local/node.sh")
 [ -n "$NODE_BIN_DIR" ] && PATH="$NODE_BIN_DIR:$PATH"
 
-# Ports: the 3xxxx range; the local stack uses 18123/19000/19092/19093/19900/19901, the tests'
-# alternatives 28123/29000/29092/29093/29192/29193/29900/29901.
-KAFKA_PORTS=(39092 39093 39094)
-KAFKA_CONTROLLER_PORTS=(39192 39193 39194)
+# Ports: the 24xxx range, below the kernel's ephemeral ports (32768 and up), which any process's
+# outgoing connection or a test's free port can hold when the cluster starts; the local stack uses
+# 18123/19000/19092/19093/19900/19901, the tests' alternatives 28123/29000/29092/29093/29192/29193/29900/29901.
+KAFKA_PORTS=(24092 24093 24094)
+KAFKA_CONTROLLER_PORTS=(24192 24193 24194)
 CLUSTER_KAFKA_HEAP="${CLUSTER_KAFKA_HEAP:-512m}"
-ZK_PORT=32181
-CH_HTTP_PORTS=(38123 38124)
-CH_TCP_PORTS=(39000 39001)
-CH_INTERSERVER_PORTS=(39009 39010)
-MINIO_PORTS=(39901 39902 39903 39904)
+ZK_PORT=22181
+CH_HTTP_PORTS=(24123 24124)
+CH_TCP_PORTS=(24000 24001)
+CH_INTERSERVER_PORTS=(24009 24010)
+MINIO_PORTS=(24901 24902 24903 24904)
 # In a container (Docker, Podman) MinIO refuses distributed endpoints that resolve to loopback
 # ("resolves to localhost in a containerized deployment", cmd/endpoint.go): there the nodes listen
 # on the machine's first non-loopback address; the S3 front (haproxy) stays on 127.0.0.1.
@@ -38,10 +39,10 @@ if [ -z "${CLUSTER_MINIO_HOST:-}" ]; then
   CLUSTER_MINIO_HOST=127.0.0.1
   if [ -f /.dockerenv ] || [ -f /run/.containerenv ]; then CLUSTER_MINIO_HOST=$(hostname -I | awk '{print $1}'); fi
 fi
-MINIO_CONSOLE_PORTS=(39911 39912 39913 39914)
-S3_FRONT_PORT=39900
-API_FRONT_PORT=38080
-API_PORTS=(38088 38089)
+MINIO_CONSOLE_PORTS=(24911 24912 24913 24914)
+S3_FRONT_PORT=24900
+API_FRONT_PORT=24080
+API_PORTS=(24088 24089)
 # Both apis must sign download cursors alike: a cursor from one is followed on the other.
 CLUSTER_CURSOR_SECRET="${CLUSTER_CURSOR_SECRET:-meridian-cluster-cursor-secret-not-for-production}"
 

@@ -21,7 +21,7 @@ export type ClusterEndpoints = { readonly apiFront: string; readonly replicas: r
 
 export function clusterEndpoints(): ClusterEndpoints {
   const replicas = (process.env.CLICKHOUSE_URLS ?? '').split(',').filter(Boolean);
-  return { apiFront: process.env.CLUSTER_API_FRONT ?? 'http://127.0.0.1:38080', replicas };
+  return { apiFront: process.env.CLUSTER_API_FRONT ?? 'http://127.0.0.1:24080', replicas };
 }
 
 /** Why the tier cannot run, or null: every process of the cluster is up and ready. */

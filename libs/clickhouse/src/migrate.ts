@@ -112,43 +112,68 @@ function forServer(statement: string, caps: MigrationCapabilities, replication: 
 /**
  * Applies every migration not yet recorded, in order, and records it. Statements are
  * idempotent (IF NOT EXISTS), so two processes migrating at once at start are harmless.
- * On a cluster it runs on each server (CREATE of a replicated table is per server), which keeps
- * its own record: schema_migrations stays an unreplicated table.
  */
 export async function migrate(
   client: ClickHouseClient,
   migrations: readonly Migration[] = readMigrations(),
   replication: Replication | null = null,
 ): Promise<number[]> {
+  return (await migrateServers([client], migrations, replication))[0]!;
+}
+
+/**
+ * migrate() on every server of a cluster, migration by migration: each migration on every server
+ * before the next on any. A replicated table is created per server, and its ALTERs reach the
+ * replicas that have it: a server that created it only after another had altered it would create
+ * it with the columns before the ALTER, which ZooKeeper refuses ("table structure ... too
+ * different"). Each server keeps its own record: schema_migrations stays an unreplicated table.
+ * Returns the versions applied on each server, in the order of `clients`.
+ */
+export async function migrateServers(
+  clients: readonly ClickHouseClient[],
+  migrations: readonly Migration[] = readMigrations(),
+  replication: Replication | null = null,
+): Promise<number[][]> {
+  const servers = await Promise.all(clients.map(async (client) => ({ client, applied: await appliedVersions(client), done: [] as number[] })));
+  const caps = new Map<ClickHouseClient, MigrationCapabilities>();
+  for (const m of migrations) {
+    for (const server of servers) {
+      if (server.applied.has(m.version)) continue;
+      if (!caps.has(server.client)) caps.set(server.client, await serverCapabilities(server.client));
+      await apply(server.client, m, caps.get(server.client)!, replication);
+      server.done.push(m.version);
+    }
+  }
+  return servers.map((s) => s.done);
+}
+
+async function appliedVersions(client: ClickHouseClient): Promise<Set<number>> {
   await client.command({
     query: `CREATE TABLE IF NOT EXISTS schema_migrations (version UInt32, name String, applied_at DateTime)
             ENGINE = MergeTree() ORDER BY version`,
   });
   const rows = await (await client.query({ query: 'SELECT DISTINCT version FROM schema_migrations', format: 'JSONEachRow' })).json<{ version: number }>();
-  const applied = new Set(rows.map((r) => Number(r.version)));
-  const done: number[] = [];
-  const pending = migrations.filter((m) => !applied.has(m.version));
-  const caps = pending.length > 0 ? await serverCapabilities(client) : null;
-  for (const m of pending) {
-    for (const source of m.statements) {
-      // Only a column the migration adds IF NOT EXISTS may be there already; any other refusal stops the start.
-      const mayExist = ADD_COLUMN_IF_NOT_EXISTS.test(source);
-      for (const statement of statementsFor(source, caps!, replication)) {
-        // Said with the migration's name: the server's message alone does not say which one stopped the start.
-        await client.command({ query: statement }).catch((error: unknown) => {
-          if (mayExist && error instanceof Error && COLUMN_EXISTS.test(error.message)) return;
-          throw new Error(`migration ${String(m.version).padStart(3, '0')}_${m.name} failed: ${error instanceof Error ? error.message : String(error)}`, {
-            cause: error,
-          });
+  return new Set(rows.map((r) => Number(r.version)));
+}
+
+/** One migration's statements in this server's form, then its record. */
+async function apply(client: ClickHouseClient, m: Migration, caps: MigrationCapabilities, replication: Replication | null): Promise<void> {
+  for (const source of m.statements) {
+    // Only a column the migration adds IF NOT EXISTS may be there already; any other refusal stops the start.
+    const mayExist = ADD_COLUMN_IF_NOT_EXISTS.test(source);
+    for (const statement of statementsFor(source, caps, replication)) {
+      // Said with the migration's name: the server's message alone does not say which one stopped the start.
+      await client.command({ query: statement }).catch((error: unknown) => {
+        if (mayExist && error instanceof Error && COLUMN_EXISTS.test(error.message)) return;
+        throw new Error(`migration ${String(m.version).padStart(3, '0')}_${m.name} failed: ${error instanceof Error ? error.message : String(error)}`, {
+          cause: error,
         });
-      }
+      });
     }
-    await client.insert({
-      table: 'schema_migrations',
-      values: [{ version: m.version, name: m.name, applied_at: Math.floor(Date.now() / 1000) }],
-      format: 'JSONEachRow',
-    });
-    done.push(m.version);
   }
-  return done;
+  await client.insert({
+    table: 'schema_migrations',
+    values: [{ version: m.version, name: m.name, applied_at: Math.floor(Date.now() / 1000) }],
+    format: 'JSONEachRow',
+  });
 }

@@ -1,6 +1,6 @@
 import {
   ensureDatabase,
-  migrate,
+  migrateServers,
   pingClickHouse,
   queryText,
   replicationOf,
@@ -60,19 +60,18 @@ export function createPlatform(adapters: Adapters, options: PlatformOptions, log
     // The server's version decides what the adapter sends (libs/clickhouse/src/capabilities.ts).
     const { version, databaseEngine, ...caps } = await serverCapabilities(clickhouse);
     logger.info({ version, databaseEngine, ...caps }, 'clickhouse server');
-    const applied = await migrate(clickhouse, undefined, replication);
-    if (applied.length > 0) logger.info({ migrations: applied }, 'clickhouse migrations applied');
-    // A replicated table is created per server: every other server of the cluster migrates too.
-    for (const url of otherClickHouseUrls) {
-      const server = { ...clickhouseOptions, url };
-      await ensureDatabase(server);
-      const client = createClickHouse(server);
-      try {
-        const done = await migrate(client, undefined, replication);
-        if (done.length > 0) logger.info({ url, migrations: done }, 'clickhouse migrations applied');
-      } finally {
-        await client.close();
-      }
+    // A replicated table is created per server: every other server of the cluster migrates too,
+    // each migration on all of them before the next (migrateServers says why).
+    const others = otherClickHouseUrls.map((url) => ({ ...clickhouseOptions, url }));
+    for (const server of others) await ensureDatabase(server);
+    const otherClients = others.map((server) => createClickHouse(server));
+    try {
+      const applied = await migrateServers([clickhouse, ...otherClients], undefined, replication);
+      applied.forEach((done, i) => {
+        if (done.length > 0) logger.info({ ...(i > 0 ? { url: others[i - 1]!.url } : {}), migrations: done }, 'clickhouse migrations applied');
+      });
+    } finally {
+      await Promise.all(otherClients.map((client) => client.close()));
     }
   };
   const prepareBucket = async () => {
