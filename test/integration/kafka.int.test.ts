@@ -1,7 +1,8 @@
+import { randomBytes } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createEventCodec } from '@meridian/events';
 import type { Producer } from 'kafkajs';
-import { createKafka, createProducer, ensureTopics, KafkaEventLog, LOG_COMPRESSIONS, topicsFor, topicSpecs } from '@meridian/kafka';
+import { createKafka, createProducer, ensureTopics, KafkaEventLog, LOG_COMPRESSIONS, topicsFor, topicSpecs, ZSTD_SYNC_MAX_BYTES } from '@meridian/kafka';
 import { createLogger } from '@meridian/observability';
 import { isolatedSettings } from '../support/settings.ts';
 import { waitFor } from '../support/wait.ts';
@@ -128,8 +129,15 @@ describe('compressed record batches against a real broker', () => {
     const transactional = createProducer(kafka, { compression, transactionalId: `${topic}-tx` });
     const consumer = kafka.consumer({ groupId: `${topic}-reader` });
     try {
+      // The first batch is small; the second carries 600 hex characters a record (about 300 KB, half
+      // of it left after compression), so zstd meets both ways: on the calling thread and on libuv's pool.
+      const padding = Array.from({ length: 1000 }, () => randomBytes(300).toString('hex'));
       const messages = (from: number) =>
-        Array.from({ length: 500 }, (_, i) => ({ key: 'k', value: Buffer.from(`point ${from + i} of a batch that compresses`) }));
+        Array.from({ length: 500 }, (_, i) => ({
+          key: 'k',
+          value: Buffer.from(`point ${from + i} of a batch that compresses${from > 0 ? padding[from + i] : ''}`),
+        }));
+      expect(messages(500).reduce((n, m) => n + m.value.length, 0)).toBeGreaterThan(2 * ZSTD_SYNC_MAX_BYTES);
       await plain.connect();
       await plain.send({ topic, acks: -1, messages: messages(0) });
       await transactional.connect();

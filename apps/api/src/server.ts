@@ -139,6 +139,7 @@ export async function buildApi(services: ApiServices): Promise<Api> {
     workers: settings.MERIDIAN_JSON_UPLOAD_CHECK_WORKERS,
     heapMb: settings.MERIDIAN_JSON_UPLOAD_CHECK_HEAP_MB,
     maxValues: settings.MERIDIAN_MAX_POINTS_PER_JSON_UPLOAD,
+    inlineBytes: settings.MERIDIAN_JSON_UPLOAD_CHECK_INLINE_BYTES,
   });
   const probes = [...services.probes, caughtUp('accounts', accounts), caughtUp('tasks', tasks)];
   const adminListener = settings.MERIDIAN_ADMIN_PORT !== '';

@@ -9,7 +9,17 @@ export {
   type Capabilities,
   type InsertQuorum,
 } from './capabilities.ts';
-export { migrate, migrateServers, readMigrations, statementsFor, replicated, replicationOf, MIGRATIONS_DIR, type Migration, type Replication } from './migrate.ts';
+export {
+  migrate,
+  migrateServers,
+  readMigrations,
+  statementsFor,
+  replicated,
+  replicationOf,
+  MIGRATIONS_DIR,
+  type Migration,
+  type Replication,
+} from './migrate.ts';
 export {
   cancelQueries,
   cancelQueryPart,

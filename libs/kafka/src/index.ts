@@ -1,5 +1,5 @@
 export { createKafka, createProducer, ensureTopics, DEFAULT_LOG_COMPRESSION, type KafkaOptions } from './client.ts';
-export { LOG_COMPRESSIONS, type LogCompression } from './compression.ts';
+export { LOG_COMPRESSIONS, type LogCompression, ZSTD_SYNC_MAX_BYTES } from './compression.ts';
 export {
   topicsFor,
   consumerGroupsFor,

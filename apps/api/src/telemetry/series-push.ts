@@ -97,12 +97,13 @@ class SeriesBatches {
     const seriesBytes = nameBytes(series.name);
     for (let from = 0; from < n;) {
       let batch = this.open.get(partition);
-      if (batch !== undefined && this.room(batch, seriesBytes) === 0) {
-        this.close(partition, batch);
-        batch = undefined;
+      let room = batch === undefined ? 0 : this.room(batch, seriesBytes);
+      if (batch !== undefined && room === 0) this.close(partition, batch);
+      if (batch === undefined || room === 0) {
+        this.open.set(partition, (batch = { names: [], nameIndex: [], timestamps: [], values: [], namesBytes: 0 }));
+        room = this.room(batch, seriesBytes);
       }
-      if (batch === undefined) this.open.set(partition, (batch = { names: [], nameIndex: [], timestamps: [], values: [], namesBytes: 0 }));
-      const to = Math.min(n, from + this.room(batch, seriesBytes));
+      const to = Math.min(n, from + room);
       const index = batch.names.length;
       batch.names.push(series.name);
       batch.namesBytes += seriesBytes;

@@ -1,5 +1,6 @@
 import { Worker } from 'node:worker_threads';
 import { DomainError } from '@meridian/domain';
+import { checkJsonBody } from './json-check.ts';
 import type { JsonUploadCheck } from './json-upload-check.ts';
 import type { PushDecision, PushRequest } from './push-decision.ts';
 
@@ -13,7 +14,7 @@ export type JsonUploadChecker = {
   /**
    * Hands the body's memory to a worker and back, without a copy (a structured clone of
    * 16 MiB holds the event loop about 100 ms): the Buffer passed in may be emptied; use the
-   * one in the answer.
+   * one in the answer. A body of at most the pool's `inlineBytes` is checked where it is.
    */
   check(body: Buffer, push?: PushRequest): Promise<CheckedJsonUpload>;
   /** Ends every worker; checks still waiting are refused with 503. */
@@ -27,6 +28,11 @@ export type JsonCheckPoolOptions = {
   readonly heapMb: number;
   /** Values a JSON upload may hold (MERIDIAN_MAX_POINTS_PER_JSON_UPLOAD): bounds what a parse allocates. */
   readonly maxValues: number;
+  /**
+   * Bodies up to this many bytes are checked on the calling thread (MERIDIAN_JSON_UPLOAD_CHECK_INLINE_BYTES;
+   * absent, none): handing a body to a worker and its answer back costs more than checking a small one.
+   */
+  readonly inlineBytes?: number;
 };
 
 type Job = { readonly body: Buffer; readonly push: PushRequest | null; resolve(result: CheckedJsonUpload): void; reject(error: unknown): void };
@@ -37,7 +43,8 @@ const workerUrl = new URL('./json-check-worker.ts', import.meta.url);
  * A bounded pool of worker threads that parse and hash JSON upload bodies, one body per worker
  * at a time; more bodies wait in order. A worker that fails is replaced. (Its heap limit is a
  * backstop only: V8 cannot stop a JSON.parse midway, so checkJsonUpload bounds what a parse may
- * allocate before it starts.)
+ * allocate before it starts.) A body of at most `inlineBytes` is checked on the calling thread
+ * instead: posting it and its answer between threads costs more than the check of a small body.
  *
  * Stays one function: start, run and next are named already and share the pool's state (idle, all, waiting,
  * closed) by closure; as a class it would be the same lines.
@@ -130,8 +137,9 @@ export function jsonCheckPool(options: JsonCheckPoolOptions): JsonUploadChecker 
   }
 
   return {
-    check(body, push) {
-      if (closed) return Promise.reject(new DomainError('unavailable', 'the api is stopping'));
+    async check(body, push) {
+      if (closed) throw new DomainError('unavailable', 'the api is stopping');
+      if (body.length <= (options.inlineBytes ?? -1)) return { body, ...(await checkJsonBody(body, push ?? null, options.maxValues)) };
       return new Promise((resolve, reject) => {
         waiting.push({ body, push: push ?? null, resolve, reject });
         next();

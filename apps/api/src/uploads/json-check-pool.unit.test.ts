@@ -45,6 +45,24 @@ describe('the JSON upload check pool', () => {
     expect(checked.check).toEqual({ kind: 'ok', metric_name: 'big', values: 0 });
   });
 
+  it('checks a body up to its inline bytes on the calling thread, as a worker would, and a larger one on a worker', async () => {
+    const inline = jsonCheckPool({ workers: 1, heapMb: 64, maxValues: 10, inlineBytes: 100 });
+    try {
+      const small = Buffer.from('{"metric_name":"cpu","values":[{"timestamp":"2024-01-01T00:00:00Z","value":1},{"x":2}]}');
+      expect(small.length).toBeLessThanOrEqual(100);
+      const here = await inline.check(small);
+      expect(here.body).toBe(small); // not handed to a thread
+      const there = await pool.check(Buffer.from(small));
+      expect({ ...here, body: here.body.toString() }).toEqual({ ...there, body: there.body.toString() });
+      const large = Buffer.from(new TextEncoder().encode(`{"metric_name":"cpu","values":[${'1,'.repeat(60)}1]}`).buffer); // its own memory: transferred, not copied
+      expect(large.length).toBeGreaterThan(100);
+      expect((await inline.check(large)).check).toEqual({ kind: 'too_many_values' });
+      expect(large.byteLength).toBe(0); // transferred to the worker
+    } finally {
+      await inline.close();
+    }
+  });
+
   it('checks bodies in order when more arrive than it has workers', async () => {
     const results = await Promise.all([1, 2, 3].map((n) => pool.check(Buffer.from(`{"metric_name":"m${n}","values":[${'1,'.repeat(n)}1]}`))));
     expect(results.map((r) => r.check)).toEqual([1, 2, 3].map((n) => ({ kind: 'ok', metric_name: `m${n}`, values: n + 1 })));

@@ -1,7 +1,6 @@
-import { createHash } from 'node:crypto';
 import { parentPort, workerData } from 'node:worker_threads';
-import { checkJsonUpload } from './json-upload-check.ts';
-import { decidePush, type PushDecision, type PushRequest } from './push-decision.ts';
+import { checkJsonBody } from './json-check.ts';
+import type { PushRequest } from './push-decision.ts';
 
 /**
  * A worker thread of the JSON upload check pool: hashes and checks one body at a time, so
@@ -16,10 +15,7 @@ parentPort!.on('message', (job: { bytes: Uint8Array; push: PushRequest | null })
 });
 
 async function answer({ bytes, push }: { bytes: Uint8Array; push: PushRequest | null }): Promise<void> {
-  const sha256 = createHash('sha256').update(bytes).digest();
-  const check = checkJsonUpload(bytes, maxValues);
-  let decision: PushDecision | null = null;
-  if (push !== null && check.kind === 'ok') decision = await decidePush(bytes, push);
+  const { sha256, check, decision } = await checkJsonBody(bytes, push, maxValues);
   const transfer: ArrayBuffer[] = [bytes.buffer as ArrayBuffer]; // the body goes back to be staged
   if (decision?.kind === 'stored') for (const b of decision.batches) transfer.push(b.value.buffer as ArrayBuffer);
   parentPort!.postMessage({ bytes, sha256, check, decision }, transfer);

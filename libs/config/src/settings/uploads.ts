@@ -28,6 +28,11 @@ export const uploadsSettings = {
     default: '256',
     doc: 'Heap of each JSON upload check worker, in MB; a backstop (a worker that runs out is replaced): a body is parsed only when its JSON punctuation fits MERIDIAN_MAX_POINTS_PER_JSON_UPLOAD values, which bounds what a parse allocates.',
   },
+  MERIDIAN_JSON_UPLOAD_CHECK_INLINE_BYTES: {
+    schema: z.coerce.number().int().min(0).max(1_048_576),
+    default: '65536',
+    doc: 'JSON upload bodies up to this many bytes are parsed and hashed on the event loop instead of a check worker (handing a small body to a worker and its answer back costs more than its check; 64 KiB holds the loop under a millisecond); 0 sends every body to a worker.',
+  },
   MERIDIAN_MAX_UPLOADS_IN_FLIGHT_PER_USER: {
     schema: positiveInt,
     default: '8',

@@ -18,9 +18,12 @@ const NAME_OVERHEAD_BYTES = 32;
 /** The most bytes a name takes in a batch: a UTF-16 unit is at most 3 UTF-8 bytes (a pair, 4). */
 export const nameBytes = (name: string): number => name.length * 3 + NAME_OVERHEAD_BYTES;
 
+/** The most bytes a point takes in a batch over `names` metrics. */
+const pointBytes = (names: number): number => (names > 1 ? INDEXED_POINT_BYTES : POINT_BYTES);
+
 /** The most bytes a batch of `points` points over `names` metrics whose nameBytes sum to `namesBytes` encodes to. */
 export function batchBytes(namesBytes: number, names: number, points: number): number {
-  return BATCH_BASE_BYTES + namesBytes + points * (names > 1 ? INDEXED_POINT_BYTES : POINT_BYTES);
+  return BATCH_BASE_BYTES + namesBytes + points * pointBytes(names);
 }
 
 /**
@@ -28,8 +31,7 @@ export function batchBytes(namesBytes: number, names: number, points: number): n
  * `namesBytes`) takes within `bytes`: the one rule both batchers cut by.
  */
 export function pointsWithin(bytes: number, namesBytes: number, names: number, points: number): number {
-  const perPoint = batchBytes(0, names, 1) - batchBytes(0, names, 0);
-  return Math.max(0, Math.floor((bytes - batchBytes(namesBytes, names, 0)) / perPoint) - points);
+  return Math.max(0, Math.floor((bytes - batchBytes(namesBytes, names, 0)) / pointBytes(names)) - points);
 }
 
 /** When a batch is cut: at `points` points, or before a point that would take it past `bytes` (its estimate above). */

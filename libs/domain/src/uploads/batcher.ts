@@ -40,7 +40,12 @@ export const batchKey = (b: ColumnBatch): string => b.names[0]!;
 /** What add() returns for most points: one shared empty list, not a new one per point. */
 const NONE: readonly ColumnBatch[] = Object.freeze([]);
 
-type OpenBatch = ColumnBatch & { readonly group: number | string; readonly indexOf: Map<string, number>; namesBytes: number };
+/**
+ * A batch being filled. `room`: how many more points of the metrics it holds fit its bytes,
+ * counted down a point at a time and worked out again only when a metric joins (what
+ * pointsWithin answers for it then, at no cost per point).
+ */
+type OpenBatch = ColumnBatch & { readonly group: number | string; readonly indexOf: Map<string, number>; namesBytes: number; room: number };
 
 export class PointBatcher {
   private readonly open = new Map<number | string, OpenBatch>();
@@ -83,12 +88,14 @@ export class PointBatcher {
       batch.names.push(metricName);
       batch.indexOf.set(metricName, index);
       batch.namesBytes += nameBytes(metricName);
+      batch.room = pointsWithin(this.bounds.bytes, batch.namesBytes, batch.names.length, batch.timestamps.length);
       // The second metric: the points so far were all the first's.
       if (index === 1) for (let i = 0; i < batch.timestamps.length; i++) batch.nameIndex.push(0);
     }
     if (batch.names.length > 1) batch.nameIndex.push(index);
     batch.timestamps.push(ts);
     batch.values.push(value);
+    if (batch.room > 0) batch.room--;
     this.buffered++;
     if (batch.timestamps.length >= this.bounds.points) return [...ready, this.take(batch.group)];
     if (this.buffered > this.maxBuffered) return [...ready, this.take(this.largest())];
@@ -109,6 +116,7 @@ export class PointBatcher {
       values: [],
       indexOf: new Map([[metricName, 0]]),
       namesBytes: nameBytes(metricName),
+      room: pointsWithin(this.bounds.bytes, nameBytes(metricName), 1, 0),
     };
     this.open.set(group, batch);
     return batch;
@@ -121,9 +129,8 @@ export class PointBatcher {
    */
   private wouldOverflow(batch: OpenBatch, newName: string | null): boolean {
     if (batch.timestamps.length === 0) return false;
-    const names = batch.names.length + (newName === null ? 0 : 1);
-    const namesBytes = batch.namesBytes + (newName === null ? 0 : nameBytes(newName));
-    return pointsWithin(this.bounds.bytes, namesBytes, names, batch.timestamps.length) === 0;
+    if (newName === null) return batch.room === 0;
+    return pointsWithin(this.bounds.bytes, batch.namesBytes + nameBytes(newName), batch.names.length + 1, batch.timestamps.length) === 0;
   }
 
   private group(metricName: string): number | string {

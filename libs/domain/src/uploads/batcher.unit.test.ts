@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { batchBytes, nameBytes } from './batch-bytes.ts';
+import { batchBytes, nameBytes, pointsWithin } from './batch-bytes.ts';
 import { batchKey, PointBatcher, pointBatchOf, type ColumnBatch } from './batcher.ts';
 
 const partitionOf = (name: string) => Number(name.split('.')[0]);
@@ -64,6 +64,23 @@ describe('the point batcher', () => {
     const back = batches.flatMap((b) => b.timestamps.map((ts, i) => [b.names[b.names.length === 1 ? 0 : b.nameIndex[i]!]!, ts] as [string, number]));
     for (const partition of ['0', '1'])
       expect(back.filter(([name]) => name.startsWith(partition))).toEqual(points.filter(([name]) => name.startsWith(partition)));
+  });
+
+  it('fills a batch to exactly the points its bytes allow, for one metric and for two taking turns', () => {
+    const BYTES = 65_536;
+    const one = feed(
+      new PointBatcher({ points: 100_000, bytes: BYTES }, Number.MAX_SAFE_INTEGER),
+      Array.from({ length: 10_000 }, (_, t) => ['a', t] as [string, number]),
+    );
+    const full = pointsWithin(BYTES, nameBytes('a'), 1, 0);
+    expect(one.slice(0, -1).map((b) => b.timestamps.length)).toEqual(Array.from({ length: Math.floor(10_000 / full) }, () => full));
+    const turns = feed(
+      new PointBatcher({ points: 100_000, bytes: BYTES }, Number.MAX_SAFE_INTEGER, () => 0),
+      Array.from({ length: 10_000 }, (_, t) => [t % 2 === 0 ? 'a' : 'b', t] as [string, number]),
+    );
+    // The first batch holds one point of 'a' alone, then both names: its room is worked out again when 'b' joins.
+    const both = pointsWithin(BYTES, nameBytes('a') + nameBytes('b'), 2, 0);
+    expect(turns.slice(0, -1).map((b) => b.timestamps.length)).toEqual(Array.from({ length: Math.floor(10_000 / both) }, () => both));
   });
 
   it('writes a batch of one metric by its name alone, and one of several with their indexes', () => {

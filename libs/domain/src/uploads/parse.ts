@@ -119,7 +119,7 @@ class UploadParser {
       this.reader =
         layout === 'ndjson'
           ? new NdjsonUpload(this.out, this.names, this.maxLineLength)
-          : new JsonDocumentUpload(this.out, this.names, layout, this.maxJsonDocumentLength);
+          : new JsonDocumentUpload(this.out, this.names, layout, this.maxJsonDocumentLength, detection.document);
     }
     this.reader.feed(head);
   }

@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { MAX_JSON_NESTING, parseUploadBatches, type ParseUploadOptions, type UploadItem, type UploadLayout } from './parse.ts';
 import { formatTimestamp } from '../points/timestamp.ts';
 
@@ -332,6 +332,17 @@ describe('parseUploadBatches: JSON layouts', () => {
   it('json-body: a one-line body is a body, not NDJSON', async () => {
     const text = '{"metric_name":"cpu","values":[{"timestamp":"2024-01-01T00:00:00Z","value":1}]}\n';
     expect(await collect(text)).toEqual([layout('json-body'), point(1, 'cpu', T0, 1)]);
+  });
+
+  it('json-body: a body that is one line is parsed once, its layout told from the same parse', async () => {
+    const text = '  {"metric_name":"cpu","values":[{"timestamp":"2024-01-01T00:00:00Z","value":1},{"timestamp":"x","value":2}]}';
+    const parse = vi.spyOn(JSON, 'parse');
+    try {
+      expect(await collect(text)).toEqual([layout('json-body'), point(1, 'cpu', T0, 1), error(2, 'timestamp', `${TS_FORMAT}; got "x"`)]);
+      expect(parse).toHaveBeenCalledTimes(1);
+    } finally {
+      parse.mockRestore();
+    }
   });
 
   it('ndjson: one object per line, row = physical line, optional per-line metric name', async () => {

@@ -8,20 +8,28 @@ export type Detection =
   /** More text is needed. */
   | { readonly kind: 'wait' }
   | { readonly kind: 'refused'; readonly reason: string }
-  /** The layout, and the text held so far, which its reader reads first. */
-  | { readonly kind: 'layout'; readonly layout: DetectedLayout; readonly head: string };
+  /**
+   * The layout, and the text held so far, which its reader reads first. `document`: the JSON
+   * value of the whole upload, when the upload was one line that had to be parsed to tell its
+   * layout (a json-body sent on one line, as most are): its reader need not parse it again.
+   */
+  | { readonly kind: 'layout'; readonly layout: DetectedLayout; readonly head: string; readonly document?: unknown };
 
 const WAIT: Detection = { kind: 'wait' };
 
-/** A first line that is a whole {timestamp, value} object (not a body with values) starts NDJSON. */
-function isNdjsonLine(line: string): boolean {
+/** What parseLine answers for a line that is not JSON. */
+const NOT_JSON = Symbol('not JSON');
+
+function parseLine(line: string): unknown {
   try {
-    const o: unknown = JSON.parse(line);
-    return isObject(o) && has(o, 'timestamp') && has(o, 'value') && !has(o, 'values');
+    return JSON.parse(line);
   } catch {
-    return false;
+    return NOT_JSON;
   }
 }
+
+/** A first line that is a whole {timestamp, value} object (not a body with values) starts NDJSON. */
+const isNdjsonItem = (o: unknown): boolean => isObject(o) && has(o, 'timestamp') && has(o, 'value') && !has(o, 'values');
 
 /**
  * Tells the layout from the content, after leading whitespace (a UTF-8 BOM is gone already):
@@ -66,7 +74,13 @@ export class LayoutDetector {
         this.scan = head.length;
         return WAIT;
       }
-      layout = !lineTooLong && isNdjsonLine(head.slice(this.firstAt, nl < 0 ? head.length : nl)) ? 'ndjson' : 'json-body';
+      const parsed = lineTooLong ? NOT_JSON : parseLine(head.slice(this.firstAt, nl < 0 ? head.length : nl));
+      layout = isNdjsonItem(parsed) ? 'ndjson' : 'json-body';
+      // The upload was this one line: its value is the document's.
+      if (layout === 'json-body' && nl < 0 && atEnd && parsed !== NOT_JSON) {
+        this.head = '';
+        return { kind: 'layout', layout, head, document: parsed };
+      }
     }
     this.head = '';
     return { kind: 'layout', layout, head };

@@ -8,6 +8,7 @@ import type { UploadOutput } from './output.ts';
 import { messageOf, snippet, withText } from './text.ts';
 
 const NO_HOLDERS: ReadonlySet<object> = new Set();
+const NOT_PARSED = Symbol('not parsed');
 
 /**
  * The json-array ([{timestamp, value}, ...]) and json-body ({metric_name?, values: [...]})
@@ -23,11 +24,15 @@ export class JsonDocumentUpload implements LayoutReader {
   private readonly nesting = new JsonNestingMeter(MAX_JSON_NESTING);
   private parts: string[] = [];
   private length = 0;
+  /** The document's value when the layout's detection parsed the whole upload already (NOT_PARSED: parsed at the end). */
+  private readonly document: unknown;
 
-  constructor(out: UploadOutput, names: MetricNames, layout: 'json-array' | 'json-body', maxLength: number) {
+  /** `document`: the JSON value of the whole upload, when it is known already (LayoutDetector's). */
+  constructor(out: UploadOutput, names: MetricNames, layout: 'json-array' | 'json-body', maxLength: number, document: unknown = NOT_PARSED) {
     this.out = out;
     this.names = names;
     this.layout = layout;
+    this.document = document;
     this.maxLength = maxLength;
   }
 
@@ -58,9 +63,9 @@ export class JsonDocumentUpload implements LayoutReader {
 
   private parseDocument(text: string): void {
     const out = this.out;
-    let doc: unknown;
+    let doc: unknown = this.document;
     try {
-      doc = JSON.parse(text);
+      if (doc === NOT_PARSED) doc = JSON.parse(text);
     } catch (e) {
       out.error(0, 'row', `invalid JSON: ${messageOf(e)}`);
       return;
