@@ -260,10 +260,21 @@ export class KafkaEventLog implements LogRanges {
     return { mismatches: await ensureTopics(this.admin, specs), brokers: (await this.admin.describeCluster()).brokers.length };
   }
 
-  /** Readiness probe: the cluster answers a metadata request within the timeout. */
-  async ping(timeoutMs: number): Promise<void> {
+  /**
+   * Readiness probe: the cluster answers a metadata request for `topic` within the timeout (an
+   * answer that the topic does not exist yet is an answer). One topic, not describeCluster:
+   * kafkajs asks for that with an empty topic list, which the protocol reads as every topic, so
+   * each probe parsed the metadata of every partition the brokers hold, whoever's it is.
+   */
+  async ping(topic: string, timeoutMs: number): Promise<void> {
     await this.connectAdmin();
-    await withTimeout(this.admin.describeCluster(), timeoutMs, 'kafka');
+    const answered = this.admin.fetchTopicMetadata({ topics: [topic] }).then(
+      () => undefined,
+      (error: unknown) => {
+        if ((error as { type?: unknown }).type !== 'UNKNOWN_TOPIC_OR_PARTITION') throw error;
+      },
+    );
+    await withTimeout(answered, timeoutMs, 'kafka');
   }
 
   async close(): Promise<void> {

@@ -81,7 +81,7 @@ export function createPlatform(adapters: Adapters, options: PlatformOptions, log
   };
   return {
     probes: [
-      { name: 'kafka', check: () => log.ping(options.readyTimeoutMs) },
+      { name: 'kafka', check: () => log.ping(topics.tasks, options.readyTimeoutMs) },
       // With replicas, up while any one answers: reads fail over to it (download/http.ts).
       {
         name: 'clickhouse',
