@@ -27,7 +27,7 @@ export const EVERY_PERIOD = Number.MIN_SAFE_INTEGER;
 export const MAX_MARKED_PERIODS = 366;
 
 /** A bucket's period, as ClickHouse's intDiv gives it (towards zero). */
-export const periodOf = (bucket: number): number => Math.trunc(bucket / MARK_PERIOD_MS);
+export const periodOf = (bucket: number): number => Math.trunc(bucket / MARK_PERIOD_MS) || 0; // no -0
 
 /**
  * `inner` (a subquery with metric_name and bucket columns, among `columns`) with a column `m`, the
