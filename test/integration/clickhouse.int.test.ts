@@ -18,7 +18,8 @@ describe('ClickHouse adapter against a real server', () => {
     const marks = readMigrations().filter((m) => m.name === 'rollup_marks' || m.name === 'rollup_mark_counts');
     expect(marks.map((m) => m.version)).toEqual([12, 13]);
     await client.command({
-      query: "INSERT INTO points_1h_sealed (metric_name, bucket, rows, points, min_value, max_value, sum_value, last_value, marks) VALUES ('m', 0, 1, 1, 0, 0, 0, 0, 0)",
+      query:
+        "INSERT INTO points_1h_sealed (metric_name, bucket, rows, points, min_value, max_value, sum_value, last_value, marks) VALUES ('m', 0, 1, 1, 0, 0, 0, 0, 0)",
     });
     // Not recorded as done: the statements run again, their columns already there, the counts' table too.
     expect(
@@ -39,7 +40,10 @@ describe('ClickHouse adapter against a real server', () => {
     ]);
     // 013 leaves the counted marks, no marks of 012, and no seal of before it (they held 012's numbers).
     const tables = await (
-      await client.query({ query: "SELECT name, engine FROM system.tables WHERE database = currentDatabase() AND name LIKE 'rollup_mark%'", format: 'JSONEachRow' })
+      await client.query({
+        query: "SELECT name, engine FROM system.tables WHERE database = currentDatabase() AND name LIKE 'rollup_mark%'",
+        format: 'JSONEachRow',
+      })
     ).json<Record<string, unknown>>();
     expect(tables).toEqual([{ name: 'rollup_mark_counts', engine: 'SummingMergeTree' }]);
     const seals = await (await client.query({ query: 'SELECT count() AS n FROM points_1h_sealed', format: 'JSONEachRow' })).json<{ n: string }>();

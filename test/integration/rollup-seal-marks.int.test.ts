@@ -155,8 +155,10 @@ describe('marks stay one row per metric and day, however many deletions', () => 
   const { conn, client } = scratchDatabase();
   const sink = createPointsSink(client, 'points', { sealsTable: 'points_seals' });
   const rows = async <T>(query: string) => (await client.query({ query, format: 'JSONEachRow' })).json<T>();
-  const pass = async () => (await createSealPass(conn, { maxBuckets: 10_000, now: () => D0 + 10 * MARK_PERIOD_MS }).run()).map((s) => [s.resolution, s.buckets]);
-  const marksOfM = () => rows<{ period: string; n: string }>(`SELECT toString(period) AS period, toString(n) AS n FROM ${MARKS} WHERE metric_name = '${M}' ORDER BY period`);
+  const pass = async () =>
+    (await createSealPass(conn, { maxBuckets: 10_000, now: () => D0 + 10 * MARK_PERIOD_MS }).run()).map((s) => [s.resolution, s.buckets]);
+  const marksOfM = () =>
+    rows<{ period: string; n: string }>(`SELECT toString(period) AS period, toString(n) AS n FROM ${MARKS} WHERE metric_name = '${M}' ORDER BY period`);
   const everyBucketRight = async () => {
     for (const resolution of ['1h', '1m'] as const) {
       const page = await readRollupPage(conn, { resolution, metricNames: [M], fromMs: D0, toMs: D0 + 3 * MARK_PERIOD_MS - 1, after: null, maxRows: 10_000 });

@@ -74,12 +74,9 @@ export function checkedBucketsSql(resolution: Resolution, first: number, last: n
 export function sealTotalsSql(resolution: Resolution, closedBefore: number): string {
   const before = `bucket < ${int(closedBefore)}`;
   const counted = `SELECT metric_name, countMerge(rows) AS counted FROM ${ROLLUPS[resolution].table} WHERE ${before} GROUP BY metric_name`;
-  const seals = withMarks(
-    `SELECT metric_name, bucket, rows, marks FROM ${SEALED[resolution]} WHERE ${before}`,
-    'metric_name, bucket, rows, marks',
-    '1',
-    { end: closedBefore },
-  );
+  const seals = withMarks(`SELECT metric_name, bucket, rows, marks FROM ${SEALED[resolution]} WHERE ${before}`, 'metric_name, bucket, rows, marks', '1', {
+    end: closedBefore,
+  });
   const sealed =
     `SELECT metric_name, sum(top) AS sealed FROM (SELECT metric_name, bucket, max(rows) AS top FROM (${seals}) WHERE marks = m ` +
     'GROUP BY metric_name, bucket) GROUP BY metric_name';
