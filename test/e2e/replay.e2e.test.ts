@@ -276,7 +276,7 @@ describe('rebuilding the points projection', () => {
     await api.platform.clickhouse.command({
       query:
         // At the buckets' marks too: an earlier test's swap marked every metric (no deletion marked these).
-        "INSERT INTO points_1h_sealed (metric_name, bucket, rows, points, min_value, max_value, sum_value, last_value, marks) SELECT metric_name, bucket, countMerge(rows) AS n, n, -1, -1, -1, -1, (SELECT count() FROM rollup_marks WHERE metric_name = '') FROM points_1h GROUP BY metric_name, bucket",
+        "INSERT INTO points_1h_sealed (metric_name, bucket, rows, points, min_value, max_value, sum_value, last_value, marks) SELECT metric_name, bucket, countMerge(rows) AS n, n, -1, -1, -1, -1, (SELECT sum(n) FROM rollup_mark_counts WHERE metric_name = '') FROM points_1h GROUP BY metric_name, bucket",
     });
     const hoursOf = async () => {
       const res = await call(`${api.url}/api/v1/metrics/download?metrics=rp.m0&resolution=1h&format=json&max_rows=100000`, admin);

@@ -14,16 +14,20 @@ describe('ClickHouse adapter against a real server', () => {
     expect(Number(rows[0]!.n)).toBe(first.length);
   });
 
-  it('a migration adding a column runs again over the column it added (two processes migrating at once), on this server', async () => {
-    const marks = readMigrations().filter((m) => m.name === 'rollup_marks');
-    expect(marks.map((m) => m.version)).toEqual([12]);
-    // Not recorded as done: the statements run again, their columns already there.
+  it('the marks migrations run again over what they did (two processes migrating at once), on this server', async () => {
+    const marks = readMigrations().filter((m) => m.name === 'rollup_marks' || m.name === 'rollup_mark_counts');
+    expect(marks.map((m) => m.version)).toEqual([12, 13]);
+    await client.command({
+      query:
+        "INSERT INTO points_1h_sealed (metric_name, bucket, rows, points, min_value, max_value, sum_value, last_value, marks) VALUES ('m', 0, 1, 1, 0, 0, 0, 0, 0)",
+    });
+    // Not recorded as done: the statements run again, their columns already there, the counts' table too.
     expect(
       await migrate(
         client,
-        marks.map((m) => ({ ...m, version: 1012 })),
+        marks.map((m) => ({ ...m, version: 1000 + m.version })),
       ),
-    ).toEqual([1012]);
+    ).toEqual([1012, 1013]);
     const columns = await (
       await client.query({
         query: "SELECT table, type FROM system.columns WHERE database = currentDatabase() AND name = 'marks' ORDER BY table",
@@ -34,6 +38,16 @@ describe('ClickHouse adapter against a real server', () => {
       { table: 'points_1h_sealed', type: 'UInt64' },
       { table: 'points_1m_sealed', type: 'UInt64' },
     ]);
+    // 013 leaves the counted marks, no marks of 012, and no seal of before it (they held 012's numbers).
+    const tables = await (
+      await client.query({
+        query: "SELECT name, engine FROM system.tables WHERE database = currentDatabase() AND name LIKE 'rollup_mark%'",
+        format: 'JSONEachRow',
+      })
+    ).json<Record<string, unknown>>();
+    expect(tables).toEqual([{ name: 'rollup_mark_counts', engine: 'SummingMergeTree' }]);
+    const seals = await (await client.query({ query: 'SELECT count() AS n FROM points_1h_sealed', format: 'JSONEachRow' })).json<{ n: string }>();
+    expect(seals).toEqual([{ n: '0' }]);
   });
 
   it('inserts points and selects them back', async () => {

@@ -176,8 +176,10 @@ describe('replay on an Atomic database (chDB front)', () => {
     expect(result.verification?.ok).toBe(true);
     expect(result.swap).toMatchObject({ generation: 2, retired: 1, nudged: false });
     expect(await rowsOf('SELECT toString(count()) AS n FROM points_1h_sealed')).toEqual([{ n: '0' }]);
-    // and marks every metric (migration 012) first, so a seal pass under way writes only void seals.
-    expect(await rowsOf("SELECT metric_name, cause FROM rollup_marks WHERE metric_name = ''")).toEqual([{ metric_name: '', cause: 'swap:2' }]);
+    // and marks every metric (migration 013's counts) first, so a seal pass under way writes only void seals.
+    expect(
+      await rowsOf("SELECT metric_name, toString(sum(n)) AS n, any(cause) AS cause FROM rollup_mark_counts WHERE metric_name = '' GROUP BY metric_name"),
+    ).toEqual([{ metric_name: '', n: '1', cause: 'swap:2' }]);
     const generations = await listGenerations(platform.clickhouse);
     expect(generations.map((g) => [g.generation, g.state, g.table, g.rows])).toEqual([
       [1, 'retired', 'points_g1', 500],

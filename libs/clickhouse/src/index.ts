@@ -67,8 +67,8 @@ export { readSamples, samplesSql, streamSamples, type SamplesRequest, type Serie
 export { catalogFirsts, countOlder } from './points/retention.ts';
 export { readSeriesBuckets, resolutionOf, type SeriesBucketsRequest } from './rollups/series-buckets.ts';
 export { checkChunk, createSealPass, sealCandidates, writeSeals, type CheckedChunk, type SealPassOptions, type SealPassStats } from './rollups/seal-pass.ts';
-export { MARKS } from './rollups/marks-sql.ts';
-export { voidEverySeal } from './rollups/marks.ts';
+export { EVERY_PERIOD, MARK_PERIOD_MS, MARKS } from './rollups/marks-sql.ts';
+export { markDeletion, voidEverySeal } from './rollups/marks.ts';
 export { SEALED } from './rollups/sealed-sql.ts';
 export { readRollupPage, parseRollupRows, type RollupPage, type RollupRequest, type RollupRow } from './rollups/read.ts';
 export { bucketRange, dedupedBucketsSql, rollupPageSql, rollupStatesSql, ROLLUPS, type Resolution, type RollupCursor } from './rollups/sql.ts';

@@ -122,6 +122,18 @@ describe('migration statements on a cluster (replicated tables)', () => {
     );
   });
 
+  it("the marks' counts (migration 013) become a ReplicatedSummingMergeTree summing n; its truncations and drop run as they are", () => {
+    const [counts, ...rest] = readMigrations().find((m) => m.name === 'rollup_mark_counts')!.statements;
+    expect(statementsFor(counts!, ch18, cluster)[0]).toMatch(
+      /ENGINE = ReplicatedSummingMergeTree\('\/clickhouse\/tables\/\{shard\}\/meridian\/rollup_mark_counts', '\{replica\}', n\)\s+ORDER BY \(metric_name, period\)$/,
+    );
+    expect(rest.flatMap((s) => statementsFor(s, ch18, cluster))).toEqual([
+      'TRUNCATE TABLE IF EXISTS points_1m_sealed',
+      'TRUNCATE TABLE IF EXISTS points_1h_sealed',
+      'DROP TABLE IF EXISTS rollup_marks',
+    ]);
+  });
+
   it('an engine already replicated, a statement that creates nothing, and the non-replicated deduplication window are left alone or out', () => {
     const done = "CREATE TABLE IF NOT EXISTS t (x UInt8) ENGINE = ReplicatedMergeTree('/p/t', '{replica}') ORDER BY x";
     expect(replicated(done, cluster)).toBe(done);

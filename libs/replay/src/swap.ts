@@ -153,7 +153,7 @@ export async function swapIn(input: SwapInput): Promise<SwapResult> {
   const frozenMs = frozenAt === null ? 0 : performance.now() - frozenAt;
   for (const statement of sql.afterSwap(m, n)) await client.command({ query: statement });
   // Sealed buckets (migration 011) speak of the old generation's rollups: a mark of every metric
-  // voids them, those of a pass under way too (migration 012), and the seal pass seals N's anew.
+  // voids them, those of a pass under way too (migration 013), and the seal pass seals N's anew.
   await voidEverySeal(client, caps, `swap:${n}`);
   await record(client, m, 'retired', { table: pointsTable(m), catalog: catalogTable(m), by: n });
   await record(client, n, 'live', { positions: Object.fromEntries(positions), frozen_ms: Math.round(frozenMs), nudged });

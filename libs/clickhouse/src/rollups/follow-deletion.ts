@@ -12,7 +12,7 @@ import {
   storageOf,
   untilDone,
 } from '../points/delete-rows.ts';
-import { markDeletion } from './marks.ts';
+import { markDeletion, markedBucketsWhere } from './marks.ts';
 import { SEALED } from './sealed-sql.ts';
 import { bucketRange, ROLLUPS, rollupStatesSql, type Resolution } from './sql.ts';
 
@@ -66,19 +66,27 @@ export const liveRollups = (rollups: Readonly<Record<Resolution, string>>): bool
   (Object.entries(rollups) as [Resolution, string][]).every(([resolution, table]) => table === ROLLUPS[resolution].table);
 
 /**
- * Once a deletion has rewritten the live rollups' buckets: marks its range (marks.ts), which voids
- * every seal of those buckets a pass read before, whenever it writes it; then removes the sealed
- * rows of those buckets, which only frees them (a void seal is never read, and one a pass under way
- * writes after this is void all the same).
+ * Once a deletion has rewritten the live rollups' buckets: marks its range's days (marks.ts), which
+ * voids every seal of those days a pass read before, whenever it writes it; then removes the sealed
+ * rows of those days, which only frees them (a void seal is never read, and one a pass under way
+ * writes after this is void all the same; a true one removed is sealed again by the next pass).
+ *
+ * The mark comes after the rewrite (the caller's order) and only then: a pass reads a bucket's
+ * marks before its count and its points, so one that saw this mark reads the rewritten bucket,
+ * and one that did not holds fewer marks than the bucket has from now on. A mark written before
+ * the rewrite as well would add nothing: a pass reading between it and the rewrite is voided by
+ * the mark after it all the same, and without that one such a pass would seal the old bucket
+ * trusted. A crash between the rewrite and the mark leaves the task unfinished: it is applied
+ * again, rewrite and mark.
  */
 export async function markRewrittenBuckets(client: ClickHouseClient, d: RollupDeletion, caps: Capabilities, cause: string): Promise<void> {
   await markDeletion(client, caps, { metrics: d.metrics, fromMs: d.fromMs, toMs: d.toMs, cause }, deletionWriteId(d.points));
-  for (const resolution of Object.keys(ROLLUPS) as Resolution[]) await unsealBuckets(client, resolution, d, caps);
+  for (const resolution of Object.keys(ROLLUPS) as Resolution[]) await unsealDays(client, resolution, d, caps);
 }
 
-async function unsealBuckets(client: ClickHouseClient, resolution: Resolution, d: RollupDeletion, caps: Capabilities): Promise<void> {
+async function unsealDays(client: ClickHouseClient, resolution: Resolution, d: RollupDeletion, caps: Capabilities): Promise<void> {
   const sealed = SEALED[resolution];
-  const where = bucketsWhere(resolution, d, 'bucket');
+  const where = `${namesIn(d.metrics)} AND ${markedBucketsWhere(d.fromMs, d.toMs)}`;
   // On 18.16 a mutation rewrites every part: none when no seal is there.
   if ((await countWhere(client, sealed, where)) === 0) return;
   await deleteRows(client, sealed, where, caps);

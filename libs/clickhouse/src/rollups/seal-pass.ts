@@ -103,7 +103,7 @@ export async function writeSeals(
  * sealed at their count (one query over the rollup's and the sealed table's counts), and, from
  * the metric after the one the last pass ended on, their unsealed buckets, at most maxBuckets in
  * all, sealed. A bucket sealed at a count and marks stays answered from its sealed row until an
- * insert raises the count or a deletion's mark (migration 012) covers it.
+ * insert raises the count or a deletion's mark (migration 013) counts in its day.
  *
  * `run(signal)`: an abort (the worker stopping) ends the pass at once, and its statements still
  * running on the server are killed (an INSERT … SELECT goes on after its client has gone). What it

@@ -5,8 +5,8 @@ import { dedupedBucketsSelect, ROLLUPS, type Resolution, type RollupCursor } fro
 
 /**
  * The sealed buckets of migration 011: per (metric, bucket) the aggregates of its deduplicated
- * points, with `rows`, the rollup's count when they were computed, and `marks` (migration 012), the
- * bucket's marks the pass read before that count. A sealed row answers its bucket while the
+ * points, with `rows`, the rollup's count when they were computed, and `marks` (migrations 012, 013),
+ * the bucket's marks the pass read before that count. A sealed row answers its bucket while the
  * rollup's count still equals its `rows` and the bucket's marks still number its `marks`. SQL from constant text and checked integers;
  * names travel as external tables.
  */
@@ -37,7 +37,7 @@ export function sealedPageSql(resolution: Resolution, first: number, last: numbe
   const rollup =
     `SELECT metric_name, bucket, countMerge(rows) AS n, ${AGGREGATES} FROM ${ROLLUPS[resolution].table} WHERE ${where} ` +
     `GROUP BY metric_name, bucket ORDER BY metric_name, bucket LIMIT ${int(limit)}`;
-  const marked = withMarks(resolution, rollup, 'metric_name, bucket, n, lo, hi, total, last', 'metric_name IN (SELECT name FROM names)', {
+  const marked = withMarks(rollup, 'metric_name, bucket, n, lo, hi, total, last', 'metric_name IN (SELECT name FROM names)', {
     first,
     end: last + ROLLUPS[resolution].stepMs,
   });
@@ -74,13 +74,9 @@ export function checkedBucketsSql(resolution: Resolution, first: number, last: n
 export function sealTotalsSql(resolution: Resolution, closedBefore: number): string {
   const before = `bucket < ${int(closedBefore)}`;
   const counted = `SELECT metric_name, countMerge(rows) AS counted FROM ${ROLLUPS[resolution].table} WHERE ${before} GROUP BY metric_name`;
-  const seals = withMarks(
-    resolution,
-    `SELECT metric_name, bucket, rows, marks FROM ${SEALED[resolution]} WHERE ${before}`,
-    'metric_name, bucket, rows, marks',
-    '1',
-    { end: closedBefore },
-  );
+  const seals = withMarks(`SELECT metric_name, bucket, rows, marks FROM ${SEALED[resolution]} WHERE ${before}`, 'metric_name, bucket, rows, marks', '1', {
+    end: closedBefore,
+  });
   const sealed =
     `SELECT metric_name, sum(top) AS sealed FROM (SELECT metric_name, bucket, max(rows) AS top FROM (${seals}) WHERE marks = m ` +
     'GROUP BY metric_name, bucket) GROUP BY metric_name';
@@ -96,7 +92,7 @@ export function sealTotalsSql(resolution: Resolution, closedBefore: number): str
 export function sealCandidatesSql(resolution: Resolution, closedBefore: number, limit: number): string {
   const where = `metric_name IN (SELECT name FROM names) AND bucket < ${int(closedBefore)}`;
   const counted = `SELECT metric_name, bucket, countMerge(rows) AS n FROM ${ROLLUPS[resolution].table} WHERE ${where} GROUP BY metric_name, bucket`;
-  const marked = withMarks(resolution, counted, 'metric_name, bucket, n', 'metric_name IN (SELECT name FROM names)', { end: closedBefore });
+  const marked = withMarks(counted, 'metric_name, bucket, n', 'metric_name IN (SELECT name FROM names)', { end: closedBefore });
   const sealed = `SELECT metric_name, bucket, rows AS n, marks AS m, 1 AS sealed FROM ${SEALED[resolution]} WHERE ${where}`;
   return (
     `SELECT metric_name, bucket, n, m FROM (${marked}) AS r ANY LEFT JOIN (${sealed}) AS s USING (metric_name, bucket, n, m) ` +

@@ -10,9 +10,13 @@ describe('sealed rollup SQL', () => {
     expect(sql).toContain('FROM points_1h WHERE');
     expect(sql).toContain('FROM points_1h_sealed WHERE');
     expect(sql).toContain('USING (metric_name, bucket, n, m)');
-    // The marks of the page's metrics only, counted per bucket after the page's LIMIT.
-    expect(sql).toContain("FROM rollup_marks WHERE metric_name != '' AND metric_name IN (SELECT name FROM names)");
-    expect(sql).toMatch(/LIMIT 11\) AS b ANY LEFT JOIN \(SELECT metric_name, groupArray\(from_ms\)/);
+    // The counted marks of the page's metrics and days only (a row per metric and day), joined after the page's LIMIT.
+    expect(sql).toContain(
+      "FROM rollup_mark_counts WHERE metric_name != '' AND metric_name IN (SELECT name FROM names) AND period >= 0 AND period <= 0 GROUP BY metric_name, period",
+    );
+    expect(sql).toMatch(/LIMIT 11\)\) AS b ANY LEFT JOIN \(SELECT metric_name, period, sum\(n\) AS in_day/);
+    expect(sql).toContain('USING (metric_name, period)');
+    expect(sql).not.toContain('groupArray');
   });
 
   it('a pass looks at closed buckets only, at most its bound', () => {
