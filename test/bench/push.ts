@@ -9,6 +9,7 @@ import {
   cpuSplit,
   dropBenchScope,
   fmt,
+  givenSettings,
   ingestNodeOf,
   percentile,
   postStream,
@@ -44,7 +45,8 @@ import { startVictoriaMetrics, type VictoriaMetrics } from './victoria-metrics.t
  *                               so the CPU is the writes' alone (a read-back of a remote write body reads the whole catalog)
  *   BENCH_SYSTEMS=meridian,victoria-metrics
  *   BENCH_MERIDIAN_ROOTS=.      the checkouts whose api and ingest run as Meridian, each a system of the table
- *                               (`../before,.` measures a change side by side with what it changes, in one run)
+ *                               (`../before,.` measures a change side by side with what it changes, in one run; each
+ *                               checkout's apps take that checkout's defaults, so a changed default is measured too)
  * The api's per-user caps are its settings' defaults (MERIDIAN_* in the environment override
  * them) but for rate limiting, off unless MERIDIAN_RATE_LIMIT_PER_SECOND is set: the bench's own
  * task and download reads would count against it. The caps in force are printed.
@@ -211,10 +213,13 @@ async function getJson<T>(url: string, key: string): Promise<{ status: number; b
 
 /** Meridian from a checkout (this one: '.'), named after it when it is another. */
 async function meridianSystem(checkout: string): Promise<{ system: System; caps: string; stop(): Promise<void> }> {
-  const { settings, base } = await benchApi({ MERIDIAN_RATE_LIMIT_PER_SECOND: process.env.MERIDIAN_RATE_LIMIT_PER_SECOND ?? '0' });
+  const extra = { MERIDIAN_RATE_LIMIT_PER_SECOND: process.env.MERIDIAN_RATE_LIMIT_PER_SECOND ?? '0' };
+  const { settings, base } = await benchApi(extra);
   const root = `${resolve(repoRoot, checkout)}/`;
-  const api = startProcess('apps/api/src/main.ts', settings, {}, root, undefined, await apiNodeOf(root));
-  const ingest = startProcess('apps/ingest/src/main.ts', settings, {}, root, undefined, await ingestNodeOf(root));
+  // Each checkout's apps with its own defaults for what neither the bench nor the environment sets.
+  const own = givenSettings(settings, [...Object.keys(extra), 'MERIDIAN_API_PORT']);
+  const api = startProcess('apps/api/src/main.ts', own, {}, root, undefined, await apiNodeOf(root));
+  const ingest = startProcess('apps/ingest/src/main.ts', own, {}, root, undefined, await ingestNodeOf(root));
   const stop = async () => {
     await Promise.all([api.stop(), ingest.stop()]);
     await dropBenchScope(settings);
@@ -737,7 +742,7 @@ async function main(): Promise<void> {
         `ack: request sent → its 2xx, including waits after a 429 or 503. freshness: ack → the body's points read back (Meridian: its task long-polled until it ended, then a download of its points; VictoriaMetrics: /api/v1/export), on ${SAMPLES} pushes or so per case (at most one in four; the p99 of fewer than 100 is about the largest), polled every ${POLL_MS} ms, then less often as a wait grows.`,
         "CPU: utime+stime from /proc over the same span, the bench's own reads included (their count per case is in the lines above the table; \"the bench's reads ≥\" is what sending them once more after the case cost, a floor); Kafka, ClickHouse and MinIO are the local stack's processes, found by the ports of their endpoints (other work on a shared stack counts too).",
         "bytes: growth of the bench's own topics' log dirs, its database's active ClickHouse parts and its MinIO bucket, against VictoriaMetrics' data dir after a forced flush.",
-        `Meridian's caps in force: ${caps || '(Meridian not run)'}.`,
+        `Meridian's caps in force: ${caps || '(Meridian not run)'}${MERIDIAN_ROOTS.length > 1 ? " (this checkout's; each checkout's apps take their own defaults for what neither the bench nor the environment sets)" : ''}.`,
       ].join('\n'),
     );
   } finally {
