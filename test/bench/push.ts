@@ -174,8 +174,8 @@ type System = {
   encode(body: readonly Series[], protocol: Protocol): Encoded;
   /** One request carrying an encoded body, as `producer`. */
   push(producer: number, bytes: Buffer): Promise<Answer>;
-  /** Resolves once the body's points can be read back (its push answered `answer`). */
-  readable(producer: number, body: readonly Series[], answer: Answer): Promise<void>;
+  /** Resolves once the body's points can be read back (its push answered `answer`); `ended` is told when its task ended, where it has one. */
+  readable(producer: number, body: readonly Series[], answer: Answer, ended?: () => void): Promise<void>;
   /** Resolves once every point of the case's run `seq` can be read back. */
   drained(producers: number, seq: number, points: number, lastTs: number): Promise<void>;
   /** Throws if a push was taken but then refused (checked after the case, untimed). */
@@ -299,13 +299,14 @@ async function meridianSystem(checkout: string): Promise<{ system: System; caps:
         },
         Readable.from([bytes]),
       ),
-    async readable(producer, body, answer) {
+    async readable(producer, body, answer, ended) {
       // The task first, when the answer names one (answered the moment it ends), then the points themselves.
       const taskId = (JSON.parse(answer.text || '{}') as { task_id?: string }).task_id;
       for (let status = ''; taskId !== undefined && status !== 'succeeded';) {
         status = (await getJson<{ status: string }>(`${base}/api/v1/tasks/${taskId}?wait=30`, keys[producer]!)).body.status;
         if (status === 'failed') throw new Error(`task ${taskId} failed`);
       }
+      if (taskId !== undefined) ended?.();
       const expected = pointsOf(body);
       await waitUntil('a push to be downloadable', async () => ((await downloaded(producer, body)) >= expected ? true : undefined), 600_000, poll);
     },
@@ -424,6 +425,13 @@ function victoriaMetricsSystem(vm: VictoriaMetrics): System {
   };
 }
 
+/** Freshness split where a system's pushes have tasks: ack → task ended, and → points read back, p50/p99. */
+function freshnessLine(f: Figures): string {
+  if (f.taskEnded.length === 0) return '';
+  const p = (xs: number[]) => `${Math.round(percentile(xs, 50))}/${Math.round(percentile(xs, 99))}`;
+  return ` freshness p50/p99 ms: task ended ${p(f.taskEnded)}, read back ${p(f.freshness)},`;
+}
+
 type Figures = {
   readonly points: number;
   /** First request → last ack, and → every point readable. */
@@ -431,6 +439,8 @@ type Figures = {
   readonly ms: number;
   readonly acks: number[];
   readonly freshness: number[];
+  /** Of the freshness samples with a task: ack → the task read as ended. */
+  readonly taskEnded: number[];
   readonly refused: number;
   readonly cpu: Record<string, number>;
   readonly cpuTotal: number;
@@ -468,6 +478,7 @@ async function runCase(system: System, c: Case, seq: number, bodies: Series[][][
   const readsBefore = reads;
   const acks: number[] = [];
   const freshness: number[] = [];
+  const taskEnded: number[] = [];
   const following: Array<Promise<void>> = [];
   const sampled: Array<() => Promise<void>> = [];
   let failure: unknown;
@@ -491,10 +502,12 @@ async function runCase(system: System, c: Case, seq: number, bodies: Series[][][
       if (every > 0 && (j * c.producers + p) % every === 0) {
         sampled.push(() => system.readable(p, bodies[p]![j]!, answer));
         following.push(
-          system.readable(p, bodies[p]![j]!, answer).then(
-            () => void freshness.push(performance.now() - acked),
-            (error: unknown) => void (failure ??= error),
-          ),
+          system
+            .readable(p, bodies[p]![j]!, answer, () => void taskEnded.push(performance.now() - acked))
+            .then(
+              () => void freshness.push(performance.now() - acked),
+              (error: unknown) => void (failure ??= error),
+            ),
         );
       }
     }
@@ -521,6 +534,7 @@ async function runCase(system: System, c: Case, seq: number, bodies: Series[][][
     ms,
     acks: acks.sort((a, b) => a - b),
     freshness: freshness.sort((a, b) => a - b),
+    taskEnded: taskEnded.sort((a, b) => a - b),
     refused,
     cpu: Object.fromEntries(system.processes.map((proc) => [proc.name, spent.of(proc.name)])),
     cpuTotal: spent.total,
@@ -709,7 +723,7 @@ async function main(): Promise<void> {
           const line =
             typeof figures === 'string'
               ? figures
-              : `${fmt((figures.points * 1000) / figures.ms)} points/s, ${figures.cpuTotal.toFixed(1)} CPU-s, bench client ${figures.clientCpu.toFixed(1)} CPU-s and ${figures.reads} reads,${insertsLine(figures.inserts)} load ${figures.load[0].toFixed(1)} → ${figures.load[1].toFixed(1)}`;
+              : `${fmt((figures.points * 1000) / figures.ms)} points/s, ${figures.cpuTotal.toFixed(1)} CPU-s, bench client ${figures.clientCpu.toFixed(1)} CPU-s and ${figures.reads} reads,${freshnessLine(figures)}${insertsLine(figures.inserts)} load ${figures.load[0].toFixed(1)} → ${figures.load[1].toFixed(1)}`;
           console.error(`bench-push: run ${run + 1} ${c.id} ${system.name}: ${line}`);
         }
       }
