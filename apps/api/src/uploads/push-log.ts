@@ -15,13 +15,6 @@ export type PushLogDeps = {
    * next group goes on another.
    */
   readonly writers: readonly PushWriter[];
-  /**
-   * Transactions under way at most (MERIDIAN_PUSH_WRITERS), fewer than the writers: each new one
-   * goes on the writer idle longest, which has rested through another's transaction since its
-   * own last commit, so the coordinator has completed that commit; and the pushes of many
-   * producers still go in as few transactions as with one writer per transaction. All the writers when absent.
-   */
-  readonly underWay?: number;
   /** Longest a transaction may take; past it the writer is renewed, which ends it (MERIDIAN_KAFKA_ACK_TIMEOUT_MS). */
   readonly deadlineMs: number;
   readonly topics: { readonly points: string; readonly tasks: string };
@@ -54,7 +47,7 @@ type Request = {
 
 /**
  * Writes pushes to the log, each whole or not at all, in transactions shared by the pushes that
- * arrive together (a group commit): while `underWay` transactions are under way the next
+ * arrive together (a group commit): while every writer has a transaction under way the next
  * pushes wait, then go together in the next one that starts. Each push's batches, a seal after them in each points partition they
  * took (the projector announces the push once the rows before its seal are stored), and its
  * MetricsPushed on the tasks topic commit together; a push resolves with the position of its
@@ -66,14 +59,11 @@ export class PushLog {
   private readonly deps: PushLogDeps;
   private readonly queue: Waiting[] = [];
   private readonly idle: PushWriter[];
-  private readonly underWay: number;
-  private running = 0;
 
   constructor(deps: PushLogDeps) {
     if (deps.writers.length === 0) throw new Error('a push log needs at least one writer');
     this.deps = deps;
     this.idle = [...deps.writers];
-    this.underWay = Math.max(1, Math.min(deps.underWay ?? deps.writers.length, deps.writers.length));
   }
 
   append(push: PushToLog): Promise<Position> {
@@ -85,19 +75,18 @@ export class PushLog {
   }
 
   /**
-   * Starts transactions while pushes wait, up to `underWay` at once, each on the writer idle
-   * longest; each takes the pushes waiting when it starts. A transaction that fails or outlasts the deadline leaves its outcome unknown
+   * Starts a transaction on every idle writer while pushes wait; each takes the pushes waiting
+   * when it starts. A transaction that fails or outlasts the deadline leaves its outcome unknown
    * (a commit cut short may land yet): the writer is renewed before the pushes are told, so that
    * by then the transaction has committed or aborted for good, and the log read to its end says
    * which (the caller's part: a push whose task is there was stored).
    */
   private drain(): void {
-    while (this.queue.length > 0 && this.idle.length > 0 && this.running < this.underWay) {
+    while (this.queue.length > 0 && this.idle.length > 0) {
       // The writer idle longest: the broker completes a commit after answering it, and a writer's
       // next transaction begun before that is refused as concurrent and retried after a wait.
       const writer = this.idle.shift()!;
       const group = this.takeGroup();
-      this.running++;
       void this.commitWithin(writer, group, this.deps.writers.indexOf(writer))
         .then(
           (positions) => {
@@ -113,7 +102,6 @@ export class PushLog {
           },
         )
         .finally(() => {
-          this.running--;
           this.idle.push(writer);
           this.drain();
         });

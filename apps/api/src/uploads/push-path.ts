@@ -43,15 +43,13 @@ export type PushPath = {
 export function createPushPath(parts: ApiParts): PushPath {
   const { services, settings, tasks, taskCodec, metrics, partitions } = parts;
   const { logger } = services;
-  // Twice as many writers as transactions under way: each new transaction goes on one whose last commit has completed on the broker.
-  const writers = Array.from({ length: 2 * settings.MERIDIAN_PUSH_WRITERS }, (_, k) => instanceWriter(parts, 'push', k));
+  const writers = Array.from({ length: settings.MERIDIAN_PUSH_WRITERS }, (_, k) => instanceWriter(parts, 'push', k));
   const pointsCodec = createEventCodec<PointsFact>(undefined, {
     writeDeltas: settings.MERIDIAN_POINT_BATCH_DELTAS,
     writePacked: settings.MERIDIAN_POINT_BATCH_PACKED,
   });
   const pushLog = new PushLog({
     writers: writers.map((w) => w.handle),
-    underWay: settings.MERIDIAN_PUSH_WRITERS,
     deadlineMs: settings.MERIDIAN_KAFKA_ACK_TIMEOUT_MS,
     topics: { points: services.topics.points, tasks: services.topics.tasks },
     partitions,
