@@ -25,6 +25,19 @@ export function benchSettings(extra: Record<string, string> = {}): Settings {
   return loadSettings({ ...process.env, MERIDIAN_TOPIC_PREFIX: `${scope}.`, CLICKHOUSE_DATABASE: scope, S3_BUCKET: scope, LOG_LEVEL: 'warn', ...extra });
 }
 
+/** The settings benchSettings sets whatever its caller asks. */
+const BENCH_SET = ['MERIDIAN_TOPIC_PREFIX', 'CLICKHOUSE_DATABASE', 'S3_BUCKET', 'LOG_LEVEL'];
+
+/**
+ * Of a bench's settings, those it or the environment gives (its scope, the `keys` its caller set,
+ * MERIDIAN_* set in the environment): for apps from another checkout, which then take that
+ * checkout's own defaults for the rest, so a changed default is measured beside the one before it.
+ */
+export function givenSettings(settings: Settings, keys: readonly string[]): Settings {
+  const given = new Set([...Object.keys(process.env), ...BENCH_SET, ...keys]);
+  return Object.fromEntries(Object.entries(settings).filter(([k]) => given.has(k))) as Settings;
+}
+
 /** Settings for a bench api on a loopback port free when asked, and the base URL it will answer on. */
 export async function benchApi(extra: Record<string, string> = {}): Promise<{ settings: Settings; base: string }> {
   // A port free now, not a random one: a run died on one another process held.

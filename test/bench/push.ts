@@ -9,6 +9,7 @@ import {
   cpuSplit,
   dropBenchScope,
   fmt,
+  givenSettings,
   ingestNodeOf,
   percentile,
   postStream,
@@ -44,7 +45,8 @@ import { startVictoriaMetrics, type VictoriaMetrics } from './victoria-metrics.t
  *                               so the CPU is the writes' alone (a read-back of a remote write body reads the whole catalog)
  *   BENCH_SYSTEMS=meridian,victoria-metrics
  *   BENCH_MERIDIAN_ROOTS=.      the checkouts whose api and ingest run as Meridian, each a system of the table
- *                               (`../before,.` measures a change side by side with what it changes, in one run)
+ *                               (`../before,.` measures a change side by side with what it changes, in one run; each
+ *                               checkout's apps take that checkout's defaults, so a changed default is measured too)
  * The api's per-user caps are its settings' defaults (MERIDIAN_* in the environment override
  * them) but for rate limiting, off unless MERIDIAN_RATE_LIMIT_PER_SECOND is set: the bench's own
  * task and download reads would count against it. The caps in force are printed.
@@ -172,8 +174,8 @@ type System = {
   encode(body: readonly Series[], protocol: Protocol): Encoded;
   /** One request carrying an encoded body, as `producer`. */
   push(producer: number, bytes: Buffer): Promise<Answer>;
-  /** Resolves once the body's points can be read back (its push answered `answer`). */
-  readable(producer: number, body: readonly Series[], answer: Answer): Promise<void>;
+  /** Resolves once the body's points can be read back (its push answered `answer`); `ended` is told when its task ended, where it has one. */
+  readable(producer: number, body: readonly Series[], answer: Answer, ended?: () => void): Promise<void>;
   /** Resolves once every point of the case's run `seq` can be read back. */
   drained(producers: number, seq: number, points: number, lastTs: number): Promise<void>;
   /** Throws if a push was taken but then refused (checked after the case, untimed). */
@@ -211,10 +213,13 @@ async function getJson<T>(url: string, key: string): Promise<{ status: number; b
 
 /** Meridian from a checkout (this one: '.'), named after it when it is another. */
 async function meridianSystem(checkout: string): Promise<{ system: System; caps: string; stop(): Promise<void> }> {
-  const { settings, base } = await benchApi({ MERIDIAN_RATE_LIMIT_PER_SECOND: process.env.MERIDIAN_RATE_LIMIT_PER_SECOND ?? '0' });
+  const extra = { MERIDIAN_RATE_LIMIT_PER_SECOND: process.env.MERIDIAN_RATE_LIMIT_PER_SECOND ?? '0' };
+  const { settings, base } = await benchApi(extra);
   const root = `${resolve(repoRoot, checkout)}/`;
-  const api = startProcess('apps/api/src/main.ts', settings, {}, root, undefined, await apiNodeOf(root));
-  const ingest = startProcess('apps/ingest/src/main.ts', settings, {}, root, undefined, await ingestNodeOf(root));
+  // Each checkout's apps with its own defaults for what neither the bench nor the environment sets.
+  const own = givenSettings(settings, [...Object.keys(extra), 'MERIDIAN_API_PORT']);
+  const api = startProcess('apps/api/src/main.ts', own, {}, root, undefined, await apiNodeOf(root));
+  const ingest = startProcess('apps/ingest/src/main.ts', own, {}, root, undefined, await ingestNodeOf(root));
   const stop = async () => {
     await Promise.all([api.stop(), ingest.stop()]);
     await dropBenchScope(settings);
@@ -294,13 +299,14 @@ async function meridianSystem(checkout: string): Promise<{ system: System; caps:
         },
         Readable.from([bytes]),
       ),
-    async readable(producer, body, answer) {
+    async readable(producer, body, answer, ended) {
       // The task first, when the answer names one (answered the moment it ends), then the points themselves.
       const taskId = (JSON.parse(answer.text || '{}') as { task_id?: string }).task_id;
       for (let status = ''; taskId !== undefined && status !== 'succeeded';) {
         status = (await getJson<{ status: string }>(`${base}/api/v1/tasks/${taskId}?wait=30`, keys[producer]!)).body.status;
         if (status === 'failed') throw new Error(`task ${taskId} failed`);
       }
+      if (taskId !== undefined) ended?.();
       const expected = pointsOf(body);
       await waitUntil('a push to be downloadable', async () => ((await downloaded(producer, body)) >= expected ? true : undefined), 600_000, poll);
     },
@@ -419,6 +425,13 @@ function victoriaMetricsSystem(vm: VictoriaMetrics): System {
   };
 }
 
+/** Freshness split where a system's pushes have tasks: ack → task ended, and → points read back, p50/p99. */
+function freshnessLine(f: Figures): string {
+  if (f.taskEnded.length === 0) return '';
+  const p = (xs: number[]) => `${Math.round(percentile(xs, 50))}/${Math.round(percentile(xs, 99))}`;
+  return ` freshness p50/p99 ms: task ended ${p(f.taskEnded)}, read back ${p(f.freshness)},`;
+}
+
 type Figures = {
   readonly points: number;
   /** First request → last ack, and → every point readable. */
@@ -426,6 +439,8 @@ type Figures = {
   readonly ms: number;
   readonly acks: number[];
   readonly freshness: number[];
+  /** Of the freshness samples with a task: ack → the task read as ended. */
+  readonly taskEnded: number[];
   readonly refused: number;
   readonly cpu: Record<string, number>;
   readonly cpuTotal: number;
@@ -463,6 +478,7 @@ async function runCase(system: System, c: Case, seq: number, bodies: Series[][][
   const readsBefore = reads;
   const acks: number[] = [];
   const freshness: number[] = [];
+  const taskEnded: number[] = [];
   const following: Array<Promise<void>> = [];
   const sampled: Array<() => Promise<void>> = [];
   let failure: unknown;
@@ -486,10 +502,12 @@ async function runCase(system: System, c: Case, seq: number, bodies: Series[][][
       if (every > 0 && (j * c.producers + p) % every === 0) {
         sampled.push(() => system.readable(p, bodies[p]![j]!, answer));
         following.push(
-          system.readable(p, bodies[p]![j]!, answer).then(
-            () => void freshness.push(performance.now() - acked),
-            (error: unknown) => void (failure ??= error),
-          ),
+          system
+            .readable(p, bodies[p]![j]!, answer, () => void taskEnded.push(performance.now() - acked))
+            .then(
+              () => void freshness.push(performance.now() - acked),
+              (error: unknown) => void (failure ??= error),
+            ),
         );
       }
     }
@@ -516,6 +534,7 @@ async function runCase(system: System, c: Case, seq: number, bodies: Series[][][
     ms,
     acks: acks.sort((a, b) => a - b),
     freshness: freshness.sort((a, b) => a - b),
+    taskEnded: taskEnded.sort((a, b) => a - b),
     refused,
     cpu: Object.fromEntries(system.processes.map((proc) => [proc.name, spent.of(proc.name)])),
     cpuTotal: spent.total,
@@ -704,7 +723,7 @@ async function main(): Promise<void> {
           const line =
             typeof figures === 'string'
               ? figures
-              : `${fmt((figures.points * 1000) / figures.ms)} points/s, ${figures.cpuTotal.toFixed(1)} CPU-s, bench client ${figures.clientCpu.toFixed(1)} CPU-s and ${figures.reads} reads,${insertsLine(figures.inserts)} load ${figures.load[0].toFixed(1)} → ${figures.load[1].toFixed(1)}`;
+              : `${fmt((figures.points * 1000) / figures.ms)} points/s, ${figures.cpuTotal.toFixed(1)} CPU-s, bench client ${figures.clientCpu.toFixed(1)} CPU-s and ${figures.reads} reads,${freshnessLine(figures)}${insertsLine(figures.inserts)} load ${figures.load[0].toFixed(1)} → ${figures.load[1].toFixed(1)}`;
           console.error(`bench-push: run ${run + 1} ${c.id} ${system.name}: ${line}`);
         }
       }
@@ -737,7 +756,7 @@ async function main(): Promise<void> {
         `ack: request sent → its 2xx, including waits after a 429 or 503. freshness: ack → the body's points read back (Meridian: its task long-polled until it ended, then a download of its points; VictoriaMetrics: /api/v1/export), on ${SAMPLES} pushes or so per case (at most one in four; the p99 of fewer than 100 is about the largest), polled every ${POLL_MS} ms, then less often as a wait grows.`,
         "CPU: utime+stime from /proc over the same span, the bench's own reads included (their count per case is in the lines above the table; \"the bench's reads ≥\" is what sending them once more after the case cost, a floor); Kafka, ClickHouse and MinIO are the local stack's processes, found by the ports of their endpoints (other work on a shared stack counts too).",
         "bytes: growth of the bench's own topics' log dirs, its database's active ClickHouse parts and its MinIO bucket, against VictoriaMetrics' data dir after a forced flush.",
-        `Meridian's caps in force: ${caps || '(Meridian not run)'}.`,
+        `Meridian's caps in force: ${caps || '(Meridian not run)'}${MERIDIAN_ROOTS.length > 1 ? " (this checkout's; each checkout's apps take their own defaults for what neither the bench nor the environment sets)" : ''}.`,
       ].join('\n'),
     );
   } finally {

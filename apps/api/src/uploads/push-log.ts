@@ -34,7 +34,8 @@ export type PushLogDeps = {
 /** A transactional writer: its transactions, and a new producer under its id, which fences the old one and settles what it left open. */
 export type PushWriter = { transaction(): Promise<LogTransaction>; renew(): Promise<void> };
 
-type Waiting = { readonly push: PushToLog; readonly bytes: number; resolve(at: Position): void; reject(error: unknown): void };
+/** A push waiting for a transaction; `queuedAt` (performance.now()) times its wait for a writer. */
+type Waiting = { readonly push: PushToLog; readonly bytes: number; readonly queuedAt: number; resolve(at: Position): void; reject(error: unknown): void };
 
 /** One produce request of a transaction: its records per topic, and where each push's task event sits in it. */
 type Request = {
@@ -68,7 +69,7 @@ export class PushLog {
   append(push: PushToLog): Promise<Position> {
     const bytes = push.batches.reduce((n, b) => n + b.value.byteLength, 0);
     return new Promise((resolve, reject) => {
-      this.queue.push({ push, bytes, resolve, reject });
+      this.queue.push({ push, bytes, queuedAt: performance.now(), resolve, reject });
       this.drain();
     });
   }
@@ -86,7 +87,7 @@ export class PushLog {
       // next transaction begun before that is refused as concurrent and retried after a wait.
       const writer = this.idle.shift()!;
       const group = this.takeGroup();
-      void this.commitWithin(writer, group)
+      void this.commitWithin(writer, group, this.deps.writers.indexOf(writer))
         .then(
           (positions) => {
             this.deps.committed?.(group.length);
@@ -107,8 +108,8 @@ export class PushLog {
     }
   }
 
-  private commitWithin(writer: PushWriter, group: readonly Waiting[]): Promise<Position[]> {
-    const commit = this.commit(writer, group);
+  private commitWithin(writer: PushWriter, group: readonly Waiting[], index: number): Promise<Position[]> {
+    const commit = this.commit(writer, group, index);
     commit.catch(() => undefined); // told through the race below, or too late to matter once renewed
     return withTimeout(commit, this.deps.deadlineMs, 'a transaction of pushes');
   }
@@ -122,8 +123,9 @@ export class PushLog {
   }
 
   /** One transaction for the group; returns each push's MetricsPushed position, in the group's order. */
-  private async commit(writer: PushWriter, group: readonly Waiting[]): Promise<Position[]> {
+  private async commit(writer: PushWriter, group: readonly Waiting[], index: number): Promise<Position[]> {
     const { topics } = this.deps;
+    const started = performance.now();
     const partitions = await this.deps.partitions();
     const requests = this.requests(group, partitions);
     const tx = await writer.transaction();
@@ -137,7 +139,9 @@ export class PushLog {
         for (const slot of request.taskSlots)
           positions.set(slot.waiting, { partition: slot.partition, offset: baseOffset(acks, topics.tasks, slot.partition) + slot.index });
       }
+      const sent = performance.now();
       await tx.commit();
+      this.timed(group, index, requests.length, started, sent);
     } catch (error) {
       if (tx.isActive()) await tx.abort().catch(() => undefined);
       throw error;
@@ -186,6 +190,23 @@ export class PushLog {
       request.taskSlots.push({ waiting, partition: taskPartition, index });
     }
     return requests;
+  }
+
+  /**
+   * Where a committed transaction's time went, at debug level: the longest wait of its pushes
+   * for a writer, its produce requests (AddPartitionsToTxn, retried while the coordinator still
+   * completes the writer's last commit, then the records with acks=all) and its commit (EndTxn).
+   */
+  private timed(group: readonly Waiting[], writer: number, requests: number, started: number, sent: number): void {
+    const { logger } = this.deps;
+    if (!logger.isLevelEnabled('debug')) return;
+    const ms = (n: number) => Math.round(n * 10) / 10;
+    const waited = Math.max(...group.map((w) => started - w.queuedAt));
+    const done = performance.now();
+    logger.debug(
+      { pushes: group.length, writer, requests, waited_ms: ms(waited), produce_ms: ms(sent - started), commit_ms: ms(done - sent) },
+      'a transaction of pushes committed',
+    );
   }
 
   private sealOf(taskId: string, points: number): Buffer {

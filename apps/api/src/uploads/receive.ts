@@ -1,5 +1,6 @@
 import type { Context } from 'koa';
 import { canWrite, canWriteSomeMetric, DomainError, metricNameProblem, validationError, type UserRecord } from '@meridian/domain';
+import type { Logger } from '@meridian/observability';
 import type { BlobStore } from '../blob-store.ts';
 import type { BodyBudget } from '../http/body-budget.ts';
 import { releaseNow } from '../http/release-memory.ts';
@@ -59,7 +60,9 @@ export async function receiveJsonUpload(r: Receivers, ctx: Context, request: Upl
     user,
     taskId,
     async () => {
+      const admitted = performance.now();
       const text = await jsonUploadText(await readHeldBody(ctx, r.limits.jsonBodyBytes, r.bodies, user.user_name), ctx.get('Content-Type'));
+      const read = performance.now();
       const at = Date.now();
       const pushRequest =
         push !== undefined && text.length <= push.maxBytes
@@ -67,6 +70,7 @@ export async function receiveJsonUpload(r: Receivers, ctx: Context, request: Upl
           : undefined;
       // Parsed and hashed on a worker thread: a 16 MiB body must not hold every other request.
       const { body: raw, sha256, check, decision } = await r.jsonChecker.check(text, pushRequest);
+      const checked = performance.now();
       if (check.kind === 'invalid') throw validationError(check.message, check.errors);
       if (check.kind === 'too_many_values') {
         throw new DomainError(
@@ -92,6 +96,7 @@ export async function receiveJsonUpload(r: Receivers, ctx: Context, request: Upl
         } finally {
           releaseNow([raw]); // a push's body is not in the log (its batches are): only its length and hash are kept
         }
+        logPushTimes(ctx, { admitted, read, checked, written: performance.now() });
       } else {
         // Staged like a file: the command carries only the reference, so reading the tasks log stays cheap.
         const stagedKey = stagedUploadKey(taskId);
@@ -154,6 +159,18 @@ function assertWritable(user: UserRecord, metricName: string, field: string): vo
   const problem = metricNameProblem(metricName);
   if (problem) throw validationError(`invalid metric name: ${problem}`, [{ field, reason: problem }]);
   if (!canWrite(user, metricName)) throw new DomainError('forbidden', 'uploading needs rw access to this metric');
+}
+
+/**
+ * Where a push's answer waited, at debug level: its body read, its check and decision (the check
+ * pool's queue included), and its write (a writer, the transaction, this process's fold reading
+ * its task back); the push log's line for its transaction splits the write.
+ */
+function logPushTimes(ctx: Context, at: { admitted: number; read: number; checked: number; written: number }): void {
+  const log = ctx.state.log as Logger | undefined;
+  if (!log?.isLevelEnabled('debug')) return;
+  const ms = (n: number) => Math.round(n * 10) / 10;
+  log.debug({ read_ms: ms(at.read - at.admitted), check_ms: ms(at.checked - at.read), write_ms: ms(at.written - at.checked) }, 'push timed');
 }
 
 function accepted(ctx: Context, taskId: string): void {
