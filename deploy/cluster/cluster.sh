@@ -21,7 +21,7 @@ TEMPLATES="$REPO_ROOT/deploy/cluster/templates"
 NODE_BIN_DIR=$("$REPO_ROOT/deploy/local/node.sh")
 [ -n "$NODE_BIN_DIR" ] && PATH="$NODE_BIN_DIR:$PATH"
 
-# Ports: the 24xxx range, below the kernel's ephemeral ports (32768 and up), which any process's
+# Ports: the 24xxx range (ZooKeeper 22181), below the kernel's ephemeral ports (32768 and up), which any process's
 # outgoing connection or a test's free port can hold when the cluster starts; the local stack uses
 # 18123/19000/19092/19093/19900/19901, the tests' alternatives 28123/29000/29092/29093/29192/29193/29900/29901.
 KAFKA_PORTS=(24092 24093 24094)

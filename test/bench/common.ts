@@ -491,9 +491,9 @@ export async function dropScope(platform: Platform): Promise<void> {
 export async function withBenchDatabase(component: string, work: (conn: ConnOptions, client: ClickHouseClient) => Promise<void>): Promise<void> {
   const conn = adapterOptions(benchSettings(), component).clickhouse;
   const client = createClickHouse(conn);
-  await ensureDatabase(conn);
-  await migrate(client);
   try {
+    await ensureDatabase(conn);
+    await migrate(client);
     await work(conn, client);
   } finally {
     await client.command({ query: `DROP DATABASE IF EXISTS ${quoteIdentifier(conn.database)}` });

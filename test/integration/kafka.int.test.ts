@@ -327,7 +327,7 @@ describe('the end offsets of a topic against a real broker', () => {
   const later = `${settings.MERIDIAN_TOPIC_PREFIX}ends-later`;
   const producer = createProducer(log.kafka);
   afterAll(async () => {
-    await Promise.allSettled([producer.disconnect(), log.admin.disconnect()]);
+    await Promise.allSettled([producer.disconnect(), log.close()]);
   });
 
   it('reads the latest offsets with one request each, its metadata asked once, and finds a topic made after', async () => {
@@ -372,5 +372,32 @@ describe('the end offsets of a topic against a real broker', () => {
         [1, 1],
       ]),
     );
+  });
+
+  it("answers the readiness probe for one topic, a topic not made yet included, and leaves the admin's metadata of the others whole", async () => {
+    const probed = `${settings.MERIDIAN_TOPIC_PREFIX}ends-probed`;
+    await log.admin.connect();
+    await log.admin.createTopics({ waitForLeaders: true, topics: [{ topic: probed, numPartitions: 1, replicationFactor: -1 }] });
+    const before = await log.endOffsets(topic);
+    await log.ping(probed, 5_000);
+    await log.ping(`${settings.MERIDIAN_TOPIC_PREFIX}not-made-yet`, 5_000);
+    const requests: string[] = [];
+    const off = log.admin.on(log.admin.events.REQUEST, (e) => requests.push(e.payload.apiName));
+    // Asked of the process's admin, a probe for one topic would have replaced its metadata with that topic's:
+    // this read would then find no partitions, and ask for Metadata again.
+    expect(await log.endOffsets(topic)).toEqual(before);
+    off();
+    expect(requests).toEqual(['ListOffsets']);
+  });
+
+  it('fails the readiness probe within its timeout when no broker answers', async () => {
+    const nowhere = new KafkaEventLog({ brokers: ['127.0.0.1:1'], clientId: 'int-test-probe', logger: createLogger({ name: 't', level: 'silent' }) });
+    const started = performance.now();
+    try {
+      await expect(nowhere.ping('anything', 1_000)).rejects.toThrow();
+      expect(performance.now() - started).toBeLessThan(5_000);
+    } finally {
+      await nowhere.close();
+    }
   });
 });

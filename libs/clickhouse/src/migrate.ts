@@ -111,7 +111,8 @@ function forServer(statement: string, caps: MigrationCapabilities, replication: 
 
 /**
  * Applies every migration not yet recorded, in order, and records it. Statements are
- * idempotent (IF NOT EXISTS), so two processes migrating at once at start are harmless.
+ * idempotent (IF NOT EXISTS), so two processes migrating one server at once are harmless (on a
+ * cluster, see migrateServers).
  */
 export async function migrate(
   client: ClickHouseClient,
@@ -127,6 +128,9 @@ export async function migrate(
  * replicas that have it: a server that created it only after another had altered it would create
  * it with the columns before the ALTER, which ZooKeeper refuses ("table structure ... too
  * different"). Each server keeps its own record: schema_migrations stays an unreplicated table.
+ * Processes migrating at once are harmless too: each has created a table on every server before
+ * it alters it on any, so no CREATE can come after an ALTER of its table. A server added to a
+ * cluster later would still create old columns: it needs the tables' present structure instead.
  * Returns the versions applied on each server, in the order of `clients`.
  */
 export async function migrateServers(

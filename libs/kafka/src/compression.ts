@@ -34,12 +34,19 @@ const ZSTD_OPTIONS: zlib.ZstdOptions = { params: { [zlib.constants.ZSTD_c_compre
  */
 export const ZSTD_SYNC_MAX_BYTES = 128 * 1024;
 
-/** zstd through Node's zlib: on the calling thread below ZSTD_SYNC_MAX_BYTES, on libuv's pool above. */
+/**
+ * A compressed batch up to this size is decompressed on the calling thread: it comes out several
+ * times larger (point batches about 4×, any batch up to the broker's message.max.bytes), so its
+ * bound is a quarter of the compression's, which keeps the work on the loop as short.
+ */
+const ZSTD_SYNC_DECOMPRESS_MAX_BYTES = ZSTD_SYNC_MAX_BYTES / 4;
+
+/** zstd through Node's zlib: small batches on the calling thread, larger ones on libuv's pool. */
 const zstdCodec = {
   compress: async (encoder: { buffer: Buffer }): Promise<Buffer> =>
     encoder.buffer.length <= ZSTD_SYNC_MAX_BYTES ? zlib.zstdCompressSync(encoder.buffer, ZSTD_OPTIONS) : await zstdCompress(encoder.buffer, ZSTD_OPTIONS),
   decompress: async (buffer: Buffer): Promise<Buffer> =>
-    buffer.length <= ZSTD_SYNC_MAX_BYTES ? zlib.zstdDecompressSync(buffer) : await zstdDecompress(buffer),
+    buffer.length <= ZSTD_SYNC_DECOMPRESS_MAX_BYTES ? zlib.zstdDecompressSync(buffer) : await zstdDecompress(buffer),
 };
 
 CompressionCodecs[CompressionTypes.ZSTD] = () => zstdCodec;

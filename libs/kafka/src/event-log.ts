@@ -134,6 +134,13 @@ export class KafkaEventLog implements LogRanges {
   private readonly connectProducer: () => Promise<void>;
   /** Connects the admin client; the admin calls below do it first. */
   readonly connectAdmin: () => Promise<void>;
+  /**
+   * The readiness probe's own admin: kafkajs replaces a client's cached metadata with the topics
+   * of its last metadata request, so a probe asking the process's admin for one topic would leave
+   * the other topics' lookups without partitions until their next refresh.
+   */
+  private readonly probe: Admin;
+  private readonly connectProbe: () => Promise<void>;
 
   constructor(options: KafkaOptions) {
     this.kafka = createKafka(options);
@@ -142,6 +149,8 @@ export class KafkaEventLog implements LogRanges {
     this.producer = createProducer(this.kafka, { compression: this.compression });
     this.connectProducer = connectOnce(() => this.producer.connect());
     this.connectAdmin = connectOnce(() => this.admin.connect());
+    this.probe = this.kafka.admin();
+    this.connectProbe = connectOnce(() => this.probe.connect());
   }
 
   /** The process's idempotent producer (acks from all in-sync replicas), connected on first use. */
@@ -267,17 +276,18 @@ export class KafkaEventLog implements LogRanges {
    * each probe parsed the metadata of every partition the brokers hold, whoever's it is.
    */
   async ping(topic: string, timeoutMs: number): Promise<void> {
-    await this.connectAdmin();
-    const answered = this.admin.fetchTopicMetadata({ topics: [topic] }).then(
-      () => undefined,
-      (error: unknown) => {
-        if ((error as { type?: unknown }).type !== 'UNKNOWN_TOPIC_OR_PARTITION') throw error;
-      },
-    );
+    const answered = this.connectProbe()
+      .then(() => this.probe.fetchTopicMetadata({ topics: [topic] }))
+      .then(
+        () => undefined,
+        (error: unknown) => {
+          if ((error as { type?: unknown }).type !== 'UNKNOWN_TOPIC_OR_PARTITION') throw error;
+        },
+      );
     await withTimeout(answered, timeoutMs, 'kafka');
   }
 
   async close(): Promise<void> {
-    await Promise.allSettled([this.producer.disconnect(), this.admin.disconnect()]);
+    await Promise.allSettled([this.producer.disconnect(), this.admin.disconnect(), this.probe.disconnect()]);
   }
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { sharedRead } from './shared-read.ts';
+import { sharedRead, sharedReadBy } from './shared-read.ts';
 
 /** A read whose answers the test releases one at a time: each resolves with its sequence number. */
 function controlled() {
@@ -51,5 +51,34 @@ describe('sharedRead', () => {
     expect(c.started()).toBe(3);
     await c.settle();
     expect(await fresh).toBe(3);
+  });
+});
+
+describe('sharedReadBy', () => {
+  it('shares the reads of one key and never those of two, and starts afresh once a key is done with', async () => {
+    const started: string[] = [];
+    const pending: Array<() => void> = [];
+    const read = (match: string, text: string) =>
+      new Promise<string>((resolve) => {
+        const n = started.push(`${match}:${text}`);
+        pending.push(() => resolve(`${match}:${text}#${n}`));
+      });
+    const shared = sharedReadBy(read, (match, text) => `${match}\u0000${text}`);
+    const a = [shared('contains', 'x'), shared('contains', 'x')];
+    const b = shared('starts_with', 'x');
+    expect(started).toEqual(['contains:x', 'starts_with:x']);
+    // The first caller's read is its own; the second arrived during it and shares the next.
+    pending.shift()!();
+    pending.shift()!();
+    for (let i = 0; i < 5; i++) await Promise.resolve();
+    expect(started).toEqual(['contains:x', 'starts_with:x', 'contains:x']);
+    pending.shift()!();
+    expect(await Promise.all(a)).toEqual(['contains:x#1', 'contains:x#3']);
+    expect(await b).toBe('starts_with:x#2');
+    for (let i = 0; i < 5; i++) await Promise.resolve();
+    const again = shared('contains', 'x');
+    expect(started).toHaveLength(4);
+    pending.shift()!();
+    expect(await again).toBe('contains:x#4');
   });
 });

@@ -139,7 +139,8 @@ export function jsonCheckPool(options: JsonCheckPoolOptions): JsonUploadChecker 
   return {
     async check(body, push) {
       if (closed) throw new DomainError('unavailable', 'the api is stopping');
-      if (body.length <= (options.inlineBytes ?? -1)) return { body, ...(await checkJsonBody(body, push ?? null, options.maxValues)) };
+      const inline = options.inlineBytes ?? 0;
+      if (inline > 0 && body.length <= inline) return { body, ...(await checkJsonBody(body, push ?? null, options.maxValues)) };
       return new Promise((resolve, reject) => {
         waiting.push({ body, push: push ?? null, resolve, reject });
         next();

@@ -130,6 +130,7 @@ export class PushLog {
     const requests = this.requests(group, partitions);
     const tx = await writer.transaction();
     const positions = new Map<Waiting, Position>();
+    let sent = started;
     try {
       for (const request of requests) {
         // A request of a split push's middle batches holds no task event.
@@ -139,13 +140,14 @@ export class PushLog {
         for (const slot of request.taskSlots)
           positions.set(slot.waiting, { partition: slot.partition, offset: baseOffset(acks, topics.tasks, slot.partition) + slot.index });
       }
-      const sent = performance.now();
+      sent = performance.now();
       await tx.commit();
-      this.timed(group, index, requests.length, started, sent);
     } catch (error) {
       if (tx.isActive()) await tx.abort().catch(() => undefined);
       throw error;
     }
+    // After the try: nothing here may turn a committed transaction into failed pushes.
+    this.timed(group, index, requests.length, started, sent);
     return group.map((w) => positions.get(w)!);
   }
 

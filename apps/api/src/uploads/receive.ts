@@ -68,7 +68,8 @@ export async function receiveJsonUpload(r: Receivers, ctx: Context, request: Upl
         push !== undefined && text.length <= push.maxBytes
           ? { task_id: taskId, at, on_error: request.on_error, user, pointsPartitions: await pointsPartitions(push), ...push.parse }
           : undefined;
-      // Parsed and hashed on a worker thread: a 16 MiB body must not hold every other request.
+      // Parsed and hashed on a worker thread, but for a small body (MERIDIAN_JSON_UPLOAD_CHECK_INLINE_BYTES):
+      // a 16 MiB body must not hold every other request, and a small one costs less here than the hand-over.
       const { body: raw, sha256, check, decision } = await r.jsonChecker.check(text, pushRequest);
       const checked = performance.now();
       if (check.kind === 'invalid') throw validationError(check.message, check.errors);

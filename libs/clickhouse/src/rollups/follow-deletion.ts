@@ -86,7 +86,7 @@ export async function markRewrittenBuckets(client: ClickHouseClient, d: RollupDe
 
 async function unsealDays(client: ClickHouseClient, resolution: Resolution, d: RollupDeletion, caps: Capabilities): Promise<void> {
   const sealed = SEALED[resolution];
-  const where = `${namesIn(d.metrics)} AND ${markedBucketsWhere(d.fromMs, d.toMs)}`;
+  const where = `${namesIn(d.metrics)} AND ${markedBucketsWhere(d.fromMs, d.toMs, d.metrics.length)}`;
   // On 18.16 a mutation rewrites every part: none when no seal is there.
   if ((await countWhere(client, sealed, where)) === 0) return;
   await deleteRows(client, sealed, where, caps);

@@ -26,6 +26,13 @@ export const EVERY_PERIOD = Number.MIN_SAFE_INTEGER;
 /** The most periods a deletion marks one by one; a longer range marks its metrics' EVERY_PERIOD (a bound on a deletion's rows). */
 export const MAX_MARKED_PERIODS = 366;
 
+/**
+ * The most rows one deletion's mark inserts, metrics × days: a deletion by pattern may name tens of
+ * thousands of metrics, and a year of days each would be millions of rows built in the ingest
+ * worker; past it every metric is marked in its EVERY_PERIOD (one row each, voiding all its seals).
+ */
+export const MAX_MARK_ROWS = 100_000;
+
 /** A bucket's period, as ClickHouse's intDiv gives it (towards zero). */
 export const periodOf = (bucket: number): number => Math.trunc(bucket / MARK_PERIOD_MS) || 0; // no -0
 

@@ -2,7 +2,7 @@ import type { Capabilities } from '../capabilities.ts';
 import type { ClickHouseClient } from '../client.ts';
 import { int } from '../download/filter-sql.ts';
 import { quotedTable, rewriteInsertSettings } from '../points/delete-rows.ts';
-import { EVERY_METRIC, EVERY_PERIOD, MARK_PERIOD_MS, MARKS, MAX_MARKED_PERIODS, periodOf } from './marks-sql.ts';
+import { EVERY_METRIC, EVERY_PERIOD, MARK_PERIOD_MS, MARKS, MAX_MARK_ROWS, MAX_MARKED_PERIODS, periodOf } from './marks-sql.ts';
 import { SEALED } from './sealed-sql.ts';
 import { bucketRange, ROLLUPS, type Resolution } from './sql.ts';
 
@@ -11,18 +11,20 @@ export type RollupMark = { readonly metrics: readonly string[]; readonly fromMs:
 
 /**
  * The periods (days) of the buckets a deletion's range rewrites in either rollup, or null for a
- * range over more than MAX_MARKED_PERIODS of them (marked in EVERY_PERIOD of its metrics).
+ * range over more than MAX_MARKED_PERIODS of them, or more than MAX_MARK_ROWS for its `metrics`
+ * together (then marked in EVERY_PERIOD of its metrics).
  */
-export function markedPeriods(fromMs: number, toMs: number): { readonly first: number; readonly last: number } | null {
+export function markedPeriods(fromMs: number, toMs: number, metrics: number): { readonly first: number; readonly last: number } | null {
   const ranges = (Object.keys(ROLLUPS) as Resolution[]).map((resolution) => bucketRange(resolution, fromMs, toMs));
   const first = periodOf(Math.min(...ranges.map((r) => r.first)));
   const last = periodOf(Math.max(...ranges.map((r) => r.last)));
-  return last - first + 1 > MAX_MARKED_PERIODS ? null : { first, last };
+  const days = last - first + 1;
+  return days > MAX_MARKED_PERIODS || days * metrics > MAX_MARK_ROWS ? null : { first, last };
 }
 
-/** The buckets of the periods a deletion marks, as a condition on `bucket` ('1' for every bucket). */
-export function markedBucketsWhere(fromMs: number, toMs: number): string {
-  const periods = markedPeriods(fromMs, toMs);
+/** The buckets of the periods a deletion of `metrics` metrics marks, as a condition on `bucket` ('1' for every bucket). */
+export function markedBucketsWhere(fromMs: number, toMs: number, metrics: number): string {
+  const periods = markedPeriods(fromMs, toMs, metrics);
   if (periods === null) return '1';
   const day = `intDiv(bucket, ${int(MARK_PERIOD_MS)})`;
   // The bounds on `bucket` hold the days' buckets on either side of zero (intDiv rounds towards it), for the primary key.
@@ -41,7 +43,7 @@ export function markedBucketsWhere(fromMs: number, toMs: number): string {
  */
 export async function markDeletion(client: ClickHouseClient, caps: Capabilities, mark: RollupMark, queryId: string): Promise<void> {
   if (mark.metrics.length === 0) return;
-  const periods = markedPeriods(mark.fromMs, mark.toMs);
+  const periods = markedPeriods(mark.fromMs, mark.toMs, mark.metrics.length);
   const days = periods === null ? [EVERY_PERIOD] : Array.from({ length: periods.last - periods.first + 1 }, (_, i) => periods.first + i);
   await client.insert({
     table: MARKS,
