@@ -42,7 +42,7 @@ import { startVictoriaMetrics, type VictoriaMetrics } from './victoria-metrics.t
  *   BENCH_CASES=p4,p64-1x1000   only these cases: ids (p4-1x10000, p64-100x100, p4-500x4-rw …) or any part of one (rw: the remote write cases)
  *   BENCH_RUNS=1                runs of every case; the table then shows each figure's range
  *   BENCH_FRESHNESS_SAMPLES=50  pushes per case whose freshness is followed (evenly spread; at most one in four); 0: none,
- *                               so the CPU is the writes' alone (a read-back of a remote write body reads the whole catalog)
+ *                               so the CPU is the writes' alone (a read-back is a download: a remote write body's by the prefix of its series)
  *   BENCH_SYSTEMS=meridian,victoria-metrics
  *   BENCH_MERIDIAN_ROOTS=.      the checkouts whose api and ingest run as Meridian, each a system of the table
  *                               (`../before,.` measures a change side by side with what it changes, in one run; each
