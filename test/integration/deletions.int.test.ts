@@ -1,7 +1,9 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { applyDeletion, createPointsSink, LIVE_DELETION_TARGETS } from '@meridian/clickhouse';
 import type { Segment } from '@meridian/projection';
+import { itOnServer } from '../support/clickhouse-front.ts';
 import { scratchDatabase } from '../support/scratch-database.ts';
+import { waitFor } from '../support/wait.ts';
 
 /**
  * A deletion's marker applied to the live tables, on this server (18.16: a mutation, waited
@@ -25,7 +27,7 @@ describe('applyDeletion', () => {
       'SELECT metric_name, toString(count()) AS n, toString(min(ts)) AS first_ts, toString(max(ts)) AS last_ts FROM points GROUP BY metric_name ORDER BY metric_name',
     );
   const catalog = () =>
-    rowsOf(
+    rowsOf<{ metric_name: string; n: string; first_ts: string; last_ts: string }>(
       'SELECT metric_name, toString(countMerge(points)) AS n, toString(minMerge(first_ts)) AS first_ts, toString(maxMerge(last_ts)) AS last_ts FROM metric_catalog GROUP BY metric_name ORDER BY metric_name',
     );
   const range = (from: number, n: number) => Array.from({ length: n }, (_, i) => from + i);
@@ -69,6 +71,39 @@ describe('applyDeletion', () => {
     expect(await catalog()).toEqual(await pointsPerMetric());
     expect(await sink.maxOffsets([0])).toEqual(new Map([[0, 30]]));
   });
+
+  itOnServer(
+    'queries side by side',
+    'while its rows are rewritten, the catalog never counts a metric twice: it shows the old rows until they are gone',
+    async () => {
+      await sink.insert([segment(2, 10, 'twice', range(0, 100))]);
+      const twice = async () =>
+        (await rowsOf<{ n: string }>("SELECT toString(countMerge(points)) AS n FROM metric_catalog WHERE metric_name = 'twice' GROUP BY metric_name"))[0]?.n ??
+        'none';
+      const catalogStorage =
+        (await rowsOf<{ engine: string }>("SELECT engine FROM system.tables WHERE database = currentDatabase() AND name = 'metric_catalog'"))[0]!.engine ===
+        'MaterializedView'
+          ? '`.inner.metric_catalog`'
+          : 'metric_catalog';
+      const mutationsBefore = await catalogMutations();
+      // Held: 18.16 runs a mutation in the background as merges do, on the parts that existed when
+      // it was asked, so rows inserted meanwhile would be read beside the old ones until it ends.
+      await client.command({ query: `SYSTEM STOP MERGES ${catalogStorage}` });
+      let applied: Promise<void> | undefined;
+      try {
+        applied = applyDeletion(client, LIVE_DELETION_TARGETS, { taskId: 'g', partition: 2, offset: 11, metrics: ['twice'], fromMs: 0, toMs: 79 });
+        applied.catch(() => undefined);
+        await waitFor('the catalog rows to be asked to go', async () => ((await catalogMutations()) > mutationsBefore ? true : undefined));
+        // Time for an insert of the new rows, had it been sent before the old rows were gone.
+        await new Promise((r) => setTimeout(r, 1500));
+        expect(await twice()).toBe('100');
+      } finally {
+        await client.command({ query: `SYSTEM START MERGES ${catalogStorage}` });
+      }
+      await applied;
+      expect((await catalog()).find((r) => r.metric_name === 'twice')).toEqual({ metric_name: 'twice', n: '20', first_ts: '80', last_ts: '99' });
+    },
+  );
 
   it('a deletion of more names than one statement carries is applied in runs of them', async () => {
     const names = Array.from({ length: 1500 }, (_, i) => `many.${'x'.repeat(60)}.${i}`);

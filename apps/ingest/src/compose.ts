@@ -2,6 +2,7 @@ import type { AdapterOptions, Settings } from '@meridian/config';
 import {
   applyDeletion,
   catalogFirsts,
+  deletionAppliedPartitions,
   clickhouseBlobReferences,
   countOlder,
   clickhouseFileReadModel,
@@ -37,7 +38,11 @@ export function composeIngest(settings: Settings, logger: Logger, adapters: Adap
     deletePoints: (deletion) => applyDeletion(adapters.clickhouse, LIVE_DELETION_TARGETS, deletion),
     pointsStages: createPointsStages(adapters.clickhouse, LIVE_STAGE_TARGETS, { insertWaitMs: settings.MERIDIAN_STAGE_INSERT_WAIT_MS }),
     sealRollups: (maxBuckets, resolutions) => createSealPass(options.clickhouse, { maxBuckets, resolutions }),
-    retentionQueries: { catalog: () => catalogFirsts(adapters.clickhouse), countOlder: (metrics, cutoff) => countOlder(adapters.clickhouse, metrics, cutoff) },
+    retentionQueries: {
+      catalog: () => catalogFirsts(adapters.clickhouse),
+      countOlder: (metrics, cutoff) => countOlder(adapters.clickhouse, metrics, cutoff),
+      appliedPartitions: (taskId) => deletionAppliedPartitions(adapters.clickhouse, taskId),
+    },
     archive: { objects: archiveObjects(adapters.blobs), log: adapters.log, history: archivedLog(adapters, topicsFor(options.topicPrefix)) },
     startRetry: {},
   };

@@ -33,8 +33,15 @@ export type IngestDeps = {
   readonly deletePoints: (deletion: PointsDeletion) => Promise<void>;
   /** The seal pass of the live rollups, at most this many buckets per resolution a run (it remembers where it stopped). */
   readonly sealRollups: (maxBuckets: number, resolutions: readonly Resolution[]) => { run(signal?: AbortSignal): Promise<SealPassStats[]> };
-  /** What retention reads of ClickHouse: the catalog's metrics with their first timestamps, and the points older than a cutoff. */
-  readonly retentionQueries: { catalog(): Promise<Map<string, number>>; countOlder(metrics: readonly string[], cutoff: number): Promise<number> };
+  /**
+   * What retention reads of ClickHouse: the catalog's metrics with their first timestamps, the
+   * points older than a cutoff, and the partitions in which a deletion's marker has been applied.
+   */
+  readonly retentionQueries: {
+    catalog(): Promise<Map<string, number>>;
+    countOlder(metrics: readonly string[], cutoff: number): Promise<number>;
+    appliedPartitions(taskId: string): Promise<Set<number>>;
+  };
   /**
    * The points topic's archive: its objects; the log as the archiver reads and trims it; and the
    * log's history as archive plus brokers, for whatever reads old offsets (a staged upload's refill).

@@ -64,7 +64,7 @@ export { applyDeletion, deletionWhere, deleteRowsSql, hexString, LIVE_DELETION_T
 export { bucketsWhere } from './rollups/follow-deletion.ts';
 export { parseSeries, readSeries, seriesFromRollupSql, seriesRollup, seriesSql, type SeriesColumns, type SeriesRequest } from './series.ts';
 export { readSamples, samplesSql, streamSamples, type SamplesRequest, type SeriesSamples } from './promql/samples.ts';
-export { catalogFirsts, countOlder } from './points/retention.ts';
+export { catalogFirsts, countOlder, deletionAppliedPartitions } from './points/retention.ts';
 export { readSeriesBuckets, resolutionOf, type SeriesBucketsRequest } from './rollups/series-buckets.ts';
 export { checkChunk, createSealPass, sealCandidates, writeSeals, type CheckedChunk, type SealPassOptions, type SealPassStats } from './rollups/seal-pass.ts';
 export { EVERY_PERIOD, MARK_PERIOD_MS, MARKS } from './rollups/marks-sql.ts';

@@ -5,18 +5,7 @@ import { int } from '../download/filter-sql.ts';
 import { liveRollups, markRewrittenBuckets, recomputeRollupBuckets } from '../rollups/follow-deletion.ts';
 import type { Resolution } from '../rollups/sql.ts';
 import { LIVE_STAGE_TARGETS } from './stage.ts';
-import {
-  countWhere,
-  deleteRows,
-  deleteRowsSql,
-  deletionWriteId,
-  namesIn,
-  quotedTable,
-  rewriteInsertSettings,
-  rows,
-  storageOf,
-  untilDone,
-} from './delete-rows.ts';
+import { countWhere, deleteRows, deletionWriteId, namesIn, quotedTable, rewriteInsertSettings, rows, storageOf } from './delete-rows.ts';
 
 export { deleteRowsSql, hexString } from './delete-rows.ts';
 
@@ -107,21 +96,19 @@ async function deleteRun(client: ClickHouseClient, targets: DeletionTargets, d: 
 }
 
 /**
- * The metrics' catalog rows deleted and written anew from points. The old rows are deleted and the
- * new ones inserted right after: a mutation reaches only the parts that existed when it was asked,
- * so on 18.16 it is waited for after the insert (the metrics are missing from the catalog for the
- * insert's time, not the mutation's).
+ * The metrics' catalog rows deleted and written anew from points. The old rows are gone before the
+ * new ones go in: 18.16's mutation runs in the background on the parts that existed when it was
+ * asked, and until it ends a reader sees the old rows, beside any new ones inserted meanwhile (a
+ * metric's points counted twice). So the metrics are missing from the catalog for the insert's time.
  */
 async function rewriteCatalog(client: ClickHouseClient, targets: DeletionTargets, metrics: readonly string[], caps: Capabilities): Promise<void> {
-  const storage = await storageOf(client, targets.catalog);
-  await client.command({ query: deleteRowsSql(storage, namesIn(metrics), caps) });
+  await deleteRows(client, await storageOf(client, targets.catalog), namesIn(metrics), caps);
   await client.command({
     query: `INSERT INTO ${quotedTable(targets.catalog)} SELECT metric_name, countState() AS points, minState(ts) AS first_ts, maxState(ts) AS last_ts
       FROM ${quotedTable(targets.points)} WHERE ${namesIn(metrics)} GROUP BY metric_name`,
     clickhouse_settings: rewriteInsertSettings(caps),
     query_id: deletionWriteId(targets.points),
   });
-  if (!caps.lightweightDelete) await untilDone(client, storage);
 }
 
 /** Whether the catalog counts exactly what points holds of these metrics (points, first and last timestamp). */

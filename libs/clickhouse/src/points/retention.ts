@@ -26,3 +26,9 @@ export async function countOlder(client: ClickHouseClient, metrics: readonly str
   }
   return total;
 }
+
+/** The points partitions in which the projector has applied a deletion's marker (each one's row in points_seals). */
+export async function deletionAppliedPartitions(client: ClickHouseClient, taskId: string): Promise<Set<number>> {
+  const found = await rows<{ p: number }>(client, `SELECT DISTINCT kafka_partition AS p FROM points_seals WHERE task_id = ${hexString(taskId)}`);
+  return new Set(found.map((r) => Number(r.p)));
+}

@@ -1,17 +1,7 @@
 import type { Capabilities } from '../capabilities.ts';
 import type { ClickHouseClient } from '../client.ts';
 import { int } from '../download/filter-sql.ts';
-import {
-  countWhere,
-  deleteRows,
-  deleteRowsSql,
-  deletionWriteId,
-  namesIn,
-  quotedTable,
-  rewriteInsertSettings,
-  storageOf,
-  untilDone,
-} from '../points/delete-rows.ts';
+import { countWhere, deleteRows, deletionWriteId, namesIn, quotedTable, rewriteInsertSettings, storageOf } from '../points/delete-rows.ts';
 import { markDeletion, markedBucketsWhere } from './marks.ts';
 import { SEALED } from './sealed-sql.ts';
 import { bucketRange, ROLLUPS, rollupStatesSql, type Resolution } from './sql.ts';
@@ -50,15 +40,14 @@ export async function recomputeRollupBuckets(
   const old = bucketsWhere(resolution, d, 'bucket');
   // On 18.16 a mutation rewrites every part of the rollup: none is asked when it holds nothing here.
   const asked = (await countWhere(client, storage, old)) > 0;
-  // As for the catalog: a mutation reaches only the parts that exist when it is asked, so the
-  // new states are inserted right after asking and the mutation is waited for after the insert.
-  if (asked) await client.command({ query: deleteRowsSql(storage, old, caps) });
+  // As for the catalog: the old rows are gone before the new states go in, or a reader would
+  // count both until 18.16's mutation ends (the buckets are missing for the insert's time instead).
+  if (asked) await deleteRows(client, storage, old, caps);
   await client.command({
     query: `INSERT INTO ${quotedTable(table)} ${rollupStatesSql(resolution, quotedTable(d.points), bucketsWhere(resolution, d, 'ts'))}`,
     clickhouse_settings: rewriteInsertSettings(caps),
     query_id: deletionWriteId(d.points),
   });
-  if (asked && !caps.lightweightDelete) await untilDone(client, storage);
 }
 
 /** Whether these are the live rollups, the only ones with seals (a rebuild's generation has none until its swap voids every seal). */
