@@ -1,4 +1,4 @@
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -196,56 +196,49 @@ describe('line protocol from the Influx JS client and from curl', () => {
   });
 });
 
-const prometheusBin = spawnSync('prometheus', ['--version'], { encoding: 'utf8' }).status === 0;
-
 describe("Debian's Prometheus remote-writes to the api", () => {
-  it.runIf(prometheusBin)(
-    'its scraped series are downloadable under their canonical names, with the values it scraped',
-    async () => {
-      const target = createServer((_req, res) => {
-        res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' });
-        res.end('# TYPE live_prom_gauge gauge\nlive_prom_gauge{room="a b"} 42.5\n# TYPE live_prom_total counter\nlive_prom_total{path="/q\\"x\\""} 7\n');
-      });
-      await new Promise<void>((resolve) => target.listen(0, '127.0.0.1', resolve));
-      const instance = `127.0.0.1:${(target.address() as { port: number }).port}`;
-      const dir = mkdtempSync(join(tmpdir(), 'meridian-e2e-prometheus-'));
-      const child = spawnRemoteWriter(dir, { job: 'e2e', target: instance, writeUrl: `${api.url}/api/v1/write`, credentials: sender }, 'pipe');
-      let stderr = '';
-      child.stderr!.on('data', (d: Buffer) => {
-        stderr += d.toString();
-      });
-      try {
-        const gauge = `live_prom_gauge{instance="${instance}",job="e2e",room="a b"}`;
-        const counter = `live_prom_total{instance="${instance}",job="e2e",path="/q\\"x\\""}`;
-        const rows = await waitFor(
-          'two scrapes of both series',
-          async () => {
-            const got = await download('live_prom_');
-            return got.filter((r) => r.metric_name === gauge).length >= 2 && got.some((r) => r.metric_name === counter) ? got : undefined;
-          },
-          60_000,
-          500,
-        );
-        expect(new Set(rows.map((r) => r.metric_name))).toEqual(new Set([gauge, counter]));
-        expect(rows.filter((r) => r.metric_name === gauge).every((r) => r.metric_numeric_value === 42.5)).toBe(true);
-        expect(rows.filter((r) => r.metric_name === counter).every((r) => r.metric_numeric_value === 7)).toBe(true);
-        // Scrapes a second apart: the timestamps are Prometheus' scrape times, distinct and ordered.
-        const times = rows.filter((r) => r.metric_name === gauge).map((r) => r.timestamp);
-        expect(new Set(times).size).toBe(times.length);
-        const up = await download(`up{instance="${instance}"`);
-        expect(up.length).toBeGreaterThan(0);
-        expect(up.every((r) => r.metric_numeric_value === 1)).toBe(true);
-      } catch (error) {
-        console.log(`prometheus said: ${stderr.slice(-2000)}`);
-        throw error;
-      } finally {
-        child.kill('SIGTERM');
-        await new Promise((resolve) => child.once('exit', resolve));
-        target.close();
-        rmSync(dir, { recursive: true, force: true });
-      }
-    },
-    90_000,
-  );
-  it.skipIf(prometheusBin)("needs Debian's prometheus on PATH (deploy/local/install.sh test-tools installs it)", () => undefined);
+  it('its scraped series are downloadable under their canonical names, with the values it scraped', async () => {
+    const target = createServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' });
+      res.end('# TYPE live_prom_gauge gauge\nlive_prom_gauge{room="a b"} 42.5\n# TYPE live_prom_total counter\nlive_prom_total{path="/q\\"x\\""} 7\n');
+    });
+    await new Promise<void>((resolve) => target.listen(0, '127.0.0.1', resolve));
+    const instance = `127.0.0.1:${(target.address() as { port: number }).port}`;
+    const dir = mkdtempSync(join(tmpdir(), 'meridian-e2e-prometheus-'));
+    const child = spawnRemoteWriter(dir, { job: 'e2e', target: instance, writeUrl: `${api.url}/api/v1/write`, credentials: sender }, 'pipe');
+    let stderr = '';
+    child.stderr!.on('data', (d: Buffer) => {
+      stderr += d.toString();
+    });
+    try {
+      const gauge = `live_prom_gauge{instance="${instance}",job="e2e",room="a b"}`;
+      const counter = `live_prom_total{instance="${instance}",job="e2e",path="/q\\"x\\""}`;
+      const rows = await waitFor(
+        'two scrapes of both series',
+        async () => {
+          const got = await download('live_prom_');
+          return got.filter((r) => r.metric_name === gauge).length >= 2 && got.some((r) => r.metric_name === counter) ? got : undefined;
+        },
+        60_000,
+        500,
+      );
+      expect(new Set(rows.map((r) => r.metric_name))).toEqual(new Set([gauge, counter]));
+      expect(rows.filter((r) => r.metric_name === gauge).every((r) => r.metric_numeric_value === 42.5)).toBe(true);
+      expect(rows.filter((r) => r.metric_name === counter).every((r) => r.metric_numeric_value === 7)).toBe(true);
+      // Scrapes a second apart: the timestamps are Prometheus' scrape times, distinct and ordered.
+      const times = rows.filter((r) => r.metric_name === gauge).map((r) => r.timestamp);
+      expect(new Set(times).size).toBe(times.length);
+      const up = await download(`up{instance="${instance}"`);
+      expect(up.length).toBeGreaterThan(0);
+      expect(up.every((r) => r.metric_numeric_value === 1)).toBe(true);
+    } catch (error) {
+      console.log(`prometheus said: ${stderr.slice(-2000)}`);
+      throw error;
+    } finally {
+      child.kill('SIGTERM');
+      await new Promise((resolve) => child.once('exit', resolve));
+      target.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 90_000);
 });

@@ -81,7 +81,7 @@ export async function startPrometheus(openMetrics: string): Promise<RunningProme
 }
 
 /**
- * Debian's prometheus (`prometheus` on PATH) scraping one target every second and remote-writing
+ * Debian's prometheus (from the cache, as prometheusBinaries installs it) scraping one target every second and remote-writing
  * what it scrapes (no metadata, a batch at least every second), its configuration and TSDB in
  * `dir`. Used by the e2e test of the real sender and by the recorder of its fixtures.
  */
@@ -111,7 +111,7 @@ export function spawnRemoteWriter(
     ].join('\n'),
   );
   return spawn(
-    'prometheus',
+    prometheusBinaries().prometheus,
     [`--config.file=${join(dir, 'prometheus.yml')}`, `--storage.tsdb.path=${join(dir, 'data')}`, '--web.listen-address=127.0.0.1:0', '--log.level=warn'],
     { stdio: ['ignore', stdio === 'pipe' ? 'ignore' : 'inherit', stdio] },
   );
