@@ -12,7 +12,7 @@ import { waitForTask } from '../support/tasks.ts';
 import { waitFor } from '../support/wait.ts';
 import { incompleteUploads } from '../support/incomplete-uploads.ts';
 import { freePort } from '../support/ports.ts';
-import { startApp, type AppProcess } from '../support/processes.ts';
+import { startApp, untilReady, type AppProcess } from '../support/processes.ts';
 
 /** Where every topic's points archive lives in the bucket (archivePrefix). */
 const ARCHIVE_ROOT = '_archive/';
@@ -194,18 +194,7 @@ describe('defining and downloading files', () => {
     const port = await freePort();
     const url = `http://127.0.0.1:${port}`;
     own = startApp('api', settings, { MERIDIAN_API_PORT: String(port), MERIDIAN_API_INSTANCE: `files-e2e-${port}` });
-    await waitFor(
-      'the api process to be ready',
-      async () =>
-        (await fetch(`${url}/readyz`).then(
-          (r) => r.status,
-          () => 0,
-        )) === 200
-          ? true
-          : undefined,
-      60_000,
-      100,
-    );
+    await untilReady(url);
     const pid = own.child.pid!;
     const warmUp = streamedDefinition(ada, 16 * 1024 * 1024, block, 'warm-up.bin', undefined, url);
     const warmed = await fetch(warmUp.url, warmUp.init);

@@ -4,10 +4,9 @@ import { bootstrapAdmin, createUser } from '../support/accounts.ts';
 import { clickhouse } from '../support/clickhouse.ts';
 import { startWorker } from '../support/ingest.ts';
 import { freePort } from '../support/ports.ts';
-import { startApp, type AppProcess } from '../support/processes.ts';
+import { startApp, untilReady, type AppProcess } from '../support/processes.ts';
 import { isolatedSettings } from '../support/settings.ts';
 import { waitForTask } from '../support/tasks.ts';
-import { waitFor } from '../support/wait.ts';
 
 const PRODUCERS = 8;
 const PUSHES_PER_PRODUCER = 60;
@@ -30,18 +29,7 @@ describe(`api killed with SIGKILL ${KILLS} times while ${PRODUCERS} producers pu
 
   const startApi = async () => {
     api = startApp('api', settings);
-    await waitFor(
-      'the api to be ready',
-      async () =>
-        (await fetch(`${url}/readyz`).then(
-          (r) => r.status,
-          () => 0,
-        )) === 200
-          ? true
-          : undefined,
-      60_000,
-      100,
-    );
+    await untilReady(url);
   };
 
   beforeAll(async () => {

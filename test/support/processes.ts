@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { Settings } from '@meridian/config';
 import { settingsEnv } from './settings.ts';
+import { waitFor } from './wait.ts';
 import { API_NODE_ENV, API_NODE_FLAGS } from '../../apps/api/src/node-flags.ts';
 import { INGEST_NODE_FLAGS } from '../../apps/ingest/src/node-flags.ts';
 
@@ -44,4 +45,14 @@ export function startApp(app: 'api' | 'ingest', settings: Settings, extraEnv: Re
       return exited;
     },
   };
+}
+
+/** Until the api at `url` answers /readyz with 200 (a process just started, or restarted). */
+export async function untilReady(url: string, timeoutMs = 60_000): Promise<void> {
+  const status = () =>
+    fetch(`${url}/readyz`).then(
+      (r) => r.status,
+      () => 0,
+    );
+  await waitFor('the api to be ready', async () => ((await status()) === 200 ? true : undefined), timeoutMs, 100);
 }
