@@ -2,10 +2,7 @@ import type { ClickHouseClient } from '../client.ts';
 import { int } from '../download/filter-sql.ts';
 import { nameRuns } from '@meridian/domain';
 import { hexString, SQL_NAME_BYTES } from './delete.ts';
-
-async function rows<T>(client: ClickHouseClient, query: string): Promise<T[]> {
-  return (await client.query({ query, format: 'JSONEachRow' })).json<T>();
-}
+import { rows } from './delete-rows.ts';
 
 /** Every metric of the catalog with its first timestamp: what retention may reach. */
 export async function catalogFirsts(client: ClickHouseClient): Promise<Map<string, number>> {
