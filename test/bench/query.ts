@@ -1,7 +1,9 @@
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { Readable } from 'node:stream';
 import { clickhouse } from '../support/clickhouse.ts';
 import { freePort } from '../support/ports.ts';
-import { benchApi, dropBenchScope, fmt, percentile, stackProcesses, startProcess, readyAdminKey } from './common.ts';
+import { apiNodeOf, benchApi, dropBenchScope, fmt, givenSettings, percentile, repoRoot, stackProcesses, startProcess, readyAdminKey } from './common.ts';
 import { startVictoriaMetrics } from './victoria-metrics.ts';
 
 /**
@@ -22,6 +24,11 @@ import { startVictoriaMetrics } from './victoria-metrics.ts';
  * Meridian's points are written straight into ClickHouse (the bench measures queries, not
  * ingest); VictoriaMetrics gets the same points through its Prometheus text import.
  *   BENCH_POINTS=1000000 BENCH_REPEAT=5 make bench-query     # a quicker, smaller run
+ *   BENCH_QUERIES=rate,sumby,series   only these (keys: rate, sumby, series, dense-raw, dense-rollup, counters-raw, counters-rollup)
+ *   BENCH_MERIDIAN_ROOTS=.,../main    the checkouts whose api answers as Meridian, each in turn within a repeat (side by
+ *                                     side on the same points and load; each checkout's api with its own defaults for what
+ *                                     the bench does not set); the raw scenarios ask this checkout's raw api only
+ * The load average is printed with each scenario: on a shared machine it moves every figure.
  */
 const POINTS = Number(process.env.BENCH_POINTS ?? 10_000_000);
 const SERIES = Number(process.env.BENCH_SERIES ?? 1000);
@@ -48,27 +55,45 @@ const maxOverHours = (selector: string, days: number) => ({
 });
 
 /** raw: asked of the api that reads every window from the raw points. */
-const SCENARIOS: Array<{ name: string; points: number; params: Record<string, string>; raw?: boolean }> = [
+const SCENARIOS: Array<{ key: string; name: string; points: number; params: Record<string, string>; raw?: boolean }> = [
   {
+    key: 'rate',
     name: `rate ${fmt(SERIES)} series, 24 h, 1 m`,
     points: SERIES * PER_SERIES,
     params: { query: 'rate(bench_requests_total[5m])', start: String(T0 / 1000), end: String((T0 + DAY) / 1000), step: '60' },
   },
   {
+    key: 'sumby',
     name: 'sum by, same',
     points: SERIES * PER_SERIES,
     params: { query: 'sum by (job) (rate(bench_requests_total[5m]))', start: String(T0 / 1000), end: String((T0 + DAY) / 1000), step: '60' },
   },
   {
+    key: 'series',
     name: 'one series, 30 d, 1 h',
     points: GAUGE_POINTS,
     params: { query: 'bench_gauge', start: String(T0 / 1000), end: String((T0 + 30 * DAY) / 1000), step: '3600' },
   },
-  { name: 'max_over_time dense, 30 d, raw', points: DENSE_POINTS, params: maxOverHours('bench_dense', 30), raw: true },
-  { name: 'max_over_time dense, 30 d, rollup', points: DENSE_POINTS, params: maxOverHours('bench_dense', 30) },
-  { name: `max_over_time ${fmt(SERIES)} s, 24 h, raw`, points: SERIES * PER_SERIES, params: maxOverHours('bench_requests_total', 1), raw: true },
-  { name: `max_over_time ${fmt(SERIES)} s, 24 h, rollup`, points: SERIES * PER_SERIES, params: maxOverHours('bench_requests_total', 1) },
+  { key: 'dense-raw', name: 'max_over_time dense, 30 d, raw', points: DENSE_POINTS, params: maxOverHours('bench_dense', 30), raw: true },
+  { key: 'dense-rollup', name: 'max_over_time dense, 30 d, rollup', points: DENSE_POINTS, params: maxOverHours('bench_dense', 30) },
+  {
+    key: 'counters-raw',
+    name: `max_over_time ${fmt(SERIES)} s, 24 h, raw`,
+    points: SERIES * PER_SERIES,
+    params: maxOverHours('bench_requests_total', 1),
+    raw: true,
+  },
+  {
+    key: 'counters-rollup',
+    name: `max_over_time ${fmt(SERIES)} s, 24 h, rollup`,
+    points: SERIES * PER_SERIES,
+    params: maxOverHours('bench_requests_total', 1),
+  },
 ];
+
+const ONLY = process.env.BENCH_QUERIES?.split(',').filter(Boolean) ?? null;
+const MERIDIAN_ROOTS = (process.env.BENCH_MERIDIAN_ROOTS ?? '.').split(',').filter(Boolean);
+const loadAverage = () => readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
 
 function prometheusText(): Readable {
   return Readable.from(
@@ -114,13 +139,26 @@ async function main(): Promise<void> {
     MERIDIAN_RATE_LIMIT_PER_SECOND: '0',
     LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn',
   });
-  const api = startProcess('apps/api/src/main.ts', settings);
+  const BENCH_KEYS = ['MERIDIAN_PROMQL_MAX_SAMPLES', 'MERIDIAN_PROMQL_TIMEOUT_MS', 'MERIDIAN_REQUEST_TIMEOUT_MS', 'MERIDIAN_RATE_LIMIT_PER_SECOND'];
+  // This checkout's api on the bench's port, then one per other checkout (its own defaults for the rest).
+  const apis: Array<{ name: string; base: string; proc: ReturnType<typeof startProcess> }> = [];
+  for (const checkout of MERIDIAN_ROOTS) {
+    const root = `${resolve(repoRoot, checkout)}/`;
+    if (root === repoRoot) {
+      apis.push({ name: 'Meridian', base, proc: startProcess('apps/api/src/main.ts', settings) });
+      continue;
+    }
+    const port = await freePort();
+    const own = givenSettings(settings, [...BENCH_KEYS, 'LOG_LEVEL']);
+    const proc = startProcess('apps/api/src/main.ts', own, { MERIDIAN_API_PORT: String(port) }, root, undefined, await apiNodeOf(root));
+    apis.push({ name: `Meridian ${checkout}`, base: `http://127.0.0.1:${port}`, proc });
+  }
   const rawPort = await freePort();
   const rawBase = `http://127.0.0.1:${rawPort}`;
   const rawApi = startProcess('apps/api/src/main.ts', settings, { MERIDIAN_API_PORT: String(rawPort), MERIDIAN_PROMQL_ROLLUP_MIN_RANGE: 'off' });
   const vm = await startVictoriaMetrics();
   try {
-    const key = await readyAdminKey(settings, base, rawBase);
+    const key = await readyAdminKey(settings, ...apis.map((a) => a.base), rawBase);
     console.log(
       `bench-query: ${fmt(SERIES * PER_SERIES)} counter points (${fmt(SERIES)} series, one every ${STEP_MS} ms over 24 h), a gauge of ${fmt(GAUGE_POINTS)} points and a dense one of ${fmt(DENSE_POINTS)} over 30 days`,
     );
@@ -141,32 +179,45 @@ async function main(): Promise<void> {
     );
     await vm.importPrometheus(prometheusText());
     const clickhouseProc = stackProcesses().filter((p) => p.name === 'clickhouse');
-    const meridianCpu: Cpu = () => api.cpuSeconds() + rawApi.cpuSeconds() + clickhouseProc.reduce((n, p) => n + p.cpuSeconds(), 0);
+    const clickhouseCpu = () => clickhouseProc.reduce((n, p) => n + p.cpuSeconds(), 0);
     const rows: string[] = [];
     const p50s = new Map<string, number>();
-    for (const s of SCENARIOS) {
+    for (const s of SCENARIOS.filter((sc) => !ONLY || ONLY.includes(sc.key))) {
       const qs = new URLSearchParams(s.params).toString();
-      const ours: number[] = [];
+      const askers = s.raw ? [{ name: 'Meridian', base: rawBase, proc: rawApi }] : apis;
+      const ours = askers.map(() => ({ ms: [] as number[], cpu: 0 }));
       const theirs: number[] = [];
       let counts = '';
-      let [ourCpu, theirCpu] = [0, 0];
+      let theirCpu = 0;
+      const loadBefore = loadAverage();
       for (let r = 0; r < REPEAT; r++) {
-        const m = await timed(`${s.raw ? rawBase : base}/prometheus/api/v1/query_range?${qs}`, { Authorization: `Bearer ${key}` }, meridianCpu);
+        // Each in turn first: the query after another on the same points finds ClickHouse's caches warm.
+        for (let turn = 0; turn < askers.length; turn++) {
+          const a = (turn + r) % askers.length;
+          const asker = askers[a]!;
+          const cpu: Cpu = () => asker.proc.cpuSeconds() + clickhouseCpu();
+          const m = await timed(`${asker.base}/prometheus/api/v1/query_range?${qs}`, { Authorization: `Bearer ${key}` }, cpu);
+          ours[a]!.ms.push(m.ms);
+          ours[a]!.cpu += m.cpu;
+          counts = `${m.series}`;
+        }
         const v = await timed(`${vm.url}/api/v1/query_range?${qs}`, {}, vm.cpuSeconds);
-        ours.push(m.ms);
         theirs.push(v.ms);
-        ourCpu += m.cpu;
         theirCpu += v.cpu;
-        counts = `${m.series} / ${v.series} series`;
+        counts = `${counts} / ${v.series} series`;
       }
       const perMillion = (cpu: number) => (cpu / REPEAT / (s.points / 1e6)).toFixed(2).padStart(6);
-      ours.sort((a, b) => a - b);
       theirs.sort((a, b) => a - b);
-      const [m50, m99, v50, v99] = [percentile(ours, 50), percentile(ours, 99), percentile(theirs, 50), percentile(theirs, 99)];
-      p50s.set(s.name, m50);
-      rows.push(
-        `${s.name.padEnd(32)} ${fmt(m50).padStart(7)} ${fmt(m99).padStart(7)}   ${fmt(v50).padStart(7)} ${fmt(v99).padStart(7)}   ${(m50 / v50).toFixed(1).padStart(5)}× ${(m99 / v99).toFixed(1).padStart(5)}×   ${perMillion(ourCpu)} ${perMillion(theirCpu)}   ${counts}`,
-      );
+      const [v50, v99] = [percentile(theirs, 50), percentile(theirs, 99)];
+      for (const [a, asker] of askers.entries()) {
+        const mine = ours[a]!.ms.sort((x, y) => x - y);
+        const [m50, m99] = [percentile(mine, 50), percentile(mine, 99)];
+        const name = askers.length > 1 ? `${s.name} (${asker.name})` : s.name;
+        if (a === 0) p50s.set(s.name, m50);
+        rows.push(
+          `${name.padEnd(32)} ${fmt(m50).padStart(7)} ${fmt(m99).padStart(7)}   ${fmt(v50).padStart(7)} ${fmt(v99).padStart(7)}   ${(m50 / v50).toFixed(1).padStart(5)}× ${(m99 / v99).toFixed(1).padStart(5)}×   ${perMillion(ours[a]!.cpu)} ${perMillion(theirCpu)}   ${counts}   load ${loadBefore} → ${loadAverage()}`,
+        );
+      }
     }
     console.log(
       `\n${'query'.padEnd(32)} ${'Meridian p50/p99 ms'.padStart(15)}   ${'VictoriaMetrics p50/p99 ms'.padStart(15)}   p50, p99 ratio (goal ≤ 2×)   CPU-s per M points (Meridian: api + ClickHouse; VM)`,
@@ -178,7 +229,7 @@ async function main(): Promise<void> {
     }
   } finally {
     await vm.stop();
-    await api.stop();
+    for (const a of apis) await a.proc.stop();
     await rawApi.stop();
     await dropBenchScope(settings);
   }

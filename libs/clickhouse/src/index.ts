@@ -63,7 +63,7 @@ export { untilMutationsDone } from './server-work.ts';
 export { applyDeletion, deletionWhere, deleteRowsSql, hexString, LIVE_DELETION_TARGETS, type DeletionTargets, type PointsDeletion } from './points/delete.ts';
 export { bucketsWhere } from './rollups/follow-deletion.ts';
 export { parseSeries, readSeries, seriesFromRollupSql, seriesRollup, seriesSql, type SeriesColumns, type SeriesRequest } from './series.ts';
-export { readSamples, samplesSql, streamSamples, type SamplesRequest, type SeriesSamples } from './promql/samples.ts';
+export { readSamples, samplesSql, streamSamples, type SamplesRequest, type SeriesSamples, type SeriesView } from './promql/samples.ts';
 export { catalogFirsts, countOlder, deletionAppliedPartitions } from './points/retention.ts';
 export { readSeriesBuckets, resolutionOf, type SeriesBucketsRequest } from './rollups/series-buckets.ts';
 export { checkChunk, createSealPass, sealCandidates, writeSeals, type CheckedChunk, type SealPassOptions, type SealPassStats } from './rollups/seal-pass.ts';

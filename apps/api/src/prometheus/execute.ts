@@ -215,7 +215,8 @@ type StepValuesRead = { values: Array<{ name: string; values: StepValues }>; rea
 
 /**
  * A reduced selector's function value at every step of every series: from the rollup where the
- * plan says its windows are whole buckets, else computed as each series' samples arrive (none is kept).
+ * plan says its windows are whole buckets, else computed as each series' samples arrive (none is
+ * kept: each is read into the same arrays as the one before).
  */
 async function readStepValues(
   conn: ConnOptions,
@@ -230,7 +231,7 @@ async function readStepValues(
   const reduce = w.reduce!;
   const values: Array<{ name: string; values: StepValues }> = [];
   const read = await streamSamples(conn, request, (s) =>
-    values.push({ name: s.name, values: seriesStepValues(reduce.func, known.get(s.name)!.labels, s.ts, s.vs, reduce) }),
+    values.push({ name: s.name, values: seriesStepValues(reduce.func, known.get(s.name)!.labels, s.ts, s.vs, reduce, s.n) }),
   );
   return { values, read };
 }

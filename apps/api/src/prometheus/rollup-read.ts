@@ -54,7 +54,7 @@ export async function readRollupWindow(
   const collect = async (req: SamplesRequest): Promise<boolean> => {
     const got = await streamSamples(conn, { ...req, maxSamples: request.maxSamples - read }, (s) => {
       const list = samples.get(s.name) ?? [];
-      s.ts.forEach((t, i) => list.push([t, s.vs[i]!]));
+      for (let i = 0; i < s.n; i++) list.push([s.ts[i]!, s.vs[i]!]);
       samples.set(s.name, list);
     });
     if (got === 'too_many') return false;

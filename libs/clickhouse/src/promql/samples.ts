@@ -1,7 +1,7 @@
 import { int } from '../download/filter-sql.ts';
 import { startQuery, type ConnOptions } from '../download/http.ts';
-import { forEachBinaryRow, type ArrayType } from './row-binary.ts';
-import { newestPerTimestamp, timeSorted } from './time-order.ts';
+import { forEachBinaryRow, ownArrays, type ArrayType, type BinaryRow } from './row-binary.ts';
+import { mergeScratch, newestPerTimestamp, timeSorted } from './time-order.ts';
 
 /**
  * The samples of a PromQL selector: the points of some series between two times, one per
@@ -25,6 +25,13 @@ export type SamplesRequest = {
 };
 
 export type SeriesSamples = { readonly name: string; readonly ts: number[]; readonly vs: number[] };
+
+/**
+ * A series' samples as streamSamples hands them over: the first n of ts and vs, which are arrays
+ * reused from series to series (row-binary.ts says why): valid until the callback returns, so a
+ * caller that keeps them copies them (readSamples does).
+ */
+export type SeriesView = { readonly name: string; readonly ts: readonly number[]; readonly vs: readonly number[]; readonly n: number };
 
 /** The conditions on a row of points for the request's window (and sparse steps), numbers only. */
 export function windowConditions(req: Pick<SamplesRequest, 'fromMs' | 'toMs' | 'sparse'>): string {
@@ -63,7 +70,7 @@ async function readRows(
   names: readonly string[],
   versions: boolean,
   budget: number,
-  onRow: (name: string, arrays: readonly number[][]) => void,
+  onRow: (name: string, row: BinaryRow) => void,
 ): Promise<number | 'too_many'> {
   const started = startQuery(conn, {
     sql: samplesSql(req, versions),
@@ -77,16 +84,15 @@ async function readRows(
   let read = 0;
   let over = false;
   try {
-    await forEachBinaryRow(res as AsyncIterable<Buffer>, versions ? VERSIONED_ARRAYS : SAMPLE_ARRAYS, ({ id, arrays }) => {
-      const name = names[id];
-      if (name === undefined) throw new Error(`ClickHouse answered series ${id} of ${names.length}`);
-      if (arrays.some((a) => a.length !== arrays[0]!.length)) throw new Error('ClickHouse answered arrays of different lengths');
-      read += arrays[0]!.length;
+    await forEachBinaryRow(res as AsyncIterable<Buffer>, versions ? VERSIONED_ARRAYS : SAMPLE_ARRAYS, (row) => {
+      const name = names[row.id];
+      if (name === undefined) throw new Error(`ClickHouse answered series ${row.id} of ${names.length}`);
+      read += row.length;
       if (read > budget) {
         over = true;
         throw new Error('too many samples');
       }
-      onRow(name, arrays);
+      onRow(name, row);
     });
   } catch (error) {
     started.abort();
@@ -99,26 +105,30 @@ async function readRows(
 /**
  * Each series' samples, in time order and one per timestamp, to onSeries as they arrive (a series
  * with a repeated timestamp after the others, once its versions are read); answers the samples
- * read, or 'too_many' once they pass maxSamples (the query is then stopped).
+ * read, or 'too_many' once they pass maxSamples (the query is then stopped). What onSeries gets
+ * is valid only until it returns (SeriesView).
  */
-export async function streamSamples(conn: ConnOptions, req: SamplesRequest, onSeries: (s: SeriesSamples) => void): Promise<number | 'too_many'> {
+export async function streamSamples(conn: ConnOptions, req: SamplesRequest, onSeries: (s: SeriesView) => void): Promise<number | 'too_many'> {
   if (req.names.length === 0 || req.toMs < req.fromMs) return 0;
   const repeated: string[] = [];
-  const read = await readRows(conn, req, req.names, false, req.maxSamples, (name, [ts, vs]) => {
-    const sorted = timeSorted(ts!, vs!);
+  const spare = mergeScratch();
+  const read = await readRows(conn, req, req.names, false, req.maxSamples, (name, row) => {
+    const sorted = timeSorted(row.arrays[0]!, row.arrays[1]!, row.length, spare);
     if (sorted.repeats) repeated.push(name);
-    else onSeries({ name, ts: sorted.ts, vs: sorted.vs });
+    else onSeries({ name, ts: sorted.ts, vs: sorted.vs, n: sorted.n });
   });
   if (read === 'too_many' || repeated.length === 0) return read;
-  const again = await readRows(conn, req, repeated, true, Number.POSITIVE_INFINITY, (name, [ts, vs, ...versions]) =>
-    onSeries({ name, ...newestPerTimestamp(ts!, vs!, versions) }),
-  );
+  const again = await readRows(conn, req, repeated, true, Number.POSITIVE_INFINITY, (name, row) => {
+    const [ts, vs, ...versions] = ownArrays(row);
+    const newest = newestPerTimestamp(ts!, vs!, versions);
+    onSeries({ name, ...newest, n: newest.ts.length });
+  });
   return again === 'too_many' ? again : read;
 }
 
-/** The samples, or 'too_many' when there are more than maxSamples. */
+/** The samples, each series' its own arrays, or 'too_many' when there are more than maxSamples. */
 export async function readSamples(conn: ConnOptions, req: SamplesRequest): Promise<SeriesSamples[] | 'too_many'> {
   const out: SeriesSamples[] = [];
-  const read = await streamSamples(conn, req, (s) => out.push(s));
+  const read = await streamSamples(conn, req, (s) => out.push({ name: s.name, ts: s.ts.slice(0, s.n), vs: s.vs.slice(0, s.n) }));
   return read === 'too_many' ? read : out;
 }

@@ -1,25 +1,37 @@
+import { withRoom } from './row-binary.ts';
+
 /**
  * A series' samples as ClickHouse's groupArray hands them over: in the order its threads read
  * the parts, so a few runs each ascending by time (a part is sorted by name and time). They are
  * put in time order by merging the runs (stable), which costs one pass where they already are;
  * whether a timestamp repeats (uploaded again) is then seen between neighbours.
  */
-export type TimeSorted = { readonly ts: number[]; readonly vs: number[]; readonly repeats: boolean };
+export type TimeSorted = { readonly ts: number[]; readonly vs: number[]; readonly n: number; readonly repeats: boolean };
 
-/** Where each ascending run starts (non-decreasing: a repeated timestamp stays in its run), and the length at the end. */
-function runStarts(ts: readonly number[]): number[] {
+/** The arrays a merge writes into, reused from series to series (grown to the longest): see row-binary.ts for why. */
+export type MergeScratch = { ts: number[]; vs: number[] };
+
+export const mergeScratch = (): MergeScratch => ({ ts: [], vs: [] });
+
+/** Where each ascending run of the first n starts (non-decreasing: a repeated timestamp stays in its run), and n at the end. */
+function runStarts(ts: readonly number[], n: number): number[] {
   const starts = [0];
-  for (let i = 1; i < ts.length; i++) if (ts[i]! < ts[i - 1]!) starts.push(i);
-  starts.push(ts.length);
+  for (let i = 1; i < n; i++) if (ts[i]! < ts[i - 1]!) starts.push(i);
+  starts.push(n);
   return starts;
 }
 
-/** Merges neighbouring runs pairwise until one is left; on equal times the earlier run's sample comes first. */
-function mergeRuns(ts: number[], vs: number[], starts: number[]): { ts: number[]; vs: number[] } {
+/**
+ * Merges neighbouring runs pairwise until one is left, each pass from one pair of arrays into the
+ * other (the input's and the spare's, which both end up overwritten); on equal times the earlier
+ * run's sample comes first. Answers the pair that holds the result.
+ */
+function mergeRuns(ts: number[], vs: number[], starts: number[], spare: MergeScratch): { ts: number[]; vs: number[] } {
+  const n = starts[starts.length - 1]!;
   let [a, b] = [ts, vs];
+  let [ta, va] = [withRoom(spare.ts, n), withRoom(spare.vs, n)];
   let bounds = starts;
   while (bounds.length > 2) {
-    const [ta, va] = [new Array<number>(a.length), new Array<number>(a.length)];
     const next = [0];
     for (let r = 0; r + 1 < bounds.length; r += 2) {
       const [lo, mid] = [bounds[r]!, bounds[r + 1]!];
@@ -35,18 +47,21 @@ function mergeRuns(ts: number[], vs: number[], starts: number[]): { ts: number[]
       for (; j < hi; j++, k++) [ta[k], va[k]] = [a[j]!, b[j]!];
       next.push(hi);
     }
-    [a, b, bounds] = [ta, va, next];
+    [a, b, ta, va, bounds] = [ta, va, a, b, next];
   }
   return { ts: a, vs: b };
 }
 
-/** The samples in time order, and whether some timestamp comes more than once. */
-export function timeSorted(ts: number[], vs: number[]): TimeSorted {
-  const starts = runStarts(ts);
-  const sorted = starts.length > 2 ? mergeRuns(ts, vs, starts) : { ts, vs };
+/**
+ * The first n samples in time order (in ts and vs themselves, or in the spare arrays: the first
+ * n of the answer's), and whether some timestamp comes more than once.
+ */
+export function timeSorted(ts: number[], vs: number[], n = ts.length, spare: MergeScratch = mergeScratch()): TimeSorted {
+  const starts = runStarts(ts, n);
+  const sorted = starts.length > 2 ? mergeRuns(ts, vs, starts, spare) : { ts, vs };
   let repeats = false;
-  for (let i = 1; i < sorted.ts.length && !repeats; i++) repeats = sorted.ts[i] === sorted.ts[i - 1];
-  return { ...sorted, repeats };
+  for (let i = 1; i < n && !repeats; i++) repeats = sorted.ts[i] === sorted.ts[i - 1];
+  return { ...sorted, n, repeats };
 }
 
 /**

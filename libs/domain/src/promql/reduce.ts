@@ -10,9 +10,17 @@ export type ReduceSteps = { readonly firstRefMs: number; readonly stepMs: number
  * A range function's value at every step of one series, computed as its samples arrive so they
  * need not be kept: the window's ends only move forward from step to step, so two cursors find
  * each window in one pass over the samples, and each window's value is evalRangeFunction's, the
- * same arithmetic as the evaluation from the samples (and Prometheus').
+ * same arithmetic as the evaluation from the samples (and Prometheus'). The samples are the first
+ * n of ts and vs (arrays a reader reuses from series to series may be longer).
  */
-export function seriesStepValues(func: WindowStatsFunction, labels: Labels, ts: readonly number[], vs: readonly number[], r: ReduceSteps): StepValues {
+export function seriesStepValues(
+  func: WindowStatsFunction,
+  labels: Labels,
+  ts: readonly number[],
+  vs: readonly number[],
+  r: ReduceSteps,
+  n = ts.length,
+): StepValues {
   const present = new Uint8Array(r.steps);
   const values = new Float64Array(r.steps);
   const rangeSeconds = r.rangeMs / 1000;
@@ -21,8 +29,8 @@ export function seriesStepValues(func: WindowStatsFunction, labels: Labels, ts: 
   for (let k = 0; k < r.steps; k++) {
     const end = r.firstRefMs + k * r.stepMs;
     const start = end - r.rangeMs;
-    while (lo < ts.length && ts[lo]! < start) lo++;
-    while (hi + 1 < ts.length && ts[hi + 1]! <= end) hi++;
+    while (lo < n && ts[lo]! < start) lo++;
+    while (hi + 1 < n && ts[hi + 1]! <= end) hi++;
     if (hi < lo) continue;
     const v = evalRangeFunction(func, { ts, vs, lo, hi }, { rangeStartMs: start, rangeEndMs: end, rangeSeconds }, Number.NaN);
     if (v === null) continue;

@@ -50,6 +50,17 @@ describe('range functions reduced per series as the samples arrive', () => {
       }
     }
   });
+
+  it('reads only the first n samples of arrays reused from a longer series', () => {
+    const { ts, vs } = series(300, true);
+    const r = { firstRefMs: ts[0]!, stepMs: 60_000, steps: Math.floor((ts[199]! + 400_000 - ts[0]!) / 60_000), rangeMs: 300_000 };
+    for (const func of WINDOW_STATS_FUNCTIONS) {
+      const want = seriesStepValues(func, [], ts.slice(0, 200), vs.slice(0, 200), r);
+      expect(seriesStepValues(func, [], ts, vs, r, 200), func).toEqual(want);
+      // The longer arrays give other windows past the 200th sample, so the test can tell.
+      expect(seriesStepValues(func, [], ts, vs, r), func).not.toEqual(want);
+    }
+  });
 });
 
 describe('aggregations of reduced series per group', () => {
