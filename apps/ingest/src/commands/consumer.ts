@@ -10,6 +10,9 @@ import { sendToDeadLetter } from '../dead-letter.ts';
 import type { IngestDeps } from '../ingest-deps.ts';
 import type { CommandConsumerOptions } from './options.ts';
 
+/** Longest the group's committed offset lags what is dealt with, while batches come (see the consumer's run). */
+const COMMIT_INTERVAL_MS = 1000;
+
 export type RunningWorker = { readonly watch: ConsumerWatch; stop(): Promise<void> };
 
 /** What the handlers are built on: the consumer's tasks topic and its accounts fold (read to its end before each command). */
@@ -94,7 +97,20 @@ export async function startCommandConsumer(
       // has its own transactional producer, and a task's commands all share its partition.
       partitionsConsumedConcurrently: options.partitionsConsumedConcurrently,
       eachBatchAutoResolve: false,
-      eachBatch: (payload) => dispatchBatch(dispatch, payload),
+      // Most batches of the tasks topic hold no command (every push writes a MetricsPushed), and
+      // kafkajs's autoCommit commits after each batch: an OffsetCommit request, a write to
+      // __consumer_offsets, for every push. A command's run commits its own offset in its
+      // outcome's transaction (handlers.ts); what is committed here only moves the group past the
+      // events without a handler, so it goes at most once a COMMIT_INTERVAL_MS. After a crash or a
+      // rebalance the next owner reads again at most that much, and decides each command in it
+      // again: one that has ended is skipped (runner.decide), as after a crash between an
+      // outcome and its commit today.
+      autoCommit: false,
+      autoCommitInterval: COMMIT_INTERVAL_MS,
+      eachBatch: async (payload) => {
+        await dispatchBatch(dispatch, payload);
+        await payload.commitOffsetsIfNecessary();
+      },
     },
     logger,
     ingest.startRetry,

@@ -96,6 +96,11 @@ export type MessagePayload = { readonly topic: string; readonly partition: numbe
 /** How a group consumer runs: by batch (projectors) or by message (commands). */
 export type ConsumerRun = {
   readonly autoCommit?: boolean;
+  /**
+   * With autoCommit off: commitOffsetsIfNecessary() without offsets commits what is resolved once
+   * this many ms have passed since the last commit, and does nothing before.
+   */
+  readonly autoCommitInterval?: number;
   readonly eachBatchAutoResolve?: boolean;
   /** Partitions handled at once (each in order). */
   readonly partitionsConsumedConcurrently?: number;
