@@ -6,6 +6,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { TestProject } from 'vitest/node';
 import { TOPOLOGY_SETTINGS, type StackEndpoints } from './endpoints.ts';
+import { removeRunScopes } from './run-cleanup.ts';
 
 const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
 type Teardown = () => Promise<void>;
@@ -20,7 +21,7 @@ export default async function setup(project: TestProject): Promise<Teardown> {
   const runId = `t${Date.now().toString(36)}${randomBytes(3).toString('hex')}`;
   const env = process.env;
   if (env.KAFKA_BROKERS && env.CLICKHOUSE_URL && env.S3_ENDPOINT) {
-    project.provide('stack', {
+    const stack = {
       KAFKA_BROKERS: env.KAFKA_BROKERS,
       CLICKHOUSE_URL: env.CLICKHOUSE_URL,
       CLICKHOUSE_USER: env.CLICKHOUSE_USER ?? 'default',
@@ -31,8 +32,9 @@ export default async function setup(project: TestProject): Promise<Teardown> {
       RUN_ID: runId,
       SOURCE: 'environment',
       TOPOLOGY: Object.fromEntries(TOPOLOGY_SETTINGS.flatMap((name) => (env[name] ? [[name, env[name]]] : []))),
-    });
-    return async () => {};
+    } as const;
+    project.provide('stack', stack);
+    return () => removeRunScopes(stack, runId);
   }
   // Every project (integration, e2e, fault) runs this setup; the containers are started once
   // per vitest process (Kafka's host port is fixed) and stopped after the last project.
@@ -52,11 +54,11 @@ let containers: Promise<{ endpoints: StackEndpoints; stop: Teardown } | null> | 
 let users = 0;
 
 function startLocalStack(project: TestProject, runId: string): Teardown {
-  const stack = `${repoRoot}deploy/local/stack.sh`;
+  const stackScript = `${repoRoot}deploy/local/stack.sh`;
   // Only the services this setup starts are stopped after it (as test/run.sh does): stack.sh up
   // names them in STACK_STARTED_FILE (a service another command was stopping is started anew).
   const startedFile = join(mkdtempSync(join(tmpdir(), 'meridian-stack-')), 'started');
-  execFileSync(stack, ['up'], { stdio: 'inherit', env: { ...process.env, STACK_STARTED_FILE: startedFile } });
+  execFileSync(stackScript, ['up'], { stdio: 'inherit', env: { ...process.env, STACK_STARTED_FILE: startedFile } });
   const stopped = existsSync(startedFile)
     ? readFileSync(startedFile, 'utf8')
         .split('\n')
@@ -65,13 +67,13 @@ function startLocalStack(project: TestProject, runId: string): Teardown {
     : [];
   rmSync(dirname(startedFile), { recursive: true, force: true });
   const exported = Object.fromEntries(
-    execFileSync(stack, ['env'], { encoding: 'utf8' })
+    execFileSync(stackScript, ['env'], { encoding: 'utf8' })
       .split('\n')
       .map((l) => /^export (\w+)=(.*)$/.exec(l))
       .filter((m): m is RegExpExecArray => m !== null)
       .map((m) => [m[1], m[2]]),
   ) as Record<string, string>;
-  project.provide('stack', {
+  const stack = {
     KAFKA_BROKERS: exported.KAFKA_BROKERS!,
     CLICKHOUSE_URL: exported.CLICKHOUSE_URL!,
     CLICKHOUSE_USER: 'default',
@@ -81,9 +83,11 @@ function startLocalStack(project: TestProject, runId: string): Teardown {
     S3_SECRET_KEY: exported.S3_SECRET_KEY!,
     RUN_ID: runId,
     SOURCE: 'local',
-  });
+  } as const;
+  project.provide('stack', stack);
   return async () => {
-    if (stopped.length > 0) execFileSync(stack, ['down', ...stopped], { stdio: 'inherit' });
+    await removeRunScopes(stack, runId);
+    if (stopped.length > 0) execFileSync(stackScript, ['down', ...stopped], { stdio: 'inherit' });
   };
 }
 
