@@ -156,6 +156,7 @@ bench-query: deps stack-up
 # Whether a process gets slower or bigger with the log's age: N tasks written straight to the log.
 bench-storage: deps stack-up
 	@deploy/local/install.sh victoria-metrics
+	@deploy/local/install.sh chdb
 	@eval "$$($(STACK) env)" && VICTORIA_METRICS_BIN="$$(. deploy/local/lib.sh && echo "$$VICTORIA_METRICS_BIN")" node test/bench/storage.ts
 
 bench-history: deps stack-up

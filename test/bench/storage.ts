@@ -17,6 +17,7 @@ import {
 import { archiveVariants } from './archive-variants.ts';
 import { pointBatchCodecFigures } from './point-batch-codec.ts';
 import { pointsVariants, type PointsVariant, type ZstdCase } from './points-variants.ts';
+import { codecCases, pointsOnModern, type ModernPoints } from './points-modern.ts';
 import type { Series } from './telemetry.ts';
 import { telemetryFleet, type Fleet } from './telemetry-fleet.ts';
 import { startVictoriaMetrics } from './victoria-metrics.ts';
@@ -44,6 +45,9 @@ import { startVictoriaMetrics } from './victoria-metrics.ts';
  *     as a UUID: points-variants.ts
  *   BENCH_ARCHIVE_LEVELS=0    1: the archive's segments compressed again per zstd level and long mode (archive-variants.ts)
  *   BENCH_ZSTD_MIN_PART=0     the compressed bytes a merge's parts must reach for that level
+ *   BENCH_MODERN=1            each Meridian's `points` copied into a current ClickHouse (chDB, 26.9) migrated as
+ *     Meridian migrates it, so the migrations' column codecs apply: points-modern.ts (0: not)
+ *   BENCH_CODECS=             codec cases on that server beside it (`all`, or names: points-modern.ts CODEC_CASES)
  */
 const POINTS = Number(process.env.BENCH_POINTS ?? 10_000_000);
 const SERIES = Number(process.env.BENCH_SERIES ?? 1000);
@@ -61,6 +65,8 @@ const ZSTD_CASES: ZstdCase[] = (process.env.BENCH_ZSTD_LEVELS ?? '')
         },
   );
 const ARCHIVE_LEVELS = process.env.BENCH_ARCHIVE_LEVELS === '1';
+const MODERN = process.env.BENCH_MODERN !== '0';
+const CODEC_CASES = codecCases(process.env.BENCH_CODECS ?? '');
 const SYSTEMS = (process.env.BENCH_SYSTEMS ?? 'victoria-metrics,before,after').split(',').filter(Boolean);
 /** Two minutes of scrapes a push: about 7,300 points of 1,000 series, as an agent batching its sends. */
 const WINDOW_MS = 120_000;
@@ -81,6 +87,8 @@ type Row = {
   readonly variants?: readonly PointsVariant[];
   /** The archive's segments compressed per case (BENCH_ARCHIVE_LEVELS). */
   readonly archiveCases?: Awaited<ReturnType<typeof archiveVariants>>;
+  /** `points` on a current ClickHouse with the migrations' codecs, and the codec cases (BENCH_MODERN, BENCH_CODECS). */
+  readonly modern?: ModernPoints;
 };
 
 const bodyOf = (window: readonly Series[]) =>
@@ -227,6 +235,7 @@ async function meridian(fleet: Fleet, name: string, env: Record<string, string>)
     const archived: Array<[string, number]> = archive > 0 ? [['MinIO points archive', archive]] : [];
     const variants = ZSTD_CASES.length > 0 ? await pointsVariants(settings, ZSTD_CASES) : undefined;
     const archiveCases = ARCHIVE_LEVELS && archive > 0 ? await archiveVariants(settings) : undefined;
+    const modern = MODERN ? await pointsOnModern(settings, CODEC_CASES) : undefined;
     return {
       system: name,
       bytes: [...topics, ...archived, ...(await tableBytes(settings))],
@@ -236,6 +245,7 @@ async function meridian(fleet: Fleet, name: string, env: Record<string, string>)
       ...(idle ? { idle } : {}),
       ...(variants ? { variants } : {}),
       ...(archiveCases ? { archiveCases } : {}),
+      ...(modern ? { modern } : {}),
     };
   } finally {
     await Promise.all([api.stop(), ingest.stop()]);
@@ -287,6 +297,28 @@ function printVariant(v: PointsVariant, points: number): void {
   }
 }
 
+/** `points` on the current server by column, archive plus it against VictoriaMetrics, and each codec case's columns and CPU. */
+function printModern(row: Row, points: number, vmPerPoint: number): void {
+  const m = row.modern!;
+  const perPoint = (b: number) => (b / points).toFixed(3);
+  const total = m.columns.reduce((n, [, b]) => n + b, 0);
+  console.log(
+    `  ClickHouse ${m.version} points (migrated, one part): ${perPoint(total)} B/point, ${((m.copyCpuSeconds * 1e6) / points).toFixed(2)} CPU-s a million points to copy in and merge`,
+  );
+  for (const [column, bytes, codec] of m.columns) console.log(`    ${column.padEnd(16)} ${perPoint(bytes).padStart(7)}  ${codec}`);
+  const archive = row.bytes.find(([where]) => where === 'MinIO points archive')?.[1];
+  if (archive !== undefined) {
+    const both = (archive + total) / points;
+    console.log(`  archive + points on ${m.version}: ${both.toFixed(2)} B/point, ${(both / vmPerPoint).toFixed(2)}× VictoriaMetrics`);
+  }
+  for (const c of m.cases) {
+    const sum = c.columns.reduce((n, [, b]) => n + b, 0);
+    console.log(
+      `    case ${c.name.padEnd(13)} ${perPoint(sum)} B/point, ${((c.cpuSeconds * 1e6) / points).toFixed(2)} CPU-s a million points: ${c.columns.map(([col, b]) => `${col} ${perPoint(b)}`).join(', ')}`,
+    );
+  }
+}
+
 function print(rows: readonly Row[], points: number): void {
   const vm = rows.find((r) => r.system === 'VictoriaMetrics');
   const vmPerPoint = vm === undefined ? NaN : vm.bytes.reduce((n, [, b]) => n + b, 0) / points;
@@ -299,6 +331,7 @@ function print(rows: readonly Row[], points: number): void {
     if (row.columns) console.log(`  ClickHouse points by column, B/point: ${row.columns.map(([c, b]) => `${c} ${(b / points).toFixed(3)}`).join(', ')}`);
     for (const v of row.variants ?? []) printVariant(v, points);
     if (row.archiveCases) printArchiveCases(row.archiveCases, points);
+    if (row.modern) printModern(row, points, vmPerPoint);
     if (row.idle) console.log(`  idle, CPU-seconds a minute: ${row.idle.map(([p, s]) => `${p} ${s.toFixed(2)}`).join(', ')}`);
   }
 }
