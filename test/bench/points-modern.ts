@@ -31,7 +31,10 @@ export type CodecCaseResult = {
   readonly cpuSeconds: number;
 };
 
-/** Column declarations (type, codec, column settings) that differ from `points` as migrated; `level` puts that zstd level in every codec instead. */
+/**
+ * What follows `ALTER TABLE case MODIFY COLUMN <column>` for the columns that differ from `points` as migrated (a declaration:
+ * type, codec, column settings; or `RESET SETTING …`); `level` puts that zstd level in every codec instead.
+ */
 export type CodecCase = { readonly name: string; readonly level?: number; readonly columns?: Readonly<Record<string, string>> };
 
 const COLUMNS = 'metric_name, ts, value, updated_at, task_id, kafka_partition, kafka_offset, row_in_batch';
@@ -39,6 +42,8 @@ const BLOCKS = (bytes: number) => `SETTINGS (min_compress_block_size = ${bytes},
 
 /** What BENCH_CODECS can name (`all`: every one). */
 export const CODEC_CASES: readonly CodecCase[] = [
+  // points as migration 009 left it, before 014's blocks of task ids.
+  { name: 'as-009', columns: { task_id: 'RESET SETTING min_compress_block_size, max_compress_block_size' } },
   { name: 'zstd-1', level: 1 },
   { name: 'zstd-6', level: 6 },
   { name: 'zstd-9', level: 9 },

@@ -245,6 +245,14 @@ describe('replay on an Atomic database (chDB front)', () => {
     for (const { codec } of of('points')) expect(codec).toMatch(/ZSTD\(3\)\)$/);
     expect(of('points').find((c) => c.name === 'ts')!.codec).toMatch(/^CODEC\(Delta/);
     expect(of('points')).toEqual(of('points_g1'));
+    // And the 4 MiB blocks of task ids migration 014 gave it: a column's own settings show in the table's definition only.
+    const blocks = await rowsOf<{ name: string; column: string }>(
+      "SELECT name, extract(create_table_query, '`(\\\\w+)` [^`]*SETTINGS \\\\(min_compress_block_size = 4194304, max_compress_block_size = 4194304\\\\)') AS column FROM system.tables WHERE database = currentDatabase() AND name IN ('points', 'points_g1') ORDER BY name",
+    );
+    expect(blocks).toEqual([
+      { name: 'points', column: 'task_id' },
+      { name: 'points_g1', column: 'task_id' },
+    ]);
   });
 
   it('a point in time inside an upload: the rebuilt database holds none of it, and its catalog is exact', async () => {

@@ -33,6 +33,11 @@ export type Capabilities = {
   readonly lightweightDelete: boolean;
   /** Column codecs: `CODEC(Delta, ZSTD(3))`, T64 (all there from 20.1; 18.16 has none). Migration 009 gives points its own. */
   readonly columnCodecs: boolean;
+  /**
+   * A column's own compression block sizes (`ALTER TABLE t MODIFY COLUMN c MODIFY SETTING
+   * min_compress_block_size = …`, 24.1+). Migration 014 gives points' `task_id` larger blocks.
+   */
+  readonly columnSettings: boolean;
 };
 
 /** [major, minor] of a ClickHouse version string (`18.16.1`, `25.8.3.1`, `26.9.2.1`). */
@@ -57,6 +62,7 @@ export function capabilities(version: string, databaseEngine: string): Capabilit
     deduplicatedInserts: atomicDatabase && atLeast(v, 22, 2),
     lightweightDelete: atLeast(v, 23, 3),
     columnCodecs: atLeast(v, 20, 1),
+    columnSettings: atLeast(v, 24, 1),
   };
 }
 

@@ -11,6 +11,7 @@ describe('server capabilities by version', () => {
       insertDeduplicationToken: false,
       deduplicatedInserts: false,
       columnCodecs: false,
+      columnSettings: false,
     });
     expect(synchronousInsertSettings(caps)).toEqual({});
     expect(deduplicatedInsertSettings(caps, 'points:0=1-2')).toEqual({});
@@ -29,6 +30,7 @@ describe('server capabilities by version', () => {
       insertDeduplicationToken: true,
       deduplicatedInserts: true,
       columnCodecs: true,
+      columnSettings: true,
     });
     expect(synchronousInsertSettings(caps)).toEqual({ async_insert: 0 });
     expect(deduplicatedInsertSettings(caps, 'points:0=1-2')).toEqual({

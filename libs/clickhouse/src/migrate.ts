@@ -72,7 +72,7 @@ export function replicated(statement: string, replication: Replication): string 
 const ADD_COLUMN_IF_NOT_EXISTS = /^(ALTER TABLE \S+ ADD COLUMN) IF NOT EXISTS\b/;
 const COLUMN_EXISTS = /column with this name already exists/i;
 
-type MigrationCapabilities = Pick<Capabilities, 'atomicDatabase' | 'deduplicatedInserts' | 'columnCodecs'>;
+type MigrationCapabilities = Pick<Capabilities, 'atomicDatabase' | 'deduplicatedInserts' | 'columnCodecs' | 'columnSettings'>;
 
 /**
  * A statement in the form this server and database need; the one place where migrations
@@ -85,7 +85,8 @@ type MigrationCapabilities = Pick<Capabilities, 'atomicDatabase' | 'deduplicated
  * writing TO it: readers keep reading `<name>`, and the swap exchanges it like any table.
  *
  * A table setting the server does not know (TABLE_SETTINGS_NEEDING) is left out: no statement.
- * So is a column's codec on a server without codecs (18.16 compresses as its server config says).
+ * So is a column's codec on a server without codecs (18.16 compresses as its server config says),
+ * and a column's own setting on a server without them (before 24.1).
  *
  * On a cluster (`replication`), every table's engine becomes its replicated form (replicated()).
  */
@@ -99,6 +100,7 @@ function forServer(statement: string, caps: MigrationCapabilities, replication: 
   const needs = setting === undefined ? undefined : TABLE_SETTINGS_NEEDING[setting];
   if (needs && !needs(caps, replication)) return [];
   if (!caps.columnCodecs && /^ALTER TABLE \S+ MODIFY COLUMN [\s\S]*\bCODEC\(/.test(statement)) return [];
+  if (!caps.columnSettings && /^ALTER TABLE \S+ MODIFY COLUMN \w+ MODIFY SETTING /.test(statement)) return [];
   const view = /^CREATE MATERIALIZED VIEW IF NOT EXISTS (\w+)\s+(ENGINE[\s\S]*?)\s+AS\s+(SELECT[\s\S]*\bGROUP BY\b[\s\S]*)$/.exec(statement);
   if (!caps.atomicDatabase || !view) return [statement];
   const [, name, engine, select] = view as unknown as [string, string, string, string];

@@ -6,14 +6,16 @@ const all = () => readMigrations().flatMap((m) => m.statements);
 const catalogView = () => all().find((s) => s.startsWith('CREATE MATERIALIZED VIEW IF NOT EXISTS metric_catalog'))!;
 const windowSettings = () => readMigrations().find((m) => m.name === 'deduplication_window')!.statements;
 const pointsCodecs = () => readMigrations().find((m) => m.name === 'points_codecs')!.statements;
+const taskIdBlocks = () => readMigrations().find((m) => m.name === 'points_task_id_blocks')!.statements;
 const ch18 = capabilities('18.16.1', 'Ordinary');
 const ch26 = capabilities('26.9.2.1', 'Atomic');
 
 describe('migration statements per server and kind of database', () => {
-  it('18.16 (Ordinary) gets every statement as written, the catalog view with its inner table, and no deduplication window nor column codecs', () => {
+  it('18.16 (Ordinary) gets every statement as written, the catalog view with its inner table, and no deduplication window, column codecs nor column settings', () => {
     const isWindow = (s: string) => /MODIFY SETTING non_replicated_deduplication_window/.test(s);
     const addsColumn = (s: string) => s.includes('ADD COLUMN IF NOT EXISTS');
-    for (const s of all().filter((x) => !addsColumn(x))) expect(statementsFor(s, ch18)).toEqual(isWindow(s) || pointsCodecs().includes(s) ? [] : [s]);
+    const none = (s: string) => isWindow(s) || pointsCodecs().includes(s) || taskIdBlocks().includes(s);
+    for (const s of all().filter((x) => !addsColumn(x))) expect(statementsFor(s, ch18)).toEqual(none(s) ? [] : [s]);
   });
 
   it('a column added IF NOT EXISTS (migration 012) is added without it on every server (18.16 does not know it for a column)', () => {
@@ -42,6 +44,15 @@ describe('migration statements per server and kind of database', () => {
       expect(statementsFor(s, capabilities('20.1.2.4', 'Ordinary'))).toEqual([s]);
       expect(statementsFor(s, capabilities('19.17.1.1', 'Ordinary'))).toEqual([]);
     }
+  });
+
+  it("migration 014 gives points' task_id 4 MiB compressed blocks, where the server takes a column's own settings (24.1+)", () => {
+    const [blocks, ...rest] = taskIdBlocks();
+    expect(rest).toEqual([]);
+    expect(blocks).toBe('ALTER TABLE points MODIFY COLUMN task_id MODIFY SETTING min_compress_block_size = 4194304, max_compress_block_size = 4194304');
+    // 20.1 to 23.12 have codecs but not a column's own settings: they keep 009's codecs and the server's blocks.
+    const versions = ['26.9.2.1', '24.1.1.1', '23.12.1.1', '20.1.2.4'];
+    expect(versions.map((v) => statementsFor(blocks!, capabilities(v, 'Atomic')))).toEqual([[blocks], [blocks], [], []]);
   });
 
   it('the rollups (010) become explicit tables and feeding views on an Atomic database, and keep insert tokens there', () => {

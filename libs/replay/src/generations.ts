@@ -103,7 +103,7 @@ export function viewDefinition(view: string, migrations: readonly Migration[] = 
 }
 
 /** What decides the form of a generation's statements. */
-export type GenerationCapabilities = Pick<Capabilities, 'atomicDatabase' | 'deduplicatedInserts' | 'columnCodecs'>;
+export type GenerationCapabilities = Pick<Capabilities, 'atomicDatabase' | 'deduplicatedInserts' | 'columnCodecs' | 'columnSettings'>;
 
 /**
  * The table settings the migrations give `points`, `metric_catalog` and the rollups (004, 010: the

@@ -1,0 +1,16 @@
+-- Larger compressed blocks for points' task ids, chosen by measurement (make bench-storage,
+-- BENCH_CODECS: the bench's telemetry fleet on ClickHouse 26.9, a task id per two minutes of
+-- pushes, after OPTIMIZE FINAL). ClickHouse compresses a column in blocks of at least
+-- min_compress_block_size (64 KiB) of a granule's bytes: a granule of 8,192 task ids (about
+-- 300 KB) is one block, and zstd starts afresh in each. Sorted by name and time, each series
+-- runs through every task, so every block holds hundreds of distinct ids that the blocks before
+-- held too. 4 MiB blocks share them over more series: task_id took 1.04 bytes a point with 009's
+-- ZSTD(3) at 2M points and 0.45 with these; at 10M, see docs/benchmarks.md. Only task_id: it is
+-- read by deletions of an upload, replay and verify, which scan it whole; the columns every query
+-- reads (names, timestamps, values) keep their blocks, so a read of a few granules decompresses
+-- no more than before.
+-- Only where the server has column-level settings (statementsFor in src/migrate.ts: 24.1+);
+-- elsewhere this migration is recorded with no statement run. Existing parts keep their blocks
+-- until merged; a rebuild's and a stage's tables are created AS points, so they have them too.
+ALTER TABLE points MODIFY COLUMN task_id MODIFY SETTING min_compress_block_size = 4194304, max_compress_block_size = 4194304
+;
