@@ -33,7 +33,7 @@ help:
 	@echo "make bench-query    PromQL p50/p99 beside VictoriaMetrics on the same 10M points (BENCH_POINTS, BENCH_REPEAT for smaller runs)"
 	@echo "make bench-ingest-json  the JSON case of bench-ingest alone (with its ClickHouse baseline of BENCH_POINTS rows)"
 	@echo "make bench-push   small pushes from 4 and 64 producers, Meridian beside VictoriaMetrics in one table (BENCH_POINTS BENCH_CASES BENCH_RUNS)"
-	@echo "make bench-storage  bytes a point on disk (each Kafka topic, each ClickHouse table) and CPU a million points, before and after compression, beside VictoriaMetrics (BENCH_POINTS BENCH_SERIES)"
+	@echo "make bench-storage  bytes a point on disk (each Kafka topic, each ClickHouse table, points on ClickHouse 26.9 too) and CPU a million points, before and after compression, beside VictoriaMetrics (BENCH_POINTS BENCH_SERIES BENCH_CODECS)"
 	@echo "make bench-history  a new api and ingest on a log of 0, 100k and 1M tasks: ready time, RSS, lookup p99, against the goals"
 	@echo "                    (BENCH_HISTORY_SIZES=0,100000,1000000 BENCH_HISTORY_FILES=100000 BENCH_HISTORY_USERS=1000)"
 

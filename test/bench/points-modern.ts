@@ -92,13 +92,14 @@ export function codecCases(names: string): CodecCase[] {
 
 type Front = { readonly url: string; readonly pid: number };
 
+/** The database on the front that the migrations make, `points` and the cases' tables in it. */
+const DATABASE = 'bench_points';
+
 async function run(front: Front, sql: string): Promise<string> {
   const res = await postStream(`${front.url}/?${new URLSearchParams({ database: DATABASE })}`, {}, Readable.from([sql]));
   if (res.status !== 200) throw new Error(`ClickHouse (chDB): ${res.status} ${res.text}`);
   return res.text;
 }
-
-const DATABASE = 'bench_points';
 
 async function mergeAll(front: Front, table: string): Promise<void> {
   for (let round = 0; round < 20; round++) {
