@@ -26,8 +26,20 @@ export type PointsVariant = {
   readonly taskIdsPerBlock: number;
 };
 
-/** A zstd case for parts whose merged size reaches `minPartBytes` (the merge's compressed input). */
-export type ZstdCase = { readonly name: string; readonly level?: number; readonly minPartBytes?: number };
+/**
+ * A zstd case for parts whose merged size reaches `minPartBytes` (the merge's compressed input);
+ * `blockBytes`: the server profile's min and max compress block sizes (18.16 has no column's own;
+ * a server-wide block size applies to every column of every table).
+ */
+export type ZstdCase = { readonly name: string; readonly level?: number; readonly minPartBytes?: number; readonly blockBytes?: number };
+
+/** The local stack's users with the case's block sizes in the default profile (what its merges read, if they read any). */
+function usersOf(zstd: ZstdCase): string {
+  const users = readFileSync(join(repoRoot, 'deploy/local/templates/clickhouse-users.xml'), 'utf8');
+  if (zstd.blockBytes === undefined) return users;
+  const sizes = `<min_compress_block_size>${zstd.blockBytes}</min_compress_block_size><max_compress_block_size>${zstd.blockBytes}</max_compress_block_size>`;
+  return users.replace('<default>', `<default>${sizes}`);
+}
 
 const COLUMNS = `metric_name String, ts Int64, value Float64, updated_at Int64, %TASK%, kafka_partition UInt16, kafka_offset UInt64, row_in_batch UInt32`;
 const ENGINE = 'ENGINE = MergeTree() PARTITION BY tuple() ORDER BY (metric_name, ts, updated_at)';
@@ -60,7 +72,7 @@ async function startServer(zstd: ZstdCase): Promise<{ url: string; cpuSeconds():
   const dir = mkdtempSync(join(tmpdir(), 'points-variant-'));
   const [http, tcp] = [await freePort(), await freePort()];
   writeFileSync(join(dir, 'config.xml'), configOf(dir, http, tcp, zstd));
-  writeFileSync(join(dir, 'users.xml'), readFileSync(join(repoRoot, 'deploy/local/templates/clickhouse-users.xml'), 'utf8'));
+  writeFileSync(join(dir, 'users.xml'), usersOf(zstd));
   const child = spawn('clickhouse-server', [`--config-file=${join(dir, 'config.xml')}`], { cwd: dir, stdio: 'ignore' });
   const url = `http://127.0.0.1:${http}`;
   await waitUntil('the private ClickHouse', async () => ((await fetch(`${url}/ping`).catch(() => null))?.ok ? true : undefined), 60_000, 200);

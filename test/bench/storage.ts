@@ -45,6 +45,7 @@ import { startVictoriaMetrics } from './victoria-metrics.ts';
  *     as a UUID: points-variants.ts
  *   BENCH_ARCHIVE_LEVELS=0    1: the archive's segments compressed again per zstd level and long mode (archive-variants.ts)
  *   BENCH_ZSTD_MIN_PART=0     the compressed bytes a merge's parts must reach for that level
+ *   BENCH_ZSTD_BLOCK=         min and max compress block sizes in those servers' default profile (every column's blocks)
  *   BENCH_MODERN=1            each Meridian's `points` copied into a current ClickHouse (chDB, 26.9) migrated as
  *     Meridian migrates it, so the migrations' column codecs apply: points-modern.ts (0: not)
  *   BENCH_CODECS=             codec cases on that server beside it (`all`, or names: points-modern.ts CODEC_CASES)
@@ -52,6 +53,7 @@ import { startVictoriaMetrics } from './victoria-metrics.ts';
 const POINTS = Number(process.env.BENCH_POINTS ?? 10_000_000);
 const SERIES = Number(process.env.BENCH_SERIES ?? 1000);
 const IDLE_S = Number(process.env.BENCH_IDLE_S ?? 0);
+const BLOCK_BYTES = process.env.BENCH_ZSTD_BLOCK ? Number(process.env.BENCH_ZSTD_BLOCK) : undefined;
 const ZSTD_CASES: ZstdCase[] = (process.env.BENCH_ZSTD_LEVELS ?? '')
   .split(',')
   .filter(Boolean)
@@ -63,7 +65,8 @@ const ZSTD_CASES: ZstdCase[] = (process.env.BENCH_ZSTD_LEVELS ?? '')
           level: Number(l),
           minPartBytes: Number(process.env.BENCH_ZSTD_MIN_PART ?? 0),
         },
-  );
+  )
+  .map((c) => (BLOCK_BYTES === undefined ? c : { ...c, name: `${c.name}, blocks of ${BLOCK_BYTES} B`, blockBytes: BLOCK_BYTES }));
 const ARCHIVE_LEVELS = process.env.BENCH_ARCHIVE_LEVELS === '1';
 const MODERN = process.env.BENCH_MODERN !== '0';
 const CODEC_CASES = codecCases(process.env.BENCH_CODECS ?? '');

@@ -5,10 +5,10 @@
 -- 300 KB) is one block, and zstd starts afresh in each. Sorted by name and time, each series
 -- runs through every task, so every block holds hundreds of distinct ids that the blocks before
 -- held too. 4 MiB blocks share them over more series: task_id took 1.04 bytes a point with 009's
--- ZSTD(3) at 2M points and 0.45 with these; at 10M, see docs/benchmarks.md. Only task_id: it is
--- read by deletions of an upload, replay and verify, which scan it whole; the columns every query
--- reads (names, timestamps, values) keep their blocks, so a read of a few granules decompresses
--- no more than before.
+-- ZSTD(3) at 2M points and 0.33-0.47 with these, 2.57 and 0.60-0.63 at 10M, for no more CPU in
+-- the insert and merge (docs/benchmarks.md). Only task_id: it is read by deletions of an upload,
+-- replay and verify, which scan it whole; the columns every query reads (names, timestamps,
+-- values) keep their blocks, so a read of a few granules decompresses no more than before.
 -- Only where the server has column-level settings (statementsFor in src/migrate.ts: 24.1+);
 -- elsewhere this migration is recorded with no statement run. Existing parts keep their blocks
 -- until merged; a rebuild's and a stage's tables are created AS points, so they have them too.
