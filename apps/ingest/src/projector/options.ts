@@ -4,6 +4,8 @@ import type { Settings } from '@meridian/config';
 export type ProjectorOptions = {
   /** Rows of one insert at most, one Native block, one part (MERIDIAN_PROJECTOR_BATCH_ROWS, 500000). */
   readonly batchRows: number;
+  /** How long a fetch waits for more records before it answers, 0 for not at all (MERIDIAN_PROJECTOR_FETCH_WAIT_MS, 250). */
+  readonly fetchWaitMs: number;
   /** The consumer group's session timeout (KAFKA_SESSION_TIMEOUT_MS, 10000). */
   readonly sessionTimeoutMs: number;
   /** A third of the session timeout, at most 3 s: three heartbeats may fail before the group gives up on the member. */
@@ -17,6 +19,7 @@ export type ProjectorOptions = {
 export function projectorOptions(settings: Settings): ProjectorOptions {
   return {
     batchRows: settings.MERIDIAN_PROJECTOR_BATCH_ROWS,
+    fetchWaitMs: settings.MERIDIAN_PROJECTOR_FETCH_WAIT_MS,
     sessionTimeoutMs: settings.KAFKA_SESSION_TIMEOUT_MS,
     heartbeatIntervalMs: Math.min(3000, Math.floor(settings.KAFKA_SESSION_TIMEOUT_MS / 3)),
     stageTtlMs: settings.MERIDIAN_STAGE_TTL_MS,

@@ -15,6 +15,19 @@ export type RunningProjector = { readonly watch: ConsumerWatch; owns(partition: 
 /** Large fetches make large inserts when catching up (a 50k-point batch is about 0.7 MB). */
 const MAX_BYTES_PER_PARTITION = 8 * 1024 * 1024;
 const MAX_BYTES = 24 * 1024 * 1024;
+/**
+ * What a waiting fetch waits for (MERIDIAN_PROJECTOR_FETCH_WAIT_MS): more than pushes bring in its
+ * wait (4 producers of 1,000-point bodies write about 0.3 MB a second to the topic), so the wait is
+ * what ends it under live traffic, and a projector behind the log gets full fetches at once.
+ */
+const FETCH_MIN_BYTES = 1024 * 1024;
+/** With no wait: how long a fetch finding no record waits for one. */
+const IDLE_WAIT_MS = 500;
+
+/** The fetch's wait: the setting's, or at once (minBytes 1) when it is 0. */
+export function fetchWait(waitMs: number): { readonly maxWaitTimeMs: number; readonly minBytes?: number } {
+  return waitMs > 0 ? { maxWaitTimeMs: waitMs, minBytes: FETCH_MIN_BYTES } : { maxWaitTimeMs: IDLE_WAIT_MS };
+}
 
 /**
  * Projects the points topic into ClickHouse, exactly once, without transactions.
@@ -60,7 +73,7 @@ export async function startProjector(ingest: IngestDeps): Promise<RunningProject
     heartbeatIntervalMs: options.heartbeatIntervalMs,
     maxBytesPerPartition: MAX_BYTES_PER_PARTITION,
     maxBytes: MAX_BYTES,
-    maxWaitTimeMs: 500,
+    ...fetchWait(options.fetchWaitMs),
     readUncommitted: false, // only committed upload transactions are projected
     advertise: [READS_STAGED_UPLOADS],
   });
