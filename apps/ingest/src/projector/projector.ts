@@ -4,6 +4,7 @@ import type { ConsumerWatch } from '@meridian/kafka';
 import { runConsumer } from '@meridian/runtime';
 import { Projection } from '@meridian/projection';
 import type { ProjectorWork } from './batch-context.ts';
+import { fetchWait } from './options.ts';
 import { projectBatches } from './each-batch.ts';
 import { InsertLog } from './insert-log.ts';
 import { startStageSweeper } from './stage-sweeper.ts';
@@ -16,20 +17,6 @@ export type RunningProjector = { readonly watch: ConsumerWatch; owns(partition: 
 const MAX_BYTES_PER_PARTITION = 8 * 1024 * 1024;
 const MAX_BYTES = 24 * 1024 * 1024;
 /**
- * What a waiting fetch waits for (MERIDIAN_PROJECTOR_FETCH_WAIT_MS): more than pushes bring in its
- * wait (4 producers of 1,000-point bodies write about 0.3 MB a second to the topic), so the wait is
- * what ends it under live traffic, and a projector behind the log gets full fetches at once.
- */
-const FETCH_MIN_BYTES = 1024 * 1024;
-/** With no wait: how long a fetch finding no record waits for one. */
-const IDLE_WAIT_MS = 500;
-
-/** The fetch's wait: the setting's, or at once (minBytes 1) when it is 0. */
-export function fetchWait(waitMs: number): { readonly maxWaitTimeMs: number; readonly minBytes?: number } {
-  return waitMs > 0 ? { maxWaitTimeMs: waitMs, minBytes: FETCH_MIN_BYTES } : { maxWaitTimeMs: IDLE_WAIT_MS };
-}
-
-/**
  * Projects the points topic into ClickHouse, exactly once, without transactions.
  *
  * - Every row stores the (partition, offset) of its PointBatch. The sink is the authority:
@@ -38,6 +25,10 @@ export function fetchWait(waitMs: number): { readonly maxWaitTimeMs: number; rea
  * - Rows are buffered across messages and written as ONE insert of at most
  *   MERIDIAN_PROJECTOR_BATCH_ROWS rows, one Native block, which ClickHouse writes as one part:
  *   after a crash the whole insert is there or none of it. A PointBatch is never split.
+ * - A fetch waits up to MERIDIAN_PROJECTOR_FETCH_WAIT_MS for more records before it answers, and
+ *   a fetch's rows go in one insert (each-batch.ts): ClickHouse's cost of an insert is mostly per
+ *   insert at push sizes (a part in points and in each of its views, merged again later), so at
+ *   low traffic a fetch per push cost more than the points did.
  * - An UploadSealed marker is announced (UploadSegmentProjected on the tasks topic) only once
  *   every row before it is in ClickHouse; markers of one fetched batch share one insert.
  * - A staged upload's batches (known by their meridian-stage header, not decoded)
