@@ -4,7 +4,7 @@ import type { Settings } from '@meridian/config';
 export type ProjectorOptions = {
   /** Rows of one insert at most, one Native block, one part (MERIDIAN_PROJECTOR_BATCH_ROWS, 500000). */
   readonly batchRows: number;
-  /** How long a fetch waits for more records before it answers, 0 for not at all (MERIDIAN_PROJECTOR_FETCH_WAIT_MS, 250). */
+  /** How long a fetch waits for more records before it answers, 0 for not at all (MERIDIAN_PROJECTOR_FETCH_WAIT_MS, 100). */
   readonly fetchWaitMs: number;
   /** The consumer group's session timeout (KAFKA_SESSION_TIMEOUT_MS, 10000). */
   readonly sessionTimeoutMs: number;

@@ -17,10 +17,10 @@ describe('MERIDIAN_PROJECTOR_BATCH_ROWS', () => {
 });
 
 describe('MERIDIAN_PROJECTOR_FETCH_WAIT_MS', () => {
-  it('defaults to a 250 ms wait for 1 MiB of records', () => {
+  it('defaults to a 100 ms wait for 1 MiB of records', () => {
     const wait = loadSettings({}).MERIDIAN_PROJECTOR_FETCH_WAIT_MS;
-    expect(wait).toBe(250);
-    expect(fetchWait(wait)).toEqual({ maxWaitTimeMs: 250, minBytes: 1024 * 1024 });
+    expect(wait).toBe(100);
+    expect(fetchWait(wait)).toEqual({ maxWaitTimeMs: 100, minBytes: 1024 * 1024 });
   });
 
   it('0 answers a fetch at the first record, and waits 500 ms for one when there is none', () => {
