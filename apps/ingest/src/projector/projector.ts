@@ -25,10 +25,9 @@ const MAX_BYTES = 24 * 1024 * 1024;
  * - Rows are buffered across messages and written as ONE insert of at most
  *   MERIDIAN_PROJECTOR_BATCH_ROWS rows, one Native block, which ClickHouse writes as one part:
  *   after a crash the whole insert is there or none of it. A PointBatch is never split.
- * - A fetch waits up to MERIDIAN_PROJECTOR_FETCH_WAIT_MS for more records before it answers, and
- *   a fetch's rows go in one insert (each-batch.ts): ClickHouse's cost of an insert is mostly per
- *   insert at push sizes (a part in points and in each of its views, merged again later), so at
- *   low traffic a fetch per push cost more than the points did.
+ * - A fetch's rows go in one insert (each-batch.ts). ClickHouse's cost of an insert is mostly per
+ *   insert at push sizes (a part in points and in each of its views, merged again later), so a
+ *   fetch may wait up to MERIDIAN_PROJECTOR_FETCH_WAIT_MS (off by default) for more records.
  * - An UploadSealed marker is announced (UploadSegmentProjected on the tasks topic) only once
  *   every row before it is in ClickHouse; markers of one fetched batch share one insert.
  * - A staged upload's batches (known by their meridian-stage header, not decoded)

@@ -17,14 +17,15 @@ describe('MERIDIAN_PROJECTOR_BATCH_ROWS', () => {
 });
 
 describe('MERIDIAN_PROJECTOR_FETCH_WAIT_MS', () => {
-  it('defaults to a 100 ms wait for 1 MiB of records', () => {
-    const wait = loadSettings({}).MERIDIAN_PROJECTOR_FETCH_WAIT_MS;
-    expect(wait).toBe(100);
-    expect(fetchWait(wait)).toEqual({ maxWaitTimeMs: 100, minBytes: 1024 * 1024 });
+  it('defaults to 0: a fetch answers at the first record, and waits 500 ms for one when there is none', () => {
+    expect(fetchWait(loadSettings({}).MERIDIAN_PROJECTOR_FETCH_WAIT_MS)).toEqual({ maxWaitTimeMs: 500 });
   });
 
-  it('0 answers a fetch at the first record, and waits 500 ms for one when there is none', () => {
-    expect(fetchWait(loadSettings({ MERIDIAN_PROJECTOR_FETCH_WAIT_MS: '0' }).MERIDIAN_PROJECTOR_FETCH_WAIT_MS)).toEqual({ maxWaitTimeMs: 500 });
+  it('a wait is for 1 MiB of records, up to the wait', () => {
+    expect(fetchWait(loadSettings({ MERIDIAN_PROJECTOR_FETCH_WAIT_MS: '100' }).MERIDIAN_PROJECTOR_FETCH_WAIT_MS)).toEqual({
+      maxWaitTimeMs: 100,
+      minBytes: 1024 * 1024,
+    });
   });
 
   it('accepts 0 to 5000 ms and nothing else', () => {
