@@ -670,6 +670,30 @@ describe('projector: points topic → ClickHouse, exactly once', () => {
     expect(await storedCatalog()).toEqual(catalogOf(expected));
     expect((await inserted()) - before).toBe(1);
   }, 60_000);
+
+  /** MERIDIAN_PROJECTOR_FETCH_WAIT_MS: the broker holds a fetch for more records; what is projected, and how, is the same. */
+  it('with a fetch wait, projects exactly and announces each seal once', async () => {
+    await projector?.stop();
+    projector = null;
+    projector = await startProjector({ ...platform, options: { ...platform.options, projector: { ...platform.options.projector, fetchWaitMs: 300 } } });
+    const partitions = await upload({
+      task_id: 'task-fetch-wait',
+      batches: [
+        {
+          metric: 'waited.metric',
+          points: [
+            [40_000, 1],
+            [40_001, 2],
+          ],
+        },
+      ],
+    });
+    const keys = [...partitions].map((p) => `task-fetch-wait/${p}`);
+    await waitFor('its seals announced', () => (keys.every((k) => announcedKeys().includes(k)) ? true : undefined), 30_000, 100);
+    expect(await storedRows()).toEqual(sortRows(expected));
+    expect(await storedCatalog()).toEqual(catalogOf(expected));
+    expect(announcedKeys().filter((k) => keys.includes(k))).toHaveLength(keys.length);
+  }, 60_000);
 });
 
 describe('projector sink: one insert is all or nothing, even when the client dies while sending it', () => {

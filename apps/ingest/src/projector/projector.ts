@@ -4,6 +4,7 @@ import type { ConsumerWatch } from '@meridian/kafka';
 import { runConsumer } from '@meridian/runtime';
 import { Projection } from '@meridian/projection';
 import type { ProjectorWork } from './batch-context.ts';
+import { fetchWait } from './options.ts';
 import { projectBatches } from './each-batch.ts';
 import { InsertLog } from './insert-log.ts';
 import { startStageSweeper } from './stage-sweeper.ts';
@@ -15,7 +16,6 @@ export type RunningProjector = { readonly watch: ConsumerWatch; owns(partition: 
 /** Large fetches make large inserts when catching up (a 50k-point batch is about 0.7 MB). */
 const MAX_BYTES_PER_PARTITION = 8 * 1024 * 1024;
 const MAX_BYTES = 24 * 1024 * 1024;
-
 /**
  * Projects the points topic into ClickHouse, exactly once, without transactions.
  *
@@ -25,6 +25,9 @@ const MAX_BYTES = 24 * 1024 * 1024;
  * - Rows are buffered across messages and written as ONE insert of at most
  *   MERIDIAN_PROJECTOR_BATCH_ROWS rows, one Native block, which ClickHouse writes as one part:
  *   after a crash the whole insert is there or none of it. A PointBatch is never split.
+ * - A fetch's rows go in one insert (each-batch.ts). ClickHouse's cost of an insert is mostly per
+ *   insert at push sizes (a part in points and in each of its views, merged again later), so a
+ *   fetch may wait up to MERIDIAN_PROJECTOR_FETCH_WAIT_MS (off by default) for more records.
  * - An UploadSealed marker is announced (UploadSegmentProjected on the tasks topic) only once
  *   every row before it is in ClickHouse; markers of one fetched batch share one insert.
  * - A staged upload's batches (known by their meridian-stage header, not decoded)
@@ -60,7 +63,7 @@ export async function startProjector(ingest: IngestDeps): Promise<RunningProject
     heartbeatIntervalMs: options.heartbeatIntervalMs,
     maxBytesPerPartition: MAX_BYTES_PER_PARTITION,
     maxBytes: MAX_BYTES,
-    maxWaitTimeMs: 500,
+    ...fetchWait(options.fetchWaitMs),
     readUncommitted: false, // only committed upload transactions are projected
     advertise: [READS_STAGED_UPLOADS],
   });
