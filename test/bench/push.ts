@@ -192,16 +192,21 @@ type System = {
 /** Requests the bench itself sends to read back (tasks, downloads, exports, counts): their cost is in the systems' CPU. */
 let reads = 0;
 
+/** How long a read is asked again after 429 or 503 before the run ends on it. */
+const READ_RETRY_MS = 600_000;
+
 /**
- * A read as a client sends it: a 429 or 503 (the api busy, its budget or a dependency) is asked
- * again after its Retry-After, a few times; any other failure ends the run naming it, rather than
- * a figure read from an error's body.
+ * A read as a client sends it: a 429 or 503 (the api busy, its budget or a dependency, such as
+ * MERIDIAN_MAX_TASK_WAITERS_PER_USER long-polls of one user on a loaded machine) is asked again
+ * after its Retry-After, for up to READ_RETRY_MS; any other failure ends the run naming it, rather
+ * than a figure read from an error's body.
  */
 async function getJson<T>(url: string, key: string): Promise<{ status: number; body: T }> {
-  for (let attempt = 1; ; attempt++) {
+  const deadline = Date.now() + READ_RETRY_MS;
+  for (;;) {
     reads++;
     const res = await fetch(url, { headers: { Authorization: `Bearer ${key}` } });
-    if ((res.status === 429 || res.status === 503) && attempt < 5) {
+    if ((res.status === 429 || res.status === 503) && Date.now() < deadline) {
       await res.body?.cancel();
       await new Promise((r) => setTimeout(r, 1000 * Number(res.headers.get('retry-after') ?? 1)));
       continue;
