@@ -88,8 +88,14 @@ const list = async (key: string, query = '', url = api.url) => {
 const download = (key: string, fileId: string, headers: Record<string, string> = {}, url = api.url) =>
   fetch(`${url}/api/v1/file/download/${fileId}`, { headers: { Authorization: `Bearer ${key}`, ...headers } });
 
-/** A process's resident memory now, in bytes (Linux /proc). */
-const rssOf = (pid: number) => 1024 * Number(/^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]);
+/** A process's resident memory now, in bytes (Linux /proc); NaN once it is gone, which fails the bound that reads it. */
+const rssOf = (pid: number) => {
+  try {
+    return 1024 * Number(/^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]);
+  } catch {
+    return Number.NaN;
+  }
+};
 
 const sha256 = (b: Buffer | string) => createHash('sha256').update(b).digest('hex');
 

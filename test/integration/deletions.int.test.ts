@@ -93,7 +93,7 @@ describe('applyDeletion', () => {
       try {
         applied = applyDeletion(client, LIVE_DELETION_TARGETS, { taskId: 'g', partition: 2, offset: 11, metrics: ['twice'], fromMs: 0, toMs: 79 });
         applied.catch(() => undefined);
-        await waitFor('the catalog rows to be asked to go', async () => ((await catalogMutations()) > mutationsBefore ? true : undefined));
+        await waitFor('the catalog rows to be asked to go', async () => ((await catalogMutations()) > mutationsBefore ? true : undefined), 60_000);
         // Time for an insert of the new rows, had it been sent before the old rows were gone.
         await new Promise((r) => setTimeout(r, 1500));
         expect(await twice()).toBe('100');
@@ -103,6 +103,7 @@ describe('applyDeletion', () => {
       await applied;
       expect((await catalog()).find((r) => r.metric_name === 'twice')).toEqual({ metric_name: 'twice', n: '20', first_ts: '80', last_ts: '99' });
     },
+    120_000,
   );
 
   it('a deletion of more names than one statement carries is applied in runs of them', async () => {

@@ -50,7 +50,12 @@ export async function startChdbFront(): Promise<ChdbFront> {
           resolve();
         };
         if (front.exitCode !== null || front.signalCode !== null) return done();
-        front.once('exit', done);
+        // An engine busy in a query may not stop on SIGTERM: it is killed after a while.
+        const kill = setTimeout(() => front.kill('SIGKILL'), 10_000);
+        front.once('exit', () => {
+          clearTimeout(kill);
+          done();
+        });
         front.kill('SIGTERM');
       }),
   };

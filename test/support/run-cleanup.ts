@@ -11,6 +11,9 @@ import type { StackEndpoints } from './endpoints.ts';
  * Best effort: what fails is said and left, and a failure never fails the run.
  */
 export async function removeRunScopes(stack: StackEndpoints, runId: string): Promise<void> {
+  // Each step within a time of its own: a stack that stopped answering does not hold the run's end.
+  const within = (step: () => Promise<number>) =>
+    Promise.race([step(), new Promise<never>((_, reject) => setTimeout(() => reject(new Error('no answer within 120 s')), 120_000).unref())]);
   const steps: Array<[string, () => Promise<number>]> = [
     ['topics', () => removeTopics(stack.KAFKA_BROKERS, runId)],
     ['databases', () => dropDatabases(stack, runId)],
@@ -19,7 +22,7 @@ export async function removeRunScopes(stack: StackEndpoints, runId: string): Pro
   const said: string[] = [];
   for (const [what, step] of steps) {
     try {
-      said.push(`${await step()} ${what}`);
+      said.push(`${await within(step)} ${what}`);
     } catch (error) {
       said.push(`${what} not removed (${error instanceof Error ? error.message : String(error)})`);
     }
@@ -60,7 +63,7 @@ async function removeBuckets(stack: StackEndpoints, runId: string): Promise<numb
   const url = new URL(stack.S3_ENDPOINT);
   const client = new Client({
     endPoint: url.hostname,
-    port: Number(url.port),
+    ...(url.port ? { port: Number(url.port) } : {}),
     useSSL: url.protocol === 'https:',
     accessKey: stack.S3_ACCESS_KEY,
     secretKey: stack.S3_SECRET_KEY,

@@ -32,12 +32,16 @@ export function metricsByPartition(metrics: readonly string[], pointsPartitions:
   return new Map([...out].sort(([a], [b]) => a - b));
 }
 
+/** A deletion in the log: its MetricsDeleted's position, and the points partitions holding its markers. */
+export type AppendedDeletion = { readonly position: Position; readonly partitions: readonly number[] };
+
 /**
  * Writes deletions to the log, one transaction each, one at a time (deletions are rare): a
  * PointsDeleted marker in every points partition holding a selected metric, and the MetricsDeleted
  * that makes the task, on the tasks topic. Together or not at all: a marker never lands without
  * the task that waits for it, nor a task without its markers. Resolves with the task event's
- * position once Kafka has the commit from every in-sync replica.
+ * position and the points partitions its markers went to, once Kafka has the commit from every
+ * in-sync replica.
  */
 export class DeletionLog {
   private readonly deps: DeletionLogDeps;
@@ -47,13 +51,13 @@ export class DeletionLog {
     this.deps = deps;
   }
 
-  append(deletion: Omit<MetricsDeleted, 'type' | 'partitions'>): Promise<Position> {
+  append(deletion: Omit<MetricsDeleted, 'type' | 'partitions'>): Promise<AppendedDeletion> {
     const run = this.last.catch(() => undefined).then(() => this.commitWithin(deletion));
     this.last = run;
     return run;
   }
 
-  private async commitWithin(deletion: Omit<MetricsDeleted, 'type' | 'partitions'>): Promise<Position> {
+  private async commitWithin(deletion: Omit<MetricsDeleted, 'type' | 'partitions'>): Promise<AppendedDeletion> {
     const commit = this.commit(deletion);
     commit.catch(() => undefined);
     try {
@@ -65,7 +69,7 @@ export class DeletionLog {
     }
   }
 
-  private async commit(deletion: Omit<MetricsDeleted, 'type' | 'partitions'>): Promise<Position> {
+  private async commit(deletion: Omit<MetricsDeleted, 'type' | 'partitions'>): Promise<AppendedDeletion> {
     const { topics, pointsCodec, taskCodec } = this.deps;
     const counts = await this.deps.partitions();
     const byPartition = metricsByPartition(deletion.metrics, counts.points);
@@ -94,6 +98,6 @@ export class DeletionLog {
     }
     const ack = acks.find((a) => a.topic === topics.tasks && a.partition === taskPartition);
     if (ack?.baseOffset === undefined) throw new Error(`no acknowledgement for ${topics.tasks} partition ${taskPartition}`);
-    return { partition: taskPartition, offset: Number(ack.baseOffset) };
+    return { position: { partition: taskPartition, offset: Number(ack.baseOffset) }, partitions: event.partitions };
   }
 }

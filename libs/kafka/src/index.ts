@@ -19,7 +19,7 @@ export { ConsumerWatch, notServing, type ConsumerState, type ConsumerEvent } fro
 export { KafkaEventLog } from './event-log.ts';
 export { partitionFor } from './partition.ts';
 export { advertisingAssigner, capabilitiesOf } from './capabilities.ts';
-export { DeletionLog, metricsByPartition, type DeletionLogDeps, type DeletionWriter } from './deletion-log.ts';
+export { DeletionLog, metricsByPartition, type AppendedDeletion, type DeletionLogDeps, type DeletionWriter } from './deletion-log.ts';
 export { ArchivedLog } from './archive/archived-log.ts';
 export { archivePass, type ArchivePass, type ArchiverDeps, type ArchiverLog, type ArchiveTail } from './archive/archiver.ts';
 export { archiveLag, readArchiveStatus, type ArchiveStatus, type PartitionArchiveLag } from './archive/lag.ts';

@@ -28,7 +28,7 @@ export function createDeletions(
       maxListNames: settings.MERIDIAN_MAX_DOWNLOAD_NAMES,
       maxPoints: settings.MERIDIAN_DELETE_MAX_POINTS,
       count: (metrics, fromMs, toMs) => countPoints(services.clickhouseOptions, metrics, fromMs, toMs),
-      append: (deletion) => log.append(deletion),
+      append: async (deletion) => (await log.append(deletion)).position,
       applied: (position) => tasks.waitFor(position),
       tasks: { unfinished: () => tasks.unfinished, max: settings.MERIDIAN_MAX_QUEUED_TASKS_PER_USER },
     },

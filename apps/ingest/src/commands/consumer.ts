@@ -101,10 +101,10 @@ export async function startCommandConsumer(
       // kafkajs's autoCommit commits after each batch: an OffsetCommit request, a write to
       // __consumer_offsets, for every push. A command's run commits its own offset in its
       // outcome's transaction (handlers.ts); what is committed here only moves the group past the
-      // events without a handler, so it goes at most once a COMMIT_INTERVAL_MS. After a crash or a
-      // rebalance the next owner reads again at most that much, and decides each command in it
-      // again: one that has ended is skipped (runner.decide), as after a crash between an
-      // outcome and its commit today.
+      // events without a handler, so it goes at most once a COMMIT_INTERVAL_MS. After a crash, a
+      // stop (kafkajs commits nothing more then) or a rebalance, the next owner reads again the
+      // events of about that long before it, and decides each command in them again: one that has
+      // ended is skipped (runner.decide), as after a crash between an outcome and its commit.
       autoCommit: false,
       autoCommitInterval: COMMIT_INTERVAL_MS,
       eachBatch: async (payload) => {

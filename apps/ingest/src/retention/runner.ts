@@ -9,10 +9,10 @@ export type RetentionDeps = {
   /** Every metric of the catalog with its first timestamp. */
   readonly catalog: () => Promise<Map<string, number>>;
   readonly countOlder: (metrics: readonly string[], cutoff: number) => Promise<number>;
-  /** Writes a deletion into the log (DeletionLog): the projector deletes at its markers. */
-  readonly append: (deletion: Omit<MetricsDeleted, 'type' | 'partitions'>) => Promise<unknown>;
-  /** Whether the projector has applied every marker of this deletion of these metrics. */
-  readonly applied: (taskId: string, metrics: readonly string[]) => Promise<boolean>;
+  /** Writes a deletion into the log (DeletionLog): the projector deletes at its markers; the points partitions they went to. */
+  readonly append: (deletion: Omit<MetricsDeleted, 'type' | 'partitions'>) => Promise<readonly number[]>;
+  /** The points partitions in which the projector has applied this deletion's marker. */
+  readonly appliedIn: (taskId: string) => Promise<Set<number>>;
   /** Whether this process runs retention now: the one projecting points partition 0, so one per deployment. */
   readonly leads: () => boolean;
   readonly intervalMs: number;
@@ -20,8 +20,14 @@ export type RetentionDeps = {
   readonly now?: () => number;
 };
 
-/** The deletions a runner has written and the projector has not applied yet: task id → its metrics. */
-export type PendingDeletions = Map<string, readonly string[]>;
+/** A deletion a runner has written and the projector has not applied everywhere yet. */
+type Pending = { readonly metrics: readonly string[]; readonly partitions: readonly number[]; readonly since: number; warned: boolean };
+
+/** The runner's deletions not applied yet, by task id. */
+export type PendingDeletions = Map<string, Pending>;
+
+/** How long a deletion may wait for the projector before each pass says so (its metrics wait with it). */
+const PENDING_WARN_MS = 600_000;
 
 /**
  * One pass: for each rule, its metrics whose first point is older than it keeps get one deletion of
@@ -33,12 +39,12 @@ export type PendingDeletions = Map<string, readonly string[]>;
  * would cost the server another mutation of every part of points (18.16) for nothing.
  */
 export async function applyRetention(deps: RetentionDeps, pending: PendingDeletions = new Map()): Promise<number> {
-  for (const [taskId, metrics] of pending) if (await deps.applied(taskId, metrics)) pending.delete(taskId);
+  const now = (deps.now ?? Date.now)();
+  await forgetApplied(deps, pending, now);
   const rules = await deps.rules();
   if (rules.length === 0) return 0;
-  const now = (deps.now ?? Date.now)();
   const firsts = await deps.catalog();
-  const waiting = new Set([...pending.values()].flat());
+  const waiting = new Set([...pending.values()].flatMap((p) => p.metrics));
   let deletions = 0;
   for (const { rule, cutoff, metrics } of retentionPlan(rules, firsts.keys(), now)) {
     const due = metrics.filter((m) => firsts.get(m)! < cutoff && !waiting.has(m));
@@ -47,7 +53,7 @@ export async function applyRetention(deps: RetentionDeps, pending: PendingDeleti
       const points = await deps.countOlder(run, cutoff);
       if (points === 0) continue;
       const taskId = randomUUID();
-      await deps.append({
+      const partitions = await deps.append({
         task_id: taskId,
         user_name: 'retention',
         at: now,
@@ -59,12 +65,27 @@ export async function applyRetention(deps: RetentionDeps, pending: PendingDeleti
         metrics: run,
         points,
       });
-      pending.set(taskId, run);
+      pending.set(taskId, { metrics: run, partitions, since: now, warned: false });
       deps.logger.info({ rule: `${rule.match}:${rule.value}`, metrics: run.length, points, cutoff }, 'retention: points past their rule deleted');
       deletions++;
     }
   }
   return deletions;
+}
+
+/** Drops from `pending` the deletions applied in every partition of their markers; says which wait long. */
+async function forgetApplied(deps: RetentionDeps, pending: PendingDeletions, now: number): Promise<void> {
+  for (const [taskId, p] of pending) {
+    const applied = await deps.appliedIn(taskId);
+    if (p.partitions.every((partition) => applied.has(partition))) pending.delete(taskId);
+    else if (!p.warned && now - p.since > PENDING_WARN_MS) {
+      p.warned = true;
+      deps.logger.warn(
+        { task_id: taskId, metrics: p.metrics.length },
+        'retention: a deletion is not applied yet; its metrics wait for it (is the projector behind?)',
+      );
+    }
+  }
 }
 
 /** Runs applyRetention every intervalMs while this process leads; a failed pass is logged and tried again next time. */

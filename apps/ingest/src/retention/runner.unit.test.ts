@@ -23,9 +23,10 @@ function world() {
     countOlder: (metrics) => Promise.resolve(3 * metrics.length),
     append: (deletion) => {
       appended.push(deletion);
-      return Promise.resolve();
+      return Promise.resolve([0, 1]);
     },
-    applied: (taskId) => Promise.resolve(applies.has(taskId)),
+    // The projector applies a deletion in partition 0 at once, in partition 1 when `applies` says so.
+    appliedIn: (taskId) => Promise.resolve(new Set(applies.has(taskId) ? [0, 1] : [0])),
     leads: () => true,
     intervalMs: 500,
     logger: createLogger({ name: 'test', level: 'silent' }),
@@ -42,9 +43,14 @@ describe('a retention pass', () => {
     expect(appended).toEqual([
       expect.objectContaining({ user_name: 'retention', metrics: ['ret_a', 'ret_b'], points: 6, from_ms: expect.any(Number), to_ms: NOW - 5_001 }),
     ]);
-    expect([...pending.values()]).toEqual([['ret_a', 'ret_b']]);
+    expect([...pending.values()].map((p) => [p.metrics, p.partitions])).toEqual([
+      [
+        ['ret_a', 'ret_b'],
+        [0, 1],
+      ],
+    ]);
 
-    // Not applied yet: the catalog still says the old points are there, and no second deletion goes.
+    // Not applied in every partition yet: the catalog still says the old points are there, and no second deletion goes.
     expect(await applyRetention(deps, pending)).toBe(0);
     expect(appended).toHaveLength(1);
 

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { PointsFact, TaskEvent } from '@meridian/domain';
 import { createEventCodec } from '@meridian/events';
-import { DeletionLog, metricsByPartition } from '@meridian/kafka';
+import { DeletionLog } from '@meridian/kafka';
 import { AccountsStore } from '@meridian/folds';
 import type { IngestDeps } from '../ingest-deps.ts';
 import { startRetention } from './runner.ts';
@@ -43,12 +43,8 @@ export function startRetentionRunner(ingest: IngestDeps, options: RetentionOptio
     },
     catalog: () => ingest.retentionQueries.catalog(),
     countOlder: (metrics, cutoff) => ingest.retentionQueries.countOlder(metrics, cutoff),
-    append: (deletion) => deletions.append(deletion),
-    applied: async (taskId, metrics) => {
-      const markers = metricsByPartition(metrics, (await partitions()).points);
-      const applied = await ingest.retentionQueries.appliedPartitions(taskId);
-      return [...markers.keys()].every((p) => applied.has(p));
-    },
+    append: async (deletion) => (await deletions.append(deletion)).partitions,
+    appliedIn: (taskId) => ingest.retentionQueries.appliedPartitions(taskId),
     leads,
     intervalMs: options.intervalMs,
     logger,

@@ -58,8 +58,13 @@ export async function untilDone(client: ClickHouseClient, table: string): Promis
   }
 }
 
+/**
+ * Removes `where` from `table` and returns once no reader sees those rows. A lightweight DELETE
+ * waits for itself from 24.4 (lightweight_deletes_sync); before that, on 23.3 to 24.3, only when
+ * asked with mutations_sync, which newer servers take too.
+ */
 export async function deleteRows(client: ClickHouseClient, table: string, where: string, caps: Capabilities): Promise<void> {
-  await client.command({ query: deleteRowsSql(table, where, caps) });
+  await client.command({ query: deleteRowsSql(table, where, caps), ...(caps.lightweightDelete ? { clickhouse_settings: { mutations_sync: '2' } } : {}) });
   if (!caps.lightweightDelete) await untilDone(client, table);
 }
 
