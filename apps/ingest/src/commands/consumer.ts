@@ -1,4 +1,4 @@
-import type { TaskEvent, UserRecord } from '@meridian/domain';
+import type { BatchPayload, TaskEvent, UserRecord } from '@meridian/domain';
 import { createEventCodec } from '@meridian/events';
 import type { ConsumerWatch } from '@meridian/kafka';
 import { AccountsStore, TasksStore } from '@meridian/folds';
@@ -10,7 +10,7 @@ import { sendToDeadLetter } from '../dead-letter.ts';
 import type { IngestDeps } from '../ingest-deps.ts';
 import type { CommandConsumerOptions } from './options.ts';
 
-/** Longest the group's committed offset lags what is dealt with, while batches come (see the consumer's run). */
+/** Longest the group's committed offset lags what is dealt with (commitSoon). */
 const COMMIT_INTERVAL_MS = 1000;
 
 export type RunningWorker = { readonly watch: ConsumerWatch; stop(): Promise<void> };
@@ -86,7 +86,19 @@ export async function startCommandConsumer(
     running: () => !stopping,
   };
   const consumer = log.consumer({ groupId, sessionTimeoutMs: options.sessionTimeoutMs, maxWaitTimeMs: 250 });
-  consumer.onJoin((e) => logger.info({ group: e.groupId, assignment: e.assignment }, 'joined consumer group'));
+  // What the batches resolved is committed once the interval has passed after the first of them,
+  // whether more come or not: at most one OffsetCommit an interval, and a group that goes idle is
+  // not left its last events behind (its lag comes to 0). A commit refused by a rebalance or a
+  // stop is left to the next owner, which reads those events again.
+  let due: NodeJS.Timeout | undefined;
+  const commitSoon = (payload: BatchPayload) => {
+    due ??= setTimeout(() => {
+      due = undefined;
+      payload
+        .commitOffsetsIfNecessary(payload.uncommittedOffsets())
+        .catch((error: unknown) => logger.debug({ err: error }, 'an offset commit was refused; the next owner reads those events again'));
+    }, COMMIT_INTERVAL_MS).unref();
+  };
   const watch: ConsumerWatch = consumer.watch('commands');
   await runConsumer(
     consumer,
@@ -101,15 +113,14 @@ export async function startCommandConsumer(
       // kafkajs's autoCommit commits after each batch: an OffsetCommit request, a write to
       // __consumer_offsets, for every push. A command's run commits its own offset in its
       // outcome's transaction (handlers.ts); what is committed here only moves the group past the
-      // events without a handler, so it goes at most once a COMMIT_INTERVAL_MS. After a crash, a
-      // stop (kafkajs commits nothing more then) or a rebalance, the next owner reads again the
-      // events of about that long before it, and decides each command in them again: one that has
-      // ended is skipped (runner.decide), as after a crash between an outcome and its commit.
+      // events without a handler, so it goes at most once a COMMIT_INTERVAL_MS (commitSoon). After
+      // a crash, a stop or a rebalance, the next owner reads again the events of about that long
+      // before it, and decides each command in them again: one that has ended is skipped
+      // (runner.decide), as after a crash between an outcome and its commit.
       autoCommit: false,
-      autoCommitInterval: COMMIT_INTERVAL_MS,
       eachBatch: async (payload) => {
         await dispatchBatch(dispatch, payload);
-        await payload.commitOffsetsIfNecessary();
+        commitSoon(payload);
       },
     },
     logger,
@@ -126,6 +137,7 @@ export async function startCommandConsumer(
       await Promise.all([
         registry.stop(),
         (async () => {
+          clearTimeout(due);
           await consumer.stop();
           await runner.close();
         })(),
