@@ -26,7 +26,7 @@ type Pending = { readonly metrics: readonly string[]; readonly partitions: reado
 /** The runner's deletions not applied yet, by task id. */
 export type PendingDeletions = Map<string, Pending>;
 
-/** How long a deletion may wait for the projector before each pass says so (its metrics wait with it). */
+/** How long a deletion may wait for the projector before the runner says so, once (its metrics wait with it). */
 const PENDING_WARN_MS = 600_000;
 
 /**
