@@ -99,6 +99,7 @@ export async function startCommandConsumer(
         .catch((error: unknown) => logger.debug({ err: error }, 'an offset commit was refused; the next owner reads those events again'));
     }, COMMIT_INTERVAL_MS).unref();
   };
+  consumer.onJoin((e) => logger.info({ group: e.groupId, assignment: e.assignment }, 'joined consumer group'));
   const watch: ConsumerWatch = consumer.watch('commands');
   await runConsumer(
     consumer,
