@@ -41,7 +41,7 @@ export function composeIngest(settings: Settings, logger: Logger, adapters: Adap
     retentionQueries: {
       catalog: () => catalogFirsts(adapters.clickhouse),
       countOlder: (metrics, cutoff) => countOlder(adapters.clickhouse, metrics, cutoff),
-      appliedPartitions: (taskId) => deletionAppliedPartitions(adapters.clickhouse, taskId),
+      appliedPartitions: (taskIds) => deletionAppliedPartitions(adapters.clickhouse, taskIds),
     },
     archive: { objects: archiveObjects(adapters.blobs), log: adapters.log, history: archivedLog(adapters, topicsFor(options.topicPrefix)) },
     startRetry: {},

@@ -40,7 +40,7 @@ export type IngestDeps = {
   readonly retentionQueries: {
     catalog(): Promise<Map<string, number>>;
     countOlder(metrics: readonly string[], cutoff: number): Promise<number>;
-    appliedPartitions(taskId: string): Promise<Set<number>>;
+    appliedPartitions(taskIds: readonly string[]): Promise<Map<string, Set<number>>>;
   };
   /**
    * The points topic's archive: its objects; the log as the archiver reads and trims it; and the

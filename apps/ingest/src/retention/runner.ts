@@ -11,8 +11,8 @@ export type RetentionDeps = {
   readonly countOlder: (metrics: readonly string[], cutoff: number) => Promise<number>;
   /** Writes a deletion into the log (DeletionLog): the projector deletes at its markers; the points partitions they went to. */
   readonly append: (deletion: Omit<MetricsDeleted, 'type' | 'partitions'>) => Promise<readonly number[]>;
-  /** The points partitions in which the projector has applied this deletion's marker. */
-  readonly appliedIn: (taskId: string) => Promise<Set<number>>;
+  /** For each of these deletions, the points partitions in which the projector has applied its marker (none: absent). */
+  readonly appliedIn: (taskIds: readonly string[]) => Promise<Map<string, Set<number>>>;
   /** Whether this process runs retention now: the one projecting points partition 0, so one per deployment. */
   readonly leads: () => boolean;
   readonly intervalMs: number;
@@ -75,9 +75,11 @@ export async function applyRetention(deps: RetentionDeps, pending: PendingDeleti
 
 /** Drops from `pending` the deletions applied in every partition of their markers; says which wait long. */
 async function forgetApplied(deps: RetentionDeps, pending: PendingDeletions, now: number): Promise<void> {
+  if (pending.size === 0) return;
+  const appliedIn = await deps.appliedIn([...pending.keys()]);
   for (const [taskId, p] of pending) {
-    const applied = await deps.appliedIn(taskId);
-    if (p.partitions.every((partition) => applied.has(partition))) pending.delete(taskId);
+    const applied = appliedIn.get(taskId);
+    if (p.partitions.every((partition) => applied?.has(partition) === true)) pending.delete(taskId);
     else if (!p.warned && now - p.since > PENDING_WARN_MS) {
       p.warned = true;
       deps.logger.warn(

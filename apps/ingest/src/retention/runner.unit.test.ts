@@ -26,7 +26,7 @@ function world() {
       return Promise.resolve([0, 1]);
     },
     // The projector applies a deletion in partition 0 at once, in partition 1 when `applies` says so.
-    appliedIn: (taskId) => Promise.resolve(new Set(applies.has(taskId) ? [0, 1] : [0])),
+    appliedIn: (taskIds) => Promise.resolve(new Map(taskIds.map((taskId) => [taskId, new Set(applies.has(taskId) ? [0, 1] : [0])]))),
     leads: () => true,
     intervalMs: 500,
     logger: createLogger({ name: 'test', level: 'silent' }),

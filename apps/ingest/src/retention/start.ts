@@ -44,7 +44,7 @@ export function startRetentionRunner(ingest: IngestDeps, options: RetentionOptio
     catalog: () => ingest.retentionQueries.catalog(),
     countOlder: (metrics, cutoff) => ingest.retentionQueries.countOlder(metrics, cutoff),
     append: async (deletion) => (await deletions.append(deletion)).partitions,
-    appliedIn: (taskId) => ingest.retentionQueries.appliedPartitions(taskId),
+    appliedIn: (taskIds) => ingest.retentionQueries.appliedPartitions(taskIds),
     leads,
     intervalMs: options.intervalMs,
     logger,

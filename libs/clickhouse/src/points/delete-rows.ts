@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { synchronousInsertSettings, type Capabilities } from '../capabilities.ts';
 import { quoteIdentifier, type ClickHouseClient } from '../client.ts';
+import { untilMutationsDone } from '../server-work.ts';
 
 /**
  * The statements every deletion step shares (points, the catalog, the rollups): names as hex,
@@ -43,21 +44,6 @@ export async function countWhere(client: ClickHouseClient, table: string, where:
   return Number(row?.n ?? 0);
 }
 
-/** Waits until no mutation of `table` is left undone (a lightweight DELETE returns when done). */
-export async function untilDone(client: ClickHouseClient, table: string): Promise<void> {
-  quotedTable(table);
-  const deadline = Date.now() + MUTATION_TIMEOUT_MS;
-  for (;;) {
-    const [row] = await rows<{ n: string }>(
-      client,
-      `SELECT toString(count()) AS n FROM system.mutations WHERE database = currentDatabase() AND table = '${table}' AND is_done = 0`,
-    );
-    if (Number(row?.n ?? 0) === 0) return;
-    if (Date.now() > deadline) throw new Error(`mutations of ${table} not done within ${MUTATION_TIMEOUT_MS} ms`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
 /**
  * Removes `where` from `table` and returns once no reader sees those rows. A lightweight DELETE
  * waits for itself from 24.4 (lightweight_deletes_sync); before that, on 23.3 to 24.3, only when
@@ -65,7 +51,7 @@ export async function untilDone(client: ClickHouseClient, table: string): Promis
  */
 export async function deleteRows(client: ClickHouseClient, table: string, where: string, caps: Capabilities): Promise<void> {
   await client.command({ query: deleteRowsSql(table, where, caps), ...(caps.lightweightDelete ? { clickhouse_settings: { mutations_sync: '2' } } : {}) });
-  if (!caps.lightweightDelete) await untilDone(client, table);
+  if (!caps.lightweightDelete) await untilMutationsDone(client, table, MUTATION_TIMEOUT_MS);
 }
 
 /**

@@ -24,8 +24,22 @@ export async function countOlder(client: ClickHouseClient, metrics: readonly str
   return total;
 }
 
-/** The points partitions in which the projector has applied a deletion's marker (each one's row in points_seals). */
-export async function deletionAppliedPartitions(client: ClickHouseClient, taskId: string): Promise<Set<number>> {
-  const found = await rows<{ p: number }>(client, `SELECT DISTINCT kafka_partition AS p FROM points_seals WHERE task_id = ${hexString(taskId)}`);
-  return new Set(found.map((r) => Number(r.p)));
+/**
+ * For each of these deletions, the points partitions in which the projector has applied its
+ * marker (each one's row in points_seals); a deletion applied nowhere yet is absent. One scan of
+ * the seals (a row per seal) for every deletion a retention pass waits for.
+ */
+export async function deletionAppliedPartitions(client: ClickHouseClient, taskIds: readonly string[]): Promise<Map<string, Set<number>>> {
+  const applied = new Map<string, Set<number>>();
+  if (taskIds.length === 0) return applied;
+  const found = await rows<{ task_id: string; p: number }>(
+    client,
+    `SELECT DISTINCT task_id, kafka_partition AS p FROM points_seals WHERE task_id IN (${taskIds.map(hexString).join(', ')})`,
+  );
+  for (const r of found) {
+    const partitions = applied.get(r.task_id) ?? new Set<number>();
+    partitions.add(Number(r.p));
+    applied.set(r.task_id, partitions);
+  }
+  return applied;
 }
