@@ -204,6 +204,16 @@ export function kafkaTopicBytes(prefix: string): Map<string, number> {
 }
 
 /**
+ * A request to the stack's ClickHouse over HTTP: `params` (query, database, …) beside those the
+ * endpoint itself carries (CLICKHOUSE_URL may hold settings such as `log_queries=1`).
+ */
+export function clickhouseUrl(settings: Settings, params: Readonly<Record<string, string>>): string {
+  const url = new URL(settings.CLICKHOUSE_URL);
+  for (const [name, value] of Object.entries(params)) url.searchParams.set(name, value);
+  return url.toString();
+}
+
+/**
  * What a bench scope holds on the local stack's disks: its topics' directories in Kafka's log
  * dir, its database's active parts in ClickHouse (parts a merge replaced, waiting for their
  * removal, are not counted: they go within minutes), and its bucket's directory in MinIO. NaN for
@@ -216,7 +226,7 @@ export async function scopeDataBytes(settings: Settings): Promise<{ kafka: numbe
   const logDirs = kafkaLogDirs();
   const kafka = logDirs.length === 0 ? NaN : logDirs.reduce((sum, d) => sum + (dirBytes(d, (name) => name.startsWith(settings.MERIDIAN_TOPIC_PREFIX)) || 0), 0);
   const query = `SELECT sum(bytes_on_disk) FROM system.parts WHERE active AND database = '${settings.CLICKHOUSE_DATABASE}'`;
-  const clickhouse = await fetch(`${settings.CLICKHOUSE_URL}/?query=${encodeURIComponent(query)}`).then(
+  const clickhouse = await fetch(clickhouseUrl(settings, { query })).then(
     async (r) => (r.ok ? Number((await r.text()).trim()) : NaN),
     () => NaN,
   );
@@ -255,7 +265,7 @@ export type AppNode = { readonly flags: readonly string[]; readonly env: Readonl
  */
 export async function scopeInserts(settings: Settings): Promise<Record<string, number>> {
   const query = `SELECT table, max(max_block_number) FROM system.parts WHERE database = '${settings.CLICKHOUSE_DATABASE}' GROUP BY table FORMAT TSV`;
-  const text = await fetch(`${settings.CLICKHOUSE_URL}/?query=${encodeURIComponent(query)}`).then(
+  const text = await fetch(clickhouseUrl(settings, { query })).then(
     async (r) => (r.ok ? r.text() : ''),
     () => '',
   );

@@ -5,6 +5,7 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import {
   benchApi,
+  clickhouseUrl,
   cpuSplit,
   dropBenchScope,
   type CpuSpent,
@@ -62,12 +63,12 @@ const timeMajorFile = join(tmpdir(), `meridian-bench-${process.pid}.time-major.c
 const peerFile = join(tmpdir(), `meridian-bench-${process.pid}.peer.csv`);
 
 async function chCount(): Promise<number> {
-  const res = await fetch(`${settings.CLICKHOUSE_URL}/?database=${settings.CLICKHOUSE_DATABASE}&query=SELECT%20count()%20FROM%20points`);
+  const res = await fetch(clickhouseUrl(settings, { database: settings.CLICKHOUSE_DATABASE, query: 'SELECT count() FROM points' }));
   return Number((await res.text()).trim());
 }
 
 async function chCommand(sql: string): Promise<void> {
-  const res = await fetch(`${settings.CLICKHOUSE_URL}/?database=${settings.CLICKHOUSE_DATABASE}`, { method: 'POST', body: sql });
+  const res = await fetch(clickhouseUrl(settings, { database: settings.CLICKHOUSE_DATABASE }), { method: 'POST', body: sql });
   if (!res.ok) throw new Error(`${sql}: ${await res.text()}`);
 }
 
@@ -151,7 +152,7 @@ async function endToEnd(): Promise<void> {
     const directSplit = cpuSplit(processes);
     const directStarted = performance.now();
     const insert = await postStream(
-      `${settings.CLICKHOUSE_URL}/?database=${settings.CLICKHOUSE_DATABASE}&query=${encodeURIComponent('INSERT INTO baseline FORMAT TabSeparated')}`,
+      clickhouseUrl(settings, { database: settings.CLICKHOUSE_DATABASE, query: 'INSERT INTO baseline FORMAT TabSeparated' }),
       {},
       fileStream(tsvFile),
     );

@@ -5,7 +5,7 @@ import { pipeline } from 'node:stream/promises';
 import { createClickHouse, ensureDatabase, migrate, type ClickHouseOptions } from '@meridian/clickhouse';
 import type { Settings } from '@meridian/config';
 import { startChdbFront } from '../modern/chdb-process.ts';
-import { postStream, processCpuSeconds } from './common.ts';
+import { clickhouseUrl, postStream, processCpuSeconds } from './common.ts';
 
 /**
  * `points` on a current ClickHouse, measured in the same run as the local 18.16: the scope's rows
@@ -125,7 +125,7 @@ async function columnsOf(front: Front, table: string): Promise<Array<[string, nu
 /** The scope's `points` from the local server into a Native file the engine can read. */
 async function exportPoints(settings: Settings, file: string): Promise<void> {
   const query = `SELECT ${COLUMNS} FROM points FORMAT Native`;
-  const res = await fetch(`${settings.CLICKHOUSE_URL}/?${new URLSearchParams({ database: settings.CLICKHOUSE_DATABASE, query })}`, { method: 'POST' });
+  const res = await fetch(clickhouseUrl(settings, { database: settings.CLICKHOUSE_DATABASE, query }), { method: 'POST' });
   if (!res.ok || !res.body) throw new Error(`reading points: ${res.status} ${await res.text()}`);
   await pipeline(Readable.fromWeb(res.body), createWriteStream(file));
 }

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import type { Settings } from '@meridian/config';
 import { freePort } from '../support/ports.ts';
-import { processCpuSeconds, repoRoot, waitUntil } from './common.ts';
+import { clickhouseUrl, processCpuSeconds, repoRoot, waitUntil } from './common.ts';
 
 /**
  * `points` as another server configuration or column type would store it, measured side by side
@@ -107,10 +107,9 @@ export async function pointsVariants(settings: Settings, cases: readonly ZstdCas
       const before = server.cpuSeconds();
       await query(server.url, `CREATE TABLE points_string (${COLUMNS.replace('%TASK%', 'task_id String')}) ${ENGINE}`);
       await query(server.url, `CREATE TABLE points_uuid (${COLUMNS.replace('%TASK%', 'task_id UUID')}) ${ENGINE}`);
-      const source = await fetch(
-        `${settings.CLICKHOUSE_URL}/?${new URLSearchParams({ database: settings.CLICKHOUSE_DATABASE, query: 'SELECT * FROM points FORMAT Native' })}`,
-        { method: 'POST' },
-      );
+      const source = await fetch(clickhouseUrl(settings, { database: settings.CLICKHOUSE_DATABASE, query: 'SELECT * FROM points FORMAT Native' }), {
+        method: 'POST',
+      });
       if (!source.ok || !source.body) throw new Error(`reading points: ${source.status} ${await source.text()}`);
       await query(server.url, 'INSERT INTO points_string FORMAT Native', Readable.fromWeb(source.body));
       await query(

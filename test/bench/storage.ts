@@ -2,6 +2,7 @@ import { Readable } from 'node:stream';
 import type { Settings } from '@meridian/config';
 import { remoteWriteBody } from '../support/protocol-bodies.ts';
 import {
+  clickhouseUrl,
   archiveDataBytes,
   benchApi,
   cpuSplit,
@@ -143,7 +144,7 @@ async function victoriaMetrics(fleet: Fleet): Promise<Row> {
 }
 
 async function clickhouse(settings: Settings, query: string): Promise<string> {
-  const res = await fetch(`${settings.CLICKHOUSE_URL}/?${new URLSearchParams({ database: settings.CLICKHOUSE_DATABASE, query })}`, { method: 'POST' });
+  const res = await fetch(clickhouseUrl(settings, { database: settings.CLICKHOUSE_DATABASE, query }), { method: 'POST' });
   const text = await res.text();
   if (!res.ok) throw new Error(`ClickHouse: ${res.status} ${text}`);
   return text;
