@@ -202,6 +202,31 @@ async function idleCpu(processes: Array<{ name: string; cpuSeconds(): number }>)
   return processes.map((p) => [p.name, (spent.of(p.name) * 60) / IDLE_S]);
 }
 
+/**
+ * The archive's bytes once it holds every point pushed: with a window (MERIDIAN_ARCHIVE_RETENTION_MS),
+ * a record is archived before the window trims it, so once the window and two passes have gone by
+ * since the last push, and the bytes hold still, every record is in (a fast run read otherwise
+ * only what the passes during it wrote). Without a window only cut segments are archived (a
+ * partition's tail waits for its cut), so what is there now.
+ */
+async function settledArchiveBytes(settings: Settings, env: Record<string, string>): Promise<number> {
+  const windowMs = Number(env.MERIDIAN_ARCHIVE_RETENTION_MS ?? 0);
+  if (env.MERIDIAN_ARCHIVE !== 'true' || windowMs <= 0) return archiveDataBytes(settings);
+  await new Promise((r) => setTimeout(r, windowMs + 2 * Number(env.MERIDIAN_ARCHIVE_INTERVAL_MS ?? 60_000)));
+  let last = archiveDataBytes(settings);
+  return waitUntil(
+    'the archive holding still',
+    () => {
+      const now = archiveDataBytes(settings);
+      const still = now === last && now > 0;
+      last = now;
+      return Promise.resolve(still ? now : undefined);
+    },
+    300_000,
+    5000,
+  );
+}
+
 async function meridian(fleet: Fleet, name: string, env: Record<string, string>): Promise<Row> {
   const { settings, base } = await benchApi(env);
   const api = startProcess('apps/api/src/main.ts', settings, {}, undefined, quiet);
@@ -235,7 +260,7 @@ async function meridian(fleet: Fleet, name: string, env: Record<string, string>)
       .filter(([, b]) => b > 0)
       .map(([t, b]): [string, number] => [`Kafka ${t.slice(settings.MERIDIAN_TOPIC_PREFIX.length)}`, b]);
     // The archive (MERIDIAN_ARCHIVE) holds the points topic's history in the bucket; what is trimmed from the brokers lives on there.
-    const archive = archiveDataBytes(settings);
+    const archive = await settledArchiveBytes(settings, env);
     const archived: Array<[string, number]> = archive > 0 ? [['MinIO points archive', archive]] : [];
     const variants = ZSTD_CASES.length > 0 ? await pointsVariants(settings, ZSTD_CASES) : undefined;
     const archiveCases = ARCHIVE_LEVELS && archive > 0 ? await archiveVariants(settings) : undefined;
