@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ensureDatabase, migrate, readMigrations } from '@meridian/clickhouse';
+import { capabilities, ensureDatabase, migrate, readMigrations, serverCapabilities, statementsFor, type ClickHouseClient } from '@meridian/clickhouse';
 import { unmigratedScratchDatabase } from '../support/scratch-database.ts';
 
 describe('ClickHouse adapter against a real server', () => {
@@ -84,5 +84,55 @@ describe('ClickHouse adapter against a real server', () => {
       { metric_name: 'cpu:load', ts: '1700000000000', value: 0.5 },
       { metric_name: 'cpu:load', ts: '1700000060000', value: 1.25 },
     ]);
+  });
+});
+
+describe('migrations that need a capability, on a database migrated where the server lacked it', () => {
+  const { conn: options, client } = unmigratedScratchDatabase();
+  // A database migrated on this server from the start: the layout the upgraded one must reach.
+  const { conn: referenceOptions, client: reference } = unmigratedScratchDatabase();
+  const tables = "('points', 'metric_catalog', 'points_1m', 'points_1h')";
+  /** Each table's definition, its database's name taken out. */
+  const definitions = async (of: ClickHouseClient) =>
+    (
+      await (
+        await of.query({
+          query: `SELECT name, replaceAll(create_table_query, concat(currentDatabase(), '.'), '') AS query FROM system.tables WHERE database = currentDatabase() AND name IN ${tables} ORDER BY name`,
+          format: 'JSONEachRow',
+        })
+      ).json<{ name: string; query: string }>()
+    ).map((t): [string, string] => [t.name, t.query]);
+  const points = async (of: ClickHouseClient) => new Map(await definitions(of)).get('points')!;
+
+  it('gets the statements 18.16 left out once the server has their capability, at the next migrate, once', async () => {
+    await ensureDatabase(options);
+    await ensureDatabase(referenceOptions);
+    await migrate(reference);
+    // Every migration recorded as 18.16 records it: its capability-gated statements (the windows of
+    // 004 and 010, 009's codecs, 014's blocks) left out.
+    const ch18 = capabilities('18.16.1', 'Ordinary');
+    const as18 = readMigrations().map((m) => ({ ...m, statements: m.statements.filter((s) => statementsFor(s, ch18).length > 0) }));
+    expect(await migrate(client, as18)).toEqual(readMigrations().map((m) => m.version));
+    expect(await points(client)).not.toMatch(/CODEC|compress_block_size|deduplication_window/);
+
+    const caps = await serverCapabilities(client);
+    // Two processes starting at once: the same ALTERs, each harmless after the other.
+    const [first, second] = await Promise.all([migrate(client), migrate(client)]);
+    const gated = [
+      ...(caps.deduplicatedInserts ? [4] : []),
+      ...(caps.columnCodecs ? [9] : []),
+      ...(caps.deduplicatedInserts ? [10] : []),
+      ...(caps.columnSettings ? [14] : []),
+    ];
+    expect([...new Set([...first, ...second])].sort((a, b) => a - b)).toEqual(gated);
+    // The layout of a database migrated on this server from the start.
+    expect(await definitions(client)).toEqual(await definitions(reference));
+    if (caps.columnCodecs) expect(await points(client)).toMatch(/[`]ts[`] Int64 CODEC\(Delta\(8\), ZSTD\(3\)\)/);
+    if (caps.columnSettings)
+      expect(await points(client)).toMatch(
+        /[`]task_id[`] String CODEC\(ZSTD\(3\)\) SETTINGS \(min_compress_block_size = 4194304, max_compress_block_size = 4194304\)/,
+      );
+    // Complete now: nothing more to do.
+    expect(await migrate(client)).toEqual([]);
   });
 });

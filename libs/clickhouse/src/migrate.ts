@@ -2,6 +2,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ClickHouseClient } from '@clickhouse/client';
 import { serverCapabilities, type Capabilities } from './capabilities.ts';
+import { settingNames, tableDefinition } from './table-definition.ts';
 
 export const MIGRATIONS_DIR = new URL('../migrations/', import.meta.url).pathname;
 
@@ -74,6 +75,23 @@ const COLUMN_EXISTS = /column with this name already exists/i;
 
 type MigrationCapabilities = Pick<Capabilities, 'atomicDatabase' | 'deduplicatedInserts' | 'columnCodecs' | 'columnSettings'>;
 
+type Gate = (caps: MigrationCapabilities, replication: Replication | null) => boolean;
+
+/**
+ * The capability a statement needs, for a statement only some servers can run: a table setting
+ * the server may not know (TABLE_SETTINGS_NEEDING), a column's own settings (before 24.1 none),
+ * a column's codec (18.16 has none: it compresses as its server config says). Elsewhere the
+ * statement is left out, and a later start on a server that has the capability runs it
+ * (completeMigrations). Undefined for a statement every server runs.
+ */
+function gateOf(statement: string): Gate | undefined {
+  const setting = /^ALTER TABLE \S+ MODIFY SETTING (\w+)\s*=/.exec(statement)?.[1];
+  if (setting !== undefined) return TABLE_SETTINGS_NEEDING[setting];
+  if (/^ALTER TABLE \S+ MODIFY COLUMN \w+ MODIFY SETTING /.test(statement)) return (caps) => caps.columnSettings;
+  if (/^ALTER TABLE \S+ MODIFY COLUMN [\s\S]*\bCODEC\(/.test(statement)) return (caps) => caps.columnCodecs;
+  return undefined;
+}
+
 /**
  * A statement in the form this server and database need; the one place where migrations
  * differ by capability.
@@ -84,9 +102,7 @@ type MigrationCapabilities = Pick<Capabilities, 'atomicDatabase' | 'deduplicated
  * address, so the same view becomes an explicit table of that name plus a view `<name>_feed`
  * writing TO it: readers keep reading `<name>`, and the swap exchanges it like any table.
  *
- * A table setting the server does not know (TABLE_SETTINGS_NEEDING) is left out: no statement.
- * So is a column's codec on a server without codecs (18.16 compresses as its server config says),
- * and a column's own setting on a server without them (before 24.1).
+ * A statement whose capability the server lacks (gateOf) is left out: no statement.
  *
  * On a cluster (`replication`), every table's engine becomes its replicated form (replicated()).
  */
@@ -96,11 +112,8 @@ export function statementsFor(statement: string, caps: MigrationCapabilities, re
 
 function forServer(statement: string, caps: MigrationCapabilities, replication: Replication | null): string[] {
   if (ADD_COLUMN_IF_NOT_EXISTS.test(statement)) return [statement.replace(ADD_COLUMN_IF_NOT_EXISTS, '$1')];
-  const setting = /^ALTER TABLE \S+ MODIFY SETTING (\w+)\s*=/.exec(statement)?.[1];
-  const needs = setting === undefined ? undefined : TABLE_SETTINGS_NEEDING[setting];
-  if (needs && !needs(caps, replication)) return [];
-  if (!caps.columnCodecs && /^ALTER TABLE \S+ MODIFY COLUMN [\s\S]*\bCODEC\(/.test(statement)) return [];
-  if (!caps.columnSettings && /^ALTER TABLE \S+ MODIFY COLUMN \w+ MODIFY SETTING /.test(statement)) return [];
+  const gate = gateOf(statement);
+  if (gate && !gate(caps, replication)) return [];
   const view = /^CREATE MATERIALIZED VIEW IF NOT EXISTS (\w+)\s+(ENGINE[\s\S]*?)\s+AS\s+(SELECT[\s\S]*\bGROUP BY\b[\s\S]*)$/.exec(statement);
   if (!caps.atomicDatabase || !view) return [statement];
   const [, name, engine, select] = view as unknown as [string, string, string, string];
@@ -112,9 +125,46 @@ function forServer(statement: string, caps: MigrationCapabilities, replication: 
 }
 
 /**
- * Applies every migration not yet recorded, in order, and records it. Statements are
- * idempotent (IF NOT EXISTS), so two processes migrating one server at once are harmless (on a
- * cluster, see migrateServers).
+ * The statements of recorded migrations that a server without their capability left out and
+ * this one can run (gateOf), with the table each alters: the candidates for completeMigrations.
+ */
+export function deferredStatements(
+  migrations: readonly Migration[],
+  caps: MigrationCapabilities,
+  replication: Replication | null = null,
+): { migration: Migration; statement: string; table: string }[] {
+  return migrations.flatMap((migration) =>
+    migration.statements
+      .filter((s) => gateOf(s) !== undefined && statementsFor(s, caps, replication).length > 0)
+      .map((statement) => ({ migration, statement, table: /^ALTER TABLE (\w+) /.exec(statement)![1]! })),
+  );
+}
+
+/**
+ * Whether a table still lacks what a capability-gated statement (gateOf) gives it, read from the
+ * table's definition (`create_table_query` of system.tables): the setting among the table's
+ * SETTINGS, a CODEC on the column, each named setting among the column's own SETTINGS. Anything
+ * there counts as done, whatever its value: a later migration or an operator may have chosen
+ * another, and completing only fills in what a server without the capability left out. A column
+ * no longer there lacks nothing.
+ */
+export function lacks(statement: string, createTableQuery: string): boolean {
+  const { columns, settings } = tableDefinition(createTableQuery);
+  const tableSetting = /^ALTER TABLE \S+ MODIFY SETTING (\w+)\s*=/.exec(statement)?.[1];
+  if (tableSetting !== undefined) return !settings.has(tableSetting);
+  const modified = /^ALTER TABLE \S+ MODIFY COLUMN (\w+) ([\s\S]*)$/.exec(statement);
+  if (!modified) throw new Error(`not a statement of a capability: ${statement}`);
+  const column = columns.get(modified[1]!);
+  if (column === undefined) return false;
+  const wanted = /^MODIFY SETTING ([\s\S]*)$/.exec(modified[2]!)?.[1];
+  if (wanted === undefined) return !column.codec;
+  return [...settingNames(wanted)].some((name) => !column.settings.has(name));
+}
+
+/**
+ * Applies every migration not yet recorded, in order, and records it, then completes the
+ * recorded ones (completeMigrations). Statements are idempotent (IF NOT EXISTS), so two processes
+ * migrating one server at once are harmless (on a cluster, see migrateServers).
  */
 export async function migrate(
   client: ClickHouseClient,
@@ -133,24 +183,76 @@ export async function migrate(
  * Processes migrating at once are harmless too: each has created a table on every server before
  * it alters it on any, so no CREATE can come after an ALTER of its table. A server added to a
  * cluster later would still create old columns: it needs the tables' present structure instead.
- * Returns the versions applied on each server, in the order of `clients`.
+ * On a cluster a statement that needs a capability runs only once every server has it (an ALTER
+ * of a replicated table reaches every replica, and one without the capability could not apply
+ * it). Returns the versions applied on each server, in the order of `clients`: recorded now, or
+ * completed now.
  */
 export async function migrateServers(
   clients: readonly ClickHouseClient[],
   migrations: readonly Migration[] = readMigrations(),
   replication: Replication | null = null,
 ): Promise<number[][]> {
-  const servers = await Promise.all(clients.map(async (client) => ({ client, applied: await appliedVersions(client), done: [] as number[] })));
-  const caps = new Map<ClickHouseClient, MigrationCapabilities>();
+  const servers = await Promise.all(
+    clients.map(async (client) => ({ client, applied: await appliedVersions(client), caps: await serverCapabilities(client), done: new Set<number>() })),
+  );
+  const everywhere = (name: 'deduplicatedInserts' | 'columnCodecs' | 'columnSettings', own: boolean) =>
+    replication === null ? own : servers.every((s) => s.caps[name]);
+  const capsOf = (server: (typeof servers)[number]): MigrationCapabilities => ({
+    atomicDatabase: server.caps.atomicDatabase,
+    deduplicatedInserts: everywhere('deduplicatedInserts', server.caps.deduplicatedInserts),
+    columnCodecs: everywhere('columnCodecs', server.caps.columnCodecs),
+    columnSettings: everywhere('columnSettings', server.caps.columnSettings),
+  });
   for (const m of migrations) {
     for (const server of servers) {
       if (server.applied.has(m.version)) continue;
-      if (!caps.has(server.client)) caps.set(server.client, await serverCapabilities(server.client));
-      await apply(server.client, m, caps.get(server.client)!, replication);
-      server.done.push(m.version);
+      await apply(server.client, m, capsOf(server), replication);
+      server.done.add(m.version);
     }
   }
-  return servers.map((s) => s.done);
+  for (const server of servers) {
+    const recorded = migrations.filter((m) => server.applied.has(m.version));
+    for (const version of await completeMigrations(server.client, recorded, capsOf(server), replication)) server.done.add(version);
+  }
+  return servers.map((s) => [...s.done].sort((a, b) => a - b));
+}
+
+/**
+ * Runs the statements of recorded migrations that a server without their capability left out
+ * (deferredStatements), where this server has the capability now and the table still lacks what
+ * the statement gives it (lacks): a database migrated on 18.16 gets migration 009's codecs on its
+ * first start on 20.1+, and 014's blocks on 24.1+. Read from the tables themselves, so it is the
+ * same whether the record is old or new, a second process at once runs the same idempotent ALTER,
+ * and a points table swapped in by a rebuild is checked as the migrated one. Tables of other
+ * engines (the read-only stand-in of a replay swap, a view) are left alone. Returns the versions
+ * it completed.
+ */
+async function completeMigrations(
+  client: ClickHouseClient,
+  recorded: readonly Migration[],
+  caps: MigrationCapabilities,
+  replication: Replication | null = null,
+): Promise<number[]> {
+  const deferred = deferredStatements(recorded, caps, replication);
+  if (deferred.length === 0) return [];
+  // Table names as the migrations write them (\w+): safe to quote.
+  const names = [...new Set(deferred.map((d) => `'${d.table}'`))].join(', ');
+  const found = await (
+    await client.query({
+      query: `SELECT name, create_table_query FROM system.tables WHERE database = currentDatabase() AND engine LIKE '%MergeTree' AND name IN (${names})`,
+      format: 'JSONEachRow',
+    })
+  ).json<{ name: string; create_table_query: string }>();
+  const definitions = new Map(found.map((t) => [t.name, t.create_table_query]));
+  const completed = new Set<number>();
+  for (const { migration, statement, table } of deferred) {
+    const definition = definitions.get(table);
+    if (definition === undefined || !lacks(statement, definition)) continue;
+    for (const s of statementsFor(statement, caps, replication)) await run(client, migration, s, false);
+    completed.add(migration.version);
+  }
+  return [...completed];
 }
 
 async function appliedVersions(client: ClickHouseClient): Promise<Set<number>> {
@@ -167,19 +269,21 @@ async function apply(client: ClickHouseClient, m: Migration, caps: MigrationCapa
   for (const source of m.statements) {
     // Only a column the migration adds IF NOT EXISTS may be there already; any other refusal stops the start.
     const mayExist = ADD_COLUMN_IF_NOT_EXISTS.test(source);
-    for (const statement of statementsFor(source, caps, replication)) {
-      // Said with the migration's name: the server's message alone does not say which one stopped the start.
-      await client.command({ query: statement }).catch((error: unknown) => {
-        if (mayExist && error instanceof Error && COLUMN_EXISTS.test(error.message)) return;
-        throw new Error(`migration ${String(m.version).padStart(3, '0')}_${m.name} failed: ${error instanceof Error ? error.message : String(error)}`, {
-          cause: error,
-        });
-      });
-    }
+    for (const statement of statementsFor(source, caps, replication)) await run(client, m, statement, mayExist);
   }
   await client.insert({
     table: 'schema_migrations',
     values: [{ version: m.version, name: m.name, applied_at: Math.floor(Date.now() / 1000) }],
     format: 'JSONEachRow',
+  });
+}
+
+async function run(client: ClickHouseClient, m: Migration, statement: string, mayExist: boolean): Promise<void> {
+  // Said with the migration's name: the server's message alone does not say which one stopped the start.
+  await client.command({ query: statement }).catch((error: unknown) => {
+    if (mayExist && error instanceof Error && COLUMN_EXISTS.test(error.message)) return;
+    throw new Error(`migration ${String(m.version).padStart(3, '0')}_${m.name} failed: ${error instanceof Error ? error.message : String(error)}`, {
+      cause: error,
+    });
   });
 }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { capabilities } from './capabilities.ts';
-import { readMigrations, replicated, replicationOf, statementsFor } from './migrate.ts';
+import { deferredStatements, lacks, readMigrations, replicated, replicationOf, statementsFor } from './migrate.ts';
 
 const all = () => readMigrations().flatMap((m) => m.statements);
 const catalogView = () => all().find((s) => s.startsWith('CREATE MATERIALIZED VIEW IF NOT EXISTS metric_catalog'))!;
@@ -102,6 +102,56 @@ describe('migration statements per server and kind of database', () => {
   it('other statements are the same on an Atomic database', () => {
     const points = readMigrations()[0]!.statements[0]!;
     expect(statementsFor(points, ch26)).toEqual([points]);
+  });
+});
+
+describe('statements a server without their capability left out, completed later', () => {
+  const cluster = replicationOf('/clickhouse/tables/{shard}', 'meridian');
+  const deferred = (caps: Parameters<typeof deferredStatements>[1], replication: Parameters<typeof deferredStatements>[2] = null) =>
+    deferredStatements(readMigrations(), caps, replication).map((d) => `${d.migration.version} ${d.table} ${d.statement.replace(/^ALTER TABLE \w+ /, '')}`);
+  const windows = (version: number, tables: string[]) => tables.map((t) => `${version} ${t} MODIFY SETTING non_replicated_deduplication_window = 1000`);
+  const codecs = () => pointsCodecs().map((s) => `9 points ${s.replace(/^ALTER TABLE points /, '')}`);
+  const blocks = () => taskIdBlocks().map((s) => `14 points ${s.replace(/^ALTER TABLE points /, '')}`);
+
+  it('are the capability-gated statements this server can run: the windows of 004 and 010, the codecs of 009, the blocks of 014', () => {
+    expect(deferred(ch26)).toEqual([...windows(4, ['points', 'metric_catalog']), ...codecs(), ...windows(10, ['points_1m', 'points_1h']), ...blocks()]);
+    expect(deferred(capabilities('23.12.1.1', 'Ordinary'))).toEqual(codecs());
+    expect(deferred(ch18)).toEqual([]);
+  });
+
+  it('on a cluster, leave out the non-replicated window, which replicated tables never take', () => {
+    expect(deferred(ch26, cluster)).toEqual([...codecs(), ...blocks()]);
+  });
+
+  // As ClickHouse 26.9 writes system.tables' create_table_query.
+  const table = (columns: string, settings = 'index_granularity = 8192') =>
+    `CREATE TABLE d.points (${columns}) ENGINE = MergeTree PARTITION BY tuple() ORDER BY (metric_name, ts, updated_at) SETTINGS ${settings}`;
+  const bare = table('`metric_name` String, `ts` Int64, `task_id` String');
+
+  it('are due where the table lacks the codec, the setting of the column or the setting of the table', () => {
+    const [, ts, , , taskId] = pointsCodecs();
+    const [blocks14] = taskIdBlocks();
+    const [window] = windowSettings();
+    for (const s of [ts!, taskId!, blocks14!, window!]) expect(lacks(s, bare), s).toBe(true);
+    const done = table(
+      '`metric_name` String, `ts` Int64 CODEC(Delta(8), ZSTD(3)), `task_id` String CODEC(ZSTD(3)) SETTINGS (min_compress_block_size = 4194304, max_compress_block_size = 4194304)',
+      'index_granularity = 8192, non_replicated_deduplication_window = 1000',
+    );
+    for (const s of [ts!, taskId!, blocks14!, window!]) expect(lacks(s, done), s).toBe(false);
+  });
+
+  it('are done where the table has any codec or value of that name (chosen since by another migration or by hand), or no such column', () => {
+    const [, ts, , , taskId] = pointsCodecs();
+    const [blocks14] = taskIdBlocks();
+    const [window] = windowSettings();
+    const other = table(
+      '`metric_name` String, `ts` Int64 CODEC(DoubleDelta, LZ4), `task_id` String CODEC(LZ4HC(9))',
+      'non_replicated_deduplication_window = 0',
+    );
+    for (const s of [ts!, taskId!, window!]) expect(lacks(s, other), s).toBe(false);
+    // Both of 014's settings must be there: one of them alone is completed.
+    expect(lacks(blocks14!, table('`task_id` String SETTINGS (min_compress_block_size = 4194304)'))).toBe(true);
+    expect(lacks(ts!, table('`metric_name` String'))).toBe(false);
   });
 });
 
