@@ -88,6 +88,7 @@ export default defineConfig({
             'test/integration/points-stages.int.test.ts',
             'test/integration/clickhouse.int.test.ts',
             'test/integration/deletions.int.test.ts',
+            'test/integration/generation-layout.int.test.ts',
             'test/integration/rollup-deletions.int.test.ts',
             'test/integration/rollup-seals.int.test.ts',
             'test/integration/rollup-seal-marks.int.test.ts',

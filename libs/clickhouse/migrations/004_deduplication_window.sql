@@ -7,7 +7,9 @@
 -- block would be counted again there.
 -- Only where the server knows the setting and the catalog is an explicit table (Atomic
 -- databases; see statementsFor in src/migrate.ts): elsewhere this migration is recorded with no
--- statement run, and the positions alone guard the sink, as they always have.
+-- statement run, and the positions alone guard the sink, as they always have. A later start where
+-- the server and database take it runs each statement whose table lacks the setting
+-- (completeMigrations).
 ALTER TABLE points MODIFY SETTING non_replicated_deduplication_window = 1000
 ;
 ALTER TABLE metric_catalog MODIFY SETTING non_replicated_deduplication_window = 1000

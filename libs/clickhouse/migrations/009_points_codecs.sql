@@ -11,8 +11,10 @@
 -- the column every query reads.
 -- Only where the server has these codecs (statementsFor in src/migrate.ts: 20.1+); elsewhere
 -- this migration is recorded with no statement run (18.16 compresses with the method of its
--- server config). Existing parts keep their compression until merged; new parts and merges
--- use these. A rebuild's tables are created AS points, so they have them too.
+-- server config), and the first start on a server that has them runs each statement whose column
+-- has no codec yet (completeMigrations). Existing parts keep their compression until merged; new
+-- parts and merges use these. A rebuild's points table gets these statements too, after its
+-- CREATE (createGenerationSql in libs/replay), whether it is made AS points or from 001.
 ALTER TABLE points MODIFY COLUMN metric_name String CODEC(ZSTD(3))
 ;
 ALTER TABLE points MODIFY COLUMN ts Int64 CODEC(Delta, ZSTD(3))

@@ -10,7 +10,9 @@
 -- replay and verify, which scan it whole; the columns every query reads (names, timestamps,
 -- values) keep their blocks, so a read of a few granules decompresses no more than before.
 -- Only where the server has column-level settings (statementsFor in src/migrate.ts: 24.1+);
--- elsewhere this migration is recorded with no statement run. Existing parts keep their blocks
--- until merged; a rebuild's and a stage's tables are created AS points, so they have them too.
+-- elsewhere this migration is recorded with no statement run, and the first start on a server
+-- that has them runs it if task_id lacks these settings (completeMigrations). Existing parts keep
+-- their blocks until merged. A rebuild's points table gets this statement after its CREATE
+-- (createGenerationSql in libs/replay); a stage is created AS its target, so it has them too.
 ALTER TABLE points MODIFY COLUMN task_id MODIFY SETTING min_compress_block_size = 4194304, max_compress_block_size = 4194304
 ;

@@ -224,9 +224,12 @@ export async function migrateServers(
  * the statement gives it (lacks): a database migrated on 18.16 gets migration 009's codecs on its
  * first start on 20.1+, and 014's blocks on 24.1+. Read from the tables themselves, so it is the
  * same whether the record is old or new, a second process at once runs the same idempotent ALTER,
- * and a points table swapped in by a rebuild is checked as the migrated one. Tables of other
- * engines (the read-only stand-in of a replay swap, a view) are left alone. Returns the versions
- * it completed.
+ * and a points table swapped in by a rebuild is checked as the migrated one. The read-only
+ * stand-in of a replay swap's freeze (a Merge table under the live name) is left alone: the swap
+ * puts a generation made with the migrations' layout in its place. A catalog still a view with an
+ * inner table on an Atomic database refuses the window, as migration 004 does there, and stops the
+ * start until it is converted (docs/operating/clickhouse-versions.md). Returns the versions it
+ * completed.
  */
 async function completeMigrations(
   client: ClickHouseClient,
@@ -240,7 +243,7 @@ async function completeMigrations(
   const names = [...new Set(deferred.map((d) => `'${d.table}'`))].join(', ');
   const found = await (
     await client.query({
-      query: `SELECT name, create_table_query FROM system.tables WHERE database = currentDatabase() AND engine LIKE '%MergeTree' AND name IN (${names})`,
+      query: `SELECT name, create_table_query FROM system.tables WHERE database = currentDatabase() AND engine != 'Merge' AND name IN (${names})`,
       format: 'JSONEachRow',
     })
   ).json<{ name: string; create_table_query: string }>();

@@ -126,6 +126,19 @@ export function tableSettingsSql(
 }
 
 /**
+ * The migrations' statements that shape the columns of `points` (009's codecs, 014's blocks of
+ * task ids), for another points table, where this server takes them: with migration 001's DDL
+ * they make the table the migrations make `points` on this server.
+ */
+export function pointsColumnsSql(table: string, caps: GenerationCapabilities, migrations: readonly Migration[] = readMigrations()): string[] {
+  return migrations
+    .flatMap((m) => m.statements)
+    .map((s) => /^ALTER TABLE points (MODIFY COLUMN [\s\S]*)$/.exec(s)?.[1])
+    .filter((change) => change !== undefined)
+    .flatMap((change) => statementsFor(`ALTER TABLE ${q(table)} ${change}`, caps));
+}
+
+/**
  * Statements that make a points table and its catalog forget the insert tokens they keep, for
  * when rows were deleted: the positions move back, and the blocks projected again from there
  * carry the tokens of blocks stored before, which the server would drop. A window of 0 empties
@@ -145,12 +158,19 @@ export function forgetInsertTokensSql(
 
 /**
  * Statements that create generation g: its points table, its seals table, its catalog and rollup
- * tables and the views feeding them, with the table settings the migrations give the live ones.
+ * tables and the views feeding them, with the column codecs and settings and the table settings
+ * the migrations give the live ones on this server. The points table is made `AS points` where
+ * there is a live MergeTree one, else (none, the read-only stand-in of a frozen swap, a replicated
+ * one, whose ZooKeeper path is its own) from migration 001; either way the migrations' column
+ * statements follow, so its layout does not depend on what the live table got (one migrated
+ * before the server had a capability gets it at the next start of a process: completeMigrations
+ * in libs/clickhouse/src/migrate.ts).
  */
 export function createGenerationSql(g: number, pointsExists: boolean, caps: GenerationCapabilities, migrations?: readonly Migration[]): string[] {
   const catalog = catalogDefinition(migrations);
   return [
     pointsExists ? `CREATE TABLE ${q(pointsTable(g))} AS ${q(LIVE_POINTS)}` : pointsTableDdl(pointsTable(g), migrations),
+    ...pointsColumnsSql(pointsTable(g), caps, migrations),
     tableDdl(LIVE_SEALS, sealsTable(g), migrations),
     derivedTableSql(catalog, catalogTable(g), pointsTable(g)),
     ...ROLLUP_VIEWS.map((view) => derivedTableSql(viewDefinition(view, migrations), rollupTable(view, g), pointsTable(g))),

@@ -12,6 +12,7 @@ export {
   catalogTable,
   catalogFeed,
   parseGeneration,
+  createGeneration,
   listGenerations,
   dropGeneration,
   readRegistry,

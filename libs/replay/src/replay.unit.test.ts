@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { capabilities } from '@meridian/clickhouse';
+import { capabilities, readMigrations } from '@meridian/clickhouse';
 import { BoundError, parseBound } from './bounds.ts';
 import {
   catalogDefinition,
@@ -102,7 +102,7 @@ describe('generations', () => {
 
   it("gives a generation's tables the deduplication window of migration 004 where the server keeps insert tokens, before its feed exists", () => {
     const ch26 = capabilities('26.9.2.1', 'Atomic');
-    expect(createGenerationSql(2, true, ch26).slice(5)).toEqual([
+    expect(createGenerationSql(2, true, ch26).slice(14)).toEqual([
       'ALTER TABLE `points_g2` MODIFY SETTING non_replicated_deduplication_window = 1000',
       'ALTER TABLE `metric_catalog_g2` MODIFY SETTING non_replicated_deduplication_window = 1000',
       'ALTER TABLE `points_1m_g2` MODIFY SETTING non_replicated_deduplication_window = 1000',
@@ -118,9 +118,42 @@ describe('generations', () => {
       'ALTER TABLE `metric_catalog_g2` MODIFY SETTING non_replicated_deduplication_window = 1000',
     ]);
     for (const older of [capabilities('18.16.1', 'Ordinary'), capabilities('26.9.2.1', 'Ordinary')]) {
-      expect(createGenerationSql(2, true, older)).toHaveLength(8);
+      expect(createGenerationSql(2, true, older).filter((s) => s.includes('non_replicated_deduplication_window'))).toEqual([]);
       expect(forgetInsertTokensSql('points', '.inner.metric_catalog', older)).toEqual([]);
     }
+  });
+
+  it("gives a generation's points table the columns' codecs (009) and blocks (014) the migrations give points on this server, with or without a live table", () => {
+    const ch26 = capabilities('26.9.2.1', 'Atomic');
+    const columns = readMigrations()
+      .flatMap((m) => m.statements)
+      .filter((s) => /^ALTER TABLE points MODIFY COLUMN /.test(s))
+      .map((s) => s.replace('ALTER TABLE points ', 'ALTER TABLE `points_g2` '));
+    expect(columns).toHaveLength(9);
+    expect(columns.at(-1)).toBe(
+      'ALTER TABLE `points_g2` MODIFY COLUMN task_id MODIFY SETTING min_compress_block_size = 4194304, max_compress_block_size = 4194304',
+    );
+    expect(createGenerationSql(2, true, ch26).slice(0, 11)).toEqual([
+      'CREATE TABLE `points_g2` AS `points`',
+      ...columns,
+      expect.stringMatching(/^CREATE TABLE `points_seals_g2` /),
+    ]);
+    expect(createGenerationSql(2, false, ch26).slice(0, 11)).toEqual([
+      pointsTableDdl('points_g2'),
+      ...columns,
+      expect.stringMatching(/^CREATE TABLE `points_seals_g2` /),
+    ]);
+    // 20.1 to 23.12: the codecs without the blocks; 18.16: neither (its server config compresses).
+    expect(createGenerationSql(2, false, capabilities('23.12.1.1', 'Atomic')).slice(1, 10)).toEqual([
+      ...columns.slice(0, 8),
+      expect.stringMatching(/^CREATE TABLE `points_seals_g2` /),
+    ]);
+    expect(createGenerationSql(2, false, capabilities('18.16.1', 'Ordinary'))[1]).toMatch(/^CREATE TABLE `points_seals_g2` /);
+    // Every other change the migrations make to points is a table setting (tableSettingsSql): a column added later would need its place here.
+    const others = readMigrations()
+      .flatMap((m) => m.statements)
+      .filter((s) => /^ALTER TABLE points /.test(s) && !/^ALTER TABLE points MODIFY (COLUMN|SETTING) /.test(s));
+    expect(others).toEqual([]);
   });
 
   it('folds the registry: generation 1 is live until another is swapped in', () => {
