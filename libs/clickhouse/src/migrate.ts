@@ -162,6 +162,26 @@ export function lacks(statement: string, createTableQuery: string): boolean {
 }
 
 /**
+ * What decides a server's migration statements: its own capabilities, but on a cluster those that
+ * gate a statement (gateOf) only where every server of `cluster` has them, as an ALTER of a
+ * replicated table reaches every replica, and one without the capability could not apply it.
+ */
+export function migrationCapabilities(
+  own: MigrationCapabilities,
+  cluster: readonly MigrationCapabilities[],
+  replication: Replication | null,
+): MigrationCapabilities {
+  const everywhere = (name: 'deduplicatedInserts' | 'columnCodecs' | 'columnSettings') =>
+    replication === null ? own[name] : own[name] && cluster.every((caps) => caps[name]);
+  return {
+    atomicDatabase: own.atomicDatabase,
+    deduplicatedInserts: everywhere('deduplicatedInserts'),
+    columnCodecs: everywhere('columnCodecs'),
+    columnSettings: everywhere('columnSettings'),
+  };
+}
+
+/**
  * Applies every migration not yet recorded, in order, and records it, then completes the
  * recorded ones (completeMigrations). Statements are idempotent (IF NOT EXISTS), so two processes
  * migrating one server at once are harmless (on a cluster, see migrateServers).
@@ -183,9 +203,8 @@ export async function migrate(
  * Processes migrating at once are harmless too: each has created a table on every server before
  * it alters it on any, so no CREATE can come after an ALTER of its table. A server added to a
  * cluster later would still create old columns: it needs the tables' present structure instead.
- * On a cluster a statement that needs a capability runs only once every server has it (an ALTER
- * of a replicated table reaches every replica, and one without the capability could not apply
- * it). Returns the versions applied on each server, in the order of `clients`: recorded now, or
+ * On a cluster a statement that needs a capability runs only once every server has it
+ * (migrationCapabilities). Returns the versions applied on each server, in the order of `clients`: recorded now, or
  * completed now.
  */
 export async function migrateServers(
@@ -196,14 +215,12 @@ export async function migrateServers(
   const servers = await Promise.all(
     clients.map(async (client) => ({ client, applied: await appliedVersions(client), caps: await serverCapabilities(client), done: new Set<number>() })),
   );
-  const everywhere = (name: 'deduplicatedInserts' | 'columnCodecs' | 'columnSettings', own: boolean) =>
-    replication === null ? own : servers.every((s) => s.caps[name]);
-  const capsOf = (server: (typeof servers)[number]): MigrationCapabilities => ({
-    atomicDatabase: server.caps.atomicDatabase,
-    deduplicatedInserts: everywhere('deduplicatedInserts', server.caps.deduplicatedInserts),
-    columnCodecs: everywhere('columnCodecs', server.caps.columnCodecs),
-    columnSettings: everywhere('columnSettings', server.caps.columnSettings),
-  });
+  const capsOf = (server: (typeof servers)[number]) =>
+    migrationCapabilities(
+      server.caps,
+      servers.map((s) => s.caps),
+      replication,
+    );
   for (const m of migrations) {
     for (const server of servers) {
       if (server.applied.has(m.version)) continue;

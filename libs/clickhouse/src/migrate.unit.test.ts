@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { capabilities } from './capabilities.ts';
-import { deferredStatements, lacks, readMigrations, replicated, replicationOf, statementsFor } from './migrate.ts';
+import { deferredStatements, lacks, migrationCapabilities, readMigrations, replicated, replicationOf, statementsFor } from './migrate.ts';
 
 const all = () => readMigrations().flatMap((m) => m.statements);
 const catalogView = () => all().find((s) => s.startsWith('CREATE MATERIALIZED VIEW IF NOT EXISTS metric_catalog'))!;
@@ -121,6 +121,27 @@ describe('statements a server without their capability left out, completed later
 
   it('on a cluster, leave out the non-replicated window, which replicated tables never take', () => {
     expect(deferred(ch26, cluster)).toEqual([...codecs(), ...blocks()]);
+  });
+
+  it('on a cluster, wait for every server to have the capability: an ALTER of a replicated table reaches them all', () => {
+    const ch23 = capabilities('23.12.1.1', 'Atomic');
+    const upgrading = [ch26, ch23, ch18];
+    expect(migrationCapabilities(ch26, upgrading, cluster)).toEqual({
+      atomicDatabase: true,
+      deduplicatedInserts: false,
+      columnCodecs: false,
+      columnSettings: false,
+    });
+    expect(migrationCapabilities(ch26, [ch26, ch23], cluster)).toEqual({
+      atomicDatabase: true,
+      deduplicatedInserts: true,
+      columnCodecs: true,
+      columnSettings: false,
+    });
+    expect(deferred(migrationCapabilities(ch26, [ch26, ch23], cluster), cluster)).toEqual(codecs());
+    // Each server's own database engine decides its catalog's form; alone, a server's own capabilities decide.
+    expect(migrationCapabilities(ch18, [ch26, ch18], cluster).atomicDatabase).toBe(false);
+    expect(migrationCapabilities(ch26, upgrading, null)).toEqual({ atomicDatabase: true, deduplicatedInserts: true, columnCodecs: true, columnSettings: true });
   });
 
   // As ClickHouse 26.9 writes system.tables' create_table_query.
