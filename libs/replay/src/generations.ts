@@ -160,11 +160,10 @@ export function forgetInsertTokensSql(
  * Statements that create generation g: its points table, its seals table, its catalog and rollup
  * tables and the views feeding them, with the column codecs and settings and the table settings
  * the migrations give the live ones on this server. The points table is made `AS points` where
- * there is a live MergeTree one, else (none, the read-only stand-in of a frozen swap, a replicated
- * one, whose ZooKeeper path is its own) from migration 001; either way the migrations' column
- * statements follow, so its layout does not depend on what the live table got (one migrated
- * before the server had a capability gets it at the next start of a process: completeMigrations
- * in libs/clickhouse/src/migrate.ts).
+ * there is a live MergeTree one, else (none, or the read-only stand-in of a frozen swap) from
+ * migration 001; either way the migrations' column statements follow, so its layout does not
+ * depend on what the live table got (one migrated before the server had a capability gets it at
+ * the next start of a process: completeMigrations in libs/clickhouse/src/migrate.ts).
  */
 export function createGenerationSql(g: number, pointsExists: boolean, caps: GenerationCapabilities, migrations?: readonly Migration[]): string[] {
   const catalog = catalogDefinition(migrations);
