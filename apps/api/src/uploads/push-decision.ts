@@ -1,16 +1,10 @@
-import {
-  batchKey,
-  decideWholeUpload,
-  type BatchBounds,
-  pointBatchOf,
-  type OnError,
-  type PointsFact,
-  type RowError,
-  type UploadFailed,
-  type UserRecord,
-} from '@meridian/domain';
+import type { BatchBounds, OnError, PointsFact, RowError, UploadFailed, UserRecord } from '@meridian/domain';
+// The JSON check worker loads this module and what it imports into an isolate of its own: the
+// domain's uploads and the partitioner alone, not every domain module (PromQL's parser among
+// them) nor kafkajs, which took 9–10 MB more of its memory.
+import { batchKey, decideWholeUpload, pointBatchOf } from '@meridian/domain/uploads';
 import { createEventCodec } from '@meridian/events';
-import { partitionFor } from '@meridian/kafka';
+import { partitionFor } from '@meridian/kafka/partition';
 
 /** What deciding a push needs besides its bytes: everything a worker thread cannot ask the api for. */
 export type PushRequest = {
