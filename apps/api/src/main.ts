@@ -9,6 +9,6 @@ const { directory } = enableCompileCache();
 // A worker thread (the JSON upload check's) does not share this thread's cache; it takes one from
 // NODE_COMPILE_CACHE in the environment it inherits. Without it, each worker stripped its modules'
 // types again through Node's TypeScript stripper, swc compiled to WebAssembly and loaded into the
-// worker for that: 12 MB of the api's memory for the process's life.
+// worker for that: a started worker took 85 MB of the api's memory, 53–56 MB with the cache.
 if (directory !== undefined) process.env.NODE_COMPILE_CACHE ??= directory;
 await import('./start.ts');
