@@ -16,16 +16,19 @@ export function answer(ctx: Context, data: unknown): void {
   ctx.body = { status: 'success', data };
 }
 
-/** The same answer with its data as JSON text in parts (queryDataJsonParts), sent as they are written. */
-export function answerJson(ctx: Context, dataJson: Iterable<string>): void {
+const SUCCESS_OPEN = Buffer.from('{"status":"success","data":');
+const SUCCESS_CLOSE = Buffer.from('}');
+
+/** The same answer with its data as UTF-8 JSON in chunks (queryDataJsonChunks), sent as they are written. */
+export function answerJson(ctx: Context, dataJson: Iterable<Uint8Array>): void {
   ctx.status = 200;
   ctx.set('Cache-Control', 'no-store');
   ctx.type = 'application/json';
   ctx.body = Readable.from(
     (function* () {
-      yield '{"status":"success","data":';
+      yield SUCCESS_OPEN;
       yield* dataJson;
-      yield '}';
+      yield SUCCESS_CLOSE;
     })(),
   );
 }
