@@ -11,7 +11,7 @@ import {
   parsePromql,
   parseRangeParams,
   queryData,
-  queryDataJsonParts,
+  queryDataJsonChunks,
   type UserRecord,
 } from '@meridian/domain';
 import { defineRoute, type RouteDef } from '../http/route.ts';
@@ -91,7 +91,7 @@ async function rangeQuery(deps: PromqlDeps, ctx: Context, user: UserRecord): Pro
   const expr = parsePromql(query);
   if (expr.kind === 'matrix') throw badData('invalid expression type "range vector" for range query, must be Scalar or instant Vector');
   const result = await runQuery(deps, ctx, user, expr, { startMs, endMs, stepMs, instant: false }, timeoutMs(deps, p));
-  answerJson(ctx, queryDataJsonParts(result));
+  answerJson(ctx, queryDataJsonChunks(result));
 }
 
 /** The readable series the match[] selectors choose (all readable ones when none is given and none is required), within start and end. */

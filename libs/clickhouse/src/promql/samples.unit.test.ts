@@ -16,21 +16,30 @@ describe('PromQL samples', () => {
 
   it('reads RowBinary rows cut anywhere, 64-bit integers exact below 2^53, and refuses a cut row', async () => {
     const row = (id: number, ts: bigint[], vs: number[]) => {
-      const b = Buffer.alloc(4 + 1 + ts.length * 8 + 1 + vs.length * 8);
+      // Lengths as LEB128: 300 takes two bytes.
+      const length = ts.length < 128 ? [ts.length] : [(ts.length & 0x7f) | 0x80, ts.length >> 7];
+      const b = Buffer.alloc(4 + 2 * length.length + ts.length * 8 + vs.length * 8);
       let p = b.writeUInt32LE(id, 0);
-      p = b.writeUInt8(ts.length, p);
+      for (const byte of length) p = b.writeUInt8(byte, p);
       for (const t of ts) p = b.writeBigInt64LE(t, p);
-      p = b.writeUInt8(vs.length, p);
+      for (const byte of length) p = b.writeUInt8(byte, p);
       for (const v of vs) p = b.writeDoubleLE(v, p);
       return b;
     };
     // A shorter row after a longer one: read into the same arrays, it is only their first numbers.
+    // A long row across many chunks, after rows joined from a few: the buffer they are joined in grows.
+    const long = Array.from({ length: 300 }, (_, i) => i);
     const body = Buffer.concat([
       row(3, [-5n, 2n ** 53n - 1n, 1_700_000_000_123n], [Number.NaN, -0.5, Number.NEGATIVE_INFINITY]),
       row(0, [], []),
+      row(
+        9,
+        long.map(BigInt),
+        long.map((i) => i / 4),
+      ),
       row(7, [42n], [4.5]),
     ]);
-    for (const cut of [1, 3, 7, 20, body.length]) {
+    for (const cut of [1, 3, 7, 20, 1000, body.length]) {
       const chunks = [];
       for (let i = 0; i < body.length; i += cut) chunks.push(body.subarray(i, i + cut));
       const rows: unknown[] = [];
@@ -45,6 +54,7 @@ describe('PromQL samples', () => {
           ],
         },
         { id: 0, length: 0, arrays: [[], []] },
+        { id: 9, length: 300, arrays: [long, long.map((i) => i / 4)] },
         { id: 7, length: 1, arrays: [[42], [4.5]] },
       ]);
     }

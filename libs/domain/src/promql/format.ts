@@ -1,5 +1,6 @@
 import { labelsObject } from '../series/labels.ts';
 import type { QueryResult } from './eval.ts';
+import { ChunkWriter } from './chunk-writer.ts';
 
 /**
  * A sample value as Prometheus writes it (Go's strconv.FormatFloat(v, 'f', -1, 64)): the
@@ -50,45 +51,76 @@ export function queryData(r: QueryResult): { resultType: string; result: unknown
   }
 }
 
+/** The bytes of an answer's chunks (queryDataJsonChunks): about what a socket write takes at once. */
+export const ANSWER_CHUNK_BYTES = 64 * 1024;
+
 /**
  * The same `data` as JSON text, written directly: a range query over 1,000 series at 1 m steps
  * answers 1.44 million points, and building an array and a string per point for JSON.stringify
  * to walk was a large part of its time. Equal to JSON.stringify(queryData(r)).
  */
-export function queryDataJson(r: QueryResult): string {
-  return [...queryDataJsonParts(r)].join('');
+export function queryDataJson(r: QueryResult, chunkBytes = ANSWER_CHUNK_BYTES): string {
+  const decoder = new TextDecoder();
+  return [...queryDataJsonChunks(r, chunkBytes)].map((c) => decoder.decode(c, { stream: true })).join('') + decoder.decode();
 }
 
 /**
- * queryDataJson in parts, a series each, for an answer sent as it is written: the answer of a
- * large range query (50 MB for 1.44 million points) is never one string. A series the store
- * reduced (RegularSteps) is written from its typed arrays, without a point each; every step's
- * time is written once.
+ * queryDataJson as UTF-8 in chunks of about chunkBytes, handed over a series at a time for an
+ * answer sent as it is written: the answer of a large range query (50 MB for 1.44 million points)
+ * is never one string, nor a string per point. A series the store reduced (RegularSteps) is
+ * written from its typed arrays, without a point each; every step's time is written once.
  */
-export function* queryDataJsonParts(r: QueryResult): Generator<string> {
+export function* queryDataJsonChunks(r: QueryResult, chunkBytes = ANSWER_CHUNK_BYTES): Generator<Uint8Array> {
+  const out = new ChunkWriter(chunkBytes);
   if (r.resultType !== 'matrix') {
-    yield JSON.stringify(queryData(r));
+    out.text(JSON.stringify(queryData(r)));
+    yield* out.take(true);
     return;
   }
-  yield '{"resultType":"matrix","result":[';
+  out.ascii('{"resultType":"matrix","result":[');
+  // A point's text up to its value, `[<seconds>,"`, by its time: times are numbers, nothing to escape.
   const times = new Map<number, string>();
   const timeText = (t: number) => {
     let text = times.get(t);
     if (text === undefined) times.set(t, (text = `[${formatTime(t)},"`));
     return text;
   };
+  // The same of a reduced series, by its step number, for the steps of the last such series written.
+  let stepTexts: string[] = [];
+  let stepsOf = { startMs: Number.NaN, stepMs: Number.NaN };
   let first = true;
   for (const s of r.series) {
-    // Times are numbers and values digits, '.', '-', NaN or ±Inf: nothing to escape.
-    const values: string[] = [];
+    out.ascii(first ? '{"metric":' : ',{"metric":');
+    out.text(JSON.stringify(labelsObject(s.labels)));
+    out.ascii(',"values":[');
+    // Values are digits, '.', '-', NaN or ±Inf: nothing to escape.
+    let none = true;
     if (s.steps) {
       const { startMs, stepMs, values: v } = s.steps;
-      for (let k = 0; k < v.present.length; k++) if (v.present[k] === 1) values.push(`${timeText(startMs + k * stepMs)}${formatValue(v.values[k]!)}"]`);
+      if (startMs !== stepsOf.startMs || stepMs !== stepsOf.stepMs) [stepTexts, stepsOf] = [[], { startMs, stepMs }];
+      for (let k = 0; k < v.present.length; k++) {
+        if (v.present[k] !== 1) continue;
+        if (!none) out.byte(COMMA);
+        none = false;
+        out.ascii((stepTexts[k] ??= timeText(startMs + k * stepMs)));
+        out.ascii(formatValue(v.values[k]!));
+        out.ascii('"]');
+      }
     } else {
-      for (const [t, v] of s.points) values.push(`${timeText(t)}${formatValue(v)}"]`);
+      for (const [t, v] of s.points) {
+        if (!none) out.byte(COMMA);
+        none = false;
+        out.ascii(timeText(t));
+        out.ascii(formatValue(v));
+        out.ascii('"]');
+      }
     }
-    yield `${first ? '' : ','}{"metric":${JSON.stringify(labelsObject(s.labels))},"values":[${values.join(',')}]}`;
+    out.ascii(']}');
     first = false;
+    yield* out.take();
   }
-  yield ']}';
+  out.ascii(']}');
+  yield* out.take(true);
 }
+
+const COMMA = 0x2c;

@@ -188,6 +188,28 @@ describe('PromQL evaluation', () => {
       [1.5, 'NaN'],
       [3, '+Inf'],
     ]);
+    // A reduced series is written from its steps; chunks of any size, a label in UTF-8 cut between them.
+    const values = {
+      labels: [['room', 'süd ✓']] as [string, string][],
+      present: Uint8Array.from([1, 0, 1, 1]),
+      values: Float64Array.from([0.25, 9, 1 / 3, -2e-9]),
+    };
+    const reduced = {
+      resultType: 'matrix' as const,
+      series: [
+        ...several.series,
+        {
+          labels: values.labels,
+          points: [
+            [60_000, 0.25],
+            [180_000, 1 / 3],
+            [240_000, -2e-9],
+          ] as [number, number][],
+          steps: { startMs: 60_000, stepMs: 60_000, values },
+        },
+      ],
+    };
+    for (const chunkBytes of [1, 5, 64, 65_536]) expect(queryDataJson(reduced, chunkBytes), `chunks of ${chunkBytes}`).toBe(JSON.stringify(queryData(reduced)));
   });
 
   it('has the store reduce the windows of the functions it can, and read samples for the others', () => {

@@ -23,7 +23,10 @@ export function seriesStepValues(
 ): StepValues {
   const present = new Uint8Array(r.steps);
   const values = new Float64Array(r.steps);
-  const rangeSeconds = r.rangeMs / 1000;
+  // One window and one bounds object moved from step to step: two objects a step were most of
+  // a 10M-sample query's young garbage besides the answer's text.
+  const window = { ts, vs, lo: 0, hi: -1 };
+  const bounds = { rangeStartMs: 0, rangeEndMs: 0, rangeSeconds: r.rangeMs / 1000 };
   let lo = 0;
   let hi = -1;
   for (let k = 0; k < r.steps; k++) {
@@ -32,7 +35,11 @@ export function seriesStepValues(
     while (lo < n && ts[lo]! < start) lo++;
     while (hi + 1 < n && ts[hi + 1]! <= end) hi++;
     if (hi < lo) continue;
-    const v = evalRangeFunction(func, { ts, vs, lo, hi }, { rangeStartMs: start, rangeEndMs: end, rangeSeconds }, Number.NaN);
+    window.lo = lo;
+    window.hi = hi;
+    bounds.rangeStartMs = start;
+    bounds.rangeEndMs = end;
+    const v = evalRangeFunction(func, window, bounds, Number.NaN);
     if (v === null) continue;
     present[k] = 1;
     values[k] = v;
