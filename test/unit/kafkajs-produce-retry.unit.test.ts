@@ -21,9 +21,9 @@ const silent = { debug() {}, info() {}, warn() {}, error() {} };
 /**
  * Brokers 1 and 2; `leaders` gives each topic-partition's leader, and is replaced by `after`
  * when the producer asks for metadata again. Broker 2 refuses its first request as not the
- * leader. Every produce request each broker received is kept.
+ * leader; broker 1 answers after `broker1DelayMs`. Every produce request each broker received is kept.
  */
-function world(leaders: Record<string, number>, after: Record<string, number>) {
+function world(leaders: Record<string, number>, after: Record<string, number>, broker1DelayMs = 0) {
   let current = leaders;
   const received: Array<{ broker: number; topic: string; partition: number; firstSequence: number; values: string[] }> = [];
   let refusals = 1;
@@ -31,7 +31,7 @@ function world(leaders: Record<string, number>, after: Record<string, number>) {
   const broker = (nodeId: number) => ({
     nodeId,
     produce: async ({ topicData }: { topicData: TopicData[] }) => {
-      await Promise.resolve();
+      await new Promise((r) => setTimeout(r, nodeId === 1 ? broker1DelayMs : 0));
       for (const { topic, partitions } of topicData)
         for (const p of partitions)
           received.push({ broker: nodeId, topic, partition: Number(p.partition), firstSequence: p.firstSequence, values: p.messages.map((m) => m.value) });
@@ -115,5 +115,13 @@ describe('kafkajs produce retries (patched)', () => {
     const { send, received } = world({ 'points/0': 1, 'tasks/1': 2 }, { 'points/0': 1, 'tasks/1': 2 });
     await send({ acks: -1, timeout: 1000, topicMessages });
     expect(received.map((r) => `${r.broker}:${r.topic}/${r.partition}#${r.firstSequence}`)).toEqual(['1:points/0#0', '2:tasks/1#0', '2:tasks/1#0']);
+  });
+
+  it('lets a request under way settle before the retry, so what it delivers is not sent again', async () => {
+    // Broker 2 refuses at once while broker 1 is still answering for points/0.
+    const { send, received } = world({ 'points/0': 1, 'tasks/1': 2 }, { 'points/0': 1, 'tasks/1': 2 }, 30);
+    await send({ acks: -1, timeout: 1000, topicMessages });
+    // Unpatched (or with the try's requests awaited with Promise.all), the retry sent points/0 again while its first answer was on its way.
+    expect(received.map((r) => `${r.broker}:${r.topic}/${r.partition}#${r.firstSequence}`)).toEqual(['2:tasks/1#0', '1:points/0#0', '2:tasks/1#0']);
   });
 });

@@ -243,10 +243,11 @@ export async function migrateServers(
  * same whether the record is old or new, a second process at once runs the same idempotent ALTER,
  * and a points table swapped in by a rebuild is checked as the migrated one. The read-only
  * stand-in of a replay swap's freeze (a Merge table under the live name) is left alone: the swap
- * puts a generation made with the migrations' layout in its place. A catalog still a view with an
- * inner table on an Atomic database refuses the window, as migration 004 does there, and stops the
- * start until it is converted (docs/operating/clickhouse-versions.md). Returns the versions it
- * completed.
+ * puts a generation made with the migrations' layout in its place. So is a catalog or rollup still
+ * a view with an inner table (an Ordinary database converted to Atomic): a view takes no table
+ * setting, and refusing the start over a window it never had would stop a database that ran
+ * before; it gets the window once converted (docs/operating/clickhouse-versions.md). Returns the
+ * versions it completed.
  */
 async function completeMigrations(
   client: ClickHouseClient,
@@ -260,7 +261,7 @@ async function completeMigrations(
   const names = [...new Set(deferred.map((d) => `'${d.table}'`))].join(', ');
   const found = await (
     await client.query({
-      query: `SELECT name, create_table_query FROM system.tables WHERE database = currentDatabase() AND engine != 'Merge' AND name IN (${names})`,
+      query: `SELECT name, create_table_query FROM system.tables WHERE database = currentDatabase() AND engine NOT IN ('Merge', 'MaterializedView') AND name IN (${names})`,
       format: 'JSONEachRow',
     })
   ).json<{ name: string; create_table_query: string }>();

@@ -188,7 +188,7 @@ describe('PromQL evaluation', () => {
       [1.5, 'NaN'],
       [3, '+Inf'],
     ]);
-    // A reduced series is written from its steps; chunks of any size, a label in UTF-8 cut between them.
+    // A reduced series is written from its steps, in chunks of any size (a text never straddles two: a label in UTF-8 stays whole).
     const values = {
       labels: [['room', 'süd ✓']] as [string, string][],
       present: Uint8Array.from([1, 0, 1, 1]),
