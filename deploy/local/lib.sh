@@ -94,11 +94,16 @@ proc_start() { # pid
   [ "${f[0]}" = Z ] || echo "${f[19]}"
 }
 
+# The previous run's log is kept as NAME.log.1 (one generation): after a kill and a restart it is
+# the evidence of what happened. NAME.log starts empty, so a readiness check that greps it reads
+# only this run's lines.
 spawn() { # name command...: runs in its own session so Ctrl-C of a caller does not reach it
-  local name=$1; shift
-  : > "$(logfile "$name")"
+  local name=$1 log; shift
+  log=$(logfile "$name")
+  if [ -s "$log" ]; then mv -f "$log" "$log.1"; fi
+  : > "$log"
   rm -f "$(stoppingfile "$name")"
-  setsid nohup "$@" >>"$(logfile "$name")" 2>&1 < /dev/null &
+  setsid nohup "$@" >>"$log" 2>&1 < /dev/null &
   echo $! > "$(pidfile "$name")"
   proc_start $! > "$(startfile "$name")"
 }
