@@ -1,10 +1,16 @@
 import { describe, expect, it } from 'vitest';
 import { seriesLabels as parseSeriesName } from '../series/canonical.ts';
-import { evalInstant, evalRange, type Fetched, type SeriesData } from './eval.ts';
-import { formatValue, queryData, queryDataJson } from './format.ts';
+import { evalInstant, evalRange, type Fetched, type QueryResult, type SeriesData } from './eval.ts';
+import { formatValue, queryData, queryDataJsonChunks } from './format.ts';
 import { parseInstantParams, parseRangeParams, parseTimeMs } from './params.ts';
 import { parsePromql } from './parse.ts';
 import { planWindows, type CatalogSeries } from './plan.ts';
+
+/** queryDataJsonChunks joined into one text, decoded across chunk ends. */
+function queryDataJson(r: QueryResult, chunkBytes?: number): string {
+  const decoder = new TextDecoder();
+  return [...queryDataJsonChunks(r, chunkBytes)].map((c) => decoder.decode(c, { stream: true })).join('') + decoder.decode();
+}
 
 const LOOKBACK = 300_000;
 
