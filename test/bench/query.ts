@@ -24,7 +24,8 @@ import { startVictoriaMetrics } from './victoria-metrics.ts';
  * Meridian's points are written straight into ClickHouse (the bench measures queries, not
  * ingest); VictoriaMetrics gets the same points through its Prometheus text import.
  *   BENCH_POINTS=1000000 BENCH_REPEAT=5 make bench-query     # a quicker, smaller run
- *   BENCH_QUERIES=rate,sumby,series   only these (keys: rate, sumby, series, dense-raw, dense-rollup, counters-raw, counters-rollup)
+ *   BENCH_QUERIES=rate,sumby,series   only these, and only the points they read written (keys: rate, sumby, series, dense-raw,
+ *                                     dense-rollup, counters-raw, counters-rollup)
  *   BENCH_MERIDIAN_ROOTS=.,../main    the checkouts whose api answers as Meridian, each in turn within a repeat (side by
  *                                     side on the same points and load; each checkout's api with its own defaults for what
  *                                     the bench does not set); the raw scenarios ask this checkout's raw api only
@@ -54,31 +55,38 @@ const maxOverHours = (selector: string, days: number) => ({
   step: '3600',
 });
 
+/** The points a query reads: the counters over 24 h, the gauge or the dense gauge over 30 days. */
+type Data = 'counters' | 'gauge' | 'dense';
+
 /** raw: asked of the api that reads every window from the raw points. */
-const SCENARIOS: Array<{ key: string; name: string; points: number; params: Record<string, string>; raw?: boolean }> = [
+const SCENARIOS: Array<{ key: string; name: string; data: Data; points: number; params: Record<string, string>; raw?: boolean }> = [
   {
     key: 'rate',
     name: `rate ${fmt(SERIES)} series, 24 h, 1 m`,
+    data: 'counters',
     points: SERIES * PER_SERIES,
     params: { query: 'rate(bench_requests_total[5m])', start: String(T0 / 1000), end: String((T0 + DAY) / 1000), step: '60' },
   },
   {
     key: 'sumby',
     name: 'sum by, same',
+    data: 'counters',
     points: SERIES * PER_SERIES,
     params: { query: 'sum by (job) (rate(bench_requests_total[5m]))', start: String(T0 / 1000), end: String((T0 + DAY) / 1000), step: '60' },
   },
   {
     key: 'series',
     name: 'one series, 30 d, 1 h',
+    data: 'gauge',
     points: GAUGE_POINTS,
     params: { query: 'bench_gauge', start: String(T0 / 1000), end: String((T0 + 30 * DAY) / 1000), step: '3600' },
   },
-  { key: 'dense-raw', name: 'max_over_time dense, 30 d, raw', points: DENSE_POINTS, params: maxOverHours('bench_dense', 30), raw: true },
-  { key: 'dense-rollup', name: 'max_over_time dense, 30 d, rollup', points: DENSE_POINTS, params: maxOverHours('bench_dense', 30) },
+  { key: 'dense-raw', name: 'max_over_time dense, 30 d, raw', data: 'dense', points: DENSE_POINTS, params: maxOverHours('bench_dense', 30), raw: true },
+  { key: 'dense-rollup', name: 'max_over_time dense, 30 d, rollup', data: 'dense', points: DENSE_POINTS, params: maxOverHours('bench_dense', 30) },
   {
     key: 'counters-raw',
     name: `max_over_time ${fmt(SERIES)} s, 24 h, raw`,
+    data: 'counters',
     points: SERIES * PER_SERIES,
     params: maxOverHours('bench_requests_total', 1),
     raw: true,
@@ -86,27 +94,35 @@ const SCENARIOS: Array<{ key: string; name: string; points: number; params: Reco
   {
     key: 'counters-rollup',
     name: `max_over_time ${fmt(SERIES)} s, 24 h, rollup`,
+    data: 'counters',
     points: SERIES * PER_SERIES,
     params: maxOverHours('bench_requests_total', 1),
   },
 ];
 
 const ONLY = process.env.BENCH_QUERIES?.split(',').filter(Boolean) ?? null;
+const unknown = ONLY?.filter((key) => !SCENARIOS.some((s) => s.key === key)) ?? [];
+if (unknown.length > 0) throw new Error(`BENCH_QUERIES: no query ${unknown.join(', ')} (keys: ${SCENARIOS.map((s) => s.key).join(', ')})`);
+const SELECTED = SCENARIOS.filter((s) => !ONLY || ONLY.includes(s.key));
+/** Only the points the selected queries read are written, to both sides. */
+const DATA = new Set(SELECTED.map((s) => s.data));
 const MERIDIAN_ROOTS = (process.env.BENCH_MERIDIAN_ROOTS ?? '.').split(',').filter(Boolean);
 const loadAverage = () => readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
 
 function prometheusText(): Readable {
   return Readable.from(
     (function* () {
-      for (let i = 0; i < SERIES; i++) {
+      for (let i = 0; DATA.has('counters') && i < SERIES; i++) {
         const lines: string[] = [];
         for (let k = 0; k < PER_SERIES; k++) lines.push(`${counterName(i)} ${counterValue(i, k)} ${T0 + k * STEP_MS}`);
         yield `${lines.join('\n')}\n`;
       }
-      const gauge: string[] = [];
-      for (let k = 0; k < GAUGE_POINTS; k++) gauge.push(`bench_gauge ${(k % 1000) / 8} ${T0 + k * GAUGE_STEP_MS}`);
-      yield `${gauge.join('\n')}\n`;
-      for (let from = 0; from < DENSE_POINTS; from += 100_000) {
+      if (DATA.has('gauge')) {
+        const gauge: string[] = [];
+        for (let k = 0; k < GAUGE_POINTS; k++) gauge.push(`bench_gauge ${(k % 1000) / 8} ${T0 + k * GAUGE_STEP_MS}`);
+        yield `${gauge.join('\n')}\n`;
+      }
+      for (let from = 0; DATA.has('dense') && from < DENSE_POINTS; from += 100_000) {
         const dense: string[] = [];
         for (let k = from; k < Math.min(DENSE_POINTS, from + 100_000); k++) dense.push(`bench_dense ${k % 977} ${T0 + k * DENSE_STEP_MS}`);
         yield `${dense.join('\n')}\n`;
@@ -159,30 +175,39 @@ async function main(): Promise<void> {
   const vm = await startVictoriaMetrics();
   try {
     const key = await readyAdminKey(settings, ...apis.map((a) => a.base), rawBase);
-    console.log(
-      `bench-query: ${fmt(SERIES * PER_SERIES)} counter points (${fmt(SERIES)} series, one every ${STEP_MS} ms over 24 h), a gauge of ${fmt(GAUGE_POINTS)} points and a dense one of ${fmt(DENSE_POINTS)} over 30 days`,
-    );
+    const written = [
+      DATA.has('counters') && `${fmt(SERIES * PER_SERIES)} counter points (${fmt(SERIES)} series, one every ${STEP_MS} ms over 24 h)`,
+      DATA.has('gauge') && `a gauge of ${fmt(GAUGE_POINTS)} points over 30 days`,
+      DATA.has('dense') && `a dense gauge of ${fmt(DENSE_POINTS)} points over 30 days`,
+    ].filter(Boolean);
+    console.log(`bench-query: ${written.join(', ')}`);
     // Generated by ClickHouse itself: i = the series, k = the point, as counterName and counterValue.
     const i = `intDiv(number, ${PER_SERIES})`;
     const k = `(number % ${PER_SERIES})`;
-    await clickhouse(
-      settings,
-      `INSERT INTO points SELECT concat('bench_requests_total{instance="i', toString(${i}), '",job="j', toString(${i} % 10), '"}'), ${T0} + ${k} * ${STEP_MS}, toFloat64(${k} * 2 + (${k} % 3) + (${i} % 7)), ${T0}, 'bench', 65535, 0, toUInt32(number) FROM numbers(${SERIES * PER_SERIES})`,
-    );
-    await clickhouse(
-      settings,
-      `INSERT INTO points SELECT 'bench_gauge', ${T0} + number * ${GAUGE_STEP_MS}, (number % 1000) / 8, ${T0}, 'bench', 65535, 1, toUInt32(number) FROM numbers(${GAUGE_POINTS})`,
-    );
-    await clickhouse(
-      settings,
-      `INSERT INTO points SELECT 'bench_dense', ${T0} + number * ${DENSE_STEP_MS}, toFloat64(number % 977), ${T0}, 'bench', 65535, 2, toUInt32(number) FROM numbers(${DENSE_POINTS})`,
-    );
+    if (DATA.has('counters')) {
+      await clickhouse(
+        settings,
+        `INSERT INTO points SELECT concat('bench_requests_total{instance="i', toString(${i}), '",job="j', toString(${i} % 10), '"}'), ${T0} + ${k} * ${STEP_MS}, toFloat64(${k} * 2 + (${k} % 3) + (${i} % 7)), ${T0}, 'bench', 65535, 0, toUInt32(number) FROM numbers(${SERIES * PER_SERIES})`,
+      );
+    }
+    if (DATA.has('gauge')) {
+      await clickhouse(
+        settings,
+        `INSERT INTO points SELECT 'bench_gauge', ${T0} + number * ${GAUGE_STEP_MS}, (number % 1000) / 8, ${T0}, 'bench', 65535, 1, toUInt32(number) FROM numbers(${GAUGE_POINTS})`,
+      );
+    }
+    if (DATA.has('dense')) {
+      await clickhouse(
+        settings,
+        `INSERT INTO points SELECT 'bench_dense', ${T0} + number * ${DENSE_STEP_MS}, toFloat64(number % 977), ${T0}, 'bench', 65535, 2, toUInt32(number) FROM numbers(${DENSE_POINTS})`,
+      );
+    }
     await vm.importPrometheus(prometheusText());
     const clickhouseProc = stackProcesses().filter((p) => p.name === 'clickhouse');
     const clickhouseCpu = () => clickhouseProc.reduce((n, p) => n + p.cpuSeconds(), 0);
     const rows: string[] = [];
     const p50s = new Map<string, number>();
-    for (const s of SCENARIOS.filter((sc) => !ONLY || ONLY.includes(sc.key))) {
+    for (const s of SELECTED) {
       const qs = new URLSearchParams(s.params).toString();
       const askers = s.raw ? [{ name: 'Meridian', base: rawBase, proc: rawApi }] : apis;
       const ours = askers.map(() => ({ ms: [] as number[], cpu: 0 }));
