@@ -189,6 +189,60 @@ describe('POST /api/v1/metrics/delete', () => {
     );
   });
 
+  it('the export says which points each deletion took: its batches and markers, by partition and offset, give the downloads', async () => {
+    type Logged = { type: string; partition: number; offset: number; event: Record<string, unknown> };
+    const res = await call(
+      `${api.url}/api/v1/events?${new URLSearchParams({ types: 'PointBatch,PointsDeleted,MetricsDeleted', format: 'ndjson', max_events: '100000' })}`,
+      admin,
+    );
+    expect(res.status, res.text).toBe(200);
+    expect(res.headers.get('x-next-cursor')).toBeNull();
+    const logged = res.text
+      .trimEnd()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Logged);
+    const reasons = new Map(logged.filter((e) => e.type === 'MetricsDeleted').map((e) => [e.event.task_id as string, e.event.reason as string]));
+    // A marker takes the points of its metrics and range from the batches before it in its partition
+    // (docs/using/deleting.md): each point is attributed to the first marker after it that selects it.
+    const markers = logged.filter((e) => e.type === 'PointsDeleted');
+    const takenBy = new Map<string, string>();
+    const kept: Record<string, Array<[number, number]>> = {};
+    for (const b of logged.filter((e) => e.type === 'PointBatch')) {
+      const { metric_name, names, name_index, timestamps, values } = b.event as {
+        metric_name: string;
+        names: string[];
+        name_index: number[];
+        timestamps: number[];
+        values: number[];
+      };
+      timestamps.forEach((ts, i) => {
+        const name = names.length === 0 ? metric_name : names[name_index[i]!]!;
+        const marker = markers.find(
+          (m) =>
+            m.partition === b.partition &&
+            m.offset > b.offset &&
+            (m.event.metrics as string[]).includes(name) &&
+            ts >= (m.event.from_ms as number) &&
+            ts <= (m.event.to_ms as number),
+        );
+        if (marker) takenBy.set(`${name} ${(ts - T(0)) / 1000}`, reasons.get(marker.event.task_id as string)!);
+        else (kept[name] ??= []).push([(ts - T(0)) / 1000, values[i]!]);
+      });
+    }
+    const taken = (reason: string) => [...takenBy].filter(([, r]) => r === reason).map(([point]) => point);
+    expect(taken('a device sent garbage')).toEqual(['del_w_a 2', 'del_w_a 3', 'del_w_a 4', 'del_w_a 5']);
+    expect(taken('the tail too')).toEqual(['del_w_a 8', 'del_w_a 9']);
+    expect(taken('from the cli')).toEqual(['del_w_b 5', 'del_w_b 6']);
+    // What no marker took is what the downloads hold, the point uploaded into a deleted range afterwards included.
+    const sorted = (points: Array<[number, number]>) => [...points].sort((x, y) => x[0] - y[0]);
+    for (const [metric, key] of [
+      ['del_w_a', writer],
+      ['del_w_b', writer],
+      ['del_r_c', admin],
+    ] as const)
+      expect(sorted(kept[metric] ?? []), metric).toEqual(sorted(await downloaded(metric, key)));
+  });
+
   it('replay rebuild points gives the same table as the live one', async () => {
     const run = await meridian(settings, ['replay', 'rebuild', 'points', '--json']);
     expect(run.code, run.stderr).toBe(0);

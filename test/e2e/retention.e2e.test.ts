@@ -96,6 +96,14 @@ describe('retention per pattern', () => {
     expect(set.status, set.text).toBe(200);
     expect(set.json.rules).toEqual([expect.objectContaining({ match: 'prefix', value: 'ret_', keep_seconds: 5, set_by: 'root' })]);
     expect((await call(`${api.url}/api/v1/retention`, admin)).json).toEqual(set.json);
+    // Rules are events on the accounts topic: another api reads the same rules from the log.
+    const another = await startApi(settings);
+    try {
+      await another.api.accounts.syncToEnd();
+      expect((await call(`${another.url}/api/v1/retention`, admin)).json).toEqual(set.json);
+    } finally {
+      await another.close();
+    }
 
     // The pass is a deletion in the log, by user "retention", with the rule as its reason; its
     // task ends once the points are gone and the catalog follows (docs/using/deleting.md).
@@ -134,6 +142,21 @@ describe('retention per pattern', () => {
     const idle = await call(`${api.url}/api/v1/retention`, admin, { method: 'PUT', body: { match: 'exact', value: 'none_c', seconds: 5 } });
     expect(idle.status, idle.text).toBe(200);
     expect((await call(`${api.url}/api/v1/retention?match=prefix&value=ret_`, admin, { method: 'DELETE' })).status).toBe(204);
+    const ruleEvents = await call(
+      `${api.url}/api/v1/events?${new URLSearchParams({ types: 'RetentionRuleSet,RetentionRuleRemoved', format: 'ndjson' })}`,
+      admin,
+    );
+    expect(ruleEvents.status, ruleEvents.text).toBe(200);
+    expect(
+      ruleEvents.text
+        .trimEnd()
+        .split('\n')
+        .map((l) => JSON.parse(l) as { type: string; event: object }),
+    ).toEqual([
+      expect.objectContaining({ type: 'RetentionRuleSet', event: expect.objectContaining({ match: 'prefix', value: 'ret_', keep_ms: 5000, actor: 'root' }) }),
+      expect.objectContaining({ type: 'RetentionRuleSet', event: expect.objectContaining({ match: 'exact', value: 'none_c', keep_ms: 5000, actor: 'root' }) }),
+      expect.objectContaining({ type: 'RetentionRuleRemoved', event: expect.objectContaining({ match: 'prefix', value: 'ret_', actor: 'root' }) }),
+    ]);
     await api.api.accounts.syncToEnd();
     await upload('ret_a', [now - 120_000]);
     await laterPasses(3);
