@@ -26,7 +26,7 @@ export const prometheusSettings = {
   MERIDIAN_PROMQL_ROLLUP_MIN_RANGE: {
     schema: z.string().regex(/^(off|[1-9]\d{0,5}[mhd])$/, 'a number of minutes, hours or days (30m, 1h, 2d), or off'),
     default: '1h',
-    doc: 'The shortest range of a min_over_time, max_over_time, sum_over_time, count_over_time, avg_over_time or last_over_time window read from the per-minute or per-hour rollups instead of the raw points, when the range and every evaluation time (offset applied) are multiples of the bucket: the answer is the same (sum and avg up to the rounding of a sum added in another order), at one row a bucket. `off` reads every window from the raw points.',
+    doc: 'The shortest range of a min_over_time, max_over_time, sum_over_time, count_over_time or last_over_time window read from the per-minute or per-hour rollups instead of the raw points, when the range and every evaluation time (offset applied) are multiples of the bucket: the answer is the same (a sum up to the rounding of one added in another order; avg_over_time always reads the raw points, whose running mean a sum over a count does not give bit for bit), at one row a bucket. `off` reads every window from the raw points.',
   },
   MERIDIAN_PROMQL_ROLLUP_MIN_POINTS_PER_BUCKET: {
     schema: z.coerce.number().min(0).max(1e9),
