@@ -13,7 +13,14 @@ import { waitForTask } from '../support/tasks.ts';
  * deletion leaves: downloads, the catalog and the Prometheus API without the range, points
  * uploaded into it afterwards kept, a rebuild from the log equal to the live table.
  */
-const settings = isolatedSettings({ MERIDIAN_DELETE_MAX_POINTS: '50', MERIDIAN_RATE_LIMIT_PER_SECOND: '0' });
+// Every whole-hour PromQL window reads the 1h rollup, however few the points, and the api logs
+// which it read at info (promCount's 'rollup').
+const settings = isolatedSettings({
+  MERIDIAN_DELETE_MAX_POINTS: '50',
+  MERIDIAN_RATE_LIMIT_PER_SECOND: '0',
+  MERIDIAN_PROMQL_ROLLUP_MIN_POINTS_PER_BUCKET: '0',
+  LOG_LEVEL: 'info',
+});
 let api: RunningApi;
 let ingest: Awaited<ReturnType<typeof startWorker>>;
 let admin: string;
@@ -52,13 +59,18 @@ async function catalogEntry(metric: string) {
   );
 }
 
-/** count_over_time of the metric over the hour before T(3600), as the Prometheus API answers it. */
-async function promCount(metric: string): Promise<number> {
+/**
+ * count_over_time of the metric over its first hour, as the Prometheus API answers it: evaluated at
+ * T(3599) from the raw points, or at T(3600), a whole hour, from the 1h rollup (the api's log says which).
+ */
+async function promCount(metric: string, from: 'raw' | 'rollup' = 'raw'): Promise<number> {
+  const time = from === 'raw' ? T(3599) : T(3600);
   const res = await call(
-    `${api.url}/prometheus/api/v1/query?${new URLSearchParams({ query: `count_over_time(${metric}[1h])`, time: String(T(3599) / 1000) })}`,
+    `${api.url}/prometheus/api/v1/query?${new URLSearchParams({ query: `count_over_time(${metric}[1h])`, time: String(time / 1000) })}`,
     writer,
   );
   expect(res.status, res.text).toBe(200);
+  expect(api.logs().findLast((l) => l.msg === 'promql query')!.rollups).toEqual(from === 'raw' ? [] : [3_600_000]);
   const [sample] = (res.json as { data: { result: Array<{ value: [number, string] }> } }).data.result;
   return sample === undefined ? 0 : Number(sample.value[1]);
 }
@@ -127,19 +139,20 @@ describe('POST /api/v1/metrics/delete', () => {
   });
 
   it('deletes the range from downloads, the catalog and the Prometheus API; points uploaded into it afterwards are kept', async () => {
-    expect(await promCount('del_w_a')).toBe(10);
+    expect([await promCount('del_w_a'), await promCount('del_w_a', 'rollup')]).toEqual([10, 10]);
     const { accepted, task } = await deleted(writer, { metrics: 'del_w_a', start_date: iso(2), end_date: iso(5), reason: 'a device sent garbage' });
     expect(accepted).toMatchObject({ metrics: ['del_w_a'], points_selected: 4 });
     expect(task.result).toEqual({ metrics: ['del_w_a'], points_selected: 4 });
     expect((await downloaded('del_w_a')).map(([s]) => s)).toEqual([0, 1, 6, 7, 8, 9]);
     expect(await catalogEntry('del_w_a')).toEqual({ metric_name: 'del_w_a', points: 6, first_timestamp: iso(0), last_timestamp: iso(9) });
-    expect(await promCount('del_w_a')).toBe(6);
+    expect([await promCount('del_w_a'), await promCount('del_w_a', 'rollup')]).toEqual([6, 6]);
     // The other metric is untouched.
     expect(await downloaded('del_w_b')).toHaveLength(10);
 
     // The catalog's first and last follow a deletion at either end.
     await deleted(writer, { metrics: ['del_w_a'], start_date: iso(8), end_date: iso(9), reason: 'the tail too' });
     expect(await catalogEntry('del_w_a')).toEqual({ metric_name: 'del_w_a', points: 4, first_timestamp: iso(0), last_timestamp: iso(7) });
+    expect([await promCount('del_w_a'), await promCount('del_w_a', 'rollup')]).toEqual([4, 4]);
 
     // Uploaded after the deletion, into its range: kept.
     await upload(writer, 'del_w_a', [3], () => 33);
@@ -151,7 +164,7 @@ describe('POST /api/v1/metrics/delete', () => {
       [7, 7],
     ]);
     expect(await catalogEntry('del_w_a')).toMatchObject({ points: 5 });
-    expect(await promCount('del_w_a')).toBe(5);
+    expect([await promCount('del_w_a'), await promCount('del_w_a', 'rollup')]).toEqual([5, 5]);
   });
 
   it('a pattern deletes every metric it reaches that the caller may write; admins may delete anything', async () => {
