@@ -1,5 +1,6 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { applyDeletion, createPointsSink, LIVE_DELETION_TARGETS } from '@meridian/clickhouse';
+import { applyDeletion, createPointsSink, LIVE_DELETION_TARGETS, serverCapabilities } from '@meridian/clickhouse';
+import { deleteRows } from '../../libs/clickhouse/src/points/delete-rows.ts';
 import type { Segment } from '@meridian/projection';
 import { itOnServer } from '../support/clickhouse-front.ts';
 import { scratchDatabase } from '../support/scratch-database.ts';
@@ -104,6 +105,38 @@ describe('applyDeletion', () => {
       expect((await catalog()).find((r) => r.metric_name === 'twice')).toEqual({ metric_name: 'twice', n: '20', first_ts: '80', last_ts: '99' });
     },
     120_000,
+  );
+
+  itOnServer(
+    'a mutation in the background (clickhouse-local runs it inside its ALTER, which a held mutation never ends)',
+    'a step tried again after its wait for the mutation ended waits for that mutation: it never asks for a second',
+    async () => {
+      await sink.insert([segment(3, 10, 'held', range(0, 100))]);
+      // The mutation path (18.16's) on any server: 26.9 runs ALTER … DELETE as a mutation too.
+      const caps = { ...(await serverCapabilities(client)), lightweightDelete: false };
+      const where = "metric_name = 'held' AND ts < 50";
+      const pointsMutations = async () =>
+        Number(
+          (await rowsOf<{ n: string }>("SELECT toString(count()) AS n FROM system.mutations WHERE database = currentDatabase() AND table = 'points'"))[0]!.n,
+        );
+      const before = await pointsMutations();
+      // Held: a mutation runs as merges do, so none of points' parts is rewritten until merges start again.
+      await client.command({ query: 'SYSTEM STOP MERGES points' });
+      try {
+        await expect(deleteRows(client, 'points', where, caps, 300)).rejects.toThrow(/not done within 300 ms/);
+        // The retry (the projector's persist): on 18.16 a second mutation would rewrite every part of points again.
+        await expect(deleteRows(client, 'points', where, caps, 300)).rejects.toThrow(/not done within 300 ms/);
+        expect(await pointsMutations()).toBe(before + 1);
+      } finally {
+        await client.command({ query: 'SYSTEM START MERGES points' });
+      }
+      expect(await deleteRows(client, 'points', where, caps)).toBe(0);
+      expect(await pointsMutations()).toBe(before + 1);
+      expect(await rowsOf("SELECT toString(count()) AS n, toString(min(ts)) AS first FROM points WHERE metric_name = 'held'")).toEqual([
+        { n: '50', first: '50' },
+      ]);
+    },
+    60_000,
   );
 
   it('a deletion of more names than one statement carries is applied in runs of them', async () => {

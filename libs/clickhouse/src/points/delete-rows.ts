@@ -8,7 +8,10 @@ import { untilMutationsDone } from '../server-work.ts';
  * our table names only, a DELETE or a mutation waited for, and the table a view's rows are in.
  */
 
-/** A mutation's wait: the rewrite of every part of points that holds one of the metrics. */
+/**
+ * A mutation's wait (the rewrite of every part of the table on 18.16) before the step fails and is
+ * tried again: the retry waits for the same mutation (deleteRows), it never asks for another.
+ */
 const MUTATION_TIMEOUT_MS = 600_000;
 
 /**
@@ -39,19 +42,27 @@ export async function rows<T>(client: ClickHouseClient, query: string): Promise<
 }
 
 /** The number of rows of `table` matching `where`. */
-export async function countWhere(client: ClickHouseClient, table: string, where: string): Promise<number> {
+async function countWhere(client: ClickHouseClient, table: string, where: string): Promise<number> {
   const [row] = await rows<{ n: string }>(client, `SELECT toString(count()) AS n FROM ${quotedTable(table)} WHERE ${where}`);
   return Number(row?.n ?? 0);
 }
 
 /**
- * Removes `where` from `table` and returns once no reader sees those rows. A lightweight DELETE
- * waits for itself from 24.4 (lightweight_deletes_sync); before that, on 23.3 to 24.3, only when
- * asked with mutations_sync, which newer servers take too.
+ * Removes `where` from `table` and returns once no reader sees those rows; returns how many rows
+ * it selected. None is asked for when none is selected: on 18.16 a mutation rewrites every part of
+ * the table, matching rows or not. A mutation of the table still under way (an earlier try of this
+ * step whose wait ended, or a process that died waiting) is waited for before the rows are
+ * counted, so a retry never queues a second rewrite of the whole table behind the first. A
+ * lightweight DELETE waits for itself from 24.4 (lightweight_deletes_sync); before that, on 23.3 to
+ * 24.3, only when asked with mutations_sync, which newer servers take too.
  */
-export async function deleteRows(client: ClickHouseClient, table: string, where: string, caps: Capabilities): Promise<void> {
+export async function deleteRows(client: ClickHouseClient, table: string, where: string, caps: Capabilities, timeoutMs = MUTATION_TIMEOUT_MS): Promise<number> {
+  await untilMutationsDone(client, table, timeoutMs);
+  const selected = await countWhere(client, table, where);
+  if (selected === 0) return 0;
   await client.command({ query: deleteRowsSql(table, where, caps), ...(caps.lightweightDelete ? { clickhouse_settings: { mutations_sync: '2' } } : {}) });
-  if (!caps.lightweightDelete) await untilMutationsDone(client, table, MUTATION_TIMEOUT_MS);
+  if (!caps.lightweightDelete) await untilMutationsDone(client, table, timeoutMs);
+  return selected;
 }
 
 /**

@@ -5,7 +5,7 @@ import { int } from '../download/filter-sql.ts';
 import { liveRollups, markRewrittenBuckets, recomputeRollupBuckets } from '../rollups/follow-deletion.ts';
 import type { Resolution } from '../rollups/sql.ts';
 import { LIVE_STAGE_TARGETS } from './stage.ts';
-import { countWhere, deleteRows, deletionWriteId, namesIn, quotedTable, rewriteInsertSettings, rows, storageOf } from './delete-rows.ts';
+import { deleteRows, deletionWriteId, namesIn, quotedTable, rewriteInsertSettings, rows, storageOf } from './delete-rows.ts';
 
 export { deleteRowsSql, hexString } from './delete-rows.ts';
 
@@ -78,11 +78,10 @@ export async function applyDeletion(client: ClickHouseClient, targets: DeletionT
 
 /** The statements of one run of a deletion's names: its points, its metrics' catalog rows, then (a user's) their rollup buckets. */
 async function deleteRun(client: ClickHouseClient, targets: DeletionTargets, d: PointsDeletion, caps: Capabilities): Promise<void> {
-  // On 18.16 a mutation rewrites every part of the table, matching rows or not: a deletion that
-  // selects nothing now (an empty range, or one applied again after a crash) asks for none. The
-  // catalog is written anew all the same: a crash may have come between the two.
-  const selected = await countWhere(client, targets.points, deletionWhere(d));
-  if (selected > 0) await deleteRows(client, targets.points, deletionWhere(d), caps);
+  // A deletion that selects nothing now (an empty range, or one applied again after a crash) asks
+  // for no mutation (deleteRows). The catalog is written anew all the same when it does not agree:
+  // a crash may have come between the two.
+  const selected = await deleteRows(client, targets.points, deletionWhere(d), caps);
   // Rewritten only when it does not count what points holds (rows left now, or a crash came between
   // the two): a rewrite hides the metrics from listings and downloads for the insert's time, which a
   // deletion that selects nothing (an empty range, one applied again) must not do to them.

@@ -1,7 +1,7 @@
 import type { Capabilities } from '../capabilities.ts';
 import type { ClickHouseClient } from '../client.ts';
 import { int } from '../download/filter-sql.ts';
-import { countWhere, deleteRows, deletionWriteId, namesIn, quotedTable, rewriteInsertSettings, storageOf } from '../points/delete-rows.ts';
+import { deleteRows, deletionWriteId, namesIn, quotedTable, rewriteInsertSettings, storageOf } from '../points/delete-rows.ts';
 import { markDeletion, markedBucketsWhere } from './marks.ts';
 import { SEALED } from './sealed-sql.ts';
 import { bucketRange, ROLLUPS, rollupStatesSql, type Resolution } from './sql.ts';
@@ -37,12 +37,10 @@ export async function recomputeRollupBuckets(
   caps: Capabilities,
 ): Promise<void> {
   const storage = await storageOf(client, table);
-  const old = bucketsWhere(resolution, d, 'bucket');
-  // On 18.16 a mutation rewrites every part of the rollup: none is asked when it holds nothing here.
-  const asked = (await countWhere(client, storage, old)) > 0;
   // As for the catalog: the old rows are gone before the new states go in, or a reader would
   // count both until 18.16's mutation ends (the buckets are missing for the insert's time instead).
-  if (asked) await deleteRows(client, storage, old, caps);
+  // None is asked when the rollup holds nothing here (deleteRows).
+  await deleteRows(client, storage, bucketsWhere(resolution, d, 'bucket'), caps);
   await client.command({
     query: `INSERT INTO ${quotedTable(table)} ${rollupStatesSql(resolution, quotedTable(d.points), bucketsWhere(resolution, d, 'ts'))}`,
     clickhouse_settings: rewriteInsertSettings(caps),
@@ -76,7 +74,5 @@ export async function markRewrittenBuckets(client: ClickHouseClient, d: RollupDe
 async function unsealDays(client: ClickHouseClient, resolution: Resolution, d: RollupDeletion, caps: Capabilities): Promise<void> {
   const sealed = SEALED[resolution];
   const where = `${namesIn(d.metrics)} AND ${markedBucketsWhere(d.fromMs, d.toMs, d.metrics.length)}`;
-  // On 18.16 a mutation rewrites every part: none when no seal is there.
-  if ((await countWhere(client, sealed, where)) === 0) return;
   await deleteRows(client, sealed, where, caps);
 }
