@@ -1,16 +1,17 @@
-import type { BatchPayload, TaskEvent, UserRecord } from '@meridian/domain';
+import type { TaskEvent, UserRecord } from '@meridian/domain';
 import { createEventCodec } from '@meridian/events';
 import type { ConsumerWatch } from '@meridian/kafka';
 import { AccountsStore, TasksStore } from '@meridian/folds';
 import { runConsumer } from '@meridian/runtime';
 import { dispatchBatch, type DispatchDeps } from './dispatch.ts';
 import { taskLog, type CommandHandlers, type TaskLog } from './handlers.ts';
+import { OffsetCommits } from './offset-commits.ts';
 import { CommandRunner } from './runner.ts';
 import { sendToDeadLetter } from '../dead-letter.ts';
 import type { IngestDeps } from '../ingest-deps.ts';
 import type { CommandConsumerOptions } from './options.ts';
 
-/** Longest the group's committed offset lags what is dealt with (commitSoon). */
+/** Longest the group's committed offset lags what is dealt with (OffsetCommits). */
 const COMMIT_INTERVAL_MS = 1000;
 
 export type RunningWorker = { readonly watch: ConsumerWatch; stop(): Promise<void> };
@@ -73,7 +74,8 @@ export async function startCommandConsumer(
     { topic: topics.tasks, events_read: tasks.eventsReadAtStart, unfinished: tasks.state.size },
     'tasks fold caught up after the read model positions',
   );
-  const runner = new CommandRunner({ log, groupId, accounts, tasks, taskEvents, progressProducer, maxStarts: options.maxStarts, logger });
+  const offsets = new OffsetCommits(COMMIT_INTERVAL_MS, logger);
+  const runner = new CommandRunner({ log, groupId, accounts, tasks, taskEvents, progressProducer, offsets, maxStarts: options.maxStarts, logger });
   // Set before the consumer is stopped, so a command waiting on a read (decide) gives up and stop() returns.
   let stopping = false;
   const dispatch: DispatchDeps = {
@@ -86,20 +88,10 @@ export async function startCommandConsumer(
     running: () => !stopping,
   };
   const consumer = log.consumer({ groupId, sessionTimeoutMs: options.sessionTimeoutMs, maxWaitTimeMs: 250 });
-  // What the batches resolved is committed once the interval has passed after the first of them,
-  // whether more come or not: at most one OffsetCommit an interval, and a group that goes idle is
-  // not left its last events behind (its lag comes to 0). A commit refused by a rebalance or a
-  // stop is left to the next owner, which reads those events again.
-  let due: NodeJS.Timeout | undefined;
-  const commitSoon = (payload: BatchPayload) => {
-    due ??= setTimeout(() => {
-      due = undefined;
-      payload
-        .commitOffsetsIfNecessary(payload.uncommittedOffsets())
-        .catch((error: unknown) => logger.debug({ err: error }, 'an offset commit was refused; the next owner reads those events again'));
-    }, COMMIT_INTERVAL_MS).unref();
-  };
-  consumer.onJoin((e) => logger.info({ group: e.groupId, assignment: e.assignment }, 'joined consumer group'));
+  consumer.onJoin((e) => {
+    logger.info({ group: e.groupId, assignment: e.assignment }, 'joined consumer group');
+    runner.assigned(e.assignment[topics.tasks] ?? []);
+  });
   const watch: ConsumerWatch = consumer.watch('commands');
   await runConsumer(
     consumer,
@@ -114,14 +106,14 @@ export async function startCommandConsumer(
       // kafkajs's autoCommit commits after each batch: an OffsetCommit request, a write to
       // __consumer_offsets, for every push. A command's run commits its own offset in its
       // outcome's transaction (handlers.ts); what is committed here only moves the group past the
-      // events without a handler, so it goes at most once a COMMIT_INTERVAL_MS (commitSoon). After
+      // events without a handler, so it goes at most once a COMMIT_INTERVAL_MS (OffsetCommits). After
       // a crash, a stop or a rebalance, the next owner reads again the events of about that long
       // before it, and decides each command in them again: one that has ended is skipped
       // (runner.decide), as after a crash between an outcome and its commit.
       autoCommit: false,
       eachBatch: async (payload) => {
         await dispatchBatch(dispatch, payload);
-        commitSoon(payload);
+        offsets.soon(payload);
       },
     },
     logger,
@@ -138,7 +130,7 @@ export async function startCommandConsumer(
       await Promise.all([
         registry.stop(),
         (async () => {
-          clearTimeout(due);
+          offsets.stop();
           await consumer.stop();
           await runner.close();
         })(),

@@ -2,6 +2,7 @@ import { decideStart, type LogWriter, type StartDecision, type TaskEvent } from 
 import type { AccountsStore, TasksStore } from '@meridian/folds';
 import type { Logger } from '@meridian/observability';
 import type { CommandHandler, CommandRun, TaskLog, WorkerCommand } from './handlers.ts';
+import type { OffsetCommits } from './offset-commits.ts';
 import type { Persist } from '../persist.ts';
 import type { EventLog, PartitionWriter } from '../event-log.ts';
 
@@ -9,9 +10,11 @@ export type RunnerOptions = {
   readonly log: Pick<EventLog, 'transactional'>;
   /** The transactional ids' prefix: the consumer group's name. */
   readonly groupId: string;
-  readonly accounts: AccountsStore;
-  readonly tasks: TasksStore;
+  readonly accounts: Pick<AccountsStore, 'syncToEnd' | 'state'>;
+  readonly tasks: Pick<TasksStore, 'syncToEnd' | 'find' | 'state'>;
   readonly taskEvents: TaskLog;
+  /** The group's plain offset commits, which a run claims its partition from before its transaction can commit its offset. */
+  readonly offsets: Pick<OffsetCommits, 'claim'>;
   /** Writes the runs' brackets (TaskStarted, TaskReleased), outside any command's transaction. */
   readonly progressProducer: LogWriter;
   /** MERIDIAN_MAX_COMMAND_STARTS: starts of a command that died before it is refused. */
@@ -30,8 +33,10 @@ export class CommandRunner {
   /** Tasks this process ended itself: right after a commit the fold may not show them yet. */
   readonly #finished = new RecentSet<string>(100_000);
   readonly #producers = new Map<number, PartitionWriter>();
-  /** How many replacements each partition's producer had when its commands were last decided. */
-  readonly #replacementsSeen = new Map<number, number>();
+  /** How many times each partition was assigned to this process (each join of the group that assigned it). */
+  readonly #assignments = new Map<number, number>();
+  /** Per partition, the assignment and the producer's replacements its fold was last read to the end for. */
+  readonly #syncedFor = new Map<number, string>();
 
   constructor(options: RunnerOptions) {
     this.#o = options;
@@ -47,11 +52,22 @@ export class CommandRunner {
     return p;
   }
 
+  /** The group assigned these partitions of the tasks topic to this process (after each join, before their batches). */
+  assigned(partitions: readonly number[]): void {
+    for (const p of partitions) this.#assignments.set(p, (this.#assignments.get(p) ?? 0) + 1);
+  }
+
   /**
    * Whether to run, skip or refuse a command, and how many of its runs died. The same task can be
    * commanded twice (a retry with the same Idempotency-Key after a 503 whose send still landed):
    * it runs once. Finished tasks are in the fold or, once the read model covers them, in the read
-   * model; ones this process finished itself are remembered here.
+   * model; ones this process finished itself are remembered here. The fold follows the log with
+   * a lag, and another process may have just ended a task of the partition: so the partition is
+   * read to its end before its first command after each assignment of it (one offsets request),
+   * and a task its previous owner ended moments ago (its command read again, or commanded again by
+   * a retried send) is seen as ended, not run twice. Likewise after the partition's producer was
+   * replaced: a transaction that failed to end may have committed all the same (its successor
+   * settled it in ready()).
    *
    * decideStart runs on the accounts log read to its end (one offsets request: a disable or a
    * grant written before now counts; skipped for the commands after a group's first, which share
@@ -64,12 +80,10 @@ export class CommandRunner {
     if (this.#finished.has(cmd.task_id)) return { decision: { kind: 'skip' }, crashes: 0 };
     const { accounts, tasks } = this.#o;
     if (syncAccounts) await accounts.syncToEnd();
-    const replaced = this.producerFor(partition).replaced;
-    if ((this.#replacementsSeen.get(partition) ?? 0) !== replaced) {
-      // A transaction of this partition failed to end: a commit may have landed after all (its
-      // producer's successor settled it in ready()). The fold must show it before deciding.
+    const syncFor = `${this.#assignments.get(partition) ?? 0}:${this.producerFor(partition).replaced}`;
+    if (this.#syncedFor.get(partition) !== syncFor) {
       await tasks.syncToEnd([partition]);
-      this.#replacementsSeen.set(partition, replaced);
+      this.#syncedFor.set(partition, syncFor);
     }
     const task = await persist(`reading task ${cmd.task_id} from the tasks read model`, () => tasks.find(cmd.task_id));
     const now = () => {
@@ -84,6 +98,7 @@ export class CommandRunner {
 
   /** Refuses a command decided to fail: its handler ends the task with the reason. */
   async refuse(handler: CommandHandler<WorkerCommand>, cmd: WorkerCommand, run: CommandRun, reason: string): Promise<void> {
+    await this.#o.offsets.claim(run.at.partition, run.at.offset + 1);
     await handler.refuse(cmd, run, reason);
     this.#finished.add(cmd.task_id);
   }
@@ -95,6 +110,7 @@ export class CommandRunner {
   async startRuns(handler: CommandHandler<WorkerCommand>, items: ReadonlyArray<{ cmd: WorkerCommand; run: CommandRun }>, partition: number): Promise<void> {
     const { logger } = this.#o;
     const taskIds = items.map(({ cmd }) => cmd.task_id);
+    await this.#o.offsets.claim(partition, Math.max(...items.map(({ run }) => run.at.offset)) + 1);
     await this.#send(taskIds.map((id) => ({ type: 'TaskStarted', task_id: id, at: Date.now() })));
     if (items.length === 1) logger.info({ task_id: taskIds[0], offset: items[0]!.run.at.offset, partition }, 'command run started');
     else logger.info({ tasks: taskIds, offsets: items.map(({ run }) => run.at.offset), partition }, 'command runs started together');

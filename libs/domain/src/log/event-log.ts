@@ -63,9 +63,16 @@ export type ConsumedMessage = {
   readonly headers?: Readonly<Record<string, HeaderValue>>;
 };
 
-/** Offsets per topic and partition, as a consumer resolves and commits them. */
+/**
+ * Offsets per topic and partition, as a consumer resolves and commits them. kafkajs's
+ * uncommittedOffsets() gives each partition as a string (it reads them off an object's keys),
+ * though its own types say a number.
+ */
 export type TopicOffsets = {
-  readonly topics: ReadonlyArray<{ readonly topic: string; readonly partitions: ReadonlyArray<{ readonly partition: number; readonly offset: string }> }>;
+  readonly topics: ReadonlyArray<{
+    readonly topic: string;
+    readonly partitions: ReadonlyArray<{ readonly partition: number | string; readonly offset: string }>;
+  }>;
 };
 
 /** One fetched batch of a partition, with the consumer's controls while it is handled. */
