@@ -128,17 +128,29 @@ describe("the command consumer's offset commits (real Kafka)", () => {
       { type: 'UserCreated', user_name: 'ada', is_admin: false, key_id: randomUUID(), secret_sha256: Buffer.alloc(32), at: Date.now(), actor: 'test' },
     ]);
     let ran!: () => void;
-    const runEnded = new Promise<void>((resolve) => (ran = resolve));
-    const worker = await startCommandConsumer(deps, deps.options.commands, ({ tasks }) => {
+    let failed!: (error: unknown) => void;
+    const runEnded = new Promise<void>((resolve, reject) => ((ran = resolve), (failed = reject)));
+    // The one plain commit due during the run is the one the event before the command made due, an
+    // interval after its batch ended (with one broker no other batch ends while the run holds its
+    // fetch): long enough here for the run to reach its offset first on a loaded machine.
+    const options = { ...deps.options.commands, commitIntervalMs: 5000 };
+    const worker = await startCommandConsumer(deps, options, ({ tasks }) => {
       // An upload's shape: the offset joins at the transaction's open, the work takes past a plain commit, then the commit.
       const upload: CommandHandler<WorkerCommand> = {
         async run(_cmd, run) {
           const tx = await run.producer.transaction();
-          await tasks.commitCommand(tx, run.at);
-          const before = snapshots.length;
-          await waitFor('a plain commit due while the run is open', () => (snapshots.length > before ? true : undefined), 10_000, 20);
-          await tx.commit();
-          ran();
+          try {
+            await tasks.commitCommand(tx, run.at);
+            // Else this run would not show the case: the plain commit read its offsets before the command's joined.
+            expect(snapshots).toHaveLength(0);
+            await waitFor('a plain commit due while the run is open', () => (snapshots.length > 0 ? true : undefined), 15_000, 20);
+            await tx.commit();
+            ran();
+          } catch (error) {
+            await tx.abort().catch(() => undefined);
+            failed(error);
+            throw error;
+          }
         },
         refuse: () => Promise.reject(new Error('not refused here')),
       };

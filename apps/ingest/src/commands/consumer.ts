@@ -11,9 +11,6 @@ import { sendToDeadLetter } from '../dead-letter.ts';
 import type { IngestDeps } from '../ingest-deps.ts';
 import type { CommandConsumerOptions } from './options.ts';
 
-/** Longest the group's committed offset lags what is dealt with (OffsetCommits). */
-const COMMIT_INTERVAL_MS = 1000;
-
 export type RunningWorker = { readonly watch: ConsumerWatch; stop(): Promise<void> };
 
 /** What the handlers are built on: the consumer's tasks topic and its accounts fold (read to its end before each command). */
@@ -74,7 +71,7 @@ export async function startCommandConsumer(
     { topic: topics.tasks, events_read: tasks.eventsReadAtStart, unfinished: tasks.state.size },
     'tasks fold caught up after the read model positions',
   );
-  const offsets = new OffsetCommits(COMMIT_INTERVAL_MS, logger);
+  const offsets = new OffsetCommits(options.commitIntervalMs, logger);
   const runner = new CommandRunner({ log, groupId, accounts, tasks, taskEvents, progressProducer, offsets, maxStarts: options.maxStarts, logger });
   // Set before the consumer is stopped, so a command waiting on a read (decide) gives up and stop() returns.
   let stopping = false;
@@ -106,7 +103,7 @@ export async function startCommandConsumer(
       // kafkajs's autoCommit commits after each batch: an OffsetCommit request, a write to
       // __consumer_offsets, for every push. A command's run commits its own offset in its
       // outcome's transaction (handlers.ts); what is committed here only moves the group past the
-      // events without a handler, so it goes at most once a COMMIT_INTERVAL_MS (OffsetCommits). After
+      // events without a handler, so it goes at most once an interval (OffsetCommits). After
       // a crash, a stop or a rebalance, the next owner reads again the events of about that long
       // before it, and decides each command in them again: one that has ended is skipped
       // (runner.decide), as after a crash between an outcome and its commit.

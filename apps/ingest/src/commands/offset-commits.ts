@@ -26,8 +26,9 @@ export class OffsetCommits {
   readonly #logger: Logger;
   /** Per partition, the offset after the commands of the last run claimed: plain commits stay at or past it. */
   readonly #floors = new Map<number, number>();
-  /** The plain commits, one after the other; settled (never rejected) once the last has an answer. */
+  /** The plain commit on its way, if any (at most one); settled, never rejected, once it has an answer. */
   #committing: Promise<void> = Promise.resolve();
+  #inFlight = false;
   #due: NodeJS.Timeout | undefined;
   #stopped = false;
 
@@ -36,12 +37,17 @@ export class OffsetCommits {
     this.#logger = logger;
   }
 
-  /** After a batch: commits what is resolved once the interval has passed, unless a commit is already due. */
+  /**
+   * After a batch: commits what is resolved once the interval has passed, unless a commit is
+   * already due. One still unanswered then (a slow coordinator) is not queued behind: the next
+   * is due an interval later, and reads the offsets afresh.
+   */
   soon(payload: Committer): void {
     if (this.#stopped) return;
     this.#due ??= setTimeout(() => {
       this.#due = undefined;
-      this.#committing = this.#committing.then(() => this.#commit(payload));
+      if (this.#inFlight) this.soon(payload);
+      else this.#committing = this.#commit(payload);
     }, this.#intervalMs).unref();
   }
 
@@ -63,11 +69,16 @@ export class OffsetCommits {
 
   async #commit(payload: Committer): Promise<void> {
     if (this.#stopped) return;
-    const offsets = atOrPastFloors(payload.uncommittedOffsets(), this.#floors);
-    if (offsets.topics.length === 0) return;
-    await payload
-      .commitOffsetsIfNecessary(offsets)
-      .catch((error: unknown) => this.#logger.debug({ err: error }, 'an offset commit was refused; the next owner reads those events again'));
+    this.#inFlight = true;
+    try {
+      const offsets = atOrPastFloors(payload.uncommittedOffsets(), this.#floors);
+      if (offsets.topics.length > 0) await payload.commitOffsetsIfNecessary(offsets);
+    } catch (error) {
+      // Never rejected: a claim awaits it, and a run must not fail over a commit it does not need.
+      this.#logger.debug({ err: error }, 'an offset commit was refused; the next owner reads those events again');
+    } finally {
+      this.#inFlight = false;
+    }
   }
 }
 

@@ -74,6 +74,37 @@ describe('the offsets committed beside the commands', () => {
     commits.stop();
   });
 
+  it('keep at most one commit on its way: one due meanwhile waits for its answer, and reads the offsets afresh', async () => {
+    const c = consumer({ 0: 5 });
+    const commits = new OffsetCommits(INTERVAL_MS, logger);
+    commits.soon(c.payload);
+    await until(() => c.sent.length === 1);
+    c.offsets[0] = 7;
+    commits.soon(c.payload);
+    await new Promise((r) => setTimeout(r, 6 * INTERVAL_MS));
+    expect(c.sent).toHaveLength(1);
+    c.answer();
+    await until(() => c.sent.length === 2);
+    expect(c.sent[1]).toEqual(resolved({ 0: 7 }));
+    c.answer();
+    commits.stop();
+  });
+
+  it('let a run start when reading the offsets to commit threw', async () => {
+    const commits = new OffsetCommits(INTERVAL_MS, logger);
+    let read = false;
+    commits.soon({
+      uncommittedOffsets: () => {
+        read = true;
+        throw new Error('the group is rebalancing');
+      },
+      commitOffsetsIfNecessary: () => Promise.resolve(),
+    });
+    await until(() => read);
+    await expect(commits.claim(0, 1)).resolves.toBeUndefined();
+    commits.stop();
+  });
+
   it('start no commit once stopped', async () => {
     const c = consumer({ 0: 5 });
     const commits = new OffsetCommits(INTERVAL_MS, logger);

@@ -10,6 +10,11 @@ export type CommandConsumerOptions = {
   readonly sessionTimeoutMs: number;
   /** Tasks partitions consumed at once (KAFKA_TASKS_PARTITIONS, 3). */
   readonly partitionsConsumedConcurrently: number;
+  /**
+   * Longest the group's committed offset lags what is dealt with (OffsetCommits): at most one plain
+   * OffsetCommit an interval. Not a setting: 1 s; a test lengthens it to place a commit in a run.
+   */
+  readonly commitIntervalMs: number;
 };
 
 export function commandConsumerOptions(settings: Settings): CommandConsumerOptions {
@@ -18,5 +23,6 @@ export function commandConsumerOptions(settings: Settings): CommandConsumerOptio
     groupMax: settings.MERIDIAN_UPLOAD_GROUP_MAX,
     sessionTimeoutMs: settings.KAFKA_SESSION_TIMEOUT_MS,
     partitionsConsumedConcurrently: settings.KAFKA_TASKS_PARTITIONS,
+    commitIntervalMs: 1000,
   };
 }
