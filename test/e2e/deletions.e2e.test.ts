@@ -7,6 +7,7 @@ import { startWorker } from '../support/ingest.ts';
 import { rollupDumpSql } from '../support/rollup-reference.ts';
 import { isolatedSettings } from '../support/settings.ts';
 import { waitForTask } from '../support/tasks.ts';
+import { waitFor } from '../support/wait.ts';
 
 /**
  * POST /api/v1/metrics/delete against the real stack: who may delete, the bound, and what a
@@ -173,6 +174,103 @@ describe('POST /api/v1/metrics/delete', () => {
     expect((await downloaded('del_w_b')).map(([s]) => s)).toEqual([5, 6, 7, 8, 9]);
     await deleted(admin, { metrics: 'del_r_c', start_date: iso(0), end_date: iso(0), reason: 'admin' });
     expect((await downloaded('del_r_c', admin)).map(([s]) => s)).toEqual([1, 2]);
+  });
+
+  it('ingest goes on while a deletion is held in ClickHouse: pushes and file uploads are accepted, and each is stored once it ends', async () => {
+    const ch = api.platform.clickhouse;
+    const undoneMutations = async () =>
+      Number(
+        (
+          await (
+            await ch.query({
+              query: "SELECT count() AS n FROM system.mutations WHERE database = currentDatabase() AND table = 'points' AND is_done = 0",
+              format: 'JSONEachRow',
+            })
+          ).json<{ n: string }>()
+        )[0]!.n,
+      );
+    const status = async (taskId: string) => (await call(`${api.url}/api/v1/tasks/${taskId}`, writer)).json.status as string;
+    const push = (metric: string, points: Array<[number, number]>) =>
+      call(`${api.url}/api/v1/metrics/upload`, writer, {
+        method: 'POST',
+        body: { metric_name: metric, values: points.map(([s, value]) => ({ timestamp: iso(s), value })) },
+      });
+    const uploadFile = async (metric: string, points: Array<[number, number]>) => {
+      const form = new FormData();
+      form.set('file', new Blob([points.map(([s, v]) => `${iso(s)},${v}\n`).join('')]), 'points.csv');
+      const res = await fetch(`${api.url}/api/v1/metrics_file_upload?${new URLSearchParams({ metric_name: metric })}`, {
+        method: 'POST',
+        headers: { Authorization: `Bearer ${writer}` },
+        body: form,
+      });
+      return { status: res.status, text: await res.text() };
+    };
+    const held = 'del_w_held';
+    const beside = 'del_w_beside';
+    await upload(
+      writer,
+      held,
+      Array.from({ length: 20 }, (_, s) => s),
+    );
+    expect(await downloaded(held)).toHaveLength(20);
+    expect(await undoneMutations()).toBe(0);
+
+    const pushedBeside: Array<[number, number]> = Array.from({ length: 10 }, (_, s) => [s, 100 + s]);
+    const filedBeside: Array<[number, number]> = Array.from({ length: 10 }, (_, s) => [10 + s, 100 + 10 + s]);
+    const heldOutside: Array<[number, number]> = [20, 21, 22].map((s) => [s, 200 + s]);
+    const heldInside: Array<[number, number]> = [
+      [7, 707],
+      [9, 909],
+    ];
+    const accepted: string[] = [];
+    let deletion: string;
+    // 18.16 runs a mutation as merges do: with points' merges stopped the deletion's mutation stays
+    // undone, and so does the deletion, for as long as this test holds it.
+    await ch.command({ query: 'SYSTEM STOP MERGES points' });
+    try {
+      const res = await del(writer, { metrics: held, start_date: iso(5), end_date: iso(14), reason: 'held while ingest goes on' });
+      expect(res.status, res.text).toBe(202);
+      expect(res.json).toMatchObject({ metrics: [held], points_selected: 10 });
+      deletion = res.json.task_id as string;
+      await waitFor("the deletion's mutation of points to be under way", async () => ((await undoneMutations()) > 0 ? true : undefined), 60_000);
+
+      // The public routes accept while the deletion is held: a push of another metric and of the
+      // deleted metric outside and inside its range, and a file upload.
+      for (const [metric, points] of [
+        [beside, pushedBeside],
+        [held, heldOutside],
+        [held, heldInside],
+      ] as const) {
+        const pushed = await push(metric, [...points]);
+        expect(pushed.status, pushed.text).toBe(202);
+        accepted.push(pushed.json.task_id as string);
+      }
+      const filed = await uploadFile(beside, filedBeside);
+      expect(filed.status, filed.text).toBe(202);
+      accepted.push(JSON.parse(filed.text).task_id as string);
+      for (const taskId of accepted) expect(['queued', 'running']).toContain(await status(taskId));
+      // All of it was accepted while the deletion was undone: its mutation and its task are still waiting.
+      expect(await undoneMutations()).toBeGreaterThan(0);
+      expect(['queued', 'running']).toContain(await status(deletion));
+    } finally {
+      await ch.command({ query: 'SYSTEM START MERGES points' });
+    }
+
+    expect(await waitForTask(api.url, writer, deletion, 120_000)).toMatchObject({
+      status: 'succeeded',
+      result: { metrics: [held], points_selected: 10 },
+    });
+    for (const taskId of accepted) expect((await waitForTask(api.url, writer, taskId, 120_000)).status, taskId).toBe('succeeded');
+    const kept: Array<[number, number]> = [
+      ...Array.from({ length: 5 }, (_, s): [number, number] => [s, s]),
+      ...heldInside,
+      ...Array.from({ length: 5 }, (_, i): [number, number] => [15 + i, 15 + i]),
+      ...heldOutside,
+    ].sort((x, y) => x[0] - y[0]);
+    expect(await downloaded(held)).toEqual(kept);
+    expect(await downloaded(beside)).toEqual([...pushedBeside, ...filedBeside]);
+    expect(await catalogEntry(held)).toEqual({ metric_name: held, points: kept.length, first_timestamp: iso(0), last_timestamp: iso(22) });
+    expect(await catalogEntry(beside)).toEqual({ metric_name: beside, points: 20, first_timestamp: iso(0), last_timestamp: iso(19) });
   });
 
   it('meridian delete: the same deletion from the command line, waiting until it is done', async () => {
